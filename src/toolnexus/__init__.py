@@ -1,0 +1,61 @@
+"""toolnexus — the tool contract an LLM agent can stand on.
+
+Tools are plain callables ``fn(args, ctx=None) -> ToolResult``. This package gives them
+a context (cancellation, budget, answers), results that can suspend on a question to a
+human, and — in lazily imported layers — schemas, a host runtime and an MCP server.
+
+Example::
+
+    from toolnexus import ToolContext, ToolResult
+
+    def crunch(args, ctx=None):
+        if ctx is not None and ctx.is_cancelled:
+            return ToolResult.error("cancelled")
+        return ToolResult.ok(f"completed {args['steps']} step(s)")
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .cancellation import CancellationToken, CancellationTokenRegistration, CancellationTokenSource
+from .context import ProgressReporter, ToolContext
+from .errors import OperationCancelledError, ToolnexusError, WireFormatError
+from .result import ToolResult
+from .suspension import Answer, Request
+
+__version__ = "0.1.0"
+
+# Higher layers load on first use, so `import toolnexus` costs only the contract.
+_LAZY: dict[str, str] = {}
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = [
+    "Answer",
+    "CancellationToken",
+    "CancellationTokenRegistration",
+    "CancellationTokenSource",
+    "OperationCancelledError",
+    "ProgressReporter",
+    "Request",
+    "ToolContext",
+    "ToolResult",
+    "ToolnexusError",
+    "WireFormatError",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolnexus' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,80 @@
+"""Deep read-only copies of JSON-like data, for the mapping fields of frozen values.
+
+``FrozenDict`` and ``FrozenList`` subclass ``dict`` and ``list`` so they still compare
+equal to plain ones and ``json.dumps`` them as usual; only mutation is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+__all__ = ["FrozenDict", "FrozenList", "freeze", "thaw"]
+
+
+def _refuse(self: object, *args: object, **kwargs: object) -> NoReturn:
+    raise TypeError(
+        f"{type(self).__name__} is read-only; copy it first (dict(x) / list(x)) to change it"
+    )
+
+
+class FrozenDict(dict[str, Any]):
+    """A ``dict`` that refuses to change after construction."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
+    __ior__ = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
+        return self
+
+    def __repr__(self) -> str:
+        return dict.__repr__(self)
+
+
+class FrozenList(list[Any]):
+    """A ``list`` that refuses to change after construction."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = append = extend = insert = pop = remove = _refuse
+    reverse = sort = clear = __iadd__ = __imul__ = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
+        return self
+
+    def __repr__(self) -> str:
+        return list.__repr__(self)
+
+
+def freeze(value: Any) -> Any:
+    """Return a deep read-only copy of mappings and lists; other values as they are."""
+    if isinstance(value, (FrozenDict, FrozenList)):
+        return value
+    if isinstance(value, Mapping):
+        return FrozenDict({key: freeze(item) for key, item in value.items()})
+    if isinstance(value, list):
+        return FrozenList([freeze(item) for item in value])
+    if isinstance(value, tuple):
+        return tuple(freeze(item) for item in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Return a deep plain (mutable) copy of what :func:`freeze` made."""
+    if isinstance(value, Mapping):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(item) for item in value]
+    return value

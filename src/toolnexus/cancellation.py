@@ -1,0 +1,439 @@
+"""Cancellation: one-way, sticky, observable from threads and from asyncio.
+
+A :class:`CancellationTokenSource` owns the right to cancel; the :class:`CancellationToken`
+it hands out can only observe. Everything that reads the clock for cancellation lives
+here too: ``cancel_after`` timers share one lazily started daemon thread, so importing
+this module starts no thread and a thousand timers cost one thread, not a thousand.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, ClassVar
+
+from .errors import OperationCancelledError
+
+if TYPE_CHECKING:
+    import asyncio
+
+__all__ = [
+    "CancellationToken",
+    "CancellationTokenRegistration",
+    "CancellationTokenSource",
+]
+
+_log = logging.getLogger("toolnexus")
+
+
+class _State:
+    """The shared cancellation state behind one source and all of its tokens."""
+
+    __slots__ = ("callbacks", "can_be_cancelled", "event", "lock", "next_key")
+
+    def __init__(self, can_be_cancelled: bool) -> None:
+        self.event = threading.Event()
+        self.lock = threading.Lock()
+        self.callbacks: dict[int, Callable[[], object]] | None = {}
+        self.next_key = 0
+        self.can_be_cancelled = can_be_cancelled
+
+    def cancel(self) -> bool:
+        """Cancel once; return True if this call did it."""
+        with self.lock:
+            callbacks = self.callbacks
+            if callbacks is None:
+                return False
+            self.callbacks = None
+            # Set inside the lock so a concurrent register() either sees the
+            # callbacks list (and is run below) or sees the event (and runs itself).
+            self.event.set()
+        # Callbacks run outside the lock: one may register or cancel again.
+        for callback in callbacks.values():
+            _run_callback(callback)
+        return True
+
+
+def _run_callback(callback: Callable[[], object]) -> None:
+    try:
+        callback()
+    except BaseException:  # noqa: BLE001 - a failing callback must not stop the others
+        _log.exception("cancellation callback %r failed", callback)
+
+
+class CancellationTokenRegistration:
+    """The handle :meth:`CancellationToken.register` returns.
+
+    ``unregister()`` removes the callback if it has not run yet. Usable as a context
+    manager, which unregisters on exit.
+
+    Example::
+
+        with token.register(lambda: print("stopping")):
+            do_work()
+    """
+
+    __slots__ = ("_key", "_state")
+
+    def __init__(self, state: _State | None, key: int) -> None:
+        self._state = state
+        self._key = key
+
+    def unregister(self) -> bool:
+        """Remove the callback; return True if it was removed before it ran."""
+        state = self._state
+        if state is None:
+            return False
+        self._state = None
+        with state.lock:
+            if state.callbacks is None:
+                return False
+            return state.callbacks.pop(self._key, None) is not None
+
+    def __enter__(self) -> CancellationTokenRegistration:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.unregister()
+
+    def __repr__(self) -> str:
+        return f"<CancellationTokenRegistration {'active' if self._state else 'inactive'}>"
+
+
+class CancellationToken:
+    """An observe-only view of a cancellation, backed by a ``threading.Event``.
+
+    Get one from :attr:`CancellationTokenSource.token`; :attr:`CancellationToken.NONE`
+    is the token that is never cancelled. A token cannot cancel itself. Two tokens are
+    equal when they observe the same source.
+
+    Example::
+
+        source = CancellationTokenSource()
+        token = source.token
+        source.cancel()
+        assert token.is_cancellation_requested and token.wait(0)
+    """
+
+    __slots__ = ("_state",)
+
+    NONE: ClassVar[CancellationToken]
+    """The never-cancelled token: the default of every :class:`ToolContext`."""
+
+    def __init__(self, _state: _State | None = None) -> None:
+        # Users get tokens from a source; CancellationToken() alone is the NONE token.
+        self._state = _state if _state is not None else _NONE_STATE
+
+    @property
+    def is_cancellation_requested(self) -> bool:
+        """True once the source has been cancelled (and forever after)."""
+        return self._state.event.is_set()
+
+    @property
+    def can_be_cancelled(self) -> bool:
+        """False only for tokens that can never be cancelled, such as ``NONE``."""
+        return self._state.can_be_cancelled
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until cancelled or ``timeout`` seconds pass.
+
+        Returns True if the token is cancelled, False on timeout. ``wait()`` on a token
+        that can never be cancelled blocks forever, as a plain ``Event.wait()`` would.
+        """
+        return self._state.event.wait(timeout)
+
+    def register(self, callback: Callable[[], object]) -> CancellationTokenRegistration:
+        """Run ``callback()`` once when the token is cancelled.
+
+        The callback runs on the thread that calls ``cancel()``, before ``cancel()``
+        returns; if the token is already cancelled it runs at once, inside this call.
+        Callbacks run in registration order. A callback that raises is logged to the
+        ``toolnexus`` logger and never stops the others nor raises out of ``cancel()``.
+
+        Raises ``TypeError`` when ``callback`` is not callable.
+        """
+        if not callable(callback):
+            raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+        state = self._state
+        if not state.can_be_cancelled:
+            return CancellationTokenRegistration(None, 0)
+        with state.lock:
+            callbacks = state.callbacks
+            if callbacks is not None:
+                key = state.next_key
+                state.next_key = key + 1
+                callbacks[key] = callback
+                return CancellationTokenRegistration(state, key)
+        _run_callback(callback)
+        return CancellationTokenRegistration(None, 0)
+
+    def raise_if_cancellation_requested(self) -> None:
+        """Raise :class:`OperationCancelledError` if the token is cancelled."""
+        if self._state.event.is_set():
+            raise OperationCancelledError()
+
+    async def wait_async(self, timeout: float | None = None) -> bool:
+        """Wait from asyncio without blocking the event loop.
+
+        Returns True if the token is cancelled, False when ``timeout`` seconds pass
+        first. Cancelling the awaiting task cancels the wait and nothing else.
+
+        Example::
+
+            if not await token.wait_async(timeout=1.0):
+                print("still running")
+        """
+        if self._state.event.is_set():
+            return True
+        if not self._state.can_be_cancelled and timeout is None:
+            # Nothing can ever wake us: behave like an un-resolvable future.
+            import asyncio
+
+            await asyncio.get_running_loop().create_future()
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            # Runs on the cancelling thread: hand the result over to the loop's thread.
+            try:
+                loop.call_soon_threadsafe(_resolve, future)
+            except RuntimeError:  # the loop is closed; nobody is waiting any more
+                pass
+
+        registration = self.register(wake)
+        try:
+            if timeout is None:
+                await future
+                return True
+            try:
+                await asyncio.wait_for(future, timeout)
+            except asyncio.TimeoutError:
+                return self._state.event.is_set()
+            return True
+        finally:
+            registration.unregister()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CancellationToken):
+            return NotImplemented
+        return self._state is other._state
+
+    def __hash__(self) -> int:
+        return id(self._state)
+
+    def __repr__(self) -> str:
+        if not self._state.can_be_cancelled:
+            return "<CancellationToken none>"
+        return f"<CancellationToken {'cancelled' if self.is_cancellation_requested else 'live'}>"
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+_NONE_STATE = _State(can_be_cancelled=False)
+CancellationToken.NONE = CancellationToken(_NONE_STATE)
+
+
+class CancellationTokenSource:
+    """Owns a cancellation: ``cancel()`` it, or let ``cancel_after()`` do it later.
+
+    A context manager: leaving the ``with`` block stops pending ``cancel_after`` timers
+    and detaches a linked source from its parents (it does not cancel the token).
+
+    Example::
+
+        with CancellationTokenSource() as source:
+            source.cancel_after(5.0)          # give up after five seconds
+            result = crunch(args, ToolContext(cancellation_token=source.token))
+    """
+
+    __slots__ = ("_links", "_state", "_timer", "token")
+
+    def __init__(self) -> None:
+        self._state = _State(can_be_cancelled=True)
+        self.token = CancellationToken(self._state)
+        """The observe-only token to hand to tools."""
+        self._timer: _TimerHandle | None = None
+        self._links: list[CancellationTokenRegistration] = []
+
+    @classmethod
+    def linked(cls, *tokens: CancellationToken) -> CancellationTokenSource:
+        """A source cancelled as soon as any of ``tokens`` is.
+
+        Cancelling the linked source itself does not touch its parents. When a parent is
+        already cancelled, the new source starts cancelled. Close the source (or use it
+        as a context manager) to detach it from long-lived parents.
+
+        Raises ``TypeError`` when an argument is not a :class:`CancellationToken`.
+
+        Example::
+
+            with CancellationTokenSource.linked(run_token, call_token) as call:
+                tool(args, ToolContext(cancellation_token=call.token))
+        """
+        source = cls()
+        for index, token in enumerate(tokens):
+            if not isinstance(token, CancellationToken):
+                source.close()
+                raise TypeError(
+                    f"linked() takes CancellationToken arguments; argument {index} "
+                    f"is {type(token).__name__}"
+                )
+            if token.can_be_cancelled:
+                source._links.append(token.register(source.cancel))
+        return source
+
+    @property
+    def is_cancellation_requested(self) -> bool:
+        """True once :meth:`cancel` has run (or a timer or linked parent fired)."""
+        return self._state.event.is_set()
+
+    def cancel(self) -> None:
+        """Cancel the token: set the event and run every registered callback once.
+
+        Idempotent: a second call does nothing. Never raises because of a callback.
+        """
+        if self._state.cancel():
+            self._stop_timer()
+
+    def cancel_after(self, seconds: float) -> None:
+        """Cancel after ``seconds`` (from now), replacing any earlier ``cancel_after``.
+
+        Raises ``ValueError`` when ``seconds`` is not a non-negative number.
+        """
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (
+            seconds >= 0
+        ):
+            raise ValueError(f"seconds must be a number >= 0, got {seconds!r}")
+        if self._state.event.is_set():
+            return
+        self._stop_timer()
+        if seconds == 0:
+            self.cancel()
+            return
+        self._timer = _scheduler().schedule(time.monotonic() + seconds, self.cancel)
+
+    def close(self) -> None:
+        """Stop a pending timer and detach from linked parents; the token keeps its state."""
+        self._stop_timer()
+        links, self._links = self._links, []
+        for link in links:
+            link.unregister()
+
+    def _stop_timer(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+
+    def __enter__(self) -> CancellationTokenSource:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "cancelled" if self.is_cancellation_requested else "live"
+        timer = " timer pending" if self._timer is not None and not self._timer.done else ""
+        return f"<CancellationTokenSource {state}{timer}>"
+
+
+class _TimerHandle:
+    __slots__ = ("action", "deadline", "done")
+
+    def __init__(self, deadline: float, action: Callable[[], object]) -> None:
+        self.deadline = deadline
+        self.action: Callable[[], object] | None = action
+        self.done = False
+
+    def cancel(self) -> None:
+        # The heap entry stays until its time comes; the scheduler skips it then.
+        self.action = None
+        self.done = True
+
+
+class _Scheduler:
+    """One daemon thread that fires every pending ``cancel_after`` in deadline order."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._heap: list[tuple[float, int, _TimerHandle]] = []
+        self._counter = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def schedule(self, deadline: float, action: Callable[[], object]) -> _TimerHandle:
+        handle = _TimerHandle(deadline, action)
+        with self._cond:
+            heapq.heappush(self._heap, (deadline, next(self._counter), handle))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="toolnexus-timer", daemon=True
+                )
+                self._thread.start()
+            elif self._heap[0][2] is handle:
+                self._cond.notify()
+        return handle
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if not self._heap:
+                        self._cond.wait()
+                        continue
+                    deadline, _, handle = self._heap[0]
+                    if handle.action is None:
+                        heapq.heappop(self._heap)
+                        continue
+                    delay = deadline - time.monotonic()
+                    if delay <= 0:
+                        heapq.heappop(self._heap)
+                        action, handle.action = handle.action, None
+                        handle.done = True
+                        break
+                    self._cond.wait(delay)
+            # Fire outside the lock: the action runs cancellation callbacks that may
+            # schedule new timers.
+            _run_callback(action)
+
+
+_scheduler_instance: _Scheduler | None = None
+_scheduler_lock = threading.Lock()
+
+
+def _scheduler() -> _Scheduler:
+    global _scheduler_instance
+    with _scheduler_lock:
+        if _scheduler_instance is None:
+            _scheduler_instance = _Scheduler()
+        return _scheduler_instance
+
+
+def _forget_scheduler_after_fork() -> None:
+    # The timer thread does not survive fork(); the child starts its own on demand.
+    global _scheduler_instance, _scheduler_lock
+    _scheduler_instance = None
+    _scheduler_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_scheduler_after_fork)

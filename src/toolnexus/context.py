@@ -1,0 +1,89 @@
+"""The optional second argument of every tool: :class:`ToolContext`.
+
+It carries what a tool needs to be a good citizen: a cancellation token, the caller's
+budget for this call, the answer to a question it asked earlier, and a way to report
+progress when someone listens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .cancellation import CancellationToken
+from .suspension import Answer
+
+__all__ = ["ProgressReporter", "ToolContext"]
+
+ProgressReporter = Callable[[float, "float | None", "str | None"], None]
+"""``reporter(progress, total, message)``: receives a tool's progress reports."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What the host tells a tool about this one call. Every field is optional.
+
+    Attributes:
+        timeout_ms: this call's budget in milliseconds; ``None`` means unset (fall back
+            to your own default — never read it as zero).
+        cancellation_token: observe it in long work; ``CancellationToken.NONE`` by default.
+        answer: present only on a retry after a suspension was resolved.
+        progress: where :meth:`report_progress` sends reports; ``None`` when nobody
+            listens (reports are then dropped).
+
+    Example::
+
+        >>> ctx = ToolContext(5000)
+        >>> ctx.timeout_ms, ctx.is_cancelled, ctx.answer
+        (5000, False, None)
+    """
+
+    timeout_ms: int | None = None
+    cancellation_token: CancellationToken = CancellationToken.NONE
+    answer: Answer | None = None
+    progress: ProgressReporter | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        timeout = self.timeout_ms
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 0
+        ):
+            raise ValueError(
+                f"timeout_ms must be None or an int >= 0 (milliseconds), got {timeout!r}"
+            )
+        if not isinstance(self.cancellation_token, CancellationToken):
+            raise TypeError(
+                "cancellation_token must be a CancellationToken (e.g. source.token), "
+                f"got {type(self.cancellation_token).__name__}"
+            )
+        if self.answer is not None and not isinstance(self.answer, Answer):
+            raise TypeError(f"answer must be an Answer or None, got {type(self.answer).__name__}")
+        if self.progress is not None and not callable(self.progress):
+            raise TypeError(f"progress must be callable or None, got {type(self.progress).__name__}")
+
+    @property
+    def is_cancelled(self) -> bool:
+        """Shorthand for ``cancellation_token.is_cancellation_requested``."""
+        return self.cancellation_token.is_cancellation_requested
+
+    def with_answer(self, answer: Answer | None) -> ToolContext:
+        """A copy of this context carrying ``answer`` (for the retry after a suspension)."""
+        return dataclasses.replace(self, answer=answer)
+
+    def with_timeout(self, timeout_ms: int | None) -> ToolContext:
+        """A copy of this context with another budget."""
+        return dataclasses.replace(self, timeout_ms=timeout_ms)
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report how far the call has come; a no-op when nobody listens.
+
+        Example::
+
+            for i, item in enumerate(items):
+                ctx.report_progress(i, len(items), f"processing {item}")
+        """
+        if self.progress is not None:
+            self.progress(progress, total, message)

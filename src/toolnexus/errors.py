@@ -1,0 +1,64 @@
+"""The exception hierarchy: one root, subclasses split by whose fault it is.
+
+Everything toolnexus raises derives from :class:`ToolnexusError`. Each subclass also
+inherits the builtin a caller would naturally catch (``ValueError``, ``LookupError``,
+``TimeoutError``), so ``except ValueError`` keeps working, and carries structured fields
+so no layer has to parse a message.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "OperationCancelledError",
+    "ToolnexusError",
+    "WireFormatError",
+]
+
+
+class ToolnexusError(Exception):
+    """Root of every exception toolnexus raises.
+
+    Example::
+
+        try:
+            Request.from_json("[]")
+        except ToolnexusError as exc:
+            print(exc)
+    """
+
+
+class OperationCancelledError(ToolnexusError):
+    """Raised by :meth:`CancellationToken.raise_if_cancellation_requested`.
+
+    A tool may let it propagate: the toolkit turns it into an error result saying the
+    call was cancelled.
+
+    Example::
+
+        token.raise_if_cancellation_requested()   # raises once the token is cancelled
+    """
+
+    def __init__(self, message: str = "the operation was cancelled") -> None:
+        super().__init__(message)
+
+
+class WireFormatError(ToolnexusError, ValueError):
+    """Malformed wire input: not JSON, not an object, or a missing or mistyped field.
+
+    ``type_name`` is the type being read (``"Request"``), ``field`` the wire key at fault
+    (``None`` when the whole document is wrong).
+
+    Example::
+
+        try:
+            Answer.from_dict({"id": "pnd-1"})
+        except WireFormatError as exc:
+            assert exc.field == "ok"
+    """
+
+    def __init__(self, type_name: str, field: str | None, problem: str) -> None:
+        where = f"field {field!r}" if field is not None else "input"
+        super().__init__(f"invalid {type_name}: {where} {problem}")
+        self.type_name = type_name
+        self.field = field
+        self.problem = problem

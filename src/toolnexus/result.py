@@ -1,0 +1,161 @@
+"""What a tool returns: :class:`ToolResult` — text for the model, an error flag, metadata.
+
+A suspension is data on the result, not a new type: a result is pending iff
+``metadata["pending"]`` is a :class:`Request`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from . import _wire
+from ._frozen import FrozenDict, freeze, thaw
+from .suspension import Request
+
+__all__ = ["PENDING_KEY", "STRUCTURED_KEY", "ToolResult"]
+
+PENDING_KEY = "pending"
+"""The metadata key under which a suspension carries its :class:`Request`."""
+
+STRUCTURED_KEY = "structuredContent"
+"""The metadata key under which a tool's JSON return value is kept for structured output."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The outcome of one tool call.
+
+    Attributes:
+        output: text for the model (for a suspension: the prompt, plus ``"\\n" + url``).
+        is_error: True when the call produced no usable answer.
+        metadata: optional read-only JSON object; ``metadata["pending"]`` marks a
+            suspension.
+
+    Example::
+
+        >>> ToolResult.ok("42")
+        <ToolResult ok '42'>
+        >>> ToolResult.error("no such file").is_error
+        True
+        >>> ToolResult.pending(Request("approval", "Deploy?")).is_pending
+        True
+    """
+
+    output: str
+    is_error: bool = False
+    metadata: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.output, str):
+            raise TypeError(
+                f"ToolResult.output must be a str, got {type(self.output).__name__}; "
+                "convert it (str(value) or json.dumps(value)) first"
+            )
+        if not isinstance(self.is_error, bool):
+            raise TypeError(f"ToolResult.is_error must be a bool, got {type(self.is_error).__name__}")
+        metadata = self.metadata
+        if metadata is not None:
+            if not isinstance(metadata, Mapping):
+                raise TypeError(
+                    "ToolResult.metadata must be a mapping (a JSON object) or None, "
+                    f"got {type(metadata).__name__}"
+                )
+            if not isinstance(metadata, FrozenDict):
+                object.__setattr__(self, "metadata", freeze(metadata))
+
+    @classmethod
+    def ok(cls, output: str, metadata: Mapping[str, Any] | None = None) -> ToolResult:
+        """A successful result."""
+        return cls(output, False, metadata)
+
+    @classmethod
+    def error(cls, output: str, metadata: Mapping[str, Any] | None = None) -> ToolResult:
+        """A failed result: ``output`` says what went wrong, for the model to read."""
+        return cls(output, True, metadata)
+
+    @classmethod
+    def pending(cls, request: Request) -> ToolResult:
+        """A suspension: the call waits for an answer to ``request``.
+
+        It is an error result (no usable answer yet) whose output is the prompt, plus
+        ``"\\n" + url`` when the request has a url.
+        """
+        if not isinstance(request, Request):
+            raise TypeError(f"pending() takes a Request, got {type(request).__name__}")
+        output = request.prompt if request.url is None else f"{request.prompt}\n{request.url}"
+        return cls(output, True, {PENDING_KEY: request})
+
+    @classmethod
+    def auth_required(
+        cls, url: str, prompt: str = "Authorization required to continue"
+    ) -> ToolResult:
+        """A suspension asking the human to authorize at ``url`` (completed out of band)."""
+        return cls.pending(Request("authorization", prompt, url=url))
+
+    @staticmethod
+    def pending_of(result: ToolResult | None) -> Request | None:
+        """The request a result is suspended on, or None (also for ``None`` itself)."""
+        if result is None or result.metadata is None:
+            return None
+        request = result.metadata.get(PENDING_KEY)
+        return request if isinstance(request, Request) else None
+
+    @property
+    def is_pending(self) -> bool:
+        """True iff this result is a suspension (``metadata["pending"]`` is a Request)."""
+        return ToolResult.pending_of(self) is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form: keys ``output, isError, metadata`` (``metadata`` omitted when
+        unset); a pending request is written under ``metadata.pending``."""
+        out: dict[str, Any] = {"output": self.output, "isError": self.is_error}
+        if self.metadata is not None:
+            meta = {}
+            for key, value in self.metadata.items():
+                meta[key] = value.to_dict() if isinstance(value, Request) else thaw(value)
+            out["metadata"] = meta
+        return out
+
+    def to_json(self) -> str:
+        """Compact UTF-8 JSON of :meth:`to_dict`.
+
+        Raises :class:`WireFormatError` when metadata holds a value JSON cannot carry.
+        """
+        return _wire.dumps(self.to_dict(), "ToolResult")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolResult:
+        """Rebuild a result from its wire form; ``metadata.pending`` becomes a Request.
+
+        Raises :class:`WireFormatError` (a ``ValueError``) naming the field at fault.
+        """
+        data = _wire.require_object(data, "ToolResult")
+        output = _wire.field(data, "output", str, "ToolResult", required=True, expected="a string")
+        is_error = _wire.field(
+            data, "isError", bool, "ToolResult", required=True, expected="a boolean"
+        )
+        metadata = _wire.field(
+            data, "metadata", Mapping, "ToolResult", required=False, expected="an object"
+        )
+        if metadata is not None and PENDING_KEY in metadata:
+            pending = metadata[PENDING_KEY]
+            try:
+                request = Request.from_dict(pending)
+            except ValueError as exc:
+                raise _wire.WireFormatError(
+                    "ToolResult", "metadata.pending", f"is not a valid Request: {exc}"
+                ) from None
+            metadata = {**metadata, PENDING_KEY: request}
+        return cls(output, is_error, metadata)
+
+    @classmethod
+    def from_json(cls, text: str | bytes | bytearray) -> ToolResult:
+        """Parse :meth:`to_json` output. Raises :class:`WireFormatError` when malformed."""
+        return cls.from_dict(_wire.loads_object(text, "ToolResult"))
+
+    def __repr__(self) -> str:
+        state = "pending" if self.is_pending else "error" if self.is_error else "ok"
+        text = self.output if len(self.output) <= 60 else self.output[:57] + "..."
+        return f"<ToolResult {state} {text!r}>"

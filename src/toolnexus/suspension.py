@@ -1,0 +1,281 @@
+"""Human-in-the-loop values: the :class:`Request` a tool parks on and the :class:`Answer`.
+
+Both are frozen, plain data with a fixed wire form, so a host can persist a question,
+deliver it anywhere and resume the tool later, even from another process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from . import _wire
+from ._frozen import freeze, thaw
+from .errors import WireFormatError
+
+__all__ = ["Answer", "Request", "new_request_id", "parse_rfc3339"]
+
+
+def new_request_id() -> str:
+    """A fresh, unguessable request id: ``pnd-`` and 128 random bits in hex.
+
+    Example::
+
+        >>> new_request_id().startswith("pnd-")
+        True
+    """
+    import secrets  # lazily: only code that asks questions pays for it
+
+    return "pnd-" + secrets.token_hex(16)
+
+
+def parse_rfc3339(text: str) -> datetime:
+    """Parse an RFC 3339 timestamp (``Z`` or a numeric offset) into an aware datetime.
+
+    Raises ``ValueError`` naming the text when it is not RFC 3339.
+
+    Example::
+
+        >>> parse_rfc3339("2026-01-02T03:04:05Z").year
+        2026
+    """
+    import re
+
+    match = re.fullmatch(
+        r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
+        r"(?:([Zz])|([+-])(\d{2}):(\d{2}))",
+        text,
+    )
+    if match is None:
+        raise ValueError(
+            f"not an RFC 3339 timestamp: {text!r}; expected e.g. '2026-01-02T03:04:05Z' "
+            "or '2026-01-02T03:04:05+02:00'"
+        )
+    year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
+    fraction = match.group(7) or ""
+    micro = int((fraction + "000000")[:6])
+    if match.group(8):
+        tz = timezone.utc
+    else:
+        sign = -1 if match.group(9) == "-" else 1
+        hours, minutes = int(match.group(10)), int(match.group(11))
+        if hours > 23 or minutes > 59:
+            raise ValueError(f"not an RFC 3339 timestamp: {text!r}; offset out of range")
+        tz = timezone(sign * timedelta(hours=hours, minutes=minutes))
+    leap = second == 60  # RFC 3339 allows a leap second; datetime does not
+    try:
+        moment = datetime(year, month, day, hour, minute, 59 if leap else second, micro, tz)
+    except ValueError as exc:
+        raise ValueError(f"not an RFC 3339 timestamp: {text!r}; {exc}") from None
+    return moment + timedelta(seconds=1) if leap else moment
+
+
+def _require_text(owner: str, name: str, value: object, *, allow_empty: bool) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{owner}.{name} must be a str, got {type(value).__name__}")
+    if not allow_empty and not value:
+        raise ValueError(f"{owner}.{name} must not be empty")
+
+
+def _freeze_mapping(owner: str, name: str, value: object) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"{owner}.{name} must be a mapping (a JSON object) or None, "
+            f"got {type(value).__name__}"
+        )
+    return freeze(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A question a tool asks by returning ``ToolResult.pending(request)``.
+
+    Attributes:
+        kind: what is asked — an open vocabulary: ``"authorization"`` (a login at
+            ``url``, completed out of band), ``"approval"``, ``"input"`` (the answer's
+            data is the payload), ``"question"``, …
+        prompt: the text shown to the human (and to the model while it waits).
+        id: unique and unguessable; generated (``pnd-`` + 128 random bits) when omitted.
+        url: where to go, for ``authorization``.
+        data: free JSON object; ``data["schema"]`` may describe the expected
+            ``answer.data`` as a flat JSON Schema object (the MCP elicitation shape).
+        expires_at: RFC 3339 timestamp after which an answer is no longer accepted.
+
+    Example::
+
+        >>> req = Request("approval", "Deploy to production?")
+        >>> req.id.startswith("pnd-"), req.is_expired()
+        (True, False)
+    """
+
+    kind: str
+    prompt: str
+    _: dataclasses.KW_ONLY
+    id: str = field(default_factory=new_request_id)
+    url: str | None = None
+    data: Mapping[str, Any] | None = None
+    expires_at: str | None = None
+
+    def __post_init__(self) -> None:
+        _require_text("Request", "kind", self.kind, allow_empty=False)
+        _require_text("Request", "prompt", self.prompt, allow_empty=True)
+        _require_text("Request", "id", self.id, allow_empty=False)
+        if self.url is not None:
+            _require_text("Request", "url", self.url, allow_empty=False)
+        object.__setattr__(self, "data", _freeze_mapping("Request", "data", self.data))
+        if self.expires_at is not None:
+            _require_text("Request", "expires_at", self.expires_at, allow_empty=False)
+            try:
+                parse_rfc3339(self.expires_at)
+            except ValueError as exc:
+                raise ValueError(f"Request.expires_at: {exc}") from None
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        """True if ``expires_at`` is set and ``now`` (default: the current UTC time) is at
+        or past it. Raises ``ValueError`` when ``now`` is a naive datetime."""
+        if self.expires_at is None:
+            return False
+        if now is None:
+            now = datetime.now(timezone.utc)
+        elif now.tzinfo is None or now.utcoffset() is None:
+            raise ValueError(
+                "is_expired(now=...) needs an aware datetime, e.g. datetime.now(timezone.utc)"
+            )
+        return now >= parse_rfc3339(self.expires_at)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form: keys ``id, kind, prompt, url, data, expiresAt``, unset omitted."""
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "prompt": self.prompt}
+        if self.url is not None:
+            out["url"] = self.url
+        if self.data is not None:
+            out["data"] = thaw(self.data)
+        if self.expires_at is not None:
+            out["expiresAt"] = self.expires_at
+        return out
+
+    def to_json(self) -> str:
+        """Compact UTF-8 JSON of :meth:`to_dict`."""
+        return _wire.dumps(self.to_dict(), "Request")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Request:
+        """Rebuild a request from its wire form.
+
+        Raises :class:`WireFormatError` (a ``ValueError``) naming the field at fault.
+        """
+        data = _wire.require_object(data, "Request")
+        text = "a string"
+        rid = _wire.field(data, "id", str, "Request", required=True, expected=text)
+        kind = _wire.field(data, "kind", str, "Request", required=True, expected=text)
+        prompt = _wire.field(data, "prompt", str, "Request", required=True, expected=text)
+        url = _wire.field(data, "url", str, "Request", required=False, expected=text)
+        payload = _wire.field(
+            data, "data", Mapping, "Request", required=False, expected="an object"
+        )
+        expires = _wire.field(
+            data, "expiresAt", str, "Request", required=False,
+            expected="an RFC 3339 timestamp string",
+        )
+        for key, value in (("id", rid), ("kind", kind)):
+            if not value:
+                raise WireFormatError("Request", key, "must not be empty")
+        if expires is not None:
+            try:
+                parse_rfc3339(expires)
+            except ValueError as exc:
+                raise WireFormatError("Request", "expiresAt", f"is invalid: {exc}") from None
+        return cls(kind, prompt, id=rid, url=url or None, data=payload, expires_at=expires)
+
+    @classmethod
+    def from_json(cls, text: str | bytes | bytearray) -> Request:
+        """Parse :meth:`to_json` output. Raises :class:`WireFormatError` when malformed."""
+        return cls.from_dict(_wire.loads_object(text, "Request"))
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A human's resolution of a :class:`Request`.
+
+    Attributes:
+        id: echoes the request's id; a host refuses an answer whose id does not match.
+        ok: True when the request was granted or answered.
+        data: the answer's payload (for ``input``: the input itself).
+        reason: advisory, when ``ok`` is false: ``"declined"``, ``"cancelled"`` or
+            ``"expired"``.
+
+    Example::
+
+        >>> req = Request("input", "Which environment?")
+        >>> Answer.accept(req, {"env": "staging"}).data["env"]
+        'staging'
+        >>> Answer.decline(req).reason
+        'declined'
+    """
+
+    id: str
+    ok: bool
+    data: Mapping[str, Any] | None = None
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        _require_text("Answer", "id", self.id, allow_empty=False)
+        if not isinstance(self.ok, bool):
+            raise TypeError(f"Answer.ok must be a bool, got {type(self.ok).__name__}")
+        object.__setattr__(self, "data", _freeze_mapping("Answer", "data", self.data))
+        if self.reason is not None:
+            _require_text("Answer", "reason", self.reason, allow_empty=True)
+
+    @classmethod
+    def accept(cls, request: Request, data: Mapping[str, Any] | None = None) -> Answer:
+        """An ok answer to ``request``, echoing its id."""
+        return cls(_request_id(request), True, data)
+
+    @classmethod
+    def decline(cls, request: Request, reason: str = "declined") -> Answer:
+        """A refusal of ``request``, echoing its id, with an advisory ``reason``."""
+        return cls(_request_id(request), False, None, reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form: keys ``id, ok, data, reason``, unset omitted."""
+        out: dict[str, Any] = {"id": self.id, "ok": self.ok}
+        if self.data is not None:
+            out["data"] = thaw(self.data)
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+    def to_json(self) -> str:
+        """Compact UTF-8 JSON of :meth:`to_dict`."""
+        return _wire.dumps(self.to_dict(), "Answer")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Answer:
+        """Rebuild an answer from its wire form.
+
+        Raises :class:`WireFormatError` (a ``ValueError``) naming the field at fault.
+        """
+        data = _wire.require_object(data, "Answer")
+        rid = _wire.field(data, "id", str, "Answer", required=True, expected="a string")
+        if not rid:
+            raise WireFormatError("Answer", "id", "must not be empty")
+        ok = _wire.field(data, "ok", bool, "Answer", required=True, expected="a boolean")
+        payload = _wire.field(data, "data", Mapping, "Answer", required=False, expected="an object")
+        reason = _wire.field(data, "reason", str, "Answer", required=False, expected="a string")
+        return cls(rid, ok, payload, reason)
+
+    @classmethod
+    def from_json(cls, text: str | bytes | bytearray) -> Answer:
+        """Parse :meth:`to_json` output. Raises :class:`WireFormatError` when malformed."""
+        return cls.from_dict(_wire.loads_object(text, "Answer"))
+
+
+def _request_id(request: Request) -> str:
+    if not isinstance(request, Request):
+        raise TypeError(f"expected a Request to answer, got {type(request).__name__}")
+    return request.id

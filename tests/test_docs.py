@@ -1,0 +1,51 @@
+"""Every page in docs/ (and the README) holds examples that run.
+
+A page's ```python blocks run in order, in one namespace per page, as a script would;
+its ```pycon blocks are doctests. A block fenced ```python no-run is shown, not run
+(for snippets that need a terminal or a network).
+"""
+
+from __future__ import annotations
+
+import doctest
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+FENCE = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
+
+
+def blocks(page: Path) -> list[tuple[str, str, int]]:
+    text = page.read_text(encoding="utf-8")
+    found = []
+    for match in FENCE.finditer(text):
+        lang, info, body = match.group(1), match.group(2), match.group(3)
+        if "no-run" in info:
+            continue
+        line = text.count("\n", 0, match.start()) + 2
+        found.append((lang, body, line))
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_page_examples_run(page: Path, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {"__name__": f"docs_{page.stem}"}
+    parser = doctest.DocTestParser()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    ran = 0
+    for lang, body, line in blocks(page):
+        if lang == "python":
+            code = compile(body, f"{page.name}:{line}", "exec")
+            exec(code, namespace)  # noqa: S102 - running the page's own example is the test
+            ran += 1
+        elif lang == "pycon":
+            test = parser.get_doctest(body, namespace, page.name, str(page), line)
+            result = runner.run(test, clear_globs=False)
+            assert result.failed == 0, f"{page.name}:{line}: doctest failed (see output above)"
+            ran += 1
+    if page.name != "architecture.md":
+        assert ran > 0, f"{page.name} has no runnable example"

@@ -1,0 +1,33 @@
+"""The package surface: what `import toolnexus` exports and what it costs."""
+
+import subprocess
+import sys
+
+import toolnexus
+
+
+def test_all_is_sorted_and_every_name_resolves():
+    assert list(toolnexus.__all__) == sorted(toolnexus.__all__)
+    for name in toolnexus.__all__:
+        assert getattr(toolnexus, name) is not None, name
+
+
+def test_every_public_name_has_a_docstring_with_an_example():
+    for name in toolnexus.__all__:
+        value = getattr(toolnexus, name)
+        doc = getattr(value, "__doc__", None) or ""
+        if name == "ProgressReporter":
+            continue  # a type alias; documented in context.py and docs/
+        assert "xample" in doc or ">>>" in doc, f"{name} has no example in its docstring"
+
+
+def test_import_starts_no_thread():
+    code = "import threading, toolnexus; print(threading.active_count())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"
+
+
+def test_package_ships_py_typed():
+    from importlib.resources import files
+
+    assert files("toolnexus").joinpath("py.typed").is_file()
