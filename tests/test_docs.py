@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 FENCE = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
 
 
@@ -40,7 +40,7 @@ def test_page_examples_run(page: Path, tmp_path, monkeypatch):
     for lang, body, line in blocks(page):
         if lang == "python":
             code = compile(body, f"{page.name}:{line}", "exec")
-            exec(code, namespace)  # noqa: S102 - running the page's own example is the test
+            exec(code, namespace)  # running the page's own example is the test
             ran += 1
         elif lang == "pycon":
             test = parser.get_doctest(body, namespace, page.name, str(page), line)

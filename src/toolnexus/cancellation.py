@@ -8,6 +8,7 @@ this module starts no thread and a thousand timers cost one thread, not a thousa
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import logging
@@ -63,7 +64,7 @@ class _State:
 def _run_callback(callback: Callable[[], object]) -> None:
     try:
         callback()
-    except BaseException:  # noqa: BLE001 - a failing callback must not stop the others
+    except BaseException:  # a failing callback must not stop the others
         _log.exception("cancellation callback %r failed", callback)
 
 
@@ -208,10 +209,8 @@ class CancellationToken:
 
         def wake() -> None:
             # Runs on the cancelling thread: hand the result over to the loop's thread.
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits now
                 loop.call_soon_threadsafe(_resolve, future)
-            except RuntimeError:  # the loop is closed; nobody is waiting any more
-                pass
 
         registration = self.register(wake)
         try:

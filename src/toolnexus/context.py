@@ -60,7 +60,9 @@ class ToolContext:
         if self.answer is not None and not isinstance(self.answer, Answer):
             raise TypeError(f"answer must be an Answer or None, got {type(self.answer).__name__}")
         if self.progress is not None and not callable(self.progress):
-            raise TypeError(f"progress must be callable or None, got {type(self.progress).__name__}")
+            raise TypeError(
+                f"progress must be callable or None, got {type(self.progress).__name__}"
+            )
 
     @property
     def is_cancelled(self) -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 
 from . import _wire
 from ._frozen import FrozenDict, freeze, thaw
+from .errors import WireFormatError
 from .suspension import Request
 
 __all__ = ["PENDING_KEY", "STRUCTURED_KEY", "ToolResult"]
@@ -54,7 +55,9 @@ class ToolResult:
                 "convert it (str(value) or json.dumps(value)) first"
             )
         if not isinstance(self.is_error, bool):
-            raise TypeError(f"ToolResult.is_error must be a bool, got {type(self.is_error).__name__}")
+            raise TypeError(
+                f"ToolResult.is_error must be a bool, got {type(self.is_error).__name__}"
+            )
         metadata = self.metadata
         if metadata is not None:
             if not isinstance(metadata, Mapping):
@@ -144,7 +147,7 @@ class ToolResult:
             try:
                 request = Request.from_dict(pending)
             except ValueError as exc:
-                raise _wire.WireFormatError(
+                raise WireFormatError(
                     "ToolResult", "metadata.pending", f"is not a valid Request: {exc}"
                 ) from None
             metadata = {**metadata, PENDING_KEY: request}
