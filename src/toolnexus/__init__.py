@@ -17,7 +17,6 @@ Example::
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from .cancellation import CancellationToken, CancellationTokenRegistration, CancellationTokenSource
 from .context import ProgressReporter, ToolContext
@@ -30,8 +29,10 @@ __version__ = "0.1.0"
 # Higher layers load on first use, so `import toolnexus` costs only the contract.
 _LAZY: dict[str, str] = {}
 
+# Not `from typing import TYPE_CHECKING`: typing would cost as much as the contract itself.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    pass
+    from typing import Any
 
 __all__ = [
     "Answer",

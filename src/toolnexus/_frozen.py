@@ -7,9 +7,18 @@ equal to plain ones and ``json.dumps`` them as usual; only mutation is refused.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NoReturn
 
 __all__ = ["FrozenDict", "FrozenList", "freeze", "thaw"]
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+    _DictBase = dict[str, Any]
+    _ListBase = list[Any]
+else:
+    _DictBase = dict
+    _ListBase = list
 
 
 def _refuse(self: object, *args: object, **kwargs: object) -> NoReturn:
@@ -18,7 +27,7 @@ def _refuse(self: object, *args: object, **kwargs: object) -> NoReturn:
     )
 
 
-class FrozenDict(dict[str, Any]):
+class FrozenDict(_DictBase):
     """A ``dict`` that refuses to change after construction."""
 
     __slots__ = ()
@@ -38,7 +47,7 @@ class FrozenDict(dict[str, Any]):
         return dict.__repr__(self)
 
 
-class FrozenList(list[Any]):
+class FrozenList(_ListBase):
     """A ``list`` that refuses to change after construction."""
 
     __slots__ = ()

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from .errors import WireFormatError
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def dumps(value: Any, type_name: str) -> str:

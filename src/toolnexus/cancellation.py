@@ -9,28 +9,27 @@ this module starts no thread and a thousand timers cost one thread, not a thousa
 from __future__ import annotations
 
 import contextlib
-import heapq
 import itertools
-import logging
 import os
 import threading
 import time
-from collections.abc import Callable
-from types import TracebackType
-from typing import TYPE_CHECKING, ClassVar
 
 from .errors import OperationCancelledError
 
+# Not `from typing import TYPE_CHECKING`: importing typing would double what
+# `import toolnexus` costs, and annotations here are strings anyway.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Callable
+    from types import TracebackType
+    from typing import ClassVar
 
 __all__ = [
     "CancellationToken",
     "CancellationTokenRegistration",
     "CancellationTokenSource",
 ]
-
-_log = logging.getLogger("toolnexus")
 
 
 class _State:
@@ -65,7 +64,10 @@ def _run_callback(callback: Callable[[], object]) -> None:
     try:
         callback()
     except BaseException:  # a failing callback must not stop the others
-        _log.exception("cancellation callback %r failed", callback)
+        # logging loads only when something fails: it costs as much as the whole contract.
+        import logging
+
+        logging.getLogger("toolnexus").exception("cancellation callback %r failed", callback)
 
 
 class CancellationTokenRegistration:
@@ -285,16 +287,20 @@ class CancellationTokenSource:
             with CancellationTokenSource.linked(run_token, call_token) as call:
                 tool(args, ToolContext(cancellation_token=call.token))
         """
-        source = cls()
         for index, token in enumerate(tokens):
             if not isinstance(token, CancellationToken):
-                source.close()
                 raise TypeError(
                     f"linked() takes CancellationToken arguments; argument {index} "
-                    f"is {type(token).__name__}"
+                    f"is {type(token).__name__} (pass source.token, not the source)"
                 )
+        source = cls()
+        for token in tokens:
+            if source._state.event.is_set():
+                break  # a parent was already cancelled: no need to listen to the rest
             if token.can_be_cancelled:
                 source._links.append(token.register(source.cancel))
+        if source._state.event.is_set():
+            source.close()  # a parent cancelled while we were linking: drop what we added
         return source
 
     @property
@@ -308,7 +314,9 @@ class CancellationTokenSource:
         Idempotent: a second call does nothing. Never raises because of a callback.
         """
         if self._state.cancel():
-            self._stop_timer()
+            # Nothing can change a cancelled source any more: let go of the timer and of
+            # the callbacks a linked source left on its (possibly long-lived) parents.
+            self.close()
 
     def cancel_after(self, seconds: float) -> None:
         """Cancel after ``seconds`` (from now), replacing any earlier ``cancel_after``.
@@ -374,6 +382,9 @@ class _Scheduler:
     """One daemon thread that fires every pending ``cancel_after`` in deadline order."""
 
     def __init__(self) -> None:
+        import heapq  # only programs that ask for a timer pay for it
+
+        self._heapq = heapq
         self._cond = threading.Condition(threading.Lock())
         self._heap: list[tuple[float, int, _TimerHandle]] = []
         self._counter = itertools.count()
@@ -382,7 +393,7 @@ class _Scheduler:
     def schedule(self, deadline: float, action: Callable[[], object]) -> _TimerHandle:
         handle = _TimerHandle(deadline, action)
         with self._cond:
-            heapq.heappush(self._heap, (deadline, next(self._counter), handle))
+            self._heapq.heappush(self._heap, (deadline, next(self._counter), handle))
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="toolnexus-timer", daemon=True
@@ -401,15 +412,17 @@ class _Scheduler:
                         continue
                     deadline, _, handle = self._heap[0]
                     if handle.action is None:
-                        heapq.heappop(self._heap)
+                        self._heapq.heappop(self._heap)
                         continue
                     delay = deadline - time.monotonic()
                     if delay <= 0:
-                        heapq.heappop(self._heap)
+                        self._heapq.heappop(self._heap)
                         action, handle.action = handle.action, None
                         handle.done = True
                         break
-                    self._cond.wait(delay)
+                    # Condition.wait() refuses timeouts beyond TIMEOUT_MAX (OverflowError),
+                    # which would kill the one timer thread every source shares.
+                    self._cond.wait(min(delay, threading.TIMEOUT_MAX))
             # Fire outside the lock: the action runs cancellation callbacks that may
             # schedule new timers.
             _run_callback(action)

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from . import _wire
 from ._frozen import FrozenDict, freeze, thaw
 from .errors import WireFormatError
 from .suspension import Request
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["PENDING_KEY", "STRUCTURED_KEY", "ToolResult"]
 

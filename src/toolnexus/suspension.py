@@ -9,12 +9,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from typing import Any
 
 from . import _wire
 from ._frozen import freeze, thaw
 from .errors import WireFormatError
+
+# typing and datetime load only where they are needed, to keep `import toolnexus` cheap.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from datetime import datetime
+    from typing import Any
 
 __all__ = ["Answer", "Request", "new_request_id", "parse_rfc3339"]
 
@@ -43,6 +47,7 @@ def parse_rfc3339(text: str) -> datetime:
         2026
     """
     import re
+    from datetime import datetime, timedelta, timezone
 
     match = re.fullmatch(
         r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
@@ -140,8 +145,12 @@ class Request:
         or past it. Raises ``ValueError`` when ``now`` is a naive datetime."""
         if self.expires_at is None:
             return False
+        from datetime import datetime, timezone
+
         if now is None:
             now = datetime.now(timezone.utc)
+        elif not isinstance(now, datetime):
+            raise TypeError(f"is_expired(now=...) takes a datetime, got {type(now).__name__}")
         elif now.tzinfo is None or now.utcoffset() is None:
             raise ValueError(
                 "is_expired(now=...) needs an aware datetime, e.g. datetime.now(timezone.utc)"
