@@ -34,6 +34,10 @@ class FrozenDict(_DictBase):
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
     __ior__ = _refuse
 
+    def __hash__(self) -> int:  # type: ignore[override]
+        # Hashable, so the frozen values holding one (results, requests) hash too.
+        return hash(frozenset(self.items()))
+
     def __reduce__(self) -> tuple[Any, ...]:
         return (FrozenDict, (dict(self),))
 
@@ -53,6 +57,9 @@ class FrozenList(_ListBase):
     __slots__ = ()
     __setitem__ = __delitem__ = append = extend = insert = pop = remove = _refuse
     reverse = sort = clear = __iadd__ = __imul__ = _refuse
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(self))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (FrozenList, (list(self),))

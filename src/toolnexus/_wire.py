@@ -25,10 +25,16 @@ def loads_object(text: str | bytes | bytearray, type_name: str) -> Mapping[str, 
     if not isinstance(text, (str, bytes, bytearray)):
         raise WireFormatError(type_name, None, f"must be JSON text, got {type(text).__name__}")
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_refuse_constant)
     except (ValueError, RecursionError) as exc:
         raise WireFormatError(type_name, None, f"is not valid JSON ({exc})") from None
     return require_object(value, type_name)
+
+
+def _refuse_constant(name: str) -> Any:
+    # Python's json reads NaN and Infinity, but they are not JSON and no other port
+    # would read them back.
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def require_object(value: Any, type_name: str) -> Mapping[str, Any]:
@@ -67,9 +73,11 @@ def field(
     """Read ``data[key]`` checking its type; None when absent (or null) and not required."""
     value = data.get(key)
     if value is None:
-        if required:
-            raise WireFormatError(type_name, key, f"is missing; expected {expected}")
-        return None
+        if not required:
+            return None  # other ports omit unset optionals; a null reads the same
+        if key in data:
+            raise WireFormatError(type_name, key, f"must be {expected}, got null")
+        raise WireFormatError(type_name, key, f"is missing; expected {expected}")
     if isinstance(value, bool) and kind is not bool:
         raise WireFormatError(type_name, key, f"must be {expected}, got {describe(value)}")
     if not isinstance(value, kind):

@@ -70,6 +70,13 @@ class ToolResult:
                 )
             if not isinstance(metadata, FrozenDict):
                 object.__setattr__(self, "metadata", freeze(metadata))
+            if not self.is_error and isinstance(metadata.get(PENDING_KEY), Request):
+                # A suspension has no usable answer yet; a host reading is_error alone
+                # must never take one for a success.
+                raise ValueError(
+                    "a ToolResult with metadata['pending'] must have is_error=True; "
+                    "build suspensions with ToolResult.pending(request)"
+                )
 
     @classmethod
     def ok(cls, output: str, metadata: Mapping[str, Any] | None = None) -> ToolResult:
@@ -153,6 +160,10 @@ class ToolResult:
                 raise WireFormatError(
                     "ToolResult", "metadata.pending", f"is not a valid Request: {exc}"
                 ) from None
+            if not is_error:
+                raise WireFormatError(
+                    "ToolResult", "isError", "must be true when metadata.pending is set, got false"
+                )
             metadata = {**metadata, PENDING_KEY: request}
         return cls(output, is_error, metadata)
 

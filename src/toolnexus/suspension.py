@@ -191,15 +191,15 @@ class Request:
             data, "expiresAt", str, "Request", required=False,
             expected="an RFC 3339 timestamp string",
         )
-        for key, value in (("id", rid), ("kind", kind)):
-            if not value:
-                raise WireFormatError("Request", key, "must not be empty")
+        for key, value in (("id", rid), ("kind", kind), ("url", url)):
+            if value == "":
+                raise WireFormatError("Request", key, 'must be a non-empty string, got string ""')
         if expires is not None:
             try:
                 parse_rfc3339(expires)
             except ValueError as exc:
                 raise WireFormatError("Request", "expiresAt", f"is invalid: {exc}") from None
-        return cls(kind, prompt, id=rid, url=url or None, data=payload, expires_at=expires)
+        return cls(kind, prompt, id=rid, url=url, data=payload, expires_at=expires)
 
     @classmethod
     def from_json(cls, text: str | bytes | bytearray) -> Request:
@@ -272,7 +272,7 @@ class Answer:
         data = _wire.require_object(data, "Answer")
         rid = _wire.field(data, "id", str, "Answer", required=True, expected="a string")
         if not rid:
-            raise WireFormatError("Answer", "id", "must not be empty")
+            raise WireFormatError("Answer", "id", 'must be a non-empty string, got string ""')
         ok = _wire.field(data, "ok", bool, "Answer", required=True, expected="a boolean")
         payload = _wire.field(data, "data", Mapping, "Answer", required=False, expected="an object")
         reason = _wire.field(data, "reason", str, "Answer", required=False, expected="a string")
