@@ -27,12 +27,16 @@ from .suspension import Answer, Request
 __version__ = "0.1.0"
 
 # Higher layers load on first use, so `import toolnexus` costs only the contract.
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "SchemaError": ".validation",
+}
 
 # Not `from typing import TYPE_CHECKING`: typing would cost as much as the contract itself.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from .validation import SchemaError
 
 __all__ = [
     "Answer",
@@ -42,6 +46,7 @@ __all__ = [
     "OperationCancelledError",
     "ProgressReporter",
     "Request",
+    "SchemaError",
     "ToolContext",
     "ToolResult",
     "ToolnexusError",
