@@ -29,6 +29,12 @@ __version__ = "0.1.0"
 # Higher layers load on first use, so `import toolnexus` costs only the contract.
 _LAZY: dict[str, str] = {
     "SchemaError": ".validation",
+    "DuplicateToolError": ".toolkit",
+    "SchemaInferenceError": ".schema",
+    "Tool": ".tools",
+    "Toolkit": ".toolkit",
+    "UnknownToolError": ".toolkit",
+    "tool": ".tools",
 }
 
 # Not `from typing import TYPE_CHECKING`: typing would cost as much as the contract itself.
@@ -36,6 +42,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from .schema import SchemaInferenceError
+    from .toolkit import DuplicateToolError, Toolkit, UnknownToolError
+    from .tools import Tool, tool
     from .validation import SchemaError
 
 __all__ = [
@@ -43,14 +52,20 @@ __all__ = [
     "CancellationToken",
     "CancellationTokenRegistration",
     "CancellationTokenSource",
+    "DuplicateToolError",
     "OperationCancelledError",
     "ProgressReporter",
     "Request",
     "SchemaError",
+    "SchemaInferenceError",
+    "Tool",
     "ToolContext",
     "ToolResult",
+    "Toolkit",
     "ToolnexusError",
+    "UnknownToolError",
     "WireFormatError",
+    "tool",
 ]
 
 

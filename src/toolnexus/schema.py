@@ -1,0 +1,998 @@
+"""Schema inference: from a Python function's signature to a JSON Schema and a call plan.
+
+Everything that reads type hints, signatures and docstrings lives here, and runs once, when
+a tool is defined. What it produces is plain data for :mod:`toolnexus.tools`: the tool's
+input schema, its description, and how to call the function with a model's arguments
+(which parameter receives the context, which arguments are converted into ``Enum``
+members, dataclass instances, tuples or sets).
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+import enum
+import functools
+import inspect
+import json
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from .context import ToolContext
+from .errors import ToolnexusError
+
+__all__ = [
+    "Converter",
+    "Signature",
+    "SchemaInferenceError",
+    "describe_callable",
+    "infer",
+    "parse_docstring",
+    "sanitize_name",
+]
+
+Converter = Callable[[Any], Any]
+"""Turns a validated JSON value into what the function's annotation asks for.
+
+A converter returns its argument itself when nothing needs to change, so callers can
+skip copying."""
+
+_NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+class SchemaInferenceError(ToolnexusError, TypeError):
+    """A function's signature cannot be turned into a tool schema.
+
+    Raised when the tool is defined (``@tool``, ``Toolkit.register``), never when it is
+    called. ``function`` is the qualified name of the function, ``parameter`` the
+    parameter at fault (``None`` when the problem is the function as a whole).
+
+    Example::
+
+        try:
+            @tool
+            def upload(data: bytes) -> str: ...
+        except SchemaInferenceError as exc:
+            assert exc.parameter == "data"
+    """
+
+    def __init__(self, function: str, parameter: str | None, problem: str) -> None:
+        where = f"parameter {parameter!r} of {function}()" if parameter else f"{function}()"
+        super().__init__(
+            f"cannot infer a JSON Schema for {where}: {problem}; "
+            "pass the schema yourself with @tool(input_schema={...}), "
+            "or annotate it with a supported type"
+        )
+        self.function = function
+        self.parameter = parameter
+        self.problem = problem
+
+
+def sanitize_name(name: str) -> str:
+    """Replace every character outside ``[a-zA-Z0-9_-]`` with ``_``.
+
+    Example::
+
+        >>> sanitize_name("weather.lookup v2")
+        'weather_lookup_v2'
+    """
+    return _NAME_UNSAFE.sub("_", name)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Signature:
+    """What inference learned about one function (internal to the tools layer).
+
+    Attributes:
+        style: ``"contract"`` (``fn(args, ctx=None)``) or ``"keyword"`` (one parameter
+            per argument).
+        schema: the input schema (a plain dict; the Tool freezes it).
+        description: the docstring's first paragraph.
+        ctx_name: the parameter that receives the ToolContext, or None.
+        ctx_positional: True when that parameter can be passed positionally.
+        ctx_has_default: True when that parameter has a default (then it is left out
+            when there is no context).
+        converters: keyword style: ``(parameter, converter)`` pairs for arguments that
+            need converting; contract style: at most one pair, for ``args`` itself.
+        positional: keyword style: names of positional-only parameters, in order.
+        accepts_any_keyword: the function takes ``**kwargs``.
+    """
+
+    style: Literal["contract", "keyword"]
+    schema: dict[str, Any]
+    description: str
+    ctx_name: str | None = None
+    ctx_positional: bool = False
+    ctx_has_default: bool = False
+    converters: tuple[tuple[str, Converter], ...] = ()
+    positional: tuple[str, ...] = ()
+    accepts_any_keyword: bool = False
+
+
+# --------------------------------------------------------------------------- docstrings
+
+_GOOGLE_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters"
+    r"|Attributes|Fields):\s*$"
+)
+_ANY_GOOGLE_SECTION = re.compile(r"^[A-Z][A-Za-z ]{1,30}:\s*$")
+_GOOGLE_ENTRY = re.compile(r"^\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_NUMPY_PARAM_SECTIONS = {"parameters", "other parameters", "attributes", "fields"}
+_NUMPY_ENTRY = re.compile(r"^\*{0,2}([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)"
+                          r"\s*(?::.*)?$")
+_REST_FIELD = re.compile(
+    r"^:(param|parameter|arg|argument|key|keyword|ivar|var)\s+(?:[^:]*\s)?"
+    r"\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)$"
+)
+_REST_ANY_FIELD = re.compile(r"^:[A-Za-z]+[^:]*:")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _join(parts: list[str]) -> str:
+    return " ".join(part.strip() for part in parts if part.strip())
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a docstring into its first paragraph and per-parameter descriptions.
+
+    Reads Google (``Args:``), NumPy (``Parameters`` over a dashed line) and reST
+    (``:param name:``) styles; continuation lines are joined with spaces.
+
+    Example::
+
+        >>> parse_docstring('''Add two numbers.
+        ...
+        ... Args:
+        ...     a: the first one.
+        ...     b: the second
+        ...        one.
+        ... ''')
+        ('Add two numbers.', {'a': 'the first one.', 'b': 'the second one.'})
+    """
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    params: dict[str, str] = {}
+
+    # The description: the first paragraph, stopping at any section or field list.
+    summary: list[str] = []
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped:
+            if summary:
+                break
+            continue
+        if (
+            _ANY_GOOGLE_SECTION.match(stripped)
+            or _REST_ANY_FIELD.match(stripped)
+            or (index + 1 < len(lines) and set(lines[index + 1].strip()) == {"-"})
+        ):
+            break
+        summary.append(stripped)
+
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        stripped = line.strip()
+        # Google: "Args:" then indented "name (type): text" entries.
+        if _GOOGLE_SECTION.match(stripped):
+            base = _indent(line)
+            index += 1
+            entry_indent: int | None = None
+            name: str | None = None
+            text: list[str] = []
+            while index < len(lines):
+                line = lines[index]
+                if line.strip() and _indent(line) <= base:
+                    break
+                if line.strip():
+                    indent = _indent(line)
+                    if entry_indent is None:
+                        entry_indent = indent
+                    match = _GOOGLE_ENTRY.match(line.strip()) if indent == entry_indent else None
+                    if match:
+                        if name is not None:
+                            params.setdefault(name, _join(text))
+                        name, text = match.group(1), [match.group(2)]
+                    elif name is not None:
+                        text.append(line)
+                index += 1
+            if name is not None:
+                params.setdefault(name, _join(text))
+            continue
+        # NumPy: "Parameters" over "----------", entries "name : type", text indented.
+        if (
+            stripped.lower() in _NUMPY_PARAM_SECTIONS
+            and index + 1 < len(lines)
+            and set(lines[index + 1].strip()) == {"-"}
+        ):
+            base = _indent(line)
+            index += 2
+            names: list[str] = []
+            text = []
+            while index < len(lines):
+                line = lines[index]
+                if line.strip() and _indent(line) <= base:
+                    if index + 1 < len(lines) and set(lines[index + 1].strip()) == {"-"}:
+                        break  # the next section
+                    match = _NUMPY_ENTRY.match(line.strip())
+                    if not match:
+                        break
+                    for each in names:
+                        params.setdefault(each, _join(text))
+                    names = [part.strip().lstrip("*") for part in match.group(1).split(",")]
+                    text = []
+                elif line.strip():
+                    text.append(line)
+                index += 1
+            for each in names:
+                params.setdefault(each, _join(text))
+            continue
+        # reST: ":param name: text" (or ":param type name: text"), continuation indented.
+        match = _REST_FIELD.match(stripped)
+        if match:
+            name, text = match.group(2), [match.group(3)]
+            index += 1
+            while index < len(lines) and lines[index].strip() and _indent(lines[index]) > 0 \
+                    and not _REST_ANY_FIELD.match(lines[index].strip()):
+                text.append(lines[index])
+                index += 1
+            params.setdefault(name, _join(text))
+            continue
+        index += 1
+    return _join(summary), params
+
+
+# --------------------------------------------------------------------------- type rules
+
+_NONE_TYPE = type(None)
+_JSON_SCALARS = (str, int, float, bool, _NONE_TYPE)
+_ARRAY_ORIGINS = {
+    list, collections.abc.Sequence, collections.abc.MutableSequence,
+    collections.abc.Collection, collections.abc.Iterable,
+}
+_SET_ORIGINS = {set, frozenset, collections.abc.Set, collections.abc.MutableSet}
+_MAPPING_ORIGINS = {dict, collections.abc.Mapping, collections.abc.MutableMapping}
+_UNION_TYPES: tuple[Any, ...] = (typing.Union, types.UnionType)
+_REQUIRED_NAMES = {"Required", "NotRequired", "ReadOnly"}
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return "string"
+
+
+def _special_name(form: Any) -> str | None:
+    """The name of a typing special form such as Required (from typing or typing_extensions)."""
+    name = getattr(form, "_name", None) or getattr(form, "__name__", None)
+    return name if isinstance(name, str) else None
+
+
+def _json_default(value: Any) -> tuple[bool, Any]:
+    """A default value as JSON, or (False, None) when JSON cannot carry it."""
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if isinstance(value, tuple):
+        value = list(value)
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return False, None
+    return True, value
+
+
+def _is_typeddict(tp: Any) -> bool:
+    return (
+        isinstance(tp, type)
+        and issubclass(tp, dict)
+        and hasattr(tp, "__required_keys__")
+        and hasattr(tp, "__total__")
+    )
+
+
+def _is_dataclass_type(tp: Any) -> bool:
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+
+
+def _is_context_annotation(annotation: Any) -> bool:
+    if annotation is ToolContext:
+        return True
+    if isinstance(annotation, str):
+        return "ToolContext" in annotation
+    if typing.get_origin(annotation) in _UNION_TYPES:
+        return any(arg is ToolContext for arg in typing.get_args(annotation))
+    return False
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _int_from_float(value: Any) -> Any:
+    # The validator accepts 3.0 as an integer (JSON has one number type); hand the
+    # function the int its annotation promises.
+    return int(value) if value.__class__ is float else value
+
+
+class _Unsupported(Exception):
+    """Internal: carries the reason an annotation cannot be expressed."""
+
+
+class _ClassDef:
+    """One TypedDict or dataclass seen while inferring: its schema and the places using it."""
+
+    __slots__ = ("building", "converter", "name", "recursive", "schema", "uses")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.schema: dict[str, Any] = {}
+        self.uses = 0
+        self.building = True
+        self.recursive = False
+        self.converter: Converter | None = None
+
+
+class _Inferrer:
+    """Walks annotations once, producing a schema and a converter for each."""
+
+    def __init__(self, function: str, localns: Mapping[str, Any] | None) -> None:
+        self.function = function
+        self.localns = dict(localns) if localns else None
+        self.classes: dict[type, _ClassDef] = {}
+        self.def_names: set[str] = set()
+
+    # Each rule returns (schema, converter or None when values pass through unchanged).
+    def infer(self, tp: Any) -> tuple[dict[str, Any], Converter | None]:
+        if tp is Any or tp is object:
+            return {}, None
+        if tp is _NONE_TYPE or tp is None:
+            return {"type": "null"}, None
+        if tp is bool:
+            return {"type": "boolean"}, None
+        if tp is int:
+            return {"type": "integer"}, _int_from_float
+        if tp is float:
+            return {"type": "number"}, None
+        if tp is str:
+            return {"type": "string"}, None
+        if isinstance(tp, type) and issubclass(tp, enum.Enum):
+            return self._enum(tp)
+        if _is_typeddict(tp) or _is_dataclass_type(tp):
+            return self._class(tp)
+        supertype = getattr(tp, "__supertype__", None)
+        if supertype is not None:  # typing.NewType
+            return self.infer(supertype)
+        alias_value = getattr(tp, "__value__", None)
+        if alias_value is not None and type(tp).__name__ == "TypeAliasType":
+            return self.infer(alias_value)
+        origin = typing.get_origin(tp)
+        args = typing.get_args(tp)
+        if origin is typing.Annotated:
+            schema, convert = self.infer(args[0])
+            notes = [meta for meta in args[1:] if isinstance(meta, str)]
+            if notes:
+                schema = {**schema, "description": " ".join(notes)}
+            return schema, convert
+        if origin in _UNION_TYPES:
+            return self._union(args)
+        if origin is Literal:
+            return self._literal(args)
+        if tp in _ARRAY_ORIGINS or origin in _ARRAY_ORIGINS:
+            if not args:
+                return {"type": "array"}, None
+            items, convert = self.infer(args[0])
+            return {"type": "array", "items": items}, _list_converter(convert)
+        if tp in _SET_ORIGINS or origin in _SET_ORIGINS:
+            kind = frozenset if (tp is frozenset or origin is frozenset) else set
+            if not args:
+                return {"type": "array", "uniqueItems": True}, kind
+            items, convert = self.infer(args[0])
+            return (
+                {"type": "array", "items": items, "uniqueItems": True},
+                _collection_converter(kind, convert),
+            )
+        if tp is tuple or origin is tuple:
+            return self._tuple(args)
+        if tp in _MAPPING_ORIGINS or origin in _MAPPING_ORIGINS:
+            if not args:
+                return {"type": "object"}, None
+            key, value = args
+            if key is not str and key is not Any:
+                raise _Unsupported(
+                    f"dict keys must be str (JSON object keys are strings), got {_show(key)}"
+                )
+            values, convert = self.infer(value)
+            return {"type": "object", "additionalProperties": values}, _dict_converter(convert)
+        if isinstance(tp, (str, typing.ForwardRef)):
+            raise _Unsupported(f"the annotation {_show(tp)} could not be resolved")
+        raise _Unsupported(f"{_show(tp)} has no JSON Schema equivalent")
+
+    def _enum(self, cls: type[enum.Enum]) -> tuple[dict[str, Any], Converter | None]:
+        values = [member.value for member in cls]
+        for value in values:
+            if not isinstance(value, _JSON_SCALARS):
+                raise _Unsupported(
+                    f"enum {cls.__name__} has a value {value!r} that JSON cannot carry "
+                    "(use str or int values)"
+                )
+        types_ = _ordered_types(values)
+        schema: dict[str, Any] = {"type": types_[0] if len(types_) == 1 else types_}
+        schema["enum"] = values
+        return schema, cls
+
+    def _literal(self, values: tuple[Any, ...]) -> tuple[dict[str, Any], Converter | None]:
+        plain: list[Any] = []
+        members: dict[Any, Any] = {}
+        for value in values:
+            if isinstance(value, enum.Enum):
+                members[value.value] = value
+                value = value.value
+            if not isinstance(value, _JSON_SCALARS):
+                raise _Unsupported(f"Literal value {value!r} is not a JSON scalar")
+            plain.append(value)
+        types_ = _ordered_types(plain)
+        schema = {"type": types_[0] if len(types_) == 1 else types_, "enum": plain}
+        if not members:
+            return schema, None
+        return schema, lambda value: members.get(value, value)
+
+    def _union(self, members: tuple[Any, ...]) -> tuple[dict[str, Any], Converter | None]:
+        schemas: list[dict[str, Any]] = []
+        branches: list[tuple[Callable[[Any], bool], Converter]] = []
+        for member in members:
+            schema, convert = self.infer(member)
+            schemas.append(schema)
+            if convert is not None:
+                branches.append((_matcher(member, schema), convert))
+        return {"anyOf": schemas}, _union_converter(branches)
+
+    def _tuple(self, args: tuple[Any, ...]) -> tuple[dict[str, Any], Converter | None]:
+        if not args:
+            return {"type": "array"}, tuple
+        if len(args) == 2 and args[1] is Ellipsis:
+            items, convert = self.infer(args[0])
+            return {"type": "array", "items": items}, _collection_converter(tuple, convert)
+        if args == ((),):  # tuple[()]: the empty tuple
+            return {"type": "array", "maxItems": 0}, tuple
+        inferred = [self.infer(arg) for arg in args]
+        schema = {
+            "type": "array",
+            "prefixItems": [item for item, _ in inferred],
+            "minItems": len(args),
+            "maxItems": len(args),
+        }
+        converters = [convert or _same for _, convert in inferred]
+        if all(convert is None for _, convert in inferred):
+            return schema, tuple
+        return schema, lambda value: tuple(
+            convert(item) for convert, item in zip(converters, value, strict=True)
+        )
+
+    def _class(self, cls: type) -> tuple[dict[str, Any], Converter | None]:
+        known = self.classes.get(cls)
+        if known is None:
+            name = cls.__name__
+            suffix = 2
+            while name in self.def_names:
+                name = f"{cls.__name__}_{suffix}"
+                suffix += 1
+            self.def_names.add(name)
+            known = self.classes[cls] = _ClassDef(name)
+            if _is_dataclass_type(cls):
+                known.schema, known.converter = self._dataclass(cls)
+            else:
+                known.schema, known.converter = self._typeddict(cls)
+            known.building = False
+        elif known.building:
+            known.recursive = True
+        placeholder: dict[str, Any] = {"$ref": f"#/$defs/{known.name}"}
+        known.uses += 1
+        holder = known
+
+        def convert(value: Any) -> Any:
+            # Looked up at call time: a recursive class's converter is set after its uses.
+            converter = holder.converter
+            return value if converter is None else converter(value)
+
+        needs_conversion = holder.building or holder.converter is not None
+        return placeholder, (convert if needs_conversion else None)
+
+    def _hints(self, owner: Any) -> dict[str, Any]:
+        try:
+            return typing.get_type_hints(owner, localns=self.localns, include_extras=True)
+        except Exception as exc:
+            name = getattr(owner, "__qualname__", repr(owner))
+            raise _Unsupported(
+                f"the annotations of {name} could not be resolved ({type(exc).__name__}: {exc});"
+                " define the types it names at module level"
+            ) from None
+
+    def _fields(
+        self,
+        cls: type,
+        entries: list[tuple[str, Any, bool, bool, Any, str | None]],
+    ) -> tuple[dict[str, Any], dict[str, Converter]]:
+        """entries: (name, annotation, required, has_default, default, description)."""
+        _, documented = parse_docstring(cls.__doc__)
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        converters: dict[str, Converter] = {}
+        for name, annotation, is_required, has_default, default, note in entries:
+            try:
+                schema, convert = self.infer(annotation)
+            except _Unsupported as exc:
+                raise _Unsupported(f"field {cls.__name__}.{name}: {exc}") from None
+            schema = _with_extras(schema, note or documented.get(name), has_default, default)
+            properties[name] = schema
+            if is_required:
+                required.append(name)
+            if convert is not None:
+                converters[name] = convert
+        schema = {"type": "object", "properties": properties}
+        if required:
+            schema["required"] = required
+        schema["additionalProperties"] = False
+        return schema, converters
+
+    def _typeddict(self, cls: type) -> tuple[dict[str, Any], Converter | None]:
+        hints = self._hints(cls)
+        required_keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
+        entries = []
+        for name, annotation in hints.items():
+            # Requiredness from the evaluated hints: __required_keys__ misses
+            # Required/NotRequired written as strings (postponed annotations, 3.11-3.13).
+            is_required = name in required_keys
+            note = None
+            while True:
+                origin = typing.get_origin(annotation)
+                wrapper = _special_name(origin) if origin is not None else None
+                if origin is typing.Annotated:
+                    args = typing.get_args(annotation)
+                    notes = [meta for meta in args[1:] if isinstance(meta, str)]
+                    note = " ".join(notes) or note
+                    annotation = args[0]
+                elif wrapper in _REQUIRED_NAMES:
+                    if wrapper == "Required":
+                        is_required = True
+                    elif wrapper == "NotRequired":
+                        is_required = False
+                    annotation = typing.get_args(annotation)[0]
+                else:
+                    break
+            entries.append((name, annotation, is_required, False, None, note))
+        schema, converters = self._fields(cls, entries)
+        if not converters:
+            return schema, None
+        items = tuple(converters.items())
+
+        def convert(value: Any) -> Any:
+            out = value
+            for key, each in items:
+                if key in value:
+                    old = value[key]
+                    new = each(old)
+                    if new is not old:
+                        if out is value:
+                            out = dict(value)
+                        out[key] = new
+            return out
+
+        return schema, convert
+
+    def _dataclass(self, cls: type) -> tuple[dict[str, Any], Converter | None]:
+        hints = self._hints(cls)
+        entries = []
+        for each in dataclasses.fields(cls):
+            if not each.init:
+                continue
+            has_default = each.default is not dataclasses.MISSING
+            is_required = not has_default and each.default_factory is dataclasses.MISSING
+            note = each.metadata.get("description") if each.metadata else None
+            entries.append((
+                each.name, hints.get(each.name, Any), is_required, has_default,
+                each.default if has_default else None, note if isinstance(note, str) else None,
+            ))
+        schema, converters = self._fields(cls, entries)
+        items = tuple(converters.items())
+
+        def build(value: Any) -> Any:
+            if isinstance(value, cls):
+                return value
+            if not items:
+                return cls(**value)
+            kwargs = dict(value)
+            for key, each in items:
+                if key in kwargs:
+                    kwargs[key] = each(kwargs[key])
+            return cls(**kwargs)
+
+        return schema, build
+
+    def finish(self, root: dict[str, Any]) -> dict[str, Any]:
+        """Inline classes used once; keep shared and recursive ones under ``$defs``."""
+        if not self.classes:
+            return root
+        inline: dict[str, dict[str, Any]] = {}
+        defs: dict[str, Any] = {}
+        for known in self.classes.values():
+            if known.uses == 1 and not known.recursive:
+                inline[f"#/$defs/{known.name}"] = known.schema
+            else:
+                defs[known.name] = known.schema
+
+        def walk(node: Any) -> Any:
+            if isinstance(node, dict):
+                ref = node.get("$ref")
+                if ref in inline:
+                    # Keep what the use added beside the reference (a description, a default).
+                    node = {**inline[ref], **{k: v for k, v in node.items() if k != "$ref"}}
+                return {key: walk(value) for key, value in node.items()}
+            if isinstance(node, list):
+                return [walk(value) for value in node]
+            return node
+
+        root = walk(root)
+        if defs:
+            root["$defs"] = {name: walk(schema) for name, schema in defs.items()}
+        return root
+
+
+def _show(tp: Any) -> str:
+    if isinstance(tp, type):
+        if tp.__module__ == "builtins":
+            return tp.__qualname__
+        return f"{tp.__module__}.{tp.__qualname__}"
+    if isinstance(tp, typing.ForwardRef):
+        return repr(tp.__forward_arg__)
+    if isinstance(tp, str):
+        return repr(tp)
+    return repr(tp).replace("typing.", "")
+
+
+def _ordered_types(values: list[Any]) -> list[str]:
+    seen: list[str] = []
+    for value in values:
+        kind = _json_type(value)
+        if kind not in seen:
+            seen.append(kind)
+    if "integer" in seen and "number" in seen:
+        seen.remove("integer")
+    return seen
+
+
+def _with_extras(
+    schema: dict[str, Any], note: str | None, has_default: bool, default: Any
+) -> dict[str, Any]:
+    if not note and not has_default:
+        return schema
+    out = dict(schema)
+    if note and "description" not in out:
+        out["description"] = note
+    if has_default:
+        representable, value = _json_default(default)
+        if representable:
+            out["default"] = value
+    return out
+
+
+def _list_converter(convert: Converter | None) -> Converter | None:
+    if convert is None:
+        return None
+
+    def each(value: Any) -> Any:
+        out = [convert(item) for item in value]
+        return value if all(new is old for new, old in zip(out, value, strict=True)) else out
+
+    return each
+
+
+def _collection_converter(kind: Callable[[Any], Any], convert: Converter | None) -> Converter:
+    if convert is None:
+        return kind
+    return lambda value: kind(convert(item) for item in value)
+
+
+def _dict_converter(convert: Converter | None) -> Converter | None:
+    if convert is None:
+        return None
+    return lambda value: {key: convert(item) for key, item in value.items()}
+
+
+def _matcher(member: Any, schema: Mapping[str, Any]) -> Callable[[Any], bool]:
+    """A cheap test of whether a JSON value belongs to one branch of a union."""
+    kind = schema.get("type")
+    if "enum" in schema:
+        allowed = list(schema["enum"])
+        return lambda value: any(
+            (value == option and type(value) is type(option))
+            or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and isinstance(option, (int, float)) and value == option)
+            for option in allowed
+        )
+    if kind == "integer":
+        return lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)
+    if _is_typeddict(member) or _is_dataclass_type(member) or kind == "object":
+        if _is_dataclass_type(member):
+            names = {f.name for f in dataclasses.fields(member) if f.init}
+            needed = {
+                f.name for f in dataclasses.fields(member)
+                if f.init and f.default is dataclasses.MISSING
+                and f.default_factory is dataclasses.MISSING
+            }
+        elif _is_typeddict(member):
+            names = set(typing.get_type_hints(member))
+            needed = set(member.__required_keys__)
+        else:
+            return lambda value: isinstance(value, Mapping)
+        return lambda value: (
+            isinstance(value, Mapping) and needed <= value.keys() and value.keys() <= names
+        )
+    if kind == "array":
+        return lambda value: isinstance(value, list)
+    return lambda value: True
+
+
+def _union_converter(
+    branches: list[tuple[Callable[[Any], bool], Converter]],
+) -> Converter | None:
+    if not branches:
+        return None
+
+    def convert(value: Any) -> Any:
+        if value is None:
+            return None
+        for matches, each in branches:
+            if matches(value):
+                return each(value)
+        return value
+
+    return convert
+
+
+# --------------------------------------------------------------------------- functions
+
+def describe_callable(fn: Callable[..., Any]) -> str:
+    """A readable name for error messages: ``module.qualname``."""
+    module = getattr(fn, "__module__", None)
+    qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if qualname is None:
+        qualname = type(fn).__qualname__
+    return f"{module}.{qualname}" if module and module != "builtins" else str(qualname)
+
+
+def _signature(fn: Callable[..., Any], where: str) -> inspect.Signature:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise SchemaInferenceError(where, None, f"its signature cannot be read ({exc})") from None
+
+
+def infer(
+    fn: Callable[..., Any],
+    *,
+    schema: Mapping[str, Any] | None = None,
+    localns: Callable[[], Mapping[str, Any] | None] | None = None,
+) -> Signature:
+    """Read ``fn``'s signature: its calling style, context parameter, schema and converters.
+
+    With ``schema`` given, no schema is inferred (annotations are read only to find the
+    context parameter); the keyword-style parameters are checked against the schema's
+    properties. ``localns`` supplies the defining scope's names, tried when an annotation
+    does not resolve in the function's module (a tool defined inside a function).
+
+    Raises :class:`SchemaInferenceError` naming the function, the parameter and the fix.
+
+    Example::
+
+        >>> def add(a: int, b: int = 0) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> sig = infer(add)
+        >>> sig.style, sig.schema["required"], sig.description
+        ('keyword', ['a'], 'Add two integers.')
+    """
+    where = describe_callable(fn)
+    signature = _signature(fn, where)
+    params = list(signature.parameters.values())
+    target: Any = fn
+    if isinstance(fn, functools.partial):
+        target = fn.func
+    elif not (inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, type)):
+        target = type(fn).__call__  # a callable object: its annotations are on __call__
+    hints = _function_hints(target, where, localns, need=schema is None)
+    description, documented = parse_docstring(inspect.getdoc(fn))
+
+    ctx_param: inspect.Parameter | None = None
+    others: list[inspect.Parameter] = []
+    for param in params:
+        annotation = hints.get(param.name, param.annotation)
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            others.append(param)
+        elif ctx_param is None and (param.name == "ctx" or _is_context_annotation(annotation)):
+            ctx_param = param
+        else:
+            others.append(param)
+    ctx: dict[str, Any] = {"ctx_name": None, "ctx_positional": False, "ctx_has_default": False}
+    if ctx_param is not None:
+        ctx["ctx_name"] = ctx_param.name
+        ctx["ctx_positional"] = ctx_param.kind in (
+            inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
+        )
+        ctx["ctx_has_default"] = ctx_param.default is not inspect.Parameter.empty
+
+    # Contract style: the first parameter is `args` and nothing else but the context.
+    if (
+        len(others) == 1
+        and others[0].name == "args"
+        and others[0].kind in (inspect.Parameter.POSITIONAL_ONLY,
+                               inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        and params[0] is others[0]
+    ):
+        return _contract(others[0], hints, where, schema, description, localns, ctx)
+    return _keyword(others, hints, documented, where, schema, description, localns, ctx)
+
+
+def _function_hints(
+    target: Any,
+    where: str,
+    localns: Callable[[], Mapping[str, Any] | None] | None,
+    *,
+    need: bool,
+) -> dict[str, Any]:
+    raw = getattr(target, "__annotations__", None)
+    if not raw:
+        return {}
+    try:
+        return typing.get_type_hints(target, include_extras=True)
+    except Exception as first:
+        scope = localns() if localns is not None else None
+        if scope:
+            try:
+                return typing.get_type_hints(target, localns=dict(scope), include_extras=True)
+            except Exception:
+                pass
+        if not need:
+            return {}
+        raise SchemaInferenceError(
+            where, None,
+            f"its annotations could not be resolved ({type(first).__name__}: {first}); "
+            "define the types they name at module level",
+        ) from None
+
+
+def _contract(
+    param: inspect.Parameter,
+    hints: Mapping[str, Any],
+    where: str,
+    schema: Mapping[str, Any] | None,
+    description: str,
+    localns: Callable[[], Mapping[str, Any] | None] | None,
+    ctx: dict[str, Any],
+) -> Signature:
+    if schema is not None:
+        return Signature("contract", dict(schema), description, **ctx)
+    annotation = hints.get(param.name, Any)
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    origin = typing.get_origin(annotation)
+    if annotation is Any or annotation in _MAPPING_ORIGINS or (
+        origin in _MAPPING_ORIGINS and typing.get_args(annotation)[1:] in ((Any,), (object,))
+    ):
+        return Signature("contract", {"type": "object"}, description, **ctx)
+    if not (_is_typeddict(annotation) or _is_dataclass_type(annotation)
+            or origin in _MAPPING_ORIGINS):
+        raise SchemaInferenceError(
+            where, param.name,
+            f"a contract-style `args` must be annotated with a TypedDict, a dataclass or "
+            f"dict[str, ...], got {_show(annotation)}",
+        )
+    inferrer = _Inferrer(where, _scope(localns))
+    try:
+        root, convert = inferrer.infer(annotation)
+    except _Unsupported as exc:
+        raise SchemaInferenceError(where, param.name, str(exc)) from None
+    root = inferrer.finish(root)
+    if "$ref" in root:  # the root class is recursive: its schema lives in $defs
+        defs = root["$defs"]
+        root = {**defs[root["$ref"].rsplit("/", 1)[-1]], "$defs": defs}
+    converters = (("args", convert),) if convert is not None else ()
+    return Signature("contract", root, description, converters=converters, **ctx)
+
+
+def _scope(
+    localns: Callable[[], Mapping[str, Any] | None] | None,
+) -> Mapping[str, Any] | None:
+    return localns() if localns is not None else None
+
+
+def _keyword(
+    params: list[inspect.Parameter],
+    hints: Mapping[str, Any],
+    documented: Mapping[str, str],
+    where: str,
+    schema: Mapping[str, Any] | None,
+    description: str,
+    localns: Callable[[], Mapping[str, Any] | None] | None,
+    ctx: dict[str, Any],
+) -> Signature:
+    positional = tuple(p.name for p in params if p.kind is p.POSITIONAL_ONLY)
+    accepts_any = any(p.kind is p.VAR_KEYWORD for p in params)
+    for param in params:
+        if param.kind is param.VAR_POSITIONAL:
+            raise SchemaInferenceError(
+                where, param.name,
+                "*args has no place in a JSON object of named arguments; take a list "
+                "parameter instead",
+            )
+    if schema is not None:
+        names = {p.name for p in params if p.kind is not p.VAR_KEYWORD}
+        declared = schema.get("properties")
+        if isinstance(declared, Mapping) and not accepts_any:
+            unknown = [key for key in declared if key not in names]
+            if unknown:
+                raise SchemaInferenceError(
+                    where, unknown[0],
+                    f"input_schema has properties the function does not take "
+                    f"({', '.join(unknown)}); rename them or add the parameters",
+                )
+        return Signature("keyword", dict(schema), description, positional=positional,
+                         accepts_any_keyword=accepts_any, **ctx)
+
+    inferrer = _Inferrer(where, _scope(localns))
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    converters: list[tuple[str, Converter]] = []
+    extra: dict[str, Any] | bool = False
+    for param in params:
+        annotation = hints.get(param.name, Any)
+        has_default = param.default is not inspect.Parameter.empty
+        try:
+            prop, convert = inferrer.infer(annotation)
+        except _Unsupported as exc:
+            raise SchemaInferenceError(where, param.name, str(exc)) from None
+        if param.kind is param.VAR_KEYWORD:
+            extra = prop if prop else True
+            if convert is not None:
+                converters.append(("**", convert))
+            continue
+        if has_default and param.default is None and not _admits_null(prop):
+            # A None default is a value the function accepts, so the schema says so too.
+            prop = {"anyOf": [prop, {"type": "null"}]}
+        prop = _with_extras(prop, documented.get(param.name), has_default, param.default)
+        properties[param.name] = prop
+        if not has_default:
+            required.append(param.name)
+        if convert is not None:
+            converters.append((param.name, convert))
+    root: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        root["required"] = required
+    root["additionalProperties"] = extra
+    return Signature(
+        "keyword", inferrer.finish(root), description, converters=tuple(converters),
+        positional=positional, accepts_any_keyword=accepts_any, **ctx,
+    )
+
+
+def _admits_null(schema: Mapping[str, Any]) -> bool:
+    if not schema:
+        return True
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    if "enum" in schema and None in schema["enum"]:
+        return True
+    return any(_admits_null(branch) for branch in schema.get("anyOf", ()))

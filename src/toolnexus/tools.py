@@ -1,0 +1,605 @@
+"""Tools: :class:`Tool` (a function with a schema) and the :func:`tool` decorator.
+
+A :class:`Tool` is itself a contract callable — ``tool(args, ctx=None) -> ToolResult`` —
+that validates ``args`` against its schema, calls the function, and turns whatever it
+returned (or raised) into a :class:`ToolResult`. All the work of reading the function
+happens once, in :func:`tool`; a call only validates, calls and wraps.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import enum
+import inspect
+import json
+import logging
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+from ._frozen import FrozenDict, freeze
+from .context import ToolContext
+from .errors import OperationCancelledError
+from .result import STRUCTURED_KEY, ToolResult
+from .schema import (
+    Signature,
+    _int_from_float,
+    describe_callable,
+    infer,
+    sanitize_name,
+)
+
+__all__ = ["Tool", "tool"]
+
+_log = logging.getLogger("toolnexus")
+
+Invoke = Callable[[Callable[..., Any], Mapping[str, Any], "ToolContext | None"], Any]
+
+# One encoder, built once: json.dumps would rebuild it on every call.
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
+def _json_extra(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+_encode_extra = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_json_extra
+).encode
+
+_EMPTY_OK = ToolResult("")
+
+
+def _compile_validator(schema: Mapping[str, Any]) -> Callable[[Any], list[str]]:
+    from .validation import Validator
+
+    return Validator(schema).errors
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Tool:
+    """A function a model can call: a name, a description, a JSON Schema, the function.
+
+    A Tool is itself a contract callable: ``tool(args, ctx=None)`` validates ``args``,
+    calls the function and returns a :class:`ToolResult` — it never raises for anything
+    a model can cause. Build one with :func:`tool`; construct it directly only for a
+    function that already follows the contract ``fn(args, ctx)``. Tools compare by
+    identity.
+
+    Attributes:
+        name: the name models call it by (sanitized to ``[a-zA-Z0-9_-]``).
+        description: what it does, for the model.
+        input_schema: a read-only JSON Schema of the arguments object.
+        fn: the function itself.
+        source: where it comes from (``"native"``, ``"mcp"``, ...).
+        title: a human-readable display name (MCP), or None.
+        output_schema: a read-only JSON Schema of its structured output (MCP), or None.
+        annotations: MCP hints (``readOnlyHint``, ``destructiveHint``,
+            ``idempotentHint``, ``openWorldHint``), or None.
+
+    Example::
+
+        >>> @tool
+        ... def add(a: int, b: int) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> add({"a": 2, "b": 3})
+        <ToolResult ok '5'>
+        >>> add({"a": 2, "b": "3"}).output
+        'invalid arguments for \\'add\\': b: expected integer, got string "3"'
+    """
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    fn: Callable[..., Any]
+    source: str = "native"
+    title: str | None = None
+    output_schema: Mapping[str, Any] | None = None
+    annotations: Mapping[str, Any] | None = None
+    _signature: Signature | None = field(default=None, repr=False, compare=False)
+    _invoke: Invoke = field(init=False, repr=False, compare=False)
+    _errors: Callable[[Any], list[str]] = field(init=False, repr=False, compare=False)
+    _prepare: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = field(
+        init=False, repr=False, compare=False
+    )
+    _prefix: str = field(init=False, repr=False, compare=False)
+    _is_async: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"Tool.name must be a non-empty str, got {self.name!r}")
+        set_ = object.__setattr__
+        set_(self, "name", sanitize_name(self.name))
+        if not isinstance(self.description, str):
+            raise TypeError(
+                f"Tool.description must be a str, got {type(self.description).__name__}"
+            )
+        if not callable(self.fn):
+            raise TypeError(f"Tool.fn must be callable, got {type(self.fn).__name__}")
+        schema = self.input_schema
+        if not isinstance(schema, Mapping):
+            raise TypeError(
+                f"input_schema of tool {self.name!r} must be a JSON Schema object (a dict), "
+                f"got {type(schema).__name__}"
+            )
+        if schema.get("type") != "object":
+            raise ValueError(
+                f"input_schema of tool {self.name!r} must describe an object "
+                f'(\'"type": "object"\' at its root), got type {schema.get("type")!r}; '
+                "tool arguments are always a JSON object"
+            )
+        set_(self, "input_schema", freeze(schema))
+        set_(self, "_errors", _compile_validator(self.input_schema))
+        if self.output_schema is not None:
+            if not isinstance(self.output_schema, Mapping):
+                raise TypeError(
+                    f"output_schema of tool {self.name!r} must be a JSON Schema object or None"
+                )
+            _compile_validator(self.output_schema)
+            set_(self, "output_schema", freeze(self.output_schema))
+        if self.annotations is not None:
+            if not isinstance(self.annotations, Mapping):
+                raise TypeError(f"annotations of tool {self.name!r} must be a mapping or None")
+            set_(self, "annotations", freeze(self.annotations))
+        signature = self._signature
+        set_(self, "_invoke", _contract_invoke(self.fn) if signature is None
+             else _build_invoke(signature))
+        set_(self, "_prepare", _null_stripper(self.input_schema))
+        set_(self, "_prefix", f"invalid arguments for {self.name!r}: ")
+        set_(self, "_is_async", _is_async_callable(self.fn))
+
+    @property
+    def is_async(self) -> bool:
+        """True when the function is ``async def``: hosts should prefer :meth:`acall`."""
+        return self._is_async
+
+    def __call__(
+        self, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
+    ) -> ToolResult:
+        """Validate ``args``, call the function, and return its normalised result.
+
+        Invalid arguments never reach the function: the result is an error listing every
+        problem. An ``async def`` function runs to completion on a private event loop (in
+        a helper thread when this thread already runs one).
+
+        Example::
+
+            result = search({"query": "weather"})
+        """
+        if args is None:
+            args = {}
+        problems = self._errors(args)
+        if problems:
+            return ToolResult(self._prefix + "; ".join(problems), True)
+        prepare = self._prepare
+        if prepare is not None:
+            args = prepare(args)
+        try:
+            value = self._invoke(self.fn, args, ctx)
+            if self._is_async or inspect.isawaitable(value):
+                value = _run_to_completion(value)
+        except OperationCancelledError as exc:
+            return ToolResult(f"cancelled: {exc}", True)
+        except Exception as exc:
+            return self._failed(exc)
+        except BaseException as exc:
+            if type(exc).__name__ == "CancelledError":  # the tool's own asyncio cancel
+                return ToolResult(f"cancelled: {exc or 'the tool was cancelled'}", True)
+            raise
+        return self._normalise(value)
+
+    async def acall(
+        self, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
+    ) -> ToolResult:
+        """The async twin of calling the tool: awaits an ``async def`` function natively.
+
+        A sync function is called inline (a host that must not block its loop runs sync
+        tools in a worker thread itself).
+
+        Example::
+
+            result = await search.acall({"query": "weather"})
+        """
+        if args is None:
+            args = {}
+        problems = self._errors(args)
+        if problems:
+            return ToolResult(self._prefix + "; ".join(problems), True)
+        prepare = self._prepare
+        if prepare is not None:
+            args = prepare(args)
+        try:
+            value = self._invoke(self.fn, args, ctx)
+            if inspect.isawaitable(value):
+                value = await value
+        except OperationCancelledError as exc:
+            return ToolResult(f"cancelled: {exc}", True)
+        except Exception as exc:
+            return self._failed(exc)
+        return self._normalise(value)
+
+    def _failed(self, exc: BaseException) -> ToolResult:
+        # The traceback is for the developer's logs, never for the model.
+        _log.error("tool %r raised %s", self.name, type(exc).__name__, exc_info=exc)
+        return ToolResult(str(exc) or type(exc).__name__, True)
+
+    def _normalise(self, value: Any) -> ToolResult:
+        kind = value.__class__
+        if kind is ToolResult:
+            return value  # type: ignore[no-any-return]
+        if kind is str:
+            return ToolResult(value)
+        if value is None:
+            return _EMPTY_OK
+        if kind is int:
+            text = int.__repr__(value)
+        elif isinstance(value, ToolResult):
+            return value
+        elif isinstance(value, str):
+            return ToolResult(str(value))
+        else:
+            try:
+                text = _encode(value)
+            except (TypeError, ValueError):
+                try:
+                    text = _encode_extra(value)
+                    value = json.loads(text)
+                except (TypeError, ValueError) as exc:
+                    _log.warning("tool %r returned %s: %s", self.name, kind.__name__, exc)
+                    return ToolResult(
+                        f"tool {self.name!r} returned a {kind.__qualname__}, which is not "
+                        f"JSON-serialisable ({exc}); return a str, None, a ToolResult or a "
+                        "JSON value (dict, list, number, bool)",
+                        True,
+                    )
+        return ToolResult(text, False, FrozenDict({STRUCTURED_KEY: freeze(value)}))
+
+    def __repr__(self) -> str:
+        extra = " async" if self._is_async else ""
+        if self.source != "native":
+            extra += f" source={self.source!r}"
+        return f"<Tool {self.name!r}{extra}>"
+
+
+# --------------------------------------------------------------------------- calling
+
+
+def _is_async_callable(fn: Callable[..., Any]) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def _run_to_completion(awaitable: Any) -> Any:
+    """Run an awaitable from sync code: on a private loop, or a helper thread's loop."""
+    import asyncio
+
+    async def drive() -> Any:
+        return await awaitable
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(drive())
+    # This thread already runs a loop, and a loop cannot be re-entered: use a helper
+    # thread, carrying this thread's context variables along.
+    outcome: dict[str, Any] = {}
+    context = contextvars.copy_context()
+
+    def target() -> None:
+        try:
+            outcome["value"] = context.run(asyncio.run, drive())
+        except BaseException as exc:  # handed back to the calling thread below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=target, name="toolnexus-async-tool", daemon=True)
+    worker.start()
+    worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+def _contract_invoke(fn: Callable[..., Any]) -> Invoke:
+    """How to call a function given directly to Tool(): the contract ``fn(args, ctx)``."""
+    takes_ctx = True
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = None
+    if params is not None:
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        takes_ctx = len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+    if takes_ctx:
+        return lambda fn, args, ctx: fn(args, ctx)
+    return lambda fn, args, ctx: fn(args)
+
+
+def _build_invoke(sig: Signature) -> Invoke:
+    """The per-call adapter from (args, ctx) to the function's own parameters."""
+    ctx_name = sig.ctx_name
+    ctx_positional = sig.ctx_positional
+    ctx_has_default = sig.ctx_has_default
+
+    if sig.style == "contract":
+        convert = sig.converters[0][1] if sig.converters else None
+        if ctx_name is None:
+            if convert is None:
+                return lambda fn, args, ctx: fn(args)
+            return lambda fn, args, ctx: fn(convert(args))
+
+        def contract(fn: Callable[..., Any], args: Mapping[str, Any],
+                     ctx: ToolContext | None) -> Any:
+            if convert is not None:
+                args = convert(args)
+            if ctx is None:
+                if ctx_has_default:
+                    return fn(args)
+                ctx = ToolContext()
+            if ctx_positional:
+                return fn(args, ctx)
+            return fn(args, **{ctx_name: ctx})
+
+        return contract
+
+    # Keyword style. The int-from-float check is inlined: it is the commonest converter.
+    float_keys = tuple(key for key, each in sig.converters if each is _int_from_float)
+    converters = tuple(
+        (key, each) for key, each in sig.converters if each is not _int_from_float and key != "**"
+    )
+    extra = next((each for key, each in sig.converters if key == "**"), None)
+    positional = sig.positional
+    if not float_keys and not converters and extra is None and not positional:
+        if ctx_name is None:
+            return lambda fn, args, ctx: fn(**args)
+        if ctx_has_default:
+            return lambda fn, args, ctx: (
+                fn(**args) if ctx is None else fn(**args, **{ctx_name: ctx})
+            )
+        return lambda fn, args, ctx: fn(**args, **{ctx_name: ctx or ToolContext()})
+    named = frozenset(key for key, _ in sig.converters) | frozenset(positional)
+
+    def keyword(fn: Callable[..., Any], args: Mapping[str, Any],
+                ctx: ToolContext | None) -> Any:
+        kwargs: Any = args
+        for key in float_keys:
+            if args.get(key).__class__ is float:
+                if kwargs is args:
+                    kwargs = dict(args)
+                kwargs[key] = int(args[key])
+        for key, each in converters:
+            if key in args:
+                old = args[key]
+                new = each(old)
+                if new is not old:
+                    if kwargs is args:
+                        kwargs = dict(args)
+                    kwargs[key] = new
+        if extra is not None:
+            kwargs = {key: (value if key in named else extra(value))
+                      for key, value in kwargs.items()}
+        if ctx_name is not None and not (ctx is None and ctx_has_default):
+            kwargs = {**kwargs, ctx_name: ctx or ToolContext()}
+        if positional:
+            kwargs = dict(kwargs)
+            leading = [kwargs.pop(name) for name in positional if name in kwargs]
+            return fn(*leading, **kwargs)
+        return fn(**kwargs)
+
+    return keyword
+
+
+def _null_stripper(
+    schema: Mapping[str, Any],
+) -> Callable[[Mapping[str, Any]], Mapping[str, Any]] | None:
+    """Read ``null`` for an optional top-level property that does not accept null as
+    'not given' (OpenAI's strict mode sends null for every optional argument)."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return None
+    required = set(schema.get("required", ()))
+    keys = tuple(
+        key for key, sub in properties.items()
+        if key not in required and isinstance(sub, Mapping) and not _accepts_null(sub, schema)
+    )
+    if not keys:
+        return None
+
+    def strip(args: Mapping[str, Any]) -> Mapping[str, Any]:
+        for key in keys:
+            if key in args and args[key] is None:
+                return {k: v for k, v in args.items() if not (v is None and k in keys)}
+        return args
+
+    return strip
+
+
+def _accepts_null(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int = 0) -> bool:
+    if depth > 32:
+        return True
+    if not schema:
+        return True
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, Mapping) else None
+        if isinstance(target, Mapping):
+            return _accepts_null(target, root, depth + 1)
+        return True
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    if kind is None and "enum" not in schema and "anyOf" not in schema \
+            and "oneOf" not in schema and "const" not in schema:
+        return True
+    if "enum" in schema and None in schema["enum"]:
+        return True
+    if "const" in schema and schema["const"] is None:
+        return True
+    return any(
+        isinstance(branch, Mapping) and _accepts_null(branch, root, depth + 1)
+        for branch in [*schema.get("anyOf", ()), *schema.get("oneOf", ())]
+    )
+
+
+# --------------------------------------------------------------------------- @tool
+
+
+@overload
+def tool(
+    fn: Callable[..., Any],
+    /,
+    *,
+    name: str | None = ...,
+    description: str | None = ...,
+    input_schema: Mapping[str, Any] | None = ...,
+    title: str | None = ...,
+    read_only: bool | None = ...,
+    destructive: bool | None = ...,
+    idempotent: bool | None = ...,
+    open_world: bool | None = ...,
+    output_schema: Mapping[str, Any] | None = ...,
+) -> Tool: ...
+
+
+@overload
+def tool(
+    fn: None = ...,
+    /,
+    *,
+    name: str | None = ...,
+    description: str | None = ...,
+    input_schema: Mapping[str, Any] | None = ...,
+    title: str | None = ...,
+    read_only: bool | None = ...,
+    destructive: bool | None = ...,
+    idempotent: bool | None = ...,
+    open_world: bool | None = ...,
+    output_schema: Mapping[str, Any] | None = ...,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: Mapping[str, Any] | None = None,
+    title: str | None = None,
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a :class:`Tool` from a function: bare ``@tool``, ``@tool(...)`` or ``tool(fn)``.
+
+    Two shapes of function are understood:
+
+    * **keyword style** ``def f(a: int, b: int = 0, ctx: ToolContext | None = None)`` —
+      one schema property per parameter, inferred from the annotations;
+    * **contract style** ``def f(args, ctx=None)`` — the first parameter is named
+      ``args`` and the only other one is the context. The schema comes from
+      ``input_schema=``, or from ``args``'s annotation (a TypedDict, or a dataclass — the
+      function then receives an instance); unannotated, any object is accepted.
+
+    The context parameter is the one annotated ``ToolContext`` (or ``ToolContext |
+    None``) or named ``ctx``; it never appears in the schema. The name defaults to the
+    function's (sanitized to ``[a-zA-Z0-9_-]``), the description to the docstring's first
+    paragraph. ``title`` and the four hints become MCP metadata (``Tool.title``,
+    ``Tool.annotations``).
+
+    Raises :class:`~toolnexus.schema.SchemaInferenceError` (a ``TypeError``) at once when
+    an annotation has no JSON Schema equivalent, and
+    :class:`~toolnexus.validation.SchemaError` (a ``ValueError``) when ``input_schema``
+    uses a keyword the validator cannot honour.
+
+    Example::
+
+        >>> @tool(read_only=True)
+        ... def greet(name: str, excited: bool = False) -> str:
+        ...     '''Say hello.'''
+        ...     return f"Hello, {name}{'!' if excited else '.'}"
+        >>> greet({"name": "Ada"}).output
+        'Hello, Ada.'
+        >>> greet.annotations
+        {'readOnlyHint': True}
+    """
+    options = {
+        "name": name, "description": description, "input_schema": input_schema,
+        "title": title, "output_schema": output_schema,
+        "hints": {
+            "readOnlyHint": read_only, "destructiveHint": destructive,
+            "idempotentHint": idempotent, "openWorldHint": open_world,
+        },
+    }
+    if fn is None:
+        def decorate(function: Callable[..., Any]) -> Tool:
+            return _make_tool(function, options, sys._getframe(1))
+
+        return decorate
+    return _make_tool(fn, options, sys._getframe(1))
+
+
+def _make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
+    hints = {key: value for key, value in options["hints"].items() if value is not None}
+    for key, value in hints.items():
+        if not isinstance(value, bool):
+            raise TypeError(f"@tool hint {key} must be a bool or None, got {value!r}")
+    if isinstance(fn, Tool):
+        changes: dict[str, Any] = {}
+        for key in ("name", "description", "title", "output_schema"):
+            if options[key] is not None:
+                changes[key] = options[key]
+        if hints:
+            changes["annotations"] = {**(fn.annotations or {}), **hints}
+        if options["input_schema"] is not None:
+            raise TypeError(
+                f"tool {fn.name!r} already has a schema; call tool() on its function instead"
+            )
+        return dataclasses.replace(fn, **changes) if changes else fn
+    if not callable(fn):
+        raise TypeError(f"tool() takes a function, got {type(fn).__name__}")
+    explicit = options["input_schema"]
+    if explicit is not None and not isinstance(explicit, Mapping):
+        raise TypeError(
+            f"input_schema must be a JSON Schema object (a dict), got {type(explicit).__name__}"
+        )
+    signature = infer(
+        fn,
+        schema=explicit,
+        localns=(lambda: frame.f_locals) if frame is not None else None,
+    )
+    name = options["name"]
+    if name is None:
+        name = getattr(fn, "__name__", None) or type(fn).__name__
+    description = options["description"]
+    if description is None:
+        description = signature.description
+    if not isinstance(name, str) or not sanitize_name(name).strip("_"):
+        raise ValueError(
+            f"cannot name a tool after {describe_callable(fn)}: give it a name with "
+            "@tool(name='...')"
+        )
+    return Tool(
+        name,
+        description,
+        signature.schema,
+        fn,
+        title=options["title"],
+        output_schema=options["output_schema"],
+        annotations=hints or None,
+        _signature=signature,
+    )
+
