@@ -1,30 +1,1185 @@
-"""The command line: ``python -m toolnexus …`` / ``toolnexus …``."""
+"""The command line: ``python -m toolnexus …`` and the ``toolnexus`` console script.
+
+Everything that touches a terminal lives here: finding tools by reference (``REF``),
+running one call through the :class:`~toolnexus.host.Host` with Ctrl-C and a spinner,
+answering a suspension at the prompt, and the exit codes scripts rely on.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
-__all__ = ["main"]
+from .errors import ToolnexusError
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from .host import ToolEvent
+    from .result import ToolResult
+    from .suspension import Answer, Request
+    from .toolkit import Toolkit
+
+__all__ = [
+    "EXIT_CANCELLED",
+    "EXIT_OK",
+    "EXIT_PENDING",
+    "EXIT_TIMEOUT",
+    "EXIT_TOOL_ERROR",
+    "EXIT_USAGE",
+    "RefError",
+    "load_toolkit",
+    "main",
+]
+
+EXIT_OK = 0
+"""The call succeeded (or the command did its job)."""
+EXIT_TOOL_ERROR = 1
+"""The tool returned an error result (including a declined question)."""
+EXIT_USAGE = 2
+"""The command line was wrong: bad REF, unknown tool, bad JSON, invalid arguments."""
+EXIT_PENDING = 3
+"""``--no-input``: the tool asked a question; the request was printed as JSON."""
+EXIT_TIMEOUT = 124
+"""The call ran out of its ``--timeout`` (the number ``timeout(1)`` uses)."""
+EXIT_CANCELLED = 130
+"""The call was cancelled with Ctrl-C (128 + SIGINT, as shells report it)."""
+
+_OUTCOME_CODES = {
+    "ok": EXIT_OK,
+    "error": EXIT_TOOL_ERROR,
+    "pending": EXIT_PENDING,
+    "timeout": EXIT_TIMEOUT,
+    "cancelled": EXIT_CANCELLED,
+}
+
+_EXIT_CODES_HELP = """\
+exit codes:
+  0    ok
+  1    the tool returned an error (a declined question too)
+  2    usage error: bad REF, unknown tool, bad JSON, invalid arguments
+  3    pending: --no-input and the tool asked a question (printed as JSON)
+  124  timed out (--timeout)
+  130  cancelled (Ctrl-C; a second Ctrl-C exits at once)"""
+
+_REF_HELP = """\
+REF names the tools: module:attr or path/to/file.py:attr, where attr is a
+function, a Tool, a Toolkit or a module; module (or file.py) alone means
+every @tool in it. The current directory is importable."""
+
+
+class RefError(ToolnexusError, ValueError):
+    """A tool reference (``REF``) that names no usable tools.
+
+    The message is one line that says what was wrong and how to fix it. ``ref`` is the
+    reference as given; the underlying exception, if any, is the ``__cause__``.
+
+    Example::
+
+        try:
+            load_toolkit("no_such_module:tools")
+        except RefError as exc:
+            print(exc)   # cannot import 'no_such_module': no module named ...
+    """
+
+    def __init__(self, ref: str, message: str) -> None:
+        super().__init__(message)
+        self.ref = ref
+
+
+# --------------------------------------------------------------------------- REF loading
+
+
+def load_toolkit(ref: str) -> Toolkit:
+    """Load the tools ``ref`` names and return them as a :class:`~toolnexus.Toolkit`.
+
+    ``ref`` is ``module:attr`` or ``path/to/file.py:attr``; ``attr`` may be dotted and
+    may name a function (wrapped with ``@tool``), a ``Tool``, a ``Toolkit``, a list of
+    tools, or a module. A module (also ``module`` or ``file.py`` with no ``:attr``)
+    contributes every ``Tool`` it defines (only the names in its ``__all__`` when it has
+    one); plain functions in it are helpers, not tools. The current directory is put on
+    ``sys.path`` (as ``python -m`` does), and a file's own folder too, so it can import
+    its neighbours.
+
+    Raises :class:`RefError` with a one-line message naming the fix when the module
+    cannot be imported, the attribute is missing, or it holds no tools.
+
+    Example::
+
+        toolkit = load_toolkit("toolnexus.demo:toolkit")
+        print([t.name for t in toolkit])
+    """
+    if not isinstance(ref, str) or not ref.strip():
+        raise RefError(
+            str(ref), "empty REF; expected module:attr or path/to/file.py:attr"
+        )
+    target, attr = _split_ref(ref)
+    module = _import_target(ref, target)
+    if attr is None:
+        return _toolkit_of(ref, module)
+    value: Any = module
+    walked = []
+    for part in attr.split("."):
+        walked.append(part)
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise RefError(ref, _missing_attribute(target, value, ".".join(walked))) from None
+    return _toolkit_of(ref, value)
+
+
+def _split_ref(ref: str) -> tuple[str, str | None]:
+    if ref.endswith(".py"):
+        return ref, None
+    target, sep, attr = ref.rpartition(":")
+    if not sep:
+        return ref, None
+    if not target:
+        raise RefError(
+            ref, f"REF {ref!r} names no module; write module:{attr} or path/to/file.py:{attr}"
+        )
+    if not attr:
+        raise RefError(
+            ref, f"REF {ref!r} ends with ':'; name an attribute after it, or drop the ':'"
+        )
+    if not all(part.isidentifier() for part in attr.split(".")):
+        raise RefError(
+            ref, f"{attr!r} in REF {ref!r} is not a Python name; write module:attr or "
+            "path/to/file.py:attr"
+        )
+    return target, attr
+
+
+def _is_path(target: str) -> bool:
+    separators = {"/", os.sep, os.altsep or "/"}
+    return target.endswith(".py") or any(sep in target for sep in separators)
+
+
+def _import_target(ref: str, target: str) -> ModuleType:
+    if _is_path(target):
+        return _import_file(ref, target)
+    return _import_module(ref, target)
+
+
+def _import_module(ref: str, name: str) -> ModuleType:
+    import importlib
+
+    if not all(part.isidentifier() for part in name.split(".")):
+        raise RefError(
+            ref, f"{name!r} is neither a module name nor a .py file; write module:attr or "
+            "path/to/file.py:attr"
+        )
+    cwd = os.getcwd()
+    # `python -m` puts the current directory first; the console script does not. Do it for
+    # both so `toolnexus call mytools:fn` finds ./mytools.py either way.
+    if "" not in sys.path and cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if missing and (name == missing or name.startswith(missing + ".")):
+            raise RefError(
+                ref, f"cannot import {name!r}: no module named {missing!r} (looked in {cwd} "
+                f"and on sys.path); run from the folder that holds it, set PYTHONPATH, or "
+                f"give a file path (path/to/{name.rsplit('.', 1)[-1]}.py:attr)"
+            ) from exc
+        raise RefError(ref, _import_failure(name, exc)) from exc
+    except (Exception, SystemExit) as exc:
+        raise RefError(ref, _import_failure(name, exc)) from exc
+
+
+def _import_file(ref: str, target: str) -> ModuleType:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(target).expanduser()
+    if path.is_dir():
+        raise RefError(ref, f"{target!r} is a folder; point REF at a .py file in it (file.py:attr)")
+    if not path.is_file():
+        raise RefError(ref, f"no such file: {target!r} (looked in {os.getcwd()}); check the path")
+    if path.suffix != ".py":
+        raise RefError(ref, f"{target!r} is not a .py file; REF takes path/to/file.py:attr")
+    resolved = path.resolve()
+    folder = str(resolved.parent)
+    # Let the file import its neighbours, as `python file.py` would.
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = resolved.stem
+    loaded = sys.modules.get(name)
+    if loaded is not None and getattr(loaded, "__file__", None) == str(resolved):
+        return loaded
+    if not name.isidentifier() or loaded is not None:
+        # A file named like a module already loaded (json.py, test.py, …) must not replace it.
+        name = f"_toolnexus_ref_{abs(hash(str(resolved))):x}"
+    spec = importlib.util.spec_from_file_location(name, resolved)
+    if spec is None or spec.loader is None:  # pragma: no cover - .py files always have one
+        raise RefError(ref, f"cannot load {target!r} as Python source")
+    module = importlib.util.module_from_spec(spec)
+    # Registered before running it: dataclasses and pickling look their module up by name.
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:
+        sys.modules.pop(name, None)
+        raise RefError(ref, _import_failure(target, exc)) from exc
+    return module
+
+
+def _import_failure(name: str, exc: BaseException) -> str:
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        top = exc.name.split(".")[0]
+        return (
+            f"importing {name!r} failed: it imports {exc.name!r}, which is not installed; "
+            f"install it (pip install {top}) or fix the import"
+        )
+    if isinstance(exc, SyntaxError):
+        where = f" ({exc.filename}, line {exc.lineno})" if exc.filename else ""
+        return (
+            f"importing {name!r} failed: {type(exc).__name__}: {exc.msg}{where}; "
+            "fix the file and retry"
+        )
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    user = [f for f in frames if "importlib" not in f.filename] or frames
+    where = f" at {user[-1].filename}:{user[-1].lineno}" if user else ""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    described = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return f"importing {name!r} failed: {described}{where}; run with --debug for the traceback"
+
+
+def _missing_attribute(target: str, owner: Any, attr: str) -> str:
+    import difflib
+
+    from .tools import Tool
+
+    names = [n for n in dir(owner) if not n.startswith("_")]
+    leaf = attr.rsplit(".", 1)[-1]
+    message = f"{target!r} has no attribute {attr!r}"
+    close = difflib.get_close_matches(leaf, names, n=1)
+    if close:
+        message += f"; did you mean {close[0]!r}?"
+    tools = [n for n in names if isinstance(getattr(owner, n, None), Tool)]
+    if tools:
+        message += f" (its tools: {', '.join(tools)})"
+    return message
+
+
+def _toolkit_of(ref: str, value: Any) -> Toolkit:
+    from types import ModuleType
+
+    from .toolkit import Toolkit
+    from .tools import Tool
+
+    if isinstance(value, Toolkit):
+        return value
+    if isinstance(value, ModuleType):
+        return _module_toolkit(ref, value)
+    if isinstance(value, type):
+        raise RefError(
+            ref, f"{ref!r} is a class; point REF at a function, a Tool, a Toolkit or a module"
+        )
+    if isinstance(value, Tool) or callable(value):
+        items: list[Any] = [value]
+    elif isinstance(value, (list, tuple)) and all(callable(v) for v in value):
+        items = list(value)
+    else:
+        raise RefError(
+            ref, f"{ref!r} is a {type(value).__name__}, not a tool; point REF at a function, "
+            "a Tool, a Toolkit or a module"
+        )
+    try:
+        return Toolkit(items)
+    except (ToolnexusError, TypeError, ValueError) as exc:
+        raise RefError(ref, f"cannot make tools of {ref!r}: {exc}") from exc
+
+
+def _module_toolkit(ref: str, module: ModuleType) -> Toolkit:
+    from .toolkit import Toolkit
+    from .tools import Tool
+
+    exported = getattr(module, "__all__", None)
+    names = list(exported) if exported is not None else list(vars(module))
+    tools: list[Tool] = []
+    kits: list[str] = []
+    for name in names:
+        value = getattr(module, name, None)
+        if isinstance(value, Tool) and not any(value is t for t in tools):
+            tools.append(value)
+        elif isinstance(value, Toolkit):
+            kits.append(name)
+    if tools:
+        try:
+            return Toolkit(tools)
+        except (ToolnexusError, TypeError, ValueError) as exc:
+            raise RefError(ref, f"cannot collect the tools of {ref!r}: {exc}") from exc
+    if len(kits) == 1:
+        value = getattr(module, kits[0])
+        assert isinstance(value, Toolkit)
+        return value
+    target = ref.rsplit(":", 1)[0] if not ref.endswith(".py") else ref
+    if kits:
+        raise RefError(
+            ref, f"{module.__name__!r} holds {len(kits)} Toolkits ({', '.join(kits)}); "
+            f"name one: {target}:{kits[0]}"
+        )
+    return _no_tools(ref, module)
+
+
+def _no_tools(ref: str, module: ModuleType) -> NoReturn:
+    import inspect
+
+    functions = [
+        name for name, value in vars(module).items()
+        if inspect.isfunction(value) and value.__module__ == module.__name__
+        and not name.startswith("_")
+    ]
+    hint = f" or name one function (e.g. {ref}:{functions[0]})" if functions else ""
+    raise RefError(
+        ref, f"{module.__name__!r} defines no tools; decorate its tool functions with "
+        f"@toolnexus.tool{hint}"
+    )
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+class _UsageError(Exception):
+    """A mistake on the command line: printed as one line, exit code 2."""
+
+
+def _read_json_option(option: str, text: str) -> Any:
+    """Parse an option's JSON, inline or ``@file.json``."""
+    source = text
+    if text.startswith("@"):
+        path = text[1:]
+        try:
+            with open(path, encoding="utf-8") as handle:
+                source = handle.read()
+        except OSError as exc:
+            raise _UsageError(f"{option}: cannot read {path!r}: {exc.strerror or exc}") from None
+    try:
+        return json.loads(source, parse_constant=_reject_constant)
+    except ValueError as exc:
+        where = f" in {text[1:]!r}" if text.startswith("@") else ""
+        raise _UsageError(
+            f"{option}: not valid JSON{where}: {exc}; write e.g. {option} '{{\"steps\": 3}}' "
+            "or key=value pairs"
+            if option == "--args" else f"{option}: not valid JSON{where}: {exc}"
+        ) from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_value(text: str, schema: Mapping[str, Any] | None) -> Any:
+    """``key=value``: the value is JSON when it parses, else the text itself.
+
+    For a property whose schema type is ``"string"`` a bare word stays text even when it
+    would parse as JSON (``name=123`` gives ``"123"``), so the call is not refused for it.
+    """
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except ValueError:
+        return text
+    if schema is not None and schema.get("type") == "string" and not isinstance(value, str):
+        return text
+    return value
+
+
+def _build_args(
+    toolkit: Toolkit, name: str, args_option: str | None, pairs: Sequence[str]
+) -> dict[str, Any]:
+    args: dict[str, Any] = {}
+    if args_option is not None:
+        parsed = _read_json_option("--args", args_option)
+        if not isinstance(parsed, dict):
+            raise _UsageError(
+                f"--args must be a JSON object, got {_json_type(parsed)}; "
+                "write e.g. --args '{\"steps\": 3}'"
+            )
+        args.update(parsed)
+    properties = toolkit.get(name).input_schema.get("properties") or {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise _UsageError(f"expected key=value, got {pair!r}")
+        prop = properties.get(key)
+        args[key] = _parse_value(text, prop if isinstance(prop, Mapping) else None)
+    return args
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else type(value).__name__
+
+
+def _split_name(toolkit: Toolkit, ref: str, rest: Sequence[str]) -> tuple[str, list[str]]:
+    """The tool NAME (first word without '=') and the key=value pairs after it."""
+    words = list(rest)
+    if words and "=" not in words[0]:
+        name = words.pop(0)
+        _check_name(toolkit, name)
+        return name, words
+    tools = toolkit.tools()
+    if len(tools) == 1:
+        return tools[0].name, words
+    listed = ", ".join(t.name for t in tools)
+    raise _UsageError(
+        f"{ref!r} has {len(tools)} tools ({listed}); name one, e.g. "
+        f"toolnexus call {ref} {tools[0].name} …" if tools else f"{ref!r} has no tools"
+    )
+
+
+def _check_name(toolkit: Toolkit, name: str) -> None:
+    try:
+        toolkit.get(name)
+    except LookupError as exc:
+        raise _UsageError(str(exc)) from None
+
+
+def _check_args(toolkit: Toolkit, name: str, args: Mapping[str, Any], ref: str) -> None:
+    """Refuse invalid arguments before running anything: the caller's mistake, exit 2."""
+    from .validation import validate
+
+    problems = validate(toolkit.get(name).input_schema, args)
+    if problems:
+        raise _UsageError(
+            f"invalid arguments for {name!r}: {'; '.join(problems)} "
+            f"(see: toolnexus schema {ref} {name})"
+        )
+
+
+# --------------------------------------------------------------------------- the terminal
+
+
+class _Terminal:
+    """Reads answers from stdin line by line and writes prompts to stderr."""
+
+    def __init__(self, stdin: IO[str] | None, stderr: IO[str]) -> None:
+        self.stdin = stdin
+        self.stderr = stderr
+        # Piped answers do not echo; write them back so the transcript reads as a dialogue.
+        self.echo = stdin is not None and not _isatty(stdin)
+
+    def say(self, text: str) -> None:
+        self.stderr.write(text + "\n")
+        self.stderr.flush()
+
+    def ask(self, label: str) -> str | None:
+        """One line of input without its newline; None at end of input."""
+        self.stderr.write(label)
+        self.stderr.flush()
+        line = self.stdin.readline() if self.stdin is not None else ""
+        if not line:
+            self.stderr.write("\n")
+            self.stderr.flush()
+            return None
+        text = line.rstrip("\r\n")
+        if self.echo:
+            self.stderr.write(text + "\n")
+            self.stderr.flush()
+        return text
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _answer_at_prompt(term: _Terminal, request: Request) -> Answer:
+    """Ask the human ``request`` at the terminal; end of input declines."""
+    from .suspension import Answer
+
+    term.say(f"? {request.prompt}" if request.prompt else f"? the tool asks ({request.kind})")
+    if request.url:
+        term.say(f"  {request.url}")
+    if request.expires_at:
+        term.say(f"  (answer before {request.expires_at})")
+    schema = (request.data or {}).get("schema")
+    fields = schema if isinstance(schema, Mapping) and schema.get("properties") else None
+    if request.kind == "approval":
+        if not _ask_yes_no(term, "  approve? [y/N] "):
+            return Answer.decline(request)
+        if fields is None:
+            return Answer.accept(request)
+    elif request.kind == "authorization":
+        text = term.ask("  open the url above, finish there, then press Enter (n to decline): ")
+        if text is None or text.strip().lower() in ("n", "no"):
+            return Answer.decline(request)
+        return Answer.accept(request)
+    if fields is not None:
+        data = _ask_fields(term, fields)
+        return Answer.decline(request) if data is None else Answer.accept(request, data)
+    text = term.ask("  > ")
+    if text is None:
+        return Answer.decline(request)
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    return Answer.accept(request, parsed if isinstance(parsed, dict) else {"answer": text})
+
+
+def _ask_yes_no(term: _Terminal, label: str) -> bool:
+    while True:
+        text = term.ask(label)
+        if text is None:
+            return False
+        word = text.strip().lower()
+        if word in ("y", "yes"):
+            return True
+        if word in ("", "n", "no"):
+            return False
+        term.say("  please answer y or n")
+
+
+def _ask_fields(term: _Terminal, schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Ask each property of a flat object schema; None when input ends (a decline)."""
+    from .validation import validate
+
+    properties: Mapping[str, Any] = schema.get("properties") or {}
+    required = set(schema.get("required") or ())
+    while True:
+        data: dict[str, Any] = {}
+        for key, prop in properties.items():
+            prop = prop if isinstance(prop, Mapping) else {}
+            label = _field_label(key, prop, key in required)
+            while True:
+                text = term.ask(label)
+                if text is None:
+                    return None
+                if text == "":
+                    if "default" in prop:
+                        data[key] = prop["default"]
+                        break
+                    if key in required:
+                        term.say("  a value is required (end of input declines)")
+                        continue
+                    break
+                value = _field_value(text, prop)
+                problems = validate(prop, value)
+                if not problems:
+                    data[key] = value
+                    break
+                term.say(f"  invalid: {'; '.join(problems)}; try again")
+        problems = validate(schema, data)
+        if not problems:
+            return data
+        term.say(f"  invalid: {'; '.join(problems)}; once more from the start")
+
+
+def _field_label(key: str, prop: Mapping[str, Any], required: bool) -> str:
+    parts = [_type_words(prop)]
+    enum = prop.get("enum")
+    if isinstance(enum, list) and enum:
+        parts.append("one of: " + ", ".join(_show(choice) for choice in enum))
+    if not required and "default" not in prop:
+        parts.append("optional")
+    about = prop.get("title") or prop.get("description")
+    label = f"  {key}" + (f" — {about}" if isinstance(about, str) and about else "")
+    label += f" ({'; '.join(p for p in parts if p)})"
+    if "default" in prop:
+        label += f" [{_show(prop['default'])}]"
+    return label + ": "
+
+
+def _type_words(prop: Mapping[str, Any]) -> str:
+    kind = prop.get("type")
+    if kind == "boolean":
+        return "yes/no"
+    return kind if isinstance(kind, str) else ""
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _field_value(text: str, prop: Mapping[str, Any]) -> Any:
+    """Turn one typed line into the value a field expects (validation judges it after)."""
+    enum = prop.get("enum")
+    if isinstance(enum, list):
+        for choice in enum:
+            if text == _show(choice):
+                return choice
+        folded = [c for c in enum if isinstance(c, str) and c.lower() == text.strip().lower()]
+        if len(folded) == 1:
+            return folded[0]
+    kind = prop.get("type")
+    if kind == "string":
+        return text
+    if kind == "boolean":
+        word = text.strip().lower()
+        if word in ("y", "yes", "true"):
+            return True
+        if word in ("n", "no", "false"):
+            return False
+        return text
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except ValueError:
+        return text
+
+
+class _Spinner:
+    """Elapsed time (and progress) on one stderr line, only when stderr is a terminal."""
+
+    FRAMES = "|/-\\"
+    DELAY = 0.25  # seconds before showing: quick calls print nothing
+
+    def __init__(self, stream: IO[str], label: str) -> None:
+        import time
+
+        self.stream = stream
+        self.label = label
+        self.enabled = _isatty(stream)
+        self.started = time.monotonic()
+        self.frame = 0
+        self.width = 0
+        self.note = ""
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        # Called from the tool's thread; one str assignment is atomic enough for a display.
+        amount = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+        self.note = f"{amount} {message}" if message else amount
+
+    def tick(self) -> None:
+        import time
+
+        elapsed = time.monotonic() - self.started
+        if not self.enabled or elapsed < self.DELAY:
+            return
+        self.frame = (self.frame + 1) % len(self.FRAMES)
+        text = f"{self.FRAMES[self.frame]} {self.label} {elapsed:.1f}s"
+        if self.note:
+            text += f"  {self.note}"
+        self.stream.write("\r" + text.ljust(self.width))
+        self.stream.flush()
+        self.width = len(text)
+
+    def clear(self) -> None:
+        if self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0
+
+
+# --------------------------------------------------------------------------- one call
+
+
+def _run_call(
+    toolkit: Toolkit,
+    name: str,
+    args: dict[str, Any],
+    *,
+    timeout_ms: int | None,
+    ask: bool,
+    term: _Terminal,
+    resume: tuple[Request, Answer] | None = None,
+) -> tuple[ToolResult, str]:
+    """Run one call on a worker thread; the main thread prompts, spins and takes Ctrl-C.
+
+    Returns the result and its outcome (``ok``, ``error``, ``pending``, ``timeout``,
+    ``cancelled``). A second Ctrl-C ends the process at once with code 130.
+    """
+    import queue
+    import threading
+
+    from .cancellation import CancellationTokenSource
+    from .suspension import Answer
+
+    try:
+        from .host import Host
+    except ImportError as exc:  # only while the host layer is being written
+        raise _UsageError(f"calls need the host runtime, missing in this build ({exc})") from None
+
+    inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
+    events: list[ToolEvent] = []
+    source = CancellationTokenSource()
+    spinner = _Spinner(term.stderr, name)
+
+    def wait_for(request: Request) -> Answer:
+        # Runs on the host's thread; the human is asked on the main thread, which alone
+        # receives Ctrl-C, so an interrupt can always cancel and unblock us.
+        reply: queue.Queue[Answer] = queue.Queue()
+        inbox.put(("ask", (request, reply)))
+        return reply.get()
+
+    host = Host(toolkit, wait_for=wait_for if ask else None, on_event=events.append)
+
+    def work() -> None:
+        try:
+            if resume is None:
+                result = host.call(
+                    name, args, timeout_ms=timeout_ms, cancellation_token=source.token,
+                    progress=spinner.progress,
+                )
+            else:
+                result = host.resume(
+                    name, args, resume[0], resume[1], timeout_ms=timeout_ms,
+                    cancellation_token=source.token, progress=spinner.progress,
+                )
+        except BaseException as exc:  # handed to the main thread, which re-raises it
+            inbox.put(("crash", exc))
+        else:
+            inbox.put(("done", result))
+
+    worker = threading.Thread(target=work, name="toolnexus-cli-call", daemon=True)
+    worker.start()
+    interrupted = False
+    asking: tuple[Request, queue.Queue[Answer]] | None = None
+    while True:
+        try:
+            try:
+                # A short poll, not a blocking get: the spinner ticks and Ctrl-C is seen
+                # promptly on every platform.
+                kind, payload = inbox.get(timeout=0.1)
+            except queue.Empty:
+                spinner.tick()
+                continue
+            if kind == "ask":
+                spinner.clear()
+                asking = payload
+                request, reply = payload
+                reply.put(_answer_at_prompt(term, request))
+                asking = None
+                continue
+            spinner.clear()
+            if kind == "crash":
+                raise payload
+            result: ToolResult = payload
+            break
+        except KeyboardInterrupt:
+            spinner.clear()
+            if interrupted:
+                term.say("interrupted")
+                sys.stdout.flush()
+                os._exit(EXIT_CANCELLED)
+            interrupted = True
+            source.cancel()
+            term.say("\ncancelling… (Ctrl-C again to exit at once)")
+            if asking is not None:
+                asking[1].put(Answer.decline(asking[0], "cancelled"))
+                asking = None
+    host_close = getattr(host, "close", None)
+    if host_close is not None:
+        host_close()
+    outcome = events[-1].outcome if events else _outcome_of(result)
+    if interrupted and result.is_error and outcome not in ("timeout",):
+        outcome = "cancelled"
+    return result, outcome
+
+
+def _outcome_of(result: ToolResult) -> str:
+    if result.is_pending:
+        return "pending"
+    return "error" if result.is_error else "ok"
+
+
+def _print_result(result: ToolResult, *, as_json: bool) -> None:
+    if as_json:
+        _write_out(result.to_json())
+    elif result.output:
+        _write_out(result.output)
+
+
+def _write_out(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def _cmd_list(options: argparse.Namespace) -> int:
+    toolkit = load_toolkit(options.ref)
+    tools = toolkit.tools()
+    width = max((len(t.name) for t in tools), default=0)
+    for item in tools:
+        summary = item.description.strip().splitlines()[0] if item.description.strip() else ""
+        _write_out(f"{item.name.ljust(width)}  {summary}".rstrip())
+    return EXIT_OK
+
+
+def _cmd_schema(options: argparse.Namespace) -> int:
+    from .toolkit import Toolkit
+
+    toolkit = load_toolkit(options.ref)
+    if options.name is not None:
+        _check_name(toolkit, options.name)
+        toolkit = Toolkit([toolkit.get(options.name)])
+    adapters: dict[str, Callable[[], Any]] = {
+        "openai": toolkit.to_openai,
+        "anthropic": toolkit.to_anthropic,
+        "gemini": toolkit.to_gemini,
+        "mcp": toolkit.to_mcp,
+    }
+    _write_out(json.dumps(adapters[options.format](), indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def _cmd_call(options: argparse.Namespace) -> int:
+    toolkit = load_toolkit(options.ref)
+    name, pairs = _split_name(toolkit, options.ref, options.rest)
+    args = _build_args(toolkit, name, options.args, pairs)
+    _check_args(toolkit, name, args, options.ref)
+    term = _Terminal(sys.stdin, sys.stderr)
+    result, outcome = _run_call(
+        toolkit, name, args, timeout_ms=options.timeout, ask=not options.no_input, term=term
+    )
+    return _finish(options, name, args, result, outcome)
+
+
+def _cmd_resume(options: argparse.Namespace) -> int:
+    toolkit = load_toolkit(options.ref)
+    name, pairs = _split_name(toolkit, options.ref, options.rest)
+    args = _build_args(toolkit, name, options.args, pairs)
+    _check_args(toolkit, name, args, options.ref)
+    request = _load_request(options.request)
+    term = _Terminal(sys.stdin, sys.stderr)
+    if options.answer is not None:
+        answer = _load_answer(options.answer, request)
+    elif options.no_input:
+        raise _UsageError("--answer is required with --no-input; write e.g. --answer @ans.json")
+    else:
+        try:
+            answer = _answer_at_prompt(term, request)
+        except KeyboardInterrupt:
+            term.say("\ncancelled before resuming; nothing ran")
+            return EXIT_CANCELLED
+    result, outcome = _run_call(
+        toolkit, name, args, timeout_ms=options.timeout, ask=not options.no_input, term=term,
+        resume=(request, answer),
+    )
+    return _finish(options, name, args, result, outcome)
+
+
+def _finish(
+    options: argparse.Namespace, name: str, args: Mapping[str, Any], result: ToolResult,
+    outcome: str,
+) -> int:
+    request = result.pending_of(result)
+    if request is not None and not options.json:
+        _write_out(json.dumps(request.to_dict(), indent=2, ensure_ascii=False))
+        shown_args = json.dumps(args, ensure_ascii=False)
+        sys.stderr.write(
+            f"pending: {request.prompt}\nanswer it later with: toolnexus resume {options.ref} "
+            f"{name} --args '{shown_args}' --request @req.json --answer @ans.json\n"
+            "(save the JSON above as req.json; ans.json is e.g. {\"ok\": true, \"data\": {…}})\n"
+        )
+    else:
+        _print_result(result, as_json=options.json)
+    return _OUTCOME_CODES.get(outcome, EXIT_TOOL_ERROR)
+
+
+def _load_request(text: str) -> Request:
+    from .result import PENDING_KEY
+    from .suspension import Request
+
+    value = _read_json_option("--request", text)
+    if isinstance(value, dict) and "isError" in value and "output" in value:
+        # The whole result `call --no-input --json` printed: take its pending request.
+        value = (value.get("metadata") or {}).get(PENDING_KEY)
+        if value is None:
+            raise _UsageError("--request: that result is not pending (no metadata.pending)")
+    try:
+        return Request.from_dict(value)
+    except (ValueError, TypeError) as exc:
+        raise _UsageError(
+            f"--request: {exc}; give the JSON that `toolnexus call --no-input` printed"
+        ) from None
+
+
+def _load_answer(text: str, request: Request) -> Answer:
+    from .suspension import Answer
+
+    value = _read_json_option("--answer", text)
+    if isinstance(value, dict) and "id" not in value:
+        # The request is given alongside, so its id is implied; a wrong id is still refused.
+        value = {"id": request.id, **value}
+    try:
+        return Answer.from_dict(value)
+    except (ValueError, TypeError) as exc:
+        raise _UsageError(
+            f"--answer: {exc}; write e.g. --answer '{{\"ok\": true, \"data\": {{…}}}}'"
+        ) from None
+
+
+def _cmd_serve(options: argparse.Namespace) -> int:
+    import contextlib
+
+    # stdout is the protocol channel: whatever the tools' module prints while it loads
+    # goes to stderr instead.
+    with contextlib.redirect_stdout(sys.stderr):
+        toolkit = load_toolkit(options.ref)
+    try:
+        from .mcp import serve_stdio
+    except ImportError as exc:
+        raise _UsageError(f"the MCP server is not available in this build ({exc})") from None
+    kwargs: dict[str, Any] = {"timeout_ms": options.timeout}
+    if options.name is not None:
+        kwargs["name"] = options.name
+    if options.version is not None:
+        kwargs["version"] = options.version
+    return int(serve_stdio(toolkit, **kwargs))
+
+
+def _cmd_demo(options: argparse.Namespace) -> int:
+    from . import demo
+
+    return demo.run()
+
+
+# --------------------------------------------------------------------------- the parser
+
+
+def _timeout(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected whole milliseconds, got {text!r} (e.g. --timeout 5000)"
+        ) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 milliseconds, got {value}")
+    return value
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=28)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS,
+        help="show tracebacks (import errors, tool exceptions)",
+    )
+    parser = argparse.ArgumentParser(
+        prog="toolnexus",
+        formatter_class=_Formatter,
+        description="Call tools from a shell, answer their questions at the prompt, "
+        "print their schemas, serve them over MCP.",
+        epilog=f"{_REF_HELP}\n\nexamples:\n"
+        "  toolnexus demo\n"
+        "  toolnexus list toolnexus.demo:toolkit\n"
+        "  toolnexus call toolnexus.demo:toolkit crunch steps=3\n\n"
+        f"{_EXIT_CODES_HELP}\n\n"
+        "toolnexus COMMAND --help shows a command's options.",
+    )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"toolnexus {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser(
+        "demo", parents=[common], formatter_class=_Formatter,
+        help="run the bundled example tools through their scenarios",
+        description="Run the bundled example toolkit (toolnexus.demo:toolkit) through a plain "
+        "call, a cancelled call, a timeout and a question answered, printing each step.",
+        epilog="example:\n  toolnexus demo",
+    )
+    demo.set_defaults(handler=_cmd_demo)
+
+    listing = commands.add_parser(
+        "list", parents=[common], formatter_class=_Formatter,
+        help="list tools: names and one-line descriptions",
+        description="Print each tool's name and the first line of its description.",
+        epilog=f"{_REF_HELP}\n\nexamples:\n  toolnexus list toolnexus.demo:toolkit\n"
+        "  toolnexus list examples/weather.py",
+    )
+    listing.add_argument("ref", metavar="REF", help="the tools: module:attr or file.py:attr")
+    listing.set_defaults(handler=_cmd_list)
+
+    schema = commands.add_parser(
+        "schema", parents=[common], formatter_class=_Formatter,
+        help="print the tools' schemas as a model provider wants them",
+        description="Print the tools' schemas as pretty JSON, in one provider's shape.",
+        epilog=f"{_REF_HELP}\n\nexamples:\n  toolnexus schema toolnexus.demo:toolkit\n"
+        "  toolnexus schema toolnexus.demo:toolkit crunch --format anthropic",
+    )
+    schema.add_argument("ref", metavar="REF", help="the tools: module:attr or file.py:attr")
+    schema.add_argument("name", metavar="NAME", nargs="?", help="only this tool")
+    schema.add_argument(
+        "--format", choices=("openai", "anthropic", "gemini", "mcp"), default="openai",
+        help="whose shape (default: openai)",
+    )
+    schema.set_defaults(handler=_cmd_schema)
+
+    call = commands.add_parser(
+        "call", parents=[common], formatter_class=_Formatter,
+        help="run one tool call (answering its questions at the prompt)",
+        usage="toolnexus call REF [NAME] [key=value ...] [--args JSON|@file.json] "
+        "[--timeout MS] [--json] [--no-input] [--debug]",
+        description="Run one call through the host runtime and print the result's text.\n\n"
+        "Arguments: key=value pairs (the value is JSON when it parses: n=3 is a number,\n"
+        "flag=true a boolean, name=Ada a string) and/or --args with a JSON object.\n"
+        "NAME may be left out when REF holds a single tool.\n\n"
+        "When the tool asks a question, it is answered at the prompt (shown on stderr;\n"
+        "answers are read from stdin line by line, so they can be piped in; end of input\n"
+        "declines). Ctrl-C cancels the call and prints its cancelled result; a second\n"
+        "Ctrl-C exits at once.",
+        epilog="examples:\n"
+        "  toolnexus call toolnexus.demo:toolkit crunch steps=3\n"
+        "  toolnexus call toolnexus.demo:toolkit crunch --args '{\"steps\": 3}'\n"
+        "  toolnexus call toolnexus.demo:toolkit deploy            # asks which environment\n"
+        "  echo production | toolnexus call toolnexus.demo:toolkit deploy\n"
+        "  toolnexus call toolnexus.demo:toolkit stubborn --timeout 200\n"
+        "  toolnexus call toolnexus.demo:toolkit deploy --no-input > req.json\n\n"
+        f"{_EXIT_CODES_HELP}",
+    )
+    _add_call_options(call)
+    call.set_defaults(handler=_cmd_call)
+
+    resume = commands.add_parser(
+        "resume", parents=[common], formatter_class=_Formatter,
+        help="resume a call that asked a question, with its answer",
+        usage="toolnexus resume REF [NAME] [key=value ...] [--args JSON|@file.json] "
+        "--request JSON|@req.json [--answer JSON|@ans.json] [--timeout MS] [--json] "
+        "[--no-input] [--debug]",
+        description="Run the tool again with the answer to the request it printed under\n"
+        "`call --no-input`: same tool, same arguments. Without --answer the request is\n"
+        "answered at the prompt. An answer without an \"id\" takes the request's.",
+        epilog="example:\n"
+        "  toolnexus call toolnexus.demo:toolkit deploy --no-input > req.json\n"
+        "  echo '{\"ok\": true, \"data\": {\"env\": \"staging\"}}' > ans.json\n"
+        "  toolnexus resume toolnexus.demo:toolkit deploy --request @req.json "
+        "--answer @ans.json\n\n"
+        f"{_EXIT_CODES_HELP}",
+    )
+    _add_call_options(resume)
+    resume.add_argument(
+        "--request", required=True, metavar="JSON|@FILE",
+        help="the pending request (as `call --no-input` printed it)",
+    )
+    resume.add_argument(
+        "--answer", metavar="JSON|@FILE",
+        help='the answer, e.g. \'{"ok": true, "data": {...}}\' (default: ask at the prompt)',
+    )
+    resume.set_defaults(handler=_cmd_resume)
+
+    serve = commands.add_parser(
+        "serve", parents=[common], formatter_class=_Formatter,
+        help="serve the tools over MCP on stdin/stdout",
+        description="Run an MCP server on stdin/stdout offering REF's tools, until stdin "
+        "closes.\nPoint an MCP client's configuration at this command.",
+        epilog=f"{_REF_HELP}\n\nexample:\n"
+        "  toolnexus serve toolnexus.demo:toolkit --name demo --timeout 30000",
+    )
+    serve.add_argument("ref", metavar="REF", help="the tools: module:attr or file.py:attr")
+    serve.add_argument("--name", help="the server name clients see (default: toolnexus)")
+    serve.add_argument("--version", help="the server version clients see")
+    serve.add_argument(
+        "--timeout", type=_timeout, metavar="MS", help="deadline for each call, milliseconds"
+    )
+    serve.set_defaults(handler=_cmd_serve)
+    return parser
+
+
+def _add_call_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("ref", metavar="REF", help="the tools: module:attr or file.py:attr")
+    sub.add_argument(
+        "rest", metavar="NAME key=value", nargs="*",
+        help="the tool (optional when REF holds one) and its arguments",
+    )
+    sub.add_argument(
+        "--args", metavar="JSON|@FILE", help="the arguments as a JSON object, inline or from a file"
+    )
+    sub.add_argument(
+        "--timeout", type=_timeout, metavar="MS", help="give up after MS milliseconds (exit 124)"
+    )
+    sub.add_argument(
+        "--json", action="store_true", help="print the whole ToolResult as wire JSON"
+    )
+    sub.add_argument(
+        "--no-input", action="store_true",
+        help="never ask: print a pending request as JSON and exit 3",
+    )
+
+
+# --------------------------------------------------------------------------- main
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
-    parser = argparse.ArgumentParser(prog="toolnexus", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser(
-        "demo", help="run the bundled example scenarios",
-        description="Run the bundled example tools through their scenarios.",
-        epilog="example: toolnexus demo",
-    )
-    options = parser.parse_args(argv)
-    if options.command == "demo":
-        from . import demo
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``); return the exit code.
 
-        return demo.run()
-    parser.error(f"unknown command {options.command!r}")
-    return 2
+    Usage errors exit through ``argparse`` (``SystemExit(2)``) or return
+    :data:`EXIT_USAGE` after one line on stderr.
+
+    Example::
+
+        code = main(["list", "toolnexus.demo:toolkit"])
+    """
+    parser = _build_parser()
+    options, extras = parser.parse_known_args(argv)
+    if extras:
+        # Words after an option (`call REF --timeout 5 crunch n=3`) belong to NAME key=value.
+        if options.command in ("call", "resume") and not any(w.startswith("-") for w in extras):
+            options.rest = [*options.rest, *extras]
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    debug = bool(getattr(options, "debug", False))
+    _configure_logging(debug)
+    _reconfigure_streams()
+    if options.command in ("call", "resume"):
+        import signal
+        import threading
+
+        # A parent that ignored SIGINT (a background job) would leave Ctrl-C dead here;
+        # this command promises Ctrl-C cancels, so take it back.
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code: int = options.handler(options)
+        return code
+    except (RefError, _UsageError) as exc:
+        if debug and exc.__cause__ is not None:
+            import traceback
+
+            traceback.print_exception(
+                type(exc.__cause__), exc.__cause__, exc.__cause__.__traceback__
+            )
+        sys.stderr.write(f"toolnexus {options.command}: error: {exc}\n")
+        return EXIT_USAGE
+
+
+def _configure_logging(debug: bool) -> None:
+    import logging
+
+    logger = logging.getLogger("toolnexus")
+    if debug:
+        handler: logging.Handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.setLevel(logging.DEBUG)
+    else:
+        # A tool's exception is already in its error result; without --debug its
+        # traceback (logged by the toolkit) would only clutter the terminal.
+        handler = logging.NullHandler()
+    logger.addHandler(handler)
+
+
+def _reconfigure_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            # A tool's non-ASCII output must not crash a narrow-encoding console.
+            reconfigure(errors="backslashreplace")
 
 
 if __name__ == "__main__":

@@ -1,40 +1,80 @@
-"""The bundled demo: the three scenarios of the ToolContext reference page, run live.
+"""The bundled example toolkit and its scenarios: ``toolnexus demo``.
 
-``python -m toolnexus demo`` prints each scenario and what the tool answered.
+:data:`toolkit` holds the reference page's ``crunch``, ``fetchish`` and ``deploy``, plus an
+``async`` tool (``nap``) and one that ignores its cancellation token (``stubborn``). It is
+also a ready-made REF for the command line::
+
+    toolnexus list toolnexus.demo:toolkit
+    toolnexus call toolnexus.demo:toolkit crunch steps=3
+    toolnexus call toolnexus.demo:toolkit deploy          # answers a question at the prompt
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable
-from typing import Any
 
-from .cancellation import CancellationTokenSource
 from .context import ToolContext
 from .result import ToolResult
 from .suspension import Answer, Request
+from .toolkit import Toolkit
+from .tools import tool
 
-__all__ = ["crunch", "deploy", "fetchish", "run"]
+__all__ = ["ENVIRONMENT_SCHEMA", "crunch", "deploy", "fetchish", "nap", "run", "stubborn",
+           "toolkit"]
+
+ENVIRONMENT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "env": {
+            "type": "string",
+            "enum": ["staging", "production"],
+            "default": "staging",
+            "description": "where to deploy",
+        }
+    },
+    "required": ["env"],
+}
+"""The restricted JSON Schema ``deploy`` attaches to its question (``request.data["schema"]``)."""
 
 
-def crunch(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
-    """Count up to ``steps``, stopping early when the call is cancelled."""
+@tool(read_only=True)
+def crunch(steps: int, ctx: ToolContext | None = None) -> ToolResult:
+    """Count up to steps (a millisecond each), stopping early when cancelled.
+
+    Args:
+        steps: how many steps to take.
+    """
     done = 0
-    for _ in range(int(args["steps"])):
+    for _ in range(steps):
         if ctx is not None and ctx.is_cancelled:
             return ToolResult.error(f"cancelled after {done} step(s)")
+        if ctx is not None:
+            # The step's "work" is a short wait on the token: cancellation cuts it short.
+            ctx.cancellation_token.wait(0.001)
+            ctx.report_progress(done + 1, steps)
+        else:
+            time.sleep(0.001)
         done += 1
     return ToolResult.ok(f"completed {done} step(s)")
 
 
-def fetchish(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
-    """Pretend to fetch ``url`` within the caller's budget (30 s when unset)."""
+@tool(read_only=True)
+def fetchish(url: str, ctx: ToolContext | None = None) -> ToolResult:
+    """Pretend to fetch a url within the caller's budget (30 s when unset).
+
+    Args:
+        url: what to fetch.
+    """
     budget = ctx.timeout_ms if ctx is not None and ctx.timeout_ms is not None else 30_000
     if budget < 100:
         return ToolResult.error(f"budget {budget}ms is too small to try")
-    return ToolResult.ok(f"fetched {args['url']} within {budget}ms")
+    return ToolResult.ok(f"fetched {url} within {budget}ms")
 
 
-def deploy(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
+@tool(destructive=True)
+def deploy(ctx: ToolContext | None = None) -> ToolResult:
     """Ask which environment to deploy to, then deploy there."""
     answer = ctx.answer if ctx is not None else None
     if answer is not None:
@@ -42,29 +82,60 @@ def deploy(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
             return ToolResult.error(f"declined: {answer.reason or 'no reason'}")
         env = (answer.data or {}).get("env", "unknown")
         return ToolResult.ok(f"deployed to {env}")
-    return ToolResult.pending(Request("input", "Which environment?"))
+    return ToolResult.pending(
+        Request("input", "Which environment?", data={"schema": ENVIRONMENT_SCHEMA})
+    )
+
+
+@tool(read_only=True)
+async def nap(seconds: float = 0.05) -> str:
+    """Sleep asynchronously; a timeout or a cancellation stops it at once.
+
+    Args:
+        seconds: how long to nap.
+    """
+    await asyncio.sleep(seconds)
+    return f"napped {seconds:g} s"
+
+
+@tool(read_only=True)
+def stubborn(seconds: float = 0.5) -> str:
+    """Sleep, ignoring cancellation entirely: only the host's deadline stops the wait.
+
+    Args:
+        seconds: how long to sleep.
+    """
+    time.sleep(seconds)
+    return f"slept {seconds:g} s"
+
+
+toolkit = Toolkit([crunch, fetchish, deploy, nap, stubborn])
+"""The demo's tools, in the order ``toolnexus list toolnexus.demo:toolkit`` shows them."""
 
 
 def run(write: Callable[[str], object] = print) -> int:
-    """Run the three scenarios, writing one line per step; return 0 when all behave."""
-    write("1. Respecting cancellation")
-    write(f"   crunch(steps=3), no context     -> {crunch({'steps': 3})!r}")
-    source = CancellationTokenSource()
-    source.cancel()
-    stopped = crunch({"steps": 3}, ToolContext(cancellation_token=source.token))
-    write(f"   crunch(steps=3), cancelled      -> {stopped!r}")
+    """Run the scenarios, writing one line per step; return 0 when all behave."""
+    from .cancellation import CancellationTokenSource
 
-    write("2. Honouring the caller's timeout")
+    write("1. A plain call")
+    write(f"   crunch(steps=3)                 -> {crunch({'steps': 3})!r}")
+    write(f"   nap(seconds=0.05), async        -> {nap({'seconds': 0.05})!r}")
+    write("2. A cancelled call")
+    source = CancellationTokenSource()
+    source.cancel_after(0.05)
+    stopped = crunch({"steps": 100_000}, ToolContext(cancellation_token=source.token))
+    write(f"   crunch(steps=100000), cancelled -> {stopped!r}")
+
+    write("3. Honouring the caller's timeout")
     for label, ctx in (("5000 ms", ToolContext(5000)), ("10 ms", ToolContext(10)),
                        ("unset", ToolContext()), ("no context", None)):
         write(f"   fetchish('/a'), {label:<14} -> {fetchish({'url': '/a'}, ctx)!r}")
 
-    write("3. A suspension, answered")
+    write("4. A suspension, answered")
     first = deploy({})
     request = ToolResult.pending_of(first)
     assert request is not None
     write(f"   deploy() asks                   -> {first!r}")
-    write(f"   the request, as plain JSON      -> {request.to_json()}")
     answered = deploy({}, ToolContext(answer=Answer.accept(request, {"env": "staging"})))
     write(f"   answered env=staging            -> {answered!r}")
     refused = deploy({}, ToolContext(answer=Answer.decline(request)))

@@ -1,0 +1,89 @@
+"""Tools that ask a human: one per kind of question the command line answers at the prompt.
+
+A tool asks by returning ``ToolResult.pending(Request(...))``; the host asks the human and
+runs the tool once more with ``ctx.answer`` set. Try them from the folder above
+``examples/``::
+
+    toolnexus call examples/questions.py deploy service=web     # fields, one by one
+    toolnexus call examples/questions.py delete path=/tmp/x     # approval: yes/no
+    toolnexus call examples/questions.py inbox                  # authorization: a url
+    toolnexus call examples/questions.py greet                  # a free-text question
+    toolnexus call examples/questions.py deploy --no-input > req.json   # ask later
+"""
+
+from __future__ import annotations
+
+from toolnexus import Request, ToolContext, ToolResult, tool
+
+ENVIRONMENTS = {
+    "type": "object",
+    "properties": {
+        "env": {
+            "type": "string",
+            "enum": ["staging", "production"],
+            "default": "staging",
+            "description": "where to deploy",
+        },
+        "replicas": {"type": "integer", "minimum": 1, "maximum": 10, "default": 1},
+    },
+    "required": ["env"],
+}
+
+
+@tool(destructive=True)
+def deploy(service: str = "web", ctx: ToolContext | None = None) -> ToolResult:
+    """Deploy a service, asking where to and how many replicas.
+
+    Args:
+        service: the service to deploy.
+    """
+    answer = ctx.answer if ctx is not None else None
+    if answer is None:
+        return ToolResult.pending(
+            Request("input", f"Deploy {service} where?", data={"schema": ENVIRONMENTS})
+        )
+    if not answer.ok:
+        return ToolResult.error(f"not deployed: {answer.reason or 'declined'}")
+    data = answer.data or {}
+    return ToolResult.ok(
+        f"deployed {service} to {data.get('env')} with {data.get('replicas', 1)} replica(s)"
+    )
+
+
+@tool(destructive=True)
+def delete(path: str, ctx: ToolContext | None = None) -> ToolResult:
+    """Delete a file (pretend), after the human approves.
+
+    Args:
+        path: the file to delete.
+    """
+    answer = ctx.answer if ctx is not None else None
+    if answer is None:
+        return ToolResult.pending(Request("approval", f"Delete {path}?"))
+    if not answer.ok:
+        return ToolResult.error(f"kept {path}: not approved")
+    return ToolResult.ok(f"deleted {path} (pretend)")
+
+
+@tool(read_only=True)
+def inbox(ctx: ToolContext | None = None) -> ToolResult:
+    """Count unread mail, after the human signs in at a url (out of band)."""
+    answer = ctx.answer if ctx is not None else None
+    if answer is None:
+        return ToolResult.auth_required(
+            "https://mail.example.com/login?client=toolnexus-example", "Sign in to read your mail"
+        )
+    if not answer.ok:
+        return ToolResult.error("not signed in")
+    return ToolResult.ok("3 unread messages")
+
+
+@tool(read_only=True)
+def greet(ctx: ToolContext | None = None) -> ToolResult:
+    """Greet the human by name, asking for it first (a question with no schema)."""
+    answer = ctx.answer if ctx is not None else None
+    if answer is None:
+        return ToolResult.pending(Request("question", "What is your name?"))
+    if not answer.ok:
+        return ToolResult.error("no name given")
+    return ToolResult.ok(f"hello, {(answer.data or {}).get('answer', 'stranger')}")
