@@ -6,13 +6,16 @@ equal to plain ones and ``json.dumps`` them as usual; only mutation is refused.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
-__all__ = ["FrozenDict", "FrozenList", "freeze", "thaw"]
+__all__ = ["FrozenDict", "FrozenList", "freeze", "sealed", "thaw"]
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
+    from typing import Any, NoReturn, TypeVar
+
+    _T = TypeVar("_T")
 
     _DictBase = dict[str, Any]
     _ListBase = list[Any]
@@ -94,3 +97,22 @@ def thaw(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [thaw(item) for item in value]
     return value
+
+
+def sealed(cls: type[_T]) -> type[_T]:
+    """Make every assignment or deletion on a frozen-slots dataclass raise FrozenInstanceError.
+
+    The ``__setattr__`` that ``@dataclass(frozen=True, slots=True)`` writes refers to the
+    class it replaced, so for a name that is not a field it fails with a puzzling
+    ``TypeError: super(type, obj)`` instead. Apply above the ``@dataclass`` line.
+    """
+
+    def refuse(self: object, name: str, *value: object) -> NoReturn:
+        raise dataclasses.FrozenInstanceError(
+            f"{type(self).__name__} is frozen: cannot change {name!r}; "
+            "make a changed copy with dataclasses.replace()"
+        )
+
+    cls.__setattr__ = refuse  # type: ignore[method-assign]
+    cls.__delattr__ = refuse  # type: ignore[method-assign]
+    return cls

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ._frozen import sealed
 from .cancellation import CancellationToken
 from .suspension import Answer
 
@@ -20,6 +21,7 @@ ProgressReporter = Callable[[float, "float | None", "str | None"], None]
 """``reporter(progress, total, message)``: receives a tool's progress reports."""
 
 
+@sealed
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     """What the host tells a tool about this one call. Every field is optional.

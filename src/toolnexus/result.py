@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from . import _wire
-from ._frozen import FrozenDict, freeze, thaw
+from ._frozen import FrozenDict, freeze, sealed, thaw
 from .errors import WireFormatError
 from .suspension import Request
 
@@ -27,6 +27,7 @@ STRUCTURED_KEY = "structuredContent"
 """The metadata key under which a tool's JSON return value is kept for structured output."""
 
 
+@sealed
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """The outcome of one tool call.

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from . import _wire
-from ._frozen import freeze, thaw
+from ._frozen import freeze, sealed, thaw
 from .errors import WireFormatError
 
 # typing and datetime load only where they are needed, to keep `import toolnexus` cheap.
@@ -96,6 +96,7 @@ def _freeze_mapping(owner: str, name: str, value: object) -> Any:
     return freeze(value)
 
 
+@sealed
 @dataclass(frozen=True, slots=True)
 class Request:
     """A question a tool asks by returning ``ToolResult.pending(request)``.
@@ -207,6 +208,7 @@ class Request:
         return cls.from_dict(_wire.loads_object(text, "Request"))
 
 
+@sealed
 @dataclass(frozen=True, slots=True)
 class Answer:
     """A human's resolution of a :class:`Request`.
