@@ -30,7 +30,7 @@ def count(to: int = 50, ctx: ToolContext | None = None) -> ToolResult:
     done = 0
     for step in range(to):
         if ctx is not None:
-            ctx.report_progress(step, to, f"step {step + 1}")
+            ctx.report_progress(step, to)
             # Waiting on the token is the pause between steps and the cancellation check.
             if ctx.cancellation_token.wait(0.1):
                 return ToolResult.error(f"cancelled after {done} step(s)")

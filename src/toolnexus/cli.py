@@ -474,8 +474,12 @@ class _Terminal:
         self.stderr = stderr
         # Piped answers do not echo; write them back so the transcript reads as a dialogue.
         self.echo = stdin is not None and not _isatty(stdin)
+        self.mid_line = False  # a prompt label is waiting for its answer
 
     def say(self, text: str) -> None:
+        if self.mid_line:
+            text = "\n" + text
+            self.mid_line = False
         self.stderr.write(text + "\n")
         self.stderr.flush()
 
@@ -483,11 +487,12 @@ class _Terminal:
         """One line of input without its newline; None at end of input."""
         self.stderr.write(label)
         self.stderr.flush()
+        self.mid_line = True
         line = self.stdin.readline() if self.stdin is not None else ""
         if not line:
-            self.stderr.write("\n")
-            self.stderr.flush()
+            self.say("  (end of input: declined)")
             return None
+        self.mid_line = False
         text = line.rstrip("\r\n")
         if self.echo:
             self.stderr.write(text + "\n")
@@ -603,7 +608,15 @@ def _type_words(prop: Mapping[str, Any]) -> str:
     kind = prop.get("type")
     if kind == "boolean":
         return "yes/no"
-    return kind if isinstance(kind, str) else ""
+    words = kind if isinstance(kind, str) else ""
+    low, high = prop.get("minimum"), prop.get("maximum")
+    if low is not None and high is not None:
+        words += f", {_show(low)} to {_show(high)}"
+    elif low is not None:
+        words += f", at least {_show(low)}"
+    elif high is not None:
+        words += f", at most {_show(high)}"
+    return words
 
 
 def _show(value: Any) -> str:
@@ -772,7 +785,7 @@ def _run_call(
                 os._exit(EXIT_CANCELLED)
             interrupted = True
             source.cancel()
-            term.say("\ncancelling… (Ctrl-C again to exit at once)")
+            term.say("cancelling… (Ctrl-C again to exit at once)")
             if asking is not None:
                 asking[1].put(Answer.decline(asking[0], "cancelled"))
                 asking = None
@@ -1148,6 +1161,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = options.handler(options)
         return code
+    except KeyboardInterrupt:
+        # Ctrl-C outside a running call (while importing REF, say): nothing to cancel.
+        sys.stderr.write("\ninterrupted\n")
+        return EXIT_CANCELLED
     except (RefError, _UsageError) as exc:
         if debug and exc.__cause__ is not None:
             import traceback
