@@ -27,7 +27,9 @@ def loads_object(text: str | bytes | bytearray, type_name: str) -> Mapping[str, 
     try:
         value = json.loads(text, parse_constant=_refuse_constant)
     except (ValueError, RecursionError) as exc:
-        raise WireFormatError(type_name, None, f"is not valid JSON ({exc})") from None
+        raise WireFormatError(
+            type_name, None, f"is not valid JSON ({exc}); expected a JSON object"
+        ) from None
     return require_object(value, type_name)
 
 

@@ -157,10 +157,10 @@ class ToolResult:
             pending = metadata[PENDING_KEY]
             try:
                 request = Request.from_dict(pending)
-            except ValueError as exc:
-                raise WireFormatError(
-                    "ToolResult", "metadata.pending", f"is not a valid Request: {exc}"
-                ) from None
+            except WireFormatError as exc:
+                # Point at the nested field, e.g. metadata.pending.kind, not at the Request.
+                where = "metadata.pending" + (f".{exc.field}" if exc.field else "")
+                raise WireFormatError("ToolResult", where, exc.problem) from None
             if not is_error:
                 raise WireFormatError(
                     "ToolResult", "isError", "must be true when metadata.pending is set, got false"

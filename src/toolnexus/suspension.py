@@ -199,7 +199,15 @@ class Request:
             try:
                 parse_rfc3339(expires)
             except ValueError as exc:
-                raise WireFormatError("Request", "expiresAt", f"is invalid: {exc}") from None
+                detail = str(exc).partition("; ")[2]
+                if detail.startswith("expected"):
+                    detail = ""  # the problem below already says what is expected
+                raise WireFormatError(
+                    "Request",
+                    "expiresAt",
+                    'must be an RFC 3339 timestamp such as "2026-01-02T03:04:05Z", '
+                    f"got {_wire.describe(expires)}" + (f" ({detail})" if detail else ""),
+                ) from None
         return cls(kind, prompt, id=rid, url=url, data=payload, expires_at=expires)
 
     @classmethod
