@@ -1,0 +1,947 @@
+"""The MCP server session without I/O: parsed JSON-RPC messages in, actions out.
+
+:class:`ServerSession` is the whole protocol state machine of a dual-era MCP server (the
+modern stateless 2026-07-28 revision and the legacy ``initialize`` revisions 2024-11-05
+… 2025-11-25). It never reads or writes a stream and never runs a tool: it returns
+:class:`Send` (a message to write), :class:`StartCall` (run a tool on the host) and
+:class:`CancelCall` (cancel a running one), and the driver that owns the streams and the
+host reports back with :meth:`ServerSession.complete_call` and
+:meth:`ServerSession.report_progress`. The stdio driver (``toolnexus.mcp.stdio``) is one
+such driver; a web server or a socket loop can be another.
+
+The session is not thread-safe: a driver serialises calls into it (one lock) and writes
+the :class:`Send` actions it gets back, in order, before releasing that lock — that is
+what keeps progress notifications ahead of the response they belong to.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+from .._frozen import thaw
+from ..result import STRUCTURED_KEY, ToolResult
+from ..suspension import Answer, Request
+from ._suspension import (
+    ElicitationShape,
+    answer_from_elicitation,
+    arguments_digest,
+    elicitation_params,
+    is_finite_number,
+    open_state,
+    sign_state,
+)
+
+if TYPE_CHECKING:
+    from ..toolkit import Toolkit
+    from ..tools import Tool
+
+__all__ = [
+    "LEGACY_PROTOCOL_VERSIONS",
+    "MODERN_PROTOCOL_VERSIONS",
+    "Action",
+    "CancelCall",
+    "Send",
+    "ServerSession",
+    "StartCall",
+]
+
+_log = logging.getLogger("toolnexus")
+
+MODERN_PROTOCOL_VERSIONS: tuple[str, ...] = ("2026-07-28",)
+"""Revisions served statelessly, from per-request ``_meta`` (newest last)."""
+
+LEGACY_PROTOCOL_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+"""Revisions negotiated with the ``initialize`` handshake (oldest first)."""
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+_KNOWN_METHODS = frozenset({"initialize", "ping", "server/discover", "tools/list", "tools/call"})
+_CURSOR_PREFIX = "tnx1:"
+_STATE_TTL_S = 30 * 60
+_LEGACY_ORDER = {version: index for index, version in enumerate(LEGACY_PROTOCOL_VERSIONS)}
+
+
+def _encode(message: Mapping[str, Any], ascii_only: bool) -> bytes:
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=ascii_only, allow_nan=False)
+    return text.encode("utf-8") + b"\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Write ``message`` (a JSON-RPC message as plain JSON data) to the client.
+
+    Example::
+
+        for action in session.receive(message):
+            if isinstance(action, Send):
+                stream.write(action.to_bytes())
+    """
+
+    message: Mapping[str, Any]
+
+    def to_bytes(self) -> bytes:
+        """The message as one line of compact UTF-8 JSON ending in ``\\n``.
+
+        JSON never needs a raw newline inside a message, so the line is the whole
+        message. Text that is not valid Unicode (lone surrogates) is written escaped. A
+        result JSON cannot carry (NaN, an unknown type) becomes a ``-32603`` error
+        response for the same id instead of raising.
+        """
+        try:
+            return _encode(self.message, ascii_only=False)
+        except UnicodeEncodeError:
+            return _encode(self.message, ascii_only=True)
+        except (TypeError, ValueError) as exc:
+            _log.error("cannot encode an MCP message as JSON: %s", exc)
+            return _encode(
+                _error_message(
+                    self.message.get("id"), INTERNAL_ERROR, f"result is not JSON: {exc}"
+                ),
+                ascii_only=True,
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class StartCall:
+    """Run tool ``name`` with ``arguments`` on the host, then report the result with
+    :meth:`ServerSession.complete_call` (``call_id``).
+
+    When ``answer`` is set this is the retry after a suspension: run it as
+    ``host.resume(name, arguments, request, answer)``. ``wants_progress`` says whether
+    the client listens for progress: only then pass a reporter that calls
+    :meth:`ServerSession.report_progress`.
+
+    Example::
+
+        if action.answer is None:
+            result = host.call(action.name, action.arguments, cancellation_token=token)
+        else:
+            result = host.resume(action.name, action.arguments, action.request,
+                                 action.answer, cancellation_token=token)
+        session.complete_call(action.call_id, result)
+    """
+
+    call_id: int
+    name: str
+    arguments: Mapping[str, Any]
+    request: Request | None = None
+    answer: Answer | None = None
+    wants_progress: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CancelCall:
+    """Cancel the running call ``call_id`` (cancel its token). Whatever it returns later
+    is dropped: the session sends nothing more for a cancelled request."""
+
+    call_id: int
+    reason: str | None = None
+
+
+Action = Send | StartCall | CancelCall
+"""What :class:`ServerSession` asks its driver to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Client:
+    """What one request's client speaks: its era, revision and elicitation modes."""
+
+    version: str
+    modern: bool
+    form: bool
+    url: bool
+
+    def at_least(self, version: str) -> bool:
+        return self.modern or _LEGACY_ORDER.get(self.version, -1) >= _LEGACY_ORDER[version]
+
+
+@dataclass(eq=False)
+class _Call:
+    call_id: int
+    request_id: str | int
+    name: str
+    arguments: dict[str, Any]
+    client: _Client
+    progress_token: str | int | None
+    running: bool = True
+    resumed: bool = False
+    last_progress: float | None = None
+    # legacy: the question we sent as elicitation/create and are waiting on
+    asked: tuple[str, Request, ElicitationShape] | None = field(default=None)
+
+
+class _Reject(Exception):
+    """A request answered with a JSON-RPC error (raised inside the handlers only)."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+def _error_message(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def _is_request_id(value: Any) -> TypeGuard[str | int]:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _describe(value: Any) -> str:
+    from .._wire import describe
+
+    return describe(value)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class ServerSession:
+    """One MCP server connection, both protocol eras, as a pure state machine.
+
+    Feed it every message the client sends (:meth:`receive` for parsed JSON,
+    :meth:`receive_line` for raw lines) and carry out the actions it returns, in order.
+
+    Args:
+        toolkit: the tools to offer (listed in registration order).
+        name, version: the server identity clients see (``serverInfo``).
+        instructions: optional guidance for the model, sent at ``initialize`` and
+            ``server/discover``.
+        page_size: tools per ``tools/list`` page (``nextCursor`` beyond it).
+        list_ttl_ms: the ``ttlMs`` cache hint on modern list and discover results.
+        state_ttl_s: how long a modern ``requestState`` stays valid.
+        secret: the HMAC key for ``requestState`` (default: a random per-process key).
+        clock: returns the current time in seconds (``time.time``); tests inject one.
+
+    Example::
+
+        session = ServerSession(toolkit, name="demo", version="1.0")
+        actions = session.receive_line(b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+        assert actions[0].message == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    """
+
+    def __init__(
+        self,
+        toolkit: Toolkit,
+        *,
+        name: str = "toolnexus",
+        version: str | None = None,
+        instructions: str | None = None,
+        page_size: int = 100,
+        list_ttl_ms: int = 60_000,
+        state_ttl_s: float = _STATE_TTL_S,
+        secret: bytes | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if version is None:
+            from .. import __version__ as version
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty str, got {name!r}")
+        if not isinstance(version, str) or not version:
+            raise ValueError(f"version must be a non-empty str, got {version!r}")
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+            raise ValueError(f"page_size must be an int >= 1, got {page_size!r}")
+        if isinstance(list_ttl_ms, bool) or not isinstance(list_ttl_ms, int) or list_ttl_ms < 0:
+            raise ValueError(f"list_ttl_ms must be an int >= 0, got {list_ttl_ms!r}")
+        if secret is not None and (not isinstance(secret, bytes) or len(secret) < 16):
+            raise ValueError("secret must be bytes of length >= 16 (e.g. secrets.token_bytes(32))")
+        self._toolkit = toolkit
+        self._server_info = {"name": name, "version": version}
+        self._instructions = instructions
+        self._page_size = page_size
+        self._list_ttl_ms = list_ttl_ms
+        self._state_ttl_s = state_ttl_s
+        self._secret = secret
+        self._clock = clock
+        self._legacy: _Client | None = None
+        self._initialized_notified = False
+        self._calls: dict[int, _Call] = {}
+        self._by_request: dict[str | int, _Call] = {}
+        self._asked: dict[str, _Call] = {}
+        self._next_call = 0
+        self._next_outgoing = 0
+        self._closed = False
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The revision negotiated by ``initialize``, or ``None`` before (and on a
+        connection that only ever spoke the modern, stateless revision)."""
+        return self._legacy.version if self._legacy is not None else None
+
+    @property
+    def running_calls(self) -> int:
+        """How many started calls have not been completed or cancelled yet."""
+        return sum(1 for call in self._calls.values() if call.running)
+
+    def __repr__(self) -> str:
+        era = f"legacy {self._legacy.version}" if self._legacy is not None else "not initialized"
+        return f"<ServerSession {era}, {len(self._calls)} call(s) in flight>"
+
+    # ------------------------------------------------------------------ input
+
+    def receive_line(self, line: bytes | bytearray | str) -> list[Action]:
+        """Handle one line of the wire (one JSON-RPC message).
+
+        A line that is not UTF-8 or not JSON is answered with ``-32700`` and ``id:
+        null``; a blank line is ignored.
+
+        Example::
+
+            session.receive_line(b"not json")[0].message["error"]["code"]   # -32700
+        """
+        if isinstance(line, (bytes, bytearray)):
+            try:
+                text = bytes(line).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return [
+                    self._error(None, PARSE_ERROR, f"parse error: the line is not UTF-8 ({exc})")
+                ]
+        else:
+            text = line
+        text = text.strip()
+        if not text:
+            return []
+        try:
+            message = json.loads(text, parse_constant=_reject_constant)
+        except (ValueError, RecursionError) as exc:
+            return [self._error(None, PARSE_ERROR, f"parse error: not valid JSON ({exc})")]
+        return self.receive(message)
+
+    def line_too_long(self, length: int, limit: int) -> list[Action]:
+        """Answer a line the driver refused to read whole (``length`` bytes and more
+        when over ``limit``): ``-32600`` with ``id: null``, as its id is unreadable."""
+        return [
+            self._error(
+                None,
+                INVALID_REQUEST,
+                f"message too large: {length} bytes or more, the limit is {limit} bytes",
+            )
+        ]
+
+    def receive(self, message: Any) -> list[Action]:
+        """Handle one parsed JSON-RPC message (a request, notification or response).
+
+        Returns the actions to carry out, in order. Never raises for anything a client
+        can send: a malformed message is answered with the JSON-RPC error the
+        specification names (or ignored, for notifications and stray responses).
+        """
+        if self._closed:
+            return []
+        if isinstance(message, list):
+            return [
+                self._error(
+                    None,
+                    INVALID_REQUEST,
+                    "invalid request: JSON-RPC batches (arrays) are not supported; "
+                    "send one message per line",
+                )
+            ]
+        if not isinstance(message, dict):
+            return [
+                self._error(
+                    None,
+                    INVALID_REQUEST,
+                    f"invalid request: a message must be a JSON object, got {_describe(message)}",
+                )
+            ]
+        has_id = "id" in message
+        request_id = message.get("id")
+        echo = request_id if has_id and _is_request_id(request_id) else None
+        if "method" not in message and ("result" in message or "error" in message):
+            return self._on_response(message)
+        if message.get("jsonrpc") != "2.0":
+            return [
+                self._error(
+                    echo,
+                    INVALID_REQUEST,
+                    'invalid request: "jsonrpc" must be "2.0", got '
+                    f"{_describe(message.get('jsonrpc'))}",
+                )
+            ]
+        method = message.get("method")
+        if not isinstance(method, str):
+            return [
+                self._error(
+                    echo,
+                    INVALID_REQUEST,
+                    f'invalid request: "method" must be a string, got {_describe(method)}',
+                )
+            ]
+        if not has_id:
+            return self._on_notification(method, message.get("params"))
+        if echo is None:
+            return [
+                self._error(
+                    None,
+                    INVALID_REQUEST,
+                    'invalid request: "id" must be a string or an integer, got '
+                    f"{_describe(request_id)}",
+                )
+            ]
+        try:
+            return self._on_request(echo, method, message.get("params"))
+        except _Reject as exc:
+            return [self._error(echo, exc.code, exc.message, exc.data)]
+
+    # ------------------------------------------------------------------ driver reports
+
+    def complete_call(self, call_id: int, result: ToolResult) -> list[Action]:
+        """Report what the call ``call_id`` (from a :class:`StartCall`) returned.
+
+        Returns the response to send — or an ``elicitation/create`` request when the
+        tool suspended and a legacy client can be asked — or nothing when the request
+        was cancelled meanwhile.
+        """
+        call = self._calls.get(call_id)
+        if call is None or not call.running:
+            return []
+        call.running = False
+        request = ToolResult.pending_of(result)
+        if request is None:
+            return self._finish(call, self._tool_result(call.client, result))
+        if call.resumed:
+            # The loop rule: one retry per answer, never a loop.
+            return self._finish(
+                call, self._error_result(call.client, f"unresolved: {request.prompt}")
+            )
+        return self._suspend(call, request, result.output)
+
+    def report_progress(
+        self,
+        call_id: int,
+        progress: float,
+        total: float | None = None,
+        message: str | None = None,
+    ) -> list[Action]:
+        """A ``notifications/progress`` for the call ``call_id``, when its client asked
+        for progress (``_meta.progressToken``), the call still runs, and ``progress``
+        is a finite number above the last one sent; otherwise nothing.
+        """
+        call = self._calls.get(call_id)
+        if call is None or not call.running or call.progress_token is None:
+            return []
+        if not is_finite_number(progress):
+            return []
+        if call.last_progress is not None and progress <= call.last_progress:
+            return []
+        call.last_progress = progress
+        params: dict[str, Any] = {"progressToken": call.progress_token, "progress": progress}
+        if total is not None and is_finite_number(total):
+            params["total"] = total
+        if message is not None:
+            params["message"] = message if isinstance(message, str) else str(message)
+        return [Send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})]
+
+    def close(self) -> list[Action]:
+        """End the session (the client went away): cancel every call still in flight.
+
+        Returns a :class:`CancelCall` for each running call; afterwards the session
+        sends nothing and ignores further input.
+        """
+        self._closed = True
+        actions: list[Action] = [
+            CancelCall(call.call_id, "the client closed the connection")
+            for call in self._calls.values()
+            if call.running
+        ]
+        self._calls.clear()
+        self._by_request.clear()
+        self._asked.clear()
+        return actions
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _on_request(self, request_id: str | int, method: str, params: Any) -> list[Action]:
+        if request_id in self._by_request:
+            raise _Reject(
+                INVALID_REQUEST,
+                f"invalid request: id {request_id!r} is already in use by a request in "
+                "progress; use a new id for each request",
+            )
+        if method not in _KNOWN_METHODS:
+            raise _Reject(METHOD_NOT_FOUND, f"method not found: {method!r}")
+        if params is None:
+            params = {}
+        elif not isinstance(params, dict):
+            raise _Reject(
+                INVALID_PARAMS, f"invalid params: expected an object, got {_describe(params)}"
+            )
+        if method == "initialize":
+            return self._initialize(request_id, params)
+        meta = params.get("_meta")
+        if meta is not None and not isinstance(meta, dict):
+            raise _Reject(
+                INVALID_PARAMS, f"invalid params: _meta must be an object, got {_describe(meta)}"
+            )
+        if meta is not None and META_PROTOCOL_VERSION in meta:
+            client = self._modern_client(meta)
+        elif method == "ping":
+            # Legacy ping is answered at any time, even before initialize.
+            return [self._result(request_id, {})]
+        elif self._legacy is None:
+            raise _Reject(
+                INVALID_PARAMS,
+                f"invalid params: missing _meta[{META_PROTOCOL_VERSION!r}] and "
+                f"_meta[{META_CLIENT_CAPABILITIES!r}]; a 2026-07-28 client sends them on "
+                "every request, an earlier client sends initialize first",
+            )
+        else:
+            client = self._legacy
+        if method == "tools/call":
+            return self._call_tool(request_id, params, meta or {}, client)
+        if method == "tools/list":
+            return [self._reply(request_id, client, self._list_tools(params, client))]
+        if method == "server/discover" and client.modern:
+            return [self._reply(request_id, client, self._discover())]
+        raise _Reject(
+            METHOD_NOT_FOUND,
+            f"method not found: {method!r} is not part of protocol revision {client.version}",
+        )
+
+    def _on_notification(self, method: str, params: Any) -> list[Action]:
+        if method == "notifications/cancelled":
+            return self._cancel_from(params)
+        if method == "notifications/initialized":
+            self._initialized_notified = True
+        # Anything else (progress, roots/list_changed, unknown): nothing to do.
+        return []
+
+    def _on_response(self, message: Mapping[str, Any]) -> list[Action]:
+        response_id = message.get("id")
+        call = self._asked.pop(response_id, None) if isinstance(response_id, str) else None
+        if call is None or call.asked is None:
+            _log.debug("ignoring a response to a request this server never sent: %r", response_id)
+            return []
+        _, request, shape = call.asked
+        call.asked = None
+        answer: Answer
+        if "error" in message or message.get("jsonrpc") != "2.0":
+            answer = Answer(request.id, False, None, "cancelled")
+        else:
+            try:
+                answer = answer_from_elicitation(request, shape, message.get("result"))
+            except ValueError as exc:
+                _log.warning("treating a malformed elicitation result as cancelled: %s", exc)
+                answer = Answer(request.id, False, None, "cancelled")
+        return self._resume(call, request, answer)
+
+    # ------------------------------------------------------------------ eras
+
+    def _initialize(self, request_id: str | int, params: Mapping[str, Any]) -> list[Action]:
+        if self._legacy is not None:
+            raise _Reject(
+                INVALID_REQUEST,
+                f"invalid request: initialize was already received (protocol revision "
+                f"{self._legacy.version}); start a new server process for a new session",
+            )
+        requested = params.get("protocolVersion")
+        if not isinstance(requested, str):
+            raise _Reject(
+                INVALID_PARAMS,
+                f"invalid params: protocolVersion must be a string, got {_describe(requested)}",
+            )
+        capabilities = params.get("capabilities")
+        if capabilities is None:
+            capabilities = {}
+        elif not isinstance(capabilities, dict):
+            raise _Reject(
+                INVALID_PARAMS,
+                f"invalid params: capabilities must be an object, got {_describe(capabilities)}",
+            )
+        client_info = params.get("clientInfo")
+        if client_info is not None and not isinstance(client_info, dict):
+            raise _Reject(
+                INVALID_PARAMS,
+                f"invalid params: clientInfo must be an object, got {_describe(client_info)}",
+            )
+        # Echo a version we speak; otherwise offer our newest legacy one.
+        version = requested if requested in _LEGACY_ORDER else LEGACY_PROTOCOL_VERSIONS[-1]
+        form, url = _elicitation_modes(capabilities.get("elicitation"))
+        if _LEGACY_ORDER[version] < _LEGACY_ORDER["2025-06-18"]:
+            form = url = False  # elicitation did not exist yet
+        elif version == "2025-06-18":
+            url = False
+        self._legacy = _Client(version, False, form, url)
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": dict(self._server_info),
+        }
+        if self._instructions is not None:
+            result["instructions"] = self._instructions
+        return [self._result(request_id, result)]
+
+    def _modern_client(self, meta: Mapping[str, Any]) -> _Client:
+        version = meta.get(META_PROTOCOL_VERSION)
+        if not isinstance(version, str):
+            raise _Reject(
+                INVALID_PARAMS,
+                f"invalid params: _meta[{META_PROTOCOL_VERSION!r}] must be a string, "
+                f"got {_describe(version)}",
+            )
+        capabilities = meta.get(META_CLIENT_CAPABILITIES)
+        if not isinstance(capabilities, dict):
+            problem = (
+                "is missing"
+                if capabilities is None
+                else f"must be an object, got {_describe(capabilities)}"
+            )
+            raise _Reject(
+                INVALID_PARAMS, f"invalid params: _meta[{META_CLIENT_CAPABILITIES!r}] {problem}"
+            )
+        if version not in MODERN_PROTOCOL_VERSIONS:
+            raise _Reject(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                f"Unsupported protocol version {version!r}; this server speaks "
+                f"{', '.join(self._supported_versions())} (earlier revisions through initialize)",
+                {"supported": self._supported_versions(), "requested": version},
+            )
+        form, url = _elicitation_modes(capabilities.get("elicitation"))
+        return _Client(version, True, form, url)
+
+    @staticmethod
+    def _supported_versions() -> list[str]:
+        return [*reversed(MODERN_PROTOCOL_VERSIONS), *reversed(LEGACY_PROTOCOL_VERSIONS)]
+
+    def _discover(self) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "supportedVersions": self._supported_versions(),
+            "capabilities": {"tools": {"listChanged": False}},
+        }
+        if self._instructions is not None:
+            result["instructions"] = self._instructions
+        result["ttlMs"] = self._list_ttl_ms
+        result["cacheScope"] = "public"
+        return result
+
+    # ------------------------------------------------------------------ tools/list
+
+    def _list_tools(self, params: Mapping[str, Any], client: _Client) -> dict[str, Any]:
+        tools = self._toolkit.tools()
+        cursor = params.get("cursor")
+        offset = 0
+        if cursor is not None:
+            offset = self._read_cursor(cursor, len(tools))
+        page = tools[offset : offset + self._page_size]
+        result: dict[str, Any] = {"tools": [self._describe_tool(tool, client) for tool in page]}
+        if offset + self._page_size < len(tools):
+            result["nextCursor"] = f"{_CURSOR_PREFIX}{offset + self._page_size}"
+        if client.modern:
+            result["ttlMs"] = self._list_ttl_ms
+            result["cacheScope"] = "public"
+        return result
+
+    @staticmethod
+    def _read_cursor(cursor: Any, count: int) -> int:
+        if isinstance(cursor, str) and cursor.startswith(_CURSOR_PREFIX):
+            digits = cursor[len(_CURSOR_PREFIX) :]
+            if digits.isascii() and digits.isdigit() and len(digits) < 10:
+                offset = int(digits)
+                if 0 < offset <= count:
+                    return offset
+        raise _Reject(
+            INVALID_PARAMS,
+            f"invalid params: cursor {_describe(cursor)} was not issued by this server (or the "
+            "tool list changed); list again without a cursor",
+        )
+
+    @staticmethod
+    def _describe_tool(tool: Tool, client: _Client) -> dict[str, Any]:
+        schema = dict(thaw(tool.input_schema))
+        if "type" not in schema:
+            schema = {"type": "object", **schema}
+        entry: dict[str, Any] = {"name": tool.name}
+        if tool.title and client.at_least("2025-06-18"):
+            entry["title"] = tool.title
+        entry["description"] = tool.description
+        entry["inputSchema"] = schema
+        output = tool.output_schema
+        if output is not None and (
+            client.modern or (client.at_least("2025-06-18") and output.get("type") == "object")
+        ):
+            entry["outputSchema"] = thaw(output)
+        if tool.annotations and client.at_least("2025-03-26"):
+            entry["annotations"] = thaw(tool.annotations)
+        return entry
+
+    # ------------------------------------------------------------------ tools/call
+
+    def _call_tool(
+        self,
+        request_id: str | int,
+        params: Mapping[str, Any],
+        meta: Mapping[str, Any],
+        client: _Client,
+    ) -> list[Action]:
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise _Reject(
+                INVALID_PARAMS,
+                f"invalid params: name must be a string naming a tool, got {_describe(name)}",
+            )
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, dict):
+            raise _Reject(
+                INVALID_PARAMS,
+                f"invalid params: arguments must be an object, got {_describe(arguments)}",
+            )
+        try:
+            self._toolkit.get(name)
+        except LookupError as exc:
+            raise _Reject(
+                INVALID_PARAMS, f"invalid params: {exc.args[0] if exc.args else exc}"
+            ) from None
+        token = meta.get("progressToken")
+        if not _is_request_id(token):
+            token = None
+        call = self._new_call(request_id, name, arguments, client, token)
+        state = params.get("requestState") if client.modern else None
+        if state is not None:
+            try:
+                return self._retry(call, state, params.get("inputResponses"))
+            except _Reject:
+                self._forget(call)
+                raise
+        return [StartCall(call.call_id, name, arguments, wants_progress=token is not None)]
+
+    def _new_call(
+        self,
+        request_id: str | int,
+        name: str,
+        arguments: dict[str, Any],
+        client: _Client,
+        token: str | int | None,
+    ) -> _Call:
+        self._next_call += 1
+        call = _Call(self._next_call, request_id, name, arguments, client, token)
+        self._calls[call.call_id] = call
+        self._by_request[request_id] = call
+        return call
+
+    def _forget(self, call: _Call) -> None:
+        self._calls.pop(call.call_id, None)
+        if self._by_request.get(call.request_id) is call:
+            del self._by_request[call.request_id]
+        if call.asked is not None:
+            self._asked.pop(call.asked[0], None)
+            call.asked = None
+
+    def _finish(self, call: _Call, result: dict[str, Any]) -> list[Action]:
+        self._forget(call)
+        return [self._reply(call.request_id, call.client, result)]
+
+    def _tool_result(self, client: _Client, result: ToolResult) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "content": [{"type": "text", "text": result.output}],
+            "isError": result.is_error,
+        }
+        metadata = result.metadata
+        if metadata is not None and STRUCTURED_KEY in metadata:
+            structured = metadata[STRUCTURED_KEY]
+            # Legacy revisions carry only objects here (and only from 2025-06-18).
+            if client.modern or (client.at_least("2025-06-18") and isinstance(structured, dict)):
+                out["structuredContent"] = thaw(structured)
+        return out
+
+    @staticmethod
+    def _error_result(client: _Client, text: str) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": text}], "isError": True}
+
+    # ------------------------------------------------------------------ suspensions
+
+    def _suspend(self, call: _Call, request: Request, output: str) -> list[Action]:
+        client = call.client
+        asked = elicitation_params(
+            request,
+            output,
+            form=client.form,
+            url=client.url,
+            with_mode=client.at_least("2025-11-25"),
+            with_elicitation_id=not client.modern and client.version == "2025-11-25",
+        )
+        if asked is None:
+            # Nobody can be asked: what the model should tell the user, never a hang.
+            return self._finish(call, self._error_result(client, output))
+        params, shape = asked
+        if client.modern:
+            state = self._issue_state(call, request, shape)
+            result = {
+                "inputRequests": {request.id: {"method": "elicitation/create", "params": params}},
+                "requestState": state,
+            }
+            return self._finish(call, {"resultType": "input_required", **result})
+        self._next_outgoing += 1
+        outgoing = f"toolnexus-elicit-{self._next_outgoing}"
+        call.asked = (outgoing, request, shape)
+        self._asked[outgoing] = call
+        return [
+            Send(
+                {"jsonrpc": "2.0", "id": outgoing, "method": "elicitation/create", "params": params}
+            )
+        ]
+
+    def _issue_state(self, call: _Call, request: Request, shape: ElicitationShape) -> str:
+        payload = {
+            "method": "tools/call",
+            "tool": call.name,
+            "args": arguments_digest(call.arguments),
+            "request": request.to_dict(),
+            "shape": shape,
+            "exp": int(self._clock() + self._state_ttl_s),
+        }
+        return sign_state(payload, self._secret)
+
+    def _retry(self, call: _Call, state: Any, responses: Any) -> list[Action]:
+        if not isinstance(state, str):
+            raise _Reject(
+                INVALID_PARAMS,
+                f"invalid params: requestState must be a string, got {_describe(state)}",
+            )
+        payload = open_state(state, self._secret)
+        if payload is None or payload.get("method") != "tools/call":
+            raise _Reject(
+                INVALID_PARAMS,
+                "invalid params: requestState was not issued by this server process or was "
+                "modified; call the tool again without requestState",
+            )
+        if payload.get("tool") != call.name or payload.get("args") != arguments_digest(
+            call.arguments
+        ):
+            raise _Reject(
+                INVALID_PARAMS,
+                "invalid params: requestState belongs to another call; retry with the same "
+                "tool name and arguments as the call that returned it",
+            )
+        try:
+            request = Request.from_dict(payload["request"])
+        except (KeyError, ValueError, TypeError):
+            raise _Reject(INVALID_PARAMS, "invalid params: requestState is unreadable") from None
+        shape = payload.get("shape")
+        expired = not isinstance(payload.get("exp"), int) or payload["exp"] <= self._clock()
+        if responses is not None and not isinstance(responses, dict):
+            raise _Reject(
+                INVALID_PARAMS,
+                f"invalid params: inputResponses must be an object, got {_describe(responses)}",
+            )
+        response = responses.get(request.id) if responses is not None else None
+        if response is None and not expired:
+            # The question went unanswered: ask again rather than fail.
+            return self._suspend(call, request, ToolResult.pending(request).output)
+        answer: Answer
+        if response is None:
+            answer = Answer(request.id, False, None, "expired")
+        else:
+            try:
+                answer = answer_from_elicitation(request, str(shape), response)
+            except ValueError as exc:
+                raise _Reject(
+                    INVALID_PARAMS, f"invalid params: inputResponses[{request.id!r}]: {exc}"
+                ) from None
+        if expired:
+            answer = Answer(request.id, False, None, "expired")
+        return self._resume(call, request, answer)
+
+    def _resume(self, call: _Call, request: Request, answer: Answer) -> list[Action]:
+        if answer.ok and request.is_expired():
+            answer = Answer(request.id, False, None, "expired")
+        if not answer.ok:
+            return self._finish(
+                call, self._error_result(call.client, f"declined/expired: {request.prompt}")
+            )
+        call.running = True
+        call.resumed = True
+        return [
+            StartCall(
+                call.call_id,
+                call.name,
+                call.arguments,
+                request,
+                answer,
+                wants_progress=call.progress_token is not None,
+            )
+        ]
+
+    # ------------------------------------------------------------------ cancellation
+
+    def _cancel_from(self, params: Any) -> list[Action]:
+        # Malformed or unknown cancellations are ignored, as the specification says.
+        if not isinstance(params, dict):
+            return []
+        request_id = params.get("requestId")
+        if not _is_request_id(request_id):
+            return []
+        call = self._by_request.get(request_id)
+        if call is None:
+            return []
+        reason = params.get("reason")
+        reason = reason if isinstance(reason, str) else None
+        actions: list[Action] = []
+        if call.running:
+            actions.append(CancelCall(call.call_id, reason))
+        elif call.asked is not None:
+            # Legacy: withdraw the question too, so the client can close its dialog.
+            actions.append(
+                Send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/cancelled",
+                        "params": {
+                            "requestId": call.asked[0],
+                            "reason": "the tool call was cancelled",
+                        },
+                    }
+                )
+            )
+        call.running = False
+        self._forget(call)
+        return actions
+
+    # ------------------------------------------------------------------ replies
+
+    def _reply(self, request_id: str | int, client: _Client, result: dict[str, Any]) -> Send:
+        if client.modern:
+            result.setdefault("resultType", "complete")
+            result["_meta"] = {META_SERVER_INFO: self._server_info}
+        return Send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    @staticmethod
+    def _result(request_id: str | int, result: dict[str, Any]) -> Send:
+        return Send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    @staticmethod
+    def _error(request_id: Any, code: int, message: str, data: Any = None) -> Send:
+        return Send(_error_message(request_id, code, message, data))
+
+
+def _elicitation_modes(capability: Any) -> tuple[bool, bool]:
+    """(form, url) from an ``elicitation`` client capability; ``{}`` means form only."""
+    if not isinstance(capability, dict):
+        return False, False
+    form = isinstance(capability.get("form"), dict)
+    url = isinstance(capability.get("url"), dict)
+    if not form and not url:
+        return True, False
+    return form, url

@@ -1,0 +1,379 @@
+"""The stdio driver: a :class:`~toolnexus.mcp.ServerSession` on stdin/stdout.
+
+Everything that touches a stream or a thread on the MCP side lives here. One thread reads
+newline-delimited JSON from stdin and feeds the session; tool calls run on the
+:class:`~toolnexus.host.Host` from small daemon dispatcher threads, so cancellations and
+pings are answered while tools run. All output goes through one lock, the same one that
+guards the session, so messages never interleave and a call's progress notifications are
+always written before its response. stdout carries protocol JSON only: while serving,
+whatever a tool prints goes to stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import IO, TYPE_CHECKING, Any
+
+from ..cancellation import CancellationTokenSource
+from ..result import ToolResult
+from .session import Action, CancelCall, Send, ServerSession, StartCall
+
+if TYPE_CHECKING:
+    from ..host import Host
+    from ..toolkit import Toolkit
+
+__all__ = ["DEFAULT_GRACE_MS", "DEFAULT_MAX_LINE_BYTES", "serve_stdio"]
+
+_log = logging.getLogger("toolnexus")
+
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+"""The longest message (one line) the stdio server reads; longer ones are refused."""
+
+DEFAULT_GRACE_MS = 1000
+"""How long calls still running when stdin closes get to answer before being cancelled."""
+
+_DISPATCHERS = 64
+_DRAIN_CHUNK = 1 << 16
+
+
+def serve_stdio(
+    toolkit: Toolkit,
+    *,
+    name: str = "toolnexus",
+    version: str | None = None,
+    timeout_ms: int | None = None,
+    stdin: IO[Any] | None = None,
+    stdout: IO[Any] | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    grace_ms: int = DEFAULT_GRACE_MS,
+) -> int:
+    """Serve ``toolkit`` over MCP on stdin/stdout until stdin closes; return the exit code.
+
+    Both protocol eras are spoken: modern (2026-07-28, stateless) and legacy
+    (``initialize``, 2024-11-05 … 2025-11-25). Each call runs on a
+    :class:`~toolnexus.host.Host` with ``timeout_ms`` as its deadline (``None``: no
+    deadline). ``name`` and ``version`` (default: the toolnexus version) are the identity
+    clients see.
+
+    ``stdin``/``stdout`` default to the process's own streams; binary or text streams
+    both work. While serving, ``sys.stdout`` points at stderr (and, for the process's own
+    stdout, so does file descriptor 1), so a tool's ``print`` cannot corrupt the
+    protocol. A line longer than ``max_line_bytes`` is refused without being buffered.
+    When stdin closes, calls still running get ``grace_ms`` to answer; then they are
+    cancelled and the function returns.
+
+    Returns 0 after stdin closed, 1 when stdout could not be written (the client went
+    away). Raises ``ValueError`` for a bad argument.
+
+    Example::
+
+        from toolnexus import Toolkit, tool
+        from toolnexus.mcp import serve_stdio
+
+        @tool
+        def add(a: int, b: int) -> int:
+            "Add two numbers."
+            return a + b
+
+        if __name__ == "__main__":
+            raise SystemExit(serve_stdio(Toolkit([add]), name="calculator"))
+    """
+    if (
+        isinstance(max_line_bytes, bool)
+        or not isinstance(max_line_bytes, int)
+        or max_line_bytes < 64
+    ):
+        raise ValueError(f"max_line_bytes must be an int >= 64, got {max_line_bytes!r}")
+    if isinstance(grace_ms, bool) or not isinstance(grace_ms, int) or grace_ms < 0:
+        raise ValueError(f"grace_ms must be an int >= 0 (milliseconds), got {grace_ms!r}")
+    session = ServerSession(toolkit, name=name, version=version)
+    from ..host import Host
+
+    host = Host(toolkit, timeout_ms=timeout_ms)
+    with _protocol_streams(stdin, stdout) as (read_line, write):
+        server = _StdioServer(session, host, read_line, write, max_line_bytes, grace_ms)
+        try:
+            return server.run()
+        finally:
+            host.close()
+
+
+# --------------------------------------------------------------------------- streams
+
+ReadLine = Callable[[int], bytes]
+Write = Callable[[bytes], None]
+
+
+@contextlib.contextmanager
+def _protocol_streams(
+    stdin: IO[Any] | None, stdout: IO[Any] | None
+) -> Iterator[tuple[ReadLine, Write]]:
+    """The protocol's line reader and writer; stdout is kept for protocol JSON only."""
+    read_line = _reader(stdin if stdin is not None else sys.stdin)
+    saved_stdout = sys.stdout
+    if stdout is not None:
+        write = _writer(stdout)
+        sys.stdout = sys.stderr
+        try:
+            yield read_line, write
+        finally:
+            sys.stdout = saved_stdout
+        return
+    # Our own stdout: keep a private copy of fd 1 for the protocol and point fd 1 at
+    # stderr, so even output that bypasses sys.stdout (C code, child processes) misses it.
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    try:
+        protocol_fd = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:
+        protocol_fd = -1
+    if protocol_fd < 0:
+        write = _writer(sys.stdout)
+        sys.stdout = sys.stderr
+        try:
+            yield read_line, write
+        finally:
+            sys.stdout = saved_stdout
+        return
+    stream = open(protocol_fd, "wb")  # noqa: SIM115 - closed in the finally below
+    sys.stdout = sys.stderr
+    try:
+        yield read_line, _writer(stream)
+    finally:
+        sys.stdout = saved_stdout
+        with contextlib.suppress(Exception):
+            saved_stdout.flush()
+        with contextlib.suppress(OSError):
+            os.dup2(protocol_fd, 1)
+        with contextlib.suppress(OSError):
+            stream.close()
+
+
+def _reader(stream: IO[Any] | None) -> ReadLine:
+    if stream is None:
+        return lambda limit: b""
+    binary = stream if not isinstance(stream, io.TextIOBase) else getattr(stream, "buffer", None)
+    if binary is not None:
+        readline = binary.readline
+        return lambda limit: bytes(readline(limit))
+
+    def read_text(limit: int) -> bytes:
+        # A text stream without a buffer (io.StringIO): its limit counts characters.
+        line = stream.readline(limit)
+        return line.encode("utf-8", "surrogateescape")
+
+    return read_text
+
+
+def _writer(stream: IO[Any]) -> Write:
+    if isinstance(stream, io.TextIOBase):
+        binary = getattr(stream, "buffer", None)
+        if binary is None:
+            text_stream = stream
+
+            def write_text(data: bytes) -> None:
+                text_stream.write(data.decode("utf-8"))
+                text_stream.flush()
+
+            return write_text
+        with contextlib.suppress(Exception):
+            stream.flush()
+        stream = binary
+    target = stream
+
+    def write(data: bytes) -> None:
+        target.write(data)
+        target.flush()
+
+    return write
+
+
+# --------------------------------------------------------------------------- the server
+
+
+class _Dispatchers:
+    """Daemon threads that wait on the host for calls (a stuck call never blocks exit)."""
+
+    def __init__(self, limit: int) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]]] = (
+            queue.SimpleQueue()
+        )
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._count = 0
+        self._limit = limit
+
+    def submit(self, job: Callable[..., None], *args: Any) -> None:
+        self._jobs.put((job, args))
+        with self._lock:
+            if self._idle > 0:
+                self._idle -= 1
+                return
+            if self._count >= self._limit:
+                return  # queued: the next dispatcher to finish takes it
+            self._count += 1
+            serial = self._count
+        threading.Thread(
+            target=self._work, name=f"toolnexus-mcp-dispatch-{serial}", daemon=True
+        ).start()
+
+    def _work(self) -> None:
+        get = self._jobs.get
+        while True:
+            job, args = get()
+            try:
+                job(*args)
+            except BaseException:  # a job must never take its thread down
+                _log.exception("toolnexus mcp: dispatcher job failed")
+            with self._lock:
+                self._idle += 1
+
+
+class _StdioServer:
+    def __init__(
+        self,
+        session: ServerSession,
+        host: Host,
+        read_line: ReadLine,
+        write: Write,
+        max_line_bytes: int,
+        grace_ms: int,
+    ) -> None:
+        self._session = session
+        self._host = host
+        self._read_line = read_line
+        self._write_raw = write
+        self._limit = max_line_bytes
+        self._grace = grace_ms / 1000
+        # One lock for the session and the output: what the session says is written in
+        # the order it said it, before anyone else may talk to it.
+        self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)
+        self._sources: dict[int, CancellationTokenSource] = {}
+        self._dispatchers = _Dispatchers(_DISPATCHERS)
+        self._broken = False
+
+    def run(self) -> int:
+        while not self._broken:
+            try:
+                line = self._read_line(self._limit + 1)
+            except (OSError, ValueError) as exc:  # stdin vanished or was closed under us
+                _log.debug("toolnexus mcp: stdin read failed: %s", exc)
+                break
+            if not line:
+                break
+            if len(line) > self._limit and not line.endswith(b"\n"):
+                length = len(line) + self._drain_line()
+                self._handle(self._session.line_too_long, length, self._limit)
+                continue
+            self._handle(self._session.receive_line, line)
+        self._shut_down()
+        return 1 if self._broken else 0
+
+    def _drain_line(self) -> int:
+        skipped = 0
+        while True:
+            try:
+                chunk = self._read_line(_DRAIN_CHUNK)
+            except (OSError, ValueError):
+                return skipped
+            skipped += len(chunk)
+            if not chunk or chunk.endswith(b"\n"):
+                return skipped
+
+    def _handle(self, feed: Callable[..., list[Action]], *args: Any) -> None:
+        with self._lock:
+            later = self._send_all(feed(*args))
+        self._carry_out(later)
+
+    def _send_all(self, actions: list[Action]) -> list[Action]:
+        """Write the Send actions (the lock is held); return the rest, to run unlocked."""
+        later: list[Action] = []
+        for action in actions:
+            if isinstance(action, Send):
+                self._write(action.to_bytes())
+            elif isinstance(action, StartCall):
+                # Registered under the lock, so a cancel that arrives next finds it.
+                self._sources[action.call_id] = CancellationTokenSource()
+                later.append(action)
+            else:
+                later.append(action)
+        return later
+
+    def _write(self, data: bytes) -> None:
+        if self._broken:
+            return
+        try:
+            self._write_raw(data)
+        except (OSError, ValueError) as exc:
+            _log.warning("toolnexus mcp: cannot write to stdout (%s); stopping", exc)
+            self._broken = True
+
+    def _carry_out(self, actions: list[Action]) -> None:
+        # Outside the lock: cancelling runs the tool's callbacks, which may report progress.
+        for action in actions:
+            if isinstance(action, StartCall):
+                self._dispatchers.submit(self._run_call, action, self._sources[action.call_id])
+            elif isinstance(action, CancelCall):
+                with self._lock:
+                    cancelled = self._sources.get(action.call_id)
+                if cancelled is not None:
+                    cancelled.cancel()
+
+    def _run_call(self, action: StartCall, source: CancellationTokenSource) -> None:
+        call_id = action.call_id
+        progress = None
+        if action.wants_progress:
+
+            def progress(value: float, total: float | None, message: str | None) -> None:
+                self._handle(self._session.report_progress, call_id, value, total, message)
+
+        try:
+            if action.answer is None:
+                result = self._host.call(
+                    action.name,
+                    action.arguments,
+                    cancellation_token=source.token,
+                    progress=progress,
+                )
+            else:
+                assert action.request is not None
+                result = self._host.resume(
+                    action.name,
+                    action.arguments,
+                    action.request,
+                    action.answer,
+                    cancellation_token=source.token,
+                    progress=progress,
+                )
+        except Exception as exc:  # the host promises not to raise; answer anyway if it does
+            _log.exception("toolnexus mcp: the host raised for %r", action.name)
+            result = ToolResult.error(f"internal error running '{action.name}': {exc}")
+        finally:
+            source.close()
+        with self._lock:
+            if self._sources.get(call_id) is source:
+                del self._sources[call_id]
+            later = self._send_all(self._session.complete_call(call_id, result))
+            self._settled.notify_all()
+        self._carry_out(later)
+
+    def _shut_down(self) -> None:
+        deadline = time.monotonic() + self._grace
+        with self._lock:
+            while self._session.running_calls and not self._broken:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._settled.wait(remaining)
+            later = self._send_all(self._session.close())
+        self._carry_out(later)
