@@ -99,6 +99,7 @@ class Signature:
             need converting; contract style: at most one pair, for ``args`` itself.
         positional: keyword style: names of positional-only parameters, in order.
         accepts_any_keyword: the function takes ``**kwargs``.
+        inferred: True when the schema was inferred (not given as ``input_schema=``).
     """
 
     style: Literal["contract", "keyword"]
@@ -110,6 +111,7 @@ class Signature:
     converters: tuple[tuple[str, Converter], ...] = ()
     positional: tuple[str, ...] = ()
     accepts_any_keyword: bool = False
+    inferred: bool = True
 
 
 # --------------------------------------------------------------------------- docstrings
@@ -833,16 +835,30 @@ def infer(
         )
         ctx["ctx_has_default"] = ctx_param.default is not inspect.Parameter.empty
 
-    # Contract style: the first parameter is `args` and nothing else but the context.
+    # Contract style: the first parameter is `args`, nothing else but the context, and
+    # `args` is (or may be) an object. `def run(args: list[str])` stays keyword style.
     if (
         len(others) == 1
         and others[0].name == "args"
         and others[0].kind in (inspect.Parameter.POSITIONAL_ONLY,
                                inspect.Parameter.POSITIONAL_OR_KEYWORD)
         and params[0] is others[0]
+        and (schema is not None or _is_object_annotation(hints.get("args", Any)))
     ):
         return _contract(others[0], hints, where, schema, description, localns, ctx)
     return _keyword(others, hints, documented, where, schema, description, localns, ctx)
+
+
+def _is_object_annotation(annotation: Any) -> bool:
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return (
+        annotation is Any
+        or annotation in _MAPPING_ORIGINS
+        or typing.get_origin(annotation) in _MAPPING_ORIGINS
+        or _is_typeddict(annotation)
+        or _is_dataclass_type(annotation)
+    )
 
 
 def _function_hints(
@@ -883,7 +899,7 @@ def _contract(
     ctx: dict[str, Any],
 ) -> Signature:
     if schema is not None:
-        return Signature("contract", dict(schema), description, **ctx)
+        return Signature("contract", dict(schema), description, inferred=False, **ctx)
     annotation = hints.get(param.name, Any)
     while typing.get_origin(annotation) is typing.Annotated:
         annotation = typing.get_args(annotation)[0]
@@ -892,13 +908,6 @@ def _contract(
         origin in _MAPPING_ORIGINS and typing.get_args(annotation)[1:] in ((Any,), (object,))
     ):
         return Signature("contract", {"type": "object"}, description, **ctx)
-    if not (_is_typeddict(annotation) or _is_dataclass_type(annotation)
-            or origin in _MAPPING_ORIGINS):
-        raise SchemaInferenceError(
-            where, param.name,
-            f"a contract-style `args` must be annotated with a TypedDict, a dataclass or "
-            f"dict[str, ...], got {_show(annotation)}",
-        )
     inferrer = _Inferrer(where, _scope(localns))
     try:
         root, convert = inferrer.infer(annotation)
@@ -949,7 +958,7 @@ def _keyword(
                     f"({', '.join(unknown)}); rename them or add the parameters",
                 )
         return Signature("keyword", dict(schema), description, positional=positional,
-                         accepts_any_keyword=accepts_any, **ctx)
+                         accepts_any_keyword=accepts_any, inferred=False, **ctx)
 
     inferrer = _Inferrer(where, _scope(localns))
     properties: dict[str, Any] = {}

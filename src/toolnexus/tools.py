@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from ._frozen import FrozenDict, freeze
+from ._frozen import FrozenDict, FrozenList, freeze
 from .context import ToolContext
 from .errors import OperationCancelledError
 from .result import STRUCTURED_KEY, ToolResult
@@ -55,6 +55,17 @@ _encode_extra = json.JSONEncoder(
 ).encode
 
 _EMPTY_OK = ToolResult("")
+
+
+def _freeze_json(value: Any) -> Any:
+    """A read-only copy of a JSON value as JSON sees it: tuples become (frozen) lists."""
+    if isinstance(value, (FrozenDict, FrozenList)):
+        return value
+    if isinstance(value, Mapping):
+        return FrozenDict({key: _freeze_json(item) for key, item in value.items()})
+    if isinstance(value, (list, tuple)):
+        return FrozenList([_freeze_json(item) for item in value])
+    return value
 
 
 def _compile_validator(schema: Mapping[str, Any]) -> Callable[[Any], list[str]]:
@@ -107,9 +118,7 @@ class Tool:
     _signature: Signature | None = field(default=None, repr=False, compare=False)
     _invoke: Invoke = field(init=False, repr=False, compare=False)
     _errors: Callable[[Any], list[str]] = field(init=False, repr=False, compare=False)
-    _prepare: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = field(
-        init=False, repr=False, compare=False
-    )
+    _prepare: Callable[[Any], Any] | None = field(init=False, repr=False, compare=False)
     _prefix: str = field(init=False, repr=False, compare=False)
     _is_async: bool = field(init=False, repr=False, compare=False)
 
@@ -137,7 +146,12 @@ class Tool:
                 "tool arguments are always a JSON object"
             )
         set_(self, "input_schema", freeze(schema))
-        set_(self, "_errors", _compile_validator(self.input_schema))
+        signature = self._signature
+        if signature is not None and signature.inferred:
+            # A schema inference wrote is known to compile: defer the cost to the first call.
+            set_(self, "_errors", self._compile_on_first_use)
+        else:
+            set_(self, "_errors", _compile_validator(self.input_schema))
         if self.output_schema is not None:
             if not isinstance(self.output_schema, Mapping):
                 raise TypeError(
@@ -149,12 +163,16 @@ class Tool:
             if not isinstance(self.annotations, Mapping):
                 raise TypeError(f"annotations of tool {self.name!r} must be a mapping or None")
             set_(self, "annotations", freeze(self.annotations))
-        signature = self._signature
         set_(self, "_invoke", _contract_invoke(self.fn) if signature is None
              else _build_invoke(signature))
         set_(self, "_prepare", _null_stripper(self.input_schema))
         set_(self, "_prefix", f"invalid arguments for {self.name!r}: ")
         set_(self, "_is_async", _is_async_callable(self.fn))
+
+    def _compile_on_first_use(self, instance: Any) -> list[str]:
+        errors = _compile_validator(self.input_schema)
+        object.__setattr__(self, "_errors", errors)
+        return errors(instance)
 
     @property
     def is_async(self) -> bool:
@@ -176,12 +194,12 @@ class Tool:
         """
         if args is None:
             args = {}
-        problems = self._errors(args)
-        if problems:
-            return ToolResult(self._prefix + "; ".join(problems), True)
         prepare = self._prepare
         if prepare is not None:
             args = prepare(args)
+        problems = self._errors(args)
+        if problems:
+            return ToolResult(self._prefix + "; ".join(problems), True)
         try:
             value = self._invoke(self.fn, args, ctx)
             if self._is_async or inspect.isawaitable(value):
@@ -210,12 +228,12 @@ class Tool:
         """
         if args is None:
             args = {}
-        problems = self._errors(args)
-        if problems:
-            return ToolResult(self._prefix + "; ".join(problems), True)
         prepare = self._prepare
         if prepare is not None:
             args = prepare(args)
+        problems = self._errors(args)
+        if problems:
+            return ToolResult(self._prefix + "; ".join(problems), True)
         try:
             value = self._invoke(self.fn, args, ctx)
             if inspect.isawaitable(value):
@@ -260,7 +278,7 @@ class Tool:
                         "JSON value (dict, list, number, bool)",
                         True,
                     )
-        return ToolResult(text, False, FrozenDict({STRUCTURED_KEY: freeze(value)}))
+        return ToolResult(text, False, FrozenDict({STRUCTURED_KEY: _freeze_json(value)}))
 
     def __repr__(self) -> str:
         extra = " async" if self._is_async else ""
@@ -398,49 +416,107 @@ def _build_invoke(sig: Signature) -> Invoke:
     return keyword
 
 
-def _null_stripper(
-    schema: Mapping[str, Any],
-) -> Callable[[Mapping[str, Any]], Mapping[str, Any]] | None:
-    """Read ``null`` for an optional top-level property that does not accept null as
-    'not given' (OpenAI's strict mode sends null for every optional argument)."""
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping):
-        return None
-    required = set(schema.get("required", ()))
-    keys = tuple(
-        key for key, sub in properties.items()
-        if key not in required and isinstance(sub, Mapping) and not _accepts_null(sub, schema)
-    )
-    if not keys:
-        return None
+Strip = Callable[[Any], Any]
 
-    def strip(args: Mapping[str, Any]) -> Mapping[str, Any]:
-        for key in keys:
-            if key in args and args[key] is None:
-                return {k: v for k, v in args.items() if not (v is None and k in keys)}
-        return args
 
-    return strip
+def _null_stripper(root: Mapping[str, Any]) -> Strip | None:
+    """Read ``null`` for an optional property that does not accept null as 'not given'.
+
+    OpenAI's strict mode makes every optional property required-but-nullable, so a
+    model sends ``null`` for what it leaves out; without this, the validator would refuse
+    those nulls. Returns None when the schema has no such property (the common case,
+    which then costs nothing per call). Follows ``properties``, ``items`` and local
+    ``$ref``; returns values unchanged unless a null was dropped.
+    """
+    refs: dict[str, list[Strip | None]] = {}
+
+    def plan(node: Any, depth: int) -> Strip | None:
+        if not isinstance(node, Mapping) or depth > 64:
+            return None
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            cell = refs.get(ref)
+            if cell is None:
+                cell = refs[ref] = [None]
+                cell[0] = plan(_pointer(root, ref), depth + 1)
+                if cell[0] is None:
+                    return None
+            # Looked up at call time: a recursive reference's plan is finished later.
+            return lambda value: value if cell[0] is None else cell[0](value)
+        items = node.get("items")
+        item_plan = plan(items, depth + 1) if isinstance(items, Mapping) else None
+        properties = node.get("properties")
+        if not isinstance(properties, Mapping):
+            if item_plan is None:
+                return None
+            return lambda value: _map_items(item_plan, value)
+        required = node.get("required", ())
+        drop = tuple(
+            key for key, sub in properties.items()
+            if key not in required and isinstance(sub, Mapping) and not _accepts_null(sub, root)
+        )
+        inner = tuple(
+            (key, each) for key, each in
+            ((key, plan(sub, depth + 1)) for key, sub in properties.items())
+            if each is not None
+        )
+        if not drop and not inner:
+            return None if item_plan is None else (lambda value: _map_items(item_plan, value))
+
+        def strip(value: Any) -> Any:
+            if not isinstance(value, Mapping):
+                return _map_items(item_plan, value) if item_plan is not None else value
+            out: Any = value
+            for key in drop:
+                if key in value and value[key] is None:
+                    if out is value:
+                        out = dict(value)
+                    del out[key]
+            for key, each in inner:
+                if key in out:
+                    old = out[key]
+                    new = each(old)
+                    if new is not old:
+                        if out is value:
+                            out = dict(value)
+                        out[key] = new
+            return out
+
+        return strip
+
+    return plan(root, 0)
+
+
+def _map_items(each: Strip, value: Any) -> Any:
+    if not isinstance(value, list):
+        return value
+    out = [each(item) for item in value]
+    return value if all(new is old for new, old in zip(out, value, strict=True)) else out
+
+
+def _pointer(root: Mapping[str, Any], ref: str) -> Any:
+    if ref == "#":
+        return root
+    if not ref.startswith("#/"):
+        return None
+    target: Any = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        target = target.get(part) if isinstance(target, Mapping) else None
+    return target
 
 
 def _accepts_null(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int = 0) -> bool:
-    if depth > 32:
-        return True
-    if not schema:
+    if depth > 32 or not schema:
         return True
     ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/"):
-        target: Any = root
-        for part in ref[2:].split("/"):
-            target = target.get(part) if isinstance(target, Mapping) else None
-        if isinstance(target, Mapping):
-            return _accepts_null(target, root, depth + 1)
-        return True
+    if isinstance(ref, str):
+        target = _pointer(root, ref)
+        return not isinstance(target, Mapping) or _accepts_null(target, root, depth + 1)
     kind = schema.get("type")
     if kind == "null" or (isinstance(kind, list) and "null" in kind):
         return True
-    if kind is None and "enum" not in schema and "anyOf" not in schema \
-            and "oneOf" not in schema and "const" not in schema:
+    if kind is None and not any(key in schema for key in ("enum", "const", "anyOf", "oneOf")):
         return True
     if "enum" in schema and None in schema["enum"]:
         return True
@@ -587,7 +663,7 @@ def _make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
     description = options["description"]
     if description is None:
         description = signature.description
-    if not isinstance(name, str) or not sanitize_name(name).strip("_"):
+    if not isinstance(name, str) or name == "<lambda>" or not sanitize_name(name).strip("_"):
         raise ValueError(
             f"cannot name a tool after {describe_callable(fn)}: give it a name with "
             "@tool(name='...')"
