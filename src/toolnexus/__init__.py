@@ -30,9 +30,13 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "SchemaError": ".validation",
     "DuplicateToolError": ".toolkit",
+    "Host": ".host",
     "SchemaInferenceError": ".schema",
     "Tool": ".tools",
+    "ToolEvent": ".host",
     "Toolkit": ".toolkit",
+    "TurnCall": ".host",
+    "TurnResult": ".host",
     "UnknownToolError": ".toolkit",
     "tool": ".tools",
 }
@@ -42,6 +46,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from .host import Host, ToolEvent, TurnCall, TurnResult
     from .schema import SchemaInferenceError
     from .toolkit import DuplicateToolError, Toolkit, UnknownToolError
     from .tools import Tool, tool
@@ -53,6 +58,7 @@ __all__ = [
     "CancellationTokenRegistration",
     "CancellationTokenSource",
     "DuplicateToolError",
+    "Host",
     "OperationCancelledError",
     "ProgressReporter",
     "Request",
@@ -60,9 +66,12 @@ __all__ = [
     "SchemaInferenceError",
     "Tool",
     "ToolContext",
+    "ToolEvent",
     "ToolResult",
     "Toolkit",
     "ToolnexusError",
+    "TurnCall",
+    "TurnResult",
     "UnknownToolError",
     "WireFormatError",
     "tool",

@@ -1,0 +1,324 @@
+"""What the host costs and how well its deadlines hold — measured, not promised.
+
+Run: ``python benchmarks/host_overhead.py [--quick]``. Prints four tables:
+
+1. per-call overhead of ``Host.call`` (sync) against ``Toolkit.execute`` called directly and
+   against the *bare thread round trip* — hand a job to a waiting worker thread through a
+   queue and wait on an Event for its answer, the floor for any deadline that holds against
+   a tool that ignores it — all measured in the same run, interleaved round by round so a
+   busy machine slows every variant alike;
+2. the same for ``await Host.acall`` against ``await Toolkit.aexecute`` and an asyncio round
+   trip to a worker thread;
+3. the latency from ``source.cancel()`` to the caller holding its ``cancelled`` result;
+4. how late a timeout result arrives after the deadline (a tool that honours its token) and
+   after deadline + grace (a tool that ignores it).
+
+Targets on the reference machine (2 cores): a sync host call at most 1.5x the bare round
+trip; cancel-to-result under 5 ms; timeout lateness at most 20 ms at p99.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from toolnexus import CancellationTokenSource, ToolContext, Toolkit, tool
+from toolnexus.host import Host
+
+logging.getLogger("toolnexus").setLevel(logging.ERROR)  # abandoned workers are expected here
+QUICK = "--quick" in sys.argv
+ROUNDS = 5 if QUICK else 15
+CALLS = 500 if QUICK else 2000
+TRIALS = 40 if QUICK else 200
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+async def aadd(a: int, b: int) -> int:
+    """Add two integers, asynchronously."""
+    return a + b
+
+
+ARGS = {"a": 1, "b": 2}
+TOOLKIT = Toolkit([add, aadd])
+
+
+# --------------------------------------------------------------------------- the floor
+
+
+class BarePool:
+    """The baseline: workers blocked on a queue; the caller waits on an Event."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        for _ in range(size):
+            threading.Thread(target=self._work, daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            job = self.queue.get()
+            job[1] = job[2]()
+            job[0]()
+
+    def run(self, fn: Callable[[], Any]) -> Any:
+        done = threading.Event()
+        job = [done.set, None, fn]
+        self.queue.put(job)
+        done.wait(5)
+        return job[1]
+
+    async def arun(self, fn: Callable[[], Any]) -> Any:
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+
+        def finish() -> None:
+            loop.call_soon_threadsafe(future.set_result, None)
+
+        job = [finish, None, fn]
+        self.queue.put(job)
+        await future
+        return job[1]
+
+
+def noop() -> None:
+    return None
+
+
+def per_call(variants: dict[str, Callable[[], Any]]) -> dict[str, float]:
+    """Median microseconds per call of each variant, rounds interleaved."""
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for fn in variants.values():
+        for _ in range(50):
+            fn()
+    for _ in range(ROUNDS):
+        for name, fn in variants.items():
+            start = time.perf_counter()
+            for _ in range(CALLS):
+                fn()
+            samples[name].append((time.perf_counter() - start) / CALLS * 1e6)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def aper_call(variants: dict[str, Callable[[], Any]]) -> dict[str, float]:
+    async def main() -> dict[str, float]:
+        samples: dict[str, list[float]] = {name: [] for name in variants}
+        for fn in variants.values():
+            for _ in range(50):
+                await fn()
+        for _ in range(ROUNDS):
+            for name, fn in variants.items():
+                start = time.perf_counter()
+                for _ in range(CALLS):
+                    await fn()
+                samples[name].append((time.perf_counter() - start) / CALLS * 1e6)
+        return {name: statistics.median(values) for name, values in samples.items()}
+
+    return asyncio.run(main())
+
+
+def table(title: str, rows: list[tuple[str, ...]]) -> None:
+    print(f"\n{title}")
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for index, row in enumerate(rows):
+        print("  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)))
+        if index == 0:
+            print("  " + "  ".join("-" * width for width in widths))
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# --------------------------------------------------------------------------- 1 + 2
+
+
+def overhead() -> None:
+    bare = BarePool()
+    host = Host(TOOLKIT)
+    sync = per_call({
+        "Toolkit.execute (no thread)": lambda: TOOLKIT.execute("add", ARGS),
+        "bare round trip (no-op job)": lambda: bare.run(noop),
+        "bare round trip running execute": lambda: bare.run(
+            lambda: TOOLKIT.execute("add", ARGS)
+        ),
+        "Host.call": lambda: host.call("add", ARGS),
+        "Host.call, timeout_ms=5000": lambda: host.call("add", ARGS, timeout_ms=5000),
+    })
+    floor = sync["bare round trip (no-op job)"]
+    floor_exec = sync["bare round trip running execute"]
+    execute = sync["Toolkit.execute (no thread)"]
+    rows = [("variant", "us/call", "x execute", "x bare trip", "x bare trip+execute")]
+    for name, value in sync.items():
+        rows.append((name, f"{value:.1f}", f"{value / execute:.2f}", f"{value / floor:.2f}",
+                     f"{value / floor_exec:.2f}"))
+    table("1. sync call overhead (median of interleaved rounds)", rows)
+
+    async def aexec() -> Any:
+        return await TOOLKIT.aexecute("add", ARGS)
+
+    async def aexec_async() -> Any:
+        return await TOOLKIT.aexecute("aadd", ARGS)
+
+    async def abare() -> Any:
+        return await bare.arun(noop)
+
+    async def abare_exec() -> Any:
+        return await bare.arun(lambda: TOOLKIT.execute("add", ARGS))
+
+    async def acall_sync() -> Any:
+        return await host.acall("add", ARGS)
+
+    async def acall_async() -> Any:
+        return await host.acall("aadd", ARGS)
+
+    async def acall_async_timeout() -> Any:
+        return await host.acall("aadd", ARGS, timeout_ms=5000)
+
+    results = aper_call({
+        "await Toolkit.aexecute, sync tool": aexec,
+        "await Toolkit.aexecute, async tool": aexec_async,
+        "asyncio round trip to a worker (no-op)": abare,
+        "asyncio round trip running execute": abare_exec,
+        "await Host.acall, sync tool (worker)": acall_sync,
+        "await Host.acall, async tool (task)": acall_async,
+        "await Host.acall, async tool, timeout_ms": acall_async_timeout,
+    })
+    rows = [("variant", "us/call", "x its aexecute", "x asyncio round trip")]
+    base_trip = results["asyncio round trip to a worker (no-op)"]
+    for name, value in results.items():
+        base = results["await Toolkit.aexecute, async tool"] if "async tool" in name \
+            else results["await Toolkit.aexecute, sync tool"]
+        rows.append((name, f"{value:.1f}", f"{value / base:.2f}", f"{value / base_trip:.2f}"))
+    table("2. async call overhead (median of interleaved rounds)", rows)
+    host.close()
+    print(f"\n  sync Host.call / bare round trip = {sync['Host.call'] / floor:.2f} "
+          f"(target <= 1.5); / bare round trip running execute = "
+          f"{sync['Host.call'] / floor_exec:.2f}")
+
+
+# --------------------------------------------------------------------------- 3
+
+
+def cancel_latency() -> None:
+    started = threading.Event()
+    release = threading.Event()
+
+    @tool
+    def stubborn() -> str:
+        """Ignores its token until released."""
+        started.set()
+        release.wait(10)
+        return "late"
+
+    @tool
+    def cooperative(ctx: ToolContext) -> str:
+        """Stops when cancelled."""
+        started.set()
+        ctx.cancellation_token.wait(10)
+        return "cancelled after 1 step"
+
+    rows = [("tool", "p50 ms", "p99 ms", "max ms")]
+    with Host(Toolkit([stubborn, cooperative]), max_stuck=10_000) as host:
+        for name in ("cooperative", "stubborn"):
+            latencies = []
+            for _ in range(TRIALS):
+                started.clear()
+                release.clear()
+                source = CancellationTokenSource()
+                box: list[float] = []
+
+                def caller(name: str = name, source: CancellationTokenSource = source,
+                           box: list[float] = box) -> None:
+                    result = host.call(name, {}, cancellation_token=source.token)
+                    box.append(time.perf_counter())
+                    assert result.output.startswith("cancelled"), result
+
+                thread = threading.Thread(target=caller)
+                thread.start()
+                started.wait(10)
+                t0 = time.perf_counter()
+                source.cancel()
+                thread.join()
+                latencies.append((box[0] - t0) * 1000)
+                release.set()
+            rows.append((name, f"{percentile(latencies, 0.5):.3f}",
+                         f"{percentile(latencies, 0.99):.3f}", f"{max(latencies):.3f}"))
+    table("3. cancel() to the caller holding a 'cancelled' result (target < 5 ms)", rows)
+
+
+# --------------------------------------------------------------------------- 4
+
+
+def deadline_accuracy() -> None:
+    release = threading.Event()
+
+    @tool
+    def stubborn() -> str:
+        """Ignores its token until released."""
+        release.wait(10)
+        return "late"
+
+    @tool
+    def cooperative(ctx: ToolContext) -> str:
+        """Stops when cancelled."""
+        ctx.cancellation_token.wait(10)
+        return "cancelled"
+
+    @tool
+    async def acooperative() -> str:
+        """Awaits until the task is cancelled."""
+        await asyncio.sleep(10)
+        return "never"
+
+    budget, grace = 20, 30
+    rows = [("tool", "lateness measured after", "p50 ms", "p99 ms", "max ms")]
+    with Host(Toolkit([stubborn, cooperative, acooperative]), grace_ms=grace,
+              max_stuck=10_000) as host:
+        for name, after in (("cooperative", budget), ("stubborn", budget + grace)):
+            late = []
+            for _ in range(TRIALS // 2):
+                release.clear()
+                start = time.perf_counter()
+                result = host.call(name, {}, timeout_ms=budget)
+                late.append((time.perf_counter() - start) * 1000 - after)
+                assert result.output.startswith(f"timed out after {budget} ms"), result
+                release.set()
+            label = "deadline" if after == budget else "deadline + grace"
+            rows.append((f"{name} (call)", label, f"{percentile(late, 0.5):.2f}",
+                         f"{percentile(late, 0.99):.2f}", f"{max(late):.2f}"))
+
+        async def alate() -> list[float]:
+            late = []
+            for _ in range(TRIALS // 2):
+                start = time.perf_counter()
+                result = await host.acall("acooperative", {}, timeout_ms=budget)
+                late.append((time.perf_counter() - start) * 1000 - budget)
+                assert result.output.startswith(f"timed out after {budget} ms"), result
+            return late
+
+        late = asyncio.run(alate())
+        rows.append(("acooperative (acall)", "deadline", f"{percentile(late, 0.5):.2f}",
+                     f"{percentile(late, 0.99):.2f}", f"{max(late):.2f}"))
+    table(f"4. timeout lateness, timeout_ms={budget}, grace_ms={grace} (target p99 <= 20 ms)",
+          rows)
+
+
+if __name__ == "__main__":
+    print(f"python {sys.version.split()[0]}, {ROUNDS} rounds x {CALLS} calls, "
+          f"{TRIALS} trials")
+    overhead()
+    cancel_latency()
+    deadline_accuracy()

@@ -1,0 +1,1816 @@
+"""The host runtime: run a model's tool calls with deadlines that hold, cancellation,
+async tools, the suspension loop rule, durable resume, provider-shaped turns and events.
+
+Everything that owns a thread or touches an event loop lives here. A :class:`Host` wraps a
+:class:`~toolnexus.toolkit.Toolkit`:
+
+- synchronous tools run on the host's own worker threads, so a deadline holds even for a
+  tool that ignores its token: at the deadline the host cancels the call's token, waits a
+  short grace period, and answers ``timed out after N ms`` on time; a worker still running
+  after that is *abandoned* (Python cannot kill a thread) — counted, logged, replaced, its
+  late result discarded — and while ``max_stuck`` of them are still running, new calls are
+  refused at once with a ``host overloaded`` error;
+- ``async def`` tools are awaited on the caller's loop in :meth:`Host.acall` (the deadline and
+  the caller's token cancel the task) and on a private loop in a worker from :meth:`Host.call`;
+- a suspension follows the loop rule: with ``wait_for`` the host asks and retries once; without
+  it the pending result goes back to the caller, who can :meth:`Host.resume` later — even in
+  another process, since requests and answers are plain JSON;
+- :meth:`Host.run_turn` runs a provider's tool calls concurrently and returns a
+  :class:`TurnResult` whose messages are balanced — one per call, in call order — or empty
+  while a call still waits on a question.
+
+Inside, time is a ``time.monotonic()`` deadline computed once per call; ``timeout_ms`` exists
+only at the edges (the arguments and the tool's :class:`~toolnexus.context.ToolContext`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import inspect
+import logging
+import queue
+import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
+
+from . import _wire
+from .cancellation import CancellationToken, CancellationTokenSource
+from .context import ProgressReporter, ToolContext
+from .errors import WireFormatError
+from .result import ToolResult
+from .suspension import Answer, Request
+
+if TYPE_CHECKING:
+    from .toolkit import Toolkit
+    from .tools import Tool
+
+__all__ = ["Host", "ToolEvent", "TurnCall", "TurnResult"]
+
+_log = logging.getLogger("toolnexus")
+
+Outcome = Literal["ok", "error", "pending", "timeout", "cancelled"]
+WaitFor = Callable[[Request], Answer | Awaitable[Answer]]
+Style = Literal["openai", "anthropic"]
+
+_DEFAULT_GRACE_MS = 100
+_DEFAULT_WORKERS = 8
+_DEFAULT_MAX_STUCK = 4
+
+
+# --------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEvent:
+    """What the ``on_event`` hook learns about one finished call.
+
+    Attributes:
+        name: the tool name the call asked for (as the model spelled it).
+        duration_ms: wall time from the call's start to its result, in milliseconds
+            (for the loop rule, including the wait for the answer).
+        outcome: ``"ok"``, ``"error"``, ``"pending"`` (the call suspended on a question —
+            never reported as an error), ``"timeout"`` (the deadline passed) or
+            ``"cancelled"`` (the caller cancelled, or the host was closed).
+        request_id: the id of the request the call last suspended on, else ``None``.
+
+    Example::
+
+        events = []
+        host = Host(toolkit, on_event=events.append)
+        host.call("search", {"q": "x"})
+        assert events[0].outcome == "ok"
+    """
+
+    name: str
+    duration_ms: float
+    outcome: Outcome
+    request_id: str | None = None
+
+
+# --------------------------------------------------------------------------- worker pool
+
+
+class _Signal:
+    """A wake-up call for one waiting thread: cheaper than ``threading.Event`` (a bare lock,
+    no Condition, no waiter list), which matters on the per-call fast path.
+
+    ``set()`` wakes the current or next ``wait()``; several ``set()`` calls before a
+    ``wait()`` wake it once. Waiters re-check their own state after waking.
+    """
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        # try/except, not contextlib.suppress: this runs once per call on the fast path.
+        try:  # noqa: SIM105
+            self._lock.release()
+        except RuntimeError:  # already set and not consumed yet
+            pass
+
+    def wait(self, timeout: float | None) -> bool:
+        if timeout is None:
+            return self._lock.acquire()
+        return self._lock.acquire(timeout=min(max(timeout, 0.0), threading.TIMEOUT_MAX))
+
+
+_QUEUED, _RUNNING, _DONE, _ABANDONED = 0, 1, 2, 3
+
+
+class _Job:
+    """One unit of work for a worker thread, with its own result slot.
+
+    Each call gets a fresh job, so a late result lands in a slot nobody reads any more
+    and can never leak into a later call.
+    """
+
+    __slots__ = ("abandoned_at", "context", "fn", "label", "notify", "params", "quietly",
+                 "state", "value", "worker")
+
+    def __init__(
+        self, fn: Callable[..., Any], params: tuple[Any, ...], notify: Callable[[], object],
+        label: str,
+    ) -> None:
+        self.fn = fn
+        self.params = params
+        self.notify = notify
+        self.label = label
+        self.context = contextvars.copy_context()
+        self.state = _QUEUED
+        self.value: Any = None
+        self.worker: threading.Thread | None = None
+        self.abandoned_at = 0.0
+        self.quietly = False  # abandoned because the caller cancelled: unwinding is normal
+
+
+class _Scope:
+    """One call's cancellation: a fresh source whose token the tool sees.
+
+    The host cancels it at the deadline; the caller's token and :meth:`Host.close` cancel it
+    through :meth:`cancel`, which also wakes the waiting caller. Only a caller's token that
+    can be cancelled costs a registration, and it is removed when the call ends, so a
+    long-lived token does not pile up callbacks.
+    """
+
+    __slots__ = ("registration", "source", "token", "wake")
+
+    def __init__(self, token: CancellationToken, wake: Callable[[], object]) -> None:
+        self.source = CancellationTokenSource()
+        self.token = self.source.token
+        self.wake = wake
+        self.registration = token.register(self.cancel) if token.can_be_cancelled else None
+
+    def cancel(self) -> None:
+        # Cancel first, then wake: the woken caller must already see the cancellation.
+        self.source.cancel()
+        self.wake()
+
+    def close(self) -> None:
+        if self.registration is not None:
+            self.registration.unregister()
+        self.source.close()
+
+
+class _Pool:
+    """Worker threads fed from one queue; abandoned workers are replaced and counted."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self.size = size
+        self.name = name
+        self.lock = threading.Lock()
+        self.queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self.threads: set[threading.Thread] = set()
+        self.busy = 0
+        self.stuck = 0
+        self.started = False
+        self.closed = False
+        self._serial = 0
+
+    def submit(self, job: _Job) -> None:
+        if not self.started:
+            self._start()
+        self.queue.put(job)
+
+    def _start(self) -> None:
+        with self.lock:
+            if self.started or self.closed:
+                return
+            self.started = True
+            for _ in range(self.size):
+                self._spawn_locked()
+
+    def _spawn_locked(self) -> None:
+        self._serial += 1
+        thread = threading.Thread(
+            target=self._work, name=f"{self.name}-worker-{self._serial}", daemon=True
+        )
+        self.threads.add(thread)
+        thread.start()
+
+    def _work(self) -> None:
+        me = threading.current_thread()
+        get = self.queue.get
+        lock = self.lock
+        while True:
+            job = get()
+            if job is None:
+                return
+            with lock:
+                if job.state != _QUEUED:
+                    continue  # its caller gave up while it was queued
+                job.state = _RUNNING
+                job.worker = me
+                self.busy += 1
+            try:
+                value = job.context.run(job.fn, *job.params)
+            except BaseException as exc:  # job functions catch everything; this is a last guard
+                _log.exception("toolnexus host: job %r crashed", job.label)
+                value = exc
+            with lock:
+                if job.state == _RUNNING:
+                    job.state = _DONE
+                    job.value = value
+                    self.busy -= 1
+                    late = False
+                else:
+                    self.stuck -= 1
+                    late = True
+            if late:
+                _log.log(
+                    logging.DEBUG if job.quietly else logging.WARNING,
+                    "toolnexus host: abandoned call %r returned %.0f ms after it was abandoned; "
+                    "its result was discarded and its worker retired",
+                    job.label, (time.monotonic() - job.abandoned_at) * 1000,
+                )
+                return  # a replacement took this worker's place when it was abandoned
+            job.notify()
+
+    def abandon(self, job: _Job, *, quietly: bool = False) -> bool:
+        """Give up on ``job``. Return True if it finished after all (use ``job.value``).
+
+        A job still queued is dropped; a running one leaves its worker stuck: the worker is
+        counted until the job returns, and a fresh worker takes its place now.
+        """
+        with self.lock:
+            if job.state == _DONE:
+                return True
+            running = job.state == _RUNNING
+            job.state = _ABANDONED
+            job.quietly = quietly
+            job.abandoned_at = time.monotonic()
+            if running:
+                self.busy -= 1
+                self.stuck += 1
+                if job.worker is not None:
+                    self.threads.discard(job.worker)
+                if not self.closed:
+                    self._spawn_locked()
+        return False
+
+    def close(self, timeout: float) -> None:
+        with self.lock:
+            self.closed = True
+            threads = list(self.threads)
+            self.threads.clear()
+        for _ in threads:
+            self.queue.put(None)
+        end = time.monotonic() + timeout
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, end - time.monotonic()))
+
+
+# --------------------------------------------------------------------------- async helpers
+
+
+class _AsyncSignal:
+    """The asyncio twin of the thread signal: ``set()`` wakes the next or current ``wait``."""
+
+    __slots__ = ("_flag", "_future", "_loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._future: asyncio.Future[None] | None = None
+        self._flag = False
+
+    def set(self, *_: object) -> None:
+        future = self._future
+        if future is not None:
+            if not future.done():
+                future.set_result(None)
+        else:
+            self._flag = True
+
+    def set_threadsafe(self) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            self._loop.call_soon_threadsafe(self.set)
+
+    async def wait(self, timeout: float | None) -> None:
+        if self._flag:
+            self._flag = False
+            return
+        future = self._loop.create_future()
+        self._future = future
+        timer = None if timeout is None else self._loop.call_later(
+            max(0.0, timeout), _resolve, future
+        )
+        try:
+            await future
+        finally:
+            self._future = None
+            if timer is not None:
+                timer.cancel()
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _swallow(task: asyncio.Future[Any]) -> None:
+    # Retrieve the outcome of an abandoned task so asyncio does not log it as lost.
+    if not task.cancelled():
+        task.exception()
+
+
+async def _drive(awaitable: Awaitable[Any], token: CancellationToken) -> Any:
+    """Await ``awaitable`` as a task that ``token`` cancels; ``None`` when cancelled."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(awaitable)
+
+    def cancel() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop already finished
+            loop.call_soon_threadsafe(task.cancel)
+
+    registration = token.register(cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if token.is_cancellation_requested:
+            return None
+        raise
+    finally:
+        registration.unregister()
+
+
+def _run_private(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``coro`` on a fresh event loop in this thread, leaving the thread's loop policy
+    alone (``asyncio.run`` would reset it), and clean up whatever the coroutine left."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        try:
+            leftovers = asyncio.all_tasks(loop)
+            for task in leftovers:
+                task.cancel()
+            if leftovers:
+                loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+
+
+def _run_blocking(coro_fn: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+    """Run a coroutine to completion from synchronous code.
+
+    In a thread without a running loop it runs right here on a private loop; inside a
+    running loop (a sync API called from async code) it runs on a helper thread so the
+    caller's loop is not re-entered.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _run_private(coro_fn())
+    box: list[Any] = []
+
+    def target() -> None:
+        try:
+            box.append((True, _run_private(coro_fn())))
+        except BaseException as exc:
+            box.append((False, exc))
+
+    helper = threading.Thread(target=target, name="toolnexus-host-batch", daemon=True)
+    helper.start()
+    helper.join()
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
+# --------------------------------------------------------------------------- small helpers
+
+
+def _check_ms(name: str, value: object, *, allow_none: bool = True) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        expected = "None or an int >= 0" if allow_none else "an int >= 0"
+        raise ValueError(f"{name} must be {expected} (milliseconds), got {value!r}")
+    return value
+
+
+def _check_token(token: object) -> CancellationToken:
+    if token is None:
+        return CancellationToken.NONE
+    if not isinstance(token, CancellationToken):
+        raise TypeError(
+            "cancellation_token must be a CancellationToken (pass source.token, not the "
+            f"source), got {type(token).__name__}"
+        )
+    return token
+
+
+class _Progress:
+    """Wraps a caller's progress reporter: a failing reporter never breaks the tool, and
+    reports from a call that already returned (an abandoned tool) are dropped."""
+
+    __slots__ = ("live", "name", "reporter")
+
+    def __init__(self, reporter: ProgressReporter, name: str) -> None:
+        self.reporter = reporter
+        self.name = name
+        self.live = True
+
+    def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        if not self.live:
+            return
+        try:
+            self.reporter(progress, total, message)
+        except Exception:
+            _log.exception("toolnexus host: progress reporter for %r failed", self.name)
+
+
+def _outcome_of(result: ToolResult) -> Outcome:
+    if result.is_pending:
+        return "pending"
+    return "error" if result.is_error else "ok"
+
+
+def _cancelled_result(value: object, reason: str) -> ToolResult:
+    # The tool's own words are kept when they already say it stopped because of the cancel.
+    if isinstance(value, ToolResult) and value.is_error and value.output.startswith("cancelled"):
+        return value
+    return ToolResult.error(reason)
+
+
+def _timeout_result(budget_ms: int | None, value: object, name: str, grace_ms: int) -> ToolResult:
+    head = f"timed out after {budget_ms} ms"
+    if value is _ABANDONED_MARK:
+        return ToolResult.error(
+            f"{head}; '{name}' did not stop within the {grace_ms} ms grace period and was "
+            "abandoned"
+        )
+    if isinstance(value, ToolResult) and value.output:
+        return ToolResult.error(f"{head}: {value.output}")
+    return ToolResult.error(head)
+
+
+_ABANDONED_MARK = object()
+
+
+def _coerce_request(value: object) -> Request:
+    if isinstance(value, Request):
+        return value
+    if isinstance(value, Mapping):
+        return Request.from_dict(value)
+    if isinstance(value, (str, bytes, bytearray)):
+        return Request.from_json(value)
+    raise TypeError(
+        f"request must be a Request, its wire dict or its JSON, got {type(value).__name__}"
+    )
+
+
+def _coerce_answer(value: object) -> Answer:
+    if isinstance(value, Answer):
+        return value
+    if isinstance(value, Mapping):
+        return Answer.from_dict(value)
+    if isinstance(value, (str, bytes, bytearray)):
+        return Answer.from_json(value)
+    raise TypeError(
+        f"answer must be an Answer, its wire dict or its JSON, got {type(value).__name__}"
+    )
+
+
+def _schema_problem(request: Request, answer: Answer) -> str | None:
+    """Check ``answer.data`` against ``request.data["schema"]``; the problem text or None."""
+    schema = request.data.get("schema") if request.data is not None else None
+    if schema is None:
+        return None
+    from .validation import Validator  # only hosts whose requests carry a schema pay
+
+    try:
+        validator = Validator(schema)
+    except ValueError as exc:
+        return f"the request's data.schema cannot be used to check the answer: {exc}"
+    data = dict(answer.data) if answer.data is not None else {}
+    problems = validator.errors(data)
+    if not problems:
+        return None
+    return f"invalid answer to {request.prompt!r}: " + "; ".join(problems)
+
+
+class _Refused:
+    """Asking ``wait_for`` gave no usable answer: it raised, ran out of budget, or the
+    request had expired."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _answer_refusal(request: Request, answer: object) -> str | None:
+    """Why an answer from ``wait_for`` is not ok (loop rule 1), or None when it is."""
+    if isinstance(answer, _Refused):
+        return answer.reason
+    if not isinstance(answer, Answer):
+        _log.warning(
+            "toolnexus host: wait_for returned %s, not an Answer; treated as declined",
+            type(answer).__name__,
+        )
+        return "not an Answer"
+    if answer.id != request.id:
+        return "id mismatch"
+    if not answer.ok:
+        return answer.reason or "declined"
+    if request.is_expired():
+        return "expired"
+    return None
+
+
+def _declined(request: Request) -> ToolResult:
+    return ToolResult.error(f"declined/expired: {request.prompt}")
+
+
+def _unresolved(result: ToolResult) -> ToolResult:
+    request = ToolResult.pending_of(result)
+    prompt = request.prompt if request is not None else result.output
+    return ToolResult.error(f"unresolved: {prompt}")
+
+
+# --------------------------------------------------------------------------- the host
+
+
+class Host:
+    """Runs tool calls from a :class:`~toolnexus.toolkit.Toolkit` with real deadlines.
+
+    Args:
+        toolkit: the tools to run.
+        wait_for: ``wait_for(request) -> Answer`` (sync or ``async``) answers suspensions
+            in-process (loop rule 1). ``None``: pending results go back to the caller, who
+            may :meth:`resume` later (loop rule 2).
+        timeout_ms: the default budget per call; ``None`` for no deadline.
+        on_event: receives one :class:`ToolEvent` per call; a hook that raises is logged.
+        max_stuck: how many abandoned workers (still running a call nobody waits for) the
+            host tolerates; at that many, new calls are refused with ``host overloaded``.
+        max_workers: worker threads for synchronous tools (they mostly wait, so at least 8
+            by default). Calls beyond that queue; the queue wait counts against their budget.
+        grace_ms: after the deadline cancels a call's token, how long the tool may take to
+            return on its own before its worker is abandoned.
+        wait_for_timeout_ms: the budget for one ``wait_for`` call (a human's answer);
+            ``None`` waits as long as it takes. Running out counts as a declined answer.
+
+    Raises ``TypeError``/``ValueError`` at once for a misconfigured host (a negative budget,
+    a non-callable hook, ...).
+
+    Workers start on the first synchronous call, not at construction. A host is a context
+    manager; :meth:`close` cancels the calls still running and stops the workers.
+
+    Example::
+
+        with Host(toolkit, timeout_ms=5_000) as host:
+            result = host.call("search", '{"query": "weather"}')
+            print(result.output)
+    """
+
+    def __init__(
+        self,
+        toolkit: Toolkit,
+        *,
+        wait_for: WaitFor | None = None,
+        timeout_ms: int | None = None,
+        on_event: Callable[[ToolEvent], object] | None = None,
+        max_stuck: int = _DEFAULT_MAX_STUCK,
+        max_workers: int = _DEFAULT_WORKERS,
+        grace_ms: int = _DEFAULT_GRACE_MS,
+        wait_for_timeout_ms: int | None = None,
+    ) -> None:
+        if not callable(getattr(toolkit, "resolve", None)):
+            raise TypeError(
+                f"Host() takes a Toolkit, got {type(toolkit).__name__}; "
+                "build one with Toolkit([tool_a, tool_b])"
+            )
+        if wait_for is not None and not callable(wait_for):
+            raise TypeError(f"wait_for must be callable or None, got {type(wait_for).__name__}")
+        if on_event is not None and not callable(on_event):
+            raise TypeError(f"on_event must be callable or None, got {type(on_event).__name__}")
+        for label, number in (("max_stuck", max_stuck), ("max_workers", max_workers)):
+            if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+                raise ValueError(f"{label} must be an int >= 1, got {number!r}")
+        self._toolkit = toolkit
+        self._wait_for = wait_for
+        self._wait_for_is_async = wait_for is not None and inspect.iscoroutinefunction(wait_for)
+        self._timeout_ms = _check_ms("timeout_ms", timeout_ms)
+        self._on_event = on_event
+        self._max_stuck = max_stuck
+        self._grace_ms = _check_ms("grace_ms", grace_ms, allow_none=False) or 0
+        self._grace = self._grace_ms / 1000
+        self._wait_for_timeout_ms = _check_ms("wait_for_timeout_ms", wait_for_timeout_ms)
+        self._pool = _Pool(max_workers, "toolnexus-host")
+        self._active: set[_Scope] = set()
+        self._closed = False
+
+    # ----------------------------------------------------------------- properties
+
+    @property
+    def toolkit(self) -> Toolkit:
+        """The toolkit this host runs."""
+        return self._toolkit
+
+    @property
+    def stuck_workers(self) -> int:
+        """How many abandoned workers are still running a call nobody waits for."""
+        return self._pool.stuck
+
+    @property
+    def is_closed(self) -> bool:
+        """True once :meth:`close` has run."""
+        return self._closed
+
+    # ----------------------------------------------------------------- one call
+
+    def call(
+        self,
+        name: str,
+        args: Mapping[str, Any] | str | bytes | None = None,
+        *,
+        timeout_ms: int | None = None,
+        cancellation_token: CancellationToken | None = None,
+        progress: ProgressReporter | None = None,
+    ) -> ToolResult:
+        """Run one tool call and return its result; never raises for what a tool does.
+
+        ``args`` is a dict or JSON text, as for ``Toolkit.execute``. The tool's context gets
+        ``timeout_ms`` (else the host's default), a token linked to ``cancellation_token``
+        and cancelled at the deadline, and ``progress``.
+
+        Returns the tool's result; an error starting with ``timed out after N ms`` when the
+        deadline passed (on time, even if the tool ignores its token); one starting with
+        ``cancelled`` when the caller's token was cancelled (at once, even if the tool is
+        still unwinding); ``host overloaded: ...`` while ``max_stuck`` workers are stuck. With
+        ``wait_for`` a suspension is answered and retried once (the loop rule); without it the
+        pending result is returned at once.
+
+        Raises ``ValueError``/``TypeError`` only for a bad ``timeout_ms`` or token.
+
+        Example::
+
+            result = host.call("crunch", {"steps": 3}, timeout_ms=500)
+            assert not result.is_error
+        """
+        start = time.monotonic()
+        # The checks are inlined for the common case: this is the per-call fast path.
+        budget = self._timeout_ms if timeout_ms is None else self._budget(timeout_ms)
+        token = (CancellationToken.NONE if cancellation_token is None
+                 else _check_token(cancellation_token))
+        result, outcome, request_id = self._call_sync(name, args, budget, token, progress, None)
+        if self._on_event is not None:
+            self._emit(name, start, outcome, request_id)
+        return result
+
+    async def acall(
+        self,
+        name: str,
+        args: Mapping[str, Any] | str | bytes | None = None,
+        *,
+        timeout_ms: int | None = None,
+        cancellation_token: CancellationToken | None = None,
+        progress: ProgressReporter | None = None,
+    ) -> ToolResult:
+        """The asyncio twin of :meth:`call`; never blocks the event loop.
+
+        ``async def`` tools run as tasks on this loop (the deadline and the caller's token
+        cancel the task); synchronous tools run on the worker threads. Cancelling the task
+        that awaits ``acall`` cancels the call and re-raises ``CancelledError``, as asyncio
+        code expects.
+
+        Example::
+
+            result = await host.acall("fetch", {"url": "https://example.com"}, timeout_ms=2000)
+        """
+        start = time.monotonic()
+        budget = self._budget(timeout_ms)
+        token = _check_token(cancellation_token)
+        try:
+            result, outcome, request_id = await self._call_async(
+                name, args, budget, token, progress, None
+            )
+        except asyncio.CancelledError:
+            self._emit(name, start, "cancelled", None)
+            raise
+        self._emit(name, start, outcome, request_id)
+        return result
+
+    def resume(
+        self,
+        name: str,
+        args: Mapping[str, Any] | str | bytes | None,
+        request: Request | Mapping[str, Any] | str,
+        answer: Answer | Mapping[str, Any] | str,
+        *,
+        timeout_ms: int | None = None,
+        cancellation_token: CancellationToken | None = None,
+        progress: ProgressReporter | None = None,
+    ) -> ToolResult:
+        """Run a suspended call again with the answer to its request (loop rule 2).
+
+        ``request`` and ``answer`` may be the values, their wire dicts or their JSON, so
+        the resume can happen in another process. Before the tool runs, the host checks that
+        ``answer.id`` echoes ``request.id``, that the request has not expired, that the
+        answer is ok (else ``declined/expired: <prompt>``), and that ``answer.data`` fits
+        ``request.data["schema"]`` when there is one; a failed check is an error result and
+        the tool is not run. A retry that suspends again becomes ``unresolved: <prompt>``.
+
+        Example::
+
+            first = host.call("deploy", {})
+            request = ToolResult.pending_of(first)
+            done = host.resume("deploy", {}, request, Answer.accept(request, {"env": "dev"}))
+        """
+        start = time.monotonic()
+        budget = self._budget(timeout_ms)
+        token = _check_token(cancellation_token)
+        checked = self._check_resume(request, answer)
+        if isinstance(checked, ToolResult):
+            self._emit(name, start, "error", None)
+            return checked
+        result, outcome, request_id = self._call_sync(
+            name, args, budget, token, progress, checked[1]
+        )
+        self._emit(name, start, outcome, request_id)
+        return result
+
+    async def aresume(
+        self,
+        name: str,
+        args: Mapping[str, Any] | str | bytes | None,
+        request: Request | Mapping[str, Any] | str,
+        answer: Answer | Mapping[str, Any] | str,
+        *,
+        timeout_ms: int | None = None,
+        cancellation_token: CancellationToken | None = None,
+        progress: ProgressReporter | None = None,
+    ) -> ToolResult:
+        """The asyncio twin of :meth:`resume`.
+
+        Example::
+
+            done = await host.aresume("deploy", {}, request, answer)
+        """
+        start = time.monotonic()
+        budget = self._budget(timeout_ms)
+        token = _check_token(cancellation_token)
+        checked = self._check_resume(request, answer)
+        if isinstance(checked, ToolResult):
+            self._emit(name, start, "error", None)
+            return checked
+        try:
+            result, outcome, request_id = await self._call_async(
+                name, args, budget, token, progress, checked[1]
+            )
+        except asyncio.CancelledError:
+            self._emit(name, start, "cancelled", None)
+            raise
+        self._emit(name, start, outcome, request_id)
+        return result
+
+    # ----------------------------------------------------------------- several calls
+
+    def call_many(
+        self,
+        calls: Iterable[tuple[str, Mapping[str, Any] | str | bytes | None]],
+        *,
+        timeout_ms: int | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> list[ToolResult]:
+        """Run independent ``(name, args)`` calls concurrently; results in the calls' order.
+
+        Each call follows :meth:`call`'s rules (its own deadline, the loop rule, one event).
+
+        Example::
+
+            weather, news = host.call_many([("weather", {"city": "Oslo"}), ("news", {})])
+        """
+        pairs = _pairs(calls)
+        budget = self._budget(timeout_ms)
+        token = _check_token(cancellation_token)
+        result: list[ToolResult] = _run_blocking(
+            lambda: self._gather([(n, a, None, None) for n, a in pairs], budget, token)
+        )
+        return result
+
+    async def acall_many(
+        self,
+        calls: Iterable[tuple[str, Mapping[str, Any] | str | bytes | None]],
+        *,
+        timeout_ms: int | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> list[ToolResult]:
+        """The asyncio twin of :meth:`call_many`.
+
+        Example::
+
+            weather, news = await host.acall_many([("weather", {"city": "Oslo"}), ("news", {})])
+        """
+        pairs = _pairs(calls)
+        budget = self._budget(timeout_ms)
+        token = _check_token(cancellation_token)
+        return await self._gather([(n, a, None, None) for n, a in pairs], budget, token)
+
+    def run_turn(
+        self,
+        calls: Any,
+        *,
+        style: Style = "openai",
+        timeout_ms: int | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> TurnResult:
+        """Run the tool calls of one model turn concurrently.
+
+        ``calls`` is what the provider returned: for ``style="openai"`` the chat message's
+        ``tool_calls`` (``{"id", "type": "function", "function": {"name", "arguments"}}``;
+        the whole assistant message is accepted too); for ``style="anthropic"`` the
+        response's content blocks (``{"type": "tool_use", "id", "name", "input"}``; other
+        blocks are skipped; the whole message is accepted too).
+
+        Returns a :class:`TurnResult`. When calls suspend (no ``wait_for``), its ``pending``
+        is the first suspension in call order and its ``messages`` stay empty until
+        :meth:`resume_turn` has produced one result per call.
+
+        Raises :class:`~toolnexus.errors.WireFormatError` (a ``ValueError``) when a tool call
+        lacks its id or name, and ``ValueError`` for an unknown ``style``.
+
+        Example::
+
+            turn = host.run_turn(message["tool_calls"], style="openai")
+            if turn.is_complete:
+                history.extend(turn.messages)
+        """
+        parsed = _parse_calls(calls, style)
+        budget = self._budget(timeout_ms)
+        token = _check_token(cancellation_token)
+        turn: TurnResult = _run_blocking(lambda: self._arun_turn(parsed, style, budget, token))
+        return turn
+
+    async def arun_turn(
+        self,
+        calls: Any,
+        *,
+        style: Style = "openai",
+        timeout_ms: int | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> TurnResult:
+        """The asyncio twin of :meth:`run_turn`.
+
+        Example::
+
+            turn = await host.arun_turn(response.content, style="anthropic")
+        """
+        parsed = _parse_calls(calls, style)
+        budget = self._budget(timeout_ms)
+        token = _check_token(cancellation_token)
+        return await self._arun_turn(parsed, style, budget, token)
+
+    def resume_turn(
+        self,
+        turn: TurnResult,
+        answer: Answer | Mapping[str, Any] | str,
+        *,
+        timeout_ms: int | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> TurnResult:
+        """Continue a halted turn with the answer to its ``pending`` request.
+
+        The halted call runs again with the answer (as :meth:`resume`: expiry, decline and
+        ``data.schema`` checks apply, and a second suspension becomes ``unresolved:
+        <prompt>``); then the turn's other suspended calls run again concurrently (the
+        answer may have changed the world for them — a login, say). Returns a new
+        :class:`TurnResult`: complete with balanced ``messages``, or pending on the next
+        request in call order.
+
+        An answer whose id does not echo ``turn.pending.id`` changes nothing: the returned
+        turn still waits on the same request and its ``error`` says why. A complete turn is
+        returned unchanged with an ``error``.
+
+        Example::
+
+            turn = host.resume_turn(turn, Answer.accept(turn.pending, {"env": "staging"}))
+        """
+        budget = self._budget(timeout_ms)
+        token = _check_token(cancellation_token)
+        resumed: TurnResult = _run_blocking(
+            lambda: self._aresume_turn(turn, answer, budget, token)
+        )
+        return resumed
+
+    async def aresume_turn(
+        self,
+        turn: TurnResult,
+        answer: Answer | Mapping[str, Any] | str,
+        *,
+        timeout_ms: int | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> TurnResult:
+        """The asyncio twin of :meth:`resume_turn`.
+
+        Example::
+
+            turn = await host.aresume_turn(turn, answer)
+        """
+        budget = self._budget(timeout_ms)
+        token = _check_token(cancellation_token)
+        return await self._aresume_turn(turn, answer, budget, token)
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def close(self) -> None:
+        """Cancel the calls still running and stop the workers. Idempotent.
+
+        Callers of running calls get a ``cancelled`` result at once. Idle workers exit
+        (waited for up to the grace period); a worker still inside a tool exits when the
+        tool returns. Calls made after ``close()`` return an error result saying the host
+        is closed.
+
+        Example::
+
+            host = Host(toolkit)
+            try:
+                host.call("search", {"q": "x"})
+            finally:
+                host.close()
+        """
+        if self._closed:
+            return
+        self._closed = True
+        for scope in list(self._active):
+            scope.cancel()
+        self._pool.close(self._grace)
+
+    def __enter__(self) -> Host:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        pool = self._pool
+        state = " closed" if self._closed else ""
+        return f"<Host workers={pool.size} busy={pool.busy} stuck={pool.stuck}{state}>"
+
+    # ----------------------------------------------------------------- internals: shared
+
+    def _budget(self, timeout_ms: int | None) -> int | None:
+        if timeout_ms is None:
+            return self._timeout_ms
+        return _check_ms("timeout_ms", timeout_ms)
+
+    def _emit(self, name: str, start: float, outcome: Outcome, request_id: str | None) -> None:
+        hook = self._on_event
+        if hook is None:
+            return
+        try:
+            hook(ToolEvent(name, (time.monotonic() - start) * 1000, outcome, request_id))
+        except Exception:
+            _log.exception("toolnexus host: on_event hook failed for %r", name)
+
+    def _refusal(self, name: str) -> ToolResult | None:
+        if self._closed:
+            return ToolResult.error(
+                f"host is closed; '{name}' was not run (create a new Host to run more calls)"
+            )
+        stuck = self._pool.stuck
+        if stuck >= self._max_stuck:
+            return ToolResult.error(
+                f"host overloaded: {stuck} stuck workers are still running abandoned calls "
+                f"(max_stuck={self._max_stuck}); '{name}' was not run. Tools that ignore "
+                "their cancellation token hold workers past their deadline; retry later"
+            )
+        return None
+
+    def _open(self, token: CancellationToken, wake: Callable[[], object]) -> _Scope:
+        scope = _Scope(token, wake)
+        self._active.add(scope)
+        if self._closed:  # close() may have taken its snapshot before we were added
+            scope.cancel()
+        return scope
+
+    def _close(self, scope: _Scope) -> None:
+        scope.close()
+        self._active.discard(scope)
+
+    def _cancel_reason(self) -> str:
+        return "cancelled: the host was closed" if self._closed else "cancelled by the caller"
+
+    def _check_resume(
+        self, request: object, answer: object
+    ) -> ToolResult | tuple[Request, Answer]:
+        try:
+            req = _coerce_request(request)
+        except WireFormatError as exc:
+            return ToolResult.error(f"cannot resume: {exc}")
+        try:
+            ans = _coerce_answer(answer)
+        except WireFormatError as exc:
+            return ToolResult.error(f"cannot resume: {exc}")
+        if ans.id != req.id:
+            return ToolResult.error(
+                f"answer id {ans.id!r} does not match request id {req.id!r}; an answer must "
+                "echo the id of the request it resolves (the tool was not run)"
+            )
+        if req.is_expired():
+            return ToolResult.error(
+                f"request {req.id!r} expired at {req.expires_at}; the answer came too late "
+                "(the tool was not run)"
+            )
+        if not ans.ok:
+            return _declined(req)
+        problem = _schema_problem(req, ans)
+        if problem is not None:
+            return ToolResult.error(problem)
+        return req, ans
+
+    def _answer_problem(self, request: Request, answer: object) -> ToolResult | Answer:
+        """Loop rule 1: an answer that is not usable becomes the result to return."""
+        refusal = _answer_refusal(request, answer)
+        if refusal is not None:
+            return _declined(request)
+        assert isinstance(answer, Answer)
+        problem = _schema_problem(request, answer)
+        if problem is not None:
+            return ToolResult.error(problem)
+        return answer
+
+    @staticmethod
+    def _invoke_tool(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Run one tool in a worker thread; never raises."""
+        try:
+            if tool.is_async:
+                value = _run_private(_drive(tool.acall(args, ctx), ctx.cancellation_token))
+                if value is None:
+                    return ToolResult.error("cancelled")
+            else:
+                value = tool(args, ctx)
+        except BaseException as exc:  # Tool promises not to raise; a bug there must not leak
+            _log.exception("toolnexus host: tool %r raised through its wrapper", tool.name)
+            return ToolResult.error(f"tool '{tool.name}' failed: {exc or type(exc).__name__}")
+        if not isinstance(value, ToolResult):
+            return ToolResult.error(
+                f"tool '{tool.name}' returned {type(value).__name__}, not a ToolResult"
+            )
+        return value
+
+    @staticmethod
+    def _invoke_wait_for(wait_for: WaitFor, request: Request, token: CancellationToken) -> Any:
+        """Run ``wait_for`` in a worker thread (an async one on a private loop)."""
+        try:
+            value = wait_for(request)
+            if inspect.isawaitable(value):
+                value = _run_private(_drive(value, token))
+        except Exception:
+            _log.exception("toolnexus host: wait_for raised; treated as declined")
+            return _Refused("raised")
+        return value
+
+    # ----------------------------------------------------------------- internals: sync
+
+    def _call_sync(
+        self,
+        name: str,
+        args: Any,
+        budget: int | None,
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        answer: Answer | None,
+    ) -> tuple[ToolResult, Outcome, str | None]:
+        if self._closed or self._pool.stuck >= self._max_stuck:
+            refused = self._refusal(name)
+            if refused is not None:
+                return refused, "error", None
+        resolved = self._toolkit.resolve(name, args)
+        if isinstance(resolved, ToolResult):
+            return resolved, _outcome_of(resolved), None
+        tool, parsed = resolved
+        reporter = _Progress(progress, name) if progress is not None else None
+        try:
+            result, outcome = self._run_sync(tool, parsed, budget, token, answer, reporter)
+            if outcome != "pending":
+                return result, outcome, None
+            request = ToolResult.pending_of(result)
+            assert request is not None
+            if answer is not None:
+                return _unresolved(result), "error", request.id
+            if self._wait_for is None:
+                return result, outcome, request.id
+            got = self._ask_sync(request, token)
+            if got is None:
+                return ToolResult.error(self._cancel_reason()), "cancelled", request.id
+            checked = self._answer_problem(request, got)
+            if isinstance(checked, ToolResult):
+                return checked, "error", request.id
+            result, outcome = self._run_sync(tool, parsed, budget, token, checked, reporter)
+            if outcome == "pending":
+                again = ToolResult.pending_of(result)
+                return _unresolved(result), "error", again.id if again else request.id
+            return result, outcome, request.id
+        finally:
+            if reporter is not None:
+                reporter.live = False
+
+    def _run_sync(
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        budget: int | None,
+        token: CancellationToken,
+        answer: Answer | None,
+        progress: _Progress | None,
+    ) -> tuple[ToolResult, Outcome]:
+        if token.is_cancellation_requested:
+            return ToolResult.error(self._cancel_reason()), "cancelled"
+        deadline = None if budget is None else time.monotonic() + budget / 1000
+        signal = _Signal()
+        scope = self._open(token, signal.set)
+        try:
+            ctx = ToolContext(budget, scope.token, answer, progress)
+            job = _Job(self._invoke_tool, (tool, args, ctx), signal.set, tool.name)
+            status, value = self._wait_job(job, signal, scope, deadline, self._grace)
+        finally:
+            self._close(scope)
+        if status == "done":
+            return value, _outcome_of(value)
+        if status == "cancelled":
+            return _cancelled_result(value, self._cancel_reason()), "cancelled"
+        if value is _ABANDONED_MARK:
+            _log.warning(
+                "toolnexus host: %r ignored its deadline (%s ms) and the %s ms grace period; "
+                "its worker was abandoned (%d stuck)",
+                tool.name, budget, self._grace_ms, self._pool.stuck,
+            )
+        return _timeout_result(budget, value, tool.name, self._grace_ms), "timeout"
+
+    def _wait_job(
+        self,
+        job: _Job,
+        signal: _Signal,
+        scope: _Scope,
+        deadline: float | None,
+        grace: float,
+    ) -> tuple[str, Any]:
+        """Run ``job`` on the pool and wait for it, its cancellation or its deadline.
+
+        Returns ``("done", value)``, ``("cancelled", value-or-None)`` or
+        ``("timeout", value-or-_ABANDONED_MARK)``.
+        """
+        pool = self._pool
+        cancelled = scope.token
+        pool.submit(job)
+        while True:
+            if job.state == _DONE:
+                if cancelled.is_cancellation_requested:
+                    return "cancelled", job.value
+                return "done", job.value
+            if cancelled.is_cancellation_requested:
+                if pool.abandon(job, quietly=True):
+                    return "cancelled", job.value
+                return "cancelled", None
+            if deadline is None:
+                signal.wait(None)
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            signal.wait(remaining)
+        # The deadline passed: cancel the tool's token (this does not wake us: only the
+        # caller's token and close() do) and give the tool the grace period.
+        scope.source.cancel()
+        end = deadline + grace
+        while job.state != _DONE:
+            remaining = end - time.monotonic()
+            if remaining <= 0:
+                break
+            signal.wait(remaining)
+        if job.state == _DONE or pool.abandon(job):
+            return "timeout", job.value
+        return "timeout", _ABANDONED_MARK
+
+    def _ask_sync(self, request: Request, token: CancellationToken) -> object:
+        """Loop rule 1 from a thread: ask ``wait_for``; None when the caller cancelled.
+
+        Returns the answer, or a non-Answer (treated as declined) when ``wait_for``
+        raised or ran out of its budget.
+        """
+        assert self._wait_for is not None
+        if request.is_expired():
+            return _Refused("expired")
+        if token.is_cancellation_requested:
+            return None
+        budget = self._wait_for_timeout_ms
+        deadline = None if budget is None else time.monotonic() + budget / 1000
+        signal = _Signal()
+        scope = self._open(token, signal.set)
+        try:
+            job = _Job(
+                self._invoke_wait_for, (self._wait_for, request, scope.token), signal.set,
+                "wait_for",
+            )
+            status, value = self._wait_job(job, signal, scope, deadline, 0.0)
+        finally:
+            self._close(scope)
+        if status == "cancelled":
+            return None
+        if status == "timeout":
+            _log.warning(
+                "toolnexus host: wait_for gave no answer to %r within %s ms; treated as declined",
+                request.id, budget,
+            )
+            return _Refused("timed out")
+        return value
+
+    # ----------------------------------------------------------------- internals: async
+
+    async def _call_async(
+        self,
+        name: str,
+        args: Any,
+        budget: int | None,
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        answer: Answer | None,
+    ) -> tuple[ToolResult, Outcome, str | None]:
+        refused = self._refusal(name)
+        if refused is not None:
+            return refused, "error", None
+        resolved = self._toolkit.resolve(name, args)
+        if isinstance(resolved, ToolResult):
+            return resolved, _outcome_of(resolved), None
+        tool, parsed = resolved
+        reporter = _Progress(progress, name) if progress is not None else None
+        try:
+            result, outcome = await self._run_async(tool, parsed, budget, token, answer, reporter)
+            if outcome != "pending":
+                return result, outcome, None
+            request = ToolResult.pending_of(result)
+            assert request is not None
+            if answer is not None:
+                return _unresolved(result), "error", request.id
+            if self._wait_for is None:
+                return result, outcome, request.id
+            got = await self._ask_async(request, token)
+            if got is None:
+                return ToolResult.error(self._cancel_reason()), "cancelled", request.id
+            checked = self._answer_problem(request, got)
+            if isinstance(checked, ToolResult):
+                return checked, "error", request.id
+            result, outcome = await self._run_async(
+                tool, parsed, budget, token, checked, reporter
+            )
+            if outcome == "pending":
+                again = ToolResult.pending_of(result)
+                return _unresolved(result), "error", again.id if again else request.id
+            return result, outcome, request.id
+        finally:
+            if reporter is not None:
+                reporter.live = False
+
+    async def _run_async(
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        budget: int | None,
+        token: CancellationToken,
+        answer: Answer | None,
+        progress: _Progress | None,
+    ) -> tuple[ToolResult, Outcome]:
+        if token.is_cancellation_requested:
+            return ToolResult.error(self._cancel_reason()), "cancelled"
+        deadline = None if budget is None else time.monotonic() + budget / 1000
+        signal = _AsyncSignal(asyncio.get_running_loop())
+        scope = self._open(token, signal.set_threadsafe)
+        try:
+            ctx = ToolContext(budget, scope.token, answer, progress)
+            if tool.is_async:
+                status, value = await self._await_task(
+                    tool.acall(args, ctx), signal, scope, deadline, self._grace
+                )
+            else:
+                job = _Job(self._invoke_tool, (tool, args, ctx), signal.set_threadsafe,
+                           tool.name)
+                status, value = await self._await_job(job, signal, scope, deadline,
+                                                      self._grace)
+        finally:
+            self._close(scope)
+        if status == "done":
+            if not isinstance(value, ToolResult):
+                value = ToolResult.error(
+                    f"tool '{tool.name}' returned {type(value).__name__}, not a ToolResult"
+                )
+            return value, _outcome_of(value)
+        if status == "cancelled":
+            return _cancelled_result(value, self._cancel_reason()), "cancelled"
+        if value is _ABANDONED_MARK:
+            _log.warning(
+                "toolnexus host: %r ignored its deadline (%s ms) and the %s ms grace period; "
+                "it was abandoned", tool.name, budget, self._grace_ms,
+            )
+        return _timeout_result(budget, value, tool.name, self._grace_ms), "timeout"
+
+    async def _await_job(
+        self,
+        job: _Job,
+        signal: _AsyncSignal,
+        scope: _Scope,
+        deadline: float | None,
+        grace: float,
+    ) -> tuple[str, Any]:
+        """The asyncio twin of :meth:`_wait_job`: a worker runs the job, the loop waits."""
+        pool = self._pool
+        cancelled = scope.token
+        pool.submit(job)
+        try:
+            while True:
+                if job.state == _DONE:
+                    if cancelled.is_cancellation_requested:
+                        return "cancelled", job.value
+                    return "done", job.value
+                if cancelled.is_cancellation_requested:
+                    if pool.abandon(job, quietly=True):
+                        return "cancelled", job.value
+                    return "cancelled", None
+                if deadline is None:
+                    await signal.wait(None)
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                await signal.wait(remaining)
+            scope.source.cancel()
+            end = deadline + grace
+            while job.state != _DONE:
+                remaining = end - time.monotonic()
+                if remaining <= 0:
+                    break
+                await signal.wait(remaining)
+        except asyncio.CancelledError:
+            # The task awaiting us was cancelled: stop the tool and let asyncio unwind.
+            scope.source.cancel()
+            pool.abandon(job, quietly=True)
+            raise
+        if job.state == _DONE or pool.abandon(job):
+            return "timeout", job.value
+        return "timeout", _ABANDONED_MARK
+
+    async def _await_task(
+        self,
+        awaitable: Awaitable[Any],
+        signal: _AsyncSignal,
+        scope: _Scope,
+        deadline: float | None,
+        grace: float,
+    ) -> tuple[str, Any]:
+        """Await ``awaitable`` as a task on this loop, bounded by ``deadline`` and the token.
+
+        Same statuses as :meth:`_wait_job`; a task that ended by cancellation has value
+        None, one that raised has the exception as its value.
+        """
+        task = asyncio.ensure_future(awaitable)
+        task.add_done_callback(signal.set)
+        cancelled = scope.token
+        try:
+            while True:
+                if task.done():
+                    status = "cancelled" if cancelled.is_cancellation_requested else "done"
+                    return status, _task_value(task)
+                if cancelled.is_cancellation_requested:
+                    task.cancel()
+                    task.add_done_callback(_swallow)
+                    return "cancelled", None
+                if deadline is None:
+                    await signal.wait(None)
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                await signal.wait(remaining)
+            scope.source.cancel()
+            task.cancel()
+            end = deadline + grace
+            while not task.done():
+                remaining = end - time.monotonic()
+                if remaining <= 0:
+                    break
+                await signal.wait(remaining)
+        except asyncio.CancelledError:
+            scope.source.cancel()
+            task.cancel()
+            task.add_done_callback(_swallow)
+            raise
+        if task.done():
+            return "timeout", _task_value(task)
+        task.add_done_callback(_swallow)
+        return "timeout", _ABANDONED_MARK
+
+    async def _ask_async(self, request: Request, token: CancellationToken) -> object:
+        """Loop rule 1 on a loop: ask ``wait_for``; None when the caller cancelled."""
+        wait_for = self._wait_for
+        assert wait_for is not None
+        if request.is_expired():
+            return _Refused("expired")
+        if token.is_cancellation_requested:
+            return None
+        budget = self._wait_for_timeout_ms
+        deadline = None if budget is None else time.monotonic() + budget / 1000
+        signal = _AsyncSignal(asyncio.get_running_loop())
+        scope = self._open(token, signal.set_threadsafe)
+        try:
+            if self._wait_for_is_async:
+                try:
+                    awaitable: Any = wait_for(request)
+                except Exception:
+                    _log.exception("toolnexus host: wait_for raised; treated as declined")
+                    return _Refused("raised")
+                status, value = await self._await_task(awaitable, signal, scope, deadline, 0.0)
+                if status == "done" and isinstance(value, BaseException):
+                    _log.error(
+                        "toolnexus host: wait_for raised; treated as declined", exc_info=value
+                    )
+                    return _Refused("raised")
+            else:
+                job = _Job(self._invoke_wait_for, (wait_for, request, scope.token),
+                           signal.set_threadsafe, "wait_for")
+                status, value = await self._await_job(job, signal, scope, deadline, 0.0)
+        finally:
+            self._close(scope)
+        if status == "cancelled":
+            return None
+        if status == "timeout":
+            _log.warning(
+                "toolnexus host: wait_for gave no answer to %r within %s ms; treated as declined",
+                request.id, budget,
+            )
+            return _Refused("timed out")
+        return value
+
+    async def _gather(
+        self,
+        items: Sequence[tuple[str, Any, Request | None, Answer | None]],
+        budget: int | None,
+        token: CancellationToken,
+    ) -> list[ToolResult]:
+        """Run calls (or resumes, when a request and answer are given) concurrently."""
+
+        async def one(name: str, args: Any, request: Request | None, answer: Answer | None
+                      ) -> ToolResult:
+            if request is not None and answer is not None:
+                return await self.aresume(
+                    name, args, request, answer, timeout_ms=budget, cancellation_token=token
+                )
+            return await self.acall(name, args, timeout_ms=budget, cancellation_token=token)
+
+        if not items:
+            return []
+        if len(items) == 1:
+            return [await one(*items[0])]
+        return list(await asyncio.gather(*(one(*item) for item in items)))
+
+    async def _arun_turn(
+        self, calls: list[tuple[str, str, Any]], style: Style, budget: int | None,
+        token: CancellationToken,
+    ) -> TurnResult:
+        results = await self._gather([(n, a, None, None) for _, n, a in calls], budget, token)
+        return TurnResult(
+            style,
+            tuple(TurnCall(cid, n, a, r) for (cid, n, a), r in zip(calls, results, strict=True)),
+        )
+
+    async def _aresume_turn(
+        self, turn: TurnResult, answer: object, budget: int | None, token: CancellationToken
+    ) -> TurnResult:
+        if not isinstance(turn, TurnResult):
+            raise TypeError(
+                f"resume_turn() takes the TurnResult of run_turn (or TurnResult.from_json), "
+                f"got {type(turn).__name__}"
+            )
+        halted = turn.pending_call
+        if halted is None:
+            return replace(turn, error="the turn is complete; there is nothing to resume")
+        request = ToolResult.pending_of(halted.result)
+        assert request is not None
+        try:
+            ans = _coerce_answer(answer)
+        except WireFormatError as exc:
+            return replace(turn, error=f"cannot resume the turn: {exc}; it still waits on "
+                           f"request {request.id!r}")
+        if ans.id != request.id:
+            return replace(
+                turn,
+                error=f"answer id {ans.id!r} does not echo the pending request's id "
+                f"{request.id!r}; the turn still waits on {request.id!r}",
+            )
+        first = await self._gather([(halted.name, halted.arguments, request, ans)], budget, token)
+        calls = [replace(c, result=first[0]) if c is halted else c for c in turn.calls]
+        others = [i for i, c in enumerate(calls) if c.is_pending]
+        if others:
+            again = await self._gather(
+                [(calls[i].name, calls[i].arguments, None, None) for i in others], budget, token
+            )
+            for i, result in zip(others, again, strict=True):
+                calls[i] = replace(calls[i], result=result)
+        return TurnResult(turn.style, tuple(calls))
+
+
+def _task_value(task: asyncio.Future[Any]) -> Any:
+    if task.cancelled():
+        return None
+    exc = task.exception()
+    if exc is not None:
+        if isinstance(exc, Exception):
+            return exc
+        return None
+    return task.result()
+
+
+def _pairs(calls: Iterable[Any]) -> list[tuple[str, Any]]:
+    pairs = []
+    for index, item in enumerate(calls):
+        if isinstance(item, (str, bytes)) or not isinstance(item, Sequence) or len(item) != 2:
+            raise TypeError(
+                f"call_many() takes (name, args) pairs; item {index} is {item!r}"
+            )
+        pairs.append((item[0], item[1]))
+    return pairs
+
+
+# --------------------------------------------------------------------------- turns
+
+
+def _get(obj: Any, key: str) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(key)
+    return getattr(obj, key, None)
+
+
+def _parse_calls(calls: Any, style: str) -> list[tuple[str, str, Any]]:
+    """Provider tool calls -> ``[(call_id, name, arguments)]``, in order."""
+    if style not in ("openai", "anthropic"):
+        raise ValueError(f"style must be 'openai' or 'anthropic', got {style!r}")
+    # A whole assistant message is accepted as well as its list of calls.
+    if style == "openai" and _get(calls, "tool_calls") is not None:
+        calls = _get(calls, "tool_calls")
+    elif style == "anthropic" and not isinstance(calls, (list, tuple)) \
+            and _get(calls, "content") is not None:
+        calls = _get(calls, "content")
+    if isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Iterable):
+        raise TypeError(
+            f"run_turn() takes the provider's list of tool calls, got {type(calls).__name__}"
+        )
+    parsed: list[tuple[str, str, Any]] = []
+    for index, item in enumerate(calls):
+        where = f"tool call {index}"
+        if style == "openai":
+            call_id = _get(item, "id")
+            function = _get(item, "function")
+            if function is None:
+                raise WireFormatError(where, "function", "is missing; expected an object "
+                                      'like {"name": ..., "arguments": "{...}"}')
+            name = _get(function, "name")
+            arguments = _get(function, "arguments")
+        else:
+            if _get(item, "type") != "tool_use":
+                continue
+            call_id = _get(item, "id")
+            name = _get(item, "name")
+            arguments = _get(item, "input")
+        if not isinstance(call_id, str) or not call_id:
+            raise WireFormatError(where, "id", f"must be a non-empty string, got {call_id!r}")
+        if not isinstance(name, str):
+            raise WireFormatError(where, "name", f"must be a string, got {name!r}")
+        if isinstance(arguments, str) and not arguments.strip():
+            arguments = {}  # some models send "" for a tool without parameters
+        parsed.append((call_id, name, arguments))
+    return parsed
+
+
+@dataclass(frozen=True, slots=True)
+class TurnCall:
+    """One tool call of a turn and its latest result.
+
+    Attributes:
+        id: the provider's call id (``tool_call_id`` / ``tool_use_id``).
+        name: the tool the model asked for.
+        arguments: the arguments as the model sent them (OpenAI: JSON text; Anthropic: an
+            object), kept so a suspended call can run again with exactly the same input.
+        result: the call's result; a pending result while it waits on a question.
+
+    Example::
+
+        call = turn.calls[0]
+        print(call.id, call.name, call.result.output)
+    """
+
+    id: str
+    name: str
+    arguments: Any
+    result: ToolResult
+
+    @property
+    def is_pending(self) -> bool:
+        """True while this call's result is a suspension."""
+        return self.result.is_pending
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """The results of one model turn's tool calls — balanced, or halted on a question.
+
+    Plain data: :meth:`to_json` / :meth:`from_json` let a durable host park a halted turn
+    and resume it in another process with :meth:`Host.resume_turn`.
+
+    Attributes:
+        style: ``"openai"`` or ``"anthropic"``: the shape of :attr:`messages`.
+        calls: every tool call of the turn, in call order, with its latest result.
+        error: why the last :meth:`Host.resume_turn` changed nothing (an answer for another
+            request, a complete turn), else ``None``.
+
+    Example::
+
+        turn = host.run_turn(tool_calls)
+        while turn.pending is not None:
+            turn = host.resume_turn(turn, ask_a_human(turn.pending))
+        messages.extend(turn.messages)
+    """
+
+    style: Style
+    calls: tuple[TurnCall, ...]
+    error: str | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if self.style not in ("openai", "anthropic"):
+            raise ValueError(f"style must be 'openai' or 'anthropic', got {self.style!r}")
+        object.__setattr__(self, "calls", tuple(self.calls))
+
+    @property
+    def pending_call(self) -> TurnCall | None:
+        """The first call in call order still waiting on a question, or None."""
+        for call in self.calls:
+            if call.is_pending:
+                return call
+        return None
+
+    @property
+    def pending(self) -> Request | None:
+        """The request to answer next: the first suspension in call order; None when the
+        turn is complete."""
+        call = self.pending_call
+        return None if call is None else ToolResult.pending_of(call.result)
+
+    @property
+    def waiting(self) -> tuple[str, ...]:
+        """The ids of the calls that still need a result, in call order."""
+        return tuple(call.id for call in self.calls if call.is_pending)
+
+    @property
+    def is_complete(self) -> bool:
+        """True when every call has its final result (no call is suspended)."""
+        return self.pending_call is None
+
+    @property
+    def results(self) -> list[ToolResult]:
+        """Each call's latest result, in call order."""
+        return [call.result for call in self.calls]
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The provider-shaped results to append to the conversation; ``[]`` until the
+        turn is complete (so an unbalanced set can never be sent).
+
+        OpenAI: one ``{"role": "tool", "tool_call_id", "content"}`` per call. Anthropic: one
+        ``{"role": "user", "content": [{"type": "tool_result", "tool_use_id", "content",
+        "is_error"}, ...]}``. A fresh list each time: change it freely.
+        """
+        if not self.is_complete or not self.calls:
+            return []
+        if self.style == "openai":
+            return [
+                {"role": "tool", "tool_call_id": call.id, "content": call.result.output}
+                for call in self.calls
+            ]
+        blocks = [
+            {
+                "type": "tool_result",
+                "tool_use_id": call.id,
+                "content": call.result.output,
+                "is_error": call.result.is_error,
+            }
+            for call in self.calls
+        ]
+        return [{"role": "user", "content": blocks}]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form: ``{"style", "calls": [{"id", "name", "arguments", "result"}],
+        "pending", "error"}`` (``pending`` is informative; it is derived again on load)."""
+        pending = self.pending
+        return {
+            "style": self.style,
+            "calls": [
+                {
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": _plain(call.arguments),
+                    "result": call.result.to_dict(),
+                }
+                for call in self.calls
+            ],
+            "pending": None if pending is None else pending.to_dict(),
+            "error": self.error,
+        }
+
+    def to_json(self) -> str:
+        """Compact JSON of :meth:`to_dict`, to persist a halted turn."""
+        return _wire.dumps(self.to_dict(), "TurnResult")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TurnResult:
+        """Rebuild a turn from :meth:`to_dict` output.
+
+        Raises :class:`~toolnexus.errors.WireFormatError` naming the field at fault.
+        """
+        data = _wire.require_object(data, "TurnResult")
+        style = _wire.field(data, "style", str, "TurnResult", required=True,
+                            expected="'openai' or 'anthropic'")
+        if style not in ("openai", "anthropic"):
+            raise WireFormatError("TurnResult", "style", f"must be 'openai' or 'anthropic', "
+                                  f"got {style!r}")
+        raw_calls = _wire.field(data, "calls", list, "TurnResult", required=True,
+                                expected="an array")
+        error = _wire.field(data, "error", str, "TurnResult", required=False,
+                            expected="a string")
+        calls = []
+        for index, raw in enumerate(raw_calls):
+            where = f"calls[{index}]"
+            if not isinstance(raw, Mapping):
+                raise WireFormatError("TurnResult", where, "must be an object")
+            call_id = raw.get("id")
+            name = raw.get("name")
+            if not isinstance(call_id, str) or not call_id:
+                raise WireFormatError("TurnResult", f"{where}.id", "must be a non-empty string")
+            if not isinstance(name, str):
+                raise WireFormatError("TurnResult", f"{where}.name", "must be a string")
+            if not isinstance(raw.get("result"), Mapping):
+                raise WireFormatError("TurnResult", f"{where}.result", "must be an object")
+            try:
+                result = ToolResult.from_dict(raw["result"])
+            except WireFormatError as exc:
+                raise WireFormatError("TurnResult", f"{where}.result", f"is invalid: {exc}") \
+                    from None
+            calls.append(TurnCall(call_id, name, raw.get("arguments"), result))
+        return cls(style, tuple(calls), error)
+
+    @classmethod
+    def from_json(cls, text: str | bytes | bytearray) -> TurnResult:
+        """Parse :meth:`to_json` output. Raises :class:`WireFormatError` when malformed."""
+        return cls.from_dict(_wire.loads_object(text, "TurnResult"))
+
+    def __repr__(self) -> str:
+        if self.is_complete:
+            state = "complete"
+        else:
+            pending = self.pending
+            state = f"pending {pending.id if pending else '?'}"
+        error = f" error={self.error!r}" if self.error else ""
+        return f"<TurnResult {self.style} calls={len(self.calls)} {state}{error}>"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, (bytes, bytearray)):
+        return value.decode("utf-8", errors="replace")
+    return value
