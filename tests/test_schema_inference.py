@@ -628,8 +628,18 @@ def test_an_unresolvable_annotation_fails_at_definition_time():
     def broken(a: NoSuchType):  # type: ignore[name-defined]  # noqa: F821
         return a
 
-    with pytest.raises(SchemaInferenceError, match=r"broken\(\).*NoSuchType.*input_schema="):
+    with pytest.raises(SchemaInferenceError) as caught:
         tool(broken)
+    assert caught.value.parameter == "a"
+    assert str(caught.value).startswith(
+        "cannot infer a JSON Schema for parameter 'a' of test_schema_inference."
+        "test_an_unresolvable_annotation_fails_at_definition_time.<locals>.broken(): "
+        "the annotation 'NoSuchType' could not be resolved (NameError: "
+    )
+    assert str(caught.value).endswith(
+        "pass the schema yourself with @tool(input_schema={...}), "
+        "or annotate it with a supported type"
+    )
 
 
 def test_input_schema_skips_inference_entirely():

@@ -16,6 +16,7 @@ import functools
 import inspect
 import json
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -350,9 +351,19 @@ class _ClassDef:
 class _Inferrer:
     """Walks annotations once, producing a schema and a converter for each."""
 
-    def __init__(self, function: str, localns: Mapping[str, Any] | None) -> None:
+    def __init__(
+        self,
+        function: str,
+        localns: Mapping[str, Any] | None,
+        globalns: Mapping[str, Any] | None = None,
+    ) -> None:
         self.function = function
         self.localns = dict(localns) if localns else None
+        # The namespaces string annotations are read in: the function's module, then
+        # the module of each class being read (pushed while its fields are inferred).
+        self.scopes: list[tuple[Mapping[str, Any], dict[str, Any]]] = [
+            (globalns or {}, dict(self.localns or {}))
+        ]
         self.classes: dict[type, _ClassDef] = {}
         self.def_names: set[str] = set()
 
@@ -419,7 +430,8 @@ class _Inferrer:
             values, convert = self.infer(value)
             return {"type": "object", "additionalProperties": values}, _dict_converter(convert)
         if isinstance(tp, (str, typing.ForwardRef)):
-            raise _Unsupported(f"the annotation {_show(tp)} could not be resolved")
+            # A forward reference typing left unevaluated (inside list["Node"] on 3.10).
+            return self.infer(self._resolve_reference(tp))
         raise _Unsupported(f"{_show(tp)} has no JSON Schema equivalent")
 
     def _enum(self, cls: type[enum.Enum]) -> tuple[dict[str, Any], Converter | None]:
@@ -529,6 +541,30 @@ class _Inferrer:
     ) -> tuple[dict[str, Any], dict[str, Converter]]:
         """entries: (name, annotation, required, has_default, default, description)."""
         _, documented = parse_docstring(cls.__doc__)
+        module = sys.modules.get(cls.__module__)
+        self.scopes.append((
+            vars(module) if module is not None else {},
+            {**(self.localns or {}), cls.__name__: cls},
+        ))
+        try:
+            return self._field_schemas(cls, entries, documented)
+        finally:
+            self.scopes.pop()
+
+    def _resolve_reference(self, ref: str | typing.ForwardRef) -> Any:
+        text = ref if isinstance(ref, str) else ref.__forward_arg__
+        globalns, localns = self.scopes[-1]
+        try:
+            return eval(text, dict(globalns), localns)  # what typing.get_type_hints does
+        except Exception:
+            raise _Unsupported(f"the annotation {text!r} could not be resolved") from None
+
+    def _field_schemas(
+        self,
+        cls: type,
+        entries: list[tuple[str, Any, bool, bool, Any, str | None]],
+        documented: Mapping[str, str],
+    ) -> tuple[dict[str, Any], dict[str, Converter]]:
         properties: dict[str, Any] = {}
         required: list[str] = []
         converters: dict[str, Converter] = {}
@@ -815,6 +851,7 @@ def infer(
     elif not (inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, type)):
         target = type(fn).__call__  # a callable object: its annotations are on __call__
     hints = _function_hints(target, where, localns, need=schema is None)
+    globalns = getattr(inspect.unwrap(target), "__globals__", None)
     description, documented = parse_docstring(inspect.getdoc(fn))
 
     ctx_param: inspect.Parameter | None = None
@@ -845,8 +882,8 @@ def infer(
         and params[0] is others[0]
         and (schema is not None or _is_object_annotation(hints.get("args", Any)))
     ):
-        return _contract(others[0], hints, where, schema, description, localns, ctx)
-    return _keyword(others, hints, documented, where, schema, description, localns, ctx)
+        return _contract(others[0], hints, where, schema, description, localns, ctx, globalns)
+    return _keyword(others, hints, documented, where, schema, description, localns, ctx, globalns)
 
 
 def _is_object_annotation(annotation: Any) -> bool:
@@ -882,10 +919,22 @@ def _function_hints(
                 pass
         if not need:
             return {}
+        # Name the parameter at fault: evaluate the annotations one by one.
+        globalns = dict(getattr(inspect.unwrap(target), "__globals__", {}))
+        for parameter, annotation in raw.items():
+            if not isinstance(annotation, str):
+                continue
+            try:
+                eval(annotation, globalns, dict(scope or {}))  # what get_type_hints does
+            except Exception as exc:
+                raise SchemaInferenceError(
+                    where, None if parameter == "return" else parameter,
+                    f"the annotation {annotation!r} could not be resolved "
+                    f"({type(exc).__name__}: {exc})",
+                ) from None
         raise SchemaInferenceError(
             where, None,
-            f"its annotations could not be resolved ({type(first).__name__}: {first}); "
-            "define the types they name at module level",
+            f"its annotations could not be resolved ({type(first).__name__}: {first})",
         ) from None
 
 
@@ -897,6 +946,7 @@ def _contract(
     description: str,
     localns: Callable[[], Mapping[str, Any] | None] | None,
     ctx: dict[str, Any],
+    globalns: Mapping[str, Any] | None,
 ) -> Signature:
     if schema is not None:
         return Signature("contract", dict(schema), description, inferred=False, **ctx)
@@ -908,7 +958,7 @@ def _contract(
         origin in _MAPPING_ORIGINS and typing.get_args(annotation)[1:] in ((Any,), (object,))
     ):
         return Signature("contract", {"type": "object"}, description, **ctx)
-    inferrer = _Inferrer(where, _scope(localns))
+    inferrer = _Inferrer(where, _scope(localns), globalns)
     try:
         root, convert = inferrer.infer(annotation)
     except _Unsupported as exc:
@@ -936,6 +986,7 @@ def _keyword(
     description: str,
     localns: Callable[[], Mapping[str, Any] | None] | None,
     ctx: dict[str, Any],
+    globalns: Mapping[str, Any] | None,
 ) -> Signature:
     positional = tuple(p.name for p in params if p.kind is p.POSITIONAL_ONLY)
     accepts_any = any(p.kind is p.VAR_KEYWORD for p in params)
@@ -960,7 +1011,7 @@ def _keyword(
         return Signature("keyword", dict(schema), description, positional=positional,
                          accepts_any_keyword=accepts_any, inferred=False, **ctx)
 
-    inferrer = _Inferrer(where, _scope(localns))
+    inferrer = _Inferrer(where, _scope(localns), globalns)
     properties: dict[str, Any] = {}
     required: list[str] = []
     converters: list[tuple[str, Converter]] = []

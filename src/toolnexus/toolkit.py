@@ -193,7 +193,18 @@ class Toolkit:
 
         known = list(self._tools)
         text = name if isinstance(name, str) else repr(name)
-        suggestions = difflib.get_close_matches(text, known, n=3, cutoff=0.6)
+        matcher = difflib.SequenceMatcher()
+        matcher.set_seq2(text)
+        scored = []
+        for candidate in known:
+            matcher.set_seq1(candidate)
+            score = matcher.ratio()
+            if score >= 0.6:
+                scored.append((score, candidate))
+        scored.sort(key=lambda pair: -pair[0])
+        # Only names about as close as the best: 'serch' suggests 'search', not 'fetch' too.
+        best = scored[0][0] if scored else 0.0
+        suggestions = [candidate for score, candidate in scored[:3] if score >= best - 0.1]
         return UnknownToolError(text, suggestions, known)
 
     def remove(self, name: str) -> Tool:
@@ -396,7 +407,7 @@ class Toolkit:
             declaration: dict[str, Any] = {"name": item.name, "description": item.description}
             schema = item.input_schema
             if schema.get("properties"):
-                declaration["parameters"] = _GeminiMapper(schema).map(schema)
+                declaration["parameters"] = thaw(_GeminiMapper(schema).map(schema))
             declarations.append(declaration)
         return [{"functionDeclarations": declarations}]
 

@@ -1,0 +1,314 @@
+"""Provider adapters: each provider's tool shape, as plain JSON copies."""
+
+import enum
+import json
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
+
+import pytest
+
+from toolnexus import Tool, Toolkit, tool
+from toolnexus.toolkit import StrictSchemaError
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool(title="Search the web", read_only=True, open_world=True)
+def search(query: str, limit: int = 10) -> str:
+    """Search the web."""
+    return query
+
+
+ADD_SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    "required": ["a", "b"],
+    "additionalProperties": False,
+}
+SEARCH_SCHEMA = {
+    "type": "object",
+    "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "default": 10}},
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+
+def test_to_openai_wraps_each_tool_as_a_function():
+    assert Toolkit([add, search]).to_openai() == [
+        {"type": "function",
+         "function": {"name": "add", "description": "Add two integers.",
+                      "parameters": ADD_SCHEMA}},
+        {"type": "function",
+         "function": {"name": "search", "description": "Search the web.",
+                      "parameters": SEARCH_SCHEMA}},
+    ]
+
+
+def test_to_anthropic_gives_name_description_input_schema():
+    assert Toolkit([add]).to_anthropic() == [
+        {"name": "add", "description": "Add two integers.", "input_schema": ADD_SCHEMA}
+    ]
+
+
+def test_to_mcp_gives_input_schema_and_the_optional_metadata_when_set():
+    @tool(output_schema={"type": "object", "properties": {"sum": {"type": "integer"}}})
+    def total(a: int) -> dict[str, int]:
+        """Sum."""
+        return {"sum": a}
+
+    assert Toolkit([add, search, total]).to_mcp() == [
+        {"name": "add", "description": "Add two integers.", "inputSchema": ADD_SCHEMA},
+        {"name": "search", "title": "Search the web", "description": "Search the web.",
+         "inputSchema": SEARCH_SCHEMA,
+         "annotations": {"readOnlyHint": True, "openWorldHint": True}},
+        {"name": "total", "description": "Sum.",
+         "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}},
+                         "required": ["a"], "additionalProperties": False},
+         "outputSchema": {"type": "object", "properties": {"sum": {"type": "integer"}}}},
+    ]
+
+
+def test_to_gemini_groups_declarations_in_one_tool():
+    assert Toolkit([add, search]).to_gemini() == [
+        {"functionDeclarations": [
+            {"name": "add", "description": "Add two integers.",
+             "parameters": {"type": "object",
+                            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                            "required": ["a", "b"]}},
+            {"name": "search", "description": "Search the web.",
+             "parameters": {"type": "object",
+                            "properties": {"query": {"type": "string"},
+                                           "limit": {"type": "integer", "default": 10}},
+                            "required": ["query"]}},
+        ]}
+    ]
+
+
+@pytest.mark.parametrize("adapter", ["to_openai", "to_anthropic", "to_gemini", "to_mcp"])
+def test_adapters_return_plain_json_serialisable_copies(adapter):
+    toolkit = Toolkit([add, search])
+    out = getattr(toolkit, adapter)()
+    assert json.loads(json.dumps(out)) == out
+
+    def plain(value: Any) -> None:
+        assert type(value) in (dict, list, str, int, float, bool, type(None)), type(value)
+        if isinstance(value, dict):
+            for item in value.values():
+                plain(item)
+        elif isinstance(value, list):
+            for item in value:
+                plain(item)
+
+    plain(out)
+    # Mutating what an adapter returned leaves the tool untouched.
+    text = json.dumps(out)
+    text_before = json.dumps(add.input_schema)
+    first = out[0]
+    first.clear()
+    assert json.dumps(add.input_schema) == text_before
+    assert json.loads(text) != out
+
+
+def test_an_empty_toolkit_gives_empty_lists():
+    toolkit = Toolkit()
+    assert toolkit.to_openai() == []
+    assert toolkit.to_anthropic() == []
+    assert toolkit.to_mcp() == []
+    assert toolkit.to_gemini() == [{"functionDeclarations": []}]
+
+
+# --------------------------------------------------------------------------- OpenAI strict
+
+def test_strict_openai_marks_the_function_and_keeps_an_already_strict_schema():
+    [entry] = Toolkit([add]).to_openai(strict=True)
+    assert entry == {"type": "function", "function": {
+        "name": "add", "description": "Add two integers.", "parameters": ADD_SCHEMA,
+        "strict": True}}
+
+
+def test_strict_openai_makes_optional_properties_required_and_nullable():
+    [entry] = Toolkit([search]).to_openai(strict=True)
+    assert entry["function"]["parameters"] == {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string"},
+            "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        },
+        "required": ["query", "limit"],
+        "additionalProperties": False,
+    }
+
+
+def test_a_null_sent_under_strict_mode_for_an_optional_argument_means_its_default():
+    toolkit = Toolkit([search])
+    assert toolkit.execute("search", '{"query": "q", "limit": null}').output == "q"
+
+
+@dataclass
+class Window:
+    width: int
+    height: int = 100
+
+
+class Options(TypedDict, total=False):
+    dark: bool
+
+
+def test_strict_openai_rewrites_nested_objects_and_definitions():
+    @tool
+    def layout(main: Window, side: Window, options: Options) -> str:
+        return f"{main.height} {side.height} {options}"
+
+    [entry] = Toolkit([layout]).to_openai(strict=True)
+    parameters = entry["function"]["parameters"]
+    assert parameters["$defs"]["Window"] == {
+        "type": "object",
+        "properties": {
+            "width": {"type": "integer"},
+            "height": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        },
+        "required": ["width", "height"],
+        "additionalProperties": False,
+    }
+    assert parameters["properties"]["options"] == {
+        "type": "object",
+        "properties": {"dark": {"anyOf": [{"type": "boolean"}, {"type": "null"}]}},
+        "required": ["dark"],
+        "additionalProperties": False,
+    }
+    # What a strict model sends is accepted, its nulls reading as "not given".
+    sent = json.dumps({"main": {"width": 1, "height": None}, "side": {"width": 2, "height": 3},
+                       "options": {"dark": None}})
+    assert Toolkit([layout]).execute("layout", sent).output == "100 3 {}"
+
+
+def test_strict_openai_drops_keywords_strict_mode_refuses():
+    @tool
+    def pick(tags: set[str], pair: tuple[int, str]) -> str:
+        return "ok"
+
+    [entry] = Toolkit([pick]).to_openai(strict=True)
+    properties = entry["function"]["parameters"]["properties"]
+    assert properties["tags"] == {"type": "array", "items": {"type": "string"}}
+    assert properties["pair"] == {
+        "type": "array", "items": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        "minItems": 2, "maxItems": 2,
+    }
+
+
+def test_strict_openai_refuses_an_open_object_naming_the_tool_and_where():
+    @tool
+    def label(names: dict[str, str]) -> str:
+        return "ok"
+
+    with pytest.raises(StrictSchemaError) as caught:
+        Toolkit([add, label]).to_openai(strict=True)
+    assert caught.value.tool == "label"
+    assert caught.value.path == "names"
+    assert "cannot be offered in OpenAI strict mode" in str(caught.value)
+    assert "without strict=True" in str(caught.value)
+    assert isinstance(caught.value, ValueError)
+
+
+def test_strict_openai_refuses_a_contract_tool_that_takes_any_object():
+    with pytest.raises(StrictSchemaError, match="takes any keys"):
+        Toolkit([tool(lambda args: "", name="anything")]).to_openai(strict=True)
+
+
+# --------------------------------------------------------------------------- Gemini mapping
+
+class Mode(enum.IntEnum):
+    FAST = 1
+    SAFE = 2
+
+
+@dataclass
+class Node:
+    name: str
+    children: list["Node"]
+
+
+def gemini_parameters(item: Tool) -> dict[str, Any]:
+    [group] = Toolkit([item]).to_gemini()
+    [declaration] = group["functionDeclarations"]
+    result: dict[str, Any] = declaration["parameters"]
+    return result
+
+
+def test_gemini_turns_optional_into_nullable():
+    @tool
+    def find(name: str | None, kind: Literal["a", "b"] | None = None) -> str:
+        return "ok"
+
+    assert gemini_parameters(find)["properties"] == {
+        "name": {"type": "string", "nullable": True},
+        "kind": {"type": "string", "enum": ["a", "b"], "nullable": True, "default": None},
+    }
+
+
+def test_gemini_keeps_real_unions_as_anyof_and_writes_numeric_enums_as_strings():
+    @tool
+    def tune(value: int | str, mode: Mode) -> str:
+        return "ok"
+
+    assert gemini_parameters(tune)["properties"] == {
+        "value": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        "mode": {"type": "integer", "enum": ["1", "2"], "format": "enum"},
+    }
+
+
+def test_gemini_inlines_references_and_cuts_recursion():
+    @tool
+    def walk(root: Node, other: Node) -> str:
+        return "ok"
+
+    parameters = gemini_parameters(walk)
+    assert "$defs" not in parameters
+    node = parameters["properties"]["root"]
+    assert node["type"] == "object"
+    assert node["properties"]["name"] == {"type": "string"}
+    assert node["properties"]["children"] == {"type": "array", "items": {"type": "object"}}
+    assert node["required"] == ["name", "children"]
+    assert "additionalProperties" not in node
+
+
+def test_gemini_drops_keywords_it_refuses():
+    @tool(input_schema={
+        "type": "object",
+        "properties": {
+            "n": {"type": "number", "exclusiveMinimum": 0, "multipleOf": 0.5},
+            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+            "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "integer"}],
+                     "minItems": 2, "maxItems": 2},
+            "mode": {"const": "x"},
+            "either": {"type": ["integer", "string"]},
+            "free": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+        "additionalProperties": False,
+    })
+    def many(n=None, tags=None, pair=None, mode=None, either=None, free=None):  # type: ignore[no-untyped-def]
+        return "ok"
+
+    assert gemini_parameters(many)["properties"] == {
+        "n": {"type": "number", "minimum": 0},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "pair": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+        "mode": {"type": "string", "enum": ["x"]},
+        "either": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        "free": {"type": "object", "description": "an object (any keys)"},
+    }
+
+
+def test_gemini_leaves_out_parameters_for_a_tool_without_arguments():
+    @tool
+    def ping() -> str:
+        """Answer pong."""
+        return "pong"
+
+    assert Toolkit([ping]).to_gemini() == [
+        {"functionDeclarations": [{"name": "ping", "description": "Answer pong."}]}
+    ]
