@@ -26,9 +26,12 @@ import contextlib
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ToolnexusError
+
+if TYPE_CHECKING:
+    from fractions import Fraction
 
 __all__ = [
     "ANNOTATION_KEYWORDS",
@@ -59,6 +62,17 @@ ANNOTATION_KEYWORDS: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 
+_KNOWN_KEYWORDS = SUPPORTED_KEYWORDS | ANNOTATION_KEYWORDS
+# the supported keywords that constrain a value (format is an annotation; $defs a container)
+_CHECKING_KEYWORDS = SUPPORTED_KEYWORDS - {"format", "$defs", "definitions"}
+_NUMBER_KEYWORDS = frozenset(
+    {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
+)
+_STRING_KEYWORDS = frozenset({"minLength", "maxLength", "pattern"})
+_COUNT_KEYWORDS = frozenset(
+    {"minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties"}
+)
+
 DEFAULT_MAX_DEPTH = 64
 DEFAULT_MAX_PROBLEMS = 20
 # A schema nested deeper than this is refused when compiled: compiling and checking it
@@ -67,6 +81,7 @@ _MAX_SCHEMA_LEVELS = 100
 # Walking stops after this many problems, so a huge wrong input costs bounded time.
 _PROBLEM_CEILING = 1000
 
+_INFINITY = float("inf")
 _TYPE_NAMES = ("null", "boolean", "object", "array", "number", "string", "integer")
 
 _Ok = Callable[[Any, int], bool]
@@ -287,7 +302,7 @@ def _canon(value: Any, budget: int) -> Any:
         return frozenset((key, _canon(item, budget - 1)) for key, item in value.items())
     # subclasses (a str Enum, an IntEnum) compare as the JSON value they stand for
     if isinstance(value, str):
-        return str(value)
+        return str.__str__(value)  # str() would ask the subclass, and an Enum says "Colour.RED"
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
@@ -453,7 +468,7 @@ class _Compiler:
             raise self.fail(
                 pointer, keyword, f"{keyword!r} must be a number, got {_describe(value)}{hint}"
             )
-        if value != value or value in (float("inf"), float("-inf")):
+        if value != value or value in (_INFINITY, -_INFINITY):
             raise self.fail(pointer, keyword, f"{keyword!r} must be a finite number")
         return value
 
@@ -529,32 +544,31 @@ class _Compiler:
         return self.node(schema, pointer, level + 1)
 
     def build(self, node: _Node, schema: Mapping[str, Any], pointer: str, level: int) -> None:
-        for keyword in schema:
+        keys = schema.keys()
+        for keyword in keys - _KNOWN_KEYWORDS:
             if not isinstance(keyword, str):
                 raise self.fail(pointer, None, f"keywords must be strings, got {keyword!r}")
-            if (
-                keyword not in SUPPORTED_KEYWORDS
-                and keyword not in ANNOTATION_KEYWORDS
-                and not keyword.startswith("x-")
-            ):
+            if not keyword.startswith("x-"):
                 raise self.fail(pointer, keyword, _unsupported(keyword))
+        checking = keys & _CHECKING_KEYWORDS
 
+        if checking <= {"type"}:
+            # a leaf like {"type": "integer"}: most nodes of a tool schema; built once, shared
+            if checking:
+                node.ok, node.explain, node.reject = _type_leaf(self.types(schema, pointer))
+            else:
+                node.ok, node.explain, node.reject = _always, _explain_nothing, _reject_nothing
+            if "$defs" in keys or "definitions" in keys or "format" in keys:
+                self.annotations(schema, pointer, level)
+            return
+
+        self.annotations(schema, pointer, level)
         oks: list[_Ok] = []
         explains: list[_Explain] = []
 
         def add(pair: tuple[_Ok, _Explain]) -> None:
             oks.append(pair[0])
             explains.append(pair[1])
-
-        for keyword in ("$defs", "definitions"):
-            if keyword in schema:
-                for name, sub in self.schema_map(schema, keyword, pointer).items():
-                    self.child(sub, f"{pointer}/{keyword}/{_escape(name)}", level)
-
-        if "format" in schema and not isinstance(schema["format"], str):
-            raise self.fail(
-                pointer, "format", f"'format' must be a string, got {_describe(schema['format'])}"
-            )
 
         type_names = self.types(schema, pointer)
         type_ok: _Ok | None = None
@@ -573,8 +587,10 @@ class _Compiler:
                     pointer, "const", f"'const' must be a JSON value, got {_describe(const)}"
                 )
             add(self.const_check(const))
-        add_number_checks(self, schema, pointer, add)
-        add_string_checks(self, schema, pointer, add)
+        if checking & _NUMBER_KEYWORDS:
+            add_number_checks(self, schema, pointer, add)
+        if checking & _STRING_KEYWORDS:
+            add_string_checks(self, schema, pointer, add)
 
         # arrays
         folded_array = False
@@ -586,16 +602,17 @@ class _Compiler:
                 array_ok = _fold_type(array_ok, _is_array)
             oks.append(array_ok)
             explains.append(array_explain)
-        add_count_checks(self, schema, pointer, add)
+        if checking & _COUNT_KEYWORDS:
+            add_count_checks(self, schema, pointer, add)
 
         # objects
         folded_object = False
         object_check = self.object(schema, pointer, level)
         if object_check is not None:
-            object_ok, object_explain = object_check
+            object_ok, object_explain, object_check_typed = object_check
             if type_names == ("object",):
                 folded_object = True
-                object_ok = _fold_object_type(object_ok)
+                object_ok = object_check_typed
             oks.append(object_ok)
             explains.append(object_explain)
 
@@ -632,6 +649,17 @@ class _Compiler:
         )
 
     # -- keyword compilers -------------------------------------------------------------------
+
+    def annotations(self, schema: Mapping[str, Any], pointer: str, level: int) -> None:
+        """Check what does not constrain the value itself: ``format`` and the ``$defs``."""
+        for keyword in ("$defs", "definitions"):
+            if keyword in schema:
+                for name, sub in self.schema_map(schema, keyword, pointer).items():
+                    self.child(sub, f"{pointer}/{keyword}/{_escape(name)}", level)
+        if "format" in schema and not isinstance(schema["format"], str):
+            raise self.fail(
+                pointer, "format", f"'format' must be a string, got {_describe(schema['format'])}"
+            )
 
     def types(self, schema: Mapping[str, Any], pointer: str) -> tuple[str, ...] | None:
         if "type" not in schema:
@@ -748,7 +776,7 @@ class _Compiler:
 
     def object(
         self, schema: Mapping[str, Any], pointer: str, level: int
-    ) -> tuple[_Ok, _Explain] | None:
+    ) -> tuple[_Ok, _Explain, _Ok] | None:
         if not any(k in schema for k in ("properties", "required", "additionalProperties")):
             return None
         properties: dict[str, _Node] = {}
@@ -852,9 +880,7 @@ class _Compiler:
         one_nodes: list[_Node] | None,
     ) -> Callable[[Any, int], list[str] | None]:
         """How this node refuses a value at its root, as alternatives to list, if it does."""
-        checking = {k for k in schema if k in SUPPORTED_KEYWORDS} - {
-            "format", "$defs", "definitions",
-        }  # fmt: skip
+        checking = schema.keys() & _CHECKING_KEYWORDS
         value_only = checking <= {"type", "enum", "const"}
         names = list(type_names or ())
         values: list[str] | None = None
@@ -898,6 +924,8 @@ class _Compiler:
         """Refuse references that return to a schema without descending into the value."""
         finished: set[int] = set()
         for start in list(self.nodes.values()):
+            if not start.links:
+                continue
             if id(start) in finished:
                 continue
             on_path: dict[int, int] = {id(start): 0}
@@ -965,6 +993,29 @@ def _type_check(names: tuple[str, ...]) -> _Ok:
     return ok
 
 
+_TYPE_LEAVES: dict[
+    tuple[str, ...], tuple[_Ok, _Explain, Callable[[Any, int], list[str] | None]]
+] = {}
+
+
+def _type_leaf(
+    names: tuple[str, ...] | None,
+) -> tuple[_Ok, _Explain, Callable[[Any, int], list[str] | None]]:
+    """The three functions of a node that only checks ``type``, shared by all such nodes."""
+    assert names is not None
+    leaf = _TYPE_LEAVES.get(names)
+    if leaf is None:
+        ok = _type_check(names)
+        expected = list(names)
+        explain = _node_explain(ok, names, [])
+
+        def reject(x: Any, d: int) -> list[str] | None:
+            return None if ok(x, d) else expected
+
+        leaf = _TYPE_LEAVES[names] = (ok, explain, reject)
+    return leaf
+
+
 def _fold_type(inner: _Ok, type_ok: _Ok) -> _Ok:
     def ok(x: Any, d: int) -> bool:
         return type_ok(x, d) and inner(x, d)
@@ -972,24 +1023,14 @@ def _fold_type(inner: _Ok, type_ok: _Ok) -> _Ok:
     return ok
 
 
-def _fold_object_type(inner: _Ok) -> _Ok:
-    # the object check passes non-objects through; under "type": "object" they fail
-    def ok(x: Any, d: int) -> bool:
-        if type(x) is dict or isinstance(x, Mapping):
-            return inner(x, d)
-        return False
-
-    return ok
-
-
 def _node_explain(
     type_ok: _Ok | None, type_names: tuple[str, ...] | None, explains: list[_Explain]
 ) -> _Explain:
-    expected = _alternatives(list(type_names or ()))
     checks = tuple(explains)
 
     def explain(x: Any, path: _Path, problems: _Problems, d: int) -> None:
         if type_ok is not None and not type_ok(x, d):
+            expected = _alternatives(list(type_names or ()))
             problems.add(path, f"expected {expected}, got {_describe(x)}")
             return
         for check in checks:
@@ -1021,7 +1062,8 @@ def _object_check(
     required: list[str],
     additional: _Node | None,
     max_depth: int,
-) -> tuple[_Ok, _Explain]:
+) -> tuple[_Ok, _Explain, _Ok]:
+    """The object keywords as one check: (ok, explain, ok that also demands an object)."""
     property_oks = {name: node.ok_late() for name, node in properties.items()}
     get = property_oks.get
     required_names = tuple(required)
@@ -1040,9 +1082,9 @@ def _object_check(
         else "unexpected property (no properties are allowed)"
     )
 
-    def ok(x: Any, d: int) -> bool:
+    def typed_ok(x: Any, d: int) -> bool:
         if type(x) is not dict and not isinstance(x, Mapping):
-            return True
+            return False
         for name in required_names:
             if name not in x:
                 return False
@@ -1060,6 +1102,13 @@ def _object_check(
                     return False
             elif not check(value, d):
                 return False
+        return True
+
+    # Under "type": "object" the node uses typed_ok alone: one call on the hot path of
+    # every tool call. Without it, values of other types pass the object keywords.
+    def ok(x: Any, d: int) -> bool:
+        if type(x) is dict or isinstance(x, Mapping):
+            return typed_ok(x, d)
         return True
 
     def explain(x: Any, path: _Path, problems: _Problems, d: int) -> None:
@@ -1086,7 +1135,7 @@ def _object_check(
             else:
                 node.explain(value, where, problems, d + 1)
 
-    return ok, explain
+    return ok, explain, typed_ok
 
 
 def _array_check(prefix: list[_Node], items: _Node | None, max_depth: int) -> tuple[_Ok, _Explain]:
@@ -1286,15 +1335,19 @@ def add_number_checks(
 def _is_multiple(x: int | float, step: int | float) -> bool:
     if type(x) is int and type(step) is int:
         return x % step == 0
-    if x != x or x in (float("inf"), float("-inf")):
+    if x != x or x in (_INFINITY, -_INFINITY):
         return False
-    # decimal arithmetic on the shortest repr, so 0.3 is a multiple of 0.1 as a reader expects
-    from decimal import Decimal, InvalidOperation
+    return (_exact(x) / _exact(step)).denominator == 1
 
-    try:
-        return Decimal(repr(x)) % Decimal(repr(step)) == 0
-    except InvalidOperation:
-        return float(x / step).is_integer()
+
+def _exact(number: int | float) -> Fraction:
+    """The number as the decimal a person wrote: 0.1 is 1/10 here, not the float nearest it."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    if isinstance(number, int):
+        return Fraction(int(number))
+    return Fraction(Decimal(repr(float(number))))
 
 
 def add_string_checks(
