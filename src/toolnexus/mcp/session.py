@@ -668,14 +668,11 @@ class ServerSession:
 
     @staticmethod
     def _describe_tool(tool: Tool, client: _Client) -> dict[str, Any]:
-        schema = dict(thaw(tool.input_schema))
-        if "type" not in schema:
-            schema = {"type": "object", **schema}
         entry: dict[str, Any] = {"name": tool.name}
         if tool.title and client.at_least("2025-06-18"):
             entry["title"] = tool.title
         entry["description"] = tool.description
-        entry["inputSchema"] = schema
+        entry["inputSchema"] = thaw(tool.input_schema)  # a Tool's root is always an object
         output = tool.output_schema
         if output is not None and (
             client.modern or (client.at_least("2025-06-18") and output.get("type") == "object")

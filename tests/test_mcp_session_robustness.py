@@ -1,0 +1,234 @@
+"""Whatever a client sends, the session answers as JSON-RPC says (or ignores it) and keeps
+serving."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from toolnexus import Toolkit, ToolResult, tool
+from toolnexus.mcp import Send, ServerSession, StartCall
+
+MODERN = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+@tool
+def echo(text: str) -> str:
+    """Echo the text."""
+    return text
+
+
+def new_session() -> ServerSession:
+    return ServerSession(Toolkit([echo]))
+
+
+def only_error(actions: list[Any]) -> dict[str, Any]:
+    assert len(actions) == 1 and isinstance(actions[0], Send), actions
+    message = dict(actions[0].message)
+    assert set(message) == {"jsonrpc", "id", "error"}, message
+    return message
+
+
+def still_serves(session: ServerSession) -> None:
+    pong = session.receive({"jsonrpc": "2.0", "id": "after", "method": "ping"})
+    assert pong[0].message == {"jsonrpc": "2.0", "id": "after", "result": {}}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"\xff\xfe{}",
+        b'{"jsonrpc": "2.0", "id": 1, "method": "ping"',
+        b"{'single': 1}",
+        b"NaN",
+        b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":NaN}}',
+        b"[" * 100_000,
+    ],
+)
+def test_a_line_that_is_not_utf8_json_is_a_parse_error_with_null_id(line: bytes) -> None:
+    session = new_session()
+    message = only_error(session.receive_line(line))
+    assert message["id"] is None
+    assert message["error"]["code"] == -32700
+    still_serves(session)
+
+
+@pytest.mark.parametrize("line", [b"", b"\n", b"   \r\n"])
+def test_blank_lines_are_ignored(line: bytes) -> None:
+    assert new_session().receive_line(line) == []
+
+
+def test_a_line_may_be_text_or_bytes() -> None:
+    session = new_session()
+    for line in (
+        '{"jsonrpc":"2.0","id":1,"method":"ping"}\n',
+        b'{"jsonrpc":"2.0","id":2,"method":"ping"}\r\n',
+    ):
+        assert session.receive_line(line)[0].message["result"] == {}
+
+
+@pytest.mark.parametrize("batch", [[], [{"jsonrpc": "2.0", "id": 1, "method": "ping"}]])
+def test_a_batch_is_an_invalid_request_with_null_id(batch: list[Any]) -> None:
+    session = new_session()
+    message = only_error(session.receive_line(json.dumps(batch)))
+    assert message["id"] is None
+    assert message["error"]["code"] == -32600
+    assert "batch" in message["error"]["message"]
+    still_serves(session)
+
+
+@pytest.mark.parametrize("value", [1, "ping", None, True])
+def test_a_message_that_is_not_an_object_is_an_invalid_request(value: Any) -> None:
+    message = only_error(new_session().receive(value))
+    assert (message["id"], message["error"]["code"]) == (None, -32600)
+
+
+@pytest.mark.parametrize("version", [None, "1.0", 2.0])
+def test_a_request_without_jsonrpc_2_0_is_an_invalid_request_echoing_its_id(version: Any) -> None:
+    request: dict[str, Any] = {"id": 5, "method": "ping"}
+    if version is not None:
+        request["jsonrpc"] = version
+    message = only_error(new_session().receive(request))
+    assert (message["id"], message["error"]["code"]) == (5, -32600)
+    assert "jsonrpc" in message["error"]["message"]
+
+
+@pytest.mark.parametrize("bad_id", [None, 1.5, True, {"n": 1}, [1]])
+def test_a_request_id_that_is_not_a_string_or_integer_is_refused_with_null_id(bad_id: Any) -> None:
+    session = new_session()
+    message = only_error(session.receive({"jsonrpc": "2.0", "id": bad_id, "method": "ping"}))
+    assert (message["id"], message["error"]["code"]) == (None, -32600)
+    assert '"id"' in message["error"]["message"]
+    still_serves(session)
+
+
+@pytest.mark.parametrize("method", [None, 7, ["ping"]])
+def test_a_method_that_is_not_a_string_is_an_invalid_request(method: Any) -> None:
+    with_id = only_error(new_session().receive({"jsonrpc": "2.0", "id": 1, "method": method}))
+    assert (with_id["id"], with_id["error"]["code"]) == (1, -32600)
+    without_id = only_error(new_session().receive({"jsonrpc": "2.0", "method": method}))
+    assert (without_id["id"], without_id["error"]["code"]) == (None, -32600)
+
+
+def test_a_message_that_is_neither_request_nor_response_is_an_invalid_request() -> None:
+    message = only_error(new_session().receive({"jsonrpc": "2.0", "id": 3}))
+    assert (message["id"], message["error"]["code"]) == (3, -32600)
+
+
+def test_a_duplicate_id_of_a_request_in_progress_is_refused_and_free_again_afterwards() -> None:
+    session = new_session()
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "a"}, "_meta": MODERN},
+    }
+    first = session.receive(call)[0]
+    assert isinstance(first, StartCall)
+    message = only_error(session.receive(call))
+    assert (message["id"], message["error"]["code"]) == (1, -32600)
+    assert "already in use" in message["error"]["message"]
+    session.complete_call(first.call_id, ToolResult.ok("a"))
+    assert isinstance(session.receive(call)[0], StartCall)
+
+
+def test_ids_1_and_string_1_are_different_requests() -> None:
+    session = new_session()
+    params = {"name": "echo", "arguments": {"text": "a"}, "_meta": MODERN}
+    assert isinstance(
+        session.receive({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})[0],
+        StartCall,
+    )
+    assert isinstance(
+        session.receive({"jsonrpc": "2.0", "id": "1", "method": "tools/call", "params": params})[0],
+        StartCall,
+    )
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        {"jsonrpc": "2.0", "id": 99, "result": {}},
+        {"jsonrpc": "2.0", "id": "toolnexus-elicit-1", "result": {"action": "accept"}},
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}},
+        {"id": [1], "result": 3},
+    ],
+)
+def test_responses_to_requests_never_sent_are_ignored(response: dict[str, Any]) -> None:
+    session = new_session()
+    assert session.receive(response) == []
+    still_serves(session)
+
+
+@pytest.mark.parametrize(
+    "notification",
+    [
+        {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+        {"jsonrpc": "2.0", "method": "notifications/whatever", "params": [1, 2]},
+        {"jsonrpc": "2.0", "method": "tools/list"},
+        {"jsonrpc": "2.0", "method": "notifications/initialized", "params": "x"},
+    ],
+)
+def test_notifications_are_never_answered(notification: dict[str, Any]) -> None:
+    session = new_session()
+    assert session.receive(notification) == []
+    still_serves(session)
+
+
+def test_params_that_are_not_an_object_are_invalid_params() -> None:
+    message = only_error(
+        new_session().receive({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": "all"})
+    )
+    assert (message["id"], message["error"]["code"]) == (1, -32602)
+
+
+def test_an_oversized_line_is_an_invalid_request_with_null_id() -> None:
+    message = only_error(new_session().line_too_long(20_000_000, 16_777_216))
+    assert (message["id"], message["error"]["code"]) == (None, -32600)
+    assert "too large" in message["error"]["message"]
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def test_every_message_is_one_line_of_utf8_json() -> None:
+    data = Send(
+        {"jsonrpc": "2.0", "id": 1, "result": {"text": "line one\nline two ✓ \u2028"}}
+    ).to_bytes()
+    assert data.endswith(b"\n") and data.count(b"\n") == 1
+    assert json.loads(data.decode("utf-8"))["result"]["text"] == "line one\nline two ✓ \u2028"
+
+
+def test_text_with_lone_surrogates_is_written_escaped() -> None:
+    data = Send({"jsonrpc": "2.0", "id": 1, "result": {"text": "bad \udcff byte"}}).to_bytes()
+    assert data.count(b"\n") == 1
+    assert b"\\udcff" in data
+    data.decode("utf-8")
+
+
+def test_a_result_json_cannot_carry_becomes_an_internal_error_for_its_id() -> None:
+    data = Send({"jsonrpc": "2.0", "id": 4, "result": {"value": float("nan")}}).to_bytes()
+    message = json.loads(data)
+    assert message["id"] == 4
+    assert message["error"]["code"] == -32603
+
+
+def test_a_tool_output_with_newlines_and_unicode_survives_the_round_trip() -> None:
+    session = new_session()
+    start = session.receive(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "x"}, "_meta": MODERN},
+        }
+    )[0]
+    sent = session.complete_call(start.call_id, ToolResult.ok("a\nb\r\n\u00e9\U0001f600"))[0]
+    line = sent.to_bytes()
+    assert line.count(b"\n") == 1
+    assert json.loads(line)["result"]["content"][0]["text"] == "a\nb\r\n\u00e9\U0001f600"

@@ -1,0 +1,483 @@
+"""A tool's suspension over MCP, by all three routes: legacy elicitation/create, modern
+InputRequiredResult with signed requestState, and a plain isError prompt for clients that
+cannot be asked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolnexus import Answer, Request, Toolkit, ToolResult, tool
+from toolnexus.mcp import CancelCall, Send, ServerSession, StartCall
+
+ENV_SCHEMA = {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}
+
+
+def modern_meta(elicitation: Any = None) -> dict[str, Any]:
+    caps: dict[str, Any] = {} if elicitation is None else {"elicitation": elicitation}
+    return {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+    }
+
+
+@tool
+def deploy() -> str:
+    """Deploy (asks where)."""
+    return "unused: the tests complete calls with the results they need"
+
+
+TOOLKIT = Toolkit([deploy])
+
+
+def asks_env() -> Request:
+    return Request("input", "Which environment?", data={"schema": ENV_SCHEMA})
+
+
+def legacy(version: str = "2025-11-25", elicitation: Any = None) -> ServerSession:
+    session = ServerSession(TOOLKIT)
+    caps = {} if elicitation is None else {"elicitation": elicitation}
+    session.receive(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": caps},
+        }
+    )
+    return session
+
+
+def start(session: ServerSession, rid: Any = 1, meta: Any = None, **params: Any) -> StartCall:
+    body: dict[str, Any] = {"name": "deploy", "arguments": {"force": True}, **params}
+    if meta is not None:
+        body["_meta"] = meta
+    actions = session.receive({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": body})
+    assert len(actions) == 1 and isinstance(actions[0], StartCall), actions
+    return actions[0]
+
+
+def only_send(actions: list[Any]) -> dict[str, Any]:
+    assert len(actions) == 1 and isinstance(actions[0], Send), actions
+    return dict(actions[0].message)
+
+
+def respond(session: ServerSession, outgoing: dict[str, Any], result: Any) -> list[Any]:
+    return session.receive({"jsonrpc": "2.0", "id": outgoing["id"], "result": result})
+
+
+# --------------------------------------------------------------------------- legacy route
+
+
+def test_a_legacy_suspension_becomes_elicitation_create_with_the_requested_schema() -> None:
+    session = legacy(elicitation={})
+    call = start(session)
+    request = asks_env()
+    sent = only_send(session.complete_call(call.call_id, ToolResult.pending(request)))
+    assert sent["method"] == "elicitation/create"
+    assert isinstance(sent["id"], str)
+    assert sent["params"] == {
+        "mode": "form",
+        "message": "Which environment?",
+        "requestedSchema": ENV_SCHEMA,
+    }
+
+
+def test_accepting_re_runs_the_tool_once_with_the_answer() -> None:
+    session = legacy(elicitation={"form": {}})
+    call = start(session, rid=9)
+    request = asks_env()
+    sent = only_send(session.complete_call(call.call_id, ToolResult.pending(request)))
+    actions = respond(session, sent, {"action": "accept", "content": {"env": "staging"}})
+    assert len(actions) == 1 and isinstance(actions[0], StartCall)
+    retry = actions[0]
+    assert (retry.call_id, retry.name, dict(retry.arguments)) == (
+        call.call_id,
+        "deploy",
+        {"force": True},
+    )
+    assert retry.request == request
+    assert retry.answer == Answer(request.id, True, {"env": "staging"})
+    final = only_send(session.complete_call(retry.call_id, ToolResult.ok("deployed to staging")))
+    assert final["id"] == 9
+    assert final["result"] == {
+        "content": [{"type": "text", "text": "deployed to staging"}],
+        "isError": False,
+    }
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+def test_declining_or_cancelling_answers_declined_expired_without_re_running(action: str) -> None:
+    session = legacy(elicitation={})
+    call = start(session, rid=4)
+    sent = only_send(session.complete_call(call.call_id, ToolResult.pending(asks_env())))
+    final = only_send(respond(session, sent, {"action": action}))
+    assert final["id"] == 4
+    assert final["result"] == {
+        "content": [{"type": "text", "text": "declined/expired: Which environment?"}],
+        "isError": True,
+    }
+    assert session.running_calls == 0
+
+
+def test_an_error_response_to_the_elicitation_counts_as_declined() -> None:
+    session = legacy(elicitation={})
+    call = start(session)
+    sent = only_send(session.complete_call(call.call_id, ToolResult.pending(asks_env())))
+    final = only_send(
+        session.receive(
+            {"jsonrpc": "2.0", "id": sent["id"], "error": {"code": -32601, "message": "no"}}
+        )
+    )
+    assert final["result"]["content"][0]["text"] == "declined/expired: Which environment?"
+
+
+@pytest.mark.parametrize(
+    "result", [None, "accept", {"action": "maybe"}, {"action": "accept", "content": [1]}]
+)
+def test_a_malformed_elicitation_result_counts_as_cancelled(result: Any) -> None:
+    session = legacy(elicitation={})
+    call = start(session)
+    sent = only_send(session.complete_call(call.call_id, ToolResult.pending(asks_env())))
+    final = only_send(respond(session, sent, result))
+    assert final["result"]["isError"] is True
+    assert final["result"]["content"][0]["text"].startswith("declined/expired:")
+
+
+def test_a_retry_that_suspends_again_is_unresolved_never_a_loop() -> None:
+    session = legacy(elicitation={})
+    call = start(session)
+    sent = only_send(session.complete_call(call.call_id, ToolResult.pending(asks_env())))
+    retry = respond(session, sent, {"action": "accept", "content": {"env": "prod"}})[0]
+    again = Request("approval", "Really deploy to prod?")
+    final = only_send(session.complete_call(retry.call_id, ToolResult.pending(again)))
+    assert final["result"] == {
+        "content": [{"type": "text", "text": "unresolved: Really deploy to prod?"}],
+        "isError": True,
+    }
+
+
+def test_an_approval_is_asked_as_one_boolean_and_only_true_approves() -> None:
+    session = legacy(elicitation={})
+    call = start(session)
+    request = Request("approval", "Deploy to production?")
+    sent = only_send(session.complete_call(call.call_id, ToolResult.pending(request)))
+    schema = sent["params"]["requestedSchema"]
+    assert schema["type"] == "object"
+    assert list(schema["properties"]) == ["approved"]
+    assert schema["properties"]["approved"]["type"] == "boolean"
+    assert schema["required"] == ["approved"]
+    retry = respond(session, sent, {"action": "accept", "content": {"approved": True}})[0]
+    assert isinstance(retry, StartCall) and retry.answer is not None and retry.answer.ok
+
+    second = start(session, rid=2)
+    sent = only_send(session.complete_call(second.call_id, ToolResult.pending(request)))
+    final = only_send(respond(session, sent, {"action": "accept", "content": {"approved": False}}))
+    assert final["result"]["content"][0]["text"] == "declined/expired: Deploy to production?"
+
+
+def test_a_question_without_a_schema_is_asked_as_one_text_field() -> None:
+    session = legacy(elicitation={})
+    call = start(session)
+    sent = only_send(
+        session.complete_call(call.call_id, ToolResult.pending(Request("question", "Why?")))
+    )
+    assert list(sent["params"]["requestedSchema"]["properties"]) == ["answer"]
+    retry = respond(session, sent, {"action": "accept", "content": {"answer": "because"}})[0]
+    assert dict(retry.answer.data) == {"answer": "because"}
+
+
+def test_2025_06_18_elicitations_have_no_mode_field() -> None:
+    session = legacy("2025-06-18", elicitation={})
+    call = start(session)
+    sent = only_send(session.complete_call(call.call_id, ToolResult.pending(asks_env())))
+    assert set(sent["params"]) == {"message", "requestedSchema"}
+
+
+def test_authorization_uses_url_mode_with_an_elicitation_id_when_the_client_declared_it() -> None:
+    session = legacy(elicitation={"form": {}, "url": {}})
+    call = start(session)
+    pending = ToolResult.auth_required("https://auth.example/login", "Sign in to GitHub")
+    request = ToolResult.pending_of(pending)
+    sent = only_send(session.complete_call(call.call_id, pending))
+    assert sent["params"] == {
+        "mode": "url",
+        "message": "Sign in to GitHub",
+        "url": "https://auth.example/login",
+        "elicitationId": request.id,
+    }
+    retry = respond(session, sent, {"action": "accept"})[0]
+    assert retry.answer == Answer(request.id, True)
+
+
+def test_authorization_without_url_mode_comes_back_as_the_prompt_and_url() -> None:
+    session = legacy(elicitation={"form": {}})
+    call = start(session)
+    pending = ToolResult.auth_required("https://auth.example/login", "Sign in to GitHub")
+    final = only_send(session.complete_call(call.call_id, pending))
+    assert final["result"] == {
+        "content": [{"type": "text", "text": "Sign in to GitHub\nhttps://auth.example/login"}],
+        "isError": True,
+    }
+
+
+@pytest.mark.parametrize(
+    "version, elicitation", [("2025-11-25", None), ("2025-03-26", {}), ("2024-11-05", {})]
+)
+def test_a_legacy_client_that_cannot_be_asked_gets_the_prompt_as_an_error(
+    version: str, elicitation: Any
+) -> None:
+    session = legacy(version, elicitation=elicitation)
+    call = start(session, rid=3)
+    final = only_send(session.complete_call(call.call_id, ToolResult.pending(asks_env())))
+    assert final == {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "result": {"content": [{"type": "text", "text": "Which environment?"}], "isError": True},
+    }
+
+
+def test_cancelling_a_call_that_waits_on_its_question_withdraws_the_question() -> None:
+    session = legacy(elicitation={})
+    call = start(session, rid=5)
+    sent = only_send(session.complete_call(call.call_id, ToolResult.pending(asks_env())))
+    withdrawn = only_send(
+        session.receive(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}
+        )
+    )
+    assert withdrawn["method"] == "notifications/cancelled"
+    assert withdrawn["params"]["requestId"] == sent["id"]
+    assert respond(session, sent, {"action": "accept", "content": {"env": "x"}}) == []
+
+
+def test_an_answer_after_the_request_expired_is_declined_expired() -> None:
+    session = legacy(elicitation={})
+    call = start(session)
+    request = Request("input", "Which environment?", expires_at="2000-01-01T00:00:00Z")
+    sent = only_send(session.complete_call(call.call_id, ToolResult.pending(request)))
+    final = only_send(respond(session, sent, {"action": "accept", "content": {"answer": "x"}}))
+    assert final["result"]["content"][0]["text"] == "declined/expired: Which environment?"
+
+
+# --------------------------------------------------------------------------- modern route
+
+
+def input_required(
+    session: ServerSession, rid: Any = 1, elicitation: Any = None
+) -> tuple[dict[str, Any], Request]:
+    meta = modern_meta({} if elicitation is None else elicitation)
+    call = start(session, rid=rid, meta=meta)
+    request = asks_env()
+    result = only_send(session.complete_call(call.call_id, ToolResult.pending(request)))["result"]
+    return result, request
+
+
+def retry(
+    session: ServerSession, state: Any, responses: Any, rid: Any = 2, **changes: Any
+) -> list[Any]:
+    params: dict[str, Any] = {
+        "name": "deploy",
+        "arguments": {"force": True},
+        "_meta": modern_meta({}),
+        "requestState": state,
+    }
+    if responses is not None:
+        params["inputResponses"] = responses
+    params.update(changes)
+    return session.receive({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
+
+
+def test_a_modern_suspension_is_an_input_required_result() -> None:
+    session = ServerSession(TOOLKIT)
+    result, request = input_required(session)
+    assert result["resultType"] == "input_required"
+    assert result["inputRequests"] == {
+        request.id: {
+            "method": "elicitation/create",
+            "params": {
+                "mode": "form",
+                "message": "Which environment?",
+                "requestedSchema": ENV_SCHEMA,
+            },
+        }
+    }
+    assert isinstance(result["requestState"], str) and result["requestState"]
+    assert "ttlMs" not in result and "cacheScope" not in result
+    assert session.running_calls == 0
+
+
+def test_the_retry_with_an_accepted_answer_re_runs_the_tool_with_it() -> None:
+    session = ServerSession(TOOLKIT)
+    result, request = input_required(session)
+    actions = retry(
+        session,
+        result["requestState"],
+        {request.id: {"action": "accept", "content": {"env": "dev"}}},
+    )
+    assert len(actions) == 1 and isinstance(actions[0], StartCall)
+    again = actions[0]
+    assert again.request == request
+    assert again.answer == Answer(request.id, True, {"env": "dev"})
+    final = only_send(session.complete_call(again.call_id, ToolResult.ok("deployed to dev")))
+    assert final["id"] == 2
+    assert final["result"]["content"] == [{"type": "text", "text": "deployed to dev"}]
+
+
+def test_a_retry_in_another_session_of_the_same_process_is_honoured() -> None:
+    first = ServerSession(TOOLKIT)
+    result, request = input_required(first)
+    second = ServerSession(TOOLKIT)
+    actions = retry(
+        second, result["requestState"], {request.id: {"action": "accept", "content": {"env": "qa"}}}
+    )
+    assert isinstance(actions[0], StartCall)
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+def test_a_modern_refusal_answers_declined_expired(action: str) -> None:
+    session = ServerSession(TOOLKIT)
+    result, request = input_required(session)
+    final = only_send(retry(session, result["requestState"], {request.id: {"action": action}}))
+    assert final["result"]["content"][0]["text"] == "declined/expired: Which environment?"
+    assert final["result"]["isError"] is True
+
+
+def test_a_modern_retry_that_suspends_again_is_unresolved() -> None:
+    session = ServerSession(TOOLKIT)
+    result, request = input_required(session)
+    again = retry(
+        session, result["requestState"], {request.id: {"action": "accept", "content": {"env": "x"}}}
+    )[0]
+    final = only_send(
+        session.complete_call(again.call_id, ToolResult.pending(Request("input", "And why?")))
+    )
+    assert final["result"]["content"][0]["text"] == "unresolved: And why?"
+
+
+@pytest.mark.parametrize("responses", [None, {}, {"other": {"action": "accept"}}])
+def test_a_retry_without_the_answer_asks_again(responses: Any) -> None:
+    session = ServerSession(TOOLKIT)
+    result, request = input_required(session)
+    asked = only_send(retry(session, result["requestState"], responses))["result"]
+    assert asked["resultType"] == "input_required"
+    assert list(asked["inputRequests"]) == [request.id]
+
+
+def test_a_tampered_request_state_is_refused() -> None:
+    session = ServerSession(TOOLKIT)
+    result, request = input_required(session)
+    state = result["requestState"]
+    version, body, tag = state.split(".")
+    forged = f"{version}.{body[:-2]}{'A' if body[-2] != 'A' else 'B'}{body[-1]}.{tag}"
+    for bad in (forged, state[:-1], state + "x", "v1.e30.AAAA", "nonsense", "", "ünïcode"):
+        error = only_send(
+            retry(session, bad, {request.id: {"action": "accept", "content": {"env": "x"}}})
+        )
+        assert error["error"]["code"] == -32602, bad
+        assert "requestState" in error["error"]["message"]
+
+
+def test_a_request_state_from_another_process_is_refused() -> None:
+    other = ServerSession(TOOLKIT, secret=b"another-process-secret")
+    result, request = input_required(other)
+    error = only_send(
+        retry(ServerSession(TOOLKIT), result["requestState"], {request.id: {"action": "accept"}})
+    )
+    assert error["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize("change", [{"arguments": {"force": False}}, {"arguments": {}}])
+def test_a_request_state_replayed_on_another_call_is_refused(change: dict[str, Any]) -> None:
+    session = ServerSession(TOOLKIT)
+    result, request = input_required(session)
+    error = only_send(
+        retry(session, result["requestState"], {request.id: {"action": "accept"}}, **change)
+    )
+    assert error["error"]["code"] == -32602
+    assert "another call" in error["error"]["message"]
+
+
+def test_a_mistyped_request_state_is_invalid_params() -> None:
+    session = ServerSession(TOOLKIT)
+    assert only_send(retry(session, 42, {}))["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize(
+    "responses",
+    [
+        "accepted",
+        {"KEY": "accept"},
+        {"KEY": {"action": "maybe"}},
+        {"KEY": {"action": "accept", "content": 3}},
+    ],
+)
+def test_malformed_input_responses_are_invalid_params(responses: Any) -> None:
+    session = ServerSession(TOOLKIT)
+    result, request = input_required(session)
+    if isinstance(responses, dict):
+        responses = {request.id: responses["KEY"]}
+    error = only_send(retry(session, result["requestState"], responses))
+    assert error["error"]["code"] == -32602
+
+
+def test_an_expired_request_state_answers_declined_expired() -> None:
+    now = [1_000_000.0]
+    session = ServerSession(TOOLKIT, clock=lambda: now[0], state_ttl_s=60)
+    result, request = input_required(session)
+    now[0] += 61
+    final = only_send(
+        retry(
+            session,
+            result["requestState"],
+            {request.id: {"action": "accept", "content": {"env": "x"}}},
+        )
+    )
+    assert final["result"]["content"][0]["text"] == "declined/expired: Which environment?"
+
+
+def test_a_modern_client_without_elicitation_gets_the_prompt_as_an_error() -> None:
+    session = ServerSession(TOOLKIT)
+    call = start(session, rid=8, meta=modern_meta())
+    final = only_send(session.complete_call(call.call_id, ToolResult.pending(asks_env())))
+    assert final["result"]["content"] == [{"type": "text", "text": "Which environment?"}]
+    assert final["result"]["isError"] is True
+    assert final["result"]["resultType"] == "complete"
+
+
+def test_modern_url_mode_has_no_elicitation_id() -> None:
+    session = ServerSession(TOOLKIT)
+    call = start(session, meta=modern_meta({"url": {}}))
+    pending = ToolResult.auth_required("https://auth.example/login", "Sign in")
+    result = only_send(session.complete_call(call.call_id, pending))["result"]
+    (asked,) = result["inputRequests"].values()
+    assert asked["params"] == {
+        "mode": "url",
+        "message": "Sign in",
+        "url": "https://auth.example/login",
+    }
+
+
+def test_a_url_only_client_cannot_be_asked_a_form_question() -> None:
+    session = ServerSession(TOOLKIT)
+    call = start(session, meta=modern_meta({"url": {}}))
+    final = only_send(session.complete_call(call.call_id, ToolResult.pending(asks_env())))
+    assert final["result"]["isError"] is True
+    assert final["result"]["resultType"] == "complete"
+
+
+def test_cancelling_a_modern_retry_drops_its_result() -> None:
+    session = ServerSession(TOOLKIT)
+    result, request = input_required(session)
+    again = retry(
+        session,
+        result["requestState"],
+        {request.id: {"action": "accept", "content": {"env": "x"}}},
+        rid="r",
+    )[0]
+    cancel = session.receive(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "r"}}
+    )
+    assert cancel == [CancelCall(again.call_id, None)]
+    assert session.complete_call(again.call_id, ToolResult.ok("late")) == []
