@@ -7,6 +7,7 @@ fast yes/no path and the explaining path can never disagree.
 
 from __future__ import annotations
 
+import random
 import sys
 from typing import Any
 
@@ -809,3 +810,81 @@ def test_the_validator_keeps_working_after_the_schema_dict_changes() -> None:
 
 def test_repr_shows_the_schema() -> None:
     assert repr(Validator({"type": "integer"})) == '<Validator {"type": "integer"}>'
+
+
+# --- the fast path and the explaining path agree ------------------------------------------
+
+
+def random_value(rng: random.Random, depth: int = 0) -> Any:
+    makers = [
+        lambda: None,
+        lambda: rng.choice([True, False]),
+        lambda: rng.randint(-3, 3),
+        lambda: rng.choice([0.5, 2.0, -1.5]),
+        lambda: rng.choice(["", "a", "ab", "A1"]),
+        lambda: [1, 1.0],
+    ]
+    if depth < 3:
+        makers.append(lambda: [random_value(rng, depth + 1) for _ in range(rng.randrange(4))])
+        makers.append(lambda: {rng.choice("abcd"): random_value(rng, depth + 1) for _ in range(3)})
+    return rng.choice(makers)()
+
+
+def random_schema(rng: random.Random, depth: int = 0) -> dict[str, Any]:
+    schema: dict[str, Any] = {}
+    if rng.random() < 0.5:
+        schema["type"] = rng.choice(
+            [
+                "null",
+                "boolean",
+                "integer",
+                "number",
+                "string",
+                "array",
+                "object",
+                ["integer", "null"],
+            ]
+        )
+    makers: dict[str, Any] = {
+        "enum": lambda: [random_value(rng, 2) for _ in range(rng.randint(1, 3))],
+        "const": lambda: random_value(rng, 2),
+        "minimum": lambda: rng.choice([0, 1, 2.5]),
+        "exclusiveMaximum": lambda: rng.choice([0, 2]),
+        "multipleOf": lambda: rng.choice([1, 2, 0.5]),
+        "minLength": lambda: rng.randrange(3),
+        "maxItems": lambda: rng.randrange(3),
+        "pattern": lambda: rng.choice(["a", "^A", "[0-9]"]),
+        "uniqueItems": lambda: True,
+        "minProperties": lambda: rng.randrange(3),
+    }
+    if depth < 3:
+        makers.update(
+            {
+                "properties": lambda: {
+                    name: random_schema(rng, depth + 1) for name in rng.sample("abcd", 2)
+                },
+                "required": lambda: rng.sample("abcd", rng.randrange(3)),
+                "additionalProperties": lambda: rng.choice([False, random_schema(rng, depth + 1)]),
+                "items": lambda: random_schema(rng, depth + 1),
+                "prefixItems": lambda: [random_schema(rng, depth + 1)],
+                "anyOf": lambda: [random_schema(rng, depth + 1) for _ in range(2)],
+                "oneOf": lambda: [random_schema(rng, depth + 1) for _ in range(2)],
+                "allOf": lambda: [random_schema(rng, depth + 1) for _ in range(2)],
+                "not": lambda: random_schema(rng, depth + 1),
+            }
+        )
+    for keyword in rng.sample(sorted(makers), rng.randrange(3)):
+        schema[keyword] = makers[keyword]()
+    return schema
+
+
+def test_the_fast_check_and_the_explanation_never_disagree_on_random_schemas() -> None:
+    rng = random.Random(20240601)
+    for _ in range(1500):
+        schema = random_schema(rng)
+        validator = Validator(schema)
+        for _ in range(4):
+            value = random_value(rng)
+            problems = validator.errors(value)
+            assert validator.is_valid(value) is (problems == []), (schema, value, problems)
+            assert "does not match the schema" not in problems, (schema, value)

@@ -83,6 +83,7 @@ _PROBLEM_CEILING = 1000
 
 _INFINITY = float("inf")
 _TYPE_NAMES = ("null", "boolean", "object", "array", "number", "string", "integer")
+_SINGLE_TYPES = {name: (name,) for name in _TYPE_NAMES}
 
 _Ok = Callable[[Any, int], bool]
 _Path = tuple[str | int, ...]
@@ -427,7 +428,10 @@ def _leaf(ok: _Ok, message: Callable[[Any, int], str]) -> tuple[_Ok, _Explain]:
 
 
 def _escape(segment: str | int) -> str:
-    return str(segment).replace("~", "~0").replace("/", "~1")
+    text = str(segment)
+    if "~" in text or "/" in text:
+        return text.replace("~", "~0").replace("/", "~1")
+    return text
 
 
 # --------------------------------------------------------------------------- the compiler
@@ -518,7 +522,7 @@ class _Compiler:
             return _TRUE_NODE
         if schema is False:
             return _FALSE_NODE
-        if not isinstance(schema, Mapping):
+        if not isinstance(schema, dict) and not isinstance(schema, Mapping):
             raise self.fail(
                 pointer,
                 None,
@@ -665,6 +669,9 @@ class _Compiler:
         if "type" not in schema:
             return None
         value = schema["type"]
+        single = _SINGLE_TYPES.get(value) if isinstance(value, str) else None
+        if single is not None:
+            return single
         names = [value] if isinstance(value, str) else value
         if not isinstance(names, (list, tuple)) or not names:
             raise self.fail(
@@ -968,7 +975,7 @@ def _unsupported(keyword: str) -> str:
 
 
 def _expect_enum(values: list[Any]) -> str:
-    shown = [_json_short(value) for value in values]
+    shown = list(dict.fromkeys(_json_short(value) for value in values))
     if len(shown) == 1:
         return shown[0]
     if len(shown) > 12:
@@ -1124,7 +1131,7 @@ def _object_check(
             return
         for name, value in x.items():
             node = properties.get(name)
-            where = (*path, name)
+            where = (*path, name if isinstance(name, str) else repr(name))
             if node is None:
                 if closed:
                     problems.add(where, unexpected)
@@ -1246,26 +1253,29 @@ def _explain_no_match(
         # every branch wants another type or value: one line lists them all
         problems.add(path, f"expected {_alternatives(expected)}, got {_describe(x)}")
         return
+    none = f"matches none of the {len(branches)} alternatives"
     if len(candidates) == 1:
         # the only branch of the right shape: its own problems are the useful ones
+        before = len(problems.items)
         branches[candidates[0]].explain(x, path, problems, d)
+        if len(problems.items) == before:
+            problems.add(path, none)  # never let a failed anyOf go unmentioned
         return
     best_index = candidates[0]
-    best: list[str] | None = None
+    best: list[str] = []
     for index in candidates:
         trial = _Problems(ceiling=50)
         with contextlib.suppress(_Stop):
             branches[index].explain(x, path, trial, d)
-        if best is None or len(trial.items) < len(best):
+        if trial.items and (not best or len(trial.items) < len(best)):
             best_index, best = index, trial.items
-    detail = "; ".join((best or [])[:3])
-    if best and len(best) > 3:
+    if not best:
+        problems.add(path, none)
+        return
+    detail = "; ".join(best[:3])
+    if len(best) > 3:
         detail += f"; ... and {len(best) - 3} more"
-    problems.add(
-        path,
-        f"matches none of the {len(branches)} alternatives;"
-        f" closest is alternative {best_index + 1}: {detail}",
-    )
+    problems.add(path, f"{none}; closest is alternative {best_index + 1}: {detail}")
 
 
 def _not(inner: _Node, raw: Any) -> tuple[_Ok, _Explain]:
