@@ -646,3 +646,14 @@ def test_reprs_show_state():
     assert repr(source.token) == "<CancellationToken cancelled>"
     assert repr(source) == "<CancellationTokenSource cancelled>"
     assert repr(CancellationToken.NONE) == "<CancellationToken none>"
+
+
+def test_the_docstring_examples_in_cancellation_run():
+    import doctest
+
+    import toolnexus.cancellation as module
+
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    failed, attempted = doctest.testmod(module, optionflags=flags)
+    assert attempted > 0
+    assert failed == 0, "a docstring example failed (see the output above)"

@@ -169,3 +169,14 @@ def test_repr_shows_the_budget_the_token_state_and_the_answer():
     )
     answered = ToolContext(answer=Answer("pnd-1", False, reason="declined"))
     assert "answer=Answer(id='pnd-1', ok=False, data=None, reason='declined')" in repr(answered)
+
+
+def test_the_docstring_examples_in_context_run():
+    import doctest
+
+    import toolnexus.context as module
+
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    failed, attempted = doctest.testmod(module, optionflags=flags)
+    assert attempted > 0
+    assert failed == 0, "a docstring example failed (see the output above)"

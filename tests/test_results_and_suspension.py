@@ -371,3 +371,25 @@ def test_result_reprs_show_state_and_a_short_output():
     )
     long = repr(ToolResult.ok("x" * 100))
     assert long == "<ToolResult ok '" + "x" * 57 + "...'>"
+
+
+def test_the_docstring_examples_in_result_run():
+    import doctest
+
+    import toolnexus.result as module
+
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    failed, attempted = doctest.testmod(module, optionflags=flags)
+    assert attempted > 0
+    assert failed == 0, "a docstring example failed (see the output above)"
+
+
+def test_the_docstring_examples_in_suspension_run():
+    import doctest
+
+    import toolnexus.suspension as module
+
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    failed, attempted = doctest.testmod(module, optionflags=flags)
+    assert attempted > 0
+    assert failed == 0, "a docstring example failed (see the output above)"

@@ -89,7 +89,18 @@ class CancellationTokenRegistration:
         self._key = key
 
     def unregister(self) -> bool:
-        """Remove the callback; return True if it was removed before it ran."""
+        """Remove the callback; return True if it was removed before it ran.
+
+        Returns False when the callback already ran (or is running) or was removed before.
+
+        Example::
+
+            >>> source = CancellationTokenSource()
+            >>> registration = source.token.register(lambda: print("never printed"))
+            >>> registration.unregister(), registration.unregister()
+            (True, False)
+            >>> source.cancel()
+        """
         state = self._state
         if state is None:
             return False
@@ -140,19 +151,43 @@ class CancellationToken:
 
     @property
     def is_cancellation_requested(self) -> bool:
-        """True once the source has been cancelled (and forever after)."""
+        """True once the source has been cancelled (and forever after).
+
+        Example::
+
+            >>> CancellationToken.NONE.is_cancellation_requested
+            False
+        """
         return self._state.event.is_set()
 
     @property
     def can_be_cancelled(self) -> bool:
-        """False only for tokens that can never be cancelled, such as ``NONE``."""
+        """False only for tokens that can never be cancelled, such as ``NONE``.
+
+        Example::
+
+            >>> CancellationTokenSource().token.can_be_cancelled
+            True
+            >>> CancellationToken.NONE.can_be_cancelled
+            False
+        """
         return self._state.can_be_cancelled
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until cancelled or ``timeout`` seconds pass.
 
-        Returns True if the token is cancelled, False on timeout. ``wait()`` on a token
-        that can never be cancelled blocks forever, as a plain ``Event.wait()`` would.
+        Returns True if the token is cancelled, False on timeout. A ``cancel()`` on any
+        thread wakes every waiter. ``wait()`` without a timeout on a token that can never
+        be cancelled blocks forever, as a plain ``Event.wait()`` would.
+
+        Example::
+
+            >>> source = CancellationTokenSource()
+            >>> source.token.wait(0.01)
+            False
+            >>> source.cancel_after(0.01)
+            >>> source.token.wait(10)
+            True
         """
         return self._state.event.wait(timeout)
 
@@ -164,7 +199,17 @@ class CancellationToken:
         Callbacks run in registration order. A callback that raises is logged to the
         ``toolnexus`` logger and never stops the others nor raises out of ``cancel()``.
 
-        Raises ``TypeError`` when ``callback`` is not callable.
+        Raises ``TypeError`` when ``callback`` is not callable. On a token that can never
+        be cancelled the callback is dropped and the registration is inactive.
+
+        Example::
+
+            >>> source = CancellationTokenSource()
+            >>> registration = source.token.register(lambda: print("stopping"))
+            >>> source.cancel()
+            stopping
+            >>> _ = source.token.register(lambda: print("already cancelled: runs at once"))
+            already cancelled: runs at once
         """
         if not callable(callback):
             raise TypeError(f"callback must be callable, got {type(callback).__name__}")
@@ -182,7 +227,18 @@ class CancellationToken:
         return CancellationTokenRegistration(None, 0)
 
     def raise_if_cancellation_requested(self) -> None:
-        """Raise :class:`OperationCancelledError` if the token is cancelled."""
+        """Raise :class:`OperationCancelledError` if the token is cancelled.
+
+        Example::
+
+            >>> source = CancellationTokenSource()
+            >>> source.token.raise_if_cancellation_requested()   # live: nothing happens
+            >>> source.cancel()
+            >>> source.token.raise_if_cancellation_requested()
+            Traceback (most recent call last):
+              ...
+            toolnexus.errors.OperationCancelledError: the operation was cancelled
+        """
         if self._state.event.is_set():
             raise OperationCancelledError()
 
@@ -305,13 +361,27 @@ class CancellationTokenSource:
 
     @property
     def is_cancellation_requested(self) -> bool:
-        """True once :meth:`cancel` has run (or a timer or linked parent fired)."""
+        """True once :meth:`cancel` has run (or a timer or linked parent fired).
+
+        Example::
+
+            >>> CancellationTokenSource().is_cancellation_requested
+            False
+        """
         return self._state.event.is_set()
 
     def cancel(self) -> None:
         """Cancel the token: set the event and run every registered callback once.
 
         Idempotent: a second call does nothing. Never raises because of a callback.
+        Also stops a pending timer and detaches a linked source from its parents.
+
+        Example::
+
+            >>> source = CancellationTokenSource()
+            >>> source.cancel()
+            >>> source.token
+            <CancellationToken cancelled>
         """
         if self._state.cancel():
             # Nothing can change a cancelled source any more: let go of the timer and of
@@ -321,7 +391,19 @@ class CancellationTokenSource:
     def cancel_after(self, seconds: float) -> None:
         """Cancel after ``seconds`` (from now), replacing any earlier ``cancel_after``.
 
-        Raises ``ValueError`` when ``seconds`` is not a non-negative number.
+        ``cancel_after(0)`` cancels at once, on the calling thread; otherwise the shared
+        ``toolnexus-timer`` thread (started on first use) cancels when the time comes.
+        Does nothing on a source that is already cancelled. Raises ``ValueError`` when
+        ``seconds`` is not a non-negative number.
+
+        Example::
+
+            >>> source = CancellationTokenSource()
+            >>> source.cancel_after(0.01)
+            >>> source
+            <CancellationTokenSource live timer pending>
+            >>> source.token.wait(10)
+            True
         """
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (
             seconds >= 0
@@ -336,7 +418,18 @@ class CancellationTokenSource:
         self._timer = _scheduler().schedule(time.monotonic() + seconds, self.cancel)
 
     def close(self) -> None:
-        """Stop a pending timer and detach from linked parents; the token keeps its state."""
+        """Stop a pending timer and detach from linked parents; the token keeps its state.
+
+        Leaving a ``with`` block calls it.
+
+        Example::
+
+            >>> source = CancellationTokenSource()
+            >>> source.cancel_after(3600)
+            >>> source.close()
+            >>> source
+            <CancellationTokenSource live>
+        """
         self._stop_timer()
         links, self._links = self._links, []
         for link in links:

@@ -68,15 +68,38 @@ class ToolContext:
 
     @property
     def is_cancelled(self) -> bool:
-        """Shorthand for ``cancellation_token.is_cancellation_requested``."""
+        """Shorthand for ``cancellation_token.is_cancellation_requested``.
+
+        Example::
+
+            >>> from toolnexus import CancellationTokenSource
+            >>> source = CancellationTokenSource()
+            >>> ctx = ToolContext(cancellation_token=source.token)
+            >>> source.cancel()
+            >>> ctx.is_cancelled
+            True
+        """
         return self.cancellation_token.is_cancellation_requested
 
     def with_answer(self, answer: Answer | None) -> ToolContext:
-        """A copy of this context carrying ``answer`` (for the retry after a suspension)."""
+        """A copy of this context carrying ``answer`` (for the retry after a suspension).
+
+        Example::
+
+            >>> from toolnexus import Answer
+            >>> ToolContext(5000).with_answer(Answer("pnd-1", True)).answer.ok
+            True
+        """
         return dataclasses.replace(self, answer=answer)
 
     def with_timeout(self, timeout_ms: int | None) -> ToolContext:
-        """A copy of this context with another budget."""
+        """A copy of this context with another budget; validated like the constructor.
+
+        Example::
+
+            >>> ToolContext(5000).with_timeout(250).timeout_ms
+            250
+        """
         return dataclasses.replace(self, timeout_ms=timeout_ms)
 
     def report_progress(
@@ -86,8 +109,10 @@ class ToolContext:
 
         Example::
 
-            for i, item in enumerate(items):
-                ctx.report_progress(i, len(items), f"processing {item}")
+            >>> ctx = ToolContext(progress=lambda done, total, message: print(done, total, message))
+            >>> ctx.report_progress(1, 3, "first of three")
+            1 3 first of three
+            >>> ToolContext().report_progress(1, 3)   # nobody listens: dropped
         """
         if self.progress is not None:
             self.progress(progress, total, message)

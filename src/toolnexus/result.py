@@ -81,12 +81,24 @@ class ToolResult:
 
     @classmethod
     def ok(cls, output: str, metadata: Mapping[str, Any] | None = None) -> ToolResult:
-        """A successful result."""
+        """A successful result; ``metadata`` is copied and made read-only.
+
+        Example::
+
+            >>> ToolResult.ok("3 rows", {"rows": 3})
+            <ToolResult ok '3 rows'>
+        """
         return cls(output, False, metadata)
 
     @classmethod
     def error(cls, output: str, metadata: Mapping[str, Any] | None = None) -> ToolResult:
-        """A failed result: ``output`` says what went wrong, for the model to read."""
+        """A failed result: ``output`` says what went wrong, for the model to read.
+
+        Example::
+
+            >>> ToolResult.error("no such file: a.txt").is_error
+            True
+        """
         return cls(output, True, metadata)
 
     @classmethod
@@ -94,7 +106,14 @@ class ToolResult:
         """A suspension: the call waits for an answer to ``request``.
 
         It is an error result (no usable answer yet) whose output is the prompt, plus
-        ``"\\n" + url`` when the request has a url.
+        ``"\\n" + url`` when the request has a url. Raises ``TypeError`` for anything but
+        a :class:`Request`.
+
+        Example::
+
+            >>> parked = ToolResult.pending(Request("input", "Which environment?"))
+            >>> parked.is_pending, parked.is_error, parked.output
+            (True, True, 'Which environment?')
         """
         if not isinstance(request, Request):
             raise TypeError(f"pending() takes a Request, got {type(request).__name__}")
@@ -105,12 +124,28 @@ class ToolResult:
     def auth_required(
         cls, url: str, prompt: str = "Authorization required to continue"
     ) -> ToolResult:
-        """A suspension asking the human to authorize at ``url`` (completed out of band)."""
+        """A suspension asking the human to authorize at ``url`` (completed out of band).
+
+        Example::
+
+            >>> print(ToolResult.auth_required("https://example.test/login").output)
+            Authorization required to continue
+            https://example.test/login
+        """
         return cls.pending(Request("authorization", prompt, url=url))
 
     @staticmethod
     def pending_of(result: ToolResult | None) -> Request | None:
-        """The request a result is suspended on, or None (also for ``None`` itself)."""
+        """The request a result is suspended on, or None (also for ``None`` itself).
+
+        Example::
+
+            >>> req = Request("approval", "Deploy?")
+            >>> ToolResult.pending_of(ToolResult.pending(req)) is req
+            True
+            >>> ToolResult.pending_of(ToolResult.ok("done")) is None
+            True
+        """
         if result is None or result.metadata is None:
             return None
         request = result.metadata.get(PENDING_KEY)
@@ -118,12 +153,24 @@ class ToolResult:
 
     @property
     def is_pending(self) -> bool:
-        """True iff this result is a suspension (``metadata["pending"]`` is a Request)."""
+        """True iff this result is a suspension (``metadata["pending"]`` is a Request).
+
+        Example::
+
+            >>> ToolResult.error("boom").is_pending
+            False
+        """
         return ToolResult.pending_of(self) is not None
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form: keys ``output, isError, metadata`` (``metadata`` omitted when
-        unset); a pending request is written under ``metadata.pending``."""
+        unset); a pending request is written under ``metadata.pending``.
+
+        Example::
+
+            >>> ToolResult.ok("42").to_dict()
+            {'output': '42', 'isError': False}
+        """
         out: dict[str, Any] = {"output": self.output, "isError": self.is_error}
         if self.metadata is not None:
             meta = {}
@@ -133,9 +180,14 @@ class ToolResult:
         return out
 
     def to_json(self) -> str:
-        """Compact UTF-8 JSON of :meth:`to_dict`.
+        """Compact JSON of :meth:`to_dict`, non-ASCII kept as is (encode it as UTF-8).
 
         Raises :class:`WireFormatError` when metadata holds a value JSON cannot carry.
+
+        Example::
+
+            >>> print(ToolResult.pending(Request("input", "Which?", id="pnd-1")).to_json())
+            {"output":"Which?","isError":true,"metadata":{"pending":{"id":"pnd-1","kind":"input","prompt":"Which?"}}}
         """
         return _wire.dumps(self.to_dict(), "ToolResult")
 
@@ -143,7 +195,13 @@ class ToolResult:
     def from_dict(cls, data: Mapping[str, Any]) -> ToolResult:
         """Rebuild a result from its wire form; ``metadata.pending`` becomes a Request.
 
-        Raises :class:`WireFormatError` (a ``ValueError``) naming the field at fault.
+        Raises :class:`WireFormatError` (a ``ValueError``) naming the field at fault
+        (``metadata.pending.kind`` for a field of the nested request).
+
+        Example::
+
+            >>> ToolResult.from_dict({"output": "42", "isError": False})
+            <ToolResult ok '42'>
         """
         data = _wire.require_object(data, "ToolResult")
         output = _wire.field(data, "output", str, "ToolResult", required=True, expected="a string")
@@ -170,7 +228,19 @@ class ToolResult:
 
     @classmethod
     def from_json(cls, text: str | bytes | bytearray) -> ToolResult:
-        """Parse :meth:`to_json` output. Raises :class:`WireFormatError` when malformed."""
+        """Parse :meth:`to_json` output (text or UTF-8 bytes); a pending result gets its
+        :class:`Request` back.
+
+        Raises :class:`WireFormatError` (a ``ValueError``) when the text is not JSON, not
+        an object, or a field is missing or mistyped.
+
+        Example::
+
+            >>> text = '{"output":"?","isError":true,"metadata":{"pending":' \\
+            ...        '{"id":"pnd-1","kind":"input","prompt":"?"}}}'
+            >>> ToolResult.pending_of(ToolResult.from_json(text)).id
+            'pnd-1'
+        """
         return cls.from_dict(_wire.loads_object(text, "ToolResult"))
 
     def __repr__(self) -> str:

@@ -143,7 +143,18 @@ class Request:
 
     def is_expired(self, now: datetime | None = None) -> bool:
         """True if ``expires_at`` is set and ``now`` (default: the current UTC time) is at
-        or past it. Raises ``ValueError`` when ``now`` is a naive datetime."""
+        or past it.
+
+        Raises ``ValueError`` when ``now`` is a naive datetime (its zone is unknown) and
+        ``TypeError`` when it is not a datetime.
+
+        Example::
+
+            >>> from datetime import datetime, timezone
+            >>> req = Request("approval", "Deploy?", expires_at="2026-01-02T05:00:00+02:00")
+            >>> req.is_expired(datetime(2026, 1, 2, 3, 0, tzinfo=timezone.utc))
+            True
+        """
         if self.expires_at is None:
             return False
         from datetime import datetime, timezone
@@ -159,7 +170,15 @@ class Request:
         return now >= parse_rfc3339(self.expires_at)
 
     def to_dict(self) -> dict[str, Any]:
-        """The wire form: keys ``id, kind, prompt, url, data, expiresAt``, unset omitted."""
+        """The wire form: keys ``id, kind, prompt, url, data, expiresAt``, unset omitted.
+
+        Returns fresh plain dicts and lists, safe to change.
+
+        Example::
+
+            >>> Request("input", "Which environment?", id="pnd-1").to_dict()
+            {'id': 'pnd-1', 'kind': 'input', 'prompt': 'Which environment?'}
+        """
         out: dict[str, Any] = {"id": self.id, "kind": self.kind, "prompt": self.prompt}
         if self.url is not None:
             out["url"] = self.url
@@ -170,14 +189,27 @@ class Request:
         return out
 
     def to_json(self) -> str:
-        """Compact UTF-8 JSON of :meth:`to_dict`."""
+        """Compact JSON of :meth:`to_dict`, non-ASCII kept as is (encode it as UTF-8).
+
+        Raises :class:`WireFormatError` when ``data`` holds a value JSON cannot carry.
+
+        Example::
+
+            >>> print(Request("input", "Welche Umgebung?", id="pnd-1").to_json())
+            {"id":"pnd-1","kind":"input","prompt":"Welche Umgebung?"}
+        """
         return _wire.dumps(self.to_dict(), "Request")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Request:
-        """Rebuild a request from its wire form.
+        """Rebuild a request from its wire form; unknown keys are ignored.
 
         Raises :class:`WireFormatError` (a ``ValueError``) naming the field at fault.
+
+        Example::
+
+            >>> Request.from_dict({"id": "pnd-1", "kind": "input", "prompt": "?"}).kind
+            'input'
         """
         data = _wire.require_object(data, "Request")
         text = "a string"
@@ -212,7 +244,16 @@ class Request:
 
     @classmethod
     def from_json(cls, text: str | bytes | bytearray) -> Request:
-        """Parse :meth:`to_json` output. Raises :class:`WireFormatError` when malformed."""
+        """Parse :meth:`to_json` output (text or UTF-8 bytes).
+
+        Raises :class:`WireFormatError` (a ``ValueError``) when the text is not JSON, not
+        an object, or a field is missing or mistyped.
+
+        Example::
+
+            >>> Request.from_json(b'{"id":"pnd-1","kind":"input","prompt":"?"}').id
+            'pnd-1'
+        """
         return cls.from_dict(_wire.loads_object(text, "Request"))
 
 
@@ -252,16 +293,35 @@ class Answer:
 
     @classmethod
     def accept(cls, request: Request, data: Mapping[str, Any] | None = None) -> Answer:
-        """An ok answer to ``request``, echoing its id."""
+        """An ok answer to ``request``, echoing its id.
+
+        Example::
+
+            >>> req = Request("input", "Which environment?", id="pnd-1")
+            >>> Answer.accept(req, {"env": "staging"})
+            Answer(id='pnd-1', ok=True, data={'env': 'staging'}, reason=None)
+        """
         return cls(_request_id(request), True, data)
 
     @classmethod
     def decline(cls, request: Request, reason: str = "declined") -> Answer:
-        """A refusal of ``request``, echoing its id, with an advisory ``reason``."""
+        """A refusal of ``request``, echoing its id, with an advisory ``reason``.
+
+        Example::
+
+            >>> Answer.decline(Request("approval", "Deploy?", id="pnd-1"), reason="expired")
+            Answer(id='pnd-1', ok=False, data=None, reason='expired')
+        """
         return cls(_request_id(request), False, None, reason)
 
     def to_dict(self) -> dict[str, Any]:
-        """The wire form: keys ``id, ok, data, reason``, unset omitted."""
+        """The wire form: keys ``id, ok, data, reason``, unset omitted.
+
+        Example::
+
+            >>> Answer("pnd-1", False, reason="declined").to_dict()
+            {'id': 'pnd-1', 'ok': False, 'reason': 'declined'}
+        """
         out: dict[str, Any] = {"id": self.id, "ok": self.ok}
         if self.data is not None:
             out["data"] = thaw(self.data)
@@ -270,14 +330,25 @@ class Answer:
         return out
 
     def to_json(self) -> str:
-        """Compact UTF-8 JSON of :meth:`to_dict`."""
+        """Compact JSON of :meth:`to_dict`, non-ASCII kept as is (encode it as UTF-8).
+
+        Example::
+
+            >>> print(Answer("pnd-1", True, {"env": "staging"}).to_json())
+            {"id":"pnd-1","ok":true,"data":{"env":"staging"}}
+        """
         return _wire.dumps(self.to_dict(), "Answer")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Answer:
-        """Rebuild an answer from its wire form.
+        """Rebuild an answer from its wire form; unknown keys are ignored.
 
         Raises :class:`WireFormatError` (a ``ValueError``) naming the field at fault.
+
+        Example::
+
+            >>> Answer.from_dict({"id": "pnd-1", "ok": False, "reason": "declined"}).reason
+            'declined'
         """
         data = _wire.require_object(data, "Answer")
         rid = _wire.field(data, "id", str, "Answer", required=True, expected="a string")
@@ -290,7 +361,18 @@ class Answer:
 
     @classmethod
     def from_json(cls, text: str | bytes | bytearray) -> Answer:
-        """Parse :meth:`to_json` output. Raises :class:`WireFormatError` when malformed."""
+        """Parse :meth:`to_json` output (text or UTF-8 bytes).
+
+        Raises :class:`WireFormatError` (a ``ValueError``) when the text is not JSON, not
+        an object, or a field is missing or mistyped.
+
+        Example::
+
+            >>> Answer.from_json('{"id":"pnd-1","ok":"yes"}')  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+              ...
+            toolnexus.errors.WireFormatError: invalid Answer: field 'ok' must be a boolean, ...
+        """
         return cls.from_dict(_wire.loads_object(text, "Answer"))
 
 
