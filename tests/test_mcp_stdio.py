@@ -1,0 +1,460 @@
+"""The stdio server end to end: ``python -m toolnexus serve`` over real pipes, and
+``serve_stdio`` in-process with streams the test owns.
+
+The module doubles as the served tool module (``tests/test_mcp_stdio.py:toolkit``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolnexus import Request, Toolkit, ToolResult, tool
+from toolnexus.context import ToolContext
+from toolnexus.mcp import serve_stdio
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT = 10.0  # an upper bound for anything to arrive; never a measured duration
+MODERN = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+}
+
+# --------------------------------------------------------------------------- the served tools
+
+_cancel_seen = threading.Event()
+_cancel_outcome: list[str] = []
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case the text (and print noise on stdout, both ways)."""
+    print("noise from print()")
+    sys.stdout.flush()
+    os.write(1, b"noise written to fd 1\n")
+    return text.upper()
+
+
+@tool
+def wait_for_cancel(ctx: ToolContext) -> str:
+    """Report that it started, then wait for the call to be cancelled."""
+    ctx.report_progress(1, None, "started")
+    cancelled = ctx.cancellation_token.wait(TIMEOUT)
+    _cancel_outcome.append("cancelled" if cancelled else "not cancelled")
+    _cancel_seen.set()
+    return "finished"
+
+
+@tool
+def last_cancel() -> str:
+    """What the last wait_for_cancel call saw."""
+    _cancel_seen.wait(TIMEOUT)
+    return _cancel_outcome[-1] if _cancel_outcome else "nothing yet"
+
+
+@tool
+def stubborn(ctx: ToolContext) -> str:
+    """Report that it started, then ignore cancellation for an hour."""
+    ctx.report_progress(1, None, "started")
+    time.sleep(3600)
+    return "never"
+
+
+@tool
+def nap(ms: int) -> str:
+    """Sleep ms milliseconds, then answer."""
+    time.sleep(ms / 1000)
+    return f"slept {ms} ms"
+
+
+@tool
+def steps(count: int, ctx: ToolContext) -> str:
+    """Report progress count times, then answer."""
+    for i in range(1, count + 1):
+        ctx.report_progress(i, count, f"step {i}")
+    return f"{count} steps"
+
+
+@tool
+def deploy(ctx: ToolContext) -> ToolResult:
+    """Ask which environment, then deploy there."""
+    if ctx.answer is not None:
+        return ToolResult.ok(f"deployed to {ctx.answer.data['env']}")
+    schema = {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}
+    return ToolResult.pending(Request("input", "Which environment?", data={"schema": schema}))
+
+
+toolkit = Toolkit([add, shout, wait_for_cancel, last_cancel, stubborn, nap, steps, deploy])
+
+# --------------------------------------------------------------------------- a tiny client
+
+
+class Server:
+    """``python -m toolnexus serve`` in a subprocess, with a line reader on its stdout."""
+
+    def __init__(self, *extra: str) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "toolnexus", "serve", "tests/test_mcp_stdio.py:toolkit", *extra],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+        self.raw: list[bytes] = []
+        self.stderr = b""
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.raw.append(line)
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        self.stderr = self.process.stderr.read()
+
+    def send(self, message: Any) -> None:
+        data = message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n"
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def receive(self) -> dict[str, Any]:
+        line = self.lines.get(timeout=TIMEOUT)
+        assert line is not None, "the server closed stdout"
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def request(self, rid: Any, method: str, params: Any = None) -> dict[str, Any]:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return self.receive()
+
+    def initialize(self, **capabilities: Any) -> dict[str, Any]:
+        answer = self.request(
+            0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": capabilities}
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return answer
+
+    def close_stdin(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+
+    def finish(self) -> int:
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            self.process.stdin.close()
+        code = self.process.wait(timeout=TIMEOUT)
+        remaining = []
+        while True:
+            line = self.lines.get(timeout=TIMEOUT)
+            if line is None:
+                break
+            remaining.append(json.loads(line))
+        self.rest = remaining
+        return code
+
+
+@pytest.fixture
+def server() -> Any:
+    running = Server()
+    yield running
+    if running.process.poll() is None:
+        running.process.kill()
+        running.process.wait(timeout=TIMEOUT)
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def test_a_legacy_client_lists_and_calls_tools_over_real_pipes(server: Server) -> None:
+    hello = server.initialize()
+    assert hello["result"]["protocolVersion"] == "2025-11-25"
+    assert hello["result"]["serverInfo"]["name"] == "toolnexus"
+    listed = server.request(1, "tools/list")
+    assert [t["name"] for t in listed["result"]["tools"]] == [t.name for t in toolkit]
+    answer = server.request(2, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 40}})
+    assert answer == {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "result": {"content": [{"type": "text", "text": "42"}], "isError": False},
+    }
+    assert server.finish() == 0
+
+
+def test_a_modern_client_discovers_calls_and_answers_an_input_request(server: Server) -> None:
+    found = server.request("d", "server/discover", {"_meta": MODERN})["result"]
+    assert found["supportedVersions"][0] == "2026-07-28"
+    first = server.request(1, "tools/call", {"name": "deploy", "_meta": MODERN})["result"]
+    assert first["resultType"] == "input_required"
+    (key,) = first["inputRequests"]
+    retry = {
+        "name": "deploy",
+        "_meta": MODERN,
+        "requestState": first["requestState"],
+        "inputResponses": {key: {"action": "accept", "content": {"env": "staging"}}},
+    }
+    final = server.request(2, "tools/call", retry)["result"]
+    assert final["content"] == [{"type": "text", "text": "deployed to staging"}]
+    assert final["resultType"] == "complete"
+    assert server.finish() == 0
+
+
+def test_a_legacy_elicitation_round_trip_over_pipes(server: Server) -> None:
+    server.initialize(elicitation={})
+    server.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "deploy"}})
+    asked = server.receive()
+    assert asked["method"] == "elicitation/create"
+    assert asked["params"]["message"] == "Which environment?"
+    server.send(
+        {
+            "jsonrpc": "2.0",
+            "id": asked["id"],
+            "result": {"action": "accept", "content": {"env": "prod"}},
+        }
+    )
+    final = server.receive()
+    assert final["id"] == 5
+    assert final["result"]["content"] == [{"type": "text", "text": "deployed to prod"}]
+
+
+def test_stdout_carries_only_protocol_json_even_when_a_tool_prints(server: Server) -> None:
+    server.initialize()
+    answer = server.request(1, "tools/call", {"name": "shout", "arguments": {"text": "hi"}})
+    assert answer["result"]["content"][0]["text"] == "HI"
+    assert server.finish() == 0
+    for line in server.raw:
+        assert json.loads(line)["jsonrpc"] == "2.0"
+    assert b"noise from print()" in server.stderr
+    assert b"noise written to fd 1" in server.stderr
+
+
+def test_pings_are_answered_and_a_cancel_reaches_the_running_tool(server: Server) -> None:
+    server.initialize()
+    server.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "long",
+            "method": "tools/call",
+            "params": {"name": "wait_for_cancel", "_meta": {"progressToken": "p"}},
+        }
+    )
+    started = server.receive()
+    assert started["method"] == "notifications/progress"
+    assert started["params"]["message"] == "started"
+    assert server.request("ping-1", "ping") == {"jsonrpc": "2.0", "id": "ping-1", "result": {}}
+    server.send(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "long"}}
+    )
+    seen = server.request("check", "tools/call", {"name": "last_cancel"})
+    assert seen["id"] == "check"
+    assert seen["result"]["content"][0]["text"] == "cancelled"
+    assert server.finish() == 0
+    assert all(message.get("id") != "long" for message in server.rest)
+
+
+def test_progress_arrives_in_order_before_the_response(server: Server) -> None:
+    server.initialize()
+    server.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "steps", "arguments": {"count": 5}, "_meta": {"progressToken": 9}},
+        }
+    )
+    received = [server.receive() for _ in range(6)]
+    assert [m["params"]["progress"] for m in received[:5]] == [1, 2, 3, 4, 5]
+    assert all(m["params"]["progressToken"] == 9 for m in received[:5])
+    assert received[5]["id"] == 1
+    assert received[5]["result"]["content"][0]["text"] == "5 steps"
+
+
+def test_a_call_that_finishes_within_the_grace_period_is_still_answered_after_stdin_closes(
+    server: Server,
+) -> None:
+    server.initialize()
+    server.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "nap", "arguments": {"ms": 200}},
+        }
+    )
+    server.close_stdin()
+    assert server.finish() == 0
+    assert [m["id"] for m in server.rest] == [1]
+    assert server.rest[0]["result"]["content"][0]["text"] == "slept 200 ms"
+
+
+def test_closing_stdin_exits_even_while_a_tool_ignores_cancellation(server: Server) -> None:
+    server.initialize()
+    server.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "stuck",
+            "method": "tools/call",
+            "params": {"name": "stubborn", "_meta": {"progressToken": "s"}},
+        }
+    )
+    assert server.receive()["params"]["message"] == "started"
+    server.close_stdin()
+    assert server.finish() == 0  # within TIMEOUT, although the tool sleeps for an hour
+    assert server.rest == []
+
+
+def test_garbage_lines_are_answered_and_the_server_keeps_serving(server: Server) -> None:
+    server.send(b"\xff\xfe not utf-8\n")
+    assert server.receive()["error"]["code"] == -32700
+    server.send(b"{not json\n")
+    parse_error = server.receive()
+    assert (parse_error["id"], parse_error["error"]["code"]) == (None, -32700)
+    server.send(b"[]\n")
+    assert server.receive()["error"]["code"] == -32600
+    server.send(b"\n")
+    assert server.request(1, "ping") == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+def test_timeout_option_bounds_each_call() -> None:
+    running = Server("--timeout", "200")
+    try:
+        running.initialize()
+        answer = running.request(1, "tools/call", {"name": "stubborn"})
+        assert answer["result"]["isError"] is True
+        assert answer["result"]["content"][0]["text"].startswith("timed out after 200 ms")
+    finally:
+        running.process.kill()
+        running.process.wait(timeout=TIMEOUT)
+
+
+def test_name_and_version_options_are_the_server_identity() -> None:
+    running = Server("--name", "calc", "--version", "2.1")
+    try:
+        assert running.initialize()["result"]["serverInfo"] == {"name": "calc", "version": "2.1"}
+        assert running.finish() == 0
+    finally:
+        if running.process.poll() is None:
+            running.process.kill()
+
+
+# --------------------------------------------------------------------------- in process
+
+
+def serve_in_thread(**options: Any) -> tuple[Any, Any, threading.Thread, list[int]]:
+    read_in, write_in = os.pipe()
+    read_out, write_out = os.pipe()
+    stdin = open(read_in, "rb")  # noqa: SIM115 - closed by the test
+    stdout = open(write_out, "wb")  # noqa: SIM115 - closed by the test
+    codes: list[int] = []
+
+    def target() -> None:
+        try:
+            codes.append(serve_stdio(toolkit, stdin=stdin, stdout=stdout, **options))
+        finally:
+            stdout.close()
+            stdin.close()
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return open(write_in, "wb"), open(read_out, "rb"), thread, codes
+
+
+def test_a_line_over_the_limit_is_refused_without_reading_it_whole() -> None:
+    to_server, from_server, thread, codes = serve_in_thread(max_line_bytes=1024)
+    try:
+        payload = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x" * 100_000}}
+        to_server.write(json.dumps(payload).encode() + b"\n")
+        to_server.write(b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+        to_server.flush()
+        refused = json.loads(from_server.readline())
+        assert refused["id"] is None and refused["error"]["code"] == -32600
+        assert "too large" in refused["error"]["message"]
+        assert json.loads(from_server.readline()) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    finally:
+        to_server.close()
+        thread.join(TIMEOUT)
+        from_server.close()
+    assert codes == [0]
+
+
+def test_serve_stdio_reads_and_writes_text_streams() -> None:
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 1, "b": 1}},
+        },
+    ]
+    stdin = io.StringIO("".join(json.dumps(line) + "\n" for line in lines))
+    stdout = io.StringIO()
+    assert serve_stdio(toolkit, stdin=stdin, stdout=stdout, name="calc", version="1") == 0
+    answers = [json.loads(line) for line in stdout.getvalue().splitlines()]
+    assert [a["id"] for a in answers] == [1, 2]
+    assert answers[1]["result"]["content"][0]["text"] == "2"
+
+
+def test_serve_stdio_restores_sys_stdout_afterwards() -> None:
+    before = sys.stdout
+    serve_stdio(toolkit, stdin=io.StringIO(""), stdout=io.StringIO())
+    assert sys.stdout is before
+
+
+def test_serve_stdio_returns_1_when_stdout_is_gone() -> None:
+    class Broken(io.RawIOBase):
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data: Any) -> int:
+            raise BrokenPipeError("the client went away")
+
+    stdin = io.BytesIO(
+        b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+    )
+    assert serve_stdio(toolkit, stdin=stdin, stdout=Broken()) == 1
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"max_line_bytes": 10}, "max_line_bytes must be an int >= 64"),
+        ({"grace_ms": -1}, "grace_ms must be an int >= 0"),
+        ({"timeout_ms": -5}, "timeout_ms"),
+        ({"name": ""}, "name must be a non-empty str"),
+    ],
+)
+def test_serve_stdio_refuses_bad_options_at_once(options: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        serve_stdio(toolkit, stdin=io.StringIO(""), stdout=io.StringIO(), **options)
