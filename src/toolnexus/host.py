@@ -253,16 +253,18 @@ class _Pool:
                 return  # a replacement took this worker's place when it was abandoned
             job.notify()
 
-    def abandon(self, job: _Job, *, quietly: bool = False) -> bool:
-        """Give up on ``job``. Return True if it finished after all (use ``job.value``).
+    def abandon(self, job: _Job, *, quietly: bool = False) -> int:
+        """Give up on ``job``; return the state it was in (``_DONE``: use ``job.value``).
 
-        A job still queued is dropped; a running one leaves its worker stuck: the worker is
-        counted until the job returns, and a fresh worker takes its place now.
+        A job still queued (``_QUEUED``) is dropped; a running one (``_RUNNING``) leaves its
+        worker stuck: the worker is counted until the job returns, and a fresh worker takes
+        its place now.
         """
         with self.lock:
-            if job.state == _DONE:
-                return True
-            running = job.state == _RUNNING
+            previous = job.state
+            if previous == _DONE:
+                return previous
+            running = previous == _RUNNING
             job.state = _ABANDONED
             job.quietly = quietly
             job.abandoned_at = time.monotonic()
@@ -273,7 +275,7 @@ class _Pool:
                     self.threads.discard(job.worker)
                 if not self.closed:
                     self._spawn_locked()
-        return False
+        return previous
 
     def close(self, timeout: float) -> None:
         with self.lock:
@@ -470,12 +472,16 @@ def _timeout_result(budget_ms: int | None, value: object, name: str, grace_ms: i
             f"{head}; '{name}' did not stop within the {grace_ms} ms grace period and was "
             "abandoned"
         )
+    if value is _NEVER_STARTED_MARK:
+        return ToolResult.error(f"{head}; '{name}' never started: every worker was busy")
     if isinstance(value, ToolResult) and value.output:
         return ToolResult.error(f"{head}: {value.output}")
     return ToolResult.error(head)
 
 
-_ABANDONED_MARK = object()
+_ABANDONED_MARK = object()  # the tool was still running after the grace period
+_NEVER_STARTED_MARK = object()  # the call was still queued for a worker at its deadline
+_ASK_CANCELLED = object()  # the caller cancelled while wait_for was being asked
 
 
 def _coerce_request(value: object) -> Request:
@@ -1128,7 +1134,7 @@ class Host:
             if self._wait_for is None:
                 return result, outcome, request.id
             got = self._ask_sync(request, token)
-            if got is None:
+            if got is _ASK_CANCELLED:
                 return ToolResult.error(self._cancel_reason()), "cancelled", request.id
             checked = self._answer_problem(request, got)
             if isinstance(checked, ToolResult):
@@ -1185,7 +1191,8 @@ class Host:
         """Run ``job`` on the pool and wait for it, its cancellation or its deadline.
 
         Returns ``("done", value)``, ``("cancelled", value-or-None)`` or
-        ``("timeout", value-or-_ABANDONED_MARK)``.
+        ``("timeout", value-or-a-mark)``, the mark saying whether the job was abandoned
+        while running or never started.
         """
         pool = self._pool
         cancelled = scope.token
@@ -1196,7 +1203,7 @@ class Host:
                     return "cancelled", job.value
                 return "done", job.value
             if cancelled.is_cancellation_requested:
-                if pool.abandon(job, quietly=True):
+                if pool.abandon(job, quietly=True) == _DONE:
                     return "cancelled", job.value
                 return "cancelled", None
             if deadline is None:
@@ -1215,12 +1222,13 @@ class Host:
             if remaining <= 0:
                 break
             signal.wait(remaining)
-        if job.state == _DONE or pool.abandon(job):
+        previous = pool.abandon(job)
+        if previous == _DONE:
             return "timeout", job.value
-        return "timeout", _ABANDONED_MARK
+        return "timeout", _ABANDONED_MARK if previous == _RUNNING else _NEVER_STARTED_MARK
 
     def _ask_sync(self, request: Request, token: CancellationToken) -> object:
-        """Loop rule 1 from a thread: ask ``wait_for``; None when the caller cancelled.
+        """Loop rule 1 from a thread: ask ``wait_for``; ``_ASK_CANCELLED`` if the caller cancels.
 
         Returns the answer, or a non-Answer (treated as declined) when ``wait_for``
         raised or ran out of its budget.
@@ -1229,7 +1237,7 @@ class Host:
         if request.is_expired():
             return _Refused("expired")
         if token.is_cancellation_requested:
-            return None
+            return _ASK_CANCELLED
         budget = self._wait_for_timeout_ms
         deadline = None if budget is None else time.monotonic() + budget / 1000
         signal = _Signal()
@@ -1243,7 +1251,7 @@ class Host:
         finally:
             self._close(scope)
         if status == "cancelled":
-            return None
+            return _ASK_CANCELLED
         if status == "timeout":
             _log.warning(
                 "toolnexus host: wait_for gave no answer to %r within %s ms; treated as declined",
@@ -1282,7 +1290,7 @@ class Host:
             if self._wait_for is None:
                 return result, outcome, request.id
             got = await self._ask_async(request, token)
-            if got is None:
+            if got is _ASK_CANCELLED:
                 return ToolResult.error(self._cancel_reason()), "cancelled", request.id
             checked = self._answer_problem(request, got)
             if isinstance(checked, ToolResult):
@@ -1359,7 +1367,7 @@ class Host:
                         return "cancelled", job.value
                     return "done", job.value
                 if cancelled.is_cancellation_requested:
-                    if pool.abandon(job, quietly=True):
+                    if pool.abandon(job, quietly=True) == _DONE:
                         return "cancelled", job.value
                     return "cancelled", None
                 if deadline is None:
@@ -1381,9 +1389,10 @@ class Host:
             scope.source.cancel()
             pool.abandon(job, quietly=True)
             raise
-        if job.state == _DONE or pool.abandon(job):
+        previous = pool.abandon(job)
+        if previous == _DONE:
             return "timeout", job.value
-        return "timeout", _ABANDONED_MARK
+        return "timeout", _ABANDONED_MARK if previous == _RUNNING else _NEVER_STARTED_MARK
 
     async def _await_task(
         self,
@@ -1436,13 +1445,13 @@ class Host:
         return "timeout", _ABANDONED_MARK
 
     async def _ask_async(self, request: Request, token: CancellationToken) -> object:
-        """Loop rule 1 on a loop: ask ``wait_for``; None when the caller cancelled."""
+        """Loop rule 1 on a loop: ask ``wait_for``; ``_ASK_CANCELLED`` if the caller cancels."""
         wait_for = self._wait_for
         assert wait_for is not None
         if request.is_expired():
             return _Refused("expired")
         if token.is_cancellation_requested:
-            return None
+            return _ASK_CANCELLED
         budget = self._wait_for_timeout_ms
         deadline = None if budget is None else time.monotonic() + budget / 1000
         signal = _AsyncSignal(asyncio.get_running_loop())
@@ -1467,7 +1476,7 @@ class Host:
         finally:
             self._close(scope)
         if status == "cancelled":
-            return None
+            return _ASK_CANCELLED
         if status == "timeout":
             _log.warning(
                 "toolnexus host: wait_for gave no answer to %r within %s ms; treated as declined",

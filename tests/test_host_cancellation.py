@@ -1,0 +1,293 @@
+"""A caller's cancellation reaches the tool at once and the caller gets 'cancelled' promptly;
+close() cancels what is running; progress and context variables reach the tool safely."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import time
+
+import pytest
+
+from toolnexus import (
+    CancellationToken,
+    CancellationTokenSource,
+    Host,
+    ToolContext,
+    Toolkit,
+    ToolResult,
+    tool,
+)
+
+SLACK = 5.0
+
+
+class Unwinding:
+    """A tool that notices the cancel at once but takes until released to return."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.saw_cancel = threading.Event()
+        self.release = threading.Event()
+
+        @tool(name="unwinding")
+        def unwinding(ctx: ToolContext) -> str:
+            """Waits for cancellation, then unwinds slowly."""
+            ctx.cancellation_token.register(self.saw_cancel.set)
+            self.started.set()
+            self.release.wait(30)
+            return "finished unwinding"
+
+        self.tool = unwinding
+
+
+def call_in_thread(host: Host, *args, **kwargs):
+    box: list[ToolResult] = []
+    done = threading.Event()
+
+    def run() -> None:
+        box.append(host.call(*args, **kwargs))
+        done.set()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return box, done, thread
+
+
+def test_a_callers_cancel_reaches_the_tool_and_returns_cancelled_while_it_unwinds():
+    unwinding = Unwinding()
+    source = CancellationTokenSource()
+    with Host(Toolkit([unwinding.tool])) as host:
+        box, done, thread = call_in_thread(
+            host, "unwinding", {}, cancellation_token=source.token
+        )
+        assert unwinding.started.wait(SLACK)
+        source.cancel()
+        assert unwinding.saw_cancel.is_set()  # reached the tool's token inside cancel()
+        assert done.wait(SLACK)  # the caller got its answer while the tool still runs
+        assert not unwinding.release.is_set()
+        unwinding.release.set()
+        thread.join(SLACK)
+    assert box[0].is_error
+    assert box[0].output.startswith("cancelled")
+
+
+def test_a_cancelled_call_is_never_reported_as_timed_out():
+    unwinding = Unwinding()
+    source = CancellationTokenSource()
+    with Host(Toolkit([unwinding.tool]), timeout_ms=60_000) as host:
+        box, done, thread = call_in_thread(
+            host, "unwinding", {}, cancellation_token=source.token
+        )
+        assert unwinding.started.wait(SLACK)
+        source.cancel()
+        assert done.wait(SLACK)
+        unwinding.release.set()
+        thread.join(SLACK)
+    assert box[0].output.startswith("cancelled")
+    assert "timed out" not in box[0].output
+
+
+def test_an_already_cancelled_token_means_the_tool_never_runs():
+    runs = []
+
+    @tool
+    def work() -> str:
+        """Would do work."""
+        runs.append(1)
+        return "did work"
+
+    source = CancellationTokenSource()
+    source.cancel()
+    with Host(Toolkit([work])) as host:
+        result = host.call("work", {}, cancellation_token=source.token)
+        aresult = asyncio.run(host.acall("work", {}, cancellation_token=source.token))
+    assert result.output == "cancelled by the caller"
+    assert aresult.output == "cancelled by the caller"
+    assert runs == []
+
+
+def test_acall_cancels_an_async_tools_task_when_the_caller_cancels():
+    saw = []
+
+    @tool
+    async def sleepy(ctx: ToolContext) -> str:
+        """Sleeps until cancelled."""
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            saw.append(ctx.is_cancelled)
+            raise
+        return "woke"
+
+    async def main() -> ToolResult:
+        source = CancellationTokenSource()
+        with Host(Toolkit([sleepy])) as host:
+            asyncio.get_running_loop().call_later(0.05, source.cancel)
+            result = await host.acall("sleepy", {}, cancellation_token=source.token)
+            await asyncio.sleep(0)  # let the cancelled task run its except block
+            return result
+
+    result = asyncio.run(main())
+    assert result.output.startswith("cancelled")
+    assert saw == [True]
+
+
+def test_cancel_from_another_thread_reaches_an_async_tool_on_the_loop():
+    source = CancellationTokenSource()
+    started = threading.Event()
+
+    @tool
+    async def sleepy() -> str:
+        """Sleeps until cancelled."""
+        started.set()
+        await asyncio.sleep(30)
+        return "woke"
+
+    def cancel_when_started() -> None:
+        started.wait(SLACK)
+        source.cancel()
+
+    async def main() -> ToolResult:
+        with Host(Toolkit([sleepy])) as host:
+            threading.Thread(target=cancel_when_started).start()
+            return await host.acall("sleepy", {}, cancellation_token=source.token)
+
+    start = time.monotonic()
+    result = asyncio.run(main())
+    assert time.monotonic() - start < SLACK
+    assert result.output.startswith("cancelled")
+
+
+def test_cancelling_the_task_awaiting_acall_cancels_the_tools_token_and_propagates():
+    unwinding = Unwinding()
+
+    async def main() -> None:
+        with Host(Toolkit([unwinding.tool])) as host:
+            task = asyncio.ensure_future(host.acall("unwinding", {}))
+            while not unwinding.started.is_set():
+                await asyncio.sleep(0.001)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert unwinding.saw_cancel.is_set()
+            unwinding.release.set()
+
+    asyncio.run(main())
+
+
+def test_close_cancels_running_calls_and_later_calls_get_a_clear_error():
+    unwinding = Unwinding()
+    host = Host(Toolkit([unwinding.tool]))
+    box, done, thread = call_in_thread(host, "unwinding", {})
+    assert unwinding.started.wait(SLACK)
+    host.close()
+    assert done.wait(SLACK)
+    assert unwinding.saw_cancel.is_set()
+    assert box[0].output == "cancelled: the host was closed"
+    after = host.call("unwinding", {})
+    assert after.is_error and after.output.startswith("host is closed")
+    assert repr(host).endswith("closed>")
+    unwinding.release.set()
+    thread.join(SLACK)
+    host.close()  # idempotent
+
+
+def test_the_context_manager_closes_the_host_and_stops_its_workers():
+    @tool
+    def quick() -> str:
+        """Quick."""
+        return "ok"
+
+    with Host(Toolkit([quick]), max_workers=3) as host:
+        assert host.call("quick", {}).output == "ok"
+        workers = [t for t in threading.enumerate() if t.name.startswith("toolnexus-host")]
+        assert len(workers) >= 3
+    assert host.is_closed
+    for worker in workers:
+        worker.join(SLACK)
+        assert not worker.is_alive()
+
+
+def test_a_finished_call_lets_go_of_a_long_lived_caller_token():
+    tokens: list[CancellationToken] = []
+
+    @tool
+    def probe(ctx: ToolContext) -> str:
+        """Keeps its call's token."""
+        tokens.append(ctx.cancellation_token)
+        return "ok"
+
+    run = CancellationTokenSource()  # e.g. one token for a whole agent run
+    with Host(Toolkit([probe])) as host:
+        for _ in range(50):
+            host.call("probe", {}, cancellation_token=run.token)
+        asyncio.run(host.acall("probe", {}, cancellation_token=run.token))
+    run.cancel()
+    # Had a finished call stayed linked to the run's token, cancelling it would reach it.
+    assert len(tokens) == 51
+    assert not any(token.is_cancellation_requested for token in tokens)
+
+
+def test_progress_reaches_the_reporter_and_a_raising_reporter_never_breaks_the_tool():
+    @tool
+    def steps(ctx: ToolContext) -> str:
+        """Reports three steps."""
+        for i in range(3):
+            ctx.report_progress(i + 1, 3, f"step {i + 1}")
+        return "done"
+
+    seen = []
+
+    def broken(progress: float, total: float | None, message: str | None) -> None:
+        raise RuntimeError("reporter is down")
+
+    with Host(Toolkit([steps])) as host:
+        ok = host.call("steps", {}, progress=lambda *report: seen.append(report))
+        survived = host.call("steps", {}, progress=broken)
+        asurvived = asyncio.run(host.acall("steps", {}, progress=broken))
+    assert ok.output == "done"
+    assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+    assert survived.output == "done" and not survived.is_error
+    assert asurvived.output == "done"
+
+
+def test_context_variables_reach_the_worker_thread():
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id")
+
+    @tool
+    def whoami() -> str:
+        """Reads a context variable."""
+        return request_id.get("unset")
+
+    with Host(Toolkit([whoami])) as host:
+        request_id.set("req-42")
+        assert host.call("whoami", {}).output == "req-42"
+
+        async def main() -> str:
+            request_id.set("req-43")
+            return (await host.acall("whoami", {})).output
+
+        assert asyncio.run(main()) == "req-43"
+
+
+def test_nothing_a_tool_does_raises_into_the_caller():
+    @tool
+    def explodes() -> str:
+        """Raises."""
+        raise KeyError("boom")
+
+    @tool
+    async def aexplodes() -> str:
+        """Raises asynchronously."""
+        raise ValueError("kaboom")
+
+    with Host(Toolkit([explodes, aexplodes])) as host:
+        assert host.call("explodes", {}).is_error
+        assert host.call("aexplodes", {}).output == "kaboom"
+        assert asyncio.run(host.acall("aexplodes", {})).output == "kaboom"
+        assert asyncio.run(host.acall("explodes", {})).is_error
+        unknown = host.call("explodez", {})
+        assert unknown.is_error and "unknown tool" in unknown.output
+        assert host.call("explodes", "{not json").is_error

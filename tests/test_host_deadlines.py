@@ -1,0 +1,298 @@
+"""Host deadlines hold even for tools that ignore them; stuck workers are counted and bounded.
+
+Timing is only ever an upper bound here (seconds of slack): a tool that ignores its token
+blocks on a threading.Event the test releases at the end, so a host that waited for it
+would blow far past the bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+
+import pytest
+
+from toolnexus import Host, ToolContext, Toolkit, ToolResult, tool
+
+SLACK = 5.0  # seconds: an upper bound far above any honest timing, far below a hang
+
+
+class LogWaiter(logging.Handler):
+    """Sets an Event when the toolnexus logger emits a message containing ``needle``."""
+
+    def __init__(self, needle: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.needle = needle
+        self.seen = threading.Event()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        self.messages.append(message)
+        if self.needle in message:
+            self.seen.set()
+
+
+@pytest.fixture
+def late_returns():
+    """Wait for abandoned workers to come back (the host logs each one)."""
+    waiter = LogWaiter("returned")
+    logger = logging.getLogger("toolnexus")
+    old_level = logger.level
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(waiter)
+    yield waiter
+    logger.removeHandler(waiter)
+    logger.setLevel(old_level)
+
+
+class Stubborn:
+    """A tool that ignores its token and blocks until the test releases it."""
+
+    def __init__(self, text: str = "late result") -> None:
+        self.release = threading.Event()
+        self.started = threading.Event()
+        self.runs = 0
+        self.text = text
+
+        @tool(name="stubborn")
+        def stubborn() -> str:
+            """Blocks until released, whatever its token says."""
+            self.runs += 1
+            self.started.set()
+            self.release.wait(30)
+            return self.text
+
+        self.tool = stubborn
+
+
+@tool
+def echo(text: str) -> str:
+    """Return the text."""
+    return text
+
+
+def test_a_tool_that_ignores_its_token_times_out_within_deadline_plus_grace():
+    stubborn = Stubborn()
+    with Host(Toolkit([stubborn.tool]), grace_ms=50) as host:
+        start = time.monotonic()
+        result = host.call("stubborn", {}, timeout_ms=100)
+        elapsed = time.monotonic() - start
+        stubborn.release.set()
+    assert result.is_error
+    assert result.output.startswith("timed out after 100 ms")
+    assert "abandoned" in result.output
+    assert 0.1 <= elapsed < 0.15 + SLACK
+
+
+def test_a_cooperative_tool_sees_its_token_cancelled_at_the_deadline_and_returns():
+    seen: list[bool] = []
+
+    @tool
+    def polite(ctx: ToolContext) -> str:
+        """Waits for cancellation, then stops."""
+        seen.append(ctx.cancellation_token.wait(30))
+        return "stopped after 3 steps"
+
+    with Host(Toolkit([polite])) as host:
+        result = host.call("polite", {}, timeout_ms=50)
+    assert seen == [True]
+    assert result.is_error
+    assert result.output == "timed out after 50 ms: stopped after 3 steps"
+    assert host.stuck_workers == 0
+
+
+def test_the_tool_gets_the_call_budget_as_its_timeout_ms():
+    budgets: list[int | None] = []
+
+    @tool
+    def probe(ctx: ToolContext) -> str:
+        """Records its budget."""
+        budgets.append(ctx.timeout_ms)
+        return "ok"
+
+    with Host(Toolkit([probe]), timeout_ms=3000) as host:
+        host.call("probe", {})
+        host.call("probe", {}, timeout_ms=1234)
+    with Host(Toolkit([probe])) as host:
+        host.call("probe", {})
+    assert budgets == [3000, 1234, None]
+
+
+def test_a_fast_tool_with_a_deadline_returns_its_own_result():
+    with Host(Toolkit([echo]), timeout_ms=5000) as host:
+        assert host.call("echo", {"text": "hi"}).output == "hi"
+        assert host.call("echo", '{"text": "json"}').output == "json"
+
+
+def test_a_stuck_workers_late_result_never_appears_anywhere(late_returns):
+    stubborn = Stubborn(text="LATE-SECRET")
+    events = []
+    progress_reports = []
+    toolkit = Toolkit([stubborn.tool, echo])
+    with Host(toolkit, grace_ms=10, on_event=events.append) as host:
+        first = host.call("stubborn", {}, timeout_ms=20,
+                          progress=lambda *report: progress_reports.append(report))
+        assert host.stuck_workers == 1
+        stubborn.release.set()
+        assert late_returns.seen.wait(SLACK), late_returns.messages
+        later = [host.call("echo", {"text": f"call {i}"}) for i in range(20)]
+        assert host.stuck_workers == 0
+    outputs = [first.output, *(result.output for result in later)]
+    assert not any("LATE-SECRET" in output for output in outputs)
+    assert [event.outcome for event in events] == ["timeout"] + ["ok"] * 20
+    assert not any("LATE-SECRET" in repr(event) for event in events)
+    assert progress_reports == []
+
+
+def test_an_abandoned_worker_is_replaced_so_capacity_stays():
+    stubborn = Stubborn()
+    with Host(Toolkit([stubborn.tool, echo]), max_workers=1, grace_ms=10) as host:
+        assert host.call("stubborn", {}, timeout_ms=20).output.startswith("timed out")
+        # The only worker is stuck inside the tool, yet the next call runs at once.
+        assert host.call("echo", {"text": "still serving"}, timeout_ms=int(SLACK * 1000)
+                         ).output == "still serving"
+        stubborn.release.set()
+
+
+def test_the_stuck_worker_bound_fails_fast_with_host_overloaded(late_returns):
+    stubborn = Stubborn()
+    with Host(Toolkit([stubborn.tool, echo]), max_stuck=2, grace_ms=10) as host:
+        for _ in range(2):
+            assert host.call("stubborn", {}, timeout_ms=20).output.startswith("timed out")
+        assert host.stuck_workers == 2
+        runs_before = stubborn.runs
+        start = time.monotonic()
+        refused = host.call("stubborn", {}, timeout_ms=60_000)
+        also_refused = host.call("echo", {"text": "x"})
+        assert time.monotonic() - start < SLACK
+        assert refused.is_error and also_refused.is_error
+        assert refused.output.startswith("host overloaded: 2 stuck workers")
+        assert "max_stuck=2" in refused.output
+        assert stubborn.runs == runs_before  # refused calls never reach a tool
+        assert repr(host) == "<Host workers=8 busy=0 stuck=2>"
+        stubborn.release.set()
+        while host.stuck_workers:  # each late return is logged; wait for both
+            assert late_returns.seen.wait(SLACK)
+            late_returns.seen.clear()
+        assert host.call("echo", {"text": "back"}).output == "back"
+
+
+def test_an_abandoned_worker_is_logged(caplog):
+    stubborn = Stubborn()
+    with caplog.at_level(logging.WARNING, logger="toolnexus"), \
+            Host(Toolkit([stubborn.tool]), grace_ms=10) as host:
+        host.call("stubborn", {}, timeout_ms=20)
+        stubborn.release.set()
+    assert any("abandoned" in record.getMessage() and "stubborn" in record.getMessage()
+               for record in caplog.records)
+
+
+def test_a_tool_that_returns_within_the_grace_period_is_still_a_timeout_with_its_text():
+    @tool
+    def slowpoke(ctx: ToolContext) -> str:
+        """Notices the cancel and reports how far it got."""
+        ctx.cancellation_token.wait(30)
+        return "got through 2 of 5 pages"
+
+    with Host(Toolkit([slowpoke]), grace_ms=5000) as host:
+        result = host.call("slowpoke", {}, timeout_ms=30)
+    assert result.output == "timed out after 30 ms: got through 2 of 5 pages"
+
+
+def test_an_async_tool_called_synchronously_is_cancelled_at_the_deadline():
+    cancelled = threading.Event()
+
+    @tool
+    async def sleepy() -> str:
+        """Sleeps far past any deadline."""
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "woke up"
+
+    with Host(Toolkit([sleepy])) as host:
+        start = time.monotonic()
+        result = host.call("sleepy", {}, timeout_ms=50)
+        assert time.monotonic() - start < SLACK
+    assert result.output.startswith("timed out after 50 ms")
+    assert cancelled.is_set()
+
+
+def test_acall_cancels_an_async_tools_task_at_the_deadline():
+    cancelled = []
+
+    @tool
+    async def sleepy() -> str:
+        """Sleeps far past any deadline."""
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return "woke up"
+
+    async def main() -> ToolResult:
+        with Host(Toolkit([sleepy])) as host:
+            return await host.acall("sleepy", {}, timeout_ms=50)
+
+    result = asyncio.run(main())
+    assert result.output.startswith("timed out after 50 ms")
+    assert cancelled == [True]
+
+
+def test_acall_bounds_a_stubborn_sync_tool_without_blocking_the_loop():
+    stubborn = Stubborn()
+    ticks = []
+
+    async def ticker() -> None:
+        while not stubborn.release.is_set():
+            ticks.append(1)
+            await asyncio.sleep(0.005)
+
+    async def main() -> ToolResult:
+        with Host(Toolkit([stubborn.tool]), grace_ms=20) as host:
+            ticking = asyncio.ensure_future(ticker())
+            result = await host.acall("stubborn", {}, timeout_ms=100)
+            stubborn.release.set()
+            await ticking
+            return result
+
+    start = time.monotonic()
+    result = asyncio.run(main())
+    assert time.monotonic() - start < SLACK
+    assert result.output.startswith("timed out after 100 ms")
+    assert len(ticks) > 1  # the loop kept running while the tool blocked its worker
+
+
+def test_a_bad_timeout_is_a_programmer_error_raised_at_once():
+    with Host(Toolkit([echo])) as host:
+        with pytest.raises(ValueError, match="timeout_ms must be None or an int >= 0"):
+            host.call("echo", {"text": "x"}, timeout_ms=-1)
+        with pytest.raises(TypeError, match="cancellation_token must be a CancellationToken"):
+            host.call("echo", {"text": "x"}, cancellation_token=object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_stuck must be an int >= 1"):
+        Host(Toolkit([echo]), max_stuck=0)
+    with pytest.raises(ValueError, match="grace_ms must be an int >= 0"):
+        Host(Toolkit([echo]), grace_ms=-5)
+    with pytest.raises(TypeError, match="Host\\(\\) takes a Toolkit"):
+        Host([echo])  # type: ignore[arg-type]
+
+
+def test_calls_beyond_the_worker_count_queue_and_their_wait_counts_against_the_budget():
+    stubborn = Stubborn()
+    with Host(Toolkit([stubborn.tool, echo]), max_workers=1, grace_ms=10) as host:
+        blocker = threading.Thread(target=host.call, args=("stubborn", {}))
+        blocker.start()
+        assert stubborn.started.wait(SLACK)
+        # The only worker is busy (no deadline on that call), so this one waits in the
+        # queue until its own deadline and is dropped, never run.
+        queued = host.call("echo", {"text": "never ran"}, timeout_ms=50)
+        assert queued.output == "timed out after 50 ms; 'echo' never started: every worker was busy"
+        stubborn.release.set()
+        blocker.join(SLACK)
+        assert host.call("echo", {"text": "fine"}).output == "fine"
