@@ -88,6 +88,11 @@ def test_pending_of_is_none_for_none_and_for_results_without_a_request():
     assert not not_a_request.is_pending
 
 
+def test_pending_of_refuses_what_is_not_a_result():
+    with pytest.raises(TypeError, match="pending_of\\(\\) takes a ToolResult or None, got dict"):
+        ToolResult.pending_of({"metadata": {}})  # type: ignore[arg-type]
+
+
 def test_auth_required_suspends_on_an_authorization_request():
     result = ToolResult.auth_required("https://example.test/oauth")
     request = ToolResult.pending_of(result)

@@ -492,3 +492,15 @@ def test_to_json_refuses_metadata_json_cannot_carry():
     for metadata in ({"when": object()}, {"nan": float("nan")}, {"tags": {"a", "b"}}):
         with pytest.raises(WireFormatError, match="invalid ToolResult: input is not JSON"):
             ToolResult.ok("x", metadata).to_json()
+
+
+def test_a_wire_error_keeps_its_fields_across_pickling():
+    import pickle
+
+    with pytest.raises(WireFormatError) as caught:
+        Answer.from_json('{"id":"pnd-1"}')
+    clone = pickle.loads(pickle.dumps(caught.value))
+    assert (clone.type_name, clone.field, clone.problem) == ("Answer", "ok", caught.value.problem)
+    assert str(clone) == str(caught.value) == (
+        "invalid Answer: field 'ok' is missing; expected a boolean"
+    )

@@ -62,3 +62,7 @@ class WireFormatError(ToolnexusError, ValueError):
         self.type_name = type_name
         self.field = field
         self.problem = problem
+
+    def __reduce__(self) -> tuple[type[WireFormatError], tuple[str, str | None, str]]:
+        # Rebuild from the fields, not from the message: errors cross process boundaries.
+        return (type(self), (self.type_name, self.field, self.problem))

@@ -146,7 +146,11 @@ class ToolResult:
             >>> ToolResult.pending_of(ToolResult.ok("done")) is None
             True
         """
-        if result is None or result.metadata is None:
+        if result is None:
+            return None
+        if not isinstance(result, ToolResult):
+            raise TypeError(f"pending_of() takes a ToolResult or None, got {type(result).__name__}")
+        if result.metadata is None:
             return None
         request = result.metadata.get(PENDING_KEY)
         return request if isinstance(request, Request) else None
