@@ -888,12 +888,15 @@ def _finish(
 ) -> int:
     request = result.pending_of(result)
     if request is not None and not options.json:
+        import shlex
+
         _write_out(json.dumps(request.to_dict(), indent=2, ensure_ascii=False))
-        shown_args = json.dumps(args, ensure_ascii=False)
+        shown_args = f" --args {shlex.quote(json.dumps(args, ensure_ascii=False))}" if args else ""
         sys.stderr.write(
-            f"pending: {request.prompt}\nanswer it later with: toolnexus resume {options.ref} "
-            f"{name} --args '{shown_args}' --request @req.json --answer @ans.json\n"
-            "(save the JSON above as req.json; ans.json is e.g. {\"ok\": true, \"data\": {…}})\n"
+            f"pending: {request.prompt}\nresume it with: toolnexus resume "
+            f"{shlex.quote(options.ref)} {name}{shown_args} --request @req.json "
+            "--answer @ans.json\n(req.json: the request printed on stdout; ans.json: e.g. "
+            '{"ok": true, "data": {…}})\n'
         )
     else:
         _print_result(result, as_json=options.json)
@@ -1180,6 +1183,8 @@ def _configure_logging(debug: bool) -> None:
     import logging
 
     logger = logging.getLogger("toolnexus")
+    for old in [h for h in logger.handlers if getattr(h, "_toolnexus_cli", False)]:
+        logger.removeHandler(old)  # main() may run more than once in a process
     if debug:
         handler: logging.Handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
@@ -1188,15 +1193,19 @@ def _configure_logging(debug: bool) -> None:
         # A tool's exception is already in its error result; without --debug its
         # traceback (logged by the toolkit) would only clutter the terminal.
         handler = logging.NullHandler()
+    handler._toolnexus_cli = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
 
 
 def _reconfigure_streams() -> None:
+    import contextlib
+
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             # A tool's non-ASCII output must not crash a narrow-encoding console.
-            reconfigure(errors="backslashreplace")
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                reconfigure(errors="backslashreplace")
 
 
 if __name__ == "__main__":

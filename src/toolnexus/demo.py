@@ -114,30 +114,89 @@ toolkit = Toolkit([crunch, fetchish, deploy, nap, stubborn])
 
 
 def run(write: Callable[[str], object] = print) -> int:
-    """Run the scenarios, writing one line per step; return 0 when all behave."""
+    """Run the scenarios through a :class:`~toolnexus.host.Host`, one line per call.
+
+    A plain call, a cancelled call, timeouts (one the tool honours, one it ignores) and a
+    question answered three ways. Returns 0 when every call ended as the demo expects,
+    1 (after saying which did not) otherwise. Takes about a second.
+
+    Example::
+
+        from toolnexus import demo
+        assert demo.run(write=lambda line: None) == 0
+    """
     from .cancellation import CancellationTokenSource
+    from .host import Host, ToolEvent
 
-    write("1. A plain call")
-    write(f"   crunch(steps=3)                 -> {crunch({'steps': 3})!r}")
-    write(f"   nap(seconds=0.05), async        -> {nap({'seconds': 0.05})!r}")
-    write("2. A cancelled call")
-    source = CancellationTokenSource()
-    source.cancel_after(0.05)
-    stopped = crunch({"steps": 100_000}, ToolContext(cancellation_token=source.token))
-    write(f"   crunch(steps=100000), cancelled -> {stopped!r}")
+    events: list[ToolEvent] = []
+    surprises: list[str] = []
 
-    write("3. Honouring the caller's timeout")
-    for label, ctx in (("5000 ms", ToolContext(5000)), ("10 ms", ToolContext(10)),
-                       ("unset", ToolContext()), ("no context", None)):
-        write(f"   fetchish('/a'), {label:<14} -> {fetchish({'url': '/a'}, ctx)!r}")
+    def show(label: str, result: ToolResult, expected: str) -> None:
+        event = events[-1]
+        text = result.output.replace("\n", " ")
+        if len(text) > 60:
+            text = text[:59] + "…"
+        write(f"   {label:<32} {event.outcome:<9} {event.duration_ms:>4.0f} ms  {text}")
+        if event.outcome != expected:
+            surprises.append(f"{label}: expected {expected}, got {event.outcome}")
 
-    write("4. A suspension, answered")
-    first = deploy({})
-    request = ToolResult.pending_of(first)
-    assert request is not None
-    write(f"   deploy() asks                   -> {first!r}")
-    answered = deploy({}, ToolContext(answer=Answer.accept(request, {"env": "staging"})))
-    write(f"   answered env=staging            -> {answered!r}")
-    refused = deploy({}, ToolContext(answer=Answer.decline(request)))
-    write(f"   declined                        -> {refused!r}")
+    answers: list[Callable[[Request], Answer]] = [
+        lambda request: Answer.accept(request, {"env": "production"}),
+        Answer.decline,
+    ]
+
+    def wait_for(request: Request) -> Answer:
+        # Stands in for a human: the first question gets an answer, the second a "no".
+        return answers.pop(0)(request)
+
+    write("toolnexus demo: the tools of toolnexus.demo:toolkit, run through a Host")
+    write("")
+    with Host(toolkit, on_event=events.append) as host, \
+            Host(toolkit, wait_for=wait_for, on_event=events.append) as asking:
+        write("1. A plain call")
+        show('crunch {"steps": 3}', host.call("crunch", {"steps": 3}), "ok")
+        show('nap {"seconds": 0.05} (async)', host.call("nap", {"seconds": 0.05}), "ok")
+
+        write("2. A cancelled call: the caller cancels after 100 ms, as Ctrl-C does")
+        with CancellationTokenSource() as source:
+            source.cancel_after(0.1)
+            result = host.call("crunch", {"steps": 100_000}, cancellation_token=source.token)
+        show('crunch {"steps": 100000}', result, "cancelled")
+
+        write("3. Timeouts: the tool sees its budget, and the host's deadline holds")
+        show('fetchish {"url": "/a"}, 5000 ms',
+             host.call("fetchish", {"url": "/a"}, timeout_ms=5000), "ok")
+        show('fetchish {"url": "/a"}, 10 ms',
+             host.call("fetchish", {"url": "/a"}, timeout_ms=10), "error")
+        show('nap {"seconds": 10}, 200 ms',
+             host.call("nap", {"seconds": 10}, timeout_ms=200), "timeout")
+        show('stubborn {"seconds": 1}, 200 ms',
+             host.call("stubborn", {"seconds": 1}, timeout_ms=200), "timeout")
+        write("   (stubborn ignores its token: after a short grace the host answered anyway)")
+
+        write("4. A question, answered")
+        pending = host.call("deploy", {})
+        show("deploy {}", pending, "pending")
+        request = ToolResult.pending_of(pending)
+        if request is None:
+            surprises.append("deploy did not ask")
+        else:
+            write("   (the question is plain JSON, request.to_json(): save it, resume anywhere)")
+            resumed = host.resume(
+                "deploy", {}, request.to_json(), Answer.accept(request, {"env": "staging"})
+            )
+            show("resumed later with env=staging", resumed, "ok")
+        show("wait_for answers env=production", asking.call("deploy", {}), "ok")
+        show("wait_for declines", asking.call("deploy", {}), "error")
+
+    write("")
+    write("Try it yourself (answer the question at the prompt; Ctrl-C cancels):")
+    write("   toolnexus list toolnexus.demo:toolkit")
+    write("   toolnexus call toolnexus.demo:toolkit deploy")
+    write("   toolnexus call toolnexus.demo:toolkit crunch steps=100000")
+    if surprises:
+        write("")
+        for surprise in surprises:
+            write(f"unexpected: {surprise}")
+        return 1
     return 0

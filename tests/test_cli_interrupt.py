@@ -1,0 +1,108 @@
+"""Ctrl-C during `toolnexus call`: SIGINT is sent to the child once it is known to be
+running (it says so on stderr); the call's token is cancelled, the cancelled result is
+printed and the exit code is 130."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import toolnexus
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child is POSIX")
+
+ROOT = Path(__file__).resolve().parent.parent
+SLOW = str(ROOT / "examples" / "slow.py")
+DEMO = "toolnexus.demo:toolkit"
+
+
+class Child:
+    """A `python -m toolnexus` child whose stderr is read line by line on a thread."""
+
+    def __init__(self, *args: str) -> None:
+        env = dict(os.environ)
+        package_root = str(Path(toolnexus.__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "toolnexus", *args], cwd=ROOT, env=env, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.lines.put(line)
+        self.lines.put("")  # end of stream
+
+    def wait_for_line(self, text: str, timeout: float = 20.0) -> None:
+        """Block until a stderr line contains ``text`` (the upper bound is generous)."""
+        while True:
+            line = self.lines.get(timeout=timeout)
+            self.seen.append(line)
+            if not line:
+                raise AssertionError(f"stderr ended before {text!r}: {''.join(self.seen)}")
+            if text in line:
+                return
+
+    def finish(self, timeout: float = 20.0) -> tuple[int, str, str]:
+        assert self.process.stdout is not None
+        stdout = self.process.stdout.read()
+        code = self.process.wait(timeout)
+        self.reader.join(timeout)
+        while not self.lines.empty():
+            self.seen.append(self.lines.get())
+        return code, stdout, "".join(self.seen)
+
+
+def test_ctrl_c_cancels_the_running_call_prints_its_cancelled_result_and_exits_130():
+    child = Child("call", SLOW, "count", "to=100000")
+    child.wait_for_line("count: started")
+    child.process.send_signal(signal.SIGINT)
+    code, stdout, stderr = child.finish()
+    assert code == 130, stderr
+    assert stdout.startswith("cancelled"), stdout
+    assert "cancelling… (Ctrl-C again to exit at once)" in stderr
+    assert "Traceback" not in stderr
+    assert "KeyboardInterrupt" not in stderr
+
+
+def test_ctrl_c_returns_at_once_even_when_the_tool_ignores_its_token():
+    child = Child("call", SLOW, "stubborn", "seconds=60", "--json")
+    child.wait_for_line("stubborn: started")
+    child.process.send_signal(signal.SIGINT)
+    code, stdout, stderr = child.finish(timeout=20.0)
+    assert code == 130, stderr
+    assert '"isError":true' in stdout
+    assert '"output":"cancelled' in stdout
+
+
+def test_ctrl_c_at_a_prompt_cancels_the_call_and_exits_130():
+    child = Child("call", DEMO, "deploy")
+    child.wait_for_line("? Which environment?")
+    child.process.send_signal(signal.SIGINT)
+    code, stdout, stderr = child.finish()
+    assert code == 130, stderr
+    assert "deployed" not in stdout
+    assert "cancelling…" in stderr
+    assert "Traceback" not in stderr
+
+
+def test_a_second_ctrl_c_exits_130_at_once():
+    child = Child("call", SLOW, "count", "to=100000")
+    child.wait_for_line("count: started")
+    child.process.send_signal(signal.SIGINT)
+    child.process.send_signal(signal.SIGINT)
+    code, _stdout, stderr = child.finish()
+    assert code == 130, stderr
+    assert "Traceback" not in stderr
