@@ -39,7 +39,7 @@ def test_page_examples_run(page: Path, tmp_path, monkeypatch):
     ran = 0
     for lang, body, line in blocks(page):
         if lang == "python":
-            code = compile(body, f"{page.name}:{line}", "exec")
+            code = compile(body, f"{page.name}:{line}", "exec", dont_inherit=True)
             exec(code, namespace)  # running the page's own example is the test
             ran += 1
         elif lang == "pycon":

@@ -285,9 +285,11 @@ class Tool:
                     value = json.loads(text)
                 except (TypeError, ValueError) as exc:
                     _log.warning("tool %r returned %s: %s", self.name, kind.__name__, exc)
+                    detail = str(exc)
+                    detail = "" if detail.startswith(f"{kind.__name__} is") else f" ({detail})"
                     return ToolResult(
                         f"tool {self.name!r} returned a {kind.__qualname__}, which is not "
-                        f"JSON-serialisable ({exc}); return a str, None, a ToolResult or a "
+                        f"JSON-serialisable{detail}; return a str, None, a ToolResult or a "
                         "JSON value (dict, list, number, bool)",
                         True,
                     )
