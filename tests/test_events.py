@@ -1,0 +1,138 @@
+"""Observability: one ToolEvent per call with its outcome; a suspension is pending, never an
+error; a failing hook is logged, never raised; reprs show state."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import threading
+
+import pytest
+
+from toolnexus import (
+    CancellationTokenSource,
+    Host,
+    Request,
+    ToolContext,
+    ToolEvent,
+    Toolkit,
+    ToolResult,
+    tool,
+)
+
+SLACK = 5.0
+
+
+@tool
+def fine() -> str:
+    """Works."""
+    return "fine"
+
+
+@tool
+def broken() -> str:
+    """Fails."""
+    raise RuntimeError("disk full")
+
+
+@tool
+def asks(ctx: ToolContext) -> ToolResult:
+    """Suspends."""
+    return ToolResult.pending(Request("approval", "Go?", id="pnd-fixed-id"))
+
+
+@tool
+def waits(ctx: ToolContext) -> str:
+    """Waits for its token."""
+    ctx.cancellation_token.wait(SLACK)
+    return "stopped"
+
+
+TOOLKIT = Toolkit([fine, broken, asks, waits])
+
+
+def test_each_call_reports_one_event_with_its_outcome():
+    events: list[ToolEvent] = []
+    source = CancellationTokenSource()
+    source.cancel()
+    with Host(TOOLKIT, on_event=events.append) as host:
+        host.call("fine", {})
+        host.call("broken", {})
+        host.call("asks", {})
+        host.call("waits", {}, timeout_ms=20)
+        host.call("fine", {}, cancellation_token=source.token)
+        host.call("nope", {})
+    assert [(e.name, e.outcome) for e in events] == [
+        ("fine", "ok"),
+        ("broken", "error"),
+        ("asks", "pending"),
+        ("waits", "timeout"),
+        ("fine", "cancelled"),
+        ("nope", "error"),
+    ]
+    assert [e.request_id for e in events] == [None, None, "pnd-fixed-id", None, None, None]
+    assert all(e.duration_ms >= 0 for e in events)
+    assert events[3].duration_ms >= 20
+
+
+def test_a_suspension_is_reported_as_pending_never_as_an_error():
+    events: list[ToolEvent] = []
+    with Host(TOOLKIT, on_event=events.append) as host:
+        result = host.call("asks", {})
+    assert result.is_error  # a suspension has no usable answer yet...
+    assert events[0].outcome == "pending"  # ...but it is not a failure
+
+
+def test_async_calls_and_batches_report_one_event_per_call():
+    events: list[ToolEvent] = []
+    with Host(TOOLKIT, on_event=events.append) as host:
+        asyncio.run(host.acall("fine", {}))
+        host.call_many([("fine", {}), ("broken", {}), ("asks", {})])
+    assert [e.outcome for e in events] == ["ok", "ok", "error", "pending"]
+
+
+def test_a_failing_hook_is_logged_and_never_raised(caplog):
+    def hook(event: ToolEvent) -> None:
+        raise RuntimeError("metrics backend is down")
+
+    with caplog.at_level(logging.ERROR, logger="toolnexus"), \
+            Host(TOOLKIT, on_event=hook) as host:
+        assert host.call("fine", {}).output == "fine"
+        assert asyncio.run(host.acall("fine", {})).output == "fine"
+    assert "on_event hook failed" in caplog.text
+
+
+def test_an_event_is_frozen_plain_data():
+    event = ToolEvent("search", 1.5, "ok")
+    assert event.request_id is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        event.outcome = "error"  # type: ignore[misc]
+
+
+def test_the_host_repr_shows_its_state():
+    with Host(TOOLKIT, max_workers=3) as host:
+        assert repr(host) == "<Host workers=3 busy=0 stuck=0>"
+        started = threading.Event()
+        gate = threading.Event()
+
+        @tool
+        def busy() -> str:
+            """Holds a worker."""
+            started.set()
+            gate.wait(SLACK)
+            return "done"
+
+        host.toolkit.register(busy)
+        thread = threading.Thread(target=host.call, args=("busy", {}))
+        thread.start()
+        assert started.wait(SLACK)
+        assert repr(host) == "<Host workers=3 busy=1 stuck=0>"
+        gate.set()
+        thread.join(SLACK)
+    assert repr(host) == "<Host workers=3 busy=0 stuck=0 closed>"
+
+
+def test_on_event_must_be_callable():
+    with pytest.raises(TypeError, match="on_event must be callable"):
+        Host(TOOLKIT, on_event="print")  # type: ignore[arg-type]
