@@ -468,12 +468,12 @@ def _strict_schema(tool: str, schema: dict[str, Any]) -> dict[str, Any]:
         is_object = out.get("type") == "object" or "properties" in out
         if is_object:
             extra = out.get("additionalProperties")
-            if "properties" not in out and extra is not False:
-                raise StrictSchemaError(tool, path, "is an object that takes any keys")
             if extra not in (None, False):
                 raise StrictSchemaError(
-                    tool, path, "is an object with additionalProperties (free-form keys)"
+                    tool, path, "is an object with free-form keys (additionalProperties)"
                 )
+            if "properties" not in out and extra is not False:
+                raise StrictSchemaError(tool, path, "is an object that takes any keys")
             properties = out.get("properties", {})
             required = set(out.get("required", ()))
             new_properties = {}
