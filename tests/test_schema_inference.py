@@ -17,6 +17,7 @@ import pytest
 
 from toolnexus import SchemaInferenceError, Tool, ToolContext, tool
 from toolnexus.schema import infer, parse_docstring, sanitize_name
+from toolnexus.validation import check_schema
 
 try:
     from typing import NotRequired, Required
@@ -206,10 +207,12 @@ def test_each_type_rule_produces_its_schema(annotation, expected):
     schema, root = property_schema(annotation)
     assert schema == expected
     assert "$defs" not in root
+    check_schema(root)  # and the validator honours every keyword inference writes
 
 
 def test_a_class_used_twice_is_shared_under_defs():
     schema, root = property_schema(Segment)
+    check_schema(root)
     ref = {"$ref": "#/$defs/Point"}
     assert schema == {
         "type": "object",
@@ -222,6 +225,7 @@ def test_a_class_used_twice_is_shared_under_defs():
 
 def test_a_recursive_class_lives_under_defs_and_refers_to_itself():
     schema, root = property_schema(Tree)
+    check_schema(root)
     assert schema == {"$ref": "#/$defs/Tree"}
     assert root["$defs"]["Tree"] == {
         "type": "object",
@@ -659,3 +663,47 @@ def test_input_schema_naming_a_parameter_the_function_lacks_fails_at_definition_
 
     with pytest.raises(SchemaInferenceError, match=r"properties the function does not take"):
         tool(greet, input_schema={"type": "object", "properties": {"nom": {"type": "string"}}})
+
+
+# ------------------------------------------------------------------------ other callables
+
+class Calculator:
+    def multiply(self, a: int, b: int = 2) -> int:
+        """Multiply two integers."""
+        return a * b
+
+    def __call__(self, text: str, ctx: ToolContext | None = None) -> str:
+        """Echo the text."""
+        return text
+
+
+def test_a_bound_method_becomes_a_tool_without_self():
+    made = tool(Calculator().multiply)
+    assert made.name == "multiply"
+    assert list(made.input_schema["properties"]) == ["a", "b"]
+    assert made({"a": 3}).output == "6"
+
+
+def test_a_callable_object_is_read_through_its_call_method():
+    made = tool(Calculator(), name="echo")
+    assert made.description == "Echo the text."
+    assert made.input_schema["required"] == ["text"]
+    assert made({"text": "hi"}).output == "hi"
+
+
+def test_a_partial_keeps_the_bound_arguments_as_defaults():
+    import functools
+
+    def power(base: int, exp: int) -> int:
+        return base**exp
+
+    made = tool(functools.partial(power, exp=2), name="square")
+    assert made.input_schema["properties"]["exp"] == {"type": "integer", "default": 2}
+    assert made({"base": 3}).output == "9"
+
+
+def test_positional_only_parameters_are_passed_positionally():
+    def minus(a: int, /, b: int) -> int:
+        return a - b
+
+    assert tool(minus)({"a": 5, "b": 2}).output == "3"

@@ -920,6 +920,8 @@ def infer(
     hints = _function_hints(target, where, localns, need=schema is None)
     globalns = getattr(inspect.unwrap(target), "__globals__", None)
     doc = fn.__doc__ if inspect.isfunction(fn) else inspect.getdoc(fn)
+    if not doc and target is not fn:
+        doc = inspect.getdoc(target)  # a callable object documents its __call__
     description, documented = parse_docstring(doc)
 
     ctx_param: _Param | None = None
