@@ -714,12 +714,8 @@ def _run_call(
     import threading
 
     from .cancellation import CancellationTokenSource
+    from .host import Host
     from .suspension import Answer
-
-    try:
-        from .host import Host
-    except ImportError as exc:  # only while the host layer is being written
-        raise _UsageError(f"calls need the host runtime, missing in this build ({exc})") from None
 
     inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
     events: list[ToolEvent] = []
