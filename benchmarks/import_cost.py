@@ -29,7 +29,6 @@ import subprocess
 import sys
 import time
 import timeit
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,10 +98,6 @@ def threads_after_import() -> str:
     return out.stdout.strip()
 
 
-def median_of(runs: int, measure: Callable[[str], float], statement: str) -> float:
-    return statistics.median(measure(statement) for _ in range(runs))
-
-
 def construction_ns(runs: int) -> list[tuple[str, float]]:
     sys.path.insert(0, str(SRC))
     from toolnexus import CancellationTokenSource, Request, ToolContext, ToolResult
@@ -164,9 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     verdict = "meets" if ratio <= TARGET_RATIO else "MISSES"
     print(f"   -> import toolnexus {verdict} the target (<= {TARGET_RATIO:.1f}x the baseline)")
 
-    bare = median_of(runs, wall_ms, "pass")
-    base_wall = median_of(runs, wall_ms, baseline_stmt)
-    package_wall = median_of(runs, wall_ms, package_stmt)
+    walls: dict[str, list[float]] = {"pass": [], baseline_stmt: [], package_stmt: []}
+    for _ in range(runs):  # interleaved, as above
+        for statement, samples in walls.items():
+            samples.append(wall_ms(statement))
+    bare, base_wall, package_wall = (statistics.median(samples) for samples in walls.values())
     print()
     print("2. whole process wall time (python -c ...)")
     print(f"   {'what':<40} {'median':>10} {'vs bare':>8}")
