@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 from typing import TYPE_CHECKING, Any
 
 from .errors import ToolnexusError
@@ -69,6 +69,8 @@ _NUMBER_KEYWORDS = frozenset(
     {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
 )
 _STRING_KEYWORDS = frozenset({"minLength", "maxLength", "pattern"})
+_FUSED_STRING = frozenset({"type", "minLength", "maxLength", "pattern"})
+_FUSED_NUMBER = frozenset({"type", *_NUMBER_KEYWORDS})
 _COUNT_KEYWORDS = frozenset(
     {"minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties"}
 )
@@ -646,7 +648,7 @@ class _Compiler:
         # the type check runs first: when it fails, the other keywords say nothing useful
         if type_ok is not None and not (folded_object or folded_array):
             oks.insert(0, type_ok)
-        node.ok = _all_of(oks)
+        node.ok = _fused_scalar(schema, type_names, checking) or _all_of(oks)
         node.explain = _node_explain(type_ok, type_names, explains)
         node.reject = self.reject(
             schema, type_ok, type_names, enum_values, ref_node, any_nodes, one_nodes
@@ -706,9 +708,11 @@ class _Compiler:
     def enum_check(self, values: list[Any]) -> tuple[_Ok, _Explain]:
         keys = frozenset(_canon(value, _MAX_SCHEMA_LEVELS) for value in values)
         max_depth = self.max_depth
-        expected = _expect_enum(values)
 
         def ok(x: Any, d: int) -> bool:
+            t = type(x)
+            if t is str or t is int or t is float:
+                return x in keys  # these are their own keys; 1 and 1.0 hash alike
             try:
                 return _canon(x, max_depth - d) in keys
             except _TooDeep:
@@ -719,14 +723,13 @@ class _Compiler:
                 _canon(x, max_depth - d)
             except _TooDeep:
                 return f"value nests more than {max_depth} levels deep"
-            return f"expected {expected}, got {_describe(x)}"
+            return f"expected {_expect_enum(values)}, got {_describe(x)}"
 
         return _leaf(ok, message)
 
     def const_check(self, const: Any) -> tuple[_Ok, _Explain]:
         key = _canon(const, _MAX_SCHEMA_LEVELS)
         max_depth = self.max_depth
-        expected = _json_short(const)
 
         def ok(x: Any, d: int) -> bool:
             try:
@@ -739,7 +742,7 @@ class _Compiler:
                 _canon(x, max_depth - d)
             except _TooDeep:
                 return f"value nests more than {max_depth} levels deep"
-            return f"expected {expected}, got {_describe(x)}"
+            return f"expected {_json_short(const)}, got {_describe(x)}"
 
         return _leaf(ok, message)
 
@@ -895,7 +898,7 @@ class _Compiler:
             pool = enum_values if enum_values is not None else [schema["const"]]
             if "const" in schema and enum_values is not None:
                 pool = [schema["const"]]
-            values = [_json_short(value) for value in pool]
+            values = pool
         delegate: list[_Node] | None = None
         if checking == {"$ref"} and ref_node is not None:
             delegate = [ref_node]
@@ -908,7 +911,7 @@ class _Compiler:
             if type_ok is not None and not type_ok(x, d):
                 return names
             if values is not None:
-                return values
+                return [_json_short(value) for value in values]
             if delegate is not None:
                 merged: list[str] = []
                 for branch in delegate:
@@ -1152,13 +1155,14 @@ def _array_check(prefix: list[_Node], items: _Node | None, max_depth: int) -> tu
     items_ok = None if items is None or closed else items.ok_late()
     if items_ok is _always:
         items_ok = None
+    looks_inside = bool(prefix_oks) or items_ok is not None
 
     def ok(x: Any, d: int) -> bool:
         if not isinstance(x, (list, tuple)):
             return True
         if closed and len(x) > count:
             return False
-        if not x:
+        if not x or not looks_inside:
             return True
         if d >= max_depth:
             return False
@@ -1177,7 +1181,7 @@ def _array_check(prefix: list[_Node], items: _Node | None, max_depth: int) -> tu
             return
         if closed and len(x) > count:
             problems.add(path, f"expected at most {_plural(count, 'item')}, got {len(x)}")
-        if not x:
+        if not x or not looks_inside:
             return
         if d >= max_depth:
             problems.add(path, _too_deep(max_depth))
@@ -1282,21 +1286,24 @@ def _not(inner: _Node, raw: Any) -> tuple[_Ok, _Explain]:
     def ok(x: Any, d: int) -> bool:
         return not inner.ok(x, d)
 
-    description = f"must not match {_json_short(raw, 60)}"
+    def message(x: Any, d: int) -> str:
+        return f"{_not_description(raw)}, got {_describe(x)}"
+
+    return _leaf(ok, message)
+
+
+def _not_description(raw: Any) -> str:
+    """``must not be null`` for the simple shapes; the schema itself for the rest."""
     if isinstance(raw, Mapping):
         plain = {k: v for k, v in raw.items() if k not in ANNOTATION_KEYWORDS}
         if set(plain) == {"type"}:
             names = [plain["type"]] if isinstance(plain["type"], str) else list(plain["type"])
-            description = f"must not be {_alternatives(names)}"
-        elif set(plain) == {"const"}:
-            description = f"must not be {_json_short(plain['const'])}"
-        elif set(plain) == {"enum"} and isinstance(plain["enum"], (list, tuple)):
-            description = f"must not be {_expect_enum(list(plain['enum']))}"
-
-    def message(x: Any, d: int) -> str:
-        return f"{description}, got {_describe(x)}"
-
-    return _leaf(ok, message)
+            return f"must not be {_alternatives(names)}"
+        if set(plain) == {"const"}:
+            return f"must not be {_json_short(plain['const'])}"
+        if set(plain) == {"enum"}:
+            return f"must not be {_expect_enum(list(plain['enum']))}"
+    return f"must not match {_json_short(raw, 60)}"
 
 
 def add_number_checks(
@@ -1340,6 +1347,53 @@ def add_number_checks(
             lambda x, d: not is_number(x) or _is_multiple(x, step),
             lambda x, d: f"expected a multiple of {_number_text(step)}, got {_number_text(x)}",
         ))  # fmt: skip
+
+
+def _fused_scalar(
+    schema: Mapping[str, Any], type_names: tuple[str, ...] | None, checking: Set[str]
+) -> _Ok | None:
+    """One closure for a typed string or number with bounds — the commonest constrained
+    leaf in a tool schema — instead of a chain of one call per keyword.
+
+    Only the yes/no path is fused; problems still come from the per-keyword checks, which
+    have already validated the keyword values. Returns None for any other node.
+    """
+    if type_names == ("string",) and checking <= _FUSED_STRING:
+        shortest = schema.get("minLength", 0)
+        longest = schema.get("maxLength")
+        search = re.compile(schema["pattern"]).search if "pattern" in checking else None
+
+        def string_ok(x: Any, d: int) -> bool:
+            if type(x) is not str and not isinstance(x, str):
+                return False
+            if len(x) < shortest or (longest is not None and len(x) > longest):
+                return False
+            return search is None or search(x) is not None
+
+        return string_ok
+    if (type_names == ("integer",) or type_names == ("number",)) and checking <= _FUSED_NUMBER:
+        is_type = _is_integer if type_names == ("integer",) else _is_number
+        low = schema.get("minimum")
+        high = schema.get("maximum")
+        above = schema.get("exclusiveMinimum")
+        below = schema.get("exclusiveMaximum")
+        step = schema.get("multipleOf")
+
+        def number_ok(x: Any, d: int) -> bool:
+            if not is_type(x, d):
+                return False
+            if low is not None and not x >= low:
+                return False
+            if high is not None and not x <= high:
+                return False
+            if above is not None and not x > above:
+                return False
+            if below is not None and not x < below:
+                return False
+            return step is None or _is_multiple(x, step)
+
+        return number_ok
+    return None
 
 
 def _is_multiple(x: int | float, step: int | float) -> bool:
