@@ -778,7 +778,7 @@ def _matcher(member: Any, schema: Mapping[str, Any]) -> Callable[[Any], bool]:
                 and f.default_factory is dataclasses.MISSING
             }
         elif _is_typeddict(member):
-            names = set(typing.get_type_hints(member))
+            names = set(getattr(member, "__annotations__", {}))  # inherited keys included
             needed = set(member.__required_keys__)
         else:
             return lambda value: isinstance(value, Mapping)

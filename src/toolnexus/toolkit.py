@@ -116,6 +116,7 @@ class Toolkit:
 
     Example::
 
+        >>> from toolnexus import Toolkit, tool
         >>> @tool
         ... def add(a: int, b: int) -> int:
         ...     '''Add two integers.'''
