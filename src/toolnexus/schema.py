@@ -39,7 +39,7 @@ Converter = Callable[[Any], Any]
 """Turns a validated JSON value into what the function's annotation asks for.
 
 A converter returns its argument itself when nothing needs to change, so callers can
-skip copying."""
+skip copying. Example: for a parameter annotated with an Enum, the Enum class itself."""
 
 _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 
@@ -101,6 +101,12 @@ class Signature:
         positional: keyword style: names of positional-only parameters, in order.
         accepts_any_keyword: the function takes ``**kwargs``.
         inferred: True when the schema was inferred (not given as ``input_schema=``).
+
+    Example::
+
+        >>> def crunch(args: dict, ctx=None): ...
+        >>> infer(crunch).style, infer(crunch).ctx_name
+        ('contract', 'ctx')
     """
 
     style: Literal["contract", "keyword"]
@@ -810,7 +816,13 @@ def _union_converter(
 # --------------------------------------------------------------------------- functions
 
 def describe_callable(fn: Callable[..., Any]) -> str:
-    """A readable name for error messages: ``module.qualname``."""
+    """A readable name for error messages: ``module.qualname``.
+
+    Example::
+
+        >>> describe_callable(describe_callable)
+        'toolnexus.schema.describe_callable'
+    """
     module = getattr(fn, "__module__", None)
     qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
     if qualname is None:
