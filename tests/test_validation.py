@@ -646,11 +646,60 @@ def test_very_deep_input_far_past_the_recursion_limit_is_refused_cleanly() -> No
         assert "more than 64 levels" in problem, (schema, problem)
 
 
-def test_a_deep_value_does_not_matter_where_the_schema_does_not_look() -> None:
-    deep: list[Any] = []
-    for _ in range(5000):
-        deep = [deep]
-    assert Validator({"type": "array"}).errors(deep) == []
+def deep_list(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("schema", "wrap"),
+    [
+        pytest.param({}, lambda deep: deep, id="empty schema"),
+        pytest.param(True, lambda deep: deep, id="true schema"),
+        pytest.param({"type": "array"}, lambda deep: deep, id="type array without items"),
+        pytest.param({"type": ["array", "null"]}, lambda deep: deep, id="type list"),
+        pytest.param({"minItems": 1}, lambda deep: deep, id="array counts only"),
+        pytest.param({"not": {"type": "null"}}, lambda deep: deep, id="not"),
+        pytest.param({"type": "object"}, lambda deep: {"data": deep}, id="open object"),
+        pytest.param(
+            {"type": "object", "properties": {"a": {"type": "integer"}}},
+            lambda deep: {"a": 1, "extra": deep},
+            id="unlisted property of an open object",
+        ),
+        pytest.param(
+            {"type": "object", "properties": {"data": {}}},
+            lambda deep: {"data": deep},
+            id="property of any type",
+        ),
+        pytest.param(
+            {"prefixItems": [{"type": "integer"}]},
+            lambda deep: [1, deep],
+            id="item past prefixItems",
+        ),
+        pytest.param(
+            {"anyOf": [{"type": "array"}, {"type": "null"}]},
+            lambda deep: deep,
+            id="anyOf branch",
+        ),
+    ],
+)
+def test_input_nested_past_the_limit_is_refused_whatever_the_schema(schema: Any, wrap: Any) -> None:
+    validator = Validator(schema)
+    assert validator.errors(wrap(deep_list(30))) == []
+    too_deep = wrap(deep_list(5000))
+    assert validator.is_valid(too_deep) is False
+    [problem] = validator.errors(too_deep)
+    assert problem.endswith("[0][0][0]: nested too deeply (more than 64 levels)")
+
+
+def test_the_depth_problem_names_the_path_where_the_limit_is_crossed() -> None:
+    validator = Validator({"type": "object"}, max_depth=3)
+    assert validator.errors({"a": {"b": [[]]}}) == []
+    assert validator.errors({"a": {"b": [[1]]}}) == [
+        "a.b[0]: nested too deeply (more than 3 levels)"
+    ]
 
 
 def test_ref_loop_that_never_descends_is_a_schema_error() -> None:
@@ -888,3 +937,22 @@ def test_the_fast_check_and_the_explanation_never_disagree_on_random_schemas() -
             problems = validator.errors(value)
             assert validator.is_valid(value) is (problems == []), (schema, value, problems)
             assert "does not match the schema" not in problems, (schema, value)
+
+
+def test_the_first_unsupported_keyword_in_schema_order_is_reported() -> None:
+    with pytest.raises(SchemaError) as caught:
+        Validator({"type": "string", "zeta": 1, "alpha": 2, "mid": 3})
+    assert caught.value.keyword == "zeta"
+
+
+def test_schema_error_survives_pickling() -> None:
+    import pickle
+
+    error = SchemaError("#/properties/n", "minimun", "unsupported keyword 'minimun'")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.path, copy.keyword, copy.problem, str(copy)) == (
+        error.path,
+        error.keyword,
+        error.problem,
+        str(error),
+    )

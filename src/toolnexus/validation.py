@@ -113,6 +113,9 @@ class SchemaError(ToolnexusError, ValueError):
         self.keyword = keyword
         self.problem = problem
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.path, self.keyword, self.problem))
+
 
 class _Stop(Exception):
     """Internal: enough problems collected; stop walking."""
@@ -373,13 +376,6 @@ def _reject_nothing(x: Any, d: int) -> list[str] | None:
     return None
 
 
-def _make_true() -> _Node:
-    node = _Node("#")
-    node.ok = _always
-    node.done = True
-    return node
-
-
 def _make_false() -> _Node:
     node = _Node("#")
     node.ok = _never
@@ -393,7 +389,6 @@ def _make_false() -> _Node:
     return node
 
 
-_TRUE_NODE = _make_true()
 _FALSE_NODE = _make_false()
 
 
@@ -448,6 +443,11 @@ class _Compiler:
         self.pending: list[tuple[Any, str]] = []
         # keeps every compiled schema object alive, so an id() is never reused meanwhile
         self.keep: list[Any] = []
+        # what `true`, `{}` and unlisted properties or items compile to: any value nested
+        # no deeper than the limit
+        self.anything = _Node("#")
+        self.anything.ok, self.anything.explain = _depth_guard(_always, _explain_nothing, max_depth)
+        self.anything.done = True
 
     # -- entry ---------------------------------------------------------------------------
 
@@ -521,7 +521,7 @@ class _Compiler:
 
     def node(self, schema: Any, pointer: str, level: int) -> _Node:
         if schema is True:
-            return _TRUE_NODE
+            return self.anything
         if schema is False:
             return _FALSE_NODE
         if not isinstance(schema, dict) and not isinstance(schema, Mapping):
@@ -551,7 +551,10 @@ class _Compiler:
 
     def build(self, node: _Node, schema: Mapping[str, Any], pointer: str, level: int) -> None:
         keys = schema.keys()
-        for keyword in keys - _KNOWN_KEYWORDS:
+        unknown = keys - _KNOWN_KEYWORDS
+        for keyword in keys if unknown else ():  # in schema order, so the report is stable
+            if keyword not in unknown:
+                continue
             if not isinstance(keyword, str):
                 raise self.fail(pointer, None, f"keywords must be strings, got {keyword!r}")
             if not keyword.startswith("x-"):
@@ -561,9 +564,14 @@ class _Compiler:
         if checking <= {"type"}:
             # a leaf like {"type": "integer"}: most nodes of a tool schema; built once, shared
             if checking:
-                node.ok, node.explain, node.reject = _type_leaf(self.types(schema, pointer))
+                names = self.types(schema, pointer)
+                assert names is not None
+                node.ok, node.explain, node.reject = _type_leaf(names)
+                if not _SCALAR_TYPE_NAMES.issuperset(names):
+                    node.ok, node.explain = _depth_guard(node.ok, node.explain, self.max_depth)
             else:
-                node.ok, node.explain, node.reject = _always, _explain_nothing, _reject_nothing
+                node.ok, node.explain = self.anything.ok, self.anything.explain
+                node.reject = _reject_nothing
             if "$defs" in keys or "definitions" in keys or "format" in keys:
                 self.annotations(schema, pointer, level)
             return
@@ -650,6 +658,10 @@ class _Compiler:
             oks.insert(0, type_ok)
         node.ok = _fused_scalar(schema, type_names, checking) or _all_of(oks)
         node.explain = _node_explain(type_ok, type_names, explains)
+        if not _covers_depth(
+            checking, type_names, array_check is not None, object_check is not None
+        ):
+            node.ok, node.explain = _depth_guard(node.ok, node.explain, self.max_depth)
         node.reject = self.reject(
             schema, type_ok, type_names, enum_values, ref_node, any_nodes, one_nodes
         )
@@ -722,7 +734,7 @@ class _Compiler:
             try:
                 _canon(x, max_depth - d)
             except _TooDeep:
-                return f"value nests more than {max_depth} levels deep"
+                return _too_deep(max_depth)
             return f"expected {_expect_enum(values)}, got {_describe(x)}"
 
         return _leaf(ok, message)
@@ -741,7 +753,7 @@ class _Compiler:
             try:
                 _canon(x, max_depth - d)
             except _TooDeep:
-                return f"value nests more than {max_depth} levels deep"
+                return _too_deep(max_depth)
             return f"expected {_json_short(const)}, got {_describe(x)}"
 
         return _leaf(ok, message)
@@ -782,7 +794,7 @@ class _Compiler:
                     "'items' must be a schema; for a fixed tuple write 'prefixItems': [...]",
                 )
             items = self.child(raw, f"{pointer}/items", level)
-        return _array_check(prefix, items, self.max_depth)
+        return _array_check(prefix, items or self.anything, self.max_depth)
 
     def object(
         self, schema: Mapping[str, Any], pointer: str, level: int
@@ -812,7 +824,7 @@ class _Compiler:
             additional = self.child(
                 schema["additionalProperties"], f"{pointer}/additionalProperties", level
             )
-        return _object_check(properties, required, additional, self.max_depth)
+        return _object_check(properties, required, additional or self.anything, self.max_depth)
 
     def ref(self, schema: Mapping[str, Any], pointer: str) -> _Node:
         reference = schema["$ref"]
@@ -854,7 +866,7 @@ class _Compiler:
                 )
             where = f"{where}/{raw}"
         if isinstance(target, bool):
-            return _TRUE_NODE if target else _FALSE_NODE
+            return self.anything if target else _FALSE_NODE
         if not isinstance(target, Mapping):
             raise self.fail(
                 pointer, "$ref", f"$ref {reference!r} points at {_describe(target)}, not a schema"
@@ -1009,10 +1021,9 @@ _TYPE_LEAVES: dict[
 
 
 def _type_leaf(
-    names: tuple[str, ...] | None,
+    names: tuple[str, ...],
 ) -> tuple[_Ok, _Explain, Callable[[Any, int], list[str] | None]]:
     """The three functions of a node that only checks ``type``, shared by all such nodes."""
-    assert names is not None
     leaf = _TYPE_LEAVES.get(names)
     if leaf is None:
         ok = _type_check(names)
@@ -1067,21 +1078,101 @@ def _too_deep(max_depth: int) -> str:
     return f"nested too deeply (more than {max_depth} levels)"
 
 
+_SCALAR_TYPE_NAMES = frozenset({"null", "boolean", "integer", "number", "string"})
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _covers_depth(
+    checking: Set[str], type_names: tuple[str, ...] | None, has_array: bool, has_object: bool
+) -> bool:
+    """Whether a node's own checks already refuse values nested past the depth limit.
+
+    True when it accepts no containers (scalar types, enum, const), when it defers to other
+    nodes that do (a passing $ref/allOf/anyOf/oneOf branch is itself depth-limited), or when
+    it walks every item and property of the containers it accepts.
+    """
+    if type_names is not None and _SCALAR_TYPE_NAMES.issuperset(type_names):
+        return True
+    if checking & {"enum", "const", "$ref", "allOf", "anyOf", "oneOf"}:
+        return True
+    arrays_covered = has_array or (type_names is not None and "array" not in type_names)
+    objects_covered = has_object or (type_names is not None and "object" not in type_names)
+    return arrays_covered and objects_covered
+
+
+def _within_depth(x: Any, budget: int) -> bool:
+    """True when no container inside ``x`` nests more than ``budget`` levels below it."""
+    if isinstance(x, Mapping):
+        values: Any = x.values()
+    elif isinstance(x, (list, tuple)):
+        values = x
+    else:
+        return True
+    if not x:
+        return True
+    if budget <= 0:
+        return False
+    for value in values:
+        if type(value) in _SCALARS:
+            continue
+        if not _within_depth(value, budget - 1):
+            return False
+    return True
+
+
+def _too_deep_at(x: Any, budget: int) -> _Path | None:
+    """The relative path of the first container that nests past ``budget``, if any."""
+    if isinstance(x, Mapping):
+        entries: Any = x.items()
+    elif isinstance(x, (list, tuple)):
+        entries = enumerate(x)
+    else:
+        return None
+    if not x:
+        return None
+    if budget <= 0:
+        return ()
+    for key, value in entries:
+        found = _too_deep_at(value, budget - 1)
+        if found is not None:
+            return (key if isinstance(key, (str, int)) else repr(key), *found)
+    return None
+
+
+def _depth_guard(ok: _Ok, explain: _Explain, max_depth: int) -> tuple[_Ok, _Explain]:
+    """Add the depth limit to a node that accepts containers without walking them."""
+
+    def guarded_ok(x: Any, d: int) -> bool:
+        if type(x) in _SCALARS:
+            return ok(x, d)
+        return ok(x, d) and _within_depth(x, max_depth - d)
+
+    def guarded_explain(x: Any, path: _Path, problems: _Problems, d: int) -> None:
+        explain(x, path, problems, d)
+        if type(x) not in _SCALARS:
+            where = _too_deep_at(x, max_depth - d)
+            if where is not None:
+                problems.add((*path, *where), _too_deep(max_depth))
+
+    return guarded_ok, guarded_explain
+
+
 def _object_check(
     properties: dict[str, _Node],
     required: list[str],
-    additional: _Node | None,
+    additional: _Node,
     max_depth: int,
 ) -> tuple[_Ok, _Explain, _Ok]:
-    """The object keywords as one check: (ok, explain, ok that also demands an object)."""
+    """The object keywords as one check: (ok, explain, ok that also demands an object).
+
+    Every value is looked at — a listed property by its schema, any other by
+    ``additional`` (which is the depth-limited "anything" when the schema sets none).
+    """
     property_oks = {name: node.ok_late() for name, node in properties.items()}
     get = property_oks.get
     required_names = tuple(required)
     closed = additional is _FALSE_NODE
-    additional_ok = None if additional is None or closed else additional.ok_late()
-    if additional_ok is _always:
-        additional_ok = None
-    looks_inside = bool(property_oks) or closed or additional_ok is not None
+    additional_ok = additional.ok_late()
     if len(properties) > 12:
         allowed = ", ".join(list(properties)[:10]) + f", ... ({len(properties)} in all)"
     else:
@@ -1098,7 +1189,7 @@ def _object_check(
         for name in required_names:
             if name not in x:
                 return False
-        if not looks_inside or not x:
+        if not x:
             return True
         if d >= max_depth:
             return False
@@ -1106,9 +1197,7 @@ def _object_check(
         for name, value in x.items():
             check = get(name)
             if check is None:
-                if closed:
-                    return False
-                if additional_ok is not None and not additional_ok(value, d):
+                if closed or not additional_ok(value, d):
                     return False
             elif not check(value, d):
                 return False
@@ -1127,7 +1216,7 @@ def _object_check(
         for name in required_names:
             if name not in x:
                 problems.add((*path, name), "required property is missing")
-        if not looks_inside or not x:
+        if not x:
             return
         if d >= max_depth:
             problems.add(path, _too_deep(max_depth))
@@ -1138,7 +1227,7 @@ def _object_check(
             if node is None:
                 if closed:
                     problems.add(where, unexpected)
-                elif additional is not None:
+                else:
                     additional.explain(value, where, problems, d + 1)
             elif node is _FALSE_NODE:
                 problems.add(where, "property is not allowed")
@@ -1148,21 +1237,20 @@ def _object_check(
     return ok, explain, typed_ok
 
 
-def _array_check(prefix: list[_Node], items: _Node | None, max_depth: int) -> tuple[_Ok, _Explain]:
+def _array_check(prefix: list[_Node], items: _Node, max_depth: int) -> tuple[_Ok, _Explain]:
+    """``prefixItems`` and ``items`` as one check; ``items`` is the depth-limited "anything"
+    when the schema sets none, so every item is looked at."""
     prefix_oks = tuple(node.ok_late() for node in prefix)
     count = len(prefix_oks)
     closed = items is _FALSE_NODE
-    items_ok = None if items is None or closed else items.ok_late()
-    if items_ok is _always:
-        items_ok = None
-    looks_inside = bool(prefix_oks) or items_ok is not None
+    items_ok = items.ok_late()
 
     def ok(x: Any, d: int) -> bool:
         if not isinstance(x, (list, tuple)):
             return True
         if closed and len(x) > count:
             return False
-        if not x or not looks_inside:
+        if not x:
             return True
         if d >= max_depth:
             return False
@@ -1170,7 +1258,7 @@ def _array_check(prefix: list[_Node], items: _Node | None, max_depth: int) -> tu
         for check, value in zip(prefix_oks, x, strict=False):
             if not check(value, d):
                 return False
-        if items_ok is not None:
+        if not closed:
             for index in range(count, len(x)):
                 if not items_ok(x[index], d):
                     return False
@@ -1181,14 +1269,14 @@ def _array_check(prefix: list[_Node], items: _Node | None, max_depth: int) -> tu
             return
         if closed and len(x) > count:
             problems.add(path, f"expected at most {_plural(count, 'item')}, got {len(x)}")
-        if not x or not looks_inside:
+        if not x:
             return
         if d >= max_depth:
             problems.add(path, _too_deep(max_depth))
             return
         for index, (node, value) in enumerate(zip(prefix, x, strict=False)):
             node.explain(value, (*path, index), problems, d + 1)
-        if items is not None and not closed:
+        if not closed:
             for index in range(count, len(x)):
                 items.explain(x[index], (*path, index), problems, d + 1)
 
@@ -1500,14 +1588,10 @@ def _unique_check(max_depth: int) -> tuple[_Ok, _Explain]:
         try:
             return _first_duplicate(x, max_depth - d) is None
         except _TooDeep:
-            return False
+            return True  # the node's depth limit refuses this value and says where
 
     def message(x: Any, d: int) -> str:
-        try:
-            pair = _first_duplicate(x, max_depth - d)
-        except _TooDeep:
-            return f"items nest more than {max_depth} levels deep to compare"
-        first, second = pair or (0, 0)
+        first, second = _first_duplicate(x, max_depth - d) or (0, 0)
         return f"expected unique items, got duplicates at index {first} and {second}"
 
     return _leaf(ok, message)
