@@ -89,7 +89,11 @@ def test_async_calls_and_batches_report_one_event_per_call():
     with Host(TOOLKIT, on_event=events.append) as host:
         asyncio.run(host.acall("fine", {}))
         host.call_many([("fine", {}), ("broken", {}), ("asks", {})])
-    assert [e.outcome for e in events] == ["ok", "ok", "error", "pending"]
+    assert events[0].outcome == "ok"
+    # Concurrent calls report as they finish, so compare without order.
+    assert sorted((e.name, e.outcome) for e in events[1:]) == [
+        ("asks", "pending"), ("broken", "error"), ("fine", "ok"),
+    ]
 
 
 def test_a_failing_hook_is_logged_and_never_raised(caplog):
