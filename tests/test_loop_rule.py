@@ -186,16 +186,20 @@ def test_an_async_wait_for_works_from_call_and_acall():
 
 def test_a_sync_wait_for_from_acall_does_not_block_the_loop():
     deploy = Deploy()
-    answered = threading.Event()
+    asking, answered = threading.Event(), threading.Event()
 
     def human(request: Request) -> Answer:
-        answered.wait(30)  # released by a coroutine on the same loop
+        asking.set()
+        # Answered by a coroutine on the caller's loop: only possible if the loop runs.
+        if not answered.wait(SLACK):
+            return Answer.decline(request)
         return Answer.accept(request, {"env": "dev"})
 
     async def main() -> ToolResult:
         with Host(Toolkit([deploy.tool]), wait_for=human) as host:
             call = asyncio.ensure_future(host.acall("deploy", {"service": "api"}))
-            await asyncio.sleep(0.01)
+            while not asking.is_set():
+                await asyncio.sleep(0.001)
             answered.set()
             return await call
 
