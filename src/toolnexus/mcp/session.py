@@ -75,9 +75,20 @@ _STATE_TTL_S = 30 * 60
 _LEGACY_ORDER = {version: index for index, version in enumerate(LEGACY_PROTOCOL_VERSIONS)}
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+# Built once: json.dumps/json.loads with options build a new coder on every call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_ENCODERS = {
+    ascii_only: json.JSONEncoder(separators=(",", ":"), ensure_ascii=ascii_only, allow_nan=False)
+    for ascii_only in (False, True)
+}
+
+
 def _encode(message: Mapping[str, Any], ascii_only: bool) -> bytes:
-    text = json.dumps(message, separators=(",", ":"), ensure_ascii=ascii_only, allow_nan=False)
-    return text.encode("utf-8") + b"\n"
+    return _ENCODERS[ascii_only].encode(message).encode("utf-8") + b"\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,10 +222,6 @@ def _describe(value: Any) -> str:
     return describe(value)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 class ServerSession:
     """One MCP server connection, both protocol eras, as a pure state machine.
 
@@ -323,7 +330,7 @@ class ServerSession:
         if not text:
             return []
         try:
-            message = json.loads(text, parse_constant=_reject_constant)
+            message = _DECODER.decode(text)
         except (ValueError, RecursionError) as exc:
             return [self._error(None, PARSE_ERROR, f"parse error: not valid JSON ({exc})")]
         return self.receive(message)

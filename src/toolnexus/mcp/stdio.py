@@ -94,16 +94,22 @@ def serve_stdio(
         raise ValueError(f"max_line_bytes must be an int >= 64, got {max_line_bytes!r}")
     if isinstance(grace_ms, bool) or not isinstance(grace_ms, int) or grace_ms < 0:
         raise ValueError(f"grace_ms must be an int >= 0 (milliseconds), got {grace_ms!r}")
+    if timeout_ms is not None and (
+        isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0
+    ):
+        raise ValueError(
+            f"timeout_ms must be None or an int >= 0 (milliseconds), got {timeout_ms!r}"
+        )
     session = ServerSession(toolkit, name=name, version=version)
-    from ..host import Host
 
-    host = Host(toolkit, timeout_ms=timeout_ms)
+    def make_host() -> Host:
+        from ..host import Host
+
+        return Host(toolkit, timeout_ms=timeout_ms)
+
     with _protocol_streams(stdin, stdout) as (read_line, write):
-        server = _StdioServer(session, host, read_line, write, max_line_bytes, grace_ms)
-        try:
-            return server.run()
-        finally:
-            host.close()
+        server = _StdioServer(session, make_host, read_line, write, max_line_bytes, grace_ms)
+        return server.run()
 
 
 # --------------------------------------------------------------------------- streams
@@ -242,14 +248,17 @@ class _StdioServer:
     def __init__(
         self,
         session: ServerSession,
-        host: Host,
+        make_host: Callable[[], Host],
         read_line: ReadLine,
         write: Write,
         max_line_bytes: int,
         grace_ms: int,
     ) -> None:
         self._session = session
-        self._host = host
+        self._make_host = make_host
+        self._host: Host | None = None
+        self._host_lock = threading.Lock()
+        self._warm_up: threading.Thread | None = None
         self._read_line = read_line
         self._write_raw = write
         self._limit = max_line_bytes
@@ -263,6 +272,15 @@ class _StdioServer:
         self._broken = False
 
     def run(self) -> int:
+        try:
+            return self._serve()
+        finally:
+            if self._warm_up is not None:
+                self._warm_up.join()
+            if self._host is not None:
+                self._host.close()
+
+    def _serve(self) -> int:
         while not self._broken:
             try:
                 line = self._read_line(self._limit + 1)
@@ -276,8 +294,24 @@ class _StdioServer:
                 self._handle(self._session.line_too_long, length, self._limit)
                 continue
             self._handle(self._session.receive_line, line)
+            if self._warm_up is None:
+                # The host (and the event loop machinery it imports) loads once the first
+                # answer is out, while the client reads it: start-up is not kept waiting.
+                self._warm_up = threading.Thread(
+                    target=self._get_host, name="toolnexus-mcp-warm-up", daemon=True
+                )
+                self._warm_up.start()
         self._shut_down()
         return 1 if self._broken else 0
+
+    def _get_host(self) -> Host:
+        host = self._host
+        if host is None:
+            with self._host_lock:
+                host = self._host
+                if host is None:
+                    host = self._host = self._make_host()
+        return host
 
     def _drain_line(self) -> int:
         skipped = 0
@@ -338,8 +372,9 @@ class _StdioServer:
                 self._handle(self._session.report_progress, call_id, value, total, message)
 
         try:
+            host = self._get_host()
             if action.answer is None:
-                result = self._host.call(
+                result = host.call(
                     action.name,
                     action.arguments,
                     cancellation_token=source.token,
@@ -347,7 +382,7 @@ class _StdioServer:
                 )
             else:
                 assert action.request is not None
-                result = self._host.resume(
+                result = host.resume(
                     action.name,
                     action.arguments,
                     action.request,
