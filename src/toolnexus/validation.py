@@ -350,7 +350,7 @@ class _Node:
     or returns ``None`` when the value is of a shape the node could accept.
     """
 
-    __slots__ = ("done", "explain", "links", "ok", "pointer", "reject")
+    __slots__ = ("done", "exact", "explain", "links", "ok", "pointer", "reject")
 
     def __init__(self, pointer: str) -> None:
         self.pointer = pointer
@@ -360,6 +360,8 @@ class _Node:
         self.reject: Callable[[Any, int], list[str] | None] = _reject_nothing
         # same-instance references (keyword, node), for finding loops that never descend
         self.links: list[tuple[str, _Node]] = []
+        # for a node that only checks a scalar type: the Python types it accepts at a glance
+        self.exact: frozenset[type] = frozenset()
 
     def ok_late(self) -> _Ok:
         """``ok``, or a late-bound call to it while the node is still being compiled."""
@@ -567,7 +569,9 @@ class _Compiler:
                 names = self.types(schema, pointer)
                 assert names is not None
                 node.ok, node.explain, node.reject = _type_leaf(names)
-                if not _SCALAR_TYPE_NAMES.issuperset(names):
+                if _SCALAR_TYPE_NAMES.issuperset(names):
+                    node.exact = frozenset(t for name in names for t in _EXACT_TYPES[name])
+                else:
                     node.ok, node.explain = _depth_guard(node.ok, node.explain, self.max_depth)
             else:
                 node.ok, node.explain = self.anything.ok, self.anything.explain
@@ -1244,6 +1248,8 @@ def _array_check(prefix: list[_Node], items: _Node, max_depth: int) -> tuple[_Ok
     count = len(prefix_oks)
     closed = items is _FALSE_NODE
     items_ok = items.ok_late()
+    # list[int] and friends: most items pass on their exact type, without a call
+    at_a_glance = items.exact if items.done else frozenset()
 
     def ok(x: Any, d: int) -> bool:
         if not isinstance(x, (list, tuple)):
@@ -1259,8 +1265,8 @@ def _array_check(prefix: list[_Node], items: _Node, max_depth: int) -> tuple[_Ok
             if not check(value, d):
                 return False
         if not closed:
-            for index in range(count, len(x)):
-                if not items_ok(x[index], d):
+            for item in x[count:] if count else x:
+                if type(item) not in at_a_glance and not items_ok(item, d):
                     return False
         return True
 
