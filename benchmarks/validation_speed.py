@@ -98,6 +98,8 @@ def main() -> None:
     repeat = parser.parse_args().repeat
 
     two = Validator(TWO_INTEGERS)
+    ints = Validator({"type": "array", "items": {"type": "integer"}})
+    hundred = list(range(100))
     order = Validator(ORDER)
     good = {"a": 1, "b": 2}
     bad = {"a": "1", "b": 2, "c": 3}
@@ -111,6 +113,7 @@ def main() -> None:
         ("errors(), two integers, valid", timing_ns(lambda: two.errors(good), repeat)),
         ("is_valid(), two integers, valid", timing_ns(lambda: two.is_valid(good), repeat)),
         ("errors(), two integers, 2 problems", timing_ns(lambda: two.errors(bad), repeat)),
+        ("errors(), list of 100 integers, valid", timing_ns(lambda: ints.errors(hundred), repeat)),
         ("errors(), order with $ref, valid", timing_ns(lambda: order.errors(GOOD_ORDER), repeat)),
         ("errors(), order, 2 problems", timing_ns(lambda: order.errors(bad_order), repeat)),
         ("Validator(two integers) (compile)", timing_ns(lambda: Validator(TWO_INTEGERS), repeat)),
