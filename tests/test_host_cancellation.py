@@ -73,6 +73,29 @@ def test_a_callers_cancel_reaches_the_tool_and_returns_cancelled_while_it_unwind
     assert box[0].output.startswith("cancelled")
 
 
+def test_after_a_cancel_the_next_call_finds_a_worker_while_the_tool_unwinds():
+    unwinding = Unwinding()
+
+    @tool
+    def quick() -> str:
+        """Quick."""
+        return "served"
+
+    source = CancellationTokenSource()
+    with Host(Toolkit([unwinding.tool, quick]), max_workers=1) as host:
+        box, done, thread = call_in_thread(
+            host, "unwinding", {}, cancellation_token=source.token
+        )
+        assert unwinding.started.wait(SLACK)
+        source.cancel()
+        assert done.wait(SLACK)
+        # The only worker is still inside the unwinding tool; a replacement serves this.
+        assert host.call("quick", {}, timeout_ms=int(SLACK * 1000)).output == "served"
+        unwinding.release.set()
+        thread.join(SLACK)
+    assert box[0].output.startswith("cancelled")
+
+
 def test_a_cancelled_call_is_never_reported_as_timed_out():
     unwinding = Unwinding()
     source = CancellationTokenSource()

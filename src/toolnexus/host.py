@@ -190,22 +190,30 @@ class _Pool:
         self.threads: set[threading.Thread] = set()
         self.busy = 0
         self.stuck = 0
+        self.missing = 0  # abandoned workers not replaced yet
         self.started = False
         self.closed = False
         self._serial = 0
 
     def submit(self, job: _Job) -> None:
-        if not self.started:
+        if not self.started or self.missing:
             self._start()
         self.queue.put(job)
 
     def _start(self) -> None:
         with self.lock:
-            if self.started or self.closed:
+            if self.closed:
                 return
-            self.started = True
-            for _ in range(self.size):
-                self._spawn_locked()
+            if not self.started:
+                self.started = True
+                for _ in range(self.size):
+                    self._spawn_locked()
+            self._replenish_locked()
+
+    def _replenish_locked(self) -> None:
+        while self.missing and not self.closed:
+            self.missing -= 1
+            self._spawn_locked()
 
     def _spawn_locked(self) -> None:
         self._serial += 1
@@ -231,26 +239,33 @@ class _Pool:
                 self.busy += 1
             try:
                 value = job.context.run(job.fn, *job.params)
-            except BaseException as exc:  # job functions catch everything; this is a last guard
-                _log.exception("toolnexus host: job %r crashed", job.label)
+            except BaseException as exc:  # handed to the caller, who reports it as an error
                 value = exc
             with lock:
                 if job.state == _RUNNING:
                     job.state = _DONE
                     job.value = value
                     self.busy -= 1
-                    late = False
+                    late = rejoin = False
                 else:
                     self.stuck -= 1
                     late = True
+                    # Take back our own place if no replacement has taken it yet.
+                    rejoin = self.missing > 0 and not self.closed
+                    if rejoin:
+                        self.missing -= 1
+                        self.threads.add(me)
             if late:
                 _log.log(
                     logging.DEBUG if job.quietly else logging.WARNING,
                     "toolnexus host: abandoned call %r returned %.0f ms after it was abandoned; "
-                    "its result was discarded and its worker retired",
+                    "its result was discarded%s",
                     job.label, (time.monotonic() - job.abandoned_at) * 1000,
+                    "" if rejoin else " and its worker retired",
                 )
-                return  # a replacement took this worker's place when it was abandoned
+                if not rejoin:
+                    return  # a replacement took this worker's place when it was abandoned
+                continue
             job.notify()
 
     def abandon(self, job: _Job, *, quietly: bool = False) -> int:
@@ -258,7 +273,10 @@ class _Pool:
 
         A job still queued (``_QUEUED``) is dropped; a running one (``_RUNNING``) leaves its
         worker stuck: the worker is counted until the job returns, and a fresh worker takes
-        its place now.
+        its place — at once when calls are queued, else at the next submit, which keeps
+        thread start-up off the path of the caller giving up. A worker whose place is still
+        free when its job returns takes it back. ``quietly`` (the caller cancelled, so the
+        tool is probably unwinding) logs its late return at debug level only.
         """
         with self.lock:
             previous = job.state
@@ -271,10 +289,11 @@ class _Pool:
             if running:
                 self.busy -= 1
                 self.stuck += 1
+                self.missing += 1
                 if job.worker is not None:
                     self.threads.discard(job.worker)
-                if not self.closed:
-                    self._spawn_locked()
+                if self.queue.qsize():
+                    self._replenish_locked()  # calls are waiting for a worker: now
         return previous
 
     def close(self, timeout: float) -> None:
@@ -450,6 +469,18 @@ class _Progress:
             self.reporter(progress, total, message)
         except Exception:
             _log.exception("toolnexus host: progress reporter for %r failed", self.name)
+
+
+def _as_result(tool: Tool, value: object) -> ToolResult:
+    """What a job produced that is not a plain ToolResult: a subclass, or the exception
+    that escaped the tool's own wrapper (a bug there must still not reach the caller)."""
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, BaseException):
+        _log.error("toolnexus host: tool %r raised through its wrapper", tool.name,
+                   exc_info=value)
+        return ToolResult.error(f"tool '{tool.name}' failed: {value or type(value).__name__}")
+    return ToolResult.error(f"tool '{tool.name}' returned {type(value).__name__}, not a ToolResult")
 
 
 def _outcome_of(result: ToolResult) -> Outcome:
@@ -1073,23 +1104,10 @@ class Host:
         return answer
 
     @staticmethod
-    def _invoke_tool(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        """Run one tool in a worker thread; never raises."""
-        try:
-            if tool.is_async:
-                value = _run_private(_drive(tool.acall(args, ctx), ctx.cancellation_token))
-                if value is None:
-                    return ToolResult.error("cancelled")
-            else:
-                value = tool(args, ctx)
-        except BaseException as exc:  # Tool promises not to raise; a bug there must not leak
-            _log.exception("toolnexus host: tool %r raised through its wrapper", tool.name)
-            return ToolResult.error(f"tool '{tool.name}' failed: {exc or type(exc).__name__}")
-        if not isinstance(value, ToolResult):
-            return ToolResult.error(
-                f"tool '{tool.name}' returned {type(value).__name__}, not a ToolResult"
-            )
-        return value
+    def _invoke_async_tool(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Run an ``async def`` tool on a private loop in a worker; the token cancels it."""
+        value = _run_private(_drive(tool.acall(args, ctx), ctx.cancellation_token))
+        return ToolResult.error("cancelled") if value is None else value
 
     @staticmethod
     def _invoke_wait_for(wait_for: WaitFor, request: Request, token: CancellationToken) -> Any:
@@ -1164,11 +1182,15 @@ class Host:
         scope = self._open(token, signal.set)
         try:
             ctx = ToolContext(budget, scope.token, answer, progress)
-            job = _Job(self._invoke_tool, (tool, args, ctx), signal.set, tool.name)
+            # A sync Tool is itself the job: one frame less on the per-call fast path.
+            job = (_Job(tool, (args, ctx), signal.set, tool.name) if not tool.is_async else
+                   _Job(self._invoke_async_tool, (tool, args, ctx), signal.set, tool.name))
             status, value = self._wait_job(job, signal, scope, deadline, self._grace)
         finally:
             self._close(scope)
         if status == "done":
+            if value.__class__ is not ToolResult:
+                value = _as_result(tool, value)
             return value, _outcome_of(value)
         if status == "cancelled":
             return _cancelled_result(value, self._cancel_reason()), "cancelled"
@@ -1327,17 +1349,14 @@ class Host:
                     tool.acall(args, ctx), signal, scope, deadline, self._grace
                 )
             else:
-                job = _Job(self._invoke_tool, (tool, args, ctx), signal.set_threadsafe,
-                           tool.name)
+                job = _Job(tool, (args, ctx), signal.set_threadsafe, tool.name)
                 status, value = await self._await_job(job, signal, scope, deadline,
                                                       self._grace)
         finally:
             self._close(scope)
         if status == "done":
-            if not isinstance(value, ToolResult):
-                value = ToolResult.error(
-                    f"tool '{tool.name}' returned {type(value).__name__}, not a ToolResult"
-                )
+            if value.__class__ is not ToolResult:
+                value = _as_result(tool, value)
             return value, _outcome_of(value)
         if status == "cancelled":
             return _cancelled_result(value, self._cancel_reason()), "cancelled"
