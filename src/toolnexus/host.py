@@ -412,10 +412,11 @@ def _run_blocking(coro_fn: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
     except RuntimeError:
         return _run_private(coro_fn())
     box: list[Any] = []
+    context = contextvars.copy_context()  # the caller's context variables come along
 
     def target() -> None:
         try:
-            box.append((True, _run_private(coro_fn())))
+            box.append((True, context.run(_run_private, coro_fn())))
         except BaseException as exc:
             box.append((False, exc))
 
@@ -621,7 +622,7 @@ class Host:
     Raises ``TypeError``/``ValueError`` at once for a misconfigured host (a negative budget,
     a non-callable hook, ...).
 
-    Workers start on the first synchronous call, not at construction. A host is a context
+    Workers start with the first call that needs one, not at construction. A host is a context
     manager; :meth:`close` cancels the calls still running and stops the workers.
 
     Example::
