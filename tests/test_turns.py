@@ -344,3 +344,21 @@ def test_a_halted_turn_is_resumed_by_a_fresh_host_in_another_process(tmp_path: P
         ("t2", "sunny in Oslo", False),
         ("t3", "approved rollback", False),
     ]
+
+
+def test_the_sync_batch_api_also_works_from_inside_a_running_loop():
+    import contextvars
+
+    tenant: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default="none")
+
+    @tool
+    def whose() -> str:
+        """Reads a context variable."""
+        return tenant.get()
+
+    async def main() -> list[ToolResult]:
+        tenant.set("acme")
+        with Host(Toolkit([whose])) as host:
+            return host.call_many([("whose", {}), ("whose", {})])  # sync call, async caller
+
+    assert [r.output for r in asyncio.run(main())] == ["acme", "acme"]
