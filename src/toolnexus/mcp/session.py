@@ -20,8 +20,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 from .._frozen import thaw
 from ..result import STRUCTURED_KEY, ToolResult
@@ -91,8 +90,7 @@ def _encode(message: Mapping[str, Any], ascii_only: bool) -> bytes:
     return _ENCODERS[ascii_only].encode(message).encode("utf-8") + b"\n"
 
 
-@dataclass(frozen=True, slots=True)
-class Send:
+class Send(NamedTuple):
     """Write ``message`` (a JSON-RPC message as plain JSON data) to the client.
 
     Example::
@@ -126,8 +124,7 @@ class Send:
             )
 
 
-@dataclass(frozen=True, slots=True)
-class StartCall:
+class StartCall(NamedTuple):
     """Run tool ``name`` with ``arguments`` on the host, then report the result with
     :meth:`ServerSession.complete_call` (``call_id``).
 
@@ -154,8 +151,7 @@ class StartCall:
     wants_progress: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class CancelCall:
+class CancelCall(NamedTuple):
     """Cancel the running call ``call_id`` (cancel its token). Whatever it returns later
     is dropped: the session sends nothing more for a cancelled request."""
 
@@ -167,32 +163,57 @@ Action = Send | StartCall | CancelCall
 """What :class:`ServerSession` asks its driver to do."""
 
 
-@dataclass(frozen=True, slots=True)
 class _Client:
     """What one request's client speaks: its era, revision and elicitation modes."""
 
-    version: str
-    modern: bool
-    form: bool
-    url: bool
+    __slots__ = ("form", "modern", "url", "version")
+
+    def __init__(self, version: str, modern: bool, form: bool, url: bool) -> None:
+        self.version = version
+        self.modern = modern
+        self.form = form
+        self.url = url
 
     def at_least(self, version: str) -> bool:
         return self.modern or _LEGACY_ORDER.get(self.version, -1) >= _LEGACY_ORDER[version]
 
 
-@dataclass(eq=False)
 class _Call:
-    call_id: int
-    request_id: str | int
-    name: str
-    arguments: dict[str, Any]
-    client: _Client
-    progress_token: str | int | None
-    running: bool = True
-    resumed: bool = False
-    last_progress: float | None = None
-    # legacy: the question we sent as elicitation/create and are waiting on
-    asked: tuple[str, Request, ElicitationShape] | None = field(default=None)
+    """One tools/call request in flight (running, or waiting on a legacy question)."""
+
+    __slots__ = (
+        "arguments",
+        "asked",
+        "call_id",
+        "client",
+        "last_progress",
+        "name",
+        "progress_token",
+        "request_id",
+        "resumed",
+        "running",
+    )
+
+    def __init__(
+        self,
+        call_id: int,
+        request_id: str | int,
+        name: str,
+        arguments: dict[str, Any],
+        client: _Client,
+        progress_token: str | int | None,
+    ) -> None:
+        self.call_id = call_id
+        self.request_id = request_id
+        self.name = name
+        self.arguments = arguments
+        self.client = client
+        self.progress_token = progress_token
+        self.running = True
+        self.resumed = False
+        self.last_progress: float | None = None
+        # legacy: the question sent as elicitation/create (its id) while waiting on it
+        self.asked: tuple[str, Request, ElicitationShape] | None = None
 
 
 class _Reject(Exception):

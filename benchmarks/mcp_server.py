@@ -1,0 +1,233 @@
+"""How fast ``toolnexus serve`` starts and answers, against same-run baselines.
+
+Run it from a checkout (the server runs from ``src/``):
+
+    python benchmarks/mcp_server.py             # 15 spawns, 5 rounds of 1000 calls
+    python benchmarks/mcp_server.py --quick     # 5 spawns, 5 rounds of 200 calls
+
+Three servers offer the same ``add`` tool over stdio, each run by this interpreter:
+
+- ``toolnexus``: ``python -m toolnexus serve benchmarks/mcp_bench_tools.py:toolkit``;
+- ``floor``: ``benchmarks/mcp_floor_server.py``, a stdlib JSON-RPC loop that answers inline
+  on its reading thread — the least any stdio server can cost;
+- ``sdk``: ``benchmarks/mcp_sdk_server.py``, the official MCP SDK's ``MCPServer`` (only when
+  ``mcp`` is importable here, e.g. after ``pip install '.[interop]'``).
+
+Two tables, every figure a median, every ratio between figures of this run (spawns and call
+rounds are interleaved, so a busy machine slows every server alike):
+
+1. start-up: from spawning the process to holding the answer to its first request
+   (``initialize``, written at once), and to holding its first ``tools/call`` result;
+2. sequential ``tools/call`` round trips (send, wait for the answer, repeat) per second, on
+   a legacy (``initialize``) connection, plus toolnexus on a modern (2026-07-28) one.
+
+The issue's targets: start-up at most a quarter of the SDK's and at most 3x the floor's; a
+call at least 5x faster than the SDK's and at most 2.5x the floor's. Nothing here asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def commands() -> dict[str, list[str]]:
+    found = {
+        "toolnexus": [
+            sys.executable,
+            "-m",
+            "toolnexus",
+            "serve",
+            "benchmarks/mcp_bench_tools.py:toolkit",
+        ],
+        "floor": [sys.executable, str(HERE / "mcp_floor_server.py")],
+    }
+    if importlib.util.find_spec("mcp") is not None:
+        found["sdk"] = [sys.executable, str(HERE / "mcp_sdk_server.py")]
+    return found
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode is compiled once, up front
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def line(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+INITIALIZE = line(
+    {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"},
+        },
+    }
+)
+INITIALIZED = line({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+def call_line(rid: int, modern: bool) -> bytes:
+    params: dict[str, Any] = {"name": "add", "arguments": {"a": rid, "b": 1}}
+    if modern:
+        params["_meta"] = MODERN_META
+    return line({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
+
+
+class Server:
+    def __init__(self, command: list[str]) -> None:
+        self.process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=child_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.fd = self.process.stdin.fileno()
+        self.readline = self.process.stdout.readline
+
+    def send(self, data: bytes) -> None:
+        os.write(self.fd, data)
+
+    def answer(self, data: bytes) -> dict[str, Any]:
+        os.write(self.fd, data)
+        while True:
+            reply = self.readline()
+            if not reply:
+                raise RuntimeError("the server exited")
+            message: dict[str, Any] = json.loads(reply)
+            if "id" in message:
+                return message
+
+    def stop(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def start_up(command: list[str]) -> tuple[float, float]:
+    """Milliseconds from spawn to the first answer, and to the first tool result."""
+    began = time.perf_counter()
+    server = Server(command)
+    server.answer(INITIALIZE)
+    first = time.perf_counter() - began
+    server.send(INITIALIZED)
+    reply = server.answer(call_line(1, modern=False))
+    tool = time.perf_counter() - began
+    assert reply["result"]["content"][0]["text"] == "2", reply
+    server.stop()
+    return first * 1000, tool * 1000
+
+
+def round_trips(server: Server, count: int, modern: bool, start: int) -> float:
+    """Sequential tools/call round trips per second."""
+    requests = [call_line(start + i, modern) for i in range(count)]
+    answer = server.answer
+    began = time.perf_counter()
+    for request in requests:
+        answer(request)
+    return count / (time.perf_counter() - began)
+
+
+def ratio(value: float, base: float | None) -> str:
+    return "-" if base is None or base == 0 else f"{value / base:.2f}x"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer spawns and calls")
+    options = parser.parse_args()
+    spawns = 5 if options.quick else 15
+    calls = 200 if options.quick else 1000
+    rounds = 5
+    servers = commands()
+    # No spawn should pay for compiling: write the bytecode of everything imported by path.
+    for folder in (ROOT / "src", HERE):
+        compileall.compile_dir(str(folder), quiet=1)
+    print(f"python {sys.version.split()[0]}; servers: {', '.join(servers)}")
+    if "sdk" not in servers:
+        print("(the MCP SDK is not importable here: no sdk row; pip install '.[interop]')")
+
+    # ---------------------------------------------------------------- start-up
+    first: dict[str, list[float]] = {name: [] for name in servers}
+    tool: dict[str, list[float]] = {name: [] for name in servers}
+    for command in servers.values():  # warm the OS caches and write bytecode
+        start_up(command)
+    for _ in range(spawns):
+        for name, command in servers.items():
+            answered, called = start_up(command)
+            first[name].append(answered)
+            tool[name].append(called)
+    first_med = {name: statistics.median(v) for name, v in first.items()}
+    tool_med = {name: statistics.median(v) for name, v in tool.items()}
+    floor, sdk = first_med["floor"], first_med.get("sdk")
+    print(f"\nstart-up, median of {spawns} spawns (ms)")
+    print(
+        f"{'server':<11}{'first answer':>14}{'first tool result':>19}{'vs floor':>10}{'vs sdk':>9}"
+    )
+    for name in servers:
+        print(
+            f"{name:<11}{first_med[name]:>14.1f}{tool_med[name]:>19.1f}"
+            f"{ratio(first_med[name], floor):>10}{ratio(first_med[name], sdk):>9}"
+        )
+    print("targets: toolnexus first answer <= 3x floor and <= 0.25x sdk")
+
+    # ---------------------------------------------------------------- round trips
+    running = {name: Server(command) for name, command in servers.items()}
+    variants = [(name, False) for name in servers] + [("toolnexus", True)]
+    rates: dict[tuple[str, bool], list[float]] = {variant: [] for variant in variants}
+    for server in running.values():
+        server.answer(INITIALIZE)
+        server.send(INITIALIZED)
+        round_trips(server, 50, False, 10_000_000)  # warm-up
+    round_trips(running["toolnexus"], 50, True, 20_000_000)
+    next_id = 1
+    for _ in range(rounds):
+        for name, modern in variants:
+            rates[(name, modern)].append(round_trips(running[name], calls, modern, next_id))
+            next_id += calls
+    for server in running.values():
+        server.stop()
+    per_call = {v: 1e6 / statistics.median(r) for v, r in rates.items()}
+    floor_us, sdk_us = per_call[("floor", False)], per_call.get(("sdk", False))
+    print(f"\nsequential tools/call, median of {rounds} rounds of {calls} calls")
+    print(f"{'server':<22}{'calls/s':>10}{'us/call':>10}{'vs floor':>10}{'sdk/this':>10}")
+    for (name, modern), value in per_call.items():
+        label = f"{name} ({'2026-07-28' if modern else 'legacy'})"
+        speed = "-" if sdk_us is None else f"{sdk_us / value:.1f}x"
+        print(
+            f"{label:<22}{1e6 / value:>10.0f}{value:>10.1f}{ratio(value, floor_us):>10}{speed:>10}"
+        )
+    print("targets: toolnexus per call <= 2.5x floor, and sdk/this >= 5x")
+
+
+if __name__ == "__main__":
+    main()
