@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from toolnexus import Toolkit, ToolResult, tool
+from toolnexus import Request, Toolkit, ToolResult, tool
 from toolnexus.mcp import CancelCall, Send, ServerSession, StartCall
 
 MODERN = {
@@ -205,10 +205,9 @@ def test_progress_of_a_resumed_call_continues_above_the_first_run() -> None:
             "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}},
         }
     )
+    session.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
     call = start(session, 1, token="t")
     session.report_progress(call.call_id, 5)
-    from toolnexus import Request
-
     (asked,) = session.complete_call(call.call_id, ToolResult.pending(Request("question", "Sure?")))
     assert session.report_progress(call.call_id, 6) == []  # waiting on the human: not running
     (again,) = session.receive(

@@ -35,7 +35,9 @@ def asks_env() -> Request:
     return Request("input", "Which environment?", data={"schema": ENV_SCHEMA})
 
 
-def legacy(version: str = "2025-11-25", elicitation: Any = None) -> ServerSession:
+def legacy(
+    version: str = "2025-11-25", elicitation: Any = None, initialized: bool = True
+) -> ServerSession:
     session = ServerSession(TOOLKIT)
     caps = {} if elicitation is None else {"elicitation": elicitation}
     session.receive(
@@ -46,6 +48,8 @@ def legacy(version: str = "2025-11-25", elicitation: Any = None) -> ServerSessio
             "params": {"protocolVersion": version, "capabilities": caps},
         }
     )
+    if initialized:
+        session.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
     return session
 
 
@@ -235,6 +239,16 @@ def test_a_legacy_client_that_cannot_be_asked_gets_the_prompt_as_an_error(
         "jsonrpc": "2.0",
         "id": 3,
         "result": {"content": [{"type": "text", "text": "Which environment?"}], "isError": True},
+    }
+
+
+def test_no_question_is_sent_before_the_client_said_it_is_initialized() -> None:
+    session = legacy(elicitation={}, initialized=False)
+    call = start(session)
+    final = only_send(session.complete_call(call.call_id, ToolResult.pending(asks_env())))
+    assert final["result"] == {
+        "content": [{"type": "text", "text": "Which environment?"}],
+        "isError": True,
     }
 
 

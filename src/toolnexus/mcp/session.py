@@ -799,11 +799,13 @@ class ServerSession:
 
     def _suspend(self, call: _Call, request: Request, output: str) -> list[Action]:
         client = call.client
+        # A legacy server sends no requests before the client said it is initialized.
+        can_ask = client.modern or self._initialized_notified
         asked = elicitation_params(
             request,
             output,
-            form=client.form,
-            url=client.url,
+            form=client.form and can_ask,
+            url=client.url and can_ask,
             with_mode=client.at_least("2025-11-25"),
             with_elicitation_id=not client.modern and client.version == "2025-11-25",
         )
