@@ -34,8 +34,8 @@ from toolnexus.host import Host
 
 logging.getLogger("toolnexus").setLevel(logging.ERROR)  # abandoned workers are expected here
 QUICK = "--quick" in sys.argv
-ROUNDS = 5 if QUICK else 15
-CALLS = 500 if QUICK else 2000
+ROUNDS = 8 if QUICK else 40
+CALLS = 300 if QUICK else 500
 TRIALS = 40 if QUICK else 200
 
 
@@ -96,8 +96,9 @@ def noop() -> None:
     return None
 
 
-def per_call(variants: dict[str, Callable[[], Any]]) -> dict[str, float]:
-    """Median microseconds per call of each variant, rounds interleaved."""
+def per_call(variants: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
+    """Microseconds per call of each variant, one sample per round, rounds interleaved
+    (short rounds, so a neighbour's burst of load hits every variant alike)."""
     samples: dict[str, list[float]] = {name: [] for name in variants}
     for fn in variants.values():
         for _ in range(50):
@@ -108,11 +109,11 @@ def per_call(variants: dict[str, Callable[[], Any]]) -> dict[str, float]:
             for _ in range(CALLS):
                 fn()
             samples[name].append((time.perf_counter() - start) / CALLS * 1e6)
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return samples
 
 
-def aper_call(variants: dict[str, Callable[[], Any]]) -> dict[str, float]:
-    async def main() -> dict[str, float]:
+def aper_call(variants: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
+    async def main() -> dict[str, list[float]]:
         samples: dict[str, list[float]] = {name: [] for name in variants}
         for fn in variants.values():
             for _ in range(50):
@@ -123,9 +124,14 @@ def aper_call(variants: dict[str, Callable[[], Any]]) -> dict[str, float]:
                 for _ in range(CALLS):
                     await fn()
                 samples[name].append((time.perf_counter() - start) / CALLS * 1e6)
-        return {name: statistics.median(values) for name, values in samples.items()}
+        return samples
 
     return asyncio.run(main())
+
+
+def ratio(samples: dict[str, list[float]], name: str, base: str) -> float:
+    """Median over rounds of the per-round ratio: both sides measured moments apart."""
+    return statistics.median(a / b for a, b in zip(samples[name], samples[base], strict=True))
 
 
 def table(title: str, rows: list[tuple[str, ...]]) -> None:
@@ -148,7 +154,7 @@ def percentile(values: list[float], q: float) -> float:
 def overhead() -> None:
     bare = BarePool()
     host = Host(TOOLKIT)
-    sync = per_call({
+    raw = per_call({
         "Toolkit.execute (no thread)": lambda: TOOLKIT.execute("add", ARGS),
         "bare round trip (no-op job)": lambda: bare.run(noop),
         "bare round trip running execute": lambda: bare.run(
@@ -157,14 +163,15 @@ def overhead() -> None:
         "Host.call": lambda: host.call("add", ARGS),
         "Host.call, timeout_ms=5000": lambda: host.call("add", ARGS, timeout_ms=5000),
     })
-    floor = sync["bare round trip (no-op job)"]
-    floor_exec = sync["bare round trip running execute"]
-    execute = sync["Toolkit.execute (no thread)"]
+    floor, floor_exec = "bare round trip (no-op job)", "bare round trip running execute"
+    execute = "Toolkit.execute (no thread)"
     rows = [("variant", "us/call", "x execute", "x bare trip", "x bare trip+execute")]
-    for name, value in sync.items():
-        rows.append((name, f"{value:.1f}", f"{value / execute:.2f}", f"{value / floor:.2f}",
-                     f"{value / floor_exec:.2f}"))
-    table("1. sync call overhead (median of interleaved rounds)", rows)
+    for name, values in raw.items():
+        rows.append((name, f"{statistics.median(values):.1f}",
+                     f"{ratio(raw, name, execute):.2f}", f"{ratio(raw, name, floor):.2f}",
+                     f"{ratio(raw, name, floor_exec):.2f}"))
+    table("1. sync call overhead (us: median over rounds; ratios: median of per-round "
+          "ratios)", rows)
 
     async def aexec() -> Any:
         return await TOOLKIT.aexecute("add", ARGS)
@@ -187,7 +194,7 @@ def overhead() -> None:
     async def acall_async_timeout() -> Any:
         return await host.acall("aadd", ARGS, timeout_ms=5000)
 
-    results = aper_call({
+    araw = aper_call({
         "await Toolkit.aexecute, sync tool": aexec,
         "await Toolkit.aexecute, async tool": aexec_async,
         "asyncio round trip to a worker (no-op)": abare,
@@ -197,16 +204,18 @@ def overhead() -> None:
         "await Host.acall, async tool, timeout_ms": acall_async_timeout,
     })
     rows = [("variant", "us/call", "x its aexecute", "x asyncio round trip")]
-    base_trip = results["asyncio round trip to a worker (no-op)"]
-    for name, value in results.items():
-        base = results["await Toolkit.aexecute, async tool"] if "async tool" in name \
-            else results["await Toolkit.aexecute, sync tool"]
-        rows.append((name, f"{value:.1f}", f"{value / base:.2f}", f"{value / base_trip:.2f}"))
-    table("2. async call overhead (median of interleaved rounds)", rows)
+    for name, values in araw.items():
+        base = "await Toolkit.aexecute, async tool" if "async tool" in name \
+            else "await Toolkit.aexecute, sync tool"
+        rows.append((name, f"{statistics.median(values):.1f}", f"{ratio(araw, name, base):.2f}",
+                     f"{ratio(araw, name, 'asyncio round trip to a worker (no-op)'):.2f}"))
+    table("2. async call overhead (as above)", rows)
     host.close()
-    print(f"\n  sync Host.call / bare round trip = {sync['Host.call'] / floor:.2f} "
-          f"(target <= 1.5); / bare round trip running execute = "
-          f"{sync['Host.call'] / floor_exec:.2f}")
+    for variant in ("Host.call", "Host.call, timeout_ms=5000"):
+        print(f"\n  {variant} / bare round trip = {ratio(raw, variant, floor):.2f} "
+              f"(target <= 1.5); / bare round trip running execute = "
+              f"{ratio(raw, variant, floor_exec):.2f}", end="")
+    print()
 
 
 # --------------------------------------------------------------------------- 3
