@@ -5,8 +5,8 @@ Run: ``python benchmarks/host_overhead.py [--quick]``. Prints four tables:
 1. per-call overhead of ``Host.call`` (sync) against ``Toolkit.execute`` called directly and
    against the *bare thread round trip* — hand a job to a waiting worker thread through a
    queue and wait on an Event for its answer, the floor for any deadline that holds against
-   a tool that ignores it — all measured in the same run, interleaved round by round so a
-   busy machine slows every variant alike;
+   a tool that ignores it — all measured in the same run, in short interleaved rounds;
+   ratios are medians of per-round ratios, so a busy neighbour slows both sides alike;
 2. the same for ``await Host.acall`` against ``await Toolkit.aexecute`` and an asyncio round
    trip to a worker thread;
 3. the latency from ``source.cancel()`` to the caller holding its ``cancelled`` result;
