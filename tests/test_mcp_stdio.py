@@ -278,6 +278,25 @@ def test_pings_are_answered_and_a_cancel_reaches_the_running_tool(server: Server
     assert all(message.get("id") != "long" for message in server.rest)
 
 
+def test_concurrent_calls_are_each_answered_once_with_their_own_result(server: Server) -> None:
+    server.initialize()
+    for i in range(40):
+        server.send(
+            {
+                "jsonrpc": "2.0",
+                "id": f"c{i}",
+                "method": "tools/call",
+                "params": {"name": "add", "arguments": {"a": i, "b": 1000}},
+            }
+        )
+    answers = {}
+    for _ in range(40):
+        message = server.receive()
+        assert message["id"] not in answers
+        answers[message["id"]] = message["result"]["content"][0]["text"]
+    assert answers == {f"c{i}": str(i + 1000) for i in range(40)}
+
+
 def test_progress_arrives_in_order_before_the_response(server: Server) -> None:
     server.initialize()
     server.send(
