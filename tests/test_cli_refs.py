@@ -30,6 +30,12 @@ def run(*args: str, cwd: Path = ROOT, stdin: str = "") -> subprocess.CompletedPr
     )
 
 
+@pytest.fixture(autouse=True)
+def _restore_import_state(monkeypatch):
+    """Loading a file REF puts its folder on sys.path; keep that out of later tests."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+
+
 def write(folder: Path, name: str, source: str) -> Path:
     path = folder / name
     path.write_text(textwrap.dedent(source), encoding="utf-8")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import toolnexus
 from toolnexus import Answer, Host, Request, ToolContext, Toolkit, ToolResult, tool
 
 ENV_SCHEMA = {
@@ -178,11 +180,12 @@ def test_a_request_persisted_to_a_file_is_resumed_by_a_fresh_host_in_another_pro
         {"name": "deploy", "args": {"service": "billing"}, "request": request.to_dict()}
     ))
 
-    env_path = [str(tmp_path), *sys.path]
+    # Only the test folder and this toolnexus: the child must not inherit test-only paths.
+    env_path = [str(tmp_path), str(Path(toolnexus.__file__).resolve().parent.parent)]
     out = subprocess.run(
         [sys.executable, str(tmp_path / "resumer.py"), str(parked)],
         capture_output=True, text=True, timeout=60,
-        env={"PYTHONPATH": ":".join(env_path), "PATH": ""},
+        env={"PYTHONPATH": os.pathsep.join(env_path), "PATH": ""},
     )
     assert out.returncode == 0, out.stderr
     result = ToolResult.from_json(out.stdout.strip())

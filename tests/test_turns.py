@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -24,6 +25,9 @@ from toolnexus import (
     WireFormatError,
     tool,
 )
+
+# The toolnexus this test imports, for child processes (not the whole sys.path of pytest).
+PACKAGE_ROOT = str(Path(__import__("toolnexus").__file__).resolve().parent.parent)
 
 SLACK = 5.0
 
@@ -335,7 +339,7 @@ def test_a_halted_turn_is_resumed_by_a_fresh_host_in_another_process(tmp_path: P
     out = subprocess.run(
         [sys.executable, str(tmp_path / "resumer.py"), str(parked)],
         capture_output=True, text=True, timeout=60,
-        env={"PYTHONPATH": ":".join([str(tmp_path), *sys.path]), "PATH": ""},
+        env={"PYTHONPATH": os.pathsep.join([str(tmp_path), PACKAGE_ROOT]), "PATH": ""},
     )
     assert out.returncode == 0, out.stderr
     (message,) = json.loads(out.stdout)
