@@ -316,3 +316,27 @@ def test_nothing_a_tool_does_raises_into_the_caller():
         unknown = host.call("explodez", {})
         assert unknown.is_error and "unknown tool" in unknown.output
         assert host.call("explodes", "{not json").is_error
+
+
+def test_a_cooperative_tool_that_stops_on_cancel_has_its_own_words_returned():
+    started = threading.Event()
+
+    @tool
+    def crunch(ctx: ToolContext) -> ToolResult:
+        """Counts until cancelled."""
+        done = 0
+        started.set()
+        while not ctx.cancellation_token.wait(0.001):
+            done += 1
+        return ToolResult.error(f"cancelled after {done} step(s)")
+
+    source = CancellationTokenSource()
+    with Host(Toolkit([crunch])) as host:
+        box, done, thread = call_in_thread(host, "crunch", {}, cancellation_token=source.token)
+        assert started.wait(SLACK)
+        source.cancel()
+        assert done.wait(SLACK)
+        thread.join(SLACK)
+    assert box[0].is_error
+    assert box[0].output.startswith("cancelled after ")
+    assert box[0].output.endswith(" step(s)")

@@ -58,6 +58,8 @@ WaitFor = Callable[[Request], Answer | Awaitable[Answer]]
 Style = Literal["openai", "anthropic"]
 
 _DEFAULT_GRACE_MS = 100
+# How long a caller's cancel waits for the tool to return its own cancelled result.
+_CANCEL_GRACE_S = 0.05
 _DEFAULT_WORKERS = 8
 _DEFAULT_MAX_STUCK = 4
 
@@ -1226,6 +1228,11 @@ class Host:
                     return "cancelled", job.value
                 return "done", job.value
             if cancelled.is_cancellation_requested:
+                # A cooperative tool is usually returning already: a moment's wait lets
+                # its own words ("cancelled after 3 step(s)") reach the caller.
+                end = time.monotonic() + min(grace, _CANCEL_GRACE_S)
+                while job.state != _DONE and (left := end - time.monotonic()) > 0:
+                    signal.wait(left)
                 if pool.abandon(job, quietly=True) == _DONE:
                     return "cancelled", job.value
                 return "cancelled", None
@@ -1387,6 +1394,9 @@ class Host:
                         return "cancelled", job.value
                     return "done", job.value
                 if cancelled.is_cancellation_requested:
+                    end = time.monotonic() + min(grace, _CANCEL_GRACE_S)
+                    while job.state != _DONE and (left := end - time.monotonic()) > 0:
+                        await signal.wait(left)
                     if pool.abandon(job, quietly=True) == _DONE:
                         return "cancelled", job.value
                     return "cancelled", None
