@@ -4,31 +4,17 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-import toolnexus
+from cli_helpers import run
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = "toolnexus.demo:toolkit"
 WEATHER = str(ROOT / "examples" / "weather.py")
 SLOW = str(ROOT / "examples" / "slow.py")
-
-
-def run(*args: str, cwd: Path = ROOT, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    """`python -m toolnexus ARGS` with the same toolnexus this test process imports."""
-    env = dict(os.environ)
-    package_root = str(Path(toolnexus.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    return subprocess.run(
-        [sys.executable, "-m", "toolnexus", *args], input=stdin, capture_output=True,
-        text=True, cwd=cwd, env=env, timeout=60,
-    )
 
 
 ECHO = """

@@ -3,26 +3,12 @@ call, a cancelled call, timeouts and a question answered, from any folder."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import toolnexus
+from cli_helpers import run
 from toolnexus import demo
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    """`python -m toolnexus ARGS` with the same toolnexus this test process imports."""
-    env = dict(os.environ)
-    package_root = str(Path(toolnexus.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    return subprocess.run(
-        [sys.executable, "-m", "toolnexus", *args], capture_output=True, text=True, cwd=cwd,
-        env=env, timeout=60,
-    )
 
 
 def outcomes(stdout: str) -> list[tuple[str, str]]:

@@ -4,7 +4,6 @@ printed and the exit code is 130."""
 
 from __future__ import annotations
 
-import os
 import queue
 import signal
 import subprocess
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import toolnexus
+from cli_helpers import child_env
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child is POSIX")
 
@@ -27,11 +26,8 @@ class Child:
     """A `python -m toolnexus` child whose stderr is read line by line on a thread."""
 
     def __init__(self, *args: str) -> None:
-        env = dict(os.environ)
-        package_root = str(Path(toolnexus.__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "toolnexus", *args], cwd=ROOT, env=env, text=True,
+            [sys.executable, "-m", "toolnexus", *args], cwd=ROOT, env=child_env(), text=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         self.lines: queue.Queue[str] = queue.Queue()

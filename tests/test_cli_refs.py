@@ -5,7 +5,6 @@ subprocess through `toolnexus list`."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -13,21 +12,11 @@ from pathlib import Path
 import pytest
 
 import toolnexus
+from cli_helpers import run
 from toolnexus.cli import RefError, load_toolkit
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-
-
-def run(*args: str, cwd: Path = ROOT, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    """`python -m toolnexus ARGS` with the same toolnexus this test process imports."""
-    env = dict(os.environ)
-    package_root = str(Path(toolnexus.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    return subprocess.run(
-        [sys.executable, "-m", "toolnexus", *args], input=stdin, capture_output=True,
-        text=True, cwd=cwd, env=env, timeout=60,
-    )
 
 
 @pytest.fixture(autouse=True)
