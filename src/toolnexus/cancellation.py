@@ -33,16 +33,35 @@ __all__ = [
 
 
 class _State:
-    """The shared cancellation state behind one source and all of its tokens."""
+    """The shared cancellation state behind one source and all of its tokens.
 
-    __slots__ = ("callbacks", "can_be_cancelled", "event", "lock", "next_key")
+    ``cancelled`` is the flag every check reads; the ``threading.Event`` that ``wait()``
+    blocks on is made on the first wait, since most tokens are only ever polled and an
+    Event (a Condition and two locks) is the costliest part of a source.
+    """
+
+    __slots__ = ("callbacks", "can_be_cancelled", "cancelled", "event", "lock", "next_key")
 
     def __init__(self, can_be_cancelled: bool) -> None:
-        self.event = threading.Event()
+        self.cancelled = False
+        self.event: threading.Event | None = None
         self.lock = threading.Lock()
         self.callbacks: dict[int, Callable[[], object]] | None = {}
         self.next_key = 0
         self.can_be_cancelled = can_be_cancelled
+
+    def waitable(self) -> threading.Event:
+        """The Event that is set on cancellation, made on first use."""
+        event = self.event
+        if event is None:
+            with self.lock:
+                event = self.event
+                if event is None:
+                    event = threading.Event()
+                    if self.cancelled:
+                        event.set()
+                    self.event = event
+        return event
 
     def cancel(self) -> bool:
         """Cancel once; return True if this call did it."""
@@ -51,9 +70,12 @@ class _State:
             if callbacks is None:
                 return False
             self.callbacks = None
-            # Set inside the lock so a concurrent register() either sees the
-            # callbacks list (and is run below) or sees the event (and runs itself).
-            self.event.set()
+            # Flag and Event are set inside the lock: a concurrent register() either
+            # sees the callbacks (and is run below) or sees the flag (and runs itself),
+            # and a concurrent waitable() either finds the Event or makes it already set.
+            self.cancelled = True
+            if self.event is not None:
+                self.event.set()
         # Callbacks run outside the lock: one may register or cancel again.
         for callback in callbacks.values():
             _run_callback(callback)
@@ -158,7 +180,7 @@ class CancellationToken:
             >>> CancellationToken.NONE.is_cancellation_requested
             False
         """
-        return self._state.event.is_set()
+        return self._state.cancelled
 
     @property
     def can_be_cancelled(self) -> bool:
@@ -189,7 +211,7 @@ class CancellationToken:
             >>> source.token.wait(10)
             True
         """
-        return self._state.event.wait(timeout)
+        return self._state.waitable().wait(timeout)
 
     def register(self, callback: Callable[[], object]) -> CancellationTokenRegistration:
         """Run ``callback()`` once when the token is cancelled.
@@ -239,7 +261,7 @@ class CancellationToken:
               ...
             toolnexus.errors.OperationCancelledError: the operation was cancelled
         """
-        if self._state.event.is_set():
+        if self._state.cancelled:
             raise OperationCancelledError()
 
     async def wait_async(self, timeout: float | None = None) -> bool:
@@ -253,7 +275,7 @@ class CancellationToken:
             if not await token.wait_async(timeout=1.0):
                 print("still running")
         """
-        if self._state.event.is_set():
+        if self._state.cancelled:
             return True
         if not self._state.can_be_cancelled and timeout is None:
             # Nothing can ever wake us: behave like an un-resolvable future.
@@ -278,7 +300,7 @@ class CancellationToken:
             try:
                 await asyncio.wait_for(future, timeout)
             except asyncio.TimeoutError:
-                return self._state.event.is_set()
+                return self._state.cancelled
             return True
         finally:
             registration.unregister()
@@ -351,11 +373,11 @@ class CancellationTokenSource:
                 )
         source = cls()
         for token in tokens:
-            if source._state.event.is_set():
+            if source._state.cancelled:
                 break  # a parent was already cancelled: no need to listen to the rest
             if token.can_be_cancelled:
                 source._links.append(token.register(source.cancel))
-        if source._state.event.is_set():
+        if source._state.cancelled:
             source.close()  # a parent cancelled while we were linking: drop what we added
         return source
 
@@ -368,7 +390,7 @@ class CancellationTokenSource:
             >>> CancellationTokenSource().is_cancellation_requested
             False
         """
-        return self._state.event.is_set()
+        return self._state.cancelled
 
     def cancel(self) -> None:
         """Cancel the token: set the event and run every registered callback once.
@@ -409,7 +431,7 @@ class CancellationTokenSource:
             seconds >= 0
         ):
             raise ValueError(f"seconds must be a number >= 0, got {seconds!r}")
-        if self._state.event.is_set():
+        if self._state.cancelled:
             return
         self._stop_timer()
         if seconds == 0:
