@@ -1,8 +1,8 @@
 """Every page in docs/ (and the README) holds examples that run.
 
 A page's ```python blocks run in order, in one namespace per page, as a script would;
-its ```pycon blocks are doctests. A block fenced ```python no-run is shown, not run
-(for snippets that need a terminal or a network).
+its ```pycon blocks are doctests in that same namespace. A block fenced ```python no-run
+is shown, not run (for snippets that need a terminal or a network).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ def test_page_examples_run(page: Path, tmp_path, monkeypatch):
         elif lang == "pycon":
             test = parser.get_doctest(body, namespace, page.name, str(page), line)
             result = runner.run(test, clear_globs=False)
+            namespace.update(test.globs)  # DocTest runs on a copy: carry its names forward
             assert result.failed == 0, f"{page.name}:{line}: doctest failed (see output above)"
             ran += 1
     if page.name != "architecture.md":
