@@ -508,3 +508,18 @@ def test_a_null_for_an_optional_argument_reads_as_not_given():
     assert greet({"name": None}).output == (
         "invalid arguments for 'greet': name: expected string, got null"
     )
+
+
+def test_a_tool_is_frozen_for_fields_and_for_new_attributes_alike():
+    import dataclasses
+
+    @tool
+    def same(x: int) -> int:
+        """Return x."""
+        return x
+
+    with pytest.raises(dataclasses.FrozenInstanceError, match="name"):
+        same.name = "other"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError, match="replace"):
+        same.colour = "red"  # type: ignore[attr-defined]
+    assert dataclasses.replace(same, name="other").name == "other"

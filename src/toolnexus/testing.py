@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ._frozen import sealed
 from .cancellation import CancellationTokenSource
 from .context import ToolContext
 from .result import ToolResult
@@ -35,6 +36,7 @@ ok answer carrying that data), ``True`` (ok, no data), ``False`` (declined), or 
 of the request returning one of those."""
 
 
+@sealed
 @dataclass(frozen=True, slots=True)
 class Drive:
     """What :func:`drive` saw: the final result and every question on the way.

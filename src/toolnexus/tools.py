@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from ._frozen import FrozenDict, FrozenList, freeze
+from ._frozen import FrozenDict, FrozenList, freeze, sealed
 from .context import ToolContext
 from .errors import OperationCancelledError
 from .result import STRUCTURED_KEY, ToolResult
@@ -87,6 +87,7 @@ def _compile_validator(schema: Mapping[str, Any]) -> Callable[[Any], list[str]]:
     return Validator(schema).errors
 
 
+@sealed
 @dataclass(frozen=True, slots=True, eq=False)
 class Tool:
     """A function a model can call: a name, a description, a JSON Schema, the function.
