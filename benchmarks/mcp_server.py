@@ -4,14 +4,18 @@ Run it from a checkout (the server runs from ``src/``):
 
     python benchmarks/mcp_server.py             # 15 spawns, 5 rounds of 1000 calls
     python benchmarks/mcp_server.py --quick     # 5 spawns, 5 rounds of 200 calls
+    python benchmarks/mcp_server.py --baseline /tmp/old/src   # add an older checkout's server
 
 Three servers offer the same ``add`` tool over stdio, each run by this interpreter:
 
-- ``toolnexus``: ``python -m toolnexus serve benchmarks/mcp_bench_tools.py:toolkit``;
+- ``toolnexus``: ``python -m toolnexus serve benchmarks/mcp_bench_tools.py:toolkit``
+  (the round-trip table adds it with ``--timeout 30000``: calls with a deadline);
 - ``floor``: ``benchmarks/mcp_floor_server.py``, a stdlib JSON-RPC loop that answers inline
   on its reading thread — the least any stdio server can cost;
 - ``sdk``: ``benchmarks/mcp_sdk_server.py``, the official MCP SDK's ``MCPServer`` (only when
-  ``mcp`` is importable here, e.g. after ``pip install '.[interop]'``).
+  ``mcp`` is importable here, e.g. after ``pip install '.[interop]'``);
+- ``baseline``: with ``--baseline SRC``, the toolnexus server run from another checkout's
+  ``src`` folder, to compare a change with what it replaces under the same conditions.
 
 Two tables, every figure a median, every ratio between figures of this run (spawns and call
 rounds are interleaved, so a busy machine slows every server alike):
@@ -47,26 +51,28 @@ MODERN_META = {
 }
 
 
-def commands() -> dict[str, list[str]]:
+SERVE = [sys.executable, "-m", "toolnexus", "serve", "benchmarks/mcp_bench_tools.py:toolkit"]
+DEADLINE = "toolnexus --timeout"
+
+
+def commands(baseline: Path | None) -> dict[str, tuple[list[str], Path]]:
+    """Each server's command line and the ``src`` folder it runs from."""
+    src = ROOT / "src"
     found = {
-        "toolnexus": [
-            sys.executable,
-            "-m",
-            "toolnexus",
-            "serve",
-            "benchmarks/mcp_bench_tools.py:toolkit",
-        ],
-        "floor": [sys.executable, str(HERE / "mcp_floor_server.py")],
+        "toolnexus": (SERVE, src),
+        "floor": ([sys.executable, str(HERE / "mcp_floor_server.py")], src),
     }
+    if baseline is not None:
+        found["baseline"] = (SERVE, baseline.resolve())
     if importlib.util.find_spec("mcp") is not None:
-        found["sdk"] = [sys.executable, str(HERE / "mcp_sdk_server.py")]
+        found["sdk"] = ([sys.executable, str(HERE / "mcp_sdk_server.py")], src)
     return found
 
 
-def child_env() -> dict[str, str]:
+def child_env(src: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode is compiled once, up front
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH")) if p)
     return env
 
 
@@ -97,11 +103,11 @@ def call_line(rid: int, modern: bool) -> bytes:
 
 
 class Server:
-    def __init__(self, command: list[str]) -> None:
+    def __init__(self, command: list[str], src: Path) -> None:
         self.process = subprocess.Popen(
             command,
             cwd=ROOT,
-            env=child_env(),
+            env=child_env(src),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -133,10 +139,10 @@ class Server:
             self.process.wait()
 
 
-def start_up(command: list[str]) -> tuple[float, float]:
+def start_up(command: list[str], src: Path) -> tuple[float, float]:
     """Milliseconds from spawn to the first answer, and to the first tool result."""
     began = time.perf_counter()
-    server = Server(command)
+    server = Server(command, src)
     server.answer(INITIALIZE)
     first = time.perf_counter() - began
     server.send(INITIALIZED)
@@ -164,26 +170,35 @@ def ratio(value: float, base: float | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer spawns and calls")
+    parser.add_argument("--calls-only", action="store_true", help="skip the start-up table")
+    parser.add_argument(
+        "--baseline", type=Path, metavar="SRC", help="also run toolnexus from this src folder"
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="call rounds per server")
     options = parser.parse_args()
     spawns = 5 if options.quick else 15
     calls = 200 if options.quick else 1000
-    rounds = 5
-    servers = commands()
+    servers = commands(options.baseline)
     # No spawn should pay for compiling: write the bytecode of everything imported by path.
-    for folder in (ROOT / "src", HERE):
+    for folder in sorted({src for _, src in servers.values()} | {HERE}):
         compileall.compile_dir(str(folder), quiet=1)
     print(f"python {sys.version.split()[0]}; servers: {', '.join(servers)}")
     if "sdk" not in servers:
         print("(the MCP SDK is not importable here: no sdk row; pip install '.[interop]')")
 
-    # ---------------------------------------------------------------- start-up
+    if not options.calls_only:
+        start_up_table(servers, spawns)
+    round_trip_table(servers, options.rounds, calls)
+
+
+def start_up_table(servers: dict[str, tuple[list[str], Path]], spawns: int) -> None:
     first: dict[str, list[float]] = {name: [] for name in servers}
     tool: dict[str, list[float]] = {name: [] for name in servers}
-    for command in servers.values():  # warm the OS caches and write bytecode
-        start_up(command)
+    for command, src in servers.values():  # warm the OS caches and write bytecode
+        start_up(command, src)
     for _ in range(spawns):
-        for name, command in servers.items():
-            answered, called = start_up(command)
+        for name, (command, src) in servers.items():
+            answered, called = start_up(command, src)
             first[name].append(answered)
             tool[name].append(called)
     first_med = {name: statistics.median(v) for name, v in first.items()}
@@ -200,9 +215,11 @@ def main() -> None:
         )
     print("targets: toolnexus first answer <= 3x floor and <= 0.25x sdk")
 
-    # ---------------------------------------------------------------- round trips
-    running = {name: Server(command) for name, command in servers.items()}
-    variants = [(name, False) for name in servers] + [("toolnexus", True)]
+
+def round_trip_table(servers: dict[str, tuple[list[str], Path]], rounds: int, calls: int) -> None:
+    running = {name: Server(command, src) for name, (command, src) in servers.items()}
+    running[DEADLINE] = Server([*SERVE, "--timeout", "30000"], ROOT / "src")
+    variants = [(name, False) for name in running] + [("toolnexus", True)]
     rates: dict[tuple[str, bool], list[float]] = {variant: [] for variant in variants}
     for server in running.values():
         server.answer(INITIALIZE)
@@ -219,12 +236,12 @@ def main() -> None:
     per_call = {v: 1e6 / statistics.median(r) for v, r in rates.items()}
     floor_us, sdk_us = per_call[("floor", False)], per_call.get(("sdk", False))
     print(f"\nsequential tools/call, median of {rounds} rounds of {calls} calls")
-    print(f"{'server':<22}{'calls/s':>10}{'us/call':>10}{'vs floor':>10}{'sdk/this':>10}")
+    print(f"{'server':<30}{'calls/s':>10}{'us/call':>10}{'vs floor':>10}{'sdk/this':>10}")
     for (name, modern), value in per_call.items():
         label = f"{name} ({'2026-07-28' if modern else 'legacy'})"
         speed = "-" if sdk_us is None else f"{sdk_us / value:.1f}x"
         print(
-            f"{label:<22}{1e6 / value:>10.0f}{value:>10.1f}{ratio(value, floor_us):>10}{speed:>10}"
+            f"{label:<30}{1e6 / value:>10.0f}{value:>10.1f}{ratio(value, floor_us):>10}{speed:>10}"
         )
     print("targets: toolnexus per call <= 2.5x floor, and sdk/this >= 5x")
 

@@ -270,6 +270,46 @@ class _Pool:
                 continue
             job.notify()
 
+    def claim(self, job: _Job) -> bool:
+        """Reserve a worker's place for ``job`` to run on the calling thread (see
+        :meth:`run_claimed`); False when every place is taken (then :meth:`submit` it)."""
+        with self.lock:
+            if self.closed or self.busy >= self.size or job.state != _QUEUED:
+                return False
+            job.state = _RUNNING
+            job.worker = threading.current_thread()
+            self.busy += 1
+        return True
+
+    def run_claimed(self, job: _Job) -> None:
+        """Run a claimed job here, as a worker would. The calling thread is not one of
+        ours: abandoning the job counts it stuck, but no replacement is needed."""
+        lock = self.lock
+        value: Any = None
+        if job.state == _RUNNING:  # else abandoned before it could start
+            try:
+                value = job.context.run(job.fn, *job.params)
+            except BaseException as exc:  # handed to the caller, who reports it as an error
+                value = exc
+        with lock:
+            if job.state == _RUNNING:
+                job.state = _DONE
+                job.value = value
+                self.busy -= 1
+                late = False
+            else:
+                self.stuck -= 1
+                late = True
+        if late:
+            _log.log(
+                logging.DEBUG if job.quietly else logging.WARNING,
+                "toolnexus host: abandoned call %r returned %.0f ms after it was abandoned; "
+                "its result was discarded",
+                job.label, (time.monotonic() - job.abandoned_at) * 1000,
+            )
+            return
+        job.notify()
+
     def abandon(self, job: _Job, *, quietly: bool = False) -> int:
         """Give up on ``job``; return the state it was in (``_DONE``: use ``job.value``).
 
@@ -291,11 +331,11 @@ class _Pool:
             if running:
                 self.busy -= 1
                 self.stuck += 1
-                self.missing += 1
-                if job.worker is not None:
+                if job.worker in self.threads:  # else a caller's thread ran it (run_claimed)
+                    self.missing += 1
                     self.threads.discard(job.worker)
-                if self.queue.qsize():
-                    self._replenish_locked()  # calls are waiting for a worker: now
+                    if self.queue.qsize():
+                        self._replenish_locked()  # calls are waiting for a worker: now
         return previous
 
     def close(self, timeout: float) -> None:
@@ -309,6 +349,167 @@ class _Pool:
         for thread in threads:
             if thread is not threading.current_thread():
                 thread.join(max(0.0, end - time.monotonic()))
+
+
+_RUN, _GRACE, _CANCELLING = 0, 1, 2  # a started call's phase, as the watchdog sees it
+
+
+class _Flight:
+    """One call started with :meth:`Host._submit`: nobody blocks on it; its job settles it
+    from the worker, or the watchdog does at its deadline or after a cancel."""
+
+    __slots__ = ("answer", "budget", "check_at", "deadline", "finished", "host", "job", "name",
+                 "on_done", "phase", "reporter", "scope", "start", "tool")
+
+    def __init__(
+        self, host: Host, name: str, start: float, tool: Tool, budget: int | None,
+        answer: Answer | None, reporter: _Progress | None,
+        on_done: Callable[[ToolResult], object],
+    ) -> None:
+        self.host = host
+        self.name = name
+        self.start = start
+        self.tool = tool
+        self.budget = budget
+        self.answer = answer
+        self.reporter = reporter
+        self.on_done = on_done
+        self.deadline = None if budget is None else start + budget / 1000
+        self.check_at = 0.0
+        self.phase = _RUN
+        self.finished = False  # the worker returned and is settling the call
+        self.job: _Job = _Job(tool, (), self.worker_done, tool.name)
+        self.scope: _Scope | None = None
+
+    def worker_done(self) -> None:
+        """The job returned (on its worker, the pool saw it finish): settle the call."""
+        host = self.host
+        watchdog = host._watchdog
+        with watchdog.lock:
+            self.finished = True
+            phase = self.phase
+            watchdog.flights.pop(self, None)
+        scope = self.scope
+        assert scope is not None
+        value = self.job.value
+        if phase == _GRACE:
+            self.settle(_timeout_result(self.budget, value, self.tool.name, host._grace_ms),
+                        "timeout")
+        elif scope.token.is_cancellation_requested:
+            self.settle(_cancelled_result(value, host._cancel_reason()), "cancelled")
+        else:
+            if value.__class__ is not ToolResult:
+                value = _as_result(self.tool, value)
+            self.settle(value, _outcome_of(value))
+
+    def cancelled(self) -> None:
+        """The caller's token or :meth:`Host.close` cancelled the call (any thread)."""
+        watchdog = self.host._watchdog
+        with watchdog.lock:
+            if self.finished or self.phase != _RUN:
+                return  # already settling, or past its deadline: the timeout stands
+            self.phase = _CANCELLING
+            # A cooperative tool is usually returning already: a moment's wait lets its
+            # own words ("cancelled after 3 step(s)") reach the caller.
+            self.check_at = time.monotonic() + min(self.host._grace, _CANCEL_GRACE_S)
+            if self.scope is not None:  # else start() arms it once the call is set up
+                watchdog.arm_locked(self, self.check_at)
+
+    def settle(self, result: ToolResult, outcome: Outcome) -> None:
+        """Close the call's scope, apply the loop rule's last step, report, hand back."""
+        host = self.host
+        if self.scope is not None:
+            host._close(self.scope)
+        if self.reporter is not None:
+            self.reporter.live = False
+        request_id = None
+        if outcome == "pending":
+            request = ToolResult.pending_of(result)
+            assert request is not None
+            request_id = request.id
+            if self.answer is not None:
+                result, outcome = _unresolved(result), "error"
+        if host._on_event is not None:
+            host._emit(self.name, self.start, outcome, request_id)
+        try:
+            self.on_done(result)
+        except Exception:
+            _log.exception("toolnexus host: the completion callback for %r failed", self.name)
+
+
+class _Watchdog:
+    """Enforces the deadlines and cancel waits of :meth:`Host._submit` calls on one daemon
+    thread per host, so no thread blocks per call.
+
+    Calls that finish before their deadline cost a dict insertion and removal; the thread
+    is only woken when a new check falls before its next planned wake-up (idle, it plans
+    one ``period`` ahead, so calls with the host's default budget never wake it early).
+    """
+
+    def __init__(self, period: float) -> None:
+        self.lock = threading.Lock()
+        self._cond = threading.Condition(self.lock)
+        self.flights: dict[_Flight, None] = {}
+        self._thread: threading.Thread | None = None
+        self._wake_at = 0.0
+        self._period = period
+
+    def arm_locked(self, flight: _Flight, at: float) -> None:
+        """Check ``flight`` at ``at`` (the lock is held)."""
+        flight.check_at = at
+        self.flights[flight] = None
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="toolnexus-host-watchdog", daemon=True
+            )
+            self._thread.start()
+        elif at < self._wake_at:
+            self._cond.notify()
+
+    def start(self, flight: _Flight, scope: _Scope) -> None:
+        """The call is set up: arm its deadline, or the cancel that came meanwhile."""
+        with self.lock:
+            flight.scope = scope
+            if flight.phase == _CANCELLING:
+                self.arm_locked(flight, flight.check_at)
+            elif flight.deadline is not None:
+                self.arm_locked(flight, flight.deadline)
+
+    def _run(self) -> None:
+        while True:
+            due: list[tuple[_Flight, int]] = []
+            with self.lock:
+                while not due:
+                    now = time.monotonic()
+                    wake_at = now + self._period
+                    returned: list[_Flight] = []
+                    for flight in self.flights:
+                        if flight.check_at <= now:
+                            if flight.phase == _RUN and flight.job.state == _DONE:
+                                returned.append(flight)  # its worker is settling it
+                            else:
+                                due.append((flight, flight.phase))
+                        elif flight.check_at < wake_at:
+                            wake_at = flight.check_at
+                    for flight in returned:
+                        del self.flights[flight]
+                    if due:
+                        break
+                    self._wake_at = wake_at
+                    self._cond.wait(min(wake_at - now, threading.TIMEOUT_MAX))
+                self._wake_at = 0.0  # busy: every arm notifies until we wait again
+                for flight, phase in due:
+                    if phase == _RUN:  # the deadline: the grace period starts now
+                        flight.phase = _GRACE
+                        assert flight.deadline is not None
+                        flight.check_at = flight.deadline + flight.host._grace
+                    else:
+                        del self.flights[flight]
+            for flight, phase in due:
+                try:
+                    flight.host._expire(flight, phase)
+                except Exception:
+                    _log.exception("toolnexus host: the watchdog failed on %r", flight.name)
 
 
 # --------------------------------------------------------------------------- async helpers
@@ -668,6 +869,9 @@ class Host:
         self._grace = self._grace_ms / 1000
         self._wait_for_timeout_ms = _check_ms("wait_for_timeout_ms", wait_for_timeout_ms)
         self._pool = _Pool(max_workers, "toolnexus-host")
+        self._watchdog = _Watchdog(
+            60.0 if self._timeout_ms is None else max(self._timeout_ms / 1000, 1.0)
+        )
         self._active: set[_Scope] = set()
         self._closed = False
 
@@ -834,6 +1038,143 @@ class Host:
             raise
         self._emit(name, start, outcome, request_id)
         return result
+
+    def _submit(
+        self,
+        name: str,
+        args: Mapping[str, Any] | str | bytes | None,
+        on_done: Callable[[ToolResult], object],
+        *,
+        timeout_ms: int | None = None,
+        cancellation_token: CancellationToken | None = None,
+        progress: ProgressReporter | None = None,
+        request: Request | Mapping[str, Any] | str | None = None,
+        answer: Answer | Mapping[str, Any] | str | None = None,
+        here: bool = False,
+    ) -> Callable[[], None] | None:
+        """Start :meth:`call` (or, with ``request`` and ``answer``, :meth:`resume`) without
+        waiting: ``on_done(result)`` receives what that method would have returned.
+
+        With ``here``, a worker's place may be lent to the calling thread instead: then the
+        call is set up and the function returned runs it on the calling thread (the caller
+        first hands off whatever else that thread was doing). Deadlines and cancels are
+        enforced as on a worker (a tool that ignores them leaves the caller's thread stuck,
+        and counted). Otherwise — every place taken, or the call settled already — returns
+        ``None``.
+
+        For drivers that must not block a thread per call (the MCP stdio server): the job
+        runs on a worker, which also runs ``on_done`` when the tool returns; at a deadline,
+        after a cancel's short wait, or on an abandoned worker, the host's watchdog thread
+        runs it; a call refused or rejected before it starts runs it at once, on the calling
+        thread. Deadlines, the grace period, stuck-worker accounting, events and the loop
+        rule are those of :meth:`call`. ``on_done`` runs exactly once and should be quick; an
+        exception from it is logged. With ``wait_for`` set, the call runs on a helper thread
+        (the loop rule's wait needs one).
+
+        Raises ``ValueError``/``TypeError`` only for a bad ``timeout_ms`` or token.
+
+        Example::
+
+            host._submit("add", {"a": 1, "b": 2}, results.put)
+        """
+        start = time.monotonic()
+        budget = self._timeout_ms if timeout_ms is None else self._budget(timeout_ms)
+        token = (CancellationToken.NONE if cancellation_token is None
+                 else _check_token(cancellation_token))
+        if self._wait_for is not None:
+            self._submit_blocking(name, args, on_done, budget, token, progress, request, answer)
+            return None
+        checked: Answer | None = None
+        if request is not None or answer is not None:
+            verdict = self._check_resume(request, answer)
+            if isinstance(verdict, ToolResult):
+                self._emit(name, start, "error", None)
+                on_done(verdict)
+                return None
+            checked = verdict[1]
+        refused = (self._refusal(name) if self._closed or self._pool.stuck >= self._max_stuck
+                   else None)
+        if refused is not None:
+            self._emit(name, start, "error", None)
+            on_done(refused)
+            return None
+        resolved = self._toolkit.resolve(name, args)
+        if isinstance(resolved, ToolResult):
+            self._emit(name, start, _outcome_of(resolved), None)
+            on_done(resolved)
+            return None
+        if token.is_cancellation_requested:
+            self._emit(name, start, "cancelled", None)
+            on_done(ToolResult.error(self._cancel_reason()))
+            return None
+        tool, parsed = resolved
+        reporter = _Progress(progress, name) if progress is not None else None
+        flight = _Flight(self, name, start, tool, budget, checked, reporter, on_done)
+        scope = self._open(token, flight.cancelled)
+        ctx = ToolContext(budget, scope.token, checked, reporter)
+        job = flight.job
+        if tool.is_async:
+            job.fn, job.params = self._invoke_async_tool, (tool, parsed, ctx)
+        else:
+            job.params = (parsed, ctx)  # a sync Tool is itself the job
+        self._watchdog.start(flight, scope)
+        pool = self._pool
+        if here and pool.claim(job):
+            return lambda: pool.run_claimed(job)
+        pool.submit(job)
+        return None
+
+    def _submit_blocking(
+        self,
+        name: str,
+        args: Any,
+        on_done: Callable[[ToolResult], object],
+        budget: int | None,
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        request: Any,
+        answer: Any,
+    ) -> None:
+        """:meth:`_submit` with ``wait_for``: the loop rule's wait blocks a helper thread."""
+
+        def run() -> None:
+            if request is not None or answer is not None:
+                result = self.resume(name, args, request, answer, timeout_ms=budget,
+                                     cancellation_token=token, progress=progress)
+            else:
+                result = self.call(name, args, timeout_ms=budget, cancellation_token=token,
+                                   progress=progress)
+            try:
+                on_done(result)
+            except Exception:
+                _log.exception("toolnexus host: the completion callback for %r failed", name)
+
+        threading.Thread(target=run, name="toolnexus-host-call", daemon=True).start()
+
+    def _expire(self, flight: _Flight, phase: int) -> None:
+        """The watchdog's turn on a :meth:`_submit` call whose check time came."""
+        scope = flight.scope
+        assert scope is not None
+        if phase == _RUN:
+            # The deadline: cancel the tool's token (the caller is not woken: nobody
+            # waits) and give the tool the grace period, checked next.
+            scope.source.cancel()
+            return
+        previous = self._pool.abandon(flight.job, quietly=phase == _CANCELLING)
+        if previous == _DONE:
+            return  # the worker is settling it
+        if phase == _CANCELLING:
+            flight.settle(_cancelled_result(None, self._cancel_reason()), "cancelled")
+            return
+        tool = flight.tool
+        if previous == _RUNNING:
+            _log.warning(
+                "toolnexus host: %r ignored its deadline (%s ms) and the %s ms grace period; "
+                "its worker was abandoned (%d stuck)",
+                tool.name, flight.budget, self._grace_ms, self._pool.stuck,
+            )
+        mark = _ABANDONED_MARK if previous == _RUNNING else _NEVER_STARTED_MARK
+        flight.settle(_timeout_result(flight.budget, mark, tool.name, self._grace_ms), "timeout")
 
     # ----------------------------------------------------------------- several calls
 

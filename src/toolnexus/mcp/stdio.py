@@ -1,12 +1,13 @@
 """The stdio driver: a :class:`~toolnexus.mcp.ServerSession` on stdin/stdout.
 
 Everything that touches a stream or a thread on the MCP side lives here. One thread reads
-newline-delimited JSON from stdin and feeds the session; tool calls run on the
-:class:`~toolnexus.host.Host` from small daemon dispatcher threads, so cancellations and
-pings are answered while tools run. All output goes through one lock, the same one that
-guards the session, so messages never interleave and a call's progress notifications are
-always written before its response. stdout carries protocol JSON only: while serving,
-whatever a tool prints goes to stderr.
+newline-delimited JSON from stdin and feeds the session; it hands each tool call straight
+to a :class:`~toolnexus.host.Host` worker and goes back to reading, so cancellations and
+pings are answered while tools run. The worker that ran the tool (or the host's watchdog, at
+a deadline) writes the answer: one thread hand-off per call. All output goes through one
+lock, the same one that guards the session, so messages never interleave and a call's
+progress notifications are always written before its response. stdout carries protocol
+JSON only: while serving, whatever a tool prints goes to stderr.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import contextlib
 import io
 import logging
 import os
-import queue
 import sys
 import threading
 import time
@@ -40,8 +40,9 @@ DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 DEFAULT_GRACE_MS = 1000
 """How long calls still running when stdin closes get to answer before being cancelled."""
 
-_DISPATCHERS = 64
 _DRAIN_CHUNK = 1 << 16
+_RESCUER_TICK_S = 0.001
+_RESCUER_QUIET_TICKS = 200  # about 0.2 s without calls: the rescuer sleeps
 
 
 def serve_stdio(
@@ -206,44 +207,6 @@ def _writer(stream: IO[Any]) -> Write:
 # --------------------------------------------------------------------------- the server
 
 
-class _Dispatchers:
-    """Daemon threads that wait on the host for calls (a stuck call never blocks exit)."""
-
-    def __init__(self, limit: int) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]]] = (
-            queue.SimpleQueue()
-        )
-        self._lock = threading.Lock()
-        self._idle = 0
-        self._count = 0
-        self._limit = limit
-
-    def submit(self, job: Callable[..., None], *args: Any) -> None:
-        self._jobs.put((job, args))
-        with self._lock:
-            if self._idle > 0:
-                self._idle -= 1
-                return
-            if self._count >= self._limit:
-                return  # queued: the next dispatcher to finish takes it
-            self._count += 1
-            serial = self._count
-        threading.Thread(
-            target=self._work, name=f"toolnexus-mcp-dispatch-{serial}", daemon=True
-        ).start()
-
-    def _work(self) -> None:
-        get = self._jobs.get
-        while True:
-            job, args = get()
-            try:
-                job(*args)
-            except BaseException:  # a job must never take its thread down
-                _log.exception("toolnexus mcp: dispatcher job failed")
-            with self._lock:
-                self._idle += 1
-
-
 class _StdioServer:
     def __init__(
         self,
@@ -268,19 +231,120 @@ class _StdioServer:
         self._lock = threading.Lock()
         self._settled = threading.Condition(self._lock)
         self._sources: dict[int, CancellationTokenSource] = {}
-        self._dispatchers = _Dispatchers(_DISPATCHERS)
         self._broken = False
+        self._baton = threading.Lock()  # held by the thread reading stdin
+        self._baton.acquire()
+        self._idle_lock = threading.Lock()
+        self._idle = 0  # followers waiting for the baton
+        self._spawned = 0
+        self._finished = False
+        self._done = threading.Event()
+        self._inline_lock = threading.Lock()
+        self._inline: object = None  # the call running on the reading thread, if any
+        self._rescuer: threading.Thread | None = None
+        self._rescuer_idle = True
+        self._rescuer_wake = threading.Lock()
+        self._rescuer_wake.acquire()
 
     def run(self) -> int:
         try:
-            return self._serve()
+            # This thread reads until the first tool call, then hands reading to a
+            # follower and only waits for the end: it must be free to return even when a
+            # tool never does.
+            if self._lead(main=True):
+                self._done.wait()
+            return 1 if self._broken else 0
         finally:
             if self._warm_up is not None:
                 self._warm_up.join()
             if self._host is not None:
                 self._host.close()
 
-    def _serve(self) -> int:
+    # Leader/followers: one thread at a time (the leader) reads stdin. A leader that reads
+    # a tool call passes the reading to a follower and runs the call itself, on a worker
+    # place the host lends it, then writes the answer and becomes a follower again. The
+    # answer never waits for a thread to wake up: the next reader wakes while the tool runs.
+
+    def _follow(self) -> None:
+        while True:
+            self._baton.acquire()
+            if self._finished:
+                self._baton.release()  # wake the next follower, so it exits too
+                return
+            if not self._lead(main=False):
+                return
+            with self._idle_lock:
+                self._idle += 1
+
+    def _pass_baton(self) -> None:
+        with self._idle_lock:
+            spawn = self._idle == 0
+            if not spawn:
+                self._idle -= 1  # that follower will take it
+            else:
+                self._spawned += 1
+                serial = self._spawned
+        if spawn:
+            threading.Thread(
+                target=self._follow, name=f"toolnexus-mcp-reader-{serial}", daemon=True
+            ).start()
+        self._baton.release()
+
+    def _run_inline(self, run_here: Callable[[], None]) -> bool:
+        """Run a call on this (the reading) thread; True if this thread still reads after.
+
+        A quick call costs no thread hand-off at all. A call still running at the
+        rescuer's next tick (1-2 ms) gets reading passed on to a follower, so pings and
+        cancels are answered while it runs.
+        """
+        marker = object()
+        with self._inline_lock:
+            self._inline = marker
+            wake = self._rescuer_idle
+            self._rescuer_idle = False
+        if wake:
+            self._start_rescuer()
+        run_here()
+        with self._inline_lock:
+            still_reading = self._inline is marker
+            if still_reading:
+                self._inline = None
+        return still_reading
+
+    def _start_rescuer(self) -> None:
+        if self._rescuer is None:
+            self._rescuer = threading.Thread(
+                target=self._rescue, name="toolnexus-mcp-rescuer", daemon=True
+            )
+            self._rescuer.start()
+        else:
+            self._rescuer_wake.release()
+
+    def _rescue(self) -> None:
+        """Tick every millisecond while calls run on the reading thread; pass reading on
+        for one still running at the next tick. Sleeps when no call came for a while."""
+        while not self._finished:
+            quiet = 0
+            seen: object = None
+            while quiet < _RESCUER_QUIET_TICKS and not self._finished:
+                time.sleep(_RESCUER_TICK_S)
+                with self._inline_lock:
+                    current = self._inline
+                    rescue = current is not None and current is seen
+                    if rescue:
+                        self._inline = None
+                    seen = current
+                if rescue:
+                    self._pass_baton()
+                quiet = 0 if current is not None else quiet + 1
+            with self._inline_lock:
+                if self._inline is not None:
+                    continue  # a call started while we were deciding to sleep
+                self._rescuer_idle = True
+            self._rescuer_wake.acquire()
+
+    def _lead(self, *, main: bool) -> bool:
+        """Read and handle lines; True once reading was passed on, False at the end."""
         while not self._broken:
             try:
                 line = self._read_line(self._limit + 1)
@@ -293,7 +357,8 @@ class _StdioServer:
                 length = len(line) + self._drain_line()
                 self._handle(self._session.line_too_long, length, self._limit)
                 continue
-            self._handle(self._session.receive_line, line)
+            with self._lock:
+                later = self._send_all(self._session.receive_line(line))
             if self._warm_up is None:
                 # The host (and the event loop machinery it imports) loads once the first
                 # answer is out, while the client reads it: start-up is not kept waiting.
@@ -301,8 +366,20 @@ class _StdioServer:
                     target=self._get_host, name="toolnexus-mcp-warm-up", daemon=True
                 )
                 self._warm_up.start()
+            if not later:
+                continue
+            if main and any(isinstance(action, StartCall) for action in later):
+                self._pass_baton()
+                self._carry_out(later)
+                return True
+            run_here = self._carry_out(later, here=not main)
+            if run_here is not None and not self._run_inline(run_here):
+                return True  # the rescuer passed reading on while the call ran
         self._shut_down()
-        return 1 if self._broken else 0
+        self._finished = True
+        self._done.set()
+        self._baton.release()  # followers wake up and exit
+        return False
 
     def _get_host(self) -> Host:
         host = self._host
@@ -327,7 +404,8 @@ class _StdioServer:
     def _handle(self, feed: Callable[..., list[Action]], *args: Any) -> None:
         with self._lock:
             later = self._send_all(feed(*args))
-        self._carry_out(later)
+        if later:
+            self._carry_out(later)
 
     def _send_all(self, actions: list[Action]) -> list[Action]:
         """Write the Send actions (the lock is held); return the rest, to run unlocked."""
@@ -352,18 +430,33 @@ class _StdioServer:
             _log.warning("toolnexus mcp: cannot write to stdout (%s); stopping", exc)
             self._broken = True
 
-    def _carry_out(self, actions: list[Action]) -> None:
-        # Outside the lock: cancelling runs the tool's callbacks, which may report progress.
+    def _carry_out(self, actions: list[Action], *, here: bool = False) -> Callable[[], None] | None:
+        """Start and cancel calls (outside the lock: cancelling runs the tool's callbacks,
+        which may report progress). With ``here``, the first call may be returned to run
+        on this thread instead of being handed to a worker."""
+        run_here = None
         for action in actions:
             if isinstance(action, StartCall):
-                self._dispatchers.submit(self._run_call, action, self._sources[action.call_id])
+                started = self._start_call(
+                    action, self._sources[action.call_id], here and run_here is None
+                )
+                run_here = run_here or started
             elif isinstance(action, CancelCall):
                 with self._lock:
                     cancelled = self._sources.get(action.call_id)
                 if cancelled is not None:
                     cancelled.cancel()
+        return run_here
 
-    def _run_call(self, action: StartCall, source: CancellationTokenSource) -> None:
+    def _start_call(
+        self, action: StartCall, source: CancellationTokenSource, here: bool
+    ) -> Callable[[], None] | None:
+        """Start the call on the host; whoever settles it writes the answer.
+
+        No thread waits per call: the thread that ran the tool (or the host's watchdog, at
+        a deadline or after a cancel) runs :meth:`_finish_call`. With ``here`` the host may
+        return the call to run on this thread (see :meth:`_lead`).
+        """
         call_id = action.call_id
         progress = None
         if action.wants_progress:
@@ -371,30 +464,31 @@ class _StdioServer:
             def progress(value: float, total: float | None, message: str | None) -> None:
                 self._handle(self._session.report_progress, call_id, value, total, message)
 
+        def done(result: ToolResult) -> None:
+            self._finish_call(call_id, source, result)
+
         try:
-            host = self._get_host()
-            if action.answer is None:
-                result = host.call(
-                    action.name,
-                    action.arguments,
-                    cancellation_token=source.token,
-                    progress=progress,
-                )
-            else:
-                assert action.request is not None
-                result = host.resume(
-                    action.name,
-                    action.arguments,
-                    action.request,
-                    action.answer,
-                    cancellation_token=source.token,
-                    progress=progress,
-                )
+            return self._get_host()._submit(
+                action.name,
+                action.arguments,
+                done,
+                cancellation_token=source.token,
+                progress=progress,
+                request=action.request if action.answer is not None else None,
+                answer=action.answer,
+                here=here,
+            )
         except Exception as exc:  # the host promises not to raise; answer anyway if it does
             _log.exception("toolnexus mcp: the host raised for %r", action.name)
-            result = ToolResult.error(f"internal error running '{action.name}': {exc}")
-        finally:
-            source.close()
+            self._finish_call(
+                call_id, source, ToolResult.error(f"internal error running '{action.name}': {exc}")
+            )
+            return None
+
+    def _finish_call(
+        self, call_id: int, source: CancellationTokenSource, result: ToolResult
+    ) -> None:
+        source.close()
         with self._lock:
             if self._sources.get(call_id) is source:
                 del self._sources[call_id]
