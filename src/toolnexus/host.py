@@ -497,7 +497,7 @@ class _Watchdog:
                         break
                     self._wake_at = wake_at
                     self._cond.wait(min(wake_at - now, threading.TIMEOUT_MAX))
-                self._wake_at = 0.0  # busy: every arm notifies until we wait again
+                self._wake_at = 0.0  # busy: we rescan before waiting, so arms need not notify
                 for flight, phase in due:
                     if phase == _RUN:  # the deadline: the grace period starts now
                         flight.phase = _GRACE
