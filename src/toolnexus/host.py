@@ -39,6 +39,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _wire
+from ._frozen import sealed
 from .cancellation import CancellationToken, CancellationTokenSource
 from .context import ProgressReporter, ToolContext
 from .errors import WireFormatError
@@ -67,6 +68,7 @@ _DEFAULT_MAX_STUCK = 4
 # --------------------------------------------------------------------------- events
 
 
+@sealed
 @dataclass(frozen=True, slots=True)
 class ToolEvent:
     """What the ``on_event`` hook learns about one finished call.
@@ -1996,6 +1998,7 @@ def _parse_calls(calls: Any, style: str) -> list[tuple[str, str, Any]]:
     return parsed
 
 
+@sealed
 @dataclass(frozen=True, slots=True)
 class TurnCall:
     """One tool call of a turn and its latest result.
@@ -2024,6 +2027,7 @@ class TurnCall:
         return self.result.is_pending
 
 
+@sealed
 @dataclass(frozen=True, slots=True)
 class TurnResult:
     """The results of one model turn's tool calls — balanced, or halted on a question.
