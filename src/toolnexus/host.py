@@ -129,6 +129,10 @@ class _Signal:
 _QUEUED, _RUNNING, _DONE, _ABANDONED = 0, 1, 2, 3
 
 
+def _nothing() -> None:
+    """Stands in for a callback that must no longer run (and must not keep its owner)."""
+
+
 class _Job:
     """One unit of work for a worker thread, with its own result slot.
 
@@ -180,7 +184,11 @@ class _Scope:
     def close(self) -> None:
         if self.registration is not None:
             self.registration.unregister()
+            # Unlink: the registration holds self.cancel, a reference cycle the garbage
+            # collector would otherwise have to find (one per call on the fast path).
+            self.registration = None
         self.source.close()
+        self.wake = _nothing  # the waiter (a _Flight, for _submit) points back at us
 
 
 class _Pool:
@@ -433,6 +441,10 @@ class _Flight:
                 result, outcome = _unresolved(result), "error"
         if host._on_event is not None:
             host._emit(self.name, self.start, outcome, request_id)
+        # The job no longer reports to us (settled, or abandoned: a late return does not
+        # notify); dropping its bound worker_done breaks the flight <-> job cycle, so the
+        # call's objects are freed at once instead of by the garbage collector.
+        self.job.notify = _nothing
         try:
             self.on_done(result)
         except Exception:

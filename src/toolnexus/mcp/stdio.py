@@ -230,6 +230,7 @@ class _StdioServer:
         # the order it said it, before anyone else may talk to it.
         self._lock = threading.Lock()
         self._settled = threading.Condition(self._lock)
+        self._draining = False  # set (under the lock) once _shut_down waits on _settled
         self._sources: dict[int, CancellationTokenSource] = {}
         self._broken = False
         self._baton = threading.Lock()  # held by the thread reading stdin
@@ -493,12 +494,15 @@ class _StdioServer:
             if self._sources.get(call_id) is source:
                 del self._sources[call_id]
             later = self._send_all(self._session.complete_call(call_id, result))
-            self._settled.notify_all()
-        self._carry_out(later)
+            if self._draining:  # only the shut-down waits on it; notify_all costs ~1 us
+                self._settled.notify_all()
+        if later:
+            self._carry_out(later)
 
     def _shut_down(self) -> None:
         deadline = time.monotonic() + self._grace
         with self._lock:
+            self._draining = True
             while self._session.running_calls and not self._broken:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
