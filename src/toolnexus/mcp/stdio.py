@@ -1,10 +1,11 @@
 """The stdio driver: a :class:`~toolnexus.mcp.ServerSession` on stdin/stdout.
 
-Everything that touches a stream or a thread on the MCP side lives here. One thread reads
-newline-delimited JSON from stdin and feeds the session; it hands each tool call straight
-to a :class:`~toolnexus.host.Host` worker and goes back to reading, so cancellations and
-pings are answered while tools run. The worker that ran the tool (or the host's watchdog, at
-a deadline) writes the answer: one thread hand-off per call. All output goes through one
+Everything that touches a stream or a thread on the MCP side lives here. One thread at a
+time reads newline-delimited JSON from stdin and feeds the session; the reader that gets a
+tool call runs it itself, on a worker place the :class:`~toolnexus.host.Host` lends it, and
+writes the answer: no thread hand-off per call. A call still running a millisecond or two
+later has reading passed to a follower thread, so cancellations and pings are answered while
+tools run; the host's watchdog answers at a deadline. All output goes through one
 lock, the same one that guards the session, so messages never interleave and a call's
 progress notifications are always written before its response. stdout carries protocol
 JSON only: while serving, whatever a tool prints goes to stderr.
