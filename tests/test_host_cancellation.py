@@ -331,7 +331,8 @@ def test_a_cooperative_tool_that_stops_on_cancel_has_its_own_words_returned():
         return ToolResult.error(f"cancelled after {done} step(s)")
 
     source = CancellationTokenSource()
-    with Host(Toolkit([crunch])) as host:
+    # Generous graces: the tool returns at once, so they only keep a loaded machine honest.
+    with Host(Toolkit([crunch]), grace_ms=10_000, cancel_grace_ms=10_000) as host:
         box, done, thread = call_in_thread(host, "crunch", {}, cancellation_token=source.token)
         assert started.wait(SLACK)
         source.cancel()
@@ -340,3 +341,8 @@ def test_a_cooperative_tool_that_stops_on_cancel_has_its_own_words_returned():
     assert box[0].is_error
     assert box[0].output.startswith("cancelled after ")
     assert box[0].output.endswith(" step(s)")
+
+
+def test_cancel_grace_ms_is_validated_like_every_other_budget():
+    with pytest.raises(ValueError, match="cancel_grace_ms"):
+        Host(Toolkit(), cancel_grace_ms=-1)

@@ -729,7 +729,9 @@ def _run_call(
         inbox.put(("ask", (request, reply)))
         return reply.get()
 
-    host = Host(toolkit, wait_for=wait_for if ask else None, on_event=events.append)
+    # At the terminal a tool's own "cancelled after N step(s)" is worth a moment's wait.
+    host = Host(toolkit, wait_for=wait_for if ask else None, on_event=events.append,
+                cancel_grace_ms=100)
 
     def work() -> None:
         try:

@@ -59,8 +59,10 @@ WaitFor = Callable[[Request], Answer | Awaitable[Answer]]
 Style = Literal["openai", "anthropic"]
 
 _DEFAULT_GRACE_MS = 100
-# How long a caller's cancel waits for the tool to return its own cancelled result.
-_CANCEL_GRACE_S = 0.05
+# How long a caller's cancel waits for the tool to return its own cancelled result: long
+# enough for a tool that polls its token, short enough that a tool ignoring it still
+# leaves the caller with a result within the 5 ms the host promises.
+_DEFAULT_CANCEL_GRACE_MS = 3
 _DEFAULT_WORKERS = 8
 _DEFAULT_MAX_STUCK = 4
 
@@ -421,7 +423,7 @@ class _Flight:
             self.phase = _CANCELLING
             # A cooperative tool is usually returning already: a moment's wait lets its
             # own words ("cancelled after 3 step(s)") reach the caller.
-            self.check_at = time.monotonic() + min(self.host._grace, _CANCEL_GRACE_S)
+            self.check_at = time.monotonic() + min(self.host._grace, self.host._cancel_grace)
             if self.scope is not None:  # else start() arms it once the call is set up
                 watchdog.arm_locked(self, self.check_at)
 
@@ -833,6 +835,11 @@ class Host:
             by default). Calls beyond that queue; the queue wait counts against their budget.
         grace_ms: after the deadline cancels a call's token, how long the tool may take to
             return on its own before its worker is abandoned.
+        cancel_grace_ms: after a caller's cancel, how long the host waits for the tool to
+            return its own cancelled result (``cancelled after 3 step(s)``) before it
+            answers ``cancelled by the caller`` without it (never longer than ``grace_ms``).
+            Small by default, so a cancel is answered within a few milliseconds even when
+            the tool ignores its token.
         wait_for_timeout_ms: the budget for one ``wait_for`` call (a human's answer);
             ``None`` waits as long as it takes. Running out counts as a declined answer.
 
@@ -859,6 +866,7 @@ class Host:
         max_stuck: int = _DEFAULT_MAX_STUCK,
         max_workers: int = _DEFAULT_WORKERS,
         grace_ms: int = _DEFAULT_GRACE_MS,
+        cancel_grace_ms: int = _DEFAULT_CANCEL_GRACE_MS,
         wait_for_timeout_ms: int | None = None,
     ) -> None:
         if not callable(getattr(toolkit, "resolve", None)):
@@ -881,6 +889,8 @@ class Host:
         self._max_stuck = max_stuck
         self._grace_ms = _check_ms("grace_ms", grace_ms, allow_none=False) or 0
         self._grace = self._grace_ms / 1000
+        cancel_grace = _check_ms("cancel_grace_ms", cancel_grace_ms, allow_none=False) or 0
+        self._cancel_grace = cancel_grace / 1000
         self._wait_for_timeout_ms = _check_ms("wait_for_timeout_ms", wait_for_timeout_ms)
         self._pool = _Pool(max_workers, "toolnexus-host")
         self._watchdog = _Watchdog(
@@ -1585,7 +1595,7 @@ class Host:
             if cancelled.is_cancellation_requested:
                 # A cooperative tool is usually returning already: a moment's wait lets
                 # its own words ("cancelled after 3 step(s)") reach the caller.
-                end = time.monotonic() + min(grace, _CANCEL_GRACE_S)
+                end = time.monotonic() + min(grace, self._cancel_grace)
                 while job.state != _DONE and (left := end - time.monotonic()) > 0:
                     signal.wait(left)
                 if pool.abandon(job, quietly=True) == _DONE:
@@ -1749,7 +1759,7 @@ class Host:
                         return "cancelled", job.value
                     return "done", job.value
                 if cancelled.is_cancellation_requested:
-                    end = time.monotonic() + min(grace, _CANCEL_GRACE_S)
+                    end = time.monotonic() + min(grace, self._cancel_grace)
                     while job.state != _DONE and (left := end - time.monotonic()) > 0:
                         await signal.wait(left)
                     if pool.abandon(job, quietly=True) == _DONE:
