@@ -13,7 +13,6 @@ import queue
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -68,18 +67,21 @@ def last_cancel() -> str:
     return _cancel_outcome[-1] if _cancel_outcome else "nothing yet"
 
 
+_never = threading.Event()  # nothing sets it: waits on it are plain blocking work
+
+
 @tool
 def stubborn(ctx: ToolContext) -> str:
     """Report that it started, then ignore cancellation for an hour."""
     ctx.report_progress(1, None, "started")
-    time.sleep(3600)
+    _never.wait(3600)  # blocks like real work that never checks its token
     return "never"
 
 
 @tool
 def nap(ms: int) -> str:
     """Sleep ms milliseconds, then answer."""
-    time.sleep(ms / 1000)
+    _never.wait(ms / 1000)  # stands for ms of work
     return f"slept {ms} ms"
 
 
