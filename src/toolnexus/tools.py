@@ -206,14 +206,9 @@ class Tool:
 
             result = search({"query": "weather"})
         """
-        if args is None:
-            args = {}
-        prepare = self._prepare
-        if prepare is not None:
-            args = prepare(args)
-        problems = self._errors(args)
-        if problems:
-            return ToolResult(self._prefix + "; ".join(problems), True)
+        args, refusal = self._admit(args)
+        if refusal is not None:
+            return refusal
         try:
             value = self._invoke(self.fn, args, ctx)
             if self._is_async or inspect.isawaitable(value):
@@ -228,6 +223,18 @@ class Tool:
             raise
         return self._normalise(value)
 
+    def _admit(self, args: Mapping[str, Any] | None) -> tuple[Any, ToolResult | None]:
+        """The arguments as the function will see them, or the error result refusing them."""
+        if args is None:
+            args = {}
+        prepare = self._prepare
+        if prepare is not None:
+            args = prepare(args)
+        problems = self._errors(args)
+        if problems:
+            return args, ToolResult(self._prefix + "; ".join(problems), True)
+        return args, None
+
     async def acall(
         self, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
     ) -> ToolResult:
@@ -240,14 +247,9 @@ class Tool:
 
             result = await search.acall({"query": "weather"})
         """
-        if args is None:
-            args = {}
-        prepare = self._prepare
-        if prepare is not None:
-            args = prepare(args)
-        problems = self._errors(args)
-        if problems:
-            return ToolResult(self._prefix + "; ".join(problems), True)
+        args, refusal = self._admit(args)
+        if refusal is not None:
+            return refusal
         try:
             value = self._invoke(self.fn, args, ctx)
             if inspect.isawaitable(value):
