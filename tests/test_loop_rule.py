@@ -269,3 +269,22 @@ def test_the_callers_cancel_during_wait_for_returns_cancelled():
 def test_wait_for_must_be_callable(bad):
     with pytest.raises(TypeError, match="wait_for must be callable"):
         Host(Toolkit([Deploy().tool]), wait_for=bad)
+
+
+# ----------------------------------------------------------------- the rule as plain functions
+
+
+def test_the_rule_is_plain_functions_shared_by_every_driver():
+    from toolnexus import loop_rule
+
+    request = Request("input", "Which environment?")
+    pending = ToolResult.pending(request)
+    assert loop_rule.settle_retry(pending, None) is pending  # first run: hand it back
+    again = loop_rule.settle_retry(pending, Answer.accept(request, {"env": "dev"}))
+    assert again.is_error and again.output == "unresolved: Which environment?"
+    assert loop_rule.declined(request).output == "declined/expired: Which environment?"
+    assert loop_rule.answer_refusal(request, Answer.decline(request)) == "declined"
+    assert loop_rule.answer_refusal(request, Answer.accept(Request("input", "other"))) \
+        == "id mismatch"
+    assert loop_rule.answer_refusal(request, Answer.accept(request)) is None
+

@@ -366,3 +366,27 @@ def test_the_sync_batch_api_also_works_from_inside_a_running_loop():
             return host.call_many([("whose", {}), ("whose", {})])  # sync call, async caller
 
     assert [r.output for r in asyncio.run(main())] == ["acme", "acme"]
+
+
+def test_a_style_is_an_entry_in_the_styles_table(monkeypatch):
+    from toolnexus import turns
+
+    def read(item, where):
+        return item["call_id"], item["tool"], item["args"]
+
+    def render(calls):
+        return [{"call": call.id, "text": call.result.output} for call in calls]
+
+    monkeypatch.setitem(turns.STYLES, "toy", turns.TurnStyle(lambda calls: calls, read, render))
+
+    @tool
+    def echo(text: str) -> str:
+        """Say it back."""
+        return text
+
+    with Host(Toolkit([echo])) as host:
+        turn = host.run_turn([{"call_id": "c1", "tool": "echo", "args": {"text": "hi"}}],
+                             style="toy")
+    assert turn.messages == [{"call": "c1", "text": "hi"}]
+    with pytest.raises(ValueError, match="style must be 'openai', 'anthropic' or 'toy'"):
+        host.run_turn([], style="nope")

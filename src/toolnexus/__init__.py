@@ -35,8 +35,8 @@ _LAZY: dict[str, str] = {
     "Tool": ".tools",
     "ToolEvent": ".host",
     "Toolkit": ".toolkit",
-    "TurnCall": ".host",
-    "TurnResult": ".host",
+    "TurnCall": ".turns",
+    "TurnResult": ".turns",
     "UnknownToolError": ".toolkit",
     "tool": ".tools",
 }
@@ -46,10 +46,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .host import Host, ToolEvent, TurnCall, TurnResult
+    from .host import Host, ToolEvent
     from .schema import SchemaInferenceError
     from .toolkit import DuplicateToolError, Toolkit, UnknownToolError
     from .tools import Tool, tool
+    from .turns import TurnCall, TurnResult
     from .validation import SchemaError
 
 __all__ = [

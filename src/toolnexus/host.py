@@ -34,17 +34,18 @@ import queue
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import _wire
+from . import loop_rule
 from ._frozen import sealed
 from .cancellation import CancellationToken, CancellationTokenSource
 from .context import ProgressReporter, ToolContext
 from .errors import WireFormatError
 from .result import ToolResult
 from .suspension import Answer, Request
+from .turns import Style, TurnCall, TurnResult, parse_calls
 
 if TYPE_CHECKING:
     from .toolkit import Toolkit
@@ -56,7 +57,6 @@ _log = logging.getLogger("toolnexus")
 
 Outcome = Literal["ok", "error", "pending", "timeout", "cancelled"]
 WaitFor = Callable[[Request], Answer | Awaitable[Answer]]
-Style = Literal["openai", "anthropic"]
 
 _DEFAULT_GRACE_MS = 100
 # How long a caller's cancel waits for the tool to return its own cancelled result: long
@@ -440,7 +440,7 @@ class _Flight:
             assert request is not None
             request_id = request.id
             if self.answer is not None:
-                result, outcome = _unresolved(result), "error"
+                result, outcome = loop_rule.unresolved(result), "error"
         if host._on_event is not None:
             host._emit(self.name, self.start, outcome, request_id)
         # The job no longer reports to us (settled, or abandoned: a late return does not
@@ -735,87 +735,6 @@ _NEVER_STARTED_MARK = object()  # the call was still queued for a worker at its 
 _ASK_CANCELLED = object()  # the caller cancelled while wait_for was being asked
 
 
-def _coerce_request(value: object) -> Request:
-    if isinstance(value, Request):
-        return value
-    if isinstance(value, Mapping):
-        return Request.from_dict(value)
-    if isinstance(value, (str, bytes, bytearray)):
-        return Request.from_json(value)
-    raise TypeError(
-        f"request must be a Request, its wire dict or its JSON, got {type(value).__name__}"
-    )
-
-
-def _coerce_answer(value: object) -> Answer:
-    if isinstance(value, Answer):
-        return value
-    if isinstance(value, Mapping):
-        return Answer.from_dict(value)
-    if isinstance(value, (str, bytes, bytearray)):
-        return Answer.from_json(value)
-    raise TypeError(
-        f"answer must be an Answer, its wire dict or its JSON, got {type(value).__name__}"
-    )
-
-
-def _schema_problem(request: Request, answer: Answer) -> str | None:
-    """Check ``answer.data`` against ``request.data["schema"]``; the problem text or None."""
-    schema = request.data.get("schema") if request.data is not None else None
-    if schema is None:
-        return None
-    from .validation import Validator  # only hosts whose requests carry a schema pay
-
-    try:
-        validator = Validator(schema)
-    except ValueError as exc:
-        return f"the request's data.schema cannot be used to check the answer: {exc}"
-    data = dict(answer.data) if answer.data is not None else {}
-    problems = validator.errors(data)
-    if not problems:
-        return None
-    return f"invalid answer to {request.prompt!r}: " + "; ".join(problems)
-
-
-class _Refused:
-    """Asking ``wait_for`` gave no usable answer: it raised, ran out of budget, or the
-    request had expired."""
-
-    __slots__ = ("reason",)
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-
-def _answer_refusal(request: Request, answer: object) -> str | None:
-    """Why an answer from ``wait_for`` is not ok (loop rule 1), or None when it is."""
-    if isinstance(answer, _Refused):
-        return answer.reason
-    if not isinstance(answer, Answer):
-        _log.warning(
-            "toolnexus host: wait_for returned %s, not an Answer; treated as declined",
-            type(answer).__name__,
-        )
-        return "not an Answer"
-    if answer.id != request.id:
-        return "id mismatch"
-    if not answer.ok:
-        return answer.reason or "declined"
-    if request.is_expired():
-        return "expired"
-    return None
-
-
-def _declined(request: Request) -> ToolResult:
-    return ToolResult.error(f"declined/expired: {request.prompt}")
-
-
-def _unresolved(result: ToolResult) -> ToolResult:
-    request = ToolResult.pending_of(result)
-    prompt = request.prompt if request is not None else result.output
-    return ToolResult.error(f"unresolved: {prompt}")
-
-
 # --------------------------------------------------------------------------- the host
 
 
@@ -1019,7 +938,7 @@ class Host:
         start = time.monotonic()
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        checked = self._check_resume(request, answer)
+        checked = loop_rule.check_resume(request, answer)
         if isinstance(checked, ToolResult):
             self._emit(name, start, "error", None)
             return checked
@@ -1049,7 +968,7 @@ class Host:
         start = time.monotonic()
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        checked = self._check_resume(request, answer)
+        checked = loop_rule.check_resume(request, answer)
         if isinstance(checked, ToolResult):
             self._emit(name, start, "error", None)
             return checked
@@ -1110,7 +1029,7 @@ class Host:
             return None
         checked: Answer | None = None
         if request is not None or answer is not None:
-            verdict = self._check_resume(request, answer)
+            verdict = loop_rule.check_resume(request, answer)
             if isinstance(verdict, ToolResult):
                 self._emit(name, start, "error", None)
                 on_done(verdict)
@@ -1272,7 +1191,7 @@ class Host:
             if turn.is_complete:
                 history.extend(turn.messages)
         """
-        parsed = _parse_calls(calls, style)
+        parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
         turn: TurnResult = _run_blocking(lambda: self._arun_turn(parsed, style, budget, token))
@@ -1292,7 +1211,7 @@ class Host:
 
             turn = await host.arun_turn(response.content, style="anthropic")
         """
-        parsed = _parse_calls(calls, style)
+        parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
         return await self._arun_turn(parsed, style, budget, token)
@@ -1432,45 +1351,6 @@ class Host:
     def _cancel_reason(self) -> str:
         return "cancelled: the host was closed" if self._closed else "cancelled by the caller"
 
-    def _check_resume(
-        self, request: object, answer: object
-    ) -> ToolResult | tuple[Request, Answer]:
-        try:
-            req = _coerce_request(request)
-        except WireFormatError as exc:
-            return ToolResult.error(f"cannot resume: {exc}")
-        try:
-            ans = _coerce_answer(answer)
-        except WireFormatError as exc:
-            return ToolResult.error(f"cannot resume: {exc}")
-        if ans.id != req.id:
-            return ToolResult.error(
-                f"answer id {ans.id!r} does not match request id {req.id!r}; an answer must "
-                "echo the id of the request it resolves (the tool was not run)"
-            )
-        if req.is_expired():
-            return ToolResult.error(
-                f"request {req.id!r} expired at {req.expires_at}; the answer came too late "
-                "(the tool was not run)"
-            )
-        if not ans.ok:
-            return _declined(req)
-        problem = _schema_problem(req, ans)
-        if problem is not None:
-            return ToolResult.error(problem)
-        return req, ans
-
-    def _answer_problem(self, request: Request, answer: object) -> ToolResult | Answer:
-        """Loop rule 1: an answer that is not usable becomes the result to return."""
-        refusal = _answer_refusal(request, answer)
-        if refusal is not None:
-            return _declined(request)
-        assert isinstance(answer, Answer)
-        problem = _schema_problem(request, answer)
-        if problem is not None:
-            return ToolResult.error(problem)
-        return answer
-
     @staticmethod
     def _invoke_async_tool(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Run an ``async def`` tool on a private loop in a worker; the token cancels it."""
@@ -1486,7 +1366,7 @@ class Host:
                 value = _run_private(_drive(value, token))
         except Exception:
             _log.exception("toolnexus host: wait_for raised; treated as declined")
-            return _Refused("raised")
+            return loop_rule.Refused("raised")
         return value
 
     # ----------------------------------------------------------------- internals: sync
@@ -1516,19 +1396,19 @@ class Host:
             request = ToolResult.pending_of(result)
             assert request is not None
             if answer is not None:
-                return _unresolved(result), "error", request.id
+                return loop_rule.unresolved(result), "error", request.id
             if self._wait_for is None:
                 return result, outcome, request.id
             got = self._ask_sync(request, token)
             if got is _ASK_CANCELLED:
                 return ToolResult.error(self._cancel_reason()), "cancelled", request.id
-            checked = self._answer_problem(request, got)
+            checked = loop_rule.check_answer(request, got)
             if isinstance(checked, ToolResult):
                 return checked, "error", request.id
             result, outcome = self._run_sync(tool, parsed, budget, token, checked, reporter)
             if outcome == "pending":
                 again = ToolResult.pending_of(result)
-                return _unresolved(result), "error", again.id if again else request.id
+                return loop_rule.unresolved(result), "error", again.id if again else request.id
             return result, outcome, request.id
         finally:
             if reporter is not None:
@@ -1630,7 +1510,7 @@ class Host:
         """
         assert self._wait_for is not None
         if request.is_expired():
-            return _Refused("expired")
+            return loop_rule.Refused("expired")
         if token.is_cancellation_requested:
             return _ASK_CANCELLED
         budget = self._wait_for_timeout_ms
@@ -1652,7 +1532,7 @@ class Host:
                 "toolnexus host: wait_for gave no answer to %r within %s ms; treated as declined",
                 request.id, budget,
             )
-            return _Refused("timed out")
+            return loop_rule.Refused("timed out")
         return value
 
     # ----------------------------------------------------------------- internals: async
@@ -1681,13 +1561,13 @@ class Host:
             request = ToolResult.pending_of(result)
             assert request is not None
             if answer is not None:
-                return _unresolved(result), "error", request.id
+                return loop_rule.unresolved(result), "error", request.id
             if self._wait_for is None:
                 return result, outcome, request.id
             got = await self._ask_async(request, token)
             if got is _ASK_CANCELLED:
                 return ToolResult.error(self._cancel_reason()), "cancelled", request.id
-            checked = self._answer_problem(request, got)
+            checked = loop_rule.check_answer(request, got)
             if isinstance(checked, ToolResult):
                 return checked, "error", request.id
             result, outcome = await self._run_async(
@@ -1695,7 +1575,7 @@ class Host:
             )
             if outcome == "pending":
                 again = ToolResult.pending_of(result)
-                return _unresolved(result), "error", again.id if again else request.id
+                return loop_rule.unresolved(result), "error", again.id if again else request.id
             return result, outcome, request.id
         finally:
             if reporter is not None:
@@ -1844,7 +1724,7 @@ class Host:
         wait_for = self._wait_for
         assert wait_for is not None
         if request.is_expired():
-            return _Refused("expired")
+            return loop_rule.Refused("expired")
         if token.is_cancellation_requested:
             return _ASK_CANCELLED
         budget = self._wait_for_timeout_ms
@@ -1857,13 +1737,13 @@ class Host:
                     awaitable: Any = wait_for(request)
                 except Exception:
                     _log.exception("toolnexus host: wait_for raised; treated as declined")
-                    return _Refused("raised")
+                    return loop_rule.Refused("raised")
                 status, value = await self._await_task(awaitable, signal, scope, deadline, 0.0)
                 if status == "done" and isinstance(value, BaseException):
                     _log.error(
                         "toolnexus host: wait_for raised; treated as declined", exc_info=value
                     )
-                    return _Refused("raised")
+                    return loop_rule.Refused("raised")
             else:
                 job = _Job(self._invoke_wait_for, (wait_for, request, scope.token),
                            signal.set_threadsafe, "wait_for")
@@ -1877,7 +1757,7 @@ class Host:
                 "toolnexus host: wait_for gave no answer to %r within %s ms; treated as declined",
                 request.id, budget,
             )
-            return _Refused("timed out")
+            return loop_rule.Refused("timed out")
         return value
 
     async def _gather(
@@ -1926,7 +1806,7 @@ class Host:
         request = ToolResult.pending_of(halted.result)
         assert request is not None
         try:
-            ans = _coerce_answer(answer)
+            ans = loop_rule.coerce_answer(answer)
         except WireFormatError as exc:
             return replace(turn, error=f"cannot resume the turn: {exc}; it still waits on "
                            f"request {request.id!r}")
@@ -1968,255 +1848,3 @@ def _pairs(calls: Iterable[Any]) -> list[tuple[str, Any]]:
             )
         pairs.append((item[0], item[1]))
     return pairs
-
-
-# --------------------------------------------------------------------------- turns
-
-
-def _get(obj: Any, key: str) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(key)
-    return getattr(obj, key, None)
-
-
-def _parse_calls(calls: Any, style: str) -> list[tuple[str, str, Any]]:
-    """Provider tool calls -> ``[(call_id, name, arguments)]``, in order."""
-    if style not in ("openai", "anthropic"):
-        raise ValueError(f"style must be 'openai' or 'anthropic', got {style!r}")
-    # A whole assistant message is accepted as well as its list of calls.
-    if style == "openai" and _get(calls, "tool_calls") is not None:
-        calls = _get(calls, "tool_calls")
-    elif style == "anthropic" and not isinstance(calls, (list, tuple)) \
-            and _get(calls, "content") is not None:
-        calls = _get(calls, "content")
-    if isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Iterable):
-        raise TypeError(
-            f"run_turn() takes the provider's list of tool calls, got {type(calls).__name__}"
-        )
-    parsed: list[tuple[str, str, Any]] = []
-    for index, item in enumerate(calls):
-        where = f"tool call {index}"
-        if style == "openai":
-            call_id = _get(item, "id")
-            function = _get(item, "function")
-            if function is None:
-                raise WireFormatError(where, "function", "is missing; expected an object "
-                                      'like {"name": ..., "arguments": "{...}"}')
-            name = _get(function, "name")
-            arguments = _get(function, "arguments")
-        else:
-            if _get(item, "type") != "tool_use":
-                continue
-            call_id = _get(item, "id")
-            name = _get(item, "name")
-            arguments = _get(item, "input")
-        if not isinstance(call_id, str) or not call_id:
-            raise WireFormatError(where, "id", f"must be a non-empty string, got {call_id!r}")
-        if not isinstance(name, str):
-            raise WireFormatError(where, "name", f"must be a string, got {name!r}")
-        if isinstance(arguments, str) and not arguments.strip():
-            arguments = {}  # some models send "" for a tool without parameters
-        parsed.append((call_id, name, arguments))
-    return parsed
-
-
-@sealed
-@dataclass(frozen=True, slots=True)
-class TurnCall:
-    """One tool call of a turn and its latest result.
-
-    Attributes:
-        id: the provider's call id (``tool_call_id`` / ``tool_use_id``).
-        name: the tool the model asked for.
-        arguments: the arguments as the model sent them (OpenAI: JSON text; Anthropic: an
-            object), kept so a suspended call can run again with exactly the same input.
-        result: the call's result; a pending result while it waits on a question.
-
-    Example::
-
-        call = turn.calls[0]
-        print(call.id, call.name, call.result.output)
-    """
-
-    id: str
-    name: str
-    arguments: Any
-    result: ToolResult
-
-    @property
-    def is_pending(self) -> bool:
-        """True while this call's result is a suspension."""
-        return self.result.is_pending
-
-
-@sealed
-@dataclass(frozen=True, slots=True)
-class TurnResult:
-    """The results of one model turn's tool calls — balanced, or halted on a question.
-
-    Plain data: :meth:`to_json` / :meth:`from_json` let a durable host park a halted turn
-    and resume it in another process with :meth:`Host.resume_turn`.
-
-    Attributes:
-        style: ``"openai"`` or ``"anthropic"``: the shape of :attr:`messages`.
-        calls: every tool call of the turn, in call order, with its latest result.
-        error: why the last :meth:`Host.resume_turn` changed nothing (an answer for another
-            request, a complete turn), else ``None``.
-
-    Example::
-
-        turn = host.run_turn(tool_calls)
-        while turn.pending is not None:
-            turn = host.resume_turn(turn, ask_a_human(turn.pending))
-        messages.extend(turn.messages)
-    """
-
-    style: Style
-    calls: tuple[TurnCall, ...]
-    error: str | None = field(default=None)
-
-    def __post_init__(self) -> None:
-        if self.style not in ("openai", "anthropic"):
-            raise ValueError(f"style must be 'openai' or 'anthropic', got {self.style!r}")
-        object.__setattr__(self, "calls", tuple(self.calls))
-
-    @property
-    def pending_call(self) -> TurnCall | None:
-        """The first call in call order still waiting on a question, or None."""
-        for call in self.calls:
-            if call.is_pending:
-                return call
-        return None
-
-    @property
-    def pending(self) -> Request | None:
-        """The request to answer next: the first suspension in call order; None when the
-        turn is complete."""
-        call = self.pending_call
-        return None if call is None else ToolResult.pending_of(call.result)
-
-    @property
-    def waiting(self) -> tuple[str, ...]:
-        """The ids of the calls that still need a result, in call order."""
-        return tuple(call.id for call in self.calls if call.is_pending)
-
-    @property
-    def is_complete(self) -> bool:
-        """True when every call has its final result (no call is suspended)."""
-        return self.pending_call is None
-
-    @property
-    def results(self) -> list[ToolResult]:
-        """Each call's latest result, in call order."""
-        return [call.result for call in self.calls]
-
-    @property
-    def messages(self) -> list[dict[str, Any]]:
-        """The provider-shaped results to append to the conversation; ``[]`` until the
-        turn is complete (so an unbalanced set can never be sent).
-
-        OpenAI: one ``{"role": "tool", "tool_call_id", "content"}`` per call. Anthropic: one
-        ``{"role": "user", "content": [{"type": "tool_result", "tool_use_id", "content",
-        "is_error"}, ...]}``. A fresh list each time: change it freely.
-        """
-        if not self.is_complete or not self.calls:
-            return []
-        if self.style == "openai":
-            return [
-                {"role": "tool", "tool_call_id": call.id, "content": call.result.output}
-                for call in self.calls
-            ]
-        blocks = [
-            {
-                "type": "tool_result",
-                "tool_use_id": call.id,
-                "content": call.result.output,
-                "is_error": call.result.is_error,
-            }
-            for call in self.calls
-        ]
-        return [{"role": "user", "content": blocks}]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The wire form: ``{"style", "calls": [{"id", "name", "arguments", "result"}],
-        "pending", "error"}`` (``pending`` is informative; it is derived again on load)."""
-        pending = self.pending
-        return {
-            "style": self.style,
-            "calls": [
-                {
-                    "id": call.id,
-                    "name": call.name,
-                    "arguments": _plain(call.arguments),
-                    "result": call.result.to_dict(),
-                }
-                for call in self.calls
-            ],
-            "pending": None if pending is None else pending.to_dict(),
-            "error": self.error,
-        }
-
-    def to_json(self) -> str:
-        """Compact JSON of :meth:`to_dict`, to persist a halted turn."""
-        return _wire.dumps(self.to_dict(), "TurnResult")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TurnResult:
-        """Rebuild a turn from :meth:`to_dict` output.
-
-        Raises :class:`~toolnexus.errors.WireFormatError` naming the field at fault.
-        """
-        data = _wire.require_object(data, "TurnResult")
-        style = _wire.field(data, "style", str, "TurnResult", required=True,
-                            expected="'openai' or 'anthropic'")
-        if style not in ("openai", "anthropic"):
-            raise WireFormatError("TurnResult", "style", f"must be 'openai' or 'anthropic', "
-                                  f"got {style!r}")
-        raw_calls = _wire.field(data, "calls", list, "TurnResult", required=True,
-                                expected="an array")
-        error = _wire.field(data, "error", str, "TurnResult", required=False,
-                            expected="a string")
-        calls = []
-        for index, raw in enumerate(raw_calls):
-            where = f"calls[{index}]"
-            if not isinstance(raw, Mapping):
-                raise WireFormatError("TurnResult", where, "must be an object")
-            call_id = raw.get("id")
-            name = raw.get("name")
-            if not isinstance(call_id, str) or not call_id:
-                raise WireFormatError("TurnResult", f"{where}.id", "must be a non-empty string")
-            if not isinstance(name, str):
-                raise WireFormatError("TurnResult", f"{where}.name", "must be a string")
-            if not isinstance(raw.get("result"), Mapping):
-                raise WireFormatError("TurnResult", f"{where}.result", "must be an object")
-            try:
-                result = ToolResult.from_dict(raw["result"])
-            except WireFormatError as exc:
-                raise WireFormatError("TurnResult", f"{where}.result", f"is invalid: {exc}") \
-                    from None
-            calls.append(TurnCall(call_id, name, raw.get("arguments"), result))
-        return cls(style, tuple(calls), error)
-
-    @classmethod
-    def from_json(cls, text: str | bytes | bytearray) -> TurnResult:
-        """Parse :meth:`to_json` output. Raises :class:`WireFormatError` when malformed."""
-        return cls.from_dict(_wire.loads_object(text, "TurnResult"))
-
-    def __repr__(self) -> str:
-        if self.is_complete:
-            state = "complete"
-        else:
-            pending = self.pending
-            state = f"pending {pending.id if pending else '?'}"
-        error = f" error={self.error!r}" if self.error else ""
-        return f"<TurnResult {self.style} calls={len(self.calls)} {state}{error}>"
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, (bytes, bytearray)):
-        return value.decode("utf-8", errors="replace")
-    return value

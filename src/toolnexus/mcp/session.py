@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 from .._frozen import thaw
+from ..loop_rule import answer_refusal, declined_text, unresolved_text
 from ..result import STRUCTURED_KEY, ToolResult
 from ..suspension import Answer, Request
 from ._suspension import (
@@ -479,9 +480,7 @@ class ServerSession:
             return self._finish(call, self._tool_result(call.client, result))
         if call.resumed:
             # The loop rule: one retry per answer, never a loop.
-            return self._finish(
-                call, self._error_result(call.client, f"unresolved: {request.prompt}")
-            )
+            return self._finish(call, self._error_result(call.client, unresolved_text(request)))
         return self._suspend(call, request, result.output)
 
     def report_progress(
@@ -924,12 +923,8 @@ class ServerSession:
         return self._resume(call, request, answer)
 
     def _resume(self, call: _Call, request: Request, answer: Answer) -> list[Action]:
-        if answer.ok and request.is_expired():
-            answer = Answer(request.id, False, None, "expired")
-        if not answer.ok:
-            return self._finish(
-                call, self._error_result(call.client, f"declined/expired: {request.prompt}")
-            )
+        if answer_refusal(request, answer) is not None:
+            return self._finish(call, self._error_result(call.client, declined_text(request)))
         call.running = True
         call.resumed = True
         return [

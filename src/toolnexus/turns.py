@@ -1,0 +1,350 @@
+"""Provider-shaped turns: a model turn's tool calls in, balanced result messages out.
+
+Everything that knows a provider's message shapes lives here, as one table keyed by style
+(:data:`STYLES`): how to find the tool calls in what the provider returned, how to read one
+call, and how to render the results as the messages to send back. Adding a style is adding
+an entry to that table; :class:`~toolnexus.host.Host` runs the calls and never looks at
+their shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _wire
+from ._frozen import sealed
+from .errors import WireFormatError
+from .result import ToolResult
+from .suspension import Request
+
+__all__ = ["STYLES", "Style", "TurnCall", "TurnResult", "TurnStyle", "parse_calls", "style_of"]
+
+Style = str
+"""A key of :data:`STYLES`: ``"openai"`` or ``"anthropic"``."""
+
+ParsedCall = tuple[str, str, Any]
+"""``(call_id, name, arguments)`` of one tool call, as the provider sent them."""
+
+
+def _get(obj: Any, key: str) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(key)
+    return getattr(obj, key, None)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStyle:
+    """How one provider shapes tool calls and their results.
+
+    Attributes:
+        unwrap: the provider's whole response message -> its list of tool calls, or the
+            value unchanged when it already is that list.
+        read_call: one item of that list -> ``(id, name, arguments)`` before checks, or
+            ``None`` for an item that is not a tool call (skipped). ``where`` names the item
+            in error messages.
+        render: the calls of a complete turn -> the messages to append to the conversation.
+    """
+
+    unwrap: Callable[[Any], Any]
+    read_call: Callable[[Any, str], tuple[Any, Any, Any] | None]
+    render: Callable[[tuple[TurnCall, ...]], list[dict[str, Any]]]
+
+
+# --------------------------------------------------------------------------- openai
+
+
+def _openai_unwrap(calls: Any) -> Any:
+    tool_calls = _get(calls, "tool_calls")
+    return calls if tool_calls is None else tool_calls
+
+
+def _openai_read(item: Any, where: str) -> tuple[Any, Any, Any]:
+    function = _get(item, "function")
+    if function is None:
+        raise WireFormatError(where, "function", "is missing; expected an object "
+                              'like {"name": ..., "arguments": "{...}"}')
+    return _get(item, "id"), _get(function, "name"), _get(function, "arguments")
+
+
+def _openai_render(calls: tuple[TurnCall, ...]) -> list[dict[str, Any]]:
+    return [
+        {"role": "tool", "tool_call_id": call.id, "content": call.result.output}
+        for call in calls
+    ]
+
+
+# --------------------------------------------------------------------------- anthropic
+
+
+def _anthropic_unwrap(calls: Any) -> Any:
+    if isinstance(calls, (list, tuple)):
+        return calls
+    content = _get(calls, "content")
+    return calls if content is None else content
+
+
+def _anthropic_read(item: Any, where: str) -> tuple[Any, Any, Any] | None:
+    if _get(item, "type") != "tool_use":
+        return None
+    return _get(item, "id"), _get(item, "name"), _get(item, "input")
+
+
+def _anthropic_render(calls: tuple[TurnCall, ...]) -> list[dict[str, Any]]:
+    blocks = [
+        {
+            "type": "tool_result",
+            "tool_use_id": call.id,
+            "content": call.result.output,
+            "is_error": call.result.is_error,
+        }
+        for call in calls
+    ]
+    return [{"role": "user", "content": blocks}]
+
+
+STYLES: dict[str, TurnStyle] = {
+    "openai": TurnStyle(_openai_unwrap, _openai_read, _openai_render),
+    "anthropic": TurnStyle(_anthropic_unwrap, _anthropic_read, _anthropic_render),
+}
+"""Every turn style, by name. OpenAI: the chat message's ``tool_calls``
+(``{"id", "type": "function", "function": {"name", "arguments"}}``) in, one
+``{"role": "tool", ...}`` message per call out. Anthropic: the response's content blocks
+(``{"type": "tool_use", "id", "name", "input"}``; other blocks skipped) in, one
+``{"role": "user", "content": [tool_result, ...]}`` message out."""
+
+
+def _style_names() -> str:
+    names = [repr(name) for name in STYLES]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def style_of(style: object) -> TurnStyle:
+    """The :class:`TurnStyle` named ``style``; ``ValueError`` naming the known ones."""
+    found = STYLES.get(style) if isinstance(style, str) else None
+    if found is None:
+        raise ValueError(f"style must be {_style_names()}, got {style!r}")
+    return found
+
+
+def parse_calls(calls: Any, style: str) -> list[ParsedCall]:
+    """Provider tool calls -> ``[(call_id, name, arguments)]``, in order.
+
+    Raises ``ValueError`` for an unknown style, ``TypeError`` when ``calls`` is not a list
+    of calls (or a message holding one), and :class:`~toolnexus.errors.WireFormatError`
+    naming the call that lacks its id or name.
+    """
+    shape = style_of(style)
+    # A whole assistant message is accepted as well as its list of calls.
+    calls = shape.unwrap(calls)
+    if isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Iterable):
+        raise TypeError(
+            f"run_turn() takes the provider's list of tool calls, got {type(calls).__name__}"
+        )
+    parsed: list[ParsedCall] = []
+    for index, item in enumerate(calls):
+        where = f"tool call {index}"
+        read = shape.read_call(item, where)
+        if read is None:
+            continue
+        call_id, name, arguments = read
+        if not isinstance(call_id, str) or not call_id:
+            raise WireFormatError(where, "id", f"must be a non-empty string, got {call_id!r}")
+        if not isinstance(name, str):
+            raise WireFormatError(where, "name", f"must be a string, got {name!r}")
+        if isinstance(arguments, str) and not arguments.strip():
+            arguments = {}  # some models send "" for a tool without parameters
+        parsed.append((call_id, name, arguments))
+    return parsed
+
+
+# --------------------------------------------------------------------------- the values
+
+
+@sealed
+@dataclass(frozen=True, slots=True)
+class TurnCall:
+    """One tool call of a turn and its latest result.
+
+    Attributes:
+        id: the provider's call id (``tool_call_id`` / ``tool_use_id``).
+        name: the tool the model asked for.
+        arguments: the arguments as the model sent them (OpenAI: JSON text; Anthropic: an
+            object), kept so a suspended call can run again with exactly the same input.
+        result: the call's result; a pending result while it waits on a question.
+
+    Example::
+
+        call = turn.calls[0]
+        print(call.id, call.name, call.result.output)
+    """
+
+    id: str
+    name: str
+    arguments: Any
+    result: ToolResult
+
+    @property
+    def is_pending(self) -> bool:
+        """True while this call's result is a suspension."""
+        return self.result.is_pending
+
+
+@sealed
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """The results of one model turn's tool calls — balanced, or halted on a question.
+
+    Plain data: :meth:`to_json` / :meth:`from_json` let a durable host park a halted turn
+    and resume it in another process with :meth:`Host.resume_turn`.
+
+    Attributes:
+        style: a key of :data:`STYLES` (``"openai"``, ``"anthropic"``): the shape of
+            :attr:`messages`.
+        calls: every tool call of the turn, in call order, with its latest result.
+        error: why the last :meth:`Host.resume_turn` changed nothing (an answer for another
+            request, a complete turn), else ``None``.
+
+    Example::
+
+        turn = host.run_turn(tool_calls)
+        while turn.pending is not None:
+            turn = host.resume_turn(turn, ask_a_human(turn.pending))
+        messages.extend(turn.messages)
+    """
+
+    style: Style
+    calls: tuple[TurnCall, ...]
+    error: str | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        style_of(self.style)
+        object.__setattr__(self, "calls", tuple(self.calls))
+
+    @property
+    def pending_call(self) -> TurnCall | None:
+        """The first call in call order still waiting on a question, or None."""
+        for call in self.calls:
+            if call.is_pending:
+                return call
+        return None
+
+    @property
+    def pending(self) -> Request | None:
+        """The request to answer next: the first suspension in call order; None when the
+        turn is complete."""
+        call = self.pending_call
+        return None if call is None else ToolResult.pending_of(call.result)
+
+    @property
+    def waiting(self) -> tuple[str, ...]:
+        """The ids of the calls that still need a result, in call order."""
+        return tuple(call.id for call in self.calls if call.is_pending)
+
+    @property
+    def is_complete(self) -> bool:
+        """True when every call has its final result (no call is suspended)."""
+        return self.pending_call is None
+
+    @property
+    def results(self) -> list[ToolResult]:
+        """Each call's latest result, in call order."""
+        return [call.result for call in self.calls]
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The provider-shaped results to append to the conversation; ``[]`` until the
+        turn is complete (so an unbalanced set can never be sent).
+
+        OpenAI: one ``{"role": "tool", "tool_call_id", "content"}`` per call. Anthropic: one
+        ``{"role": "user", "content": [{"type": "tool_result", "tool_use_id", "content",
+        "is_error"}, ...]}``. A fresh list each time: change it freely.
+        """
+        if not self.is_complete or not self.calls:
+            return []
+        return STYLES[self.style].render(self.calls)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form: ``{"style", "calls": [{"id", "name", "arguments", "result"}],
+        "pending", "error"}`` (``pending`` is informative; it is derived again on load)."""
+        pending = self.pending
+        return {
+            "style": self.style,
+            "calls": [
+                {
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": _plain(call.arguments),
+                    "result": call.result.to_dict(),
+                }
+                for call in self.calls
+            ],
+            "pending": None if pending is None else pending.to_dict(),
+            "error": self.error,
+        }
+
+    def to_json(self) -> str:
+        """Compact JSON of :meth:`to_dict`, to persist a halted turn."""
+        return _wire.dumps(self.to_dict(), "TurnResult")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TurnResult:
+        """Rebuild a turn from :meth:`to_dict` output.
+
+        Raises :class:`~toolnexus.errors.WireFormatError` naming the field at fault.
+        """
+        data = _wire.require_object(data, "TurnResult")
+        style = _wire.field(data, "style", str, "TurnResult", required=True,
+                            expected=_style_names())
+        if style not in STYLES:
+            raise WireFormatError("TurnResult", "style", f"must be {_style_names()}, "
+                                  f"got {style!r}")
+        raw_calls = _wire.field(data, "calls", list, "TurnResult", required=True,
+                                expected="an array")
+        error = _wire.field(data, "error", str, "TurnResult", required=False,
+                            expected="a string")
+        calls = []
+        for index, raw in enumerate(raw_calls):
+            where = f"calls[{index}]"
+            if not isinstance(raw, Mapping):
+                raise WireFormatError("TurnResult", where, "must be an object")
+            call_id = raw.get("id")
+            name = raw.get("name")
+            if not isinstance(call_id, str) or not call_id:
+                raise WireFormatError("TurnResult", f"{where}.id", "must be a non-empty string")
+            if not isinstance(name, str):
+                raise WireFormatError("TurnResult", f"{where}.name", "must be a string")
+            if not isinstance(raw.get("result"), Mapping):
+                raise WireFormatError("TurnResult", f"{where}.result", "must be an object")
+            try:
+                result = ToolResult.from_dict(raw["result"])
+            except WireFormatError as exc:
+                raise WireFormatError("TurnResult", f"{where}.result", f"is invalid: {exc}") \
+                    from None
+            calls.append(TurnCall(call_id, name, raw.get("arguments"), result))
+        return cls(style, tuple(calls), error)
+
+    @classmethod
+    def from_json(cls, text: str | bytes | bytearray) -> TurnResult:
+        """Parse :meth:`to_json` output. Raises :class:`WireFormatError` when malformed."""
+        return cls.from_dict(_wire.loads_object(text, "TurnResult"))
+
+    def __repr__(self) -> str:
+        if self.is_complete:
+            state = "complete"
+        else:
+            pending = self.pending
+            state = f"pending {pending.id if pending else '?'}"
+        error = f" error={self.error!r}" if self.error else ""
+        return f"<TurnResult {self.style} calls={len(self.calls)} {state}{error}>"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, (bytes, bytearray)):
+        return value.decode("utf-8", errors="replace")
+    return value
