@@ -20,7 +20,8 @@ import importlib
 
 from .cancellation import CancellationToken, CancellationTokenRegistration, CancellationTokenSource
 from .context import ProgressReporter, ToolContext
-from .errors import OperationCancelledError, ToolnexusError, WireFormatError
+from .errors import OperationCancelledError, PartTooLargeError, ToolnexusError, WireFormatError
+from .parts import Part
 from .result import ToolResult
 from .suspension import Answer, Request
 
@@ -61,6 +62,8 @@ __all__ = [
     "DuplicateToolError",
     "Host",
     "OperationCancelledError",
+    "Part",
+    "PartTooLargeError",
     "ProgressReporter",
     "Request",
     "SchemaError",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "OperationCancelledError",
+    "PartTooLargeError",
     "ToolnexusError",
     "WireFormatError",
 ]
@@ -66,3 +67,31 @@ class WireFormatError(ToolnexusError, ValueError):
     def __reduce__(self) -> tuple[type[WireFormatError], tuple[str, str | None, str]]:
         # Rebuild from the fields, not from the message: errors cross process boundaries.
         return (type(self), (self.type_name, self.field, self.problem))
+
+
+class PartTooLargeError(ToolnexusError, ValueError):
+    """A content part's decoded bytes exceed the ceiling (maxPartBytes).
+
+    ``part_type`` is the part's type, ``size`` its decoded size and ``limit`` the ceiling,
+    both in bytes. The message names both sizes, never the content.
+
+    Example::
+
+        try:
+            Part.image("huge.png", max_bytes=1024)
+        except PartTooLargeError as exc:
+            print(exc.size, exc.limit)
+    """
+
+    def __init__(self, part_type: str, size: int, limit: int) -> None:
+        super().__init__(
+            f"the {part_type} part is {size} bytes, over the {limit}-byte limit "
+            "(maxPartBytes); shrink it, or raise the limit with "
+            "toolnexus.parts.set_max_part_bytes(n) or max_bytes=n for this call"
+        )
+        self.part_type = part_type
+        self.size = size
+        self.limit = limit
+
+    def __reduce__(self) -> tuple[type[PartTooLargeError], tuple[str, int, int]]:
+        return (type(self), (self.part_type, self.size, self.limit))

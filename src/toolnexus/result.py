@@ -1,4 +1,5 @@
-"""What a tool returns: :class:`ToolResult` — text for the model, an error flag, metadata.
+"""What a tool returns: :class:`ToolResult` — text for the model, an error flag, metadata,
+and optional content parts (images, files, audio).
 
 A suspension is data on the result, not a new type: a result is pending iff
 ``metadata["pending"]`` is a :class:`Request`.
@@ -6,12 +7,13 @@ A suspension is data on the result, not a new type: a result is pending iff
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from . import _wire
 from ._frozen import FrozenDict, freeze, sealed, thaw
 from .errors import WireFormatError
+from .parts import Part
 from .suspension import Request
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
@@ -37,6 +39,10 @@ class ToolResult:
         is_error: True when the call produced no usable answer.
         metadata: optional read-only JSON object; ``metadata["pending"]`` marks a
             suspension.
+        parts: optional tuple of :class:`~toolnexus.parts.Part` (images, files, audio)
+            that go with ``output``; ``None`` when there are none (an empty list is stored
+            as ``None``, so a result without parts is the same value as before parts
+            existed). ``output`` stays what text-only providers and transcripts see.
 
     Example::
 
@@ -51,6 +57,7 @@ class ToolResult:
     output: str
     is_error: bool = False
     metadata: Mapping[str, Any] | None = None
+    parts: tuple[Part, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.output, str):
@@ -78,28 +85,46 @@ class ToolResult:
                     "a ToolResult with metadata['pending'] must have is_error=True; "
                     "build suspensions with ToolResult.pending(request)"
                 )
+        if self.parts is not None:
+            object.__setattr__(self, "parts", _check_parts(self.parts))
 
     @classmethod
-    def ok(cls, output: str, metadata: Mapping[str, Any] | None = None) -> ToolResult:
-        """A successful result; ``metadata`` is copied and made read-only.
+    def ok(
+        cls,
+        output: str,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        parts: Iterable[Part] | None = None,
+    ) -> ToolResult:
+        """A successful result; ``metadata`` is copied and made read-only; ``parts``
+        (images, files, audio) go with the text.
 
         Example::
 
             >>> ToolResult.ok("3 rows", {"rows": 3})
             <ToolResult ok '3 rows'>
+            >>> ToolResult.ok("the chart", parts=[Part.image(b"GIF89a", "image/gif")])
+            <ToolResult ok 'the chart' +1 part>
         """
-        return cls(output, False, metadata)
+        return cls(output, False, metadata, _as_tuple(parts))
 
     @classmethod
-    def error(cls, output: str, metadata: Mapping[str, Any] | None = None) -> ToolResult:
-        """A failed result: ``output`` says what went wrong, for the model to read.
+    def error(
+        cls,
+        output: str,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        parts: Iterable[Part] | None = None,
+    ) -> ToolResult:
+        """A failed result: ``output`` says what went wrong, for the model to read
+        (``parts`` may carry, say, a screenshot of the failure).
 
         Example::
 
             >>> ToolResult.error("no such file: a.txt").is_error
             True
         """
-        return cls(output, True, metadata)
+        return cls(output, True, metadata, _as_tuple(parts))
 
     @classmethod
     def pending(cls, request: Request) -> ToolResult:
@@ -167,8 +192,9 @@ class ToolResult:
         return ToolResult.pending_of(self) is not None
 
     def to_dict(self) -> dict[str, Any]:
-        """The wire form: keys ``output, isError, metadata`` (``metadata`` omitted when
-        unset); a pending request is written under ``metadata.pending``.
+        """The wire form: keys ``output, isError, metadata, parts`` (``metadata`` and
+        ``parts`` omitted when unset); a pending request is written under
+        ``metadata.pending``, each part as :meth:`Part.to_dict`.
 
         Example::
 
@@ -181,6 +207,8 @@ class ToolResult:
             for key, value in self.metadata.items():
                 meta[key] = value.to_dict() if isinstance(value, Request) else thaw(value)
             out["metadata"] = meta
+        if self.parts is not None:
+            out["parts"] = [part.to_dict() for part in self.parts]
         return out
 
     def to_json(self) -> str:
@@ -197,10 +225,13 @@ class ToolResult:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolResult:
-        """Rebuild a result from its wire form; ``metadata.pending`` becomes a Request.
+        """Rebuild a result from its wire form; ``metadata.pending`` becomes a Request,
+        each of ``parts`` a :class:`~toolnexus.parts.Part`.
 
         Raises :class:`WireFormatError` (a ``ValueError``) naming the field at fault
-        (``metadata.pending.kind`` for a field of the nested request).
+        (``metadata.pending.kind`` for a field of the nested request, ``parts[1].mimeType``
+        for a part's), and :class:`~toolnexus.errors.PartTooLargeError` for a part over
+        the process-wide ceiling.
 
         Example::
 
@@ -228,7 +259,19 @@ class ToolResult:
                     "ToolResult", "isError", "must be true when metadata.pending is set, got false"
                 )
             metadata = {**metadata, PENDING_KEY: request}
-        return cls(output, is_error, metadata)
+        parts = _wire.field(
+            data, "parts", list, "ToolResult", required=False, expected="an array of parts"
+        )
+        read: list[Part] | None = None
+        if parts is not None:
+            read = []
+            for index, raw in enumerate(parts):
+                try:
+                    read.append(Part.from_dict(raw))
+                except WireFormatError as exc:
+                    where = f"parts[{index}]" + (f".{exc.field}" if exc.field else "")
+                    raise WireFormatError("ToolResult", where, exc.problem) from None
+        return cls(output, is_error, metadata, _as_tuple(read))
 
     @classmethod
     def from_json(cls, text: str | bytes | bytearray) -> ToolResult:
@@ -250,4 +293,34 @@ class ToolResult:
     def __repr__(self) -> str:
         state = "pending" if self.is_pending else "error" if self.is_error else "ok"
         text = self.output if len(self.output) <= 60 else self.output[:57] + "..."
-        return f"<ToolResult {state} {text!r}>"
+        if not self.parts:
+            return f"<ToolResult {state} {text!r}>"
+        count = len(self.parts)
+        return f"<ToolResult {state} {text!r} +{count} part{'s' if count > 1 else ''}>"
+
+
+def _as_tuple(parts: Iterable[Part] | None) -> tuple[Part, ...] | None:
+    if parts is None:
+        return None
+    if isinstance(parts, (Part, str, bytes, Mapping)):
+        raise TypeError(
+            f"parts must be a list of Part, got a single {type(parts).__name__}; "
+            "wrap it in a list: parts=[part]"
+        )
+    return tuple(parts) or None
+
+
+def _check_parts(parts: Any) -> tuple[Part, ...] | None:
+    if isinstance(parts, (Part, str, bytes, Mapping)) or not isinstance(parts, Iterable):
+        raise TypeError(
+            f"ToolResult.parts must be a list of Part or None, got {type(parts).__name__}"
+        )
+    checked = tuple(parts)
+    for index, part in enumerate(checked):
+        if not isinstance(part, Part):
+            raise TypeError(
+                f"ToolResult.parts[{index}] must be a Part, got {type(part).__name__}; "
+                "build one with Part.image(...), Part.file(...), Part.audio(...) or "
+                "Part.from_text(...)"
+            )
+    return checked or None
