@@ -31,3 +31,12 @@ def test_package_ships_py_typed():
     from importlib.resources import files
 
     assert files("toolnexus").joinpath("py.typed").is_file()
+
+
+def test_the_distribution_has_a_name_of_its_own_so_no_other_project_upgrades_it():
+    # The index's `toolnexus` is another project: `pip install -U toolnexus` or
+    # `pip list --outdated` must never take it for this library.
+    from importlib.metadata import metadata, packages_distributions
+
+    assert "toolnexus-contract" in packages_distributions()["toolnexus"]
+    assert metadata("toolnexus-contract")["Name"] == "toolnexus-contract"
