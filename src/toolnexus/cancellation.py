@@ -87,9 +87,9 @@ def _run_callback(callback: Callable[[], object]) -> None:
         callback()
     except BaseException:  # a failing callback must not stop the others
         # logging loads only when something fails: it costs as much as the whole contract.
-        import logging
+        from ._log import get_logger
 
-        logging.getLogger("toolnexus").exception("cancellation callback %r failed", callback)
+        get_logger().exception("cancellation callback %r failed", callback)
 
 
 class CancellationTokenRegistration:

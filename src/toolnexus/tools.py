@@ -13,7 +13,6 @@ import dataclasses
 import enum
 import inspect
 import json
-import logging
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from ._frozen import FrozenDict, FrozenList, freeze, sealed
+from ._log import get_logger
 from .context import ToolContext
 from .errors import OperationCancelledError
 from .result import STRUCTURED_KEY, ToolResult
@@ -34,7 +34,7 @@ from .schema import (
 
 __all__ = ["Tool", "tool"]
 
-_log = logging.getLogger("toolnexus")
+_log = get_logger("tools")
 
 Invoke = Callable[[Callable[..., Any], Mapping[str, Any], "ToolContext | None"], Any]
 
@@ -647,6 +647,36 @@ def tool(
     return _make_tool(fn, options, sys._getframe(1))
 
 
+def refuse_other_copy(value: object) -> None:
+    """Raise ``TypeError`` when ``value`` is a ``Tool`` or ``Toolkit`` of another loaded copy
+    of this package (say an installed ``toolnexus`` and a vendored ``_vendor.toolnexus``).
+
+    Such an object is callable, so without this check it would be wrapped as a tool named
+    ``Tool`` whose schema is the class's own; saying so at once, with both locations, is
+    the only useful answer.
+    """
+    cls = type(value)
+    package, _, module = cls.__module__.rpartition(".")
+    ours = __name__.rpartition(".")[0]
+    if (
+        cls.__name__ in ("Tool", "Toolkit")
+        and module in ("tools", "toolkit")
+        and package.rpartition(".")[2] == "toolnexus"
+        and package != ours
+    ):
+        import os
+
+        def where(name: str) -> str:
+            file = getattr(sys.modules.get(name), "__file__", None)
+            return os.path.dirname(file) if file else "an unknown location"
+
+        raise TypeError(
+            f"this {cls.__name__} comes from another copy of toolnexus: {package!r} at "
+            f"{where(package)}, while this code is {ours!r} at {where(ours)}; two copies are "
+            "loaded: import tool and Toolkit from the same one"
+        )
+
+
 def _make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
     hints = {key: value for key, value in options["hints"].items() if value is not None}
     for key, value in hints.items():
@@ -664,6 +694,7 @@ def _make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
                 f"tool {fn.name!r} already has a schema; call tool() on its function instead"
             )
         return dataclasses.replace(fn, **changes) if changes else fn
+    refuse_other_copy(fn)
     if not callable(fn):
         raise TypeError(f"tool() takes a function, got {type(fn).__name__}")
     explicit = options["input_schema"]
