@@ -96,8 +96,24 @@ def test_a_missing_module_says_where_it_looked_and_how_to_fix_it():
 def test_a_missing_dependency_of_the_module_is_named_with_the_install_fix(tmp_path):
     path = write(tmp_path, "needs.py", "import not_installed_pkg_xyz\n")
     with pytest.raises(RefError, match=r"it imports 'not_installed_pkg_xyz', which is not "
-                       r"installed; install it \(pip install not_installed_pkg_xyz\)"):
+                       r"installed; install the package that provides 'not_installed_pkg_xyz' "
+                       r"\(its name on the package index may differ\)"):
         load_toolkit(f"{path}:x")
+
+
+def test_a_missing_toolnexus_is_named_with_this_librarys_distribution_not_the_other_project(
+    tmp_path,
+):
+    # The package index's `toolnexus` is a different project: the hint must never point there.
+    # What `import toolnexus` raises in an environment where this library is not installed.
+    path = write(tmp_path, "needs_us.py",
+                 "raise ModuleNotFoundError(\"No module named 'toolnexus'\", name='toolnexus')\n")
+    with pytest.raises(RefError) as caught:
+        load_toolkit(f"{path}:x")
+    error = str(caught.value)
+    assert "it imports 'toolnexus', which is not installed" in error
+    assert "pip install toolnexus-contract" in error
+    assert "pip install toolnexus " not in error and not error.endswith("pip install toolnexus")
 
 
 def test_a_missing_attribute_suggests_the_close_name_and_lists_the_tools(tools_file):

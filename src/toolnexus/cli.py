@@ -66,10 +66,43 @@ exit codes:
   124  timed out (--timeout)
   130  cancelled (Ctrl-C; a second Ctrl-C exits at once)"""
 
+_LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
 _REF_HELP = """\
 REF names the tools: module:attr or path/to/file.py:attr, where attr is a
 function, a Tool, a Toolkit or a module; module (or file.py) alone means
 every @tool in it. The current directory is importable."""
+
+
+def _package() -> str:
+    """The import path of this copy of the package: ``toolnexus``, or e.g.
+    ``_vendor.toolnexus`` when an application vendors it."""
+    return __name__.rpartition(".")[0]
+
+
+def _localize(text: str) -> str:
+    """Make help and hints name the command and the demo REF this copy actually runs under.
+
+    The texts are written for the installed ``toolnexus`` console script; a vendored copy
+    has no console script and its demo lives under its own import path.
+    """
+    package = _package()
+    if package == "toolnexus":
+        return text
+    import re
+
+    text = re.sub(r"(?<![\w.])toolnexus\.demo:", f"{package}.demo:", text)
+    return re.sub(r"(?<![\w.@/-])toolnexus (?=[a-zA-Z-])", f"python -m {package} ", text)
+
+
+def _localize_parser(parser: argparse.ArgumentParser) -> None:
+    parser.usage = None if parser.usage is None else _localize(parser.usage)
+    parser.description = None if parser.description is None else _localize(parser.description)
+    parser.epilog = None if parser.epilog is None else _localize(parser.epilog)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _localize_parser(sub)
 
 
 class RefError(ToolnexusError, ValueError):
@@ -235,7 +268,14 @@ def _import_failure(name: str, exc: BaseException) -> str:
         top = exc.name.split(".")[0]
         return (
             f"importing {name!r} failed: it imports {exc.name!r}, which is not installed; "
-            f"install it (pip install {top}) or fix the import"
+            + (
+                # The index's `toolnexus` is another project: never send anyone there.
+                "install this library: pip install toolnexus-contract (or, from a checkout "
+                "of it, pip install .)"
+                if top == "toolnexus"
+                else f"install the package that provides {top!r} (its name on the package "
+                "index may differ) or fix the import"
+            )
         )
     if isinstance(exc, SyntaxError):
         where = f" ({exc.filename}, line {exc.lineno})" if exc.filename else ""
@@ -274,10 +314,14 @@ def _toolkit_of(ref: str, value: Any) -> Toolkit:
     from types import ModuleType
 
     from .toolkit import Toolkit
-    from .tools import Tool
+    from .tools import Tool, refuse_other_copy
 
     if isinstance(value, Toolkit):
         return value
+    try:
+        refuse_other_copy(value)
+    except TypeError as exc:
+        raise RefError(ref, f"{ref!r} cannot be served: {exc}") from exc
     if isinstance(value, ModuleType):
         return _module_toolkit(ref, value)
     if isinstance(value, type):
@@ -890,12 +934,12 @@ def _finish(
 
         _write_out(json.dumps(request.to_dict(), indent=2, ensure_ascii=False))
         shown_args = f" --args {shlex.quote(json.dumps(args, ensure_ascii=False))}" if args else ""
-        sys.stderr.write(
+        sys.stderr.write(_localize(
             f"pending: {request.prompt}\nresume it with: toolnexus resume "
             f"{shlex.quote(options.ref)} {name}{shown_args} --request @req.json "
             "--answer @ans.json\n(req.json: the request printed on stdout; ans.json: e.g. "
             '{"ok": true, "data": {…}})\n'
-        )
+        ))
     else:
         _print_result(result, as_json=options.json)
     return _OUTCOME_CODES.get(outcome, EXIT_TOOL_ERROR)
@@ -956,7 +1000,7 @@ def _cmd_serve(options: argparse.Namespace) -> int:
 def _cmd_demo(options: argparse.Namespace) -> int:
     from . import demo
 
-    return demo.run()
+    return demo.run(lambda line: print(_localize(line)))
 
 
 # --------------------------------------------------------------------------- the parser
@@ -986,7 +1030,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="show tracebacks (import errors, tool exceptions)",
     )
     parser = argparse.ArgumentParser(
-        prog="toolnexus",
+        prog="toolnexus" if _package() == "toolnexus" else f"python -m {_package()}",
         formatter_class=_Formatter,
         description="Call tools from a shell, answer their questions at the prompt, "
         "print their schemas, serve them over MCP.",
@@ -1102,7 +1146,12 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--timeout", type=_timeout, metavar="MS", help="deadline for each call, milliseconds"
     )
+    serve.add_argument(
+        "--log-level", type=str.lower, default="warning", choices=_LOG_LEVELS,
+        help="what the server logs to stderr (default: warning; --debug means debug)",
+    )
     serve.set_defaults(handler=_cmd_serve)
+    _localize_parser(parser)
     return parser
 
 
@@ -1149,7 +1198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             parser.error(f"unrecognized arguments: {' '.join(extras)}")
     debug = bool(getattr(options, "debug", False))
-    _configure_logging(debug)
+    _configure_logging("debug" if debug else getattr(options, "log_level", None))
     _reconfigure_streams()
     if options.command in ("call", "resume"):
         import signal
@@ -1173,25 +1222,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exception(
                 type(exc.__cause__), exc.__cause__, exc.__cause__.__traceback__
             )
-        sys.stderr.write(f"toolnexus {options.command}: error: {exc}\n")
+        sys.stderr.write(_localize(f"toolnexus {options.command}: error: {exc}\n"))
         return EXIT_USAGE
 
 
-def _configure_logging(debug: bool) -> None:
+def _configure_logging(level: str | None) -> None:
+    """Send the package's log records to stderr at ``level``; ``None`` keeps the library
+    silent (a tool's exception is already in its error result)."""
     import logging
 
     logger = logging.getLogger("toolnexus")
     for old in [h for h in logger.handlers if getattr(h, "_toolnexus_cli", False)]:
         logger.removeHandler(old)  # main() may run more than once in a process
-    if debug:
-        handler: logging.Handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        logger.setLevel(logging.DEBUG)
-    else:
-        # A tool's exception is already in its error result; without --debug its
-        # traceback (logged by the toolkit) would only clutter the terminal.
-        handler = logging.NullHandler()
+    if level is None:
+        return
+    # stderr, never stdout: under `serve`, stdout is the protocol channel.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler._toolnexus_cli = True  # type: ignore[attr-defined]
+    logger.setLevel(level.upper())
     logger.addHandler(handler)
 
 
