@@ -256,7 +256,7 @@ def test_an_exception_becomes_an_error_with_its_message_and_the_traceback_goes_t
         result = explode({"city": "Atlantis"})
     assert result == ToolResult.error("no such city: Atlantis")
     assert "Traceback" not in result.output
-    [record] = [r for r in caplog.records if r.name == "toolnexus"]
+    [record] = [r for r in caplog.records if r.name == "toolnexus.tools"]
     assert "explode" in record.getMessage()
     assert record.exc_info is not None and record.exc_info[0] is ValueError
 
