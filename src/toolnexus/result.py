@@ -7,7 +7,7 @@ A suspension is data on the result, not a new type: a result is pending iff
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import _wire
@@ -57,7 +57,7 @@ class ToolResult:
     output: str
     is_error: bool = False
     metadata: Mapping[str, Any] | None = None
-    parts: tuple[Part, ...] | None = None
+    parts: Sequence[Part] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.output, str):

@@ -8,7 +8,9 @@ it on stdin/stdout with the tools running on a :class:`~toolnexus.host.Host`; th
 ``toolnexus serve REF`` runs.
 
 A tool that suspends (``ToolResult.pending(request)``) becomes an MCP elicitation, and the
-client's answer re-runs it with ``ctx.answer``.
+client's answer re-runs it with ``ctx.answer``. A result's parts go out as content blocks
+after its text (image, audio, an embedded resource for file bytes, a resource link for a
+URL); :func:`result_from_mcp` reads an MCP ``CallToolResult`` back as a ``ToolResult``.
 
 Example::
 
@@ -26,6 +28,7 @@ Example::
 
 from __future__ import annotations
 
+from ._content import result_from_mcp
 from .session import (
     LEGACY_PROTOCOL_VERSIONS,
     MODERN_PROTOCOL_VERSIONS,
@@ -45,5 +48,6 @@ __all__ = [
     "Send",
     "ServerSession",
     "StartCall",
+    "result_from_mcp",
     "serve_stdio",
 ]

@@ -26,6 +26,7 @@ from .._frozen import thaw
 from ..loop_rule import answer_refusal, declined_text, unresolved_text
 from ..result import STRUCTURED_KEY, ToolResult
 from ..suspension import Answer, Request
+from ._content import content_blocks
 from ._suspension import (
     ElicitationShape,
     answer_from_elicitation,
@@ -810,10 +811,12 @@ class ServerSession:
         return [self._reply(call.request_id, call.client, result)]
 
     def _tool_result(self, client: _Client, result: ToolResult) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "content": [{"type": "text", "text": result.output}],
-            "isError": result.is_error,
-        }
+        if result.parts is None:
+            content = [{"type": "text", "text": result.output}]
+        else:
+            content = content_blocks(result, audio=client.at_least("2025-03-26"),
+                                     resource_links=client.at_least("2025-06-18"))
+        out: dict[str, Any] = {"content": content, "isError": result.is_error}
         metadata = result.metadata
         if metadata is not None and STRUCTURED_KEY in metadata:
             structured = metadata[STRUCTURED_KEY]
