@@ -61,7 +61,9 @@ def test_to_mcp_gives_input_schema_and_the_optional_metadata_when_set():
         return {"sum": a}
 
     assert Toolkit([add, search, total]).to_mcp() == [
-        {"name": "add", "description": "Add two integers.", "inputSchema": ADD_SCHEMA},
+        {"name": "add", "description": "Add two integers.", "inputSchema": ADD_SCHEMA,
+         "outputSchema": {"type": "object", "properties": {"result": {"type": "integer"}},
+                          "required": ["result"]}},
         {"name": "search", "title": "Search the web", "description": "Search the web.",
          "inputSchema": SEARCH_SCHEMA,
          "annotations": {"readOnlyHint": True, "openWorldHint": True}},
@@ -312,3 +314,62 @@ def test_gemini_leaves_out_parameters_for_a_tool_without_arguments():
     assert Toolkit([ping]).to_gemini() == [
         {"functionDeclarations": [{"name": "ping", "description": "Answer pong."}]}
     ]
+
+
+# --------------------------------------------------------------------------- functools.partial
+
+SECRET = "sk-live-0123456789"
+
+
+def fetch(url: str, api_key: str, retries: int = 2) -> str:
+    """Fetch a URL.
+
+    Args:
+        url: what to fetch.
+        api_key: the service key.
+    """
+    return f"{url} with {api_key[:3]}... x{retries}"
+
+
+def test_a_partials_bound_secret_appears_in_no_adapter_output():
+    import functools
+
+    from toolnexus.mcp import ServerSession
+
+    made = tool(functools.partial(fetch, api_key=SECRET))
+    assert made.name == "fetch"
+    assert made.description == "Fetch a URL."
+    assert list(made.input_schema["properties"]) == ["url", "retries"]
+    toolkit = Toolkit([made])
+    shapes: list[Any] = [
+        toolkit.to_openai(), toolkit.to_openai(strict=True), toolkit.to_anthropic(),
+        toolkit.to_gemini(), toolkit.to_mcp(), repr(made), repr(toolkit),
+    ]
+    session = ServerSession(toolkit)
+    shapes.append(session.receive({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/list",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                             "io.modelcontextprotocol/clientCapabilities": {}}},
+    }))
+    for shape in shapes:
+        text = shape if isinstance(shape, str) else json.dumps(shape, default=repr)
+        assert SECRET not in text
+        assert "api_key" not in text
+
+
+def test_a_model_cannot_override_what_a_partial_binds():
+    import functools
+
+    def call(url: str, api_key: str, **extra: Any) -> str:
+        return f"{url} {api_key} {extra}"
+
+    made = tool(functools.partial(call, api_key=SECRET), name="call")
+    refused = made({"url": "u", "api_key": "sk-attacker"})
+    assert refused.is_error
+    assert refused.output == (
+        "invalid arguments for 'call': api_key: set by the tool itself and cannot be given; "
+        "leave it out"
+    )
+    assert SECRET not in refused.output
+    assert made({"url": "u", "x": 1}).output == f"u {SECRET} {{'x': 1}}"
+    assert Toolkit([made]).execute("call", '{"url": "u", "api_key": "k"}').is_error

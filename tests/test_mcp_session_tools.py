@@ -100,6 +100,8 @@ def test_tools_list_describes_every_tool_in_registration_order() -> None:
         "title": "Adder",
         "description": "Add two numbers.",
         "inputSchema": dict(add.input_schema),
+        "outputSchema": {"type": "object", "properties": {"result": {"type": "integer"}},
+                         "required": ["result"]},
         "annotations": {"readOnlyHint": True, "idempotentHint": True},
     }
 
@@ -220,7 +222,7 @@ def test_a_json_value_is_structured_content_on_modern_connections_whatever_its_t
     assert listed["structuredContent"] == ["ada", "grace"]
     assert listed["content"] == [{"type": "text", "text": '["ada","grace"]'}]
     number = run(session, call_message(2, {"name": "add", "arguments": {"a": 1, "b": 1}}))["result"]
-    assert number["structuredContent"] == 2
+    assert number["structuredContent"] == {"result": 2}  # -> int: wrapped, as inferred
 
 
 def test_legacy_connections_get_structured_content_only_for_objects() -> None:

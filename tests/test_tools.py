@@ -69,7 +69,7 @@ def test_add_becomes_a_tool_with_name_description_and_schema():
 
 def test_add_returns_its_sum_as_text_and_keeps_the_value_as_structured_content():
     result = add({"a": 2, "b": 3})
-    assert result == ToolResult.ok("5", {STRUCTURED_KEY: 5})
+    assert result == ToolResult.ok("5", {STRUCTURED_KEY: {"result": 5}})
 
 
 def test_add_refuses_a_string_where_an_integer_belongs():
@@ -235,7 +235,7 @@ def test_a_suspension_returned_by_the_tool_is_kept_as_is():
 
 @pytest.mark.parametrize(
     ("returned", "kind"),
-    [({1, 2}, "set"), (b"raw", "bytes"), (object(), "object"), (float("nan"), "float")],
+    [(object(), "object"), (float("nan"), "float")],
 )
 def test_a_value_json_cannot_carry_becomes_an_error_saying_what_was_returned(returned, kind):
     made = tool(lambda args: returned, name="odd")

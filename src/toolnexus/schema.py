@@ -4,7 +4,8 @@ Everything that reads type hints, signatures and docstrings lives here, and runs
 a tool is defined. What it produces is plain data for :mod:`toolnexus.tools`: the tool's
 input schema, its description, and how to call the function with a model's arguments
 (which parameter receives the context, which arguments are converted into ``Enum``
-members, dataclass instances, tuples or sets).
+members, dataclass instances, tuples, sets, datetimes, models, ...), and the output schema
+read from the return annotation.
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ import re
 import sys
 import types
 import typing
-from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal, NoReturn
 
+from . import _formats
 from .context import ToolContext
 from .errors import ToolnexusError
 
 __all__ = [
+    "ConversionError",
     "Converter",
     "Signature",
     "SchemaInferenceError",
@@ -43,6 +46,37 @@ skip copying. Example: for a parameter annotated with an Enum, the Enum class it
 
 _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 
+OUTPUT_WRAPPER = "result"
+"""The one property an output schema wraps a non-object return value in (MCP requires an
+object): ``-> int`` advertises ``{"type": "object", "properties": {"result": ...}}``."""
+
+
+class ConversionError(ValueError):
+    """An argument that passed validation but does not read as its annotated type.
+
+    Raised by a converter while a call's arguments are prepared (internal to the tools
+    layer, which turns it into an error result). ``problem`` says what was expected,
+    ``path`` where in the arguments (keys and indices, outermost first).
+
+    Example::
+
+        >>> from toolnexus import tool
+        >>> import datetime
+        >>> @tool
+        ... def remind(at: datetime.date) -> str:
+        ...     return at.isoformat()
+        >>> remind({"at": "soon"}).output.split(": ", 1)[1]
+        'at: expected a date (YYYY-MM-DD, e.g. "2026-05-01"), got "soon"'
+    """
+
+    def __init__(self, problem: str, path: list[str | int] | None = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.path: list[str | int] = path if path is not None else []
+
+    def __str__(self) -> str:
+        return self.problem
+
 
 class SchemaInferenceError(ToolnexusError, TypeError):
     """A function's signature cannot be turned into a tool schema.
@@ -55,7 +89,7 @@ class SchemaInferenceError(ToolnexusError, TypeError):
 
         try:
             @tool
-            def upload(data: bytes) -> str: ...
+            def upload(data: complex) -> str: ...
         except SchemaInferenceError as exc:
             assert exc.parameter == "data"
     """
@@ -101,6 +135,11 @@ class Signature:
         positional: keyword style: names of positional-only parameters, in order.
         accepts_any_keyword: the function takes ``**kwargs``.
         inferred: True when the schema was inferred (not given as ``input_schema=``).
+        fixed: arguments a ``functools.partial`` binds: not in the schema, and refused
+            when a caller sends them.
+        output_schema: the schema inferred from the return annotation, or None.
+        output_wrapped: True when that schema wraps the return value in an object with
+            the one property :data:`OUTPUT_WRAPPER` (the value itself is not an object).
 
     Example::
 
@@ -119,6 +158,9 @@ class Signature:
     positional: tuple[str, ...] = ()
     accepts_any_keyword: bool = False
     inferred: bool = True
+    fixed: tuple[str, ...] = ()
+    output_schema: dict[str, Any] | None = None
+    output_wrapped: bool = False
 
 
 # --------------------------------------------------------------------------- docstrings
@@ -379,6 +421,10 @@ class _Inferrer:
         ]
         self.classes: dict[type, _ClassDef] = {}
         self.def_names: set[str] = set()
+        # Definitions models brought along ($defs of model_json_schema()), by final name.
+        self.extra_defs: dict[str, Any] = {}
+        # Which schema a model is asked for: what it accepts, or what it returns.
+        self.mode = "validation"
 
     # Each rule returns (schema, converter or None when values pass through unchanged).
     def infer(self, tp: Any) -> tuple[dict[str, Any], Converter | None]:
@@ -396,6 +442,12 @@ class _Inferrer:
             return {"type": "string"}, None
         if isinstance(tp, type) and issubclass(tp, enum.Enum):
             return self._enum(tp)
+        textual = _formats.text_type(tp)
+        if textual is not None:
+            schema, parse = textual
+            return dict(schema), _text_converter(parse)
+        if _is_model_class(tp):
+            return self._model(tp)
         if _is_typeddict(tp) or _is_dataclass_type(tp):
             return self._class(tp)
         supertype = getattr(tp, "__supertype__", None)
@@ -504,20 +556,76 @@ class _Inferrer:
         converters = [convert or _same for _, convert in inferred]
         if all(convert is None for _, convert in inferred):
             return schema, tuple
-        return schema, lambda value: tuple(
-            convert(item) for convert, item in zip(converters, value, strict=True)
-        )
+
+        def each(value: Any) -> Any:
+            try:
+                return tuple(convert(item) for convert, item in zip(converters, value, strict=True))
+            except ConversionError as exc:
+                pairs = enumerate(zip(converters, value, strict=False))
+                index = next(index for index, (convert, item) in pairs if _fails(convert, item))
+                exc.path.insert(0, index)
+                raise
+
+        return schema, each
+
+    def _def_name(self, wanted: str) -> str:
+        name = wanted
+        suffix = 2
+        while name in self.def_names:
+            name = f"{wanted}_{suffix}"
+            suffix += 1
+        self.def_names.add(name)
+        return name
+
+    def _model(self, cls: type) -> tuple[dict[str, Any], Converter | None]:
+        """A class offering ``model_json_schema()``/``model_validate()`` (pydantic's
+        spelling): its own schema, its own validation; pydantic itself is never imported."""
+        known = self.classes.get(cls)
+        if known is None:
+            schema = self._model_schema(cls)
+            known = self.classes[cls] = _ClassDef(self._def_name(cls.__name__))
+            known.schema = schema
+            known.converter = _model_converter(cls)
+            known.building = False
+        known.uses += 1
+        return {"$ref": f"#/$defs/{known.name}"}, known.converter
+
+    def _model_schema(self, cls: type) -> dict[str, Any]:
+        method: Any = cls.model_json_schema  # type: ignore[attr-defined]
+        try:
+            try:
+                raw = method(mode=self.mode)
+            except TypeError:
+                raw = method()
+            # A JSON round trip: a plain, private copy, and proof that JSON can carry it.
+            schema = json.loads(json.dumps(raw, allow_nan=False))
+        except Exception as exc:
+            raise _Unsupported(
+                f"{cls.__name__}.model_json_schema() failed ({type(exc).__name__}: {exc})"
+            ) from None
+        if not isinstance(schema, dict):
+            raise _Unsupported(f"{cls.__name__}.model_json_schema() did not return an object")
+        defs = schema.pop("$defs", None) or schema.pop("definitions", None) or {}
+        renames: dict[str, str] = {}
+        for name, sub in defs.items():
+            if self.extra_defs.get(name) == sub:
+                continue  # the same class, met through another model
+            new = self._def_name(name)
+            if new != name:
+                renames[f"#/$defs/{name}"] = f"#/$defs/{new}"
+                renames[f"#/definitions/{name}"] = f"#/$defs/{new}"
+            else:
+                renames[f"#/definitions/{name}"] = f"#/$defs/{name}"
+        for name, sub in defs.items():
+            new = renames.get(f"#/$defs/{name}", f"#/$defs/{name}").rsplit("/", 1)[-1]
+            self.extra_defs[new] = _model_clean(sub, renames)
+        result: dict[str, Any] = _model_clean(schema, renames)
+        return result
 
     def _class(self, cls: type) -> tuple[dict[str, Any], Converter | None]:
         known = self.classes.get(cls)
         if known is None:
-            name = cls.__name__
-            suffix = 2
-            while name in self.def_names:
-                name = f"{cls.__name__}_{suffix}"
-                suffix += 1
-            self.def_names.add(name)
-            known = self.classes[cls] = _ClassDef(name)
+            known = self.classes[cls] = _ClassDef(self._def_name(cls.__name__))
             if _is_dataclass_type(cls):
                 known.schema, known.converter = self._dataclass(cls)
             else:
@@ -634,7 +742,11 @@ class _Inferrer:
             for key, each in items:
                 if key in value:
                     old = value[key]
-                    new = each(old)
+                    try:
+                        new = each(old)
+                    except ConversionError as exc:
+                        exc.path.insert(0, key)
+                        raise
                     if new is not old:
                         if out is value:
                             out = dict(value)
@@ -667,7 +779,11 @@ class _Inferrer:
             kwargs = dict(value)
             for key, each in items:
                 if key in kwargs:
-                    kwargs[key] = each(kwargs[key])
+                    try:
+                        kwargs[key] = each(kwargs[key])
+                    except ConversionError as exc:
+                        exc.path.insert(0, key)
+                        raise
             return cls(**kwargs)
 
         return schema, build
@@ -696,6 +812,7 @@ class _Inferrer:
             return node
 
         root = walk(root)
+        defs.update(self.extra_defs)
         if defs:
             root["$defs"] = {name: walk(schema) for name, schema in defs.items()}
         return root
@@ -739,12 +856,93 @@ def _with_extras(
     return out
 
 
+def _text_converter(parse: Callable[[str], Any]) -> Converter:
+    def convert(value: Any) -> Any:
+        if value.__class__ is not str:
+            return value  # already the annotated type (a default, or a caller's object)
+        try:
+            return parse(value)
+        except _formats.FormatError as exc:
+            raise ConversionError(str(exc)) from None
+
+    return convert
+
+
+def _is_model_class(tp: Any) -> bool:
+    return (
+        isinstance(tp, type)
+        and callable(getattr(tp, "model_json_schema", None))
+        and callable(getattr(tp, "model_validate", None))
+    )
+
+
+def _model_clean(node: Any, renames: Mapping[str, str]) -> Any:
+    """A model's schema with its references renamed, minus what the validator refuses
+    and what only OpenAPI reads (``discriminator``: the union's branches still decide)."""
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key == "discriminator" and isinstance(value, dict):
+                continue
+            if key == "$ref" and isinstance(value, str):
+                out[key] = renames.get(value, value)
+            else:
+                out[key] = _model_clean(value, renames)
+        return out
+    if isinstance(node, list):
+        return [_model_clean(item, renames) for item in node]
+    return node
+
+
+def _model_converter(cls: Any) -> Converter:
+    def convert(value: Any) -> Any:
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls.model_validate(value)
+        except Exception as exc:
+            raise ConversionError(_model_problem(cls, exc)) from None
+
+    return convert
+
+
+def _model_problem(cls: Any, exc: Exception) -> str:
+    """A model's refusal in one line: pydantic's errors() when offered, else its text."""
+    listed = getattr(exc, "errors", None)
+    details: list[str] = []
+    if callable(listed):
+        try:
+            for error in listed()[:5]:
+                where = ".".join(str(part) for part in error.get("loc", ()))
+                message = str(error.get("msg", "invalid"))
+                details.append(f"{where}: {message}" if where else message)
+        except Exception:
+            details = []
+    text = "; ".join(details) if details else (str(exc).splitlines() or [type(exc).__name__])[0]
+    return f"not a valid {cls.__name__} ({text})"
+
+
+def _locate(convert: Converter, items: Iterable[tuple[str | int, Any]]) -> NoReturn:
+    """Re-run a failed conversion item by item to say where it failed (the failure path
+    only: the happy path carries no bookkeeping), then raise it with that place."""
+    for where, item in items:
+        try:
+            convert(item)
+        except ConversionError as exc:
+            exc.path.insert(0, where)
+            raise
+    raise ConversionError("a value could not be converted")
+
+
 def _list_converter(convert: Converter | None) -> Converter | None:
     if convert is None:
         return None
 
     def each(value: Any) -> Any:
-        out = [convert(item) for item in value]
+        try:
+            out = [convert(item) for item in value]
+        except ConversionError:
+            _locate(convert, enumerate(value))
         return value if all(new is old for new, old in zip(out, value, strict=True)) else out
 
     return each
@@ -753,13 +951,27 @@ def _list_converter(convert: Converter | None) -> Converter | None:
 def _collection_converter(kind: Callable[[Any], Any], convert: Converter | None) -> Converter:
     if convert is None:
         return kind
-    return lambda value: kind(convert(item) for item in value)
+
+    def each(value: Any) -> Any:
+        try:
+            return kind(convert(item) for item in value)
+        except ConversionError:
+            _locate(convert, enumerate(value))
+
+    return each
 
 
 def _dict_converter(convert: Converter | None) -> Converter | None:
     if convert is None:
         return None
-    return lambda value: {key: convert(item) for key, item in value.items()}
+
+    def each(value: Any) -> Any:
+        try:
+            return {key: convert(item) for key, item in value.items()}
+        except ConversionError:
+            _locate(convert, value.items())
+
+    return each
 
 
 def _matcher(member: Any, schema: Mapping[str, Any]) -> Callable[[Any], bool]:
@@ -793,7 +1005,17 @@ def _matcher(member: Any, schema: Mapping[str, Any]) -> Callable[[Any], bool]:
         )
     if kind == "array":
         return lambda value: isinstance(value, list)
+    if kind == "string":
+        return lambda value: isinstance(value, str)
     return lambda value: True
+
+
+def _fails(convert: Converter, item: Any) -> bool:
+    try:
+        convert(item)
+    except ConversionError:
+        return True
+    return False
 
 
 def _union_converter(
@@ -805,9 +1027,15 @@ def _union_converter(
     def convert(value: Any) -> Any:
         if value is None:
             return None
+        refused: ConversionError | None = None
         for matches, each in branches:
             if matches(value):
-                return each(value)
+                try:
+                    return each(value)
+                except ConversionError as exc:  # e.g. date | datetime: the next may read it
+                    refused = refused or exc
+        if refused is not None:
+            raise refused
         return value
 
     return convert
@@ -925,16 +1153,28 @@ def infer(
     where = describe_callable(fn)
     params = _parameters(fn, where)
     target: Any = fn
+    fixed: tuple[str, ...] = ()
     if isinstance(fn, functools.partial):
         target = fn.func
+        # What the partial binds by keyword is the tool's own business: never shown to a
+        # model (a bound api_key would leak as a "default") and never set by one.
+        fixed = tuple(fn.keywords)
+        params = [param for param in params if param.name not in fn.keywords]
     elif not (inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, type)):
         target = type(fn).__call__  # a callable object: its annotations are on __call__
     hints = _function_hints(target, where, localns, need=schema is None)
     globalns = getattr(inspect.unwrap(target), "__globals__", None)
-    doc = fn.__doc__ if inspect.isfunction(fn) else inspect.getdoc(fn)
+    if inspect.isfunction(fn):
+        doc = fn.__doc__
+    elif isinstance(fn, functools.partial):
+        doc = inspect.getdoc(target)  # not the docstring of functools.partial itself
+    else:
+        doc = inspect.getdoc(fn)
     if not doc and target is not fn:
         doc = inspect.getdoc(target)  # a callable object documents its __call__
     description, documented = parse_docstring(doc)
+    output, wrapped = _output_schema(hints.get("return"), where, localns, globalns)
+    extra: dict[str, Any] = {"fixed": fixed, "output_schema": output, "output_wrapped": wrapped}
 
     ctx_param: _Param | None = None
     others: list[_Param] = []
@@ -962,8 +1202,71 @@ def infer(
         and params[0] is others[0]
         and (schema is not None or _is_object_annotation(hints.get("args", Any)))
     ):
-        return _contract(others[0], hints, where, schema, description, localns, ctx, globalns)
-    return _keyword(others, hints, documented, where, schema, description, localns, ctx, globalns)
+        signature = _contract(others[0], hints, where, schema, description, localns, ctx,
+                              globalns)
+    else:
+        signature = _keyword(others, hints, documented, where, schema, description, localns,
+                             ctx, globalns)
+    return dataclasses.replace(signature, **extra)
+
+
+def _mentions(annotation: Any, names: frozenset[str], depth: int = 0) -> bool:
+    if depth > 16:
+        return False
+    if getattr(annotation, "__name__", None) in names:
+        return True
+    if isinstance(annotation, str):
+        return any(name in annotation for name in names)
+    return any(_mentions(arg, names, depth + 1) for arg in typing.get_args(annotation))
+
+
+# A return annotation naming one of these says nothing about the structured output.
+_NOT_OUTPUT = frozenset({"ToolResult", "Awaitable", "Coroutine", "Iterator", "Generator",
+                         "AsyncIterator", "AsyncGenerator", "Iterable", "NoReturn", "Never"})
+
+
+def _output_schema(
+    annotation: Any,
+    where: str,
+    localns: Callable[[], Mapping[str, Any] | None] | None,
+    globalns: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any] | None, bool]:
+    """The output schema a return annotation promises: ``(schema, wrapped)``, or
+    ``(None, False)`` when it promises none (no annotation, ``None``, ``Any``, ``str``, a
+    :class:`ToolResult`) or none can be inferred (the tool then simply has no output
+    schema: a return annotation never stops a tool from being defined).
+
+    A value that is not a JSON object is wrapped, as MCP requires an object:
+    ``-> int`` gives ``{"type": "object", "properties": {"result": {"type": "integer"}},
+    "required": ["result"]}``.
+    """
+    if annotation is None or annotation is Any or annotation is object or annotation is str:
+        return None, False  # a str is the text content itself: nothing to structure
+    if annotation is _NONE_TYPE or _mentions(annotation, _NOT_OUTPUT):
+        return None, False
+    inferrer = _Inferrer(where, _scope(localns), globalns)
+    inferrer.mode = "serialization"
+    try:
+        schema, _ = inferrer.infer(annotation)
+        schema = inferrer.finish(schema)
+    except Exception:  # _Unsupported, or a class whose schema cannot be read
+        return None, False
+    if "$ref" in schema and "$defs" in schema and len(schema) == 2:
+        defs = schema["$defs"]
+        target = defs.get(schema["$ref"].rsplit("/", 1)[-1])
+        if isinstance(target, dict) and target.get("type") == "object":
+            schema = {**target, "$defs": defs}
+    if schema.get("type") == "object":
+        return schema, False
+    defs = schema.pop("$defs", None)
+    wrapped: dict[str, Any] = {
+        "type": "object",
+        "properties": {OUTPUT_WRAPPER: schema},
+        "required": [OUTPUT_WRAPPER],
+    }
+    if defs:
+        wrapped["$defs"] = defs
+    return wrapped, True
 
 
 def _is_object_annotation(annotation: Any) -> bool:
@@ -975,6 +1278,7 @@ def _is_object_annotation(annotation: Any) -> bool:
         or typing.get_origin(annotation) in _MAPPING_ORIGINS
         or _is_typeddict(annotation)
         or _is_dataclass_type(annotation)
+        or _is_model_class(annotation)
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import enum
+import functools
 import inspect
 import json
 import sys
@@ -25,6 +26,8 @@ from .context import ToolContext
 from .errors import OperationCancelledError
 from .result import STRUCTURED_KEY, ToolResult
 from .schema import (
+    OUTPUT_WRAPPER,
+    ConversionError,
     Signature,
     _int_from_float,
     describe_callable,
@@ -47,7 +50,14 @@ def _json_extra(value: Any) -> Any:
         return value.value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+    if isinstance(value, (set, frozenset)):
+        try:
+            return sorted(value)  # a stable order: the same set gives the same text
+        except TypeError:
+            return list(value)
+    from ._formats import to_json  # datetimes, UUIDs, paths, decimals, bytes, models
+
+    return to_json(value)
 
 
 _encode_extra = json.JSONEncoder(
@@ -55,6 +65,7 @@ _encode_extra = json.JSONEncoder(
 ).encode
 
 _EMPTY_OK = ToolResult("")
+_MISSING: Any = object()
 
 
 def _freeze_schema(value: Any) -> Any:
@@ -109,6 +120,12 @@ class Tool:
         annotations: MCP hints (``readOnlyHint``, ``destructiveHint``,
             ``idempotentHint``, ``openWorldHint``), or None.
 
+    With an ``output_schema`` (declared, or inferred by :func:`tool` from the return
+    annotation), every successful result carries its JSON value as
+    ``metadata["structuredContent"]`` and is checked against the schema: a value that
+    does not match becomes an error result naming the path. An inferred schema for a
+    value that is not an object wraps it: ``{"result": value}``.
+
     Example::
 
         >>> @tool
@@ -135,6 +152,9 @@ class Tool:
     _prepare: Callable[[Any], Any] | None = field(init=False, repr=False, compare=False)
     _prefix: str = field(init=False, repr=False, compare=False)
     _is_async: bool = field(init=False, repr=False, compare=False)
+    _fixed: frozenset[str] = field(init=False, repr=False, compare=False)
+    _wrapped: bool = field(init=False, repr=False, compare=False)
+    _output_check: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -166,13 +186,21 @@ class Tool:
             set_(self, "_errors", self._compile_on_first_use)
         else:
             set_(self, "_errors", _compile_validator(self.input_schema))
-        if self.output_schema is not None:
-            if not isinstance(self.output_schema, Mapping):
+        output = self.output_schema
+        set_(self, "_output_check", None)
+        set_(self, "_wrapped", False)
+        if output is not None:
+            if not isinstance(output, Mapping):
                 raise TypeError(
                     f"output_schema of tool {self.name!r} must be a JSON Schema object or None"
                 )
-            _compile_validator(self.output_schema)
-            set_(self, "output_schema", freeze(self.output_schema))
+            from .validation import Validator
+
+            set_(self, "_output_check", Validator(output))
+            set_(self, "_wrapped", signature is not None and signature.output_wrapped
+                 and output == signature.output_schema)
+            set_(self, "output_schema", _freeze_schema(output))
+        set_(self, "_fixed", frozenset(signature.fixed) if signature is not None else frozenset())
         if self.annotations is not None:
             if not isinstance(self.annotations, Mapping):
                 raise TypeError(f"annotations of tool {self.name!r} must be a mapping or None")
@@ -213,6 +241,8 @@ class Tool:
             value = self._invoke(self.fn, args, ctx)
             if self._is_async or inspect.isawaitable(value):
                 value = _run_to_completion(value)
+        except ConversionError as exc:
+            return self._unconvertible(exc)
         except OperationCancelledError as exc:
             return ToolResult(f"cancelled: {exc}", True)
         except Exception as exc:
@@ -227,6 +257,13 @@ class Tool:
         """The arguments as the function will see them, or the error result refusing them."""
         if args is None:
             args = {}
+        if self._fixed and not self._fixed.isdisjoint(args):
+            names = ", ".join(sorted(self._fixed.intersection(args)))
+            return args, ToolResult(
+                f"{self._prefix}{names}: set by the tool itself and cannot be given; "
+                "leave it out",
+                True,
+            )
         prepare = self._prepare
         if prepare is not None:
             args = prepare(args)
@@ -254,11 +291,19 @@ class Tool:
             value = self._invoke(self.fn, args, ctx)
             if inspect.isawaitable(value):
                 value = await value
+        except ConversionError as exc:
+            return self._unconvertible(exc)
         except OperationCancelledError as exc:
             return ToolResult(f"cancelled: {exc}", True)
         except Exception as exc:
             return self._failed(exc)
         return self._normalise(value)
+
+    def _unconvertible(self, exc: ConversionError) -> ToolResult:
+        from .validation import _format_path
+
+        where = _format_path(tuple(exc.path))
+        return ToolResult(f"{self._prefix}{where + ': ' if where else ''}{exc.problem}", True)
 
     def _failed(self, exc: BaseException) -> ToolResult:
         # The traceback is for the developer's logs, never for the model.
@@ -266,6 +311,48 @@ class Tool:
         return ToolResult(str(exc) or type(exc).__name__, True)
 
     def _normalise(self, value: Any) -> ToolResult:
+        result = self._plain(value)
+        if self._output_check is None or result.is_error:
+            return result
+        return self._checked(result, value)
+
+    def _checked(self, result: ToolResult, value: Any) -> ToolResult:
+        """The result with its structured content, checked against the output schema."""
+        metadata = result.metadata
+        structured = _MISSING if metadata is None else metadata.get(STRUCTURED_KEY, _MISSING)
+        if value is None or value.__class__ is str:
+            structured = value
+        elif structured is _MISSING:  # a ToolResult without it: read its text as JSON
+            try:
+                structured = json.loads(result.output)
+            except ValueError:
+                structured = result.output if self._wrapped else _MISSING
+        if structured is _MISSING:
+            return ToolResult(
+                f"tool {self.name!r} declares an output schema but returned text that is not "
+                "JSON; return the value itself, or a ToolResult with "
+                "metadata={'structuredContent': ...}",
+                True,
+            )
+        if self._wrapped:
+            structured = {OUTPUT_WRAPPER: structured}
+        check = self._output_check
+        if not check.is_valid(structured):
+            problems = "; ".join(check.errors(structured))
+            _log.warning("tool %r returned output outside its output schema: %s",
+                         self.name, problems)
+            return ToolResult(
+                f"tool {self.name!r} returned output that does not match its output schema: "
+                f"{problems}; fix the tool's return value or its output_schema",
+                True,
+            )
+        if metadata is not None and metadata.get(STRUCTURED_KEY, _MISSING) is structured:
+            return result
+        return ToolResult(result.output, False, FrozenDict(
+            {**(metadata or {}), STRUCTURED_KEY: _freeze_json(structured)}
+        ))
+
+    def _plain(self, value: Any) -> ToolResult:
         kind = value.__class__
         if kind is ToolResult:
             return value  # type: ignore[no-any-return]
@@ -415,13 +502,17 @@ def _build_invoke(sig: Signature) -> Invoke:
         for key, each in converters:
             if key in args:
                 old = args[key]
-                new = each(old)
+                try:
+                    new = each(old)
+                except ConversionError as exc:
+                    exc.path.insert(0, key)
+                    raise
                 if new is not old:
                     if kwargs is args:
                         kwargs = dict(args)
                     kwargs[key] = new
         if extra is not None:
-            kwargs = {key: (value if key in named else extra(value))
+            kwargs = {key: (value if key in named else _converted(extra, key, value))
                       for key, value in kwargs.items()}
         if ctx_name is not None and not (ctx is None and ctx_has_default):
             kwargs = {**kwargs, ctx_name: ctx or ToolContext()}
@@ -432,6 +523,14 @@ def _build_invoke(sig: Signature) -> Invoke:
         return fn(**kwargs)
 
     return keyword
+
+
+def _converted(convert: Callable[[Any], Any], key: str, value: Any) -> Any:
+    try:
+        return convert(value)
+    except ConversionError as exc:
+        exc.path.insert(0, key)
+        raise
 
 
 Strip = Callable[[Any], Any]
@@ -709,7 +808,8 @@ def _make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
     )
     name = options["name"]
     if name is None:
-        name = getattr(fn, "__name__", None) or type(fn).__name__
+        named = fn.func if isinstance(fn, functools.partial) else fn
+        name = getattr(named, "__name__", None) or type(named).__name__
     description = options["description"]
     if description is None:
         description = signature.description
@@ -718,13 +818,16 @@ def _make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
             f"cannot name a tool after {describe_callable(fn)}: give it a name with "
             "@tool(name='...')"
         )
+    output_schema = options["output_schema"]
+    if output_schema is None:
+        output_schema = signature.output_schema
     return Tool(
         name,
         description,
         signature.schema,
         fn,
         title=options["title"],
-        output_schema=options["output_schema"],
+        output_schema=output_schema,
         annotations=hints or None,
         _signature=signature,
     )
