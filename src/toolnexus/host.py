@@ -1172,11 +1172,13 @@ class Host:
     ) -> TurnResult:
         """Run the tool calls of one model turn concurrently.
 
-        ``calls`` is what the provider returned: for ``style="openai"`` the chat message's
-        ``tool_calls`` (``{"id", "type": "function", "function": {"name", "arguments"}}``;
-        the whole assistant message is accepted too); for ``style="anthropic"`` the
-        response's content blocks (``{"type": "tool_use", "id", "name", "input"}``; other
-        blocks are skipped; the whole message is accepted too).
+        ``calls`` is what the provider returned, as plain dicts or the SDK's own objects:
+        for ``style="openai"`` (Chat Completions) the message's ``tool_calls`` (or the whole
+        message); for ``"responses"`` the Responses API ``output`` items (or the whole
+        response; ``function_call`` items are run, others skipped); for ``"anthropic"`` the
+        content blocks (or the whole message; ``tool_use`` blocks are run); for
+        ``"gemini"`` the candidate's parts, its content or the whole response
+        (``functionCall`` parts are run), or ``response.function_calls``.
 
         Returns a :class:`TurnResult`. When calls suspend (no ``wait_for``), its ``pending``
         is the first suspension in call order and its ``messages`` stay empty until

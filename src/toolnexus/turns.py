@@ -16,22 +16,26 @@ from typing import Any
 from . import _wire
 from ._frozen import sealed
 from .errors import WireFormatError
+from .parts import EXTENSIONS, Part
 from .result import ToolResult
 from .suspension import Request
 
 __all__ = ["STYLES", "Style", "TurnCall", "TurnResult", "TurnStyle", "parse_calls", "style_of"]
 
 Style = str
-"""A key of :data:`STYLES`: ``"openai"`` or ``"anthropic"``."""
+"""A key of :data:`STYLES`: ``"openai"``, ``"responses"``, ``"anthropic"`` or ``"gemini"``."""
 
 ParsedCall = tuple[str, str, Any]
 """``(call_id, name, arguments)`` of one tool call, as the provider sent them."""
 
 
-def _get(obj: Any, key: str) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(key)
-    return getattr(obj, key, None)
+def _get(obj: Any, key: str, *aliases: str) -> Any:
+    """``obj[key]`` for a dict, ``obj.key`` for an SDK object; the first alias found else."""
+    for name in (key, *aliases):
+        value = obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+        if value is not None:
+            return value
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,15 +45,93 @@ class TurnStyle:
     Attributes:
         unwrap: the provider's whole response message -> its list of tool calls, or the
             value unchanged when it already is that list.
-        read_call: one item of that list -> ``(id, name, arguments)`` before checks, or
-            ``None`` for an item that is not a tool call (skipped). ``where`` names the item
-            in error messages.
+        read_call: one item of that list and its index -> ``(id, name, arguments)`` before
+            checks, or ``None`` for an item that is not a tool call (skipped).
         render: the calls of a complete turn -> the messages to append to the conversation.
     """
 
     unwrap: Callable[[Any], Any]
-    read_call: Callable[[Any, str], tuple[Any, Any, Any] | None]
+    read_call: Callable[[Any, int], tuple[Any, Any, Any] | None]
     render: Callable[[tuple[TurnCall, ...]], list[dict[str, Any]]]
+
+
+# --------------------------------------------------------------------------- parts (§8A)
+#
+# A positive allowlist per (style, part type): a part gets the block its style defines for
+# it, or the family's placeholder text ("[unsupported <type> part (<mime>, <n> bytes)]") in
+# the style's text channel. A block off the list never reaches the wire: providers often
+# accept an unknown block with HTTP 200 and silently drop it.
+
+_OPENAI_AUDIO_FORMATS = {"audio/mpeg": "mp3", "audio/mp3": "mp3", "audio/wav": "wav",
+                         "audio/x-wav": "wav", "audio/wave": "wav"}
+_ANTHROPIC_IMAGES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+# Gemini's documented media for a multimodal function response.
+_GEMINI_MEDIA = frozenset({"image/png", "image/jpeg", "image/webp", "application/pdf",
+                           "text/plain"})
+_FILE_EXTENSIONS = {mime: ext for ext, (_, mime) in EXTENSIONS.items()}
+
+
+def _filename(part: Part) -> str:
+    if part.name:
+        return part.name
+    extension = _FILE_EXTENSIONS.get(part.mime_type or "")
+    return f"file.{extension}" if extension else "file"
+
+
+def _openai_block(part: Part) -> dict[str, Any] | None:
+    """A Chat Completions user content part for ``part``, or None (placeholder)."""
+    if part.type == "image":
+        return {"type": "image_url", "image_url": {"url": part.url or part.data_url}}
+    if part.data is None:
+        return None  # file and audio are bytes only: no URL form
+    if part.type == "file":
+        return {"type": "file", "file": {"filename": _filename(part), "file_data": part.data_url}}
+    if part.type == "audio" and part.mime_type in _OPENAI_AUDIO_FORMATS:
+        return {"type": "input_audio",
+                "input_audio": {"data": part.data, "format": _OPENAI_AUDIO_FORMATS[part.mime_type]}}
+    return None
+
+
+def _responses_block(part: Part) -> dict[str, Any]:
+    """A Responses ``function_call_output`` content item for ``part``."""
+    if part.type == "text":
+        return {"type": "input_text", "text": part.text}
+    if part.type == "image":
+        return {"type": "input_image", "image_url": part.url or part.data_url}
+    if part.type == "file":
+        if part.url is not None:
+            return {"type": "input_file", "file_url": part.url}
+        return {"type": "input_file", "filename": _filename(part), "file_data": part.data_url}
+    return {"type": "input_text", "text": part.placeholder()}  # no audio in tool output
+
+
+def _anthropic_block(part: Part) -> dict[str, Any]:
+    """An Anthropic ``tool_result`` content block for ``part``."""
+    if part.type == "text":
+        return {"type": "text", "text": part.text}
+    if part.url is not None:
+        source: dict[str, Any] = {"type": "url", "url": part.url}
+    else:
+        source = {"type": "base64", "media_type": part.mime_type, "data": part.data}
+    if part.type == "image" and (part.url is not None or part.mime_type in _ANTHROPIC_IMAGES):
+        return {"type": "image", "source": source}
+    if part.type == "file" and part.mime_type == "application/pdf":
+        return {"type": "document", "source": source}
+    if part.type == "file" and part.mime_type == "text/plain" and part.data is not None:
+        text = part.to_bytes().decode("utf-8", errors="replace")
+        return {"type": "document",
+                "source": {"type": "text", "media_type": "text/plain", "data": text}}
+    # Anthropic defines no audio block; other media types are refused by the API.
+    return {"type": "text", "text": part.placeholder()}
+
+
+def _gemini_block(part: Part) -> dict[str, Any] | None:
+    """A Gemini ``functionResponse.parts`` entry for ``part``, or None (placeholder)."""
+    if part.data is not None and part.type in ("image", "file") \
+            and part.mime_type in _GEMINI_MEDIA:
+        return {"inlineData": {"mimeType": part.mime_type, "data": part.data}}
+    # The Gemini API takes no fileData (URL) in a function response, and no audio.
+    return None
 
 
 # --------------------------------------------------------------------------- openai
@@ -60,19 +142,70 @@ def _openai_unwrap(calls: Any) -> Any:
     return calls if tool_calls is None else tool_calls
 
 
-def _openai_read(item: Any, where: str) -> tuple[Any, Any, Any]:
+def _openai_read(item: Any, index: int) -> tuple[Any, Any, Any]:
     function = _get(item, "function")
     if function is None:
-        raise WireFormatError(where, "function", "is missing; expected an object "
-                              'like {"name": ..., "arguments": "{...}"}')
+        raise WireFormatError(f"tool call {index}", "function", "is missing; expected an "
+                              'object like {"name": ..., "arguments": "{...}"}')
     return _get(item, "id"), _get(function, "name"), _get(function, "arguments")
 
 
 def _openai_render(calls: tuple[TurnCall, ...]) -> list[dict[str, Any]]:
-    return [
-        {"role": "tool", "tool_call_id": call.id, "content": call.result.output}
-        for call in calls
-    ]
+    # A tool message carries text only: the output, text parts and placeholders. Media go
+    # in one user message after the tool messages, each call's introduced by its id.
+    messages: list[dict[str, Any]] = []
+    media: list[dict[str, Any]] = []
+    for call in calls:
+        result = call.result
+        if not result.parts:
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result.output})
+            continue
+        texts = [{"type": "text", "text": result.output}]
+        blocks = []
+        for part in result.parts:
+            if part.type == "text":
+                texts.append({"type": "text", "text": part.text or ""})
+                continue
+            block = _openai_block(part)
+            if block is None:
+                texts.append({"type": "text", "text": part.placeholder()})
+            else:
+                blocks.append(block)
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": texts})
+        if blocks:
+            media.append({"type": "text", "text": f"Parts of tool call {call.id} ({call.name}):"})
+            media.extend(blocks)
+    if media:
+        messages.append({"role": "user", "content": media})
+    return messages
+
+
+# --------------------------------------------------------------------------- responses
+
+
+def _responses_unwrap(calls: Any) -> Any:
+    if isinstance(calls, (list, tuple)):
+        return calls
+    output = _get(calls, "output")
+    return calls if output is None else output
+
+
+def _responses_read(item: Any, index: int) -> tuple[Any, Any, Any] | None:
+    if _get(item, "type") != "function_call":
+        return None  # messages, reasoning, built-in tool calls
+    return _get(item, "call_id"), _get(item, "name"), _get(item, "arguments")
+
+
+def _responses_render(calls: tuple[TurnCall, ...]) -> list[dict[str, Any]]:
+    items = []
+    for call in calls:
+        result = call.result
+        output: Any = result.output
+        if result.parts:
+            output = [{"type": "input_text", "text": result.output}]
+            output.extend(_responses_block(part) for part in result.parts)
+        items.append({"type": "function_call_output", "call_id": call.id, "output": output})
+    return items
 
 
 # --------------------------------------------------------------------------- anthropic
@@ -85,34 +218,112 @@ def _anthropic_unwrap(calls: Any) -> Any:
     return calls if content is None else content
 
 
-def _anthropic_read(item: Any, where: str) -> tuple[Any, Any, Any] | None:
+def _anthropic_read(item: Any, index: int) -> tuple[Any, Any, Any] | None:
     if _get(item, "type") != "tool_use":
         return None
     return _get(item, "id"), _get(item, "name"), _get(item, "input")
 
 
 def _anthropic_render(calls: tuple[TurnCall, ...]) -> list[dict[str, Any]]:
-    blocks = [
-        {
+    blocks = []
+    for call in calls:
+        result = call.result
+        content: Any = result.output
+        if result.parts:
+            # Anthropic refuses empty text blocks: an empty output is left out.
+            content = [{"type": "text", "text": result.output}] if result.output else []
+            for part in result.parts:
+                block = _anthropic_block(part)
+                if block.get("type") != "text" or block["text"]:
+                    content.append(block)
+        blocks.append({
             "type": "tool_result",
             "tool_use_id": call.id,
-            "content": call.result.output,
-            "is_error": call.result.is_error,
-        }
-        for call in calls
-    ]
+            "content": content,
+            "is_error": result.is_error,
+        })
     return [{"role": "user", "content": blocks}]
+
+
+# --------------------------------------------------------------------------- gemini
+
+_GEMINI_NO_ID = "#"
+
+
+def _gemini_unwrap(calls: Any) -> Any:
+    if isinstance(calls, (list, tuple)):
+        return calls
+    candidates = _get(calls, "candidates")
+    if isinstance(candidates, (list, tuple)):
+        if not candidates:
+            return []
+        calls = _get(candidates[0], "content")
+    parts = _get(calls, "parts")
+    return calls if parts is None else parts
+
+
+def _gemini_read(item: Any, index: int) -> tuple[Any, Any, Any] | None:
+    call = _get(item, "functionCall", "function_call")
+    if call is None:
+        if _get(item, "name") is None or _get(item, "text") is not None:
+            return None  # a text or thought part, not a call
+        call = item  # a bare FunctionCall (response.function_calls)
+    call_id = _get(call, "id")
+    if call_id is None:
+        # The Gemini API may send no ids: it pairs responses by order and name. The turn
+        # still needs one, so the call's position stands in, and is not sent back.
+        call_id = f"{_GEMINI_NO_ID}{index}"
+    arguments = _get(call, "args")
+    return call_id, _get(call, "name"), {} if arguments is None else arguments
+
+
+def _gemini_render(calls: tuple[TurnCall, ...]) -> list[dict[str, Any]]:
+    parts = []
+    for call in calls:
+        result = call.result
+        texts = [result.output]
+        media = []
+        for part in result.parts or ():
+            if part.type == "text":
+                texts.append(part.text or "")
+                continue
+            block = _gemini_block(part)
+            if block is None:
+                texts.append(part.placeholder())
+            else:
+                media.append(block)
+        response: dict[str, Any] = {}
+        if not call.id.startswith(_GEMINI_NO_ID):
+            response["id"] = call.id
+        response["name"] = call.name
+        response["response"] = {"error" if result.is_error else "output": "\n".join(texts)}
+        if media:
+            response["parts"] = media
+        parts.append({"functionResponse": response})
+    return [{"role": "user", "parts": parts}]
 
 
 STYLES: dict[str, TurnStyle] = {
     "openai": TurnStyle(_openai_unwrap, _openai_read, _openai_render),
+    "responses": TurnStyle(_responses_unwrap, _responses_read, _responses_render),
     "anthropic": TurnStyle(_anthropic_unwrap, _anthropic_read, _anthropic_render),
+    "gemini": TurnStyle(_gemini_unwrap, _gemini_read, _gemini_render),
 }
-"""Every turn style, by name. OpenAI: the chat message's ``tool_calls``
-(``{"id", "type": "function", "function": {"name", "arguments"}}``) in, one
-``{"role": "tool", ...}`` message per call out. Anthropic: the response's content blocks
-(``{"type": "tool_use", "id", "name", "input"}``; other blocks skipped) in, one
-``{"role": "user", "content": [tool_result, ...]}`` message out."""
+"""Every turn style, by name.
+
+- ``"openai"`` (Chat Completions): the message's ``tool_calls`` (``{"id", "type":
+  "function", "function": {"name", "arguments"}}``) in; one ``{"role": "tool", ...}``
+  message per call out (plus one ``user`` message carrying media parts).
+- ``"responses"`` (OpenAI Responses API): the response's ``output`` items of type
+  ``function_call`` (``{"call_id", "name", "arguments"}``; others skipped) in; one
+  ``{"type": "function_call_output", "call_id", "output"}`` item per call out.
+- ``"anthropic"``: the response's content blocks (``{"type": "tool_use", "id", "name",
+  "input"}``; others skipped) in; one ``{"role": "user", "content": [tool_result, ...]}``
+  message out.
+- ``"gemini"``: the candidate's parts (``{"functionCall": {"name", "args", "id"?}}``;
+  others skipped) in; one ``{"role": "user", "parts": [{"functionResponse": ...}]}``
+  content out.
+"""
 
 
 def _style_names() -> str:
@@ -145,7 +356,7 @@ def parse_calls(calls: Any, style: str) -> list[ParsedCall]:
     parsed: list[ParsedCall] = []
     for index, item in enumerate(calls):
         where = f"tool call {index}"
-        read = shape.read_call(item, where)
+        read = shape.read_call(item, index)
         if read is None:
             continue
         call_id, name, arguments = read
@@ -168,10 +379,13 @@ class TurnCall:
     """One tool call of a turn and its latest result.
 
     Attributes:
-        id: the provider's call id (``tool_call_id`` / ``tool_use_id``).
+        id: the provider's call id (``tool_call_id``, ``call_id``, ``tool_use_id``, a Gemini
+            ``functionCall.id``; ``"#<n>"``, the call's position, for a Gemini call that
+            came without one — it is not sent back).
         name: the tool the model asked for.
-        arguments: the arguments as the model sent them (OpenAI: JSON text; Anthropic: an
-            object), kept so a suspended call can run again with exactly the same input.
+        arguments: the arguments as the model sent them (OpenAI, Responses: JSON text;
+            Anthropic, Gemini: an object), kept so a suspended call can run again with
+            exactly the same input.
         result: the call's result; a pending result while it waits on a question.
 
     Example::
@@ -200,8 +414,8 @@ class TurnResult:
     and resume it in another process with :meth:`Host.resume_turn`.
 
     Attributes:
-        style: a key of :data:`STYLES` (``"openai"``, ``"anthropic"``): the shape of
-            :attr:`messages`.
+        style: a key of :data:`STYLES` (``"openai"``, ``"responses"``, ``"anthropic"``,
+            ``"gemini"``): the shape of :attr:`messages`.
         calls: every tool call of the turn, in call order, with its latest result.
         error: why the last :meth:`Host.resume_turn` changed nothing (an answer for another
             request, a complete turn), else ``None``.
@@ -257,9 +471,15 @@ class TurnResult:
         """The provider-shaped results to append to the conversation; ``[]`` until the
         turn is complete (so an unbalanced set can never be sent).
 
-        OpenAI: one ``{"role": "tool", "tool_call_id", "content"}`` per call. Anthropic: one
+        OpenAI: one ``{"role": "tool", "tool_call_id", "content"}`` per call, then one
+        ``user`` message with the media parts, if any. Responses: one ``{"type":
+        "function_call_output", "call_id", "output"}`` item per call. Anthropic: one
         ``{"role": "user", "content": [{"type": "tool_result", "tool_use_id", "content",
-        "is_error"}, ...]}``. A fresh list each time: change it freely.
+        "is_error"}, ...]}``. Gemini: one ``{"role": "user", "parts": [{"functionResponse":
+        {"id", "name", "response": {"output" | "error": text}, "parts"}}, ...]}``. Parts
+        become the blocks each style defines for them, or the placeholder text
+        ``[unsupported <type> part (<mimeType>, <bytes> bytes)]``. A fresh list each time:
+        change it freely.
         """
         if not self.is_complete or not self.calls:
             return []
