@@ -398,3 +398,40 @@ def test_the_docstring_examples_in_suspension_run():
     failed, attempted = doctest.testmod(module, optionflags=flags)
     assert attempted > 0
     assert failed == 0, "a docstring example failed (see the output above)"
+
+
+# --- Answer.value: the typed way to read an answer's data ---------------------------------
+
+
+def test_answer_value_returns_the_key_checked_against_its_type():
+    answer = Answer.accept(Request("input", "?", id="pnd-1"), {"env": "prod", "n": 3})
+    assert answer.value("env", str) == "prod"
+    assert answer.value("n", int) == 3
+
+
+def test_answer_value_reads_a_json_integer_as_a_float():
+    answer = Answer.accept(Request("input", "?", id="pnd-1"), {"ratio": 2})
+    ratio = answer.value("ratio", float)
+    assert ratio == 2.0 and isinstance(ratio, float)
+
+
+def test_answer_value_never_takes_a_boolean_for_an_integer():
+    answer = Answer.accept(Request("input", "?", id="pnd-1"), {"n": True})
+    with pytest.raises(ValueError, match=r"^the answer's 'n' is bool True, expected int$"):
+        answer.value("n", int)
+
+
+def test_answer_value_names_a_missing_key_and_what_the_data_has():
+    answer = Answer.accept(Request("input", "?", id="pnd-1"), {"env": "prod"})
+    with pytest.raises(ValueError, match=r"^the answer's data has no 'region' \(it has 'env'\)$"):
+        answer.value("region", str)
+    declined = Answer.decline(Request("input", "?", id="pnd-1"))
+    with pytest.raises(ValueError, match=r"has no 'env' \(it has nothing\)"):
+        declined.value("env", str)
+
+
+def test_answer_value_falls_back_to_a_default_only_when_the_key_is_missing():
+    answer = Answer.accept(Request("input", "?", id="pnd-1"), {"env": 7})
+    assert answer.value("region", str, "eu") == "eu"
+    with pytest.raises(ValueError, match=r"the answer's 'env' is int 7, expected str"):
+        answer.value("env", str, "staging")

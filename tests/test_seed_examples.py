@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 # --- the code as docs/context-and-cancellation.md and docs/results-and-suspension.md show it ---
 
 
-def crunch(args, ctx=None):
+def crunch(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
     done = 0
     for _ in range(args["steps"]):
         if ctx is not None and ctx.is_cancelled:
@@ -28,7 +29,7 @@ def crunch(args, ctx=None):
     return ToolResult.ok(f"completed {done} step(s)")
 
 
-def fetchish(args, ctx=None):
+def fetchish(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
     # None means unset: use your own default.
     budget = ctx.timeout_ms if ctx is not None and ctx.timeout_ms is not None else 30_000
     if budget < 100:
@@ -36,13 +37,13 @@ def fetchish(args, ctx=None):
     return ToolResult.ok(f"fetched {args['url']} within {budget}ms")
 
 
-def deploy(args, ctx=None):
+def deploy(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
     # Second pass: the question was resolved and the answer handed back.
     answer = ctx.answer if ctx is not None else None
     if answer is not None:
         if not answer.ok:
             return ToolResult.error(f"declined: {answer.reason or 'no reason'}")
-        env = (answer.data or {}).get("env", "unknown")
+        env = answer.value("env", str, "unknown")  # the answer's data, typed and checked
         return ToolResult.ok(f"deployed to {env}")
     # First pass: park the run and ask.
     return ToolResult.pending(Request("input", "Which environment?"))

@@ -80,7 +80,7 @@ def deploy(ctx: ToolContext | None = None) -> ToolResult:
     if answer is not None:
         if not answer.ok:
             return ToolResult.error(f"declined: {answer.reason or 'no reason'}")
-        env = (answer.data or {}).get("env", "unknown")
+        env = answer.value("env", str, "unknown")
         return ToolResult.ok(f"deployed to {env}")
     return ToolResult.pending(
         Request("input", "Which environment?", data={"schema": ENVIRONMENT_SCHEMA})

@@ -18,7 +18,9 @@ from .errors import WireFormatError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
-    from typing import Any
+    from typing import Any, TypeVar
+
+    _T = TypeVar("_T")
 
 __all__ = ["Answer", "Request", "new_request_id", "parse_rfc3339"]
 
@@ -313,6 +315,44 @@ class Answer:
             Answer(id='pnd-1', ok=False, data=None, reason='expired')
         """
         return cls(_request_id(request), False, None, reason)
+
+    def value(self, key: str, kind: type[_T], default: _T | None = None) -> _T:
+        """``data[key]``, checked to be a ``kind`` — the typed way for a tool to read an answer.
+
+        ``data`` is a ``Mapping[str, Any] | None`` (JSON from a person or a client), so
+        ``answer.data["env"]`` neither type-checks nor says what went wrong when the key is
+        missing. A JSON number is a ``float`` too; a boolean is never an ``int``. ``default``
+        is returned when the data has no such key.
+
+        Raises ``ValueError`` naming the key and what was there when the data has no such
+        key (and no ``default`` is given) or holds another type (in a tool, that becomes an
+        error result).
+
+        Example::
+
+            >>> req = Request("input", "Which environment?", id="pnd-1")
+            >>> Answer.accept(req, {"env": "staging"}).value("env", str)
+            'staging'
+            >>> Answer.accept(req).value("env", str, "unknown")
+            'unknown'
+        """
+        data = self.data or {}
+        if key not in data:
+            if default is not None:
+                return default
+            have = ", ".join(repr(k) for k in data) or "nothing"
+            raise ValueError(f"the answer's data has no {key!r} (it has {have})")
+        found = data[key]
+        if kind is float and isinstance(found, int) and not isinstance(found, bool):
+            found = float(found)
+        if not isinstance(found, kind) or (
+            isinstance(found, bool) and kind is not bool and kind is not object
+        ):
+            raise ValueError(
+                f"the answer's {key!r} is {type(found).__name__} {found!r}, "
+                f"expected {kind.__name__}"
+            )
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form: keys ``id, ok, data, reason``, unset omitted.
