@@ -1,0 +1,1238 @@
+"""ECMA-262 regular expressions for JSON Schema ``pattern``, on the stdlib, that cannot stall.
+
+This module owns what a schema ``pattern`` means and how it is run. :func:`compile_pattern`
+parses the pattern as ECMA-262 with the ``u`` flag (what JSON Schema prescribes), refuses
+an ECMA syntax error at once (:class:`EcmaPatternError`, with the pattern, the position
+and a fix), and returns a predicate with JSON Schema semantics: an unanchored search.
+
+Semantics (ECMA, not Python ``re``): ``^``/``$`` only at the very start/end of the string
+(never multiline, ``$`` never before a trailing newline); ``\\d`` is ``[0-9]``, ``\\w`` is
+``[A-Za-z0-9_]`` and ``\\b``/``\\B`` use it; ``\\s`` is ECMA's WhiteSpace and
+LineTerminator set; ``.`` matches any code point but ``\\n \\r \\u2028 \\u2029``;
+``\\p{…}``/``\\P{…}`` take General_Category values by short or long name (``L``,
+``Letter``, ``Nd``, ``digit``, ``gc=Lu``, ``General_Category=Letter``) and the binary
+properties ``Any``, ``ASCII`` and ``Assigned``. Script, Script_Extensions and the other
+binary properties need Unicode data that :mod:`unicodedata` lacks and are refused with a
+message saying so. Python-only syntax (``(?P<…>)``, ``\\A``, ``\\Z``, inline flags) is an
+ECMA syntax error under the ``u`` flag and is refused, never reinterpreted.
+
+No stall — the design. A check on caller input must not hold the interpreter past a bound,
+and Python's ``re`` holds the GIL for as long as it backtracks. So a pattern runs on one of
+two engines, chosen once when it is compiled:
+
+* ``re`` (C speed), only for patterns that are *deterministic with one character of
+  lookahead*: at every choice point (an alternation, or a quantifier that may repeat or
+  stop) the sets of characters each option can start with — plus, for an option that can
+  match empty, what may follow it — are pairwise disjoint, and no option of a loop can
+  match empty. Then along one start position the characters consumed so far fix the path
+  through the pattern, each rejected option fails on its first character, and ``re``
+  does O(n·m) work for an input of n characters and a pattern of m nodes. Lookarounds
+  qualify when their bodies have no unbounded quantifier (lookbehinds: fixed width, as
+  ``re`` requires). An unanchored search tries every start position, so a pattern that
+  is not anchored by a leading ``^`` and has an unbounded quantifier costs O(n²·m) on
+  ``re`` (``[a-z]+1`` against 40 000 letters: seconds); such a pattern runs on ``re``
+  only while n²·m stays under a budget of a few milliseconds, and on the linear engine
+  beyond it.
+* a linear engine for everything else: a Thompson NFA simulation in pure Python (every
+  start position at once, a set of states per character), O(n·m) steps — O(n²·m) with
+  lookarounds, each evaluated at most once per position. Being Python bytecode, it lets
+  the interpreter switch threads every few milliseconds, so other calls' deadlines, pings
+  and timers keep their times while it runs, and the host's deadline for the call itself
+  still holds. ``^(a+)+$`` against ``"a"*28 + "!"`` is decided in well under a millisecond.
+
+Backreferences need backtracking: they are accepted only in patterns that pass the
+``re`` test above, and refused otherwise with a message that says why. A pattern whose
+counted repeats would expand the linear engine past :data:`_MAX_STATES` states is refused
+too. Both refusals happen when the schema is built, never while validating.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from typing import TypeAlias
+
+from .errors import ToolnexusError
+
+__all__ = ["EcmaPatternError", "compile_pattern"]
+
+_MAX_CODE_POINT = 0x10FFFF
+# Pseudo characters for the determinism analysis: the end of the input, and "this option
+# can match empty" (two options that both can are never disjoint).
+_END = 0x110000
+_EMPTY = 0x110001
+# The linear engine refuses a pattern that would need more states than this.
+_MAX_STATES = 20_000
+# re runs an unanchored pattern with an unbounded quantifier while n*n*m stays under this
+# (about a millisecond of backtracking in C on a current machine; see the benchmark).
+_QUADRATIC_BUDGET = 4_000_000
+
+
+class EcmaPatternError(ToolnexusError, ValueError):
+    """A ``pattern`` that is not a valid ECMA-262 regular expression, or one this module
+    refuses to run (it could stall a host, or it needs Unicode data Python lacks).
+
+    ``pattern`` is the pattern, ``position`` the offset in it of the fault (``None`` when
+    the whole pattern is at fault), ``reason`` the bare description with the fix.
+
+    Example::
+
+        try:
+            compile_pattern("(?P<year>[0-9]{4})")
+        except EcmaPatternError as exc:
+            assert exc.position == 2
+    """
+
+    def __init__(self, pattern: str, position: int | None, reason: str) -> None:
+        where = f" at position {position}" if position is not None else ""
+        super().__init__(f"pattern {pattern!r}{where}: {reason}")
+        self.pattern = pattern
+        self.position = position
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[EcmaPatternError], tuple[str, int | None, str]]:
+        # Rebuild from the fields, not from the message: errors cross process boundaries.
+        return (type(self), (self.pattern, self.position, self.reason))
+
+
+# --- character sets: sorted, disjoint, non-adjacent inclusive ranges ------------------
+
+_Ranges = tuple[tuple[int, int], ...]
+
+
+def _normalize(ranges: Sequence[tuple[int, int]]) -> _Ranges:
+    merged: list[tuple[int, int]] = []
+    for low, high in sorted(ranges):
+        if merged and low <= merged[-1][1] + 1:
+            if high > merged[-1][1]:
+                merged[-1] = (merged[-1][0], high)
+        else:
+            merged.append((low, high))
+    return tuple(merged)
+
+
+def _complement(ranges: _Ranges) -> _Ranges:
+    out: list[tuple[int, int]] = []
+    next_low = 0
+    for low, high in ranges:
+        if low > next_low:
+            out.append((next_low, low - 1))
+        next_low = high + 1
+    if next_low <= _MAX_CODE_POINT:
+        out.append((next_low, _MAX_CODE_POINT))
+    return tuple(out)
+
+
+def _intersects(a: _Ranges, b: _Ranges) -> bool:
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][1] < b[j][0]:
+            i += 1
+        elif b[j][1] < a[i][0]:
+            j += 1
+        else:
+            return True
+    return False
+
+
+def _union(a: _Ranges, b: _Ranges) -> _Ranges:
+    return _normalize(a + b) if a and b else (a or b)
+
+
+_DIGIT: _Ranges = ((0x30, 0x39),)
+_WORD: _Ranges = _normalize([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
+# ECMA WhiteSpace (TAB VT FF SP NBSP ZWNBSP and Space_Separator) plus LineTerminator.
+# Space_Separator has been this set since Unicode 6.3.
+_SPACE: _Ranges = _normalize(
+    [(0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+     (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000),
+     (0xFEFF, 0xFEFF)]
+)  # fmt: skip
+_LINE_TERMINATORS: _Ranges = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
+_DOT: _Ranges = _complement(_LINE_TERMINATORS)
+_ANY: _Ranges = ((0, _MAX_CODE_POINT),)
+
+
+# --- Unicode properties (tables built on first use) ------------------------------------
+
+_GENERAL_CATEGORIES: dict[str, tuple[str, ...]] = {
+    "C": ("Cc", "Cf", "Cs", "Co", "Cn"), "Cc": ("Cc",), "Cf": ("Cf",), "Cn": ("Cn",),
+    "Co": ("Co",), "Cs": ("Cs",),
+    "L": ("Lu", "Ll", "Lt", "Lm", "Lo"), "LC": ("Lu", "Ll", "Lt"), "Ll": ("Ll",),
+    "Lm": ("Lm",), "Lo": ("Lo",), "Lt": ("Lt",), "Lu": ("Lu",),
+    "M": ("Mn", "Mc", "Me"), "Mc": ("Mc",), "Me": ("Me",), "Mn": ("Mn",),
+    "N": ("Nd", "Nl", "No"), "Nd": ("Nd",), "Nl": ("Nl",), "No": ("No",),
+    "P": ("Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po"), "Pc": ("Pc",), "Pd": ("Pd",),
+    "Pe": ("Pe",), "Pf": ("Pf",), "Pi": ("Pi",), "Po": ("Po",), "Ps": ("Ps",),
+    "S": ("Sm", "Sc", "Sk", "So"), "Sc": ("Sc",), "Sk": ("Sk",), "Sm": ("Sm",),
+    "So": ("So",),
+    "Z": ("Zs", "Zl", "Zp"), "Zl": ("Zl",), "Zp": ("Zp",), "Zs": ("Zs",),
+}  # fmt: skip
+# Long names and other aliases of General_Category values (Unicode PropertyValueAliases).
+_CATEGORY_ALIASES: dict[str, str] = {
+    "Other": "C", "Control": "Cc", "cntrl": "Cc", "Format": "Cf", "Unassigned": "Cn",
+    "Private_Use": "Co", "Surrogate": "Cs", "Letter": "L", "Cased_Letter": "LC",
+    "Lowercase_Letter": "Ll", "Modifier_Letter": "Lm", "Other_Letter": "Lo",
+    "Titlecase_Letter": "Lt", "Uppercase_Letter": "Lu", "Mark": "M", "Combining_Mark": "M",
+    "Spacing_Mark": "Mc", "Enclosing_Mark": "Me", "Nonspacing_Mark": "Mn", "Number": "N",
+    "Decimal_Number": "Nd", "digit": "Nd", "Letter_Number": "Nl", "Other_Number": "No",
+    "Punctuation": "P", "punct": "P", "Connector_Punctuation": "Pc",
+    "Dash_Punctuation": "Pd", "Close_Punctuation": "Pe", "Final_Punctuation": "Pf",
+    "Initial_Punctuation": "Pi", "Other_Punctuation": "Po", "Open_Punctuation": "Ps",
+    "Symbol": "S", "Currency_Symbol": "Sc", "Modifier_Symbol": "Sk", "Math_Symbol": "Sm",
+    "Other_Symbol": "So", "Separator": "Z", "Line_Separator": "Zl",
+    "Paragraph_Separator": "Zp", "Space_Separator": "Zs",
+}  # fmt: skip
+_SCRIPT_NAMES = frozenset({"Script", "sc", "Script_Extensions", "scx"})
+_CATEGORY_NAMES = frozenset({"General_Category", "gc"})
+_category_table: dict[str, _Ranges] | None = None
+_property_cache: dict[str, _Ranges] = {}
+
+
+def _categories() -> dict[str, _Ranges]:
+    """Ranges of every two-letter General_Category, from one pass over all code points."""
+    global _category_table
+    if _category_table is None:
+        import unicodedata
+
+        category = unicodedata.category
+        table: dict[str, list[tuple[int, int]]] = {}
+        start, current = 0, category("\x00")
+        for code in range(1, _MAX_CODE_POINT + 2):
+            name = category(chr(code)) if code <= _MAX_CODE_POINT else ""
+            if name != current:
+                table.setdefault(current, []).append((start, code - 1))
+                start, current = code, name
+        _category_table = {name: tuple(ranges) for name, ranges in table.items()}
+    return _category_table
+
+
+def _property(name: str, value: str | None) -> _Ranges | str:
+    """The ranges of ``\\p{name}`` / ``\\p{name=value}``, or a reason it is refused."""
+    key = name if value is None else f"{name}={value}"
+    if key in _property_cache:
+        return _property_cache[key]
+    if value is not None:
+        if name in _SCRIPT_NAMES:
+            return (
+                f"\\p{{{key}}} needs Unicode script data, which Python's unicodedata does "
+                "not have; list the characters in a class instead, e.g. [\\u0370-\\u03ff]"
+            )
+        if name not in _CATEGORY_NAMES:
+            return f"unknown Unicode property {name!r}; use General_Category (gc)"
+        short = _CATEGORY_ALIASES.get(value, value)
+        if short not in _GENERAL_CATEGORIES:
+            return f"unknown General_Category value {value!r}; e.g. L, Letter, Nd, Lu"
+    elif name in ("Any", "ASCII", "Assigned"):
+        if name == "Any":
+            ranges = _ANY
+        elif name == "ASCII":
+            ranges = ((0, 0x7F),)
+        else:
+            ranges = _complement(_categories().get("Cn", ()))
+        _property_cache[key] = ranges
+        return ranges
+    else:
+        short = _CATEGORY_ALIASES.get(name, name)
+        if short not in _GENERAL_CATEGORIES:
+            if name in _SCRIPT_NAMES or name in _CATEGORY_NAMES:
+                return f"\\p{{{name}}} needs a value, e.g. \\p{{{name}=...}}"
+            return (
+                f"\\p{{{name}}} is not a General_Category value this validator supports "
+                "(binary properties other than Any, ASCII and Assigned need Unicode data "
+                "Python's unicodedata does not have); use e.g. \\p{L}, \\p{Nd} or a class"
+            )
+    table = _categories()
+    parts: list[tuple[int, int]] = []
+    for two in _GENERAL_CATEGORIES[short]:
+        parts.extend(table.get(two, ()))
+    ranges = _normalize(parts)
+    _property_cache[key] = ranges
+    return ranges
+
+
+# --- the syntax tree -------------------------------------------------------------------
+
+
+class _Chars:
+    """One code point from a set."""
+
+    __slots__ = ("ranges",)
+
+    def __init__(self, ranges: _Ranges) -> None:
+        self.ranges = ranges
+
+
+class _Seq:
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[_Node]) -> None:
+        self.items = items
+
+
+class _Alt:
+    __slots__ = ("options",)
+
+    def __init__(self, options: list[_Node]) -> None:
+        self.options = options
+
+
+class _Repeat:
+    __slots__ = ("body", "greedy", "high", "low")
+
+    def __init__(self, body: _Node, low: int, high: int | None, greedy: bool) -> None:
+        self.body = body
+        self.low = low
+        self.high = high
+        self.greedy = greedy
+
+
+class _Group:
+    """A capturing group (``index`` from 1) or, with ``index`` None, a plain group."""
+
+    __slots__ = ("body", "index")
+
+    def __init__(self, body: _Node, index: int | None) -> None:
+        self.body = body
+        self.index = index
+
+
+class _Assert:
+    """``^``, ``$``, ``b`` (word boundary) or ``B``."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+
+class _Look:
+    __slots__ = ("ahead", "body", "negative")
+
+    def __init__(self, body: _Node, ahead: bool, negative: bool) -> None:
+        self.body = body
+        self.ahead = ahead
+        self.negative = negative
+
+
+class _Backref:
+    """``\\N`` or ``\\k<name>``; ``forward`` when ECMA makes it always match empty."""
+
+    __slots__ = ("forward", "index")
+
+    def __init__(self, index: int, forward: bool) -> None:
+        self.index = index
+        self.forward = forward
+
+
+_Node: TypeAlias = "_Chars | _Seq | _Alt | _Repeat | _Group | _Assert | _Look | _Backref"
+
+
+# --- the parser (ECMA-262 Pattern grammar, u flag) -------------------------------------
+
+_SYNTAX_CHARACTERS = frozenset("^$\\.*+?()[]{}|/")
+_CONTROL_ESCAPES = {"f": 0x0C, "n": 0x0A, "r": 0x0D, "t": 0x09, "v": 0x0B}
+_CLASS_ESCAPES: dict[str, _Ranges] = {
+    "d": _DIGIT, "D": _complement(_DIGIT), "w": _WORD, "W": _complement(_WORD),
+    "s": _SPACE, "S": _complement(_SPACE),
+}  # fmt: skip
+_HEX = frozenset("0123456789abcdefABCDEF")
+_PYTHON_ONLY_ESCAPES = {
+    "A": "use ^ (a pattern is never multiline)",
+    "Z": "use $ (it matches only at the very end)",
+    "z": "use $ (it matches only at the very end)",
+    "a": "write \\x07",
+    "N": "write the character or a \\u{...} escape",
+    "U": "use \\u{...}",
+    "e": "write \\x1b",
+}
+
+
+class _Parser:
+    def __init__(self, pattern: str) -> None:
+        self.src = pattern
+        self.pos = 0
+        self.group_count, self.names = self._scan_groups()
+        self.opened = 0
+        self.open_groups: list[int] = []
+        self.has_backref = False
+
+    def fail(self, reason: str, position: int | None = None) -> EcmaPatternError:
+        return EcmaPatternError(self.src, self.pos if position is None else position, reason)
+
+    def _scan_groups(self) -> tuple[int, dict[str, int]]:
+        """Count capturing groups and find their names before parsing: ``\\2`` and
+        ``\\k<name>`` may refer to a group that opens later."""
+        src, count, names, i, in_class = self.src, 0, {}, 0, False
+        while i < len(src):
+            char = src[i]
+            if char == "\\":
+                i += 2
+                continue
+            if in_class:
+                in_class = char != "]"
+            elif char == "[":
+                in_class = True
+            elif char == "(":
+                if not src.startswith("?", i + 1):
+                    count += 1
+                elif src.startswith("?<", i + 1) and src[i + 3 : i + 4] not in ("=", "!"):
+                    count += 1
+                    end = src.find(">", i + 3)
+                    if end > 0:
+                        name = src[i + 3 : end]
+                        if name in names:
+                            raise EcmaPatternError(
+                                src, i + 3, f"duplicate group name {name!r}; rename one"
+                            )
+                        names[name] = count
+            i += 1
+        return count, names
+
+    def peek(self, text: str) -> bool:
+        return self.src.startswith(text, self.pos)
+
+    def parse(self) -> _Node:
+        node = self.disjunction()
+        if self.pos < len(self.src):
+            # only an unbalanced ')' stops a disjunction early
+            raise self.fail("unmatched ')'; remove it or escape it as \\)")
+        return node
+
+    def disjunction(self) -> _Node:
+        options = [self.alternative()]
+        while self.peek("|"):
+            self.pos += 1
+            options.append(self.alternative())
+        return options[0] if len(options) == 1 else _Alt(options)
+
+    def alternative(self) -> _Node:
+        items: list[_Node] = []
+        src = self.src
+        while self.pos < len(src) and src[self.pos] not in "|)":
+            items.append(self.term())
+        return items[0] if len(items) == 1 else _Seq(items)
+
+    def term(self) -> _Node:
+        start = self.pos
+        char = self.src[self.pos]
+        atom: _Node
+        if char == "^" or char == "$":
+            self.pos += 1
+            return self.unquantifiable(_Assert(char))
+        if char == "\\" and self.src[self.pos + 1 : self.pos + 2] in ("b", "B"):
+            self.pos += 2
+            return self.unquantifiable(_Assert(self.src[self.pos - 1]))
+        if char == "(":
+            atom = self.group()
+            if isinstance(atom, _Look):
+                return self.unquantifiable(atom)
+        elif char == ".":
+            self.pos += 1
+            atom = _Chars(_DOT)
+        elif char == "[":
+            atom = _Chars(self.character_class())
+        elif char == "\\":
+            atom = self.atom_escape()
+        elif char in "*+?":
+            raise self.fail(f"nothing to repeat before {char!r}; escape it as \\{char}")
+        elif char == "{":
+            if self.quantifier_ahead():
+                raise self.fail("nothing to repeat before '{'; escape it as \\{")
+            raise self.fail("a lone '{' is a syntax error; escape it as \\{")
+        elif char in "]}":
+            raise self.fail(f"a lone {char!r} is a syntax error; escape it as \\{char}")
+        else:
+            self.pos += 1
+            atom = _Chars(((ord(char), ord(char)),))
+        return self.quantified(atom, start)
+
+    def unquantifiable(self, node: _Node) -> _Node:
+        if self.pos < len(self.src) and (
+            self.src[self.pos] in "*+?" or self.quantifier_ahead()
+        ):
+            raise self.fail("an assertion cannot be repeated; remove the quantifier")
+        return node
+
+    def quantifier_ahead(self) -> bool:
+        return re.match(r"\{[0-9]+(?:,[0-9]*)?\}", self.src[self.pos :]) is not None
+
+    def quantified(self, atom: _Node, start: int) -> _Node:
+        if self.pos >= len(self.src):
+            return atom
+        char = self.src[self.pos]
+        high: int | None
+        if char == "*":
+            low, high = 0, None
+            self.pos += 1
+        elif char == "+":
+            low, high = 1, None
+            self.pos += 1
+        elif char == "?":
+            low, high = 0, 1
+            self.pos += 1
+        elif char == "{":
+            found = re.match(r"\{([0-9]+)(,([0-9]*))?\}", self.src[self.pos :])
+            if found is None:
+                raise self.fail("a lone '{' is a syntax error; escape it as \\{")
+            low = int(found.group(1))
+            high = low if found.group(2) is None else (
+                int(found.group(3)) if found.group(3) else None
+            )
+            if high is not None and high < low:
+                raise self.fail(f"numbers out of order in {found.group(0)}; write {{{high},{low}}}")
+            self.pos += found.end()
+        else:
+            return atom
+        greedy = True
+        if self.peek("?"):
+            greedy = False
+            self.pos += 1
+        return _Repeat(atom, low, high, greedy)
+
+    def group(self) -> _Node:
+        start = self.pos
+        self.pos += 1
+        look: tuple[bool, bool] | None = None
+        index: int | None = None
+        if self.peek("?"):
+            for prefix, ahead, negative in (
+                ("?=", True, False), ("?!", True, True), ("?<=", False, False),
+                ("?<!", False, True),
+            ):  # fmt: skip
+                if self.peek(prefix):
+                    look = (ahead, negative)
+                    self.pos += len(prefix)
+                    break
+            else:
+                if self.peek("?:"):
+                    self.pos += 2
+                elif self.peek("?<"):
+                    end = self.src.find(">", self.pos)
+                    name = self.src[self.pos + 2 : end] if end > 0 else ""
+                    if not _is_group_name(name):
+                        raise self.fail(
+                            f"invalid group name {name!r}; a name is an identifier "
+                            "such as (?<year>...)",
+                            self.pos + 2,
+                        )
+                    self.pos = end + 1
+                    self.opened += 1
+                    index = self.opened
+                elif self.peek("?P"):
+                    raise self.fail(
+                        "(?P...) is Python syntax; ECMA-262 names a group (?<name>...) "
+                        "and refers to it with \\k<name>",
+                        start + 1,
+                    )
+                else:
+                    raise self.fail(
+                        "invalid group: ECMA-262 has no inline flags or other (?...) "
+                        "groups here; use (?:...), (?<name>...), (?=...), (?!...), "
+                        "(?<=...) or (?<!...)",
+                        start + 1,
+                    )
+        else:
+            self.opened += 1
+            index = self.opened
+        if index is not None:
+            self.open_groups.append(index)
+        body = self.disjunction()
+        if index is not None:
+            self.open_groups.pop()
+        if not self.peek(")"):
+            raise self.fail("unterminated group; add ')'", start)
+        self.pos += 1
+        if look is not None:
+            return _Look(body, look[0], look[1])
+        return _Group(body, index)
+
+    def backref(self, index: int) -> _Backref:
+        self.has_backref = True
+        # A group that has not closed yet (it opens later, or encloses the reference)
+        # has no value here, and ECMA matches the empty string.
+        forward = index > self.opened or index in self.open_groups
+        return _Backref(index, forward)
+
+    def atom_escape(self) -> _Node:
+        start = self.pos
+        self.pos += 1
+        if self.pos >= len(self.src):
+            raise self.fail("the pattern ends with a lone '\\'; escape it as \\\\", start)
+        char = self.src[self.pos]
+        if char in "123456789":
+            found = re.match(r"[0-9]+", self.src[self.pos :])
+            assert found is not None
+            index = int(found.group(0))
+            if index > self.group_count:
+                raise self.fail(
+                    f"\\{index} refers to group {index}, but the pattern has "
+                    f"{self.group_count}; for the character use \\x or \\u escapes",
+                    start,
+                )
+            self.pos += found.end()
+            return self.backref(index)
+        if char == "k":
+            if not self.peek("k<"):
+                raise self.fail("\\k must be followed by <name>", start)
+            end = self.src.find(">", self.pos)
+            name = self.src[self.pos + 2 : end] if end > 0 else ""
+            if name not in self.names:
+                raise self.fail(f"\\k<{name}> names no group; define (?<{name}>...)", start)
+            self.pos = end + 1
+            return self.backref(self.names[name])
+        return _Chars(self.class_or_char_escape(start, in_class=False))
+
+    def class_or_char_escape(self, start: int, in_class: bool) -> _Ranges:
+        """After a backslash at ``start``: a class escape's set or one character."""
+        src = self.src
+        char = src[self.pos]
+        if char in _CLASS_ESCAPES:
+            self.pos += 1
+            return _CLASS_ESCAPES[char]
+        if char in "pP":
+            return self.property_escape(start)
+        code = self.character_escape(start, in_class)
+        return ((code, code),)
+
+    def character_escape(self, start: int, in_class: bool) -> int:
+        src = self.src
+        char = src[self.pos]
+        self.pos += 1
+        if char in _CONTROL_ESCAPES:
+            return _CONTROL_ESCAPES[char]
+        if char == "c":
+            letter = src[self.pos : self.pos + 1]
+            if letter.isascii() and letter.isalpha():
+                self.pos += 1
+                return ord(letter) % 32
+            raise self.fail("\\c must be followed by a letter A-Z or a-z", start)
+        if char == "0":
+            if src[self.pos : self.pos + 1].isdigit():
+                raise self.fail("octal escapes are not allowed; use \\x or \\u escapes", start)
+            return 0
+        if char == "x":
+            digits = src[self.pos : self.pos + 2]
+            if len(digits) == 2 and set(digits) <= _HEX:
+                self.pos += 2
+                return int(digits, 16)
+            raise self.fail("\\x must be followed by two hex digits", start)
+        if char == "u":
+            return self.unicode_escape(start)
+        if in_class and char == "b":
+            return 0x08
+        if in_class and char == "-":
+            return 0x2D
+        if char in _SYNTAX_CHARACTERS:
+            return ord(char)
+        if char in _PYTHON_ONLY_ESCAPES:
+            raise self.fail(
+                f"\\{char} is not an ECMA-262 escape; {_PYTHON_ONLY_ESCAPES[char]}", start
+            )
+        if in_class and char in "123456789":
+            raise self.fail(f"\\{char} is not allowed in a class; use \\x or \\u escapes", start)
+        raise self.fail(
+            f"\\{char} is not an ECMA-262 escape; write {char!r} without the backslash", start
+        )
+
+    def unicode_escape(self, start: int) -> int:
+        src = self.src
+        if self.peek("{"):
+            end = src.find("}", self.pos)
+            digits = src[self.pos + 1 : end] if end > 0 else ""
+            if digits and set(digits) <= _HEX and int(digits, 16) <= _MAX_CODE_POINT:
+                self.pos = end + 1
+                return int(digits, 16)
+            raise self.fail("\\u{...} needs hex digits of a code point up to 10FFFF", start)
+        digits = src[self.pos : self.pos + 4]
+        if len(digits) != 4 or not set(digits) <= _HEX:
+            raise self.fail("\\u must be followed by four hex digits or {hex}", start)
+        self.pos += 4
+        code = int(digits, 16)
+        # A surrogate pair written as two escapes is one code point under the u flag.
+        if 0xD800 <= code <= 0xDBFF and self.peek("\\u"):
+            low = src[self.pos + 2 : self.pos + 6]
+            if len(low) == 4 and set(low) <= _HEX and 0xDC00 <= int(low, 16) <= 0xDFFF:
+                self.pos += 6
+                return 0x10000 + ((code - 0xD800) << 10) + (int(low, 16) - 0xDC00)
+        return code
+
+    def property_escape(self, start: int) -> _Ranges:
+        negated = self.src[self.pos] == "P"
+        self.pos += 1
+        found = re.match(r"\{([A-Za-z_]+)(?:=([A-Za-z0-9_]+))?\}", self.src[self.pos :])
+        if found is None:
+            raise self.fail("\\p must be followed by {Property} or {Property=Value}", start)
+        ranges = _property(found.group(1), found.group(2))
+        if isinstance(ranges, str):
+            raise self.fail(ranges, start)
+        self.pos += found.end()
+        return _complement(ranges) if negated else ranges
+
+    def character_class(self) -> _Ranges:
+        start = self.pos
+        self.pos += 1
+        negated = self.peek("^")
+        if negated:
+            self.pos += 1
+        parts: list[tuple[int, int]] = []
+        src = self.src
+        while True:
+            if self.pos >= len(src):
+                raise self.fail("unterminated character class; add ']'", start)
+            if src[self.pos] == "]":
+                self.pos += 1
+                break
+            atom_start = self.pos
+            first = self.class_atom()
+            if self.peek("-") and not src.startswith("]", self.pos + 1) and (
+                self.pos + 1 < len(src)
+            ):
+                self.pos += 1
+                second = self.class_atom()
+                if len(first) != 1 or len(second) != 1 or first[0][0] != first[0][1] or (
+                    second[0][0] != second[0][1]
+                ):
+                    raise self.fail(
+                        "a class escape cannot bound a range; escape the '-' as \\-",
+                        atom_start,
+                    )
+                low, high = first[0][0], second[0][0]
+                if low > high:
+                    raise self.fail(
+                        f"range out of order in character class ({chr(low)!r} > "
+                        f"{chr(high)!r}); swap its ends",
+                        atom_start,
+                    )
+                parts.append((low, high))
+            else:
+                parts.extend(first)
+        ranges = _normalize(parts)
+        return _complement(ranges) if negated else ranges
+
+    def class_atom(self) -> _Ranges:
+        src = self.src
+        char = src[self.pos]
+        if char == "\\":
+            start = self.pos
+            self.pos += 1
+            if self.pos >= len(src):
+                raise self.fail("unterminated character class; add ']'", start)
+            return self.class_or_char_escape(start, in_class=True)
+        self.pos += 1
+        return ((ord(char), ord(char)),)
+
+
+def _is_group_name(name: str) -> bool:
+    return bool(name) and name.replace("$", "_").isidentifier()
+
+
+# --- the determinism analysis (may re run it?) -----------------------------------------
+
+# What may follow the whole pattern (or a lookaround's body): its end, where a match is
+# found and nothing is tried any more.
+_AT_END: _Ranges = ((_END, _END),)
+
+
+class _Analysis:
+    """Decides whether ``re`` can run a pattern in O(n·m) per start position."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None  # why re cannot run it, or None
+        self.unbounded = False  # has a quantifier without an upper bound (outside lookarounds)
+
+    def first(self, node: _Node) -> tuple[_Ranges, bool]:
+        """The characters a match of ``node`` can start with, and whether it can be empty."""
+        if isinstance(node, _Chars):
+            return node.ranges, False
+        if isinstance(node, _Seq):
+            out: _Ranges = ()
+            for item in node.items:
+                chars, nullable = self.first(item)
+                out = _union(out, chars)
+                if not nullable:
+                    return out, False
+            return out, True
+        if isinstance(node, _Alt):
+            out, any_nullable = (), False
+            for option in node.options:
+                chars, nullable = self.first(option)
+                out = _union(out, chars)
+                any_nullable = any_nullable or nullable
+            return out, any_nullable
+        if isinstance(node, _Repeat):
+            chars, nullable = self.first(node.body)
+            return chars, nullable or node.low == 0
+        if isinstance(node, _Group):
+            return self.first(node.body)
+        if isinstance(node, _Backref) and not node.forward:
+            return _ANY, True
+        return (), True  # assertions and lookarounds consume nothing
+
+    def check(self, node: _Node, follow: _Ranges, in_look: bool) -> None:
+        """Record in ``reason`` the first choice point whose options overlap."""
+        if self.reason is not None:
+            return
+        if isinstance(node, _Seq):
+            # follow of each item: what the rest of the sequence (then ``follow``) starts with
+            follows: list[_Ranges] = []
+            after = follow
+            for item in reversed(node.items):
+                follows.append(after)
+                chars, nullable = self.first(item)
+                after = _union(chars, after) if nullable else chars
+            for item, item_follow in zip(node.items, reversed(follows), strict=True):
+                self.check(item, item_follow, in_look)
+        elif isinstance(node, _Alt):
+            seen: _Ranges = ()
+            for option in node.options:
+                chars, nullable = self.first(option)
+                if nullable:
+                    chars = _union(chars, _union(follow, ((_EMPTY, _EMPTY),)))
+                if _intersects(seen, chars):
+                    self.reason = "two alternatives can start with the same character"
+                    return
+                seen = _union(seen, chars)
+                self.check(option, follow, in_look)
+        elif isinstance(node, _Repeat):
+            chars, nullable = self.first(node.body)
+            if nullable and node.high != node.low:
+                self.reason = "a repeated or optional group can match the empty string"
+                return
+            if node.high is None:
+                if in_look:
+                    self.reason = "a lookaround contains an unbounded quantifier"
+                    return
+                self.unbounded = True
+            if node.high != node.low and _intersects(chars, follow):
+                self.reason = (
+                    "a quantifier's body can start with a character that may also follow it"
+                )
+                return
+            more = node.high is None or node.high > 1
+            self.check(node.body, _union(chars, follow) if more else follow, in_look)
+        elif isinstance(node, _Group):
+            self.check(node.body, follow, in_look)
+        elif isinstance(node, _Look):
+            if not node.ahead:
+                low, high = _width(node.body)
+                if low != high:
+                    self.reason = "a lookbehind of variable width"
+                    return
+            self.check(node.body, _AT_END, True)
+
+
+def _width(node: _Node) -> tuple[int, int | None]:
+    """The shortest and longest match of ``node`` (None: unbounded or unknown)."""
+    if isinstance(node, _Chars):
+        return 1, 1
+    if isinstance(node, _Seq):
+        low, high = 0, 0  # type: tuple[int, int | None]
+        for item in node.items:
+            a, b = _width(item)
+            low += a
+            high = None if high is None or b is None else high + b
+        return low, high
+    if isinstance(node, _Alt):
+        widths = [_width(option) for option in node.options]
+        highs = [b for _, b in widths]
+        return min(a for a, _ in widths), (
+            None if any(b is None for b in highs) else max(b for b in highs if b is not None)
+        )
+    if isinstance(node, _Repeat):
+        a, b = _width(node.body)
+        return a * node.low, (
+            None if b is None or node.high is None else b * node.high
+        )
+    if isinstance(node, _Group):
+        return _width(node.body)
+    if isinstance(node, _Backref):
+        return 0, None
+    return 0, 0
+
+
+def _anchored(node: _Node) -> bool:
+    """Whether every match must start at position 0 (a leading ``^``)."""
+    if isinstance(node, _Assert):
+        return node.kind == "^"
+    if isinstance(node, _Seq):
+        return bool(node.items) and _anchored(node.items[0])
+    if isinstance(node, _Alt):
+        return all(_anchored(option) for option in node.options)
+    if isinstance(node, _Group):
+        return _anchored(node.body)
+    return False
+
+
+def _size(node: _Node) -> int:
+    if isinstance(node, (_Seq,)):
+        return 1 + sum(_size(item) for item in node.items)
+    if isinstance(node, _Alt):
+        return 1 + sum(_size(option) for option in node.options)
+    if isinstance(node, (_Repeat, _Group, _Look)):
+        return 1 + _size(node.body)
+    return 1
+
+
+# --- translation to Python re ----------------------------------------------------------
+
+
+def _code_text(code: int) -> str:
+    char = chr(code)
+    if char.isascii() and char.isalnum():
+        return char
+    return f"\\U{code:08x}"
+
+
+def _class_text(ranges: _Ranges) -> str:
+    if not ranges:
+        return "(?!)"
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        return _code_text(ranges[0][0])
+    body = "".join(
+        _code_text(low) if low == high else f"{_code_text(low)}-{_code_text(high)}"
+        for low, high in ranges
+    )
+    return f"[{body}]"
+
+
+# Python's \\B never matches in an empty string (ECMA's does), so it is spelled out.
+_PYTHON_ASSERTIONS = {
+    "^": "\\A",
+    "$": "\\Z",
+    "b": "\\b",
+    "B": "(?:(?<=[A-Za-z0-9_])(?=[A-Za-z0-9_])|(?<![A-Za-z0-9_])(?![A-Za-z0-9_]))",
+}
+
+
+def _to_python(node: _Node) -> str:
+    """Python ``re`` source with the same matches (compiled with re.ASCII, for ``\\b``)."""
+    if isinstance(node, _Chars):
+        return _class_text(node.ranges)
+    if isinstance(node, _Seq):
+        return "".join(_to_python(item) for item in node.items)
+    if isinstance(node, _Alt):
+        return "(?:" + "|".join(_to_python(option) for option in node.options) + ")"
+    if isinstance(node, _Repeat):
+        high = "" if node.high is None else str(node.high)
+        lazy = "" if node.greedy else "?"
+        return f"(?:{_to_python(node.body)}){{{node.low},{high}}}{lazy}"
+    if isinstance(node, _Group):
+        body = _to_python(node.body)
+        return f"({body})" if node.index is not None else f"(?:{body})"
+    if isinstance(node, _Assert):
+        return _PYTHON_ASSERTIONS[node.kind]
+    if isinstance(node, _Look):
+        mark = ("=" if not node.negative else "!") if node.ahead else (
+            "<=" if not node.negative else "<!"
+        )
+        return f"(?{mark}{_to_python(node.body)})"
+    # A group without a value matches empty in ECMA; Python's plain \N would fail.
+    return "" if node.forward else f"(?({node.index})\\{node.index})"
+
+
+# --- the linear engine -----------------------------------------------------------------
+
+# Instructions: (opcode, a, b). CHAR a=set index; SPLIT a,b=targets; JMP a=target;
+# ASSERT a=kind; LOOK a=sub-program index, b=(ahead, negative); MATCH.
+_CHAR, _SPLIT, _JMP, _ASSERT, _LOOK, _MATCH = range(6)
+
+
+class _Program:
+    """One NFA: instructions and character sets; lookaround bodies are sub-programs."""
+
+    def __init__(self, owner: _Builder, reverse: bool) -> None:
+        self.code: list[list[object]] = []
+        self.reverse = reverse
+        self.owner = owner
+
+    def emit(self, op: int, a: object = None, b: object = None) -> int:
+        self.code.append([op, a, b])
+        self.owner.states += 1
+        if self.owner.states > _MAX_STATES:
+            raise _TooLarge
+        return len(self.code) - 1
+
+    def compile(self, node: _Node) -> None:
+        if isinstance(node, _Chars):
+            self.emit(_CHAR, self.owner.charset(node.ranges))
+        elif isinstance(node, _Seq):
+            for item in reversed(node.items) if self.reverse else node.items:
+                self.compile(item)
+        elif isinstance(node, _Alt):
+            jumps: list[int] = []
+            for number, option in enumerate(node.options):
+                if number < len(node.options) - 1:
+                    split = self.emit(_SPLIT)
+                    self.code[split][1] = split + 1
+                    self.compile(option)
+                    jumps.append(self.emit(_JMP))
+                    self.code[split][2] = len(self.code)
+                else:
+                    self.compile(option)
+            for jump in jumps:
+                self.code[jump][1] = len(self.code)
+        elif isinstance(node, _Repeat):
+            for _ in range(node.low):
+                self.compile(node.body)
+            if node.high is None:
+                split = self.emit(_SPLIT)
+                self.code[split][1] = split + 1
+                self.compile(node.body)
+                self.emit(_JMP, split)
+                self.code[split][2] = len(self.code)
+            else:
+                splits = []
+                for _ in range(node.high - node.low):
+                    split = self.emit(_SPLIT)
+                    self.code[split][1] = split + 1
+                    splits.append(split)
+                    self.compile(node.body)
+                for split in splits:
+                    self.code[split][2] = len(self.code)
+        elif isinstance(node, _Group):
+            self.compile(node.body)
+        elif isinstance(node, _Assert):
+            self.emit(_ASSERT, node.kind)
+        elif isinstance(node, _Look):
+            sub = self.owner.program(node.body, reverse=not node.ahead)
+            self.emit(_LOOK, sub, (node.ahead, node.negative))
+        elif not node.forward:  # a backreference with a value never gets here
+            raise AssertionError("backreference on the linear engine")
+
+
+class _TooLarge(Exception):
+    """Internal: the NFA would exceed _MAX_STATES."""
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.states = 0
+        self.programs: list[_Program] = []
+        self.sets: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+        self._set_index: dict[_Ranges, int] = {}
+
+    def charset(self, ranges: _Ranges) -> int:
+        if ranges not in self._set_index:
+            self._set_index[ranges] = len(self.sets)
+            self.sets.append((tuple(r[0] for r in ranges), tuple(r[1] for r in ranges)))
+        return self._set_index[ranges]
+
+    def program(self, node: _Node, reverse: bool) -> int:
+        program = _Program(self, reverse)
+        index = len(self.programs)
+        self.programs.append(program)
+        program.compile(node)
+        program.emit(_MATCH)
+        return index
+
+
+def _is_word(text: str, index: int) -> bool:
+    if 0 <= index < len(text):
+        char = text[index]
+        return char.isascii() and (char.isalnum() or char == "_")
+    return False
+
+
+class _LinearMatcher:
+    """Runs the NFA over a string: every start position at once, one state set per
+    character. Shared by threads: all per-call state lives in a :class:`_Run`."""
+
+    engine = "linear"
+
+    def __init__(self, builder: _Builder, main: int) -> None:
+        self.programs = [
+            tuple((op, a, b) for op, a, b in program.code) for program in builder.programs
+        ]
+        self.directions = [-1 if program.reverse else 1 for program in builder.programs]
+        self.sets = builder.sets
+        self.main = main
+
+    def __call__(self, text: str) -> bool:
+        return _Run(self, text).run(self.main, 0, search=True)
+
+    def count_steps(self, text: str) -> tuple[bool, int]:
+        """The verdict and the number of NFA states visited to reach it (for tests)."""
+        state = _Run(self, text)
+        verdict = state.run(self.main, 0, search=True)
+        return verdict, state.steps
+
+
+class _Run:
+    """One call of a :class:`_LinearMatcher`: the text, memoized lookarounds, a counter."""
+
+    __slots__ = ("looks", "matcher", "steps", "text")
+
+    def __init__(self, matcher: _LinearMatcher, text: str) -> None:
+        self.matcher = matcher
+        self.text = text
+        self.looks: dict[tuple[int, int], bool] = {}
+        self.steps = 0
+
+    def holds(self, kind: object, pos: int) -> bool:
+        text = self.text
+        if kind == "^":
+            return pos == 0
+        if kind == "$":
+            return pos == len(text)
+        boundary = _is_word(text, pos - 1) != _is_word(text, pos)
+        return boundary if kind == "b" else not boundary
+
+    def look(self, sub: int, pos: int) -> bool:
+        key = (sub, pos)
+        if key not in self.looks:
+            self.looks[key] = self.run(sub, pos, search=False)
+        return self.looks[key]
+
+    def run(self, index: int, start: int, search: bool) -> bool:
+        """Whether program ``index`` matches from ``start`` (or, when ``search``, from
+        any later position too)."""
+        matcher = self.matcher
+        code = matcher.programs[index]
+        step = matcher.directions[index]
+        sets = matcher.sets
+        text = self.text
+        end = len(text) if step == 1 else 0
+        pos = start
+        current: list[int] = []
+        steps = 0
+        try:
+            while True:
+                # Add the start state (at every position when searching), then follow
+                # the epsilon edges to the states that read a character or match.
+                seen: set[int] = set()
+                readers: list[int] = []
+                stack = current[::-1]
+                if search or pos == start:
+                    stack.append(0)
+                while stack:
+                    pc = stack.pop()
+                    if pc in seen:
+                        continue
+                    seen.add(pc)
+                    steps += 1
+                    op, a, b = code[pc]
+                    if op == _CHAR:
+                        readers.append(pc)
+                    elif op == _MATCH:
+                        return True
+                    elif op == _SPLIT:
+                        stack.append(b)  # type: ignore[arg-type]
+                        stack.append(a)  # type: ignore[arg-type]
+                    elif op == _JMP:
+                        stack.append(a)  # type: ignore[arg-type]
+                    elif op == _ASSERT:
+                        if self.holds(a, pos):
+                            stack.append(pc + 1)
+                    elif self.look(a, pos) != b[1]:  # type: ignore[arg-type,index]
+                        stack.append(pc + 1)
+                if pos == end or not (readers or search):
+                    return False
+                code_point = ord(text[pos] if step == 1 else text[pos - 1])
+                current = []
+                for pc in readers:
+                    lows, highs = sets[code[pc][1]]  # type: ignore[call-overload]
+                    slot = bisect_right(lows, code_point) - 1
+                    if slot >= 0 and code_point <= highs[slot]:
+                        current.append(pc + 1)
+                pos += step
+        finally:
+            self.steps += steps
+
+
+class _ReMatcher:
+    """Runs a pattern ``re`` can run in O(n·m) per start on ``re``; ``fallback`` (the
+    linear engine) takes inputs too long for an unanchored pattern's O(n²·m) search."""
+
+    engine = "re"
+
+    def __init__(
+        self,
+        compiled: re.Pattern[str],
+        longest: int | None,
+        fallback: _LinearMatcher | None,
+    ) -> None:
+        self.search = compiled.search
+        self.longest = longest
+        self.fallback = fallback
+
+    def __call__(self, text: str) -> bool:
+        if self.fallback is not None and len(text) > self.longest:  # type: ignore[operator]
+            return self.fallback(text)
+        return self.search(text) is not None
+
+
+def _linear(pattern: str, tree: _Node) -> _LinearMatcher:
+    builder = _Builder()
+    try:
+        main = builder.program(tree, reverse=False)
+    except _TooLarge:
+        raise EcmaPatternError(
+            pattern,
+            None,
+            f"too large: its counted repeats need more than {_MAX_STATES} states; use "
+            "smaller {n,m} counts or check the length with maxLength instead",
+        ) from None
+    return _LinearMatcher(builder, main)
+
+
+def compile_pattern(pattern: str) -> Callable[[str], bool]:
+    """Compile an ECMA-262 ``pattern`` into a predicate: True iff it matches somewhere in
+    the string (JSON Schema's unanchored search).
+
+    Raises :class:`EcmaPatternError` for a pattern that is not valid ECMA-262 (``u``
+    flag), that uses Script data or binary properties Python lacks, or that would need
+    backtracking that could stall the interpreter (a backreference in an ambiguous
+    pattern). The predicate never raises and never holds the interpreter for long.
+
+    Example::
+
+        is_name = compile_pattern("^[a-z]+$")
+        assert is_name("abc") and not is_name("abc\\n")
+    """
+    return _compile(pattern)
+
+
+def _compile(pattern: str) -> _ReMatcher | _LinearMatcher:
+    tree = _Parser(pattern).parse()
+    analysis = _Analysis()
+    analysis.check(tree, _AT_END, False)
+    has_backref = _has_backref(tree)
+    quadratic = analysis.unbounded and not _anchored(tree)
+    if has_backref and (analysis.reason is not None or quadratic):
+        why = analysis.reason or (
+            "an unbounded quantifier in a pattern that does not start with ^ costs "
+            "time quadratic in the input"
+        )
+        raise EcmaPatternError(
+            pattern,
+            None,
+            f"a backreference needs backtracking, which could hold the interpreter for "
+            f"minutes on a crafted string here ({why}); anchor the pattern with ^, make "
+            "its alternatives and quantifiers unambiguous, or drop the backreference",
+        )
+    if analysis.reason is not None:
+        return _linear(pattern, tree)
+    try:
+        compiled = re.compile(_to_python(tree), re.ASCII)
+    except (re.error, OverflowError, RecursionError) as exc:
+        raise EcmaPatternError(
+            pattern, None, f"valid ECMA-262, but Python's re cannot run it ({exc}); simplify it"
+        ) from None
+    if quadratic:
+        longest = int((_QUADRATIC_BUDGET / _size(tree)) ** 0.5)
+        return _ReMatcher(compiled, longest, _linear(pattern, tree))
+    return _ReMatcher(compiled, None, None)
+
+
+def _has_backref(node: _Node) -> bool:
+    if isinstance(node, _Backref):
+        return not node.forward
+    if isinstance(node, _Seq):
+        return any(_has_backref(item) for item in node.items)
+    if isinstance(node, _Alt):
+        return any(_has_backref(option) for option in node.options)
+    if isinstance(node, (_Repeat, _Group, _Look)):
+        return _has_backref(node.body)
+    return False
