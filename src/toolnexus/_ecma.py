@@ -62,6 +62,8 @@ _MAX_CODE_POINT = 0x10FFFF
 # can match empty" (two options that both can are never disjoint).
 _END = 0x110000
 _EMPTY = 0x110001
+# Parsing, the analysis and the engines recurse once per group level.
+_MAX_NESTING = 100
 # The linear engine refuses a pattern that would need more states than this.
 _MAX_STATES = 20_000
 # re runs an unanchored pattern with an unbounded quantifier while n*n*m stays under this
@@ -356,7 +358,7 @@ class _Parser:
         self.group_count, self.names = self._scan_groups()
         self.opened = 0
         self.open_groups: list[int] = []
-        self.has_backref = False
+        self.depth = 0
 
     def fail(self, reason: str, position: int | None = None) -> EcmaPatternError:
         return EcmaPatternError(self.src, self.pos if position is None else position, reason)
@@ -538,7 +540,13 @@ class _Parser:
             index = self.opened
         if index is not None:
             self.open_groups.append(index)
+        self.depth += 1
+        if self.depth > _MAX_NESTING:
+            raise self.fail(
+                f"groups nest deeper than {_MAX_NESTING} levels; flatten the pattern", start
+            )
         body = self.disjunction()
+        self.depth -= 1
         if index is not None:
             self.open_groups.pop()
         if not self.peek(")"):
@@ -549,7 +557,6 @@ class _Parser:
         return _Group(body, index)
 
     def backref(self, index: int) -> _Backref:
-        self.has_backref = True
         # A group that has not closed yet (it opens later, or encloses the reference)
         # has no value here, and ECMA matches the empty string.
         forward = index > self.opened or index in self.open_groups
@@ -738,9 +745,20 @@ _AT_END: _Ranges = ((_END, _END),)
 class _Analysis:
     """Decides whether ``re`` can run a pattern in O(n·m) per start position."""
 
-    def __init__(self) -> None:
+    def __init__(self, tree: _Node) -> None:
+        self.groups: dict[int, _Node] = {}
+        self._collect(tree)
         self.reason: str | None = None  # why re cannot run it, or None
         self.unbounded = False  # has a quantifier without an upper bound (outside lookarounds)
+
+    def _collect(self, node: _Node) -> None:
+        if isinstance(node, _Group) and node.index is not None:
+            self.groups[node.index] = node.body
+        if isinstance(node, (_Seq, _Alt)):
+            for child in node.items if isinstance(node, _Seq) else node.options:
+                self._collect(child)
+        elif isinstance(node, (_Repeat, _Group, _Look)):
+            self._collect(node.body)
 
     def first(self, node: _Node) -> tuple[_Ranges, bool]:
         """The characters a match of ``node`` can start with, and whether it can be empty."""
@@ -767,7 +785,8 @@ class _Analysis:
         if isinstance(node, _Group):
             return self.first(node.body)
         if isinstance(node, _Backref) and not node.forward:
-            return _ANY, True
+            # the captured text is a match of the group (or empty, if it did not take part)
+            return self.first(self.groups[node.index])[0], True
         return (), True  # assertions and lookarounds consume nothing
 
     def check(self, node: _Node, follow: _Ranges, in_look: bool) -> None:
@@ -886,6 +905,20 @@ def _code_text(code: int) -> str:
 
 
 def _class_text(ranges: _Ranges) -> str:
+    # re tests a class with code points past U+FFFF range by range; one with a BMP part
+    # it tests in O(1) with a bitmap. A big class is split so that only astral
+    # characters walk the astral ranges (\p{L} against 5k non-letters: 13 ms -> 0.2 ms).
+    if len(ranges) > 8 and ranges[0][0] <= 0xFFFF and ranges[-1][1] > 0xFFFF:
+        bmp = tuple((low, min(high, 0xFFFF)) for low, high in ranges if low <= 0xFFFF)
+        astral = tuple((max(low, 0x10000), high) for low, high in ranges if high > 0xFFFF)
+        return (
+            f"(?:{_plain_class_text(bmp)}|"
+            f"(?=[\\U00010000-\\U0010ffff]){_plain_class_text(astral)})"
+        )
+    return _plain_class_text(ranges)
+
+
+def _plain_class_text(ranges: _Ranges) -> str:
     if not ranges:
         return "(?!)"
     if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
@@ -935,7 +968,7 @@ def _to_python(node: _Node) -> str:
 # --- the linear engine -----------------------------------------------------------------
 
 # Instructions: (opcode, a, b). CHAR a=set index; SPLIT a,b=targets; JMP a=target;
-# ASSERT a=kind; LOOK a=sub-program index, b=(ahead, negative); MATCH.
+# ASSERT a=kind; LOOK a=sub-program index, b=negative; MATCH.
 _CHAR, _SPLIT, _JMP, _ASSERT, _LOOK, _MATCH = range(6)
 
 
@@ -996,8 +1029,10 @@ class _Program:
         elif isinstance(node, _Assert):
             self.emit(_ASSERT, node.kind)
         elif isinstance(node, _Look):
-            sub = self.owner.program(node.body, reverse=not node.ahead)
-            self.emit(_LOOK, sub, (node.ahead, node.negative))
+            # Compiled to be swept against the direction it reads in: one pass over the
+            # text finds every position where the lookaround holds (see _Run.look).
+            sub = self.owner.program(node.body, reverse=node.ahead)
+            self.emit(_LOOK, sub, node.negative)
         elif not node.forward:  # a backreference with a value never gets here
             raise AssertionError("backreference on the linear engine")
 
@@ -1048,6 +1083,9 @@ class _LinearMatcher:
         self.directions = [-1 if program.reverse else 1 for program in builder.programs]
         self.sets = builder.sets
         self.main = main
+        #: the number of NFA states (all programs): a call visits at most this many per
+        #: character and lookaround position
+        self.size = builder.states
 
     def __call__(self, text: str) -> bool:
         return _Run(self, text).run(self.main, 0, search=True)
@@ -1067,7 +1105,7 @@ class _Run:
     def __init__(self, matcher: _LinearMatcher, text: str) -> None:
         self.matcher = matcher
         self.text = text
-        self.looks: dict[tuple[int, int], bool] = {}
+        self.looks: dict[int, bytearray] = {}
         self.steps = 0
 
     def holds(self, kind: object, pos: int) -> bool:
@@ -1080,14 +1118,22 @@ class _Run:
         return boundary if kind == "b" else not boundary
 
     def look(self, sub: int, pos: int) -> bool:
-        key = (sub, pos)
-        if key not in self.looks:
-            self.looks[key] = self.run(sub, pos, search=False)
-        return self.looks[key]
+        """Whether lookaround body ``sub`` holds at ``pos``. The first question sweeps
+        the whole text once: a lookahead body, compiled backwards, runs from the end to
+        the start with a thread starting at every position, and it reaches its match
+        state exactly at the positions where the lookahead holds (a lookbehind likewise,
+        forwards). So each lookaround costs O(n·m) per call, not O(n·m) per position."""
+        table = self.looks.get(sub)
+        if table is None:
+            table = self.looks[sub] = bytearray(len(self.text) + 1)
+            backwards = self.matcher.directions[sub] == -1
+            self.run(sub, len(self.text) if backwards else 0, search=True, record=table)
+        return bool(table[pos])
 
-    def run(self, index: int, start: int, search: bool) -> bool:
+    def run(self, index: int, start: int, search: bool, record: bytearray | None = None) -> bool:
         """Whether program ``index`` matches from ``start`` (or, when ``search``, from
-        any later position too)."""
+        any later position too). With ``record``, mark every position where a match
+        ends instead of stopping at the first."""
         matcher = self.matcher
         code = matcher.programs[index]
         step = matcher.directions[index]
@@ -1116,7 +1162,9 @@ class _Run:
                     if op == _CHAR:
                         readers.append(pc)
                     elif op == _MATCH:
-                        return True
+                        if record is None:
+                            return True
+                        record[pos] = 1
                     elif op == _SPLIT:
                         stack.append(b)  # type: ignore[arg-type]
                         stack.append(a)  # type: ignore[arg-type]
@@ -1125,7 +1173,7 @@ class _Run:
                     elif op == _ASSERT:
                         if self.holds(a, pos):
                             stack.append(pc + 1)
-                    elif self.look(a, pos) != b[1]:  # type: ignore[arg-type,index]
+                    elif self.look(a, pos) != b:  # type: ignore[arg-type]
                         stack.append(pc + 1)
                 if pos == end or not (readers or search):
                     return False
@@ -1196,7 +1244,7 @@ def compile_pattern(pattern: str) -> Callable[[str], bool]:
 
 def _compile(pattern: str) -> _ReMatcher | _LinearMatcher:
     tree = _Parser(pattern).parse()
-    analysis = _Analysis()
+    analysis = _Analysis(tree)
     analysis.check(tree, _AT_END, False)
     has_backref = _has_backref(tree)
     quadratic = analysis.unbounded and not _anchored(tree)
