@@ -536,6 +536,21 @@ def test_an_integer_sent_as_a_whole_float_arrives_as_int():
     assert repeat({"times": 3.0, "ratio": 2}).output == "int int"
 
 
+def test_a_list_of_integers_arrives_with_whole_floats_as_ints_and_untouched_otherwise():
+    seen: list[list[int]] = []
+
+    @tool
+    def total(items: list[int]) -> int:
+        seen.append(items)
+        return sum(items)
+
+    plain = [1, 2, 3]
+    assert total({"items": plain}).output == "6"
+    assert seen[-1] is plain
+    assert total({"items": [1, 2.0, 3]}).output == "6"
+    assert seen[-1] == [1, 2, 3] and [type(item) for item in seen[-1]] == [int, int, int]
+
+
 def test_a_union_of_dataclasses_builds_the_one_that_fits():
     @dataclass
     class Circle:

@@ -1265,6 +1265,8 @@ def _array_check(prefix: list[_Node], items: _Node, max_depth: int) -> tuple[_Ok
             if not check(value, d):
                 return False
         if not closed:
+            if not count and len(x) > 16 and at_a_glance.issuperset(set(map(type, x))):
+                return True  # a long list[int] or list[str]: one pass at C speed
             for item in x[count:] if count else x:
                 if type(item) not in at_a_glance and not items_ok(item, d):
                     return False
