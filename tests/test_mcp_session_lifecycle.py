@@ -60,7 +60,7 @@ def test_initialize_echoes_every_legacy_version_it_speaks(version: str) -> None:
         "id": 0,
         "result": {
             "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": False}},
+            "capabilities": {"tools": {"listChanged": False}, "logging": {}},
             "serverInfo": SERVER_INFO,
         },
     }
@@ -166,12 +166,9 @@ def test_every_modern_result_says_complete_and_names_the_server() -> None:
 def test_server_discover_advertises_versions_capabilities_identity_and_cache_hints() -> None:
     session = new_session(instructions="Sums only.", list_ttl_ms=5_000)
     result = request(session, "d", "server/discover", {"_meta": MODERN})["result"]
-    assert result["supportedVersions"][0] == "2026-07-28"
-    assert set(result["supportedVersions"]) == {
-        *MODERN_PROTOCOL_VERSIONS,
-        *LEGACY_PROTOCOL_VERSIONS,
-    }
-    assert result["capabilities"] == {"tools": {"listChanged": False}}
+    # Only what a modern request may name: legacy revisions go through initialize.
+    assert result["supportedVersions"] == list(reversed(MODERN_PROTOCOL_VERSIONS))
+    assert result["capabilities"] == {"tools": {"listChanged": False}, "logging": {}}
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"] == SERVER_INFO
     assert result["instructions"] == "Sums only."
     assert result["ttlMs"] == 5_000
@@ -222,8 +219,26 @@ def test_an_unsupported_modern_version_is_refused_with_the_supported_list(versio
     assert error["code"] == -32022
     assert error["message"].startswith("Unsupported protocol version")
     assert error["data"]["requested"] == version
-    assert error["data"]["supported"][0] == "2026-07-28"
-    assert "2025-11-25" in error["data"]["supported"]
+    assert error["data"]["supported"] == ["2026-07-28"]
+    assert "2025-11-25 through initialize" in error["message"]
+
+
+def test_discover_and_the_unsupported_version_error_name_the_same_versions() -> None:
+    session = new_session()
+    discovered = request(session, 1, "server/discover", {"_meta": MODERN})["result"]
+    meta = {**MODERN, "io.modelcontextprotocol/protocolVersion": "2025-11-25"}
+    refused = request(session, 2, "tools/list", {"_meta": meta})["error"]
+    assert refused["data"]["supported"] == discovered["supportedVersions"]
+    for version in discovered["supportedVersions"]:
+        named = {**MODERN, "io.modelcontextprotocol/protocolVersion": version}
+        assert "result" in request(session, 3, "tools/list", {"_meta": named})
+
+
+def test_initialize_carrying_modern_meta_is_method_not_found() -> None:
+    session = new_session()
+    answer = request(session, 4, "initialize", {"_meta": MODERN})
+    assert answer["error"]["code"] == -32601
+    assert session.protocol_version is None
 
 
 def test_ping_is_not_a_modern_method() -> None:

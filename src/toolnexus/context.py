@@ -1,24 +1,41 @@
 """The optional second argument of every tool: :class:`ToolContext`.
 
 It carries what a tool needs to be a good citizen: a cancellation token, the caller's
-budget for this call, the answer to a question it asked earlier, and a way to report
-progress when someone listens.
+budget for this call, the answer to a question it asked earlier, and ways to report
+progress and log messages when someone listens.
 """
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ._frozen import sealed
 from .cancellation import CancellationToken
 from .suspension import Answer
 
-__all__ = ["ProgressReporter", "ToolContext"]
+__all__ = ["LOG_LEVELS", "LogReporter", "ProgressReporter", "ToolContext"]
 
 ProgressReporter = Callable[[float, "float | None", "str | None"], None]
 """``reporter(progress, total, message)``: receives a tool's progress reports."""
+
+LogReporter = Callable[[str, Any, "str | None"], None]
+"""``reporter(level, data, logger)``: receives a tool's log messages for its client."""
+
+LOG_LEVELS: tuple[str, ...] = (
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
+)
+"""The log levels a tool may use, least severe first (the syslog levels MCP uses)."""
+
+# A driver that serves a call binds its client's log channel here before starting the
+# call; the host copies the caller's context variables into the worker, so the tool's
+# ctx.report_log finds it without every host signature growing a parameter.
+_bound_log: contextvars.ContextVar[LogReporter | None] = contextvars.ContextVar(
+    "toolnexus_log_reporter", default=None
+)
 
 
 @sealed
@@ -33,6 +50,8 @@ class ToolContext:
         answer: present only on a retry after a suspension was resolved.
         progress: where :meth:`report_progress` sends reports; ``None`` when nobody
             listens (reports are then dropped).
+        log: where :meth:`report_log` sends messages; ``None``: to the channel the
+            serving driver bound for this call (an MCP client's), if any.
 
     Example::
 
@@ -45,6 +64,7 @@ class ToolContext:
     cancellation_token: CancellationToken = CancellationToken.NONE
     answer: Answer | None = None
     progress: ProgressReporter | None = field(default=None, repr=False, compare=False)
+    log: LogReporter | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         timeout = self.timeout_ms
@@ -65,6 +85,8 @@ class ToolContext:
             raise TypeError(
                 f"progress must be callable or None, got {type(self.progress).__name__}"
             )
+        if self.log is not None and not callable(self.log):
+            raise TypeError(f"log must be callable or None, got {type(self.log).__name__}")
 
     @property
     def is_cancelled(self) -> bool:
@@ -116,3 +138,24 @@ class ToolContext:
         """
         if self.progress is not None:
             self.progress(progress, total, message)
+
+    def report_log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send a log message to whoever serves this call (an MCP client that asked for
+        messages at ``level`` or above); a no-op when nobody listens.
+
+        ``level`` is one of :data:`LOG_LEVELS`; ``data`` is any JSON value (usually a
+        string); ``logger`` optionally names the source. Raises ``ValueError`` for an
+        unknown level.
+
+        Example::
+
+            >>> ctx = ToolContext(log=lambda level, data, logger: print(level, data))
+            >>> ctx.report_log("info", "fetched 3 pages")
+            info fetched 3 pages
+            >>> ToolContext().report_log("debug", "nobody listens: dropped")
+        """
+        if level not in LOG_LEVELS:
+            raise ValueError(f"level must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
+        reporter = self.log if self.log is not None else _bound_log.get()
+        if reporter is not None:
+            reporter(level, data, logger)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 from .._frozen import thaw
+from ..context import LOG_LEVELS
 from ..loop_rule import answer_refusal, declined_text, unresolved_text
 from ..result import STRUCTURED_KEY, ToolResult
 from ..suspension import Answer, Request
@@ -64,13 +65,20 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+HEADER_MISMATCH = -32020
+MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 
-_KNOWN_METHODS = frozenset({"initialize", "ping", "server/discover", "tools/list", "tools/call"})
+_KNOWN_METHODS = frozenset(
+    {"initialize", "ping", "server/discover", "tools/list", "tools/call", "logging/setLevel"}
+)
+_LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
+
 _CURSOR_PREFIX = "tnx1:"
 _STATE_TTL_S = 30 * 60
 _LEGACY_ORDER = {version: index for index, version in enumerate(LEGACY_PROTOCOL_VERSIONS)}
@@ -214,6 +222,7 @@ class _Call:
         "call_id",
         "client",
         "last_progress",
+        "log_level",
         "name",
         "progress_token",
         "request_id",
@@ -239,6 +248,8 @@ class _Call:
         self.running = True
         self.resumed = False
         self.last_progress: float | None = None
+        # modern: the lowest level rank the request asked to hear (_meta logLevel)
+        self.log_level: int | None = None
         # legacy: the question sent as elicitation/create (its id) while waiting on it
         self.asked: tuple[str, Request, ElicitationShape] | None = None
 
@@ -331,6 +342,7 @@ class ServerSession:
         self._secret = secret
         self._clock = clock
         self._legacy: _Client | None = None
+        self._legacy_log_level: int | None = None  # set by logging/setLevel
         self._initialized_notified = False
         self._calls: dict[int, _Call] = {}
         self._by_request: dict[str | int, _Call] = {}
@@ -510,6 +522,31 @@ class ServerSession:
             params["message"] = message if isinstance(message, str) else str(message)
         return [Send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})]
 
+    def report_log(
+        self, call_id: int, level: str, data: Any, logger: str | None = None
+    ) -> list[Action]:
+        """A ``notifications/message`` for the call ``call_id`` when its client asked for
+        log messages at ``level`` or above (legacy: ``logging/setLevel``; modern:
+        ``_meta["io.modelcontextprotocol/logLevel"]`` on the request) and the call still
+        runs; otherwise nothing. ``level`` is one of :data:`~toolnexus.context.LOG_LEVELS`.
+
+        Example::
+
+            session.report_log(call_id, "info", "fetched 3 pages")
+        """
+        call = self._calls.get(call_id)
+        if call is None or not call.running:
+            return []
+        wanted = call.log_level if call.client.modern else self._legacy_log_level
+        rank = _LEVEL_RANK.get(level)
+        if wanted is None or rank is None or rank < wanted:
+            return []
+        params: dict[str, Any] = {"level": level}
+        if logger is not None:
+            params["logger"] = logger
+        params["data"] = data
+        return [Send({"jsonrpc": "2.0", "method": "notifications/message", "params": params})]
+
     def close(self) -> list[Action]:
         """End the session (the client went away): cancel every call still in flight.
 
@@ -544,15 +581,24 @@ class ServerSession:
             raise _Reject(
                 INVALID_PARAMS, f"invalid params: expected an object, got {_describe(params)}"
             )
-        if method == "initialize":
-            return self._initialize(request_id, params)
         meta = params.get("_meta")
+        if method == "initialize":
+            if isinstance(meta, dict) and META_PROTOCOL_VERSION in meta:
+                raise _Reject(
+                    METHOD_NOT_FOUND,
+                    "method not found: 'initialize' is not part of protocol revision "
+                    f"{meta[META_PROTOCOL_VERSION]}; a 2026-07-28 client sends _meta on every "
+                    "request instead",
+                )
+            return self._initialize(request_id, params)
         if meta is not None and not isinstance(meta, dict):
             raise _Reject(
                 INVALID_PARAMS, f"invalid params: _meta must be an object, got {_describe(meta)}"
             )
         if meta is not None and META_PROTOCOL_VERSION in meta:
             client = self._modern_client(meta)
+            if META_LOG_LEVEL in meta:  # checked on every request, not only on tools/call
+                _log_level(meta[META_LOG_LEVEL], f"_meta[{META_LOG_LEVEL!r}]")
         elif method == "ping":
             # Legacy ping is answered at any time, even before initialize.
             return [self._result(request_id, {})]
@@ -567,6 +613,9 @@ class ServerSession:
             client = self._legacy
         if method == "tools/call":
             return self._call_tool(request_id, params, meta or {}, client)
+        if method == "logging/setLevel" and not client.modern:
+            self._legacy_log_level = _log_level(params.get("level"), "level")
+            return [self._result(request_id, {})]
         if method == "tools/list":
             return [self._reply(request_id, client, self._list_tools(params, client))]
         if method == "server/discover" and client.modern:
@@ -642,7 +691,7 @@ class ServerSession:
         self._legacy = _Client(version, False, form, url)
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": False}},
+            "capabilities": _capabilities(),
             "serverInfo": dict(self._server_info),
         }
         if self._instructions is not None:
@@ -671,7 +720,8 @@ class ServerSession:
             raise _Reject(
                 UNSUPPORTED_PROTOCOL_VERSION,
                 f"Unsupported protocol version {version!r}; this server speaks "
-                f"{', '.join(self._supported_versions())} (earlier revisions through initialize)",
+                f"{', '.join(self._supported_versions())} per request, and "
+                f"{', '.join(LEGACY_PROTOCOL_VERSIONS)} through initialize",
                 {"supported": self._supported_versions(), "requested": version},
             )
         if "elicitation" not in capabilities and version == MODERN_PROTOCOL_VERSIONS[-1]:
@@ -681,12 +731,14 @@ class ServerSession:
 
     @staticmethod
     def _supported_versions() -> list[str]:
-        return [*reversed(MODERN_PROTOCOL_VERSIONS), *reversed(LEGACY_PROTOCOL_VERSIONS)]
+        # What a modern request may name, newest first: server/discover and -32022 say the
+        # same, so a client never picks an advertised version only to be refused.
+        return list(reversed(MODERN_PROTOCOL_VERSIONS))
 
     def _discover(self) -> dict[str, Any]:
         result: dict[str, Any] = {
             "supportedVersions": self._supported_versions(),
-            "capabilities": {"tools": {"listChanged": False}},
+            "capabilities": _capabilities(),
         }
         if self._instructions is not None:
             result["instructions"] = self._instructions
@@ -775,6 +827,8 @@ class ServerSession:
         if not _is_request_id(token):
             token = None
         call = self._new_call(request_id, name, arguments, client, token)
+        if client.modern and META_LOG_LEVEL in meta:
+            call.log_level = _log_level(meta[META_LOG_LEVEL], f"_meta[{META_LOG_LEVEL!r}]")
         state = params.get("requestState") if client.modern else None
         if state is not None:
             try:
@@ -991,6 +1045,21 @@ class ServerSession:
     @staticmethod
     def _error(request_id: Any, code: int, message: str, data: Any = None) -> Send:
         return Send(_error_message(request_id, code, message, data))
+
+
+def _capabilities() -> dict[str, Any]:
+    return {"tools": {"listChanged": False}, "logging": {}}
+
+
+def _log_level(value: Any, where: str) -> int:
+    rank = _LEVEL_RANK.get(value) if isinstance(value, str) else None
+    if rank is None:
+        raise _Reject(
+            INVALID_PARAMS,
+            f"invalid params: {where} must be one of {', '.join(LOG_LEVELS)}, "
+            f"got {_describe(value)}",
+        )
+    return rank
 
 
 def _elicitation_modes(capability: Any) -> tuple[bool, bool]:
