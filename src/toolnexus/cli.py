@@ -994,7 +994,58 @@ def _cmd_serve(options: argparse.Namespace) -> int:
         kwargs["name"] = options.name
     if options.version is not None:
         kwargs["version"] = options.version
+    if options.http is not None:
+        return _serve_http(toolkit, options, kwargs)
+    if options.token_file or options.allow_host or options.allow_origin:
+        raise _UsageError("--token-file, --allow-host and --allow-origin need --http")
     return int(serve_stdio(toolkit, **kwargs))
+
+
+def _serve_http(toolkit: Any, options: argparse.Namespace, kwargs: dict[str, Any]) -> int:
+    from .mcp.http import serve_http
+
+    host, port = options.http
+    token = None
+    if options.token_file is not None:
+        try:
+            with open(options.token_file, encoding="utf-8") as handle:
+                token = handle.read().strip()
+        except OSError as exc:
+            raise _UsageError(f"--token-file: cannot read {options.token_file!r} ({exc.strerror})"
+                              ) from None
+        if not token:
+            raise _UsageError(f"--token-file: {options.token_file!r} is empty; put the token in it")
+    elif os.environ.get(_TOKEN_ENV, "").strip():
+        token = os.environ[_TOKEN_ENV].strip()
+    if options.allow_host:
+        kwargs["allowed_hosts"] = options.allow_host
+    if options.allow_origin:
+        kwargs["allowed_origins"] = options.allow_origin
+
+    def ready(server: Any) -> None:
+        auth = "bearer token required" if token is not None else "no token"
+        print(f"toolnexus: MCP over HTTP at {server.url} ({auth}); Ctrl-C stops",
+              file=sys.stderr, flush=True)
+
+    try:
+        return int(serve_http(toolkit, host=host, port=port, token=token, ready=ready, **kwargs))
+    except OSError as exc:
+        raise _UsageError(f"--http: cannot listen on {host}:{port} ({exc.strerror or exc})"
+                          ) from None
+
+
+_TOKEN_ENV = "TOOLNEXUS_MCP_TOKEN"
+
+
+def _http_address(text: str) -> tuple[str, int]:
+    """``[HOST:]PORT`` for ``--http``; the host defaults to 127.0.0.1."""
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"expected [HOST:]PORT with PORT in 0..65535, got {text!r} (e.g. 8000 or 0.0.0.0:8000)"
+        )
+    return host, int(port)
 
 
 def _cmd_demo(options: argparse.Namespace) -> int:
@@ -1134,11 +1185,14 @@ def _build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser(
         "serve", parents=[common], formatter_class=_Formatter,
-        help="serve the tools over MCP on stdin/stdout",
+        help="serve the tools over MCP (stdin/stdout, or HTTP with --http)",
         description="Run an MCP server on stdin/stdout offering REF's tools, until stdin "
-        "closes.\nPoint an MCP client's configuration at this command.",
-        epilog=f"{_REF_HELP}\n\nexample:\n"
-        "  toolnexus serve toolnexus.demo:toolkit --name demo --timeout 30000",
+        "closes.\nPoint an MCP client's configuration at this command. With --http, serve "
+        "Streamable HTTP at http://HOST:PORT/mcp until Ctrl-C or SIGTERM.",
+        epilog=f"{_REF_HELP}\n\nexamples:\n"
+        "  toolnexus serve toolnexus.demo:toolkit --name demo --timeout 30000\n"
+        "  toolnexus serve toolnexus.demo:toolkit --http 8000 --token-file token.txt\n\n"
+        f"With --http the token may also come from ${_TOKEN_ENV}.",
     )
     serve.add_argument("ref", metavar="REF", help="the tools: module:attr or file.py:attr")
     serve.add_argument("--name", help="the server name clients see (default: toolnexus)")
@@ -1149,6 +1203,22 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level", type=str.lower, default="warning", choices=_LOG_LEVELS,
         help="what the server logs to stderr (default: warning; --debug means debug)",
+    )
+    serve.add_argument(
+        "--http", type=_http_address, metavar="[HOST:]PORT",
+        help="serve Streamable HTTP at /mcp instead of stdio (host: 127.0.0.1)",
+    )
+    serve.add_argument(
+        "--token-file", metavar="FILE",
+        help=f"require 'Authorization: Bearer <token>' with the token in FILE (or ${_TOKEN_ENV})",
+    )
+    serve.add_argument(
+        "--allow-host", action="append", metavar="HOST",
+        help="a Host header to answer besides localhost (repeatable; '*' for any)",
+    )
+    serve.add_argument(
+        "--allow-origin", action="append", metavar="ORIGIN",
+        help="an Origin to accept besides localhost, e.g. https://app.example (repeatable)",
     )
     serve.set_defaults(handler=_cmd_serve)
     _localize_parser(parser)

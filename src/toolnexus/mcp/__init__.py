@@ -5,7 +5,9 @@ for both eras: the modern stateless revision (2026-07-28: per-request ``_meta``,
 ``server/discover``, ``InputRequiredResult``) and the legacy ``initialize`` revisions
 (2024-11-05 … 2025-11-25, server-sent ``elicitation/create``). :func:`serve_stdio` drives
 it on stdin/stdout with the tools running on a :class:`~toolnexus.host.Host`; that is what
-``toolnexus serve REF`` runs.
+``toolnexus serve REF`` runs. :func:`serve_http` / :class:`HttpServer` serve Streamable HTTP
+at ``/mcp`` with the standard library (``toolnexus serve REF --http PORT``), and
+:func:`asgi_app` is the same endpoint as an ASGI application for uvicorn and friends.
 
 A tool that suspends (``ToolResult.pending(request)``) becomes an MCP elicitation, and the
 client's answer re-runs it with ``ctx.answer``. A result's parts go out as content blocks
@@ -28,6 +30,8 @@ Example::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._content import result_from_mcp
 from .session import (
     LEGACY_PROTOCOL_VERSIONS,
@@ -40,14 +44,35 @@ from .session import (
 )
 from .stdio import serve_stdio
 
+if TYPE_CHECKING:
+    from .asgi import AsgiApp, asgi_app
+    from .http import HttpServer, serve_http
+
 __all__ = [
     "LEGACY_PROTOCOL_VERSIONS",
     "MODERN_PROTOCOL_VERSIONS",
     "Action",
+    "AsgiApp",
     "CancelCall",
+    "HttpServer",
     "Send",
     "ServerSession",
     "StartCall",
+    "asgi_app",
     "result_from_mcp",
+    "serve_http",
     "serve_stdio",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The HTTP drivers load on first use: a stdio server never imports http.server.
+    if name in ("HttpServer", "serve_http"):
+        from . import http
+
+        return getattr(http, name)
+    if name in ("AsgiApp", "asgi_app"):
+        from . import asgi
+
+        return getattr(asgi, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,227 @@
+"""MCP Streamable HTTP as an ASGI application, for uvicorn, hypercorn, granian and friends.
+
+No dependency is needed to *be* ASGI: :class:`AsgiApp` is a plain ``async`` callable of
+``(scope, receive, send)``. It answers the same ``/mcp`` endpoint as the embedded server
+(:class:`~toolnexus.mcp._http.Endpoint` decides everything) and never blocks the event
+loop: tools run on the host's workers and their messages reach the loop through
+``call_soon_threadsafe``. A client that disconnects while its call runs cancels the call.
+
+Modern (2026-07-28) requests hold no state between requests, so several worker processes
+can serve them behind any load balancer, given the same ``secret`` for ``requestState``;
+legacy sessions live in the worker that created them and need sticky routing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+from ._http import DEFAULT_MAX_BODY_BYTES, Endpoint, Exchange, Reply, sse_event
+
+if TYPE_CHECKING:
+    from ..toolkit import Toolkit
+
+__all__ = ["AsgiApp", "asgi_app"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+AsgiSend = Callable[[Message], Awaitable[None]]
+
+# Headers whose repetition could let one copy pass a check the other would fail.
+_SINGLE = frozenset({"host", "origin", "authorization", "content-type", "content-length",
+                     "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name"})
+
+
+class AsgiApp:
+    """An ASGI 3 application serving ``toolkit`` over MCP at ``path`` (``/mcp``).
+
+    The keyword options are those of the embedded server's endpoint (``name``,
+    ``timeout_ms``, ``allowed_hosts``, ``allowed_origins``, ``token``, ``verify_token``,
+    ``secret``, ``max_body_bytes``, ...). The ``lifespan`` shutdown closes the host and
+    ends legacy sessions; :meth:`close` does the same for a server without lifespan.
+
+    Example::
+
+        # app.py — run with: uvicorn app:app --workers 4
+        from toolnexus.mcp import asgi_app
+        from mytools import toolkit
+
+        app = asgi_app(toolkit, secret=open("state.key", "rb").read())
+    """
+
+    def __init__(
+        self,
+        toolkit: Toolkit,
+        *,
+        path: str = "/mcp",
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        **endpoint: Any,
+    ) -> None:
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise ValueError(f"path must be a str starting with '/', got {path!r}")
+        self.path = path
+        self.endpoint = Endpoint(toolkit, max_body_bytes=max_body_bytes, **endpoint)
+
+    def close(self) -> None:
+        """End every legacy session (cancelling their calls) and close the host."""
+        self.endpoint.close()
+
+    def __repr__(self) -> str:
+        return f"<AsgiApp {self.path}, {self.endpoint.session_count} legacy session(s)>"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: AsgiSend) -> None:
+        kind = scope.get("type")
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            if kind == "websocket":
+                await send({"type": "websocket.close", "code": 1003})
+            return
+        if scope.get("path") != self.path:
+            await _send_reply(send, Reply(404, [("content-type", "text/plain")],
+                                          b"not found; MCP is at " + self.path.encode() + b"\n"))
+            return
+        headers: dict[str, str] = {}
+        for raw_name, raw_value in scope.get("headers", ()):
+            name = raw_name.decode("latin-1").lower()
+            value = raw_value.decode("latin-1")
+            if name in headers:
+                if name in _SINGLE:
+                    await _send_reply(send, Reply(400, [("content-type", "text/plain")],
+                                                  f"bad request: repeated {name} header\n"
+                                                  .encode()))
+                    return
+                value = f"{headers[name]}, {value}"
+            headers[name] = value
+        method = str(scope.get("method", "GET")).upper()
+        body = b""
+        if method == "POST":
+            read = await self._read_body(headers, receive)
+            if isinstance(read, Reply):
+                await _send_reply(send, read)
+                return
+            body = read
+        reply = self.endpoint.handle(method, headers, body)
+        if reply.exchange is None:
+            await _send_reply(send, reply)
+            return
+        await _stream(reply, reply.exchange, receive, send)
+
+    async def _read_body(self, headers: dict[str, str], receive: Receive) -> bytes | Reply:
+        limit = self.endpoint.max_body_bytes
+        declared = headers.get("content-length")
+        if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+            return self.endpoint.check_access(headers) or self.endpoint.too_large(int(declared))
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message.get("type") == "http.disconnect":
+                return Reply(400, [], b"")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return self.endpoint.check_access(headers) or self.endpoint.too_large(size)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def _lifespan(self, receive: Receive, send: AsgiSend) -> None:
+        while True:
+            message = await receive()
+            if message.get("type") == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message.get("type") == "lifespan.shutdown":
+                await asyncio.get_running_loop().run_in_executor(None, self.close)
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def asgi_app(toolkit: Toolkit, **options: Any) -> AsgiApp:
+    """An ASGI application serving ``toolkit`` over MCP Streamable HTTP at ``/mcp``.
+
+    Options are those of :class:`AsgiApp`. Give every worker the same ``secret`` so a
+    modern ``requestState`` retry can land on any of them.
+
+    Example::
+
+        app = asgi_app(toolkit, name="team-tools", allowed_hosts=["tools.example.com"])
+    """
+    return AsgiApp(toolkit, **options)
+
+
+def _encoded(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
+
+
+async def _send_reply(send: AsgiSend, reply: Reply) -> None:
+    headers = [*reply.headers, ("content-length", str(len(reply.body)))]
+    await send({"type": "http.response.start", "status": reply.status,
+                "headers": _encoded(headers)})
+    await send({"type": "http.response.body", "body": reply.body})
+
+
+async def _stream(reply: Reply, exchange: Exchange, receive: Receive, send: AsgiSend) -> None:
+    """Send the exchange's messages as one JSON body or an event stream; a disconnect
+    cancels the call."""
+    loop = asyncio.get_running_loop()
+    ready = asyncio.Event()
+
+    def wake() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            loop.call_soon_threadsafe(ready.set)
+
+    exchange.wake = wake
+    disconnected = asyncio.ensure_future(_disconnect(receive))
+    streaming = False
+    try:
+        while True:
+            item = exchange.poll()
+            if item is None:
+                ready.clear()
+                item = exchange.poll()  # a wake between poll and clear is not lost
+            if item is None:
+                waiter = asyncio.ensure_future(ready.wait())
+                await asyncio.wait({waiter, disconnected}, return_when=asyncio.FIRST_COMPLETED)
+                if not waiter.done():
+                    waiter.cancel()
+                if disconnected.done():
+                    exchange.client_gone()
+                    return
+                continue
+            data, final = item
+            if not streaming and final:
+                if data is None:
+                    await _send_reply(send, Reply(204, list(reply.headers)))
+                else:
+                    await _send_reply(send, Reply(
+                        exchange.status_of(data),
+                        [("content-type", "application/json"), *reply.headers], data))
+                return
+            if not streaming:
+                streaming = True
+                headers = [*reply.headers, ("content-type", "text/event-stream"),
+                           ("cache-control", "no-cache")]
+                await send({"type": "http.response.start", "status": 200,
+                            "headers": _encoded(headers)})
+            await send({"type": "http.response.body",
+                        "body": sse_event(data) if data is not None else b"",
+                        "more_body": not final})
+            if final:
+                return
+    except OSError:
+        exchange.client_gone()
+    finally:
+        exchange.wake = None
+        disconnected.cancel()
+
+
+async def _disconnect(receive: Receive) -> None:
+    while True:
+        message = await receive()
+        if message.get("type") == "http.disconnect":
+            return

@@ -1,0 +1,444 @@
+"""The embedded Streamable HTTP server: MCP on ``/mcp`` with the standard library only.
+
+:func:`serve_http` is what ``toolnexus serve REF --http [HOST:]PORT`` runs; :class:`HttpServer`
+is the same server for a program that starts and stops it itself. One thread per
+connection (``http.server``), HTTP/1.1 keep-alive, and the limits a server facing a
+network needs: a bound on connections (more are answered 503 at once), a request-size and
+header limit, and a reaper that closes a connection whose request does not arrive whole in
+time (a slow client cannot hold a thread) or that sits idle too long between requests.
+What a request means — sessions, header rules, security — is decided by
+:class:`~toolnexus.mcp._http.Endpoint`; this module only moves bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import logging
+import select
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ._http import DEFAULT_MAX_BODY_BYTES, Endpoint, Exchange, Reply, TokenVerifier, sse_event
+
+if TYPE_CHECKING:
+    from ..toolkit import Toolkit
+
+__all__ = ["HttpServer", "serve_http"]
+
+_log = logging.getLogger("toolnexus")
+
+_MAX_HEADERS = 64
+_WATCH_S = 0.25  # how often a waiting response checks that its client is still there
+
+
+class HttpServer:
+    """An MCP Streamable HTTP server on ``host:port``, path ``path`` (``/mcp``).
+
+    Both protocol eras are served: modern stateless POSTs and legacy ``initialize``
+    sessions. Start it with :meth:`serve_forever` (blocking) or :meth:`start` (a
+    background thread); :meth:`shutdown` stops accepting, gives running calls ``grace_s``
+    to answer, cancels the rest and closes the host.
+
+    Args:
+        toolkit: the tools to serve.
+        host, port: where to listen (``127.0.0.1`` by default; port 0 picks a free one).
+        max_connections: connections served at once; more are answered 503 and closed.
+        request_timeout_s: how long a request (headers and body) may take to arrive.
+        keep_alive_s: how long an idle kept-alive connection stays open.
+        max_body_bytes: the largest request body (larger: 413, never read).
+        grace_s: at shutdown, how long running calls get to answer.
+        **endpoint: the :class:`~toolnexus.mcp._http.Endpoint` options (``name``,
+            ``timeout_ms``, ``allowed_hosts``, ``allowed_origins``, ``token``,
+            ``verify_token``, ``secret``, ...).
+
+    Example::
+
+        server = HttpServer(toolkit, port=0)
+        server.start()
+        print(server.url)      # http://127.0.0.1:PORT/mcp
+        server.shutdown()
+    """
+
+    def __init__(
+        self,
+        toolkit: Toolkit,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        path: str = "/mcp",
+        max_connections: int = 64,
+        request_timeout_s: float = 10.0,
+        keep_alive_s: float = 30.0,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        grace_s: float = 2.0,
+        **endpoint: Any,
+    ) -> None:
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise ValueError(f"port must be an int in 0..65535, got {port!r}")
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise ValueError(f"path must be a str starting with '/', got {path!r}")
+        for label, seconds in (("request_timeout_s", request_timeout_s),
+                               ("keep_alive_s", keep_alive_s), ("grace_s", grace_s)):
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+                raise ValueError(f"{label} must be a number of seconds >= 0, got {seconds!r}")
+        if isinstance(max_connections, bool) or not isinstance(max_connections, int) or (
+            max_connections < 1
+        ):
+            raise ValueError(f"max_connections must be an int >= 1, got {max_connections!r}")
+        self.endpoint = Endpoint(toolkit, max_body_bytes=max_body_bytes, **endpoint)
+        self.path = path
+        self.request_timeout_s = float(request_timeout_s)
+        self.keep_alive_s = float(keep_alive_s)
+        self.grace_s = float(grace_s)
+        self.max_connections = max_connections
+        self._server = _Server((host, port), _Handler, self)
+        self._thread: threading.Thread | None = None
+        self._reaper = threading.Thread(target=self._reap, name="toolnexus-http-reaper",
+                                        daemon=True)
+        self._stopping = threading.Event()
+        self._reaper.start()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The (host, port) the server listens on."""
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    @property
+    def url(self) -> str:
+        """The endpoint's URL, e.g. ``http://127.0.0.1:8000/mcp``."""
+        host, port = self.address
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{port}{self.path}"
+
+    def serve_forever(self) -> None:
+        """Serve until :meth:`shutdown` (from another thread or a signal handler)."""
+        self._server.serve_forever(poll_interval=0.2)
+
+    def start(self) -> None:
+        """Serve on a background thread; returns at once."""
+        self._thread = threading.Thread(target=self.serve_forever, name="toolnexus-http",
+                                        daemon=True)
+        self._thread.start()
+
+    def shutdown(self) -> None:
+        """Stop accepting, let running calls answer for ``grace_s``, cancel the rest, close
+        the host and every connection. Safe to call more than once."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        self._server.shutdown()
+        deadline = time.monotonic() + self.grace_s
+        while self._server.active_responses() and time.monotonic() < deadline:
+            self._server.responses_settled.wait(0.05)
+        self.endpoint.close()
+        self._server.close_all()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def __enter__(self) -> HttpServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.shutdown()
+
+    def __repr__(self) -> str:
+        state = "stopped" if self._stopping.is_set() else "serving"
+        return f"<HttpServer {self.url} {state}>"
+
+    def _reap(self) -> None:
+        """Close connections whose request is late or whose keep-alive ran out; expire
+        idle legacy sessions."""
+        last_sweep = time.monotonic()
+        while not self._stopping.wait(0.2):
+            now = time.monotonic()
+            self._server.reap(now)
+            if now - last_sweep > 5:
+                last_sweep = now
+                self.endpoint.expire_idle()
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], handler: Any, owner: HttpServer) -> None:
+        self.owner = owner
+        self._conn_lock = threading.Lock()
+        self._deadlines: dict[socket.socket, float | None] = {}
+        self._responding = 0
+        self.responses_settled = threading.Event()
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._conn_lock:
+            full = len(self._deadlines) >= self.owner.max_connections
+            if not full:
+                self._deadlines[request] = time.monotonic() + self.owner.request_timeout_s
+        if full:
+            with contextlib.suppress(OSError):
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                                b"Retry-After: 1\r\nConnection: close\r\n\r\n")
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def set_deadline(self, conn: socket.socket, seconds: float | None) -> None:
+        with self._conn_lock:
+            if conn in self._deadlines:
+                self._deadlines[conn] = None if seconds is None else time.monotonic() + seconds
+
+    def responding(self, delta: int) -> None:
+        with self._conn_lock:
+            self._responding += delta
+            if self._responding == 0:
+                self.responses_settled.set()
+            else:
+                self.responses_settled.clear()
+
+    def active_responses(self) -> int:
+        with self._conn_lock:
+            return self._responding
+
+    def forget(self, conn: socket.socket) -> None:
+        with self._conn_lock:
+            self._deadlines.pop(conn, None)
+
+    def reap(self, now: float) -> None:
+        with self._conn_lock:
+            late = [conn for conn, at in self._deadlines.items() if at is not None and at < now]
+            for conn in late:
+                self._deadlines[conn] = None
+        for conn in late:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+    def close_all(self) -> None:
+        with self._conn_lock:
+            conns = list(self._deadlines)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        _log.debug("toolnexus mcp http: connection from %s failed", client_address,
+                   exc_info=True)
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "toolnexus"
+    sys_version = ""
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def finish(self) -> None:
+        self.server.forget(self.connection)
+        with contextlib.suppress(OSError):
+            super().finish()
+
+    def handle_one_request(self) -> None:
+        owner = self.server.owner
+        try:
+            # Waiting for the next request is the keep-alive; once its first line is in,
+            # the rest must arrive within request_timeout_s.
+            self.server.set_deadline(self.connection, owner.keep_alive_s)
+            self.raw_requestline = self.rfile.readline(65537)
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            self.server.set_deadline(self.connection, owner.request_timeout_s)
+            if len(self.raw_requestline) > 65536:
+                self.send_error(414)
+                return
+            if not self.parse_request():
+                return
+            if len(self.headers) > _MAX_HEADERS:
+                self.send_error(431, "too many header fields")
+                return
+            self._serve()
+            with contextlib.suppress(OSError, ValueError):
+                self.wfile.flush()
+        except (TimeoutError, OSError, ValueError):
+            self.close_connection = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        _log.debug("toolnexus mcp http: " + format, *args)
+
+    def _serve(self) -> None:
+        owner = self.server.owner
+        if self.path.split("?", 1)[0] != owner.path:
+            self._send(Reply(404, [("content-type", "text/plain")], b"not found; MCP is at "
+                             + owner.path.encode() + b"\n"))
+            return
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        body = b""
+        if self.command == "POST":
+            if "chunked" in headers.get("transfer-encoding", "").lower():
+                self.close_connection = True
+                self._send(Reply(411, [("content-type", "text/plain")],
+                                 b"length required: send a Content-Length\n"))
+                return
+            try:
+                length = int(headers.get("content-length", "0"))
+            except ValueError:
+                length = -1
+            if length < 0:
+                self.close_connection = True
+                self._send(Reply(400, [("content-type", "text/plain")], b"bad Content-Length\n"))
+                return
+            if length > owner.endpoint.max_body_bytes:
+                # Refused unread: the connection cannot be reused after that.
+                self.close_connection = True
+                refused = owner.endpoint.check_access(headers)
+                self._send(refused or owner.endpoint.too_large(length))
+                return
+            body = self.rfile.read(length)
+            if len(body) < length:
+                self.close_connection = True
+                return
+        self.server.set_deadline(self.connection, None)  # the call may take its time
+        reply = owner.endpoint.handle(self.command, headers, body)
+        if reply.exchange is None:
+            self._send(reply)
+            return
+        self.server.responding(1)
+        try:
+            self._stream(reply, reply.exchange)
+        finally:
+            self.server.responding(-1)
+
+    def _send(self, reply: Reply) -> None:
+        self.send_response(reply.status)
+        for name, value in reply.headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(reply.body)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if reply.body:
+            self.wfile.write(reply.body)
+
+    def _stream(self, reply: Reply, exchange: Exchange) -> None:
+        """Send the exchange's messages: one JSON body when the answer comes first, else
+        a chunked ``text/event-stream``; a client that hangs up cancels the call."""
+        streaming = False
+        while True:
+            item = exchange.next(_WATCH_S)
+            if item is None:
+                if self._client_gone():
+                    exchange.client_gone()
+                    self.close_connection = True
+                    return
+                continue
+            data, final = item
+            if not streaming and final:
+                if data is None:
+                    self._send(Reply(204, list(reply.headers)))
+                    return
+                self._send(Reply(exchange.status_of(data),
+                                 [("content-type", "application/json"), *reply.headers], data))
+                return
+            if not streaming:
+                streaming = True
+                self.send_response(200)
+                for name, value in reply.headers:
+                    self.send_header(name, value)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+            try:
+                if data is not None:
+                    event = sse_event(data)
+                    self.wfile.write(b"%x\r\n%b\r\n" % (len(event), event))
+                if final:
+                    self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except OSError:
+                exchange.client_gone()
+                self.close_connection = True
+                return
+            if final:
+                return
+
+    def _client_gone(self) -> bool:
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if not readable:
+                return False
+            peeked: bytes = self.connection.recv(1, socket.MSG_PEEK)
+            return peeked == b""
+        except (OSError, ValueError):
+            return True
+
+
+def serve_http(
+    toolkit: Toolkit,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    token: str | None = None,
+    verify_token: TokenVerifier | None = None,
+    allowed_hosts: Iterable[str] | None = None,
+    allowed_origins: Iterable[str] | None = None,
+    ready: Any = None,
+    **options: Any,
+) -> int:
+    """Serve ``toolkit`` over MCP Streamable HTTP at ``http://host:port/mcp`` until
+    SIGINT or SIGTERM; return the exit code (0).
+
+    On a signal the server stops accepting, lets running calls answer for ``grace_s``
+    (2 s), cancels the rest and returns. ``token`` (or ``verify_token``) requires an
+    ``Authorization: Bearer`` header; ``allowed_hosts``/``allowed_origins`` widen the
+    localhost-only defaults (see ``docs/mcp.md``). ``ready(server)``, if given, is called
+    once the socket listens. Other options go to :class:`HttpServer`.
+
+    Example::
+
+        from toolnexus import Toolkit, tool
+        from toolnexus.mcp import serve_http
+
+        @tool
+        def add(a: int, b: int) -> int:
+            "Add two numbers."
+            return a + b
+
+        if __name__ == "__main__":
+            raise SystemExit(serve_http(Toolkit([add]), port=8000))
+    """
+    server = HttpServer(toolkit, host=host, port=port, token=token, verify_token=verify_token,
+                        allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, **options)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    previous: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, on_signal)
+    try:
+        server.start()
+        if ready is not None:
+            ready(server)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.shutdown()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return 0

@@ -1,0 +1,292 @@
+"""The tools the MCP conformance suite calls, served over Streamable HTTP.
+
+Not part of the package: ``.ci/run`` starts this to let ``@modelcontextprotocol/conformance``
+check the embedded server (``python tests/conformance/server.py PORT``) and the ASGI app
+(``uvicorn --factory conformance_server:app``, with this directory on the path). Each
+tool does what the suite's scenario text asks of a tool by that name.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import Any
+
+from toolnexus import Request, Tool, Toolkit, ToolResult, tool
+from toolnexus.context import ToolContext
+
+_PAUSE = threading.Event()  # never set: waits stand for "about 50 ms of work"
+
+
+def _work(ctx: ToolContext | None, seconds: float = 0.05) -> None:
+    token = ctx.cancellation_token if ctx is not None else None
+    if token is not None:
+        token.wait(seconds)
+    else:
+        _PAUSE.wait(seconds)
+
+
+@tool
+def test_simple_text() -> str:
+    """Returns a fixed text."""
+    return "This is a simple text response for testing."
+
+
+@tool
+def test_error_handling() -> ToolResult:
+    """Always fails."""
+    return ToolResult.error("This tool intentionally returns an error for testing")
+
+
+@tool
+def test_tool_with_progress(ctx: ToolContext) -> str:
+    """Reports progress 0, 50 and 100 of 100."""
+    for step in (0, 50, 100):
+        ctx.report_progress(step, 100)
+        if step < 100:
+            _work(ctx)
+    return "Progress reported: 0, 50, 100 of 100"
+
+
+@tool
+def test_tool_with_logging(ctx: ToolContext) -> str:
+    """Sends three info log messages."""
+    ctx.report_log("info", "Tool execution started")
+    _work(ctx)
+    ctx.report_log("info", "Tool processing data")
+    _work(ctx)
+    ctx.report_log("info", "Tool execution completed")
+    return "Logging completed: 3 messages sent"
+
+
+@tool
+def test_logging_tool(ctx: ToolContext) -> str:
+    """Sends log messages (only to a client that asked for them)."""
+    ctx.report_log("info", "test_logging_tool started")
+    ctx.report_log("warning", "test_logging_tool is about to finish")
+    return "logged"
+
+
+def _asks(ctx: ToolContext | None, request: Request, done: str) -> ToolResult:
+    if ctx is None or ctx.answer is None:
+        return ToolResult.pending(request)
+    return ToolResult.ok(f"{done}: action=accept, content={json.dumps(ctx.answer.data)}")
+
+
+_USER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "username": {"type": "string", "description": "User's response"},
+        "email": {"type": "string", "description": "User's email address"},
+    },
+    "required": ["username", "email"],
+}
+
+
+@tool
+def test_elicitation(message: str, ctx: ToolContext) -> ToolResult:
+    """Asks the user for a name and an email."""
+    request = Request("input", message, data={"schema": _USER_SCHEMA})
+    return _asks(ctx, request, "User response")
+
+
+@tool
+def test_streaming_elicitation(ctx: ToolContext) -> ToolResult:
+    """Asks one question."""
+    request = Request("input", "Please provide your name", data={"schema": {
+        "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}})
+    return _asks(ctx, request, "Elicitation completed")
+
+
+def _name_schema(key: str, kind: str = "string") -> dict[str, Any]:
+    return {"type": "object", "properties": {key: {"type": kind}}, "required": [key]}
+
+
+@tool
+def test_input_required_result_elicitation(ctx: ToolContext) -> ToolResult:
+    """Asks for a name, then greets."""
+    if ctx.answer is None:
+        return ToolResult.pending(Request("input", "What is your name?", id="user_name",
+                                          data={"schema": _name_schema("name")}))
+    return ToolResult.ok(f"Hello, {(ctx.answer.data or {}).get('name')}!")
+
+
+@tool
+def test_input_required_result_request_state(ctx: ToolContext) -> ToolResult:
+    """Asks for a confirmation; the answer comes back with the signed state."""
+    if ctx.answer is None:
+        return ToolResult.pending(Request("input", "Please confirm", id="confirm",
+                                          data={"schema": _name_schema("ok", "boolean")}))
+    return ToolResult.ok(f"state-ok: confirmed={(ctx.answer.data or {}).get('ok')}")
+
+
+@tool
+def test_input_required_result_tampered_state(ctx: ToolContext) -> ToolResult:
+    """Asks for a confirmation (the suite then tampers with the state)."""
+    if ctx.answer is None:
+        return ToolResult.pending(Request("input", "Please confirm", id="confirm",
+                                          data={"schema": _name_schema("ok", "boolean")}))
+    return ToolResult.ok("confirmed")
+
+
+@tool
+def test_input_required_result_multi_round(ctx: ToolContext) -> ToolResult:
+    """Asks two questions, one per round (needs multi-round answers)."""
+    if ctx.answer is None:
+        return ToolResult.pending(Request("input", "Step 1: What is your name?", id="step1",
+                                          data={"schema": _name_schema("name")}))
+    if ctx.answer.id == "step1":
+        return ToolResult.pending(Request(
+            "input", "Step 2: What is your favorite color?", id="step2",
+            data={"schema": _name_schema("color")}))
+    return ToolResult.ok(f"multi-round complete: color={(ctx.answer.data or {}).get('color')}")
+
+
+@tool
+def test_elicitation_sep1034_defaults(ctx: ToolContext) -> ToolResult:
+    """Asks with defaults for every primitive type."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive", "pending"],
+                       "default": "active"},
+            "verified": {"type": "boolean", "default": True},
+        },
+    }
+    return _asks(ctx, Request("input", "Please review your details", data={"schema": schema}),
+                 "Elicitation completed")
+
+
+@tool
+def test_elicitation_sep1330_enums(ctx: ToolContext) -> ToolResult:
+    """Asks with all five enum shapes."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {"type": "string", "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"}]},
+            "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                           "enumNames": ["Option One", "Option Two", "Option Three"]},
+            "untitledMulti": {"type": "array", "items": {
+                "type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {"type": "array", "items": {"anyOf": [
+                {"const": "value1", "title": "First Choice"},
+                {"const": "value2", "title": "Second Choice"},
+                {"const": "value3", "title": "Third Choice"}]}},
+        },
+    }
+    return _asks(ctx, Request("input", "Please pick options", data={"schema": schema}),
+                 "Elicitation completed")
+
+
+def _headers_tool(args: Any, ctx: ToolContext | None = None) -> ToolResult:
+    return ToolResult.ok(f"headers ok: {json.dumps(args, sort_keys=True)}")
+
+
+test_custom_headers = Tool(
+    name="test_custom_headers",
+    description="Echoes arguments that also travel as Mcp-Param-* headers.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "priority": {"type": "integer", "x-mcp-header": "Priority"},
+            "query": {"type": "string"},
+        },
+        "required": ["region"],
+    },
+    fn=_headers_tool,
+)
+
+
+_ADDRESS = {
+    "$anchor": "addressDef",
+    "type": "object",
+    "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+}
+
+def _json_schema_tool() -> Tool | None:
+    # Until the validator speaks if/then/else (the validator issue) a Tool refuses this
+    # schema; the scenario then fails for want of the tool, as .ci/run expects.
+    try:
+        return _build_json_schema_tool()
+    except ValueError:
+        return None
+
+
+def _build_json_schema_tool() -> Tool:
+    return Tool(
+        name="json_schema_2020_12_tool",
+        description="Tool with JSON Schema 2020-12 features",
+        input_schema={
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {"address": _ADDRESS},
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string"},
+            },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {
+                "properties": {"contactMethod": {"const": "phone"}},
+                "required": ["contactMethod"],
+            },
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
+            "additionalProperties": False,
+        },
+        fn=_headers_tool,
+    )
+
+
+def toolkit() -> Toolkit:
+    optional = [made for made in (_json_schema_tool(),) if made is not None]
+    return Toolkit([
+        test_simple_text,
+        test_error_handling,
+        test_tool_with_progress,
+        test_tool_with_logging,
+        test_logging_tool,
+        test_elicitation,
+        test_streaming_elicitation,
+        test_input_required_result_elicitation,
+        test_input_required_result_request_state,
+        test_input_required_result_tampered_state,
+        test_input_required_result_multi_round,
+        test_elicitation_sep1034_defaults,
+        test_elicitation_sep1330_enums,
+        test_custom_headers,
+        *optional,
+    ])
+
+
+def app() -> Any:
+    """The ASGI app (``uvicorn --factory server:app``)."""
+    import os
+
+    from toolnexus.mcp import asgi_app
+
+    secret = os.environ.get("CONFORMANCE_SECRET")
+    return asgi_app(toolkit(), name="toolnexus-conformance",
+                    secret=secret.encode() if secret else None)
+
+
+if __name__ == "__main__":
+    from toolnexus.mcp.http import serve_http
+
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 3001
+
+    def ready(server: Any) -> None:
+        print(f"listening on {server.url}", flush=True)
+
+    raise SystemExit(serve_http(toolkit(), port=port, name="toolnexus-conformance", ready=ready))

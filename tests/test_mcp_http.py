@@ -1,0 +1,368 @@
+"""The embedded Streamable HTTP server (``toolnexus.mcp.http``): both eras on ``/mcp``,
+the header rules, security, limits and a client that goes away."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from toolnexus import Request, Toolkit, ToolResult, tool
+from toolnexus.context import ToolContext
+from toolnexus.mcp import HttpServer
+
+MODERN = "2026-07-28"
+META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+cancelled = threading.Event()
+started = threading.Event()
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@tool
+def steps(ctx: ToolContext) -> str:
+    """Reports progress twice and logs once."""
+    ctx.report_progress(1, 2)
+    ctx.report_log("info", "halfway")
+    ctx.report_progress(2, 2)
+    return "done"
+
+
+@tool
+def waits(ctx: ToolContext) -> str:
+    """Waits until cancelled."""
+    started.set()
+    if ctx.cancellation_token.wait(30):
+        cancelled.set()
+        return "cancelled"
+    return "never cancelled"
+
+
+@tool
+def asks(ctx: ToolContext) -> ToolResult:
+    """Asks for an environment."""
+    if ctx.answer is None:
+        return ToolResult.pending(Request("input", "Which env?", id="env", data={"schema": {
+            "type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}}))
+    return ToolResult.ok(f"deployed to {(ctx.answer.data or {}).get('env')}")
+
+
+TOOLKIT = Toolkit([add, steps, waits, asks])
+
+
+@pytest.fixture
+def server() -> Iterator[HttpServer]:
+    with HttpServer(TOOLKIT, port=0, request_timeout_s=0.5, grace_s=0.5) as running:
+        running.start()
+        yield running
+
+
+def post(server: HttpServer, message: dict[str, Any], headers: dict[str, str] | None = None,
+         modern: bool = True) -> tuple[int, dict[str, str], bytes]:
+    host, port = server.address
+    connection = http.client.HTTPConnection(host, port, timeout=10)
+    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if modern and "params" in message:
+        sent["MCP-Protocol-Version"] = MODERN
+        sent["Mcp-Method"] = message["method"]
+        if "name" in message["params"]:
+            sent["Mcp-Name"] = message["params"]["name"]
+    sent.update(headers or {})
+    connection.request("POST", "/mcp", json.dumps(message), sent)
+    response = connection.getresponse()
+    body = response.read()
+    answer = (response.status, {k.lower(): v for k, v in response.getheaders()}, body)
+    connection.close()
+    return answer
+
+
+def call(name: str, arguments: dict[str, Any] | None = None, rid: int = 1,
+         **meta: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments or {}, "_meta": {**META, **meta}}}
+
+
+def events(body: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line[len(b"data: "):]) for line in body.splitlines()
+            if line.startswith(b"data: ")]
+
+
+def test_a_modern_call_is_answered_as_one_json_body(server: HttpServer) -> None:
+    status, headers, body = post(server, call("add", {"a": 2, "b": 3}))
+    assert status == 200
+    assert headers["content-type"] == "application/json"
+    result = json.loads(body)["result"]
+    assert result["content"] == [{"type": "text", "text": "5"}]
+    assert result["resultType"] == "complete"
+
+
+def test_progress_and_asked_for_logs_turn_the_response_into_an_event_stream(
+    server: HttpServer,
+) -> None:
+    message = call("steps", progressToken="p", **{"io.modelcontextprotocol/logLevel": "info"})
+    status, headers, body = post(server, message)
+    assert status == 200 and headers["content-type"] == "text/event-stream"
+    sent = events(body)
+    assert [m.get("method") for m in sent] == [
+        "notifications/progress", "notifications/message", "notifications/progress", None]
+    assert sent[1]["params"] == {"level": "info", "data": "halfway"}
+    assert sent[-1]["result"]["content"][0]["text"] == "done"
+
+
+def test_logs_nobody_asked_for_are_not_sent(server: HttpServer) -> None:
+    _, _, body = post(server, call("steps"))
+    assert json.loads(body)["result"]["content"][0]["text"] == "done"
+
+
+@pytest.mark.parametrize("header, value", [
+    ("MCP-Protocol-Version", "2025-11-25"),
+    ("Mcp-Method", "tools/list"),
+    ("Mcp-Name", "steps"),
+])
+def test_a_routing_header_that_disagrees_with_the_body_is_400_header_mismatch(
+    server: HttpServer, header: str, value: str
+) -> None:
+    status, _, body = post(server, call("add", {"a": 1, "b": 1}, rid=7), {header: value})
+    error = json.loads(body)
+    assert status == 400
+    assert error["id"] == 7 and error["error"]["code"] == -32020
+    assert header.split("-")[-1].lower() in error["error"]["message"].lower()
+
+
+def test_modern_errors_travel_with_their_http_status(server: HttpServer) -> None:
+    unknown = {"jsonrpc": "2.0", "id": 2, "method": "nope/nope", "params": {"_meta": META}}
+    status, _, body = post(server, unknown)
+    assert status == 404 and json.loads(body)["error"]["code"] == -32601
+    version = {**META, "io.modelcontextprotocol/protocolVersion": "1999-01-01"}
+    old = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": version}}
+    status, _, body = post(server, old, {"MCP-Protocol-Version": "1999-01-01"})
+    assert status == 400 and json.loads(body)["error"]["code"] == -32022
+    no_meta = {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}}
+    status, _, body = post(server, no_meta)
+    assert status == 400 and json.loads(body)["error"]["code"] == -32602
+
+
+def test_a_modern_suspension_is_input_required_and_the_retry_completes(
+    server: HttpServer,
+) -> None:
+    meta = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    _, _, body = post(server, call("asks", **meta))
+    first = json.loads(body)["result"]
+    assert first["resultType"] == "input_required"
+    retry = call("asks", **meta)
+    retry["params"]["requestState"] = first["requestState"]
+    retry["params"]["inputResponses"] = {"env": {"action": "accept", "content": {"env": "dev"}}}
+    _, _, body = post(server, retry)
+    assert json.loads(body)["result"]["content"][0]["text"] == "deployed to dev"
+
+
+def legacy_session(server: HttpServer) -> str:
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "t", "version": "1"}}}
+    status, headers, body = post(server, init, modern=False)
+    assert status == 200 and json.loads(body)["result"]["protocolVersion"] == "2025-11-25"
+    session = headers["mcp-session-id"]
+    assert all(0x21 <= ord(char) <= 0x7E for char in session)
+    status, _, _ = post(server, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                        {"Mcp-Session-Id": session}, modern=False)
+    assert status == 202
+    return session
+
+
+def test_a_legacy_session_lives_until_delete(server: HttpServer) -> None:
+    session = legacy_session(server)
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}
+    status, _, body = post(server, message, {"Mcp-Session-Id": session}, modern=False)
+    assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "3"
+    host, port = server.address
+    connection = http.client.HTTPConnection(host, port, timeout=10)
+    connection.request("DELETE", "/mcp", headers={"Mcp-Session-Id": session})
+    assert connection.getresponse().status == 204
+    connection.close()
+    status, _, _ = post(server, message, {"Mcp-Session-Id": session}, modern=False)
+    assert status == 404
+
+
+def test_a_legacy_question_goes_out_on_the_post_stream_and_the_answer_comes_back(
+    server: HttpServer,
+) -> None:
+    session = legacy_session(server)
+    host, port = server.address
+    connection = http.client.HTTPConnection(host, port, timeout=10)
+    connection.request("POST", "/mcp", json.dumps(
+        {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "asks"}}),
+        {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+         "Mcp-Session-Id": session})
+    response = connection.getresponse()
+    assert response.getheader("content-type") == "text/event-stream"
+    received = b""
+    while b"\n\n" not in received:  # the first event: the question
+        received += response.read1(65536)
+    question = events(received)[0]
+    assert question["method"] == "elicitation/create"
+    answer = {"jsonrpc": "2.0", "id": question["id"],
+              "result": {"action": "accept", "content": {"env": "prod"}}}
+    status, _, _ = post(server, answer, {"Mcp-Session-Id": session}, modern=False)
+    assert status == 202
+    rest = events(response.read())
+    assert rest[-1]["id"] == 9
+    assert rest[-1]["result"]["content"][0]["text"] == "deployed to prod"
+    connection.close()
+
+
+def test_get_has_no_standalone_stream(server: HttpServer) -> None:
+    host, port = server.address
+    connection = http.client.HTTPConnection(host, port, timeout=10)
+    connection.request("GET", "/mcp", headers={"Accept": "text/event-stream"})
+    assert connection.getresponse().status == 405
+    connection.close()
+
+
+# --------------------------------------------------------------------------- security
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example.com", "null", "https://localhost.evil"])
+def test_a_foreign_origin_is_forbidden(server: HttpServer, origin: str) -> None:
+    status, _, _ = post(server, call("add", {"a": 1, "b": 1}), {"Origin": origin})
+    assert status == 403
+
+
+def test_a_localhost_origin_is_accepted(server: HttpServer) -> None:
+    status, _, _ = post(server, call("add", {"a": 1, "b": 1}),
+                        {"Origin": "http://localhost:5173"})
+    assert status == 200
+
+
+def test_a_foreign_host_header_is_refused_against_dns_rebinding(server: HttpServer) -> None:
+    status, _, _ = post(server, call("add", {"a": 1, "b": 1}), {"Host": "evil.example.com"})
+    assert 400 <= status < 500
+
+
+def test_an_allowed_host_and_origin_are_accepted() -> None:
+    with HttpServer(TOOLKIT, port=0, allowed_hosts=["tools.example.com"],
+                    allowed_origins=["https://app.example.com"]) as server:
+        server.start()
+        status, _, _ = post(server, call("add", {"a": 1, "b": 1}), {
+            "Host": "tools.example.com:443", "Origin": "https://app.example.com"})
+        assert status == 200
+
+
+def test_a_missing_or_wrong_token_is_401_and_never_echoed() -> None:
+    secret_token = "s3cr3t-t0ken-value"
+    with HttpServer(TOOLKIT, port=0, token=secret_token) as server:
+        server.start()
+        status, headers, _ = post(server, call("add", {"a": 1, "b": 1}))
+        assert status == 401 and headers["www-authenticate"].startswith("Bearer")
+        wrong = "Bearer wrong-" + secret_token
+        status, _, body = post(server, call("add", {"a": 1, "b": 1}), {"Authorization": wrong})
+        assert status == 401
+        assert secret_token.encode() not in body and b"wrong-" not in body
+        status, _, _ = post(server, call("add", {"a": 1, "b": 1}),
+                            {"Authorization": f"Bearer {secret_token}"})
+        assert status == 200
+
+
+def test_a_caller_supplied_verifier_decides() -> None:
+    seen: list[str] = []
+
+    def verify(token: str) -> bool:
+        seen.append(token)
+        return token == "from-my-idp"
+
+    with HttpServer(TOOLKIT, port=0, verify_token=verify) as server:
+        server.start()
+        assert post(server, call("add", {"a": 1, "b": 1}),
+                    {"Authorization": "Bearer nope"})[0] == 401
+        assert post(server, call("add", {"a": 1, "b": 1}),
+                    {"Authorization": "Bearer from-my-idp"})[0] == 200
+    assert seen == ["nope", "from-my-idp"]
+
+
+# --------------------------------------------------------------------------- limits
+
+
+def test_an_oversized_body_is_413_without_being_read() -> None:
+    with HttpServer(TOOLKIT, port=0, max_body_bytes=1024) as server:
+        server.start()
+        host, port = server.address
+        with socket.create_connection((host, port), timeout=10) as sock:
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
+                         b"Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n")
+            reply = b""
+            while chunk := sock.recv(4096):  # the server answers, then closes
+                reply += chunk
+        assert reply.startswith(b"HTTP/1.1 413")
+        assert b"the limit is 1024 bytes" in reply
+
+
+def test_a_slow_loris_client_is_disconnected() -> None:
+    with HttpServer(TOOLKIT, port=0, request_timeout_s=0.2) as server:
+        server.start()
+        host, port = server.address
+        with socket.create_connection((host, port), timeout=10) as sock:
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: localh")  # ... and never the rest
+            closed = b""
+            with contextlib.suppress(ConnectionResetError):
+                closed = sock.recv(4096)
+        assert closed == b""  # the server closed it; our 10 s timeout did not fire
+        # and the server still serves others
+        assert post(server, call("add", {"a": 1, "b": 1}))[0] == 200
+
+
+def test_connections_beyond_the_bound_are_refused_with_503() -> None:
+    with HttpServer(TOOLKIT, port=0, max_connections=1) as server:
+        server.start()
+        host, port = server.address
+        holder = http.client.HTTPConnection(host, port, timeout=10)
+        holder.request("POST", "/mcp", json.dumps(call("add", {"a": 1, "b": 1})), {
+            "Content-Type": "application/json", "MCP-Protocol-Version": MODERN,
+            "Mcp-Method": "tools/call", "Mcp-Name": "add"})
+        assert holder.getresponse().read()  # kept alive: holds the one place
+        with socket.create_connection((host, port), timeout=10) as sock:
+            sock.sendall(b"GET /mcp HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert sock.recv(4096).startswith(b"HTTP/1.1 503")
+        holder.close()
+
+
+def test_a_closed_response_stream_cancels_its_call(server: HttpServer) -> None:
+    started.clear()
+    cancelled.clear()
+    host, port = server.address
+    sock = socket.create_connection((host, port), timeout=10)
+    body = json.dumps(call("waits")).encode()
+    sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                 b"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+                 b"Mcp-Name: waits\r\nContent-Length: %d\r\n\r\n%b" % (len(body), body))
+    assert started.wait(10)
+    sock.close()
+    assert cancelled.wait(10)
+
+
+def test_shutdown_cancels_a_running_call() -> None:
+    started.clear()
+    cancelled.clear()
+    server = HttpServer(TOOLKIT, port=0, grace_s=0.1)
+    server.start()
+    answers: list[int] = []
+    runner = threading.Thread(target=lambda: answers.append(post(server, call("waits"))[0]))
+    runner.start()
+    assert started.wait(10)
+    server.shutdown()
+    assert cancelled.wait(10)
+    runner.join(10)
+    assert not runner.is_alive()
