@@ -252,15 +252,18 @@ def test_gemini_turns_optional_into_nullable():
     }
 
 
-def test_gemini_keeps_real_unions_as_anyof_and_writes_numeric_enums_as_strings():
+def test_gemini_keeps_real_unions_as_anyof_and_advertises_a_numeric_enum_as_its_type():
     @tool
     def tune(value: int | str, mode: Mode) -> str:
-        return "ok"
+        return f"{value!r} {mode!r}"
 
     assert gemini_parameters(tune)["properties"] == {
         "value": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
-        "mode": {"type": "integer", "enum": ["1", "2"], "format": "enum"},
+        "mode": {"type": "integer", "minimum": 1, "maximum": 2, "description": "one of 1, 2"},
     }
+    # What the declaration invites the model to send is what the tool accepts.
+    assert tune({"value": 3, "mode": 2}).output == "3 <Mode.SAFE: 2>"
+    assert tune({"value": 3, "mode": 3}).is_error
 
 
 def test_gemini_inlines_references_and_cuts_recursion():
@@ -373,3 +376,128 @@ def test_a_model_cannot_override_what_a_partial_binds():
     assert SECRET not in refused.output
     assert made({"url": "u", "x": 1}).output == f"u {SECRET} {{'x': 1}}"
     assert Toolkit([made]).execute("call", '{"url": "u", "api_key": "k"}').is_error
+
+
+# ------------------------------------------------------------ per-tool, Responses, strict
+
+
+def test_the_toolkit_adapters_are_the_tools_own_in_registration_order():
+    toolkit = Toolkit([add, search])
+    assert toolkit.to_openai() == [add.to_openai(), search.to_openai()]
+    assert toolkit.to_openai(api="responses", strict=True) == [
+        add.to_openai(api="responses", strict=True), search.to_openai(api="responses", strict=True)
+    ]
+    assert toolkit.to_anthropic(strict=True) == [
+        add.to_anthropic(strict=True), search.to_anthropic(strict=True)
+    ]
+    assert toolkit.to_gemini() == [{"functionDeclarations": [add.to_gemini(), search.to_gemini()]}]
+    assert toolkit.to_mcp() == [add.to_mcp(), search.to_mcp()]
+
+
+def test_the_responses_api_shape_is_flat_and_always_says_strict():
+    assert add.to_openai(api="responses") == {
+        "type": "function", "name": "add", "description": "Add two integers.",
+        "parameters": ADD_SCHEMA, "strict": False,
+    }
+    strict = search.to_openai(api="responses", strict=True)
+    assert strict["strict"] is True
+    assert strict["parameters"]["required"] == ["query", "limit"]
+    assert strict["parameters"]["properties"]["limit"] == {
+        "anyOf": [{"type": "integer"}, {"type": "null"}]
+    }
+
+
+def test_an_unknown_openai_api_is_refused_naming_the_choices():
+    with pytest.raises(ValueError, match="api must be 'chat' or 'responses', got 'assistants'"):
+        add.to_openai(api="assistants")
+
+
+def test_openai_strict_keeps_standard_formats_and_drops_hints_it_does_not_know():
+    import datetime
+    import decimal
+    import pathlib
+
+    @tool
+    def file(at: datetime.date, where: pathlib.Path, cost: decimal.Decimal, raw: bytes) -> str:
+        return "ok"
+
+    properties = file.to_openai(strict=True)["function"]["parameters"]["properties"]
+    assert properties == {
+        "at": {"type": "string", "format": "date"},
+        "where": {"type": "string"},
+        "cost": {"type": "string"},
+        "raw": {"type": "string"},
+    }
+
+
+def test_anthropic_strict_closes_objects_keeps_optionals_and_drops_unsupported_bounds():
+    @tool(input_schema={
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer", "minimum": 1, "maximum": 9},
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": 5},
+                     "minItems": 2, "maxItems": 4, "uniqueItems": True},
+            "point": {"type": "object", "properties": {"x": {"type": "number"}}},
+            "kind": {"oneOf": [{"const": "a"}, {"const": "b"}]},
+        },
+        "required": ["n"],
+    })
+    def shaped(args: dict[str, Any]) -> str:
+        return "ok"
+
+    out = shaped.to_anthropic(strict=True)
+    assert out["strict"] is True
+    assert out["input_schema"] == {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "point": {"type": "object", "properties": {"x": {"type": "number"}},
+                      "additionalProperties": False},
+            "kind": {"anyOf": [{"const": "a"}, {"const": "b"}]},
+        },
+        "required": ["n"],
+        "additionalProperties": False,
+    }
+    # the tool itself still holds the bounds it no longer advertises
+    assert shaped({"n": 10}).is_error
+    assert "strict" not in shaped.to_anthropic()
+
+
+def test_anthropic_strict_refuses_open_objects_and_recursive_schemas():
+    @tool
+    def label(names: dict[str, str]) -> str:
+        return "ok"
+
+    with pytest.raises(StrictSchemaError, match="in Anthropic strict mode: names is an object "
+                                                r"with free-form keys.*use to_anthropic\(\)"):
+        label.to_anthropic(strict=True)
+
+    @tool
+    def walk(root: Node, other: Node) -> str:
+        return "ok"
+
+    with pytest.raises(StrictSchemaError) as caught:
+        walk.to_anthropic(strict=True)
+    assert caught.value.provider == "Anthropic"
+    assert caught.value.path == "#/$defs/Node"
+    assert "refers to itself" in str(caught.value)
+
+
+def test_gemini_says_unknown_string_formats_in_words():
+    import datetime
+
+    @tool
+    def book(day: datetime.date, at: datetime.datetime, blob: bytes) -> str:
+        """Book.
+
+        Args:
+            day: the day.
+        """
+        return "ok"
+
+    assert gemini_parameters(book)["properties"] == {
+        "day": {"type": "string", "description": "the day. (format: date)"},
+        "at": {"type": "string", "format": "date-time"},
+        "blob": {"type": "string", "description": "base64"},
+    }

@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "OperationCancelledError",
     "PartTooLargeError",
+    "StrictSchemaError",
     "ToolnexusError",
     "WireFormatError",
 ]
@@ -95,3 +96,30 @@ class PartTooLargeError(ToolnexusError, ValueError):
 
     def __reduce__(self) -> tuple[type[PartTooLargeError], tuple[str, int, int]]:
         return (type(self), (self.part_type, self.size, self.limit))
+
+
+class StrictSchemaError(ToolnexusError, ValueError):
+    """A tool's schema cannot be expressed in a provider's strict mode.
+
+    ``tool`` is the tool's name, ``path`` where in its schema the problem is, ``provider``
+    whose strict mode refuses it (``"OpenAI"`` or ``"Anthropic"``).
+
+    Example::
+
+        try:
+            toolkit.to_openai(strict=True)
+        except StrictSchemaError as exc:
+            print(exc.tool, exc.path)
+    """
+
+    def __init__(self, tool: str, path: str, problem: str, provider: str = "OpenAI") -> None:
+        method = "to_openai()" if provider == "OpenAI" else f"to_{provider.lower()}()"
+        super().__init__(
+            f"tool {tool!r} cannot be offered in {provider} strict mode: "
+            f"{path or 'its arguments'} {problem}; use {method} without strict=True for it, "
+            "or give the tool a schema whose objects all list their properties"
+        )
+        self.tool = tool
+        self.path = path
+        self.problem = problem
+        self.provider = provider

@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from . import _wire
-from ._frozen import thaw
 from .context import ToolContext
-from .errors import ToolnexusError
+from .errors import StrictSchemaError, ToolnexusError
 from .result import ToolResult
 from .tools import Tool, _make_tool
 
@@ -65,30 +64,6 @@ class DuplicateToolError(ToolnexusError, ValueError):
             "or register this one under another name with @tool(name=...)"
         )
         self.name = name
-
-
-class StrictSchemaError(ToolnexusError, ValueError):
-    """A tool's schema cannot be expressed in OpenAI's strict mode.
-
-    ``tool`` is the tool's name, ``path`` where in its schema the problem is.
-
-    Example::
-
-        try:
-            toolkit.to_openai(strict=True)
-        except StrictSchemaError as exc:
-            print(exc.tool, exc.path)
-    """
-
-    def __init__(self, tool: str, path: str, problem: str) -> None:
-        super().__init__(
-            f"tool {tool!r} cannot be offered in OpenAI strict mode: {path or 'its arguments'} "
-            f"{problem}; use to_openai() without strict=True for it, or give the tool a "
-            "schema whose objects all list their properties"
-        )
-        self.tool = tool
-        self.path = path
-        self.problem = problem
 
 
 def _quote_list(names: list[str]) -> str:
@@ -344,48 +319,44 @@ class Toolkit:
 
     # ----------------------------------------------------------------- adapters
 
-    def to_openai(self, *, strict: bool = False) -> list[dict[str, Any]]:
-        """Tool definitions for OpenAI's Chat Completions ``tools`` parameter.
+    def to_openai(self, *, strict: bool = False, api: str = "chat") -> list[dict[str, Any]]:
+        """Tool definitions for OpenAI: the Chat Completions ``tools`` parameter, or with
+        ``api="responses"`` the Responses API's.
 
-        Each is ``{"type": "function", "function": {name, description, parameters}}``.
-        With ``strict=True`` each function also says ``"strict": true`` and its schema is
-        rewritten as strict mode requires: every property is listed in ``required``, an
-        optional one becomes nullable (a ``null`` argument then reads as "not given"),
-        every object is closed, and ``default``, ``uniqueItems`` and ``prefixItems`` (which
-        strict mode refuses) are dropped — the tool still enforces them when called.
-        Raises :class:`StrictSchemaError` for a schema with an open object (one that
-        takes arbitrary keys), which strict mode cannot express.
+        Chat Completions: ``{"type": "function", "function": {name, description,
+        parameters}}``. Responses API: ``{"type": "function", name, description, parameters,
+        strict}`` — flat, and ``strict`` always written (that API reads a missing one as
+        true). With ``strict=True`` each schema is rewritten as strict mode requires: every
+        property is listed in ``required``, an optional one becomes nullable (a ``null``
+        argument then reads as "not given"), every object is closed, and ``default``,
+        ``uniqueItems``, ``prefixItems``, ``contentEncoding`` and formats strict mode does not
+        know (``path``, ``decimal``) are dropped — the tool still enforces them when called.
+        Raises :class:`StrictSchemaError` for a schema with an open object (one that takes
+        arbitrary keys), which strict mode cannot express, and ValueError for another
+        ``api``.
 
         Example::
 
             client.chat.completions.create(model=..., messages=..., tools=toolkit.to_openai())
+            client.responses.create(model=..., input=..., tools=toolkit.to_openai(api="responses"))
         """
-        out = []
-        for item in self._tools.values():
-            parameters = thaw(item.input_schema)
-            function: dict[str, Any] = {
-                "name": item.name,
-                "description": item.description,
-                "parameters": _strict_schema(item.name, parameters) if strict else parameters,
-            }
-            if strict:
-                function["strict"] = True
-            out.append({"type": "function", "function": function})
-        return out
+        return [item.to_openai(strict=strict, api=api) for item in self._tools.values()]
 
-    def to_anthropic(self) -> list[dict[str, Any]]:
+    def to_anthropic(self, *, strict: bool = False) -> list[dict[str, Any]]:
         """Tool definitions for Anthropic's Messages API: ``{name, description,
         input_schema}``.
+
+        With ``strict=True`` each also says ``"strict": true`` (strict tool use) and its
+        schema is kept within that mode's subset: every object is closed, ``oneOf`` becomes
+        ``anyOf``, fixed tuples become arrays, and numeric and length bounds, ``uniqueItems``,
+        ``minItems`` above 1 and unknown formats are dropped — the tool still enforces them.
+        Raises :class:`StrictSchemaError` for an open object or a recursive schema.
 
         Example::
 
             client.messages.create(model=..., messages=..., tools=toolkit.to_anthropic())
         """
-        return [
-            {"name": item.name, "description": item.description,
-             "input_schema": thaw(item.input_schema)}
-            for item in self._tools.values()
-        ]
+        return [item.to_anthropic(strict=strict) for item in self._tools.values()]
 
     def to_gemini(self) -> list[dict[str, Any]]:
         """Tool definitions for the Gemini API: ``[{"functionDeclarations": [...]}]``.
@@ -393,24 +364,20 @@ class Toolkit:
         Gemini's ``parameters`` take a subset of OpenAPI 3.0, so each schema is mapped:
         ``$ref`` is inlined (a recursive reference becomes a plain object), ``T | None``
         becomes ``T`` with ``"nullable": true``, a list of types becomes ``anyOf``,
-        ``oneOf`` becomes ``anyOf``, ``const`` a one-value ``enum``, enums of numbers
-        become enums of strings, fixed tuples become arrays with bounds, and keywords
-        Gemini refuses (``additionalProperties``, ``uniqueItems``, ``multipleOf``,
-        ``not``, exclusive bounds made inclusive, ...) are dropped — the tool still
-        enforces them when called. A tool without arguments has no ``parameters``.
+        ``oneOf`` becomes ``anyOf``, ``const`` a one-value ``enum``, an enum of numbers
+        becomes its type with the values' bounds and the values listed in the description
+        (Gemini's enums hold strings, and a model answering one with a string would be
+        refused), string formats other than ``date-time`` move to the description, fixed
+        tuples become arrays with bounds, and keywords Gemini refuses
+        (``additionalProperties``, ``uniqueItems``, ``multipleOf``, ``not``, exclusive
+        bounds made inclusive, ...) are dropped — the tool still enforces them when called.
+        A tool without arguments has no ``parameters``.
 
         Example::
 
             config = {"tools": toolkit.to_gemini()}
         """
-        declarations = []
-        for item in self._tools.values():
-            declaration: dict[str, Any] = {"name": item.name, "description": item.description}
-            schema = item.input_schema
-            if schema.get("properties"):
-                declaration["parameters"] = thaw(_GeminiMapper(schema).map(schema))
-            declarations.append(declaration)
-        return [{"functionDeclarations": declarations}]
+        return [{"functionDeclarations": [item.to_gemini() for item in self._tools.values()]}]
 
     def to_mcp(self) -> list[dict[str, Any]]:
         """Tool definitions for an MCP ``tools/list`` reply: ``{name, description,
@@ -420,19 +387,7 @@ class Toolkit:
 
             reply = {"tools": toolkit.to_mcp()}
         """
-        out = []
-        for item in self._tools.values():
-            entry: dict[str, Any] = {"name": item.name}
-            if item.title is not None:
-                entry["title"] = item.title
-            entry["description"] = item.description
-            entry["inputSchema"] = thaw(item.input_schema)
-            if item.output_schema is not None:
-                entry["outputSchema"] = thaw(item.output_schema)
-            if item.annotations:
-                entry["annotations"] = thaw(item.annotations)
-            out.append(entry)
-        return out
+        return [item.to_mcp() for item in self._tools.values()]
 
 
 _NO_OPTIONS: dict[str, Any] = {
@@ -447,184 +402,3 @@ def _shape_hint(item: Tool) -> str:
         keys = ", ".join(properties)
         return f"one JSON object with the keys {keys}"
     return "one JSON object"
-
-
-# --------------------------------------------------------------------------- OpenAI strict
-
-_STRICT_DROPPED = ("default", "uniqueItems")
-
-
-def _strict_schema(tool: str, schema: dict[str, Any]) -> dict[str, Any]:
-    def walk(node: Any, path: str) -> Any:
-        if not isinstance(node, dict):
-            return node
-        out = {key: value for key, value in node.items() if key not in _STRICT_DROPPED}
-        if "prefixItems" in out:
-            prefix = out.pop("prefixItems")
-            distinct: list[Any] = []
-            for each in prefix:
-                if each not in distinct:
-                    distinct.append(each)
-            out["items"] = distinct[0] if len(distinct) == 1 else {"anyOf": distinct}
-        is_object = out.get("type") == "object" or "properties" in out
-        if is_object:
-            extra = out.get("additionalProperties")
-            if extra not in (None, False):
-                raise StrictSchemaError(
-                    tool, path, "is an object with free-form keys (additionalProperties)"
-                )
-            if "properties" not in out and extra is not False:
-                raise StrictSchemaError(tool, path, "is an object that takes any keys")
-            properties = out.get("properties", {})
-            required = set(out.get("required", ()))
-            new_properties = {}
-            for key, sub in properties.items():
-                sub = walk(sub, f"{path}.{key}" if path else key)
-                if key not in required and not _nullable(sub):
-                    sub = {"anyOf": [sub, {"type": "null"}]}
-                new_properties[key] = sub
-            out["properties"] = new_properties
-            out["required"] = list(properties)
-            out["additionalProperties"] = False
-        for key in ("items",):
-            if key in out:
-                out[key] = walk(out[key], f"{path}[]")
-        for key in ("anyOf", "oneOf", "allOf"):
-            if key in out:
-                out[key] = [walk(each, path) for each in out[key]]
-        for key in ("$defs", "definitions"):
-            if key in out:
-                out[key] = {name: walk(each, f"#/{key}/{name}") for name, each in out[key].items()}
-        return out
-
-    result: dict[str, Any] = walk(schema, "")
-    return result
-
-
-def _nullable(schema: Mapping[str, Any]) -> bool:
-    kind = schema.get("type")
-    if kind == "null" or (isinstance(kind, list) and "null" in kind):
-        return True
-    return any(
-        isinstance(branch, Mapping) and _nullable(branch) for branch in schema.get("anyOf", ())
-    )
-
-
-# --------------------------------------------------------------------------- Gemini
-
-_GEMINI_KEYS = {
-    "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
-    "properties", "required", "minProperties", "maxProperties", "minLength", "maxLength",
-    "pattern", "example", "anyOf", "default", "items", "minimum", "maximum",
-}
-
-
-class _GeminiMapper:
-    """Maps a JSON Schema onto the OpenAPI 3.0 subset Gemini's ``parameters`` accept."""
-
-    def __init__(self, root: Mapping[str, Any]) -> None:
-        self.root = root
-        self.active: list[str] = []
-
-    def _resolve(self, ref: str) -> Mapping[str, Any] | None:
-        if not ref.startswith("#/"):
-            return None
-        target: Any = self.root
-        for part in ref[2:].split("/"):
-            target = target.get(part) if isinstance(target, Mapping) else None
-        return target if isinstance(target, Mapping) else None
-
-    def map(self, node: Mapping[str, Any]) -> dict[str, Any]:
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            target = self._resolve(ref)
-            if target is None or ref in self.active:
-                # Gemini has no references: a recursive one becomes a plain object.
-                out: dict[str, Any] = {"type": "object"}
-            else:
-                self.active.append(ref)
-                out = self.map(target)
-                self.active.pop()
-            if isinstance(node.get("description"), str):
-                out["description"] = node["description"]
-            return out
-        out = {}
-        kind = node.get("type")
-        branches = node.get("anyOf") or node.get("oneOf")
-        if isinstance(kind, list):
-            kinds = [each for each in kind if each != "null"]
-            if len(kinds) < len(kind):
-                out["nullable"] = True
-            if len(kinds) == 1:
-                out["type"] = kinds[0]
-            elif kinds:
-                branches = [{**{k: v for k, v in node.items() if k != "type"}, "type": each}
-                            for each in kinds]
-        elif isinstance(kind, str):
-            out["type"] = kind
-        if branches:
-            real = [each for each in branches if each.get("type") != "null"]
-            if len(real) < len(branches):
-                out["nullable"] = True
-            if len(real) == 1:
-                inner = self.map(real[0])
-                if inner.get("nullable") or out.get("nullable"):
-                    inner["nullable"] = True
-                for key in ("description", "default", "title"):
-                    if key in node:
-                        inner[key] = node[key]
-                return inner
-            out["anyOf"] = [self.map(each) for each in real]
-            out.pop("type", None)
-        all_of = node.get("allOf")
-        if all_of:
-            merged: dict[str, Any] = {}
-            for each in all_of:
-                merged.update(self.map(each))
-            out = {**merged, **out}
-        for key, value in node.items():
-            if key in ("type", "anyOf", "oneOf", "allOf", "nullable"):
-                continue
-            if key == "properties":
-                out["properties"] = {name: self.map(sub) for name, sub in value.items()}
-            elif key == "items":
-                if isinstance(value, Mapping):
-                    out["items"] = self.map(value)
-            elif key == "prefixItems":
-                distinct: list[Any] = []
-                for each in value:
-                    mapped = self.map(each)
-                    if mapped not in distinct:
-                        distinct.append(mapped)
-                out["items"] = distinct[0] if len(distinct) == 1 else {"anyOf": distinct}
-            elif key == "const":
-                out.update(self._enum([value]))
-            elif key == "enum":
-                out.update(self._enum(list(value)))
-            elif key == "exclusiveMinimum" and "minimum" not in node:
-                out["minimum"] = value
-            elif key == "exclusiveMaximum" and "maximum" not in node:
-                out["maximum"] = value
-            elif key in _GEMINI_KEYS and key not in out:
-                out[key] = value
-        if out.get("type") == "object" and "properties" not in out:
-            # An object with free-form keys: Gemini cannot say so; the tool still checks.
-            out.setdefault("description", "an object (any keys)")
-        return out
-
-    @staticmethod
-    def _enum(values: list[Any]) -> dict[str, Any]:
-        plain = [value for value in values if value is not None]
-        out: dict[str, Any] = {}
-        if len(plain) < len(values):
-            out["nullable"] = True
-        if all(isinstance(value, str) for value in plain):
-            out["enum"] = plain
-            out["type"] = "string"
-        elif all(isinstance(value, (int, float)) and not isinstance(value, bool)
-                 for value in plain):
-            # Gemini's enums hold strings; a numeric one is written as strings with
-            # format "enum" (the documented form for INTEGER/NUMBER enums).
-            out["enum"] = [json.dumps(value) for value in plain]
-            out["format"] = "enum"
-        return out

@@ -299,6 +299,64 @@ class Tool:
             return self._failed(exc)
         return self._normalise(value)
 
+    # ----------------------------------------------------------------- adapters
+
+    def to_openai(self, *, strict: bool = False, api: str = "chat") -> dict[str, Any]:
+        """This tool's definition for OpenAI (see :meth:`Toolkit.to_openai
+        <toolnexus.Toolkit.to_openai>`): Chat Completions by default, the Responses API
+        with ``api="responses"``.
+
+        Example::
+
+            >>> @tool
+            ... def add(a: int, b: int) -> int:
+            ...     '''Add two integers.'''
+            ...     return a + b
+            >>> add.to_openai(api="responses")["name"], add.to_openai()["function"]["name"]
+            ('add', 'add')
+        """
+        from ._adapters import openai_tool
+
+        return openai_tool(self, strict=strict, api=api)
+
+    def to_anthropic(self, *, strict: bool = False) -> dict[str, Any]:
+        """This tool's definition for Anthropic's Messages API (see
+        :meth:`Toolkit.to_anthropic <toolnexus.Toolkit.to_anthropic>`), with
+        ``"strict": true`` when ``strict``.
+
+        Example::
+
+            client.messages.create(model=..., messages=..., tools=[search.to_anthropic()])
+        """
+        from ._adapters import anthropic_tool
+
+        return anthropic_tool(self, strict=strict)
+
+    def to_gemini(self) -> dict[str, Any]:
+        """This tool's Gemini function declaration, ``{name, description, parameters}`` (see
+        :meth:`Toolkit.to_gemini <toolnexus.Toolkit.to_gemini>`, which groups them as
+        ``[{"functionDeclarations": [...]}]``).
+
+        Example::
+
+            config = {"tools": [{"functionDeclarations": [search.to_gemini()]}]}
+        """
+        from ._adapters import gemini_declaration
+
+        return gemini_declaration(self)
+
+    def to_mcp(self) -> dict[str, Any]:
+        """This tool as an entry of an MCP ``tools/list`` reply (see :meth:`Toolkit.to_mcp
+        <toolnexus.Toolkit.to_mcp>`).
+
+        Example::
+
+            reply = {"tools": [search.to_mcp()]}
+        """
+        from ._adapters import mcp_tool
+
+        return mcp_tool(self)
+
     def _unconvertible(self, exc: ConversionError) -> ToolResult:
         from .validation import _format_path
 

@@ -1,0 +1,375 @@
+"""Every provider's tool shape: OpenAI (Chat Completions and Responses), Anthropic, Gemini
+and MCP, for one tool at a time.
+
+:class:`~toolnexus.Tool`'s ``to_openai()``/``to_anthropic()``/``to_gemini()``/``to_mcp()``
+and :class:`~toolnexus.Toolkit`'s adapters of the same names all come here, so a shape is
+written in one place. Each function returns a fresh plain-JSON copy (dicts and lists) the
+caller may change. What a provider's schema subset cannot say is mapped or dropped here;
+the tool itself still enforces the full schema when it is called.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ._frozen import thaw
+from .errors import StrictSchemaError
+
+if TYPE_CHECKING:
+    from .tools import Tool
+
+__all__ = ["anthropic_tool", "gemini_declaration", "mcp_tool", "openai_tool"]
+
+_OPENAI_APIS = ("chat", "responses")
+
+
+def openai_tool(tool: Tool, *, strict: bool = False, api: str = "chat") -> dict[str, Any]:
+    """One tool in OpenAI's shape: Chat Completions (``api="chat"``,
+    ``{"type": "function", "function": {...}}``) or the Responses API (``api="responses"``,
+    ``{"type": "function", "name", "description", "parameters", "strict"}``, flat, with
+    ``strict`` always present because that API reads a missing one as true).
+
+    Raises ValueError for another ``api``, :class:`StrictSchemaError` when ``strict`` and
+    the schema has an open object.
+    """
+    if api not in _OPENAI_APIS:
+        raise ValueError(f"api must be 'chat' or 'responses', got {api!r}")
+    parameters = thaw(tool.input_schema)
+    if strict:
+        parameters = _strict_schema(tool.name, parameters, _OPENAI_STRICT)
+    if api == "responses":
+        return {"type": "function", "name": tool.name, "description": tool.description,
+                "parameters": parameters, "strict": strict}
+    function: dict[str, Any] = {
+        "name": tool.name, "description": tool.description, "parameters": parameters,
+    }
+    if strict:
+        function["strict"] = True
+    return {"type": "function", "function": function}
+
+
+def anthropic_tool(tool: Tool, *, strict: bool = False) -> dict[str, Any]:
+    """One tool in Anthropic's Messages API shape: ``{name, description, input_schema}``,
+    plus ``"strict": true`` and a schema within strict tool use's subset when ``strict``.
+
+    Raises :class:`StrictSchemaError` when ``strict`` and the schema has an open object or
+    a recursive reference.
+    """
+    schema = thaw(tool.input_schema)
+    if strict:
+        schema = _strict_schema(tool.name, schema, _ANTHROPIC_STRICT)
+    out: dict[str, Any] = {"name": tool.name, "description": tool.description,
+                           "input_schema": schema}
+    if strict:
+        out["strict"] = True
+    return out
+
+
+def gemini_declaration(tool: Tool) -> dict[str, Any]:
+    """One Gemini function declaration: ``{name, description, parameters}`` (no
+    ``parameters`` for a tool without arguments)."""
+    declaration: dict[str, Any] = {"name": tool.name, "description": tool.description}
+    schema = tool.input_schema
+    if schema.get("properties"):
+        declaration["parameters"] = thaw(_GeminiMapper(schema).map(schema))
+    return declaration
+
+
+def mcp_tool(tool: Tool) -> dict[str, Any]:
+    """One entry of an MCP ``tools/list`` reply: ``{name, description, inputSchema}``, plus
+    ``title``, ``outputSchema`` and ``annotations`` when set."""
+    entry: dict[str, Any] = {"name": tool.name}
+    if tool.title is not None:
+        entry["title"] = tool.title
+    entry["description"] = tool.description
+    entry["inputSchema"] = thaw(tool.input_schema)
+    if tool.output_schema is not None:
+        entry["outputSchema"] = thaw(tool.output_schema)
+    if tool.annotations:
+        entry["annotations"] = thaw(tool.annotations)
+    return entry
+
+
+# --------------------------------------------------------------------------- strict modes
+
+
+class _Strict:
+    """What one provider's strict mode accepts."""
+
+    def __init__(
+        self,
+        provider: str,
+        dropped: frozenset[str],
+        formats: frozenset[str],
+        *,
+        all_required: bool,
+        allows_recursion: bool,
+    ) -> None:
+        self.provider = provider
+        self.dropped = dropped
+        self.formats = formats
+        # OpenAI: every property listed in required, an optional one made nullable.
+        self.all_required = all_required
+        self.allows_recursion = allows_recursion
+
+
+_OPENAI_STRICT = _Strict(
+    "OpenAI",
+    frozenset({"default", "uniqueItems", "contentEncoding", "contentMediaType"}),
+    frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6",
+               "uuid"}),
+    all_required=True,
+    allows_recursion=True,
+)
+_ANTHROPIC_STRICT = _Strict(
+    "Anthropic",
+    frozenset({"uniqueItems", "contentEncoding", "contentMediaType", "minimum", "maximum",
+               "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength",
+               "maxItems", "minProperties", "maxProperties", "not"}),
+    frozenset({"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4",
+               "ipv6", "uuid"}),
+    all_required=False,
+    allows_recursion=False,
+)
+
+
+def _strict_schema(tool: str, schema: dict[str, Any], rules: _Strict) -> dict[str, Any]:
+    def walk(node: Any, path: str) -> Any:
+        if not isinstance(node, dict):
+            return node
+        out = {key: value for key, value in node.items() if key not in rules.dropped}
+        if "format" in out and out["format"] not in rules.formats:
+            del out["format"]  # a hint strict mode does not know (path, decimal)
+        if not rules.all_required and out.get("minItems", 0) > 1:
+            del out["minItems"]  # Anthropic: only 0 or 1
+        if "oneOf" in out and "anyOf" not in out:
+            out["anyOf"] = out.pop("oneOf")
+        if "prefixItems" in out:
+            prefix = out.pop("prefixItems")
+            distinct: list[Any] = []
+            for each in prefix:
+                if each not in distinct:
+                    distinct.append(each)
+            out["items"] = distinct[0] if len(distinct) == 1 else {"anyOf": distinct}
+        is_object = out.get("type") == "object" or "properties" in out
+        if is_object:
+            extra = out.get("additionalProperties")
+            if extra not in (None, False):
+                raise StrictSchemaError(
+                    tool, path, "is an object with free-form keys (additionalProperties)",
+                    rules.provider,
+                )
+            if "properties" not in out and extra is not False:
+                raise StrictSchemaError(tool, path, "is an object that takes any keys",
+                                        rules.provider)
+            properties = out.get("properties", {})
+            required = set(out.get("required", ()))
+            new_properties = {}
+            for key, sub in properties.items():
+                sub = walk(sub, f"{path}.{key}" if path else key)
+                if rules.all_required and key not in required and not _nullable(sub):
+                    sub = {"anyOf": [sub, {"type": "null"}]}
+                new_properties[key] = sub
+            out["properties"] = new_properties
+            if rules.all_required:
+                out["required"] = list(properties)
+            out["additionalProperties"] = False
+        for key in ("items",):
+            if key in out:
+                out[key] = walk(out[key], f"{path}[]")
+        for key in ("anyOf", "oneOf", "allOf"):
+            if key in out:
+                out[key] = [walk(each, path) for each in out[key]]
+        for key in ("$defs", "definitions"):
+            if key in out:
+                out[key] = {name: walk(each, f"#/{key}/{name}") for name, each in out[key].items()}
+        return out
+
+    result: dict[str, Any] = walk(schema, "")
+    if not rules.allows_recursion:
+        cycle = _recursive_definition(result)
+        if cycle is not None:
+            raise StrictSchemaError(tool, cycle, "refers to itself (a recursive schema)",
+                                    rules.provider)
+    return result
+
+
+def _recursive_definition(schema: Mapping[str, Any]) -> str | None:
+    """The pointer of a definition that reaches itself through ``$ref``, or None."""
+    defs: dict[str, Any] = {}
+    for key in ("$defs", "definitions"):
+        for name, each in (schema.get(key) or {}).items():
+            defs[f"#/{key}/{name}"] = each
+
+    def refs(node: Any) -> list[str]:
+        if isinstance(node, dict):
+            found = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+            for value in node.values():
+                found.extend(refs(value))
+            return found
+        if isinstance(node, list):
+            return [ref for item in node for ref in refs(item)]
+        return []
+
+    edges = {pointer: [ref for ref in refs(body) if ref in defs] for pointer, body in defs.items()}
+    for start in edges:
+        seen: set[str] = set()
+        stack = list(edges[start])
+        while stack:
+            pointer = stack.pop()
+            if pointer == start:
+                return start
+            if pointer not in seen:
+                seen.add(pointer)
+                stack.extend(edges.get(pointer, ()))
+    if "#" in {ref for ref in refs(schema)}:
+        return "#"
+    return None
+
+
+def _nullable(schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    return any(
+        isinstance(branch, Mapping) and _nullable(branch) for branch in schema.get("anyOf", ())
+    )
+
+
+# --------------------------------------------------------------------------- Gemini
+
+_NOTE = " note"  # not a schema key: carries an enum's words to the description
+
+_GEMINI_KEYS = {
+    "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
+    "properties", "required", "minProperties", "maxProperties", "minLength", "maxLength",
+    "pattern", "example", "anyOf", "default", "items", "minimum", "maximum",
+}
+
+
+class _GeminiMapper:
+    """Maps a JSON Schema onto the OpenAPI 3.0 subset Gemini's ``parameters`` accept."""
+
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self.root = root
+        self.active: list[str] = []
+
+    def _resolve(self, ref: str) -> Mapping[str, Any] | None:
+        if not ref.startswith("#/"):
+            return None
+        target: Any = self.root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, Mapping) else None
+        return target if isinstance(target, Mapping) else None
+
+    def map(self, node: Mapping[str, Any]) -> dict[str, Any]:
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            target = self._resolve(ref)
+            if target is None or ref in self.active:
+                # Gemini has no references: a recursive one becomes a plain object.
+                out: dict[str, Any] = {"type": "object"}
+            else:
+                self.active.append(ref)
+                out = self.map(target)
+                self.active.pop()
+            if isinstance(node.get("description"), str):
+                out["description"] = node["description"]
+            return out
+        out = {}
+        kind = node.get("type")
+        branches = node.get("anyOf") or node.get("oneOf")
+        if isinstance(kind, list):
+            kinds = [each for each in kind if each != "null"]
+            if len(kinds) < len(kind):
+                out["nullable"] = True
+            if len(kinds) == 1:
+                out["type"] = kinds[0]
+            elif kinds:
+                branches = [{**{k: v for k, v in node.items() if k != "type"}, "type": each}
+                            for each in kinds]
+        elif isinstance(kind, str):
+            out["type"] = kind
+        if branches:
+            real = [each for each in branches if each.get("type") != "null"]
+            if len(real) < len(branches):
+                out["nullable"] = True
+            if len(real) == 1:
+                inner = self.map(real[0])
+                if inner.get("nullable") or out.get("nullable"):
+                    inner["nullable"] = True
+                for key in ("description", "default", "title"):
+                    if key in node:
+                        inner[key] = node[key]
+                return inner
+            out["anyOf"] = [self.map(each) for each in real]
+            out.pop("type", None)
+        all_of = node.get("allOf")
+        if all_of:
+            merged: dict[str, Any] = {}
+            for each in all_of:
+                merged.update(self.map(each))
+            out = {**merged, **out}
+        for key, value in node.items():
+            if key in ("type", "anyOf", "oneOf", "allOf", "nullable"):
+                continue
+            if key == "properties":
+                out["properties"] = {name: self.map(sub) for name, sub in value.items()}
+            elif key == "items":
+                if isinstance(value, Mapping):
+                    out["items"] = self.map(value)
+            elif key == "prefixItems":
+                distinct: list[Any] = []
+                for each in value:
+                    mapped = self.map(each)
+                    if mapped not in distinct:
+                        distinct.append(mapped)
+                out["items"] = distinct[0] if len(distinct) == 1 else {"anyOf": distinct}
+            elif key == "const":
+                out.update(self._enum([value]))
+            elif key == "enum":
+                out.update(self._enum(list(value)))
+            elif key == "exclusiveMinimum" and "minimum" not in node:
+                out["minimum"] = value
+            elif key == "exclusiveMaximum" and "maximum" not in node:
+                out["maximum"] = value
+            elif key in _GEMINI_KEYS and key not in out:
+                out[key] = value
+        if out.get("type") == "object" and "properties" not in out:
+            # An object with free-form keys: Gemini cannot say so; the tool still checks.
+            out.setdefault("description", "an object (any keys)")
+        notes = [out.pop(_NOTE)] if _NOTE in out else []
+        text_format = out.get("format")
+        if out.get("type") == "string" and text_format not in (None, "enum", "date-time"):
+            # Gemini knows only these string formats: the others are said in words.
+            notes.append(f"format: {out.pop('format')}")
+        if node.get("contentEncoding") == "base64":
+            notes.append("base64")
+        if notes:
+            note = "; ".join(notes)
+            description = out.get("description")
+            out["description"] = f"{description} ({note})" if description else note
+        return out
+
+    @staticmethod
+    def _enum(values: list[Any]) -> dict[str, Any]:
+        plain = [value for value in values if value is not None]
+        out: dict[str, Any] = {}
+        if len(plain) < len(values):
+            out["nullable"] = True
+        if all(isinstance(value, str) for value in plain):
+            out["enum"] = plain
+            out["type"] = "string"
+        elif plain and all(isinstance(value, (int, float)) and not isinstance(value, bool)
+                           for value in plain):
+            # Gemini's enums hold strings only, and a model shown ["1", "2"] answers "1",
+            # which an integer parameter refuses. So a numeric enum is advertised as the
+            # type the tool accepts, bounded, with its values said in words.
+            integral = all(isinstance(value, int) for value in plain)
+            out["type"] = "integer" if integral else "number"
+            out["minimum"] = min(plain)
+            out["maximum"] = max(plain)
+            out[_NOTE] = "one of " + ", ".join(json.dumps(value) for value in plain)
+        return out
