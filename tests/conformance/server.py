@@ -8,12 +8,16 @@ tool does what the suite's scenario text asks of a tool by that name.
 
 from __future__ import annotations
 
+import io
 import json
+import struct
 import sys
 import threading
+import wave
+import zlib
 from typing import Any
 
-from toolnexus import Request, Tool, Toolkit, ToolResult, tool
+from toolnexus import Part, Request, Tool, Toolkit, ToolResult, tool
 from toolnexus.context import ToolContext
 
 _PAUSE = threading.Event()  # never set: waits stand for "about 50 ms of work"
@@ -249,6 +253,58 @@ def _build_json_schema_tool() -> Tool:
     )
 
 
+def _png_pixel() -> bytes:
+    """A 1x1 red PNG."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b""))
+
+
+def _wav_silence() -> bytes:
+    """A few milliseconds of 8 kHz mono silence."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as clip:
+        clip.setnchannels(1)
+        clip.setsampwidth(2)
+        clip.setframerate(8000)
+        clip.writeframes(b"\x00\x00" * 80)
+    return buffer.getvalue()
+
+
+@tool
+def test_image_content() -> ToolResult:
+    """Returns a 1x1 PNG."""
+    return ToolResult.ok("", parts=[Part.image(_png_pixel(), "image/png")])
+
+
+@tool
+def test_audio_content() -> ToolResult:
+    """Returns a short WAV clip."""
+    return ToolResult.ok("", parts=[Part.audio(_wav_silence(), "audio/wav")])
+
+
+@tool
+def test_embedded_resource() -> ToolResult:
+    """Returns an embedded text resource."""
+    text = b"This is an embedded resource content."
+    return ToolResult.ok("", parts=[Part.file(text, "text/plain", name="embedded-resource")])
+
+
+@tool
+def test_multiple_content_types() -> ToolResult:
+    """Returns text, an image and a JSON resource."""
+    data = b'{"test":"data","value":123}'
+    return ToolResult.ok("Multiple content types test:", parts=[
+        Part.image(_png_pixel(), "image/png"),
+        Part.file(data, "application/json", name="mixed-content-resource"),
+    ])
+
+
 def toolkit() -> Toolkit:
     optional = [made for made in (_json_schema_tool(),) if made is not None]
     return Toolkit([
@@ -266,6 +322,10 @@ def toolkit() -> Toolkit:
         test_elicitation_sep1034_defaults,
         test_elicitation_sep1330_enums,
         test_custom_headers,
+        test_image_content,
+        test_audio_content,
+        test_embedded_resource,
+        test_multiple_content_types,
         *optional,
     ])
 
