@@ -295,7 +295,48 @@ def test_an_unanchored_search_hands_long_inputs_to_the_linear_engine() -> None:
     assert matcher(long_text) is False
     assert matcher(long_text + "1") is True
     assert matcher("a" * 10 + "1") is True
-    assert _compile("^[a-z]+1").longest is None  # anchored: linear on re
+    # anchored, the same pattern costs O(n) on re, and re takes far longer inputs
+    assert _compile("^[a-z]+1").longest > 100 * matcher.longest
+
+
+def test_one_ambiguous_quantifier_outside_loops_runs_on_re_within_a_budget() -> None:
+    matcher = _compile("^.*bar$")  # .* may stop before any 'b': O(n^2) at worst
+    assert matcher.engine == "re" and matcher.longest is not None
+    assert matcher("foobar") is True and matcher("foobar\n") is False
+    tail = "x" * matcher.longest
+    assert matcher(tail + "bar") is True  # past the budget: the linear engine
+    assert matcher(tail + "baz") is False
+
+
+def test_no_input_is_too_long_for_a_verdict() -> None:
+    matcher = _compile("^[a-z]+$")
+    assert matcher.longest is not None
+    text = "a" * (matcher.longest * 2)
+    assert matcher(text) is True and matcher(text + "\n") is False
+
+
+def test_a_matcher_is_shared_by_threads_without_mixing_their_inputs() -> None:
+    import threading
+
+    matcher = compile_pattern("^(a|b)*(?<=b)c$")  # the linear engine, with a lookbehind
+    texts = ["ab" * 200 + "c", "ab" * 200 + "a" + "c", "b" * 300 + "c", "a" * 300 + "c"]
+    expected = [True, False, True, False]
+    failures: list[str] = []
+    start = threading.Barrier(4)
+
+    def check(text: str, verdict: bool) -> None:
+        start.wait()
+        for _ in range(20):
+            if matcher(text) is not verdict:
+                failures.append(text[-3:])
+
+    pairs = zip(texts, expected, strict=True)
+    threads = [threading.Thread(target=check, args=pair) for pair in pairs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
 
 
 def test_counted_repeats_too_large_for_the_linear_engine_are_refused() -> None:

@@ -51,7 +51,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from .errors import ToolnexusError
 
@@ -66,9 +66,13 @@ _EMPTY = 0x110001
 _MAX_NESTING = 100
 # The linear engine refuses a pattern that would need more states than this.
 _MAX_STATES = 20_000
-# re runs an unanchored pattern with an unbounded quantifier while n*n*m stays under this
-# (about a millisecond of backtracking in C on a current machine; see the benchmark).
-_QUADRATIC_BUDGET = 4_000_000
+# re holds the interpreter while it runs, so it takes an input only while the bound on its
+# work stays under this many units (n*m for a deterministic pattern, n*n*m for an
+# unanchored [a-z]+1, ...): 1-50 ns a unit in C, so about 10 ms at most
+# (benchmarks/pattern_speed.py). Longer inputs go to the linear engine.
+_BACKTRACKING_BUDGET = 250_000
+# ...unless that leaves re so few characters that it is not worth compiling for.
+_SHORTEST_FOR_RE = 16
 
 
 class EcmaPatternError(ToolnexusError, ValueError):
@@ -743,13 +747,21 @@ _AT_END: _Ranges = ((_END, _END),)
 
 
 class _Analysis:
-    """Decides whether ``re`` can run a pattern in O(n·m) per start position."""
+    """Bounds what ``re`` costs on a pattern: a deterministic one O(n·m) per start
+    position; one whose ambiguous choice points are all outside loops and lookarounds
+    O(factor · n**degree · n·m); any other pattern is left to the linear engine."""
 
     def __init__(self, tree: _Node) -> None:
         self.groups: dict[int, _Node] = {}
         self._collect(tree)
         self.reason: str | None = None  # why re cannot run it, or None
         self.unbounded = False  # has a quantifier without an upper bound (outside lookarounds)
+        # Ambiguous choice points outside loops: each multiplies the paths re may try by
+        # its number of options (``factor``), or by n for an unbounded quantifier that may
+        # stop anywhere (``degree``).
+        self.factor = 1
+        self.degree = 0
+        self.ambiguity: str | None = None  # the first ambiguous choice point, in words
 
     def _collect(self, node: _Node) -> None:
         if isinstance(node, _Group) and node.index is not None:
@@ -789,8 +801,19 @@ class _Analysis:
             return self.first(self.groups[node.index])[0], True
         return (), True  # assertions and lookarounds consume nothing
 
-    def check(self, node: _Node, follow: _Ranges, in_look: bool) -> None:
-        """Record in ``reason`` the first choice point whose options overlap."""
+    def ambiguous(self, what: str, in_loop: bool, in_look: bool) -> bool:
+        """Record an ambiguous choice point; True if it rules ``re`` out altogether."""
+        if in_loop or in_look:
+            where = "a lookaround" if in_look else "a repeated group"
+            self.reason = f"{what}, inside {where}"
+            return True
+        self.ambiguity = self.ambiguity or what
+        return False
+
+    def check(self, node: _Node, follow: _Ranges, in_look: bool, in_loop: bool) -> None:
+        """Walk ``node`` (followed by characters in ``follow``) and record its choice
+        points: ``reason`` for one that rules re out, ``factor`` and ``degree`` for the
+        ambiguous ones re may still run under a length budget."""
         if self.reason is not None:
             return
         if isinstance(node, _Seq):
@@ -802,18 +825,23 @@ class _Analysis:
                 chars, nullable = self.first(item)
                 after = _union(chars, after) if nullable else chars
             for item, item_follow in zip(node.items, reversed(follows), strict=True):
-                self.check(item, item_follow, in_look)
+                self.check(item, item_follow, in_look, in_loop)
         elif isinstance(node, _Alt):
             seen: _Ranges = ()
+            overlap = False
             for option in node.options:
                 chars, nullable = self.first(option)
                 if nullable:
                     chars = _union(chars, _union(follow, ((_EMPTY, _EMPTY),)))
-                if _intersects(seen, chars):
-                    self.reason = "two alternatives can start with the same character"
-                    return
+                overlap = overlap or _intersects(seen, chars)
                 seen = _union(seen, chars)
-                self.check(option, follow, in_look)
+            if overlap:
+                what = "two alternatives can start with the same character"
+                if self.ambiguous(what, in_loop, in_look):
+                    return
+                self.factor *= len(node.options)
+            for option in node.options:
+                self.check(option, follow, in_look, in_loop)
         elif isinstance(node, _Repeat):
             chars, nullable = self.first(node.body)
             if nullable and node.high != node.low:
@@ -825,21 +853,25 @@ class _Analysis:
                     return
                 self.unbounded = True
             if node.high != node.low and _intersects(chars, follow):
-                self.reason = (
-                    "a quantifier's body can start with a character that may also follow it"
-                )
-                return
+                what = "a quantifier's body can start with a character that may also follow it"
+                if self.ambiguous(what, in_loop, in_look):
+                    return
+                if node.high is None:
+                    self.degree += 1  # it may stop after any number of characters
+                else:
+                    self.factor *= node.high - node.low + 1
             more = node.high is None or node.high > 1
-            self.check(node.body, _union(chars, follow) if more else follow, in_look)
+            body_follow = _union(chars, follow) if more else follow
+            self.check(node.body, body_follow, in_look, in_loop or more)
         elif isinstance(node, _Group):
-            self.check(node.body, follow, in_look)
+            self.check(node.body, follow, in_look, in_loop)
         elif isinstance(node, _Look):
             if not node.ahead:
                 low, high = _width(node.body)
                 if low != high:
                     self.reason = "a lookbehind of variable width"
                     return
-            self.check(node.body, _AT_END, True)
+            self.check(node.body, _AT_END, True, False)
 
 
 def _width(node: _Node) -> tuple[int, int | None]:
@@ -970,13 +1002,14 @@ def _to_python(node: _Node) -> str:
 # Instructions: (opcode, a, b). CHAR a=set index; SPLIT a,b=targets; JMP a=target;
 # ASSERT a=kind; LOOK a=sub-program index, b=negative; MATCH.
 _CHAR, _SPLIT, _JMP, _ASSERT, _LOOK, _MATCH = range(6)
+_Code: TypeAlias = "tuple[tuple[int, Any, Any], ...]"
 
 
 class _Program:
     """One NFA: instructions and character sets; lookaround bodies are sub-programs."""
 
     def __init__(self, owner: _Builder, reverse: bool) -> None:
-        self.code: list[list[object]] = []
+        self.code: list[list[Any]] = []
         self.reverse = reverse
         self.owner = owner
 
@@ -1072,15 +1105,23 @@ def _is_word(text: str, index: int) -> bool:
 
 class _LinearMatcher:
     """Runs the NFA over a string: every start position at once, one state set per
-    character. Shared by threads: all per-call state lives in a :class:`_Run`."""
+    character. Shared by threads: all per-call state lives in a :class:`_Run`.
+
+    A program without lookarounds also memoizes its steps (a lazy DFA): the epsilon
+    closure of a state set in a context (at the start or end, word characters around),
+    and the state set after a character. The memo is capped, so memory stays bounded."""
 
     engine = "linear"
 
     def __init__(self, builder: _Builder, main: int) -> None:
-        self.programs = [
+        self.programs: list[_Code] = [
             tuple((op, a, b) for op, a, b in program.code) for program in builder.programs
         ]
         self.directions = [-1 if program.reverse else 1 for program in builder.programs]
+        self.memos: list[dict[object, object] | None] = [
+            None if any(op == _LOOK for op, _, _ in code) else {} for code in self.programs
+        ]
+        self.uses_context = [any(op == _ASSERT for op, _, _ in code) for code in self.programs]
         self.sets = builder.sets
         self.main = main
         #: the number of NFA states (all programs): a call visits at most this many per
@@ -1097,8 +1138,11 @@ class _LinearMatcher:
         return verdict, state.steps
 
 
+_MEMO_LIMIT = 10_000
+
+
 class _Run:
-    """One call of a :class:`_LinearMatcher`: the text, memoized lookarounds, a counter."""
+    """One call of a :class:`_LinearMatcher`: the text, lookaround tables, a counter."""
 
     __slots__ = ("looks", "matcher", "steps", "text")
 
@@ -1130,6 +1174,55 @@ class _Run:
             self.run(sub, len(self.text) if backwards else 0, search=True, record=table)
         return bool(table[pos])
 
+    def closure(
+        self, code: _Code, current: tuple[int, ...],
+        pos: int, with_start: bool,
+    ) -> tuple[tuple[int, ...], bool]:
+        """The states reading a character reachable from ``current`` (and the start
+        state) without reading one at ``pos``, and whether the match state is."""
+        seen: set[int] = set()
+        readers: list[int] = []
+        matched = False
+        stack = list(current[::-1])
+        if with_start:
+            stack.append(0)
+        while stack:
+            pc = stack.pop()
+            if pc in seen:
+                continue
+            seen.add(pc)
+            op, a, b = code[pc]
+            if op == _CHAR:
+                readers.append(pc)
+            elif op == _MATCH:
+                matched = True
+            elif op == _SPLIT:
+                stack.append(b)
+                stack.append(a)
+            elif op == _JMP:
+                stack.append(a)
+            elif op == _ASSERT:
+                if self.holds(a, pos):
+                    stack.append(pc + 1)
+            elif self.look(a, pos) != b:
+                stack.append(pc + 1)
+        self.steps += len(seen)
+        return tuple(readers), matched
+
+    def advance(
+        self, code: _Code, readers: tuple[int, ...],
+        code_point: int,
+    ) -> tuple[int, ...]:
+        sets = self.matcher.sets
+        after = []
+        for pc in readers:
+            lows, highs = sets[code[pc][1]]
+            slot = bisect_right(lows, code_point) - 1
+            if slot >= 0 and code_point <= highs[slot]:
+                after.append(pc + 1)
+        self.steps += len(readers)
+        return tuple(after)
+
     def run(self, index: int, start: int, search: bool, record: bytearray | None = None) -> bool:
         """Whether program ``index`` matches from ``start`` (or, when ``search``, from
         any later position too). With ``record``, mark every position where a match
@@ -1137,56 +1230,49 @@ class _Run:
         matcher = self.matcher
         code = matcher.programs[index]
         step = matcher.directions[index]
-        sets = matcher.sets
+        memo = matcher.memos[index]
+        uses_context = matcher.uses_context[index]
         text = self.text
         end = len(text) if step == 1 else 0
         pos = start
-        current: list[int] = []
-        steps = 0
-        try:
-            while True:
-                # Add the start state (at every position when searching), then follow
-                # the epsilon edges to the states that read a character or match.
-                seen: set[int] = set()
-                readers: list[int] = []
-                stack = current[::-1]
-                if search or pos == start:
-                    stack.append(0)
-                while stack:
-                    pc = stack.pop()
-                    if pc in seen:
-                        continue
-                    seen.add(pc)
-                    steps += 1
-                    op, a, b = code[pc]
-                    if op == _CHAR:
-                        readers.append(pc)
-                    elif op == _MATCH:
-                        if record is None:
-                            return True
-                        record[pos] = 1
-                    elif op == _SPLIT:
-                        stack.append(b)  # type: ignore[arg-type]
-                        stack.append(a)  # type: ignore[arg-type]
-                    elif op == _JMP:
-                        stack.append(a)  # type: ignore[arg-type]
-                    elif op == _ASSERT:
-                        if self.holds(a, pos):
-                            stack.append(pc + 1)
-                    elif self.look(a, pos) != b:  # type: ignore[arg-type]
-                        stack.append(pc + 1)
-                if pos == end or not (readers or search):
-                    return False
-                code_point = ord(text[pos] if step == 1 else text[pos - 1])
-                current = []
-                for pc in readers:
-                    lows, highs = sets[code[pc][1]]  # type: ignore[call-overload]
-                    slot = bisect_right(lows, code_point) - 1
-                    if slot >= 0 and code_point <= highs[slot]:
-                        current.append(pc + 1)
-                pos += step
-        finally:
-            self.steps += steps
+        current: tuple[int, ...] = ()
+        while True:
+            with_start = search or pos == start
+            if memo is None:
+                readers, matched = self.closure(code, current, pos, with_start)
+            else:
+                context = (
+                    (pos == 0, pos == len(text), _is_word(text, pos - 1), _is_word(text, pos))
+                    if uses_context
+                    else None
+                )
+                key = (current, context, with_start)
+                found = memo.get(key)
+                if found is None:
+                    found = self.closure(code, current, pos, with_start)
+                    if len(memo) >= _MEMO_LIMIT:
+                        memo.clear()
+                    memo[key] = found
+                readers, matched = found  # type: ignore[misc]
+            if matched:
+                if record is None:
+                    return True
+                record[pos] = 1
+            if pos == end or not (readers or search):
+                return False
+            code_point = ord(text[pos] if step == 1 else text[pos - 1])
+            if memo is None:
+                current = self.advance(code, readers, code_point)
+            else:
+                move = (readers, code_point)
+                after = memo.get(move)
+                if after is None:
+                    after = self.advance(code, readers, code_point)
+                    if len(memo) >= _MEMO_LIMIT:
+                        memo.clear()
+                    memo[move] = after
+                current = after  # type: ignore[assignment]
+            pos += step
 
 
 class _ReMatcher:
@@ -1245,22 +1331,23 @@ def compile_pattern(pattern: str) -> Callable[[str], bool]:
 def _compile(pattern: str) -> _ReMatcher | _LinearMatcher:
     tree = _Parser(pattern).parse()
     analysis = _Analysis(tree)
-    analysis.check(tree, _AT_END, False)
-    has_backref = _has_backref(tree)
-    quadratic = analysis.unbounded and not _anchored(tree)
-    if has_backref and (analysis.reason is not None or quadratic):
-        why = analysis.reason or (
-            "an unbounded quantifier in a pattern that does not start with ^ costs "
-            "time quadratic in the input"
+    analysis.check(tree, _AT_END, False, False)
+    unanchored = analysis.unbounded and not _anchored(tree)
+    # re may try factor * n**degree paths of O(n*m) each, from up to n start positions
+    degree = 1 + analysis.degree + unanchored
+    longest = int((_BACKTRACKING_BUDGET / (analysis.factor * _size(tree))) ** (1 / degree))
+    if _has_backref(tree) and (analysis.reason is not None or degree > 1):
+        why = analysis.reason or analysis.ambiguity or (
+            "an unbounded quantifier in a pattern that does not start with ^"
         )
         raise EcmaPatternError(
             pattern,
             None,
-            f"a backreference needs backtracking, which could hold the interpreter for "
+            "a backreference needs backtracking, which could hold the interpreter for "
             f"minutes on a crafted string here ({why}); anchor the pattern with ^, make "
             "its alternatives and quantifiers unambiguous, or drop the backreference",
         )
-    if analysis.reason is not None:
+    if analysis.reason is not None or longest < _SHORTEST_FOR_RE:
         return _linear(pattern, tree)
     try:
         compiled = re.compile(_to_python(tree), re.ASCII)
@@ -1268,10 +1355,13 @@ def _compile(pattern: str) -> _ReMatcher | _LinearMatcher:
         raise EcmaPatternError(
             pattern, None, f"valid ECMA-262, but Python's re cannot run it ({exc}); simplify it"
         ) from None
-    if quadratic:
-        longest = int((_QUADRATIC_BUDGET / _size(tree)) ** 0.5)
-        return _ReMatcher(compiled, longest, _linear(pattern, tree))
-    return _ReMatcher(compiled, None, None)
+    try:
+        fallback = _linear(pattern, tree) if not _has_backref(tree) else None
+    except EcmaPatternError:
+        if degree > 1:
+            raise
+        fallback = None  # re runs it in linear time; only the constant is unbounded
+    return _ReMatcher(compiled, longest if fallback is not None else None, fallback)
 
 
 def _has_backref(node: _Node) -> bool:
