@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import random
+import threading
 
 import pytest
 
@@ -316,8 +317,6 @@ def test_no_input_is_too_long_for_a_verdict() -> None:
 
 
 def test_a_matcher_is_shared_by_threads_without_mixing_their_inputs() -> None:
-    import threading
-
     matcher = compile_pattern("^(a|b)*(?<=b)c$")  # the linear engine, with a lookbehind
     texts = ["ab" * 200 + "c", "ab" * 200 + "a" + "c", "b" * 300 + "c", "a" * 300 + "c"]
     expected = [True, False, True, False]

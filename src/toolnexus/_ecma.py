@@ -70,7 +70,7 @@ _MAX_STATES = 20_000
 # work stays under this many units (n*m for a deterministic pattern, n*n*m for an
 # unanchored [a-z]+1, ...): 1-50 ns a unit in C, so about 10 ms at most
 # (benchmarks/pattern_speed.py). Longer inputs go to the linear engine.
-_BACKTRACKING_BUDGET = 250_000
+_BACKTRACKING_BUDGET = 125_000
 # ...unless that leaves re so few characters that it is not worth compiling for.
 _SHORTEST_FOR_RE = 16
 
@@ -917,12 +917,19 @@ def _anchored(node: _Node) -> bool:
 
 
 def _size(node: _Node) -> int:
-    if isinstance(node, (_Seq,)):
+    """A weight of ``node`` for re's cost: its nodes, with what re runs as several."""
+    if isinstance(node, _Seq):
         return 1 + sum(_size(item) for item in node.items)
     if isinstance(node, _Alt):
         return 1 + sum(_size(option) for option in node.options)
-    if isinstance(node, (_Repeat, _Group, _Look)):
+    if isinstance(node, _Look):
+        return 4 + _size(node.body)
+    if isinstance(node, (_Repeat, _Group)):
         return 1 + _size(node.body)
+    if isinstance(node, _Assert) and node.kind == "B":
+        return 8  # spelled out as four lookarounds
+    if isinstance(node, _Chars) and len(node.ranges) > 8:
+        return 4  # a split class, or a walk through many ranges
     return 1
 
 
@@ -1121,7 +1128,12 @@ class _LinearMatcher:
         self.memos: list[dict[object, object] | None] = [
             None if any(op == _LOOK for op, _, _ in code) else {} for code in self.programs
         ]
-        self.uses_context = [any(op == _ASSERT for op, _, _ in code) for code in self.programs]
+        # which facts about a position the program's assertions read: 1 the ends, 2 words
+        self.uses_context = [
+            (1 if any(op == _ASSERT and a in "^$" for op, a, _ in code) else 0)
+            | (2 if any(op == _ASSERT and a in "bB" for op, a, _ in code) else 0)
+            for code in self.programs
+        ]
         self.sets = builder.sets
         self.main = main
         #: the number of NFA states (all programs): a call visits at most this many per
@@ -1241,11 +1253,13 @@ class _Run:
             if memo is None:
                 readers, matched = self.closure(code, current, pos, with_start)
             else:
-                context = (
-                    (pos == 0, pos == len(text), _is_word(text, pos - 1), _is_word(text, pos))
-                    if uses_context
-                    else None
-                )
+                if uses_context == 0:
+                    context: object = None
+                elif uses_context == 1:
+                    context = (pos == 0) + 2 * (pos == len(text))
+                else:
+                    context = (pos == 0, pos == len(text), _is_word(text, pos - 1),
+                               _is_word(text, pos))  # fmt: skip
                 key = (current, context, with_start)
                 found = memo.get(key)
                 if found is None:
@@ -1325,7 +1339,26 @@ def compile_pattern(pattern: str) -> Callable[[str], bool]:
         is_name = compile_pattern("^[a-z]+$")
         assert is_name("abc") and not is_name("abc\\n")
     """
-    return _compile(pattern)
+    matcher = _compile(pattern)
+    if isinstance(matcher, _LinearMatcher):
+        return matcher
+    # A closure, not the object: calling an instance costs more than the search itself.
+    search = matcher.search
+    fallback = matcher.fallback
+    longest = matcher.longest
+    if fallback is None or longest is None:
+
+        def check(text: str) -> bool:
+            return search(text) is not None
+
+    else:
+
+        def check(text: str) -> bool:
+            if len(text) > longest:
+                return fallback(text)
+            return search(text) is not None
+
+    return check
 
 
 def _compile(pattern: str) -> _ReMatcher | _LinearMatcher:
