@@ -253,11 +253,13 @@ def random_request(rng: random.Random) -> Request:
 
 
 def random_answer(rng: random.Random) -> Answer:
+    # The ports write a reason only on a refusal, and only from their vocabulary.
+    ok = rng.random() < 0.5
     return Answer(
         "pnd-" + random_text(rng),
-        rng.random() < 0.5,
+        ok,
         maybe(rng, lambda: random_object(rng)),
-        maybe(rng, lambda: rng.choice(["declined", "cancelled", "expired", random_text(rng)])),
+        None if ok else maybe(rng, lambda: rng.choice(["declined", "cancelled", "expired"])),
     )
 
 
@@ -504,3 +506,73 @@ def test_a_wire_error_keeps_its_fields_across_pickling():
     assert str(clone) == str(caught.value) == (
         "invalid Answer: field 'ok' is missing; expected a boolean"
     )
+
+
+# --- edges: reason, lone surrogates, deep nesting -------------------------------------------
+
+
+def test_a_reason_is_only_for_a_refusal_and_from_the_ports_vocabulary():
+    with pytest.raises(ValueError, match="only for a refusal"):
+        Answer("x", True, None, "declined")
+    with pytest.raises(ValueError, match="must be one of 'declined', 'cancelled', 'expired'"):
+        Answer("x", False, None, "nope")
+    for reason in ("declined", "cancelled", "expired"):
+        assert Answer("x", False, None, reason).to_json() == (
+            f'{{"id":"x","ok":false,"reason":"{reason}"}}'
+        )
+
+
+def test_a_reader_ignores_a_reason_beside_ok_true_and_reads_an_unknown_one_as_declined():
+    assert Answer.from_json('{"id":"x","ok":true,"reason":"declined"}') == Answer("x", True)
+    assert Answer.from_json('{"id":"x","ok":false,"reason":"timeout"}').reason == "declined"
+    assert Answer.from_json('{"id":"x","ok":false,"reason":""}').reason == "declined"
+
+
+def test_a_lone_surrogate_is_written_as_an_escape_and_reads_back_the_same():
+    request = Request("input", "a\ud800b é \udfff", id="pnd-1", data={"k\udc00": ["\ud83d"]})
+    text = request.to_json()
+    assert text == (
+        '{"id":"pnd-1","kind":"input","prompt":"a\\ud800b é \\udfff",'
+        '"data":{"k\\udc00":["\\ud83d"]}}'
+    )
+    text.encode("utf-8")  # always encodable
+    assert Request.from_json(text) == request
+    assert Request.from_json(text.encode("utf-8")).to_json() == text
+    pair = Request("input", "\U0001f30d", id="pnd-2")  # a real pair stays raw UTF-8
+    assert pair.to_json() == '{"id":"pnd-2","kind":"input","prompt":"\U0001f30d"}'
+
+
+def test_bytes_that_are_not_utf8_are_a_wire_format_error():
+    with pytest.raises(WireFormatError, match="not UTF-8"):
+        Request.from_json(b'{"id":"p","kind":"input","prompt":"\xed\xa0\x80"}')
+
+
+@pytest.mark.parametrize("depth", [200, 600, 5_000, 100_000])
+@pytest.mark.parametrize("cls", [Request, Answer, ToolResult])
+def test_deep_nesting_is_a_wire_format_error_never_a_recursion_error(cls, depth):
+    nested = "[" * depth + "]" * depth
+    texts = {
+        Request: '{"id":"p","kind":"input","prompt":"?","data":{"x":' + nested + "}}",
+        Answer: '{"id":"p","ok":true,"data":{"x":' + nested + "}}",
+        ToolResult: '{"output":"","isError":false,"metadata":{"x":' + nested + "}}",
+    }
+    with pytest.raises(WireFormatError, match="deep|not valid JSON"):
+        cls.from_json(texts[cls])
+
+
+def test_deep_nesting_from_a_dict_is_a_wire_format_error_too():
+    value: Any = []
+    for _ in range(700):
+        value = [value]
+    with pytest.raises(WireFormatError, match="more than 128 levels deep"):
+        Answer.from_dict({"id": "p", "ok": True, "data": {"x": value}})
+    with pytest.raises(WireFormatError, match="more than 128 levels deep"):
+        ToolResult.from_dict({"output": "", "isError": False, "metadata": {"x": value}})
+
+
+def test_nesting_up_to_the_limit_round_trips():
+    value: Any = 1
+    for _ in range(126):  # + the data object + the answer object = 128 levels
+        value = [value]
+    answer = Answer("p", True, {"x": value})
+    assert Answer.from_json(answer.to_json()) == answer

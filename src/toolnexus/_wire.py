@@ -1,4 +1,15 @@
-"""Shared helpers for the wire format: compact UTF-8 JSON and field checks with clear errors."""
+"""Shared helpers for the wire format: compact UTF-8 JSON and field checks with clear errors.
+
+Two edges every reader and writer here shares:
+
+- **Lone surrogates** (``"\\ud800"`` in a Python or JavaScript string) are written as JSON
+  ``\\uXXXX`` escapes, as JavaScript's ``JSON.stringify`` does, so the text always encodes
+  as UTF-8 and reads back to the same string; every other non-ASCII character is kept as is.
+  Bytes that are not UTF-8 are refused.
+- **Nesting** deeper than :data:`MAX_DEPTH` levels is refused with a
+  :class:`~toolnexus.errors.WireFormatError` on reading and writing, never a
+  ``RecursionError``.
+"""
 
 from __future__ import annotations
 
@@ -12,18 +23,72 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+MAX_DEPTH = 128
+"""How deeply arrays and objects may nest in a wire value (the document itself is level 1).
+
+.NET's reader stops at 64 by default, so no port's everyday value comes near; Python's own
+recursion limit is far enough above it that reading, freezing and writing never hit it."""
+
+def _escape_surrogates(text: str) -> str:
+    import re  # lazily: only non-ASCII text pays, and `import toolnexus` stays cheap
+
+    return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def dumps(value: Any, type_name: str) -> str:
-    """Compact JSON with non-ASCII kept as is: the bytes every toolnexus port produces."""
+    """Compact JSON with non-ASCII kept as is: the bytes every toolnexus port produces.
+
+    A lone surrogate is written as a ``\\uXXXX`` escape (a surrogate in a Python ``str`` is
+    always lone: a pair is one code point), so the text always encodes as UTF-8.
+    """
+    check_depth(value, type_name)
     try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise WireFormatError(type_name, None, f"is not JSON-serialisable: {exc}") from None
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # Surrogates occur only inside JSON strings: every structural character is ASCII.
+            text = _escape_surrogates(text)
+    return text
+
+
+def check_depth(value: Any, type_name: str) -> None:
+    """Raise :class:`WireFormatError` when ``value`` nests deeper than :data:`MAX_DEPTH`.
+
+    Iterative, so it is safe on values too deep for the recursive code after it.
+    """
+    if not isinstance(value, (Mapping, list, tuple)):
+        return
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise WireFormatError(
+                type_name, None,
+                f"nests arrays/objects more than {MAX_DEPTH} levels deep; flatten the data",
+            )
+        children = item.values() if isinstance(item, Mapping) else item
+        for child in children:
+            if isinstance(child, (Mapping, list, tuple)):
+                stack.append((child, depth + 1))
 
 
 def loads_object(text: str | bytes | bytearray, type_name: str) -> Mapping[str, Any]:
     """Parse a JSON document that must be an object."""
     if not isinstance(text, (str, bytes, bytearray)):
         raise WireFormatError(type_name, None, f"must be JSON text, got {type(text).__name__}")
+    if not isinstance(text, str):
+        try:
+            # Strict UTF-8: json.loads would otherwise guess UTF-16/32 and let encoded
+            # surrogates through.
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise WireFormatError(
+                type_name, None, f"is not valid JSON: it is not UTF-8 ({exc}); write it as UTF-8"
+            ) from None
     try:
         value = json.loads(text, parse_constant=_refuse_constant)
     except (ValueError, RecursionError) as exc:
@@ -40,8 +105,10 @@ def _refuse_constant(name: str) -> Any:
 
 
 def require_object(value: Any, type_name: str) -> Mapping[str, Any]:
+    """``value`` when it is an object no deeper than :data:`MAX_DEPTH`, else a clear error."""
     if not isinstance(value, Mapping):
         raise WireFormatError(type_name, None, f"must be a JSON object, got {describe(value)}")
+    check_depth(value, type_name)
     return value
 
 

@@ -22,7 +22,10 @@ if TYPE_CHECKING:
 
     _T = TypeVar("_T")
 
-__all__ = ["Answer", "Request", "new_request_id", "parse_rfc3339"]
+__all__ = ["REASONS", "Answer", "Request", "decline_reason", "new_request_id", "parse_rfc3339"]
+
+REASONS = ("declined", "cancelled", "expired")
+"""Why an answer is not ok — the vocabulary every port writes in ``Answer.reason``."""
 
 
 def new_request_id() -> str:
@@ -268,8 +271,10 @@ class Answer:
         id: echoes the request's id; a host refuses an answer whose id does not match.
         ok: True when the request was granted or answered.
         data: the answer's payload (for ``input``: the input itself).
-        reason: advisory, when ``ok`` is false: ``"declined"``, ``"cancelled"`` or
-            ``"expired"``.
+        reason: advisory, only when ``ok`` is false: ``"declined"``, ``"cancelled"`` or
+            ``"expired"`` (:data:`REASONS`). Anything else raises ``ValueError`` here;
+            reading the wire, a reason beside ``ok: true`` is ignored and an unknown one
+            reads as ``"declined"`` (a host treats every refusal alike).
 
     Example::
 
@@ -292,6 +297,16 @@ class Answer:
         object.__setattr__(self, "data", _freeze_mapping("Answer", "data", self.data))
         if self.reason is not None:
             _require_text("Answer", "reason", self.reason, allow_empty=True)
+            if self.ok:
+                raise ValueError(
+                    f"Answer.reason is only for a refusal (ok=False), got reason={self.reason!r} "
+                    "with ok=True; drop the reason or set ok=False"
+                )
+            if self.reason not in REASONS:
+                raise ValueError(
+                    f"Answer.reason must be one of {', '.join(map(repr, REASONS))}, "
+                    f"got {self.reason!r}"
+                )
 
     @classmethod
     def accept(cls, request: Request, data: Mapping[str, Any] | None = None) -> Answer:
@@ -397,6 +412,10 @@ class Answer:
         ok = _wire.field(data, "ok", bool, "Answer", required=True, expected="a boolean")
         payload = _wire.field(data, "data", Mapping, "Answer", required=False, expected="an object")
         reason = _wire.field(data, "reason", str, "Answer", required=False, expected="a string")
+        if ok:
+            reason = None  # advisory and meaningful only on a refusal: the ports never write it
+        elif reason is not None and reason not in REASONS:
+            reason = "declined"  # every host treats a refusal alike; keep a value ports write
         return cls(rid, ok, payload, reason)
 
     @classmethod
@@ -414,6 +433,34 @@ class Answer:
             toolnexus.errors.WireFormatError: invalid Answer: field 'ok' must be a boolean, ...
         """
         return cls.from_dict(_wire.loads_object(text, "Answer"))
+
+
+def decline_reason(request: Request, answer: Answer) -> str | None:
+    """Why ``answer`` says no to ``request`` (``"declined"``, ``"cancelled"``,
+    ``"expired"``), or ``None`` when it is a yes — the one meaning of "no" every path uses.
+
+    A refusal (``ok`` false) says no, with its reason (``"declined"`` when it gives none).
+    An ``approval`` answered ``ok`` but with ``data["approved"]`` set to anything but
+    ``True`` — the form an MCP client fills in — also says no: ``"declined"``. An ok
+    answer to a request whose ``expires_at`` has passed says ``"expired"``.
+
+    Example::
+
+        >>> req = Request("approval", "Deploy?", id="pnd-1")
+        >>> decline_reason(req, Answer("pnd-1", True, {"approved": False}))
+        'declined'
+        >>> decline_reason(req, Answer("pnd-1", True, {"approved": True})) is None
+        True
+    """
+    if not answer.ok:
+        return answer.reason or "declined"
+    data = answer.data
+    if request.kind == "approval" and data is not None and "approved" in data \
+            and data["approved"] is not True:
+        return "declined"
+    if request.is_expired():
+        return "expired"
+    return None
 
 
 def _request_id(request: Request) -> str:
