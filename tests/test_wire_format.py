@@ -556,7 +556,7 @@ def test_deep_nesting_is_a_wire_format_error_never_a_recursion_error(cls, depth)
         Answer: '{"id":"p","ok":true,"data":{"x":' + nested + "}}",
         ToolResult: '{"output":"","isError":false,"metadata":{"x":' + nested + "}}",
     }
-    with pytest.raises(WireFormatError, match="deep|not valid JSON"):
+    with pytest.raises(WireFormatError, match=r"deep|not valid JSON"):
         cls.from_json(texts[cls])
 
 

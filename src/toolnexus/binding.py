@@ -1,0 +1,754 @@
+"""Answers bound to their question: what a resume must match, and that it happens once.
+
+Everything about binding lives here:
+
+- the **canonical digest** of a call's arguments and of a request;
+- the **binding**: a short signed string a host hands out *beside* a pending request (in the
+  pending result's ``metadata["binding"]``), naming the tool, the arguments' digest, the
+  request's digest, the round and an expiry. The :class:`~toolnexus.Request` wire form stays
+  exactly what every port writes; the binding never goes inside it;
+- the **keys** that sign bindings: ``Host(secret=...)``, else the environment variable
+  ``TOOLNEXUS_SECRET``, else a random key made once per process (enough to resume in the
+  same process; a binding from elsewhere is then refused with a message saying how to set
+  a key). Several keys may be given: the first signs, all verify, so keys can rotate;
+- the **consumed-answers stores** (:class:`AnswerStore`): an answer that passed its checks
+  is recorded under its binding, and a second one is refused as ``already answered``.
+  :class:`MemoryAnswerStore` (one per process by default) and :class:`SqliteAnswerStore`
+  (for resumes across processes on one machine) are built in; anything with a ``consume``
+  method can be plugged in.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from .result import PENDING_KEY, ToolResult
+from .suspension import Answer, Request, decline_reason
+
+if TYPE_CHECKING:
+    import os
+
+__all__ = [
+    "BINDING_KEY",
+    "DEFAULT_TTL_S",
+    "SECRET_ENV",
+    "AnswerStore",
+    "Binder",
+    "MemoryAnswerStore",
+    "SqliteAnswerStore",
+    "arguments_digest",
+    "declined_result",
+    "load_secret",
+    "read_secret_file",
+    "request_digest",
+]
+
+BINDING_KEY = "binding"
+"""The metadata key of a pending result under which its binding travels."""
+
+SECRET_ENV = "TOOLNEXUS_SECRET"
+"""The environment variable a host reads its key(s) from when none is given."""
+
+DEFAULT_TTL_S = 7 * 24 * 3600
+"""How long a binding stays valid when its request sets no ``expires_at`` (seconds)."""
+
+MIN_KEY_BYTES = 16
+
+_PREFIX = "tnb1"
+_SCHEME = "tnb1."
+
+
+# --------------------------------------------------------------------------- digests
+
+
+def _canonical(value: Any) -> Any:
+    # 3 and 3.0 are one JSON number: a resume whose arguments went through another JSON
+    # library must not look like another call.
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, Mapping):
+        return {str(key): _canonical(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(item) for item in value]
+    return value
+
+
+def _digest_json(value: Any) -> str:
+    import hashlib
+    import json
+
+    try:
+        text = json.dumps(
+            _canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+            allow_nan=False, default=repr,
+        )
+    except (ValueError, RecursionError) as exc:
+        # Unbindable arguments can never match: the digest says so instead of raising.
+        text = f"unbindable:{type(exc).__name__}:{id(value)}:{time.monotonic_ns()}"
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def arguments_digest(args: Mapping[str, Any] | str | bytes | None) -> str:
+    """A SHA-256 hex digest of a call's arguments as canonical JSON.
+
+    Keys are sorted, whitespace dropped, integral floats written as integers; JSON text is
+    parsed first and ``None`` counts as ``{}``, so the same arguments give the same digest
+    however they were spelled.
+
+    Example::
+
+        >>> arguments_digest({"b": 1, "a": 2.0}) == arguments_digest('{"a": 2, "b": 1}')
+        True
+    """
+    if args is None:
+        return _digest_json({})
+    if isinstance(args, (str, bytes, bytearray)):
+        import json
+
+        text = args if isinstance(args, str) else bytes(args).decode("utf-8", "replace")
+        try:
+            return _digest_json(json.loads(text))
+        except (ValueError, RecursionError):
+            return _digest_json({"unparsed": text})
+    return _digest_json(args)
+
+
+def request_digest(request: Request) -> str:
+    """A SHA-256 hex digest of the whole request as issued (every wire field).
+
+    Example::
+
+        >>> a = Request("approval", "Deploy?", id="pnd-1")
+        >>> request_digest(a) == request_digest(Request("approval", "Deploy!", id="pnd-1"))
+        False
+    """
+    return _digest_json(request.to_dict())
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def _as_key(value: object, where: str) -> bytes:
+    if isinstance(value, str):
+        value = value.strip().encode("utf-8")
+    if not isinstance(value, (bytes, bytearray)):
+        raise TypeError(f"{where}: a key must be bytes or str, got {type(value).__name__}")
+    if len(value) < MIN_KEY_BYTES:
+        raise ValueError(
+            f"{where}: a key must be at least {MIN_KEY_BYTES} bytes, got {len(value)}; make one "
+            "with: python -c 'import secrets; print(secrets.token_hex(32))'"
+        )
+    return bytes(value)
+
+
+def load_secret(
+    secret: bytes | str | Sequence[bytes | str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[bytes, ...]:
+    """The signing keys: ``secret`` when given, else those in ``TOOLNEXUS_SECRET``, else ().
+
+    ``secret`` is one key (``bytes`` or ``str``) or a sequence of keys, newest first: the
+    first signs, all verify. The variable holds one key or several separated by commas.
+    Raises ``ValueError`` naming the source when a key is shorter than 16 bytes.
+
+    Example::
+
+        >>> load_secret(["new-key-0123456789", "old-key-0123456789"], environ={})[0]
+        b'new-key-0123456789'
+        >>> load_secret(environ={})
+        ()
+    """
+    if secret is None:
+        env = environ if environ is not None else _environ()
+        text = env.get(SECRET_ENV, "").strip()
+        if not text:
+            return ()
+        return tuple(_as_key(part, SECRET_ENV) for part in text.split(",") if part.strip())
+    if isinstance(secret, (bytes, bytearray, str)):
+        return (_as_key(secret, "secret"),)
+    keys = tuple(_as_key(item, f"secret[{index}]") for index, item in enumerate(secret))
+    if not keys:
+        raise ValueError("secret: an empty list of keys; give at least one, or None")
+    return keys
+
+
+def read_secret_file(path: str | os.PathLike[str]) -> tuple[bytes, ...]:
+    """The keys in a file: one per line, newest first; blank lines and ``#`` comments skipped.
+
+    Raises ``OSError`` when the file cannot be read and ``ValueError`` when it holds no key
+    or a key is too short.
+
+    Example::
+
+        keys = read_secret_file("/run/secrets/toolnexus")
+    """
+    from pathlib import Path
+
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    keys = tuple(
+        _as_key(line, f"{path}, line {number}")
+        for number, line in enumerate(lines, 1)
+        if line.strip() and not line.lstrip().startswith("#")
+    )
+    if not keys:
+        raise ValueError(f"{path}: no key found; write one key per line (newest first)")
+    return keys
+
+
+def _environ() -> Mapping[str, str]:
+    import os
+
+    return os.environ
+
+
+_process_key: bytes | None = None
+_process_key_lock = threading.Lock()
+
+
+def _random_process_key() -> bytes:
+    # Made on first use: a program that never suspends never pays for `secrets`.
+    global _process_key
+    with _process_key_lock:
+        if _process_key is None:
+            import secrets
+
+            _process_key = secrets.token_bytes(32)
+        return _process_key
+
+
+def sign(payload: Mapping[str, Any], key: bytes, prefix: str = _PREFIX) -> str:
+    """``prefix.<base64url JSON>.<base64url HMAC-SHA256>``: opaque, ASCII, tamper-evident."""
+    import base64
+    import hashlib
+    import hmac
+    import json
+
+    raw = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    body = base64.urlsafe_b64encode(raw.encode("ascii")).rstrip(b"=")
+    signed = prefix.encode("ascii") + b"." + body
+    tag = base64.urlsafe_b64encode(hmac.new(key, signed, hashlib.sha256).digest()).rstrip(b"=")
+    return (signed + b"." + tag).decode("ascii")
+
+
+def open_signed(
+    text: object, keys: Sequence[bytes], prefix: str = _PREFIX
+) -> dict[str, Any] | None:
+    """The payload :func:`sign` put in ``text`` under one of ``keys``; None when it does not
+    verify (another key, another prefix, or changed in any way)."""
+    import base64
+    import binascii
+    import hashlib
+    import hmac
+    import json
+
+    if not isinstance(text, str) or not text.isascii():
+        return None
+    version, _, rest = text.encode("ascii").partition(b".")
+    body, _, tag = rest.partition(b".")
+    if version != prefix.encode("ascii") or not body or not tag:
+        return None
+    signed = version + b"." + body
+    for key in keys:
+        expected = base64.urlsafe_b64encode(hmac.new(key, signed, hashlib.sha256).digest())
+        if hmac.compare_digest(expected.rstrip(b"="), tag):
+            break
+    else:
+        return None
+    try:
+        decoded = base64.urlsafe_b64decode(body + b"=" * (-len(body) % 4))
+        payload = json.loads(decoded.decode("ascii"))
+    except (binascii.Error, ValueError):
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+# --------------------------------------------------------------------------- stores
+
+
+@runtime_checkable
+class AnswerStore(Protocol):
+    """Where used answers are remembered, so each binding resumes a call at most once.
+
+    One method: ``consume(key, expires_at)`` records ``key`` (an opaque ASCII string of at
+    most 64 characters) and returns ``True`` the first time, ``False`` when it is recorded
+    already. It must be atomic — two processes consuming the same key at once: exactly one
+    gets ``True`` — and may forget a key once the time (``time.time()`` seconds) passes
+    ``expires_at``: an answer is refused as expired after that anyway.
+
+    Example (a shared store on Redis)::
+
+        class RedisAnswerStore:
+            def __init__(self, client):
+                self.client = client
+
+            def consume(self, key: str, expires_at: float) -> bool:
+                ttl = max(1, int(expires_at - time.time()) + 1)
+                return bool(self.client.set("toolnexus:" + key, 1, nx=True, ex=ttl))
+
+        host = Host(toolkit, secret=key, answer_store=RedisAnswerStore(redis))
+    """
+
+    def consume(self, key: str, expires_at: float) -> bool:
+        """Record ``key``; True the first time, False when it was recorded already."""
+        ...
+
+
+class MemoryAnswerStore:
+    """Remembers used answers in this process; entries are dropped once they expire.
+
+    The default: every host and MCP session in a process without a store of its own shares
+    one, so an answer cannot be replayed through a second host either. Thread-safe.
+
+    Example::
+
+        >>> store = MemoryAnswerStore()
+        >>> store.consume("k", time.time() + 60), store.consume("k", time.time() + 60)
+        (True, False)
+    """
+
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        import heapq
+
+        self._heap: list[tuple[float, str]] = []
+        self._push = heapq.heappush
+        self._pop = heapq.heappop
+        self._used: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._clock = clock
+
+    def consume(self, key: str, expires_at: float) -> bool:
+        """Record ``key`` until ``expires_at``; True the first time, False afterwards."""
+        now = self._clock()
+        with self._lock:
+            heap = self._heap
+            while heap and heap[0][0] <= now:
+                _, old = self._pop(heap)
+                if self._used.get(old, now + 1) <= now:
+                    del self._used[old]
+            if key in self._used:
+                return False
+            self._used[key] = expires_at
+            self._push(heap, (expires_at, key))
+            return True
+
+    def __len__(self) -> int:
+        return len(self._used)
+
+    def __repr__(self) -> str:
+        return f"<MemoryAnswerStore {len(self._used)} used>"
+
+
+class SqliteAnswerStore:
+    """Remembers used answers in an SQLite file, so processes on one machine share them.
+
+    Each :meth:`consume` is one ``INSERT`` in its own transaction (SQLite's file lock makes
+    it atomic across processes); expired rows are deleted now and then. The file and its
+    table are created when missing. Thread- and fork-safe: every call opens its own
+    connection.
+
+    Example::
+
+        host = Host(toolkit, secret=key, answer_store=SqliteAnswerStore("/var/lib/app/used.db"))
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time
+    ) -> None:
+        import os
+
+        self._path = os.fspath(path)
+        self._clock = clock
+        self._count = 0
+        with self._connect() as db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS toolnexus_used_answers "
+                "(key TEXT PRIMARY KEY, expires_at REAL NOT NULL)"
+            )
+
+    def _connect(self) -> Any:
+        import sqlite3
+
+        return sqlite3.connect(self._path, timeout=30.0, isolation_level=None)
+
+    def consume(self, key: str, expires_at: float) -> bool:
+        """Record ``key`` until ``expires_at``; True the first time, False afterwards."""
+        now = self._clock()
+        self._count += 1
+        db = self._connect()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            if self._count % 64 == 1:
+                db.execute("DELETE FROM toolnexus_used_answers WHERE expires_at <= ?", (now,))
+            row = db.execute(
+                "SELECT expires_at FROM toolnexus_used_answers WHERE key = ?", (key,)
+            ).fetchone()
+            if row is not None and row[0] > now:
+                db.execute("COMMIT")
+                return False
+            db.execute(
+                "INSERT OR REPLACE INTO toolnexus_used_answers (key, expires_at) VALUES (?, ?)",
+                (key, float(expires_at)),
+            )
+            db.execute("COMMIT")
+            return True
+        finally:
+            db.close()
+
+    def __repr__(self) -> str:
+        return f"<SqliteAnswerStore {self._path!r}>"
+
+
+_default_store: MemoryAnswerStore | None = None
+
+
+def _process_store() -> MemoryAnswerStore:
+    global _default_store
+    with _process_key_lock:
+        if _default_store is None:
+            _default_store = MemoryAnswerStore()
+        return _default_store
+
+
+# --------------------------------------------------------------------------- results
+
+
+def declined_result(request: Request, reason: str) -> ToolResult:
+    """The loop rule's ``declined/expired: <prompt>``; ``metadata["reason"]`` says which
+    it was (``"declined"``, ``"cancelled"`` or ``"expired"``).
+
+    Example::
+
+        >>> r = declined_result(Request("approval", "Deploy?"), "cancelled")
+        >>> r.output, r.metadata["reason"]
+        ('declined/expired: Deploy?', 'cancelled')
+    """
+    return ToolResult.error(f"declined/expired: {request.prompt}", {"reason": reason})
+
+
+# --------------------------------------------------------------------------- the binder
+
+
+class Refusal:
+    """Why a resume was refused before the tool ran.
+
+    ``result`` is the error result to return. ``spent`` is True when the answer was used up
+    (a decline, an expiry): the call is over. False when nothing was accepted (a forged,
+    edited, foreign, replayed or malformed answer): the question still waits for a right one.
+    """
+
+    __slots__ = ("result", "spent")
+
+    def __init__(self, result: ToolResult, *, spent: bool) -> None:
+        self.result = result
+        self.spent = spent
+
+    def __repr__(self) -> str:
+        return f"<Refusal {'spent' if self.spent else 'unspent'} {self.result.output!r}>"
+
+
+class Accepted:
+    """A resume that passed every check: run the tool with ``answer`` (round ``round``)."""
+
+    __slots__ = ("answer", "request", "round")
+
+    def __init__(self, request: Request, answer: Answer, round: int) -> None:
+        self.request = request
+        self.answer = answer
+        self.round = round
+
+
+def _refused(text: str) -> Refusal:
+    return Refusal(ToolResult.error(f"cannot resume: {text} (the tool was not run)"), spent=False)
+
+
+class Binder:
+    """Issues bindings for pending results and checks resumes against them.
+
+    Args:
+        secret: the key(s), newest first (see :func:`load_secret`); ``None`` reads
+            ``TOOLNEXUS_SECRET``, and without it a random key made once per process signs.
+        store: where used answers are remembered (default: one :class:`MemoryAnswerStore`
+            per process).
+        ttl_s: how long a binding stays valid when its request sets no ``expires_at``.
+        clock: returns the time in seconds (``time.time``); tests inject one.
+
+    Example::
+
+        >>> binder = Binder("a-key-of-at-least-16-bytes", store=MemoryAnswerStore())
+        >>> req = Request("approval", "Deploy?")
+        >>> parked = binder.bind("deploy", {"env": "prod"}, ToolResult.pending(req))
+        >>> binder.check("deploy", {"env": "prod"}, parked, Answer.accept(req)).answer.ok
+        True
+        >>> print(binder.check("deploy", {"env": "prod"}, parked,
+        ...                    Answer.accept(req)).result.output)  # doctest: +ELLIPSIS
+        cannot resume: request 'pnd-...' was already answered; ...
+    """
+
+    def __init__(
+        self,
+        secret: bytes | str | Sequence[bytes | str] | None = None,
+        *,
+        store: AnswerStore | None = None,
+        ttl_s: float = DEFAULT_TTL_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        keys = load_secret(secret)
+        self.is_configured = bool(keys)
+        """True when the keys were given (or came from ``TOOLNEXUS_SECRET``), False when a
+        random per-process key signs."""
+        self._keys = keys if keys else (_random_process_key(),)
+        if store is not None and not callable(getattr(store, "consume", None)):
+            raise TypeError(
+                f"store must have a consume(key, expires_at) method (an AnswerStore), "
+                f"got {type(store).__name__}"
+            )
+        self._store: AnswerStore = store if store is not None else _process_store()
+        if isinstance(ttl_s, bool) or not isinstance(ttl_s, (int, float)) or ttl_s <= 0:
+            raise ValueError(f"ttl_s must be a number of seconds > 0, got {ttl_s!r}")
+        self._ttl_s = ttl_s
+        self._clock = clock
+
+    @property
+    def keys(self) -> tuple[bytes, ...]:
+        """The keys that verify, newest (the signing one) first."""
+        return self._keys
+
+    @property
+    def store(self) -> AnswerStore:
+        """Where used answers are remembered."""
+        return self._store
+
+    # ----------------------------------------------------------------- issuing
+
+    def issue(self, tool: str, args: Any, request: Request, *, round: int = 1) -> str:
+        """The binding of ``request`` to the call ``tool(args)``, as a signed string."""
+        import secrets
+
+        exp = self._expiry(request)
+        payload = {
+            "t": tool,
+            "a": arguments_digest(args),
+            "r": request_digest(request),
+            "i": request.id,
+            "e": exp,
+            "n": round,
+            "x": secrets.token_hex(8),
+        }
+        token = sign(payload, self._keys[0])
+        _remember(request.id, token, exp)
+        return token
+
+    def bind(self, tool: str, args: Any, result: ToolResult, *, round: int = 1) -> ToolResult:
+        """``result`` with its binding in ``metadata["binding"]`` (not pending: as is)."""
+        request = ToolResult.pending_of(result)
+        if request is None:
+            return result
+        token = self.issue(tool, args, request, round=round)
+        metadata = dict(result.metadata or {})
+        metadata[BINDING_KEY] = token
+        return ToolResult(result.output, True, metadata)
+
+    def _expiry(self, request: Request) -> int:
+        if request.expires_at is not None:
+            from .suspension import parse_rfc3339
+
+            return int(parse_rfc3339(request.expires_at).timestamp()) + 1
+        return int(self._clock() + self._ttl_s)
+
+    # ----------------------------------------------------------------- checking
+
+    def check(self, tool: str, args: Any, request: object, answer: object) -> Refusal | Accepted:
+        """Check a resume of ``tool(args)`` with ``answer`` to ``request``.
+
+        ``request`` is the pending result the host handed out (its binding rides in its
+        metadata), its wire dict or JSON, or the bare :class:`Request` (then the binding
+        this process issued for that id is used). In order: the binding must verify under
+        one of the keys and name this tool, these arguments and this very request; the
+        answer must echo the request's id; a request or binding past its expiry is
+        refused; an ok answer must fit ``data["schema"]``. Then the answer is consumed —
+        a second one for the same binding is refused as ``already answered`` — and a "no"
+        (:func:`~toolnexus.suspension.decline_reason`) ends the call with
+        ``declined/expired: <prompt>``.
+
+        Returns :class:`Accepted` or a :class:`Refusal`; never raises for bad input.
+        """
+        parsed = _read_parked(request)
+        if isinstance(parsed, str):
+            return _refused(parsed)
+        req, token = parsed
+        ans = _read_answer(answer)
+        if isinstance(ans, str):
+            return _refused(ans)
+        if token is None:
+            token = _recall(req.id)
+            if token is None:
+                return _refused(
+                    f"request {req.id!r} has no binding and this process did not ask it; "
+                    "resume with the pending result the host returned (its "
+                    f"metadata[{BINDING_KEY!r}] binds the answer to the call), not a bare or "
+                    "made-up request"
+                )
+        payload = open_signed(token, self._keys)
+        if payload is None:
+            return _refused(self._foreign(req))
+        if payload.get("i") != req.id or payload.get("r") != request_digest(req):
+            return _refused(
+                f"request {req.id!r} is not the request this binding was issued for (it was "
+                "changed, or the binding belongs to another question); resume with the "
+                "pending result exactly as the host returned it"
+            )
+        if payload.get("t") != tool:
+            return _refused(
+                f"request {req.id!r} was asked by {payload.get('t')!r}, not {tool!r}; an answer "
+                "resumes only the tool that asked"
+            )
+        if payload.get("a") != arguments_digest(args):
+            return _refused(
+                f"the arguments differ from those of the call that asked {req.id!r}; an answer "
+                "resumes only the call that asked, with the same arguments"
+            )
+        if ans.id != req.id:
+            return _refused(
+                f"answer id {ans.id!r} does not match request id {req.id!r}; an answer must "
+                "echo the id of the request it resolves"
+            )
+        exp = payload.get("e")
+        round_ = payload.get("n")
+        if not isinstance(exp, int) or not isinstance(round_, int):
+            return _refused(f"the binding of request {req.id!r} is unreadable")
+        if req.is_expired() or exp <= self._clock():
+            when = req.expires_at if req.expires_at is not None else f"{exp} (Unix time)"
+            return Refusal(
+                ToolResult.error(
+                    f"cannot resume: request {req.id!r} expired at {when}; the answer came too "
+                    "late (the tool was not run)", {"reason": "expired"},
+                ),
+                spent=True,
+            )
+        reason = decline_reason(req, ans)
+        if reason is None:
+            problem = schema_problem(req, ans)
+            if problem is not None:
+                return Refusal(ToolResult.error(problem), spent=False)
+        if not self._store.consume(_consumed_key(token), float(exp)):
+            return _refused(
+                f"request {req.id!r} was already answered; an answer resumes a call once. "
+                "Call the tool again to ask anew"
+            )
+        if reason is not None:
+            return Refusal(declined_result(req, reason), spent=True)
+        return Accepted(req, ans, round_)
+
+    def _foreign(self, request: Request) -> str:
+        if not self.is_configured:
+            return (
+                f"the binding of request {request.id!r} was not issued by this process (or was "
+                "changed), and no key is configured to verify one from elsewhere; give every "
+                f"process the same key: Host(secret=...) or the environment variable "
+                f"{SECRET_ENV} (the CLI: --secret-file PATH)"
+            )
+        return (
+            f"the binding of request {request.id!r} does not verify under this host's key(s): "
+            "it was signed with another key, or changed. Resume where the same key is "
+            f"configured (Host(secret=...) or {SECRET_ENV}; to rotate keys, list the new key "
+            "first and keep the old one after it)"
+        )
+
+    def __repr__(self) -> str:
+        source = "configured key" if self.is_configured else "per-process key"
+        return f"<Binder {source}, {len(self._keys)} key(s), store={self._store!r}>"
+
+
+def _consumed_key(token: str) -> str:
+    # The tag alone identifies the binding (its payload has a nonce); 43 ASCII characters.
+    return token.rpartition(".")[2]
+
+
+def schema_problem(request: Request, answer: Answer) -> str | None:
+    """Check ``answer.data`` against ``request.data["schema"]``; the problem text or None."""
+    schema = request.data.get("schema") if request.data is not None else None
+    if schema is None:
+        return None
+    from .validation import Validator  # only requests that carry a schema pay
+
+    try:
+        validator = Validator(schema)
+    except ValueError as exc:
+        return f"the request's data.schema cannot be used to check the answer: {exc}"
+    data = dict(answer.data) if answer.data is not None else {}
+    problems = validator.errors(data)
+    if not problems:
+        return None
+    return f"invalid answer to {request.prompt!r}: " + "; ".join(problems)
+
+
+def _read_parked(value: object) -> tuple[Request, str | None] | str:
+    """(request, binding or None) from what a caller resumes with, or the problem."""
+    from .errors import WireFormatError
+
+    if isinstance(value, Request):
+        return value, None
+    if isinstance(value, ToolResult):
+        request = ToolResult.pending_of(value)
+        if request is None:
+            return "that result is not pending (no metadata.pending): there is nothing to resume"
+        token = (value.metadata or {}).get(BINDING_KEY)
+        return request, token if isinstance(token, str) else None
+    try:
+        if isinstance(value, (str, bytes, bytearray)):
+            from . import _wire
+
+            value = _wire.loads_object(value, "Request")
+        if not isinstance(value, Mapping):
+            raise TypeError(
+                f"request must be the pending ToolResult, a Request, their wire dict or JSON; "
+                f"got {type(value).__name__}"
+            )
+        metadata = value.get("metadata")
+        if "isError" in value or (isinstance(metadata, Mapping) and PENDING_KEY in metadata):
+            return _read_parked(ToolResult.from_dict(value))
+        return Request.from_dict(value), None
+    except WireFormatError as exc:
+        return str(exc)
+
+
+def _read_answer(value: object) -> Answer | str:
+    from .errors import WireFormatError
+
+    try:
+        if isinstance(value, Answer):
+            return value
+        if isinstance(value, Mapping):
+            return Answer.from_dict(value)
+        if isinstance(value, (str, bytes, bytearray)):
+            return Answer.from_json(value)
+    except WireFormatError as exc:
+        return str(exc)
+    raise TypeError(
+        f"answer must be an Answer, its wire dict or its JSON, got {type(value).__name__}"
+    )
+
+
+# The bindings this process issued, by request id: a caller may resume in-process with the
+# bare Request (``ToolResult.pending_of(result)``). Bounded; the oldest go first.
+_ISSUED_MAX = 10_000
+_issued: dict[str, tuple[str, int]] = {}
+_issued_lock = threading.Lock()
+
+
+def _remember(request_id: str, token: str, exp: int) -> None:
+    with _issued_lock:
+        _issued.pop(request_id, None)
+        _issued[request_id] = (token, exp)
+        if len(_issued) > _ISSUED_MAX:
+            del _issued[next(iter(_issued))]
+
+
+def _recall(request_id: str) -> str | None:
+    with _issued_lock:
+        entry = _issued.get(request_id)
+    return None if entry is None else entry[0]
