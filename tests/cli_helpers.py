@@ -21,9 +21,11 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def run(*args: str, cwd: Path = ROOT, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    """`python -m toolnexus ARGS`, its output captured as text."""
+def run(
+    *args: str, cwd: Path = ROOT, stdin: str = "", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m toolnexus ARGS`, its output captured as text; ``env`` adds variables."""
     return subprocess.run(
         [sys.executable, "-m", "toolnexus", *args], input=stdin, capture_output=True,
-        text=True, cwd=cwd, env=child_env(), timeout=60,
+        text=True, cwd=cwd, env={**child_env(), **(env or {})}, timeout=60,
     )

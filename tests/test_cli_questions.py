@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from cli_helpers import run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,10 +85,21 @@ def test_a_question_without_a_schema_takes_one_line_as_the_answer():
 # ------------------------------------------------------------------ --no-input, then resume
 
 
-def test_no_input_prints_the_pending_request_as_json_and_exits_3():
+@pytest.fixture(autouse=True)
+def keyed(tmp_path, monkeypatch):
+    """Every process of a test shares one key (the children inherit this environment) and
+    one file of used answers."""
+    monkeypatch.setenv("TOOLNEXUS_SECRET", "cli-test-key-0123456789abcdef")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+def test_no_input_prints_the_pending_result_with_its_binding_and_exits_3():
     out = run("call", DEMO, "deploy", "--no-input", stdin="production\n")
     assert out.returncode == 3, out.stderr
-    request = json.loads(out.stdout)
+    parked = json.loads(out.stdout)
+    assert parked["isError"] is True and parked["output"] == "Which environment?"
+    assert parked["metadata"]["binding"].startswith("tnb1.")
+    request = parked["metadata"]["pending"]
     assert request["kind"] == "input"
     assert request["prompt"] == "Which environment?"
     assert request["id"].startswith("pnd-")
@@ -98,7 +111,7 @@ def test_a_pending_request_saved_to_a_file_is_resumed_with_an_answer_file(tmp_pa
     first = run("call", DEMO, "deploy", "--no-input")
     assert first.returncode == 3
     (tmp_path / "req.json").write_text(first.stdout, encoding="utf-8")
-    request_id = json.loads(first.stdout)["id"]
+    request_id = json.loads(first.stdout)["metadata"]["pending"]["id"]
     (tmp_path / "ans.json").write_text(
         json.dumps({"id": request_id, "ok": True, "data": {"env": "production"}}),
         encoding="utf-8",
@@ -157,7 +170,7 @@ def test_a_declining_answer_file_gives_the_declined_result():
     done = run("resume", DEMO, "deploy", "--request", first.stdout,
                "--answer", '{"ok": false, "reason": "declined"}')
     assert done.returncode == 1
-    assert done.stdout.startswith("declined")
+    assert done.stdout == "declined/expired: Which environment?\n"
 
 
 def test_a_malformed_request_or_answer_is_a_usage_error():

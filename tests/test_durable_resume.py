@@ -76,8 +76,18 @@ def test_resume_accepts_the_wire_forms_of_request_and_answer(host):
     answer = Answer.accept(request, {"env": "dev"})
     assert host.resume("deploy", '{"service": "api"}', request.to_json(), answer.to_json()
                        ).output == "deployed api to dev"
+    request = suspend(host)  # each answer is used once: a new question for the next form
+    answer = Answer.accept(request, {"env": "dev"})
     assert host.resume("deploy", {"service": "api"}, request.to_dict(), answer.to_dict()
                        ).output == "deployed api to dev"
+
+
+def test_resume_accepts_the_pending_result_and_its_wire_forms(host):
+    for form in (lambda r: r, ToolResult.to_dict, ToolResult.to_json):
+        pending = host.call("deploy", {"service": "api"})
+        answer = Answer.accept(ToolResult.pending_of(pending), {"env": "dev"})
+        assert host.resume("deploy", {"service": "api"}, form(pending), answer
+                           ).output == "deployed api to dev"
 
 
 def test_an_answer_id_mismatch_is_a_clear_error_and_the_tool_is_not_run(host):
@@ -90,11 +100,21 @@ def test_an_answer_id_mismatch_is_a_clear_error_and_the_tool_is_not_run(host):
     assert runs == []
 
 
-def test_an_expired_request_is_an_error_and_the_tool_is_not_run(host):
-    request = Request("input", "Where?", expires_at="2001-01-01T00:00:00Z")
-    result = host.resume("deploy", {"service": "api"}, request,
-                         Answer.accept(request, {"env": "prod"}))
-    assert result.is_error and "expired" in result.output
+@tool
+def stale(ctx: ToolContext) -> ToolResult:
+    """Asks a question that has expired already."""
+    runs.append(ctx.answer)
+    return ToolResult.pending(Request("approval", "Too late?", expires_at="2001-01-01T00:00:00Z"))
+
+
+def test_an_expired_request_is_an_error_and_the_tool_is_not_run():
+    with Host(Toolkit([stale])) as host:
+        pending = host.call("stale", {})
+        runs.clear()
+        request = ToolResult.pending_of(pending)
+        result = host.resume("stale", {}, pending, Answer.accept(request))
+    assert result.is_error and "expired at 2001-01-01T00:00:00Z" in result.output
+    assert result.metadata == {"reason": "expired"}
     assert runs == []
 
 
@@ -131,9 +151,9 @@ def test_malformed_wire_input_is_an_error_result_not_an_exception(host):
 
 def test_aresume_is_the_async_twin(host):
     request = suspend(host)
-    result = asyncio.run(host.aresume("deploy", {"service": "web"}, request,
+    result = asyncio.run(host.aresume("deploy", {"service": "api"}, request,
                                       Answer.accept(request, {"env": "staging"})))
-    assert result.output == "deployed web to staging"
+    assert result.output == "deployed api to staging"
 
 
 TOOLS_MODULE = '''
@@ -153,15 +173,20 @@ RESUMER = '''
 import json, sys
 from pathlib import Path
 from toolnexus import Answer, Host, Request
+from toolnexus.binding import SqliteAnswerStore
 from durable_tools import toolkit
 
 parked = json.loads(Path(sys.argv[1]).read_text())
-request = Request.from_dict(parked["request"])
+request = Request.from_dict(parked["pending"]["metadata"]["pending"])
 answer = Answer.accept(request, {"env": "prod"})
-with Host(toolkit) as host:   # a fresh host in a fresh process
-    result = host.resume(parked["name"], parked["args"], request, answer)
+# A fresh host in a fresh process: its key comes from TOOLNEXUS_SECRET, and the used answers
+# are shared through an SQLite file.
+with Host(toolkit, answer_store=SqliteAnswerStore(sys.argv[2])) as host:
+    result = host.resume(parked["name"], parked["args"], parked["pending"], answer)
 print(result.to_json())
 '''
+
+KEY = "durable-test-key-0123456789abcdef"
 
 
 def test_a_request_persisted_to_a_file_is_resumed_by_a_fresh_host_in_another_process(
@@ -172,22 +197,28 @@ def test_a_request_persisted_to_a_file_is_resumed_by_a_fresh_host_in_another_pro
     monkeypatch.syspath_prepend(str(tmp_path))
     tools = importlib.import_module("durable_tools")
 
-    with Host(tools.toolkit) as host:
+    with Host(tools.toolkit, secret=KEY) as host:
         pending = host.call("deploy", '{"service": "billing"}')
-    request = ToolResult.pending_of(pending)
     parked = tmp_path / "parked.json"
     parked.write_text(json.dumps(
-        {"name": "deploy", "args": {"service": "billing"}, "request": request.to_dict()}
+        {"name": "deploy", "args": {"service": "billing"}, "pending": pending.to_dict()}
     ))
 
-    # Only the test folder and this toolnexus: the child must not inherit test-only paths.
-    env_path = [str(tmp_path), str(Path(toolnexus.__file__).resolve().parent.parent)]
-    out = subprocess.run(
-        [sys.executable, str(tmp_path / "resumer.py"), str(parked)],
-        capture_output=True, text=True, timeout=60,
-        env={"PYTHONPATH": os.pathsep.join(env_path), "PATH": ""},
-    )
-    assert out.returncode == 0, out.stderr
-    result = ToolResult.from_json(out.stdout.strip())
+    def resume_elsewhere(key: str) -> ToolResult:
+        # Only the test folder and this toolnexus: the child must not inherit test-only paths.
+        env_path = [str(tmp_path), str(Path(toolnexus.__file__).resolve().parent.parent)]
+        out = subprocess.run(
+            [sys.executable, str(tmp_path / "resumer.py"), str(parked), str(tmp_path / "used.db")],
+            capture_output=True, text=True, timeout=60,
+            env={"PYTHONPATH": os.pathsep.join(env_path), "PATH": "", "TOOLNEXUS_SECRET": key},
+        )
+        assert out.returncode == 0, out.stderr
+        return ToolResult.from_json(out.stdout.strip())
+
+    foreign = resume_elsewhere("another-key-0123456789abcdef")
+    assert foreign.is_error and "does not verify under this host's key(s)" in foreign.output
+    result = resume_elsewhere(KEY)
     assert result.output == "deployed billing to prod (pid-checked)"
     assert not result.is_error
+    replayed = resume_elsewhere(KEY)  # a third process, the same key, the same answer
+    assert replayed.is_error and "already answered" in replayed.output

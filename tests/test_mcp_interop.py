@@ -151,14 +151,30 @@ def test_a_declined_elicitation_is_declined_expired(mode: str) -> None:
     assert result.content[0].text == "declined/expired: Which environment?"
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_without_an_elicitation_callback_the_prompt_comes_back_as_an_error(mode: str) -> None:
+def test_without_an_elicitation_callback_a_legacy_client_gets_the_prompt_as_an_error() -> None:
     async def body(client: Client) -> Any:
         return await client.call_tool("deploy", {})
 
-    result = run(body, mode)
+    result = run(body, "legacy")
     assert result.is_error is True
     assert result.content[0].text == "Which environment?"
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "auto"])
+def test_without_an_elicitation_callback_a_modern_client_gets_32021(mode: str) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    async def body(client: Client) -> Any:
+        try:
+            await client.call_tool("deploy", {})
+        except MCPError as exc:
+            return exc
+        return None
+
+    caught = run(body, mode)
+    assert isinstance(caught, MCPError)
+    assert caught.error.code == -32021
+    assert "Missing required client capability: elicitation" in caught.error.message
 
 
 @pytest.mark.parametrize("mode", MODES)

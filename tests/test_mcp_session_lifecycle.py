@@ -297,7 +297,7 @@ def test_version_defaults_to_the_toolnexus_version() -> None:
         ({"page_size": 0}, "page_size must be an int >= 1"),
         ({"list_ttl_ms": -1}, "list_ttl_ms must be an int >= 0"),
         ({"name": ""}, "name must be a non-empty str"),
-        ({"secret": b"short"}, "secret must be bytes of length >= 16"),
+        ({"secret": b"short"}, "a key must be at least 16 bytes"),
     ],
 )
 def test_a_misconfigured_session_raises_at_once(options: dict[str, Any], match: str) -> None:

@@ -451,13 +451,16 @@ def test_an_expired_request_state_answers_declined_expired() -> None:
     assert final["result"]["content"][0]["text"] == "declined/expired: Which environment?"
 
 
-def test_a_modern_client_without_elicitation_gets_the_prompt_as_an_error() -> None:
+def test_a_modern_client_without_elicitation_gets_32021() -> None:
     session = ServerSession(TOOLKIT)
     call = start(session, rid=8, meta=modern_meta())
     final = only_send(session.complete_call(call.call_id, ToolResult.pending(asks_env())))
-    assert final["result"]["content"] == [{"type": "text", "text": "Which environment?"}]
-    assert final["result"]["isError"] is True
-    assert final["result"]["resultType"] == "complete"
+    assert final["id"] == 8
+    assert final["error"]["code"] == -32021
+    assert final["error"]["message"].startswith(
+        "Missing required client capability: elicitation (form mode)")
+    assert final["error"]["data"] == {"requiredCapabilities": {"elicitation": {"form": {}}}}
+    assert session.running_calls == 0
 
 
 def test_modern_url_mode_has_no_elicitation_id() -> None:
@@ -477,8 +480,7 @@ def test_a_url_only_client_cannot_be_asked_a_form_question() -> None:
     session = ServerSession(TOOLKIT)
     call = start(session, meta=modern_meta({"url": {}}))
     final = only_send(session.complete_call(call.call_id, ToolResult.pending(asks_env())))
-    assert final["result"]["isError"] is True
-    assert final["result"]["resultType"] == "complete"
+    assert final["error"]["code"] == -32021
 
 
 def test_cancelling_a_modern_retry_drops_its_result() -> None:

@@ -311,11 +311,13 @@ from toolnexus import Answer, Host, TurnResult
 from turn_tools import toolkit
 
 turn = TurnResult.from_json(Path(sys.argv[1]).read_text())
-with Host(toolkit) as host:
-    while turn.pending is not None:
+with Host(toolkit) as host:   # its key comes from TOOLNEXUS_SECRET
+    while turn.pending is not None and turn.error is None:
         turn = host.resume_turn(turn, Answer.accept(turn.pending))
-print(json.dumps(turn.messages))
+print(json.dumps({"messages": turn.messages, "error": turn.error}))
 '''
+
+KEY = "turn-test-key-0123456789abcdef"
 
 
 def test_a_halted_turn_is_resumed_by_a_fresh_host_in_another_process(tmp_path: Path,
@@ -330,19 +332,26 @@ def test_a_halted_turn_is_resumed_by_a_fresh_host_in_another_process(tmp_path: P
         {"type": "tool_use", "id": "t2", "name": "weather", "input": {"city": "Oslo"}},
         {"type": "tool_use", "id": "t3", "name": "approve", "input": {"action": "rollback"}},
     ]
-    with Host(turn_tools.toolkit) as host:
+    with Host(turn_tools.toolkit, secret=KEY) as host:
         turn = host.run_turn(blocks, style="anthropic")
     assert turn.waiting == ("t1", "t3")
     parked = tmp_path / "turn.json"
     parked.write_text(turn.to_json())
 
-    out = subprocess.run(
-        [sys.executable, str(tmp_path / "resumer.py"), str(parked)],
-        capture_output=True, text=True, timeout=60,
-        env={"PYTHONPATH": os.pathsep.join([str(tmp_path), PACKAGE_ROOT]), "PATH": ""},
-    )
-    assert out.returncode == 0, out.stderr
-    (message,) = json.loads(out.stdout)
+    def resume_elsewhere(key: str) -> dict:
+        out = subprocess.run(
+            [sys.executable, str(tmp_path / "resumer.py"), str(parked)],
+            capture_output=True, text=True, timeout=60,
+            env={"PYTHONPATH": os.pathsep.join([str(tmp_path), PACKAGE_ROOT]), "PATH": "",
+                 "TOOLNEXUS_SECRET": key},
+        )
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    foreign = resume_elsewhere("another-key-0123456789abcdef")
+    assert foreign["messages"] == []
+    assert "does not verify under this host's key(s)" in foreign["error"]
+    (message,) = resume_elsewhere(KEY)["messages"]
     assert [(b["tool_use_id"], b["content"], b["is_error"]) for b in message["content"]] == [
         ("t1", "approved deploy", False),
         ("t2", "sunny in Oslo", False),

@@ -338,7 +338,7 @@ def test_from_json_refuses_what_is_not_json_text(cls, value):
 
 
 @pytest.mark.parametrize("cls", [Request, Answer, ToolResult])
-@pytest.mark.parametrize("value", [[], None, "{}", 3, Request("input", "?")], ids=repr)
+@pytest.mark.parametrize("value", [[], None, "{}", 3, Request("input", "?", id="pnd-1")], ids=repr)
 def test_from_dict_refuses_what_is_not_a_mapping(cls, value):
     with pytest.raises(ValueError, match="input must be a JSON object, got"):
         cls.from_dict(value)

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from .loop_rule import declined, schema_problem, unresolved
 from .result import PENDING_KEY, ToolResult
 from .suspension import Answer, Request, decline_reason
 
@@ -40,7 +41,6 @@ __all__ = [
     "MemoryAnswerStore",
     "SqliteAnswerStore",
     "arguments_digest",
-    "declined_result",
     "load_secret",
     "read_secret_file",
     "request_digest",
@@ -413,22 +413,6 @@ def _process_store() -> MemoryAnswerStore:
         return _default_store
 
 
-# --------------------------------------------------------------------------- results
-
-
-def declined_result(request: Request, reason: str) -> ToolResult:
-    """The loop rule's ``declined/expired: <prompt>``; ``metadata["reason"]`` says which
-    it was (``"declined"``, ``"cancelled"`` or ``"expired"``).
-
-    Example::
-
-        >>> r = declined_result(Request("approval", "Deploy?"), "cancelled")
-        >>> r.output, r.metadata["reason"]
-        ('declined/expired: Deploy?', 'cancelled')
-    """
-    return ToolResult.error(f"declined/expired: {request.prompt}", {"reason": reason})
-
-
 # --------------------------------------------------------------------------- the binder
 
 
@@ -552,6 +536,21 @@ class Binder:
         metadata[BINDING_KEY] = token
         return ToolResult(result.output, True, metadata)
 
+    def hand_back(
+        self, tool: str, args: Any, result: ToolResult, round: int, max_rounds: int
+    ) -> ToolResult:
+        """Loop rule 2's last step for a result handed back to the caller.
+
+        Not pending: as is. Pending after a fresh call (``round`` 0) or after an answer of a
+        round below ``max_rounds``: bound to the call for the next round. Pending after the
+        last round: ``unresolved: <prompt>``.
+        """
+        if not result.is_pending:
+            return result
+        if round >= max_rounds:
+            return unresolved(result)
+        return self.bind(tool, args, result, round=round + 1)
+
     def _expiry(self, request: Request) -> int:
         if request.expires_at is not None:
             from .suspension import parse_rfc3339
@@ -640,7 +639,7 @@ class Binder:
                 "Call the tool again to ask anew"
             )
         if reason is not None:
-            return Refusal(declined_result(req, reason), spent=True)
+            return Refusal(declined(req, reason), spent=True)
         return Accepted(req, ans, round_)
 
     def _foreign(self, request: Request) -> str:
@@ -666,24 +665,6 @@ class Binder:
 def _consumed_key(token: str) -> str:
     # The tag alone identifies the binding (its payload has a nonce); 43 ASCII characters.
     return token.rpartition(".")[2]
-
-
-def schema_problem(request: Request, answer: Answer) -> str | None:
-    """Check ``answer.data`` against ``request.data["schema"]``; the problem text or None."""
-    schema = request.data.get("schema") if request.data is not None else None
-    if schema is None:
-        return None
-    from .validation import Validator  # only requests that carry a schema pay
-
-    try:
-        validator = Validator(schema)
-    except ValueError as exc:
-        return f"the request's data.schema cannot be used to check the answer: {exc}"
-    data = dict(answer.data) if answer.data is not None else {}
-    problems = validator.errors(data)
-    if not problems:
-        return None
-    return f"invalid answer to {request.prompt!r}: " + "; ".join(problems)
 
 
 def _read_parked(value: object) -> tuple[Request, str | None] | str:

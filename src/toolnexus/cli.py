@@ -18,7 +18,11 @@ from .errors import ToolnexusError
 
 if TYPE_CHECKING:
     from types import ModuleType
+    from typing import TypeAlias
 
+    _Keys: TypeAlias = tuple["tuple[bytes, ...] | None", "AnswerStore | None"]
+
+    from .binding import AnswerStore
     from .host import ToolEvent
     from .result import ToolResult
     from .suspension import Answer, Request
@@ -747,7 +751,8 @@ def _run_call(
     timeout_ms: int | None,
     ask: bool,
     term: _Terminal,
-    resume: tuple[Request, Answer] | None = None,
+    resume: tuple[Request | ToolResult, Answer] | None = None,
+    keys: _Keys | None = None,
 ) -> tuple[ToolResult, str]:
     """Run one call on a worker thread; the main thread prompts, spins and takes Ctrl-C.
 
@@ -774,8 +779,9 @@ def _run_call(
         return reply.get()
 
     # At the terminal a tool's own "cancelled after N step(s)" is worth a moment's wait.
+    secret, store = keys if keys is not None else (None, None)
     host = Host(toolkit, wait_for=wait_for if ask else None, on_event=events.append,
-                cancel_grace_ms=100)
+                cancel_grace_ms=100, secret=secret, answer_store=store)
 
     def work() -> None:
         try:
@@ -894,10 +900,12 @@ def _cmd_call(options: argparse.Namespace) -> int:
     args = _build_args(toolkit, name, options.args, pairs)
     _check_args(toolkit, name, args, options.ref)
     term = _Terminal(sys.stdin, sys.stderr)
+    keys = _keys(options)
     result, outcome = _run_call(
-        toolkit, name, args, timeout_ms=options.timeout, ask=not options.no_input, term=term
+        toolkit, name, args, timeout_ms=options.timeout, ask=not options.no_input, term=term,
+        keys=keys,
     )
-    return _finish(options, name, args, result, outcome)
+    return _finish(options, name, args, result, outcome, keys)
 
 
 def _cmd_resume(options: argparse.Namespace) -> int:
@@ -905,7 +913,12 @@ def _cmd_resume(options: argparse.Namespace) -> int:
     name, pairs = _split_name(toolkit, options.ref, options.rest)
     args = _build_args(toolkit, name, options.args, pairs)
     _check_args(toolkit, name, args, options.ref)
-    request = _load_request(options.request)
+    from .result import ToolResult
+
+    parked = _load_request(options.request)
+    request = ToolResult.pending_of(parked) if isinstance(parked, ToolResult) else parked
+    assert request is not None
+    keys = _keys(options)
     term = _Terminal(sys.stdin, sys.stderr)
     if options.answer is not None:
         answer = _load_answer(options.answer, request)
@@ -919,20 +932,56 @@ def _cmd_resume(options: argparse.Namespace) -> int:
             return EXIT_CANCELLED
     result, outcome = _run_call(
         toolkit, name, args, timeout_ms=options.timeout, ask=not options.no_input, term=term,
-        resume=(request, answer),
+        resume=(parked, answer), keys=keys,
     )
-    return _finish(options, name, args, result, outcome)
+    return _finish(options, name, args, result, outcome, keys)
+
+
+def _keys(options: argparse.Namespace) -> _Keys:
+    """The signing keys (--secret-file, else TOOLNEXUS_SECRET) and where used answers are
+    kept: with a key, an SQLite file shared by every process (--answers-db or the default
+    in the user's cache folder), so an answer resumes once across processes too."""
+    from .binding import SqliteAnswerStore, load_secret, read_secret_file
+
+    path = getattr(options, "secret_file", None)
+    try:
+        keys = read_secret_file(path) if path is not None else load_secret()
+    except OSError as exc:
+        raise _UsageError(f"--secret-file: cannot read {path}: {exc.strerror or exc}") from None
+    except (ValueError, TypeError) as exc:
+        raise _UsageError(str(exc)) from None
+    if not keys:
+        return None, None
+    db = getattr(options, "answers_db", None) or _default_answers_db()
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(db)), exist_ok=True)
+        return keys, SqliteAnswerStore(db)
+    except (OSError, ImportError) as exc:
+        raise _UsageError(f"--answers-db: cannot use {db}: {exc}") from None
+    except Exception as exc:  # sqlite3.Error: not a database, locked, ...
+        raise _UsageError(f"--answers-db: cannot use {db}: {exc}") from None
+
+
+def _default_answers_db() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "toolnexus", "used-answers.sqlite3")
 
 
 def _finish(
     options: argparse.Namespace, name: str, args: Mapping[str, Any], result: ToolResult,
-    outcome: str,
+    outcome: str, keys: _Keys,
 ) -> int:
     request = result.pending_of(result)
     if request is not None and not options.json:
         import shlex
 
-        _write_out(json.dumps(request.to_dict(), indent=2, ensure_ascii=False))
+        # The whole pending result: the request and, beside it, the binding `resume` checks.
+        _write_out(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        if keys[0] is None:
+            sys.stderr.write(
+                "note: no key is configured, so only this process could resume the request; "
+                "give `call` and `resume` the same --secret-file PATH (or TOOLNEXUS_SECRET)\n"
+            )
         shown_args = f" --args {shlex.quote(json.dumps(args, ensure_ascii=False))}" if args else ""
         sys.stderr.write(_localize(
             f"pending: {request.prompt}\nresume it with: toolnexus resume "
@@ -945,17 +994,21 @@ def _finish(
     return _OUTCOME_CODES.get(outcome, EXIT_TOOL_ERROR)
 
 
-def _load_request(text: str) -> Request:
-    from .result import PENDING_KEY
+def _load_request(text: str) -> Request | ToolResult:
+    """The pending result `call --no-input` printed (request and binding), or a bare request
+    (which only the process that asked could resume)."""
+    from .result import PENDING_KEY, ToolResult
     from .suspension import Request
 
     value = _read_json_option("--request", text)
-    if isinstance(value, dict) and "isError" in value and "output" in value:
-        # The whole result `call --no-input --json` printed: take its pending request.
-        value = (value.get("metadata") or {}).get(PENDING_KEY)
-        if value is None:
-            raise _UsageError("--request: that result is not pending (no metadata.pending)")
     try:
+        if isinstance(value, dict) and "isError" in value and "output" in value:
+            parked = ToolResult.from_dict(value)
+            if not parked.is_pending:
+                raise _UsageError(
+                    f"--request: that result is not pending (no metadata.{PENDING_KEY})"
+                )
+            return parked
         return Request.from_dict(value)
     except (ValueError, TypeError) as exc:
         raise _UsageError(
@@ -994,6 +1047,9 @@ def _cmd_serve(options: argparse.Namespace) -> int:
         kwargs["name"] = options.name
     if options.version is not None:
         kwargs["version"] = options.version
+    secret, store = _keys(options)
+    if secret is not None:
+        kwargs["secret"], kwargs["answer_store"] = secret, store
     if options.http is not None:
         return _serve_http(toolkit, options, kwargs)
     if options.token_file or options.allow_host or options.allow_origin:
@@ -1204,6 +1260,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--log-level", type=str.lower, default="warning", choices=_LOG_LEVELS,
         help="what the server logs to stderr (default: warning; --debug means debug)",
     )
+    _add_key_options(serve)
     serve.add_argument(
         "--http", type=_http_address, metavar="[HOST:]PORT",
         help="serve Streamable HTTP at /mcp instead of stdio (host: 127.0.0.1)",
@@ -1242,7 +1299,21 @@ def _add_call_options(sub: argparse.ArgumentParser) -> None:
     )
     sub.add_argument(
         "--no-input", action="store_true",
-        help="never ask: print a pending request as JSON and exit 3",
+        help="never ask: print the pending result (request and binding) as JSON and exit 3",
+    )
+    _add_key_options(sub)
+
+
+def _add_key_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--secret-file", metavar="PATH",
+        help="the key(s) that bind a question to its call, one per line, newest first "
+        "(default: $TOOLNEXUS_SECRET); the same key lets another process resume",
+    )
+    sub.add_argument(
+        "--answers-db", metavar="PATH",
+        help="SQLite file of answers already used, shared by processes (with a key; default: "
+        "~/.cache/toolnexus/used-answers.sqlite3)",
     )
 
 

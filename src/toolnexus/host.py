@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from . import loop_rule
 from ._frozen import sealed
+from .binding import Accepted, AnswerStore, Binder, Refusal
 from .cancellation import CancellationToken, CancellationTokenSource
 from .context import ProgressReporter, ToolContext
 from .errors import WireFormatError
@@ -370,8 +371,8 @@ class _Flight:
     """One call started with :meth:`Host._submit`: nobody blocks on it; its job settles it
     from the worker, or the watchdog does at its deadline or after a cancel."""
 
-    __slots__ = ("answer", "budget", "check_at", "deadline", "finished", "host", "job", "name",
-                 "on_done", "phase", "reporter", "scope", "start", "tool")
+    __slots__ = ("answer", "args", "budget", "check_at", "deadline", "finished", "host", "job",
+                 "name", "on_done", "phase", "reporter", "round", "scope", "start", "tool")
 
     def __init__(
         self, host: Host, name: str, start: float, tool: Tool, budget: int | None,
@@ -392,6 +393,8 @@ class _Flight:
         self.finished = False  # the worker returned and is settling the call
         self.job: _Job = _Job(tool, (), self.worker_done, tool.name)
         self.scope: _Scope | None = None
+        self.args: Any = None
+        self.round = 0  # the answer's round when this is a resume (0: a fresh call)
 
     def worker_done(self) -> None:
         """The job returned (on its worker, the pool saw it finish): settle the call."""
@@ -439,8 +442,10 @@ class _Flight:
             request = ToolResult.pending_of(result)
             assert request is not None
             request_id = request.id
-            if self.answer is not None:
-                result, outcome = loop_rule.unresolved(result), "error"
+            # Loop rule 2: hand the question back bound to this call (or unresolved).
+            result = host._binder.hand_back(self.name, self.args, result, self.round,
+                                            host._max_rounds)
+            outcome = _outcome_of(result)
         if host._on_event is not None:
             host._emit(self.name, self.start, outcome, request_id)
         # The job no longer reports to us (settled, or abandoned: a late return does not
@@ -761,6 +766,17 @@ class Host:
             the tool ignores its token.
         wait_for_timeout_ms: the budget for one ``wait_for`` call (a human's answer);
             ``None`` waits as long as it takes. Running out counts as a declined answer.
+        secret: the key(s) that sign the binding of a pending result to its call (newest
+            first: the first signs, all verify). ``None`` reads ``TOOLNEXUS_SECRET``;
+            without it a random per-process key signs, so resumes work in this process
+            only. See :mod:`toolnexus.binding`.
+        answer_store: where used answers are remembered, so each is used once (default:
+            one in-memory store per process; :class:`~toolnexus.binding.SqliteAnswerStore`
+            shares them between processes).
+        max_rounds: how many answers one call may take. 1 (the loop rule): a retry that
+            suspends again is ``unresolved: <prompt>``. More: the retry's new question is
+            asked (``wait_for``) or handed back, bound to the same call, until the rounds
+            are used up.
 
     Raises ``TypeError``/``ValueError`` at once for a misconfigured host (a negative budget,
     a non-callable hook, ...).
@@ -787,6 +803,9 @@ class Host:
         grace_ms: int = _DEFAULT_GRACE_MS,
         cancel_grace_ms: int = _DEFAULT_CANCEL_GRACE_MS,
         wait_for_timeout_ms: int | None = None,
+        secret: bytes | str | Sequence[bytes | str] | None = None,
+        answer_store: AnswerStore | None = None,
+        max_rounds: int = 1,
     ) -> None:
         if not callable(getattr(toolkit, "resolve", None)):
             raise TypeError(
@@ -797,7 +816,8 @@ class Host:
             raise TypeError(f"wait_for must be callable or None, got {type(wait_for).__name__}")
         if on_event is not None and not callable(on_event):
             raise TypeError(f"on_event must be callable or None, got {type(on_event).__name__}")
-        for label, number in (("max_stuck", max_stuck), ("max_workers", max_workers)):
+        for label, number in (("max_stuck", max_stuck), ("max_workers", max_workers),
+                              ("max_rounds", max_rounds)):
             if isinstance(number, bool) or not isinstance(number, int) or number < 1:
                 raise ValueError(f"{label} must be an int >= 1, got {number!r}")
         self._toolkit = toolkit
@@ -811,6 +831,8 @@ class Host:
         cancel_grace = _check_ms("cancel_grace_ms", cancel_grace_ms, allow_none=False) or 0
         self._cancel_grace = cancel_grace / 1000
         self._wait_for_timeout_ms = _check_ms("wait_for_timeout_ms", wait_for_timeout_ms)
+        self._binder = Binder(secret, store=answer_store)
+        self._max_rounds = max_rounds
         self._pool = _Pool(max_workers, "toolnexus-host")
         self._watchdog = _Watchdog(
             60.0 if self._timeout_ms is None else max(self._timeout_ms / 1000, 1.0)
@@ -913,7 +935,7 @@ class Host:
         self,
         name: str,
         args: Mapping[str, Any] | str | bytes | None,
-        request: Request | Mapping[str, Any] | str,
+        request: Request | ToolResult | Mapping[str, Any] | str,
         answer: Answer | Mapping[str, Any] | str,
         *,
         timeout_ms: int | None = None,
@@ -922,28 +944,34 @@ class Host:
     ) -> ToolResult:
         """Run a suspended call again with the answer to its request (loop rule 2).
 
-        ``request`` and ``answer`` may be the values, their wire dicts or their JSON, so
-        the resume can happen in another process. Before the tool runs, the host checks that
-        ``answer.id`` echoes ``request.id``, that the request has not expired, that the
-        answer is ok (else ``declined/expired: <prompt>``), and that ``answer.data`` fits
-        ``request.data["schema"]`` when there is one; a failed check is an error result and
-        the tool is not run. A retry that suspends again becomes ``unresolved: <prompt>``.
+        ``request`` is the pending result this host handed out (its ``metadata["binding"]``
+        binds the answer to the call), its wire dict or JSON — so the resume can happen in
+        another process with the same key — or, in the process that asked, the bare
+        :class:`Request`. ``answer`` is the value, its wire dict or its JSON. Before the tool
+        runs, the host checks that the binding verifies and names this tool, these arguments
+        and this very request; that ``answer.id`` echoes ``request.id``; that nothing has
+        expired; that ``answer.data`` fits ``request.data["schema"]``; and that the answer
+        was not used before (``already answered``). A "no" (``ok`` false, or an
+        ``approval`` with ``approved: false``) is ``declined/expired: <prompt>``. A failed
+        check is an error result and the tool is not run. A retry that suspends again
+        becomes ``unresolved: <prompt>`` (or, with ``max_rounds`` left, the next bound
+        question).
 
         Example::
 
             first = host.call("deploy", {})
-            request = ToolResult.pending_of(first)
-            done = host.resume("deploy", {}, request, Answer.accept(request, {"env": "dev"}))
+            done = host.resume("deploy", {}, first, Answer.accept(
+                ToolResult.pending_of(first), {"env": "dev"}))
         """
         start = time.monotonic()
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        checked = loop_rule.check_resume(request, answer)
-        if isinstance(checked, ToolResult):
+        checked = self._binder.check(name, args, request, answer)
+        if isinstance(checked, Refusal):
             self._emit(name, start, "error", None)
-            return checked
+            return checked.result
         result, outcome, request_id = self._call_sync(
-            name, args, budget, token, progress, checked[1]
+            name, args, budget, token, progress, checked.answer, checked.round
         )
         self._emit(name, start, outcome, request_id)
         return result
@@ -952,7 +980,7 @@ class Host:
         self,
         name: str,
         args: Mapping[str, Any] | str | bytes | None,
-        request: Request | Mapping[str, Any] | str,
+        request: Request | ToolResult | Mapping[str, Any] | str,
         answer: Answer | Mapping[str, Any] | str,
         *,
         timeout_ms: int | None = None,
@@ -965,16 +993,23 @@ class Host:
 
             done = await host.aresume("deploy", {}, request, answer)
         """
+        checked = self._binder.check(name, args, request, answer)
+        if isinstance(checked, Refusal):
+            self._emit(name, time.monotonic(), "error", None)
+            return checked.result
+        return await self._aresume_checked(name, args, checked, timeout_ms, cancellation_token,
+                                           progress)
+
+    async def _aresume_checked(
+        self, name: str, args: Any, checked: Accepted, timeout_ms: int | None,
+        cancellation_token: CancellationToken | None, progress: ProgressReporter | None,
+    ) -> ToolResult:
         start = time.monotonic()
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        checked = loop_rule.check_resume(request, answer)
-        if isinstance(checked, ToolResult):
-            self._emit(name, start, "error", None)
-            return checked
         try:
             result, outcome, request_id = await self._call_async(
-                name, args, budget, token, progress, checked[1]
+                name, args, budget, token, progress, checked.answer, checked.round
             )
         except asyncio.CancelledError:
             self._emit(name, start, "cancelled", None)
@@ -991,7 +1026,7 @@ class Host:
         timeout_ms: int | None = None,
         cancellation_token: CancellationToken | None = None,
         progress: ProgressReporter | None = None,
-        request: Request | Mapping[str, Any] | str | None = None,
+        request: Request | ToolResult | Mapping[str, Any] | str | None = None,
         answer: Answer | Mapping[str, Any] | str | None = None,
         here: bool = False,
     ) -> Callable[[], None] | None:
@@ -1028,13 +1063,14 @@ class Host:
             self._submit_blocking(name, args, on_done, budget, token, progress, request, answer)
             return None
         checked: Answer | None = None
+        round_ = 0
         if request is not None or answer is not None:
-            verdict = loop_rule.check_resume(request, answer)
-            if isinstance(verdict, ToolResult):
+            verdict = self._binder.check(name, args, request, answer)
+            if isinstance(verdict, Refusal):
                 self._emit(name, start, "error", None)
-                on_done(verdict)
+                on_done(verdict.result)
                 return None
-            checked = verdict[1]
+            checked, round_ = verdict.answer, verdict.round
         refused = (self._refusal(name) if self._closed or self._pool.stuck >= self._max_stuck
                    else None)
         if refused is not None:
@@ -1053,6 +1089,7 @@ class Host:
         tool, parsed = resolved
         reporter = _Progress(progress, name) if progress is not None else None
         flight = _Flight(self, name, start, tool, budget, checked, reporter, on_done)
+        flight.args, flight.round = args, round_
         scope = self._open(token, flight.cancelled)
         ctx = ToolContext(budget, scope.token, checked, reporter)
         job = flight.job
@@ -1140,7 +1177,7 @@ class Host:
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
         result: list[ToolResult] = _run_blocking(
-            lambda: self._gather([(n, a, None, None) for n, a in pairs], budget, token)
+            lambda: self._gather([(n, a, None) for n, a in pairs], budget, token)
         )
         return result
 
@@ -1160,7 +1197,7 @@ class Host:
         pairs = _pairs(calls)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return await self._gather([(n, a, None, None) for n, a in pairs], budget, token)
+        return await self._gather([(n, a, None) for n, a in pairs], budget, token)
 
     def run_turn(
         self,
@@ -1381,6 +1418,7 @@ class Host:
         token: CancellationToken,
         progress: ProgressReporter | None,
         answer: Answer | None,
+        round_: int = 0,
     ) -> tuple[ToolResult, Outcome, str | None]:
         if self._closed or self._pool.stuck >= self._max_stuck:
             refused = self._refusal(name)
@@ -1397,21 +1435,22 @@ class Host:
                 return result, outcome, None
             request = ToolResult.pending_of(result)
             assert request is not None
-            if answer is not None:
-                return loop_rule.unresolved(result), "error", request.id
-            if self._wait_for is None:
-                return result, outcome, request.id
-            got = self._ask_sync(request, token)
-            if got is _ASK_CANCELLED:
-                return ToolResult.error(self._cancel_reason()), "cancelled", request.id
-            checked = loop_rule.check_answer(request, got)
-            if isinstance(checked, ToolResult):
-                return checked, "error", request.id
-            result, outcome = self._run_sync(tool, parsed, budget, token, checked, reporter)
-            if outcome == "pending":
-                again = ToolResult.pending_of(result)
-                return loop_rule.unresolved(result), "error", again.id if again else request.id
-            return result, outcome, request.id
+            if answer is not None or self._wait_for is None:
+                # Loop rule 2: hand the question back bound to this call (or unresolved).
+                result = self._binder.hand_back(name, args, result, round_, self._max_rounds)
+                return result, _outcome_of(result), request.id
+            for _ in range(self._max_rounds):  # loop rule 1, once per round
+                got = self._ask_sync(request, token)
+                if got is _ASK_CANCELLED:
+                    return ToolResult.error(self._cancel_reason()), "cancelled", request.id
+                checked = loop_rule.check_answer(request, got)
+                if isinstance(checked, ToolResult):
+                    return checked, "error", request.id
+                result, outcome = self._run_sync(tool, parsed, budget, token, checked, reporter)
+                if outcome != "pending":
+                    return result, outcome, request.id
+                request = ToolResult.pending_of(result) or request
+            return loop_rule.unresolved(result), "error", request.id
         finally:
             if reporter is not None:
                 reporter.live = False
@@ -1547,6 +1586,7 @@ class Host:
         token: CancellationToken,
         progress: ProgressReporter | None,
         answer: Answer | None,
+        round_: int = 0,
     ) -> tuple[ToolResult, Outcome, str | None]:
         refused = self._refusal(name)
         if refused is not None:
@@ -1562,23 +1602,24 @@ class Host:
                 return result, outcome, None
             request = ToolResult.pending_of(result)
             assert request is not None
-            if answer is not None:
-                return loop_rule.unresolved(result), "error", request.id
-            if self._wait_for is None:
-                return result, outcome, request.id
-            got = await self._ask_async(request, token)
-            if got is _ASK_CANCELLED:
-                return ToolResult.error(self._cancel_reason()), "cancelled", request.id
-            checked = loop_rule.check_answer(request, got)
-            if isinstance(checked, ToolResult):
-                return checked, "error", request.id
-            result, outcome = await self._run_async(
-                tool, parsed, budget, token, checked, reporter
-            )
-            if outcome == "pending":
-                again = ToolResult.pending_of(result)
-                return loop_rule.unresolved(result), "error", again.id if again else request.id
-            return result, outcome, request.id
+            if answer is not None or self._wait_for is None:
+                # Loop rule 2: hand the question back bound to this call (or unresolved).
+                result = self._binder.hand_back(name, args, result, round_, self._max_rounds)
+                return result, _outcome_of(result), request.id
+            for _ in range(self._max_rounds):  # loop rule 1, once per round
+                got = await self._ask_async(request, token)
+                if got is _ASK_CANCELLED:
+                    return ToolResult.error(self._cancel_reason()), "cancelled", request.id
+                checked = loop_rule.check_answer(request, got)
+                if isinstance(checked, ToolResult):
+                    return checked, "error", request.id
+                result, outcome = await self._run_async(
+                    tool, parsed, budget, token, checked, reporter
+                )
+                if outcome != "pending":
+                    return result, outcome, request.id
+                request = ToolResult.pending_of(result) or request
+            return loop_rule.unresolved(result), "error", request.id
         finally:
             if reporter is not None:
                 reporter.live = False
@@ -1764,18 +1805,15 @@ class Host:
 
     async def _gather(
         self,
-        items: Sequence[tuple[str, Any, Request | None, Answer | None]],
+        items: Sequence[tuple[str, Any, Accepted | None]],
         budget: int | None,
         token: CancellationToken,
     ) -> list[ToolResult]:
-        """Run calls (or resumes, when a request and answer are given) concurrently."""
+        """Run calls (or resumes, when a checked answer is given) concurrently."""
 
-        async def one(name: str, args: Any, request: Request | None, answer: Answer | None
-                      ) -> ToolResult:
-            if request is not None and answer is not None:
-                return await self.aresume(
-                    name, args, request, answer, timeout_ms=budget, cancellation_token=token
-                )
+        async def one(name: str, args: Any, checked: Accepted | None) -> ToolResult:
+            if checked is not None:
+                return await self._aresume_checked(name, args, checked, budget, token, None)
             return await self.acall(name, args, timeout_ms=budget, cancellation_token=token)
 
         if not items:
@@ -1788,7 +1826,7 @@ class Host:
         self, calls: list[tuple[str, str, Any]], style: Style, budget: int | None,
         token: CancellationToken,
     ) -> TurnResult:
-        results = await self._gather([(n, a, None, None) for _, n, a in calls], budget, token)
+        results = await self._gather([(n, a, None) for _, n, a in calls], budget, token)
         return TurnResult(
             style,
             tuple(TurnCall(cid, n, a, r) for (cid, n, a), r in zip(calls, results, strict=True)),
@@ -1818,12 +1856,21 @@ class Host:
                 error=f"answer id {ans.id!r} does not echo the pending request's id "
                 f"{request.id!r}; the turn still waits on {request.id!r}",
             )
-        first = await self._gather([(halted.name, halted.arguments, request, ans)], budget, token)
+        # The binding in the halted result names the tool, the arguments and the request:
+        # a turn edited into another call (or replayed) is refused and keeps waiting.
+        verdict = self._binder.check(halted.name, halted.arguments, halted.result, ans)
+        if isinstance(verdict, Refusal):
+            if not verdict.spent:
+                return replace(turn, error=f"{verdict.result.output}; the turn still waits on "
+                               f"request {request.id!r}")
+            first = [verdict.result]
+        else:
+            first = await self._gather([(halted.name, halted.arguments, verdict)], budget, token)
         calls = [replace(c, result=first[0]) if c is halted else c for c in turn.calls]
         others = [i for i, c in enumerate(calls) if c.is_pending]
         if others:
             again = await self._gather(
-                [(calls[i].name, calls[i].arguments, None, None) for i in others], budget, token
+                [(calls[i].name, calls[i].arguments, None) for i in others], budget, token
             )
             for i, result in zip(others, again, strict=True):
                 calls[i] = replace(calls[i], result=result)

@@ -4,9 +4,9 @@ One place for the rule every driver follows (the :class:`~toolnexus.host.Host`, 
 session): an ok answer runs the same tool with the same arguments once more with
 ``ctx.answer`` set; a retry that suspends again is the error ``unresolved: <prompt>``
 (never a loop); an answer that is not ok (declined, cancelled, expired, for another
-request) is the error ``declined/expired: <prompt>``. A resume from outside the process is
-checked before the tool runs: the answer must echo the request's id, the request must not
-have expired, and ``answer.data`` must fit ``request.data["schema"]`` when there is one.
+request) is the error ``declined/expired: <prompt>``. A resume (loop rule 2) is checked by
+:class:`~toolnexus.binding.Binder` before the tool runs: the answer must be bound to that
+very call, echo the request's id, be in time, fit ``data["schema"]`` and be used once.
 
 No threads, no I/O, no clock but the request's own expiry check.
 """
@@ -16,17 +16,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from .errors import WireFormatError
 from .result import ToolResult
-from .suspension import Answer, Request
+from .suspension import REASONS, Answer, Request, decline_reason
 
 __all__ = [
     "Refused",
     "answer_refusal",
     "check_answer",
-    "check_resume",
     "coerce_answer",
-    "coerce_request",
     "declined",
     "declined_text",
     "schema_problem",
@@ -51,9 +48,13 @@ def unresolved_text(request: Request) -> str:
     return f"unresolved: {request.prompt}"
 
 
-def declined(request: Request) -> ToolResult:
-    """The error result for an answer that is not ok (declined, cancelled, expired)."""
-    return ToolResult.error(declined_text(request))
+def declined(request: Request, reason: str = "declined") -> ToolResult:
+    """The error result for an answer that is not ok: the text is always
+    ``declined/expired: <prompt>``; ``metadata["reason"]`` says which it was
+    (``"declined"``, ``"cancelled"`` or ``"expired"``)."""
+    if reason not in REASONS:
+        reason = "declined"
+    return ToolResult.error(declined_text(request), {"reason": reason})
 
 
 def unresolved(result: ToolResult) -> ToolResult:
@@ -105,11 +106,7 @@ def answer_refusal(request: Request, answer: object) -> str | None:
         return "not an Answer"
     if answer.id != request.id:
         return "id mismatch"
-    if not answer.ok:
-        return answer.reason or "declined"
-    if request.is_expired():
-        return "expired"
-    return None
+    return decline_reason(request, answer)  # the one meaning of "no"
 
 
 def schema_problem(request: Request, answer: Answer) -> str | None:
@@ -132,8 +129,9 @@ def schema_problem(request: Request, answer: Answer) -> str | None:
 
 def check_answer(request: Request, answer: object) -> ToolResult | Answer:
     """Loop rule 1: the answer to retry with, or the error result to return instead."""
-    if answer_refusal(request, answer) is not None:
-        return declined(request)
+    refusal = answer_refusal(request, answer)
+    if refusal is not None:
+        return declined(request, "expired" if refusal in ("expired", "timed out") else refusal)
     assert isinstance(answer, Answer)
     problem = schema_problem(request, answer)
     if problem is not None:
@@ -144,25 +142,12 @@ def check_answer(request: Request, answer: object) -> ToolResult | Answer:
 # --------------------------------------------------------------------------- resume
 
 
-def coerce_request(value: object) -> Request:
-    """A :class:`Request`, its wire dict or its JSON -> the request.
+def coerce_answer(value: object) -> Answer:
+    """An :class:`Answer`, its wire dict or its JSON -> the answer.
 
     Raises :class:`~toolnexus.errors.WireFormatError` when malformed, ``TypeError`` for
     another type.
     """
-    if isinstance(value, Request):
-        return value
-    if isinstance(value, Mapping):
-        return Request.from_dict(value)
-    if isinstance(value, (str, bytes, bytearray)):
-        return Request.from_json(value)
-    raise TypeError(
-        f"request must be a Request, its wire dict or its JSON, got {type(value).__name__}"
-    )
-
-
-def coerce_answer(value: object) -> Answer:
-    """An :class:`Answer`, its wire dict or its JSON -> the answer (as :func:`coerce_request`)."""
     if isinstance(value, Answer):
         return value
     if isinstance(value, Mapping):
@@ -172,32 +157,3 @@ def coerce_answer(value: object) -> Answer:
     raise TypeError(
         f"answer must be an Answer, its wire dict or its JSON, got {type(value).__name__}"
     )
-
-
-def check_resume(request: object, answer: object) -> ToolResult | tuple[Request, Answer]:
-    """Loop rule 2, before the tool runs again: the checked pair, or the error result.
-
-    The answer must echo the request's id, the request must not have expired, the answer
-    must be ok (else ``declined/expired: <prompt>``) and fit ``data.schema``.
-    """
-    try:
-        req = coerce_request(request)
-        ans = coerce_answer(answer)
-    except WireFormatError as exc:
-        return ToolResult.error(f"cannot resume: {exc}")
-    if ans.id != req.id:
-        return ToolResult.error(
-            f"answer id {ans.id!r} does not match request id {req.id!r}; an answer must "
-            "echo the id of the request it resolves (the tool was not run)"
-        )
-    if req.is_expired():
-        return ToolResult.error(
-            f"request {req.id!r} expired at {req.expires_at}; the answer came too late "
-            "(the tool was not run)"
-        )
-    if not ans.ok:
-        return declined(req)
-    problem = schema_problem(req, ans)
-    if problem is not None:
-        return ToolResult.error(problem)
-    return req, ans

@@ -4,16 +4,20 @@ A tool's :class:`~toolnexus.Request` becomes an ``elicitation/create`` request (
 legacy client, or embedded in a modern ``InputRequiredResult``); the client's
 ``accept | decline | cancel`` becomes an :class:`~toolnexus.Answer`. On modern
 connections the server keeps nothing between the two requests, so everything the retry
-needs rides in ``requestState``, HMAC-signed with a per-process secret: a state this
-process did not issue, or one that was changed, never verifies.
+needs rides in ``requestState``, HMAC-signed with the session's key (see
+:mod:`toolnexus.binding`): a state issued under another key, or one that was changed,
+never verifies.
+
+What a form may ask is checked both ways: a tool's ``data.schema`` must be a flat object of
+primitive fields (:func:`form_schema_problem`, refused when the tool suspends), and the
+content a client sends back must fit it (:func:`content_problem`, a mismatch ends the call
+with the problem instead of running the tool).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._frozen import thaw
@@ -25,7 +29,9 @@ __all__ = [
     "ElicitationShape",
     "answer_from_elicitation",
     "arguments_digest",
+    "content_problem",
     "elicitation_params",
+    "form_schema_problem",
     "open_state",
     "sign_state",
 ]
@@ -42,19 +48,8 @@ own ``data.schema``), ``"approval"`` (one boolean), ``"answer"`` (one text field
 ``"url"`` (URL mode: the interaction happens out of band)."""
 
 _STATE_VERSION = "v1"
-_secret: bytes | None = None
-_secret_lock = threading.Lock()
 
-
-def _process_secret() -> bytes:
-    # Created on first use: a server that never suspends never pays for `secrets`.
-    global _secret
-    with _secret_lock:
-        if _secret is None:
-            import secrets
-
-            _secret = secrets.token_bytes(32)
-        return _secret
+_PRIMITIVE_TYPES = ("string", "number", "integer", "boolean")
 
 
 def elicitation_params(
@@ -166,59 +161,112 @@ def answer_from_elicitation(request: Request, shape: ElicitationShape, result: A
 
 
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
-    """A SHA-256 hex digest of ``arguments`` as canonical JSON (sorted keys, compact)."""
-    import hashlib
+    """The canonical digest of a call's arguments (:func:`toolnexus.binding.arguments_digest`)."""
+    from ..binding import arguments_digest as digest
 
-    text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def sign_state(payload: Mapping[str, Any], secret: bytes | None = None) -> str:
-    """Encode ``payload`` (a JSON object) as an opaque, HMAC-SHA256-signed string.
-
-    The text is ``v1.<base64url payload>.<base64url tag>``; :func:`open_state` gives the
-    payload back only when the tag verifies under the same secret.
-    """
-    import base64
-    import hashlib
-    import hmac
-
-    key = secret if secret is not None else _process_secret()
-    raw = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    body = base64.urlsafe_b64encode(raw.encode("utf-8")).rstrip(b"=")
-    signed = _STATE_VERSION.encode("ascii") + b"." + body
-    tag = base64.urlsafe_b64encode(hmac.new(key, signed, hashlib.sha256).digest()).rstrip(b"=")
-    return (signed + b"." + tag).decode("ascii")
+    return digest(arguments)
 
 
-def open_state(text: str, secret: bytes | None = None) -> dict[str, Any] | None:
+def sign_state(payload: Mapping[str, Any], keys: Sequence[bytes]) -> str:
+    """Encode ``payload`` (a JSON object) as an opaque string signed with ``keys[0]``:
+    ``v1.<base64url payload>.<base64url HMAC-SHA256 tag>``."""
+    from ..binding import sign
+
+    return sign(payload, keys[0], _STATE_VERSION)
+
+
+def open_state(text: str, keys: Sequence[bytes]) -> dict[str, Any] | None:
     """The payload :func:`sign_state` put in ``text``, or ``None`` when ``text`` was not
-    issued under this secret or was changed in any way."""
-    import base64
-    import binascii
-    import hashlib
-    import hmac
+    signed with one of ``keys`` or was changed in any way."""
+    from ..binding import open_signed
 
-    key = secret if secret is not None else _process_secret()
-    try:
-        raw_text = text.encode("ascii")
-    except UnicodeEncodeError:
+    return open_signed(text, keys, _STATE_VERSION)
+
+
+def form_schema_problem(request: Request) -> str | None:
+    """Why ``request.data["schema"]`` cannot be asked as an MCP form, or None when it can
+    (or there is none).
+
+    A form is a flat object: every property a ``string``, ``number``, ``integer`` or
+    ``boolean`` field, or an enum of such values (``enum``, ``oneOf``/``anyOf`` of
+    ``const``, or an ``array`` of such an enum for a multi-select). Anything else — a
+    nested object, an array of free values, a ``$ref`` — is named by its path.
+    """
+    data = request.data
+    if data is None or "schema" not in data:
         return None
-    version, _, rest = raw_text.partition(b".")
-    body, _, tag = rest.partition(b".")
-    if version != _STATE_VERSION.encode("ascii") or not body or not tag:
+    schema = data["schema"]
+    where = "data.schema"
+    if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        return f"{where} must be an object schema ({{\"type\": \"object\", ...}})"
+    properties = schema.get("properties", {})
+    if not isinstance(properties, Mapping):
+        return f"{where}.properties must be an object"
+    for name, prop in properties.items():
+        problem = _field_problem(prop)
+        if problem is not None:
+            return f"{where}.properties.{name} {problem}"
+    return None
+
+
+def _is_enum(prop: Mapping[str, Any]) -> bool:
+    if isinstance(prop.get("enum"), list):
+        return all(_is_primitive(v) for v in prop["enum"])
+    for key in ("oneOf", "anyOf"):
+        options = prop.get(key)
+        if isinstance(options, list) and options and all(
+            isinstance(o, Mapping) and "const" in o and _is_primitive(o["const"]) for o in options
+        ):
+            return True
+    return False
+
+
+def _field_problem(prop: Any) -> str | None:
+    if not isinstance(prop, Mapping):
+        return "must be an object describing one field"
+    if "$ref" in prop:
+        return "uses $ref; MCP forms need the field spelled out"
+    kind = prop.get("type")
+    if kind == "array":
+        items = prop.get("items")
+        if isinstance(items, Mapping) and _is_enum(items):
+            return None  # a multi-select of enum values
+        return ("is an array of free values; MCP forms take only string, number, integer and "
+                "boolean fields (and enums of them)")
+    if kind in _PRIMITIVE_TYPES or (kind is None and _is_enum(prop)):
         return None
-    expected = base64.urlsafe_b64encode(
-        hmac.new(key, version + b"." + body, hashlib.sha256).digest()
-    ).rstrip(b"=")
-    if not hmac.compare_digest(expected, tag):
-        return None
-    try:
-        decoded = base64.urlsafe_b64decode(body + b"=" * (-len(body) % 4))
-        payload = json.loads(decoded.decode("utf-8"))
-    except (binascii.Error, ValueError):
-        return None
-    return payload if isinstance(payload, dict) else None
+    shown = "missing" if kind is None else repr(kind)
+    return (f"has type {shown}; MCP forms take only string, number, integer and boolean fields "
+            "(and enums of them): flatten it into several fields")
+
+
+def _is_primitive(value: Any) -> bool:
+    return isinstance(value, (str, bool)) or is_finite_number(value)
+
+
+def content_problem(request: Request, schema: Mapping[str, Any], content: Any) -> str | None:
+    """Why form ``content`` a client accepted does not answer ``schema``, or None.
+
+    Every key must be a field of the form, every value a primitive (a list of strings for a
+    multi-select), and the whole must fit the schema (types, enums, required fields).
+    """
+    from ..loop_rule import schema_problem
+
+    if not isinstance(content, Mapping):
+        return f"invalid answer to {request.prompt!r}: the form content must be an object"
+    properties = schema.get("properties", {})
+    for key, value in content.items():
+        if key not in properties:
+            return (f"invalid answer to {request.prompt!r}: {key}: not a field of the form "
+                    f"(fields: {', '.join(map(str, properties)) or 'none'})")
+        flat = _is_primitive(value) or (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        )
+        if not flat:
+            return (f"invalid answer to {request.prompt!r}: {key}: expected a string, number or "
+                    f"boolean, got {_json_type(value)}")
+    probe = Request(request.kind, request.prompt, id=request.id, data={"schema": schema})
+    return schema_problem(probe, Answer(request.id, True, content))
 
 
 def is_finite_number(value: Any) -> bool:

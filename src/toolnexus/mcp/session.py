@@ -19,26 +19,30 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 from .._frozen import thaw
+from ..binding import BINDING_KEY
 from ..context import LOG_LEVELS
-from ..loop_rule import answer_refusal, declined_text, unresolved_text
-from ..result import STRUCTURED_KEY, ToolResult
-from ..suspension import Answer, Request
+from ..loop_rule import declined_text, unresolved_text
+from ..result import PENDING_KEY, STRUCTURED_KEY, ToolResult
+from ..suspension import Answer, Request, decline_reason
 from ._content import content_blocks
 from ._suspension import (
     ElicitationShape,
     answer_from_elicitation,
     arguments_digest,
+    content_problem,
     elicitation_params,
+    form_schema_problem,
     is_finite_number,
     open_state,
     sign_state,
 )
 
 if TYPE_CHECKING:
+    from ..binding import AnswerStore
     from ..toolkit import Toolkit
     from ..tools import Tool
 
@@ -184,6 +188,16 @@ class StartCall(NamedTuple):
     request: Request | None = None
     answer: Answer | None = None
     wants_progress: bool = False
+    binding: str | None = None
+
+    @property
+    def resumes(self) -> ToolResult | Request | None:
+        """What to pass as ``request`` to ``host.resume``: the pending result with the
+        host's binding when the session has it, else the bare request."""
+        if self.request is None or self.binding is None:
+            return self.request
+        return ToolResult(ToolResult.pending(self.request).output, True,
+                          {PENDING_KEY: self.request, BINDING_KEY: self.binding})
 
 
 class CancelCall(NamedTuple):
@@ -219,6 +233,7 @@ class _Call:
     __slots__ = (
         "arguments",
         "asked",
+        "binding",
         "call_id",
         "client",
         "last_progress",
@@ -227,7 +242,9 @@ class _Call:
         "progress_token",
         "request_id",
         "resumed",
+        "round",
         "running",
+        "state_exp",
     )
 
     def __init__(
@@ -247,6 +264,9 @@ class _Call:
         self.progress_token = progress_token
         self.running = True
         self.resumed = False
+        self.round = 0  # answers taken so far
+        self.binding: str | None = None  # the host's binding of the pending question
+        self.state_exp: int | None = None  # a re-asked modern state keeps its expiry
         self.last_progress: float | None = None
         # modern: the lowest level rank the request asked to hear (_meta logLevel)
         self.log_level: int | None = None
@@ -294,8 +314,17 @@ class ServerSession:
             ``server/discover``.
         page_size: tools per ``tools/list`` page (``nextCursor`` beyond it).
         list_ttl_ms: the ``ttlMs`` cache hint on modern list and discover results.
-        state_ttl_s: how long a modern ``requestState`` stays valid.
-        secret: the HMAC key for ``requestState`` (default: a random per-process key).
+        state_ttl_s: how long a modern ``requestState`` stays valid. A state re-issued for
+            a question left unanswered keeps the original expiry.
+        secret: the key(s) that sign ``requestState`` and bind each question to its call
+            (see :class:`~toolnexus.binding.Binder`): ``None`` reads ``TOOLNEXUS_SECRET``,
+            else a random per-process key signs. Give the host that runs the calls the same
+            key: then a restarted server resumes a state it issued before the restart.
+        answer_store: where used answers and states are remembered, so each is used once
+            (default: one in-memory store per process; share the host's).
+        max_rounds: how many answers one call may take (the host's ``max_rounds``): a retry
+            that suspends again within them is asked again, after them it is
+            ``unresolved: <prompt>``.
         clock: returns the current time in seconds (``time.time``); tests inject one.
 
     Example::
@@ -315,7 +344,9 @@ class ServerSession:
         page_size: int = 100,
         list_ttl_ms: int = 60_000,
         state_ttl_s: float = _STATE_TTL_S,
-        secret: bytes | None = None,
+        secret: bytes | str | Sequence[bytes | str] | None = None,
+        answer_store: AnswerStore | None = None,
+        max_rounds: int = 1,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if version is None:
@@ -328,8 +359,12 @@ class ServerSession:
             raise ValueError(f"page_size must be an int >= 1, got {page_size!r}")
         if isinstance(list_ttl_ms, bool) or not isinstance(list_ttl_ms, int) or list_ttl_ms < 0:
             raise ValueError(f"list_ttl_ms must be an int >= 0, got {list_ttl_ms!r}")
-        if secret is not None and (not isinstance(secret, bytes) or len(secret) < 16):
-            raise ValueError("secret must be bytes of length >= 16 (e.g. secrets.token_bytes(32))")
+        if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+            raise ValueError(f"max_rounds must be an int >= 1, got {max_rounds!r}")
+        from ..binding import Binder
+
+        self._binder = Binder(secret, store=answer_store)
+        self._max_rounds = max_rounds
         self._toolkit = toolkit
         self._server_info = {"name": name, "version": version}
         # The client of a plain modern request (no elicitation), built once: _Client is
@@ -339,7 +374,6 @@ class ServerSession:
         self._page_size = page_size
         self._list_ttl_ms = list_ttl_ms
         self._state_ttl_s = state_ttl_s
-        self._secret = secret
         self._clock = clock
         self._legacy: _Client | None = None
         self._legacy_log_level: int | None = None  # set by logging/setLevel
@@ -491,10 +525,23 @@ class ServerSession:
         request = None if metadata is None else ToolResult.pending_of(result)
         if request is None:
             return self._finish(call, self._tool_result(call.client, result))
-        if call.resumed:
-            # The loop rule: one retry per answer, never a loop.
+        if call.resumed and call.round >= self._max_rounds:
+            # The loop rule: one retry per answer (per round), never a loop.
             return self._finish(call, self._error_result(call.client, unresolved_text(request)))
-        return self._suspend(call, request, result.output)
+        binding = metadata.get(BINDING_KEY) if metadata is not None else None
+        call.binding = binding if isinstance(binding, str) else None
+        call.state_exp = None  # a new question: a new expiry
+        try:
+            return self._suspend(call, request, result.output)
+        except _Reject as exc:
+            return [self._error(call.request_id, exc.code, exc.message, exc.data)]
+        except Exception as exc:
+            # Never a lost response (and an id "in use" forever) for a question we could not
+            # put on the wire.
+            _log.exception("cannot ask the question of tool %r", call.name)
+            self._forget(call)
+            return [self._error(call.request_id, INTERNAL_ERROR,
+                                f"internal error: cannot ask the tool's question ({exc})")]
 
     def report_progress(
         self,
@@ -650,7 +697,7 @@ class ServerSession:
             except ValueError as exc:
                 _log.warning("treating a malformed elicitation result as cancelled: %s", exc)
                 answer = Answer(request.id, False, None, "cancelled")
-        return self._resume(call, request, answer)
+        return self._resume(call, request, answer, shape)
 
     # ------------------------------------------------------------------ eras
 
@@ -887,6 +934,10 @@ class ServerSession:
 
     def _suspend(self, call: _Call, request: Request, output: str) -> list[Action]:
         client = call.client
+        problem = form_schema_problem(request)
+        if problem is not None:
+            return self._finish(call, self._error_result(
+                client, f"tool {call.name!r} asked a question MCP cannot ask: {problem}"))
         # A legacy server sends no requests before the client said it is initialized.
         can_ask = client.modern or self._initialized_notified
         asked = elicitation_params(
@@ -898,6 +949,16 @@ class ServerSession:
             with_elicitation_id=not client.modern and client.version == "2025-11-25",
         )
         if asked is None:
+            if client.modern:
+                # The 2026-07-28 revision names this error; legacy clients get the text.
+                self._forget(call)
+                mode = "url" if request.kind == "authorization" and request.url else "form"
+                raise _Reject(
+                    MISSING_CLIENT_CAPABILITY,
+                    f"Missing required client capability: elicitation ({mode} mode); tool "
+                    f"{call.name!r} asks: {output}",
+                    {"requiredCapabilities": {"elicitation": {mode: {}}}},
+                )
             # Nobody can be asked: what the model should tell the user, never a hang.
             return self._finish(call, self._error_result(client, output))
         params, shape = asked
@@ -919,15 +980,22 @@ class ServerSession:
         ]
 
     def _issue_state(self, call: _Call, request: Request, shape: ElicitationShape) -> str:
+        import secrets
+
+        if call.state_exp is None:
+            call.state_exp = int(self._clock() + self._state_ttl_s)
         payload = {
             "method": "tools/call",
             "tool": call.name,
             "args": arguments_digest(call.arguments),
             "request": request.to_dict(),
             "shape": shape,
-            "exp": int(self._clock() + self._state_ttl_s),
+            "exp": call.state_exp,  # a re-asked question keeps the first expiry
+            "round": call.round,
+            "binding": call.binding,
+            "nonce": secrets.token_hex(8),
         }
-        return sign_state(payload, self._secret)
+        return sign_state(payload, self._binder.keys)
 
     def _retry(self, call: _Call, state: Any, responses: Any) -> list[Action]:
         if not isinstance(state, str):
@@ -935,12 +1003,15 @@ class ServerSession:
                 INVALID_PARAMS,
                 f"invalid params: requestState must be a string, got {_describe(state)}",
             )
-        payload = open_state(state, self._secret)
+        payload = open_state(state, self._binder.keys)
         if payload is None or payload.get("method") != "tools/call":
+            hint = ("" if self._binder.is_configured else
+                    " (this server has no configured key: give it one with --secret-file or "
+                    "TOOLNEXUS_SECRET so states survive a restart)")
             raise _Reject(
                 INVALID_PARAMS,
-                "invalid params: requestState was not issued by this server process or was "
-                "modified; call the tool again without requestState",
+                "invalid params: requestState was not issued by this server (or under another "
+                f"key) or was modified{hint}; call the tool again without requestState",
             )
         if payload.get("tool") != call.name or payload.get("args") != arguments_digest(
             call.arguments
@@ -955,15 +1026,31 @@ class ServerSession:
         except (KeyError, ValueError, TypeError):
             raise _Reject(INVALID_PARAMS, "invalid params: requestState is unreadable") from None
         shape = payload.get("shape")
-        expired = not isinstance(payload.get("exp"), int) or payload["exp"] <= self._clock()
+        exp = payload.get("exp")
+        expired = not isinstance(exp, int) or exp <= self._clock()
         if responses is not None and not isinstance(responses, dict):
             raise _Reject(
                 INVALID_PARAMS,
                 f"invalid params: inputResponses must be an object, got {_describe(responses)}",
             )
         response = responses.get(request.id) if responses is not None else None
+        binding = payload.get("binding")
+        call.binding = binding if isinstance(binding, str) else None
+        answered = payload.get("round")
+        call.round = answered if isinstance(answered, int) and answered >= 0 else 0
+        if not expired:
+            assert isinstance(exp, int)
+            # A state is used once, whether it carries an answer or asks again: the spec's
+            # "consumed at most once" is enforced here, in the store the host shares.
+            if not self._binder.store.consume(state.rpartition(".")[2], float(exp)):
+                return self._finish(call, self._error_result(
+                    call.client,
+                    f"already answered: this requestState for {request.prompt!r} was used "
+                    "before; call the tool again without requestState to ask anew",
+                ))
+            call.state_exp = exp
         if response is None and not expired:
-            # The question went unanswered: ask again rather than fail.
+            # The question went unanswered: ask again (a new state, the same expiry).
             return self._suspend(call, request, ToolResult.pending(request).output)
         answer: Answer
         if response is None:
@@ -977,13 +1064,22 @@ class ServerSession:
                 ) from None
         if expired:
             answer = Answer(request.id, False, None, "expired")
-        return self._resume(call, request, answer)
+        return self._resume(call, request, answer, shape)
 
-    def _resume(self, call: _Call, request: Request, answer: Answer) -> list[Action]:
-        if answer_refusal(request, answer) is not None:
+    def _resume(self, call: _Call, request: Request, answer: Answer,
+                shape: object = None) -> list[Action]:
+        if answer.id != request.id or decline_reason(request, answer) is not None:
+            # The one meaning of "no" (also an approval's form with approved: false).
             return self._finish(call, self._error_result(call.client, declined_text(request)))
+        if shape == "schema":
+            schema = (request.data or {}).get("schema") or {}
+            problem = content_problem(request, schema, answer.data or {})
+            if problem is not None:
+                # A decline with the reason: the tool is not run with data it did not ask for.
+                return self._finish(call, self._error_result(call.client, problem))
         call.running = True
         call.resumed = True
+        call.round += 1
         return [
             StartCall(
                 call.call_id,
@@ -992,6 +1088,7 @@ class ServerSession:
                 request,
                 answer,
                 wants_progress=call.progress_token is not None,
+                binding=call.binding,
             )
         ]
 

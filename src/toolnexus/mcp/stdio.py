@@ -20,7 +20,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from ..cancellation import CancellationTokenSource
@@ -28,6 +28,7 @@ from ..result import ToolResult
 from .session import Action, CancelCall, Send, ServerSession, StartCall
 
 if TYPE_CHECKING:
+    from ..binding import AnswerStore
     from ..host import Host
     from ..toolkit import Toolkit
 
@@ -56,6 +57,8 @@ def serve_stdio(
     stdout: IO[Any] | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     grace_ms: int = DEFAULT_GRACE_MS,
+    secret: bytes | str | Sequence[bytes | str] | None = None,
+    answer_store: AnswerStore | None = None,
 ) -> int:
     """Serve ``toolkit`` over MCP on stdin/stdout until stdin closes; return the exit code.
 
@@ -63,7 +66,9 @@ def serve_stdio(
     (``initialize``, 2024-11-05 … 2025-11-25). Each call runs on a
     :class:`~toolnexus.host.Host` with ``timeout_ms`` as its deadline (``None``: no
     deadline). ``name`` and ``version`` (default: the toolnexus version) are the identity
-    clients see.
+    clients see. ``secret`` (else ``TOOLNEXUS_SECRET``) signs the binding of each question
+    to its call and the modern ``requestState``: the same key lets a restarted server resume
+    what it asked before. ``answer_store`` remembers used answers (default: in memory).
 
     ``stdin``/``stdout`` default to the process's own streams; binary or text streams
     both work. While serving, ``sys.stdout`` points at stderr (and, for the process's own
@@ -102,12 +107,15 @@ def serve_stdio(
         raise ValueError(
             f"timeout_ms must be None or an int >= 0 (milliseconds), got {timeout_ms!r}"
         )
-    session = ServerSession(toolkit, name=name, version=version)
+    # The session and the host share the key and the used answers: a question asked before
+    # a restart is resumed after it (same key), and each answer is used once.
+    session = ServerSession(toolkit, name=name, version=version, secret=secret,
+                            answer_store=answer_store)
 
     def make_host() -> Host:
         from ..host import Host
 
-        return Host(toolkit, timeout_ms=timeout_ms)
+        return Host(toolkit, timeout_ms=timeout_ms, secret=secret, answer_store=answer_store)
 
     with _protocol_streams(stdin, stdout) as (read_line, write):
         server = _StdioServer(session, make_host, read_line, write, max_line_bytes, grace_ms)
@@ -476,7 +484,7 @@ class _StdioServer:
                 done,
                 cancellation_token=source.token,
                 progress=progress,
-                request=action.request if action.answer is not None else None,
+                request=action.resumes if action.answer is not None else None,
                 answer=action.answer,
                 here=here,
             )
