@@ -900,7 +900,7 @@ def _cmd_call(options: argparse.Namespace) -> int:
     args = _build_args(toolkit, name, options.args, pairs)
     _check_args(toolkit, name, args, options.ref)
     term = _Terminal(sys.stdin, sys.stderr)
-    keys = _keys(options)
+    keys = _keys(options, consumes=False)
     result, outcome = _run_call(
         toolkit, name, args, timeout_ms=options.timeout, ask=not options.no_input, term=term,
         keys=keys,
@@ -937,10 +937,11 @@ def _cmd_resume(options: argparse.Namespace) -> int:
     return _finish(options, name, args, result, outcome, keys)
 
 
-def _keys(options: argparse.Namespace) -> _Keys:
+def _keys(options: argparse.Namespace, *, consumes: bool = True) -> _Keys:
     """The signing keys (--secret-file, else TOOLNEXUS_SECRET) and where used answers are
     kept: with a key, an SQLite file shared by every process (--answers-db or the default
-    in the user's cache folder), so an answer resumes once across processes too."""
+    in the user's cache folder), so an answer resumes once across processes too. A command
+    that never takes an answer from elsewhere (``consumes`` false: `call`) opens no file."""
     from .binding import SqliteAnswerStore, load_secret, read_secret_file
 
     path = getattr(options, "secret_file", None)
@@ -950,8 +951,8 @@ def _keys(options: argparse.Namespace) -> _Keys:
         raise _UsageError(f"--secret-file: cannot read {path}: {exc.strerror or exc}") from None
     except (ValueError, TypeError) as exc:
         raise _UsageError(str(exc)) from None
-    if not keys:
-        return None, None
+    if not keys or not consumes:
+        return keys or None, None
     db = getattr(options, "answers_db", None) or _default_answers_db()
     try:
         os.makedirs(os.path.dirname(os.path.abspath(db)), exist_ok=True)
@@ -977,18 +978,20 @@ def _finish(
 
         # The whole pending result: the request and, beside it, the binding `resume` checks.
         _write_out(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
-        if keys[0] is None:
-            sys.stderr.write(
-                "note: no key is configured, so only this process could resume the request; "
-                "give `call` and `resume` the same --secret-file PATH (or TOOLNEXUS_SECRET)\n"
-            )
         shown_args = f" --args {shlex.quote(json.dumps(args, ensure_ascii=False))}" if args else ""
+        key_file = getattr(options, "secret_file", None)
+        shown_key = f" --secret-file {shlex.quote(key_file)}" if key_file else ""
         sys.stderr.write(_localize(
             f"pending: {request.prompt}\nresume it with: toolnexus resume "
             f"{shlex.quote(options.ref)} {name}{shown_args} --request @req.json "
-            "--answer @ans.json\n(req.json: the request printed on stdout; ans.json: e.g. "
-            '{"ok": true, "data": {…}})\n'
+            f"--answer @ans.json{shown_key}\n(req.json: the pending result printed on stdout; "
+            'ans.json: e.g. {"ok": true, "data": {…}})\n'
         ))
+        if keys[0] is None:
+            sys.stderr.write(_localize(
+                "note: no key is configured, so only this process could resume it; give "
+                "`call` and `resume` the same --secret-file PATH (or TOOLNEXUS_SECRET)\n"
+            ))
     else:
         _print_result(result, as_json=options.json)
     return _OUTCOME_CODES.get(outcome, EXIT_TOOL_ERROR)
