@@ -28,7 +28,7 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..cancellation import CancellationTokenSource
@@ -50,6 +50,7 @@ from .session import (
 )
 
 if TYPE_CHECKING:
+    from ..binding import AnswerStore
     from ..host import Host
     from ..toolkit import Toolkit
 
@@ -258,7 +259,7 @@ class _Runner:
         done: Callable[[ToolResult], None],
     ) -> None:
         host = self.host
-        request = action.request if action.answer is not None else None
+        request = action.resumes if action.answer is not None else None
         submit = getattr(host, "submit", None)
         bound = _bound_log.set(log)
         try:
@@ -500,7 +501,8 @@ class Endpoint:
         allowed_origins: Iterable[str] | None = None,
         token: str | None = None,
         verify_token: TokenVerifier | None = None,
-        secret: bytes | None = None,
+        secret: bytes | str | Sequence[bytes | str] | None = None,
+        answer_store: AnswerStore | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         session_idle_s: float = DEFAULT_SESSION_IDLE_S,
         max_sessions: int = 1000,
@@ -528,6 +530,7 @@ class Endpoint:
         self._toolkit = toolkit
         self._session_options: dict[str, Any] = {
             "name": name, "version": version, "instructions": instructions, "secret": secret,
+            "answer_store": answer_store,
         }
         ServerSession(toolkit, **self._session_options)  # check the options once, here
         self._hosts = _allow_list(allowed_hosts, "allowed_hosts")
@@ -542,7 +545,9 @@ class Endpoint:
             def host_factory() -> Host:
                 from ..host import Host
 
-                return Host(toolkit, timeout_ms=timeout_ms)
+                # The sessions' key and used answers: bindings verify, answers count once.
+                return Host(toolkit, timeout_ms=timeout_ms, secret=secret,
+                            answer_store=answer_store)
 
         self._runner = _Runner(host_factory, max_call_threads)
         self._sessions: dict[str, _Channel] = {}
