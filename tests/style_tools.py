@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from enum import Enum
+from typing import Literal
+
 from parts_tools import PNG, WAV
 from toolnexus import Part, Toolkit, ToolResult, tool
 
@@ -12,6 +15,24 @@ PDF = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
 def weather(city: str) -> str:
     """The weather in a city."""
     return f"sunny in {city}"
+
+
+class Color(Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+@tool
+def paint(
+    color: Color,
+    finish: Literal["matte", "gloss"] = "matte",
+    coats: int = 1,
+    ratio: float = 0.5,
+    tags: list[str] | None = None,
+    dry: bool = True,
+) -> str:
+    """Paint the wall (a tool with every common parameter type, for the adapters)."""
+    return f"{coats} coat(s) of {color.value}"
 
 
 @tool
@@ -45,4 +66,4 @@ def snapshot() -> ToolResult:
     return ToolResult.ok("", parts=[Part.image(PNG, "image/png")])
 
 
-toolkit = Toolkit([weather, broken, media, snapshot])
+toolkit = Toolkit([weather, paint, broken, media, snapshot])
