@@ -22,9 +22,15 @@ class Color(Enum):
     BLUE = "blue"
 
 
+class Level(Enum):
+    LOW = 1
+    HIGH = 2
+
+
 @tool
 def paint(
     color: Color,
+    level: Level,
     finish: Literal["matte", "gloss"] = "matte",
     coats: int = 1,
     ratio: float = 0.5,

@@ -76,9 +76,24 @@ def test_openai_tool_definitions_are_chat_completion_tools() -> None:
         accepts(chat.ChatCompletionFunctionToolParam, definition)
 
 
+def test_openai_responses_tool_definitions_are_function_tools() -> None:
+    for definition in toolkit.to_openai(api="responses"):
+        accepts(responses.FunctionToolParam, definition)
+    for definition in toolkit.to_openai(api="responses", strict=True):
+        accepts(responses.FunctionToolParam, definition)
+
+
 def test_anthropic_tool_definitions_are_tool_params() -> None:
     for definition in toolkit.to_anthropic():
         accepts(anthropic_types.ToolParam, definition)
+    for definition in toolkit.to_anthropic(strict=True):
+        accepts(anthropic_types.ToolParam, definition)
+
+
+def test_per_tool_definitions_validate_too() -> None:
+    for item in toolkit.tools():
+        accepts(chat.ChatCompletionFunctionToolParam, item.to_openai())
+        accepts(anthropic_types.ToolParam, item.to_anthropic())
 
 
 def test_gemini_tool_definitions_are_gemini_tools() -> None:
@@ -86,6 +101,8 @@ def test_gemini_tool_definitions_are_gemini_tools() -> None:
         tool = genai.Tool.model_validate_json(json.dumps(definition))
         names = [d.name for d in tool.function_declarations or ()]
         assert names == [t.name for t in toolkit.tools()]
+    paint = next(t for t in toolkit.tools() if t.name == "paint")
+    genai.FunctionDeclaration.model_validate_json(json.dumps(paint.to_gemini()))
 
 
 # --------------------------------------------------------------------------- openai
