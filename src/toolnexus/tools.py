@@ -18,7 +18,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from ._frozen import FrozenDict, FrozenList, freeze, sealed
 from ._log import get_logger
@@ -36,6 +36,19 @@ from .schema import (
 )
 
 __all__ = ["Tool", "tool"]
+
+if TYPE_CHECKING:
+    # Defaults (PEP 696) let a bare ``Tool`` mean ``Tool[..., Any]`` for type checkers; at
+    # run time the stdlib's ParamSpec/TypeVar are enough (only checkers read defaults).
+    from typing_extensions import ParamSpec, TypeVar
+
+    P = ParamSpec("P", default=...)
+    R = TypeVar("R", default=Any)
+else:
+    from typing import ParamSpec, TypeVar
+
+    P = ParamSpec("P")
+    R = TypeVar("R")
 
 _log = get_logger("tools")
 
@@ -100,7 +113,7 @@ def _compile_validator(schema: Mapping[str, Any]) -> Callable[[Any], list[str]]:
 
 @sealed
 @dataclass(frozen=True, slots=True, eq=False)
-class Tool:
+class Tool(Generic[P, R]):
     """A function a model can call: a name, a description, a JSON Schema, the function.
 
     A Tool is itself a contract callable: ``tool(args, ctx=None)`` validates ``args``,
@@ -141,7 +154,7 @@ class Tool:
     name: str
     description: str
     input_schema: Mapping[str, Any]
-    fn: Callable[..., Any]
+    fn: Callable[P, R]
     source: str = "native"
     title: str | None = None
     output_schema: Mapping[str, Any] | None = None
@@ -709,7 +722,7 @@ def _accepts_null(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int
 
 @overload
 def tool(
-    fn: Callable[..., Any],
+    fn: Tool[P, R],
     /,
     *,
     name: str | None = ...,
@@ -721,7 +734,24 @@ def tool(
     idempotent: bool | None = ...,
     open_world: bool | None = ...,
     output_schema: Mapping[str, Any] | None = ...,
-) -> Tool: ...
+) -> Tool[P, R]: ...
+
+
+@overload
+def tool(
+    fn: Callable[P, R],
+    /,
+    *,
+    name: str | None = ...,
+    description: str | None = ...,
+    input_schema: Mapping[str, Any] | None = ...,
+    title: str | None = ...,
+    read_only: bool | None = ...,
+    destructive: bool | None = ...,
+    idempotent: bool | None = ...,
+    open_world: bool | None = ...,
+    output_schema: Mapping[str, Any] | None = ...,
+) -> Tool[P, R]: ...
 
 
 @overload
@@ -738,7 +768,7 @@ def tool(
     idempotent: bool | None = ...,
     open_world: bool | None = ...,
     output_schema: Mapping[str, Any] | None = ...,
-) -> Callable[[Callable[..., Any]], Tool]: ...
+) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
 def tool(
@@ -754,7 +784,7 @@ def tool(
     idempotent: bool | None = None,
     open_world: bool | None = None,
     output_schema: Mapping[str, Any] | None = None,
-) -> Tool | Callable[[Callable[..., Any]], Tool]:
+) -> Tool[..., Any] | Callable[[Callable[..., Any]], Tool[..., Any]]:
     """Make a :class:`Tool` from a function: bare ``@tool``, ``@tool(...)`` or ``tool(fn)``.
 
     Two shapes of function are understood:
@@ -771,6 +801,10 @@ def tool(
     function's (sanitized to ``[a-zA-Z0-9_-]``), the description to the docstring's first
     paragraph. ``title`` and the four hints become MCP metadata (``Tool.title``,
     ``Tool.annotations``).
+
+    The Tool is typed after the function: ``@tool`` on ``def add(a: int, b: int) -> int``
+    gives a ``Tool[[int, int], int]`` whose ``fn`` a type checker sees as
+    ``(a: int, b: int) -> int``.
 
     Raises :class:`~toolnexus.schema.SchemaInferenceError` (a ``TypeError``) at once when
     an annotation has no JSON Schema equivalent, and
@@ -797,7 +831,7 @@ def tool(
         },
     }
     if fn is None:
-        def decorate(function: Callable[..., Any]) -> Tool:
+        def decorate(function: Callable[..., Any]) -> Tool[..., Any]:
             return _make_tool(function, options, sys._getframe(1))
 
         return decorate
