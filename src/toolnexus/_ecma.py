@@ -17,33 +17,38 @@ message saying so. Python-only syntax (``(?P<…>)``, ``\\A``, ``\\Z``, inline f
 ECMA syntax error under the ``u`` flag and is refused, never reinterpreted.
 
 No stall — the design. A check on caller input must not hold the interpreter past a bound,
-and Python's ``re`` holds the GIL for as long as it backtracks. So a pattern runs on one of
-two engines, chosen once when it is compiled:
+and Python's ``re`` holds the GIL for as long as it runs. So every pattern gets, when it
+is compiled, a static bound on what ``re`` may cost on an input of n characters, and each
+input runs on ``re`` only while that bound stays under :data:`_BACKTRACKING_BUDGET`
+(about 10 ms of C); anything else runs on the linear engine:
 
-* ``re`` (C speed), only for patterns that are *deterministic with one character of
-  lookahead*: at every choice point (an alternation, or a quantifier that may repeat or
-  stop) the sets of characters each option can start with — plus, for an option that can
-  match empty, what may follow it — are pairwise disjoint, and no option of a loop can
-  match empty. Then along one start position the characters consumed so far fix the path
-  through the pattern, each rejected option fails on its first character, and ``re``
-  does O(n·m) work for an input of n characters and a pattern of m nodes. Lookarounds
-  qualify when their bodies have no unbounded quantifier (lookbehinds: fixed width, as
-  ``re`` requires). An unanchored search tries every start position, so a pattern that
-  is not anchored by a leading ``^`` and has an unbounded quantifier costs O(n²·m) on
-  ``re`` (``[a-z]+1`` against 40 000 letters: seconds); such a pattern runs on ``re``
-  only while n²·m stays under a budget of a few milliseconds, and on the linear engine
-  beyond it.
-* a linear engine for everything else: a Thompson NFA simulation in pure Python (every
-  start position at once, a set of states per character), O(n·m) steps — O(n²·m) with
-  lookarounds, each evaluated at most once per position. Being Python bytecode, it lets
-  the interpreter switch threads every few milliseconds, so other calls' deadlines, pings
-  and timers keep their times while it runs, and the host's deadline for the call itself
-  still holds. ``^(a+)+$`` against ``"a"*28 + "!"`` is decided in well under a millisecond.
+* The bound. A choice point (an alternation, or a quantifier that may repeat or stop) is
+  *deterministic* when the sets of characters its options can start with — plus, for an
+  option that can match empty, what may follow it — are pairwise disjoint. If all are,
+  the characters consumed from a start position fix the path through the pattern, every
+  rejected option fails on its first character, and ``re`` does O(n·m) work per start
+  position (m: the pattern's size). An ambiguous choice point outside every loop and
+  lookaround multiplies the paths by its number of options, or by n for a quantifier
+  without an upper bound (``^.*bar$``: O(n²·m)); one inside a loop or a lookaround can
+  multiply them exponentially (``^(a+)+$``), so such a pattern never runs on ``re``.
+  Lookaround bodies must also be free of unbounded quantifiers, lookbehinds of fixed
+  width. An unanchored search (no leading ``^``) with an unbounded quantifier tries up
+  to n start positions: one more factor n (``[a-z]+1`` against 40 000 letters: seconds).
+* The linear engine: a Thompson NFA simulated in pure Python (every start position at
+  once, a set of states per character), O(n·m) steps, lookarounds included (each is
+  swept over the text once per call). It memoizes its steps as a lazy DFA. Being Python
+  bytecode, it lets the interpreter switch threads every few milliseconds, so other
+  calls' deadlines, pings and timers keep their times while it runs, and the host's
+  deadline for the call itself still holds. ``^(a+)+$`` against ``"a"*28 + "!"`` is
+  decided in a few hundred steps, well under a millisecond.
 
-Backreferences need backtracking: they are accepted only in patterns that pass the
-``re`` test above, and refused otherwise with a message that says why. A pattern whose
-counted repeats would expand the linear engine past :data:`_MAX_STATES` states is refused
-too. Both refusals happen when the schema is built, never while validating.
+So common patterns (``^[a-z0-9_]+$``, ``^\\d{4}-\\d{2}$``) run on ``re``, compiled once,
+on any realistic input; a hostile pattern or a huge input costs the linear engine's time,
+never a stall. Backreferences need backtracking: they are accepted only in patterns whose
+bound is O(n·m) (deterministic, anchored or without unbounded quantifiers), and refused
+otherwise with a message that says why. A pattern whose counted repeats would expand the
+linear engine past :data:`_MAX_STATES` states is refused too. Both refusals happen when
+the schema is built, never while validating.
 """
 
 from __future__ import annotations
@@ -1103,6 +1108,9 @@ class _Builder:
         return index
 
 
+_WORD_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
 def _is_word(text: str, index: int) -> bool:
     if 0 <= index < len(text):
         char = text[index]
@@ -1114,9 +1122,9 @@ class _LinearMatcher:
     """Runs the NFA over a string: every start position at once, one state set per
     character. Shared by threads: all per-call state lives in a :class:`_Run`.
 
-    A program without lookarounds also memoizes its steps (a lazy DFA): the epsilon
-    closure of a state set in a context (at the start or end, word characters around),
-    and the state set after a character. The memo is capped, so memory stays bounded."""
+    Each program memoizes its steps (a lazy DFA): the epsilon closure of a state set in
+    a context (at an end or not, word characters around, which lookarounds hold), and
+    the state set after a character. The memo is capped, so memory stays bounded."""
 
     engine = "linear"
 
@@ -1125,14 +1133,15 @@ class _LinearMatcher:
             tuple((op, a, b) for op, a, b in program.code) for program in builder.programs
         ]
         self.directions = [-1 if program.reverse else 1 for program in builder.programs]
-        self.memos: list[dict[object, object] | None] = [
-            None if any(op == _LOOK for op, _, _ in code) else {} for code in self.programs
-        ]
-        # which facts about a position the program's assertions read: 1 the ends, 2 words
+        self.memos: list[dict[object, _MemoEntry]] = [{} for _ in self.programs]
+        # what a program's closure reads about a position: 1 the ends, 2 the word
+        # characters around it, 4 its lookarounds (the programs in ``looks``)
+        self.looks = [tuple(a for op, a, _ in code if op == _LOOK) for code in self.programs]
         self.uses_context = [
             (1 if any(op == _ASSERT and a in "^$" for op, a, _ in code) else 0)
             | (2 if any(op == _ASSERT and a in "bB" for op, a, _ in code) else 0)
-            for code in self.programs
+            | (4 if looks else 0)
+            for code, looks in zip(self.programs, self.looks, strict=True)
         ]
         self.sets = builder.sets
         self.main = main
@@ -1141,16 +1150,20 @@ class _LinearMatcher:
         self.size = builder.states
 
     def __call__(self, text: str) -> bool:
-        return _Run(self, text).run(self.main, 0, search=True)
+        return _Run(self, text).run(self.main, 0)
 
     def count_steps(self, text: str) -> tuple[bool, int]:
         """The verdict and the number of NFA states visited to reach it (for tests)."""
         state = _Run(self, text)
-        verdict = state.run(self.main, 0, search=True)
+        verdict = state.run(self.main, 0)
         return verdict, state.steps
 
 
-_MEMO_LIMIT = 10_000
+# A memoized step: the readers of a state set's closure, whether it matched, and the state
+# set after each character seen so far. The memo is dropped at this many entries.
+_MemoEntry: TypeAlias = "tuple[tuple[int, ...], bool, dict[int, tuple[int, ...]]]"
+_MEMO_LIMIT = 2_000
+_MEMO_CHARACTERS = 256  # distinct characters remembered per entry
 
 
 class _Run:
@@ -1173,31 +1186,31 @@ class _Run:
         boundary = _is_word(text, pos - 1) != _is_word(text, pos)
         return boundary if kind == "b" else not boundary
 
-    def look(self, sub: int, pos: int) -> bool:
-        """Whether lookaround body ``sub`` holds at ``pos``. The first question sweeps
-        the whole text once: a lookahead body, compiled backwards, runs from the end to
-        the start with a thread starting at every position, and it reaches its match
-        state exactly at the positions where the lookahead holds (a lookbehind likewise,
-        forwards). So each lookaround costs O(n·m) per call, not O(n·m) per position."""
+    def table(self, sub: int) -> bytearray:
+        """Where lookaround body ``sub`` holds: one sweep over the whole text. A
+        lookahead body, compiled backwards, runs from the end to the start with a thread
+        starting at every position, and it reaches its match state exactly at the
+        positions where the lookahead holds (a lookbehind likewise, forwards). So each
+        lookaround costs O(n·m) per call, not O(n·m) per position."""
         table = self.looks.get(sub)
         if table is None:
             table = self.looks[sub] = bytearray(len(self.text) + 1)
             backwards = self.matcher.directions[sub] == -1
-            self.run(sub, len(self.text) if backwards else 0, search=True, record=table)
-        return bool(table[pos])
+            self.run(sub, len(self.text) if backwards else 0, record=table)
+        return table
+
+    def look(self, sub: int, pos: int) -> bool:
+        return bool(self.table(sub)[pos])
 
     def closure(
-        self, code: _Code, current: tuple[int, ...],
-        pos: int, with_start: bool,
+        self, code: _Code, current: tuple[int, ...], pos: int
     ) -> tuple[tuple[int, ...], bool]:
         """The states reading a character reachable from ``current`` (and the start
         state) without reading one at ``pos``, and whether the match state is."""
         seen: set[int] = set()
         readers: list[int] = []
         matched = False
-        stack = list(current[::-1])
-        if with_start:
-            stack.append(0)
+        stack = [*current[::-1], 0]  # and a thread starting here
         while stack:
             pc = stack.pop()
             if pc in seen:
@@ -1235,57 +1248,55 @@ class _Run:
         self.steps += len(readers)
         return tuple(after)
 
-    def run(self, index: int, start: int, search: bool, record: bytearray | None = None) -> bool:
-        """Whether program ``index`` matches from ``start`` (or, when ``search``, from
-        any later position too). With ``record``, mark every position where a match
-        ends instead of stopping at the first."""
+    def run(self, index: int, start: int, record: bytearray | None = None) -> bool:
+        """Whether program ``index`` matches somewhere, reading from ``start`` on in its
+        direction with a thread starting at every position. With ``record``, mark every
+        position where a match ends instead of stopping at the first."""
         matcher = self.matcher
         code = matcher.programs[index]
         step = matcher.directions[index]
         memo = matcher.memos[index]
         uses_context = matcher.uses_context[index]
         text = self.text
-        end = len(text) if step == 1 else 0
+        size = len(text)
+        end = size if step == 1 else 0
         pos = start
         current: tuple[int, ...] = ()
+        words = uses_context & 2
+        tables = [self.table(sub) for sub in matcher.looks[index]]
+        context = 0
         while True:
-            with_start = search or pos == start
-            if memo is None:
-                readers, matched = self.closure(code, current, pos, with_start)
-            else:
-                if uses_context == 0:
-                    context: object = None
-                elif uses_context == 1:
-                    context = (pos == 0) + 2 * (pos == len(text))
-                else:
-                    context = (pos == 0, pos == len(text), _is_word(text, pos - 1),
-                               _is_word(text, pos))  # fmt: skip
-                key = (current, context, with_start)
-                found = memo.get(key)
-                if found is None:
-                    found = self.closure(code, current, pos, with_start)
-                    if len(memo) >= _MEMO_LIMIT:
-                        memo.clear()
-                    memo[key] = found
-                readers, matched = found  # type: ignore[misc]
+            if uses_context:
+                # the facts this program's closure reads at ``pos``, as bits
+                context = (pos == 0) + 2 * (pos == size)
+                if words:
+                    context += 4 * (0 < pos <= size and text[pos - 1] in _WORD_CHARACTERS)
+                    context += 8 * (pos < size and text[pos] in _WORD_CHARACTERS)
+                bit = 16
+                for table in tables:
+                    if table[pos]:
+                        context += bit
+                    bit <<= 1
+            key = (current, context)
+            entry = memo.get(key)
+            if entry is None:
+                if len(memo) >= _MEMO_LIMIT:
+                    memo.clear()
+                entry = memo[key] = (*self.closure(code, current, pos), {})
+            readers, matched, transitions = entry
             if matched:
                 if record is None:
                     return True
                 record[pos] = 1
-            if pos == end or not (readers or search):
+            if pos == end:
                 return False
             code_point = ord(text[pos] if step == 1 else text[pos - 1])
-            if memo is None:
-                current = self.advance(code, readers, code_point)
-            else:
-                move = (readers, code_point)
-                after = memo.get(move)
-                if after is None:
-                    after = self.advance(code, readers, code_point)
-                    if len(memo) >= _MEMO_LIMIT:
-                        memo.clear()
-                    memo[move] = after
-                current = after  # type: ignore[assignment]
+            after = transitions.get(code_point)
+            if after is None:
+                after = self.advance(code, readers, code_point)
+                if len(transitions) < _MEMO_CHARACTERS:
+                    transitions[code_point] = after
+            current = after
             pos += step
 
 
