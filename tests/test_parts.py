@@ -294,3 +294,26 @@ def test_reading_malformed_parts_names_the_field(parts, field, problem):
     with pytest.raises(WireFormatError, match=problem) as caught:
         ToolResult.from_dict({"output": "x", "isError": False, "parts": parts})
     assert caught.value.field == field
+
+
+# --------------------------------------------------------------------------- through the layers
+
+
+def test_parts_survive_a_tool_a_host_and_drive_after_a_question():
+    from toolnexus import Answer, Host, Request, Toolkit, tool
+    from toolnexus.context import ToolContext
+    from toolnexus.testing import drive
+
+    shot = Part.image(PNG, "image/png", name="shot.png")
+
+    @tool
+    def screenshot(ctx: ToolContext) -> ToolResult:
+        """Asks first, then returns a screenshot."""
+        if ctx.answer is None:
+            return ToolResult.pending(Request("approval", "Take a screenshot?"))
+        return ToolResult.ok("here it is", parts=[shot])
+
+    run = drive(screenshot, {}, [True])
+    assert run.result.parts == (shot,) and run.requests[0].prompt == "Take a screenshot?"
+    with Host(Toolkit([screenshot]), wait_for=Answer.accept) as host:
+        assert host.call("screenshot", {}).parts == (shot,)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from .binding import AnswerStore
     from .host import ToolEvent
+    from .parts import Part
     from .result import ToolResult
     from .suspension import Answer, Request
     from .toolkit import Toolkit
@@ -994,7 +995,53 @@ def _finish(
             ))
     else:
         _print_result(result, as_json=options.json)
+        if result.parts:
+            _report_parts(result, getattr(options, "save_parts", None), as_json=options.json)
     return _OUTCOME_CODES.get(outcome, EXIT_TOOL_ERROR)
+
+
+def _report_parts(result: ToolResult, directory: str | None, *, as_json: bool) -> None:
+    """Write the result's parts into ``directory``, one file each, saying so on stderr; or,
+    without a directory, name them and the option that saves them."""
+    parts = result.parts or ()
+    if directory is None:
+        if not as_json:  # the JSON on stdout already carries them
+            listed = ", ".join(part.describe() for part in parts)
+            sys.stderr.write(_localize(
+                f"+{len(parts)} part(s): {listed}; write them to files with --save-parts DIR\n"
+            ))
+        return
+    os.makedirs(directory, exist_ok=True)
+    used: set[str] = set()
+    for index, part in enumerate(parts, 1):
+        if part.url is not None:
+            sys.stderr.write(f"part {index}: {part.describe()} at {part.url} (not downloaded)\n")
+            continue
+        filename = _part_filename(part, index, used)
+        path = os.path.join(directory, filename)
+        with open(path, "wb") as out:
+            out.write(part.to_bytes())
+        sys.stderr.write(f"part {index}: {part.describe()} -> {path}\n")
+
+
+def _part_filename(part: Part, index: int, used: set[str]) -> str:
+    from .parts import EXTENSIONS
+
+    # Only a plain file name from the part: never a path it names (../x, /etc/x).
+    name = os.path.basename((part.name or "").replace("\\", "/")).strip()
+    if name in ("", ".", ".."):
+        extension = next((ext for ext, (_, mime) in EXTENSIONS.items()
+                          if mime == part.mime_type), "txt" if part.type == "text" else "bin")
+        name = f"part-{index}.{extension}"
+    stem, dot, extension = name.rpartition(".")
+    if not dot:
+        stem, extension = name, ""
+    candidate, count = name, 1
+    while candidate in used:
+        count += 1
+        candidate = f"{stem}-{count}{dot}{extension}"
+    used.add(candidate)
+    return candidate
 
 
 def _load_request(text: str) -> Request | ToolResult:
@@ -1194,8 +1241,10 @@ def _build_parser() -> argparse.ArgumentParser:
         "call", parents=[common], formatter_class=_Formatter,
         help="run one tool call (answering its questions at the prompt)",
         usage="toolnexus call REF [NAME] [key=value ...] [--args JSON|@file.json] "
-        "[--timeout MS] [--json] [--no-input] [--debug]",
-        description="Run one call through the host runtime and print the result's text.\n\n"
+        "[--timeout MS] [--json] [--save-parts DIR] [--no-input] [--debug]",
+        description="Run one call through the host runtime and print the result's text.\n"
+        "Its parts (images, files, audio) are listed on stderr; --save-parts DIR writes\n"
+        "them to files, --json prints the whole result with them as wire JSON.\n\n"
         "Arguments: key=value pairs (the value is JSON when it parses: n=3 is a number,\n"
         "flag=true a boolean, name=Ada a string) and/or --args with a JSON object.\n"
         "NAME may be left out when REF holds a single tool.\n\n"
@@ -1299,6 +1348,10 @@ def _add_call_options(sub: argparse.ArgumentParser) -> None:
     )
     sub.add_argument(
         "--json", action="store_true", help="print the whole ToolResult as wire JSON"
+    )
+    sub.add_argument(
+        "--save-parts", metavar="DIR",
+        help="write the result's parts (images, files, audio) into DIR, one file each",
     )
     sub.add_argument(
         "--no-input", action="store_true",
