@@ -79,6 +79,7 @@ _encode_extra = json.JSONEncoder(
 
 _EMPTY_OK = ToolResult("")
 _MISSING: Any = object()
+_UNCOMPILED: Any = object()  # an inferred output schema's validator, not built yet
 
 
 def _freeze_schema(value: Any) -> Any:
@@ -96,6 +97,11 @@ def _freeze_schema(value: Any) -> Any:
 
 def _freeze_json(value: Any) -> Any:
     """A read-only copy of a JSON value as JSON sees it: tuples become (frozen) lists."""
+    kind = value.__class__
+    if kind is int or kind is str or kind is float or kind is bool or value is None:
+        return value  # the common leaves, before the slower isinstance checks below
+    if kind is dict:
+        return FrozenDict({key: _freeze_json(item) for key, item in value.items()})
     if isinstance(value, (FrozenDict, FrozenList)):
         return value
     if isinstance(value, Mapping):
@@ -207,12 +213,16 @@ class Tool(Generic[P, R]):
                 raise TypeError(
                     f"output_schema of tool {self.name!r} must be a JSON Schema object or None"
                 )
-            from .validation import Validator
-
-            set_(self, "_output_check", Validator(output))
-            set_(self, "_wrapped", signature is not None and signature.output_wrapped
-                 and output == signature.output_schema)
+            inferred = signature is not None and output == signature.output_schema
+            set_(self, "_wrapped", inferred and signature is not None and signature.output_wrapped)
             set_(self, "output_schema", _freeze_schema(output))
+            if inferred:
+                # A schema inference wrote is known to compile: defer it to the first result.
+                set_(self, "_output_check", _UNCOMPILED)
+            else:
+                from .validation import Validator
+
+                set_(self, "_output_check", Validator(output))
         set_(self, "_fixed", frozenset(signature.fixed) if signature is not None else frozenset())
         if self.annotations is not None:
             if not isinstance(self.annotations, Mapping):
@@ -382,61 +392,21 @@ class Tool(Generic[P, R]):
         return ToolResult(str(exc) or type(exc).__name__, True)
 
     def _normalise(self, value: Any) -> ToolResult:
-        result = self._plain(value)
-        if self._output_check is None or result.is_error:
-            return result
-        return self._checked(result, value)
-
-    def _checked(self, result: ToolResult, value: Any) -> ToolResult:
-        """The result with its structured content, checked against the output schema."""
-        metadata = result.metadata
-        structured = _MISSING if metadata is None else metadata.get(STRUCTURED_KEY, _MISSING)
-        if value is None or value.__class__ is str:
-            structured = value
-        elif structured is _MISSING:  # a ToolResult without it: read its text as JSON
-            try:
-                structured = json.loads(result.output)
-            except ValueError:
-                structured = result.output if self._wrapped else _MISSING
-        if structured is _MISSING:
-            return ToolResult(
-                f"tool {self.name!r} declares an output schema but returned text that is not "
-                "JSON; return the value itself, or a ToolResult with "
-                "metadata={'structuredContent': ...}",
-                True,
-            )
-        if self._wrapped:
-            structured = {OUTPUT_WRAPPER: structured}
-        check = self._output_check
-        if not check.is_valid(structured):
-            problems = "; ".join(check.errors(structured))
-            _log.warning("tool %r returned output outside its output schema: %s",
-                         self.name, problems)
-            return ToolResult(
-                f"tool {self.name!r} returned output that does not match its output schema: "
-                f"{problems}; fix the tool's return value or its output_schema",
-                True,
-            )
-        if metadata is not None and metadata.get(STRUCTURED_KEY, _MISSING) is structured:
-            return result
-        return ToolResult(result.output, False, FrozenDict(
-            {**(metadata or {}), STRUCTURED_KEY: _freeze_json(structured)}
-        ))
-
-    def _plain(self, value: Any) -> ToolResult:
         kind = value.__class__
-        if kind is ToolResult:
-            return value  # type: ignore[no-any-return]
-        if kind is str:
-            return ToolResult(value)
-        if value is None:
-            return _EMPTY_OK
+        if kind is ToolResult or kind is str or value is None or isinstance(
+            value, (ToolResult, str)
+        ):
+            if kind is ToolResult or isinstance(value, ToolResult):
+                result: ToolResult = value
+            elif value is None:
+                result = _EMPTY_OK
+            else:
+                result = ToolResult(str(value))
+            if self._output_check is None or result.is_error:
+                return result
+            return self._checked(result, value)
         if kind is int:
             text = int.__repr__(value)
-        elif isinstance(value, ToolResult):
-            return value
-        elif isinstance(value, str):
-            return ToolResult(str(value))
         else:
             try:
                 text = _encode(value)
@@ -454,7 +424,65 @@ class Tool(Generic[P, R]):
                         "JSON value (dict, list, number, bool)",
                         True,
                     )
-        return ToolResult(text, False, FrozenDict({STRUCTURED_KEY: _freeze_json(value)}))
+        if self._output_check is None:
+            return ToolResult(text, False, FrozenDict({STRUCTURED_KEY: _freeze_json(value)}))
+        return self._structured(text, value, None)
+
+    def _checked(self, result: ToolResult, value: Any) -> ToolResult:
+        """A str, None or ToolResult the function returned, under an output schema."""
+        metadata = result.metadata
+        structured = _MISSING if metadata is None else metadata.get(STRUCTURED_KEY, _MISSING)
+        if value is None or isinstance(value, str):
+            structured = value
+        elif structured is _MISSING:  # a ToolResult without it: read its text as JSON
+            try:
+                structured = json.loads(result.output)
+            except ValueError:
+                structured = result.output if self._wrapped else _MISSING
+        if structured is _MISSING:
+            return ToolResult(
+                f"tool {self.name!r} declares an output schema but returned text that is not "
+                "JSON; return the value itself, or a ToolResult with "
+                "metadata={'structuredContent': ...}",
+                True,
+            )
+        if not self._wrapped and metadata is not None and \
+                metadata.get(STRUCTURED_KEY, _MISSING) is structured:
+            refusal = self._refusal(structured)
+            return result if refusal is None else refusal
+        return self._structured(result.output, structured, metadata)
+
+    def _structured(
+        self, text: str, structured: Any, metadata: Mapping[str, Any] | None
+    ) -> ToolResult:
+        """The successful result: ``text``, and ``structured`` (wrapped when the schema
+        wraps it) checked against the output schema — or the error naming the path."""
+        if self._wrapped:
+            structured = {OUTPUT_WRAPPER: structured}
+        refusal = self._refusal(structured)
+        if refusal is not None:
+            return refusal
+        frozen = _freeze_json(structured)
+        if metadata is None:
+            return ToolResult(text, False, FrozenDict({STRUCTURED_KEY: frozen}))
+        return ToolResult(text, False, FrozenDict({**metadata, STRUCTURED_KEY: frozen}))
+
+    def _refusal(self, structured: Any) -> ToolResult | None:
+        check = self._output_check
+        if check is _UNCOMPILED:
+            from .validation import Validator
+
+            check = Validator(self.output_schema or {})
+            object.__setattr__(self, "_output_check", check)
+        if check.is_valid(structured):
+            return None
+        problems = "; ".join(check.errors(structured))
+        _log.warning("tool %r returned output outside its output schema: %s", self.name, problems)
+        return ToolResult(
+            f"tool {self.name!r} returned output that does not match its output schema: "
+            f"{problems}; fix the tool's return value or its output_schema",
+            True,
+        )
 
     def __repr__(self) -> str:
         extra = " async" if self._is_async else ""
