@@ -375,13 +375,50 @@ def test_cancel_after_zero_cancels_at_once():
     assert calls == [threading.get_ident()]
 
 
-def test_cancel_after_runs_callbacks_on_the_timer_thread():
+def test_cancel_after_runs_callbacks_on_a_dispatcher_never_on_the_timer_thread():
     source = CancellationTokenSource()
     names: list[str] = []
-    source.token.register(lambda: names.append(threading.current_thread().name))
+    ran = threading.Event()
+
+    def record() -> None:
+        names.append(threading.current_thread().name)
+        ran.set()
+
+    source.token.register(record)
     source.cancel_after(0.01)
-    assert source.token.wait(WAIT)
-    assert names == ["toolnexus-timer"]
+    assert ran.wait(WAIT)
+    assert len(names) == 1 and names[0].startswith("toolnexus-dispatch")
+
+
+def test_a_slow_cancel_after_callback_does_not_delay_another_timer():
+    slow, quick = CancellationTokenSource(), CancellationTokenSource()
+    release = threading.Event()
+    slow_started = threading.Event()
+
+    def stall() -> None:
+        slow_started.set()
+        release.wait(WAIT)
+
+    slow.token.register(stall)
+    slow.cancel_after(0.001)
+    assert slow_started.wait(WAIT)
+    quick.cancel_after(0.01)
+    try:
+        assert quick.token.wait(WAIT)  # fired while the slow callback still runs
+        assert not release.is_set()
+    finally:
+        release.set()
+
+
+def test_closed_long_timers_leave_the_heap():
+    from toolnexus import _timers
+
+    sources = [CancellationTokenSource() for _ in range(2000)]
+    for source in sources:
+        source.cancel_after(3600)
+    for source in sources:
+        source.close()
+    assert len(_timers._wheel._heap) < 1000  # rebuilt without the cancelled entries
 
 
 def test_a_later_cancel_after_replaces_an_earlier_one():

@@ -116,7 +116,7 @@ def test_an_event_is_frozen_plain_data():
 
 def test_the_host_repr_shows_its_state():
     with Host(TOOLKIT, max_workers=3) as host:
-        assert repr(host) == "<Host workers=3 busy=0 stuck=0>"
+        assert repr(host) == "<Host max_workers=3 busy=0 stuck=0>"
         started = threading.Event()
         gate = threading.Event()
 
@@ -131,10 +131,10 @@ def test_the_host_repr_shows_its_state():
         thread = threading.Thread(target=host.call, args=("busy", {}))
         thread.start()
         assert started.wait(SLACK)
-        assert repr(host) == "<Host workers=3 busy=1 stuck=0>"
+        assert repr(host) == "<Host max_workers=3 busy=1 stuck=0>"
         gate.set()
         thread.join(SLACK)
-    assert repr(host) == "<Host workers=3 busy=0 stuck=0 closed>"
+    assert repr(host) == "<Host max_workers=3 busy=0 stuck=0 closed>"
 
 
 def test_on_event_must_be_callable():

@@ -228,11 +228,10 @@ def test_the_context_manager_closes_the_host_and_stops_its_workers():
         assert host.call("quick", {}).output == "ok"
         workers = [t for t in set(threading.enumerate()) - before
                    if t.name.startswith("toolnexus-host")]
-        assert len(workers) == 3
+        assert len(workers) == 1  # the pool starts threads as calls need them
     assert host.is_closed
     for worker in workers:
-        worker.join(SLACK)
-        assert not worker.is_alive()
+        assert not worker.is_alive()  # close() waited for them
 
 
 def test_a_finished_call_lets_go_of_a_long_lived_caller_token():

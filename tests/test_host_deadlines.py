@@ -184,7 +184,7 @@ def test_the_stuck_worker_bound_fails_fast_with_host_overloaded(late_returns):
         assert refused.output.startswith("host overloaded: 2 stuck workers")
         assert "max_stuck=2" in refused.output
         assert stubborn.runs == runs_before  # refused calls never reach a tool
-        assert repr(host) == "<Host workers=8 busy=0 stuck=2>"
+        assert repr(host) == "<Host max_workers=64 busy=0 stuck=2>"
         stubborn.release.set()
         while host.stuck_workers:  # each late return is logged; wait for both
             assert late_returns.seen.wait(SLACK)

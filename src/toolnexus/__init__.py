@@ -20,7 +20,13 @@ import importlib
 
 from .cancellation import CancellationToken, CancellationTokenRegistration, CancellationTokenSource
 from .context import ProgressReporter, ToolContext
-from .errors import OperationCancelledError, PartTooLargeError, ToolnexusError, WireFormatError
+from .errors import (
+    OperationCancelledError,
+    PartTooLargeError,
+    ToolnexusError,
+    WaitTimeoutError,
+    WireFormatError,
+)
 from .parts import Part
 from .result import ToolResult
 from .suspension import Answer, Request
@@ -29,6 +35,7 @@ __version__ = "0.1.0"
 
 # Higher layers load on first use, so `import toolnexus` costs only the contract.
 _LAZY: dict[str, str] = {
+    "Call": ".host",
     "SchemaError": ".validation",
     "DuplicateToolError": ".toolkit",
     "Host": ".host",
@@ -47,7 +54,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .host import Host, ToolEvent
+    from .host import Call, Host, ToolEvent
     from .schema import SchemaInferenceError
     from .toolkit import DuplicateToolError, Toolkit, UnknownToolError
     from .tools import Tool, tool
@@ -56,6 +63,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Answer",
+    "Call",
     "CancellationToken",
     "CancellationTokenRegistration",
     "CancellationTokenSource",
@@ -77,6 +85,7 @@ __all__ = [
     "TurnCall",
     "TurnResult",
     "UnknownToolError",
+    "WaitTimeoutError",
     "WireFormatError",
     "tool",
 ]

@@ -1,16 +1,14 @@
 """Cancellation: one-way, sticky, observable from threads and from asyncio.
 
 A :class:`CancellationTokenSource` owns the right to cancel; the :class:`CancellationToken`
-it hands out can only observe. Everything that reads the clock for cancellation lives
-here too: ``cancel_after`` timers share one lazily started daemon thread, so importing
-this module starts no thread and a thousand timers cost one thread, not a thousand.
+it hands out can only observe. ``cancel_after`` timers use the package's one timer
+thread (``_timers.py``, shared with the host's deadlines), so importing this module starts
+no thread and a thousand timers cost one thread, not a thousand.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
-import os
 import threading
 import time
 
@@ -24,6 +22,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from types import TracebackType
     from typing import ClassVar
+
+    from . import _timers
 
 __all__ = [
     "CancellationToken",
@@ -347,7 +347,7 @@ class CancellationTokenSource:
         self._state = _State(can_be_cancelled=True)
         self.token = CancellationToken(self._state)
         """The observe-only token to hand to tools."""
-        self._timer: _TimerHandle | None = None
+        self._timer: _timers.Timer | None = None
         self._links: list[CancellationTokenRegistration] = []
 
     @classmethod
@@ -413,8 +413,11 @@ class CancellationTokenSource:
     def cancel_after(self, seconds: float) -> None:
         """Cancel after ``seconds`` (from now), replacing any earlier ``cancel_after``.
 
-        ``cancel_after(0)`` cancels at once, on the calling thread; otherwise the shared
-        ``toolnexus-timer`` thread (started on first use) cancels when the time comes.
+        ``cancel_after(0)`` cancels at once, on the calling thread; otherwise the package's
+        one timer thread (started on first use) sees the time come and a ``toolnexus-dispatch``
+        thread cancels, so a slow callback never holds up other timers. A closed or
+        replaced timer leaves the timer heap (and holds no memory). Timers armed before
+        ``fork()`` still fire in the child.
         Does nothing on a source that is already cancelled. Raises ``ValueError`` when
         ``seconds`` is not a non-negative number.
 
@@ -437,7 +440,10 @@ class CancellationTokenSource:
         if seconds == 0:
             self.cancel()
             return
-        self._timer = _scheduler().schedule(time.monotonic() + seconds, self.cancel)
+        from . import _timers  # only programs that ask for a timer pay for it
+
+        # Not quick: cancelling runs the token's callbacks, which the timer thread never runs.
+        self._timer = _timers.schedule(time.monotonic() + min(seconds, 1e9), self.cancel)
 
     def close(self) -> None:
         """Stop a pending timer and detach from linked parents; the token keeps its state.
@@ -475,92 +481,5 @@ class CancellationTokenSource:
 
     def __repr__(self) -> str:
         state = "cancelled" if self.is_cancellation_requested else "live"
-        timer = " timer pending" if self._timer is not None and not self._timer.done else ""
+        timer = " timer pending" if self._timer is not None and self._timer.pending else ""
         return f"<CancellationTokenSource {state}{timer}>"
-
-
-class _TimerHandle:
-    __slots__ = ("action", "deadline", "done")
-
-    def __init__(self, deadline: float, action: Callable[[], object]) -> None:
-        self.deadline = deadline
-        self.action: Callable[[], object] | None = action
-        self.done = False
-
-    def cancel(self) -> None:
-        # The heap entry stays until its time comes; the scheduler skips it then.
-        self.action = None
-        self.done = True
-
-
-class _Scheduler:
-    """One daemon thread that fires every pending ``cancel_after`` in deadline order."""
-
-    def __init__(self) -> None:
-        import heapq  # only programs that ask for a timer pay for it
-
-        self._heapq = heapq
-        self._cond = threading.Condition(threading.Lock())
-        self._heap: list[tuple[float, int, _TimerHandle]] = []
-        self._counter = itertools.count()
-        self._thread: threading.Thread | None = None
-
-    def schedule(self, deadline: float, action: Callable[[], object]) -> _TimerHandle:
-        handle = _TimerHandle(deadline, action)
-        with self._cond:
-            self._heapq.heappush(self._heap, (deadline, next(self._counter), handle))
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="toolnexus-timer", daemon=True
-                )
-                self._thread.start()
-            elif self._heap[0][2] is handle:
-                self._cond.notify()
-        return handle
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while True:
-                    if not self._heap:
-                        self._cond.wait()
-                        continue
-                    deadline, _, handle = self._heap[0]
-                    if handle.action is None:
-                        self._heapq.heappop(self._heap)
-                        continue
-                    delay = deadline - time.monotonic()
-                    if delay <= 0:
-                        self._heapq.heappop(self._heap)
-                        action, handle.action = handle.action, None
-                        handle.done = True
-                        break
-                    # Condition.wait() refuses timeouts beyond TIMEOUT_MAX (OverflowError),
-                    # which would kill the one timer thread every source shares.
-                    self._cond.wait(min(delay, threading.TIMEOUT_MAX))
-            # Fire outside the lock: the action runs cancellation callbacks that may
-            # schedule new timers.
-            _run_callback(action)
-
-
-_scheduler_instance: _Scheduler | None = None
-_scheduler_lock = threading.Lock()
-
-
-def _scheduler() -> _Scheduler:
-    global _scheduler_instance
-    with _scheduler_lock:
-        if _scheduler_instance is None:
-            _scheduler_instance = _Scheduler()
-        return _scheduler_instance
-
-
-def _forget_scheduler_after_fork() -> None:
-    # The timer thread does not survive fork(); the child starts its own on demand.
-    global _scheduler_instance, _scheduler_lock
-    _scheduler_instance = None
-    _scheduler_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_scheduler_after_fork)

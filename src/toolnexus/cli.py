@@ -802,11 +802,14 @@ def _run_call(
             inbox.put(("done", result))
 
     worker = threading.Thread(target=work, name="toolnexus-cli-call", daemon=True)
-    worker.start()
     interrupted = False
     asking: tuple[Request, queue.Queue[Answer]] | None = None
     while True:
         try:
+            if worker.ident is None:
+                # Started inside the try: a Ctrl-C that lands as soon as the tool runs
+                # (before this thread is back in the loop) still cancels the call.
+                worker.start()
             try:
                 # A short poll, not a blocking get: the spinner ticks and Ctrl-C is seen
                 # promptly on every platform.

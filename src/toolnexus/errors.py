@@ -13,6 +13,7 @@ __all__ = [
     "PartTooLargeError",
     "StrictSchemaError",
     "ToolnexusError",
+    "WaitTimeoutError",
     "WireFormatError",
 ]
 
@@ -42,6 +43,20 @@ class OperationCancelledError(ToolnexusError):
 
     def __init__(self, message: str = "the operation was cancelled") -> None:
         super().__init__(message)
+
+
+class WaitTimeoutError(ToolnexusError, TimeoutError):
+    """Raised by :meth:`Call.result` when its ``timeout`` passes before the call is done.
+
+    Only the wait gave up: the call goes on, and a later ``result()`` still gets its answer.
+
+    Example::
+
+        try:
+            result = call.result(timeout=0.5)
+        except WaitTimeoutError:
+            call.cancel()
+    """
 
 
 class WireFormatError(ToolnexusError, ValueError):

@@ -125,7 +125,7 @@ def cancelled_context(timeout_ms: int | None = None) -> ToolContext:
 def _run(tool: Callable[..., Any], args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     value = tool(args, ctx)
     if inspect.isawaitable(value):
-        from .host import _run_blocking
+        from ._aio import run_blocking as _run_blocking
 
         async def wait() -> Any:
             return await value

@@ -474,19 +474,14 @@ class _StdioServer:
             def progress(value: float, total: float | None, message: str | None) -> None:
                 self._handle(self._session.report_progress, call_id, value, total, message)
 
-        def done(result: ToolResult) -> None:
-            self._finish_call(call_id, source, result)
-
         try:
-            return self._get_host()._submit(
+            call = self._get_host().submit(
                 action.name,
                 action.arguments,
-                done,
                 cancellation_token=source.token,
                 progress=progress,
                 request=action.resumes if action.answer is not None else None,
                 answer=action.answer,
-                here=here,
             )
         except Exception as exc:  # the host promises not to raise; answer anyway if it does
             _log.exception("toolnexus mcp: the host raised for %r", action.name)
@@ -494,6 +489,8 @@ class _StdioServer:
                 call_id, source, ToolResult.error(f"internal error running '{action.name}': {exc}")
             )
             return None
+        call.add_done_callback(lambda done: self._finish_call(call_id, source, done.result()))
+        return None
 
     def _finish_call(
         self, call_id: int, source: CancellationTokenSource, result: ToolResult

@@ -1,0 +1,945 @@
+"""The call state machine: everything that changes a tool call's state lives in this file.
+
+A :class:`Call` is one tool call from submission to its settled result — a future. Its life::
+
+    QUEUED --worker takes it--> RUNNING --tool returns--> DONE
+    QUEUED --deadline or cancel before a worker took it--> DONE (it never starts)
+    RUNNING --deadline--> GRACE --tool returns, or the grace ends--> DONE (timeout)
+    RUNNING --cancel--> CANCELLING --tool returns, or the cancel grace ends--> DONE (cancelled)
+    RUNNING --tool suspends, wait_for set--> ASKING
+    ASKING --ok answer--> QUEUED (the retry, with a fresh budget)
+    ASKING --no usable answer, past its budget, or cancel--> DONE
+
+Rules the code below keeps:
+
+- **One lock per call.** Every transition is a method that takes ``self._lock``, checks the
+  state, changes it and returns the *effects* to carry out (cancel the tool's token, ask the
+  question, start the retry, settle); effects run after the lock is released. Lock order: a
+  call's lock, then a pool's or the timer heap's; never the other way round.
+- **The reason is recorded when it happens**: ``"caller"``, ``"deadline"`` or
+  ``"host closed"``, set by the transition that cancels, never guessed from a result's text.
+- **Timers only change state.** A deadline, a grace period or a question budget is a
+  ``quick`` action on the shared timer thread (:mod:`toolnexus._timers`): it moves the state
+  and wakes waiters; the effects it produces (a token's callbacks, completion callbacks,
+  ``on_event``) run on the call's *owner* — the thread blocked in ``Host.call``, or the
+  event loop awaiting ``Host.acall`` — or, for a call nobody owns, on the dispatcher.
+  Effects of other transitions run on the thread that made them (a worker whose tool
+  returned, a caller who cancelled), or on the owner when there is one.
+- **A tool that returns within the grace keeps its own result**, whatever it says; only a
+  tool still running when the grace ends gets the host's text, and its worker is abandoned
+  (counted stuck by its pool until it returns; its late result is discarded).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Generator
+from typing import TYPE_CHECKING, Any, Literal
+
+from . import _timers, loop_rule
+from ._pool import Pool, Worker, current_worker
+from .cancellation import CancellationToken, CancellationTokenSource
+from .context import ProgressReporter, ToolContext
+from .errors import WaitTimeoutError
+from .result import ToolResult
+from .suspension import Answer, Request
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from .binding import Binder
+    from .tools import Tool
+
+__all__ = ["Call", "Outcome", "Progress", "Runtime", "Signal"]
+
+_log = logging.getLogger("toolnexus")
+
+Outcome = Literal["ok", "error", "pending", "timeout", "cancelled"]
+Reason = Literal["caller", "deadline", "host closed"]
+Effect = Callable[[], object]
+
+QUEUED, RUNNING, GRACE, CANCELLING, ASKING, DONE = range(6)
+_STATE_NAMES = ("queued", "running", "timing out", "cancelling", "asking", "done")
+
+# How an attempt runs: on a pool worker, right here on the submitting thread (a tool that
+# calls its own host), or as a task on the owner's event loop (async tools in acall).
+ON_POOL, INLINE, ON_LOOP = 0, 1, 2
+
+_NO_WORDS = object()  # an async tool ended by cancellation: it said nothing of its own
+
+
+def _nothing() -> None:
+    """Stands in for a registration or hook that must no longer run."""
+
+
+class Runtime:
+    """What a host's calls share: its settings, threads and hooks (set by the host)."""
+
+    __slots__ = ("active", "binder", "cancel_grace", "closed", "emit", "grace", "grace_ms",
+                 "max_rounds", "pool", "question_ms", "questions", "wait_for",
+                 "wait_for_is_async")
+
+    def __init__(self, pool: Pool, questions: Pool, grace_ms: int, cancel_grace_ms: int,
+                 question_ms: int | None, wait_for: Callable[[Request], Any] | None,
+                 emit: Callable[[str, float, Outcome, str | None], None] | None,
+                 binder: Binder, max_rounds: int) -> None:
+        self.pool = pool
+        self.questions = questions
+        self.grace_ms = grace_ms
+        self.grace = grace_ms / 1000
+        self.cancel_grace = min(grace_ms, cancel_grace_ms) / 1000
+        self.question_ms = question_ms
+        self.wait_for = wait_for
+        self.wait_for_is_async = wait_for is not None and inspect.iscoroutinefunction(wait_for)
+        self.emit = emit
+        self.binder = binder
+        self.max_rounds = max_rounds
+        self.active: set[Call] = set()
+        self.closed = False
+
+
+class Progress:
+    """Wraps a caller's progress reporter: a failing reporter never breaks the tool, and
+    reports from a call that already returned (an abandoned tool) are dropped."""
+
+    __slots__ = ("live", "name", "reporter")
+
+    def __init__(self, reporter: ProgressReporter, name: str) -> None:
+        self.reporter = reporter
+        self.name = name
+        self.live = True
+
+    def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        if not self.live:
+            return
+        try:
+            self.reporter(progress, total, message)
+        except Exception:
+            _log.exception("toolnexus host: progress reporter for %r failed", self.name)
+
+
+class Signal:
+    """A wake-up for one waiting thread: cheaper than ``threading.Event`` (a bare lock).
+    ``set()`` wakes the current or next ``wait()``; waiters re-check state after waking."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        try:  # noqa: SIM105 - once per call on the fast path
+            self._lock.release()
+        except RuntimeError:  # already set and not consumed yet
+            pass
+
+    def wait(self, timeout: float | None) -> bool:
+        if timeout is None:
+            return self._lock.acquire()
+        return self._lock.acquire(timeout=min(max(timeout, 0.0), threading.TIMEOUT_MAX))
+
+
+class Call:
+    """A tool call started with :meth:`Host.submit`: a future for its :class:`ToolResult`.
+
+    ``result()`` waits for it, ``cancel()`` stops it, ``add_done_callback()`` hears when it
+    ends; ``await call`` waits without blocking an event loop. The result is what
+    :meth:`Host.call` would have returned: never an exception for what the tool did.
+
+    Attributes:
+        name: the tool name the call asked for (as the caller spelled it).
+
+    Example::
+
+        call = host.submit("add", {"a": 1, "b": 2}, timeout_ms=500)
+        call.add_done_callback(lambda c: print(c.result().output))
+        assert call.result(timeout=5).output == "3"
+    """
+
+    __slots__ = (
+        "_answer",
+        "_asked",
+        "_attempt",
+        "_callbacks",
+        "_context",
+        "_ctx",
+        "_deadline",
+        "_deferred",
+        "_event",
+        "_lock",
+        "_loop",
+        "_outcome",
+        "_owner",
+        "_progress",
+        "_question",
+        "_raw_args",
+        "_reason",
+        "_registration",
+        "_request",
+        "_result",
+        "_round",
+        "_rt",
+        "_runner",
+        "_scope",
+        "_settled",
+        "_start",
+        "_state",
+        "_task",
+        "_timer",
+        "_wakers",
+        "_worker",
+        "args",
+        "budget",
+        "name",
+        "tool",
+    )
+
+    def __init__(self, rt: Runtime, name: str, start: float) -> None:
+        self._rt = rt
+        self.name = name
+        self._start = start
+        self._lock = threading.Lock()
+        self._state = QUEUED
+        self._reason: Reason | None = None
+        self._result: ToolResult | None = None
+        self._outcome: Outcome = "pending"
+        self._settled = False
+        self._callbacks: list[Callable[[Call], object]] | None = None
+        self._wakers: list[Callable[[], object]] | None = None
+        self._event: threading.Event | None = None
+        self._owner: Callable[[], object] | None = None  # wakes the owner for deferred effects
+        self._deferred: list[Effect] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Future[Any] | None = None
+        self._timer: _timers.Timer | None = None
+        self._worker: Worker | None = None
+        self._scope: CancellationTokenSource | None = None
+        self._registration: Any = None
+        self._question: Any = None
+        self._request: Request | None = None
+        self._answer: Answer | None = None
+        self._round: int | None = None  # a resume: the round of the answer it was given
+        self._asked = 0  # questions asked through wait_for
+        self._raw_args: Any = None
+        self._attempt = 0
+        self._progress: Progress | None = None
+        self._context: contextvars.Context | None = None
+        self._ctx: ToolContext | None = None
+        self._deadline: float | None = None
+        self._runner = ON_POOL
+        self.tool: Tool | None = None
+        self.args: dict[str, Any] | None = None
+        self.budget: int | None = None
+
+    # ------------------------------------------------------------------ the public face
+
+    def done(self) -> bool:
+        """True once the call has its result (even while its callbacks still run)."""
+        return self._state == DONE
+
+    @property
+    def reason(self) -> Reason | None:
+        """Why the call was cancelled — ``"caller"``, ``"deadline"`` or ``"host closed"`` —
+        recorded when it happened; None when nothing cancelled it."""
+        return self._reason
+
+    @property
+    def outcome(self) -> Outcome:
+        """``"ok"``, ``"error"``, ``"pending"`` (suspended on a question), ``"timeout"`` or
+        ``"cancelled"`` once done; ``"pending"`` while it runs."""
+        return self._outcome
+
+    def result(self, timeout: float | None = None) -> ToolResult:
+        """Wait for the call and return its result.
+
+        Raises :class:`~toolnexus.errors.WaitTimeoutError` (a ``TimeoutError``) when
+        ``timeout`` seconds pass first; the call goes on.
+
+        Example::
+
+            result = host.submit("add", {"a": 1, "b": 2}).result(timeout=5)
+        """
+        if self._state != DONE:
+            event = self._event
+            if event is None:
+                with self._lock:
+                    if self._state != DONE and self._event is None:
+                        self._event = threading.Event()
+                    event = self._event
+            if event is not None and not event.wait(timeout):
+                raise WaitTimeoutError(
+                    f"call to {self.name!r} still running after {timeout} s; the call goes "
+                    "on: wait again, or cancel() it"
+                )
+        result = self._result
+        assert result is not None
+        return result
+
+    def cancel(self) -> bool:
+        """Cancel the call (reason ``"caller"``).
+
+        A call still queued never starts. A running tool's token is cancelled, and the tool
+        gets the host's short cancel grace to return its own result; after that the call is
+        answered ``cancelled by the caller`` and the tool abandoned. Returns True if the
+        call is now cancelled; False if it had finished, or its deadline had already passed
+        (the timeout stands).
+        """
+        return self._cancel("caller")
+
+    def add_done_callback(self, fn: Callable[[Call], object]) -> None:
+        """Run ``fn(call)`` once when the call is done — at once, here, if it already is.
+
+        It never runs on the timer thread: it runs on the thread that finished the call
+        (a worker, a canceller, the call's owner) or on the dispatcher. An exception from it
+        is logged.
+        """
+        if not callable(fn):
+            raise TypeError(f"add_done_callback() takes a callable, got {type(fn).__name__}")
+        with self._lock:
+            if not self._settled:
+                if self._callbacks is None:
+                    self._callbacks = []
+                self._callbacks.append(fn)
+                return
+        self._run_callback(fn)
+
+    def __await__(self) -> Generator[Any, None, ToolResult]:
+        return self._wait_async().__await__()
+
+    async def _wait_async(self) -> ToolResult:
+        if self._state == DONE:
+            return self.result()
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                loop.call_soon_threadsafe(_resolve, future)
+
+        self._add_waker(wake)
+        try:
+            await future
+        except asyncio.CancelledError:
+            self._cancel("caller")
+            raise
+        return self.result()
+
+    def __repr__(self) -> str:
+        state = _STATE_NAMES[self._state]
+        if self._state == DONE:
+            state = f"done {self._outcome}"
+        reason = f" reason={self._reason!r}" if self._reason is not None else ""
+        return f"<Call {self.name!r} {state}{reason}>"
+
+    # ------------------------------------------------------------------ set-up (host side)
+
+    def prepare(self, tool: Tool, args: dict[str, Any], raw_args: Any, budget: int | None,
+                token: CancellationToken, progress: ProgressReporter | None,
+                answer: Answer | None, round: int | None) -> None:
+        """Fill in what the tool needs; nothing runs yet (see :meth:`launch`). ``raw_args``
+        are the arguments as the caller gave them (a binding names them); ``round`` is set
+        for a resume: the round of its checked ``answer``."""
+        self.tool = tool
+        self.args = args
+        self._raw_args = raw_args
+        self._round = round
+        self.budget = budget
+        self._answer = answer
+        if progress is not None:
+            self._progress = Progress(progress, self.name)
+        self._context = contextvars.copy_context()
+        if token.can_be_cancelled:
+            self._registration = token.register(self._caller_cancelled)
+
+    def own(self, wake: Callable[[], object], loop: asyncio.AbstractEventLoop | None = None
+            ) -> None:
+        """Make the caller the owner: effects are queued for it and ``wake()`` tells it
+        (``Host.call`` blocks on them; ``Host.acall`` drains them on ``loop``)."""
+        self._owner = wake
+        self._loop = loop
+
+    def launch(self) -> None:
+        """Start the first attempt: queue it for a worker (or run it here / on the loop)."""
+        worker = current_worker()
+        if worker is not None and worker.pool is self._rt.pool and self._owner is None:
+            self._runner = INLINE  # a tool calling its own host: no worker to wait for
+        elif self._loop is not None and self.tool is not None and self.tool.is_async:
+            self._runner = ON_LOOP
+        self._rt.active.add(self)
+        if self._state == DONE:  # the caller's token cancelled it while it was set up
+            self._rt.active.discard(self)
+            return
+        if self._rt.closed:
+            self._cancel("host closed")
+            return
+        self._start_attempt()
+
+    def finish_now(self, result: ToolResult, outcome: Outcome,
+                   reason: Reason | None = None) -> None:
+        """Settle a call that never reached a tool (refused, bad arguments, cancelled
+        before it started) on the calling thread."""
+        with self._lock:
+            self._reason = reason
+            effects = self._done_locked(result, outcome)
+        self._carry_out(effects)
+
+    # ------------------------------------------------------------------ attempts
+
+    def _start_attempt(self) -> None:
+        """Arm the attempt's deadline (a fresh budget per attempt) and hand it to its runner."""
+        with self._lock:
+            if self._state != QUEUED:
+                return
+            budget = self.budget
+            if budget is not None:
+                self._deadline = time.monotonic() + budget / 1000
+                self._timer = _timers.schedule(
+                    self._deadline, self._deadline_passed(self._attempt), quick=True
+                )
+            self._scope = CancellationTokenSource()
+            assert self.args is not None
+            self._ctx = ToolContext(budget, self._scope.token, self._answer, self._progress)
+        runner = self._runner
+        if runner == INLINE:
+            self.run()
+        elif runner == ON_LOOP:
+            self._start_task()
+        else:
+            problem = self._rt.pool.submit(self)
+            if problem is not None:
+                self.finish_now(
+                    ToolResult.error(f"'{self.name}' was not run: {problem}"), "error"
+                )
+
+    def run(self) -> None:
+        """Run the attempt on this thread (a pool worker calls it); never raises."""
+        with self._lock:
+            if self._state != QUEUED:
+                return  # cancelled or past its deadline while queued: it never starts
+            self._state = RUNNING
+            self._worker = current_worker() if self._runner == ON_POOL else None
+            tool, args, ctx, context = self.tool, self.args, self._ctx, self._context
+        assert tool is not None and context is not None and ctx is not None
+        try:
+            if tool.is_async:
+                from . import _aio
+
+                value = context.run(_aio.run_private, _aio.drive(tool.acall(args, ctx),
+                                                                 ctx.cancellation_token))
+                if value is _aio.CANCELLED:
+                    value = _NO_WORDS
+            else:
+                value = context.run(tool, args, ctx)
+        except BaseException as exc:  # the tool's wrapper let it through: still an answer
+            value = exc
+        self._returned(value)
+
+    def _start_task(self) -> None:
+        loop = self._loop
+        assert loop is not None and self.tool is not None
+        with self._lock:
+            if self._state != QUEUED:
+                return
+            self._state = RUNNING
+            coro = _guarded(self.tool.acall(self.args or {}, self._ctx))
+        # Created on the owner's loop from the caller's task: it inherits the caller's context.
+        task = loop.create_task(coro)
+        self._task = task
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Future[Any]) -> None:
+        if task.cancelled():
+            value: Any = _NO_WORDS
+        else:
+            exc = task.exception()
+            value = exc if exc is not None else task.result()
+        self._returned(value)
+
+    def _returned(self, value: Any) -> None:
+        """The attempt's tool returned ``value`` (a result, or what it raised)."""
+        result = _as_result(self.tool, value) if value.__class__ is not ToolResult else value
+        with self._lock:
+            state = self._state
+            if state == RUNNING:
+                effects = self._settle_attempt_locked(result)
+            elif state == GRACE:
+                words = None if value is _NO_WORDS else result
+                effects = self._done_locked(
+                    _timeout_result(self.budget, words, self.name), "timeout"
+                )
+            elif state == CANCELLING:
+                if value is _NO_WORDS:
+                    result = ToolResult.error(_cancel_text(self._reason))
+                effects = self._done_locked(result, "cancelled")
+            else:  # abandoned: the call was answered without us
+                effects = None
+        if effects is None:
+            if self._runner == ON_POOL:
+                self._rt.pool.release(self._worker)
+            self._report_late()
+            return
+        self._carry_out(effects)
+
+    def _settle_attempt_locked(self, result: ToolResult) -> list[Effect]:
+        """The tool returned in time: apply the loop rule."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        request = ToolResult.pending_of(result) if result.is_pending else None
+        if request is None:
+            return self._done_locked(result, "error" if result.is_error else "ok")
+        self._request = request
+        rt = self._rt
+        if self._round is not None or rt.wait_for is None:
+            # Loop rule 2: hand the question back bound to this call (or unresolved).
+            result = rt.binder.hand_back(self.name, self._raw_args, result, self._round or 0,
+                                         rt.max_rounds)
+            return self._done_locked(result, "pending" if result.is_pending else "error")
+        if self._asked >= rt.max_rounds:  # the retry suspended again: never loop
+            return self._done_locked(loop_rule.unresolved(result), "error")
+        self._asked += 1
+        self._state = ASKING
+        return [self._ask]
+
+    # ------------------------------------------------------------------ timers (quick)
+
+    def _deadline_passed(self, attempt: int) -> Effect:
+        def fire() -> None:
+            with self._lock:
+                if self._attempt != attempt:
+                    return
+                state = self._state
+                if state == QUEUED:
+                    self._reason = "deadline"
+                    effects = self._done_locked(
+                        _timeout_result(self.budget, _NEVER_STARTED, self.name), "timeout"
+                    )
+                elif state == RUNNING:
+                    self._reason = "deadline"
+                    self._state = GRACE
+                    assert self._deadline is not None
+                    self._timer = _timers.schedule(
+                        self._deadline + self._rt.grace, self._grace_ended(attempt), quick=True
+                    )
+                    effects = [self._cancel_tool]
+                else:
+                    return
+            self._carry_out(effects, from_timer=True)
+
+        return fire
+
+    def _grace_ended(self, attempt: int) -> Effect:
+        def fire() -> None:
+            with self._lock:
+                if self._attempt != attempt or self._state not in (GRACE, CANCELLING):
+                    return
+                effects = self._abandon_locked()
+            self._carry_out(effects, from_timer=True)
+
+        return fire
+
+    def _abandon_locked(self) -> list[Effect]:
+        """The tool is still running after its grace: answer without it."""
+        stuck = self._rt.pool.abandon(self._worker) if self._runner == ON_POOL else 0
+        if self._state == GRACE:
+            _log.warning(
+                "toolnexus host: %r ignored its deadline (%s ms) and the %s ms grace period; "
+                "it was abandoned (%d stuck)", self.name, self.budget, self._rt.grace_ms, stuck,
+            )
+            effects = self._done_locked(
+                _timeout_result(self.budget, _ABANDONED, self.name, self._rt.grace_ms),
+                "timeout",
+            )
+        else:
+            effects = self._done_locked(ToolResult.error(_cancel_text(self._reason)),
+                                        "cancelled")
+        if self._task is not None:
+            effects.append(self._forget_task)
+        return effects
+
+    # ------------------------------------------------------------------ cancellation
+
+    def _caller_cancelled(self) -> None:
+        self._cancel("caller")
+
+    def cancel_for_close(self) -> None:
+        """The host is closing: cancel with reason ``"host closed"``."""
+        self._cancel("host closed")
+
+    def _cancel(self, reason: Reason) -> bool:
+        with self._lock:
+            state = self._state
+            if state in (DONE, GRACE):
+                return False
+            if state == CANCELLING:
+                return True
+            self._reason = reason
+            if state == RUNNING:
+                self._state = CANCELLING
+                if self._timer is not None:
+                    self._timer.cancel()
+                grace = self._rt.cancel_grace
+                if grace <= 0:
+                    effects = [self._cancel_tool, *self._abandon_locked()]
+                else:
+                    self._timer = _timers.schedule(
+                        time.monotonic() + grace, self._grace_ended(self._attempt), quick=True
+                    )
+                    effects = [self._cancel_tool]
+            else:  # queued (never starts) or asking (the question is dropped)
+                if self._timer is not None:
+                    self._timer.cancel()
+                    self._timer = None
+                effects = self._done_locked(ToolResult.error(_cancel_text(reason)), "cancelled")
+                if state == ASKING:
+                    effects.append(self._drop_question)
+        self._carry_out(effects)
+        return True
+
+    def _cancel_tool(self) -> None:
+        """Cancel the running attempt's token (its callbacks run here) and its task."""
+        scope = self._scope
+        if scope is not None:
+            scope.cancel()
+        task, loop = self._task, self._loop
+        if task is not None and loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to stop
+                loop.call_soon_threadsafe(task.cancel)
+
+    def _forget_task(self) -> None:
+        task = self._task
+        if task is not None:
+            from . import _aio
+
+            task.remove_done_callback(self._task_done)
+            task.add_done_callback(_aio.swallow)
+            task.cancel()
+
+    # ------------------------------------------------------------------ questions
+
+    def _ask(self) -> None:
+        """Loop rule 1: ask ``wait_for`` off the tool workers, with its own budget."""
+        rt = self._rt
+        request = self._request
+        assert request is not None
+        if request.is_expired():
+            self._answered(loop_rule.Refused("expired"), None)
+            return
+        question = _Question(self, request)
+        with self._lock:
+            if self._state != ASKING:
+                return
+            self._question = question
+            if rt.question_ms is not None:
+                self._timer = _timers.schedule(
+                    time.monotonic() + rt.question_ms / 1000, self._question_expired(question),
+                    quick=True,
+                )
+        if self._loop is not None and rt.wait_for_is_async:
+            question.start_task(self._loop)
+            return
+        problem = rt.questions.submit(question)
+        if problem is not None:
+            self._answered(loop_rule.Refused(problem), question)
+
+    def _question_expired(self, question: _Question) -> Effect:
+        def fire() -> None:
+            with self._lock:
+                if self._question is not question or self._state != ASKING:
+                    return
+                self._rt.questions.abandon(question.worker)
+                assert self._request is not None
+                effects = self._done_locked(loop_rule.declined(self._request), "error")
+                effects.append(self._drop_question)
+            _log.warning(
+                "toolnexus host: wait_for gave no answer to %r within %s ms; treated as "
+                "declined", question.request.id, self._rt.question_ms,
+            )
+            self._carry_out(effects, from_timer=True)
+
+        return fire
+
+    def _drop_question(self) -> None:
+        question = self._question
+        if question is not None:
+            question.drop()
+
+    def _answered(self, answer: object, question: _Question | None) -> None:
+        """``wait_for`` answered (or could not): retry with the answer, or settle."""
+        request = self._request
+        assert request is not None
+        checked = loop_rule.check_answer(request, answer)
+        with self._lock:
+            if self._state != ASKING or (question is not None and self._question is not question):
+                return  # cancelled or expired meanwhile
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self._question = None
+            if isinstance(checked, ToolResult):
+                effects = self._done_locked(checked, "error")
+            else:
+                # The retry: same tool, same arguments, the answer, a fresh tool budget.
+                self._answer = checked
+                self._attempt += 1
+                self._state = QUEUED
+                if self._scope is not None:
+                    self._scope.close()
+                effects = [self._start_attempt]
+        self._carry_out(effects)
+
+    # ------------------------------------------------------------------ the end
+
+    def _done_locked(self, result: ToolResult, outcome: Outcome) -> list[Effect]:
+        """Enter DONE (the lock is held): record, wake waiters; settling is an effect."""
+        self._state = DONE
+        self._result = result
+        self._outcome = outcome
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._event is not None:
+            self._event.set()
+        return [self._settle]
+
+    def _settle(self) -> None:
+        """Let go of everything, report the event, run the callbacks (once)."""
+        rt = self._rt
+        rt.active.discard(self)
+        registration, self._registration = self._registration, None
+        if registration is not None:
+            registration.unregister()
+        scope = self._scope
+        if scope is not None:
+            scope.close()
+        if self._progress is not None:
+            self._progress.live = False
+        if rt.emit is not None:
+            request = self._request
+            rt.emit(self.name, self._start, self._outcome,
+                    request.id if request is not None else None)
+        with self._lock:
+            self._settled = True
+            callbacks, self._callbacks = self._callbacks, None
+            wakers, self._wakers = self._wakers, None
+        if callbacks:
+            for fn in callbacks:
+                self._run_callback(fn)
+        if wakers:
+            for wake in wakers:
+                wake()
+
+    def _run_callback(self, fn: Callable[[Call], object]) -> None:
+        try:
+            fn(self)
+        except Exception:
+            _log.exception("toolnexus host: a done callback of the call to %r failed", self.name)
+
+    def _add_waker(self, wake: Callable[[], object]) -> None:
+        with self._lock:
+            if not self._settled:
+                if self._wakers is None:
+                    self._wakers = []
+                self._wakers.append(wake)
+                return
+        wake()
+
+    def _report_late(self) -> None:
+        _log.log(
+            logging.DEBUG if self._reason != "deadline" else logging.WARNING,
+            "toolnexus host: abandoned call %r returned after it was answered; its result "
+            "was discarded", self.name,
+        )
+
+    # ------------------------------------------------------------------ effects
+
+    def _carry_out(self, effects: list[Effect], *, from_timer: bool = False) -> None:
+        """Run the effects of a transition once the lock is released.
+
+        A timer's effects go to the owner, or the dispatcher: the timer thread never runs
+        them. Others run here — cancelling the tool's token on the cancelling thread, as
+        a token's cancel runs its callbacks — except that settling, starting an attempt
+        and asking go to the owner when there is one (``on_event`` runs on the caller's
+        thread; an async tool starts on the caller's loop).
+        """
+        if not effects:
+            return
+        owner = self._owner
+        if from_timer:
+            if owner is None:
+                for effect in effects:
+                    _timers.dispatch(effect)
+                return
+            later = effects
+        elif owner is None:
+            for effect in effects:
+                effect()
+            return
+        else:
+            later = []
+            for effect in effects:
+                if effect == self._cancel_tool or effect == self._drop_question:
+                    effect()
+                else:
+                    later.append(effect)
+            if not later:
+                return
+        with self._lock:
+            self._deferred.extend(later)
+        owner()
+
+    def drain(self) -> bool:
+        """Run the effects queued for the owner (on the owner's thread); True once the
+        call is settled."""
+        with self._lock:
+            effects, self._deferred = self._deferred, []
+        for effect in effects:
+            effect()
+        return self._settled
+
+    def wait_owned(self, signal: Signal) -> ToolResult:
+        """``Host.call``: block until settled, running deferred effects on this thread
+        (``signal.set`` is the owner's wake, see :meth:`own`)."""
+        while not self.drain():
+            signal.wait(None)
+        result = self._result
+        assert result is not None
+        return result
+
+
+class _Question:
+    """One ``wait_for`` call for a suspended :class:`Call`: a job for the question pool, or
+    a task on the caller's loop."""
+
+    __slots__ = ("call", "request", "source", "task", "worker")
+
+    def __init__(self, call: Call, request: Request) -> None:
+        self.call = call
+        self.request = request
+        self.source = CancellationTokenSource()
+        self.worker: Worker | None = None
+        self.task: asyncio.Future[Any] | None = None
+
+    def run(self) -> None:
+        call = self.call
+        with call._lock:
+            if call._question is not self:
+                return  # dropped while queued
+            self.worker = current_worker()
+        wait_for = call._rt.wait_for
+        assert wait_for is not None
+        try:
+            value: Any = wait_for(self.request)
+            if inspect.isawaitable(value):
+                from . import _aio
+
+                value = _aio.run_private(_aio.drive(value, self.source.token))
+                if value is _aio.CANCELLED:
+                    value = loop_rule.Refused("cancelled")
+        except BaseException:  # a question that fails is a declined answer, never a crash
+            _log.exception("toolnexus host: wait_for raised; treated as declined")
+            value = loop_rule.Refused("raised")
+        call._answered(value, self)
+
+    def start_task(self, loop: asyncio.AbstractEventLoop) -> None:
+        wait_for = self.call._rt.wait_for
+        assert wait_for is not None
+        try:
+            awaitable = wait_for(self.request)
+        except Exception:
+            _log.exception("toolnexus host: wait_for raised; treated as declined")
+            self.call._answered(loop_rule.Refused("raised"), self)
+            return
+        self.task = task = loop.create_task(_awaited(awaitable))
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Future[Any]) -> None:
+        if task.cancelled():
+            return  # dropped: the call was cancelled or the question expired
+        exc = task.exception()
+        if exc is not None:
+            _log.error("toolnexus host: wait_for raised; treated as declined", exc_info=exc)
+            self.call._answered(loop_rule.Refused("raised"), self)
+            return
+        self.call._answered(task.result(), self)
+
+    def drop(self) -> None:
+        self.source.cancel()
+        if self.task is not None:
+            self.task.cancel()
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+async def _guarded(awaitable: Awaitable[Any]) -> Any:
+    """Await an async tool so that only its cancellation ends the task as such: whatever
+    else it raises — ``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit`` included — is
+    its value, to become an error result, and never escapes into the caller's loop."""
+    import asyncio
+
+    try:
+        return await awaitable
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # a tool's failure is a result
+        return exc
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+# --------------------------------------------------------------------------- texts
+
+
+_ABANDONED = object()  # the tool was still running when the grace ended
+_NEVER_STARTED = object()  # still queued for a worker at its deadline
+
+
+def _cancel_text(reason: Reason | None) -> str:
+    if reason == "host closed":
+        return "cancelled: the host was closed"
+    return "cancelled by the caller"
+
+
+def _timeout_result(budget_ms: int | None, value: object, name: str,
+                    grace_ms: int = 0) -> ToolResult:
+    head = f"timed out after {budget_ms} ms"
+    if value is _ABANDONED:
+        return ToolResult.error(
+            f"{head}; '{name}' did not stop within the {grace_ms} ms grace period and was "
+            "abandoned"
+        )
+    if value is _NEVER_STARTED:
+        return ToolResult.error(
+            f"{head}; '{name}' never started: every worker was busy"
+        )
+    if isinstance(value, ToolResult) and value.output:
+        return ToolResult.error(f"{head}: {value.output}")
+    return ToolResult.error(head)
+
+
+def _as_result(tool: Tool | None, value: object) -> ToolResult:
+    """What an attempt produced that is not a plain ToolResult: a subclass, or what escaped
+    the tool's own wrapper (a bug there, a BaseException) — never an empty error text."""
+    if isinstance(value, ToolResult):
+        return value
+    name = tool.name if tool is not None else "?"
+    if value is _NO_WORDS:
+        return ToolResult.error("cancelled")
+    if isinstance(value, BaseException):
+        _log.error("toolnexus host: tool %r raised through its wrapper", name, exc_info=value)
+        text = str(value) or type(value).__name__
+        return ToolResult.error(f"tool '{name}' failed: {text}")
+    return ToolResult.error(f"tool '{name}' returned {type(value).__name__}, not a ToolResult")

@@ -1,0 +1,256 @@
+"""Host.submit: the public seam every driver uses (the MCP server, the CLI, someone's web
+server). A Call is a future: result(), cancel(), add_done_callback(), await; its outcome and
+the reason it was cancelled are recorded when they happen.
+
+Timing is only an upper bound: tools that ignore their token block on an Event the test
+releases at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+
+import pytest
+
+from toolnexus import (
+    Answer,
+    Call,
+    CancellationTokenSource,
+    Host,
+    Request,
+    ToolContext,
+    Toolkit,
+    ToolResult,
+    WaitTimeoutError,
+    tool,
+)
+
+SLACK = 5.0
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+careful_started = threading.Semaphore(0)
+
+
+@tool
+def careful(ctx: ToolContext) -> ToolResult:
+    """Waits for its token, then says how it stopped — in words that do not say 'cancelled'."""
+    careful_started.release()
+    ctx.cancellation_token.wait(SLACK)
+    return ToolResult.ok("stopped after 1 step(s)")
+
+
+@tool
+def ask() -> ToolResult:
+    """Always asks a question."""
+    return ToolResult.pending(Request("approval", "Deploy?"))
+
+
+class Stubborn:
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.started = threading.Event()
+
+        @tool(name="stubborn")
+        def stubborn() -> str:
+            """Ignores its token until released."""
+            self.started.set()
+            self.release.wait(30)
+            return "late"
+
+        self.tool = stubborn
+
+
+def collector() -> tuple[queue.SimpleQueue[Call], object]:
+    box: queue.SimpleQueue[Call] = queue.SimpleQueue()
+    return box, box.put
+
+
+def test_a_submitted_call_is_a_future_for_what_call_would_return() -> None:
+    events = []
+    box, done = collector()
+    with Host(Toolkit([add]), on_event=events.append) as host:
+        call = host.submit("add", {"a": 2, "b": 3})
+        assert call.name == "add"
+        call.add_done_callback(done)
+        assert box.get(timeout=SLACK) is call
+        assert call.done() and call.result().output == "5"
+        assert call.outcome == "ok" and call.reason is None
+        unknown = host.submit("nope", {})
+        assert unknown.done() and "nope" in unknown.result().output
+    assert [event.outcome for event in events] == ["ok", "error"]
+
+
+def test_a_callback_added_after_the_end_runs_at_once_on_the_calling_thread() -> None:
+    with Host(Toolkit([add])) as host:
+        call = host.submit("add", {"a": 1, "b": 1})
+        call.result(timeout=SLACK)
+        threads: list[threading.Thread] = []
+        call.add_done_callback(lambda c: threads.append(threading.current_thread()))
+        assert threads == [threading.current_thread()]
+
+
+def test_a_wait_that_times_out_raises_and_the_call_goes_on() -> None:
+    stubborn = Stubborn()
+    host = Host(Toolkit([stubborn.tool]))
+    try:
+        call = host.submit("stubborn", {})
+        with pytest.raises(WaitTimeoutError, match="still running") as caught:
+            call.result(timeout=0.01)
+        assert isinstance(caught.value, TimeoutError)
+        assert not call.done() and call.outcome == "pending"
+        stubborn.release.set()
+        assert call.result(timeout=SLACK).output == "late"
+    finally:
+        stubborn.release.set()
+        host.close()
+
+
+def test_a_submitted_call_that_ignores_its_deadline_times_out_and_its_worker_is_counted() -> None:
+    stubborn = Stubborn()
+    host = Host(Toolkit([stubborn.tool]), timeout_ms=100, grace_ms=50, max_stuck=1)
+    try:
+        call = host.submit("stubborn", {})
+        result = call.result(timeout=SLACK)
+        assert result.is_error and result.output.startswith("timed out after 100 ms")
+        assert call.outcome == "timeout" and call.reason == "deadline"
+        assert host.stuck_workers == 1
+        assert host.submit("stubborn", {}).result(timeout=SLACK).output.startswith(
+            "host overloaded"
+        )
+        assert not call.cancel()  # the timeout stands
+    finally:
+        stubborn.release.set()
+        host.close()
+
+
+def test_a_cancelled_call_keeps_the_tools_own_words_whatever_they_say() -> None:
+    source = CancellationTokenSource()
+    # A long cancel grace: the tool always returns within it, so the outcome is certain.
+    with Host(Toolkit([careful]), cancel_grace_ms=2_000, grace_ms=2_000) as host:
+        call = host.submit("careful", {}, cancellation_token=source.token)
+        assert careful_started.acquire(timeout=SLACK)
+        source.cancel()
+        assert call.result(timeout=SLACK).output == "stopped after 1 step(s)"
+        assert call.outcome == "cancelled" and call.reason == "caller"
+
+
+def test_cancel_stops_a_call_and_says_why() -> None:
+    with Host(Toolkit([careful]), cancel_grace_ms=2_000, grace_ms=2_000) as host:
+        call = host.submit("careful", {})
+        assert careful_started.acquire(timeout=SLACK)
+        assert call.cancel()
+        assert call.result(timeout=SLACK).output == "stopped after 1 step(s)"
+        assert call.reason == "caller"
+        assert not call.cancel()  # already done
+
+
+def test_a_cancelled_call_that_ignores_its_token_is_answered_by_the_host() -> None:
+    stubborn = Stubborn()
+    host = Host(Toolkit([stubborn.tool]))
+    try:
+        call = host.submit("stubborn", {})
+        assert stubborn.started.wait(SLACK)
+        call.cancel()
+        assert call.result(timeout=SLACK).output == "cancelled by the caller"
+        assert call.outcome == "cancelled"
+    finally:
+        stubborn.release.set()
+        host.close()
+
+
+def test_closing_the_host_cancels_with_reason_host_closed() -> None:
+    stubborn = Stubborn()
+    host = Host(Toolkit([stubborn.tool]))
+    try:
+        call = host.submit("stubborn", {})
+        assert stubborn.started.wait(SLACK)
+        host.close()
+        assert call.result(timeout=SLACK).output == "cancelled: the host was closed"
+        assert call.reason == "host closed"
+    finally:
+        stubborn.release.set()
+
+
+def test_a_call_cancelled_before_a_worker_took_it_never_starts() -> None:
+    stubborn = Stubborn()
+    host = Host(Toolkit([stubborn.tool, add]), max_workers=1)
+    try:
+        blocker = host.submit("stubborn", {})
+        assert stubborn.started.wait(SLACK)
+        queued = host.submit("add", {"a": 1, "b": 2})
+        assert queued.cancel()
+        assert queued.result(timeout=SLACK).output == "cancelled by the caller"
+        stubborn.release.set()
+        assert blocker.result(timeout=SLACK).output == "late"
+    finally:
+        stubborn.release.set()
+        host.close()
+
+
+def test_a_resumed_call_that_asks_again_is_unresolved() -> None:
+    with Host(Toolkit([ask])) as host:
+        first = host.call("ask", {})
+        request = ToolResult.pending_of(first)
+        assert request is not None
+        call = host.submit("ask", {}, request=request, answer=Answer.accept(request))
+        assert call.result(timeout=SLACK).output.startswith("unresolved")
+
+
+def test_a_call_is_awaitable_without_blocking_the_loop() -> None:
+    stubborn = Stubborn()
+
+    async def main(host: Host) -> tuple[str, int]:
+        call = host.submit("stubborn", {})
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while not call.done():
+                ticks += 1
+                await asyncio.sleep(0)
+                if ticks == 10:
+                    stubborn.release.set()
+
+        ticker = asyncio.ensure_future(tick())
+        result = await call
+        await ticker
+        return result.output, ticks
+
+    with Host(Toolkit([stubborn.tool])) as host:
+        output, ticks = asyncio.run(main(host))
+    assert output == "late" and ticks >= 10
+
+
+def test_the_call_repr_shows_its_state() -> None:
+    with Host(Toolkit([add])) as host:
+        call = host.submit("add", {"a": 1, "b": 2})
+        call.result(timeout=SLACK)
+        assert repr(call) == "<Call 'add' done ok>"
+
+
+@pytest.mark.parametrize("exc", [SystemExit(3), KeyboardInterrupt(), GeneratorExit()])
+def test_acall_turns_what_an_async_tool_raises_into_an_error_result_as_call_does(exc):
+    @tool
+    async def explode() -> str:
+        """Raises something that is not an Exception."""
+        raise exc
+
+    async def main(host: Host) -> ToolResult:
+        return await host.acall("explode", {}, timeout_ms=5_000)
+
+    with Host(Toolkit([explode])) as host:
+        via_acall = asyncio.run(main(host))
+        via_call = host.call("explode", {})
+    for result in (via_acall, via_call):
+        assert result.is_error
+        assert result.output.startswith("tool 'explode' failed: ")
+        assert result.output != "tool 'explode' failed: "  # never empty: the type at least
+    assert type(exc).__name__ in via_acall.output or str(exc) in via_acall.output
