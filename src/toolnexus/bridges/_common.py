@@ -1,0 +1,90 @@
+"""What every bridge shares: the host a bridge runs on, the missing-framework error, the
+answer a framework's reply stands for, and the schema a tool is advertised with."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from ..result import ToolResult
+from ..suspension import Answer, Request
+
+if TYPE_CHECKING:
+    from ..host import Host
+    from ..toolkit import Toolkit
+    from ..tools import Tool
+
+
+def require(module: str, framework: str, extra: str) -> ModuleType:
+    """Import ``module`` or raise ``ImportError`` naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"the {framework} bridge needs {module.split('.')[0]!r}, which is not installed: "
+            f"pip install 'toolnexus-contract[{extra}]'"
+        ) from exc
+
+
+def host_of(source: Toolkit | Host) -> Host:
+    """The host a bridge runs its calls on: ``source`` itself, or a new one for a toolkit."""
+    from ..host import Host
+    from ..toolkit import Toolkit
+
+    if isinstance(source, Host):
+        return source
+    if isinstance(source, Toolkit):
+        return Host(source)
+    raise TypeError(
+        f"a bridge takes a Toolkit or a Host, got {type(source).__name__}; "
+        "build one with Toolkit([tool_a, tool_b])"
+    )
+
+
+def parameters(tool: Tool) -> dict[str, Any]:
+    """The tool's parameters schema exactly as the OpenAI adapter advertises it."""
+    from ..toolkit import Toolkit
+
+    [definition] = Toolkit([tool]).to_openai()
+    schema: dict[str, Any] = definition["function"]["parameters"]
+    return schema
+
+
+def answer_for(request: Request, reply: object) -> Answer:
+    """The :class:`Answer` a framework's resume value stands for.
+
+    ``reply`` may be an :class:`Answer`; a mapping in the wire shape (``ok``, ``data``,
+    ``reason``; the ``id`` may be left out, and is always the request's); ``True``/``False``
+    (accept without data / decline); or, for any other mapping, the data of an accepting
+    answer (``{"env": "staging"}``).
+    """
+    if isinstance(reply, Answer):
+        return Answer(request.id, reply.ok, reply.data, reply.reason)
+    if isinstance(reply, bool):
+        return Answer.accept(request) if reply else Answer.decline(request)
+    if isinstance(reply, Mapping):
+        if "ok" in reply:
+            ok = reply["ok"]
+            if not isinstance(ok, bool):
+                raise ValueError(f"an answer's 'ok' must be true or false, got {ok!r}")
+            data = reply.get("data")
+            if ok:
+                return Answer.accept(request, data if isinstance(data, Mapping) else None)
+            reason = reply.get("reason")
+            return Answer.decline(request, reason if isinstance(reason, str) else "declined")
+        return Answer.accept(request, reply)
+    if reply is None:
+        return Answer.decline(request)
+    raise ValueError(
+        f"cannot answer {request.kind!r} request {request.id!r} with {type(reply).__name__}; "
+        "resume with True/False, the answer's data as a dict, or {'ok': ..., 'data': ...}"
+    )
+
+
+def question(name: str, result: ToolResult) -> dict[str, Any]:
+    """What a bridge shows the framework when a call asks: the tool, and the request as JSON."""
+    request = ToolResult.pending_of(result)
+    assert request is not None
+    return {"tool": name, "request": request.to_dict()}

@@ -1,0 +1,113 @@
+"""LangChain tools from a toolkit; a question to a human is a LangGraph ``interrupt``.
+
+Each tool runs through a :class:`~toolnexus.Host`, so its deadline holds even when it ignores
+its token. A call that asks a question, inside a LangGraph graph, interrupts the graph with
+``{"tool": name, "request": <the Request as JSON>}``; resuming the graph with
+``Command(resume=reply)`` answers it — ``reply`` is ``True``/``False``, the answer's data as a
+dict, or a wire-shaped ``{"ok": ..., "data": ..., "reason": ...}`` — and the tool runs again
+with that answer, bound to the request it asked. LangGraph re-runs an interrupted node from its
+start, so the tool's first pass (the one that asks) runs again on resume and the answer goes to
+the request that pass issues: keep a first pass free of side effects, as the contract says.
+Outside a graph a question comes back as an error whose text is the prompt.
+
+Errors reach the model through LangChain's own channel (``ToolException`` with
+``handle_tool_error``: a ``ToolMessage`` with ``status="error"``).
+
+Example::
+
+    from toolnexus.bridges.langchain import to_langchain
+
+    tools = to_langchain(toolkit, timeout_ms=5_000)
+    tools[0].invoke({"a": 2, "b": 3})
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..result import ToolResult
+from ._common import answer_for, host_of, parameters, question, require
+
+if TYPE_CHECKING:
+    from ..host import Host
+    from ..toolkit import Toolkit
+
+__all__ = ["to_langchain"]
+
+
+def to_langchain(source: Toolkit | Host, *, timeout_ms: int | None = None) -> list[Any]:
+    """Every tool of ``source`` (a ``Toolkit``, or the ``Host`` to run them on) as a LangChain
+    ``StructuredTool``, in the toolkit's order.
+
+    ``timeout_ms`` is each call's deadline (else the host's default). Sync ``invoke`` and
+    async ``ainvoke`` both work; cancelling an ``ainvoke`` cancels the call.
+
+    Raises ``ImportError`` naming the extra to install when langchain-core is missing.
+
+    Example::
+
+        tools = to_langchain(Toolkit([add]))
+        assert tools[0].invoke({"a": 2, "b": 3}) == "5"
+    """
+    tools_module = require("langchain_core.tools", "LangChain", "langchain")
+    host = host_of(source)
+    return [
+        _structured_tool(tools_module, host, tool.name, tool.description,
+                         parameters(tool), timeout_ms)
+        for tool in host.toolkit.tools()
+    ]
+
+
+def _structured_tool(
+    tools_module: Any, host: Host, name: str, description: str, schema: dict[str, Any],
+    timeout_ms: int | None,
+) -> Any:
+    tool_exception = tools_module.ToolException
+
+    def finish(result: ToolResult) -> str:
+        if result.is_error:
+            raise tool_exception(result.output)
+        return result.output
+
+    def run(**arguments: Any) -> str:
+        result = host.call(name, arguments, timeout_ms=timeout_ms)
+        request = ToolResult.pending_of(result)
+        if request is not None:
+            reply = _interrupt(question(name, result))
+            if reply is not _NOT_IN_A_GRAPH:
+                result = host.resume(name, arguments, request, answer_for(request, reply),
+                                     timeout_ms=timeout_ms)
+        return finish(result)
+
+    async def arun(**arguments: Any) -> str:
+        result = await host.acall(name, arguments, timeout_ms=timeout_ms)
+        request = ToolResult.pending_of(result)
+        if request is not None:
+            reply = _interrupt(question(name, result))
+            if reply is not _NOT_IN_A_GRAPH:
+                result = await host.aresume(name, arguments, request,
+                                            answer_for(request, reply), timeout_ms=timeout_ms)
+        return finish(result)
+
+    return tools_module.StructuredTool.from_function(
+        func=run, coroutine=arun, name=name, description=description or name,
+        args_schema=schema, handle_tool_error=True, infer_schema=False,
+    )
+
+
+_NOT_IN_A_GRAPH = object()
+
+
+def _interrupt(value: dict[str, Any]) -> object:
+    """LangGraph's ``interrupt(value)``: raises to pause the graph the first time, returns the
+    resume value the second; ``_NOT_IN_A_GRAPH`` when there is no graph to pause."""
+    try:
+        from langgraph.types import interrupt
+    except ImportError:
+        return _NOT_IN_A_GRAPH
+    try:
+        return interrupt(value)
+    except (RuntimeError, KeyError):
+        # No runnable context (RuntimeError), or a LangChain one outside a graph (KeyError:
+        # no graph scratchpad); GraphInterrupt, which pauses a graph, is neither.
+        return _NOT_IN_A_GRAPH
