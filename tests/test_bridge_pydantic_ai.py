@@ -1,0 +1,117 @@
+"""The pydantic-ai bridge: a toolkit's tools run through an Agent (a local FunctionModel
+plays the model), a question is a deferred approval answered with DeferredToolResults, and the
+host's deadline holds for a tool that ignores its token."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from bridge_tools import Tools
+
+if os.environ.get("TOOLNEXUS_REQUIRE_BRIDGES") != "1":
+    pytest.importorskip("pydantic_ai", reason="the bridges extra is not installed")
+
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults  # noqa: E402
+from pydantic_ai.messages import (  # noqa: E402
+    ModelMessage,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
+
+from toolnexus import Host  # noqa: E402
+from toolnexus.bridges.pydantic_ai import to_pydantic_ai  # noqa: E402
+
+
+@pytest.fixture
+def tools() -> Iterator[Tools]:
+    made = Tools()
+    yield made
+    made.done()
+
+
+def model_calling(name: str, args: dict[str, Any]) -> FunctionModel:
+    """A model that calls one tool, then answers with what the tool returned."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returned = [part for message in messages for part in message.parts
+                    if part.part_kind in ("tool-return", "retry-prompt")]
+        if not returned:
+            return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id="call_1")])
+        last = returned[-1]
+        text = last.model_response_str() if isinstance(last, ToolReturnPart) else str(
+            last.content)
+        return ModelResponse(parts=[TextPart(f"tool said: {text}")])
+
+    return FunctionModel(respond)
+
+
+def test_tools_keep_names_and_the_schemas_the_openai_adapter_emits(tools: Tools) -> None:
+    openai = {d["function"]["name"]: d["function"]["parameters"]
+              for d in tools.toolkit.to_openai()}
+    made = to_pydantic_ai(tools.toolkit)
+    assert [t.name for t in made] == ["add", "deploy", "stubborn"]
+    for each in made:
+        assert each.function_schema.json_schema == openai[each.name]
+
+
+def test_a_call_runs_through_the_agent(tools: Tools) -> None:
+    agent = Agent(model_calling("add", {"a": 2, "b": 3}), tools=to_pydantic_ai(tools.toolkit))
+    assert agent.run_sync("add please").output == "tool said: 5"
+
+
+def test_a_question_is_a_deferred_request_and_the_answer_resumes_the_call_that_asked(
+    tools: Tools,
+) -> None:
+    agent = Agent(model_calling("deploy", {"service": "api"}),
+                  tools=to_pydantic_ai(tools.toolkit), output_type=[str, DeferredToolRequests])
+    first = agent.run_sync("ship it")
+    requests = first.output
+    assert isinstance(requests, DeferredToolRequests)
+    [approval] = requests.approvals
+    asked = requests.metadata[approval.tool_call_id]
+    assert asked["tool"] == "deploy" and asked["request"]["prompt"] == "Where should api go?"
+    assert tools.deployed == []
+
+    answered = DeferredToolResults(
+        approvals={approval.tool_call_id: True},
+        metadata={approval.tool_call_id: {"answer": {"env": "staging"}}},
+    )
+    second = agent.run_sync(message_history=first.all_messages(), deferred_tool_results=answered)
+    assert second.output == "tool said: deployed api to staging"
+    assert tools.deployed == [("api", "staging")]
+
+
+def test_a_denied_question_never_runs_the_tool(tools: Tools) -> None:
+    agent = Agent(model_calling("deploy", {"service": "api"}),
+                  tools=to_pydantic_ai(tools.toolkit), output_type=[str, DeferredToolRequests])
+    first = agent.run_sync("ship it")
+    assert isinstance(first.output, DeferredToolRequests)
+    [approval] = first.output.approvals
+    second = agent.run_sync(message_history=first.all_messages(),
+                            deferred_tool_results=DeferredToolResults(
+                                approvals={approval.tool_call_id: False}))
+    assert "denied" in str(second.output)
+    assert tools.deployed == []
+
+
+def test_an_error_result_reaches_the_model_as_a_failure(tools: Tools) -> None:
+    agent = Agent(model_calling("add", {"a": 1, "b": "x"}), tools=to_pydantic_ai(tools.toolkit))
+    output = agent.run_sync("add").output
+    assert "invalid arguments for 'add': b: expected integer" in output
+
+
+def test_the_hosts_deadline_holds_for_a_tool_that_ignores_its_token(tools: Tools) -> None:
+    with Host(tools.toolkit, grace_ms=50) as host:
+        agent = Agent(model_calling("stubborn", {"seconds": 60}),
+                      tools=to_pydantic_ai(host, timeout_ms=200))
+        output = agent.run_sync("wait").output
+        assert "timed out after 200 ms" in output
+        assert not tools.stubborn_returned.is_set()
+        tools.done()
