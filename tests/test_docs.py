@@ -2,12 +2,17 @@
 
 A page's ```python blocks run in order, in one namespace per page, as a script would;
 its ```pycon blocks are doctests in that same namespace. A block fenced ```python no-run
-is shown, not run (for snippets that need a terminal or a network).
+is shown, not run (for snippets that need a terminal or a network). A block fenced
+```python requires=mod_a,mod_b runs only where those modules import (the bridges' frameworks,
+from a test-only extra); with TOOLNEXUS_REQUIRE_BRIDGES=1, as CI sets where it installs them,
+a missing one is a failure.
 """
 
 from __future__ import annotations
 
 import doctest
+import importlib.util
+import os
 import re
 from pathlib import Path
 
@@ -37,7 +42,12 @@ def test_page_examples_run(page: Path, tmp_path, monkeypatch):
     parser = doctest.DocTestParser()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     ran = 0
+    missing: list[str] = []
     for lang, body, line in blocks(page):
+        unmet = unmet_requirements(body_info(page, line))
+        if unmet:
+            missing += unmet
+            continue
         if lang == "python":
             code = compile(body, f"{page.name}:{line}", "exec", dont_inherit=True)
             exec(code, namespace)  # running the page's own example is the test
@@ -48,5 +58,23 @@ def test_page_examples_run(page: Path, tmp_path, monkeypatch):
             namespace.update(test.globs)  # DocTest runs on a copy: carry its names forward
             assert result.failed == 0, f"{page.name}:{line}: doctest failed (see output above)"
             ran += 1
+    if missing and os.environ.get("TOOLNEXUS_REQUIRE_BRIDGES") == "1":
+        pytest.fail(f"{page.name}: examples need {sorted(set(missing))}, which do not import")
+    if ran == 0 and missing:
+        pytest.skip(f"{page.name}: its examples need {sorted(set(missing))} (the bridges extra)")
     if page.name != "architecture.md":
         assert ran > 0, f"{page.name} has no runnable example"
+
+
+def body_info(page: Path, line: int) -> str:
+    """The info string after the language on the fence that opens the block at ``line``."""
+    fence = page.read_text(encoding="utf-8").splitlines()[line - 2]
+    return fence[3:].partition(" ")[2]
+
+
+def unmet_requirements(info: str) -> list[str]:
+    for word in info.split():
+        if word.startswith("requires="):
+            names = [n for n in word[len("requires="):].split(",") if n]
+            return [n for n in names if importlib.util.find_spec(n) is None]
+    return []

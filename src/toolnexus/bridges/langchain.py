@@ -101,8 +101,10 @@ _NOT_IN_A_GRAPH = object()
 def _interrupt(value: dict[str, Any]) -> object:
     """LangGraph's ``interrupt(value)``: raises to pause the graph the first time, returns the
     resume value the second; ``_NOT_IN_A_GRAPH`` when there is no graph to pause."""
+    import importlib
+
     try:
-        from langgraph.types import interrupt
+        interrupt = importlib.import_module("langgraph.types").interrupt
     except ImportError:
         return _NOT_IN_A_GRAPH
     try:
