@@ -15,14 +15,14 @@ from bridge_tools import Tools
 if os.environ.get("TOOLNEXUS_REQUIRE_BRIDGES") != "1":
     pytest.importorskip("langgraph", reason="the bridges extra is not installed")
 
-from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
-from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
-from langgraph.prebuilt import ToolNode  # noqa: E402
-from langgraph.types import Command  # noqa: E402
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.types import Command
 
-from toolnexus import Host  # noqa: E402
-from toolnexus.bridges.langchain import to_langchain  # noqa: E402
+from toolnexus import Host
+from toolnexus.bridges.langchain import to_langchain
 
 
 @pytest.fixture

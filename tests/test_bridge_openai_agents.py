@@ -17,19 +17,18 @@ from bridge_tools import Tools
 if os.environ.get("TOOLNEXUS_REQUIRE_BRIDGES") != "1":
     pytest.importorskip("agents", reason="the bridges extra is not installed")
 
-from agents import Agent, Runner, set_tracing_disabled  # noqa: E402
-from agents.items import ModelResponse  # noqa: E402
-from agents.models.interface import Model  # noqa: E402
-from agents.usage import Usage  # noqa: E402
-from openai.types.responses import (  # noqa: E402
+from agents import Agent, Runner, set_tracing_disabled
+from agents.items import ModelResponse
+from agents.models.interface import Model
+from agents.usage import Usage
+from openai.types.responses import (
     ResponseFunctionToolCall,
     ResponseOutputMessage,
     ResponseOutputText,
 )
 
-from toolnexus import Host  # noqa: E402
-from toolnexus.bridges.openai_agents import question_of, to_openai_agents  # noqa: E402
-
+from toolnexus import Host
+from toolnexus.bridges.openai_agents import question_of, to_openai_agents
 
 set_tracing_disabled(True)  # offline: no trace export
 

@@ -15,18 +15,18 @@ from bridge_tools import Tools
 if os.environ.get("TOOLNEXUS_REQUIRE_BRIDGES") != "1":
     pytest.importorskip("pydantic_ai", reason="the bridges extra is not installed")
 
-from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults  # noqa: E402
-from pydantic_ai.messages import (  # noqa: E402
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
+from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from toolnexus import Host  # noqa: E402
-from toolnexus.bridges.pydantic_ai import to_pydantic_ai  # noqa: E402
+from toolnexus import Host
+from toolnexus.bridges.pydantic_ai import to_pydantic_ai
 
 
 @pytest.fixture
