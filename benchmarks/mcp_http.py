@@ -1,0 +1,287 @@
+"""How fast ``toolnexus serve --http`` starts and answers, against same-run baselines.
+
+Run it from a checkout (the servers run from ``src/``):
+
+    python benchmarks/mcp_http.py            # 7 spawns, 5 rounds of 1000 calls, 16 clients
+    python benchmarks/mcp_http.py --quick    # 3 spawns, 3 rounds of 200 calls
+
+Servers offering the same ``add`` tool on ``http://127.0.0.1:PORT/mcp``, each a process of
+this interpreter:
+
+- ``toolnexus``: ``python -m toolnexus serve benchmarks/mcp_bench_tools.py:toolkit --http
+  PORT`` (the embedded stdlib server), measured on a modern (2026-07-28, stateless) and on a
+  legacy (``initialize`` + ``Mcp-Session-Id``) connection;
+- ``toolnexus asgi``: the same tools as an ASGI app under uvicorn (when uvicorn is importable);
+- ``floor``: ``benchmarks/mcp_http_floor_server.py``, a raw ``http.server`` JSON-RPC server
+  answering inline with keep-alive — the least a Python HTTP server costs per request;
+- ``sdk``: ``benchmarks/mcp_http_sdk_server.py``, the official MCP SDK's ``MCPServer`` on
+  Streamable HTTP, default settings (when ``mcp`` is importable, ``pip install '.[interop]'``).
+
+Three tables, every figure a median, every ratio between figures of this run (servers are
+measured in turn, round after round, so a busy machine slows each alike):
+
+1. start-up: from spawning the process to holding the answer to its first ``tools/call``;
+2. sequential ``tools/call`` round trips on one kept-alive connection (microseconds per call);
+3. throughput: 16 client threads, each with its own kept-alive connection, calls per second
+   (the clients are threads of this process: on a small machine they share its cores with the
+   server, which compresses every ratio toward 1).
+
+The issue's targets: a round trip at most 2x the floor's and at least 5x faster than the
+SDK's. Nothing here asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import importlib.util
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+MODERN = "2026-07-28"
+META = {"io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {}}
+CLIENTS = 16
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def servers() -> dict[str, list[str]]:
+    """Each server's command line, with ``{port}`` for its port."""
+    found = {
+        "toolnexus": [sys.executable, "-m", "toolnexus", "serve",
+                      "benchmarks/mcp_bench_tools.py:toolkit", "--http", "{port}"],
+        "floor": [sys.executable, str(HERE / "mcp_http_floor_server.py"), "{port}"],
+    }
+    if importlib.util.find_spec("uvicorn") is not None:
+        found["toolnexus asgi"] = [
+            sys.executable, "-m", "uvicorn", "--factory", "mcp_http:asgi_factory",
+            "--app-dir", str(HERE), "--port", "{port}", "--log-level", "warning",
+            "--no-access-log"]
+    if importlib.util.find_spec("mcp") is not None:
+        found["sdk"] = [sys.executable, str(HERE / "mcp_http_sdk_server.py"), "{port}"]
+    return found
+
+
+def asgi_factory() -> Any:
+    """The ASGI app uvicorn serves for the ``toolnexus asgi`` row."""
+    sys.path.insert(0, str(HERE))
+    from mcp_bench_tools import toolkit
+
+    from toolnexus.mcp import asgi_app
+
+    return asgi_app(toolkit)
+
+
+class Connection:
+    """One kept-alive client connection speaking one era (or plain JSON-RPC)."""
+
+    def __init__(self, port: int, era: str) -> None:
+        self.http = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        self.era = era
+        self.headers = {"Content-Type": "application/json",
+                        "Accept": "application/json, text/event-stream"}
+        self.next_id = 0
+        if era == "legacy":
+            hello = {"protocolVersion": "2025-11-25", "capabilities": {},
+                     "clientInfo": {"name": "bench", "version": "1"}}
+            _, headers = self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                    "params": hello})
+            self.headers["Mcp-Session-Id"] = headers["mcp-session-id"]
+            self.headers["MCP-Protocol-Version"] = "2025-11-25"
+            self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def post(self, message: dict[str, Any]) -> tuple[Any, dict[str, str]]:
+        self.http.request("POST", "/mcp", json.dumps(message, separators=(",", ":")),
+                          self.headers)
+        response = self.http.getresponse()
+        body = response.read()
+        headers = {name.lower(): value for name, value in response.getheaders()}
+        if not body:
+            return None, headers
+        if headers.get("content-type", "").startswith("text/event-stream"):
+            lines = [line for line in body.splitlines() if line.startswith(b"data:")]
+            return json.loads(lines[-1][5:]), headers
+        return json.loads(body), headers
+
+    def add(self) -> None:
+        self.next_id += 1
+        params: dict[str, Any] = {"name": "add", "arguments": {"a": 1, "b": 2}}
+        headers = self.headers
+        if self.era == "modern":
+            params["_meta"] = META
+            headers = {**headers, "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call",
+                       "Mcp-Name": "add"}
+        saved, self.headers = self.headers, headers
+        try:
+            reply, _ = self.post({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
+                                  "params": params})
+        finally:
+            self.headers = saved
+        if reply["result"]["content"][0]["text"] != "3":
+            raise SystemExit(f"bench: a wrong answer: {reply}")
+
+    def close(self) -> None:
+        self.http.close()
+
+
+class Server:
+    def __init__(self, name: str, command: list[str]) -> None:
+        self.name = name
+        self.port = free_port()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+        self.started = time.perf_counter()
+        self.process = subprocess.Popen(
+            [part.format(port=self.port) for part in command], cwd=ROOT, env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def first_call(self, era: str) -> float:
+        """Seconds from spawning to holding the first tools/call answer."""
+        deadline = self.started + 60
+        while True:
+            try:
+                connection = Connection(self.port, era)
+                connection.add()
+                connection.close()
+                return time.perf_counter() - self.started
+            except (ConnectionError, OSError, http.client.HTTPException):
+                if time.perf_counter() > deadline or self.process.poll() is not None:
+                    raise SystemExit(f"bench: {self.name} did not start") from None
+                time.sleep(0.002)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def era_of(name: str) -> str:
+    return "plain" if name == "floor" else "legacy" if name == "sdk" else "modern"
+
+
+def sequential(port: int, era: str, calls: int) -> float:
+    """Microseconds per round trip on one kept-alive connection."""
+    connection = Connection(port, era)
+    for _ in range(min(100, calls)):  # warm up
+        connection.add()
+    start = time.perf_counter()
+    for _ in range(calls):
+        connection.add()
+    elapsed = time.perf_counter() - start
+    connection.close()
+    return elapsed / calls * 1e6
+
+
+def concurrent(port: int, era: str, calls_each: int) -> float:
+    """Calls per second with CLIENTS threads, each on its own connection."""
+    connections = [Connection(port, era) for _ in range(CLIENTS)]
+    gate = threading.Barrier(CLIENTS + 1)
+    failures: list[BaseException] = []
+
+    def client(connection: Connection) -> None:
+        gate.wait()
+        try:
+            for _ in range(calls_each):
+                connection.add()
+        except (OSError, http.client.HTTPException) as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=client, args=(c,)) for c in connections]
+    for thread in threads:
+        thread.start()
+    gate.wait()
+    start = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - start
+    for connection in connections:
+        connection.close()
+    if failures:
+        raise SystemExit(f"bench: {len(failures)} client(s) failed on port {port}: {failures[0]!r}")
+    return CLIENTS * calls_each / elapsed
+
+
+def table(title: str, unit: str, rows: dict[str, float], lower_is_better: bool) -> None:
+    print(f"\n{title}")
+    floor = rows.get("floor")
+    sdk = rows.get("sdk")
+    print(f"  {'server':<22}{unit:>14}{'x floor':>10}{'x sdk':>10}")
+    def ratio(value: float, base: float | None) -> str:
+        if base is None:
+            return "-"
+        return f"{(value / base if lower_is_better else base / value):.2f}"
+
+    for name, value in rows.items():
+        print(f"  {name:<22}{value:>14.1f}{ratio(value, floor):>10}{ratio(value, sdk):>10}")
+    if lower_is_better:
+        print("  (x floor: times the floor's cost; x sdk: below 1 is faster than the SDK)")
+    else:
+        print("  (x floor / x sdk: the baseline's rate over this one's; below 1 is faster)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer spawns and calls")
+    options = parser.parse_args()
+    spawns, rounds, calls = (3, 3, 200) if options.quick else (7, 5, 1000)
+    commands = servers()
+    rows = [(name, era) for name in commands for era in (
+        ("modern", "legacy") if name == "toolnexus" else (era_of(name),))]
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpu(s); servers: "
+          f"{', '.join(commands)}; {spawns} spawns, {rounds} rounds of {calls} calls, "
+          f"{CLIENTS} concurrent clients")
+
+    startup: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(spawns):
+        for name, command in commands.items():
+            server = Server(name, command)
+            try:
+                startup[name].append(server.first_call(era_of(name)))
+            finally:
+                server.stop()
+
+    running = {name: Server(name, command) for name, command in commands.items()}
+    round_trip: dict[str, list[float]] = {}
+    throughput: dict[str, list[float]] = {}
+    try:
+        for name, server in running.items():
+            server.first_call(era_of(name))
+        for _ in range(rounds):
+            for name, era in rows:
+                label = f"{name} ({era})" if name == "toolnexus" else name
+                port = running[name].port
+                round_trip.setdefault(label, []).append(sequential(port, era, calls))
+                throughput.setdefault(label, []).append(
+                    concurrent(port, era, max(calls // CLIENTS * 4, 10)))
+    finally:
+        for server in running.values():
+            server.stop()
+
+    table("start-up: spawn to first tools/call answer (ms, median)", "ms",
+          {name: statistics.median(values) * 1000 for name, values in startup.items()}, True)
+    table("sequential tools/call on a kept-alive connection (us per call, median)", "us",
+          {name: statistics.median(values) for name, values in round_trip.items()}, True)
+    table(f"throughput, {CLIENTS} concurrent clients (calls/s, median)", "calls/s",
+          {name: statistics.median(values) for name, values in throughput.items()}, False)
+
+
+if __name__ == "__main__":
+    main()
