@@ -501,3 +501,19 @@ def test_gemini_says_unknown_string_formats_in_words():
         "at": {"type": "string", "format": "date-time"},
         "blob": {"type": "string", "description": "base64"},
     }
+
+
+def test_a_model_cannot_set_what_a_partial_binds_positionally_either():
+    import functools
+
+    def call(base: str, path: str, **extra: Any) -> str:
+        return f"{base}{path} {extra}"
+
+    made = tool(functools.partial(call, "https://internal"), name="call")
+    assert list(made.input_schema["properties"]) == ["path"]
+    assert made({"path": "/x"}).output == "https://internal/x {}"
+    refused = made({"path": "/x", "base": "https://evil"})
+    assert refused.output == (
+        "invalid arguments for 'call': base: set by the tool itself and cannot be given; "
+        "leave it out"
+    )

@@ -1173,10 +1173,17 @@ def infer(
     fixed: tuple[str, ...] = ()
     if isinstance(fn, functools.partial):
         target = fn.func
-        # What the partial binds by keyword is the tool's own business: never shown to a
-        # model (a bound api_key would leak as a "default") and never set by one.
-        fixed = tuple(fn.keywords)
+        # What the partial binds is the tool's own business: never shown to a model (a
+        # bound api_key would leak as a "default") and never set by one — by keyword, or
+        # positionally (a **kwargs function would otherwise take the name a second time).
         params = [param for param in params if param.name not in fn.keywords]
+        left = {param.name for param in params}
+        positional = [
+            param.name for param in _parameters(fn.func, where)
+            if param.name not in left and param.name not in fn.keywords
+            and param.kind in _POSITIONAL
+        ]
+        fixed = (*fn.keywords, *positional)
     elif not (inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, type)):
         target = type(fn).__call__  # a callable object: its annotations are on __call__
     hints = _function_hints(target, where, localns, need=schema is None)
