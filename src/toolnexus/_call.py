@@ -36,8 +36,10 @@ import contextlib
 import contextvars
 import inspect
 import logging
+import os
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -80,9 +82,22 @@ def _nothing() -> None:
 class Runtime:
     """What a host's calls share: its settings, threads and hooks (set by the host)."""
 
-    __slots__ = ("active", "binder", "cancel_grace", "closed", "emit", "grace", "grace_ms",
-                 "max_rounds", "pool", "question_ms", "questions", "wait_for",
-                 "wait_for_is_async")
+    __slots__ = (
+        "__weakref__",
+        "active",
+        "binder",
+        "cancel_grace",
+        "closed",
+        "emit",
+        "grace",
+        "grace_ms",
+        "max_rounds",
+        "pool",
+        "question_ms",
+        "questions",
+        "wait_for",
+        "wait_for_is_async",
+    )
 
     def __init__(self, pool: Pool, questions: Pool, grace_ms: int, cancel_grace_ms: int,
                  question_ms: int | None, wait_for: Callable[[Request], Any] | None,
@@ -101,6 +116,21 @@ class Runtime:
         self.max_rounds = max_rounds
         self.active: set[Call] = set()
         self.closed = False
+        _runtimes.add(self)
+
+
+_runtimes: weakref.WeakSet[Runtime] = weakref.WeakSet()
+
+
+def _forget_calls_after_fork() -> None:
+    # The calls in flight belong to the parent (their threads and waiters live there); the
+    # child's host starts afresh, and must not touch a lock another thread held at fork().
+    for rt in list(_runtimes):
+        rt.active = set()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_calls_after_fork)
 
 
 class Progress:
@@ -657,7 +687,8 @@ class Call:
                     return
                 self._rt.questions.abandon(question.worker)
                 assert self._request is not None
-                effects = self._done_locked(loop_rule.declined(self._request), "error")
+                effects = self._done_locked(loop_rule.declined(self._request, "expired"),
+                                            "error")
                 effects.append(self._drop_question)
             _log.warning(
                 "toolnexus host: wait_for gave no answer to %r within %s ms; treated as "

@@ -1,0 +1,399 @@
+"""The host's promises under load and faults, one test per way they used to break: slow
+callbacks, bursts, questions, re-entrancy, close(), fork and interpreter exit.
+
+No test sleeps to let things settle: tools that ignore their token block on an Event the
+test releases at the end, and "did not delay" is shown by an answer arriving while the
+slow callback is still blocked. Bounds are generous; timings belong to benchmarks/.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import types
+from pathlib import Path
+
+import pytest
+
+from toolnexus import (
+    Answer,
+    CancellationTokenSource,
+    Host,
+    Request,
+    ToolContext,
+    Toolkit,
+    ToolResult,
+    tool,
+)
+
+SLACK = 10.0
+PACKAGE_ROOT = str(Path(__import__("toolnexus").__file__).resolve().parent.parent)
+
+
+class Stubborn:
+    """A tool that ignores its token until the test releases it; counts its runs."""
+
+    def __init__(self, name: str = "stubborn") -> None:
+        self.release = threading.Event()
+        self.started = threading.Semaphore(0)
+        self.runs = 0
+        self._lock = threading.Lock()
+
+        @tool(name=name)
+        def stubborn() -> str:
+            """Ignores its token until released."""
+            with self._lock:
+                self.runs += 1
+            self.started.release()
+            self.release.wait(60)
+            return "late"
+
+        self.tool = stubborn
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def host_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith("toolnexus-host")}
+
+
+# --------------------------------------------------------------------------- slow callbacks
+
+
+def test_a_slow_done_callback_delays_no_other_calls_deadline():
+    slow, other = Stubborn("slow"), Stubborn("other")
+    unblock = threading.Event()
+    in_callback = threading.Event()
+
+    def stall(call: object) -> None:
+        in_callback.set()
+        unblock.wait(SLACK)
+
+    host = Host(Toolkit([slow.tool, other.tool]), grace_ms=10)
+    try:
+        first = host.submit("slow", {}, timeout_ms=50)
+        first.add_done_callback(stall)  # runs on the dispatcher when the deadline settles it
+        assert in_callback.wait(SLACK)
+        second = host.submit("other", {}, timeout_ms=100)
+        heard = threading.Event()
+        second.add_done_callback(lambda call: heard.set())
+        assert second.result(timeout=SLACK).output.startswith("timed out after 100 ms")
+        assert heard.wait(SLACK)  # its own callback ran too, on another dispatcher thread
+        assert not unblock.is_set()  # ... all while the first callback was still stuck
+    finally:
+        unblock.set()
+        slow.release.set()
+        other.release.set()
+        host.close()
+
+
+def test_a_slow_on_event_hook_delays_no_other_calls_deadline():
+    slow, other = Stubborn("slow"), Stubborn("other")
+    unblock = threading.Event()
+    in_hook = threading.Event()
+
+    def hook(event: object) -> None:
+        if getattr(event, "name", None) == "slow":
+            in_hook.set()
+            unblock.wait(SLACK)
+
+    host = Host(Toolkit([slow.tool, other.tool]), grace_ms=10, on_event=hook)
+    try:
+        host.submit("slow", {}, timeout_ms=50)
+        assert in_hook.wait(SLACK)
+        result = host.submit("other", {}, timeout_ms=100).result(timeout=SLACK)
+        assert result.output.startswith("timed out after 100 ms")
+        assert not unblock.is_set()
+    finally:
+        unblock.set()
+        slow.release.set()
+        other.release.set()
+        host.close()
+
+
+def test_a_slow_cancel_callback_of_one_tool_does_not_let_another_call_overrun():
+    unblock = threading.Event()
+    in_callback = threading.Event()
+    other = Stubborn("other")
+
+    @tool
+    def clingy(ctx: ToolContext) -> str:
+        """Registers a cancel callback that takes its time, then ignores the token."""
+
+        def stall() -> None:
+            in_callback.set()
+            unblock.wait(SLACK)
+
+        ctx.cancellation_token.register(stall)
+        unblock.wait(SLACK)
+        return "late"
+
+    host = Host(Toolkit([clingy, other.tool]), grace_ms=10)
+    try:
+        host.submit("clingy", {}, timeout_ms=50)
+        assert in_callback.wait(SLACK)  # the deadline ran the tool's callback (not the timer)
+        second = host.submit("other", {}, timeout_ms=100)
+        assert second.result(timeout=SLACK).output.startswith("timed out after 100 ms")
+        assert second.outcome == "timeout"
+        assert not unblock.is_set()
+    finally:
+        unblock.set()
+        other.release.set()
+        host.close()
+
+
+# --------------------------------------------------------------------------- bursts
+
+
+def test_a_burst_of_token_ignoring_calls_keeps_threads_bounded_and_late_calls_never_start():
+    stubborn = Stubborn()
+    before = threading.active_count()
+    peak = [before]
+    host = Host(Toolkit([stubborn.tool]), max_workers=8, max_stuck=4, grace_ms=10)
+    try:
+        calls = [host.submit("stubborn", {}, timeout_ms=200) for _ in range(1000)]
+        for call in calls:
+            call.result(timeout=SLACK)
+            peak.append(threading.active_count())
+        outputs = [call.result().output for call in calls]
+        assert all(output.startswith("timed out after 200 ms") for output in outputs)
+        # At most max_workers tools started (their replacements found every queued call
+        # past its deadline); the rest never started and say so.
+        assert stubborn.runs <= 8 + 4
+        never = [o for o in outputs if "never started" in o]
+        assert len(never) >= 1000 - 12
+        # Workers plus stuck ones, plus the shared timer and a few dispatcher threads.
+        assert max(peak) - before <= 8 + 4 + 10
+        assert len(host_threads()) <= 8 + 4
+    finally:
+        stubborn.release.set()
+        host.close()
+
+
+def test_the_default_pool_grows_with_demand_up_to_max_workers():
+    release = threading.Event()
+    arrived = threading.Semaphore(0)
+
+    @tool
+    def wait() -> str:
+        """Waits for the test."""
+        arrived.release()
+        release.wait(SLACK)
+        return "done"
+
+    host = Host(Toolkit([wait]), max_workers=16)
+    try:
+        calls = [host.submit("wait", {}) for _ in range(40)]
+        for _ in range(16):
+            assert arrived.acquire(timeout=SLACK)  # 16 ran at once: the pool grew
+        assert not arrived.acquire(timeout=0.05)  # ... and no more than max_workers
+        assert len(host_threads()) == 16
+        release.set()
+        assert all(call.result(timeout=SLACK).output == "done" for call in calls)
+    finally:
+        release.set()
+        host.close()
+
+
+def test_a_failed_thread_start_answers_the_call_with_an_error(monkeypatch):
+    from toolnexus import _pool
+
+    class NoThread(threading.Thread):
+        def start(self) -> None:
+            raise RuntimeError("can't start new thread")
+
+    fake = types.SimpleNamespace(**{**vars(threading), "Thread": NoThread})
+    monkeypatch.setattr(_pool, "threading", fake)
+    with Host(Toolkit([add])) as host:
+        result = host.call("add", {"a": 1, "b": 2})
+    assert result.is_error
+    assert result.output == (
+        "'add' was not run: no worker thread could be started (can't start new thread)"
+    )
+
+
+# --------------------------------------------------------------------------- questions
+
+
+def test_questions_wait_on_their_own_threads_not_the_tools_workers():
+    asked = threading.Semaphore(0)
+    answer = threading.Event()
+
+    def wait_for(request: Request) -> Answer:
+        asked.release()
+        answer.wait(SLACK)
+        return Answer.accept(request)
+
+    @tool
+    def approve(ctx: ToolContext) -> ToolResult:
+        """Asks first."""
+        if ctx.answer is None:
+            return ToolResult.pending(Request("approval", "Go?"))
+        return ToolResult.ok("approved")
+
+    host = Host(Toolkit([approve, add]), wait_for=wait_for, max_workers=1)
+    try:
+        questions = [host.submit("approve", {}) for _ in range(8)]
+        for _ in range(8):
+            assert asked.acquire(timeout=SLACK)
+        # Eight humans are being asked; the one tool worker is free for other calls.
+        assert host.call("add", {"a": 1, "b": 2}, timeout_ms=5_000).output == "3"
+        answer.set()
+        assert [q.result(timeout=SLACK).output for q in questions] == ["approved"] * 8
+    finally:
+        answer.set()
+        host.close()
+
+
+def test_a_question_past_its_budget_is_expired_and_the_retry_gets_a_fresh_budget():
+    never = threading.Event()
+    budgets: list[int | None] = []
+
+    def wait_for(request: Request) -> Answer:
+        never.wait(SLACK)
+        return Answer.accept(request)
+
+    @tool
+    def approve(ctx: ToolContext) -> ToolResult:
+        """Asks first."""
+        budgets.append(ctx.timeout_ms)
+        if ctx.answer is None:
+            return ToolResult.pending(Request("approval", "Go?"))
+        return ToolResult.ok("approved")
+
+    with Host(Toolkit([approve]), wait_for=wait_for, question_timeout_ms=50) as host:
+        result = host.call("approve", {}, timeout_ms=5_000)
+        assert result.output == "declined/expired: Go?"
+        assert result.metadata is not None and result.metadata["reason"] == "expired"
+        never.set()
+
+    quick = Host(Toolkit([approve]), wait_for=lambda r: Answer.accept(r),
+                 wait_for_timeout_ms=5_000)  # the old name still works
+    with quick:
+        assert quick.call("approve", {}, timeout_ms=3_000).output == "approved"
+    assert budgets[-2:] == [3_000, 3_000]  # the retry's budget is the tool's own again
+
+
+def test_question_timeout_and_its_old_name_cannot_both_be_given():
+    with pytest.raises(ValueError, match="not both"):
+        Host(Toolkit([add]), question_timeout_ms=10, wait_for_timeout_ms=20)
+
+
+# --------------------------------------------------------------------------- re-entrancy
+
+
+def test_a_tool_calling_its_own_host_runs_inline_instead_of_deadlocking():
+    holder: list[Host] = []
+
+    @tool
+    def outer(n: int) -> str:
+        """Calls add through the host that runs it."""
+        return holder[0].call("add", {"a": n, "b": 1}, timeout_ms=5_000).output
+
+    host = Host(Toolkit([outer, add]), max_workers=1)  # one worker: no other to wait for
+    holder.append(host)
+    try:
+        calls = [host.submit("outer", {"n": n}) for n in range(3)]
+        assert [c.result(timeout=SLACK).output for c in calls] == ["1", "2", "3"]
+    finally:
+        host.close()
+
+
+# --------------------------------------------------------------------------- lifecycle
+
+
+def test_close_ends_every_thread_the_host_started():
+    before = host_threads()
+    hosts = []
+    for _ in range(20):
+        host = Host(Toolkit([add]), timeout_ms=1_000)
+        calls = [host.submit("add", {"a": 1, "b": 2}) for _ in range(4)]
+        assert all(call.result(timeout=SLACK).output == "3" for call in calls)
+        hosts.append(host)
+    for host in hosts:
+        host.close()
+    assert host_threads() - before == set()
+
+
+def test_a_forked_child_can_use_a_host_and_timers_armed_before_the_fork():
+    if not hasattr(os, "fork"):
+        pytest.skip("fork() is POSIX")
+    script = textwrap.dedent(
+        f"""
+        import os, sys
+        sys.path.insert(0, {PACKAGE_ROOT!r})
+        from toolnexus import CancellationTokenSource, Host, Toolkit, tool
+
+        @tool
+        def add(a: int, b: int) -> int:
+            "Add."
+            return a + b
+
+        host = Host(Toolkit([add]), timeout_ms=5_000)
+        assert host.call("add", {{"a": 1, "b": 2}}).output == "3"   # threads exist now
+        source = CancellationTokenSource()
+        source.cancel_after(0.2)
+        pid = os.fork()
+        if pid == 0:
+            ok = host.call("add", {{"a": 2, "b": 2}}).output == "4"
+            fired = source.token.wait(10)
+            host.close()
+            os._exit(0 if ok and fired else 3)
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "child 0", done.stderr
+
+
+def test_interpreter_exit_does_not_wait_for_a_stuck_tool():
+    script = textwrap.dedent(
+        f"""
+        import sys, threading
+        sys.path.insert(0, {PACKAGE_ROOT!r})
+        from toolnexus import Host, Toolkit, tool
+
+        never = threading.Event()
+
+        @tool
+        def stuck() -> str:
+            "Never returns on its own."
+            never.wait()
+            return "never"
+
+        host = Host(Toolkit([stuck]))
+        call = host.submit("stuck", {{}}, timeout_ms=50)
+        print(call.result(timeout=10).output[:22])
+        source_host = Host(Toolkit([stuck]))
+        source_host.submit("stuck", {{}})   # still running at exit, never closed
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "timed out after 50 ms;"
+    assert "Fatal Python error" not in done.stderr
+
+
+def test_cancel_after_timers_share_the_one_timer_thread_with_host_deadlines():
+    sources = [CancellationTokenSource() for _ in range(50)]
+    for source in sources:
+        source.cancel_after(0.01)
+    stubborn = Stubborn()
+    with Host(Toolkit([stubborn.tool]), grace_ms=10) as host:
+        call = host.submit("stubborn", {}, timeout_ms=20)
+        assert all(source.token.wait(SLACK) for source in sources)
+        assert call.result(timeout=SLACK).output.startswith("timed out after 20 ms")
+        stubborn.release.set()
+    timers = [t for t in threading.enumerate() if t.name == "toolnexus-timer"]
+    assert len(timers) <= 1
