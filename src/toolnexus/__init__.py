@@ -21,9 +21,22 @@ import importlib
 from .cancellation import CancellationToken, CancellationTokenRegistration, CancellationTokenSource
 from .context import ProgressReporter, ToolContext
 from .errors import (
+    ConversionError,
+    DuplicateToolError,
+    EcmaPatternError,
+    FormatError,
+    InputError,
+    InvalidTypeError,
+    InvalidValueError,
     OperationCancelledError,
     PartTooLargeError,
+    RefError,
+    SchemaError,
+    SchemaInferenceError,
+    StrictSchemaError,
     ToolnexusError,
+    UnknownToolError,
+    UsageError,
     WaitTimeoutError,
     WireFormatError,
 )
@@ -36,16 +49,12 @@ __version__ = "0.1.0"
 # Higher layers load on first use, so `import toolnexus` costs only the contract.
 _LAZY: dict[str, str] = {
     "Call": ".host",
-    "SchemaError": ".validation",
-    "DuplicateToolError": ".toolkit",
     "Host": ".host",
-    "SchemaInferenceError": ".schema",
     "Tool": ".tools",
     "ToolEvent": ".host",
     "Toolkit": ".toolkit",
     "TurnCall": ".turns",
     "TurnResult": ".turns",
-    "UnknownToolError": ".toolkit",
     "tool": ".tools",
 }
 
@@ -55,11 +64,9 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .host import Call, Host, ToolEvent
-    from .schema import SchemaInferenceError
-    from .toolkit import DuplicateToolError, Toolkit, UnknownToolError
+    from .toolkit import Toolkit
     from .tools import Tool, tool
     from .turns import TurnCall, TurnResult
-    from .validation import SchemaError
 
 __all__ = [
     "Answer",
@@ -67,15 +74,23 @@ __all__ = [
     "CancellationToken",
     "CancellationTokenRegistration",
     "CancellationTokenSource",
+    "ConversionError",
     "DuplicateToolError",
+    "EcmaPatternError",
+    "FormatError",
     "Host",
+    "InputError",
+    "InvalidTypeError",
+    "InvalidValueError",
     "OperationCancelledError",
     "Part",
     "PartTooLargeError",
     "ProgressReporter",
+    "RefError",
     "Request",
     "SchemaError",
     "SchemaInferenceError",
+    "StrictSchemaError",
     "Tool",
     "ToolContext",
     "ToolEvent",
@@ -85,6 +100,7 @@ __all__ = [
     "TurnCall",
     "TurnResult",
     "UnknownToolError",
+    "UsageError",
     "WaitTimeoutError",
     "WireFormatError",
     "tool",

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._frozen import thaw
-from .errors import StrictSchemaError
+from .errors import InvalidValueError, StrictSchemaError
 
 if TYPE_CHECKING:
     from .tools import Tool
@@ -35,7 +35,7 @@ def openai_tool(tool: Tool, *, strict: bool = False, api: str = "chat") -> dict[
     the schema has an open object.
     """
     if api not in _OPENAI_APIS:
-        raise ValueError(f"api must be 'chat' or 'responses', got {api!r}")
+        raise InvalidValueError(f"api must be 'chat' or 'responses', got {api!r}")
     parameters = thaw(tool.input_schema)
     if strict:
         parameters = _strict_schema(tool.name, parameters, _OPENAI_STRICT)

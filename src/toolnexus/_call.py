@@ -47,7 +47,7 @@ from . import _timers, loop_rule
 from ._pool import Pool, Worker, current_worker
 from .cancellation import CancellationToken, CancellationTokenSource
 from .context import ProgressReporter, ToolContext
-from .errors import WaitTimeoutError
+from .errors import InvalidTypeError, WaitTimeoutError
 from .result import ToolResult
 from .suspension import Answer, Request
 
@@ -330,7 +330,7 @@ class Call:
         is logged.
         """
         if not callable(fn):
-            raise TypeError(f"add_done_callback() takes a callable, got {type(fn).__name__}")
+            raise InvalidTypeError(f"add_done_callback() takes a callable, got {type(fn).__name__}")
         with self._lock:
             if not self._settled:
                 if self._callbacks is None:

@@ -58,7 +58,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
-from .errors import ToolnexusError
+from .errors import EcmaPatternError
 
 __all__ = ["EcmaPatternError", "compile_pattern"]
 
@@ -78,33 +78,6 @@ _MAX_STATES = 20_000
 _BACKTRACKING_BUDGET = 125_000
 # ...unless that leaves re so few characters that it is not worth compiling for.
 _SHORTEST_FOR_RE = 16
-
-
-class EcmaPatternError(ToolnexusError, ValueError):
-    """A ``pattern`` that is not a valid ECMA-262 regular expression, or one this module
-    refuses to run (it could stall a host, or it needs Unicode data Python lacks).
-
-    ``pattern`` is the pattern, ``position`` the offset in it of the fault (``None`` when
-    the whole pattern is at fault), ``reason`` the bare description with the fix.
-
-    Example::
-
-        try:
-            compile_pattern("(?P<year>[0-9]{4})")
-        except EcmaPatternError as exc:
-            assert exc.position == 2
-    """
-
-    def __init__(self, pattern: str, position: int | None, reason: str) -> None:
-        where = f" at position {position}" if position is not None else ""
-        super().__init__(f"pattern {pattern!r}{where}: {reason}")
-        self.pattern = pattern
-        self.position = position
-        self.reason = reason
-
-    def __reduce__(self) -> tuple[type[EcmaPatternError], tuple[str, int | None, str]]:
-        # Rebuild from the fields, not from the message: errors cross process boundaries.
-        return (type(self), (self.pattern, self.position, self.reason))
 
 
 # --- character sets: sorted, disjoint, non-adjacent inclusive ranges ------------------

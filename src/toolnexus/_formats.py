@@ -21,11 +21,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from .errors import FormatError, InvalidTypeError, InvalidValueError
+
 __all__ = ["FormatError", "text_type", "to_json"]
-
-
-class FormatError(ValueError):
-    """Text that does not read as the annotated type; ``str()`` says what was expected."""
 
 
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
@@ -53,7 +51,7 @@ def _zone(match: re.Match[str], first: int) -> _dt.tzinfo | None:
         return None
     hours, minutes = int(match.group(first + 2)), int(match.group(first + 3))
     if hours > 23 or minutes > 59:
-        raise ValueError("the offset is out of range")
+        raise InvalidValueError("the offset is out of range")
     offset = _dt.timedelta(hours=hours, minutes=minutes)
     return _dt.timezone(-offset if sign == "-" else offset)
 
@@ -247,7 +245,7 @@ def to_json(value: Any) -> Any:
             return dump(mode="json")
         except TypeError:
             return dump()
-    raise TypeError(f"{kind.__name__} is not JSON-serialisable")
+    raise InvalidTypeError(f"{kind.__name__} is not JSON-serialisable")
 
 
 def _duration_text(value: _dt.timedelta) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from .errors import InvalidTypeError
+
 __all__ = ["FrozenDict", "FrozenList", "freeze", "sealed", "thaw"]
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
@@ -25,7 +27,7 @@ else:
 
 
 def _refuse(self: object, *args: object, **kwargs: object) -> NoReturn:
-    raise TypeError(
+    raise InvalidTypeError(
         f"{type(self).__name__} is read-only; copy it first (dict(x) / list(x)) to change it"
     )
 

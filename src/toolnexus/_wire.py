@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from .errors import WireFormatError
+from .errors import InputError, WireFormatError
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def loads_object(text: str | bytes | bytearray, type_name: str) -> Mapping[str, 
 def _refuse_constant(name: str) -> Any:
     # Python's json reads NaN and Infinity, but they are not JSON and no other port
     # would read them back.
-    raise ValueError(f"{name} is not a JSON value")
+    raise InputError(f"{name} is not a JSON value")
 
 
 def require_object(value: Any, type_name: str) -> Mapping[str, Any]:

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from .errors import InvalidTypeError, InvalidValueError, WireFormatError
 from .loop_rule import declined, schema_problem, unresolved
 from .result import PENDING_KEY, ToolResult
 from .suspension import Answer, Request, decline_reason
@@ -135,9 +136,9 @@ def _as_key(value: object, where: str) -> bytes:
     if isinstance(value, str):
         value = value.strip().encode("utf-8")
     if not isinstance(value, (bytes, bytearray)):
-        raise TypeError(f"{where}: a key must be bytes or str, got {type(value).__name__}")
+        raise InvalidTypeError(f"{where}: a key must be bytes or str, got {type(value).__name__}")
     if len(value) < MIN_KEY_BYTES:
-        raise ValueError(
+        raise InvalidValueError(
             f"{where}: a key must be at least {MIN_KEY_BYTES} bytes, got {len(value)}; make one "
             "with: python -c 'import secrets; print(secrets.token_hex(32))'"
         )
@@ -172,7 +173,7 @@ def load_secret(
         return (_as_key(secret, "secret"),)
     keys = tuple(_as_key(item, f"secret[{index}]") for index, item in enumerate(secret))
     if not keys:
-        raise ValueError("secret: an empty list of keys; give at least one, or None")
+        raise InvalidValueError("secret: an empty list of keys; give at least one, or None")
     return keys
 
 
@@ -195,7 +196,7 @@ def read_secret_file(path: str | os.PathLike[str]) -> tuple[bytes, ...]:
         if line.strip() and not line.lstrip().startswith("#")
     )
     if not keys:
-        raise ValueError(f"{path}: no key found; write one key per line (newest first)")
+        raise InvalidValueError(f"{path}: no key found; write one key per line (newest first)")
     return keys
 
 
@@ -486,13 +487,13 @@ class Binder:
         random per-process key signs."""
         self._keys = keys if keys else (_random_process_key(),)
         if store is not None and not callable(getattr(store, "consume", None)):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"store must have a consume(key, expires_at) method (an AnswerStore), "
                 f"got {type(store).__name__}"
             )
         self._store: AnswerStore = store if store is not None else _process_store()
         if isinstance(ttl_s, bool) or not isinstance(ttl_s, (int, float)) or ttl_s <= 0:
-            raise ValueError(f"ttl_s must be a number of seconds > 0, got {ttl_s!r}")
+            raise InvalidValueError(f"ttl_s must be a number of seconds > 0, got {ttl_s!r}")
         self._ttl_s = ttl_s
         self._clock = clock
 
@@ -669,7 +670,6 @@ def _consumed_key(token: str) -> str:
 
 def _read_parked(value: object) -> tuple[Request, str | None] | str:
     """(request, binding or None) from what a caller resumes with, or the problem."""
-    from .errors import WireFormatError
 
     if isinstance(value, Request):
         return value, None
@@ -685,7 +685,7 @@ def _read_parked(value: object) -> tuple[Request, str | None] | str:
 
             value = _wire.loads_object(value, "Request")
         if not isinstance(value, Mapping):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"request must be the pending ToolResult, a Request, their wire dict or JSON; "
                 f"got {type(value).__name__}"
             )
@@ -698,7 +698,6 @@ def _read_parked(value: object) -> tuple[Request, str | None] | str:
 
 
 def _read_answer(value: object) -> Answer | str:
-    from .errors import WireFormatError
 
     try:
         if isinstance(value, Answer):
@@ -709,7 +708,7 @@ def _read_answer(value: object) -> Answer | str:
             return Answer.from_json(value)
     except WireFormatError as exc:
         return str(exc)
-    raise TypeError(
+    raise InvalidTypeError(
         f"answer must be an Answer, its wire dict or its JSON, got {type(value).__name__}"
     )
 

@@ -12,7 +12,7 @@ import contextlib
 import threading
 import time
 
-from .errors import OperationCancelledError
+from .errors import InvalidTypeError, InvalidValueError, OperationCancelledError
 
 # Not `from typing import TYPE_CHECKING`: importing typing would double what
 # `import toolnexus` costs, and annotations here are strings anyway.
@@ -234,7 +234,7 @@ class CancellationToken:
             already cancelled: runs at once
         """
         if not callable(callback):
-            raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+            raise InvalidTypeError(f"callback must be callable, got {type(callback).__name__}")
         state = self._state
         if not state.can_be_cancelled:
             return CancellationTokenRegistration(None, 0)
@@ -367,7 +367,7 @@ class CancellationTokenSource:
         """
         for index, token in enumerate(tokens):
             if not isinstance(token, CancellationToken):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"linked() takes CancellationToken arguments; argument {index} "
                     f"is {type(token).__name__} (pass source.token, not the source)"
                 )
@@ -433,7 +433,7 @@ class CancellationTokenSource:
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (
             seconds >= 0
         ):
-            raise ValueError(f"seconds must be a number >= 0, got {seconds!r}")
+            raise InvalidValueError(f"seconds must be a number >= 0, got {seconds!r}")
         if self._state.cancelled:
             return
         self._stop_timer()

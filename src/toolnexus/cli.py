@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
-from .errors import ToolnexusError
+from .errors import InputError, RefError, ToolnexusError
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -108,25 +108,6 @@ def _localize_parser(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
                 _localize_parser(sub)
-
-
-class RefError(ToolnexusError, ValueError):
-    """A tool reference (``REF``) that names no usable tools.
-
-    The message is one line that says what was wrong and how to fix it. ``ref`` is the
-    reference as given; the underlying exception, if any, is the ``__cause__``.
-
-    Example::
-
-        try:
-            load_toolkit("no_such_module:tools")
-        except RefError as exc:
-            print(exc)   # cannot import 'no_such_module': no module named ...
-    """
-
-    def __init__(self, ref: str, message: str) -> None:
-        super().__init__(message)
-        self.ref = ref
 
 
 # --------------------------------------------------------------------------- REF loading
@@ -424,7 +405,7 @@ def _read_json_option(option: str, text: str) -> Any:
 
 
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise InputError(f"{name} is not JSON")
 
 
 def _parse_value(text: str, schema: Mapping[str, Any] | None) -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ._frozen import sealed
 from .cancellation import CancellationToken
+from .errors import InvalidTypeError, InvalidValueError
 from .suspension import Answer
 
 __all__ = ["LOG_LEVELS", "LogReporter", "ProgressReporter", "ToolContext"]
@@ -71,22 +72,24 @@ class ToolContext:
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 0
         ):
-            raise ValueError(
+            raise InvalidValueError(
                 f"timeout_ms must be None or an int >= 0 (milliseconds), got {timeout!r}"
             )
         if not isinstance(self.cancellation_token, CancellationToken):
-            raise TypeError(
+            raise InvalidTypeError(
                 "cancellation_token must be a CancellationToken (e.g. source.token), "
                 f"got {type(self.cancellation_token).__name__}"
             )
         if self.answer is not None and not isinstance(self.answer, Answer):
-            raise TypeError(f"answer must be an Answer or None, got {type(self.answer).__name__}")
+            raise InvalidTypeError(
+                f"answer must be an Answer or None, got {type(self.answer).__name__}"
+            )
         if self.progress is not None and not callable(self.progress):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"progress must be callable or None, got {type(self.progress).__name__}"
             )
         if self.log is not None and not callable(self.log):
-            raise TypeError(f"log must be callable or None, got {type(self.log).__name__}")
+            raise InvalidTypeError(f"log must be callable or None, got {type(self.log).__name__}")
 
     @property
     def is_cancelled(self) -> bool:
@@ -155,7 +158,7 @@ class ToolContext:
             >>> ToolContext().report_log("debug", "nobody listens: dropped")
         """
         if level not in LOG_LEVELS:
-            raise ValueError(f"level must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
+            raise InvalidValueError(f"level must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
         reporter = self.log if self.log is not None else _bound_log.get()
         if reporter is not None:
             reporter(level, data, logger)

@@ -1,21 +1,65 @@
-"""The exception hierarchy: one root, subclasses split by whose fault it is.
+"""Every exception toolnexus raises: one root, split by whose fault it is.
 
-Everything toolnexus raises derives from :class:`ToolnexusError`. Each subclass also
-inherits the builtin a caller would naturally catch (``ValueError``, ``LookupError``,
-``TimeoutError``), so ``except ValueError`` keeps working, and carries structured fields
-so no layer has to parse a message.
+::
+
+    ToolnexusError                  the root: ``except ToolnexusError`` catches all of ours
+    ├── UsageError                  the calling code is wrong; raised at the line that did it
+    │   ├── InvalidValueError       + ValueError: a value of the right type, but unusable
+    │   │   ├── DuplicateToolError      a tool name registered twice
+    │   │   ├── EcmaPatternError        a schema pattern that is not ECMA-262 (or too costly)
+    │   │   ├── PartTooLargeError       a content part over the maxPartBytes ceiling
+    │   │   ├── SchemaError             a JSON Schema the validator cannot honour
+    │   │   └── StrictSchemaError       a schema a provider's strict mode cannot express
+    │   └── InvalidTypeError        + TypeError: a value of the wrong type
+    │       └── SchemaInferenceError    a signature with no JSON Schema equivalent
+    ├── InputError                  + ValueError: data from outside the program is malformed
+    │   ├── ConversionError             a valid argument that does not read as its annotated type
+    │   │   └── FormatError                 text that is not a date, a UUID, a duration, ...
+    │   ├── WireFormatError             a Request/Answer/ToolResult document is malformed
+    │   └── RefError                    a command-line REF names no usable tools
+    ├── UnknownToolError            + LookupError: no tool of that name
+    ├── WaitTimeoutError            + TimeoutError: Call.result(timeout=...) gave up waiting
+    └── OperationCancelledError     a cancelled token was asked to raise
+
+Each class also inherits the builtin a caller would catch without knowing toolnexus
+(``ValueError``, ``TypeError``, ``LookupError``), so ``except ValueError`` keeps working.
+Classes with structured fields (``exc.field``, ``exc.path``, ``exc.name``) carry them so no
+layer parses a message, and survive pickling (errors cross process boundaries).
+
+What a *model* gets wrong (unknown tool, bad arguments, a tool that throws) is never an
+exception: it comes back as an error :class:`~toolnexus.ToolResult` the model can read.
+These exceptions are for the program around the tools.
+
+This module imports nothing: the contract layer imports it, and so does every other.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "ConversionError",
+    "DuplicateToolError",
+    "EcmaPatternError",
+    "FormatError",
+    "InputError",
+    "InvalidTypeError",
+    "InvalidValueError",
     "OperationCancelledError",
     "PartTooLargeError",
+    "RefError",
+    "SchemaError",
+    "SchemaInferenceError",
     "StrictSchemaError",
     "ToolnexusError",
+    "UnknownToolError",
+    "UsageError",
     "WaitTimeoutError",
     "WireFormatError",
 ]
+
+# Not `from typing import ...`: typing would cost as much as the contract layer itself.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ToolnexusError(Exception):
@@ -30,62 +74,100 @@ class ToolnexusError(Exception):
     """
 
 
-class OperationCancelledError(ToolnexusError):
-    """Raised by :meth:`CancellationToken.raise_if_cancellation_requested`.
-
-    A tool may let it propagate: the toolkit turns it into an error result saying the
-    call was cancelled.
-
-    Example::
-
-        token.raise_if_cancellation_requested()   # raises once the token is cancelled
-    """
-
-    def __init__(self, message: str = "the operation was cancelled") -> None:
-        super().__init__(message)
+# --------------------------------------------------------------------------- the caller's code
 
 
-class WaitTimeoutError(ToolnexusError, TimeoutError):
-    """Raised by :meth:`Call.result` when its ``timeout`` passes before the call is done.
+class UsageError(ToolnexusError):
+    """The calling code used toolnexus wrongly: fix the call that raised.
 
-    Only the wait gave up: the call goes on, and a later ``result()`` still gets its answer.
+    Raised at once, at the line that did it (a negative timeout, a non-callable callback,
+    a duplicate tool name). Catch its subclasses, or ``ValueError``/``TypeError``.
 
     Example::
 
         try:
-            result = call.result(timeout=0.5)
-        except WaitTimeoutError:
-            call.cancel()
+            ToolContext(timeout_ms=-1)
+        except UsageError as exc:
+            print(exc)   # timeout_ms must be an int >= 0 (milliseconds), got -1
     """
 
 
-class WireFormatError(ToolnexusError, ValueError):
-    """Malformed wire input: not JSON, not an object, or a missing or mistyped field.
-
-    ``type_name`` is the type being read (``"Request"``), ``field`` the wire key at fault
-    (``None`` when the whole document is wrong).
+class InvalidValueError(UsageError, ValueError):
+    """A value of the right type that toolnexus cannot use (out of range, empty, unknown).
 
     Example::
 
         try:
-            Answer.from_dict({"id": "pnd-1"})
-        except WireFormatError as exc:
-            assert exc.field == "ok"
+            Host(toolkit, max_workers=0)
+        except InvalidValueError as exc:   # also a ValueError
+            print(exc)   # max_workers must be an int >= 1, got 0
     """
 
-    def __init__(self, type_name: str, field: str | None, problem: str) -> None:
-        where = f"field {field!r}" if field is not None else "input"
-        super().__init__(f"invalid {type_name}: {where} {problem}")
-        self.type_name = type_name
-        self.field = field
-        self.problem = problem
 
-    def __reduce__(self) -> tuple[type[WireFormatError], tuple[str, str | None, str]]:
+class InvalidTypeError(UsageError, TypeError):
+    """A value of the wrong type (a non-callable callback, a str where a Request belongs).
+
+    Example::
+
+        try:
+            ToolResult.pending("approve?")
+        except InvalidTypeError as exc:    # also a TypeError
+            print(exc)   # pending() takes a Request, got str
+    """
+
+
+class DuplicateToolError(InvalidValueError):
+    """A tool of that name is already registered (pass ``replace=True`` to swap it).
+
+    ``name`` is the tool's name.
+
+    Example::
+
+        try:
+            toolkit.register(add)
+        except DuplicateToolError as exc:
+            assert exc.name == "add"
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"a tool named {name!r} is already registered; pass replace=True to replace it, "
+            "or register this one under another name with @tool(name=...)"
+        )
+        self.name = name
+
+    def __reduce__(self) -> tuple[Any, ...]:
         # Rebuild from the fields, not from the message: errors cross process boundaries.
-        return (type(self), (self.type_name, self.field, self.problem))
+        return (type(self), (self.name,))
 
 
-class PartTooLargeError(ToolnexusError, ValueError):
+class EcmaPatternError(InvalidValueError):
+    """A ``pattern`` that is not a valid ECMA-262 regular expression, or one toolnexus
+    refuses to run (it could stall a host, or it needs Unicode data Python lacks).
+
+    ``pattern`` is the pattern, ``position`` the offset in it of the fault (``None`` when
+    the whole pattern is at fault), ``reason`` the bare description with the fix.
+
+    Example::
+
+        try:
+            compile_pattern("(?P<year>[0-9]{4})")
+        except EcmaPatternError as exc:
+            assert exc.position == 2
+    """
+
+    def __init__(self, pattern: str, position: int | None, reason: str) -> None:
+        where = f" at position {position}" if position is not None else ""
+        super().__init__(f"pattern {pattern!r}{where}: {reason}")
+        self.pattern = pattern
+        self.position = position
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.pattern, self.position, self.reason))
+
+
+class PartTooLargeError(InvalidValueError):
     """A content part's decoded bytes exceed the ceiling (maxPartBytes).
 
     ``part_type`` is the part's type, ``size`` its decoded size and ``limit`` the ceiling,
@@ -109,11 +191,37 @@ class PartTooLargeError(ToolnexusError, ValueError):
         self.size = size
         self.limit = limit
 
-    def __reduce__(self) -> tuple[type[PartTooLargeError], tuple[str, int, int]]:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.part_type, self.size, self.limit))
 
 
-class StrictSchemaError(ToolnexusError, ValueError):
+class SchemaError(InvalidValueError):
+    """A schema the validator cannot honour: an unsupported keyword, a bad value, a bad $ref.
+
+    Raised when a :class:`~toolnexus.validation.Validator` is built, never while
+    validating. ``path`` is a JSON pointer to the schema object at fault
+    (``"#/properties/steps"``), ``keyword`` the keyword (``None`` when the whole schema
+    object is wrong), ``problem`` the bare description.
+
+    Example::
+
+        try:
+            Validator({"type": "object", "properties": {"n": {"minimun": 1}}})
+        except SchemaError as exc:
+            assert exc.path == "#/properties/n" and exc.keyword == "minimun"
+    """
+
+    def __init__(self, path: str, keyword: str | None, problem: str) -> None:
+        super().__init__(f"invalid schema at {path}: {problem}")
+        self.path = path
+        self.keyword = keyword
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.path, self.keyword, self.problem))
+
+
+class StrictSchemaError(InvalidValueError):
     """A tool's schema cannot be expressed in a provider's strict mode.
 
     ``tool`` is the tool's name, ``path`` where in its schema the problem is, ``provider``
@@ -138,3 +246,224 @@ class StrictSchemaError(ToolnexusError, ValueError):
         self.path = path
         self.problem = problem
         self.provider = provider
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.tool, self.path, self.problem, self.provider))
+
+
+class SchemaInferenceError(InvalidTypeError):
+    """A function's signature cannot be turned into a tool schema.
+
+    Raised when the tool is defined (``@tool``, ``Toolkit.register``), never when it is
+    called. ``function`` is the qualified name of the function, ``parameter`` the
+    parameter at fault (``None`` when the problem is the function as a whole).
+
+    Example::
+
+        try:
+            @tool
+            def upload(data: bytes) -> str: ...
+        except SchemaInferenceError as exc:
+            assert exc.parameter == "data"
+    """
+
+    def __init__(self, function: str, parameter: str | None, problem: str) -> None:
+        where = f"parameter {parameter!r} of {function}()" if parameter else f"{function}()"
+        super().__init__(
+            f"cannot infer a JSON Schema for {where}: {problem}; "
+            "pass the schema yourself with @tool(input_schema={...}), "
+            "or annotate it with a supported type"
+        )
+        self.function = function
+        self.parameter = parameter
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.function, self.parameter, self.problem))
+
+
+# --------------------------------------------------------------------------- data from outside
+
+
+class InputError(ToolnexusError, ValueError):
+    """Data from outside the program is malformed: fix the data, not the code.
+
+    The data is JSON read from a file, a pipe or a peer (an MCP client's elicitation
+    answer, a persisted request), or a command-line argument.
+
+    Example::
+
+        try:
+            Answer.from_json("{not json")
+        except InputError as exc:          # also a ValueError
+            print(exc)
+    """
+
+
+class ConversionError(InputError):
+    """An argument that passed validation but does not read as its annotated type.
+
+    Raised by a converter while a call's arguments are prepared (internal to the tools
+    layer, which turns it into an error result). ``problem`` says what was expected,
+    ``path`` where in the arguments (keys and indices, outermost first).
+
+    Example::
+
+        >>> from toolnexus import tool
+        >>> import datetime
+        >>> @tool
+        ... def remind(at: datetime.date) -> str:
+        ...     return at.isoformat()
+        >>> remind({"at": "soon"}).output.split(": ", 1)[1]
+        'at: expected a date (YYYY-MM-DD, e.g. "2026-05-01"), got "soon"'
+    """
+
+    def __init__(self, problem: str, path: list[str | int] | None = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.path: list[str | int] = path if path is not None else []
+
+    def __str__(self) -> str:
+        return self.problem
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.problem, self.path))
+
+
+class FormatError(ConversionError):
+    """Text that does not read as the annotated type; ``str()`` says what was expected.
+
+    Raised by the text readers of dates, times, durations, UUIDs and decimals; the tools
+    layer adds the argument's path and turns it into an error result.
+
+    Example::
+
+        try:
+            toolnexus._formats.parse_uuid("not-a-uuid")
+        except FormatError as exc:
+            print(exc)   # expected a UUID (...), got "not-a-uuid"
+    """
+
+
+class WireFormatError(InputError):
+    """Malformed wire input: not JSON, not an object, or a missing or mistyped field.
+
+    ``type_name`` is the type being read (``"Request"``), ``field`` the wire key at fault
+    (``None`` when the whole document is wrong).
+
+    Example::
+
+        try:
+            Answer.from_dict({"id": "pnd-1"})
+        except WireFormatError as exc:
+            assert exc.field == "ok"
+    """
+
+    def __init__(self, type_name: str, field: str | None, problem: str) -> None:
+        where = f"field {field!r}" if field is not None else "input"
+        super().__init__(f"invalid {type_name}: {where} {problem}")
+        self.type_name = type_name
+        self.field = field
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.type_name, self.field, self.problem))
+
+
+class RefError(InputError):
+    """A tool reference (``REF``) that names no usable tools.
+
+    The message is one line that says what was wrong and how to fix it. ``ref`` is the
+    reference as given; the underlying exception, if any, is the ``__cause__``.
+
+    Example::
+
+        try:
+            load_toolkit("no_such_module:tools")
+        except RefError as exc:
+            print(exc)   # cannot import 'no_such_module': no module named ...
+    """
+
+    def __init__(self, ref: str, message: str) -> None:
+        super().__init__(message)
+        self.ref = ref
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.ref, str(self.args[0])))
+
+
+# --------------------------------------------------------------------------- the rest
+
+
+class UnknownToolError(ToolnexusError, LookupError):
+    """No tool of that name is registered.
+
+    ``name`` is the name asked for, ``suggestions`` the closest registered names (best
+    first, possibly empty).
+
+    Example::
+
+        try:
+            toolkit.get("serch")
+        except UnknownToolError as exc:
+            print(exc)              # unknown tool 'serch'; did you mean 'search'?
+            print(exc.suggestions)  # ['search']
+    """
+
+    def __init__(self, name: str, suggestions: list[str], known: list[str]) -> None:
+        super().__init__(_unknown_message(name, suggestions, known))
+        self.name = name
+        self.suggestions = suggestions
+        self.known = known
+
+    def __str__(self) -> str:
+        # LookupError's KeyError cousin would quote the message; this one reads as a sentence.
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.name, self.suggestions, self.known))
+
+
+def _quote_list(names: list[str]) -> str:
+    quoted = [repr(name) for name in names]
+    if len(quoted) <= 1:
+        return "".join(quoted)
+    return ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def _unknown_message(name: str, suggestions: list[str], known: list[str]) -> str:
+    if suggestions:
+        return f"unknown tool {name!r}; did you mean {_quote_list(suggestions)}?"
+    if not known:
+        return f"unknown tool {name!r}; no tools are registered"
+    shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
+    return f"unknown tool {name!r}; known tools: {shown}"
+
+
+class WaitTimeoutError(ToolnexusError, TimeoutError):
+    """Raised by :meth:`Call.result` when its ``timeout`` passes before the call is done.
+
+    Only the wait gave up: the call goes on, and a later ``result()`` still gets its answer.
+
+    Example::
+
+        try:
+            result = call.result(timeout=0.5)
+        except WaitTimeoutError:
+            call.cancel()
+    """
+
+
+class OperationCancelledError(ToolnexusError):
+    """Raised by :meth:`CancellationToken.raise_if_cancellation_requested`.
+
+    A tool may let it propagate: the toolkit turns it into an error result saying the
+    call was cancelled.
+
+    Example::
+
+        token.raise_if_cancellation_requested()   # raises once the token is cancelled
+    """
+
+    def __init__(self, message: str = "the operation was cancelled") -> None:
+        super().__init__(message)

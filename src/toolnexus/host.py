@@ -44,7 +44,7 @@ from ._pool import Pool, current_worker
 from .binding import Accepted, AnswerStore, Binder, Refusal
 from .cancellation import CancellationToken
 from .context import ProgressReporter
-from .errors import WireFormatError
+from .errors import InvalidTypeError, InvalidValueError, WireFormatError
 from .result import ToolResult
 from .suspension import Answer, Request
 from .turns import Style, TurnCall, TurnResult, parse_calls
@@ -115,7 +115,7 @@ def _check_ms(name: str, value: object, *, allow_none: bool = True) -> int | Non
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         expected = "None or an int >= 0" if allow_none else "an int >= 0"
-        raise ValueError(f"{name} must be {expected} (milliseconds), got {value!r}")
+        raise InvalidValueError(f"{name} must be {expected} (milliseconds), got {value!r}")
     return value
 
 
@@ -123,7 +123,7 @@ def _check_token(token: object) -> CancellationToken:
     if token is None:
         return CancellationToken.NONE
     if not isinstance(token, CancellationToken):
-        raise TypeError(
+        raise InvalidTypeError(
             "cancellation_token must be a CancellationToken (pass source.token, not the "
             f"source), got {type(token).__name__}"
         )
@@ -210,22 +210,26 @@ class Host:
         max_rounds: int = 1,
     ) -> None:
         if not callable(getattr(toolkit, "resolve", None)):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Host() takes a Toolkit, got {type(toolkit).__name__}; "
                 "build one with Toolkit([tool_a, tool_b])"
             )
         if wait_for is not None and not callable(wait_for):
-            raise TypeError(f"wait_for must be callable or None, got {type(wait_for).__name__}")
+            raise InvalidTypeError(
+                f"wait_for must be callable or None, got {type(wait_for).__name__}"
+            )
         if on_event is not None and not callable(on_event):
-            raise TypeError(f"on_event must be callable or None, got {type(on_event).__name__}")
+            raise InvalidTypeError(
+                f"on_event must be callable or None, got {type(on_event).__name__}"
+            )
         for label, number in (("max_stuck", max_stuck), ("max_workers", max_workers),
                               ("max_rounds", max_rounds)):
             if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-                raise ValueError(f"{label} must be an int >= 1, got {number!r}")
+                raise InvalidValueError(f"{label} must be an int >= 1, got {number!r}")
         if wait_for_timeout_ms is not None:
             # The old name: it means the same, so only one of the two may be given.
             if question_timeout_ms != _DEFAULT_QUESTION_TIMEOUT_MS:
-                raise ValueError(
+                raise InvalidValueError(
                     "give question_timeout_ms or its old name wait_for_timeout_ms, not both"
                 )
             question_timeout_ms = wait_for_timeout_ms
@@ -267,7 +271,7 @@ class Host:
     @max_workers.setter
     def max_workers(self, value: int) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"max_workers must be an int >= 1, got {value!r}")
+            raise InvalidValueError(f"max_workers must be an int >= 1, got {value!r}")
         self._pool.limit = value
 
     @property
@@ -448,7 +452,7 @@ class Host:
         call = Call(self._rt, name, start)
         if resume and accepted is None:
             if request is None or answer is None:
-                raise TypeError("a resume needs both request and answer")
+                raise InvalidTypeError("a resume needs both request and answer")
             verdict = self._binder.check(name, args, request, answer)
             if isinstance(verdict, Refusal):
                 call.finish_now(verdict.result, "error")
@@ -777,7 +781,7 @@ class Host:
         self, turn: TurnResult, answer: object, budget: int | None, token: CancellationToken
     ) -> TurnResult:
         if not isinstance(turn, TurnResult):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"resume_turn() takes the TurnResult of run_turn (or TurnResult.from_json), "
                 f"got {type(turn).__name__}"
             )
@@ -823,7 +827,7 @@ def _pairs(calls: Iterable[Any]) -> list[tuple[str, Any]]:
     pairs = []
     for index, item in enumerate(calls):
         if isinstance(item, (str, bytes)) or not isinstance(item, Sequence) or len(item) != 2:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"call_many() takes (name, args) pairs; item {index} is {item!r}"
             )
         pairs.append((item[0], item[1]))

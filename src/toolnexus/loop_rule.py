@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from .errors import InvalidTypeError
 from .result import ToolResult
 from .suspension import REASONS, Answer, Request, decline_reason
 
@@ -154,6 +155,6 @@ def coerce_answer(value: object) -> Answer:
         return Answer.from_dict(value)
     if isinstance(value, (str, bytes, bytearray)):
         return Answer.from_json(value)
-    raise TypeError(
+    raise InvalidTypeError(
         f"answer must be an Answer, its wire dict or its JSON, got {type(value).__name__}"
     )

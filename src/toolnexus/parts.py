@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ._frozen import sealed
-from .errors import PartTooLargeError, WireFormatError
+from .errors import InvalidTypeError, InvalidValueError, PartTooLargeError, WireFormatError
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def set_max_part_bytes(limit: int) -> int:
 
 def _check_limit(limit: object, where: str) -> int:
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
-        raise ValueError(f"{where} takes an int >= 0 (bytes), got {limit!r}")
+        raise InvalidValueError(f"{where} takes an int >= 0 (bytes), got {limit!r}")
     return limit
 
 
@@ -148,7 +148,7 @@ class Part:
             {'type': 'text', 'text': 'see the chart below'}
         """
         if not isinstance(text, str):
-            raise TypeError(f"Part.from_text() takes a str, got {type(text).__name__}")
+            raise InvalidTypeError(f"Part.from_text() takes a str, got {type(text).__name__}")
         return cls("text", text=text)
 
     @classmethod
@@ -253,7 +253,7 @@ class Part:
             return binascii.a2b_base64(self.data)
         if self.text is not None:
             return self.text.encode("utf-8")
-        raise ValueError(f"a URL {self.type} part holds no bytes; fetch its url instead")
+        raise InvalidValueError(f"a URL {self.type} part holds no bytes; fetch its url instead")
 
     @property
     def data_url(self) -> str | None:
@@ -461,9 +461,11 @@ def _build(
 ) -> Part:
     limit = _max_part_bytes if max_bytes is None else _check_limit(max_bytes, "max_bytes")
     if mime_type is not None and (not isinstance(mime_type, str) or "/" not in mime_type):
-        raise ValueError(f"mime_type must be a mime type such as 'image/png', got {mime_type!r}")
+        raise InvalidValueError(
+            f"mime_type must be a mime type such as 'image/png', got {mime_type!r}"
+        )
     if name is not None and not isinstance(name, str):
-        raise TypeError(f"name must be a str or None, got {type(name).__name__}")
+        raise InvalidTypeError(f"name must be a str or None, got {type(name).__name__}")
     url: str | None = None
     raw: bytes | None = None
     data: str | None = None
@@ -476,7 +478,7 @@ def _build(
         url = source
         label = source
     elif isinstance(source, str) and source[:5].lower() == "http:":
-        raise ValueError(
+        raise InvalidValueError(
             f"Part.{kind}() keeps only https: URLs; download {source!r} and pass the bytes"
         )
     elif isinstance(source, (str, os.PathLike)):
@@ -497,11 +499,11 @@ def _build(
     elif callable(getattr(source, "read", None)):
         raw = source.read()
         if isinstance(raw, str):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Part.{kind}(): the file object returned text; open it in binary mode ('rb')"
             )
         if not isinstance(raw, (bytes, bytearray, memoryview)):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Part.{kind}(): the file object's read() returned {type(raw).__name__}, "
                 "not bytes"
             )
@@ -511,7 +513,7 @@ def _build(
             label = source_name
             name = name if name is not None else os.path.basename(source_name)
     else:
-        raise TypeError(
+        raise InvalidTypeError(
             f"Part.{kind}() takes a path, os.PathLike, bytes, a binary file object, a data: "
             f"URL or an https: URL; got {type(source).__name__}"
         )
@@ -519,7 +521,7 @@ def _build(
         mime_type = _mime_from_table(kind, label if label is not None else name)
     prefix = _PREFIX.get(kind)
     if prefix is not None and not mime_type.startswith(prefix):
-        raise ValueError(
+        raise InvalidValueError(
             f"Part.{kind}() needs a {prefix}... mime type, got {mime_type!r}; "
             f"use Part.file() for other content"
         )
@@ -538,7 +540,7 @@ def _build(
 
 def _mime_from_table(kind: str, label: str | None) -> str:
     if label is None:
-        raise ValueError(
+        raise InvalidValueError(
             f"Part.{kind}() cannot tell the mime type of raw bytes; pass mime_type= "
             f"(e.g. {_EXAMPLE_MIME[kind]!r})"
         )
@@ -548,14 +550,14 @@ def _mime_from_table(kind: str, label: str | None) -> str:
     found = EXTENSIONS.get(extension)
     if found is None:
         known = ", ".join(ext for ext, (k, _) in EXTENSIONS.items() if k == kind)
-        raise ValueError(
+        raise InvalidValueError(
             f"Part.{kind}() cannot tell the mime type of {label!r} (extension "
             f"{'.' + extension if extension else 'missing'}; the table knows {known}); "
             f"pass mime_type= (e.g. {_EXAMPLE_MIME[kind]!r})"
         )
     found_kind, mime = found
     if found_kind != kind:
-        raise ValueError(
+        raise InvalidValueError(
             f"{label!r} is {found_kind} content ({mime}), not {kind}; use "
             f"Part.{found_kind}() or pass mime_type="
         )
@@ -569,7 +571,7 @@ def _parse_data_url(url: str, kind: str) -> tuple[str | None, str]:
     """``data:[<mime>][;param]*[;base64],<payload>`` -> (mime or None, standard base64)."""
     header, sep, payload = url[5:].partition(",")
     if not sep:
-        raise ValueError(f"Part.{kind}(): a data: URL needs a ',' before its payload")
+        raise InvalidValueError(f"Part.{kind}(): a data: URL needs a ',' before its payload")
     params = header.split(";")
     is_base64 = params[-1].strip().lower() == "base64"
     if is_base64:
@@ -577,7 +579,7 @@ def _parse_data_url(url: str, kind: str) -> tuple[str | None, str]:
     mime = params[0].strip() or None
     if is_base64:
         if not _is_base64(payload):
-            raise ValueError(
+            raise InvalidValueError(
                 f"Part.{kind}(): the data: URL's payload is not standard base64 "
                 "(padded, no line breaks)"
             )

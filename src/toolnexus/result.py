@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from . import _wire
 from ._frozen import FrozenDict, freeze, sealed, thaw
-from .errors import WireFormatError
+from .errors import InvalidTypeError, InvalidValueError, WireFormatError
 from .parts import Part
 from .suspension import Request
 
@@ -61,18 +61,18 @@ class ToolResult:
 
     def __post_init__(self) -> None:
         if not isinstance(self.output, str):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"ToolResult.output must be a str, got {type(self.output).__name__}; "
                 "convert it (str(value) or json.dumps(value)) first"
             )
         if not isinstance(self.is_error, bool):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"ToolResult.is_error must be a bool, got {type(self.is_error).__name__}"
             )
         metadata = self.metadata
         if metadata is not None:
             if not isinstance(metadata, Mapping):
-                raise TypeError(
+                raise InvalidTypeError(
                     "ToolResult.metadata must be a mapping (a JSON object) or None, "
                     f"got {type(metadata).__name__}"
                 )
@@ -81,7 +81,7 @@ class ToolResult:
             if not self.is_error and isinstance(metadata.get(PENDING_KEY), Request):
                 # A suspension has no usable answer yet; a host reading is_error alone
                 # must never take one for a success.
-                raise ValueError(
+                raise InvalidValueError(
                     "a ToolResult with metadata['pending'] must have is_error=True; "
                     "build suspensions with ToolResult.pending(request)"
                 )
@@ -141,7 +141,7 @@ class ToolResult:
             (True, True, 'Which environment?')
         """
         if not isinstance(request, Request):
-            raise TypeError(f"pending() takes a Request, got {type(request).__name__}")
+            raise InvalidTypeError(f"pending() takes a Request, got {type(request).__name__}")
         output = request.prompt if request.url is None else f"{request.prompt}\n{request.url}"
         return cls(output, True, {PENDING_KEY: request})
 
@@ -174,7 +174,9 @@ class ToolResult:
         if result is None:
             return None
         if not isinstance(result, ToolResult):
-            raise TypeError(f"pending_of() takes a ToolResult or None, got {type(result).__name__}")
+            raise InvalidTypeError(
+                f"pending_of() takes a ToolResult or None, got {type(result).__name__}"
+            )
         if result.metadata is None:
             return None
         request = result.metadata.get(PENDING_KEY)
@@ -303,7 +305,7 @@ def _as_tuple(parts: Iterable[Part] | None) -> tuple[Part, ...] | None:
     if parts is None:
         return None
     if isinstance(parts, (Part, str, bytes, Mapping)):
-        raise TypeError(
+        raise InvalidTypeError(
             f"parts must be a list of Part, got a single {type(parts).__name__}; "
             "wrap it in a list: parts=[part]"
         )
@@ -312,13 +314,13 @@ def _as_tuple(parts: Iterable[Part] | None) -> tuple[Part, ...] | None:
 
 def _check_parts(parts: Any) -> tuple[Part, ...] | None:
     if isinstance(parts, (Part, str, bytes, Mapping)) or not isinstance(parts, Iterable):
-        raise TypeError(
+        raise InvalidTypeError(
             f"ToolResult.parts must be a list of Part or None, got {type(parts).__name__}"
         )
     checked = tuple(parts)
     for index, part in enumerate(checked):
         if not isinstance(part, Part):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"ToolResult.parts[{index}] must be a Part, got {type(part).__name__}; "
                 "build one with Part.image(...), Part.file(...), Part.audio(...) or "
                 "Part.from_text(...)"

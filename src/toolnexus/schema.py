@@ -25,7 +25,7 @@ from typing import Any, Literal, NoReturn
 
 from . import _formats
 from .context import ToolContext
-from .errors import ToolnexusError
+from .errors import ConversionError, SchemaInferenceError
 
 __all__ = [
     "ConversionError",
@@ -49,61 +49,6 @@ _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 OUTPUT_WRAPPER = "result"
 """The one property an output schema wraps a non-object return value in (MCP requires an
 object): ``-> int`` advertises ``{"type": "object", "properties": {"result": ...}}``."""
-
-
-class ConversionError(ValueError):
-    """An argument that passed validation but does not read as its annotated type.
-
-    Raised by a converter while a call's arguments are prepared (internal to the tools
-    layer, which turns it into an error result). ``problem`` says what was expected,
-    ``path`` where in the arguments (keys and indices, outermost first).
-
-    Example::
-
-        >>> from toolnexus import tool
-        >>> import datetime
-        >>> @tool
-        ... def remind(at: datetime.date) -> str:
-        ...     return at.isoformat()
-        >>> remind({"at": "soon"}).output.split(": ", 1)[1]
-        'at: expected a date (YYYY-MM-DD, e.g. "2026-05-01"), got "soon"'
-    """
-
-    def __init__(self, problem: str, path: list[str | int] | None = None) -> None:
-        super().__init__(problem)
-        self.problem = problem
-        self.path: list[str | int] = path if path is not None else []
-
-    def __str__(self) -> str:
-        return self.problem
-
-
-class SchemaInferenceError(ToolnexusError, TypeError):
-    """A function's signature cannot be turned into a tool schema.
-
-    Raised when the tool is defined (``@tool``, ``Toolkit.register``), never when it is
-    called. ``function`` is the qualified name of the function, ``parameter`` the
-    parameter at fault (``None`` when the problem is the function as a whole).
-
-    Example::
-
-        try:
-            @tool
-            def upload(data: complex) -> str: ...
-        except SchemaInferenceError as exc:
-            assert exc.parameter == "data"
-    """
-
-    def __init__(self, function: str, parameter: str | None, problem: str) -> None:
-        where = f"parameter {parameter!r} of {function}()" if parameter else f"{function}()"
-        super().__init__(
-            f"cannot infer a JSON Schema for {where}: {problem}; "
-            "pass the schema yourself with @tool(input_schema={...}), "
-            "or annotate it with a supported type"
-        )
-        self.function = function
-        self.parameter = parameter
-        self.problem = problem
 
 
 def sanitize_name(name: str) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from . import _wire
 from ._frozen import freeze, sealed, thaw
-from .errors import WireFormatError
+from .errors import InvalidTypeError, InvalidValueError, WireFormatError
 
 # typing and datetime load only where they are needed, to keep `import toolnexus` cheap.
 TYPE_CHECKING = False
@@ -60,7 +60,7 @@ def parse_rfc3339(text: str) -> datetime:
         text,
     )
     if match is None:
-        raise ValueError(
+        raise InvalidValueError(
             f"not an RFC 3339 timestamp: {text!r}; expected e.g. '2026-01-02T03:04:05Z' "
             "or '2026-01-02T03:04:05+02:00'"
         )
@@ -73,28 +73,28 @@ def parse_rfc3339(text: str) -> datetime:
         sign = -1 if match.group(9) == "-" else 1
         hours, minutes = int(match.group(10)), int(match.group(11))
         if hours > 23 or minutes > 59:
-            raise ValueError(f"not an RFC 3339 timestamp: {text!r}; offset out of range")
+            raise InvalidValueError(f"not an RFC 3339 timestamp: {text!r}; offset out of range")
         tz = timezone(sign * timedelta(hours=hours, minutes=minutes))
     leap = second == 60  # RFC 3339 allows a leap second; datetime does not
     try:
         moment = datetime(year, month, day, hour, minute, 59 if leap else second, micro, tz)
     except ValueError as exc:
-        raise ValueError(f"not an RFC 3339 timestamp: {text!r}; {exc}") from None
+        raise InvalidValueError(f"not an RFC 3339 timestamp: {text!r}; {exc}") from None
     return moment + timedelta(seconds=1) if leap else moment
 
 
 def _require_text(owner: str, name: str, value: object, *, allow_empty: bool) -> None:
     if not isinstance(value, str):
-        raise TypeError(f"{owner}.{name} must be a str, got {type(value).__name__}")
+        raise InvalidTypeError(f"{owner}.{name} must be a str, got {type(value).__name__}")
     if not allow_empty and not value:
-        raise ValueError(f"{owner}.{name} must not be empty")
+        raise InvalidValueError(f"{owner}.{name} must not be empty")
 
 
 def _freeze_mapping(owner: str, name: str, value: object) -> Any:
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise TypeError(
+        raise InvalidTypeError(
             f"{owner}.{name} must be a mapping (a JSON object) or None, "
             f"got {type(value).__name__}"
         )
@@ -144,7 +144,7 @@ class Request:
             try:
                 parse_rfc3339(self.expires_at)
             except ValueError as exc:
-                raise ValueError(f"Request.expires_at: {exc}") from None
+                raise InvalidValueError(f"Request.expires_at: {exc}") from None
 
     def is_expired(self, now: datetime | None = None) -> bool:
         """True if ``expires_at`` is set and ``now`` (default: the current UTC time) is at
@@ -167,9 +167,11 @@ class Request:
         if now is None:
             now = datetime.now(timezone.utc)
         elif not isinstance(now, datetime):
-            raise TypeError(f"is_expired(now=...) takes a datetime, got {type(now).__name__}")
+            raise InvalidTypeError(
+                f"is_expired(now=...) takes a datetime, got {type(now).__name__}"
+            )
         elif now.tzinfo is None or now.utcoffset() is None:
-            raise ValueError(
+            raise InvalidValueError(
                 "is_expired(now=...) needs an aware datetime, e.g. datetime.now(timezone.utc)"
             )
         return now >= parse_rfc3339(self.expires_at)
@@ -293,17 +295,17 @@ class Answer:
     def __post_init__(self) -> None:
         _require_text("Answer", "id", self.id, allow_empty=False)
         if not isinstance(self.ok, bool):
-            raise TypeError(f"Answer.ok must be a bool, got {type(self.ok).__name__}")
+            raise InvalidTypeError(f"Answer.ok must be a bool, got {type(self.ok).__name__}")
         object.__setattr__(self, "data", _freeze_mapping("Answer", "data", self.data))
         if self.reason is not None:
             _require_text("Answer", "reason", self.reason, allow_empty=True)
             if self.ok:
-                raise ValueError(
+                raise InvalidValueError(
                     f"Answer.reason is only for a refusal (ok=False), got reason={self.reason!r} "
                     "with ok=True; drop the reason or set ok=False"
                 )
             if self.reason not in REASONS:
-                raise ValueError(
+                raise InvalidValueError(
                     f"Answer.reason must be one of {', '.join(map(repr, REASONS))}, "
                     f"got {self.reason!r}"
                 )
@@ -356,14 +358,14 @@ class Answer:
             if default is not None:
                 return default
             have = ", ".join(repr(k) for k in data) or "nothing"
-            raise ValueError(f"the answer's data has no {key!r} (it has {have})")
+            raise InvalidValueError(f"the answer's data has no {key!r} (it has {have})")
         found = data[key]
         if kind is float and isinstance(found, int) and not isinstance(found, bool):
             found = float(found)
         if not isinstance(found, kind) or (
             isinstance(found, bool) and kind is not bool and kind is not object
         ):
-            raise ValueError(
+            raise InvalidValueError(
                 f"the answer's {key!r} is {type(found).__name__} {found!r}, "
                 f"expected {kind.__name__}"
             )
@@ -465,5 +467,5 @@ def decline_reason(request: Request, answer: Answer) -> str | None:
 
 def _request_id(request: Request) -> str:
     if not isinstance(request, Request):
-        raise TypeError(f"expected a Request to answer, got {type(request).__name__}")
+        raise InvalidTypeError(f"expected a Request to answer, got {type(request).__name__}")
     return request.id

@@ -25,6 +25,7 @@ from typing import Any
 from ._frozen import sealed
 from .cancellation import CancellationTokenSource
 from .context import ToolContext
+from .errors import InvalidTypeError
 from .result import ToolResult
 from .suspension import Answer, Request
 
@@ -85,10 +86,10 @@ def drive(
         assert run.requests[0].kind == "input"
     """
     if not callable(tool):
-        raise TypeError(f"drive() takes a tool or a callable, got {type(tool).__name__}")
+        raise InvalidTypeError(f"drive() takes a tool or a callable, got {type(tool).__name__}")
     base = ctx if ctx is not None else ToolContext()
     if not isinstance(base, ToolContext):
-        raise TypeError(f"ctx must be a ToolContext or None, got {type(base).__name__}")
+        raise InvalidTypeError(f"ctx must be a ToolContext or None, got {type(base).__name__}")
     call_args = dict(args) if args is not None else {}
     script = iter(answers)
     requests: list[Request] = []
@@ -132,7 +133,7 @@ def _run(tool: Callable[..., Any], args: dict[str, Any], ctx: ToolContext) -> To
 
         value = _run_blocking(wait)
     if not isinstance(value, ToolResult):
-        raise TypeError(
+        raise InvalidTypeError(
             f"drive(): the tool returned {type(value).__name__}, not a ToolResult; return "
             "ToolResult.ok(...)/error(...)/pending(...) or decorate the function with @tool"
         )
@@ -148,7 +149,7 @@ def _as_answer(scripted: Any, request: Request, index: int) -> Answer:
         return Answer.accept(request) if scripted else Answer.decline(request)
     if isinstance(scripted, Mapping):
         return Answer.accept(request, scripted)
-    raise TypeError(
+    raise InvalidTypeError(
         f"answer {index} must be an Answer, a mapping (ok with that data), a bool or a "
         f"function of the request; got {type(scripted).__name__}"
     )

@@ -16,70 +16,11 @@ from typing import Any
 
 from . import _wire
 from .context import ToolContext
-from .errors import StrictSchemaError, ToolnexusError
+from .errors import DuplicateToolError, InvalidTypeError, StrictSchemaError, UnknownToolError
 from .result import ToolResult
 from .tools import Tool, _make_tool
 
 __all__ = ["DuplicateToolError", "StrictSchemaError", "Toolkit", "UnknownToolError"]
-
-
-class UnknownToolError(ToolnexusError, LookupError):
-    """No tool of that name is registered.
-
-    ``name`` is the name asked for, ``suggestions`` the closest registered names (best
-    first, possibly empty).
-
-    Example::
-
-        try:
-            toolkit.get("serch")
-        except UnknownToolError as exc:
-            print(exc)              # unknown tool 'serch'; did you mean 'search'?
-            print(exc.suggestions)  # ['search']
-    """
-
-    def __init__(self, name: str, suggestions: list[str], known: list[str]) -> None:
-        super().__init__(_unknown_message(name, suggestions, known))
-        self.name = name
-        self.suggestions = suggestions
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-class DuplicateToolError(ToolnexusError, ValueError):
-    """A tool of that name is already registered (pass ``replace=True`` to swap it).
-
-    Example::
-
-        try:
-            toolkit.register(add)
-        except DuplicateToolError as exc:
-            assert exc.name == "add"
-    """
-
-    def __init__(self, name: str) -> None:
-        super().__init__(
-            f"a tool named {name!r} is already registered; pass replace=True to replace it, "
-            "or register this one under another name with @tool(name=...)"
-        )
-        self.name = name
-
-
-def _quote_list(names: list[str]) -> str:
-    quoted = [repr(name) for name in names]
-    if len(quoted) <= 1:
-        return "".join(quoted)
-    return ", ".join(quoted[:-1]) + " or " + quoted[-1]
-
-
-def _unknown_message(name: str, suggestions: list[str], known: list[str]) -> str:
-    if suggestions:
-        return f"unknown tool {name!r}; did you mean {_quote_list(suggestions)}?"
-    if not known:
-        return f"unknown tool {name!r}; no tools are registered"
-    shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
-    return f"unknown tool {name!r}; known tools: {shown}"
 
 
 class Toolkit:
@@ -118,7 +59,7 @@ class Toolkit:
         if isinstance(item, Tool):
             return item
         if not callable(item):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Toolkit takes Tool objects or functions, got {type(item).__name__}"
             )
         return _make_tool(item, _NO_OPTIONS, frame)

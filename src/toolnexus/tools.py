@@ -23,7 +23,11 @@ from typing import TYPE_CHECKING, Any, Generic, overload
 from ._frozen import FrozenDict, FrozenList, freeze, sealed
 from ._log import get_logger
 from .context import ToolContext
-from .errors import OperationCancelledError
+from .errors import (
+    InvalidTypeError,
+    InvalidValueError,
+    OperationCancelledError,
+)
 from .result import STRUCTURED_KEY, ToolResult
 from .schema import (
     OUTPUT_WRAPPER,
@@ -177,23 +181,23 @@ class Tool(Generic[P, R]):
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"Tool.name must be a non-empty str, got {self.name!r}")
+            raise InvalidValueError(f"Tool.name must be a non-empty str, got {self.name!r}")
         set_ = object.__setattr__
         set_(self, "name", sanitize_name(self.name))
         if not isinstance(self.description, str):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Tool.description must be a str, got {type(self.description).__name__}"
             )
         if not callable(self.fn):
-            raise TypeError(f"Tool.fn must be callable, got {type(self.fn).__name__}")
+            raise InvalidTypeError(f"Tool.fn must be callable, got {type(self.fn).__name__}")
         schema = self.input_schema
         if not isinstance(schema, Mapping):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"input_schema of tool {self.name!r} must be a JSON Schema object (a dict), "
                 f"got {type(schema).__name__}"
             )
         if schema.get("type") != "object":
-            raise ValueError(
+            raise InvalidValueError(
                 f"input_schema of tool {self.name!r} must describe an object "
                 f'(\'"type": "object"\' at its root), got type {schema.get("type")!r}; '
                 "tool arguments are always a JSON object"
@@ -210,7 +214,7 @@ class Tool(Generic[P, R]):
         set_(self, "_wrapped", False)
         if output is not None:
             if not isinstance(output, Mapping):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"output_schema of tool {self.name!r} must be a JSON Schema object or None"
                 )
             inferred = signature is not None and output == signature.output_schema
@@ -226,7 +230,9 @@ class Tool(Generic[P, R]):
         set_(self, "_fixed", frozenset(signature.fixed) if signature is not None else frozenset())
         if self.annotations is not None:
             if not isinstance(self.annotations, Mapping):
-                raise TypeError(f"annotations of tool {self.name!r} must be a mapping or None")
+                raise InvalidTypeError(
+                    f"annotations of tool {self.name!r} must be a mapping or None"
+                )
             set_(self, "annotations", freeze(self.annotations))
         set_(self, "_invoke", _contract_invoke(self.fn) if signature is None
              else _build_invoke(signature))
@@ -889,7 +895,7 @@ def refuse_other_copy(value: object) -> None:
             file = getattr(sys.modules.get(name), "__file__", None)
             return os.path.dirname(file) if file else "an unknown location"
 
-        raise TypeError(
+        raise InvalidTypeError(
             f"this {cls.__name__} comes from another copy of toolnexus: {package!r} at "
             f"{where(package)}, while this code is {ours!r} at {where(ours)}; two copies are "
             "loaded: import tool and Toolkit from the same one"
@@ -900,7 +906,7 @@ def _make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
     hints = {key: value for key, value in options["hints"].items() if value is not None}
     for key, value in hints.items():
         if not isinstance(value, bool):
-            raise TypeError(f"@tool hint {key} must be a bool or None, got {value!r}")
+            raise InvalidTypeError(f"@tool hint {key} must be a bool or None, got {value!r}")
     if isinstance(fn, Tool):
         changes: dict[str, Any] = {}
         for key in ("name", "description", "title", "output_schema"):
@@ -909,16 +915,16 @@ def _make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
         if hints:
             changes["annotations"] = {**(fn.annotations or {}), **hints}
         if options["input_schema"] is not None:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"tool {fn.name!r} already has a schema; call tool() on its function instead"
             )
         return dataclasses.replace(fn, **changes) if changes else fn
     refuse_other_copy(fn)
     if not callable(fn):
-        raise TypeError(f"tool() takes a function, got {type(fn).__name__}")
+        raise InvalidTypeError(f"tool() takes a function, got {type(fn).__name__}")
     explicit = options["input_schema"]
     if explicit is not None and not isinstance(explicit, Mapping):
-        raise TypeError(
+        raise InvalidTypeError(
             f"input_schema must be a JSON Schema object (a dict), got {type(explicit).__name__}"
         )
     signature = infer(
@@ -934,7 +940,7 @@ def _make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
     if description is None:
         description = signature.description
     if not isinstance(name, str) or name == "<lambda>" or not sanitize_name(name).strip("_"):
-        raise ValueError(
+        raise InvalidValueError(
             f"cannot name a tool after {describe_callable(fn)}: give it a name with "
             "@tool(name='...')"
         )

@@ -15,7 +15,7 @@ from typing import Any
 
 from . import _wire
 from ._frozen import sealed
-from .errors import WireFormatError
+from .errors import InvalidTypeError, InvalidValueError, WireFormatError
 from .parts import EXTENSIONS, Part
 from .result import ToolResult
 from .suspension import Request
@@ -335,7 +335,7 @@ def style_of(style: object) -> TurnStyle:
     """The :class:`TurnStyle` named ``style``; ``ValueError`` naming the known ones."""
     found = STYLES.get(style) if isinstance(style, str) else None
     if found is None:
-        raise ValueError(f"style must be {_style_names()}, got {style!r}")
+        raise InvalidValueError(f"style must be {_style_names()}, got {style!r}")
     return found
 
 
@@ -350,7 +350,7 @@ def parse_calls(calls: Any, style: str) -> list[ParsedCall]:
     # A whole assistant message is accepted as well as its list of calls.
     calls = shape.unwrap(calls)
     if isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Iterable):
-        raise TypeError(
+        raise InvalidTypeError(
             f"run_turn() takes the provider's list of tool calls, got {type(calls).__name__}"
         )
     parsed: list[ParsedCall] = []

@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Mapping, Set
 from typing import TYPE_CHECKING, Any
 
-from .errors import ToolnexusError
+from .errors import InvalidValueError, SchemaError
 
 if TYPE_CHECKING:
     from fractions import Fraction
@@ -90,31 +90,6 @@ _SINGLE_TYPES = {name: (name,) for name in _TYPE_NAMES}
 _Ok = Callable[[Any, int], bool]
 _Path = tuple[str | int, ...]
 _Explain = Callable[[Any, _Path, "_Problems", int], None]
-
-
-class SchemaError(ToolnexusError, ValueError):
-    """A schema the validator cannot honour: an unsupported keyword, a bad value, a bad $ref.
-
-    Raised when a :class:`Validator` is built, never while validating. ``path`` is a JSON
-    pointer to the schema object at fault (``"#/properties/steps"``), ``keyword`` the keyword
-    (``None`` when the whole schema object is wrong), ``problem`` the bare description.
-
-    Example::
-
-        try:
-            Validator({"type": "object", "properties": {"n": {"minimun": 1}}})
-        except SchemaError as exc:
-            assert exc.path == "#/properties/n" and exc.keyword == "minimun"
-    """
-
-    def __init__(self, path: str, keyword: str | None, problem: str) -> None:
-        super().__init__(f"invalid schema at {path}: {problem}")
-        self.path = path
-        self.keyword = keyword
-        self.problem = problem
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.path, self.keyword, self.problem))
 
 
 class _Stop(Exception):
@@ -1637,9 +1612,9 @@ class Validator:
         max_problems: int = DEFAULT_MAX_PROBLEMS,
     ) -> None:
         if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
-            raise ValueError(f"max_depth must be an int >= 1, got {max_depth!r}")
+            raise InvalidValueError(f"max_depth must be an int >= 1, got {max_depth!r}")
         if isinstance(max_problems, bool) or not isinstance(max_problems, int) or max_problems < 1:
-            raise ValueError(f"max_problems must be an int >= 1, got {max_problems!r}")
+            raise InvalidValueError(f"max_problems must be an int >= 1, got {max_problems!r}")
         self.schema = schema
         self._max_depth = max_depth
         self._max_problems = max_problems

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidTypeError, InvalidValueError
 from ..result import ToolResult
 from ..suspension import Answer, Request
 
@@ -37,7 +38,7 @@ def host_of(source: Toolkit | Host) -> Host:
         return source
     if isinstance(source, Toolkit):
         return Host(source)
-    raise TypeError(
+    raise InvalidTypeError(
         f"a bridge takes a Toolkit or a Host, got {type(source).__name__}; "
         "build one with Toolkit([tool_a, tool_b])"
     )
@@ -68,7 +69,7 @@ def answer_for(request: Request, reply: object) -> Answer:
         if "ok" in reply:
             ok = reply["ok"]
             if not isinstance(ok, bool):
-                raise ValueError(f"an answer's 'ok' must be true or false, got {ok!r}")
+                raise InvalidValueError(f"an answer's 'ok' must be true or false, got {ok!r}")
             data = reply.get("data")
             if ok:
                 return Answer.accept(request, data if isinstance(data, Mapping) else None)
@@ -77,7 +78,7 @@ def answer_for(request: Request, reply: object) -> Answer:
         return Answer.accept(request, reply)
     if reply is None:
         return Answer.decline(request)
-    raise ValueError(
+    raise InvalidValueError(
         f"cannot answer {request.kind!r} request {request.id!r} with {type(reply).__name__}; "
         "resume with True/False, the answer's data as a dict, or {'ok': ..., 'data': ...}"
     )

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..cancellation import CancellationTokenSource
 from ..context import _bound_log
+from ..errors import InvalidTypeError, InvalidValueError
 from ..result import ToolResult
 from .session import (
     HEADER_MISMATCH,
@@ -512,19 +513,19 @@ class Endpoint:
         if version is None:
             from .. import __version__ as version
         if token is not None and (not isinstance(token, str) or not token.strip()):
-            raise ValueError("token must be a non-empty str or None")
+            raise InvalidValueError("token must be a non-empty str or None")
         if verify_token is not None and not callable(verify_token):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"verify_token must be callable or None, got {type(verify_token).__name__}"
             )
         for label, number in (("max_body_bytes", max_body_bytes), ("max_sessions", max_sessions),
                               ("max_call_threads", max_call_threads)):
             if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-                raise ValueError(f"{label} must be an int >= 1, got {number!r}")
+                raise InvalidValueError(f"{label} must be an int >= 1, got {number!r}")
         if timeout_ms is not None and (
             isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0
         ):
-            raise ValueError(
+            raise InvalidValueError(
                 f"timeout_ms must be None or an int >= 0 (milliseconds), got {timeout_ms!r}"
             )
         self._toolkit = toolkit
@@ -797,13 +798,13 @@ def _allow_list(values: Iterable[str] | None, label: str) -> frozenset[str] | No
     if values is None:
         return _LOCAL_HOSTS if label == "allowed_hosts" else frozenset()
     if isinstance(values, str):
-        raise TypeError(f"{label} must be a list of strings, not one string: [{values!r}]")
+        raise InvalidTypeError(f"{label} must be a list of strings, not one string: [{values!r}]")
     items = frozenset(value.strip().lower().rstrip("/") for value in values)
     if "*" in items:
         return None
     for item in items:
         if not item:
-            raise ValueError(f"{label} must not contain an empty string")
+            raise InvalidValueError(f"{label} must not contain an empty string")
     if label == "allowed_hosts":
         return _LOCAL_HOSTS | {_host_name(item) for item in items}
     return items

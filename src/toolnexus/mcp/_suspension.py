@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._frozen import thaw
+from ..errors import InputError
 from ..suspension import Answer, Request
 
 __all__ = [
@@ -138,19 +139,19 @@ def answer_from_elicitation(request: Request, shape: ElicitationShape, result: A
     ``ValueError`` saying what is wrong when ``result`` is not an ``ElicitResult``.
     """
     if not isinstance(result, Mapping):
-        raise ValueError(f"an elicitation result must be an object, got {_json_type(result)}")
+        raise InputError(f"an elicitation result must be an object, got {_json_type(result)}")
     action = result.get("action")
     if action == "decline":
         return Answer(request.id, False, None, "declined")
     if action == "cancel":
         return Answer(request.id, False, None, "cancelled")
     if action != "accept":
-        raise ValueError(
+        raise InputError(
             f"elicitation action must be 'accept', 'decline' or 'cancel', got {action!r}"
         )
     content = result.get("content")
     if content is not None and not isinstance(content, Mapping):
-        raise ValueError(f"elicitation content must be an object, got {_json_type(content)}")
+        raise InputError(f"elicitation content must be an object, got {_json_type(content)}")
     if shape == "url":
         return Answer(request.id, True)
     if shape == "approval":

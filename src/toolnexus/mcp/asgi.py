@@ -18,6 +18,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidValueError
 from ._http import DEFAULT_MAX_BODY_BYTES, Endpoint, Exchange, Reply, sse_event
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class AsgiApp:
         **endpoint: Any,
     ) -> None:
         if not isinstance(path, str) or not path.startswith("/"):
-            raise ValueError(f"path must be a str starting with '/', got {path!r}")
+            raise InvalidValueError(f"path must be a str starting with '/', got {path!r}")
         self.path = path
         self.endpoint = Endpoint(toolkit, max_body_bytes=max_body_bytes, **endpoint)
 

@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidValueError
 from ._http import DEFAULT_MAX_BODY_BYTES, Endpoint, Exchange, Reply, TokenVerifier, sse_event
 
 if TYPE_CHECKING:
@@ -79,17 +80,19 @@ class HttpServer:
         **endpoint: Any,
     ) -> None:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-            raise ValueError(f"port must be an int in 0..65535, got {port!r}")
+            raise InvalidValueError(f"port must be an int in 0..65535, got {port!r}")
         if not isinstance(path, str) or not path.startswith("/"):
-            raise ValueError(f"path must be a str starting with '/', got {path!r}")
+            raise InvalidValueError(f"path must be a str starting with '/', got {path!r}")
         for label, seconds in (("request_timeout_s", request_timeout_s),
                                ("keep_alive_s", keep_alive_s), ("grace_s", grace_s)):
             if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
-                raise ValueError(f"{label} must be a number of seconds >= 0, got {seconds!r}")
+                raise InvalidValueError(
+                    f"{label} must be a number of seconds >= 0, got {seconds!r}"
+                )
         if isinstance(max_connections, bool) or not isinstance(max_connections, int) or (
             max_connections < 1
         ):
-            raise ValueError(f"max_connections must be an int >= 1, got {max_connections!r}")
+            raise InvalidValueError(f"max_connections must be an int >= 1, got {max_connections!r}")
         self.endpoint = Endpoint(toolkit, max_body_bytes=max_body_bytes, **endpoint)
         self.path = path
         self.request_timeout_s = float(request_timeout_s)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 from .._frozen import thaw
 from ..binding import BINDING_KEY
 from ..context import LOG_LEVELS
+from ..errors import InputError, InvalidValueError
 from ..loop_rule import declined_text, unresolved_text
 from ..result import PENDING_KEY, STRUCTURED_KEY, ToolResult
 from ..suspension import Answer, Request, decline_reason
@@ -89,7 +90,7 @@ _LEGACY_ORDER = {version: index for index, version in enumerate(LEGACY_PROTOCOL_
 
 
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+    raise InputError(f"{name} is not valid JSON")
 
 
 # Built once: json.dumps/json.loads with options build a new coder on every call.
@@ -352,15 +353,15 @@ class ServerSession:
         if version is None:
             from .. import __version__ as version
         if not isinstance(name, str) or not name:
-            raise ValueError(f"name must be a non-empty str, got {name!r}")
+            raise InvalidValueError(f"name must be a non-empty str, got {name!r}")
         if not isinstance(version, str) or not version:
-            raise ValueError(f"version must be a non-empty str, got {version!r}")
+            raise InvalidValueError(f"version must be a non-empty str, got {version!r}")
         if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
-            raise ValueError(f"page_size must be an int >= 1, got {page_size!r}")
+            raise InvalidValueError(f"page_size must be an int >= 1, got {page_size!r}")
         if isinstance(list_ttl_ms, bool) or not isinstance(list_ttl_ms, int) or list_ttl_ms < 0:
-            raise ValueError(f"list_ttl_ms must be an int >= 0, got {list_ttl_ms!r}")
+            raise InvalidValueError(f"list_ttl_ms must be an int >= 0, got {list_ttl_ms!r}")
         if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
-            raise ValueError(f"max_rounds must be an int >= 1, got {max_rounds!r}")
+            raise InvalidValueError(f"max_rounds must be an int >= 1, got {max_rounds!r}")
         from ..binding import Binder
 
         self._binder = Binder(secret, store=answer_store)

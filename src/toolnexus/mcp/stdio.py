@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from ..cancellation import CancellationTokenSource
+from ..errors import InvalidValueError
 from ..result import ToolResult
 from .session import Action, CancelCall, Send, ServerSession, StartCall
 
@@ -98,13 +99,13 @@ def serve_stdio(
         or not isinstance(max_line_bytes, int)
         or max_line_bytes < 64
     ):
-        raise ValueError(f"max_line_bytes must be an int >= 64, got {max_line_bytes!r}")
+        raise InvalidValueError(f"max_line_bytes must be an int >= 64, got {max_line_bytes!r}")
     if isinstance(grace_ms, bool) or not isinstance(grace_ms, int) or grace_ms < 0:
-        raise ValueError(f"grace_ms must be an int >= 0 (milliseconds), got {grace_ms!r}")
+        raise InvalidValueError(f"grace_ms must be an int >= 0 (milliseconds), got {grace_ms!r}")
     if timeout_ms is not None and (
         isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0
     ):
-        raise ValueError(
+        raise InvalidValueError(
             f"timeout_ms must be None or an int >= 0 (milliseconds), got {timeout_ms!r}"
         )
     # The session and the host share the key and the used answers: a question asked before
