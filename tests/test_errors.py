@@ -27,6 +27,12 @@ PROTOCOL_EXCEPTIONS = {
     ("cli.py", "ArgumentTypeError"),
     # an internal invariant that cannot fail, like an assert that survives -O
     ("_ecma.py", "AssertionError"),
+    # an optional extra that is not installed: what `except ImportError` around it expects
+    ("_common.py", "ImportError"),
+    # bridges speak their framework's protocol: its own exception types end a tool call
+    ("langchain.py", "tool_exception"),
+    ("pydantic_ai.py", "approval_required"),
+    ("pydantic_ai.py", "tool_failed"),
 }
 
 # Methods that build and return an exception for a `raise` site, and the class they build.
