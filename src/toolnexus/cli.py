@@ -66,7 +66,8 @@ _EXIT_CODES_HELP = """\
 exit codes:
   0    ok
   1    the tool returned an error (a declined question too)
-  2    usage error: bad REF, unknown tool, bad JSON, invalid arguments
+  2    usage error: bad REF, unknown tool, bad JSON, invalid arguments,
+       an --answer whose data fails the request's schema
   3    pending: --no-input and the tool asked a question (printed as JSON)
   124  timed out (--timeout)
   130  cancelled (Ctrl-C; a second Ctrl-C exits at once)"""
@@ -907,6 +908,14 @@ def _cmd_resume(options: argparse.Namespace) -> int:
     term = _Terminal(sys.stdin, sys.stderr)
     if options.answer is not None:
         answer = _load_answer(options.answer, request)
+        from .loop_rule import schema_problem
+
+        # Data that fails the request's schema is bad input, like invalid arguments: exit 2
+        # before anything runs (at the prompt, such data is asked again instead).
+        problem = schema_problem(request, answer) if answer.ok else None
+        if problem is not None:
+            raise _UsageError(f"--answer: {problem}; give data that matches the request's "
+                              "data.schema")
     elif options.no_input:
         raise _UsageError("--answer is required with --no-input; write e.g. --answer @ans.json")
     else:
