@@ -47,7 +47,7 @@ from .context import ProgressReporter
 from .errors import InvalidTypeError, InvalidValueError, WireFormatError
 from .result import ToolResult
 from .suspension import Answer, Request
-from .turns import Style, TurnCall, TurnResult, parse_calls
+from .turns import Style, TurnCall, TurnInput, TurnResult, parse_calls
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -564,7 +564,7 @@ class Host:
 
     def run_turn(
         self,
-        calls: Any,
+        calls: TurnInput,
         *,
         style: Style = "openai",
         timeout_ms: int | None = None,
@@ -601,7 +601,7 @@ class Host:
 
     async def arun_turn(
         self,
-        calls: Any,
+        calls: TurnInput,
         *,
         style: Style = "openai",
         timeout_ms: int | None = None,

@@ -9,9 +9,9 @@ their shape.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from . import _wire
 from ._frozen import sealed
@@ -20,10 +20,62 @@ from .parts import EXTENSIONS, Part
 from .result import ToolResult
 from .suspension import Request
 
-__all__ = ["STYLES", "Style", "TurnCall", "TurnResult", "TurnStyle", "parse_calls", "style_of"]
+__all__ = [
+    "STYLES", "Style", "TurnCall", "TurnInput", "TurnResult", "TurnStyle", "parse_calls",
+    "style_of",
+]
 
 Style = str
 """A key of :data:`STYLES`: ``"openai"``, ``"responses"``, ``"anthropic"`` or ``"gemini"``."""
+
+class _HasToolCalls(Protocol):
+    """An OpenAI Chat Completions message (``ChatCompletionMessage``)."""
+
+    @property
+    def tool_calls(self) -> object: ...
+
+
+class _HasOutput(Protocol):
+    """An OpenAI Responses API response (``Response``)."""
+
+    @property
+    def output(self) -> object: ...
+
+
+class _HasContent(Protocol):
+    """An Anthropic ``Message``, or a Gemini ``Content``'s holder."""
+
+    @property
+    def content(self) -> object: ...
+
+
+class _HasParts(Protocol):
+    """A Gemini ``Content``."""
+
+    @property
+    def parts(self) -> object: ...
+
+
+class _HasCandidates(Protocol):
+    """A Gemini ``GenerateContentResponse``."""
+
+    @property
+    def candidates(self) -> object: ...
+
+
+TurnInput = (
+    Sequence[object] | Mapping[str, Any] | _HasToolCalls | _HasOutput | _HasContent | _HasParts
+    | _HasCandidates
+)
+"""What :meth:`Host.run_turn <toolnexus.Host.run_turn>` takes: a provider's list of tool calls
+(content blocks, output items, parts — plain dicts or the SDK's own objects), or the whole
+message or response that holds them, as a dict or the SDK's object.
+
+Example::
+
+    calls: TurnInput = reply["tool_calls"]
+    turn = host.run_turn(calls, style="openai")
+"""
 
 ParsedCall = tuple[str, str, Any]
 """``(call_id, name, arguments)`` of one tool call, as the provider sent them."""
@@ -339,7 +391,7 @@ def style_of(style: object) -> TurnStyle:
     return found
 
 
-def parse_calls(calls: Any, style: str) -> list[ParsedCall]:
+def parse_calls(calls: TurnInput, style: str) -> list[ParsedCall]:
     """Provider tool calls -> ``[(call_id, name, arguments)]``, in order.
 
     Raises ``ValueError`` for an unknown style, ``TypeError`` when ``calls`` is not a list
