@@ -207,8 +207,10 @@ def text_type(tp: Any) -> tuple[dict[str, Any], Callable[[str], Any]] | None:
         return {"type": "string", "format": "uuid"}, parse_uuid
     if module == "decimal" and tp.__name__ == "Decimal":
         return {"type": "string", "format": "decimal"}, parse_decimal
-    if module == "pathlib" and tp.__name__ in ("Path", "PurePath", "PosixPath", "WindowsPath",
-                                              "PurePosixPath", "PureWindowsPath"):
+    # Python 3.13 defines the classes in pathlib._local (and re-exports them).
+    if module.partition(".")[0] == "pathlib" and tp.__name__ in (
+        "Path", "PurePath", "PosixPath", "WindowsPath", "PurePosixPath", "PureWindowsPath",
+    ):
         if tp.__name__ in ("Path", "PurePath"):
             return {"type": "string", "format": "path"}, _path_from_text
         return {"type": "string", "format": "path"}, tp
