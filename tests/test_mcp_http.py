@@ -358,11 +358,31 @@ def test_shutdown_cancels_a_running_call() -> None:
     cancelled.clear()
     server = HttpServer(TOOLKIT, port=0, grace_s=0.1)
     server.start()
-    answers: list[int] = []
-    runner = threading.Thread(target=lambda: answers.append(post(server, call("waits"))[0]))
+    answers: list[object] = []
+
+    def client() -> None:
+        try:
+            status, _, body = post(server, call("waits"))
+            answers.append((status, json.loads(body)["result"]["content"][0]["text"]))
+        except (OSError, http.client.HTTPException) as exc:  # the server may just close
+            answers.append(exc)
+
+    runner = threading.Thread(target=client)
     runner.start()
     assert started.wait(10)
     server.shutdown()
     assert cancelled.wait(10)
     runner.join(10)
     assert not runner.is_alive()
+    # The client is answered (here: with what the cancelled tool said), never left hanging.
+    assert answers == [(200, "cancelled")]
+
+
+def test_an_idle_legacy_session_expires() -> None:
+    with HttpServer(TOOLKIT, port=0, session_idle_s=0.0) as server:
+        server.start()
+        session = legacy_session(server)
+        server.endpoint.expire_idle()
+        assert server.endpoint.session_count == 0
+        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        assert post(server, message, {"Mcp-Session-Id": session}, modern=False)[0] == 404

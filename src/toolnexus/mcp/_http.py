@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextvars
 import hmac
 import json
 import logging
@@ -230,16 +229,14 @@ class Exchange:
 
 
 class _Runner:
-    """Starts host calls. The one place the driver hands a call to the host: through the
-    public ``Host.submit`` when the host has it, else ``host.call``/``host.resume`` on a
-    thread of a bounded pool."""
+    """Starts host calls: the one place the driver hands a call to the host, through the
+    public ``Host.submit`` (no thread waits per call: the thread that finishes the call runs
+    its completion)."""
 
-    def __init__(self, make_host: Callable[[], Host], max_threads: int) -> None:
+    def __init__(self, make_host: Callable[[], Host]) -> None:
         self._make_host = make_host
         self._host: Host | None = None
         self._lock = threading.Lock()
-        self._max_threads = max_threads
-        self._pool: Any = None
 
     @property
     def host(self) -> Host:
@@ -260,53 +257,22 @@ class _Runner:
         done: Callable[[ToolResult], None],
     ) -> None:
         host = self.host
-        request = action.resumes if action.answer is not None else None
-        submit = getattr(host, "submit", None)
+        # The call copies this context: the tool's ctx.report_log finds its client here.
         bound = _bound_log.set(log)
         try:
-            if submit is not None:
-                call = submit(
-                    action.name,
-                    action.arguments,
-                    cancellation_token=source.token,
-                    progress=progress,
-                    request=request,
-                    answer=action.answer,
-                )
-                call.add_done_callback(lambda settled: done(settled.result(0)))
-                return
-            context = contextvars.copy_context()
+            call = host.submit(
+                action.name,
+                action.arguments,
+                cancellation_token=source.token,
+                progress=progress,
+                request=action.resumes if action.answer is not None else None,
+                answer=action.answer,
+            )
         finally:
             _bound_log.reset(bound)
-
-        def run() -> None:
-            if action.answer is not None and action.request is not None:
-                result = host.resume(action.name, action.arguments, action.request,
-                                     action.answer, cancellation_token=source.token,
-                                     progress=progress)
-            else:
-                result = host.call(action.name, action.arguments,
-                                   cancellation_token=source.token, progress=progress)
-            done(result)
-
-        self._executor().submit(context.run, run)
-
-    def _executor(self) -> Any:
-        pool = self._pool
-        if pool is None:
-            with self._lock:
-                if self._pool is None:
-                    from concurrent.futures import ThreadPoolExecutor
-
-                    self._pool = ThreadPoolExecutor(
-                        self._max_threads, thread_name_prefix="toolnexus-mcp-http"
-                    )
-                pool = self._pool
-        return pool
+        call.add_done_callback(lambda settled: done(settled.result(0)))
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
         if self._host is not None:
             self._host.close()
 
@@ -507,7 +473,6 @@ class Endpoint:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         session_idle_s: float = DEFAULT_SESSION_IDLE_S,
         max_sessions: int = 1000,
-        max_call_threads: int = 64,
         host_factory: Callable[[], Host] | None = None,
     ) -> None:
         if version is None:
@@ -518,8 +483,7 @@ class Endpoint:
             raise InvalidTypeError(
                 f"verify_token must be callable or None, got {type(verify_token).__name__}"
             )
-        for label, number in (("max_body_bytes", max_body_bytes), ("max_sessions", max_sessions),
-                              ("max_call_threads", max_call_threads)):
+        for label, number in (("max_body_bytes", max_body_bytes), ("max_sessions", max_sessions)):
             if isinstance(number, bool) or not isinstance(number, int) or number < 1:
                 raise InvalidValueError(f"{label} must be an int >= 1, got {number!r}")
         if timeout_ms is not None and (
@@ -550,7 +514,7 @@ class Endpoint:
                 return Host(toolkit, timeout_ms=timeout_ms, secret=secret,
                             answer_store=answer_store)
 
-        self._runner = _Runner(host_factory, max_call_threads)
+        self._runner = _Runner(host_factory)
         self._sessions: dict[str, _Channel] = {}
         self._sessions_lock = threading.Lock()
         self._closed = False

@@ -139,7 +139,10 @@ class HttpServer:
         deadline = time.monotonic() + self.grace_s
         while self._server.active_responses() and time.monotonic() < deadline:
             self._server.responses_settled.wait(0.05)
-        self.endpoint.close()
+        self.endpoint.close()  # cancels what still runs; their streams end unanswered
+        deadline = time.monotonic() + 1.0
+        while self._server.active_responses() and time.monotonic() < deadline:
+            self._server.responses_settled.wait(0.05)
         self._server.close_all()
         self._server.server_close()
         if self._thread is not None:
