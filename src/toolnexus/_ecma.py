@@ -1303,8 +1303,8 @@ def _linear(pattern: str, tree: _Node) -> _LinearMatcher:
         raise EcmaPatternError(
             pattern,
             None,
-            f"too large: its counted repeats need more than {_MAX_STATES} states; use "
-            "smaller {n,m} counts or check the length with maxLength instead",
+            f"too large for the linear matcher (more than {_MAX_STATES} states); use "
+            "smaller {n,m} counts, or check the length with maxLength instead",
         ) from None
     return _LinearMatcher(builder, main)
 
@@ -1364,7 +1364,8 @@ def _compile(pattern: str) -> _ReMatcher | _LinearMatcher:
             f"minutes on a crafted string here ({why}); anchor the pattern with ^, make "
             "its alternatives and quantifiers unambiguous, or drop the backreference",
         )
-    if analysis.reason is not None or longest < _SHORTEST_FOR_RE:
+    linear_on_re = degree == 1 and analysis.factor == 1
+    if analysis.reason is not None or (longest < _SHORTEST_FOR_RE and not linear_on_re):
         return _linear(pattern, tree)
     try:
         compiled = re.compile(_to_python(tree), re.ASCII)
@@ -1375,9 +1376,9 @@ def _compile(pattern: str) -> _ReMatcher | _LinearMatcher:
     try:
         fallback = _linear(pattern, tree) if not _has_backref(tree) else None
     except EcmaPatternError:
-        if degree > 1:
+        if not linear_on_re:
             raise
-        fallback = None  # re runs it in linear time; only the constant is unbounded
+        fallback = None  # re runs it in linear time, with a large constant
     return _ReMatcher(compiled, longest if fallback is not None else None, fallback)
 
 
