@@ -1,7 +1,9 @@
 """Tools that ask a human: one per kind of question the command line answers at the prompt.
 
 A tool asks by returning ``ToolResult.pending(Request(...))``; the host asks the human and
-runs the tool once more with ``ctx.answer`` set. Try them from the folder above
+runs the tool once more with ``ctx.answer`` set — only after a "yes": a "no" ends the call
+with ``declined/expired: <prompt>`` and the tool never sees it, so none of these tools has a
+decline branch. Try them from the folder above
 ``examples/``::
 
     toolnexus call examples/questions.py deploy service=web     # fields, one by one
@@ -42,8 +44,6 @@ def deploy(service: str = "web", ctx: ToolContext | None = None) -> ToolResult:
         return ToolResult.pending(
             Request("input", f"Deploy {service} where?", data={"schema": ENVIRONMENTS})
         )
-    if not answer.ok:
-        return ToolResult.error(f"not deployed: {answer.reason or 'declined'}")
     data = answer.data or {}
     return ToolResult.ok(
         f"deployed {service} to {data.get('env')} with {data.get('replicas', 1)} replica(s)"
@@ -60,8 +60,6 @@ def delete(path: str, ctx: ToolContext | None = None) -> ToolResult:
     answer = ctx.answer if ctx is not None else None
     if answer is None:
         return ToolResult.pending(Request("approval", f"Delete {path}?"))
-    if not answer.ok:
-        return ToolResult.error(f"kept {path}: not approved")
     return ToolResult.ok(f"deleted {path} (pretend)")
 
 
@@ -73,8 +71,6 @@ def inbox(ctx: ToolContext | None = None) -> ToolResult:
         return ToolResult.auth_required(
             "https://mail.example.com/login?client=toolnexus-example", "Sign in to read your mail"
         )
-    if not answer.ok:
-        return ToolResult.error("not signed in")
     return ToolResult.ok("3 unread messages")
 
 
@@ -84,6 +80,4 @@ def greet(ctx: ToolContext | None = None) -> ToolResult:
     answer = ctx.answer if ctx is not None else None
     if answer is None:
         return ToolResult.pending(Request("question", "What is your name?"))
-    if not answer.ok:
-        return ToolResult.error("no name given")
     return ToolResult.ok(f"hello, {(answer.data or {}).get('answer', 'stranger')}")

@@ -2,7 +2,8 @@
 
 :func:`drive` runs a tool, answers each question it asks with the next scripted answer and
 hands back the final result and the requests it saw, so a test of a human-in-the-loop tool
-is three lines. :func:`cancelled_context` builds the context a "does my tool stop when
+is three lines. It follows the host's loop rule: a "no" ends the call with
+``declined/expired: <prompt>`` without running the tool again, as in production. :func:`cancelled_context` builds the context a "does my tool stop when
 cancelled?" test needs.
 
 Example::
@@ -36,6 +37,17 @@ ScriptedAnswer = Answer | Mapping[str, Any] | bool | Callable[[Request], Any]
 ok answer carrying that data), ``True`` (ok, no data), ``False`` (declined), or a function
 of the request returning one of those."""
 
+_loop_rule: Any = None
+
+
+def _rule() -> Any:
+    global _loop_rule
+    if _loop_rule is None:
+        from . import loop_rule  # lazily: a test that never answers does not pay
+
+        _loop_rule = loop_rule
+    return _loop_rule
+
 
 @sealed
 @dataclass(frozen=True, slots=True)
@@ -65,15 +77,27 @@ def drive(
     answers: Iterable[ScriptedAnswer] = (),
     *,
     ctx: ToolContext | None = None,
+    max_rounds: int = 1,
 ) -> Drive:
-    """Run ``tool`` and answer each suspension with the next scripted answer.
+    """Run ``tool`` and answer each suspension with the next scripted answer, following the
+    host's loop rule.
 
     ``tool`` is a :class:`~toolnexus.tools.Tool` (arguments are validated as a host would)
     or any contract callable ``fn(args, ctx)`` returning a :class:`ToolResult` (an
     ``async def`` one is run to completion). Each run after an answer gets ``ctx`` (default:
     an empty :class:`ToolContext`) with ``answer`` set; answers echo the request's id unless
-    you pass an :class:`Answer` yourself. Unlike a host, ``drive`` keeps answering as long
-    as answers remain, so a tool that asks several questions can be tested end to end.
+    you pass an :class:`Answer` yourself.
+
+    As a host does: a "no" (``False``, a declined/cancelled/expired answer, an ``approval``
+    with ``approved: false``, an answer for another request) ends the run with
+    ``declined/expired: <prompt>`` — ``metadata["reason"]`` says which — and the tool is
+    not run again; an answer that breaks the request's ``data["schema"]`` ends it with the
+    host's ``invalid answer ...`` error. A tool may take ``max_rounds`` answers (the host
+    option; default: as many as there are scripted answers, so a tool that asks several
+    questions can be tested end to end); a retry that still asks after the last round is
+    ``unresolved: <prompt>``. When the scripted answers run out first, the last result is
+    the pending one. To test what a tool itself does with a refusal — no host ever hands it
+    one — call it directly: ``tool(args, ToolContext(answer=Answer.decline(request)))``.
 
     Returns a :class:`Drive`. Raises ``TypeError`` when the tool returns something other
     than a :class:`ToolResult` (decorate it with ``@tool`` to get return normalisation) or
@@ -91,6 +115,8 @@ def drive(
     if not isinstance(base, ToolContext):
         raise InvalidTypeError(f"ctx must be a ToolContext or None, got {type(base).__name__}")
     call_args = dict(args) if args is not None else {}
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+        raise ValueError(f"max_rounds must be an int >= 1, got {max_rounds!r}")
     script = iter(answers)
     requests: list[Request] = []
     given: list[Answer] = []
@@ -104,9 +130,16 @@ def drive(
             scripted = next(script)
         except StopIteration:
             break
+        if len(given) >= max_rounds:
+            result = _rule().unresolved(result)
+            break
         answer = _as_answer(scripted, request, len(given))
         given.append(answer)
-        result = _run(tool, call_args, base.with_answer(answer))
+        checked = _rule().check_answer(request, answer)
+        if isinstance(checked, ToolResult):  # a "no", or data the question did not ask for
+            result = checked
+            break
+        result = _run(tool, call_args, base.with_answer(checked))
     return Drive(result, tuple(requests), tuple(given))
 
 
