@@ -8,7 +8,6 @@ import pytest
 from toolnexus import Answer, Request, ToolContext, ToolResult, tool
 from toolnexus.testing import Drive, cancelled_context, drive
 
-
 runs: list[Answer | None] = []
 
 

@@ -3,7 +3,8 @@
 :func:`drive` runs a tool, answers each question it asks with the next scripted answer and
 hands back the final result and the requests it saw, so a test of a human-in-the-loop tool
 is three lines. It follows the host's loop rule: a "no" ends the call with
-``declined/expired: <prompt>`` without running the tool again, as in production. :func:`cancelled_context` builds the context a "does my tool stop when
+``declined/expired: <prompt>`` without running the tool again, as in production.
+:func:`cancelled_context` builds the context a "does my tool stop when
 cancelled?" test needs.
 
 Example::
