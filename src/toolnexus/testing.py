@@ -27,7 +27,7 @@ from typing import Any
 from ._frozen import sealed
 from .cancellation import CancellationTokenSource
 from .context import ToolContext
-from .errors import InvalidTypeError
+from .errors import InvalidTypeError, InvalidValueError
 from .result import ToolResult
 from .suspension import Answer, Request
 
@@ -117,7 +117,7 @@ def drive(
         raise InvalidTypeError(f"ctx must be a ToolContext or None, got {type(base).__name__}")
     call_args = dict(args) if args is not None else {}
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
-        raise ValueError(f"max_rounds must be an int >= 1, got {max_rounds!r}")
+        raise InvalidValueError(f"max_rounds must be an int >= 1, got {max_rounds!r}")
     script = iter(answers)
     requests: list[Request] = []
     given: list[Answer] = []

@@ -1,0 +1,166 @@
+"""`toolnexus call --no-input` then `resume`, as an attacker would try it (issue 10): the answer
+resumes only the call that asked, once; `approved: false` is a no; the key is shared by file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cli_helpers import run
+
+TOOLS = '''
+from pathlib import Path
+from toolnexus import Request, ToolContext, Toolkit, ToolResult, tool
+
+SCHEMA = {"type": "object", "properties": {"env": {"enum": ["staging", "production"]}},
+          "required": ["env"]}
+
+def _ran(name):
+    with open(Path(__file__).with_name("ran.log"), "a") as log:
+        log.write(name + "\\n")
+
+@tool
+def deploy(service: str, env: str, ctx: ToolContext) -> ToolResult:
+    """Deploy after an approval."""
+    if ctx.answer is None:
+        return ToolResult.pending(Request("approval", f"Deploy {service} to {env}?"))
+    _ran(f"deploy {service}")
+    return ToolResult.ok(f"deployed {service} to {env}")
+
+@tool
+def wipe(ctx: ToolContext) -> ToolResult:
+    """Never asks."""
+    _ran("wipe")
+    return ToolResult.ok("wiped")
+
+@tool
+def place(ctx: ToolContext) -> ToolResult:
+    """Asks where, with a schema."""
+    if ctx.answer is None:
+        return ToolResult.pending(Request("input", "Where?", data={"schema": SCHEMA}))
+    _ran(f"place {ctx.answer.data['env']}")
+    return ToolResult.ok(f"placed in {ctx.answer.data['env']}")
+
+toolkit = Toolkit([deploy, wipe, place])
+'''
+
+YES = '{"ok": true}'
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch) -> Path:
+    (tmp_path / "tools.py").write_text(TOOLS)
+    (tmp_path / "key").write_text("# newest first\ncli-answers-key-0123456789abcdef\n")
+    (tmp_path / "other").write_text("some-other-key-0123456789abcdef\n")
+    monkeypatch.delenv("TOOLNEXUS_SECRET", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def ran(folder: Path) -> list[str]:
+    log = folder / "ran.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def ask(folder: Path, *args: str) -> str:
+    first = run("call", "tools.py:toolkit", *args, "--no-input", "--secret-file", "key",
+                cwd=folder)
+    assert first.returncode == 3, first.stderr
+    assert "--secret-file key" in first.stderr
+    return first.stdout
+
+
+def resume(folder: Path, *args: str, request: str, answer: str = YES, key: str = "key"):
+    return run("resume", "tools.py:toolkit", *args, "--request", request, "--answer", answer,
+               "--secret-file", key, cwd=folder)
+
+
+def test_the_resumed_call_runs_once_and_a_replay_is_already_answered(folder: Path):
+    parked = ask(folder, "deploy", "service=api", "env=production")
+    done = resume(folder, "deploy", "service=api", "env=production", request=parked)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "deployed api to production\n"
+    again = resume(folder, "deploy", "service=api", "env=production", request=parked)
+    assert again.returncode == 1
+    assert "already answered" in again.stdout
+    assert ran(folder) == ["deploy api"]
+
+
+def test_edited_arguments_are_refused(folder: Path):
+    parked = ask(folder, "deploy", "service=api", "env=production")
+    done = resume(folder, "deploy", "service=billing", "env=production", request=parked)
+    assert done.returncode == 1
+    assert "the arguments differ" in done.stdout
+    assert ran(folder) == []
+
+
+def test_another_tool_is_refused(folder: Path):
+    parked = ask(folder, "deploy", "service=api", "env=production")
+    done = resume(folder, "wipe", request=parked)
+    assert done.returncode == 1
+    assert "was asked by 'deploy', not 'wipe'" in done.stdout
+    assert ran(folder) == []
+
+
+def test_a_made_up_request_is_refused(folder: Path):
+    invented = json.dumps({"id": "pnd-made-up", "kind": "approval", "prompt": "Deploy?"})
+    done = resume(folder, "deploy", "service=api", "env=production", request=invented)
+    assert done.returncode == 1
+    assert "has no binding" in done.stdout
+    assert ran(folder) == []
+
+
+def test_a_request_with_its_schema_removed_is_refused(folder: Path):
+    parked = json.loads(ask(folder, "place"))
+    del parked["metadata"]["pending"]["data"]
+    done = resume(folder, "place", request=json.dumps(parked), answer='{"ok": true, '
+                  '"data": {"env": "moon"}}')
+    assert done.returncode == 1
+    assert "is not the request this binding was issued for" in done.stdout
+    assert ran(folder) == []
+
+
+def test_approved_false_is_a_decline(folder: Path):
+    parked = ask(folder, "deploy", "service=api", "env=production")
+    done = resume(folder, "deploy", "service=api", "env=production", request=parked,
+                  answer='{"ok": true, "data": {"approved": false}}')
+    assert done.returncode == 1
+    assert done.stdout == "declined/expired: Deploy api to production?\n"
+    assert ran(folder) == []
+
+
+def test_another_key_is_refused_and_no_key_says_how_to_configure_one(folder: Path):
+    parked = ask(folder, "deploy", "service=api", "env=production")
+    other = resume(folder, "deploy", "service=api", "env=production", request=parked,
+                   key="other")
+    assert other.returncode == 1
+    assert "does not verify under this host's key(s)" in other.stdout
+    keyless = run("call", "tools.py:toolkit", "deploy", "service=api", "env=production",
+                  "--no-input", cwd=folder)
+    assert keyless.returncode == 3
+    assert "note: no key is configured" in keyless.stderr
+    refused = run("resume", "tools.py:toolkit", "deploy", "service=api", "env=production",
+                  "--request", keyless.stdout, "--answer", YES, cwd=folder)
+    assert refused.returncode == 1
+    assert "no key is configured" in refused.stdout and "--secret-file" in refused.stdout
+    assert ran(folder) == []
+
+
+def test_a_key_from_the_environment_works_like_the_file(folder: Path, monkeypatch):
+    monkeypatch.setenv("TOOLNEXUS_SECRET", "cli-answers-key-0123456789abcdef")
+    first = run("call", "tools.py:toolkit", "deploy", "service=api", "env=staging",
+                "--no-input", cwd=folder)
+    assert "note: no key" not in first.stderr
+    done = run("resume", "tools.py:toolkit", "deploy", "service=api", "env=staging",
+               "--request", first.stdout, "--answer", YES, cwd=folder)
+    assert done.stdout == "deployed api to staging\n"
+
+
+def test_a_bad_secret_file_is_a_usage_error(folder: Path):
+    (folder / "short").write_text("tiny\n")
+    for key, problem in (("short", "at least 16 bytes"), ("missing", "cannot read")):
+        out = run("call", "tools.py:toolkit", "wipe", "--secret-file", key, cwd=folder)
+        assert out.returncode == 2
+        assert problem in out.stderr
