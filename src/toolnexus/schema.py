@@ -1156,7 +1156,9 @@ def infer(
             ctx_param = param
         else:
             others.append(param)
-    ctx: dict[str, Any] = {"ctx_name": None, "ctx_positional": False, "ctx_has_default": False}
+    # What every Signature of this function carries besides its style and schema.
+    ctx: dict[str, Any] = {"ctx_name": None, "ctx_positional": False, "ctx_has_default": False,
+                           **extra}
     if ctx_param is not None:
         ctx["ctx_name"] = ctx_param.name
         ctx["ctx_positional"] = ctx_param.kind in _POSITIONAL
@@ -1171,12 +1173,8 @@ def infer(
         and params[0] is others[0]
         and (schema is not None or _is_object_annotation(hints.get("args", Any)))
     ):
-        signature = _contract(others[0], hints, where, schema, description, localns, ctx,
-                              globalns)
-    else:
-        signature = _keyword(others, hints, documented, where, schema, description, localns,
-                             ctx, globalns)
-    return dataclasses.replace(signature, **extra)
+        return _contract(others[0], hints, where, schema, description, localns, ctx, globalns)
+    return _keyword(others, hints, documented, where, schema, description, localns, ctx, globalns)
 
 
 def _mentions(annotation: Any, names: frozenset[str], depth: int = 0) -> bool:
@@ -1188,6 +1186,8 @@ def _mentions(annotation: Any, names: frozenset[str], depth: int = 0) -> bool:
         return any(name in annotation for name in names)
     return any(_mentions(arg, names, depth + 1) for arg in typing.get_args(annotation))
 
+
+_SCALAR_OUTPUTS: dict[Any, str] = {int: "integer", float: "number", bool: "boolean"}
 
 # A return annotation naming one of these says nothing about the structured output.
 _NOT_OUTPUT = frozenset({"ToolResult", "Awaitable", "Coroutine", "Iterator", "Generator",
@@ -1211,6 +1211,10 @@ def _output_schema(
     """
     if annotation is None or annotation is Any or annotation is object or annotation is str:
         return None, False  # a str is the text content itself: nothing to structure
+    scalar = _SCALAR_OUTPUTS.get(annotation) if isinstance(annotation, type) else None
+    if scalar is not None:  # the commonest returns, without an inferrer
+        return {"type": "object", "properties": {OUTPUT_WRAPPER: {"type": scalar}},
+                "required": [OUTPUT_WRAPPER]}, True
     if annotation is _NONE_TYPE or _mentions(annotation, _NOT_OUTPUT):
         return None, False
     inferrer = _Inferrer(where, _scope(localns), globalns)
