@@ -206,6 +206,7 @@ class Call:
         "_loop",
         "_outcome",
         "_owner",
+        "_owner_thread",
         "_progress",
         "_question",
         "_raw_args",
@@ -244,6 +245,7 @@ class Call:
         self._wakers: list[Callable[[], object]] | None = None
         self._event: threading.Event | None = None
         self._owner: Callable[[], object] | None = None  # wakes the owner for deferred effects
+        self._owner_thread = 0
         self._deferred: list[Effect] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Future[Any] | None = None
@@ -394,6 +396,7 @@ class Call:
         """Make the caller the owner: effects are queued for it and ``wake()`` tells it
         (``Host.call`` blocks on them; ``Host.acall`` drains them on ``loop``)."""
         self._owner = wake
+        self._owner_thread = threading.get_ident()
         self._loop = loop
 
     def launch(self) -> None:
@@ -798,8 +801,8 @@ class Call:
         A timer's effects go to the owner, or the dispatcher: the timer thread never runs
         them. Others run here — cancelling the tool's token on the cancelling thread, as
         a token's cancel runs its callbacks — except that settling, starting an attempt
-        and asking go to the owner when there is one (``on_event`` runs on the caller's
-        thread; an async tool starts on the caller's loop).
+        and asking go to the owner when there is one and this is not its thread
+        (``on_event`` runs on the caller's thread; an async tool starts on its loop).
         """
         if not effects:
             return
@@ -810,7 +813,7 @@ class Call:
                     _timers.dispatch(effect)
                 return
             later = effects
-        elif owner is None:
+        elif owner is None or threading.get_ident() == self._owner_thread:
             for effect in effects:
                 effect()
             return

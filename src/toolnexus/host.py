@@ -130,6 +130,11 @@ def _check_token(token: object) -> CancellationToken:
     return token
 
 
+def _resolve(future: Any) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 def _run_blocking(coro_fn: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
     from ._aio import run_blocking
 
@@ -500,8 +505,7 @@ class Host:
         loop_thread = threading.get_ident()
 
         def drain() -> None:
-            if call.drain() and not settled.done():
-                settled.set_result(None)
+            call.drain()
 
         def wake() -> None:
             if threading.get_ident() == loop_thread:
@@ -511,6 +515,9 @@ class Host:
                 loop.call_soon_threadsafe(drain)
 
         call.own(wake, loop)
+        # Settling runs on this loop's thread (drained here, or run directly when the loop
+        # itself made the transition): either way it resolves the future.
+        call.add_done_callback(lambda _: _resolve(settled))
         call.launch()
         try:
             await settled
