@@ -5,6 +5,7 @@ Run it from a checkout (the server runs from ``src/``):
     python benchmarks/mcp_server.py             # 15 spawns, 5 rounds of 1000 calls
     python benchmarks/mcp_server.py --quick     # 5 spawns, 5 rounds of 200 calls
     python benchmarks/mcp_server.py --baseline /tmp/old/src   # add an older checkout's server
+    python benchmarks/mcp_server.py --pin 0     # every server pinned to CPU 0 (taskset)
 
 Three servers offer the same ``add`` tool over stdio, each run by this interpreter:
 
@@ -17,16 +18,19 @@ Three servers offer the same ``add`` tool over stdio, each run by this interpret
 - ``baseline``: with ``--baseline SRC``, the toolnexus server run from another checkout's
   ``src`` folder, to compare a change with what it replaces under the same conditions.
 
-Two tables, every figure a median, every ratio between figures of this run (spawns and call
+Three tables, every figure a median, every ratio between figures of this run (spawns and call
 rounds are interleaved, so a busy machine slows every server alike):
 
 1. start-up: from spawning the process to holding the answer to its first request
    (``initialize``, written at once), and to holding its first ``tools/call`` result;
 2. sequential ``tools/call`` round trips (send, wait for the answer, repeat) per second, on
-   a legacy (``initialize``) connection, plus toolnexus on a modern (2026-07-28) one.
+   a legacy (``initialize``) connection, plus toolnexus on a modern (2026-07-28) one;
+3. pipelined ``tools/call``: 64 requests kept in flight (a new one sent per answer read),
+   calls per second against the floor's.
 
 The issue's targets: start-up at most a quarter of the SDK's and at most 3x the floor's; a
-call at least 5x faster than the SDK's and at most 2.5x the floor's. Nothing here asserts.
+call at least 5x faster than the SDK's and at most 2.5x the floor's; pinned to one core
+(``--pin 0``), 64 in flight at least 0.5x the floor's throughput. Nothing here asserts.
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ MODERN_META = {
 
 SERVE = [sys.executable, "-m", "toolnexus", "serve", "benchmarks/mcp_bench_tools.py:toolkit"]
 DEADLINE = "toolnexus --timeout"
+
+
+PIN: list[str] = []  # ["taskset", "-c", "0"] with --pin 0
 
 
 def commands(baseline: Path | None) -> dict[str, tuple[list[str], Path]]:
@@ -105,7 +112,7 @@ def call_line(rid: int, modern: bool) -> bytes:
 class Server:
     def __init__(self, command: list[str], src: Path) -> None:
         self.process = subprocess.Popen(
-            command,
+            [*PIN, *command],
             cwd=ROOT,
             env=child_env(src),
             stdin=subprocess.PIPE,
@@ -163,6 +170,54 @@ def round_trips(server: Server, count: int, modern: bool, start: int) -> float:
     return count / (time.perf_counter() - began)
 
 
+def pipelined(server: Server, count: int, depth: int, start: int) -> float:
+    """tools/call per second with ``depth`` requests in flight."""
+    requests = [call_line(start + i, False) for i in range(count)]
+    send, readline = server.send, server.readline
+    began = time.perf_counter()
+    sent = 0
+    for request in requests[:depth]:
+        send(request)
+        sent += 1
+    answered = 0
+    while answered < count:
+        reply = readline()
+        if not reply:
+            raise RuntimeError("the server exited")
+        if b'"id"' not in reply:
+            continue
+        answered += 1
+        if sent < count:
+            send(requests[sent])
+            sent += 1
+    return count / (time.perf_counter() - began)
+
+
+def pipelined_table(servers: dict[str, tuple[list[str], Path]], rounds: int, calls: int,
+                    depth: int = 64) -> None:
+    names = [name for name in servers if name != "sdk"]
+    running = {name: Server(*servers[name]) for name in names}
+    rates: dict[str, list[float]] = {name: [] for name in names}
+    for server in running.values():
+        server.answer(INITIALIZE)
+        server.send(INITIALIZED)
+        pipelined(server, 200, depth, 30_000_000)  # warm-up
+    next_id = 40_000_000
+    for _ in range(rounds):
+        for name in names:
+            rates[name].append(pipelined(running[name], calls, depth, next_id))
+            next_id += calls
+    for server in running.values():
+        server.stop()
+    floor = statistics.median(rates["floor"])
+    print(f"\npipelined tools/call, {depth} in flight, median of {rounds} rounds of {calls}")
+    print(f"{'server':<30}{'calls/s':>10}{'us/call':>10}{'x floor rate':>14}")
+    for name in names:
+        rate = statistics.median(rates[name])
+        print(f"{name:<30}{rate:>10.0f}{1e6 / rate:>10.1f}{rate / floor:>14.2f}")
+    print("target (pinned to one core): toolnexus >= 0.5x the floor's rate")
+
+
 def ratio(value: float, base: float | None) -> str:
     return "-" if base is None or base == 0 else f"{value / base:.2f}x"
 
@@ -175,20 +230,25 @@ def main() -> None:
         "--baseline", type=Path, metavar="SRC", help="also run toolnexus from this src folder"
     )
     parser.add_argument("--rounds", type=int, default=5, help="call rounds per server")
+    parser.add_argument("--pin", metavar="CPU", help="run every server under taskset -c CPU")
     options = parser.parse_args()
+    if options.pin is not None:
+        PIN[:] = ["taskset", "-c", options.pin]
     spawns = 5 if options.quick else 15
     calls = 200 if options.quick else 1000
     servers = commands(options.baseline)
     # No spawn should pay for compiling: write the bytecode of everything imported by path.
     for folder in sorted({src for _, src in servers.values()} | {HERE}):
         compileall.compile_dir(str(folder), quiet=1)
-    print(f"python {sys.version.split()[0]}; servers: {', '.join(servers)}")
+    pinned = f"; pinned: {' '.join(PIN)}" if PIN else "; not pinned"
+    print(f"python {sys.version.split()[0]}; servers: {', '.join(servers)}{pinned}")
     if "sdk" not in servers:
         print("(the MCP SDK is not importable here: no sdk row; pip install '.[interop]')")
 
     if not options.calls_only:
         start_up_table(servers, spawns)
     round_trip_table(servers, options.rounds, calls)
+    pipelined_table(servers, options.rounds, calls)
 
 
 def start_up_table(servers: dict[str, tuple[list[str], Path]], spawns: int) -> None:
