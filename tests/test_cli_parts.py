@@ -66,7 +66,7 @@ def test_json_prints_the_whole_result_with_its_parts(tmp_path):
     done = run("call", "charts.py:toolkit", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     result = ToolResult.from_json(done.stdout)
-    assert result.output == "the chart" and len(result.parts or ()) == 5
+    assert result.output == "the chart" and len(result.parts) == 5
     assert json.loads(done.stdout)["parts"][0] == {
         "type": "image", "mimeType": "image/gif", "data": "R0lGODlh", "name": "../../escape.gif"}
     assert "part(s)" not in done.stderr

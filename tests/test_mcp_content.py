@@ -92,7 +92,7 @@ def test_result_from_mcp_maps_each_block_to_a_part() -> None:
     })
     assert back.output == "four blocks" and back.is_error
     assert back.metadata == {"structuredContent": {"n": 4}}
-    audio, text_file, link, unknown = back.parts or ()
+    audio, text_file, link, unknown = back.parts
     assert audio == Part.audio(WAV, "audio/wav")
     assert (text_file.type, text_file.mime_type, text_file.name) == (
         "file", "text/plain", "embedded-resource")
@@ -110,7 +110,7 @@ def test_our_own_blocks_read_back_to_the_same_parts_but_for_names() -> None:
     original = toolkit.execute("mixed_content", {})
     back = result_from_mcp(call("mixed_content"))
     assert back.output == original.output
-    assert [unnamed(p) for p in back.parts or ()] == [unnamed(p) for p in original.parts or ()]
+    assert [unnamed(p) for p in back.parts] == [unnamed(p) for p in original.parts]
 
 
 @pytest.mark.parametrize(

@@ -94,7 +94,7 @@ def test_a_file_arrives_as_an_embedded_resource_with_blob_and_mime_type(mode: st
     assert block.resource.mime_type == "application/json"
     assert decoded(block.resource.blob) == REPORT
     assert str(block.resource.uri).endswith("report.json")
-    [part] = result_from_mcp(result).parts or ()
+    [part] = result_from_mcp(result).parts
     assert (part.type, part.name, part.to_bytes()) == ("file", "report.json", REPORT)
 
 
@@ -111,5 +111,5 @@ def test_mixed_content_arrives_in_order_text_first(mode: str) -> None:
     assert link.mime_type == "image/png" and link.name == "q3.png"
     back = result_from_mcp(result)
     assert back.output == "Multiple content types test:"
-    assert [p.type for p in back.parts or ()] == ["image", "file", "image", "text"]
-    assert back.parts is not None and back.parts[2].url == "https://example.test/charts/q3.png"
+    assert [p.type for p in back.parts] == ["image", "file", "image", "text"]
+    assert back.parts[2].url == "https://example.test/charts/q3.png"

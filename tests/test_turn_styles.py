@@ -210,7 +210,7 @@ def test_every_part_reaches_the_messages_as_a_block_or_a_placeholder(style):
     }[style]
     result = turn(calls, style)
     text = repr(result.messages)
-    parts = result.calls[0].result.parts or ()
+    parts = result.calls[0].result.parts
     carried = 0
     for part in parts:
         if part.placeholder() in text:

@@ -996,7 +996,7 @@ def _finish(
 def _report_parts(result: ToolResult, directory: str | None, *, as_json: bool) -> None:
     """Write the result's parts into ``directory``, one file each, saying so on stderr; or,
     without a directory, name them and the option that saves them."""
-    parts = result.parts or ()
+    parts = result.parts
     if directory is None:
         if not as_json:  # the JSON on stdout already carries them
             listed = ", ".join(part.describe() for part in parts)

@@ -39,9 +39,9 @@ class ToolResult:
         is_error: True when the call produced no usable answer.
         metadata: optional read-only JSON object; ``metadata["pending"]`` marks a
             suspension.
-        parts: optional tuple of :class:`~toolnexus.parts.Part` (images, files, audio)
-            that go with ``output``; ``None`` when there are none (an empty list is stored
-            as ``None``, so a result without parts is the same value as before parts
+        parts: a tuple of :class:`~toolnexus.parts.Part` (images, files, audio) that go
+            with ``output``; ``()`` when there are none (``None`` and an empty list are
+            stored as ``()``, so a result without parts is the same value as before parts
             existed). ``output`` stays what text-only providers and transcripts see.
 
     Example::
@@ -57,7 +57,7 @@ class ToolResult:
     output: str
     is_error: bool = False
     metadata: Mapping[str, Any] | None = None
-    parts: Sequence[Part] | None = None
+    parts: Sequence[Part] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.output, str):
@@ -85,7 +85,7 @@ class ToolResult:
                     "a ToolResult with metadata['pending'] must have is_error=True; "
                     "build suspensions with ToolResult.pending(request)"
                 )
-        if self.parts is not None:
+        if self.parts != ():
             object.__setattr__(self, "parts", _check_parts(self.parts))
 
     @classmethod
@@ -209,7 +209,7 @@ class ToolResult:
             for key, value in self.metadata.items():
                 meta[key] = value.to_dict() if isinstance(value, Request) else thaw(value)
             out["metadata"] = meta
-        if self.parts is not None:
+        if self.parts:
             out["parts"] = [part.to_dict() for part in self.parts]
         return out
 
@@ -264,16 +264,15 @@ class ToolResult:
         parts = _wire.field(
             data, "parts", list, "ToolResult", required=False, expected="an array of parts"
         )
-        read: list[Part] | None = None
+        read: list[Part] = []
         if parts is not None:
-            read = []
             for index, raw in enumerate(parts):
                 try:
                     read.append(Part.from_dict(raw))
                 except WireFormatError as exc:
                     where = f"parts[{index}]" + (f".{exc.field}" if exc.field else "")
                     raise WireFormatError("ToolResult", where, exc.problem) from None
-        return cls(output, is_error, metadata, _as_tuple(read))
+        return cls(output, is_error, metadata, tuple(read))
 
     @classmethod
     def from_json(cls, text: str | bytes | bytearray) -> ToolResult:
@@ -301,18 +300,20 @@ class ToolResult:
         return f"<ToolResult {state} {text!r} +{count} part{'s' if count > 1 else ''}>"
 
 
-def _as_tuple(parts: Iterable[Part] | None) -> tuple[Part, ...] | None:
+def _as_tuple(parts: Iterable[Part] | None) -> tuple[Part, ...]:
     if parts is None:
-        return None
+        return ()
     if isinstance(parts, (Part, str, bytes, Mapping)):
         raise InvalidTypeError(
             f"parts must be a list of Part, got a single {type(parts).__name__}; "
             "wrap it in a list: parts=[part]"
         )
-    return tuple(parts) or None
+    return tuple(parts)
 
 
-def _check_parts(parts: Any) -> tuple[Part, ...] | None:
+def _check_parts(parts: Any) -> tuple[Part, ...]:
+    if parts is None:
+        return ()
     if isinstance(parts, (Part, str, bytes, Mapping)) or not isinstance(parts, Iterable):
         raise InvalidTypeError(
             f"ToolResult.parts must be a list of Part or None, got {type(parts).__name__}"
@@ -325,4 +326,4 @@ def _check_parts(parts: Any) -> tuple[Part, ...] | None:
                 "build one with Part.image(...), Part.file(...), Part.audio(...) or "
                 "Part.from_text(...)"
             )
-    return checked or None
+    return checked

@@ -335,7 +335,7 @@ def _gemini_render(calls: tuple[TurnCall, ...]) -> list[dict[str, Any]]:
         result = call.result
         texts = [result.output]
         media = []
-        for part in result.parts or ():
+        for part in result.parts:
             if part.type == "text":
                 texts.append(part.text or "")
                 continue

@@ -913,7 +913,7 @@ class ServerSession:
         return [self._reply(call.request_id, call.client, result)]
 
     def _tool_result(self, client: _Client, result: ToolResult) -> dict[str, Any]:
-        if result.parts is None:
+        if not result.parts:
             content = [{"type": "text", "text": result.output}]
         else:
             content = content_blocks(result, audio=client.at_least("2025-03-26"),
