@@ -87,28 +87,40 @@ class Pool:
             if self.closed:
                 return "the host is closed"
             self.waiting += 1
-            start = (self.waiting > self.idle and self.live < self.limit
-                     and self.live + self.stuck < self.limit + self.spare)
-            if start:
-                self.live += 1
-                self._serial += 1
-                serial = self._serial
-        if start:
-            try:
-                thread = threading.Thread(
-                    target=self._work, name=f"{self.name}-{serial}", daemon=True
-                )
+            serial = self._reserve_locked() if self.live < self.limit else 0
+        if serial:
+            problem = self._start(serial)
+            if problem is not None:
                 with self._lock:
-                    self._threads.add(thread)
-                thread.start()
-            except RuntimeError as exc:  # out of threads (memory, ulimit)
-                with self._lock:
-                    self._threads.discard(thread)
-                    self.live -= 1
-                    if self.live == 0:
+                    if self.live == 0:  # nobody else will ever take it
                         self.waiting -= 1
-                        return f"no worker thread could be started ({exc})"
+                        return f"no worker thread could be started ({problem})"
         self._queue.put(job)
+        return None
+
+    def _reserve_locked(self) -> int:
+        """Count a new thread in (the lock is held) when a job waits for one and the bound
+        allows; its serial number, or 0."""
+        if self.waiting <= self.idle or self.closed or \
+                self.live + self.stuck >= self.limit + self.spare:
+            return 0
+        self.live += 1
+        self._serial += 1
+        return self._serial
+
+    def _start(self, serial: int) -> RuntimeError | None:
+        """Start the thread :meth:`_reserve_locked` counted in; on failure give its place
+        back and return why."""
+        thread = threading.Thread(target=self._work, name=f"{self.name}-{serial}", daemon=True)
+        with self._lock:
+            self._threads.add(thread)
+        try:
+            thread.start()
+        except RuntimeError as exc:  # out of threads (memory, ulimit)
+            with self._lock:
+                self._threads.discard(thread)
+                self.live -= 1
+            return exc
         return None
 
     def _work(self) -> None:
@@ -151,32 +163,16 @@ class Pool:
         ``worker`` None (a job that ran on a caller's thread) changes nothing. Returns the
         number of stuck workers afterwards.
         """
-        start = False
+        serial = 0
         with self._lock:
             if worker is not None and worker.pool is self and not worker.stuck:
                 worker.stuck = True
                 self.live -= 1
                 self.stuck += 1
-                start = (self.waiting > self.idle and not self.closed
-                         and self.live + self.stuck < self.limit + self.spare)
-                if start:
-                    self.live += 1
-                    self._serial += 1
-                    serial = self._serial
+                serial = self._reserve_locked()
             stuck = self.stuck
-        if start:
-            # Calls are waiting for a worker: a replacement starts now.
-            try:
-                thread = threading.Thread(
-                    target=self._work, name=f"{self.name}-{serial}", daemon=True
-                )
-                with self._lock:
-                    self._threads.add(thread)
-                thread.start()
-            except RuntimeError:
-                with self._lock:
-                    self._threads.discard(thread)
-                    self.live -= 1
+        if serial:
+            self._start(serial)  # calls are waiting for a worker: a replacement starts now
         return stuck
 
     def release(self, worker: Worker | None) -> None:
