@@ -87,6 +87,7 @@ _MODERN_STATUS = {
     MISSING_CLIENT_CAPABILITY: 400,
     UNSUPPORTED_PROTOCOL_VERSION: 400,
 }
+_MAX_SPARE = 64
 # Methods whose params carry the name the Mcp-Name header must repeat.
 _NAMED_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
@@ -298,6 +299,9 @@ class _Channel:
         self._sources: dict[int, CancellationTokenSource] = {}
         self.last_used = time.monotonic()
         self.closed = False
+        # Modern channels go back to the endpoint for reuse once nothing is in flight
+        # (building a session costs more than answering a small request).
+        self.on_idle: Callable[[_Channel], None] | None = None
 
     @property
     def busy(self) -> bool:
@@ -373,6 +377,10 @@ class _Channel:
                 for call_id in target.call_ids:
                     self._by_call.pop(call_id, None)
                 target._put(action.to_bytes(), True)
+            if self.on_idle is not None and not (
+                self._sources or self._by_request or self._by_call or self._asked
+            ):
+                self.on_idle(self)
             return
         if message.get("method") == "notifications/cancelled":
             params = message.get("params") or {}
@@ -517,6 +525,7 @@ class Endpoint:
         self._runner = _Runner(host_factory)
         self._sessions: dict[str, _Channel] = {}
         self._sessions_lock = threading.Lock()
+        self._spare: list[_Channel] = []  # idle modern channels (append/pop are atomic)
         self._closed = False
 
     # ------------------------------------------------------------------ checks
@@ -613,8 +622,16 @@ class Endpoint:
         mismatch = self._header_mismatch(headers, message)
         if mismatch is not None:
             return _error_reply(400, request_id, HEADER_MISMATCH, mismatch)
-        channel = _Channel(self._new_session(), self._runner)
+        try:
+            channel = self._spare.pop()
+        except IndexError:
+            channel = _Channel(self._new_session(), self._runner)
+            channel.on_idle = self._reuse
         return self._dispatch(channel, message, streams, modern=True)
+
+    def _reuse(self, channel: _Channel) -> None:
+        if len(self._spare) < _MAX_SPARE:
+            self._spare.append(channel)
 
     def _dispatch(self, channel: _Channel, message: Any, streams: bool, modern: bool,
                   extra: list[tuple[str, str]] | None = None) -> Reply:
