@@ -223,3 +223,36 @@ def test_every_part_reaches_the_messages_as_a_block_or_a_placeholder(style):
             assert part.data is not None
             carried += part.data[:40] in text or repr(part.to_bytes().decode())[1:-1] in text
     assert carried == len(parts)
+
+
+# --------------------------------------------------------------------------- resume
+
+
+@pytest.mark.parametrize("style", ["responses", "gemini"])
+def test_a_halted_turn_of_the_new_styles_resumes_from_json(style):
+    from toolnexus import Answer, Request, Toolkit, ToolResult, tool
+    from toolnexus.context import ToolContext
+
+    @tool
+    def approve(ctx: ToolContext) -> ToolResult:
+        """Asks first."""
+        if ctx.answer is None:
+            return ToolResult.pending(Request("approval", "Go?"))
+        return ToolResult.ok("approved")
+
+    calls = {
+        "responses": [{"type": "function_call", "call_id": "c1", "name": "approve",
+                       "arguments": "{}"}],
+        "gemini": [{"functionCall": {"name": "approve", "args": {}}}],
+    }[style]
+    with Host(Toolkit([approve])) as host:
+        halted = host.run_turn(calls, style=style)
+        assert halted.pending is not None and halted.messages == []
+        parked = TurnResult.from_json(halted.to_json())
+        done = host.resume_turn(parked, Answer.accept(halted.pending))
+    assert done.is_complete
+    assert done.messages == {
+        "responses": [{"type": "function_call_output", "call_id": "c1", "output": "approved"}],
+        "gemini": [{"role": "user", "parts": [{"functionResponse": {
+            "name": "approve", "response": {"output": "approved"}}}]}],
+    }[style]
