@@ -308,12 +308,21 @@ def test_is_expired_refuses_what_is_not_a_datetime():
         request.is_expired("2026-01-02T03:04:05Z")  # type: ignore[arg-type]
 
 
-def test_request_repr_shows_its_fields():
-    request = Request("input", "Which environment?", id="pnd-1")
-    assert repr(request) == (
-        "Request(kind='input', prompt='Which environment?', id='pnd-1', url=None, data=None, "
-        "expires_at=None)"
+def test_request_repr_shows_its_state_without_dumping_its_content():
+    assert repr(Request("input", "Which environment?", id="pnd-1")) == (
+        "<Request input id='pnd-1' prompt='Which environment?'>"
     )
+    request = Request(
+        "authorization", "Log in to the calendar so I can book the meeting you asked for",
+        id="pnd-2", url="https://user:pw@auth.example/cb?code=SECRET-CODE",
+        data={"schema": {"type": "object"}, "hint": "private"}, expires_at="2026-01-02T03:04:05Z",
+    )
+    assert repr(request) == (
+        "<Request authorization id='pnd-2' prompt='Log in to the calendar so I can book ...' "
+        "url=https://auth.example/... data=[schema, hint] expires_at=2026-01-02T03:04:05Z>"
+    )
+    assert "SECRET" not in repr(request) and "pw" not in repr(request)
+    assert "private" not in repr(request)
 
 
 # --- Answer ----------------------------------------------------------------------------------
@@ -357,10 +366,42 @@ def test_a_malformed_answer_is_refused_at_construction(args, error, message):
         Answer(*args)
 
 
-def test_answer_repr_shows_its_fields():
-    assert repr(Answer("pnd-1", False, reason="declined")) == (
-        "Answer(id='pnd-1', ok=False, data=None, reason='declined')"
-    )
+def test_answer_repr_shows_its_state_never_its_data():
+    assert repr(Answer("pnd-1", False, reason="expired")) == "<Answer refused (expired) id='pnd-1'>"
+    assert repr(Answer("pnd-1", False)) == "<Answer refused (declined) id='pnd-1'>"
+    typed = Answer("pnd-1", True, {"password": "hunter2", "user": "ada"})
+    assert repr(typed) == "<Answer ok id='pnd-1' data: 2 keys>"
+    assert "hunter2" not in repr(typed) and "hunter2" not in str(typed)
+    assert repr(Answer("pnd-1", True)) == "<Answer ok id='pnd-1'>"
+
+
+# --- ToolResult.ok -------------------------------------------------------------------------
+
+
+def test_ok_on_the_class_builds_a_success():
+    assert ToolResult.ok("42", {"rows": 1}) == ToolResult("42", False, {"rows": 1})
+    assert "successful result" in (ToolResult.ok.__doc__ or "")
+
+
+def test_ok_on_a_result_reads_as_whether_it_succeeded():
+    assert ToolResult.ok("42").ok is True
+    assert ToolResult.error("no such file").ok is False
+    pending = ToolResult.pending(Request("approval", "Deploy?"))
+    assert pending.ok is False  # a question is not an answer yet
+    outcomes = [r for r in (ToolResult.error("boom"), pending) if r.ok]
+    assert outcomes == []  # `if result.ok:` is never fooled by a truthy bound method
+
+
+def test_ok_on_a_result_is_not_a_factory():
+    with pytest.raises(TypeError, match="'bool' object is not callable"):
+        ToolResult.error("boom").ok("again")  # type: ignore[operator]
+
+
+def test_ok_on_a_subclass_builds_the_subclass():
+    class Traced(ToolResult):
+        __slots__ = ()
+
+    assert type(Traced.ok("x")) is Traced
 
 
 # --- ToolResult reprs ------------------------------------------------------------------------

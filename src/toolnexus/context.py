@@ -67,6 +67,12 @@ class ToolContext:
     progress: ProgressReporter | None = field(default=None, repr=False, compare=False)
     log: LogReporter | None = field(default=None, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        token = self.cancellation_token
+        state = ("cancelled" if token.is_cancellation_requested
+                 else "live" if token.can_be_cancelled else "no token")
+        return f"<ToolContext timeout_ms={self.timeout_ms} {state} answer={self.answer!r}>"
+
     def __post_init__(self) -> None:
         timeout = self.timeout_ms
         if timeout is not None and (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MethodType
 
 from . import _wire
 from ._frozen import FrozenDict, freeze, sealed, thaw
@@ -18,7 +19,16 @@ from .suspension import Request
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, ClassVar, Protocol, overload
+
+    class _OkFactory(Protocol):
+        def __call__(
+            self,
+            output: str,
+            metadata: Mapping[str, Any] | None = None,
+            *,
+            parts: Iterable[Part] | None = None,
+        ) -> ToolResult: ...
 
 __all__ = ["PENDING_KEY", "STRUCTURED_KEY", "ToolResult"]
 
@@ -88,25 +98,9 @@ class ToolResult:
         if self.parts != ():
             object.__setattr__(self, "parts", _check_parts(self.parts))
 
-    @classmethod
-    def ok(
-        cls,
-        output: str,
-        metadata: Mapping[str, Any] | None = None,
-        *,
-        parts: Iterable[Part] | None = None,
-    ) -> ToolResult:
-        """A successful result; ``metadata`` is copied and made read-only; ``parts``
-        (images, files, audio) go with the text.
-
-        Example::
-
-            >>> ToolResult.ok("3 rows", {"rows": 3})
-            <ToolResult ok '3 rows'>
-            >>> ToolResult.ok("the chart", parts=[Part.image(b"GIF89a", "image/gif")])
-            <ToolResult ok 'the chart' +1 part>
-        """
-        return cls(output, False, metadata, _as_tuple(parts))
+    # `ToolResult.ok(...)` builds a success; `result.ok` reads one (see _OkFactoryOrFlag).
+    if TYPE_CHECKING:
+        ok: ClassVar[_OkFactoryOrFlag]
 
     @classmethod
     def error(
@@ -298,6 +292,58 @@ class ToolResult:
             return f"<ToolResult {state} {text!r}>"
         count = len(self.parts)
         return f"<ToolResult {state} {text!r} +{count} part{'s' if count > 1 else ''}>"
+
+
+def _ok(
+    cls: type[ToolResult],
+    output: str,
+    metadata: Mapping[str, Any] | None = None,
+    *,
+    parts: Iterable[Part] | None = None,
+) -> ToolResult:
+    """A successful result; ``metadata`` is copied and made read-only; ``parts``
+    (images, files, audio) go with the text.
+
+    On an instance, ``result.ok`` is instead a bool: True when the call succeeded
+    (``not result.is_error``; a pending result is not ok until it is answered).
+
+    Example::
+
+        >>> ToolResult.ok("3 rows", {"rows": 3})
+        <ToolResult ok '3 rows'>
+        >>> ToolResult.ok("the chart", parts=[Part.image(b"GIF89a", "image/gif")])
+        <ToolResult ok 'the chart' +1 part>
+    """
+    return cls(output, False, metadata, _as_tuple(parts))
+
+
+class _OkFactoryOrFlag:
+    """``ToolResult.ok``: the factory on the class, a bool on an instance.
+
+    ``ToolResult.ok("42")`` builds a success, and ``if result.ok:`` reads one, the way
+    ``answer.ok`` reads an :class:`Answer`. A plain classmethod would make ``result.ok``
+    a bound method, always truthy, so ``if result.ok:`` would pass for every error.
+    """
+
+    def __init__(self, factory: Any) -> None:
+        self._factory = factory
+        self.__doc__ = factory.__doc__
+
+    if TYPE_CHECKING:
+        @overload
+        def __get__(self, instance: None, owner: type[ToolResult]) -> _OkFactory: ...
+
+        @overload
+        def __get__(self, instance: ToolResult, owner: type[ToolResult] | None = None) -> bool:
+            ...
+
+    def __get__(self, instance: ToolResult | None, owner: type[ToolResult] | None = None) -> Any:
+        if instance is None:
+            return MethodType(self._factory, owner)
+        return not instance.is_error
+
+
+ToolResult.ok = _OkFactoryOrFlag(_ok)
 
 
 def _as_tuple(parts: Iterable[Part] | None) -> tuple[Part, ...]:

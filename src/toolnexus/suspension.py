@@ -263,6 +263,18 @@ class Request:
         """
         return cls.from_dict(_wire.loads_object(text, "Request"))
 
+    def __repr__(self) -> str:
+        # State, not content: the prompt cut short, the url's origin only (a query string
+        # may carry a login state or code), data's key names, never its values.
+        parts = [f"<Request {self.kind} id={self.id!r} prompt={_cut(self.prompt)!r}"]
+        if self.url is not None:
+            parts.append(f"url={_origin(self.url)}")
+        if self.data is not None:
+            parts.append(f"data=[{', '.join(map(str, self.data))}]")
+        if self.expires_at is not None:
+            parts.append(f"expires_at={self.expires_at}")
+        return " ".join(parts) + ">"
+
 
 @sealed
 @dataclass(frozen=True, slots=True)
@@ -317,8 +329,8 @@ class Answer:
         Example::
 
             >>> req = Request("input", "Which environment?", id="pnd-1")
-            >>> Answer.accept(req, {"env": "staging"})
-            Answer(id='pnd-1', ok=True, data={'env': 'staging'}, reason=None)
+            >>> Answer.accept(req, {"env": "staging"}).data
+            {'env': 'staging'}
         """
         return cls(_request_id(request), True, data)
 
@@ -329,7 +341,7 @@ class Answer:
         Example::
 
             >>> Answer.decline(Request("approval", "Deploy?", id="pnd-1"), reason="expired")
-            Answer(id='pnd-1', ok=False, data=None, reason='expired')
+            <Answer refused (expired) id='pnd-1'>
         """
         return cls(_request_id(request), False, None, reason)
 
@@ -436,6 +448,15 @@ class Answer:
         """
         return cls.from_dict(_wire.loads_object(text, "Answer"))
 
+    def __repr__(self) -> str:
+        # An answer's data may be what a human typed: its size shows, never its content.
+        state = "ok" if self.ok else f"refused ({self.reason or 'declined'})"
+        text = f"<Answer {state} id={self.id!r}"
+        if self.data is not None:
+            count = len(self.data)
+            text += f" data: {count} key{'' if count == 1 else 's'}"
+        return text + ">"
+
 
 def decline_reason(request: Request, answer: Answer) -> str | None:
     """Why ``answer`` says no to ``request`` (``"declined"``, ``"cancelled"``,
@@ -469,3 +490,15 @@ def _request_id(request: Request) -> str:
     if not isinstance(request, Request):
         raise InvalidTypeError(f"expected a Request to answer, got {type(request).__name__}")
     return request.id
+
+
+def _cut(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _origin(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return "..."
+    host = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rpartition("@")[2]
+    return f"{scheme}://{host}/..." if host != rest else f"{scheme}://{host}"
