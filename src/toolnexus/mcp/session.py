@@ -169,7 +169,8 @@ class StartCall(NamedTuple):
     :meth:`ServerSession.complete_call` (``call_id``).
 
     When ``answer`` is set this is the retry after a suspension: run it as
-    ``host.resume(name, arguments, request, answer)``. ``wants_progress`` says whether
+    ``host.resume(name, arguments, action.resumes, answer)`` — :attr:`resumes` carries the
+    host's binding of the question to the call, so the host can check it. ``wants_progress`` says whether
     the client listens for progress: only then pass a reporter that calls
     :meth:`ServerSession.report_progress`.
 
@@ -178,7 +179,7 @@ class StartCall(NamedTuple):
         if action.answer is None:
             result = host.call(action.name, action.arguments, cancellation_token=token)
         else:
-            result = host.resume(action.name, action.arguments, action.request,
+            result = host.resume(action.name, action.arguments, action.resumes,
                                  action.answer, cancellation_token=token)
         session.complete_call(action.call_id, result)
     """
