@@ -170,9 +170,9 @@ class StartCall(NamedTuple):
 
     When ``answer`` is set this is the retry after a suspension: run it as
     ``host.resume(name, arguments, action.resumes, answer)`` — :attr:`resumes` carries the
-    host's binding of the question to the call, so the host can check it. ``wants_progress`` says whether
-    the client listens for progress: only then pass a reporter that calls
-    :meth:`ServerSession.report_progress`.
+    host's binding of the question to the call, so the host can check it.
+    ``wants_progress`` says whether the client listens for progress: only then pass a
+    reporter that calls :meth:`ServerSession.report_progress`.
 
     Example::
 
