@@ -440,7 +440,20 @@ def test_an_output_schema_is_kept_read_only():
 def test_an_explicit_input_schema_with_an_unsupported_keyword_fails_at_definition_time():
     with pytest.raises(SchemaError):
         tool(lambda args: "x", name="bad",
-             input_schema={"type": "object", "patternProperties": {"^a": {}}})
+             input_schema={"type": "object", "nullable": True})
+
+
+def test_an_explicit_input_schema_with_a_condition_is_checked_on_every_call():
+    # the MCP conformance suite's json-schema-2020-12 scenario registers a schema like this
+    send = tool(lambda args: "sent", name="send", input_schema={
+        "type": "object",
+        "properties": {"channel": {"enum": ["mail", "sms"]}, "to": {"type": "string"}},
+        "if": {"properties": {"channel": {"const": "sms"}}},
+        "then": {"properties": {"to": {"pattern": "^[+][0-9]+$"}}},
+    })
+    assert send({"channel": "sms", "to": "+4912"}).output == "sent"
+    refused = send({"channel": "sms", "to": "ada@example.com"})
+    assert refused.is_error and "does not match the 'then' branch" in refused.output
 
 
 def test_an_explicit_input_schema_must_describe_an_object():

@@ -1,19 +1,25 @@
 """JSON Schema validation of tool arguments, on the stdlib alone.
 
-This module owns the subset of JSON Schema (2020-12 spelling) that tool schemas use, and
-nothing else: a :class:`Validator` compiles a schema once into small closures, refuses at
-once (:class:`SchemaError`) a keyword it cannot honour, and then answers two questions
-fast — is this value valid, and if not, what exactly is wrong with it, in words short
-enough for a model to correct its next call (``steps: expected integer, got string "3"``).
+This module owns JSON Schema 2020-12 (the core and applicator/validation vocabularies) as
+tool schemas use it: a :class:`Validator` compiles a schema once into small closures,
+refuses at once (:class:`SchemaError`) a keyword or value it cannot honour, and then
+answers two questions fast — is this value valid, and if not, what exactly is wrong with
+it, in words short enough for a model to correct its next call (``steps: expected
+integer, got string "3"``).
 
-Supported keywords: ``type`` (a name or a list of names), ``properties``, ``required``,
-``additionalProperties``, ``items``, ``prefixItems``, ``enum``, ``const``, ``minimum``,
-``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum``, ``multipleOf``, ``minLength``,
-``maxLength``, ``pattern``, ``format`` (an annotation only), ``minItems``, ``maxItems``,
-``uniqueItems``, ``minProperties``, ``maxProperties``, ``anyOf``, ``oneOf``, ``allOf``,
-``not``, and ``$ref`` to a JSON pointer inside the same document (``#``, ``#/$defs/...``,
-``#/definitions/...``). Annotations (``title``, ``description``, ``default``, ...) and
-``x-`` extension keys are accepted and ignored.
+Every keyword of those vocabularies is checked with its official semantics, including the
+conditional ones (``if``/``then``/``else``), ``patternProperties``, ``propertyNames``,
+``dependentRequired``/``dependentSchemas``, ``contains`` with ``minContains``/
+``maxContains``, ``unevaluatedProperties``/``unevaluatedItems`` (annotations collected
+across ``allOf``/``anyOf``/``oneOf``/``if``/``$ref``/...), and references by JSON pointer,
+``$id``, ``$anchor`` and ``$dynamicRef``/``$dynamicAnchor``. Nothing is ever fetched: a
+reference outside the document resolves only through the ``registry`` a caller passes.
+Draft-07 spellings still in use (``definitions``, array-form ``items`` with
+``additionalItems``, ``dependencies``) keep working. ``pattern`` follows ECMA-262
+(:mod:`toolnexus._ecma`), never stalling on a hostile input. ``format`` is an annotation
+unless ``format_assertion=True``. Annotations (``title``, ``description``, ``default``,
+...) and ``x-`` extension keys are accepted and ignored; any other unknown keyword is
+refused, so a typo such as ``minimun`` cannot silently weaken a schema.
 
 JSON semantics, not Python's: ``True`` is never a number, ``3.0`` is an integer, ``1`` and
 ``1.0`` are equal for ``enum``/``const``/``uniqueItems`` while ``True`` and ``1`` are not.
@@ -49,22 +55,29 @@ SUPPORTED_KEYWORDS: frozenset[str] = frozenset(
         "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
         "multipleOf", "minLength", "maxLength", "pattern", "format", "minItems", "maxItems",
         "uniqueItems", "minProperties", "maxProperties", "anyOf", "oneOf", "allOf", "not",
-        "$ref", "$defs", "definitions",
+        "$ref", "$defs", "definitions", "if", "then", "else", "patternProperties",
+        "propertyNames", "dependentRequired", "dependentSchemas", "dependencies", "contains",
+        "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems",
+        "additionalItems", "$id", "$anchor", "$dynamicRef", "$dynamicAnchor",
     }
 )  # fmt: skip
 
 #: Keywords that describe a value without constraining it; accepted and ignored.
 ANNOTATION_KEYWORDS: frozenset[str] = frozenset(
     {
-        "title", "description", "default", "examples", "$schema", "$id", "$anchor",
-        "$comment", "$vocabulary", "deprecated", "readOnly", "writeOnly",
-        "contentMediaType", "contentEncoding", "contentSchema",
+        "title", "description", "default", "examples", "$schema", "$comment",
+        "$vocabulary", "deprecated", "readOnly", "writeOnly", "contentMediaType",
+        "contentEncoding", "contentSchema",
     }
 )  # fmt: skip
 
 _KNOWN_KEYWORDS = SUPPORTED_KEYWORDS | ANNOTATION_KEYWORDS
-# the supported keywords that constrain a value (format is an annotation; $defs a container)
-_CHECKING_KEYWORDS = SUPPORTED_KEYWORDS - {"format", "$defs", "definitions"}
+# the supported keywords that constrain a value by themselves (format is an annotation unless
+# asked; $defs a container; then/else/minContains/maxContains act through if and contains)
+_CHECKING_KEYWORDS = SUPPORTED_KEYWORDS - {
+    "format", "$defs", "definitions", "then", "else", "minContains", "maxContains", "$id",
+    "$anchor", "$dynamicAnchor",
+}
 _NUMBER_KEYWORDS = frozenset(
     {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
 )
@@ -73,6 +86,12 @@ _FUSED_STRING = frozenset({"type", "minLength", "maxLength", "pattern"})
 _FUSED_NUMBER = frozenset({"type", *_NUMBER_KEYWORDS})
 _COUNT_KEYWORDS = frozenset(
     {"minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties"}
+)
+_OBJECT_KEYWORDS = ("properties", "patternProperties", "required", "additionalProperties")
+# keywords a bare {"type": ...} node may carry that still need a look when compiled
+_QUIET_KEYWORDS = frozenset(
+    {"$defs", "definitions", "format", "$id", "$anchor", "$dynamicAnchor", "then", "else",
+     "minContains", "maxContains"}
 )
 
 DEFAULT_MAX_DEPTH = 64
@@ -325,7 +344,12 @@ class _Node:
     or returns ``None`` when the value is of a shape the node could accept.
     """
 
-    __slots__ = ("done", "exact", "explain", "links", "ok", "pointer", "reject")
+    __slots__ = (
+        "conditional", "dependent", "done", "exact", "explain", "inplace", "inplace_if_valid",
+        "links", "ok", "pointer", "reject", "seen_all_items", "seen_all_properties",
+        "seen_contains", "seen_names", "seen_patterns", "seen_prefix",
+        "seen_unevaluated_items", "seen_unevaluated_properties",
+    )  # fmt: skip
 
     def __init__(self, pointer: str) -> None:
         self.pointer = pointer
@@ -337,6 +361,22 @@ class _Node:
         self.links: list[tuple[str, _Node]] = []
         # for a node that only checks a scalar type: the Python types it accepts at a glance
         self.exact: frozenset[type] = frozenset()
+        # What the node evaluates, for unevaluatedProperties/unevaluatedItems around it:
+        # the properties, patternProperties and prefix it names, whether additionalProperties
+        # / items (all) or its own unevaluated* (all, once it passed) cover the rest, its
+        # contains, and the subschemas applied to the same value (always, or when they pass).
+        self.seen_names: frozenset[str] = frozenset()
+        self.seen_patterns: tuple[Callable[[str], bool], ...] = ()
+        self.seen_all_properties = False
+        self.seen_unevaluated_properties = False
+        self.seen_prefix = 0
+        self.seen_all_items = False
+        self.seen_unevaluated_items = False
+        self.seen_contains: _Node | None = None
+        self.inplace: list[_Node] = []
+        self.inplace_if_valid: list[_Node] = []
+        self.conditional: tuple[_Node, _Node | None, _Node | None] | None = None
+        self.dependent: list[tuple[str, _Node]] = []
 
     def ok_late(self) -> _Ok:
         """``ok``, or a late-bound call to it while the node is still being compiled."""
@@ -408,16 +448,230 @@ def _escape(segment: str | int) -> str:
     return text
 
 
+# --------------------------------------------------------------------------- references
+
+# ($dynamicAnchor name, resource URI) pairs in force, outermost first
+_Scope = tuple[tuple[str, str], ...]
+
+# keywords whose value is one schema, an array of schemas, or an object of schemas
+_ONE_SCHEMA = frozenset(
+    {
+        "additionalProperties", "additionalItems", "contains", "propertyNames", "if", "then",
+        "else", "not", "unevaluatedItems", "unevaluatedProperties", "items",
+    }
+)  # fmt: skip
+_SCHEMA_ARRAYS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+_SCHEMA_OBJECTS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+_ANCHOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
+
+
+def _join_uri(base: str, reference: str) -> str:
+    """``reference`` resolved against ``base`` (RFC 3986), for the URIs schemas use."""
+    if reference.startswith("#"):
+        return base.partition("#")[0] + reference
+    if _SCHEME.match(reference) or not base:
+        return reference
+    from urllib.parse import urljoin
+
+    return urljoin(base, reference)
+
+
+def _subschemas(schema: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(pointer suffix, subschema) for every schema directly inside ``schema``."""
+    found: list[tuple[str, Any]] = []
+    for keyword, value in schema.items():
+        if keyword in _ONE_SCHEMA and isinstance(value, (Mapping, bool)):
+            found.append((f"/{keyword}", value))
+        elif keyword in _SCHEMA_ARRAYS and isinstance(value, (list, tuple)):
+            found.extend((f"/{keyword}/{index}", sub) for index, sub in enumerate(value))
+        elif keyword in _SCHEMA_OBJECTS and isinstance(value, Mapping):
+            found.extend(
+                (f"/{keyword}/{_escape(name)}", sub)
+                for name, sub in value.items()
+                if isinstance(sub, (Mapping, bool))
+            )
+    return found
+
+
+class _Resources:
+    """Where every ``$id``, ``$anchor`` and ``$dynamicAnchor`` of a schema (and of the
+    documents a caller registered) points, and the base URI of each schema object.
+
+    Nothing is fetched: a URI neither defined in the schema nor registered is a
+    :class:`SchemaError` at build time.
+    """
+
+    def __init__(self, root: Any, registry: Mapping[str, Any] | None) -> None:
+        self.registry: dict[str, Any] = {}
+        for uri, document in (registry or {}).items():
+            if not isinstance(uri, str):
+                raise TypeError(f"registry keys must be URI strings, got {uri!r}")
+            self.registry[uri.partition("#")[0]] = document
+        self.documents: dict[str, Any] = {}
+        self.anchors: dict[str, Any] = {}
+        self.dynamic_anchors: dict[str, dict[str, Any]] = {}
+        self.base: dict[int, str] = {}
+        self.keep: list[Any] = []
+        # a $dynamicRef in the schema (or a registry, which may hold one): only then do
+        # nodes depend on the dynamic scope
+        self.dynamic = bool(self.registry)
+        self.unread = dict(self.registry)  # registered documents not indexed yet
+        self.documents[""] = root
+        self.index(root, "")
+
+    def document(self, resource: str) -> Any:
+        """The schema resource at ``resource``, indexing registered documents on first use."""
+        document = self.documents.get(resource)
+        if document is None and self.unread:
+            if resource in self.unread:
+                self.read(resource)
+            else:
+                for uri in list(self.unread):  # perhaps an $id inside a registered document
+                    self.read(uri)
+            document = self.documents.get(resource)
+        return document
+
+    def read(self, uri: str) -> None:
+        document = self.unread.pop(uri)
+        self.documents.setdefault(uri, document)
+        self.index(document, uri)
+
+    def index(self, schema: Any, base: str) -> None:
+        stack = [(schema, base)]
+        while stack:
+            current, base = stack.pop()
+            if not isinstance(current, Mapping) or id(current) in self.base:
+                continue
+            ident = current.get("$id")
+            if isinstance(ident, str) and not ident.partition("#")[2]:
+                base = _join_uri(base, ident).partition("#")[0]
+                self.documents.setdefault(base, current)
+            self.base[id(current)] = base
+            self.keep.append(current)
+            for keyword in ("$anchor", "$dynamicAnchor"):
+                name = current.get(keyword)
+                if isinstance(name, str):
+                    self.anchors.setdefault(f"{base}#{name}", current)
+                    if keyword == "$dynamicAnchor":
+                        self.dynamic_anchors.setdefault(base, {}).setdefault(name, current)
+            if "$dynamicRef" in current:
+                self.dynamic = True
+            stack.extend((sub, base) for _, sub in reversed(_subschemas(current)))
+
+    def base_of(self, schema: Mapping[str, Any]) -> str:
+        return self.base.get(id(schema), "")
+
+    def resolve(self, uri: str, pointer: str, keyword: str, reference: str) -> tuple[Any, str]:
+        """The schema ``uri`` names, and a pointer-like name of it for messages."""
+        from urllib.parse import unquote
+
+        resource, _, fragment = uri.partition("#")
+        document = self.document(resource)
+        if document is None:
+            outside = f"{reference!r}" if resource == reference.partition("#")[0] else (
+                f"{reference!r} ({resource})"
+            )
+            raise SchemaError(
+                pointer,
+                keyword,
+                f"{keyword} {outside} points outside this schema and remote references are"
+                f" never fetched; pass the document as Validator(..., registry={{{resource!r}:"
+                " schema})",
+            )
+        fragment = unquote(fragment)
+        where = f"{resource}#" if resource else "#"
+        if not fragment:
+            return document, where
+        if not fragment.startswith("/"):
+            target: Any = self.anchors.get(f"{resource}#{fragment}")
+            if target is None:
+                raise SchemaError(
+                    pointer,
+                    keyword,
+                    f"{keyword} {reference!r} does not resolve: no $anchor or $dynamicAnchor"
+                    f" named {fragment!r} in {resource or 'this schema'}",
+                )
+            return target, f"{where}{fragment}"
+        target = document
+        for raw in fragment.split("/")[1:]:
+            segment = raw.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, Mapping) and segment in target:
+                target = target[segment]
+            elif (
+                isinstance(target, (list, tuple))
+                and segment.isdigit()
+                and int(segment) < len(target)
+            ):
+                target = target[int(segment)]
+            else:
+                raise SchemaError(
+                    pointer,
+                    keyword,
+                    f"{keyword} {reference!r} does not resolve: nothing at {segment!r} under"
+                    f" {where}",
+                )
+            where = f"{where}/{raw}"
+        if isinstance(target, Mapping) and id(target) not in self.base:
+            # a schema in a spot the index does not walk (inside an unknown keyword)
+            self.index(target, resource)
+        return target, where
+
+    def dynamic_target(self, uri: str, target: Any, scope: _Scope) -> Any:
+        """Where a ``$dynamicRef`` lands: the outermost resource in the dynamic scope with a
+        ``$dynamicAnchor`` of that name, if the static target is itself such an anchor."""
+        resource, _, fragment = uri.partition("#")
+        if not fragment or fragment.startswith("/"):
+            return target
+        if self.dynamic_anchors.get(resource, {}).get(fragment) is not target:
+            return target  # a plain $anchor: behaves as $ref
+        for name, outer in scope:
+            if name == fragment:
+                return self.dynamic_anchors[outer][name]
+        return target
+
+    def enter(self, schema: Mapping[str, Any], scope: _Scope) -> _Scope:
+        """The dynamic scope once evaluation is inside ``schema``'s resource."""
+        resource = self.base.get(id(schema), "")
+        names = self.dynamic_anchors.get(resource)
+        if not names:
+            return scope
+        known = {name for name, _ in scope}
+        added = tuple((name, resource) for name in sorted(names) if name not in known)
+        return scope + added if added else scope
+
+
+def _compile_pattern(source: str) -> Callable[[str], bool]:
+    """The one place that turns a ``pattern`` into a predicate (ECMA-262, never stalling)."""
+    from ._ecma import compile_pattern
+
+    return compile_pattern(source)
+
+
 # --------------------------------------------------------------------------- the compiler
 
 
 class _Compiler:
-    def __init__(self, root: Any, max_depth: int) -> None:
+    def __init__(
+        self,
+        root: Any,
+        max_depth: int,
+        registry: Mapping[str, Any] | None = None,
+        format_assertion: bool = False,
+    ) -> None:
         self.root = root
         self.max_depth = max_depth
-        self.nodes: dict[int, _Node] = {}
-        self.started: set[int] = set()
-        self.pending: list[tuple[Any, str]] = []
+        self.format_assertion = format_assertion
+        self.resources = _Resources(root, registry)
+        self.nodes: dict[tuple[int, _Scope], _Node] = {}
+        self.started: set[tuple[int, _Scope]] = set()
+        self.pending: list[tuple[Any, str, _Scope]] = []
+        # the dynamic scope of the node being compiled: ($dynamicAnchor name, resource) pairs
+        # of the resources entered so far, outermost first; () unless a $dynamicRef exists
+        self.scope: _Scope = ()
+        self.patterns: dict[str, Callable[[str], bool]] = {}
         # keeps every compiled schema object alive, so an id() is never reused meanwhile
         self.keep: list[Any] = []
         # what `true`, `{}` and unlisted properties or items compile to: any value nested
@@ -431,7 +685,8 @@ class _Compiler:
     def compile(self) -> _Node:
         root = self.node(self.root, "#", 0)
         while self.pending:
-            schema, pointer = self.pending.pop()
+            schema, pointer, scope = self.pending.pop()
+            self.scope = scope
             self.node(schema, pointer, 0)
         self.check_loops()
         return root
@@ -494,6 +749,17 @@ class _Compiler:
                 )
         return value
 
+    def names(self, value: Any, pointer: str, keyword: str, what: str) -> list[str]:
+        if not isinstance(value, (list, tuple)) or not all(isinstance(name, str) for name in value):
+            raise self.fail(
+                pointer,
+                keyword,
+                f"{what} must be an array of property names, got {_json_short(value)}",
+            )
+        if len(set(value)) != len(value):
+            raise self.fail(pointer, keyword, f"{what} lists a property twice")
+        return list(value)
+
     # -- nodes -----------------------------------------------------------------------------
 
     def node(self, schema: Any, pointer: str, level: int) -> _Node:
@@ -507,7 +773,9 @@ class _Compiler:
                 None,
                 f"a schema must be an object or a boolean, got {_describe(schema)}",
             )
-        key = id(schema)
+        outer = self.scope
+        scope = self.resources.enter(schema, outer) if self.resources.dynamic else outer
+        key = (id(schema), scope)
         node = self.nodes.get(key)
         if node is None:
             node = self.nodes[key] = _Node(pointer)
@@ -519,7 +787,11 @@ class _Compiler:
                 pointer, None, f"the schema nests more than {_MAX_SCHEMA_LEVELS} levels deep"
             )
         self.started.add(key)
-        self.build(node, schema, pointer, level)
+        self.scope = scope
+        try:
+            self.build(node, schema, pointer, level)
+        finally:
+            self.scope = outer
         node.done = True
         return node
 
@@ -537,8 +809,9 @@ class _Compiler:
             if not keyword.startswith("x-"):
                 raise self.fail(pointer, keyword, _unsupported(keyword))
         checking = keys & _CHECKING_KEYWORDS
+        asserts_format = self.format_assertion and "format" in keys
 
-        if checking <= {"type"}:
+        if checking <= {"type"} and not asserts_format:
             # a leaf like {"type": "integer"}: most nodes of a tool schema; built once, shared
             if checking:
                 names = self.types(schema, pointer)
@@ -551,7 +824,7 @@ class _Compiler:
             else:
                 node.ok, node.explain = self.anything.ok, self.anything.explain
                 node.reject = _reject_nothing
-            if "$defs" in keys or "definitions" in keys or "format" in keys:
+            if keys & _QUIET_KEYWORDS:
                 self.annotations(schema, pointer, level)
             return
 
@@ -582,12 +855,15 @@ class _Compiler:
             add(self.const_check(const))
         if checking & _NUMBER_KEYWORDS:
             add_number_checks(self, schema, pointer, add)
+        pattern_test: Callable[[str], bool] | None = None
         if checking & _STRING_KEYWORDS:
-            add_string_checks(self, schema, pointer, add)
+            pattern_test = add_string_checks(self, schema, pointer, add)
+        if asserts_format:
+            add(self.format_check(schema, pointer))
 
         # arrays
         folded_array = False
-        array_check = self.array(schema, pointer, level)
+        array_check = self.array(schema, pointer, level, node)
         if array_check is not None:
             array_ok, array_explain = array_check
             if type_names == ("array",):
@@ -595,12 +871,14 @@ class _Compiler:
                 array_ok = _fold_type(array_ok, _is_array)
             oks.append(array_ok)
             explains.append(array_explain)
+        if "contains" in schema:
+            add(self.contains(schema, pointer, level, node))
         if checking & _COUNT_KEYWORDS:
             add_count_checks(self, schema, pointer, add)
 
         # objects
         folded_object = False
-        object_check = self.object(schema, pointer, level)
+        object_check = self.object(schema, pointer, level, node)
         if object_check is not None:
             object_ok, object_explain, object_check_typed = object_check
             if type_names == ("object",):
@@ -608,34 +886,72 @@ class _Compiler:
                 object_ok = object_check_typed
             oks.append(object_ok)
             explains.append(object_explain)
+        if "propertyNames" in schema:
+            names_node = self.child(schema["propertyNames"], f"{pointer}/propertyNames", level)
+            add(_property_names(names_node))
+        if "dependentRequired" in schema or "dependencies" in schema:
+            required_when = self.dependent_required(schema, pointer)
+            if required_when:
+                add(_dependent_required(required_when))
+        if "dependentSchemas" in schema or "dependencies" in schema:
+            schemas_when = self.dependent_schemas(schema, pointer, level)
+            if schemas_when:
+                node.dependent = schemas_when
+                node.links.extend(("dependentSchemas", sub) for _, sub in schemas_when)
+                add(_dependent_schemas(schemas_when))
 
         # applicators on the same instance
         ref_node: _Node | None = None
         if "$ref" in schema:
             ref_node = self.ref(schema, pointer)
             node.links.append(("$ref", ref_node))
+            node.inplace.append(ref_node)
             add(_ref_check(ref_node))
+        if "$dynamicRef" in schema:
+            dynamic_node = self.ref(schema, pointer, "$dynamicRef")
+            node.links.append(("$dynamicRef", dynamic_node))
+            node.inplace.append(dynamic_node)
+            add(_ref_check(dynamic_node))
         if "allOf" in schema:
             branches = self.branches(schema, "allOf", pointer, level, node)
+            node.inplace.extend(branches)
             for branch in branches:
                 add((branch.ok_late(), _explain_of(branch)))
         any_nodes: list[_Node] | None = None
         if "anyOf" in schema:
             any_nodes = self.branches(schema, "anyOf", pointer, level, node)
+            node.inplace_if_valid.extend(any_nodes)
             add(_any_of(any_nodes))
         one_nodes: list[_Node] | None = None
         if "oneOf" in schema:
             one_nodes = self.branches(schema, "oneOf", pointer, level, node)
+            node.inplace_if_valid.extend(one_nodes)
             add(_one_of(one_nodes))
         if "not" in schema:
             inner = self.child(schema["not"], f"{pointer}/not", level)
             node.links.append(("not", inner))
             add(_not(inner, schema["not"]))
+        if "if" in schema:
+            add(self.conditional(schema, pointer, level, node))
+
+        # last: they look at what every other keyword evaluated
+        if "unevaluatedItems" in schema:
+            rest = self.child(schema["unevaluatedItems"], f"{pointer}/unevaluatedItems", level)
+            add(_unevaluated_items(node, rest, self.max_depth))
+        if "unevaluatedProperties" in schema:
+            rest = self.child(
+                schema["unevaluatedProperties"], f"{pointer}/unevaluatedProperties", level
+            )
+            add(_unevaluated_properties(node, rest, self.max_depth))
+        node.seen_unevaluated_items = "unevaluatedItems" in schema
+        node.seen_unevaluated_properties = "unevaluatedProperties" in schema
 
         # the type check runs first: when it fails, the other keywords say nothing useful
         if type_ok is not None and not (folded_object or folded_array):
             oks.insert(0, type_ok)
-        node.ok = _fused_scalar(schema, type_names, checking) or _all_of(oks)
+        node.ok = _fused_scalar(
+            schema, type_names, checking, pattern_test, asserts_format
+        ) or _all_of(oks)
         node.explain = _node_explain(type_ok, type_names, explains)
         if not _covers_depth(
             checking, type_names, array_check is not None, object_check is not None
@@ -648,7 +964,8 @@ class _Compiler:
     # -- keyword compilers -------------------------------------------------------------------
 
     def annotations(self, schema: Mapping[str, Any], pointer: str, level: int) -> None:
-        """Check what does not constrain the value itself: ``format`` and the ``$defs``."""
+        """Check what does not constrain the value by itself: ``format``, the ``$defs``,
+        identifiers, and keywords that only act beside another (``then`` without ``if``)."""
         for keyword in ("$defs", "definitions"):
             if keyword in schema:
                 for name, sub in self.schema_map(schema, keyword, pointer).items():
@@ -657,6 +974,35 @@ class _Compiler:
             raise self.fail(
                 pointer, "format", f"'format' must be a string, got {_describe(schema['format'])}"
             )
+        if "$id" in schema:
+            ident = schema["$id"]
+            if not isinstance(ident, str):
+                raise self.fail(pointer, "$id", f"'$id' must be a string, got {_describe(ident)}")
+            if ident.partition("#")[2]:
+                raise self.fail(
+                    pointer,
+                    "$id",
+                    f"'$id' {ident!r} has a fragment; name a location with '$anchor' instead",
+                )
+        for keyword in ("$anchor", "$dynamicAnchor"):
+            if keyword in schema:
+                name = schema[keyword]
+                if not isinstance(name, str) or not _ANCHOR_NAME.match(name):
+                    raise self.fail(
+                        pointer,
+                        keyword,
+                        f"{keyword!r} must be a name like 'node' (a letter or _, then letters,"
+                        f" digits, '-', '_' or '.'), got {_json_short(name)}",
+                    )
+        if "if" not in schema:
+            # then/else without if have no effect, but must still be schemas
+            for keyword in ("then", "else"):
+                if keyword in schema:
+                    self.child(schema[keyword], f"{pointer}/{keyword}", level)
+        if "contains" not in schema:
+            for keyword in ("minContains", "maxContains"):
+                if keyword in schema:
+                    self.count(schema, keyword, pointer)
 
     def types(self, schema: Mapping[str, Any], pointer: str) -> tuple[str, ...] | None:
         if "type" not in schema:
@@ -737,21 +1083,53 @@ class _Compiler:
 
         return _leaf(ok, message)
 
-    def pattern(self, schema: Mapping[str, Any], pointer: str) -> re.Pattern[str]:
-        source = schema["pattern"]
+    def pattern(self, source: Any, pointer: str, keyword: str) -> Callable[[str], bool]:
+        """A predicate for an ECMA-262 pattern, remembering its last answer (see _remember)."""
         if not isinstance(source, str):
             raise self.fail(
-                pointer, "pattern", f"'pattern' must be a string, got {_describe(source)}"
+                pointer, keyword, f"{keyword!r} patterns must be strings, got {_describe(source)}"
             )
+        test = self.patterns.get(source)
+        if test is None:
+            from ._ecma import EcmaPatternError
+
+            try:
+                test = _remember(_compile_pattern(source))
+            except EcmaPatternError as exc:
+                where = f" at position {exc.position}" if exc.position is not None else ""
+                raise self.fail(
+                    pointer,
+                    keyword,
+                    f"pattern {_json_short(source, 60)}{where}: {exc.reason}",
+                ) from None
+            self.patterns[source] = test
+        return test
+
+    def format_check(self, schema: Mapping[str, Any], pointer: str) -> tuple[_Ok, _Explain]:
+        from ._json_formats import format_checker
+
+        name = schema["format"]
+        test = format_checker(name, self.format_test_pattern)
+        if test is None:
+            return _always, _explain_nothing  # an unknown format stays an annotation
+        shown = json.dumps(name)
+        return _leaf(
+            lambda x, d: not isinstance(x, str) or test(x),
+            lambda x, d: f"expected a {shown} string, got {_describe(x)}",
+        )
+
+    @staticmethod
+    def format_test_pattern(text: str) -> bool:
+        from ._ecma import EcmaPatternError
+
         try:
-            return re.compile(source)
-        except re.error as exc:
-            raise self.fail(
-                pointer, "pattern", f"'pattern' {_json_short(source)} is not a valid regex: {exc}"
-            ) from None
+            _compile_pattern(text)
+        except EcmaPatternError:
+            return False
+        return True
 
     def array(
-        self, schema: Mapping[str, Any], pointer: str, level: int
+        self, schema: Mapping[str, Any], pointer: str, level: int, node: _Node
     ) -> tuple[_Ok, _Explain] | None:
         has_items = "items" in schema
         has_prefix = "prefixItems" in schema
@@ -767,97 +1145,146 @@ class _Compiler:
         if has_items:
             raw = schema["items"]
             if isinstance(raw, (list, tuple)):
-                raise self.fail(
-                    pointer,
-                    "items",
-                    "'items' must be a schema; for a fixed tuple write 'prefixItems': [...]",
-                )
-            items = self.child(raw, f"{pointer}/items", level)
+                # the draft-07 spelling of prefixItems, with additionalItems for the rest
+                if has_prefix:
+                    raise self.fail(
+                        pointer,
+                        "items",
+                        "an array 'items' is the draft-07 spelling of 'prefixItems'; write one",
+                    )
+                prefix = [
+                    self.child(sub, f"{pointer}/items/{index}", level)
+                    for index, sub in enumerate(raw)
+                ]
+            else:
+                items = self.child(raw, f"{pointer}/items", level)
+        if items is None and "additionalItems" in schema:
+            items = self.child(schema["additionalItems"], f"{pointer}/additionalItems", level)
+        node.seen_prefix = len(prefix)
+        node.seen_all_items = items is not None
         return _array_check(prefix, items or self.anything, self.max_depth)
 
+    def contains(
+        self, schema: Mapping[str, Any], pointer: str, level: int, node: _Node
+    ) -> tuple[_Ok, _Explain]:
+        inner = self.child(schema["contains"], f"{pointer}/contains", level)
+        fewest = self.count(schema, "minContains", pointer) if "minContains" in schema else 1
+        most = self.count(schema, "maxContains", pointer) if "maxContains" in schema else None
+        node.seen_contains = inner
+        return _contains_check(inner, fewest, most, schema["contains"])
+
     def object(
-        self, schema: Mapping[str, Any], pointer: str, level: int
+        self, schema: Mapping[str, Any], pointer: str, level: int, node: _Node
     ) -> tuple[_Ok, _Explain, _Ok] | None:
-        if not any(k in schema for k in ("properties", "required", "additionalProperties")):
+        if not any(k in schema for k in _OBJECT_KEYWORDS):
             return None
         properties: dict[str, _Node] = {}
         if "properties" in schema:
             for name, sub in self.schema_map(schema, "properties", pointer).items():
                 properties[name] = self.child(sub, f"{pointer}/properties/{_escape(name)}", level)
+        patterns: list[tuple[Callable[[str], bool], _Node]] = []
+        if "patternProperties" in schema:
+            for source, sub in self.schema_map(schema, "patternProperties", pointer).items():
+                test = self.pattern(source, pointer, "patternProperties")
+                where = f"{pointer}/patternProperties/{_escape(source)}"
+                patterns.append((test, self.child(sub, where, level)))
         required: list[str] = []
         if "required" in schema:
-            value = schema["required"]
-            if not isinstance(value, (list, tuple)) or not all(
-                isinstance(name, str) for name in value
-            ):
-                raise self.fail(
-                    pointer,
-                    "required",
-                    f"'required' must be an array of property names, got {_json_short(value)}",
-                )
-            if len(set(value)) != len(value):
-                raise self.fail(pointer, "required", "'required' lists a property twice")
-            required = list(value)
+            required = self.names(schema["required"], pointer, "required", "'required'")
         additional: _Node | None = None
         if "additionalProperties" in schema:
             additional = self.child(
                 schema["additionalProperties"], f"{pointer}/additionalProperties", level
             )
-        return _object_check(properties, required, additional or self.anything, self.max_depth)
+        node.seen_names = frozenset(properties)
+        node.seen_patterns = tuple(test for test, _ in patterns)
+        node.seen_all_properties = additional is not None
+        return _object_check(
+            properties, patterns, required, additional or self.anything, self.max_depth
+        )
 
-    def ref(self, schema: Mapping[str, Any], pointer: str) -> _Node:
-        reference = schema["$ref"]
-        if not isinstance(reference, str):
-            raise self.fail(pointer, "$ref", f"'$ref' must be a string, got {_describe(reference)}")
-        if not reference.startswith("#"):
-            raise self.fail(
-                pointer,
-                "$ref",
-                f"only local references ('#/$defs/Name') are supported, got {reference!r}",
-            )
-        from urllib.parse import unquote
-
-        fragment = unquote(reference[1:])
-        if fragment and not fragment.startswith("/"):
-            raise self.fail(
-                pointer,
-                "$ref",
-                f"anchor references like {reference!r} are not supported;"
-                " use a JSON pointer such as '#/$defs/Name'",
-            )
-        target: Any = self.root
-        where = "#"
-        for raw in fragment.split("/")[1:] if fragment else []:
-            segment = raw.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, Mapping) and segment in target:
-                target = target[segment]
-            elif (
-                isinstance(target, (list, tuple))
-                and segment.isdigit()
-                and int(segment) < len(target)
-            ):
-                target = target[int(segment)]
-            else:
+    def dependent_required(
+        self, schema: Mapping[str, Any], pointer: str
+    ) -> list[tuple[str, tuple[str, ...]]]:
+        found: list[tuple[str, tuple[str, ...]]] = []
+        for keyword in ("dependentRequired", "dependencies"):
+            if keyword not in schema:
+                continue
+            value = schema[keyword]
+            if not isinstance(value, Mapping):
                 raise self.fail(
                     pointer,
-                    "$ref",
-                    f"$ref {reference!r} does not resolve: nothing at {segment!r} under {where}",
+                    keyword,
+                    f"{keyword!r} must be an object mapping names to arrays of names,"
+                    f" got {_describe(value)}",
                 )
-            where = f"{where}/{raw}"
+            for name, needs in value.items():
+                if keyword == "dependencies" and not isinstance(needs, (list, tuple)):
+                    continue  # a schema: dependentSchemas spelled the draft-07 way
+                listed = self.names(needs, pointer, keyword, f"{keyword!r} of {name!r}")
+                if listed:
+                    found.append((name, tuple(listed)))
+        return found
+
+    def dependent_schemas(
+        self, schema: Mapping[str, Any], pointer: str, level: int
+    ) -> list[tuple[str, _Node]]:
+        found: list[tuple[str, _Node]] = []
+        for keyword in ("dependentSchemas", "dependencies"):
+            if keyword not in schema:
+                continue
+            if keyword == "dependentSchemas":
+                value = self.schema_map(schema, keyword, pointer)
+            else:
+                value = schema[keyword]  # checked by dependent_required
+            for name, sub in value.items():
+                if isinstance(sub, (list, tuple)):
+                    continue
+                where = f"{pointer}/{keyword}/{_escape(name)}"
+                found.append((name, self.child(sub, where, level)))
+        return found
+
+    def conditional(
+        self, schema: Mapping[str, Any], pointer: str, level: int, node: _Node
+    ) -> tuple[_Ok, _Explain]:
+        condition = self.child(schema["if"], f"{pointer}/if", level)
+        then = self.child(schema["then"], f"{pointer}/then", level) if "then" in schema else None
+        otherwise = (
+            self.child(schema["else"], f"{pointer}/else", level) if "else" in schema else None
+        )
+        node.links.append(("if", condition))
+        node.links.extend((k, n) for k, n in (("then", then), ("else", otherwise)) if n)
+        node.conditional = (condition, then, otherwise)
+        return _conditional(condition, then, otherwise, schema["if"])
+
+    def ref(self, schema: Mapping[str, Any], pointer: str, keyword: str = "$ref") -> _Node:
+        reference = schema[keyword]
+        if not isinstance(reference, str):
+            raise self.fail(
+                pointer, keyword, f"{keyword!r} must be a string, got {_describe(reference)}"
+            )
+        resources = self.resources
+        base = resources.base_of(schema)
+        target, where = resources.resolve(_join_uri(base, reference), pointer, keyword, reference)
+        if keyword == "$dynamicRef":
+            target = resources.dynamic_target(_join_uri(base, reference), target, self.scope)
         if isinstance(target, bool):
             return self.anything if target else _FALSE_NODE
         if not isinstance(target, Mapping):
             raise self.fail(
-                pointer, "$ref", f"$ref {reference!r} points at {_describe(target)}, not a schema"
+                pointer,
+                keyword,
+                f"{keyword} {reference!r} points at {_describe(target)}, not a schema",
             )
-        key = id(target)
+        scope = resources.enter(target, self.scope) if resources.dynamic else self.scope
+        key = (id(target), scope)
         node = self.nodes.get(key)
         if node is None:
             node = self.nodes[key] = _Node(where)
             self.keep.append(target)
         if key not in self.started:
             # compiled later from the queue, so a long chain of $refs is not a deep recursion
-            self.pending.append((target, where))
+            self.pending.append((target, where, self.scope))
         return node
 
     def branches(
@@ -1072,7 +1499,7 @@ def _covers_depth(
     """
     if type_names is not None and _SCALAR_TYPE_NAMES.issuperset(type_names):
         return True
-    if checking & {"enum", "const", "$ref", "allOf", "anyOf", "oneOf"}:
+    if checking & {"enum", "const", "$ref", "$dynamicRef", "allOf", "anyOf", "oneOf"}:
         return True
     arrays_covered = has_array or (type_names is not None and "array" not in type_names)
     objects_covered = has_object or (type_names is not None and "object" not in type_names)
@@ -1138,15 +1565,19 @@ def _depth_guard(ok: _Ok, explain: _Explain, max_depth: int) -> tuple[_Ok, _Expl
 
 def _object_check(
     properties: dict[str, _Node],
+    patterns: list[tuple[Callable[[str], bool], _Node]],
     required: list[str],
     additional: _Node,
     max_depth: int,
 ) -> tuple[_Ok, _Explain, _Ok]:
     """The object keywords as one check: (ok, explain, ok that also demands an object).
 
-    Every value is looked at — a listed property by its schema, any other by
-    ``additional`` (which is the depth-limited "anything" when the schema sets none).
+    Every value is looked at — a listed property by its schema, one whose name matches a
+    patternProperties pattern by that schema too, any other by ``additional`` (which is
+    the depth-limited "anything" when the schema sets none).
     """
+    if patterns:
+        return _pattern_object_check(properties, patterns, required, additional, max_depth)
     property_oks = {name: node.ok_late() for name, node in properties.items()}
     get = property_oks.get
     required_names = tuple(required)
@@ -1212,6 +1643,80 @@ def _object_check(
                 problems.add(where, "property is not allowed")
             else:
                 node.explain(value, where, problems, d + 1)
+
+    return ok, explain, typed_ok
+
+
+def _pattern_object_check(
+    properties: dict[str, _Node],
+    patterns: list[tuple[Callable[[str], bool], _Node]],
+    required: list[str],
+    additional: _Node,
+    max_depth: int,
+) -> tuple[_Ok, _Explain, _Ok]:
+    """_object_check for a schema with patternProperties (kept off the common path)."""
+    property_oks = {name: node.ok_late() for name, node in properties.items()}
+    pattern_oks = tuple((test, node.ok_late()) for test, node in patterns)
+    required_names = tuple(required)
+    closed = additional is _FALSE_NODE
+    additional_ok = additional.ok_late()
+
+    def typed_ok(x: Any, d: int) -> bool:
+        if not isinstance(x, Mapping):
+            return False
+        for name in required_names:
+            if name not in x:
+                return False
+        if not x:
+            return True
+        if d >= max_depth:
+            return False
+        d += 1
+        for name, value in x.items():
+            check = property_oks.get(name)
+            matched = check is not None
+            if matched and not check(value, d):  # type: ignore[misc]
+                return False
+            if isinstance(name, str):
+                for test, pattern_ok in pattern_oks:
+                    if test(name):
+                        matched = True
+                        if not pattern_ok(value, d):
+                            return False
+            if not matched and (closed or not additional_ok(value, d)):
+                return False
+        return True
+
+    def ok(x: Any, d: int) -> bool:
+        return typed_ok(x, d) if isinstance(x, Mapping) else True
+
+    def explain(x: Any, path: _Path, problems: _Problems, d: int) -> None:
+        if not isinstance(x, Mapping):
+            return
+        for name in required_names:
+            if name not in x:
+                problems.add((*path, name), "required property is missing")
+        if not x:
+            return
+        if d >= max_depth:
+            problems.add(path, _too_deep(max_depth))
+            return
+        for name, value in x.items():
+            where = (*path, name if isinstance(name, str) else repr(name))
+            node = properties.get(name)
+            matched = node is not None
+            if node is not None:
+                node.explain(value, where, problems, d + 1)
+            if isinstance(name, str):
+                for test, pattern_node in patterns:
+                    if test(name):
+                        matched = True
+                        pattern_node.explain(value, where, problems, d + 1)
+            if not matched:
+                if closed:
+                    problems.add(where, "unexpected property (its name matches no pattern)")
+                else:
+                    additional.explain(value, where, problems, d + 1)
 
     return ok, explain, typed_ok
 
@@ -1421,7 +1926,11 @@ def add_number_checks(
 
 
 def _fused_scalar(
-    schema: Mapping[str, Any], type_names: tuple[str, ...] | None, checking: Set[str]
+    schema: Mapping[str, Any],
+    type_names: tuple[str, ...] | None,
+    checking: Set[str],
+    pattern_test: Callable[[str], bool] | None,
+    asserts_format: bool,
 ) -> _Ok | None:
     """One closure for a typed string or number with bounds — the commonest constrained
     leaf in a tool schema — instead of a chain of one call per keyword.
@@ -1429,17 +1938,19 @@ def _fused_scalar(
     Only the yes/no path is fused; problems still come from the per-keyword checks, which
     have already validated the keyword values. Returns None for any other node.
     """
+    if asserts_format:
+        return None
     if type_names == ("string",) and checking <= _FUSED_STRING:
         shortest = schema.get("minLength", 0)
         longest = schema.get("maxLength")
-        search = re.compile(schema["pattern"]).search if "pattern" in checking else None
+        test = pattern_test
 
         def string_ok(x: Any, d: int) -> bool:
             if type(x) is not str and not isinstance(x, str):
                 return False
             if len(x) < shortest or (longest is not None and len(x) > longest):
                 return False
-            return search is None or search(x) is not None
+            return test is None or test(x)
 
         return string_ok
     if (type_names == ("integer",) or type_names == ("number",)) and checking <= _FUSED_NUMBER:
@@ -1490,7 +2001,8 @@ def add_string_checks(
     schema: Mapping[str, Any],
     pointer: str,
     add: Callable[[tuple[_Ok, _Explain]], None],
-) -> None:
+) -> Callable[[str], bool] | None:
+    """Add the string keywords' checks; return the ``pattern`` predicate, if any."""
     if "minLength" in schema:
         shortest = compiler.count(schema, "minLength", pointer)
         add(_leaf(
@@ -1503,13 +2015,15 @@ def add_string_checks(
             lambda x, d: not isinstance(x, str) or len(x) <= longest,
             lambda x, d: f"expected at most {_plural(longest, 'character')}, got {len(x)}",
         ))  # fmt: skip
-    if "pattern" in schema:
-        search = compiler.pattern(schema, pointer).search
-        shown = _json_short(schema["pattern"], 60)
-        add(_leaf(
-            lambda x, d: not isinstance(x, str) or search(x) is not None,
-            lambda x, d: f"expected a string matching {shown}, got {_describe(x)}",
-        ))  # fmt: skip
+    if "pattern" not in schema:
+        return None
+    test = compiler.pattern(schema["pattern"], pointer, "pattern")
+    shown = _json_short(schema["pattern"], 60)
+    add(_leaf(
+        lambda x, d: not isinstance(x, str) or test(x),
+        lambda x, d: f"expected a string matching {shown}, got {_describe(x)}",
+    ))  # fmt: skip
+    return test
 
 
 def add_count_checks(
@@ -1580,6 +2094,319 @@ def _unique_check(max_depth: int) -> tuple[_Ok, _Explain]:
     return _leaf(ok, message)
 
 
+def _remember(test: Callable[[str], bool]) -> Callable[[str], bool]:
+    """``test`` that answers a repeat question about the same string from memory.
+
+    :meth:`Validator.errors` asks the fast check first and the explaining one after it; with
+    this, a pattern runs once per value, not twice. The memo is one (value, answer) pair
+    replaced in one assignment, so threads sharing a validator read a consistent pair, and
+    a string is immutable, so an identical object has the same answer.
+    """
+    memo: tuple[Any, bool] = (None, False)
+
+    def remembered(text: str) -> bool:
+        nonlocal memo
+        last = memo
+        if last[0] is text:
+            return last[1]
+        answer = test(text)
+        memo = (text, answer)
+        return answer
+
+    return remembered
+
+
+def _property_names(names: _Node) -> tuple[_Ok, _Explain]:
+    names_ok = names.ok_late()
+
+    def ok(x: Any, d: int) -> bool:
+        if not isinstance(x, Mapping):
+            return True
+        for name in x:  # noqa: SIM110 (faster than all() over a generator)
+            if not names_ok(name, d):
+                return False
+        return True
+
+    def explain(x: Any, path: _Path, problems: _Problems, d: int) -> None:
+        if not isinstance(x, Mapping):
+            return
+        for name in x:
+            if names_ok(name, d):
+                continue
+            trial = _Problems(ceiling=5)
+            with contextlib.suppress(_Stop):
+                names.explain(name, (), trial, d)
+            where = (*path, name if isinstance(name, str) else repr(name))
+            if names is _FALSE_NODE:
+                problems.add(where, "unexpected property (no properties are allowed)")
+            else:
+                problems.add(where, f"invalid property name: {_first_problems(trial.items)}")
+
+    return ok, explain
+
+
+def _first_problems(items: list[str], path: _Path = (), shown: int = 3) -> str:
+    """A few problems found under ``path``, as one clause (that path's own prefix dropped)."""
+    if not items:
+        return "does not match"
+    prefix = f"{_format_path(path)}: " if path else ""
+    if prefix:
+        items = [item[len(prefix) :] if item.startswith(prefix) else item for item in items]
+    detail = "; ".join(items[:shown])
+    if len(items) > shown:
+        detail += f"; ... and {len(items) - shown} more"
+    return detail
+
+
+def _dependent_required(rules: list[tuple[str, tuple[str, ...]]]) -> tuple[_Ok, _Explain]:
+    def ok(x: Any, d: int) -> bool:
+        if not isinstance(x, Mapping):
+            return True
+        for name, needs in rules:
+            if name in x:
+                for need in needs:
+                    if need not in x:
+                        return False
+        return True
+
+    def explain(x: Any, path: _Path, problems: _Problems, d: int) -> None:
+        if not isinstance(x, Mapping):
+            return
+        for name, needs in rules:
+            if name in x:
+                for need in needs:
+                    if need not in x:
+                        because = json.dumps(name, ensure_ascii=False)
+                        problems.add(
+                            (*path, need), f"required property is missing ({because} is present)"
+                        )
+
+    return ok, explain
+
+
+def _dependent_schemas(rules: list[tuple[str, _Node]]) -> tuple[_Ok, _Explain]:
+    checks = tuple((name, node.ok_late()) for name, node in rules)
+
+    def ok(x: Any, d: int) -> bool:
+        if not isinstance(x, Mapping):
+            return True
+        for name, check in checks:  # noqa: SIM110 (faster than all() over a generator)
+            if name in x and not check(x, d):
+                return False
+        return True
+
+    def explain(x: Any, path: _Path, problems: _Problems, d: int) -> None:
+        if not isinstance(x, Mapping):
+            return
+        for name, node in rules:
+            if name in x and not node.ok(x, d):
+                trial = _Problems(ceiling=50)
+                with contextlib.suppress(_Stop):
+                    node.explain(x, path, trial, d)
+                because = json.dumps(name, ensure_ascii=False)
+                problems.add(
+                    path,
+                    f"does not match the schema required when {because} is present:"
+                    f" {_first_problems(trial.items, path)}",
+                )
+
+    return ok, explain
+
+
+def _contains_check(
+    inner: _Node, fewest: int, most: int | None, raw: Any
+) -> tuple[_Ok, _Explain]:
+    inner_ok = inner.ok_late()
+    shown = _json_short(raw, 60)
+
+    def count(x: Any, d: int) -> int:
+        found = 0
+        for item in x:
+            if inner_ok(item, d + 1):
+                found += 1
+        return found
+
+    def ok(x: Any, d: int) -> bool:
+        if not isinstance(x, (list, tuple)):
+            return True
+        if most is None and fewest == 1:
+            for item in x:  # noqa: SIM110 (faster than any() over a generator)
+                if inner_ok(item, d + 1):
+                    return True
+            return False
+        found = count(x, d)
+        return found >= fewest and (most is None or found <= most)
+
+    def explain(x: Any, path: _Path, problems: _Problems, d: int) -> None:
+        if not isinstance(x, (list, tuple)):
+            return
+        found = count(x, d)
+        if found < fewest:
+            problems.add(
+                path,
+                f"expected at least {_plural(fewest, 'item')} matching {shown}, got {found}",
+            )
+        elif most is not None and found > most:
+            problems.add(
+                path, f"expected at most {_plural(most, 'item')} matching {shown}, got {found}"
+            )
+
+    return ok, explain
+
+
+def _conditional(
+    condition: _Node, then: _Node | None, otherwise: _Node | None, raw: Any
+) -> tuple[_Ok, _Explain]:
+    shown = _json_short(raw, 60)
+
+    def ok(x: Any, d: int) -> bool:
+        if condition.ok(x, d):
+            return then is None or then.ok(x, d)
+        return otherwise is None or otherwise.ok(x, d)
+
+    def explain(x: Any, path: _Path, problems: _Problems, d: int) -> None:
+        if condition.ok(x, d):
+            branch, name = then, "then"
+        else:
+            branch, name = otherwise, "else"
+        if branch is None or branch.ok(x, d):
+            return
+        trial = _Problems(ceiling=50)
+        with contextlib.suppress(_Stop):
+            branch.explain(x, path, trial, d)
+        problems.add(
+            path,
+            f"does not match the '{name}' branch of the condition {shown}:"
+            f" {_first_problems(trial.items, path)}",
+        )
+
+    return ok, explain
+
+
+# Annotation collection for unevaluatedProperties / unevaluatedItems. Only a node that is
+# valid for the value produces annotations, so these run after the node's other checks
+# passed, and look again (ok) only at branches whose validity is not implied by it.
+
+
+def _seen_properties(node: _Node, x: Mapping[str, Any], d: int, own: bool) -> set[str] | None:
+    """The property names of ``x`` that ``node`` evaluated; ``None`` means all of them.
+
+    ``own`` leaves out the node's own unevaluatedProperties (the one asking).
+    """
+    if node.seen_all_properties or (node.seen_unevaluated_properties and not own):
+        return None
+    seen: set[str] = set()
+    names = node.seen_names
+    if names:
+        seen.update(name for name in x if name in names)
+    for test in node.seen_patterns:
+        seen.update(name for name in x if isinstance(name, str) and test(name))
+    for sub in _valid_inplace(node, x, d):
+        more = _seen_properties(sub, x, d, False)
+        if more is None:
+            return None
+        seen |= more
+    return seen
+
+
+def _seen_items(node: _Node, x: Any, d: int, own: bool) -> set[int] | None:
+    """The indices of ``x`` that ``node`` evaluated; ``None`` means all of them."""
+    if node.seen_all_items or (node.seen_unevaluated_items and not own):
+        return None
+    seen: set[int] = set(range(min(node.seen_prefix, len(x))))
+    contains = node.seen_contains
+    if contains is not None:
+        seen.update(index for index, item in enumerate(x) if contains.ok(item, d + 1))
+    for sub in _valid_inplace(node, x, d):
+        more = _seen_items(sub, x, d, False)
+        if more is None:
+            return None
+        seen |= more
+    return seen
+
+
+def _valid_inplace(node: _Node, x: Any, d: int) -> list[_Node]:
+    """The subschemas applied to the same value that passed, so their annotations count."""
+    found = list(node.inplace)
+    found.extend(sub for sub in node.inplace_if_valid if sub.ok(x, d))
+    if node.conditional is not None:
+        condition, then, otherwise = node.conditional
+        if condition.ok(x, d):
+            found.append(condition)
+            if then is not None:
+                found.append(then)
+        elif otherwise is not None:
+            found.append(otherwise)
+    if node.dependent and isinstance(x, Mapping):
+        found.extend(sub for name, sub in node.dependent if name in x)
+    return found
+
+
+def _unevaluated_properties(node: _Node, rest: _Node, max_depth: int) -> tuple[_Ok, _Explain]:
+    rest_ok = rest.ok_late()
+
+    def ok(x: Any, d: int) -> bool:
+        if not isinstance(x, Mapping) or not x:
+            return True
+        seen = _seen_properties(node, x, d, True)
+        if seen is None:
+            return True
+        for name, value in x.items():
+            if name not in seen and not rest_ok(value, d + 1):
+                return False
+        return True
+
+    def explain(x: Any, path: _Path, problems: _Problems, d: int) -> None:
+        if not isinstance(x, Mapping) or not x:
+            return
+        seen = _seen_properties(node, x, d, True)
+        if seen is None:
+            return
+        for name, value in x.items():
+            if name in seen:
+                continue
+            where = (*path, name if isinstance(name, str) else repr(name))
+            if rest is _FALSE_NODE:
+                problems.add(where, "unexpected property (no keyword of the schema describes it)")
+            else:
+                rest.explain(value, where, problems, d + 1)
+
+    return ok, explain
+
+
+def _unevaluated_items(node: _Node, rest: _Node, max_depth: int) -> tuple[_Ok, _Explain]:
+    rest_ok = rest.ok_late()
+
+    def ok(x: Any, d: int) -> bool:
+        if not isinstance(x, (list, tuple)) or not x:
+            return True
+        seen = _seen_items(node, x, d, True)
+        if seen is None:
+            return True
+        for index, item in enumerate(x):
+            if index not in seen and not rest_ok(item, d + 1):
+                return False
+        return True
+
+    def explain(x: Any, path: _Path, problems: _Problems, d: int) -> None:
+        if not isinstance(x, (list, tuple)) or not x:
+            return
+        seen = _seen_items(node, x, d, True)
+        if seen is None:
+            return
+        for index, item in enumerate(x):
+            if index in seen:
+                continue
+            if rest is _FALSE_NODE:
+                problems.add(
+                    (*path, index), "unexpected item (no keyword of the schema describes it)"
+                )
+            else:
+                rest.explain(item, (*path, index), problems, d + 1)
+
+    return ok, explain
+
+
 # --------------------------------------------------------------------------- public API
 
 
@@ -1587,10 +2414,17 @@ class Validator:
     """A JSON Schema compiled once, checking many values fast.
 
     Building it checks the schema and raises :class:`SchemaError` for anything it cannot
-    honour (an unsupported keyword, a bad keyword value, a dangling or non-local ``$ref``,
-    a ``$ref`` loop that never reaches a property or item). After that, :meth:`errors`
-    and :meth:`is_valid` never raise: a value nested deeper than ``max_depth`` levels is a
-    problem like any other, and at most ``max_problems`` problems are listed.
+    honour (an unsupported keyword, a bad keyword value, an invalid or refused ``pattern``,
+    a dangling ``$ref``, a reference to a document neither in the schema nor in
+    ``registry``, a ``$ref`` loop that never reaches a property or item). After that,
+    :meth:`errors` and :meth:`is_valid` never raise and always agree: a value nested
+    deeper than ``max_depth`` levels is a problem like any other, and at most
+    ``max_problems`` problems are listed.
+
+    ``registry`` maps absolute URIs to schema documents that ``$ref``/``$dynamicRef`` may
+    name (nothing is ever fetched). ``format_assertion=True`` checks ``format`` for
+    date-time, date, time, duration, email, hostname, ipv4, ipv6, uri, uri-reference,
+    uuid, regex and json-pointer (other formats stay annotations, as all are by default).
 
     The schema is read once; changing it afterwards does not change the validator.
 
@@ -1610,6 +2444,8 @@ class Validator:
         *,
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_problems: int = DEFAULT_MAX_PROBLEMS,
+        registry: Mapping[str, Mapping[str, Any] | bool] | None = None,
+        format_assertion: bool = False,
     ) -> None:
         if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
             raise InvalidValueError(f"max_depth must be an int >= 1, got {max_depth!r}")
@@ -1619,7 +2455,7 @@ class Validator:
         self._max_depth = max_depth
         self._max_problems = max_problems
         try:
-            root = _Compiler(schema, max_depth).compile()
+            root = _Compiler(schema, max_depth, registry, format_assertion).compile()
         except RecursionError:
             raise SchemaError("#", None, "the schema nests too deeply to compile") from None
         self._ok = root.ok
