@@ -101,7 +101,9 @@ def test_the_suite_is_present_when_ci_requires_it() -> None:
 
 
 @pytest.mark.skipif(not CASES, reason="the JSON-Schema-Test-Suite is not available")
-@pytest.mark.parametrize(("schema", "data", "valid", "format_assertion"), CASES or [(None, None, True, False)])
+@pytest.mark.parametrize(
+    ("schema", "data", "valid", "format_assertion"), CASES or [(None, None, True, False)]
+)
 def test_suite(schema: Any, data: Any, valid: bool, format_assertion: bool) -> None:
     if not _REGISTRY:
         _REGISTRY.update(_registry())

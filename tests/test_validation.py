@@ -1152,3 +1152,34 @@ def test_schema_error_survives_pickling() -> None:
         error.problem,
         str(error),
     )
+
+
+def test_a_pattern_runs_once_per_value_even_when_the_problems_are_explained(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import toolnexus.validation as validation
+
+    seen: list[str] = []
+    real = validation._compile_pattern
+
+    def counting(source: str) -> Any:
+        test = real(source)
+
+        def counted(text: str) -> bool:
+            seen.append(text)
+            return test(text)
+
+        return counted
+
+    monkeypatch.setattr(validation, "_compile_pattern", counting)
+    v = Validator({
+        "type": "object",
+        "properties": {"sku": {"type": "string", "pattern": "^[A-Z]+$"}, "n": {"type": "integer"}},
+    })
+    assert v.errors({"sku": "abc", "n": 1}) == [
+        'sku: expected a string matching "^[A-Z]+$", got string "abc"'
+    ]
+    assert seen == ["abc"]
+    seen.clear()
+    assert v.errors({"sku": "ABC", "n": "1"}) == ['n: expected integer, got string "1"']
+    assert seen == ["ABC"]
