@@ -508,7 +508,7 @@ class _Resources:
         self.registry: dict[str, Any] = {}
         for uri, document in (registry or {}).items():
             if not isinstance(uri, str):
-                raise TypeError(f"registry keys must be URI strings, got {uri!r}")
+                raise SchemaError("#", None, f"registry keys must be URI strings, got {uri!r}")
             self.registry[uri.partition("#")[0]] = document
         self.documents: dict[str, Any] = {}
         self.anchors: dict[str, Any] = {}
