@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
 import pickle
+import queue
 import random
+import subprocess
+import sys
 import threading
+from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
+from toolnexus import Toolkit, tool
 from toolnexus._ecma import EcmaPatternError, _compile, _linear, _Parser, compile_pattern
 from toolnexus.errors import ToolnexusError
 
@@ -378,3 +386,79 @@ def test_re_and_the_linear_engine_give_the_same_verdicts() -> None:
         for text in texts:
             assert (matcher.search(text) is not None) == linear(text), (pattern, text)
         compared += 1
+
+
+# --- over MCP: a hostile pattern check stalls nobody -------------------------------------
+# This module doubles as the served tool module (tests/test_ecma_patterns.py:toolkit).
+
+
+@tool(
+    input_schema={
+        "type": "object",
+        "properties": {"word": {"type": "string", "pattern": "^(a+)+$"}},
+        "required": ["word"],
+    }
+)
+def spell(args: dict[str, Any]) -> str:
+    """Accept a word of a's, under a pattern that makes backtracking engines stall."""
+    return "ok"
+
+
+toolkit = Toolkit([spell])
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT = 60.0  # an upper bound for anything to arrive; never a measured duration
+
+
+def test_a_ping_is_answered_while_a_calls_hostile_pattern_is_being_checked() -> None:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolnexus", "serve", "tests/test_ecma_patterns.py:toolkit"],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    replies: queue.Queue[dict[str, Any] | None] = queue.Queue()
+
+    def read(stream: IO[bytes]) -> None:
+        for line in stream:
+            replies.put(json.loads(line))
+        replies.put(None)
+
+    threading.Thread(target=read, args=(process.stdout,), daemon=True).start()
+
+    def send(message: dict[str, Any]) -> None:
+        assert process.stdin is not None
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        process.stdin.flush()
+
+    def next_reply() -> dict[str, Any]:
+        reply = replies.get(timeout=TIMEOUT)
+        assert reply is not None, "the server closed stdout"
+        return reply
+
+    try:
+        send({"id": 0, "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {}}})  # fmt: skip
+        assert next_reply()["id"] == 0
+        send({"method": "notifications/initialized"})
+        # 2**28 backtracking steps on re for 28 a's; here 300k a's, checked for a while
+        # on the linear engine, which lets the server's other threads run meanwhile.
+        word = "a" * 300_000 + "!"
+        send({"id": "call", "method": "tools/call",
+              "params": {"name": "spell", "arguments": {"word": word}}})  # fmt: skip
+        send({"id": "ping", "method": "ping"})
+        first, second = next_reply(), next_reply()
+        assert first == {"jsonrpc": "2.0", "id": "ping", "result": {}}
+        assert second["id"] == "call" and second["result"]["isError"] is True
+        assert "expected a string matching" in second["result"]["content"][0]["text"]
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:  # a stalled server: end it, the test has failed
+            process.kill()
+            process.wait(timeout=TIMEOUT)
