@@ -20,6 +20,9 @@ from typing import Any
 from toolnexus import Part, Request, Tool, Toolkit, ToolResult, tool
 from toolnexus.context import ToolContext
 
+MAX_ROUNDS = 2
+"""Answers one call may take: test_input_required_result_multi_round asks twice."""
+
 _PAUSE = threading.Event()  # never set: waits stand for "about 50 ms of work"
 
 
@@ -136,7 +139,7 @@ def test_input_required_result_tampered_state(ctx: ToolContext) -> ToolResult:
 
 @tool
 def test_input_required_result_multi_round(ctx: ToolContext) -> ToolResult:
-    """Asks two questions, one per round (needs multi-round answers)."""
+    """Asks two questions, one per round: the server allows a call ``MAX_ROUNDS`` answers."""
     if ctx.answer is None:
         return ToolResult.pending(Request("input", "Step 1: What is your name?", id="step1",
                                           data={"schema": _name_schema("name")}))
@@ -216,41 +219,33 @@ _ADDRESS = {
     "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
 }
 
-def _json_schema_tool() -> Tool | None:
-    # Until the validator speaks if/then/else (the validator issue) a Tool refuses this
-    # schema; the scenario then fails for want of the tool, as .ci/run expects.
-    try:
-        return _build_json_schema_tool()
-    except ValueError:
-        return None
-
-
-def _build_json_schema_tool() -> Tool:
-    return Tool(
-        name="json_schema_2020_12_tool",
-        description="Tool with JSON Schema 2020-12 features",
-        input_schema={
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "type": "object",
-            "$defs": {"address": _ADDRESS},
-            "properties": {
-                "name": {"type": "string"},
-                "address": {"$ref": "#/$defs/address"},
-                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
-                "phone": {"type": "string"},
-                "email": {"type": "string"},
-            },
-            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
-            "if": {
-                "properties": {"contactMethod": {"const": "phone"}},
-                "required": ["contactMethod"],
-            },
-            "then": {"required": ["phone"]},
-            "else": {"required": ["email"]},
-            "additionalProperties": False,
+# The scenario's schema: $defs and $ref by JSON pointer, an $anchor, allOf/anyOf and
+# if/then/else, all of which the validator speaks (a Tool refuses a schema it cannot check).
+json_schema_2020_12_tool = Tool(
+    name="json_schema_2020_12_tool",
+    description="Tool with JSON Schema 2020-12 features",
+    input_schema={
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {"address": _ADDRESS},
+        "properties": {
+            "name": {"type": "string"},
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"},
         },
-        fn=_headers_tool,
-    )
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {
+            "properties": {"contactMethod": {"const": "phone"}},
+            "required": ["contactMethod"],
+        },
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
+        "additionalProperties": False,
+    },
+    fn=_headers_tool,
+)
 
 
 def _png_pixel() -> bytes:
@@ -306,7 +301,6 @@ def test_multiple_content_types() -> ToolResult:
 
 
 def toolkit() -> Toolkit:
-    optional = [made for made in (_json_schema_tool(),) if made is not None]
     return Toolkit([
         test_simple_text,
         test_error_handling,
@@ -326,7 +320,7 @@ def toolkit() -> Toolkit:
         test_audio_content,
         test_embedded_resource,
         test_multiple_content_types,
-        *optional,
+        json_schema_2020_12_tool,
     ])
 
 
@@ -337,7 +331,7 @@ def app() -> Any:
     from toolnexus.mcp import asgi_app
 
     secret = os.environ.get("CONFORMANCE_SECRET")
-    return asgi_app(toolkit(), name="toolnexus-conformance",
+    return asgi_app(toolkit(), name="toolnexus-conformance", max_rounds=MAX_ROUNDS,
                     secret=secret.encode() if secret else None)
 
 
@@ -349,4 +343,5 @@ if __name__ == "__main__":
     def ready(server: Any) -> None:
         print(f"listening on {server.url}", flush=True)
 
-    raise SystemExit(serve_http(toolkit(), port=port, name="toolnexus-conformance", ready=ready))
+    raise SystemExit(serve_http(toolkit(), port=port, name="toolnexus-conformance",
+                                max_rounds=MAX_ROUNDS, ready=ready))

@@ -459,6 +459,11 @@ class Endpoint:
             ``token``.
         secret: the key that signs modern ``requestState`` (give every replica the same
             one); ``None``: a random per-process key.
+        answer_store: where used answers and states are remembered so each counts once
+            (give every replica the same one, e.g. a shared
+            :class:`~toolnexus.binding.SqliteAnswerStore`); ``None``: per process.
+        max_rounds: how many answers one call may take: 1 (the loop rule) makes a retry
+            that asks again ``unresolved: <prompt>``; more let it ask again that many times.
         max_body_bytes: the largest request body accepted.
         session_idle_s: how long an idle legacy session lives.
         max_sessions: how many legacy sessions may exist at once.
@@ -478,6 +483,7 @@ class Endpoint:
         verify_token: TokenVerifier | None = None,
         secret: bytes | str | Sequence[bytes | str] | None = None,
         answer_store: AnswerStore | None = None,
+        max_rounds: int = 1,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         session_idle_s: float = DEFAULT_SESSION_IDLE_S,
         max_sessions: int = 1000,
@@ -503,7 +509,7 @@ class Endpoint:
         self._toolkit = toolkit
         self._session_options: dict[str, Any] = {
             "name": name, "version": version, "instructions": instructions, "secret": secret,
-            "answer_store": answer_store,
+            "answer_store": answer_store, "max_rounds": max_rounds,
         }
         ServerSession(toolkit, **self._session_options)  # check the options once, here
         self._hosts = _allow_list(allowed_hosts, "allowed_hosts")
@@ -520,7 +526,7 @@ class Endpoint:
 
                 # The sessions' key and used answers: bindings verify, answers count once.
                 return Host(toolkit, timeout_ms=timeout_ms, secret=secret,
-                            answer_store=answer_store)
+                            answer_store=answer_store, max_rounds=max_rounds)
 
         self._runner = _Runner(host_factory)
         self._sessions: dict[str, _Channel] = {}
