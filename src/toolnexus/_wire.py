@@ -90,7 +90,7 @@ def loads_object(text: str | bytes | bytearray, type_name: str) -> Mapping[str, 
                 type_name, None, f"is not valid JSON: it is not UTF-8 ({exc}); write it as UTF-8"
             ) from None
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=refuse_json_constant)
     except (ValueError, RecursionError) as exc:
         raise WireFormatError(
             type_name, None, f"is not valid JSON ({exc}); expected a JSON object"
@@ -98,9 +98,12 @@ def loads_object(text: str | bytes | bytearray, type_name: str) -> Mapping[str, 
     return require_object(value, type_name)
 
 
-def _refuse_constant(name: str) -> Any:
-    # Python's json reads NaN and Infinity, but they are not JSON and no other port
-    # would read them back.
+def refuse_json_constant(name: str) -> Any:
+    """``parse_constant`` hook for every JSON reader in the package (wire, MCP, CLI).
+
+    Python's json reads ``NaN`` and ``Infinity``, but they are not JSON and no other port
+    would read them back, so each reader refuses them with this one text.
+    """
     raise InputError(f"{name} is not a JSON value")
 
 

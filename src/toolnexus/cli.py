@@ -14,7 +14,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
-from .errors import InputError, RefError, ToolnexusError
+from ._wire import refuse_json_constant
+from .errors import RefError, ToolnexusError
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -380,8 +381,13 @@ def _no_tools(ref: str, module: ModuleType) -> NoReturn:
 # --------------------------------------------------------------------------- arguments
 
 
-class _UsageError(Exception):
-    """A mistake on the command line: printed as one line, exit code 2."""
+class _CliError(Exception):
+    """A mistake on the command line: printed as one line, exit code 2.
+
+    Internal control flow, caught in :func:`main` only. It is not the public
+    :class:`~toolnexus.errors.UsageError` (calling code that is wrong), so a Python caller
+    of ``main()`` never has to tell the two apart: it only ever sees an exit code.
+    """
 
 
 def _read_json_option(option: str, text: str) -> Any:
@@ -393,20 +399,16 @@ def _read_json_option(option: str, text: str) -> Any:
             with open(path, encoding="utf-8") as handle:
                 source = handle.read()
         except OSError as exc:
-            raise _UsageError(f"{option}: cannot read {path!r}: {exc.strerror or exc}") from None
+            raise _CliError(f"{option}: cannot read {path!r}: {exc.strerror or exc}") from None
     try:
-        return json.loads(source, parse_constant=_reject_constant)
+        return json.loads(source, parse_constant=refuse_json_constant)
     except ValueError as exc:
         where = f" in {text[1:]!r}" if text.startswith("@") else ""
-        raise _UsageError(
+        raise _CliError(
             f"{option}: not valid JSON{where}: {exc}; write e.g. {option} '{{\"steps\": 3}}' "
             "or key=value pairs"
             if option == "--args" else f"{option}: not valid JSON{where}: {exc}"
         ) from None
-
-
-def _reject_constant(name: str) -> Any:
-    raise InputError(f"{name} is not JSON")
 
 
 def _parse_value(text: str, schema: Mapping[str, Any] | None) -> Any:
@@ -416,7 +418,7 @@ def _parse_value(text: str, schema: Mapping[str, Any] | None) -> Any:
     would parse as JSON (``name=123`` gives ``"123"``), so the call is not refused for it.
     """
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=refuse_json_constant)
     except ValueError:
         return text
     if schema is not None and schema.get("type") == "string" and not isinstance(value, str):
@@ -431,7 +433,7 @@ def _build_args(
     if args_option is not None:
         parsed = _read_json_option("--args", args_option)
         if not isinstance(parsed, dict):
-            raise _UsageError(
+            raise _CliError(
                 f"--args must be a JSON object, got {_json_type(parsed)}; "
                 "write e.g. --args '{\"steps\": 3}'"
             )
@@ -440,7 +442,7 @@ def _build_args(
     for pair in pairs:
         key, sep, text = pair.partition("=")
         if not sep or not key:
-            raise _UsageError(f"expected key=value, got {pair!r}")
+            raise _CliError(f"expected key=value, got {pair!r}")
         prop = properties.get(key)
         args[key] = _parse_value(text, prop if isinstance(prop, Mapping) else None)
     return args
@@ -469,7 +471,7 @@ def _split_name(toolkit: Toolkit, ref: str, rest: Sequence[str]) -> tuple[str, l
     if len(tools) == 1:
         return tools[0].name, words
     listed = ", ".join(t.name for t in tools)
-    raise _UsageError(
+    raise _CliError(
         f"{ref!r} has {len(tools)} tools ({listed}); name one, e.g. "
         f"toolnexus call {ref} {tools[0].name} …" if tools else f"{ref!r} has no tools"
     )
@@ -479,7 +481,7 @@ def _check_name(toolkit: Toolkit, name: str) -> None:
     try:
         toolkit.get(name)
     except LookupError as exc:
-        raise _UsageError(str(exc)) from None
+        raise _CliError(str(exc)) from None
 
 
 def _check_args(toolkit: Toolkit, name: str, args: Mapping[str, Any], ref: str) -> None:
@@ -488,7 +490,7 @@ def _check_args(toolkit: Toolkit, name: str, args: Mapping[str, Any], ref: str) 
 
     problems = validate(toolkit.get(name).input_schema, args)
     if problems:
-        raise _UsageError(
+        raise _CliError(
             f"invalid arguments for {name!r}: {'; '.join(problems)} "
             f"(see: toolnexus schema {ref} {name})"
         )
@@ -675,7 +677,7 @@ def _field_value(text: str, prop: Mapping[str, Any]) -> Any:
             return False
         return text
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=refuse_json_constant)
     except ValueError:
         return text
 
@@ -914,10 +916,10 @@ def _cmd_resume(options: argparse.Namespace) -> int:
         # before anything runs (at the prompt, such data is asked again instead).
         problem = schema_problem(request, answer) if answer.ok else None
         if problem is not None:
-            raise _UsageError(f"--answer: {problem}; give data that matches the request's "
+            raise _CliError(f"--answer: {problem}; give data that matches the request's "
                               "data.schema")
     elif options.no_input:
-        raise _UsageError("--answer is required with --no-input; write e.g. --answer @ans.json")
+        raise _CliError("--answer is required with --no-input; write e.g. --answer @ans.json")
     else:
         try:
             answer = _answer_at_prompt(term, request)
@@ -942,9 +944,9 @@ def _keys(options: argparse.Namespace, *, consumes: bool = True) -> _Keys:
     try:
         keys = read_secret_file(path) if path is not None else load_secret()
     except OSError as exc:
-        raise _UsageError(f"--secret-file: cannot read {path}: {exc.strerror or exc}") from None
+        raise _CliError(f"--secret-file: cannot read {path}: {exc.strerror or exc}") from None
     except (ValueError, TypeError) as exc:
-        raise _UsageError(str(exc)) from None
+        raise _CliError(str(exc)) from None
     if not keys or not consumes:
         return keys or None, None
     db = getattr(options, "answers_db", None) or _default_answers_db()
@@ -952,9 +954,9 @@ def _keys(options: argparse.Namespace, *, consumes: bool = True) -> _Keys:
         os.makedirs(os.path.dirname(os.path.abspath(db)), exist_ok=True)
         return keys, SqliteAnswerStore(db)
     except (OSError, ImportError) as exc:
-        raise _UsageError(f"--answers-db: cannot use {db}: {exc}") from None
+        raise _CliError(f"--answers-db: cannot use {db}: {exc}") from None
     except Exception as exc:  # sqlite3.Error: not a database, locked, ...
-        raise _UsageError(f"--answers-db: cannot use {db}: {exc}") from None
+        raise _CliError(f"--answers-db: cannot use {db}: {exc}") from None
 
 
 def _default_answers_db() -> str:
@@ -1048,13 +1050,13 @@ def _load_request(text: str) -> Request | ToolResult:
         if isinstance(value, dict) and "isError" in value and "output" in value:
             parked = ToolResult.from_dict(value)
             if not parked.is_pending:
-                raise _UsageError(
+                raise _CliError(
                     f"--request: that result is not pending (no metadata.{PENDING_KEY})"
                 )
             return parked
         return Request.from_dict(value)
     except (ValueError, TypeError) as exc:
-        raise _UsageError(
+        raise _CliError(
             f"--request: {exc}; give the JSON that `toolnexus call --no-input` printed"
         ) from None
 
@@ -1069,7 +1071,7 @@ def _load_answer(text: str, request: Request) -> Answer:
     try:
         return Answer.from_dict(value)
     except (ValueError, TypeError) as exc:
-        raise _UsageError(
+        raise _CliError(
             f"--answer: {exc}; write e.g. --answer '{{\"ok\": true, \"data\": {{…}}}}'"
         ) from None
 
@@ -1084,7 +1086,7 @@ def _cmd_serve(options: argparse.Namespace) -> int:
     try:
         from .mcp import serve_stdio
     except ImportError as exc:
-        raise _UsageError(f"the MCP server is not available in this build ({exc})") from None
+        raise _CliError(f"the MCP server is not available in this build ({exc})") from None
     kwargs: dict[str, Any] = {"timeout_ms": options.timeout}
     if options.name is not None:
         kwargs["name"] = options.name
@@ -1096,7 +1098,7 @@ def _cmd_serve(options: argparse.Namespace) -> int:
     if options.http is not None:
         return _serve_http(toolkit, options, kwargs)
     if options.token_file or options.allow_host or options.allow_origin:
-        raise _UsageError("--token-file, --allow-host and --allow-origin need --http")
+        raise _CliError("--token-file, --allow-host and --allow-origin need --http")
     return int(serve_stdio(toolkit, **kwargs))
 
 
@@ -1110,10 +1112,10 @@ def _serve_http(toolkit: Any, options: argparse.Namespace, kwargs: dict[str, Any
             with open(options.token_file, encoding="utf-8") as handle:
                 token = handle.read().strip()
         except OSError as exc:
-            raise _UsageError(f"--token-file: cannot read {options.token_file!r} ({exc.strerror})"
+            raise _CliError(f"--token-file: cannot read {options.token_file!r} ({exc.strerror})"
                               ) from None
         if not token:
-            raise _UsageError(f"--token-file: {options.token_file!r} is empty; put the token in it")
+            raise _CliError(f"--token-file: {options.token_file!r} is empty; put the token in it")
     elif os.environ.get(_TOKEN_ENV, "").strip():
         token = os.environ[_TOKEN_ENV].strip()
     if options.allow_host:
@@ -1129,7 +1131,7 @@ def _serve_http(toolkit: Any, options: argparse.Namespace, kwargs: dict[str, Any
     try:
         return int(serve_http(toolkit, host=host, port=port, token=token, ready=ready, **kwargs))
     except OSError as exc:
-        raise _UsageError(f"--http: cannot listen on {host}:{port} ({exc.strerror or exc})"
+        raise _CliError(f"--http: cannot listen on {host}:{port} ({exc.strerror or exc})"
                           ) from None
 
 
@@ -1405,7 +1407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Ctrl-C outside a running call (while importing REF, say): nothing to cancel.
         sys.stderr.write("\ninterrupted\n")
         return EXIT_CANCELLED
-    except (RefError, _UsageError) as exc:
+    except (RefError, _CliError) as exc:
         if debug and exc.__cause__ is not None:
             import traceback
 

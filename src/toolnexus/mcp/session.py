@@ -23,9 +23,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 from .._frozen import thaw
+from .._wire import refuse_json_constant
 from ..binding import BINDING_KEY
 from ..context import LOG_LEVELS
-from ..errors import InputError, InvalidValueError
+from ..errors import InvalidValueError
 from ..loop_rule import declined_text, unresolved_text
 from ..result import PENDING_KEY, STRUCTURED_KEY, ToolResult
 from ..suspension import Answer, Request, decline_reason
@@ -89,12 +90,8 @@ _STATE_TTL_S = 30 * 60
 _LEGACY_ORDER = {version: index for index, version in enumerate(LEGACY_PROTOCOL_VERSIONS)}
 
 
-def _reject_constant(name: str) -> Any:
-    raise InputError(f"{name} is not valid JSON")
-
-
 # Built once: json.dumps/json.loads with options build a new coder on every call.
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_DECODER = json.JSONDecoder(parse_constant=refuse_json_constant)
 _ENCODERS = {
     ascii_only: json.JSONEncoder(separators=(",", ":"), ensure_ascii=ascii_only, allow_nan=False)
     for ascii_only in (False, True)
