@@ -20,6 +20,7 @@ from toolnexus import (
     CancellationTokenRegistration,
     CancellationTokenSource,
     OperationCancelledError,
+    ToolContext,
     ToolnexusError,
 )
 
@@ -694,3 +695,45 @@ def test_the_docstring_examples_in_cancellation_run():
     failed, attempted = doctest.testmod(module, optionflags=flags)
     assert attempted > 0
     assert failed == 0, "a docstring example failed (see the output above)"
+
+
+def test_a_source_knows_whether_its_token_was_looked_at():
+    looks = [
+        lambda token: token.is_cancellation_requested,
+        lambda token: token.wait(0),
+        lambda token: token.register(lambda: None),
+        lambda token: token.raise_if_cancellation_requested(),
+        lambda token: ToolContext(cancellation_token=token).is_cancelled,
+        lambda token: CancellationTokenSource.linked(token),
+    ]
+    for look in looks:
+        source = CancellationTokenSource()
+        assert not source.is_observed
+        _ = repr(source), source.is_cancellation_requested  # the owner's own reads
+        assert not source.is_observed
+        look(source.token)
+        assert source.is_observed
+
+
+def test_200k_closed_hour_long_timers_keep_no_memory():
+    import gc
+    import tracemalloc
+
+    from toolnexus import _timers
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(200_000):
+            source = CancellationTokenSource()
+            source.cancel_after(3600)
+            source.close()
+        del source
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # Kept alive they would hold tens of MiB (a timer, its action and its source each).
+    assert kept < 1 << 20, f"{kept} bytes still held"
+    assert len(_timers._wheel._heap) < 1000

@@ -345,3 +345,95 @@ def test_a_cooperative_tool_that_stops_on_cancel_has_its_own_words_returned():
 def test_cancel_grace_ms_is_validated_like_every_other_budget():
     with pytest.raises(ValueError, match="cancel_grace_ms"):
         Host(Toolkit(), cancel_grace_ms=-1)
+
+
+# --------------------------------------------------------------------------- who gets a grace
+
+
+def test_a_tool_that_never_looked_at_its_token_is_answered_at_once_on_cancel():
+    started = threading.Event()
+    release = threading.Event()
+
+    @tool
+    def oblivious() -> str:
+        """Never looks at its token."""
+        started.set()
+        release.wait(SLACK * 2)
+        return "finished anyway"
+
+    source = CancellationTokenSource()
+    # A grace far longer than the test's patience: an answer before the release shows the
+    # host did not wait for a tool that could not hear the cancel.
+    with Host(Toolkit([oblivious]), grace_ms=600_000, cancel_grace_ms=600_000) as host:
+        call = host.submit("oblivious", {}, cancellation_token=source.token)
+        assert started.wait(SLACK)
+        source.cancel()
+        result = call.result(timeout=SLACK)
+        assert not release.is_set()
+        assert result.output == "cancelled by the caller"
+        assert (call.outcome, call.reason) == ("cancelled", "caller")
+        # Its worker is not counted stuck before the grace would have ended.
+        assert host.stuck_workers == 0
+        release.set()
+
+
+def test_a_tool_that_waits_on_its_token_keeps_its_own_words_after_a_cancel():
+    started = threading.Event()
+
+    @tool
+    def listener(ctx: ToolContext) -> str:
+        """Waits for the cancel, then says so in its own words."""
+        started.set()
+        ctx.cancellation_token.wait(SLACK * 2)
+        return "stopped cleanly"
+
+    source = CancellationTokenSource()
+    with Host(Toolkit([listener]), grace_ms=600_000, cancel_grace_ms=600_000) as host:
+        call = host.submit("listener", {}, cancellation_token=source.token)
+        assert started.wait(SLACK)
+        source.cancel()
+        assert call.result(timeout=SLACK).output == "stopped cleanly"
+        assert (call.outcome, call.reason) == ("cancelled", "caller")
+
+
+def test_a_tool_that_registered_a_cancel_callback_gets_the_grace():
+    started = threading.Event()
+    heard = threading.Event()
+
+    @tool
+    def registrant(ctx: ToolContext) -> ToolResult:
+        """Registers a callback, then waits for it to run."""
+        ctx.cancellation_token.register(heard.set)
+        started.set()
+        heard.wait(SLACK * 2)
+        return ToolResult.error("rolled back")
+
+    source = CancellationTokenSource()
+    with Host(Toolkit([registrant]), grace_ms=600_000, cancel_grace_ms=600_000) as host:
+        call = host.submit("registrant", {}, cancellation_token=source.token)
+        assert started.wait(SLACK)
+        source.cancel()
+        assert call.result(timeout=SLACK).output == "rolled back"
+
+
+def test_closing_the_host_answers_a_tool_that_never_looked_at_once():
+    started = threading.Event()
+    release = threading.Event()
+
+    @tool
+    def oblivious() -> str:
+        """Never looks at its token."""
+        started.set()
+        release.wait(SLACK * 2)
+        return "finished anyway"
+
+    host = Host(Toolkit([oblivious]), grace_ms=600_000, cancel_grace_ms=600_000)
+    try:
+        call = host.submit("oblivious", {})
+        assert started.wait(SLACK)
+        host.close(timeout=0)
+        assert call.result(timeout=SLACK).output == "cancelled: the host was closed"
+        assert not release.is_set()
+        assert call.reason == "host closed"
+    finally:
+        release.set()

@@ -397,3 +397,37 @@ def test_cancel_after_timers_share_the_one_timer_thread_with_host_deadlines():
         stubborn.release.set()
     timers = [t for t in threading.enumerate() if t.name == "toolnexus-timer"]
     assert len(timers) <= 1
+
+
+def test_the_default_pool_shrinks_when_idle_after_a_burst(monkeypatch):
+    import toolnexus.host
+
+    monkeypatch.setattr(toolnexus.host, "_IDLE_SECONDS", 0.05)  # the default is 10 s
+    release = threading.Event()
+    arrived = threading.Semaphore(0)
+
+    @tool
+    def wait() -> str:
+        """Waits for the test."""
+        arrived.release()
+        release.wait(SLACK)
+        return "done"
+
+    host = Host(Toolkit([wait]))  # the default, elastic pool
+    try:
+        calls = [host.submit("wait", {}) for _ in range(24)]
+        for _ in range(24):
+            assert arrived.acquire(timeout=SLACK)  # the burst ran at once: the pool grew
+        grown = host._pool.threads()
+        assert len(grown) == 24
+        release.set()
+        assert all(call.result(timeout=SLACK).output == "done" for call in calls)
+        for thread in grown:  # each idle worker exits by itself; nothing closes the host
+            thread.join(SLACK)
+        assert not any(thread.is_alive() for thread in grown)
+        assert host._pool.threads() == []
+        assert not host.is_closed
+        assert host.call("wait", {}).output == "done"  # and grows again on demand
+    finally:
+        release.set()
+        host.close()

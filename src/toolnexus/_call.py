@@ -27,7 +27,10 @@ Rules the code below keeps:
   returned, a caller who cancelled), or on the owner when there is one.
 - **A tool that returns within the grace keeps its own result**, whatever it says; only a
   tool still running when the grace ends gets the host's text, and its worker is abandoned
-  (counted stuck by its pool until it returns; its late result is discarded).
+  (counted stuck by its pool until it returns; its late result is discarded). After a
+  cancel the grace goes only to a tool that listens (an async tool; a sync tool that looked
+  at its token): one that never looked is answered at once, and its worker counts stuck
+  only if it is still inside the tool when the grace ends.
 """
 
 from __future__ import annotations
@@ -202,6 +205,7 @@ class Call:
         "_deadline",
         "_deferred",
         "_event",
+        "_inside",
         "_lock",
         "_loop",
         "_outcome",
@@ -251,6 +255,7 @@ class Call:
         self._task: asyncio.Future[Any] | None = None
         self._timer: _timers.Timer | None = None
         self._worker: Worker | None = None
+        self._inside = False  # a worker is running the attempt's tool right now
         self._scope: CancellationTokenSource | None = None
         self._registration: Any = None
         self._question: Any = None
@@ -316,8 +321,9 @@ class Call:
     def cancel(self) -> bool:
         """Cancel the call (reason ``"caller"``).
 
-        A call still queued never starts. A running tool's token is cancelled, and the tool
-        gets the host's short cancel grace to return its own result; after that the call is
+        A call still queued never starts. A running tool's token is cancelled, and a tool
+        that listens to it gets the host's short cancel grace to return its own result;
+        after that (at once for a sync tool that never looked at its token) the call is
         answered ``cancelled by the caller`` and the tool abandoned. Returns True if the
         call is now cancelled; False if it had finished, or its deadline had already passed
         (the timeout stands).
@@ -458,6 +464,7 @@ class Call:
             if self._state != QUEUED:
                 return  # cancelled or past its deadline while queued: it never starts
             self._state = RUNNING
+            self._inside = True
             self._worker = current_worker() if self._runner == ON_POOL else None
             tool, args, ctx, context = self.tool, self.args, self._ctx, self._context
         assert tool is not None and context is not None and ctx is not None
@@ -500,6 +507,7 @@ class Call:
         """The attempt's tool returned ``value`` (a result, or what it raised)."""
         result = _as_result(self.tool, value) if value.__class__ is not ToolResult else value
         with self._lock:
+            self._inside = False
             state = self._state
             if state == RUNNING:
                 effects = self._settle_attempt_locked(result)
@@ -622,6 +630,8 @@ class Call:
                 grace = self._rt.cancel_grace
                 if grace <= 0:
                     effects = [self._cancel_tool, *self._abandon_locked()]
+                elif not self._listening():
+                    effects = [self._cancel_tool, *self._answer_unheard_locked(grace)]
                 else:
                     self._timer = _timers.schedule(
                         time.monotonic() + grace, self._grace_ended(self._attempt), quick=True
@@ -636,6 +646,34 @@ class Call:
                     effects.append(self._drop_question)
         self._carry_out(effects)
         return True
+
+    def _listening(self) -> bool:
+        """Whether the running tool can hear a cancel: an async tool always does (its task
+        is cancelled); a sync one only if it has looked at its token (read it, waited on it,
+        registered a callback) — a tool that never looked gets no grace."""
+        tool = self.tool
+        if tool is not None and tool.is_async:
+            return True
+        scope = self._scope
+        return scope is not None and scope.is_observed
+
+    def _answer_unheard_locked(self, grace: float) -> list[Effect]:
+        """Cancelled while running a tool that never looked at its token: waiting for it
+        to return its own words would only delay the answer, so the host answers now. Its
+        worker counts as stuck only if the tool is still inside when the grace ends, as it
+        would have after waiting."""
+        if self._runner == ON_POOL and self._worker is not None:
+            _timers.schedule(time.monotonic() + grace,
+                             self._abandon_if_inside(self._attempt, self._worker), quick=True)
+        return self._done_locked(ToolResult.error(_cancel_text(self._reason)), "cancelled")
+
+    def _abandon_if_inside(self, attempt: int, worker: Worker) -> Effect:
+        def fire() -> None:
+            with self._lock:
+                if self._inside and self._attempt == attempt:
+                    self._rt.pool.abandon(worker)
+
+        return fire
 
     def _cancel_tool(self) -> None:
         """Cancel the running attempt's token (its callbacks run here) and its task."""

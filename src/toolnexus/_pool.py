@@ -41,13 +41,18 @@ class Worker:
         self.retire = False  # a replacement took this worker's place while it was stuck
 
 
-_local = threading.local()
+class _Local(threading.local):
+    # A class attribute as the default: a missing attribute would cost an AttributeError
+    # on every call made outside the pool (the fast path of acall and Host.call).
+    worker: Worker | None = None
+
+
+_local = _Local()
 
 
 def current_worker() -> Worker | None:
     """The :class:`Worker` record of the calling thread, or None outside every pool."""
-    worker: Worker | None = getattr(_local, "worker", None)
-    return worker
+    return _local.worker
 
 
 _pools: weakref.WeakSet[Pool] = weakref.WeakSet()
