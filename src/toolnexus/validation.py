@@ -865,10 +865,10 @@ class _Compiler:
         folded_array = False
         array_check = self.array(schema, pointer, level, node)
         if array_check is not None:
-            array_ok, array_explain = array_check
+            array_ok, array_explain, array_check_typed = array_check
             if type_names == ("array",):
                 folded_array = True
-                array_ok = _fold_type(array_ok, _is_array)
+                array_ok = array_check_typed
             oks.append(array_ok)
             explains.append(array_explain)
         if "contains" in schema:
@@ -1130,7 +1130,7 @@ class _Compiler:
 
     def array(
         self, schema: Mapping[str, Any], pointer: str, level: int, node: _Node
-    ) -> tuple[_Ok, _Explain] | None:
+    ) -> tuple[_Ok, _Explain, _Ok] | None:
         has_items = "items" in schema
         has_prefix = "prefixItems" in schema
         if not (has_items or has_prefix):
@@ -1443,13 +1443,6 @@ def _type_leaf(
     return leaf
 
 
-def _fold_type(inner: _Ok, type_ok: _Ok) -> _Ok:
-    def ok(x: Any, d: int) -> bool:
-        return type_ok(x, d) and inner(x, d)
-
-    return ok
-
-
 def _node_explain(
     type_ok: _Ok | None, type_names: tuple[str, ...] | None, explains: list[_Explain]
 ) -> _Explain:
@@ -1721,9 +1714,12 @@ def _pattern_object_check(
     return ok, explain, typed_ok
 
 
-def _array_check(prefix: list[_Node], items: _Node, max_depth: int) -> tuple[_Ok, _Explain]:
-    """``prefixItems`` and ``items`` as one check; ``items`` is the depth-limited "anything"
-    when the schema sets none, so every item is looked at."""
+def _array_check(
+    prefix: list[_Node], items: _Node, max_depth: int
+) -> tuple[_Ok, _Explain, _Ok]:
+    """``prefixItems`` and ``items`` as one check: (ok, explain, ok that also demands an
+    array). ``items`` is the depth-limited "anything" when the schema sets none, so every
+    item is looked at."""
     prefix_oks = tuple(node.ok_late() for node in prefix)
     count = len(prefix_oks)
     closed = items is _FALSE_NODE
@@ -1731,25 +1727,54 @@ def _array_check(prefix: list[_Node], items: _Node, max_depth: int) -> tuple[_Ok
     # list[int] and friends: most items pass on their exact type, without a call
     at_a_glance = items.exact if items.done else frozenset()
 
-    def ok(x: Any, d: int) -> bool:
-        if not isinstance(x, (list, tuple)):
-            return True
-        if closed and len(x) > count:
-            return False
-        if not x:
-            return True
-        if d >= max_depth:
-            return False
-        d += 1
-        for check, value in zip(prefix_oks, x, strict=False):
-            if not check(value, d):
+    if not count and not closed:
+        # the common shape (items alone): no prefix to pair up, no length to check
+        def typed_ok(x: Any, d: int) -> bool:
+            if type(x) is not list and not isinstance(x, (list, tuple)):
                 return False
-        if not closed:
-            if not count and len(x) > 16 and at_a_glance.issuperset(set(map(type, x))):
-                return True  # a long list[int] or list[str]: one pass at C speed
-            for item in x[count:] if count else x:
-                if type(item) not in at_a_glance and not items_ok(item, d):
+            if not x:
+                return True
+            if d >= max_depth:
+                return False
+            d += 1
+            if at_a_glance:
+                if len(x) > 16 and at_a_glance.issuperset(set(map(type, x))):
+                    return True  # a long list[int] or list[str]: one pass at C speed
+                for item in x:
+                    if type(item) not in at_a_glance and not items_ok(item, d):
+                        return False
+                return True
+            for item in x:  # noqa: SIM110 (faster than all() over a generator)
+                if not items_ok(item, d):
                     return False
+            return True
+
+    else:
+
+        def typed_ok(x: Any, d: int) -> bool:
+            if not isinstance(x, (list, tuple)):
+                return False
+            if closed and len(x) > count:
+                return False
+            if not x:
+                return True
+            if d >= max_depth:
+                return False
+            d += 1
+            for check, value in zip(prefix_oks, x):  # noqa: B905 (x may be shorter)
+                if not check(value, d):
+                    return False
+            if not closed:
+                for item in x[count:]:
+                    if type(item) not in at_a_glance and not items_ok(item, d):
+                        return False
+            return True
+
+    # Under "type": "array" the node uses typed_ok alone; without it, values of other
+    # types pass the array keywords.
+    def ok(x: Any, d: int) -> bool:
+        if type(x) is list or isinstance(x, (list, tuple)):
+            return typed_ok(x, d)
         return True
 
     def explain(x: Any, path: _Path, problems: _Problems, d: int) -> None:
@@ -1768,7 +1793,7 @@ def _array_check(prefix: list[_Node], items: _Node, max_depth: int) -> tuple[_Ok
             for index in range(count, len(x)):
                 items.explain(x[index], (*path, index), problems, d + 1)
 
-    return ok, explain
+    return ok, explain, typed_ok
 
 
 def _any_of(branches: list[_Node]) -> tuple[_Ok, _Explain]:
