@@ -1096,9 +1096,13 @@ def _cmd_serve(options: argparse.Namespace) -> int:
     if secret is not None:
         kwargs["secret"], kwargs["answer_store"] = secret, store
     if options.http is not None:
+        if options.max_inflight_bytes is not None:
+            raise _CliError("--max-inflight-bytes is for stdio; leave it out with --http")
         return _serve_http(toolkit, options, kwargs)
     if options.token_file or options.allow_host or options.allow_origin:
         raise _CliError("--token-file, --allow-host and --allow-origin need --http")
+    if options.max_inflight_bytes is not None:
+        kwargs["max_inflight_bytes"] = options.max_inflight_bytes
     return int(serve_stdio(toolkit, **kwargs))
 
 
@@ -1168,6 +1172,22 @@ def _timeout(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0 milliseconds, got {value}")
     return value
+
+
+_SIZE_UNITS = {"": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g": 1024**3,
+               "gib": 1024**3}
+
+
+def _byte_size(text: str) -> int:
+    number = text.strip().lower()
+    digits = number.rstrip("kibmgb")
+    unit = _SIZE_UNITS.get(number[len(digits):])
+    if not digits.isdigit() or unit is None or int(digits) * unit < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number of bytes, optionally with K, M or G, got {text!r} "
+            "(e.g. --max-inflight-bytes 256M)"
+        )
+    return int(digits) * unit
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -1306,6 +1326,11 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level", type=str.lower, default="warning", choices=_LOG_LEVELS,
         help="what the server logs to stderr (default: warning; --debug means debug)",
+    )
+    serve.add_argument(
+        "--max-inflight-bytes", type=_byte_size, metavar="BYTES",
+        help="stdio: the most bytes of tool-call requests running at once (default 64M); "
+        "a request beyond it is answered 'server overloaded'",
     )
     _add_key_options(serve)
     serve.add_argument(

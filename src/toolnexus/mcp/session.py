@@ -407,29 +407,63 @@ class ServerSession:
         """Handle one line of the wire (one JSON-RPC message).
 
         A line that is not UTF-8 or not JSON is answered with ``-32700`` and ``id:
-        null``; a blank line is ignored.
+        null``; a blank line is ignored. Never raises, so a driver never goes deaf: whatever
+        goes wrong while handling the message (a ``RecursionError`` from data nested too
+        deep, a ``MemoryError``, a bug) answers the request it came in — ``-32602`` for
+        nesting, else ``-32603`` — and the requests it was answering (a legacy elicitation
+        response), or is dropped when it was a notification.
 
         Example::
 
             session.receive_line(b"not json")[0].message["error"]["code"]   # -32700
         """
-        if isinstance(line, (bytes, bytearray)):
-            try:
-                text = bytes(line).decode("utf-8")
-            except UnicodeDecodeError as exc:
-                return [
-                    self._error(None, PARSE_ERROR, f"parse error: the line is not UTF-8 ({exc})")
-                ]
-        else:
-            text = line
-        text = text.strip()
-        if not text:
-            return []
         try:
-            message = _DECODER.decode(text)
-        except (ValueError, RecursionError) as exc:
-            return [self._error(None, PARSE_ERROR, f"parse error: not valid JSON ({exc})")]
-        return self.receive(message)
+            if isinstance(line, (bytes, bytearray)):
+                try:
+                    text = bytes(line).decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    return [self._error(None, PARSE_ERROR,
+                                        f"parse error: the line is not UTF-8 ({exc})")]
+            else:
+                text = line
+            text = text.strip()
+            if not text:
+                return []
+            try:
+                message = _DECODER.decode(text)
+            except (ValueError, RecursionError) as exc:
+                return [self._error(None, PARSE_ERROR, f"parse error: not valid JSON ({exc})")]
+        except Exception as exc:  # MemoryError decoding or parsing: nothing names the request
+            return [self._error(None, INTERNAL_ERROR, f"internal error reading the line: "
+                                f"{type(exc).__name__}: {exc}")]
+        newest = self._next_call
+        try:
+            return self.receive(message)
+        except Exception as exc:
+            return self._failed(message, newest, exc)
+
+    def _failed(self, message: Any, newest: int, exc: Exception) -> list[Action]:
+        """Answer what :meth:`receive` was handling when it raised ``exc``: the request
+        itself, and any call the message left neither running nor asking (a legacy
+        elicitation response that failed while it was being read)."""
+        if isinstance(exc, RecursionError):
+            code, text = INVALID_PARAMS, (f"invalid params: the message is nested too deeply "
+                                          f"to handle ({exc}); send flatter data")
+        else:
+            code, text = INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"
+        _log.warning("toolnexus mcp: handling a message failed: %s", text)
+        answered: list[str | int] = []
+        if isinstance(message, dict) and "method" in message:
+            request_id = message.get("id")
+            if "id" in message and _is_request_id(request_id):
+                answered.append(request_id)
+        for call in list(self._calls.values()):
+            # A call this message created, or one it took the answer of, is answered here.
+            if call.call_id > newest or (not call.running and call.asked is None):
+                self._forget(call)
+                if call.request_id not in answered:
+                    answered.append(call.request_id)
+        return [self._error(request_id, code, text) for request_id in answered]
 
     def line_too_long(self, length: int, limit: int) -> list[Action]:
         """Answer a line the driver refused to read whole (``length`` bytes and more
@@ -441,6 +475,27 @@ class ServerSession:
                 f"message too large: {length} bytes or more, the limit is {limit} bytes",
             )
         ]
+
+    def line_failed(self, problem: str) -> list[Action]:
+        """Answer a line the driver could not read or hand over (``problem`` says why, e.g.
+        out of memory): ``-32603`` with ``id: null``, as its id is unknown."""
+        return [self._error(None, INTERNAL_ERROR, f"internal error: {problem}")]
+
+    def fail_call(self, call_id: int, code: int, message: str) -> list[Action]:
+        """Answer the request of a :class:`StartCall` the driver will not carry out with
+        the JSON-RPC error ``code`` and ``message`` (a driver over its capacity, say), and
+        forget the call. Nothing when the call is no longer running.
+
+        Example::
+
+            for action in session.fail_call(start.call_id, -32603, "server overloaded"):
+                stream.write(action.to_bytes())
+        """
+        call = self._calls.get(call_id)
+        if call is None or not call.running:
+            return []
+        self._forget(call)
+        return [self._error(call.request_id, code, message)]
 
     def receive(self, message: Any) -> list[Action]:
         """Handle one parsed JSON-RPC message (a request, notification or response).

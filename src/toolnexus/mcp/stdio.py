@@ -1,14 +1,28 @@
 """The stdio driver: a :class:`~toolnexus.mcp.ServerSession` on stdin/stdout.
 
-Everything that touches a stream or a thread on the MCP side lives here. One thread at a
-time reads newline-delimited JSON from stdin and feeds the session; the reader that gets a
-tool call runs it itself, on a worker place the :class:`~toolnexus.host.Host` lends it, and
-writes the answer: no thread hand-off per call. A call still running a millisecond or two
-later has reading passed to a follower thread, so cancellations and pings are answered while
-tools run; the host's watchdog answers at a deadline. All output goes through one
-lock, the same one that guards the session, so messages never interleave and a call's
-progress notifications are always written before its response. stdout carries protocol
-JSON only: while serving, whatever a tool prints goes to stderr.
+Everything that touches a stream or a thread on the MCP side lives here. The thread that
+calls :func:`serve_stdio` reads newline-delimited JSON from stdin, feeds the session and
+starts each tool call on the :class:`~toolnexus.host.Host` (``Host.submit``) without
+waiting for it; whoever settles a call (the worker that ran it, or the host at a deadline
+or cancel) writes its answer. So reading never waits for a tool, and pings and
+cancellations are answered while tools run. All output goes through one lock, the same one
+that guards the session, so messages never interleave and a call's progress notifications
+are always written before its response. stdout carries protocol JSON only: while serving,
+whatever a tool prints goes to stderr.
+
+The promises a hostile or unlucky client cannot break:
+
+- the server never goes deaf: whatever fails while a line is read, parsed or dispatched
+  answers that request (``-32602``/``-32603``; a notification is dropped) and reading goes
+  on; a line over ``max_line_bytes`` is refused without being buffered;
+- the bytes of tool-call arguments held by calls in flight have a cap
+  (``max_inflight_bytes``): a request beyond it is answered ``-32603 server overloaded``;
+- SIGINT and SIGTERM end the server cleanly (exit codes 130 and 143) when it runs on the
+  main thread: the signal stops the reader at a line boundary, running calls are
+  cancelled and the host's threads ended. Protocol output is written unbuffered (no daemon
+  thread ever holds a buffered stream's lock when the interpreter exits);
+- when stdin closes, calls still running get ``grace_ms`` to answer, then are cancelled;
+  :func:`serve_stdio` returns with every thread it started ended.
 """
 
 from __future__ import annotations
@@ -26,26 +40,45 @@ from typing import IO, TYPE_CHECKING, Any
 from ..cancellation import CancellationTokenSource
 from ..errors import InvalidValueError
 from ..result import ToolResult
-from .session import Action, CancelCall, Send, ServerSession, StartCall
+from .session import INTERNAL_ERROR, Action, CancelCall, Send, ServerSession, StartCall
 
 if TYPE_CHECKING:
     from ..binding import AnswerStore
     from ..host import Host
     from ..toolkit import Toolkit
 
-__all__ = ["DEFAULT_GRACE_MS", "DEFAULT_MAX_LINE_BYTES", "serve_stdio"]
+__all__ = [
+    "DEFAULT_GRACE_MS",
+    "DEFAULT_MAX_INFLIGHT_BYTES",
+    "DEFAULT_MAX_LINE_BYTES",
+    "EXIT_SIGINT",
+    "EXIT_SIGTERM",
+    "serve_stdio",
+]
 
 _log = logging.getLogger("toolnexus")
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 """The longest message (one line) the stdio server reads; longer ones are refused."""
 
+DEFAULT_MAX_INFLIGHT_BYTES = 64 * 1024 * 1024
+"""The most bytes of ``tools/call`` request lines whose calls may run at once.
+
+Parsed arguments take several times their JSON size in memory (a list of small numbers
+about 10x), so this bounds what a client can pin to a few hundred MiB. It admits four calls
+of the largest line (:data:`DEFAULT_MAX_LINE_BYTES`) at once, or tens of thousands of
+ordinary ones; a request beyond it is answered ``-32603`` (server overloaded), never lost."""
+
 DEFAULT_GRACE_MS = 1000
 """How long calls still running when stdin closes get to answer before being cancelled."""
 
+EXIT_SIGINT = 130
+"""What :func:`serve_stdio` returns after SIGINT (128 + the signal, as shells report it)."""
+EXIT_SIGTERM = 143
+"""What :func:`serve_stdio` returns after SIGTERM."""
+
 _DRAIN_CHUNK = 1 << 16
-_RESCUER_TICK_S = 0.001
-_RESCUER_QUIET_TICKS = 200  # about 0.2 s without calls: the rescuer sleeps
+_CLOSE_WAIT_S = 1.0  # at the end, how long to wait for a writer before closing stdout
 
 
 def serve_stdio(
@@ -57,6 +90,7 @@ def serve_stdio(
     stdin: IO[Any] | None = None,
     stdout: IO[Any] | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    max_inflight_bytes: int = DEFAULT_MAX_INFLIGHT_BYTES,
     grace_ms: int = DEFAULT_GRACE_MS,
     secret: bytes | str | Sequence[bytes | str] | None = None,
     answer_store: AnswerStore | None = None,
@@ -74,12 +108,19 @@ def serve_stdio(
     ``stdin``/``stdout`` default to the process's own streams; binary or text streams
     both work. While serving, ``sys.stdout`` points at stderr (and, for the process's own
     stdout, so does file descriptor 1), so a tool's ``print`` cannot corrupt the
-    protocol. A line longer than ``max_line_bytes`` is refused without being buffered.
-    When stdin closes, calls still running get ``grace_ms`` to answer; then they are
-    cancelled and the function returns.
+    protocol. A line longer than ``max_line_bytes`` is refused without being buffered. A
+    ``tools/call`` whose line would take the bytes of calls in flight over
+    ``max_inflight_bytes`` is answered ``-32603`` (server overloaded) instead of run. A
+    line whose handling fails in any way is answered (``-32602``/``-32603``) and reading
+    goes on. When stdin closes, calls still running get ``grace_ms`` to answer; then they
+    are cancelled and the function returns, every thread it started ended.
+
+    Called on the main thread, SIGINT and SIGTERM stop the server (when their handlers
+    are Python's defaults): running calls are cancelled and it returns 130 or 143.
 
     Returns 0 after stdin closed, 1 when stdout could not be written (the client went
-    away). Raises ``ValueError`` for a bad argument.
+    away), 130 after SIGINT (or ``KeyboardInterrupt``), 143 after SIGTERM. Raises
+    ``ValueError`` for a bad argument.
 
     Example::
 
@@ -100,6 +141,14 @@ def serve_stdio(
         or max_line_bytes < 64
     ):
         raise InvalidValueError(f"max_line_bytes must be an int >= 64, got {max_line_bytes!r}")
+    if (
+        isinstance(max_inflight_bytes, bool)
+        or not isinstance(max_inflight_bytes, int)
+        or max_inflight_bytes < 1
+    ):
+        raise InvalidValueError(
+            f"max_inflight_bytes must be an int >= 1 (bytes), got {max_inflight_bytes!r}"
+        )
     if isinstance(grace_ms, bool) or not isinstance(grace_ms, int) or grace_ms < 0:
         raise InvalidValueError(f"grace_ms must be an int >= 0 (milliseconds), got {grace_ms!r}")
     if timeout_ms is not None and (
@@ -119,7 +168,8 @@ def serve_stdio(
         return Host(toolkit, timeout_ms=timeout_ms, secret=secret, answer_store=answer_store)
 
     with _protocol_streams(stdin, stdout) as (read_line, write):
-        server = _StdioServer(session, make_host, read_line, write, max_line_bytes, grace_ms)
+        server = _StdioServer(session, make_host, read_line, write, max_line_bytes,
+                              max_inflight_bytes, grace_ms)
         return server.run()
 
 
@@ -161,10 +211,9 @@ def _protocol_streams(
         finally:
             sys.stdout = saved_stdout
         return
-    stream = open(protocol_fd, "wb")  # noqa: SIM115 - closed in the finally below
     sys.stdout = sys.stderr
     try:
-        yield read_line, _writer(stream)
+        yield read_line, _raw_writer(protocol_fd)
     finally:
         sys.stdout = saved_stdout
         with contextlib.suppress(Exception):
@@ -172,7 +221,7 @@ def _protocol_streams(
         with contextlib.suppress(OSError):
             os.dup2(protocol_fd, 1)
         with contextlib.suppress(OSError):
-            stream.close()
+            os.close(protocol_fd)
 
 
 def _reader(stream: IO[Any] | None) -> ReadLine:
@@ -189,6 +238,18 @@ def _reader(stream: IO[Any] | None) -> ReadLine:
         return line.encode("utf-8", "surrogateescape")
 
     return read_text
+
+
+def _raw_writer(fd: int) -> Write:
+    """Whole messages straight to the file descriptor: no buffer, so no buffer lock that a
+    thread could still hold when the interpreter exits (CPython aborts on that)."""
+
+    def write(data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+
+    return write
 
 
 def _writer(stream: IO[Any]) -> Write:
@@ -217,6 +278,14 @@ def _writer(stream: IO[Any]) -> Write:
 # --------------------------------------------------------------------------- the server
 
 
+class _Stop(BaseException):
+    """Raised by the server's signal handler on the reading thread: stop serving."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
 class _StdioServer:
     def __init__(
         self,
@@ -225,6 +294,7 @@ class _StdioServer:
         read_line: ReadLine,
         write: Write,
         max_line_bytes: int,
+        max_inflight_bytes: int,
         grace_ms: int,
     ) -> None:
         self._session = session
@@ -242,155 +312,124 @@ class _StdioServer:
         self._settled = threading.Condition(self._lock)
         self._draining = False  # set (under the lock) once _shut_down waits on _settled
         self._sources: dict[int, CancellationTokenSource] = {}
-        self._broken = False
-        self._baton = threading.Lock()  # held by the thread reading stdin
-        self._baton.acquire()
-        self._idle_lock = threading.Lock()
-        self._idle = 0  # followers waiting for the baton
-        self._spawned = 0
-        self._finished = False
-        self._done = threading.Event()
-        self._inline_lock = threading.Lock()
-        self._inline: object = None  # the call running on the reading thread, if any
-        self._rescuer: threading.Thread | None = None
-        self._rescuer_idle = True
-        self._rescuer_wake = threading.Lock()
-        self._rescuer_wake.acquire()
+        self._broken = False  # stdout could not be written
+        self._ended = False  # the server is done: write nothing more
+        # The in-flight byte cap: what each running call's request line weighed.
+        self._cap = max_inflight_bytes
+        self._inflight = 0
+        self._weights: dict[int, int] = {}
+        self._newest_call = 0
+        # Signals: a code once one arrived; the handler raises only while the reading
+        # thread blocks (reading, or waiting at the end), so a line is never half-handled.
+        self._stop_code: int | None = None
+        self._interruptible = False
 
     def run(self) -> int:
+        code = 0
+        with self._signals():
+            try:
+                try:
+                    self._read_all()
+                finally:
+                    self._shut_down()
+            except _Stop as stop:
+                code = stop.code
+            except KeyboardInterrupt:  # a SIGINT handler of the application's own
+                code = EXIT_SIGINT
+            finally:
+                self._end()
+        if self._stop_code is not None:
+            return self._stop_code
+        return code or (1 if self._broken else 0)
+
+    # ------------------------------------------------------------------ signals
+
+    @contextlib.contextmanager
+    def _signals(self) -> Iterator[None]:
+        """SIGINT and SIGTERM stop the server, when it runs on the main thread and their
+        handlers are Python's defaults; the old handlers come back afterwards."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        import signal
+
+        saved: list[tuple[int, Any]] = []
+        for signum, default in ((signal.SIGINT, signal.default_int_handler),
+                                (getattr(signal, "SIGTERM", None), signal.SIG_DFL)):
+            if signum is None:
+                continue
+            with contextlib.suppress(ValueError, OSError):
+                if signal.getsignal(signum) is default:
+                    signal.signal(signum, self._on_signal)
+                    saved.append((signum, default))
         try:
-            # This thread reads until the first tool call, then hands reading to a
-            # follower and only waits for the end: it must be free to return even when a
-            # tool never does.
-            if self._lead(main=True):
-                self._done.wait()
-            return 1 if self._broken else 0
+            yield
         finally:
-            if self._warm_up is not None:
-                self._warm_up.join()
-            if self._host is not None:
-                self._host.close()
+            for signum, old in saved:
+                with contextlib.suppress(ValueError, OSError):
+                    signal.signal(signum, old)
 
-    # Leader/followers: one thread at a time (the leader) reads stdin. A leader that reads
-    # a tool call passes the reading to a follower and runs the call itself, on a worker
-    # place the host lends it, then writes the answer and becomes a follower again. The
-    # answer never waits for a thread to wake up: the next reader wakes while the tool runs.
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        first = self._stop_code is None
+        if first:
+            self._stop_code = 128 + signum
+        # A second signal stops at once, wherever the reading thread is.
+        if self._interruptible or not first:
+            raise _Stop(self._stop_code or 128 + signum)
 
-    def _follow(self) -> None:
-        while True:
-            self._baton.acquire()
-            if self._finished:
-                self._baton.release()  # wake the next follower, so it exits too
-                return
-            if not self._lead(main=False):
-                return
-            with self._idle_lock:
-                self._idle += 1
+    # ------------------------------------------------------------------ reading
 
-    def _pass_baton(self) -> None:
-        with self._idle_lock:
-            spawn = self._idle == 0
-            if not spawn:
-                self._idle -= 1  # that follower will take it
-            else:
-                self._spawned += 1
-                serial = self._spawned
-        if spawn:
-            threading.Thread(
-                target=self._follow, name=f"toolnexus-mcp-reader-{serial}", daemon=True
-            ).start()
-        self._baton.release()
-
-    def _run_inline(self, run_here: Callable[[], None]) -> bool:
-        """Run a call on this (the reading) thread; True if this thread still reads after.
-
-        A quick call costs no thread hand-off at all. A call still running at the
-        rescuer's next tick (1-2 ms) gets reading passed on to a follower, so pings and
-        cancels are answered while it runs.
-        """
-        marker = object()
-        with self._inline_lock:
-            self._inline = marker
-            wake = self._rescuer_idle
-            self._rescuer_idle = False
-        if wake:
-            self._start_rescuer()
-        run_here()
-        with self._inline_lock:
-            still_reading = self._inline is marker
-            if still_reading:
-                self._inline = None
-        return still_reading
-
-    def _start_rescuer(self) -> None:
-        if self._rescuer is None:
-            self._rescuer = threading.Thread(
-                target=self._rescue, name="toolnexus-mcp-rescuer", daemon=True
-            )
-            self._rescuer.start()
-        else:
-            self._rescuer_wake.release()
-
-    def _rescue(self) -> None:
-        """Tick every millisecond while calls run on the reading thread; pass reading on
-        for one still running at the next tick. Sleeps when no call came for a while."""
-        while not self._finished:
-            quiet = 0
-            seen: object = None
-            while quiet < _RESCUER_QUIET_TICKS and not self._finished:
-                time.sleep(_RESCUER_TICK_S)
-                with self._inline_lock:
-                    current = self._inline
-                    rescue = current is not None and current is seen
-                    if rescue:
-                        self._inline = None
-                    seen = current
-                if rescue:
-                    self._pass_baton()
-                quiet = 0 if current is not None else quiet + 1
-            with self._inline_lock:
-                if self._inline is not None:
-                    continue  # a call started while we were deciding to sleep
-                self._rescuer_idle = True
-            self._rescuer_wake.acquire()
-
-    def _lead(self, *, main: bool) -> bool:
-        """Read and handle lines; True once reading was passed on, False at the end."""
-        while not self._broken:
+    def _read_all(self) -> None:
+        while not self._broken and self._stop_code is None:
+            self._interruptible = True
             try:
                 line = self._read_line(self._limit + 1)
             except (OSError, ValueError) as exc:  # stdin vanished or was closed under us
                 _log.debug("toolnexus mcp: stdin read failed: %s", exc)
-                break
+                return
+            except MemoryError:
+                self._interruptible = False
+                self._drain_line()
+                self._handle(self._session.line_failed, "out of memory reading the line")
+                continue
+            finally:
+                self._interruptible = False
             if not line:
-                break
-            if len(line) > self._limit and not line.endswith(b"\n"):
-                length = len(line) + self._drain_line()
-                self._handle(self._session.line_too_long, length, self._limit)
-                continue
-            with self._lock:
-                later = self._send_all(self._session.receive_line(line))
-            if self._warm_up is None:
-                # The host (and the event loop machinery it imports) loads once the first
-                # answer is out, while the client reads it: start-up is not kept waiting.
-                self._warm_up = threading.Thread(
-                    target=self._get_host, name="toolnexus-mcp-warm-up", daemon=True
-                )
-                self._warm_up.start()
-            if not later:
-                continue
-            if main and any(isinstance(action, StartCall) for action in later):
-                self._pass_baton()
-                self._carry_out(later)
-                return True
-            run_here = self._carry_out(later, here=not main)
-            if run_here is not None and not self._run_inline(run_here):
-                return True  # the rescuer passed reading on while the call ran
-        self._shut_down()
-        self._finished = True
-        self._done.set()
-        self._baton.release()  # followers wake up and exit
-        return False
+                return
+            try:
+                self._on_line(line)
+            except Exception as exc:  # the session answers its own failures: a last guard
+                _log.exception("toolnexus mcp: handling a line failed")
+                with contextlib.suppress(Exception):
+                    self._handle(self._session.line_failed, f"{type(exc).__name__}: {exc}")
+
+    def _on_line(self, line: bytes) -> None:
+        if len(line) > self._limit and not line.endswith(b"\n"):
+            length = len(line) + self._drain_line()
+            self._handle(self._session.line_too_long, length, self._limit)
+            return
+        with self._lock:
+            later = self._send_all(self._session.receive_line(line), len(line))
+        if later:
+            self._carry_out(later)
+        if self._warm_up is None:
+            # The host (and the event loop machinery it imports) loads once the first
+            # answer is out, while the client reads it: start-up is not kept waiting.
+            self._warm_up = threading.Thread(
+                target=self._get_host, name="toolnexus-mcp-warm-up", daemon=True
+            )
+            self._warm_up.start()
+
+    def _drain_line(self) -> int:
+        skipped = 0
+        while True:
+            try:
+                chunk = self._read_line(_DRAIN_CHUNK)
+            except (OSError, ValueError, MemoryError):
+                return skipped
+            skipped += len(chunk)
+            if not chunk or chunk.endswith(b"\n"):
+                return skipped
 
     def _get_host(self) -> Host:
         host = self._host
@@ -401,16 +440,7 @@ class _StdioServer:
                     host = self._host = self._make_host()
         return host
 
-    def _drain_line(self) -> int:
-        skipped = 0
-        while True:
-            try:
-                chunk = self._read_line(_DRAIN_CHUNK)
-            except (OSError, ValueError):
-                return skipped
-            skipped += len(chunk)
-            if not chunk or chunk.endswith(b"\n"):
-                return skipped
+    # ------------------------------------------------------------------ writing
 
     def _handle(self, feed: Callable[..., list[Action]], *args: Any) -> None:
         with self._lock:
@@ -418,55 +448,80 @@ class _StdioServer:
         if later:
             self._carry_out(later)
 
-    def _send_all(self, actions: list[Action]) -> list[Action]:
-        """Write the Send actions (the lock is held); return the rest, to run unlocked."""
+    def _send_all(self, actions: list[Action], weight: int = 0) -> list[Action]:
+        """Write the Send actions (the lock is held); return the rest, to run unlocked.
+
+        ``weight`` is the size of the line the actions answer: a call it starts counts that
+        much against the in-flight byte cap until the host is done with it.
+        """
         later: list[Action] = []
         for action in actions:
             if isinstance(action, Send):
-                self._write(action.to_bytes())
+                self._write(action)
             elif isinstance(action, StartCall):
+                call_id = action.call_id
+                if call_id > self._newest_call:  # a new call, its arguments in this line
+                    self._newest_call = call_id
+                    if weight and self._inflight + weight > self._cap:
+                        for refusal in self._session.fail_call(
+                            call_id, INTERNAL_ERROR, self._overloaded(weight)
+                        ):
+                            if isinstance(refusal, Send):
+                                self._write(refusal)
+                        continue
+                    self._inflight += weight
+                    self._weights[call_id] = weight
                 # Registered under the lock, so a cancel that arrives next finds it.
-                self._sources[action.call_id] = CancellationTokenSource()
+                self._sources[call_id] = CancellationTokenSource()
                 later.append(action)
             else:
                 later.append(action)
         return later
 
-    def _write(self, data: bytes) -> None:
-        if self._broken:
+    def _overloaded(self, weight: int) -> str:
+        return (
+            f"server overloaded: {self._inflight} bytes of tool-call arguments are in flight "
+            f"and this request adds {weight}, over the limit of {self._cap}; retry later, or "
+            "raise the limit (toolnexus serve --max-inflight-bytes, or max_inflight_bytes)"
+        )
+
+    def _write(self, action: Send) -> None:
+        if self._broken or self._ended:
             return
+        try:
+            data = action.to_bytes()
+        except Exception as exc:  # MemoryError encoding a huge result: answer it anyway
+            _log.error("toolnexus mcp: cannot encode a message: %s", exc)
+            message_id = action.message.get("id")
+            if "method" in action.message or message_id is None:
+                return  # a notification or a request of ours: nobody waits on an answer
+            data = Send(_internal_error(message_id, f"cannot encode the answer: {exc!r}")
+                        ).to_bytes()
         try:
             self._write_raw(data)
         except (OSError, ValueError) as exc:
             _log.warning("toolnexus mcp: cannot write to stdout (%s); stopping", exc)
             self._broken = True
 
-    def _carry_out(self, actions: list[Action], *, here: bool = False) -> Callable[[], None] | None:
+    # ------------------------------------------------------------------ calls
+
+    def _carry_out(self, actions: list[Action]) -> None:
         """Start and cancel calls (outside the lock: cancelling runs the tool's callbacks,
-        which may report progress). With ``here``, the first call may be returned to run
-        on this thread instead of being handed to a worker."""
-        run_here = None
+        which may report progress)."""
         for action in actions:
             if isinstance(action, StartCall):
-                started = self._start_call(
-                    action, self._sources[action.call_id], here and run_here is None
-                )
-                run_here = run_here or started
+                self._start_call(action, self._sources[action.call_id])
             elif isinstance(action, CancelCall):
                 with self._lock:
                     cancelled = self._sources.get(action.call_id)
                 if cancelled is not None:
                     cancelled.cancel()
-        return run_here
 
-    def _start_call(
-        self, action: StartCall, source: CancellationTokenSource, here: bool
-    ) -> Callable[[], None] | None:
+    def _start_call(self, action: StartCall, source: CancellationTokenSource) -> None:
         """Start the call on the host; whoever settles it writes the answer.
 
-        No thread waits per call: the thread that ran the tool (or the host's watchdog, at
-        a deadline or after a cancel) runs :meth:`_finish_call`. With ``here`` the host may
-        return the call to run on this thread (see :meth:`_lead`).
+        No thread waits per call: the thread that ran the tool (or the host, at a deadline
+        or after a cancel) runs :meth:`_finish_call`.
         """
         call_id = action.call_id
         progress = None
@@ -489,9 +544,8 @@ class _StdioServer:
             self._finish_call(
                 call_id, source, ToolResult.error(f"internal error running '{action.name}': {exc}")
             )
-            return None
+            return
         call.add_done_callback(lambda done: self._finish_call(call_id, source, done.result()))
-        return None
 
     def _finish_call(
         self, call_id: int, source: CancellationTokenSource, result: ToolResult
@@ -500,20 +554,51 @@ class _StdioServer:
         with self._lock:
             if self._sources.get(call_id) is source:
                 del self._sources[call_id]
+            weight = self._weights.pop(call_id, 0)
+            if weight:
+                self._inflight -= weight
             later = self._send_all(self._session.complete_call(call_id, result))
             if self._draining:  # only the shut-down waits on it; notify_all costs ~1 us
                 self._settled.notify_all()
         if later:
             self._carry_out(later)
 
+    # ------------------------------------------------------------------ the end
+
     def _shut_down(self) -> None:
-        deadline = time.monotonic() + self._grace
+        """stdin closed (or a signal came): let running calls answer within the grace
+        period (not after a signal), then cancel what still runs."""
+        if self._stop_code is None:
+            deadline = time.monotonic() + self._grace
+            with self._lock:
+                self._draining = True
+                while self._session.running_calls and not self._broken:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or self._stop_code is not None:
+                        break
+                    self._interruptible = True
+                    try:
+                        self._settled.wait(remaining)
+                    finally:
+                        self._interruptible = False
         with self._lock:
-            self._draining = True
-            while self._session.running_calls and not self._broken:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                self._settled.wait(remaining)
             later = self._send_all(self._session.close())
         self._carry_out(later)
+
+    def _end(self) -> None:
+        """Write nothing more, and end every thread this server started (the host's too)."""
+        # Taking the lock waits for a writer mid-message; a writer stuck on a full pipe is
+        # not waited for long.
+        locked = self._lock.acquire(timeout=_CLOSE_WAIT_S)
+        self._ended = True
+        if locked:
+            self._lock.release()
+        if self._warm_up is not None:
+            self._warm_up.join()
+        if self._host is not None:
+            self._host.close()
+
+
+def _internal_error(message_id: Any, text: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": message_id, "error": {"code": INTERNAL_ERROR,
+                                                          "message": f"internal error: {text}"}}

@@ -1,0 +1,505 @@
+"""The stdio server's promises to hostile and unlucky clients, over real pipes.
+
+It never goes deaf (whatever fails while a line is handled answers that request, and the
+next one is answered too), bounds the argument bytes of calls in flight, exits cleanly on
+SIGINT/SIGTERM and when stdin closes, leaves no thread behind, and answers a burst of 1000
+calls to tools that ignore their deadline exactly once each with a bounded number of
+threads.
+
+The module doubles as the served tool module (``tests/test_mcp_stdio_robustness.py:toolkit``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_helpers import child_env
+
+from toolnexus import Request, Toolkit, ToolResult, tool
+from toolnexus.context import ToolContext
+from toolnexus.mcp import ServerSession, serve_stdio
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT = 60.0  # an upper bound for anything to arrive; never a measured duration
+MODERN = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+}
+DEPTH = 700  # deeper than the session can walk with Python recursion
+
+# --------------------------------------------------------------------------- the served tools
+
+_stats_lock = threading.Lock()
+_invocations = 0
+_peak_threads = 0
+_never = threading.Event()  # nothing sets it: waits on it are plain blocking work
+_released = threading.Event()
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@tool
+def deploy(ctx: ToolContext) -> ToolResult:
+    """Ask which environment, then deploy there."""
+    if ctx.answer is not None:
+        return ToolResult.ok(f"deployed to {ctx.answer.value('env', str)}")
+    schema = {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}
+    return ToolResult.pending(Request("input", "Which environment?", data={"schema": schema}))
+
+
+@tool
+def sleepy(ms: int) -> str:
+    """Work ms milliseconds, never looking at the token; counts itself and the threads."""
+    global _invocations, _peak_threads
+    with _stats_lock:
+        _invocations += 1
+        _peak_threads = max(_peak_threads, threading.active_count())
+    _never.wait(ms / 1000)  # stands for ms of work that ignores cancellation
+    return f"slept {ms} ms"
+
+
+@tool
+def stats() -> str:
+    """How many sleepy calls started, and the most threads one of them saw."""
+    with _stats_lock:
+        return json.dumps({"invocations": _invocations, "peak_threads": _peak_threads})
+
+
+@tool
+def hold(pad: str) -> str:
+    """Hold the call (and its arguments) until release is called."""
+    _released.wait(TIMEOUT)
+    return f"held {len(pad)} bytes"
+
+
+@tool
+def release() -> str:
+    """Let the held calls finish."""
+    _released.set()
+    return "released"
+
+
+@tool
+def stubborn() -> str:
+    """Ignore cancellation for an hour."""
+    _never.wait(3600)
+    return "never"
+
+
+toolkit = Toolkit([add, deploy, sleepy, stats, hold, release, stubborn])
+
+# --------------------------------------------------------------------------- a tiny client
+
+
+class Client:
+    """A server in a subprocess, with a line reader on its stdout."""
+
+    def __init__(self, *command: str) -> None:
+        if not command or command[0].startswith("-"):
+            command = ("-m", "toolnexus", "serve", "tests/test_mcp_stdio_robustness.py:toolkit",
+                       *command)
+        self.process = subprocess.Popen(
+            [sys.executable, *command], cwd=ROOT, env=child_env(),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+        self.stderr = b""
+        self._stderr_done = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        self.stderr = self.process.stderr.read()
+        self._stderr_done.set()
+
+    def send(self, message: Any) -> None:
+        data = message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n"
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def receive(self) -> dict[str, Any]:
+        line = self.lines.get(timeout=TIMEOUT)
+        assert line is not None, f"the server closed stdout; stderr: {self.stderr!r}"
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def request(self, rid: Any, method: str, params: Any = None) -> dict[str, Any]:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return self.receive()
+
+    def call(self, rid: Any, name: str, arguments: Any, **params: Any) -> dict[str, Any]:
+        return self.request(rid, "tools/call",
+                            {"name": name, "arguments": arguments, "_meta": MODERN, **params})
+
+    def assert_alive(self, rid: Any = "alive") -> None:
+        """The server still answers: a ping gets its answer."""
+        assert self.request(rid, "ping") == {"jsonrpc": "2.0", "id": rid, "result": {}}
+
+    def wait(self) -> int:
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            self.process.stdin.close()
+        code = self.process.wait(timeout=TIMEOUT)
+        self._stderr_done.wait(TIMEOUT)
+        return code
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=TIMEOUT)
+
+
+@pytest.fixture
+def client() -> Any:
+    running = Client()
+    yield running
+    running.kill()
+
+
+def nested(depth: int) -> Any:
+    value: Any = "deep"
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def deep_json(depth: int) -> str:
+    return '{"a":' * depth + '"deep"' + "}" * depth
+
+
+# --------------------------------------------------------------------------- never deaf
+
+
+def test_a_legacy_elicitation_answer_nested_too_deep_answers_the_call(client: Client) -> None:
+    client.request(0, "initialize", {"protocolVersion": "2025-11-25",
+                                     "capabilities": {"elicitation": {}}})
+    client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    client.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                 "params": {"name": "deploy", "arguments": {}}})
+    asked = client.receive()
+    assert asked["method"] == "elicitation/create"
+    client.send(('{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"env":%s}}}\n'
+                 % (json.dumps(asked["id"]), deep_json(DEPTH))).encode())
+    answer = client.receive()
+    assert answer["id"] == 1 and answer["error"]["code"] == -32602
+    assert "nested too deeply" in answer["error"]["message"]
+    client.assert_alive()
+    # The request id is free again: nothing of the failed call is left in the session.
+    again = client.request(1, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    assert again["result"]["content"][0]["text"] == "3"
+
+
+def test_a_modern_input_response_nested_too_deep_is_answered(client: Client) -> None:
+    first = client.call(1, "deploy", {})
+    state = first["result"]["requestState"]
+    (question,) = first["result"]["inputRequests"]
+    params = json.dumps({"name": "deploy", "arguments": {}, "requestState": state,
+                         "_meta": MODERN})
+    responses = '{"%s":{"action":"accept","content":{"env":%s}}}' % (question, deep_json(DEPTH))
+    line = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":%s,"inputResponses":%s}}' % (
+        params[:-1], responses)
+    client.send(line.encode() + b"\n")
+    answer = client.receive()
+    assert answer["id"] == 2 and answer["error"]["code"] == -32602
+    client.assert_alive()
+
+
+def test_deep_arguments_on_a_modern_retry_are_answered(client: Client) -> None:
+    first = client.call(1, "deploy", {})
+    state = first["result"]["requestState"]
+    answer = client.call(2, "deploy", {"x": nested(DEPTH)}, requestState=state,
+                         inputResponses={})
+    assert answer["id"] == 2 and answer["error"]["code"] == -32602
+    client.assert_alive()
+
+
+def test_deep_arguments_on_a_plain_call_are_an_error_result(client: Client) -> None:
+    answer = client.call(1, "add", {"a": nested(DEPTH), "b": 1})
+    assert answer["id"] == 1
+    assert answer.get("result", {}).get("isError") or answer.get("error")
+    client.assert_alive()
+
+
+FAULTY_SERVER = """
+import sys
+from toolnexus.mcp import ServerSession, serve_stdio
+sys.path.insert(0, "tests")
+from test_mcp_stdio_robustness import toolkit
+
+receive, receive_line = ServerSession.receive, ServerSession.receive_line
+FAULTS = {"explode": MemoryError, "recurse": RecursionError, "bug": RuntimeError}
+
+def faulty_receive(self, message):
+    fault = FAULTS.get(message.get("method")) if isinstance(message, dict) else None
+    if fault is not None:
+        raise fault("injected")
+    return receive(self, message)
+
+def faulty_receive_line(self, line):
+    if b"line-bomb" in bytes(line):
+        raise MemoryError("injected")
+    return receive_line(self, line)
+
+ServerSession.receive = faulty_receive
+ServerSession.receive_line = faulty_receive_line
+raise SystemExit(serve_stdio(toolkit))
+"""
+
+
+@pytest.fixture
+def faulty(tmp_path: Path) -> Any:
+    script = tmp_path / "faulty_server.py"
+    script.write_text(textwrap.dedent(FAULTY_SERVER))
+    running = Client(str(script))
+    yield running
+    running.kill()
+
+
+@pytest.mark.parametrize(
+    "method, code",
+    [("explode", -32603), ("recurse", -32602), ("bug", -32603)],
+)
+def test_any_failure_handling_a_request_answers_it_and_reading_goes_on(
+    faulty: Client, method: str, code: int
+) -> None:
+    for rid in (f"{method}-1", 17):
+        answer = faulty.request(rid, method, {"_meta": MODERN})
+        assert answer["id"] == rid and answer["error"]["code"] == code
+        faulty.assert_alive(f"ping-after-{rid}")
+    # A notification that fails is dropped: the next answer is the ping's.
+    faulty.send({"jsonrpc": "2.0", "method": method})
+    faulty.assert_alive("ping-after-notification")
+    assert faulty.wait() == 0
+
+
+def test_a_failure_the_session_cannot_catch_is_answered_by_the_reader(faulty: Client) -> None:
+    faulty.send(b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"line-bomb"}}\n')
+    answer = faulty.receive()
+    assert answer["id"] is None and answer["error"]["code"] == -32603
+    assert "MemoryError" in answer["error"]["message"]
+    faulty.assert_alive()
+    assert faulty.wait() == 0
+
+
+def test_a_failed_legacy_answer_frees_its_call_in_process() -> None:
+    session = ServerSession(toolkit)
+    session.receive({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}}})
+    session.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    (start,) = session.receive({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                "params": {"name": "deploy", "arguments": {}}})
+    schema = {"type": "object", "properties": {"env": {"type": "string"}}}
+    (ask,) = session.complete_call(
+        start.call_id, ToolResult.pending(Request("input", "Env?", data={"schema": schema})))
+    line = '{"jsonrpc":"2.0","id":"%s","result":{"action":"accept","content":{"env":%s}}}' % (
+        ask.message["id"], deep_json(DEPTH))
+    (answer,) = session.receive_line(line)
+    assert answer.message["id"] == 1 and answer.message["error"]["code"] == -32602
+    assert session.running_calls == 0
+    assert "0 call(s) in flight" in repr(session)
+
+
+# --------------------------------------------------------------------------- the byte cap
+
+
+def test_arguments_over_the_in_flight_cap_are_answered_overloaded() -> None:
+    client = Client("--max-inflight-bytes", "4K")
+    try:
+        pad = "x" * 2500
+        client.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                     "params": {"name": "hold", "arguments": {"pad": pad}, "_meta": MODERN}})
+        refused = client.call(2, "hold", {"pad": pad})  # 2 x 2.5 KB > 4 KiB
+        assert refused["id"] == 2 and refused["error"]["code"] == -32603
+        message = refused["error"]["message"]
+        assert message.startswith("server overloaded:") and "limit of 4096" in message
+        assert "--max-inflight-bytes" in message
+        client.assert_alive()
+        assert client.call(3, "release", {})["result"]["content"][0]["text"] == "released"
+        held = client.receive()
+        assert held["id"] == 1 and held["result"]["content"][0]["text"] == "held 2500 bytes"
+        # The bytes of the finished call are free again: the same request now runs.
+        again = client.call(4, "hold", {"pad": pad})
+        assert again["result"]["content"][0]["text"] == "held 2500 bytes"
+        assert client.wait() == 0
+    finally:
+        client.kill()
+
+
+def test_a_bad_cap_is_a_usage_error() -> None:
+    client = Client("--max-inflight-bytes", "lots")
+    assert client.wait() == 2
+    assert b"--max-inflight-bytes" in client.stderr and b"positive number" in client.stderr
+
+
+def test_serve_stdio_refuses_a_bad_cap() -> None:
+    import io
+
+    with pytest.raises(ValueError, match="max_inflight_bytes must be an int >= 1"):
+        serve_stdio(toolkit, stdin=io.StringIO(""), stdout=io.StringIO(), max_inflight_bytes=0)
+
+
+# --------------------------------------------------------------------------- signals, the end
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("round_", range(3))
+def test_a_signal_after_a_finished_call_exits_cleanly(signum: int, code: int,
+                                                      round_: int) -> None:
+    client = Client()
+    try:
+        assert client.call(1, "add", {"a": 1, "b": 2})["result"]["content"][0]["text"] == "3"
+        client.process.send_signal(signum)
+        assert client.wait() == code
+        assert b"Fatal Python error" not in client.stderr
+        assert b"Traceback" not in client.stderr
+    finally:
+        client.kill()
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_a_tool_ignores_cancellation_exits_cleanly(signum: int,
+                                                                  code: int) -> None:
+    client = Client()
+    try:
+        client.assert_alive()
+        client.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                     "params": {"name": "stubborn", "arguments": {}, "_meta": MODERN}})
+        client.assert_alive("ping-while-stubborn")  # the call was read and started
+        client.process.send_signal(signum)
+        assert client.wait() == code
+        assert b"Fatal Python error" not in client.stderr
+    finally:
+        client.kill()
+
+
+def test_closing_stdin_answers_the_calls_in_flight_and_exits(client: Client) -> None:
+    client.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                 "params": {"name": "sleepy", "arguments": {"ms": 50}, "_meta": MODERN}})
+    client.assert_alive()
+    assert client.wait() == 0
+    answer = client.receive()
+    assert answer["id"] == 1 and answer["result"]["content"][0]["text"] == "slept 50 ms"
+    assert client.lines.get(timeout=TIMEOUT) is None
+    assert b"Fatal Python error" not in client.stderr
+
+
+def test_serve_stdio_leaves_no_thread_behind() -> None:
+    before = set(threading.enumerate())
+    read_in, write_in = os.pipe()
+    read_out, write_out = os.pipe()
+    codes: list[int] = []
+
+    def serve() -> None:
+        with open(read_in, "rb") as stdin, open(write_out, "wb") as stdout:
+            codes.append(serve_stdio(toolkit, stdin=stdin, stdout=stdout, timeout_ms=20_000))
+
+    server = threading.Thread(target=serve, name="test-serve")
+    server.start()
+    with open(write_in, "wb") as to_server, open(read_out, "rb") as from_server:
+        for rid in range(1, 21):
+            params = {"name": "sleepy", "arguments": {"ms": rid}, "_meta": MODERN}
+            to_server.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                                        "params": params}).encode() + b"\n")
+        to_server.flush()
+        answered = {json.loads(from_server.readline())["id"] for _ in range(20)}
+        assert answered == set(range(1, 21))
+        to_server.close()
+        assert from_server.readline() == b""  # stdout closed: the server is done
+    server.join(TIMEOUT)
+    assert not server.is_alive() and codes == [0]
+    left = [t for t in threading.enumerate() if t not in before and t is not server]
+    # What serve_stdio owns (its reader, the host's workers) is gone when it returns; the
+    # package's shared timer and dispatcher threads end once idle for a moment.
+    owned = [t.name for t in left if not t.name.startswith(("toolnexus-timer",
+                                                            "toolnexus-dispatch"))]
+    assert owned == []
+    for thread in left:
+        thread.join(TIMEOUT)
+    assert [t.name for t in left if t.is_alive()] == []
+
+
+# --------------------------------------------------------------------------- a burst
+
+
+def _sample_threads(pid: int, stop: threading.Event, peak: list[int]) -> None:
+    status = Path(f"/proc/{pid}/status")
+    while not stop.wait(0.002):
+        try:
+            text = status.read_text()
+        except OSError:
+            return
+        for row in text.splitlines():
+            if row.startswith("Threads:"):
+                peak[0] = max(peak[0], int(row.split()[1]))
+
+
+def test_a_burst_of_1000_token_ignoring_calls_is_answered_once_each_with_bounded_threads(
+) -> None:
+    max_workers, max_stuck = 64, 4  # the host's defaults, which the server uses
+    bound = max_workers + max_stuck + 16  # + timer, dispatchers, main, warm-up
+    client = Client("--timeout", "30")
+    stop = threading.Event()
+    sampled = [0]
+    sampler = threading.Thread(target=_sample_threads, args=(client.process.pid, stop, sampled),
+                               daemon=True)
+    sampler.start()
+    try:
+        rng = random.Random(9)
+        burst = b"".join(
+            json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
+                "name": "sleepy", "arguments": {"ms": rng.randint(50, 200)}, "_meta": MODERN,
+            }}).encode() + b"\n"
+            for rid in range(1000)
+        )
+        client.send(burst)
+        answers = [client.receive() for _ in range(1000)]
+        counts = Counter(answer["id"] for answer in answers)
+        assert sorted(counts) == list(range(1000)) and set(counts.values()) == {1}
+        texts = [answer["result"]["content"][0]["text"] for answer in answers]
+        refused = [t for t in texts if t.startswith("host overloaded")
+                   or "never started" in t]
+        started = len(texts) - len(refused)
+        # Once every call is answered, every tool body that will ever run has started.
+        rid = 1000
+        while True:
+            rid += 1
+            answer = client.call(rid, "stats", {})
+            text = answer["result"]["content"][0]["text"]
+            if not text.startswith("host overloaded"):
+                break
+            client.assert_alive(f"wait-{rid}")  # stuck workers still drain; ask again
+        numbers = json.loads(text)
+        assert numbers["invocations"] == started
+        assert numbers["peak_threads"] <= bound
+        assert sampled[0] <= bound
+        assert client.wait() == 0
+        assert b"Fatal Python error" not in client.stderr
+    finally:
+        stop.set()
+        client.kill()
