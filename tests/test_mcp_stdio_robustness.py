@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import child_env
 
+from cli_helpers import child_env
 from toolnexus import Request, Toolkit, ToolResult, tool
 from toolnexus.context import ToolContext
 from toolnexus.mcp import ServerSession, serve_stdio
@@ -193,6 +193,12 @@ def deep_json(depth: int) -> str:
     return '{"a":' * depth + '"deep"' + "}" * depth
 
 
+def with_deep(message: Any) -> bytes:
+    """``message`` as a line, its ``"@DEEP@"`` string replaced by data nested ``DEPTH`` deep
+    (built as text: ``json.dumps`` itself cannot nest that deep)."""
+    return json.dumps(message).replace('"@DEEP@"', deep_json(DEPTH)).encode() + b"\n"
+
+
 # --------------------------------------------------------------------------- never deaf
 
 
@@ -204,8 +210,8 @@ def test_a_legacy_elicitation_answer_nested_too_deep_answers_the_call(client: Cl
                  "params": {"name": "deploy", "arguments": {}}})
     asked = client.receive()
     assert asked["method"] == "elicitation/create"
-    client.send(('{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"env":%s}}}\n'
-                 % (json.dumps(asked["id"]), deep_json(DEPTH))).encode())
+    client.send(with_deep({"jsonrpc": "2.0", "id": asked["id"],
+                           "result": {"action": "accept", "content": {"env": "@DEEP@"}}}))
     answer = client.receive()
     assert answer["id"] == 1 and answer["error"]["code"] == -32602
     assert "nested too deeply" in answer["error"]["message"]
@@ -219,12 +225,10 @@ def test_a_modern_input_response_nested_too_deep_is_answered(client: Client) -> 
     first = client.call(1, "deploy", {})
     state = first["result"]["requestState"]
     (question,) = first["result"]["inputRequests"]
-    params = json.dumps({"name": "deploy", "arguments": {}, "requestState": state,
-                         "_meta": MODERN})
-    responses = '{"%s":{"action":"accept","content":{"env":%s}}}' % (question, deep_json(DEPTH))
-    line = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":%s,"inputResponses":%s}}' % (
-        params[:-1], responses)
-    client.send(line.encode() + b"\n")
+    client.send(with_deep({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "deploy", "arguments": {}, "requestState": state, "_meta": MODERN,
+        "inputResponses": {question: {"action": "accept", "content": {"env": "@DEEP@"}}},
+    }}))
     answer = client.receive()
     assert answer["id"] == 2 and answer["error"]["code"] == -32602
     client.assert_alive()
@@ -317,9 +321,9 @@ def test_a_failed_legacy_answer_frees_its_call_in_process() -> None:
     schema = {"type": "object", "properties": {"env": {"type": "string"}}}
     (ask,) = session.complete_call(
         start.call_id, ToolResult.pending(Request("input", "Env?", data={"schema": schema})))
-    line = '{"jsonrpc":"2.0","id":"%s","result":{"action":"accept","content":{"env":%s}}}' % (
-        ask.message["id"], deep_json(DEPTH))
-    (answer,) = session.receive_line(line)
+    (answer,) = session.receive_line(with_deep({
+        "jsonrpc": "2.0", "id": ask.message["id"],
+        "result": {"action": "accept", "content": {"env": "@DEEP@"}}}))
     assert answer.message["id"] == 1 and answer.message["error"]["code"] == -32602
     assert session.running_calls == 0
     assert "0 call(s) in flight" in repr(session)

@@ -1180,7 +1180,7 @@ _SIZE_UNITS = {"": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g":
 
 def _byte_size(text: str) -> int:
     number = text.strip().lower()
-    digits = number.rstrip("kibmgb")
+    digits = number[: len(number) - len(number.lstrip("0123456789"))] or "x"
     unit = _SIZE_UNITS.get(number[len(digits):])
     if not digits.isdigit() or unit is None or int(digits) * unit < 1:
         raise argparse.ArgumentTypeError(
