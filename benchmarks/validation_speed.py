@@ -40,7 +40,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+if "toolnexus" not in sys.modules:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from toolnexus import Toolkit, tool
 from toolnexus.validation import Validator

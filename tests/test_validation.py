@@ -1163,13 +1163,18 @@ def test_a_pattern_runs_once_per_value_even_when_the_problems_are_explained(
     real = validation._compile_pattern
 
     def counting(source: str) -> Any:
-        test = real(source)
+        search, longest, predicate = real(source)
+        assert search is not None  # this pattern runs on re, called directly by the check
+
+        def counted_search(text: str) -> object:
+            seen.append(text)
+            return search(text)
 
         def counted(text: str) -> bool:
             seen.append(text)
-            return test(text)
+            return predicate(text)
 
-        return counted
+        return counted_search, longest, counted
 
     monkeypatch.setattr(validation, "_compile_pattern", counting)
     v = Validator({
@@ -1183,3 +1188,54 @@ def test_a_pattern_runs_once_per_value_even_when_the_problems_are_explained(
     seen.clear()
     assert v.errors({"sku": "ABC", "n": "1"}) == ['n: expected integer, got string "1"']
     assert seen == ["ABC"]
+
+
+def test_a_typed_string_runs_its_pattern_on_re_only_within_re_s_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # [a-z]+1 without ^ may cost re n*n steps: past its bound a string goes to the linear
+    # engine, also when the check calls re's search directly
+    import toolnexus.validation as validation
+
+    searched: list[int] = []
+    real = validation._compile_pattern
+
+    def counting(source: str) -> Any:
+        search, longest, predicate = real(source)
+        assert search is not None and longest is not None
+
+        def counted_search(text: str) -> object:
+            searched.append(len(text))
+            return search(text)
+
+        return counted_search, longest, predicate
+
+    monkeypatch.setattr(validation, "_compile_pattern", counting)
+    v = Validator({"type": "string", "pattern": "[a-z]+1"})
+    assert v.is_valid("ab1") and not v.is_valid("ab2")
+    assert searched == [3, 3]
+    long = "a" * 40_000
+    assert not v.is_valid(long) and v.is_valid(long + "1")
+    assert v.errors(long) == [f'expected a string matching "[a-z]+1", got {_preview(long)}']
+    assert searched == [3, 3]
+
+
+def _preview(text: str) -> str:
+    return f'string "{text[:37]}..." ({len(text)} characters)'
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "string", "pattern": "^[A-Z]+$"},  # re, called by the typed check
+        {"pattern": "^[A-Z]+$"},  # re, through the keyword's own check
+        {"type": "string", "pattern": "^([A-Z]+)+$"},  # the linear engine only
+    ],
+)
+def test_a_pattern_answers_alike_on_every_path(schema: dict[str, Any]) -> None:
+    v = Validator(schema)
+    for text in ("ABC", "abc", "", "ABC\n", "A" * 30 + "!"):
+        expected = text != "" and text.isupper() and text.isalpha() and text.isascii()
+        assert v.is_valid(text) is expected, text
+        assert (v.errors(text) == []) is expected, text
+    assert v.is_valid(3) is ("type" not in schema)

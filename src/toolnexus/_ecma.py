@@ -60,7 +60,7 @@ from typing import Any, TypeAlias
 
 from .errors import EcmaPatternError
 
-__all__ = ["EcmaPatternError", "compile_pattern"]
+__all__ = ["EcmaPatternError", "compile_pattern", "compile_search"]
 
 _MAX_CODE_POINT = 0x10FFFF
 # Pseudo characters for the determinism analysis: the end of the input, and "this option
@@ -1323,14 +1323,11 @@ def compile_pattern(pattern: str) -> Callable[[str], bool]:
         is_name = compile_pattern("^[a-z]+$")
         assert is_name("abc") and not is_name("abc\\n")
     """
-    matcher = _compile(pattern)
-    if isinstance(matcher, _LinearMatcher):
-        return matcher
+    search, longest, predicate = compile_search(pattern)
+    if search is None:
+        return predicate
     # A closure, not the object: calling an instance costs more than the search itself.
-    search = matcher.search
-    fallback = matcher.fallback
-    longest = matcher.longest
-    if fallback is None or longest is None:
+    if longest is None:
 
         def check(text: str) -> bool:
             return search(text) is not None
@@ -1339,10 +1336,44 @@ def compile_pattern(pattern: str) -> Callable[[str], bool]:
 
         def check(text: str) -> bool:
             if len(text) > longest:
-                return fallback(text)
+                return predicate(text)
             return search(text) is not None
 
     return check
+
+
+#: What :func:`compile_search` returns: ``(search, longest, predicate)``.
+SearchParts: TypeAlias = tuple[Callable[[str], object] | None, int | None, Callable[[str], bool]]
+
+
+def compile_search(pattern: str) -> SearchParts:
+    """:func:`compile_pattern` in parts, for a caller that runs the common case inline.
+
+    Returns ``(search, longest, predicate)``. ``predicate`` answers for any string, as
+    :func:`compile_pattern`'s does. When ``search`` is not None, ``search(text) is not
+    None`` is the same answer, from Python's ``re`` directly, for a ``text`` of at most
+    ``longest`` characters (of any length when ``longest`` is None): within that bound
+    ``re`` cannot hold the interpreter past :data:`_BACKTRACKING_BUDGET`, so a caller must
+    ask ``predicate`` (the linear engine) for a longer ``text``. Raises as
+    :func:`compile_pattern` does.
+
+    Example::
+
+        search, longest, predicate = compile_search("^[a-z]+$")
+        assert search is not None and longest == 25_000 and search("abc") is not None
+    """
+    matcher = _compile(pattern)
+    if isinstance(matcher, _LinearMatcher):
+        return None, None, matcher
+    fallback = matcher.fallback
+    if fallback is None or matcher.longest is None:
+        search = matcher.search
+
+        def predicate(text: str) -> bool:
+            return search(text) is not None
+
+        return search, None, predicate
+    return matcher.search, matcher.longest, matcher
 
 
 def _compile(pattern: str) -> _ReMatcher | _LinearMatcher:

@@ -153,7 +153,7 @@ class EcmaPatternError(InvalidValueError):
         try:
             compile_pattern("(?P<year>[0-9]{4})")
         except EcmaPatternError as exc:
-            assert exc.position == 2
+            assert exc.position == 1  # the "?" of "(?P": Python syntax, not ECMA-262
     """
 
     def __init__(self, pattern: str, position: int | None, reason: str) -> None:

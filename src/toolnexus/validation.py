@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import sys
 from collections.abc import Callable, Mapping, Set
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,8 @@ from .errors import InvalidValueError, SchemaError
 
 if TYPE_CHECKING:
     from fractions import Fraction
+
+    from ._ecma import SearchParts
 
 __all__ = [
     "ANNOTATION_KEYWORDS",
@@ -643,11 +646,12 @@ class _Resources:
         return scope + added if added else scope
 
 
-def _compile_pattern(source: str) -> Callable[[str], bool]:
-    """The one place that turns a ``pattern`` into a predicate (ECMA-262, never stalling)."""
-    from ._ecma import compile_pattern
+def _compile_pattern(source: str) -> SearchParts:
+    """The one place that compiles a ``pattern`` (ECMA-262, never stalling): ``(search,
+    longest, predicate)`` as :func:`toolnexus._ecma.compile_search` describes them."""
+    from ._ecma import compile_search
 
-    return compile_pattern(source)
+    return compile_search(source)
 
 
 # --------------------------------------------------------------------------- the compiler
@@ -671,7 +675,7 @@ class _Compiler:
         # the dynamic scope of the node being compiled: ($dynamicAnchor name, resource) pairs
         # of the resources entered so far, outermost first; () unless a $dynamicRef exists
         self.scope: _Scope = ()
-        self.patterns: dict[str, Callable[[str], bool]] = {}
+        self.patterns: dict[str, _Pattern] = {}
         # keeps every compiled schema object alive, so an id() is never reused meanwhile
         self.keep: list[Any] = []
         # what `true`, `{}` and unlisted properties or items compile to: any value nested
@@ -855,9 +859,9 @@ class _Compiler:
             add(self.const_check(const))
         if checking & _NUMBER_KEYWORDS:
             add_number_checks(self, schema, pointer, add)
-        pattern_test: Callable[[str], bool] | None = None
+        pattern: _Pattern | None = None
         if checking & _STRING_KEYWORDS:
-            pattern_test = add_string_checks(self, schema, pointer, add)
+            pattern = add_string_checks(self, schema, pointer, add)
         if asserts_format:
             add(self.format_check(schema, pointer))
 
@@ -950,7 +954,7 @@ class _Compiler:
         if type_ok is not None and not (folded_object or folded_array):
             oks.insert(0, type_ok)
         node.ok = _fused_scalar(
-            schema, type_names, checking, pattern_test, asserts_format
+            schema, type_names, checking, pattern, asserts_format
         ) or _all_of(oks)
         node.explain = _node_explain(type_ok, type_names, explains)
         if not _covers_depth(
@@ -1083,8 +1087,8 @@ class _Compiler:
 
         return _leaf(ok, message)
 
-    def pattern(self, source: Any, pointer: str, keyword: str) -> Callable[[str], bool]:
-        """A predicate for an ECMA-262 pattern, remembering its last answer (see _remember)."""
+    def pattern(self, source: Any, pointer: str, keyword: str) -> _Pattern:
+        """An ECMA-262 pattern compiled once per schema, remembering its last answers."""
         if not isinstance(source, str):
             raise self.fail(
                 pointer, keyword, f"{keyword!r} patterns must be strings, got {_describe(source)}"
@@ -1094,7 +1098,7 @@ class _Compiler:
             from ._ecma import EcmaPatternError
 
             try:
-                test = _remember(_compile_pattern(source))
+                test = _Pattern(_compile_pattern(source))
             except EcmaPatternError as exc:
                 where = f" at position {exc.position}" if exc.position is not None else ""
                 raise self.fail(
@@ -1185,7 +1189,7 @@ class _Compiler:
         patterns: list[tuple[Callable[[str], bool], _Node]] = []
         if "patternProperties" in schema:
             for source, sub in self.schema_map(schema, "patternProperties", pointer).items():
-                test = self.pattern(source, pointer, "patternProperties")
+                test = self.pattern(source, pointer, "patternProperties").test
                 where = f"{pointer}/patternProperties/{_escape(source)}"
                 patterns.append((test, self.child(sub, where, level)))
         required: list[str] = []
@@ -1954,7 +1958,7 @@ def _fused_scalar(
     schema: Mapping[str, Any],
     type_names: tuple[str, ...] | None,
     checking: Set[str],
-    pattern_test: Callable[[str], bool] | None,
+    pattern: _Pattern | None,
     asserts_format: bool,
 ) -> _Ok | None:
     """One closure for a typed string or number with bounds — the commonest constrained
@@ -1966,18 +1970,7 @@ def _fused_scalar(
     if asserts_format:
         return None
     if type_names == ("string",) and checking <= _FUSED_STRING:
-        shortest = schema.get("minLength", 0)
-        longest = schema.get("maxLength")
-        test = pattern_test
-
-        def string_ok(x: Any, d: int) -> bool:
-            if type(x) is not str and not isinstance(x, str):
-                return False
-            if len(x) < shortest or (longest is not None and len(x) > longest):
-                return False
-            return test is None or test(x)
-
-        return string_ok
+        return _fused_string(schema.get("minLength", 0), schema.get("maxLength"), pattern)
     if (type_names == ("integer",) or type_names == ("number",)) and checking <= _FUSED_NUMBER:
         is_type = _is_integer if type_names == ("integer",) else _is_number
         low = schema.get("minimum")
@@ -2003,6 +1996,50 @@ def _fused_scalar(
     return None
 
 
+def _fused_string(shortest: int, longest: int | None, pattern: _Pattern | None) -> _Ok:
+    """The yes/no check of ``{"type": "string"}`` with minLength/maxLength/pattern."""
+    most = sys.maxsize if longest is None else longest
+    if pattern is None:
+
+        def string_ok(x: Any, d: int) -> bool:
+            if type(x) is not str and not isinstance(x, str):
+                return False
+            return shortest <= len(x) <= most
+
+        return string_ok
+    search = pattern.search
+    if search is None:  # only the linear engine runs this pattern
+        test = pattern.test
+
+        def string_test_ok(x: Any, d: int) -> bool:
+            if type(x) is not str and not isinstance(x, str):
+                return False
+            return shortest <= len(x) <= most and test(x)
+
+        return string_test_ok
+    # re runs it directly (no wrapper call per value) on strings within its bound, and the
+    # linear engine beyond; the memo is written here so errors() does not run it again
+    on_re = sys.maxsize if pattern.longest is None else pattern.longest
+    beyond = pattern.test
+    memo = pattern
+
+    def string_search_ok(x: Any, d: int) -> bool:
+        if type(x) is not str and not isinstance(x, str):
+            return False
+        size = len(x)
+        if size < shortest or size > most:
+            return False
+        if size > on_re:
+            return beyond(x)
+        if search(x) is None:
+            memo.failed = x
+            return False
+        memo.passed = x
+        return True
+
+    return string_search_ok
+
+
 def _is_multiple(x: int | float, step: int | float) -> bool:
     if type(x) is int and type(step) is int:
         return x % step == 0
@@ -2026,8 +2063,8 @@ def add_string_checks(
     schema: Mapping[str, Any],
     pointer: str,
     add: Callable[[tuple[_Ok, _Explain]], None],
-) -> Callable[[str], bool] | None:
-    """Add the string keywords' checks; return the ``pattern`` predicate, if any."""
+) -> _Pattern | None:
+    """Add the string keywords' checks; return the compiled ``pattern``, if any."""
     if "minLength" in schema:
         shortest = compiler.count(schema, "minLength", pointer)
         add(_leaf(
@@ -2042,13 +2079,14 @@ def add_string_checks(
         ))  # fmt: skip
     if "pattern" not in schema:
         return None
-    test = compiler.pattern(schema["pattern"], pointer, "pattern")
+    pattern = compiler.pattern(schema["pattern"], pointer, "pattern")
+    test = pattern.test
     shown = _json_short(schema["pattern"], 60)
     add(_leaf(
         lambda x, d: not isinstance(x, str) or test(x),
         lambda x, d: f"expected a string matching {shown}, got {_describe(x)}",
     ))  # fmt: skip
-    return test
+    return pattern
 
 
 def add_count_checks(
@@ -2119,26 +2157,35 @@ def _unique_check(max_depth: int) -> tuple[_Ok, _Explain]:
     return _leaf(ok, message)
 
 
-def _remember(test: Callable[[str], bool]) -> Callable[[str], bool]:
-    """``test`` that answers a repeat question about the same string from memory.
+class _Pattern:
+    """A compiled ``pattern`` that answers a repeat question about the same string from
+    memory.
 
-    :meth:`Validator.errors` asks the fast check first and the explaining one after it; with
-    this, a pattern runs once per value, not twice. The memo is one (value, answer) pair
-    replaced in one assignment, so threads sharing a validator read a consistent pair, and
-    a string is immutable, so an identical object has the same answer.
+    :meth:`Validator.errors` asks the fast check first and the explaining one after it;
+    with the memo, a pattern runs once per value, not twice. ``passed`` and ``failed`` are
+    the last string that matched and the last that did not, each written in one
+    assignment: threads sharing a validator may overwrite each other's, but a string is
+    immutable, so whatever object is found there has that answer. The fast check of a
+    typed string (``_fused_scalar``) runs ``search`` inline and writes the memo itself.
     """
-    memo: tuple[Any, bool] = (None, False)
 
-    def remembered(text: str) -> bool:
-        nonlocal memo
-        last = memo
-        if last[0] is text:
-            return last[1]
-        answer = test(text)
-        memo = (text, answer)
-        return answer
+    __slots__ = ("failed", "longest", "passed", "predicate", "search")
 
-    return remembered
+    def __init__(self, parts: SearchParts) -> None:
+        self.search, self.longest, self.predicate = parts
+        self.passed: str | None = None
+        self.failed: str | None = None
+
+    def test(self, text: str) -> bool:
+        if text is self.passed:
+            return True
+        if text is self.failed:
+            return False
+        if self.predicate(text):
+            self.passed = text
+            return True
+        self.failed = text
+        return False
 
 
 def _property_names(names: _Node) -> tuple[_Ok, _Explain]:
