@@ -210,6 +210,7 @@ class Call:
         "_loop",
         "_outcome",
         "_owner",
+        "_owner_future",
         "_owner_thread",
         "_progress",
         "_question",
@@ -250,6 +251,7 @@ class Call:
         self._event: threading.Event | None = None
         self._owner: Callable[[], object] | None = None  # wakes the owner for deferred effects
         self._owner_thread = 0
+        self._owner_future: asyncio.Future[None] | None = None
         self._deferred: list[Effect] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Future[Any] | None = None
@@ -397,13 +399,15 @@ class Call:
         if token.can_be_cancelled:
             self._registration = token.register(self._caller_cancelled)
 
-    def own(self, wake: Callable[[], object], loop: asyncio.AbstractEventLoop | None = None
-            ) -> None:
+    def own(self, wake: Callable[[], object], loop: asyncio.AbstractEventLoop | None = None,
+            settled: asyncio.Future[None] | None = None) -> None:
         """Make the caller the owner: effects are queued for it and ``wake()`` tells it
-        (``Host.call`` blocks on them; ``Host.acall`` drains them on ``loop``)."""
+        (``Host.call`` blocks on them; ``Host.acall`` drains them on ``loop`` and awaits
+        ``settled``, resolved once the call is settled)."""
         self._owner = wake
         self._owner_thread = threading.get_ident()
         self._loop = loop
+        self._owner_future = settled
 
     def launch(self) -> None:
         """Start the first attempt: queue it for a worker (or run it here / on the loop)."""
@@ -443,9 +447,17 @@ class Call:
                 self._timer = _timers.schedule(
                     self._deadline, self._deadline_passed(self._attempt), quick=True
                 )
-            self._scope = CancellationTokenSource()
-            assert self.args is not None
-            self._ctx = ToolContext(budget, self._scope.token, self._answer, self._progress)
+            tool = self.tool
+            assert self.args is not None and tool is not None
+            # A token and a context only for a tool that can see them (an async tool run
+            # off its caller's loop is stopped through the token): they cost as much as
+            # the rest of the set-up.
+            if tool.takes_context or (tool.is_async and self._runner != ON_LOOP):
+                scope = self._scope = CancellationTokenSource()
+                self._ctx = ToolContext(budget, scope.token, self._answer, self._progress) \
+                    if tool.takes_context else None
+            else:
+                self._scope = self._ctx = None
         runner = self._runner
         if runner == INLINE:
             self.run()
@@ -467,13 +479,15 @@ class Call:
             self._inside = True
             self._worker = current_worker() if self._runner == ON_POOL else None
             tool, args, ctx, context = self.tool, self.args, self._ctx, self._context
-        assert tool is not None and context is not None and ctx is not None
+        assert tool is not None and context is not None
         try:
             if tool.is_async:
                 from . import _aio
 
+                scope = self._scope
+                assert scope is not None
                 value = context.run(_aio.run_private, _aio.drive(tool.acall(args, ctx),
-                                                                 ctx.cancellation_token))
+                                                                 scope.token))
                 if value is _aio.CANCELLED:
                     value = _NO_WORDS
             else:
@@ -489,19 +503,9 @@ class Call:
             if self._state != QUEUED:
                 return
             self._state = RUNNING
-            coro = _guarded(self.tool.acall(self.args or {}, self._ctx))
+            coro = _on_loop(self, self.tool.acall(self.args or {}, self._ctx))
         # Created on the owner's loop from the caller's task: it inherits the caller's context.
-        task = loop.create_task(coro)
-        self._task = task
-        task.add_done_callback(self._task_done)
-
-    def _task_done(self, task: asyncio.Future[Any]) -> None:
-        if task.cancelled():
-            value: Any = _NO_WORDS
-        else:
-            exc = task.exception()
-            value = exc if exc is not None else task.result()
-        self._returned(value)
+        self._task = loop.create_task(coro)
 
     def _returned(self, value: Any) -> None:
         """The attempt's tool returned ``value`` (a result, or what it raised)."""
@@ -688,11 +692,7 @@ class Call:
     def _forget_task(self) -> None:
         task = self._task
         if task is not None:
-            from . import _aio
-
-            task.remove_done_callback(self._task_done)
-            task.add_done_callback(_aio.swallow)
-            task.cancel()
+            task.cancel()  # its late return is reported and discarded (see _on_loop)
 
     # ------------------------------------------------------------------ questions
 
@@ -805,6 +805,8 @@ class Call:
         if callbacks:
             for fn in callbacks:
                 self._run_callback(fn)
+        if self._owner_future is not None:  # settling runs on the owner's loop thread
+            _resolve(self._owner_future)
         if wakers:
             for wake in wakers:
                 wake()
@@ -953,18 +955,19 @@ async def _awaited(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
-async def _guarded(awaitable: Awaitable[Any]) -> Any:
-    """Await an async tool so that only its cancellation ends the task as such: whatever
-    else it raises — ``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit`` included — is
-    its value, to become an error result, and never escapes into the caller's loop."""
-    import asyncio
-
+async def _on_loop(call: Call, awaitable: Awaitable[Any]) -> None:
+    """Run an async tool as a task on its caller's loop and report what it did to ``call``
+    from inside the task (a done callback would cost the caller another loop turn).
+    Whatever the tool raises — ``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``
+    included — becomes its value, an error result, and never escapes into the loop; its
+    cancellation means it said nothing of its own."""
     try:
-        return await awaitable
-    except asyncio.CancelledError:
-        raise
+        value = await awaitable
     except BaseException as exc:  # a tool's failure is a result
-        return exc
+        import asyncio
+
+        value = _NO_WORDS if isinstance(exc, asyncio.CancelledError) else exc
+    call._returned(value)
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

@@ -131,11 +131,6 @@ def _check_token(token: object) -> CancellationToken:
     return token
 
 
-def _resolve(future: Any) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
 def _run_blocking(coro_fn: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
     from ._aio import run_blocking
 
@@ -516,10 +511,9 @@ class Host:
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
                 loop.call_soon_threadsafe(drain)
 
-        call.own(wake, loop)
         # Settling runs on this loop's thread (drained here, or run directly when the loop
         # itself made the transition): either way it resolves the future.
-        call.add_done_callback(lambda _: _resolve(settled))
+        call.own(wake, loop, settled)
         call.launch()
         try:
             await settled

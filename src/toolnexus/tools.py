@@ -175,6 +175,7 @@ class Tool(Generic[P, R]):
     _prepare: Callable[[Any], Any] | None = field(init=False, repr=False, compare=False)
     _prefix: str = field(init=False, repr=False, compare=False)
     _is_async: bool = field(init=False, repr=False, compare=False)
+    _takes_ctx: bool = field(init=False, repr=False, compare=False)
     _fixed: frozenset[str] = field(init=False, repr=False, compare=False)
     _wrapped: bool = field(init=False, repr=False, compare=False)
     _output_check: Any = field(init=False, repr=False, compare=False)
@@ -239,11 +240,29 @@ class Tool(Generic[P, R]):
         set_(self, "_prepare", _null_stripper(self.input_schema))
         set_(self, "_prefix", f"invalid arguments for {self.name!r}: ")
         set_(self, "_is_async", _is_async_callable(self.fn))
+        set_(self, "_takes_ctx", _contract_takes_ctx(self.fn) if signature is None
+             else signature.ctx_name is not None)
 
     def _compile_on_first_use(self, instance: Any) -> list[str]:
         errors = _compile_validator(self.input_schema)
         object.__setattr__(self, "_errors", errors)
         return errors(instance)
+
+    @property
+    def takes_context(self) -> bool:
+        """True when the function receives a :class:`ToolContext` (a host builds one per
+        call only for such tools).
+
+        Example::
+
+            >>> @tool
+            ... def add(a: int, b: int) -> int:
+            ...     "Add."
+            ...     return a + b
+            >>> add.takes_context
+            False
+        """
+        return self._takes_ctx
 
     @property
     def is_async(self) -> bool:
@@ -537,17 +556,19 @@ def _run_to_completion(awaitable: Any) -> Any:
     return outcome.get("value")
 
 
-def _contract_invoke(fn: Callable[..., Any]) -> Invoke:
-    """How to call a function given directly to Tool(): the contract ``fn(args, ctx)``."""
-    takes_ctx = True
+def _contract_takes_ctx(fn: Callable[..., Any]) -> bool:
+    """Whether a function given directly to Tool() takes the ``ctx`` of ``fn(args, ctx)``."""
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
-        params = None
-    if params is not None:
-        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        takes_ctx = len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
-    if takes_ctx:
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+def _contract_invoke(fn: Callable[..., Any]) -> Invoke:
+    """How to call a function given directly to Tool(): the contract ``fn(args, ctx)``."""
+    if _contract_takes_ctx(fn):
         return lambda fn, args, ctx: fn(args, ctx)
     return lambda fn, args, ctx: fn(args)
 
