@@ -5,15 +5,14 @@ the host's deadline holds for a tool that ignores its token."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 
 import pytest
 
 from bridge_tools import Tools
+from extras import require
 
-if os.environ.get("TOOLNEXUS_REQUIRE_BRIDGES") != "1":
-    pytest.importorskip("langgraph", reason="the bridges extra is not installed")
+require("TOOLNEXUS_REQUIRE_BRIDGES", "bridges", "langgraph")
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from bridge_tools import Tools
+from extras import require
 
-if os.environ.get("TOOLNEXUS_REQUIRE_BRIDGES") != "1":
-    pytest.importorskip("agents", reason="the bridges extra is not installed")
+require("TOOLNEXUS_REQUIRE_BRIDGES", "bridges", "agents")
 
 from agents import Agent, Runner, set_tracing_disabled
 from agents.items import ModelResponse

@@ -4,16 +4,15 @@ host's deadline holds for a tool that ignores its token."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from bridge_tools import Tools
+from extras import require
 
-if os.environ.get("TOOLNEXUS_REQUIRE_BRIDGES") != "1":
-    pytest.importorskip("pydantic_ai", reason="the bridges extra is not installed")
+require("TOOLNEXUS_REQUIRE_BRIDGES", "bridges", "pydantic_ai")
 
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.messages import (

@@ -8,33 +8,24 @@ TOOLNEXUS_REQUIRE_INTEROP=1 (CI sets it).
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from extras import require
 from toolnexus import Request, Toolkit, ToolResult, tool
 from toolnexus.context import ToolContext
 from toolnexus.mcp import HttpServer
 
 pytestmark = pytest.mark.interop
 
-try:
-    import anyio
-    import mcp.types as types
-    from mcp import Client
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    if os.environ.get("TOOLNEXUS_REQUIRE_INTEROP") == "1":
-        pytest.fail(
-            f"TOOLNEXUS_REQUIRE_INTEROP=1 but the MCP SDK cannot be imported ({exc}); "
-            "install the extra: pip install '.[test,interop]'",
-            pytrace=False,
-        )
-    pytest.skip(
-        "the MCP SDK is not installed (pip install '.[test,interop]')", allow_module_level=True
-    )
+require("TOOLNEXUS_REQUIRE_INTEROP", "interop", "anyio", "mcp")
+
+import anyio
+import mcp.types as types
+from mcp import Client
 
 TIMEOUT = 10.0  # an upper bound for each step; never a measured duration
 MODES = ["legacy", "2026-07-28"]

@@ -16,22 +16,15 @@ from typing import Any
 
 import pytest
 
+from extras import require
+
 pytestmark = pytest.mark.interop
 
-try:
-    import anyio
-    import mcp.types as types
-    from mcp import Client, StdioServerParameters
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    if os.environ.get("TOOLNEXUS_REQUIRE_INTEROP") == "1":
-        pytest.fail(
-            f"TOOLNEXUS_REQUIRE_INTEROP=1 but the MCP SDK cannot be imported ({exc}); "
-            "install the extra: pip install '.[test,interop]'",
-            pytrace=False,
-        )
-    pytest.skip(
-        "the MCP SDK is not installed (pip install '.[test,interop]')", allow_module_level=True
-    )
+require("TOOLNEXUS_REQUIRE_INTEROP", "interop", "anyio", "mcp")
+
+import anyio
+import mcp.types as types
+from mcp import Client, StdioServerParameters
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 10.0  # an upper bound for each step; never a measured duration

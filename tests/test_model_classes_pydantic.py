@@ -5,27 +5,17 @@ TOOLNEXUS_REQUIRE_INTEROP=1, which makes its absence a failure (CI sets it)."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 
 import pytest
 
+from extras import require
 from toolnexus import Toolkit, tool
 
 pytestmark = pytest.mark.interop
 
-try:
-    import pydantic
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    if os.environ.get("TOOLNEXUS_REQUIRE_INTEROP") == "1":
-        pytest.fail(
-            f"TOOLNEXUS_REQUIRE_INTEROP=1 but pydantic cannot be imported ({exc}); "
-            "install the extra: pip install '.[test,interop]'",
-            pytrace=False,
-        )
-    pytest.skip("pydantic is not installed (pip install '.[test,interop]')",
-                allow_module_level=True)
+require("TOOLNEXUS_REQUIRE_INTEROP", "interop", "pydantic")
 
-
+import pydantic
 
 
 class Item(pydantic.BaseModel):

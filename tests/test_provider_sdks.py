@@ -12,32 +12,25 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from typing import Any
 
 import pytest
 
+from extras import require
 from parts_tools import PNG
 from style_tools import PDF, toolkit
 from toolnexus import Host, TurnResult
 
 pytestmark = pytest.mark.providers
 
-try:
-    import anthropic.types as anthropic_types
-    import google.genai.types as genai
-    import openai.types.chat as chat
-    import openai.types.responses as responses
-    from pydantic import ConfigDict, TypeAdapter
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    if os.environ.get("TOOLNEXUS_REQUIRE_PROVIDERS") == "1":
-        pytest.fail(
-            f"TOOLNEXUS_REQUIRE_PROVIDERS=1 but a provider SDK cannot be imported ({exc}); "
-            "install the extra: pip install '.[test,providers]'",
-            pytrace=False,
-        )
-    pytest.skip("the provider SDKs are not installed (pip install '.[test,providers]')",
-                allow_module_level=True)
+require("TOOLNEXUS_REQUIRE_PROVIDERS", "providers",
+        "anthropic", "google.genai", "openai", "pydantic")
+
+import anthropic.types as anthropic_types
+import google.genai.types as genai
+import openai.types.chat as chat
+import openai.types.responses as responses
+from pydantic import ConfigDict, TypeAdapter
 
 STRICT = ConfigDict(extra="forbid")
 
