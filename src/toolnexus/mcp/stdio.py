@@ -64,10 +64,11 @@ DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_INFLIGHT_BYTES = 64 * 1024 * 1024
 """The most bytes of ``tools/call`` request lines whose calls may run at once.
 
-Parsed arguments take several times their JSON size in memory (a list of small numbers
-about 10x), so this bounds what a client can pin to a few hundred MiB. It admits four calls
-of the largest line (:data:`DEFAULT_MAX_LINE_BYTES`) at once, or tens of thousands of
-ordinary ones; a request beyond it is answered ``-32603`` (server overloaded), never lost."""
+Parsed arguments take several times their JSON size in memory (measured: 4.6x for a list
+of numbers, 10x for a list of short strings), so this bounds what a client can pin to a few
+hundred MiB. It admits four calls of the largest line (:data:`DEFAULT_MAX_LINE_BYTES`) at
+once, or tens of thousands of ordinary ones; a request beyond it is answered ``-32603``
+(server overloaded), never lost."""
 
 DEFAULT_GRACE_MS = 1000
 """How long calls still running when stdin closes get to answer before being cancelled."""
@@ -370,6 +371,8 @@ class _StdioServer:
                     signal.signal(signum, old)
 
     def _on_signal(self, signum: int, frame: Any) -> None:
+        if self._ended:
+            return  # already closing the host: nothing left to interrupt
         first = self._stop_code is None
         if first:
             self._stop_code = 128 + signum
@@ -589,8 +592,8 @@ class _StdioServer:
         """Write nothing more, and end every thread this server started (the host's too)."""
         # Taking the lock waits for a writer mid-message; a writer stuck on a full pipe is
         # not waited for long.
-        locked = self._lock.acquire(timeout=_CLOSE_WAIT_S)
         self._ended = True
+        locked = self._lock.acquire(timeout=_CLOSE_WAIT_S)
         if locked:
             self._lock.release()
         if self._warm_up is not None:
