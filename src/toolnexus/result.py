@@ -81,12 +81,14 @@ class ToolResult:
             )
         metadata = self.metadata
         if metadata is not None:
-            if not isinstance(metadata, Mapping):
+            if metadata.__class__ is FrozenDict:
+                pass  # what tools build: no ABC check on the hot path
+            elif not isinstance(metadata, Mapping):
                 raise InvalidTypeError(
                     "ToolResult.metadata must be a mapping (a JSON object) or None, "
                     f"got {type(metadata).__name__}"
                 )
-            if not isinstance(metadata, FrozenDict):
+            elif not isinstance(metadata, FrozenDict):
                 object.__setattr__(self, "metadata", freeze(metadata))
             if not self.is_error and isinstance(metadata.get(PENDING_KEY), Request):
                 # A suspension has no usable answer yet; a host reading is_error alone
