@@ -20,7 +20,6 @@ from toolnexus import (
     CancellationTokenRegistration,
     CancellationTokenSource,
     OperationCancelledError,
-    ToolContext,
     ToolnexusError,
 )
 
@@ -695,24 +694,6 @@ def test_the_docstring_examples_in_cancellation_run():
     failed, attempted = doctest.testmod(module, optionflags=flags)
     assert attempted > 0
     assert failed == 0, "a docstring example failed (see the output above)"
-
-
-def test_a_source_knows_whether_its_token_was_looked_at():
-    looks = [
-        lambda token: token.is_cancellation_requested,
-        lambda token: token.wait(0),
-        lambda token: token.register(lambda: None),
-        lambda token: token.raise_if_cancellation_requested(),
-        lambda token: ToolContext(cancellation_token=token).is_cancelled,
-        lambda token: CancellationTokenSource.linked(token),
-    ]
-    for look in looks:
-        source = CancellationTokenSource()
-        assert not source.is_observed
-        _ = repr(source), source.is_cancellation_requested  # the owner's own reads
-        assert not source.is_observed
-        look(source.token)
-        assert source.is_observed
 
 
 def test_200k_closed_hour_long_timers_keep_no_memory():

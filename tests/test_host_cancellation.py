@@ -396,6 +396,30 @@ def test_a_tool_that_waits_on_its_token_keeps_its_own_words_after_a_cancel():
         assert (call.outcome, call.reason) == ("cancelled", "caller")
 
 
+def test_a_tool_cancelled_before_it_first_looks_at_its_token_still_keeps_its_words():
+    # The grace follows the tool's signature, not timing: a tool that takes a context but
+    # is cancelled before its first look (still setting up) is not taken for a deaf one.
+    started = threading.Event()
+    go = threading.Event()
+
+    @tool
+    def late_listener(ctx: ToolContext) -> str:
+        """Sets up first, then checks its token."""
+        started.set()
+        go.wait(SLACK * 2)
+        return "stopped before step 1" if ctx.is_cancelled else "ran step 1"
+
+    source = CancellationTokenSource()
+    with Host(Toolkit([late_listener]), grace_ms=600_000, cancel_grace_ms=600_000) as host:
+        call = host.submit("late_listener", {}, cancellation_token=source.token)
+        assert started.wait(SLACK)
+        source.cancel()
+        assert not call.done()  # waiting out the grace for a tool that can still hear it
+        go.set()
+        assert call.result(timeout=SLACK).output == "stopped before step 1"
+        assert (call.outcome, call.reason) == ("cancelled", "caller")
+
+
 def test_a_tool_that_registered_a_cancel_callback_gets_the_grace():
     started = threading.Event()
     heard = threading.Event()

@@ -28,8 +28,8 @@ Rules the code below keeps:
 - **A tool that returns within the grace keeps its own result**, whatever it says; only a
   tool still running when the grace ends gets the host's text, and its worker is abandoned
   (counted stuck by its pool until it returns; its late result is discarded). After a
-  cancel the grace goes only to a tool that listens (an async tool; a sync tool that looked
-  at its token): one that never looked is answered at once, and its worker counts stuck
+  cancel the grace goes only to a tool that can listen (an async tool; a sync tool that
+  takes a context): one that cannot is answered at once, and its worker counts stuck
   only if it is still inside the tool when the grace ends.
 """
 
@@ -324,8 +324,8 @@ class Call:
         """Cancel the call (reason ``"caller"``).
 
         A call still queued never starts. A running tool's token is cancelled, and a tool
-        that listens to it gets the host's short cancel grace to return its own result;
-        after that (at once for a sync tool that never looked at its token) the call is
+        that can hear it gets the host's short cancel grace to return its own result;
+        after that (at once for a sync tool that takes no context) the call is
         answered ``cancelled by the caller`` and the tool abandoned. Returns True if the
         call is now cancelled; False if it had finished, or its deadline had already passed
         (the timeout stands).
@@ -652,17 +652,14 @@ class Call:
         return True
 
     def _listening(self) -> bool:
-        """Whether the running tool can hear a cancel: an async tool always does (its task
-        is cancelled); a sync one only if it has looked at its token (read it, waited on it,
-        registered a callback) — a tool that never looked gets no grace."""
+        """Whether the running tool can hear a cancel, decided by the tool alone (never by
+        timing): an async tool always can (its task is cancelled), a sync one only if it
+        takes a context (its token is how it hears). A tool that cannot hear gets no grace."""
         tool = self.tool
-        if tool is not None and tool.is_async:
-            return True
-        scope = self._scope
-        return scope is not None and scope.is_observed
+        return tool is None or tool.is_async or tool.takes_context
 
     def _answer_unheard_locked(self, grace: float) -> list[Effect]:
-        """Cancelled while running a tool that never looked at its token: waiting for it
+        """Cancelled while running a tool that cannot hear it (takes no context): waiting for it
         to return its own words would only delay the answer, so the host answers now. Its
         worker counts as stuck only if the tool is still inside when the grace ends, as it
         would have after waiting."""

@@ -40,14 +40,10 @@ class _State:
     Event (a Condition and two locks) is the costliest part of a source.
     """
 
-    __slots__ = ("callbacks", "can_be_cancelled", "cancelled", "event", "lock", "next_key",
-                 "observed")
+    __slots__ = ("callbacks", "can_be_cancelled", "cancelled", "event", "lock", "next_key")
 
     def __init__(self, can_be_cancelled: bool) -> None:
         self.cancelled = False
-        # Set once a holder of a token looks at it (reads it, waits, registers): a host
-        # gives a cancelled tool its grace only when the tool was listening.
-        self.observed = False
         self.event: threading.Event | None = None
         self.lock = threading.Lock()
         self.callbacks: dict[int, Callable[[], object]] | None = {}
@@ -184,9 +180,7 @@ class CancellationToken:
             >>> CancellationToken.NONE.is_cancellation_requested
             False
         """
-        state = self._state
-        state.observed = True
-        return state.cancelled
+        return self._state.cancelled
 
     @property
     def can_be_cancelled(self) -> bool:
@@ -217,9 +211,7 @@ class CancellationToken:
             >>> source.token.wait(10)
             True
         """
-        state = self._state
-        state.observed = True
-        return state.waitable().wait(timeout)
+        return self._state.waitable().wait(timeout)
 
     def register(self, callback: Callable[[], object]) -> CancellationTokenRegistration:
         """Run ``callback()`` once when the token is cancelled.
@@ -244,7 +236,6 @@ class CancellationToken:
         if not callable(callback):
             raise InvalidTypeError(f"callback must be callable, got {type(callback).__name__}")
         state = self._state
-        state.observed = True
         if not state.can_be_cancelled:
             return CancellationTokenRegistration(None, 0)
         with state.lock:
@@ -270,9 +261,7 @@ class CancellationToken:
               ...
             toolnexus.errors.OperationCancelledError: the operation was cancelled
         """
-        state = self._state
-        state.observed = True
-        if state.cancelled:
+        if self._state.cancelled:
             raise OperationCancelledError()
 
     async def wait_async(self, timeout: float | None = None) -> bool:
@@ -286,7 +275,6 @@ class CancellationToken:
             if not await token.wait_async(timeout=1.0):
                 print("still running")
         """
-        self._state.observed = True
         if self._state.cancelled:
             return True
         if not self._state.can_be_cancelled and timeout is None:
@@ -403,27 +391,6 @@ class CancellationTokenSource:
             False
         """
         return self._state.cancelled
-
-    @property
-    def is_observed(self) -> bool:
-        """True once a holder of :attr:`token` has looked at it: read
-        ``is_cancellation_requested`` (or ``ToolContext.is_cancelled``), waited on it,
-        registered a callback (``linked`` does) or called ``raise_if_cancellation_requested``.
-
-        A host uses it to tell a tool that listens for cancellation from one that never
-        looked (see ``cancel_grace_ms`` in :class:`~toolnexus.host.Host`).
-
-        Example::
-
-            >>> source = CancellationTokenSource()
-            >>> source.is_observed
-            False
-            >>> source.token.is_cancellation_requested
-            False
-            >>> source.is_observed
-            True
-        """
-        return self._state.observed
 
     def cancel(self) -> None:
         """Cancel the token: set the event and run every registered callback once.

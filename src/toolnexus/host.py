@@ -61,10 +61,10 @@ _log = logging.getLogger("toolnexus")
 WaitFor = Callable[[Request], "Answer | Awaitable[Answer]"]
 
 _DEFAULT_GRACE_MS = 100
-# How long a caller's cancel waits for a listening tool to return its own result: a tool
-# that polls its token every few milliseconds makes it; one that listens but does not stop
-# is answered "cancelled by the caller" this long after the cancel; one that never looked
-# at its token is answered at once.
+# How long a caller's cancel waits for a tool that can hear it to return its own result: a
+# tool that polls its token every few milliseconds makes it; one that takes a context but
+# does not stop is answered "cancelled by the caller" this long after the cancel; a sync
+# tool that takes no context cannot hear a cancel and is answered at once.
 _DEFAULT_CANCEL_GRACE_MS = 20
 # I/O-bound tools mostly wait, so the pool grows well past the core count: 64 threads run
 # 1000 concurrent 10 ms calls at several thousand calls/s on two cores, while a thread
@@ -160,11 +160,11 @@ class Host:
             for questions and the package's shared timer and dispatcher threads.
         grace_ms: after the deadline cancels a call's token, how long the tool may take to
             return on its own before its worker is abandoned.
-        cancel_grace_ms: after a cancel, how long the host waits for a tool that listens
-            to its token to return (never longer than ``grace_ms``). A tool that returns in
-            that time keeps its own result, whatever it says; one still running is answered
-            ``cancelled by the caller`` and abandoned. A synchronous tool that never looked
-            at its token (read, waited on or registered on it) is answered at once.
+        cancel_grace_ms: after a cancel, how long the host waits for a tool that can hear
+            it (an async tool, or one that takes a ``ctx``) to return (never longer than
+            ``grace_ms``). A tool that returns in that time keeps its own result, whatever
+            it says; one still running is answered ``cancelled by the caller`` and
+            abandoned. A synchronous tool that takes no context is answered at once.
         question_timeout_ms: the budget of one ``wait_for`` question (a human's time, not
             the tool's: the retry still gets a fresh tool budget); ``None`` waits as long as
             it takes. Past it the question counts as expired: ``declined/expired:
