@@ -4,6 +4,7 @@ Run it from a checkout (the servers run from ``src/``):
 
     python benchmarks/mcp_http.py            # 7 spawns, 5 rounds of 1000 calls, 16 clients
     python benchmarks/mcp_http.py --quick    # 3 spawns, 3 rounds of 200 calls
+    python benchmarks/mcp_http.py --repeat 3 --only sequential   # 3 runs, round trips only
 
 Servers offering the same ``add`` tool on ``http://127.0.0.1:PORT/mcp``, each a process of
 this interpreter:
@@ -25,6 +26,11 @@ measured in turn, round after round, so a busy machine slows each alike):
 3. throughput: 16 client threads, each with its own kept-alive connection, calls per second
    (the clients are threads of this process: on a small machine they share its cores with the
    server, which compresses every ratio toward 1).
+
+With ``--repeat N`` the whole comparison runs N times and a last set of tables gives, per
+server, the median over the runs of its figure and of its ratio to each baseline (each
+ratio taken within one run), with the ratios' range. The load average is printed first and
+last: the machine is shared.
 
 The issue's targets: a round trip at most 2x the floor's and at least 5x faster than the
 SDK's. Nothing here asserts.
@@ -219,45 +225,81 @@ def concurrent(port: int, era: str, calls_each: int) -> float:
     return CLIENTS * calls_each / elapsed
 
 
-def table(title: str, unit: str, rows: dict[str, float], lower_is_better: bool) -> None:
-    print(f"\n{title}")
+TABLES = {
+    "startup": ("start-up: spawn to first tools/call answer (ms, median)", "ms", True),
+    "sequential": ("sequential tools/call on a kept-alive connection (us per call, median)",
+                   "us", True),
+    "throughput": (f"throughput, {CLIENTS} concurrent clients (calls/s, median)", "calls/s",
+                   False),
+}
+
+
+def ratio(value: float, base: float | None, lower_is_better: bool) -> float | None:
+    """How many times the baseline's cost this is (below 1: cheaper than the baseline)."""
+    if base is None:
+        return None
+    return value / base if lower_is_better else base / value
+
+
+def shown(number: float | None) -> str:
+    return "-" if number is None else f"{number:.2f}"
+
+
+def table(part: str, rows: dict[str, float], heading: str = "") -> None:
+    title, unit, lower_is_better = TABLES[part]
+    print(f"\n{title}{heading}")
     floor = rows.get("floor")
     sdk = rows.get("sdk")
     print(f"  {'server':<22}{unit:>14}{'x floor':>10}{'x sdk':>10}")
-    def ratio(value: float, base: float | None) -> str:
-        if base is None:
-            return "-"
-        return f"{(value / base if lower_is_better else base / value):.2f}"
-
     for name, value in rows.items():
-        print(f"  {name:<22}{value:>14.1f}{ratio(value, floor):>10}{ratio(value, sdk):>10}")
+        print(f"  {name:<22}{value:>14.1f}{shown(ratio(value, floor, lower_is_better)):>10}"
+              f"{shown(ratio(value, sdk, lower_is_better)):>10}")
     if lower_is_better:
         print("  (x floor: times the floor's cost; x sdk: below 1 is faster than the SDK)")
     else:
         print("  (x floor / x sdk: the baseline's rate over this one's; below 1 is faster)")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer spawns and calls")
-    options = parser.parse_args()
-    spawns, rounds, calls = (3, 3, 200) if options.quick else (7, 5, 1000)
-    commands = servers()
+def summary(part: str, repeats: list[dict[str, float]]) -> None:
+    """The median over repeats of each server's median, and of its ratio to each baseline
+    (each ratio taken within its repeat), with the ratios' range."""
+    title, unit, lower_is_better = TABLES[part]
+    print(f"\n{title}, over {len(repeats)} repeats")
+    print(f"  {'server':<22}{unit:>14}{'x floor':>10}{'(range)':>14}{'x sdk':>10}"
+          f"{'(range)':>14}")
+    for name in repeats[0]:
+        values = [run[name] for run in repeats]
+        cells = [f"  {name:<22}{statistics.median(values):>14.1f}"]
+        for base in ("floor", "sdk"):
+            ratios = [r for run in repeats if (r := ratio(run[name], run.get(base),
+                                                           lower_is_better)) is not None]
+            if not ratios:
+                cells.append(f"{'-':>10}{'':>14}")
+                continue
+            spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
+            cells.append(f"{statistics.median(ratios):>10.2f}{spread:>14}")
+        print("".join(cells))
+
+
+def measure(commands: dict[str, list[str]], parts: list[str], spawns: int, rounds: int,
+            calls: int) -> dict[str, dict[str, float]]:
+    """One side-by-side run: each part's median per server."""
     rows = [(name, era) for name in commands for era in (
         ("modern", "legacy") if name == "toolnexus" else (era_of(name),))]
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpu(s); servers: "
-          f"{', '.join(commands)}; {spawns} spawns, {rounds} rounds of {calls} calls, "
-          f"{CLIENTS} concurrent clients")
-
-    startup: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(spawns):
-        for name, command in commands.items():
-            server = Server(name, command)
-            try:
-                startup[name].append(server.first_call(era_of(name)))
-            finally:
-                server.stop()
-
+    found: dict[str, dict[str, float]] = {}
+    if "startup" in parts:
+        startup: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(spawns):
+            for name, command in commands.items():
+                server = Server(name, command)
+                try:
+                    startup[name].append(server.first_call(era_of(name)))
+                finally:
+                    server.stop()
+        found["startup"] = {name: statistics.median(values) * 1000
+                            for name, values in startup.items()}
+    if "sequential" not in parts and "throughput" not in parts:
+        return found
     running = {name: Server(name, command) for name, command in commands.items()}
     round_trip: dict[str, list[float]] = {}
     throughput: dict[str, list[float]] = {}
@@ -268,19 +310,50 @@ def main() -> None:
             for name, era in rows:
                 label = f"{name} ({era})" if name == "toolnexus" else name
                 port = running[name].port
-                round_trip.setdefault(label, []).append(sequential(port, era, calls))
-                throughput.setdefault(label, []).append(
-                    concurrent(port, era, max(calls // CLIENTS * 4, 10)))
+                if "sequential" in parts:
+                    round_trip.setdefault(label, []).append(sequential(port, era, calls))
+                if "throughput" in parts:
+                    throughput.setdefault(label, []).append(
+                        concurrent(port, era, max(calls // CLIENTS * 4, 10)))
     finally:
         for server in running.values():
             server.stop()
+    if round_trip:
+        found["sequential"] = {name: statistics.median(v) for name, v in round_trip.items()}
+    if throughput:
+        found["throughput"] = {name: statistics.median(v) for name, v in throughput.items()}
+    return found
 
-    table("start-up: spawn to first tools/call answer (ms, median)", "ms",
-          {name: statistics.median(values) * 1000 for name, values in startup.items()}, True)
-    table("sequential tools/call on a kept-alive connection (us per call, median)", "us",
-          {name: statistics.median(values) for name, values in round_trip.items()}, True)
-    table(f"throughput, {CLIENTS} concurrent clients (calls/s, median)", "calls/s",
-          {name: statistics.median(values) for name, values in throughput.items()}, False)
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer spawns and calls")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="run the whole comparison N times; then also print the median "
+                             "over the runs of each figure and of each ratio (default 1)")
+    parser.add_argument("--only", action="append", choices=list(TABLES), metavar="PART",
+                        help=f"measure only this part (repeatable): {', '.join(TABLES)}")
+    options = parser.parse_args()
+    if options.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    parts = options.only or list(TABLES)
+    spawns, rounds, calls = (3, 3, 200) if options.quick else (7, 5, 1000)
+    commands = servers()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpu(s); servers: "
+          f"{', '.join(commands)}; {spawns} spawns, {rounds} rounds of {calls} calls, "
+          f"{CLIENTS} concurrent clients; {options.repeat} repeat(s); load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    runs: list[dict[str, dict[str, float]]] = []
+    for number in range(1, options.repeat + 1):
+        found = measure(commands, parts, spawns, rounds, calls)
+        runs.append(found)
+        heading = f" [repeat {number} of {options.repeat}]" if options.repeat > 1 else ""
+        for part, rows in found.items():
+            table(part, rows, heading)
+    if options.repeat > 1:
+        print(f"\nload average now {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        for part in runs[0]:
+            summary(part, [run[part] for run in runs])
 
 
 if __name__ == "__main__":
