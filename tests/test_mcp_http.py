@@ -310,6 +310,93 @@ def test_an_oversized_body_is_413_without_being_read() -> None:
         assert b"the limit is 1024 bytes" in reply
 
 
+def exchange_raw(server: HttpServer, data: bytes) -> bytes:
+    """Send ``data`` on a fresh connection and read until the server closes it."""
+    host, port = server.address
+    with socket.create_connection((host, port), timeout=10) as sock:
+        sock.sendall(data)
+        reply = b""
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(65536):
+                reply += chunk
+    return reply
+
+
+def raw_call(rid: int, close: bool = False, version: bytes = b"HTTP/1.1") -> bytes:
+    body = json.dumps(call("add", {"a": rid, "b": 1}, rid=rid)).encode()
+    return (b"POST /mcp %b\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: add\r\n"
+            b"%bContent-Length: %d\r\n\r\n%b"
+            % (version, b"Connection: close\r\n" if close else b"", len(body), body))
+
+
+MANY_FIELDS = b"".join(b"X-Field-%d: %d\r\n" % (n, n) for n in range(65))
+
+
+@pytest.mark.parametrize(("head", "status"), [
+    (b"POST /mcp\r\n\r\n", b"400"),
+    (b"POST /mcp HTTP/2.0\r\nHost: localhost\r\n\r\n", b"505"),
+    (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n", b"414"),
+    (b"GET /mcp HTTP/1.1\r\nHost: localhost\r\n" + MANY_FIELDS + b"\r\n", b"431"),
+    (b"GET /mcp HTTP/1.1\r\nX-Long: " + b"a" * 70000 + b"\r\n\r\n", b"431"),
+    (b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nX-Folded: a\r\n b\r\n\r\n", b"400"),
+    (b"GET /mcp HTTP/1.1\r\nHost : localhost\r\n\r\n", b"400"),
+    (b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nHost: evil.example.com\r\n\r\n", b"400"),
+    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n"
+     b"Content-Length: 50\r\n\r\n", b"400"),
+    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: +5\r\n\r\nhello", b"400"),
+    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n", b"411"),
+])
+def test_a_request_that_is_not_clean_http_1_1_is_refused_and_closed(
+    server: HttpServer, head: bytes, status: bytes
+) -> None:
+    reply = exchange_raw(server, head)  # returns once the server has closed the connection
+    assert reply.startswith(b"HTTP/1.1 " + status)
+    assert b"connection: close" in reply.lower()
+
+
+def test_requests_on_a_kept_alive_connection_are_answered_in_turn(server: HttpServer) -> None:
+    # Three requests sent at once (pipelined); the last asks to close.
+    reply = exchange_raw(server, raw_call(1) + raw_call(2) + raw_call(3, close=True))
+    texts = []
+    while reply:
+        head, _, rest = reply.partition(b"\r\n\r\n")
+        fields = dict(line.lower().split(b": ", 1) for line in head.split(b"\r\n")[1:])
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n") and b"date" in fields
+        length = int(fields[b"content-length"])
+        texts.append(json.loads(rest[:length])["result"]["content"][0]["text"])
+        reply = rest[length:]
+    assert texts == ["2", "3", "4"]
+
+
+def test_an_http_1_0_request_is_answered_and_the_connection_closed(server: HttpServer) -> None:
+    reply = exchange_raw(server, raw_call(1, version=b"HTTP/1.0"))
+    assert reply.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert b"connection: close" in reply.lower()
+
+
+def test_expect_100_continue_gets_the_interim_response_before_the_body(
+    server: HttpServer,
+) -> None:
+    host, port = server.address
+    body = json.dumps(call("add", {"a": 2, "b": 2})).encode()
+    with socket.create_connection((host, port), timeout=10) as sock:
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                     b"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+                     b"Mcp-Name: add\r\nExpect: 100-continue\r\nConnection: close\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body))
+        interim = b""
+        while not interim.endswith(b"\r\n\r\n"):
+            interim += sock.recv(1)
+        assert interim == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(body)
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    assert reply.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert json.loads(reply.split(b"\r\n\r\n", 1)[1])["result"]["content"][0]["text"] == "4"
+
+
 def test_a_slow_loris_client_is_disconnected() -> None:
     with HttpServer(TOOLKIT, port=0, request_timeout_s=0.2) as server:
         server.start()

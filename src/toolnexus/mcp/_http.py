@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
+    "SINGLE_HEADERS",
     "Endpoint",
     "Exchange",
     "Reply",
@@ -69,6 +70,13 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 
 DEFAULT_SESSION_IDLE_S = 30 * 60.0
 """How long a legacy session may sit idle (no request, no call running) before it ends."""
+
+SINGLE_HEADERS = frozenset({
+    "host", "origin", "authorization", "content-type", "content-length", "transfer-encoding",
+    "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name",
+})
+"""Headers a request may carry once: a repeated one is refused with 400, since one copy
+could pass a check the other would fail."""
 
 TokenVerifier = Callable[[str], bool]
 """``verify(token) -> bool``: a caller-supplied check of the bearer token."""

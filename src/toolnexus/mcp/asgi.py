@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValueError
-from ._http import DEFAULT_MAX_BODY_BYTES, Endpoint, Exchange, Reply, sse_event
+from ._http import DEFAULT_MAX_BODY_BYTES, SINGLE_HEADERS, Endpoint, Exchange, Reply, sse_event
 
 if TYPE_CHECKING:
     from ..toolkit import Toolkit
@@ -31,9 +31,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 AsgiSend = Callable[[Message], Awaitable[None]]
 
-# Headers whose repetition could let one copy pass a check the other would fail.
-_SINGLE = frozenset({"host", "origin", "authorization", "content-type", "content-length",
-                     "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name"})
 
 
 class AsgiApp:
@@ -91,7 +88,7 @@ class AsgiApp:
             name = raw_name.decode("latin-1").lower()
             value = raw_value.decode("latin-1")
             if name in headers:
-                if name in _SINGLE:
+                if name in SINGLE_HEADERS:
                     await _send_reply(send, Reply(400, [("content-type", "text/plain")],
                                                   f"bad request: repeated {name} header\n"
                                                   .encode()))

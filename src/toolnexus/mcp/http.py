@@ -2,8 +2,8 @@
 
 :func:`serve_http` is what ``toolnexus serve REF --http [HOST:]PORT`` runs; :class:`HttpServer`
 is the same server for a program that starts and stops it itself. One thread per
-connection (``http.server``), HTTP/1.1 keep-alive, and the limits a server facing a
-network needs: a bound on connections (more are answered 503 at once), a request-size and
+connection (``socketserver``), HTTP/1.1 keep-alive with each response written in one
+``sendall``, and the limits a server facing a network needs: a bound on connections (more are answered 503 at once), a request-size and
 header limit, and a reaper that closes a connection whose request does not arrive whole in
 time (a slow client cannot hold a thread) or that sits idle too long between requests.
 What a request means — sessions, header rules, security — is decided by
@@ -13,18 +13,27 @@ What a request means — sessions, header rules, security — is decided by
 from __future__ import annotations
 
 import contextlib
-import http.server
+import http
 import logging
 import select
 import signal
 import socket
+import socketserver
 import threading
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValueError
-from ._http import DEFAULT_MAX_BODY_BYTES, Endpoint, Exchange, Reply, TokenVerifier, sse_event
+from ._http import (
+    DEFAULT_MAX_BODY_BYTES,
+    SINGLE_HEADERS,
+    Endpoint,
+    Exchange,
+    Reply,
+    TokenVerifier,
+    sse_event,
+)
 
 if TYPE_CHECKING:
     from ..toolkit import Toolkit
@@ -34,6 +43,7 @@ __all__ = ["HttpServer", "serve_http"]
 _log = logging.getLogger("toolnexus")
 
 _MAX_HEADERS = 64
+_MAX_LINE = 65536  # bytes in the request line or one header line
 _WATCH_S = 0.25  # how often a waiting response checks that its client is still there
 
 
@@ -170,9 +180,10 @@ class HttpServer:
                 self.endpoint.expire_idle()
 
 
-class _Server(http.server.ThreadingHTTPServer):
+class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     block_on_close = False
+    allow_reuse_address = True
     request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], handler: Any, owner: HttpServer) -> None:
@@ -240,16 +251,35 @@ class _Server(http.server.ThreadingHTTPServer):
                    exc_info=True)
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "toolnexus"
-    sys_version = ""
+class _Refused(Exception):
+    """A request that cannot be read as HTTP/1.1: answered with ``status`` and closed."""
+
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(text)
+        self.status = status
+        self.text = text
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    """One connection: HTTP/1.1 requests read and answered in turn (keep-alive).
+
+    The request head is read here (the request line, at most ``_MAX_HEADERS`` fields of at
+    most ``_MAX_LINE`` bytes, no obsolete line folding, the security headers once each) and
+    every response goes out as one ``sendall``: status line, headers and body together.
+    """
+
     server: _Server
+    close_connection: bool
 
     def setup(self) -> None:
         super().setup()
+        self.close_connection = False
         with contextlib.suppress(OSError):
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def handle(self) -> None:
+        while not self.close_connection:
+            self.handle_one_request()
 
     def finish(self) -> None:
         self.server.forget(self.connection)
@@ -257,69 +287,101 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             super().finish()
 
     def handle_one_request(self) -> None:
-        owner = self.server.owner
+        server = self.server
+        conn = self.connection
         try:
             # Waiting for the next request is the keep-alive; once its first line is in,
             # the rest must arrive within request_timeout_s.
-            self.server.set_deadline(self.connection, owner.keep_alive_s)
-            self.raw_requestline = self.rfile.readline(65537)
-            if not self.raw_requestline:
+            server.set_deadline(conn, server.owner.keep_alive_s)
+            line = self.rfile.readline(_MAX_LINE + 1)
+            if not line:
                 self.close_connection = True
                 return
-            self.server.set_deadline(self.connection, owner.request_timeout_s)
-            if len(self.raw_requestline) > 65536:
-                self.send_error(414)
+            server.set_deadline(conn, server.owner.request_timeout_s)
+            try:
+                method, target, headers = self._read_head(line)
+            except _Refused as refused:
+                self.close_connection = True
+                self._send(Reply(refused.status, _TEXT, refused.text.encode() + b"\n"))
                 return
-            if not self.parse_request():
-                return
-            if len(self.headers) > _MAX_HEADERS:
-                self.send_error(431, "too many header fields")
-                return
-            self._serve()
-            with contextlib.suppress(OSError, ValueError):
-                self.wfile.flush()
+            self._serve(method, target, headers)
         except (TimeoutError, OSError, ValueError):
             self.close_connection = True
 
-    def log_message(self, format: str, *args: Any) -> None:
-        _log.debug("toolnexus mcp http: " + format, *args)
+    def _read_head(self, line: bytes) -> tuple[str, str, dict[str, str]]:
+        if len(line) > _MAX_LINE:
+            raise _Refused(414, "URI too long")
+        parts = line.split()
+        if len(parts) != 3:
+            raise _Refused(400, "bad request line")
+        method, target, version = parts
+        if version != b"HTTP/1.1":
+            if version != b"HTTP/1.0":
+                raise _Refused(505, "HTTP version not supported: use HTTP/1.1")
+            self.close_connection = True  # no keep-alive for HTTP/1.0
+        headers: dict[str, str] = {}
+        readline = self.rfile.readline
+        count = 0
+        while True:
+            raw = readline(_MAX_LINE + 1)
+            if raw == b"\r\n" or raw == b"\n":
+                break
+            if not raw:
+                raise OSError("the client closed the connection mid-request")
+            if len(raw) > _MAX_LINE:
+                raise _Refused(431, "request header field too long")
+            count += 1
+            if count > _MAX_HEADERS:
+                raise _Refused(431, "too many header fields")
+            name, colon, value = raw.partition(b":")
+            if not colon or not name or name[0] in b" \t" or name[-1] in b" \t":
+                raise _Refused(400, "bad header line (or obsolete line folding)")
+            key = name.decode("latin-1").lower()
+            text = value.strip().decode("latin-1")
+            if key in headers:
+                if key in SINGLE_HEADERS:
+                    raise _Refused(400, f"bad request: repeated {key} header")
+                text = f"{headers[key]}, {text}"
+            headers[key] = text
+        if "close" in headers.get("connection", "").lower():
+            self.close_connection = True
+        return method.decode("latin-1"), target.decode("latin-1"), headers
 
-    def _serve(self) -> None:
+    def _serve(self, method: str, target: str, headers: dict[str, str]) -> None:
         owner = self.server.owner
-        if self.path.split("?", 1)[0] != owner.path:
-            self._send(Reply(404, [("content-type", "text/plain")], b"not found; MCP is at "
-                             + owner.path.encode() + b"\n"))
+        if target.split("?", 1)[0] != owner.path:
+            self.close_connection = self.close_connection or "content-length" in headers
+            self._send(Reply(404, _TEXT, b"not found; MCP is at " + owner.path.encode() + b"\n"))
             return
-        headers = {name.lower(): value for name, value in self.headers.items()}
         body = b""
-        if self.command == "POST":
-            if "chunked" in headers.get("transfer-encoding", "").lower():
+        if "transfer-encoding" in headers:
+            self.close_connection = True
+            self._send(Reply(411, _TEXT, b"length required: send a Content-Length\n"))
+            return
+        declared = headers.get("content-length")
+        if declared is not None:
+            if not (declared.isascii() and declared.isdigit()):
                 self.close_connection = True
-                self._send(Reply(411, [("content-type", "text/plain")],
-                                 b"length required: send a Content-Length\n"))
+                self._send(Reply(400, _TEXT, b"bad Content-Length\n"))
                 return
-            try:
-                length = int(headers.get("content-length", "0"))
-            except ValueError:
-                length = -1
-            if length < 0:
-                self.close_connection = True
-                self._send(Reply(400, [("content-type", "text/plain")], b"bad Content-Length\n"))
-                return
+            length = int(declared)
             if length > owner.endpoint.max_body_bytes:
                 # Refused unread: the connection cannot be reused after that.
                 self.close_connection = True
                 refused = owner.endpoint.check_access(headers)
                 self._send(refused or owner.endpoint.too_large(length))
                 return
-            body = self.rfile.read(length)
-            if len(body) < length:
-                self.close_connection = True
-                return
+            if length:
+                if headers.get("expect", "").lower() == "100-continue":
+                    self.connection.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+                body = self.rfile.read(length)
+                if len(body) < length:
+                    self.close_connection = True
+                    return
         self.server.set_deadline(self.connection, None)  # the call may take its time
-        reply = owner.endpoint.handle(self.command, headers, body)
+        reply = owner.endpoint.handle(method, headers, body)
         if reply.exchange is None:
-            self._send(reply)
+            self._send(reply, method == "HEAD")
             return
         self.server.responding(1)
         try:
@@ -327,21 +389,27 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         finally:
             self.server.responding(-1)
 
-    def _send(self, reply: Reply) -> None:
-        self.send_response(reply.status)
-        for name, value in reply.headers:
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(reply.body)))
+    def _head(self, status: int, headers: list[tuple[str, str]], extra: bytes) -> bytes:
+        """The status line and header block of a response, ``extra`` the last fields."""
+        lines = [_status_line(status), _date_and_server()]
+        for name, value in headers:
+            lines.append(f"{name}: {value}\r\n".encode("latin-1"))
+        lines.append(extra)
         if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if reply.body:
-            self.wfile.write(reply.body)
+            lines.append(b"connection: close\r\n")
+        lines.append(b"\r\n")
+        return b"".join(lines)
+
+    def _send(self, reply: Reply, head_only: bool = False) -> None:
+        body = reply.body
+        head = self._head(reply.status, reply.headers, b"content-length: %d\r\n" % len(body))
+        self.connection.sendall(head if head_only else head + body)
 
     def _stream(self, reply: Reply, exchange: Exchange) -> None:
         """Send the exchange's messages: one JSON body when the answer comes first, else
         a chunked ``text/event-stream``; a client that hangs up cancels the call."""
         streaming = False
+        sendall = self.connection.sendall
         while True:
             item = exchange.next(_WATCH_S)
             if item is None:
@@ -355,25 +423,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 if data is None:
                     self._send(Reply(204, list(reply.headers)))
                     return
-                self._send(Reply(exchange.status_of(data),
-                                 [("content-type", "application/json"), *reply.headers], data))
+                self._send(Reply(exchange.status_of(data), [_JSON, *reply.headers], data))
                 return
+            chunks = []
             if not streaming:
                 streaming = True
-                self.send_response(200)
-                for name, value in reply.headers:
-                    self.send_header(name, value)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
+                chunks.append(self._head(200, reply.headers, _SSE_FIELDS))
+            if data is not None:
+                event = sse_event(data)
+                chunks.append(b"%x\r\n%b\r\n" % (len(event), event))
+            if final:
+                chunks.append(b"0\r\n\r\n")
             try:
-                if data is not None:
-                    event = sse_event(data)
-                    self.wfile.write(b"%x\r\n%b\r\n" % (len(event), event))
-                if final:
-                    self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
+                sendall(b"".join(chunks))
             except OSError:
                 exchange.client_gone()
                 self.close_connection = True
@@ -390,6 +452,42 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return peeked == b""
         except (OSError, ValueError):
             return True
+
+
+_TEXT = [("content-type", "text/plain; charset=utf-8")]
+_JSON = ("content-type", "application/json")
+_SSE_FIELDS = (b"content-type: text/event-stream\r\ncache-control: no-cache\r\n"
+               b"transfer-encoding: chunked\r\n")
+_STATUS_LINES: dict[int, bytes] = {}
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_date_cache: tuple[int, bytes] = (0, b"")
+
+
+def _status_line(status: int) -> bytes:
+    line = _STATUS_LINES.get(status)
+    if line is None:
+        try:
+            phrase = http.HTTPStatus(status).phrase
+        except ValueError:
+            phrase = ""
+        line = _STATUS_LINES[status] = f"HTTP/1.1 {status} {phrase}\r\n".encode("latin-1")
+    return line
+
+
+def _date_and_server() -> bytes:
+    """The ``Date`` (IMF-fixdate, made once a second) and ``Server`` fields."""
+    global _date_cache
+    now = int(time.time())
+    cached = _date_cache
+    if cached[0] == now:
+        return cached[1]
+    t = time.gmtime(now)
+    fields = (f"date: {_DAYS[t.tm_wday]}, {t.tm_mday:02d} {_MONTHS[t.tm_mon - 1]} {t.tm_year} "
+              f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} GMT\r\nserver: toolnexus\r\n"
+              ).encode("ascii")
+    _date_cache = (now, fields)
+    return fields
 
 
 def serve_http(
