@@ -23,10 +23,10 @@ import binascii
 import hmac
 import json
 import logging
+import queue
 import secrets
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -159,8 +159,9 @@ class Exchange:
     """
 
     __slots__ = (
-        "_cond",
-        "_items",
+        "_held",
+        "_lock",
+        "_queue",
         "call_ids",
         "channel",
         "ended",
@@ -178,39 +179,49 @@ class Exchange:
         self.call_ids: set[int] = set()
         self.ended = False
         self.wake: Callable[[], object] | None = None
-        self._cond = threading.Condition(threading.Lock())
-        self._items: deque[tuple[bytes | None, bool]] = deque()
+        self._lock = threading.Lock()  # `ended` against a racing client_gone
+        # Producers put, the one consumer (the transport) gets: a C queue, no Condition.
+        self._queue: queue.SimpleQueue[tuple[bytes | None, bool]] = queue.SimpleQueue()
+        self._held: tuple[bytes | None, bool] | None = None  # given back by the consumer
 
     def _put(self, data: bytes | None, final: bool) -> None:
-        with self._cond:
+        with self._lock:
             if self.ended:
                 return
             if final:
                 self.ended = True
-            self._items.append((data, final))
-            self._cond.notify()
+            self._queue.put((data, final))
         wake = self.wake
         if wake is not None:
             wake()
 
+    # The consumer's side (one thread, or the event loop): next, poll and push_back.
+
     def next(self, timeout: float | None) -> tuple[bytes | None, bool] | None:
         """The next item, waiting up to ``timeout`` seconds; ``None`` if none came."""
-        with self._cond:
-            if not self._items:
-                self._cond.wait(timeout)
-                if not self._items:
-                    return None
-            return self._items.popleft()
+        held = self._held
+        if held is not None:
+            self._held = None
+            return held
+        try:
+            return self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
 
     def poll(self) -> tuple[bytes | None, bool] | None:
         """The next item if one is ready, else ``None`` (for an event loop after a wake)."""
-        with self._cond:
-            return self._items.popleft() if self._items else None
+        held = self._held
+        if held is not None:
+            self._held = None
+            return held
+        try:
+            return self._queue.get_nowait()
+        except queue.Empty:
+            return None
 
     def push_back(self, item: tuple[bytes | None, bool]) -> None:
         """Return an item taken with :meth:`poll` to the front."""
-        with self._cond:
-            self._items.appendleft(item)
+        self._held = item
 
     def status_of(self, data: bytes) -> int:
         """The HTTP status for a response sent as plain JSON (modern errors map)."""
@@ -224,7 +235,7 @@ class Exchange:
 
     def client_gone(self) -> None:
         """The response stream closed before the answer: cancel the request's call."""
-        with self._cond:
+        with self._lock:
             if self.ended:
                 return
             self.ended = True

@@ -3,9 +3,10 @@
 :func:`serve_http` is what ``toolnexus serve REF --http [HOST:]PORT`` runs; :class:`HttpServer`
 is the same server for a program that starts and stops it itself. One thread per
 connection (``socketserver``), HTTP/1.1 keep-alive with each response written in one
-``sendall``, and the limits a server facing a network needs: a bound on connections (more are answered 503 at once), a request-size and
-header limit, and a reaper that closes a connection whose request does not arrive whole in
-time (a slow client cannot hold a thread) or that sits idle too long between requests.
+``sendall``, and the limits a server facing a network needs: a bound on connections (more
+are answered 503 at once), a request-size and header limit, and a reaper that closes a
+connection whose request does not arrive whole in time (a slow client cannot hold a
+thread) or that sits idle too long between requests.
 What a request means — sessions, header rules, security — is decided by
 :class:`~toolnexus.mcp._http.Endpoint`; this module only moves bytes.
 """
