@@ -26,6 +26,10 @@ def count(to: int = 50, ctx: ToolContext | None = None) -> ToolResult:
     Args:
         to: the number to count to.
     """
+    # Look at the token before saying "started": the host answers a tool that never looked
+    # at it "cancelled by the caller" at once, instead of waiting for the tool's own words.
+    if ctx is not None and ctx.cancellation_token.is_cancellation_requested:
+        return ToolResult.error("cancelled after 0 step(s)")
     print("count: started", file=sys.stderr, flush=True)
     done = 0
     for step in range(to):
