@@ -261,6 +261,10 @@ class _Refused(Exception):
         self.text = text
 
 
+class _Gone(Exception):
+    """The client closed the connection in the middle of a request head."""
+
+
 class _Handler(socketserver.StreamRequestHandler):
     """One connection: HTTP/1.1 requests read and answered in turn (keep-alive).
 
@@ -306,7 +310,7 @@ class _Handler(socketserver.StreamRequestHandler):
                 self._send(Reply(refused.status, _TEXT, refused.text.encode() + b"\n"))
                 return
             self._serve(method, target, headers)
-        except (TimeoutError, OSError, ValueError):
+        except (_Gone, TimeoutError, OSError, ValueError):
             self.close_connection = True
 
     def _read_head(self, line: bytes) -> tuple[str, str, dict[str, str]]:
@@ -328,7 +332,7 @@ class _Handler(socketserver.StreamRequestHandler):
             if raw == b"\r\n" or raw == b"\n":
                 break
             if not raw:
-                raise OSError("the client closed the connection mid-request")
+                raise _Gone
             if len(raw) > _MAX_LINE:
                 raise _Refused(431, "request header field too long")
             count += 1
