@@ -1471,10 +1471,9 @@ def _explain_of(node: _Node) -> _Explain:
 
 
 def _ref_check(target: _Node) -> tuple[_Ok, _Explain]:
-    def ok(x: Any, d: int) -> bool:
-        return target.ok(x, d)
-
-    return ok, _explain_of(target)
+    # a target compiled already is called directly; one still being compiled (a recursive
+    # reference) through a late-bound call
+    return target.ok_late(), _explain_of(target)
 
 
 def _too_deep(max_depth: int) -> str:
