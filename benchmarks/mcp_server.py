@@ -60,6 +60,7 @@ DEADLINE = "toolnexus --timeout"
 
 
 PIN: list[str] = []  # ["taskset", "-c", "0"] with --pin 0
+TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def commands(baseline: Path | None) -> dict[str, tuple[list[str], Path]]:
@@ -136,6 +137,15 @@ class Server:
             if "id" in message:
                 return message
 
+    def cpu_seconds(self) -> float:
+        """The server process's CPU time so far (user + system, every thread; Linux)."""
+        try:
+            with open(f"/proc/{self.process.pid}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / TICKS
+
     def stop(self) -> None:
         assert self.process.stdin is not None
         self.process.stdin.close()
@@ -198,6 +208,7 @@ def pipelined_table(servers: dict[str, tuple[list[str], Path]], rounds: int, cal
     names = [name for name in servers if name != "sdk"]
     running = {name: Server(*servers[name]) for name in names}
     rates: dict[str, list[float]] = {name: [] for name in names}
+    cpu = dict.fromkeys(names, 0.0)
     for server in running.values():
         server.answer(INITIALIZE)
         server.send(INITIALIZED)
@@ -205,17 +216,24 @@ def pipelined_table(servers: dict[str, tuple[list[str], Path]], rounds: int, cal
     next_id = 40_000_000
     for _ in range(rounds):
         for name in names:
+            before = running[name].cpu_seconds()
             rates[name].append(pipelined(running[name], calls, depth, next_id))
+            cpu[name] += running[name].cpu_seconds() - before
             next_id += calls
     for server in running.values():
         server.stop()
     floor = statistics.median(rates["floor"])
+    cpu_us = {name: cpu[name] / (rounds * calls) * 1e6 for name in names}
     print(f"\npipelined tools/call, {depth} in flight, median of {rounds} rounds of {calls}")
-    print(f"{'server':<30}{'calls/s':>10}{'us/call':>10}{'x floor rate':>14}")
+    print(f"{'server':<30}{'calls/s':>10}{'us/call':>10}{'x floor rate':>14}"
+          f"{'server CPU us/call':>20}{'x floor CPU':>13}")
     for name in names:
         rate = statistics.median(rates[name])
-        print(f"{name:<30}{rate:>10.0f}{1e6 / rate:>10.1f}{rate / floor:>14.2f}")
-    print("target (pinned to one core): toolnexus >= 0.5x the floor's rate")
+        print(f"{name:<30}{rate:>10.0f}{1e6 / rate:>10.1f}{rate / floor:>14.2f}"
+              f"{cpu_us[name]:>20.1f}{ratio(cpu_us[name], cpu_us['floor']):>13}")
+    print("target (pinned to one core): toolnexus >= 0.5x the floor's rate. Server CPU per "
+          "call (all rounds, /proc, 1/CLK_TCK resolution) is what a core busy with others "
+          "does not distort: on a free core the rate is about its inverse")
 
 
 def ratio(value: float, base: float | None) -> str:

@@ -69,9 +69,6 @@ class Timer:
         """Drop the timer (idempotent); it will not fire and leaves the heap soon."""
         _wheel.cancel(self)
 
-    def __lt__(self, other: Timer) -> bool:
-        return (self.deadline, self.seq) < (other.deadline, other.seq)
-
     def __repr__(self) -> str:
         return f"<Timer {'pending' if self.action is not None else 'done'}>"
 
@@ -150,7 +147,9 @@ class _Wheel:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
-        self._heap: list[Timer] = []
+        # Entries are (deadline, seq, timer): tuples compare in C, so a push into a heap of
+        # thousands of deadlines costs no Python-level comparison.
+        self._heap: list[tuple[float, int, Timer]] = []
         self._cancelled = 0
         self._seq = 0
         self._running = False
@@ -160,7 +159,7 @@ class _Wheel:
         with self._lock:
             self._seq += 1
             timer = Timer(deadline, action, quick, self._seq)
-            heapq.heappush(self._heap, timer)
+            heapq.heappush(self._heap, (deadline, self._seq, timer))
             if not self._running:
                 self._start_locked()
             elif self._wake_at and deadline < self._wake_at:
@@ -176,7 +175,7 @@ class _Wheel:
             # Rebuild once half the heap is dead: amortised O(1) per cancel, and a
             # cancelled hour-long timer does not keep its action (and what it holds) alive.
             if self._cancelled > 32 and self._cancelled * 2 > len(self._heap):
-                self._heap = [entry for entry in self._heap if entry.action is not None]
+                self._heap = [entry for entry in self._heap if entry[2].action is not None]
                 heapq.heapify(self._heap)
                 self._cancelled = 0
 
@@ -195,16 +194,16 @@ class _Wheel:
             with lock:
                 heap = self._heap
                 while True:
-                    while heap and heap[0].action is None:
+                    while heap and heap[0][2].action is None:
                         heapq.heappop(heap)
                         self._cancelled -= 1
                     now = time.monotonic()
-                    if heap and heap[0].deadline <= now:
-                        timer = heapq.heappop(heap)
+                    if heap and heap[0][0] <= now:
+                        timer = heapq.heappop(heap)[2]
                         action, timer.action = timer.action, None
                         break
                     if heap:
-                        delay = min(heap[0].deadline - now, threading.TIMEOUT_MAX)
+                        delay = min(heap[0][0] - now, threading.TIMEOUT_MAX)
                         self._wake_at = now + delay
                         self._wake.wait(delay)
                     else:
@@ -228,7 +227,7 @@ class _Wheel:
         self._running = False
         self._wake_at = 0.0
         # Timers armed before the fork are still due in the child.
-        self._heap = [entry for entry in self._heap if entry.action is not None]
+        self._heap = [entry for entry in self._heap if entry[2].action is not None]
         heapq.heapify(self._heap)
         self._cancelled = 0
         if self._heap:
