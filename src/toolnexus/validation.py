@@ -2180,11 +2180,17 @@ class _Pattern:
             return True
         if text is self.failed:
             return False
-        if self.predicate(text):
+        search = self.search
+        longest = self.longest
+        if search is not None and (longest is None or len(text) <= longest):
+            answer = search(text) is not None
+        else:
+            answer = self.predicate(text)
+        if answer:
             self.passed = text
-            return True
-        self.failed = text
-        return False
+        else:
+            self.failed = text
+        return answer
 
 
 def _property_names(names: _Node) -> tuple[_Ok, _Explain]:
