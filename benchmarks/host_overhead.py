@@ -1,6 +1,11 @@
 """What the host costs and how well its deadlines hold — measured, not promised.
 
-Run: ``python benchmarks/host_overhead.py [--quick]``. Prints eight tables:
+Run: ``python benchmarks/host_overhead.py [--quick] [--repeat N] [--only 1,3,4,4b,5,6,7]
+[--baseline OLD_CHECKOUT/src]``. ``--repeat`` runs the chosen sections N times; with
+``--baseline`` each section also runs, right after ours, in a child interpreter importing
+toolnexus from the older ``src`` (its tables are printed with a ``|`` margin). A summary
+table ends the run: each key figure's median over the repeats, ours and the baseline's.
+Prints these tables:
 
 1. per-call overhead of ``Host.call`` (sync) against ``Toolkit.execute`` called directly and
    against the *bare thread round trip* — hand a job to a waiting worker thread through a
@@ -9,7 +14,9 @@ Run: ``python benchmarks/host_overhead.py [--quick]``. Prints eight tables:
    ratios are medians of per-round ratios, so a busy neighbour slows both sides alike;
 2. the same for ``await Host.acall`` against ``await Toolkit.aexecute`` and an asyncio round
    trip to a worker thread;
-3. the latency from ``source.cancel()`` to the caller holding its ``cancelled`` result;
+3. the latency from ``source.cancel()`` to the caller holding its ``cancelled`` result, for a
+   tool that stops on its token, one that takes no context and ignores the cancel (answered
+   at once), and one that takes a context but ignores it (answered after the cancel grace);
 4. how late a timeout result arrives after the deadline (a tool that honours its token) and
    after deadline + grace (a tool that ignores it) — and 4b. the same while two busy-looping
    processes keep both cores of a 2-core machine busy;
@@ -34,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import logging
 import os
 import queue
@@ -169,7 +177,7 @@ def percentile(values: list[float], q: float) -> float:
 # --------------------------------------------------------------------------- 1 + 2
 
 
-def overhead() -> None:
+def overhead() -> dict[str, float]:
     bare = BarePool()
     host = Host(TOOLKIT)
     raw = per_call({
@@ -234,12 +242,16 @@ def overhead() -> None:
               f"(target <= 1.5); / bare round trip running execute = "
               f"{ratio(raw, variant, floor_exec):.2f}", end="")
     print()
+    return {"1. Host.call x bare round trip (<= 1.5)": ratio(raw, "Host.call", floor),
+            "2. acall, sync tool x asyncio round trip": ratio(
+                araw, "await Host.acall, sync tool (worker)",
+                "asyncio round trip to a worker (no-op)")}
 
 
 # --------------------------------------------------------------------------- 3
 
 
-def cancel_latency() -> None:
+def cancel_latency() -> dict[str, float]:
     started = threading.Event()
     release = threading.Event()
 
@@ -257,9 +269,17 @@ def cancel_latency() -> None:
         ctx.cancellation_token.wait(10)
         return "cancelled after 1 step"
 
+    @tool
+    def deaf(ctx: ToolContext) -> str:
+        """Takes a context (so it gets the cancel grace) but ignores it until released."""
+        started.set()
+        release.wait(10)
+        return "late"
+
     rows = [("tool", "p50 ms", "p99 ms", "max ms")]
-    with Host(Toolkit([stubborn, cooperative]), max_stuck=10_000) as host:
-        for name in ("cooperative", "stubborn"):
+    figures: dict[str, float] = {}
+    with Host(Toolkit([stubborn, cooperative, deaf]), max_stuck=10_000) as host:
+        for name in ("cooperative", "stubborn", "deaf"):
             latencies = []
             for _ in range(TRIALS):
                 started.clear()
@@ -283,7 +303,11 @@ def cancel_latency() -> None:
                 release.set()
             rows.append((name, f"{percentile(latencies, 0.5):.3f}",
                          f"{percentile(latencies, 0.99):.3f}", f"{max(latencies):.3f}"))
-    table("3. cancel() to the caller holding a 'cancelled' result (target < 5 ms)", rows)
+            figures[f"3. cancel to result p99 ms, {name}"] = percentile(latencies, 0.99)
+    table("3. cancel() to the caller holding a 'cancelled' result (target < 5 ms; "
+          "'stubborn' takes no context and ignores the cancel, 'deaf' takes one and ignores "
+          "it: it gets the 20 ms cancel grace)", rows)
+    return figures
 
 
 # --------------------------------------------------------------------------- 4
@@ -301,7 +325,7 @@ def both_cores_busy() -> Iterator[None]:
             hog.wait()
 
 
-def deadline_accuracy(title: str = "4.") -> None:
+def deadline_accuracy(title: str = "4.") -> dict[str, float]:
     release = threading.Event()
 
     @tool
@@ -323,6 +347,7 @@ def deadline_accuracy(title: str = "4.") -> None:
         return "never"
 
     budget, grace = 20, 30
+    figures: dict[str, float] = {}
     rows = [("tool", "lateness measured after", "p50 ms", "p99 ms", "max ms")]
     with Host(Toolkit([stubborn, cooperative, acooperative]), grace_ms=grace,
               max_stuck=10_000) as host:
@@ -338,6 +363,7 @@ def deadline_accuracy(title: str = "4.") -> None:
             label = "deadline" if after == budget else "deadline + grace"
             rows.append((f"{name} (call)", label, f"{percentile(late, 0.5):.2f}",
                          f"{percentile(late, 0.99):.2f}", f"{max(late):.2f}"))
+            figures[f"{title} lateness p99 ms, {name} (call)"] = percentile(late, 0.99)
 
         async def alate() -> list[float]:
             late = []
@@ -351,14 +377,16 @@ def deadline_accuracy(title: str = "4.") -> None:
         late = asyncio.run(alate())
         rows.append(("acooperative (acall)", "deadline", f"{percentile(late, 0.5):.2f}",
                      f"{percentile(late, 0.99):.2f}", f"{max(late):.2f}"))
+        figures[f"{title} lateness p99 ms, acooperative (acall)"] = percentile(late, 0.99)
     table(f"{title} timeout lateness, timeout_ms={budget}, grace_ms={grace} "
           "(target p99 <= 20 ms)", rows)
+    return figures
 
 
 # --------------------------------------------------------------------------- 5
 
 
-def acall_against_wait_for() -> None:
+def acall_against_wait_for() -> dict[str, float]:
     host = Host(TOOLKIT)
 
     async def wait_for() -> Any:
@@ -381,6 +409,8 @@ def acall_against_wait_for() -> None:
         rows.append((name, f"{statistics.median(values):.1f}", f"{ratio(raw, name, base):.2f}"))
     table("5. acall of an async tool with a deadline vs asyncio.wait_for (target <= 1.5x)", rows)
     host.close()
+    return {"5. acall(async tool, timeout_ms) x asyncio.wait_for (<= 1.5)":
+            ratio(raw, "await Host.acall(async tool, timeout_ms=5000)", base)}
 
 
 # --------------------------------------------------------------------------- 6
@@ -393,7 +423,7 @@ def nap10() -> str:
     return "ok"
 
 
-def concurrency() -> None:
+def concurrency() -> dict[str, float]:
     count = 1000
     toolkit = Toolkit([nap10])
 
@@ -444,12 +474,16 @@ def concurrency() -> None:
     default.close()
     old.close()
     executor.shutdown()
+    name = "Host() defaults (elastic, up to 64 workers)"
+    return {"6. 1000 x 10 ms calls/s, defaults (>= 2800)": statistics.median(rates[name]),
+            "6. ... x executor(40) rate": statistics.median(rates[name])
+            / statistics.median(rates[base])}
 
 
 # --------------------------------------------------------------------------- 7
 
 
-def import_cost() -> None:
+def import_cost() -> dict[str, float]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import import_cost as measure  # the same -X importtime reading as import_cost.py
 
@@ -479,16 +513,71 @@ def import_cost() -> None:
     ).stdout.strip()
     table(f"7. importing Host, -X importtime cumulative, {runs} fresh interpreters "
           f"(target <= 1.5x; asyncio loaded by it: {asyncio_loaded})", rows)
+    host_import = statistics.median(samples["import toolnexus; from toolnexus import Host"])
+    return {"7. import Host x dataclasses+threading+json (<= 1.5)": host_import / base}
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def busy_deadlines() -> dict[str, float]:
+    with both_cores_busy():
+        return deadline_accuracy("4b. (both cores busy)")
+
+
+SECTIONS: dict[str, Callable[[], dict[str, float]]] = {
+    "1": overhead, "3": cancel_latency, "4": deadline_accuracy, "4b": busy_deadlines,
+    "5": acall_against_wait_for, "6": concurrency, "7": import_cost,
+}
+
+
+def option(name: str, default: str) -> str:
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
+def baseline_figures(src: str, section: str) -> dict[str, float]:
+    """Run one section in a child interpreter importing toolnexus from ``src`` (an older
+    checkout's), interleaved with ours; its tables go to our output, labelled."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
+    args = [sys.executable, __file__, "--child", section] + (["--quick"] if QUICK else [])
+    done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        print(f"\n(baseline section {section} failed: {done.stderr.strip()[-300:]})")
+        return {}
+    print(f"\n[baseline {src}]")
+    print("\n".join("  | " + text for text in lines[:-1] if text))
+    figures: dict[str, float] = json.loads(lines[-1])
+    return figures
+
+
+def main() -> None:
+    if "--child" in sys.argv:
+        print(json.dumps(SECTIONS[option("--child", "5")]()))
+        return
+    repeat = int(option("--repeat", "1"))
+    baseline = option("--baseline", "")
+    chosen = option("--only", ",".join(SECTIONS)).split(",")
+    print(f"python {sys.version.split()[0]}, {ROUNDS} rounds x {CALLS} calls, "
+          f"{TRIALS} trials, {os.cpu_count()} cores, {repeat} repeat(s)"
+          + (f", baseline {baseline}" if baseline else ""))
+    ours: dict[str, list[float]] = {}
+    theirs: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        for section in chosen:
+            for key, value in SECTIONS[section]().items():
+                ours.setdefault(key, []).append(value)
+            if baseline:
+                for key, value in baseline_figures(baseline, section).items():
+                    theirs.setdefault(key, []).append(value)
+    rows = [("figure (median of repeats)", "this checkout", "baseline" if baseline else "")]
+    for key, values in ours.items():
+        old = theirs.get(key)
+        rows.append((key, f"{statistics.median(values):.2f}",
+                     f"{statistics.median(old):.2f}" if old else "-"))
+    table(f"summary over {repeat} repeat(s) (sections interleaved with the baseline's)", rows)
 
 
 if __name__ == "__main__":
-    print(f"python {sys.version.split()[0]}, {ROUNDS} rounds x {CALLS} calls, "
-          f"{TRIALS} trials, {os.cpu_count()} cores")
-    overhead()
-    cancel_latency()
-    deadline_accuracy()
-    with both_cores_busy():
-        deadline_accuracy("4b. (both cores busy)")
-    acall_against_wait_for()
-    concurrency()
-    import_cost()
+    main()
