@@ -60,7 +60,13 @@ def asks(ctx: ToolContext) -> ToolResult:
     return ToolResult.ok(f"deployed to {(ctx.answer.data or {}).get('env')}")
 
 
-TOOLKIT = Toolkit([add, steps, waits, asks])
+@tool
+def big(size: int) -> str:
+    """Returns `size` characters."""
+    return "x" * size
+
+
+TOOLKIT = Toolkit([add, steps, waits, asks, big])
 
 
 @pytest.fixture
@@ -367,6 +373,25 @@ def test_requests_on_a_kept_alive_connection_are_answered_in_turn(server: HttpSe
         texts.append(json.loads(rest[:length])["result"]["content"][0]["text"])
         reply = rest[length:]
     assert texts == ["2", "3", "4"]
+
+
+def test_a_large_answer_arrives_whole_and_the_connection_serves_the_next_request(
+    server: HttpServer,
+) -> None:
+    # Larger than a socket's send buffer: sent in parts, all before the next request is read.
+    size = 8 * 1024 * 1024
+    host, port = server.address
+    connection = http.client.HTTPConnection(host, port, timeout=30)
+    headers = {"Content-Type": "application/json", "MCP-Protocol-Version": MODERN,
+               "Mcp-Method": "tools/call"}
+    connection.request("POST", "/mcp", json.dumps(call("big", {"size": size})),
+                       {**headers, "Mcp-Name": "big"})
+    answer = json.loads(connection.getresponse().read())
+    assert answer["result"]["content"][0]["text"] == "x" * size
+    connection.request("POST", "/mcp", json.dumps(call("add", {"a": 1, "b": 2})),
+                       {**headers, "Mcp-Name": "add"})
+    assert json.loads(connection.getresponse().read())["result"]["content"][0]["text"] == "3"
+    connection.close()
 
 
 def test_an_http_1_0_request_is_answered_and_the_connection_closed(server: HttpServer) -> None:
