@@ -38,6 +38,7 @@ MODERN = {
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
 }
 DEPTH = 700  # deeper than the session can walk with Python recursion
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 # --------------------------------------------------------------------------- the served tools
 
@@ -256,7 +257,7 @@ from toolnexus.mcp import ServerSession, serve_stdio
 sys.path.insert(0, "tests")
 from test_mcp_stdio_robustness import toolkit
 
-receive, receive_line = ServerSession.receive, ServerSession.receive_line
+receive, receive_line = ServerSession._receive, ServerSession.receive_line
 FAULTS = {"explode": MemoryError, "recurse": RecursionError, "bug": RuntimeError}
 
 def faulty_receive(self, message):
@@ -270,7 +271,7 @@ def faulty_receive_line(self, line):
         raise MemoryError("injected")
     return receive_line(self, line)
 
-ServerSession.receive = faulty_receive
+ServerSession._receive = faulty_receive  # what receive() guards: handling one message
 ServerSession.receive_line = faulty_receive_line
 raise SystemExit(serve_stdio(toolkit))
 """
@@ -311,7 +312,9 @@ def test_a_failure_the_session_cannot_catch_is_answered_by_the_reader(faulty: Cl
     assert faulty.wait() == 0
 
 
-def test_a_failed_legacy_answer_frees_its_call_in_process() -> None:
+@pytest.mark.parametrize("fed_as", ["line", "parsed"])
+def test_a_failed_legacy_answer_frees_its_call_in_process(fed_as: str) -> None:
+    # "parsed": the HTTP transport feeds parsed messages to receive(), guarded the same way.
     session = ServerSession(toolkit)
     session.receive({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}}})
@@ -321,9 +324,13 @@ def test_a_failed_legacy_answer_frees_its_call_in_process() -> None:
     schema = {"type": "object", "properties": {"env": {"type": "string"}}}
     (ask,) = session.complete_call(
         start.call_id, ToolResult.pending(Request("input", "Env?", data={"schema": schema})))
-    (answer,) = session.receive_line(with_deep({
-        "jsonrpc": "2.0", "id": ask.message["id"],
-        "result": {"action": "accept", "content": {"env": "@DEEP@"}}}))
+    response = {"jsonrpc": "2.0", "id": ask.message["id"],
+                "result": {"action": "accept", "content": {"env": "@DEEP@"}}}
+    if fed_as == "line":
+        (answer,) = session.receive_line(with_deep(response))
+    else:
+        response["result"]["content"]["env"] = nested(DEPTH)
+        (answer,) = session.receive(response)
     assert answer.message["id"] == 1 and answer.message["error"]["code"] == -32602
     assert session.running_calls == 0
     assert "0 call(s) in flight" in repr(session)
@@ -371,6 +378,7 @@ def test_serve_stdio_refuses_a_bad_cap() -> None:
 # --------------------------------------------------------------------------- signals, the end
 
 
+@posix_only
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 @pytest.mark.parametrize("round_", range(3))
 def test_a_signal_after_a_finished_call_exits_cleanly(signum: int, code: int,
@@ -386,6 +394,7 @@ def test_a_signal_after_a_finished_call_exits_cleanly(signum: int, code: int,
         client.kill()
 
 
+@posix_only
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_while_a_tool_ignores_cancellation_exits_cleanly(signum: int,
                                                                   code: int) -> None:

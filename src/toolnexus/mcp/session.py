@@ -408,10 +408,10 @@ class ServerSession:
 
         A line that is not UTF-8 or not JSON is answered with ``-32700`` and ``id:
         null``; a blank line is ignored. Never raises, so a driver never goes deaf: whatever
-        goes wrong while handling the message (a ``RecursionError`` from data nested too
-        deep, a ``MemoryError``, a bug) answers the request it came in — ``-32602`` for
-        nesting, else ``-32603`` — and the requests it was answering (a legacy elicitation
-        response), or is dropped when it was a notification.
+        goes wrong while reading or handling the message (a ``RecursionError`` from data
+        nested too deep, a ``MemoryError``, a bug) answers the request it came in —
+        ``-32602`` for nesting, else ``-32603`` — and the requests it was answering (a
+        legacy elicitation response), or is dropped when it was a notification.
 
         Example::
 
@@ -436,11 +436,7 @@ class ServerSession:
         except Exception as exc:  # MemoryError decoding or parsing: nothing names the request
             return [self._error(None, INTERNAL_ERROR, f"internal error reading the line: "
                                 f"{type(exc).__name__}: {exc}")]
-        newest = self._next_call
-        try:
-            return self.receive(message)
-        except Exception as exc:
-            return self._failed(message, newest, exc)
+        return self.receive(message)
 
     def _failed(self, message: Any, newest: int, exc: Exception) -> list[Action]:
         """Answer what :meth:`receive` was handling when it raised ``exc``: the request
@@ -502,8 +498,17 @@ class ServerSession:
 
         Returns the actions to carry out, in order. Never raises for anything a client
         can send: a malformed message is answered with the JSON-RPC error the
-        specification names (or ignored, for notifications and stray responses).
+        specification names (or ignored, for notifications and stray responses), and a
+        failure while handling it (data nested too deep, ``MemoryError``, a bug) answers
+        the request ``-32602``/``-32603`` (see :meth:`receive_line`).
         """
+        newest = self._next_call
+        try:
+            return self._receive(message)
+        except Exception as exc:
+            return self._failed(message, newest, exc)
+
+    def _receive(self, message: Any) -> list[Action]:
         if self._closed:
             return []
         if isinstance(message, list):
