@@ -246,9 +246,11 @@ def _raw_writer(fd: int) -> Write:
     thread could still hold when the interpreter exits (CPython aborts on that)."""
 
     def write(data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        written = os.write(fd, data)  # a blocking pipe takes it whole unless interrupted
+        if written < len(data):
+            view = memoryview(data)[written:]
+            while view:
+                view = view[os.write(fd, view):]
 
     return write
 
