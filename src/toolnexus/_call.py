@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import inspect
-import logging
 import os
 import threading
 import time
@@ -47,6 +46,7 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _timers, loop_rule
+from ._log import LazyLogger
 from ._pool import Pool, Worker, current_worker
 from .cancellation import CancellationToken, CancellationTokenSource
 from .context import ProgressReporter, ToolContext
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Call", "Outcome", "Progress", "Runtime", "Signal"]
 
-_log = logging.getLogger("toolnexus")
+_log = LazyLogger()  # logging loads with the first record, not with Host
 
 Outcome = Literal["ok", "error", "pending", "timeout", "cancelled"]
 Reason = Literal["caller", "deadline", "host closed"]
@@ -825,7 +825,7 @@ class Call:
 
     def _report_late(self) -> None:
         _log.log(
-            logging.DEBUG if self._reason != "deadline" else logging.WARNING,
+            10 if self._reason != "deadline" else 30,  # logging.DEBUG, logging.WARNING
             "toolnexus host: abandoned call %r returned after it was answered; its result "
             "was discarded", self.name,
         )

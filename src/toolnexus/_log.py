@@ -1,6 +1,6 @@
 """The package's loggers, and the one rule for them: a library never prints on its own.
 
-Importing this module attaches a :class:`logging.NullHandler` to the ``toolnexus`` logger, so
+The first logger handed out attaches a :class:`logging.NullHandler` to the ``toolnexus`` logger, so
 an application that configured no logging sees nothing from toolnexus (Python's last-resort
 handler, which writes to stderr, only runs for a logger tree with no handler at all). An
 application that configures logging gets every record as usual, and chooses per logger:
@@ -12,11 +12,34 @@ application that configures logging gets every record as usual, and chooses per 
 
 from __future__ import annotations
 
-import logging
+from typing import TYPE_CHECKING, Any
 
-logging.getLogger("toolnexus").addHandler(logging.NullHandler())
+if TYPE_CHECKING:
+    import logging
+
+_handled = False  # the NullHandler is attached (with the first logger handed out)
 
 
 def get_logger(child: str | None = None) -> logging.Logger:
     """The ``toolnexus`` logger, or its ``toolnexus.<child>`` child."""
+    import logging
+
+    global _handled
+    if not _handled:
+        _handled = True
+        logging.getLogger("toolnexus").addHandler(logging.NullHandler())
     return logging.getLogger("toolnexus" if child is None else f"toolnexus.{child}")
+
+
+class LazyLogger:
+    """Stands in for :func:`get_logger`'s logger in a module on the import path of
+    ``Host``: :mod:`logging` (as costly to import as the rest of the host) loads with the
+    first record, not with ``from toolnexus import Host``."""
+
+    __slots__ = ("_child",)
+
+    def __init__(self, child: str | None = None) -> None:
+        self._child = child
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(get_logger(self._child), name)

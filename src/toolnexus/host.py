@@ -29,7 +29,6 @@ caller's thread, a worker, or the dispatcher — never on the timer thread.
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from . import loop_rule
 from ._call import Call, Outcome, Runtime, Signal
 from ._frozen import sealed
+from ._log import LazyLogger
 from ._pool import Pool, current_worker
 from .binding import Accepted, AnswerStore, Binder, Refusal
 from .cancellation import CancellationToken
@@ -47,16 +47,16 @@ from .context import ProgressReporter
 from .errors import InvalidTypeError, InvalidValueError, WireFormatError
 from .result import ToolResult
 from .suspension import Answer, Request
-from .turns import Style, TurnCall, TurnInput, TurnResult, parse_calls
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
     from .toolkit import Toolkit
+    from .turns import Style, TurnCall, TurnInput, TurnResult
 
 __all__ = ["Call", "Host", "ToolEvent", "TurnCall", "TurnResult"]
 
-_log = logging.getLogger("toolnexus")
+_log = LazyLogger()  # logging loads with the first record, not with Host
 
 WaitFor = Callable[[Request], "Answer | Awaitable[Answer]"]
 
@@ -75,6 +75,15 @@ _DEFAULT_QUESTION_TIMEOUT_MS = 300_000
 # Questions wait for humans: they get threads of their own, never the tools'.
 _QUESTION_THREADS = 16
 _IDLE_SECONDS = 10.0  # a worker with nothing to do this long exits
+
+
+def __getattr__(name: str) -> Any:
+    # TurnCall and TurnResult are exported here too; turns.py loads with the first use.
+    if name in ("TurnCall", "TurnResult"):
+        from . import turns
+
+        return getattr(turns, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------- events
@@ -596,6 +605,8 @@ class Host:
             if turn.is_complete:
                 history.extend(turn.messages)
         """
+        from .turns import parse_calls  # turns load with the first turn, not with Host
+
         parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
@@ -616,6 +627,8 @@ class Host:
 
             turn = await host.arun_turn(response.content, style="anthropic")
         """
+        from .turns import parse_calls  # turns load with the first turn, not with Host
+
         parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
@@ -774,6 +787,8 @@ class Host:
         self, calls: list[tuple[str, str, Any]], style: Style, budget: int | None,
         token: CancellationToken,
     ) -> TurnResult:
+        from .turns import TurnCall, TurnResult
+
         results = await self._gather([(n, a, None) for _, n, a in calls], budget, token)
         return TurnResult(
             style,
@@ -783,6 +798,8 @@ class Host:
     async def _aresume_turn(
         self, turn: TurnResult, answer: object, budget: int | None, token: CancellationToken
     ) -> TurnResult:
+        from .turns import TurnResult
+
         if not isinstance(turn, TurnResult):
             raise InvalidTypeError(
                 f"resume_turn() takes the TurnResult of run_turn (or TurnResult.from_json), "

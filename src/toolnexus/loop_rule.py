@@ -13,9 +13,9 @@ No threads, no I/O, no clock but the request's own expiry check.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 
+from ._log import LazyLogger
 from .errors import InvalidTypeError
 from .result import ToolResult
 from .suspension import REASONS, Answer, Request, decline_reason
@@ -33,7 +33,7 @@ __all__ = [
     "unresolved_text",
 ]
 
-_log = logging.getLogger("toolnexus")
+_log = LazyLogger()  # logging loads with the first record, not with Host
 
 
 # --------------------------------------------------------------------------- the texts
