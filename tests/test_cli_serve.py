@@ -66,3 +66,74 @@ def test_serve_with_a_bad_ref_exits_2_before_reading_stdin():
     assert out.returncode == 2
     assert out.stdout == ""
     assert out.stderr.startswith("toolnexus serve: error: cannot import 'no_such_mod_xyz'")
+
+
+WIZARD = textwrap.dedent("""
+    from toolnexus import Request, ToolContext, ToolResult, tool
+
+    @tool
+    def wizard(ctx: ToolContext) -> ToolResult:
+        '''Asks a name, then an age.'''
+        data = ctx.answer.data if ctx.answer is not None else None
+        if data is None:
+            return ToolResult.pending(Request("question", "Name?"))
+        if "age" not in data:
+            return ToolResult.pending(Request("question", "Age?"))
+        return ToolResult.ok(f"{data['age']} years")
+""")
+MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+
+
+def _wizard_rounds(tmp_path: Path, *flags: str) -> list[dict[str, object]]:
+    """Call wizard over real pipes, answering each question, until it gives a final result."""
+    import subprocess
+    import sys
+
+    from cli_helpers import child_env
+
+    (tmp_path / "wizard.py").write_text(WIZARD, encoding="utf-8")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "toolnexus", "serve", "wizard.py", *flags], cwd=tmp_path,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=child_env())
+    assert server.stdin is not None and server.stdout is not None
+    results: list[dict[str, object]] = []
+    params: dict[str, object] = {"name": "wizard", "arguments": {}, "_meta": MODERN}
+    answers = iter([{"answer": "Ada"}, {"age": 36}])
+    try:
+        for call_id in range(1, 4):
+            server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": call_id,
+                                           "method": "tools/call", "params": params}) + "\n")
+            server.stdin.flush()
+            result = json.loads(server.stdout.readline())["result"]
+            results.append(result)
+            if result["resultType"] != "input_required":
+                break
+            (key,) = result["inputRequests"]
+            params = {**params, "requestState": result["requestState"],
+                      "inputResponses": {key: {"action": "accept", "content": next(answers)}}}
+        server.stdin.close()
+        assert server.wait(timeout=60) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.stdout.close()
+        server.stderr.close()  # type: ignore[union-attr]
+    return results
+
+
+def test_serve_max_rounds_lets_a_call_ask_again_over_stdio(tmp_path):
+    two = _wizard_rounds(tmp_path, "--max-rounds", "2")
+    assert [r["resultType"] for r in two] == ["input_required", "input_required", "complete"]
+    assert two[-1]["content"] == [{"type": "text", "text": "36 years"}]
+    # The default is the loop rule: a retry that asks again is unresolved.
+    one = _wizard_rounds(tmp_path)
+    assert one[-1]["content"] == [{"type": "text", "text": "unresolved: Age?"}]
+    assert one[-1]["isError"] is True
+
+
+def test_serve_refuses_max_rounds_below_one():
+    out = run("serve", "toolnexus.demo:toolkit", "--max-rounds", "0")
+    assert out.returncode == 2
+    assert "--max-rounds: must be >= 1, got 0" in out.stderr

@@ -1087,7 +1087,7 @@ def _cmd_serve(options: argparse.Namespace) -> int:
         from .mcp import serve_stdio
     except ImportError as exc:
         raise _CliError(f"the MCP server is not available in this build ({exc})") from None
-    kwargs: dict[str, Any] = {"timeout_ms": options.timeout}
+    kwargs: dict[str, Any] = {"timeout_ms": options.timeout, "max_rounds": options.max_rounds}
     if options.name is not None:
         kwargs["name"] = options.name
     if options.version is not None:
@@ -1171,6 +1171,18 @@ def _timeout(text: str) -> int:
         ) from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0 milliseconds, got {value}")
+    return value
+
+
+def _rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of rounds, got {text!r} (e.g. --max-rounds 3)"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
 
 
@@ -1326,6 +1338,11 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level", type=str.lower, default="warning", choices=_LOG_LEVELS,
         help="what the server logs to stderr (default: warning; --debug means debug)",
+    )
+    serve.add_argument(
+        "--max-rounds", type=_rounds, default=1, metavar="N",
+        help="how many answers one call may take (default 1: a retry that asks again is "
+        "'unresolved: <prompt>')",
     )
     serve.add_argument(
         "--max-inflight-bytes", type=_byte_size, metavar="BYTES",

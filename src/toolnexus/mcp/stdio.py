@@ -95,6 +95,7 @@ def serve_stdio(
     grace_ms: int = DEFAULT_GRACE_MS,
     secret: bytes | str | Sequence[bytes | str] | None = None,
     answer_store: AnswerStore | None = None,
+    max_rounds: int = 1,
 ) -> int:
     """Serve ``toolkit`` over MCP on stdin/stdout until stdin closes; return the exit code.
 
@@ -105,6 +106,8 @@ def serve_stdio(
     clients see. ``secret`` (else ``TOOLNEXUS_SECRET``) signs the binding of each question
     to its call and the modern ``requestState``: the same key lets a restarted server resume
     what it asked before. ``answer_store`` remembers used answers (default: in memory).
+    ``max_rounds`` is how many answers one call may take (1, the loop rule: a retry that
+    asks again is ``unresolved: <prompt>``; more lets the retry's question be asked).
 
     ``stdin``/``stdout`` default to the process's own streams; binary or text streams
     both work. While serving, ``sys.stdout`` points at stderr (and, for the process's own
@@ -161,12 +164,13 @@ def serve_stdio(
     # The session and the host share the key and the used answers: a question asked before
     # a restart is resumed after it (same key), and each answer is used once.
     session = ServerSession(toolkit, name=name, version=version, secret=secret,
-                            answer_store=answer_store)
+                            answer_store=answer_store, max_rounds=max_rounds)
 
     def make_host() -> Host:
         from ..host import Host
 
-        return Host(toolkit, timeout_ms=timeout_ms, secret=secret, answer_store=answer_store)
+        return Host(toolkit, timeout_ms=timeout_ms, secret=secret, answer_store=answer_store,
+                    max_rounds=max_rounds)
 
     with _protocol_streams(stdin, stdout) as (read_line, write):
         server = _StdioServer(session, make_host, read_line, write, max_line_bytes,
