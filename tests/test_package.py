@@ -40,3 +40,22 @@ def test_the_distribution_has_a_name_of_its_own_so_no_other_project_upgrades_it(
 
     assert "toolnexus-contract" in packages_distributions()["toolnexus"]
     assert metadata("toolnexus-contract")["Name"] == "toolnexus-contract"
+
+
+def test_no_module_imports_a_private_name_of_another_module():
+    # Layers talk through public names: a helper another module needs gets a public name
+    # (private *modules*, _wire.py and the like, are the package's internal seams and fine).
+    import ast
+    from pathlib import Path
+
+    src = Path(toolnexus.__file__).parent
+    offenders = []
+    for path in sorted(src.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level > 0 and node.module:
+                offenders += [
+                    f"{path.relative_to(src)}:{node.lineno} imports {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                ]
+    assert offenders == []

@@ -31,10 +31,11 @@ LOG_LEVELS: tuple[str, ...] = (
 )
 """The log levels a tool may use, least severe first (the syslog levels MCP uses)."""
 
-# A driver that serves a call binds its client's log channel here before starting the
-# call; the host copies the caller's context variables into the worker, so the tool's
-# ctx.report_log finds it without every host signature growing a parameter.
-_bound_log: contextvars.ContextVar[LogReporter | None] = contextvars.ContextVar(
+# Package-internal: a driver that serves a call (the MCP HTTP transport) binds its
+# client's log channel here before starting the call; the host copies the caller's context
+# variables into the worker, so the tool's ctx.report_log finds it without every host
+# signature growing a parameter.
+bound_log: contextvars.ContextVar[LogReporter | None] = contextvars.ContextVar(
     "toolnexus_log_reporter", default=None
 )
 
@@ -165,6 +166,6 @@ class ToolContext:
         """
         if level not in LOG_LEVELS:
             raise InvalidValueError(f"level must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
-        reporter = self.log if self.log is not None else _bound_log.get()
+        reporter = self.log if self.log is not None else bound_log.get()
         if reporter is not None:
             reporter(level, data, logger)

@@ -324,9 +324,10 @@ def _same(value: Any) -> Any:
     return value
 
 
-def _int_from_float(value: Any) -> Any:
-    # The validator accepts 3.0 as an integer (JSON has one number type); hand the
-    # function the int its annotation promises.
+def int_from_float(value: Any) -> Any:
+    """Package-internal (the argument converter of ``int`` parameters, also used by
+    tools.py): the validator accepts 3.0 as an integer (JSON has one number type), so the
+    function gets the int its annotation promises."""
     return int(value) if value.__class__ is float else value
 
 
@@ -380,7 +381,7 @@ class _Inferrer:
         if tp is bool:
             return {"type": "boolean"}, None
         if tp is int:
-            return {"type": "integer"}, _int_from_float
+            return {"type": "integer"}, int_from_float
         if tp is float:
             return {"type": "number"}, None
         if tp is str:
@@ -882,7 +883,7 @@ def _locate(convert: Converter, items: Iterable[tuple[str | int, Any]]) -> NoRet
 def _list_converter(convert: Converter | None) -> Converter | None:
     if convert is None:
         return None
-    if convert is _int_from_float:
+    if convert is int_from_float:
         return _int_list
 
     def each(value: Any) -> Any:
@@ -906,7 +907,7 @@ def _int_list(value: Any) -> Any:
             return value
     except TypeError:
         pass  # not all numbers: convert item by item, leaving the rest alone
-    out = [_int_from_float(item) for item in value]
+    out = [int_from_float(item) for item in value]
     return value if all(new is old for new, old in zip(out, value, strict=True)) else out
 
 

@@ -18,7 +18,7 @@ from . import _wire
 from .context import ToolContext
 from .errors import DuplicateToolError, InvalidTypeError, StrictSchemaError, UnknownToolError
 from .result import ToolResult
-from .tools import Tool, _make_tool
+from .tools import Tool, make_tool
 
 __all__ = ["DuplicateToolError", "StrictSchemaError", "Toolkit", "UnknownToolError"]
 
@@ -62,7 +62,7 @@ class Toolkit:
             raise InvalidTypeError(
                 f"Toolkit takes Tool objects or functions, got {type(item).__name__}"
             )
-        return _make_tool(item, _NO_OPTIONS, frame)
+        return make_tool(item, _NO_OPTIONS, frame)
 
     def _add(self, item: Tool, *, replace: bool) -> None:
         if item.name in self._tools and not replace:

@@ -33,9 +33,9 @@ from .schema import (
     OUTPUT_WRAPPER,
     ConversionError,
     Signature,
-    _int_from_float,
     describe_callable,
     infer,
+    int_from_float,
     sanitize_name,
 )
 
@@ -411,9 +411,9 @@ class Tool(Generic[P, R]):
         return mcp_tool(self)
 
     def _unconvertible(self, exc: ConversionError) -> ToolResult:
-        from .validation import _format_path
+        from .validation import format_path
 
-        where = _format_path(tuple(exc.path))
+        where = format_path(tuple(exc.path))
         return ToolResult(f"{self._prefix}{where + ': ' if where else ''}{exc.problem}", True)
 
     def _failed(self, exc: BaseException) -> ToolResult:
@@ -612,9 +612,9 @@ def _build_invoke(sig: Signature) -> Invoke:
         return contract
 
     # Keyword style. The int-from-float check is inlined: it is the commonest converter.
-    float_keys = tuple(key for key, each in sig.converters if each is _int_from_float)
+    float_keys = tuple(key for key, each in sig.converters if each is int_from_float)
     converters = tuple(
-        (key, each) for key, each in sig.converters if each is not _int_from_float and key != "**"
+        (key, each) for key, each in sig.converters if each is not int_from_float and key != "**"
     )
     extra = next((each for key, each in sig.converters if key == "**"), None)
     positional = sig.positional
@@ -898,10 +898,10 @@ def tool(
     }
     if fn is None:
         def decorate(function: Callable[..., Any]) -> Tool[..., Any]:
-            return _make_tool(function, options, sys._getframe(1))
+            return make_tool(function, options, sys._getframe(1))
 
         return decorate
-    return _make_tool(fn, options, sys._getframe(1))
+    return make_tool(fn, options, sys._getframe(1))
 
 
 def refuse_other_copy(value: object) -> None:
@@ -934,7 +934,9 @@ def refuse_other_copy(value: object) -> None:
         )
 
 
-def _make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
+def make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
+    """Package-internal: what ``@tool`` (with ``options``) does to ``fn``; ``Toolkit`` uses it
+    to accept plain functions. ``frame`` is the caller's, for refs and error locations."""
     hints = {key: value for key, value in options["hints"].items() if value is not None}
     for key, value in hints.items():
         if not isinstance(value, bool):

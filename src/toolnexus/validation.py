@@ -181,7 +181,9 @@ def _alternatives(options: list[str]) -> str:
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*\Z")
 
 
-def _format_path(path: _Path) -> str:
+def format_path(path: _Path) -> str:
+    """Package-internal: a value's path as error texts write it (``items[2].name``); tools.py
+    uses it for argument errors, so both say a place the same way."""
     parts: list[str] = []
     for segment in path:
         if isinstance(segment, int):
@@ -205,7 +207,7 @@ class _Problems:
         self.truncated = False
 
     def add(self, path: _Path, message: str) -> None:
-        text = f"{_format_path(path)}: {message}" if path else message
+        text = f"{format_path(path)}: {message}" if path else message
         if text in self.seen:
             return
         if len(self.items) >= self.ceiling:
@@ -2226,7 +2228,7 @@ def _first_problems(items: list[str], path: _Path = (), shown: int = 3) -> str:
     """A few problems found under ``path``, as one clause (that path's own prefix dropped)."""
     if not items:
         return "does not match"
-    prefix = f"{_format_path(path)}: " if path else ""
+    prefix = f"{format_path(path)}: " if path else ""
     if prefix:
         items = [item[len(prefix) :] if item.startswith(prefix) else item for item in items]
     detail = "; ".join(items[:shown])

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..cancellation import CancellationTokenSource
-from ..context import _bound_log
+from ..context import bound_log
 from ..errors import InvalidTypeError, InvalidValueError
 from ..result import ToolResult
 from .session import (
@@ -278,7 +278,7 @@ class _Runner:
     ) -> None:
         host = self.host
         # The call copies this context: the tool's ctx.report_log finds its client here.
-        bound = _bound_log.set(log)
+        bound = bound_log.set(log)
         try:
             call = host.submit(
                 action.name,
@@ -289,7 +289,7 @@ class _Runner:
                 answer=action.answer,
             )
         finally:
-            _bound_log.reset(bound)
+            bound_log.reset(bound)
         call.add_done_callback(lambda settled: done(settled.result(0)))
 
     def close(self) -> None:
