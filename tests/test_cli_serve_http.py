@@ -1,5 +1,6 @@
 """`toolnexus serve REF --http [HOST:]PORT`: Streamable HTTP on 127.0.0.1 by default, a
-bearer token from a file or the environment, and a clean exit on SIGTERM or SIGINT."""
+bearer token from a file or the environment, and a clean exit on SIGTERM or SIGINT
+(143 or 130, as `serve` over stdio)."""
 
 from __future__ import annotations
 
@@ -45,13 +46,13 @@ def list_tools(address: str, headers: dict[str, str] | None = None) -> int:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_serve_http_listens_on_localhost_and_exits_0_on_a_signal(signum: int) -> None:
+def test_serve_http_listens_on_localhost_and_exits_128_plus_the_signal(signum: int) -> None:
     process, address = start()
     try:
         assert list_tools(address) == 200
     finally:
         process.send_signal(signum)
-        assert process.wait(30) == 0
+        assert process.wait(30) == 128 + signum  # 143 after SIGTERM, 130 after SIGINT, as stdio
 
 
 def test_a_token_file_requires_the_bearer_token(tmp_path: Path) -> None:
@@ -63,7 +64,7 @@ def test_a_token_file_requires_the_bearer_token(tmp_path: Path) -> None:
         assert list_tools(address, {"Authorization": "Bearer let-me-in"}) == 200
     finally:
         process.send_signal(signal.SIGTERM)
-        assert process.wait(30) == 0
+        assert process.wait(30) == 143
 
 
 def test_the_token_may_come_from_the_environment() -> None:
@@ -73,7 +74,7 @@ def test_the_token_may_come_from_the_environment() -> None:
         assert list_tools(address, {"Authorization": "Bearer from-env"}) == 200
     finally:
         process.send_signal(signal.SIGTERM)
-        assert process.wait(30) == 0
+        assert process.wait(30) == 143
 
 
 def test_a_bad_address_is_a_usage_error() -> None:

@@ -8,6 +8,8 @@ import http.client
 import json
 import socket
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -316,6 +318,33 @@ def test_an_oversized_body_is_413_without_being_read() -> None:
         assert b"the limit is 1024 bytes" in reply
 
 
+def test_an_oversized_body_sent_by_an_ordinary_client_gets_its_413() -> None:
+    # http.client writes the whole body before it reads the answer: the server must read
+    # and discard it (not close on it, which resets the connection) so the 413 arrives.
+    with HttpServer(TOOLKIT, port=0, max_body_bytes=1024) as server:
+        server.start()
+        host, port = server.address
+        connection = http.client.HTTPConnection(host, port, timeout=30)
+        connection.request("POST", "/mcp", body=b"x" * (5 << 20), headers={
+            "Content-Type": "application/json", "MCP-Protocol-Version": MODERN})
+        response = connection.getresponse()
+        assert response.status == 413
+        assert response.getheader("connection") == "close"
+        assert b"the limit is 1024 bytes" in response.read()
+        connection.close()
+
+
+def test_an_oversized_body_sent_through_urllib_gets_its_413() -> None:
+    with HttpServer(TOOLKIT, port=0, max_body_bytes=1024) as server:
+        server.start()
+        request = urllib.request.Request(server.url, data=b"x" * (5 << 20), headers={
+            "Content-Type": "application/json", "MCP-Protocol-Version": MODERN})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        assert refused.value.code == 413
+        refused.value.close()
+
+
 def exchange_raw(server: HttpServer, data: bytes) -> bytes:
     """Send ``data`` on a fresh connection and read until the server closes it."""
     host, port = server.address
@@ -434,6 +463,45 @@ def test_a_slow_loris_client_is_disconnected() -> None:
         assert closed == b""  # the server closed it; our 10 s timeout did not fire
         # and the server still serves others
         assert post(server, call("add", {"a": 1, "b": 1}))[0] == 200
+
+
+def test_a_request_line_trickled_forever_is_cut_at_the_request_timeout() -> None:
+    # The request timeout runs from the request's first byte, not from the end of its
+    # first line: a line that never ends cannot hold the connection for the keep-alive.
+    with HttpServer(TOOLKIT, port=0, request_timeout_s=0.5, keep_alive_s=60) as server:
+        server.start()
+        host, port = server.address
+        with socket.create_connection((host, port), timeout=10) as sock:
+            stop = threading.Event()
+
+            def trickle() -> None:
+                sock.sendall(b"POST /")
+                with contextlib.suppress(OSError):
+                    while not stop.wait(0.05):
+                        sock.sendall(b"a")
+
+            trickler = threading.Thread(target=trickle)
+            trickler.start()
+            try:
+                closed = b""
+                with contextlib.suppress(ConnectionResetError):
+                    closed = sock.recv(4096)  # far before the 60 s keep-alive (or our 10 s)
+            finally:
+                stop.set()
+                trickler.join()
+        assert closed == b""
+        assert post(server, call("add", {"a": 1, "b": 1}))[0] == 200
+
+
+def test_an_idle_connection_is_closed_after_the_keep_alive() -> None:
+    with HttpServer(TOOLKIT, port=0, keep_alive_s=0.3) as server:
+        server.start()
+        host, port = server.address
+        with socket.create_connection((host, port), timeout=10) as sock:
+            closed = b""
+            with contextlib.suppress(ConnectionResetError):
+                closed = sock.recv(4096)
+        assert closed == b""
 
 
 def test_connections_beyond_the_bound_are_refused_with_503() -> None:

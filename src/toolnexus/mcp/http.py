@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import http
+import io
 import logging
 import select
 import signal
@@ -46,6 +47,12 @@ _log = logging.getLogger("toolnexus")
 _MAX_HEADERS = 64
 _MAX_LINE = 65536  # bytes in the request line or one header line
 _WATCH_S = 0.25  # how often a waiting response checks that its client is still there
+# A request refused before its body was read (413, 411, ...) is answered, the write side
+# shut, and what the client still sends is read and discarded for at most this long and
+# this many bytes before the close: closing with unread bytes would reset the connection
+# and an ordinary client (http.client, urllib) would see a broken pipe instead of the status.
+_LINGER_S = 2.0
+_LINGER_BYTES = 8 << 20
 
 
 class HttpServer:
@@ -62,7 +69,8 @@ class HttpServer:
         max_connections: connections served at once; more are answered 503 and closed.
         request_timeout_s: how long a request (headers and body) may take to arrive.
         keep_alive_s: how long an idle kept-alive connection stays open.
-        max_body_bytes: the largest request body (larger: 413, never read).
+        max_body_bytes: the largest request body (larger: 413; what the client still sends
+            is discarded for up to 2 s and 8 MiB so it reads the status, then the close).
         grace_s: at shutdown, how long running calls get to answer.
         **endpoint: the :class:`~toolnexus.mcp._http.Endpoint` options (``name``,
             ``timeout_ms``, ``allowed_hosts``, ``allowed_origins``, ``token``,
@@ -295,14 +303,18 @@ class _Handler(socketserver.StreamRequestHandler):
         server = self.server
         conn = self.connection
         try:
-            # Waiting for the next request is the keep-alive; once its first line is in,
-            # the rest must arrive within request_timeout_s.
+            # Waiting for the next request is the keep-alive; once its first byte is in,
+            # the whole request (head and body) must arrive within request_timeout_s.
             server.set_deadline(conn, server.owner.keep_alive_s)
+            rfile = self.rfile
+            if not (rfile.peek(1) if isinstance(rfile, io.BufferedReader) else True):
+                self.close_connection = True
+                return
+            server.set_deadline(conn, server.owner.request_timeout_s)
             line = self.rfile.readline(_MAX_LINE + 1)
             if not line:
                 self.close_connection = True
                 return
-            server.set_deadline(conn, server.owner.request_timeout_s)
             try:
                 method, target, headers = self._read_head(line)
             except _Refused as refused:
@@ -355,13 +367,15 @@ class _Handler(socketserver.StreamRequestHandler):
     def _serve(self, method: str, target: str, headers: dict[str, str]) -> None:
         owner = self.server.owner
         if target.split("?", 1)[0] != owner.path:
-            self.close_connection = self.close_connection or "content-length" in headers
-            self._send(Reply(404, _TEXT, b"not found; MCP is at " + owner.path.encode() + b"\n"))
+            missing = Reply(404, _TEXT, b"not found; MCP is at " + owner.path.encode() + b"\n")
+            if "content-length" in headers or "transfer-encoding" in headers:
+                self._refuse_unread(missing, headers.get("content-length"))
+            else:
+                self._send(missing)
             return
         body = b""
         if "transfer-encoding" in headers:
-            self.close_connection = True
-            self._send(Reply(411, _TEXT, b"length required: send a Content-Length\n"))
+            self._refuse_unread(Reply(411, _TEXT, b"length required: send a Content-Length\n"))
             return
         declared = headers.get("content-length")
         if declared is not None:
@@ -371,10 +385,8 @@ class _Handler(socketserver.StreamRequestHandler):
                 return
             length = int(declared)
             if length > owner.endpoint.max_body_bytes:
-                # Refused unread: the connection cannot be reused after that.
-                self.close_connection = True
                 refused = owner.endpoint.check_access(headers)
-                self._send(refused or owner.endpoint.too_large(length))
+                self._refuse_unread(refused or owner.endpoint.too_large(length), declared)
                 return
             if length:
                 if headers.get("expect", "").lower() == "100-continue":
@@ -409,6 +421,33 @@ class _Handler(socketserver.StreamRequestHandler):
         body = reply.body
         head = self._head(reply.status, reply.headers, b"content-length: %d\r\n" % len(body))
         self.connection.sendall(head if head_only else head + body)
+
+    def _refuse_unread(self, reply: Reply, declared: str | None = None) -> None:
+        """Answer a request whose body is not read, then close the connection gracefully.
+
+        The connection cannot be reused, so the reply says ``Connection: close``; then the
+        write side is shut and the bytes the client still sends (at most the declared body,
+        ``_LINGER_BYTES``, for at most ``_LINGER_S``) are read and discarded, so the close
+        is not a reset that destroys the reply before the client reads it.
+        """
+        self.close_connection = True
+        self._send(reply)
+        conn = self.connection
+        left = _LINGER_BYTES
+        if declared is not None and declared.isascii() and declared.isdigit():
+            left = min(left, int(declared))
+        deadline = time.monotonic() + _LINGER_S
+        with contextlib.suppress(OSError):
+            conn.shutdown(socket.SHUT_WR)
+            while left > 0:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                conn.settimeout(remaining)
+                data = conn.recv(min(left, 1 << 16))
+                if not data:
+                    break
+                left -= len(data)
 
     def _stream(self, reply: Reply, exchange: Exchange) -> None:
         """Send the exchange's messages: one JSON body when the answer comes first, else
@@ -508,7 +547,8 @@ def serve_http(
     **options: Any,
 ) -> int:
     """Serve ``toolkit`` over MCP Streamable HTTP at ``http://host:port/mcp`` until
-    SIGINT or SIGTERM; return the exit code (0).
+    SIGINT or SIGTERM; return the exit code: 130 after SIGINT, 143 after SIGTERM (128 + the
+    signal, as shells report it and as :func:`~toolnexus.mcp.serve_stdio` returns).
 
     On a signal the server stops accepting, lets running calls answer for ``grace_s``
     (2 s), cancels the rest and returns. ``token`` (or ``verify_token``) requires an
@@ -532,8 +572,10 @@ def serve_http(
     server = HttpServer(toolkit, host=host, port=port, token=token, verify_token=verify_token,
                         allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, **options)
     stop = threading.Event()
+    got: list[int] = []
 
     def on_signal(signum: int, frame: object) -> None:
+        got.append(signum)
         stop.set()
 
     previous: dict[signal.Signals, Any] = {}
@@ -550,4 +592,4 @@ def serve_http(
         server.shutdown()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    return 0
+    return 128 + got[0] if got else 0
