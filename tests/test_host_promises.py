@@ -306,6 +306,114 @@ def test_a_tool_calling_its_own_host_runs_inline_instead_of_deadlocking():
         host.close()
 
 
+def _openai_call(call_id: str, name: str, args: dict[str, object]) -> dict[str, object]:
+    import json
+
+    return {"id": call_id, "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)}}
+
+
+def test_batches_from_a_tool_on_its_own_host_run_inline_in_order_never_deadlocking():
+    """call_many, run_turn and resume_turn from a tool on a one-worker host, no timeout:
+    the batch runs on the tool's own worker, one call after another, results in order."""
+    holder: list[Host] = []
+    order: list[str] = []
+
+    @tool
+    def step(tag: str) -> str:
+        """Records the order it ran in."""
+        order.append(tag)
+        return tag.upper()
+
+    @tool
+    def ask(ctx: ToolContext) -> ToolResult:
+        """Asks first."""
+        if ctx.answer is None:
+            return ToolResult.pending(Request("approval", "Go?"))
+        return ToolResult.ok("approved")
+
+    @tool
+    def many() -> str:
+        """call_many on the host that runs it."""
+        results = holder[0].call_many([("step", {"tag": t}) for t in "abc"])
+        return ",".join(r.output for r in results)
+
+    @tool
+    def turn() -> str:
+        """run_turn, then resume_turn, on the host that runs it."""
+        host = holder[0]
+        first = host.run_turn([_openai_call("c1", "step", {"tag": "d"}),
+                               _openai_call("c2", "ask", {})])
+        assert first.pending is not None
+        done = host.resume_turn(first, Answer.accept(first.pending))
+        return "|".join(str(m["content"]) for m in done.messages)
+
+    host = Host(Toolkit([step, ask, many, turn]), max_workers=1)  # no other worker
+    holder.append(host)
+    try:
+        assert host.submit("many", {}).result(timeout=SLACK).output == "A,B,C"
+        assert order == ["a", "b", "c"]
+        assert host.submit("turn", {}).result(timeout=SLACK).output == "D|approved"
+    finally:
+        host.close()
+
+
+def test_async_batches_and_acall_from_a_tool_on_its_own_host_never_deadlock():
+    """An async tool run by a one-worker host awaits acall_many, arun_turn and acall of a
+    sync tool on that host: they run inline on its worker instead of waiting for another."""
+    holder: list[Host] = []
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    @tool
+    async def outer() -> str:
+        """Awaits batches on the host that runs it."""
+        host = holder[0]
+        many = await host.acall_many([("add", {"a": 1, "b": 1}), ("add", {"a": 2, "b": 2})])
+        turn = await host.arun_turn([_openai_call("c1", "add", {"a": 3, "b": 3})])
+        one = await host.acall("add", {"a": 4, "b": 4})
+        return ",".join([*(r.output for r in many), str(turn.messages[0]["content"]),
+                         one.output])
+
+    host = Host(Toolkit([add, outer]), max_workers=1)
+    holder.append(host)
+    try:
+        assert host.submit("outer", {}).result(timeout=SLACK).output == "2,4,6,8"
+    finally:
+        host.close()
+
+
+def test_an_inline_batch_gives_each_call_its_own_deadline():
+    holder: list[Host] = []
+
+    @tool
+    def nap(ctx: ToolContext, wait: bool) -> str:
+        """Waits for its token when told to."""
+        if wait:
+            ctx.cancellation_token.wait(SLACK)
+        return "woke"
+
+    @tool
+    def many() -> str:
+        """call_many with a short budget on the host that runs it."""
+        results = holder[0].call_many([("nap", {"wait": True}), ("nap", {"wait": False})],
+                                      timeout_ms=50)
+        return "|".join(r.output for r in results)
+
+    host = Host(Toolkit([nap, many]), max_workers=1)
+    holder.append(host)
+    try:
+        out = host.submit("many", {}).result(timeout=SLACK).output
+        first, second = out.split("|")
+        assert first.startswith("timed out after 50 ms")
+        assert second == "woke"  # the second call's budget began when it began
+    finally:
+        host.close()
+
+
 # --------------------------------------------------------------------------- lifecycle
 
 

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import loop_rule
 from ._call import Call, Outcome, Runtime, Signal
@@ -144,6 +144,23 @@ def _run_blocking(coro_fn: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
     from ._aio import run_blocking
 
     return run_blocking(coro_fn)
+
+
+_Batch = Literal["concurrent", "wait", "await"]
+"""How :meth:`Host._gather` runs a batch: concurrently (the usual case) or, called from one
+of the host's own workers, one call after another inline on that worker, through
+:meth:`Host._wait` (a synchronous entry point) or :meth:`Host._await` (an asyncio one)."""
+
+
+def _drive_inline(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run a batch coroutine in ``"wait"`` mode to its end on this thread, with no event
+    loop: it awaits nothing that suspends, so one ``send`` finishes it."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coro.close()
+    raise AssertionError("an inline batch suspended")  # pragma: no cover - cannot happen
 
 
 # --------------------------------------------------------------------------- the host
@@ -504,6 +521,12 @@ class Host:
         """The asyncio adapter: the loop owns the call and runs its effects."""
         if not ready:
             return call.result()
+        tool = call.tool
+        if tool is not None and not tool.is_async and self._on_own_worker():
+            # An async tool on one of our workers awaiting a sync tool: waiting for another
+            # worker could deadlock the pool, so it runs inline here, like Host.call.
+            call.launch()
+            return call.result()
         import asyncio
 
         loop = asyncio.get_running_loop()
@@ -551,9 +574,11 @@ class Host:
         pairs = _pairs(calls)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        result: list[ToolResult] = _run_blocking(
-            lambda: self._gather([(n, a, None) for n, a in pairs], budget, token)
-        )
+        items: list[tuple[str, Any, Accepted | None]] = [(n, a, None) for n, a in pairs]
+        if self._on_own_worker():
+            inline: list[ToolResult] = _drive_inline(self._gather(items, budget, token, "wait"))
+            return inline
+        result: list[ToolResult] = _run_blocking(lambda: self._gather(items, budget, token))
         return result
 
     async def acall_many(
@@ -572,7 +597,8 @@ class Host:
         pairs = _pairs(calls)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return await self._gather([(n, a, None) for n, a in pairs], budget, token)
+        return await self._gather([(n, a, None) for n, a in pairs], budget, token,
+                                  self._async_batch())
 
     def run_turn(
         self,
@@ -610,6 +636,10 @@ class Host:
         parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
+        if self._on_own_worker():
+            inline: TurnResult = _drive_inline(
+                self._arun_turn(parsed, style, budget, token, "wait"))
+            return inline
         turn: TurnResult = _run_blocking(lambda: self._arun_turn(parsed, style, budget, token))
         return turn
 
@@ -632,7 +662,7 @@ class Host:
         parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return await self._arun_turn(parsed, style, budget, token)
+        return await self._arun_turn(parsed, style, budget, token, self._async_batch())
 
     def resume_turn(
         self,
@@ -661,6 +691,10 @@ class Host:
         """
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
+        if self._on_own_worker():
+            inline: TurnResult = _drive_inline(
+                self._aresume_turn(turn, answer, budget, token, "wait"))
+            return inline
         resumed: TurnResult = _run_blocking(
             lambda: self._aresume_turn(turn, answer, budget, token)
         )
@@ -682,7 +716,7 @@ class Host:
         """
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return await self._aresume_turn(turn, answer, budget, token)
+        return await self._aresume_turn(turn, answer, budget, token, self._async_batch())
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -735,6 +769,14 @@ class Host:
 
     # ----------------------------------------------------------------- internals
 
+    def _on_own_worker(self) -> bool:
+        """True on one of this host's worker threads (a tool calling its own host)."""
+        worker = current_worker()
+        return worker is not None and worker.pool is self._pool
+
+    def _async_batch(self) -> _Batch:
+        return "await" if self._on_own_worker() else "concurrent"
+
     def _budget(self, timeout_ms: int | None) -> int | None:
         if timeout_ms is None:
             return self._timeout_ms
@@ -768,8 +810,19 @@ class Host:
         items: Sequence[tuple[str, Any, Accepted | None]],
         budget: int | None,
         token: CancellationToken,
+        how: _Batch = "concurrent",
     ) -> list[ToolResult]:
-        """Run calls (or resumes, when a checked answer is given) concurrently."""
+        """Run calls (or resumes, when a checked answer is given) concurrently — or, from
+        one of this host's own workers, inline one after another in order, each with its
+        own deadline (waiting for other workers there could deadlock the pool)."""
+        if how != "concurrent":
+            results = []
+            for name, args, checked in items:
+                call, ready = self._new_call(name, args, budget, token, None, None, None,
+                                             resume=checked is not None, accepted=checked)
+                results.append(self._wait(call, ready) if how == "wait"
+                               else await self._await(call, ready))
+            return results
         import asyncio
 
         async def one(name: str, args: Any, checked: Accepted | None) -> ToolResult:
@@ -785,18 +838,19 @@ class Host:
 
     async def _arun_turn(
         self, calls: list[tuple[str, str, Any]], style: Style, budget: int | None,
-        token: CancellationToken,
+        token: CancellationToken, how: _Batch = "concurrent",
     ) -> TurnResult:
         from .turns import TurnCall, TurnResult
 
-        results = await self._gather([(n, a, None) for _, n, a in calls], budget, token)
+        results = await self._gather([(n, a, None) for _, n, a in calls], budget, token, how)
         return TurnResult(
             style,
             tuple(TurnCall(cid, n, a, r) for (cid, n, a), r in zip(calls, results, strict=True)),
         )
 
     async def _aresume_turn(
-        self, turn: TurnResult, answer: object, budget: int | None, token: CancellationToken
+        self, turn: TurnResult, answer: object, budget: int | None, token: CancellationToken,
+        how: _Batch = "concurrent",
     ) -> TurnResult:
         from .turns import TurnResult
 
@@ -830,12 +884,14 @@ class Host:
                                f"request {request.id!r}")
             first = [verdict.result]
         else:
-            first = await self._gather([(halted.name, halted.arguments, verdict)], budget, token)
+            first = await self._gather([(halted.name, halted.arguments, verdict)], budget,
+                                       token, how)
         calls = [replace(c, result=first[0]) if c is halted else c for c in turn.calls]
         others = [i for i, c in enumerate(calls) if c.is_pending]
         if others:
             again = await self._gather(
-                [(calls[i].name, calls[i].arguments, None) for i in others], budget, token
+                [(calls[i].name, calls[i].arguments, None) for i in others], budget, token,
+                how,
             )
             for i, result in zip(others, again, strict=True):
                 calls[i] = replace(calls[i], result=result)
