@@ -44,7 +44,7 @@ from ._pool import Pool, current_worker
 from .binding import Accepted, AnswerStore, Binder, Refusal
 from .cancellation import CancellationToken
 from .context import ProgressReporter
-from .errors import InvalidTypeError, InvalidValueError, WireFormatError
+from .errors import InvalidTypeError, InvalidValueError, ToolnexusError, WireFormatError
 from .result import ToolResult
 from .suspension import Answer, Request
 
@@ -160,7 +160,7 @@ def _drive_inline(coro: Coroutine[Any, Any, Any]) -> Any:
     except StopIteration as stop:
         return stop.value
     coro.close()
-    raise AssertionError("an inline batch suspended")  # pragma: no cover - cannot happen
+    raise ToolnexusError("internal: an inline batch suspended")  # pragma: no cover
 
 
 # --------------------------------------------------------------------------- the host
