@@ -431,8 +431,11 @@ class _Handler(socketserver.StreamRequestHandler):
         is not a reset that destroys the reply before the client reads it.
         """
         self.close_connection = True
-        self._send(reply)
         conn = self.connection
+        # The linger has its own bound; the reaper stays as a backstop (a short request
+        # timeout must not reset the connection while the client still writes its body).
+        self.server.set_deadline(conn, _LINGER_S + 1.0)
+        self._send(reply)
         left = _LINGER_BYTES
         if declared is not None and declared.isascii() and declared.isdigit():
             left = min(left, int(declared))
