@@ -438,26 +438,37 @@ class Call:
 
     def _start_attempt(self) -> None:
         """Arm the attempt's deadline (a fresh budget per attempt) and hand it to its runner."""
+        failed: list[Effect] | None = None
         with self._lock:
             if self._state != QUEUED:
                 return
             budget = self.budget
             if budget is not None:
                 self._deadline = time.monotonic() + budget / 1000
-                self._timer = _timers.schedule(
-                    self._deadline, self._deadline_passed(self._attempt), quick=True
-                )
+                try:
+                    self._timer = _timers.schedule(
+                        self._deadline, self._deadline_passed(self._attempt), quick=True
+                    )
+                except _timers.TimerStartError:  # never raise through the host: answer it
+                    failed = self._done_locked(ToolResult.error(
+                        f"'{self.name}' was not run: no timer thread could be started to "
+                        "enforce its deadline"), "error")
             tool = self.tool
             assert self.args is not None and tool is not None
             # A token and a context only for a tool that can see them (an async tool run
             # off its caller's loop is stopped through the token): they cost as much as
             # the rest of the set-up.
-            if tool.takes_context or (tool.is_async and self._runner != ON_LOOP):
+            if failed is not None:
+                pass
+            elif tool.takes_context or (tool.is_async and self._runner != ON_LOOP):
                 scope = self._scope = CancellationTokenSource()
                 self._ctx = ToolContext(budget, scope.token, self._answer, self._progress) \
                     if tool.takes_context else None
             else:
                 self._scope = self._ctx = None
+        if failed is not None:
+            self._carry_out(failed)
+            return
         runner = self._runner
         if runner == INLINE:
             self.run()
@@ -681,6 +692,25 @@ class Call:
         scope = self._scope
         if scope is not None:
             scope.cancel()
+        self._cancel_task()
+
+    def _cancel_tool_from_timer(self) -> Effect | None:
+        """The timer thread's part of :meth:`_cancel_tool`: the token is cancelled (flag and
+        Event) now, so a tool polling it stops on time whatever else is queued; returns the
+        rest — the token's callbacks and stopping the task — for the owner or dispatcher."""
+        scope = self._scope
+        run = scope._cancel_state() if scope is not None else None
+        if self._task is None:
+            return run
+
+        def rest() -> None:
+            if run is not None:
+                run()
+            self._cancel_task()
+
+        return rest
+
+    def _cancel_task(self) -> None:
         task, loop = self._task, self._loop
         if task is not None and loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to stop
@@ -845,6 +875,13 @@ class Call:
             return
         owner = self._owner
         if from_timer:
+            if self._cancel_tool in effects:
+                rest = self._cancel_tool_from_timer()
+                effects = [e for e in effects if e != self._cancel_tool]
+                if rest is not None:
+                    effects.insert(0, rest)
+                if not effects:
+                    return
             if owner is None:
                 for effect in effects:
                     _timers.dispatch(effect)

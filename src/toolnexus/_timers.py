@@ -5,16 +5,19 @@ deadlines share them):
 
 - one ``toolnexus-timer`` thread sleeps until the earliest :class:`Timer` in a heap is due.
   It only *changes state*: an action marked ``quick`` runs on it and must be short, take no
-  lock it could wait on for long, and never call user code. Every other action — cancelling
-  a token (which runs its callbacks), a completion callback, ``on_event`` — is posted to the
-  dispatcher, so a slow callback can delay nobody's deadline;
+  lock it could wait on for long, and never call user code. A token's cancellation (flag and
+  Event) and a call's deadline transition are quick, so they happen on time whatever is
+  queued; only the user code they set off — a token's callbacks, a completion callback,
+  ``on_event`` — is posted to the dispatcher, so a slow callback can delay nobody's deadline;
 - the dispatcher is a few ``toolnexus-dispatch`` threads: a new one starts when an action is
   posted and none is idle (up to :data:`DISPATCH_THREADS`), so one slow callback holds up one
   thread, not the others' actions;
 - a cancelled timer leaves the heap: cancelled entries are counted and the heap is rebuilt
   without them once they are half of it, so cancelled long timers hold no memory;
 - both kinds of thread exit after :data:`IDLE_SECONDS` with nothing to do and start again on
-  demand; after ``fork()`` the child gets fresh locks and restarts the timer thread when
+  demand (the timer thread wakes at least every :data:`IDLE_SECONDS`, so a cancelled far
+  deadline at the head of the heap does not keep it alive); a timer thread that cannot be
+  started raises :class:`TimerStartError` from :func:`schedule` and leaves nothing armed; after ``fork()`` the child gets fresh locks and restarts the timer thread when
   timers armed before the fork are still pending.
 
 Importing this module starts no thread.
@@ -28,17 +31,23 @@ import threading
 import time
 from collections import deque
 
+from .errors import ToolnexusError
+
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["DISPATCH_THREADS", "IDLE_SECONDS", "Timer", "dispatch", "schedule"]
+__all__ = ["DISPATCH_THREADS", "IDLE_SECONDS", "Timer", "TimerStartError", "dispatch", "schedule"]
 
 DISPATCH_THREADS = 8
 """The most dispatcher threads that run posted actions at once."""
 
 IDLE_SECONDS = 2.0
 """How long the timer thread and a dispatcher thread wait for work before they exit."""
+
+
+class TimerStartError(ToolnexusError, RuntimeError):
+    """The ``toolnexus-timer`` thread could not be started (the process is out of threads)."""
 
 
 def _report(action: object) -> None:
@@ -161,7 +170,14 @@ class _Wheel:
             timer = Timer(deadline, action, quick, self._seq)
             heapq.heappush(self._heap, (deadline, self._seq, timer))
             if not self._running:
-                self._start_locked()
+                try:
+                    self._start_locked()
+                except TimerStartError:
+                    # Nothing would fire it: drop it (the caller hears why); timers armed
+                    # earlier stay armed and the next schedule() tries again.
+                    timer.action = None
+                    self._cancelled += 1
+                    raise
             elif self._wake_at and deadline < self._wake_at:
                 self._wake.notify()
         return timer
@@ -183,9 +199,12 @@ class _Wheel:
         self._running = True
         try:
             threading.Thread(target=self._run, name="toolnexus-timer", daemon=True).start()
-        except RuntimeError:
+        except RuntimeError as exc:
             self._running = False
-            raise
+            raise TimerStartError(
+                f"toolnexus: the timer thread could not be started ({exc}); "
+                "no deadline can be enforced until a thread can start"
+            ) from exc
 
     def _run(self) -> None:
         lock = self._lock
@@ -203,9 +222,20 @@ class _Wheel:
                         action, timer.action = timer.action, None
                         break
                     if heap:
-                        delay = min(heap[0][0] - now, threading.TIMEOUT_MAX)
+                        # Capped: a head cancelled meanwhile (cancel() does not wake us, which
+                        # keeps cancelling free) is pruned within IDLE_SECONDS, so a cancelled
+                        # hour-long deadline does not keep the thread alive.
+                        delay = min(heap[0][0] - now, IDLE_SECONDS)
                         self._wake_at = now + delay
-                        self._wake.wait(delay)
+                        if not self._wake.wait(delay) and delay == IDLE_SECONDS:
+                            heap = self._heap
+                            while heap and heap[0][2].action is None:
+                                heapq.heappop(heap)
+                                self._cancelled -= 1
+                            if not heap:  # every timer went while we slept a full idle wait
+                                self._running = False
+                                self._wake_at = 0.0
+                                return
                     else:
                         self._wake_at = now + IDLE_SECONDS
                         self._wake.wait(IDLE_SECONDS)
@@ -244,7 +274,8 @@ def schedule(deadline: float, action: Callable[[], object], *, quick: bool = Fal
 
     ``quick`` actions run on the timer thread itself: only state changes of the package's
     own objects (no user code, no I/O, no waiting). Others are posted to the dispatcher.
-    Raises ``RuntimeError`` when the timer thread cannot be started.
+    Raises :class:`TimerStartError` (a ``RuntimeError``) when the timer thread cannot be
+    started; nothing stays armed then, and the next call tries to start it again.
     """
     return _wheel.schedule(deadline, action, quick)
 

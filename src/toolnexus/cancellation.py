@@ -63,23 +63,35 @@ class _State:
                     self.event = event
         return event
 
-    def cancel(self) -> bool:
-        """Cancel once; return True if this call did it."""
+    def mark(self) -> list[Callable[[], object]] | None:
+        """Set the flag and the Event (no user code runs); return the callbacks the caller
+        must run, or None when the state was already cancelled."""
         with self.lock:
             callbacks = self.callbacks
             if callbacks is None:
-                return False
+                return None
             self.callbacks = None
             # Flag and Event are set inside the lock: a concurrent register() either
-            # sees the callbacks (and is run below) or sees the flag (and runs itself),
-            # and a concurrent waitable() either finds the Event or makes it already set.
+            # sees the callbacks (and is run by the canceller) or sees the flag (and runs
+            # itself), and a concurrent waitable() either finds the Event or makes it set.
             self.cancelled = True
             if self.event is not None:
                 self.event.set()
+        return list(callbacks.values())
+
+    def cancel(self) -> bool:
+        """Cancel once; return True if this call did it."""
+        callbacks = self.mark()
+        if callbacks is None:
+            return False
         # Callbacks run outside the lock: one may register or cancel again.
-        for callback in callbacks.values():
-            _run_callback(callback)
+        _run_callbacks(callbacks)
         return True
+
+
+def _run_callbacks(callbacks: list[Callable[[], object]]) -> None:
+    for callback in callbacks:
+        _run_callback(callback)
 
 
 def _run_callback(callback: Callable[[], object]) -> None:
@@ -410,16 +422,40 @@ class CancellationTokenSource:
             # the callbacks a linked source left on its (possibly long-lived) parents.
             self.close()
 
+    def _cancel_state(self) -> Callable[[], None] | None:
+        """Cancel without running user code (for the timer thread): set the flag and the
+        Event and let go of the timer and the links now; return what runs the callbacks,
+        or None when there is nothing to run."""
+        callbacks = self._state.mark()
+        if callbacks is None:
+            return None
+        self.close()
+        if not callbacks:
+            return None
+        return lambda: _run_callbacks(callbacks)
+
+    def _timer_fired(self) -> None:
+        # A quick action on the timer thread: the token is cancelled right here, on time;
+        # only its callbacks (user code) wait for a dispatcher thread.
+        run = self._cancel_state()
+        if run is not None:
+            from . import _timers
+
+            _timers.dispatch(run)
+
     def cancel_after(self, seconds: float) -> None:
         """Cancel after ``seconds`` (from now), replacing any earlier ``cancel_after``.
 
         ``cancel_after(0)`` cancels at once, on the calling thread; otherwise the package's
-        one timer thread (started on first use) sees the time come and a ``toolnexus-dispatch``
-        thread cancels, so a slow callback never holds up other timers. A closed or
-        replaced timer leaves the timer heap (and holds no memory). Timers armed before
-        ``fork()`` still fire in the child.
+        one timer thread (started on first use) cancels the token when the time comes
+        (``is_cancellation_requested`` and ``wait()`` see it at once) and hands only the
+        registered callbacks to a ``toolnexus-dispatch`` thread, so slow callbacks never
+        delay any token's cancellation. A closed or replaced timer leaves the timer heap
+        (and holds no memory). Timers armed before ``fork()`` still fire in the child.
         Does nothing on a source that is already cancelled. Raises ``ValueError`` when
-        ``seconds`` is not a non-negative number.
+        ``seconds`` is not a non-negative number, and ``TimerStartError`` (a
+        ``ToolnexusError`` and a ``RuntimeError``) when the timer thread cannot be started
+        (the process is out of threads); the source is then left without a timer.
 
         Example::
 
@@ -442,8 +478,9 @@ class CancellationTokenSource:
             return
         from . import _timers  # only programs that ask for a timer pay for it
 
-        # Not quick: cancelling runs the token's callbacks, which the timer thread never runs.
-        self._timer = _timers.schedule(time.monotonic() + min(seconds, 1e9), self.cancel)
+        # Quick: the timer thread only changes the state; the callbacks are dispatched.
+        self._timer = _timers.schedule(time.monotonic() + min(seconds, 1e9), self._timer_fired,
+                                       quick=True)
 
     def close(self) -> None:
         """Stop a pending timer and detach from linked parents; the token keeps its state.

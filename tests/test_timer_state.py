@@ -1,0 +1,167 @@
+"""Timers only change state: a token's flag and Event and a call's deadline transition
+happen on the timer thread, on time, however many slow callbacks fill the dispatcher; a
+failed timer-thread start answers the call; the timer thread leaves after its timers go.
+
+No test sleeps: slow callbacks block on an Event the test releases at the end, and "on
+time" is shown by the token flipping while those callbacks are still blocked.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from toolnexus import CancellationTokenSource, Host, ToolContext, Toolkit, _timers, tool
+
+SLACK = 10.0
+PACKAGE_ROOT = str(Path(__import__("toolnexus").__file__).resolve().parent.parent)
+SLOW = 30  # more slow callbacks than the dispatcher has threads
+
+
+class Saturation:
+    """Slow callbacks that block until released; ``busy`` is set once the dispatcher's
+    threads are all inside one."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.busy = threading.Event()
+        self.finished = threading.Semaphore(0)
+        self._lock = threading.Lock()
+        self._started = 0
+
+    def callback(self) -> None:
+        with self._lock:
+            self._started += 1
+            if self._started >= _timers.DISPATCH_THREADS:
+                self.busy.set()
+        self.release.wait(60)
+        self.finished.release()
+
+
+@pytest.fixture
+def slow() -> Iterator[Saturation]:
+    saturation = Saturation()
+    yield saturation
+    saturation.release.set()  # let the dispatcher go before the next test
+
+
+def test_cancel_after_flips_the_token_while_slow_callbacks_fill_the_dispatcher(
+    slow: Saturation,
+) -> None:
+    sources = []
+    for _ in range(SLOW):
+        source = CancellationTokenSource()
+        source.token.register(slow.callback)
+        source.cancel_after(0.01)
+        sources.append(source)
+    assert slow.busy.wait(SLACK), "the slow callbacks never started"
+
+    late = CancellationTokenSource()
+    heard = threading.Event()
+    late.token.register(heard.set)
+    late.cancel_after(0.05)
+    assert late.token.wait(SLACK)  # cancelled on time, on the timer thread
+    assert late.is_cancellation_requested
+    assert not slow.release.is_set()  # ...while every dispatcher thread is still blocked
+    assert all(source.is_cancellation_requested for source in sources)
+
+    slow.release.set()
+    assert heard.wait(SLACK)  # its own callback still runs, once the dispatcher is free
+    for _ in range(SLOW):
+        assert slow.finished.acquire(timeout=SLACK)
+
+
+def test_a_deadline_flips_the_token_of_another_hosts_tool_while_callbacks_are_stuck(
+    slow: Saturation,
+) -> None:
+    @tool
+    def registers_slow(ctx: ToolContext) -> str:
+        """Registers a slow cancel callback and waits for its token."""
+        ctx.cancellation_token.register(slow.callback)
+        ctx.cancellation_token.wait(SLACK * 3)
+        return "stopped"
+
+    @tool
+    def polite(ctx: ToolContext) -> str:
+        """Waits for its token and says so."""
+        if ctx.cancellation_token.wait(SLACK * 3):
+            return "stopped by myself"
+        return "never cancelled"
+
+    kit = Toolkit([registers_slow, polite])
+    a = Host(kit, max_workers=SLOW + 2, max_stuck=SLOW + 2)
+    b = Host(kit, grace_ms=int(SLACK * 2000))  # a grace longer than the test would wait
+    try:
+        calls = [a.submit("registers_slow", {}, timeout_ms=10) for _ in range(SLOW)]
+        assert slow.busy.wait(SLACK), "the slow callbacks never started"
+
+        blocking = b.call("polite", {}, timeout_ms=50)
+        assert blocking.output == "timed out after 50 ms: stopped by myself"
+        assert not slow.release.is_set()
+
+        submitted = b.submit("polite", {}, timeout_ms=50)
+        result = submitted.result(timeout=SLACK)
+        assert result.output == "timed out after 50 ms: stopped by myself"
+        assert not slow.release.is_set()  # both answered while the dispatcher was stuck
+        for call in calls:  # stopped, or abandoned inside a callback it ran itself
+            assert call.result(timeout=SLACK).output.startswith("timed out after 10 ms")
+    finally:
+        slow.release.set()
+        a.close(timeout=SLACK)
+        b.close(timeout=SLACK)
+
+
+_TIMER_START_FAILS = """
+import threading
+from toolnexus import CancellationTokenSource, Host, Toolkit, tool
+from toolnexus.errors import ToolnexusError
+
+@tool
+def add(a: int, b: int) -> int:
+    \"""Adds.\"""
+    return a + b
+
+real = threading.Thread.start
+def failing(self):
+    if self.name == "toolnexus-timer":
+        raise RuntimeError("can't start new thread")
+    real(self)
+
+host = Host(Toolkit([add]))
+threading.Thread.start = failing
+called = host.call("add", {"a": 1, "b": 2}, timeout_ms=2000)
+submitted = host.submit("add", {"a": 1, "b": 2}, timeout_ms=2000).result(10)
+source = CancellationTokenSource()
+try:
+    source.cancel_after(30)
+except ToolnexusError as exc:
+    print("cancel_after:", type(exc).__name__, isinstance(exc, RuntimeError), exc)
+threading.Thread.start = real
+print("call:", called.is_error, called.output)
+print("submit:", submitted.is_error, submitted.output)
+print("source:", source.is_cancellation_requested, source)
+print("after:", host.call("add", {"a": 1, "b": 2}, timeout_ms=2000).output)
+host.close(timeout=10)
+"""
+
+
+def test_a_failed_timer_start_answers_the_call_and_cancel_after_raises_clearly() -> None:
+    # A fresh interpreter: no timer thread runs yet, so the call must start one.
+    done = subprocess.run([sys.executable, "-c", _TIMER_START_FAILS], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": PACKAGE_ROOT})
+    assert done.returncode == 0, done.stderr
+    never = "'add' was not run: no timer thread could be started to enforce its deadline"
+    assert done.stdout.splitlines() == [
+        "cancel_after: TimerStartError True toolnexus: the timer thread could not be started "
+        "(can't start new thread); no deadline can be enforced until a thread can start",
+        f"call: True {never}",
+        f"submit: True {never}",
+        "source: False <CancellationTokenSource live>",
+        "after: 3",
+    ]
