@@ -17,7 +17,8 @@ deadlines share them):
 - both kinds of thread exit after :data:`IDLE_SECONDS` with nothing to do and start again on
   demand (the timer thread wakes at least every :data:`IDLE_SECONDS`, so a cancelled far
   deadline at the head of the heap does not keep it alive); a timer thread that cannot be
-  started raises :class:`TimerStartError` from :func:`schedule` and leaves nothing armed; after ``fork()`` the child gets fresh locks and restarts the timer thread when
+  started raises :class:`TimerStartError` from :func:`schedule`, and that timer is not
+  armed; after ``fork()`` the child gets fresh locks and restarts the timer thread when
   timers armed before the fork are still pending.
 
 Importing this module starts no thread.
@@ -31,7 +32,7 @@ import threading
 import time
 from collections import deque
 
-from .errors import ToolnexusError
+from .errors import TimerStartError
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
 if TYPE_CHECKING:
@@ -44,10 +45,6 @@ DISPATCH_THREADS = 8
 
 IDLE_SECONDS = 2.0
 """How long the timer thread and a dispatcher thread wait for work before they exit."""
-
-
-class TimerStartError(ToolnexusError, RuntimeError):
-    """The ``toolnexus-timer`` thread could not be started (the process is out of threads)."""
 
 
 def _report(action: object) -> None:
@@ -275,7 +272,7 @@ def schedule(deadline: float, action: Callable[[], object], *, quick: bool = Fal
     ``quick`` actions run on the timer thread itself: only state changes of the package's
     own objects (no user code, no I/O, no waiting). Others are posted to the dispatcher.
     Raises :class:`TimerStartError` (a ``RuntimeError``) when the timer thread cannot be
-    started; nothing stays armed then, and the next call tries to start it again.
+    started; that timer is not armed, and the next call tries to start the thread again.
     """
     return _wheel.schedule(deadline, action, quick)
 

@@ -19,6 +19,7 @@
     │   └── RefError                    a command-line REF names no usable tools
     ├── UnknownToolError            + LookupError: no tool of that name
     ├── WaitTimeoutError            + TimeoutError: Call.result(timeout=...) gave up waiting
+    ├── TimerStartError             + RuntimeError: the timer thread could not be started
     └── OperationCancelledError     a cancelled token was asked to raise
 
 Each class also inherits the builtin a caller would catch without knowing toolnexus
@@ -49,6 +50,7 @@ __all__ = [
     "SchemaError",
     "SchemaInferenceError",
     "StrictSchemaError",
+    "TimerStartError",
     "ToolnexusError",
     "UnknownToolError",
     "UsageError",
@@ -451,6 +453,21 @@ class WaitTimeoutError(ToolnexusError, TimeoutError):
             result = call.result(timeout=0.5)
         except WaitTimeoutError:
             call.cancel()
+    """
+
+
+class TimerStartError(ToolnexusError, RuntimeError):
+    """Raised by :meth:`CancellationTokenSource.cancel_after` when the package's timer
+    thread cannot be started (the process is out of threads); the source is left without
+    a timer and the next ``cancel_after`` tries again. A host call never raises it: its
+    call is answered with an error result instead.
+
+    Example::
+
+        try:
+            source.cancel_after(30)
+        except TimerStartError:
+            source.cancel()   # no thread to wait for the time: give up now
     """
 
 
