@@ -180,6 +180,38 @@ def test_approved_false_declines_on_the_modern_path():
     assert runs == []
 
 
+def test_a_retry_rejected_as_nested_too_deeply_leaves_its_state_usable():
+    # A rejected answer uses nothing up: the correct retry with the same state resumes.
+    server = Server()
+    rid, state, _ = asked(server.call("greet", {}))
+    runs.clear()
+    deep = "[" * 500 + "1" + "]" * 500
+    line = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "greet", "arguments": {}, "_meta": MODERN, "requestState": state,
+        "inputResponses": accept(rid, {"name": "DEEP"})}}).replace('"DEEP"', deep)
+    (rejected,) = server.handle(server.session.receive_line(line))
+    assert rejected["id"] == 7 and rejected["error"]["code"] == -32602
+    assert "nested too deeply" in rejected["error"]["message"]
+    reply = server.call("greet", {}, requestState=state,
+                        inputResponses=accept(rid, {"name": "Ada"}))
+    assert text(reply) == "hello Ada"
+    assert [name for name, _ in runs] == ["greet"]
+
+
+def test_content_off_the_form_leaves_the_state_usable_and_a_good_answer_uses_it_up():
+    server = Server()
+    rid, state, _ = asked(server.call("greet", {}))
+    runs.clear()
+    bad = server.call("greet", {}, requestState=state, inputResponses=accept(rid, {"name": 42}))
+    assert text(bad).startswith("invalid answer to 'Your name?': ")
+    good = server.call("greet", {}, requestState=state, inputResponses=accept(rid, {"name": "Ada"}))
+    assert text(good) == "hello Ada"
+    replay = server.call("greet", {}, requestState=state,
+                         inputResponses=accept(rid, {"name": "Bob"}))
+    assert text(replay).startswith("already answered")
+    assert [name for name, _ in runs] == ["greet"]
+
+
 # --- the key across processes ---------------------------------------------------------------
 
 

@@ -1097,45 +1097,60 @@ class ServerSession:
         call.binding = binding if isinstance(binding, str) else None
         answered = payload.get("round")
         call.round = answered if isinstance(answered, int) and answered >= 0 else 0
-        if not expired:
+
+        def spend() -> list[Action] | None:
+            """Use the state up (once, whether it carries an answer or asks again: the
+            spec's "consumed at most once", enforced in the store the host shares); the
+            error to send when it was used before."""
+            if expired:
+                return None
             assert isinstance(exp, int)
-            # A state is used once, whether it carries an answer or asks again: the spec's
-            # "consumed at most once" is enforced here, in the store the host shares.
-            if not self._binder.store.consume(state.rpartition(".")[2], float(exp)):
-                return self._finish(call, self._error_result(
-                    call.client,
-                    f"already answered: this requestState for {request.prompt!r} was used "
-                    "before; call the tool again without requestState to ask anew",
-                ))
-            call.state_exp = exp
+            if self._binder.store.consume(state.rpartition(".")[2], float(exp)):
+                call.state_exp = exp
+                return None
+            return self._finish(call, self._error_result(
+                call.client,
+                f"already answered: this requestState for {request.prompt!r} was used "
+                "before; call the tool again without requestState to ask anew",
+            ))
+
         if response is None and not expired:
             # The question went unanswered: ask again (a new state, the same expiry).
-            return self._suspend(call, request, ToolResult.pending(request).output)
+            return spend() or self._suspend(call, request, ToolResult.pending(request).output)
         answer: Answer
-        if response is None:
+        if response is None or expired:
             answer = Answer(request.id, False, None, "expired")
         else:
+            # Built and checked before the state is used: an answer that fails (a bad
+            # response, data nested too deeply, content off the schema) uses nothing up,
+            # so the client can send a correct one with the same requestState.
             try:
                 answer = answer_from_elicitation(request, str(shape), response)
             except ValueError as exc:
                 raise _Reject(
                     INVALID_PARAMS, f"invalid params: inputResponses[{request.id!r}]: {exc}"
                 ) from None
-        if expired:
-            answer = Answer(request.id, False, None, "expired")
-        return self._resume(call, request, answer, shape)
+        return self._resume(call, request, answer, shape, spend)
 
-    def _resume(self, call: _Call, request: Request, answer: Answer,
-                shape: object = None) -> list[Action]:
-        if answer.id != request.id or decline_reason(request, answer) is not None:
-            # The one meaning of "no" (also an approval's form with approved: false).
-            return self._finish(call, self._error_result(call.client, declined_text(request)))
-        if shape == "schema":
+    def _resume(self, call: _Call, request: Request, answer: Answer, shape: object = None,
+                spend: Callable[[], list[Action] | None] | None = None) -> list[Action]:
+        """Run the call again with ``answer``. ``spend`` (a modern retry) uses up its
+        requestState once the answer passed its checks; a decline uses it up too."""
+        declined = answer.id != request.id or decline_reason(request, answer) is not None
+        if not declined and shape == "schema":
             schema = (request.data or {}).get("schema") or {}
             problem = content_problem(request, schema, answer.data or {})
             if problem is not None:
-                # A decline with the reason: the tool is not run with data it did not ask for.
+                # A decline with the reason: the tool is not run with data it did not ask
+                # for, and the state stays usable for a corrected answer.
                 return self._finish(call, self._error_result(call.client, problem))
+        if spend is not None:
+            refused = spend()
+            if refused is not None:
+                return refused
+        if declined:
+            # The one meaning of "no" (also an approval's form with approved: false).
+            return self._finish(call, self._error_result(call.client, declined_text(request)))
         call.running = True
         call.resumed = True
         call.round += 1
