@@ -429,10 +429,10 @@ def test_serve_stdio_leaves_no_thread_behind() -> None:
     codes: list[int] = []
 
     def serve() -> None:
-        # A deadline per call, so the shared timer runs too (it sleeps until the last
-        # deadline armed, cancelled or not, then two idle seconds: keep it short).
+        # A deadline per call, so the shared timer runs too (it leaves within two idle
+        # seconds of the last deadline going, however far away that deadline was).
         with open(read_in, "rb") as stdin, open(write_out, "wb") as stdout:
-            codes.append(serve_stdio(toolkit, stdin=stdin, stdout=stdout, timeout_ms=1_000))
+            codes.append(serve_stdio(toolkit, stdin=stdin, stdout=stdout, timeout_ms=20_000))
 
     server = threading.Thread(target=serve, name="test-serve")
     server.start()

@@ -165,3 +165,30 @@ def test_a_failed_timer_start_answers_the_call_and_cancel_after_raises_clearly()
         "source: False <CancellationTokenSource live>",
         "after: 3",
     ]
+
+
+_TIMER_LEAVES = """
+import threading
+from toolnexus import CancellationTokenSource, Host, Toolkit, tool
+
+@tool
+def add(a: int, b: int) -> int:
+    \"""Adds.\"""
+    return a + b
+
+host = Host(Toolkit([add]), timeout_ms=3_600_000)  # an hour-long deadline per call
+print(host.call("add", {"a": 1, "b": 2}).output)
+with CancellationTokenSource() as source:
+    source.cancel_after(3600)  # closed at once: a cancelled hour-long timer
+host.close(timeout=10)
+timer = next(t for t in threading.enumerate() if t.name == "toolnexus-timer")
+timer.join(30)  # it leaves about two idle seconds after its last timer went
+print("timer alive:", timer.is_alive())
+"""
+
+
+def test_the_timer_thread_leaves_soon_after_close_despite_cancelled_hour_long_deadlines() -> None:
+    done = subprocess.run([sys.executable, "-c", _TIMER_LEAVES], capture_output=True,
+                          text=True, timeout=90, env={**os.environ, "PYTHONPATH": PACKAGE_ROOT})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["3", "timer alive: False"]
