@@ -38,6 +38,7 @@ MODERN = {
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
 }
 DEPTH = 700  # deeper than the session can walk with Python recursion
+DECODER_DEPTH = 5000  # deeper than json.loads itself can parse
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 # --------------------------------------------------------------------------- the served tools
@@ -194,16 +195,19 @@ def deep_json(depth: int) -> str:
     return '{"a":' * depth + '"deep"' + "}" * depth
 
 
-def with_deep(message: Any) -> bytes:
-    """``message`` as a line, its ``"@DEEP@"`` string replaced by data nested ``DEPTH`` deep
+def with_deep(message: Any, depth: int = DEPTH) -> bytes:
+    """``message`` as a line, its ``"@DEEP@"`` string replaced by data nested ``depth`` deep
     (built as text: ``json.dumps`` itself cannot nest that deep)."""
-    return json.dumps(message).replace('"@DEEP@"', deep_json(DEPTH)).encode() + b"\n"
+    return json.dumps(message).replace('"@DEEP@"', deep_json(depth)).encode() + b"\n"
 
 
 # --------------------------------------------------------------------------- never deaf
 
 
-def test_a_legacy_elicitation_answer_nested_too_deep_answers_the_call(client: Client) -> None:
+@pytest.mark.parametrize("depth", [DEPTH, DECODER_DEPTH])
+def test_a_legacy_elicitation_answer_nested_too_deep_answers_the_call(client: Client,
+                                                                       depth: int) -> None:
+    # At DECODER_DEPTH the line cannot even be parsed: its top-level id still names it.
     client.request(0, "initialize", {"protocolVersion": "2025-11-25",
                                      "capabilities": {"elicitation": {}}})
     client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -212,7 +216,8 @@ def test_a_legacy_elicitation_answer_nested_too_deep_answers_the_call(client: Cl
     asked = client.receive()
     assert asked["method"] == "elicitation/create"
     client.send(with_deep({"jsonrpc": "2.0", "id": asked["id"],
-                           "result": {"action": "accept", "content": {"env": "@DEEP@"}}}))
+                           "result": {"action": "accept", "content": {"env": "@DEEP@"}}},
+                          depth))
     answer = client.receive()
     assert answer["id"] == 1 and answer["error"]["code"] == -32602
     assert "nested too deeply" in answer["error"]["message"]
@@ -222,17 +227,23 @@ def test_a_legacy_elicitation_answer_nested_too_deep_answers_the_call(client: Cl
     assert again["result"]["content"][0]["text"] == "3"
 
 
-def test_a_modern_input_response_nested_too_deep_is_answered(client: Client) -> None:
+@pytest.mark.parametrize("depth", [DEPTH, DECODER_DEPTH])
+def test_a_modern_input_response_nested_too_deep_is_answered(client: Client,
+                                                             depth: int) -> None:
     first = client.call(1, "deploy", {})
     state = first["result"]["requestState"]
     (question,) = first["result"]["inputRequests"]
     client.send(with_deep({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "deploy", "arguments": {}, "requestState": state, "_meta": MODERN,
         "inputResponses": {question: {"action": "accept", "content": {"env": "@DEEP@"}}},
-    }}))
+    }}, depth))
     answer = client.receive()
     assert answer["id"] == 2 and answer["error"]["code"] == -32602
     client.assert_alive()
+    # The rejected answer used nothing up: the state still resumes the call.
+    done = client.call(3, "deploy", {}, requestState=state, inputResponses={
+        question: {"action": "accept", "content": {"env": "prod"}}})
+    assert done["result"]["content"][0]["text"] == "deployed to prod"
 
 
 def test_deep_arguments_on_a_modern_retry_are_answered(client: Client) -> None:
@@ -334,6 +345,50 @@ def test_a_failed_legacy_answer_frees_its_call_in_process(fed_as: str) -> None:
     assert answer.message["id"] == 1 and answer.message["error"]["code"] == -32602
     assert session.running_calls == 0
     assert "0 call(s) in flight" in repr(session)
+
+
+def _line(template: str) -> list[dict[str, Any]]:
+    """What a fresh session answers to ``template`` with ``@DEEP@`` made 5000 deep."""
+    session = ServerSession(toolkit)
+    text = template.replace("@DEEP@", deep_json(DECODER_DEPTH))
+    return [dict(action.message) for action in session.receive_line(text)]
+
+
+@pytest.mark.parametrize(("line", "answered_id"), [
+    # The top-level id, wherever it stands, past strings with escaped quotes and brackets.
+    ('{"jsonrpc":"2.0","method":"ping","params":{"x":@DEEP@},"id":7}', 7),
+    ('{"id" : "r-\\"}]{1", "method":"tools/call","params":{"s":"\\"{[","d":@DEEP@}}',
+     'r-"}]{1'),
+    # An "id" inside the params, or spelled inside a string, is not the message's.
+    ('{"jsonrpc":"2.0","method":"ping","note":"\\"id\\":9","id":3,'
+     '"params":{"id":9,"x":@DEEP@}}', 3),
+])
+def test_a_request_too_deep_to_parse_is_answered_with_its_own_id(line: str,
+                                                                answered_id: Any) -> None:
+    (answer,) = _line(line)
+    assert answer["id"] == answered_id and answer["error"]["code"] == -32602
+    assert "nested too deeply" in answer["error"]["message"]
+
+
+@pytest.mark.parametrize("line", [
+    '{"jsonrpc":"2.0","method":"ping","id":1,"params":{"x":@DEEP@}',   # never closes
+    '{"jsonrpc":"2.0","method":"ping","id":1,"params":{"x":@DEEP@}}}',  # closes twice
+    '{"jsonrpc":"2.0","id":1,"params":{"x":@DEEP@}}',                   # neither kind
+    '{"jsonrpc":"2.0","method":"ping","id":{"a":1},"x":@DEEP@}',         # no usable id
+    "[" * DECODER_DEPTH,                                                     # not an object
+    '{"id": 1, "method": "ping"',                                           # plain bad JSON
+])
+def test_a_line_too_deep_or_broken_that_names_nothing_is_a_parse_error(line: str) -> None:
+    (answer,) = _line(line)
+    assert answer["id"] is None and answer["error"]["code"] == -32700
+
+
+def test_a_notification_too_deep_to_parse_is_dropped() -> None:
+    assert _line('{"jsonrpc":"2.0","method":"notifications/progress","params":@DEEP@}') == []
+
+
+def test_a_response_too_deep_to_parse_to_nothing_we_asked_is_ignored() -> None:
+    assert _line('{"jsonrpc":"2.0","id":"nobody","result":@DEEP@}') == []
 
 
 # --------------------------------------------------------------------------- the byte cap

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
@@ -290,6 +291,70 @@ def _error_message(request_id: Any, code: int, message: str, data: Any = None) -
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
+def _string_end(text: str, start: int) -> int:
+    """The index just past the JSON string opening at ``text[start]``, or -1 if unclosed."""
+    at = start + 1
+    while True:
+        at = text.find('"', at)
+        if at < 0:
+            return -1
+        back = at - 1
+        while text[back] == "\\":
+            back -= 1
+        if (at - 1 - back) % 2 == 0:  # an even run of backslashes: the quote is real
+            return at + 1
+        at += 1
+
+
+def _skim_top_level(text: str) -> dict[str, str] | None:
+    """The raw JSON text of the scalar members of the object ``text`` holds (``""`` for an
+    object or array member), found without recursion: for a line too deeply nested for the
+    decoder, so its ``id`` can still be answered. Strings are skipped whole (escapes
+    included); brackets only count depth. ``None`` unless ``text`` is one object whose
+    brackets balance; raw member names keep their quotes."""
+    if not text.startswith("{"):
+        return None
+    members: dict[str, str] = {}
+    depth = 0
+    key: str | None = None
+    expect_key = False
+    value_start = -1  # where the value of ``key`` begins, while it is a scalar
+    pos = 0
+    while True:
+        found = _STRUCTURE.search(text, pos)
+        if found is None:
+            return None  # the object never closes
+        at = found.start()
+        char = text[at]
+        if char == '"':
+            end = _string_end(text, at)
+            if end < 0:
+                return None
+            if depth == 1 and expect_key:
+                key, expect_key = text[at:end], False
+            pos = end
+            continue
+        if char in "{[":
+            if depth == 1 and key is not None and value_start >= 0:
+                members[key], value_start = "", -1
+            depth += 1
+            expect_key = depth == 1
+        elif depth == 1 and char in ",}":
+            if key is not None and value_start >= 0:
+                members[key] = text[value_start:at].strip()
+            key, value_start, expect_key = None, -1, char == ","
+            if char == "}":
+                return members if not text[at + 1:].strip() else None
+        elif char in "}]":
+            depth -= 1
+        elif char == ":" and depth == 1:
+            value_start = at + 1
+        pos = at + 1
+
+
+_STRUCTURE = re.compile(r'["{}\[\],:]')
+
+
 def _is_request_id(value: Any) -> TypeGuard[str | int]:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
@@ -407,7 +472,9 @@ class ServerSession:
         """Handle one line of the wire (one JSON-RPC message).
 
         A line that is not UTF-8 or not JSON is answered with ``-32700`` and ``id:
-        null``; a blank line is ignored. Never raises, so a driver never goes deaf: whatever
+        null``; a blank line is ignored. A line nested too deeply for the JSON decoder is
+        still the message its top-level ``id`` and ``method`` name (``-32602``, see
+        :meth:`_too_deep`). Never raises, so a driver never goes deaf: whatever
         goes wrong while reading or handling the message (a ``RecursionError`` from data
         nested too deep, a ``MemoryError``, a bug) answers the request it came in —
         ``-32602`` for nesting, else ``-32603`` — and the requests it was answering (a
@@ -431,12 +498,44 @@ class ServerSession:
                 return []
             try:
                 message = _DECODER.decode(text)
-            except (ValueError, RecursionError) as exc:
+            except RecursionError as exc:
+                return self._too_deep(text, exc)
+            except ValueError as exc:
                 return [self._error(None, PARSE_ERROR, f"parse error: not valid JSON ({exc})")]
         except Exception as exc:  # MemoryError decoding or parsing: nothing names the request
             return [self._error(None, INTERNAL_ERROR, f"internal error reading the line: "
                                 f"{type(exc).__name__}: {exc}")]
         return self.receive(message)
+
+    def _too_deep(self, text: str, exc: RecursionError) -> list[Action]:
+        """A line nested too deeply for the decoder: it is still the message its top-level
+        ``id`` and ``method`` say (read by a scan without recursion), failing as one nested
+        too deeply does once parsed — a request is answered ``-32602``, a notification
+        dropped, and a response to an elicitation answers the ``tools/call`` waiting on it
+        ``-32602``. Only when nothing names it is it ``-32700`` with ``id: null``."""
+        members = _skim_top_level(text)
+        stand_in: dict[str, Any] = {}
+        for raw_name, raw_value in (members or {}).items():
+            try:
+                name = json.loads(raw_name)
+                if name in ("id", "method", "result", "error"):
+                    stand_in[name] = json.loads(raw_value) if raw_value else None
+            except ValueError:
+                stand_in.clear()
+                break
+        ident = stand_in.get("id")
+        named = "id" not in stand_in or _is_request_id(ident)
+        if members is None or not named or not stand_in.keys() & {"method", "result", "error"}:
+            return [self._error(None, PARSE_ERROR, f"parse error: not valid JSON ({exc})")]
+        if self._closed:
+            return []
+        if "method" not in stand_in:  # a response: to an elicitation of ours, or to nothing
+            call = self._asked.pop(ident, None) if isinstance(ident, str) else None
+            if call is None or call.asked is None:
+                return []
+            call.asked = None  # as when its parsed result fails: the call is answered
+            return self._failed({"id": ident}, self._next_call, exc)
+        return self._failed(stand_in, self._next_call, exc)
 
     def _failed(self, message: Any, newest: int, exc: Exception) -> list[Action]:
         """Answer what :meth:`receive` was handling when it raised ``exc``: the request
