@@ -117,6 +117,46 @@ def test_a_deadline_flips_the_token_of_another_hosts_tool_while_callbacks_are_st
         b.close(timeout=SLACK)
 
 
+def test_a_callers_cancel_after_reaches_linked_tokens_and_its_call_while_callbacks_are_stuck(
+    slow: Saturation,
+) -> None:
+    # The caller's own timer (cancel_after on the token it passes) moves a linked source
+    # and the host call listening to it on the timer thread too: neither waits for a
+    # dispatcher thread stuck in somebody else's callback.
+    @tool
+    def polite(ctx: ToolContext) -> str:
+        """Waits for its token and says so."""
+        if ctx.cancellation_token.wait(SLACK * 3):
+            return "stopped by myself"
+        return "never cancelled"
+
+    sources = []
+    for _ in range(SLOW):
+        source = CancellationTokenSource()
+        source.token.register(slow.callback)
+        source.cancel_after(0.01)
+        sources.append(source)
+    assert slow.busy.wait(SLACK), "the slow callbacks never started"
+
+    parent = CancellationTokenSource()
+    child = CancellationTokenSource.linked(parent.token)
+    grandchild = CancellationTokenSource.linked(child.token)
+    parent.cancel_after(0.05)
+    assert grandchild.token.wait(SLACK)
+    assert child.is_cancellation_requested and not slow.release.is_set()
+
+    caller = CancellationTokenSource()
+    with Host(Toolkit([polite]), grace_ms=int(SLACK * 2000),
+              cancel_grace_ms=int(SLACK * 2000)) as host:
+        call = host.submit("polite", {}, cancellation_token=caller.token)
+        caller.cancel_after(0.05)
+        result = call.result(timeout=SLACK)
+        assert result.output == "stopped by myself"
+        assert (call.outcome, call.reason) == ("cancelled", "caller")
+        assert not slow.release.is_set()  # answered while the dispatcher was stuck
+    slow.release.set()
+
+
 _TIMER_START_FAILS = """
 import threading
 from toolnexus import CancellationTokenSource, Host, Toolkit, tool

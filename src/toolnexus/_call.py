@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from . import _timers, loop_rule
 from ._log import LazyLogger
 from ._pool import Pool, Worker, current_worker
-from .cancellation import CancellationToken, CancellationTokenSource
+from .cancellation import CancellationToken, CancellationTokenSource, StateLink
 from .context import ProgressReporter, ToolContext
 from .errors import InvalidTypeError, WaitTimeoutError
 from .result import ToolResult
@@ -397,7 +397,8 @@ class Call:
             self._progress = Progress(progress, self.name)
         self._context = contextvars.copy_context()
         if token.can_be_cancelled:
-            self._registration = token.register(self._caller_cancelled)
+            self._registration = token.register(
+                StateLink(self._caller_cancelled, self._caller_cancelled_by_timer))
 
     def own(self, wake: Callable[[], object], loop: asyncio.AbstractEventLoop | None = None,
             settled: asyncio.Future[None] | None = None) -> None:
@@ -626,11 +627,17 @@ class Call:
     def _caller_cancelled(self) -> None:
         self._cancel("caller")
 
+    def _caller_cancelled_by_timer(self) -> None:
+        """The caller's token was cancelled by a timer (its ``cancel_after``, a linked
+        parent's deadline): the state changes here, on the timer thread; the effects go to
+        the owner or the dispatcher, as a deadline's do."""
+        self._cancel("caller", from_timer=True)
+
     def cancel_for_close(self) -> None:
         """The host is closing: cancel with reason ``"host closed"``."""
         self._cancel("host closed")
 
-    def _cancel(self, reason: Reason) -> bool:
+    def _cancel(self, reason: Reason, *, from_timer: bool = False) -> bool:
         with self._lock:
             state = self._state
             if state in (DONE, GRACE):
@@ -659,7 +666,7 @@ class Call:
                 effects = self._done_locked(ToolResult.error(_cancel_text(reason)), "cancelled")
                 if state == ASKING:
                     effects.append(self._drop_question)
-        self._carry_out(effects)
+        self._carry_out(effects, from_timer=from_timer)
         return True
 
     def _listening(self) -> bool:

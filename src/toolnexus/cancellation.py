@@ -89,6 +89,28 @@ class _State:
         return True
 
 
+class StateLink:
+    """Package-internal: a callback that only moves state along (a linked source, a host
+    call listening to its caller's token), so the timer thread may run it.
+
+    ``StateLink(run, quick)`` behaves as ``run`` when called; when a timer cancels the
+    token, :meth:`CancellationTokenSource._cancel_state` calls ``quick()`` on the timer
+    thread instead — it changes state without running user code and returns what is left
+    to run later (or None) — so a parent's deadline reaches every linked token on time,
+    however busy the dispatcher is with user callbacks.
+    """
+
+    __slots__ = ("quick", "run")
+
+    def __init__(self, run: Callable[[], object],
+                 quick: Callable[[], Callable[[], object] | None]) -> None:
+        self.run = run
+        self.quick = quick
+
+    def __call__(self) -> object:
+        return self.run()
+
+
 def _run_callbacks(callbacks: list[Callable[[], object]]) -> None:
     for callback in callbacks:
         _run_callback(callback)
@@ -388,7 +410,8 @@ class CancellationTokenSource:
             if source._state.cancelled:
                 break  # a parent was already cancelled: no need to listen to the rest
             if token.can_be_cancelled:
-                source._links.append(token.register(source.cancel))
+                source._links.append(token.register(StateLink(source.cancel,
+                                                              source._cancel_state)))
         if source._state.cancelled:
             source.close()  # a parent cancelled while we were linking: drop what we added
         return source
@@ -430,9 +453,19 @@ class CancellationTokenSource:
         if callbacks is None:
             return None
         self.close()
-        if not callbacks:
+        later: list[Callable[[], object]] = []
+        for callback in callbacks:
+            if isinstance(callback, StateLink):
+                # A linked source or a listening call: its state moves here too; what it
+                # leaves (its own callbacks) joins the rest.
+                rest = callback.quick()
+                if rest is not None:
+                    later.append(rest)
+            else:
+                later.append(callback)
+        if not later:
             return None
-        return lambda: _run_callbacks(callbacks)
+        return lambda: _run_callbacks(later)
 
     def _timer_fired(self) -> None:
         # A quick action on the timer thread: the token is cancelled right here, on time;
