@@ -1162,28 +1162,28 @@ def _cmd_demo(options: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- the parser
 
 
-def _timeout(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected whole milliseconds, got {text!r} (e.g. --timeout 5000)"
-        ) from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0 milliseconds, got {value}")
-    return value
+def _whole_number(
+    minimum: int, expected: str, example: str, unit: str = ""
+) -> Callable[[str], int]:
+    """An argparse ``type`` for a whole number >= ``minimum``, whose errors say what was
+    ``expected`` and show an ``example``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {expected}, got {text!r} (e.g. {example})"
+            ) from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}{unit}, got {value}")
+        return value
+
+    return parse
 
 
-def _rounds(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a whole number of rounds, got {text!r} (e.g. --max-rounds 3)"
-        ) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+_timeout = _whole_number(0, "whole milliseconds", "--timeout 5000", " milliseconds")
+_rounds = _whole_number(1, "a whole number of rounds", "--max-rounds 3")
 
 
 _SIZE_UNITS = {"": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g": 1024**3,
