@@ -24,10 +24,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 from .._frozen import thaw
-from .._wire import refuse_json_constant
+from .._wire import MAX_DEPTH, check_depth, refuse_json_constant
 from ..binding import BINDING_KEY
 from ..context import LOG_LEVELS
-from ..errors import InvalidValueError
+from ..errors import InvalidValueError, WireFormatError
 from ..loop_rule import declined_text, unresolved_text
 from ..result import PENDING_KEY, STRUCTURED_KEY, ToolResult
 from ..suspension import Answer, Request, decline_reason
@@ -353,6 +353,18 @@ def _skim_top_level(text: str) -> dict[str, str] | None:
 
 
 _STRUCTURE = re.compile(r'["{}\[\],:]')
+
+
+_TOO_DEEP = f"more than {MAX_DEPTH} levels of arrays/objects; send flatter data"
+
+
+def _nested_too_deep(value: Any) -> bool:
+    """True when an answer nests deeper than the wire allows (checked without recursion)."""
+    try:
+        check_depth(value, "answer")
+    except WireFormatError:
+        return True
+    return False
 
 
 def _is_request_id(value: Any) -> TypeGuard[str | int]:
@@ -849,6 +861,10 @@ class ServerSession:
         answer: Answer
         if "error" in message or message.get("jsonrpc") != "2.0":
             answer = Answer(request.id, False, None, "cancelled")
+        elif _nested_too_deep(message.get("result")):
+            # The same answer on every Python, whatever its recursion limits: the call is
+            # answered -32602, as data too deep for the recursive code after this would be.
+            return self._failed(message, self._next_call, RecursionError(_TOO_DEEP))
         else:
             try:
                 answer = answer_from_elicitation(request, shape, message.get("result"))
@@ -1223,6 +1239,9 @@ class ServerSession:
             # Built and checked before the state is used: an answer that fails (a bad
             # response, data nested too deeply, content off the schema) uses nothing up,
             # so the client can send a correct one with the same requestState.
+            if _nested_too_deep(response):
+                raise _Reject(INVALID_PARAMS, f"invalid params: inputResponses[{request.id!r}] "
+                                              f"is nested too deeply: {_TOO_DEEP}")
             try:
                 answer = answer_from_elicitation(request, str(shape), response)
             except ValueError as exc:
