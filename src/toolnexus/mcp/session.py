@@ -355,7 +355,7 @@ def _skim_top_level(text: str) -> dict[str, str] | None:
 _STRUCTURE = re.compile(r'["{}\[\],:]')
 
 
-_TOO_DEEP = f"more than {MAX_DEPTH} levels of arrays/objects; send flatter data"
+_TOO_DEEP = f"more than {MAX_DEPTH} levels of arrays/objects"
 
 
 def _nested_too_deep(value: Any) -> bool:
@@ -1240,8 +1240,9 @@ class ServerSession:
             # response, data nested too deeply, content off the schema) uses nothing up,
             # so the client can send a correct one with the same requestState.
             if _nested_too_deep(response):
-                raise _Reject(INVALID_PARAMS, f"invalid params: inputResponses[{request.id!r}] "
-                                              f"is nested too deeply: {_TOO_DEEP}")
+                raise _Reject(INVALID_PARAMS,
+                              f"invalid params: inputResponses[{request.id!r}] is nested too "
+                              f"deeply ({_TOO_DEEP}); send flatter data")
             try:
                 answer = answer_from_elicitation(request, str(shape), response)
             except ValueError as exc:
