@@ -22,6 +22,7 @@ PROTOCOL_EXCEPTIONS = {
     # a module-level __getattr__ must raise AttributeError for hasattr()/getattr(default)
     ("__init__.py", "AttributeError"),
     ("host.py", "AttributeError"),  # its lazy TurnCall/TurnResult re-exports
+    ("binding.py", "AttributeError"),  # its lazy AnswerStore protocol
     # frozen dataclasses raise it from generated code; sealed classes raise the same one
     ("_frozen.py", "FrozenInstanceError"),
     # argparse turns it into "argument --timeout: <message>" and exit code 2

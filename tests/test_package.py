@@ -1,7 +1,9 @@
 """The package surface: what `import toolnexus` exports and what it costs."""
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import toolnexus
 
@@ -25,6 +27,32 @@ def test_import_starts_no_thread():
     code = "import threading, toolnexus; print(threading.active_count())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "1"
+
+
+def test_importing_host_loads_neither_typing_nor_asyncio_nor_logging():
+    # Each costs about as much to import as the whole contract (benchmarks/host_overhead.py,
+    # table 7): names only a type checker needs sit under TYPE_CHECKING, asyncio loads with
+    # the first async call, logging with the first record. -S: no site hook may load them.
+    code = (
+        "import sys, toolnexus; from toolnexus import Host; "
+        "print(sorted(m for m in ('asyncio', 'logging', 'typing') if m in sys.modules))"
+    )
+    root = str(Path(toolnexus.__file__).parent.parent)
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": root},
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_answer_store_protocol_loads_with_its_first_use_and_stays_in_binding():
+    from toolnexus import binding
+    from toolnexus.binding import AnswerStore, MemoryAnswerStore
+
+    assert "AnswerStore" in dir(binding) and "AnswerStore" in binding.__all__
+    assert AnswerStore.__module__ == "toolnexus.binding"
+    assert isinstance(MemoryAnswerStore(), AnswerStore)
+    assert not isinstance(object(), AnswerStore)
 
 
 def test_package_ships_py_typed():

@@ -43,7 +43,6 @@ import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Generator
-from typing import TYPE_CHECKING, Any, Literal
 
 from . import _timers, loop_rule
 from ._log import LazyLogger
@@ -54,8 +53,10 @@ from .errors import InvalidTypeError, WaitTimeoutError
 from .result import ToolResult
 from .suspension import Answer, Request
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
 if TYPE_CHECKING:
     import asyncio
+    from typing import Any, Literal
 
     from .binding import Binder
     from .tools import Tool
@@ -64,8 +65,11 @@ __all__ = ["Call", "Outcome", "Progress", "Runtime", "Signal"]
 
 _log = LazyLogger()  # logging loads with the first record, not with Host
 
-Outcome = Literal["ok", "error", "pending", "timeout", "cancelled"]
-Reason = Literal["caller", "deadline", "host closed"]
+if TYPE_CHECKING:
+    Outcome = Literal["ok", "error", "pending", "timeout", "cancelled"]
+    Reason = Literal["caller", "deadline", "host closed"]
+else:  # typing stays unloaded: at run time the aliases are str (get_type_hints resolves them)
+    Outcome = Reason = str
 Effect = Callable[[], object]
 
 QUEUED, RUNNING, GRACE, CANCELLING, ASKING, DONE = range(6)

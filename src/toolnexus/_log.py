@@ -12,10 +12,10 @@ application that configures logging gets every record as usual, and chooses per 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
 if TYPE_CHECKING:
     import logging
+    from typing import Any
 
 _handled = False  # the NullHandler is attached (with the first logger handed out)
 

@@ -19,15 +19,18 @@ import os
 import queue
 import threading
 import weakref
-from typing import Protocol
 
-__all__ = ["Job", "Pool", "Worker", "current_worker"]
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
+if TYPE_CHECKING:
+    from typing import Protocol
 
+    class Job(Protocol):
+        """What a pool runs: ``run()`` on a worker; it never raises (a type only: defining
+        a Protocol at run time would load typing with ``from toolnexus import Host``)."""
 
-class Job(Protocol):
-    """What a pool runs: ``run()`` on a worker; it never raises."""
+        def run(self) -> None: ...
 
-    def run(self) -> None: ...
+__all__ = ["Pool", "Worker", "current_worker"]  # and the type Job
 
 
 class Worker:

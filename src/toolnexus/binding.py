@@ -23,15 +23,18 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .errors import InvalidTypeError, InvalidValueError, WireFormatError
 from .loop_rule import declined, schema_problem, unresolved
 from .result import PENDING_KEY, ToolResult
 from .suspension import Answer, Request, decline_reason
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
 if TYPE_CHECKING:
     import os
+    from typing import Any
+
+    from ._answer_store import AnswerStore
 
 __all__ = [
     "BINDING_KEY",
@@ -270,32 +273,21 @@ def open_signed(
 # --------------------------------------------------------------------------- stores
 
 
-@runtime_checkable
-class AnswerStore(Protocol):
-    """Where used answers are remembered, so each binding resumes a call at most once.
+# AnswerStore (the protocol a store meets) lives in _answer_store.py and loads with the first
+# use of the name: defining a Protocol needs typing, which `from toolnexus import Host`
+# should not pay for.
+if not TYPE_CHECKING:
 
-    One method: ``consume(key, expires_at)`` records ``key`` (an opaque ASCII string of at
-    most 64 characters) and returns ``True`` the first time, ``False`` when it is recorded
-    already. It must be atomic — two processes consuming the same key at once: exactly one
-    gets ``True`` — and may forget a key once the time (``time.time()`` seconds) passes
-    ``expires_at``: an answer is refused as expired after that anyway.
+    def __getattr__(name: str) -> object:
+        if name == "AnswerStore":
+            from ._answer_store import AnswerStore
 
-    Example (a shared store on Redis)::
+            globals()["AnswerStore"] = AnswerStore
+            return AnswerStore
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-        class RedisAnswerStore:
-            def __init__(self, client):
-                self.client = client
-
-            def consume(self, key: str, expires_at: float) -> bool:
-                ttl = max(1, int(expires_at - time.time()) + 1)
-                return bool(self.client.set("toolnexus:" + key, 1, nx=True, ex=ttl))
-
-        host = Host(toolkit, secret=key, answer_store=RedisAnswerStore(redis))
-    """
-
-    def consume(self, key: str, expires_at: float) -> bool:
-        """Record ``key``; True the first time, False when it was recorded already."""
-        ...
+    def __dir__() -> list[str]:
+        return sorted(set(globals()) | {"AnswerStore"})
 
 
 class MemoryAnswerStore:

@@ -11,19 +11,27 @@ import contextvars
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from ._frozen import sealed
 from .cancellation import CancellationToken
 from .errors import InvalidTypeError, InvalidValueError
 from .suspension import Answer
 
+# Not `from typing import TYPE_CHECKING`: importing typing would double what
+# `import toolnexus` costs.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["LOG_LEVELS", "LogReporter", "ProgressReporter", "ToolContext"]
 
 ProgressReporter = Callable[[float, "float | None", "str | None"], None]
 """``reporter(progress, total, message)``: receives a tool's progress reports."""
 
-LogReporter = Callable[[str, Any, "str | None"], None]
+if TYPE_CHECKING:
+    LogReporter = Callable[[str, Any, "str | None"], None]
+else:  # typing stays unloaded, so at run time the alias spells Any as object
+    LogReporter = Callable[[str, object, "str | None"], None]
 """``reporter(level, data, logger)``: receives a tool's log messages for its client."""
 
 LOG_LEVELS: tuple[str, ...] = (

@@ -34,23 +34,25 @@ import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
 
 from . import loop_rule
 from ._call import Call, Outcome, Runtime, Signal
 from ._frozen import sealed
 from ._log import LazyLogger
 from ._pool import Pool, current_worker
-from .binding import Accepted, AnswerStore, Binder, Refusal
+from .binding import Accepted, Binder, Refusal
 from .cancellation import CancellationToken
 from .context import ProgressReporter
 from .errors import InvalidTypeError, InvalidValueError, ToolnexusError, WireFormatError
 from .result import ToolResult
 from .suspension import Answer, Request
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
 if TYPE_CHECKING:
     from collections.abc import Awaitable
+    from typing import Any, Literal, TypeAlias
 
+    from .binding import AnswerStore
     from .toolkit import Toolkit
     from .turns import Style, TurnCall, TurnInput, TurnResult
 
@@ -146,7 +148,7 @@ def _run_blocking(coro_fn: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
     return run_blocking(coro_fn)
 
 
-_Batch = Literal["concurrent", "wait", "await"]
+_Batch: TypeAlias = 'Literal["concurrent", "wait", "await"]'  # typing stays unloaded
 """How :meth:`Host._gather` runs a batch: concurrently (the usual case) or, called from one
 of the host's own workers, one call after another inline on that worker, through
 :meth:`Host._wait` (a synchronous entry point) or :meth:`Host._await` (an asyncio one)."""
