@@ -29,13 +29,14 @@ def test_import_starts_no_thread():
     assert out.stdout.strip() == "1"
 
 
-def test_importing_host_loads_neither_typing_nor_asyncio_nor_logging():
-    # Each costs about as much to import as the whole contract (benchmarks/host_overhead.py,
+def test_importing_host_loads_no_typing_asyncio_logging_or_parts():
+    # Each would add a good share to what importing Host costs (benchmarks/host_overhead.py,
     # table 7): names only a type checker needs sit under TYPE_CHECKING, asyncio loads with
-    # the first async call, logging with the first record. -S: no site hook may load them.
+    # the first async call, logging with the first record, parts.py with the first result
+    # that has parts. -S: no site hook may load any of them first.
     code = (
-        "import sys, toolnexus; from toolnexus import Host; "
-        "print(sorted(m for m in ('asyncio', 'logging', 'typing') if m in sys.modules))"
+        "import sys, toolnexus; from toolnexus import Host; print(sorted(m for m in "
+        "('asyncio', 'logging', 'toolnexus.parts', 'typing') if m in sys.modules))"
     )
     root = str(Path(toolnexus.__file__).parent.parent)
     out = subprocess.run(

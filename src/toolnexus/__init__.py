@@ -41,16 +41,17 @@ from .errors import (
     WaitTimeoutError,
     WireFormatError,
 )
-from .parts import Part
 from .result import ToolResult
 from .suspension import Answer, Request
 
 __version__ = "0.1.0"
 
-# Higher layers load on first use, so `import toolnexus` costs only the contract.
+# Higher layers load on first use, so `import toolnexus` costs only the contract; so do
+# content parts, which most results never carry.
 _LAZY: dict[str, str] = {
     "Call": ".host",
     "Host": ".host",
+    "Part": ".parts",
     "Tool": ".tools",
     "ToolEvent": ".host",
     "Toolkit": ".toolkit",
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .host import Call, Host, ToolEvent
+    from .parts import Part
     from .toolkit import Toolkit
     from .tools import Tool, tool
     from .turns import TurnCall, TurnResult

@@ -14,12 +14,15 @@ from types import MethodType
 from . import _wire
 from ._frozen import FrozenDict, freeze, sealed, thaw
 from .errors import InvalidTypeError, InvalidValueError, WireFormatError
-from .parts import Part
 from .suspension import Request
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
 if TYPE_CHECKING:
     from typing import Any, ClassVar, Protocol, overload
+
+    # parts.py (a dataclass and base64) loads with the first result that has parts, not
+    # with `import toolnexus` or `from toolnexus import Host`.
+    from .parts import Part
 
     class _OkFactory(Protocol):
         def __call__(
@@ -262,6 +265,8 @@ class ToolResult:
         )
         read: list[Part] = []
         if parts is not None:
+            from .parts import Part
+
             for index, raw in enumerate(parts):
                 try:
                     read.append(Part.from_dict(raw))
@@ -313,6 +318,7 @@ def _ok(
 
         >>> ToolResult.ok("3 rows", {"rows": 3})
         <ToolResult ok '3 rows'>
+        >>> from toolnexus import Part
         >>> ToolResult.ok("the chart", parts=[Part.image(b"GIF89a", "image/gif")])
         <ToolResult ok 'the chart' +1 part>
     """
@@ -351,6 +357,8 @@ ToolResult.ok = _OkFactoryOrFlag(_ok)
 def _as_tuple(parts: Iterable[Part] | None) -> tuple[Part, ...]:
     if parts is None:
         return ()
+    from .parts import Part
+
     if isinstance(parts, (Part, str, bytes, Mapping)):
         raise InvalidTypeError(
             f"parts must be a list of Part, got a single {type(parts).__name__}; "
@@ -362,6 +370,8 @@ def _as_tuple(parts: Iterable[Part] | None) -> tuple[Part, ...]:
 def _check_parts(parts: Any) -> tuple[Part, ...]:
     if parts is None:
         return ()
+    from .parts import Part
+
     if isinstance(parts, (Part, str, bytes, Mapping)) or not isinstance(parts, Iterable):
         raise InvalidTypeError(
             f"ToolResult.parts must be a list of Part or None, got {type(parts).__name__}"
