@@ -49,7 +49,7 @@ bound_log: contextvars.ContextVar[LogReporter | None] = contextvars.ContextVar(
 
 
 @sealed
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)  # its own __repr__ below
 class ToolContext:
     """What the host tells a tool about this one call. Every field is optional.
 

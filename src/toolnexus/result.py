@@ -43,7 +43,7 @@ STRUCTURED_KEY = "structuredContent"
 
 
 @sealed
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)  # its own __repr__ below
 class ToolResult:
     """The outcome of one tool call.
 

@@ -102,7 +102,7 @@ def _freeze_mapping(owner: str, name: str, value: object) -> Any:
 
 
 @sealed
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)  # its own __repr__ below
 class Request:
     """A question a tool asks by returning ``ToolResult.pending(request)``.
 
@@ -277,7 +277,7 @@ class Request:
 
 
 @sealed
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)  # its own __repr__ below
 class Answer:
     """A human's resolution of a :class:`Request`.
 
