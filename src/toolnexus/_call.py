@@ -414,10 +414,12 @@ class Call:
         self._loop = loop
         self._owner_future = settled
 
-    def launch(self) -> None:
-        """Start the first attempt: queue it for a worker (or run it here / on the loop)."""
+    def launch(self, inline: bool = False) -> None:
+        """Start the first attempt: queue it for a worker (or run it here / on the loop);
+        ``inline`` runs it here, on the calling thread."""
         worker = current_worker()
-        if worker is not None and worker.pool is self._rt.pool and self._owner is None:
+        if inline or (worker is not None and worker.pool is self._rt.pool
+                      and self._owner is None):
             self._runner = INLINE  # a tool calling its own host: no worker to wait for
         elif self._loop is not None and self.tool is not None and self.tool.is_async:
             self._runner = ON_LOOP

@@ -321,6 +321,7 @@ class Host:
         progress: ProgressReporter | None = None,
         request: Request | ToolResult | Mapping[str, Any] | str | None = None,
         answer: Answer | Mapping[str, Any] | str | None = None,
+        inline: bool = False,
     ) -> Call:
         """Start :meth:`call` — or, with ``request`` and ``answer``, :meth:`resume` — and
         return its :class:`~toolnexus._call.Call` at once, without waiting.
@@ -330,6 +331,14 @@ class Host:
         runs ``fn(call)`` when it is done (on a worker or the dispatcher, never on the timer
         thread); ``await call`` waits in asyncio; ``call.cancel()`` cancels it. A tool that
         submits to its own host runs the call inline, on its own worker.
+
+        ``inline=True`` runs the tool on the calling thread instead of a worker (an
+        ``async def`` tool on a private event loop) and returns once the tool returned: no
+        thread hand-off, for a driver that knows the tool is quick and can keep its other
+        duties going meanwhile (the stdio server hands its reading to a second thread when
+        an inline tool runs long). Every rule still holds: past the deadline (or after a
+        cancel and its grace) the call is settled on time and its done callbacks run on the
+        dispatcher while the tool goes on; its late result is discarded.
 
         Raises ``ValueError``/``TypeError`` only for a bad ``timeout_ms`` or token, or a
         ``request`` without an ``answer`` (or the reverse).
@@ -343,7 +352,7 @@ class Host:
                                      request, answer, resume=request is not None
                                      or answer is not None)
         if ready:
-            call.launch()
+            call.launch(inline is True)
         return call
 
     def call(

@@ -44,7 +44,7 @@ from .session import INTERNAL_ERROR, Action, CancelCall, Send, ServerSession, St
 
 if TYPE_CHECKING:
     from ..binding import AnswerStore
-    from ..host import Host
+    from ..host import Call, Host
     from ..toolkit import Toolkit
 
 __all__ = [
@@ -78,8 +78,12 @@ EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
 """What :func:`serve_stdio` returns after SIGTERM."""
 
-_DRAIN_CHUNK = 1 << 16
-_CLOSE_WAIT_S = 1.0  # at the end, how long to wait for a writer before closing stdout
+_CHUNK = 1 << 16  # how much stdin one read takes at most
+_FLUSH_BYTES = 1 << 16  # deferred answers are written once they reach this many bytes
+_CLOSE_WAIT_S = 1.0  # at the end, how long to wait for a writer, or a reading thread
+_QUICK_S = 0.001  # a tool whose last call took less than this runs on the reader itself
+_RELIEF_S = 0.005  # an inline tool running this long hands the reading to the spare thread
+_ACTIVE_S = 0.1  # the spare looks every _RELIEF_S while calls ran inline this recently
 
 
 def serve_stdio(
@@ -172,77 +176,199 @@ def serve_stdio(
         return Host(toolkit, timeout_ms=timeout_ms, secret=secret, answer_store=answer_store,
                     max_rounds=max_rounds)
 
-    with _protocol_streams(stdin, stdout) as (read_line, write):
-        server = _StdioServer(session, make_host, read_line, write, max_line_bytes,
-                              max_inflight_bytes, grace_ms)
+    with _protocol_streams(stdin, stdout, max_line_bytes) as (lines, write):
+        server = _StdioServer(session, make_host, lines, write, max_inflight_bytes, grace_ms)
         return server.run()
 
 
 # --------------------------------------------------------------------------- streams
 
-ReadLine = Callable[[int], bytes]
 Write = Callable[[bytes], None]
 
 
 @contextlib.contextmanager
 def _protocol_streams(
-    stdin: IO[Any] | None, stdout: IO[Any] | None
-) -> Iterator[tuple[ReadLine, Write]]:
-    """The protocol's line reader and writer; stdout is kept for protocol JSON only."""
-    read_line = _reader(stdin if stdin is not None else sys.stdin)
+    stdin: IO[Any] | None, stdout: IO[Any] | None, limit: int
+) -> Iterator[tuple[_Input, Write]]:
+    """The protocol's input and writer; stdout is kept for protocol JSON only."""
+    lines = _Input(stdin if stdin is not None else sys.stdin, limit)
     saved_stdout = sys.stdout
-    if stdout is not None:
-        write = _writer(stdout)
-        sys.stdout = sys.stderr
-        try:
-            yield read_line, write
-        finally:
-            sys.stdout = saved_stdout
-        return
-    # Our own stdout: keep a private copy of fd 1 for the protocol and point fd 1 at
-    # stderr, so even output that bypasses sys.stdout (C code, child processes) misses it.
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
     try:
-        protocol_fd = os.dup(1)
-        os.dup2(2, 1)
-    except OSError:
-        protocol_fd = -1
-    if protocol_fd < 0:
-        write = _writer(sys.stdout)
-        sys.stdout = sys.stderr
-        try:
-            yield read_line, write
-        finally:
-            sys.stdout = saved_stdout
-        return
-    sys.stdout = sys.stderr
-    try:
-        yield read_line, _raw_writer(protocol_fd)
-    finally:
-        sys.stdout = saved_stdout
+        if stdout is not None:
+            write = _writer(stdout)
+            sys.stdout = sys.stderr
+            try:
+                yield lines, write
+            finally:
+                sys.stdout = saved_stdout
+            return
+        # Our own stdout: keep a private copy of fd 1 for the protocol and point fd 1 at
+        # stderr, so even output that bypasses sys.stdout (C code, child processes) misses it.
         with contextlib.suppress(Exception):
-            saved_stdout.flush()
-        with contextlib.suppress(OSError):
-            os.dup2(protocol_fd, 1)
-        with contextlib.suppress(OSError):
-            os.close(protocol_fd)
+            sys.stdout.flush()
+        try:
+            protocol_fd = os.dup(1)
+            os.dup2(2, 1)
+        except OSError:
+            protocol_fd = -1
+        if protocol_fd < 0:
+            write = _writer(sys.stdout)
+            sys.stdout = sys.stderr
+            try:
+                yield lines, write
+            finally:
+                sys.stdout = saved_stdout
+            return
+        sys.stdout = sys.stderr
+        try:
+            yield lines, _raw_writer(protocol_fd)
+        finally:
+            sys.stdout = saved_stdout
+            with contextlib.suppress(Exception):
+                saved_stdout.flush()
+            with contextlib.suppress(OSError):
+                os.dup2(protocol_fd, 1)
+            with contextlib.suppress(OSError):
+                os.close(protocol_fd)
+    finally:
+        lines.close()
 
 
-def _reader(stream: IO[Any] | None) -> ReadLine:
-    if stream is None:
-        return lambda limit: b""
-    binary = stream if not isinstance(stream, io.TextIOBase) else getattr(stream, "buffer", None)
-    if binary is not None:
-        readline = binary.readline
-        return lambda limit: bytes(readline(limit))
+class _Input:
+    """stdin as whole lines, read a chunk at a time.
 
-    def read_text(limit: int) -> bytes:
-        # A text stream without a buffer (io.StringIO): its limit counts characters.
-        line = stream.readline(limit)
-        return line.encode("utf-8", "surrogateescape")
+    Reading in chunks tells the server whether another whole line is already here, so the
+    answers to a burst of requests go out in one write, just before reading would block. A
+    line longer than ``limit`` (without its newline) is skipped as it arrives, never
+    buffered whole: :meth:`next_line` returns its length instead. Once the first chunk is in,
+    a blocking read waits in ``select`` beside a wake-up pipe, so :meth:`wake` can stop a
+    reader at once (where the stream has a file descriptor and the platform can select on
+    it). Only the thread that holds the reading role uses it (see ``_StdioServer``).
+    """
 
-    return read_text
+    def __init__(self, stream: IO[Any] | None, limit: int) -> None:
+        self.limit = limit
+        self._buf = bytearray()
+        self._pos = 0
+        self._skipped = -1  # >= 0: inside an over-long line; its bytes so far
+        self._failed = False  # the line being skipped could not be read (out of memory)
+        self._eof = False
+        self._fd = -1
+        self._selected = False  # the stream's own buffer is drained: select on its fd is true
+        self._wake_r = self._wake_w = -1
+        self._read = self._chunk_reader(stream)
+
+    def _chunk_reader(self, stream: IO[Any] | None) -> Callable[[], bytes]:
+        if stream is None:
+            return lambda: b""
+        binary = stream if not isinstance(stream, io.TextIOBase) else getattr(
+            stream, "buffer", None)
+        if binary is None:
+            text = stream
+
+            def read_text() -> bytes:
+                # A text stream without a buffer (io.StringIO): a line (or a piece of one).
+                return str(text.readline(_CHUNK)).encode("utf-8", "surrogateescape")
+
+            return read_text
+        with contextlib.suppress(Exception):
+            fd = binary.fileno()
+            if isinstance(fd, int) and fd >= 0:
+                self._fd = fd
+        read1 = getattr(binary, "read1", None)
+        if read1 is not None:  # one read of the raw stream at most: what is there now
+            return lambda: bytes(read1(_CHUNK))
+        read = binary.read
+        return lambda: bytes(read(_CHUNK) or b"")
+
+    def has_line(self) -> bool:
+        """True when a whole line (or the end of the input) is already buffered."""
+        return self._buf.find(b"\n", self._pos) >= 0 or self._eof
+
+    def next_line(self) -> bytes | int | None:
+        """The next whole line; the length of a line over the limit (it was skipped); the
+        last bytes before the end of the input (no newline); ``b""`` once the input ended;
+        None when more must be read first (:meth:`fill`)."""
+        buf, pos = self._buf, self._pos
+        end = buf.find(b"\n", pos)
+        if self._skipped >= 0:
+            if end < 0 and not self._eof:
+                self._skipped += len(buf) - pos
+                self._buf, self._pos = bytearray(), 0
+                return None
+            length = self._skipped + ((end + 1) if end >= 0 else len(buf)) - pos
+            self._pos = end + 1 if end >= 0 else len(buf)
+            self._skipped = -1
+            if self._failed:
+                self._failed = False
+                return -length
+            return length
+        if end >= 0:
+            if end - pos > self.limit:
+                self._pos = end + 1
+                return end + 1 - pos
+            self._pos = end + 1
+            return bytes(buf[pos:end + 1])
+        if len(buf) - pos > self.limit:  # over the limit, no newline yet: skip as it comes
+            self._skipped = len(buf) - pos
+            self._buf, self._pos = bytearray(), 0
+            return None
+        if self._eof:
+            if pos < len(buf):
+                self._pos = len(buf)
+                return bytes(buf[pos:])
+            return b""
+        return None
+
+    def fill(self) -> None:
+        """Read one chunk (blocking); at the end of the input mark it ended. Raises
+        ``OSError``/``ValueError`` when the stream fails, ``_Woken`` when :meth:`wake`
+        was called, and ``MemoryError`` (the line being read is then skipped)."""
+        if self._selected and self._wake_r >= 0:
+            import select
+
+            try:
+                ready, _, _ = select.select([self._fd, self._wake_r], [], [])
+            except (OSError, ValueError):
+                ready = [self._fd]
+                self._wake_r = -1  # this platform cannot select on it: plain reads from now
+            if self._wake_r in ready:
+                raise _Woken
+        try:
+            chunk = self._read()
+        except MemoryError:
+            self._buf, self._pos = bytearray(), 0
+            self._skipped, self._failed = 0, True
+            raise
+        if self._fd >= 0 and not self._selected:
+            self._selected = True
+            if self._wake_r < 0:
+                with contextlib.suppress(OSError):
+                    self._wake_r, self._wake_w = os.pipe()
+        if not chunk:
+            self._eof = True
+            return
+        if self._pos:
+            del self._buf[:self._pos]
+            self._pos = 0
+        self._buf += chunk
+
+    def wake(self) -> None:
+        """Make a reader blocked in :meth:`fill` raise ``_Woken`` (when it selects)."""
+        if self._wake_w >= 0:
+            with contextlib.suppress(OSError):
+                os.write(self._wake_w, b"!")
+
+    def close(self) -> None:
+        for fd in (self._wake_r, self._wake_w):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._wake_r = self._wake_w = -1
+
+
+class _Woken(Exception):
+    """:meth:`_Input.fill` was woken: the server stops reading."""
 
 
 def _raw_writer(fd: int) -> Write:
@@ -286,7 +412,7 @@ def _writer(stream: IO[Any]) -> Write:
 
 
 class _Stop(BaseException):
-    """Raised by the server's signal handler on the reading thread: stop serving."""
+    """Raised by the server's signal handler on the serving thread: stop serving."""
 
     def __init__(self, code: int) -> None:
         super().__init__(code)
@@ -294,13 +420,27 @@ class _Stop(BaseException):
 
 
 class _StdioServer:
+    """Two threads share the input: one *reads* and handles lines, the other is *spare*.
+
+    The reader runs a call inline — on itself, no hand-off to a worker — when its tool took
+    less than ``_QUICK_S`` last time and the spare is free; anything else goes to the host's
+    workers. When an inline tool has run for ``_RELIEF_S``, the spare takes the reading role
+    over (reading never waits for a tool longer than that, so pings and cancellations are
+    answered while tools run), and the old reader becomes the spare once its tool returns.
+    While it is still inside its tool the spare is not free, so nothing else runs inline:
+    at most one thread is ever held by an inline tool. The thread that called
+    :func:`serve_stdio` only waits (and takes signals) until the input ends, then shuts down.
+
+    Every role change happens under ``self._lock``, the lock that also guards the session
+    and the output; the invariants are pinned by tests/test_mcp_stdio_reader.py.
+    """
+
     def __init__(
         self,
         session: ServerSession,
         make_host: Callable[[], Host],
-        read_line: ReadLine,
+        lines: _Input,
         write: Write,
-        max_line_bytes: int,
         max_inflight_bytes: int,
         grace_ms: int,
     ) -> None:
@@ -309,25 +449,39 @@ class _StdioServer:
         self._host: Host | None = None
         self._host_lock = threading.Lock()
         self._warm_up: threading.Thread | None = None
-        self._read_line = read_line
+        self._lines = lines
         self._write_raw = write
-        self._limit = max_line_bytes
         self._grace = grace_ms / 1000
-        # One lock for the session and the output: what the session says is written in
-        # the order it said it, before anyone else may talk to it.
+        # One lock for the session, the output and the reading roles: what the session says
+        # is written in the order it said it, before anyone else may talk to it.
         self._lock = threading.Lock()
         self._settled = threading.Condition(self._lock)
         self._draining = False  # set (under the lock) once _shut_down waits on _settled
         self._sources: dict[int, CancellationTokenSource] = {}
         self._broken = False  # stdout could not be written
         self._ended = False  # the server is done: write nothing more
+        # Output waiting to be written in one go: the reader defers its answers while
+        # another whole line is already buffered (and flushes before reading blocks).
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+        self._deferring = False
         # The in-flight byte cap: what each running call's request line weighed.
         self._cap = max_inflight_bytes
         self._inflight = 0
         self._weights: dict[int, int] = {}
         self._newest_call = 0
-        # Signals: a code once one arrived; the handler raises only while the reading
-        # thread blocks (reading, or waiting at the end), so a line is never half-handled.
+        # The reading roles (see the class docstring).
+        self._threads: list[threading.Thread] = []
+        self._reading = 0  # the ident of the thread that reads now
+        self._input_done = False  # the input ended, or reading stopped
+        self._inline_since: float | None = None  # the reader runs a tool inline since then
+        self._last_inline = 0.0
+        self._spare_free = False  # the spare waits in _relieve, ready to take reading over
+        self._spare_asleep = False  # ... without a timeout (no inline call lately)
+        self._spare_wake = threading.Condition(self._lock)
+        self._took: dict[str, float] = {}  # each tool's last call: seconds it took
+        # Signals: a code once one arrived; the handler raises only while the serving
+        # thread waits, so nothing is ever half-handled.
         self._stop_code: int | None = None
         self._interruptible = False
 
@@ -336,7 +490,7 @@ class _StdioServer:
         with self._signals():
             try:
                 try:
-                    self._read_all()
+                    self._serve()
                 finally:
                     self._shut_down()
             except _Stop as stop:
@@ -382,45 +536,141 @@ class _StdioServer:
         first = self._stop_code is None
         if first:
             self._stop_code = 128 + signum
-        # A second signal stops at once, wherever the reading thread is.
+        self._lines.wake()  # the reader stops at a line boundary
+        # A second signal stops at once, wherever the serving thread is.
         if self._interruptible or not first:
             raise _Stop(self._stop_code or 128 + signum)
 
+    # ------------------------------------------------------------------ the roles
+
+    def _serve(self) -> None:
+        """Start the reader; wait (taking signals) until the input ends."""
+        reader = self._start_thread("toolnexus-mcp-reader", reading=True)
+        if reader is None:  # no thread could be started: read here instead
+            self._reading = threading.get_ident()
+            self._read()
+            return
+        with self._lock:
+            while not (self._input_done or self._broken or self._stop_code is not None):
+                self._interruptible = True
+                try:
+                    self._settled.wait()
+                finally:
+                    self._interruptible = False
+
+    def _start_thread(self, name: str, *, reading: bool) -> threading.Thread | None:
+        thread = threading.Thread(target=self._take_turns, args=(reading,), name=name,
+                                  daemon=True)
+        try:
+            thread.start()
+        except RuntimeError as exc:  # out of threads: the caller goes on without it
+            _log.warning("toolnexus mcp: cannot start a thread (%s)", exc)
+            return None
+        self._threads.append(thread)
+        return thread
+
+    def _take_turns(self, reading: bool) -> None:
+        """A reading thread's life: read until relieved, then be the spare until needed."""
+        if reading:
+            self._reading = threading.get_ident()
+        try:
+            while True:
+                if reading:
+                    if self._read():
+                        return
+                elif not self._relieve():
+                    return
+                reading = not reading
+        except BaseException:  # never leave the serving thread waiting for nobody
+            _log.exception("toolnexus mcp: the reading thread failed")
+            self._stop_reading()
+
+    def _stop_reading(self) -> None:
+        with self._lock:
+            self._input_done = True
+            self._deferring = False
+            self._flush()
+            self._settled.notify_all()
+            self._spare_wake.notify_all()
+
+    def _relieve(self) -> bool:
+        """The spare's wait: True once it took reading over from a reader held by an inline
+        tool for ``_RELIEF_S``; False when reading is over."""
+        me = threading.get_ident()
+        with self._lock:
+            self._spare_free = True
+            try:
+                while not (self._input_done or self._ended or self._stop_code is not None):
+                    since = self._inline_since
+                    now = time.monotonic()
+                    if since is not None:
+                        if now - since >= _RELIEF_S:
+                            self._reading = me
+                            self._deferring = False
+                            return True
+                        self._spare_wake.wait(since + _RELIEF_S - now)
+                    elif now - self._last_inline < _ACTIVE_S:
+                        self._spare_wake.wait(_RELIEF_S)  # calls run inline: look again soon
+                    else:
+                        self._spare_asleep = True  # the reader wakes us when it inlines
+                        if self._inline_since is None:
+                            self._spare_wake.wait()
+                        self._spare_asleep = False
+                return False
+            finally:
+                self._spare_free = False
+
     # ------------------------------------------------------------------ reading
 
-    def _read_all(self) -> None:
-        while not self._broken and self._stop_code is None:
-            self._interruptible = True
+    def _read(self) -> bool:
+        """Read and handle lines while this thread holds the reading role. True when the
+        input ended (or the server stops); False when the spare took reading over while
+        this thread ran a tool inline."""
+        me = threading.get_ident()
+        lines = self._lines
+        while True:
+            if self._reading != me:
+                return False
+            if self._broken or self._ended or self._stop_code is not None:
+                self._stop_reading()
+                return True
             try:
-                line = self._read_line(self._limit + 1)
-            except (OSError, ValueError) as exc:  # stdin vanished or was closed under us
-                _log.debug("toolnexus mcp: stdin read failed: %s", exc)
-                return
+                line = lines.next_line()
+                if line is None:
+                    if self._out:
+                        with self._lock:
+                            self._deferring = False
+                            self._flush()
+                    lines.fill()
+                    continue
+            except (OSError, ValueError, _Woken) as exc:  # stdin vanished, or a stop
+                _log.debug("toolnexus mcp: stopped reading stdin: %r", exc)
+                self._stop_reading()
+                return True
             except MemoryError:
-                self._interruptible = False
-                self._drain_line()
-                self._handle(self._session.line_failed, "out of memory reading the line")
-                continue
-            finally:
-                self._interruptible = False
-            if not line:
-                return
+                continue  # the line is skipped; it is answered once its end is read
+            if line == b"":
+                self._stop_reading()
+                return True
+            self._deferring = lines.has_line()
             try:
-                self._on_line(line)
+                if isinstance(line, int):
+                    if line < 0:
+                        self._handle(self._session.line_failed, "out of memory reading the line")
+                    else:
+                        self._handle(self._session.line_too_long, line, lines.limit)
+                else:
+                    self._on_line(line)
             except Exception as exc:  # the session answers its own failures: a last guard
                 _log.exception("toolnexus mcp: handling a line failed")
                 with contextlib.suppress(Exception):
                     self._handle(self._session.line_failed, f"{type(exc).__name__}: {exc}")
 
     def _on_line(self, line: bytes) -> None:
-        if len(line) > self._limit and not line.endswith(b"\n"):
-            length = len(line) + self._drain_line()
-            self._handle(self._session.line_too_long, length, self._limit)
-            return
         with self._lock:
             later = self._send_all(self._session.receive_line(line), len(line))
         if later:
-            self._carry_out(later)
+            self._carry_out(later, reader=True)
         if self._warm_up is None:
             # The host (and the event loop machinery it imports) loads once the first
             # answer is out, while the client reads it: start-up is not kept waiting.
@@ -428,17 +678,6 @@ class _StdioServer:
                 target=self._get_host, name="toolnexus-mcp-warm-up", daemon=True
             )
             self._warm_up.start()
-
-    def _drain_line(self) -> int:
-        skipped = 0
-        while True:
-            try:
-                chunk = self._read_line(_DRAIN_CHUNK)
-            except (OSError, ValueError, MemoryError):
-                return skipped
-            skipped += len(chunk)
-            if not chunk or chunk.endswith(b"\n"):
-                return skipped
 
     def _get_host(self) -> Host:
         host = self._host
@@ -495,6 +734,7 @@ class _StdioServer:
         )
 
     def _write(self, action: Send) -> None:
+        """Queue one message (the lock is held); written at once unless the reader defers."""
         if self._broken or self._ended:
             return
         try:
@@ -506,55 +746,105 @@ class _StdioServer:
                 return  # a notification or a request of ours: nobody waits on an answer
             data = Send(_internal_error(message_id, f"cannot encode the answer: {exc!r}")
                         ).to_bytes()
+        self._out.append(data)
+        self._out_bytes += len(data)
+        if not self._deferring or self._out_bytes >= _FLUSH_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Write what is queued, in one go (the lock is held)."""
+        if not self._out:
+            return
+        data = self._out[0] if len(self._out) == 1 else b"".join(self._out)
+        self._out.clear()
+        self._out_bytes = 0
+        if self._broken or self._ended:
+            return
         try:
             self._write_raw(data)
         except (OSError, ValueError) as exc:
             _log.warning("toolnexus mcp: cannot write to stdout (%s); stopping", exc)
             self._broken = True
+            self._lines.wake()
+            self._settled.notify_all()
 
     # ------------------------------------------------------------------ calls
 
-    def _carry_out(self, actions: list[Action]) -> None:
+    def _carry_out(self, actions: list[Action], reader: bool = False) -> None:
         """Start and cancel calls (outside the lock: cancelling runs the tool's callbacks,
         which may report progress)."""
         for action in actions:
             if isinstance(action, StartCall):
-                self._start_call(action, self._sources[action.call_id])
+                self._start_call(action, self._sources[action.call_id], reader)
             elif isinstance(action, CancelCall):
                 with self._lock:
                     cancelled = self._sources.get(action.call_id)
                 if cancelled is not None:
                     cancelled.cancel()
 
-    def _start_call(self, action: StartCall, source: CancellationTokenSource) -> None:
+    def _start_call(self, action: StartCall, source: CancellationTokenSource,
+                    reader: bool) -> None:
         """Start the call on the host; whoever settles it writes the answer.
 
         No thread waits per call: the thread that ran the tool (or the host, at a deadline
-        or after a cancel) runs :meth:`_finish_call`.
+        or after a cancel) runs :meth:`_finish_call`. The reader runs a quick tool itself.
         """
         call_id = action.call_id
+        name = action.name
         progress = None
         if action.wants_progress:
 
             def progress(value: float, total: float | None, message: str | None) -> None:
                 self._handle(self._session.report_progress, call_id, value, total, message)
 
+        inline = False
+        if reader:
+            if self._spare_free:
+                inline = self._took.get(name, 0.0) < _QUICK_S  # unknown: try it inline
+            elif len(self._threads) == 1 and not self._ended:
+                self._start_thread("toolnexus-mcp-spare", reading=False)
+        began = time.monotonic()
         try:
-            call = self._get_host().submit(
-                action.name,
-                action.arguments,
-                cancellation_token=source.token,
-                progress=progress,
-                request=action.resumes if action.answer is not None else None,
-                answer=action.answer,
-            )
+            host = self._get_host()
+            if inline:
+                self._deferring = False
+                self._inline_since = began
+                if self._spare_asleep:
+                    with self._lock:
+                        self._spare_wake.notify()
+            try:
+                call = host.submit(
+                    name,
+                    action.arguments,
+                    cancellation_token=source.token,
+                    progress=progress,
+                    request=action.resumes if action.answer is not None else None,
+                    answer=action.answer,
+                    inline=inline,
+                )
+            finally:
+                if inline:
+                    with self._lock:
+                        self._inline_since = None
+                        self._last_inline = time.monotonic()
+                        if self._reading == threading.get_ident():
+                            self._deferring = self._lines.has_line()
         except Exception as exc:  # the host promises not to raise; answer anyway if it does
-            _log.exception("toolnexus mcp: the host raised for %r", action.name)
+            _log.exception("toolnexus mcp: the host raised for %r", name)
             self._finish_call(
-                call_id, source, ToolResult.error(f"internal error running '{action.name}': {exc}")
+                call_id, source, ToolResult.error(f"internal error running '{name}': {exc}")
             )
             return
-        call.add_done_callback(lambda done: self._finish_call(call_id, source, done.result()))
+
+        def done(finished: Call) -> None:
+            # Inline, this is what the tool took; on a worker it adds the time queued, so
+            # it only ever shows a tool is quick.
+            took = time.monotonic() - began
+            if inline or took < _QUICK_S:
+                self._took[name] = took
+            self._finish_call(call_id, source, finished.result())
+
+        call.add_done_callback(done)
 
     def _finish_call(
         self, call_id: int, source: CancellationTokenSource, result: ToolResult
@@ -591,21 +881,34 @@ class _StdioServer:
                     finally:
                         self._interruptible = False
         with self._lock:
+            self._deferring = False
             later = self._send_all(self._session.close())
+            self._flush()
         self._carry_out(later)
 
     def _end(self) -> None:
         """Write nothing more, and end every thread this server started (the host's too)."""
         # Taking the lock waits for a writer mid-message; a writer stuck on a full pipe is
         # not waited for long.
-        self._ended = True
         locked = self._lock.acquire(timeout=_CLOSE_WAIT_S)
         if locked:
+            self._deferring = False
+            with contextlib.suppress(Exception):
+                self._flush()
+            self._ended = True
+            self._spare_wake.notify_all()
             self._lock.release()
+        self._ended = True
+        self._lines.wake()
         if self._warm_up is not None:
             self._warm_up.join()
         if self._host is not None:
             self._host.close()
+        # The reading threads end at once, but for one still inside a tool that ignores
+        # its token: that one is left to finish (its late answer is never written).
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(_CLOSE_WAIT_S)
 
 
 def _internal_error(message_id: Any, text: str) -> dict[str, Any]:
