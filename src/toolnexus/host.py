@@ -322,6 +322,7 @@ class Host:
         request: Request | ToolResult | Mapping[str, Any] | str | None = None,
         answer: Answer | Mapping[str, Any] | str | None = None,
         inline: bool = False,
+        done_callback: Callable[[Call], object] | None = None,
     ) -> Call:
         """Start :meth:`call` — or, with ``request`` and ``answer``, :meth:`resume` — and
         return its :class:`~toolnexus._call.Call` at once, without waiting.
@@ -338,7 +339,9 @@ class Host:
         duties going meanwhile (the stdio server hands its reading to a second thread when
         an inline tool runs long). Every rule still holds: past the deadline (or after a
         cancel and its grace) the call is settled on time and its done callbacks run on the
-        dispatcher while the tool goes on; its late result is discarded.
+        dispatcher while the tool goes on; its late result is discarded. ``done_callback``
+        is registered as by ``add_done_callback`` before the call starts — with
+        ``inline=True`` the only way to hear of a deadline while the tool still runs.
 
         Raises ``ValueError``/``TypeError`` only for a bad ``timeout_ms`` or token, or a
         ``request`` without an ``answer`` (or the reverse).
@@ -351,6 +354,8 @@ class Host:
         call, ready = self._new_call(name, args, timeout_ms, cancellation_token, progress,
                                      request, answer, resume=request is not None
                                      or answer is not None)
+        if done_callback is not None:
+            call.add_done_callback(done_callback)
         if ready:
             call.launch(inline is True)
         return call

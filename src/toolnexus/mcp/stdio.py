@@ -31,6 +31,7 @@ import contextlib
 import io
 import logging
 import os
+import select
 import sys
 import threading
 import time
@@ -256,6 +257,7 @@ class _Input:
         self._fd = -1
         self._selected = False  # the stream's own buffer is drained: select on its fd is true
         self._wake_r = self._wake_w = -1
+        self.stuck = False  # a reader is blocked where wake() cannot reach it
         self._read = self._chunk_reader(stream)
 
     def _chunk_reader(self, stream: IO[Any] | None) -> Callable[[], bytes]:
@@ -325,8 +327,6 @@ class _Input:
         ``OSError``/``ValueError`` when the stream fails, ``_Woken`` when :meth:`wake`
         was called, and ``MemoryError`` (the line being read is then skipped)."""
         if self._selected and self._wake_r >= 0:
-            import select
-
             try:
                 ready, _, _ = select.select([self._fd, self._wake_r], [], [])
             except (OSError, ValueError):
@@ -334,12 +334,16 @@ class _Input:
                 self._wake_r = -1  # this platform cannot select on it: plain reads from now
             if self._wake_r in ready:
                 raise _Woken
+        else:
+            self.stuck = True  # a read nothing can wake (the first one, or no select here)
         try:
             chunk = self._read()
         except MemoryError:
             self._buf, self._pos = bytearray(), 0
             self._skipped, self._failed = 0, True
             raise
+        finally:
+            self.stuck = False
         if self._fd >= 0 and not self._selected:
             self._selected = True
             if self._wake_r < 0:
@@ -804,6 +808,17 @@ class _StdioServer:
             elif len(self._threads) == 1 and not self._ended:
                 self._start_thread("toolnexus-mcp-spare", reading=False)
         began = time.monotonic()
+
+        def done(finished: Call) -> None:
+            # Inline, this is what the tool took; on a worker it adds the time queued, so
+            # it only ever shows a tool is quick.
+            took = time.monotonic() - began
+            if inline or took < _QUICK_S:
+                self._took[name] = took
+                if inline and self._reading == threading.get_ident():
+                    self._deferring = self._lines.has_line()  # the reader's own answer
+            self._finish_call(call_id, source, finished.result())
+
         try:
             host = self._get_host()
             if inline:
@@ -813,7 +828,7 @@ class _StdioServer:
                     with self._lock:
                         self._spare_wake.notify()
             try:
-                call = host.submit(
+                host.submit(
                     name,
                     action.arguments,
                     cancellation_token=source.token,
@@ -821,6 +836,7 @@ class _StdioServer:
                     request=action.resumes if action.answer is not None else None,
                     answer=action.answer,
                     inline=inline,
+                    done_callback=done,
                 )
             finally:
                 if inline:
@@ -834,17 +850,6 @@ class _StdioServer:
             self._finish_call(
                 call_id, source, ToolResult.error(f"internal error running '{name}': {exc}")
             )
-            return
-
-        def done(finished: Call) -> None:
-            # Inline, this is what the tool took; on a worker it adds the time queued, so
-            # it only ever shows a tool is quick.
-            took = time.monotonic() - began
-            if inline or took < _QUICK_S:
-                self._took[name] = took
-            self._finish_call(call_id, source, finished.result())
-
-        call.add_done_callback(done)
 
     def _finish_call(
         self, call_id: int, source: CancellationTokenSource, result: ToolResult
@@ -906,8 +911,10 @@ class _StdioServer:
             self._host.close()
         # The reading threads end at once, but for one still inside a tool that ignores
         # its token: that one is left to finish (its late answer is never written).
+        # A reader blocked in a read nothing can wake (stdin's very first read, where it
+        # cannot be selected on) ends with the process, or when its read returns.
         for thread in self._threads:
-            if thread is not threading.current_thread():
+            if thread is not threading.current_thread() and not self._lines.stuck:
                 thread.join(_CLOSE_WAIT_S)
 
 

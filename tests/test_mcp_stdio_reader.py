@@ -1,0 +1,238 @@
+"""The stdio server's reader: quick tools run on it, and it is relieved when one runs long.
+
+What the two reading threads (see ``toolnexus.mcp.stdio._StdioServer``) promise, each
+pinned here over real pipes:
+
+- a tool that was quick runs on the reading thread itself (no worker hand-off);
+- reading never waits for an inline tool for long: while one blocks, the spare thread takes
+  reading over, so a ping is answered and a deadline answered on time;
+- at most one thread is held by an inline tool: while it is, other calls go to workers;
+- a tool that ran long is no longer run inline;
+- the answers to a burst of buffered requests are written together, in order;
+- when stdin closes, ``serve_stdio`` returns even while an inline tool ignores its token,
+  and the reading thread ends once that tool returns.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import queue
+import threading
+from typing import Any
+
+from toolnexus import Toolkit, tool
+from toolnexus.mcp import serve_stdio
+
+TIMEOUT = 60.0  # an upper bound for anything to arrive; never a measured duration
+READERS = ("toolnexus-mcp-reader", "toolnexus-mcp-spare")
+
+_gate = threading.Event()  # what `blocked` waits for (set by the test that blocks it)
+_entered: queue.Queue[str] = queue.Queue()  # `blocked` reports its thread when it starts
+
+
+@tool
+def where() -> str:
+    """Say which thread runs the tool."""
+    return threading.current_thread().name
+
+
+@tool
+def blocked() -> str:
+    """Wait for the test's gate, ignoring the token; say which thread ran it."""
+    name = threading.current_thread().name
+    _entered.put(name)
+    _gate.wait(TIMEOUT)
+    return name
+
+
+@tool
+def slow(ms: int) -> str:
+    """Take ms milliseconds (ignoring the token); say which thread ran it."""
+    threading.Event().wait(ms / 1000)
+    return threading.current_thread().name
+
+
+toolkit = Toolkit([where, blocked, slow])
+
+
+class Served:
+    """serve_stdio on a thread, over a pair of pipes; answers collected by id."""
+
+    def __init__(self, **options: Any) -> None:
+        read_in, write_in = os.pipe()
+        read_out, write_out = os.pipe()
+        self.codes: list[int] = []
+        self.before = set(threading.enumerate())
+
+        def serve() -> None:
+            with open(read_in, "rb") as stdin, open(write_out, "wb") as stdout:
+                self.codes.append(serve_stdio(toolkit, stdin=stdin, stdout=stdout, **options))
+
+        self.thread = threading.Thread(target=serve, name="test-serve")
+        self.thread.start()
+        self.to_server = open(write_in, "wb")  # noqa: SIM115 - closed by finish()
+        self.from_server = open(read_out, "rb")  # noqa: SIM115 - closed by finish()
+        self.answers: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.pending: dict[Any, dict[str, Any]] = {}
+        self.collector = threading.Thread(target=self._collect, name="test-collect")
+        self.collector.start()
+        self.send({"jsonrpc": "2.0", "id": "init", "method": "initialize",
+                   "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                              "clientInfo": {"name": "test", "version": "1"}}})
+        assert self.answer("init")["result"]["protocolVersion"] == "2025-11-25"
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _collect(self) -> None:
+        for line in self.from_server:
+            self.answers.put(json.loads(line))
+
+    def send(self, *messages: dict[str, Any]) -> None:
+        self.to_server.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+        self.to_server.flush()
+
+    def call(self, rid: Any, name: str, arguments: dict[str, Any] | None = None) -> None:
+        self.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                   "params": {"name": name, "arguments": arguments or {}}})
+
+    def answer(self, rid: Any) -> dict[str, Any]:
+        """The answer to request ``rid`` (others that arrive first are kept)."""
+        while rid not in self.pending:
+            message = self.answers.get(timeout=TIMEOUT)
+            self.pending[message.get("id")] = message
+        return self.pending.pop(rid)
+
+    def text(self, rid: Any) -> str:
+        result = self.answer(rid)["result"]
+        return str(result["content"][0]["text"])
+
+    def finish(self) -> int:
+        self.to_server.close()
+        self.thread.join(TIMEOUT)
+        assert not self.thread.is_alive()
+        self.collector.join(TIMEOUT)
+        self.from_server.close()
+        return self.codes[0]
+
+
+def test_a_quick_tool_runs_on_the_reading_thread() -> None:
+    served = Served()
+    try:
+        for rid in range(1, 11):
+            served.call(rid, "where")
+            served.answer(rid)  # one at a time: the first starts the spare
+        served.call(11, "where")
+        assert served.text(11) in READERS
+    finally:
+        assert served.finish() == 0
+
+
+def test_a_ping_is_answered_while_an_inline_tool_blocks_the_reader() -> None:
+    _gate.clear()
+    served = Served()
+    try:
+        served.call(1, "where")
+        served.answer(1)  # the spare is running now
+        served.call(2, "blocked")
+        ran_on = _entered.get(timeout=TIMEOUT)
+        assert ran_on in READERS  # it holds a reading thread ...
+        served.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        assert served.answer(3) == {"jsonrpc": "2.0", "id": 3, "result": {}}  # ... not reading
+        served.call(4, "where")  # the other reading thread is held: this one goes to a worker
+        assert served.text(4) not in READERS
+        _gate.set()
+        assert served.text(2) == ran_on
+    finally:
+        _gate.set()
+        assert served.finish() == 0
+
+
+def test_an_inline_tool_past_its_deadline_is_answered_on_time() -> None:
+    _gate.clear()
+    served = Served(timeout_ms=200)
+    try:
+        served.call(1, "where")
+        served.answer(1)
+        served.call(2, "blocked")
+        assert _entered.get(timeout=TIMEOUT) in READERS
+        result = served.answer(2)["result"]  # while the tool still blocks its thread
+        assert result["isError"] is True
+        assert result["content"][0]["text"].startswith("timed out after 200 ms")
+        assert not _gate.is_set()
+    finally:
+        _gate.set()
+        assert served.finish() == 0
+
+
+def test_at_most_one_thread_is_held_by_inline_tools() -> None:
+    _gate.clear()
+    served = Served()
+    try:
+        served.call(1, "where")
+        served.answer(1)
+        for rid in range(2, 6):
+            served.call(rid, "blocked")
+        threads = [_entered.get(timeout=TIMEOUT) for _ in range(4)]
+        assert sum(name in READERS for name in threads) == 1, threads
+        _gate.set()
+        assert sorted(served.text(rid) for rid in range(2, 6)) == sorted(threads)
+    finally:
+        _gate.set()
+        assert served.finish() == 0
+
+
+def test_a_tool_that_ran_long_goes_to_a_worker_next_time() -> None:
+    served = Served()
+    try:
+        served.call(1, "where")
+        served.answer(1)
+        served.call(2, "slow", {"ms": 30})
+        assert served.text(2) in READERS  # unknown: tried inline
+        served.call(3, "slow", {"ms": 30})
+        assert served.text(3) not in READERS  # it took long: a worker runs it
+        served.call(4, "where")
+        assert served.text(4) in READERS  # other tools still run inline
+    finally:
+        assert served.finish() == 0
+
+
+class CountingStdout(io.RawIOBase):
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.writes.append(bytes(data))
+        return len(data)
+
+
+def test_the_answers_to_a_burst_of_buffered_requests_are_written_together() -> None:
+    pings = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % rid
+                     for rid in range(200))
+    stdout = CountingStdout()
+    assert serve_stdio(toolkit, stdin=io.BytesIO(pings), stdout=stdout) == 0
+    answers = [json.loads(line) for line in b"".join(stdout.writes).splitlines()]
+    assert [answer["id"] for answer in answers] == list(range(200))
+    assert len(stdout.writes) < 10  # one write per burst, not one per answer
+
+
+def test_stdin_closing_returns_while_an_inline_tool_ignores_its_token() -> None:
+    _gate.clear()
+    served = Served(grace_ms=100)
+    try:
+        served.call(1, "where")
+        served.answer(1)
+        served.call(2, "blocked")
+        held = _entered.get(timeout=TIMEOUT)
+        assert held in READERS
+        assert served.finish() == 0  # returned: the grace passed, the call was cancelled
+        assert not _gate.is_set()
+        left = [t for t in threading.enumerate() if t.name == held]
+    finally:
+        _gate.set()
+    for thread in left:  # the held thread ends once its tool returns
+        thread.join(TIMEOUT)
+        assert not thread.is_alive()
