@@ -84,6 +84,7 @@ _FLUSH_BYTES = 1 << 16  # deferred answers are written once they reach this many
 _CLOSE_WAIT_S = 1.0  # at the end, how long to wait for a writer, or a reading thread
 _QUICK_S = 0.001  # a tool whose last call took less than this runs on the reader itself
 _RELIEF_S = 0.005  # an inline tool running this long hands the reading to the spare thread
+_SIGNAL_POLL_S = 0.1  # how often the serving thread looks for a signal another thread took
 _ACTIVE_S = 0.1  # the spare looks every _RELIEF_S while calls ran inline this recently
 
 
@@ -452,6 +453,7 @@ class _StdioServer:
         self._make_host = make_host
         self._host: Host | None = None
         self._host_lock = threading.Lock()
+        self._host_closed = False  # the server ended: a host made from now on is closed
         self._warm_up: threading.Thread | None = None
         self._lines = lines
         self._write_raw = write
@@ -558,7 +560,9 @@ class _StdioServer:
             while not (self._input_done or self._broken or self._stop_code is not None):
                 self._interruptible = True
                 try:
-                    self._settled.wait()
+                    # In slices: a signal the kernel gave another thread does not wake this
+                    # wait; its handler runs (on this thread) when the slice ends.
+                    self._settled.wait(_SIGNAL_POLL_S)
                 finally:
                     self._interruptible = False
 
@@ -678,10 +682,13 @@ class _StdioServer:
         if self._warm_up is None:
             # The host (and the event loop machinery it imports) loads once the first
             # answer is out, while the client reads it: start-up is not kept waiting.
-            self._warm_up = threading.Thread(
+            warm_up = threading.Thread(
                 target=self._get_host, name="toolnexus-mcp-warm-up", daemon=True
             )
-            self._warm_up.start()
+            with self._host_lock:
+                if self._warm_up is None and not self._host_closed:
+                    warm_up.start()
+                    self._warm_up = warm_up
 
     def _get_host(self) -> Host:
         host = self._host
@@ -690,6 +697,8 @@ class _StdioServer:
                 host = self._host
                 if host is None:
                     host = self._host = self._make_host()
+                    if self._host_closed:  # a line still handled as the server ends
+                        host.close()
         return host
 
     # ------------------------------------------------------------------ writing
@@ -882,7 +891,7 @@ class _StdioServer:
                         break
                     self._interruptible = True
                     try:
-                        self._settled.wait(remaining)
+                        self._settled.wait(min(remaining, _SIGNAL_POLL_S))
                     finally:
                         self._interruptible = False
         with self._lock:
@@ -905,10 +914,14 @@ class _StdioServer:
             self._lock.release()
         self._ended = True
         self._lines.wake()
-        if self._warm_up is not None:
-            self._warm_up.join()
-        if self._host is not None:
-            self._host.close()
+        with self._host_lock:  # from now on no warm-up starts, and a new host is closed
+            self._host_closed = True
+            warm_up, host = self._warm_up, self._host
+        if warm_up is not None:
+            warm_up.join()
+        host = self._host  # the warm-up may have made it meanwhile
+        if host is not None:
+            host.close()
         # The reading threads end at once, but for one still inside a tool that ignores
         # its token: that one is left to finish (its late answer is never written).
         # A reader blocked in a read nothing can wake (stdin's very first read, where it
