@@ -254,3 +254,47 @@ def test_acall_turns_what_an_async_tool_raises_into_an_error_result_as_call_does
         assert result.output.startswith("tool 'explode' failed: ")
         assert result.output != "tool 'explode' failed: "  # never empty: the type at least
     assert type(exc).__name__ in via_acall.output or str(exc) in via_acall.output
+
+
+@tool
+def where() -> str:
+    """Say which thread runs the tool."""
+    return threading.current_thread().name
+
+
+def test_an_inline_call_runs_on_the_submitting_thread_and_is_done_on_return() -> None:
+    box, done = collector()
+    with Host(Toolkit([where, add])) as host:
+        call = host.submit("where", {}, inline=True, done_callback=done)
+        assert call.done() and call.result().output == threading.current_thread().name
+        assert box.get_nowait() is call  # the callback ran before submit returned
+        assert host.submit("where", {}).result(timeout=SLACK).output != \
+            threading.current_thread().name  # without inline: a worker
+        bad = host.submit("add", {"a": "x"}, inline=True, done_callback=done)
+        assert bad.result().is_error and box.get_nowait() is bad  # refused: still called
+
+
+def test_an_inline_call_past_its_deadline_is_answered_while_its_tool_still_runs() -> None:
+    stubborn = Stubborn()
+    box, done = collector()
+    host = Host(Toolkit([stubborn.tool]), timeout_ms=100, grace_ms=50)
+    finished = threading.Event()
+
+    def submit() -> None:
+        host.submit("stubborn", {}, inline=True, done_callback=done)
+        finished.set()
+
+    runner = threading.Thread(target=submit, name="test-inline")
+    try:
+        runner.start()
+        call = box.get(timeout=SLACK)  # the deadline answered it: the tool still blocks
+        assert not finished.is_set() and not stubborn.release.is_set()
+        assert call.outcome == "timeout" and call.reason == "deadline"
+        assert call.result().output.startswith("timed out after 100 ms")
+        stubborn.release.set()
+        runner.join(SLACK)
+        assert finished.is_set() and call.result().output.startswith("timed out")
+    finally:
+        stubborn.release.set()
+        runner.join(SLACK)
+        host.close()
