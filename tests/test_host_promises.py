@@ -8,6 +8,8 @@ slow callback is still blocked. Bounds are generous; timings belong to benchmark
 
 from __future__ import annotations
 
+import asyncio
+
 import os
 import subprocess
 import sys
@@ -382,6 +384,32 @@ def test_async_batches_and_acall_from_a_tool_on_its_own_host_never_deadlock():
     holder.append(host)
     try:
         assert host.submit("outer", {}).result(timeout=SLACK).output == "2,4,6,8"
+    finally:
+        host.close()
+
+
+def test_an_async_tool_calling_its_own_host_synchronously_for_an_async_tool_gets_it_run():
+    """Sync host.call from inside an async tool (whose loop runs on the worker) to another
+    async tool: the nested call runs inline, its coroutine on a helper thread's loop (this
+    thread's loop cannot be re-entered) — an answer, not 'Cannot run the event loop'."""
+    holder: list[Host] = []
+
+    @tool
+    async def inner(n: int) -> str:
+        """An async tool."""
+        await asyncio.sleep(0)
+        return f"inner {n}"
+
+    @tool
+    async def outer() -> str:
+        """Calls the async inner tool through the blocking API of the host running it."""
+        return holder[0].call("inner", {"n": 7}, timeout_ms=5_000).output
+
+    host = Host(Toolkit([inner, outer]), max_workers=1)
+    holder.append(host)
+    try:
+        assert host.submit("outer", {}).result(timeout=SLACK).output == "inner 7"
+        assert host.call("outer", {}).output == "inner 7"
     finally:
         host.close()
 

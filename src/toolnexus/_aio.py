@@ -83,7 +83,7 @@ def run_blocking(coro_fn: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
         except BaseException as exc:
             box.append((False, exc))
 
-    helper = threading.Thread(target=target, name="toolnexus-host-batch", daemon=True)
+    helper = threading.Thread(target=target, name="toolnexus-async-helper", daemon=True)
     helper.start()
     helper.join()
     ok, value = box[0]

@@ -504,8 +504,10 @@ class Call:
 
                 scope = self._scope
                 assert scope is not None
-                value = context.run(_aio.run_private, _aio.drive(tool.acall(args, ctx),
-                                                                 scope.token))
+                # On a private loop here; from inside a running loop (an async tool that
+                # called its own host synchronously) on a helper thread's loop.
+                value = context.run(_aio.run_blocking,
+                                    lambda: _aio.drive(tool.acall(args, ctx), scope.token))
                 if value is _aio.CANCELLED:
                     value = _NO_WORDS
             else:
