@@ -232,3 +232,66 @@ def test_the_timer_thread_leaves_soon_after_close_despite_cancelled_hour_long_de
                           text=True, timeout=90, env={**os.environ, "PYTHONPATH": PACKAGE_ROOT})
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["3", "timer alive: False"]
+
+
+_LATER_TIMERS_FAIL = """
+import threading
+from toolnexus import Host, Request, Toolkit, ToolContext, ToolResult, tool
+
+started = threading.Event()
+release = threading.Event()
+
+@tool
+def polite(ctx: ToolContext) -> str:
+    \"""Waits for its token (or the test), then says so.\"""
+    started.set()
+    release.wait(30)
+    return "stopped by myself"
+
+@tool
+def deaf() -> str:
+    \"""Waits for the test, taking no context.\"""
+    started.set()
+    release.wait(30)
+    return "late"
+
+@tool
+def ask(ctx: ToolContext) -> ToolResult:
+    \"""Asks first.\"""
+    if ctx.answer is None:
+        return ToolResult.pending(Request("approval", "Go?"))
+    return ToolResult.ok("went")
+
+real = threading.Thread.start
+def failing(self):
+    if self.name == "toolnexus-timer":
+        raise RuntimeError("can't start new thread")
+    real(self)
+
+threading.Thread.start = failing  # no timer thread runs in this fresh interpreter
+host = Host(Toolkit([polite, deaf, ask]), wait_for=lambda request: {"id": request.id, "ok": True},
+            question_timeout_ms=60_000)
+for name in ("polite", "deaf"):
+    started.clear()
+    call = host.submit(name, {})
+    started.wait(30)
+    print(name, call.cancel(), call.result(10).output, host.stuck_workers)
+print("ask", host.call("ask", {}).output)
+threading.Thread.start = real
+release.set()
+host.close(timeout=10)
+"""
+
+
+def test_timers_that_cannot_start_later_in_a_call_never_raise_through_the_host() -> None:
+    """The cancel grace, the check that counts a deaf tool's worker stuck and a question's
+    budget each need the timer thread: when it cannot start, cancel() still answers at once
+    (the worker counted stuck) and the question is refused instead of left unbounded."""
+    done = subprocess.run([sys.executable, "-c", _LATER_TIMERS_FAIL], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": PACKAGE_ROOT})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "polite True cancelled by the caller 1",
+        "deaf True cancelled by the caller 2",
+        "ask declined/expired: Go?",
+    ]

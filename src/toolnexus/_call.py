@@ -658,14 +658,21 @@ class Call:
                 if self._timer is not None:
                     self._timer.cancel()
                 grace = self._rt.cancel_grace
-                if grace <= 0:
+                if grace > 0 and self._listening():
+                    try:
+                        self._timer = _timers.schedule(
+                            time.monotonic() + grace, self._grace_ended(self._attempt),
+                            quick=True,
+                        )
+                    except _timers.TimerStartError:  # nothing could end the grace: none
+                        grace = 0
+                    else:
+                        grace = -1  # the timer ends it
+                if grace == 0:
                     effects = [self._cancel_tool, *self._abandon_locked()]
-                elif not self._listening():
+                elif grace > 0:
                     effects = [self._cancel_tool, *self._answer_unheard_locked(grace)]
                 else:
-                    self._timer = _timers.schedule(
-                        time.monotonic() + grace, self._grace_ended(self._attempt), quick=True
-                    )
                     effects = [self._cancel_tool]
             else:  # queued (never starts) or asking (the question is dropped)
                 if self._timer is not None:
@@ -690,8 +697,12 @@ class Call:
         worker counts as stuck only if the tool is still inside when the grace ends, as it
         would have after waiting."""
         if self._runner == ON_POOL and self._worker is not None:
-            _timers.schedule(time.monotonic() + grace,
-                             self._abandon_if_inside(self._attempt, self._worker), quick=True)
+            try:
+                _timers.schedule(time.monotonic() + grace,
+                                 self._abandon_if_inside(self._attempt, self._worker),
+                                 quick=True)
+            except _timers.TimerStartError:  # no timer to look later: count it stuck now
+                self._rt.pool.abandon(self._worker)
         return self._done_locked(ToolResult.error(_cancel_text(self._reason)), "cancelled")
 
     def _abandon_if_inside(self, attempt: int, worker: Worker) -> Effect:
@@ -747,15 +758,23 @@ class Call:
             self._answered(loop_rule.Refused("expired"), None)
             return
         question = _Question(self, request)
+        unbounded = False
         with self._lock:
             if self._state != ASKING:
                 return
             self._question = question
             if rt.question_ms is not None:
-                self._timer = _timers.schedule(
-                    time.monotonic() + rt.question_ms / 1000, self._question_expired(question),
-                    quick=True,
-                )
+                try:
+                    self._timer = _timers.schedule(
+                        time.monotonic() + rt.question_ms / 1000,
+                        self._question_expired(question), quick=True,
+                    )
+                except _timers.TimerStartError:
+                    unbounded = True
+        if unbounded:  # never a question that nothing can end
+            self._answered(loop_rule.Refused(
+                "no timer thread could be started to bound the question"), question)
+            return
         if self._loop is not None and rt.wait_for_is_async:
             question.start_task(self._loop)
             return
