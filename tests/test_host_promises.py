@@ -9,7 +9,6 @@ slow callback is still blocked. Bounds are generous; timings belong to benchmark
 from __future__ import annotations
 
 import asyncio
-
 import os
 import subprocess
 import sys
