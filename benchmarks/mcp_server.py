@@ -6,6 +6,7 @@ Run it from a checkout (the server runs from ``src/``):
     python benchmarks/mcp_server.py --quick     # 5 spawns, 5 rounds of 200 calls
     python benchmarks/mcp_server.py --baseline /tmp/old/src   # add an older checkout's server
     python benchmarks/mcp_server.py --pin 0     # every server pinned to CPU 0 (taskset)
+    python benchmarks/mcp_server.py --pin 0 --pipelined-only --rounds 10 --calls 5000
 
 Three servers offer the same ``add`` tool over stdio, each run by this interpreter:
 
@@ -249,11 +250,14 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=5, help="call rounds per server")
     parser.add_argument("--pin", metavar="CPU", help="run every server under taskset -c CPU")
+    parser.add_argument("--calls", type=int, metavar="N", help="calls per round (default 1000)")
+    parser.add_argument("--pipelined-only", action="store_true",
+                        help="only the pipelined table (64 in flight)")
     options = parser.parse_args()
     if options.pin is not None:
         PIN[:] = ["taskset", "-c", options.pin]
     spawns = 5 if options.quick else 15
-    calls = 200 if options.quick else 1000
+    calls = options.calls or (200 if options.quick else 1000)
     servers = commands(options.baseline)
     # No spawn should pay for compiling: write the bytecode of everything imported by path.
     for folder in sorted({src for _, src in servers.values()} | {HERE}):
@@ -263,9 +267,10 @@ def main() -> None:
     if "sdk" not in servers:
         print("(the MCP SDK is not importable here: no sdk row; pip install '.[interop]')")
 
-    if not options.calls_only:
+    if not options.calls_only and not options.pipelined_only:
         start_up_table(servers, spawns)
-    round_trip_table(servers, options.rounds, calls)
+    if not options.pipelined_only:
+        round_trip_table(servers, options.rounds, calls)
     pipelined_table(servers, options.rounds, calls)
 
 
