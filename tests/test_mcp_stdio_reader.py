@@ -15,11 +15,13 @@ pinned here over real pipes:
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import queue
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from toolnexus import Toolkit, tool
@@ -116,6 +118,21 @@ class Served:
         return self.codes[0]
 
 
+@contextlib.contextmanager
+def serving(**options: Any) -> Iterator[Served]:
+    """A served toolkit whose spare thread runs (the first call starts it); the gate of
+    `blocked` is closed until the test ends."""
+    _gate.clear()
+    served = Served(**options)
+    try:
+        served.call("warm", "where")
+        served.answer("warm")
+        yield served
+    finally:
+        _gate.set()
+        assert served.finish() == 0
+
+
 def test_a_quick_tool_runs_on_the_reading_thread() -> None:
     served = Served()
     try:
@@ -129,11 +146,7 @@ def test_a_quick_tool_runs_on_the_reading_thread() -> None:
 
 
 def test_a_ping_is_answered_while_an_inline_tool_blocks_the_reader() -> None:
-    _gate.clear()
-    served = Served()
-    try:
-        served.call(1, "where")
-        served.answer(1)  # the spare is running now
+    with serving() as served:
         served.call(2, "blocked")
         ran_on = _entered.get(timeout=TIMEOUT)
         assert ran_on in READERS  # it holds a reading thread ...
@@ -143,58 +156,36 @@ def test_a_ping_is_answered_while_an_inline_tool_blocks_the_reader() -> None:
         assert served.text(4) not in READERS
         _gate.set()
         assert served.text(2) == ran_on
-    finally:
-        _gate.set()
-        assert served.finish() == 0
 
 
 def test_an_inline_tool_past_its_deadline_is_answered_on_time() -> None:
-    _gate.clear()
-    served = Served(timeout_ms=200)
-    try:
-        served.call(1, "where")
-        served.answer(1)
+    with serving(timeout_ms=200) as served:
         served.call(2, "blocked")
         assert _entered.get(timeout=TIMEOUT) in READERS
         result = served.answer(2)["result"]  # while the tool still blocks its thread
         assert result["isError"] is True
         assert result["content"][0]["text"].startswith("timed out after 200 ms")
         assert not _gate.is_set()
-    finally:
-        _gate.set()
-        assert served.finish() == 0
 
 
 def test_at_most_one_thread_is_held_by_inline_tools() -> None:
-    _gate.clear()
-    served = Served()
-    try:
-        served.call(1, "where")
-        served.answer(1)
+    with serving() as served:
         for rid in range(2, 6):
             served.call(rid, "blocked")
         threads = [_entered.get(timeout=TIMEOUT) for _ in range(4)]
         assert sum(name in READERS for name in threads) == 1, threads
         _gate.set()
         assert sorted(served.text(rid) for rid in range(2, 6)) == sorted(threads)
-    finally:
-        _gate.set()
-        assert served.finish() == 0
 
 
 def test_a_tool_that_ran_long_goes_to_a_worker_next_time() -> None:
-    served = Served()
-    try:
-        served.call(1, "where")
-        served.answer(1)
+    with serving() as served:
         served.call(2, "slow", {"ms": 30})
         assert served.text(2) in READERS  # unknown: tried inline
         served.call(3, "slow", {"ms": 30})
         assert served.text(3) not in READERS  # it took long: a worker runs it
         served.call(4, "where")
         assert served.text(4) in READERS  # other tools still run inline
-    finally:
-        assert served.finish() == 0
 
 
 class CountingStdout(io.RawIOBase):
@@ -220,19 +211,13 @@ def test_the_answers_to_a_burst_of_buffered_requests_are_written_together() -> N
 
 
 def test_stdin_closing_returns_while_an_inline_tool_ignores_its_token() -> None:
-    _gate.clear()
-    served = Served(grace_ms=100)
-    try:
-        served.call(1, "where")
-        served.answer(1)
+    with serving(grace_ms=100) as served:
         served.call(2, "blocked")
         held = _entered.get(timeout=TIMEOUT)
         assert held in READERS
         assert served.finish() == 0  # returned: the grace passed, the call was cancelled
         assert not _gate.is_set()
         left = [t for t in threading.enumerate() if t.name == held]
-    finally:
-        _gate.set()
     for thread in left:  # the held thread ends once its tool returns
         thread.join(TIMEOUT)
         assert not thread.is_alive()

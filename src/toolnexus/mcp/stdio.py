@@ -195,17 +195,13 @@ def _protocol_streams(
     """The protocol's input and writer; stdout is kept for protocol JSON only."""
     lines = _Input(stdin if stdin is not None else sys.stdin, limit)
     saved_stdout = sys.stdout
-    try:
-        if stdout is not None:
-            write = _writer(stdout)
-            sys.stdout = sys.stderr
-            try:
-                yield lines, write
-            finally:
-                sys.stdout = saved_stdout
-            return
+    protocol_fd = -1
+    if stdout is not None:
+        write = _writer(stdout)
+    else:
         # Our own stdout: keep a private copy of fd 1 for the protocol and point fd 1 at
-        # stderr, so even output that bypasses sys.stdout (C code, child processes) misses it.
+        # stderr, so even output that bypasses sys.stdout (C code, child processes) misses
+        # it.
         with contextlib.suppress(Exception):
             sys.stdout.flush()
         try:
@@ -213,27 +209,20 @@ def _protocol_streams(
             os.dup2(2, 1)
         except OSError:
             protocol_fd = -1
-        if protocol_fd < 0:
-            write = _writer(sys.stdout)
-            sys.stdout = sys.stderr
-            try:
-                yield lines, write
-            finally:
-                sys.stdout = saved_stdout
-            return
-        sys.stdout = sys.stderr
-        try:
-            yield lines, _raw_writer(protocol_fd)
-        finally:
-            sys.stdout = saved_stdout
+        write = _raw_writer(protocol_fd) if protocol_fd >= 0 else _writer(sys.stdout)
+    sys.stdout = sys.stderr
+    try:
+        yield lines, write
+    finally:
+        sys.stdout = saved_stdout
+        lines.close()
+        if protocol_fd >= 0:
             with contextlib.suppress(Exception):
                 saved_stdout.flush()
             with contextlib.suppress(OSError):
                 os.dup2(protocol_fd, 1)
             with contextlib.suppress(OSError):
                 os.close(protocol_fd)
-    finally:
-        lines.close()
 
 
 class _Input:
