@@ -450,8 +450,14 @@ class _StdioServer:
         # One lock for the session, the output and the reading roles: what the session says
         # is written in the order it said it, before anyone else may talk to it.
         self._lock = threading.Lock()
-        self._settled = threading.Condition(self._lock)
-        self._draining = False  # set (under the lock) once _shut_down waits on _settled
+        # The serving thread never waits on a condition of self._lock: its signal handler
+        # may raise while it waits, and a Condition.wait interrupted while taking its lock
+        # back leaves with the lock not held, so the ``with`` around it would release the
+        # lock another thread holds. It naps on a lock of its own instead (a released
+        # ``_poked`` means "look again"), where an interrupted acquire leaves nothing behind.
+        self._poked = threading.Lock()
+        self._poked.acquire()
+        self._draining = False  # set (under the lock) once _shut_down waits for calls
         self._sources: dict[int, CancellationTokenSource] = {}
         self._broken = False  # stdout could not be written
         self._ended = False  # the server is done: write nothing more
@@ -479,6 +485,7 @@ class _StdioServer:
         # thread waits, so nothing is ever half-handled.
         self._stop_code: int | None = None
         self._interruptible = False
+        self._ending = False  # _end has begun: a signal changes nothing any more
 
     def run(self) -> int:
         code = 0
@@ -526,15 +533,44 @@ class _StdioServer:
                     signal.signal(signum, old)
 
     def _on_signal(self, signum: int, frame: Any) -> None:
-        if self._ended:
-            return  # already closing the host: nothing left to interrupt
+        if self._ending:
+            return  # already ending: nothing left to interrupt, and _end must not be
         first = self._stop_code is None
         if first:
             self._stop_code = 128 + signum
         self._lines.wake()  # the reader stops at a line boundary
+        self._poke()
         # A second signal stops at once, wherever the serving thread is.
         if self._interruptible or not first:
             raise _Stop(self._stop_code or 128 + signum)
+
+    def _poke(self) -> None:
+        """Make the serving thread look at the state again (any thread, lock held or not)."""
+        with contextlib.suppress(RuntimeError):  # already poked
+            self._poked.release()
+
+    def _nap(self, seconds: float) -> None:
+        """The serving thread's wait: until poked, for ``seconds`` at most. The one place
+        where a first signal raises ``_Stop``; an acquire it interrupts took nothing."""
+        self._interruptible = True
+        try:
+            self._poked.acquire(timeout=seconds)
+        finally:
+            self._interruptible = False
+
+    def _take_lock(self) -> bool:
+        """Take ``self._lock`` on the serving thread, in slices so a signal is seen; after a
+        signal, give up (False) after ``_CLOSE_WAIT_S``: the holder may be a writer stuck on
+        a pipe the client no longer reads."""
+        given_up_at: float | None = None
+        while not self._lock.acquire(timeout=_SIGNAL_POLL_S):
+            if self._stop_code is not None or self._broken:
+                now = time.monotonic()
+                if given_up_at is None:
+                    given_up_at = now + _CLOSE_WAIT_S
+                elif now >= given_up_at:
+                    return False
+        return True
 
     # ------------------------------------------------------------------ the roles
 
@@ -545,15 +581,10 @@ class _StdioServer:
             self._reading = threading.get_ident()
             self._read()
             return
-        with self._lock:
-            while not (self._input_done or self._broken or self._stop_code is not None):
-                self._interruptible = True
-                try:
-                    # In slices: a signal the kernel gave another thread does not wake this
-                    # wait; its handler runs (on this thread) when the slice ends.
-                    self._settled.wait(_SIGNAL_POLL_S)
-                finally:
-                    self._interruptible = False
+        while not (self._input_done or self._broken or self._stop_code is not None):
+            # In slices: a signal the kernel gave another thread does not wake this wait;
+            # its handler runs (on this thread) when the slice ends.
+            self._nap(_SIGNAL_POLL_S)
 
     def _start_thread(self, name: str, *, reading: bool) -> threading.Thread | None:
         thread = threading.Thread(target=self._take_turns, args=(reading,), name=name,
@@ -587,8 +618,8 @@ class _StdioServer:
             self._input_done = True
             self._deferring = False
             self._flush()
-            self._settled.notify_all()
             self._spare_wake.notify_all()
+        self._poke()
 
     def _relieve(self) -> bool:
         """The spare's wait: True once it took reading over from a reader held by an inline
@@ -768,7 +799,7 @@ class _StdioServer:
             _log.warning("toolnexus mcp: cannot write to stdout (%s); stopping", exc)
             self._broken = True
             self._lines.wake()
-            self._settled.notify_all()
+            self._poke()
 
     # ------------------------------------------------------------------ calls
 
@@ -860,8 +891,8 @@ class _StdioServer:
             if weight:
                 self._inflight -= weight
             later = self._send_all(self._session.complete_call(call_id, result))
-            if self._draining:  # only the shut-down waits on it; notify_all costs ~1 us
-                self._settled.notify_all()
+            if self._draining:  # only the shut-down waits for it
+                self._poke()
         if later:
             self._carry_out(later)
 
@@ -870,27 +901,32 @@ class _StdioServer:
     def _shut_down(self) -> None:
         """stdin closed (or a signal came): let running calls answer within the grace
         period (not after a signal), then cancel what still runs."""
-        if self._stop_code is None:
-            deadline = time.monotonic() + self._grace
-            with self._lock:
+        deadline = time.monotonic() + self._grace
+        while self._stop_code is None and not self._broken:
+            if not self._take_lock():
+                break
+            try:
                 self._draining = True
-                while self._session.running_calls and not self._broken:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0 or self._stop_code is not None:
-                        break
-                    self._interruptible = True
-                    try:
-                        self._settled.wait(min(remaining, _SIGNAL_POLL_S))
-                    finally:
-                        self._interruptible = False
-        with self._lock:
+                running = self._session.running_calls
+            finally:
+                self._lock.release()
+            remaining = deadline - time.monotonic()
+            if not running or remaining <= 0:
+                break
+            self._nap(min(remaining, _SIGNAL_POLL_S))  # a settled call pokes
+        if not self._take_lock():
+            return  # a writer is stuck: _end does not wait for it long either
+        try:
             self._deferring = False
             later = self._send_all(self._session.close())
             self._flush()
+        finally:
+            self._lock.release()
         self._carry_out(later)
 
     def _end(self) -> None:
         """Write nothing more, and end every thread this server started (the host's too)."""
+        self._ending = True
         # Taking the lock waits for a writer mid-message; a writer stuck on a full pipe is
         # not waited for long.
         locked = self._lock.acquire(timeout=_CLOSE_WAIT_S)
