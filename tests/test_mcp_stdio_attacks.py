@@ -33,7 +33,8 @@ _BLOCKED_WRITER = textwrap.dedent(
 
     class Keep(logging.Handler):
         def emit(self, record):
-            failures.append(record.getMessage() + " " + repr(record.exc_info and record.exc_info[1]))
+            error = record.exc_info[1] if record.exc_info else None
+            failures.append(f"{record.getMessage()} {error!r}")
 
     logging.getLogger("toolnexus").addHandler(Keep(logging.ERROR))
     threading.excepthook = lambda hook: failures.append(repr(hook.exc_value))
