@@ -844,9 +844,7 @@ class _StdioServer:
             took = time.monotonic() - began
             if inline or took < _QUICK_S:
                 self._took[name] = took
-                if inline and self._reading == threading.get_ident():
-                    self._deferring = self._lines.has_line()  # the reader's own answer
-            self._finish_call(call_id, source, finished.result())
+            self._finish_call(call_id, source, finished.result(), inline)
 
         try:
             host = self._get_host()
@@ -881,10 +879,16 @@ class _StdioServer:
             )
 
     def _finish_call(
-        self, call_id: int, source: CancellationTokenSource, result: ToolResult
+        self, call_id: int, source: CancellationTokenSource, result: ToolResult,
+        inline: bool = False,
     ) -> None:
         source.close()
         with self._lock:
+            # The reader's own answer waits for the lines already buffered. Checked under
+            # the lock: unlocked, the spare could take reading over between the check and
+            # the store, read those lines and block, leaving this answer deferred for good.
+            if inline and self._reading == threading.get_ident():
+                self._deferring = self._lines.has_line()
             if self._sources.get(call_id) is source:
                 del self._sources[call_id]
             weight = self._weights.pop(call_id, 0)
