@@ -43,6 +43,18 @@ class Saturation:
         self.release.wait(60)
         self.finished.release()
 
+    def fill(self) -> list[CancellationTokenSource]:
+        """Fill the dispatcher: SLOW sources whose timers fire at once into this callback;
+        returns once every dispatcher thread is inside one."""
+        sources = []
+        for _ in range(SLOW):
+            source = CancellationTokenSource()
+            source.token.register(self.callback)
+            source.cancel_after(0.01)
+            sources.append(source)
+        assert self.busy.wait(SLACK), "the slow callbacks never started"
+        return sources
+
 
 @pytest.fixture
 def slow() -> Iterator[Saturation]:
@@ -54,13 +66,7 @@ def slow() -> Iterator[Saturation]:
 def test_cancel_after_flips_the_token_while_slow_callbacks_fill_the_dispatcher(
     slow: Saturation,
 ) -> None:
-    sources = []
-    for _ in range(SLOW):
-        source = CancellationTokenSource()
-        source.token.register(slow.callback)
-        source.cancel_after(0.01)
-        sources.append(source)
-    assert slow.busy.wait(SLACK), "the slow callbacks never started"
+    sources = slow.fill()
 
     late = CancellationTokenSource()
     heard = threading.Event()
@@ -130,13 +136,7 @@ def test_a_callers_cancel_after_reaches_linked_tokens_and_its_call_while_callbac
             return "stopped by myself"
         return "never cancelled"
 
-    sources = []
-    for _ in range(SLOW):
-        source = CancellationTokenSource()
-        source.token.register(slow.callback)
-        source.cancel_after(0.01)
-        sources.append(source)
-    assert slow.busy.wait(SLACK), "the slow callbacks never started"
+    _held = slow.fill()  # the sources stay referenced while the test runs
 
     parent = CancellationTokenSource()
     child = CancellationTokenSource.linked(parent.token)
