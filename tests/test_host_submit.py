@@ -298,3 +298,63 @@ def test_an_inline_call_past_its_deadline_is_answered_while_its_tool_still_runs(
         stubborn.release.set()
         runner.join(SLACK)
         host.close()
+
+
+def test_an_unstarted_call_runs_nothing_until_started() -> None:
+    ran: list[int] = []
+
+    @tool(name="count")
+    def count() -> str:
+        """Counts its runs."""
+        ran.append(1)
+        return "ran"
+
+    box, done = collector()
+    with Host(Toolkit([count])) as host:
+        call = host.submit("count", {}, start=False, done_callback=done)
+        assert not call.done() and ran == [] and box.empty()
+        call.start(inline=True)
+        assert call.done() and call.result().output == "ran" and ran == [1]
+        assert box.get_nowait() is call and box.empty()  # the callback ran once
+        with pytest.raises(ValueError, match=r"already started; start\(\) runs a call"):
+            call.start()
+        later = host.submit("count", {}, start=False)
+        later.start()  # on a worker
+        assert later.result(timeout=SLACK).output == "ran" and ran == [1, 1]
+
+
+def test_an_unstarted_call_cancelled_before_its_start_never_runs() -> None:
+    ran: list[int] = []
+
+    @tool(name="count")
+    def count() -> str:
+        """Counts its runs."""
+        ran.append(1)
+        return "ran"
+
+    box, done = collector()
+    with Host(Toolkit([count])) as host:
+        call = host.submit("count", {}, start=False, done_callback=done)
+        assert call.cancel() is True
+        assert box.get_nowait() is call  # answered at the cancel, not at the start
+        call.start(inline=True)  # a settled call stays as it is
+        assert ran == [] and call.outcome == "cancelled" and call.reason == "caller"
+        assert call.result().output == "cancelled by the caller" and box.empty()
+
+
+def test_an_unstarted_call_refused_at_once_is_already_done_and_called_back_once() -> None:
+    box, done = collector()
+    with Host(Toolkit([add])) as host:
+        call = host.submit("nope", {}, start=False, done_callback=done)
+        assert call.done() and call.result().is_error
+        assert box.get_nowait() is call
+        call.start()
+        assert box.empty() and call.result().is_error
+
+
+def test_submit_says_what_is_wrong_with_start_false_and_its_callback() -> None:
+    with Host(Toolkit([add])) as host:
+        with pytest.raises(ValueError, match=r"pass inline to call\.start\(inline=True\)"):
+            host.submit("add", {"a": 1, "b": 2}, inline=True, start=False)
+        with pytest.raises(TypeError, match=r"done_callback must be callable, got int"):
+            host.submit("add", {"a": 1, "b": 2}, done_callback=3)  # type: ignore[arg-type]

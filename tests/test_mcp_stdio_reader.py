@@ -231,3 +231,45 @@ def test_stdin_closing_returns_while_an_inline_tool_ignores_its_token() -> None:
     for thread in left:  # the held thread ends once its tool returns
         thread.join(TIMEOUT)
         assert not thread.is_alive()
+
+
+def test_a_cancel_that_arrives_while_its_call_is_being_made_stops_it_before_it_starts() -> None:
+    # The window: the session started the call (a StartCall) but the host has not made it
+    # yet. A cancel handled then (SIGINT's shut-down, on another thread, can) is remembered
+    # and applied once the call exists: the tool never runs and nothing answers the request.
+    from toolnexus.host import Host
+    from toolnexus.mcp.session import ServerSession, StartCall
+    from toolnexus.mcp.stdio import _Input, _StdioServer
+
+    ran: list[str] = []
+
+    @tool(name="count")
+    def count() -> str:
+        """Counts its runs."""
+        ran.append("ran")
+        return "ran"
+
+    kit = Toolkit([count])
+    session = ServerSession(kit)
+    written: list[bytes] = []
+    host = Host(kit)
+    server = _StdioServer(session, lambda: host, _Input(None, 1 << 20), written.append,
+                          1 << 20, 0)
+    try:
+        server._on_line(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{'
+                        b'"protocolVersion":"2025-11-25","capabilities":{},'
+                        b'"clientInfo":{"name":"t","version":"1"}}}\n')
+        line = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"count"}}\n'
+        with server._lock:
+            started = server._send_all(session.receive_line(line), len(line))
+            cancels = session.receive_line(b'{"jsonrpc":"2.0","method":"notifications/'
+                                           b'cancelled","params":{"requestId":7}}\n')
+        assert [type(a) for a in started] == [StartCall] and cancels
+        server._carry_out(cancels)  # the call is not made yet: the cancel is remembered
+        assert isinstance(started[0], StartCall)
+        server._start_call(started[0], reader=True)
+        assert ran == []
+        assert not any(b'"id":7' in data for data in written)  # a cancelled request: no answer
+        assert server._calls == {} and server._cancelled_early == set()
+    finally:
+        host.close()

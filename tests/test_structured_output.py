@@ -217,3 +217,31 @@ def test_an_async_tool_is_checked_the_same_way():
     assert asyncio.run(count.acall({"text": "a"})).output.startswith(
         "tool 'count' returned output that does not match its output schema: result:"
     )
+
+
+@pytest.mark.parametrize(
+    ("annotation", "value", "ok"),
+    [
+        (int, 7, True),
+        (int, True, False),  # a bool is not an integer, though bool subclasses int
+        (int, 2.5, False),
+        (float, 3, True),
+        (float, 2.5, True),
+        (float, False, False),
+        (bool, True, True),
+        (bool, 1, False),
+    ],
+)
+def test_a_scalar_return_is_checked_against_its_inferred_schema(annotation, value, ok):
+    # The exact types a scalar schema always accepts skip the check; the rest are checked.
+    def answer() -> Any:
+        return value
+
+    answer.__annotations__["return"] = annotation
+    checked = tool(answer, description="Answer.")
+    result = checked({})
+    assert result.is_error is not ok, result.output
+    if ok:
+        assert result.metadata["structuredContent"] == {"result": value}
+    else:
+        assert "does not match its output schema: result:" in result.output

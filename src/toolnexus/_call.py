@@ -49,7 +49,7 @@ from ._log import LazyLogger
 from ._pool import Pool, Worker, current_worker
 from .cancellation import CancellationToken, CancellationTokenSource, StateLink
 from .context import ProgressReporter, ToolContext
-from .errors import InvalidTypeError, WaitTimeoutError
+from .errors import InvalidTypeError, InvalidValueError, WaitTimeoutError
 from .result import ToolResult
 from .suspension import Answer, Request
 
@@ -79,6 +79,7 @@ _STATE_NAMES = ("queued", "running", "timing out", "cancelling", "asking", "done
 # calls its own host), or as a task on the owner's event loop (async tools in acall).
 ON_POOL, INLINE, ON_LOOP = 0, 1, 2
 
+_CALLBACK_FAILED = "toolnexus host: a done callback of the call to %r failed"
 _NO_WORDS = object()  # an async tool ended by cancellation: it said nothing of its own
 
 
@@ -210,6 +211,7 @@ class Call:
         "_deferred",
         "_event",
         "_inside",
+        "_launched",
         "_lock",
         "_loop",
         "_outcome",
@@ -262,6 +264,7 @@ class Call:
         self._timer: _timers.Timer | None = None
         self._worker: Worker | None = None
         self._inside = False  # a worker is running the attempt's tool right now
+        self._launched = False
         self._scope: CancellationTokenSource | None = None
         self._registration: Any = None
         self._question: Any = None
@@ -386,11 +389,15 @@ class Call:
     # ------------------------------------------------------------------ set-up (host side)
 
     def prepare(self, tool: Tool, args: dict[str, Any], raw_args: Any, budget: int | None,
-                token: CancellationToken, progress: ProgressReporter | None,
-                answer: Answer | None, round: int | None) -> None:
-        """Fill in what the tool needs; nothing runs yet (see :meth:`launch`). ``raw_args``
+                token: CancellationToken | None, progress: ProgressReporter | None,
+                answer: Answer | None, round: int | None,
+                done_callback: Callable[[Call], object] | None = None) -> None:
+        """Fill in what the tool needs; nothing runs yet (see :meth:`start`). ``raw_args``
         are the arguments as the caller gave them (a binding names them); ``round`` is set
-        for a resume: the round of its checked ``answer``."""
+        for a resume: the round of its checked ``answer``. ``done_callback`` is the first
+        done callback (no other thread knows the call yet: no lock needed)."""
+        if done_callback is not None:
+            self._callbacks = [done_callback]
         self.tool = tool
         self.args = args
         self._raw_args = raw_args
@@ -400,7 +407,7 @@ class Call:
         if progress is not None:
             self._progress = Progress(progress, self.name)
         self._context = contextvars.copy_context()
-        if token.can_be_cancelled:
+        if token is not None and token.can_be_cancelled:
             self._registration = token.register(
                 StateLink(self._caller_cancelled, self._caller_cancelled_by_timer))
 
@@ -414,15 +421,36 @@ class Call:
         self._loop = loop
         self._owner_future = settled
 
-    def launch(self, inline: bool = False) -> None:
-        """Start the first attempt: queue it for a worker (or run it here / on the loop);
-        ``inline`` runs it here, on the calling thread."""
-        worker = current_worker()
-        if inline or (worker is not None and worker.pool is self._rt.pool
-                      and self._owner is None):
-            self._runner = INLINE  # a tool calling its own host: no worker to wait for
-        elif self._loop is not None and self.tool is not None and self.tool.is_async:
-            self._runner = ON_LOOP
+    def start(self, inline: bool = False) -> None:
+        """Start a call made with ``Host.submit(..., start=False)``; ``inline=True`` runs
+        the tool here, on the calling thread, as ``submit(inline=True)`` does. A call
+        already settled (refused, bad arguments, cancelled meanwhile) stays as it is.
+
+        Raises :class:`~toolnexus.errors.InvalidValueError` (a ``ValueError``) when the
+        call was started before.
+
+        Example::
+
+            call = host.submit("add", {"a": 1, "b": 2}, start=False)
+            calls[request_id] = call          # where a cancel can find it
+            call.start()
+        """
+        if self._launched:  # a second start() racing the first changes nothing either:
+            # the state machine starts an attempt once
+            raise InvalidValueError(
+                f"call to {self.name!r} was already started; start() runs a call made "
+                "with submit(..., start=False) once"
+            )
+        self._launched = True
+        # The first attempt: queued for a worker, run here, or on the owner's loop.
+        if inline:
+            self._runner = INLINE
+        else:
+            worker = current_worker()
+            if worker is not None and worker.pool is self._rt.pool and self._owner is None:
+                self._runner = INLINE  # a tool calling its own host: no worker to wait for
+            elif self._loop is not None and self.tool is not None and self.tool.is_async:
+                self._runner = ON_LOOP
         self._rt.active.add(self)
         if self._state == DONE:  # the caller's token cancelled it while it was set up
             self._rt.active.discard(self)
@@ -473,12 +501,17 @@ class Call:
                     if tool.takes_context else None
             else:
                 self._scope = self._ctx = None
+            runner = self._runner
+            if failed is None and runner == INLINE:  # QUEUED -> RUNNING here, at once
+                self._state = RUNNING
+                self._inside = True
+                self._worker = None
         if failed is not None:
             self._carry_out(failed)
             return
-        runner = self._runner
         if runner == INLINE:
-            self.run()
+            assert self._context is not None
+            self._run_tool(tool, self.args, self._ctx, self._context)
         elif runner == ON_LOOP:
             self._start_task()
         else:
@@ -497,7 +530,12 @@ class Call:
             self._inside = True
             self._worker = current_worker() if self._runner == ON_POOL else None
             tool, args, ctx, context = self.tool, self.args, self._ctx, self._context
-        assert tool is not None and context is not None
+        assert tool is not None and args is not None and context is not None
+        self._run_tool(tool, args, ctx, context)
+
+    def _run_tool(self, tool: Tool, args: dict[str, Any], ctx: ToolContext | None,
+                  context: contextvars.Context) -> None:
+        """The attempt's tool, on this thread (the call is RUNNING); never raises."""
         try:
             if tool.is_async:
                 from . import _aio
@@ -551,6 +589,10 @@ class Call:
                 self._rt.pool.release(self._worker)
             self._report_late()
             return
+        if self._owner is None:  # what _carry_out does for a call nobody owns, inlined
+            for effect in effects:
+                effect()
+            return
         self._carry_out(effects)
 
     def _settle_attempt_locked(self, result: ToolResult) -> list[Effect]:
@@ -558,7 +600,8 @@ class Call:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        request = ToolResult.pending_of(result) if result.is_pending else None
+        # Only an error result can be pending (ToolResult refuses anything else).
+        request = ToolResult.pending_of(result) if result.is_error else None
         if request is None:
             return self._done_locked(result, "error" if result.is_error else "ok")
         self._request = request
@@ -865,7 +908,10 @@ class Call:
             wakers, self._wakers = self._wakers, None
         if callbacks:
             for fn in callbacks:
-                self._run_callback(fn)
+                try:
+                    fn(self)
+                except Exception:
+                    _log.exception(_CALLBACK_FAILED, self.name)
         if self._owner_future is not None:  # settling runs on the owner's loop thread
             _resolve(self._owner_future)
         if wakers:
@@ -876,7 +922,7 @@ class Call:
         try:
             fn(self)
         except Exception:
-            _log.exception("toolnexus host: a done callback of the call to %r failed", self.name)
+            _log.exception(_CALLBACK_FAILED, self.name)
 
     def _add_waker(self, wake: Callable[[], object]) -> None:
         with self._lock:

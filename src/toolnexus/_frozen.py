@@ -92,8 +92,17 @@ def freeze(value: Any) -> Any:
     return value
 
 
+_LEAVES = frozenset({int, str, float, bool, type(None)})
+
+
 def thaw(value: Any) -> Any:
     """Return a deep plain (mutable) copy of what :func:`freeze` made."""
+    kind = value.__class__
+    if kind is int or kind is str or kind is float or kind is bool or value is None:
+        return value  # the common leaves, before the ABC check below (a Python call)
+    if kind is FrozenDict or kind is dict:
+        return {key: item if item.__class__ in _LEAVES else thaw(item)
+                for key, item in value.items()}
     if isinstance(value, Mapping):
         return {key: thaw(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):

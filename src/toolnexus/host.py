@@ -323,6 +323,7 @@ class Host:
         answer: Answer | Mapping[str, Any] | str | None = None,
         inline: bool = False,
         done_callback: Callable[[Call], object] | None = None,
+        start: bool = True,
     ) -> Call:
         """Start :meth:`call` — or, with ``request`` and ``answer``, :meth:`resume` — and
         return its :class:`~toolnexus._call.Call` at once, without waiting.
@@ -343,21 +344,37 @@ class Host:
         is registered as by ``add_done_callback`` before the call starts — with
         ``inline=True`` the only way to hear of a deadline while the tool still runs.
 
-        Raises ``ValueError``/``TypeError`` only for a bad ``timeout_ms`` or token, or a
-        ``request`` without an ``answer`` (or the reverse).
+        ``start=False`` returns the call checked and set up but not started: a driver keeps
+        it where a cancel can find it, then starts it with
+        :meth:`Call.start() <toolnexus._call.Call.start>` (``inline`` goes there). A
+        ``cancel()`` before then means it never starts.
+
+        Raises ``ValueError``/``TypeError`` only for a bad ``timeout_ms`` or token, a
+        ``request`` without an ``answer`` (or the reverse), or ``inline=True`` with
+        ``start=False``.
 
         Example::
 
             call = host.submit("add", {"a": 1, "b": 2}, timeout_ms=500)
             assert call.result(timeout=5).output == "3"
         """
+        if not start and inline is True:
+            raise InvalidValueError(
+                "submit(inline=True, start=False): an unstarted call runs nowhere yet; "
+                "pass inline to call.start(inline=True) instead"
+            )
+        if done_callback is not None and not callable(done_callback):
+            raise InvalidTypeError(
+                f"done_callback must be callable, got {type(done_callback).__name__}")
         call, ready = self._new_call(name, args, timeout_ms, cancellation_token, progress,
                                      request, answer, resume=request is not None
-                                     or answer is not None)
-        if done_callback is not None:
+                                     or answer is not None, done_callback=done_callback)
+        if done_callback is not None and not ready:  # settled already: it runs now
             call.add_done_callback(done_callback)
+        if not start:
+            return call
         if ready:
-            call.launch(inline is True)
+            call.start(inline is True)
         return call
 
     def call(
@@ -485,14 +502,14 @@ class Host:
     def _new_call(
         self, name: str, args: Any, timeout_ms: int | None, token: object,
         progress: ProgressReporter | None, request: object, answer: object, *, resume: bool,
-        accepted: Accepted | None = None,
+        accepted: Accepted | None = None, done_callback: Callable[[Call], object] | None = None,
     ) -> tuple[Call, bool]:
         """Check the arguments and build the call; ``(call, False)`` when it is already
         settled (refused, bad arguments, a failed resume check, cancelled before it began)."""
         start = time.monotonic()
         # The checks are inlined for the common case: this is the per-call fast path.
         budget = self._timeout_ms if timeout_ms is None else _check_ms("timeout_ms", timeout_ms)
-        caller_token = CancellationToken.NONE if token is None else _check_token(token)
+        caller_token = None if token is None else _check_token(token)
         call = Call(self._rt, name, start)
         if resume and accepted is None:
             if request is None or answer is None:
@@ -511,13 +528,13 @@ class Host:
         if isinstance(resolved, ToolResult):
             call.finish_now(resolved, "pending" if resolved.is_pending else "error")
             return call, False
-        if caller_token.is_cancellation_requested:
+        if caller_token is not None and caller_token.is_cancellation_requested:
             call.finish_now(ToolResult.error("cancelled by the caller"), "cancelled", "caller")
             return call, False
         tool, parsed = resolved
         call.prepare(tool, parsed, args, budget, caller_token, progress,
                      None if accepted is None else accepted.answer,
-                     None if accepted is None else accepted.round)
+                     None if accepted is None else accepted.round, done_callback)
         return call, True
 
     def _wait(self, call: Call, ready: bool) -> ToolResult:
@@ -526,11 +543,11 @@ class Host:
             return call.result()
         worker = current_worker()
         if worker is not None and worker.pool is self._pool:
-            call.launch()  # re-entrant: runs inline on this worker
+            call.start()  # re-entrant: runs inline on this worker
             return call.result()
         signal = Signal()
         call.own(signal.set)
-        call.launch()
+        call.start()
         return call.wait_owned(signal)
 
     async def _await(self, call: Call, ready: bool) -> ToolResult:
@@ -541,7 +558,7 @@ class Host:
         if tool is not None and not tool.is_async and self._on_own_worker():
             # An async tool on one of our workers awaiting a sync tool: waiting for another
             # worker could deadlock the pool, so it runs inline here, like Host.call.
-            call.launch()
+            call.start()
             return call.result()
         import asyncio
 
@@ -562,7 +579,7 @@ class Host:
         # Settling runs on this loop's thread (drained here, or run directly when the loop
         # itself made the transition): either way it resolves the future.
         call.own(wake, loop, settled)
-        call.launch()
+        call.start()
         try:
             await settled
         except asyncio.CancelledError:

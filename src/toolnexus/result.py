@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PENDING_KEY", "STRUCTURED_KEY", "ToolResult"]
 
+_set = object.__setattr__
+
 PENDING_KEY = "pending"
 """The metadata key under which a suspension carries its :class:`Request`."""
 
@@ -43,7 +45,7 @@ STRUCTURED_KEY = "structuredContent"
 
 
 @sealed
-@dataclass(frozen=True, slots=True, repr=False)  # its own __repr__ below
+@dataclass(frozen=True, slots=True, repr=False, init=False)  # its own __init__, __repr__
 class ToolResult:
     """The outcome of one tool call.
 
@@ -72,17 +74,19 @@ class ToolResult:
     metadata: Mapping[str, Any] | None = None
     parts: Sequence[Part] = ()
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.output, str):
+    def __init__(self, output: str, is_error: bool = False,
+                 metadata: Mapping[str, Any] | None = None, parts: Sequence[Part] = ()) -> None:
+        # Written out rather than generated with a __post_init__: one frame, not two, for
+        # what every tool call builds.
+        if output.__class__ is not str and not isinstance(output, str):
             raise InvalidTypeError(
-                f"ToolResult.output must be a str, got {type(self.output).__name__}; "
+                f"ToolResult.output must be a str, got {type(output).__name__}; "
                 "convert it (str(value) or json.dumps(value)) first"
             )
-        if not isinstance(self.is_error, bool):
+        if is_error.__class__ is not bool:  # bool cannot be subclassed
             raise InvalidTypeError(
-                f"ToolResult.is_error must be a bool, got {type(self.is_error).__name__}"
+                f"ToolResult.is_error must be a bool, got {type(is_error).__name__}"
             )
-        metadata = self.metadata
         if metadata is not None:
             if metadata.__class__ is FrozenDict:
                 pass  # what tools build: no ABC check on the hot path
@@ -92,16 +96,20 @@ class ToolResult:
                     f"got {type(metadata).__name__}"
                 )
             elif not isinstance(metadata, FrozenDict):
-                object.__setattr__(self, "metadata", freeze(metadata))
-            if not self.is_error and isinstance(metadata.get(PENDING_KEY), Request):
+                metadata = freeze(metadata)
+            if not is_error and isinstance(metadata.get(PENDING_KEY), Request):
                 # A suspension has no usable answer yet; a host reading is_error alone
                 # must never take one for a success.
                 raise InvalidValueError(
                     "a ToolResult with metadata['pending'] must have is_error=True; "
                     "build suspensions with ToolResult.pending(request)"
                 )
-        if self.parts != ():
-            object.__setattr__(self, "parts", _check_parts(self.parts))
+        if parts != ():
+            parts = _check_parts(parts)
+        _set(self, "output", output)
+        _set(self, "is_error", is_error)
+        _set(self, "metadata", metadata)
+        _set(self, "parts", parts)
 
     # `ToolResult.ok(...)` builds a success; `result.ok` reads one (see _OkFactoryOrFlag).
     if TYPE_CHECKING:

@@ -118,6 +118,17 @@ def _freeze_json(value: Any) -> Any:
     return value
 
 
+def _always_valid(wrapper: Mapping[str, Any]) -> tuple[type, ...]:
+    """The exact classes of return value the wrapping output schema inference wrote for a
+    scalar annotation (``-> int``: ``{"type": "integer"}``) accepts whatever their value,
+    so checking them against it is skipped."""
+    inner = wrapper.get("properties", {}).get(OUTPUT_WRAPPER)
+    if not isinstance(inner, Mapping) or len(inner) != 1:
+        return ()
+    return {"integer": (int,), "number": (int, float), "boolean": (bool,)}.get(
+        str(inner.get("type")), ())
+
+
 def _compile_validator(schema: Mapping[str, Any]) -> Callable[[Any], list[str]]:
     from .validation import Validator
 
@@ -182,6 +193,7 @@ class Tool(Generic[P, R]):
     _fixed: frozenset[str] = field(init=False, repr=False, compare=False)
     _wrapped: bool = field(init=False, repr=False, compare=False)
     _output_check: Any = field(init=False, repr=False, compare=False)
+    _trusted: tuple[type, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -216,6 +228,7 @@ class Tool(Generic[P, R]):
         output = self.output_schema
         set_(self, "_output_check", None)
         set_(self, "_wrapped", False)
+        set_(self, "_trusted", ())
         if output is not None:
             if not isinstance(output, Mapping):
                 raise InvalidTypeError(
@@ -223,6 +236,8 @@ class Tool(Generic[P, R]):
                 )
             inferred = signature is not None and output == signature.output_schema
             set_(self, "_wrapped", inferred and signature is not None and signature.output_wrapped)
+            if self._wrapped:
+                set_(self, "_trusted", _always_valid(output))
             set_(self, "output_schema", _freeze_schema(output))
             if inferred:
                 # A schema inference wrote is known to compile: defer it to the first result.
@@ -489,11 +504,14 @@ class Tool(Generic[P, R]):
         wraps it) checked against the output schema — or the error naming the path."""
         if self._wrapped:
             value = structured
-            structured = {OUTPUT_WRAPPER: value}
-            refusal = self._refusal(structured)
-            if refusal is not None:
-                return refusal
-            frozen: Any = FrozenDict({OUTPUT_WRAPPER: _freeze_json(value)})
+            if value.__class__ not in self._trusted:
+                refusal = self._refusal({OUTPUT_WRAPPER: value})
+                if refusal is not None:
+                    return refusal
+            kind = value.__class__
+            frozen: Any = FrozenDict({OUTPUT_WRAPPER: value if kind is int or kind is str
+                                      or kind is float or kind is bool or value is None
+                                      else _freeze_json(value)})
         else:
             refusal = self._refusal(structured)
             if refusal is not None:

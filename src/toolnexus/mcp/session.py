@@ -17,6 +17,7 @@ what keeps progress notifications ahead of the response they belong to.
 from __future__ import annotations
 
 import json
+import json.scanner
 import logging
 import re
 import time
@@ -93,6 +94,12 @@ _LEGACY_ORDER = {version: index for index, version in enumerate(LEGACY_PROTOCOL_
 
 # Built once: json.dumps/json.loads with options build a new coder on every call.
 _DECODER = json.JSONDecoder(parse_constant=refuse_json_constant)
+# The decoder's scanner, called directly: a whole line that is one JSON value skips the two
+# whitespace regexes and two Python frames of JSONDecoder.decode. Anything else goes through
+# decode(), which words the error.
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
+    _DECODER  # type: ignore[arg-type]  # typeshed types the argument as the scanner class
+)
 _ENCODERS = {
     ascii_only: json.JSONEncoder(separators=(",", ":"), ensure_ascii=ascii_only, allow_nan=False)
     for ascii_only in (False, True)
@@ -119,6 +126,7 @@ def _c_encoder(ascii_only: bool) -> Callable[[Any, int], Any] | None:
 
 
 _C_ENCODERS = {ascii_only: _c_encoder(ascii_only) for ascii_only in (False, True)}
+_C_ENCODE = _C_ENCODERS[False]
 
 
 def _encode(message: Mapping[str, Any], ascii_only: bool) -> bytes:
@@ -148,8 +156,11 @@ class Send(NamedTuple):
         result JSON cannot carry (NaN, an unknown type) becomes a ``-32603`` error
         response for the same id instead of raising.
         """
+        message = self.message
         try:
-            return _encode(self.message, ascii_only=False)
+            if _C_ENCODE is not None and message.__class__ is dict:  # _encode, inlined
+                return "".join(_C_ENCODE(message, 0)).encode("utf-8") + b"\n"
+            return _encode(message, ascii_only=False)
         except UnicodeEncodeError:
             return _encode(self.message, ascii_only=True)
         except (TypeError, ValueError, RecursionError) as exc:
@@ -215,13 +226,17 @@ Action = Send | StartCall | CancelCall
 class _Client:
     """What one request's client speaks: its era, revision and elicitation modes."""
 
-    __slots__ = ("form", "modern", "url", "version")
+    __slots__ = ("any_structured", "form", "modern", "object_structured", "url", "version")
 
     def __init__(self, version: str, modern: bool, form: bool, url: bool) -> None:
         self.version = version
         self.modern = modern
         self.form = form
         self.url = url
+        # Which structuredContent results carry: any JSON value (modern), objects (legacy
+        # from 2025-06-18), or none. Asked per call, so decided once.
+        self.any_structured = modern
+        self.object_structured = self.at_least("2025-06-18")
 
     def at_least(self, version: str) -> bool:
         return self.modern or _LEGACY_ORDER.get(self.version, -1) >= _LEGACY_ORDER[version]
@@ -509,7 +524,12 @@ class ServerSession:
             if not text:
                 return []
             try:
-                message = _DECODER.decode(text)
+                try:
+                    message, end = _SCAN(text, 0)
+                except StopIteration:
+                    end = -1
+                if end != len(text):
+                    message = _DECODER.decode(text)
             except RecursionError as exc:
                 return self._too_deep(text, exc)
             except ValueError as exc:
@@ -517,7 +537,11 @@ class ServerSession:
         except Exception as exc:  # MemoryError decoding or parsing: nothing names the request
             return [self._error(None, INTERNAL_ERROR, f"internal error reading the line: "
                                 f"{type(exc).__name__}: {exc}")]
-        return self.receive(message)
+        newest = self._next_call  # what receive() does, without its frame: once per line
+        try:
+            return self._receive(message)
+        except Exception as exc:
+            return self._failed(message, newest, exc)
 
     def _too_deep(self, text: str, exc: RecursionError) -> list[Action]:
         """A line nested too deeply for the decoder: it is still the message its top-level
@@ -641,7 +665,9 @@ class ServerSession:
             ]
         has_id = "id" in message
         request_id = message.get("id")
-        echo = request_id if has_id and _is_request_id(request_id) else None
+        kind = request_id.__class__
+        echo = request_id if has_id and (kind is int or kind is str or _is_request_id(
+            request_id)) else None
         if "method" not in message and ("result" in message or "error" in message):
             return self._on_response(message)
         if message.get("jsonrpc") != "2.0":
@@ -692,7 +718,9 @@ class ServerSession:
             return []
         call.running = False
         metadata = result.metadata
-        request = None if metadata is None else ToolResult.pending_of(result)
+        # Only an error result can be pending (ToolResult refuses anything else).
+        request = None if metadata is None or not result.is_error else ToolResult.pending_of(
+            result)
         if request is None:
             return self._finish(call, self._tool_result(call.client, result))
         if call.resumed and call.round >= self._max_rounds:
@@ -1045,9 +1073,12 @@ class ServerSession:
                 INVALID_PARAMS, f"invalid params: {exc.args[0] if exc.args else exc}"
             ) from None
         token = meta.get("progressToken")
-        if not _is_request_id(token):
+        if token is not None and not _is_request_id(token):
             token = None
-        call = self._new_call(request_id, name, arguments, client, token)
+        self._next_call += 1
+        call = _Call(self._next_call, request_id, name, arguments, client, token)
+        self._calls[call.call_id] = call
+        self._by_request[request_id] = call
         if client.modern and META_LOG_LEVEL in meta:
             call.log_level = _log_level(meta[META_LOG_LEVEL], f"_meta[{META_LOG_LEVEL!r}]")
         state = params.get("requestState") if client.modern else None
@@ -1057,21 +1088,7 @@ class ServerSession:
             except _Reject:
                 self._forget(call)
                 raise
-        return [StartCall(call.call_id, name, arguments, wants_progress=token is not None)]
-
-    def _new_call(
-        self,
-        request_id: str | int,
-        name: str,
-        arguments: dict[str, Any],
-        client: _Client,
-        token: str | int | None,
-    ) -> _Call:
-        self._next_call += 1
-        call = _Call(self._next_call, request_id, name, arguments, client, token)
-        self._calls[call.call_id] = call
-        self._by_request[request_id] = call
-        return call
+        return [StartCall(call.call_id, name, arguments, None, None, token is not None)]
 
     def _forget(self, call: _Call) -> None:
         self._calls.pop(call.call_id, None)
@@ -1096,7 +1113,8 @@ class ServerSession:
         if metadata is not None and STRUCTURED_KEY in metadata:
             structured = metadata[STRUCTURED_KEY]
             # Legacy revisions carry only objects here (and only from 2025-06-18).
-            if client.modern or (client.at_least("2025-06-18") and isinstance(structured, dict)):
+            if client.any_structured or (
+                    client.object_structured and isinstance(structured, dict)):
                 out["structuredContent"] = thaw(structured)
         return out
 

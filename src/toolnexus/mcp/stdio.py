@@ -38,7 +38,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from ..cancellation import CancellationTokenSource
 from ..errors import InvalidValueError
 from ..result import ToolResult
 from .session import INTERNAL_ERROR, Action, CancelCall, Send, ServerSession, StartCall
@@ -248,6 +247,9 @@ class _Input:
         self._selected = False  # the stream's own buffer is drained: select on its fd is true
         self._wake_r = self._wake_w = -1
         self.stuck = False  # a reader is blocked where wake() cannot reach it
+        # After next_line: what has_line() said then (the reader's own buffer: valid until
+        # it reads again), without the call.
+        self.more = False
         self._read = self._chunk_reader(stream)
 
     def _chunk_reader(self, stream: IO[Any] | None) -> Callable[[], bytes]:
@@ -296,10 +298,10 @@ class _Input:
                 return -length
             return length
         if end >= 0:
-            if end - pos > self.limit:
-                self._pos = end + 1
-                return end + 1 - pos
             self._pos = end + 1
+            self.more = buf.find(b"\n", end + 1) >= 0 or self._eof
+            if end - pos > self.limit:
+                return end + 1 - pos
             return bytes(buf[pos:end + 1])
         if len(buf) - pos > self.limit:  # over the limit, no newline yet: skip as it comes
             self._skipped = len(buf) - pos
@@ -458,7 +460,10 @@ class _StdioServer:
         self._poked = threading.Lock()
         self._poked.acquire()
         self._draining = False  # set (under the lock) once _shut_down waits for calls
-        self._sources: dict[int, CancellationTokenSource] = {}
+        # Each running call by its session call id; None until the host made it. A cancel
+        # that arrives before that is remembered, and the call cancelled once it is made.
+        self._calls: dict[int, Call | None] = {}
+        self._cancelled_early: set[int] = set()
         self._broken = False  # stdout could not be written
         self._ended = False  # the server is done: write nothing more
         # Output waiting to be written in one go: the reader defers its answers while
@@ -680,7 +685,7 @@ class _StdioServer:
             if line == b"":
                 self._stop_reading()
                 return True
-            self._deferring = lines.has_line()
+            self._deferring = lines.more if line.__class__ is bytes else lines.has_line()
             try:
                 if isinstance(line, int):
                     if line < 0:
@@ -698,7 +703,10 @@ class _StdioServer:
         with self._lock:
             later = self._send_all(self._session.receive_line(line), len(line))
         if later:
-            self._carry_out(later, reader=True)
+            if len(later) == 1 and later[0].__class__ is StartCall:
+                self._start_call(later[0], True)  # what _carry_out does, one frame less
+            else:
+                self._carry_out(later, reader=True)
         if self._warm_up is None:
             # The host (and the event loop machinery it imports) loads once the first
             # answer is out, while the client reads it: start-up is not kept waiting.
@@ -753,7 +761,7 @@ class _StdioServer:
                     self._inflight += weight
                     self._weights[call_id] = weight
                 # Registered under the lock, so a cancel that arrives next finds it.
-                self._sources[call_id] = CancellationTokenSource()
+                self._calls[call_id] = None
                 later.append(action)
             else:
                 later.append(action)
@@ -808,15 +816,20 @@ class _StdioServer:
         which may report progress)."""
         for action in actions:
             if isinstance(action, StartCall):
-                self._start_call(action, self._sources[action.call_id], reader)
+                self._start_call(action, reader)
             elif isinstance(action, CancelCall):
+                call_id = action.call_id
                 with self._lock:
-                    cancelled = self._sources.get(action.call_id)
+                    cancelled = self._calls.get(call_id)
+                    if cancelled is None and call_id in self._calls:
+                        # Not registered yet: _start_call looks here once it registers it,
+                        # and looking again here catches a registration in between.
+                        self._cancelled_early.add(call_id)
+                        cancelled = self._calls.get(call_id)
                 if cancelled is not None:
                     cancelled.cancel()
 
-    def _start_call(self, action: StartCall, source: CancellationTokenSource,
-                    reader: bool) -> None:
+    def _start_call(self, action: StartCall, reader: bool) -> None:
         """Start the call on the host; whoever settles it writes the answer.
 
         No thread waits per call: the thread that ran the tool (or the host, at a deadline
@@ -837,17 +850,43 @@ class _StdioServer:
             elif len(self._threads) == 1 and not self._ended:
                 self._start_thread("toolnexus-mcp-spare", reading=False)
         began = time.monotonic()
+        runner = threading.get_ident() if inline else 0
+        returned = False  # the inline tool returned and its answer is written
 
         def done(finished: Call) -> None:
+            nonlocal returned
             # Inline, this is what the tool took; on a worker it adds the time queued, so
             # it only ever shows a tool is quick.
-            took = time.monotonic() - began
+            now = time.monotonic()
+            took = now - began
             if inline or took < _QUICK_S:
                 self._took[name] = took
-            self._finish_call(call_id, source, finished.result(), inline)
+            # On the thread that ran the tool inline, the tool has returned: the inline
+            # run ends with its answer, under the same lock.
+            here = inline and threading.get_ident() == runner
+            self._finish_call(call_id, finished, finished.result(), now if here else 0.0)
+            returned = here
 
+        call: Call | None = None
         try:
-            host = self._get_host()
+            call = (self._host or self._get_host()).submit(
+                name,
+                action.arguments,
+                progress=progress,
+                request=action.resumes if action.answer is not None else None,
+                answer=action.answer,
+                done_callback=done,
+                start=False,
+            )
+            # Registered without the lock: an unstarted call settles only at creation
+            # (then its answer is out and its entry gone: done() says so), so nothing
+            # removes the entry meanwhile. The store comes before the look at the early
+            # cancels, as a canceller's mark comes before its second look (above): one of
+            # the two always sees the other.
+            if not call.done():
+                self._calls[call_id] = call
+                if self._cancelled_early and call_id in self._cancelled_early:
+                    call.cancel()  # it never starts
             if inline:
                 self._deferring = False
                 self._inline_since = began
@@ -855,46 +894,48 @@ class _StdioServer:
                     with self._lock:
                         self._spare_wake.notify()
             try:
-                host.submit(
-                    name,
-                    action.arguments,
-                    cancellation_token=source.token,
-                    progress=progress,
-                    request=action.resumes if action.answer is not None else None,
-                    answer=action.answer,
-                    inline=inline,
-                    done_callback=done,
-                )
+                call.start(inline)
             finally:
-                if inline:
+                if inline and not returned:  # settled elsewhere (a deadline) or a failure
                     with self._lock:
                         self._inline_since = None
                         self._last_inline = time.monotonic()
                         if self._reading == threading.get_ident():
-                            self._deferring = self._lines.has_line()
+                            self._deferring = self._lines.more
         except Exception as exc:  # the host promises not to raise; answer anyway if it does
             _log.exception("toolnexus mcp: the host raised for %r", name)
             self._finish_call(
-                call_id, source, ToolResult.error(f"internal error running '{name}': {exc}")
+                call_id, call, ToolResult.error(f"internal error running '{name}': {exc}")
             )
 
     def _finish_call(
-        self, call_id: int, source: CancellationTokenSource, result: ToolResult,
-        inline: bool = False,
+        self, call_id: int, call: Call | None, result: ToolResult, inline_end: float = 0.0,
     ) -> None:
-        source.close()
+        """Answer the call. ``inline_end`` is set (the time) when this thread ran it inline
+        and its tool has returned: the inline run ends here."""
         with self._lock:
-            # The reader's own answer waits for the lines already buffered. Checked under
-            # the lock: unlocked, the spare could take reading over between the check and
-            # the store, read those lines and block, leaving this answer deferred for good.
-            if inline and self._reading == threading.get_ident():
-                self._deferring = self._lines.has_line()
-            if self._sources.get(call_id) is source:
-                del self._sources[call_id]
+            if inline_end:
+                self._inline_since = None
+                self._last_inline = inline_end
+                # The reader's own answer waits for the lines already buffered. Checked
+                # under the lock: unlocked, the spare could take reading over between the
+                # check and the store, read those lines and block, leaving this answer
+                # deferred for good.
+                if self._reading == threading.get_ident():
+                    self._deferring = self._lines.more
+            if self._calls.get(call_id) in (None, call):
+                self._calls.pop(call_id, None)
+                if self._cancelled_early:
+                    self._cancelled_early.discard(call_id)
             weight = self._weights.pop(call_id, 0)
             if weight:
                 self._inflight -= weight
-            later = self._send_all(self._session.complete_call(call_id, result))
+            actions = self._session.complete_call(call_id, result)
+            if len(actions) == 1 and actions[0].__class__ is Send:
+                self._write(actions[0])  # the answer: what _send_all does, one frame less
+                later = None
+            else:
+                later = self._send_all(actions)
             if self._draining:  # only the shut-down waits for it
                 self._poke()
         if later:
