@@ -572,7 +572,10 @@ class Call:
             self._inside = False
             state = self._state
             if state == RUNNING:
-                effects = self._settle_attempt_locked(result)
+                if result.is_error or self._timer is not None:
+                    effects = self._settle_attempt_locked(result)
+                else:  # an answer, no deadline armed: what the loop rule does, one frame less
+                    effects = self._done_locked(result, "ok")
             elif state == GRACE:
                 words = None if value is _NO_WORDS else result
                 effects = self._done_locked(

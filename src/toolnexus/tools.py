@@ -156,6 +156,10 @@ class Tool(Generic[P, R]):
         output_schema: a read-only JSON Schema of its structured output (MCP), or None.
         annotations: MCP hints (``readOnlyHint``, ``destructiveHint``,
             ``idempotentHint``, ``openWorldHint``), or None.
+        is_async: True when the function is ``async def``: hosts should prefer
+            :meth:`acall` (read-only, worked out from ``fn``).
+        takes_context: True when the function receives a :class:`ToolContext`; a host
+            builds one per call only for such tools (read-only, worked out from ``fn``).
 
     With an ``output_schema`` (declared, or inferred by :func:`tool` from the return
     annotation), every successful result carries its JSON value as
@@ -188,8 +192,9 @@ class Tool(Generic[P, R]):
     _errors: Callable[[Any], list[str]] = field(init=False, repr=False, compare=False)
     _prepare: Callable[[Any], Any] | None = field(init=False, repr=False, compare=False)
     _prefix: str = field(init=False, repr=False, compare=False)
-    _is_async: bool = field(init=False, repr=False, compare=False)
-    _takes_ctx: bool = field(init=False, repr=False, compare=False)
+    # Plain attributes, not properties: a host reads both on every call.
+    is_async: bool = field(init=False, repr=False, compare=False)
+    takes_context: bool = field(init=False, repr=False, compare=False)
     _fixed: frozenset[str] = field(init=False, repr=False, compare=False)
     _wrapped: bool = field(init=False, repr=False, compare=False)
     _output_check: Any = field(init=False, repr=False, compare=False)
@@ -257,35 +262,14 @@ class Tool(Generic[P, R]):
              else _build_invoke(signature))
         set_(self, "_prepare", _null_stripper(self.input_schema))
         set_(self, "_prefix", f"invalid arguments for {self.name!r}: ")
-        set_(self, "_is_async", _is_async_callable(self.fn))
-        set_(self, "_takes_ctx", _contract_takes_ctx(self.fn) if signature is None
+        set_(self, "is_async", _is_async_callable(self.fn))
+        set_(self, "takes_context", _contract_takes_ctx(self.fn) if signature is None
              else signature.ctx_name is not None)
 
     def _compile_on_first_use(self, instance: Any) -> list[str]:
         errors = _compile_validator(self.input_schema)
         object.__setattr__(self, "_errors", errors)
         return errors(instance)
-
-    @property
-    def takes_context(self) -> bool:
-        """True when the function receives a :class:`ToolContext` (a host builds one per
-        call only for such tools).
-
-        Example::
-
-            >>> @tool
-            ... def add(a: int, b: int) -> int:
-            ...     "Add."
-            ...     return a + b
-            >>> add.takes_context
-            False
-        """
-        return self._takes_ctx
-
-    @property
-    def is_async(self) -> bool:
-        """True when the function is ``async def``: hosts should prefer :meth:`acall`."""
-        return self._is_async
 
     def __call__(
         self, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
@@ -305,7 +289,7 @@ class Tool(Generic[P, R]):
             return refusal
         try:
             value = self._invoke(self.fn, args, ctx)
-            if self._is_async or (
+            if self.is_async or (
                 value.__class__ not in _NEVER_AWAITABLE and inspect.isawaitable(value)
             ):
                 value = _run_to_completion(value)
@@ -539,7 +523,7 @@ class Tool(Generic[P, R]):
         )
 
     def __repr__(self) -> str:
-        extra = " async" if self._is_async else ""
+        extra = " async" if self.is_async else ""
         if self.source != "native":
             extra += f" source={self.source!r}"
         return f"<Tool {self.name!r}{extra}>"

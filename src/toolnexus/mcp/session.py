@@ -97,6 +97,7 @@ _DECODER = json.JSONDecoder(parse_constant=refuse_json_constant)
 # The decoder's scanner, called directly: a whole line that is one JSON value skips the two
 # whitespace regexes and two Python frames of JSONDecoder.decode. Anything else goes through
 # decode(), which words the error.
+_tuple_new = tuple.__new__
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
     _DECODER  # type: ignore[arg-type]  # typeshed types the argument as the scanner class
 )
@@ -1088,7 +1089,9 @@ class ServerSession:
             except _Reject:
                 self._forget(call)
                 raise
-        return [StartCall(call.call_id, name, arguments, None, None, token is not None)]
+        # tuple.__new__ builds the NamedTuple without its Python-level __new__: per call.
+        return [_tuple_new(StartCall, (call.call_id, name, arguments, None, None,
+                                       token is not None, None))]
 
     def _forget(self, call: _Call) -> None:
         self._calls.pop(call.call_id, None)
@@ -1344,7 +1347,8 @@ class ServerSession:
         if client.modern:
             result.setdefault("resultType", "complete")
             result["_meta"] = {META_SERVER_INFO: self._server_info}
-        return Send({"jsonrpc": "2.0", "id": request_id, "result": result})
+        # tuple.__new__ builds the NamedTuple without its Python-level __new__: per call.
+        return _tuple_new(Send, ({"jsonrpc": "2.0", "id": request_id, "result": result},))
 
     @staticmethod
     def _result(request_id: str | int, result: dict[str, Any]) -> Send:

@@ -879,11 +879,11 @@ class _StdioServer:
                 start=False,
             )
             # Registered without the lock: an unstarted call settles only at creation
-            # (then its answer is out and its entry gone: done() says so), so nothing
-            # removes the entry meanwhile. The store comes before the look at the early
-            # cancels, as a canceller's mark comes before its second look (above): one of
-            # the two always sees the other.
-            if not call.done():
+            # (then its answer is out and its entry gone), so nothing removes the entry
+            # meanwhile. The store comes before the look at the early cancels, as a
+            # canceller's mark comes before its second look (above): one of the two always
+            # sees the other.
+            if call_id in self._calls:
                 self._calls[call_id] = call
                 if self._cancelled_early and call_id in self._cancelled_early:
                     call.cancel()  # it never starts
