@@ -506,7 +506,7 @@ class Host:
     ) -> tuple[Call, bool]:
         """Check the arguments and build the call; ``(call, False)`` when it is already
         settled (refused, bad arguments, a failed resume check, cancelled before it began)."""
-        start = time.monotonic()
+        start = time.monotonic() if self._rt.emit is not None else 0.0  # on_event's duration
         # The checks are inlined for the common case: this is the per-call fast path.
         budget = self._timeout_ms if timeout_ms is None else _check_ms("timeout_ms", timeout_ms)
         caller_token = None if token is None else _check_token(token)
