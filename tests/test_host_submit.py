@@ -300,7 +300,8 @@ def test_an_inline_call_past_its_deadline_is_answered_while_its_tool_still_runs(
         host.close()
 
 
-def test_an_unstarted_call_runs_nothing_until_started() -> None:
+def counting() -> tuple[list[int], Toolkit]:
+    """A toolkit of one tool, ``count``, and the list it appends to on each run."""
     ran: list[int] = []
 
     @tool(name="count")
@@ -309,8 +310,13 @@ def test_an_unstarted_call_runs_nothing_until_started() -> None:
         ran.append(1)
         return "ran"
 
+    return ran, Toolkit([count])
+
+
+def test_an_unstarted_call_runs_nothing_until_started() -> None:
+    ran, kit = counting()
     box, done = collector()
-    with Host(Toolkit([count])) as host:
+    with Host(kit) as host:
         call = host.submit("count", {}, start=False, done_callback=done)
         assert not call.done() and ran == [] and box.empty()
         call.start(inline=True)
@@ -324,16 +330,9 @@ def test_an_unstarted_call_runs_nothing_until_started() -> None:
 
 
 def test_an_unstarted_call_cancelled_before_its_start_never_runs() -> None:
-    ran: list[int] = []
-
-    @tool(name="count")
-    def count() -> str:
-        """Counts its runs."""
-        ran.append(1)
-        return "ran"
-
+    ran, kit = counting()
     box, done = collector()
-    with Host(Toolkit([count])) as host:
+    with Host(kit) as host:
         call = host.submit("count", {}, start=False, done_callback=done)
         assert call.cancel() is True
         assert box.get_nowait() is call  # answered at the cancel, not at the start
