@@ -218,6 +218,60 @@ def test_a_result_json_cannot_carry_becomes_an_internal_error_for_its_id() -> No
     assert message["error"]["code"] == -32603
 
 
+def _answer(ident: Any, text: Any, error: Any = False, **extra: Any) -> dict[str, Any]:
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": error}
+    result.update(extra)
+    return {"jsonrpc": "2.0", "id": ident, "result": result}
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        _answer(7, "3"),
+        _answer(7, "3", structuredContent={"result": 3}),
+        _answer(-12345678901234567890, "x", True),
+        _answer("req-1", "done"),
+        _answer('a "quoted"\\ id\n', "ok"),
+        _answer(1, 'line one\nline two ✓ \u2028 "q" \\ \t \x00 é 漢字 🎉'),
+        _answer(1, "", structuredContent={"nested": {"list": [1, 2.5, None, True, "ü"]}}),
+        _answer(1, "late", structuredContent={}),
+        # near misses: each goes through the general encoder, and must read the same
+        _answer(1, "x", structuredContent=[1, 2]),
+        _answer(1, "x", resultType="complete", _meta={"k": "v"}),
+        _answer(True, "x"),
+        _answer(2.0, "x"),
+        _answer(1, 5),
+        _answer(1, "x", 0),
+        {"jsonrpc": "2.0", "id": 1, "result": {"content": [], "isError": False}},
+        {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "image", "data": "AA==",
+                                                            "mimeType": "image/png"}],
+                                               "isError": False}},
+        {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "a"},
+                                                           {"type": "text", "text": "b"}],
+                                               "isError": False}},
+        {"jsonrpc": "1.0", "id": 1, "result": {"content": [{"type": "text", "text": "a"}],
+                                               "isError": False}},
+        {"jsonrpc": "2.0", "id": 1, "extra": 0, "result": {"content": [
+            {"type": "text", "text": "a"}], "isError": False}},
+    ],
+)
+def test_a_text_answer_is_written_exactly_as_the_json_encoder_writes_it(
+    message: dict[str, Any],
+) -> None:
+    # A tool's text answer is written from a template (the commonest message, one per
+    # call): byte for byte what json.dumps writes, for it and for every near miss.
+    expected = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    assert Send(message).to_bytes() == expected
+
+
+def test_a_text_answer_that_json_cannot_carry_fails_as_any_message_does() -> None:
+    surrogate = Send(_answer(3, "bad \udcff byte")).to_bytes()
+    assert b"\\udcff" in surrogate and surrogate.count(b"\n") == 1
+    assert json.loads(surrogate)["result"]["content"][0]["text"] == "bad \udcff byte"
+    nan = json.loads(Send(_answer(4, "x", structuredContent={"v": float("nan")})).to_bytes())
+    assert (nan["id"], nan["error"]["code"]) == (4, -32603)
+
+
 def test_a_tool_output_with_newlines_and_unicode_survives_the_round_trip() -> None:
     session = new_session()
     start = session.receive(

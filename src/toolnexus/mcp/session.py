@@ -128,6 +128,52 @@ def _c_encoder(ascii_only: bool) -> Callable[[Any, int], Any] | None:
 
 _C_ENCODERS = {ascii_only: _c_encoder(ascii_only) for ascii_only in (False, True)}
 _C_ENCODE = _C_ENCODERS[False]
+_ENCODE_STRING = json.encoder.encode_basestring
+_ABSENT = object()
+
+
+def _text_answer(message: dict[str, Any]) -> str | None:
+    """The line for the commonest message, a tool's text answer, written from a template:
+    ``{"jsonrpc":"2.0","id":ID,"result":{"content":[{"type":"text","text":T}],"isError":B}}``
+    with an optional ``"structuredContent"`` object last — or None for any other shape.
+
+    The same characters the C encoder writes for it (its string and number writers, its
+    own call for the structured value), without walking the message's fixed frame: it is
+    the one message written per tool call. The shape is checked exactly, so any other
+    message, or one with a key more, goes through the encoder.
+    """
+    result = message.get("result")
+    if result.__class__ is not dict or len(message) != 3 or not 2 <= len(result) <= 3 \
+            or _C_ENCODE is None:
+        return None
+    content = result.get("content")
+    if content.__class__ is not list or len(content) != 1:
+        return None
+    block = content[0]
+    if block.__class__ is not dict or len(block) != 2 or block.get("type") != "text":
+        return None
+    text = block.get("text")
+    error = result.get("isError")
+    ident = message.get("id")
+    kind = ident.__class__
+    if text.__class__ is not str or error.__class__ is not bool or \
+            (kind is not int and kind is not str) or message.get("jsonrpc") != "2.0":
+        return None
+    structured = result.get("structuredContent", _ABSENT)
+    if len(result) != (2 if structured is _ABSENT else 3):
+        return None
+    if structured is _ABSENT:
+        tail = "}}\n"
+    elif structured.__class__ is dict:
+        tail = ',"structuredContent":' + "".join(_C_ENCODE(structured, 0)) + "}}\n"
+    else:
+        return None
+    return "".join((
+        '{"jsonrpc":"2.0","id":',
+        int.__repr__(ident) if kind is int else _ENCODE_STRING(str(ident)),
+        ',"result":{"content":[{"type":"text","text":', _ENCODE_STRING(text),
+        '}],"isError":', "true" if error else "false", tail,
+    ))
 
 
 def _encode(message: Mapping[str, Any], ascii_only: bool) -> bytes:
@@ -159,9 +205,12 @@ class Send(NamedTuple):
         """
         message = self.message
         try:
-            if _C_ENCODE is not None and message.__class__ is dict:  # _encode, inlined
-                return "".join(_C_ENCODE(message, 0)).encode("utf-8") + b"\n"
-            return _encode(message, ascii_only=False)
+            if _C_ENCODE is None or message.__class__ is not dict:
+                return _encode(message, ascii_only=False)
+            fast = _text_answer(message)
+            if fast is not None:
+                return fast.encode("utf-8")
+            return "".join(_C_ENCODE(message, 0)).encode("utf-8") + b"\n"  # _encode, inlined
         except UnicodeEncodeError:
             return _encode(self.message, ascii_only=True)
         except (TypeError, ValueError, RecursionError) as exc:
