@@ -264,6 +264,15 @@ def test_a_text_answer_is_written_exactly_as_the_json_encoder_writes_it(
     assert Send(message).to_bytes() == expected
 
 
+def test_a_text_answer_built_in_another_key_order_is_the_same_json_value() -> None:
+    reordered = {"result": {"isError": False, "content": [{"text": "3", "type": "text"}]},
+                 "id": 7, "jsonrpc": "2.0"}
+    data = Send(reordered).to_bytes()
+    assert json.loads(data) == reordered
+    assert data == b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"3"}],' \
+                   b'"isError":false}}\n'  # the session's own order
+
+
 def test_a_text_answer_that_json_cannot_carry_fails_as_any_message_does() -> None:
     surrogate = Send(_answer(3, "bad \udcff byte")).to_bytes()
     assert b"\\udcff" in surrogate and surrogate.count(b"\n") == 1

@@ -140,7 +140,9 @@ def _text_answer(message: dict[str, Any]) -> str | None:
     The same characters the C encoder writes for it (its string and number writers, its
     own call for the structured value), without walking the message's fixed frame: it is
     the one message written per tool call. The shape is checked exactly, so any other
-    message, or one with a key more, goes through the encoder.
+    message, or one with a key more, goes through the encoder. Its keys are written in the
+    order above, the order the session builds them in; a message built with the same keys
+    in another order is the same JSON value, written in this order.
     """
     result = message.get("result")
     if result.__class__ is not dict or len(message) != 3 or not 2 <= len(result) <= 3 \
