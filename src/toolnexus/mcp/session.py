@@ -97,7 +97,6 @@ _DECODER = json.JSONDecoder(parse_constant=refuse_json_constant)
 # The decoder's scanner, called directly: a whole line that is one JSON value skips the two
 # whitespace regexes and two Python frames of JSONDecoder.decode. Anything else goes through
 # decode(), which words the error.
-_tuple_new = tuple.__new__
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
     _DECODER  # type: ignore[arg-type]  # typeshed types the argument as the scanner class
 )
@@ -127,6 +126,8 @@ def _c_encoder(ascii_only: bool) -> Callable[[Any, int], Any] | None:
 
 
 _C_ENCODERS = {ascii_only: _c_encoder(ascii_only) for ascii_only in (False, True)}
+# Builds a Send or StartCall without the NamedTuple's Python-level __new__ (a frame per call).
+_tuple_new = tuple.__new__
 _C_ENCODE = _C_ENCODERS[False]
 _ENCODE_STRING = json.encoder.encode_basestring
 _ABSENT = object()
@@ -1140,7 +1141,6 @@ class ServerSession:
             except _Reject:
                 self._forget(call)
                 raise
-        # tuple.__new__ builds the NamedTuple without its Python-level __new__: per call.
         return [_tuple_new(StartCall, (call.call_id, name, arguments, None, None,
                                        token is not None, None))]
 
@@ -1398,7 +1398,6 @@ class ServerSession:
         if client.modern:
             result.setdefault("resultType", "complete")
             result["_meta"] = {META_SERVER_INFO: self._server_info}
-        # tuple.__new__ builds the NamedTuple without its Python-level __new__: per call.
         return _tuple_new(Send, ({"jsonrpc": "2.0", "id": request_id, "result": result},))
 
     @staticmethod
