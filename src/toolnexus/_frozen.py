@@ -98,13 +98,11 @@ _LEAVES = frozenset({int, str, float, bool, type(None)})
 def thaw(value: Any) -> Any:
     """Return a deep plain (mutable) copy of what :func:`freeze` made."""
     kind = value.__class__
-    if kind is int or kind is str or kind is float or kind is bool or value is None:
+    if kind in _LEAVES:
         return value  # the common leaves, before the ABC check below (a Python call)
-    if kind is FrozenDict or kind is dict:
+    if kind is FrozenDict or kind is dict or isinstance(value, Mapping):
         return {key: item if item.__class__ in _LEAVES else thaw(item)
                 for key, item in value.items()}
-    if isinstance(value, Mapping):
-        return {key: thaw(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [thaw(item) for item in value]
     return value

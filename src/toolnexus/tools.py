@@ -492,10 +492,7 @@ class Tool(Generic[P, R]):
                 refusal = self._refusal({OUTPUT_WRAPPER: value})
                 if refusal is not None:
                     return refusal
-            kind = value.__class__
-            frozen: Any = FrozenDict({OUTPUT_WRAPPER: value if kind is int or kind is str
-                                      or kind is float or kind is bool or value is None
-                                      else _freeze_json(value)})
+            frozen: Any = FrozenDict({OUTPUT_WRAPPER: _freeze_json(value)})
         else:
             refusal = self._refusal(structured)
             if refusal is not None:

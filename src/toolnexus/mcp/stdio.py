@@ -310,6 +310,7 @@ class _Input:
         if self._eof:
             if pos < len(buf):
                 self._pos = len(buf)
+                self.more = True  # what has_line() says at the end of the input
                 return bytes(buf[pos:])
             return b""
         return None
