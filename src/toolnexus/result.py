@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PENDING_KEY", "STRUCTURED_KEY", "ToolResult"]
 
-_set = object.__setattr__
-
 PENDING_KEY = "pending"
 """The metadata key under which a suspension carries its :class:`Request`."""
 
@@ -106,10 +104,10 @@ class ToolResult:
                 )
         if parts != ():
             parts = _check_parts(parts)
-        _set(self, "output", output)
-        _set(self, "is_error", is_error)
-        _set(self, "metadata", metadata)
-        _set(self, "parts", parts)
+        _set_output(self, output)
+        _set_is_error(self, is_error)
+        _set_metadata(self, metadata)
+        _set_parts(self, parts)
 
     # `ToolResult.ok(...)` builds a success; `result.ok` reads one (see _OkFactoryOrFlag).
     if TYPE_CHECKING:
@@ -360,6 +358,13 @@ class _OkFactoryOrFlag:
 
 
 ToolResult.ok = _OkFactoryOrFlag(_ok)
+
+# What __init__ stores through (the class refuses assignment): each slot's own setter, a
+# third cheaper than object.__setattr__, which looks the name up first.
+_set_output = ToolResult.__dict__["output"].__set__
+_set_is_error = ToolResult.__dict__["is_error"].__set__
+_set_metadata = ToolResult.__dict__["metadata"].__set__
+_set_parts = ToolResult.__dict__["parts"].__set__
 
 
 def _as_tuple(parts: Iterable[Part] | None) -> tuple[Part, ...]:

@@ -488,11 +488,13 @@ class Tool(Generic[P, R]):
         wraps it) checked against the output schema — or the error naming the path."""
         if self._wrapped:
             value = structured
-            if value.__class__ not in self._trusted:
+            if value.__class__ in self._trusted:  # a number or bool: nothing to freeze
+                frozen: Any = FrozenDict({OUTPUT_WRAPPER: value})
+            else:
                 refusal = self._refusal({OUTPUT_WRAPPER: value})
                 if refusal is not None:
                     return refusal
-            frozen: Any = FrozenDict({OUTPUT_WRAPPER: _freeze_json(value)})
+                frozen = FrozenDict({OUTPUT_WRAPPER: _freeze_json(value)})
         else:
             refusal = self._refusal(structured)
             if refusal is not None:
