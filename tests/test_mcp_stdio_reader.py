@@ -10,7 +10,11 @@ pinned here over real pipes:
 - a tool that ran long is no longer run inline;
 - the answers to a burst of buffered requests are written together, in order;
 - when stdin closes, ``serve_stdio`` returns even while an inline tool ignores its token,
-  and the reading thread ends once that tool returns.
+  and the reading thread ends once that tool returns;
+- through the server's internals (the windows are too narrow to hit over pipes): a cancel
+  that arrives while its call is being made stops it before it starts, and only the thread
+  that reads defers an answer (an inline answer ending after the spare took reading over is
+  written at once).
 """
 
 from __future__ import annotations
@@ -273,3 +277,37 @@ def test_a_cancel_that_arrives_while_its_call_is_being_made_stops_it_before_it_s
         assert server._calls == {} and server._cancelled_early == set()
     finally:
         host.close()
+
+
+def test_an_inline_answer_that_ends_after_the_spare_took_reading_over_is_written_at_once() -> None:
+    # The old reader ran a tool inline; meanwhile the spare took reading over, read what was
+    # buffered and blocks on stdin. The old reader's own view of the input ("another line
+    # is buffered") is stale by then: deferring its answer on it would leave the answer
+    # unwritten until the client sent something more. Only the thread that reads defers.
+    from toolnexus import ToolResult
+    from toolnexus.host import Host
+    from toolnexus.mcp.session import ServerSession, StartCall
+    from toolnexus.mcp.stdio import _Input, _StdioServer
+
+    session = ServerSession(toolkit)
+    written: list[bytes] = []
+    lines = _Input(None, 1 << 20)
+    server = _StdioServer(session, lambda: Host(toolkit), lines, written.append, 1 << 20, 0)
+    try:
+        server._on_line(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{'
+                        b'"protocolVersion":"2025-11-25","capabilities":{},'
+                        b'"clientInfo":{"name":"t","version":"1"}}}\n')
+        line = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"where"}}\n'
+        with server._lock:
+            started = server._send_all(session.receive_line(line), len(line))
+        assert len(started) == 1 and isinstance(started[0], StartCall)
+        written.clear()
+        lines.more = True  # what the old reader saw when it read the call's line
+        server._reading = -1  # another thread reads now (the spare took over)
+        server._inline_since = 1.0
+        server._finish_call(started[0].call_id, None, ToolResult.ok("done"), inline_end=2.0)
+        assert len(written) == 1 and b'"id":7' in written[0] and b'"done"' in written[0]
+        assert server._out == [] and not server._deferring
+        assert server._inline_since is None  # the inline run ended with its answer
+    finally:
+        server._end()  # closes the host its first line warmed up
