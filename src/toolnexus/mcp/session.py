@@ -568,7 +568,7 @@ class ServerSession:
         try:
             if isinstance(line, (bytes, bytearray)):
                 try:
-                    text = (line if line.__class__ is bytes else bytes(line)).decode("utf-8")
+                    text = line.decode("utf-8")
                 except UnicodeDecodeError as exc:
                     return [self._error(None, PARSE_ERROR,
                                         f"parse error: the line is not UTF-8 ({exc})")]

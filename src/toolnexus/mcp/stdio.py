@@ -279,10 +279,11 @@ class _Input:
         """True when a whole line (or the end of the input) is already buffered."""
         return self._buf.find(b"\n", self._pos) >= 0 or self._eof
 
-    def next_line(self) -> bytes | int | None:
-        """The next whole line; the length of a line over the limit (it was skipped); the
-        last bytes before the end of the input (no newline); ``b""`` once the input ended;
-        None when more must be read first (:meth:`fill`)."""
+    def next_line(self) -> bytearray | bytes | int | None:
+        """The next whole line (a copy, decoded as it is: no copy to ``bytes`` first); the
+        length of a line over the limit (it was skipped); the last bytes before the end of
+        the input (no newline); ``b""`` once the input ended; None when more must be read
+        first (:meth:`fill`)."""
         buf, pos = self._buf, self._pos
         end = buf.find(b"\n", pos)
         if self._skipped >= 0:
@@ -302,7 +303,7 @@ class _Input:
             self.more = buf.find(b"\n", end + 1) >= 0 or self._eof
             if end - pos > self.limit:
                 return end + 1 - pos
-            return bytes(buf[pos:end + 1])
+            return buf[pos:end + 1]
         if len(buf) - pos > self.limit:  # over the limit, no newline yet: skip as it comes
             self._skipped = len(buf) - pos
             self._buf, self._pos = bytearray(), 0
@@ -311,7 +312,7 @@ class _Input:
             if pos < len(buf):
                 self._pos = len(buf)
                 self.more = True  # what has_line() says at the end of the input
-                return bytes(buf[pos:])
+                return buf[pos:]
             return b""
         return None
 
@@ -686,7 +687,7 @@ class _StdioServer:
             if line == b"":
                 self._stop_reading()
                 return True
-            self._deferring = lines.more if line.__class__ is bytes else lines.has_line()
+            self._deferring = lines.more if line.__class__ is bytearray else lines.has_line()
             try:
                 if isinstance(line, int):
                     if line < 0:
@@ -700,7 +701,7 @@ class _StdioServer:
                 with contextlib.suppress(Exception):
                     self._handle(self._session.line_failed, f"{type(exc).__name__}: {exc}")
 
-    def _on_line(self, line: bytes) -> None:
+    def _on_line(self, line: bytes | bytearray) -> None:
         with self._lock:
             later = self._send_all(self._session.receive_line(line), len(line))
         if later:
