@@ -28,8 +28,11 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from toolnexus import Toolkit, tool
+from toolnexus import Toolkit, ToolResult, tool
+from toolnexus.host import Host
 from toolnexus.mcp import serve_stdio
+from toolnexus.mcp.session import ServerSession, StartCall
+from toolnexus.mcp.stdio import _Input, _StdioServer
 
 TIMEOUT = 60.0  # an upper bound for anything to arrive; never a measured duration
 READERS = ("toolnexus-mcp-reader", "toolnexus-mcp-spare")
@@ -237,14 +240,23 @@ def test_stdin_closing_returns_while_an_inline_tool_ignores_its_token() -> None:
         assert not thread.is_alive()
 
 
+def driven_by_hand(kit: Toolkit, host: Host) -> tuple[_StdioServer, ServerSession, list[bytes]]:
+    """A stdio server with no threads, its session initialized, its output into a list: the
+    tests below step through its internals where a window is too narrow to hit over pipes."""
+    session = ServerSession(kit)
+    written: list[bytes] = []
+    server = _StdioServer(session, lambda: host, _Input(None, 1 << 20), written.append,
+                          1 << 20, 0)
+    server._on_line(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{'
+                    b'"protocolVersion":"2025-11-25","capabilities":{},'
+                    b'"clientInfo":{"name":"t","version":"1"}}}\n')
+    return server, session, written
+
+
 def test_a_cancel_that_arrives_while_its_call_is_being_made_stops_it_before_it_starts() -> None:
     # The window: the session started the call (a StartCall) but the host has not made it
     # yet. A cancel handled then (SIGINT's shut-down, on another thread, can) is remembered
     # and applied once the call exists: the tool never runs and nothing answers the request.
-    from toolnexus.host import Host
-    from toolnexus.mcp.session import ServerSession, StartCall
-    from toolnexus.mcp.stdio import _Input, _StdioServer
-
     ran: list[str] = []
 
     @tool(name="count")
@@ -254,15 +266,9 @@ def test_a_cancel_that_arrives_while_its_call_is_being_made_stops_it_before_it_s
         return "ran"
 
     kit = Toolkit([count])
-    session = ServerSession(kit)
-    written: list[bytes] = []
     host = Host(kit)
-    server = _StdioServer(session, lambda: host, _Input(None, 1 << 20), written.append,
-                          1 << 20, 0)
+    server, session, written = driven_by_hand(kit, host)
     try:
-        server._on_line(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{'
-                        b'"protocolVersion":"2025-11-25","capabilities":{},'
-                        b'"clientInfo":{"name":"t","version":"1"}}}\n')
         line = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"count"}}\n'
         with server._lock:
             started = server._send_all(session.receive_line(line), len(line))
@@ -284,25 +290,15 @@ def test_an_inline_answer_that_ends_after_the_spare_took_reading_over_is_written
     # buffered and blocks on stdin. The old reader's own view of the input ("another line
     # is buffered") is stale by then: deferring its answer on it would leave the answer
     # unwritten until the client sent something more. Only the thread that reads defers.
-    from toolnexus import ToolResult
-    from toolnexus.host import Host
-    from toolnexus.mcp.session import ServerSession, StartCall
-    from toolnexus.mcp.stdio import _Input, _StdioServer
-
-    session = ServerSession(toolkit)
-    written: list[bytes] = []
-    lines = _Input(None, 1 << 20)
-    server = _StdioServer(session, lambda: Host(toolkit), lines, written.append, 1 << 20, 0)
+    host = Host(toolkit)
+    server, session, written = driven_by_hand(toolkit, host)
     try:
-        server._on_line(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{'
-                        b'"protocolVersion":"2025-11-25","capabilities":{},'
-                        b'"clientInfo":{"name":"t","version":"1"}}}\n')
         line = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"where"}}\n'
         with server._lock:
             started = server._send_all(session.receive_line(line), len(line))
         assert len(started) == 1 and isinstance(started[0], StartCall)
         written.clear()
-        lines.more = True  # what the old reader saw when it read the call's line
+        server._lines.more = True  # what the old reader saw when it read the call's line
         server._reading = -1  # another thread reads now (the spare took over)
         server._inline_since = 1.0
         server._finish_call(started[0].call_id, None, ToolResult.ok("done"), inline_end=2.0)
@@ -310,4 +306,4 @@ def test_an_inline_answer_that_ends_after_the_spare_took_reading_over_is_written
         assert server._out == [] and not server._deferring
         assert server._inline_since is None  # the inline run ended with its answer
     finally:
-        server._end()  # closes the host its first line warmed up
+        host.close()
