@@ -240,8 +240,11 @@ def test_stdin_closing_returns_while_an_inline_tool_ignores_its_token() -> None:
         assert not thread.is_alive()
 
 
-def driven_by_hand(kit: Toolkit, host: Host) -> tuple[_StdioServer, ServerSession, list[bytes]]:
-    """A stdio server with no threads, its session initialized, its output into a list: the
+def driven_by_hand(
+    kit: Toolkit, host: Host, name: str
+) -> tuple[_StdioServer, ServerSession, list[bytes], StartCall]:
+    """A stdio server with no threads, its session initialized, its output into a list, and
+    the action that starts a call of tool ``name`` (request id 7), not carried out yet: the
     tests below step through its internals where a window is too narrow to hit over pipes."""
     session = ServerSession(kit)
     written: list[bytes] = []
@@ -250,7 +253,12 @@ def driven_by_hand(kit: Toolkit, host: Host) -> tuple[_StdioServer, ServerSessio
     server._on_line(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{'
                     b'"protocolVersion":"2025-11-25","capabilities":{},'
                     b'"clientInfo":{"name":"t","version":"1"}}}\n')
-    return server, session, written
+    line = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                       "params": {"name": name}}).encode() + b"\n"
+    with server._lock:
+        started = server._send_all(session.receive_line(line), len(line))
+    assert len(started) == 1 and isinstance(started[0], StartCall)
+    return server, session, written, started[0]
 
 
 def test_a_cancel_that_arrives_while_its_call_is_being_made_stops_it_before_it_starts() -> None:
@@ -267,17 +275,14 @@ def test_a_cancel_that_arrives_while_its_call_is_being_made_stops_it_before_it_s
 
     kit = Toolkit([count])
     host = Host(kit)
-    server, session, written = driven_by_hand(kit, host)
+    server, session, written, start = driven_by_hand(kit, host, "count")
     try:
-        line = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"count"}}\n'
         with server._lock:
-            started = server._send_all(session.receive_line(line), len(line))
             cancels = session.receive_line(b'{"jsonrpc":"2.0","method":"notifications/'
                                            b'cancelled","params":{"requestId":7}}\n')
-        assert [type(a) for a in started] == [StartCall] and cancels
+        assert cancels
         server._carry_out(cancels)  # the call is not made yet: the cancel is remembered
-        assert isinstance(started[0], StartCall)
-        server._start_call(started[0], reader=True)
+        server._start_call(start, reader=True)
         assert ran == []
         assert not any(b'"id":7' in data for data in written)  # a cancelled request: no answer
         assert server._calls == {} and server._cancelled_early == set()
@@ -291,17 +296,13 @@ def test_an_inline_answer_that_ends_after_the_spare_took_reading_over_is_written
     # is buffered") is stale by then: deferring its answer on it would leave the answer
     # unwritten until the client sent something more. Only the thread that reads defers.
     host = Host(toolkit)
-    server, session, written = driven_by_hand(toolkit, host)
+    server, _, written, start = driven_by_hand(toolkit, host, "where")
     try:
-        line = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"where"}}\n'
-        with server._lock:
-            started = server._send_all(session.receive_line(line), len(line))
-        assert len(started) == 1 and isinstance(started[0], StartCall)
         written.clear()
         server._lines.more = True  # what the old reader saw when it read the call's line
         server._reading = -1  # another thread reads now (the spare took over)
         server._inline_since = 1.0
-        server._finish_call(started[0].call_id, None, ToolResult.ok("done"), inline_end=2.0)
+        server._finish_call(start.call_id, None, ToolResult.ok("done"), inline_end=2.0)
         assert len(written) == 1 and b'"id":7' in written[0] and b'"done"' in written[0]
         assert server._out == [] and not server._deferring
         assert server._inline_since is None  # the inline run ended with its answer
