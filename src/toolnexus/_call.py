@@ -435,8 +435,10 @@ class Call:
             calls[request_id] = call          # where a cancel can find it
             call.start()
         """
-        if self._launched:  # a second start() racing the first changes nothing either:
-            # the state machine starts an attempt once
+        # Checked without the lock (it costs one per call): two threads calling start()
+        # at the same moment may both pass, and then the state machine still runs the
+        # attempt once (a second deadline timer fires harmlessly at the same deadline).
+        if self._launched:
             raise InvalidValueError(
                 f"call to {self.name!r} was already started; start() runs a call made "
                 "with submit(..., start=False) once"
