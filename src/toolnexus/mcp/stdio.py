@@ -900,15 +900,24 @@ class _StdioServer:
             finally:
                 if inline and not returned:  # settled elsewhere (a deadline) or a failure
                     with self._lock:
-                        self._inline_since = None
-                        self._last_inline = time.monotonic()
-                        if self._reading == threading.get_ident():
-                            self._deferring = self._lines.more
+                        self._inline_ended(time.monotonic())
         except Exception as exc:  # the host promises not to raise; answer anyway if it does
             _log.exception("toolnexus mcp: the host raised for %r", name)
             self._finish_call(
                 call_id, call, ToolResult.error(f"internal error running '{name}': {exc}")
             )
+
+    def _inline_ended(self, now: float) -> None:
+        """This thread's inline tool returned (the lock is held): reading may defer again.
+
+        Only the thread that still reads defers: its "another line is buffered" is true of
+        the buffer it reads. Checked under the lock: unlocked, the spare could take reading
+        over between the check and the store, read those lines and block, leaving the next
+        answer deferred for good."""
+        self._inline_since = None
+        self._last_inline = now
+        if self._reading == threading.get_ident():
+            self._deferring = self._lines.more
 
     def _finish_call(
         self, call_id: int, call: Call | None, result: ToolResult, inline_end: float = 0.0,
@@ -917,14 +926,7 @@ class _StdioServer:
         and its tool has returned: the inline run ends here."""
         with self._lock:
             if inline_end:
-                self._inline_since = None
-                self._last_inline = inline_end
-                # The reader's own answer waits for the lines already buffered. Checked
-                # under the lock: unlocked, the spare could take reading over between the
-                # check and the store, read those lines and block, leaving this answer
-                # deferred for good.
-                if self._reading == threading.get_ident():
-                    self._deferring = self._lines.more
+                self._inline_ended(inline_end)
             if self._calls.get(call_id) in (None, call):
                 self._calls.pop(call_id, None)
                 if self._cancelled_early:
