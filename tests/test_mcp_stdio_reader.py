@@ -11,6 +11,8 @@ pinned here over real pipes:
 - the answers to a burst of buffered requests are written together, in order;
 - when stdin closes, ``serve_stdio`` returns even while an inline tool ignores its token,
   and the reading thread ends once that tool returns;
+- a burst of calls, each cancelled on the very next line, answers every request at most
+  once and every uncancelled one exactly once, and runs each tool once at most;
 - through the server's internals (the windows are too narrow to hit over pipes): a cancel
   that arrives while its call is being made stops it before it starts, and only the thread
   that reads defers an answer (an inline answer ending after the spare took reading over is
@@ -25,6 +27,7 @@ import json
 import os
 import queue
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -63,7 +66,18 @@ def slow(ms: int) -> str:
     return threading.current_thread().name
 
 
-toolkit = Toolkit([where, blocked, slow])
+_runs: list[int] = []  # `tally` appends its argument on every run
+
+
+@tool
+def tally(n: int, ms: int = 0) -> str:
+    """Count a run, take ms milliseconds (ignoring the token); say which run it was."""
+    _runs.append(n)
+    threading.Event().wait(ms / 1000)
+    return str(n)
+
+
+toolkit = Toolkit([where, blocked, slow, tally])
 
 
 class Served:
@@ -85,6 +99,7 @@ class Served:
         self.from_server = open(read_out, "rb")  # noqa: SIM115 - closed by finish()
         self.answers: queue.Queue[dict[str, Any]] = queue.Queue()
         self.pending: dict[Any, dict[str, Any]] = {}
+        self.times_answered: Counter[Any] = Counter()  # by request id
         self.collector = threading.Thread(target=self._collect, name="test-collect")
         self.collector.start()
         self.send({"jsonrpc": "2.0", "id": "init", "method": "initialize",
@@ -95,7 +110,9 @@ class Served:
 
     def _collect(self) -> None:
         for line in self.from_server:
-            self.answers.put(json.loads(line))
+            message = json.loads(line)
+            self.times_answered[message.get("id")] += 1
+            self.answers.put(message)
 
     def send(self, *messages: dict[str, Any]) -> None:
         self.to_server.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
@@ -308,3 +325,35 @@ def test_an_inline_answer_that_ends_after_the_spare_took_reading_over_is_written
         assert server._inline_since is None  # the inline run ended with its answer
     finally:
         host.close()
+
+
+def test_a_burst_of_calls_each_cancelled_at_once_answers_each_request_at_most_once() -> None:
+    # Every other call is cancelled on the line right after it, all in one write. The tool
+    # takes 2 ms, so after the first calls they go to workers: each cancel lands while its
+    # call is queued, running, or already answered. A cancelled request gets at most one
+    # answer (none when the cancel came first), every other one exactly one, and no tool
+    # runs twice.
+    count = 300
+    _runs.clear()
+    served = Served()
+    lines: list[dict[str, Any]] = []
+    for n in range(count):
+        lines.append({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                      "params": {"name": "tally", "arguments": {"n": n, "ms": 2}}})
+        if n % 2 == 0:
+            lines.append({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                          "params": {"requestId": n}})
+    lines.append({"jsonrpc": "2.0", "id": "ping", "method": "ping"})
+    served.send(*lines)
+    assert served.answer("ping")["result"] == {}
+    for n in range(1, count, 2):
+        assert served.text(n) == str(n)
+    assert served.finish() == 0
+    assert max(served.times_answered.values()) == 1
+    answered = [n for n in served.times_answered if isinstance(n, int)]
+    cancelled_but_answered = [n for n in answered if n % 2 == 0]  # it ran before its cancel
+    assert len(answered) == count // 2 + len(cancelled_but_answered)
+    assert len(_runs) == len(set(_runs)) <= count  # no tool ran twice
+    assert set(answered) <= set(_runs)
+    # and the cancels did stop calls: some cancelled while queued never ran at all
+    assert set(range(0, count, 2)) - set(_runs)
