@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from toolnexus import Toolkit, ToolResult, tool
+from toolnexus import Part, Request, Toolkit, ToolResult, tool
 from toolnexus.mcp import Send, ServerSession, StartCall
+
+STRUCTURED_KEY = "structuredContent"  # the metadata key of a tool's JSON value (result.py)
 
 MODERN = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -305,3 +307,114 @@ def test_a_tool_output_with_newlines_and_unicode_survives_the_round_trip() -> No
     line = sent.to_bytes()
     assert line.count(b"\n") == 1
     assert json.loads(line)["result"]["content"][0]["text"] == "a\nb\r\n\u00e9\U0001f600"
+
+
+# --------------------------------------------------------------------------- complete_call_bytes
+
+
+class _Bomb(dict):  # type: ignore[type-arg]
+    """A JSON object whose encoding runs out of memory."""
+
+    def items(self) -> Any:
+        raise MemoryError("injected")
+
+
+def test_a_response_too_big_to_encode_is_answered_and_a_notification_is_dropped() -> None:
+    answer = json.loads(Send({"jsonrpc": "2.0", "id": 9, "result": _Bomb(a=1)}).to_bytes())
+    assert answer["id"] == 9 and answer["error"]["code"] == -32603
+    assert "MemoryError" in answer["error"]["message"]
+    dropped = Send({"jsonrpc": "2.0", "method": "notifications/message",
+                    "params": {"level": "info", "data": _Bomb(a=1)}})
+    assert dropped.to_bytes() == b""  # nobody waits on a notification: nothing to write
+
+
+@tool
+def asks(text: str) -> str:
+    """Ask back."""
+    return text
+
+
+QUESTION = Request("input", "Env?", data={"schema": {
+    "type": "object", "properties": {"env": {"type": "string"}}}})
+RESULTS = {
+    "ok": ToolResult.ok("3"),
+    "error": ToolResult.error("no such file"),
+    "unicode": ToolResult.ok('line one\nline two ✓ \u2028 "q" \\ \t \x00 é 漢字 🎉'),
+    "empty": ToolResult.ok(""),
+    "surrogate": ToolResult.ok("bad \udcff byte"),
+    "object": ToolResult("7", False, {STRUCTURED_KEY: {"result": 7, "nested": [1, None]}}),
+    "error object": ToolResult("x", True, {STRUCTURED_KEY: {"why": "bad"}}),
+    "list": ToolResult("[1]", False, {STRUCTURED_KEY: [1, 2]}),
+    "scalar": ToolResult("1", False, {STRUCTURED_KEY: 1}),
+    "nan": ToolResult("x", False, {STRUCTURED_KEY: {"v": float("nan")}}),
+    "not json": ToolResult("x", False, {STRUCTURED_KEY: {"v": {1, 2}}}),
+    "other metadata": ToolResult.error("x", {"trace": "t-1"}),
+    "question": ToolResult.pending(QUESTION),
+    "parts": ToolResult.ok("see", parts=[Part.image(b"\x89PNG", "image/png")]),
+}
+REVISIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "modern"]
+
+
+def _call(revision: str, request_id: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": "asks", "arguments": {"text": "x"}}
+    if revision == "modern":
+        params["_meta"] = {**MODERN, "io.modelcontextprotocol/clientCapabilities": {
+            "elicitation": {"form": {}}}}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def _twins(revision: str, request_id: Any) -> tuple[list[ServerSession], list[int]]:
+    """Two sessions in the same state, each with the same tools/call in flight."""
+    sessions, call_ids = [], []
+    for _ in range(2):
+        session = ServerSession(Toolkit([asks]))
+        if revision != "modern":
+            session.receive({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": revision, "capabilities": {"elicitation": {}}}})
+            session.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        (start,) = session.receive(_call(revision, request_id))
+        assert isinstance(start, StartCall)
+        sessions.append(session)
+        call_ids.append(start.call_id)
+    return sessions, call_ids
+
+
+@pytest.mark.parametrize("request_id", [7, "req \"1\" ✓", -12345678901234567890])
+@pytest.mark.parametrize("revision", REVISIONS)
+@pytest.mark.parametrize("kind", sorted(RESULTS))
+def test_complete_call_bytes_writes_what_complete_call_sends_and_changes_the_same(
+    kind: str, revision: str, request_id: Any
+) -> None:
+    # The stdio server writes each call's answer through complete_call_bytes, which
+    # writes the commonest answer straight from the result: byte for byte the Sends
+    # complete_call returns, for every shape of result and client, and the same state.
+    (plain, direct), (plain_id, direct_id) = _twins(revision, request_id)
+    result = RESULTS[kind]
+    expected = b"".join(action.to_bytes() for action in plain.complete_call(plain_id, result))
+    got = direct.complete_call_bytes(direct_id, result)
+    assert got.endswith(b"\n") and got.count(b"\n") == 1
+    if kind == "question" and revision == "modern":
+        # The signed requestState carries a fresh nonce: the rest is the same.
+        answers = [json.loads(line) for line in (got, expected)]
+        states = [answer["result"].pop("requestState") for answer in answers]
+        assert answers[0] == answers[1] and all(isinstance(s, str) for s in states)
+    else:
+        assert got == expected
+    assert direct.running_calls == plain.running_calls
+    assert repr(direct) == repr(plain)
+    # Done once: completing it again sends nothing, and its id is free for a new request.
+    assert direct.complete_call_bytes(direct_id, result) == b""
+    assert plain.complete_call(plain_id, result) == []
+    if kind != "question" or revision == "modern":
+        for session in (plain, direct):
+            (again,) = session.receive(_call(revision, request_id))
+            assert isinstance(again, StartCall)
+
+
+def test_complete_call_bytes_of_an_unknown_or_cancelled_call_is_nothing() -> None:
+    (session, _), (call_id, _) = _twins("2025-11-25", 1)
+    assert session.complete_call_bytes(call_id + 100, ToolResult.ok("x")) == b""
+    session.receive({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                     "params": {"requestId": 1}})
+    assert session.complete_call_bytes(call_id, ToolResult.ok("x")) == b""
+    assert session.running_calls == 0

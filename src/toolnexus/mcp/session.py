@@ -166,15 +166,23 @@ def _text_answer(message: dict[str, Any]) -> str | None:
             or error.__class__ is not bool or (kind is not int and kind is not str) \
             or version != "2.0" or not 2 <= size <= 3:
         return None
+    if structured is not _ABSENT and structured.__class__ is not dict:
+        return None
+    return _text_line(ident, text, error, structured)
+
+
+def _text_line(ident: Any, text: str, error: bool, structured: Any) -> str:
+    """The one template of a tool's text answer (see :func:`_text_answer`): ``ident`` an
+    exact ``int`` or ``str``, ``structured`` a ``dict`` (or a subclass: a frozen one is
+    written as it is) or ``_ABSENT``. Callers check that the C encoder is there."""
+    assert _C_ENCODE is not None
     if structured is _ABSENT:
         tail = "}}\n"
-    elif structured.__class__ is dict:
-        tail = ',"structuredContent":' + "".join(_C_ENCODE(structured, 0)) + "}}\n"
     else:
-        return None
+        tail = ',"structuredContent":' + "".join(_C_ENCODE(structured, 0)) + "}}\n"
     return "".join((
         '{"jsonrpc":"2.0","id":',
-        int.__repr__(ident) if kind is int else _ENCODE_STRING(str(ident)),
+        int.__repr__(ident) if ident.__class__ is int else _ENCODE_STRING(ident),
         ',"result":{"content":[{"type":"text","text":', _ENCODE_STRING(text),
         '}],"isError":', "true" if error else "false", tail,
     ))
@@ -203,9 +211,12 @@ class Send(NamedTuple):
         """The message as one line of compact UTF-8 JSON ending in ``\\n``.
 
         JSON never needs a raw newline inside a message, so the line is the whole
-        message. Text that is not valid Unicode (lone surrogates) is written escaped. A
-        result JSON cannot carry (NaN, an unknown type) becomes a ``-32603`` error
-        response for the same id instead of raising.
+        message. Text that is not valid Unicode (lone surrogates) is written escaped.
+        Never raises: a response that cannot be written — a result JSON cannot carry (NaN,
+        an unknown type), or one too big to encode (``MemoryError``) — becomes a
+        ``-32603`` error response for the same id; a request or notification that cannot
+        be written is logged and gives ``b""`` (nothing answers it, and there is no
+        request to answer).
         """
         message = self.message
         try:
@@ -218,13 +229,14 @@ class Send(NamedTuple):
         except UnicodeEncodeError:
             return _encode(self.message, ascii_only=True)
         except (TypeError, ValueError, RecursionError) as exc:
-            _log.error("cannot encode an MCP message as JSON: %s", exc)
-            return _encode(
-                _error_message(
-                    self.message.get("id"), INTERNAL_ERROR, f"result is not JSON: {exc}"
-                ),
-                ascii_only=True,
-            )
+            problem = f"result is not JSON: {exc}"
+        except Exception as exc:  # MemoryError encoding a huge result: answer it anyway
+            problem = f"internal error: cannot encode the answer ({type(exc).__name__}: {exc})"
+        _log.error("cannot encode an MCP message as JSON: %s", problem)
+        message_id = message.get("id")
+        if "method" in message or message_id is None:
+            return b""  # a notification or a request of ours: nobody waits on an answer
+        return _encode(_error_message(message_id, INTERNAL_ERROR, problem), ascii_only=True)
 
 
 class StartCall(NamedTuple):
@@ -294,6 +306,10 @@ class _Client:
 
     def at_least(self, version: str) -> bool:
         return self.modern or _LEGACY_ORDER.get(self.version, -1) >= _LEGACY_ORDER[version]
+
+    def carries(self, structured: Any) -> bool:
+        """Whether a result to this client carries ``structured`` as structuredContent."""
+        return self.any_structured or (self.object_structured and isinstance(structured, dict))
 
 
 class _Call:
@@ -434,6 +450,14 @@ def _nested_too_deep(value: Any) -> bool:
     except WireFormatError:
         return True
     return False
+
+
+def _question_of(result: ToolResult) -> Request | None:
+    """The question a tool's result asks, or None. Only an error result can ask one
+    (ToolResult refuses anything else), so most results are answered at a glance."""
+    if result.metadata is None or not result.is_error:
+        return None
+    return ToolResult.pending_of(result)
 
 
 def _is_request_id(value: Any) -> TypeGuard[str | int]:
@@ -772,9 +796,7 @@ class ServerSession:
             return []
         call.running = False
         metadata = result.metadata
-        # Only an error result can be pending (ToolResult refuses anything else).
-        request = None if metadata is None or not result.is_error else ToolResult.pending_of(
-            result)
+        request = _question_of(result)
         if request is None:
             return self._finish(call, self._tool_result(call.client, result))
         if call.resumed and call.round >= self._max_rounds:
@@ -794,6 +816,43 @@ class ServerSession:
             self._forget(call)
             return [self._error(call.request_id, INTERNAL_ERROR,
                                 f"internal error: cannot ask the tool's question ({exc})")]
+
+    def complete_call_bytes(self, call_id: int, result: ToolResult) -> bytes:
+        """:meth:`complete_call`, for a driver that writes lines: what to write, as bytes.
+
+        The same bytes as each returned action's :meth:`Send.to_bytes`, joined (``b""``
+        when there is nothing to send), and the same change to the session. The commonest
+        answer — a result with no parts, and no question, to a legacy client — is written
+        straight from the result through the template :meth:`Send.to_bytes` uses, without
+        building the message first: the stdio server's one write per call.
+
+        Example::
+
+            stream.write(session.complete_call_bytes(action.call_id, result))
+        """
+        call = self._calls.get(call_id)
+        if call is not None and call.running and _C_ENCODE is not None and not result.parts:
+            client = call.client
+            ident = call.request_id
+            if not client.modern and (ident.__class__ is int or ident.__class__ is str) \
+                    and _question_of(result) is None:
+                metadata = result.metadata
+                structured = _ABSENT if metadata is None else metadata.get(
+                    STRUCTURED_KEY, _ABSENT)
+                if structured is not _ABSENT and not client.carries(structured):
+                    structured = _ABSENT
+                try:
+                    line = _text_line(ident, result.output, result.is_error, structured)
+                    data = line.encode("utf-8")
+                except Exception:  # NaN, lone surrogates, ...: as to_bytes answers them
+                    pass
+                else:
+                    call.running = False  # what complete_call and _finish do
+                    self._forget(call)
+                    return data
+        # complete_call only ever sends: an answer, a legacy question, or nothing.
+        return b"".join([action.to_bytes() for action in self.complete_call(call_id, result)
+                         if isinstance(action, Send)])
 
     def report_progress(
         self,
@@ -1167,9 +1226,7 @@ class ServerSession:
         metadata = result.metadata
         if metadata is not None and STRUCTURED_KEY in metadata:
             structured = metadata[STRUCTURED_KEY]
-            # Legacy revisions carry only objects here (and only from 2025-06-18).
-            if client.any_structured or (
-                    client.object_structured and isinstance(structured, dict)):
+            if client.carries(structured):
                 out["structuredContent"] = thaw(structured)
         return out
 

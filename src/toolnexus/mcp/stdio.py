@@ -778,17 +778,13 @@ class _StdioServer:
 
     def _write(self, action: Send) -> None:
         """Queue one message (the lock is held); written at once unless the reader defers."""
-        if self._broken or self._ended:
+        if not (self._broken or self._ended):
+            self._queue(action.to_bytes())  # which answers a message it cannot encode
+
+    def _queue(self, data: bytes) -> None:
+        """Queue encoded lines (the lock is held); written at once unless the reader defers."""
+        if self._broken or self._ended or not data:
             return
-        try:
-            data = action.to_bytes()
-        except Exception as exc:  # MemoryError encoding a huge result: answer it anyway
-            _log.error("toolnexus mcp: cannot encode a message: %s", exc)
-            message_id = action.message.get("id")
-            if "method" in action.message or message_id is None:
-                return  # a notification or a request of ours: nobody waits on an answer
-            data = Send(_internal_error(message_id, f"cannot encode the answer: {exc!r}")
-                        ).to_bytes()
         self._out.append(data)
         self._out_bytes += len(data)
         if not self._deferring or self._out_bytes >= _FLUSH_BYTES:
@@ -934,16 +930,10 @@ class _StdioServer:
             weight = self._weights.pop(call_id, 0)
             if weight:
                 self._inflight -= weight
-            actions = self._session.complete_call(call_id, result)
-            if len(actions) == 1 and actions[0].__class__ is Send:
-                self._write(actions[0])  # the answer: what _send_all does, one frame less
-                later = None
-            else:
-                later = self._send_all(actions)
+            # Completing a call only ever sends (an answer, or a legacy question).
+            self._queue(self._session.complete_call_bytes(call_id, result))
             if self._draining:  # only the shut-down waits for it
                 self._poke()
-        if later:
-            self._carry_out(later)
 
     # ------------------------------------------------------------------ the end
 
@@ -1003,8 +993,3 @@ class _StdioServer:
         for thread in self._threads:
             if thread is not threading.current_thread() and not self._lines.stuck:
                 thread.join(_CLOSE_WAIT_S)
-
-
-def _internal_error(message_id: Any, text: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": message_id, "error": {"code": INTERNAL_ERROR,
-                                                          "message": f"internal error: {text}"}}
