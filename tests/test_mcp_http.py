@@ -68,7 +68,15 @@ def big(size: int) -> str:
     return "x" * size
 
 
-TOOLKIT = Toolkit([add, steps, waits, asks, big])
+@tool
+def odd_log(ctx: ToolContext) -> str:
+    """Logs a value JSON has no form for, then logs and answers as usual."""
+    ctx.report_log("info", {"a", "set"})
+    ctx.report_log("info", "after")
+    return "done"
+
+
+TOOLKIT = Toolkit([add, steps, waits, asks, big, odd_log])
 
 
 @pytest.fixture
@@ -128,6 +136,18 @@ def test_progress_and_asked_for_logs_turn_the_response_into_an_event_stream(
         "notifications/progress", "notifications/message", "notifications/progress", None]
     assert sent[1]["params"] == {"level": "info", "data": "halfway"}
     assert sent[-1]["result"]["content"][0]["text"] == "done"
+
+
+def test_a_log_that_cannot_be_encoded_is_left_out_of_the_stream(server: HttpServer) -> None:
+    # Send.to_bytes() gives b"" for it (logged): no empty event, no stray error.
+    message = call("odd_log", **{"io.modelcontextprotocol/logLevel": "info"})
+    status, headers, body = post(server, message)
+    assert status == 200 and headers["content-type"] == "text/event-stream"
+    assert body.count(b"data: ") == 2
+    sent = events(body)
+    assert [m.get("method") for m in sent] == ["notifications/message", None]
+    assert sent[0]["params"]["data"] == "after"
+    assert sent[1]["id"] == 1 and sent[1]["result"]["content"][0]["text"] == "done"
 
 
 def test_logs_nobody_asked_for_are_not_sent(server: HttpServer) -> None:

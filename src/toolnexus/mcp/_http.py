@@ -185,6 +185,8 @@ class Exchange:
         self._held: tuple[bytes | None, bool] | None = None  # given back by the consumer
 
     def _put(self, data: bytes | None, final: bool) -> None:
+        if data == b"" and not final:
+            return  # a notification Send.to_bytes could not encode (it logged why): no event
         with self._lock:
             if self.ended:
                 return

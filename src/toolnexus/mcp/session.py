@@ -212,22 +212,22 @@ class Send(NamedTuple):
 
         JSON never needs a raw newline inside a message, so the line is the whole
         message. Text that is not valid Unicode (lone surrogates) is written escaped.
-        Never raises: a response that cannot be written — a result JSON cannot carry (NaN,
-        an unknown type), or one too big to encode (``MemoryError``) — becomes a
-        ``-32603`` error response for the same id; a request or notification that cannot
-        be written is logged and gives ``b""`` (nothing answers it, and there is no
-        request to answer).
+        A message it cannot encode does not raise: a response — whose result JSON cannot
+        carry (NaN, an unknown type), or too big to encode (``MemoryError``) — becomes a
+        ``-32603`` error response for the same id; a request or notification is logged
+        and gives ``b""`` (there is no request to answer, so nothing is written).
         """
         message = self.message
         try:
-            if _C_ENCODE is None or message.__class__ is not dict:
-                return _encode(message, ascii_only=False)
-            fast = _text_answer(message)
-            if fast is not None:
-                return fast.encode("utf-8")
-            return "".join(_C_ENCODE(message, 0)).encode("utf-8") + b"\n"  # _encode, inlined
-        except UnicodeEncodeError:
-            return _encode(self.message, ascii_only=True)
+            try:
+                if _C_ENCODE is None or message.__class__ is not dict:
+                    return _encode(message, ascii_only=False)
+                fast = _text_answer(message)
+                if fast is not None:
+                    return fast.encode("utf-8")
+                return "".join(_C_ENCODE(message, 0)).encode("utf-8") + b"\n"  # _encode
+            except UnicodeEncodeError:
+                return _encode(message, ascii_only=True)
         except (TypeError, ValueError, RecursionError) as exc:
             problem = f"result is not JSON: {exc}"
         except Exception as exc:  # MemoryError encoding a huge result: answer it anyway
