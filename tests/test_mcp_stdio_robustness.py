@@ -104,7 +104,15 @@ def stubborn() -> str:
     return "never"
 
 
-toolkit = Toolkit([add, deploy, sleepy, stats, hold, release, stubborn])
+@tool
+def unwritable(kind: str) -> ToolResult:
+    """Answer with text JSON cannot carry as UTF-8, or a structured value it cannot carry."""
+    if kind == "surrogate":
+        return ToolResult.ok("bad \udcff byte")
+    return ToolResult("x", False, {"structuredContent": {"v": float("nan")}})
+
+
+toolkit = Toolkit([add, deploy, sleepy, stats, hold, release, stubborn, unwritable])
 
 # --------------------------------------------------------------------------- a tiny client
 
@@ -202,6 +210,22 @@ def with_deep(message: Any, depth: int = DEPTH) -> bytes:
 
 
 # --------------------------------------------------------------------------- never deaf
+
+
+def test_answers_json_cannot_carry_as_they_are_are_still_answered(client: Client) -> None:
+    # A legacy client: its text answers are written straight from the result (the
+    # session's complete_call_bytes), which hands these two to the general encoder.
+    client.request(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+    client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    tools_call = {"name": "unwritable", "arguments": {"kind": "surrogate"}}
+    escaped = client.request(1, "tools/call", tools_call)["result"]
+    assert escaped["content"] == [{"type": "text", "text": "bad \udcff byte"}]
+    refused = client.request(2, "tools/call", {**tools_call, "arguments": {"kind": "nan"}})
+    assert refused["id"] == 2 and refused["error"]["code"] == -32603
+    assert client.request(3, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}) == {
+        "jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "3"}],
+                                              "isError": False,
+                                              "structuredContent": {"result": 3}}}
 
 
 @pytest.mark.parametrize("depth", [DEPTH, DECODER_DEPTH])
