@@ -418,3 +418,13 @@ def test_complete_call_bytes_of_an_unknown_or_cancelled_call_is_nothing() -> Non
                      "params": {"requestId": 1}})
     assert session.complete_call_bytes(call_id, ToolResult.ok("x")) == b""
     assert session.running_calls == 0
+
+
+@pytest.mark.parametrize("report", ["complete_call", "complete_call_bytes"])
+def test_reporting_something_else_than_a_tool_result_says_what_to_pass(report: str) -> None:
+    (session, _), (call_id, _) = _twins("2025-11-25", 1)
+    with pytest.raises(TypeError, match=rf"{report}: result must be a ToolResult, got str; "
+                                        r".*ToolResult\.ok\(text\)"):
+        getattr(session, report)(call_id, "3")
+    assert session.running_calls == 1  # nothing was lost: the call can still be reported
+    assert json.loads(session.complete_call_bytes(call_id, ToolResult.ok("3")))["id"] == 1

@@ -28,7 +28,7 @@ from .._frozen import thaw
 from .._wire import MAX_DEPTH, check_depth, refuse_json_constant
 from ..binding import BINDING_KEY
 from ..context import LOG_LEVELS
-from ..errors import InvalidValueError, WireFormatError
+from ..errors import InvalidTypeError, InvalidValueError, WireFormatError
 from ..loop_rule import declined_text, unresolved_text
 from ..result import PENDING_KEY, STRUCTURED_KEY, ToolResult
 from ..suspension import Answer, Request, decline_reason
@@ -452,6 +452,14 @@ def _nested_too_deep(value: Any) -> bool:
     return False
 
 
+def _check_result(where: str, result: Any) -> None:
+    if not isinstance(result, ToolResult):
+        raise InvalidTypeError(
+            f"{where}: result must be a ToolResult, got {type(result).__name__}; report what "
+            "the host returned for the call (wrap plain text with ToolResult.ok(text))"
+        )
+
+
 def _question_of(result: ToolResult) -> Request | None:
     """The question a tool's result asks, or None. Only an error result can ask one
     (ToolResult refuses anything else), so most results are answered at a glance."""
@@ -789,8 +797,12 @@ class ServerSession:
 
         Returns the response to send — or an ``elicitation/create`` request when the
         tool suspended and a legacy client can be asked — or nothing when the request
-        was cancelled meanwhile.
+        was cancelled meanwhile. Raises ``TypeError`` (an
+        :class:`~toolnexus.errors.InvalidTypeError`) when ``result`` is not a
+        :class:`ToolResult`.
         """
+        if result.__class__ is not ToolResult:
+            _check_result("complete_call", result)
         call = self._calls.get(call_id)
         if call is None or not call.running:
             return []
@@ -824,12 +836,15 @@ class ServerSession:
         when there is nothing to send), and the same change to the session. The commonest
         answer — a result with no parts, and no question, to a legacy client — is written
         straight from the result through the template :meth:`Send.to_bytes` uses, without
-        building the message first: the stdio server's one write per call.
+        building the message first: the stdio server's one write per call. Raises
+        ``TypeError`` as :meth:`complete_call` does.
 
         Example::
 
             stream.write(session.complete_call_bytes(action.call_id, result))
         """
+        if result.__class__ is not ToolResult:
+            _check_result("complete_call_bytes", result)
         call = self._calls.get(call_id)
         if call is not None and call.running and _C_ENCODE is not None and not result.parts:
             client = call.client
