@@ -142,6 +142,21 @@ def test_a_replayed_request_state_runs_the_tool_once():
     assert [name for name, _ in runs] == ["deploy"]
 
 
+def test_an_answer_without_a_request_state_is_not_used_and_extra_keys_are_ignored():
+    # Bound or nothing: an answer counts only with the signed state of the question it
+    # answers. A first call that brings one runs the tool afresh, and it asks.
+    server = Server()
+    rid, state, _ = asked(server.call("greet", {}))
+    unbound = server.call("greet", {}, inputResponses={
+        **accept(rid, {"name": "Ada"}), "unknown_extra_key": {"action": "accept"}})
+    asked(unbound)  # asked again, under a new binding
+    assert [answer for _, answer in runs] == [None, None]
+    done = server.call("greet", {}, requestState=state, inputResponses={
+        **accept(rid, {"name": "Ada"}), "unknown_extra_key": {"action": "accept",
+                                                              "content": {"foo": "bar"}}})
+    assert text(done) == "hello Ada"
+
+
 def test_a_state_re_issued_for_an_unanswered_question_keeps_its_expiry_and_is_single_use():
     server = Server()
     rid, state, _ = asked(server.call("deploy", {"service": "api"}))
