@@ -778,8 +778,7 @@ class _StdioServer:
 
     def _write(self, action: Send) -> None:
         """Queue one message (the lock is held); written at once unless the reader defers."""
-        if not (self._broken or self._ended):
-            self._queue(action.to_bytes())  # which answers a message it cannot encode
+        self._queue(action.to_bytes())  # to_bytes answers a message it cannot encode
 
     def _queue(self, data: bytes) -> None:
         """Queue encoded lines (the lock is held); written at once unless the reader defers."""
