@@ -180,24 +180,33 @@ def percentile(values: list[float], q: float) -> float:
 def overhead() -> dict[str, float]:
     bare = BarePool()
     host = Host(TOOLKIT)
-    raw = per_call({
-        "Toolkit.execute (no thread)": lambda: TOOLKIT.execute("add", ARGS),
-        "bare round trip (no-op job)": lambda: bare.run(noop),
-        "bare round trip running execute": lambda: bare.run(
-            lambda: TOOLKIT.execute("add", ARGS)
-        ),
-        "Host.call": lambda: host.call("add", ARGS),
-        "Host.call, timeout_ms=5000": lambda: host.call("add", ARGS, timeout_ms=5000),
-    })
+    raw = per_call(
+        {
+            "Toolkit.execute (no thread)": lambda: TOOLKIT.execute("add", ARGS),
+            "bare round trip (no-op job)": lambda: bare.run(noop),
+            "bare round trip running execute": lambda: bare.run(
+                lambda: TOOLKIT.execute("add", ARGS)
+            ),
+            "Host.call": lambda: host.call("add", ARGS),
+            "Host.call, timeout_ms=5000": lambda: host.call("add", ARGS, timeout_ms=5000),
+        }
+    )
     floor, floor_exec = "bare round trip (no-op job)", "bare round trip running execute"
     execute = "Toolkit.execute (no thread)"
     rows = [("variant", "us/call", "x execute", "x bare trip", "x bare trip+execute")]
     for name, values in raw.items():
-        rows.append((name, f"{statistics.median(values):.1f}",
-                     f"{ratio(raw, name, execute):.2f}", f"{ratio(raw, name, floor):.2f}",
-                     f"{ratio(raw, name, floor_exec):.2f}"))
-    table("1. sync call overhead (us: median over rounds; ratios: median of per-round "
-          "ratios)", rows)
+        rows.append(
+            (
+                name,
+                f"{statistics.median(values):.1f}",
+                f"{ratio(raw, name, execute):.2f}",
+                f"{ratio(raw, name, floor):.2f}",
+                f"{ratio(raw, name, floor_exec):.2f}",
+            )
+        )
+    table(
+        "1. sync call overhead (us: median over rounds; ratios: median of per-round ratios)", rows
+    )
 
     async def aexec() -> Any:
         return await TOOLKIT.aexecute("add", ARGS)
@@ -220,32 +229,48 @@ def overhead() -> dict[str, float]:
     async def acall_async_timeout() -> Any:
         return await host.acall("aadd", ARGS, timeout_ms=5000)
 
-    araw = aper_call({
-        "await Toolkit.aexecute, sync tool": aexec,
-        "await Toolkit.aexecute, async tool": aexec_async,
-        "asyncio round trip to a worker (no-op)": abare,
-        "asyncio round trip running execute": abare_exec,
-        "await Host.acall, sync tool (worker)": acall_sync,
-        "await Host.acall, async tool (task)": acall_async,
-        "await Host.acall, async tool, timeout_ms": acall_async_timeout,
-    })
+    araw = aper_call(
+        {
+            "await Toolkit.aexecute, sync tool": aexec,
+            "await Toolkit.aexecute, async tool": aexec_async,
+            "asyncio round trip to a worker (no-op)": abare,
+            "asyncio round trip running execute": abare_exec,
+            "await Host.acall, sync tool (worker)": acall_sync,
+            "await Host.acall, async tool (task)": acall_async,
+            "await Host.acall, async tool, timeout_ms": acall_async_timeout,
+        }
+    )
     rows = [("variant", "us/call", "x its aexecute", "x asyncio round trip")]
     for name, values in araw.items():
-        base = "await Toolkit.aexecute, async tool" if "async tool" in name \
+        base = (
+            "await Toolkit.aexecute, async tool"
+            if "async tool" in name
             else "await Toolkit.aexecute, sync tool"
-        rows.append((name, f"{statistics.median(values):.1f}", f"{ratio(araw, name, base):.2f}",
-                     f"{ratio(araw, name, 'asyncio round trip to a worker (no-op)'):.2f}"))
+        )
+        rows.append(
+            (
+                name,
+                f"{statistics.median(values):.1f}",
+                f"{ratio(araw, name, base):.2f}",
+                f"{ratio(araw, name, 'asyncio round trip to a worker (no-op)'):.2f}",
+            )
+        )
     table("2. async call overhead (as above)", rows)
     host.close()
     for variant in ("Host.call", "Host.call, timeout_ms=5000"):
-        print(f"\n  {variant} / bare round trip = {ratio(raw, variant, floor):.2f} "
-              f"(target <= 1.5); / bare round trip running execute = "
-              f"{ratio(raw, variant, floor_exec):.2f}", end="")
+        print(
+            f"\n  {variant} / bare round trip = {ratio(raw, variant, floor):.2f} "
+            f"(target <= 1.5); / bare round trip running execute = "
+            f"{ratio(raw, variant, floor_exec):.2f}",
+            end="",
+        )
     print()
-    return {"1. Host.call x bare round trip (<= 1.5)": ratio(raw, "Host.call", floor),
-            "2. acall, sync tool x asyncio round trip": ratio(
-                araw, "await Host.acall, sync tool (worker)",
-                "asyncio round trip to a worker (no-op)")}
+    return {
+        "1. Host.call x bare round trip (<= 1.5)": ratio(raw, "Host.call", floor),
+        "2. acall, sync tool x asyncio round trip": ratio(
+            araw, "await Host.acall, sync tool (worker)", "asyncio round trip to a worker (no-op)"
+        ),
+    }
 
 
 # --------------------------------------------------------------------------- 3
@@ -287,8 +312,11 @@ def cancel_latency() -> dict[str, float]:
                 source = CancellationTokenSource()
                 box: list[float] = []
 
-                def caller(name: str = name, source: CancellationTokenSource = source,
-                           box: list[float] = box) -> None:
+                def caller(
+                    name: str = name,
+                    source: CancellationTokenSource = source,
+                    box: list[float] = box,
+                ) -> None:
                     result = host.call(name, {}, cancellation_token=source.token)
                     box.append(time.perf_counter())
                     assert result.output.startswith("cancelled"), result
@@ -301,12 +329,21 @@ def cancel_latency() -> dict[str, float]:
                 thread.join()
                 latencies.append((box[0] - t0) * 1000)
                 release.set()
-            rows.append((name, f"{percentile(latencies, 0.5):.3f}",
-                         f"{percentile(latencies, 0.99):.3f}", f"{max(latencies):.3f}"))
+            rows.append(
+                (
+                    name,
+                    f"{percentile(latencies, 0.5):.3f}",
+                    f"{percentile(latencies, 0.99):.3f}",
+                    f"{max(latencies):.3f}",
+                )
+            )
             figures[f"3. cancel to result p99 ms, {name}"] = percentile(latencies, 0.99)
-    table("3. cancel() to the caller holding a 'cancelled' result (target < 5 ms; "
-          "'stubborn' takes no context and ignores the cancel, 'deaf' takes one and ignores "
-          "it: it gets the 20 ms cancel grace)", rows)
+    table(
+        "3. cancel() to the caller holding a 'cancelled' result (target < 5 ms; "
+        "'stubborn' takes no context and ignores the cancel, 'deaf' takes one and ignores "
+        "it: it gets the 20 ms cancel grace)",
+        rows,
+    )
     return figures
 
 
@@ -349,8 +386,9 @@ def deadline_accuracy(title: str = "4.") -> dict[str, float]:
     budget, grace = 20, 30
     figures: dict[str, float] = {}
     rows = [("tool", "lateness measured after", "p50 ms", "p99 ms", "max ms")]
-    with Host(Toolkit([stubborn, cooperative, acooperative]), grace_ms=grace,
-              max_stuck=10_000) as host:
+    with Host(
+        Toolkit([stubborn, cooperative, acooperative]), grace_ms=grace, max_stuck=10_000
+    ) as host:
         for name, after in (("cooperative", budget), ("stubborn", budget + grace)):
             late = []
             for _ in range(TRIALS // 2):
@@ -361,8 +399,15 @@ def deadline_accuracy(title: str = "4.") -> dict[str, float]:
                 assert result.output.startswith(f"timed out after {budget} ms"), result
                 release.set()
             label = "deadline" if after == budget else "deadline + grace"
-            rows.append((f"{name} (call)", label, f"{percentile(late, 0.5):.2f}",
-                         f"{percentile(late, 0.99):.2f}", f"{max(late):.2f}"))
+            rows.append(
+                (
+                    f"{name} (call)",
+                    label,
+                    f"{percentile(late, 0.5):.2f}",
+                    f"{percentile(late, 0.99):.2f}",
+                    f"{max(late):.2f}",
+                )
+            )
             figures[f"{title} lateness p99 ms, {name} (call)"] = percentile(late, 0.99)
 
         async def alate() -> list[float]:
@@ -375,11 +420,20 @@ def deadline_accuracy(title: str = "4.") -> dict[str, float]:
             return late
 
         late = asyncio.run(alate())
-        rows.append(("acooperative (acall)", "deadline", f"{percentile(late, 0.5):.2f}",
-                     f"{percentile(late, 0.99):.2f}", f"{max(late):.2f}"))
+        rows.append(
+            (
+                "acooperative (acall)",
+                "deadline",
+                f"{percentile(late, 0.5):.2f}",
+                f"{percentile(late, 0.99):.2f}",
+                f"{max(late):.2f}",
+            )
+        )
         figures[f"{title} lateness p99 ms, acooperative (acall)"] = percentile(late, 0.99)
-    table(f"{title} timeout lateness, timeout_ms={budget}, grace_ms={grace} "
-          "(target p99 <= 20 ms)", rows)
+    table(
+        f"{title} timeout lateness, timeout_ms={budget}, grace_ms={grace} (target p99 <= 20 ms)",
+        rows,
+    )
     return figures
 
 
@@ -398,19 +452,24 @@ def acall_against_wait_for() -> dict[str, float]:
     async def acall_plain() -> Any:
         return await host.acall("aadd", ARGS)
 
-    raw = aper_call({
-        "asyncio.wait_for(tool.acall(args), 5)": wait_for,
-        "await Host.acall(async tool, timeout_ms=5000)": acall_deadline,
-        "await Host.acall(async tool)": acall_plain,
-    })
+    raw = aper_call(
+        {
+            "asyncio.wait_for(tool.acall(args), 5)": wait_for,
+            "await Host.acall(async tool, timeout_ms=5000)": acall_deadline,
+            "await Host.acall(async tool)": acall_plain,
+        }
+    )
     base = "asyncio.wait_for(tool.acall(args), 5)"
     rows = [("variant", "us/call", "x wait_for")]
     for name, values in raw.items():
         rows.append((name, f"{statistics.median(values):.1f}", f"{ratio(raw, name, base):.2f}"))
     table("5. acall of an async tool with a deadline vs asyncio.wait_for (target <= 1.5x)", rows)
     host.close()
-    return {"5. acall(async tool, timeout_ms) x asyncio.wait_for (<= 1.5)":
-            ratio(raw, "await Host.acall(async tool, timeout_ms=5000)", base)}
+    return {
+        "5. acall(async tool, timeout_ms) x asyncio.wait_for (<= 1.5)": ratio(
+            raw, "await Host.acall(async tool, timeout_ms=5000)", base
+        )
+    }
 
 
 # --------------------------------------------------------------------------- 6
@@ -466,18 +525,24 @@ def concurrency() -> dict[str, float]:
     base = "ThreadPoolExecutor(40), tool called directly"
     rows = [("variant", "calls/s", "p99 ms", "x executor(40) rate")]
     for name in variants:
-        rows.append((name, f"{statistics.median(rates[name]):.0f}",
-                     f"{statistics.median(p99s[name]):.0f}",
-                     f"{statistics.median(rates[name]) / statistics.median(rates[base]):.2f}"))
-    table(f"6. {count} concurrent 10 ms sleeping calls (target >= 2,800 calls/s, defaults)",
-          rows)
+        rows.append(
+            (
+                name,
+                f"{statistics.median(rates[name]):.0f}",
+                f"{statistics.median(p99s[name]):.0f}",
+                f"{statistics.median(rates[name]) / statistics.median(rates[base]):.2f}",
+            )
+        )
+    table(f"6. {count} concurrent 10 ms sleeping calls (target >= 2,800 calls/s, defaults)", rows)
     default.close()
     old.close()
     executor.shutdown()
     name = "Host() defaults (elastic, up to 64 workers)"
-    return {"6. 1000 x 10 ms calls/s, defaults (>= 2800)": statistics.median(rates[name]),
-            "6. ... x executor(40) rate": statistics.median(rates[name])
-            / statistics.median(rates[base])}
+    return {
+        "6. 1000 x 10 ms calls/s, defaults (>= 2800)": statistics.median(rates[name]),
+        "6. ... x executor(40) rate": statistics.median(rates[name])
+        / statistics.median(rates[base]),
+    }
 
 
 # --------------------------------------------------------------------------- 7
@@ -492,10 +557,12 @@ def import_cost() -> dict[str, float]:
     cases = {
         "import dataclasses, threading, json": "import dataclasses, threading, json",
         "import toolnexus": "import toolnexus",
-        "import toolnexus; from toolnexus import Host":
-            "import toolnexus; from toolnexus import Host",
-        "... and asyncio too (what Host imported before)":
-            "import toolnexus; from toolnexus import Host; import asyncio",
+        "import toolnexus; from toolnexus import Host": (
+            "import toolnexus; from toolnexus import Host"
+        ),
+        "... and asyncio too (what Host imported before)": (
+            "import toolnexus; from toolnexus import Host; import asyncio"
+        ),
     }
     samples: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(runs):
@@ -507,12 +574,21 @@ def import_cost() -> dict[str, float]:
         value = statistics.median(samples[name])
         rows.append((name, f"{value:.0f}", f"{value / base:.2f}"))
     asyncio_loaded = subprocess.run(
-        [sys.executable, "-c",
-         "import sys, toolnexus; from toolnexus import Host; print('asyncio' in sys.modules)"],
-        env=measure.child_env(), capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys, toolnexus; from toolnexus import Host; print('asyncio' in sys.modules)",
+        ],
+        env=measure.child_env(),
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
-    table(f"7. importing Host, -X importtime cumulative, {runs} fresh interpreters "
-          f"(target <= 1.5x; asyncio loaded by it: {asyncio_loaded})", rows)
+    table(
+        f"7. importing Host, -X importtime cumulative, {runs} fresh interpreters "
+        f"(target <= 1.5x; asyncio loaded by it: {asyncio_loaded})",
+        rows,
+    )
     host_import = statistics.median(samples["import toolnexus; from toolnexus import Host"])
     return {"7. import Host x dataclasses+threading+json (<= 1.5)": host_import / base}
 
@@ -526,8 +602,13 @@ def busy_deadlines() -> dict[str, float]:
 
 
 SECTIONS: dict[str, Callable[[], dict[str, float]]] = {
-    "1": overhead, "3": cancel_latency, "4": deadline_accuracy, "4b": busy_deadlines,
-    "5": acall_against_wait_for, "6": concurrency, "7": import_cost,
+    "1": overhead,
+    "3": cancel_latency,
+    "4": deadline_accuracy,
+    "4b": busy_deadlines,
+    "5": acall_against_wait_for,
+    "6": concurrency,
+    "7": import_cost,
 }
 
 
@@ -559,9 +640,11 @@ def main() -> None:
     repeat = int(option("--repeat", "1"))
     baseline = option("--baseline", "")
     chosen = option("--only", ",".join(SECTIONS)).split(",")
-    print(f"python {sys.version.split()[0]}, {ROUNDS} rounds x {CALLS} calls, "
-          f"{TRIALS} trials, {os.cpu_count()} cores, {repeat} repeat(s)"
-          + (f", baseline {baseline}" if baseline else ""))
+    print(
+        f"python {sys.version.split()[0]}, {ROUNDS} rounds x {CALLS} calls, "
+        f"{TRIALS} trials, {os.cpu_count()} cores, {repeat} repeat(s)"
+        + (f", baseline {baseline}" if baseline else "")
+    )
     ours: dict[str, list[float]] = {}
     theirs: dict[str, list[float]] = {}
     for _ in range(repeat):
@@ -574,8 +657,13 @@ def main() -> None:
     rows = [("figure (median of repeats)", "this checkout", "baseline" if baseline else "")]
     for key, values in ours.items():
         old = theirs.get(key)
-        rows.append((key, f"{statistics.median(values):.2f}",
-                     f"{statistics.median(old):.2f}" if old else "-"))
+        rows.append(
+            (
+                key,
+                f"{statistics.median(values):.2f}",
+                f"{statistics.median(old):.2f}" if old else "-",
+            )
+        )
     table(f"summary over {repeat} repeat(s) (sections interleaved with the baseline's)", rows)
 
 

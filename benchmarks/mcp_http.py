@@ -55,8 +55,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent
 MODERN = "2026-07-28"
-META = {"io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {}}
+META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 CLIENTS = 16
 
 
@@ -69,15 +71,32 @@ def free_port() -> int:
 def servers() -> dict[str, list[str]]:
     """Each server's command line, with ``{port}`` for its port."""
     found = {
-        "toolnexus": [sys.executable, "-m", "toolnexus", "serve",
-                      "benchmarks/mcp_bench_tools.py:toolkit", "--http", "{port}"],
+        "toolnexus": [
+            sys.executable,
+            "-m",
+            "toolnexus",
+            "serve",
+            "benchmarks/mcp_bench_tools.py:toolkit",
+            "--http",
+            "{port}",
+        ],
         "floor": [sys.executable, str(HERE / "mcp_http_floor_server.py"), "{port}"],
     }
     if importlib.util.find_spec("uvicorn") is not None:
         found["toolnexus asgi"] = [
-            sys.executable, "-m", "uvicorn", "--factory", "mcp_http:asgi_factory",
-            "--app-dir", str(HERE), "--port", "{port}", "--log-level", "warning",
-            "--no-access-log"]
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "mcp_http:asgi_factory",
+            "--app-dir",
+            str(HERE),
+            "--port",
+            "{port}",
+            "--log-level",
+            "warning",
+            "--no-access-log",
+        ]
     if importlib.util.find_spec("mcp") is not None:
         found["sdk"] = [sys.executable, str(HERE / "mcp_http_sdk_server.py"), "{port}"]
     return found
@@ -99,21 +118,26 @@ class Connection:
     def __init__(self, port: int, era: str) -> None:
         self.http = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         self.era = era
-        self.headers = {"Content-Type": "application/json",
-                        "Accept": "application/json, text/event-stream"}
+        self.headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }
         self.next_id = 0
         if era == "legacy":
-            hello = {"protocolVersion": "2025-11-25", "capabilities": {},
-                     "clientInfo": {"name": "bench", "version": "1"}}
-            _, headers = self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                                    "params": hello})
+            hello = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            }
+            _, headers = self.post(
+                {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}
+            )
             self.headers["Mcp-Session-Id"] = headers["mcp-session-id"]
             self.headers["MCP-Protocol-Version"] = "2025-11-25"
             self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def post(self, message: dict[str, Any]) -> tuple[Any, dict[str, str]]:
-        self.http.request("POST", "/mcp", json.dumps(message, separators=(",", ":")),
-                          self.headers)
+        self.http.request("POST", "/mcp", json.dumps(message, separators=(",", ":")), self.headers)
         response = self.http.getresponse()
         body = response.read()
         headers = {name.lower(): value for name, value in response.getheaders()}
@@ -130,12 +154,17 @@ class Connection:
         headers = self.headers
         if self.era == "modern":
             params["_meta"] = META
-            headers = {**headers, "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call",
-                       "Mcp-Name": "add"}
+            headers = {
+                **headers,
+                "MCP-Protocol-Version": MODERN,
+                "Mcp-Method": "tools/call",
+                "Mcp-Name": "add",
+            }
         saved, self.headers = self.headers, headers
         try:
-            reply, _ = self.post({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-                                  "params": params})
+            reply, _ = self.post(
+                {"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call", "params": params}
+            )
         finally:
             self.headers = saved
         if reply["result"]["content"][0]["text"] != "3":
@@ -149,12 +178,18 @@ class Server:
     def __init__(self, name: str, command: list[str]) -> None:
         self.name = name
         self.port = free_port()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+        }
         self.started = time.perf_counter()
         self.process = subprocess.Popen(
-            [part.format(port=self.port) for part in command], cwd=ROOT, env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [part.format(port=self.port) for part in command],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     def first_call(self, era: str) -> float:
         """Seconds from spawning to holding the first tools/call answer."""
@@ -227,10 +262,12 @@ def concurrent(port: int, era: str, calls_each: int) -> float:
 
 TABLES = {
     "startup": ("start-up: spawn to first tools/call answer (ms, median)", "ms", True),
-    "sequential": ("sequential tools/call on a kept-alive connection (us per call, median)",
-                   "us", True),
-    "throughput": (f"throughput, {CLIENTS} concurrent clients (calls/s, median)", "calls/s",
-                   False),
+    "sequential": (
+        "sequential tools/call on a kept-alive connection (us per call, median)",
+        "us",
+        True,
+    ),
+    "throughput": (f"throughput, {CLIENTS} concurrent clients (calls/s, median)", "calls/s", False),
 }
 
 
@@ -268,13 +305,15 @@ def summary(part: str, repeats: list[dict[str, float]]) -> None:
     (each ratio taken within its repeat), with the ratios' range."""
     title, unit, lower_is_better = TABLES[part]
     print(f"\n{title}, over {len(repeats)} repeats")
-    print(f"  {'server':<22}{unit:>14}{'x floor':>10}{'(range)':>14}{'sdk x':>10}"
-          f"{'(range)':>14}")
+    print(f"  {'server':<22}{unit:>14}{'x floor':>10}{'(range)':>14}{'sdk x':>10}{'(range)':>14}")
     for name in repeats[0]:
         cells = [f"  {name:<22}{statistics.median(run[name] for run in repeats):>14.1f}"]
         for column in (0, 1):
-            found = [r for run in repeats
-                     if (r := ratios(run, name, lower_is_better)[column]) is not None]
+            found = [
+                r
+                for run in repeats
+                if (r := ratios(run, name, lower_is_better)[column]) is not None
+            ]
             if not found:
                 cells.append(f"{'-':>10}{'':>14}")
                 continue
@@ -284,11 +323,15 @@ def summary(part: str, repeats: list[dict[str, float]]) -> None:
     print("  (x floor: times the floor's cost per call; sdk x: times faster than the SDK)")
 
 
-def measure(commands: dict[str, list[str]], parts: list[str], spawns: int, rounds: int,
-            calls: int) -> dict[str, dict[str, float]]:
+def measure(
+    commands: dict[str, list[str]], parts: list[str], spawns: int, rounds: int, calls: int
+) -> dict[str, dict[str, float]]:
     """One side-by-side run: each part's median per server."""
-    rows = [(name, era) for name in commands for era in (
-        ("modern", "legacy") if name == "toolnexus" else (era_of(name),))]
+    rows = [
+        (name, era)
+        for name in commands
+        for era in (("modern", "legacy") if name == "toolnexus" else (era_of(name),))
+    ]
     found: dict[str, dict[str, float]] = {}
     if "startup" in parts:
         startup: dict[str, list[float]] = {name: [] for name in commands}
@@ -299,8 +342,9 @@ def measure(commands: dict[str, list[str]], parts: list[str], spawns: int, round
                     startup[name].append(server.first_call(era_of(name)))
                 finally:
                     server.stop()
-        found["startup"] = {name: statistics.median(values) * 1000
-                            for name, values in startup.items()}
+        found["startup"] = {
+            name: statistics.median(values) * 1000 for name, values in startup.items()
+        }
     if "sequential" not in parts and "throughput" not in parts:
         return found
     running = {name: Server(name, command) for name, command in commands.items()}
@@ -317,7 +361,8 @@ def measure(commands: dict[str, list[str]], parts: list[str], spawns: int, round
                     round_trip.setdefault(label, []).append(sequential(port, era, calls))
                 if "throughput" in parts:
                     throughput.setdefault(label, []).append(
-                        concurrent(port, era, max(calls // CLIENTS * 4, 10)))
+                        concurrent(port, era, max(calls // CLIENTS * 4, 10))
+                    )
     finally:
         for server in running.values():
             server.stop()
@@ -331,21 +376,33 @@ def measure(commands: dict[str, list[str]], parts: list[str], spawns: int, round
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer spawns and calls")
-    parser.add_argument("--repeat", type=int, default=1, metavar="N",
-                        help="run the whole comparison N times; then also print the median "
-                             "over the runs of each figure and of each ratio (default 1)")
-    parser.add_argument("--only", action="append", choices=list(TABLES), metavar="PART",
-                        help=f"measure only this part (repeatable): {', '.join(TABLES)}")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run the whole comparison N times; then also print the median "
+        "over the runs of each figure and of each ratio (default 1)",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=list(TABLES),
+        metavar="PART",
+        help=f"measure only this part (repeatable): {', '.join(TABLES)}",
+    )
     options = parser.parse_args()
     if options.repeat < 1:
         parser.error("--repeat must be at least 1")
     parts = options.only or list(TABLES)
     spawns, rounds, calls = (3, 3, 200) if options.quick else (7, 5, 1000)
     commands = servers()
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpu(s); servers: "
-          f"{', '.join(commands)}; {spawns} spawns, {rounds} rounds of {calls} calls, "
-          f"{CLIENTS} concurrent clients; {options.repeat} repeat(s); load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cpu(s); servers: "
+        f"{', '.join(commands)}; {spawns} spawns, {rounds} rounds of {calls} calls, "
+        f"{CLIENTS} concurrent clients; {options.repeat} repeat(s); load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     runs: list[dict[str, dict[str, float]]] = []
     for number in range(1, options.repeat + 1):
         found = measure(commands, parts, spawns, rounds, calls)

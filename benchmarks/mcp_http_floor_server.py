@@ -33,8 +33,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        body = json.dumps({"jsonrpc": "2.0", "id": message.get("id"), "result": answer(message)},
-                          separators=(",", ":")).encode()
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": message.get("id"), "result": answer(message)},
+            separators=(",", ":"),
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))

@@ -204,8 +204,9 @@ def pipelined(server: Server, count: int, depth: int, start: int) -> float:
     return count / (time.perf_counter() - began)
 
 
-def pipelined_table(servers: dict[str, tuple[list[str], Path]], rounds: int, calls: int,
-                    depth: int = 64) -> None:
+def pipelined_table(
+    servers: dict[str, tuple[list[str], Path]], rounds: int, calls: int, depth: int = 64
+) -> None:
     names = [name for name in servers if name != "sdk"]
     running = {name: Server(*servers[name]) for name in names}
     rates: dict[str, list[float]] = {name: [] for name in names}
@@ -227,20 +228,28 @@ def pipelined_table(servers: dict[str, tuple[list[str], Path]], rounds: int, cal
     cpu_us = {name: cpu[name] / (rounds * calls) * 1e6 for name in names}
     # Each round's rate against the floor's round of the same pass: a machine that speeds up
     # or slows down between rounds moves both alike.
-    paired = {name: statistics.median(
-        r / f for r, f in zip(rates[name], rates["floor"], strict=True)) for name in names}
+    paired = {
+        name: statistics.median(r / f for r, f in zip(rates[name], rates["floor"], strict=True))
+        for name in names
+    }
     print(f"\npipelined tools/call, {depth} in flight, median of {rounds} rounds of {calls}")
-    print(f"{'server':<30}{'calls/s':>10}{'us/call':>10}{'x floor rate':>14}"
-          f"{'per round':>11}{'server CPU us/call':>20}{'x floor CPU':>13}")
+    print(
+        f"{'server':<30}{'calls/s':>10}{'us/call':>10}{'x floor rate':>14}"
+        f"{'per round':>11}{'server CPU us/call':>20}{'x floor CPU':>13}"
+    )
     for name in names:
         rate = statistics.median(rates[name])
-        print(f"{name:<30}{rate:>10.0f}{1e6 / rate:>10.1f}{rate / floor:>14.2f}"
-              f"{paired[name]:>11.2f}{cpu_us[name]:>20.1f}"
-              f"{ratio(cpu_us[name], cpu_us['floor']):>13}")
-    print("target (pinned to one core): toolnexus >= 0.5x the floor's rate ('per round': "
-          "the median of each round's rate over the floor's in the same pass). Server CPU per "
-          "call (all rounds, /proc, 1/CLK_TCK resolution) is what a core busy with others "
-          "does not distort: on a free core the rate is about its inverse")
+        print(
+            f"{name:<30}{rate:>10.0f}{1e6 / rate:>10.1f}{rate / floor:>14.2f}"
+            f"{paired[name]:>11.2f}{cpu_us[name]:>20.1f}"
+            f"{ratio(cpu_us[name], cpu_us['floor']):>13}"
+        )
+    print(
+        "target (pinned to one core): toolnexus >= 0.5x the floor's rate ('per round': "
+        "the median of each round's rate over the floor's in the same pass). Server CPU per "
+        "call (all rounds, /proc, 1/CLK_TCK resolution) is what a core busy with others "
+        "does not distort: on a free core the rate is about its inverse"
+    )
 
 
 def ratio(value: float, base: float | None) -> str:
@@ -257,8 +266,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="call rounds per server")
     parser.add_argument("--pin", metavar="CPU", help="run every server under taskset -c CPU")
     parser.add_argument("--calls", type=int, metavar="N", help="calls per round (default 1000)")
-    parser.add_argument("--pipelined-only", action="store_true",
-                        help="only the pipelined table (64 in flight)")
+    parser.add_argument(
+        "--pipelined-only", action="store_true", help="only the pipelined table (64 in flight)"
+    )
     options = parser.parse_args()
     if options.pin is not None:
         PIN[:] = ["taskset", "-c", options.pin]

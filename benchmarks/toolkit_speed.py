@@ -184,20 +184,26 @@ def main(argv: list[str] | None = None) -> int:
     rounds = side_by_side(per_call, repeats)
     labels = list(per_call)
     bare, execute_label, bare_text, text_label = labels[0], labels[1], labels[5], labels[6]
-    print(f"Per call (CPU time, median of {repeats} rounds timing every row side by side; "
-          f"Python {sys.version.split()[0]}; {load()})")
+    print(
+        f"Per call (CPU time, median of {repeats} rounds timing every row side by side; "
+        f"Python {sys.version.split()[0]}; {load()})"
+    )
     print(f"  {'what':58} {'µs/call':>9} {'x bare':>7}")
     for label in labels:
-        print(f"  {label:58} {statistics.median(rounds[label]):9.2f} "
-              f"{same_round_ratio(rounds, label, bare):7.2f}")
+        print(
+            f"  {label:58} {statistics.median(rounds[label]):9.2f} "
+            f"{same_round_ratio(rounds, label, bare):7.2f}"
+        )
     execute_us = statistics.median(rounds[execute_label])
     ratio = same_round_ratio(rounds, execute_label, bare)
     text_ratio = same_round_ratio(rounds, text_label, bare_text)
-    print(f"  target: execute < {EXECUTE_TARGET_US:.0f} µs -> {execute_us:.2f} µs "
-          f"{'MET' if execute_us < EXECUTE_TARGET_US else 'MISSED'}; "
-          f"<= {RATIO_TARGET:.0f}x bare -> {ratio:.2f}x "
-          f"{'MET' if ratio <= RATIO_TARGET else 'MISSED'} "
-          f"(ToolResult-returning variant: {text_ratio:.2f}x)")
+    print(
+        f"  target: execute < {EXECUTE_TARGET_US:.0f} µs -> {execute_us:.2f} µs "
+        f"{'MET' if execute_us < EXECUTE_TARGET_US else 'MISSED'}; "
+        f"<= {RATIO_TARGET:.0f}x bare -> {ratio:.2f}x "
+        f"{'MET' if ratio <= RATIO_TARGET else 'MISSED'} "
+        f"(ToolResult-returning variant: {text_ratio:.2f}x)"
+    )
     print()
 
     big = Toolkit([tool(total)])
@@ -214,10 +220,14 @@ def main(argv: list[str] | None = None) -> int:
         ("json.loads of a 1000-integer payload (baseline)", "loads"),
         ("Toolkit.execute('total', 1000 integers)", "total"),
     ):
-        print(f"  {label:58} {statistics.median(rounds[key]):9.2f} "
-              f"{same_round_ratio(rounds, key, 'loads'):7.2f}")
-    print(f"  target: execute(total) <= {TOTAL_RATIO_TARGET:.1f}x json.loads -> "
-          f"{total_ratio:.2f}x {'MET' if total_ratio <= TOTAL_RATIO_TARGET else 'MISSED'}")
+        print(
+            f"  {label:58} {statistics.median(rounds[key]):9.2f} "
+            f"{same_round_ratio(rounds, key, 'loads'):7.2f}"
+        )
+    print(
+        f"  target: execute(total) <= {TOTAL_RATIO_TARGET:.1f}x json.loads -> "
+        f"{total_ratio:.2f}x {'MET' if total_ratio <= TOTAL_RATIO_TARGET else 'MISSED'}"
+    )
     print()
 
     def first_call() -> None:
@@ -235,9 +245,11 @@ def main(argv: list[str] | None = None) -> int:
     for label, value in definition:
         print(f"  {label:58} {value:9.2f}")
     inference_us = definition[0][1]
-    print(f"  target: inference for add < {INFERENCE_TARGET_US:.0f} µs -> {inference_us:.2f} µs "
-          f"{'MET' if inference_us < INFERENCE_TARGET_US else 'MISSED'} "
-          f"(whole tool(add): {definition[1][1]:.2f} µs)")
+    print(
+        f"  target: inference for add < {INFERENCE_TARGET_US:.0f} µs -> {inference_us:.2f} µs "
+        f"{'MET' if inference_us < INFERENCE_TARGET_US else 'MISSED'} "
+        f"(whole tool(add): {definition[1][1]:.2f} µs)"
+    )
     return 0
 
 

@@ -260,22 +260,30 @@ def main() -> None:
             calls[other] = lambda c=valid_call, g=good: c(g)  # type: ignore[misc]
         figures, rounds = side_by_side(calls, repeat)
         fast = "fastjsonschema" in theirs
-        valid_rows.append((
-            f"{name}: toolnexus errors() [a tool call]",
-            figures["errors"],
-            f"{ratio(rounds, 'errors', 'fastjsonschema'):.2f}x fastjsonschema" if fast else "",
-        ))
-        valid_rows.append((
-            f"{name}: toolnexus is_valid()",
-            figures["is_valid"],
-            f"{ratio(rounds, 'is_valid', 'fastjsonschema'):.2f}x fastjsonschema" if fast else "",
-        ))
+        valid_rows.append(
+            (
+                f"{name}: toolnexus errors() [a tool call]",
+                figures["errors"],
+                f"{ratio(rounds, 'errors', 'fastjsonschema'):.2f}x fastjsonschema" if fast else "",
+            )
+        )
+        valid_rows.append(
+            (
+                f"{name}: toolnexus is_valid()",
+                figures["is_valid"],
+                f"{ratio(rounds, 'is_valid', 'fastjsonschema'):.2f}x fastjsonschema"
+                if fast
+                else "",
+            )
+        )
         for other in theirs:
-            valid_rows.append((
-                f"{name}: {other}",
-                figures[other],
-                f"{ratio(rounds, other, 'errors'):.2f}x toolnexus",
-            ))
+            valid_rows.append(
+                (
+                    f"{name}: {other}",
+                    figures[other],
+                    f"{ratio(rounds, other, 'errors'):.2f}x toolnexus",
+                )
+            )
 
         calls = {
             "errors": lambda v=ours, b=bad: v.errors(b),  # type: ignore[misc]

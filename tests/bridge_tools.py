@@ -32,8 +32,9 @@ class Tools:
             """Deploy a service, asking which environment first."""
             if ctx.answer is None:
                 self.asked += 1
-                return ToolResult.pending(Request(
-                    "input", f"Where should {service} go?", data={"schema": ENVIRONMENTS}))
+                return ToolResult.pending(
+                    Request("input", f"Where should {service} go?", data={"schema": ENVIRONMENTS})
+                )
             env = ctx.answer.value("env", str)
             self.deployed.append((service, env))
             return ToolResult.ok(f"deployed {service} to {env}")

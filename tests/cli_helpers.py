@@ -26,6 +26,11 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     """`python -m toolnexus ARGS`, its output captured as text; ``env`` adds variables."""
     return subprocess.run(
-        [sys.executable, "-m", "toolnexus", *args], input=stdin, capture_output=True,
-        text=True, cwd=cwd, env={**child_env(), **(env or {})}, timeout=60,
+        [sys.executable, "-m", "toolnexus", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**child_env(), **(env or {})},
+        timeout=60,
     )

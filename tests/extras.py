@@ -29,6 +29,8 @@ def require(env: str, extra: str, *modules: str) -> None:
         except ImportError as exc:  # pragma: no cover - depends on the environment
             install = f"pip install '.[test,{extra}]'"
             if os.environ.get(env) == "1":
-                pytest.fail(f"{env}=1 but {name} cannot be imported ({exc}); install the "
-                            f"extra: {install}", pytrace=False)
+                pytest.fail(
+                    f"{env}=1 but {name} cannot be imported ({exc}); install the extra: {install}",
+                    pytrace=False,
+                )
             pytest.skip(f"{name} is not installed ({install})", allow_module_level=True)

@@ -22,8 +22,9 @@ def _png_1x1() -> bytes:
 
     header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit RGB
     pixels = zlib.compress(b"\x00\xff\x00\x00")  # filter byte + one red pixel
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + \
-        chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
 
 
 def _wav_10ms() -> bytes:

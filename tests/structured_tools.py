@@ -69,8 +69,13 @@ def tomorrow(day: dt.date) -> dt.date:
     return day + dt.timedelta(days=1)
 
 
-@tool(output_schema={"type": "object", "properties": {"sum": {"type": "integer"}},
-                     "required": ["sum"]})
+@tool(
+    output_schema={
+        "type": "object",
+        "properties": {"sum": {"type": "integer"}},
+        "required": ["sum"],
+    }
+)
 def total(a: int, b: int) -> dict[str, Any]:
     """Add, declared."""
     return {"sum": a + b}
@@ -88,8 +93,13 @@ def miscount(text: str) -> int:
     return text  # type: ignore[return-value]  # the broken promise under test
 
 
-@tool(output_schema={"type": "object", "properties": {"sum": {"type": "integer"}},
-                     "required": ["sum"]})
+@tool(
+    output_schema={
+        "type": "object",
+        "properties": {"sum": {"type": "integer"}},
+        "required": ["sum"],
+    }
+)
 def bad_total(a: int) -> dict[str, Any]:
     """Promises an integer sum, returns text."""
     return {"sum": "nope"}
@@ -100,7 +110,18 @@ def _fetch(url: str, api_key: str) -> str:
     return f"fetched {url}"
 
 
-toolkit = Toolkit([
-    grep, weather, count, evens, lookup, tomorrow, total, raw, miscount, bad_total,
-    tool(functools.partial(_fetch, api_key="sk-live-0123456789"), name="fetch"),
-])
+toolkit = Toolkit(
+    [
+        grep,
+        weather,
+        count,
+        evens,
+        lookup,
+        tomorrow,
+        total,
+        raw,
+        miscount,
+        bad_total,
+        tool(functools.partial(_fetch, api_key="sk-live-0123456789"), name="fetch"),
+    ]
+)

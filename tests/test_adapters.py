@@ -39,12 +39,22 @@ SEARCH_SCHEMA = {
 
 def test_to_openai_wraps_each_tool_as_a_function():
     assert Toolkit([add, search]).to_openai() == [
-        {"type": "function",
-         "function": {"name": "add", "description": "Add two integers.",
-                      "parameters": ADD_SCHEMA}},
-        {"type": "function",
-         "function": {"name": "search", "description": "Search the web.",
-                      "parameters": SEARCH_SCHEMA}},
+        {
+            "type": "function",
+            "function": {
+                "name": "add",
+                "description": "Add two integers.",
+                "parameters": ADD_SCHEMA,
+            },
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "search",
+                "description": "Search the web.",
+                "parameters": SEARCH_SCHEMA,
+            },
+        },
     ]
 
 
@@ -61,32 +71,64 @@ def test_to_mcp_gives_input_schema_and_the_optional_metadata_when_set():
         return {"sum": a}
 
     assert Toolkit([add, search, total]).to_mcp() == [
-        {"name": "add", "description": "Add two integers.", "inputSchema": ADD_SCHEMA,
-         "outputSchema": {"type": "object", "properties": {"result": {"type": "integer"}},
-                          "required": ["result"]}},
-        {"name": "search", "title": "Search the web", "description": "Search the web.",
-         "inputSchema": SEARCH_SCHEMA,
-         "annotations": {"readOnlyHint": True, "openWorldHint": True}},
-        {"name": "total", "description": "Sum.",
-         "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}},
-                         "required": ["a"], "additionalProperties": False},
-         "outputSchema": {"type": "object", "properties": {"sum": {"type": "integer"}}}},
+        {
+            "name": "add",
+            "description": "Add two integers.",
+            "inputSchema": ADD_SCHEMA,
+            "outputSchema": {
+                "type": "object",
+                "properties": {"result": {"type": "integer"}},
+                "required": ["result"],
+            },
+        },
+        {
+            "name": "search",
+            "title": "Search the web",
+            "description": "Search the web.",
+            "inputSchema": SEARCH_SCHEMA,
+            "annotations": {"readOnlyHint": True, "openWorldHint": True},
+        },
+        {
+            "name": "total",
+            "description": "Sum.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}},
+                "required": ["a"],
+                "additionalProperties": False,
+            },
+            "outputSchema": {"type": "object", "properties": {"sum": {"type": "integer"}}},
+        },
     ]
 
 
 def test_to_gemini_groups_declarations_in_one_tool():
     assert Toolkit([add, search]).to_gemini() == [
-        {"functionDeclarations": [
-            {"name": "add", "description": "Add two integers.",
-             "parameters": {"type": "object",
-                            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                            "required": ["a", "b"]}},
-            {"name": "search", "description": "Search the web.",
-             "parameters": {"type": "object",
-                            "properties": {"query": {"type": "string"},
-                                           "limit": {"type": "integer", "default": 10}},
-                            "required": ["query"]}},
-        ]}
+        {
+            "functionDeclarations": [
+                {
+                    "name": "add",
+                    "description": "Add two integers.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                        "required": ["a", "b"],
+                    },
+                },
+                {
+                    "name": "search",
+                    "description": "Search the web.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "query": {"type": "string"},
+                            "limit": {"type": "integer", "default": 10},
+                        },
+                        "required": ["query"],
+                    },
+                },
+            ]
+        }
     ]
 
 
@@ -125,11 +167,18 @@ def test_an_empty_toolkit_gives_empty_lists():
 
 # --------------------------------------------------------------------------- OpenAI strict
 
+
 def test_strict_openai_marks_the_function_and_keeps_an_already_strict_schema():
     [entry] = Toolkit([add]).to_openai(strict=True)
-    assert entry == {"type": "function", "function": {
-        "name": "add", "description": "Add two integers.", "parameters": ADD_SCHEMA,
-        "strict": True}}
+    assert entry == {
+        "type": "function",
+        "function": {
+            "name": "add",
+            "description": "Add two integers.",
+            "parameters": ADD_SCHEMA,
+            "strict": True,
+        },
+    }
 
 
 def test_strict_openai_makes_optional_properties_required_and_nullable():
@@ -183,8 +232,13 @@ def test_strict_openai_rewrites_nested_objects_and_definitions():
         "additionalProperties": False,
     }
     # What a strict model sends is accepted, its nulls reading as "not given".
-    sent = json.dumps({"main": {"width": 1, "height": None}, "side": {"width": 2, "height": 3},
-                       "options": {"dark": None}})
+    sent = json.dumps(
+        {
+            "main": {"width": 1, "height": None},
+            "side": {"width": 2, "height": 3},
+            "options": {"dark": None},
+        }
+    )
     assert Toolkit([layout]).execute("layout", sent).output == "100 3 {}"
 
 
@@ -197,8 +251,10 @@ def test_strict_openai_drops_keywords_strict_mode_refuses():
     properties = entry["function"]["parameters"]["properties"]
     assert properties["tags"] == {"type": "array", "items": {"type": "string"}}
     assert properties["pair"] == {
-        "type": "array", "items": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
-        "minItems": 2, "maxItems": 2,
+        "type": "array",
+        "items": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        "minItems": 2,
+        "maxItems": 2,
     }
 
 
@@ -222,6 +278,7 @@ def test_strict_openai_refuses_a_contract_tool_that_takes_any_object():
 
 
 # --------------------------------------------------------------------------- Gemini mapping
+
 
 class Mode(enum.IntEnum):
     FAST = 1
@@ -282,19 +339,25 @@ def test_gemini_inlines_references_and_cuts_recursion():
 
 
 def test_gemini_drops_keywords_it_refuses():
-    @tool(input_schema={
-        "type": "object",
-        "properties": {
-            "n": {"type": "number", "exclusiveMinimum": 0, "multipleOf": 0.5},
-            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
-            "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "integer"}],
-                     "minItems": 2, "maxItems": 2},
-            "mode": {"const": "x"},
-            "either": {"type": ["integer", "string"]},
-            "free": {"type": "object", "additionalProperties": {"type": "string"}},
-        },
-        "additionalProperties": False,
-    })
+    @tool(
+        input_schema={
+            "type": "object",
+            "properties": {
+                "n": {"type": "number", "exclusiveMinimum": 0, "multipleOf": 0.5},
+                "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                "pair": {
+                    "type": "array",
+                    "prefixItems": [{"type": "integer"}, {"type": "integer"}],
+                    "minItems": 2,
+                    "maxItems": 2,
+                },
+                "mode": {"const": "x"},
+                "either": {"type": ["integer", "string"]},
+                "free": {"type": "object", "additionalProperties": {"type": "string"}},
+            },
+            "additionalProperties": False,
+        }
+    )
     def many(n=None, tags=None, pair=None, mode=None, either=None, free=None):  # type: ignore[no-untyped-def]
         return "ok"
 
@@ -345,15 +408,30 @@ def test_a_partials_bound_secret_appears_in_no_adapter_output():
     assert list(made.input_schema["properties"]) == ["url", "retries"]
     toolkit = Toolkit([made])
     shapes: list[Any] = [
-        toolkit.to_openai(), toolkit.to_openai(strict=True), toolkit.to_anthropic(),
-        toolkit.to_gemini(), toolkit.to_mcp(), repr(made), repr(toolkit),
+        toolkit.to_openai(),
+        toolkit.to_openai(strict=True),
+        toolkit.to_anthropic(),
+        toolkit.to_gemini(),
+        toolkit.to_mcp(),
+        repr(made),
+        repr(toolkit),
     ]
     session = ServerSession(toolkit)
-    shapes.append(session.receive({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/list",
-        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                             "io.modelcontextprotocol/clientCapabilities": {}}},
-    }))
+    shapes.append(
+        session.receive(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/list",
+                "params": {
+                    "_meta": {
+                        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities": {},
+                    }
+                },
+            }
+        )
+    )
     for shape in shapes:
         text = shape if isinstance(shape, str) else json.dumps(shape, default=repr)
         assert SECRET not in text
@@ -385,10 +463,12 @@ def test_the_toolkit_adapters_are_the_tools_own_in_registration_order():
     toolkit = Toolkit([add, search])
     assert toolkit.to_openai() == [add.to_openai(), search.to_openai()]
     assert toolkit.to_openai(api="responses", strict=True) == [
-        add.to_openai(api="responses", strict=True), search.to_openai(api="responses", strict=True)
+        add.to_openai(api="responses", strict=True),
+        search.to_openai(api="responses", strict=True),
     ]
     assert toolkit.to_anthropic(strict=True) == [
-        add.to_anthropic(strict=True), search.to_anthropic(strict=True)
+        add.to_anthropic(strict=True),
+        search.to_anthropic(strict=True),
     ]
     assert toolkit.to_gemini() == [{"functionDeclarations": [add.to_gemini(), search.to_gemini()]}]
     assert toolkit.to_mcp() == [add.to_mcp(), search.to_mcp()]
@@ -396,8 +476,11 @@ def test_the_toolkit_adapters_are_the_tools_own_in_registration_order():
 
 def test_the_responses_api_shape_is_flat_and_always_says_strict():
     assert add.to_openai(api="responses") == {
-        "type": "function", "name": "add", "description": "Add two integers.",
-        "parameters": ADD_SCHEMA, "strict": False,
+        "type": "function",
+        "name": "add",
+        "description": "Add two integers.",
+        "parameters": ADD_SCHEMA,
+        "strict": False,
     }
     strict = search.to_openai(api="responses", strict=True)
     assert strict["strict"] is True
@@ -431,17 +514,24 @@ def test_openai_strict_keeps_standard_formats_and_drops_hints_it_does_not_know()
 
 
 def test_anthropic_strict_closes_objects_keeps_optionals_and_drops_unsupported_bounds():
-    @tool(input_schema={
-        "type": "object",
-        "properties": {
-            "n": {"type": "integer", "minimum": 1, "maximum": 9},
-            "tags": {"type": "array", "items": {"type": "string", "maxLength": 5},
-                     "minItems": 2, "maxItems": 4, "uniqueItems": True},
-            "point": {"type": "object", "properties": {"x": {"type": "number"}}},
-            "kind": {"oneOf": [{"const": "a"}, {"const": "b"}]},
-        },
-        "required": ["n"],
-    })
+    @tool(
+        input_schema={
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "minimum": 1, "maximum": 9},
+                "tags": {
+                    "type": "array",
+                    "items": {"type": "string", "maxLength": 5},
+                    "minItems": 2,
+                    "maxItems": 4,
+                    "uniqueItems": True,
+                },
+                "point": {"type": "object", "properties": {"x": {"type": "number"}}},
+                "kind": {"oneOf": [{"const": "a"}, {"const": "b"}]},
+            },
+            "required": ["n"],
+        }
+    )
     def shaped(args: dict[str, Any]) -> str:
         return "ok"
 
@@ -452,8 +542,11 @@ def test_anthropic_strict_closes_objects_keeps_optionals_and_drops_unsupported_b
         "properties": {
             "n": {"type": "integer"},
             "tags": {"type": "array", "items": {"type": "string"}},
-            "point": {"type": "object", "properties": {"x": {"type": "number"}},
-                      "additionalProperties": False},
+            "point": {
+                "type": "object",
+                "properties": {"x": {"type": "number"}},
+                "additionalProperties": False,
+            },
             "kind": {"anyOf": [{"const": "a"}, {"const": "b"}]},
         },
         "required": ["n"],
@@ -469,8 +562,11 @@ def test_anthropic_strict_refuses_open_objects_and_recursive_schemas():
     def label(names: dict[str, str]) -> str:
         return "ok"
 
-    with pytest.raises(StrictSchemaError, match="in Anthropic strict mode: names is an object "
-                                                r"with free-form keys.*use to_anthropic\(\)"):
+    with pytest.raises(
+        StrictSchemaError,
+        match="in Anthropic strict mode: names is an object "
+        r"with free-form keys.*use to_anthropic\(\)",
+    ):
         label.to_anthropic(strict=True)
 
     @tool

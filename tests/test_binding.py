@@ -23,8 +23,11 @@ from toolnexus.binding import (
     load_secret,
 )
 
-ENV_SCHEMA = {"type": "object", "properties": {"env": {"enum": ["staging", "production"]}},
-              "required": ["env"]}
+ENV_SCHEMA = {
+    "type": "object",
+    "properties": {"env": {"enum": ["staging", "production"]}},
+    "required": ["env"],
+}
 KEY = "binding-test-key-0123456789abcdef"
 OTHER_KEY = "another-test-key-0123456789abcdef"
 
@@ -123,13 +126,15 @@ def test_an_approval_does_not_run_another_tool(host):
 
 def test_an_approval_does_not_run_the_tool_with_other_arguments(host):
     pending, request = ask(host)
-    result = host.resume("deploy", {"service": "billing", "env": "production"}, pending,
-                         Answer.accept(request))
+    result = host.resume(
+        "deploy", {"service": "billing", "env": "production"}, pending, Answer.accept(request)
+    )
     assert "the arguments differ" in result.output
     assert runs == []
     # The same arguments spelled differently are the same call.
-    done = host.resume("deploy", '{"env": "production", "service": "api"}', pending,
-                       Answer.accept(request))
+    done = host.resume(
+        "deploy", '{"env": "production", "service": "api"}', pending, Answer.accept(request)
+    )
     assert done.output == "deployed api to production"
 
 
@@ -148,8 +153,10 @@ def test_an_edited_request_is_refused_even_with_its_binding(host):
     assert "is not the request this binding was issued for" in result.output
     wire = pending.to_dict()
     wire["metadata"]["pending"]["prompt"] = "Anything goes?"
-    assert "is not the request" in host.resume("place", {}, wire,
-                                               Answer.accept(request, {"env": "moon"})).output
+    assert (
+        "is not the request"
+        in host.resume("place", {}, wire, Answer.accept(request, {"env": "moon"})).output
+    )
     assert runs == []
 
 
@@ -161,8 +168,13 @@ def test_the_bare_request_works_in_the_process_that_asked(host):
 
 
 def test_a_turn_edited_into_another_call_is_refused_and_keeps_waiting(host):
-    calls = [{"id": "c1", "type": "function",
-              "function": {"name": "deploy", "arguments": json.dumps(ARGS)}}]
+    calls = [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "deploy", "arguments": json.dumps(ARGS)},
+        }
+    ]
     turn = host.run_turn(calls)
     runs.clear()
     wire = json.loads(turn.to_json())
@@ -196,8 +208,10 @@ def test_a_replay_through_another_host_of_the_process_is_refused_too(host):
     pending, request = ask(host)
     assert not host.resume("deploy", ARGS, pending, Answer.accept(request)).is_error
     with Host(TOOLKIT) as other:
-        assert "already answered" in other.resume("deploy", ARGS, pending,
-                                                  Answer.accept(request)).output
+        assert (
+            "already answered"
+            in other.resume("deploy", ARGS, pending, Answer.accept(request)).output
+        )
     assert len(runs) == 1
 
 
@@ -205,8 +219,7 @@ def test_a_decline_uses_the_answer_up(host):
     pending, request = ask(host)
     declined = host.resume("deploy", ARGS, pending, Answer.decline(request))
     assert declined.output == "declined/expired: Deploy api to production?"
-    assert "already answered" in host.resume("deploy", ARGS, pending,
-                                             Answer.accept(request)).output
+    assert "already answered" in host.resume("deploy", ARGS, pending, Answer.accept(request)).output
     assert runs == []
 
 
@@ -214,8 +227,10 @@ def test_an_invalid_answer_uses_nothing_up_so_a_corrected_one_may_follow(host):
     pending, request = ask(host, "place", {})
     bad = host.resume("place", {}, pending, Answer.accept(request, {"env": "moon"}))
     assert bad.output.startswith("invalid answer to 'Where?': env")
-    assert host.resume("place", {}, pending,
-                       Answer.accept(request, {"env": "staging"})).output == "placed in staging"
+    assert (
+        host.resume("place", {}, pending, Answer.accept(request, {"env": "staging"})).output
+        == "placed in staging"
+    )
 
 
 def test_concurrent_replays_run_the_tool_once(host):
@@ -295,8 +310,10 @@ def test_keys_rotate_new_first_old_still_verifies():
         pending = old.call("deploy", ARGS)
     request = ToolResult.pending_of(pending)
     with Host(TOOLKIT, secret=[KEY]) as only_new:
-        assert "does not verify" in only_new.resume("deploy", ARGS, pending,
-                                                    Answer.accept(request)).output
+        assert (
+            "does not verify"
+            in only_new.resume("deploy", ARGS, pending, Answer.accept(request)).output
+        )
     with Host(TOOLKIT, secret=[KEY, OTHER_KEY]) as rotated:
         assert rotated.resume("deploy", ARGS, pending, Answer.accept(request)).output == (
             "deployed api to production"
@@ -309,8 +326,9 @@ def test_the_key_comes_from_the_environment_when_none_is_given(monkeypatch):
     with Host(TOOLKIT, secret=KEY) as asker:
         pending = asker.call("deploy", ARGS)
     with Host(TOOLKIT) as from_env:
-        assert not from_env.resume("deploy", ARGS, pending,
-                                   Answer.accept(ToolResult.pending_of(pending))).is_error
+        assert not from_env.resume(
+            "deploy", ARGS, pending, Answer.accept(ToolResult.pending_of(pending))
+        ).is_error
 
 
 def test_bad_keys_are_refused_at_once():
@@ -347,21 +365,23 @@ def test_a_second_question_is_unresolved_by_default(host):
 def test_max_rounds_hands_back_each_new_question_bound_to_the_same_call():
     with Host(TOOLKIT, max_rounds=2) as host:
         first = host.call("wizard", {})
-        second = host.resume("wizard", {}, first,
-                             Answer.accept(ToolResult.pending_of(first), {"name": "Ada"}))
+        second = host.resume(
+            "wizard", {}, first, Answer.accept(ToolResult.pending_of(first), {"name": "Ada"})
+        )
         asked = ToolResult.pending_of(second)
         assert asked is not None and asked.prompt == "Age of Ada?"
         assert second.metadata["binding"] != first.metadata["binding"]
-        assert "was asked by 'wizard', not 'wipe'" in host.resume(
-            "wipe", {}, second, Answer.accept(asked, {"age": 36})).output
+        assert (
+            "was asked by 'wizard', not 'wipe'"
+            in host.resume("wipe", {}, second, Answer.accept(asked, {"age": 36})).output
+        )
         done = host.resume("wizard", {}, second, Answer.accept(asked, {"age": 36}))
         assert done.output == "age 36"
 
 
 def test_max_rounds_with_wait_for_asks_each_question():
     answers = iter([{"name": "Ada"}, {"age": 36}])
-    with Host(TOOLKIT, max_rounds=2,
-              wait_for=lambda r: Answer.accept(r, next(answers))) as live:
+    with Host(TOOLKIT, max_rounds=2, wait_for=lambda r: Answer.accept(r, next(answers))) as live:
         assert live.call("wizard", {}).output == "age 36"
     with Host(TOOLKIT, wait_for=lambda r: Answer.accept(r, {"name": "Ada"})) as once:
         assert once.call("wizard", {}).output == "unresolved: Age of Ada?"
@@ -372,16 +392,22 @@ def test_max_rounds_with_wait_for_asks_each_question():
 def test_max_rounds_on_the_submit_path():
     with Host(TOOLKIT, max_rounds=2) as host:
         first = host.call("wizard", {})
-        second = host.submit("wizard", {}, request=first, answer=Answer.accept(
-            ToolResult.pending_of(first), {"name": "Ada"})).result(timeout=10)
+        second = host.submit(
+            "wizard",
+            {},
+            request=first,
+            answer=Answer.accept(ToolResult.pending_of(first), {"name": "Ada"}),
+        ).result(timeout=10)
         asked = ToolResult.pending_of(second)
         assert asked is not None and asked.prompt == "Age of Ada?"
         assert "binding" in second.metadata
-        done = host.submit("wizard", {}, request=second.to_json(),
-                           answer=Answer.accept(asked, {"age": 36})).result(timeout=10)
+        done = host.submit(
+            "wizard", {}, request=second.to_json(), answer=Answer.accept(asked, {"age": 36})
+        ).result(timeout=10)
         assert done.output == "age 36"
-        replay = host.submit("wizard", {}, request=second,
-                             answer=Answer.accept(asked, {"age": 36})).result(timeout=10)
+        replay = host.submit(
+            "wizard", {}, request=second, answer=Answer.accept(asked, {"age": 36})
+        ).result(timeout=10)
         assert "already answered" in replay.output
 
 
@@ -390,7 +416,8 @@ def test_max_rounds_on_the_submit_path():
 
 def test_the_argument_digest_is_canonical():
     assert arguments_digest({"b": 1, "a": [1.0, {"y": 2, "x": 3}]}) == arguments_digest(
-        '{"a": [1, {"x": 3, "y": 2}], "b": 1}')
+        '{"a": [1, {"x": 3, "y": 2}], "b": 1}'
+    )
     assert arguments_digest(None) == arguments_digest({}) == arguments_digest("{}")
     assert arguments_digest({"a": 1}) != arguments_digest({"a": "1"})
     assert arguments_digest({"a": "\ud800"}) != arguments_digest({"a": "x"})
@@ -439,8 +466,7 @@ def test_a_host_with_an_sqlite_store_refuses_a_replay_from_another_host(tmp_path
     results = []
     for _ in range(2):
         with Host(TOOLKIT, secret=KEY, answer_store=SqliteAnswerStore(store)) as fresh:
-            results.append(fresh.resume("deploy", ARGS, pending.to_json(),
-                                        Answer.accept(request)))
+            results.append(fresh.resume("deploy", ARGS, pending.to_json(), Answer.accept(request)))
     assert results[0].output == "deployed api to production"
     assert "already answered" in results[1].output
 

@@ -40,15 +40,22 @@ def graph_of(lc_tools: list[object]) -> object:
 
 
 def calls(*items: tuple[str, dict[str, object], str]) -> dict[str, object]:
-    return {"messages": [AIMessage(content="", tool_calls=[
-        {"name": name, "args": args, "id": call_id} for name, args, call_id in items])]}
+    return {
+        "messages": [
+            AIMessage(
+                content="",
+                tool_calls=[
+                    {"name": name, "args": args, "id": call_id} for name, args, call_id in items
+                ],
+            )
+        ]
+    }
 
 
 def test_tools_keep_names_and_the_schemas_the_openai_adapter_emits(tools: Tools) -> None:
     lc_tools = to_langchain(tools.toolkit)
     assert [t.name for t in lc_tools] == ["add", "deploy", "stubborn"]
-    openai = {d["function"]["name"]: d["function"]["parameters"]
-              for d in tools.toolkit.to_openai()}
+    openai = {d["function"]["name"]: d["function"]["parameters"] for d in tools.toolkit.to_openai()}
     for lc_tool in lc_tools:
         assert lc_tool.args_schema == openai[lc_tool.name]
         assert lc_tool.description == tools.toolkit.get(lc_tool.name).description
@@ -62,11 +69,12 @@ def test_a_call_runs_through_invoke_and_ainvoke(tools: Tools) -> None:
 
 def test_a_bad_argument_is_an_error_tool_message_the_model_can_read(tools: Tools) -> None:
     app = graph_of(to_langchain(tools.toolkit))
-    out = app.invoke(calls(("add", {"a": 1, "b": "x"}, "c1")),
-                     {"configurable": {"thread_id": "bad"}})
+    out = app.invoke(
+        calls(("add", {"a": 1, "b": "x"}, "c1")), {"configurable": {"thread_id": "bad"}}
+    )
     message = out["messages"][-1]
     assert isinstance(message, ToolMessage) and message.status == "error"
-    assert message.content == 'invalid arguments for \'add\': b: expected integer, got string "x"'
+    assert message.content == "invalid arguments for 'add': b: expected integer, got string \"x\""
 
 
 def test_a_question_interrupts_the_graph_and_the_resume_value_answers_the_call_that_asked(
@@ -118,8 +126,9 @@ def test_outside_a_graph_a_question_comes_back_as_its_prompt(tools: Tools) -> No
 def test_the_hosts_deadline_holds_for_a_tool_that_ignores_its_token(tools: Tools) -> None:
     with Host(tools.toolkit, grace_ms=50) as host:
         app = graph_of(to_langchain(host, timeout_ms=200))
-        out = app.invoke(calls(("stubborn", {"seconds": 60}, "c1")),
-                         {"configurable": {"thread_id": "slow"}})
+        out = app.invoke(
+            calls(("stubborn", {"seconds": 60}, "c1")), {"configurable": {"thread_id": "slow"}}
+        )
         message = out["messages"][-1]
         assert message.status == "error"
         assert message.content.startswith("timed out after 200 ms")

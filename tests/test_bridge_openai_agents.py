@@ -45,21 +45,35 @@ class OneCall(Model):
     def __init__(self, name: str, args: dict[str, Any]) -> None:
         self.name, self.args = name, args
 
-    async def get_response(self, system_instructions: Any, input: Any, *rest: Any,
-                           **options: Any) -> ModelResponse:
-        outputs = [item for item in (input if isinstance(input, list) else [])
-                   if isinstance(item, dict) and item.get("type") == "function_call_output"]
+    async def get_response(
+        self, system_instructions: Any, input: Any, *rest: Any, **options: Any
+    ) -> ModelResponse:
+        outputs = [
+            item
+            for item in (input if isinstance(input, list) else [])
+            if isinstance(item, dict) and item.get("type") == "function_call_output"
+        ]
         if not outputs:
-            call = ResponseFunctionToolCall(type="function_call", name=self.name,
-                                            arguments=json.dumps(self.args), call_id="call_1",
-                                            id="fc_1", status="completed")
+            call = ResponseFunctionToolCall(
+                type="function_call",
+                name=self.name,
+                arguments=json.dumps(self.args),
+                call_id="call_1",
+                id="fc_1",
+                status="completed",
+            )
             return ModelResponse(output=[call], usage=Usage(), response_id=None)
         said = outputs[-1]["output"]
         text = said if isinstance(said, str) else json.dumps(said)
         message = ResponseOutputMessage(
-            id="msg_1", type="message", role="assistant", status="completed",
-            content=[ResponseOutputText(type="output_text", text=f"tool said: {text}",
-                                        annotations=[])])
+            id="msg_1",
+            type="message",
+            role="assistant",
+            status="completed",
+            content=[
+                ResponseOutputText(type="output_text", text=f"tool said: {text}", annotations=[])
+            ],
+        )
         return ModelResponse(output=[message], usage=Usage(), response_id=None)
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:
@@ -71,8 +85,7 @@ def run(agent: Agent[Any], start: Any) -> Any:
 
 
 def test_tools_keep_names_and_the_schemas_the_openai_adapter_emits(tools: Tools) -> None:
-    openai = {d["function"]["name"]: d["function"]["parameters"]
-              for d in tools.toolkit.to_openai()}
+    openai = {d["function"]["name"]: d["function"]["parameters"] for d in tools.toolkit.to_openai()}
     bridge = to_openai_agents(tools.toolkit)
     assert [t.name for t in bridge.tools] == ["add", "deploy", "stubborn"]
     for each in bridge.tools:
@@ -80,8 +93,11 @@ def test_tools_keep_names_and_the_schemas_the_openai_adapter_emits(tools: Tools)
 
 
 def test_a_call_runs_through_the_runner_once(tools: Tools) -> None:
-    agent = Agent(name="calc", model=OneCall("add", {"a": 2, "b": 3}),
-                  tools=to_openai_agents(tools.toolkit).tools)
+    agent = Agent(
+        name="calc",
+        model=OneCall("add", {"a": 2, "b": 3}),
+        tools=to_openai_agents(tools.toolkit).tools,
+    )
     assert run(agent, "add").final_output == "tool said: 5"
 
 
@@ -119,8 +135,11 @@ def test_a_rejected_question_never_runs_the_tool(tools: Tools) -> None:
 
 def test_the_hosts_deadline_holds_for_a_tool_that_ignores_its_token(tools: Tools) -> None:
     with Host(tools.toolkit, grace_ms=50) as host:
-        agent = Agent(name="slow", model=OneCall("stubborn", {"seconds": 60}),
-                      tools=to_openai_agents(host, timeout_ms=200).tools)
+        agent = Agent(
+            name="slow",
+            model=OneCall("stubborn", {"seconds": 60}),
+            tools=to_openai_agents(host, timeout_ms=200).tools,
+        )
         output = run(agent, "wait").final_output
         assert output.startswith("tool said: timed out after 200 ms")
         assert not tools.stubborn_returned.is_set()

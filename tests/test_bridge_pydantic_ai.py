@@ -39,21 +39,23 @@ def model_calling(name: str, args: dict[str, Any]) -> FunctionModel:
     """A model that calls one tool, then answers with what the tool returned."""
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returned = [part for message in messages for part in message.parts
-                    if part.part_kind in ("tool-return", "retry-prompt")]
+        returned = [
+            part
+            for message in messages
+            for part in message.parts
+            if part.part_kind in ("tool-return", "retry-prompt")
+        ]
         if not returned:
             return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id="call_1")])
         last = returned[-1]
-        text = last.model_response_str() if isinstance(last, ToolReturnPart) else str(
-            last.content)
+        text = last.model_response_str() if isinstance(last, ToolReturnPart) else str(last.content)
         return ModelResponse(parts=[TextPart(f"tool said: {text}")])
 
     return FunctionModel(respond)
 
 
 def test_tools_keep_names_and_the_schemas_the_openai_adapter_emits(tools: Tools) -> None:
-    openai = {d["function"]["name"]: d["function"]["parameters"]
-              for d in tools.toolkit.to_openai()}
+    openai = {d["function"]["name"]: d["function"]["parameters"] for d in tools.toolkit.to_openai()}
     made = to_pydantic_ai(tools.toolkit)
     assert [t.name for t in made] == ["add", "deploy", "stubborn"]
     for each in made:
@@ -68,8 +70,11 @@ def test_a_call_runs_through_the_agent(tools: Tools) -> None:
 def test_a_question_is_a_deferred_request_and_the_answer_resumes_the_call_that_asked(
     tools: Tools,
 ) -> None:
-    agent = Agent(model_calling("deploy", {"service": "api"}),
-                  tools=to_pydantic_ai(tools.toolkit), output_type=[str, DeferredToolRequests])
+    agent = Agent(
+        model_calling("deploy", {"service": "api"}),
+        tools=to_pydantic_ai(tools.toolkit),
+        output_type=[str, DeferredToolRequests],
+    )
     first = agent.run_sync("ship it")
     requests = first.output
     assert isinstance(requests, DeferredToolRequests)
@@ -88,14 +93,18 @@ def test_a_question_is_a_deferred_request_and_the_answer_resumes_the_call_that_a
 
 
 def test_a_denied_question_never_runs_the_tool(tools: Tools) -> None:
-    agent = Agent(model_calling("deploy", {"service": "api"}),
-                  tools=to_pydantic_ai(tools.toolkit), output_type=[str, DeferredToolRequests])
+    agent = Agent(
+        model_calling("deploy", {"service": "api"}),
+        tools=to_pydantic_ai(tools.toolkit),
+        output_type=[str, DeferredToolRequests],
+    )
     first = agent.run_sync("ship it")
     assert isinstance(first.output, DeferredToolRequests)
     [approval] = first.output.approvals
-    second = agent.run_sync(message_history=first.all_messages(),
-                            deferred_tool_results=DeferredToolResults(
-                                approvals={approval.tool_call_id: False}))
+    second = agent.run_sync(
+        message_history=first.all_messages(),
+        deferred_tool_results=DeferredToolResults(approvals={approval.tool_call_id: False}),
+    )
     assert "denied" in str(second.output)
     assert tools.deployed == []
 
@@ -108,8 +117,9 @@ def test_an_error_result_reaches_the_model_as_a_failure(tools: Tools) -> None:
 
 def test_the_hosts_deadline_holds_for_a_tool_that_ignores_its_token(tools: Tools) -> None:
     with Host(tools.toolkit, grace_ms=50) as host:
-        agent = Agent(model_calling("stubborn", {"seconds": 60}),
-                      tools=to_pydantic_ai(host, timeout_ms=200))
+        agent = Agent(
+            model_calling("stubborn", {"seconds": 60}), tools=to_pydantic_ai(host, timeout_ms=200)
+        )
         output = agent.run_sync("wait").output
         assert "timed out after 200 ms" in output
         assert not tools.stubborn_returned.is_set()

@@ -65,16 +65,25 @@ def ran(folder: Path) -> list[str]:
 
 
 def ask(folder: Path, *args: str) -> str:
-    first = run("call", "tools.py:toolkit", *args, "--no-input", "--secret-file", "key",
-                cwd=folder)
+    first = run("call", "tools.py:toolkit", *args, "--no-input", "--secret-file", "key", cwd=folder)
     assert first.returncode == 3, first.stderr
     assert "--secret-file key" in first.stderr
     return first.stdout
 
 
 def resume(folder: Path, *args: str, request: str, answer: str = YES, key: str = "key"):
-    return run("resume", "tools.py:toolkit", *args, "--request", request, "--answer", answer,
-               "--secret-file", key, cwd=folder)
+    return run(
+        "resume",
+        "tools.py:toolkit",
+        *args,
+        "--request",
+        request,
+        "--answer",
+        answer,
+        "--secret-file",
+        key,
+        cwd=folder,
+    )
 
 
 def test_the_resumed_call_runs_once_and_a_replay_is_already_answered(folder: Path):
@@ -115,8 +124,9 @@ def test_a_made_up_request_is_refused(folder: Path):
 def test_a_request_with_its_schema_removed_is_refused(folder: Path):
     parked = json.loads(ask(folder, "place"))
     del parked["metadata"]["pending"]["data"]
-    done = resume(folder, "place", request=json.dumps(parked), answer='{"ok": true, '
-                  '"data": {"env": "moon"}}')
+    done = resume(
+        folder, "place", request=json.dumps(parked), answer='{"ok": true, "data": {"env": "moon"}}'
+    )
     assert done.returncode == 1
     assert "is not the request this binding was issued for" in done.stdout
     assert ran(folder) == []
@@ -124,8 +134,14 @@ def test_a_request_with_its_schema_removed_is_refused(folder: Path):
 
 def test_approved_false_is_a_decline(folder: Path):
     parked = ask(folder, "deploy", "service=api", "env=production")
-    done = resume(folder, "deploy", "service=api", "env=production", request=parked,
-                  answer='{"ok": true, "data": {"approved": false}}')
+    done = resume(
+        folder,
+        "deploy",
+        "service=api",
+        "env=production",
+        request=parked,
+        answer='{"ok": true, "data": {"approved": false}}',
+    )
     assert done.returncode == 1
     assert done.stdout == "declined/expired: Deploy api to production?\n"
     assert ran(folder) == []
@@ -133,16 +149,32 @@ def test_approved_false_is_a_decline(folder: Path):
 
 def test_another_key_is_refused_and_no_key_says_how_to_configure_one(folder: Path):
     parked = ask(folder, "deploy", "service=api", "env=production")
-    other = resume(folder, "deploy", "service=api", "env=production", request=parked,
-                   key="other")
+    other = resume(folder, "deploy", "service=api", "env=production", request=parked, key="other")
     assert other.returncode == 1
     assert "does not verify under this host's key(s)" in other.stdout
-    keyless = run("call", "tools.py:toolkit", "deploy", "service=api", "env=production",
-                  "--no-input", cwd=folder)
+    keyless = run(
+        "call",
+        "tools.py:toolkit",
+        "deploy",
+        "service=api",
+        "env=production",
+        "--no-input",
+        cwd=folder,
+    )
     assert keyless.returncode == 3
     assert "note: no key is configured" in keyless.stderr
-    refused = run("resume", "tools.py:toolkit", "deploy", "service=api", "env=production",
-                  "--request", keyless.stdout, "--answer", YES, cwd=folder)
+    refused = run(
+        "resume",
+        "tools.py:toolkit",
+        "deploy",
+        "service=api",
+        "env=production",
+        "--request",
+        keyless.stdout,
+        "--answer",
+        YES,
+        cwd=folder,
+    )
     assert refused.returncode == 1
     assert "no key is configured" in refused.stdout and "--secret-file" in refused.stdout
     assert ran(folder) == []
@@ -150,11 +182,22 @@ def test_another_key_is_refused_and_no_key_says_how_to_configure_one(folder: Pat
 
 def test_a_key_from_the_environment_works_like_the_file(folder: Path, monkeypatch):
     monkeypatch.setenv("TOOLNEXUS_SECRET", "cli-answers-key-0123456789abcdef")
-    first = run("call", "tools.py:toolkit", "deploy", "service=api", "env=staging",
-                "--no-input", cwd=folder)
+    first = run(
+        "call", "tools.py:toolkit", "deploy", "service=api", "env=staging", "--no-input", cwd=folder
+    )
     assert "note: no key" not in first.stderr
-    done = run("resume", "tools.py:toolkit", "deploy", "service=api", "env=staging",
-               "--request", first.stdout, "--answer", YES, cwd=folder)
+    done = run(
+        "resume",
+        "tools.py:toolkit",
+        "deploy",
+        "service=api",
+        "env=staging",
+        "--request",
+        first.stdout,
+        "--answer",
+        YES,
+        cwd=folder,
+    )
     assert done.stdout == "deployed api to staging\n"
 
 

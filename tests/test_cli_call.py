@@ -48,10 +48,25 @@ def test_a_plain_call_prints_the_result_text_and_exits_0():
 
 
 def test_key_value_values_are_json_when_they_parse_else_text(echo_ref):
-    assert echoed(echo_ref, "n=3", "flag=true", "name=Ada", "ratio=0.5", "tags=[1,2]",
-                  "nothing=null", 'quoted="7"', "eq=a=b") == {
-        "n": 3, "flag": True, "name": "Ada", "ratio": 0.5, "tags": [1, 2], "nothing": None,
-        "quoted": "7", "eq": "a=b",
+    assert echoed(
+        echo_ref,
+        "n=3",
+        "flag=true",
+        "name=Ada",
+        "ratio=0.5",
+        "tags=[1,2]",
+        "nothing=null",
+        'quoted="7"',
+        "eq=a=b",
+    ) == {
+        "n": 3,
+        "flag": True,
+        "name": "Ada",
+        "ratio": 0.5,
+        "tags": [1, 2],
+        "nothing": None,
+        "quoted": "7",
+        "eq": "a=b",
     }
 
 
@@ -112,7 +127,8 @@ def test_json_output_of_an_error_says_is_error():
     out = run("call", WEATHER, "forecast", "city=Oslo", "days=9", "--json")
     assert out.returncode == 1
     assert json.loads(out.stdout) == {
-        "output": "days must be between 1 and 7, got 9", "isError": True
+        "output": "days must be between 1 and 7, got 9",
+        "isError": True,
     }
 
 

@@ -27,8 +27,12 @@ def test_the_demo_runs_from_any_folder_and_every_scenario_ends_as_shown(tmp_path
     out = run("demo", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stderr == ""
-    for heading in ("1. A plain call", "2. A cancelled call", "3. Timeouts",
-                    "4. A question, answered"):
+    for heading in (
+        "1. A plain call",
+        "2. A cancelled call",
+        "3. Timeouts",
+        "4. A question, answered",
+    ):
         assert heading in out.stdout
     assert outcomes(out.stdout) == [
         ('crunch {"steps": 3}', "ok"),

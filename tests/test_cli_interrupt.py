@@ -27,8 +27,13 @@ class Child:
 
     def __init__(self, *args: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "toolnexus", *args], cwd=ROOT, env=child_env(), text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [sys.executable, "-m", "toolnexus", *args],
+            cwd=ROOT,
+            env=child_env(),
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []

@@ -19,10 +19,16 @@ def test_list_prints_each_tool_name_and_the_first_line_of_its_description():
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert [line.split()[0] for line in lines] == [
-        "crunch", "fetchish", "deploy", "nap", "stubborn"
+        "crunch",
+        "fetchish",
+        "deploy",
+        "nap",
+        "stubborn",
     ]
-    assert lines[0] == "crunch    Count up to steps (a millisecond each), stopping early when "\
+    assert (
+        lines[0] == "crunch    Count up to steps (a millisecond each), stopping early when "
         "cancelled."
+    )
     assert out.stderr == ""
 
 
@@ -35,14 +41,27 @@ def test_list_takes_a_file_path(tmp_path):
 @pytest.mark.parametrize(
     ("fmt", "check"),
     [
-        ("openai", lambda doc: doc[0]["type"] == "function"
-         and doc[0]["function"]["name"] == "crunch"
-         and "steps" in doc[0]["function"]["parameters"]["properties"]),
-        ("anthropic", lambda doc: doc[0]["name"] == "crunch"
-         and "steps" in doc[0]["input_schema"]["properties"]),
+        (
+            "openai",
+            lambda doc: (
+                doc[0]["type"] == "function"
+                and doc[0]["function"]["name"] == "crunch"
+                and "steps" in doc[0]["function"]["parameters"]["properties"]
+            ),
+        ),
+        (
+            "anthropic",
+            lambda doc: (
+                doc[0]["name"] == "crunch" and "steps" in doc[0]["input_schema"]["properties"]
+            ),
+        ),
         ("gemini", lambda doc: doc[0]["functionDeclarations"][0]["name"] == "crunch"),
-        ("mcp", lambda doc: doc[0]["name"] == "crunch"
-         and "steps" in doc[0]["inputSchema"]["properties"]),
+        (
+            "mcp",
+            lambda doc: (
+                doc[0]["name"] == "crunch" and "steps" in doc[0]["inputSchema"]["properties"]
+            ),
+        ),
     ],
 )
 def test_schema_prints_pretty_json_in_each_providers_shape(fmt, check):
@@ -86,10 +105,17 @@ def test_every_subcommand_has_help_with_an_example(command):
 def test_the_top_level_help_documents_every_exit_code():
     out = run("--help")
     assert out.returncode == 0
-    for code, meaning in [("0", "ok"), ("1", "error"), ("2", "usage error"),
-                          ("3", "pending"), ("124", "timed out"), ("130", "cancelled")]:
-        assert any(line.split()[:1] == [code] and meaning in line
-                   for line in out.stdout.splitlines()), (code, out.stdout)
+    for code, meaning in [
+        ("0", "ok"),
+        ("1", "error"),
+        ("2", "usage error"),
+        ("3", "pending"),
+        ("124", "timed out"),
+        ("130", "cancelled"),
+    ]:
+        assert any(
+            line.split()[:1] == [code] and meaning in line for line in out.stdout.splitlines()
+        ), (code, out.stdout)
 
 
 def test_call_help_documents_the_exit_codes_too():

@@ -51,14 +51,19 @@ def test_save_parts_writes_one_file_per_part_inside_the_directory(tmp_path):
     saved = tmp_path / "out" / "parts"
     # A name never leads out of the directory; a repeated name gets a number.
     assert sorted(p.name for p in saved.iterdir()) == [
-        "escape-2.gif", "escape.gif", "part-3.bin", "part-5.txt"]
+        "escape-2.gif",
+        "escape.gif",
+        "part-3.bin",
+        "part-5.txt",
+    ]
     assert (saved / "escape.gif").read_bytes() == b"GIF89a"
     assert (saved / "escape-2.gif").read_bytes() == b"GIF89a!"
     assert (saved / "part-3.bin").read_bytes() == b"a,b\n1,2\n"
     assert (saved / "part-5.txt").read_text() == "one caption"
     assert not (tmp_path / "escape.gif").exists()
-    assert "part 4: file (application/pdf, 0 bytes) at https://example.test/report.pdf" \
-        in done.stderr
+    assert (
+        "part 4: file (application/pdf, 0 bytes) at https://example.test/report.pdf" in done.stderr
+    )
 
 
 def test_json_prints_the_whole_result_with_its_parts(tmp_path):
@@ -68,5 +73,9 @@ def test_json_prints_the_whole_result_with_its_parts(tmp_path):
     result = ToolResult.from_json(done.stdout)
     assert result.output == "the chart" and len(result.parts) == 5
     assert json.loads(done.stdout)["parts"][0] == {
-        "type": "image", "mimeType": "image/gif", "data": "R0lGODlh", "name": "../../escape.gif"}
+        "type": "image",
+        "mimeType": "image/gif",
+        "data": "R0lGODlh",
+        "name": "../../escape.gif",
+    }
     assert "part(s)" not in done.stderr

@@ -40,8 +40,9 @@ def test_an_invalid_answer_is_explained_and_asked_again():
     assert out.stdout == "deployed api to production with 3 replica(s)\n"
     lines = out.stderr.splitlines()
     assert lines[1].endswith("[staging]: qa")
-    assert lines[2] == '  invalid: expected one of "staging", "production", got string "qa"; '\
-        "try again"
+    assert (
+        lines[2] == '  invalid: expected one of "staging", "production", got string "qa"; try again'
+    )
     assert lines[4] == "  replicas (integer, 1 to 10) [1]: 0"
     assert lines[5] == "  invalid: expected at least 1, got 0; try again"
     assert lines[7] == '  invalid: expected integer, got string "x"; try again'
@@ -116,24 +117,39 @@ def test_a_pending_request_saved_to_a_file_is_resumed_with_an_answer_file(tmp_pa
         json.dumps({"id": request_id, "ok": True, "data": {"env": "production"}}),
         encoding="utf-8",
     )
-    done = run("resume", DEMO, "deploy", "--request", "@req.json", "--answer", "@ans.json",
-               cwd=tmp_path)
+    done = run(
+        "resume", DEMO, "deploy", "--request", "@req.json", "--answer", "@ans.json", cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "deployed to production\n"
 
 
 def test_resume_takes_inline_json_and_an_answer_without_id_echoes_the_request():
     first = run("call", DEMO, "deploy", "--no-input")
-    done = run("resume", DEMO, "deploy", "--request", first.stdout,
-               "--answer", '{"ok": true, "data": {"env": "staging"}}')
+    done = run(
+        "resume",
+        DEMO,
+        "deploy",
+        "--request",
+        first.stdout,
+        "--answer",
+        '{"ok": true, "data": {"env": "staging"}}',
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "deployed to staging\n"
 
 
 def test_resume_with_an_answer_failing_the_requests_schema_is_a_usage_error_and_runs_nothing():
     first = run("call", DEMO, "deploy", "--no-input")
-    done = run("resume", DEMO, "deploy", "--request", first.stdout,
-               "--answer", '{"ok": true, "data": {"env": "moon"}}')
+    done = run(
+        "resume",
+        DEMO,
+        "deploy",
+        "--request",
+        first.stdout,
+        "--answer",
+        '{"ok": true, "data": {"env": "moon"}}',
+    )
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr == (
@@ -147,8 +163,16 @@ def test_resume_accepts_the_whole_pending_result_that_json_printed():
     first = run("call", DEMO, "deploy", "--no-input", "--json")
     assert first.returncode == 3
     assert json.loads(first.stdout)["metadata"]["pending"]["kind"] == "input"
-    done = run("resume", DEMO, "deploy", "--request", first.stdout,
-               "--answer", '{"ok": true, "data": {"env": "production"}}', "--json")
+    done = run(
+        "resume",
+        DEMO,
+        "deploy",
+        "--request",
+        first.stdout,
+        "--answer",
+        '{"ok": true, "data": {"env": "production"}}',
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"output": "deployed to production", "isError": False}
 
@@ -163,23 +187,38 @@ def test_resume_without_an_answer_asks_at_the_prompt():
 
 def test_an_answer_for_another_request_is_refused_not_run():
     first = run("call", DEMO, "deploy", "--no-input")
-    done = run("resume", DEMO, "deploy", "--request", first.stdout,
-               "--answer", '{"id": "pnd-someone-else", "ok": true, "data": {"env": "staging"}}')
+    done = run(
+        "resume",
+        DEMO,
+        "deploy",
+        "--request",
+        first.stdout,
+        "--answer",
+        '{"id": "pnd-someone-else", "ok": true, "data": {"env": "staging"}}',
+    )
     assert done.returncode == 1
     assert "deployed" not in done.stdout
 
 
 def test_a_declining_answer_file_gives_the_declined_result():
     first = run("call", DEMO, "deploy", "--no-input")
-    done = run("resume", DEMO, "deploy", "--request", first.stdout,
-               "--answer", '{"ok": false, "reason": "declined"}')
+    done = run(
+        "resume",
+        DEMO,
+        "deploy",
+        "--request",
+        first.stdout,
+        "--answer",
+        '{"ok": false, "reason": "declined"}',
+    )
     assert done.returncode == 1
     assert done.stdout == "declined/expired: Which environment?\n"
 
 
 def test_a_malformed_request_or_answer_is_a_usage_error():
-    bad_request = run("resume", DEMO, "deploy", "--request", '{"id": "pnd-1"}',
-                      "--answer", '{"ok": true}')
+    bad_request = run(
+        "resume", DEMO, "deploy", "--request", '{"id": "pnd-1"}', "--answer", '{"ok": true}'
+    )
     assert bad_request.returncode == 2
     assert "--request: invalid Request: field 'kind'" in bad_request.stderr
     first = run("call", DEMO, "deploy", "--no-input")

@@ -88,16 +88,22 @@ def test_a_package_attribute_path_and_a_dotted_attr_resolve():
 
 
 def test_a_missing_module_says_where_it_looked_and_how_to_fix_it():
-    with pytest.raises(RefError, match=r"cannot import 'no_such_mod_xyz': no module named "
-                       r"'no_such_mod_xyz' .*run from the folder that holds it"):
+    with pytest.raises(
+        RefError,
+        match=r"cannot import 'no_such_mod_xyz': no module named "
+        r"'no_such_mod_xyz' .*run from the folder that holds it",
+    ):
         load_toolkit("no_such_mod_xyz:tools")
 
 
 def test_a_missing_dependency_of_the_module_is_named_with_the_install_fix(tmp_path):
     path = write(tmp_path, "needs.py", "import not_installed_pkg_xyz\n")
-    with pytest.raises(RefError, match=r"it imports 'not_installed_pkg_xyz', which is not "
-                       r"installed; install the package that provides 'not_installed_pkg_xyz' "
-                       r"\(its name on the package index may differ\)"):
+    with pytest.raises(
+        RefError,
+        match=r"it imports 'not_installed_pkg_xyz', which is not "
+        r"installed; install the package that provides 'not_installed_pkg_xyz' "
+        r"\(its name on the package index may differ\)",
+    ):
         load_toolkit(f"{path}:x")
 
 
@@ -106,8 +112,11 @@ def test_a_missing_toolnexus_is_named_with_this_librarys_distribution_not_the_ot
 ):
     # The package index's `toolnexus` is a different project: the hint must never point there.
     # What `import toolnexus` raises in an environment where this library is not installed.
-    path = write(tmp_path, "needs_us.py",
-                 "raise ModuleNotFoundError(\"No module named 'toolnexus'\", name='toolnexus')\n")
+    path = write(
+        tmp_path,
+        "needs_us.py",
+        "raise ModuleNotFoundError(\"No module named 'toolnexus'\", name='toolnexus')\n",
+    )
     with pytest.raises(RefError) as caught:
         load_toolkit(f"{path}:x")
     error = str(caught.value)
@@ -117,8 +126,11 @@ def test_a_missing_toolnexus_is_named_with_this_librarys_distribution_not_the_ot
 
 
 def test_a_missing_attribute_suggests_the_close_name_and_lists_the_tools(tools_file):
-    with pytest.raises(RefError, match=r"has no attribute 'ad'; did you mean 'add'\? "
-                       r"\(its tools: add, shout\)"):
+    with pytest.raises(
+        RefError,
+        match=r"has no attribute 'ad'; did you mean 'add'\? "
+        r"\(its tools: add, shout\)",
+    ):
         load_toolkit(f"{tools_file}:ad")
 
 
@@ -130,22 +142,31 @@ def test_a_missing_file_and_a_folder_are_told_apart(tmp_path):
 
 
 def test_a_value_that_is_not_a_tool_is_refused_with_what_to_point_at(tools_file):
-    with pytest.raises(RefError, match=r"is a int, not a tool; point REF at a function, a Tool, "
-                       r"a Toolkit or a module"):
+    with pytest.raises(
+        RefError,
+        match=r"is a int, not a tool; point REF at a function, a Tool, "
+        r"a Toolkit or a module",
+    ):
         load_toolkit(f"{tools_file}:number")
 
 
 def test_a_module_without_tools_suggests_decorating_or_naming_a_function(tmp_path):
     path = write(tmp_path, "plain.py", "def area(w: int, h: int) -> int:\n    return w * h\n")
-    with pytest.raises(RefError, match=r"defines no tools; decorate its tool functions with "
-                       r"@toolnexus.tool or name one function \(e.g. .*plain.py:area\)"):
+    with pytest.raises(
+        RefError,
+        match=r"defines no tools; decorate its tool functions with "
+        r"@toolnexus.tool or name one function \(e.g. .*plain.py:area\)",
+    ):
         load_toolkit(str(path))
 
 
 def test_an_exception_while_importing_names_the_type_the_place_and_debug(tmp_path):
     path = write(tmp_path, "broken.py", "x = 1\nraise RuntimeError('no config found')\n")
-    with pytest.raises(RefError, match=r"importing .*broken.py' failed: RuntimeError: no config "
-                       r"found at .*broken.py:2; run with --debug for the traceback"):
+    with pytest.raises(
+        RefError,
+        match=r"importing .*broken.py' failed: RuntimeError: no config "
+        r"found at .*broken.py:2; run with --debug for the traceback",
+    ):
         load_toolkit(str(path))
 
 
@@ -161,8 +182,11 @@ def test_malformed_refs_are_refused_before_importing_anything():
 
 
 def test_a_file_named_like_a_loaded_module_does_not_replace_it(tmp_path):
-    path = write(tmp_path, "json.py", "from toolnexus import tool\n\n@tool\ndef j() -> str:\n"
-                 "    '''J.'''\n    return 'j'\n")
+    path = write(
+        tmp_path,
+        "json.py",
+        "from toolnexus import tool\n\n@tool\ndef j() -> str:\n    '''J.'''\n    return 'j'\n",
+    )
     assert names(str(path)) == ["j"]
     import json
 

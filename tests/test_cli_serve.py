@@ -17,9 +17,14 @@ def session(*messages: dict[str, object]) -> str:
 
 
 INITIALIZE = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "test", "version": "1"}},
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
 }
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
@@ -29,13 +34,25 @@ def replies(stdout: str) -> dict[object, dict[str, object]]:
 
 
 def test_serve_answers_initialize_list_and_call_then_exits_0_when_stdin_closes():
-    out = run("serve", "toolnexus.demo:toolkit", "--name", "demo", "--version", "9.9",
-              stdin=session(
-                  INITIALIZE, INITIALIZED,
-                  {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-                  {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                   "params": {"name": "crunch", "arguments": {"steps": 3}}},
-              ))
+    out = run(
+        "serve",
+        "toolnexus.demo:toolkit",
+        "--name",
+        "demo",
+        "--version",
+        "9.9",
+        stdin=session(
+            INITIALIZE,
+            INITIALIZED,
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "crunch", "arguments": {"steps": 3}},
+            },
+        ),
+    )
     assert out.returncode == 0, out.stderr
     by_id = replies(out.stdout)
     assert by_id[1]["result"]["serverInfo"] == {"name": "demo", "version": "9.9"}
@@ -45,7 +62,8 @@ def test_serve_answers_initialize_list_and_call_then_exits_0_when_stdin_closes()
 
 
 def test_a_module_that_prints_while_loading_cannot_corrupt_the_protocol(tmp_path):
-    (tmp_path / "noisy.py").write_text(textwrap.dedent("""
+    (tmp_path / "noisy.py").write_text(
+        textwrap.dedent("""
         from toolnexus import tool
         print("loading noisy tools")
 
@@ -53,7 +71,9 @@ def test_a_module_that_prints_while_loading_cannot_corrupt_the_protocol(tmp_path
         def ping() -> str:
             '''Answer pong.'''
             return "pong"
-    """), encoding="utf-8")
+    """),
+        encoding="utf-8",
+    )
     out = run("serve", "noisy.py", cwd=tmp_path, stdin=session(INITIALIZE, INITIALIZED))
     assert out.returncode == 0, out.stderr
     assert "loading noisy tools" in out.stderr
@@ -81,8 +101,10 @@ WIZARD = textwrap.dedent("""
             return ToolResult.pending(Request("question", "Age?"))
         return ToolResult.ok(f"{data['age']} years")
 """)
-MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+MODERN = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+}
 
 
 def _wizard_rounds(tmp_path: Path, *flags: str) -> list[dict[str, object]]:
@@ -94,25 +116,37 @@ def _wizard_rounds(tmp_path: Path, *flags: str) -> list[dict[str, object]]:
 
     (tmp_path / "wizard.py").write_text(WIZARD, encoding="utf-8")
     server = subprocess.Popen(
-        [sys.executable, "-m", "toolnexus", "serve", "wizard.py", *flags], cwd=tmp_path,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=child_env())
+        [sys.executable, "-m", "toolnexus", "serve", "wizard.py", *flags],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+    )
     assert server.stdin is not None and server.stdout is not None
     results: list[dict[str, object]] = []
     params: dict[str, object] = {"name": "wizard", "arguments": {}, "_meta": MODERN}
     answers = iter([{"answer": "Ada"}, {"age": 36}])
     try:
         for call_id in range(1, 4):
-            server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": call_id,
-                                           "method": "tools/call", "params": params}) + "\n")
+            server.stdin.write(
+                json.dumps(
+                    {"jsonrpc": "2.0", "id": call_id, "method": "tools/call", "params": params}
+                )
+                + "\n"
+            )
             server.stdin.flush()
             result = json.loads(server.stdout.readline())["result"]
             results.append(result)
             if result["resultType"] != "input_required":
                 break
             (key,) = result["inputRequests"]
-            params = {**params, "requestState": result["requestState"],
-                      "inputResponses": {key: {"action": "accept", "content": next(answers)}}}
+            params = {
+                **params,
+                "requestState": result["requestState"],
+                "inputResponses": {key: {"action": "accept", "content": next(answers)}},
+            }
         server.stdin.close()
         assert server.wait(timeout=60) == 0
     finally:

@@ -24,9 +24,22 @@ MODERN = {
 
 def start(*extra: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "toolnexus", "serve", "toolnexus.demo:toolkit", "--http", "0",
-         *extra], cwd=ROOT, env={**child_env(), **(env or {})}, stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL, text=True)
+        [
+            sys.executable,
+            "-m",
+            "toolnexus",
+            "serve",
+            "toolnexus.demo:toolkit",
+            "--http",
+            "0",
+            *extra,
+        ],
+        cwd=ROOT,
+        env={**child_env(), **(env or {})},
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     assert process.stderr is not None
     line = process.stderr.readline()  # the server says where it listens once it does
     found = re.search(r"http://(127\.0\.0\.1:\d+)/mcp", line)
@@ -37,9 +50,17 @@ def start(*extra: str, env: dict[str, str] | None = None) -> tuple[subprocess.Po
 def list_tools(address: str, headers: dict[str, str] | None = None) -> int:
     connection = http.client.HTTPConnection(address, timeout=10)
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": MODERN}}
-    connection.request("POST", "/mcp", json.dumps(body), {
-        "Content-Type": "application/json", "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": "tools/list", **(headers or {})})
+    connection.request(
+        "POST",
+        "/mcp",
+        json.dumps(body),
+        {
+            "Content-Type": "application/json",
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/list",
+            **(headers or {}),
+        },
+    )
     status = connection.getresponse().status
     connection.close()
     return status

@@ -33,7 +33,7 @@ def blocks() -> list[tuple[int, list[str]]]:
         if line.strip() == "```text" and start is None:
             start = number
         elif line.strip() == "```" and start is not None:
-            body = lines[start:number - 1]
+            body = lines[start : number - 1]
             if body and body[0].startswith("$ "):
                 found.append((start, body))
             start = None
@@ -111,15 +111,21 @@ def test_a_shell_session_in_the_cli_page_prints_what_it_shows(
             actual = [str(last_code)]
         else:
             done = subprocess.run(
-                ["bash", "-c", f"{{ {command} ; }} 2>&1"], capture_output=True, text=True,
-                cwd=folder, env=env, timeout=120,
+                ["bash", "-c", f"{{ {command} ; }} 2>&1"],
+                capture_output=True,
+                text=True,
+                cwd=folder,
+                env=env,
+                timeout=120,
             )
             last_code = done.returncode
             actual = done.stdout.splitlines()
         if expected and expected[-1] == "...":
             # `--help` shown in part: the lines given must open the output.
-            expected, actual = expected[:-1], actual[:len(expected) - 1]
+            expected, actual = expected[:-1], actual[: len(expected) - 1]
         assert matches(expected, actual), (
-            f"docs/cli.md line {start}: `{command}` printed:\n" + "\n".join(actual)
-            + "\n\nthe page shows:\n" + "\n".join(expected)
+            f"docs/cli.md line {start}: `{command}` printed:\n"
+            + "\n".join(actual)
+            + "\n\nthe page shows:\n"
+            + "\n".join(expected)
         )

@@ -147,9 +147,9 @@ def test_report_progress_without_a_listener_does_nothing():
 
 def test_report_progress_is_delivered_to_the_listener():
     reports: list[tuple[float, float | None, str | None]] = []
-    ctx = ToolContext(progress=lambda progress, total, message: reports.append(
-        (progress, total, message)
-    ))
+    ctx = ToolContext(
+        progress=lambda progress, total, message: reports.append((progress, total, message))
+    )
     ctx.report_progress(1, 3, "first of three")
     ctx.report_progress(0.5)
     ctx.report_progress(2, message="halfway-ish")

@@ -75,6 +75,6 @@ def body_info(page: Path, line: int) -> str:
 def unmet_requirements(info: str) -> list[str]:
     for word in info.split():
         if word.startswith("requires="):
-            names = [n for n in word[len("requires="):].split(",") if n]
+            names = [n for n in word[len("requires=") :].split(",") if n]
             return [n for n in names if importlib.util.find_spec(n) is None]
     return []

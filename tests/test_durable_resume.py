@@ -19,8 +19,10 @@ from toolnexus import Answer, Host, Request, ToolContext, Toolkit, ToolResult, t
 
 ENV_SCHEMA = {
     "type": "object",
-    "properties": {"env": {"type": "string", "enum": ["dev", "staging", "prod"]},
-                   "replicas": {"type": "integer"}},
+    "properties": {
+        "env": {"type": "string", "enum": ["dev", "staging", "prod"]},
+        "replicas": {"type": "integer"},
+    },
     "required": ["env"],
 }
 
@@ -32,8 +34,9 @@ def deploy(service: str, ctx: ToolContext) -> ToolResult:
     """Deploy a service, asking where first."""
     runs.append(ctx.answer)
     if ctx.answer is None:
-        return ToolResult.pending(Request("input", f"Where should {service} go?",
-                                          data={"schema": ENV_SCHEMA}))
+        return ToolResult.pending(
+            Request("input", f"Where should {service} go?", data={"schema": ENV_SCHEMA})
+        )
     return ToolResult.ok(f"deployed {service} to {ctx.answer.data['env']}")
 
 
@@ -74,26 +77,33 @@ def test_resume_reruns_the_tool_with_the_answer(host):
 def test_resume_accepts_the_wire_forms_of_request_and_answer(host):
     request = suspend(host)
     answer = Answer.accept(request, {"env": "dev"})
-    assert host.resume("deploy", '{"service": "api"}', request.to_json(), answer.to_json()
-                       ).output == "deployed api to dev"
+    assert (
+        host.resume("deploy", '{"service": "api"}', request.to_json(), answer.to_json()).output
+        == "deployed api to dev"
+    )
     request = suspend(host)  # each answer is used once: a new question for the next form
     answer = Answer.accept(request, {"env": "dev"})
-    assert host.resume("deploy", {"service": "api"}, request.to_dict(), answer.to_dict()
-                       ).output == "deployed api to dev"
+    assert (
+        host.resume("deploy", {"service": "api"}, request.to_dict(), answer.to_dict()).output
+        == "deployed api to dev"
+    )
 
 
 def test_resume_accepts_the_pending_result_and_its_wire_forms(host):
     for form in (lambda r: r, ToolResult.to_dict, ToolResult.to_json):
         pending = host.call("deploy", {"service": "api"})
         answer = Answer.accept(ToolResult.pending_of(pending), {"env": "dev"})
-        assert host.resume("deploy", {"service": "api"}, form(pending), answer
-                           ).output == "deployed api to dev"
+        assert (
+            host.resume("deploy", {"service": "api"}, form(pending), answer).output
+            == "deployed api to dev"
+        )
 
 
 def test_an_answer_id_mismatch_is_a_clear_error_and_the_tool_is_not_run(host):
     request = suspend(host)
-    result = host.resume("deploy", {"service": "api"}, request,
-                         Answer("pnd-someone-else", True, {"env": "prod"}))
+    result = host.resume(
+        "deploy", {"service": "api"}, request, Answer("pnd-someone-else", True, {"env": "prod"})
+    )
     assert result.is_error
     assert "does not match" in result.output
     assert "pnd-someone-else" in result.output and request.id in result.output
@@ -127,8 +137,12 @@ def test_a_declined_answer_is_declined_expired_and_the_tool_is_not_run(host):
 
 def test_an_answer_that_breaks_the_requests_schema_names_the_field(host):
     request = suspend(host)
-    bad_type = host.resume("deploy", {"service": "api"}, request,
-                           Answer.accept(request, {"env": "prod", "replicas": "three"}))
+    bad_type = host.resume(
+        "deploy",
+        {"service": "api"},
+        request,
+        Answer.accept(request, {"env": "prod", "replicas": "three"}),
+    )
     missing = host.resume("deploy", {"service": "api"}, request, Answer.accept(request, {}))
     assert bad_type.is_error and "replicas" in bad_type.output
     assert missing.is_error and "env" in missing.output
@@ -151,8 +165,11 @@ def test_malformed_wire_input_is_an_error_result_not_an_exception(host):
 
 def test_aresume_is_the_async_twin(host):
     request = suspend(host)
-    result = asyncio.run(host.aresume("deploy", {"service": "api"}, request,
-                                      Answer.accept(request, {"env": "staging"})))
+    result = asyncio.run(
+        host.aresume(
+            "deploy", {"service": "api"}, request, Answer.accept(request, {"env": "staging"})
+        )
+    )
     assert result.output == "deployed api to staging"
 
 
@@ -169,7 +186,7 @@ def deploy(service: str, ctx: ToolContext) -> ToolResult:
 toolkit = Toolkit([deploy])
 '''
 
-RESUMER = '''
+RESUMER = """
 import json, sys
 from pathlib import Path
 from toolnexus import Answer, Host, Request
@@ -184,7 +201,7 @@ answer = Answer.accept(request, {"env": "prod"})
 with Host(toolkit, answer_store=SqliteAnswerStore(sys.argv[2])) as host:
     result = host.resume(parked["name"], parked["args"], parked["pending"], answer)
 print(result.to_json())
-'''
+"""
 
 KEY = "durable-test-key-0123456789abcdef"
 
@@ -200,16 +217,18 @@ def test_a_request_persisted_to_a_file_is_resumed_by_a_fresh_host_in_another_pro
     with Host(tools.toolkit, secret=KEY) as host:
         pending = host.call("deploy", '{"service": "billing"}')
     parked = tmp_path / "parked.json"
-    parked.write_text(json.dumps(
-        {"name": "deploy", "args": {"service": "billing"}, "pending": pending.to_dict()}
-    ))
+    parked.write_text(
+        json.dumps({"name": "deploy", "args": {"service": "billing"}, "pending": pending.to_dict()})
+    )
 
     def resume_elsewhere(key: str) -> ToolResult:
         # Only the test folder and this toolnexus: the child must not inherit test-only paths.
         env_path = [str(tmp_path), str(Path(toolnexus.__file__).resolve().parent.parent)]
         out = subprocess.run(
             [sys.executable, str(tmp_path / "resumer.py"), str(parked), str(tmp_path / "used.db")],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True,
+            text=True,
+            timeout=60,
             env={"PYTHONPATH": os.pathsep.join(env_path), "PATH": "", "TOOLNEXUS_SECRET": key},
         )
         assert out.returncode == 0, out.stderr

@@ -140,9 +140,7 @@ def test_pattern_follows_ecma_262(pattern: str, text: str, expected: bool) -> No
     ("pattern", "text", "expected"),
     [case for case in SEMANTICS if not ("(a)\\1" in case[0] or "\\k" in case[0])],
 )
-def test_the_linear_engine_follows_the_same_table(
-    pattern: str, text: str, expected: bool
-) -> None:
+def test_the_linear_engine_follows_the_same_table(pattern: str, text: str, expected: bool) -> None:
     # (backreferences with a value never run on it: they need backtracking)
     assert _linear(pattern, _Parser(pattern).parse())(text) is expected
 

@@ -79,8 +79,11 @@ def test_every_raise_site_in_the_package_raises_a_toolnexus_error():
     offenders = []
     for path in _source_files():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        private = {node.name for node in ast.walk(tree)
-                   if isinstance(node, ast.ClassDef) and node.name.startswith("_")}
+        private = {
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ClassDef) and node.name.startswith("_")
+        }
         caught = _caught_names(tree)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Raise):
@@ -117,7 +120,8 @@ def test_the_scan_sees_the_kinds_of_raise_it_judges():
 
 def _all_modules() -> list[object]:
     names = ["toolnexus"] + [
-        info.name for info in pkgutil.walk_packages([str(SRC)], prefix="toolnexus.")
+        info.name
+        for info in pkgutil.walk_packages([str(SRC)], prefix="toolnexus.")
         if info.name != "toolnexus.__main__"
     ]
     return [importlib.import_module(name) for name in names]
@@ -152,9 +156,13 @@ def test_the_docstring_tree_draws_the_real_hierarchy():
             drawn[match.group(2)] = parents[-1]
         parents.append(match.group(2))
     real = {
-        name: next(base.__name__ for base in getattr(errors, name).__bases__
-                   if issubclass(base, errors.ToolnexusError))
-        for name in errors.__all__ if name != "ToolnexusError"
+        name: next(
+            base.__name__
+            for base in getattr(errors, name).__bases__
+            if issubclass(base, errors.ToolnexusError)
+        )
+        for name in errors.__all__
+        if name != "ToolnexusError"
     }
     assert drawn == real
 
@@ -166,10 +174,16 @@ def test_the_docstring_tree_draws_the_real_hierarchy():
         (lambda: toolnexus.ToolResult.pending("approve?"), errors.InvalidTypeError, TypeError),
         (lambda: toolnexus.Request.from_json("[]"), errors.WireFormatError, ValueError),
         (lambda: toolnexus.Toolkit().get("serch"), errors.UnknownToolError, LookupError),
-        (lambda: toolnexus.Host(toolnexus.Toolkit(), max_workers=0),
-         errors.InvalidValueError, ValueError),
-        (lambda: toolnexus.CancellationTokenSource().cancel_after(-1),
-         errors.InvalidValueError, ValueError),
+        (
+            lambda: toolnexus.Host(toolnexus.Toolkit(), max_workers=0),
+            errors.InvalidValueError,
+            ValueError,
+        ),
+        (
+            lambda: toolnexus.CancellationTokenSource().cancel_after(-1),
+            errors.InvalidValueError,
+            ValueError,
+        ),
     ],
     ids=["context", "pending", "wire", "unknown-tool", "host", "cancel-after"],
 )
@@ -218,5 +232,8 @@ def test_old_import_paths_still_work():
     assert RefError is errors.RefError
     assert SchemaInferenceError is errors.SchemaInferenceError
     assert (DuplicateToolError, StrictSchemaError, UnknownToolError) == (
-        errors.DuplicateToolError, errors.StrictSchemaError, errors.UnknownToolError)
+        errors.DuplicateToolError,
+        errors.StrictSchemaError,
+        errors.UnknownToolError,
+    )
     assert SchemaError is errors.SchemaError

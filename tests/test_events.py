@@ -92,7 +92,9 @@ def test_async_calls_and_batches_report_one_event_per_call():
     assert events[0].outcome == "ok"
     # Concurrent calls report as they finish, so compare without order.
     assert sorted((e.name, e.outcome) for e in events[1:]) == [
-        ("asks", "pending"), ("broken", "error"), ("fine", "ok"),
+        ("asks", "pending"),
+        ("broken", "error"),
+        ("fine", "ok"),
     ]
 
 
@@ -100,8 +102,7 @@ def test_a_failing_hook_is_logged_and_never_raised(caplog):
     def hook(event: ToolEvent) -> None:
         raise RuntimeError("metrics backend is down")
 
-    with caplog.at_level(logging.ERROR, logger="toolnexus"), \
-            Host(TOOLKIT, on_event=hook) as host:
+    with caplog.at_level(logging.ERROR, logger="toolnexus"), Host(TOOLKIT, on_event=hook) as host:
         assert host.call("fine", {}).output == "fine"
         assert asyncio.run(host.acall("fine", {})).output == "fine"
     assert "on_event hook failed" in caplog.text

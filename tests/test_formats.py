@@ -74,8 +74,11 @@ def test_each_string_carried_type_has_a_string_schema_with_its_format(annotation
     ("annotation", "text", "expected"),
     [
         (dt.datetime, "2026-05-01T09:30:00Z", dt.datetime(2026, 5, 1, 9, 30, tzinfo=UTC)),
-        (dt.datetime, "2026-05-01t09:30:00.25+02:00",
-         dt.datetime(2026, 5, 1, 9, 30, 0, 250000, dt.timezone(dt.timedelta(hours=2)))),
+        (
+            dt.datetime,
+            "2026-05-01t09:30:00.25+02:00",
+            dt.datetime(2026, 5, 1, 9, 30, 0, 250000, dt.timezone(dt.timedelta(hours=2))),
+        ),
         (dt.datetime, "2026-05-01T09:30:00", dt.datetime(2026, 5, 1, 9, 30)),
         (dt.date, "2026-05-01", dt.date(2026, 5, 1)),
         (dt.time, "09:30", dt.time(9, 30)),
@@ -84,8 +87,11 @@ def test_each_string_carried_type_has_a_string_schema_with_its_format(annotation
         (dt.timedelta, "P2DT0.5S", dt.timedelta(days=2, seconds=0.5)),
         (dt.timedelta, "P1W", dt.timedelta(weeks=1)),
         (dt.timedelta, "-PT5M", dt.timedelta(minutes=-5)),
-        (uuid.UUID, "123e4567-e89b-12d3-a456-426614174000",
-         uuid.UUID("123e4567-e89b-12d3-a456-426614174000")),
+        (
+            uuid.UUID,
+            "123e4567-e89b-12d3-a456-426614174000",
+            uuid.UUID("123e4567-e89b-12d3-a456-426614174000"),
+        ),
         (pathlib.Path, "/tmp/report.txt", pathlib.Path("/tmp/report.txt")),
         (decimal.Decimal, "12.50", decimal.Decimal("12.50")),
         (bytes, "aGVsbG8=", b"hello"),
@@ -102,23 +108,38 @@ def test_the_function_receives_the_annotated_type(annotation, text, expected):
 @pytest.mark.parametrize(
     ("annotation", "text", "message"),
     [
-        (dt.datetime, "tomorrow",
-         "x: expected a date-time (RFC 3339, e.g. \"2026-05-01T09:30:00Z\"), got \"tomorrow\""),
-        (dt.datetime, "2026-02-30T10:00:00Z",
-         "x: \"2026-02-30T10:00:00Z\" is not a valid date-time (day is out of range for month)"),
-        (dt.date, "05/01/2026",
-         "x: expected a date (YYYY-MM-DD, e.g. \"2026-05-01\"), got \"05/01/2026\""),
-        (dt.time, "25:00", "x: \"25:00\" is not a valid time (hour must be in 0..23)"),
-        (dt.timedelta, "P1M",
-         "x: the duration \"P1M\" counts years or months, which have no fixed length; give it "
-         "in weeks, days, hours, minutes or seconds (e.g. \"P30D\")"),
-        (dt.timedelta, "90 minutes",
-         "x: expected a duration (ISO 8601, e.g. \"PT1H30M\" or \"P2D\"), got \"90 minutes\""),
+        (
+            dt.datetime,
+            "tomorrow",
+            'x: expected a date-time (RFC 3339, e.g. "2026-05-01T09:30:00Z"), got "tomorrow"',
+        ),
+        (
+            dt.datetime,
+            "2026-02-30T10:00:00Z",
+            'x: "2026-02-30T10:00:00Z" is not a valid date-time (day is out of range for month)',
+        ),
+        (
+            dt.date,
+            "05/01/2026",
+            'x: expected a date (YYYY-MM-DD, e.g. "2026-05-01"), got "05/01/2026"',
+        ),
+        (dt.time, "25:00", 'x: "25:00" is not a valid time (hour must be in 0..23)'),
+        (
+            dt.timedelta,
+            "P1M",
+            'x: the duration "P1M" counts years or months, which have no fixed length; give it '
+            'in weeks, days, hours, minutes or seconds (e.g. "P30D")',
+        ),
+        (
+            dt.timedelta,
+            "90 minutes",
+            'x: expected a duration (ISO 8601, e.g. "PT1H30M" or "P2D"), got "90 minutes"',
+        ),
         (dt.timedelta, "PT", "x: expected a duration"),
         (uuid.UUID, "not-a-uuid", "x: expected a UUID"),
-        (decimal.Decimal, "twelve", "x: expected a decimal number as text (e.g. \"12.50\")"),
+        (decimal.Decimal, "twelve", 'x: expected a decimal number as text (e.g. "12.50")'),
         (decimal.Decimal, "NaN", "x: expected a decimal number as text"),
-        (bytes, "not base64!", "x: expected bytes as base64 text (e.g. \"aGVsbG8=\")"),
+        (bytes, "not base64!", 'x: expected bytes as base64 text (e.g. "aGVsbG8=")'),
     ],
 )
 def test_bad_text_is_refused_naming_the_argument_and_what_was_expected(annotation, text, message):
@@ -143,18 +164,31 @@ def test_nested_values_are_converted_and_a_refusal_names_the_path():
     def book(meetings: list[Meeting], on: dict[str, dt.date] | None = None) -> str:
         return repr((meetings, on))
 
-    good = book({"meetings": [{"title": "standup", "starts": "2026-05-01T09:00:00Z",
-                               "attendees": [str(uuid.UUID(int=1))]}],
-                 "on": {"a": "2026-05-02"}})
+    good = book(
+        {
+            "meetings": [
+                {
+                    "title": "standup",
+                    "starts": "2026-05-01T09:00:00Z",
+                    "attendees": [str(uuid.UUID(int=1))],
+                }
+            ],
+            "on": {"a": "2026-05-02"},
+        }
+    )
     assert not good.is_error
     assert "datetime.datetime(2026, 5, 1, 9, 0, tzinfo=datetime.timezone.utc)" in good.output
     assert "UUID('00000000-0000-0000-0000-000000000001')" in good.output
     assert "{'a': datetime.date(2026, 5, 2)}" in good.output
 
-    bad = book({"meetings": [
-        {"title": "a", "starts": "2026-05-01T09:00:00Z", "attendees": []},
-        {"title": "b", "starts": "2026-05-01T09:00:00Z", "attendees": ["x", "y"]},
-    ]})
+    bad = book(
+        {
+            "meetings": [
+                {"title": "a", "starts": "2026-05-01T09:00:00Z", "attendees": []},
+                {"title": "b", "starts": "2026-05-01T09:00:00Z", "attendees": ["x", "y"]},
+            ]
+        }
+    )
     assert bad.output.startswith(
         "invalid arguments for 'book': meetings[1].attendees[0]: expected a UUID"
     )
@@ -214,8 +248,12 @@ def test_returned_values_of_these_types_become_the_same_text(value, text):
 
 @pytest.mark.parametrize(
     "value",
-    [dt.timedelta(hours=1, minutes=30), dt.timedelta(days=2, microseconds=500000),
-     -dt.timedelta(minutes=5), dt.timedelta(weeks=3, seconds=59)],
+    [
+        dt.timedelta(hours=1, minutes=30),
+        dt.timedelta(days=2, microseconds=500000),
+        -dt.timedelta(minutes=5),
+        dt.timedelta(weeks=3, seconds=59),
+    ],
 )
 def test_a_duration_reads_back_as_what_was_written(value):
     assert parse_duration(to_json(value)) == value

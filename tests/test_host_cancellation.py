@@ -59,9 +59,7 @@ def test_a_callers_cancel_reaches_the_tool_and_returns_cancelled_while_it_unwind
     unwinding = Unwinding()
     source = CancellationTokenSource()
     with Host(Toolkit([unwinding.tool])) as host:
-        box, done, thread = call_in_thread(
-            host, "unwinding", {}, cancellation_token=source.token
-        )
+        box, done, thread = call_in_thread(host, "unwinding", {}, cancellation_token=source.token)
         assert unwinding.started.wait(SLACK)
         source.cancel()
         assert unwinding.saw_cancel.is_set()  # reached the tool's token inside cancel()
@@ -83,9 +81,7 @@ def test_after_a_cancel_the_next_call_finds_a_worker_while_the_tool_unwinds():
 
     source = CancellationTokenSource()
     with Host(Toolkit([unwinding.tool, quick]), max_workers=1) as host:
-        box, done, thread = call_in_thread(
-            host, "unwinding", {}, cancellation_token=source.token
-        )
+        box, done, thread = call_in_thread(host, "unwinding", {}, cancellation_token=source.token)
         assert unwinding.started.wait(SLACK)
         source.cancel()
         assert done.wait(SLACK)
@@ -100,9 +96,7 @@ def test_a_cancelled_call_is_never_reported_as_timed_out():
     unwinding = Unwinding()
     source = CancellationTokenSource()
     with Host(Toolkit([unwinding.tool]), timeout_ms=60_000) as host:
-        box, done, thread = call_in_thread(
-            host, "unwinding", {}, cancellation_token=source.token
-        )
+        box, done, thread = call_in_thread(host, "unwinding", {}, cancellation_token=source.token)
         assert unwinding.started.wait(SLACK)
         source.cancel()
         assert done.wait(SLACK)
@@ -226,8 +220,9 @@ def test_the_context_manager_closes_the_host_and_stops_its_workers():
     before = set(threading.enumerate())
     with Host(Toolkit([quick]), max_workers=3) as host:
         assert host.call("quick", {}).output == "ok"
-        workers = [t for t in set(threading.enumerate()) - before
-                   if t.name.startswith("toolnexus-host")]
+        workers = [
+            t for t in set(threading.enumerate()) - before if t.name.startswith("toolnexus-host")
+        ]
         assert len(workers) == 1  # the pool starts threads as calls need them
     assert host.is_closed
     for worker in workers:

@@ -142,8 +142,12 @@ def test_a_stuck_workers_late_result_never_appears_anywhere(late_returns):
     toolkit = Toolkit([stubborn.tool, echo])
     with Host(toolkit, grace_ms=10, on_event=events.append) as host:
         warm(host)
-        first = host.call("stubborn", {}, timeout_ms=BUDGET,
-                          progress=lambda *report: progress_reports.append(report))
+        first = host.call(
+            "stubborn",
+            {},
+            timeout_ms=BUDGET,
+            progress=lambda *report: progress_reports.append(report),
+        )
         assert host.stuck_workers == 1
         stubborn.release.set()
         assert late_returns.seen.wait(SLACK), late_returns.messages
@@ -163,8 +167,10 @@ def test_an_abandoned_worker_is_replaced_so_capacity_stays():
         assert "abandoned" in host.call("stubborn", {}, timeout_ms=BUDGET).output
         assert host.stuck_workers == 1
         # The only worker is stuck inside the tool, yet the next call runs at once.
-        assert host.call("echo", {"text": "still serving"}, timeout_ms=int(SLACK * 1000)
-                         ).output == "still serving"
+        assert (
+            host.call("echo", {"text": "still serving"}, timeout_ms=int(SLACK * 1000)).output
+            == "still serving"
+        )
         stubborn.release.set()
 
 
@@ -194,12 +200,16 @@ def test_the_stuck_worker_bound_fails_fast_with_host_overloaded(late_returns):
 
 def test_an_abandoned_worker_is_logged(caplog):
     stubborn = Stubborn()
-    with caplog.at_level(logging.WARNING, logger="toolnexus"), \
-            Host(Toolkit([stubborn.tool, echo]), grace_ms=10) as host:
+    with (
+        caplog.at_level(logging.WARNING, logger="toolnexus"),
+        Host(Toolkit([stubborn.tool, echo]), grace_ms=10) as host,
+    ):
         warm(host).call("stubborn", {}, timeout_ms=BUDGET)
         stubborn.release.set()
-    assert any("abandoned" in record.getMessage() and "stubborn" in record.getMessage()
-               for record in caplog.records)
+    assert any(
+        "abandoned" in record.getMessage() and "stubborn" in record.getMessage()
+        for record in caplog.records
+    )
 
 
 def test_a_tool_that_returns_within_the_grace_period_is_still_a_timeout_with_its_text():

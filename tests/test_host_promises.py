@@ -275,8 +275,9 @@ def test_a_question_past_its_budget_is_expired_and_the_retry_gets_a_fresh_budget
         assert result.metadata is not None and result.metadata["reason"] == "expired"
         never.set()
 
-    quick = Host(Toolkit([approve]), wait_for=lambda r: Answer.accept(r),
-                 wait_for_timeout_ms=5_000)  # the old name still works
+    quick = Host(
+        Toolkit([approve]), wait_for=lambda r: Answer.accept(r), wait_for_timeout_ms=5_000
+    )  # the old name still works
     with quick:
         assert quick.call("approve", {}, timeout_ms=3_000).output == "approved"
     assert budgets[-2:] == [3_000, 3_000]  # the retry's budget is the tool's own again
@@ -310,8 +311,11 @@ def test_a_tool_calling_its_own_host_runs_inline_instead_of_deadlocking():
 def _openai_call(call_id: str, name: str, args: dict[str, object]) -> dict[str, object]:
     import json
 
-    return {"id": call_id, "type": "function",
-            "function": {"name": name, "arguments": json.dumps(args)}}
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args)},
+    }
 
 
 def test_batches_from_a_tool_on_its_own_host_run_inline_in_order_never_deadlocking():
@@ -343,8 +347,9 @@ def test_batches_from_a_tool_on_its_own_host_run_inline_in_order_never_deadlocki
     def turn() -> str:
         """run_turn, then resume_turn, on the host that runs it."""
         host = holder[0]
-        first = host.run_turn([_openai_call("c1", "step", {"tag": "d"}),
-                               _openai_call("c2", "ask", {})])
+        first = host.run_turn(
+            [_openai_call("c1", "step", {"tag": "d"}), _openai_call("c2", "ask", {})]
+        )
         assert first.pending is not None
         done = host.resume_turn(first, Answer.accept(first.pending))
         return "|".join(str(m["content"]) for m in done.messages)
@@ -376,8 +381,7 @@ def test_async_batches_and_acall_from_a_tool_on_its_own_host_never_deadlock():
         many = await host.acall_many([("add", {"a": 1, "b": 1}), ("add", {"a": 2, "b": 2})])
         turn = await host.arun_turn([_openai_call("c1", "add", {"a": 3, "b": 3})])
         one = await host.acall("add", {"a": 4, "b": 4})
-        return ",".join([*(r.output for r in many), str(turn.messages[0]["content"]),
-                         one.output])
+        return ",".join([*(r.output for r in many), str(turn.messages[0]["content"]), one.output])
 
     host = Host(Toolkit([add, outer]), max_workers=1)
     holder.append(host)
@@ -426,8 +430,9 @@ def test_an_inline_batch_gives_each_call_its_own_deadline():
     @tool
     def many() -> str:
         """call_many with a short budget on the host that runs it."""
-        results = holder[0].call_many([("nap", {"wait": True}), ("nap", {"wait": False})],
-                                      timeout_ms=50)
+        results = holder[0].call_many(
+            [("nap", {"wait": True}), ("nap", {"wait": False})], timeout_ms=50
+        )
         return "|".join(r.output for r in results)
 
     host = Host(Toolkit([nap, many]), max_workers=1)
@@ -485,8 +490,9 @@ def test_a_forked_child_can_use_a_host_and_timers_armed_before_the_fork():
         print("child", os.waitstatus_to_exitcode(status))
         """
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "child 0", done.stderr
 
@@ -513,8 +519,9 @@ def test_interpreter_exit_does_not_wait_for_a_stuck_tool():
         source_host.submit("stuck", {{}})   # still running at exit, never closed
         """
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "timed out after 50 ms;"
     assert "Fatal Python error" not in done.stderr

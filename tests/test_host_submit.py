@@ -122,8 +122,8 @@ def test_a_submitted_call_that_ignores_its_deadline_times_out_and_its_worker_is_
         assert result.is_error and result.output.startswith("timed out after 100 ms")
         assert call.outcome == "timeout" and call.reason == "deadline"
         assert host.stuck_workers == 1
-        assert host.submit("stubborn", {}).result(timeout=SLACK).output.startswith(
-            "host overloaded"
+        assert (
+            host.submit("stubborn", {}).result(timeout=SLACK).output.startswith("host overloaded")
         )
         assert not call.cancel()  # the timeout stands
     finally:
@@ -268,8 +268,9 @@ def test_an_inline_call_runs_on_the_submitting_thread_and_is_done_on_return() ->
         call = host.submit("where", {}, inline=True, done_callback=done)
         assert call.done() and call.result().output == threading.current_thread().name
         assert box.get_nowait() is call  # the callback ran before submit returned
-        assert host.submit("where", {}).result(timeout=SLACK).output != \
-            threading.current_thread().name  # without inline: a worker
+        assert (
+            host.submit("where", {}).result(timeout=SLACK).output != threading.current_thread().name
+        )  # without inline: a worker
         bad = host.submit("add", {"a": "x"}, inline=True, done_callback=done)
         assert bad.result().is_error and box.get_nowait() is bad  # refused: still called
 

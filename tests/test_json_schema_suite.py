@@ -54,8 +54,9 @@ def _cases(files: list[Path], format_assertion: bool) -> list[Any]:
             for test in group["tests"]:
                 name = f"{path.name}: {group['description']}: {test['description']}"
                 cases.append(
-                    pytest.param(group["schema"], test["data"], test["valid"], format_assertion,
-                                 id=name)
+                    pytest.param(
+                        group["schema"], test["data"], test["valid"], format_assertion, id=name
+                    )
                 )
     return cases
 

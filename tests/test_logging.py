@@ -36,8 +36,9 @@ def test_an_application_without_logging_configuration_prints_nothing_when_a_tool
         with Host(kit) as host:
             print(host.call("boom", {"x": 1}).output)
     """)
-    out = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True,
-                         env=child_env(), timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", source], capture_output=True, text=True, env=child_env(), timeout=60
+    )
     assert out.returncode == 0, out.stderr
     assert out.stderr == ""
     assert out.stdout.splitlines() == ["kaput", "kaput"]
@@ -83,14 +84,28 @@ BOOM = textwrap.dedent("""
         raise RuntimeError("kaput")
 """)
 
-CALL_BOOM = "".join(json.dumps(m) + "\n" for m in (
-    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-     "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "test", "version": "1"}}},
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-     "params": {"name": "boom", "arguments": {"x": 1}}},
-))
+CALL_BOOM = "".join(
+    json.dumps(m) + "\n"
+    for m in (
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "boom", "arguments": {"x": 1}},
+        },
+    )
+)
 
 
 def test_serve_logs_a_tool_failure_to_stderr_by_default_and_keeps_stdout_for_protocol(

@@ -31,8 +31,9 @@ ENV_SCHEMA = {
 class Deploy:
     """Asks which environment, then deploys there; records every run's context."""
 
-    def __init__(self, *, ask_again: bool = False, expires_at: str | None = None,
-                 schema: dict | None = None) -> None:
+    def __init__(
+        self, *, ask_again: bool = False, expires_at: str | None = None, schema: dict | None = None
+    ) -> None:
         self.answers: list[Answer | None] = []
         self.args: list[dict] = []
 
@@ -43,9 +44,9 @@ class Deploy:
             self.args.append({"service": service})
             if ctx.answer is None or ask_again:
                 data = {"schema": schema} if schema is not None else None
-                return ToolResult.pending(Request(
-                    "input", "Which environment?", data=data, expires_at=expires_at
-                ))
+                return ToolResult.pending(
+                    Request("input", "Which environment?", data=data, expires_at=expires_at)
+                )
             return ToolResult.ok(f"deployed {service} to {ctx.answer.data['env']}")
 
         self.tool = deploy
@@ -111,8 +112,7 @@ def test_an_answer_that_does_not_echo_the_request_id_is_not_ok():
 
 def test_a_request_already_past_expires_at_is_not_ok():
     deploy = Deploy(expires_at="2001-01-01T00:00:00Z")
-    with Host(Toolkit([deploy.tool]),
-              wait_for=lambda r: Answer.accept(r, {"env": "dev"})) as host:
+    with Host(Toolkit([deploy.tool]), wait_for=lambda r: Answer.accept(r, {"env": "dev"})) as host:
         result = host.call("deploy", {"service": "api"})
     assert result.output == "declined/expired: Which environment?"
     assert deploy.runs == 1
@@ -159,8 +159,9 @@ def test_a_wait_for_that_runs_out_of_its_budget_is_not_ok():
         return Answer.accept(request, {"env": "dev"})
 
     for wait_for in (slow_human, aslow_human):
-        with Host(Toolkit([deploy.tool]), wait_for=wait_for, wait_for_timeout_ms=50,
-                  max_stuck=10) as host:
+        with Host(
+            Toolkit([deploy.tool]), wait_for=wait_for, wait_for_timeout_ms=50, max_stuck=10
+        ) as host:
             start = time.monotonic()
             result = host.call("deploy", {"service": "api"})
             aresult = asyncio.run(host.acall("deploy", {"service": "api"}))
@@ -208,8 +209,7 @@ def test_a_sync_wait_for_from_acall_does_not_block_the_loop():
 
 def test_an_answer_is_checked_against_the_requests_schema_before_the_rerun():
     deploy = Deploy(schema=ENV_SCHEMA)
-    with Host(Toolkit([deploy.tool]),
-              wait_for=lambda r: Answer.accept(r, {"env": "moon"})) as host:
+    with Host(Toolkit([deploy.tool]), wait_for=lambda r: Answer.accept(r, {"env": "moon"})) as host:
         result = host.call("deploy", {"service": "api"})
     assert result.is_error
     assert "env" in result.output and "moon" in result.output
@@ -233,8 +233,11 @@ def test_without_wait_for_the_pending_result_is_returned_at_once():
 def test_the_wait_for_host_reports_the_call_once_with_its_final_outcome():
     deploy = Deploy()
     events = []
-    with Host(Toolkit([deploy.tool]), on_event=events.append,
-              wait_for=lambda r: Answer.accept(r, {"env": "dev"})) as host:
+    with Host(
+        Toolkit([deploy.tool]),
+        on_event=events.append,
+        wait_for=lambda r: Answer.accept(r, {"env": "dev"}),
+    ) as host:
         host.call("deploy", {"service": "api"})
     assert [event.outcome for event in events] == ["ok"]
     assert events[0].request_id is not None
@@ -284,7 +287,7 @@ def test_the_rule_is_plain_functions_shared_by_every_driver():
     assert again.is_error and again.output == "unresolved: Which environment?"
     assert loop_rule.declined(request).output == "declined/expired: Which environment?"
     assert loop_rule.answer_refusal(request, Answer.decline(request)) == "declined"
-    assert loop_rule.answer_refusal(request, Answer.accept(Request("input", "other"))) \
-        == "id mismatch"
+    assert (
+        loop_rule.answer_refusal(request, Answer.accept(Request("input", "other"))) == "id mismatch"
+    )
     assert loop_rule.answer_refusal(request, Answer.accept(request)) is None
-

@@ -47,9 +47,13 @@ def greet(ctx: ToolContext) -> ToolResult:
 @tool
 def nested(ctx: ToolContext) -> ToolResult:
     """Asks with a schema MCP forms cannot carry."""
-    schema = {"type": "object", "properties": {
-        "name": {"type": "string"},
-        "address": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "address": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
     return ToolResult.pending(Request("input", "Where?", data={"schema": schema}))
 
 
@@ -66,8 +70,10 @@ def wizard(ctx: ToolContext) -> ToolResult:
 
 
 TOOLKIT = Toolkit([deploy, greet, nested, wizard])
-MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+MODERN = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+}
 
 
 @pytest.fixture(autouse=True)
@@ -81,8 +87,9 @@ class Server:
 
     def __init__(self, secret: str | None = KEY, store: Any = None, max_rounds: int = 1):
         self.store = store if store is not None else MemoryAnswerStore()
-        self.session = ServerSession(TOOLKIT, secret=secret, answer_store=self.store,
-                                     max_rounds=max_rounds)
+        self.session = ServerSession(
+            TOOLKIT, secret=secret, answer_store=self.store, max_rounds=max_rounds
+        )
         self.host = Host(TOOLKIT, secret=secret, answer_store=self.store, max_rounds=max_rounds)
         self.next_id = 0
 
@@ -95,15 +102,20 @@ class Server:
                 if action.answer is None:
                     result = self.host.call(action.name, action.arguments)
                 else:
-                    result = self.host.resume(action.name, action.arguments, action.resumes,
-                                              action.answer)
+                    result = self.host.resume(
+                        action.name, action.arguments, action.resumes, action.answer
+                    )
                 out.extend(self.handle(self.session.complete_call(action.call_id, result)))
         return out
 
     def call(self, name: str, args: dict[str, Any], **params: Any) -> dict[str, Any]:
         self.next_id += 1
-        message = {"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-                   "params": {"name": name, "arguments": args, "_meta": MODERN, **params}}
+        message = {
+            "jsonrpc": "2.0",
+            "id": self.next_id,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": args, "_meta": MODERN, **params},
+        }
         (reply,) = self.handle(self.session.receive(message))
         return reply
 
@@ -130,11 +142,21 @@ def test_a_replayed_request_state_runs_the_tool_once():
     server = Server()
     rid, state, _ = asked(server.call("deploy", {"service": "api"}))
     runs.clear()
-    first = server.call("deploy", {"service": "api"}, requestState=state,
-                        inputResponses=accept(rid, {"approved": True}))
-    replays = [server.call("deploy", {"service": "api"}, requestState=state,
-                           inputResponses=accept(rid, {"approved": approved}))
-               for approved in (True, True, False)]
+    first = server.call(
+        "deploy",
+        {"service": "api"},
+        requestState=state,
+        inputResponses=accept(rid, {"approved": True}),
+    )
+    replays = [
+        server.call(
+            "deploy",
+            {"service": "api"},
+            requestState=state,
+            inputResponses=accept(rid, {"approved": approved}),
+        )
+        for approved in (True, True, False)
+    ]
     assert text(first) == "deployed api"
     for reply in replays:
         assert reply["result"]["isError"] is True
@@ -147,13 +169,22 @@ def test_an_answer_without_a_request_state_is_not_used_and_extra_keys_are_ignore
     # answers. A first call that brings one runs the tool afresh, and it asks.
     server = Server()
     rid, state, _ = asked(server.call("greet", {}))
-    unbound = server.call("greet", {}, inputResponses={
-        **accept(rid, {"name": "Ada"}), "unknown_extra_key": {"action": "accept"}})
+    unbound = server.call(
+        "greet",
+        {},
+        inputResponses={**accept(rid, {"name": "Ada"}), "unknown_extra_key": {"action": "accept"}},
+    )
     asked(unbound)  # asked again, under a new binding
     assert [answer for _, answer in runs] == [None, None]
-    done = server.call("greet", {}, requestState=state, inputResponses={
-        **accept(rid, {"name": "Ada"}), "unknown_extra_key": {"action": "accept",
-                                                              "content": {"foo": "bar"}}})
+    done = server.call(
+        "greet",
+        {},
+        requestState=state,
+        inputResponses={
+            **accept(rid, {"name": "Ada"}),
+            "unknown_extra_key": {"action": "accept", "content": {"foo": "bar"}},
+        },
+    )
     assert text(done) == "hello Ada"
 
 
@@ -166,9 +197,14 @@ def test_a_state_re_issued_for_an_unanswered_question_keeps_its_expiry_and_is_si
     assert rid2 == rid and state2 != state
     assert open_state(state2, keys)["exp"] == open_state(state, keys)["exp"]
     assert text(server.call("deploy", {"service": "api"}, requestState=state)).startswith(
-        "already answered")
-    done = server.call("deploy", {"service": "api"}, requestState=state2,
-                       inputResponses=accept(rid, {"approved": True}))
+        "already answered"
+    )
+    done = server.call(
+        "deploy",
+        {"service": "api"},
+        requestState=state2,
+        inputResponses=accept(rid, {"approved": True}),
+    )
     assert text(done) == "deployed api"
 
 
@@ -177,8 +213,9 @@ def test_a_state_does_not_resume_another_tool_or_other_arguments():
     rid, state, _ = asked(server.call("deploy", {"service": "api"}))
     runs.clear()
     for name, args in (("deploy", {"service": "billing"}), ("greet", {})):
-        reply = server.call(name, args, requestState=state,
-                            inputResponses=accept(rid, {"approved": True}))
+        reply = server.call(
+            name, args, requestState=state, inputResponses=accept(rid, {"approved": True})
+        )
         assert reply["error"]["code"] == -32602
         assert "belongs to another call" in reply["error"]["message"]
     assert runs == []
@@ -189,8 +226,12 @@ def test_approved_false_declines_on_the_modern_path():
     rid, state, params = asked(server.call("deploy", {"service": "api"}))
     assert params["requestedSchema"]["properties"]["approved"]["type"] == "boolean"
     runs.clear()
-    reply = server.call("deploy", {"service": "api"}, requestState=state,
-                        inputResponses=accept(rid, {"approved": False}))
+    reply = server.call(
+        "deploy",
+        {"service": "api"},
+        requestState=state,
+        inputResponses=accept(rid, {"approved": False}),
+    )
     assert text(reply) == "declined/expired: Deploy api?"
     assert runs == []
 
@@ -201,14 +242,26 @@ def test_a_retry_rejected_as_nested_too_deeply_leaves_its_state_usable():
     rid, state, _ = asked(server.call("greet", {}))
     runs.clear()
     deep = "[" * 500 + "1" + "]" * 500
-    line = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
-        "name": "greet", "arguments": {}, "_meta": MODERN, "requestState": state,
-        "inputResponses": accept(rid, {"name": "DEEP"})}}).replace('"DEEP"', deep)
+    line = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {
+                "name": "greet",
+                "arguments": {},
+                "_meta": MODERN,
+                "requestState": state,
+                "inputResponses": accept(rid, {"name": "DEEP"}),
+            },
+        }
+    ).replace('"DEEP"', deep)
     (rejected,) = server.handle(server.session.receive_line(line))
     assert rejected["id"] == 7 and rejected["error"]["code"] == -32602
     assert "nested too deeply" in rejected["error"]["message"]
-    reply = server.call("greet", {}, requestState=state,
-                        inputResponses=accept(rid, {"name": "Ada"}))
+    reply = server.call(
+        "greet", {}, requestState=state, inputResponses=accept(rid, {"name": "Ada"})
+    )
     assert text(reply) == "hello Ada"
     assert [name for name, _ in runs] == ["greet"]
 
@@ -221,8 +274,9 @@ def test_content_off_the_form_leaves_the_state_usable_and_a_good_answer_uses_it_
     assert text(bad).startswith("invalid answer to 'Your name?': ")
     good = server.call("greet", {}, requestState=state, inputResponses=accept(rid, {"name": "Ada"}))
     assert text(good) == "hello Ada"
-    replay = server.call("greet", {}, requestState=state,
-                         inputResponses=accept(rid, {"name": "Bob"}))
+    replay = server.call(
+        "greet", {}, requestState=state, inputResponses=accept(rid, {"name": "Bob"})
+    )
     assert text(replay).startswith("already answered")
     assert [name for name, _ in runs] == ["greet"]
 
@@ -234,18 +288,30 @@ def test_a_new_server_with_the_same_key_resumes_and_another_key_is_refused():
     first = Server()
     rid, state, _ = asked(first.call("deploy", {"service": "api"}))
     other = Server(secret="yet-another-key-0123456789abcdef")
-    refused = other.call("deploy", {"service": "api"}, requestState=state,
-                         inputResponses=accept(rid, {"approved": True}))
+    refused = other.call(
+        "deploy",
+        {"service": "api"},
+        requestState=state,
+        inputResponses=accept(rid, {"approved": True}),
+    )
     assert refused["error"]["code"] == -32602
     assert "under another key" in refused["error"]["message"]
     keyless = Server(secret=None)
-    message = keyless.call("deploy", {"service": "api"}, requestState=state,
-                           inputResponses=accept(rid, {"approved": True}))["error"]["message"]
+    message = keyless.call(
+        "deploy",
+        {"service": "api"},
+        requestState=state,
+        inputResponses=accept(rid, {"approved": True}),
+    )["error"]["message"]
     assert "no configured key" in message and "TOOLNEXUS_SECRET" in message
     restarted = Server()  # same key, nothing else shared
     runs.clear()
-    done = restarted.call("deploy", {"service": "api"}, requestState=state,
-                          inputResponses=accept(rid, {"approved": True}))
+    done = restarted.call(
+        "deploy",
+        {"service": "api"},
+        requestState=state,
+        inputResponses=accept(rid, {"approved": True}),
+    )
     assert text(done) == "deployed api"
     assert [name for name, _ in runs] == ["deploy"]
 
@@ -267,29 +333,55 @@ toolkit = Toolkit([deploy])
 def test_a_restarted_serve_with_the_same_key_resumes_a_state_issued_before(tmp_path: Path):
     (tmp_path / "serve_tools.py").write_text(textwrap.dedent(SERVE_TOOLS))
     (tmp_path / "key").write_text(KEY + "\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(Path(toolnexus.__file__).resolve().parent.parent), str(tmp_path)])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(Path(toolnexus.__file__).resolve().parent.parent), str(tmp_path)]
+        ),
+    }
     env.pop("TOOLNEXUS_SECRET", None)
 
     def serve(message: dict[str, Any], key_file: str = "key") -> dict[str, Any]:
         done = subprocess.run(
-            [sys.executable, "-m", "toolnexus", "serve", "serve_tools:toolkit",
-             "--secret-file", str(tmp_path / key_file), "--answers-db", str(tmp_path / "a.db")],
-            input=json.dumps(message) + "\n", capture_output=True, text=True, cwd=tmp_path,
-            env=env, timeout=60,
+            [
+                sys.executable,
+                "-m",
+                "toolnexus",
+                "serve",
+                "serve_tools:toolkit",
+                "--secret-file",
+                str(tmp_path / key_file),
+                "--answers-db",
+                str(tmp_path / "a.db"),
+            ],
+            input=json.dumps(message) + "\n",
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=60,
         )
         assert done.returncode == 0, done.stderr
         return dict(json.loads(done.stdout.splitlines()[0]))
 
     def call(**params: Any) -> dict[str, Any]:
-        return {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": "deploy", "arguments": {"service": "api"}, "_meta": MODERN,
-                           **params}}
+        return {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "deploy",
+                "arguments": {"service": "api"},
+                "_meta": MODERN,
+                **params,
+            },
+        }
 
     rid, state, _ = asked(serve(call()))  # the first server process exits here
     (tmp_path / "other").write_text("a-different-key-0123456789abcdef\n")
-    refused = serve(call(requestState=state, inputResponses=accept(rid, {"approved": True})),
-                    key_file="other")
+    refused = serve(
+        call(requestState=state, inputResponses=accept(rid, {"approved": True})), key_file="other"
+    )
     assert refused["error"]["code"] == -32602
     resumed = serve(call(requestState=state, inputResponses=accept(rid, {"approved": True})))
     assert text(resumed) == "deployed api after the restart"
@@ -305,32 +397,53 @@ def test_elicited_content_must_fit_the_form_modern():
     rid, state, params = asked(server.call("greet", {}))
     assert params["requestedSchema"] == FORM
     runs.clear()
-    reply = server.call("greet", {}, requestState=state,
-                        inputResponses=accept(rid, {"name": 42, "extra": [1, 2]}))
+    reply = server.call(
+        "greet", {}, requestState=state, inputResponses=accept(rid, {"name": 42, "extra": [1, 2]})
+    )
     assert reply["result"]["isError"] is True
     assert text(reply).startswith("invalid answer to 'Your name?': ")
     assert runs == []
 
 
-@pytest.mark.parametrize(("content", "problem"), [
-    ({"name": 42}, "name"),
-    ({"name": "Ada", "extra": [1, 2]}, "extra: not a field of the form"),
-    ({}, "name"),
-    ({"name": {"first": "Ada"}}, "name: expected a string, number or boolean, got object"),
-])
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ({"name": 42}, "name"),
+        ({"name": "Ada", "extra": [1, 2]}, "extra: not a field of the form"),
+        ({}, "name"),
+        ({"name": {"first": "Ada"}}, "name: expected a string, number or boolean, got object"),
+    ],
+)
 def test_elicited_content_must_fit_the_form_legacy(content: Any, problem: str):
     store = MemoryAnswerStore()
     session = ServerSession(TOOLKIT, answer_store=store)
     host = Host(TOOLKIT, answer_store=store)
-    session.receive({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}}})
+    session.receive(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}},
+        }
+    )
     session.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    (start,) = session.receive({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                "params": {"name": "greet", "arguments": {}}})
+    (start,) = session.receive(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "greet", "arguments": {}},
+        }
+    )
     (ask,) = session.complete_call(start.call_id, host.call("greet", {}))
     runs.clear()
-    (reply,) = session.receive({"jsonrpc": "2.0", "id": ask.message["id"],
-                                "result": {"action": "accept", "content": content}})
+    (reply,) = session.receive(
+        {
+            "jsonrpc": "2.0",
+            "id": ask.message["id"],
+            "result": {"action": "accept", "content": content},
+        }
+    )
     assert isinstance(reply, Send)
     assert reply.message["result"]["isError"] is True
     assert problem in reply.message["result"]["content"][0]["text"]
@@ -354,23 +467,38 @@ def test_a_nested_data_schema_is_refused_naming_the_field():
 def test_each_round_is_a_new_input_required_result_with_a_new_state():
     server = Server(max_rounds=2)
     rid, state, _ = asked(server.call("wizard", {}))
-    rid2, state2, params = asked(server.call("wizard", {}, requestState=state,
-                                             inputResponses=accept(rid, {"answer": "Ada"})))
+    rid2, state2, params = asked(
+        server.call("wizard", {}, requestState=state, inputResponses=accept(rid, {"answer": "Ada"}))
+    )
     assert state2 != state and params["message"] == "Age?"
-    done = server.call("wizard", {}, requestState=state2,
-                       inputResponses={rid2: {"action": "accept", "content": {"answer": "x"}}})
+    done = server.call(
+        "wizard",
+        {},
+        requestState=state2,
+        inputResponses={rid2: {"action": "accept", "content": {"answer": "x"}}},
+    )
     # The tool wants "age"; a text form gave "answer": it asks again, and rounds are used up.
     assert text(done) == "unresolved: Age?"
     once = Server()
     rid, state, _ = asked(once.call("wizard", {}))
-    assert text(once.call("wizard", {}, requestState=state,
-                          inputResponses=accept(rid, {"answer": "Ada"}))) == "unresolved: Age?"
+    assert (
+        text(
+            once.call(
+                "wizard", {}, requestState=state, inputResponses=accept(rid, {"answer": "Ada"})
+            )
+        )
+        == "unresolved: Age?"
+    )
 
 
 def test_a_prompt_with_a_lone_surrogate_still_gets_a_response_and_frees_its_id():
     session = ServerSession(TOOLKIT, secret=KEY)
-    message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-               "params": {"name": "deploy", "arguments": {"service": "x"}, "_meta": MODERN}}
+    message = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "deploy", "arguments": {"service": "x"}, "_meta": MODERN},
+    }
     (start,) = session.receive(message)
     pending = ToolResult.pending(Request("approval", "Deploy \ud800?"))
     (reply,) = session.complete_call(start.call_id, pending)

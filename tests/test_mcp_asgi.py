@@ -38,9 +38,20 @@ def deploy(ctx: ToolContext) -> ToolResult:
     """Asks where to deploy."""
     count_run("deploy", ctx)
     if ctx.answer is None:
-        return ToolResult.pending(Request("input", "Which environment?", id="env", data={
-            "schema": {"type": "object", "properties": {"env": {"type": "string"}},
-                       "required": ["env"]}}))
+        return ToolResult.pending(
+            Request(
+                "input",
+                "Which environment?",
+                id="env",
+                data={
+                    "schema": {
+                        "type": "object",
+                        "properties": {"env": {"type": "string"}},
+                        "required": ["env"],
+                    }
+                },
+            )
+        )
     return ToolResult.ok(f"deployed to {(ctx.answer.data or {}).get('env')}")
 
 
@@ -60,13 +71,35 @@ def release(ctx: ToolContext) -> ToolResult:
     count_run("release", ctx)
     answer = ctx.answer
     if answer is None:
-        return ToolResult.pending(Request("input", "Which version?", id="version", data={
-            "schema": {"type": "object", "properties": {"version": {"type": "string"}},
-                       "required": ["version"]}}))
+        return ToolResult.pending(
+            Request(
+                "input",
+                "Which version?",
+                id="version",
+                data={
+                    "schema": {
+                        "type": "object",
+                        "properties": {"version": {"type": "string"}},
+                        "required": ["version"],
+                    }
+                },
+            )
+        )
     if answer.id == "version":
-        return ToolResult.pending(Request("input", "Which environment?", id="env", data={
-            "schema": {"type": "object", "properties": {"env": {"type": "string"}},
-                       "required": ["env"]}}))
+        return ToolResult.pending(
+            Request(
+                "input",
+                "Which environment?",
+                id="env",
+                data={
+                    "schema": {
+                        "type": "object",
+                        "properties": {"env": {"type": "string"}},
+                        "required": ["env"],
+                    }
+                },
+            )
+        )
     return ToolResult.ok(f"released to {(answer.data or {}).get('env')}")
 
 
@@ -75,17 +108,26 @@ KEY = b"shared-by-every-worker-0123456789"
 
 
 def call_message(name: str, **params: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": name, "arguments": {}, "_meta": META, **params}}
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": {}, "_meta": META, **params},
+    }
 
 
-async def request(app: AsgiApp, message: dict[str, Any],
-                  disconnect: asyncio.Event | None = None) -> tuple[int | None, bytes]:
+async def request(
+    app: AsgiApp, message: dict[str, Any], disconnect: asyncio.Event | None = None
+) -> tuple[int | None, bytes]:
     body = json.dumps(message).encode()
-    headers = [(b"host", b"localhost:8000"), (b"content-type", b"application/json"),
-               (b"accept", b"application/json, text/event-stream"),
-               (b"mcp-protocol-version", b"2026-07-28"), (b"mcp-method", b"tools/call"),
-               (b"mcp-name", message["params"]["name"].encode())]
+    headers = [
+        (b"host", b"localhost:8000"),
+        (b"content-type", b"application/json"),
+        (b"accept", b"application/json, text/event-stream"),
+        (b"mcp-protocol-version", b"2026-07-28"),
+        (b"mcp-method", b"tools/call"),
+        (b"mcp-name", message["params"]["name"].encode()),
+    ]
     scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers}
     delivered = False
     sent: list[dict[str, Any]] = []
@@ -106,9 +148,11 @@ async def request(app: AsgiApp, message: dict[str, Any],
 
     await app(scope, receive, send)
     status = next(
-        (event["status"] for event in sent if event["type"] == "http.response.start"), None)
-    return status, b"".join(event.get("body", b"") for event in sent
-                            if event["type"] == "http.response.body")
+        (event["status"] for event in sent if event["type"] == "http.response.start"), None
+    )
+    return status, b"".join(
+        event.get("body", b"") for event in sent if event["type"] == "http.response.body"
+    )
 
 
 def test_a_retry_is_answered_by_another_worker_holding_the_same_key() -> None:
@@ -119,8 +163,11 @@ def test_a_retry_is_answered_by_another_worker_holding_the_same_key() -> None:
         _, body = await request(first_worker, call_message("deploy"))
         asked = json.loads(body)["result"]
         assert asked["resultType"] == "input_required"
-        retry = call_message("deploy", requestState=asked["requestState"], inputResponses={
-            "env": {"action": "accept", "content": {"env": "prod"}}})
+        retry = call_message(
+            "deploy",
+            requestState=asked["requestState"],
+            inputResponses={"env": {"action": "accept", "content": {"env": "prod"}}},
+        )
         _, body = await request(second_worker, retry)
         return dict(json.loads(body)["result"])
 
@@ -133,8 +180,11 @@ def test_a_retry_is_answered_by_another_worker_holding_the_same_key() -> None:
 
 
 def accept(name: str, state: str, question: str, **content: Any) -> dict[str, Any]:
-    return call_message(name, requestState=state, inputResponses={
-        question: {"action": "accept", "content": content}})
+    return call_message(
+        name,
+        requestState=state,
+        inputResponses={question: {"action": "accept", "content": content}},
+    )
 
 
 def text_of(body: bytes) -> tuple[bool, str]:
@@ -207,26 +257,25 @@ def test_with_max_rounds_a_retry_that_asks_again_gets_a_new_state_on_any_worker(
     tmp_path: Path,
 ) -> None:
     used = tmp_path / "used-answers.db"
-    worker_a = asgi_app(TOOLKIT, secret=KEY, max_rounds=2,
-                        answer_store=SqliteAnswerStore(used))
-    worker_b = asgi_app(TOOLKIT, secret=KEY, max_rounds=2,
-                        answer_store=SqliteAnswerStore(used))
+    worker_a = asgi_app(TOOLKIT, secret=KEY, max_rounds=2, answer_store=SqliteAnswerStore(used))
+    worker_b = asgi_app(TOOLKIT, secret=KEY, max_rounds=2, answer_store=SqliteAnswerStore(used))
     one_round = asgi_app(TOOLKIT, secret=KEY, answer_store=SqliteAnswerStore(used))
     runs.clear()
 
     async def main() -> tuple[dict[str, Any], dict[str, Any], bytes, bytes]:
         _, body = await request(worker_a, call_message("release"))
         first = json.loads(body)["result"]
-        _, body = await request(worker_b, accept("release", first["requestState"], "version",
-                                                 version="1.2"))
+        _, body = await request(
+            worker_b, accept("release", first["requestState"], "version", version="1.2")
+        )
         second = json.loads(body)["result"]
-        _, done = await request(worker_a, accept("release", second["requestState"], "env",
-                                                 env="prod"))
+        _, done = await request(
+            worker_a, accept("release", second["requestState"], "env", env="prod")
+        )
         # A server left at the default (one round) ends the same second question instead.
         _, body = await request(one_round, call_message("release"))
         state = json.loads(body)["result"]["requestState"]
-        _, unresolved = await request(one_round, accept("release", state, "version",
-                                                        version="1.2"))
+        _, unresolved = await request(one_round, accept("release", state, "version", version="1.2"))
         return first, second, done, unresolved
 
     try:
@@ -240,8 +289,13 @@ def test_with_max_rounds_a_retry_that_asks_again_gets_a_new_state_on_any_worker(
     assert second["requestState"] != first["requestState"]
     assert text_of(done) == (False, "released to prod")
     assert text_of(unresolved) == (True, "unresolved: Which environment?")
-    assert runs == [("release", None), ("release", "version"), ("release", "env"),
-                    ("release", None), ("release", "version")]
+    assert runs == [
+        ("release", None),
+        ("release", "version"),
+        ("release", "env"),
+        ("release", None),
+        ("release", "version"),
+    ]
 
 
 def test_a_worker_with_another_key_refuses_the_state() -> None:
@@ -251,8 +305,11 @@ def test_a_worker_with_another_key_refuses_the_state() -> None:
     async def main() -> tuple[int, dict[str, Any]]:
         _, body = await request(issuer, call_message("deploy"))
         state = json.loads(body)["result"]["requestState"]
-        retry = call_message("deploy", requestState=state, inputResponses={
-            "env": {"action": "accept", "content": {"env": "prod"}}})
+        retry = call_message(
+            "deploy",
+            requestState=state,
+            inputResponses={"env": {"action": "accept", "content": {"env": "prod"}}},
+        )
         status, body = await request(stranger, retry)
         return status, json.loads(body)
 
@@ -302,5 +359,7 @@ def test_the_lifespan_shutdown_closes_the_host() -> None:
 
     asyncio.run(app({"type": "lifespan"}, receive, send))
     assert [event["type"] for event in sent] == [
-        "lifespan.startup.complete", "lifespan.shutdown.complete"]
+        "lifespan.startup.complete",
+        "lifespan.shutdown.complete",
+    ]
     assert host.is_closed

@@ -26,10 +26,15 @@ def call(name: str, version: str | None = None) -> dict[str, Any]:
     if version is None:
         params["_meta"] = MODERN
     else:
-        session.receive({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                         "params": {"protocolVersion": version, "capabilities": {}}})
-    actions = session.receive({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                               "params": params})
+        session.receive(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {"protocolVersion": version, "capabilities": {}},
+            }
+        )
+    actions = session.receive({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
     assert len(actions) == 1 and isinstance(actions[0], StartCall), actions
     done = session.complete_call(actions[0].call_id, toolkit.execute(name, {}))
     assert len(done) == 1 and isinstance(done[0], Send)
@@ -47,11 +52,20 @@ def test_mixed_content_follows_the_text_block_in_part_order() -> None:
     assert content == [
         {"type": "text", "text": "Multiple content types test:"},
         {"type": "image", "data": PNG_B64, "mimeType": "image/png"},
-        {"type": "resource", "resource": {
-            "uri": "attachment://report.json", "mimeType": "application/json",
-            "blob": base64.b64encode(REPORT).decode()}},
-        {"type": "resource_link", "uri": "https://example.test/charts/q3.png",
-         "name": "q3.png", "mimeType": "image/png"},
+        {
+            "type": "resource",
+            "resource": {
+                "uri": "attachment://report.json",
+                "mimeType": "application/json",
+                "blob": base64.b64encode(REPORT).decode(),
+            },
+        },
+        {
+            "type": "resource_link",
+            "uri": "https://example.test/charts/q3.png",
+            "name": "q3.png",
+            "mimeType": "image/png",
+        },
         {"type": "text", "text": "caption: one red pixel"},
     ]
 
@@ -72,33 +86,50 @@ def test_a_result_without_parts_is_the_single_text_block_as_before() -> None:
 
     assert content_blocks(ToolResult.ok("")) == [{"type": "text", "text": ""}]
     assert content_blocks(ToolResult.ok("", parts=[Part.from_text("x")])) == [
-        {"type": "text", "text": ""}, {"type": "text", "text": "x"}]
+        {"type": "text", "text": ""},
+        {"type": "text", "text": "x"},
+    ]
 
 
 def test_result_from_mcp_maps_each_block_to_a_part() -> None:
-    back = result_from_mcp({
-        "content": [
-            {"type": "text", "text": "four blocks"},
-            {"type": "audio", "data": WAV_B64, "mimeType": "audio/wav"},
-            {"type": "resource", "resource": {"uri": "test://embedded-resource",
-                                              "mimeType": "text/plain",
-                                              "text": "This is an embedded resource."}},
-            {"type": "resource_link", "uri": "https://example.test/a.pdf", "name": "a.pdf",
-             "mimeType": "application/pdf"},
-            {"type": "video", "uri": "https://example.test/v.mp4"},
-        ],
-        "isError": True,
-        "structuredContent": {"n": 4},
-    })
+    back = result_from_mcp(
+        {
+            "content": [
+                {"type": "text", "text": "four blocks"},
+                {"type": "audio", "data": WAV_B64, "mimeType": "audio/wav"},
+                {
+                    "type": "resource",
+                    "resource": {
+                        "uri": "test://embedded-resource",
+                        "mimeType": "text/plain",
+                        "text": "This is an embedded resource.",
+                    },
+                },
+                {
+                    "type": "resource_link",
+                    "uri": "https://example.test/a.pdf",
+                    "name": "a.pdf",
+                    "mimeType": "application/pdf",
+                },
+                {"type": "video", "uri": "https://example.test/v.mp4"},
+            ],
+            "isError": True,
+            "structuredContent": {"n": 4},
+        }
+    )
     assert back.output == "four blocks" and back.is_error
     assert back.metadata == {"structuredContent": {"n": 4}}
     audio, text_file, link, unknown = back.parts
     assert audio == Part.audio(WAV, "audio/wav")
     assert (text_file.type, text_file.mime_type, text_file.name) == (
-        "file", "text/plain", "embedded-resource")
+        "file",
+        "text/plain",
+        "embedded-resource",
+    )
     assert text_file.to_bytes() == b"This is an embedded resource."
-    assert link == Part("file", mime_type="application/pdf", url="https://example.test/a.pdf",
-                        name="a.pdf")
+    assert link == Part(
+        "file", mime_type="application/pdf", url="https://example.test/a.pdf", name="a.pdf"
+    )
     assert unknown == Part.from_text("[unsupported MCP video block]")
 
 
@@ -120,8 +151,10 @@ def test_our_own_blocks_read_back_to_the_same_parts_but_for_names() -> None:
         ([{"type": "text", "text": 5}], "content[0].text"),
         ([{"type": "text", "text": ""}, {"type": "image", "data": PNG_B64}], "content[1].mimeType"),
         ([{"type": "image", "mimeType": "image/png", "data": "???"}], "content[0].data"),
-        ([{"type": "resource", "resource": {"uri": "x:y", "blob": "%%"}}],
-         "content[0].resource.blob"),
+        (
+            [{"type": "resource", "resource": {"uri": "x:y", "blob": "%%"}}],
+            "content[0].resource.blob",
+        ),
         ([{"type": "resource", "resource": "x"}], "content[0].resource"),
         ([{"type": "resource_link", "name": "a", "mimeType": "image/png"}], "content[0].uri"),
     ],

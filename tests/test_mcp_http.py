@@ -57,8 +57,20 @@ def waits(ctx: ToolContext) -> str:
 def asks(ctx: ToolContext) -> ToolResult:
     """Asks for an environment."""
     if ctx.answer is None:
-        return ToolResult.pending(Request("input", "Which env?", id="env", data={"schema": {
-            "type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}}))
+        return ToolResult.pending(
+            Request(
+                "input",
+                "Which env?",
+                id="env",
+                data={
+                    "schema": {
+                        "type": "object",
+                        "properties": {"env": {"type": "string"}},
+                        "required": ["env"],
+                    }
+                },
+            )
+        )
     return ToolResult.ok(f"deployed to {(ctx.answer.data or {}).get('env')}")
 
 
@@ -86,8 +98,12 @@ def server() -> Iterator[HttpServer]:
         yield running
 
 
-def post(server: HttpServer, message: dict[str, Any], headers: dict[str, str] | None = None,
-         modern: bool = True) -> tuple[int, dict[str, str], bytes]:
+def post(
+    server: HttpServer,
+    message: dict[str, Any],
+    headers: dict[str, str] | None = None,
+    modern: bool = True,
+) -> tuple[int, dict[str, str], bytes]:
     host, port = server.address
     connection = http.client.HTTPConnection(host, port, timeout=10)
     sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -105,15 +121,23 @@ def post(server: HttpServer, message: dict[str, Any], headers: dict[str, str] | 
     return answer
 
 
-def call(name: str, arguments: dict[str, Any] | None = None, rid: int = 1,
-         **meta: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-            "params": {"name": name, "arguments": arguments or {}, "_meta": {**META, **meta}}}
+def call(
+    name: str, arguments: dict[str, Any] | None = None, rid: int = 1, **meta: Any
+) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments or {}, "_meta": {**META, **meta}},
+    }
 
 
 def events(body: bytes) -> list[dict[str, Any]]:
-    return [json.loads(line[len(b"data: "):]) for line in body.splitlines()
-            if line.startswith(b"data: ")]
+    return [
+        json.loads(line[len(b"data: ") :])
+        for line in body.splitlines()
+        if line.startswith(b"data: ")
+    ]
 
 
 def test_a_modern_call_is_answered_as_one_json_body(server: HttpServer) -> None:
@@ -133,7 +157,11 @@ def test_progress_and_asked_for_logs_turn_the_response_into_an_event_stream(
     assert status == 200 and headers["content-type"] == "text/event-stream"
     sent = events(body)
     assert [m.get("method") for m in sent] == [
-        "notifications/progress", "notifications/message", "notifications/progress", None]
+        "notifications/progress",
+        "notifications/message",
+        "notifications/progress",
+        None,
+    ]
     assert sent[1]["params"] == {"level": "info", "data": "halfway"}
     assert sent[-1]["result"]["content"][0]["text"] == "done"
 
@@ -155,11 +183,14 @@ def test_logs_nobody_asked_for_are_not_sent(server: HttpServer) -> None:
     assert json.loads(body)["result"]["content"][0]["text"] == "done"
 
 
-@pytest.mark.parametrize("header, value", [
-    ("MCP-Protocol-Version", "2025-11-25"),
-    ("Mcp-Method", "tools/list"),
-    ("Mcp-Name", "steps"),
-])
+@pytest.mark.parametrize(
+    "header, value",
+    [
+        ("MCP-Protocol-Version", "2025-11-25"),
+        ("Mcp-Method", "tools/list"),
+        ("Mcp-Name", "steps"),
+    ],
+)
 def test_a_routing_header_that_disagrees_with_the_body_is_400_header_mismatch(
     server: HttpServer, header: str, value: str
 ) -> None:
@@ -198,23 +229,38 @@ def test_a_modern_suspension_is_input_required_and_the_retry_completes(
 
 
 def legacy_session(server: HttpServer) -> str:
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "t", "version": "1"}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
     status, headers, body = post(server, init, modern=False)
     assert status == 200 and json.loads(body)["result"]["protocolVersion"] == "2025-11-25"
     session = headers["mcp-session-id"]
     assert all(0x21 <= ord(char) <= 0x7E for char in session)
-    status, _, _ = post(server, {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                        {"Mcp-Session-Id": session}, modern=False)
+    status, _, _ = post(
+        server,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"Mcp-Session-Id": session},
+        modern=False,
+    )
     assert status == 202
     return session
 
 
 def test_a_legacy_session_lives_until_delete(server: HttpServer) -> None:
     session = legacy_session(server)
-    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-               "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
+    }
     status, _, body = post(server, message, {"Mcp-Session-Id": session}, modern=False)
     assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "3"
     host, port = server.address
@@ -232,10 +278,16 @@ def test_a_legacy_question_goes_out_on_the_post_stream_and_the_answer_comes_back
     session = legacy_session(server)
     host, port = server.address
     connection = http.client.HTTPConnection(host, port, timeout=10)
-    connection.request("POST", "/mcp", json.dumps(
-        {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "asks"}}),
-        {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-         "Mcp-Session-Id": session})
+    connection.request(
+        "POST",
+        "/mcp",
+        json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "asks"}}),
+        {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Mcp-Session-Id": session,
+        },
+    )
     response = connection.getresponse()
     assert response.getheader("content-type") == "text/event-stream"
     received = b""
@@ -243,8 +295,11 @@ def test_a_legacy_question_goes_out_on_the_post_stream_and_the_answer_comes_back
         received += response.read1(65536)
     question = events(received)[0]
     assert question["method"] == "elicitation/create"
-    answer = {"jsonrpc": "2.0", "id": question["id"],
-              "result": {"action": "accept", "content": {"env": "prod"}}}
+    answer = {
+        "jsonrpc": "2.0",
+        "id": question["id"],
+        "result": {"action": "accept", "content": {"env": "prod"}},
+    }
     status, _, _ = post(server, answer, {"Mcp-Session-Id": session}, modern=False)
     assert status == 202
     rest = events(response.read())
@@ -271,8 +326,7 @@ def test_a_foreign_origin_is_forbidden(server: HttpServer, origin: str) -> None:
 
 
 def test_a_localhost_origin_is_accepted(server: HttpServer) -> None:
-    status, _, _ = post(server, call("add", {"a": 1, "b": 1}),
-                        {"Origin": "http://localhost:5173"})
+    status, _, _ = post(server, call("add", {"a": 1, "b": 1}), {"Origin": "http://localhost:5173"})
     assert status == 200
 
 
@@ -282,11 +336,18 @@ def test_a_foreign_host_header_is_refused_against_dns_rebinding(server: HttpServ
 
 
 def test_an_allowed_host_and_origin_are_accepted() -> None:
-    with HttpServer(TOOLKIT, port=0, allowed_hosts=["tools.example.com"],
-                    allowed_origins=["https://app.example.com"]) as server:
+    with HttpServer(
+        TOOLKIT,
+        port=0,
+        allowed_hosts=["tools.example.com"],
+        allowed_origins=["https://app.example.com"],
+    ) as server:
         server.start()
-        status, _, _ = post(server, call("add", {"a": 1, "b": 1}), {
-            "Host": "tools.example.com:443", "Origin": "https://app.example.com"})
+        status, _, _ = post(
+            server,
+            call("add", {"a": 1, "b": 1}),
+            {"Host": "tools.example.com:443", "Origin": "https://app.example.com"},
+        )
         assert status == 200
 
 
@@ -300,8 +361,9 @@ def test_a_missing_or_wrong_token_is_401_and_never_echoed() -> None:
         status, _, body = post(server, call("add", {"a": 1, "b": 1}), {"Authorization": wrong})
         assert status == 401
         assert secret_token.encode() not in body and b"wrong-" not in body
-        status, _, _ = post(server, call("add", {"a": 1, "b": 1}),
-                            {"Authorization": f"Bearer {secret_token}"})
+        status, _, _ = post(
+            server, call("add", {"a": 1, "b": 1}), {"Authorization": f"Bearer {secret_token}"}
+        )
         assert status == 200
 
 
@@ -314,10 +376,13 @@ def test_a_caller_supplied_verifier_decides() -> None:
 
     with HttpServer(TOOLKIT, port=0, verify_token=verify) as server:
         server.start()
-        assert post(server, call("add", {"a": 1, "b": 1}),
-                    {"Authorization": "Bearer nope"})[0] == 401
-        assert post(server, call("add", {"a": 1, "b": 1}),
-                    {"Authorization": "Bearer from-my-idp"})[0] == 200
+        assert (
+            post(server, call("add", {"a": 1, "b": 1}), {"Authorization": "Bearer nope"})[0] == 401
+        )
+        assert (
+            post(server, call("add", {"a": 1, "b": 1}), {"Authorization": "Bearer from-my-idp"})[0]
+            == 200
+        )
     assert seen == ["nope", "from-my-idp"]
 
 
@@ -329,8 +394,10 @@ def test_an_oversized_body_is_413_without_being_read() -> None:
         server.start()
         host, port = server.address
         with socket.create_connection((host, port), timeout=10) as sock:
-            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
-                         b"Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n")
+            sock.sendall(
+                b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n"
+            )
             reply = b""
             while chunk := sock.recv(4096):  # the server answers, then closes
                 reply += chunk
@@ -346,8 +413,12 @@ def test_an_oversized_body_sent_by_an_ordinary_client_gets_its_413() -> None:
         server.start()
         host, port = server.address
         connection = http.client.HTTPConnection(host, port, timeout=30)
-        connection.request("POST", "/mcp", body=b"x" * (5 << 20), headers={
-            "Content-Type": "application/json", "MCP-Protocol-Version": MODERN})
+        connection.request(
+            "POST",
+            "/mcp",
+            body=b"x" * (5 << 20),
+            headers={"Content-Type": "application/json", "MCP-Protocol-Version": MODERN},
+        )
         response = connection.getresponse()
         assert response.status == 413
         assert response.getheader("connection") == "close"
@@ -358,8 +429,11 @@ def test_an_oversized_body_sent_by_an_ordinary_client_gets_its_413() -> None:
 def test_an_oversized_body_sent_through_urllib_gets_its_413() -> None:
     with HttpServer(TOOLKIT, port=0, max_body_bytes=1024) as server:
         server.start()
-        request = urllib.request.Request(server.url, data=b"x" * (5 << 20), headers={
-            "Content-Type": "application/json", "MCP-Protocol-Version": MODERN})
+        request = urllib.request.Request(
+            server.url,
+            data=b"x" * (5 << 20),
+            headers={"Content-Type": "application/json", "MCP-Protocol-Version": MODERN},
+        )
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=30)
         assert refused.value.code == 413
@@ -380,29 +454,37 @@ def exchange_raw(server: HttpServer, data: bytes) -> bytes:
 
 def raw_call(rid: int, close: bool = False, version: bytes = b"HTTP/1.1") -> bytes:
     body = json.dumps(call("add", {"a": rid, "b": 1}, rid=rid)).encode()
-    return (b"POST /mcp %b\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-            b"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: add\r\n"
-            b"%bContent-Length: %d\r\n\r\n%b"
-            % (version, b"Connection: close\r\n" if close else b"", len(body), body))
+    return (
+        b"POST /mcp %b\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: add\r\n"
+        b"%bContent-Length: %d\r\n\r\n%b"
+        % (version, b"Connection: close\r\n" if close else b"", len(body), body)
+    )
 
 
 MANY_FIELDS = b"".join(b"X-Field-%d: %d\r\n" % (n, n) for n in range(65))
 
 
-@pytest.mark.parametrize(("head", "status"), [
-    (b"POST /mcp\r\n\r\n", b"400"),
-    (b"POST /mcp HTTP/2.0\r\nHost: localhost\r\n\r\n", b"505"),
-    (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n", b"414"),
-    (b"GET /mcp HTTP/1.1\r\nHost: localhost\r\n" + MANY_FIELDS + b"\r\n", b"431"),
-    (b"GET /mcp HTTP/1.1\r\nX-Long: " + b"a" * 70000 + b"\r\n\r\n", b"431"),
-    (b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nX-Folded: a\r\n b\r\n\r\n", b"400"),
-    (b"GET /mcp HTTP/1.1\r\nHost : localhost\r\n\r\n", b"400"),
-    (b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nHost: evil.example.com\r\n\r\n", b"400"),
-    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n"
-     b"Content-Length: 50\r\n\r\n", b"400"),
-    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: +5\r\n\r\nhello", b"400"),
-    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n", b"411"),
-])
+@pytest.mark.parametrize(
+    ("head", "status"),
+    [
+        (b"POST /mcp\r\n\r\n", b"400"),
+        (b"POST /mcp HTTP/2.0\r\nHost: localhost\r\n\r\n", b"505"),
+        (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n", b"414"),
+        (b"GET /mcp HTTP/1.1\r\nHost: localhost\r\n" + MANY_FIELDS + b"\r\n", b"431"),
+        (b"GET /mcp HTTP/1.1\r\nX-Long: " + b"a" * 70000 + b"\r\n\r\n", b"431"),
+        (b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nX-Folded: a\r\n b\r\n\r\n", b"400"),
+        (b"GET /mcp HTTP/1.1\r\nHost : localhost\r\n\r\n", b"400"),
+        (b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nHost: evil.example.com\r\n\r\n", b"400"),
+        (
+            b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n"
+            b"Content-Length: 50\r\n\r\n",
+            b"400",
+        ),
+        (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: +5\r\n\r\nhello", b"400"),
+        (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n", b"411"),
+    ],
+)
 def test_a_request_that_is_not_clean_http_1_1_is_refused_and_closed(
     server: HttpServer, head: bytes, status: bytes
 ) -> None:
@@ -432,14 +514,19 @@ def test_a_large_answer_arrives_whole_and_the_connection_serves_the_next_request
     size = 8 * 1024 * 1024
     host, port = server.address
     connection = http.client.HTTPConnection(host, port, timeout=30)
-    headers = {"Content-Type": "application/json", "MCP-Protocol-Version": MODERN,
-               "Mcp-Method": "tools/call"}
-    connection.request("POST", "/mcp", json.dumps(call("big", {"size": size})),
-                       {**headers, "Mcp-Name": "big"})
+    headers = {
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "tools/call",
+    }
+    connection.request(
+        "POST", "/mcp", json.dumps(call("big", {"size": size})), {**headers, "Mcp-Name": "big"}
+    )
     answer = json.loads(connection.getresponse().read())
     assert answer["result"]["content"][0]["text"] == "x" * size
-    connection.request("POST", "/mcp", json.dumps(call("add", {"a": 1, "b": 2})),
-                       {**headers, "Mcp-Name": "add"})
+    connection.request(
+        "POST", "/mcp", json.dumps(call("add", {"a": 1, "b": 2})), {**headers, "Mcp-Name": "add"}
+    )
     assert json.loads(connection.getresponse().read())["result"]["content"][0]["text"] == "3"
     connection.close()
 
@@ -456,10 +543,12 @@ def test_expect_100_continue_gets_the_interim_response_before_the_body(
     host, port = server.address
     body = json.dumps(call("add", {"a": 2, "b": 2})).encode()
     with socket.create_connection((host, port), timeout=10) as sock:
-        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                     b"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
-                     b"Mcp-Name: add\r\nExpect: 100-continue\r\nConnection: close\r\n"
-                     b"Content-Length: %d\r\n\r\n" % len(body))
+        sock.sendall(
+            b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+            b"Mcp-Name: add\r\nExpect: 100-continue\r\nConnection: close\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body)
+        )
         interim = b""
         while not interim.endswith(b"\r\n\r\n"):
             interim += sock.recv(1)
@@ -530,9 +619,17 @@ def test_connections_beyond_the_bound_are_refused_with_503() -> None:
         server.start()
         host, port = server.address
         holder = http.client.HTTPConnection(host, port, timeout=10)
-        holder.request("POST", "/mcp", json.dumps(call("add", {"a": 1, "b": 1})), {
-            "Content-Type": "application/json", "MCP-Protocol-Version": MODERN,
-            "Mcp-Method": "tools/call", "Mcp-Name": "add"})
+        holder.request(
+            "POST",
+            "/mcp",
+            json.dumps(call("add", {"a": 1, "b": 1})),
+            {
+                "Content-Type": "application/json",
+                "MCP-Protocol-Version": MODERN,
+                "Mcp-Method": "tools/call",
+                "Mcp-Name": "add",
+            },
+        )
         assert holder.getresponse().read()  # kept alive: holds the one place
         with socket.create_connection((host, port), timeout=10) as sock:
             sock.sendall(b"GET /mcp HTTP/1.1\r\nHost: localhost\r\n\r\n")
@@ -546,9 +643,11 @@ def test_a_closed_response_stream_cancels_its_call(server: HttpServer) -> None:
     host, port = server.address
     sock = socket.create_connection((host, port), timeout=10)
     body = json.dumps(call("waits")).encode()
-    sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                 b"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
-                 b"Mcp-Name: waits\r\nContent-Length: %d\r\n\r\n%b" % (len(body), body))
+    sock.sendall(
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+        b"Mcp-Name: waits\r\nContent-Length: %d\r\n\r\n%b" % (len(body), body)
+    )
     assert started.wait(10)
     sock.close()
     assert cancelled.wait(10)

@@ -63,8 +63,19 @@ def wait_for_cancel(ctx: ToolContext) -> str:
 def deploy(ctx: ToolContext) -> ToolResult:
     """Asks where to deploy."""
     if ctx.answer is None:
-        return ToolResult.pending(Request("input", "Which environment?", data={"schema": {
-            "type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}}))
+        return ToolResult.pending(
+            Request(
+                "input",
+                "Which environment?",
+                data={
+                    "schema": {
+                        "type": "object",
+                        "properties": {"env": {"type": "string"}},
+                        "required": ["env"],
+                    }
+                },
+            )
+        )
     return ToolResult.ok(f"deployed to {(ctx.answer.data or {}).get('env')}")
 
 

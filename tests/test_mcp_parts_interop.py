@@ -95,7 +95,10 @@ def test_mixed_content_arrives_in_order_text_first(mode: str) -> None:
     result = call("mixed_content", mode)
     kinds = [type(block) for block in result.content]
     assert kinds == [
-        types.TextContent, types.ImageContent, types.EmbeddedResource, types.ResourceLink,
+        types.TextContent,
+        types.ImageContent,
+        types.EmbeddedResource,
+        types.ResourceLink,
         types.TextContent,
     ]
     link = result.content[3]

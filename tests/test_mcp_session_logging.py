@@ -25,8 +25,14 @@ def chatty() -> str:
 
 def legacy() -> ServerSession:
     session = ServerSession(Toolkit([chatty]))
-    session.receive({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                     "params": {"protocolVersion": "2025-11-25", "capabilities": {}}})
+    session.receive(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}},
+        }
+    )
     session.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
     return session
 
@@ -35,8 +41,7 @@ def call(session: ServerSession, meta: dict[str, Any] | None = None) -> StartCal
     params: dict[str, Any] = {"name": "chatty", "arguments": {}}
     if meta is not None:
         params["_meta"] = meta
-    actions = session.receive({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-                               "params": params})
+    actions = session.receive({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params})
     assert isinstance(actions[0], StartCall), actions
     return actions[0]
 
@@ -53,21 +58,37 @@ def test_nothing_is_sent_when_a_legacy_client_did_not_set_a_level() -> None:
 
 def test_set_level_answers_empty_and_filters_below_the_level() -> None:
     session = legacy()
-    answer = messages(session.receive({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel",
-                                       "params": {"level": "warning"}}))
+    answer = messages(
+        session.receive(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "logging/setLevel",
+                "params": {"level": "warning"},
+            }
+        )
+    )
     assert answer == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
     started = call(session)
     assert session.report_log(started.call_id, "info", "too quiet") == []
     sent = messages(session.report_log(started.call_id, "error", {"disk": "full"}, "db"))
-    assert sent == [{"jsonrpc": "2.0", "method": "notifications/message",
-                     "params": {"level": "error", "logger": "db", "data": {"disk": "full"}}}]
+    assert sent == [
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "error", "logger": "db", "data": {"disk": "full"}},
+        }
+    ]
 
 
 @pytest.mark.parametrize("level", ["loud", "INFO", 3, None])
 def test_an_unknown_level_is_invalid_params(level: Any) -> None:
     session = legacy()
-    error = messages(session.receive({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel",
-                                      "params": {"level": level}}))[0]["error"]
+    error = messages(
+        session.receive(
+            {"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": level}}
+        )
+    )[0]["error"]
     assert error["code"] == -32602
     assert "debug, info" in error["message"]
 
@@ -86,23 +107,35 @@ def test_a_modern_request_hears_logs_at_its_own_level_only() -> None:
 def test_a_modern_unknown_log_level_is_invalid_params() -> None:
     session = ServerSession(Toolkit([chatty]))
     meta = {**MODERN, "io.modelcontextprotocol/logLevel": "verbose"}
-    answer = messages(session.receive({"jsonrpc": "2.0", "id": 2, "method": "tools/list",
-                                       "params": {"_meta": meta}}))[0]
+    answer = messages(
+        session.receive(
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}}
+        )
+    )[0]
     assert answer["error"]["code"] == -32602
     assert "logLevel" in answer["error"]["message"]
 
 
 def test_logging_set_level_is_not_a_modern_method() -> None:
     session = ServerSession(Toolkit([chatty]))
-    answer = messages(session.receive({"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel",
-                                       "params": {"level": "info", "_meta": MODERN}}))[0]
+    answer = messages(
+        session.receive(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "logging/setLevel",
+                "params": {"level": "info", "_meta": MODERN},
+            }
+        )
+    )[0]
     assert answer["error"]["code"] == -32601
 
 
 def test_a_finished_call_sends_no_more_logs() -> None:
     session = legacy()
-    session.receive({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel",
-                     "params": {"level": "debug"}})
+    session.receive(
+        {"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "debug"}}
+    )
     started = call(session)
     session.complete_call(started.call_id, ToolResult.ok("done"))
     assert session.report_log(started.call_id, "error", "late") == []

@@ -247,24 +247,48 @@ def _answer(ident: Any, text: Any, error: Any = False, **extra: Any) -> dict[str
         _answer(1, 5),
         _answer(1, "x", 0),
         {"jsonrpc": "2.0", "id": 1, "result": {"content": [], "isError": False}},
-        {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "image", "data": "AA==",
-                                                            "mimeType": "image/png"}],
-                                               "isError": False}},
-        {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "a"},
-                                                           {"type": "text", "text": "b"}],
-                                               "isError": False}},
-        {"jsonrpc": "2.0", "id": 1, "result": {"content": ({"type": "text", "text": "a"},),
-                                               "isError": False}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {
+                "content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}],
+                "isError": False,
+            },
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {
+                "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+                "isError": False,
+            },
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {"content": ({"type": "text", "text": "a"},), "isError": False},
+        },
         {"jsonrpc": "2.0", "id": 1, "result": {"content": "text", "isError": False}},
-        {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "a",
-                                                            "annotations": {}}],
-                                               "isError": False}},
-        {"jsonrpc": "2.0", "id": 1, "result": {"content": [["type", "text"]],
-                                               "isError": False}},
-        {"jsonrpc": "1.0", "id": 1, "result": {"content": [{"type": "text", "text": "a"}],
-                                               "isError": False}},
-        {"jsonrpc": "2.0", "id": 1, "extra": 0, "result": {"content": [
-            {"type": "text", "text": "a"}], "isError": False}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {
+                "content": [{"type": "text", "text": "a", "annotations": {}}],
+                "isError": False,
+            },
+        },
+        {"jsonrpc": "2.0", "id": 1, "result": {"content": [["type", "text"]], "isError": False}},
+        {
+            "jsonrpc": "1.0",
+            "id": 1,
+            "result": {"content": [{"type": "text", "text": "a"}], "isError": False},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "extra": 0,
+            "result": {"content": [{"type": "text", "text": "a"}], "isError": False},
+        },
     ],
 )
 def test_a_text_answer_is_written_exactly_as_the_json_encoder_writes_it(
@@ -277,12 +301,17 @@ def test_a_text_answer_is_written_exactly_as_the_json_encoder_writes_it(
 
 
 def test_a_text_answer_built_in_another_key_order_is_the_same_json_value() -> None:
-    reordered = {"result": {"isError": False, "content": [{"text": "3", "type": "text"}]},
-                 "id": 7, "jsonrpc": "2.0"}
+    reordered = {
+        "result": {"isError": False, "content": [{"text": "3", "type": "text"}]},
+        "id": 7,
+        "jsonrpc": "2.0",
+    }
     data = Send(reordered).to_bytes()
     assert json.loads(data) == reordered
-    assert data == b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"3"}],' \
-                   b'"isError":false}}\n'  # the session's own order
+    assert (
+        data == b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"3"}],'
+        b'"isError":false}}\n'
+    )  # the session's own order
 
 
 def test_a_text_answer_that_json_cannot_carry_fails_as_any_message_does() -> None:
@@ -323,8 +352,13 @@ def test_a_response_too_big_to_encode_is_answered_and_a_notification_is_dropped(
     answer = json.loads(Send({"jsonrpc": "2.0", "id": 9, "result": _Bomb(a=1)}).to_bytes())
     assert answer["id"] == 9 and answer["error"]["code"] == -32603
     assert "MemoryError" in answer["error"]["message"]
-    dropped = Send({"jsonrpc": "2.0", "method": "notifications/message",
-                    "params": {"level": "info", "data": _Bomb(a=1)}})
+    dropped = Send(
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "info", "data": _Bomb(a=1)},
+        }
+    )
     assert dropped.to_bytes() == b""  # nobody waits on a notification: nothing to write
 
 
@@ -334,8 +368,9 @@ def asks(text: str) -> str:
     return text
 
 
-QUESTION = Request("input", "Env?", data={"schema": {
-    "type": "object", "properties": {"env": {"type": "string"}}}})
+QUESTION = Request(
+    "input", "Env?", data={"schema": {"type": "object", "properties": {"env": {"type": "string"}}}}
+)
 RESULTS = {
     "ok": ToolResult.ok("3"),
     "error": ToolResult.error("no such file"),
@@ -358,8 +393,10 @@ REVISIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "modern"]
 def _call(revision: str, request_id: Any) -> dict[str, Any]:
     params: dict[str, Any] = {"name": "asks", "arguments": {"text": "x"}}
     if revision == "modern":
-        params["_meta"] = {**MODERN, "io.modelcontextprotocol/clientCapabilities": {
-            "elicitation": {"form": {}}}}
+        params["_meta"] = {
+            **MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        }
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
@@ -369,8 +406,14 @@ def _twins(revision: str, request_id: Any) -> tuple[list[ServerSession], list[in
     for _ in range(2):
         session = ServerSession(Toolkit([asks]))
         if revision != "modern":
-            session.receive({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": revision, "capabilities": {"elicitation": {}}}})
+            session.receive(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {"protocolVersion": revision, "capabilities": {"elicitation": {}}},
+                }
+            )
             session.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
         (start,) = session.receive(_call(revision, request_id))
         assert isinstance(start, StartCall)
@@ -379,7 +422,7 @@ def _twins(revision: str, request_id: Any) -> tuple[list[ServerSession], list[in
     return sessions, call_ids
 
 
-@pytest.mark.parametrize("request_id", [7, "req \"1\" ✓", -12345678901234567890])
+@pytest.mark.parametrize("request_id", [7, 'req "1" ✓', -12345678901234567890])
 @pytest.mark.parametrize("revision", REVISIONS)
 @pytest.mark.parametrize("kind", sorted(RESULTS))
 def test_complete_call_bytes_writes_what_complete_call_sends_and_changes_the_same(
@@ -414,8 +457,9 @@ def test_complete_call_bytes_writes_what_complete_call_sends_and_changes_the_sam
 def test_complete_call_bytes_of_an_unknown_or_cancelled_call_is_nothing() -> None:
     (session, _), (call_id, _) = _twins("2025-11-25", 1)
     assert session.complete_call_bytes(call_id + 100, ToolResult.ok("x")) == b""
-    session.receive({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                     "params": {"requestId": 1}})
+    session.receive(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    )
     assert session.complete_call_bytes(call_id, ToolResult.ok("x")) == b""
     assert session.running_calls == 0
 
@@ -423,8 +467,11 @@ def test_complete_call_bytes_of_an_unknown_or_cancelled_call_is_nothing() -> Non
 @pytest.mark.parametrize("report", ["complete_call", "complete_call_bytes"])
 def test_reporting_something_else_than_a_tool_result_says_what_to_pass(report: str) -> None:
     (session, _), (call_id, _) = _twins("2025-11-25", 1)
-    with pytest.raises(TypeError, match=rf"{report}: result must be a ToolResult, got str; "
-                                        r".*ToolResult\.ok\(text\)"):
+    with pytest.raises(
+        TypeError,
+        match=rf"{report}: result must be a ToolResult, got str; "
+        r".*ToolResult\.ok\(text\)",
+    ):
         getattr(session, report)(call_id, "3")
     assert session.running_calls == 1  # nothing was lost: the call can still be reported
     assert json.loads(session.complete_call_bytes(call_id, ToolResult.ok("3")))["id"] == 1

@@ -458,7 +458,8 @@ def test_a_modern_client_without_elicitation_gets_32021() -> None:
     assert final["id"] == 8
     assert final["error"]["code"] == -32021
     assert final["error"]["message"].startswith(
-        "Missing required client capability: elicitation (form mode)")
+        "Missing required client capability: elicitation (form mode)"
+    )
     assert final["error"]["data"] == {"requiredCapabilities": {"elicitation": {"form": {}}}}
     assert session.running_calls == 0
 

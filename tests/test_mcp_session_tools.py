@@ -100,8 +100,11 @@ def test_tools_list_describes_every_tool_in_registration_order() -> None:
         "title": "Adder",
         "description": "Add two numbers.",
         "inputSchema": dict(add.input_schema),
-        "outputSchema": {"type": "object", "properties": {"result": {"type": "integer"}},
-                         "required": ["result"]},
+        "outputSchema": {
+            "type": "object",
+            "properties": {"result": {"type": "integer"}},
+            "required": ["result"],
+        },
         "annotations": {"readOnlyHint": True, "idempotentHint": True},
     }
 

@@ -204,8 +204,11 @@ def test_a_legacy_client_lists_and_calls_tools_over_real_pipes(server: Server) -
     assert answer == {
         "jsonrpc": "2.0",
         "id": 2,
-        "result": {"content": [{"type": "text", "text": "42"}], "isError": False,
-                   "structuredContent": {"result": 42}},
+        "result": {
+            "content": [{"type": "text", "text": "42"}],
+            "isError": False,
+            "structuredContent": {"result": 42},
+        },
     }
     assert server.finish() == 0
 

@@ -83,8 +83,12 @@ _BLOCKED_WRITER = textwrap.dedent(
 
 @posix_only
 def test_sigint_while_a_writer_blocks_on_a_full_stdout_leaves_the_lock_to_its_holder() -> None:
-    done = subprocess.run([sys.executable, "-c", _BLOCKED_WRITER], capture_output=True,
-                          env=child_env(), timeout=TIMEOUT)
+    done = subprocess.run(
+        [sys.executable, "-c", _BLOCKED_WRITER],
+        capture_output=True,
+        env=child_env(),
+        timeout=TIMEOUT,
+    )
     assert done.returncode == 0, done.stderr.decode()
     verdict = json.loads(done.stdout.decode().splitlines()[-1])
     assert verdict == {"code": 130, "ids": [0, 1], "failures": []}, done.stderr.decode()

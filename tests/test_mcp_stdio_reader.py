@@ -102,9 +102,18 @@ class Served:
         self.times_answered: Counter[Any] = Counter()  # by request id
         self.collector = threading.Thread(target=self._collect, name="test-collect")
         self.collector.start()
-        self.send({"jsonrpc": "2.0", "id": "init", "method": "initialize",
-                   "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                              "clientInfo": {"name": "test", "version": "1"}}})
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "init",
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"},
+                },
+            }
+        )
         assert self.answer("init")["result"]["protocolVersion"] == "2025-11-25"
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
@@ -119,8 +128,14 @@ class Served:
         self.to_server.flush()
 
     def call(self, rid: Any, name: str, arguments: dict[str, Any] | None = None) -> None:
-        self.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                   "params": {"name": name, "arguments": arguments or {}}})
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": arguments or {}},
+            }
+        )
 
     def answer(self, rid: Any) -> dict[str, Any]:
         """The answer to request ``rid`` (others that arrive first are kept)."""
@@ -235,8 +250,7 @@ class CountingStdout(io.RawIOBase):
 
 
 def test_the_answers_to_a_burst_of_buffered_requests_are_written_together() -> None:
-    pings = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % rid
-                     for rid in range(200))
+    pings = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % rid for rid in range(200))
     stdout = CountingStdout()
     assert serve_stdio(toolkit, stdin=io.BytesIO(pings), stdout=stdout) == 0
     answers = [json.loads(line) for line in b"".join(stdout.writes).splitlines()]
@@ -265,13 +279,18 @@ def driven_by_hand(
     tests below step through its internals where a window is too narrow to hit over pipes."""
     session = ServerSession(kit)
     written: list[bytes] = []
-    server = _StdioServer(session, lambda: host, _Input(None, 1 << 20), written.append,
-                          1 << 20, 0)
-    server._on_line(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{'
-                    b'"protocolVersion":"2025-11-25","capabilities":{},'
-                    b'"clientInfo":{"name":"t","version":"1"}}}\n')
-    line = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                       "params": {"name": name}}).encode() + b"\n"
+    server = _StdioServer(session, lambda: host, _Input(None, 1 << 20), written.append, 1 << 20, 0)
+    server._on_line(
+        b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{'
+        b'"protocolVersion":"2025-11-25","capabilities":{},'
+        b'"clientInfo":{"name":"t","version":"1"}}}\n'
+    )
+    line = (
+        json.dumps(
+            {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": name}}
+        ).encode()
+        + b"\n"
+    )
     with server._lock:
         started = server._send_all(session.receive_line(line), len(line))
     assert len(started) == 1 and isinstance(started[0], StartCall)
@@ -295,8 +314,9 @@ def test_a_cancel_that_arrives_while_its_call_is_being_made_stops_it_before_it_s
     server, session, written, start = driven_by_hand(kit, host, "count")
     try:
         with server._lock:
-            cancels = session.receive_line(b'{"jsonrpc":"2.0","method":"notifications/'
-                                           b'cancelled","params":{"requestId":7}}\n')
+            cancels = session.receive_line(
+                b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}\n'
+            )
         assert cancels
         server._carry_out(cancels)  # the call is not made yet: the cancel is remembered
         server._start_call(start, reader=True)
@@ -338,11 +358,18 @@ def test_a_burst_of_calls_each_cancelled_at_once_answers_each_request_at_most_on
     served = Served()
     lines: list[dict[str, Any]] = []
     for n in range(count):
-        lines.append({"jsonrpc": "2.0", "id": n, "method": "tools/call",
-                      "params": {"name": "tally", "arguments": {"n": n, "ms": 2}}})
+        lines.append(
+            {
+                "jsonrpc": "2.0",
+                "id": n,
+                "method": "tools/call",
+                "params": {"name": "tally", "arguments": {"n": n, "ms": 2}},
+            }
+        )
         if n % 2 == 0:
-            lines.append({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                          "params": {"requestId": n}})
+            lines.append(
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": n}}
+            )
     lines.append({"jsonrpc": "2.0", "id": "ping", "method": "ping"})
     served.send(*lines)
     assert served.answer("ping")["result"] == {}

@@ -122,11 +122,20 @@ class Client:
 
     def __init__(self, *command: str) -> None:
         if not command or command[0].startswith("-"):
-            command = ("-m", "toolnexus", "serve", "tests/test_mcp_stdio_robustness.py:toolkit",
-                       *command)
+            command = (
+                "-m",
+                "toolnexus",
+                "serve",
+                "tests/test_mcp_stdio_robustness.py:toolkit",
+                *command,
+            )
         self.process = subprocess.Popen(
-            [sys.executable, *command], cwd=ROOT, env=child_env(),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [sys.executable, *command],
+            cwd=ROOT,
+            env=child_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.stderr = b""
@@ -165,8 +174,9 @@ class Client:
         return self.receive()
 
     def call(self, rid: Any, name: str, arguments: Any, **params: Any) -> dict[str, Any]:
-        return self.request(rid, "tools/call",
-                            {"name": name, "arguments": arguments, "_meta": MODERN, **params})
+        return self.request(
+            rid, "tools/call", {"name": name, "arguments": arguments, "_meta": MODERN, **params}
+        )
 
     def assert_alive(self, rid: Any = "alive") -> None:
         """The server still answers: a ping gets its answer."""
@@ -223,25 +233,45 @@ def test_answers_json_cannot_carry_as_they_are_are_still_answered(client: Client
     refused = client.request(2, "tools/call", {**tools_call, "arguments": {"kind": "nan"}})
     assert refused["id"] == 2 and refused["error"]["code"] == -32603
     assert client.request(3, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}) == {
-        "jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "3"}],
-                                              "isError": False,
-                                              "structuredContent": {"result": 3}}}
+        "jsonrpc": "2.0",
+        "id": 3,
+        "result": {
+            "content": [{"type": "text", "text": "3"}],
+            "isError": False,
+            "structuredContent": {"result": 3},
+        },
+    }
 
 
 @pytest.mark.parametrize("depth", [DEPTH, DECODER_DEPTH])
-def test_a_legacy_elicitation_answer_nested_too_deep_answers_the_call(client: Client,
-                                                                       depth: int) -> None:
+def test_a_legacy_elicitation_answer_nested_too_deep_answers_the_call(
+    client: Client, depth: int
+) -> None:
     # At DECODER_DEPTH the line cannot even be parsed: its top-level id still names it.
-    client.request(0, "initialize", {"protocolVersion": "2025-11-25",
-                                     "capabilities": {"elicitation": {}}})
+    client.request(
+        0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}}
+    )
     client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    client.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                 "params": {"name": "deploy", "arguments": {}}})
+    client.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "deploy", "arguments": {}},
+        }
+    )
     asked = client.receive()
     assert asked["method"] == "elicitation/create"
-    client.send(with_deep({"jsonrpc": "2.0", "id": asked["id"],
-                           "result": {"action": "accept", "content": {"env": "@DEEP@"}}},
-                          depth))
+    client.send(
+        with_deep(
+            {
+                "jsonrpc": "2.0",
+                "id": asked["id"],
+                "result": {"action": "accept", "content": {"env": "@DEEP@"}},
+            },
+            depth,
+        )
+    )
     answer = client.receive()
     assert answer["id"] == 1 and answer["error"]["code"] == -32602
     assert "nested too deeply" in answer["error"]["message"]
@@ -252,29 +282,47 @@ def test_a_legacy_elicitation_answer_nested_too_deep_answers_the_call(client: Cl
 
 
 @pytest.mark.parametrize("depth", [DEPTH, DECODER_DEPTH])
-def test_a_modern_input_response_nested_too_deep_is_answered(client: Client,
-                                                             depth: int) -> None:
+def test_a_modern_input_response_nested_too_deep_is_answered(client: Client, depth: int) -> None:
     first = client.call(1, "deploy", {})
     state = first["result"]["requestState"]
     (question,) = first["result"]["inputRequests"]
-    client.send(with_deep({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "deploy", "arguments": {}, "requestState": state, "_meta": MODERN,
-        "inputResponses": {question: {"action": "accept", "content": {"env": "@DEEP@"}}},
-    }}, depth))
+    client.send(
+        with_deep(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {
+                    "name": "deploy",
+                    "arguments": {},
+                    "requestState": state,
+                    "_meta": MODERN,
+                    "inputResponses": {
+                        question: {"action": "accept", "content": {"env": "@DEEP@"}}
+                    },
+                },
+            },
+            depth,
+        )
+    )
     answer = client.receive()
     assert answer["id"] == 2 and answer["error"]["code"] == -32602
     client.assert_alive()
     # The rejected answer used nothing up: the state still resumes the call.
-    done = client.call(3, "deploy", {}, requestState=state, inputResponses={
-        question: {"action": "accept", "content": {"env": "prod"}}})
+    done = client.call(
+        3,
+        "deploy",
+        {},
+        requestState=state,
+        inputResponses={question: {"action": "accept", "content": {"env": "prod"}}},
+    )
     assert done["result"]["content"][0]["text"] == "deployed to prod"
 
 
 def test_deep_arguments_on_a_modern_retry_are_answered(client: Client) -> None:
     first = client.call(1, "deploy", {})
     state = first["result"]["requestState"]
-    answer = client.call(2, "deploy", {"x": nested(DEPTH)}, requestState=state,
-                         inputResponses={})
+    answer = client.call(2, "deploy", {"x": nested(DEPTH)}, requestState=state, inputResponses={})
     assert answer["id"] == 2 and answer["error"]["code"] == -32602
     client.assert_alive()
 
@@ -351,16 +399,32 @@ def test_a_failure_the_session_cannot_catch_is_answered_by_the_reader(faulty: Cl
 def test_a_failed_legacy_answer_frees_its_call_in_process(fed_as: str) -> None:
     # "parsed": the HTTP transport feeds parsed messages to receive(), guarded the same way.
     session = ServerSession(toolkit)
-    session.receive({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}}})
+    session.receive(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}},
+        }
+    )
     session.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    (start,) = session.receive({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                "params": {"name": "deploy", "arguments": {}}})
+    (start,) = session.receive(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "deploy", "arguments": {}},
+        }
+    )
     schema = {"type": "object", "properties": {"env": {"type": "string"}}}
     (ask,) = session.complete_call(
-        start.call_id, ToolResult.pending(Request("input", "Env?", data={"schema": schema})))
-    response = {"jsonrpc": "2.0", "id": ask.message["id"],
-                "result": {"action": "accept", "content": {"env": "@DEEP@"}}}
+        start.call_id, ToolResult.pending(Request("input", "Env?", data={"schema": schema}))
+    )
+    response = {
+        "jsonrpc": "2.0",
+        "id": ask.message["id"],
+        "result": {"action": "accept", "content": {"env": "@DEEP@"}},
+    }
     if fed_as == "line":
         (answer,) = session.receive_line(with_deep(response))
     else:
@@ -378,30 +442,42 @@ def _line(template: str) -> list[dict[str, Any]]:
     return [dict(action.message) for action in session.receive_line(text)]
 
 
-@pytest.mark.parametrize(("line", "answered_id"), [
-    # The top-level id, wherever it stands, past strings with escaped quotes and brackets.
-    ('{"jsonrpc":"2.0","method":"ping","params":{"x":@DEEP@},"id":7}', 7),
-    ('{"id" : "r-\\"}]{1", "method":"tools/call","params":{"s":"\\"{[","d":@DEEP@}}',
-     'r-"}]{1'),
-    # An "id" inside the params, or spelled inside a string, is not the message's.
-    ('{"jsonrpc":"2.0","method":"ping","note":"\\"id\\":9","id":3,'
-     '"params":{"id":9,"x":@DEEP@}}', 3),
-])
-def test_a_request_too_deep_to_parse_is_answered_with_its_own_id(line: str,
-                                                                answered_id: Any) -> None:
+@pytest.mark.parametrize(
+    ("line", "answered_id"),
+    [
+        # The top-level id, wherever it stands, past strings with escaped quotes and brackets.
+        ('{"jsonrpc":"2.0","method":"ping","params":{"x":@DEEP@},"id":7}', 7),
+        (
+            '{"id" : "r-\\"}]{1", "method":"tools/call","params":{"s":"\\"{[","d":@DEEP@}}',
+            'r-"}]{1',
+        ),
+        # An "id" inside the params, or spelled inside a string, is not the message's.
+        (
+            '{"jsonrpc":"2.0","method":"ping","note":"\\"id\\":9","id":3,'
+            '"params":{"id":9,"x":@DEEP@}}',
+            3,
+        ),
+    ],
+)
+def test_a_request_too_deep_to_parse_is_answered_with_its_own_id(
+    line: str, answered_id: Any
+) -> None:
     (answer,) = _line(line)
     assert answer["id"] == answered_id and answer["error"]["code"] == -32602
     assert "nested too deeply" in answer["error"]["message"]
 
 
-@pytest.mark.parametrize("line", [
-    '{"jsonrpc":"2.0","method":"ping","id":1,"params":{"x":@DEEP@}',   # never closes
-    '{"jsonrpc":"2.0","method":"ping","id":1,"params":{"x":@DEEP@}}}',  # closes twice
-    '{"jsonrpc":"2.0","id":1,"params":{"x":@DEEP@}}',                   # neither kind
-    '{"jsonrpc":"2.0","method":"ping","id":{"a":1},"x":@DEEP@}',         # no usable id
-    "[" * DECODER_DEPTH,                                                     # not an object
-    '{"id": 1, "method": "ping"',                                           # plain bad JSON
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"jsonrpc":"2.0","method":"ping","id":1,"params":{"x":@DEEP@}',  # never closes
+        '{"jsonrpc":"2.0","method":"ping","id":1,"params":{"x":@DEEP@}}}',  # closes twice
+        '{"jsonrpc":"2.0","id":1,"params":{"x":@DEEP@}}',  # neither kind
+        '{"jsonrpc":"2.0","method":"ping","id":{"a":1},"x":@DEEP@}',  # no usable id
+        "[" * DECODER_DEPTH,  # not an object
+        '{"id": 1, "method": "ping"',  # plain bad JSON
+    ],
+)
 def test_a_line_too_deep_or_broken_that_names_nothing_is_a_parse_error(line: str) -> None:
     (answer,) = _line(line)
     assert answer["id"] is None and answer["error"]["code"] == -32700
@@ -422,8 +498,14 @@ def test_arguments_over_the_in_flight_cap_are_answered_overloaded() -> None:
     client = Client("--max-inflight-bytes", "4K")
     try:
         pad = "x" * 2500
-        client.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                     "params": {"name": "hold", "arguments": {"pad": pad}, "_meta": MODERN}})
+        client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "hold", "arguments": {"pad": pad}, "_meta": MODERN},
+            }
+        )
         refused = client.call(2, "hold", {"pad": pad})  # 2 x 2.5 KB > 4 KiB
         assert refused["id"] == 2 and refused["error"]["code"] == -32603
         message = refused["error"]["message"]
@@ -460,8 +542,7 @@ def test_serve_stdio_refuses_a_bad_cap() -> None:
 @posix_only
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 @pytest.mark.parametrize("round_", range(3))
-def test_a_signal_after_a_finished_call_exits_cleanly(signum: int, code: int,
-                                                      round_: int) -> None:
+def test_a_signal_after_a_finished_call_exits_cleanly(signum: int, code: int, round_: int) -> None:
     client = Client()
     try:
         assert client.call(1, "add", {"a": 1, "b": 2})["result"]["content"][0]["text"] == "3"
@@ -475,13 +556,18 @@ def test_a_signal_after_a_finished_call_exits_cleanly(signum: int, code: int,
 
 @posix_only
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_signal_while_a_tool_ignores_cancellation_exits_cleanly(signum: int,
-                                                                  code: int) -> None:
+def test_a_signal_while_a_tool_ignores_cancellation_exits_cleanly(signum: int, code: int) -> None:
     client = Client()
     try:
         client.assert_alive()
-        client.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                     "params": {"name": "stubborn", "arguments": {}, "_meta": MODERN}})
+        client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "stubborn", "arguments": {}, "_meta": MODERN},
+            }
+        )
         client.assert_alive("ping-while-stubborn")  # the call was read and started
         client.process.send_signal(signum)
         assert client.wait() == code
@@ -491,8 +577,14 @@ def test_a_signal_while_a_tool_ignores_cancellation_exits_cleanly(signum: int,
 
 
 def test_closing_stdin_answers_the_calls_in_flight_and_exits(client: Client) -> None:
-    client.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                 "params": {"name": "sleepy", "arguments": {"ms": 50}, "_meta": MODERN}})
+    client.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "sleepy", "arguments": {"ms": 50}, "_meta": MODERN},
+        }
+    )
     client.assert_alive()
     assert client.wait() == 0
     answer = client.receive()
@@ -518,8 +610,12 @@ def test_serve_stdio_leaves_no_thread_behind() -> None:
     with open(write_in, "wb") as to_server, open(read_out, "rb") as from_server:
         for rid in range(1, 21):
             params = {"name": "sleepy", "arguments": {"ms": rid}, "_meta": MODERN}
-            to_server.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                                        "params": params}).encode() + b"\n")
+            to_server.write(
+                json.dumps(
+                    {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+                ).encode()
+                + b"\n"
+            )
         to_server.flush()
         answered = {json.loads(from_server.readline())["id"] for _ in range(20)}
         assert answered == set(range(1, 21))
@@ -530,8 +626,9 @@ def test_serve_stdio_leaves_no_thread_behind() -> None:
     left = [t for t in threading.enumerate() if t not in before and t is not server]
     # What serve_stdio owns (its reader, the host's workers) is gone when it returns; the
     # package's shared timer and dispatcher threads end once idle for a moment.
-    owned = [t.name for t in left if not t.name.startswith(("toolnexus-timer",
-                                                            "toolnexus-dispatch"))]
+    owned = [
+        t.name for t in left if not t.name.startswith(("toolnexus-timer", "toolnexus-dispatch"))
+    ]
     assert owned == []
     for thread in left:
         thread.join(TIMEOUT)
@@ -553,22 +650,32 @@ def _sample_threads(pid: int, stop: threading.Event, peak: list[int]) -> None:
                 peak[0] = max(peak[0], int(row.split()[1]))
 
 
-def test_a_burst_of_1000_token_ignoring_calls_is_answered_once_each_with_bounded_threads(
-) -> None:
+def test_a_burst_of_1000_token_ignoring_calls_is_answered_once_each_with_bounded_threads() -> None:
     max_workers, max_stuck = 64, 4  # the host's defaults, which the server uses
     bound = max_workers + max_stuck + 16  # + timer, dispatchers, main, warm-up
     client = Client("--timeout", "30")
     stop = threading.Event()
     sampled = [0]
-    sampler = threading.Thread(target=_sample_threads, args=(client.process.pid, stop, sampled),
-                               daemon=True)
+    sampler = threading.Thread(
+        target=_sample_threads, args=(client.process.pid, stop, sampled), daemon=True
+    )
     sampler.start()
     try:
         rng = random.Random(9)
         burst = b"".join(
-            json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
-                "name": "sleepy", "arguments": {"ms": rng.randint(50, 200)}, "_meta": MODERN,
-            }}).encode() + b"\n"
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "method": "tools/call",
+                    "params": {
+                        "name": "sleepy",
+                        "arguments": {"ms": rng.randint(50, 200)},
+                        "_meta": MODERN,
+                    },
+                }
+            ).encode()
+            + b"\n"
             for rid in range(1000)
         )
         client.send(burst)
@@ -576,8 +683,7 @@ def test_a_burst_of_1000_token_ignoring_calls_is_answered_once_each_with_bounded
         counts = Counter(answer["id"] for answer in answers)
         assert sorted(counts) == list(range(1000)) and set(counts.values()) == {1}
         texts = [answer["result"]["content"][0]["text"] for answer in answers]
-        refused = [t for t in texts if t.startswith("host overloaded")
-                   or "never started" in t]
+        refused = [t for t in texts if t.startswith("host overloaded") or "never started" in t]
         started = len(texts) - len(refused)
         # Once every call is answered, every tool body that will ever run has started.
         rid = 1000

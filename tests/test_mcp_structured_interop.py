@@ -57,8 +57,7 @@ def session(mode: str) -> tuple[Any, dict[str, Any]]:
         with anyio.fail_after(6 * TIMEOUT):
             async with Client(parameters, mode=mode, read_timeout_seconds=TIMEOUT) as client:
                 listed = await client.list_tools()
-                results = {name: await client.call_tool(name, args)
-                           for name, args in CALLS.items()}
+                results = {name: await client.call_tool(name, args) for name, args in CALLS.items()}
                 return listed, results
 
     return anyio.run(main)
@@ -72,8 +71,11 @@ def seen(request: pytest.FixtureRequest) -> tuple[Any, dict[str, Any]]:
 def test_annotated_returns_list_an_output_schema(seen: tuple[Any, dict[str, Any]]) -> None:
     listed, _ = seen
     schemas = {t.name: t.output_schema for t in listed.tools}
-    assert schemas["count"] == {"type": "object", "properties": {"result": {"type": "integer"}},
-                                "required": ["result"]}
+    assert schemas["count"] == {
+        "type": "object",
+        "properties": {"result": {"type": "integer"}},
+        "required": ["result"],
+    }
     assert schemas["grep"]["type"] == "object"
     assert schemas["weather"]["required"] == ["city", "celsius"]
     assert schemas["tomorrow"]["properties"]["result"] == {"type": "string", "format": "date"}
@@ -85,8 +87,10 @@ def test_the_client_accepts_every_result_and_gets_the_structured_value(
 ) -> None:
     _, results = seen
     expected = {
-        "grep": {"hits": [{"path": "src/app.py", "line": 12}, {"path": "README.md", "line": 3}],
-                 "truncated": False},
+        "grep": {
+            "hits": [{"path": "src/app.py", "line": 12}, {"path": "README.md", "line": 3}],
+            "truncated": False,
+        },
         "weather": {"city": "Oslo", "celsius": 21.5},
         "count": {"result": 3},
         "evens": {"result": [0, 2, 4]},

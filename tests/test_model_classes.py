@@ -90,8 +90,12 @@ def test_two_models_with_clashing_definition_names_keep_both():
     class Other(Money):
         @classmethod
         def model_json_schema(cls, mode: str = "validation") -> dict[str, Any]:
-            return {"type": "object", "properties": {"code": {"$ref": "#/$defs/Code"}},
-                    "required": ["code"], "$defs": {"Code": {"type": "integer"}}}
+            return {
+                "type": "object",
+                "properties": {"code": {"$ref": "#/$defs/Code"}},
+                "required": ["code"],
+                "$defs": {"Code": {"type": "integer"}},
+            }
 
         @classmethod
         def model_validate(cls, value: Any) -> Other:
@@ -122,8 +126,11 @@ def test_a_model_whose_schema_cannot_be_read_fails_at_definition_time():
     def use(x: Broken) -> None:
         return None
 
-    with pytest.raises(TypeError, match=r"parameter 'x'.*Broken.model_json_schema\(\) failed "
-                                        r"\(RuntimeError: no schema today\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"parameter 'x'.*Broken.model_json_schema\(\) failed "
+        r"\(RuntimeError: no schema today\)",
+    ):
         tool(use)
 
 

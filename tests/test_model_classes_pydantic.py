@@ -35,15 +35,14 @@ def test_a_real_pydantic_model_as_a_parameter_and_a_return_type():
         return order
 
     schema = place.input_schema
-    assert schema["properties"]["order"]["properties"]["items"]["items"] == {
-        "$ref": "#/$defs/Item"
-    }
+    assert schema["properties"]["order"]["properties"]["items"]["items"] == {"$ref": "#/$defs/Item"}
     assert "Item" in schema["$defs"]
     result = place({"order": {"items": [{"sku": "a"}], "deliver_on": "2026-05-01"}})
     assert not result.is_error, result.output
     assert result.metadata is not None
     assert result.metadata["structuredContent"] == {
-        "items": [{"sku": "a", "qty": 1}], "deliver_on": "2026-05-01"
+        "items": [{"sku": "a", "qty": 1}],
+        "deliver_on": "2026-05-01",
     }
     refused = place({"order": {"items": [{"sku": "a"}], "deliver_on": "soon"}})
     assert refused.is_error
@@ -51,8 +50,12 @@ def test_a_real_pydantic_model_as_a_parameter_and_a_return_type():
     assert "deliver_on" in refused.output
     # and every adapter can describe it
     toolkit = Toolkit([place])
-    for shape in (toolkit.to_openai(), toolkit.to_anthropic(), toolkit.to_gemini(),
-                  toolkit.to_mcp()):
+    for shape in (
+        toolkit.to_openai(),
+        toolkit.to_anthropic(),
+        toolkit.to_gemini(),
+        toolkit.to_mcp(),
+    ):
         assert shape
 
 

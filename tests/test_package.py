@@ -41,7 +41,10 @@ def test_importing_host_loads_no_typing_asyncio_logging_or_parts():
     root = str(Path(toolnexus.__file__).parent.parent)
     out = subprocess.run(
         [sys.executable, "-S", "-c", code],
-        capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": root},
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": root},
     )
     assert out.stdout.strip() == "[]"
 

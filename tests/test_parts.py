@@ -37,7 +37,10 @@ def test_a_path_is_read_at_construction_and_named_after_its_file(png_file):
     part = Part.image(str(png_file))
     png_file.unlink()  # the part no longer needs the file
     assert part.to_dict() == {
-        "type": "image", "mimeType": "image/png", "data": PNG_B64, "name": "chart.png",
+        "type": "image",
+        "mimeType": "image/png",
+        "data": PNG_B64,
+        "name": "chart.png",
     }
     assert part.to_bytes() == PNG and part.size == len(PNG)
 
@@ -82,7 +85,9 @@ def test_a_data_url_is_decoded_to_data_and_keeps_its_mime_type():
 def test_an_https_url_is_kept_as_a_url_and_an_http_one_refused():
     part = Part.image("https://example.test/img/chart.PNG?size=2")
     assert part.to_dict() == {
-        "type": "image", "mimeType": "image/png", "url": "https://example.test/img/chart.PNG?size=2",
+        "type": "image",
+        "mimeType": "image/png",
+        "url": "https://example.test/img/chart.PNG?size=2",
     }
     assert part.size == 0 and part.data_url is None
     with pytest.raises(ValueError, match="keeps only https: URLs"):
@@ -101,10 +106,14 @@ def test_other_sources_are_refused_naming_what_is_accepted():
 
 def test_the_extension_table_is_the_familys_fixed_one():
     assert dict(EXTENSIONS) == {
-        "png": ("image", "image/png"), "jpg": ("image", "image/jpeg"),
-        "jpeg": ("image", "image/jpeg"), "gif": ("image", "image/gif"),
-        "webp": ("image", "image/webp"), "pdf": ("file", "application/pdf"),
-        "mp3": ("audio", "audio/mpeg"), "wav": ("audio", "audio/wav"),
+        "png": ("image", "image/png"),
+        "jpg": ("image", "image/jpeg"),
+        "jpeg": ("image", "image/jpeg"),
+        "gif": ("image", "image/gif"),
+        "webp": ("image", "image/webp"),
+        "pdf": ("file", "application/pdf"),
+        "mp3": ("audio", "audio/mpeg"),
+        "wav": ("audio", "audio/wav"),
     }
 
 
@@ -160,11 +169,17 @@ def test_the_process_wide_ceiling_applies_everywhere_and_a_call_may_override_it(
         with pytest.raises(PartTooLargeError):
             Part("image", mime_type="image/png", data=PNG_B64)
         with pytest.raises(PartTooLargeError):
-            ToolResult.from_dict({"output": "", "isError": False, "parts": [
-                {"type": "image", "mimeType": "image/png", "data": PNG_B64}]})
+            ToolResult.from_dict(
+                {
+                    "output": "",
+                    "isError": False,
+                    "parts": [{"type": "image", "mimeType": "image/png", "data": PNG_B64}],
+                }
+            )
         assert Part.image(png_file, max_bytes=len(PNG)).size == len(PNG)
-        assert Part.from_dict({"type": "image", "mimeType": "image/png", "data": PNG_B64},
-                              max_bytes=1000).size == len(PNG)
+        assert Part.from_dict(
+            {"type": "image", "mimeType": "image/png", "data": PNG_B64}, max_bytes=1000
+        ).size == len(PNG)
     finally:
         set_max_part_bytes(previous)
     with pytest.raises(ValueError, match=r"takes an int >= 0"):
@@ -190,8 +205,10 @@ def test_a_part_is_frozen_and_equal_by_value():
         ({"type": "text", "text": "x", "data": "AAAA"}, "data"),
         ({"type": "image", "data": "AAAA"}, "mimeType"),
         ({"type": "image", "mime_type": "image/png"}, "data"),
-        ({"type": "image", "mime_type": "image/png", "data": "AAAA", "url": "https://x.test/a"},
-         "data"),
+        (
+            {"type": "image", "mime_type": "image/png", "data": "AAAA", "url": "https://x.test/a"},
+            "data",
+        ),
         ({"type": "image", "mime_type": "image/png", "data": "AAA"}, "data"),
         ({"type": "image", "mime_type": "image/png", "data": "AA\nAA=="}, "data"),
         ({"type": "image", "mime_type": "image/png", "data": "A-_A"}, "data"),
@@ -215,14 +232,25 @@ def test_data_never_shows_in_a_repr_a_summary_or_an_error():
     encoded = base64.b64encode(secret).decode()
     part = Part.image(secret, "image/png", name="s.png")
     result = ToolResult.ok("here", parts=[part])
-    shown = [repr(part), str(part), repr(result), str(part.summary()), part.describe(),
-             part.placeholder()]
+    shown = [
+        repr(part),
+        str(part),
+        repr(result),
+        str(part.summary()),
+        part.describe(),
+        part.placeholder(),
+    ]
     with pytest.raises(PartTooLargeError) as too_big:
         Part.image(secret, "image/png", max_bytes=1)
     shown.append(str(too_big.value))
     with pytest.raises(WireFormatError) as bad:
-        ToolResult.from_dict({"output": "", "isError": False, "parts": [
-            {"type": "image", "mimeType": "image/png", "data": encoded + "!"}]})
+        ToolResult.from_dict(
+            {
+                "output": "",
+                "isError": False,
+                "parts": [{"type": "image", "mimeType": "image/png", "data": encoded + "!"}],
+            }
+        )
     shown.append(str(bad.value))
     for text in shown:
         assert encoded[:20] not in text and "SECRET" not in text, text
@@ -285,8 +313,14 @@ def test_parts_ride_on_error_and_constructor_forms_too():
         ("nope", "parts", "must be an array of parts"),
         ([7], "parts[0]", "must be a JSON object"),
         ([{"mimeType": "image/png"}], "parts[0].type", "is missing"),
-        ([{"type": "text", "text": "ok"}, {"type": "image", "mimeType": 5, "url": "https://x.test/a.png"}],
-         "parts[1].mimeType", "must be a string, got number 5"),
+        (
+            [
+                {"type": "text", "text": "ok"},
+                {"type": "image", "mimeType": 5, "url": "https://x.test/a.png"},
+            ],
+            "parts[1].mimeType",
+            "must be a string, got number 5",
+        ),
         ([{"type": "audio", "mimeType": "audio/wav", "data": "%%%%"}], "parts[0].data", "base64"),
     ],
 )

@@ -23,8 +23,9 @@ from toolnexus import Host, TurnResult
 
 pytestmark = pytest.mark.providers
 
-require("TOOLNEXUS_REQUIRE_PROVIDERS", "providers",
-        "anthropic", "google.genai", "openai", "pydantic")
+require(
+    "TOOLNEXUS_REQUIRE_PROVIDERS", "providers", "anthropic", "google.genai", "openai", "pydantic"
+)
 
 import anthropic.types as anthropic_types
 import google.genai.types as genai
@@ -102,16 +103,23 @@ def test_gemini_tool_definitions_are_gemini_tools() -> None:
 
 
 def openai_message() -> Any:
-    return chat.ChatCompletionMessage(role="assistant", content=None, tool_calls=[
-        chat.ChatCompletionMessageFunctionToolCall(
-            id="call_1", type="function",
-            function={"name": "media", "arguments": "{}"}),
-        chat.ChatCompletionMessageFunctionToolCall(
-            id="call_2", type="function",
-            function={"name": "weather", "arguments": '{"city": "Oslo"}'}),
-        chat.ChatCompletionMessageFunctionToolCall(
-            id="call_3", type="function", function={"name": "broken", "arguments": ""}),
-    ])
+    return chat.ChatCompletionMessage(
+        role="assistant",
+        content=None,
+        tool_calls=[
+            chat.ChatCompletionMessageFunctionToolCall(
+                id="call_1", type="function", function={"name": "media", "arguments": "{}"}
+            ),
+            chat.ChatCompletionMessageFunctionToolCall(
+                id="call_2",
+                type="function",
+                function={"name": "weather", "arguments": '{"city": "Oslo"}'},
+            ),
+            chat.ChatCompletionMessageFunctionToolCall(
+                id="call_3", type="function", function={"name": "broken", "arguments": ""}
+            ),
+        ],
+    )
 
 
 def test_openai_messages_with_parts_are_chat_completion_message_params() -> None:
@@ -130,11 +138,21 @@ def test_openai_messages_with_parts_are_chat_completion_message_params() -> None
 def test_responses_items_with_parts_are_response_input_items() -> None:
     output = [
         responses.ResponseFunctionToolCall(
-            type="function_call", id="fc_1", call_id="call_1", name="media", arguments="{}",
-            status="completed"),
+            type="function_call",
+            id="fc_1",
+            call_id="call_1",
+            name="media",
+            arguments="{}",
+            status="completed",
+        ),
         responses.ResponseFunctionToolCall(
-            type="function_call", id="fc_2", call_id="call_2", name="weather",
-            arguments='{"city": "Oslo"}', status="completed"),
+            type="function_call",
+            id="fc_2",
+            call_id="call_2",
+            name="weather",
+            arguments='{"city": "Oslo"}',
+            status="completed",
+        ),
     ]
     turn = run(output, "responses")
     assert [call.id for call in turn.calls] == ["call_1", "call_2"]
@@ -151,8 +169,7 @@ def test_anthropic_messages_with_parts_are_message_params() -> None:
     content = [
         anthropic_types.TextBlock(type="text", text="Let me look."),
         anthropic_types.ToolUseBlock(type="tool_use", id="toolu_1", name="media", input={}),
-        anthropic_types.ToolUseBlock(type="tool_use", id="toolu_2", name="snapshot",
-                                     input={}),
+        anthropic_types.ToolUseBlock(type="tool_use", id="toolu_2", name="snapshot", input={}),
         anthropic_types.ToolUseBlock(type="tool_use", id="toolu_3", name="broken", input={}),
     ]
     turn = run(content, "anthropic")
@@ -167,14 +184,27 @@ def test_anthropic_messages_with_parts_are_message_params() -> None:
 
 def gemini_response(with_ids: bool) -> Any:
     def call(index: int, name: str, args: dict[str, Any]) -> Any:
-        return genai.Part(function_call=genai.FunctionCall(
-            id=f"fc-{index}" if with_ids else None, name=name, args=args))
+        return genai.Part(
+            function_call=genai.FunctionCall(
+                id=f"fc-{index}" if with_ids else None, name=name, args=args
+            )
+        )
 
-    return genai.GenerateContentResponse(candidates=[genai.Candidate(content=genai.Content(
-        role="model",
-        parts=[genai.Part(text="Checking."), call(1, "media", {}),
-               call(2, "weather", {"city": "Oslo"}), call(3, "broken", {})],
-    ))])
+    return genai.GenerateContentResponse(
+        candidates=[
+            genai.Candidate(
+                content=genai.Content(
+                    role="model",
+                    parts=[
+                        genai.Part(text="Checking."),
+                        call(1, "media", {}),
+                        call(2, "weather", {"city": "Oslo"}),
+                        call(3, "broken", {}),
+                    ],
+                )
+            )
+        ]
+    )
 
 
 @pytest.mark.parametrize("with_ids", [True, False])
@@ -191,12 +221,16 @@ def test_gemini_contents_with_parts_are_gemini_contents(with_ids: bool) -> None:
     media, weather, broken = responses_
     assert media is not None and weather is not None and broken is not None
     assert [media.id, weather.id, broken.id] == (
-        ["fc-1", "fc-2", "fc-3"] if with_ids else [None, None, None])
+        ["fc-1", "fc-2", "fc-3"] if with_ids else [None, None, None]
+    )
     assert weather.response == {"output": "sunny in Oslo"}
     assert broken.response == {"error": "sensor offline"}
     inline = [p.inline_data for p in media.parts or ()]
     assert [(b.mime_type, b.data) for b in inline if b is not None] == [
-        ("image/png", PNG), ("application/pdf", PDF), ("text/plain", b"plain words")]
+        ("image/png", PNG),
+        ("application/pdf", PDF),
+        ("text/plain", b"plain words"),
+    ]
 
 
 def test_gemini_sdk_serialises_our_inline_data_back_to_the_same_bytes() -> None:

@@ -131,8 +131,10 @@ def test_assignment_raises_frozen_instance_error(value, name):
 def test_equal_values_are_equal_and_hash_alike():
     pairs = [
         (ToolResult.ok("x", {"a": [1, {"b": 2}]}), ToolResult.ok("x", {"a": [1, {"b": 2}]})),
-        (Request("input", "?", id="pnd-1", data={"k": [1]}),
-         Request("input", "?", id="pnd-1", data={"k": [1]})),
+        (
+            Request("input", "?", id="pnd-1", data={"k": [1]}),
+            Request("input", "?", id="pnd-1", data={"k": [1]}),
+        ),
         (Answer("pnd-1", True, {"env": "staging"}), Answer("pnd-1", True, {"env": "staging"})),
     ]
     for first, second in pairs:
@@ -174,8 +176,20 @@ def test_mutating_the_callers_dict_afterwards_changes_nothing():
         lambda m: m["tags"].sort(),
         lambda m: m["nested"].__setitem__("n", 2),
     ],
-    ids=["setitem", "delitem", "update", "pop", "popitem", "setdefault", "clear", "ior",
-         "nested-append", "nested-setitem", "nested-sort", "nested-dict"],
+    ids=[
+        "setitem",
+        "delitem",
+        "update",
+        "pop",
+        "popitem",
+        "setdefault",
+        "clear",
+        "ior",
+        "nested-append",
+        "nested-setitem",
+        "nested-sort",
+        "nested-dict",
+    ],
 )
 def test_exposed_mappings_are_read_only_all_the_way_down(mutate):
     values = {"tags": ["a"], "nested": {"n": 1}}
@@ -250,10 +264,16 @@ def test_request_fields_and_defaults():
         ({"kind": "input", "prompt": "?", "id": ""}, ValueError, r"Request.id must not be empty"),
         ({"kind": "input", "prompt": "?", "url": ""}, ValueError, r"Request.url must not be"),
         ({"kind": "input", "prompt": "?", "data": [1]}, TypeError, r"Request.data must be a map"),
-        ({"kind": "input", "prompt": "?", "expires_at": "tomorrow"}, ValueError,
-         r"Request.expires_at: not an RFC 3339 timestamp: 'tomorrow'"),
-        ({"kind": "input", "prompt": "?", "expires_at": "2026-01-02T03:04:05"}, ValueError,
-         r"Request.expires_at: not an RFC 3339"),
+        (
+            {"kind": "input", "prompt": "?", "expires_at": "tomorrow"},
+            ValueError,
+            r"Request.expires_at: not an RFC 3339 timestamp: 'tomorrow'",
+        ),
+        (
+            {"kind": "input", "prompt": "?", "expires_at": "2026-01-02T03:04:05"},
+            ValueError,
+            r"Request.expires_at: not an RFC 3339",
+        ),
     ],
 )
 def test_a_malformed_request_is_refused_at_construction(kwargs, error, message):
@@ -313,9 +333,12 @@ def test_request_repr_shows_its_state_without_dumping_its_content():
         "<Request input id='pnd-1' prompt='Which environment?'>"
     )
     request = Request(
-        "authorization", "Log in to the calendar so I can book the meeting you asked for",
-        id="pnd-2", url="https://user:pw@auth.example/cb?code=SECRET-CODE",
-        data={"schema": {"type": "object"}, "hint": "private"}, expires_at="2026-01-02T03:04:05Z",
+        "authorization",
+        "Log in to the calendar so I can book the meeting you asked for",
+        id="pnd-2",
+        url="https://user:pw@auth.example/cb?code=SECRET-CODE",
+        data={"schema": {"type": "object"}, "hint": "private"},
+        expires_at="2026-01-02T03:04:05Z",
     )
     assert repr(request) == (
         "<Request authorization id='pnd-2' prompt='Log in to the calendar so I can book ...' "
@@ -332,7 +355,10 @@ def test_accept_echoes_the_request_id_and_carries_data():
     request = Request("input", "Which environment?")
     answer = Answer.accept(request, {"env": "staging"})
     assert (answer.id, answer.ok, answer.data, answer.reason) == (
-        request.id, True, {"env": "staging"}, None
+        request.id,
+        True,
+        {"env": "staging"},
+        None,
     )
     assert Answer.accept(request).data is None
 

@@ -183,8 +183,10 @@ RULES: list[tuple[Any, dict[str, Any]]] = [
         },
     ),
     (Annotated[int, "a count"], {"type": "integer", "description": "a count"}),
-    (Annotated[list[str], "tags", "to apply"],
-     {"type": "array", "items": {"type": "string"}, "description": "tags to apply"}),
+    (
+        Annotated[list[str], "tags", "to apply"],
+        {"type": "array", "items": {"type": "string"}, "description": "tags to apply"},
+    ),
     (UserId, {"type": "integer"}),
 ]
 
@@ -364,6 +366,7 @@ def test_unannotated_kwargs_accept_any_extra_property():
 
 # --------------------------------------------------------------------------------- descriptions
 
+
 def test_description_is_the_first_paragraph_of_the_docstring():
     def lookup(city: str):
         """Look up the weather
@@ -390,8 +393,11 @@ def test_google_style_parameter_descriptions():
 
     properties = tool(lookup).input_schema["properties"]
     assert properties["city"]["description"] == "the city's name, in English."
-    assert properties["days"] == {"type": "integer", "description": "how many days ahead.",
-                                  "default": 1}
+    assert properties["days"] == {
+        "type": "integer",
+        "description": "how many days ahead.",
+        "default": 1,
+    }
 
 
 def test_numpy_style_parameter_descriptions():
@@ -476,20 +482,35 @@ def test_names_are_sanitized():
 
 # ------------------------------------------------------------------- what the function receives
 
+
 def test_the_function_receives_enum_members_dataclasses_tuples_and_sets():
     seen: dict[str, Any] = {}
 
     @tool
-    def record(colour: Colour, level: Level, at: Point, tags: set[str], pair: tuple[int, str],
-               segment: Segment, trees: list[Tree], pick: Literal["a", "b"] = "a"):
+    def record(
+        colour: Colour,
+        level: Level,
+        at: Point,
+        tags: set[str],
+        pair: tuple[int, str],
+        segment: Segment,
+        trees: list[Tree],
+        pick: Literal["a", "b"] = "a",
+    ):
         seen.update(locals())
         return "ok"
 
-    result = record({
-        "colour": "green", "level": 2, "at": {"x": 1.5}, "tags": ["a", "b", "c"],
-        "pair": [1, "x"], "segment": {"start": {"x": 0}, "end": {"x": 1, "y": 2}},
-        "trees": [{"label": "root", "children": [{"label": "leaf"}]}],
-    })
+    result = record(
+        {
+            "colour": "green",
+            "level": 2,
+            "at": {"x": 1.5},
+            "tags": ["a", "b", "c"],
+            "pair": [1, "x"],
+            "segment": {"start": {"x": 0}, "end": {"x": 1, "y": 2}},
+            "trees": [{"label": "root", "children": [{"label": "leaf"}]}],
+        }
+    )
     assert not result.is_error, result.output
     assert seen["colour"] is Colour.GREEN
     assert seen["level"] is Level.HIGH
@@ -582,6 +603,7 @@ def test_a_tool_defined_inside_a_function_resolves_local_types():
 
 # ----------------------------------------------------------------------- definition-time errors
 
+
 class Opaque:
     pass
 
@@ -664,9 +686,14 @@ def test_input_schema_skips_inference_entirely():
     def upload(data: bytes, ctx: ToolContext | None = None):
         return len(data)
 
-    made = tool(upload, input_schema={
-        "type": "object", "properties": {"data": {"type": "string"}}, "required": ["data"],
-    })
+    made = tool(
+        upload,
+        input_schema={
+            "type": "object",
+            "properties": {"data": {"type": "string"}},
+            "required": ["data"],
+        },
+    )
     assert isinstance(made, Tool)
     assert made({"data": "abc"}).output == "3"
 
@@ -680,6 +707,7 @@ def test_input_schema_naming_a_parameter_the_function_lacks_fails_at_definition_
 
 
 # ------------------------------------------------------------------------ other callables
+
 
 class Calculator:
     def multiply(self, a: int, b: int = 2) -> int:

@@ -45,9 +45,15 @@ def wrapped(schema: dict[str, Any]) -> dict[str, Any]:
         (list[str], wrapped({"type": "array", "items": {"type": "string"}})),
         (int | None, wrapped({"anyOf": [{"type": "integer"}, {"type": "null"}]})),
         (dict[str, int], {"type": "object", "additionalProperties": {"type": "integer"}}),
-        (Weather, {"type": "object",
-                   "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
-                   "required": ["city", "celsius"], "additionalProperties": False}),
+        (
+            Weather,
+            {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
+                "required": ["city", "celsius"],
+                "additionalProperties": False,
+            },
+        ),
     ],
 )
 def test_the_output_schema_is_inferred_from_the_return_annotation(annotation, schema):
@@ -77,8 +83,16 @@ def test_a_dataclass_return_is_an_object_schema_and_its_value_the_structured_con
 @pytest.mark.parametrize(
     "annotation",
     [None, type(None), Any, object, str, ToolResult, ToolResult | None, "ToolResult"],
-    ids=["no annotation", "NoneType", "Any", "object", "str", "ToolResult", "ToolResult|None",
-         "string ToolResult"],
+    ids=[
+        "no annotation",
+        "NoneType",
+        "Any",
+        "object",
+        "str",
+        "ToolResult",
+        "ToolResult|None",
+        "string ToolResult",
+    ],
 )
 def test_annotations_that_promise_no_structure_give_no_output_schema(annotation):
     def probe():  # type: ignore[no-untyped-def]
@@ -124,15 +138,20 @@ def test_a_value_outside_the_inferred_schema_is_an_error_naming_the_path():
 
 
 def test_a_declared_schema_is_enforced_and_names_the_path():
-    @tool(output_schema={"type": "object", "properties": {"sum": {"type": "integer"}},
-                         "required": ["sum"]})
+    @tool(
+        output_schema={
+            "type": "object",
+            "properties": {"sum": {"type": "integer"}},
+            "required": ["sum"],
+        }
+    )
     def total(a: int) -> dict[str, Any]:
         return {"sum": "nope"} if a < 0 else {"sum": a}
 
     assert total({"a": 2}).metadata == {STRUCTURED_KEY: {"sum": 2}}
     refused = total({"a": -1})
     assert refused.is_error
-    assert "sum: expected integer, got string \"nope\"" in refused.output
+    assert 'sum: expected integer, got string "nope"' in refused.output
 
 
 def test_a_declared_schema_wins_over_the_annotation_and_is_not_wrapped():

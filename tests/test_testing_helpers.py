@@ -63,8 +63,9 @@ def test_a_decline_ends_as_on_a_host_and_the_tool_is_not_run_again():
     assert declined.result.output == "declined/expired: Which environment?"
     assert declined.result.metadata == {"reason": "declined"}
     assert runs == [None]
-    custom = drive(deploy, {"service": "api"},
-                   [lambda request: Answer(request.id, False, reason="expired")])
+    custom = drive(
+        deploy, {"service": "api"}, [lambda request: Answer(request.id, False, reason="expired")]
+    )
     assert custom.result.output == "declined/expired: Which environment?"
     assert custom.result.metadata == {"reason": "expired"}
 

@@ -146,8 +146,9 @@ def test_a_callers_cancel_after_reaches_linked_tokens_and_its_call_while_callbac
     assert child.is_cancellation_requested and not slow.release.is_set()
 
     caller = CancellationTokenSource()
-    with Host(Toolkit([polite]), grace_ms=int(SLACK * 2000),
-              cancel_grace_ms=int(SLACK * 2000)) as host:
+    with Host(
+        Toolkit([polite]), grace_ms=int(SLACK * 2000), cancel_grace_ms=int(SLACK * 2000)
+    ) as host:
         call = host.submit("polite", {}, cancellation_token=caller.token)
         caller.cancel_after(0.05)
         result = call.result(timeout=SLACK)
@@ -193,8 +194,13 @@ host.close(timeout=10)
 
 def test_a_failed_timer_start_answers_the_call_and_cancel_after_raises_clearly() -> None:
     # A fresh interpreter: no timer thread runs yet, so the call must start one.
-    done = subprocess.run([sys.executable, "-c", _TIMER_START_FAILS], capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": PACKAGE_ROOT})
+    done = subprocess.run(
+        [sys.executable, "-c", _TIMER_START_FAILS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": PACKAGE_ROOT},
+    )
     assert done.returncode == 0, done.stderr
     never = "'add' was not run: no timer thread could be started to enforce its deadline"
     assert done.stdout.splitlines() == [
@@ -228,8 +234,13 @@ print("timer alive:", timer.is_alive())
 
 
 def test_the_timer_thread_leaves_soon_after_close_despite_cancelled_hour_long_deadlines() -> None:
-    done = subprocess.run([sys.executable, "-c", _TIMER_LEAVES], capture_output=True,
-                          text=True, timeout=90, env={**os.environ, "PYTHONPATH": PACKAGE_ROOT})
+    done = subprocess.run(
+        [sys.executable, "-c", _TIMER_LEAVES],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**os.environ, "PYTHONPATH": PACKAGE_ROOT},
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["3", "timer alive: False"]
 
@@ -287,8 +298,13 @@ def test_timers_that_cannot_start_later_in_a_call_never_raise_through_the_host()
     """The cancel grace, the check that counts a deaf tool's worker stuck and a question's
     budget each need the timer thread: when it cannot start, cancel() still answers at once
     (the worker counted stuck) and the question is refused instead of left unbounded."""
-    done = subprocess.run([sys.executable, "-c", _LATER_TIMERS_FAIL], capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": PACKAGE_ROOT})
+    done = subprocess.run(
+        [sys.executable, "-c", _LATER_TIMERS_FAIL],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": PACKAGE_ROOT},
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "polite True cancelled by the caller 1",

@@ -41,6 +41,7 @@ def echo(args, ctx=None):  # type: ignore[no-untyped-def]
 
 # --------------------------------------------------------------------------- registry
 
+
 def test_toolkit_takes_tools_and_plain_callables_in_registration_order():
     toolkit = Toolkit([add, echo, search])
     assert [t.name for t in toolkit.tools()] == ["add", "echo", "search"]
@@ -145,6 +146,7 @@ def test_repr_lists_the_tools():
 
 
 # --------------------------------------------------------------------------- execute
+
 
 def test_execute_takes_a_dict_or_json_text():
     toolkit = Toolkit([add])

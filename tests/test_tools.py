@@ -51,6 +51,7 @@ def crunch(args: CrunchArgs, ctx: ToolContext | None = None) -> ToolResult:
 
 # -------------------------------------------------------------------------- add (keyword style)
 
+
 def test_add_becomes_a_tool_with_name_description_and_schema():
     assert isinstance(add, Tool)
     assert add.name == "add"
@@ -112,6 +113,7 @@ def test_the_schema_is_read_only():
 
 # ---------------------------------------------------------------------- crunch (contract style)
 
+
 def test_crunch_is_a_contract_style_tool_with_the_typeddict_schema():
     assert crunch.input_schema == {
         "type": "object",
@@ -152,6 +154,7 @@ def test_a_plain_contract_callable_is_accepted_as_it_is():
 
 # ------------------------------------------------------------------------ the context parameter
 
+
 def test_the_context_is_passed_only_to_functions_that_take_it():
     seen = []
 
@@ -190,6 +193,7 @@ def test_a_keyword_only_context_parameter_of_a_contract_tool_receives_the_contex
 
 # -------------------------------------------------------------------------------- normalisation
 
+
 class Shade(enum.Enum):
     DARK = "dark"
 
@@ -209,16 +213,33 @@ class Reading:
         (42, ToolResult.ok("42", {STRUCTURED_KEY: 42})),
         (2.5, ToolResult.ok("2.5", {STRUCTURED_KEY: 2.5})),
         (True, ToolResult.ok("true", {STRUCTURED_KEY: True})),
-        ({"ok": 1, "text": "é"},
-         ToolResult.ok('{"ok":1,"text":"é"}', {STRUCTURED_KEY: {"ok": 1, "text": "é"}})),
+        (
+            {"ok": 1, "text": "é"},
+            ToolResult.ok('{"ok":1,"text":"é"}', {STRUCTURED_KEY: {"ok": 1, "text": "é"}}),
+        ),
         ([1, "two", None], ToolResult.ok('[1,"two",null]', {STRUCTURED_KEY: [1, "two", None]})),
         ((1, 2), ToolResult.ok("[1,2]", {STRUCTURED_KEY: [1, 2]})),
         (Shade.DARK, ToolResult.ok('"dark"', {STRUCTURED_KEY: "dark"})),
-        (Reading(1.5, "m"), ToolResult.ok('{"value":1.5,"unit":"m"}',
-                                          {STRUCTURED_KEY: {"value": 1.5, "unit": "m"}})),
+        (
+            Reading(1.5, "m"),
+            ToolResult.ok(
+                '{"value":1.5,"unit":"m"}', {STRUCTURED_KEY: {"value": 1.5, "unit": "m"}}
+            ),
+        ),
     ],
-    ids=["ToolResult", "str", "None", "int", "float", "bool", "dict", "list", "tuple", "enum",
-         "dataclass"],
+    ids=[
+        "ToolResult",
+        "str",
+        "None",
+        "int",
+        "float",
+        "bool",
+        "dict",
+        "list",
+        "tuple",
+        "enum",
+        "dataclass",
+    ],
 )
 def test_return_values_are_normalised(returned, expected):
     made = tool(lambda args: returned, name="value")
@@ -246,6 +267,7 @@ def test_a_value_json_cannot_carry_becomes_an_error_saying_what_was_returned(ret
 
 
 # ----------------------------------------------------------------------------------- exceptions
+
 
 def test_an_exception_becomes_an_error_with_its_message_and_the_traceback_goes_to_logging(caplog):
     @tool
@@ -317,6 +339,7 @@ def test_an_exception_raised_while_building_a_dataclass_argument_is_an_error_res
 
 
 # ---------------------------------------------------------------------------------- async tools
+
 
 @tool
 async def fetch(url: str, ctx: ToolContext | None = None) -> str:
@@ -401,6 +424,7 @@ def test_an_async_tool_cancelled_by_asyncio_propagates_from_acall():
 
 # -------------------------------------------------------------------------------- @tool options
 
+
 def test_tool_works_bare_with_arguments_and_as_a_plain_call():
     def ping() -> str:
         """Answer pong."""
@@ -412,14 +436,17 @@ def test_tool_works_bare_with_arguments_and_as_a_plain_call():
 
 
 def test_mcp_hints_become_annotations_and_title_is_kept():
-    @tool(title="Delete a file", read_only=False, destructive=True, idempotent=True,
-          open_world=False)
+    @tool(
+        title="Delete a file", read_only=False, destructive=True, idempotent=True, open_world=False
+    )
     def delete(path: str) -> str:
         return path
 
     assert delete.title == "Delete a file"
     assert delete.annotations == {
-        "readOnlyHint": False, "destructiveHint": True, "idempotentHint": True,
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": True,
         "openWorldHint": False,
     }
 
@@ -439,18 +466,21 @@ def test_an_output_schema_is_kept_read_only():
 
 def test_an_explicit_input_schema_with_an_unsupported_keyword_fails_at_definition_time():
     with pytest.raises(SchemaError):
-        tool(lambda args: "x", name="bad",
-             input_schema={"type": "object", "nullable": True})
+        tool(lambda args: "x", name="bad", input_schema={"type": "object", "nullable": True})
 
 
 def test_an_explicit_input_schema_with_a_condition_is_checked_on_every_call():
     # the MCP conformance suite's json-schema-2020-12 scenario registers a schema like this
-    send = tool(lambda args: "sent", name="send", input_schema={
-        "type": "object",
-        "properties": {"channel": {"enum": ["mail", "sms"]}, "to": {"type": "string"}},
-        "if": {"properties": {"channel": {"const": "sms"}}},
-        "then": {"properties": {"to": {"pattern": "^[+][0-9]+$"}}},
-    })
+    send = tool(
+        lambda args: "sent",
+        name="send",
+        input_schema={
+            "type": "object",
+            "properties": {"channel": {"enum": ["mail", "sms"]}, "to": {"type": "string"}},
+            "if": {"properties": {"channel": {"const": "sms"}}},
+            "then": {"properties": {"to": {"pattern": "^[+][0-9]+$"}}},
+        },
+    )
     assert send({"channel": "sms", "to": "+4912"}).output == "sent"
     refused = send({"channel": "sms", "to": "ada@example.com"})
     assert refused.is_error and "does not match the 'then' branch" in refused.output
@@ -473,6 +503,7 @@ def test_a_lambda_needs_a_name():
 
 
 # ---------------------------------------------------------------------------------- Tool itself
+
 
 def test_tool_can_be_constructed_directly_around_a_contract_callable():
     seen = []

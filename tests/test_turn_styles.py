@@ -35,11 +35,20 @@ def turn(calls: Any, style: str) -> TurnResult:
 
 
 def test_openai_text_results_are_one_tool_message_per_call_as_before():
-    result = turn({"role": "assistant", "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "weather",
-                                                      "arguments": '{"city": "Oslo"}'}},
-        {"id": "c2", "type": "function", "function": {"name": "broken", "arguments": ""}},
-    ]}, "openai")
+    result = turn(
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "weather", "arguments": '{"city": "Oslo"}'},
+                },
+                {"id": "c2", "type": "function", "function": {"name": "broken", "arguments": ""}},
+            ],
+        },
+        "openai",
+    )
     assert result.messages == [
         {"role": "tool", "tool_call_id": "c1", "content": "sunny in Oslo"},
         {"role": "tool", "tool_call_id": "c2", "content": "sensor offline"},
@@ -47,41 +56,78 @@ def test_openai_text_results_are_one_tool_message_per_call_as_before():
 
 
 def test_openai_media_follow_the_tool_messages_in_one_user_message():
-    result = turn([{"id": "c1", "type": "function", "function": {"name": "media",
-                                                                 "arguments": "{}"}}], "openai")
+    result = turn(
+        [{"id": "c1", "type": "function", "function": {"name": "media", "arguments": "{}"}}],
+        "openai",
+    )
     tool_message, user_message = result.messages
-    assert tool_message == {"role": "tool", "tool_call_id": "c1", "content": [
-        {"type": "text", "text": "the media"},
-        {"type": "text", "text": "[unsupported file part (application/pdf, 0 bytes)]"},
-        {"type": "text", "text": UNSUPPORTED_MP3_URL},
-        {"type": "text", "text": "a caption"},
-    ]}
-    assert user_message == {"role": "user", "content": [
-        {"type": "text", "text": "Parts of tool call c1 (media):"},
-        {"type": "image_url", "image_url": {"url": PNG_URL}},
-        {"type": "image_url", "image_url": {"url": "https://example.test/q3.png"}},
-        {"type": "file", "file": {"filename": "report.pdf",
-                                  "file_data": "data:application/pdf;base64," + PDF_B64}},
-        {"type": "file", "file": {"filename": "notes.txt",
-                                  "file_data": "data:text/plain;base64,cGxhaW4gd29yZHM="}},
-        {"type": "file", "file": {"filename": "file",
-                                  "file_data": "data:text/csv;base64,YSxiCjEsMgo="}},
-        {"type": "input_audio", "input_audio": {"data": WAV_B64, "format": "wav"}},
-    ]}
+    assert tool_message == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": [
+            {"type": "text", "text": "the media"},
+            {"type": "text", "text": "[unsupported file part (application/pdf, 0 bytes)]"},
+            {"type": "text", "text": UNSUPPORTED_MP3_URL},
+            {"type": "text", "text": "a caption"},
+        ],
+    }
+    assert user_message == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Parts of tool call c1 (media):"},
+            {"type": "image_url", "image_url": {"url": PNG_URL}},
+            {"type": "image_url", "image_url": {"url": "https://example.test/q3.png"}},
+            {
+                "type": "file",
+                "file": {
+                    "filename": "report.pdf",
+                    "file_data": "data:application/pdf;base64," + PDF_B64,
+                },
+            },
+            {
+                "type": "file",
+                "file": {
+                    "filename": "notes.txt",
+                    "file_data": "data:text/plain;base64,cGxhaW4gd29yZHM=",
+                },
+            },
+            {
+                "type": "file",
+                "file": {"filename": "file", "file_data": "data:text/csv;base64,YSxiCjEsMgo="},
+            },
+            {"type": "input_audio", "input_audio": {"data": WAV_B64, "format": "wav"}},
+        ],
+    }
 
 
 # --------------------------------------------------------------------------- responses
 
 
 def test_responses_function_calls_become_function_call_outputs():
-    result = turn({"id": "resp_1", "output": [
-        {"type": "reasoning", "id": "rs_1", "summary": []},
-        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "weather",
-         "arguments": '{"city": "Oslo"}'},
-        {"type": "message", "role": "assistant", "content": []},
-        {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "broken",
-         "arguments": "{}"},
-    ]}, "responses")
+    result = turn(
+        {
+            "id": "resp_1",
+            "output": [
+                {"type": "reasoning", "id": "rs_1", "summary": []},
+                {
+                    "type": "function_call",
+                    "id": "fc_1",
+                    "call_id": "call_1",
+                    "name": "weather",
+                    "arguments": '{"city": "Oslo"}',
+                },
+                {"type": "message", "role": "assistant", "content": []},
+                {
+                    "type": "function_call",
+                    "id": "fc_2",
+                    "call_id": "call_2",
+                    "name": "broken",
+                    "arguments": "{}",
+                },
+            ],
+        },
+        "responses",
+    )
     assert [call.id for call in result.calls] == ["call_1", "call_2"]
     assert result.messages == [
         {"type": "function_call_output", "call_id": "call_1", "output": "sunny in Oslo"},
@@ -90,80 +136,135 @@ def test_responses_function_calls_become_function_call_outputs():
 
 
 def test_responses_parts_are_input_items_of_the_output():
-    result = turn([{"type": "function_call", "call_id": "c1", "name": "media",
-                    "arguments": "{}"}], "responses")
-    assert result.messages == [{"type": "function_call_output", "call_id": "c1", "output": [
-        {"type": "input_text", "text": "the media"},
-        {"type": "input_image", "image_url": PNG_URL},
-        {"type": "input_image", "image_url": "https://example.test/q3.png"},
-        {"type": "input_file", "filename": "report.pdf",
-         "file_data": "data:application/pdf;base64," + PDF_B64},
-        {"type": "input_file", "file_url": "https://example.test/r.pdf"},
-        {"type": "input_file", "filename": "notes.txt",
-         "file_data": "data:text/plain;base64,cGxhaW4gd29yZHM="},
-        {"type": "input_file", "filename": "file",
-         "file_data": "data:text/csv;base64,YSxiCjEsMgo="},
-        {"type": "input_text", "text": UNSUPPORTED_WAV},
-        {"type": "input_text", "text": UNSUPPORTED_MP3_URL},
-        {"type": "input_text", "text": "a caption"},
-    ]}]
+    result = turn(
+        [{"type": "function_call", "call_id": "c1", "name": "media", "arguments": "{}"}],
+        "responses",
+    )
+    assert result.messages == [
+        {
+            "type": "function_call_output",
+            "call_id": "c1",
+            "output": [
+                {"type": "input_text", "text": "the media"},
+                {"type": "input_image", "image_url": PNG_URL},
+                {"type": "input_image", "image_url": "https://example.test/q3.png"},
+                {
+                    "type": "input_file",
+                    "filename": "report.pdf",
+                    "file_data": "data:application/pdf;base64," + PDF_B64,
+                },
+                {"type": "input_file", "file_url": "https://example.test/r.pdf"},
+                {
+                    "type": "input_file",
+                    "filename": "notes.txt",
+                    "file_data": "data:text/plain;base64,cGxhaW4gd29yZHM=",
+                },
+                {
+                    "type": "input_file",
+                    "filename": "file",
+                    "file_data": "data:text/csv;base64,YSxiCjEsMgo=",
+                },
+                {"type": "input_text", "text": UNSUPPORTED_WAV},
+                {"type": "input_text", "text": UNSUPPORTED_MP3_URL},
+                {"type": "input_text", "text": "a caption"},
+            ],
+        }
+    ]
 
 
 def test_responses_call_without_call_id_is_refused_naming_it():
     with Host(toolkit) as host, pytest.raises(WireFormatError, match="'id' must be"):
-        host.run_turn([{"type": "function_call", "id": "fc_1", "name": "weather",
-                        "arguments": "{}"}], style="responses")
+        host.run_turn(
+            [{"type": "function_call", "id": "fc_1", "name": "weather", "arguments": "{}"}],
+            style="responses",
+        )
 
 
 # --------------------------------------------------------------------------- anthropic
 
 
 def test_anthropic_parts_are_tool_result_content_blocks():
-    result = turn({"role": "assistant", "content": [
-        {"type": "text", "text": "Let me look."},
-        {"type": "tool_use", "id": "t1", "name": "media", "input": {}},
-        {"type": "tool_use", "id": "t2", "name": "snapshot", "input": {}},
-    ]}, "anthropic")
+    result = turn(
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Let me look."},
+                {"type": "tool_use", "id": "t1", "name": "media", "input": {}},
+                {"type": "tool_use", "id": "t2", "name": "snapshot", "input": {}},
+            ],
+        },
+        "anthropic",
+    )
     [message] = result.messages
     first, second = message["content"]
     assert first["content"] == [
         {"type": "text", "text": "the media"},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                     "data": PNG_B64}},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64}},
         {"type": "image", "source": {"type": "url", "url": "https://example.test/q3.png"}},
-        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
-                                        "data": PDF_B64}},
+        {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": PDF_B64},
+        },
         {"type": "document", "source": {"type": "url", "url": "https://example.test/r.pdf"}},
-        {"type": "document", "source": {"type": "text", "media_type": "text/plain",
-                                        "data": "plain words"}},
+        {
+            "type": "document",
+            "source": {"type": "text", "media_type": "text/plain", "data": "plain words"},
+        },
         {"type": "text", "text": "[unsupported file part (text/csv, 8 bytes)]"},
         {"type": "text", "text": UNSUPPORTED_WAV},
         {"type": "text", "text": UNSUPPORTED_MP3_URL},
         {"type": "text", "text": "a caption"},
     ]
     # An empty output is left out: Anthropic refuses empty text blocks.
-    assert second == {"type": "tool_result", "tool_use_id": "t2", "is_error": False,
-                      "content": [{"type": "image", "source": {
-                          "type": "base64", "media_type": "image/png", "data": PNG_B64}}]}
+    assert second == {
+        "type": "tool_result",
+        "tool_use_id": "t2",
+        "is_error": False,
+        "content": [
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64},
+            }
+        ],
+    }
 
 
 # --------------------------------------------------------------------------- gemini
 
 
 def test_gemini_function_calls_become_function_responses_paired_by_id_or_order():
-    response = {"candidates": [{"content": {"role": "model", "parts": [
-        {"text": "Checking."},
-        {"functionCall": {"name": "weather", "args": {"city": "Oslo"}}},
-        {"functionCall": {"id": "g2", "name": "broken", "args": {}}},
-        {"thoughtSignature": "c2ln"},
-    ]}}]}
+    response = {
+        "candidates": [
+            {
+                "content": {
+                    "role": "model",
+                    "parts": [
+                        {"text": "Checking."},
+                        {"functionCall": {"name": "weather", "args": {"city": "Oslo"}}},
+                        {"functionCall": {"id": "g2", "name": "broken", "args": {}}},
+                        {"thoughtSignature": "c2ln"},
+                    ],
+                }
+            }
+        ]
+    }
     result = turn(response, "gemini")
     assert [call.id for call in result.calls] == ["#1", "g2"]
-    assert result.messages == [{"role": "user", "parts": [
-        {"functionResponse": {"name": "weather", "response": {"output": "sunny in Oslo"}}},
-        {"functionResponse": {"id": "g2", "name": "broken",
-                              "response": {"error": "sensor offline"}}},
-    ]}]
+    assert result.messages == [
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"name": "weather", "response": {"output": "sunny in Oslo"}}},
+                {
+                    "functionResponse": {
+                        "id": "g2",
+                        "name": "broken",
+                        "response": {"error": "sensor offline"},
+                    }
+                },
+            ],
+        }
+    ]
     content = response["candidates"][0]["content"]
     assert turn(content, "gemini").messages == result.messages  # a Content
     assert turn(content["parts"], "gemini").messages == result.messages  # its parts
@@ -175,24 +276,30 @@ def test_gemini_media_go_inline_in_the_function_response_and_the_rest_to_its_tex
     result = turn([{"functionCall": {"id": "m", "name": "media"}}], "gemini")
     [message] = result.messages
     [response] = message["parts"]
-    assert response == {"functionResponse": {
-        "id": "m",
-        "name": "media",
-        "response": {"output": "\n".join([
-            "the media",
-            "[unsupported image part (image/png, 0 bytes)]",
-            "[unsupported file part (application/pdf, 0 bytes)]",
-            "[unsupported file part (text/csv, 8 bytes)]",
-            UNSUPPORTED_WAV,
-            UNSUPPORTED_MP3_URL,
-            "a caption",
-        ])},
-        "parts": [
-            {"inlineData": {"mimeType": "image/png", "data": PNG_B64}},
-            {"inlineData": {"mimeType": "application/pdf", "data": PDF_B64}},
-            {"inlineData": {"mimeType": "text/plain", "data": "cGxhaW4gd29yZHM="}},
-        ],
-    }}
+    assert response == {
+        "functionResponse": {
+            "id": "m",
+            "name": "media",
+            "response": {
+                "output": "\n".join(
+                    [
+                        "the media",
+                        "[unsupported image part (image/png, 0 bytes)]",
+                        "[unsupported file part (application/pdf, 0 bytes)]",
+                        "[unsupported file part (text/csv, 8 bytes)]",
+                        UNSUPPORTED_WAV,
+                        UNSUPPORTED_MP3_URL,
+                        "a caption",
+                    ]
+                )
+            },
+            "parts": [
+                {"inlineData": {"mimeType": "image/png", "data": PNG_B64}},
+                {"inlineData": {"mimeType": "application/pdf", "data": PDF_B64}},
+                {"inlineData": {"mimeType": "text/plain", "data": "cGxhaW4gd29yZHM="}},
+            ],
+        }
+    }
 
 
 # --------------------------------------------------------------------------- every style
@@ -201,10 +308,12 @@ def test_gemini_media_go_inline_in_the_function_response_and_the_rest_to_its_tex
 @pytest.mark.parametrize("style", ["openai", "responses", "anthropic", "gemini"])
 def test_every_part_reaches_the_messages_as_a_block_or_a_placeholder(style):
     calls = {
-        "openai": [{"id": "c1", "type": "function", "function": {"name": "media",
-                                                                 "arguments": "{}"}}],
-        "responses": [{"type": "function_call", "call_id": "c1", "name": "media",
-                       "arguments": "{}"}],
+        "openai": [
+            {"id": "c1", "type": "function", "function": {"name": "media", "arguments": "{}"}}
+        ],
+        "responses": [
+            {"type": "function_call", "call_id": "c1", "name": "media", "arguments": "{}"}
+        ],
         "anthropic": [{"type": "tool_use", "id": "c1", "name": "media", "input": {}}],
         "gemini": [{"functionCall": {"id": "c1", "name": "media", "args": {}}}],
     }[style]
@@ -241,8 +350,9 @@ def test_a_halted_turn_of_the_new_styles_resumes_from_json(style):
         return ToolResult.ok("approved")
 
     calls = {
-        "responses": [{"type": "function_call", "call_id": "c1", "name": "approve",
-                       "arguments": "{}"}],
+        "responses": [
+            {"type": "function_call", "call_id": "c1", "name": "approve", "arguments": "{}"}
+        ],
         "gemini": [{"functionCall": {"name": "approve", "args": {}}}],
     }[style]
     with Host(Toolkit([approve])) as host:
@@ -251,8 +361,22 @@ def test_a_halted_turn_of_the_new_styles_resumes_from_json(style):
         parked = TurnResult.from_json(halted.to_json())
         done = host.resume_turn(parked, Answer.accept(halted.pending))
     assert done.is_complete
-    assert done.messages == {
-        "responses": [{"type": "function_call_output", "call_id": "c1", "output": "approved"}],
-        "gemini": [{"role": "user", "parts": [{"functionResponse": {
-            "name": "approve", "response": {"output": "approved"}}}]}],
-    }[style]
+    assert (
+        done.messages
+        == {
+            "responses": [{"type": "function_call_output", "call_id": "c1", "output": "approved"}],
+            "gemini": [
+                {
+                    "role": "user",
+                    "parts": [
+                        {
+                            "functionResponse": {
+                                "name": "approve",
+                                "response": {"output": "approved"},
+                            }
+                        }
+                    ],
+                }
+            ],
+        }[style]
+    )

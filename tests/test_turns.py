@@ -83,8 +83,11 @@ class World:
 
 
 def openai_call(call_id: str, name: str, args: dict) -> dict:
-    return {"id": call_id, "type": "function",
-            "function": {"name": name, "arguments": json.dumps(args)}}
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args)},
+    }
 
 
 def test_call_many_runs_calls_concurrently_and_keeps_their_order():
@@ -175,14 +178,21 @@ def test_an_anthropic_turn_skips_text_blocks_and_answers_in_one_user_message():
 
 def test_a_whole_assistant_message_is_accepted_too():
     world = World()
-    openai_message = {"role": "assistant", "content": None,
-                      "tool_calls": [openai_call("c1", "weather", {"city": "Lima"})]}
-    anthropic_message = {"role": "assistant", "content": [
-        {"type": "tool_use", "id": "t1", "name": "weather", "input": {"city": "Lima"}}]}
+    openai_message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [openai_call("c1", "weather", {"city": "Lima"})],
+    }
+    anthropic_message = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "weather", "input": {"city": "Lima"}}],
+    }
     with Host(world.toolkit) as host:
         assert host.run_turn(openai_message).messages[0]["content"] == "sunny in Lima"
-        assert host.run_turn(anthropic_message, style="anthropic").messages[0]["content"][0][
-            "content"] == "sunny in Lima"
+        assert (
+            host.run_turn(anthropic_message, style="anthropic").messages[0]["content"][0]["content"]
+            == "sunny in Lima"
+        )
 
 
 def test_an_answer_for_another_request_leaves_the_turn_pending_on_the_same_question():
@@ -241,8 +251,9 @@ def test_bad_arguments_and_unknown_tools_still_get_their_balanced_message():
 def test_a_tool_call_without_an_id_is_rejected_at_once():
     with Host(World().toolkit) as host:
         with pytest.raises(WireFormatError, match="id"):
-            host.run_turn([{"type": "function", "function": {"name": "weather",
-                                                             "arguments": "{}"}}])
+            host.run_turn(
+                [{"type": "function", "function": {"name": "weather", "arguments": "{}"}}]
+            )
         with pytest.raises(ValueError, match=r"style must be 'openai', .* or 'gemini'"):
             host.run_turn([], style="bard")
 
@@ -251,8 +262,9 @@ def test_with_wait_for_a_turn_completes_in_one_go():
     world = World()
     world.second_asked.set()
     with Host(world.toolkit, wait_for=Answer.accept) as host:
-        turn = host.run_turn([openai_call("c1", "login", {}),
-                              openai_call("c2", "weather", {"city": "Oslo"})])
+        turn = host.run_turn(
+            [openai_call("c1", "login", {}), openai_call("c2", "weather", {"city": "Oslo"})]
+        )
     assert turn.is_complete
     assert [m["content"] for m in turn.messages] == ["logged in", "sunny in Oslo"]
 
@@ -275,8 +287,9 @@ def test_a_turn_round_trips_through_json():
     world = World()
     world.second_asked.set()
     with Host(world.toolkit) as host:
-        turn = host.run_turn([openai_call("c1", "weather", {"city": "Oslo"}),
-                              openai_call("c2", "inbox", {})])
+        turn = host.run_turn(
+            [openai_call("c1", "weather", {"city": "Oslo"}), openai_call("c2", "inbox", {})]
+        )
     again = TurnResult.from_json(turn.to_json())
     assert again == turn
     assert again.pending == turn.pending
@@ -304,7 +317,7 @@ def approve(action: str, ctx: ToolContext) -> ToolResult:
 toolkit = Toolkit([weather, approve])
 '''
 
-RESUMER = '''
+RESUMER = """
 import json, sys
 from pathlib import Path
 from toolnexus import Answer, Host, TurnResult
@@ -315,13 +328,12 @@ with Host(toolkit) as host:   # its key comes from TOOLNEXUS_SECRET
     while turn.pending is not None and turn.error is None:
         turn = host.resume_turn(turn, Answer.accept(turn.pending))
 print(json.dumps({"messages": turn.messages, "error": turn.error}))
-'''
+"""
 
 KEY = "turn-test-key-0123456789abcdef"
 
 
-def test_a_halted_turn_is_resumed_by_a_fresh_host_in_another_process(tmp_path: Path,
-                                                                     monkeypatch):
+def test_a_halted_turn_is_resumed_by_a_fresh_host_in_another_process(tmp_path: Path, monkeypatch):
     (tmp_path / "turn_tools.py").write_text(textwrap.dedent(TOOLS_MODULE))
     (tmp_path / "resumer.py").write_text(textwrap.dedent(RESUMER))
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -341,9 +353,14 @@ def test_a_halted_turn_is_resumed_by_a_fresh_host_in_another_process(tmp_path: P
     def resume_elsewhere(key: str) -> dict:
         out = subprocess.run(
             [sys.executable, str(tmp_path / "resumer.py"), str(parked)],
-            capture_output=True, text=True, timeout=60,
-            env={"PYTHONPATH": os.pathsep.join([str(tmp_path), PACKAGE_ROOT]), "PATH": "",
-                 "TOOLNEXUS_SECRET": key},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={
+                "PYTHONPATH": os.pathsep.join([str(tmp_path), PACKAGE_ROOT]),
+                "PATH": "",
+                "TOOLNEXUS_SECRET": key,
+            },
         )
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout)
@@ -394,8 +411,9 @@ def test_a_style_is_an_entry_in_the_styles_table(monkeypatch):
         return text
 
     with Host(Toolkit([echo])) as host:
-        turn = host.run_turn([{"call_id": "c1", "tool": "echo", "args": {"text": "hi"}}],
-                             style="toy")
+        turn = host.run_turn(
+            [{"call_id": "c1", "tool": "echo", "args": {"text": "hi"}}], style="toy"
+        )
     assert turn.messages == [{"call": "c1", "text": "hi"}]
     with pytest.raises(ValueError, match=r"style must be 'openai', .*'gemini' or 'toy'"):
         host.run_turn([], style="nope")

@@ -23,20 +23,27 @@ def vendored(tmp_path: Path) -> Path:
     package = Path(toolnexus.__file__).resolve().parent
     (tmp_path / "_vendor").mkdir()
     (tmp_path / "_vendor" / "__init__.py").write_text("")
-    shutil.copytree(package, tmp_path / "_vendor" / "toolnexus",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        package, tmp_path / "_vendor" / "toolnexus", ignore=shutil.ignore_patterns("__pycache__")
+    )
     return tmp_path
 
 
 def run_python(folder: Path, source: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(source)], capture_output=True, text=True,
-        cwd=folder, env=child_env(), timeout=60,
+        [sys.executable, "-c", textwrap.dedent(source)],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        env=child_env(),
+        timeout=60,
     )
 
 
 def test_a_tool_from_another_copy_is_refused_naming_both_copies(vendored: Path) -> None:
-    out = run_python(vendored, """
+    out = run_python(
+        vendored,
+        """
         import _vendor.toolnexus as theirs
         from toolnexus import Toolkit
 
@@ -51,18 +58,22 @@ def test_a_tool_from_another_copy_is_refused_naming_both_copies(vendored: Path) 
             print(exc)
         else:
             print("accepted:", [t.name for t in Toolkit([summarize]).tools()])
-    """)
+    """,
+    )
     assert out.returncode == 0, out.stderr
     message = out.stdout.strip()
-    assert message.startswith("this Tool comes from another copy of toolnexus: "
-                              "'_vendor.toolnexus' at "), message
+    assert message.startswith(
+        "this Tool comes from another copy of toolnexus: '_vendor.toolnexus' at "
+    ), message
     assert str(vendored / "_vendor" / "toolnexus") in message
     assert "while this code is 'toolnexus' at" in message
     assert message.endswith("two copies are loaded: import tool and Toolkit from the same one")
 
 
 def test_a_toolkit_from_another_copy_is_refused_by_tool(vendored: Path) -> None:
-    out = run_python(vendored, """
+    out = run_python(
+        vendored,
+        """
         import _vendor.toolnexus as theirs
         import toolnexus
 
@@ -71,13 +82,15 @@ def test_a_toolkit_from_another_copy_is_refused_by_tool(vendored: Path) -> None:
             toolnexus.tool(kit)
         except TypeError as exc:
             print(exc)
-    """)
+    """,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("this Toolkit comes from another copy of toolnexus"), out.stdout
 
 
 def test_the_cli_of_one_copy_refuses_a_toolkit_of_the_other(vendored: Path) -> None:
-    (vendored / "mytools.py").write_text(textwrap.dedent("""
+    (vendored / "mytools.py").write_text(
+        textwrap.dedent("""
         import _vendor.toolnexus as theirs
 
         @theirs.tool
@@ -86,10 +99,15 @@ def test_the_cli_of_one_copy_refuses_a_toolkit_of_the_other(vendored: Path) -> N
             return a + b
 
         single = add
-    """))
+    """)
+    )
     out = subprocess.run(
-        [sys.executable, "-m", "toolnexus", "list", "mytools:single"], capture_output=True,
-        text=True, cwd=vendored, env=child_env(), timeout=60,
+        [sys.executable, "-m", "toolnexus", "list", "mytools:single"],
+        capture_output=True,
+        text=True,
+        cwd=vendored,
+        env=child_env(),
+        timeout=60,
     )
     assert out.returncode == 2
     assert "this Tool comes from another copy of toolnexus" in out.stderr, out.stderr

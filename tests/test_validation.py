@@ -367,7 +367,7 @@ KEYWORD_CASES = [
     row(
         {"properties": {"x": {"if": {"type": "string"}, "then": {"maxLength": 3}}}},
         {"x": "abcd"},
-        "x: does not match the 'then' branch of the condition {\"type\": \"string\"}:"
+        'x: does not match the \'then\' branch of the condition {"type": "string"}:'
         " expected at most 3 characters, got 4",
         id="then fails under a property",
     ),
@@ -1177,10 +1177,15 @@ def test_a_pattern_runs_once_per_value_even_when_the_problems_are_explained(
         return counted_search, longest, counted
 
     monkeypatch.setattr(validation, "_compile_pattern", counting)
-    v = Validator({
-        "type": "object",
-        "properties": {"sku": {"type": "string", "pattern": "^[A-Z]+$"}, "n": {"type": "integer"}},
-    })
+    v = Validator(
+        {
+            "type": "object",
+            "properties": {
+                "sku": {"type": "string", "pattern": "^[A-Z]+$"},
+                "n": {"type": "integer"},
+            },
+        }
+    )
     assert v.errors({"sku": "abc", "n": 1}) == [
         'sku: expected a string matching "^[A-Z]+$", got string "abc"'
     ]

@@ -20,15 +20,20 @@ def vendored(tmp_path_factory: pytest.TempPathFactory) -> Path:
     package = Path(toolnexus.__file__).resolve().parent
     (folder / "_vendor").mkdir()
     (folder / "_vendor" / "__init__.py").write_text("")
-    shutil.copytree(package, folder / "_vendor" / "toolnexus",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        package, folder / "_vendor" / "toolnexus", ignore=shutil.ignore_patterns("__pycache__")
+    )
     return folder
 
 
 def vendored_cli(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "_vendor.toolnexus", *args], capture_output=True, text=True,
-        cwd=folder, env=child_env(), timeout=60,
+        [sys.executable, "-m", "_vendor.toolnexus", *args],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        env=child_env(),
+        timeout=60,
     )
 
 
@@ -53,8 +58,7 @@ def test_every_suggested_command_in_help_runs(vendored: Path) -> None:
 
 
 def test_error_hints_name_the_vendored_command(vendored: Path) -> None:
-    out = vendored_cli(vendored, "call", "_vendor.toolnexus.demo:toolkit", "crunch",
-                       "steps=three")
+    out = vendored_cli(vendored, "call", "_vendor.toolnexus.demo:toolkit", "crunch", "steps=three")
     assert out.returncode == 2
     assert out.stderr.startswith("python -m _vendor.toolnexus call: error: ")
     assert "(see: python -m _vendor.toolnexus schema _vendor.toolnexus.demo:toolkit crunch)" in (
@@ -70,7 +74,12 @@ def test_the_demo_suggests_commands_that_work_here(vendored: Path) -> None:
 
 
 def test_the_installed_command_keeps_its_own_name() -> None:
-    out = subprocess.run([sys.executable, "-m", "toolnexus", "--help"], capture_output=True,
-                         text=True, env=child_env(), timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "toolnexus", "--help"],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=60,
+    )
     assert out.stdout.startswith("usage: toolnexus ")
     assert "  toolnexus list toolnexus.demo:toolkit" in out.stdout

@@ -375,17 +375,37 @@ MALFORMED = [
     (Request, {**REQUEST, "url": ""}, "url", 'must be a non-empty string, got string ""'),
     (Request, {**REQUEST, "data": [1]}, "data", "must be an object, got array"),
     (Request, {**REQUEST, "data": "x"}, "data", 'must be an object, got string "x"'),
-    (Request, {**REQUEST, "expiresAt": 1767323045}, "expiresAt",
-     "must be an RFC 3339 timestamp string, got number"),
-    (Request, {**REQUEST, "expiresAt": "tomorrow"}, "expiresAt",
-     'must be an RFC 3339 timestamp such as "2026-01-02T03:04:05Z", got string "tomorrow"'),
-    (Request, {**REQUEST, "expiresAt": "2026-01-02T03:04:05"}, "expiresAt",
-     "must be an RFC 3339 timestamp"),
+    (
+        Request,
+        {**REQUEST, "expiresAt": 1767323045},
+        "expiresAt",
+        "must be an RFC 3339 timestamp string, got number",
+    ),
+    (
+        Request,
+        {**REQUEST, "expiresAt": "tomorrow"},
+        "expiresAt",
+        'must be an RFC 3339 timestamp such as "2026-01-02T03:04:05Z", got string "tomorrow"',
+    ),
+    (
+        Request,
+        {**REQUEST, "expiresAt": "2026-01-02T03:04:05"},
+        "expiresAt",
+        "must be an RFC 3339 timestamp",
+    ),
     (Request, {**REQUEST, "expiresAt": "2026-01-02"}, "expiresAt", "must be an RFC 3339"),
-    (Request, {**REQUEST, "expiresAt": "2026-13-02T03:04:05Z"}, "expiresAt",
-     "(month must be in 1..12)"),
-    (Request, {**REQUEST, "expiresAt": "2026-01-02T03:04:05+24:00"}, "expiresAt",
-     "(offset out of range)"),
+    (
+        Request,
+        {**REQUEST, "expiresAt": "2026-13-02T03:04:05Z"},
+        "expiresAt",
+        "(month must be in 1..12)",
+    ),
+    (
+        Request,
+        {**REQUEST, "expiresAt": "2026-01-02T03:04:05+24:00"},
+        "expiresAt",
+        "(offset out of range)",
+    ),
     # Answer
     (Answer, without(ANSWER, "id"), "id", "is missing; expected a string"),
     (Answer, without(ANSWER, "ok"), "ok", "is missing; expected a boolean"),
@@ -402,24 +422,44 @@ MALFORMED = [
     (ToolResult, without(RESULT, "isError"), "isError", "is missing; expected a boolean"),
     (ToolResult, {**RESULT, "output": 42}, "output", "must be a string, got number 42"),
     (ToolResult, {**RESULT, "output": None}, "output", "must be a string, got null"),
-    (ToolResult, {**RESULT, "isError": "false"}, "isError", 'must be a boolean, got string'),
+    (ToolResult, {**RESULT, "isError": "false"}, "isError", "must be a boolean, got string"),
     (ToolResult, {**RESULT, "isError": 0}, "isError", "must be a boolean, got number 0"),
     (ToolResult, {**RESULT, "metadata": []}, "metadata", "must be an object, got array"),
     (ToolResult, {**RESULT, "metadata": "x"}, "metadata", 'must be an object, got string "x"'),
     # ToolResult: a nested pending request that is wrong
-    (ToolResult, {**PENDING, "metadata": {"pending": None}}, "metadata.pending",
-     "must be a JSON object, got null"),
-    (ToolResult, {**PENDING, "metadata": {"pending": []}}, "metadata.pending",
-     "must be a JSON object, got array"),
-    (ToolResult, {**PENDING, "metadata": {"pending": "pnd-1"}}, "metadata.pending",
-     'must be a JSON object, got string "pnd-1"'),
+    (
+        ToolResult,
+        {**PENDING, "metadata": {"pending": None}},
+        "metadata.pending",
+        "must be a JSON object, got null",
+    ),
+    (
+        ToolResult,
+        {**PENDING, "metadata": {"pending": []}},
+        "metadata.pending",
+        "must be a JSON object, got array",
+    ),
+    (
+        ToolResult,
+        {**PENDING, "metadata": {"pending": "pnd-1"}},
+        "metadata.pending",
+        'must be a JSON object, got string "pnd-1"',
+    ),
     (ToolResult, pending_with(kind=...), "metadata.pending.kind", "is missing; expected a string"),
     (ToolResult, pending_with(id=3), "metadata.pending.id", "must be a string, got number 3"),
     (ToolResult, pending_with(data=[]), "metadata.pending.data", "must be an object, got array"),
-    (ToolResult, pending_with(expiresAt="soon"), "metadata.pending.expiresAt",
-     "must be an RFC 3339 timestamp"),
-    (ToolResult, {**PENDING, "isError": False}, "isError",
-     "must be true when metadata.pending is set, got false"),
+    (
+        ToolResult,
+        pending_with(expiresAt="soon"),
+        "metadata.pending.expiresAt",
+        "must be an RFC 3339 timestamp",
+    ),
+    (
+        ToolResult,
+        {**PENDING, "isError": False},
+        "isError",
+        "must be true when metadata.pending is set, got false",
+    ),
 ]
 
 
@@ -445,17 +485,34 @@ def test_malformed_fields_are_refused_naming_the_field_and_what_was_expected(
 
 FIELDS: dict[type, dict[str, tuple[bool, tuple[type, ...]]]] = {
     Request: {
-        "id": (True, (str,)), "kind": (True, (str,)), "prompt": (True, (str,)),
-        "url": (False, (str,)), "data": (False, (dict,)), "expiresAt": (False, (str,)),
+        "id": (True, (str,)),
+        "kind": (True, (str,)),
+        "prompt": (True, (str,)),
+        "url": (False, (str,)),
+        "data": (False, (dict,)),
+        "expiresAt": (False, (str,)),
     },
-    Answer: {"id": (True, (str,)), "ok": (True, (bool,)), "data": (False, (dict,)),
-             "reason": (False, (str,))},
-    ToolResult: {"output": (True, (str,)), "isError": (True, (bool,)),
-                 "metadata": (False, (dict,))},
+    Answer: {
+        "id": (True, (str,)),
+        "ok": (True, (bool,)),
+        "data": (False, (dict,)),
+        "reason": (False, (str,)),
+    },
+    ToolResult: {
+        "output": (True, (str,)),
+        "isError": (True, (bool,)),
+        "metadata": (False, (dict,)),
+    },
 }
 VALID = {
-    Request: {"id": "pnd-1", "kind": "input", "prompt": "?", "url": "https://x.test",
-              "data": {"a": 1}, "expiresAt": "2026-01-02T03:04:05Z"},
+    Request: {
+        "id": "pnd-1",
+        "kind": "input",
+        "prompt": "?",
+        "url": "https://x.test",
+        "data": {"a": 1},
+        "expiresAt": "2026-01-02T03:04:05Z",
+    },
     Answer: {"id": "pnd-1", "ok": False, "data": {"a": 1}, "reason": "declined"},
     ToolResult: {"output": "x", "isError": True, "metadata": {"a": 1}},
 }
@@ -503,8 +560,10 @@ def test_a_wire_error_keeps_its_fields_across_pickling():
         Answer.from_json('{"id":"pnd-1"}')
     clone = pickle.loads(pickle.dumps(caught.value))
     assert (clone.type_name, clone.field, clone.problem) == ("Answer", "ok", caught.value.problem)
-    assert str(clone) == str(caught.value) == (
-        "invalid Answer: field 'ok' is missing; expected a boolean"
+    assert (
+        str(clone)
+        == str(caught.value)
+        == ("invalid Answer: field 'ok' is missing; expected a boolean")
     )
 
 

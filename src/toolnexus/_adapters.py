@@ -40,10 +40,17 @@ def openai_tool(tool: Tool, *, strict: bool = False, api: str = "chat") -> dict[
     if strict:
         parameters = _strict_schema(tool.name, parameters, _OPENAI_STRICT)
     if api == "responses":
-        return {"type": "function", "name": tool.name, "description": tool.description,
-                "parameters": parameters, "strict": strict}
+        return {
+            "type": "function",
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": parameters,
+            "strict": strict,
+        }
     function: dict[str, Any] = {
-        "name": tool.name, "description": tool.description, "parameters": parameters,
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": parameters,
     }
     if strict:
         function["strict"] = True
@@ -60,8 +67,11 @@ def anthropic_tool(tool: Tool, *, strict: bool = False) -> dict[str, Any]:
     schema = thaw(tool.input_schema)
     if strict:
         schema = _strict_schema(tool.name, schema, _ANTHROPIC_STRICT)
-    out: dict[str, Any] = {"name": tool.name, "description": tool.description,
-                           "input_schema": schema}
+    out: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "input_schema": schema,
+    }
     if strict:
         out["strict"] = True
     return out
@@ -118,18 +128,46 @@ class _Strict:
 _OPENAI_STRICT = _Strict(
     "OpenAI",
     frozenset({"default", "uniqueItems", "contentEncoding", "contentMediaType"}),
-    frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6",
-               "uuid"}),
+    frozenset(
+        {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+    ),
     all_required=True,
     allows_recursion=True,
 )
 _ANTHROPIC_STRICT = _Strict(
     "Anthropic",
-    frozenset({"uniqueItems", "contentEncoding", "contentMediaType", "minimum", "maximum",
-               "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength",
-               "maxItems", "minProperties", "maxProperties", "not"}),
-    frozenset({"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4",
-               "ipv6", "uuid"}),
+    frozenset(
+        {
+            "uniqueItems",
+            "contentEncoding",
+            "contentMediaType",
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "multipleOf",
+            "minLength",
+            "maxLength",
+            "maxItems",
+            "minProperties",
+            "maxProperties",
+            "not",
+        }
+    ),
+    frozenset(
+        {
+            "date-time",
+            "time",
+            "date",
+            "duration",
+            "email",
+            "hostname",
+            "uri",
+            "ipv4",
+            "ipv6",
+            "uuid",
+        }
+    ),
     all_required=False,
     allows_recursion=False,
 )
@@ -158,12 +196,15 @@ def _strict_schema(tool: str, schema: dict[str, Any], rules: _Strict) -> dict[st
             extra = out.get("additionalProperties")
             if extra not in (None, False):
                 raise StrictSchemaError(
-                    tool, path, "is an object with free-form keys (additionalProperties)",
+                    tool,
+                    path,
+                    "is an object with free-form keys (additionalProperties)",
                     rules.provider,
                 )
             if "properties" not in out and extra is not False:
-                raise StrictSchemaError(tool, path, "is an object that takes any keys",
-                                        rules.provider)
+                raise StrictSchemaError(
+                    tool, path, "is an object that takes any keys", rules.provider
+                )
             properties = out.get("properties", {})
             required = set(out.get("required", ()))
             new_properties = {}
@@ -191,8 +232,9 @@ def _strict_schema(tool: str, schema: dict[str, Any], rules: _Strict) -> dict[st
     if not rules.allows_recursion:
         cycle = _recursive_definition(result)
         if cycle is not None:
-            raise StrictSchemaError(tool, cycle, "refers to itself (a recursive schema)",
-                                    rules.provider)
+            raise StrictSchemaError(
+                tool, cycle, "refers to itself (a recursive schema)", rules.provider
+            )
     return result
 
 
@@ -243,9 +285,27 @@ def _nullable(schema: Mapping[str, Any]) -> bool:
 _NOTE = " note"  # not a schema key: carries an enum's words to the description
 
 _GEMINI_KEYS = {
-    "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
-    "properties", "required", "minProperties", "maxProperties", "minLength", "maxLength",
-    "pattern", "example", "anyOf", "default", "items", "minimum", "maximum",
+    "type",
+    "format",
+    "title",
+    "description",
+    "nullable",
+    "enum",
+    "maxItems",
+    "minItems",
+    "properties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "example",
+    "anyOf",
+    "default",
+    "items",
+    "minimum",
+    "maximum",
 }
 
 
@@ -288,8 +348,10 @@ class _GeminiMapper:
             if len(kinds) == 1:
                 out["type"] = kinds[0]
             elif kinds:
-                branches = [{**{k: v for k, v in node.items() if k != "type"}, "type": each}
-                            for each in kinds]
+                branches = [
+                    {**{k: v for k, v in node.items() if k != "type"}, "type": each}
+                    for each in kinds
+                ]
         elif isinstance(kind, str):
             out["type"] = kind
         if branches:
@@ -362,8 +424,9 @@ class _GeminiMapper:
         if all(isinstance(value, str) for value in plain):
             out["enum"] = plain
             out["type"] = "string"
-        elif plain and all(isinstance(value, (int, float)) and not isinstance(value, bool)
-                           for value in plain):
+        elif plain and all(
+            isinstance(value, (int, float)) and not isinstance(value, bool) for value in plain
+        ):
             # Gemini's enums hold strings only, and a model shown ["1", "2"] answers "1",
             # which an integer parameter refuses. So a numeric enum is advertised as the
             # type the tool accepts, bounded, with its values said in words.

@@ -107,10 +107,18 @@ class Runtime:
         "wait_for_is_async",
     )
 
-    def __init__(self, pool: Pool, questions: Pool, grace_ms: int, cancel_grace_ms: int,
-                 question_ms: int | None, wait_for: Callable[[Request], Any] | None,
-                 emit: Callable[[str, float, Outcome, str | None], None] | None,
-                 binder: Binder, max_rounds: int) -> None:
+    def __init__(
+        self,
+        pool: Pool,
+        questions: Pool,
+        grace_ms: int,
+        cancel_grace_ms: int,
+        question_ms: int | None,
+        wait_for: Callable[[Request], Any] | None,
+        emit: Callable[[str, float, Outcome, str | None], None] | None,
+        binder: Binder,
+        max_rounds: int,
+    ) -> None:
         self.pool = pool
         self.questions = questions
         self.grace_ms = grace_ms
@@ -388,10 +396,18 @@ class Call:
 
     # ------------------------------------------------------------------ set-up (host side)
 
-    def prepare(self, tool: Tool, args: dict[str, Any], raw_args: Any, budget: int | None,
-                token: CancellationToken | None, progress: ProgressReporter | None,
-                answer: Answer | None, round: int | None,
-                done_callback: Callable[[Call], object] | None = None) -> None:
+    def prepare(
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        raw_args: Any,
+        budget: int | None,
+        token: CancellationToken | None,
+        progress: ProgressReporter | None,
+        answer: Answer | None,
+        round: int | None,
+        done_callback: Callable[[Call], object] | None = None,
+    ) -> None:
         """Fill in what the tool needs; nothing runs yet (see :meth:`start`). ``raw_args``
         are the arguments as the caller gave them (a binding names them); ``round`` is set
         for a resume: the round of its checked ``answer``. ``done_callback`` is the first
@@ -409,10 +425,15 @@ class Call:
         self._context = contextvars.copy_context()
         if token is not None and token.can_be_cancelled:
             self._registration = token.register(
-                StateLink(self._caller_cancelled, self._caller_cancelled_by_timer))
+                StateLink(self._caller_cancelled, self._caller_cancelled_by_timer)
+            )
 
-    def own(self, wake: Callable[[], object], loop: asyncio.AbstractEventLoop | None = None,
-            settled: asyncio.Future[None] | None = None) -> None:
+    def own(
+        self,
+        wake: Callable[[], object],
+        loop: asyncio.AbstractEventLoop | None = None,
+        settled: asyncio.Future[None] | None = None,
+    ) -> None:
         """Make the caller the owner: effects are queued for it and ``wake()`` tells it
         (``Host.call`` blocks on them; ``Host.acall`` drains them on ``loop`` and awaits
         ``settled``, resolved once the call is settled)."""
@@ -462,8 +483,9 @@ class Call:
             return
         self._start_attempt()
 
-    def finish_now(self, result: ToolResult, outcome: Outcome,
-                   reason: Reason | None = None) -> None:
+    def finish_now(
+        self, result: ToolResult, outcome: Outcome, reason: Reason | None = None
+    ) -> None:
         """Settle a call that never reached a tool (refused, bad arguments, cancelled
         before it started) on the calling thread."""
         with self._lock:
@@ -487,9 +509,13 @@ class Call:
                         self._deadline, self._deadline_passed(self._attempt), quick=True
                     )
                 except _timers.TimerStartError:  # never raise through the host: answer it
-                    failed = self._done_locked(ToolResult.error(
-                        f"'{self.name}' was not run: no timer thread could be started to "
-                        "enforce its deadline"), "error")
+                    failed = self._done_locked(
+                        ToolResult.error(
+                            f"'{self.name}' was not run: no timer thread could be started to "
+                            "enforce its deadline"
+                        ),
+                        "error",
+                    )
             tool = self.tool
             assert self.args is not None and tool is not None
             # A token and a context only for a tool that can see them (an async tool run
@@ -499,8 +525,11 @@ class Call:
                 pass
             elif tool.takes_context or (tool.is_async and self._runner != ON_LOOP):
                 scope = self._scope = CancellationTokenSource()
-                self._ctx = ToolContext(budget, scope.token, self._answer, self._progress) \
-                    if tool.takes_context else None
+                self._ctx = (
+                    ToolContext(budget, scope.token, self._answer, self._progress)
+                    if tool.takes_context
+                    else None
+                )
             else:
                 self._scope = self._ctx = None
             runner = self._runner
@@ -519,9 +548,7 @@ class Call:
         else:
             problem = self._rt.pool.submit(self)
             if problem is not None:
-                self.finish_now(
-                    ToolResult.error(f"'{self.name}' was not run: {problem}"), "error"
-                )
+                self.finish_now(ToolResult.error(f"'{self.name}' was not run: {problem}"), "error")
 
     def run(self) -> None:
         """Run the attempt on this thread (a pool worker calls it); never raises."""
@@ -535,8 +562,13 @@ class Call:
         assert tool is not None and args is not None and context is not None
         self._run_tool(tool, args, ctx, context)
 
-    def _run_tool(self, tool: Tool, args: dict[str, Any], ctx: ToolContext | None,
-                  context: contextvars.Context) -> None:
+    def _run_tool(
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        ctx: ToolContext | None,
+        context: contextvars.Context,
+    ) -> None:
         """The attempt's tool, on this thread (the call is RUNNING); never raises."""
         try:
             if tool.is_async:
@@ -546,8 +578,9 @@ class Call:
                 assert scope is not None
                 # On a private loop here; from inside a running loop (an async tool that
                 # called its own host synchronously) on a helper thread's loop.
-                value = context.run(_aio.run_blocking,
-                                    lambda: _aio.drive(tool.acall(args, ctx), scope.token))
+                value = context.run(
+                    _aio.run_blocking, lambda: _aio.drive(tool.acall(args, ctx), scope.token)
+                )
                 if value is _aio.CANCELLED:
                     value = _NO_WORDS
             else:
@@ -613,8 +646,9 @@ class Call:
         rt = self._rt
         if self._round is not None or rt.wait_for is None:
             # Loop rule 2: hand the question back bound to this call (or unresolved).
-            result = rt.binder.hand_back(self.name, self._raw_args, result, self._round or 0,
-                                         rt.max_rounds)
+            result = rt.binder.hand_back(
+                self.name, self._raw_args, result, self._round or 0, rt.max_rounds
+            )
             return self._done_locked(result, "pending" if result.is_pending else "error")
         if self._asked >= rt.max_rounds:  # the retry suspended again: never loop
             return self._done_locked(loop_rule.unresolved(result), "error")
@@ -665,15 +699,18 @@ class Call:
         if self._state == GRACE:
             _log.warning(
                 "toolnexus host: %r ignored its deadline (%s ms) and the %s ms grace period; "
-                "it was abandoned (%d stuck)", self.name, self.budget, self._rt.grace_ms, stuck,
+                "it was abandoned (%d stuck)",
+                self.name,
+                self.budget,
+                self._rt.grace_ms,
+                stuck,
             )
             effects = self._done_locked(
                 _timeout_result(self.budget, _ABANDONED, self.name, self._rt.grace_ms),
                 "timeout",
             )
         else:
-            effects = self._done_locked(ToolResult.error(_cancel_text(self._reason)),
-                                        "cancelled")
+            effects = self._done_locked(ToolResult.error(_cancel_text(self._reason)), "cancelled")
         if self._task is not None:
             effects.append(self._forget_task)
         return effects
@@ -709,7 +746,8 @@ class Call:
                 if grace > 0 and self._listening():
                     try:
                         self._timer = _timers.schedule(
-                            time.monotonic() + grace, self._grace_ended(self._attempt),
+                            time.monotonic() + grace,
+                            self._grace_ended(self._attempt),
                             quick=True,
                         )
                     except _timers.TimerStartError:  # nothing could end the grace: none
@@ -746,9 +784,11 @@ class Call:
         would have after waiting."""
         if self._runner == ON_POOL and self._worker is not None:
             try:
-                _timers.schedule(time.monotonic() + grace,
-                                 self._abandon_if_inside(self._attempt, self._worker),
-                                 quick=True)
+                _timers.schedule(
+                    time.monotonic() + grace,
+                    self._abandon_if_inside(self._attempt, self._worker),
+                    quick=True,
+                )
             except _timers.TimerStartError:  # no timer to look later: count it stuck now
                 self._rt.pool.abandon(self._worker)
         return self._done_locked(ToolResult.error(_cancel_text(self._reason)), "cancelled")
@@ -815,13 +855,16 @@ class Call:
                 try:
                     self._timer = _timers.schedule(
                         time.monotonic() + rt.question_ms / 1000,
-                        self._question_expired(question), quick=True,
+                        self._question_expired(question),
+                        quick=True,
                     )
                 except _timers.TimerStartError:
                     unbounded = True
         if unbounded:  # never a question that nothing can end
-            self._answered(loop_rule.Refused(
-                "no timer thread could be started to bound the question"), question)
+            self._answered(
+                loop_rule.Refused("no timer thread could be started to bound the question"),
+                question,
+            )
             return
         if self._loop is not None and rt.wait_for_is_async:
             question.start_task(self._loop)
@@ -837,12 +880,12 @@ class Call:
                     return
                 self._rt.questions.abandon(question.worker)
                 assert self._request is not None
-                effects = self._done_locked(loop_rule.declined(self._request, "expired"),
-                                            "error")
+                effects = self._done_locked(loop_rule.declined(self._request, "expired"), "error")
                 effects.append(self._drop_question)
             _log.warning(
-                "toolnexus host: wait_for gave no answer to %r within %s ms; treated as "
-                "declined", question.request.id, self._rt.question_ms,
+                "toolnexus host: wait_for gave no answer to %r within %s ms; treated as declined",
+                question.request.id,
+                self._rt.question_ms,
             )
             self._carry_out(effects, from_timer=True)
 
@@ -905,8 +948,9 @@ class Call:
             self._progress.live = False
         if rt.emit is not None:
             request = self._request
-            rt.emit(self.name, self._start, self._outcome,
-                    request.id if request is not None else None)
+            rt.emit(
+                self.name, self._start, self._outcome, request.id if request is not None else None
+            )
         with self._lock:
             self._settled = True
             callbacks, self._callbacks = self._callbacks, None
@@ -942,7 +986,8 @@ class Call:
         _log.log(
             10 if self._reason != "deadline" else 30,  # logging.DEBUG, logging.WARNING
             "toolnexus host: abandoned call %r returned after it was answered; its result "
-            "was discarded", self.name,
+            "was discarded",
+            self.name,
         )
 
     # ------------------------------------------------------------------ effects
@@ -1107,18 +1152,16 @@ def _cancel_text(reason: Reason | None) -> str:
     return "cancelled by the caller"
 
 
-def _timeout_result(budget_ms: int | None, value: object, name: str,
-                    grace_ms: int = 0) -> ToolResult:
+def _timeout_result(
+    budget_ms: int | None, value: object, name: str, grace_ms: int = 0
+) -> ToolResult:
     head = f"timed out after {budget_ms} ms"
     if value is _ABANDONED:
         return ToolResult.error(
-            f"{head}; '{name}' did not stop within the {grace_ms} ms grace period and was "
-            "abandoned"
+            f"{head}; '{name}' did not stop within the {grace_ms} ms grace period and was abandoned"
         )
     if value is _NEVER_STARTED:
-        return ToolResult.error(
-            f"{head}; '{name}' never started: every worker was busy"
-        )
+        return ToolResult.error(f"{head}; '{name}' never started: every worker was busy")
     if isinstance(value, ToolResult) and value.output:
         return ToolResult.error(f"{head}: {value.output}")
     return ToolResult.error(head)

@@ -433,9 +433,7 @@ class _Parser:
         return self.quantified(atom, start)
 
     def unquantifiable(self, node: _Node) -> _Node:
-        if self.pos < len(self.src) and (
-            self.src[self.pos] in "*+?" or self.quantifier_ahead()
-        ):
+        if self.pos < len(self.src) and (self.src[self.pos] in "*+?" or self.quantifier_ahead()):
             raise self.fail("an assertion cannot be repeated; remove the quantifier")
         return node
 
@@ -461,8 +459,8 @@ class _Parser:
             if found is None:
                 raise self.fail("a lone '{' is a syntax error; escape it as \\{")
             low = int(found.group(1))
-            high = low if found.group(2) is None else (
-                int(found.group(3)) if found.group(3) else None
+            high = (
+                low if found.group(2) is None else (int(found.group(3)) if found.group(3) else None)
             )
             if high is not None and high < low:
                 raise self.fail(f"numbers out of order in {found.group(0)}; write {{{high},{low}}}")
@@ -675,13 +673,18 @@ class _Parser:
                 break
             atom_start = self.pos
             first = self.class_atom()
-            if self.peek("-") and not src.startswith("]", self.pos + 1) and (
-                self.pos + 1 < len(src)
+            if (
+                self.peek("-")
+                and not src.startswith("]", self.pos + 1)
+                and (self.pos + 1 < len(src))
             ):
                 self.pos += 1
                 second = self.class_atom()
-                if len(first) != 1 or len(second) != 1 or first[0][0] != first[0][1] or (
-                    second[0][0] != second[0][1]
+                if (
+                    len(first) != 1
+                    or len(second) != 1
+                    or first[0][0] != first[0][1]
+                    or (second[0][0] != second[0][1])
                 ):
                     raise self.fail(
                         "a class escape cannot bound a range; escape the '-' as \\-",
@@ -871,9 +874,7 @@ def _width(node: _Node) -> tuple[int, int | None]:
         )
     if isinstance(node, _Repeat):
         a, b = _width(node.body)
-        return a * node.low, (
-            None if b is None or node.high is None else b * node.high
-        )
+        return a * node.low, (None if b is None or node.high is None else b * node.high)
     if isinstance(node, _Group):
         return _width(node.body)
     if isinstance(node, _Backref):
@@ -929,8 +930,7 @@ def _class_text(ranges: _Ranges) -> str:
         bmp = tuple((low, min(high, 0xFFFF)) for low, high in ranges if low <= 0xFFFF)
         astral = tuple((max(low, 0x10000), high) for low, high in ranges if high > 0xFFFF)
         return (
-            f"(?:{_plain_class_text(bmp)}|"
-            f"(?=[\\U00010000-\\U0010ffff]){_plain_class_text(astral)})"
+            f"(?:{_plain_class_text(bmp)}|(?=[\\U00010000-\\U0010ffff]){_plain_class_text(astral)})"
         )
     return _plain_class_text(ranges)
 
@@ -974,8 +974,10 @@ def _to_python(node: _Node) -> str:
     if isinstance(node, _Assert):
         return _PYTHON_ASSERTIONS[node.kind]
     if isinstance(node, _Look):
-        mark = ("=" if not node.negative else "!") if node.ahead else (
-            "<=" if not node.negative else "<!"
+        mark = (
+            ("=" if not node.negative else "!")
+            if node.ahead
+            else ("<=" if not node.negative else "<!")
         )
         return f"(?{mark}{_to_python(node.body)})"
     # A group without a value matches empty in ECMA; Python's plain \N would fail.
@@ -1208,7 +1210,9 @@ class _Run:
         return tuple(readers), matched
 
     def advance(
-        self, code: _Code, readers: tuple[int, ...],
+        self,
+        code: _Code,
+        readers: tuple[int, ...],
         code_point: int,
     ) -> tuple[int, ...]:
         sets = self.matcher.sets
@@ -1385,8 +1389,10 @@ def _compile(pattern: str) -> _ReMatcher | _LinearMatcher:
     degree = 1 + analysis.degree + unanchored
     longest = int((_BACKTRACKING_BUDGET / (analysis.factor * _size(tree))) ** (1 / degree))
     if _has_backref(tree) and (analysis.reason is not None or degree > 1):
-        why = analysis.reason or analysis.ambiguity or (
-            "an unbounded quantifier in a pattern that does not start with ^"
+        why = (
+            analysis.reason
+            or analysis.ambiguity
+            or ("an unbounded quantifier in a pattern that does not start with ^")
         )
         raise EcmaPatternError(
             pattern,

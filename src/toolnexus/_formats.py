@@ -71,13 +71,19 @@ def parse_datetime(text: str) -> _dt.datetime:
         try:
             hour, minute, second, micro, zone = _clock(match, 4)
             return _dt.datetime(
-                int(match.group(1)), int(match.group(2)), int(match.group(3)),
-                hour, minute, second, micro, zone,
+                int(match.group(1)),
+                int(match.group(2)),
+                int(match.group(3)),
+                hour,
+                minute,
+                second,
+                micro,
+                zone,
             )
         except ValueError as exc:
             raise FormatError(f"{_shown(text)} is not a valid date-time ({exc})") from None
     raise FormatError(
-        f"expected a date-time (RFC 3339, e.g. \"2026-05-01T09:30:00Z\"), got {_shown(text)}"
+        f'expected a date-time (RFC 3339, e.g. "2026-05-01T09:30:00Z"), got {_shown(text)}'
     )
 
 
@@ -89,7 +95,7 @@ def parse_date(text: str) -> _dt.date:
             return _dt.date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
         except ValueError as exc:
             raise FormatError(f"{_shown(text)} is not a valid date ({exc})") from None
-    raise FormatError(f"expected a date (YYYY-MM-DD, e.g. \"2026-05-01\"), got {_shown(text)}")
+    raise FormatError(f'expected a date (YYYY-MM-DD, e.g. "2026-05-01"), got {_shown(text)}')
 
 
 def parse_time(text: str) -> _dt.time:
@@ -101,14 +107,16 @@ def parse_time(text: str) -> _dt.time:
             return _dt.time(hour, minute, second, micro, zone)
         except ValueError as exc:
             raise FormatError(f"{_shown(text)} is not a valid time ({exc})") from None
-    raise FormatError(f"expected a time (HH:MM:SS, e.g. \"09:30:00\"), got {_shown(text)}")
+    raise FormatError(f'expected a time (HH:MM:SS, e.g. "09:30:00"), got {_shown(text)}')
 
 
 def parse_duration(text: str) -> _dt.timedelta:
     """An ISO 8601 duration (``P1DT2H30M``, ``PT0.5S``, ``P2W``, ``-PT5M``) as a timedelta."""
     match = _DURATION.fullmatch(text)
-    if match is not None and any(match.group(index) for index in range(2, 7)) and not (
-        text.endswith("T")
+    if (
+        match is not None
+        and any(match.group(index) for index in range(2, 7))
+        and not (text.endswith("T"))
     ):
         weeks, days, hours, minutes, seconds = (
             float((match.group(index) or "0").replace(",", ".")) for index in range(2, 7)
@@ -123,10 +131,10 @@ def parse_duration(text: str) -> _dt.timedelta:
     if _DURATION_LIKE.fullmatch(text) and ("Y" in text or "M" in text.split("T")[0]):
         raise FormatError(
             f"the duration {_shown(text)} counts years or months, which have no fixed "
-            "length; give it in weeks, days, hours, minutes or seconds (e.g. \"P30D\")"
+            'length; give it in weeks, days, hours, minutes or seconds (e.g. "P30D")'
         )
     raise FormatError(
-        f"expected a duration (ISO 8601, e.g. \"PT1H30M\" or \"P2D\"), got {_shown(text)}"
+        f'expected a duration (ISO 8601, e.g. "PT1H30M" or "P2D"), got {_shown(text)}'
     )
 
 
@@ -138,7 +146,7 @@ def parse_uuid(text: str) -> Any:
         return uuid.UUID(text)
     except ValueError:
         raise FormatError(
-            f"expected a UUID (e.g. \"123e4567-e89b-12d3-a456-426614174000\"), got {_shown(text)}"
+            f'expected a UUID (e.g. "123e4567-e89b-12d3-a456-426614174000"), got {_shown(text)}'
         ) from None
 
 
@@ -151,9 +159,7 @@ def parse_decimal(text: str) -> Any:
     except decimal.InvalidOperation:
         value = None
     if value is None or not value.is_finite() or not text.strip():
-        raise FormatError(
-            f"expected a decimal number as text (e.g. \"12.50\"), got {_shown(text)}"
-        )
+        raise FormatError(f'expected a decimal number as text (e.g. "12.50"), got {_shown(text)}')
     return value
 
 
@@ -170,7 +176,7 @@ def parse_base64(text: str) -> bytes:
         return base64.b64decode(padded.encode("ascii"), validate=True)
     except (binascii.Error, ValueError, UnicodeEncodeError):
         raise FormatError(
-            f"expected bytes as base64 text (e.g. \"aGVsbG8=\"), got {_shown(text)}"
+            f'expected bytes as base64 text (e.g. "aGVsbG8="), got {_shown(text)}'
         ) from None
 
 
@@ -209,7 +215,12 @@ def text_type(tp: Any) -> tuple[dict[str, Any], Callable[[str], Any]] | None:
         return {"type": "string", "format": "decimal"}, parse_decimal
     # Python 3.13 defines the classes in pathlib._local (and re-exports them).
     if module.partition(".")[0] == "pathlib" and tp.__name__ in (
-        "Path", "PurePath", "PosixPath", "WindowsPath", "PurePosixPath", "PureWindowsPath",
+        "Path",
+        "PurePath",
+        "PosixPath",
+        "WindowsPath",
+        "PurePosixPath",
+        "PureWindowsPath",
     ):
         if tp.__name__ in ("Path", "PurePath"):
             return {"type": "string", "format": "path"}, _path_from_text

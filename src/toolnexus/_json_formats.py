@@ -21,9 +21,7 @@ from collections.abc import Callable
 __all__ = ["format_checker"]
 
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})\Z", re.ASCII)
-_TIME = re.compile(
-    r"(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))\Z", re.ASCII
-)
+_TIME = re.compile(r"(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))\Z", re.ASCII)
 _DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
@@ -185,9 +183,7 @@ _CHECKS: dict[str, Callable[[str], bool]] = {
 }
 
 
-def format_checker(
-    name: str, is_regex: Callable[[str], bool]
-) -> Callable[[str], bool] | None:
+def format_checker(name: str, is_regex: Callable[[str], bool]) -> Callable[[str], bool] | None:
     """The check for format ``name``, or None for a format this module does not assert.
 
     ``is_regex`` decides the ``regex`` format (the validator passes its pattern engine).

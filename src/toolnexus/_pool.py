@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
         def run(self) -> None: ...
 
+
 __all__ = ["Pool", "Worker", "current_worker"]  # and the type Job
 
 
@@ -109,8 +110,11 @@ class Pool:
     def _reserve_locked(self) -> int:
         """Count a new thread in (the lock is held) when a job waits for one and the bound
         allows; its serial number, or 0."""
-        if self.waiting <= self.idle or self.closed or \
-                self.live + self.stuck >= self.limit + self.spare:
+        if (
+            self.waiting <= self.idle
+            or self.closed
+            or self.live + self.stuck >= self.limit + self.spare
+        ):
             return 0
         self.live += 1
         self._serial += 1

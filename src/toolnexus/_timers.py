@@ -59,8 +59,9 @@ class Timer:
 
     __slots__ = ("action", "deadline", "quick", "seq")
 
-    def __init__(self, deadline: float, action: Callable[[], object], quick: bool,
-                 seq: int) -> None:
+    def __init__(
+        self, deadline: float, action: Callable[[], object], quick: bool, seq: int
+    ) -> None:
         self.deadline = deadline
         self.action: Callable[[], object] | None = action
         self.quick = quick

@@ -29,6 +29,7 @@ MAX_DEPTH = 128
 .NET's reader stops at 64 by default, so no port's everyday value comes near; Python's own
 recursion limit is far enough above it that reading, freezing and writing never hit it."""
 
+
 def _escape_surrogates(text: str) -> str:
     import re  # lazily: only non-ASCII text pays, and `import toolnexus` stays cheap
 
@@ -67,7 +68,8 @@ def check_depth(value: Any, type_name: str) -> None:
         item, depth = stack.pop()
         if depth > MAX_DEPTH:
             raise WireFormatError(
-                type_name, None,
+                type_name,
+                None,
                 f"nests arrays/objects more than {MAX_DEPTH} levels deep; flatten the data",
             )
         children = item.values() if isinstance(item, Mapping) else item

@@ -86,8 +86,12 @@ def _digest_json(value: Any) -> str:
 
     try:
         text = json.dumps(
-            _canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-            allow_nan=False, default=repr,
+            _canonical(value),
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=True,
+            allow_nan=False,
+            default=repr,
         )
     except (ValueError, RecursionError) as exc:
         # Unbindable arguments can never match: the digest says so instead of raising.
@@ -617,7 +621,8 @@ class Binder:
             return Refusal(
                 ToolResult.error(
                     f"cannot resume: request {req.id!r} expired at {when}; the answer came too "
-                    "late (the tool was not run)", {"reason": "expired"},
+                    "late (the tool was not run)",
+                    {"reason": "expired"},
                 ),
                 spent=True,
             )

@@ -102,8 +102,9 @@ class StateLink:
 
     __slots__ = ("quick", "run")
 
-    def __init__(self, run: Callable[[], object],
-                 quick: Callable[[], Callable[[], object] | None]) -> None:
+    def __init__(
+        self, run: Callable[[], object], quick: Callable[[], Callable[[], object] | None]
+    ) -> None:
         self.run = run
         self.quick = quick
 
@@ -410,8 +411,7 @@ class CancellationTokenSource:
             if source._state.cancelled:
                 break  # a parent was already cancelled: no need to listen to the rest
             if token.can_be_cancelled:
-                source._links.append(token.register(StateLink(source.cancel,
-                                                              source._cancel_state)))
+                source._links.append(token.register(StateLink(source.cancel, source._cancel_state)))
         if source._state.cancelled:
             source.close()  # a parent cancelled while we were linking: drop what we added
         return source
@@ -499,9 +499,7 @@ class CancellationTokenSource:
             >>> source.token.wait(10)
             True
         """
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (
-            seconds >= 0
-        ):
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (seconds >= 0):
             raise InvalidValueError(f"seconds must be a number >= 0, got {seconds!r}")
         if self._state.cancelled:
             return
@@ -512,8 +510,9 @@ class CancellationTokenSource:
         from . import _timers  # only programs that ask for a timer pay for it
 
         # Quick: the timer thread only changes the state; the callbacks are dispatched.
-        self._timer = _timers.schedule(time.monotonic() + min(seconds, 1e9), self._timer_fired,
-                                       quick=True)
+        self._timer = _timers.schedule(
+            time.monotonic() + min(seconds, 1e9), self._timer_fired, quick=True
+        )
 
     def close(self) -> None:
         """Stop a pending timer and detach from linked parents; the token keeps its state.

@@ -135,9 +135,7 @@ def load_toolkit(ref: str) -> Toolkit:
         print([t.name for t in toolkit])
     """
     if not isinstance(ref, str) or not ref.strip():
-        raise RefError(
-            str(ref), "empty REF; expected module:attr or path/to/file.py:attr"
-        )
+        raise RefError(str(ref), "empty REF; expected module:attr or path/to/file.py:attr")
     target, attr = _split_ref(ref)
     module = _import_target(ref, target)
     if attr is None:
@@ -169,8 +167,9 @@ def _split_ref(ref: str) -> tuple[str, str | None]:
         )
     if not all(part.isidentifier() for part in attr.split(".")):
         raise RefError(
-            ref, f"{attr!r} in REF {ref!r} is not a Python name; write module:attr or "
-            "path/to/file.py:attr"
+            ref,
+            f"{attr!r} in REF {ref!r} is not a Python name; write module:attr or "
+            "path/to/file.py:attr",
         )
     return target, attr
 
@@ -191,8 +190,9 @@ def _import_module(ref: str, name: str) -> ModuleType:
 
     if not all(part.isidentifier() for part in name.split(".")):
         raise RefError(
-            ref, f"{name!r} is neither a module name nor a .py file; write module:attr or "
-            "path/to/file.py:attr"
+            ref,
+            f"{name!r} is neither a module name nor a .py file; write module:attr or "
+            "path/to/file.py:attr",
         )
     cwd = os.getcwd()
     # `python -m` puts the current directory first; the console script does not. Do it for
@@ -205,9 +205,10 @@ def _import_module(ref: str, name: str) -> ModuleType:
         missing = exc.name or ""
         if missing and (name == missing or name.startswith(missing + ".")):
             raise RefError(
-                ref, f"cannot import {name!r}: no module named {missing!r} (looked in {cwd} "
+                ref,
+                f"cannot import {name!r}: no module named {missing!r} (looked in {cwd} "
                 f"and on sys.path); run from the folder that holds it, set PYTHONPATH, or "
-                f"give a file path (path/to/{name.rsplit('.', 1)[-1]}.py:attr)"
+                f"give a file path (path/to/{name.rsplit('.', 1)[-1]}.py:attr)",
             ) from exc
         raise RefError(ref, _import_failure(name, exc)) from exc
     except (Exception, SystemExit) as exc:
@@ -254,16 +255,13 @@ def _import_file(ref: str, target: str) -> ModuleType:
 def _import_failure(name: str, exc: BaseException) -> str:
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         top = exc.name.split(".")[0]
-        return (
-            f"importing {name!r} failed: it imports {exc.name!r}, which is not installed; "
-            + (
-                # The index's `toolnexus` is another project: never send anyone there.
-                "install this library: pip install toolnexus-contract (or, from a checkout "
-                "of it, pip install .)"
-                if top == "toolnexus"
-                else f"install the package that provides {top!r} (its name on the package "
-                "index may differ) or fix the import"
-            )
+        return f"importing {name!r} failed: it imports {exc.name!r}, which is not installed; " + (
+            # The index's `toolnexus` is another project: never send anyone there.
+            "install this library: pip install toolnexus-contract (or, from a checkout "
+            "of it, pip install .)"
+            if top == "toolnexus"
+            else f"install the package that provides {top!r} (its name on the package "
+            "index may differ) or fix the import"
         )
     if isinstance(exc, SyntaxError):
         where = f" ({exc.filename}, line {exc.lineno})" if exc.filename else ""
@@ -322,8 +320,9 @@ def _toolkit_of(ref: str, value: Any) -> Toolkit:
         items = list(value)
     else:
         raise RefError(
-            ref, f"{ref!r} is a {type(value).__name__}, not a tool; point REF at a function, "
-            "a Tool, a Toolkit or a module"
+            ref,
+            f"{ref!r} is a {type(value).__name__}, not a tool; point REF at a function, "
+            "a Tool, a Toolkit or a module",
         )
     try:
         return Toolkit(items)
@@ -357,8 +356,9 @@ def _module_toolkit(ref: str, module: ModuleType) -> Toolkit:
     target = ref.rsplit(":", 1)[0] if not ref.endswith(".py") else ref
     if kits:
         raise RefError(
-            ref, f"{module.__name__!r} holds {len(kits)} Toolkits ({', '.join(kits)}); "
-            f"name one: {target}:{kits[0]}"
+            ref,
+            f"{module.__name__!r} holds {len(kits)} Toolkits ({', '.join(kits)}); "
+            f"name one: {target}:{kits[0]}",
         )
     return _no_tools(ref, module)
 
@@ -367,14 +367,17 @@ def _no_tools(ref: str, module: ModuleType) -> NoReturn:
     import inspect
 
     functions = [
-        name for name, value in vars(module).items()
-        if inspect.isfunction(value) and value.__module__ == module.__name__
+        name
+        for name, value in vars(module).items()
+        if inspect.isfunction(value)
+        and value.__module__ == module.__name__
         and not name.startswith("_")
     ]
     hint = f" or name one function (e.g. {ref}:{functions[0]})" if functions else ""
     raise RefError(
-        ref, f"{module.__name__!r} defines no tools; decorate its tool functions with "
-        f"@toolnexus.tool{hint}"
+        ref,
+        f"{module.__name__!r} defines no tools; decorate its tool functions with "
+        f"@toolnexus.tool{hint}",
     )
 
 
@@ -407,7 +410,8 @@ def _read_json_option(option: str, text: str) -> Any:
         raise _CliError(
             f"{option}: not valid JSON{where}: {exc}; write e.g. {option} '{{\"steps\": 3}}' "
             "or key=value pairs"
-            if option == "--args" else f"{option}: not valid JSON{where}: {exc}"
+            if option == "--args"
+            else f"{option}: not valid JSON{where}: {exc}"
         ) from None
 
 
@@ -473,7 +477,9 @@ def _split_name(toolkit: Toolkit, ref: str, rest: Sequence[str]) -> tuple[str, l
     listed = ", ".join(t.name for t in tools)
     raise _CliError(
         f"{ref!r} has {len(tools)} tools ({listed}); name one, e.g. "
-        f"toolnexus call {ref} {tools[0].name} …" if tools else f"{ref!r} has no tools"
+        f"toolnexus call {ref} {tools[0].name} …"
+        if tools
+        else f"{ref!r} has no tools"
     )
 
 
@@ -765,20 +771,34 @@ def _run_call(
 
     # At the terminal a tool's own "cancelled after N step(s)" is worth a moment's wait.
     secret, store = keys if keys is not None else (None, None)
-    host = Host(toolkit, wait_for=wait_for if ask else None, on_event=events.append,
-                cancel_grace_ms=100, secret=secret, answer_store=store)
+    host = Host(
+        toolkit,
+        wait_for=wait_for if ask else None,
+        on_event=events.append,
+        cancel_grace_ms=100,
+        secret=secret,
+        answer_store=store,
+    )
 
     def work() -> None:
         try:
             if resume is None:
                 result = host.call(
-                    name, args, timeout_ms=timeout_ms, cancellation_token=source.token,
+                    name,
+                    args,
+                    timeout_ms=timeout_ms,
+                    cancellation_token=source.token,
                     progress=spinner.progress,
                 )
             else:
                 result = host.resume(
-                    name, args, resume[0], resume[1], timeout_ms=timeout_ms,
-                    cancellation_token=source.token, progress=spinner.progress,
+                    name,
+                    args,
+                    resume[0],
+                    resume[1],
+                    timeout_ms=timeout_ms,
+                    cancellation_token=source.token,
+                    progress=spinner.progress,
                 )
         except BaseException as exc:  # handed to the main thread, which re-raises it
             inbox.put(("crash", exc))
@@ -890,7 +910,12 @@ def _cmd_call(options: argparse.Namespace) -> int:
     term = _Terminal(sys.stdin, sys.stderr)
     keys = _keys(options, consumes=False)
     result, outcome = _run_call(
-        toolkit, name, args, timeout_ms=options.timeout, ask=not options.no_input, term=term,
+        toolkit,
+        name,
+        args,
+        timeout_ms=options.timeout,
+        ask=not options.no_input,
+        term=term,
         keys=keys,
     )
     return _finish(options, name, args, result, outcome, keys)
@@ -916,8 +941,9 @@ def _cmd_resume(options: argparse.Namespace) -> int:
         # before anything runs (at the prompt, such data is asked again instead).
         problem = schema_problem(request, answer) if answer.ok else None
         if problem is not None:
-            raise _CliError(f"--answer: {problem}; give data that matches the request's "
-                              "data.schema")
+            raise _CliError(
+                f"--answer: {problem}; give data that matches the request's data.schema"
+            )
     elif options.no_input:
         raise _CliError("--answer is required with --no-input; write e.g. --answer @ans.json")
     else:
@@ -927,8 +953,14 @@ def _cmd_resume(options: argparse.Namespace) -> int:
             term.say("\ncancelled before resuming; nothing ran")
             return EXIT_CANCELLED
     result, outcome = _run_call(
-        toolkit, name, args, timeout_ms=options.timeout, ask=not options.no_input, term=term,
-        resume=(parked, answer), keys=keys,
+        toolkit,
+        name,
+        args,
+        timeout_ms=options.timeout,
+        ask=not options.no_input,
+        term=term,
+        resume=(parked, answer),
+        keys=keys,
     )
     return _finish(options, name, args, result, outcome, keys)
 
@@ -965,8 +997,12 @@ def _default_answers_db() -> str:
 
 
 def _finish(
-    options: argparse.Namespace, name: str, args: Mapping[str, Any], result: ToolResult,
-    outcome: str, keys: _Keys,
+    options: argparse.Namespace,
+    name: str,
+    args: Mapping[str, Any],
+    result: ToolResult,
+    outcome: str,
+    keys: _Keys,
 ) -> int:
     request = result.pending_of(result)
     if request is not None and not options.json:
@@ -977,17 +1013,21 @@ def _finish(
         shown_args = f" --args {shlex.quote(json.dumps(args, ensure_ascii=False))}" if args else ""
         key_file = getattr(options, "secret_file", None)
         shown_key = f" --secret-file {shlex.quote(key_file)}" if key_file else ""
-        sys.stderr.write(_localize(
-            f"pending: {request.prompt}\nresume it with: toolnexus resume "
-            f"{shlex.quote(options.ref)} {name}{shown_args} --request @req.json "
-            f"--answer @ans.json{shown_key}\n(req.json: the pending result printed on stdout; "
-            'ans.json: e.g. {"ok": true, "data": {…}})\n'
-        ))
+        sys.stderr.write(
+            _localize(
+                f"pending: {request.prompt}\nresume it with: toolnexus resume "
+                f"{shlex.quote(options.ref)} {name}{shown_args} --request @req.json "
+                f"--answer @ans.json{shown_key}\n(req.json: the pending result printed on stdout; "
+                'ans.json: e.g. {"ok": true, "data": {…}})\n'
+            )
+        )
         if keys[0] is None:
-            sys.stderr.write(_localize(
-                "note: no key is configured, so only this process could resume it; give "
-                "`call` and `resume` the same --secret-file PATH (or TOOLNEXUS_SECRET)\n"
-            ))
+            sys.stderr.write(
+                _localize(
+                    "note: no key is configured, so only this process could resume it; give "
+                    "`call` and `resume` the same --secret-file PATH (or TOOLNEXUS_SECRET)\n"
+                )
+            )
     else:
         _print_result(result, as_json=options.json)
         if result.parts:
@@ -1002,9 +1042,11 @@ def _report_parts(result: ToolResult, directory: str | None, *, as_json: bool) -
     if directory is None:
         if not as_json:  # the JSON on stdout already carries them
             listed = ", ".join(part.describe() for part in parts)
-            sys.stderr.write(_localize(
-                f"+{len(parts)} part(s): {listed}; write them to files with --save-parts DIR\n"
-            ))
+            sys.stderr.write(
+                _localize(
+                    f"+{len(parts)} part(s): {listed}; write them to files with --save-parts DIR\n"
+                )
+            )
         return
     os.makedirs(directory, exist_ok=True)
     used: set[str] = set()
@@ -1025,8 +1067,10 @@ def _part_filename(part: Part, index: int, used: set[str]) -> str:
     # Only a plain file name from the part: never a path it names (../x, /etc/x).
     name = os.path.basename((part.name or "").replace("\\", "/")).strip()
     if name in ("", ".", ".."):
-        extension = next((ext for ext, (_, mime) in EXTENSIONS.items()
-                          if mime == part.mime_type), "txt" if part.type == "text" else "bin")
+        extension = next(
+            (ext for ext, (_, mime) in EXTENSIONS.items() if mime == part.mime_type),
+            "txt" if part.type == "text" else "bin",
+        )
         name = f"part-{index}.{extension}"
     stem, dot, extension = name.rpartition(".")
     if not dot:
@@ -1072,7 +1116,7 @@ def _load_answer(text: str, request: Request) -> Answer:
         return Answer.from_dict(value)
     except (ValueError, TypeError) as exc:
         raise _CliError(
-            f"--answer: {exc}; write e.g. --answer '{{\"ok\": true, \"data\": {{…}}}}'"
+            f'--answer: {exc}; write e.g. --answer \'{{"ok": true, "data": {{…}}}}\''
         ) from None
 
 
@@ -1116,8 +1160,9 @@ def _serve_http(toolkit: Any, options: argparse.Namespace, kwargs: dict[str, Any
             with open(options.token_file, encoding="utf-8") as handle:
                 token = handle.read().strip()
         except OSError as exc:
-            raise _CliError(f"--token-file: cannot read {options.token_file!r} ({exc.strerror})"
-                              ) from None
+            raise _CliError(
+                f"--token-file: cannot read {options.token_file!r} ({exc.strerror})"
+            ) from None
         if not token:
             raise _CliError(f"--token-file: {options.token_file!r} is empty; put the token in it")
     elif os.environ.get(_TOKEN_ENV, "").strip():
@@ -1129,14 +1174,16 @@ def _serve_http(toolkit: Any, options: argparse.Namespace, kwargs: dict[str, Any
 
     def ready(server: Any) -> None:
         auth = "bearer token required" if token is not None else "no token"
-        print(f"toolnexus: MCP over HTTP at {server.url} ({auth}); Ctrl-C stops",
-              file=sys.stderr, flush=True)
+        print(
+            f"toolnexus: MCP over HTTP at {server.url} ({auth}); Ctrl-C stops",
+            file=sys.stderr,
+            flush=True,
+        )
 
     try:
         return int(serve_http(toolkit, host=host, port=port, token=token, ready=ready, **kwargs))
     except OSError as exc:
-        raise _CliError(f"--http: cannot listen on {host}:{port} ({exc.strerror or exc})"
-                          ) from None
+        raise _CliError(f"--http: cannot listen on {host}:{port} ({exc.strerror or exc})") from None
 
 
 _TOKEN_ENV = "TOOLNEXUS_MCP_TOKEN"
@@ -1186,14 +1233,21 @@ _timeout = _whole_number(0, "whole milliseconds", "--timeout 5000", " millisecon
 _rounds = _whole_number(1, "a whole number of rounds", "--max-rounds 3")
 
 
-_SIZE_UNITS = {"": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g": 1024**3,
-               "gib": 1024**3}
+_SIZE_UNITS = {
+    "": 1,
+    "k": 1024,
+    "kib": 1024,
+    "m": 1024**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gib": 1024**3,
+}
 
 
 def _byte_size(text: str) -> int:
     number = text.strip().lower()
     digits = number[: len(number) - len(number.lstrip("0123456789"))] or "x"
-    unit = _SIZE_UNITS.get(number[len(digits):])
+    unit = _SIZE_UNITS.get(number[len(digits) :])
     if not digits.isdigit() or unit is None or int(digits) * unit < 1:
         raise argparse.ArgumentTypeError(
             f"expected a positive number of bytes, optionally with K, M or G, got {text!r} "
@@ -1210,7 +1264,9 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 def _build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "--debug", action="store_true", default=argparse.SUPPRESS,
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
         help="show tracebacks (import errors, tool exceptions)",
     )
     parser = argparse.ArgumentParser(
@@ -1231,7 +1287,9 @@ def _build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = commands.add_parser(
-        "demo", parents=[common], formatter_class=_Formatter,
+        "demo",
+        parents=[common],
+        formatter_class=_Formatter,
         help="run the bundled example tools through their scenarios",
         description="Run the bundled example toolkit (toolnexus.demo:toolkit) through a plain "
         "call, a cancelled call, a timeout and a question answered, printing each step.",
@@ -1240,7 +1298,9 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=_cmd_demo)
 
     listing = commands.add_parser(
-        "list", parents=[common], formatter_class=_Formatter,
+        "list",
+        parents=[common],
+        formatter_class=_Formatter,
         help="list tools: names and one-line descriptions",
         description="Print each tool's name and the first line of its description.",
         epilog=f"{_REF_HELP}\n\nexamples:\n  toolnexus list toolnexus.demo:toolkit\n"
@@ -1250,7 +1310,9 @@ def _build_parser() -> argparse.ArgumentParser:
     listing.set_defaults(handler=_cmd_list)
 
     schema = commands.add_parser(
-        "schema", parents=[common], formatter_class=_Formatter,
+        "schema",
+        parents=[common],
+        formatter_class=_Formatter,
         help="print the tools' schemas as a model provider wants them",
         description="Print the tools' schemas as pretty JSON, in one provider's shape.",
         epilog=f"{_REF_HELP}\n\nexamples:\n  toolnexus schema toolnexus.demo:toolkit\n"
@@ -1259,13 +1321,17 @@ def _build_parser() -> argparse.ArgumentParser:
     schema.add_argument("ref", metavar="REF", help="the tools: module:attr or file.py:attr")
     schema.add_argument("name", metavar="NAME", nargs="?", help="only this tool")
     schema.add_argument(
-        "--format", choices=("openai", "anthropic", "gemini", "mcp"), default="openai",
+        "--format",
+        choices=("openai", "anthropic", "gemini", "mcp"),
+        default="openai",
         help="whose shape (default: openai)",
     )
     schema.set_defaults(handler=_cmd_schema)
 
     call = commands.add_parser(
-        "call", parents=[common], formatter_class=_Formatter,
+        "call",
+        parents=[common],
+        formatter_class=_Formatter,
         help="run one tool call (answering its questions at the prompt)",
         usage="toolnexus call REF [NAME] [key=value ...] [--args JSON|@file.json] "
         "[--timeout MS] [--json] [--save-parts DIR] [--no-input] [--debug]",
@@ -1292,34 +1358,41 @@ def _build_parser() -> argparse.ArgumentParser:
     call.set_defaults(handler=_cmd_call)
 
     resume = commands.add_parser(
-        "resume", parents=[common], formatter_class=_Formatter,
+        "resume",
+        parents=[common],
+        formatter_class=_Formatter,
         help="resume a call that asked a question, with its answer",
         usage="toolnexus resume REF [NAME] [key=value ...] [--args JSON|@file.json] "
         "--request JSON|@req.json [--answer JSON|@ans.json] [--timeout MS] [--json] "
         "[--no-input] [--debug]",
         description="Run the tool again with the answer to the request it printed under\n"
         "`call --no-input`: same tool, same arguments. Without --answer the request is\n"
-        "answered at the prompt. An answer without an \"id\" takes the request's.",
+        'answered at the prompt. An answer without an "id" takes the request\'s.',
         epilog="example:\n"
         "  toolnexus call toolnexus.demo:toolkit deploy --no-input > req.json\n"
-        "  echo '{\"ok\": true, \"data\": {\"env\": \"staging\"}}' > ans.json\n"
+        '  echo \'{"ok": true, "data": {"env": "staging"}}\' > ans.json\n'
         "  toolnexus resume toolnexus.demo:toolkit deploy --request @req.json "
         "--answer @ans.json\n\n"
         f"{_EXIT_CODES_HELP}",
     )
     _add_call_options(resume)
     resume.add_argument(
-        "--request", required=True, metavar="JSON|@FILE",
+        "--request",
+        required=True,
+        metavar="JSON|@FILE",
         help="the pending request (as `call --no-input` printed it)",
     )
     resume.add_argument(
-        "--answer", metavar="JSON|@FILE",
+        "--answer",
+        metavar="JSON|@FILE",
         help='the answer, e.g. \'{"ok": true, "data": {...}}\' (default: ask at the prompt)',
     )
     resume.set_defaults(handler=_cmd_resume)
 
     serve = commands.add_parser(
-        "serve", parents=[common], formatter_class=_Formatter,
+        "serve",
+        parents=[common],
+        formatter_class=_Formatter,
         help="serve the tools over MCP (stdin/stdout, or HTTP with --http)",
         description="Run an MCP server on stdin/stdout offering REF's tools, until stdin "
         "closes.\nPoint an MCP client's configuration at this command. With --http, serve "
@@ -1336,34 +1409,49 @@ def _build_parser() -> argparse.ArgumentParser:
         "--timeout", type=_timeout, metavar="MS", help="deadline for each call, milliseconds"
     )
     serve.add_argument(
-        "--log-level", type=str.lower, default="warning", choices=_LOG_LEVELS,
+        "--log-level",
+        type=str.lower,
+        default="warning",
+        choices=_LOG_LEVELS,
         help="what the server logs to stderr (default: warning; --debug means debug)",
     )
     serve.add_argument(
-        "--max-rounds", type=_rounds, default=1, metavar="N",
+        "--max-rounds",
+        type=_rounds,
+        default=1,
+        metavar="N",
         help="how many answers one call may take (default 1: a retry that asks again is "
         "'unresolved: <prompt>')",
     )
     serve.add_argument(
-        "--max-inflight-bytes", type=_byte_size, metavar="BYTES",
+        "--max-inflight-bytes",
+        type=_byte_size,
+        metavar="BYTES",
         help="stdio: the most bytes of tool-call requests running at once (default 64M); "
         "a request beyond it is answered 'server overloaded'",
     )
     _add_key_options(serve)
     serve.add_argument(
-        "--http", type=_http_address, metavar="[HOST:]PORT",
+        "--http",
+        type=_http_address,
+        metavar="[HOST:]PORT",
         help="serve Streamable HTTP at /mcp instead of stdio (host: 127.0.0.1)",
     )
     serve.add_argument(
-        "--token-file", metavar="FILE",
+        "--token-file",
+        metavar="FILE",
         help=f"require 'Authorization: Bearer <token>' with the token in FILE (or ${_TOKEN_ENV})",
     )
     serve.add_argument(
-        "--allow-host", action="append", metavar="HOST",
+        "--allow-host",
+        action="append",
+        metavar="HOST",
         help="a Host header to answer besides localhost (repeatable; '*' for any)",
     )
     serve.add_argument(
-        "--allow-origin", action="append", metavar="ORIGIN",
+        "--allow-origin",
+        action="append",
+        metavar="ORIGIN",
         help="an Origin to accept besides localhost, e.g. https://app.example (repeatable)",
     )
     serve.set_defaults(handler=_cmd_serve)
@@ -1374,7 +1462,9 @@ def _build_parser() -> argparse.ArgumentParser:
 def _add_call_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("ref", metavar="REF", help="the tools: module:attr or file.py:attr")
     sub.add_argument(
-        "rest", metavar="NAME key=value", nargs="*",
+        "rest",
+        metavar="NAME key=value",
+        nargs="*",
         help="the tool (optional when REF holds one) and its arguments",
     )
     sub.add_argument(
@@ -1383,15 +1473,15 @@ def _add_call_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--timeout", type=_timeout, metavar="MS", help="give up after MS milliseconds (exit 124)"
     )
+    sub.add_argument("--json", action="store_true", help="print the whole ToolResult as wire JSON")
     sub.add_argument(
-        "--json", action="store_true", help="print the whole ToolResult as wire JSON"
-    )
-    sub.add_argument(
-        "--save-parts", metavar="DIR",
+        "--save-parts",
+        metavar="DIR",
         help="write the result's parts (images, files, audio) into DIR, one file each",
     )
     sub.add_argument(
-        "--no-input", action="store_true",
+        "--no-input",
+        action="store_true",
         help="never ask: print the pending result (request and binding) as JSON and exit 3",
     )
     _add_key_options(sub)
@@ -1399,12 +1489,14 @@ def _add_call_options(sub: argparse.ArgumentParser) -> None:
 
 def _add_key_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
-        "--secret-file", metavar="PATH",
+        "--secret-file",
+        metavar="PATH",
         help="the key(s) that bind a question to its call, one per line, newest first "
         "(default: $TOOLNEXUS_SECRET); the same key lets another process resume",
     )
     sub.add_argument(
-        "--answers-db", metavar="PATH",
+        "--answers-db",
+        metavar="PATH",
         help="SQLite file of answers already used, shared by processes (with a key; default: "
         "~/.cache/toolnexus/used-answers.sqlite3)",
     )

@@ -35,7 +35,14 @@ else:  # typing stays unloaded, so at run time the alias spells Any as object
 """``reporter(level, data, logger)``: receives a tool's log messages for its client."""
 
 LOG_LEVELS: tuple[str, ...] = (
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
 )
 """The log levels a tool may use, least severe first (the syslog levels MCP uses)."""
 
@@ -78,8 +85,13 @@ class ToolContext:
 
     def __repr__(self) -> str:
         token = self.cancellation_token
-        state = ("cancelled" if token.is_cancellation_requested
-                 else "live" if token.can_be_cancelled else "no token")
+        state = (
+            "cancelled"
+            if token.is_cancellation_requested
+            else "live"
+            if token.can_be_cancelled
+            else "no token"
+        )
         return f"<ToolContext timeout_ms={self.timeout_ms} {state} answer={self.answer!r}>"
 
     def __post_init__(self) -> None:

@@ -21,8 +21,16 @@ from .suspension import Answer, Request
 from .toolkit import Toolkit
 from .tools import tool
 
-__all__ = ["ENVIRONMENT_SCHEMA", "crunch", "deploy", "fetchish", "nap", "run", "stubborn",
-           "toolkit"]
+__all__ = [
+    "ENVIRONMENT_SCHEMA",
+    "crunch",
+    "deploy",
+    "fetchish",
+    "nap",
+    "run",
+    "stubborn",
+    "toolkit",
+]
 
 ENVIRONMENT_SCHEMA = {
     "type": "object",
@@ -151,8 +159,10 @@ def run(write: Callable[[str], object] = print) -> int:
 
     write("toolnexus demo: the tools of toolnexus.demo:toolkit, run through a Host")
     write("")
-    with Host(toolkit, on_event=events.append) as host, \
-            Host(toolkit, wait_for=wait_for, on_event=events.append) as asking:
+    with (
+        Host(toolkit, on_event=events.append) as host,
+        Host(toolkit, wait_for=wait_for, on_event=events.append) as asking,
+    ):
         write("1. A plain call")
         show('crunch {"steps": 3}', host.call("crunch", {"steps": 3}), "ok")
         show('nap {"seconds": 0.05} (async)', host.call("nap", {"seconds": 0.05}), "ok")
@@ -164,14 +174,26 @@ def run(write: Callable[[str], object] = print) -> int:
         show('crunch {"steps": 100000}', result, "cancelled")
 
         write("3. Timeouts: the tool sees its budget, and the host's deadline holds")
-        show('fetchish {"url": "/a"}, 5000 ms',
-             host.call("fetchish", {"url": "/a"}, timeout_ms=5000), "ok")
-        show('fetchish {"url": "/a"}, 10 ms',
-             host.call("fetchish", {"url": "/a"}, timeout_ms=10), "error")
-        show('nap {"seconds": 10}, 200 ms',
-             host.call("nap", {"seconds": 10}, timeout_ms=200), "timeout")
-        show('stubborn {"seconds": 1}, 200 ms',
-             host.call("stubborn", {"seconds": 1}, timeout_ms=200), "timeout")
+        show(
+            'fetchish {"url": "/a"}, 5000 ms',
+            host.call("fetchish", {"url": "/a"}, timeout_ms=5000),
+            "ok",
+        )
+        show(
+            'fetchish {"url": "/a"}, 10 ms',
+            host.call("fetchish", {"url": "/a"}, timeout_ms=10),
+            "error",
+        )
+        show(
+            'nap {"seconds": 10}, 200 ms',
+            host.call("nap", {"seconds": 10}, timeout_ms=200),
+            "timeout",
+        )
+        show(
+            'stubborn {"seconds": 1}, 200 ms',
+            host.call("stubborn", {"seconds": 1}, timeout_ms=200),
+            "timeout",
+        )
         write("   (stubborn ignores its token: after a short grace the host answered anyway)")
 
         write("4. A question, answered")

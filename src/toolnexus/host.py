@@ -252,8 +252,11 @@ class Host:
             raise InvalidTypeError(
                 f"on_event must be callable or None, got {type(on_event).__name__}"
             )
-        for label, number in (("max_stuck", max_stuck), ("max_workers", max_workers),
-                              ("max_rounds", max_rounds)):
+        for label, number in (
+            ("max_stuck", max_stuck),
+            ("max_workers", max_workers),
+            ("max_rounds", max_rounds),
+        ):
             if isinstance(number, bool) or not isinstance(number, int) or number < 1:
                 raise InvalidValueError(f"{label} must be an int >= 1, got {number!r}")
         if wait_for_timeout_ms is not None:
@@ -272,12 +275,21 @@ class Host:
         cancel_grace = _check_ms("cancel_grace_ms", cancel_grace_ms, allow_none=False) or 0
         question_ms = _check_ms("question_timeout_ms", question_timeout_ms)
         self._pool = Pool(max_workers, max_stuck, "toolnexus-host-worker", _IDLE_SECONDS)
-        self._questions = Pool(_QUESTION_THREADS, _QUESTION_THREADS, "toolnexus-host-question",
-                               _IDLE_SECONDS)
+        self._questions = Pool(
+            _QUESTION_THREADS, _QUESTION_THREADS, "toolnexus-host-question", _IDLE_SECONDS
+        )
         self._binder = Binder(secret, store=answer_store)
-        self._rt = Runtime(self._pool, self._questions, grace, cancel_grace, question_ms,
-                           wait_for, self._emit if on_event is not None else None,
-                           self._binder, max_rounds)
+        self._rt = Runtime(
+            self._pool,
+            self._questions,
+            grace,
+            cancel_grace,
+            question_ms,
+            wait_for,
+            self._emit if on_event is not None else None,
+            self._binder,
+            max_rounds,
+        )
         self._closed = False
 
     # ----------------------------------------------------------------- properties
@@ -365,10 +377,19 @@ class Host:
             )
         if done_callback is not None and not callable(done_callback):
             raise InvalidTypeError(
-                f"done_callback must be callable, got {type(done_callback).__name__}")
-        call, ready = self._new_call(name, args, timeout_ms, cancellation_token, progress,
-                                     request, answer, resume=request is not None
-                                     or answer is not None, done_callback=done_callback)
+                f"done_callback must be callable, got {type(done_callback).__name__}"
+            )
+        call, ready = self._new_call(
+            name,
+            args,
+            timeout_ms,
+            cancellation_token,
+            progress,
+            request,
+            answer,
+            resume=request is not None or answer is not None,
+            done_callback=done_callback,
+        )
         if done_callback is not None and not ready:  # settled already: it runs now
             call.add_done_callback(done_callback)
         if not start:
@@ -410,8 +431,9 @@ class Host:
             result = host.call("crunch", {"steps": 3}, timeout_ms=500)
             assert not result.is_error
         """
-        call, ready = self._new_call(name, args, timeout_ms, cancellation_token, progress,
-                                     None, None, resume=False)
+        call, ready = self._new_call(
+            name, args, timeout_ms, cancellation_token, progress, None, None, resume=False
+        )
         return self._wait(call, ready)
 
     def resume(
@@ -446,8 +468,9 @@ class Host:
             done = host.resume("deploy", {}, first, Answer.accept(
                 ToolResult.pending_of(first), {"env": "dev"}))
         """
-        call, ready = self._new_call(name, args, timeout_ms, cancellation_token, progress,
-                                     request, answer, resume=True)
+        call, ready = self._new_call(
+            name, args, timeout_ms, cancellation_token, progress, request, answer, resume=True
+        )
         return self._wait(call, ready)
 
     async def acall(
@@ -472,8 +495,9 @@ class Host:
 
             result = await host.acall("fetch", {"url": "https://example.com"}, timeout_ms=2000)
         """
-        call, ready = self._new_call(name, args, timeout_ms, cancellation_token, progress,
-                                     None, None, resume=False)
+        call, ready = self._new_call(
+            name, args, timeout_ms, cancellation_token, progress, None, None, resume=False
+        )
         return await self._await(call, ready)
 
     async def aresume(
@@ -493,16 +517,26 @@ class Host:
 
             done = await host.aresume("deploy", {}, request, answer)
         """
-        call, ready = self._new_call(name, args, timeout_ms, cancellation_token, progress,
-                                     request, answer, resume=True)
+        call, ready = self._new_call(
+            name, args, timeout_ms, cancellation_token, progress, request, answer, resume=True
+        )
         return await self._await(call, ready)
 
     # ----------------------------------------------------------------- the adapters
 
     def _new_call(
-        self, name: str, args: Any, timeout_ms: int | None, token: object,
-        progress: ProgressReporter | None, request: object, answer: object, *, resume: bool,
-        accepted: Accepted | None = None, done_callback: Callable[[Call], object] | None = None,
+        self,
+        name: str,
+        args: Any,
+        timeout_ms: int | None,
+        token: object,
+        progress: ProgressReporter | None,
+        request: object,
+        answer: object,
+        *,
+        resume: bool,
+        accepted: Accepted | None = None,
+        done_callback: Callable[[Call], object] | None = None,
     ) -> tuple[Call, bool]:
         """Check the arguments and build the call; ``(call, False)`` when it is already
         settled (refused, bad arguments, a failed resume check, cancelled before it began)."""
@@ -532,9 +566,17 @@ class Host:
             call.finish_now(ToolResult.error("cancelled by the caller"), "cancelled", "caller")
             return call, False
         tool, parsed = resolved
-        call.prepare(tool, parsed, args, budget, caller_token, progress,
-                     None if accepted is None else accepted.answer,
-                     None if accepted is None else accepted.round, done_callback)
+        call.prepare(
+            tool,
+            parsed,
+            args,
+            budget,
+            caller_token,
+            progress,
+            None if accepted is None else accepted.answer,
+            None if accepted is None else accepted.round,
+            done_callback,
+        )
         return call, True
 
     def _wait(self, call: Call, ready: bool) -> ToolResult:
@@ -630,8 +672,9 @@ class Host:
         pairs = _pairs(calls)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return await self._gather([(n, a, None) for n, a in pairs], budget, token,
-                                  self._async_batch())
+        return await self._gather(
+            [(n, a, None) for n, a in pairs], budget, token, self._async_batch()
+        )
 
     def run_turn(
         self,
@@ -671,7 +714,8 @@ class Host:
         token = _check_token(cancellation_token)
         if self._on_own_worker():
             inline: TurnResult = _drive_inline(
-                self._arun_turn(parsed, style, budget, token, "wait"))
+                self._arun_turn(parsed, style, budget, token, "wait")
+            )
             return inline
         turn: TurnResult = _run_blocking(lambda: self._arun_turn(parsed, style, budget, token))
         return turn
@@ -726,11 +770,10 @@ class Host:
         token = _check_token(cancellation_token)
         if self._on_own_worker():
             inline: TurnResult = _drive_inline(
-                self._aresume_turn(turn, answer, budget, token, "wait"))
+                self._aresume_turn(turn, answer, budget, token, "wait")
+            )
             return inline
-        resumed: TurnResult = _run_blocking(
-            lambda: self._aresume_turn(turn, answer, budget, token)
-        )
+        resumed: TurnResult = _run_blocking(lambda: self._aresume_turn(turn, answer, budget, token))
         return resumed
 
     async def aresume_turn(
@@ -851,16 +894,35 @@ class Host:
         if how != "concurrent":
             results = []
             for name, args, checked in items:
-                call, ready = self._new_call(name, args, budget, token, None, None, None,
-                                             resume=checked is not None, accepted=checked)
-                results.append(self._wait(call, ready) if how == "wait"
-                               else await self._await(call, ready))
+                call, ready = self._new_call(
+                    name,
+                    args,
+                    budget,
+                    token,
+                    None,
+                    None,
+                    None,
+                    resume=checked is not None,
+                    accepted=checked,
+                )
+                results.append(
+                    self._wait(call, ready) if how == "wait" else await self._await(call, ready)
+                )
             return results
         import asyncio
 
         async def one(name: str, args: Any, checked: Accepted | None) -> ToolResult:
-            call, ready = self._new_call(name, args, budget, token, None, None, None,
-                                         resume=checked is not None, accepted=checked)
+            call, ready = self._new_call(
+                name,
+                args,
+                budget,
+                token,
+                None,
+                None,
+                None,
+                resume=checked is not None,
+                accepted=checked,
+            )
             return await self._await(call, ready)
 
         if not items:
@@ -870,8 +932,12 @@ class Host:
         return list(await asyncio.gather(*(one(*item) for item in items)))
 
     async def _arun_turn(
-        self, calls: list[tuple[str, str, Any]], style: Style, budget: int | None,
-        token: CancellationToken, how: _Batch = "concurrent",
+        self,
+        calls: list[tuple[str, str, Any]],
+        style: Style,
+        budget: int | None,
+        token: CancellationToken,
+        how: _Batch = "concurrent",
     ) -> TurnResult:
         from .turns import TurnCall, TurnResult
 
@@ -882,7 +948,11 @@ class Host:
         )
 
     async def _aresume_turn(
-        self, turn: TurnResult, answer: object, budget: int | None, token: CancellationToken,
+        self,
+        turn: TurnResult,
+        answer: object,
+        budget: int | None,
+        token: CancellationToken,
         how: _Batch = "concurrent",
     ) -> TurnResult:
         from .turns import TurnResult
@@ -900,8 +970,10 @@ class Host:
         try:
             ans = loop_rule.coerce_answer(answer)
         except WireFormatError as exc:
-            return replace(turn, error=f"cannot resume the turn: {exc}; it still waits on "
-                           f"request {request.id!r}")
+            return replace(
+                turn,
+                error=f"cannot resume the turn: {exc}; it still waits on request {request.id!r}",
+            )
         if ans.id != request.id:
             return replace(
                 turn,
@@ -913,23 +985,28 @@ class Host:
         verdict = self._binder.check(halted.name, halted.arguments, halted.result, ans)
         if isinstance(verdict, Refusal):
             if not verdict.spent:
-                return replace(turn, error=f"{verdict.result.output}; the turn still waits on "
-                               f"request {request.id!r}")
+                return replace(
+                    turn,
+                    error=f"{verdict.result.output}; the turn still waits on "
+                    f"request {request.id!r}",
+                )
             first = [verdict.result]
         else:
-            first = await self._gather([(halted.name, halted.arguments, verdict)], budget,
-                                       token, how)
+            first = await self._gather(
+                [(halted.name, halted.arguments, verdict)], budget, token, how
+            )
         calls = [replace(c, result=first[0]) if c is halted else c for c in turn.calls]
         others = [i for i, c in enumerate(calls) if c.is_pending]
         if others:
             again = await self._gather(
-                [(calls[i].name, calls[i].arguments, None) for i in others], budget, token,
+                [(calls[i].name, calls[i].arguments, None) for i in others],
+                budget,
+                token,
                 how,
             )
             for i, result in zip(others, again, strict=True):
                 calls[i] = replace(calls[i], result=result)
         return TurnResult(turn.style, tuple(calls))
-
 
 
 def _pairs(calls: Iterable[Any]) -> list[tuple[str, Any]]:

@@ -301,8 +301,9 @@ class Part:
             >>> Part.audio(b"ID3", "audio/mpeg").placeholder()
             '[unsupported audio part (audio/mpeg, 3 bytes)]'
         """
-        return f"[unsupported {self.type} part ({self.mime_type or 'text/plain'}, " \
-            f"{self.size} bytes)]"
+        return (
+            f"[unsupported {self.type} part ({self.mime_type or 'text/plain'}, {self.size} bytes)]"
+        )
 
     # ------------------------------------------------------------------ wire
 
@@ -354,8 +355,7 @@ class Part:
                 raise WireFormatError("Part", key, f"must be a string, got {describe(value)}")
             values[attr] = value
         if values["type"] is None:
-            raise WireFormatError("Part", "type", "is missing; expected a string such as "
-                                  '"image"')
+            raise WireFormatError("Part", "type", 'is missing; expected a string such as "image"')
         part = object.__new__(cls)
         for attr, value in values.items():
             object.__setattr__(part, attr, value)
@@ -401,8 +401,7 @@ def _validate(part: Part, limit: int, *, check_data: bool) -> None:
     for attr in ("text", "mime_type", "data", "url", "name"):
         value = getattr(part, attr)
         if value is not None and not isinstance(value, str):
-            raise _ShapeError(_ATTR_TO_WIRE[attr],
-                              f"must be a string, got {type(value).__name__}")
+            raise _ShapeError(_ATTR_TO_WIRE[attr], f"must be a string, got {type(value).__name__}")
     if part.type == "text":
         if part.text is None:
             raise _ShapeError("text", "is missing; a text part carries its text")
@@ -412,13 +411,15 @@ def _validate(part: Part, limit: int, *, check_data: bool) -> None:
         return
     if not part.mime_type or "/" not in part.mime_type:
         raise _ShapeError(
-            "mimeType", f"must be a mime type such as 'image/png' (type is {part.type!r}), "
-            f"got {part.mime_type!r}"
+            "mimeType",
+            f"must be a mime type such as 'image/png' (type is {part.type!r}), "
+            f"got {part.mime_type!r}",
         )
     if (part.data is None) == (part.url is None):
         raise _ShapeError(
-            "data", f"must be set, or url, but not both (type is {part.type!r}); "
-            f"got {'both' if part.data is not None else 'neither'}"
+            "data",
+            f"must be set, or url, but not both (type is {part.type!r}); "
+            f"got {'both' if part.data is not None else 'neither'}",
         )
     if part.url is not None:
         if not part.url:
@@ -427,9 +428,7 @@ def _validate(part: Part, limit: int, *, check_data: bool) -> None:
     data = part.data
     assert data is not None
     if check_data and not _is_base64(data):
-        raise _ShapeError(
-            "data", "must be standard base64 (padded, no line breaks)"
-        )
+        raise _ShapeError("data", "must be standard base64 (padded, no line breaks)")
     size = _decoded_length(data)
     if size > limit:
         raise PartTooLargeError(part.type, size, limit)
@@ -504,8 +503,7 @@ def _build(
             )
         if not isinstance(raw, (bytes, bytearray, memoryview)):
             raise InvalidTypeError(
-                f"Part.{kind}(): the file object's read() returned {type(raw).__name__}, "
-                "not bytes"
+                f"Part.{kind}(): the file object's read() returned {type(raw).__name__}, not bytes"
             )
         raw = bytes(raw)
         source_name = getattr(source, "name", None)
@@ -530,8 +528,14 @@ def _build(
             raise PartTooLargeError(kind, len(raw), limit)
         data = binascii.b2a_base64(raw, newline=False).decode("ascii")
     part = object.__new__(Part)
-    for attr, value in (("type", kind), ("text", None), ("mime_type", mime_type),
-                        ("data", data), ("url", url), ("name", name)):
+    for attr, value in (
+        ("type", kind),
+        ("text", None),
+        ("mime_type", mime_type),
+        ("data", data),
+        ("url", url),
+        ("name", name),
+    ):
         object.__setattr__(part, attr, value)
     # Data we encoded ourselves is valid base64; a data: URL's was checked on parsing.
     _validate(part, limit, check_data=False)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
             parts: Iterable[Part] | None = None,
         ) -> ToolResult: ...
 
+
 __all__ = ["PENDING_KEY", "STRUCTURED_KEY", "ToolResult"]
 
 PENDING_KEY = "pending"
@@ -72,8 +73,13 @@ class ToolResult:
     metadata: Mapping[str, Any] | None = None
     parts: Sequence[Part] = ()
 
-    def __init__(self, output: str, is_error: bool = False,
-                 metadata: Mapping[str, Any] | None = None, parts: Sequence[Part] = ()) -> None:
+    def __init__(
+        self,
+        output: str,
+        is_error: bool = False,
+        metadata: Mapping[str, Any] | None = None,
+        parts: Sequence[Part] = (),
+    ) -> None:
         # Written out rather than generated with a __post_init__: one frame, not two, for
         # what every tool call builds.
         if output.__class__ is not str and not isinstance(output, str):
@@ -344,12 +350,12 @@ class _OkFactoryOrFlag:
         self.__doc__ = factory.__doc__
 
     if TYPE_CHECKING:
+
         @overload
         def __get__(self, instance: None, owner: type[ToolResult]) -> _OkFactory: ...
 
         @overload
-        def __get__(self, instance: ToolResult, owner: type[ToolResult] | None = None) -> bool:
-            ...
+        def __get__(self, instance: ToolResult, owner: type[ToolResult] | None = None) -> bool: ...
 
     def __get__(self, instance: ToolResult | None, owner: type[ToolResult] | None = None) -> Any:
         if instance is None:

@@ -117,8 +117,10 @@ _GOOGLE_SECTION = re.compile(
 _ANY_GOOGLE_SECTION = re.compile(r"^[A-Z][A-Za-z ]{1,30}:\s*$")
 _GOOGLE_ENTRY = re.compile(r"^\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 _NUMPY_PARAM_SECTIONS = {"parameters", "other parameters", "attributes", "fields"}
-_NUMPY_ENTRY = re.compile(r"^\*{0,2}([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)"
-                          r"\s*(?::.*)?$")
+_NUMPY_ENTRY = re.compile(
+    r"^\*{0,2}([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)"
+    r"\s*(?::.*)?$"
+)
 _REST_FIELD = re.compile(
     r"^:(param|parameter|arg|argument|key|keyword|ivar|var)\s+(?:[^:]*\s)?"
     r"\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)$"
@@ -237,8 +239,12 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
         if match:
             name, text = match.group(2), [match.group(3)]
             index += 1
-            while index < len(lines) and lines[index].strip() and _indent(lines[index]) > 0 \
-                    and not _REST_ANY_FIELD.match(lines[index].strip()):
+            while (
+                index < len(lines)
+                and lines[index].strip()
+                and _indent(lines[index]) > 0
+                and not _REST_ANY_FIELD.match(lines[index].strip())
+            ):
                 text.append(lines[index])
                 index += 1
             params.setdefault(name, _join(text))
@@ -252,8 +258,11 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
 _NONE_TYPE = type(None)
 _JSON_SCALARS = (str, int, float, bool, _NONE_TYPE)
 _ARRAY_ORIGINS = {
-    list, collections.abc.Sequence, collections.abc.MutableSequence,
-    collections.abc.Collection, collections.abc.Iterable,
+    list,
+    collections.abc.Sequence,
+    collections.abc.MutableSequence,
+    collections.abc.Collection,
+    collections.abc.Iterable,
 }
 _SET_ORIGINS = {set, frozenset, collections.abc.Set, collections.abc.MutableSet}
 _MAPPING_ORIGINS = {dict, collections.abc.Mapping, collections.abc.MutableMapping}
@@ -609,10 +618,12 @@ class _Inferrer:
         """entries: (name, annotation, required, has_default, default, description)."""
         _, documented = parse_docstring(cls.__doc__)
         module = sys.modules.get(cls.__module__)
-        self.scopes.append((
-            vars(module) if module is not None else {},
-            {**(self.localns or {}), cls.__name__: cls},
-        ))
+        self.scopes.append(
+            (
+                vars(module) if module is not None else {},
+                {**(self.localns or {}), cls.__name__: cls},
+            )
+        )
         try:
             return self._field_schemas(cls, entries, documented)
         finally:
@@ -710,10 +721,16 @@ class _Inferrer:
             has_default = each.default is not dataclasses.MISSING
             is_required = not has_default and each.default_factory is dataclasses.MISSING
             note = each.metadata.get("description") if each.metadata else None
-            entries.append((
-                each.name, hints.get(each.name, Any), is_required, has_default,
-                each.default if has_default else None, note if isinstance(note, str) else None,
-            ))
+            entries.append(
+                (
+                    each.name,
+                    hints.get(each.name, Any),
+                    is_required,
+                    has_default,
+                    each.default if has_default else None,
+                    note if isinstance(note, str) else None,
+                )
+            )
         schema, converters = self._fields(cls, entries)
         items = tuple(converters.items())
 
@@ -944,8 +961,12 @@ def _matcher(member: Any, schema: Mapping[str, Any]) -> Callable[[Any], bool]:
         allowed = list(schema["enum"])
         return lambda value: any(
             (value == option and type(value) is type(option))
-            or (isinstance(value, (int, float)) and not isinstance(value, bool)
-                and isinstance(option, (int, float)) and value == option)
+            or (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and isinstance(option, (int, float))
+                and value == option
+            )
             for option in allowed
         )
     if kind == "integer":
@@ -954,8 +975,10 @@ def _matcher(member: Any, schema: Mapping[str, Any]) -> Callable[[Any], bool]:
         if _is_dataclass_type(member):
             names = {f.name for f in dataclasses.fields(member) if f.init}
             needed = {
-                f.name for f in dataclasses.fields(member)
-                if f.init and f.default is dataclasses.MISSING
+                f.name
+                for f in dataclasses.fields(member)
+                if f.init
+                and f.default is dataclasses.MISSING
                 and f.default_factory is dataclasses.MISSING
             }
         elif _is_typeddict(member):
@@ -1005,6 +1028,7 @@ def _union_converter(
 
 
 # --------------------------------------------------------------------------- functions
+
 
 def describe_callable(fn: Callable[..., Any]) -> str:
     """A readable name for error messages: ``module.qualname``.
@@ -1080,7 +1104,7 @@ def _parameters(fn: Callable[..., Any], where: str) -> list[_Param]:
             index += 1
         params.extend(
             _Param(name, _KEYWORD_ONLY, keyword_defaults.get(name, _EMPTY))
-            for name in names[count:count + keyword_only]
+            for name in names[count : count + keyword_only]
         )
         if code.co_flags & inspect.CO_VARKEYWORDS:
             params.append(_Param(names[index], _VAR_KEYWORD, _EMPTY))
@@ -1125,8 +1149,10 @@ def infer(
         params = [param for param in params if param.name not in fn.keywords]
         left = {param.name for param in params}
         positional = [
-            param.name for param in _parameters(fn.func, where)
-            if param.name not in left and param.name not in fn.keywords
+            param.name
+            for param in _parameters(fn.func, where)
+            if param.name not in left
+            and param.name not in fn.keywords
             and param.kind in _POSITIONAL
         ]
         fixed = (*fn.keywords, *positional)
@@ -1158,8 +1184,12 @@ def infer(
         else:
             others.append(param)
     # What every Signature of this function carries besides its style and schema.
-    ctx: dict[str, Any] = {"ctx_name": None, "ctx_positional": False, "ctx_has_default": False,
-                           **extra}
+    ctx: dict[str, Any] = {
+        "ctx_name": None,
+        "ctx_positional": False,
+        "ctx_has_default": False,
+        **extra,
+    }
     if ctx_param is not None:
         ctx["ctx_name"] = ctx_param.name
         ctx["ctx_positional"] = ctx_param.kind in _POSITIONAL
@@ -1191,8 +1221,20 @@ def _mentions(annotation: Any, names: frozenset[str], depth: int = 0) -> bool:
 _SCALAR_OUTPUTS: dict[Any, str] = {int: "integer", float: "number", bool: "boolean"}
 
 # A return annotation naming one of these says nothing about the structured output.
-_NOT_OUTPUT = frozenset({"ToolResult", "Awaitable", "Coroutine", "Iterator", "Generator",
-                         "AsyncIterator", "AsyncGenerator", "Iterable", "NoReturn", "Never"})
+_NOT_OUTPUT = frozenset(
+    {
+        "ToolResult",
+        "Awaitable",
+        "Coroutine",
+        "Iterator",
+        "Generator",
+        "AsyncIterator",
+        "AsyncGenerator",
+        "Iterable",
+        "NoReturn",
+        "Never",
+    }
+)
 
 
 def _output_schema(
@@ -1214,8 +1256,11 @@ def _output_schema(
         return None, False  # a str is the text content itself: nothing to structure
     scalar = _SCALAR_OUTPUTS.get(annotation) if isinstance(annotation, type) else None
     if scalar is not None:  # the commonest returns, without an inferrer
-        return {"type": "object", "properties": {OUTPUT_WRAPPER: {"type": scalar}},
-                "required": [OUTPUT_WRAPPER]}, True
+        return {
+            "type": "object",
+            "properties": {OUTPUT_WRAPPER: {"type": scalar}},
+            "required": [OUTPUT_WRAPPER],
+        }, True
     if annotation is _NONE_TYPE or _mentions(annotation, _NOT_OUTPUT):
         return None, False
     inferrer = _Inferrer(where, _scope(localns), globalns)
@@ -1325,12 +1370,14 @@ def _function_hints(
                 eval(annotation, globalns, dict(scope or {}))  # what get_type_hints does
             except Exception as exc:
                 raise SchemaInferenceError(
-                    where, None if parameter == "return" else parameter,
+                    where,
+                    None if parameter == "return" else parameter,
                     f"the annotation {annotation!r} could not be resolved "
                     f"({type(exc).__name__}: {exc})",
                 ) from None
         raise SchemaInferenceError(
-            where, None,
+            where,
+            None,
             f"its annotations could not be resolved ({type(first).__name__}: {first})",
         ) from None
 
@@ -1351,8 +1398,10 @@ def _contract(
     while typing.get_origin(annotation) is typing.Annotated:
         annotation = typing.get_args(annotation)[0]
     origin = typing.get_origin(annotation)
-    if annotation is Any or annotation in _MAPPING_ORIGINS or (
-        origin in _MAPPING_ORIGINS and typing.get_args(annotation)[1:] in ((Any,), (object,))
+    if (
+        annotation is Any
+        or annotation in _MAPPING_ORIGINS
+        or (origin in _MAPPING_ORIGINS and typing.get_args(annotation)[1:] in ((Any,), (object,)))
     ):
         return Signature("contract", {"type": "object"}, description, **ctx)
     inferrer = _Inferrer(where, _scope(localns), globalns)
@@ -1390,7 +1439,8 @@ def _keyword(
     for param in params:
         if param.kind is _VAR_POSITIONAL:
             raise SchemaInferenceError(
-                where, param.name,
+                where,
+                param.name,
                 "*args has no place in a JSON object of named arguments; take a list "
                 "parameter instead",
             )
@@ -1401,12 +1451,20 @@ def _keyword(
             unknown = [key for key in declared if key not in names]
             if unknown:
                 raise SchemaInferenceError(
-                    where, unknown[0],
+                    where,
+                    unknown[0],
                     f"input_schema has properties the function does not take "
                     f"({', '.join(unknown)}); rename them or add the parameters",
                 )
-        return Signature("keyword", dict(schema), description, positional=positional,
-                         accepts_any_keyword=accepts_any, inferred=False, **ctx)
+        return Signature(
+            "keyword",
+            dict(schema),
+            description,
+            positional=positional,
+            accepts_any_keyword=accepts_any,
+            inferred=False,
+            **ctx,
+        )
 
     inferrer = _Inferrer(where, _scope(localns), globalns)
     properties: dict[str, Any] = {}
@@ -1439,8 +1497,13 @@ def _keyword(
         root["required"] = required
     root["additionalProperties"] = extra
     return Signature(
-        "keyword", inferrer.finish(root), description, converters=tuple(converters),
-        positional=positional, accepts_any_keyword=accepts_any, **ctx,
+        "keyword",
+        inferrer.finish(root),
+        description,
+        converters=tuple(converters),
+        positional=positional,
+        accepts_any_keyword=accepts_any,
+        **ctx,
     )
 
 

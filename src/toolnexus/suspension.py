@@ -95,8 +95,7 @@ def _freeze_mapping(owner: str, name: str, value: object) -> Any:
         return None
     if not isinstance(value, Mapping):
         raise InvalidTypeError(
-            f"{owner}.{name} must be a mapping (a JSON object) or None, "
-            f"got {type(value).__name__}"
+            f"{owner}.{name} must be a mapping (a JSON object) or None, got {type(value).__name__}"
         )
     return freeze(value)
 
@@ -228,7 +227,11 @@ class Request:
             data, "data", Mapping, "Request", required=False, expected="an object"
         )
         expires = _wire.field(
-            data, "expiresAt", str, "Request", required=False,
+            data,
+            "expiresAt",
+            str,
+            "Request",
+            required=False,
             expected="an RFC 3339 timestamp string",
         )
         for key, value in (("id", rid), ("kind", kind), ("url", url)):
@@ -478,8 +481,12 @@ def decline_reason(request: Request, answer: Answer) -> str | None:
     if not answer.ok:
         return answer.reason or "declined"
     data = answer.data
-    if request.kind == "approval" and data is not None and "approved" in data \
-            and data["approved"] is not True:
+    if (
+        request.kind == "approval"
+        and data is not None
+        and "approved" in data
+        and data["approved"] is not True
+    ):
         return "declined"
     if request.is_expired():
         return "expired"

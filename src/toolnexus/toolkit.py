@@ -332,8 +332,12 @@ class Toolkit:
 
 
 _NO_OPTIONS: dict[str, Any] = {
-    "name": None, "description": None, "input_schema": None, "title": None,
-    "output_schema": None, "hints": {},
+    "name": None,
+    "description": None,
+    "input_schema": None,
+    "title": None,
+    "output_schema": None,
+    "hints": {},
 }
 
 

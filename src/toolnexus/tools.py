@@ -126,7 +126,8 @@ def _always_valid(wrapper: Mapping[str, Any]) -> tuple[type, ...]:
     if not isinstance(inner, Mapping) or len(inner) != 1:
         return ()
     return {"integer": (int,), "number": (int, float), "boolean": (bool,)}.get(
-        str(inner.get("type")), ())
+        str(inner.get("type")), ()
+    )
 
 
 def _compile_validator(schema: Mapping[str, Any]) -> Callable[[Any], list[str]]:
@@ -258,13 +259,19 @@ class Tool(Generic[P, R]):
                     f"annotations of tool {self.name!r} must be a mapping or None"
                 )
             set_(self, "annotations", freeze(self.annotations))
-        set_(self, "_invoke", _contract_invoke(self.fn) if signature is None
-             else _build_invoke(signature))
+        set_(
+            self,
+            "_invoke",
+            _contract_invoke(self.fn) if signature is None else _build_invoke(signature),
+        )
         set_(self, "_prepare", _null_stripper(self.input_schema))
         set_(self, "_prefix", f"invalid arguments for {self.name!r}: ")
         set_(self, "is_async", _is_async_callable(self.fn))
-        set_(self, "takes_context", _contract_takes_ctx(self.fn) if signature is None
-             else signature.ctx_name is not None)
+        set_(
+            self,
+            "takes_context",
+            _contract_takes_ctx(self.fn) if signature is None else signature.ctx_name is not None,
+        )
 
     def _compile_on_first_use(self, instance: Any) -> list[str]:
         errors = _compile_validator(self.input_schema)
@@ -312,8 +319,7 @@ class Tool(Generic[P, R]):
         if self._fixed and not self._fixed.isdisjoint(args):
             names = ", ".join(sorted(self._fixed.intersection(args)))
             return args, ToolResult(
-                f"{self._prefix}{names}: set by the tool itself and cannot be given; "
-                "leave it out",
+                f"{self._prefix}{names}: set by the tool itself and cannot be given; leave it out",
                 True,
             )
         prepare = self._prepare
@@ -422,8 +428,11 @@ class Tool(Generic[P, R]):
 
     def _normalise(self, value: Any) -> ToolResult:
         kind = value.__class__
-        if kind is ToolResult or kind is str or value is None or isinstance(
-            value, (ToolResult, str)
+        if (
+            kind is ToolResult
+            or kind is str
+            or value is None
+            or isinstance(value, (ToolResult, str))
         ):
             if kind is ToolResult or isinstance(value, ToolResult):
                 result: ToolResult = value
@@ -475,8 +484,11 @@ class Tool(Generic[P, R]):
                 "metadata={'structuredContent': ...}",
                 True,
             )
-        if not self._wrapped and metadata is not None and \
-                metadata.get(STRUCTURED_KEY, _MISSING) is structured:
+        if (
+            not self._wrapped
+            and metadata is not None
+            and metadata.get(STRUCTURED_KEY, _MISSING) is structured
+        ):
             refusal = self._refusal(structured)
             return result if refusal is None else refusal
         return self._structured(result.output, structured, metadata)
@@ -598,8 +610,9 @@ def _build_invoke(sig: Signature) -> Invoke:
                 return lambda fn, args, ctx: fn(args)
             return lambda fn, args, ctx: fn(convert(args))
 
-        def contract(fn: Callable[..., Any], args: Mapping[str, Any],
-                     ctx: ToolContext | None) -> Any:
+        def contract(
+            fn: Callable[..., Any], args: Mapping[str, Any], ctx: ToolContext | None
+        ) -> Any:
             if convert is not None:
                 args = convert(args)
             if ctx is None:
@@ -629,8 +642,7 @@ def _build_invoke(sig: Signature) -> Invoke:
         return lambda fn, args, ctx: fn(**args, **{ctx_name: ctx or ToolContext()})
     named = frozenset(key for key, _ in sig.converters) | frozenset(positional)
 
-    def keyword(fn: Callable[..., Any], args: Mapping[str, Any],
-                ctx: ToolContext | None) -> Any:
+    def keyword(fn: Callable[..., Any], args: Mapping[str, Any], ctx: ToolContext | None) -> Any:
         kwargs: Any = args
         for key in float_keys:
             if args.get(key).__class__ is float:
@@ -650,8 +662,10 @@ def _build_invoke(sig: Signature) -> Invoke:
                         kwargs = dict(args)
                     kwargs[key] = new
         if extra is not None:
-            kwargs = {key: (value if key in named else _converted(extra, key, value))
-                      for key, value in kwargs.items()}
+            kwargs = {
+                key: (value if key in named else _converted(extra, key, value))
+                for key, value in kwargs.items()
+            }
         if ctx_name is not None and not (ctx is None and ctx_has_default):
             kwargs = {**kwargs, ctx_name: ctx or ToolContext()}
         if positional:
@@ -707,13 +721,17 @@ def _null_stripper(root: Mapping[str, Any]) -> Strip | None:
             return lambda value: _map_items(item_plan, value)
         required = node.get("required", ())
         drop = tuple(
-            key for key, sub in properties.items()
+            key
+            for key, sub in properties.items()
             if key not in required and isinstance(sub, Mapping) and not _accepts_null(sub, root)
         )
         inner = tuple(
-            (key, each) for key, each in
-            ((key, plan(sub, depth + 1)) for key, sub in properties.items()
-             if "properties" in sub or "items" in sub or "$ref" in sub)  # else: a leaf
+            (key, each)
+            for key, each in (
+                (key, plan(sub, depth + 1))
+                for key, sub in properties.items()
+                if "properties" in sub or "items" in sub or "$ref" in sub
+            )  # else: a leaf
             if each is not None
         )
         if not drop and not inner:
@@ -890,14 +908,20 @@ def tool(
         {'readOnlyHint': True}
     """
     options = {
-        "name": name, "description": description, "input_schema": input_schema,
-        "title": title, "output_schema": output_schema,
+        "name": name,
+        "description": description,
+        "input_schema": input_schema,
+        "title": title,
+        "output_schema": output_schema,
         "hints": {
-            "readOnlyHint": read_only, "destructiveHint": destructive,
-            "idempotentHint": idempotent, "openWorldHint": open_world,
+            "readOnlyHint": read_only,
+            "destructiveHint": destructive,
+            "idempotentHint": idempotent,
+            "openWorldHint": open_world,
         },
     }
     if fn is None:
+
         def decorate(function: Callable[..., Any]) -> Tool[..., Any]:
             return make_tool(function, options, sys._getframe(1))
 
@@ -992,4 +1016,3 @@ def make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
         annotations=hints or None,
         _signature=signature,
     )
-

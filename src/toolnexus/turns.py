@@ -21,12 +21,19 @@ from .result import ToolResult
 from .suspension import Request
 
 __all__ = [
-    "STYLES", "Style", "TurnCall", "TurnInput", "TurnResult", "TurnStyle", "parse_calls",
+    "STYLES",
+    "Style",
+    "TurnCall",
+    "TurnInput",
+    "TurnResult",
+    "TurnStyle",
+    "parse_calls",
     "style_of",
 ]
 
 Style = str
 """A key of :data:`STYLES`: ``"openai"``, ``"responses"``, ``"anthropic"`` or ``"gemini"``."""
+
 
 class _HasToolCalls(Protocol):
     """An OpenAI Chat Completions message (``ChatCompletionMessage``)."""
@@ -64,7 +71,12 @@ class _HasCandidates(Protocol):
 
 
 TurnInput = (
-    Sequence[object] | Mapping[str, Any] | _HasToolCalls | _HasOutput | _HasContent | _HasParts
+    Sequence[object]
+    | Mapping[str, Any]
+    | _HasToolCalls
+    | _HasOutput
+    | _HasContent
+    | _HasParts
     | _HasCandidates
 )
 """What :meth:`Host.run_turn <toolnexus.Host.run_turn>` takes: a provider's list of tool calls
@@ -114,12 +126,18 @@ class TurnStyle:
 # the style's text channel. A block off the list never reaches the wire: providers often
 # accept an unknown block with HTTP 200 and silently drop it.
 
-_OPENAI_AUDIO_FORMATS = {"audio/mpeg": "mp3", "audio/mp3": "mp3", "audio/wav": "wav",
-                         "audio/x-wav": "wav", "audio/wave": "wav"}
+_OPENAI_AUDIO_FORMATS = {
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/wave": "wav",
+}
 _ANTHROPIC_IMAGES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 # Gemini's documented media for a multimodal function response.
-_GEMINI_MEDIA = frozenset({"image/png", "image/jpeg", "image/webp", "application/pdf",
-                           "text/plain"})
+_GEMINI_MEDIA = frozenset(
+    {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
+)
 _FILE_EXTENSIONS = {mime: ext for ext, (_, mime) in EXTENSIONS.items()}
 
 
@@ -139,8 +157,10 @@ def _openai_block(part: Part) -> dict[str, Any] | None:
     if part.type == "file":
         return {"type": "file", "file": {"filename": _filename(part), "file_data": part.data_url}}
     if part.type == "audio" and part.mime_type in _OPENAI_AUDIO_FORMATS:
-        return {"type": "input_audio",
-                "input_audio": {"data": part.data, "format": _OPENAI_AUDIO_FORMATS[part.mime_type]}}
+        return {
+            "type": "input_audio",
+            "input_audio": {"data": part.data, "format": _OPENAI_AUDIO_FORMATS[part.mime_type]},
+        }
     return None
 
 
@@ -171,16 +191,17 @@ def _anthropic_block(part: Part) -> dict[str, Any]:
         return {"type": "document", "source": source}
     if part.type == "file" and part.mime_type == "text/plain" and part.data is not None:
         text = part.to_bytes().decode("utf-8", errors="replace")
-        return {"type": "document",
-                "source": {"type": "text", "media_type": "text/plain", "data": text}}
+        return {
+            "type": "document",
+            "source": {"type": "text", "media_type": "text/plain", "data": text},
+        }
     # Anthropic defines no audio block; other media types are refused by the API.
     return {"type": "text", "text": part.placeholder()}
 
 
 def _gemini_block(part: Part) -> dict[str, Any] | None:
     """A Gemini ``functionResponse.parts`` entry for ``part``, or None (placeholder)."""
-    if part.data is not None and part.type in ("image", "file") \
-            and part.mime_type in _GEMINI_MEDIA:
+    if part.data is not None and part.type in ("image", "file") and part.mime_type in _GEMINI_MEDIA:
         return {"inlineData": {"mimeType": part.mime_type, "data": part.data}}
     # The Gemini API takes no fileData (URL) in a function response, and no audio.
     return None
@@ -197,8 +218,11 @@ def _openai_unwrap(calls: Any) -> Any:
 def _openai_read(item: Any, index: int) -> tuple[Any, Any, Any]:
     function = _get(item, "function")
     if function is None:
-        raise WireFormatError(f"tool call {index}", "function", "is missing; expected an "
-                              'object like {"name": ..., "arguments": "{...}"}')
+        raise WireFormatError(
+            f"tool call {index}",
+            "function",
+            'is missing; expected an object like {"name": ..., "arguments": "{...}"}',
+        )
     return _get(item, "id"), _get(function, "name"), _get(function, "arguments")
 
 
@@ -288,12 +312,14 @@ def _anthropic_render(calls: tuple[TurnCall, ...]) -> list[dict[str, Any]]:
                 block = _anthropic_block(part)
                 if block.get("type") != "text" or block["text"]:
                     content.append(block)
-        blocks.append({
-            "type": "tool_result",
-            "tool_use_id": call.id,
-            "content": content,
-            "is_error": result.is_error,
-        })
+        blocks.append(
+            {
+                "type": "tool_result",
+                "tool_use_id": call.id,
+                "content": content,
+                "is_error": result.is_error,
+            }
+        )
     return [{"role": "user", "content": blocks}]
 
 
@@ -567,15 +593,15 @@ class TurnResult:
         Raises :class:`~toolnexus.errors.WireFormatError` naming the field at fault.
         """
         data = _wire.require_object(data, "TurnResult")
-        style = _wire.field(data, "style", str, "TurnResult", required=True,
-                            expected=_style_names())
+        style = _wire.field(
+            data, "style", str, "TurnResult", required=True, expected=_style_names()
+        )
         if style not in STYLES:
-            raise WireFormatError("TurnResult", "style", f"must be {_style_names()}, "
-                                  f"got {style!r}")
-        raw_calls = _wire.field(data, "calls", list, "TurnResult", required=True,
-                                expected="an array")
-        error = _wire.field(data, "error", str, "TurnResult", required=False,
-                            expected="a string")
+            raise WireFormatError("TurnResult", "style", f"must be {_style_names()}, got {style!r}")
+        raw_calls = _wire.field(
+            data, "calls", list, "TurnResult", required=True, expected="an array"
+        )
+        error = _wire.field(data, "error", str, "TurnResult", required=False, expected="a string")
         calls = []
         for index, raw in enumerate(raw_calls):
             where = f"calls[{index}]"
@@ -592,8 +618,9 @@ class TurnResult:
             try:
                 result = ToolResult.from_dict(raw["result"])
             except WireFormatError as exc:
-                raise WireFormatError("TurnResult", f"{where}.result", f"is invalid: {exc}") \
-                    from None
+                raise WireFormatError(
+                    "TurnResult", f"{where}.result", f"is invalid: {exc}"
+                ) from None
             calls.append(TurnCall(call_id, name, raw.get("arguments"), result))
         return cls(style, tuple(calls), error)
 

@@ -78,8 +78,16 @@ _KNOWN_KEYWORDS = SUPPORTED_KEYWORDS | ANNOTATION_KEYWORDS
 # the supported keywords that constrain a value by themselves (format is an annotation unless
 # asked; $defs a container; then/else/minContains/maxContains act through if and contains)
 _CHECKING_KEYWORDS = SUPPORTED_KEYWORDS - {
-    "format", "$defs", "definitions", "then", "else", "minContains", "maxContains", "$id",
-    "$anchor", "$dynamicAnchor",
+    "format",
+    "$defs",
+    "definitions",
+    "then",
+    "else",
+    "minContains",
+    "maxContains",
+    "$id",
+    "$anchor",
+    "$dynamicAnchor",
 }
 _NUMBER_KEYWORDS = frozenset(
     {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
@@ -93,8 +101,18 @@ _COUNT_KEYWORDS = frozenset(
 _OBJECT_KEYWORDS = ("properties", "patternProperties", "required", "additionalProperties")
 # keywords a bare {"type": ...} node may carry that still need a look when compiled
 _QUIET_KEYWORDS = frozenset(
-    {"$defs", "definitions", "format", "$id", "$anchor", "$dynamicAnchor", "then", "else",
-     "minContains", "maxContains"}
+    {
+        "$defs",
+        "definitions",
+        "format",
+        "$id",
+        "$anchor",
+        "$dynamicAnchor",
+        "then",
+        "else",
+        "minContains",
+        "maxContains",
+    }
 )
 
 DEFAULT_MAX_DEPTH = 64
@@ -576,8 +594,10 @@ class _Resources:
         resource, _, fragment = uri.partition("#")
         document = self.document(resource)
         if document is None:
-            outside = f"{reference!r}" if resource == reference.partition("#")[0] else (
-                f"{reference!r} ({resource})"
+            outside = (
+                f"{reference!r}"
+                if resource == reference.partition("#")[0]
+                else (f"{reference!r} ({resource})")
             )
             raise SchemaError(
                 pointer,
@@ -955,9 +975,9 @@ class _Compiler:
         # the type check runs first: when it fails, the other keywords say nothing useful
         if type_ok is not None and not (folded_object or folded_array):
             oks.insert(0, type_ok)
-        node.ok = _fused_scalar(
-            schema, type_names, checking, pattern, asserts_format
-        ) or _all_of(oks)
+        node.ok = _fused_scalar(schema, type_names, checking, pattern, asserts_format) or _all_of(
+            oks
+        )
         node.explain = _node_explain(type_ok, type_names, explains)
         if not _covers_depth(
             checking, type_names, array_check is not None, object_check is not None
@@ -1593,8 +1613,9 @@ def _object_check(
 
     # {"a": {"type": "integer"}} and friends: most values pass on their exact type, without
     # a call (the properties of a typical tool's arguments)
-    at_a_glance = {name: node.exact for name, node in properties.items()
-                   if node.done and node.exact}
+    at_a_glance = {
+        name: node.exact for name, node in properties.items() if node.done and node.exact
+    }
     glance = at_a_glance.get
 
     def typed_ok(x: Any, d: int) -> bool:
@@ -1727,9 +1748,7 @@ def _pattern_object_check(
     return ok, explain, typed_ok
 
 
-def _array_check(
-    prefix: list[_Node], items: _Node, max_depth: int
-) -> tuple[_Ok, _Explain, _Ok]:
+def _array_check(prefix: list[_Node], items: _Node, max_depth: int) -> tuple[_Ok, _Explain, _Ok]:
     """``prefixItems`` and ``items`` as one check: (ok, explain, ok that also demands an
     array). ``items`` is the depth-limited "anything" when the schema sets none, so every
     item is looked at."""
@@ -2300,9 +2319,7 @@ def _dependent_schemas(rules: list[tuple[str, _Node]]) -> tuple[_Ok, _Explain]:
     return ok, explain
 
 
-def _contains_check(
-    inner: _Node, fewest: int, most: int | None, raw: Any
-) -> tuple[_Ok, _Explain]:
+def _contains_check(inner: _Node, fewest: int, most: int | None, raw: Any) -> tuple[_Ok, _Explain]:
     inner_ok = inner.ok_late()
     shown = _json_short(raw, 60)
 

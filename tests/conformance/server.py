@@ -101,8 +101,17 @@ def test_elicitation(message: str, ctx: ToolContext) -> ToolResult:
 @tool
 def test_streaming_elicitation(ctx: ToolContext) -> ToolResult:
     """Asks one question."""
-    request = Request("input", "Please provide your name", data={"schema": {
-        "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}})
+    request = Request(
+        "input",
+        "Please provide your name",
+        data={
+            "schema": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"],
+            }
+        },
+    )
     return _asks(ctx, request, "Elicitation completed")
 
 
@@ -114,8 +123,11 @@ def _name_schema(key: str, kind: str = "string") -> dict[str, Any]:
 def test_input_required_result_elicitation(ctx: ToolContext) -> ToolResult:
     """Asks for a name, then greets."""
     if ctx.answer is None:
-        return ToolResult.pending(Request("input", "What is your name?", id="user_name",
-                                          data={"schema": _name_schema("name")}))
+        return ToolResult.pending(
+            Request(
+                "input", "What is your name?", id="user_name", data={"schema": _name_schema("name")}
+            )
+        )
     return ToolResult.ok(f"Hello, {(ctx.answer.data or {}).get('name')}!")
 
 
@@ -123,8 +135,14 @@ def test_input_required_result_elicitation(ctx: ToolContext) -> ToolResult:
 def test_input_required_result_request_state(ctx: ToolContext) -> ToolResult:
     """Asks for a confirmation; the answer comes back with the signed state."""
     if ctx.answer is None:
-        return ToolResult.pending(Request("input", "Please confirm", id="confirm",
-                                          data={"schema": _name_schema("ok", "boolean")}))
+        return ToolResult.pending(
+            Request(
+                "input",
+                "Please confirm",
+                id="confirm",
+                data={"schema": _name_schema("ok", "boolean")},
+            )
+        )
     return ToolResult.ok(f"state-ok: confirmed={(ctx.answer.data or {}).get('ok')}")
 
 
@@ -132,8 +150,14 @@ def test_input_required_result_request_state(ctx: ToolContext) -> ToolResult:
 def test_input_required_result_tampered_state(ctx: ToolContext) -> ToolResult:
     """Asks for a confirmation (the suite then tampers with the state)."""
     if ctx.answer is None:
-        return ToolResult.pending(Request("input", "Please confirm", id="confirm",
-                                          data={"schema": _name_schema("ok", "boolean")}))
+        return ToolResult.pending(
+            Request(
+                "input",
+                "Please confirm",
+                id="confirm",
+                data={"schema": _name_schema("ok", "boolean")},
+            )
+        )
     return ToolResult.ok("confirmed")
 
 
@@ -141,12 +165,23 @@ def test_input_required_result_tampered_state(ctx: ToolContext) -> ToolResult:
 def test_input_required_result_multi_round(ctx: ToolContext) -> ToolResult:
     """Asks two questions, one per round: the server allows a call ``MAX_ROUNDS`` answers."""
     if ctx.answer is None:
-        return ToolResult.pending(Request("input", "Step 1: What is your name?", id="step1",
-                                          data={"schema": _name_schema("name")}))
+        return ToolResult.pending(
+            Request(
+                "input",
+                "Step 1: What is your name?",
+                id="step1",
+                data={"schema": _name_schema("name")},
+            )
+        )
     if ctx.answer.id == "step1":
-        return ToolResult.pending(Request(
-            "input", "Step 2: What is your favorite color?", id="step2",
-            data={"schema": _name_schema("color")}))
+        return ToolResult.pending(
+            Request(
+                "input",
+                "Step 2: What is your favorite color?",
+                id="step2",
+                data={"schema": _name_schema("color")},
+            )
+        )
     return ToolResult.ok(f"multi-round complete: color={(ctx.answer.data or {}).get('color')}")
 
 
@@ -159,13 +194,19 @@ def test_elicitation_sep1034_defaults(ctx: ToolContext) -> ToolResult:
             "name": {"type": "string", "default": "John Doe"},
             "age": {"type": "integer", "default": 30},
             "score": {"type": "number", "default": 95.5},
-            "status": {"type": "string", "enum": ["active", "inactive", "pending"],
-                       "default": "active"},
+            "status": {
+                "type": "string",
+                "enum": ["active", "inactive", "pending"],
+                "default": "active",
+            },
             "verified": {"type": "boolean", "default": True},
         },
     }
-    return _asks(ctx, Request("input", "Please review your details", data={"schema": schema}),
-                 "Elicitation completed")
+    return _asks(
+        ctx,
+        Request("input", "Please review your details", data={"schema": schema}),
+        "Elicitation completed",
+    )
 
 
 @tool
@@ -175,22 +216,40 @@ def test_elicitation_sep1330_enums(ctx: ToolContext) -> ToolResult:
         "type": "object",
         "properties": {
             "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
-            "titledSingle": {"type": "string", "oneOf": [
-                {"const": "value1", "title": "First Option"},
-                {"const": "value2", "title": "Second Option"},
-                {"const": "value3", "title": "Third Option"}]},
-            "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
-                           "enumNames": ["Option One", "Option Two", "Option Three"]},
-            "untitledMulti": {"type": "array", "items": {
-                "type": "string", "enum": ["option1", "option2", "option3"]}},
-            "titledMulti": {"type": "array", "items": {"anyOf": [
-                {"const": "value1", "title": "First Choice"},
-                {"const": "value2", "title": "Second Choice"},
-                {"const": "value3", "title": "Third Choice"}]}},
+            "titledSingle": {
+                "type": "string",
+                "oneOf": [
+                    {"const": "value1", "title": "First Option"},
+                    {"const": "value2", "title": "Second Option"},
+                    {"const": "value3", "title": "Third Option"},
+                ],
+            },
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            },
+            "titledMulti": {
+                "type": "array",
+                "items": {
+                    "anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"},
+                    ]
+                },
+            },
         },
     }
-    return _asks(ctx, Request("input", "Please pick options", data={"schema": schema}),
-                 "Elicitation completed")
+    return _asks(
+        ctx,
+        Request("input", "Please pick options", data={"schema": schema}),
+        "Elicitation completed",
+    )
 
 
 def _headers_tool(args: Any, ctx: ToolContext | None = None) -> ToolResult:
@@ -256,8 +315,12 @@ def _png_pixel() -> bytes:
         return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
 
     header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
-            + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00"))
+        + chunk(b"IEND", b"")
+    )
 
 
 def _wav_silence() -> bytes:
@@ -294,34 +357,39 @@ def test_embedded_resource() -> ToolResult:
 def test_multiple_content_types() -> ToolResult:
     """Returns text, an image and a JSON resource."""
     data = b'{"test":"data","value":123}'
-    return ToolResult.ok("Multiple content types test:", parts=[
-        Part.image(_png_pixel(), "image/png"),
-        Part.file(data, "application/json", name="mixed-content-resource"),
-    ])
+    return ToolResult.ok(
+        "Multiple content types test:",
+        parts=[
+            Part.image(_png_pixel(), "image/png"),
+            Part.file(data, "application/json", name="mixed-content-resource"),
+        ],
+    )
 
 
 def toolkit() -> Toolkit:
-    return Toolkit([
-        test_simple_text,
-        test_error_handling,
-        test_tool_with_progress,
-        test_tool_with_logging,
-        test_logging_tool,
-        test_elicitation,
-        test_streaming_elicitation,
-        test_input_required_result_elicitation,
-        test_input_required_result_request_state,
-        test_input_required_result_tampered_state,
-        test_input_required_result_multi_round,
-        test_elicitation_sep1034_defaults,
-        test_elicitation_sep1330_enums,
-        test_custom_headers,
-        test_image_content,
-        test_audio_content,
-        test_embedded_resource,
-        test_multiple_content_types,
-        json_schema_2020_12_tool,
-    ])
+    return Toolkit(
+        [
+            test_simple_text,
+            test_error_handling,
+            test_tool_with_progress,
+            test_tool_with_logging,
+            test_logging_tool,
+            test_elicitation,
+            test_streaming_elicitation,
+            test_input_required_result_elicitation,
+            test_input_required_result_request_state,
+            test_input_required_result_tampered_state,
+            test_input_required_result_multi_round,
+            test_elicitation_sep1034_defaults,
+            test_elicitation_sep1330_enums,
+            test_custom_headers,
+            test_image_content,
+            test_audio_content,
+            test_embedded_resource,
+            test_multiple_content_types,
+            json_schema_2020_12_tool,
+        ]
+    )
 
 
 def app() -> Any:
@@ -331,8 +399,12 @@ def app() -> Any:
     from toolnexus.mcp import asgi_app
 
     secret = os.environ.get("CONFORMANCE_SECRET")
-    return asgi_app(toolkit(), name="toolnexus-conformance", max_rounds=MAX_ROUNDS,
-                    secret=secret.encode() if secret else None)
+    return asgi_app(
+        toolkit(),
+        name="toolnexus-conformance",
+        max_rounds=MAX_ROUNDS,
+        secret=secret.encode() if secret else None,
+    )
 
 
 if __name__ == "__main__":
@@ -343,5 +415,8 @@ if __name__ == "__main__":
     def ready(server: Any) -> None:
         print(f"listening on {server.url}", flush=True)
 
-    raise SystemExit(serve_http(toolkit(), port=port, name="toolnexus-conformance",
-                                max_rounds=MAX_ROUNDS, ready=ready))
+    raise SystemExit(
+        serve_http(
+            toolkit(), port=port, name="toolnexus-conformance", max_rounds=MAX_ROUNDS, ready=ready
+        )
+    )

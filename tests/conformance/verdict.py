@@ -73,9 +73,12 @@ def main(results: Path, requirements: str, list_file: Path) -> int:
             counts["out of scope"] += 1
             continue
         waiting = [entry for entry in expected if entry.partition(":")[0] == scenario]
-        unexpected = [check for check in checks
-                      if not any(covers(entry, scenario, check) for entry in out_of_scope)
-                      and not any(covers(entry, scenario, check) for entry in waiting)]
+        unexpected = [
+            check
+            for check in checks
+            if not any(covers(entry, scenario, check) for entry in out_of_scope)
+            and not any(covers(entry, scenario, check) for entry in waiting)
+        ]
         problems += [f"FAIL  {scenario}: {check}" for check in unexpected]
         for entry in waiting:
             if not any(covers(entry, scenario, check) for check in checks):
@@ -85,8 +88,10 @@ def main(results: Path, requirements: str, list_file: Path) -> int:
         elif not unexpected:
             counts["passed"] += 1
     summary = ", ".join(f"{number} {label}" for label, number in counts.items())
-    print(f"verdict {requirements}: {len(failed)} scenarios: {summary}; {warnings} warning(s); "
-          f"{len(problems)} problem(s)")
+    print(
+        f"verdict {requirements}: {len(failed)} scenarios: {summary}; {warnings} warning(s); "
+        f"{len(problems)} problem(s)"
+    )
     for problem in problems:
         print(f"  {problem}")
     return 1 if problems else 0

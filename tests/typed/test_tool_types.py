@@ -16,6 +16,7 @@ from toolnexus import Tool, Toolkit, ToolResult, tool
 if TYPE_CHECKING:
     from typing_extensions import assert_type
 else:
+
     def assert_type(value: object, expected: object) -> object:
         return value
 

@@ -21,8 +21,11 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-CALL = {"id": "call_1", "type": "function",
-        "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
+CALL = {
+    "id": "call_1",
+    "type": "function",
+    "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'},
+}
 
 
 @dataclass

@@ -52,14 +52,19 @@ def to_langchain(source: Toolkit | Host, *, timeout_ms: int | None = None) -> li
     tools_module = require("langchain_core.tools", "LangChain", "langchain")
     host = host_of(source)
     return [
-        _structured_tool(tools_module, host, tool.name, tool.description,
-                         parameters(tool), timeout_ms)
+        _structured_tool(
+            tools_module, host, tool.name, tool.description, parameters(tool), timeout_ms
+        )
         for tool in host.toolkit.tools()
     ]
 
 
 def _structured_tool(
-    tools_module: Any, host: Host, name: str, description: str, schema: dict[str, Any],
+    tools_module: Any,
+    host: Host,
+    name: str,
+    description: str,
+    schema: dict[str, Any],
     timeout_ms: int | None,
 ) -> Any:
     tool_exception = tools_module.ToolException
@@ -75,8 +80,9 @@ def _structured_tool(
         if request is not None:
             reply = _interrupt(question(name, result))
             if reply is not _NOT_IN_A_GRAPH:
-                result = host.resume(name, arguments, request, answer_for(request, reply),
-                                     timeout_ms=timeout_ms)
+                result = host.resume(
+                    name, arguments, request, answer_for(request, reply), timeout_ms=timeout_ms
+                )
         return finish(result)
 
     async def arun(**arguments: Any) -> str:
@@ -85,13 +91,19 @@ def _structured_tool(
         if request is not None:
             reply = _interrupt(question(name, result))
             if reply is not _NOT_IN_A_GRAPH:
-                result = await host.aresume(name, arguments, request,
-                                            answer_for(request, reply), timeout_ms=timeout_ms)
+                result = await host.aresume(
+                    name, arguments, request, answer_for(request, reply), timeout_ms=timeout_ms
+                )
         return finish(result)
 
     return tools_module.StructuredTool.from_function(
-        func=run, coroutine=arun, name=name, description=description or name,
-        args_schema=schema, handle_tool_error=True, infer_schema=False,
+        func=run,
+        coroutine=arun,
+        name=name,
+        description=description or name,
+        args_schema=schema,
+        handle_tool_error=True,
+        infer_schema=False,
     )
 
 

@@ -87,12 +87,16 @@ def to_openai_agents(
 
             [definition] = Toolkit([tool]).to_openai(strict=True)
             schema = definition["function"]["parameters"]
-        bridge.tools.append(agents.FunctionTool(
-            name=tool.name, description=tool.description, params_json_schema=schema,
-            on_invoke_tool=_invoke(host, tool.name, timeout_ms, bridge, first_passes, lock),
-            strict_json_schema=strict,
-            needs_approval=_first_pass(host, tool.name, timeout_ms, first_passes, lock),
-        ))
+        bridge.tools.append(
+            agents.FunctionTool(
+                name=tool.name,
+                description=tool.description,
+                params_json_schema=schema,
+                on_invoke_tool=_invoke(host, tool.name, timeout_ms, bridge, first_passes, lock),
+                strict_json_schema=strict,
+                needs_approval=_first_pass(host, tool.name, timeout_ms, first_passes, lock),
+            )
+        )
     return bridge
 
 
@@ -118,8 +122,11 @@ def _remember(store: OrderedDict[str, Any], lock: threading.Lock, key: str, valu
 
 
 def _first_pass(
-    host: Host, name: str, timeout_ms: int | None,
-    first_passes: OrderedDict[str, tuple[dict[str, Any], ToolResult]], lock: threading.Lock,
+    host: Host,
+    name: str,
+    timeout_ms: int | None,
+    first_passes: OrderedDict[str, tuple[dict[str, Any], ToolResult]],
+    lock: threading.Lock,
 ) -> Any:
     async def needs_approval(context: Any, arguments: dict[str, Any], call_id: str) -> bool:
         result = await host.acall(name, arguments, timeout_ms=timeout_ms)
@@ -134,8 +141,12 @@ def _first_pass(
 
 
 def _invoke(
-    host: Host, name: str, timeout_ms: int | None, bridge: AgentsBridge,
-    first_passes: OrderedDict[str, tuple[dict[str, Any], ToolResult]], lock: threading.Lock,
+    host: Host,
+    name: str,
+    timeout_ms: int | None,
+    bridge: AgentsBridge,
+    first_passes: OrderedDict[str, tuple[dict[str, Any], ToolResult]],
+    lock: threading.Lock,
 ) -> Any:
     async def on_invoke_tool(context: Any, arguments_json: str) -> str:
         call_id = str(getattr(context, "tool_call_id", ""))
@@ -150,9 +161,9 @@ def _invoke(
         if request is not None:
             # The SDK invokes a tool that asked only once the call is approved.
             reply = bridge.answers.pop(call_id, True)
-            result = await host.aresume(name, arguments, request, answer_for(request, reply),
-                                        timeout_ms=timeout_ms)
+            result = await host.aresume(
+                name, arguments, request, answer_for(request, reply), timeout_ms=timeout_ms
+            )
         return result.output
 
     return on_invoke_tool
-

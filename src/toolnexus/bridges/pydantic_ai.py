@@ -51,8 +51,11 @@ def to_pydantic_ai(source: Toolkit | Host, *, timeout_ms: int | None = None) -> 
     host = host_of(source)
     return [
         tools_module.Tool.from_schema(
-            _function(tools_module, host, tool.name, timeout_ms), name=tool.name,
-            description=tool.description, json_schema=parameters(tool), takes_ctx=True,
+            _function(tools_module, host, tool.name, timeout_ms),
+            name=tool.name,
+            description=tool.description,
+            json_schema=parameters(tool),
+            takes_ctx=True,
         )
         for tool in host.toolkit.tools()
     ]
@@ -70,8 +73,9 @@ def _function(tools_module: Any, host: Host, name: str, timeout_ms: int | None) 
                 raise approval_required(metadata=question(name, result))
             metadata = ctx.tool_call_metadata
             reply = metadata.get("answer", True) if isinstance(metadata, dict) else True
-            result = await host.aresume(name, arguments, request, answer_for(request, reply),
-                                        timeout_ms=timeout_ms)
+            result = await host.aresume(
+                name, arguments, request, answer_for(request, reply), timeout_ms=timeout_ms
+            )
         if result.is_error:
             raise tool_failed(result.output)
         return result.output

@@ -112,14 +112,18 @@ def result_from_mcp(result: Any) -> ToolResult:
     """
     content = _attr(result, "content")
     if not isinstance(content, (list, tuple)):
-        raise WireFormatError("CallToolResult", "content",
-                              f"must be an array of content blocks, got {describe(content)}")
+        raise WireFormatError(
+            "CallToolResult",
+            "content",
+            f"must be an array of content blocks, got {describe(content)}",
+        )
     is_error = _attr(result, "isError", "is_error")
     if is_error is None:
         is_error = False
     if not isinstance(is_error, bool):
-        raise WireFormatError("CallToolResult", "isError",
-                              f"must be a boolean, got {describe(is_error)}")
+        raise WireFormatError(
+            "CallToolResult", "isError", f"must be a boolean, got {describe(is_error)}"
+        )
     blocks = [_plain_block(block) for block in content]
     output = ""
     start = 0
@@ -149,15 +153,17 @@ def _plain_block(block: Any) -> Mapping[str, Any]:
         plain = dump(by_alias=True, exclude_none=True, mode="json")
         if isinstance(plain, Mapping):
             return plain
-    raise WireFormatError("CallToolResult", "content",
-                          f"holds a {type(block).__name__}, not a content block object")
+    raise WireFormatError(
+        "CallToolResult", "content", f"holds a {type(block).__name__}, not a content block object"
+    )
 
 
 def _text_of(block: Mapping[str, Any], index: int) -> str:
     text = block.get("text")
     if not isinstance(text, str):
-        raise WireFormatError("CallToolResult", f"content[{index}].text",
-                              f"must be a string, got {describe(text)}")
+        raise WireFormatError(
+            "CallToolResult", f"content[{index}].text", f"must be a string, got {describe(text)}"
+        )
     return text
 
 
@@ -172,8 +178,11 @@ def _part_of(block: Mapping[str, Any], index: int) -> Part:
         if kind == "resource":
             resource = block.get("resource")
             if not isinstance(resource, Mapping):
-                raise WireFormatError("CallToolResult", f"{where}.resource",
-                                      f"must be an object, got {describe(resource)}")
+                raise WireFormatError(
+                    "CallToolResult",
+                    f"{where}.resource",
+                    f"must be an object, got {describe(resource)}",
+                )
             where += ".resource"
             uri = resource.get("uri")
             name = _name_of(uri) if isinstance(uri, str) else None
@@ -183,13 +192,16 @@ def _part_of(block: Mapping[str, Any], index: int) -> Part:
                 raw = resource["text"].encode("utf-8")
                 blob = binascii.b2a_base64(raw, newline=False).decode("ascii")
                 mime = mime or "text/plain"
-            return Part("file", mime_type=mime or "application/octet-stream", data=blob,
-                        name=name)
+            return Part("file", mime_type=mime or "application/octet-stream", data=blob, name=name)
         if kind == "resource_link":
             mime = block.get("mimeType") or "application/octet-stream"
             prefix = mime.split("/", 1)[0] if isinstance(mime, str) else ""
-            return Part(prefix if prefix in ("image", "audio") else "file", mime_type=mime,
-                        url=block.get("uri"), name=block.get("name"))
+            return Part(
+                prefix if prefix in ("image", "audio") else "file",
+                mime_type=mime,
+                url=block.get("uri"),
+                name=block.get("name"),
+            )
     except (PartTooLargeError, WireFormatError):
         raise
     except ValueError as exc:
@@ -198,6 +210,7 @@ def _part_of(block: Mapping[str, Any], index: int) -> Part:
         problem = getattr(exc, "problem", None) or str(exc)
         names = {"resource": {"data": "blob"}, "resource_link": {"data": "uri", "url": "uri"}}
         target = names.get(str(kind), {}).get(field or "", field)
-        raise WireFormatError("CallToolResult", f"{where}.{target}" if target else where,
-                              problem) from None
+        raise WireFormatError(
+            "CallToolResult", f"{where}.{target}" if target else where, problem
+        ) from None
     return Part("text", text=f"[unsupported MCP {kind} block]")

@@ -71,10 +71,20 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_SESSION_IDLE_S = 30 * 60.0
 """How long a legacy session may sit idle (no request, no call running) before it ends."""
 
-SINGLE_HEADERS = frozenset({
-    "host", "origin", "authorization", "content-type", "content-length", "transfer-encoding",
-    "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name",
-})
+SINGLE_HEADERS = frozenset(
+    {
+        "host",
+        "origin",
+        "authorization",
+        "content-type",
+        "content-length",
+        "transfer-encoding",
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
+    }
+)
 """Headers a request may carry once: a repeated one is refused with 400, since one copy
 could pass a check the other would fail."""
 
@@ -127,9 +137,7 @@ def _json_reply(status: int, message: Mapping[str, Any], extra: list[tuple[str, 
     return Reply(status, [_JSON_TYPE, *extra], Send(message).to_bytes())
 
 
-def _error_reply(
-    status: int, request_id: Any, code: int, message: str, data: Any = None
-) -> Reply:
+def _error_reply(status: int, request_id: Any, code: int, message: str, data: Any = None) -> Reply:
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
@@ -137,8 +145,11 @@ def _error_reply(
 
 
 def _plain(status: int, text: str, headers: list[tuple[str, str]] | None = None) -> Reply:
-    return Reply(status, [("content-type", "text/plain; charset=utf-8"), *(headers or [])],
-                 text.encode("utf-8") + b"\n")
+    return Reply(
+        status,
+        [("content-type", "text/plain; charset=utf-8"), *(headers or [])],
+        text.encode("utf-8") + b"\n",
+    )
 
 
 def sse_event(data: bytes) -> bytes:
@@ -349,8 +360,13 @@ class _Channel:
         self._carry_out(later)
 
     def cancel_request(self, request_id: Any, reason: str) -> None:
-        self.other({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                    "params": {"requestId": request_id, "reason": reason}})
+        self.other(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": request_id, "reason": reason},
+            }
+        )
 
     def close(self, reason: str) -> None:
         with self.lock:
@@ -529,8 +545,12 @@ class Endpoint:
             )
         self._toolkit = toolkit
         self._session_options: dict[str, Any] = {
-            "name": name, "version": version, "instructions": instructions, "secret": secret,
-            "answer_store": answer_store, "max_rounds": max_rounds,
+            "name": name,
+            "version": version,
+            "instructions": instructions,
+            "secret": secret,
+            "answer_store": answer_store,
+            "max_rounds": max_rounds,
         }
         ServerSession(toolkit, **self._session_options)  # check the options once, here
         self._hosts = _allow_list(allowed_hosts, "allowed_hosts")
@@ -546,8 +566,13 @@ class Endpoint:
                 from ..host import Host
 
                 # The sessions' key and used answers: bindings verify, answers count once.
-                return Host(toolkit, timeout_ms=timeout_ms, secret=secret,
-                            answer_store=answer_store, max_rounds=max_rounds)
+                return Host(
+                    toolkit,
+                    timeout_ms=timeout_ms,
+                    secret=secret,
+                    answer_store=answer_store,
+                    max_rounds=max_rounds,
+                )
 
         self._runner = _Runner(host_factory)
         self._sessions: dict[str, _Channel] = {}
@@ -561,23 +586,34 @@ class Endpoint:
         """The refusal for a request that fails the Host/Origin/token checks, or ``None``."""
         host = headers.get("host")
         if self._hosts is not None and (host is None or _host_name(host) not in self._hosts):
-            return _plain(421, "misdirected request: this server does not answer for that "
-                               "Host (see allowed_hosts)")
+            return _plain(
+                421,
+                "misdirected request: this server does not answer for that "
+                "Host (see allowed_hosts)",
+            )
         origin = headers.get("origin")
-        if origin is not None and self._origins is not None and (
-            origin.strip().lower().rstrip("/") not in self._origins
-            and not _is_local_origin(origin)
+        if (
+            origin is not None
+            and self._origins is not None
+            and (
+                origin.strip().lower().rstrip("/") not in self._origins
+                and not _is_local_origin(origin)
+            )
         ):
-            return _plain(403, "forbidden: requests from that Origin are not allowed "
-                               "(see allowed_origins)")
+            return _plain(
+                403, "forbidden: requests from that Origin are not allowed (see allowed_origins)"
+            )
         if self._token is None and self._verify is None:
             return None
         authorization = headers.get("authorization", "")
         scheme, _, presented = authorization.strip().partition(" ")
         presented = presented.strip()
         if scheme.lower() != "bearer" or not presented:
-            return _plain(401, "unauthorized: send 'Authorization: Bearer <token>'",
-                          [("www-authenticate", 'Bearer realm="mcp"')])
+            return _plain(
+                401,
+                "unauthorized: send 'Authorization: Bearer <token>'",
+                [("www-authenticate", 'Bearer realm="mcp"')],
+            )
         if self._verify is not None:
             try:
                 accepted = bool(self._verify(presented))
@@ -589,8 +625,11 @@ class Endpoint:
             accepted = hmac.compare_digest(presented.encode("utf-8"), self._token)
         if not accepted:
             # Never echo what was presented: it may be someone's real secret.
-            return _plain(401, "unauthorized: the bearer token was not accepted",
-                          [("www-authenticate", 'Bearer realm="mcp", error="invalid_token"')])
+            return _plain(
+                401,
+                "unauthorized: the bearer token was not accepted",
+                [("www-authenticate", 'Bearer realm="mcp", error="invalid_token"')],
+            )
         return None
 
     # ------------------------------------------------------------------ requests
@@ -606,20 +645,30 @@ class Endpoint:
             return self._delete(headers)
         if method == "GET":
             # No standalone stream: everything a call says goes on its POST's stream.
-            return _plain(405, "method not allowed: this server sends no messages outside "
-                               "a POST's response stream", [("allow", "POST, DELETE")])
+            return _plain(
+                405,
+                "method not allowed: this server sends no messages outside "
+                "a POST's response stream",
+                [("allow", "POST, DELETE")],
+            )
         return _plain(405, f"method not allowed: {method}", [("allow", "POST, DELETE")])
 
     def _post(self, headers: Mapping[str, str], body: bytes) -> Reply:
         content_type = headers.get("content-type", "")
         if content_type.split(";")[0].strip().lower() != "application/json":
-            return _plain(415, "unsupported media type: POST a JSON-RPC message with "
-                               "'Content-Type: application/json'")
+            return _plain(
+                415,
+                "unsupported media type: POST a JSON-RPC message with "
+                "'Content-Type: application/json'",
+            )
         accept = headers.get("accept", "*/*").lower()
         streams = "text/event-stream" in accept or "*/*" in accept
         if not ("application/json" in accept or "*/*" in accept or "application/*" in accept):
-            return _plain(406, "not acceptable: the client must accept application/json "
-                               "(and text/event-stream for notifications)")
+            return _plain(
+                406,
+                "not acceptable: the client must accept application/json "
+                "(and text/event-stream for notifications)",
+            )
         if len(body) > self.max_body_bytes:
             return self.too_large(len(body))
         try:
@@ -629,15 +678,19 @@ class Endpoint:
         session_id = headers.get("mcp-session-id")
         if session_id is not None:
             return self._legacy(session_id.strip(), message, streams)
-        if isinstance(message, dict) and message.get("method") == "initialize" and not (
-            _has_modern_meta(message)
+        if (
+            isinstance(message, dict)
+            and message.get("method") == "initialize"
+            and not (_has_modern_meta(message))
         ):
             return self._initialize(message, streams)
         return self._modern(headers, message, streams)
 
     def too_large(self, length: int) -> Reply:
         return _error_reply(
-            413, None, INVALID_REQUEST,
+            413,
+            None,
+            INVALID_REQUEST,
             f"message too large: {length} bytes or more, the limit is {self.max_body_bytes} bytes",
         )
 
@@ -660,8 +713,14 @@ class Endpoint:
         if len(self._spare) < _MAX_SPARE:
             self._spare.append(channel)
 
-    def _dispatch(self, channel: _Channel, message: Any, streams: bool, modern: bool,
-                  extra: list[tuple[str, str]] | None = None) -> Reply:
+    def _dispatch(
+        self,
+        channel: _Channel,
+        message: Any,
+        streams: bool,
+        modern: bool,
+        extra: list[tuple[str, str]] | None = None,
+    ) -> Reply:
         if not (isinstance(message, dict) and "method" in message and "id" in message):
             # A notification, or an answer to one of our questions: nothing to wait for.
             channel.other(message)
@@ -687,8 +746,10 @@ class Endpoint:
         method = message["method"]
         version = headers.get("mcp-protocol-version")
         if version is None or version.strip() != meta[_META_VERSION]:
-            return (f"header mismatch: MCP-Protocol-Version {_shown(version)} does not match "
-                    f"_meta[{_META_VERSION!r}] {_shown(meta[_META_VERSION])}")
+            return (
+                f"header mismatch: MCP-Protocol-Version {_shown(version)} does not match "
+                f"_meta[{_META_VERSION!r}] {_shown(meta[_META_VERSION])}"
+            )
         stated = headers.get("mcp-method")
         if stated is None or stated.strip() != method:
             return f"header mismatch: Mcp-Method {_shown(stated)} does not match method {method!r}"
@@ -696,8 +757,10 @@ class Endpoint:
         if key is not None and isinstance(params, dict) and key in params:
             named = headers.get("mcp-name")
             if named is None or named.strip() != params[key]:
-                return (f"header mismatch: Mcp-Name {_shown(named)} does not match "
-                        f"params.{key} {_shown(params[key])}")
+                return (
+                    f"header mismatch: Mcp-Name {_shown(named)} does not match "
+                    f"params.{key} {_shown(params[key])}"
+                )
         if method == "tools/call" and isinstance(params, dict):
             return self._param_headers(headers, params)
         return None
@@ -720,13 +783,15 @@ class Endpoint:
             if field not in arguments or arguments[field] is None:
                 continue
             if raw is None:
-                return (f"header mismatch: Mcp-Param-{label} is missing but arguments.{field} "
-                        "is set; send the header with the same value")
+                return (
+                    f"header mismatch: Mcp-Param-{label} is missing but arguments.{field} "
+                    "is set; send the header with the same value"
+                )
             decoded = _decode_param(raw.strip())
             if decoded is None:
                 return f"header mismatch: Mcp-Param-{label} is not valid =?base64?...?= text"
             if decoded != _header_text(arguments[field]):
-                return (f"header mismatch: Mcp-Param-{label} does not match arguments.{field}")
+                return f"header mismatch: Mcp-Param-{label} does not match arguments.{field}"
         return None
 
     # ------------------------------------------------------------------ legacy sessions
@@ -739,8 +804,9 @@ class Endpoint:
             session_id = secrets.token_urlsafe(24)
             channel = _Channel(self._new_session(), self._runner)
             self._sessions[session_id] = channel
-        reply = self._dispatch(channel, message, streams, modern=False,
-                               extra=[("mcp-session-id", session_id)])
+        reply = self._dispatch(
+            channel, message, streams, modern=False, extra=[("mcp-session-id", session_id)]
+        )
         if channel.session.protocol_version is None:  # initialize was refused
             with self._sessions_lock:
                 self._sessions.pop(session_id, None)
@@ -751,8 +817,12 @@ class Endpoint:
         with self._sessions_lock:
             channel = self._sessions.get(session_id)
         if channel is None or channel.closed:
-            return _error_reply(404, None, INVALID_REQUEST,
-                                "session not found: it ended or expired; initialize again")
+            return _error_reply(
+                404,
+                None,
+                INVALID_REQUEST,
+                "session not found: it ended or expired; initialize again",
+            )
         return self._dispatch(channel, message, streams, modern=False)
 
     def _delete(self, headers: Mapping[str, str]) -> Reply:
@@ -770,8 +840,11 @@ class Endpoint:
         """End legacy sessions idle for longer than ``session_idle_s``."""
         cutoff = time.monotonic() - self._idle_s
         with self._sessions_lock:
-            stale = [key for key, channel in self._sessions.items()
-                     if channel.last_used < cutoff and not channel.busy]
+            stale = [
+                key
+                for key, channel in self._sessions.items()
+                if channel.last_used < cutoff and not channel.busy
+            ]
             channels = [self._sessions.pop(key) for key in stale]
         for channel in channels:
             channel.close("the session expired")
@@ -831,7 +904,7 @@ def _is_local_origin(origin: str) -> bool:
     origin = origin.strip().lower()
     for scheme in ("http://", "https://"):
         if origin.startswith(scheme):
-            return _host_name(origin[len(scheme):].split("/")[0]) in _LOCAL_HOSTS
+            return _host_name(origin[len(scheme) :].split("/")[0]) in _LOCAL_HOSTS
     return False
 
 
@@ -848,7 +921,7 @@ def _shown(value: Any) -> str:
 def _decode_param(raw: str) -> str | None:
     if not (raw.startswith("=?base64?") and raw.endswith("?=")):
         return raw
-    encoded = raw[len("=?base64?"): -2]
+    encoded = raw[len("=?base64?") : -2]
     try:
         return base64.b64decode(encoded, validate=True).decode("utf-8")
     except (binascii.Error, ValueError):

@@ -199,7 +199,7 @@ def form_schema_problem(request: Request) -> str | None:
     schema = data["schema"]
     where = "data.schema"
     if not isinstance(schema, Mapping) or schema.get("type") != "object":
-        return f"{where} must be an object schema ({{\"type\": \"object\", ...}})"
+        return f'{where} must be an object schema ({{"type": "object", ...}})'
     properties = schema.get("properties", {})
     if not isinstance(properties, Mapping):
         return f"{where}.properties must be an object"
@@ -215,8 +215,13 @@ def _is_enum(prop: Mapping[str, Any]) -> bool:
         return all(_is_primitive(v) for v in prop["enum"])
     for key in ("oneOf", "anyOf"):
         options = prop.get(key)
-        if isinstance(options, list) and options and all(
-            isinstance(o, Mapping) and "const" in o and _is_primitive(o["const"]) for o in options
+        if (
+            isinstance(options, list)
+            and options
+            and all(
+                isinstance(o, Mapping) and "const" in o and _is_primitive(o["const"])
+                for o in options
+            )
         ):
             return True
     return False
@@ -232,13 +237,17 @@ def _field_problem(prop: Any) -> str | None:
         items = prop.get("items")
         if isinstance(items, Mapping) and _is_enum(items):
             return None  # a multi-select of enum values
-        return ("is an array of free values; MCP forms take only string, number, integer and "
-                "boolean fields (and enums of them)")
+        return (
+            "is an array of free values; MCP forms take only string, number, integer and "
+            "boolean fields (and enums of them)"
+        )
     if kind in _PRIMITIVE_TYPES or (kind is None and _is_enum(prop)):
         return None
     shown = "missing" if kind is None else repr(kind)
-    return (f"has type {shown}; MCP forms take only string, number, integer and boolean fields "
-            "(and enums of them): flatten it into several fields")
+    return (
+        f"has type {shown}; MCP forms take only string, number, integer and boolean fields "
+        "(and enums of them): flatten it into several fields"
+    )
 
 
 def _is_primitive(value: Any) -> bool:
@@ -258,14 +267,18 @@ def content_problem(request: Request, schema: Mapping[str, Any], content: Any) -
     properties = schema.get("properties", {})
     for key, value in content.items():
         if key not in properties:
-            return (f"invalid answer to {request.prompt!r}: {key}: not a field of the form "
-                    f"(fields: {', '.join(map(str, properties)) or 'none'})")
+            return (
+                f"invalid answer to {request.prompt!r}: {key}: not a field of the form "
+                f"(fields: {', '.join(map(str, properties)) or 'none'})"
+            )
         flat = _is_primitive(value) or (
             isinstance(value, list) and all(isinstance(v, str) for v in value)
         )
         if not flat:
-            return (f"invalid answer to {request.prompt!r}: {key}: expected a string, number or "
-                    f"boolean, got {_json_type(value)}")
+            return (
+                f"invalid answer to {request.prompt!r}: {key}: expected a string, number or "
+                f"boolean, got {_json_type(value)}"
+            )
     probe = Request(request.kind, request.prompt, id=request.id, data={"schema": schema})
     return schema_problem(probe, Answer(request.id, True, content))
 

@@ -32,7 +32,6 @@ Receive = Callable[[], Awaitable[Message]]
 AsgiSend = Callable[[Message], Awaitable[None]]
 
 
-
 class AsgiApp:
     """An ASGI 3 application serving ``toolkit`` over MCP at ``path`` (``/mcp``).
 
@@ -80,8 +79,14 @@ class AsgiApp:
                 await send({"type": "websocket.close", "code": 1003})
             return
         if scope.get("path") != self.path:
-            await _send_reply(send, Reply(404, [("content-type", "text/plain")],
-                                          b"not found; MCP is at " + self.path.encode() + b"\n"))
+            await _send_reply(
+                send,
+                Reply(
+                    404,
+                    [("content-type", "text/plain")],
+                    b"not found; MCP is at " + self.path.encode() + b"\n",
+                ),
+            )
             return
         headers: dict[str, str] = {}
         for raw_name, raw_value in scope.get("headers", ()):
@@ -89,9 +94,14 @@ class AsgiApp:
             value = raw_value.decode("latin-1")
             if name in headers:
                 if name in SINGLE_HEADERS:
-                    await _send_reply(send, Reply(400, [("content-type", "text/plain")],
-                                                  f"bad request: repeated {name} header\n"
-                                                  .encode()))
+                    await _send_reply(
+                        send,
+                        Reply(
+                            400,
+                            [("content-type", "text/plain")],
+                            f"bad request: repeated {name} header\n".encode(),
+                        ),
+                    )
                     return
                 value = f"{headers[name]}, {value}"
             headers[name] = value
@@ -158,8 +168,9 @@ def _encoded(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
 
 async def _send_reply(send: AsgiSend, reply: Reply) -> None:
     headers = [*reply.headers, ("content-length", str(len(reply.body)))]
-    await send({"type": "http.response.start", "status": reply.status,
-                "headers": _encoded(headers)})
+    await send(
+        {"type": "http.response.start", "status": reply.status, "headers": _encoded(headers)}
+    )
     await send({"type": "http.response.body", "body": reply.body})
 
 
@@ -196,19 +207,32 @@ async def _stream(reply: Reply, exchange: Exchange, receive: Receive, send: Asgi
                 if data is None:
                     await _send_reply(send, Reply(204, list(reply.headers)))
                 else:
-                    await _send_reply(send, Reply(
-                        exchange.status_of(data),
-                        [("content-type", "application/json"), *reply.headers], data))
+                    await _send_reply(
+                        send,
+                        Reply(
+                            exchange.status_of(data),
+                            [("content-type", "application/json"), *reply.headers],
+                            data,
+                        ),
+                    )
                 return
             if not streaming:
                 streaming = True
-                headers = [*reply.headers, ("content-type", "text/event-stream"),
-                           ("cache-control", "no-cache")]
-                await send({"type": "http.response.start", "status": 200,
-                            "headers": _encoded(headers)})
-            await send({"type": "http.response.body",
-                        "body": sse_event(data) if data is not None else b"",
-                        "more_body": not final})
+                headers = [
+                    *reply.headers,
+                    ("content-type", "text/event-stream"),
+                    ("cache-control", "no-cache"),
+                ]
+                await send(
+                    {"type": "http.response.start", "status": 200, "headers": _encoded(headers)}
+                )
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": sse_event(data) if data is not None else b"",
+                    "more_body": not final,
+                }
+            )
             if final:
                 return
     except OSError:

@@ -102,14 +102,19 @@ class HttpServer:
             raise InvalidValueError(f"port must be an int in 0..65535, got {port!r}")
         if not isinstance(path, str) or not path.startswith("/"):
             raise InvalidValueError(f"path must be a str starting with '/', got {path!r}")
-        for label, seconds in (("request_timeout_s", request_timeout_s),
-                               ("keep_alive_s", keep_alive_s), ("grace_s", grace_s)):
+        for label, seconds in (
+            ("request_timeout_s", request_timeout_s),
+            ("keep_alive_s", keep_alive_s),
+            ("grace_s", grace_s),
+        ):
             if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
                 raise InvalidValueError(
                     f"{label} must be a number of seconds >= 0, got {seconds!r}"
                 )
-        if isinstance(max_connections, bool) or not isinstance(max_connections, int) or (
-            max_connections < 1
+        if (
+            isinstance(max_connections, bool)
+            or not isinstance(max_connections, int)
+            or (max_connections < 1)
         ):
             raise InvalidValueError(f"max_connections must be an int >= 1, got {max_connections!r}")
         self.endpoint = Endpoint(toolkit, max_body_bytes=max_body_bytes, **endpoint)
@@ -120,8 +125,9 @@ class HttpServer:
         self.max_connections = max_connections
         self._server = _Server((host, port), _Handler, self)
         self._thread: threading.Thread | None = None
-        self._reaper = threading.Thread(target=self._reap, name="toolnexus-http-reaper",
-                                        daemon=True)
+        self._reaper = threading.Thread(
+            target=self._reap, name="toolnexus-http-reaper", daemon=True
+        )
         self._stopping = threading.Event()
         self._reaper.start()
 
@@ -144,8 +150,9 @@ class HttpServer:
 
     def start(self) -> None:
         """Serve on a background thread; returns at once."""
-        self._thread = threading.Thread(target=self.serve_forever, name="toolnexus-http",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self.serve_forever, name="toolnexus-http", daemon=True
+        )
         self._thread.start()
 
     def shutdown(self) -> None:
@@ -212,8 +219,10 @@ class _Server(socketserver.ThreadingTCPServer):
                 self._deadlines[request] = time.monotonic() + self.owner.request_timeout_s
         if full:
             with contextlib.suppress(OSError):
-                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
-                                b"Retry-After: 1\r\nConnection: close\r\n\r\n")
+                request.sendall(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                    b"Retry-After: 1\r\nConnection: close\r\n\r\n"
+                )
             self.shutdown_request(request)
             return
         super().process_request(request, client_address)
@@ -256,8 +265,7 @@ class _Server(socketserver.ThreadingTCPServer):
                 conn.shutdown(socket.SHUT_RDWR)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        _log.debug("toolnexus mcp http: connection from %s failed", client_address,
-                   exc_info=True)
+        _log.debug("toolnexus mcp http: connection from %s failed", client_address, exc_info=True)
 
 
 class _Refused(Exception):
@@ -503,8 +511,9 @@ class _Handler(socketserver.StreamRequestHandler):
 
 _TEXT = [("content-type", "text/plain; charset=utf-8")]
 _JSON = ("content-type", "application/json")
-_SSE_FIELDS = (b"content-type: text/event-stream\r\ncache-control: no-cache\r\n"
-               b"transfer-encoding: chunked\r\n")
+_SSE_FIELDS = (
+    b"content-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n"
+)
 _STATUS_LINES: dict[int, bytes] = {}
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -530,9 +539,10 @@ def _date_and_server() -> bytes:
     if cached[0] == now:
         return cached[1]
     t = time.gmtime(now)
-    fields = (f"date: {_DAYS[t.tm_wday]}, {t.tm_mday:02d} {_MONTHS[t.tm_mon - 1]} {t.tm_year} "
-              f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} GMT\r\nserver: toolnexus\r\n"
-              ).encode("ascii")
+    fields = (
+        f"date: {_DAYS[t.tm_wday]}, {t.tm_mday:02d} {_MONTHS[t.tm_mon - 1]} {t.tm_year} "
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} GMT\r\nserver: toolnexus\r\n"
+    ).encode("ascii")
     _date_cache = (now, fields)
     return fields
 
@@ -572,8 +582,16 @@ def serve_http(
         if __name__ == "__main__":
             raise SystemExit(serve_http(Toolkit([add]), port=8000))
     """
-    server = HttpServer(toolkit, host=host, port=port, token=token, verify_token=verify_token,
-                        allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, **options)
+    server = HttpServer(
+        toolkit,
+        host=host,
+        port=port,
+        token=token,
+        verify_token=verify_token,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        **options,
+    )
     stop = threading.Event()
     got: list[int] = []
 

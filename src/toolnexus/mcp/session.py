@@ -161,10 +161,18 @@ def _text_answer(message: dict[str, Any]) -> str | None:
     except (KeyError, IndexError, TypeError):
         return None
     kind = ident.__class__
-    if content.__class__ is not list or len(content) != 1 or block.__class__ is not dict \
-            or len(block) != 2 or kind_of_block != "text" or text.__class__ is not str \
-            or error.__class__ is not bool or (kind is not int and kind is not str) \
-            or version != "2.0" or not 2 <= size <= 3:
+    if (
+        content.__class__ is not list
+        or len(content) != 1
+        or block.__class__ is not dict
+        or len(block) != 2
+        or kind_of_block != "text"
+        or text.__class__ is not str
+        or error.__class__ is not bool
+        or (kind is not int and kind is not str)
+        or version != "2.0"
+        or not 2 <= size <= 3
+    ):
         return None
     if structured is not _ABSENT and structured.__class__ is not dict:
         return None
@@ -180,12 +188,17 @@ def _text_line(ident: Any, text: str, error: bool, structured: Any) -> str:
         tail = "}}\n"
     else:
         tail = ',"structuredContent":' + "".join(_C_ENCODE(structured, 0)) + "}}\n"
-    return "".join((
-        '{"jsonrpc":"2.0","id":',
-        int.__repr__(ident) if ident.__class__ is int else _ENCODE_STRING(ident),
-        ',"result":{"content":[{"type":"text","text":', _ENCODE_STRING(text),
-        '}],"isError":', "true" if error else "false", tail,
-    ))
+    return "".join(
+        (
+            '{"jsonrpc":"2.0","id":',
+            int.__repr__(ident) if ident.__class__ is int else _ENCODE_STRING(ident),
+            ',"result":{"content":[{"type":"text","text":',
+            _ENCODE_STRING(text),
+            '}],"isError":',
+            "true" if error else "false",
+            tail,
+        )
+    )
 
 
 def _encode(message: Mapping[str, Any], ascii_only: bool) -> bytes:
@@ -273,8 +286,11 @@ class StartCall(NamedTuple):
         host's binding when the session has it, else the bare request."""
         if self.request is None or self.binding is None:
             return self.request
-        return ToolResult(ToolResult.pending(self.request).output, True,
-                          {PENDING_KEY: self.request, BINDING_KEY: self.binding})
+        return ToolResult(
+            ToolResult.pending(self.request).output,
+            True,
+            {PENDING_KEY: self.request, BINDING_KEY: self.binding},
+        )
 
 
 class CancelCall(NamedTuple):
@@ -429,7 +445,7 @@ def _skim_top_level(text: str) -> dict[str, str] | None:
                 members[key] = text[value_start:at].strip()
             key, value_start, expect_key = None, -1, char == ","
             if char == "}":
-                return members if not text[at + 1:].strip() else None
+                return members if not text[at + 1 :].strip() else None
         elif char in "}]":
             depth -= 1
         elif char == ":" and depth == 1:
@@ -602,8 +618,11 @@ class ServerSession:
                 try:
                     text = line.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    return [self._error(None, PARSE_ERROR,
-                                        f"parse error: the line is not UTF-8 ({exc})")]
+                    return [
+                        self._error(
+                            None, PARSE_ERROR, f"parse error: the line is not UTF-8 ({exc})"
+                        )
+                    ]
             else:
                 text = line
             text = text.strip()
@@ -621,8 +640,13 @@ class ServerSession:
             except ValueError as exc:
                 return [self._error(None, PARSE_ERROR, f"parse error: not valid JSON ({exc})")]
         except Exception as exc:  # MemoryError decoding or parsing: nothing names the request
-            return [self._error(None, INTERNAL_ERROR, f"internal error reading the line: "
-                                f"{type(exc).__name__}: {exc}")]
+            return [
+                self._error(
+                    None,
+                    INTERNAL_ERROR,
+                    f"internal error reading the line: {type(exc).__name__}: {exc}",
+                )
+            ]
         newest = self._next_call  # what receive() does, without its frame: once per line
         try:
             return self._receive(message)
@@ -664,8 +688,13 @@ class ServerSession:
         itself, and any call the message left neither running nor asking (a legacy
         elicitation response that failed while it was being read)."""
         if isinstance(exc, RecursionError):
-            code, text = INVALID_PARAMS, (f"invalid params: the message is nested too deeply "
-                                          f"to handle ({exc}); send flatter data")
+            code, text = (
+                INVALID_PARAMS,
+                (
+                    f"invalid params: the message is nested too deeply "
+                    f"to handle ({exc}); send flatter data"
+                ),
+            )
         else:
             code, text = INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"
         _log.warning("toolnexus mcp: handling a message failed: %s", text)
@@ -752,8 +781,11 @@ class ServerSession:
         has_id = "id" in message
         request_id = message.get("id")
         kind = request_id.__class__
-        echo = request_id if has_id and (kind is int or kind is str or _is_request_id(
-            request_id)) else None
+        echo = (
+            request_id
+            if has_id and (kind is int or kind is str or _is_request_id(request_id))
+            else None
+        )
         if "method" not in message and ("result" in message or "error" in message):
             return self._on_response(message)
         if message.get("jsonrpc") != "2.0":
@@ -826,8 +858,13 @@ class ServerSession:
             # put on the wire.
             _log.exception("cannot ask the question of tool %r", call.name)
             self._forget(call)
-            return [self._error(call.request_id, INTERNAL_ERROR,
-                                f"internal error: cannot ask the tool's question ({exc})")]
+            return [
+                self._error(
+                    call.request_id,
+                    INTERNAL_ERROR,
+                    f"internal error: cannot ask the tool's question ({exc})",
+                )
+            ]
 
     def complete_call_bytes(self, call_id: int, result: ToolResult) -> bytes:
         """:meth:`complete_call`, for a driver that writes lines: what to write, as bytes.
@@ -849,11 +886,13 @@ class ServerSession:
         if call is not None and call.running and _C_ENCODE is not None and not result.parts:
             client = call.client
             ident = call.request_id
-            if not client.modern and (ident.__class__ is int or ident.__class__ is str) \
-                    and _question_of(result) is None:
+            if (
+                not client.modern
+                and (ident.__class__ is int or ident.__class__ is str)
+                and _question_of(result) is None
+            ):
                 metadata = result.metadata
-                structured = _ABSENT if metadata is None else metadata.get(
-                    STRUCTURED_KEY, _ABSENT)
+                structured = _ABSENT if metadata is None else metadata.get(STRUCTURED_KEY, _ABSENT)
                 if structured is not _ABSENT and not client.carries(structured):
                     structured = _ABSENT
                 try:
@@ -866,8 +905,13 @@ class ServerSession:
                     self._forget(call)
                     return data
         # complete_call only ever sends: an answer, a legacy question, or nothing.
-        return b"".join([action.to_bytes() for action in self.complete_call(call_id, result)
-                         if isinstance(action, Send)])
+        return b"".join(
+            [
+                action.to_bytes()
+                for action in self.complete_call(call_id, result)
+                if isinstance(action, Send)
+            ]
+        )
 
     def report_progress(
         self,
@@ -1216,8 +1260,11 @@ class ServerSession:
             except _Reject:
                 self._forget(call)
                 raise
-        return [_tuple_new(StartCall, (call.call_id, name, arguments, None, None,
-                                       token is not None, None))]
+        return [
+            _tuple_new(
+                StartCall, (call.call_id, name, arguments, None, None, token is not None, None)
+            )
+        ]
 
     def _forget(self, call: _Call) -> None:
         self._calls.pop(call.call_id, None)
@@ -1235,8 +1282,11 @@ class ServerSession:
         if not result.parts:
             content = [{"type": "text", "text": result.output}]
         else:
-            content = content_blocks(result, audio=client.at_least("2025-03-26"),
-                                     resource_links=client.at_least("2025-06-18"))
+            content = content_blocks(
+                result,
+                audio=client.at_least("2025-03-26"),
+                resource_links=client.at_least("2025-06-18"),
+            )
         out: dict[str, Any] = {"content": content, "isError": result.is_error}
         metadata = result.metadata
         if metadata is not None and STRUCTURED_KEY in metadata:
@@ -1255,8 +1305,12 @@ class ServerSession:
         client = call.client
         problem = form_schema_problem(request)
         if problem is not None:
-            return self._finish(call, self._error_result(
-                client, f"tool {call.name!r} asked a question MCP cannot ask: {problem}"))
+            return self._finish(
+                call,
+                self._error_result(
+                    client, f"tool {call.name!r} asked a question MCP cannot ask: {problem}"
+                ),
+            )
         # A legacy server sends no requests before the client said it is initialized.
         can_ask = client.modern or self._initialized_notified
         asked = elicitation_params(
@@ -1324,9 +1378,12 @@ class ServerSession:
             )
         payload = open_state(state, self._binder.keys)
         if payload is None or payload.get("method") != "tools/call":
-            hint = ("" if self._binder.is_configured else
-                    " (this server has no configured key: give it one with --secret-file or "
-                    "TOOLNEXUS_SECRET so states survive a restart)")
+            hint = (
+                ""
+                if self._binder.is_configured
+                else " (this server has no configured key: give it one with --secret-file or "
+                "TOOLNEXUS_SECRET so states survive a restart)"
+            )
             raise _Reject(
                 INVALID_PARAMS,
                 "invalid params: requestState was not issued by this server (or under another "
@@ -1368,11 +1425,14 @@ class ServerSession:
             if self._binder.store.consume(state.rpartition(".")[2], float(exp)):
                 call.state_exp = exp
                 return None
-            return self._finish(call, self._error_result(
-                call.client,
-                f"already answered: this requestState for {request.prompt!r} was used "
-                "before; call the tool again without requestState to ask anew",
-            ))
+            return self._finish(
+                call,
+                self._error_result(
+                    call.client,
+                    f"already answered: this requestState for {request.prompt!r} was used "
+                    "before; call the tool again without requestState to ask anew",
+                ),
+            )
 
         if response is None and not expired:
             # The question went unanswered: ask again (a new state, the same expiry).
@@ -1385,9 +1445,11 @@ class ServerSession:
             # response, data nested too deeply, content off the schema) uses nothing up,
             # so the client can send a correct one with the same requestState.
             if _nested_too_deep(response):
-                raise _Reject(INVALID_PARAMS,
-                              f"invalid params: inputResponses[{request.id!r}] is nested too "
-                              f"deeply ({_TOO_DEEP}); send flatter data")
+                raise _Reject(
+                    INVALID_PARAMS,
+                    f"invalid params: inputResponses[{request.id!r}] is nested too "
+                    f"deeply ({_TOO_DEEP}); send flatter data",
+                )
             try:
                 answer = answer_from_elicitation(request, str(shape), response)
             except ValueError as exc:
@@ -1396,8 +1458,14 @@ class ServerSession:
                 ) from None
         return self._resume(call, request, answer, shape, spend)
 
-    def _resume(self, call: _Call, request: Request, answer: Answer, shape: object = None,
-                spend: Callable[[], list[Action] | None] | None = None) -> list[Action]:
+    def _resume(
+        self,
+        call: _Call,
+        request: Request,
+        answer: Answer,
+        shape: object = None,
+        spend: Callable[[], list[Action] | None] | None = None,
+    ) -> list[Action]:
         """Run the call again with ``answer``. ``spend`` (a modern retry) uses up its
         requestState once the answer passed its checks; a decline uses it up too."""
         declined = answer.id != request.id or decline_reason(request, answer) is not None

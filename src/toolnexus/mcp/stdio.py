@@ -168,14 +168,25 @@ def serve_stdio(
         )
     # The session and the host share the key and the used answers: a question asked before
     # a restart is resumed after it (same key), and each answer is used once.
-    session = ServerSession(toolkit, name=name, version=version, secret=secret,
-                            answer_store=answer_store, max_rounds=max_rounds)
+    session = ServerSession(
+        toolkit,
+        name=name,
+        version=version,
+        secret=secret,
+        answer_store=answer_store,
+        max_rounds=max_rounds,
+    )
 
     def make_host() -> Host:
         from ..host import Host
 
-        return Host(toolkit, timeout_ms=timeout_ms, secret=secret, answer_store=answer_store,
-                    max_rounds=max_rounds)
+        return Host(
+            toolkit,
+            timeout_ms=timeout_ms,
+            secret=secret,
+            answer_store=answer_store,
+            max_rounds=max_rounds,
+        )
 
     with _protocol_streams(stdin, stdout, max_line_bytes) as (lines, write):
         server = _StdioServer(session, make_host, lines, write, max_inflight_bytes, grace_ms)
@@ -255,8 +266,9 @@ class _Input:
     def _chunk_reader(self, stream: IO[Any] | None) -> Callable[[], bytes]:
         if stream is None:
             return lambda: b""
-        binary = stream if not isinstance(stream, io.TextIOBase) else getattr(
-            stream, "buffer", None)
+        binary = (
+            stream if not isinstance(stream, io.TextIOBase) else getattr(stream, "buffer", None)
+        )
         if binary is None:
             text = stream
 
@@ -303,7 +315,7 @@ class _Input:
             self.more = buf.find(b"\n", end + 1) >= 0 or self._eof
             if end - pos > self.limit:
                 return end + 1 - pos
-            return buf[pos:end + 1]
+            return buf[pos : end + 1]
         if len(buf) - pos > self.limit:  # over the limit, no newline yet: skip as it comes
             self._skipped = len(buf) - pos
             self._buf, self._pos = bytearray(), 0
@@ -347,7 +359,7 @@ class _Input:
             self._eof = True
             return
         if self._pos:
-            del self._buf[:self._pos]
+            del self._buf[: self._pos]
             self._pos = 0
         self._buf += chunk
 
@@ -378,7 +390,7 @@ def _raw_writer(fd: int) -> Write:
         if written < len(data):
             view = memoryview(data)[written:]
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
 
     return write
 
@@ -524,8 +536,10 @@ class _StdioServer:
         import signal
 
         saved: list[tuple[int, Any]] = []
-        for signum, default in ((signal.SIGINT, signal.default_int_handler),
-                                (getattr(signal, "SIGTERM", None), signal.SIG_DFL)):
+        for signum, default in (
+            (signal.SIGINT, signal.default_int_handler),
+            (getattr(signal, "SIGTERM", None), signal.SIG_DFL),
+        ):
             if signum is None:
                 continue
             with contextlib.suppress(ValueError, OSError):
@@ -594,8 +608,7 @@ class _StdioServer:
             self._nap(_SIGNAL_POLL_S)
 
     def _start_thread(self, name: str, *, reading: bool) -> threading.Thread | None:
-        thread = threading.Thread(target=self._take_turns, args=(reading,), name=name,
-                                  daemon=True)
+        thread = threading.Thread(target=self._take_turns, args=(reading,), name=name, daemon=True)
         try:
             thread.start()
         except RuntimeError as exc:  # out of threads: the caller goes on without it
@@ -915,7 +928,11 @@ class _StdioServer:
             self._deferring = self._lines.more
 
     def _finish_call(
-        self, call_id: int, call: Call | None, result: ToolResult, inline_end: float = 0.0,
+        self,
+        call_id: int,
+        call: Call | None,
+        result: ToolResult,
+        inline_end: float = 0.0,
     ) -> None:
         """Answer the call. ``inline_end`` is set (the time) when this thread ran it inline
         and its tool has returned: the inline run ends here."""
