@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from toolnexus import CancellationTokenSource, ToolContext, Toolkit, tool
-from toolnexus.host import Host
+from toolnexus._host import Host
 
 logging.getLogger("toolnexus").setLevel(logging.ERROR)  # abandoned workers are expected here
 QUICK = "--quick" in sys.argv

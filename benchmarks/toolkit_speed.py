@@ -14,7 +14,7 @@ Two tables:
    per call, and at most 10x the bare call. Variants show where the time goes. Then
    ``Toolkit.execute("total", ...)`` of ``total(items: list[int])`` with 1000 items against
    ``json.loads`` of the same payload, timed in the same rounds (target: at most 1.2x).
-2. Definition time: schema inference (``toolnexus.schema.infer``) and the whole ``tool()``
+2. Definition time: schema inference (``toolnexus._schema.infer``) and the whole ``tool()``
    for ``add`` and for a ten-parameter function, plus the first call of a fresh tool (which
    compiles the validator: inferred schemas are compiled on first use). Target: inference
    for ``add`` under 40 µs.
@@ -43,8 +43,8 @@ from typing import Annotated, Any, Literal
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from toolnexus import ToolContext, Toolkit, ToolResult, tool
-from toolnexus.result import STRUCTURED_KEY
-from toolnexus.schema import infer
+from toolnexus._result import STRUCTURED_KEY
+from toolnexus._schema import infer
 
 EXECUTE_TARGET_US = 10.0
 RATIO_TARGET = 10.0

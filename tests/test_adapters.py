@@ -8,7 +8,7 @@ from typing import Any, Literal, TypedDict
 import pytest
 
 from toolnexus import Tool, Toolkit, tool
-from toolnexus.toolkit import StrictSchemaError
+from toolnexus._toolkit import StrictSchemaError
 
 
 @tool

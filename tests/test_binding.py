@@ -1,27 +1,21 @@
-"""Answers bound to their question (toolnexus.binding): an answer resumes only the call that
+"""Answers bound to their question (toolnexus._binding): an answer resumes only the call that
 asked — same tool, same arguments, same request as issued — once, on every Python path."""
 
 from __future__ import annotations
 
 import asyncio
-import doctest
 import json
 import threading
 from typing import Any
 
 import pytest
 
-import toolnexus.binding
-import toolnexus.suspension
+import toolnexus._binding
+import toolnexus._suspension
+from doctests import run_doctests
 from toolnexus import Answer, Host, Request, ToolContext, Toolkit, ToolResult, TurnResult, tool
-from toolnexus.binding import (
-    AnswerStore,
-    Binder,
-    MemoryAnswerStore,
-    SqliteAnswerStore,
-    arguments_digest,
-    load_secret,
-)
+from toolnexus._binding import Binder, arguments_digest, load_secret
+from toolnexus.stores import AnswerStore, MemoryAnswerStore, SqliteAnswerStore
 
 ENV_SCHEMA = {
     "type": "object",
@@ -471,8 +465,7 @@ def test_a_host_with_an_sqlite_store_refuses_a_replay_from_another_host(tmp_path
     assert "already answered" in results[1].output
 
 
-@pytest.mark.parametrize("module", [toolnexus.binding, toolnexus.suspension])
+@pytest.mark.parametrize("module", [toolnexus._binding, toolnexus._suspension])
 def test_module_examples_run(module):
-    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-    failed, attempted = doctest.testmod(module, optionflags=flags)
+    failed, attempted = run_doctests(module)
     assert attempted > 0 and failed == 0

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
+from doctests import run_doctests
 from toolnexus import (
     CancellationToken,
     CancellationTokenRegistration,
@@ -686,12 +687,9 @@ def test_reprs_show_state():
 
 
 def test_the_docstring_examples_in_cancellation_run():
-    import doctest
+    import toolnexus._cancellation as module
 
-    import toolnexus.cancellation as module
-
-    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-    failed, attempted = doctest.testmod(module, optionflags=flags)
+    failed, attempted = run_doctests(module)
     assert attempted > 0
     assert failed == 0, "a docstring example failed (see the output above)"
 

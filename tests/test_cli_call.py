@@ -219,4 +219,4 @@ def test_the_console_script_entry_point_is_the_same_main():
     from importlib.metadata import entry_points
 
     scripts = {ep.name: ep.value for ep in entry_points(group="console_scripts")}
-    assert scripts.get("toolnexus") == "toolnexus.cli:main"
+    assert scripts.get("toolnexus") == "toolnexus._cli:main"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cli_helpers import run
-from toolnexus import demo
+from toolnexus import _demo as demo
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ import pytest
 
 import toolnexus
 from cli_helpers import run
-from toolnexus.cli import RefError, load_toolkit
+from toolnexus._cli import RefError, load_toolkit
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from doctests import run_doctests
 from toolnexus import (
     Answer,
     CancellationToken,
@@ -171,11 +172,8 @@ def test_repr_shows_the_budget_the_token_state_and_the_answer():
 
 
 def test_the_docstring_examples_in_context_run():
-    import doctest
+    import toolnexus._context as module
 
-    import toolnexus.context as module
-
-    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-    failed, attempted = doctest.testmod(module, optionflags=flags)
+    failed, attempted = run_doctests(module)
     assert attempted > 0
     assert failed == 0, "a docstring example failed (see the output above)"

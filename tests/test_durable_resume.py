@@ -190,7 +190,7 @@ RESUMER = """
 import json, sys
 from pathlib import Path
 from toolnexus import Answer, Host, Request
-from toolnexus.binding import SqliteAnswerStore
+from toolnexus.stores import SqliteAnswerStore
 from durable_tools import toolkit
 
 parked = json.loads(Path(sys.argv[1]).read_text())

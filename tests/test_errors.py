@@ -21,12 +21,11 @@ SRC = Path(toolnexus.__file__).parent
 PROTOCOL_EXCEPTIONS = {
     # a module-level __getattr__ must raise AttributeError for hasattr()/getattr(default)
     ("__init__.py", "AttributeError"),
-    ("host.py", "AttributeError"),  # its lazy TurnCall/TurnResult re-exports
-    ("binding.py", "AttributeError"),  # its lazy AnswerStore protocol
+    ("_host.py", "AttributeError"),  # its lazy TurnCall/TurnResult re-exports
     # frozen dataclasses raise it from generated code; sealed classes raise the same one
     ("_frozen.py", "FrozenInstanceError"),
     # argparse turns it into "argument --timeout: <message>" and exit code 2
-    ("cli.py", "ArgumentTypeError"),
+    ("_cli.py", "ArgumentTypeError"),
     # an internal invariant that cannot fail, like an assert that survives -O
     ("_ecma.py", "AssertionError"),
     # an optional extra that is not installed: what `except ImportError` around it expects
@@ -41,7 +40,7 @@ PROTOCOL_EXCEPTIONS = {
 FACTORIES = {
     ("validation.py", "fail"): "SchemaError",
     ("_ecma.py", "fail"): "EcmaPatternError",
-    ("toolkit.py", "_unknown"): "UnknownToolError",
+    ("_toolkit.py", "_unknown"): "UnknownToolError",
 }
 
 
@@ -224,9 +223,9 @@ def test_errors_survive_pickle_and_copy_with_their_fields(error):
 
 
 def test_old_import_paths_still_work():
-    from toolnexus.cli import RefError
-    from toolnexus.schema import SchemaInferenceError
-    from toolnexus.toolkit import DuplicateToolError, StrictSchemaError, UnknownToolError
+    from toolnexus._cli import RefError
+    from toolnexus._schema import SchemaInferenceError
+    from toolnexus._toolkit import DuplicateToolError, StrictSchemaError, UnknownToolError
     from toolnexus.validation import SchemaError
 
     assert RefError is errors.RefError

@@ -542,9 +542,9 @@ def test_cancel_after_timers_share_the_one_timer_thread_with_host_deadlines():
 
 
 def test_the_default_pool_shrinks_when_idle_after_a_burst(monkeypatch):
-    import toolnexus.host
+    import toolnexus._host
 
-    monkeypatch.setattr(toolnexus.host, "_IDLE_SECONDS", 0.05)  # the default is 10 s
+    monkeypatch.setattr(toolnexus._host, "_IDLE_SECONDS", 0.05)  # the default is 10 s
     release = threading.Event()
     arrived = threading.Semaphore(0)
 

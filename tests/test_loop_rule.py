@@ -278,7 +278,7 @@ def test_wait_for_must_be_callable(bad):
 
 
 def test_the_rule_is_plain_functions_shared_by_every_driver():
-    from toolnexus import loop_rule
+    from toolnexus import _loop_rule as loop_rule
 
     request = Request("input", "Which environment?")
     pending = ToolResult.pending(request)

@@ -16,9 +16,9 @@ import pytest
 
 import toolnexus
 from toolnexus import Answer, Host, Request, ToolContext, Toolkit, ToolResult, tool
-from toolnexus.binding import MemoryAnswerStore
 from toolnexus.mcp import Send, ServerSession, StartCall
 from toolnexus.mcp._suspension import open_state
+from toolnexus.stores import MemoryAnswerStore
 
 KEY = "mcp-answers-key-0123456789abcdef"
 FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}

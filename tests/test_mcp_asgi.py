@@ -1,4 +1,4 @@
-"""The ASGI app (``toolnexus.mcp.asgi``), driven directly as ASGI 3 — no server needed:
+"""The ASGI app (``toolnexus.mcp._asgi``), driven directly as ASGI 3 — no server needed:
 two app instances (two workers) share the ``requestState`` key (and, for single use, an
 SQLite answer store), a retry may ask again with ``max_rounds``, a disconnect cancels the
 call, the lifespan closes the host."""
@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from toolnexus import Request, Toolkit, ToolResult, tool
-from toolnexus.binding import SqliteAnswerStore
-from toolnexus.context import ToolContext
+from toolnexus._context import ToolContext
 from toolnexus.mcp import AsgiApp, asgi_app
+from toolnexus.stores import SqliteAnswerStore
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

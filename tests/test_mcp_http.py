@@ -1,4 +1,4 @@
-"""The embedded Streamable HTTP server (``toolnexus.mcp.http``): both eras on ``/mcp``,
+"""The embedded Streamable HTTP server (``toolnexus.mcp._http_server``): both eras on ``/mcp``,
 the header rules, security, limits and a client that goes away."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from toolnexus import Request, Toolkit, ToolResult, tool
-from toolnexus.context import ToolContext
+from toolnexus._context import ToolContext
 from toolnexus.mcp import HttpServer
 
 MODERN = "2026-07-28"

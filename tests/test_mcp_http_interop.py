@@ -16,7 +16,7 @@ import pytest
 
 from extras import require
 from toolnexus import Request, Toolkit, ToolResult, tool
-from toolnexus.context import ToolContext
+from toolnexus._context import ToolContext
 from toolnexus.mcp import HttpServer
 
 pytestmark = pytest.mark.interop

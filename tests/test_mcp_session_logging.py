@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from toolnexus import Toolkit, ToolResult, tool
-from toolnexus.context import LOG_LEVELS, ToolContext
+from toolnexus._context import LOG_LEVELS, ToolContext
 from toolnexus.mcp import Send, ServerSession, StartCall
 
 MODERN = {

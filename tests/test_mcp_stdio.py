@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from toolnexus import Request, Toolkit, ToolResult, tool
-from toolnexus.context import ToolContext
+from toolnexus._context import ToolContext
 from toolnexus.mcp import serve_stdio
 
 ROOT = Path(__file__).resolve().parent.parent

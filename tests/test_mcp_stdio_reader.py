@@ -1,6 +1,6 @@
 """The stdio server's reader: quick tools run on it, and it is relieved when one runs long.
 
-What the two reading threads (see ``toolnexus.mcp.stdio._StdioServer``) promise, each
+What the two reading threads (see ``toolnexus.mcp._stdio._StdioServer``) promise, each
 pinned here over real pipes:
 
 - a tool that was quick runs on the reading thread itself (no worker hand-off);
@@ -32,10 +32,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from toolnexus import Toolkit, ToolResult, tool
-from toolnexus.host import Host
+from toolnexus._host import Host
 from toolnexus.mcp import serve_stdio
-from toolnexus.mcp.session import ServerSession, StartCall
-from toolnexus.mcp.stdio import _Input, _StdioServer
+from toolnexus.mcp._session import ServerSession, StartCall
+from toolnexus.mcp._stdio import _Input, _StdioServer
 
 TIMEOUT = 60.0  # an upper bound for anything to arrive; never a measured duration
 READERS = ("toolnexus-mcp-reader", "toolnexus-mcp-spare")

@@ -28,7 +28,7 @@ import pytest
 
 from cli_helpers import child_env
 from toolnexus import Request, Toolkit, ToolResult, tool
-from toolnexus.context import ToolContext
+from toolnexus._context import ToolContext
 from toolnexus.mcp import ServerSession, serve_stdio
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -36,7 +36,7 @@ def test_importing_host_loads_no_typing_asyncio_logging_or_parts():
     # that has parts. -S: no site hook may load any of them first.
     code = (
         "import sys, toolnexus; from toolnexus import Host; print(sorted(m for m in "
-        "('asyncio', 'logging', 'toolnexus.parts', 'typing') if m in sys.modules))"
+        "('asyncio', 'logging', 'toolnexus._parts', 'typing') if m in sys.modules))"
     )
     root = str(Path(toolnexus.__file__).parent.parent)
     out = subprocess.run(
@@ -49,12 +49,11 @@ def test_importing_host_loads_no_typing_asyncio_logging_or_parts():
     assert out.stdout.strip() == "[]"
 
 
-def test_the_answer_store_protocol_loads_with_its_first_use_and_stays_in_binding():
-    from toolnexus import binding
-    from toolnexus.binding import AnswerStore, MemoryAnswerStore
+def test_the_answer_stores_live_in_their_public_namespace():
+    from toolnexus.stores import AnswerStore, MemoryAnswerStore, SqliteAnswerStore
 
-    assert "AnswerStore" in dir(binding) and "AnswerStore" in binding.__all__
-    assert AnswerStore.__module__ == "toolnexus.binding"
+    for name in (AnswerStore, MemoryAnswerStore, SqliteAnswerStore):
+        assert name.__module__ == "toolnexus.stores"
     assert isinstance(MemoryAnswerStore(), AnswerStore)
     assert not isinstance(object(), AnswerStore)
 

@@ -1,4 +1,4 @@
-"""Content parts (``toolnexus.parts``): sources, the extension table, the size ceiling, the
+"""Content parts (``toolnexus._parts``): sources, the extension table, the size ceiling, the
 wire shape on a ToolResult, and that a part's data never shows in a repr or a message."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pickle
 import pytest
 
 from toolnexus import Part, PartTooLargeError, ToolResult, WireFormatError
-from toolnexus.parts import (
+from toolnexus._parts import (
     DEFAULT_MAX_PART_BYTES,
     EXTENSIONS,
     get_max_part_bytes,
@@ -335,7 +335,7 @@ def test_reading_malformed_parts_names_the_field(parts, field, problem):
 
 def test_parts_survive_a_tool_a_host_and_drive_after_a_question():
     from toolnexus import Answer, Host, Request, Toolkit, tool
-    from toolnexus.context import ToolContext
+    from toolnexus._context import ToolContext
     from toolnexus.testing import drive
 
     shot = Part.image(PNG, "image/png", name="shot.png")

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from doctests import run_doctests
 from toolnexus import Answer, Request, ToolResult
 
 # --- ToolResult ----------------------------------------------------------------------------
@@ -446,23 +447,17 @@ def test_result_reprs_show_state_and_a_short_output():
 
 
 def test_the_docstring_examples_in_result_run():
-    import doctest
+    import toolnexus._result as module
 
-    import toolnexus.result as module
-
-    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-    failed, attempted = doctest.testmod(module, optionflags=flags)
+    failed, attempted = run_doctests(module)
     assert attempted > 0
     assert failed == 0, "a docstring example failed (see the output above)"
 
 
 def test_the_docstring_examples_in_suspension_run():
-    import doctest
+    import toolnexus._suspension as module
 
-    import toolnexus.suspension as module
-
-    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-    failed, attempted = doctest.testmod(module, optionflags=flags)
+    failed, attempted = run_doctests(module)
     assert attempted > 0
     assert failed == 0, "a docstring example failed (see the output above)"
 

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, NewType, Optional, TypedDict, Union
 import pytest
 
 from toolnexus import SchemaInferenceError, Tool, ToolContext, tool
-from toolnexus.schema import infer, parse_docstring, sanitize_name
+from toolnexus._schema import infer, parse_docstring, sanitize_name
 from toolnexus.validation import check_schema
 
 try:

@@ -1,6 +1,6 @@
 """The three examples of the C# ToolContext reference page, in Python, asserting what it asserts.
 
-Each runs twice: against `toolnexus.demo` (what `python -m toolnexus demo` shows) and against
+Each runs twice: against `toolnexus._demo` (what `python -m toolnexus demo` shows) and against
 the copies below, which are the code the docs pages show (a test checks they still match).
 """
 
@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from toolnexus import Answer, CancellationTokenSource, Request, ToolContext, ToolResult, demo
+from toolnexus import Answer, CancellationTokenSource, Request, ToolContext, ToolResult
+from toolnexus import _demo as demo
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

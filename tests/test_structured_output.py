@@ -10,7 +10,7 @@ from typing import Any, TypedDict
 import pytest
 
 from toolnexus import Request, ToolResult, tool
-from toolnexus.result import STRUCTURED_KEY
+from toolnexus._result import STRUCTURED_KEY
 
 
 @dataclass

@@ -20,7 +20,7 @@ from toolnexus import (
     ToolResult,
     tool,
 )
-from toolnexus.result import STRUCTURED_KEY
+from toolnexus._result import STRUCTURED_KEY
 
 
 @tool

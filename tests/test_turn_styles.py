@@ -340,7 +340,7 @@ def test_every_part_reaches_the_messages_as_a_block_or_a_placeholder(style):
 @pytest.mark.parametrize("style", ["responses", "gemini"])
 def test_a_halted_turn_of_the_new_styles_resumes_from_json(style):
     from toolnexus import Answer, Request, Toolkit, ToolResult, tool
-    from toolnexus.context import ToolContext
+    from toolnexus._context import ToolContext
 
     @tool
     def approve(ctx: ToolContext) -> ToolResult:

@@ -395,7 +395,7 @@ def test_the_sync_batch_api_also_works_from_inside_a_running_loop():
 
 
 def test_a_style_is_an_entry_in_the_styles_table(monkeypatch):
-    from toolnexus import turns
+    from toolnexus import _turns as turns
 
     def read(item, index):
         return item["call_id"], item["tool"], item["args"]

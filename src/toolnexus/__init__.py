@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import importlib
 
-from .cancellation import CancellationToken, CancellationTokenRegistration, CancellationTokenSource
-from .context import ProgressReporter, ToolContext
+from ._cancellation import CancellationToken, CancellationTokenRegistration, CancellationTokenSource
+from ._context import ProgressReporter, ToolContext
+from ._result import ToolResult
+from ._suspension import Answer, Request, decline_reason
 from .errors import (
     ConversionError,
     DuplicateToolError,
@@ -41,23 +43,23 @@ from .errors import (
     WaitTimeoutError,
     WireFormatError,
 )
-from .result import ToolResult
-from .suspension import Answer, Request
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place the version is written (pyproject.toml reads it)
 
 # Higher layers load on first use, so `import toolnexus` costs only the contract; so do
 # content parts, which most results never carry.
 _LAZY: dict[str, str] = {
-    "Call": ".host",
-    "Host": ".host",
-    "Part": ".parts",
-    "Tool": ".tools",
-    "ToolEvent": ".host",
-    "Toolkit": ".toolkit",
-    "TurnCall": ".turns",
-    "TurnResult": ".turns",
-    "tool": ".tools",
+    "Call": "._host",
+    "Host": "._host",
+    "Part": "._parts",
+    "Tool": "._tools",
+    "ToolEvent": "._host",
+    "Toolkit": "._toolkit",
+    "TurnCall": "._turns",
+    "TurnResult": "._turns",
+    "get_max_part_bytes": "._parts",
+    "set_max_part_bytes": "._parts",
+    "tool": "._tools",
 }
 
 # Not `from typing import TYPE_CHECKING`: typing would cost as much as the contract itself.
@@ -65,11 +67,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .host import Call, Host, ToolEvent
-    from .parts import Part
-    from .toolkit import Toolkit
-    from .tools import Tool, tool
-    from .turns import TurnCall, TurnResult
+    from ._host import Call, Host, ToolEvent
+    from ._parts import Part, get_max_part_bytes, set_max_part_bytes
+    from ._toolkit import Toolkit
+    from ._tools import Tool, tool
+    from ._turns import TurnCall, TurnResult
 
 __all__ = [
     "Answer",
@@ -107,15 +109,32 @@ __all__ = [
     "UsageError",
     "WaitTimeoutError",
     "WireFormatError",
+    "decline_reason",
+    "get_max_part_bytes",
+    "set_max_part_bytes",
     "tool",
 ]
+
+
+def _publish(value: object) -> object:
+    """Name ``toolnexus`` as the home of a name defined in a private module: it is where
+    users import it from, and what reprs and pickles say."""
+    if getattr(value, "__module__", "").startswith("toolnexus._"):
+        value.__module__ = "toolnexus"
+    return value
+
+
+for _name in __all__:
+    if _name in globals():
+        _publish(globals()[_name])
+del _name
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'toolnexus' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
+    value = _publish(getattr(importlib.import_module(module, __name__), name))
     globals()[name] = value
     return value
 

@@ -18,7 +18,7 @@ from ._frozen import thaw
 from .errors import InvalidValueError, StrictSchemaError
 
 if TYPE_CHECKING:
-    from .tools import Tool
+    from ._tools import Tool
 
 __all__ = ["anthropic_tool", "gemini_declaration", "mcp_tool", "openai_tool"]
 

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from .cancellation import CancellationToken
+from ._cancellation import CancellationToken
 
 __all__ = ["CANCELLED", "drive", "run_blocking", "run_private", "swallow"]
 

@@ -44,22 +44,23 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable, Generator
 
-from . import _timers, loop_rule
+from . import _loop_rule as loop_rule
+from . import _timers
+from ._cancellation import CancellationToken, CancellationTokenSource, StateLink
+from ._context import ProgressReporter, ToolContext
 from ._log import LazyLogger
 from ._pool import Pool, Worker, current_worker
-from .cancellation import CancellationToken, CancellationTokenSource, StateLink
-from .context import ProgressReporter, ToolContext
+from ._result import ToolResult
+from ._suspension import Answer, Request
 from .errors import InvalidTypeError, InvalidValueError, WaitTimeoutError
-from .result import ToolResult
-from .suspension import Answer, Request
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
 if TYPE_CHECKING:
     import asyncio
     from typing import Any, Literal
 
-    from .binding import Binder
-    from .tools import Tool
+    from ._binding import Binder
+    from ._tools import Tool
 
 __all__ = ["Call", "Outcome", "Progress", "Runtime", "Signal"]
 

@@ -187,7 +187,7 @@ class PartTooLargeError(InvalidValueError):
         super().__init__(
             f"the {part_type} part is {size} bytes, over the {limit}-byte limit "
             "(maxPartBytes); shrink it, or raise the limit with "
-            "toolnexus.parts.set_max_part_bytes(n) or max_bytes=n for this call"
+            "toolnexus.set_max_part_bytes(n) or max_bytes=n for this call"
         )
         self.part_type = part_type
         self.size = size

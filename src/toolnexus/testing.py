@@ -24,12 +24,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ._cancellation import CancellationTokenSource
+from ._context import ToolContext
 from ._frozen import sealed
-from .cancellation import CancellationTokenSource
-from .context import ToolContext
+from ._result import ToolResult
+from ._suspension import Answer, Request
 from .errors import InvalidTypeError, InvalidValueError
-from .result import ToolResult
-from .suspension import Answer, Request
 
 __all__ = ["Drive", "cancelled_context", "drive"]
 
@@ -44,7 +44,7 @@ _loop_rule: Any = None
 def _rule() -> Any:
     global _loop_rule
     if _loop_rule is None:
-        from . import loop_rule  # lazily: a test that never answers does not pay
+        from . import _loop_rule as loop_rule  # lazily: a test that never answers does not pay
 
         _loop_rule = loop_rule
     return _loop_rule
@@ -83,7 +83,7 @@ def drive(
     """Run ``tool`` and answer each suspension with the next scripted answer, following the
     host's loop rule.
 
-    ``tool`` is a :class:`~toolnexus.tools.Tool` (arguments are validated as a host would)
+    ``tool`` is a :class:`~toolnexus.Tool` (arguments are validated as a host would)
     or any contract callable ``fn(args, ctx)`` returning a :class:`ToolResult` (an
     ``async def`` one is run to completion). Each run after an answer gets ``ctx`` (default:
     an empty :class:`ToolContext`) with ``answer`` set; answers echo the request's id unless

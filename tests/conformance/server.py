@@ -18,7 +18,7 @@ import zlib
 from typing import Any
 
 from toolnexus import Part, Request, Tool, Toolkit, ToolResult, tool
-from toolnexus.context import ToolContext
+from toolnexus._context import ToolContext
 
 MAX_ROUNDS = 2
 """Answers one call may take: test_input_required_result_multi_round asks twice."""
@@ -408,7 +408,7 @@ def app() -> Any:
 
 
 if __name__ == "__main__":
-    from toolnexus.mcp.http import serve_http
+    from toolnexus.mcp._http_server import serve_http
 
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 3001
 

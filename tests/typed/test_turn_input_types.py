@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolnexus import Host, Toolkit, tool
-from toolnexus.turns import TurnInput
+from toolnexus._turns import TurnInput
 
 
 @tool

@@ -20,3 +20,5 @@ extra to install when it is missing. Example::
 
     tools = to_langchain(toolkit, timeout_ms=5_000)
 """
+
+__all__: list[str] = []  # the bridges live in the modules named above

@@ -8,14 +8,14 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from .._result import ToolResult
+from .._suspension import Answer, Request
 from ..errors import InvalidTypeError, InvalidValueError
-from ..result import ToolResult
-from ..suspension import Answer, Request
 
 if TYPE_CHECKING:
-    from ..host import Host
-    from ..toolkit import Toolkit
-    from ..tools import Tool
+    from .._host import Host
+    from .._toolkit import Toolkit
+    from .._tools import Tool
 
 
 def require(module: str, framework: str, extra: str) -> ModuleType:
@@ -31,8 +31,8 @@ def require(module: str, framework: str, extra: str) -> ModuleType:
 
 def host_of(source: Toolkit | Host) -> Host:
     """The host a bridge runs its calls on: ``source`` itself, or a new one for a toolkit."""
-    from ..host import Host
-    from ..toolkit import Toolkit
+    from .._host import Host
+    from .._toolkit import Toolkit
 
     if isinstance(source, Host):
         return source
@@ -46,7 +46,7 @@ def host_of(source: Toolkit | Host) -> Host:
 
 def parameters(tool: Tool) -> dict[str, Any]:
     """The tool's parameters schema exactly as the OpenAI adapter advertises it."""
-    from ..toolkit import Toolkit
+    from .._toolkit import Toolkit
 
     [definition] = Toolkit([tool]).to_openai()
     schema: dict[str, Any] = definition["function"]["parameters"]

@@ -31,13 +31,13 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..result import ToolResult
-from ..suspension import Request
+from .._result import ToolResult
+from .._suspension import Request
 from ._common import answer_for, host_of, parameters, require
 
 if TYPE_CHECKING:
-    from ..host import Host
-    from ..toolkit import Toolkit
+    from .._host import Host
+    from .._toolkit import Toolkit
 
 __all__ = ["AgentsBridge", "question_of", "to_openai_agents"]
 
@@ -83,7 +83,7 @@ def to_openai_agents(
     for tool in host.toolkit.tools():
         schema = parameters(tool)
         if strict:
-            from ..toolkit import Toolkit
+            from .._toolkit import Toolkit
 
             [definition] = Toolkit([tool]).to_openai(strict=True)
             schema = definition["function"]["parameters"]

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..result import ToolResult
+from .._result import ToolResult
 from ._common import answer_for, host_of, parameters, question, require
 
 if TYPE_CHECKING:
-    from ..host import Host
-    from ..toolkit import Toolkit
+    from .._host import Host
+    from .._toolkit import Toolkit
 
 __all__ = ["to_pydantic_ai"]
 

@@ -4,7 +4,7 @@
 for both eras: the modern stateless revision (2026-07-28: per-request ``_meta``,
 ``server/discover``, ``InputRequiredResult``) and the legacy ``initialize`` revisions
 (2024-11-05 … 2025-11-25, server-sent ``elicitation/create``). :func:`serve_stdio` drives
-it on stdin/stdout with the tools running on a :class:`~toolnexus.host.Host`; that is what
+it on stdin/stdout with the tools running on a :class:`~toolnexus.Host`; that is what
 ``toolnexus serve REF`` runs. :func:`serve_http` / :class:`HttpServer` serve Streamable HTTP
 at ``/mcp`` with the standard library (``toolnexus serve REF --http PORT``), and
 :func:`asgi_app` is the same endpoint as an ASGI application for uvicorn and friends.
@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._content import result_from_mcp
-from .session import (
+from ._session import (
     LEGACY_PROTOCOL_VERSIONS,
     MODERN_PROTOCOL_VERSIONS,
     Action,
@@ -42,11 +42,11 @@ from .session import (
     ServerSession,
     StartCall,
 )
-from .stdio import serve_stdio
+from ._stdio import serve_stdio
 
 if TYPE_CHECKING:
-    from .asgi import AsgiApp, asgi_app
-    from .http import HttpServer, serve_http
+    from ._asgi import AsgiApp, asgi_app
+    from ._http_server import HttpServer, serve_http
 
 __all__ = [
     "LEGACY_PROTOCOL_VERSIONS",
@@ -65,14 +65,33 @@ __all__ = [
 ]
 
 
+def _publish(value: object) -> object:
+    """Name ``toolnexus.mcp`` as the home of what it exports (reprs, pickles, docs)."""
+    if getattr(value, "__module__", "").startswith(__name__ + "._"):
+        value.__module__ = __name__
+    return value
+
+
+for _name in __all__:
+    if _name in globals():
+        _publish(globals()[_name])
+del _name
+
+# The HTTP drivers load on first use: a stdio server never imports http.server.
+_LAZY = {
+    "HttpServer": "_http_server",
+    "serve_http": "_http_server",
+    "AsgiApp": "_asgi",
+    "asgi_app": "_asgi",
+}
+
+
 def __getattr__(name: str) -> object:
-    # The HTTP drivers load on first use: a stdio server never imports http.server.
-    if name in ("HttpServer", "serve_http"):
-        from . import http
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        return getattr(http, name)
-    if name in ("AsgiApp", "asgi_app"):
-        from . import asgi
-
-        return getattr(asgi, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = _publish(getattr(importlib.import_module(f"{__name__}.{module}"), name))
+    globals()[name] = value
+    return value

@@ -1,6 +1,6 @@
 """A tool result as MCP content blocks, and MCP content blocks read back as a result.
 
-Everything that maps :class:`~toolnexus.parts.Part` to MCP's content blocks lives here, both
+Everything that maps :class:`~toolnexus.Part` to MCP's content blocks lives here, both
 ways: the server session writes ``tools/call`` results with :func:`content_blocks`, and
 :func:`result_from_mcp` reads the ``CallToolResult`` of an MCP server used as a tool source.
 
@@ -20,10 +20,10 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from .._frozen import thaw
+from .._parts import Part
+from .._result import STRUCTURED_KEY, ToolResult
 from .._wire import describe
 from ..errors import PartTooLargeError, WireFormatError
-from ..parts import Part
-from ..result import STRUCTURED_KEY, ToolResult
 
 __all__ = ["content_blocks", "result_from_mcp"]
 
@@ -88,7 +88,7 @@ def _name_of(uri: str) -> str | None:
 
 
 def result_from_mcp(result: Any) -> ToolResult:
-    """Read an MCP ``CallToolResult`` back as a :class:`~toolnexus.result.ToolResult`.
+    """Read an MCP ``CallToolResult`` back as a :class:`~toolnexus.ToolResult`.
 
     ``result`` is the JSON object (a dict) or an SDK object with the same attributes
     (``content``, ``isError``/``is_error``, ``structuredContent``/``structured_content``).

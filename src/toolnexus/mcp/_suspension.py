@@ -5,7 +5,7 @@ legacy client, or embedded in a modern ``InputRequiredResult``); the client's
 ``accept | decline | cancel`` becomes an :class:`~toolnexus.Answer`. On modern
 connections the server keeps nothing between the two requests, so everything the retry
 needs rides in ``requestState``, HMAC-signed with the session's key (see
-:mod:`toolnexus.binding`): a state issued under another key, or one that was changed,
+:mod:`toolnexus._binding`): a state issued under another key, or one that was changed,
 never verifies.
 
 What a form may ask is checked both ways: a tool's ``data.schema`` must be a flat object of
@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._frozen import thaw
+from .._suspension import Answer, Request
 from ..errors import InputError
-from ..suspension import Answer, Request
 
 __all__ = [
     "APPROVAL_FIELD",
@@ -162,8 +162,8 @@ def answer_from_elicitation(request: Request, shape: ElicitationShape, result: A
 
 
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
-    """The canonical digest of a call's arguments (:func:`toolnexus.binding.arguments_digest`)."""
-    from ..binding import arguments_digest as digest
+    """The canonical digest of a call's arguments (:func:`toolnexus._binding.arguments_digest`)."""
+    from .._binding import arguments_digest as digest
 
     return digest(arguments)
 
@@ -171,7 +171,7 @@ def arguments_digest(arguments: Mapping[str, Any]) -> str:
 def sign_state(payload: Mapping[str, Any], keys: Sequence[bytes]) -> str:
     """Encode ``payload`` (a JSON object) as an opaque string signed with ``keys[0]``:
     ``v1.<base64url payload>.<base64url HMAC-SHA256 tag>``."""
-    from ..binding import sign
+    from .._binding import sign
 
     return sign(payload, keys[0], _STATE_VERSION)
 
@@ -179,7 +179,7 @@ def sign_state(payload: Mapping[str, Any], keys: Sequence[bytes]) -> str:
 def open_state(text: str, keys: Sequence[bytes]) -> dict[str, Any] | None:
     """The payload :func:`sign_state` put in ``text``, or ``None`` when ``text`` was not
     signed with one of ``keys`` or was changed in any way."""
-    from ..binding import open_signed
+    from .._binding import open_signed
 
     return open_signed(text, keys, _STATE_VERSION)
 
@@ -260,7 +260,7 @@ def content_problem(request: Request, schema: Mapping[str, Any], content: Any) -
     Every key must be a field of the form, every value a primitive (a list of strings for a
     multi-select), and the whole must fit the schema (types, enums, required fields).
     """
-    from ..loop_rule import schema_problem
+    from .._loop_rule import schema_problem
 
     if not isinstance(content, Mapping):
         return f"invalid answer to {request.prompt!r}: the form content must be an object"

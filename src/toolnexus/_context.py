@@ -12,10 +12,10 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ._cancellation import CancellationToken
 from ._frozen import sealed
-from .cancellation import CancellationToken
+from ._suspension import Answer
 from .errors import InvalidTypeError, InvalidValueError
-from .suspension import Answer
 
 # Not `from typing import TYPE_CHECKING`: importing typing would double what
 # `import toolnexus` costs.

@@ -1,11 +1,11 @@
 """The loop rule: what a host does with a suspension, as plain functions.
 
-One place for the rule every driver follows (the :class:`~toolnexus.host.Host`, the MCP
+One place for the rule every driver follows (the :class:`~toolnexus.Host`, the MCP
 session): an ok answer runs the same tool with the same arguments once more with
 ``ctx.answer`` set; a retry that suspends again is the error ``unresolved: <prompt>``
 (never a loop); an answer that is not ok (declined, cancelled, expired, for another
 request) is the error ``declined/expired: <prompt>``. A resume (loop rule 2) is checked by
-:class:`~toolnexus.binding.Binder` before the tool runs: the answer must be bound to that
+:class:`~toolnexus._binding.Binder` before the tool runs: the answer must be bound to that
 very call, echo the request's id, be in time, fit ``data["schema"]`` and be used once.
 
 No threads, no I/O, no clock but the request's own expiry check.
@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ._log import LazyLogger
+from ._result import ToolResult
+from ._suspension import REASONS, Answer, Request, decline_reason
 from .errors import InvalidTypeError
-from .result import ToolResult
-from .suspension import REASONS, Answer, Request, decline_reason
 
 __all__ = [
     "Refused",

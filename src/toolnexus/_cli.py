@@ -1,7 +1,7 @@
 """The command line: ``python -m toolnexus …`` and the ``toolnexus`` console script.
 
 Everything that touches a terminal lives here: finding tools by reference (``REF``),
-running one call through the :class:`~toolnexus.host.Host` with Ctrl-C and a spinner,
+running one call through the :class:`~toolnexus.Host` with Ctrl-C and a spinner,
 answering a suspension at the prompt, and the exit codes scripts rely on.
 """
 
@@ -23,12 +23,12 @@ if TYPE_CHECKING:
 
     _Keys: TypeAlias = tuple["tuple[bytes, ...] | None", "AnswerStore | None"]
 
-    from .binding import AnswerStore
-    from .host import ToolEvent
-    from .parts import Part
-    from .result import ToolResult
-    from .suspension import Answer, Request
-    from .toolkit import Toolkit
+    from ._host import ToolEvent
+    from ._parts import Part
+    from ._result import ToolResult
+    from ._suspension import Answer, Request
+    from ._toolkit import Toolkit
+    from .stores import AnswerStore
 
 __all__ = [
     "EXIT_CANCELLED",
@@ -282,7 +282,7 @@ def _import_failure(name: str, exc: BaseException) -> str:
 def _missing_attribute(target: str, owner: Any, attr: str) -> str:
     import difflib
 
-    from .tools import Tool
+    from ._tools import Tool
 
     names = [n for n in dir(owner) if not n.startswith("_")]
     leaf = attr.rsplit(".", 1)[-1]
@@ -299,8 +299,8 @@ def _missing_attribute(target: str, owner: Any, attr: str) -> str:
 def _toolkit_of(ref: str, value: Any) -> Toolkit:
     from types import ModuleType
 
-    from .toolkit import Toolkit
-    from .tools import Tool, refuse_other_copy
+    from ._toolkit import Toolkit
+    from ._tools import Tool, refuse_other_copy
 
     if isinstance(value, Toolkit):
         return value
@@ -331,8 +331,8 @@ def _toolkit_of(ref: str, value: Any) -> Toolkit:
 
 
 def _module_toolkit(ref: str, module: ModuleType) -> Toolkit:
-    from .toolkit import Toolkit
-    from .tools import Tool
+    from ._toolkit import Toolkit
+    from ._tools import Tool
 
     exported = getattr(module, "__all__", None)
     names = list(exported) if exported is not None else list(vars(module))
@@ -548,7 +548,7 @@ def _isatty(stream: Any) -> bool:
 
 def _answer_at_prompt(term: _Terminal, request: Request) -> Answer:
     """Ask the human ``request`` at the terminal; end of input declines."""
-    from .suspension import Answer
+    from ._suspension import Answer
 
     term.say(f"? {request.prompt}" if request.prompt else f"? the tool asks ({request.kind})")
     if request.url:
@@ -753,9 +753,9 @@ def _run_call(
     import queue
     import threading
 
-    from .cancellation import CancellationTokenSource
-    from .host import Host
-    from .suspension import Answer
+    from ._cancellation import CancellationTokenSource
+    from ._host import Host
+    from ._suspension import Answer
 
     inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
     events: list[ToolEvent] = []
@@ -886,7 +886,7 @@ def _cmd_list(options: argparse.Namespace) -> int:
 
 
 def _cmd_schema(options: argparse.Namespace) -> int:
-    from .toolkit import Toolkit
+    from ._toolkit import Toolkit
 
     toolkit = load_toolkit(options.ref)
     if options.name is not None:
@@ -926,7 +926,7 @@ def _cmd_resume(options: argparse.Namespace) -> int:
     name, pairs = _split_name(toolkit, options.ref, options.rest)
     args = _build_args(toolkit, name, options.args, pairs)
     _check_args(toolkit, name, args, options.ref)
-    from .result import ToolResult
+    from ._result import ToolResult
 
     parked = _load_request(options.request)
     request = ToolResult.pending_of(parked) if isinstance(parked, ToolResult) else parked
@@ -935,7 +935,7 @@ def _cmd_resume(options: argparse.Namespace) -> int:
     term = _Terminal(sys.stdin, sys.stderr)
     if options.answer is not None:
         answer = _load_answer(options.answer, request)
-        from .loop_rule import schema_problem
+        from ._loop_rule import schema_problem
 
         # Data that fails the request's schema is bad input, like invalid arguments: exit 2
         # before anything runs (at the prompt, such data is asked again instead).
@@ -970,7 +970,7 @@ def _keys(options: argparse.Namespace, *, consumes: bool = True) -> _Keys:
     kept: with a key, an SQLite file shared by every process (--answers-db or the default
     in the user's cache folder), so an answer resumes once across processes too. A command
     that never takes an answer from elsewhere (``consumes`` false: `call`) opens no file."""
-    from .binding import SqliteAnswerStore, load_secret, read_secret_file
+    from ._binding import SqliteAnswerStore, load_secret, read_secret_file
 
     path = getattr(options, "secret_file", None)
     try:
@@ -1062,7 +1062,7 @@ def _report_parts(result: ToolResult, directory: str | None, *, as_json: bool) -
 
 
 def _part_filename(part: Part, index: int, used: set[str]) -> str:
-    from .parts import EXTENSIONS
+    from ._parts import EXTENSIONS
 
     # Only a plain file name from the part: never a path it names (../x, /etc/x).
     name = os.path.basename((part.name or "").replace("\\", "/")).strip()
@@ -1086,8 +1086,8 @@ def _part_filename(part: Part, index: int, used: set[str]) -> str:
 def _load_request(text: str) -> Request | ToolResult:
     """The pending result `call --no-input` printed (request and binding), or a bare request
     (which only the process that asked could resume)."""
-    from .result import PENDING_KEY, ToolResult
-    from .suspension import Request
+    from ._result import PENDING_KEY, ToolResult
+    from ._suspension import Request
 
     value = _read_json_option("--request", text)
     try:
@@ -1106,7 +1106,7 @@ def _load_request(text: str) -> Request | ToolResult:
 
 
 def _load_answer(text: str, request: Request) -> Answer:
-    from .suspension import Answer
+    from ._suspension import Answer
 
     value = _read_json_option("--answer", text)
     if isinstance(value, dict) and "id" not in value:
@@ -1151,7 +1151,7 @@ def _cmd_serve(options: argparse.Namespace) -> int:
 
 
 def _serve_http(toolkit: Any, options: argparse.Namespace, kwargs: dict[str, Any]) -> int:
-    from .mcp.http import serve_http
+    from .mcp import serve_http
 
     host, port = options.http
     token = None
@@ -1201,7 +1201,7 @@ def _http_address(text: str) -> tuple[str, int]:
 
 
 def _cmd_demo(options: argparse.Namespace) -> int:
-    from . import demo
+    from . import _demo as demo
 
     return demo.run(lambda line: print(_localize(line)))
 

@@ -6,7 +6,7 @@ modern stateless 2026-07-28 revision and the legacy ``initialize`` revisions 202
 :class:`Send` (a message to write), :class:`StartCall` (run a tool on the host) and
 :class:`CancelCall` (cancel a running one), and the driver that owns the streams and the
 host reports back with :meth:`ServerSession.complete_call` and
-:meth:`ServerSession.report_progress`. The stdio driver (``toolnexus.mcp.stdio``) is one
+:meth:`ServerSession.report_progress`. The stdio driver (``toolnexus.mcp._stdio``) is one
 such driver; a web server or a socket loop can be another.
 
 The session is not thread-safe: a driver serialises calls into it (one lock) and writes
@@ -24,14 +24,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
+from .._binding import BINDING_KEY
+from .._context import LOG_LEVELS
 from .._frozen import thaw
+from .._loop_rule import declined_text, unresolved_text
+from .._result import PENDING_KEY, STRUCTURED_KEY, ToolResult
+from .._suspension import Answer, Request, decline_reason
 from .._wire import MAX_DEPTH, check_depth, refuse_json_constant
-from ..binding import BINDING_KEY
-from ..context import LOG_LEVELS
 from ..errors import InvalidTypeError, InvalidValueError, WireFormatError
-from ..loop_rule import declined_text, unresolved_text
-from ..result import PENDING_KEY, STRUCTURED_KEY, ToolResult
-from ..suspension import Answer, Request, decline_reason
 from ._content import content_blocks
 from ._suspension import (
     ElicitationShape,
@@ -46,9 +46,9 @@ from ._suspension import (
 )
 
 if TYPE_CHECKING:
-    from ..binding import AnswerStore
-    from ..toolkit import Toolkit
-    from ..tools import Tool
+    from .._toolkit import Toolkit
+    from .._tools import Tool
+    from ..stores import AnswerStore
 
 __all__ = [
     "LEGACY_PROTOCOL_VERSIONS",
@@ -510,7 +510,7 @@ class ServerSession:
         state_ttl_s: how long a modern ``requestState`` stays valid. A state re-issued for
             a question left unanswered keeps the original expiry.
         secret: the key(s) that sign ``requestState`` and bind each question to its call
-            (see :class:`~toolnexus.binding.Binder`): ``None`` reads ``TOOLNEXUS_SECRET``,
+            (see :class:`~toolnexus._binding.Binder`): ``None`` reads ``TOOLNEXUS_SECRET``,
             else a random per-process key signs. Give the host that runs the calls the same
             key: then a restarted server resumes a state it issued before the restart.
         answer_store: where used answers and states are remembered, so each is used once
@@ -554,7 +554,7 @@ class ServerSession:
             raise InvalidValueError(f"list_ttl_ms must be an int >= 0, got {list_ttl_ms!r}")
         if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
             raise InvalidValueError(f"max_rounds must be an int >= 1, got {max_rounds!r}")
-        from ..binding import Binder
+        from .._binding import Binder
 
         self._binder = Binder(secret, store=answer_store)
         self._max_rounds = max_rounds
@@ -945,7 +945,7 @@ class ServerSession:
         """A ``notifications/message`` for the call ``call_id`` when its client asked for
         log messages at ``level`` or above (legacy: ``logging/setLevel``; modern:
         ``_meta["io.modelcontextprotocol/logLevel"]`` on the request) and the call still
-        runs; otherwise nothing. ``level`` is one of :data:`~toolnexus.context.LOG_LEVELS`.
+        runs; otherwise nothing. ``level`` is one of :data:`~toolnexus._context.LOG_LEVELS`.
 
         Example::
 

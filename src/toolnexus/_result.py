@@ -13,8 +13,8 @@ from types import MethodType
 
 from . import _wire
 from ._frozen import FrozenDict, freeze, sealed, thaw
+from ._suspension import Request
 from .errors import InvalidTypeError, InvalidValueError, WireFormatError
-from .suspension import Request
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     # parts.py (a dataclass and base64) loads with the first result that has parts, not
     # with `import toolnexus` or `from toolnexus import Host`.
-    from .parts import Part
+    from ._parts import Part
 
     class _OkFactory(Protocol):
         def __call__(
@@ -53,7 +53,7 @@ class ToolResult:
         is_error: True when the call produced no usable answer.
         metadata: optional read-only JSON object; ``metadata["pending"]`` marks a
             suspension.
-        parts: a tuple of :class:`~toolnexus.parts.Part` (images, files, audio) that go
+        parts: a tuple of :class:`~toolnexus.Part` (images, files, audio) that go
             with ``output``; ``()`` when there are none (``None`` and an empty list are
             stored as ``()``, so a result without parts is the same value as before parts
             existed). ``output`` stays what text-only providers and transcripts see.
@@ -239,7 +239,7 @@ class ToolResult:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolResult:
         """Rebuild a result from its wire form; ``metadata.pending`` becomes a Request,
-        each of ``parts`` a :class:`~toolnexus.parts.Part`.
+        each of ``parts`` a :class:`~toolnexus.Part`.
 
         Raises :class:`WireFormatError` (a ``ValueError``) naming the field at fault
         (``metadata.pending.kind`` for a field of the nested request, ``parts[1].mimeType``
@@ -277,7 +277,7 @@ class ToolResult:
         )
         read: list[Part] = []
         if parts is not None:
-            from .parts import Part
+            from ._parts import Part
 
             for index, raw in enumerate(parts):
                 try:
@@ -376,7 +376,7 @@ _set_parts = ToolResult.__dict__["parts"].__set__
 def _as_tuple(parts: Iterable[Part] | None) -> tuple[Part, ...]:
     if parts is None:
         return ()
-    from .parts import Part
+    from ._parts import Part
 
     if isinstance(parts, (Part, str, bytes, Mapping)):
         raise InvalidTypeError(
@@ -389,7 +389,7 @@ def _as_tuple(parts: Iterable[Part] | None) -> tuple[Part, ...]:
 def _check_parts(parts: Any) -> tuple[Part, ...]:
     if parts is None:
         return ()
-    from .parts import Part
+    from ._parts import Part
 
     if isinstance(parts, (Part, str, bytes, Mapping)) or not isinstance(parts, Iterable):
         raise InvalidTypeError(

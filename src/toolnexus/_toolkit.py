@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from . import _wire
-from .context import ToolContext
+from ._context import ToolContext
+from ._result import ToolResult
+from ._tools import Tool, make_tool
 from .errors import DuplicateToolError, InvalidTypeError, StrictSchemaError, UnknownToolError
-from .result import ToolResult
-from .tools import Tool, make_tool
 
 __all__ = ["DuplicateToolError", "StrictSchemaError", "Toolkit", "UnknownToolError"]
 

@@ -2,7 +2,7 @@
 
 Everything that touches a stream or a thread on the MCP side lives here. The thread that
 calls :func:`serve_stdio` reads newline-delimited JSON from stdin, feeds the session and
-starts each tool call on the :class:`~toolnexus.host.Host` (``Host.submit``) without
+starts each tool call on the :class:`~toolnexus.Host` (``Host.submit``) without
 waiting for it; whoever settles a call (the worker that ran it, or the host at a deadline
 or cancel) writes its answer. So reading never waits for a tool, and pings and
 cancellations are answered while tools run. All output goes through one lock, the same one
@@ -38,14 +38,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
+from .._result import ToolResult
 from ..errors import InvalidValueError
-from ..result import ToolResult
-from .session import INTERNAL_ERROR, Action, CancelCall, Send, ServerSession, StartCall
+from ._session import INTERNAL_ERROR, Action, CancelCall, Send, ServerSession, StartCall
 
 if TYPE_CHECKING:
-    from ..binding import AnswerStore
-    from ..host import Call, Host
-    from ..toolkit import Toolkit
+    from .._host import Call, Host
+    from .._toolkit import Toolkit
+    from ..stores import AnswerStore
 
 __all__ = [
     "DEFAULT_GRACE_MS",
@@ -106,7 +106,7 @@ def serve_stdio(
 
     Both protocol eras are spoken: modern (2026-07-28, stateless) and legacy
     (``initialize``, 2024-11-05 … 2025-11-25). Each call runs on a
-    :class:`~toolnexus.host.Host` with ``timeout_ms`` as its deadline (``None``: no
+    :class:`~toolnexus.Host` with ``timeout_ms`` as its deadline (``None``: no
     deadline). ``name`` and ``version`` (default: the toolnexus version) are the identity
     clients see. ``secret`` (else ``TOOLNEXUS_SECRET``) signs the binding of each question
     to its call and the modern ``requestState``: the same key lets a restarted server resume
@@ -178,7 +178,7 @@ def serve_stdio(
     )
 
     def make_host() -> Host:
-        from ..host import Host
+        from .._host import Host
 
         return Host(
             toolkit,

@@ -8,7 +8,7 @@ are answered 503 at once), a request-size and header limit, and a reaper that cl
 connection whose request does not arrive whole in time (a slow client cannot hold a
 thread) or that sits idle too long between requests.
 What a request means — sessions, header rules, security — is decided by
-:class:`~toolnexus.mcp._http.Endpoint`; this module only moves bytes.
+:class:`~toolnexus.mcp._endpoint.Endpoint`; this module only moves bytes.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValueError
-from ._http import (
+from ._endpoint import (
     DEFAULT_MAX_BODY_BYTES,
     SINGLE_HEADERS,
     Endpoint,
@@ -38,7 +38,7 @@ from ._http import (
 )
 
 if TYPE_CHECKING:
-    from ..toolkit import Toolkit
+    from .._toolkit import Toolkit
 
 __all__ = ["HttpServer", "serve_http"]
 
@@ -72,7 +72,7 @@ class HttpServer:
         max_body_bytes: the largest request body (larger: 413; what the client still sends
             is discarded for up to 2 s and 8 MiB so it reads the status, then the close).
         grace_s: at shutdown, how long running calls get to answer.
-        **endpoint: the :class:`~toolnexus.mcp._http.Endpoint` options (``name``,
+        **endpoint: the :class:`~toolnexus.mcp._endpoint.Endpoint` options (``name``,
             ``timeout_ms``, ``allowed_hosts``, ``allowed_origins``, ``token``,
             ``verify_token``, ``secret``, ...).
 

@@ -2,7 +2,7 @@
 
 No dependency is needed to *be* ASGI: :class:`AsgiApp` is a plain ``async`` callable of
 ``(scope, receive, send)``. It answers the same ``/mcp`` endpoint as the embedded server
-(:class:`~toolnexus.mcp._http.Endpoint` decides everything) and never blocks the event
+(:class:`~toolnexus.mcp._endpoint.Endpoint` decides everything) and never blocks the event
 loop: tools run on the host's workers and their messages reach the loop through
 ``call_soon_threadsafe``. A client that disconnects while its call runs cancels the call.
 
@@ -19,10 +19,10 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValueError
-from ._http import DEFAULT_MAX_BODY_BYTES, SINGLE_HEADERS, Endpoint, Exchange, Reply, sse_event
+from ._endpoint import DEFAULT_MAX_BODY_BYTES, SINGLE_HEADERS, Endpoint, Exchange, Reply, sse_event
 
 if TYPE_CHECKING:
-    from ..toolkit import Toolkit
+    from .._toolkit import Toolkit
 
 __all__ = ["AsgiApp", "asgi_app"]
 

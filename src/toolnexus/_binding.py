@@ -24,23 +24,22 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from ._loop_rule import declined, schema_problem, unresolved
+from ._result import PENDING_KEY, ToolResult
+from ._suspension import Answer, Request, decline_reason
 from .errors import InvalidTypeError, InvalidValueError, WireFormatError
-from .loop_rule import declined, schema_problem, unresolved
-from .result import PENDING_KEY, ToolResult
-from .suspension import Answer, Request, decline_reason
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
 if TYPE_CHECKING:
     import os
     from typing import Any
 
-    from ._answer_store import AnswerStore
+    from .stores import AnswerStore
 
 __all__ = [
     "BINDING_KEY",
     "DEFAULT_TTL_S",
     "SECRET_ENV",
-    "AnswerStore",
     "Binder",
     "MemoryAnswerStore",
     "SqliteAnswerStore",
@@ -275,23 +274,6 @@ def open_signed(
 
 
 # --------------------------------------------------------------------------- stores
-
-
-# AnswerStore (the protocol a store meets) lives in _answer_store.py and loads with the first
-# use of the name: defining a Protocol needs typing, which `from toolnexus import Host`
-# should not pay for.
-if not TYPE_CHECKING:
-
-    def __getattr__(name: str) -> object:
-        if name == "AnswerStore":
-            from ._answer_store import AnswerStore
-
-            globals()["AnswerStore"] = AnswerStore
-            return AnswerStore
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-    def __dir__() -> list[str]:
-        return sorted(set(globals()) | {"AnswerStore"})
 
 
 class MemoryAnswerStore:
@@ -550,7 +532,7 @@ class Binder:
 
     def _expiry(self, request: Request) -> int:
         if request.expires_at is not None:
-            from .suspension import parse_rfc3339
+            from ._suspension import parse_rfc3339
 
             return int(parse_rfc3339(request.expires_at).timestamp()) + 1
         return int(self._clock() + self._ttl_s)
@@ -567,7 +549,7 @@ class Binder:
         answer must echo the request's id; a request or binding past its expiry is
         refused; an ok answer must fit ``data["schema"]``. Then the answer is consumed —
         a second one for the same binding is refused as ``already answered`` — and a "no"
-        (:func:`~toolnexus.suspension.decline_reason`) ends the call with
+        (:func:`~toolnexus.decline_reason`) ends the call with
         ``declined/expired: <prompt>``.
 
         Returns :class:`Accepted` or a :class:`Refusal`; never raises for bad input.

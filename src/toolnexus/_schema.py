@@ -1,7 +1,7 @@
 """Schema inference: from a Python function's signature to a JSON Schema and a call plan.
 
 Everything that reads type hints, signatures and docstrings lives here, and runs once, when
-a tool is defined. What it produces is plain data for :mod:`toolnexus.tools`: the tool's
+a tool is defined. What it produces is plain data for :mod:`toolnexus._tools`: the tool's
 input schema, its description, and how to call the function with a model's arguments
 (which parameter receives the context, which arguments are converted into ``Enum``
 members, dataclass instances, tuples, sets, datetimes, models, ...), and the output schema
@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, NoReturn
 
 from . import _formats
-from .context import ToolContext
+from ._context import ToolContext
 from .errors import ConversionError, SchemaInferenceError
 
 __all__ = [
@@ -1036,7 +1036,7 @@ def describe_callable(fn: Callable[..., Any]) -> str:
     Example::
 
         >>> describe_callable(describe_callable)
-        'toolnexus.schema.describe_callable'
+        'toolnexus._schema.describe_callable'
     """
     module = getattr(fn, "__module__", None)
     qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)

@@ -30,11 +30,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..cancellation import CancellationTokenSource
-from ..context import bound_log
+from .._cancellation import CancellationTokenSource
+from .._context import bound_log
+from .._result import ToolResult
 from ..errors import InvalidTypeError, InvalidValueError
-from ..result import ToolResult
-from .session import (
+from ._session import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -50,9 +50,9 @@ from .session import (
 )
 
 if TYPE_CHECKING:
-    from ..binding import AnswerStore
-    from ..host import Host
-    from ..toolkit import Toolkit
+    from .._host import Host
+    from .._toolkit import Toolkit
+    from ..stores import AnswerStore
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -498,7 +498,7 @@ class Endpoint:
             one); ``None``: a random per-process key.
         answer_store: where used answers and states are remembered so each counts once
             (give every replica the same one, e.g. a shared
-            :class:`~toolnexus.binding.SqliteAnswerStore`); ``None``: per process.
+            :class:`~toolnexus.stores.SqliteAnswerStore`); ``None``: per process.
         max_rounds: how many answers one call may take: 1 (the loop rule) makes a retry
             that asks again ``unresolved: <prompt>``; more let it ask again that many times.
         max_body_bytes: the largest request body accepted.
@@ -563,7 +563,7 @@ class Endpoint:
         if host_factory is None:
 
             def host_factory() -> Host:
-                from ..host import Host
+                from .._host import Host
 
                 # The sessions' key and used answers: bindings verify, answers count once.
                 return Host(

@@ -1,10 +1,10 @@
 """The host's public face: run a model's tool calls with deadlines that hold, cancellation,
 async tools, the suspension loop rule, durable resume, provider-shaped turns and events.
 
-A :class:`Host` wraps a :class:`~toolnexus.toolkit.Toolkit`. Every call — blocking
+A :class:`Host` wraps a :class:`~toolnexus.Toolkit`. Every call — blocking
 (:meth:`Host.call`), asyncio (:meth:`Host.acall`) or started without waiting
 (:meth:`Host.submit`, what the MCP server and other drivers use) — is one
-:class:`~toolnexus._call.Call`, the state machine in ``_call.py``; this module checks the
+:class:`~toolnexus.Call`, the state machine in ``_call.py``; this module checks the
 arguments, builds the call and picks how to wait for it:
 
 - synchronous tools run on the host's elastic worker pool (``_pool.py``), so a deadline
@@ -19,7 +19,7 @@ arguments, builds the call and picks how to wait for it:
   on its own question threads, within ``question_timeout_ms`` — and retries once; without
   it the pending result goes back to the caller, who can :meth:`Host.resume` later;
 - :meth:`Host.run_turn` runs a provider's tool calls concurrently and returns a
-  :class:`~toolnexus.turns.TurnResult` whose messages are balanced.
+  :class:`~toolnexus.TurnResult` whose messages are balanced.
 
 Deadlines are enforced by the process's one timer thread (``_timers.py``), which only
 changes state: callbacks, ``on_event`` and a tool's cancel callbacks run on the waiting
@@ -35,26 +35,26 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
 
-from . import loop_rule
+from . import _loop_rule as loop_rule
+from ._binding import Accepted, Binder, Refusal
 from ._call import Call, Outcome, Runtime, Signal
+from ._cancellation import CancellationToken
+from ._context import ProgressReporter
 from ._frozen import sealed
 from ._log import LazyLogger
 from ._pool import Pool, current_worker
-from .binding import Accepted, Binder, Refusal
-from .cancellation import CancellationToken
-from .context import ProgressReporter
+from ._result import ToolResult
+from ._suspension import Answer, Request
 from .errors import InvalidTypeError, InvalidValueError, ToolnexusError, WireFormatError
-from .result import ToolResult
-from .suspension import Answer, Request
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
 if TYPE_CHECKING:
     from collections.abc import Awaitable
     from typing import Any, Literal, TypeAlias
 
-    from .binding import AnswerStore
-    from .toolkit import Toolkit
-    from .turns import Style, TurnCall, TurnInput, TurnResult
+    from ._toolkit import Toolkit
+    from ._turns import Style, TurnCall, TurnInput, TurnResult
+    from .stores import AnswerStore
 
 __all__ = ["Call", "Host", "ToolEvent", "TurnCall", "TurnResult"]
 
@@ -82,7 +82,7 @@ _IDLE_SECONDS = 10.0  # a worker with nothing to do this long exits
 def __getattr__(name: str) -> Any:
     # TurnCall and TurnResult are exported here too; turns.py loads with the first use.
     if name in ("TurnCall", "TurnResult"):
-        from . import turns
+        from . import _turns as turns
 
         return getattr(turns, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -169,7 +169,7 @@ def _drive_inline(coro: Coroutine[Any, Any, Any]) -> Any:
 
 
 class Host:
-    """Runs tool calls from a :class:`~toolnexus.toolkit.Toolkit` with real deadlines.
+    """Runs tool calls from a :class:`~toolnexus.Toolkit` with real deadlines.
 
     Args:
         toolkit: the tools to run.
@@ -200,9 +200,9 @@ class Host:
         secret: the key(s) that sign the binding of a pending result to its call (newest
             first: the first signs, all verify). ``None`` reads ``TOOLNEXUS_SECRET``;
             without it a random per-process key signs, so resumes work in this process
-            only. See :mod:`toolnexus.binding`.
+            only. See :mod:`toolnexus._binding`.
         answer_store: where used answers are remembered, so each is used once (default:
-            one in-memory store per process; :class:`~toolnexus.binding.SqliteAnswerStore`
+            one in-memory store per process; :class:`~toolnexus.stores.SqliteAnswerStore`
             shares them between processes).
         max_rounds: how many answers one call may take. 1 (the loop rule): a retry that
             suspends again is ``unresolved: <prompt>``. More: the retry's new question is
@@ -338,7 +338,7 @@ class Host:
         start: bool = True,
     ) -> Call:
         """Start :meth:`call` — or, with ``request`` and ``answer``, :meth:`resume` — and
-        return its :class:`~toolnexus._call.Call` at once, without waiting.
+        return its :class:`~toolnexus.Call` at once, without waiting.
 
         The call follows every rule of :meth:`call` (deadline, grace, cancellation, the loop
         rule, one event). ``call.result()`` waits for it; ``call.add_done_callback(fn)``
@@ -358,7 +358,7 @@ class Host:
 
         ``start=False`` returns the call checked and set up but not started: a driver keeps
         it where a cancel can find it, then starts it with
-        :meth:`Call.start() <toolnexus._call.Call.start>` (``inline`` goes there). A
+        :meth:`Call.start() <toolnexus.Call.start>` (``inline`` goes there). A
         ``cancel()`` before then means it never starts.
 
         Raises ``ValueError``/``TypeError`` only for a bad ``timeout_ms`` or token, a
@@ -707,7 +707,7 @@ class Host:
             if turn.is_complete:
                 history.extend(turn.messages)
         """
-        from .turns import parse_calls  # turns load with the first turn, not with Host
+        from ._turns import parse_calls  # turns load with the first turn, not with Host
 
         parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
@@ -734,7 +734,7 @@ class Host:
 
             turn = await host.arun_turn(response.content, style="anthropic")
         """
-        from .turns import parse_calls  # turns load with the first turn, not with Host
+        from ._turns import parse_calls  # turns load with the first turn, not with Host
 
         parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
@@ -939,7 +939,7 @@ class Host:
         token: CancellationToken,
         how: _Batch = "concurrent",
     ) -> TurnResult:
-        from .turns import TurnCall, TurnResult
+        from ._turns import TurnCall, TurnResult
 
         results = await self._gather([(n, a, None) for _, n, a in calls], budget, token, how)
         return TurnResult(
@@ -955,7 +955,7 @@ class Host:
         token: CancellationToken,
         how: _Batch = "concurrent",
     ) -> TurnResult:
-        from .turns import TurnResult
+        from ._turns import TurnResult
 
         if not isinstance(turn, TurnResult):
             raise InvalidTypeError(

@@ -20,16 +20,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, overload
 
+from ._context import ToolContext
 from ._frozen import FrozenDict, FrozenList, freeze, sealed
 from ._log import get_logger
-from .context import ToolContext
-from .errors import (
-    InvalidTypeError,
-    InvalidValueError,
-    OperationCancelledError,
-)
-from .result import STRUCTURED_KEY, ToolResult
-from .schema import (
+from ._result import STRUCTURED_KEY, ToolResult
+from ._schema import (
     OUTPUT_WRAPPER,
     ConversionError,
     Signature,
@@ -37,6 +32,11 @@ from .schema import (
     infer,
     int_from_float,
     sanitize_name,
+)
+from .errors import (
+    InvalidTypeError,
+    InvalidValueError,
+    OperationCancelledError,
 )
 
 __all__ = ["Tool", "tool"]
@@ -891,7 +891,7 @@ def tool(
     gives a ``Tool[[int, int], int]`` whose ``fn`` a type checker sees as
     ``(a: int, b: int) -> int``.
 
-    Raises :class:`~toolnexus.schema.SchemaInferenceError` (a ``TypeError``) at once when
+    Raises :class:`~toolnexus._schema.SchemaInferenceError` (a ``TypeError``) at once when
     an annotation has no JSON Schema equivalent, and
     :class:`~toolnexus.validation.SchemaError` (a ``ValueError``) when ``input_schema``
     uses a keyword the validator cannot honour.
@@ -938,11 +938,13 @@ def refuse_other_copy(value: object) -> None:
     the only useful answer.
     """
     cls = type(value)
-    package, _, module = cls.__module__.rpartition(".")
+    # A copy names its package as the class's home (or, in older copies, its module).
+    package = cls.__module__
+    if package.rpartition(".")[2] in ("tools", "toolkit", "_tools", "_toolkit"):
+        package = package.rpartition(".")[0]
     ours = __name__.rpartition(".")[0]
     if (
         cls.__name__ in ("Tool", "Toolkit")
-        and module in ("tools", "toolkit")
         and package.rpartition(".")[2] == "toolnexus"
         and package != ours
     ):

@@ -1,15 +1,26 @@
-"""The :class:`~toolnexus.binding.AnswerStore` protocol, in a module of its own.
+"""Where a host keeps what another process may need to see: used answers.
 
-Defining a Protocol at run time needs :mod:`typing`, which costs about as much to import as
-the whole host: :mod:`toolnexus.binding` (on the import path of ``Host``) loads this module
-with the first use of the name ``AnswerStore``, not with ``from toolnexus import Host``.
+An :class:`AnswerStore` remembers which answers were used, so each one resumes a call at
+most once — also across processes that share the store. Two stores are built in:
+:class:`MemoryAnswerStore` (one per process, the default) and :class:`SqliteAnswerStore`
+(processes on one machine). Anything with a ``consume(key, expires_at)`` method that is
+atomic fits.
+
+Example::
+
+    from toolnexus import Host
+    from toolnexus.stores import SqliteAnswerStore
+
+    host = Host(toolkit, secret=key, answer_store=SqliteAnswerStore("/var/lib/app/used.db"))
 """
 
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-__all__ = ["AnswerStore"]
+from .._binding import MemoryAnswerStore, SqliteAnswerStore
+
+__all__ = ["AnswerStore", "MemoryAnswerStore", "SqliteAnswerStore"]
 
 
 @runtime_checkable
@@ -40,4 +51,6 @@ class AnswerStore(Protocol):
         ...
 
 
-AnswerStore.__module__ = "toolnexus.binding"  # where users import it from, and its repr
+for _exported in (AnswerStore, MemoryAnswerStore, SqliteAnswerStore):
+    _exported.__module__ = __name__  # where users import them from, and their repr
+del _exported

@@ -60,7 +60,7 @@ def get_max_part_bytes() -> int:
 
     Example::
 
-        >>> from toolnexus.parts import get_max_part_bytes
+        >>> from toolnexus._parts import get_max_part_bytes
         >>> get_max_part_bytes() == 20 * 1024 * 1024
         True
     """
@@ -76,7 +76,7 @@ def set_max_part_bytes(limit: int) -> int:
 
     Example::
 
-        >>> from toolnexus.parts import set_max_part_bytes
+        >>> from toolnexus._parts import set_max_part_bytes
         >>> previous = set_max_part_bytes(1024)
         >>> _ = set_max_part_bytes(previous)      # restore it
     """

@@ -3,7 +3,7 @@
 Everything that knows a provider's message shapes lives here, as one table keyed by style
 (:data:`STYLES`): how to find the tool calls in what the provider returned, how to read one
 call, and how to render the results as the messages to send back. Adding a style is adding
-an entry to that table; :class:`~toolnexus.host.Host` runs the calls and never looks at
+an entry to that table; :class:`~toolnexus.Host` runs the calls and never looks at
 their shape.
 """
 
@@ -15,10 +15,10 @@ from typing import Any, Protocol
 
 from . import _wire
 from ._frozen import sealed
+from ._parts import EXTENSIONS, Part
+from ._result import ToolResult
+from ._suspension import Request
 from .errors import InvalidTypeError, InvalidValueError, WireFormatError
-from .parts import EXTENSIONS, Part
-from .result import ToolResult
-from .suspension import Request
 
 __all__ = [
     "STYLES",

@@ -1,0 +1,153 @@
+"""The public surface, pinned: which modules are public and what each exports.
+
+Growing it is a decision: a new public module or name fails here until it is added below
+(and to CHANGELOG.md). Everything else lives in underscore modules, free to change.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+
+import toolnexus
+
+PUBLIC: dict[str, list[str]] = {
+    "toolnexus": [
+        "Answer",
+        "Call",
+        "CancellationToken",
+        "CancellationTokenRegistration",
+        "CancellationTokenSource",
+        "ConversionError",
+        "DuplicateToolError",
+        "EcmaPatternError",
+        "FormatError",
+        "Host",
+        "InputError",
+        "InvalidTypeError",
+        "InvalidValueError",
+        "OperationCancelledError",
+        "Part",
+        "PartTooLargeError",
+        "ProgressReporter",
+        "RefError",
+        "Request",
+        "SchemaError",
+        "SchemaInferenceError",
+        "StrictSchemaError",
+        "TimerStartError",
+        "Tool",
+        "ToolContext",
+        "ToolEvent",
+        "ToolResult",
+        "Toolkit",
+        "ToolnexusError",
+        "TurnCall",
+        "TurnResult",
+        "UnknownToolError",
+        "UsageError",
+        "WaitTimeoutError",
+        "WireFormatError",
+        "decline_reason",
+        "get_max_part_bytes",
+        "set_max_part_bytes",
+        "tool",
+    ],
+    "toolnexus.bridges": [],
+    "toolnexus.bridges.langchain": ["to_langchain"],
+    "toolnexus.bridges.openai_agents": ["AgentsBridge", "question_of", "to_openai_agents"],
+    "toolnexus.bridges.pydantic_ai": ["to_pydantic_ai"],
+    "toolnexus.demo": ["toolkit"],
+    "toolnexus.errors": [
+        "ConversionError",
+        "DuplicateToolError",
+        "EcmaPatternError",
+        "FormatError",
+        "InputError",
+        "InvalidTypeError",
+        "InvalidValueError",
+        "OperationCancelledError",
+        "PartTooLargeError",
+        "RefError",
+        "SchemaError",
+        "SchemaInferenceError",
+        "StrictSchemaError",
+        "TimerStartError",
+        "ToolnexusError",
+        "UnknownToolError",
+        "UsageError",
+        "WaitTimeoutError",
+        "WireFormatError",
+    ],
+    "toolnexus.mcp": [
+        "LEGACY_PROTOCOL_VERSIONS",
+        "MODERN_PROTOCOL_VERSIONS",
+        "Action",
+        "AsgiApp",
+        "CancelCall",
+        "HttpServer",
+        "Send",
+        "ServerSession",
+        "StartCall",
+        "asgi_app",
+        "result_from_mcp",
+        "serve_http",
+        "serve_stdio",
+    ],
+    "toolnexus.stores": ["AnswerStore", "MemoryAnswerStore", "SqliteAnswerStore"],
+    "toolnexus.testing": ["Drive", "cancelled_context", "drive"],
+    "toolnexus.validation": [
+        "ANNOTATION_KEYWORDS",
+        "SUPPORTED_KEYWORDS",
+        "SchemaError",
+        "Validator",
+        "check_schema",
+        "validate",
+    ],
+}
+
+
+def _public_modules() -> list[str]:
+    found = ["toolnexus"]
+    for info in pkgutil.walk_packages(toolnexus.__path__, "toolnexus."):
+        if not any(part.startswith("_") for part in info.name.split(".")):
+            found.append(info.name)
+    return sorted(found)
+
+
+def test_the_public_modules_are_the_ones_chosen():
+    assert _public_modules() == sorted(PUBLIC)
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC))
+def test_each_public_module_exports_exactly_its_pinned_names(name):
+    module = importlib.import_module(name)
+    assert sorted(module.__all__) == sorted(PUBLIC[name])
+    for exported in module.__all__:
+        assert getattr(module, exported) is not None, f"{name}.{exported}"
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC))
+def test_exported_classes_and_functions_name_a_public_home(name):
+    module = importlib.import_module(name)
+    for exported in module.__all__:
+        value = getattr(module, exported)
+        if not (inspect.isclass(value) or inspect.isfunction(value)):
+            continue
+        home = value.__module__
+        assert not any(part.startswith("_") for part in home.split(".")), (
+            f"{name}.{exported} says it lives in {home}"
+        )
+        assert getattr(importlib.import_module(home), value.__qualname__) is value
+
+
+def test_a_result_pickles_by_its_public_name():
+    import pickle
+
+    from toolnexus import ToolResult
+
+    assert pickle.loads(pickle.dumps(ToolResult.ok("x"))) == ToolResult.ok("x")
+    assert b"toolnexus._" not in pickle.dumps(ToolResult.ok("x"))
