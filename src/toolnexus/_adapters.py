@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._frozen import thaw
+from ._pointer import escape, fragment_pointer, resolve_reference, tokens
 from .errors import InvalidValueError, StrictSchemaError
 
 if TYPE_CHECKING:
@@ -240,14 +241,18 @@ def _strict_schema(tool: str, schema: dict[str, Any], rules: _Strict) -> dict[st
 
 def _recursive_definition(schema: Mapping[str, Any]) -> str | None:
     """The pointer of a definition that reaches itself through ``$ref``, or None."""
-    defs: dict[str, Any] = {}
+    defs: dict[tuple[str, ...], Any] = {}
     for key in ("$defs", "definitions"):
         for name, each in (schema.get(key) or {}).items():
-            defs[f"#/{key}/{name}"] = each
+            defs[(key, name)] = each
 
-    def refs(node: Any) -> list[str]:
+    def refs(node: Any) -> list[tuple[str, ...]]:
+        """The same-document references under ``node``, as pointer tokens."""
         if isinstance(node, dict):
-            found = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+            ref = node.get("$ref")
+            pointer = fragment_pointer(ref) if isinstance(ref, str) else None
+            parts = tokens(pointer) if pointer is not None else None
+            found = [tuple(parts)] if parts is not None else []
             for value in node.values():
                 found.extend(refs(value))
             return found
@@ -255,18 +260,19 @@ def _recursive_definition(schema: Mapping[str, Any]) -> str | None:
             return [ref for item in node for ref in refs(item)]
         return []
 
-    edges = {pointer: [ref for ref in refs(body) if ref in defs] for pointer, body in defs.items()}
+    edges = {place: [ref for ref in refs(body) if ref in defs] for place, body in defs.items()}
     for start in edges:
-        seen: set[str] = set()
-        stack = list(edges[start])
+        seen: set[tuple[str, ...]] = set()
+        stack: list[tuple[str, ...]] = list(edges[start])
         while stack:
-            pointer = stack.pop()
-            if pointer == start:
-                return start
-            if pointer not in seen:
-                seen.add(pointer)
-                stack.extend(edges.get(pointer, ()))
-    if "#" in {ref for ref in refs(schema)}:
+            place = stack.pop()
+            if place == start:
+                key, name = start
+                return f"#/{key}/{escape(name)}"
+            if place not in seen:
+                seen.add(place)
+                stack.extend(edges.get(place, ()))
+    if () in refs(schema):
         return "#"
     return None
 
@@ -314,25 +320,17 @@ class _GeminiMapper:
 
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.root = root
-        self.active: list[str] = []
-
-    def _resolve(self, ref: str) -> Mapping[str, Any] | None:
-        if not ref.startswith("#/"):
-            return None
-        target: Any = self.root
-        for part in ref[2:].split("/"):
-            target = target.get(part) if isinstance(target, Mapping) else None
-        return target if isinstance(target, Mapping) else None
+        self.active: list[int] = []  # the definitions being inlined, outermost first
 
     def map(self, node: Mapping[str, Any]) -> dict[str, Any]:
         ref = node.get("$ref")
         if isinstance(ref, str):
-            target = self._resolve(ref)
-            if target is None or ref in self.active:
+            target = resolve_reference(self.root, ref)
+            if not isinstance(target, Mapping) or id(target) in self.active:
                 # Gemini has no references: a recursive one becomes a plain object.
                 out: dict[str, Any] = {"type": "object"}
             else:
-                self.active.append(ref)
+                self.active.append(id(target))
                 out = self.map(target)
                 self.active.pop()
             if isinstance(node.get("description"), str):

@@ -769,15 +769,10 @@ def _map_items(each: Strip, value: Any) -> Any:
 
 
 def _pointer(root: Mapping[str, Any], ref: str) -> Any:
-    if ref == "#":
-        return root
-    if not ref.startswith("#/"):
-        return None
-    target: Any = root
-    for part in ref[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        target = target.get(part) if isinstance(target, Mapping) else None
-    return target
+    from ._pointer import MISSING, resolve_reference
+
+    target = resolve_reference(root, ref)
+    return None if target is MISSING else target
 
 
 def _accepts_null(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int = 0) -> bool:

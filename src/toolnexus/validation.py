@@ -35,6 +35,7 @@ import sys
 from collections.abc import Callable, Mapping, Set
 from typing import TYPE_CHECKING, Any
 
+from ._pointer import MISSING, escape, fragment_pointer, step, tokens
 from .errors import InvalidValueError, SchemaError
 
 if TYPE_CHECKING:
@@ -464,13 +465,6 @@ def _leaf(ok: _Ok, message: Callable[[Any, int], str]) -> tuple[_Ok, _Explain]:
     return ok, explain
 
 
-def _escape(segment: str | int) -> str:
-    text = str(segment)
-    if "~" in text or "/" in text:
-        return text.replace("~", "~0").replace("/", "~1")
-    return text
-
-
 # --------------------------------------------------------------------------- references
 
 # ($dynamicAnchor name, resource URI) pairs in force, outermost first
@@ -512,7 +506,7 @@ def _subschemas(schema: Mapping[str, Any]) -> list[tuple[str, Any]]:
             found.extend((f"/{keyword}/{index}", sub) for index, sub in enumerate(value))
         elif keyword in _SCHEMA_OBJECTS and isinstance(value, Mapping):
             found.extend(
-                (f"/{keyword}/{_escape(name)}", sub)
+                (f"/{keyword}/{escape(str(name))}", sub)
                 for name, sub in value.items()
                 if isinstance(sub, (Mapping, bool))
             )
@@ -589,8 +583,6 @@ class _Resources:
 
     def resolve(self, uri: str, pointer: str, keyword: str, reference: str) -> tuple[Any, str]:
         """The schema ``uri`` names, and a pointer-like name of it for messages."""
-        from urllib.parse import unquote
-
         resource, _, fragment = uri.partition("#")
         document = self.document(resource)
         if document is None:
@@ -606,38 +598,40 @@ class _Resources:
                 f" never fetched; pass the document as Validator(..., registry={{{resource!r}:"
                 " schema})",
             )
-        fragment = unquote(fragment)
         where = f"{resource}#" if resource else "#"
-        if not fragment:
-            return document, where
-        if not fragment.startswith("/"):
-            target: Any = self.anchors.get(f"{resource}#{fragment}")
+        json_pointer = fragment_pointer(f"#{fragment}")
+        if json_pointer is None:
+            from urllib.parse import unquote
+
+            name = unquote(fragment)
+            target: Any = self.anchors.get(f"{resource}#{name}")
             if target is None:
                 raise SchemaError(
                     pointer,
                     keyword,
                     f"{keyword} {reference!r} does not resolve: no $anchor or $dynamicAnchor"
-                    f" named {fragment!r} in {resource or 'this schema'}",
+                    f" named {name!r} in {resource or 'this schema'}",
                 )
-            return target, f"{where}{fragment}"
+            return target, f"{where}{name}"
+        parts = tokens(json_pointer)
+        if parts is None:
+            raise SchemaError(
+                pointer,
+                keyword,
+                f"{keyword} {reference!r} is not a JSON pointer: write '~' as '~0' and '/'"
+                " inside a name as '~1'",
+            )
         target = document
-        for raw in fragment.split("/")[1:]:
-            segment = raw.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, Mapping) and segment in target:
-                target = target[segment]
-            elif (
-                isinstance(target, (list, tuple))
-                and segment.isdigit()
-                and int(segment) < len(target)
-            ):
-                target = target[int(segment)]
-            else:
+        for raw, segment in zip(json_pointer.split("/")[1:], parts, strict=True):
+            found = step(target, segment)
+            if found is MISSING:
                 raise SchemaError(
                     pointer,
                     keyword,
                     f"{keyword} {reference!r} does not resolve: nothing at {segment!r} under"
                     f" {where}",
                 )
+            target = found
             where = f"{where}/{raw}"
         if isinstance(target, Mapping) and id(target) not in self.base:
             # a schema in a spot the index does not walk (inside an unknown keyword)
@@ -995,7 +989,7 @@ class _Compiler:
         for keyword in ("$defs", "definitions"):
             if keyword in schema:
                 for name, sub in self.schema_map(schema, keyword, pointer).items():
-                    self.child(sub, f"{pointer}/{keyword}/{_escape(name)}", level)
+                    self.child(sub, f"{pointer}/{keyword}/{escape(name)}", level)
         if "format" in schema and not isinstance(schema["format"], str):
             raise self.fail(
                 pointer, "format", f"'format' must be a string, got {_describe(schema['format'])}"
@@ -1207,12 +1201,12 @@ class _Compiler:
         properties: dict[str, _Node] = {}
         if "properties" in schema:
             for name, sub in self.schema_map(schema, "properties", pointer).items():
-                properties[name] = self.child(sub, f"{pointer}/properties/{_escape(name)}", level)
+                properties[name] = self.child(sub, f"{pointer}/properties/{escape(name)}", level)
         patterns: list[tuple[Callable[[str], bool], _Node]] = []
         if "patternProperties" in schema:
             for source, sub in self.schema_map(schema, "patternProperties", pointer).items():
                 test = self.pattern(source, pointer, "patternProperties").test
-                where = f"{pointer}/patternProperties/{_escape(source)}"
+                where = f"{pointer}/patternProperties/{escape(source)}"
                 patterns.append((test, self.child(sub, where, level)))
         required: list[str] = []
         if "required" in schema:
@@ -1266,7 +1260,7 @@ class _Compiler:
             for name, sub in value.items():
                 if isinstance(sub, (list, tuple)):
                     continue
-                where = f"{pointer}/{keyword}/{_escape(name)}"
+                where = f"{pointer}/{keyword}/{escape(name)}"
                 found.append((name, self.child(sub, where, level)))
         return found
 
