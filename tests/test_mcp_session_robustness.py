@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from toolnexus import Part, Request, Toolkit, ToolResult, tool
+from toolnexus._frozen import thaw
 from toolnexus.mcp import Send, ServerSession, StartCall
 
 STRUCTURED_KEY = "structuredContent"  # the metadata key of a tool's JSON value (result.py)
@@ -300,20 +301,6 @@ def test_a_text_answer_is_written_exactly_as_the_json_encoder_writes_it(
     assert Send(message).to_bytes() == expected
 
 
-def test_a_text_answer_built_in_another_key_order_is_the_same_json_value() -> None:
-    reordered = {
-        "result": {"isError": False, "content": [{"text": "3", "type": "text"}]},
-        "id": 7,
-        "jsonrpc": "2.0",
-    }
-    data = Send(reordered).to_bytes()
-    assert json.loads(data) == reordered
-    assert (
-        data == b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"3"}],'
-        b'"isError":false}}\n'
-    )  # the session's own order
-
-
 def test_a_text_answer_that_json_cannot_carry_fails_as_any_message_does() -> None:
     surrogate = Send(_answer(3, "bad \udcff byte")).to_bytes()
     assert b"\\udcff" in surrogate and surrogate.count(b"\n") == 1
@@ -338,7 +325,7 @@ def test_a_tool_output_with_newlines_and_unicode_survives_the_round_trip() -> No
     assert json.loads(line)["result"]["content"][0]["text"] == "a\nb\r\n\u00e9\U0001f600"
 
 
-# --------------------------------------------------------------------------- complete_call_bytes
+# --------------------------------------------------------------------------- answers as bytes
 
 
 class _Bomb(dict):  # type: ignore[type-arg]
@@ -400,78 +387,93 @@ def _call(revision: str, request_id: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
-def _twins(revision: str, request_id: Any) -> tuple[list[ServerSession], list[int]]:
-    """Two sessions in the same state, each with the same tools/call in flight."""
-    sessions, call_ids = [], []
-    for _ in range(2):
-        session = ServerSession(Toolkit([asks]))
-        if revision != "modern":
-            session.receive(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 0,
-                    "method": "initialize",
-                    "params": {"protocolVersion": revision, "capabilities": {"elicitation": {}}},
-                }
-            )
-            session.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        (start,) = session.receive(_call(revision, request_id))
-        assert isinstance(start, StartCall)
-        sessions.append(session)
-        call_ids.append(start.call_id)
-    return sessions, call_ids
+def _in_flight(revision: str, request_id: Any) -> tuple[ServerSession, int]:
+    """A session with one tools/call in flight."""
+    session = ServerSession(Toolkit([asks]))
+    if revision != "modern":
+        session.receive(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {"protocolVersion": revision, "capabilities": {"elicitation": {}}},
+            }
+        )
+        session.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    (start,) = session.receive(_call(revision, request_id))
+    assert isinstance(start, StartCall)
+    return session, start.call_id
+
+
+def _plain_bytes(message: Any) -> bytes:
+    """What json.dumps writes for a message, as Send.to_bytes promises it (lone surrogates
+    escaped; a result JSON cannot carry answered -32603 for its id)."""
+    try:
+        text = json.dumps(thaw(message), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(thaw(message), separators=(",", ":")).encode() + b"\n"
+    except (TypeError, ValueError):
+        return b""  # compared by meaning below
 
 
 @pytest.mark.parametrize("request_id", [7, 'req "1" ✓', -12345678901234567890])
 @pytest.mark.parametrize("revision", REVISIONS)
 @pytest.mark.parametrize("kind", sorted(RESULTS))
-def test_complete_call_bytes_writes_what_complete_call_sends_and_changes_the_same(
+def test_each_answer_is_written_exactly_as_the_plain_encoder_writes_its_message(
     kind: str, revision: str, request_id: Any
 ) -> None:
-    # The stdio server writes each call's answer through complete_call_bytes, which
-    # writes the commonest answer straight from the result: byte for byte the Sends
-    # complete_call returns, for every shape of result and client, and the same state.
-    (plain, direct), (plain_id, direct_id) = _twins(revision, request_id)
-    result = RESULTS[kind]
-    expected = b"".join(action.to_bytes() for action in plain.complete_call(plain_id, result))
-    got = direct.complete_call_bytes(direct_id, result)
+    # The commonest answer (a legacy text answer) is written from the codec's template,
+    # without building its message: byte for byte what json.dumps writes for the message
+    # the Send stands for, for every shape of result and client, and the call is done.
+    session, call_id = _in_flight(revision, request_id)
+    (sent,) = session.complete_call(call_id, RESULTS[kind])
+    assert isinstance(sent, Send)
+    got = sent.to_bytes()
     assert got.endswith(b"\n") and got.count(b"\n") == 1
-    if kind == "question" and revision == "modern":
-        # The signed requestState carries a fresh nonce: the rest is the same.
-        answers = [json.loads(line) for line in (got, expected)]
-        states = [answer["result"].pop("requestState") for answer in answers]
-        assert answers[0] == answers[1] and all(isinstance(s, str) for s in states)
-    else:
+    expected = _plain_bytes(sent.message)
+    if expected:
         assert got == expected
-    assert direct.running_calls == plain.running_calls
-    assert repr(direct) == repr(plain)
+    else:  # NaN, a set: the answer is an internal error for the request's own id
+        answer = json.loads(got)
+        assert (answer["id"], answer["error"]["code"]) == (request_id, -32603)
     # Done once: completing it again sends nothing, and its id is free for a new request.
-    assert direct.complete_call_bytes(direct_id, result) == b""
-    assert plain.complete_call(plain_id, result) == []
+    assert session.complete_call(call_id, RESULTS[kind]) == []
     if kind != "question" or revision == "modern":
-        for session in (plain, direct):
-            (again,) = session.receive(_call(revision, request_id))
-            assert isinstance(again, StartCall)
+        (again,) = session.receive(_call(revision, request_id))
+        assert isinstance(again, StartCall)
 
 
-def test_complete_call_bytes_of_an_unknown_or_cancelled_call_is_nothing() -> None:
-    (session, _), (call_id, _) = _twins("2025-11-25", 1)
-    assert session.complete_call_bytes(call_id + 100, ToolResult.ok("x")) == b""
+def test_a_text_answers_message_is_read_only_and_equal_to_the_plain_one() -> None:
+    session, call_id = _in_flight("2025-11-25", 1)
+    (sent,) = session.complete_call(call_id, ToolResult.ok("3"))
+    plain = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"content": [{"type": "text", "text": "3"}], "isError": False},
+    }
+    assert sent == Send(plain) and sent.message == plain
+    with pytest.raises(TypeError):
+        sent.message["id"] = 2  # type: ignore[index]
+    assert json.loads(sent.to_bytes()) == plain
+
+
+def test_completing_an_unknown_or_cancelled_call_sends_nothing() -> None:
+    session, call_id = _in_flight("2025-11-25", 1)
+    assert session.complete_call(call_id + 100, ToolResult.ok("x")) == []
     session.receive(
         {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
     )
-    assert session.complete_call_bytes(call_id, ToolResult.ok("x")) == b""
+    assert session.complete_call(call_id, ToolResult.ok("x")) == []
     assert session.running_calls == 0
 
 
-@pytest.mark.parametrize("report", ["complete_call", "complete_call_bytes"])
-def test_reporting_something_else_than_a_tool_result_says_what_to_pass(report: str) -> None:
-    (session, _), (call_id, _) = _twins("2025-11-25", 1)
+def test_reporting_something_else_than_a_tool_result_says_what_to_pass() -> None:
+    session, call_id = _in_flight("2025-11-25", 1)
     with pytest.raises(
         TypeError,
-        match=rf"{report}: result must be a ToolResult, got str; "
-        r".*ToolResult\.ok\(text\)",
+        match=r"complete_call: result must be a ToolResult, got str; .*ToolResult\.ok\(text\)",
     ):
-        getattr(session, report)(call_id, "3")
+        session.complete_call(call_id, "3")  # type: ignore[arg-type]
     assert session.running_calls == 1  # nothing was lost: the call can still be reported
-    assert json.loads(session.complete_call_bytes(call_id, ToolResult.ok("3")))["id"] == 1
+    assert json.loads(session.complete_call(call_id, ToolResult.ok("3"))[0].to_bytes())["id"] == 1

@@ -18,8 +18,6 @@ the request, so any replica can answer it given the shared ``requestState`` key.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hmac
 import json
 import logging
@@ -34,6 +32,12 @@ from .._cancellation import CancellationTokenSource
 from .._context import bound_log
 from .._result import ToolResult
 from ..errors import InvalidTypeError, InvalidValueError
+from ._protocol import (
+    META_PROTOCOL_VERSION,
+    NAMED_PARAM,
+    decode_header_value,
+    header_text,
+)
 from ._session import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -94,7 +98,6 @@ TokenVerifier = Callable[[str], bool]
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 _JSON_TYPE = ("content-type", "application/json")
 _SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
-_META_VERSION = "io.modelcontextprotocol/protocolVersion"
 # JSON-RPC errors of the modern revision and the HTTP status each travels with.
 _MODERN_STATUS = {
     PARSE_ERROR: 400,
@@ -106,8 +109,6 @@ _MODERN_STATUS = {
     UNSUPPORTED_PROTOCOL_VERSION: 400,
 }
 _MAX_SPARE = 64
-# Methods whose params carry the name the Mcp-Name header must repeat.
-_NAMED_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 
 class Reply:
@@ -741,19 +742,19 @@ class Endpoint:
             return None
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
-        if not isinstance(meta, dict) or _META_VERSION not in meta:
+        if not isinstance(meta, dict) or META_PROTOCOL_VERSION not in meta:
             return None  # not a modern request: the session words what is missing
         method = message["method"]
         version = headers.get("mcp-protocol-version")
-        if version is None or version.strip() != meta[_META_VERSION]:
+        if version is None or version.strip() != meta[META_PROTOCOL_VERSION]:
             return (
                 f"header mismatch: MCP-Protocol-Version {_shown(version)} does not match "
-                f"_meta[{_META_VERSION!r}] {_shown(meta[_META_VERSION])}"
+                f"_meta[{META_PROTOCOL_VERSION!r}] {_shown(meta[META_PROTOCOL_VERSION])}"
             )
         stated = headers.get("mcp-method")
         if stated is None or stated.strip() != method:
             return f"header mismatch: Mcp-Method {_shown(stated)} does not match method {method!r}"
-        key = _NAMED_PARAM.get(method)
+        key = NAMED_PARAM.get(method)
         if key is not None and isinstance(params, dict) and key in params:
             named = headers.get("mcp-name")
             if named is None or named.strip() != params[key]:
@@ -787,10 +788,10 @@ class Endpoint:
                     f"header mismatch: Mcp-Param-{label} is missing but arguments.{field} "
                     "is set; send the header with the same value"
                 )
-            decoded = _decode_param(raw.strip())
+            decoded = decode_header_value(raw.strip())
             if decoded is None:
                 return f"header mismatch: Mcp-Param-{label} is not valid =?base64?...?= text"
-            if decoded != _header_text(arguments[field]):
+            if decoded != header_text(arguments[field]):
                 return f"header mismatch: Mcp-Param-{label} does not match arguments.{field}"
         return None
 
@@ -911,28 +912,8 @@ def _is_local_origin(origin: str) -> bool:
 def _has_modern_meta(message: Mapping[str, Any]) -> bool:
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
-    return isinstance(meta, dict) and _META_VERSION in meta
+    return isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
 
 
 def _shown(value: Any) -> str:
     return "(missing)" if value is None else repr(value)[:80]
-
-
-def _decode_param(raw: str) -> str | None:
-    if not (raw.startswith("=?base64?") and raw.endswith("?=")):
-        return raw
-    encoded = raw[len("=?base64?") : -2]
-    try:
-        return base64.b64decode(encoded, validate=True).decode("utf-8")
-    except (binascii.Error, ValueError):
-        return None
-
-
-def _header_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return json.dumps(value, separators=(",", ":"))

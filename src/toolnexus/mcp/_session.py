@@ -16,23 +16,46 @@ what keeps progress notifications ahead of the response they belong to.
 
 from __future__ import annotations
 
-import json
-import json.scanner
 import logging
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._binding import BINDING_KEY
 from .._context import LOG_LEVELS
-from .._frozen import thaw
+from .._frozen import freeze, thaw
 from .._loop_rule import declined_text, unresolved_text
 from .._result import PENDING_KEY, STRUCTURED_KEY, ToolResult
 from .._suspension import Answer, Request, decline_reason
-from .._wire import MAX_DEPTH, check_depth, refuse_json_constant
-from ..errors import InvalidTypeError, InvalidValueError, WireFormatError
+from ..errors import InvalidTypeError, InvalidValueError
+from . import _codec as codec
+from ._codec import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    TOO_DEEP,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    error_message,
+    nested_too_deep,
+)
 from ._content import content_blocks
+from ._protocol import (
+    LEGACY_PROTOCOL_VERSIONS,
+    META_CLIENT_CAPABILITIES,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    MODERN_PROTOCOL_VERSIONS,
+    at_least,
+    describe,
+    elicitation_modes,
+    is_request_id,
+    level_rank,
+)
 from ._suspension import (
     ElicitationShape,
     answer_from_elicitation,
@@ -51,8 +74,16 @@ if TYPE_CHECKING:
     from ..stores import AnswerStore
 
 __all__ = [
+    "HEADER_MISMATCH",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
     "LEGACY_PROTOCOL_VERSIONS",
+    "METHOD_NOT_FOUND",
+    "MISSING_CLIENT_CAPABILITY",
     "MODERN_PROTOCOL_VERSIONS",
+    "PARSE_ERROR",
+    "UNSUPPORTED_PROTOCOL_VERSION",
     "Action",
     "CancelCall",
     "Send",
@@ -62,154 +93,16 @@ __all__ = [
 
 _log = logging.getLogger("toolnexus")
 
-MODERN_PROTOCOL_VERSIONS: tuple[str, ...] = ("2026-07-28",)
-"""Revisions served statelessly, from per-request ``_meta`` (newest last)."""
-
-LEGACY_PROTOCOL_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-"""Revisions negotiated with the ``initialize`` handshake (oldest first)."""
-
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-HEADER_MISMATCH = -32020
-MISSING_CLIENT_CAPABILITY = -32021
-UNSUPPORTED_PROTOCOL_VERSION = -32022
-
-META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
-
 _KNOWN_METHODS = frozenset(
     {"initialize", "ping", "server/discover", "tools/list", "tools/call", "logging/setLevel"}
 )
-_LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 
 _CURSOR_PREFIX = "tnx1:"
 _STATE_TTL_S = 30 * 60
-_LEGACY_ORDER = {version: index for index, version in enumerate(LEGACY_PROTOCOL_VERSIONS)}
 
 
-# Built once: json.dumps/json.loads with options build a new coder on every call.
-_DECODER = json.JSONDecoder(parse_constant=refuse_json_constant)
-# The decoder's scanner, called directly: a whole line that is one JSON value skips the two
-# whitespace regexes and two Python frames of JSONDecoder.decode. Anything else goes through
-# decode(), which words the error.
-_SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
-    _DECODER  # type: ignore[arg-type]  # typeshed types the argument as the scanner class
-)
-_ENCODERS = {
-    ascii_only: json.JSONEncoder(separators=(",", ":"), ensure_ascii=ascii_only, allow_nan=False)
-    for ascii_only in (False, True)
-}
-
-
-def _c_encoder(ascii_only: bool) -> Callable[[Any, int], Any] | None:
-    """The C encoder behind ``_ENCODERS[ascii_only].encode``, built once.
-
-    ``JSONEncoder.encode`` builds this object anew for every message; reusing it saves
-    about a tenth of the answer's cost. It runs without a circular-reference memo (a
-    shared memo would not be thread-safe): a cyclic message raises ``RecursionError``,
-    which :meth:`Send.to_bytes` treats like any other unencodable result.
-    """
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # an interpreter without the C accelerator
-        return None
-    encoder = _ENCODERS[ascii_only]
-    string = json.encoder.encode_basestring_ascii if ascii_only else json.encoder.encode_basestring
-    made: Callable[[Any, int], Any] = make(
-        None, encoder.default, string, None, ":", ",", False, False, False
-    )
-    return made
-
-
-_C_ENCODERS = {ascii_only: _c_encoder(ascii_only) for ascii_only in (False, True)}
-# Builds a Send or StartCall without the NamedTuple's Python-level __new__ (a frame per call).
-_tuple_new = tuple.__new__
-_C_ENCODE = _C_ENCODERS[False]
-_ENCODE_STRING = json.encoder.encode_basestring
-_ABSENT = object()
-
-
-def _text_answer(message: dict[str, Any]) -> str | None:
-    """The line for the commonest message, a tool's text answer, written from a template:
-    ``{"jsonrpc":"2.0","id":ID,"result":{"content":[{"type":"text","text":T}],"isError":B}}``
-    with an optional ``"structuredContent"`` object last — or None for any other shape.
-
-    The same characters the C encoder writes for it (its string and number writers, its
-    own call for the structured value), without walking the message's fixed frame: it is
-    the one message written per tool call. The shape is checked exactly, so any other
-    message, or one with a key more, goes through the encoder. Its keys are written in the
-    order above, the order the session builds them in; a message built with the same keys
-    in another order is the same JSON value, written in this order.
-    """
-    result = message.get("result")
-    if result.__class__ is not dict or len(message) != 3 or _C_ENCODE is None:
-        return None
-    try:  # subscripts, not get() calls (a tenth less); a missing key means another shape
-        content = result["content"]
-        block = content[0]
-        text = block["text"]
-        kind_of_block = block["type"]
-        error = result["isError"]
-        ident = message["id"]
-        version = message["jsonrpc"]
-        size = len(result)
-        structured = result["structuredContent"] if size == 3 else _ABSENT
-    except (KeyError, IndexError, TypeError):
-        return None
-    kind = ident.__class__
-    if (
-        content.__class__ is not list
-        or len(content) != 1
-        or block.__class__ is not dict
-        or len(block) != 2
-        or kind_of_block != "text"
-        or text.__class__ is not str
-        or error.__class__ is not bool
-        or (kind is not int and kind is not str)
-        or version != "2.0"
-        or not 2 <= size <= 3
-    ):
-        return None
-    if structured is not _ABSENT and structured.__class__ is not dict:
-        return None
-    return _text_line(ident, text, error, structured)
-
-
-def _text_line(ident: Any, text: str, error: bool, structured: Any) -> str:
-    """The one template of a tool's text answer (see :func:`_text_answer`): ``ident`` an
-    exact ``int`` or ``str``, ``structured`` a ``dict`` (or a subclass: a frozen one is
-    written as it is) or ``_ABSENT``. Callers check that the C encoder is there."""
-    assert _C_ENCODE is not None
-    if structured is _ABSENT:
-        tail = "}}\n"
-    else:
-        tail = ',"structuredContent":' + "".join(_C_ENCODE(structured, 0)) + "}}\n"
-    return "".join(
-        (
-            '{"jsonrpc":"2.0","id":',
-            int.__repr__(ident) if ident.__class__ is int else _ENCODE_STRING(ident),
-            ',"result":{"content":[{"type":"text","text":',
-            _ENCODE_STRING(text),
-            '}],"isError":',
-            "true" if error else "false",
-            tail,
-        )
-    )
-
-
-def _encode(message: Mapping[str, Any], ascii_only: bool) -> bytes:
-    fast = _C_ENCODERS[ascii_only]
-    if fast is None or message.__class__ is not dict:
-        return _ENCODERS[ascii_only].encode(message).encode("utf-8") + b"\n"
-    return "".join(fast(message, 0)).encode("utf-8") + b"\n"
-
-
-class Send(NamedTuple):
-    """Write ``message`` (a JSON-RPC message as plain JSON data) to the client.
+class Send:
+    """Write ``message`` (a JSON-RPC message as plain JSON data) to the peer.
 
     Example::
 
@@ -218,7 +111,38 @@ class Send(NamedTuple):
                 stream.write(action.to_bytes())
     """
 
-    message: Mapping[str, Any]
+    __slots__ = ("_message", "_reply")
+    __match_args__ = ("message",)
+
+    def __init__(self, message: Mapping[str, Any]) -> None:
+        self._message: Mapping[str, Any] | None = message
+        # A tool's text answer, kept as its parts (request id, text, is_error,
+        # structured) until someone reads the message: to_bytes writes it from a template.
+        self._reply: tuple[Any, str, bool, Any] | None = None
+
+    @classmethod
+    def _text_reply(cls, request_id: Any, text: str, is_error: bool, structured: Any) -> Send:
+        send = cls.__new__(cls)
+        send._message = None
+        send._reply = (request_id, text, is_error, structured)
+        return send
+
+    @property
+    def message(self) -> Mapping[str, Any]:
+        """The JSON-RPC message. A tool's text answer is built on first read, read-only
+        (what :meth:`to_bytes` writes cannot drift from it)."""
+        message = self._message
+        if message is None:
+            assert self._reply is not None
+            request_id, text, is_error, structured = self._reply
+            result: dict[str, Any] = {
+                "content": [{"type": "text", "text": text}],
+                "isError": is_error,
+            }
+            if structured is not codec.ABSENT:
+                result["structuredContent"] = structured
+            message = self._message = freeze({"jsonrpc": "2.0", "id": request_id, "result": result})
+        return message
 
     def to_bytes(self) -> bytes:
         """The message as one line of compact UTF-8 JSON ending in ``\\n``.
@@ -230,17 +154,17 @@ class Send(NamedTuple):
         ``-32603`` error response for the same id; a request or notification is logged
         and gives ``b""`` (there is no request to answer, so nothing is written).
         """
+        reply = self._reply
+        if reply is not None:
+            try:
+                line = codec.text_reply(*reply)
+            except Exception:  # NaN, a lone surrogate, ...: as the message is written below
+                line = None
+            if line is not None:
+                return line
         message = self.message
         try:
-            try:
-                if _C_ENCODE is None or message.__class__ is not dict:
-                    return _encode(message, ascii_only=False)
-                fast = _text_answer(message)
-                if fast is not None:
-                    return fast.encode("utf-8")
-                return "".join(_C_ENCODE(message, 0)).encode("utf-8") + b"\n"  # _encode
-            except UnicodeEncodeError:
-                return _encode(message, ascii_only=True)
+            return codec.encode(message)
         except (TypeError, ValueError, RecursionError) as exc:
             problem = f"result is not JSON: {exc}"
         except Exception as exc:  # MemoryError encoding a huge result: answer it anyway
@@ -249,7 +173,17 @@ class Send(NamedTuple):
         message_id = message.get("id")
         if "method" in message or message_id is None:
             return b""  # a notification or a request of ours: nobody waits on an answer
-        return _encode(_error_message(message_id, INTERNAL_ERROR, problem), ascii_only=True)
+        return codec.encode(error_message(message_id, INTERNAL_ERROR, problem))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Send):
+            return NotImplemented
+        return self.message == other.message
+
+    __hash__ = None  # type: ignore[assignment]  # a message is a dict: not hashable
+
+    def __repr__(self) -> str:
+        return f"Send({self.message!r})"
 
 
 class StartCall(NamedTuple):
@@ -321,7 +255,7 @@ class _Client:
         self.object_structured = self.at_least("2025-06-18")
 
     def at_least(self, version: str) -> bool:
-        return self.modern or _LEGACY_ORDER.get(self.version, -1) >= _LEGACY_ORDER[version]
+        return self.modern or at_least(self.version, version)
 
     def carries(self, structured: Any) -> bool:
         """Whether a result to this client carries ``structured`` as structuredContent."""
@@ -385,89 +319,6 @@ class _Reject(Exception):
         self.data = data
 
 
-def _error_message(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": "2.0", "id": request_id, "error": error}
-
-
-def _string_end(text: str, start: int) -> int:
-    """The index just past the JSON string opening at ``text[start]``, or -1 if unclosed."""
-    at = start + 1
-    while True:
-        at = text.find('"', at)
-        if at < 0:
-            return -1
-        back = at - 1
-        while text[back] == "\\":
-            back -= 1
-        if (at - 1 - back) % 2 == 0:  # an even run of backslashes: the quote is real
-            return at + 1
-        at += 1
-
-
-def _skim_top_level(text: str) -> dict[str, str] | None:
-    """The raw JSON text of the scalar members of the object ``text`` holds (``""`` for an
-    object or array member), found without recursion: for a line too deeply nested for the
-    decoder, so its ``id`` can still be answered. Strings are skipped whole (escapes
-    included); brackets only count depth. ``None`` unless ``text`` is one object whose
-    brackets balance; raw member names keep their quotes."""
-    if not text.startswith("{"):
-        return None
-    members: dict[str, str] = {}
-    depth = 0
-    key: str | None = None
-    expect_key = False
-    value_start = -1  # where the value of ``key`` begins, while it is a scalar
-    pos = 0
-    while True:
-        found = _STRUCTURE.search(text, pos)
-        if found is None:
-            return None  # the object never closes
-        at = found.start()
-        char = text[at]
-        if char == '"':
-            end = _string_end(text, at)
-            if end < 0:
-                return None
-            if depth == 1 and expect_key:
-                key, expect_key = text[at:end], False
-            pos = end
-            continue
-        if char in "{[":
-            if depth == 1 and key is not None and value_start >= 0:
-                members[key], value_start = "", -1
-            depth += 1
-            expect_key = depth == 1
-        elif depth == 1 and char in ",}":
-            if key is not None and value_start >= 0:
-                members[key] = text[value_start:at].strip()
-            key, value_start, expect_key = None, -1, char == ","
-            if char == "}":
-                return members if not text[at + 1 :].strip() else None
-        elif char in "}]":
-            depth -= 1
-        elif char == ":" and depth == 1:
-            value_start = at + 1
-        pos = at + 1
-
-
-_STRUCTURE = re.compile(r'["{}\[\],:]')
-
-
-_TOO_DEEP = f"more than {MAX_DEPTH} levels of arrays/objects"
-
-
-def _nested_too_deep(value: Any) -> bool:
-    """True when an answer nests deeper than the wire allows (checked without recursion)."""
-    try:
-        check_depth(value, "answer")
-    except WireFormatError:
-        return True
-    return False
-
-
 def _check_result(where: str, result: Any) -> None:
     if not isinstance(result, ToolResult):
         raise InvalidTypeError(
@@ -482,16 +333,6 @@ def _question_of(result: ToolResult) -> Request | None:
     if result.metadata is None or not result.is_error:
         return None
     return ToolResult.pending_of(result)
-
-
-def _is_request_id(value: Any) -> TypeGuard[str | int]:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def _describe(value: Any) -> str:
-    from .._wire import describe
-
-    return describe(value)
 
 
 class ServerSession:
@@ -629,12 +470,7 @@ class ServerSession:
             if not text:
                 return []
             try:
-                try:
-                    message, end = _SCAN(text, 0)
-                except StopIteration:
-                    end = -1
-                if end != len(text):
-                    message = _DECODER.decode(text)
+                message = codec.decode(text)
             except RecursionError as exc:
                 return self._too_deep(text, exc)
             except ValueError as exc:
@@ -659,19 +495,10 @@ class ServerSession:
         too deeply does once parsed — a request is answered ``-32602``, a notification
         dropped, and a response to an elicitation answers the ``tools/call`` waiting on it
         ``-32602``. Only when nothing names it is it ``-32700`` with ``id: null``."""
-        members = _skim_top_level(text)
-        stand_in: dict[str, Any] = {}
-        for raw_name, raw_value in (members or {}).items():
-            try:
-                name = json.loads(raw_name)
-                if name in ("id", "method", "result", "error"):
-                    stand_in[name] = json.loads(raw_value) if raw_value else None
-            except ValueError:
-                stand_in.clear()
-                break
+        stand_in = codec.stand_in(text) or {}
         ident = stand_in.get("id")
-        named = "id" not in stand_in or _is_request_id(ident)
-        if members is None or not named or not stand_in.keys() & {"method", "result", "error"}:
+        named = "id" not in stand_in or is_request_id(ident)
+        if not named or not stand_in.keys() & {"method", "result", "error"}:
             return [self._error(None, PARSE_ERROR, f"parse error: not valid JSON ({exc})")]
         if self._closed:
             return []
@@ -701,7 +528,7 @@ class ServerSession:
         answered: list[str | int] = []
         if isinstance(message, dict) and "method" in message:
             request_id = message.get("id")
-            if "id" in message and _is_request_id(request_id):
+            if "id" in message and is_request_id(request_id):
                 answered.append(request_id)
         for call in list(self._calls.values()):
             # A call this message created, or one it took the answer of, is answered here.
@@ -775,7 +602,7 @@ class ServerSession:
                 self._error(
                     None,
                     INVALID_REQUEST,
-                    f"invalid request: a message must be a JSON object, got {_describe(message)}",
+                    f"invalid request: a message must be a JSON object, got {describe(message)}",
                 )
             ]
         has_id = "id" in message
@@ -783,7 +610,7 @@ class ServerSession:
         kind = request_id.__class__
         echo = (
             request_id
-            if has_id and (kind is int or kind is str or _is_request_id(request_id))
+            if has_id and (kind is int or kind is str or is_request_id(request_id))
             else None
         )
         if "method" not in message and ("result" in message or "error" in message):
@@ -794,7 +621,7 @@ class ServerSession:
                     echo,
                     INVALID_REQUEST,
                     'invalid request: "jsonrpc" must be "2.0", got '
-                    f"{_describe(message.get('jsonrpc'))}",
+                    f"{describe(message.get('jsonrpc'))}",
                 )
             ]
         method = message.get("method")
@@ -803,7 +630,7 @@ class ServerSession:
                 self._error(
                     echo,
                     INVALID_REQUEST,
-                    f'invalid request: "method" must be a string, got {_describe(method)}',
+                    f'invalid request: "method" must be a string, got {describe(method)}',
                 )
             ]
         if not has_id:
@@ -814,7 +641,7 @@ class ServerSession:
                     None,
                     INVALID_REQUEST,
                     'invalid request: "id" must be a string or an integer, got '
-                    f"{_describe(request_id)}",
+                    f"{describe(request_id)}",
                 )
             ]
         try:
@@ -842,7 +669,17 @@ class ServerSession:
         metadata = result.metadata
         request = _question_of(result)
         if request is None:
-            return self._finish(call, self._tool_result(call.client, result))
+            client = call.client
+            if client.modern or result.parts:
+                return self._finish(call, self._tool_result(client, result))
+            # A legacy text answer: kept as its parts, written from the codec's template.
+            structured = (
+                codec.ABSENT if metadata is None else metadata.get(STRUCTURED_KEY, codec.ABSENT)
+            )
+            if structured is not codec.ABSENT and not client.carries(structured):
+                structured = codec.ABSENT
+            self._forget(call)
+            return [Send._text_reply(call.request_id, result.output, result.is_error, structured)]
         if call.resumed and call.round >= self._max_rounds:
             # The loop rule: one retry per answer (per round), never a loop.
             return self._finish(call, self._error_result(call.client, unresolved_text(request)))
@@ -865,53 +702,6 @@ class ServerSession:
                     f"internal error: cannot ask the tool's question ({exc})",
                 )
             ]
-
-    def complete_call_bytes(self, call_id: int, result: ToolResult) -> bytes:
-        """:meth:`complete_call`, for a driver that writes lines: what to write, as bytes.
-
-        The same bytes as each returned action's :meth:`Send.to_bytes`, joined (``b""``
-        when there is nothing to send), and the same change to the session. The commonest
-        answer — a result with no parts, and no question, to a legacy client — is written
-        straight from the result through the template :meth:`Send.to_bytes` uses, without
-        building the message first: the stdio server's one write per call. Raises
-        ``TypeError`` as :meth:`complete_call` does.
-
-        Example::
-
-            stream.write(session.complete_call_bytes(action.call_id, result))
-        """
-        if result.__class__ is not ToolResult:
-            _check_result("complete_call_bytes", result)
-        call = self._calls.get(call_id)
-        if call is not None and call.running and _C_ENCODE is not None and not result.parts:
-            client = call.client
-            ident = call.request_id
-            if (
-                not client.modern
-                and (ident.__class__ is int or ident.__class__ is str)
-                and _question_of(result) is None
-            ):
-                metadata = result.metadata
-                structured = _ABSENT if metadata is None else metadata.get(STRUCTURED_KEY, _ABSENT)
-                if structured is not _ABSENT and not client.carries(structured):
-                    structured = _ABSENT
-                try:
-                    line = _text_line(ident, result.output, result.is_error, structured)
-                    data = line.encode("utf-8")
-                except Exception:  # NaN, lone surrogates, ...: as to_bytes answers them
-                    pass
-                else:
-                    call.running = False  # what complete_call and _finish do
-                    self._forget(call)
-                    return data
-        # complete_call only ever sends: an answer, a legacy question, or nothing.
-        return b"".join(
-            [
-                action.to_bytes()
-                for action in self.complete_call(call_id, result)
-                if isinstance(action, Send)
-            ]
-        )
 
     def report_progress(
         self,
@@ -955,7 +745,7 @@ class ServerSession:
         if call is None or not call.running:
             return []
         wanted = call.log_level if call.client.modern else self._legacy_log_level
-        rank = _LEVEL_RANK.get(level)
+        rank = level_rank(level)
         if wanted is None or rank is None or rank < wanted:
             return []
         params: dict[str, Any] = {"level": level}
@@ -996,7 +786,7 @@ class ServerSession:
             params = {}
         elif not isinstance(params, dict):
             raise _Reject(
-                INVALID_PARAMS, f"invalid params: expected an object, got {_describe(params)}"
+                INVALID_PARAMS, f"invalid params: expected an object, got {describe(params)}"
             )
         meta = params.get("_meta")
         if method == "initialize":
@@ -1010,7 +800,7 @@ class ServerSession:
             return self._initialize(request_id, params)
         if meta is not None and not isinstance(meta, dict):
             raise _Reject(
-                INVALID_PARAMS, f"invalid params: _meta must be an object, got {_describe(meta)}"
+                INVALID_PARAMS, f"invalid params: _meta must be an object, got {describe(meta)}"
             )
         if meta is not None and META_PROTOCOL_VERSION in meta:
             client = self._modern_client(meta)
@@ -1061,10 +851,10 @@ class ServerSession:
         answer: Answer
         if "error" in message or message.get("jsonrpc") != "2.0":
             answer = Answer(request.id, False, None, "cancelled")
-        elif _nested_too_deep(message.get("result")):
+        elif nested_too_deep(message.get("result")):
             # The same answer on every Python, whatever its recursion limits: the call is
             # answered -32602, as data too deep for the recursive code after this would be.
-            return self._failed(message, self._next_call, RecursionError(_TOO_DEEP))
+            return self._failed(message, self._next_call, RecursionError(TOO_DEEP))
         else:
             try:
                 answer = answer_from_elicitation(request, shape, message.get("result"))
@@ -1086,7 +876,7 @@ class ServerSession:
         if not isinstance(requested, str):
             raise _Reject(
                 INVALID_PARAMS,
-                f"invalid params: protocolVersion must be a string, got {_describe(requested)}",
+                f"invalid params: protocolVersion must be a string, got {describe(requested)}",
             )
         capabilities = params.get("capabilities")
         if capabilities is None:
@@ -1094,18 +884,20 @@ class ServerSession:
         elif not isinstance(capabilities, dict):
             raise _Reject(
                 INVALID_PARAMS,
-                f"invalid params: capabilities must be an object, got {_describe(capabilities)}",
+                f"invalid params: capabilities must be an object, got {describe(capabilities)}",
             )
         client_info = params.get("clientInfo")
         if client_info is not None and not isinstance(client_info, dict):
             raise _Reject(
                 INVALID_PARAMS,
-                f"invalid params: clientInfo must be an object, got {_describe(client_info)}",
+                f"invalid params: clientInfo must be an object, got {describe(client_info)}",
             )
         # Echo a version we speak; otherwise offer our newest legacy one.
-        version = requested if requested in _LEGACY_ORDER else LEGACY_PROTOCOL_VERSIONS[-1]
-        form, url = _elicitation_modes(capabilities.get("elicitation"))
-        if _LEGACY_ORDER[version] < _LEGACY_ORDER["2025-06-18"]:
+        version = (
+            requested if requested in LEGACY_PROTOCOL_VERSIONS else LEGACY_PROTOCOL_VERSIONS[-1]
+        )
+        form, url = elicitation_modes(capabilities.get("elicitation"))
+        if not at_least(version, "2025-06-18"):
             form = url = False  # elicitation did not exist yet
         elif version == "2025-06-18":
             url = False
@@ -1125,14 +917,14 @@ class ServerSession:
             raise _Reject(
                 INVALID_PARAMS,
                 f"invalid params: _meta[{META_PROTOCOL_VERSION!r}] must be a string, "
-                f"got {_describe(version)}",
+                f"got {describe(version)}",
             )
         capabilities = meta.get(META_CLIENT_CAPABILITIES)
         if not isinstance(capabilities, dict):
             problem = (
                 "is missing"
                 if capabilities is None
-                else f"must be an object, got {_describe(capabilities)}"
+                else f"must be an object, got {describe(capabilities)}"
             )
             raise _Reject(
                 INVALID_PARAMS, f"invalid params: _meta[{META_CLIENT_CAPABILITIES!r}] {problem}"
@@ -1147,7 +939,7 @@ class ServerSession:
             )
         if "elicitation" not in capabilities and version == MODERN_PROTOCOL_VERSIONS[-1]:
             return self._plain_modern  # the common request: no per-message client to build
-        form, url = _elicitation_modes(capabilities.get("elicitation"))
+        form, url = elicitation_modes(capabilities.get("elicitation"))
         return _Client(version, True, form, url)
 
     @staticmethod
@@ -1194,7 +986,7 @@ class ServerSession:
                     return offset
         raise _Reject(
             INVALID_PARAMS,
-            f"invalid params: cursor {_describe(cursor)} was not issued by this server (or the "
+            f"invalid params: cursor {describe(cursor)} was not issued by this server (or the "
             "tool list changed); list again without a cursor",
         )
 
@@ -1227,7 +1019,7 @@ class ServerSession:
         if not isinstance(name, str):
             raise _Reject(
                 INVALID_PARAMS,
-                f"invalid params: name must be a string naming a tool, got {_describe(name)}",
+                f"invalid params: name must be a string naming a tool, got {describe(name)}",
             )
         arguments = params.get("arguments")
         if arguments is None:
@@ -1235,7 +1027,7 @@ class ServerSession:
         elif not isinstance(arguments, dict):
             raise _Reject(
                 INVALID_PARAMS,
-                f"invalid params: arguments must be an object, got {_describe(arguments)}",
+                f"invalid params: arguments must be an object, got {describe(arguments)}",
             )
         try:
             if name not in self._toolkit:  # the hit is a dict lookup; get() words the miss
@@ -1245,7 +1037,7 @@ class ServerSession:
                 INVALID_PARAMS, f"invalid params: {exc.args[0] if exc.args else exc}"
             ) from None
         token = meta.get("progressToken")
-        if token is not None and not _is_request_id(token):
+        if token is not None and not is_request_id(token):
             token = None
         self._next_call += 1
         call = _Call(self._next_call, request_id, name, arguments, client, token)
@@ -1260,11 +1052,7 @@ class ServerSession:
             except _Reject:
                 self._forget(call)
                 raise
-        return [
-            _tuple_new(
-                StartCall, (call.call_id, name, arguments, None, None, token is not None, None)
-            )
-        ]
+        return [StartCall(call.call_id, name, arguments, wants_progress=token is not None)]
 
     def _forget(self, call: _Call) -> None:
         self._calls.pop(call.call_id, None)
@@ -1374,7 +1162,7 @@ class ServerSession:
         if not isinstance(state, str):
             raise _Reject(
                 INVALID_PARAMS,
-                f"invalid params: requestState must be a string, got {_describe(state)}",
+                f"invalid params: requestState must be a string, got {describe(state)}",
             )
         payload = open_state(state, self._binder.keys)
         if payload is None or payload.get("method") != "tools/call":
@@ -1407,7 +1195,7 @@ class ServerSession:
         if responses is not None and not isinstance(responses, dict):
             raise _Reject(
                 INVALID_PARAMS,
-                f"invalid params: inputResponses must be an object, got {_describe(responses)}",
+                f"invalid params: inputResponses must be an object, got {describe(responses)}",
             )
         response = responses.get(request.id) if responses is not None else None
         binding = payload.get("binding")
@@ -1444,11 +1232,11 @@ class ServerSession:
             # Built and checked before the state is used: an answer that fails (a bad
             # response, data nested too deeply, content off the schema) uses nothing up,
             # so the client can send a correct one with the same requestState.
-            if _nested_too_deep(response):
+            if nested_too_deep(response):
                 raise _Reject(
                     INVALID_PARAMS,
                     f"invalid params: inputResponses[{request.id!r}] is nested too "
-                    f"deeply ({_TOO_DEEP}); send flatter data",
+                    f"deeply ({TOO_DEEP}); send flatter data",
                 )
             try:
                 answer = answer_from_elicitation(request, str(shape), response)
@@ -1505,7 +1293,7 @@ class ServerSession:
         if not isinstance(params, dict):
             return []
         request_id = params.get("requestId")
-        if not _is_request_id(request_id):
+        if not is_request_id(request_id):
             return []
         call = self._by_request.get(request_id)
         if call is None:
@@ -1539,7 +1327,7 @@ class ServerSession:
         if client.modern:
             result.setdefault("resultType", "complete")
             result["_meta"] = {META_SERVER_INFO: self._server_info}
-        return _tuple_new(Send, ({"jsonrpc": "2.0", "id": request_id, "result": result},))
+        return Send({"jsonrpc": "2.0", "id": request_id, "result": result})
 
     @staticmethod
     def _result(request_id: str | int, result: dict[str, Any]) -> Send:
@@ -1547,7 +1335,7 @@ class ServerSession:
 
     @staticmethod
     def _error(request_id: Any, code: int, message: str, data: Any = None) -> Send:
-        return Send(_error_message(request_id, code, message, data))
+        return Send(error_message(request_id, code, message, data))
 
 
 def _capabilities() -> dict[str, Any]:
@@ -1555,22 +1343,11 @@ def _capabilities() -> dict[str, Any]:
 
 
 def _log_level(value: Any, where: str) -> int:
-    rank = _LEVEL_RANK.get(value) if isinstance(value, str) else None
+    rank = level_rank(value)
     if rank is None:
         raise _Reject(
             INVALID_PARAMS,
             f"invalid params: {where} must be one of {', '.join(LOG_LEVELS)}, "
-            f"got {_describe(value)}",
+            f"got {describe(value)}",
         )
     return rank
-
-
-def _elicitation_modes(capability: Any) -> tuple[bool, bool]:
-    """(form, url) from an ``elicitation`` client capability; ``{}`` means form only."""
-    if not isinstance(capability, dict):
-        return False, False
-    form = isinstance(capability.get("form"), dict)
-    url = isinstance(capability.get("url"), dict)
-    if not form and not url:
-        return True, False
-    return form, url

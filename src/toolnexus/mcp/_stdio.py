@@ -947,7 +947,9 @@ class _StdioServer:
             if weight:
                 self._inflight -= weight
             # Completing a call only ever sends (an answer, or a legacy question).
-            self._queue(self._session.complete_call_bytes(call_id, result))
+            for action in self._session.complete_call(call_id, result):
+                if action.__class__ is Send:
+                    self._queue(action.to_bytes())
             if self._draining:  # only the shut-down waits for it
                 self._poke()
 

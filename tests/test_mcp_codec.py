@@ -1,0 +1,129 @@
+"""The JSON-RPC codec (``toolnexus.mcp._codec``): each byte-level shortcut gives exactly what
+the plain ``json`` module gives, and nothing a peer sends makes it raise anything but the
+two errors callers answer (``ValueError``, ``RecursionError``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from toolnexus._frozen import freeze
+from toolnexus.mcp import _codec as codec
+
+VALUES = [
+    '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+    '{"a": [1, 2.5, -3e10, true, false, null], "b": {"c": "\\u00e9\\ud83c\\udf89"}}',
+    "[1, 2, 3]",
+    '"just a string"',
+    "42",
+    '{"nested": ' + "[" * 100 + "]" * 100 + "}",
+    '{"dup": 1, "dup": 2}',
+    '{"long": "' + "x" * 100_000 + '"}',
+]
+
+
+@pytest.mark.parametrize("text", VALUES)
+def test_decode_reads_what_json_loads_reads(text: str) -> None:
+    assert codec.decode(text) == json.loads(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "{", "{} {}", "nul", '{"a": NaN}', '{"a": Infinity}', "-Infinity", "[1,]"]
+)
+def test_decode_refuses_what_is_not_one_json_value(text: str) -> None:
+    with pytest.raises(ValueError):
+        codec.decode(text)
+
+
+def test_a_value_too_deep_to_decode_raises_recursion_error_and_its_id_is_still_found() -> None:
+    deep = "[" * 200_000 + "]" * 200_000
+    text = '{"jsonrpc":"2.0","id":"r-\\"}]{1","method":"tools/call","params":{"x":' + deep + "}}"
+    with pytest.raises(RecursionError):
+        codec.decode(text)
+    assert codec.stand_in(text) == {"id": 'r-"}]{1', "method": "tools/call"}
+
+
+@pytest.mark.parametrize(
+    "text", ["[1, 2]", '{"id": 1', '{"id": 1} trailing', '{"id": tru}', '"s"', '{"a":1}}']
+)
+def test_stand_in_names_nothing_for_what_is_not_one_balanced_object(text: str) -> None:
+    assert codec.stand_in(text) is None
+
+
+def test_nested_too_deep_is_the_wire_depth_rule() -> None:
+    shallow: Any = []
+    for _ in range(100):
+        shallow = [shallow]
+    deep: Any = []
+    for _ in range(1000):
+        deep = [deep]
+    assert not codec.nested_too_deep(shallow)
+    assert codec.nested_too_deep(deep)
+
+
+MESSAGES = [
+    {"jsonrpc": "2.0", "id": 1, "result": {}},
+    {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 0.5}},
+    {"a": 'é 漢字 🎉 \u2028 "q" \\ \t \x00', "b": [1, -2.5e-7, None, True]},
+    freeze({"frozen": {"list": [1, 2]}}),
+]
+
+
+@pytest.mark.parametrize("message", MESSAGES)
+def test_encode_writes_one_line_of_what_json_dumps_writes(message: Any) -> None:
+    expected = json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n"
+    assert codec.encode(message) == expected.encode()
+
+
+def test_encode_escapes_lone_surrogates_and_refuses_what_json_cannot_carry() -> None:
+    line = codec.encode({"text": "bad \udcff"})
+    assert line == b'{"text":"bad \\udcff"}\n'
+    with pytest.raises(ValueError):
+        codec.encode({"v": float("nan")})
+    with pytest.raises(TypeError):
+        codec.encode({"v": {1, 2}})
+
+
+TEXTS = ["3", "", 'line one\nline two ✓ \u2028 "q" \\ \t \x00 é 漢字 🎉', "x" * 10_000]
+STRUCTURED = [codec.ABSENT, {"result": 7, "nested": [1, None]}, freeze({"a": {"b": "é"}})]
+
+
+@pytest.mark.parametrize("request_id", [7, 0, -(2**70), 'req "1" ✓', ""])
+@pytest.mark.parametrize("text", TEXTS)
+@pytest.mark.parametrize("is_error", [False, True])
+@pytest.mark.parametrize("structured", STRUCTURED)
+def test_the_text_reply_template_writes_exactly_what_encode_writes(
+    request_id: Any, text: str, is_error: bool, structured: Any
+) -> None:
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": is_error}
+    if structured is not codec.ABSENT:
+        result["structuredContent"] = structured
+    message = {"jsonrpc": "2.0", "id": request_id, "result": result}
+    assert codec.text_reply(request_id, text, is_error, structured) == codec.encode(message)
+
+
+@pytest.mark.parametrize("request_id", [True, 1.0, None, [1]])
+def test_the_template_declines_ids_it_does_not_write(request_id: Any) -> None:
+    assert codec.text_reply(request_id, "x", False) is None
+
+
+def test_the_template_declines_structured_values_that_are_not_objects() -> None:
+    assert codec.text_reply(1, "x", False, [1, 2]) is None
+
+
+def test_the_template_raises_for_what_json_cannot_carry_so_the_caller_encodes_the_message() -> None:
+    with pytest.raises(ValueError):
+        codec.text_reply(1, "bad \udcff", False)
+    with pytest.raises(ValueError):
+        codec.text_reply(1, "x", False, {"v": float("nan")})
+
+
+def test_error_message_is_a_json_rpc_error_response() -> None:
+    assert codec.error_message(3, codec.INVALID_PARAMS, "bad") == {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "error": {"code": -32602, "message": "bad"},
+    }
+    assert codec.error_message(None, -1, "m", {"x": 1})["error"]["data"] == {"x": 1}
