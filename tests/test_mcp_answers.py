@@ -16,7 +16,7 @@ import pytest
 
 import toolnexus
 from toolnexus import Answer, Host, Request, ToolContext, Toolkit, ToolResult, tool
-from toolnexus.mcp import Send, ServerSession, StartCall
+from toolnexus.mcp import Send, ServerOptions, ServerSession, StartCall
 from toolnexus.mcp._suspension import open_state
 from toolnexus.stores import MemoryAnswerStore
 
@@ -88,7 +88,7 @@ class Server:
     def __init__(self, secret: str | None = KEY, store: Any = None, max_rounds: int = 1):
         self.store = store if store is not None else MemoryAnswerStore()
         self.session = ServerSession(
-            TOOLKIT, secret=secret, answer_store=self.store, max_rounds=max_rounds
+            TOOLKIT, ServerOptions(secret=secret, answer_store=self.store, max_rounds=max_rounds)
         )
         self.host = Host(TOOLKIT, secret=secret, answer_store=self.store, max_rounds=max_rounds)
         self.next_id = 0
@@ -416,7 +416,7 @@ def test_elicited_content_must_fit_the_form_modern():
 )
 def test_elicited_content_must_fit_the_form_legacy(content: Any, problem: str):
     store = MemoryAnswerStore()
-    session = ServerSession(TOOLKIT, answer_store=store)
+    session = ServerSession(TOOLKIT, ServerOptions(answer_store=store))
     host = Host(TOOLKIT, answer_store=store)
     session.receive(
         {
@@ -492,7 +492,7 @@ def test_each_round_is_a_new_input_required_result_with_a_new_state():
 
 
 def test_a_prompt_with_a_lone_surrogate_still_gets_a_response_and_frees_its_id():
-    session = ServerSession(TOOLKIT, secret=KEY)
+    session = ServerSession(TOOLKIT, ServerOptions(secret=KEY))
     message = {
         "jsonrpc": "2.0",
         "id": 7,

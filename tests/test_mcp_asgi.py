@@ -13,7 +13,7 @@ from typing import Any
 
 from toolnexus import Request, Toolkit, ToolResult, tool
 from toolnexus._context import ToolContext
-from toolnexus.mcp import AsgiApp, asgi_app
+from toolnexus.mcp import AsgiApp, ServerOptions, asgi_app
 from toolnexus.stores import SqliteAnswerStore
 
 META = {
@@ -156,8 +156,8 @@ async def request(
 
 
 def test_a_retry_is_answered_by_another_worker_holding_the_same_key() -> None:
-    first_worker = asgi_app(TOOLKIT, secret=KEY)
-    second_worker = asgi_app(TOOLKIT, secret=KEY)
+    first_worker = asgi_app(TOOLKIT, ServerOptions(secret=KEY))
+    second_worker = asgi_app(TOOLKIT, ServerOptions(secret=KEY))
 
     async def main() -> dict[str, Any]:
         _, body = await request(first_worker, call_message("deploy"))
@@ -198,8 +198,8 @@ def test_a_replayed_retry_is_refused_by_every_worker_sharing_the_sqlite_store(
     # Two workers as two processes would be: the same key, each its own store object on
     # the same SQLite file (no memory shared between them but the file).
     used = tmp_path / "used-answers.db"
-    worker_a = asgi_app(TOOLKIT, secret=KEY, answer_store=SqliteAnswerStore(used))
-    worker_b = asgi_app(TOOLKIT, secret=KEY, answer_store=SqliteAnswerStore(used))
+    worker_a = asgi_app(TOOLKIT, ServerOptions(secret=KEY, answer_store=SqliteAnswerStore(used)))
+    worker_b = asgi_app(TOOLKIT, ServerOptions(secret=KEY, answer_store=SqliteAnswerStore(used)))
     runs.clear()
 
     async def main() -> list[tuple[int | None, bytes]]:
@@ -233,8 +233,12 @@ def test_without_a_shared_store_the_issuing_worker_cannot_know_the_answer_was_us
 ) -> None:
     # The control for the test above: what the shared file prevents. With a store each,
     # the replay to A is taken again, so the docs say to share one across workers.
-    worker_a = asgi_app(TOOLKIT, secret=KEY, answer_store=SqliteAnswerStore(tmp_path / "a.db"))
-    worker_b = asgi_app(TOOLKIT, secret=KEY, answer_store=SqliteAnswerStore(tmp_path / "b.db"))
+    worker_a = asgi_app(
+        TOOLKIT, ServerOptions(secret=KEY, answer_store=SqliteAnswerStore(tmp_path / "a.db"))
+    )
+    worker_b = asgi_app(
+        TOOLKIT, ServerOptions(secret=KEY, answer_store=SqliteAnswerStore(tmp_path / "b.db"))
+    )
     runs.clear()
 
     async def main() -> bytes:
@@ -257,9 +261,13 @@ def test_with_max_rounds_a_retry_that_asks_again_gets_a_new_state_on_any_worker(
     tmp_path: Path,
 ) -> None:
     used = tmp_path / "used-answers.db"
-    worker_a = asgi_app(TOOLKIT, secret=KEY, max_rounds=2, answer_store=SqliteAnswerStore(used))
-    worker_b = asgi_app(TOOLKIT, secret=KEY, max_rounds=2, answer_store=SqliteAnswerStore(used))
-    one_round = asgi_app(TOOLKIT, secret=KEY, answer_store=SqliteAnswerStore(used))
+    worker_a = asgi_app(
+        TOOLKIT, ServerOptions(secret=KEY, max_rounds=2, answer_store=SqliteAnswerStore(used))
+    )
+    worker_b = asgi_app(
+        TOOLKIT, ServerOptions(secret=KEY, max_rounds=2, answer_store=SqliteAnswerStore(used))
+    )
+    one_round = asgi_app(TOOLKIT, ServerOptions(secret=KEY, answer_store=SqliteAnswerStore(used)))
     runs.clear()
 
     async def main() -> tuple[dict[str, Any], dict[str, Any], bytes, bytes]:
@@ -299,8 +307,8 @@ def test_with_max_rounds_a_retry_that_asks_again_gets_a_new_state_on_any_worker(
 
 
 def test_a_worker_with_another_key_refuses_the_state() -> None:
-    issuer = asgi_app(TOOLKIT, secret=KEY)
-    stranger = asgi_app(TOOLKIT, secret=b"another-key-entirely-0123456789ab")
+    issuer = asgi_app(TOOLKIT, ServerOptions(secret=KEY))
+    stranger = asgi_app(TOOLKIT, ServerOptions(secret=b"another-key-entirely-0123456789ab"))
 
     async def main() -> tuple[int, dict[str, Any]]:
         _, body = await request(issuer, call_message("deploy"))

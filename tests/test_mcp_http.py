@@ -17,7 +17,7 @@ import pytest
 
 from toolnexus import Request, Toolkit, ToolResult, tool
 from toolnexus._context import ToolContext
-from toolnexus.mcp import HttpServer
+from toolnexus.mcp import HttpServer, ServerOptions
 
 MODERN = "2026-07-28"
 META = {
@@ -93,7 +93,9 @@ TOOLKIT = Toolkit([add, steps, waits, asks, big, odd_log])
 
 @pytest.fixture
 def server() -> Iterator[HttpServer]:
-    with HttpServer(TOOLKIT, port=0, request_timeout_s=0.5, grace_s=0.5) as running:
+    with HttpServer(
+        TOOLKIT, ServerOptions(request_timeout_ms=500, grace_ms=500), port=0
+    ) as running:
         running.start()
         yield running
 
@@ -338,9 +340,10 @@ def test_a_foreign_host_header_is_refused_against_dns_rebinding(server: HttpServ
 def test_an_allowed_host_and_origin_are_accepted() -> None:
     with HttpServer(
         TOOLKIT,
+        ServerOptions(
+            allowed_hosts=["tools.example.com"], allowed_origins=["https://app.example.com"]
+        ),
         port=0,
-        allowed_hosts=["tools.example.com"],
-        allowed_origins=["https://app.example.com"],
     ) as server:
         server.start()
         status, _, _ = post(
@@ -353,7 +356,7 @@ def test_an_allowed_host_and_origin_are_accepted() -> None:
 
 def test_a_missing_or_wrong_token_is_401_and_never_echoed() -> None:
     secret_token = "s3cr3t-t0ken-value"
-    with HttpServer(TOOLKIT, port=0, token=secret_token) as server:
+    with HttpServer(TOOLKIT, ServerOptions(token=secret_token), port=0) as server:
         server.start()
         status, headers, _ = post(server, call("add", {"a": 1, "b": 1}))
         assert status == 401 and headers["www-authenticate"].startswith("Bearer")
@@ -374,7 +377,7 @@ def test_a_caller_supplied_verifier_decides() -> None:
         seen.append(token)
         return token == "from-my-idp"
 
-    with HttpServer(TOOLKIT, port=0, verify_token=verify) as server:
+    with HttpServer(TOOLKIT, ServerOptions(verify_token=verify), port=0) as server:
         server.start()
         assert (
             post(server, call("add", {"a": 1, "b": 1}), {"Authorization": "Bearer nope"})[0] == 401
@@ -390,7 +393,7 @@ def test_a_caller_supplied_verifier_decides() -> None:
 
 
 def test_an_oversized_body_is_413_without_being_read() -> None:
-    with HttpServer(TOOLKIT, port=0, max_body_bytes=1024) as server:
+    with HttpServer(TOOLKIT, ServerOptions(max_message_bytes=1024), port=0) as server:
         server.start()
         host, port = server.address
         with socket.create_connection((host, port), timeout=10) as sock:
@@ -409,7 +412,9 @@ def test_an_oversized_body_sent_by_an_ordinary_client_gets_its_413() -> None:
     # http.client writes the whole body before it reads the answer: the server must read
     # and discard it (not close on it, which resets the connection) so the 413 arrives.
     # A short request timeout: the reaper must not cut the discarding of the body either.
-    with HttpServer(TOOLKIT, port=0, max_body_bytes=1024, request_timeout_s=0.2) as server:
+    with HttpServer(
+        TOOLKIT, ServerOptions(max_message_bytes=1024, request_timeout_ms=200), port=0
+    ) as server:
         server.start()
         host, port = server.address
         connection = http.client.HTTPConnection(host, port, timeout=30)
@@ -427,7 +432,7 @@ def test_an_oversized_body_sent_by_an_ordinary_client_gets_its_413() -> None:
 
 
 def test_an_oversized_body_sent_through_urllib_gets_its_413() -> None:
-    with HttpServer(TOOLKIT, port=0, max_body_bytes=1024) as server:
+    with HttpServer(TOOLKIT, ServerOptions(max_message_bytes=1024), port=0) as server:
         server.start()
         request = urllib.request.Request(
             server.url,
@@ -562,7 +567,7 @@ def test_expect_100_continue_gets_the_interim_response_before_the_body(
 
 
 def test_a_slow_loris_client_is_disconnected() -> None:
-    with HttpServer(TOOLKIT, port=0, request_timeout_s=0.2) as server:
+    with HttpServer(TOOLKIT, ServerOptions(request_timeout_ms=200), port=0) as server:
         server.start()
         host, port = server.address
         with socket.create_connection((host, port), timeout=10) as sock:
@@ -578,7 +583,9 @@ def test_a_slow_loris_client_is_disconnected() -> None:
 def test_a_request_line_trickled_forever_is_cut_at_the_request_timeout() -> None:
     # The request timeout runs from the request's first byte, not from the end of its
     # first line: a line that never ends cannot hold the connection for the keep-alive.
-    with HttpServer(TOOLKIT, port=0, request_timeout_s=0.5, keep_alive_s=60) as server:
+    with HttpServer(
+        TOOLKIT, ServerOptions(request_timeout_ms=500, keep_alive_ms=60000), port=0
+    ) as server:
         server.start()
         host, port = server.address
         with socket.create_connection((host, port), timeout=10) as sock:
@@ -604,7 +611,7 @@ def test_a_request_line_trickled_forever_is_cut_at_the_request_timeout() -> None
 
 
 def test_an_idle_connection_is_closed_after_the_keep_alive() -> None:
-    with HttpServer(TOOLKIT, port=0, keep_alive_s=0.3) as server:
+    with HttpServer(TOOLKIT, ServerOptions(keep_alive_ms=300), port=0) as server:
         server.start()
         host, port = server.address
         with socket.create_connection((host, port), timeout=10) as sock:
@@ -615,7 +622,7 @@ def test_an_idle_connection_is_closed_after_the_keep_alive() -> None:
 
 
 def test_connections_beyond_the_bound_are_refused_with_503() -> None:
-    with HttpServer(TOOLKIT, port=0, max_connections=1) as server:
+    with HttpServer(TOOLKIT, ServerOptions(max_connections=1), port=0) as server:
         server.start()
         host, port = server.address
         holder = http.client.HTTPConnection(host, port, timeout=10)
@@ -656,7 +663,7 @@ def test_a_closed_response_stream_cancels_its_call(server: HttpServer) -> None:
 def test_shutdown_cancels_a_running_call() -> None:
     started.clear()
     cancelled.clear()
-    server = HttpServer(TOOLKIT, port=0, grace_s=0.1)
+    server = HttpServer(TOOLKIT, ServerOptions(grace_ms=100), port=0)
     server.start()
     answers: list[object] = []
 
@@ -679,7 +686,7 @@ def test_shutdown_cancels_a_running_call() -> None:
 
 
 def test_an_idle_legacy_session_expires() -> None:
-    with HttpServer(TOOLKIT, port=0, session_idle_s=0.0) as server:
+    with HttpServer(TOOLKIT, ServerOptions(session_idle_ms=0), port=0) as server:
         server.start()
         session = legacy_session(server)
         server.endpoint.expire_idle()

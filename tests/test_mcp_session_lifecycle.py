@@ -7,7 +7,13 @@ from typing import Any
 import pytest
 
 from toolnexus import Toolkit, tool
-from toolnexus.mcp import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, Send, ServerSession
+from toolnexus.mcp import (
+    LEGACY_PROTOCOL_VERSIONS,
+    MODERN_PROTOCOL_VERSIONS,
+    Send,
+    ServerOptions,
+    ServerSession,
+)
 
 MODERN = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -23,7 +29,7 @@ def add(a: int, b: int) -> int:
 
 
 def new_session(**options: Any) -> ServerSession:
-    return ServerSession(Toolkit([add]), name="calc", version="9.9", **options)
+    return ServerSession(Toolkit([add]), ServerOptions(name="calc", version="9.9", **options))
 
 
 def reply(session: ServerSession, message: dict[str, Any]) -> dict[str, Any]:
@@ -302,4 +308,4 @@ def test_version_defaults_to_the_toolnexus_version() -> None:
 )
 def test_a_misconfigured_session_raises_at_once(options: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        ServerSession(Toolkit([add]), **options)
+        ServerSession(Toolkit([add]), ServerOptions(**options))

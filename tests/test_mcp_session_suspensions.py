@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from toolnexus import Answer, Request, Toolkit, ToolResult, tool
-from toolnexus.mcp import CancelCall, Send, ServerSession, StartCall
+from toolnexus.mcp import CancelCall, Send, ServerOptions, ServerSession, StartCall
 
 ENV_SCHEMA = {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}
 
@@ -394,7 +394,7 @@ def test_a_tampered_request_state_is_refused() -> None:
 
 
 def test_a_request_state_from_another_process_is_refused() -> None:
-    other = ServerSession(TOOLKIT, secret=b"another-process-secret")
+    other = ServerSession(TOOLKIT, ServerOptions(secret=b"another-process-secret"))
     result, request = input_required(other)
     error = only_send(
         retry(ServerSession(TOOLKIT), result["requestState"], {request.id: {"action": "accept"}})
@@ -438,7 +438,7 @@ def test_malformed_input_responses_are_invalid_params(responses: Any) -> None:
 
 def test_an_expired_request_state_answers_declined_expired() -> None:
     now = [1_000_000.0]
-    session = ServerSession(TOOLKIT, clock=lambda: now[0], state_ttl_s=60)
+    session = ServerSession(TOOLKIT, ServerOptions(state_ttl_ms=60000), clock=lambda: now[0])
     result, request = input_required(session)
     now[0] += 61
     final = only_send(

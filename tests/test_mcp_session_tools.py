@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from toolnexus import Toolkit, ToolResult, tool
-from toolnexus.mcp import Send, ServerSession, StartCall
+from toolnexus.mcp import Send, ServerOptions, ServerSession, StartCall
 
 MODERN = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -53,7 +53,7 @@ def call_message(rid: Any, params: Any, meta: Any = MODERN) -> dict[str, Any]:
 
 
 def legacy(version: str) -> ServerSession:
-    session = ServerSession(TOOLKIT, name="t", version="1")
+    session = ServerSession(TOOLKIT, ServerOptions(name="t", version="1"))
     session.receive(
         {
             "jsonrpc": "2.0",
@@ -115,7 +115,7 @@ def test_tools_list_is_the_same_every_time() -> None:
 
 
 def test_modern_tools_list_carries_cache_hints_and_any_output_schema() -> None:
-    session = ServerSession(TOOLKIT, list_ttl_ms=1234)
+    session = ServerSession(TOOLKIT, ServerOptions(list_ttl_ms=1234))
     result = list_tools(session, {"_meta": MODERN})["result"]
     assert (result["ttlMs"], result["cacheScope"]) == (1234, "public")
     by_name = {t["name"]: t for t in result["tools"]}
@@ -148,7 +148,7 @@ def many_tools(count: int) -> Toolkit:
 
 
 def test_pagination_walks_every_page_with_next_cursor() -> None:
-    session = ServerSession(many_tools(5), page_size=2)
+    session = ServerSession(many_tools(5), ServerOptions(page_size=2))
     seen: list[str] = []
     params: dict[str, Any] = {"_meta": MODERN}
     pages = 0
@@ -164,7 +164,7 @@ def test_pagination_walks_every_page_with_next_cursor() -> None:
 
 
 def test_a_list_that_fits_one_page_has_no_next_cursor() -> None:
-    session = ServerSession(many_tools(2), page_size=2)
+    session = ServerSession(many_tools(2), ServerOptions(page_size=2))
     assert "nextCursor" not in list_tools(session, {"_meta": MODERN})["result"]
 
 
@@ -172,14 +172,14 @@ def test_a_list_that_fits_one_page_has_no_next_cursor() -> None:
     "cursor", ["garbage", "", "tnx1:", "tnx1:-1", "tnx1:0", "tnx1:99", "tnx1:²", 5, ["x"]]
 )
 def test_a_cursor_this_server_did_not_issue_is_invalid_params(cursor: Any) -> None:
-    session = ServerSession(many_tools(5), page_size=2)
+    session = ServerSession(many_tools(5), ServerOptions(page_size=2))
     error = list_tools(session, {"_meta": MODERN, "cursor": cursor})["error"]
     assert error["code"] == -32602
     assert "cursor" in error["message"]
 
 
 def test_a_null_cursor_means_the_first_page() -> None:
-    session = ServerSession(many_tools(3), page_size=2)
+    session = ServerSession(many_tools(3), ServerOptions(page_size=2))
     result = list_tools(session, {"_meta": MODERN, "cursor": None})["result"]
     assert [t["name"] for t in result["tools"]] == ["t0", "t1"]
 

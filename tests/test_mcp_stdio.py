@@ -20,7 +20,7 @@ import pytest
 
 from toolnexus import Request, Toolkit, ToolResult, tool
 from toolnexus._context import ToolContext
-from toolnexus.mcp import serve_stdio
+from toolnexus.mcp import ServerOptions, serve_stdio
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 10.0  # an upper bound for anything to arrive; never a measured duration
@@ -400,7 +400,7 @@ def serve_in_thread(**options: Any) -> tuple[Any, Any, threading.Thread, list[in
 
     def target() -> None:
         try:
-            codes.append(serve_stdio(toolkit, stdin=stdin, stdout=stdout, **options))
+            codes.append(serve_stdio(toolkit, ServerOptions(**options), stdin=stdin, stdout=stdout))
         finally:
             stdout.close()
             stdin.close()
@@ -411,7 +411,7 @@ def serve_in_thread(**options: Any) -> tuple[Any, Any, threading.Thread, list[in
 
 
 def test_a_line_over_the_limit_is_refused_without_reading_it_whole() -> None:
-    to_server, from_server, thread, codes = serve_in_thread(max_line_bytes=1024)
+    to_server, from_server, thread, codes = serve_in_thread(max_message_bytes=1024)
     try:
         payload = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x" * 100_000}}
         to_server.write(json.dumps(payload).encode() + b"\n")
@@ -445,7 +445,10 @@ def test_serve_stdio_reads_and_writes_text_streams() -> None:
     ]
     stdin = io.StringIO("".join(json.dumps(line) + "\n" for line in lines))
     stdout = io.StringIO()
-    assert serve_stdio(toolkit, stdin=stdin, stdout=stdout, name="calc", version="1") == 0
+    assert (
+        serve_stdio(toolkit, ServerOptions(name="calc", version="1"), stdin=stdin, stdout=stdout)
+        == 0
+    )
     answers = [json.loads(line) for line in stdout.getvalue().splitlines()]
     assert [a["id"] for a in answers] == [1, 2]
     assert answers[1]["result"]["content"][0]["text"] == "2"
@@ -474,12 +477,23 @@ def test_serve_stdio_returns_1_when_stdout_is_gone() -> None:
 @pytest.mark.parametrize(
     "options, match",
     [
-        ({"max_line_bytes": 10}, "max_line_bytes must be an int >= 64"),
-        ({"grace_ms": -1}, "grace_ms must be an int >= 0"),
-        ({"timeout_ms": -5}, "timeout_ms"),
-        ({"name": ""}, "name must be a non-empty str"),
+        (
+            {"max_message_bytes": 10},
+            r"ServerOptions.max_message_bytes must be an int >= 64 \(bytes\)",
+        ),
+        ({"grace_ms": -1}, r"ServerOptions.grace_ms must be an int >= 0 \(milliseconds\)"),
+        ({"timeout_ms": -5}, "ServerOptions.timeout_ms must be None or an int >= 0"),
+        ({"name": ""}, "ServerOptions.name must be a non-empty str"),
+        ({"allowed_hosts": "example.com"}, "allowed_hosts must be a list of strings"),
     ],
 )
-def test_serve_stdio_refuses_bad_options_at_once(options: dict[str, Any], match: str) -> None:
-    with pytest.raises(ValueError, match=match):
-        serve_stdio(toolkit, stdin=io.StringIO(""), stdout=io.StringIO(), **options)
+def test_bad_server_options_are_refused_at_once_naming_the_field(
+    options: dict[str, Any], match: str
+) -> None:
+    with pytest.raises((ValueError, TypeError), match=match):
+        ServerOptions(**options)
+
+
+def test_serve_stdio_says_what_to_pass_for_options_that_are_not_server_options() -> None:
+    with pytest.raises(TypeError, match=r"options must be a ServerOptions .*got dict"):
+        serve_stdio(toolkit, {"name": "x"}, stdin=io.StringIO(""), stdout=io.StringIO())  # type: ignore[arg-type]

@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from toolnexus import Toolkit, ToolResult, tool
-from toolnexus._host import Host
-from toolnexus.mcp import serve_stdio
+from toolnexus.mcp import ServerOptions, serve_stdio
+from toolnexus.mcp._bridge import LazyHost
 from toolnexus.mcp._session import ServerSession, StartCall
 from toolnexus.mcp._stdio import _Input, _StdioServer
 
@@ -91,7 +91,9 @@ class Served:
 
         def serve() -> None:
             with open(read_in, "rb") as stdin, open(write_out, "wb") as stdout:
-                self.codes.append(serve_stdio(toolkit, stdin=stdin, stdout=stdout, **options))
+                self.codes.append(
+                    serve_stdio(toolkit, ServerOptions(**options), stdin=stdin, stdout=stdout)
+                )
 
         self.thread = threading.Thread(target=serve, name="test-serve")
         self.thread.start()
@@ -272,14 +274,18 @@ def test_stdin_closing_returns_while_an_inline_tool_ignores_its_token() -> None:
 
 
 def driven_by_hand(
-    kit: Toolkit, host: Host, name: str
+    kit: Toolkit, name: str
 ) -> tuple[_StdioServer, ServerSession, list[bytes], StartCall]:
     """A stdio server with no threads, its session initialized, its output into a list, and
     the action that starts a call of tool ``name`` (request id 7), not carried out yet: the
-    tests below step through its internals where a window is too narrow to hit over pipes."""
-    session = ServerSession(kit)
+    tests below step through its internals where a window is too narrow to hit over pipes.
+    Close its host (``server._host.close()``) when done."""
+    options = ServerOptions(max_inflight_bytes=1 << 20, grace_ms=0)
+    session = ServerSession(kit, options)
     written: list[bytes] = []
-    server = _StdioServer(session, lambda: host, _Input(None, 1 << 20), written.append, 1 << 20, 0)
+    server = _StdioServer(
+        session, LazyHost(kit, options), _Input(None, 1 << 20), written.append, options
+    )
     server._on_line(
         b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{'
         b'"protocolVersion":"2025-11-25","capabilities":{},'
@@ -292,7 +298,7 @@ def driven_by_hand(
         + b"\n"
     )
     with server._lock:
-        started = server._send_all(session.receive_line(line), len(line))
+        started = server._bridge.dispatch(session.receive_line(line), None, len(line))
     assert len(started) == 1 and isinstance(started[0], StartCall)
     return server, session, written, started[0]
 
@@ -310,21 +316,23 @@ def test_a_cancel_that_arrives_while_its_call_is_being_made_stops_it_before_it_s
         return "ran"
 
     kit = Toolkit([count])
-    host = Host(kit)
-    server, session, written, start = driven_by_hand(kit, host, "count")
+    server, session, written, start = driven_by_hand(kit, "count")
     try:
         with server._lock:
-            cancels = session.receive_line(
-                b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}\n'
+            cancels = server._bridge.dispatch(
+                session.receive_line(
+                    b'{"jsonrpc":"2.0","method":"notifications/cancelled",'
+                    b'"params":{"requestId":7}}\n'
+                )
             )
         assert cancels
         server._carry_out(cancels)  # the call is not made yet: the cancel is remembered
         server._start_call(start, reader=True)
         assert ran == []
         assert not any(b'"id":7' in data for data in written)  # a cancelled request: no answer
-        assert server._calls == {} and server._cancelled_early == set()
+        assert not server._bridge.busy  # the call is out of the table
     finally:
-        host.close()
+        server._host.close()
 
 
 def test_an_inline_answer_that_ends_after_the_spare_took_reading_over_is_written_at_once() -> None:
@@ -332,19 +340,20 @@ def test_an_inline_answer_that_ends_after_the_spare_took_reading_over_is_written
     # buffered and blocks on stdin. The old reader's own view of the input ("another line
     # is buffered") is stale by then: deferring its answer on it would leave the answer
     # unwritten until the client sent something more. Only the thread that reads defers.
-    host = Host(toolkit)
-    server, _, written, start = driven_by_hand(toolkit, host, "where")
+    server, _, written, start = driven_by_hand(toolkit, "where")
     try:
         written.clear()
         server._lines.more = True  # what the old reader saw when it read the call's line
-        server._reading = -1  # another thread reads now (the spare took over)
-        server._inline_since = 1.0
-        server._finish_call(start.call_id, None, ToolResult.ok("done"), inline_end=2.0)
+        server._roles.reading = -1  # another thread reads now (the spare took over)
+        server._roles.inline_since = 1.0
+        server._bridge.report(
+            start.call_id, ToolResult.ok("done"), lambda: server._inline_ended(2.0)
+        )
         assert len(written) == 1 and b'"id":7' in written[0] and b'"done"' in written[0]
-        assert server._out == [] and not server._deferring
-        assert server._inline_since is None  # the inline run ended with its answer
+        assert not server._output.pending and not server._output.deferring
+        assert server._roles.inline_since is None  # the inline run ended with its answer
     finally:
-        host.close()
+        server._host.close()
 
 
 def test_a_burst_of_calls_each_cancelled_at_once_answers_each_request_at_most_once() -> None:

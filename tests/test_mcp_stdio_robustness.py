@@ -29,7 +29,7 @@ import pytest
 from cli_helpers import child_env
 from toolnexus import Request, Toolkit, ToolResult, tool
 from toolnexus._context import ToolContext
-from toolnexus.mcp import ServerSession, serve_stdio
+from toolnexus.mcp import ServerOptions, ServerSession, serve_stdio
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 60.0  # an upper bound for anything to arrive; never a measured duration
@@ -533,7 +533,12 @@ def test_serve_stdio_refuses_a_bad_cap() -> None:
     import io
 
     with pytest.raises(ValueError, match="max_inflight_bytes must be an int >= 1"):
-        serve_stdio(toolkit, stdin=io.StringIO(""), stdout=io.StringIO(), max_inflight_bytes=0)
+        serve_stdio(
+            toolkit,
+            ServerOptions(max_inflight_bytes=0),
+            stdin=io.StringIO(""),
+            stdout=io.StringIO(),
+        )
 
 
 # --------------------------------------------------------------------------- signals, the end
@@ -603,7 +608,9 @@ def test_serve_stdio_leaves_no_thread_behind() -> None:
         # A deadline per call, so the shared timer runs too (it leaves within two idle
         # seconds of the last deadline going, however far away that deadline was).
         with open(read_in, "rb") as stdin, open(write_out, "wb") as stdout:
-            codes.append(serve_stdio(toolkit, stdin=stdin, stdout=stdout, timeout_ms=20_000))
+            codes.append(
+                serve_stdio(toolkit, ServerOptions(timeout_ms=20_000), stdin=stdin, stdout=stdout)
+            )
 
     server = threading.Thread(target=serve, name="test-serve")
     server.start()

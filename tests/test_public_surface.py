@@ -90,6 +90,7 @@ PUBLIC: dict[str, list[str]] = {
         "CancelCall",
         "HttpServer",
         "Send",
+        "ServerOptions",
         "ServerSession",
         "StartCall",
         "asgi_app",

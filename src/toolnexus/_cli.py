@@ -1128,30 +1128,28 @@ def _cmd_serve(options: argparse.Namespace) -> int:
     with contextlib.redirect_stdout(sys.stderr):
         toolkit = load_toolkit(options.ref)
     try:
-        from .mcp import serve_stdio
+        from .mcp import ServerOptions, serve_stdio
     except ImportError as exc:
         raise _CliError(f"the MCP server is not available in this build ({exc})") from None
-    kwargs: dict[str, Any] = {"timeout_ms": options.timeout, "max_rounds": options.max_rounds}
+    settings: dict[str, Any] = {"timeout_ms": options.timeout, "max_rounds": options.max_rounds}
     if options.name is not None:
-        kwargs["name"] = options.name
+        settings["name"] = options.name
     if options.version is not None:
-        kwargs["version"] = options.version
+        settings["version"] = options.version
     secret, store = _keys(options)
     if secret is not None:
-        kwargs["secret"], kwargs["answer_store"] = secret, store
+        settings["secret"], settings["answer_store"] = secret, store
+    if options.max_inflight_bytes is not None:
+        settings["max_inflight_bytes"] = options.max_inflight_bytes
     if options.http is not None:
-        if options.max_inflight_bytes is not None:
-            raise _CliError("--max-inflight-bytes is for stdio; leave it out with --http")
-        return _serve_http(toolkit, options, kwargs)
+        return _serve_http(toolkit, options, settings)
     if options.token_file or options.allow_host or options.allow_origin:
         raise _CliError("--token-file, --allow-host and --allow-origin need --http")
-    if options.max_inflight_bytes is not None:
-        kwargs["max_inflight_bytes"] = options.max_inflight_bytes
-    return int(serve_stdio(toolkit, **kwargs))
+    return int(serve_stdio(toolkit, ServerOptions(**settings)))
 
 
-def _serve_http(toolkit: Any, options: argparse.Namespace, kwargs: dict[str, Any]) -> int:
-    from .mcp import serve_http
+def _serve_http(toolkit: Any, options: argparse.Namespace, settings: dict[str, Any]) -> int:
+    from .mcp import ServerOptions, serve_http
 
     host, port = options.http
     token = None
@@ -1167,10 +1165,11 @@ def _serve_http(toolkit: Any, options: argparse.Namespace, kwargs: dict[str, Any
             raise _CliError(f"--token-file: {options.token_file!r} is empty; put the token in it")
     elif os.environ.get(_TOKEN_ENV, "").strip():
         token = os.environ[_TOKEN_ENV].strip()
+    settings["token"] = token
     if options.allow_host:
-        kwargs["allowed_hosts"] = options.allow_host
+        settings["allowed_hosts"] = options.allow_host
     if options.allow_origin:
-        kwargs["allowed_origins"] = options.allow_origin
+        settings["allowed_origins"] = options.allow_origin
 
     def ready(server: Any) -> None:
         auth = "bearer token required" if token is not None else "no token"
@@ -1181,7 +1180,9 @@ def _serve_http(toolkit: Any, options: argparse.Namespace, kwargs: dict[str, Any
         )
 
     try:
-        return int(serve_http(toolkit, host=host, port=port, token=token, ready=ready, **kwargs))
+        return int(
+            serve_http(toolkit, ServerOptions(**settings), host=host, port=port, ready=ready)
+        )
     except OSError as exc:
         raise _CliError(f"--http: cannot listen on {host}:{port} ({exc.strerror or exc})") from None
 
@@ -1427,8 +1428,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "--max-inflight-bytes",
         type=_byte_size,
         metavar="BYTES",
-        help="stdio: the most bytes of tool-call requests running at once (default 64M); "
-        "a request beyond it is answered 'server overloaded'",
+        help="the most bytes of tool-call requests running at once (default 64M, stdio "
+        "and --http); a request beyond it is answered 'server overloaded'",
     )
     _add_key_options(serve)
     serve.add_argument(

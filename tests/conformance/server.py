@@ -396,19 +396,21 @@ def app() -> Any:
     """The ASGI app (``uvicorn --factory server:app``)."""
     import os
 
-    from toolnexus.mcp import asgi_app
+    from toolnexus.mcp import ServerOptions, asgi_app
 
     secret = os.environ.get("CONFORMANCE_SECRET")
     return asgi_app(
         toolkit(),
-        name="toolnexus-conformance",
-        max_rounds=MAX_ROUNDS,
-        secret=secret.encode() if secret else None,
+        ServerOptions(
+            name="toolnexus-conformance",
+            max_rounds=MAX_ROUNDS,
+            secret=secret.encode() if secret else None,
+        ),
     )
 
 
 if __name__ == "__main__":
-    from toolnexus.mcp._http_server import serve_http
+    from toolnexus.mcp import ServerOptions, serve_http
 
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 3001
 
@@ -417,6 +419,9 @@ if __name__ == "__main__":
 
     raise SystemExit(
         serve_http(
-            toolkit(), port=port, name="toolnexus-conformance", max_rounds=MAX_ROUNDS, ready=ready
+            toolkit(),
+            ServerOptions(name="toolnexus-conformance", max_rounds=MAX_ROUNDS),
+            port=port,
+            ready=ready,
         )
     )

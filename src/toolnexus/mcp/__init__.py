@@ -13,11 +13,12 @@ A tool that suspends (``ToolResult.pending(request)``) becomes an MCP elicitatio
 client's answer re-runs it with ``ctx.answer``. A result's parts go out as content blocks
 after its text (image, audio, an embedded resource for file bytes, a resource link for a
 URL); :func:`result_from_mcp` reads an MCP ``CallToolResult`` back as a ``ToolResult``.
+Every server takes its options as one :class:`ServerOptions`.
 
 Example::
 
     from toolnexus import Toolkit, tool
-    from toolnexus.mcp import serve_stdio
+    from toolnexus.mcp import ServerOptions, serve_stdio
 
     @tool
     def add(a: int, b: int) -> int:
@@ -25,7 +26,7 @@ Example::
         return a + b
 
     if __name__ == "__main__":
-        raise SystemExit(serve_stdio(Toolkit([add]), name="calculator"))
+        raise SystemExit(serve_stdio(Toolkit([add]), ServerOptions(name="calculator")))
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._content import result_from_mcp
+from ._options import ServerOptions
 from ._session import (
     LEGACY_PROTOCOL_VERSIONS,
     MODERN_PROTOCOL_VERSIONS,
@@ -56,6 +58,7 @@ __all__ = [
     "CancelCall",
     "HttpServer",
     "Send",
+    "ServerOptions",
     "ServerSession",
     "StartCall",
     "asgi_app",

@@ -19,7 +19,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValueError
-from ._endpoint import DEFAULT_MAX_BODY_BYTES, SINGLE_HEADERS, Endpoint, Exchange, Reply, sse_event
+from ._endpoint import SINGLE_HEADERS, Endpoint, Exchange, Reply, sse_event
+from ._options import ServerOptions, resolve
 
 if TYPE_CHECKING:
     from .._toolkit import Toolkit
@@ -35,32 +36,27 @@ AsgiSend = Callable[[Message], Awaitable[None]]
 class AsgiApp:
     """An ASGI 3 application serving ``toolkit`` over MCP at ``path`` (``/mcp``).
 
-    The keyword options are those of the embedded server's endpoint (``name``,
-    ``timeout_ms``, ``allowed_hosts``, ``allowed_origins``, ``token``, ``verify_token``,
-    ``secret``, ``max_body_bytes``, ...). The ``lifespan`` shutdown closes the host and
-    ends legacy sessions; :meth:`close` does the same for a server without lifespan.
+    ``options`` is a :class:`~toolnexus.mcp.ServerOptions` (the same as the embedded
+    server's; the connection limits and timeouts are the ASGI server's own). The
+    ``lifespan`` shutdown closes the host and ends legacy sessions; :meth:`close` does the
+    same for a server without lifespan.
 
     Example::
 
         # app.py — run with: uvicorn app:app --workers 4
-        from toolnexus.mcp import asgi_app
+        from toolnexus.mcp import ServerOptions, asgi_app
         from mytools import toolkit
 
-        app = asgi_app(toolkit, secret=open("state.key", "rb").read())
+        app = asgi_app(toolkit, ServerOptions(secret=open("state.key", "rb").read()))
     """
 
     def __init__(
-        self,
-        toolkit: Toolkit,
-        *,
-        path: str = "/mcp",
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        **endpoint: Any,
+        self, toolkit: Toolkit, options: ServerOptions | None = None, *, path: str = "/mcp"
     ) -> None:
         if not isinstance(path, str) or not path.startswith("/"):
             raise InvalidValueError(f"path must be a str starting with '/', got {path!r}")
         self.path = path
-        self.endpoint = Endpoint(toolkit, max_body_bytes=max_body_bytes, **endpoint)
+        self.endpoint = Endpoint(toolkit, resolve(options))
 
     def close(self) -> None:
         """End every legacy session (cancelling their calls) and close the host."""
@@ -149,17 +145,21 @@ class AsgiApp:
                 return
 
 
-def asgi_app(toolkit: Toolkit, **options: Any) -> AsgiApp:
-    """An ASGI application serving ``toolkit`` over MCP Streamable HTTP at ``/mcp``.
+def asgi_app(
+    toolkit: Toolkit, options: ServerOptions | None = None, *, path: str = "/mcp"
+) -> AsgiApp:
+    """An ASGI application serving ``toolkit`` over MCP Streamable HTTP at ``path``.
 
-    Options are those of :class:`AsgiApp`. Give every worker the same ``secret`` so a
-    modern ``requestState`` retry can land on any of them.
+    ``options`` is a :class:`~toolnexus.mcp.ServerOptions`. Give every worker the same
+    ``secret`` so a modern ``requestState`` retry can land on any of them.
 
     Example::
 
-        app = asgi_app(toolkit, name="team-tools", allowed_hosts=["tools.example.com"])
+        app = asgi_app(
+            toolkit, ServerOptions(name="team-tools", allowed_hosts=["tools.example.com"])
+        )
     """
-    return AsgiApp(toolkit, **options)
+    return AsgiApp(toolkit, options, path=path)
 
 
 def _encoded(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:

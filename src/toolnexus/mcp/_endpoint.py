@@ -25,13 +25,11 @@ import queue
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._cancellation import CancellationTokenSource
-from .._context import bound_log
-from .._result import ToolResult
-from ..errors import InvalidTypeError, InvalidValueError
+from ._bridge import CallBridge, InflightBytes, LazyHost
+from ._options import ServerOptions, TokenVerifier
 from ._protocol import (
     META_PROTOCOL_VERSION,
     NAMED_PARAM,
@@ -46,20 +44,15 @@ from ._session import (
     MISSING_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
-    Action,
-    CancelCall,
     Send,
     ServerSession,
-    StartCall,
 )
 
 if TYPE_CHECKING:
     from .._host import Host
     from .._toolkit import Toolkit
-    from ..stores import AnswerStore
 
 __all__ = [
-    "DEFAULT_MAX_BODY_BYTES",
     "SINGLE_HEADERS",
     "Endpoint",
     "Exchange",
@@ -68,12 +61,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger("toolnexus")
-
-DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
-"""The largest request body accepted; a larger one is refused with HTTP 413."""
-
-DEFAULT_SESSION_IDLE_S = 30 * 60.0
-"""How long a legacy session may sit idle (no request, no call running) before it ends."""
 
 SINGLE_HEADERS = frozenset(
     {
@@ -91,9 +78,6 @@ SINGLE_HEADERS = frozenset(
 )
 """Headers a request may carry once: a repeated one is refused with 400, since one copy
 could pass a check the other would fail."""
-
-TokenVerifier = Callable[[str], bool]
-"""``verify(token) -> bool``: a caller-supplied check of the bearer token."""
 
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 _JSON_TYPE = ("content-type", "application/json")
@@ -174,7 +158,6 @@ class Exchange:
         "_held",
         "_lock",
         "_queue",
-        "call_ids",
         "channel",
         "ended",
         "modern",
@@ -188,7 +171,6 @@ class Exchange:
         self.request_id = request_id
         self.modern = modern
         self.streams = streams  # the client accepts text/event-stream
-        self.call_ids: set[int] = set()
         self.ended = False
         self.wake: Callable[[], object] | None = None
         self._lock = threading.Lock()  # `ended` against a racing client_gone
@@ -259,77 +241,22 @@ class Exchange:
         return f"<Exchange id={self.request_id!r} {'ended' if self.ended else 'open'}>"
 
 
-# --------------------------------------------------------------------------- running calls
-
-
-class _Runner:
-    """Starts host calls: the one place the driver hands a call to the host, through the
-    public ``Host.submit`` (no thread waits per call: the thread that finishes the call runs
-    its completion)."""
-
-    def __init__(self, make_host: Callable[[], Host]) -> None:
-        self._make_host = make_host
-        self._host: Host | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def host(self) -> Host:
-        host = self._host
-        if host is None:
-            with self._lock:
-                host = self._host
-                if host is None:
-                    host = self._host = self._make_host()
-        return host
-
-    def start(
-        self,
-        action: StartCall,
-        source: CancellationTokenSource,
-        progress: Callable[[float, float | None, str | None], None] | None,
-        log: Callable[[str, Any, str | None], None],
-        done: Callable[[ToolResult], None],
-    ) -> None:
-        host = self.host
-        # The call copies this context: the tool's ctx.report_log finds its client here.
-        bound = bound_log.set(log)
-        try:
-            call = host.submit(
-                action.name,
-                action.arguments,
-                cancellation_token=source.token,
-                progress=progress,
-                request=action.resumes if action.answer is not None else None,
-                answer=action.answer,
-            )
-        finally:
-            bound_log.reset(bound)
-        call.add_done_callback(lambda settled: done(settled.result(0)))
-
-    def close(self) -> None:
-        if self._host is not None:
-            self._host.close()
-
-
 # --------------------------------------------------------------------------- channels
 
 
-class _Channel:
-    """One :class:`ServerSession` and the response streams its messages go to.
+class _Channel(CallBridge):
+    """One :class:`ServerSession`, its calls on the host, and the response streams its
+    messages go to.
 
-    Modern requests each get a channel of their own; a legacy session keeps one for its
-    life. All input to the session and all routing happen under one lock, so a call's
-    notifications reach its stream before its response.
+    Modern requests each get a channel of their own (reused once idle); a legacy session
+    keeps one for its life. All input to the session and all routing happen under the
+    bridge's lock, so a call's notifications reach its stream before its response.
     """
 
-    def __init__(self, session: ServerSession, runner: _Runner) -> None:
-        self.session = session
-        self._runner = runner
-        self.lock = threading.Lock()
+    def __init__(self, session: ServerSession, host: LazyHost, inflight: InflightBytes) -> None:
+        super().__init__(session, host, inflight)
         self._by_request: dict[Any, Exchange] = {}
-        self._by_call: dict[int, Exchange] = {}
         self._asked: dict[Any, Exchange] = {}  # our elicitation/create id -> its stream
-        self._sources: dict[int, CancellationTokenSource] = {}
         self.last_used = time.monotonic()
         self.closed = False
         # Modern channels go back to the endpoint for reuse once nothing is in flight
@@ -338,17 +265,18 @@ class _Channel:
 
     @property
     def busy(self) -> bool:
-        return bool(self._sources) or bool(self._by_request)
+        return bool(self._calls) or bool(self._by_request)
 
-    def request(self, message: Mapping[str, Any], exchange: Exchange) -> None:
-        """Feed a client request whose answer goes to ``exchange``."""
+    def request(self, message: Mapping[str, Any], exchange: Exchange, weight: int) -> None:
+        """Feed a client request whose answer goes to ``exchange``; ``weight``: its size."""
         with self.lock:
             self.last_used = time.monotonic()
             request_id = message.get("id")
             if request_id not in self._by_request:
                 self._by_request[request_id] = exchange
-            later = self._route(self.session.receive(message), exchange)
-        self._carry_out(later)
+            later = self.dispatch(self.session.receive(message), exchange, weight)
+        if later:
+            self.carry_out(later)
 
     def other(self, message: Any) -> None:
         """Feed a notification or a response to one of our questions."""
@@ -357,8 +285,9 @@ class _Channel:
             target = None
             if isinstance(message, dict) and "method" not in message:
                 target = self._asked.pop(message.get("id"), None)
-            later = self._route(self.session.receive(message), target)
-        self._carry_out(later)
+            later = self.dispatch(self.session.receive(message), target)
+        if later:
+            self.carry_out(later)
 
     def cancel_request(self, request_id: Any, reason: str) -> None:
         self.other(
@@ -369,37 +298,22 @@ class _Channel:
             }
         )
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str = "the client closed the connection") -> None:
         with self.lock:
             self.closed = True
-            later = self._route(self.session.close(), None)
-            for exchange in [*self._by_request.values(), *self._by_call.values()]:
+            later = self.dispatch(self.session.close())
+            for exchange in self._by_request.values():
                 exchange._put(None, True)
             self._by_request.clear()
-            self._by_call.clear()
-        self._carry_out(later)
+        self.carry_out(later)
 
     # Routing runs under the lock: it only files messages, never runs a tool.
-    def _route(self, actions: Iterable[Action], here: Exchange | None) -> list[Action]:
-        later: list[Action] = []
-        for action in actions:
-            if isinstance(action, Send):
-                self._deliver(action, here)
-            elif isinstance(action, StartCall):
-                self._sources[action.call_id] = CancellationTokenSource()
-                if here is not None:
-                    self._by_call[action.call_id] = here
-                    here.call_ids.add(action.call_id)
-                later.append(action)
-            else:
-                later.append(action)
-                target = self._by_call.pop(action.call_id, None)
-                if target is not None:
-                    target._put(None, True)
-                    self._by_request.pop(target.request_id, None)
-        return later
+    def _cancelled(self, where: Any) -> None:
+        if where is not None:
+            where._put(None, True)
+            self._by_request.pop(where.request_id, None)
 
-    def _deliver(self, action: Send, here: Exchange | None) -> None:
+    def _deliver(self, action: Send, here: Any) -> None:
         message = action.message
         if "method" not in message:  # a response: it ends its request's stream
             request_id = message.get("id")
@@ -412,12 +326,8 @@ class _Channel:
             if target is None:
                 target = here
             if target is not None:
-                for call_id in target.call_ids:
-                    self._by_call.pop(call_id, None)
                 target._put(action.to_bytes(), True)
-            if self.on_idle is not None and not (
-                self._sources or self._by_request or self._by_call or self._asked
-            ):
+            if self.on_idle is not None and not (self._calls or self._by_request or self._asked):
                 self.on_idle(self)
             return
         if message.get("method") == "notifications/cancelled":
@@ -432,51 +342,6 @@ class _Channel:
             self._asked[message["id"]] = here
         here._put(action.to_bytes(), False)
 
-    def _carry_out(self, later: list[Action]) -> None:
-        for action in later:
-            if isinstance(action, StartCall):
-                self._start(action)
-            elif isinstance(action, CancelCall):
-                with self.lock:
-                    source = self._sources.get(action.call_id)
-                if source is not None:
-                    source.cancel()
-
-    def _start(self, action: StartCall) -> None:
-        call_id = action.call_id
-        with self.lock:
-            source = self._sources[call_id]
-
-        def feed(report: Callable[..., list[Action]], *args: Any) -> None:
-            with self.lock:
-                later = self._route(report(call_id, *args), self._by_call.get(call_id))
-            self._carry_out(later)
-
-        def progress(value: float, total: float | None, message: str | None) -> None:
-            feed(self.session.report_progress, value, total, message)
-
-        def log(level: str, data: Any, logger: str | None) -> None:
-            feed(self.session.report_log, level, data, logger)
-
-        def done(result: ToolResult) -> None:
-            source.close()
-            with self.lock:
-                if self._sources.get(call_id) is source:
-                    del self._sources[call_id]
-                self.last_used = time.monotonic()
-                later = self._route(
-                    self.session.complete_call(call_id, result), self._by_call.get(call_id)
-                )
-            self._carry_out(later)
-
-        try:
-            self._runner.start(
-                action, source, progress if action.wants_progress else None, log, done
-            )
-        except Exception as exc:  # the host promises not to raise; answer anyway if it does
-            _log.exception("toolnexus mcp http: the host raised for %r", action.name)
-            done(ToolResult.error(f"internal error running '{action.name}': {exc}"))
-
 
 # --------------------------------------------------------------------------- the endpoint
 
@@ -486,96 +351,25 @@ class Endpoint:
 
     Args:
         toolkit: the tools to serve.
-        name, version, instructions: the server identity (as for ``ServerSession``).
-        timeout_ms: each call's deadline on the host (``None``: none).
-        allowed_hosts: ``Host`` names answered besides localhost's (the port is ignored);
-            ``("*",)``: any (behind a proxy that checks).
-        allowed_origins: ``Origin`` values accepted besides ``http(s)://`` localhost ones
-            when a request carries one, e.g. ``"https://app.example"``; ``("*",)``: any.
-        token: the bearer token every request must carry (``None``: none needed).
-        verify_token: a caller-supplied check of the bearer token, used instead of
-            ``token``.
-        secret: the key that signs modern ``requestState`` (give every replica the same
-            one); ``None``: a random per-process key.
-        answer_store: where used answers and states are remembered so each counts once
-            (give every replica the same one, e.g. a shared
-            :class:`~toolnexus.stores.SqliteAnswerStore`); ``None``: per process.
-        max_rounds: how many answers one call may take: 1 (the loop rule) makes a retry
-            that asks again ``unresolved: <prompt>``; more let it ask again that many times.
-        max_body_bytes: the largest request body accepted.
-        session_idle_s: how long an idle legacy session lives.
-        max_sessions: how many legacy sessions may exist at once.
+        options: a :class:`~toolnexus.mcp.ServerOptions` (the identity, each call's
+            deadline, the key and answer store every replica should share, the limits, and
+            the HTTP security options: allowed hosts and origins, the bearer token or its
+            verifier, legacy session limits).
     """
 
-    def __init__(
-        self,
-        toolkit: Toolkit,
-        *,
-        name: str = "toolnexus",
-        version: str | None = None,
-        instructions: str | None = None,
-        timeout_ms: int | None = None,
-        allowed_hosts: Iterable[str] | None = None,
-        allowed_origins: Iterable[str] | None = None,
-        token: str | None = None,
-        verify_token: TokenVerifier | None = None,
-        secret: bytes | str | Sequence[bytes | str] | None = None,
-        answer_store: AnswerStore | None = None,
-        max_rounds: int = 1,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        session_idle_s: float = DEFAULT_SESSION_IDLE_S,
-        max_sessions: int = 1000,
-        host_factory: Callable[[], Host] | None = None,
-    ) -> None:
-        if version is None:
-            from .. import __version__ as version
-        if token is not None and (not isinstance(token, str) or not token.strip()):
-            raise InvalidValueError("token must be a non-empty str or None")
-        if verify_token is not None and not callable(verify_token):
-            raise InvalidTypeError(
-                f"verify_token must be callable or None, got {type(verify_token).__name__}"
-            )
-        for label, number in (("max_body_bytes", max_body_bytes), ("max_sessions", max_sessions)):
-            if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-                raise InvalidValueError(f"{label} must be an int >= 1, got {number!r}")
-        if timeout_ms is not None and (
-            isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0
-        ):
-            raise InvalidValueError(
-                f"timeout_ms must be None or an int >= 0 (milliseconds), got {timeout_ms!r}"
-            )
+    def __init__(self, toolkit: Toolkit, options: ServerOptions) -> None:
         self._toolkit = toolkit
-        self._session_options: dict[str, Any] = {
-            "name": name,
-            "version": version,
-            "instructions": instructions,
-            "secret": secret,
-            "answer_store": answer_store,
-            "max_rounds": max_rounds,
-        }
-        ServerSession(toolkit, **self._session_options)  # check the options once, here
-        self._hosts = _allow_list(allowed_hosts, "allowed_hosts")
-        self._origins = _allow_list(allowed_origins, "allowed_origins")
+        self._options = options
+        self._hosts = _allow_list(options.allowed_hosts, "allowed_hosts")
+        self._origins = _allow_list(options.allowed_origins, "allowed_origins")
+        token = options.token
         self._token = token.strip().encode("utf-8") if token is not None else None
-        self._verify = verify_token
-        self.max_body_bytes = max_body_bytes
-        self._idle_s = session_idle_s
-        self._max_sessions = max_sessions
-        if host_factory is None:
-
-            def host_factory() -> Host:
-                from .._host import Host
-
-                # The sessions' key and used answers: bindings verify, answers count once.
-                return Host(
-                    toolkit,
-                    timeout_ms=timeout_ms,
-                    secret=secret,
-                    answer_store=answer_store,
-                    max_rounds=max_rounds,
-                )
-
-        self._runner = _Runner(host_factory)
+        self._verify = options.verify_token
+        self.max_body_bytes = options.max_message_bytes
+        self._idle_s = options.session_idle_ms / 1000
+        self._max_sessions = options.max_sessions
+        self._host = LazyHost(toolkit, options)
+        self._inflight = InflightBytes(options.max_inflight_bytes)
         self._sessions: dict[str, _Channel] = {}
         self._sessions_lock = threading.Lock()
         self._spare: list[_Channel] = []  # idle modern channels (append/pop are atomic)
@@ -678,14 +472,14 @@ class Endpoint:
             return _error_reply(400, None, PARSE_ERROR, f"parse error: not valid JSON ({exc})")
         session_id = headers.get("mcp-session-id")
         if session_id is not None:
-            return self._legacy(session_id.strip(), message, streams)
+            return self._legacy(session_id.strip(), message, streams, len(body))
         if (
             isinstance(message, dict)
             and message.get("method") == "initialize"
             and not (_has_modern_meta(message))
         ):
-            return self._initialize(message, streams)
-        return self._modern(headers, message, streams)
+            return self._initialize(message, streams, len(body))
+        return self._modern(headers, message, streams, len(body))
 
     def too_large(self, length: int) -> Reply:
         return _error_reply(
@@ -695,10 +489,12 @@ class Endpoint:
             f"message too large: {length} bytes or more, the limit is {self.max_body_bytes} bytes",
         )
 
-    def _new_session(self) -> ServerSession:
-        return ServerSession(self._toolkit, **self._session_options)
+    def _channel(self) -> _Channel:
+        return _Channel(ServerSession(self._toolkit, self._options), self._host, self._inflight)
 
-    def _modern(self, headers: Mapping[str, str], message: Any, streams: bool) -> Reply:
+    def _modern(
+        self, headers: Mapping[str, str], message: Any, streams: bool, weight: int
+    ) -> Reply:
         request_id = message.get("id") if isinstance(message, dict) else None
         mismatch = self._header_mismatch(headers, message)
         if mismatch is not None:
@@ -706,9 +502,9 @@ class Endpoint:
         try:
             channel = self._spare.pop()
         except IndexError:
-            channel = _Channel(self._new_session(), self._runner)
+            channel = self._channel()
             channel.on_idle = self._reuse
-        return self._dispatch(channel, message, streams, modern=True)
+        return self._dispatch(channel, message, streams, weight, modern=True)
 
     def _reuse(self, channel: _Channel) -> None:
         if len(self._spare) < _MAX_SPARE:
@@ -719,6 +515,7 @@ class Endpoint:
         channel: _Channel,
         message: Any,
         streams: bool,
+        weight: int,
         modern: bool,
         extra: list[tuple[str, str]] | None = None,
     ) -> Reply:
@@ -727,7 +524,7 @@ class Endpoint:
             channel.other(message)
             return Reply(202, list(extra or []))
         exchange = Exchange(channel, message.get("id"), modern, streams)
-        channel.request(message, exchange)
+        channel.request(message, exchange, weight)
         first = exchange.poll()
         if first is not None and first[1] and first[0] is not None:
             # Answered at once (most requests but tools/call): one JSON body.
@@ -797,16 +594,16 @@ class Endpoint:
 
     # ------------------------------------------------------------------ legacy sessions
 
-    def _initialize(self, message: Mapping[str, Any], streams: bool) -> Reply:
+    def _initialize(self, message: Mapping[str, Any], streams: bool, weight: int) -> Reply:
         self.expire_idle()
         with self._sessions_lock:
             if len(self._sessions) >= self._max_sessions:
                 return _plain(503, "service unavailable: too many sessions; try again later")
             session_id = secrets.token_urlsafe(24)
-            channel = _Channel(self._new_session(), self._runner)
+            channel = self._channel()
             self._sessions[session_id] = channel
         reply = self._dispatch(
-            channel, message, streams, modern=False, extra=[("mcp-session-id", session_id)]
+            channel, message, streams, weight, modern=False, extra=[("mcp-session-id", session_id)]
         )
         if channel.session.protocol_version is None:  # initialize was refused
             with self._sessions_lock:
@@ -814,7 +611,7 @@ class Endpoint:
             reply.headers = [h for h in reply.headers if h[0] != "mcp-session-id"]
         return reply
 
-    def _legacy(self, session_id: str, message: Any, streams: bool) -> Reply:
+    def _legacy(self, session_id: str, message: Any, streams: bool, weight: int) -> Reply:
         with self._sessions_lock:
             channel = self._sessions.get(session_id)
         if channel is None or channel.closed:
@@ -824,7 +621,7 @@ class Endpoint:
                 INVALID_REQUEST,
                 "session not found: it ended or expired; initialize again",
             )
-        return self._dispatch(channel, message, streams, modern=False)
+        return self._dispatch(channel, message, streams, weight, modern=False)
 
     def _delete(self, headers: Mapping[str, str]) -> Reply:
         session_id = headers.get("mcp-session-id")
@@ -864,29 +661,25 @@ class Endpoint:
             self._sessions.clear()
         for channel in channels:
             channel.close("the server is shutting down")
-        self._runner.close()
+        self._host.close()
 
     @property
     def host(self) -> Host:
         """The host the calls run on (created with the first call)."""
-        return self._runner.host
+        return self._host.get()
 
 
 # --------------------------------------------------------------------------- helpers
 
 
 def _allow_list(values: Iterable[str] | None, label: str) -> frozenset[str] | None:
-    """The accepted values besides localhost's (which are always accepted); ``None``: any."""
+    """The accepted values besides localhost's (which are always accepted); ``None``: any.
+    (:class:`ServerOptions` checked them: strings, none empty.)"""
     if values is None:
         return _LOCAL_HOSTS if label == "allowed_hosts" else frozenset()
-    if isinstance(values, str):
-        raise InvalidTypeError(f"{label} must be a list of strings, not one string: [{values!r}]")
     items = frozenset(value.strip().lower().rstrip("/") for value in values)
     if "*" in items:
         return None
-    for item in items:
-        if not item:
-            raise InvalidValueError(f"{label} must not contain an empty string")
     if label == "allowed_hosts":
         return _LOCAL_HOSTS | {_host_name(item) for item in items}
     return items

@@ -23,19 +23,18 @@ import socket
 import socketserver
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValueError
 from ._endpoint import (
-    DEFAULT_MAX_BODY_BYTES,
     SINGLE_HEADERS,
     Endpoint,
     Exchange,
     Reply,
-    TokenVerifier,
     sse_event,
 )
+from ._options import ServerOptions, resolve
 
 if TYPE_CHECKING:
     from .._toolkit import Toolkit
@@ -60,21 +59,18 @@ class HttpServer:
 
     Both protocol eras are served: modern stateless POSTs and legacy ``initialize``
     sessions. Start it with :meth:`serve_forever` (blocking) or :meth:`start` (a
-    background thread); :meth:`shutdown` stops accepting, gives running calls ``grace_s``
+    background thread); :meth:`shutdown` stops accepting, gives running calls ``grace_ms``
     to answer, cancels the rest and closes the host.
 
     Args:
         toolkit: the tools to serve.
+        options: a :class:`~toolnexus.mcp.ServerOptions` (identity, deadline, key, store,
+            limits, security; for this server also ``max_connections``,
+            ``request_timeout_ms``, ``keep_alive_ms`` and, at shutdown, ``grace_ms``). A body
+            over ``max_message_bytes`` is answered 413; what the client still sends is
+            discarded for up to 2 s and 8 MiB so it reads the status, then the close.
         host, port: where to listen (``127.0.0.1`` by default; port 0 picks a free one).
-        max_connections: connections served at once; more are answered 503 and closed.
-        request_timeout_s: how long a request (headers and body) may take to arrive.
-        keep_alive_s: how long an idle kept-alive connection stays open.
-        max_body_bytes: the largest request body (larger: 413; what the client still sends
-            is discarded for up to 2 s and 8 MiB so it reads the status, then the close).
-        grace_s: at shutdown, how long running calls get to answer.
-        **endpoint: the :class:`~toolnexus.mcp._endpoint.Endpoint` options (``name``,
-            ``timeout_ms``, ``allowed_hosts``, ``allowed_origins``, ``token``,
-            ``verify_token``, ``secret``, ...).
+        path: the endpoint's path (``/mcp``).
 
     Example::
 
@@ -87,42 +83,24 @@ class HttpServer:
     def __init__(
         self,
         toolkit: Toolkit,
+        options: ServerOptions | None = None,
         *,
         host: str = "127.0.0.1",
         port: int = 8000,
         path: str = "/mcp",
-        max_connections: int = 64,
-        request_timeout_s: float = 10.0,
-        keep_alive_s: float = 30.0,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        grace_s: float = 2.0,
-        **endpoint: Any,
     ) -> None:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise InvalidValueError(f"port must be an int in 0..65535, got {port!r}")
         if not isinstance(path, str) or not path.startswith("/"):
             raise InvalidValueError(f"path must be a str starting with '/', got {path!r}")
-        for label, seconds in (
-            ("request_timeout_s", request_timeout_s),
-            ("keep_alive_s", keep_alive_s),
-            ("grace_s", grace_s),
-        ):
-            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
-                raise InvalidValueError(
-                    f"{label} must be a number of seconds >= 0, got {seconds!r}"
-                )
-        if (
-            isinstance(max_connections, bool)
-            or not isinstance(max_connections, int)
-            or (max_connections < 1)
-        ):
-            raise InvalidValueError(f"max_connections must be an int >= 1, got {max_connections!r}")
-        self.endpoint = Endpoint(toolkit, max_body_bytes=max_body_bytes, **endpoint)
+        options = resolve(options)
+        self.options = options
+        self.endpoint = Endpoint(toolkit, options)
         self.path = path
-        self.request_timeout_s = float(request_timeout_s)
-        self.keep_alive_s = float(keep_alive_s)
-        self.grace_s = float(grace_s)
-        self.max_connections = max_connections
+        self.request_timeout_s = options.request_timeout_ms / 1000
+        self.keep_alive_s = options.keep_alive_ms / 1000
+        self.grace_s = options.grace_ms / 1000
+        self.max_connections = options.max_connections
         self._server = _Server((host, port), _Handler, self)
         self._thread: threading.Thread | None = None
         self._reaper = threading.Thread(
@@ -549,30 +527,27 @@ def _date_and_server() -> bytes:
 
 def serve_http(
     toolkit: Toolkit,
+    options: ServerOptions | None = None,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
-    token: str | None = None,
-    verify_token: TokenVerifier | None = None,
-    allowed_hosts: Iterable[str] | None = None,
-    allowed_origins: Iterable[str] | None = None,
-    ready: Any = None,
-    **options: Any,
+    path: str = "/mcp",
+    ready: Callable[[HttpServer], object] | None = None,
 ) -> int:
     """Serve ``toolkit`` over MCP Streamable HTTP at ``http://host:port/mcp`` until
     SIGINT or SIGTERM; return the exit code: 130 after SIGINT, 143 after SIGTERM (128 + the
     signal, as shells report it and as :func:`~toolnexus.mcp.serve_stdio` returns).
 
-    On a signal the server stops accepting, lets running calls answer for ``grace_s``
-    (2 s), cancels the rest and returns. ``token`` (or ``verify_token``) requires an
-    ``Authorization: Bearer`` header; ``allowed_hosts``/``allowed_origins`` widen the
-    localhost-only defaults (see ``docs/mcp.md``). ``ready(server)``, if given, is called
-    once the socket listens. Other options go to :class:`HttpServer`.
+    On a signal the server stops accepting, lets running calls answer for ``grace_ms``,
+    cancels the rest and returns. ``options`` is a :class:`~toolnexus.mcp.ServerOptions`:
+    its ``token`` (or ``verify_token``) requires an ``Authorization: Bearer`` header; its
+    ``allowed_hosts``/``allowed_origins`` widen the localhost-only defaults (see
+    ``docs/mcp.md``). ``ready(server)``, if given, is called once the socket listens.
 
     Example::
 
         from toolnexus import Toolkit, tool
-        from toolnexus.mcp import serve_http
+        from toolnexus.mcp import ServerOptions, serve_http
 
         @tool
         def add(a: int, b: int) -> int:
@@ -580,18 +555,9 @@ def serve_http(
             return a + b
 
         if __name__ == "__main__":
-            raise SystemExit(serve_http(Toolkit([add]), port=8000))
+            raise SystemExit(serve_http(Toolkit([add]), ServerOptions(name="calc"), port=8000))
     """
-    server = HttpServer(
-        toolkit,
-        host=host,
-        port=port,
-        token=token,
-        verify_token=verify_token,
-        allowed_hosts=allowed_hosts,
-        allowed_origins=allowed_origins,
-        **options,
-    )
+    server = HttpServer(toolkit, options, host=host, port=port, path=path)
     stop = threading.Event()
     got: list[int] = []
 

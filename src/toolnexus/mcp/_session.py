@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._binding import BINDING_KEY
@@ -27,7 +27,7 @@ from .._frozen import freeze, thaw
 from .._loop_rule import declined_text, unresolved_text
 from .._result import PENDING_KEY, STRUCTURED_KEY, ToolResult
 from .._suspension import Answer, Request, decline_reason
-from ..errors import InvalidTypeError, InvalidValueError
+from ..errors import InvalidTypeError
 from . import _codec as codec
 from ._codec import (
     HEADER_MISMATCH,
@@ -43,6 +43,7 @@ from ._codec import (
     nested_too_deep,
 )
 from ._content import content_blocks
+from ._options import ServerOptions, resolve
 from ._protocol import (
     LEGACY_PROTOCOL_VERSIONS,
     META_CLIENT_CAPABILITIES,
@@ -71,7 +72,6 @@ from ._suspension import (
 if TYPE_CHECKING:
     from .._toolkit import Toolkit
     from .._tools import Tool
-    from ..stores import AnswerStore
 
 __all__ = [
     "HEADER_MISMATCH",
@@ -98,7 +98,6 @@ _KNOWN_METHODS = frozenset(
 )
 
 _CURSOR_PREFIX = "tnx1:"
-_STATE_TTL_S = 30 * 60
 
 
 class Send:
@@ -343,27 +342,17 @@ class ServerSession:
 
     Args:
         toolkit: the tools to offer (listed in registration order).
-        name, version: the server identity clients see (``serverInfo``).
-        instructions: optional guidance for the model, sent at ``initialize`` and
-            ``server/discover``.
-        page_size: tools per ``tools/list`` page (``nextCursor`` beyond it).
-        list_ttl_ms: the ``ttlMs`` cache hint on modern list and discover results.
-        state_ttl_s: how long a modern ``requestState`` stays valid. A state re-issued for
-            a question left unanswered keeps the original expiry.
-        secret: the key(s) that sign ``requestState`` and bind each question to its call
-            (see :class:`~toolnexus._binding.Binder`): ``None`` reads ``TOOLNEXUS_SECRET``,
-            else a random per-process key signs. Give the host that runs the calls the same
-            key: then a restarted server resumes a state it issued before the restart.
-        answer_store: where used answers and states are remembered, so each is used once
-            (default: one in-memory store per process; share the host's).
-        max_rounds: how many answers one call may take (the host's ``max_rounds``): a retry
-            that suspends again within them is asked again, after them it is
-            ``unresolved: <prompt>``.
+        options: a :class:`~toolnexus.mcp.ServerOptions`: the identity clients see, the
+            list page size and cache hints, how long a modern ``requestState`` stays valid
+            (a state re-issued for a question left unanswered keeps the first expiry), the
+            key that signs it and binds each question to its call, the answer store, and
+            how many answers one call may take. Give the host that runs the calls the same
+            key and store: then a restarted server resumes a state it issued before.
         clock: returns the current time in seconds (``time.time``); tests inject one.
 
     Example::
 
-        session = ServerSession(toolkit, name="demo", version="1.0")
+        session = ServerSession(toolkit, ServerOptions(name="demo", version="1.0"))
         actions = session.receive_line(b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
         assert actions[0].message == {"jsonrpc": "2.0", "id": 1, "result": {}}
     """
@@ -371,43 +360,27 @@ class ServerSession:
     def __init__(
         self,
         toolkit: Toolkit,
+        options: ServerOptions | None = None,
         *,
-        name: str = "toolnexus",
-        version: str | None = None,
-        instructions: str | None = None,
-        page_size: int = 100,
-        list_ttl_ms: int = 60_000,
-        state_ttl_s: float = _STATE_TTL_S,
-        secret: bytes | str | Sequence[bytes | str] | None = None,
-        answer_store: AnswerStore | None = None,
-        max_rounds: int = 1,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        options = resolve(options)
+        version = options.version
         if version is None:
             from .. import __version__ as version
-        if not isinstance(name, str) or not name:
-            raise InvalidValueError(f"name must be a non-empty str, got {name!r}")
-        if not isinstance(version, str) or not version:
-            raise InvalidValueError(f"version must be a non-empty str, got {version!r}")
-        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
-            raise InvalidValueError(f"page_size must be an int >= 1, got {page_size!r}")
-        if isinstance(list_ttl_ms, bool) or not isinstance(list_ttl_ms, int) or list_ttl_ms < 0:
-            raise InvalidValueError(f"list_ttl_ms must be an int >= 0, got {list_ttl_ms!r}")
-        if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
-            raise InvalidValueError(f"max_rounds must be an int >= 1, got {max_rounds!r}")
         from .._binding import Binder
 
-        self._binder = Binder(secret, store=answer_store)
-        self._max_rounds = max_rounds
+        self._binder = Binder(options.secret, store=options.answer_store)
+        self._max_rounds = options.max_rounds
         self._toolkit = toolkit
-        self._server_info = {"name": name, "version": version}
+        self._server_info = {"name": options.name, "version": version}
         # The client of a plain modern request (no elicitation), built once: _Client is
         # never changed after construction, so every such request can share it.
         self._plain_modern = _Client(MODERN_PROTOCOL_VERSIONS[-1], True, False, False)
-        self._instructions = instructions
-        self._page_size = page_size
-        self._list_ttl_ms = list_ttl_ms
-        self._state_ttl_s = state_ttl_s
+        self._instructions = options.instructions
+        self._page_size = options.page_size
+        self._list_ttl_ms = options.list_ttl_ms
+        self._state_ttl_s = options.state_ttl_ms / 1000
         self._clock = clock
         self._legacy: _Client | None = None
         self._legacy_log_level: int | None = None  # set by logging/setLevel

@@ -1,20 +1,21 @@
-"""The stdio driver: a :class:`~toolnexus.mcp.ServerSession` on stdin/stdout.
+"""The stdio transport: a :class:`~toolnexus.mcp.ServerSession` on stdin/stdout.
 
-Everything that touches a stream or a thread on the MCP side lives here. The thread that
-calls :func:`serve_stdio` reads newline-delimited JSON from stdin, feeds the session and
-starts each tool call on the :class:`~toolnexus.Host` (``Host.submit``) without
-waiting for it; whoever settles a call (the worker that ran it, or the host at a deadline
-or cancel) writes its answer. So reading never waits for a tool, and pings and
-cancellations are answered while tools run. All output goes through one lock, the same one
-that guards the session, so messages never interleave and a call's progress notifications
-are always written before its response. stdout carries protocol JSON only: while serving,
-whatever a tool prints goes to stderr.
+Everything that touches a stream or a thread on the MCP stdio side lives here; calls go
+through the :class:`~toolnexus.mcp._bridge.CallBridge` every transport shares. The thread
+that calls :func:`serve_stdio` starts a reading thread that reads newline-delimited JSON
+from stdin, feeds the session and starts each tool call on the host without waiting for it;
+whoever settles a call (the worker that ran it, or the host at a deadline or cancel)
+writes its answer. So reading never waits for a tool, and pings and cancellations are
+answered while tools run. All output goes through one lock, the bridge's, which also guards
+the session, so messages never interleave and a call's progress notifications are always
+written before its response. stdout carries protocol JSON only: while serving, whatever a
+tool prints goes to stderr.
 
 The promises a hostile or unlucky client cannot break:
 
 - the server never goes deaf: whatever fails while a line is read, parsed or dispatched
   answers that request (``-32602``/``-32603``; a notification is dropped) and reading goes
-  on; a line over ``max_line_bytes`` is refused without being buffered;
+  on; a line over ``max_message_bytes`` is refused without being buffered;
 - the bytes of tool-call arguments held by calls in flight have a cap
   (``max_inflight_bytes``): a request beyond it is answered ``-32603 server overloaded``;
 - SIGINT and SIGTERM end the server cleanly (exit codes 130 and 143) when it runs on the
@@ -35,43 +36,20 @@ import select
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
-from .._result import ToolResult
-from ..errors import InvalidValueError
-from ._session import INTERNAL_ERROR, Action, CancelCall, Send, ServerSession, StartCall
+from ._bridge import CallBridge, InflightBytes, LazyHost
+from ._options import ServerOptions, resolve
+from ._session import Action, Send, ServerSession, StartCall
 
 if TYPE_CHECKING:
-    from .._host import Call, Host
+    from .._host import Call
     from .._toolkit import Toolkit
-    from ..stores import AnswerStore
 
-__all__ = [
-    "DEFAULT_GRACE_MS",
-    "DEFAULT_MAX_INFLIGHT_BYTES",
-    "DEFAULT_MAX_LINE_BYTES",
-    "EXIT_SIGINT",
-    "EXIT_SIGTERM",
-    "serve_stdio",
-]
+__all__ = ["EXIT_SIGINT", "EXIT_SIGTERM", "serve_stdio"]
 
 _log = logging.getLogger("toolnexus")
-
-DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
-"""The longest message (one line) the stdio server reads; longer ones are refused."""
-
-DEFAULT_MAX_INFLIGHT_BYTES = 64 * 1024 * 1024
-"""The most bytes of ``tools/call`` request lines whose calls may run at once.
-
-Parsed arguments take several times their JSON size in memory (measured: 4.6x for a list
-of numbers, 10x for a list of short strings), so this bounds what a client can pin to a few
-hundred MiB. It admits four calls of the largest line (:data:`DEFAULT_MAX_LINE_BYTES`) at
-once, or tens of thousands of ordinary ones; a request beyond it is answered ``-32603``
-(server overloaded), never lost."""
-
-DEFAULT_GRACE_MS = 1000
-"""How long calls still running when stdin closes get to answer before being cancelled."""
 
 EXIT_SIGINT = 130
 """What :func:`serve_stdio` returns after SIGINT (128 + the signal, as shells report it)."""
@@ -89,36 +67,23 @@ _ACTIVE_S = 0.1  # the spare looks every _RELIEF_S while calls ran inline this r
 
 def serve_stdio(
     toolkit: Toolkit,
+    options: ServerOptions | None = None,
     *,
-    name: str = "toolnexus",
-    version: str | None = None,
-    timeout_ms: int | None = None,
     stdin: IO[Any] | None = None,
     stdout: IO[Any] | None = None,
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    max_inflight_bytes: int = DEFAULT_MAX_INFLIGHT_BYTES,
-    grace_ms: int = DEFAULT_GRACE_MS,
-    secret: bytes | str | Sequence[bytes | str] | None = None,
-    answer_store: AnswerStore | None = None,
-    max_rounds: int = 1,
 ) -> int:
     """Serve ``toolkit`` over MCP on stdin/stdout until stdin closes; return the exit code.
 
     Both protocol eras are spoken: modern (2026-07-28, stateless) and legacy
-    (``initialize``, 2024-11-05 … 2025-11-25). Each call runs on a
-    :class:`~toolnexus.Host` with ``timeout_ms`` as its deadline (``None``: no
-    deadline). ``name`` and ``version`` (default: the toolnexus version) are the identity
-    clients see. ``secret`` (else ``TOOLNEXUS_SECRET``) signs the binding of each question
-    to its call and the modern ``requestState``: the same key lets a restarted server resume
-    what it asked before. ``answer_store`` remembers used answers (default: in memory).
-    ``max_rounds`` is how many answers one call may take (1, the loop rule: a retry that
-    asks again is ``unresolved: <prompt>``; more lets the retry's question be asked).
+    (``initialize``, 2024-11-05 … 2025-11-25). ``options`` (a
+    :class:`~toolnexus.mcp.ServerOptions`) names the server and sets each call's deadline,
+    the signing key and answer store, the limits and the grace period.
 
     ``stdin``/``stdout`` default to the process's own streams; binary or text streams
     both work. While serving, ``sys.stdout`` points at stderr (and, for the process's own
     stdout, so does file descriptor 1), so a tool's ``print`` cannot corrupt the
-    protocol. A line longer than ``max_line_bytes`` is refused without being buffered. A
-    ``tools/call`` whose line would take the bytes of calls in flight over
+    protocol. A line longer than ``max_message_bytes`` is refused without being buffered.
+    A ``tools/call`` whose line would take the bytes of calls in flight over
     ``max_inflight_bytes`` is answered ``-32603`` (server overloaded) instead of run. A
     line whose handling fails in any way is answered (``-32602``/``-32603``) and reading
     goes on. When stdin closes, calls still running get ``grace_ms`` to answer; then they
@@ -128,13 +93,12 @@ def serve_stdio(
     are Python's defaults): running calls are cancelled and it returns 130 or 143.
 
     Returns 0 after stdin closed, 1 when stdout could not be written (the client went
-    away), 130 after SIGINT (or ``KeyboardInterrupt``), 143 after SIGTERM. Raises
-    ``ValueError`` for a bad argument.
+    away), 130 after SIGINT (or ``KeyboardInterrupt``), 143 after SIGTERM.
 
     Example::
 
         from toolnexus import Toolkit, tool
-        from toolnexus.mcp import serve_stdio
+        from toolnexus.mcp import ServerOptions, serve_stdio
 
         @tool
         def add(a: int, b: int) -> int:
@@ -142,54 +106,15 @@ def serve_stdio(
             return a + b
 
         if __name__ == "__main__":
-            raise SystemExit(serve_stdio(Toolkit([add]), name="calculator"))
+            raise SystemExit(serve_stdio(Toolkit([add]), ServerOptions(name="calculator")))
     """
-    if (
-        isinstance(max_line_bytes, bool)
-        or not isinstance(max_line_bytes, int)
-        or max_line_bytes < 64
-    ):
-        raise InvalidValueError(f"max_line_bytes must be an int >= 64, got {max_line_bytes!r}")
-    if (
-        isinstance(max_inflight_bytes, bool)
-        or not isinstance(max_inflight_bytes, int)
-        or max_inflight_bytes < 1
-    ):
-        raise InvalidValueError(
-            f"max_inflight_bytes must be an int >= 1 (bytes), got {max_inflight_bytes!r}"
-        )
-    if isinstance(grace_ms, bool) or not isinstance(grace_ms, int) or grace_ms < 0:
-        raise InvalidValueError(f"grace_ms must be an int >= 0 (milliseconds), got {grace_ms!r}")
-    if timeout_ms is not None and (
-        isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0
-    ):
-        raise InvalidValueError(
-            f"timeout_ms must be None or an int >= 0 (milliseconds), got {timeout_ms!r}"
-        )
+    options = resolve(options)
     # The session and the host share the key and the used answers: a question asked before
     # a restart is resumed after it (same key), and each answer is used once.
-    session = ServerSession(
-        toolkit,
-        name=name,
-        version=version,
-        secret=secret,
-        answer_store=answer_store,
-        max_rounds=max_rounds,
-    )
-
-    def make_host() -> Host:
-        from .._host import Host
-
-        return Host(
-            toolkit,
-            timeout_ms=timeout_ms,
-            secret=secret,
-            answer_store=answer_store,
-            max_rounds=max_rounds,
-        )
-
-    with _protocol_streams(stdin, stdout, max_line_bytes) as (lines, write):
-        server = _StdioServer(session, make_host, lines, write, max_inflight_bytes, grace_ms)
+    session = ServerSession(toolkit, options)
+    host = LazyHost(toolkit, options)
+    with _protocol_streams(stdin, stdout, options.max_message_bytes) as (lines, write):
+        server = _StdioServer(session, host, lines, write, options)
         return server.run()
 
 
@@ -429,43 +354,169 @@ class _Stop(BaseException):
         self.code = code
 
 
-class _StdioServer:
-    """Two threads share the input: one *reads* and handles lines, the other is *spare*.
+class _Output:
+    """stdout, whole messages at a time (callers hold the bridge's lock).
 
-    The reader runs a call inline — on itself, no hand-off to a worker — when its tool took
-    less than ``_QUICK_S`` last time and the spare is free; anything else goes to the host's
-    workers. When an inline tool has run for ``_RELIEF_S``, the spare takes the reading role
-    over (reading never waits for a tool longer than that, so pings and cancellations are
-    answered while tools run), and the old reader becomes the spare once its tool returns.
-    While it is still inside its tool the spare is not free, so nothing else runs inline:
-    at most one thread is ever held by an inline tool. The thread that called
-    :func:`serve_stdio` only waits (and takes signals) until the input ends, then shuts down.
-
-    Every role change happens under ``self._lock``, the lock that also guards the session
-    and the output; the invariants are pinned by tests/test_mcp_stdio_reader.py.
+    The reader defers answers while another whole line is already buffered, and flushes
+    before reading would block: the answers to a burst of requests go out in one write.
     """
+
+    __slots__ = ("_out", "_size", "_write", "broken", "deferring", "ended", "on_broken")
+
+    def __init__(self, write: Write, on_broken: Callable[[], None]) -> None:
+        self._write = write
+        self.on_broken = on_broken
+        self._out: list[bytes] = []
+        self._size = 0
+        self.deferring = False
+        self.broken = False  # stdout could not be written
+        self.ended = False  # the server is done: write nothing more
+
+    def queue(self, data: bytes) -> None:
+        """Queue encoded lines; written at once unless the reader defers."""
+        if self.broken or self.ended or not data:
+            return
+        self._out.append(data)
+        self._size += len(data)
+        if not self.deferring or self._size >= _FLUSH_BYTES:
+            self.flush()
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._out)
+
+    def flush(self) -> None:
+        """Write what is queued, in one go."""
+        if not self._out:
+            return
+        data = self._out[0] if len(self._out) == 1 else b"".join(self._out)
+        self._out.clear()
+        self._size = 0
+        if self.broken or self.ended:
+            return
+        try:
+            self._write(data)
+        except (OSError, ValueError) as exc:
+            _log.warning("toolnexus mcp: cannot write to stdout (%s); stopping", exc)
+            self.broken = True
+            self.on_broken()
+
+
+class _StdioBridge(CallBridge):
+    """The call bridge whose messages all go to stdout."""
 
     def __init__(
         self,
         session: ServerSession,
-        make_host: Callable[[], Host],
+        host: LazyHost,
+        inflight: InflightBytes,
+        output: _Output,
+        reported: Callable[[], None],
+    ) -> None:
+        super().__init__(session, host, inflight)
+        self.output = output
+        self._reported = reported
+
+    def _deliver(self, send: Send, where: Any) -> None:
+        self.output.queue(send.to_bytes())  # to_bytes answers a message it cannot encode
+
+    def report(self, call_id: int, result: Any, then: Callable[[], None] | None = None) -> None:
+        super().report(call_id, result, then)
+        self._reported()
+
+
+class _Roles:
+    """Who reads stdin, and which calls run on the reader itself (the inline policy).
+
+    **The invariant: at most one thread is ever held by an inline tool, and reading never
+    waits for one longer than** ``_RELIEF_S``. Two threads share the input: one *reads*
+    (``reading`` is its ident) and handles lines, the other is *spare*. The reader runs a
+    call inline — on itself, no hand-off to a worker — only when the spare is free (waiting
+    in :meth:`relieve`) and the tool's last call took less than ``_QUICK_S``; anything else
+    goes to the host's workers. When an inline tool has run for ``_RELIEF_S``, the spare
+    takes the reading role over, and the old reader becomes the spare once its tool
+    returns. While it is still inside its tool the spare is not free, so nothing else runs
+    inline. Every field changes under the bridge's lock (``wake`` is a condition of it);
+    tests/test_mcp_stdio_reader.py pins the invariant.
+    """
+
+    __slots__ = (
+        "asleep",
+        "free",
+        "inline_since",
+        "input_done",
+        "last_inline",
+        "reading",
+        "threads",
+        "took",
+        "wake",
+    )
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self.threads: list[threading.Thread] = []
+        self.reading = 0  # the ident of the thread that reads now
+        self.input_done = False  # the input ended, or reading stopped
+        self.inline_since: float | None = None  # the reader runs a tool inline since then
+        self.last_inline = 0.0
+        self.free = False  # the spare waits in relieve(), ready to take reading over
+        self.asleep = False  # ... without a timeout (no inline call lately)
+        self.wake = threading.Condition(lock)
+        self.took: dict[str, float] = {}  # each tool's last call: seconds it took
+
+    def inline(self, name: str) -> bool:
+        """Whether the reader runs this call itself (the spare is free, the tool quick)."""
+        return self.free and self.took.get(name, 0.0) < _QUICK_S  # unknown: try it inline
+
+    def relieve(self, stopping: Callable[[], bool]) -> bool:
+        """The spare's wait (the lock is held): True once it took reading over from a
+        reader held by an inline tool for ``_RELIEF_S``; False when reading is over."""
+        me = threading.get_ident()
+        self.free = True
+        try:
+            while not (self.input_done or stopping()):
+                since = self.inline_since
+                now = time.monotonic()
+                if since is not None:
+                    if now - since >= _RELIEF_S:
+                        self.reading = me
+                        return True
+                    self.wake.wait(since + _RELIEF_S - now)
+                elif now - self.last_inline < _ACTIVE_S:
+                    self.wake.wait(_RELIEF_S)  # calls run inline: look again soon
+                else:
+                    self.asleep = True  # the reader wakes us when it inlines
+                    if self.inline_since is None:
+                        self.wake.wait()
+                    self.asleep = False
+            return False
+        finally:
+            self.free = False
+
+
+class _StdioServer:
+    """The threads of one stdio server: the serving thread (waits, takes signals), the
+    reader and the spare (see :class:`_Roles`), and the shut-down."""
+
+    def __init__(
+        self,
+        session: ServerSession,
+        host: LazyHost,
         lines: _Input,
         write: Write,
-        max_inflight_bytes: int,
-        grace_ms: int,
+        options: ServerOptions,
     ) -> None:
         self._session = session
-        self._make_host = make_host
-        self._host: Host | None = None
-        self._host_lock = threading.Lock()
-        self._host_closed = False  # the server ended: a host made from now on is closed
-        self._warm_up: threading.Thread | None = None
+        self._host = host
         self._lines = lines
-        self._write_raw = write
-        self._grace = grace_ms / 1000
+        self._grace = options.grace_ms / 1000
+        self._output = _Output(write, self._on_broken)
+        self._bridge = _StdioBridge(
+            session, host, InflightBytes(options.max_inflight_bytes), self._output, self._reported
+        )
         # One lock for the session, the output and the reading roles: what the session says
         # is written in the order it said it, before anyone else may talk to it.
-        self._lock = threading.Lock()
+        self._lock = self._bridge.lock
+        self._roles = _Roles(self._lock)
         # The serving thread never waits on a condition of self._lock: its signal handler
         # may raise while it waits, and a Condition.wait interrupted while taking its lock
         # back leaves with the lock not held, so the ``with`` around it would release the
@@ -474,32 +525,7 @@ class _StdioServer:
         self._poked = threading.Lock()
         self._poked.acquire()
         self._draining = False  # set (under the lock) once _shut_down waits for calls
-        # Each running call by its session call id; None until the host made it. A cancel
-        # that arrives before that is remembered, and the call cancelled once it is made.
-        self._calls: dict[int, Call | None] = {}
-        self._cancelled_early: set[int] = set()
-        self._broken = False  # stdout could not be written
-        self._ended = False  # the server is done: write nothing more
-        # Output waiting to be written in one go: the reader defers its answers while
-        # another whole line is already buffered (and flushes before reading blocks).
-        self._out: list[bytes] = []
-        self._out_bytes = 0
-        self._deferring = False
-        # The in-flight byte cap: what each running call's request line weighed.
-        self._cap = max_inflight_bytes
-        self._inflight = 0
-        self._weights: dict[int, int] = {}
-        self._newest_call = 0
-        # The reading roles (see the class docstring).
-        self._threads: list[threading.Thread] = []
-        self._reading = 0  # the ident of the thread that reads now
-        self._input_done = False  # the input ended, or reading stopped
-        self._inline_since: float | None = None  # the reader runs a tool inline since then
-        self._last_inline = 0.0
-        self._spare_free = False  # the spare waits in _relieve, ready to take reading over
-        self._spare_asleep = False  # ... without a timeout (no inline call lately)
-        self._spare_wake = threading.Condition(self._lock)
-        self._took: dict[str, float] = {}  # each tool's last call: seconds it took
+        self._warmed = False
         # Signals: a code once one arrived; the handler raises only while the serving
         # thread waits, so nothing is ever half-handled.
         self._stop_code: int | None = None
@@ -522,7 +548,18 @@ class _StdioServer:
                 self._end()
         if self._stop_code is not None:
             return self._stop_code
-        return code or (1 if self._broken else 0)
+        return code or (1 if self._output.broken else 0)
+
+    def _stopping(self) -> bool:
+        return self._output.ended or self._stop_code is not None
+
+    def _on_broken(self) -> None:
+        self._lines.wake()
+        self._poke()
+
+    def _reported(self) -> None:
+        if self._draining:  # only the shut-down waits for calls to be reported
+            self._poke()
 
     # ------------------------------------------------------------------ signals
 
@@ -585,7 +622,7 @@ class _StdioServer:
         a pipe the client no longer reads."""
         given_up_at: float | None = None
         while not self._lock.acquire(timeout=_SIGNAL_POLL_S):
-            if self._stop_code is not None or self._broken:
+            if self._stop_code is not None or self._output.broken:
                 now = time.monotonic()
                 if given_up_at is None:
                     given_up_at = now + _CLOSE_WAIT_S
@@ -599,10 +636,11 @@ class _StdioServer:
         """Start the reader; wait (taking signals) until the input ends."""
         reader = self._start_thread("toolnexus-mcp-reader", reading=True)
         if reader is None:  # no thread could be started: read here instead
-            self._reading = threading.get_ident()
+            self._roles.reading = threading.get_ident()
             self._read()
             return
-        while not (self._input_done or self._broken or self._stop_code is not None):
+        roles = self._roles
+        while not (roles.input_done or self._output.broken or self._stop_code is not None):
             # In slices: a signal the kernel gave another thread does not wake this wait;
             # its handler runs (on this thread) when the slice ends.
             self._nap(_SIGNAL_POLL_S)
@@ -614,20 +652,25 @@ class _StdioServer:
         except RuntimeError as exc:  # out of threads: the caller goes on without it
             _log.warning("toolnexus mcp: cannot start a thread (%s)", exc)
             return None
-        self._threads.append(thread)
+        self._roles.threads.append(thread)
         return thread
 
     def _take_turns(self, reading: bool) -> None:
         """A reading thread's life: read until relieved, then be the spare until needed."""
         if reading:
-            self._reading = threading.get_ident()
+            self._roles.reading = threading.get_ident()
         try:
             while True:
                 if reading:
                     if self._read():
                         return
-                elif not self._relieve():
-                    return
+                else:
+                    with self._lock:
+                        relieved = self._roles.relieve(self._stopping)
+                        if relieved:
+                            self._output.deferring = False
+                    if not relieved:
+                        return
                 reading = not reading
         except BaseException:  # never leave the serving thread waiting for nobody
             _log.exception("toolnexus mcp: the reading thread failed")
@@ -635,38 +678,11 @@ class _StdioServer:
 
     def _stop_reading(self) -> None:
         with self._lock:
-            self._input_done = True
-            self._deferring = False
-            self._flush()
-            self._spare_wake.notify_all()
+            self._roles.input_done = True
+            self._output.deferring = False
+            self._output.flush()
+            self._roles.wake.notify_all()
         self._poke()
-
-    def _relieve(self) -> bool:
-        """The spare's wait: True once it took reading over from a reader held by an inline
-        tool for ``_RELIEF_S``; False when reading is over."""
-        me = threading.get_ident()
-        with self._lock:
-            self._spare_free = True
-            try:
-                while not (self._input_done or self._ended or self._stop_code is not None):
-                    since = self._inline_since
-                    now = time.monotonic()
-                    if since is not None:
-                        if now - since >= _RELIEF_S:
-                            self._reading = me
-                            self._deferring = False
-                            return True
-                        self._spare_wake.wait(since + _RELIEF_S - now)
-                    elif now - self._last_inline < _ACTIVE_S:
-                        self._spare_wake.wait(_RELIEF_S)  # calls run inline: look again soon
-                    else:
-                        self._spare_asleep = True  # the reader wakes us when it inlines
-                        if self._inline_since is None:
-                            self._spare_wake.wait()
-                        self._spare_asleep = False
-                return False
-            finally:
-                self._spare_free = False
 
     # ------------------------------------------------------------------ reading
 
@@ -676,19 +692,21 @@ class _StdioServer:
         this thread ran a tool inline."""
         me = threading.get_ident()
         lines = self._lines
+        roles = self._roles
+        output = self._output
         while True:
-            if self._reading != me:
+            if roles.reading != me:
                 return False
-            if self._broken or self._ended or self._stop_code is not None:
+            if output.broken or output.ended or self._stop_code is not None:
                 self._stop_reading()
                 return True
             try:
                 line = lines.next_line()
                 if line is None:
-                    if self._out:
+                    if output.pending:
                         with self._lock:
-                            self._deferring = False
-                            self._flush()
+                            output.deferring = False
+                            output.flush()
                     lines.fill()
                     continue
             except (OSError, ValueError, _Woken) as exc:  # stdin vanished, or a stop
@@ -700,124 +718,32 @@ class _StdioServer:
             if line == b"":
                 self._stop_reading()
                 return True
-            self._deferring = lines.more if line.__class__ is bytearray else lines.has_line()
+            output.deferring = lines.more if line.__class__ is bytearray else lines.has_line()
             try:
                 if isinstance(line, int):
                     if line < 0:
-                        self._handle(self._session.line_failed, "out of memory reading the line")
+                        self._bridge.feed(
+                            self._session.line_failed, "out of memory reading the line"
+                        )
                     else:
-                        self._handle(self._session.line_too_long, line, lines.limit)
+                        self._bridge.feed(self._session.line_too_long, line, lines.limit)
                 else:
                     self._on_line(line)
             except Exception as exc:  # the session answers its own failures: a last guard
                 _log.exception("toolnexus mcp: handling a line failed")
                 with contextlib.suppress(Exception):
-                    self._handle(self._session.line_failed, f"{type(exc).__name__}: {exc}")
+                    self._bridge.feed(self._session.line_failed, f"{type(exc).__name__}: {exc}")
 
     def _on_line(self, line: bytes | bytearray) -> None:
         with self._lock:
-            later = self._send_all(self._session.receive_line(line), len(line))
+            later = self._bridge.dispatch(self._session.receive_line(line), None, len(line))
         if later:
-            if len(later) == 1 and later[0].__class__ is StartCall:
-                self._start_call(later[0], True)  # what _carry_out does, one frame less
-            else:
-                self._carry_out(later, reader=True)
-        if self._warm_up is None:
+            self._carry_out(later, reader=True)
+        if not self._warmed:
             # The host (and the event loop machinery it imports) loads once the first
             # answer is out, while the client reads it: start-up is not kept waiting.
-            warm_up = threading.Thread(
-                target=self._get_host, name="toolnexus-mcp-warm-up", daemon=True
-            )
-            with self._host_lock:
-                if self._warm_up is None and not self._host_closed:
-                    warm_up.start()
-                    self._warm_up = warm_up
-
-    def _get_host(self) -> Host:
-        host = self._host
-        if host is None:
-            with self._host_lock:
-                host = self._host
-                if host is None:
-                    host = self._host = self._make_host()
-                    if self._host_closed:  # a line still handled as the server ends
-                        host.close()
-        return host
-
-    # ------------------------------------------------------------------ writing
-
-    def _handle(self, feed: Callable[..., list[Action]], *args: Any) -> None:
-        with self._lock:
-            later = self._send_all(feed(*args))
-        if later:
-            self._carry_out(later)
-
-    def _send_all(self, actions: list[Action], weight: int = 0) -> list[Action]:
-        """Write the Send actions (the lock is held); return the rest, to run unlocked.
-
-        ``weight`` is the size of the line the actions answer: a call it starts counts that
-        much against the in-flight byte cap until the host is done with it.
-        """
-        later: list[Action] = []
-        for action in actions:
-            if isinstance(action, Send):
-                self._write(action)
-            elif isinstance(action, StartCall):
-                call_id = action.call_id
-                if call_id > self._newest_call:  # a new call, its arguments in this line
-                    self._newest_call = call_id
-                    if weight and self._inflight + weight > self._cap:
-                        for refusal in self._session.fail_call(
-                            call_id, INTERNAL_ERROR, self._overloaded(weight)
-                        ):
-                            if isinstance(refusal, Send):
-                                self._write(refusal)
-                        continue
-                    self._inflight += weight
-                    self._weights[call_id] = weight
-                # Registered under the lock, so a cancel that arrives next finds it.
-                self._calls[call_id] = None
-                later.append(action)
-            else:
-                later.append(action)
-        return later
-
-    def _overloaded(self, weight: int) -> str:
-        return (
-            f"server overloaded: {self._inflight} bytes of tool-call arguments are in flight "
-            f"and this request adds {weight}, over the limit of {self._cap}; retry later, or "
-            "raise the limit (toolnexus serve --max-inflight-bytes, or max_inflight_bytes)"
-        )
-
-    def _write(self, action: Send) -> None:
-        """Queue one message (the lock is held); written at once unless the reader defers."""
-        self._queue(action.to_bytes())  # to_bytes answers a message it cannot encode
-
-    def _queue(self, data: bytes) -> None:
-        """Queue encoded lines (the lock is held); written at once unless the reader defers."""
-        if self._broken or self._ended or not data:
-            return
-        self._out.append(data)
-        self._out_bytes += len(data)
-        if not self._deferring or self._out_bytes >= _FLUSH_BYTES:
-            self._flush()
-
-    def _flush(self) -> None:
-        """Write what is queued, in one go (the lock is held)."""
-        if not self._out:
-            return
-        data = self._out[0] if len(self._out) == 1 else b"".join(self._out)
-        self._out.clear()
-        self._out_bytes = 0
-        if self._broken or self._ended:
-            return
-        try:
-            self._write_raw(data)
-        except (OSError, ValueError) as exc:
-            _log.warning("toolnexus mcp: cannot write to stdout (%s); stopping", exc)
-            self._broken = True
-            self._lines.wake()
-            self._poke()
+            self._warmed = True
+            self._host.warm_up()
 
     # ------------------------------------------------------------------ calls
 
@@ -825,39 +751,20 @@ class _StdioServer:
         """Start and cancel calls (outside the lock: cancelling runs the tool's callbacks,
         which may report progress)."""
         for action in actions:
-            if isinstance(action, StartCall):
+            if action.__class__ is StartCall:
                 self._start_call(action, reader)
-            elif isinstance(action, CancelCall):
-                call_id = action.call_id
-                with self._lock:
-                    cancelled = self._calls.get(call_id)
-                    if cancelled is None and call_id in self._calls:
-                        # Not registered yet: _start_call looks here once it registers it,
-                        # and looking again here catches a registration in between.
-                        self._cancelled_early.add(call_id)
-                        cancelled = self._calls.get(call_id)
-                if cancelled is not None:
-                    cancelled.cancel()
+            else:
+                self._bridge.cancel(action.call_id)  # type: ignore[union-attr]
 
     def _start_call(self, action: StartCall, reader: bool) -> None:
-        """Start the call on the host; whoever settles it writes the answer.
-
-        No thread waits per call: the thread that ran the tool (or the host, at a deadline
-        or after a cancel) runs :meth:`_finish_call`. The reader runs a quick tool itself.
-        """
-        call_id = action.call_id
+        """Start the call through the bridge; the reader runs a quick tool itself."""
         name = action.name
-        progress = None
-        if action.wants_progress:
-
-            def progress(value: float, total: float | None, message: str | None) -> None:
-                self._handle(self._session.report_progress, call_id, value, total, message)
-
+        roles = self._roles
         inline = False
         if reader:
-            if self._spare_free:
-                inline = self._took.get(name, 0.0) < _QUICK_S  # unknown: try it inline
-            elif len(self._threads) == 1 and not self._ended:
+            if roles.free:
+                inline = roles.inline(name)
+            elif len(roles.threads) == 1 and not self._output.ended:
                 self._start_thread("toolnexus-mcp-spare", reading=False)
         began = time.monotonic()
         runner = threading.get_ident() if inline else 0
@@ -870,50 +777,29 @@ class _StdioServer:
             now = time.monotonic()
             took = now - began
             if inline or took < _QUICK_S:
-                self._took[name] = took
+                roles.took[name] = took
             # On the thread that ran the tool inline, the tool has returned: the inline
             # run ends with its answer, under the same lock.
             here = inline and threading.get_ident() == runner
-            self._finish_call(call_id, finished, finished.result(), now if here else 0.0)
+            self._bridge.report(
+                action.call_id,
+                finished.result(),
+                (lambda: self._inline_ended(now)) if here else None,
+            )
             returned = here
 
-        call: Call | None = None
+        if inline:
+            self._output.deferring = False
+            roles.inline_since = began
+            if roles.asleep:
+                with self._lock:
+                    roles.wake.notify()
         try:
-            call = (self._host or self._get_host()).submit(
-                name,
-                action.arguments,
-                progress=progress,
-                request=action.resumes if action.answer is not None else None,
-                answer=action.answer,
-                done_callback=done,
-                start=False,
-            )
-            # Registered without the lock: an unstarted call settles only at creation
-            # (then its answer is out and its entry gone), so nothing removes the entry
-            # meanwhile. The store comes before the look at the early cancels, as a
-            # canceller's mark comes before its second look (above): one of the two always
-            # sees the other.
-            if call_id in self._calls:
-                self._calls[call_id] = call
-                if self._cancelled_early and call_id in self._cancelled_early:
-                    call.cancel()  # it never starts
-            if inline:
-                self._deferring = False
-                self._inline_since = began
-                if self._spare_asleep:
-                    with self._lock:
-                        self._spare_wake.notify()
-            try:
-                call.start(inline)
-            finally:
-                if inline and not returned:  # settled elsewhere (a deadline) or a failure
-                    with self._lock:
-                        self._inline_ended(time.monotonic())
-        except Exception as exc:  # the host promises not to raise; answer anyway if it does
-            _log.exception("toolnexus mcp: the host raised for %r", name)
-            self._finish_call(
-                call_id, call, ToolResult.error(f"internal error running '{name}': {exc}")
-            )
+            self._bridge.start(action, inline=inline, done=done)
+        finally:
+            if inline and not returned:  # settled elsewhere (a deadline) or a failure
+                with self._lock:
+                    self._inline_ended(time.monotonic())
 
     def _inline_ended(self, now: float) -> None:
         """This thread's inline tool returned (the lock is held): reading may defer again.
@@ -922,36 +808,11 @@ class _StdioServer:
         the buffer it reads. Checked under the lock: unlocked, the spare could take reading
         over between the check and the store, read those lines and block, leaving the next
         answer deferred for good."""
-        self._inline_since = None
-        self._last_inline = now
-        if self._reading == threading.get_ident():
-            self._deferring = self._lines.more
-
-    def _finish_call(
-        self,
-        call_id: int,
-        call: Call | None,
-        result: ToolResult,
-        inline_end: float = 0.0,
-    ) -> None:
-        """Answer the call. ``inline_end`` is set (the time) when this thread ran it inline
-        and its tool has returned: the inline run ends here."""
-        with self._lock:
-            if inline_end:
-                self._inline_ended(inline_end)
-            if self._calls.get(call_id) in (None, call):
-                self._calls.pop(call_id, None)
-                if self._cancelled_early:
-                    self._cancelled_early.discard(call_id)
-            weight = self._weights.pop(call_id, 0)
-            if weight:
-                self._inflight -= weight
-            # Completing a call only ever sends (an answer, or a legacy question).
-            for action in self._session.complete_call(call_id, result):
-                if action.__class__ is Send:
-                    self._queue(action.to_bytes())
-            if self._draining:  # only the shut-down waits for it
-                self._poke()
+        roles = self._roles
+        roles.inline_since = None
+        roles.last_inline = now
+        if roles.reading == threading.get_ident():
+            self._output.deferring = self._lines.more
 
     # ------------------------------------------------------------------ the end
 
@@ -959,7 +820,7 @@ class _StdioServer:
         """stdin closed (or a signal came): let running calls answer within the grace
         period (not after a signal), then cancel what still runs."""
         deadline = time.monotonic() + self._grace
-        while self._stop_code is None and not self._broken:
+        while self._stop_code is None and not self._output.broken:
             if not self._take_lock():
                 break
             try:
@@ -970,13 +831,13 @@ class _StdioServer:
             remaining = deadline - time.monotonic()
             if not running or remaining <= 0:
                 break
-            self._nap(min(remaining, _SIGNAL_POLL_S))  # a settled call pokes
+            self._nap(min(remaining, _SIGNAL_POLL_S))  # a reported call pokes
         if not self._take_lock():
             return  # a writer is stuck: _end does not wait for it long either
         try:
-            self._deferring = False
-            later = self._send_all(self._session.close())
-            self._flush()
+            self._output.deferring = False
+            later = self._bridge.dispatch(self._session.close())
+            self._output.flush()
         finally:
             self._lock.release()
         self._carry_out(later)
@@ -988,26 +849,19 @@ class _StdioServer:
         # not waited for long.
         locked = self._lock.acquire(timeout=_CLOSE_WAIT_S)
         if locked:
-            self._deferring = False
+            self._output.deferring = False
             with contextlib.suppress(Exception):
-                self._flush()
-            self._ended = True
-            self._spare_wake.notify_all()
+                self._output.flush()
+            self._output.ended = True
+            self._roles.wake.notify_all()
             self._lock.release()
-        self._ended = True
+        self._output.ended = True
         self._lines.wake()
-        with self._host_lock:  # from now on no warm-up starts, and a new host is closed
-            self._host_closed = True
-            warm_up, host = self._warm_up, self._host
-        if warm_up is not None:
-            warm_up.join()
-        host = self._host  # the warm-up may have made it meanwhile
-        if host is not None:
-            host.close()
+        self._host.close()  # waits for a warm-up under way; a host made later is closed
         # The reading threads end at once, but for one still inside a tool that ignores
         # its token: that one is left to finish (its late answer is never written).
         # A reader blocked in a read nothing can wake (stdin's very first read, where it
         # cannot be selected on) ends with the process, or when its read returns.
-        for thread in self._threads:
+        for thread in self._roles.threads:
             if thread is not threading.current_thread() and not self._lines.stuck:
                 thread.join(_CLOSE_WAIT_S)

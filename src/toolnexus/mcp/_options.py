@@ -1,0 +1,197 @@
+"""The one place a server's options live: :class:`ServerOptions`, taken by every transport.
+
+A server is configured once, by value: ``ServerSession``, ``serve_stdio``, ``HttpServer``,
+``serve_http`` and ``asgi_app`` all take the same frozen object, so an option has one name,
+one unit (milliseconds for every duration, bytes for every size), one default and one
+check, whichever transport it reaches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidTypeError, InvalidValueError
+
+if TYPE_CHECKING:
+    from ..stores import AnswerStore
+
+__all__ = ["ServerOptions", "TokenVerifier", "resolve"]
+
+TokenVerifier = Callable[[str], bool]
+"""``verify(token) -> bool``: a caller's check of an HTTP bearer token."""
+
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ServerOptions:
+    """How an MCP server behaves, for every transport (stdio, HTTP, ASGI).
+
+    Build one with keywords; change one with :func:`dataclasses.replace`. Every duration is
+    in milliseconds, every size in bytes; a bad value raises ``ValueError``/``TypeError``
+    naming the field at construction.
+
+    Attributes:
+        name: the server's name clients see (``serverInfo.name``).
+        version: its version (``serverInfo.version``); None: toolnexus's version.
+        instructions: guidance for the model, sent at ``initialize`` and
+            ``server/discover``; None: none.
+        timeout_ms: each call's deadline on the host; None: no deadline.
+        secret: the key(s) that sign the modern ``requestState`` and bind each question to
+            its call; None reads ``TOOLNEXUS_SECRET``, else a random per-process key. Give
+            every process (replica, restart) the same key to resume what another asked.
+        answer_store: where used answers are remembered so each counts once (see
+            :mod:`toolnexus.stores`); None: one in-memory store per process.
+        max_rounds: how many answers one call may take: 1 (the loop rule) makes a retry
+            that asks again ``unresolved: <prompt>``.
+        page_size: tools per ``tools/list`` page (``nextCursor`` beyond it).
+        list_ttl_ms: the ``ttlMs`` cache hint on modern list and discover results.
+        state_ttl_ms: how long a modern ``requestState`` stays valid.
+        grace_ms: when the input ends (stdio) or the server shuts down (HTTP), how long
+            running calls get to answer before they are cancelled.
+        max_message_bytes: the largest message read (a stdio line, an HTTP body); larger
+            ones are refused without being kept.
+        max_inflight_bytes: the most bytes of ``tools/call`` requests whose calls may run
+            at once; a request beyond it is answered "server overloaded".
+        allowed_hosts: (HTTP) ``Host`` names answered besides localhost's; ``("*",)``: any
+            (behind a proxy that checks). Not access control: see ``token``.
+        allowed_origins: (HTTP) ``Origin`` values accepted besides localhost's when a
+            request carries one; ``("*",)``: any.
+        token: (HTTP) the bearer token every request must carry; None: none needed.
+        verify_token: (HTTP) a check of the bearer token, instead of ``token``.
+        max_connections: (HTTP, embedded server) connections served at once.
+        request_timeout_ms: (HTTP, embedded server) how long a request may take to arrive
+            once its first byte came.
+        keep_alive_ms: (HTTP, embedded server) how long an idle connection stays open.
+        session_idle_ms: (HTTP) how long an idle legacy session lives.
+        max_sessions: (HTTP) how many legacy sessions may exist at once.
+
+    Example::
+
+        from toolnexus.mcp import ServerOptions, serve_stdio
+
+        options = ServerOptions(name="calculator", timeout_ms=30_000)
+        serve_stdio(toolkit, options)
+    """
+
+    name: str = "toolnexus"
+    version: str | None = None
+    instructions: str | None = None
+    timeout_ms: int | None = None
+    secret: bytes | str | Sequence[bytes | str] | None = None
+    answer_store: AnswerStore | None = None
+    max_rounds: int = 1
+    page_size: int = 100
+    list_ttl_ms: int = 60_000
+    state_ttl_ms: int = 30 * 60_000
+    grace_ms: int = 1_000
+    max_message_bytes: int = 16 * _MIB
+    max_inflight_bytes: int = 64 * _MIB
+    allowed_hosts: Iterable[str] | None = None
+    allowed_origins: Iterable[str] | None = None
+    token: str | None = None
+    verify_token: TokenVerifier | None = None
+    max_connections: int = 64
+    request_timeout_ms: int = 10_000
+    keep_alive_ms: int = 30_000
+    session_idle_ms: int = 30 * 60_000
+    max_sessions: int = 1_000
+
+    def __post_init__(self) -> None:
+        for label in ("name", "version"):
+            value = getattr(self, label)
+            if (value is not None or label == "name") and (not isinstance(value, str) or not value):
+                raise InvalidValueError(
+                    f"ServerOptions.{label} must be a non-empty str, got {value!r}"
+                )
+        if self.instructions is not None and not isinstance(self.instructions, str):
+            raise InvalidTypeError(
+                f"ServerOptions.instructions must be a str or None, got {_kind(self.instructions)}"
+            )
+        _number("timeout_ms", self.timeout_ms, minimum=0, optional=True)
+        _number("max_rounds", self.max_rounds, minimum=1)
+        _number("page_size", self.page_size, minimum=1)
+        for label in (
+            "list_ttl_ms",
+            "state_ttl_ms",
+            "grace_ms",
+            "request_timeout_ms",
+            "keep_alive_ms",
+            "session_idle_ms",
+        ):
+            _number(label, getattr(self, label), minimum=0)
+        _number("max_message_bytes", self.max_message_bytes, minimum=64)
+        for label in ("max_inflight_bytes", "max_connections", "max_sessions"):
+            _number(label, getattr(self, label), minimum=1)
+        if self.token is not None and (not isinstance(self.token, str) or not self.token.strip()):
+            raise InvalidValueError("ServerOptions.token must be a non-empty str or None")
+        if self.verify_token is not None and not callable(self.verify_token):
+            raise InvalidTypeError(
+                "ServerOptions.verify_token must be callable or None, got "
+                f"{_kind(self.verify_token)}"
+            )
+        if self.answer_store is not None and not callable(
+            getattr(self.answer_store, "consume", None)
+        ):
+            raise InvalidTypeError(
+                "ServerOptions.answer_store must have a consume(key, expires_at) method "
+                f"(an AnswerStore), got {_kind(self.answer_store)}"
+            )
+        for label in ("allowed_hosts", "allowed_origins"):
+            values = getattr(self, label)
+            if values is None:
+                continue
+            if isinstance(values, str):
+                raise InvalidTypeError(
+                    f"ServerOptions.{label} must be a list of strings, not one string: [{values!r}]"
+                )
+            items = tuple(values)
+            for item in items:
+                if not isinstance(item, str) or not item.strip():
+                    raise InvalidValueError(
+                        f"ServerOptions.{label} must hold non-empty strings, got {item!r}"
+                    )
+            object.__setattr__(self, label, items)
+
+    def replace(self, **changes: Any) -> ServerOptions:
+        """A copy with ``changes`` applied (checked as at construction).
+
+        Example::
+
+            quick = options.replace(timeout_ms=5_000)
+        """
+        return dataclasses.replace(self, **changes)
+
+
+def _kind(value: object) -> str:
+    return type(value).__name__
+
+
+def _number(label: str, value: Any, *, minimum: int, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        unit = (
+            " (milliseconds)"
+            if label.endswith("_ms")
+            else (" (bytes)" if label.endswith("_bytes") else "")
+        )
+        none = "None or " if optional else ""
+        raise InvalidValueError(
+            f"ServerOptions.{label} must be {none}an int >= {minimum}{unit}, got {value!r}"
+        )
+
+
+def resolve(options: ServerOptions | None) -> ServerOptions:
+    """``options``, or the defaults for None; ``TypeError`` for anything else."""
+    if options is None:
+        return ServerOptions()
+    if not isinstance(options, ServerOptions):
+        raise InvalidTypeError(
+            "options must be a ServerOptions (toolnexus.mcp.ServerOptions(...)), got "
+            f"{type(options).__name__}"
+        )
+    return options
