@@ -1143,8 +1143,10 @@ def _cmd_serve(options: argparse.Namespace) -> int:
         settings["max_inflight_bytes"] = options.max_inflight_bytes
     if options.http is not None:
         return _serve_http(toolkit, options, settings)
-    if options.token_file or options.allow_host or options.allow_origin:
-        raise _CliError("--token-file, --allow-host and --allow-origin need --http")
+    if options.token_file or options.allow_host or options.allow_origin or options.insecure_no_auth:
+        raise _CliError(
+            "--token-file, --allow-host, --allow-origin and --insecure-no-auth need --http"
+        )
     return int(serve_stdio(toolkit, ServerOptions(**settings)))
 
 
@@ -1166,13 +1168,19 @@ def _serve_http(toolkit: Any, options: argparse.Namespace, settings: dict[str, A
     elif os.environ.get(_TOKEN_ENV, "").strip():
         token = os.environ[_TOKEN_ENV].strip()
     settings["token"] = token
+    settings["insecure_no_auth"] = options.insecure_no_auth
     if options.allow_host:
         settings["allowed_hosts"] = options.allow_host
     if options.allow_origin:
         settings["allowed_origins"] = options.allow_origin
 
     def ready(server: Any) -> None:
-        auth = "bearer token required" if token is not None else "no token"
+        if token is not None:
+            auth = "bearer token required"
+        elif options.insecure_no_auth:
+            auth = "NO AUTHENTICATION: anyone who can reach this address can call every tool"
+        else:
+            auth = "no token: loopback only"
         print(
             f"toolnexus: MCP over HTTP at {server.url} ({auth}); Ctrl-C stops",
             file=sys.stderr,
@@ -1180,11 +1188,15 @@ def _serve_http(toolkit: Any, options: argparse.Namespace, settings: dict[str, A
         )
 
     try:
-        return int(
-            serve_http(toolkit, ServerOptions(**settings), host=host, port=port, ready=ready)
-        )
+        server_options = ServerOptions(**settings)
+        return int(serve_http(toolkit, server_options, host=host, port=port, ready=ready))
     except OSError as exc:
         raise _CliError(f"--http: cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+    except ValueError as exc:  # an unauthenticated network address, a token no header carries
+        message = str(exc).replace(
+            "ServerOptions(insecure_no_auth=True) (--insecure-no-auth)", "--insecure-no-auth"
+        )
+        raise _CliError(f"--http: {message}") from None
 
 
 _TOKEN_ENV = "TOOLNEXUS_MCP_TOKEN"
@@ -1442,6 +1454,12 @@ def _build_parser() -> argparse.ArgumentParser:
         "--token-file",
         metavar="FILE",
         help=f"require 'Authorization: Bearer <token>' with the token in FILE (or ${_TOKEN_ENV})",
+    )
+    serve.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="with --http on an address other than loopback: serve without a token "
+        "(anyone who can reach it can call every tool); refused otherwise",
     )
     serve.add_argument(
         "--allow-host",

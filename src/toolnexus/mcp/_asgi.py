@@ -103,36 +103,79 @@ class AsgiApp:
             headers[name] = value
         method = str(scope.get("method", "GET")).upper()
         body = b""
-        if method == "POST":
-            read = await self._read_body(headers, receive)
-            if isinstance(read, Reply):
-                await _send_reply(send, read)
-                return
-            body = read
-        reply = self.endpoint.handle(method, headers, body)
+        reserved = 0
+        client = scope.get("client")
+        peer = str(client[0]) if client else None
+        try:
+            if method == "POST":
+                read = await self._read_body(headers, receive)
+                if isinstance(read, Reply):
+                    await _send_reply(send, read)
+                    return
+                body, reserved = read
+            reply = self.endpoint.handle(method, headers, body, reserved=reserved, peer=peer)
+        except MemoryError:
+            import logging
+
+            logging.getLogger("toolnexus").warning(
+                "toolnexus mcp asgi: out of memory answering a request from %s", peer
+            )
+            await _send_reply(
+                send,
+                Reply(
+                    503,
+                    [("content-type", "text/plain"), ("retry-after", "1")],
+                    b"service unavailable: out of memory; retry later\n",
+                ),
+            )
+            return
         if reply.exchange is None:
             await _send_reply(send, reply)
             return
         await _stream(reply, reply.exchange, receive, send)
 
-    async def _read_body(self, headers: dict[str, str], receive: Receive) -> bytes | Reply:
-        limit = self.endpoint.max_body_bytes
+    async def _read_body(
+        self, headers: dict[str, str], receive: Receive
+    ) -> tuple[bytes, int] | Reply:
+        """The body and the bytes taken for it from the in-flight cap (before it is read:
+        all of a declared length at once, else as it comes), or the refusal."""
+        endpoint = self.endpoint
+        limit = endpoint.max_body_bytes
         declared = headers.get("content-length")
-        if declared is not None and declared.strip().isdigit() and int(declared) > limit:
-            return self.endpoint.check_access(headers) or self.endpoint.too_large(int(declared))
+        reserved = 0
+        if declared is not None and declared.strip().isdigit():
+            length = int(declared)
+            if length > limit:
+                return endpoint.check_access(headers) or endpoint.too_large(length)
+            refused = endpoint.reserve(length)
+            if refused is not None:
+                return refused
+            reserved = length
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message.get("type") == "http.disconnect":
-                return Reply(400, [], b"")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                return self.endpoint.check_access(headers) or self.endpoint.too_large(size)
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        try:
+            while True:
+                message = await receive()
+                if message.get("type") == "http.disconnect":
+                    endpoint.release(reserved)
+                    return Reply(400, [], b"")
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    endpoint.release(reserved)
+                    return endpoint.check_access(headers) or endpoint.too_large(size)
+                if size > reserved:
+                    refused = endpoint.reserve(size - reserved)
+                    if refused is not None:
+                        endpoint.release(reserved)
+                        return refused
+                    reserved = size
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(chunks), reserved
+        except MemoryError:
+            endpoint.release(reserved)
+            raise
 
     async def _lifespan(self, receive: Receive, send: AsgiSend) -> None:
         while True:
@@ -204,8 +247,8 @@ async def _stream(reply: Reply, exchange: Exchange, receive: Receive, send: Asgi
                 continue
             data, final = item
             if not streaming and final:
-                if data is None:
-                    await _send_reply(send, Reply(204, list(reply.headers)))
+                if data is None:  # cancelled: ended as the spec allows, never a bare 204
+                    await _send_reply(send, exchange.cancelled_reply(reply.headers))
                 else:
                     await _send_reply(
                         send,

@@ -166,6 +166,7 @@ class CallBridge(ABC):
         self.lock = threading.Lock()
         self._calls: dict[int, _Entry] = {}
         self._newest = 0  # the newest call id seen: a higher one is a new call
+        self.kept = 0  # set by dispatch(prepaid=True): the bytes a new call kept
 
     # ------------------------------------------------------------------ the transport's part
 
@@ -187,14 +188,16 @@ class CallBridge(ABC):
             self.carry_out(later)
 
     def dispatch(
-        self, actions: Iterable[Action], where: Any = None, weight: int = 0
+        self, actions: Iterable[Action], where: Any = None, weight: int = 0, prepaid: bool = False
     ) -> list[Action]:
         """Deliver the session's messages and register the calls it starts (the lock is
         held); return the starts and cancels, to :meth:`carry_out` once it is released.
 
         ``weight`` is the size of the request the actions answer: a call it starts counts
         that much against the in-flight cap until it is done, and is answered "server
-        overloaded" instead when it would pass the cap.
+        overloaded" instead when it would pass the cap. ``prepaid``: the transport took
+        those bytes already (before it read the request); a call it starts keeps them
+        (then :attr:`kept` is set) — else the transport gives them back.
         """
         later: list[Action] = []
         for action in actions:
@@ -206,7 +209,10 @@ class CallBridge(ABC):
                 charged = 0
                 if call_id > self._newest:  # a new call, its arguments in this request
                     self._newest = call_id
-                    if weight:  # (a resumed one is not charged again)
+                    if weight and prepaid:
+                        charged = weight
+                        self.kept = weight
+                    elif weight:  # (a resumed one is not charged again)
                         refused = self.inflight.take(weight)
                         if refused is not None:
                             for reply in self.session.fail_call(call_id, INTERNAL_ERROR, refused):

@@ -18,6 +18,7 @@ the request, so any replica can answer it given the shared ``requestState`` key.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
@@ -29,6 +30,19 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._bridge import CallBridge, InflightBytes, LazyHost
+from ._codec import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    REQUEST_CANCELLED,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    encode,
+    error_message,
+)
 from ._options import ServerOptions, TokenVerifier
 from ._protocol import (
     META_PROTOCOL_VERSION,
@@ -36,17 +50,7 @@ from ._protocol import (
     decode_header_value,
     header_text,
 )
-from ._session import (
-    HEADER_MISMATCH,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    MISSING_CLIENT_CAPABILITY,
-    PARSE_ERROR,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    Send,
-    ServerSession,
-)
+from ._session import Send, ServerSession
 
 if TYPE_CHECKING:
     from .._host import Host
@@ -229,6 +233,15 @@ class Exchange:
             return 200
         return _MODERN_STATUS.get(code, 200)
 
+    def cancelled_reply(self, headers: list[tuple[str, str]]) -> Reply:
+        """How a request cancelled before its answer ends, as the spec allows a POST's
+        response to: an event stream with no event for a client that accepts one, else
+        the error as JSON (never a bare 204, which SDK clients log as an error)."""
+        if self.streams:
+            return Reply(200, [*headers, *_SSE_HEADERS], b"")
+        message = error_message(self.request_id, REQUEST_CANCELLED, "request cancelled")
+        return Reply(200, [_JSON_TYPE, *headers], encode(message))
+
     def client_gone(self) -> None:
         """The response stream closed before the answer: cancel the request's call."""
         with self._lock:
@@ -258,7 +271,10 @@ class _Channel(CallBridge):
         self._by_request: dict[Any, Exchange] = {}
         self._asked: dict[Any, Exchange] = {}  # our elicitation/create id -> its stream
         self.last_used = time.monotonic()
+        self.created = self.last_used
         self.closed = False
+        self.principal: str | None = None  # who created a legacy session: only they use it
+        self.peer: str | None = None
         # Modern channels go back to the endpoint for reuse once nothing is in flight
         # (building a session costs more than answering a small request).
         self.on_idle: Callable[[_Channel], None] | None = None
@@ -267,16 +283,25 @@ class _Channel(CallBridge):
     def busy(self) -> bool:
         return bool(self._calls) or bool(self._by_request)
 
-    def request(self, message: Mapping[str, Any], exchange: Exchange, weight: int) -> None:
-        """Feed a client request whose answer goes to ``exchange``; ``weight``: its size."""
+    @property
+    def used(self) -> bool:
+        """Whether the session completed its initialization and made a call."""
+        return self._newest > 0 and self.session.initialized
+
+    def request(self, message: Mapping[str, Any], exchange: Exchange, weight: int) -> int:
+        """Feed a client request whose answer goes to ``exchange``. ``weight``: its size,
+        taken from the in-flight cap already; returns what a call it started kept."""
         with self.lock:
             self.last_used = time.monotonic()
             request_id = message.get("id")
             if request_id not in self._by_request:
                 self._by_request[request_id] = exchange
-            later = self.dispatch(self.session.receive(message), exchange, weight)
+            self.kept = 0
+            later = self.dispatch(self.session.receive(message), exchange, weight, prepaid=True)
+            kept = self.kept
         if later:
             self.carry_out(later)
+        return kept
 
     def other(self, message: Any) -> None:
         """Feed a notification or a response to one of our questions."""
@@ -346,6 +371,17 @@ class _Channel(CallBridge):
 # --------------------------------------------------------------------------- the endpoint
 
 
+class _Caller:
+    """Who sent a request, and the bytes of its body taken from the in-flight cap."""
+
+    __slots__ = ("peer", "principal", "reserved")
+
+    def __init__(self, principal: str | None, peer: str | None, reserved: int) -> None:
+        self.principal = principal
+        self.peer = peer
+        self.reserved = reserved
+
+
 class Endpoint:
     """What ``/mcp`` answers, for any transport. Thread-safe.
 
@@ -379,13 +415,18 @@ class Endpoint:
 
     def check_access(self, headers: Mapping[str, str]) -> Reply | None:
         """The refusal for a request that fails the Host/Origin/token checks, or ``None``."""
+        return self._authenticate(headers)[0]
+
+    def _authenticate(self, headers: Mapping[str, str]) -> tuple[Reply | None, str | None]:
+        """The refusal for a request that fails the Host/Origin/token checks, or ``None``
+        and who sent it (a digest of its token; ``None`` when no token is asked for)."""
         host = headers.get("host")
         if self._hosts is not None and (host is None or _host_name(host) not in self._hosts):
             return _plain(
                 421,
                 "misdirected request: this server does not answer for that "
                 "Host (see allowed_hosts)",
-            )
+            ), None
         origin = headers.get("origin")
         if (
             origin is not None
@@ -397,9 +438,9 @@ class Endpoint:
         ):
             return _plain(
                 403, "forbidden: requests from that Origin are not allowed (see allowed_origins)"
-            )
+            ), None
         if self._token is None and self._verify is None:
-            return None
+            return None, None
         authorization = headers.get("authorization", "")
         scheme, _, presented = authorization.strip().partition(" ")
         presented = presented.strip()
@@ -408,7 +449,9 @@ class Endpoint:
                 401,
                 "unauthorized: send 'Authorization: Bearer <token>'",
                 [("www-authenticate", 'Bearer realm="mcp"')],
-            )
+            ), None
+        # Headers arrive decoded as Latin-1: encoding back gives the bytes that were sent.
+        raw = presented.encode("latin-1", "replace")
         if self._verify is not None:
             try:
                 accepted = bool(self._verify(presented))
@@ -417,45 +460,80 @@ class Endpoint:
                 accepted = False
         else:
             assert self._token is not None
-            accepted = hmac.compare_digest(presented.encode("utf-8"), self._token)
+            accepted = hmac.compare_digest(raw, self._token)
         if not accepted:
             # Never echo what was presented: it may be someone's real secret.
             return _plain(
                 401,
                 "unauthorized: the bearer token was not accepted",
                 [("www-authenticate", 'Bearer realm="mcp", error="invalid_token"')],
-            )
-        return None
+            ), None
+        return None, hashlib.sha256(raw).hexdigest()
+
+    # ------------------------------------------------------------------ the in-flight cap
+
+    def reserve(self, length: int) -> Reply | None:
+        """Count a request body of ``length`` bytes against the in-flight cap before it is
+        read; the refusal (503) when it would pass it. :meth:`handle` gives it back, or
+        keeps it for the call the request starts."""
+        refused = self._inflight.take(length)
+        if refused is None:
+            return None
+        return Reply(
+            503,
+            [_JSON_TYPE, ("retry-after", "1")],
+            encode(error_message(None, INTERNAL_ERROR, refused)),
+        )
+
+    def release(self, length: int) -> None:
+        """Give back bytes :meth:`reserve` took for a request that is not answered."""
+        self._inflight.give(length)
 
     # ------------------------------------------------------------------ requests
 
-    def handle(self, method: str, headers: Mapping[str, str], body: bytes) -> Reply:
-        """Answer one request to the endpoint. ``headers`` has lower-case names."""
-        refused = self.check_access(headers)
-        if refused is not None:
-            return refused
-        if method == "POST":
-            return self._post(headers, body)
-        if method == "DELETE":
-            return self._delete(headers)
-        if method == "GET":
-            # No standalone stream: everything a call says goes on its POST's stream.
-            return _plain(
-                405,
-                "method not allowed: this server sends no messages outside "
-                "a POST's response stream",
-                [("allow", "POST, DELETE")],
-            )
-        return _plain(405, f"method not allowed: {method}", [("allow", "POST, DELETE")])
+    def handle(
+        self,
+        method: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        *,
+        reserved: int = 0,
+        peer: str | None = None,
+    ) -> Reply:
+        """Answer one request to the endpoint. ``headers`` has lower-case names;
+        ``reserved``: the bytes :meth:`reserve` took for its body (given back here, or
+        kept by the call it starts); ``peer``: the client's address, for per-peer limits."""
+        kept = 0
+        try:
+            refused, principal = self._authenticate(headers)
+            if refused is not None:
+                return refused
+            if method == "POST":
+                reply, kept = self._post(headers, body, _Caller(principal, peer, reserved))
+                return reply
+            if method == "DELETE":
+                return self._delete(headers, principal)
+            if method == "GET":
+                # No standalone stream: everything a call says goes on its POST's stream.
+                return _plain(
+                    405,
+                    "method not allowed: this server sends no messages outside "
+                    "a POST's response stream",
+                    [("allow", "POST, DELETE")],
+                )
+            return _plain(405, f"method not allowed: {method}", [("allow", "POST, DELETE")])
+        finally:
+            if reserved > kept:
+                self._inflight.give(reserved - kept)
 
-    def _post(self, headers: Mapping[str, str], body: bytes) -> Reply:
+    def _post(self, headers: Mapping[str, str], body: bytes, caller: _Caller) -> tuple[Reply, int]:
         content_type = headers.get("content-type", "")
         if content_type.split(";")[0].strip().lower() != "application/json":
             return _plain(
                 415,
                 "unsupported media type: POST a JSON-RPC message with "
                 "'Content-Type: application/json'",
-            )
+            ), 0
         accept = headers.get("accept", "*/*").lower()
         streams = "text/event-stream" in accept or "*/*" in accept
         if not ("application/json" in accept or "*/*" in accept or "application/*" in accept):
@@ -463,23 +541,23 @@ class Endpoint:
                 406,
                 "not acceptable: the client must accept application/json "
                 "(and text/event-stream for notifications)",
-            )
+            ), 0
         if len(body) > self.max_body_bytes:
-            return self.too_large(len(body))
+            return self.too_large(len(body)), 0
         try:
             message = json.loads(body)
         except (ValueError, RecursionError) as exc:
-            return _error_reply(400, None, PARSE_ERROR, f"parse error: not valid JSON ({exc})")
+            return _error_reply(400, None, PARSE_ERROR, f"parse error: not valid JSON ({exc})"), 0
         session_id = headers.get("mcp-session-id")
         if session_id is not None:
-            return self._legacy(session_id.strip(), message, streams, len(body))
+            return self._legacy(session_id.strip(), message, streams, caller)
         if (
             isinstance(message, dict)
             and message.get("method") == "initialize"
             and not (_has_modern_meta(message))
         ):
-            return self._initialize(message, streams, len(body))
-        return self._modern(headers, message, streams, len(body))
+            return self._initialize(message, streams, caller)
+        return self._modern(headers, message, streams, caller)
 
     def too_large(self, length: int) -> Reply:
         return _error_reply(
@@ -493,18 +571,18 @@ class Endpoint:
         return _Channel(ServerSession(self._toolkit, self._options), self._host, self._inflight)
 
     def _modern(
-        self, headers: Mapping[str, str], message: Any, streams: bool, weight: int
-    ) -> Reply:
+        self, headers: Mapping[str, str], message: Any, streams: bool, caller: _Caller
+    ) -> tuple[Reply, int]:
         request_id = message.get("id") if isinstance(message, dict) else None
         mismatch = self._header_mismatch(headers, message)
         if mismatch is not None:
-            return _error_reply(400, request_id, HEADER_MISMATCH, mismatch)
+            return _error_reply(400, request_id, HEADER_MISMATCH, mismatch), 0
         try:
             channel = self._spare.pop()
         except IndexError:
             channel = self._channel()
             channel.on_idle = self._reuse
-        return self._dispatch(channel, message, streams, weight, modern=True)
+        return self._dispatch(channel, message, streams, caller, modern=True)
 
     def _reuse(self, channel: _Channel) -> None:
         if len(self._spare) < _MAX_SPARE:
@@ -515,23 +593,25 @@ class Endpoint:
         channel: _Channel,
         message: Any,
         streams: bool,
-        weight: int,
+        caller: _Caller,
         modern: bool,
         extra: list[tuple[str, str]] | None = None,
-    ) -> Reply:
+    ) -> tuple[Reply, int]:
+        """The reply, and the bytes of the request's body a call it started keeps."""
         if not (isinstance(message, dict) and "method" in message and "id" in message):
             # A notification, or an answer to one of our questions: nothing to wait for.
             channel.other(message)
-            return Reply(202, list(extra or []))
+            return Reply(202, list(extra or [])), 0
         exchange = Exchange(channel, message.get("id"), modern, streams)
-        channel.request(message, exchange, weight)
+        kept = channel.request(message, exchange, caller.reserved)
         first = exchange.poll()
         if first is not None and first[1] and first[0] is not None:
             # Answered at once (most requests but tools/call): one JSON body.
-            return Reply(exchange.status_of(first[0]), [_JSON_TYPE, *(extra or [])], first[0])
+            reply = Reply(exchange.status_of(first[0]), [_JSON_TYPE, *(extra or [])], first[0])
+            return reply, kept
         if first is not None:
             exchange.push_back(first)
-        return Reply(200, list(extra or []), exchange=exchange)
+        return Reply(200, list(extra or []), exchange=exchange), kept
 
     def _header_mismatch(self, headers: Mapping[str, str], message: Any) -> str | None:
         """Why the modern routing headers disagree with the body, or ``None``."""
@@ -594,54 +674,107 @@ class Endpoint:
 
     # ------------------------------------------------------------------ legacy sessions
 
-    def _initialize(self, message: Mapping[str, Any], streams: bool, weight: int) -> Reply:
+    def _initialize(
+        self, message: Mapping[str, Any], streams: bool, caller: _Caller
+    ) -> tuple[Reply, int]:
         self.expire_idle()
         with self._sessions_lock:
-            if len(self._sessions) >= self._max_sessions:
-                return _plain(503, "service unavailable: too many sessions; try again later")
+            refused = self._make_room(caller.peer)
+            if refused is not None:
+                return refused, 0
             session_id = secrets.token_urlsafe(24)
             channel = self._channel()
+            channel.principal, channel.peer = caller.principal, caller.peer
             self._sessions[session_id] = channel
-        reply = self._dispatch(
-            channel, message, streams, weight, modern=False, extra=[("mcp-session-id", session_id)]
+        reply, kept = self._dispatch(
+            channel, message, streams, caller, modern=False, extra=[("mcp-session-id", session_id)]
         )
         if channel.session.protocol_version is None:  # initialize was refused
             with self._sessions_lock:
                 self._sessions.pop(session_id, None)
             reply.headers = [h for h in reply.headers if h[0] != "mcp-session-id"]
-        return reply
+        return reply, kept
 
-    def _legacy(self, session_id: str, message: Any, streams: bool, weight: int) -> Reply:
+    def _make_room(self, peer: str | None) -> Reply | None:
+        """Room for one more legacy session from ``peer`` (the sessions lock is held): at
+        a limit, the least useful idle session goes — one never used first, then the one
+        idle longest — so a flood of ``initialize`` cannot lock anyone out for long."""
+        options = self._options
+        for limit, mine in (
+            (options.max_sessions_per_peer, peer),
+            (options.max_sessions, None),
+        ):
+            held = [
+                (key, channel)
+                for key, channel in self._sessions.items()
+                if mine is None or channel.peer == mine
+            ]
+            if len(held) < limit:
+                continue
+            idle = [(key, channel) for key, channel in held if not channel.busy]
+            if not idle:
+                return _plain(
+                    503,
+                    "service unavailable: too many sessions are in use; retry later",
+                    [("retry-after", "5")],
+                )
+            key, channel = min(idle, key=lambda item: (item[1].used, item[1].last_used))
+            del self._sessions[key]
+            threading.Thread(
+                target=channel.close, args=("the session was evicted",), daemon=True
+            ).start()
+        return None
+
+    def _session(self, session_id: str | None, principal: str | None) -> _Channel | None:
+        """The legacy session ``session_id`` names, if the caller is the one who made it."""
+        if session_id is None:
+            return None
         with self._sessions_lock:
-            channel = self._sessions.get(session_id)
-        if channel is None or channel.closed:
+            channel = self._sessions.get(session_id.strip())
+        if channel is None or channel.closed or channel.principal != principal:
+            return None  # another principal's session is as unknown as a missing one
+        return channel
+
+    def _legacy(
+        self, session_id: str, message: Any, streams: bool, caller: _Caller
+    ) -> tuple[Reply, int]:
+        channel = self._session(session_id, caller.principal)
+        if channel is None:
             return _error_reply(
                 404,
                 None,
                 INVALID_REQUEST,
                 "session not found: it ended or expired; initialize again",
-            )
-        return self._dispatch(channel, message, streams, weight, modern=False)
+            ), 0
+        return self._dispatch(channel, message, streams, caller, modern=False)
 
-    def _delete(self, headers: Mapping[str, str]) -> Reply:
+    def _delete(self, headers: Mapping[str, str], principal: str | None) -> Reply:
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             return _plain(400, "bad request: DELETE needs the Mcp-Session-Id to end")
-        with self._sessions_lock:
-            channel = self._sessions.pop(session_id.strip(), None)
+        channel = self._session(session_id, principal)
         if channel is None:
             return _plain(404, "session not found: it ended or expired")
+        with self._sessions_lock:
+            self._sessions.pop(session_id.strip(), None)
         channel.close("the client ended the session")
         return Reply(204)
 
     def expire_idle(self) -> None:
-        """End legacy sessions idle for longer than ``session_idle_s``."""
-        cutoff = time.monotonic() - self._idle_s
+        """End legacy sessions idle for longer than ``session_idle_ms``, and those never
+        used (no completed initialization, or no call) older than ``session_unused_ms``."""
+        now = time.monotonic()
+        idle_cutoff = now - self._idle_s
+        unused_cutoff = now - self._options.session_unused_ms / 1000
         with self._sessions_lock:
             stale = [
                 key
                 for key, channel in self._sessions.items()
-                if channel.last_used < cutoff and not channel.busy
+                if not channel.busy
+                and (
+                    channel.last_used < idle_cutoff
+                    or (not channel.used and channel.last_used < unused_cutoff)
+                )
             ]
             channels = [self._sessions.pop(key) for key in stale]
         for channel in channels:

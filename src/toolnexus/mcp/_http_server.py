@@ -1,39 +1,46 @@
 """The embedded Streamable HTTP server: MCP on ``/mcp`` with the standard library only.
 
 :func:`serve_http` is what ``toolnexus serve REF --http [HOST:]PORT`` runs; :class:`HttpServer`
-is the same server for a program that starts and stops it itself. One thread per
-connection (``socketserver``), HTTP/1.1 keep-alive with each response written in one
-``sendall``, and the limits a server facing a network needs: a bound on connections (more
-are answered 503 at once), a request-size and header limit, and a reaper that closes a
-connection whose request does not arrive whole in time (a slow client cannot hold a
-thread) or that sits idle too long between requests.
-What a request means — sessions, header rules, security — is decided by
-:class:`~toolnexus.mcp._endpoint.Endpoint`; this module only moves bytes.
+is the same server for a program that starts and stops it itself. What a request means —
+sessions, header rules, security — is decided by the transport-neutral
+:class:`~toolnexus.mcp._endpoint.Endpoint`; this module only moves bytes, and decides who gets
+a thread.
+
+Two kinds of threads, so that no handful of sockets can take the server down:
+
+- **one loop thread** owns every connection that is not being answered. It accepts, reads
+  each request — head and body — without blocking, and enforces the first-byte, request and
+  keep-alive timeouts and the connection limits. A connection that is idle, or still
+  sending its request, costs no thread: an attacker's idle or slow sockets hold nothing a
+  client needs, and the oldest idle one makes room when the server is full;
+- **up to** ``max_requests`` **workers** answer complete requests: run the endpoint, write the
+  reply with a send timeout (a client that does not read is dropped and its call
+  cancelled), watch the connection while a call runs (a client that hangs up cancels it; one
+  that only half-closed still gets its answer), then serve a request the client already
+  sent on the same connection, or hand the connection back to the loop.
+
+A request's body is counted against the in-flight byte cap (``max_inflight_bytes``) before
+it is read, so the bytes a server holds for requests stay bounded however many clients send.
 """
 
 from __future__ import annotations
 
 import contextlib
 import http
-import io
+import ipaddress
 import logging
-import select
+import os
+import queue
+import selectors
 import signal
 import socket
-import socketserver
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValueError
-from ._endpoint import (
-    SINGLE_HEADERS,
-    Endpoint,
-    Exchange,
-    Reply,
-    sse_event,
-)
+from ._endpoint import SINGLE_HEADERS, Endpoint, Exchange, Reply, sse_event
 from ._options import ServerOptions, resolve
 
 if TYPE_CHECKING:
@@ -45,32 +52,45 @@ _log = logging.getLogger("toolnexus")
 
 _MAX_HEADERS = 64
 _MAX_LINE = 65536  # bytes in the request line or one header line
-_WATCH_S = 0.25  # how often a waiting response checks that its client is still there
+_MAX_HEAD = _MAX_LINE + _MAX_HEADERS * 1024  # bytes of a whole head
+_CHUNK = 1 << 16
+_WATCH_S = 0.25  # how often a waiting response looks at its client
+_TICK_S = 0.25  # how often the loop looks at its timeouts
+_LINGER_S = 0.02  # after an answer, how long a worker waits for the client's next request
 # A request refused before its body was read (413, 411, ...) is answered, the write side
 # shut, and what the client still sends is read and discarded for at most this long and
 # this many bytes before the close: closing with unread bytes would reset the connection
 # and an ordinary client (http.client, urllib) would see a broken pipe instead of the status.
-_LINGER_S = 2.0
-_LINGER_BYTES = 8 << 20
+_DISCARD_S = 2.0
+_DISCARD_BYTES = 8 << 20
+_WORKER_IDLE_S = 10.0  # a worker with nothing to do for this long exits
+_TCHAR = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 class HttpServer:
     """An MCP Streamable HTTP server on ``host:port``, path ``path`` (``/mcp``).
 
     Both protocol eras are served: modern stateless POSTs and legacy ``initialize``
-    sessions. Start it with :meth:`serve_forever` (blocking) or :meth:`start` (a
-    background thread); :meth:`shutdown` stops accepting, gives running calls ``grace_ms``
-    to answer, cancels the rest and closes the host.
+    sessions. Start it with :meth:`serve_forever` (blocking) or :meth:`start` (a background
+    thread); :meth:`shutdown` stops accepting, gives running calls ``grace_ms`` to answer,
+    cancels the rest and closes the host.
 
     Args:
         toolkit: the tools to serve.
-        options: a :class:`~toolnexus.mcp.ServerOptions` (identity, deadline, key, store,
-            limits, security; for this server also ``max_connections``,
-            ``request_timeout_ms``, ``keep_alive_ms`` and, at shutdown, ``grace_ms``). A body
-            over ``max_message_bytes`` is answered 413; what the client still sends is
-            discarded for up to 2 s and 8 MiB so it reads the status, then the close.
+        options: a :class:`~toolnexus.mcp.ServerOptions`: identity, deadline, key, store,
+            limits and security; for this server also ``max_connections``,
+            ``max_connections_per_peer``, ``max_requests``, ``first_byte_timeout_ms``,
+            ``request_timeout_ms``, ``keep_alive_ms`` and ``send_timeout_ms``. A body over
+            ``max_message_bytes`` is answered 413; what the client still sends is discarded
+            for up to 2 s and 8 MiB so it reads the status, then the connection is closed.
         host, port: where to listen (``127.0.0.1`` by default; port 0 picks a free one).
+            An address other than loopback needs a ``token`` or ``verify_token`` (or
+            ``insecure_no_auth=True``, said loudly): anyone who can reach it could call the
+            tools otherwise.
         path: the endpoint's path (``/mcp``).
+
+    Raises ``ValueError`` for a bad address or path, an unauthenticated network address, or
+    a token that cannot be sent in a header; ``OSError`` when the address cannot be bound.
 
     Example::
 
@@ -94,25 +114,18 @@ class HttpServer:
         if not isinstance(path, str) or not path.startswith("/"):
             raise InvalidValueError(f"path must be a str starting with '/', got {path!r}")
         options = resolve(options)
+        _check_exposure(host, options)
         self.options = options
         self.endpoint = Endpoint(toolkit, options)
         self.path = path
-        self.request_timeout_s = options.request_timeout_ms / 1000
-        self.keep_alive_s = options.keep_alive_ms / 1000
-        self.grace_s = options.grace_ms / 1000
-        self.max_connections = options.max_connections
-        self._server = _Server((host, port), _Handler, self)
+        self._loop = _Loop(self, host, port)
         self._thread: threading.Thread | None = None
-        self._reaper = threading.Thread(
-            target=self._reap, name="toolnexus-http-reaper", daemon=True
-        )
         self._stopping = threading.Event()
-        self._reaper.start()
 
     @property
     def address(self) -> tuple[str, int]:
         """The (host, port) the server listens on."""
-        host, port = self._server.server_address[:2]
+        host, port = self._loop.listener.getsockname()[:2]
         return str(host), int(port)
 
     @property
@@ -124,7 +137,7 @@ class HttpServer:
 
     def serve_forever(self) -> None:
         """Serve until :meth:`shutdown` (from another thread or a signal handler)."""
-        self._server.serve_forever(poll_interval=0.2)
+        self._loop.run()
 
     def start(self) -> None:
         """Serve on a background thread; returns at once."""
@@ -134,21 +147,17 @@ class HttpServer:
         self._thread.start()
 
     def shutdown(self) -> None:
-        """Stop accepting, let running calls answer for ``grace_s``, cancel the rest, close
+        """Stop accepting, let running calls answer for ``grace_ms``, cancel the rest, close
         the host and every connection. Safe to call more than once."""
         if self._stopping.is_set():
             return
         self._stopping.set()
-        self._server.shutdown()
-        deadline = time.monotonic() + self.grace_s
-        while self._server.active_responses() and time.monotonic() < deadline:
-            self._server.responses_settled.wait(0.05)
-        self.endpoint.close()  # cancels what still runs; their streams end unanswered
-        deadline = time.monotonic() + 1.0
-        while self._server.active_responses() and time.monotonic() < deadline:
-            self._server.responses_settled.wait(0.05)
-        self._server.close_all()
-        self._server.server_close()
+        loop = self._loop
+        loop.stop_accepting()
+        loop.wait_answered(self.options.grace_ms / 1000)
+        self.endpoint.close()  # cancels what still runs; their streams end
+        loop.wait_answered(1.0)
+        loop.stop()
         if self._thread is not None:
             self._thread.join(5)
 
@@ -162,340 +171,813 @@ class HttpServer:
         state = "stopped" if self._stopping.is_set() else "serving"
         return f"<HttpServer {self.url} {state}>"
 
-    def _reap(self) -> None:
-        """Close connections whose request is late or whose keep-alive ran out; expire
-        idle legacy sessions."""
-        last_sweep = time.monotonic()
-        while not self._stopping.wait(0.2):
-            now = time.monotonic()
-            self._server.reap(now)
-            if now - last_sweep > 5:
-                last_sweep = now
-                self.endpoint.expire_idle()
+
+def _check_exposure(host: str, options: ServerOptions) -> None:
+    """Refuse to listen on a network address without authentication."""
+    if options.token is not None or options.verify_token is not None or _is_loopback(host):
+        return
+    if options.insecure_no_auth:
+        _log.warning(
+            "toolnexus mcp http: serving %s WITHOUT AUTHENTICATION: anyone who can reach it "
+            "can call every tool",
+            host,
+        )
+        return
+    raise InvalidValueError(
+        f"refusing to serve {host!r} without authentication: anyone who can reach that "
+        "address could call every tool. Require a bearer token (ServerOptions(token=...), "
+        "or toolnexus serve --http ... --token-file FILE), or verify tokens yourself "
+        "(ServerOptions(verify_token=...)); listen on 127.0.0.1 behind a proxy that "
+        "authenticates; or, on a network you trust, opt out explicitly with "
+        "ServerOptions(insecure_no_auth=True) (--insecure-no-auth)"
+    )
 
 
-class _Server(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
-    request_queue_size = 128
+def _is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
-    def __init__(self, address: tuple[str, int], handler: Any, owner: HttpServer) -> None:
-        self.owner = owner
-        self._conn_lock = threading.Lock()
-        self._deadlines: dict[socket.socket, float | None] = {}
-        self._responding = 0
-        self.responses_settled = threading.Event()
-        if ":" in address[0]:
-            self.address_family = socket.AF_INET6
-        super().__init__(address, handler)
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._conn_lock:
-            full = len(self._deadlines) >= self.owner.max_connections
-            if not full:
-                self._deadlines[request] = time.monotonic() + self.owner.request_timeout_s
-        if full:
-            with contextlib.suppress(OSError):
-                request.sendall(
-                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
-                    b"Retry-After: 1\r\nConnection: close\r\n\r\n"
-                )
-            self.shutdown_request(request)
-            return
-        super().process_request(request, client_address)
-
-    def set_deadline(self, conn: socket.socket, seconds: float | None) -> None:
-        with self._conn_lock:
-            if conn in self._deadlines:
-                self._deadlines[conn] = None if seconds is None else time.monotonic() + seconds
-
-    def responding(self, delta: int) -> None:
-        with self._conn_lock:
-            self._responding += delta
-            if self._responding == 0:
-                self.responses_settled.set()
-            else:
-                self.responses_settled.clear()
-
-    def active_responses(self) -> int:
-        with self._conn_lock:
-            return self._responding
-
-    def forget(self, conn: socket.socket) -> None:
-        with self._conn_lock:
-            self._deadlines.pop(conn, None)
-
-    def reap(self, now: float) -> None:
-        with self._conn_lock:
-            late = [conn for conn, at in self._deadlines.items() if at is not None and at < now]
-            for conn in late:
-                self._deadlines[conn] = None
-        for conn in late:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-
-    def close_all(self) -> None:
-        with self._conn_lock:
-            conns = list(self._deadlines)
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        _log.debug("toolnexus mcp http: connection from %s failed", client_address, exc_info=True)
+# --------------------------------------------------------------------------- connections
 
 
 class _Refused(Exception):
-    """A request that cannot be read as HTTP/1.1: answered with ``status`` and closed."""
+    """A request answered with ``status`` and the connection closed; ``discard`` bytes of
+    the body the client may still send are read and dropped first (so it sees the status)."""
 
-    def __init__(self, status: int, text: str) -> None:
-        super().__init__(text)
-        self.status = status
-        self.text = text
-
-
-class _Gone(Exception):
-    """The client closed the connection in the middle of a request head."""
+    def __init__(self, reply: Reply, discard: int = 0) -> None:
+        super().__init__(reply.status)
+        self.reply = reply
+        self.discard = discard
 
 
-class _Handler(socketserver.StreamRequestHandler):
-    """One connection: HTTP/1.1 requests read and answered in turn (keep-alive).
+class _Request:
+    __slots__ = ("body", "close", "headers", "method", "reserved", "target")
 
-    The request head is read here (the request line, at most ``_MAX_HEADERS`` fields of at
-    most ``_MAX_LINE`` bytes, no obsolete line folding, the security headers once each) and
-    every response goes out as one ``sendall``: status line, headers and body together.
-    """
+    def __init__(
+        self, method: str, target: str, headers: dict[str, str], body: bytes, close: bool
+    ) -> None:
+        self.method = method
+        self.target = target
+        self.headers = headers
+        self.body = body
+        self.close = close
+        self.reserved = 0
 
-    server: _Server
-    close_connection: bool
 
-    def setup(self) -> None:
-        super().setup()
-        self.close_connection = False
-        with contextlib.suppress(OSError):
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+class _Conn:
+    """One client connection and what it has sent so far (never touched by two threads:
+    the loop owns it while it is idle or sending, one worker while it is answered)."""
 
-    def handle(self) -> None:
-        while not self.close_connection:
-            self.handle_one_request()
+    __slots__ = (
+        "buf",
+        "close_after",
+        "continued",
+        "deadline",
+        "discarding",
+        "eof",
+        "head",
+        "length",
+        "peer",
+        "reserved",
+        "sock",
+        "started",
+    )
 
-    def finish(self) -> None:
-        self.server.forget(self.connection)
-        with contextlib.suppress(OSError):
-            super().finish()
+    def __init__(self, sock: socket.socket, peer: str, now: float, first_byte_s: float) -> None:
+        self.sock = sock
+        self.peer = peer
+        self.buf = bytearray()
+        self.deadline = now + first_byte_s  # when the loop gives up on it
+        self.started = False  # a request has begun (its first byte came)
+        self.head: tuple[str, str, dict[str, str], bool] | None = None
+        self.length = 0  # the body length of the request whose head is in
+        self.reserved = 0  # in-flight bytes taken for that body
+        self.continued = False  # the interim 100 Continue was sent
+        self.close_after = False
+        self.eof = False  # the client shut its sending side
+        self.discarding = 0  # > 0: reading and dropping this many bytes before the close
 
-    def handle_one_request(self) -> None:
-        server = self.server
-        conn = self.connection
+    @property
+    def idle(self) -> bool:
+        """Nothing of a request has come since the last answer (or the connect)."""
+        return not self.started and not self.buf
+
+
+def _parse_head(data: bytes) -> tuple[str, str, dict[str, str], bool]:
+    """The method, target, headers (lower-case names) and HTTP/1.0-ness of a request head
+    (without its blank line). Strict: CRLF line ends only, token field names, no control
+    characters in values, no obsolete line folding, the security headers once each."""
+    lines = data.split(b"\r\n")
+    for line in lines:
+        if b"\n" in line or b"\r" in line:
+            raise _Refused(_text(400, "bad request: lines must end in CRLF"))
+    request_line = lines[0]
+    if len(request_line) > _MAX_LINE:
+        raise _Refused(_text(414, "URI too long"))
+    parts = request_line.split(b" ")
+    if len(parts) != 3 or not parts[0] or not parts[1] or not all(c in _TCHAR for c in parts[0]):
+        raise _Refused(_text(400, "bad request line"))
+    method, target, version = parts
+    if version not in (b"HTTP/1.1", b"HTTP/1.0"):
+        raise _Refused(_text(505, "HTTP version not supported: use HTTP/1.1"))
+    if len(lines) - 1 > _MAX_HEADERS:
+        raise _Refused(_text(431, "too many header fields"))
+    headers: dict[str, str] = {}
+    for raw in lines[1:]:
+        if len(raw) > _MAX_LINE:
+            raise _Refused(_text(431, "request header field too long"))
+        name, colon, value = raw.partition(b":")
+        if not colon or not name or not all(c in _TCHAR for c in name):
+            raise _Refused(
+                _text(
+                    400,
+                    "bad header line (a field name of token characters, "
+                    "then a colon; no obsolete line folding)",
+                )
+            )
+        value = value.strip(b" \t")
+        if b"\x00" in value or any((c < 0x20 and c != 0x09) or c == 0x7F for c in value):
+            raise _Refused(_text(400, "bad header value: control characters are not allowed"))
+        key = name.decode("ascii").lower()
+        text = value.decode("latin-1")
+        if key in headers:
+            if key in SINGLE_HEADERS:
+                raise _Refused(_text(400, f"bad request: repeated {key} header"))
+            text = f"{headers[key]}, {text}"
+        headers[key] = text
+    close = version == b"HTTP/1.0" or "close" in headers.get("connection", "").lower()
+    return method.decode("ascii"), target.decode("latin-1"), headers, close
+
+
+def _text(status: int, text: str, headers: list[tuple[str, str]] | None = None) -> Reply:
+    return Reply(
+        status,
+        [("content-type", "text/plain; charset=utf-8"), *(headers or [])],
+        text.encode("utf-8") + b"\n",
+    )
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+class _Loop:
+    """The thread that owns idle and arriving connections (see the module docstring)."""
+
+    def __init__(self, server: HttpServer, host: str, port: int) -> None:
+        self.server = server
+        self.endpoint = server.endpoint
+        self.options = options = server.options
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        listener = socket.socket(family, socket.SOCK_STREAM)
         try:
-            # Waiting for the next request is the keep-alive; once its first byte is in,
-            # the whole request (head and body) must arrive within request_timeout_s.
-            server.set_deadline(conn, server.owner.keep_alive_s)
-            rfile = self.rfile
-            if not (rfile.peek(1) if isinstance(rfile, io.BufferedReader) else True):
-                self.close_connection = True
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind((host.strip("[]"), port))
+            listener.listen(256)
+            listener.setblocking(False)
+        except OSError:
+            listener.close()
+            raise
+        self.listener = listener
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._selector.register(listener, selectors.EVENT_READ, None)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._conns: dict[socket.socket, _Conn] = {}  # every open connection, idle or not
+        self._lock = threading.Lock()  # _conns and _per_peer (workers close connections too)
+        self._per_peer: dict[str, int] = {}
+        self._returned: queue.SimpleQueue[_Conn] = queue.SimpleQueue()
+        self._workers = _Workers(self, options.max_requests)
+        self._answering = 0
+        self._answered = threading.Condition(self._lock)
+        self._accepting = True
+        self._stopped = False
+        self._done = threading.Event()
+        self.first_byte_s = options.first_byte_timeout_ms / 1000
+        self.request_s = options.request_timeout_ms / 1000
+        self.keep_alive_s = options.keep_alive_ms / 1000
+        self.send_s = options.send_timeout_ms / 1000
+
+    # ------------------------------------------------------------------ running
+
+    def run(self) -> None:
+        try:
+            while not self._stopped:
+                events = self._selector.select(_TICK_S)
+                for key, _ in events:
+                    target = key.fileobj
+                    if target is self.listener:
+                        self._accept()
+                    elif target == self._wake_r:
+                        with contextlib.suppress(OSError):
+                            os.read(self._wake_r, 4096)
+                    else:
+                        conn = key.data
+                        if conn is not None:
+                            self._readable(conn)
+                self._take_back()
+                self._expire(time.monotonic())
+        finally:
+            self._close_everything()
+            self._done.set()
+
+    def wake(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"!")
+
+    def stop_accepting(self) -> None:
+        self._accepting = False
+        self.wake()
+
+    def stop(self) -> None:
+        self._stopped = True
+        self.wake()
+        if not self._done.wait(5):
+            self._close_everything()
+
+    def wait_answered(self, seconds: float) -> None:
+        """Wait (up to ``seconds``) until no worker answers a request."""
+        deadline = time.monotonic() + seconds
+        with self._lock:
+            while self._answering:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._answered.wait(left)
+
+    def _close_everything(self) -> None:
+        with self._lock:
+            conns = list(self._conns.values())
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_RDWR)
+            if self._idle_owned(conn):
+                self._close(conn)
+        with contextlib.suppress(OSError, KeyError, ValueError):
+            self._selector.unregister(self.listener)
+        self.listener.close()
+        self._workers.stop()
+
+    def _idle_owned(self, conn: _Conn) -> bool:
+        try:
+            return self._selector.get_key(conn.sock).data is conn
+        except (KeyError, ValueError):
+            return False
+
+    # ------------------------------------------------------------------ accepting
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, address = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
                 return
-            server.set_deadline(conn, server.owner.request_timeout_s)
-            line = self.rfile.readline(_MAX_LINE + 1)
-            if not line:
-                self.close_connection = True
+            except OSError as exc:  # out of file descriptors: try again on the next tick
+                _log.warning("toolnexus mcp http: cannot accept a connection (%s)", exc)
+                return
+            if not self._accepting:
+                sock.close()
+                continue
+            peer = str(address[0])
+            refusal = self._admit(peer)
+            if refusal is not None:
+                _refuse_now(sock, refusal)
+                continue
+            sock.setblocking(False)
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = _Conn(sock, peer, time.monotonic(), self.first_byte_s)
+            with self._lock:
+                self._conns[sock] = conn
+                self._per_peer[peer] = self._per_peer.get(peer, 0) + 1
+            self._selector.register(sock, selectors.EVENT_READ, conn)
+
+    def _admit(self, peer: str) -> bytes | None:
+        """Room for one more connection from ``peer`` — made by closing the oldest idle one
+        when the server is full — or the refusal to send."""
+        with self._lock:
+            if self._per_peer.get(peer, 0) >= self.options.max_connections_per_peer:
+                return _SERVICE_UNAVAILABLE_PEER
+            if len(self._conns) < self.options.max_connections:
+                return None
+            idle = [c for c in self._conns.values() if c.idle and self._idle_owned(c)]
+        if not idle:
+            return _SERVICE_UNAVAILABLE
+        oldest = min(idle, key=lambda c: c.deadline)
+        self._close(oldest)
+        return None
+
+    # ------------------------------------------------------------------ reading
+
+    def _readable(self, conn: _Conn) -> None:
+        try:
+            data = conn.sock.recv(_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._close(conn)
+            return
+        except MemoryError:
+            self._refuse(conn, _Refused(_OUT_OF_MEMORY))
+            return
+        if conn.discarding:
+            conn.discarding = max(0, conn.discarding - len(data)) if data else 0
+            if not conn.discarding:
+                self._close(conn)
+            return
+        if not data:
+            self._close(conn)  # the client went away (or shut its side) between requests
+            return
+        now = time.monotonic()
+        if not conn.started:
+            conn.started = True
+            conn.deadline = now + self.request_s  # the whole request from its first byte
+        try:
+            conn.buf += data
+            request = self.take_request(conn)
+        except _Refused as refused:
+            self._refuse(conn, refused)
+            return
+        except MemoryError:
+            self._refuse(conn, _Refused(_OUT_OF_MEMORY))
+            return
+        if request is not None:
+            self._selector.unregister(conn.sock)
+            self._workers.submit(conn, request)
+
+    def take_request(self, conn: _Conn) -> _Request | None:
+        """The request ``conn`` has sent whole, or None while more must come. Raises
+        :class:`_Refused` for one that will not be served. Counts the body against the
+        in-flight cap before it is read (it stays counted with the request)."""
+        if conn.head is None:
+            end = conn.buf.find(b"\r\n\r\n")
+            if end < 0:
+                if len(conn.buf) > _MAX_HEAD:
+                    raise _Refused(_text(431, "request header fields too large"))
+                if conn.buf.find(b"\n") < 0 and len(conn.buf) > _MAX_LINE:
+                    raise _Refused(_text(414, "URI too long"))
+                return None
+            # Parsed and checked before anything changes: a refusal leaves the connection
+            # as it was, so whoever looks again (the loop, after a worker) sees the same.
+            parsed = _parse_head(bytes(conn.buf[:end]))
+            length = self._body_length(parsed)
+            del conn.buf[: end + 4]
+            conn.head, conn.length = parsed, length
+        method, target, headers, close = conn.head
+        if conn.length and len(conn.buf) < conn.length:
+            if not conn.reserved:
+                refused = self.endpoint.reserve(conn.length)
+                if refused is not None:
+                    raise _Refused(refused, conn.length)
+                conn.reserved = conn.length
+            if not conn.continued and headers.get("expect", "").lower() == "100-continue":
+                conn.continued = True
+                _send_now(conn.sock, b"HTTP/1.1 100 Continue\r\n\r\n")
+            return None
+        body = bytes(conn.buf[: conn.length])
+        del conn.buf[: conn.length]
+        request = _Request(method, target, headers, body, close)
+        if conn.length and not conn.reserved:
+            refused = self.endpoint.reserve(conn.length)
+            if refused is not None:
+                raise _Refused(refused)
+            conn.reserved = conn.length
+        request.reserved = conn.reserved
+        conn.head, conn.length, conn.reserved, conn.continued = None, 0, 0, False
+        conn.started = bool(conn.buf)
+        return request
+
+    def _body_length(self, head: tuple[str, str, dict[str, str], bool]) -> int:
+        _, target, headers, _ = head
+        declared = headers.get("content-length")
+        if "transfer-encoding" in headers:
+            raise _Refused(_text(411, "length required: send a Content-Length"), _DISCARD_BYTES)
+        if declared is not None:
+            if not (declared.isascii() and declared.isdigit()) or len(declared) > 18:
+                raise _Refused(_text(400, "bad Content-Length"))
+            length = int(declared)
+        else:
+            length = 0
+        if target.split("?", 1)[0] != self.server.path:
+            raise _Refused(_text(404, f"not found; MCP is at {self.server.path}"), length)
+        if length > self.endpoint.max_body_bytes:
+            refused = self.endpoint.check_access(headers)
+            raise _Refused(refused or self.endpoint.too_large(length), length)
+        return length
+
+    # ------------------------------------------------------------------ timeouts
+
+    def _expire(self, now: float) -> None:
+        with self._lock:
+            late = [
+                conn
+                for conn in self._conns.values()
+                if conn.deadline < now and self._idle_owned(conn)
+            ]
+        for conn in late:
+            if conn.started and not conn.discarding:
+                self._refuse(
+                    conn,
+                    _Refused(
+                        _text(408, "request timeout: the request did not arrive whole in time")
+                    ),
+                )
+                continue
+            self._close(conn)
+
+    # ------------------------------------------------------------------ hand-overs
+
+    def give_back(self, conn: _Conn) -> None:
+        """A worker is done with ``conn`` and it stays open (any thread)."""
+        self._returned.put(conn)
+        self.wake()
+
+    def _take_back(self) -> None:
+        while True:
+            try:
+                conn = self._returned.get_nowait()
+            except queue.Empty:
+                return
+            if self._stopped or not self._accepting:
+                self._close(conn)
+                continue
+            try:
+                request = self.take_request(conn) if conn.buf else None
+            except _Refused as refused:
+                self._refuse(conn, refused)
+                continue
+            if request is not None:
+                self._workers.submit(conn, request)
+                continue
+            conn.deadline = time.monotonic() + (
+                self.request_s if conn.started else self.keep_alive_s
+            )
+            try:
+                self._selector.register(conn.sock, selectors.EVENT_READ, conn)
+            except (ValueError, OSError):
+                self._close(conn)
+
+    def answering(self, delta: int) -> None:
+        with self._lock:
+            self._answering += delta
+            if not self._answering:
+                self._answered.notify_all()
+
+    # ------------------------------------------------------------------ ending
+
+    def _refuse(self, conn: _Conn, refused: _Refused) -> None:
+        """Answer and close (the loop owns ``conn``): gracefully, discarding what the
+        client still sends for a short while."""
+        if conn.reserved:
+            self.endpoint.release(conn.reserved)
+            conn.reserved = 0
+        reply = refused.reply
+        data = _response_head(reply.status, reply.headers, len(reply.body), close=True)
+        if not _send_now(conn.sock, data + reply.body) or not refused.discard:
+            self._close(conn)
+            return
+        with contextlib.suppress(OSError):
+            conn.sock.shutdown(socket.SHUT_WR)
+        conn.discarding = min(refused.discard, _DISCARD_BYTES)
+        conn.deadline = time.monotonic() + _DISCARD_S
+        if not self._idle_owned(conn):
+            try:
+                self._selector.register(conn.sock, selectors.EVENT_READ, conn)
+            except (ValueError, OSError):
+                self._close(conn)
+
+    def _close(self, conn: _Conn) -> None:
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(conn.sock)
+        self.close(conn)
+
+    def close(self, conn: _Conn) -> None:
+        """Close ``conn`` and forget it (any thread that owns it)."""
+        if conn.reserved:
+            self.endpoint.release(conn.reserved)
+            conn.reserved = 0
+        with self._lock:
+            if self._conns.pop(conn.sock, None) is not None:
+                left = self._per_peer.get(conn.peer, 1) - 1
+                if left > 0:
+                    self._per_peer[conn.peer] = left
+                else:
+                    self._per_peer.pop(conn.peer, None)
+        with contextlib.suppress(OSError):
+            conn.sock.close()
+
+
+_SERVICE_UNAVAILABLE = (
+    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\n"
+    b"Content-Length: 53\r\nConnection: close\r\n\r\n"
+    b"service unavailable: every connection is busy; retry\n"
+)
+_SERVICE_UNAVAILABLE_PEER = (
+    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\n"
+    b"Content-Length: 68\r\nConnection: close\r\n\r\n"
+    b"service unavailable: too many connections from your address; retry\n"
+)
+_OUT_OF_MEMORY = _text(
+    503,
+    "service unavailable: the server ran out of memory reading the request; retry later",
+    [("retry-after", "1")],
+)
+
+
+def _send_now(sock: socket.socket, data: bytes) -> bool:
+    """Send a short message on a non-blocking socket, as far as it goes at once."""
+    try:
+        sent = sock.send(data)
+    except OSError:
+        return False
+    return sent == len(data)
+
+
+def _refuse_now(sock: socket.socket, data: bytes) -> None:
+    sock.setblocking(False)
+    _send_now(sock, data)
+    with contextlib.suppress(OSError):
+        sock.close()
+
+
+# --------------------------------------------------------------------------- workers
+
+
+class _Workers:
+    """Up to ``size`` threads answering complete requests: a thread starts when a request
+    comes and none is idle; one with nothing to do for ``_WORKER_IDLE_S`` exits."""
+
+    def __init__(self, loop: _Loop, size: int) -> None:
+        self._loop = loop
+        self._size = size
+        self._jobs: queue.SimpleQueue[tuple[_Conn, _Request] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads = 0
+        self._idle = 0  # threads waiting for a job that no submit has counted on yet
+
+    def submit(self, conn: _Conn, request: _Request) -> None:
+        self._jobs.put((conn, request))
+        with self._lock:
+            if self._idle:
+                self._idle -= 1  # an idle thread takes it
+                return
+            if self._threads >= self._size:
+                return  # queued for the next thread that is done
+            self._threads += 1
+        thread = threading.Thread(target=self._work, name="toolnexus-http-worker", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError as exc:  # out of threads: the queued job waits for a running one
+            with self._lock:
+                self._threads -= 1
+            _log.warning("toolnexus mcp http: cannot start a worker (%s)", exc)
+
+    def stop(self) -> None:
+        with self._lock:
+            count = self._threads
+        for _ in range(count):
+            self._jobs.put(None)
+
+    def _work(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get(timeout=_WORKER_IDLE_S)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle:  # nobody counted on this thread: it may leave
+                        self._idle -= 1
+                        self._threads -= 1
+                        return
+                continue  # a job was promised to an idle thread: wait for it
+            if job is None:
+                with self._lock:
+                    self._threads -= 1
                 return
             try:
-                method, target, headers = self._read_head(line)
-            except _Refused as refused:
-                self.close_connection = True
-                self._send(Reply(refused.status, _TEXT, refused.text.encode() + b"\n"))
-                return
-            self._serve(method, target, headers)
-        except (_Gone, TimeoutError, OSError, ValueError):
-            self.close_connection = True
+                _Answer(self._loop, *job).run()
+            except BaseException:  # never lose a worker to a bug: the connection is closed
+                _log.exception("toolnexus mcp http: answering a request failed")
+                with contextlib.suppress(Exception):
+                    self._loop.close(job[0])
+            with self._lock:
+                self._idle += 1
 
-    def _read_head(self, line: bytes) -> tuple[str, str, dict[str, str]]:
-        if len(line) > _MAX_LINE:
-            raise _Refused(414, "URI too long")
-        parts = line.split()
-        if len(parts) != 3:
-            raise _Refused(400, "bad request line")
-        method, target, version = parts
-        if version != b"HTTP/1.1":
-            if version != b"HTTP/1.0":
-                raise _Refused(505, "HTTP version not supported: use HTTP/1.1")
-            self.close_connection = True  # no keep-alive for HTTP/1.0
-        headers: dict[str, str] = {}
-        readline = self.rfile.readline
-        count = 0
-        while True:
-            raw = readline(_MAX_LINE + 1)
-            if raw == b"\r\n" or raw == b"\n":
-                break
-            if not raw:
-                raise _Gone
-            if len(raw) > _MAX_LINE:
-                raise _Refused(431, "request header field too long")
-            count += 1
-            if count > _MAX_HEADERS:
-                raise _Refused(431, "too many header fields")
-            name, colon, value = raw.partition(b":")
-            if not colon or not name or name[0] in b" \t" or name[-1] in b" \t":
-                raise _Refused(400, "bad header line (or obsolete line folding)")
-            key = name.decode("latin-1").lower()
-            text = value.strip().decode("latin-1")
-            if key in headers:
-                if key in SINGLE_HEADERS:
-                    raise _Refused(400, f"bad request: repeated {key} header")
-                text = f"{headers[key]}, {text}"
-            headers[key] = text
-        if "close" in headers.get("connection", "").lower():
-            self.close_connection = True
-        return method.decode("latin-1"), target.decode("latin-1"), headers
 
-    def _serve(self, method: str, target: str, headers: dict[str, str]) -> None:
-        owner = self.server.owner
-        if target.split("?", 1)[0] != owner.path:
-            missing = Reply(404, _TEXT, b"not found; MCP is at " + owner.path.encode() + b"\n")
-            if "content-length" in headers or "transfer-encoding" in headers:
-                self._refuse_unread(missing, headers.get("content-length"))
-            else:
-                self._send(missing)
-            return
-        body = b""
-        if "transfer-encoding" in headers:
-            self._refuse_unread(Reply(411, _TEXT, b"length required: send a Content-Length\n"))
-            return
-        declared = headers.get("content-length")
-        if declared is not None:
-            if not (declared.isascii() and declared.isdigit()):
-                self.close_connection = True
-                self._send(Reply(400, _TEXT, b"bad Content-Length\n"))
-                return
-            length = int(declared)
-            if length > owner.endpoint.max_body_bytes:
-                refused = owner.endpoint.check_access(headers)
-                self._refuse_unread(refused or owner.endpoint.too_large(length), declared)
-                return
-            if length:
-                if headers.get("expect", "").lower() == "100-continue":
-                    self.connection.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
-                body = self.rfile.read(length)
-                if len(body) < length:
-                    self.close_connection = True
-                    return
-        self.server.set_deadline(self.connection, None)  # the call may take its time
-        reply = owner.endpoint.handle(method, headers, body)
-        if reply.exchange is None:
-            self._send(reply, method == "HEAD")
-            return
-        self.server.responding(1)
+class _Answer:
+    """One worker's turn with a connection: answer its request (and any it sent after)."""
+
+    def __init__(self, loop: _Loop, conn: _Conn, request: _Request) -> None:
+        self.loop = loop
+        self.conn = conn
+        self.request = request
+        self.close = request.close
+
+    def run(self) -> None:
+        loop, conn = self.loop, self.conn
+        conn.sock.setblocking(True)
+        loop.answering(1)
         try:
-            self._stream(reply, reply.exchange)
+            while True:
+                if not self._answer(self.request):
+                    loop.close(conn)
+                    return
+                request = self._next()
+                if request is None:
+                    return
+                self.request = request
+                self.close = request.close
         finally:
-            self.server.responding(-1)
+            loop.answering(-1)
 
-    def _head(self, status: int, headers: list[tuple[str, str]], extra: bytes) -> bytes:
-        """The status line and header block of a response, ``extra`` the last fields."""
-        lines = [_status_line(status), _date_and_server()]
-        for name, value in headers:
-            lines.append(f"{name}: {value}\r\n".encode("latin-1"))
-        lines.append(extra)
-        if self.close_connection:
-            lines.append(b"connection: close\r\n")
-        lines.append(b"\r\n")
-        return b"".join(lines)
-
-    def _send(self, reply: Reply, head_only: bool = False) -> None:
-        body = reply.body
-        head = self._head(reply.status, reply.headers, b"content-length: %d\r\n" % len(body))
-        self.connection.sendall(head if head_only else head + body)
-
-    def _refuse_unread(self, reply: Reply, declared: str | None = None) -> None:
-        """Answer a request whose body is not read, then close the connection gracefully.
-
-        The connection cannot be reused, so the reply says ``Connection: close``; then the
-        write side is shut and the bytes the client still sends (at most the declared body,
-        ``_LINGER_BYTES``, for at most ``_LINGER_S``) are read and discarded, so the close
-        is not a reset that destroys the reply before the client reads it.
-        """
-        self.close_connection = True
-        conn = self.connection
-        # The linger has its own bound; the reaper stays as a backstop (a short request
-        # timeout must not reset the connection while the client still writes its body).
-        self.server.set_deadline(conn, _LINGER_S + 1.0)
-        self._send(reply)
-        left = _LINGER_BYTES
-        if declared is not None and declared.isascii() and declared.isdigit():
-            left = min(left, int(declared))
+    def _next(self) -> _Request | None:
+        """The client's next request, when it comes at once (or was already sent); else the
+        connection goes back to the loop (or is closed)."""
+        loop, conn = self.loop, self.conn
+        if self.close or conn.eof or not loop._accepting:
+            loop.close(conn)
+            return None
         deadline = time.monotonic() + _LINGER_S
-        with contextlib.suppress(OSError):
-            conn.shutdown(socket.SHUT_WR)
-            while left > 0:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                conn.settimeout(remaining)
-                data = conn.recv(min(left, 1 << 16))
-                if not data:
-                    break
-                left -= len(data)
+        while True:
+            try:
+                request = loop.take_request(conn) if conn.buf else None
+            except _Refused:
+                break  # the loop refuses it (and discards what follows) as it would anyway
+            if request is not None:
+                return request
+            if conn.head is not None or len(conn.buf) >= _CHUNK:
+                break  # a body still coming, or a large request: the loop reads it
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            conn.sock.settimeout(left)
+            try:
+                data = conn.sock.recv(_CHUNK)
+            except (TimeoutError, BlockingIOError):
+                break
+            except OSError:
+                loop.close(conn)
+                return None
+            if not data:
+                loop.close(conn)
+                return None
+            conn.started = True
+            conn.buf += data
+        conn.sock.setblocking(False)
+        loop.give_back(conn)
+        return None
 
-    def _stream(self, reply: Reply, exchange: Exchange) -> None:
-        """Send the exchange's messages: one JSON body when the answer comes first, else
-        a chunked ``text/event-stream``; a client that hangs up cancels the call."""
-        streaming = False
-        sendall = self.connection.sendall
+    # ------------------------------------------------------------------ one request
+
+    def _answer(self, request: _Request) -> bool:
+        """Answer one request; False when the connection must close."""
+        endpoint = self.loop.endpoint
+        try:
+            reply = endpoint.handle(
+                request.method,
+                request.headers,
+                request.body,
+                reserved=request.reserved,
+                peer=self.conn.peer,
+            )
+        except MemoryError:
+            _log.warning(
+                "toolnexus mcp http: out of memory answering a request from %s", self.conn.peer
+            )
+            self.close = True
+            return self._send(_OUT_OF_MEMORY) and False
+        except Exception:
+            _log.exception("toolnexus mcp http: answering a request failed")
+            self.close = True
+            return self._send(_text(500, "internal error")) and False
+        if reply.exchange is None:
+            return self._send(reply, head_only=request.method == "HEAD") and not self.close
+        return self._stream(reply, reply.exchange) and not self.close
+
+    def _send(self, reply: Reply, head_only: bool = False) -> bool:
+        body = reply.body
+        head = _response_head(reply.status, reply.headers, len(body), close=self.close)
+        return self._write(head if head_only else head + body)
+
+    def _write(self, data: bytes) -> bool:
+        """Write all of ``data`` within the send timeout; False when the client is gone or
+        does not read."""
+        sock = self.conn.sock
+        try:
+            sock.settimeout(self.loop.send_s)
+            sock.sendall(data)
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def _stream(self, reply: Reply, exchange: Exchange) -> bool:
+        """Send the exchange's messages: one JSON body when the answer comes first, else a
+        chunked ``text/event-stream``. While waiting, watch the client: one that hangs up
+        cancels the call; one that only shut its sending side still gets its answer."""
+        streaming = False  # the head is out: chunks follow
+        probing = False  # the client shut its side: probe that it still reads
         while True:
             item = exchange.next(_WATCH_S)
             if item is None:
-                if self._client_gone():
-                    exchange.client_gone()
-                    self.close_connection = True
-                    return
+                if not probing and not self._watch():
+                    probing = True  # end of input seen: from now on, write to find out
+                if probing:
+                    if not streaming:
+                        streaming = True
+                        if not self._write(self._stream_head(reply, exchange)):
+                            exchange.client_gone()
+                            return False
+                    probe = b": still working\n\n" if exchange.streams else b" "
+                    if not self._write(b"%x\r\n%b\r\n" % (len(probe), probe)):
+                        exchange.client_gone()
+                        return False
                 continue
             data, final = item
             if not streaming and final:
-                if data is None:
-                    self._send(Reply(204, list(reply.headers)))
-                    return
-                self._send(Reply(exchange.status_of(data), [_JSON, *reply.headers], data))
-                return
+                if data is None:  # cancelled: ended as the spec allows, never a bare 204
+                    return self._send(exchange.cancelled_reply(reply.headers))
+                status = exchange.status_of(data)
+                return self._send(Reply(status, [_JSON, *reply.headers], data))
             chunks = []
             if not streaming:
                 streaming = True
-                chunks.append(self._head(200, reply.headers, _SSE_FIELDS))
+                chunks.append(self._stream_head(reply, exchange))
             if data is not None:
-                event = sse_event(data)
-                chunks.append(b"%x\r\n%b\r\n" % (len(event), event))
+                payload = sse_event(data) if exchange.streams else data
+                chunks.append(b"%x\r\n%b\r\n" % (len(payload), payload))
             if final:
                 chunks.append(b"0\r\n\r\n")
-            try:
-                sendall(b"".join(chunks))
-            except OSError:
+            if not self._write(b"".join(chunks)):
                 exchange.client_gone()
-                self.close_connection = True
-                return
-            if final:
-                return
-
-    def _client_gone(self) -> bool:
-        try:
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            if not readable:
                 return False
-            peeked: bytes = self.connection.recv(1, socket.MSG_PEEK)
-            return peeked == b""
-        except (OSError, ValueError):
-            return True
+            if final:
+                return True
+
+    def _stream_head(self, reply: Reply, exchange: Exchange) -> bytes:
+        fields = _SSE_FIELDS if exchange.streams else _JSON_CHUNKED_FIELDS
+        return _response_head(200, reply.headers, None, close=self.close, extra=fields)
+
+    def _watch(self) -> bool:
+        """Read what the client sent meanwhile (a pipelined request is kept); False once it
+        shut its sending side (it may still read: only a write can tell)."""
+        conn = self.conn
+        if conn.eof:
+            return False
+        sock = conn.sock
+        try:
+            sock.setblocking(False)
+            while len(conn.buf) < _MAX_HEAD:
+                data = sock.recv(_CHUNK)
+                if not data:
+                    conn.eof = True
+                    return False
+                conn.buf += data
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            conn.eof = True
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                sock.setblocking(True)
+        return True
 
 
-_TEXT = [("content-type", "text/plain; charset=utf-8")]
 _JSON = ("content-type", "application/json")
 _SSE_FIELDS = (
     b"content-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n"
 )
+_JSON_CHUNKED_FIELDS = b"content-type: application/json\r\ntransfer-encoding: chunked\r\n"
 _STATUS_LINES: dict[int, bytes] = {}
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _date_cache: tuple[int, bytes] = (0, b"")
+
+
+def _response_head(
+    status: int,
+    headers: list[tuple[str, str]],
+    length: int | None,
+    *,
+    close: bool,
+    extra: bytes = b"",
+) -> bytes:
+    """The status line and header block of a response."""
+    lines = [_status_line(status), _date_and_server()]
+    for name, value in headers:
+        lines.append(f"{name}: {value}\r\n".encode("latin-1"))
+    if length is not None:
+        lines.append(b"content-length: %d\r\n" % length)
+    lines.append(extra)
+    if close:
+        lines.append(b"connection: close\r\n")
+    lines.append(b"\r\n")
+    return b"".join(lines)
 
 
 def _status_line(status: int) -> bytes:
@@ -543,6 +1025,7 @@ def serve_http(
     its ``token`` (or ``verify_token``) requires an ``Authorization: Bearer`` header; its
     ``allowed_hosts``/``allowed_origins`` widen the localhost-only defaults (see
     ``docs/mcp.md``). ``ready(server)``, if given, is called once the socket listens.
+    Raises as :class:`HttpServer` does.
 
     Example::
 

@@ -60,14 +60,33 @@ class ServerOptions:
             (behind a proxy that checks). Not access control: see ``token``.
         allowed_origins: (HTTP) ``Origin`` values accepted besides localhost's when a
             request carries one; ``("*",)``: any.
-        token: (HTTP) the bearer token every request must carry; None: none needed.
+        token: (HTTP) the bearer token every request must carry; None: none needed. Visible
+            ASCII only (what a header can carry), compared as bytes in constant time.
         verify_token: (HTTP) a check of the bearer token, instead of ``token``.
-        max_connections: (HTTP, embedded server) connections served at once.
+        insecure_no_auth: (HTTP, embedded server) allow listening on an address other than
+            loopback without ``token`` or ``verify_token``; refused otherwise.
+        max_connections: (HTTP, embedded server) connections open at once; when full, the
+            oldest idle one is closed for a new one, or the new one gets 503 when none is
+            idle.
+        max_connections_per_peer: (HTTP, embedded server) connections open at once from one
+            address; more get 503.
+        max_requests: (HTTP, embedded server) requests answered at once (threads); more wait
+            their turn. A connection holds none while it is idle or still sending.
+        first_byte_timeout_ms: (HTTP, embedded server) how long a new connection may stay
+            silent before it is closed.
         request_timeout_ms: (HTTP, embedded server) how long a request may take to arrive
-            once its first byte came.
-        keep_alive_ms: (HTTP, embedded server) how long an idle connection stays open.
+            once its first byte came (then 408).
+        keep_alive_ms: (HTTP, embedded server) how long an idle connection stays open
+            between requests.
+        send_timeout_ms: (HTTP, embedded server) how long one write may take: a client that
+            does not read its answer is dropped, and its call cancelled.
         session_idle_ms: (HTTP) how long an idle legacy session lives.
-        max_sessions: (HTTP) how many legacy sessions may exist at once.
+        session_unused_ms: (HTTP) how long a legacy session lives that never completed its
+            initialization or never made a call.
+        max_sessions: (HTTP) how many legacy sessions may exist at once; a new one evicts
+            the least useful idle one (never used first, then the longest idle).
+        max_sessions_per_peer: (HTTP) legacy sessions one address may hold; a new one
+            evicts that address's least useful idle one.
 
     Example::
 
@@ -94,11 +113,18 @@ class ServerOptions:
     allowed_origins: Iterable[str] | None = None
     token: str | None = None
     verify_token: TokenVerifier | None = None
-    max_connections: int = 64
+    insecure_no_auth: bool = False
+    max_connections: int = 1_024
+    max_connections_per_peer: int = 256
+    max_requests: int = 64
+    first_byte_timeout_ms: int = 3_000
     request_timeout_ms: int = 10_000
     keep_alive_ms: int = 30_000
+    send_timeout_ms: int = 10_000
     session_idle_ms: int = 30 * 60_000
+    session_unused_ms: int = 60_000
     max_sessions: int = 1_000
+    max_sessions_per_peer: int = 100
 
     def __post_init__(self) -> None:
         for label in ("name", "version"):
@@ -118,16 +144,41 @@ class ServerOptions:
             "list_ttl_ms",
             "state_ttl_ms",
             "grace_ms",
+            "first_byte_timeout_ms",
             "request_timeout_ms",
             "keep_alive_ms",
+            "send_timeout_ms",
             "session_idle_ms",
+            "session_unused_ms",
         ):
             _number(label, getattr(self, label), minimum=0)
         _number("max_message_bytes", self.max_message_bytes, minimum=64)
-        for label in ("max_inflight_bytes", "max_connections", "max_sessions"):
+        for label in (
+            "max_inflight_bytes",
+            "max_connections",
+            "max_connections_per_peer",
+            "max_requests",
+            "max_sessions",
+            "max_sessions_per_peer",
+        ):
             _number(label, getattr(self, label), minimum=1)
-        if self.token is not None and (not isinstance(self.token, str) or not self.token.strip()):
-            raise InvalidValueError("ServerOptions.token must be a non-empty str or None")
+        if not isinstance(self.insecure_no_auth, bool):
+            raise InvalidTypeError(
+                f"ServerOptions.insecure_no_auth must be a bool, got {_kind(self.insecure_no_auth)}"
+            )
+        token = self.token
+        if token is not None:
+            if not isinstance(token, str) or not token.strip():
+                raise InvalidValueError("ServerOptions.token must be a non-empty str or None")
+            token = token.strip()
+            if not all("!" <= char <= "~" for char in token):
+                raise InvalidValueError(
+                    "ServerOptions.token cannot be sent in an HTTP header: it has a space, a "
+                    "control character or a character outside ASCII; use visible ASCII "
+                    "characters only, e.g. the output of "
+                    "python -c 'import secrets; print(secrets.token_urlsafe())'"
+                )
+            object.__setattr__(self, "token", token)
         if self.verify_token is not None and not callable(self.verify_token):
             raise InvalidTypeError(
                 "ServerOptions.verify_token must be callable or None, got "

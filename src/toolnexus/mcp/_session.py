@@ -401,6 +401,11 @@ class ServerSession:
         return self._legacy.version if self._legacy is not None else None
 
     @property
+    def initialized(self) -> bool:
+        """True once a legacy client said ``notifications/initialized``."""
+        return self._initialized_notified
+
+    @property
     def running_calls(self) -> int:
         """How many started calls have not been completed or cancelled yet."""
         return sum(1 for call in self._calls.values() if call.running)
