@@ -627,29 +627,6 @@ def test_an_idle_connection_is_closed_after_the_keep_alive() -> None:
         assert closed == b""
 
 
-def test_connections_beyond_the_bound_are_refused_with_503() -> None:
-    with HttpServer(TOOLKIT, ServerOptions(max_connections=1), port=0) as server:
-        server.start()
-        host, port = server.address
-        holder = http.client.HTTPConnection(host, port, timeout=10)
-        holder.request(
-            "POST",
-            "/mcp",
-            json.dumps(call("add", {"a": 1, "b": 1})),
-            {
-                "Content-Type": "application/json",
-                "MCP-Protocol-Version": MODERN,
-                "Mcp-Method": "tools/call",
-                "Mcp-Name": "add",
-            },
-        )
-        assert holder.getresponse().read()  # kept alive: holds the one place
-        with socket.create_connection((host, port), timeout=10) as sock:
-            sock.sendall(b"GET /mcp HTTP/1.1\r\nHost: localhost\r\n\r\n")
-            assert sock.recv(4096).startswith(b"HTTP/1.1 503")
-        holder.close()
-
-
 def test_a_closed_response_stream_cancels_its_call(server: HttpServer) -> None:
     started.clear()
     cancelled.clear()

@@ -114,6 +114,7 @@ class InflightBytes:
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.used = 0
+        self.peak = 0  # the most ever used at once (for tests and operators)
         self._lock = threading.Lock()
 
     def take(self, weight: int) -> str | None:
@@ -123,6 +124,8 @@ class InflightBytes:
                 used = self.used
             else:
                 self.used += weight
+                if self.used > self.peak:
+                    self.peak = self.used
                 return None
         return (
             f"server overloaded: {used} bytes of tool-call arguments are in flight and this "

@@ -489,6 +489,12 @@ class Endpoint:
         """Give back bytes :meth:`reserve` took for a request that is not answered."""
         self._inflight.give(length)
 
+    @property
+    def inflight(self) -> tuple[int, int]:
+        """(bytes of requests held now, the most held at once so far): never above the
+        ``max_inflight_bytes`` cap."""
+        return self._inflight.used, self._inflight.peak
+
     # ------------------------------------------------------------------ requests
 
     def handle(

@@ -34,6 +34,7 @@ import queue
 import selectors
 import signal
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -64,6 +65,7 @@ _LINGER_S = 0.02  # after an answer, how long a worker waits for the client's ne
 _DISCARD_S = 2.0
 _DISCARD_BYTES = 8 << 20
 _WORKER_IDLE_S = 10.0  # a worker with nothing to do for this long exits
+_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() resets the connection
 _TCHAR = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
@@ -242,6 +244,7 @@ class _Conn:
         "eof",
         "head",
         "length",
+        "out",
         "peer",
         "reserved",
         "sock",
@@ -261,6 +264,7 @@ class _Conn:
         self.close_after = False
         self.eof = False  # the client shut its sending side
         self.discarding = 0  # > 0: reading and dropping this many bytes before the close
+        self.out = b""  # the rest of an answer the loop writes as the client reads it
 
     @property
     def idle(self) -> bool:
@@ -358,6 +362,7 @@ class _Loop:
         self._answered = threading.Condition(self._lock)
         self._accepting = True
         self._stopped = False
+        self._running = False
         self._done = threading.Event()
         self.first_byte_s = options.first_byte_timeout_ms / 1000
         self.request_s = options.request_timeout_ms / 1000
@@ -367,10 +372,11 @@ class _Loop:
     # ------------------------------------------------------------------ running
 
     def run(self) -> None:
+        self._running = True
         try:
             while not self._stopped:
                 events = self._selector.select(_TICK_S)
-                for key, _ in events:
+                for key, mask in events:
                     target = key.fileobj
                     if target is self.listener:
                         self._accept()
@@ -379,7 +385,11 @@ class _Loop:
                             os.read(self._wake_r, 4096)
                     else:
                         conn = key.data
-                        if conn is not None:
+                        if conn is None:
+                            continue
+                        if mask & selectors.EVENT_WRITE:
+                            self._writable(conn)
+                        else:
                             self._readable(conn)
                 self._take_back()
                 self._expire(time.monotonic())
@@ -398,7 +408,7 @@ class _Loop:
     def stop(self) -> None:
         self._stopped = True
         self.wake()
-        if not self._done.wait(5):
+        if not self._running or not self._done.wait(5):  # never served, or stuck
             self._close_everything()
 
     def wait_answered(self, seconds: float) -> None:
@@ -517,6 +527,9 @@ class _Loop:
         in-flight cap before it is read (it stays counted with the request)."""
         if conn.head is None:
             end = conn.buf.find(b"\r\n\r\n")
+            head_part = conn.buf if end < 0 else conn.buf[:end]
+            if head_part.count(b"\n") != head_part.count(b"\r\n"):
+                raise _Refused(_text(400, "bad request: lines must end in CRLF"))
             if end < 0:
                 if len(conn.buf) > _MAX_HEAD:
                     raise _Refused(_text(431, "request header fields too large"))
@@ -571,6 +584,38 @@ class _Loop:
             raise _Refused(refused or self.endpoint.too_large(length), length)
         return length
 
+    def _writable(self, conn: _Conn) -> None:
+        """Write more of an answer a slow reader left (a worker handed it over)."""
+        try:
+            sent = conn.sock.send(conn.out)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._close(conn)
+            return
+        conn.out = conn.out[sent:]
+        if conn.out:
+            return
+        if conn.close_after:
+            self._close(conn)
+            return
+        self._selector.modify(conn.sock, selectors.EVENT_READ, conn)
+        self._await_request(conn)
+
+    def _await_request(self, conn: _Conn) -> None:
+        """``conn`` is the loop's again, ready to read (registered): take a request it sent
+        already, else wait for one (the request or keep-alive timeout)."""
+        try:
+            request = self.take_request(conn) if conn.buf else None
+        except _Refused as refused:
+            self._refuse(conn, refused)
+            return
+        if request is not None:
+            self._selector.unregister(conn.sock)
+            self._workers.submit(conn, request)
+            return
+        conn.deadline = time.monotonic() + (self.request_s if conn.started else self.keep_alive_s)
+
     # ------------------------------------------------------------------ timeouts
 
     def _expire(self, now: float) -> None:
@@ -581,6 +626,11 @@ class _Loop:
                 if conn.deadline < now and self._idle_owned(conn)
             ]
         for conn in late:
+            if conn.out:  # the client did not read its answer in time: reset, so the
+                with contextlib.suppress(OSError):  # kernel does not keep sending it either
+                    conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
+                self._close(conn)
+                continue
             if conn.started and not conn.discarding:
                 self._refuse(
                     conn,
@@ -604,24 +654,19 @@ class _Loop:
                 conn = self._returned.get_nowait()
             except queue.Empty:
                 return
-            if self._stopped or not self._accepting:
+            if self._stopped or (not self._accepting and not conn.out):
                 self._close(conn)
                 continue
             try:
-                request = self.take_request(conn) if conn.buf else None
-            except _Refused as refused:
-                self._refuse(conn, refused)
-                continue
-            if request is not None:
-                self._workers.submit(conn, request)
-                continue
-            conn.deadline = time.monotonic() + (
-                self.request_s if conn.started else self.keep_alive_s
-            )
-            try:
+                if conn.out:
+                    conn.deadline = time.monotonic() + self.send_s
+                    self._selector.register(conn.sock, selectors.EVENT_WRITE, conn)
+                    continue
                 self._selector.register(conn.sock, selectors.EVENT_READ, conn)
             except (ValueError, OSError):
                 self._close(conn)
+                continue
+            self._await_request(conn)
 
     def answering(self, delta: int) -> None:
         with self._lock:
@@ -784,9 +829,12 @@ class _Answer:
         loop.answering(1)
         try:
             while True:
-                if not self._answer(self.request):
+                done = self._answer(self.request)
+                if done is _CLOSE:
                     loop.close(conn)
                     return
+                if done is _HANDED:
+                    return  # the loop writes the rest of the answer
                 request = self._next()
                 if request is None:
                     return
@@ -834,8 +882,9 @@ class _Answer:
 
     # ------------------------------------------------------------------ one request
 
-    def _answer(self, request: _Request) -> bool:
-        """Answer one request; False when the connection must close."""
+    def _answer(self, request: _Request) -> object:
+        """Answer one request: ``_KEEP`` (the connection may serve another), ``_CLOSE``, or
+        ``_HANDED`` (the client reads slowly: the loop writes the rest)."""
         endpoint = self.loop.endpoint
         try:
             reply = endpoint.handle(
@@ -850,23 +899,44 @@ class _Answer:
                 "toolnexus mcp http: out of memory answering a request from %s", self.conn.peer
             )
             self.close = True
-            return self._send(_OUT_OF_MEMORY) and False
+            return self._send(_OUT_OF_MEMORY)
         except Exception:
             _log.exception("toolnexus mcp http: answering a request failed")
             self.close = True
-            return self._send(_text(500, "internal error")) and False
+            return self._send(_text(500, "internal error"))
         if reply.exchange is None:
-            return self._send(reply, head_only=request.method == "HEAD") and not self.close
-        return self._stream(reply, reply.exchange) and not self.close
+            return self._send(reply, head_only=request.method == "HEAD")
+        return self._stream(reply, reply.exchange)
 
-    def _send(self, reply: Reply, head_only: bool = False) -> bool:
+    def _send(self, reply: Reply, head_only: bool = False) -> object:
         body = reply.body
         head = _response_head(reply.status, reply.headers, len(body), close=self.close)
-        return self._write(head if head_only else head + body)
+        return self._finish(head if head_only else head + body)
+
+    def _finish(self, data: bytes) -> object:
+        """Write the last bytes of an answer: as far as the client takes them at once, and
+        the rest by the loop — a client that does not read holds no worker."""
+        sock = self.conn.sock
+        try:
+            sock.setblocking(False)
+            view = memoryview(data)
+            while view:
+                view = view[sock.send(view) :]
+        except (BlockingIOError, InterruptedError):
+            self.conn.out = bytes(view)
+            self.conn.close_after = self.close
+            self.loop.give_back(self.conn)
+            return _HANDED
+        except OSError:
+            return _CLOSE
+        finally:
+            with contextlib.suppress(OSError):
+                sock.setblocking(True)
+        return _CLOSE if self.close else _KEEP
 
     def _write(self, data: bytes) -> bool:
-        """Write all of ``data`` within the send timeout; False when the client is gone or
-        does not read."""
+        """Write all of ``data`` (a part of a streamed answer) within the send timeout;
+        False when the client is gone or does not read."""
         sock = self.conn.sock
         try:
             sock.settimeout(self.loop.send_s)
@@ -875,7 +945,7 @@ class _Answer:
             return False
         return True
 
-    def _stream(self, reply: Reply, exchange: Exchange) -> bool:
+    def _stream(self, reply: Reply, exchange: Exchange) -> object:
         """Send the exchange's messages: one JSON body when the answer comes first, else a
         chunked ``text/event-stream``. While waiting, watch the client: one that hangs up
         cancels the call; one that only shut its sending side still gets its answer."""
@@ -891,11 +961,11 @@ class _Answer:
                         streaming = True
                         if not self._write(self._stream_head(reply, exchange)):
                             exchange.client_gone()
-                            return False
+                            return _CLOSE
                     probe = b": still working\n\n" if exchange.streams else b" "
                     if not self._write(b"%x\r\n%b\r\n" % (len(probe), probe)):
                         exchange.client_gone()
-                        return False
+                        return _CLOSE
                 continue
             data, final = item
             if not streaming and final:
@@ -912,11 +982,10 @@ class _Answer:
                 chunks.append(b"%x\r\n%b\r\n" % (len(payload), payload))
             if final:
                 chunks.append(b"0\r\n\r\n")
+                return self._finish(b"".join(chunks))
             if not self._write(b"".join(chunks)):
                 exchange.client_gone()
-                return False
-            if final:
-                return True
+                return _CLOSE
 
     def _stream_head(self, reply: Reply, exchange: Exchange) -> bytes:
         fields = _SSE_FIELDS if exchange.streams else _JSON_CHUNKED_FIELDS
@@ -949,6 +1018,7 @@ class _Answer:
 
 
 _JSON = ("content-type", "application/json")
+_KEEP, _CLOSE, _HANDED = object(), object(), object()  # how a worker's answer ended
 _SSE_FIELDS = (
     b"content-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n"
 )

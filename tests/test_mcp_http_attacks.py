@@ -1,0 +1,601 @@
+"""The HTTP server on an open network: each attack of issue 23, against the embedded server
+and, where it is the app's business and not the ASGI server's, against the ASGI app.
+
+- idle sockets, silent sockets reopened, and clients that never read cannot keep a fresh
+  client from being served;
+- the bytes of requests in flight stay under the cap, and every client gets an HTTP answer;
+- a network address without authentication refuses to start;
+- a flood of ``initialize`` cannot lock a legacy client out, and one principal cannot use
+  another's session;
+- a head that is not clean HTTP/1.1 is refused; a token is compared as bytes;
+- a half-closed client still gets its answer; a pipelined hang-up cancels the call; a
+  cancelled legacy call's POST ends as the spec allows; running out of memory is a 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.client
+import json
+import logging
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from cli_helpers import child_env
+from toolnexus import Toolkit, tool
+from toolnexus._context import ToolContext
+from toolnexus.mcp import AsgiApp, HttpServer, ServerOptions, asgi_app
+
+MODERN = "2026-07-28"
+META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+TIMEOUT = 30.0  # an upper bound for anything to arrive; never a measured duration
+
+gate = threading.Event()  # what `held` waits for
+arrived = threading.Semaphore(0)  # released by `held` as each call starts
+cancelled = threading.Event()
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@tool
+def big(size: int) -> str:
+    """Returns `size` characters."""
+    return "x" * size
+
+
+@tool
+def held(data: str = "", ctx: ToolContext | None = None) -> int:
+    """Waits for the test's gate (or a cancel); returns the size of what it was sent."""
+    arrived.release()
+    assert ctx is not None
+    while not gate.wait(0.01):
+        if ctx.is_cancelled:
+            cancelled.set()
+            break
+    return len(data)
+
+
+TOOLKIT = Toolkit([add, big, held])
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> Iterator[None]:
+    gate.clear()
+    cancelled.clear()
+    while arrived.acquire(blocking=False):
+        pass
+    yield
+    gate.set()  # nothing is left waiting
+
+
+@contextlib.contextmanager
+def serving(**options: Any) -> Iterator[HttpServer]:
+    with HttpServer(TOOLKIT, ServerOptions(**options), port=0) as server:
+        server.start()
+        yield server
+
+
+def call(name: str, arguments: dict[str, Any] | None = None, rid: Any = 1) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments or {}, "_meta": META},
+    }
+
+
+def headers_for(message: dict[str, Any], extra: dict[str, str] | None = None) -> dict[str, str]:
+    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    params = message.get("params") or {}
+    if "_meta" in params:
+        sent["MCP-Protocol-Version"] = MODERN
+        sent["Mcp-Method"] = message["method"]
+        if "name" in params:
+            sent["Mcp-Name"] = params["name"]
+    sent.update(extra or {})
+    return sent
+
+
+def post(
+    server: HttpServer, message: dict[str, Any], extra: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    host, port = server.address
+    connection = http.client.HTTPConnection(host, port, timeout=TIMEOUT)
+    try:
+        connection.request("POST", "/mcp", json.dumps(message), headers_for(message, extra))
+        response = connection.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        connection.close()
+
+
+def raw_request(message: dict[str, Any], extra: dict[str, str] | None = None) -> bytes:
+    body = json.dumps(message).encode()
+    fields = {"Host": "localhost", **headers_for(message, extra), "Content-Length": str(len(body))}
+    head = "".join(f"{name}: {value}\r\n" for name, value in fields.items())
+    return b"POST /mcp HTTP/1.1\r\n" + head.encode() + b"\r\n" + body
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    reply = b""
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := sock.recv(65536):
+            reply += chunk
+    return reply
+
+
+def dechunk(body: bytes) -> bytes:
+    out = b""
+    while body:
+        size_line, _, rest = body.partition(b"\r\n")
+        size = int(size_line, 16)
+        if not size:
+            break
+        out += rest[:size]
+        body = rest[size + 2 :]
+    return out
+
+
+# --------------------------------------------------------------------------- starving
+
+
+def test_idle_sockets_and_reopened_ones_leave_a_fresh_client_served() -> None:
+    # 64 connections that send nothing, then 64 more in their place: before, each took
+    # one of the 64 connection slots at accept and everyone else got 503 for 30 s.
+    with serving() as server:
+        host, port = server.address
+        for _round in range(2):
+            idle = [socket.create_connection((host, port), timeout=TIMEOUT) for _ in range(64)]
+            try:
+                status, _, body = post(server, call("add", {"a": 1, "b": 1}))
+                assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "2"
+            finally:
+                for sock in idle:
+                    sock.close()
+
+
+def test_when_every_place_is_taken_the_oldest_idle_connection_makes_room() -> None:
+    with serving(max_connections=8) as server:
+        host, port = server.address
+        idle = [socket.create_connection((host, port), timeout=TIMEOUT) for _ in range(8)]
+        try:
+            status, _, _ = post(server, call("add", {"a": 1, "b": 2}))
+            assert status == 200
+            assert read_until_closed(idle[0]) == b""  # the oldest made room: closed
+        finally:
+            for sock in idle:
+                sock.close()
+
+
+def test_when_every_place_is_mid_request_a_new_client_gets_503_with_retry_after() -> None:
+    with serving(max_connections=2) as server:
+        host, port = server.address
+        sending = [socket.create_connection((host, port), timeout=TIMEOUT) for _ in range(2)]
+        try:
+            for sock in sending:  # a request under way: its head read, its body awaited
+                sock.sendall(
+                    b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json"
+                    b"\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n"
+                )
+                assert sock.recv(100).startswith(b"HTTP/1.1 100 Continue")
+            with socket.create_connection((host, port), timeout=TIMEOUT) as late:
+                reply = read_until_closed(late)
+            assert reply.startswith(b"HTTP/1.1 503 ")
+            assert b"retry-after: 1" in reply.lower()
+        finally:
+            for sock in sending:
+                sock.close()
+
+
+@pytest.mark.parametrize(("clients", "size", "workers"), [(64, 100, 64), (8, 8 << 20, 4)])
+def test_clients_that_never_read_their_answers_leave_a_fresh_client_served(
+    clients: int, size: int, workers: int
+) -> None:
+    # Clients each send one call and never read the answer — small ones (they used to hold
+    # a connection slot each), and ones larger than the socket buffers, more of them than
+    # there are workers: what does not fit is the loop's to write, so no worker is held,
+    # until the send timeout drops the client.
+    with serving(send_timeout_ms=60_000, max_requests=workers) as server:
+        host, port = server.address
+        readers_that_dont = []
+        try:
+            for n in range(clients):
+                sock = socket.create_connection((host, port), timeout=TIMEOUT)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                sock.sendall(raw_request(call("big", {"size": size}, rid=n)))
+                readers_that_dont.append(sock)
+            status, _, body = post(server, call("add", {"a": 2, "b": 2}))
+            assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "4"
+        finally:
+            for sock in readers_that_dont:
+                sock.close()
+
+
+def test_a_client_that_does_not_read_is_dropped_at_the_send_timeout() -> None:
+    with serving(send_timeout_ms=200) as server:
+        host, port = server.address
+        with socket.create_connection((host, port), timeout=TIMEOUT) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.sendall(raw_request(call("big", {"size": 16 << 20})))
+            # Nothing read while the server waits: it drops the connection (it forgets
+            # it), and reading now ends long before 16 MiB arrived.
+            waited = 0.0
+            while server._loop._conns and waited < TIMEOUT:
+                threading.Event().wait(0.05)  # polling the server's table; no event to await
+                waited += 0.05
+            assert not server._loop._conns
+            got = 0
+            with contextlib.suppress(ConnectionResetError):
+                while chunk := sock.recv(1 << 16):
+                    got += len(chunk)
+        assert got < 16 << 20
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def test_concurrent_large_calls_stay_under_the_in_flight_cap_and_all_are_answered() -> None:
+    # 40 calls of 4 MiB each against a 64 MiB cap: before, the server held them all
+    # (3.1 GB) and 13 clients got no answer. Now each body is counted before it is read:
+    # the calls that fit run (and hold their bytes until they end), every other client is
+    # told 503 "server overloaded" at once.
+    cap = 64 << 20
+    message = call("held", {"data": "y" * (4 << 20)})
+    fit = cap // len(json.dumps(message))  # 15 bodies of 4 MiB and a little
+    with serving(max_inflight_bytes=cap) as server:
+        statuses: list[int] = []
+        answered = threading.Condition()
+
+        def client(n: int) -> None:
+            try:
+                status, _, body = post(server, {**message, "id": n})
+            except (OSError, http.client.HTTPException):
+                status, body = -1, b""
+            with answered:
+                statuses.append(status)
+                answered.notify_all()
+            if status == 503:
+                assert b"server overloaded" in body
+
+        clients = [threading.Thread(target=client, args=(n,)) for n in range(40)]
+        for thread in clients:
+            thread.start()
+        for _ in range(fit):  # the calls that fit started, and hold their bytes
+            assert arrived.acquire(timeout=TIMEOUT)
+        with answered:
+            assert answered.wait_for(lambda: len(statuses) == 40 - fit, TIMEOUT)
+            assert statuses == [503] * (40 - fit)
+        assert server.endpoint.inflight[1] <= cap
+        gate.set()
+        for thread in clients:
+            thread.join(TIMEOUT)
+        assert sorted(statuses) == [200] * fit + [503] * (40 - fit)  # every client answered
+        used, peak = server.endpoint.inflight
+        assert peak <= cap and used == 0  # and every byte was given back
+
+
+def test_the_asgi_app_counts_bodies_against_the_cap_before_reading_them() -> None:
+    app = asgi_app(TOOLKIT, ServerOptions(max_inflight_bytes=1 << 20))
+    message = call("held", {"data": "z" * (700 << 10)})
+
+    async def run() -> list[int | None]:
+        first = asyncio.ensure_future(asgi_post(app, message))
+        await asyncio.get_running_loop().run_in_executor(None, arrived.acquire, True, TIMEOUT)
+        second = await asgi_post(app, message)  # 2 x 700 KiB > 1 MiB
+        gate.set()
+        return [(await first)[0], second[0]]
+
+    try:
+        statuses = asyncio.run(run())
+    finally:
+        app.close()
+    assert statuses == [200, 503]
+    used, peak = app.endpoint.inflight
+    assert used == 0 and peak <= 1 << 20
+
+
+# --------------------------------------------------------------------------- exposure
+
+
+def test_a_network_address_without_authentication_refuses_to_start() -> None:
+    with pytest.raises(ValueError, match=r"refusing to serve '0\.0\.0\.0' without authentication"):
+        HttpServer(TOOLKIT, port=0, host="0.0.0.0")
+    # A token, a verifier or the explicit opt-out each let it start.
+    for options in (
+        ServerOptions(token="s3cret-token"),
+        ServerOptions(verify_token=lambda token: False),
+        ServerOptions(insecure_no_auth=True),
+    ):
+        HttpServer(TOOLKIT, options, port=0, host="0.0.0.0").shutdown()
+
+
+def test_the_cli_refuses_a_network_address_without_a_token_and_says_how() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toolnexus",
+            "serve",
+            "toolnexus.demo:toolkit",
+            "--http",
+            "0.0.0.0:0",
+        ],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "--token-file" in out.stderr and "--insecure-no-auth" in out.stderr
+
+
+@pytest.mark.parametrize("token", ["pässwort", "two words", "tab\there", "nul\x00"])
+def test_a_token_no_header_can_carry_is_refused_when_the_options_are_built(token: str) -> None:
+    with pytest.raises(ValueError, match="cannot be sent in an HTTP header"):
+        ServerOptions(token=token)
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def initialize(rid: Any = 0) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}},
+    }
+
+
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def legacy_client(server: HttpServer, token: str | None = None) -> str:
+    auth = {"Authorization": f"Bearer {token}"} if token else {}
+    status, headers, _ = post(server, initialize(), auth)
+    assert status == 200
+    session = headers["mcp-session-id"]
+    assert post(server, INITIALIZED, {"Mcp-Session-Id": session, **auth})[0] == 202
+    return session
+
+
+def legacy_call(server: HttpServer, session: str, token: str | None = None) -> int:
+    auth = {"Authorization": f"Bearer {token}"} if token else {}
+    message = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "add", "arguments": {"a": 1, "b": 1}},
+    }
+    return post(server, message, {"Mcp-Session-Id": session, **auth})[0]
+
+
+def test_a_flood_of_initialize_does_not_lock_a_legacy_client_out() -> None:
+    # 1,000 initialize POSTs (never used) used to take every place for 30 minutes.
+    with serving(max_sessions=50) as server:
+        mine = legacy_client(server)
+        assert legacy_call(server, mine) == 200
+        for n in range(1000):
+            assert post(server, initialize(n))[0] == 200
+        assert legacy_call(server, mine) == 200  # the session in use survived
+        fresh = legacy_client(server)  # and a new client is let in
+        assert legacy_call(server, fresh) == 200
+        assert server.endpoint.session_count <= 50
+
+
+def test_one_principal_cannot_use_another_principals_session() -> None:
+    tokens = {"alice-token-123", "bob-token-4567"}
+    with serving(verify_token=lambda token: token in tokens) as server:
+        alices = legacy_client(server, "alice-token-123")
+        assert legacy_call(server, alices, "bob-token-4567") == 404  # as if it did not exist
+        assert legacy_call(server, alices, "alice-token-123") == 200
+        host, port = server.address
+        connection = http.client.HTTPConnection(host, port, timeout=TIMEOUT)
+        connection.request(
+            "DELETE",
+            "/mcp",
+            headers={"Mcp-Session-Id": alices, "Authorization": "Bearer bob-token-4567"},
+        )
+        assert connection.getresponse().status == 404
+        connection.close()
+        assert legacy_call(server, alices, "alice-token-123") == 200
+
+
+async def asgi_post(
+    app: AsgiApp, message: dict[str, Any], extra: dict[str, str] | None = None
+) -> tuple[int | None, dict[str, str], bytes]:
+    body = json.dumps(message).encode()
+    fields = {
+        "host": "localhost",
+        **{k.lower(): v for k, v in headers_for(message, extra).items()},
+        "content-length": str(len(body)),
+    }
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "headers": [(k.encode(), v.encode()) for k, v in fields.items()],
+        "client": ("127.0.0.1", 50000),
+    }
+    delivered = False
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.Event().wait()
+        return {"type": "http.disconnect"}
+
+    async def send(event: dict[str, Any]) -> None:
+        sent.append(event)
+
+    await app(scope, receive, send)
+    start = next(event for event in sent if event["type"] == "http.response.start")
+    headers = {k.decode(): v.decode() for k, v in start["headers"]}
+    payload = b"".join(e.get("body", b"") for e in sent if e["type"] == "http.response.body")
+    return start["status"], headers, payload
+
+
+def test_the_asgi_app_binds_sessions_to_their_principal_and_survives_a_flood() -> None:
+    app = asgi_app(
+        TOOLKIT,
+        ServerOptions(verify_token=lambda t: t in ("alice-1234", "mallory-1"), max_sessions=20),
+    )
+
+    async def run() -> None:
+        alice = {"Authorization": "Bearer alice-1234"}
+        _, headers, _ = await asgi_post(app, initialize(), alice)
+        session = headers["mcp-session-id"]
+        await asgi_post(app, INITIALIZED, {"Mcp-Session-Id": session, **alice})
+        use = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
+        }
+        assert (await asgi_post(app, use, {"Mcp-Session-Id": session, **alice}))[0] == 200
+        mallory = {"Authorization": "Bearer mallory-1"}
+        assert (await asgi_post(app, use, {"Mcp-Session-Id": session, **mallory}))[0] == 404
+        for n in range(300):
+            assert (await asgi_post(app, initialize(n), mallory))[0] == 200
+        assert (await asgi_post(app, use, {"Mcp-Session-Id": session, **alice}))[0] == 200
+
+    try:
+        asyncio.run(run())
+    finally:
+        app.close()
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"GET /mcp HTTP/1.1\nHost: localhost\n\n",  # bare LF
+        b"GET /mcp HTTP/1.1\r\nHost: localhost\nX: 1\r\n\r\n",  # one bare LF inside
+        b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nX Field: 1\r\n\r\n",  # space in a name
+        b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nX(y): 1\r\n\r\n",  # not a token
+        b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nX: a\x00b\r\n\r\n",  # NUL in a value
+        b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nX: a\rb\r\n\r\n",  # CR in a value
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n",
+    ],
+)
+def test_a_head_that_is_not_strict_http_1_1_is_400_and_closed(head: bytes) -> None:
+    with serving() as server, socket.create_connection(server.address, timeout=TIMEOUT) as sock:
+        sock.sendall(head)
+        reply = read_until_closed(sock)
+    assert reply.startswith(b"HTTP/1.1 400 ") or reply.startswith(b"HTTP/1.1 431 ")
+    assert b"connection: close" in reply.lower()
+
+
+def test_a_token_is_compared_as_the_bytes_that_were_sent() -> None:
+    with serving(token="ascii-only-token") as server:
+        message = call("add", {"a": 1, "b": 1})
+        assert post(server, message, {"Authorization": "Bearer ascii-only-token"})[0] == 200
+        with socket.create_connection(server.address, timeout=TIMEOUT) as sock:
+            # Latin-1 bytes that decode to the token's text with a twist are not the token.
+            sock.sendall(
+                raw_request(message, {"Authorization": "Bearer ascii-only-toke\xe9"}).replace(
+                    "\xe9".encode(), b"\xe9"
+                )
+            )
+            assert sock.recv(4096).startswith(b"HTTP/1.1 401 ")
+
+
+# --------------------------------------------------------------------------- hang-ups
+
+
+def test_a_client_that_half_closes_after_sending_still_gets_its_answer() -> None:
+    with serving() as server, socket.create_connection(server.address, timeout=TIMEOUT) as sock:
+        sock.sendall(raw_request(call("held", {"data": "abc"}), {"Accept": "application/json"}))
+        assert arrived.acquire(timeout=TIMEOUT)
+        sock.shutdown(socket.SHUT_WR)  # legal in HTTP/1.1: "I am done sending"
+        gate.set()
+        reply = read_until_closed(sock)
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 ")
+    if b"transfer-encoding: chunked" in head.lower():
+        body = dechunk(body)
+    assert json.loads(body)["result"]["content"][0]["text"] == "3"
+    assert not cancelled.is_set()
+
+
+def test_a_client_that_pipelines_a_request_and_hangs_up_cancels_its_call() -> None:
+    with serving() as server:
+        sock = socket.create_connection(server.address, timeout=TIMEOUT)
+        sock.sendall(raw_request(call("held")) + raw_request(call("add", {"a": 1, "b": 1}, 2)))
+        assert arrived.acquire(timeout=TIMEOUT)
+        sock.close()
+        assert cancelled.wait(TIMEOUT)
+
+
+@pytest.mark.parametrize("accept", ["application/json, text/event-stream", "application/json"])
+def test_a_cancelled_legacy_call_ends_its_post_as_the_spec_allows(accept: str) -> None:
+    with serving() as server:
+        session = legacy_client(server)
+        answers: list[tuple[int, dict[str, str], bytes]] = []
+        message = {
+            "jsonrpc": "2.0",
+            "id": "c-1",
+            "method": "tools/call",
+            "params": {"name": "held", "arguments": {}},
+        }
+
+        def caller() -> None:
+            answers.append(post(server, message, {"Mcp-Session-Id": session, "Accept": accept}))
+
+        thread = threading.Thread(target=caller)
+        thread.start()
+        assert arrived.acquire(timeout=TIMEOUT)
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": "c-1"},
+        }
+        assert post(server, cancel, {"Mcp-Session-Id": session})[0] == 202
+        thread.join(TIMEOUT)
+    ((status, headers, body),) = answers
+    assert status == 200  # never the 204 an SDK client logs as an error
+    if "text/event-stream" in accept:
+        assert headers["content-type"] == "text/event-stream" and b"data:" not in body
+    else:
+        error = json.loads(body)["error"]
+        assert (json.loads(body)["id"], error["code"]) == ("c-1", -32800)
+
+
+def test_running_out_of_memory_in_a_request_is_a_503_logged_at_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import toolnexus.mcp._endpoint as endpoint_module
+
+    def exhausted(data: bytes) -> Any:
+        raise MemoryError
+
+    with serving() as server:
+        monkeypatch.setattr(endpoint_module.json, "loads", exhausted)
+        with caplog.at_level(logging.WARNING, logger="toolnexus"):
+            status, _, body = post(server, call("add", {"a": 1, "b": 1}))
+        monkeypatch.undo()
+        assert status == 503 and b"out of memory" in body
+        assert any(
+            "out of memory" in r.getMessage() and r.levelno == logging.WARNING
+            for r in caplog.records
+        )
+        assert post(server, call("add", {"a": 1, "b": 1}))[0] == 200  # and serving goes on
