@@ -98,7 +98,9 @@ WIZARD = textwrap.dedent("""
         if data is None:
             return ToolResult.pending(Request("question", "Name?"))
         if "age" not in data:
-            return ToolResult.pending(Request("question", "Age?"))
+            age = {"type": "object", "properties": {"age": {"type": "integer"}},
+                   "required": ["age"]}
+            return ToolResult.pending(Request("question", "Age?", data={"schema": age}))
         return ToolResult.ok(f"{data['age']} years")
 """)
 MODERN = {

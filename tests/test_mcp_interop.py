@@ -144,13 +144,13 @@ def test_a_declined_elicitation_is_declined_expired(mode: str) -> None:
     assert result.content[0].text == "declined/expired: Which environment?"
 
 
-def test_without_an_elicitation_callback_a_legacy_client_gets_the_prompt_as_an_error() -> None:
+def test_without_an_elicitation_callback_a_legacy_client_gets_the_question_to_relay() -> None:
     async def body(client: Client) -> Any:
         return await client.call_tool("deploy", {})
 
     result = run(body, "legacy")
     assert result.is_error is True
-    assert result.content[0].text == "Which environment?"
+    assert result.content[0].text.endswith("ask the user: Which environment?")
 
 
 @pytest.mark.parametrize("mode", ["2026-07-28", "auto"])

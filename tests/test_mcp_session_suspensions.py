@@ -192,6 +192,63 @@ def test_a_question_without_a_schema_is_asked_as_one_text_field() -> None:
     assert dict(retry.answer.data) == {"answer": "because"}
 
 
+@pytest.mark.parametrize(
+    ("request_", "content", "problem"),
+    [
+        (Request("question", "Why?"), {"answer": 42}, "answer: expected string"),
+        (Request("question", "Why?"), {"answer": "x", "extra": [1, 2]}, "extra: not a field"),
+        (Request("question", "Why?"), {}, "answer"),
+        (Request("approval", "Go?"), {"approved": True, "also": "x"}, "also: not a field"),
+    ],
+)
+def test_an_answer_off_the_form_it_was_asked_with_is_refused_and_the_tool_not_run(
+    request_: Request, content: dict[str, Any], problem: str
+) -> None:
+    # A question without a schema is asked as a one-field form (an approval as one
+    # boolean): the content that comes back is checked against that form, as a schema's.
+    session = legacy(elicitation={})
+    call = start(session)
+    sent = only_send(session.complete_call(call.call_id, ToolResult.pending(request_)))
+    final = only_send(respond(session, sent, {"action": "accept", "content": content}))
+    assert final["result"]["isError"] is True
+    assert problem in final["result"]["content"][0]["text"]
+
+
+def test_a_modern_answer_off_its_one_field_form_is_refused_and_the_state_stays_usable() -> None:
+    session = ServerSession(TOOLKIT)
+    meta = modern_meta({"form": {}})
+    call = start(session, meta=meta)
+    (sent,) = session.complete_call(call.call_id, ToolResult.pending(Request("question", "Why?")))
+    result = sent.message["result"]
+    (key,) = result["inputRequests"]
+    state = result["requestState"]
+    bad = start_or_send(session, meta, state, {key: {"action": "accept", "content": {"answer": 4}}})
+    assert "answer: expected string" in bad["result"]["content"][0]["text"]
+    good = session.receive(
+        retry_message(meta, state, {key: {"action": "accept", "content": {"answer": "so"}}}, 3)
+    )
+    assert isinstance(good[0], StartCall) and good[0].answer is not None
+
+
+def retry_message(meta: Any, state: str, responses: Any, rid: int) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "tools/call",
+        "params": {
+            "name": "deploy",
+            "arguments": {"force": True},
+            "_meta": meta,
+            "requestState": state,
+            "inputResponses": responses,
+        },
+    }
+
+
+def start_or_send(session: ServerSession, meta: Any, state: str, responses: Any) -> dict[str, Any]:
+    return only_send(session.receive(retry_message(meta, state, responses, 2)))
+
+
 def test_2025_06_18_elicitations_have_no_mode_field() -> None:
     session = legacy("2025-06-18", elicitation={})
     call = start(session)
@@ -220,25 +277,35 @@ def test_authorization_without_url_mode_comes_back_as_the_prompt_and_url() -> No
     call = start(session)
     pending = ToolResult.auth_required("https://auth.example/login", "Sign in to GitHub")
     final = only_send(session.complete_call(call.call_id, pending))
-    assert final["result"] == {
-        "content": [{"type": "text", "text": "Sign in to GitHub\nhttps://auth.example/login"}],
-        "isError": True,
-    }
+    (text,) = final["result"]["content"]
+    assert final["result"]["isError"] is True
+    assert text["text"].endswith("ask the user: Sign in to GitHub\nhttps://auth.example/login")
 
 
 @pytest.mark.parametrize(
     "version, elicitation", [("2025-11-25", None), ("2025-03-26", {}), ("2024-11-05", {})]
 )
-def test_a_legacy_client_that_cannot_be_asked_gets_the_prompt_as_an_error(
+def test_a_legacy_client_that_cannot_be_asked_gets_the_question_to_relay(
     version: str, elicitation: Any
 ) -> None:
+    # Not the bare prompt as an error, which a model reads as a failure: it is told that
+    # the tool waits for an answer, and what to ask the user.
     session = legacy(version, elicitation=elicitation)
     call = start(session, rid=3)
     final = only_send(session.complete_call(call.call_id, ToolResult.pending(asks_env())))
     assert final == {
         "jsonrpc": "2.0",
         "id": 3,
-        "result": {"content": [{"type": "text", "text": "Which environment?"}], "isError": True},
+        "result": {
+            "content": [
+                {
+                    "type": "text",
+                    "text": "tool 'deploy' is waiting for an answer this client cannot collect "
+                    "(it has no elicitation support); ask the user: Which environment?",
+                }
+            ],
+            "isError": True,
+        },
     }
 
 
@@ -246,10 +313,11 @@ def test_no_question_is_sent_before_the_client_said_it_is_initialized() -> None:
     session = legacy(elicitation={}, initialized=False)
     call = start(session)
     final = only_send(session.complete_call(call.call_id, ToolResult.pending(asks_env())))
-    assert final["result"] == {
-        "content": [{"type": "text", "text": "Which environment?"}],
-        "isError": True,
-    }
+    assert final["result"]["isError"] is True
+    assert final["result"]["content"][0]["text"] == (
+        "tool 'deploy' is waiting for an answer this client cannot collect (it has not said "
+        "it is initialized yet); ask the user: Which environment?"
+    )
 
 
 def test_cancelling_a_call_that_waits_on_its_question_withdraws_the_question() -> None:

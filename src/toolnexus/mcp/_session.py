@@ -63,6 +63,7 @@ from ._suspension import (
     arguments_digest,
     content_problem,
     elicitation_params,
+    form_of,
     form_schema_problem,
     is_finite_number,
     open_state,
@@ -1098,8 +1099,21 @@ class ServerSession:
                     f"{call.name!r} asks: {output}",
                     {"requiredCapabilities": {"elicitation": {mode: {}}}},
                 )
-            # Nobody can be asked: what the model should tell the user, never a hang.
-            return self._finish(call, self._error_result(client, output))
+            # Nobody can be asked: what the model should tell the user, never a hang —
+            # phrased as a question to relay, not as a failure.
+            why = (
+                "it has not said it is initialized yet"
+                if (client.form or client.url) and not can_ask
+                else "it has no elicitation support"
+            )
+            return self._finish(
+                call,
+                self._error_result(
+                    client,
+                    f"tool {call.name!r} is waiting for an answer this client cannot collect "
+                    f"({why}); ask the user: {output}",
+                ),
+            )
         params, shape = asked
         if client.modern:
             state = self._issue_state(call, request, shape)
@@ -1235,9 +1249,9 @@ class ServerSession:
         """Run the call again with ``answer``. ``spend`` (a modern retry) uses up its
         requestState once the answer passed its checks; a decline uses it up too."""
         declined = answer.id != request.id or decline_reason(request, answer) is not None
-        if not declined and shape == "schema":
-            schema = (request.data or {}).get("schema") or {}
-            problem = content_problem(request, schema, answer.data or {})
+        form = form_of(request, str(shape)) if not declined else None
+        if form is not None:
+            problem = content_problem(request, form, answer.data or {})
             if problem is not None:
                 # A decline with the reason: the tool is not run with data it did not ask
                 # for, and the state stays usable for a corrected answer.

@@ -32,6 +32,7 @@ __all__ = [
     "arguments_digest",
     "content_problem",
     "elicitation_params",
+    "form_of",
     "form_schema_problem",
     "open_state",
     "sign_state",
@@ -80,39 +81,34 @@ def elicitation_params(
         return params, "url"
     if not form:
         return None
-    schema = _declared_schema(request)
-    shape: ElicitationShape = "schema"
-    if schema is None:
-        if request.kind == "approval":
-            shape = "approval"
-            schema = {
-                "type": "object",
-                "properties": {
-                    APPROVAL_FIELD: {
-                        "type": "boolean",
-                        "title": "Approve",
-                        "description": request.prompt,
-                    }
-                },
-                "required": [APPROVAL_FIELD],
-            }
-        else:
-            shape = "answer"
-            schema = {
-                "type": "object",
-                "properties": {
-                    ANSWER_FIELD: {
-                        "type": "string",
-                        "title": "Answer",
-                        "description": request.prompt,
-                    }
-                },
-                "required": [ANSWER_FIELD],
-            }
+    if _declared_schema(request) is not None:
+        shape: ElicitationShape = "schema"
+    else:
+        shape = "approval" if request.kind == "approval" else "answer"
+    schema = form_of(request, shape)
     params = {"message": message, "requestedSchema": schema}
     if with_mode:
         params = {"mode": "form", **params}
     return params, shape
+
+
+def form_of(request: Request, shape: ElicitationShape) -> dict[str, Any] | None:
+    """The form ``request`` is asked with in ``shape`` — its own ``data.schema``, the one
+    boolean field of an approval, the one text field of anything else — or ``None`` for URL
+    mode (no form). The answer's content is checked against the same form."""
+    if shape == "schema":
+        return _declared_schema(request)
+    if shape == "approval":
+        field, kind, title = APPROVAL_FIELD, "boolean", "Approve"
+    elif shape == "answer":
+        field, kind, title = ANSWER_FIELD, "string", "Answer"
+    else:
+        return None
+    return {
+        "type": "object",
+        "properties": {field: {"type": kind, "title": title, "description": request.prompt}},
+        "required": [field],
+    }
 
 
 def _declared_schema(request: Request) -> dict[str, Any] | None:
