@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from http_helpers import read_until_closed
 from toolnexus import Request, Toolkit, ToolResult, tool
 from toolnexus._context import ToolContext
 from toolnexus.mcp import HttpServer, ServerOptions
@@ -443,15 +444,6 @@ def test_an_oversized_body_sent_through_urllib_gets_its_413() -> None:
             urllib.request.urlopen(request, timeout=30)
         assert refused.value.code == 413
         refused.value.close()
-
-
-def read_until_closed(sock: socket.socket) -> bytes:
-    """What the server sends until it closes the connection."""
-    reply = b""
-    with contextlib.suppress(ConnectionResetError):
-        while chunk := sock.recv(65536):
-            reply += chunk
-    return reply
 
 
 def exchange_raw(server: HttpServer, data: bytes) -> bytes:

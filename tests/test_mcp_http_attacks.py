@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from cli_helpers import child_env
+from http_helpers import read_until_closed
 from toolnexus import Toolkit, tool
 from toolnexus._context import ToolContext
 from toolnexus.mcp import AsgiApp, HttpServer, ServerOptions, asgi_app
@@ -128,14 +129,6 @@ def raw_request(message: dict[str, Any], extra: dict[str, str] | None = None) ->
     fields = {"Host": "localhost", **headers_for(message, extra), "Content-Length": str(len(body))}
     head = "".join(f"{name}: {value}\r\n" for name, value in fields.items())
     return b"POST /mcp HTTP/1.1\r\n" + head.encode() + b"\r\n" + body
-
-
-def read_until_closed(sock: socket.socket) -> bytes:
-    reply = b""
-    with contextlib.suppress(ConnectionResetError):
-        while chunk := sock.recv(65536):
-            reply += chunk
-    return reply
 
 
 def dechunk(body: bytes) -> bytes:
