@@ -270,13 +270,15 @@ class CallBridge(ABC):
             # The call copies this context: the tool's ctx.report_log finds its client here.
             bound = bound_log.set(log)
             try:
-                call = self.host.get()._prepare_call(
+                # Made unstarted, registered where a cancel finds it, then started.
+                call = self.host.get().submit(
                     action.name,
                     action.arguments,
                     progress=progress,
                     request=action.resumes if action.answer is not None else None,
                     answer=action.answer,
                     done_callback=settled,
+                    start=False,
                 )
             finally:
                 bound_log.reset(bound)
@@ -289,7 +291,7 @@ class CallBridge(ABC):
                     cancelled = False
             if cancelled:
                 call.cancel()  # a cancel that came first: it never starts
-            call._start(inline)
+            call.start(inline)
         except Exception as exc:  # the host promises not to raise; answer anyway if it does
             from .._log import get_logger
 
