@@ -1017,7 +1017,9 @@ def test_bad_limits_are_programmer_errors() -> None:
         (3.0, True, True, False),
         (-7.0, True, True, False),
         (3.5, False, True, False),
-        (float("inf"), False, True, False),
+        (float("inf"), False, False, False),  # not JSON: no JSON text reads as it
+        (float("-inf"), False, False, False),
+        (float("nan"), False, False, False),
         (True, False, False, True),
         (False, False, False, True),
         ("1", False, False, False),
@@ -1030,6 +1032,50 @@ def test_booleans_are_never_numbers_and_integral_floats_are_integers(
     assert Validator({"type": "integer"}).is_valid(value) is is_integer
     assert Validator({"type": "number"}).is_valid(value) is is_number
     assert Validator({"type": "boolean"}).is_valid(value) is is_boolean
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")], ids=repr)
+def test_infinity_and_nan_are_refused_where_a_number_is_expected_and_say_why(bad: float) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "x": {"type": "number"},
+            "bounded": {"type": "number", "minimum": 0},
+            "either": {"type": ["number", "null"]},
+            "vector": {"type": "array", "items": {"type": "number"}},
+        },
+    }
+    v = Validator(schema)
+    why = f"got {bad!r} (not a JSON number: JSON has no Infinity or NaN)"
+    for key in ("x", "bounded"):
+        assert v.errors({key: bad}) == [f"{key}: expected number, {why}"]
+    assert v.errors({"either": bad}) == [f"either: expected number or null, {why}"]
+    # a long list of floats is checked at C speed; one bad value among them is still found
+    assert v.is_valid({"vector": [0.5] * 1000})
+    assert v.errors({"vector": [0.5] * 1000 + [bad]}) == [f"vector[1000]: expected number, {why}"]
+    assert v.is_valid({"vector": [1e308] * 20})  # their sum overflows; each is finite
+
+
+def test_a_tool_refuses_an_infinite_argument_instead_of_failing_on_its_own_output() -> None:
+    @toolnexus.tool
+    def half(x: float) -> float:
+        """Halve a number."""
+        return x / 2
+
+    refused = half({"x": float("inf")})
+    assert refused.is_error
+    assert refused.output == (
+        "invalid arguments for 'half': x: expected number, got inf (not a JSON number: JSON has"
+        " no Infinity or NaN)"
+    )
+    assert half({"x": 3.0}).output == "1.5"
+
+
+def test_a_schema_value_that_is_not_json_is_refused() -> None:
+    with pytest.raises(SchemaError, match="'enum' values must be JSON values, got nan"):
+        Validator({"enum": [1, float("nan")]})
+    with pytest.raises(SchemaError, match="'const' must be a JSON value, got inf"):
+        Validator({"const": float("inf")})
 
 
 def test_int_and_str_subclasses_count_as_their_json_type() -> None:

@@ -170,6 +170,8 @@ def _describe(value: Any) -> str:
     if isinstance(value, int):
         return f"integer {_number_text(value)}"
     if isinstance(value, float):
+        if value - value != 0.0:
+            return f"{value!r} (not a JSON number: JSON has no Infinity or NaN)"
         return f"number {_number_text(value)}"
     if isinstance(value, str):
         if len(value) <= 40:
@@ -261,10 +263,25 @@ def _is_integer(x: Any, d: int) -> bool:
 
 
 def _is_number(x: Any, d: int = 0) -> bool:
+    """A JSON number: an int or a finite float (JSON has no Infinity and no NaN)."""
     t = type(x)
-    if t is int or t is float:
+    if t is int:
         return True
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    if t is float:
+        return x - x == 0.0  # type: ignore[no-any-return]  # inf - inf and nan - nan are nan
+    if isinstance(x, float):
+        return x - x == 0.0
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _all_finite(values: Any) -> bool:
+    """True when the sum of ``values`` (ints and floats) is finite, so none is inf or nan;
+    False says nothing for sure (1e308 + 1e308 overflows): look at each value then."""
+    try:
+        total = sum(values)
+    except OverflowError:  # an int too large for a float
+        return False
+    return total - total == 0.0  # type: ignore[no-any-return]
 
 
 def _is_string(x: Any, d: int) -> bool:
@@ -288,12 +305,13 @@ _TYPE_CHECKS: dict[str, _Ok] = {
     "array": _is_array,
     "object": _is_object,
 }
-# Exact Python types accepted by a JSON type without a further look (the fast path).
+# Exact Python types accepted by a JSON type without a further look (the fast path). Not
+# float for "number": inf and nan are floats, and not JSON numbers.
 _EXACT_TYPES: dict[str, tuple[type, ...]] = {
     "null": (type(None),),
     "boolean": (bool,),
     "integer": (int,),
-    "number": (int, float),
+    "number": (int,),
     "string": (str,),
     "array": (list, tuple),
     "object": (dict,),
@@ -335,7 +353,9 @@ def _canon(value: Any, budget: int) -> Any:
 
 
 def _is_json_value(value: Any, budget: int = _MAX_SCHEMA_LEVELS) -> bool:
-    if value is None or isinstance(value, (str, bool, int, float)):
+    if isinstance(value, float):
+        return value - value == 0.0  # not inf or nan
+    if value is None or isinstance(value, (str, bool, int)):
         return True
     if budget <= 0:
         return False
@@ -369,7 +389,8 @@ class _Node:
     """
 
     __slots__ = (
-        "conditional", "dependent", "done", "exact", "explain", "inplace", "inplace_if_valid",
+        "conditional", "dependent", "done", "exact", "explain", "floats", "inplace",
+        "inplace_if_valid",
         "links", "ok", "pointer", "reject", "seen_all_items", "seen_all_properties",
         "seen_contains", "seen_names", "seen_patterns", "seen_prefix",
         "seen_unevaluated_items", "seen_unevaluated_properties",
@@ -385,6 +406,8 @@ class _Node:
         self.links: list[tuple[str, _Node]] = []
         # for a node that only checks a scalar type: the Python types it accepts at a glance
         self.exact: frozenset[type] = frozenset()
+        # ...and whether it takes every finite float too (a number leaf)
+        self.floats = False
         # What the node evaluates, for unevaluatedProperties/unevaluatedItems around it:
         # the properties, patternProperties and prefix it names, whether additionalProperties
         # / items (all) or its own unevaluated* (all, once it passed) cover the rest, its
@@ -839,6 +862,7 @@ class _Compiler:
                 node.ok, node.explain, node.reject = _type_leaf(names)
                 if _SCALAR_TYPE_NAMES.issuperset(names):
                     node.exact = frozenset(t for name in names for t in _EXACT_TYPES[name])
+                    node.floats = "number" in names
                 else:
                     node.ok, node.explain = _depth_guard(node.ok, node.explain, self.max_depth)
             else:
@@ -1498,6 +1522,7 @@ def _too_deep(max_depth: int) -> str:
 
 _SCALAR_TYPE_NAMES = frozenset({"null", "boolean", "integer", "number", "string"})
 _SCALARS = (str, int, float, bool, type(None))
+_INT_FLOAT = frozenset({int, float})
 
 
 def _covers_depth(
@@ -1752,6 +1777,7 @@ def _array_check(prefix: list[_Node], items: _Node, max_depth: int) -> tuple[_Ok
     items_ok = items.ok_late()
     # list[int] and friends: most items pass on their exact type, without a call
     at_a_glance = items.exact if items.done else frozenset()
+    floats = items.done and items.floats
 
     if not count and not closed:
         # the common shape (items alone): no prefix to pair up, no length to check
@@ -1764,8 +1790,12 @@ def _array_check(prefix: list[_Node], items: _Node, max_depth: int) -> tuple[_Ok
                 return False
             d += 1
             if at_a_glance:
-                if len(x) > 16 and at_a_glance.issuperset(set(map(type, x))):
-                    return True  # a long list[int] or list[str]: one pass at C speed
+                if len(x) > 16:
+                    kinds = set(map(type, x))
+                    if at_a_glance.issuperset(kinds):
+                        return True  # a long list[int] or list[str]: one pass at C speed
+                    if floats and kinds <= _INT_FLOAT and _all_finite(x):
+                        return True  # a long list[float] (an embedding): likewise
                 for item in x:
                     if type(item) not in at_a_glance and not items_ok(item, d):
                         return False
