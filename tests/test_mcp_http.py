@@ -91,8 +91,10 @@ def odd_log(ctx: ToolContext) -> str:
 TOOLKIT = Toolkit([add, steps, waits, asks, big, odd_log])
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server() -> Iterator[HttpServer]:
+    # One server for the module: every test opens its own connections (and sessions), and
+    # stopping a server waits out its accept loop's 0.2 s poll, once instead of per test.
     with HttpServer(TOOLKIT, port=0, request_timeout_s=0.5, grace_s=0.5) as running:
         running.start()
         yield running
