@@ -50,12 +50,37 @@ def test_importing_host_loads_no_typing_asyncio_logging_or_parts():
 
 
 def test_the_answer_stores_live_in_their_public_namespace():
-    from toolnexus.stores import AnswerStore, MemoryAnswerStore, SqliteAnswerStore
+    from toolnexus.stores import (
+        AnswerStore,
+        MemoryAnswerStore,
+        PostgresAnswerStore,
+        RedisAnswerStore,
+        SqliteAnswerStore,
+        open_store,
+    )
 
-    for name in (AnswerStore, MemoryAnswerStore, SqliteAnswerStore):
+    for name in (
+        AnswerStore,
+        MemoryAnswerStore,
+        PostgresAnswerStore,
+        RedisAnswerStore,
+        SqliteAnswerStore,
+        open_store,
+    ):
         assert name.__module__ == "toolnexus.stores"
     assert isinstance(MemoryAnswerStore(), AnswerStore)
     assert not isinstance(object(), AnswerStore)
+
+
+def test_importing_the_stores_imports_no_database_driver():
+    # psycopg and redis load with the first store that needs them; naming the classes
+    # (even for isinstance checks) costs nothing.
+    code = (
+        "import sys; import toolnexus.stores as s; s.PostgresAnswerStore; s.RedisAnswerStore; "
+        "print(sorted(m for m in ('psycopg', 'psycopg_pool', 'redis') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_package_ships_py_typed():

@@ -967,9 +967,10 @@ def _cmd_resume(options: argparse.Namespace) -> int:
 
 def _keys(options: argparse.Namespace, *, consumes: bool = True) -> _Keys:
     """The signing keys (--secret-file, else TOOLNEXUS_SECRET) and where used answers are
-    kept: with a key, an SQLite file shared by every process (--answers-db or the default
-    in the user's cache folder), so an answer resumes once across processes too. A command
-    that never takes an answer from elsewhere (``consumes`` false: `call`) opens no file."""
+    kept: the store --store (or --answers-db, or TOOLNEXUS_STORE) names; else, with a key,
+    an SQLite file shared by every process (in the user's cache folder), so an answer
+    resumes once across processes too. A command that never takes an answer from
+    elsewhere (``consumes`` false: `call`) opens no default file."""
     from ._binding import SqliteAnswerStore, load_secret, read_secret_file
 
     path = getattr(options, "secret_file", None)
@@ -979,16 +980,50 @@ def _keys(options: argparse.Namespace, *, consumes: bool = True) -> _Keys:
         raise _CliError(f"--secret-file: cannot read {path}: {exc.strerror or exc}") from None
     except (ValueError, TypeError) as exc:
         raise _CliError(str(exc)) from None
+    named = _store_url(options)
+    if named is not None:
+        return keys or None, _open_store(*named)
     if not keys or not consumes:
         return keys or None, None
-    db = getattr(options, "answers_db", None) or _default_answers_db()
+    db = _default_answers_db()
     try:
         os.makedirs(os.path.dirname(os.path.abspath(db)), exist_ok=True)
         return keys, SqliteAnswerStore(db)
     except (OSError, ImportError) as exc:
-        raise _CliError(f"--answers-db: cannot use {db}: {exc}") from None
-    except Exception as exc:  # sqlite3.Error: not a database, locked, ...
-        raise _CliError(f"--answers-db: cannot use {db}: {exc}") from None
+        raise _CliError(
+            f"cannot use the default answers file {db}: {exc}; choose another "
+            "with --store sqlite:PATH"
+        ) from None
+
+
+def _store_url(options: argparse.Namespace) -> tuple[str, str] | None:
+    """(URL, where it came from) of the store the command line or the environment names."""
+    from ._binding import STORE_ENV
+
+    url = getattr(options, "store", None)
+    db = getattr(options, "answers_db", None)
+    if url is not None and db is not None:
+        raise _CliError(
+            "give --store or --answers-db, not both (--answers-db PATH is --store sqlite:PATH)"
+        )
+    if url is not None:
+        return url, "--store"
+    if db is not None:
+        return f"sqlite:{db}", "--answers-db"
+    url = os.environ.get(STORE_ENV, "").strip()
+    return (url, STORE_ENV) if url else None
+
+
+def _open_store(url: str, where: str) -> AnswerStore:
+    from .errors import InvalidValueError
+    from .stores._open import open_named
+
+    try:
+        return open_named(url, where)
+    except InvalidValueError as exc:
+        raise _CliError(str(exc)) from None
+    except (ImportError, OSError) as exc:  # a missing extra; StoreUnavailableError
+        raise _CliError(f"{where}: {exc}") from exc
 
 
 def _default_answers_db() -> str:
@@ -1138,7 +1173,9 @@ def _cmd_serve(options: argparse.Namespace) -> int:
         kwargs["version"] = options.version
     secret, store = _keys(options)
     if secret is not None:
-        kwargs["secret"], kwargs["answer_store"] = secret, store
+        kwargs["secret"] = secret
+    if store is not None:
+        kwargs["answer_store"] = store
     if options.http is not None:
         if options.max_inflight_bytes is not None:
             raise _CliError("--max-inflight-bytes is for stdio; leave it out with --http")
@@ -1495,10 +1532,17 @@ def _add_key_options(sub: argparse.ArgumentParser) -> None:
         "(default: $TOOLNEXUS_SECRET); the same key lets another process resume",
     )
     sub.add_argument(
+        "--store",
+        metavar="URL",
+        help="where answers already used are kept, shared by every process that names it: "
+        "memory:, sqlite:PATH, postgresql://USER:PASSWORD@HOST/DB or redis://HOST:6379/0 "
+        "(default: $TOOLNEXUS_STORE, else with a key "
+        "sqlite:~/.cache/toolnexus/used-answers.sqlite3)",
+    )
+    sub.add_argument(
         "--answers-db",
         metavar="PATH",
-        help="SQLite file of answers already used, shared by processes (with a key; default: "
-        "~/.cache/toolnexus/used-answers.sqlite3)",
+        help="the same as --store sqlite:PATH",
     )
 
 

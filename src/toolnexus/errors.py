@@ -18,6 +18,7 @@
     │   ├── WireFormatError             a Request/Answer/ToolResult document is malformed
     │   └── RefError                    a command-line REF names no usable tools
     ├── UnknownToolError            + LookupError: no tool of that name
+    ├── StoreUnavailableError       + ConnectionError: the answer store cannot be used now
     ├── WaitTimeoutError            + TimeoutError: Call.result(timeout=...) gave up waiting
     ├── TimerStartError             + RuntimeError: the timer thread could not be started
     └── OperationCancelledError     a cancelled token was asked to raise
@@ -49,6 +50,7 @@ __all__ = [
     "RefError",
     "SchemaError",
     "SchemaInferenceError",
+    "StoreUnavailableError",
     "StrictSchemaError",
     "TimerStartError",
     "ToolnexusError",
@@ -440,6 +442,37 @@ def _unknown_message(name: str, suggestions: list[str], known: list[str]) -> str
         return f"unknown tool {name!r}; no tools are registered"
     shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
     return f"unknown tool {name!r}; known tools: {shown}"
+
+
+class StoreUnavailableError(ToolnexusError, ConnectionError):
+    """An answer store could not be used: its server is down or unreachable, refused the
+    credentials, or the file cannot be opened.
+
+    ``store`` names the store (its URL without the password, or its file), ``reason`` says
+    what went wrong and how to fix it. A host never lets it through to the model: the
+    resume that needed the store is refused with an error result (the answer is not used
+    up, so the same answer can be sent again once the store is back), and the details go
+    to the ``toolnexus`` logger.
+
+    Example::
+
+        try:
+            store = open_store("postgresql://app:secret@db.internal/app")
+        except StoreUnavailableError as exc:
+            print(exc.store)   # postgresql://app:***@db.internal/app
+    """
+
+    def __init__(self, store: str, reason: str) -> None:
+        super().__init__(f"answer store {store}: {reason}")
+        self.store = store
+        self.reason = reason
+
+    def __str__(self) -> str:
+        # OSError's own __str__ would show the args tuple; this one reads as a sentence.
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.store, self.reason))
 
 
 class WaitTimeoutError(ToolnexusError, TimeoutError):
