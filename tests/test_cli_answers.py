@@ -253,9 +253,10 @@ def test_a_bad_store_url_is_a_usage_error_that_names_it_without_its_password(fol
         out = resume(folder, *args, *extra, request=parked, env=env)
         assert out.returncode == 2, (extra, out.stderr)
         assert problem in out.stderr and "hunter2" not in out.stderr, out.stderr
-    assert "mysql://app:***@db/app" in resume(
-        folder, *args, "--store", "mysql://app:hunter2@db/app", request=parked
-    ).stderr
+    assert (
+        "mysql://app:***@db/app"
+        in resume(folder, *args, "--store", "mysql://app:hunter2@db/app", request=parked).stderr
+    )
     assert ran(folder) == []
 
 
