@@ -580,7 +580,7 @@ class McpClient:
                 connection.waiters[outgoing.id] = waiter
             try:
                 transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
-            except OSError as exc:
+            except (OSError, McpError) as exc:
                 with self._lock:
                     connection.waiters.pop(outgoing.id, None)
                 raise _Lost(f"cannot write to the server: {exc}", sent=False) from None
@@ -603,7 +603,6 @@ class McpClient:
 
     def _send_quietly(self, connection: _Connection, outgoing: Outgoing) -> None:
         """Send a notification or a response of ours; a failure is logged."""
-        from ._client_http import TransportError
 
         try:
             if connection.is_stdio:
@@ -616,7 +615,7 @@ class McpClient:
             )
             if isinstance(answer, dict) and "error" in answer:
                 _log.debug("MCP server %s refused a message: %r", self.name, answer["error"])
-        except (OSError, TransportError) as exc:
+        except (OSError, McpError) as exc:
             _log.debug("MCP server %s: cannot send %s: %s", self.name, outgoing.message, exc)
 
     # ------------------------------------------------------------------ receiving
@@ -871,7 +870,7 @@ class McpClient:
                 if attempt == 0 and (lost.session_lost or not lost.sent):
                     continue
                 raise McpError(self.name, f"{method} failed: {lost.problem}") from None
-        raise AssertionError("unreachable")
+        raise McpError(self.name, f"{method} failed: the session was lost twice in a row")
 
     def _lose(self, connection: _Connection, lost: _Lost) -> None:
         """A request found the connection gone: forget it, so the next one re-opens."""
@@ -1121,15 +1120,11 @@ class McpClient:
             with self._lock:
                 connection.calls[outgoing.id] = waiter
             result = self._drive(connection, waiter, name, token, progress)
-            if result is _RETRY and attempt == 0:
-                continue
             if result is _RETRY:
-                return ToolResult(
-                    f"{name}: MCP server {self.name} lost the session twice in a row", True
-                )
+                continue
             assert isinstance(result, ToolResult)
             return result
-        raise AssertionError("unreachable")
+        return ToolResult(f"{name}: MCP server {self.name} lost the session twice in a row", True)
 
     def _drive(
         self,

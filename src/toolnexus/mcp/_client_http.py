@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..errors import McpError
 from . import _codec as codec
 
 __all__ = ["HttpExchange", "HttpTransport", "TransportError"]
@@ -30,14 +31,14 @@ _MAX_RESUMES = 5
 _IDLE_CONNECTIONS = 8
 
 
-class TransportError(Exception):
+class TransportError(McpError):
     """The HTTP exchange failed: ``problem`` says how; ``session_lost`` when the server
     no longer knows the session (404 on a session id), ``sent`` when the request may have
-    reached the server."""
+    reached the server. The client turns it into an error result or an :class:`McpError`
+    that names the server."""
 
     def __init__(self, problem: str, *, session_lost: bool = False, sent: bool = True) -> None:
-        super().__init__(problem)
-        self.problem = problem
+        super().__init__("http", problem)
         self.session_lost = session_lost
         self.sent = sent
 

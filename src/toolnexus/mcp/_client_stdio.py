@@ -16,11 +16,11 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..errors import McpError
 from . import _codec as codec
 
 __all__ = ["StdioTransport"]
@@ -74,6 +74,7 @@ class StdioTransport:
         self._on_problem = on_problem
         self._on_closed = on_closed
         self._limit = max_message_bytes
+        self._label = label
         self._write_lock = threading.Lock()
         self._stderr: collections.deque[str] = collections.deque()
         self._stderr_size = 0
@@ -115,12 +116,13 @@ class StdioTransport:
         return text
 
     def send(self, data: bytes) -> None:
-        """Write one message line. Raises ``OSError`` when the pipe is broken."""
+        """Write one message line. Raises ``OSError`` when the pipe is broken, and
+        :class:`McpError` once the transport is closed."""
         stdin = self._process.stdin
         assert stdin is not None
         with self._write_lock:
             if self._closed:
-                raise BrokenPipeError("the connection to the server is closed")
+                raise McpError(self._label, "the connection to the server is closed")
             stdin.write(data)
 
     # ------------------------------------------------------------------ reading
@@ -232,7 +234,3 @@ class StdioTransport:
     def __repr__(self) -> str:
         state = "open" if self.is_alive else "closed"
         return f"<StdioTransport pid={self._process.pid} {state}>"
-
-
-def _python() -> str:  # pragma: no cover - used by tests and docs through the client
-    return sys.executable
