@@ -21,24 +21,24 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import McpError
 from . import _codec as codec
 
-__all__ = ["HttpExchange", "HttpTransport", "TransportError"]
+__all__ = ["HttpExchange", "HttpTransport"]
 
 _DEFAULT_RETRY_MS = 1000
 _MAX_RESUMES = 5
 _IDLE_CONNECTIONS = 8
 
 
-class TransportError(McpError):
+class _TransportError(Exception):
     """The HTTP exchange failed: ``problem`` says how; ``session_lost`` when the server
     no longer knows the session (404 on a session id), ``sent`` when the request may have
     reached the server. The client turns it into an error result or an :class:`McpError`
     that names the server."""
 
     def __init__(self, problem: str, *, session_lost: bool = False, sent: bool = True) -> None:
-        super().__init__("http", problem)
+        super().__init__(problem)
+        self.problem = problem
         self.session_lost = session_lost
         self.sent = sent
 
@@ -80,7 +80,7 @@ class HttpTransport:
     def _connection(self) -> http.client.HTTPConnection:
         with self._lock:
             if self._closed:
-                raise TransportError("the client is closed", sent=False)
+                raise _TransportError("the client is closed", sent=False)
             if self._idle:
                 return self._idle.pop()
         return self._fresh()
@@ -125,10 +125,10 @@ class HttpTransport:
             connection.close()
             if reused:
                 return self._send(method, body, headers, read_timeout, fresh=True)
-            raise TransportError(f"the server at {self.url} closed the connection") from None
+            raise _TransportError(f"the server at {self.url} closed the connection") from None
         except OSError as exc:
             connection.close()
-            raise TransportError(
+            raise _TransportError(
                 f"cannot reach {self.url}: {exc.strerror or exc}", sent=False
             ) from None
         return connection, reused
@@ -175,18 +175,20 @@ class HttpTransport:
             connection, response = self._open("POST", body, self._request_headers(headers), timeout)
             data = response.read(self.max_message_bytes + 1)
         except (OSError, http.client.HTTPException) as exc:
-            raise TransportError(f"the connection to {self.url} failed: {exc}") from None
+            raise _TransportError(f"the connection to {self.url} failed: {exc}") from None
         if response.will_close:
             connection.close()
         else:
             self._release(connection)
         if response.status == 404 and self.session_id is not None:
-            raise TransportError("the server no longer knows this session (404)", session_lost=True)
+            raise _TransportError(
+                "the server no longer knows this session (404)", session_lost=True
+            )
         if response.status >= 400:
             message = _json_or_none(data)
             if message is not None:
                 return message
-            raise TransportError(_status_problem(response, data))
+            raise _TransportError(_status_problem(response, data))
         return _json_or_none(data)
 
     def close(self, timeout: float) -> None:
@@ -205,7 +207,7 @@ class HttpTransport:
                 )
                 response.read(65536)
                 connection.close()
-            except TransportError:
+            except _TransportError:
                 pass
         with self._lock:
             self._closed = True
@@ -280,7 +282,7 @@ class HttpExchange:
                 connection.sock.shutdown(socket.SHUT_RDWR)
 
     def messages(self, on_session: Callable[[str], None] | None = None) -> Iterator[Any]:
-        """The decoded messages of the answer. Raises :class:`TransportError` when the
+        """The decoded messages of the answer. Raises :class:`_TransportError` when the
         exchange fails (or was aborted: then ``problem`` is ``"aborted"``)."""
         try:
             response = self._head()
@@ -291,7 +293,7 @@ class HttpExchange:
             kind = (response.getheader("Content-Type") or "").split(";", 1)[0].strip().lower()
             if status == 404 and self._transport.session_id is not None:
                 response.read(65536)
-                raise TransportError(
+                raise _TransportError(
                     "the server no longer knows this session (404)", session_lost=True, sent=False
                 )
             if status == 202:
@@ -303,18 +305,20 @@ class HttpExchange:
             data = self._read_body(response)
             message = _json_or_none(data)
             if message is None or (status >= 400 and not isinstance(message, dict)):
-                raise TransportError(_status_problem(response, data), sent=status >= 500)
+                raise _TransportError(_status_problem(response, data), sent=status >= 500)
             if isinstance(message, dict) and "jsonrpc" not in message and status >= 400:
-                raise TransportError(_status_problem(response, data), sent=status >= 500)
+                raise _TransportError(_status_problem(response, data), sent=status >= 500)
             yield message
         except (OSError, http.client.HTTPException) as exc:
             if self._aborted:
-                raise TransportError("aborted") from None
+                raise _TransportError("aborted") from None
             if isinstance(exc, socket.timeout):
-                raise TransportError(
+                raise _TransportError(
                     f"no message from the server for {self._read_timeout} s"
                 ) from None
-            raise TransportError(f"the connection to {self._transport.url} failed: {exc}") from None
+            raise _TransportError(
+                f"the connection to {self._transport.url} failed: {exc}"
+            ) from None
         finally:
             self._done()
 
@@ -339,7 +343,7 @@ class HttpExchange:
         limit = self._transport.max_message_bytes
         data = response.read(limit + 1)
         if len(data) > limit:
-            raise TransportError(
+            raise _TransportError(
                 f"the server sent a message over {limit} bytes (max_message_bytes)"
             )
         return data
@@ -355,20 +359,20 @@ class HttpExchange:
                 if answered:
                     return
             if self._aborted:
-                raise TransportError("aborted")
+                raise _TransportError("aborted")
             # The stream ended without the response: resume it where it stopped.
             if self.last_event_id is None:
-                raise TransportError(
+                raise _TransportError(
                     "the server closed the event stream before it answered the request"
                 )
             if resumes >= _MAX_RESUMES:
-                raise TransportError(
+                raise _TransportError(
                     f"the event stream ended {resumes + 1} times before the answer came"
                 )
             resumes += 1
             self._release_connection(response)
             if self._abort_event.wait(self.retry_ms / 1000):
-                raise TransportError("aborted")
+                raise _TransportError("aborted")
             headers = {
                 key: value
                 for key, value in self._headers.items()
@@ -383,7 +387,7 @@ class HttpExchange:
             self._response = response
             if response.status != 200:
                 data = response.read(65536)
-                raise TransportError(
+                raise _TransportError(
                     f"resuming the event stream failed: {_status_problem(response, data)}"
                 )
 
@@ -424,7 +428,9 @@ def _read_sse(exchange: HttpExchange, response: http.client.HTTPResponse) -> Ite
         if not raw:
             return
         if len(raw) > limit + 1:
-            raise TransportError(f"the server sent an event over {limit} bytes (max_message_bytes)")
+            raise _TransportError(
+                f"the server sent an event over {limit} bytes (max_message_bytes)"
+            )
         line = raw.decode("utf-8", "replace").rstrip("\r\n")
         if not line:
             if data and kind in ("", "message"):
@@ -445,7 +451,7 @@ def _read_sse(exchange: HttpExchange, response: http.client.HTTPResponse) -> Ite
         if field == "data":
             size += len(value)
             if size > limit:
-                raise TransportError(
+                raise _TransportError(
                     f"the server sent an event over {limit} bytes (max_message_bytes)"
                 )
             data.append(value)
