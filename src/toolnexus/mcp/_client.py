@@ -585,13 +585,13 @@ class McpClient:
                     connection.waiters.pop(outgoing.id, None)
                 raise _Lost(f"cannot write to the server: {exc}", sent=False) from None
             return waiter
-        from ._client_http import _TransportError
+        from ._client_http import HttpTransport
 
         with self._lock:
             headers = connection.session.http_headers(outgoing, headers_for)
         try:
             exchange = transport.start(outgoing.to_bytes(), headers, read_timeout)  # type: ignore[union-attr]
-        except _TransportError as exc:
+        except HttpTransport.Failure as exc:
             raise _Lost(exc.problem, sent=exc.sent, session_lost=exc.session_lost) from None
         waiter.exchange = exchange
         waiter.messages = exchange.messages(self._on_session_id)
@@ -650,7 +650,7 @@ class McpClient:
                 waiter.cond.wait(left)
 
     def _pull(self, connection: _Connection, waiter: _Waiter, token: CancellationToken) -> Any:
-        from ._client_http import _TransportError
+        from ._client_http import HttpTransport
 
         while not waiter.events:
             if token.is_cancellation_requested:
@@ -659,7 +659,7 @@ class McpClient:
                 message = next(waiter.messages)
             except StopIteration:
                 raise _Lost("the server ended the answer without a response") from None
-            except _TransportError as exc:
+            except HttpTransport.Failure as exc:
                 if token.is_cancellation_requested or exc.problem == "aborted":
                     raise _Cancelled() from None
                 if exc.problem.startswith("no message from the server"):

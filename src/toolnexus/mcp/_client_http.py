@@ -44,7 +44,13 @@ class _TransportError(Exception):
 
 
 class HttpTransport:
-    """One MCP server behind a Streamable HTTP endpoint (``url``)."""
+    """One MCP server behind a Streamable HTTP endpoint (``url``).
+
+    What fails raises :attr:`Failure` (saying whether the session was lost, and whether
+    the request may have reached the server).
+    """
+
+    Failure = _TransportError
 
     def __init__(
         self,
