@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         (folder / "env.sh").write_text("\n".join(lines) + "\n")
         print("\n".join(lines))
         return 0
+    if not (folder / STATE).exists():
+        return 0 if options.command == "stop" else f"store_servers: nothing started in {folder}"
     state = json.loads((folder / STATE).read_text())
     if options.command == "restart":
         halt(folder, options.server)
@@ -117,11 +119,22 @@ def run_as() -> str | None:
 
 
 def reachable_by_others(path: Path) -> None:
-    """Let another user traverse every folder above ``path`` (mktemp makes them 0700)."""
+    """Let another user traverse every folder from ``path`` up (mktemp makes them 0700)."""
     for folder in [path, *path.parents]:
         mode = folder.stat().st_mode
         if mode & 0o001 == 0:
             folder.chmod(mode | 0o001)
+
+
+def as_user(user: str | None) -> dict[str, object]:
+    """subprocess arguments that run a program as ``user`` (None: as we are), with that
+    user's group and no other (``user=`` alone would keep root's groups)."""
+    if user is None:
+        return {}
+    import pwd
+
+    entry = pwd.getpwnam(user)
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
 
 def init_postgres(folder: Path, bin_dir: Path) -> dict[str, object]:
@@ -153,7 +166,7 @@ def init_postgres(folder: Path, bin_dir: Path) -> dict[str, object]:
         ],
         check=True,
         stdout=subprocess.DEVNULL,
-        user=user,
+        **as_user(user),
     )
     pwfile.unlink()
     return {
@@ -226,8 +239,8 @@ def launch(folder: Path, name: str, server: dict[str, object]) -> None:
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            user=server["user"],
             start_new_session=True,  # outlives this script; stopped by its PID
+            **as_user(server["user"]),
         )
     (folder / f"{name}.pid").write_text(f"{process.pid}\n")
     deadline = time.monotonic() + READY_S
