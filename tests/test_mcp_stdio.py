@@ -262,6 +262,7 @@ def test_a_call_that_finishes_within_the_grace_period_is_still_answered_after_st
     assert server.rest[0]["result"]["content"][0]["text"] == "slept 200 ms"
 
 
+@pytest.mark.slow  # the 1 s grace, then 1 s for the stuck thread
 def test_closing_stdin_exits_even_while_a_tool_ignores_cancellation(server: Server) -> None:
     server.initialize()
     server.send(

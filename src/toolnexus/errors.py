@@ -21,6 +21,7 @@
     ├── WaitTimeoutError            + TimeoutError: Call.result(timeout=...) gave up waiting
     ├── StoreUnavailableError       + ConnectionError: the answer store cannot be used now
     ├── TimerStartError             + RuntimeError: the timer thread could not be started
+    ├── McpError                    + ConnectionError: an MCP server could not be used
     └── OperationCancelledError     a cancelled token was asked to raise
 
 Each class also inherits the builtin a caller would catch without knowing toolnexus
@@ -45,6 +46,7 @@ __all__ = [
     "InputError",
     "InvalidTypeError",
     "InvalidValueError",
+    "McpError",
     "OperationCancelledError",
     "PartTooLargeError",
     "RefError",
@@ -502,6 +504,31 @@ class TimerStartError(ToolnexusError, RuntimeError):
         except TimerStartError:
             source.cancel()   # no thread to wait for the time: give up now
     """
+
+
+class McpError(ToolnexusError, ConnectionError):
+    """Raised when an MCP server cannot be used: it cannot be started or reached, does
+    not answer the handshake in time, breaks the protocol, or the client was closed.
+
+    ``server`` names the server (its ``mcp.json`` key, or its command or URL) and
+    ``problem`` says what went wrong. A remote tool's *call* never raises it: a failed
+    call is an error result, as for any tool.
+
+    Example::
+
+        try:
+            client.connect()
+        except McpError as exc:
+            print(exc.server, exc.problem)
+    """
+
+    def __init__(self, server: str, problem: str) -> None:
+        super().__init__(f"MCP server {server!r}: {problem}")
+        self.server = server
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.server, self.problem))
 
 
 class OperationCancelledError(ToolnexusError):
