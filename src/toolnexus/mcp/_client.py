@@ -134,13 +134,14 @@ class _Waiter:
     stream is pulled (on the waiting thread) until one arrives.
     """
 
-    __slots__ = ("closed", "cond", "events", "exchange", "messages", "request_id")
+    __slots__ = ("closed", "cond", "events", "exchange", "failure", "messages", "request_id")
 
     def __init__(self, request_id: int | None) -> None:
         self.request_id = request_id
         self.events: collections.deque[Any] = collections.deque()
         self.cond = threading.Condition(threading.Lock())
         self.closed: str | None = None
+        self.failure: Exception | None = None  # what ended it, to raise to the waiter
         self.exchange: HttpExchange | None = None
         self.messages: Any = None  # the exchange's message iterator (HTTP)
 
@@ -149,10 +150,11 @@ class _Waiter:
             self.events.append(event)
             self.cond.notify_all()
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str, failure: Exception | None = None) -> None:
         with self.cond:
             if self.closed is None:
                 self.closed = reason
+                self.failure = failure
             self.cond.notify_all()
 
     def wake(self) -> None:
@@ -195,6 +197,9 @@ class _Connection:
         self.calls: dict[int, _Waiter] = {}  # tools/call in flight (stdio: who gets a question)
         self.opening = _Waiter(None)
         self.lost: str | None = None
+        self.listener: HttpExchange | None = None  # the legacy session's GET stream
+        self.stopped = threading.Event()  # set once the connection is lost or closed
+        self.threads: list[threading.Thread] = []  # helper threads to join on close
 
     @property
     def is_stdio(self) -> bool:
@@ -447,6 +452,15 @@ class McpClient:
         except BaseException:
             self._drop(connection, "the handshake was interrupted")
             raise
+        if not connection.is_stdio and connection.session.era == "legacy":
+            listener = threading.Thread(
+                target=self._listen,
+                args=(connection,),
+                name=f"toolnexus-mcp-{self.name}-listen",
+                daemon=True,
+            )
+            connection.threads.append(listener)
+            listener.start()
         return connection
 
     def _spawn(self, connection: _Connection) -> None:
@@ -594,8 +608,81 @@ class McpClient:
         except HttpTransport.Failure as exc:
             raise _Lost(exc.problem, sent=exc.sent, session_lost=exc.session_lost) from None
         waiter.exchange = exchange
-        waiter.messages = exchange.messages(self._on_session_id)
+        messages = exchange.messages(self._on_session_id)
+        if connection.session.era != "legacy":
+            waiter.messages = messages  # read on the waiting thread
+            return waiter
+        # A legacy server may ask its question on the session's own stream, not on this
+        # answer: read the answer on a helper thread, so either can wake the waiter.
+        with self._lock:
+            connection.waiters[outgoing.id] = waiter
+        threading.Thread(
+            target=self._pump,
+            args=(connection, waiter, messages),
+            name=f"toolnexus-mcp-{self.name}-answer",
+            daemon=True,
+        ).start()
         return waiter
+
+    def _pump(self, connection: _Connection, waiter: _Waiter, messages: Any) -> None:
+        """Read one answer stream into its waiter (legacy HTTP)."""
+        from ._client_http import HttpTransport
+
+        try:
+            for message in messages:
+                self._route(connection, message, waiter)
+        except HttpTransport.Failure as exc:
+            failure: Exception
+            if exc.problem == "aborted":
+                failure = _Cancelled()
+            elif exc.problem.startswith("no message from the server"):
+                failure = _Idle()
+            else:
+                failure = _Lost(exc.problem, sent=exc.sent, session_lost=exc.session_lost)
+            waiter.close(exc.problem, failure)
+            return
+        except Exception as exc:  # a bug must not leave the waiter waiting forever
+            waiter.close(str(exc), _Lost(f"reading the answer failed: {exc}"))
+            return
+        waiter.close(
+            "the server ended the answer without a response",
+            _Lost("the server ended the answer without a response"),
+        )
+
+    def _listen(self, connection: _Connection) -> None:
+        """Read the legacy session's own event stream (``GET``) while the connection
+        lives: the server's requests and notifications outside any answer."""
+        from ._client_http import HttpTransport
+
+        transport = connection.transport
+        assert transport is not None and not connection.is_stdio
+        failures = 0
+        retry_ms = 1000
+        while connection.lost is None and not self._closed:
+            try:
+                with self._lock:
+                    headers = connection.session.http_headers(
+                        Outgoing({"jsonrpc": "2.0", "method": "GET"})
+                    )
+                exchange = transport.listen(headers)  # type: ignore[union-attr]
+                connection.listener = exchange
+                opened = False
+                for message in exchange.messages():
+                    opened = True
+                    self._route(connection, message, None)
+                retry_ms = exchange.retry_ms
+                if not opened and exchange.last_event_id is None:
+                    return  # 405: the server offers no stream of its own
+                failures = 0
+            except HttpTransport.Failure as exc:
+                failures += 1
+                if exc.problem == "aborted" or failures > 3:
+                    return
+            if self._closed or connection.lost is not None:
+                return
+            # The stream ended: open it again after the delay the server asked for.
+            if connection.stopped.wait(retry_ms / 1000):
+                return
 
     def _on_session_id(self, session_id: str) -> None:
         if self._http is not None and self._http.session_id is None:
@@ -640,7 +727,7 @@ class McpClient:
                 if token.is_cancellation_requested:
                     raise _Cancelled()
                 if waiter.closed is not None:
-                    raise _Lost(waiter.closed)
+                    raise waiter.failure or _Lost(waiter.closed)
                 if deadline is None:
                     waiter.cond.wait()
                     continue
@@ -785,6 +872,10 @@ class McpClient:
             if connection.lost is None:
                 connection.lost = reason
             waiters = list(connection.waiters.values())
+        connection.stopped.set()
+        listener = connection.listener
+        if listener is not None:
+            listener.abort()
         for waiter in [*waiters, connection.opening]:
             waiter.close(reason)
         if reason and not self._closed:
@@ -1110,15 +1201,19 @@ class McpClient:
                 assert outgoing.id is not None
                 meta = outgoing.message["params"].setdefault("_meta", {})
                 meta["progressToken"] = outgoing.id
+            waiter = _Waiter(outgoing.id)
+            with self._lock:
+                # Before sending: a question may come back before send returns.
+                connection.calls[outgoing.id] = waiter
             try:
-                waiter = self._send_request(connection, outgoing, headers, self._idle_s)
+                self._send_request(connection, outgoing, headers, self._idle_s, waiter)
             except _Lost as lost:
+                with self._lock:
+                    connection.calls.pop(outgoing.id, None)
                 self._lose(connection, lost)
                 if attempt == 0 and (lost.session_lost or not lost.sent):
                     continue
                 return self._lost_result(name, lost)
-            with self._lock:
-                connection.calls[outgoing.id] = waiter
             result = self._drive(connection, waiter, name, token, progress)
             if result is _RETRY:
                 continue
@@ -1405,6 +1500,11 @@ class McpClient:
                 self._on_lost(connection, "the client was closed")
         if self._http is not None:
             self._http.close(min(self._timeout_s, 2.0))
+        if connection is not None:
+            current = threading.current_thread()
+            for thread in connection.threads:
+                if thread is not current:
+                    thread.join(timeout=2)
         _live_clients.discard(self)
 
     def __enter__(self) -> McpClient:

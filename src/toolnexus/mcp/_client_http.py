@@ -174,6 +174,18 @@ class HttpTransport:
         exchange = HttpExchange(self, body, self._request_headers(headers), read_timeout)
         return exchange
 
+    def listen(self, headers: Mapping[str, str]) -> HttpExchange:
+        """Open the session's own event stream (``GET``), for what the server sends
+        outside any request's answer; its messages end when the server ends the stream
+        (a server that offers none answers 405: no messages)."""
+        wanted = {
+            key: value
+            for key, value in self._request_headers(headers).items()
+            if key.lower() != "content-type"
+        }
+        wanted["Accept"] = "text/event-stream"
+        return HttpExchange(self, None, wanted, None, until_answer=False)
+
     def post(self, body: bytes, headers: Mapping[str, str], timeout: float | None) -> Any:
         """POST a notification or a response of ours; a JSON-RPC message the server
         answered with (an error, usually), or ``None`` (202 Accepted)."""
@@ -250,11 +262,15 @@ class HttpExchange:
     def __init__(
         self,
         transport: HttpTransport,
-        body: bytes,
+        body: bytes | None,
         headers: dict[str, str],
         read_timeout: float | None,
+        *,
+        until_answer: bool = True,
     ) -> None:
         self._transport = transport
+        self._method = "POST" if body is not None else "GET"
+        self._until_answer = until_answer
         self._headers = headers
         self._read_timeout = read_timeout
         self._aborted = False
@@ -268,7 +284,9 @@ class HttpExchange:
         with transport._lock:
             transport._live.add(self)
         try:
-            self._connection, self._reused = transport._send("POST", body, headers, read_timeout)
+            self._connection, self._reused = transport._send(
+                self._method, body, headers, read_timeout
+            )
         except BaseException:
             self._done()
             raise
@@ -302,7 +320,7 @@ class HttpExchange:
                 raise _TransportError(
                     "the server no longer knows this session (404)", session_lost=True, sent=False
                 )
-            if status == 202:
+            if status == 202 or (self._method == "GET" and status in (404, 405)):
                 response.read(65536)
                 return
             if kind == "text/event-stream" and status == 200:
@@ -340,7 +358,7 @@ class HttpExchange:
             # The server closed an idle kept-alive connection: once more, on a new one.
             connection.close()
             self._connection, _ = self._transport._send(
-                "POST", self._body, self._headers, self._read_timeout, fresh=True
+                self._method, self._body, self._headers, self._read_timeout, fresh=True
             )
             self._response = self._connection.getresponse()
         return self._response
@@ -360,7 +378,7 @@ class HttpExchange:
             answered = False
             for message in _read_sse(self, response):
                 if isinstance(message, dict) and ("result" in message or "error" in message):
-                    answered = True
+                    answered = self._until_answer
                 yield message
                 if answered:
                     return
