@@ -102,6 +102,28 @@ def test_an_empty_mapping_is_set_not_unset():
     assert ToolResult.ok("x", {}).to_json() == '{"output":"x","isError":false,"metadata":{}}'
 
 
+def test_unset_metadata_reads_as_an_empty_mapping_and_stays_off_the_wire():
+    import copy
+    import dataclasses
+    import pickle
+
+    unset = ToolResult.ok("x")
+    assert unset.metadata == {} and unset.metadata.get("reason") is None
+    assert unset.to_json() == '{"output":"x","isError":false}'
+    # However the result travels, "unset" stays unset (and a set {} stays set).
+    for same in (
+        pickle.loads(pickle.dumps(unset)),
+        copy.deepcopy(unset),
+        dataclasses.replace(unset, output="x"),
+        ToolResult.from_json(unset.to_json()),
+        ToolResult("x", False, None),
+    ):
+        assert same.to_json() == '{"output":"x","isError":false}'
+    explicit = ToolResult.ok("x", {})
+    assert pickle.loads(pickle.dumps(explicit)).to_json() == explicit.to_json()
+    assert ToolResult.from_json(explicit.to_json()).to_json() == explicit.to_json()
+
+
 def test_to_dict_returns_plain_json_types():
     wire = ToolResult.pending(Request("input", "?", data={"choices": ["a", "b"]})).to_dict()
     pending = wire["metadata"]["pending"]

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from ._log import LazyLogger
-from ._loop_rule import declined, schema_problem, unresolved
+from ._loop_rule import coerce_answer, declined, schema_problem, unresolved
 from ._result import PENDING_KEY, ToolResult
 from ._suspension import Answer, Request, decline_reason
 from .errors import InvalidTypeError, InvalidValueError, StoreUnavailableError, WireFormatError
@@ -573,7 +573,7 @@ class Binder:
         if request is None:
             return result
         token = self.issue(tool, args, request, round=round)
-        metadata = dict(result.metadata or {})
+        metadata = dict(result.metadata)
         metadata[BINDING_KEY] = token
         return ToolResult(result.output, True, metadata)
 
@@ -722,7 +722,7 @@ def _read_parked(value: object) -> tuple[Request, str | None] | str:
         request = ToolResult.pending_of(value)
         if request is None:
             return "that result is not pending (no metadata.pending): there is nothing to resume"
-        token = (value.metadata or {}).get(BINDING_KEY)
+        token = value.metadata.get(BINDING_KEY)
         return request, token if isinstance(token, str) else None
     try:
         if isinstance(value, (str, bytes, bytearray)):
@@ -743,19 +743,12 @@ def _read_parked(value: object) -> tuple[Request, str | None] | str:
 
 
 def _read_answer(value: object) -> Answer | str:
-
+    """The answer (read by :func:`~toolnexus._loop_rule.coerce_answer`, the one reader), or
+    the problem with its wire form; ``TypeError`` for another type."""
     try:
-        if isinstance(value, Answer):
-            return value
-        if isinstance(value, Mapping):
-            return Answer.from_dict(value)
-        if isinstance(value, (str, bytes, bytearray)):
-            return Answer.from_json(value)
+        return coerce_answer(value)
     except WireFormatError as exc:
         return str(exc)
-    raise InvalidTypeError(
-        f"answer must be an Answer, its wire dict or its JSON, got {type(value).__name__}"
-    )
 
 
 # The bindings this process issued, by request id: a caller may resume in-process with the

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
-from ._wire import refuse_json_constant
+from ._wire import describe, refuse_json_constant
 from .errors import RefError, ToolnexusError
 
 if TYPE_CHECKING:
@@ -256,9 +256,7 @@ def _import_failure(name: str, exc: BaseException) -> str:
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         top = exc.name.split(".")[0]
         return f"importing {name!r} failed: it imports {exc.name!r}, which is not installed; " + (
-            # The index's `toolnexus` is another project: never send anyone there.
-            "install this library: pip install toolnexus-contract (or, from a checkout "
-            "of it, pip install .)"
+            _install_hint()
             if top == "toolnexus"
             else f"install the package that provides {top!r} (its name on the package "
             "index may differ) or fix the import"
@@ -277,6 +275,31 @@ def _import_failure(name: str, exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else ""
     described = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     return f"importing {name!r} failed: {described}{where}; run with --debug for the traceback"
+
+
+def _install_hint() -> str:
+    """How to install this library while it is not on the package index: from a checkout
+    (this copy's own folder when it was installed from one), or from its git repository.
+    The index's ``toolnexus`` is another project: never send anyone there."""
+    checkout = "/path/to/toolnexus-checkout"
+    try:
+        from importlib import metadata
+
+        origin = json.loads(
+            metadata.distribution("toolnexus-contract").read_text("direct_url.json") or "{}"
+        )
+        url = origin.get("url", "")
+        if url.startswith("file://") and "dir_info" in origin:
+            from urllib.parse import unquote
+
+            checkout = unquote(url[len("file://") :])
+    except Exception:  # no metadata (a vendored copy), or unreadable: the generic hint
+        pass
+    return (
+        "install this library (the distribution toolnexus-contract, not yet on the package "
+        f"index) from a checkout: pip install {checkout}, or from its git repository: "
+        "pip install 'toolnexus-contract @ git+https://<its repository>.git'"
+    )
 
 
 def _missing_attribute(target: str, owner: Any, attr: str) -> str:
@@ -438,7 +461,7 @@ def _build_args(
         parsed = _read_json_option("--args", args_option)
         if not isinstance(parsed, dict):
             raise _CliError(
-                f"--args must be a JSON object, got {_json_type(parsed)}; "
+                f"--args must be a JSON object, got {describe(parsed)}; "
                 "write e.g. --args '{\"steps\": 3}'"
             )
         args.update(parsed)
@@ -450,18 +473,6 @@ def _build_args(
         prop = properties.get(key)
         args[key] = _parse_value(text, prop if isinstance(prop, Mapping) else None)
     return args
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list) else type(value).__name__
 
 
 def _split_name(toolkit: Toolkit, ref: str, rest: Sequence[str]) -> tuple[str, list[str]]:

@@ -477,7 +477,7 @@ class Tool(Generic[P, R]):
     def _checked(self, result: ToolResult, value: Any) -> ToolResult:
         """A str, None or ToolResult the function returned, under an output schema."""
         metadata = result.metadata
-        structured = _MISSING if metadata is None else metadata.get(STRUCTURED_KEY, _MISSING)
+        structured = metadata.get(STRUCTURED_KEY, _MISSING)
         if value is None or isinstance(value, str):
             structured = value
         elif structured is _MISSING:  # a ToolResult without it: read its text as JSON
@@ -492,11 +492,7 @@ class Tool(Generic[P, R]):
                 "metadata={'structuredContent': ...}",
                 True,
             )
-        if (
-            not self._wrapped
-            and metadata is not None
-            and metadata.get(STRUCTURED_KEY, _MISSING) is structured
-        ):
+        if not self._wrapped and metadata.get(STRUCTURED_KEY, _MISSING) is structured:
             refusal = self._refusal(structured)
             return result if refusal is None else refusal
         return self._structured(result.output, structured, metadata)

@@ -19,14 +19,39 @@ if TYPE_CHECKING:
 
 
 def require(module: str, framework: str, extra: str) -> ModuleType:
-    """Import ``module`` or raise ``ImportError`` naming the extra that installs it."""
+    """Import ``module`` or raise ``ImportError`` naming the packages that install it.
+
+    The hint names the framework's own packages (the ``extra`` of this distribution, read
+    from its installed metadata), not the distribution with its extra: this library is not
+    on the package index yet, so installing it by name would fail.
+    """
     try:
         return importlib.import_module(module)
     except ImportError as exc:
+        packages = " ".join(_quoted(each) for each in extra_requirements(extra))
+        top = module.split(".")[0]
         raise ImportError(
-            f"the {framework} bridge needs {module.split('.')[0]!r}, which is not installed: "
-            f"pip install 'toolnexus-contract[{extra}]'"
+            f"the {framework} bridge needs {top!r}, which is not installed: "
+            f"pip install {packages or top.replace('_', '-')} (the {extra!r} extra)"
         ) from exc
+
+
+def extra_requirements(extra: str) -> list[str]:
+    """The requirements of ``extra`` as the installed distribution lists them (``[]`` for a
+    vendored copy, which has no metadata), e.g. ``["langchain-core>=1.0", "langgraph>=1.0"]``.
+    """
+    from importlib import metadata
+
+    try:
+        listed = metadata.requires("toolnexus-contract") or []
+    except metadata.PackageNotFoundError:
+        return []
+    marker = f'extra == "{extra}"'
+    return [each.split(";")[0].strip() for each in listed if marker in each]
+
+
+def _quoted(requirement: str) -> str:
+    return f"'{requirement}'" if any(c in requirement for c in "<>=!~[ ") else requirement
 
 
 def host_of(source: Toolkit | Host) -> Host:
