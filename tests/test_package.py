@@ -127,6 +127,14 @@ def test_a_missing_framework_is_named_with_the_packages_pip_can_install():
     )
 
 
+def test_install_hints_have_running_examples():
+    import toolnexus._extras
+    from doctests import run_doctests
+
+    failed, attempted = run_doctests(toolnexus._extras)
+    assert (failed, attempted >= 2) == (0, True)
+
+
 def test_no_module_imports_a_private_name_of_another_module():
     # Layers talk through public names: a helper another module needs gets a public name
     # (private *modules*, _wire.py and the like, are the package's internal seams and fine).

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from .._extras import install_hint
 from .._result import ToolResult
 from .._suspension import Answer, Request
 from ..errors import InvalidTypeError, InvalidValueError
@@ -19,39 +20,16 @@ if TYPE_CHECKING:
 
 
 def require(module: str, framework: str, extra: str) -> ModuleType:
-    """Import ``module`` or raise ``ImportError`` naming the packages that install it.
-
-    The hint names the framework's own packages (the ``extra`` of this distribution, read
-    from its installed metadata), not the distribution with its extra: this library is not
-    on the package index yet, so installing it by name would fail.
-    """
+    """Import ``module`` or raise ``ImportError`` naming the packages that install it (the
+    framework's own: this distribution is not on the package index yet)."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        packages = " ".join(_quoted(each) for each in extra_requirements(extra))
         top = module.split(".")[0]
         raise ImportError(
             f"the {framework} bridge needs {top!r}, which is not installed: "
-            f"pip install {packages or top.replace('_', '-')} (the {extra!r} extra)"
+            + install_hint(extra, top.replace("_", "-"))
         ) from exc
-
-
-def extra_requirements(extra: str) -> list[str]:
-    """The requirements of ``extra`` as the installed distribution lists them (``[]`` for a
-    vendored copy, which has no metadata), e.g. ``["langchain-core>=1.0", "langgraph>=1.0"]``.
-    """
-    from importlib import metadata
-
-    try:
-        listed = metadata.requires("toolnexus-contract") or []
-    except metadata.PackageNotFoundError:
-        return []
-    marker = f'extra == "{extra}"'
-    return [each.split(";")[0].strip() for each in listed if marker in each]
-
-
-def _quoted(requirement: str) -> str:
-    return f"'{requirement}'" if any(c in requirement for c in "<>=!~[ ") else requirement
 
 
 def host_of(source: Toolkit | Host) -> Host:

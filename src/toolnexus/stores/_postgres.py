@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .._extras import install_hint
 from ..errors import InvalidTypeError, InvalidValueError, StoreUnavailableError
 from ._open import check_key, first_line, redact
 
@@ -49,7 +50,7 @@ def _psycopg() -> tuple[Any, Any]:
     except ImportError as exc:
         raise ImportError(
             f"PostgresAnswerStore needs psycopg 3 and its pool ({exc.name} is missing); "
-            "install them with: pip install 'toolnexus-contract[postgres]'"
+            "install them with: " + install_hint("postgres", "psycopg[binary,pool]>=3.1")
         ) from exc
     return psycopg, psycopg_pool
 

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .._extras import install_hint
 from ..errors import InvalidTypeError, InvalidValueError, StoreUnavailableError
 from ._open import check_key, first_line, redact
 
@@ -36,7 +37,7 @@ def _redis() -> Any:
     except ImportError as exc:
         raise ImportError(
             "RedisAnswerStore needs redis-py (redis is missing); install it with: "
-            "pip install 'toolnexus-contract[redis]'"
+            + install_hint("redis", "redis>=5.0")
         ) from exc
     return redis
 
