@@ -176,6 +176,7 @@ def test_two_stores_on_one_url_share_their_keys(shared_url):
         close(two)
 
 
+@pytest.mark.slow  # starts 8 interpreters
 def test_1000_concurrent_consumes_of_one_key_from_8_processes_exactly_one_wins(url):
     key = new_key()
     if url == "memory:":
