@@ -2,6 +2,9 @@
 
 Run: ``python benchmarks/pattern_speed.py`` (``--quick`` for fewer rounds). Prints medians:
 
+0. every example pattern of the table in ``docs/patterns.md`` (read from the page) against a
+   string of a million characters built to make it read the whole string, in CPU time
+   (target: at most 10 ms each), then a few other linear patterns and a ReDoS shape;
 1. the issue's ReDoS reproduction ``^(a+)+$`` against ``"a"*28 + "!"``, decided by
    :func:`toolnexus._ecma.compile_pattern`, beside Python's ``re`` on shorter inputs (it
    doubles per character: 28 characters took 24 s);
@@ -34,6 +37,74 @@ from toolnexus import Toolkit, tool  # noqa: E402
 from toolnexus._ecma import _compile, compile_pattern  # noqa: E402
 
 REDOS = "^(a+)+$"
+MILLION = 1_000_000
+
+# A million-character input per example of docs/patterns.md's table: each makes the
+# pattern read the whole string (a run that fails at its very end, or no match at all).
+INPUTS: dict[str, Callable[[int], str]] = {
+    "^[a-z0-9_]+$": lambda n: "a" * n + "!",
+    "^.*\\.py$": lambda n: "a/" * (n // 2) + "x",
+    "^\\d+$": lambda n: "1" * n + "x",
+    "^[\\w.-]+$": lambda n: "w" * n + "!",
+    "\\bfoo\\b": lambda n: "foox" * (n // 4),
+    "^\\S+$": lambda n: "a" * n + " ",
+    "^\\p{L}+$": lambda n: "\u00e9" * n + "1",
+    "\\p{Lu}": lambda n: "a" * n,
+    "^[^\\u0000-\\u001F]*$": lambda n: "a" * n + "\x01",
+    "^(?<q>[\"'])[^\"']*\\k<q>$": lambda n: "'" + "a" * n + '"',
+    "(?<=@)example\\.com$": lambda n: "@example.co" * (n // 11),
+    "^(?=.*\\d)(?=.*[a-z])(?=.*[A-Z]).{8,}$": lambda n: "x" * n,
+    "^(?=.*a)(?=.*b)(?=.*c).*$": lambda n: "x" * n,
+}
+# Linear too, outside the table: what an email-like pattern and a costlier continuation
+# cost, then a text with a letter past U+FFFF (the pattern as written, not its BMP copy),
+# and the ReDoS shape on the linear matcher.
+OTHERS: list[tuple[str, Callable[[int], str], str]] = [
+    ("^[a-z0-9._%+-]+@[a-z0-9.-]+\\.[a-z]{2,}$", lambda n: "a@" + "a." * (n // 2), ""),
+    ("^\\d+(?:\\.\\d{1,2})?$", lambda n: "1" * n + "x", "re gives back each digit"),
+    ("^\\p{L}+$", lambda n: "\u00e9" * n + "\U0001d400!", "one astral letter"),
+    (REDOS, lambda n: "a" * n + "!", "ambiguous in a loop"),
+]
+
+
+def docs_table_patterns() -> list[str]:
+    """The example patterns of docs/patterns.md's syntax table, in order."""
+    page = (ROOT / "docs" / "patterns.md").read_text(encoding="utf-8")
+    patterns: list[str] = []
+    for line in page.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        if line.startswith("| `") and len(cells) == 3:
+            patterns.extend(re.findall(r"`([^`]+)`", cells[2]))
+    return patterns
+
+
+def cpu_median(run: Callable[[], object], rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        start = time.process_time()
+        run()
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
+def million_table(rounds: int) -> None:
+    print(
+        f"0. docs/patterns.md's examples against {MILLION:,} characters (CPU time; target <= 10 ms)"
+    )
+    print(f"   {'pattern':<44} {'engine':<7} {'median':>9}  verdict")
+    for pattern in docs_table_patterns():
+        text = INPUTS[pattern](MILLION)
+        check = compile_pattern(pattern)
+        seconds = cpu_median(lambda c=check, t=text: c(t), rounds)
+        engine = _compile(pattern).engine
+        print(f"   {pattern:<44} {engine:<7} {seconds * 1e3:>6.1f} ms  {check(text)}")
+    print("   other patterns")
+    for pattern, build, note in OTHERS:
+        text = build(MILLION)
+        check = compile_pattern(pattern)
+        seconds = cpu_median(lambda c=check, t=text: c(t), max(1, rounds // 2))
+        engine = _compile(pattern).engine
+        print(f"   {pattern:<44} {engine:<7} {seconds * 1e3:>6.1f} ms  {note}")
 
 
 @tool(
@@ -62,7 +133,7 @@ def median_seconds(run: Callable[[], object], rounds: int, inner: int = 1) -> fl
 
 
 def redos_table(rounds: int) -> None:
-    print("1. ReDoS reproduction ^(a+)+$ against 'a'*n + '!'")
+    print("\n1. ReDoS reproduction ^(a+)+$ against 'a'*n + '!'")
     print(f"   {'engine':<34} {'n':>7} {'median':>12}")
     backtracking = re.compile(REDOS)
     for n in (14, 16, 18):
@@ -108,7 +179,7 @@ def linear_table(rounds: int) -> None:
     cases = [
         (REDOS, "a" * 100_000 + "!"),
         ("^(\\w+\\s?)*$", "word " * 20_000 + "!"),
-        ("^(?=.*\\d)(a|b)*c", "ab" * 50_000),
+        ("^(?=.*\\d)(a|ab)*c", "ab" * 50_000),
     ]
     for pattern, text in cases:
         matcher = _compile(pattern)
@@ -187,6 +258,7 @@ def ping_table(rounds: int) -> None:
 
 def main() -> None:
     rounds = 3 if "--quick" in sys.argv else 9
+    million_table(5 if rounds < 9 else rounds)
     redos_table(rounds)
     common_table(rounds)
     linear_table(rounds)

@@ -34,3 +34,24 @@ def require(env: str, extra: str, *modules: str) -> None:
                     pytrace=False,
                 )
             pytest.skip(f"{name} is not installed ({install})", allow_module_level=True)
+
+
+def server_url(env: str, require_env: str, extra: str, *modules: str) -> str:
+    """The URL of a real server in ``env`` (for one test, not a module): skip the calling
+    test when it is unset or ``modules`` do not import, or fail when ``require_env`` is
+    ``1`` (``.ci/run`` sets it where it starts the servers)."""
+    problem = None
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            problem = f"{name} cannot be imported ({exc}); install: pip install '.[test,{extra}]'"
+            break
+    url = os.environ.get(env, "").strip()
+    if problem is None and not url:
+        problem = f"{env} is not set (python tests/store_servers.py start DIR prints it)"
+    if problem is None:
+        return url
+    if os.environ.get(require_env) == "1":
+        pytest.fail(f"{require_env}=1 but {problem}", pytrace=False)
+    pytest.skip(problem)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 from typing import Any
 
@@ -13,7 +14,17 @@ import pytest
 import toolnexus._binding
 import toolnexus._suspension
 from doctests import run_doctests
-from toolnexus import Answer, Host, Request, ToolContext, Toolkit, ToolResult, TurnResult, tool
+from toolnexus import (
+    Answer,
+    Host,
+    Request,
+    StoreUnavailableError,
+    ToolContext,
+    Toolkit,
+    ToolResult,
+    TurnResult,
+    tool,
+)
 from toolnexus._binding import Binder, arguments_digest, load_secret
 from toolnexus.stores import AnswerStore, MemoryAnswerStore, SqliteAnswerStore
 
@@ -79,6 +90,7 @@ ARGS = {"service": "api", "env": "production"}
 @pytest.fixture(autouse=True)
 def no_env_key(monkeypatch):
     monkeypatch.delenv("TOOLNEXUS_SECRET", raising=False)
+    monkeypatch.delenv("TOOLNEXUS_STORE", raising=False)
     runs.clear()
 
 
@@ -463,6 +475,94 @@ def test_a_host_with_an_sqlite_store_refuses_a_replay_from_another_host(tmp_path
             results.append(fresh.resume("deploy", ARGS, pending.to_json(), Answer.accept(request)))
     assert results[0].output == "deployed api to production"
     assert "already answered" in results[1].output
+
+
+class FlakyStore:
+    """A store whose server is down until ``up`` is set; then a memory store."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.up = False
+        self.memory = MemoryAnswerStore()
+
+    def consume(self, key: str, expires_at: float) -> bool:
+        if not self.up:
+            raise self.error
+        return self.memory.consume(key, expires_at)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        StoreUnavailableError("postgresql://app:***@db/app", "connection refused"),
+        RuntimeError("a store of one's own, broken"),
+    ],
+)
+def test_a_store_that_fails_refuses_the_resume_and_uses_nothing_up(error, caplog):
+    store = FlakyStore(error)
+    with Host(TOOLKIT, secret=KEY, answer_store=store) as host:
+        pending = host.call("deploy", ARGS)
+        request = ToolResult.pending_of(pending)
+        with caplog.at_level(logging.WARNING, logger="toolnexus"):
+            refused = host.resume("deploy", ARGS, pending, Answer.accept(request))
+        assert refused.is_error
+        assert refused.output == (
+            "cannot resume: the answer store is unavailable, so the answer could not be checked "
+            "for single use; it was not used: send it again once the store is back (the tool "
+            "was not run)"
+        )
+        assert "db/app" not in refused.output  # where the store is goes to the log only
+        assert [r.getMessage() for r in caplog.records if r.name == "toolnexus"] == [
+            f"cannot resume request {request.id!r}: {error}"
+        ]
+        assert runs == [("deploy", None)]
+        store.up = True
+        done = host.resume("deploy", ARGS, pending, Answer.accept(request))
+        assert done.output == "deployed api to production"
+        again = host.resume("deploy", ARGS, pending, Answer.accept(request))
+        assert "already answered" in again.output
+
+
+def test_a_turn_whose_store_fails_still_waits_on_its_question():
+    store = FlakyStore(StoreUnavailableError("redis://cache:6379/0", "connection refused"))
+    calls = [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "deploy", "arguments": json.dumps(ARGS)},
+        }
+    ]
+    with Host(TOOLKIT, secret=KEY, answer_store=store) as host:
+        turn = host.run_turn(calls)
+        refused = host.resume_turn(turn, Answer.accept(turn.pending))
+        assert refused.error is not None and "answer store is unavailable" in refused.error
+        assert f"the turn still waits on request {turn.pending.id!r}" in refused.error
+        assert refused.pending == turn.pending
+        store.up = True
+        done = host.resume_turn(refused, Answer.accept(turn.pending))
+    assert done.error is None
+    assert done.messages[0]["content"] == "deployed api to production"
+
+
+def test_the_environment_names_the_store_of_every_host_given_none(tmp_path, monkeypatch):
+    path = tmp_path / "used.db"
+    monkeypatch.setenv("TOOLNEXUS_STORE", f"sqlite:{path}")
+    with Host(TOOLKIT, secret=KEY) as asker:
+        assert isinstance(asker._binder.store, SqliteAnswerStore)
+        pending = asker.call("deploy", ARGS)
+    request = ToolResult.pending_of(pending)
+    assert SqliteAnswerStore(path).consume("unrelated", 9e9)
+    with Host(TOOLKIT, secret=KEY) as one, Host(TOOLKIT, secret=KEY) as two:
+        assert one._binder.store is two._binder.store  # opened once per process
+        assert one.resume("deploy", ARGS, pending, Answer.accept(request)).output == (
+            "deployed api to production"
+        )
+        assert (
+            "already answered" in two.resume("deploy", ARGS, pending, Answer.accept(request)).output
+        )
+    monkeypatch.setenv("TOOLNEXUS_STORE", "mongodb://db/answers")
+    with pytest.raises(ValueError, match="TOOLNEXUS_STORE: unknown store scheme 'mongodb'"):
+        Host(TOOLKIT, secret=KEY)
 
 
 @pytest.mark.parametrize("module", [toolnexus._binding, toolnexus._suspension])

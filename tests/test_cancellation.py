@@ -694,7 +694,7 @@ def test_the_docstring_examples_in_cancellation_run():
     assert failed == 0, "a docstring example failed (see the output above)"
 
 
-def test_200k_closed_hour_long_timers_keep_no_memory():
+def test_20k_closed_hour_long_timers_keep_no_memory():
     import gc
     import tracemalloc
 
@@ -704,7 +704,7 @@ def test_200k_closed_hour_long_timers_keep_no_memory():
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        for _ in range(200_000):
+        for _ in range(20_000):
             source = CancellationTokenSource()
             source.cancel_after(3600)
             source.close()
@@ -713,6 +713,7 @@ def test_200k_closed_hour_long_timers_keep_no_memory():
         kept = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    # Kept alive they would hold tens of MiB (a timer, its action and its source each).
-    assert kept < 1 << 20, f"{kept} bytes still held"
+    # Kept alive they would hold about 13 MiB (a timer, its action and its source: ~650 bytes
+    # each); the bound still catches a leak of 7 bytes per timer.
+    assert kept < 1 << 17, f"{kept} bytes still held"
     assert len(_timers._wheel._heap) < 1000

@@ -55,6 +55,7 @@ def folder(tmp_path: Path, monkeypatch) -> Path:
     (tmp_path / "key").write_text("# newest first\ncli-answers-key-0123456789abcdef\n")
     (tmp_path / "other").write_text("some-other-key-0123456789abcdef\n")
     monkeypatch.delenv("TOOLNEXUS_SECRET", raising=False)
+    monkeypatch.delenv("TOOLNEXUS_STORE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     return tmp_path
 
@@ -71,7 +72,14 @@ def ask(folder: Path, *args: str) -> str:
     return first.stdout
 
 
-def resume(folder: Path, *args: str, request: str, answer: str = YES, key: str = "key"):
+def resume(
+    folder: Path,
+    *args: str,
+    request: str,
+    answer: str = YES,
+    key: str = "key",
+    env: dict[str, str] | None = None,
+):
     return run(
         "resume",
         "tools.py:toolkit",
@@ -83,6 +91,7 @@ def resume(folder: Path, *args: str, request: str, answer: str = YES, key: str =
         "--secret-file",
         key,
         cwd=folder,
+        env=env,
     )
 
 
@@ -207,3 +216,56 @@ def test_a_bad_secret_file_is_a_usage_error(folder: Path):
         out = run("call", "tools.py:toolkit", "wipe", "--secret-file", key, cwd=folder)
         assert out.returncode == 2
         assert problem in out.stderr
+
+
+# --- where used answers are kept: --store URL, --answers-db PATH, TOOLNEXUS_STORE -----------
+
+
+def test_store_urls_choose_where_used_answers_are_kept(folder: Path):
+    parked = ask(folder, "deploy", "service=api", "env=production")
+    args = ("deploy", "service=api", "env=production")
+    done = resume(folder, *args, "--store", "sqlite:used.db", request=parked)
+    assert done.returncode == 0, done.stderr
+    # The same file by the old option, and by the environment: already answered.
+    for extra, env in (
+        (("--answers-db", "used.db"), None),
+        ((), {"TOOLNEXUS_STORE": "sqlite:used.db"}),
+    ):
+        again = resume(folder, *args, *extra, request=parked, env=env)
+        assert again.returncode == 1 and "already answered" in again.stdout, again.stderr
+    # Another store has not seen it (the default file in the cache folder, here).
+    elsewhere = resume(folder, *args, "--store", "sqlite:other.db", request=parked)
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    assert ran(folder) == ["deploy api", "deploy api"]
+
+
+def test_a_bad_store_url_is_a_usage_error_that_names_it_without_its_password(folder: Path):
+    parked = ask(folder, "deploy", "service=api", "env=production")
+    args = ("deploy", "service=api", "env=production")
+    cases = [
+        (("--store", "mysql://app:hunter2@db/app"), None, "--store: unknown store scheme"),
+        (("--store", "used.db"), None, "is not a store URL"),
+        ((), {"TOOLNEXUS_STORE": "sqlite:"}, "TOOLNEXUS_STORE: 'sqlite:' names no file"),
+        (("--store", "memory:", "--answers-db", "x.db"), None, "not both"),
+        (("--store", "sqlite:no/such/folder/used.db"), None, "--store: answer store sqlite:"),
+    ]
+    for extra, env, problem in cases:
+        out = resume(folder, *args, *extra, request=parked, env=env)
+        assert out.returncode == 2, (extra, out.stderr)
+        assert problem in out.stderr and "hunter2" not in out.stderr, out.stderr
+    assert (
+        "mysql://app:***@db/app"
+        in resume(folder, *args, "--store", "mysql://app:hunter2@db/app", request=parked).stderr
+    )
+    assert ran(folder) == []
+
+
+def test_serve_and_call_take_the_store_option_too(folder: Path):
+    for command in (
+        ("serve", "tools.py:toolkit", "--store", "nope:x"),
+        ("call", "tools.py:toolkit", "wipe", "--store", "nope:x"),
+    ):
+        out = run(*command, cwd=folder)
+        assert out.returncode == 2 and "unknown store scheme 'nope'" in out.stderr, out.stderr
+    out = run("call", "tools.py:toolkit", "wipe", "--store", "memory:", cwd=folder)
+    assert out.returncode == 0 and out.stdout == "wiped\n", out.stderr

@@ -144,7 +144,8 @@ def test_bad_json_args_are_a_usage_error_with_an_example_of_the_fix():
 def test_args_that_are_json_but_not_an_object_are_refused():
     out = run("call", DEMO, "crunch", "--args", "[3]")
     assert out.returncode == 2
-    assert "--args must be a JSON object, got an array" in out.stderr
+    # Named the way every other refusal of a non-object names it (Toolkit.resolve too).
+    assert "--args must be a JSON object, got array" in out.stderr
 
 
 def test_an_unreadable_args_file_is_named():

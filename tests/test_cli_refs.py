@@ -121,7 +121,11 @@ def test_a_missing_toolnexus_is_named_with_this_librarys_distribution_not_the_ot
         load_toolkit(f"{path}:x")
     error = str(caught.value)
     assert "it imports 'toolnexus', which is not installed" in error
-    assert "pip install toolnexus-contract" in error
+    # Not on the package index yet: the hint says how to install from a checkout or git.
+    assert "not yet on the package index" in error
+    assert "from a checkout: pip install /" in error
+    assert "pip install 'toolnexus-contract @ git+https://" in error
+    assert "pip install toolnexus-contract " not in error
     assert "pip install toolnexus " not in error and not error.endswith("pip install toolnexus")
 
 

@@ -7,6 +7,7 @@ import os
 import pickle
 import queue
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -16,8 +17,17 @@ from typing import IO, Any
 import pytest
 
 from toolnexus import Toolkit, tool
-from toolnexus._ecma import EcmaPatternError, _compile, _linear, _Parser, compile_pattern
-from toolnexus.errors import ToolnexusError
+from toolnexus._ecma import (
+    EcmaPatternError,
+    _compile,
+    _linear,
+    _Parser,
+    _ReMatcher,
+    _two_bytes_at_most,
+    compile_pattern,
+    compile_pattern_set,
+)
+from toolnexus.errors import OperationCancelledError, ToolnexusError
 
 # (pattern, text, matches?) — ECMA-262 with the u flag, searched anywhere in the text.
 SEMANTICS = [
@@ -302,24 +312,77 @@ def test_an_unanchored_search_hands_long_inputs_to_the_linear_engine() -> None:
     assert matcher(long_text) is False
     assert matcher(long_text + "1") is True
     assert matcher("a" * 10 + "1") is True
-    # anchored, the same pattern costs O(n) on re, and re takes far longer inputs
-    assert _compile("^[a-z]+1").longest > 100 * matcher.longest
+    # anchored, the same pattern costs O(n) on re, and re takes any input
+    anchored = _compile("^[a-z]+1")
+    assert anchored.engine == "re" and anchored.longest is None and anchored.fallback is None
 
 
-def test_one_ambiguous_quantifier_outside_loops_runs_on_re_within_a_budget() -> None:
-    matcher = _compile("^.*bar$")  # .* may stop before any 'b': O(n^2) at worst
+LINEAR_ON_RE = [
+    "^[a-z]+$",
+    "^.*\\.py$",  # .* may stop before any ".", but what follows it has a fixed width
+    "^.*bar$",
+    "^[a-z0-9._%+-]+@[a-z0-9.-]+\\.[a-z]{2,}$",  # each try after a "." ends at the next "."
+    "^(?=.*a)(?=.*b)(?=.*c).*$",  # each lookahead read once, from the start
+    "\\p{Lu}",  # n start positions, one character each
+    "^(?<q>['\"])[^'\"]*\\k<q>$",
+]
+
+
+@pytest.mark.parametrize("pattern", LINEAR_ON_RE)
+def test_a_pattern_whose_cost_on_re_is_linear_runs_on_re_at_any_length(pattern: str) -> None:
+    matcher = _compile(pattern)
+    assert matcher.engine == "re"
+    assert matcher.longest is None and matcher.fallback is None
+
+
+def test_two_ambiguous_quantifiers_in_a_row_run_on_re_within_a_budget() -> None:
+    matcher = _compile("^.*a.*b$")  # each .* may stop anywhere: O(n^2) at worst
     assert matcher.engine == "re" and matcher.longest is not None
-    assert matcher("foobar") is True and matcher("foobar\n") is False
+    assert matcher("xaxb") is True and matcher("xaxb\n") is False
     tail = "x" * matcher.longest
-    assert matcher(tail + "bar") is True  # past the budget: the linear engine
-    assert matcher(tail + "baz") is False
+    assert matcher(tail + "ab") is True  # past the budget: the linear engine
+    assert matcher(tail + "ba") is False
 
 
 def test_no_input_is_too_long_for_a_verdict() -> None:
-    matcher = _compile("^[a-z]+$")
+    matcher = _compile("[a-z]+$")  # unanchored: O(n^2) on re
     assert matcher.longest is not None
     text = "a" * (matcher.longest * 2)
     assert matcher(text) is True and matcher(text + "\n") is False
+
+
+def test_a_long_text_within_the_bmp_runs_on_the_bmp_variant_with_the_same_verdicts() -> None:
+    matcher = _compile("^\\p{L}+$")
+    assert isinstance(matcher, _ReMatcher) and matcher.bmp_search is not None
+    letters = "é" * 10_000
+    assert _two_bytes_at_most(letters) and _two_bytes_at_most("a" * 10_000)
+    assert not _two_bytes_at_most("\U0001d400" * 10_000)  # four bytes each
+    assert matcher(letters) is True and matcher(letters + "1") is False
+    # a text with a letter past U+FFFF (MATHEMATICAL BOLD CAPITAL A) runs as written
+    assert matcher(letters + "\U0001d400") is True
+    assert matcher(letters + "\U0001d7ce") is False  # MATHEMATICAL BOLD DIGIT ZERO
+    assert compile_pattern("\\p{Lu}")("a" * 10_000 + "\U0001d400") is True
+    assert compile_pattern("\\p{Lu}")("a" * 10_000 + "\u00e9") is False
+
+
+def test_the_linear_engine_stops_when_asked() -> None:
+    matcher = _compile("^(a+)+$")
+    assert matcher.engine == "linear"
+    calls = []
+
+    def stop() -> bool:
+        calls.append(1)
+        return len(calls) > 2
+
+    with pytest.raises(OperationCancelledError):
+        matcher("a" * 100_000 + "!", stop)
+    assert len(calls) == 3  # asked every thousand characters or so, not per character
+    assert matcher("a" * 5_000 + "!", lambda: False) is False
+
+
+def test_an_anchored_pattern_on_the_linear_engine_stops_reading_when_no_match_can_start() -> None:
+    verdict, steps = _compile("^(a+)+$").count_steps("b" * 100_000)
+    assert verdict is False and steps < 100
 
 
 def test_a_matcher_is_shared_by_threads_without_mixing_their_inputs() -> None:
@@ -460,3 +523,41 @@ def test_a_ping_is_answered_while_a_calls_hostile_pattern_is_being_checked() -> 
         except subprocess.TimeoutExpired:  # a stalled server: end it, the test has failed
             process.kill()
             process.wait(timeout=TIMEOUT)
+
+
+def _docs_table_examples() -> list[str]:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "patterns.md").read_text("utf-8")
+    examples: list[str] = []
+    for line in page.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        if line.startswith("| `") and len(cells) == 3:
+            examples.extend(re.findall(r"`([^`]+)`", cells[2]))
+    return examples
+
+
+def test_the_docs_table_has_examples() -> None:
+    assert len(_docs_table_examples()) >= 12
+
+
+@pytest.mark.parametrize("pattern", _docs_table_examples())
+def test_every_example_of_the_docs_table_runs_on_re_at_any_length(pattern: str) -> None:
+    # what makes its check take milliseconds on a million characters (pattern_speed.py)
+    matcher = _compile(pattern)
+    assert isinstance(matcher, _ReMatcher)
+    assert matcher.longest is None and matcher.fallback is None
+
+
+def test_a_pattern_set_answers_as_its_patterns_do_one_by_one() -> None:
+    rng = random.Random(20261205)
+    texts = ["".join(rng.choice("ab1 é\nA_-") for _ in range(rng.randint(0, 8))) for _ in range(40)]
+    for _ in range(60):
+        patterns = [_random_pattern(rng) for _ in range(rng.randint(1, 6))]
+        patterns += [f"^{p}" for p in patterns[:2]] + ["^a", "^ab", "^[ab]+$"]
+        try:
+            matching = compile_pattern_set(patterns)
+        except EcmaPatternError:
+            continue
+        singles = [compile_pattern(pattern) for pattern in patterns]
+        for text in texts:
+            expected = [index for index, check in enumerate(singles) if check(text)]
+            assert matching(text) == expected, (patterns, text)

@@ -30,6 +30,8 @@ PROTOCOL_EXCEPTIONS = {
     ("_ecma.py", "AssertionError"),
     # an optional extra that is not installed: what `except ImportError` around it expects
     ("_common.py", "ImportError"),
+    ("_postgres.py", "ImportError"),
+    ("_redis.py", "ImportError"),
     # bridges speak their framework's protocol: its own exception types end a tool call
     ("langchain.py", "tool_exception"),
     ("pydantic_ai.py", "approval_required"),
@@ -41,6 +43,9 @@ FACTORIES = {
     ("validation.py", "fail"): "SchemaError",
     ("_ecma.py", "fail"): "EcmaPatternError",
     ("_toolkit.py", "_unknown"): "UnknownToolError",
+    ("_binding.py", "_unavailable"): "StoreUnavailableError",
+    ("_postgres.py", "_unavailable"): "StoreUnavailableError",
+    ("_redis.py", "_unavailable"): "StoreUnavailableError",
 }
 
 

@@ -92,8 +92,9 @@ def odd_log(ctx: ToolContext) -> str:
 TOOLKIT = Toolkit([add, steps, waits, asks, big, odd_log])
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server() -> Iterator[HttpServer]:
+    # One server for the module: every test opens its own connections (and sessions).
     with HttpServer(
         TOOLKIT, ServerOptions(request_timeout_ms=500, grace_ms=500), port=0
     ) as running:

@@ -1,6 +1,6 @@
 """The official MCP Python SDK client (``mcp``, the ``interop`` extra) against our server.
 
-Each test spawns ``python -m toolnexus serve tests/test_mcp_stdio.py:toolkit`` through the
+Each test spawns ``python -m toolnexus serve tests/stdio_tools.py:toolkit`` through the
 SDK's stdio client, in each era the SDK speaks: ``legacy`` (the ``initialize`` handshake),
 ``2026-07-28`` (modern, pinned) and ``auto`` (the SDK probes ``server/discover``, then
 stays modern). Skipped when ``mcp`` is not installed, unless TOOLNEXUS_REQUIRE_INTEROP=1,
@@ -36,7 +36,7 @@ def server_parameters(*extra: str) -> StdioServerParameters:
     path = os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "toolnexus", "serve", "tests/test_mcp_stdio.py:toolkit", *extra],
+        args=["-m", "toolnexus", "serve", "tests/stdio_tools.py:toolkit", *extra],
         cwd=str(ROOT),
         env={"PYTHONPATH": path},
     )

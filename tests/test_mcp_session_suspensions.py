@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from toolnexus import Answer, Request, Toolkit, ToolResult, tool
+from toolnexus import Answer, Request, StoreUnavailableError, Toolkit, ToolResult, tool
 from toolnexus.mcp import CancelCall, Send, ServerOptions, ServerSession, StartCall
 
 ENV_SCHEMA = {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}
@@ -445,6 +445,43 @@ def test_a_retry_without_the_answer_asks_again(responses: Any) -> None:
     asked = only_send(retry(session, result["requestState"], responses))["result"]
     assert asked["resultType"] == "input_required"
     assert list(asked["inputRequests"]) == [request.id]
+
+
+class DownStore:
+    """An answer store whose server is down until ``up`` is set."""
+
+    def __init__(self) -> None:
+        self.up = False
+        self.used: set[str] = set()
+
+    def consume(self, key: str, expires_at: float) -> bool:
+        if not self.up:
+            raise StoreUnavailableError("redis://cache:6379/0", "connection refused")
+        if key in self.used:
+            return False
+        self.used.add(key)
+        return True
+
+
+def test_a_retry_whose_store_is_down_is_refused_and_the_state_stays_usable() -> None:
+    store = DownStore()
+    session = ServerSession(
+        TOOLKIT, ServerOptions(secret=b"a-key-of-at-least-16-bytes", answer_store=store)
+    )
+    result, request = input_required(session)
+    answer = {request.id: {"action": "accept", "content": {"env": "dev"}}}
+    refused = only_send(retry(session, result["requestState"], answer))
+    assert refused["result"]["isError"] is True
+    text = refused["result"]["content"][0]["text"]
+    assert text.startswith("cannot resume: the answer store is unavailable")
+    assert "cache" not in text  # where the store lives goes to the log, not to the client
+    store.up = True
+    actions = retry(session, result["requestState"], answer, rid=3)
+    assert isinstance(actions[0], StartCall) and actions[0].answer == Answer(
+        request.id, True, {"env": "dev"}
+    )
+    replay = only_send(retry(session, result["requestState"], answer, rid=4))
+    assert "already answered" in replay["result"]["content"][0]["text"]
 
 
 def test_a_tampered_request_state_is_refused() -> None:

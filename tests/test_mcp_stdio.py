@@ -1,7 +1,7 @@
 """The stdio server end to end: ``python -m toolnexus serve`` over real pipes, and
 ``serve_stdio`` in-process with streams the test owns.
 
-The module doubles as the served tool module (``tests/test_mcp_stdio.py:toolkit``).
+The served tools live in ``tests/stdio_tools.py`` (a module without pytest, quick to import).
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 
-from toolnexus import Request, Toolkit, ToolResult, tool
-from toolnexus._context import ToolContext
+from stdio_tools import toolkit
 from toolnexus.mcp import ServerOptions, serve_stdio
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,81 +27,6 @@ MODERN = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
 }
-
-# --------------------------------------------------------------------------- the served tools
-
-_cancel_seen = threading.Event()
-_cancel_outcome: list[str] = []
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-@tool
-def shout(text: str) -> str:
-    """Upper-case the text (and print noise on stdout, both ways)."""
-    print("noise from print()")
-    sys.stdout.flush()
-    os.write(1, b"noise written to fd 1\n")
-    return text.upper()
-
-
-@tool
-def wait_for_cancel(ctx: ToolContext) -> str:
-    """Report that it started, then wait for the call to be cancelled."""
-    ctx.report_progress(1, None, "started")
-    cancelled = ctx.cancellation_token.wait(TIMEOUT)
-    _cancel_outcome.append("cancelled" if cancelled else "not cancelled")
-    _cancel_seen.set()
-    return "finished"
-
-
-@tool
-def last_cancel() -> str:
-    """What the last wait_for_cancel call saw."""
-    _cancel_seen.wait(TIMEOUT)
-    return _cancel_outcome[-1] if _cancel_outcome else "nothing yet"
-
-
-_never = threading.Event()  # nothing sets it: waits on it are plain blocking work
-
-
-@tool
-def stubborn(ctx: ToolContext) -> str:
-    """Report that it started, then ignore cancellation for an hour."""
-    ctx.report_progress(1, None, "started")
-    _never.wait(3600)  # blocks like real work that never checks its token
-    return "never"
-
-
-@tool
-def nap(ms: int) -> str:
-    """Sleep ms milliseconds, then answer."""
-    _never.wait(ms / 1000)  # stands for ms of work
-    return f"slept {ms} ms"
-
-
-@tool
-def steps(count: int, ctx: ToolContext) -> str:
-    """Report progress count times, then answer."""
-    for i in range(1, count + 1):
-        ctx.report_progress(i, count, f"step {i}")
-    return f"{count} steps"
-
-
-@tool
-def deploy(ctx: ToolContext) -> ToolResult:
-    """Ask which environment, then deploy there."""
-    if ctx.answer is not None:
-        return ToolResult.ok(f"deployed to {ctx.answer.data['env']}")
-    schema = {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}
-    return ToolResult.pending(Request("input", "Which environment?", data={"schema": schema}))
-
-
-toolkit = Toolkit([add, shout, wait_for_cancel, last_cancel, stubborn, nap, steps, deploy])
 
 # --------------------------------------------------------------------------- a tiny client
 
@@ -114,7 +38,7 @@ class Server:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "toolnexus", "serve", "tests/test_mcp_stdio.py:toolkit", *extra],
+            [sys.executable, "-m", "toolnexus", "serve", "tests/stdio_tools.py:toolkit", *extra],
             cwd=ROOT,
             env=env,
             stdin=subprocess.PIPE,
@@ -338,6 +262,7 @@ def test_a_call_that_finishes_within_the_grace_period_is_still_answered_after_st
     assert server.rest[0]["result"]["content"][0]["text"] == "slept 200 ms"
 
 
+@pytest.mark.slow  # the 1 s grace, then 1 s for the stuck thread
 def test_closing_stdin_exits_even_while_a_tool_ignores_cancellation(server: Server) -> None:
     server.initialize()
     server.send(

@@ -81,6 +81,7 @@ _BLOCKED_WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # the server gives a stuck writer 1 s at each of three places
 @posix_only
 def test_sigint_while_a_writer_blocks_on_a_full_stdout_leaves_the_lock_to_its_holder() -> None:
     done = subprocess.run(

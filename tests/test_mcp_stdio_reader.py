@@ -31,6 +31,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 from toolnexus import Toolkit, ToolResult, tool
 from toolnexus.mcp import ServerOptions, serve_stdio
 from toolnexus.mcp._bridge import LazyHost
@@ -260,6 +262,7 @@ def test_the_answers_to_a_burst_of_buffered_requests_are_written_together() -> N
     assert len(stdout.writes) < 10  # one write per burst, not one per answer
 
 
+@pytest.mark.slow  # the server waits 1 s for the held reader
 def test_stdin_closing_returns_while_an_inline_tool_ignores_its_token() -> None:
     with serving(grace_ms=100) as served:
         served.call(2, "blocked")

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import toolnexus
 
 
@@ -50,12 +52,37 @@ def test_importing_host_loads_no_typing_asyncio_logging_or_parts():
 
 
 def test_the_answer_stores_live_in_their_public_namespace():
-    from toolnexus.stores import AnswerStore, MemoryAnswerStore, SqliteAnswerStore
+    from toolnexus.stores import (
+        AnswerStore,
+        MemoryAnswerStore,
+        PostgresAnswerStore,
+        RedisAnswerStore,
+        SqliteAnswerStore,
+        open_store,
+    )
 
-    for name in (AnswerStore, MemoryAnswerStore, SqliteAnswerStore):
+    for name in (
+        AnswerStore,
+        MemoryAnswerStore,
+        PostgresAnswerStore,
+        RedisAnswerStore,
+        SqliteAnswerStore,
+        open_store,
+    ):
         assert name.__module__ == "toolnexus.stores"
     assert isinstance(MemoryAnswerStore(), AnswerStore)
     assert not isinstance(object(), AnswerStore)
+
+
+def test_importing_the_stores_imports_no_database_driver():
+    # psycopg and redis load with the first store that needs them; naming the classes
+    # (even for isinstance checks) costs nothing.
+    code = (
+        "import sys; import toolnexus.stores as s; s.PostgresAnswerStore; s.RedisAnswerStore; "
+        "print(sorted(m for m in ('psycopg', 'psycopg_pool', 'redis') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_package_ships_py_typed():
@@ -71,6 +98,41 @@ def test_the_distribution_has_a_name_of_its_own_so_no_other_project_upgrades_it(
 
     assert "toolnexus-contract" in packages_distributions()["toolnexus"]
     assert metadata("toolnexus-contract")["Name"] == "toolnexus-contract"
+
+
+def test_no_install_hint_sends_users_to_the_index_while_the_package_is_not_published():
+    # `pip install toolnexus-contract` fails until the distribution is on the index: the
+    # README, the docs and every hint in the code say how to install from a checkout or git.
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    files = [root / "README.md", *(root / "docs").glob("*.md"), *(root / "src").rglob("*.py")]
+    offenders = [
+        f"{path.name}:{number}"
+        for path in files
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "pip install toolnexus-contract" in line or "pip install 'toolnexus-contract[" in line
+    ]
+    assert offenders == []
+
+
+def test_a_missing_framework_is_named_with_the_packages_pip_can_install():
+    from toolnexus.bridges._common import require
+
+    with pytest.raises(ImportError) as caught:
+        require("toolnexus_no_such_framework.tools", "LangChain", "langchain")
+    assert str(caught.value) == (
+        "the LangChain bridge needs 'toolnexus_no_such_framework', which is not installed: "
+        "pip install 'langchain-core>=1.0' 'langgraph>=1.0' (the 'langchain' extra)"
+    )
+
+
+def test_install_hints_have_running_examples():
+    import toolnexus._extras
+    from doctests import run_doctests
+
+    failed, attempted = run_doctests(toolnexus._extras)
+    assert (failed, attempted >= 2) == (0, True)
 
 
 def test_no_module_imports_a_private_name_of_another_module():

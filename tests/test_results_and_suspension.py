@@ -17,15 +17,15 @@ from toolnexus import Answer, Request, ToolResult
 # --- ToolResult ----------------------------------------------------------------------------
 
 
-def test_ok_is_a_success_without_metadata():
+def test_ok_is_a_success_with_empty_metadata():
     result = ToolResult.ok("42")
-    assert (result.output, result.is_error, result.metadata) == ("42", False, None)
+    assert (result.output, result.is_error, result.metadata) == ("42", False, {})
     assert not result.is_pending
 
 
 def test_error_is_a_failure_the_model_can_read():
     result = ToolResult.error("no such file: a.txt")
-    assert (result.output, result.is_error, result.metadata) == ("no such file: a.txt", True, None)
+    assert (result.output, result.is_error, result.metadata) == ("no such file: a.txt", True, {})
     assert not result.is_pending
 
 
@@ -207,7 +207,6 @@ def test_exposed_mappings_are_read_only_all_the_way_down(mutate):
 def test_read_only_mappings_still_behave_as_plain_json_data():
     result = ToolResult.ok("x", {"tags": ["a"], "n": 1.5})
     metadata = result.metadata
-    assert metadata is not None
     assert isinstance(metadata, dict) and isinstance(metadata["tags"], list)
     assert json.dumps(metadata) == '{"tags": ["a"], "n": 1.5}'
     changed = dict(metadata)

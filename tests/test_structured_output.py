@@ -134,7 +134,7 @@ def test_a_value_outside_the_inferred_schema_is_an_error_naming_the_path():
         'result: expected integer, got string "abc"; fix the tool\'s return value or its '
         "output_schema"
     )
-    assert result.metadata is None
+    assert result.metadata == {} and "metadata" not in result.to_dict()
 
 
 def test_a_declared_schema_is_enforced_and_names_the_path():

@@ -215,7 +215,11 @@ def test_a_failed_timer_start_answers_the_call_and_cancel_after_raises_clearly()
 
 _TIMER_LEAVES = """
 import threading
-from toolnexus import CancellationTokenSource, Host, Toolkit, tool
+from toolnexus import CancellationTokenSource, Host, Toolkit, _timers, tool
+
+# Idle threads leave after IDLE_SECONDS (2 s); a shorter wait keeps this test quick and
+# changes nothing it shows: a cancelled hour-long deadline must not hold the thread.
+_timers.IDLE_SECONDS = 0.2
 
 @tool
 def add(a: int, b: int) -> int:
@@ -228,7 +232,7 @@ with CancellationTokenSource() as source:
     source.cancel_after(3600)  # closed at once: a cancelled hour-long timer
 host.close(timeout=10)
 timer = next(t for t in threading.enumerate() if t.name == "toolnexus-timer")
-timer.join(30)  # it leaves about two idle seconds after its last timer went
+timer.join(30)  # it leaves one idle wait (0.2 s here) after its last timer went
 print("timer alive:", timer.is_alive())
 """
 

@@ -7,6 +7,7 @@ fast yes/no path and the explaining path can never disagree.
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from typing import Any
@@ -936,7 +937,7 @@ SCHEMA_ERRORS = [
     ({"pattern": "(unclosed"}, "#", "pattern", 'pattern "(unclosed" at position 0'),
     ({"pattern": 5}, "#", "pattern", "'pattern' patterns must be strings"),
     ({"format": 5}, "#", "format", "'format' must be a string"),
-    ({"enum": []}, "#", "enum", "'enum' must be a non-empty array"),
+    ({"enum": "abc"}, "#", "enum", "'enum' must be an array, got string"),
     ({"enum": [object()]}, "#", "enum", "'enum' values must be JSON values"),
     ({"const": {1, 2}}, "#", "const", "'const' must be a JSON value"),
     ({"required": "a"}, "#", "required", "'required' must be an array of property names"),
@@ -1017,7 +1018,9 @@ def test_bad_limits_are_programmer_errors() -> None:
         (3.0, True, True, False),
         (-7.0, True, True, False),
         (3.5, False, True, False),
-        (float("inf"), False, True, False),
+        (float("inf"), False, False, False),  # not JSON: no JSON text reads as it
+        (float("-inf"), False, False, False),
+        (float("nan"), False, False, False),
         (True, False, False, True),
         (False, False, False, True),
         ("1", False, False, False),
@@ -1030,6 +1033,50 @@ def test_booleans_are_never_numbers_and_integral_floats_are_integers(
     assert Validator({"type": "integer"}).is_valid(value) is is_integer
     assert Validator({"type": "number"}).is_valid(value) is is_number
     assert Validator({"type": "boolean"}).is_valid(value) is is_boolean
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")], ids=repr)
+def test_infinity_and_nan_are_refused_where_a_number_is_expected_and_say_why(bad: float) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "x": {"type": "number"},
+            "bounded": {"type": "number", "minimum": 0},
+            "either": {"type": ["number", "null"]},
+            "vector": {"type": "array", "items": {"type": "number"}},
+        },
+    }
+    v = Validator(schema)
+    why = f"got {bad!r} (not a JSON number: JSON has no Infinity or NaN)"
+    for key in ("x", "bounded"):
+        assert v.errors({key: bad}) == [f"{key}: expected number, {why}"]
+    assert v.errors({"either": bad}) == [f"either: expected number or null, {why}"]
+    # a long list of floats is checked at C speed; one bad value among them is still found
+    assert v.is_valid({"vector": [0.5] * 1000})
+    assert v.errors({"vector": [0.5] * 1000 + [bad]}) == [f"vector[1000]: expected number, {why}"]
+    assert v.is_valid({"vector": [1e308] * 20})  # their sum overflows; each is finite
+
+
+def test_a_tool_refuses_an_infinite_argument_instead_of_failing_on_its_own_output() -> None:
+    @toolnexus.tool
+    def half(x: float) -> float:
+        """Halve a number."""
+        return x / 2
+
+    refused = half({"x": float("inf")})
+    assert refused.is_error
+    assert refused.output == (
+        "invalid arguments for 'half': x: expected number, got inf (not a JSON number: JSON has"
+        " no Infinity or NaN)"
+    )
+    assert half({"x": 3.0}).output == "1.5"
+
+
+def test_a_schema_value_that_is_not_json_is_refused() -> None:
+    with pytest.raises(SchemaError, match="'enum' values must be JSON values, got nan"):
+        Validator({"enum": [1, float("nan")]})
+    with pytest.raises(SchemaError, match="'const' must be a JSON value, got inf"):
+        Validator({"const": float("inf")})
 
 
 def test_int_and_str_subclasses_count_as_their_json_type() -> None:
@@ -1244,3 +1291,233 @@ def test_a_pattern_answers_alike_on_every_path(schema: dict[str, Any]) -> None:
         assert v.is_valid(text) is expected, text
         assert (v.errors(text) == []) is expected, text
     assert v.is_valid(3) is ("type" not in schema)
+
+
+# --- bounded by design: what an instance can make the validator do ------------------------
+
+
+class _CountingObject(dict[str, Any]):
+    """A dict that counts how often a validator asks whether it has a key."""
+
+    asked = 0
+
+    def __contains__(self, key: object) -> bool:
+        type(self).asked += 1
+        return super().__contains__(key)
+
+
+def _chain(levels: int, leaf: dict[str, Any]) -> dict[str, Any]:
+    """Level i: anyOf of two $refs to level i-1; level 0: ``leaf``."""
+    defs: dict[str, Any] = {"L0": leaf}
+    for i in range(1, levels + 1):
+        defs[f"L{i}"] = {"anyOf": [{"$ref": f"#/$defs/L{i - 1}"}, {"$ref": f"#/$defs/L{i - 1}"}]}
+    return {"$defs": defs, "$ref": f"#/$defs/L{levels}"}
+
+
+def test_a_subschema_reached_along_many_paths_is_checked_once_per_value() -> None:
+    # 12 levels: 4096 paths lead to the leaf; each check of it asks for "b" once
+    leaf = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["b"]}
+    v = Validator(_chain(12, leaf))
+    _CountingObject.asked = 0
+    assert v.is_valid(_CountingObject(a=1)) is False
+    assert _CountingObject.asked == 1
+    _CountingObject.asked = 0
+    problems = v.errors(_CountingObject(a=1))
+    assert problems[0].startswith("matches none of the 2 alternatives")
+    assert "b: required property is missing" in problems[0]
+    assert _CountingObject.asked <= 4  # the fast check, then the explanation
+    assert v.is_valid({"a": 1, "b": 2}) and v.errors({"a": 1, "b": 2}) == []
+
+
+def test_shared_subschemas_give_the_verdicts_of_their_unshared_copies() -> None:
+    # the same dict object used in many places is memoized; its JSON copy (no sharing, no
+    # $ref) is not: both must agree on every value, unevaluated* and if/then included
+    rng = random.Random(20261205)
+    shared_leaf: dict[str, Any] = {"properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    extra: dict[str, Any] = {"properties": {"x": {"const": 1}}}
+    level: dict[str, Any] = {"anyOf": [shared_leaf, {"allOf": [shared_leaf, extra]}]}
+    for _ in range(3):
+        level = {
+            "anyOf": [level, {"allOf": [level, extra]}],
+            "if": level,
+            "then": {"required": ["n"]},
+        }
+    schema = {**level, "unevaluatedProperties": {"type": "string"}}
+    memoized = Validator(schema)
+    plain = Validator(json.loads(json.dumps(schema)))
+    values: list[Any] = [{}, 3, {"n": 1}, {"n": "1"}, {"n": 1, "x": 1}, {"n": 1, "x": 2}]
+    for _ in range(200):
+        value = {key: rng.choice([1, 2, "s", None]) for key in rng.sample("nxy", rng.randint(0, 3))}
+        values.append(value)
+    for value in values:
+        assert memoized.is_valid(value) is plain.is_valid(value), value
+        assert memoized.errors(value) == plain.errors(value), value
+
+
+def test_a_miss_on_a_huge_enum_writes_only_the_values_it_shows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import toolnexus.validation as validation
+
+    written: list[Any] = []
+    real = validation._json_short
+
+    def counting(value: Any, limit: int = 40) -> str:
+        written.append(value)
+        return real(value, limit)
+
+    monkeypatch.setattr(validation, "_json_short", counting)
+    v = Validator({"enum": list(range(100_000))})
+    assert v.errors(-1) == [
+        "expected one of 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ... (100000 values), got integer -1"
+    ]
+    either = Validator({"anyOf": [{"enum": list(range(100_000))}, {"type": "string"}]})
+    assert either.errors(-1) == [
+        "expected 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ... (100001 in all), got integer -1"
+    ]
+    assert len(written) < 100  # a dozen or so per list, not the 100000 values
+
+
+@pytest.mark.parametrize("value", ["foo", 42, None, {}, [], False], ids=repr)
+def test_an_empty_enum_is_a_schema_that_nothing_matches(value: Any) -> None:
+    # the official suite's newest enum group: {"enum": []} is a schema; nothing is valid
+    v = Validator({"enum": []})
+    assert v.is_valid(value) is False
+    assert v.errors(value) == [
+        f"no value is allowed here (its 'enum' is empty), got {validation_describe(value)}"
+    ]
+    assert Validator({"anyOf": [{"enum": []}, {"type": "integer"}]}).errors("x") == [
+        'expected integer, got string "x"'
+    ]
+
+
+def validation_describe(value: Any) -> str:
+    from toolnexus.validation import _describe
+
+    return _describe(value)
+
+
+def test_a_name_no_pattern_matches_costs_one_search_however_many_patterns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import toolnexus._ecma as ecma
+
+    asked: list[str] = []
+    real = ecma.compile_search
+
+    def counting(source: str) -> Any:
+        search, longest, predicate = real(source)
+        assert search is not None
+
+        def counted(text: str) -> object:
+            asked.append(text)
+            return search(text)
+
+        return counted, longest, predicate
+
+    monkeypatch.setattr(ecma, "compile_search", counting)
+    schema = {
+        "type": "object",
+        "patternProperties": {f"^p{i}_": {"type": "integer"} for i in range(200)},
+        "additionalProperties": {"type": "string"},
+    }
+    v = Validator(schema)
+    value: dict[str, Any] = {f"k{i}": "s" for i in range(1000)}
+    value.update({f"p{i % 200}_{i}": i for i in range(1000)})
+    assert v.is_valid(value)
+    assert asked == []  # one alternation said which pattern matched, or that none did
+    value["p7_bad"] = "x"
+    assert v.errors(value) == ['p7_bad: expected integer, got string "x"']
+    # patterns that may both match a name are each asked about it
+    both = Validator({"patternProperties": {"^a": {"minimum": 5}, "^[a-z]+$": {"maximum": 9}}})
+    assert both.errors({"ab": 3, "zz": 10}) == [
+        "ab: expected at least 5, got 3",
+        "zz: expected at most 9, got 10",
+    ]
+
+
+# --- the token: a validation stops when its call is cancelled ------------------------------
+
+
+def test_a_short_check_finishes_even_with_a_cancelled_token() -> None:
+    # the token is heard in long work only, so a tool still sees its cancelled context
+    # itself (docs/testing.md's cancelled_context) when its arguments are quick to check
+    from toolnexus import CancellationTokenSource
+
+    source = CancellationTokenSource()
+    source.cancel()
+    v = Validator({"type": "string", "pattern": "^(a+)+$"})
+    assert v.errors("aaa", token=source.token) == []
+    assert v.is_valid("aab", token=source.token) is False
+    assert Validator(_chain(3, {"required": ["b"]})).is_valid({}, token=source.token) is False
+
+
+class _CancelsWhenRead(dict[str, Any]):
+    """An object whose first reading cancels ``source``: what follows it runs cancelled."""
+
+    def __init__(self, source: Any) -> None:
+        super().__init__(x=1)
+        self.source = source
+
+    def __iter__(self) -> Any:
+        self.source.cancel()
+        return super().__iter__()
+
+    def values(self) -> Any:
+        self.source.cancel()
+        return super().values()
+
+
+@pytest.mark.parametrize(
+    "word_schema",
+    [
+        {"type": "string", "pattern": "^(a+)+$"},  # the linear engine, heard every 1k chars
+        {"patternProperties": {"(a+)+$": {}}, "type": "object"},
+    ],
+)
+def test_a_token_cancelled_during_a_long_check_stops_it(word_schema: dict[str, Any]) -> None:
+    from toolnexus import CancellationTokenSource
+    from toolnexus.errors import OperationCancelledError
+
+    source = CancellationTokenSource()
+    v = Validator(
+        {
+            "type": "object",
+            "properties": {"first": {"type": "object"}, "word": word_schema},
+            "required": ["first", "word"],
+        }
+    )
+    long = "a" * 200_000 + "!"
+    word: Any = long if word_schema.get("type") == "string" else {long: 1}
+    with pytest.raises(OperationCancelledError, match="cancelled"):
+        v.errors({"first": _CancelsWhenRead(source), "word": word}, token=source.token)
+
+
+def test_a_tool_whose_call_is_cancelled_while_its_arguments_are_checked_ends_cancelled() -> None:
+    from toolnexus import CancellationTokenSource, ToolContext
+
+    ran: list[str] = []
+
+    @toolnexus.tool(
+        input_schema={
+            "type": "object",
+            "properties": {
+                "first": {"type": "object"},
+                "word": {"type": "string", "pattern": "^(a+)+$"},
+            },
+        }
+    )
+    def spell(args: dict[str, Any]) -> str:
+        """Spell a word."""
+        ran.append(args["word"][:3])
+        return "ok"
+
+    source = CancellationTokenSource()
+    ctx = ToolContext(cancellation_token=source.token)
+    long = "a" * 200_000 + "!"
+    result = spell({"first": _CancelsWhenRead(source), "word": long}, ctx)
+    assert result.is_error
+    assert result.output == "cancelled: validation stopped: the call was cancelled"
+    assert ran == []
+    fresh = ToolContext(cancellation_token=CancellationTokenSource().token)
+    assert spell({"first": {}, "word": "aaa"}, fresh).output == "ok"

@@ -102,6 +102,28 @@ def test_an_empty_mapping_is_set_not_unset():
     assert ToolResult.ok("x", {}).to_json() == '{"output":"x","isError":false,"metadata":{}}'
 
 
+def test_unset_metadata_reads_as_an_empty_mapping_and_stays_off_the_wire():
+    import copy
+    import dataclasses
+    import pickle
+
+    unset = ToolResult.ok("x")
+    assert unset.metadata == {} and unset.metadata.get("reason") is None
+    assert unset.to_json() == '{"output":"x","isError":false}'
+    # However the result travels, "unset" stays unset (and a set {} stays set).
+    for same in (
+        pickle.loads(pickle.dumps(unset)),
+        copy.deepcopy(unset),
+        dataclasses.replace(unset, output="x"),
+        ToolResult.from_json(unset.to_json()),
+        ToolResult("x", False, None),
+    ):
+        assert same.to_json() == '{"output":"x","isError":false}'
+    explicit = ToolResult.ok("x", {})
+    assert pickle.loads(pickle.dumps(explicit)).to_json() == explicit.to_json()
+    assert ToolResult.from_json(explicit.to_json()).to_json() == explicit.to_json()
+
+
 def test_to_dict_returns_plain_json_types():
     wire = ToolResult.pending(Request("input", "?", data={"choices": ["a", "b"]})).to_dict()
     pending = wire["metadata"]["pending"]
@@ -310,6 +332,9 @@ NOT_AN_OBJECT = [
     ("[" * 100_000, "is not valid JSON"),
     ('{"id":"pnd-1","ok":true,"data":{"x":NaN}}', "NaN is not a JSON value"),
     ('{"output":"x","isError":false,"metadata":{"x":Infinity}}', "Infinity is not a JSON value"),
+    # Python reads 1e400 as inf, which to_json refuses to write: refused on reading too
+    ('{"output":"x","isError":false,"metadata":{"x":1e400}}', "the number 1e400 is out of range"),
+    ('{"id":"pnd-1","ok":true,"data":{"x":-2.5E+999}}', "the number -2.5E+999 is out of range"),
     ("[]", "must be a JSON object, got array"),
     ('[{"id":"pnd-1"}]', "must be a JSON object, got array"),
     ("null", "must be a JSON object, got null"),
@@ -328,6 +353,22 @@ def test_from_json_refuses_what_is_not_a_json_object(cls, text, problem):
     assert isinstance(caught.value, WireFormatError) and isinstance(caught.value, ToolnexusError)
     assert caught.value.field is None
     assert caught.value.type_name == cls.__name__
+
+
+@pytest.mark.parametrize(("number", "readable"), [("1e308", True), ("1e400", False)])
+def test_from_json_reads_a_number_exactly_when_to_json_can_write_it_back(number, readable):
+    text = '{"output":"x","isError":false,"metadata":{"n":' + number + "}}"
+    value = json.loads(text)["metadata"]["n"]  # Python alone reads 1e400 as inf
+    try:
+        written = ToolResult("x", metadata={"n": value}).to_json()
+    except WireFormatError:
+        written = None
+    if readable:
+        assert written is not None and ToolResult.from_json(text).metadata == {"n": 1e308}
+    else:
+        assert written is None
+        with pytest.raises(WireFormatError, match="out of range"):
+            ToolResult.from_json(text)
 
 
 @pytest.mark.parametrize("cls", [Request, Answer, ToolResult])

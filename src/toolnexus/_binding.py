@@ -13,9 +13,11 @@ Everything about binding lives here:
   a key). Several keys may be given: the first signs, all verify, so keys can rotate;
 - the **consumed-answers stores** (:class:`AnswerStore`): an answer that passed its checks
   is recorded under its binding, and a second one is refused as ``already answered``.
-  :class:`MemoryAnswerStore` (one per process by default) and :class:`SqliteAnswerStore`
-  (for resumes across processes on one machine) are built in; anything with a ``consume``
-  method can be plugged in.
+  :class:`MemoryAnswerStore` (one per process by default, or the store the environment
+  variable ``TOOLNEXUS_STORE`` names) and :class:`SqliteAnswerStore` (for resumes across
+  processes on one machine) are built here; Postgres and Redis live in
+  :mod:`toolnexus.stores`; anything with a ``consume`` method can be plugged in. A store
+  that fails (its server is down) refuses the resume and uses nothing up.
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from ._loop_rule import declined, schema_problem, unresolved
+from ._log import LazyLogger
+from ._loop_rule import coerce_answer, declined, schema_problem, unresolved
 from ._result import PENDING_KEY, ToolResult
 from ._suspension import Answer, Request, decline_reason
-from .errors import InvalidTypeError, InvalidValueError, WireFormatError
+from .errors import InvalidTypeError, InvalidValueError, StoreUnavailableError, WireFormatError
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
 if TYPE_CHECKING:
@@ -40,6 +43,7 @@ __all__ = [
     "BINDING_KEY",
     "DEFAULT_TTL_S",
     "SECRET_ENV",
+    "STORE_ENV",
     "Binder",
     "MemoryAnswerStore",
     "SqliteAnswerStore",
@@ -47,6 +51,7 @@ __all__ = [
     "load_secret",
     "read_secret_file",
     "request_digest",
+    "store_failed",
 ]
 
 BINDING_KEY = "binding"
@@ -55,12 +60,16 @@ BINDING_KEY = "binding"
 SECRET_ENV = "TOOLNEXUS_SECRET"
 """The environment variable a host reads its key(s) from when none is given."""
 
+STORE_ENV = "TOOLNEXUS_STORE"
+"""The environment variable naming the answer store (a URL) a host uses when none is given."""
+
 DEFAULT_TTL_S = 7 * 24 * 3600
 """How long a binding stays valid when its request sets no ``expires_at`` (seconds)."""
 
 MIN_KEY_BYTES = 16
 
 _PREFIX = "tnb1"
+_log = LazyLogger()  # logging loads with the first record, not with Host
 _SCHEME = "tnb1."
 
 
@@ -342,19 +351,42 @@ class SqliteAnswerStore:
         self._path = os.fspath(path)
         self._clock = clock
         self._count = 0
-        with self._connect() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS toolnexus_used_answers "
-                "(key TEXT PRIMARY KEY, expires_at REAL NOT NULL)"
-            )
+        try:
+            db = self._connect()
+            try:
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS toolnexus_used_answers "
+                    "(key TEXT PRIMARY KEY, expires_at REAL NOT NULL)"
+                )
+            finally:
+                db.close()
+        except Exception as exc:  # sqlite3.Error: not a database, read-only, no such folder
+            raise self._unavailable(exc) from exc
 
     def _connect(self) -> Any:
         import sqlite3
 
         return sqlite3.connect(self._path, timeout=30.0, isolation_level=None)
 
+    def _unavailable(self, exc: Exception) -> StoreUnavailableError:
+        return StoreUnavailableError(
+            f"sqlite:{self._path}",
+            f"{exc}; check that the file is an SQLite database this process may write, in "
+            "a folder that exists",
+        )
+
     def consume(self, key: str, expires_at: float) -> bool:
-        """Record ``key`` until ``expires_at``; True the first time, False afterwards."""
+        """Record ``key`` until ``expires_at``; True the first time, False afterwards.
+
+        Raises :class:`~toolnexus.StoreUnavailableError` when the file cannot be used."""
+        try:
+            return self._consume(key, expires_at)
+        except StoreUnavailableError:
+            raise
+        except Exception as exc:  # sqlite3.Error (locked past the timeout, disk I/O)
+            raise self._unavailable(exc) from exc
+
+    def _consume(self, key: str, expires_at: float) -> bool:
         now = self._clock()
         self._count += 1
         db = self._connect()
@@ -382,10 +414,23 @@ class SqliteAnswerStore:
 
 
 _default_store: MemoryAnswerStore | None = None
+_named_stores: dict[str, AnswerStore] = {}
+_named_stores_lock = threading.Lock()
 
 
-def _process_store() -> MemoryAnswerStore:
+def _process_store() -> AnswerStore:
+    """The store ``TOOLNEXUS_STORE`` names (opened once per process and URL), else this
+    process's one :class:`MemoryAnswerStore`."""
     global _default_store
+    url = _environ().get(STORE_ENV, "").strip()
+    if url:
+        with _named_stores_lock:  # not the key lock: opening may wait on a network
+            store = _named_stores.get(url)
+            if store is None:
+                from .stores._open import open_named
+
+                store = _named_stores[url] = open_named(url, STORE_ENV)
+            return store
     with _process_key_lock:
         if _default_store is None:
             _default_store = MemoryAnswerStore()
@@ -428,14 +473,31 @@ def _refused(text: str) -> Refusal:
     return Refusal(ToolResult.error(f"cannot resume: {text} (the tool was not run)"), spent=False)
 
 
+STORE_FAILED = (
+    "the answer store is unavailable, so the answer could not be checked for single use; "
+    "it was not used: send it again once the store is back"
+)
+"""What a caller (a model, an MCP client) reads when the store failed; the store's URL and
+error go to the log only."""
+
+
+def store_failed(exc: BaseException, what: str) -> Refusal:
+    """The refusal of a resume whose answer store raised ``exc``: nothing was used up, so
+    the same answer may come again; the details (the store, its error) go to the log."""
+    level = _log.warning if isinstance(exc, StoreUnavailableError) else _log.error
+    level("cannot resume %s: %s", what, exc, exc_info=not isinstance(exc, StoreUnavailableError))
+    return _refused(STORE_FAILED)
+
+
 class Binder:
     """Issues bindings for pending results and checks resumes against them.
 
     Args:
         secret: the key(s), newest first (see :func:`load_secret`); ``None`` reads
             ``TOOLNEXUS_SECRET``, and without it a random key made once per process signs.
-        store: where used answers are remembered (default: one :class:`MemoryAnswerStore`
-            per process).
+        store: where used answers are remembered (default: the store the environment
+            variable ``TOOLNEXUS_STORE`` names, else one :class:`MemoryAnswerStore` per
+            process).
         ttl_s: how long a binding stays valid when its request sets no ``expires_at``.
         clock: returns the time in seconds (``time.time``); tests inject one.
 
@@ -511,7 +573,7 @@ class Binder:
         if request is None:
             return result
         token = self.issue(tool, args, request, round=round)
-        metadata = dict(result.metadata or {})
+        metadata = dict(result.metadata)
         metadata[BINDING_KEY] = token
         return ToolResult(result.output, True, metadata)
 
@@ -613,7 +675,11 @@ class Binder:
             problem = schema_problem(req, ans)
             if problem is not None:
                 return Refusal(ToolResult.error(problem), spent=False)
-        if not self._store.consume(_consumed_key(token), float(exp)):
+        try:
+            first = self._store.consume(_consumed_key(token), float(exp))
+        except Exception as exc:  # the store's own failure: refuse, never use the answer
+            return store_failed(exc, f"request {req.id!r}")
+        if not first:
             return _refused(
                 f"request {req.id!r} was already answered; an answer resumes a call once. "
                 "Call the tool again to ask anew"
@@ -656,7 +722,7 @@ def _read_parked(value: object) -> tuple[Request, str | None] | str:
         request = ToolResult.pending_of(value)
         if request is None:
             return "that result is not pending (no metadata.pending): there is nothing to resume"
-        token = (value.metadata or {}).get(BINDING_KEY)
+        token = value.metadata.get(BINDING_KEY)
         return request, token if isinstance(token, str) else None
     try:
         if isinstance(value, (str, bytes, bytearray)):
@@ -677,19 +743,12 @@ def _read_parked(value: object) -> tuple[Request, str | None] | str:
 
 
 def _read_answer(value: object) -> Answer | str:
-
+    """The answer (read by :func:`~toolnexus._loop_rule.coerce_answer`, the one reader), or
+    the problem with its wire form; ``TypeError`` for another type."""
     try:
-        if isinstance(value, Answer):
-            return value
-        if isinstance(value, Mapping):
-            return Answer.from_dict(value)
-        if isinstance(value, (str, bytes, bytearray)):
-            return Answer.from_json(value)
+        return coerce_answer(value)
     except WireFormatError as exc:
         return str(exc)
-    raise InvalidTypeError(
-        f"answer must be an Answer, its wire dict or its JSON, got {type(value).__name__}"
-    )
 
 
 # The bindings this process issued, by request id: a caller may resume in-process with the

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
-from ._wire import refuse_json_constant
+from ._wire import describe, refuse_json_constant
 from .errors import RefError, ToolnexusError
 
 if TYPE_CHECKING:
@@ -256,9 +256,7 @@ def _import_failure(name: str, exc: BaseException) -> str:
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         top = exc.name.split(".")[0]
         return f"importing {name!r} failed: it imports {exc.name!r}, which is not installed; " + (
-            # The index's `toolnexus` is another project: never send anyone there.
-            "install this library: pip install toolnexus-contract (or, from a checkout "
-            "of it, pip install .)"
+            _install_hint()
             if top == "toolnexus"
             else f"install the package that provides {top!r} (its name on the package "
             "index may differ) or fix the import"
@@ -277,6 +275,31 @@ def _import_failure(name: str, exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else ""
     described = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     return f"importing {name!r} failed: {described}{where}; run with --debug for the traceback"
+
+
+def _install_hint() -> str:
+    """How to install this library while it is not on the package index: from a checkout
+    (this copy's own folder when it was installed from one), or from its git repository.
+    The index's ``toolnexus`` is another project: never send anyone there."""
+    checkout = "/path/to/toolnexus-checkout"
+    try:
+        from importlib import metadata
+
+        origin = json.loads(
+            metadata.distribution("toolnexus-contract").read_text("direct_url.json") or "{}"
+        )
+        url = origin.get("url", "")
+        if url.startswith("file://") and "dir_info" in origin:
+            from urllib.parse import unquote
+
+            checkout = unquote(url[len("file://") :])
+    except Exception:  # no metadata (a vendored copy), or unreadable: the generic hint
+        pass
+    return (
+        "install this library (the distribution toolnexus-contract, not yet on the package "
+        f"index) from a checkout: pip install {checkout}, or from its git repository: "
+        "pip install 'toolnexus-contract @ git+https://<its repository>.git'"
+    )
 
 
 def _missing_attribute(target: str, owner: Any, attr: str) -> str:
@@ -438,7 +461,7 @@ def _build_args(
         parsed = _read_json_option("--args", args_option)
         if not isinstance(parsed, dict):
             raise _CliError(
-                f"--args must be a JSON object, got {_json_type(parsed)}; "
+                f"--args must be a JSON object, got {describe(parsed)}; "
                 "write e.g. --args '{\"steps\": 3}'"
             )
         args.update(parsed)
@@ -450,18 +473,6 @@ def _build_args(
         prop = properties.get(key)
         args[key] = _parse_value(text, prop if isinstance(prop, Mapping) else None)
     return args
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list) else type(value).__name__
 
 
 def _split_name(toolkit: Toolkit, ref: str, rest: Sequence[str]) -> tuple[str, list[str]]:
@@ -967,9 +978,10 @@ def _cmd_resume(options: argparse.Namespace) -> int:
 
 def _keys(options: argparse.Namespace, *, consumes: bool = True) -> _Keys:
     """The signing keys (--secret-file, else TOOLNEXUS_SECRET) and where used answers are
-    kept: with a key, an SQLite file shared by every process (--answers-db or the default
-    in the user's cache folder), so an answer resumes once across processes too. A command
-    that never takes an answer from elsewhere (``consumes`` false: `call`) opens no file."""
+    kept: the store --store (or --answers-db, or TOOLNEXUS_STORE) names; else, with a key,
+    an SQLite file shared by every process (in the user's cache folder), so an answer
+    resumes once across processes too. A command that never takes an answer from
+    elsewhere (``consumes`` false: `call`) opens no default file."""
     from ._binding import SqliteAnswerStore, load_secret, read_secret_file
 
     path = getattr(options, "secret_file", None)
@@ -979,16 +991,50 @@ def _keys(options: argparse.Namespace, *, consumes: bool = True) -> _Keys:
         raise _CliError(f"--secret-file: cannot read {path}: {exc.strerror or exc}") from None
     except (ValueError, TypeError) as exc:
         raise _CliError(str(exc)) from None
+    named = _store_url(options)
+    if named is not None:
+        return keys or None, _open_store(*named)
     if not keys or not consumes:
         return keys or None, None
-    db = getattr(options, "answers_db", None) or _default_answers_db()
+    db = _default_answers_db()
     try:
         os.makedirs(os.path.dirname(os.path.abspath(db)), exist_ok=True)
         return keys, SqliteAnswerStore(db)
     except (OSError, ImportError) as exc:
-        raise _CliError(f"--answers-db: cannot use {db}: {exc}") from None
-    except Exception as exc:  # sqlite3.Error: not a database, locked, ...
-        raise _CliError(f"--answers-db: cannot use {db}: {exc}") from None
+        raise _CliError(
+            f"cannot use the default answers file {db}: {exc}; choose another "
+            "with --store sqlite:PATH"
+        ) from None
+
+
+def _store_url(options: argparse.Namespace) -> tuple[str, str] | None:
+    """(URL, where it came from) of the store the command line or the environment names."""
+    from ._binding import STORE_ENV
+
+    url = getattr(options, "store", None)
+    db = getattr(options, "answers_db", None)
+    if url is not None and db is not None:
+        raise _CliError(
+            "give --store or --answers-db, not both (--answers-db PATH is --store sqlite:PATH)"
+        )
+    if url is not None:
+        return url, "--store"
+    if db is not None:
+        return f"sqlite:{db}", "--answers-db"
+    url = os.environ.get(STORE_ENV, "").strip()
+    return (url, STORE_ENV) if url else None
+
+
+def _open_store(url: str, where: str) -> AnswerStore:
+    from .errors import InvalidValueError
+    from .stores._open import open_named
+
+    try:
+        return open_named(url, where)
+    except InvalidValueError as exc:
+        raise _CliError(str(exc)) from None
+    except (ImportError, OSError) as exc:  # a missing extra; StoreUnavailableError
+        raise _CliError(f"{where}: {exc}") from exc
 
 
 def _default_answers_db() -> str:
@@ -1138,7 +1184,9 @@ def _cmd_serve(options: argparse.Namespace) -> int:
         settings["version"] = options.version
     secret, store = _keys(options)
     if secret is not None:
-        settings["secret"], settings["answer_store"] = secret, store
+        settings["secret"] = secret
+    if store is not None:
+        settings["answer_store"] = store
     if options.max_inflight_bytes is not None:
         settings["max_inflight_bytes"] = options.max_inflight_bytes
     if options.http is not None:
@@ -1514,10 +1562,17 @@ def _add_key_options(sub: argparse.ArgumentParser) -> None:
         "(default: $TOOLNEXUS_SECRET); the same key lets another process resume",
     )
     sub.add_argument(
+        "--store",
+        metavar="URL",
+        help="where answers already used are kept, shared by every process that names it: "
+        "memory:, sqlite:PATH, postgresql://USER:PASSWORD@HOST/DB or redis://HOST:6379/0 "
+        "(default: $TOOLNEXUS_STORE, else with a key "
+        "sqlite:~/.cache/toolnexus/used-answers.sqlite3)",
+    )
+    sub.add_argument(
         "--answers-db",
         metavar="PATH",
-        help="SQLite file of answers already used, shared by processes (with a key; default: "
-        "~/.cache/toolnexus/used-answers.sqlite3)",
+        help="the same as --store sqlite:PATH",
     )
 
 

@@ -54,13 +54,14 @@ the schema is built, never while validating.
 from __future__ import annotations
 
 import re
+import sys
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
-from .errors import EcmaPatternError
+from .errors import EcmaPatternError, OperationCancelledError
 
-__all__ = ["EcmaPatternError", "compile_pattern", "compile_search"]
+__all__ = ["EcmaPatternError", "compile_pattern", "compile_pattern_set", "compile_search"]
 
 _MAX_CODE_POINT = 0x10FFFF
 # Pseudo characters for the determinism analysis: the end of the input, and "this option
@@ -727,21 +728,56 @@ def _is_group_name(name: str) -> bool:
 _AT_END: _Ranges = ((_END, _END),)
 
 
+# What re may cost, as (c, k): at most c * n**k steps on an input of n characters. Zero
+# cost is (0, 0); coefficients are capped so that products stay small integers.
+_Cost: TypeAlias = "tuple[int, int]"
+_ZERO: _Cost = (0, 0)
+_ONE: _Cost = (1, 0)
+_N: _Cost = (1, 1)
+_COEFFICIENT_CAP = 1 << 40
+
+
+def _plus(a: _Cost, b: _Cost) -> _Cost:
+    """An upper bound of a + b (for n >= 1)."""
+    if not a[0]:
+        return b
+    if not b[0]:
+        return a
+    return min(a[0] + b[0], _COEFFICIENT_CAP), max(a[1], b[1])
+
+
+def _times(a: _Cost, b: _Cost) -> _Cost:
+    if not a[0] or not b[0]:
+        return _ZERO
+    return min(a[0] * b[0], _COEFFICIENT_CAP), a[1] + b[1]
+
+
+def _larger(a: _Cost, b: _Cost) -> _Cost:
+    return a if (a[1], a[0]) >= (b[1], b[0]) else b
+
+
 class _Analysis:
-    """Bounds what ``re`` costs on a pattern: a deterministic one O(n·m) per start
-    position; one whose ambiguous choice points are all outside loops and lookarounds
-    O(factor · n**degree · n·m); any other pattern is left to the linear engine."""
+    """Bounds what ``re`` costs on a pattern, or finds why it must not run it.
+
+    ``re`` backtracks: at a choice point it takes one option and comes back for the next
+    when the rest of the pattern fails. A choice point is *deterministic* when the sets of
+    characters its options can start with (plus, for an option that can match empty, what
+    may follow it) are pairwise disjoint: then every rejected option fails on its first
+    character and a single path survives, so ``re`` reads each character about once per
+    start position. An *ambiguous* one lets several paths go on, each trying the rest of
+    the pattern again. :meth:`measure` counts this for every node (the number of ways it
+    can end, and the work inside it beyond reading what it consumes once), and composes
+    the counts along sequences, so ``^.*\\.py$`` (``.*`` may stop at any of n places, each
+    followed by a fixed-width rest) is O(n), while ``^.*a.*b$`` is O(n²). An ambiguous
+    choice point inside a loop can multiply the paths exponentially (``^(a+)+$``): such a
+    pattern never runs on ``re`` (``reason`` says why). A lookaround is atomic in ``re``:
+    it costs one evaluation of its body per visit.
+    """
 
     def __init__(self, tree: _Node) -> None:
         self.groups: dict[int, _Node] = {}
         self._collect(tree)
         self.reason: str | None = None  # why re cannot run it, or None
-        self.unbounded = False  # has a quantifier without an upper bound (outside lookarounds)
-        # Ambiguous choice points outside loops: each multiplies the paths re may try by
-        # its number of options (``factor``), or by n for an unbounded quantifier that may
-        # stop anywhere (``degree``).
-        self.factor = 1
-        self.degree = 0
         self.ambiguity: str | None = None  # the first ambiguous choice point, in words
 
     def _collect(self, node: _Node) -> None:
@@ -782,21 +818,23 @@ class _Analysis:
             return self.first(self.groups[node.index])[0], True
         return (), True  # assertions and lookarounds consume nothing
 
-    def ambiguous(self, what: str, in_loop: bool, in_look: bool) -> bool:
+    def ambiguous(self, what: str, in_loop: bool) -> bool:
         """Record an ambiguous choice point; True if it rules ``re`` out altogether."""
-        if in_loop or in_look:
-            where = "a lookaround" if in_look else "a repeated group"
-            self.reason = f"{what}, inside {where}"
+        if in_loop:
+            self.reason = f"{what}, inside a repeated group"
             return True
         self.ambiguity = self.ambiguity or what
         return False
 
-    def check(self, node: _Node, follow: _Ranges, in_look: bool, in_loop: bool) -> None:
-        """Walk ``node`` (followed by characters in ``follow``) and record its choice
-        points: ``reason`` for one that rules re out, ``factor`` and ``degree`` for the
-        ambiguous ones re may still run under a length budget."""
+    def measure(self, node: _Node, follow: _Ranges, in_loop: bool) -> tuple[_Cost, _Cost, _Cost]:
+        """``(exits, cost, width)`` of ``node`` entered once, followed by characters in
+        ``follow``: the ways it can end, from each of which re tries the rest of the
+        pattern; the steps re takes in it beyond reading once what it consumes; and how
+        many characters it can consume."""
         if self.reason is not None:
-            return
+            return _ONE, _ZERO, _ONE
+        if isinstance(node, _Chars):
+            return _ONE, _ZERO, _ONE
         if isinstance(node, _Seq):
             # follow of each item: what the rest of the sequence (then ``follow``) starts with
             follows: list[_Ranges] = []
@@ -805,9 +843,31 @@ class _Analysis:
                 follows.append(after)
                 chars, nullable = self.first(item)
                 after = _union(chars, after) if nullable else chars
-            for item, item_follow in zip(node.items, reversed(follows), strict=True):
-                self.check(item, item_follow, in_look, in_loop)
-        elif isinstance(node, _Alt):
+            items = node.items
+            measured = [
+                self.measure(item, item_follow, in_loop)
+                for item, item_follow in zip(items, reversed(follows), strict=True)
+            ]
+            paths, cost, width = _ONE, _ZERO, _ZERO
+            for index, (exits, item_cost, item_width) in enumerate(measured):
+                cost = _plus(cost, _times(paths, item_cost))
+                if paths != _ONE:
+                    # every path but the first reads this item again
+                    cost = _plus(cost, _times(paths, _plus(item_width, _ONE)))
+                width = _plus(width, item_width)
+                if exits[1] and self.reads_apart(items[index + 1 :], measured[index + 1 :]):
+                    # this item may stop at any of n places, and the rest, tried from each,
+                    # reads no further than the next place it could start again: all those
+                    # tries together read the input about twice (^.*\\.[a-z]+$)
+                    cost = _plus(cost, _times(paths, _times((exits[0], 0), _N)))
+                    rest = measured[index + 1 :]
+                    for _, _, rest_width in rest:
+                        width = _plus(width, rest_width)
+                    paths = _times(paths, exits)
+                    break
+                paths = _times(paths, exits)
+            return paths, cost, _clamp(width)
+        if isinstance(node, _Alt):
             seen: _Ranges = ()
             overlap = False
             for option in node.options:
@@ -816,43 +876,127 @@ class _Analysis:
                     chars = _union(chars, _union(follow, ((_EMPTY, _EMPTY),)))
                 overlap = overlap or _intersects(seen, chars)
                 seen = _union(seen, chars)
-            if overlap:
-                what = "two alternatives can start with the same character"
-                if self.ambiguous(what, in_loop, in_look):
-                    return
-                self.factor *= len(node.options)
-            for option in node.options:
-                self.check(option, follow, in_look, in_loop)
-        elif isinstance(node, _Repeat):
+            measured = [self.measure(option, follow, in_loop) for option in node.options]
+            exits, cost, width = _ZERO, _ZERO, _ZERO
+            for option_exits, option_cost, option_width in measured:
+                width = _plus(width, option_width)
+                cost = _plus(cost, option_cost)
+                if overlap:  # each option may be tried in full, and each may go on
+                    cost = _plus(cost, option_width)
+                    exits = _plus(exits, option_exits)
+                else:  # one option goes on; the others fail on their first character
+                    exits = _larger(exits, option_exits)
+            if overlap and self.ambiguous(
+                "two alternatives can start with the same character", in_loop
+            ):
+                return _ONE, _ZERO, _ONE
+            return exits, cost, _clamp(width)
+        if isinstance(node, _Repeat):
             chars, nullable = self.first(node.body)
             if nullable and node.high != node.low:
                 self.reason = "a repeated or optional group can match the empty string"
-                return
-            if node.high is None:
-                if in_look:
-                    self.reason = "a lookaround contains an unbounded quantifier"
-                    return
-                self.unbounded = True
-            if node.high != node.low and _intersects(chars, follow):
-                what = "a quantifier's body can start with a character that may also follow it"
-                if self.ambiguous(what, in_loop, in_look):
-                    return
-                if node.high is None:
-                    self.degree += 1  # it may stop after any number of characters
-                else:
-                    self.factor *= node.high - node.low + 1
+                return _ONE, _ZERO, _ONE
             more = node.high is None or node.high > 1
             body_follow = _union(chars, follow) if more else follow
-            self.check(node.body, body_follow, in_look, in_loop or more)
-        elif isinstance(node, _Group):
-            self.check(node.body, follow, in_look, in_loop)
-        elif isinstance(node, _Look):
+            _, body_cost, body_width = self.measure(node.body, body_follow, in_loop or more)
+            count = _N if node.high is None else (max(node.high, 1), 0)
+            exits = _ONE
+            if node.high != node.low and _intersects(chars, follow):
+                what = "a quantifier's body can start with a character that may also follow it"
+                if self.ambiguous(what, in_loop):
+                    return _ONE, _ZERO, _ONE
+                exits = _N if node.high is None else (node.high - node.low + 1, 0)
+            return exits, _times(count, body_cost), _clamp(_times(count, body_width))
+        if isinstance(node, _Group):
+            return self.measure(node.body, follow, in_loop)
+        if isinstance(node, _Look):
             if not node.ahead:
                 low, high = _width(node.body)
                 if low != high:
                     self.reason = "a lookbehind of variable width"
-                    return
-            self.check(node.body, _AT_END, True, False)
+                    return _ONE, _ZERO, _ONE
+            _, body_cost, body_width = self.measure(node.body, _AT_END, in_loop)
+            # atomic: re stops at its body's first match; each visit reads it again
+            return _ONE, _plus(_plus(body_cost, body_width), _ONE), _ZERO
+        if isinstance(node, _Backref):
+            return _ONE, _ZERO, (_N if not node.forward else _ZERO)
+        return _ONE, _ZERO, _ZERO  # an assertion
+
+    def reads_apart(self, rest: list[_Node], measured: list[tuple[_Cost, _Cost, _Cost]]) -> bool:
+        """Whether ``rest`` (a sequence's tail) starts with one character and never reads a
+        character it could start with after it, without choices or lookarounds: then two
+        tries of it from different places read no common character but the first."""
+        if not rest or any(m[0] != _ONE or m[1] != _ZERO for m in measured):
+            return False
+        head = rest[0]
+        while isinstance(head, _Group):
+            head = head.body
+        if not isinstance(head, _Chars):
+            return False
+        after: _Ranges = ()
+        for item in rest[1:]:
+            chars = _consumed(item)
+            if chars is None:
+                return False
+            after = _union(after, chars)
+        return not _intersects(head.ranges, after)
+
+    def failing_width(self, node: _Node) -> _Cost:
+        """How many characters a match attempt may read before ``node`` makes it fail."""
+        if isinstance(node, _Seq):
+            worst, read = _ZERO, _ZERO
+            for item in node.items:
+                worst = _larger(worst, _plus(read, self.failing_width(item)))
+                read = _plus(read, self.measure(item, _AT_END, False)[2])
+            return worst
+        if isinstance(node, _Alt):
+            worst = _ZERO
+            for option in node.options:
+                worst = _larger(worst, self.failing_width(option))
+            return worst
+        if isinstance(node, _Repeat):
+            # it fails only short of its minimum: after at most ``low`` passes of its body
+            body = self.measure(node.body, _AT_END, False)[2]
+            return _plus(_times((node.low, 0), body), self.failing_width(node.body))
+        if isinstance(node, _Group):
+            return self.failing_width(node.body)
+        if isinstance(node, _Backref):
+            return _N
+        return _ONE  # a character, an assertion, a lookaround (whose reading is its cost)
+
+    def total(self, tree: _Node) -> _Cost:
+        """What re may cost for a search in n characters."""
+        _, cost, width = self.measure(tree, _AT_END, False)
+        if _anchored(tree):
+            return _plus(_plus(width, cost), _ONE)
+        # a search tries up to n start positions; an attempt that fails re-reads what it read
+        per_start = _plus(_plus(cost, self.failing_width(tree)), _ONE)
+        return _times(_N, per_start)
+
+
+def _clamp(width: _Cost) -> _Cost:
+    """No match consumes more than the n characters there are."""
+    return _N if width[1] >= 1 else width
+
+
+def _consumed(node: _Node) -> _Ranges | None:
+    """Every character ``node`` may consume; None if it reads more than it consumes (a
+    lookaround, a backreference)."""
+    if isinstance(node, _Chars):
+        return node.ranges
+    if isinstance(node, (_Seq, _Alt)):
+        out: _Ranges = ()
+        for child in node.items if isinstance(node, _Seq) else node.options:
+            chars = _consumed(child)
+            if chars is None:
+                return None
+            out = _union(out, chars)
+        return out
+    if isinstance(node, (_Repeat, _Group)):
+        return _consumed(node.body)
+    if isinstance(node, _Assert):
+        return ()
+    return None
 
 
 def _width(node: _Node) -> tuple[int, int | None]:
@@ -922,13 +1066,24 @@ def _code_text(code: int) -> str:
     return f"\\U{code:08x}"
 
 
-def _class_text(ranges: _Ranges) -> str:
-    # re tests a class with code points past U+FFFF range by range; one with a BMP part
-    # it tests in O(1) with a bitmap. A big class is split so that only astral
-    # characters walk the astral ranges (\p{L} against 5k non-letters: 13 ms -> 0.2 ms).
-    if len(ranges) > 8 and ranges[0][0] <= 0xFFFF and ranges[-1][1] > 0xFFFF:
-        bmp = tuple((low, min(high, 0xFFFF)) for low, high in ranges if low <= 0xFFFF)
-        astral = tuple((max(low, 0x10000), high) for low, high in ranges if high > 0xFFFF)
+_BMP_END = 0xFFFF
+
+
+def _astral_ranges(ranges: _Ranges) -> int:
+    """How many ranges of a class lie past U+FFFF."""
+    return sum(1 for _, high in ranges if high > _BMP_END)
+
+
+def _class_text(ranges: _Ranges, repeated: bool = False) -> str:
+    # re tests a class in O(1) with a bitmap for its characters up to U+FFFF, then walks
+    # its ranges past U+FFFF one by one, also for a BMP character the bitmap refused. A
+    # class with many such ranges (\p{L}) is split so that only astral characters walk
+    # them (\p{L} against 5k non-letters: 13 ms -> 0.2 ms); but not the body of a
+    # quantifier, which re runs in one loop only when the body is one class (and a run of
+    # letters refuses a character once, at its end).
+    if not repeated and _astral_ranges(ranges) > 2 and ranges[0][0] <= _BMP_END:
+        bmp = tuple((low, min(high, _BMP_END)) for low, high in ranges if low <= _BMP_END)
+        astral = tuple((max(low, 0x10000), high) for low, high in ranges if high > _BMP_END)
         return (
             f"(?:{_plain_class_text(bmp)}|(?=[\\U00010000-\\U0010ffff]){_plain_class_text(astral)})"
         )
@@ -956,21 +1111,35 @@ _PYTHON_ASSERTIONS = {
 }
 
 
-def _to_python(node: _Node) -> str:
-    """Python ``re`` source with the same matches (compiled with re.ASCII, for ``\\b``)."""
+def _to_python(node: _Node, bmp: bool = False, capture: bool = True) -> str:
+    """Python ``re`` source with the same matches (compiled with re.ASCII, for ``\\b``).
+
+    With ``bmp``, every class keeps only its characters up to U+FFFF: the same matches on
+    a text without characters past it, and each class one bitmap test (see _ReMatcher).
+    Without ``capture`` (for a pattern without backreferences), groups do not capture.
+    """
     if isinstance(node, _Chars):
+        if bmp:
+            return _plain_class_text(_bmp_part(node.ranges))
         return _class_text(node.ranges)
     if isinstance(node, _Seq):
-        return "".join(_to_python(item) for item in node.items)
+        return "".join(_to_python(item, bmp, capture) for item in node.items)
     if isinstance(node, _Alt):
-        return "(?:" + "|".join(_to_python(option) for option in node.options) + ")"
+        return "(?:" + "|".join(_to_python(option, bmp, capture) for option in node.options) + ")"
     if isinstance(node, _Repeat):
         high = "" if node.high is None else str(node.high)
         lazy = "" if node.greedy else "?"
-        return f"(?:{_to_python(node.body)}){{{node.low},{high}}}{lazy}"
+        inner = node.body
+        while isinstance(inner, _Group) and inner.index is None:
+            inner = inner.body
+        if isinstance(inner, _Chars) and not bmp:
+            text = _class_text(inner.ranges, repeated=True)
+        else:
+            text = _to_python(node.body, bmp, capture)
+        return f"(?:{text}){{{node.low},{high}}}{lazy}"
     if isinstance(node, _Group):
-        body = _to_python(node.body)
-        return f"({body})" if node.index is not None else f"(?:{body})"
+        body = _to_python(node.body, bmp, capture)
+        return f"({body})" if node.index is not None and capture else f"(?:{body})"
     if isinstance(node, _Assert):
         return _PYTHON_ASSERTIONS[node.kind]
     if isinstance(node, _Look):
@@ -979,9 +1148,27 @@ def _to_python(node: _Node) -> str:
             if node.ahead
             else ("<=" if not node.negative else "<!")
         )
-        return f"(?{mark}{_to_python(node.body)})"
+        return f"(?{mark}{_to_python(node.body, bmp, capture)})"
     # A group without a value matches empty in ECMA; Python's plain \N would fail.
     return "" if node.forward else f"(?({node.index})\\{node.index})"
+
+
+def _bmp_part(ranges: _Ranges) -> _Ranges:
+    return tuple((low, min(high, _BMP_END)) for low, high in ranges if low <= _BMP_END)
+
+
+def _has_big_class(node: _Node) -> bool:
+    """Whether a class of ``node`` has so many ranges past U+FFFF that re walks them."""
+    if isinstance(node, _Chars):
+        return _astral_ranges(node.ranges) > 2
+    if isinstance(node, (_Seq, _Alt)):
+        return any(
+            _has_big_class(child)
+            for child in (node.items if isinstance(node, _Seq) else node.options)
+        )
+    if isinstance(node, (_Repeat, _Group, _Look)):
+        return _has_big_class(node.body)
+    return False
 
 
 # --- the linear engine -----------------------------------------------------------------
@@ -1103,7 +1290,7 @@ class _LinearMatcher:
 
     engine = "linear"
 
-    def __init__(self, builder: _Builder, main: int) -> None:
+    def __init__(self, builder: _Builder, main: int, anchored: bool = False) -> None:
         self.programs: list[_Code] = [
             tuple((op, a, b) for op, a, b in program.code) for program in builder.programs
         ]
@@ -1120,12 +1307,14 @@ class _LinearMatcher:
         ]
         self.sets = builder.sets
         self.main = main
+        # every match starts at position 0: once no thread is alive, none will be
+        self.anchored = anchored
         #: the number of NFA states (all programs): a call visits at most this many per
         #: character and lookaround position
         self.size = builder.states
 
-    def __call__(self, text: str) -> bool:
-        return _Run(self, text).run(self.main, 0)
+    def __call__(self, text: str, stop: Callable[[], bool] | None = None) -> bool:
+        return _Run(self, text, stop).run(self.main, 0)
 
     def count_steps(self, text: str) -> tuple[bool, int]:
         """The verdict and the number of NFA states visited to reach it (for tests)."""
@@ -1144,13 +1333,16 @@ _MEMO_CHARACTERS = 256  # distinct characters remembered per entry
 class _Run:
     """One call of a :class:`_LinearMatcher`: the text, lookaround tables, a counter."""
 
-    __slots__ = ("looks", "matcher", "steps", "text")
+    __slots__ = ("looks", "matcher", "steps", "stop", "text")
 
-    def __init__(self, matcher: _LinearMatcher, text: str) -> None:
+    def __init__(
+        self, matcher: _LinearMatcher, text: str, stop: Callable[[], bool] | None = None
+    ) -> None:
         self.matcher = matcher
         self.text = text
         self.looks: dict[int, bytearray] = {}
         self.steps = 0
+        self.stop = stop
 
     def holds(self, kind: object, pos: int) -> bool:
         text = self.text
@@ -1242,6 +1434,8 @@ class _Run:
         words = uses_context & 2
         tables = [self.table(sub) for sub in matcher.looks[index]]
         context = 0
+        stop = self.stop
+        ends_early = record is None and index == matcher.main and matcher.anchored
         while True:
             if uses_context:
                 # the facts this program's closure reads at ``pos``, as bits
@@ -1267,6 +1461,10 @@ class _Run:
                 record[pos] = 1
             if pos == end:
                 return False
+            if not current and pos and ends_early:
+                return False  # anchored at the start, and no thread left
+            if stop is not None and not pos & 1023 and pos and stop():
+                raise OperationCancelledError("pattern check stopped: the call was cancelled")
             code_point = ord(text[pos] if step == 1 else text[pos - 1])
             after = transitions.get(code_point)
             if after is None:
@@ -1277,9 +1475,26 @@ class _Run:
             pos += step
 
 
+# A text longer than this, stored with at most two bytes per character, is searched with a
+# pattern's BMP variant (see _ReMatcher); a shorter one with the pattern as written.
+_LONG_TEXT = 4096
+
+
+def _two_bytes_at_most(text: str) -> bool:
+    """True only if ``text`` has no character past U+FFFF, in O(1): CPython stores such a
+    string with one or two bytes per character, and one with any with four. (A string
+    this cannot judge is searched as written, which is only slower.)"""
+    return sys.getsizeof(text) < 3 * len(text)
+
+
 class _ReMatcher:
-    """Runs a pattern ``re`` can run in O(n·m) per start on ``re``; ``fallback`` (the
-    linear engine) takes inputs too long for an unanchored pattern's O(n²·m) search."""
+    """Runs a pattern on ``re``: at any length when re's cost on it is linear, else up to
+    ``longest`` characters, past which ``fallback`` (the linear engine) takes the input.
+
+    A pattern with a large Unicode class (``\\p{L}``) has a BMP variant too, in which
+    every class is one bitmap test; a long text without characters past U+FFFF runs on it
+    (``\\p{L}+`` over a million letters: ~10 ms instead of ~100 ms).
+    """
 
     engine = "re"
 
@@ -1288,15 +1503,29 @@ class _ReMatcher:
         compiled: re.Pattern[str],
         longest: int | None,
         fallback: _LinearMatcher | None,
+        bmp: re.Pattern[str] | None = None,
     ) -> None:
         self.search = compiled.search
         self.longest = longest
         self.fallback = fallback
+        self.bmp_search = bmp.search if bmp is not None else None
 
-    def __call__(self, text: str) -> bool:
-        if self.fallback is not None and len(text) > self.longest:  # type: ignore[operator]
-            return self.fallback(text)
+    def __call__(self, text: str, stop: Callable[[], bool] | None = None) -> bool:
+        size = len(text)
+        longest = self.longest
+        if longest is not None and size > longest and self.fallback is not None:
+            return self.fallback(text, stop)
+        bmp_search = self.bmp_search
+        if bmp_search is not None and size > _LONG_TEXT and _two_bytes_at_most(text):
+            return bmp_search(text) is not None
         return self.search(text) is not None
+
+    @property
+    def direct(self) -> int | None:
+        """The longest text ``search`` may be given directly (None: any)."""
+        if self.bmp_search is None:
+            return self.longest
+        return _LONG_TEXT if self.longest is None else min(self.longest, _LONG_TEXT)
 
 
 def _linear(pattern: str, tree: _Node) -> _LinearMatcher:
@@ -1310,7 +1539,7 @@ def _linear(pattern: str, tree: _Node) -> _LinearMatcher:
             f"too large for the linear matcher (more than {_MAX_STATES} states); use "
             "smaller {n,m} counts, or check the length with maxLength instead",
         ) from None
-    return _LinearMatcher(builder, main)
+    return _LinearMatcher(builder, main, _anchored(tree))
 
 
 def compile_pattern(pattern: str) -> Callable[[str], bool]:
@@ -1346,49 +1575,166 @@ def compile_pattern(pattern: str) -> Callable[[str], bool]:
     return check
 
 
+class Predicate(Protocol):
+    """Whether a pattern matches ``text``; ``stop`` is asked now and then on a long run
+    (it raises what it likes to end the run, such as OperationCancelledError)."""
+
+    def __call__(self, text: str, stop: Callable[[], bool] | None = None) -> bool: ...
+
+
 #: What :func:`compile_search` returns: ``(search, longest, predicate)``.
-SearchParts: TypeAlias = tuple[Callable[[str], object] | None, int | None, Callable[[str], bool]]
+SearchParts: TypeAlias = tuple[Callable[[str], object] | None, int | None, Predicate]
 
 
 def compile_search(pattern: str) -> SearchParts:
     """:func:`compile_pattern` in parts, for a caller that runs the common case inline.
 
-    Returns ``(search, longest, predicate)``. ``predicate`` answers for any string, as
-    :func:`compile_pattern`'s does. When ``search`` is not None, ``search(text) is not
-    None`` is the same answer, from Python's ``re`` directly, for a ``text`` of at most
-    ``longest`` characters (of any length when ``longest`` is None): within that bound
-    ``re`` cannot hold the interpreter past :data:`_BACKTRACKING_BUDGET`, so a caller must
-    ask ``predicate`` (the linear engine) for a longer ``text``. Raises as
-    :func:`compile_pattern` does.
+    Returns ``(search, longest, predicate)``. ``predicate(text, stop=None)`` answers for
+    any string, as :func:`compile_pattern`'s does; on the linear engine it calls ``stop()``
+    every thousand characters or so and raises :class:`OperationCancelledError` when it
+    returns True. When ``search`` is not None, ``search(text) is not None`` is the same
+    answer, from Python's ``re`` directly, for a ``text`` of at most ``longest`` characters
+    (of any length when ``longest`` is None); a caller must ask ``predicate`` for a longer
+    ``text``. Raises as :func:`compile_pattern` does.
 
     Example::
 
         search, longest, predicate = compile_search("^[a-z]+$")
-        assert search is not None and longest == 25_000 and search("abc") is not None
+        assert search is not None and longest is None and search("abc") is not None
     """
     matcher = _compile(pattern)
     if isinstance(matcher, _LinearMatcher):
         return None, None, matcher
-    fallback = matcher.fallback
-    if fallback is None or matcher.longest is None:
+    direct = matcher.direct
+    if direct is None:
         search = matcher.search
 
-        def predicate(text: str) -> bool:
+        def predicate(text: str, stop: Callable[[], bool] | None = None) -> bool:
             return search(text) is not None
 
         return search, None, predicate
-    return matcher.search, matcher.longest, matcher
+    return matcher.search, direct, matcher
+
+
+def compile_pattern_set(patterns: Sequence[str]) -> Callable[..., list[int]]:
+    """Which of ``patterns`` match a text: ``matching(text, stop=None)`` returns their
+    indices, in order, each pattern answering as :func:`compile_pattern`'s would.
+
+    For ``patternProperties``: a property name is usually matched by no pattern or by one,
+    so asking every pattern about every name costs patterns x names. Here the patterns
+    that start with ``^`` and run on ``re`` in linear time are joined into one ``re``
+    alternation: one call says which of them matches first, or that none does, and the
+    later ones are asked only if they could match the same name (their fixed prefixes do
+    not exclude it: ``^x-`` and ``^y-`` never both match). The others are asked one by
+    one. Raises as :func:`compile_pattern` does.
+
+    Example::
+
+        matching = compile_pattern_set(["^a", "^b", "c"])
+        assert matching("abc") == [0, 2]
+    """
+    parts = [compile_search(pattern) for pattern in patterns]
+    trees = [_Parser(pattern).parse() for pattern in patterns]
+    joined: list[int] = []  # indices of the patterns in the alternation
+    for index, ((search, longest, _), tree) in enumerate(zip(parts, trees, strict=True)):
+        if search is not None and longest is None and _anchored(tree) and not _has_backref(tree):
+            joined.append(index)
+    if len(joined) < 2:
+        joined = []
+    alone = [index for index in range(len(patterns)) if index not in set(joined)]
+    prefixes = [_fixed_prefix(trees[index]) for index in joined]
+    # for each joined pattern, the later joined ones a name it matches may also match
+    also: list[list[int]] = []
+    for position, prefix in enumerate(prefixes):
+        also.append(
+            [
+                joined[later]
+                for later in range(position + 1, len(joined))
+                if not _exclusive(prefix, prefixes[later])
+            ]
+        )
+    union: Callable[[str], re.Match[str] | None] | None = None
+    union_longest = 0
+    if joined:
+        # \A once, then each pattern without its ^ and with an empty group at its end:
+        # the group numbers the pattern that matched (lastindex), and, unlike a group
+        # around it, lets re skip an alternative on its first character
+        sources = [f"{_to_python(_unanchored(trees[index]), capture=False)}()" for index in joined]
+        union = re.compile("\\A(?:" + "|".join(sources) + ")", re.ASCII).match
+        # the alternation costs at most what its patterns cost one after the other
+        union_longest = _BACKTRACKING_BUDGET // sum(_size(trees[index]) for index in joined)
+
+    def ask(index: int, text: str, stop: Callable[[], bool] | None) -> bool:
+        search, longest, predicate = parts[index]
+        if search is not None and (longest is None or len(text) <= longest):
+            return search(text) is not None
+        return predicate(text, stop)
+
+    def matching(text: str, stop: Callable[[], bool] | None = None) -> list[int]:
+        found: list[int] = []
+        if union is not None:
+            if len(text) <= union_longest:
+                first = union(text)
+                if first is not None:
+                    position = (first.lastindex or 1) - 1
+                    found.append(joined[position])
+                    found.extend(index for index in also[position] if ask(index, text, stop))
+            else:
+                found.extend(index for index in joined if ask(index, text, stop))
+        if alone:
+            found.extend(index for index in alone if ask(index, text, stop))
+            found.sort()
+        return found
+
+    return matching
+
+
+def _unanchored(tree: _Node) -> _Node:
+    """An anchored pattern without its leading ``^`` (or as it is, if it has none)."""
+    if isinstance(tree, _Seq) and tree.items:
+        first = tree.items[0]
+        if isinstance(first, _Assert) and first.kind == "^":
+            return _Seq(tree.items[1:])
+    return tree
+
+
+def _fixed_prefix(tree: _Node) -> list[_Ranges]:
+    """The character sets of the first positions of every match of an anchored pattern,
+    as far as they are fixed (``^ab[cd]x*`` -> a, b, [cd])."""
+    items = tree.items if isinstance(tree, _Seq) else [tree]
+    prefix: list[_Ranges] = []
+    for item in items:
+        if isinstance(item, _Assert) and item.kind == "^" and not prefix:
+            continue
+        if isinstance(item, _Chars):
+            prefix.append(item.ranges)
+        elif isinstance(item, _Repeat) and isinstance(item.body, _Chars) and item.low:
+            prefix.extend([item.body.ranges] * min(item.low, 8))
+            if item.high != item.low:
+                break
+        else:
+            break
+    return prefix
+
+
+def _exclusive(a: list[_Ranges], b: list[_Ranges]) -> bool:
+    """Whether no text can start with both fixed prefixes."""
+    return any(not _intersects(x, y) for x, y in zip(a, b, strict=False))
 
 
 def _compile(pattern: str) -> _ReMatcher | _LinearMatcher:
     tree = _Parser(pattern).parse()
     analysis = _Analysis(tree)
-    analysis.check(tree, _AT_END, False, False)
-    unanchored = analysis.unbounded and not _anchored(tree)
-    # re may try factor * n**degree paths of O(n*m) each, from up to n start positions
-    degree = 1 + analysis.degree + unanchored
-    longest = int((_BACKTRACKING_BUDGET / (analysis.factor * _size(tree))) ** (1 / degree))
-    if _has_backref(tree) and (analysis.reason is not None or degree > 1):
+    coefficient, degree = analysis.total(tree)
+    # linear: re at any length, costing about what reading the input costs; otherwise
+    # re only while its bound stays within the budget
+    linear_on_re = degree <= 1
+    longest = (
+        None
+        if linear_on_re
+        else int((_BACKTRACKING_BUDGET / (coefficient * _size(tree))) ** (1 / degree))
+    )
+    if _has_backref(tree) and (analysis.reason is not None or not linear_on_re):
         why = (
             analysis.reason
             or analysis.ambiguity
@@ -1401,8 +1747,7 @@ def _compile(pattern: str) -> _ReMatcher | _LinearMatcher:
             f"minutes on a crafted string here ({why}); anchor the pattern with ^, make "
             "its alternatives and quantifiers unambiguous, or drop the backreference",
         )
-    linear_on_re = degree == 1 and analysis.factor == 1
-    if analysis.reason is not None or (longest < _SHORTEST_FOR_RE and not linear_on_re):
+    if analysis.reason is not None or (longest is not None and longest < _SHORTEST_FOR_RE):
         return _linear(pattern, tree)
     try:
         compiled = re.compile(_to_python(tree), re.ASCII)
@@ -1410,13 +1755,9 @@ def _compile(pattern: str) -> _ReMatcher | _LinearMatcher:
         raise EcmaPatternError(
             pattern, None, f"valid ECMA-262, but Python's re cannot run it ({exc}); simplify it"
         ) from None
-    try:
-        fallback = _linear(pattern, tree) if not _has_backref(tree) else None
-    except EcmaPatternError:
-        if not linear_on_re:
-            raise
-        fallback = None  # re runs it in linear time, with a large constant
-    return _ReMatcher(compiled, longest if fallback is not None else None, fallback)
+    fallback = _linear(pattern, tree) if longest is not None else None
+    bmp = re.compile(_to_python(tree, bmp=True), re.ASCII) if _has_big_class(tree) else None
+    return _ReMatcher(compiled, longest, fallback, bmp)
 
 
 def _has_backref(node: _Node) -> bool:

@@ -18,45 +18,54 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-__all__ = ["format_checker"]
+__all__ = ["format_parts"]
 
-_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})\Z", re.ASCII)
-_TIME = re.compile(r"(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))\Z", re.ASCII)
+# The ranges of each field are in the expressions (a month is 01-12, a second 00-60), so a
+# valid value is decided by one match; only days 29-31 and a leap second look further.
+_D = r"(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
+_T = r"([01]\d|2[0-3]):([0-5]\d):([0-5]\d|60)(?:\.\d+)?(?:[Zz]|([+-])([01]\d|2[0-3]):([0-5]\d))"
+_DATE = re.compile(_D + r"\Z", re.ASCII)
+_TIME = re.compile(_T + r"\Z", re.ASCII)
+_DATE_TIME = re.compile(_D + "[Tt]" + _T + r"\Z", re.ASCII)
 _DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _day_exists(year: str, month: str, day: str) -> bool:
+    """For days 29-31: whether the month has that day (February 29 in leap years)."""
+    number, which = int(day), int(month)
+    if which == 2 and number == 29:
+        leap = int(year)
+        return leap % 4 == 0 and (leap % 100 != 0 or leap % 400 == 0)
+    return number <= _DAYS[which - 1]
+
+
+def _leap_second(hour: str, minute: str, sign: str | None, hours: str, minutes: str) -> bool:
+    """A leap second is 23:59:60 in UTC, whatever the local offset."""
+    offset = (int(hours) * 60 + int(minutes)) if sign else 0
+    local = int(hour) * 60 + int(minute)
+    utc = (local - offset if sign == "+" else local + offset) % (24 * 60)
+    return utc == 23 * 60 + 59
 
 
 def _is_date(text: str) -> bool:
     match = _DATE.match(text)
-    if match is None:
-        return False
-    year, month, day = (int(part) for part in match.groups())
-    if not 1 <= month <= 12 or day < 1:
-        return False
-    if month == 2 and not (year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)):
-        return day <= 28
-    return day <= _DAYS[month - 1]
+    return match is not None and (match[3] <= "28" or _day_exists(*match.groups()))
 
 
 def _is_time(text: str) -> bool:
     match = _TIME.match(text)
     if match is None:
         return False
-    hour, minute, second = int(match[1]), int(match[2]), int(match[3])
-    offset_hours = int(match[6] or 0)
-    offset_minutes = int(match[7] or 0)
-    if hour > 23 or minute > 59 or second > 60 or offset_hours > 23 or offset_minutes > 59:
-        return False
-    if second == 60:
-        # a leap second is 23:59:60 in UTC, whatever the local offset
-        sign = -1 if match[5] == "+" else 1
-        utc = (hour * 60 + minute + sign * (offset_hours * 60 + offset_minutes)) % (24 * 60)
-        return utc == 23 * 60 + 59
-    return True
+    return match[3] != "60" or _leap_second(match[1], match[2], match[4], match[5], match[6])
 
 
 def _is_date_time(text: str) -> bool:
-    date, separator, time = text[:10], text[10:11], text[11:]
-    return separator in ("T", "t") and _is_date(date) and _is_time(time)
+    match = _DATE_TIME.match(text)
+    if match is None:
+        return False
+    if match[3] > "28" and not _day_exists(match[1], match[2], match[3]):
+        return False
+    return match[6] != "60" or _leap_second(match[4], match[5], match[7], match[8], match[9])
 
 
 _DURATION = re.compile(
@@ -109,11 +118,21 @@ def _is_ipv6(text: str) -> bool:
 
 _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
 _LOCAL = re.compile(rf'(?:{_ATOM}(?:\.{_ATOM})*|"(?:[ !#-\[\]-~]|\\[ -~])*")\Z', re.ASCII)
+_HOST_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+# the common shape, decided by one match: a dot-atom @ a host name
+_PLAIN_EMAIL = re.compile(
+    rf"{_ATOM}(?:\.{_ATOM})*@{_HOST_LABEL}(?:\.{_HOST_LABEL})*\.?\Z", re.ASCII
+)
 
 
 def _is_email(text: str) -> bool:
-    local, at, domain = text.rpartition("@")
-    if not at or not local or len(local) > 64 or not _LOCAL.match(local):
+    if _PLAIN_EMAIL.match(text) is not None:
+        at = text.rindex("@")
+        if at <= 64 and len(text) - at <= 254 and "--" not in text[at:]:
+            return True
+    # a quoted local part, an address literal, a reserved "--", or not an email
+    local, at_sign, domain = text.rpartition("@")
+    if not at_sign or not local or len(local) > 64 or not _LOCAL.match(local):
         return False
     if domain.startswith("[") and domain.endswith("]"):
         literal = domain[1:-1]
@@ -167,6 +186,24 @@ def _is_uri_reference(text: str) -> bool:
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
 _JSON_POINTER = re.compile(r"(?:/(?:[^~/]|~[01])*)*\Z")
 
+
+# Most valid values are told by one match of a stricter expression (a day up to 28, a
+# second up to 59, a plain dot-atom address); what it does not match goes to the full
+# check, which decides. The validator runs ``quick`` inline, without a call of its own.
+_D28 = r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])"
+_T59 = r"(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)"
+_QUICK_EMAIL = (
+    rf"(?=[^@]{{1,64}}@){_ATOM}(?:\.{_ATOM})*@(?=[^@]{{1,253}}\Z)(?![^@]*--)"
+    rf"{_HOST_LABEL}(?:\.{_HOST_LABEL})*\.?\Z"
+)
+_QUICK: dict[str, str] = {
+    "date-time": _D28 + "[Tt]" + _T59 + r"\Z",
+    "date": _D28 + r"\Z",
+    "time": _T59 + r"\Z",
+    "email": _QUICK_EMAIL,
+    "hostname": rf"(?=[^@]{{1,253}}\Z)(?!.*--){_HOST_LABEL}(?:\.{_HOST_LABEL})*\.?\Z",
+}
+
 _CHECKS: dict[str, Callable[[str], bool]] = {
     "date-time": _is_date_time,
     "date": _is_date,
@@ -178,20 +215,38 @@ _CHECKS: dict[str, Callable[[str], bool]] = {
     "ipv6": _is_ipv6,
     "uri": _is_uri,
     "uri-reference": _is_uri_reference,
-    "uuid": lambda text: _UUID.match(text) is not None,
+    "uuid": lambda text: _UUID.match(text) is not None,  # the quick expression is all of it
     "json-pointer": lambda text: _JSON_POINTER.match(text) is not None,
 }
+_WHOLE: dict[str, re.Pattern[str]] = {"uuid": _UUID, "json-pointer": _JSON_POINTER}
+
+FormatParts = tuple[Callable[[str], object], Callable[[str], bool]]
 
 
-def format_checker(name: str, is_regex: Callable[[str], bool]) -> Callable[[str], bool] | None:
-    """The check for format ``name``, or None for a format this module does not assert.
+def format_parts(name: str, is_regex: Callable[[str], bool]) -> FormatParts | None:
+    """The check for format ``name`` as ``(quick, thorough)``: a string is valid when
+    ``quick(text)`` is not None or else ``thorough(text)`` is true; None for a format this
+    module does not assert.
 
     ``is_regex`` decides the ``regex`` format (the validator passes its pattern engine).
 
     Example::
 
-        assert format_checker("date", bool)("2024-02-29")
+        quick, thorough = format_parts("date", bool)
+        assert quick("2024-02-28") is not None and thorough("2024-02-29")
     """
     if name == "regex":
-        return is_regex
-    return _CHECKS.get(name)
+        return _no_match, is_regex
+    thorough = _CHECKS.get(name)
+    if thorough is None:
+        return None
+    whole = _WHOLE.get(name)
+    if whole is not None:
+        return whole.match, thorough
+    source = _QUICK.get(name)
+    quick = re.compile(source, re.ASCII).match if source is not None else _no_match
+    return quick, thorough
+
+
+def _no_match(text: str) -> None:
+    return None

@@ -8,7 +8,7 @@ A suspension is data on the result, not a new type: a result is pending iff
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MethodType
 
 from . import _wire
@@ -34,13 +34,33 @@ if TYPE_CHECKING:
         ) -> ToolResult: ...
 
 
-__all__ = ["PENDING_KEY", "STRUCTURED_KEY", "ToolResult"]
+__all__ = ["NO_METADATA", "PENDING_KEY", "STRUCTURED_KEY", "ToolResult"]
 
 PENDING_KEY = "pending"
 """The metadata key under which a suspension carries its :class:`Request`."""
 
 STRUCTURED_KEY = "structuredContent"
 """The metadata key under which a tool's JSON return value is kept for structured output."""
+
+
+class _NoMetadata(FrozenDict):
+    """The metadata of a result built without any: an empty read-only mapping, so
+    ``result.metadata["reason"]`` type-checks (and ``.get`` works) on every result, while
+    the wire form still omits ``metadata`` for it. A mapping given explicitly, even an
+    empty one, is set: it is written (``"metadata": {}``)."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_no_metadata, ())  # unpickles as the one shared instance
+
+
+NO_METADATA: Mapping[str, Any] = _NoMetadata()
+"""What ``ToolResult.metadata`` is when no metadata was given (``None`` is stored as this)."""
+
+
+def _no_metadata() -> Mapping[str, Any]:
+    return NO_METADATA
 
 
 @sealed
@@ -51,8 +71,8 @@ class ToolResult:
     Attributes:
         output: text for the model (for a suspension: the prompt, plus ``"\\n" + url``).
         is_error: True when the call produced no usable answer.
-        metadata: optional read-only JSON object; ``metadata["pending"]`` marks a
-            suspension.
+        metadata: a read-only JSON object, empty when none was given (then the wire
+            form leaves it out); ``metadata["pending"]`` marks a suspension.
         parts: a tuple of :class:`~toolnexus.Part` (images, files, audio) that go
             with ``output``; ``()`` when there are none (``None`` and an empty list are
             stored as ``()``, so a result without parts is the same value as before parts
@@ -70,7 +90,7 @@ class ToolResult:
 
     output: str
     is_error: bool = False
-    metadata: Mapping[str, Any] | None = None
+    metadata: Mapping[str, Any] = field(default_factory=lambda: NO_METADATA)
     parts: Sequence[Part] = ()
 
     def __init__(
@@ -91,7 +111,9 @@ class ToolResult:
             raise InvalidTypeError(
                 f"ToolResult.is_error must be a bool, got {type(is_error).__name__}"
             )
-        if metadata is not None:
+        if metadata is None:
+            metadata = NO_METADATA
+        else:
             if metadata.__class__ is FrozenDict:
                 pass  # what tools build: no ABC check on the hot path
             elif not isinstance(metadata, Mapping):
@@ -188,8 +210,6 @@ class ToolResult:
             raise InvalidTypeError(
                 f"pending_of() takes a ToolResult or None, got {type(result).__name__}"
             )
-        if result.metadata is None:
-            return None
         request = result.metadata.get(PENDING_KEY)
         return request if isinstance(request, Request) else None
 
@@ -205,8 +225,8 @@ class ToolResult:
         return ToolResult.pending_of(self) is not None
 
     def to_dict(self) -> dict[str, Any]:
-        """The wire form: keys ``output, isError, metadata, parts`` (``metadata`` and
-        ``parts`` omitted when unset); a pending request is written under
+        """The wire form: keys ``output, isError, metadata, parts`` (``metadata`` omitted
+        when none was given, ``parts`` when there are none); a pending request is written under
         ``metadata.pending``, each part as :meth:`Part.to_dict`.
 
         Example::
@@ -215,7 +235,7 @@ class ToolResult:
             {'output': '42', 'isError': False}
         """
         out: dict[str, Any] = {"output": self.output, "isError": self.is_error}
-        if self.metadata is not None:
+        if self.metadata is not NO_METADATA:
             meta = {}
             for key, value in self.metadata.items():
                 meta[key] = value.to_dict() if isinstance(value, Request) else thaw(value)
@@ -303,6 +323,12 @@ class ToolResult:
             'pnd-1'
         """
         return cls.from_dict(_wire.loads_object(text, "ToolResult"))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt through the public class and __init__ (an unset metadata as None), so a
+        # pickle names toolnexus.ToolResult and an unpickled result is written as it was.
+        metadata = None if self.metadata is NO_METADATA else self.metadata
+        return (type(self), (self.output, self.is_error, metadata, tuple(self.parts)))
 
     def __repr__(self) -> str:
         state = "pending" if self.is_pending else "error" if self.is_error else "ok"

@@ -130,7 +130,7 @@ def _always_valid(wrapper: Mapping[str, Any]) -> tuple[type, ...]:
     )
 
 
-def _compile_validator(schema: Mapping[str, Any]) -> Callable[[Any], list[str]]:
+def _compile_validator(schema: Mapping[str, Any]) -> Callable[..., list[str]]:
     from .validation import Validator
 
     return Validator(schema).errors
@@ -190,7 +190,7 @@ class Tool(Generic[P, R]):
     annotations: Mapping[str, Any] | None = None
     _signature: Signature | None = field(default=None, repr=False, compare=False)
     _invoke: Invoke = field(init=False, repr=False, compare=False)
-    _errors: Callable[[Any], list[str]] = field(init=False, repr=False, compare=False)
+    _errors: Callable[..., list[str]] = field(init=False, repr=False, compare=False)
     _prepare: Callable[[Any], Any] | None = field(init=False, repr=False, compare=False)
     _prefix: str = field(init=False, repr=False, compare=False)
     # Plain attributes, not properties: a host reads both on every call.
@@ -273,10 +273,10 @@ class Tool(Generic[P, R]):
             _contract_takes_ctx(self.fn) if signature is None else signature.ctx_name is not None,
         )
 
-    def _compile_on_first_use(self, instance: Any) -> list[str]:
+    def _compile_on_first_use(self, instance: Any, token: Any = None) -> list[str]:
         errors = _compile_validator(self.input_schema)
         object.__setattr__(self, "_errors", errors)
-        return errors(instance)
+        return errors(instance, token=token)
 
     def __call__(
         self, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
@@ -291,7 +291,7 @@ class Tool(Generic[P, R]):
 
             result = search({"query": "weather"})
         """
-        args, refusal = self._admit(args)
+        args, refusal = self._admit(args, ctx)
         if refusal is not None:
             return refusal
         try:
@@ -312,8 +312,13 @@ class Tool(Generic[P, R]):
             raise
         return self._normalise(value)
 
-    def _admit(self, args: Mapping[str, Any] | None) -> tuple[Any, ToolResult | None]:
-        """The arguments as the function will see them, or the error result refusing them."""
+    def _admit(
+        self, args: Mapping[str, Any] | None, ctx: ToolContext | None = None
+    ) -> tuple[Any, ToolResult | None]:
+        """The arguments as the function will see them, or the error result refusing them.
+
+        Validation hears the call's token: a check still running when the call is
+        cancelled (or its deadline passes) stops, and the call ends cancelled."""
         if args is None:
             args = {}
         if self._fixed and not self._fixed.isdisjoint(args):
@@ -325,7 +330,10 @@ class Tool(Generic[P, R]):
         prepare = self._prepare
         if prepare is not None:
             args = prepare(args)
-        problems = self._errors(args)
+        try:
+            problems = self._errors(args, token=ctx.cancellation_token if ctx else None)
+        except OperationCancelledError as exc:
+            return args, ToolResult(f"cancelled: {exc}", True)
         if problems:
             return args, ToolResult(self._prefix + "; ".join(problems), True)
         return args, None
@@ -342,7 +350,7 @@ class Tool(Generic[P, R]):
 
             result = await search.acall({"query": "weather"})
         """
-        args, refusal = self._admit(args)
+        args, refusal = self._admit(args, ctx)
         if refusal is not None:
             return refusal
         try:
@@ -469,7 +477,7 @@ class Tool(Generic[P, R]):
     def _checked(self, result: ToolResult, value: Any) -> ToolResult:
         """A str, None or ToolResult the function returned, under an output schema."""
         metadata = result.metadata
-        structured = _MISSING if metadata is None else metadata.get(STRUCTURED_KEY, _MISSING)
+        structured = metadata.get(STRUCTURED_KEY, _MISSING)
         if value is None or isinstance(value, str):
             structured = value
         elif structured is _MISSING:  # a ToolResult without it: read its text as JSON
@@ -484,11 +492,7 @@ class Tool(Generic[P, R]):
                 "metadata={'structuredContent': ...}",
                 True,
             )
-        if (
-            not self._wrapped
-            and metadata is not None
-            and metadata.get(STRUCTURED_KEY, _MISSING) is structured
-        ):
+        if not self._wrapped and metadata.get(STRUCTURED_KEY, _MISSING) is structured:
             refusal = self._refusal(structured)
             return result if refusal is None else refusal
         return self._structured(result.output, structured, metadata)

@@ -92,7 +92,7 @@ def loads_object(text: str | bytes | bytearray, type_name: str) -> Mapping[str, 
                 type_name, None, f"is not valid JSON: it is not UTF-8 ({exc}); write it as UTF-8"
             ) from None
     try:
-        value = json.loads(text, parse_constant=refuse_json_constant)
+        value = json.loads(text, parse_constant=refuse_json_constant, parse_float=finite_float)
     except (ValueError, RecursionError) as exc:
         raise WireFormatError(
             type_name, None, f"is not valid JSON ({exc}); expected a JSON object"
@@ -107,6 +107,20 @@ def refuse_json_constant(name: str) -> Any:
     would read them back, so each reader refuses them with this one text.
     """
     raise InputError(f"{name} is not a JSON value")
+
+
+def finite_float(text: str) -> float:
+    """``parse_float`` hook beside :func:`refuse_json_constant`: a number a double cannot
+    hold (``1e400``) is refused, as ``NaN`` is. Python would read it as ``inf``, which no
+    JSON writer (``to_json`` included) can write back.
+    """
+    value = float(text)
+    if value - value != 0.0:  # inf - inf is nan
+        raise InputError(
+            f"the number {text} is out of range (a JSON number here must fit a double:"
+            " at most about 1.8e308)"
+        )
+    return value
 
 
 def require_object(value: Any, type_name: str) -> Mapping[str, Any]:

@@ -19,7 +19,9 @@
     │   └── RefError                    a command-line REF names no usable tools
     ├── UnknownToolError            + LookupError: no tool of that name
     ├── WaitTimeoutError            + TimeoutError: Call.result(timeout=...) gave up waiting
+    ├── StoreUnavailableError       + ConnectionError: the answer store cannot be used now
     ├── TimerStartError             + RuntimeError: the timer thread could not be started
+    ├── McpError                    + ConnectionError: an MCP server could not be used
     └── OperationCancelledError     a cancelled token was asked to raise
 
 Each class also inherits the builtin a caller would catch without knowing toolnexus
@@ -44,11 +46,13 @@ __all__ = [
     "InputError",
     "InvalidTypeError",
     "InvalidValueError",
+    "McpError",
     "OperationCancelledError",
     "PartTooLargeError",
     "RefError",
     "SchemaError",
     "SchemaInferenceError",
+    "StoreUnavailableError",
     "StrictSchemaError",
     "TimerStartError",
     "ToolnexusError",
@@ -442,6 +446,37 @@ def _unknown_message(name: str, suggestions: list[str], known: list[str]) -> str
     return f"unknown tool {name!r}; known tools: {shown}"
 
 
+class StoreUnavailableError(ToolnexusError, ConnectionError):
+    """An answer store could not be used: its server is down or unreachable, refused the
+    credentials, or the file cannot be opened.
+
+    ``store`` names the store (its URL without the password, or its file), ``reason`` says
+    what went wrong and how to fix it. A host never lets it through to the model: the
+    resume that needed the store is refused with an error result (the answer is not used
+    up, so the same answer can be sent again once the store is back), and the details go
+    to the ``toolnexus`` logger.
+
+    Example::
+
+        try:
+            store = open_store("postgresql://app:secret@db.internal/app")
+        except StoreUnavailableError as exc:
+            print(exc.store)   # postgresql://app:***@db.internal/app
+    """
+
+    def __init__(self, store: str, reason: str) -> None:
+        super().__init__(f"answer store {store}: {reason}")
+        self.store = store
+        self.reason = reason
+
+    def __str__(self) -> str:
+        # OSError's own __str__ would show the args tuple; this one reads as a sentence.
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.store, self.reason))
+
+
 class WaitTimeoutError(ToolnexusError, TimeoutError):
     """Raised by :meth:`Call.result` when its ``timeout`` passes before the call is done.
 
@@ -469,6 +504,31 @@ class TimerStartError(ToolnexusError, RuntimeError):
         except TimerStartError:
             source.cancel()   # no thread to wait for the time: give up now
     """
+
+
+class McpError(ToolnexusError, ConnectionError):
+    """Raised when an MCP server cannot be used: it cannot be started or reached, does
+    not answer the handshake in time, breaks the protocol, or the client was closed.
+
+    ``server`` names the server (its ``mcp.json`` key, or its command or URL) and
+    ``problem`` says what went wrong. A remote tool's *call* never raises it: a failed
+    call is an error result, as for any tool.
+
+    Example::
+
+        try:
+            client.connect()
+        except McpError as exc:
+            print(exc.server, exc.problem)
+    """
+
+    def __init__(self, server: str, problem: str) -> None:
+        super().__init__(f"MCP server {server!r}: {problem}")
+        self.server = server
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.server, self.problem))
 
 
 class OperationCancelledError(ToolnexusError):

@@ -32,16 +32,19 @@ import contextlib
 import json
 import re
 import sys
-from collections.abc import Callable, Mapping, Set
+import threading
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import TYPE_CHECKING, Any
 
 from ._pointer import MISSING, escape, fragment_pointer, step, tokens
-from .errors import InvalidValueError, SchemaError
+from .errors import InvalidValueError, OperationCancelledError, SchemaError
 
 if TYPE_CHECKING:
     from fractions import Fraction
 
+    from ._cancellation import CancellationToken
     from ._ecma import SearchParts
+    from ._json_formats import FormatParts
 
 __all__ = [
     "ANNOTATION_KEYWORDS",
@@ -129,6 +132,8 @@ _TYPE_NAMES = ("null", "boolean", "object", "array", "number", "string", "intege
 _SINGLE_TYPES = {name: (name,) for name in _TYPE_NAMES}
 
 _Ok = Callable[[Any, int], bool]
+# which patterns of a patternProperties match a name (see _ecma.compile_pattern_set)
+_Matching = Callable[..., list[int]]
 _Path = tuple[str | int, ...]
 _Explain = Callable[[Any, _Path, "_Problems", int], None]
 
@@ -170,6 +175,8 @@ def _describe(value: Any) -> str:
     if isinstance(value, int):
         return f"integer {_number_text(value)}"
     if isinstance(value, float):
+        if value - value != 0.0:
+            return f"{value!r} (not a JSON number: JSON has no Infinity or NaN)"
         return f"number {_number_text(value)}"
     if isinstance(value, str):
         if len(value) <= 40:
@@ -187,11 +194,18 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
+class _Others(str):
+    """In a list of alternatives: ``count`` more, not spelled out (a long enum's rest)."""
+
+    hidden: int
+
+
 def _alternatives(options: list[str]) -> str:
     """``a``, ``a or b``, ``a, b or c`` — shortened past a dozen."""
-    unique = list(dict.fromkeys(options))
-    if len(unique) > 12:
-        return ", ".join(unique[:10]) + f", ... ({len(unique)} in all)"
+    hidden = sum(option.hidden for option in options if isinstance(option, _Others))
+    unique = list(dict.fromkeys(option for option in options if not isinstance(option, _Others)))
+    if len(unique) + hidden > 12:
+        return ", ".join(unique[:10]) + f", ... ({len(unique) + hidden} in all)"
     if len(unique) <= 1:
         return "".join(unique)
     return ", ".join(unique[:-1]) + " or " + unique[-1]
@@ -226,7 +240,9 @@ class _Problems:
         self.truncated = False
 
     def add(self, path: _Path, message: str) -> None:
-        text = f"{format_path(path)}: {message}" if path else message
+        self.add_text(f"{format_path(path)}: {message}" if path else message)
+
+    def add_text(self, text: str) -> None:
         if text in self.seen:
             return
         if len(self.items) >= self.ceiling:
@@ -234,6 +250,73 @@ class _Problems:
             raise _Stop
         self.seen.add(text)
         self.items.append(text)
+
+
+# --------------------------------------------------------------------------- one validation
+
+# Containers longer than this are walked in a loop that listens for the token.
+_LONG = 4096
+
+
+class _Run:
+    """The state of one validation, for a validator that needs one: the answers of its
+    shared subschemas (see :func:`_shared_schemas`), and the token it stops on.
+
+    A shared subschema is evaluated once per (value, depth) in a validation; later visits
+    read the answer. Each entry keeps the value alive, so its ``id`` cannot be reused by
+    another object during the validation.
+    """
+
+    __slots__ = ("answers", "steps", "token")
+
+    def __init__(self, token: CancellationToken | None) -> None:
+        self.token = token
+        self.steps = 0  # memo misses: the token is heard every 256th
+        # (node, id(value), depth) -> ok's answer; with a fourth item: None for reject's,
+        # the path for explain's, a bool for what unevaluated* saw; each with the value
+        self.answers: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+    def heard(self) -> None:
+        """Raise :class:`OperationCancelledError` if the token is cancelled."""
+        token = self.token
+        if token is not None and token.is_cancellation_requested:
+            raise OperationCancelledError("validation stopped: the call was cancelled")
+
+    def step(self) -> None:
+        """Count one unit of long work; hear the token now and then."""
+        self.steps += 1
+        if not self.steps & 255:
+            self.heard()
+
+    def cancelled(self) -> bool:
+        """``stop`` for a pattern's linear engine: raises when the token is cancelled."""
+        self.heard()
+        return False
+
+
+class _Local(threading.local):
+    run: _Run | None = None
+
+
+# The validation running on this thread, if its validator needs a _Run (validation never
+# awaits, so a thread runs one at a time; a nested one saves and restores the outer one).
+_LOCAL = _Local()
+
+
+def _stopper() -> Callable[[], bool] | None:
+    """What a long pattern run asks to know if it must stop: this thread's validation's
+    cancelled() when it has a token (it raises), else None."""
+    run = _LOCAL.run
+    if run is None or run.token is None:
+        return None
+    return run.cancelled
+
+
+def _heard() -> None:
+    """Raise :class:`OperationCancelledError` if this thread's validation was cancelled."""
+    run = _LOCAL.run
+    if run is not None:
+        run.heard()
 
 
 # --------------------------------------------------------------------------- JSON values
@@ -261,10 +344,25 @@ def _is_integer(x: Any, d: int) -> bool:
 
 
 def _is_number(x: Any, d: int = 0) -> bool:
+    """A JSON number: an int or a finite float (JSON has no Infinity and no NaN)."""
     t = type(x)
-    if t is int or t is float:
+    if t is int:
         return True
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    if t is float:
+        return x - x == 0.0  # type: ignore[no-any-return]  # inf - inf and nan - nan are nan
+    if isinstance(x, float):
+        return x - x == 0.0
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _all_finite(values: Any) -> bool:
+    """True when the sum of ``values`` (ints and floats) is finite, so none is inf or nan;
+    False says nothing for sure (1e308 + 1e308 overflows): look at each value then."""
+    try:
+        total = sum(values)
+    except OverflowError:  # an int too large for a float
+        return False
+    return total - total == 0.0  # type: ignore[no-any-return]
 
 
 def _is_string(x: Any, d: int) -> bool:
@@ -288,12 +386,13 @@ _TYPE_CHECKS: dict[str, _Ok] = {
     "array": _is_array,
     "object": _is_object,
 }
-# Exact Python types accepted by a JSON type without a further look (the fast path).
+# Exact Python types accepted by a JSON type without a further look (the fast path). Not
+# float for "number": inf and nan are floats, and not JSON numbers.
 _EXACT_TYPES: dict[str, tuple[type, ...]] = {
     "null": (type(None),),
     "boolean": (bool,),
     "integer": (int,),
-    "number": (int, float),
+    "number": (int,),
     "string": (str,),
     "array": (list, tuple),
     "object": (dict,),
@@ -335,7 +434,9 @@ def _canon(value: Any, budget: int) -> Any:
 
 
 def _is_json_value(value: Any, budget: int = _MAX_SCHEMA_LEVELS) -> bool:
-    if value is None or isinstance(value, (str, bool, int, float)):
+    if isinstance(value, float):
+        return value - value == 0.0  # not inf or nan
+    if value is None or isinstance(value, (str, bool, int)):
         return True
     if budget <= 0:
         return False
@@ -369,15 +470,34 @@ class _Node:
     """
 
     __slots__ = (
-        "conditional", "dependent", "done", "exact", "explain", "inplace", "inplace_if_valid",
-        "links", "ok", "pointer", "reject", "seen_all_items", "seen_all_properties",
-        "seen_contains", "seen_names", "seen_patterns", "seen_prefix",
-        "seen_unevaluated_items", "seen_unevaluated_properties",
+        "conditional",
+        "dependent",
+        "done",
+        "exact",
+        "explain",
+        "floats",
+        "inplace",
+        "inplace_if_valid",
+        "links",
+        "memo",
+        "ok",
+        "pointer",
+        "reject",
+        "seen_all_items",
+        "seen_all_properties",
+        "seen_contains",
+        "seen_match",
+        "seen_names",
+        "seen_prefix",
+        "seen_unevaluated_items",
+        "seen_unevaluated_properties",
     )  # fmt: skip
 
     def __init__(self, pointer: str) -> None:
         self.pointer = pointer
         self.done = False
+        # a shared subschema: its answers are remembered for the rest of a validation
+        self.memo = False
         self.ok: _Ok = _never
         self.explain: _Explain = _explain_nothing
         self.reject: Callable[[Any, int], list[str] | None] = _reject_nothing
@@ -385,12 +505,14 @@ class _Node:
         self.links: list[tuple[str, _Node]] = []
         # for a node that only checks a scalar type: the Python types it accepts at a glance
         self.exact: frozenset[type] = frozenset()
+        # ...and whether it takes every finite float too (a number leaf)
+        self.floats = False
         # What the node evaluates, for unevaluatedProperties/unevaluatedItems around it:
         # the properties, patternProperties and prefix it names, whether additionalProperties
         # / items (all) or its own unevaluated* (all, once it passed) cover the rest, its
         # contains, and the subschemas applied to the same value (always, or when they pass).
         self.seen_names: frozenset[str] = frozenset()
-        self.seen_patterns: tuple[Callable[[str], bool], ...] = ()
+        self.seen_match: _Matching | None = None
         self.seen_all_properties = False
         self.seen_unevaluated_properties = False
         self.seen_prefix = 0
@@ -415,6 +537,63 @@ def _explain_nothing(x: Any, path: _Path, problems: _Problems, d: int) -> None:
 
 def _reject_nothing(x: Any, d: int) -> list[str] | None:
     return None
+
+
+def _memoize(node: _Node) -> None:
+    """Make ``node`` answer each (value, depth) once per validation (see :class:`_Run`):
+    ``ok``, ``reject`` and ``explain`` each remember what they said."""
+    ok, reject, explain = node.ok, node.reject, node.explain
+    tag = id(node)
+    local = _LOCAL
+    node.memo = True
+
+    def memo_ok(x: Any, d: int) -> bool:
+        run = local.run
+        if run is None:
+            return ok(x, d)
+        key = (tag, id(x), d)
+        found = run.answers.get(key)
+        if found is not None:
+            return found[0]  # type: ignore[no-any-return]
+        run.step()
+        answer = ok(x, d)
+        run.answers[key] = (answer, x)
+        return answer
+
+    def memo_reject(x: Any, d: int) -> list[str] | None:
+        run = local.run
+        if run is None:
+            return reject(x, d)
+        key = (tag, id(x), d, None)
+        found = run.answers.get(key)
+        if found is None:
+            found = run.answers[key] = (reject(x, d), x)
+        return found[0]  # type: ignore[no-any-return]
+
+    def memo_explain(x: Any, path: _Path, problems: _Problems, d: int) -> None:
+        run = local.run
+        if run is None:
+            explain(x, path, problems, d)
+            return
+        key = (tag, id(x), d, path)
+        found = run.answers.get(key)
+        if found is None:
+            run.step()
+            inner = _Problems(problems.ceiling)
+            with contextlib.suppress(_Stop):
+                explain(x, path, inner, d)
+            found = run.answers[key] = (inner.items, inner.truncated, x)
+        items, truncated, _ = found
+        for text in items:
+            problems.add_text(text)
+        if truncated:
+            problems.truncated = True
+            raise _Stop
+
+    node.ok = memo_ok
+    node.explain = memo_explain
+    if reject is not _reject_nothing:
+        node.reject = memo_reject
 
 
 def _make_false() -> _Node:
@@ -662,6 +841,95 @@ class _Resources:
         return scope + added if added else scope
 
 
+# keywords that apply a subschema to the same value (besides $ref and $dynamicRef)
+_INPLACE_ONE = ("not", "if", "then", "else")
+_INPLACE_ARRAYS = ("allOf", "anyOf", "oneOf")
+_INPLACE_OBJECTS = ("dependentSchemas", "dependencies")
+
+
+def _shared_schemas(root: Any, resources: _Resources) -> set[int]:
+    """The ids of the schema objects a validation could reach twice for the same value.
+
+    Applicators on the same value (``$ref``, ``allOf``/``anyOf``/``oneOf``, ``not``,
+    ``if``/``then``/``else``, ``dependentSchemas``) form a graph without cycles (a cycle is
+    refused). Where two paths from one schema meet again (``anyOf: [{$ref: A}, {$ref: A}]``),
+    ``A`` would be checked once per path, and twenty such levels make a million checks. So
+    such a meeting point is memoized (:func:`_memoize`): then no schema is reached along
+    two unmemoized paths, and one validation evaluates each (schema, value) pair a bounded
+    number of times. Leaves (no subschema, no reference) are cheap and left out.
+    """
+    edges: dict[int, list[int]] = {}
+    leaves: set[int] = set()
+    order: list[int] = []
+    stack: list[Any] = [root]
+    while stack:
+        schema = stack.pop()
+        if not isinstance(schema, Mapping) or id(schema) in edges:
+            continue
+        order.append(id(schema))
+        targets: list[Any] = []
+        for keyword in _INPLACE_ONE:
+            targets.append(schema.get(keyword))
+        for keyword in _INPLACE_ARRAYS:
+            value = schema.get(keyword)
+            if isinstance(value, (list, tuple)):
+                targets.extend(value)
+        for keyword in _INPLACE_OBJECTS:
+            value = schema.get(keyword)
+            if isinstance(value, Mapping):
+                targets.extend(value.values())
+        for keyword in ("$ref", "$dynamicRef"):
+            reference = schema.get(keyword)
+            if isinstance(reference, str):
+                targets.extend(_reference_targets(schema, keyword, reference, resources))
+        children = [sub for _, sub in _subschemas(schema)]
+        if not children and not any(isinstance(t, Mapping) for t in targets):
+            leaves.add(id(schema))
+        edges[id(schema)] = [id(t) for t in targets if isinstance(t, Mapping)]
+        stack.extend(t for t in targets if isinstance(t, Mapping))
+        stack.extend(children)
+    shared: set[int] = set()
+    for source in order:
+        out = edges[source]
+        if len(out) < 2:
+            continue  # two paths from here part at a schema with two applicators or more
+        reached: set[int] = set()
+        walk = list(out)
+        while walk:
+            target = walk.pop()
+            if target in reached:
+                shared.add(target)  # a second path
+                continue
+            reached.add(target)
+            if target not in shared:
+                walk.extend(edges.get(target, ()))
+    return shared - leaves
+
+
+def _reference_targets(
+    schema: Mapping[str, Any], keyword: str, reference: str, resources: _Resources
+) -> list[Any]:
+    """Where a ``$ref`` (or any ``$dynamicRef`` with that anchor name) may land; nothing
+    for a reference that does not resolve (compiling says why)."""
+    uri = _join_uri(resources.base_of(schema), reference)
+    try:
+        target, _ = resources.resolve(uri, "#", keyword, reference)
+    except SchemaError:
+        return []
+    found = [target]
+    if keyword == "$dynamicRef":
+        name = uri.partition("#")[2]
+        found.extend(names[name] for names in resources.dynamic_anchors.values() if name in names)
+    return found
+
+
+def _compile_pattern_set(sources: list[str]) -> _Matching:
+    """The one place that compiles the patterns of a ``patternProperties`` together."""
+    from ._ecma import compile_pattern_set
+
+    return compile_pattern_set(sources)
+
+
 def _compile_pattern(source: str) -> SearchParts:
     """The one place that compiles a ``pattern`` (ECMA-262, never stalling): ``(search,
     longest, predicate)`` as :func:`toolnexus._ecma.compile_search` describes them."""
@@ -692,6 +960,8 @@ class _Compiler:
         # of the resources entered so far, outermost first; () unless a $dynamicRef exists
         self.scope: _Scope = ()
         self.patterns: dict[str, _Pattern] = {}
+        self.shared: set[int] = set()  # ids of the schema objects to memoize
+        self.memoized = 0
         # keeps every compiled schema object alive, so an id() is never reused meanwhile
         self.keep: list[Any] = []
         # what `true`, `{}` and unlisted properties or items compile to: any value nested
@@ -703,6 +973,7 @@ class _Compiler:
     # -- entry ---------------------------------------------------------------------------
 
     def compile(self) -> _Node:
+        self.shared = _shared_schemas(self.root, self.resources)
         root = self.node(self.root, "#", 0)
         while self.pending:
             schema, pointer, scope = self.pending.pop()
@@ -812,6 +1083,9 @@ class _Compiler:
             self.build(node, schema, pointer, level)
         finally:
             self.scope = outer
+        if id(schema) in self.shared:
+            _memoize(node)
+            self.memoized += 1
         node.done = True
         return node
 
@@ -839,6 +1113,7 @@ class _Compiler:
                 node.ok, node.explain, node.reject = _type_leaf(names)
                 if _SCALAR_TYPE_NAMES.issuperset(names):
                     node.exact = frozenset(t for name in names for t in _EXACT_TYPES[name])
+                    node.floats = "number" in names
                 else:
                     node.ok, node.explain = _depth_guard(node.ok, node.explain, self.max_depth)
             else:
@@ -878,8 +1153,9 @@ class _Compiler:
         pattern: _Pattern | None = None
         if checking & _STRING_KEYWORDS:
             pattern = add_string_checks(self, schema, pointer, add)
-        if asserts_format:
-            add(self.format_check(schema, pointer))
+        format_test = self.format_test(schema) if asserts_format else None
+        if format_test is not None:
+            add(_format_leaf(schema["format"], format_test))
 
         # arrays
         folded_array = False
@@ -969,9 +1245,7 @@ class _Compiler:
         # the type check runs first: when it fails, the other keywords say nothing useful
         if type_ok is not None and not (folded_object or folded_array):
             oks.insert(0, type_ok)
-        node.ok = _fused_scalar(schema, type_names, checking, pattern, asserts_format) or _all_of(
-            oks
-        )
+        node.ok = _fused_scalar(schema, type_names, checking, pattern, format_test) or _all_of(oks)
         node.explain = _node_explain(type_ok, type_names, explains)
         if not _covers_depth(
             checking, type_names, array_check is not None, object_check is not None
@@ -1051,10 +1325,9 @@ class _Compiler:
 
     def enum(self, schema: Mapping[str, Any], pointer: str) -> list[Any]:
         values = schema["enum"]
-        if not isinstance(values, (list, tuple)) or not values:
-            raise self.fail(
-                pointer, "enum", f"'enum' must be a non-empty array, got {_describe(values)}"
-            )
+        if not isinstance(values, (list, tuple)):
+            # an empty one is allowed: nothing is valid (2020-12: it SHOULD have an item)
+            raise self.fail(pointer, "enum", f"'enum' must be an array, got {_describe(values)}")
         for value in values:
             if not _is_json_value(value):
                 raise self.fail(
@@ -1065,6 +1338,8 @@ class _Compiler:
     def enum_check(self, values: list[Any]) -> tuple[_Ok, _Explain]:
         keys = frozenset(_canon(value, _MAX_SCHEMA_LEVELS) for value in values)
         max_depth = self.max_depth
+        # written once: a miss on an enum of a million values must not write them all
+        expected = _expect_enum(values, len(keys))
 
         def ok(x: Any, d: int) -> bool:
             t = type(x)
@@ -1080,7 +1355,9 @@ class _Compiler:
                 _canon(x, max_depth - d)
             except _TooDeep:
                 return _too_deep(max_depth)
-            return f"expected {_expect_enum(values)}, got {_describe(x)}"
+            if not values:
+                return f"no value is allowed here (its 'enum' is empty), got {_describe(x)}"
+            return f"expected {expected}, got {_describe(x)}"
 
         return _leaf(ok, message)
 
@@ -1125,18 +1402,11 @@ class _Compiler:
             self.patterns[source] = test
         return test
 
-    def format_check(self, schema: Mapping[str, Any], pointer: str) -> tuple[_Ok, _Explain]:
-        from ._json_formats import format_checker
+    def format_test(self, schema: Mapping[str, Any]) -> FormatParts | None:
+        """The check of the schema's ``format``; None for one that stays an annotation."""
+        from ._json_formats import format_parts
 
-        name = schema["format"]
-        test = format_checker(name, self.format_test_pattern)
-        if test is None:
-            return _always, _explain_nothing  # an unknown format stays an annotation
-        shown = json.dumps(name)
-        return _leaf(
-            lambda x, d: not isinstance(x, str) or test(x),
-            lambda x, d: f"expected a {shown} string, got {_describe(x)}",
-        )
+        return format_parts(schema["format"], self.format_test_pattern)
 
     @staticmethod
     def format_test_pattern(text: str) -> bool:
@@ -1202,12 +1472,16 @@ class _Compiler:
         if "properties" in schema:
             for name, sub in self.schema_map(schema, "properties", pointer).items():
                 properties[name] = self.child(sub, f"{pointer}/properties/{escape(name)}", level)
-        patterns: list[tuple[Callable[[str], bool], _Node]] = []
+        patterns: list[_Node] = []
+        matching: _Matching | None = None
         if "patternProperties" in schema:
+            sources: list[str] = []
             for source, sub in self.schema_map(schema, "patternProperties", pointer).items():
-                test = self.pattern(source, pointer, "patternProperties").test
+                self.pattern(source, pointer, "patternProperties")  # refused here, if at all
+                sources.append(source)
                 where = f"{pointer}/patternProperties/{escape(source)}"
-                patterns.append((test, self.child(sub, where, level)))
+                patterns.append(self.child(sub, where, level))
+            matching = _compile_pattern_set(sources)
         required: list[str] = []
         if "required" in schema:
             required = self.names(schema["required"], pointer, "required", "'required'")
@@ -1217,11 +1491,18 @@ class _Compiler:
                 schema["additionalProperties"], f"{pointer}/additionalProperties", level
             )
         node.seen_names = frozenset(properties)
-        node.seen_patterns = tuple(test for test, _ in patterns)
+        node.seen_match = matching
         node.seen_all_properties = additional is not None
-        return _object_check(
-            properties, patterns, required, additional or self.anything, self.max_depth
-        )
+        if matching is not None:
+            return _pattern_object_check(
+                properties,
+                patterns,
+                matching,
+                required,
+                additional or self.anything,
+                self.max_depth,
+            )
+        return _object_check(properties, required, additional or self.anything, self.max_depth)
 
     def dependent_required(
         self, schema: Mapping[str, Any], pointer: str
@@ -1336,7 +1617,7 @@ class _Compiler:
             pool = enum_values if enum_values is not None else [schema["const"]]
             if "const" in schema and enum_values is not None:
                 pool = [schema["const"]]
-            values = pool
+            values = _shown_values(pool, len(pool))
         delegate: list[_Node] | None = None
         if checking == {"$ref"} and ref_node is not None:
             delegate = [ref_node]
@@ -1349,7 +1630,7 @@ class _Compiler:
             if type_ok is not None and not type_ok(x, d):
                 return names
             if values is not None:
-                return [_json_short(value) for value in values]
+                return values
             if delegate is not None:
                 merged: list[str] = []
                 for branch in delegate:
@@ -1359,7 +1640,8 @@ class _Compiler:
                     if found is None:
                         return None
                     merged.extend(found)
-                return merged
+                # without duplicates: a branch met twice would double the list per level
+                return list(dict.fromkeys(merged))
             return None
 
         if type_ok is None and values is None and delegate is None:
@@ -1415,12 +1697,33 @@ def _unsupported(keyword: str) -> str:
     )
 
 
-def _expect_enum(values: list[Any]) -> str:
-    shown = list(dict.fromkeys(_json_short(value) for value in values))
+def _shown_values(values: Sequence[Any], count: int) -> list[str]:
+    """The first dozen distinct values as a problem shows them, then an :class:`_Others`
+    for the rest of ``count`` distinct values. Reads only the values it shows: a long enum
+    is not written out to say that a value is not in it."""
+    shown: dict[str, None] = {}
+    for value in values:
+        shown[_json_short(value)] = None
+        if len(shown) > 12:
+            break
+    texts = list(shown)
+    if len(texts) <= 12:
+        return texts
+    others = _Others("...")
+    others.hidden = max(count, 13) - 12
+    return [*texts[:12], others]
+
+
+def _expect_enum(values: Sequence[Any], count: int | None = None) -> str:
+    """``"a"``, ``one of "a", "b"``, or the first ten and how many in all."""
+    shown = _shown_values(values, len(values) if count is None else count)
+    if not shown:
+        return "nothing (the enum is empty)"
+    last = shown[-1]
+    if isinstance(last, _Others):
+        return f"one of {', '.join(shown[:10])}, ... ({len(shown) - 1 + last.hidden} values)"
     if len(shown) == 1:
         return shown[0]
-    if len(shown) > 12:
-        return f"one of {', '.join(shown[:10])}, ... ({len(shown)} values)"
     return f"one of {', '.join(shown)}"
 
 
@@ -1498,6 +1801,7 @@ def _too_deep(max_depth: int) -> str:
 
 _SCALAR_TYPE_NAMES = frozenset({"null", "boolean", "integer", "number", "string"})
 _SCALARS = (str, int, float, bool, type(None))
+_INT_FLOAT = frozenset({int, float})
 
 
 def _covers_depth(
@@ -1577,7 +1881,6 @@ def _depth_guard(ok: _Ok, explain: _Explain, max_depth: int) -> tuple[_Ok, _Expl
 
 def _object_check(
     properties: dict[str, _Node],
-    patterns: list[tuple[Callable[[str], bool], _Node]],
     required: list[str],
     additional: _Node,
     max_depth: int,
@@ -1588,8 +1891,6 @@ def _object_check(
     patternProperties pattern by that schema too, any other by ``additional`` (which is
     the depth-limited "anything" when the schema sets none).
     """
-    if patterns:
-        return _pattern_object_check(properties, patterns, required, additional, max_depth)
     property_oks = {name: node.ok_late() for name, node in properties.items()}
     get = property_oks.get
     required_names = tuple(required)
@@ -1670,14 +1971,20 @@ def _object_check(
 
 def _pattern_object_check(
     properties: dict[str, _Node],
-    patterns: list[tuple[Callable[[str], bool], _Node]],
+    patterns: list[_Node],
+    matching: _Matching,
     required: list[str],
     additional: _Node,
     max_depth: int,
 ) -> tuple[_Ok, _Explain, _Ok]:
-    """_object_check for a schema with patternProperties (kept off the common path)."""
+    """_object_check for a schema with patternProperties (kept off the common path).
+
+    ``matching(name)`` says which patterns match a name, all at once (see
+    :func:`toolnexus._ecma.compile_pattern_set`), so a name no pattern matches costs one
+    search, however many patterns there are.
+    """
     property_oks = {name: node.ok_late() for name, node in properties.items()}
-    pattern_oks = tuple((test, node.ok_late()) for test, node in patterns)
+    pattern_oks = tuple(node.ok_late() for node in patterns)
     required_names = tuple(required)
     closed = additional is _FALSE_NODE
     additional_ok = additional.ok_late()
@@ -1693,17 +2000,17 @@ def _pattern_object_check(
         if d >= max_depth:
             return False
         d += 1
+        stop = _stopper()
         for name, value in x.items():
             check = property_oks.get(name)
             matched = check is not None
             if matched and not check(value, d):  # type: ignore[misc]
                 return False
             if isinstance(name, str):
-                for test, pattern_ok in pattern_oks:
-                    if test(name):
-                        matched = True
-                        if not pattern_ok(value, d):
-                            return False
+                for index in matching(name, stop):
+                    matched = True
+                    if not pattern_oks[index](value, d):
+                        return False
             if not matched and (closed or not additional_ok(value, d)):
                 return False
         return True
@@ -1722,6 +2029,7 @@ def _pattern_object_check(
         if d >= max_depth:
             problems.add(path, _too_deep(max_depth))
             return
+        stop = _stopper()
         for name, value in x.items():
             where = (*path, name if isinstance(name, str) else repr(name))
             node = properties.get(name)
@@ -1729,10 +2037,9 @@ def _pattern_object_check(
             if node is not None:
                 node.explain(value, where, problems, d + 1)
             if isinstance(name, str):
-                for test, pattern_node in patterns:
-                    if test(name):
-                        matched = True
-                        pattern_node.explain(value, where, problems, d + 1)
+                for index in matching(name, stop):
+                    matched = True
+                    patterns[index].explain(value, where, problems, d + 1)
             if not matched:
                 if closed:
                     problems.add(where, "unexpected property (its name matches no pattern)")
@@ -1740,6 +2047,18 @@ def _pattern_object_check(
                     additional.explain(value, where, problems, d + 1)
 
     return ok, explain, typed_ok
+
+
+def _each_ok(check: _Ok, items: Any, d: int, at_a_glance: frozenset[type]) -> bool:
+    """Whether ``check`` holds for every item of a long array, the token heard after each
+    few thousand items."""
+    for start in range(0, len(items), _LONG):
+        if start:
+            _heard()
+        for item in items[start : start + _LONG]:
+            if type(item) not in at_a_glance and not check(item, d):
+                return False
+    return True
 
 
 def _array_check(prefix: list[_Node], items: _Node, max_depth: int) -> tuple[_Ok, _Explain, _Ok]:
@@ -1752,6 +2071,7 @@ def _array_check(prefix: list[_Node], items: _Node, max_depth: int) -> tuple[_Ok
     items_ok = items.ok_late()
     # list[int] and friends: most items pass on their exact type, without a call
     at_a_glance = items.exact if items.done else frozenset()
+    floats = items.done and items.floats
 
     if not count and not closed:
         # the common shape (items alone): no prefix to pair up, no length to check
@@ -1764,12 +2084,20 @@ def _array_check(prefix: list[_Node], items: _Node, max_depth: int) -> tuple[_Ok
                 return False
             d += 1
             if at_a_glance:
-                if len(x) > 16 and at_a_glance.issuperset(set(map(type, x))):
-                    return True  # a long list[int] or list[str]: one pass at C speed
+                if len(x) > 16:
+                    kinds = set(map(type, x))
+                    if at_a_glance.issuperset(kinds):
+                        return True  # a long list[int] or list[str]: one pass at C speed
+                    if floats and kinds <= _INT_FLOAT and _all_finite(x):
+                        return True  # a long list[float] (an embedding): likewise
+                    if len(x) > _LONG:
+                        return _each_ok(items_ok, x, d, at_a_glance)
                 for item in x:
                     if type(item) not in at_a_glance and not items_ok(item, d):
                         return False
                 return True
+            if len(x) > _LONG:
+                return _each_ok(items_ok, x, d, at_a_glance)
             for item in x:  # noqa: SIM110 (faster than all() over a generator)
                 if not items_ok(item, d):
                     return False
@@ -1791,6 +2119,8 @@ def _array_check(prefix: list[_Node], items: _Node, max_depth: int) -> tuple[_Ok
                 if not check(value, d):
                     return False
             if not closed:
+                if len(x) > _LONG:
+                    return _each_ok(items_ok, x[count:], d, at_a_glance)
                 for item in x[count:]:
                     if type(item) not in at_a_glance and not items_ok(item, d):
                         return False
@@ -1976,23 +2306,47 @@ def add_number_checks(
         ))  # fmt: skip
 
 
+def _format_leaf(name: str, parts: FormatParts) -> tuple[_Ok, _Explain]:
+    shown = json.dumps(name)
+    quick, thorough = parts
+    return _leaf(
+        lambda x, d: not isinstance(x, str) or quick(x) is not None or thorough(x),
+        lambda x, d: f"expected a {shown} string, got {_describe(x)}",
+    )
+
+
 def _fused_scalar(
     schema: Mapping[str, Any],
     type_names: tuple[str, ...] | None,
     checking: Set[str],
     pattern: _Pattern | None,
-    asserts_format: bool,
+    format_test: FormatParts | None,
 ) -> _Ok | None:
     """One closure for a typed string or number with bounds — the commonest constrained
     leaf in a tool schema — instead of a chain of one call per keyword.
 
     Only the yes/no path is fused; problems still come from the per-keyword checks, which
-    have already validated the keyword values. Returns None for any other node.
+    have already validated the keyword values. Returns None for any other node. (An
+    asserted ``format`` checks strings only, so a number leaf leaves it out.)
     """
-    if asserts_format:
-        return None
     if type_names == ("string",) and checking <= _FUSED_STRING:
-        return _fused_string(schema.get("minLength", 0), schema.get("maxLength"), pattern)
+        fused = _fused_string(schema.get("minLength", 0), schema.get("maxLength"), pattern)
+        if format_test is None:
+            return fused
+        quick, thorough = format_test
+        if pattern is None and "minLength" not in schema and "maxLength" not in schema:
+
+            def format_ok(x: Any, d: int) -> bool:
+                if type(x) is not str and not isinstance(x, str):
+                    return False
+                return quick(x) is not None or thorough(x)
+
+            return format_ok
+
+        def fused_format_ok(x: Any, d: int) -> bool:
+            return fused(x, d) and (quick(x) is not None or thorough(x))
+
+        return fused_format_ok
     if (type_names == ("integer",) or type_names == ("number",)) and checking <= _FUSED_NUMBER:
         is_type = _is_integer if type_names == ("integer",) else _is_number
         low = schema.get("minimum")
@@ -2208,7 +2562,7 @@ class _Pattern:
         if search is not None and (longest is None or len(text) <= longest):
             answer = search(text) is not None
         else:
-            answer = self.predicate(text)
+            answer = self.predicate(text, _stopper())
         if answer:
             self.passed = text
         else:
@@ -2393,12 +2747,16 @@ def _seen_properties(node: _Node, x: Mapping[str, Any], d: int, own: bool) -> se
     """
     if node.seen_all_properties or (node.seen_unevaluated_properties and not own):
         return None
+    if node.memo and not own:
+        names_seen: set[str] | None = _seen_once(node, x, d, _seen_properties)
+        return names_seen
     seen: set[str] = set()
     names = node.seen_names
     if names:
         seen.update(name for name in x if name in names)
-    for test in node.seen_patterns:
-        seen.update(name for name in x if isinstance(name, str) and test(name))
+    matching = node.seen_match
+    if matching is not None:
+        seen.update(name for name in x if isinstance(name, str) and matching(name))
     for sub in _valid_inplace(node, x, d):
         more = _seen_properties(sub, x, d, False)
         if more is None:
@@ -2411,6 +2769,9 @@ def _seen_items(node: _Node, x: Any, d: int, own: bool) -> set[int] | None:
     """The indices of ``x`` that ``node`` evaluated; ``None`` means all of them."""
     if node.seen_all_items or (node.seen_unevaluated_items and not own):
         return None
+    if node.memo and not own:
+        indices_seen: set[int] | None = _seen_once(node, x, d, _seen_items)
+        return indices_seen
     seen: set[int] = set(range(min(node.seen_prefix, len(x))))
     contains = node.seen_contains
     if contains is not None:
@@ -2421,6 +2782,19 @@ def _seen_items(node: _Node, x: Any, d: int, own: bool) -> set[int] | None:
             return None
         seen |= more
     return seen
+
+
+def _seen_once(node: _Node, x: Any, d: int, collect: Callable[..., Any]) -> Any:
+    """What a shared (memoized) node evaluated in ``x``, collected once per validation."""
+    run = _LOCAL.run
+    if run is None:
+        return collect(node, x, d, True)
+    key = (id(node), id(x), d, collect is _seen_items)
+    found = run.answers.get(key)
+    if found is None:
+        # "True": the node is not the one asking, but its memo must not recurse here again
+        found = run.answers[key] = (collect(node, x, d, True), x)
+    return found[0]
 
 
 def _valid_inplace(node: _Node, x: Any, d: int) -> list[_Node]:
@@ -2534,7 +2908,7 @@ class Validator:
         v.is_valid({"steps": 3})    # True
     """
 
-    __slots__ = ("_explain", "_max_depth", "_max_problems", "_ok", "schema")
+    __slots__ = ("_explain", "_max_depth", "_max_problems", "_memoized", "_ok", "schema")
 
     def __init__(
         self,
@@ -2552,28 +2926,53 @@ class Validator:
         self.schema = schema
         self._max_depth = max_depth
         self._max_problems = max_problems
+        compiler = _Compiler(schema, max_depth, registry, format_assertion)
         try:
-            root = _Compiler(schema, max_depth, registry, format_assertion).compile()
+            root = compiler.compile()
         except RecursionError:
             raise SchemaError("#", None, "the schema nests too deeply to compile") from None
         self._ok = root.ok
         self._explain = root.explain
+        # a validation of a schema with shared subschemas keeps their answers in a _Run
+        self._memoized = compiler.memoized > 0
 
-    def errors(self, instance: Any) -> list[str]:
+    def errors(self, instance: Any, *, token: CancellationToken | None = None) -> list[str]:
         """Every problem with ``instance``, as ``"path: problem"`` strings; ``[]`` when valid.
 
         Root-level problems have no path prefix. Past ``max_problems`` the list ends with
         ``"... and N more"``.
 
+        ``token`` (a call's ``ctx.cancellation_token``) is heard while checking: once it is
+        cancelled, the check stops and raises
+        :class:`~toolnexus.errors.OperationCancelledError`, within milliseconds even on a
+        huge value. Without a token, or with one not cancelled, it never raises.
+
         Example::
 
             Validator({"type": "integer"}).errors(True)   # ['expected integer, got boolean true']
         """
+        if token is None and not self._memoized:
+            try:
+                if self._ok(instance, 0):
+                    return []
+            except RecursionError:
+                pass
+            return self._explained(instance)
+        local = _LOCAL
+        outer = local.run
+        local.run = _Run(token if token is not None and token.can_be_cancelled else None)
         try:
-            if self._ok(instance, 0):
-                return []
-        except RecursionError:
-            pass
+            try:
+                if self._ok(instance, 0):
+                    return []
+            except RecursionError:
+                pass
+            return self._explained(instance)
+        finally:
+            local.run = outer
+
+    def _explained(self, instance: Any) -> list[str]:
+        """The problems of an instance the fast check refused."""
         problems = _Problems()
         try:
             self._explain(instance, (), problems, 0)
@@ -2592,17 +2991,28 @@ class Validator:
             items = [*items[:limit], f"... and {more} more"]
         return items
 
-    def is_valid(self, instance: Any) -> bool:
-        """True when ``instance`` satisfies the schema; never raises.
+    def is_valid(self, instance: Any, *, token: CancellationToken | None = None) -> bool:
+        """True when ``instance`` satisfies the schema. Never raises, except as
+        :meth:`errors` does when ``token`` is cancelled during the check.
 
         Example::
 
             Validator({"type": "string", "maxLength": 3}).is_valid("abcd")   # False
         """
+        if token is None and not self._memoized:
+            try:
+                return bool(self._ok(instance, 0))
+            except RecursionError:
+                return False
+        local = _LOCAL
+        outer = local.run
+        local.run = _Run(token if token is not None and token.can_be_cancelled else None)
         try:
             return bool(self._ok(instance, 0))
         except RecursionError:
             return False
+        finally:
+            local.run = outer
 
     def __repr__(self) -> str:
         return f"<Validator {_json_short(self.schema, 60)}>"

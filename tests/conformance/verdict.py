@@ -1,4 +1,4 @@
-"""Judge a conformance-suite run: every in-scope check must pass.
+"""Judge a conformance-suite run (server or client): every in-scope check must pass.
 
 ``python verdict.py RESULTS_DIR REQUIREMENTS EXPECTED_FILE`` reads the ``checks.json`` the
 suite wrote for each scenario (``-o RESULTS_DIR``). A check that FAILED is fine only when
@@ -25,7 +25,8 @@ _STAMP = re.compile(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
 def read_list(path: Path) -> tuple[list[str], list[str]]:
     """(out-of-scope entries, expected failures) from the list file.
 
-    Entries are ``scenario``, ``prefix-`` (a family of scenarios) or ``scenario:check-id``.
+    Entries are ``scenario``, ``prefix-`` or ``prefix/`` (a family of scenarios) or
+    ``scenario:check-id``.
     """
     out_of_scope: list[str] = []
     expected: list[str] = []
@@ -48,18 +49,19 @@ def covers(entry: str, scenario: str, check: str | None) -> bool:
     name, _, entry_check = entry.partition(":")
     if entry_check:
         return name == scenario and entry_check == check
-    return name == scenario or (name.endswith("-") and scenario.startswith(name))
+    return name == scenario or (name.endswith(("-", "/")) and scenario.startswith(name))
 
 
 def main(results: Path, requirements: str, list_file: Path) -> int:
     out_of_scope, expected = read_list(list_file)
     failed: dict[str, list[str]] = {}
     warnings = 0
-    for directory in sorted(results.iterdir()):
-        checks_file = directory / "checks.json"
-        if not checks_file.is_file():
-            continue
-        scenario = _STAMP.sub("", directory.name).removeprefix("server-")
+    # A scenario's folder is its name and a time stamp; one with a slash in its name
+    # (auth/metadata-default) is a folder inside a folder.
+    for checks_file in sorted(results.rglob("checks.json")):
+        directory = checks_file.parent
+        name = directory.relative_to(results).as_posix()
+        scenario = _STAMP.sub("", name).removeprefix("server-")
         failed.setdefault(scenario, [])
         for check in json.loads(checks_file.read_text(encoding="utf-8")):
             if check.get("status") == "FAILURE":

@@ -84,3 +84,11 @@ def test_retitling_a_tool_keeps_its_types() -> None:
     assert_type(renamed.fn(a=1, b=1), int)
     assert renamed.name == "plus"
     assert renamed.fn(1, 1) == 2
+
+
+def test_a_results_metadata_is_a_mapping_to_index_without_a_none_check() -> None:
+    # The pattern docs/testing.md shows: no `assert result.metadata is not None` first.
+    declined = ToolResult.error("declined/expired: Go?", {"reason": "declined"})
+    reason: object = declined.metadata["reason"]
+    assert reason == "declined"
+    assert ToolResult.ok("x").metadata.get("reason") is None

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from .._extras import install_hint
 from .._result import ToolResult
 from .._suspension import Answer, Request
 from ..errors import InvalidTypeError, InvalidValueError
@@ -19,13 +20,15 @@ if TYPE_CHECKING:
 
 
 def require(module: str, framework: str, extra: str) -> ModuleType:
-    """Import ``module`` or raise ``ImportError`` naming the extra that installs it."""
+    """Import ``module`` or raise ``ImportError`` naming the packages that install it (the
+    framework's own: this distribution is not on the package index yet)."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
+        top = module.split(".")[0]
         raise ImportError(
-            f"the {framework} bridge needs {module.split('.')[0]!r}, which is not installed: "
-            f"pip install 'toolnexus-contract[{extra}]'"
+            f"the {framework} bridge needs {top!r}, which is not installed: "
+            + install_hint(extra, top.replace("_", "-"))
         ) from exc
 
 

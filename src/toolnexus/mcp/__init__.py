@@ -48,6 +48,8 @@ from ._stdio import serve_stdio
 
 if TYPE_CHECKING:
     from ._asgi import AsgiApp, asgi_app
+    from ._client import McpClient
+    from ._client_session import ClientSession
     from ._http_server import HttpServer, serve_http
 
 __all__ = [
@@ -56,7 +58,9 @@ __all__ = [
     "Action",
     "AsgiApp",
     "CancelCall",
+    "ClientSession",
     "HttpServer",
+    "McpClient",
     "Send",
     "ServerOptions",
     "ServerSession",
@@ -86,6 +90,9 @@ _LAZY = {
     "serve_http": "_http_server",
     "AsgiApp": "_asgi",
     "asgi_app": "_asgi",
+    # The client loads on first use too: a server never imports it.
+    "ClientSession": "_client_session",
+    "McpClient": "_client",
 }
 
 

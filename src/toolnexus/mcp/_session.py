@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .._binding import BINDING_KEY
+from .._binding import BINDING_KEY, store_failed
 from .._context import LOG_LEVELS
 from .._frozen import freeze, thaw
 from .._loop_rule import declined_text, unresolved_text
@@ -1202,7 +1202,12 @@ class ServerSession:
             if expired:
                 return None
             assert isinstance(exp, int)
-            if self._binder.store.consume(state.rpartition(".")[2], float(exp)):
+            try:
+                first = self._binder.store.consume(state.rpartition(".")[2], float(exp))
+            except Exception as exc:  # the store failed: refuse, and use nothing up
+                refusal = store_failed(exc, f"the requestState for {request.prompt!r}")
+                return self._finish(call, self._error_result(call.client, refusal.result.output))
+            if first:
                 call.state_exp = exp
                 return None
             return self._finish(

@@ -290,3 +290,81 @@ def _json_type(value: Any) -> str:
     from .._wire import describe
 
     return describe(value)
+
+
+# ------------------------------------------------------------------ the client side
+
+ElicitationMode = str
+"""How a server asked: ``"form"`` (a schema to fill) or ``"url"`` (go to a page)."""
+
+
+def request_from_elicitation(
+    params: Any, *, request_id: str, expires_at: str | None = None
+) -> tuple[Request, ElicitationMode]:
+    """The :class:`~toolnexus.Request` an ``elicitation/create`` from a server asks, and
+    its mode — the mirror of :func:`elicitation_params`: a form is ``Request("input",
+    message, data={"schema": requestedSchema})``, URL mode ``Request("authorization",
+    message, url=url)``. Raises :class:`~toolnexus.errors.InputError` saying what is wrong
+    with ``params``.
+
+    Example::
+
+        >>> request, mode = request_from_elicitation(
+        ...     {"message": "Your name?", "requestedSchema": {"type": "object",
+        ...      "properties": {"name": {"type": "string"}}}}, request_id="pnd-1")
+        >>> request.kind, request.data["schema"]["properties"]["name"], mode
+        ('input', {'type': 'string'}, 'form')
+    """
+    if not isinstance(params, Mapping):
+        raise InputError(f"elicitation params must be an object, got {_json_type(params)}")
+    mode = params.get("mode", "form")
+    message = params.get("message")
+    if not isinstance(message, str):
+        raise InputError(f"elicitation message must be a string, got {_json_type(message)}")
+    if mode == "url":
+        url = params.get("url")
+        if not isinstance(url, str) or not url:
+            raise InputError(f"a URL-mode elicitation needs a url, got {_json_type(url)}")
+        return Request(
+            "authorization", message, id=request_id, url=url, expires_at=expires_at
+        ), "url"
+    if mode != "form":
+        raise InputError(f"elicitation mode must be 'form' or 'url', got {mode!r}")
+    schema = params.get("requestedSchema")
+    if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        raise InputError(
+            "a form elicitation needs requestedSchema, an object schema "
+            f'({{"type": "object", ...}}), got {_json_type(schema)}'
+        )
+    data = {"schema": dict(thaw(schema))}
+    return Request("input", message, id=request_id, data=data, expires_at=expires_at), "form"
+
+
+def elicit_result(
+    answer: Answer, mode: ElicitationMode, schema: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``ElicitResult`` that tells a server ``answer`` — the mirror of
+    :func:`answer_from_elicitation`: an ok answer accepts (a form with ``answer.data`` as
+    its content, every field the answer leaves out but ``schema`` gives a ``default`` for
+    filled with that default), ``"declined"`` declines, anything else cancels.
+
+    Example::
+
+        >>> elicit_result(Answer("pnd-1", True, {"name": "Ada"}), "form")
+        {'action': 'accept', 'content': {'name': 'Ada'}}
+        >>> elicit_result(Answer("pnd-1", False, None, "declined"), "form")
+        {'action': 'decline'}
+    """
+    if not answer.ok:
+        return {"action": "decline" if answer.reason == "declined" else "cancel"}
+    if mode == "url":
+        return {"action": "accept"}
+    content: dict[str, Any] = {}
+    properties = schema.get("properties") if schema is not None else None
+    if isinstance(properties, Mapping):
+        for key, prop in properties.items():
+            if isinstance(prop, Mapping) and "default" in prop:
+                content[key] = thaw(prop["default"])
+    if answer.data is not None:
+        content.update(thaw(answer.data))
+    return {"action": "accept", "content": content}

@@ -1,26 +1,52 @@
 """Where a host keeps what another process may need to see: used answers.
 
 An :class:`AnswerStore` remembers which answers were used, so each one resumes a call at
-most once — also across processes that share the store. Two stores are built in:
-:class:`MemoryAnswerStore` (one per process, the default) and :class:`SqliteAnswerStore`
-(processes on one machine). Anything with a ``consume(key, expires_at)`` method that is
-atomic fits.
+most once — also across processes and machines that share the store. Four are built in:
+
+- :class:`MemoryAnswerStore` — one per process, the default;
+- :class:`SqliteAnswerStore` — processes on one machine;
+- :class:`PostgresAnswerStore` — any number of machines (``pip install
+  'toolnexus-contract[postgres]'``, on psycopg 3);
+- :class:`RedisAnswerStore` — any number of machines (``pip install
+  'toolnexus-contract[redis]'``, on redis-py).
+
+One URL chooses among them everywhere (:func:`open_store` in Python, ``--store URL`` on the
+command line, the environment variable ``TOOLNEXUS_STORE`` for every host that is given no
+store). Importing this module imports neither psycopg nor redis: each loads with the first
+use of its store. Anything with a ``consume(key, expires_at)`` method that is atomic fits.
 
 Example::
 
     from toolnexus import Host
-    from toolnexus.stores import SqliteAnswerStore
+    from toolnexus.stores import open_store
 
-    host = Host(toolkit, secret=key, answer_store=SqliteAnswerStore("/var/lib/app/used.db"))
+    host = Host(toolkit, secret=key, answer_store=open_store("postgresql://app@db/app"))
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import importlib
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._binding import MemoryAnswerStore, SqliteAnswerStore
+from ._open import open_store
 
-__all__ = ["AnswerStore", "MemoryAnswerStore", "SqliteAnswerStore"]
+if TYPE_CHECKING:
+    from ._postgres import PostgresAnswerStore
+    from ._redis import RedisAnswerStore
+
+__all__ = [
+    "AnswerStore",
+    "MemoryAnswerStore",
+    "PostgresAnswerStore",
+    "RedisAnswerStore",
+    "SqliteAnswerStore",
+    "open_store",
+]
+
+# The stores on a server load with their first use: their modules are cheap, but a
+# program that never names them should not even look for psycopg or redis.
+_LAZY = {"PostgresAnswerStore": "._postgres", "RedisAnswerStore": "._redis"}
 
 
 @runtime_checkable
@@ -31,19 +57,23 @@ class AnswerStore(Protocol):
     most 64 characters) and returns ``True`` the first time, ``False`` when it is recorded
     already. It must be atomic — two processes consuming the same key at once: exactly one
     gets ``True`` — and may forget a key once the time (``time.time()`` seconds) passes
-    ``expires_at``: an answer is refused as expired after that anyway.
+    ``expires_at``: an answer is refused as expired after that anyway. When it cannot tell
+    (its server is down), it raises (:class:`~toolnexus.StoreUnavailableError` by
+    preference): the resume is then refused and nothing is used up.
 
-    Example (a shared store on Redis)::
+    Example (a store of your own)::
 
-        class RedisAnswerStore:
-            def __init__(self, client):
-                self.client = client
+        class DictStore:
+            def __init__(self) -> None:
+                self.used: dict[str, float] = {}
 
             def consume(self, key: str, expires_at: float) -> bool:
-                ttl = max(1, int(expires_at - time.time()) + 1)
-                return bool(self.client.set("toolnexus:" + key, 1, nx=True, ex=ttl))
+                if key in self.used:  # atomic enough for one thread, not for a fleet
+                    return False
+                self.used[key] = expires_at
+                return True
 
-        host = Host(toolkit, secret=key, answer_store=RedisAnswerStore(redis))
+        host = Host(toolkit, secret=key, answer_store=DictStore())
     """
 
     def consume(self, key: str, expires_at: float) -> bool:
@@ -51,6 +81,19 @@ class AnswerStore(Protocol):
         ...
 
 
-for _exported in (AnswerStore, MemoryAnswerStore, SqliteAnswerStore):
+for _exported in (AnswerStore, MemoryAnswerStore, SqliteAnswerStore, open_store):
     _exported.__module__ = __name__  # where users import them from, and their repr
 del _exported
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolnexus.stores' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,1603 @@
+"""A connected MCP client: one server's tools as ordinary :class:`~toolnexus.Tool`\\ s.
+
+:class:`McpClient` drives a :class:`~toolnexus.mcp.ClientSession` over a transport (a
+child process on stdio, or Streamable HTTP), opens and re-opens the connection as needed,
+and runs ``tools/call`` with the caller's cancellation token: a cancel or a deadline sends
+``notifications/cancelled`` (stdio, legacy HTTP) or closes the HTTP request (modern), and
+the call returns at once even if the server never answers. Progress notifications reach
+the caller's reporter; the server's log messages go to the ``toolnexus.mcp.client``
+logger.
+
+A server's question is a suspension, as a local tool's is. A legacy server's
+``elicitation/create`` parks its ``tools/call`` (still in flight) under the id of the
+:class:`~toolnexus.Request` handed back; the retry with the answer replies to the server
+and goes on reading the same call — while the session lives. A modern server's
+``input_required`` result ends the request; everything the retry needs (the tool, the
+``requestState``, the input request's key) rides in the :class:`~toolnexus.Request`'s id
+(``mcp1.…``), so an answer continues the call from any process, after any restart.
+
+Threads: a stdio connection has a reader and a stderr thread; HTTP uses the calling
+thread. :meth:`McpClient.close` (also at interpreter exit) ends children, threads and
+connections.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import collections
+import contextlib
+import json
+import logging
+import os
+import secrets
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._cancellation import CancellationToken, CancellationTokenSource
+from .._result import ToolResult
+from .._suspension import Answer, Request
+from ..errors import InvalidTypeError, InvalidValueError, McpError
+from ._client_session import (
+    ClientSession,
+    Failure,
+    Notification,
+    Opened,
+    Outgoing,
+    Response,
+    ServerRequest,
+    Stray,
+    header_params,
+)
+from ._protocol import describe
+
+if TYPE_CHECKING:
+    from .._context import ProgressReporter, ToolContext
+    from .._tools import Tool
+    from ._client_http import HttpExchange, HttpTransport
+    from ._client_stdio import StdioTransport
+
+__all__ = ["McpClient"]
+
+_log = logging.getLogger("toolnexus.mcp.client")
+
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+_STATE_PREFIX = "mcp1."
+_DEFAULT_TIMEOUT_MS = 30_000
+_DEFAULT_QUESTION_TIMEOUT_MS = 5 * 60_000
+_DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+_LIST_PAGES = 100  # a server that pages forever is cut off
+
+_live_clients: weakref.WeakSet[McpClient] = weakref.WeakSet()
+_exit_hook_lock = threading.Lock()
+_exit_hook_installed = False
+
+
+def _close_all_at_exit() -> None:
+    for client in list(_live_clients):
+        with contextlib.suppress(Exception):  # exiting: nothing left to tell
+            client.close()
+
+
+def _install_exit_hook() -> None:
+    global _exit_hook_installed
+    with _exit_hook_lock:
+        if not _exit_hook_installed:
+            import atexit
+
+            atexit.register(_close_all_at_exit)
+            _exit_hook_installed = True
+
+
+class _Cancelled(Exception):
+    pass
+
+
+class _Lost(Exception):
+    """The connection ended under a request. ``sent``: the request may have been run."""
+
+    def __init__(self, problem: str, *, sent: bool = True, session_lost: bool = False) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.sent = sent
+        self.session_lost = session_lost
+
+
+class _Idle(Exception):
+    pass
+
+
+class _Fallback(Exception):
+    """A stdio server ended the connection on ``server/discover``: try ``initialize``."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+class _Waiter:
+    """The events that belong to one request of ours, in order.
+
+    Over stdio the reader thread puts them here; over HTTP the request's own answer
+    stream is pulled (on the waiting thread) until one arrives.
+    """
+
+    __slots__ = ("closed", "cond", "events", "exchange", "failure", "messages", "request_id")
+
+    def __init__(self, request_id: int | None) -> None:
+        self.request_id = request_id
+        self.events: collections.deque[Any] = collections.deque()
+        self.cond = threading.Condition(threading.Lock())
+        self.closed: str | None = None
+        self.failure: Exception | None = None  # what ended it, to raise to the waiter
+        self.exchange: HttpExchange | None = None
+        self.messages: Any = None  # the exchange's message iterator (HTTP)
+
+    def put(self, event: Any) -> None:
+        with self.cond:
+            self.events.append(event)
+            self.cond.notify_all()
+
+    def close(self, reason: str, failure: Exception | None = None) -> None:
+        with self.cond:
+            if self.closed is None:
+                self.closed = reason
+                self.failure = failure
+            self.cond.notify_all()
+
+    def wake(self) -> None:
+        with self.cond:
+            self.cond.notify_all()
+
+
+class _Parked:
+    """A legacy ``tools/call`` waiting on the answer to the server's question."""
+
+    __slots__ = ("connection", "expiry", "mode", "schema", "server_request", "tool", "waiter")
+
+    def __init__(
+        self,
+        connection: _Connection,
+        waiter: _Waiter,
+        server_request: str | int,
+        mode: str,
+        schema: Mapping[str, Any] | None,
+        tool: str,
+        expiry: CancellationTokenSource,
+    ) -> None:
+        self.connection = connection
+        self.waiter = waiter
+        self.server_request = server_request
+        self.mode = mode
+        self.schema = schema
+        self.tool = tool
+        self.expiry = expiry
+
+
+class _Connection:
+    """One open connection to the server: its transport and session. A lost connection
+    is replaced by a new one on the next request."""
+
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+        self.transport: StdioTransport | HttpTransport | None = None
+        self.waiters: dict[int, _Waiter] = {}
+        self.calls: dict[int, _Waiter] = {}  # tools/call in flight (stdio: who gets a question)
+        self.opening = _Waiter(None)
+        self.lost: str | None = None
+        self.listener: HttpExchange | None = None  # the legacy session's GET stream
+        self.stopped = threading.Event()  # set once the connection is lost or closed
+        self.threads: list[threading.Thread] = []  # helper threads to join on close
+
+    @property
+    def is_stdio(self) -> bool:
+        from ._client_stdio import StdioTransport
+
+        return isinstance(self.transport, StdioTransport)
+
+
+class McpClient:
+    """A client of one MCP server, over stdio (``command``) or Streamable HTTP (``url``).
+
+    Connects on first use (or :meth:`connect`), speaks the modern stateless revision when
+    the server does and the legacy ``initialize`` handshake otherwise, and re-opens a lost
+    connection (a restarted server, a 404 on a legacy session, a broken pipe) on the next
+    request. :meth:`tools` gives the server's tools as ordinary :class:`~toolnexus.Tool`\\ s
+    for a :class:`~toolnexus.Toolkit` and :class:`~toolnexus.Host`; :meth:`call_tool` calls
+    one directly. Usable from any thread; :meth:`acall_tool` is the asyncio twin. A client
+    is a context manager; :meth:`close` (also at interpreter exit) ends the child process
+    and its process group, or the HTTP session.
+
+    Args:
+        command, args: the server to run (stdio). ``env`` is merged over this process's
+            environment; ``cwd`` is its working directory.
+        url: the Streamable HTTP endpoint (instead of ``command``); ``headers`` are sent
+            with every request (values are never logged).
+        name: what messages and tool names call this server (default: the command's or
+            host's name).
+        timeout_ms: the bound on each phase of opening (start or connect, handshake,
+            ``tools/list``) — a server that never answers ``initialize`` fails in this
+            time, never hangs.
+        idle_timeout_ms: a call that hears nothing from the server (no progress, no
+            answer) for this long is cancelled and answered ``timed out`` — progress
+            resets it; ``None``: no idle bound (the caller's deadline still holds).
+        question_timeout_ms: how long a legacy server's question may wait for its answer
+            before the parked call is cancelled on the server.
+        elicitation: declare the elicitation capability (form and URL modes), so servers
+            may ask questions (suspensions); ``False`` declares none — a compliant server
+            then never asks.
+        protocol_version: pin a revision (``"2026-07-28"``, ``"2025-11-25"``, ...);
+            ``None`` negotiates.
+        client_name: the ``clientInfo.name`` servers see.
+        log_level: the least severe server log level to receive (``None``: the server's
+            default).
+        max_message_bytes: the largest message accepted from the server (64 MiB); a larger
+            one ends the call (or the stdio connection) with an error saying so.
+
+    Example::
+
+        from toolnexus import Host, Toolkit
+        from toolnexus.mcp import McpClient
+
+        with McpClient("python", ["-m", "toolnexus", "serve", "toolnexus.demo:toolkit"]) as mcp:
+            with Host(Toolkit(mcp.tools()), timeout_ms=5_000) as host:
+                print(host.call("demo_add", {"a": 1, "b": 2}).output)
+    """
+
+    def __init__(
+        self,
+        command: str | None = None,
+        args: Sequence[str] = (),
+        *,
+        url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        name: str | None = None,
+        timeout_ms: int = _DEFAULT_TIMEOUT_MS,
+        idle_timeout_ms: int | None = None,
+        question_timeout_ms: int = _DEFAULT_QUESTION_TIMEOUT_MS,
+        elicitation: bool = True,
+        protocol_version: str | None = None,
+        client_name: str = "toolnexus",
+        log_level: str | None = None,
+        max_message_bytes: int = _DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> None:
+        if (command is None) == (url is None):
+            raise InvalidValueError(
+                "McpClient needs exactly one of command (a stdio server) and url (an HTTP server)"
+            )
+        if command is not None and (not isinstance(command, str) or not command):
+            raise InvalidTypeError(f"command must be a non-empty str, got {command!r}")
+        if isinstance(args, str) or not all(isinstance(arg, str) for arg in args):
+            raise InvalidTypeError(f"args must be a sequence of str, got {args!r}")
+        for label, value, allow_none in (
+            ("timeout_ms", timeout_ms, False),
+            ("idle_timeout_ms", idle_timeout_ms, True),
+            ("question_timeout_ms", question_timeout_ms, False),
+            ("max_message_bytes", max_message_bytes, False),
+        ):
+            if value is None and allow_none:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise InvalidValueError(f"{label} must be an int > 0, got {value!r}")
+        for label, mapping in (("headers", headers), ("env", env)):
+            if mapping is not None and not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()
+            ):
+                raise InvalidTypeError(f"{label} must map str to str")
+        self._command = command
+        self._args = tuple(args)
+        self._url = url
+        self._headers = dict(headers or {})
+        self._env = dict(env) if env is not None else None
+        self._cwd = os.fspath(cwd) if cwd is not None else None
+        self.name = name or _default_name(command, url)
+        """What messages and default tool names call this server."""
+        self._timeout_s = timeout_ms / 1000
+        self._idle_s = idle_timeout_ms / 1000 if idle_timeout_ms is not None else None
+        self._question_s = question_timeout_ms / 1000
+        self._elicitation: tuple[str, ...] = ("form", "url") if elicitation else ()
+        self._protocol_version = protocol_version
+        self._client_name = client_name
+        self._log_level = log_level
+        self._max_message_bytes = max_message_bytes
+        # Checked now, so a bad revision or level is a mistake at this line.
+        self._new_session()
+        self._lock = threading.RLock()  # the session and the connection state
+        self._open_lock = threading.Lock()  # one opener at a time
+        self._connection: _Connection | None = None
+        self._parked: dict[str, _Parked] = {}
+        self._listeners: list[Callable[[], object]] = []
+        self._closed = False
+        self._http: HttpTransport | None = None
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def is_closed(self) -> bool:
+        """True once :meth:`close` ran."""
+        return self._closed
+
+    @property
+    def is_connected(self) -> bool:
+        """True while a connection is open (it may still be lost at the next request)."""
+        connection = self._connection
+        return connection is not None and connection.lost is None
+
+    @property
+    def era(self) -> str | None:
+        """``"modern"`` or ``"legacy"`` once connected, else ``None``."""
+        connection = self._connection
+        return connection.session.era if connection is not None else None
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The revision spoken once connected."""
+        connection = self._connection
+        return connection.session.protocol_version if connection is not None else None
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """The server's ``serverInfo`` once connected."""
+        connection = self._connection
+        return dict(connection.session.server_info) if connection is not None else {}
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions for the model, if it sent any."""
+        connection = self._connection
+        return connection.session.instructions if connection is not None else None
+
+    @property
+    def pid(self) -> int | None:
+        """The stdio server's process id while it runs."""
+        connection = self._connection
+        if connection is None or not connection.is_stdio:
+            return None
+        transport = connection.transport
+        assert transport is not None
+        return transport.pid  # type: ignore[union-attr]
+
+    def __repr__(self) -> str:
+        where = self._url or " ".join([self._command or "", *self._args])
+        if self._closed:
+            state = "closed"
+        elif self.is_connected:
+            state = f"{self.era} {self.protocol_version}"
+        else:
+            state = "not connected"
+        return f"<McpClient {self.name!r} {where} {state}>"
+
+    def on_tools_changed(self, listener: Callable[[], object]) -> None:
+        """Call ``listener()`` (on a helper thread) when the server says its tool list
+        changed (``notifications/tools/list_changed``)."""
+        if not callable(listener):
+            raise InvalidTypeError(f"listener must be callable, got {type(listener).__name__}")
+        self._listeners.append(listener)
+
+    # ------------------------------------------------------------------ opening
+
+    def _new_session(self) -> ClientSession:
+        return ClientSession(
+            name=self._client_name,
+            elicitation=self._elicitation,
+            protocol_version=self._protocol_version,
+            log_level=self._log_level,
+        )
+
+    def connect(self) -> McpClient:
+        """Open the connection now (it opens on first use otherwise); returns ``self``.
+
+        Raises :class:`~toolnexus.errors.McpError` naming the server when it cannot be
+        started or reached, or does not answer the handshake within ``timeout_ms``.
+        """
+        self._open()
+        return self
+
+    def _open(self) -> _Connection:
+        connection = self._connection
+        if connection is not None and connection.lost is None:
+            return connection
+        with self._open_lock:
+            if self._closed:
+                raise McpError(self.name, "the client is closed")
+            connection = self._connection
+            if connection is not None and connection.lost is None:
+                return connection
+            if connection is not None:
+                self._drop(connection, connection.lost or "lost")
+            connection = self._start_connection()
+            self._connection = connection
+            _live_clients.add(self)
+            _install_exit_hook()
+            return connection
+
+    def _start_connection(self, legacy: bool = False) -> _Connection:
+        connection = _Connection(self._new_session())
+        if self._command is not None:
+            self._spawn(connection)
+        else:
+            from ._client_http import HttpTransport
+
+            if self._http is None:
+                self._http = HttpTransport(
+                    self._url or "",
+                    self._headers,
+                    connect_timeout=self._timeout_s,
+                    max_message_bytes=self._max_message_bytes,
+                )
+            self._http.session_id = None
+            connection.transport = self._http
+        try:
+            self._handshake(connection, legacy)
+        except _Fallback as fallback:
+            self._drop(connection, fallback.problem)
+            return self._start_connection(legacy=True)
+        except McpError:
+            self._drop(connection, "the handshake failed")
+            raise
+        except BaseException:
+            self._drop(connection, "the handshake was interrupted")
+            raise
+        if not connection.is_stdio and connection.session.era == "legacy":
+            listener = threading.Thread(
+                target=self._listen,
+                args=(connection,),
+                name=f"toolnexus-mcp-{self.name}-listen",
+                daemon=True,
+            )
+            connection.threads.append(listener)
+            listener.start()
+        return connection
+
+    def _spawn(self, connection: _Connection) -> None:
+        from ._client_stdio import StdioTransport
+
+        assert self._command is not None
+        try:
+            connection.transport = StdioTransport(
+                self._command,
+                self._args,
+                env=self._env,
+                cwd=self._cwd,
+                on_message=lambda message: self._route(connection, message, None),
+                on_problem=lambda kind, text, ident: self._on_stdio_problem(
+                    connection, kind, text, ident
+                ),
+                on_closed=lambda reason: self._on_lost(connection, reason),
+                max_message_bytes=self._max_message_bytes,
+                label=self.name,
+            )
+        except OSError as exc:
+            raise McpError(
+                self.name,
+                f"cannot start {self._command!r}: {exc.strerror or exc}; check the command "
+                "and that it is installed (on the PATH of this process)",
+            ) from None
+
+    def _handshake(self, connection: _Connection, legacy: bool) -> None:
+        deadline = time.monotonic() + self._timeout_s
+        with self._lock:
+            session = connection.session
+            outgoing: Outgoing | None = session.legacy_fallback() if legacy else session.open()
+        while outgoing is not None:
+            try:
+                events = self._exchange_for_handshake(connection, outgoing, deadline)
+            except _Lost as lost:
+                if (
+                    connection.is_stdio
+                    and not legacy
+                    and outgoing.message.get("method") == "server/discover"
+                    and self._protocol_version is None
+                ):
+                    # A legacy stdio server may end the connection on a method it does not
+                    # know: start it again and say initialize.
+                    raise _Fallback(lost.problem) from None
+                raise McpError(
+                    self.name, f"the connection failed while opening: {lost.problem}"
+                ) from None
+            outgoing = None
+            for event in events:
+                if isinstance(event, Outgoing):
+                    if event.id is None:
+                        self._send_quietly(connection, event)
+                    else:
+                        outgoing = event
+                elif isinstance(event, Failure):
+                    raise McpError(
+                        self.name,
+                        f"{event.method} failed: {event.message}"
+                        + (f" ({event.code})" if event.code is not None else ""),
+                    )
+                elif isinstance(event, Opened):
+                    _log.debug(
+                        "MCP server %s: %s protocol %s",
+                        self.name,
+                        event.era,
+                        event.protocol_version,
+                    )
+                    if outgoing is not None:  # logging/setLevel: its answer is not awaited
+                        with self._lock:
+                            connection.session.forget(outgoing.id or 0)
+                        self._send_quietly(connection, outgoing)
+                    return
+        raise McpError(self.name, "the handshake ended without opening the connection")
+
+    def _exchange_for_handshake(
+        self, connection: _Connection, outgoing: Outgoing, deadline: float
+    ) -> list[Any]:
+        """Send one handshake request; the session's events for its answer."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise McpError(self.name, f"no answer to the handshake within {self._timeout_s:g} s")
+        waiter = self._send_request(connection, outgoing, None, left, connection.opening)
+        events: list[Any] = []
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                try:
+                    event = self._next_event(
+                        connection, waiter, CancellationToken.NONE, max(left, 0.001)
+                    )
+                except _Idle:
+                    method = outgoing.message.get("method")
+                    raise McpError(
+                        self.name,
+                        f"no answer to {method} within {self._timeout_s:g} s (timeout_ms); is "
+                        "it an MCP server, and is it the right command or URL?",
+                    ) from None
+                events.append(event)
+                if isinstance(event, (Opened, Failure)) or (
+                    isinstance(event, Outgoing) and event.id is not None
+                ):
+                    # What the same answer produced after it comes along.
+                    while waiter.events:
+                        events.append(waiter.events.popleft())
+                    return events
+        finally:
+            with self._lock:
+                if outgoing.id is not None:
+                    connection.waiters.pop(outgoing.id, None)
+            if waiter.messages is not None:
+                waiter.messages.close()
+
+    # ------------------------------------------------------------------ sending
+
+    def _send_request(
+        self,
+        connection: _Connection,
+        outgoing: Outgoing,
+        headers_for: Mapping[str, str] | None,
+        read_timeout: float | None,
+        waiter: _Waiter | None = None,
+    ) -> _Waiter:
+        """Send ``outgoing`` (a request); the waiter its events arrive at."""
+        assert outgoing.id is not None
+        if waiter is None:
+            waiter = _Waiter(outgoing.id)
+        transport = connection.transport
+        if connection.is_stdio:
+            with self._lock:
+                connection.waiters[outgoing.id] = waiter
+            try:
+                transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
+            except (OSError, McpError) as exc:
+                with self._lock:
+                    connection.waiters.pop(outgoing.id, None)
+                raise _Lost(f"cannot write to the server: {exc}", sent=False) from None
+            return waiter
+        from ._client_http import HttpTransport
+
+        with self._lock:
+            headers = connection.session.http_headers(outgoing, headers_for)
+        try:
+            exchange = transport.start(outgoing.to_bytes(), headers, read_timeout)  # type: ignore[union-attr]
+        except HttpTransport.Failure as exc:
+            raise _Lost(exc.problem, sent=exc.sent, session_lost=exc.session_lost) from None
+        waiter.exchange = exchange
+        messages = exchange.messages(self._on_session_id)
+        if connection.session.era != "legacy":
+            waiter.messages = messages  # read on the waiting thread
+            return waiter
+        # A legacy server may ask its question on the session's own stream, not on this
+        # answer: read the answer on a helper thread, so either can wake the waiter.
+        with self._lock:
+            connection.waiters[outgoing.id] = waiter
+        threading.Thread(
+            target=self._pump,
+            args=(connection, waiter, messages),
+            name=f"toolnexus-mcp-{self.name}-answer",
+            daemon=True,
+        ).start()
+        return waiter
+
+    def _pump(self, connection: _Connection, waiter: _Waiter, messages: Any) -> None:
+        """Read one answer stream into its waiter (legacy HTTP)."""
+        from ._client_http import HttpTransport
+
+        try:
+            for message in messages:
+                self._route(connection, message, waiter)
+        except HttpTransport.Failure as exc:
+            failure: Exception
+            if exc.problem == "aborted":
+                failure = _Cancelled()
+            elif exc.problem.startswith("no message from the server"):
+                failure = _Idle()
+            else:
+                failure = _Lost(exc.problem, sent=exc.sent, session_lost=exc.session_lost)
+            waiter.close(exc.problem, failure)
+            return
+        except Exception as exc:  # a bug must not leave the waiter waiting forever
+            waiter.close(str(exc), _Lost(f"reading the answer failed: {exc}"))
+            return
+        waiter.close(
+            "the server ended the answer without a response",
+            _Lost("the server ended the answer without a response"),
+        )
+
+    def _listen(self, connection: _Connection) -> None:
+        """Read the legacy session's own event stream (``GET``) while the connection
+        lives: the server's requests and notifications outside any answer."""
+        from ._client_http import HttpTransport
+
+        transport = connection.transport
+        assert transport is not None and not connection.is_stdio
+        failures = 0
+        retry_ms = 1000
+        while connection.lost is None and not self._closed:
+            try:
+                with self._lock:
+                    headers = connection.session.http_headers(
+                        Outgoing({"jsonrpc": "2.0", "method": "GET"})
+                    )
+                exchange = transport.listen(headers)  # type: ignore[union-attr]
+                connection.listener = exchange
+                opened = False
+                for message in exchange.messages():
+                    opened = True
+                    self._route(connection, message, None)
+                retry_ms = exchange.retry_ms
+                if not opened and exchange.last_event_id is None:
+                    return  # 405: the server offers no stream of its own
+                failures = 0
+            except HttpTransport.Failure as exc:
+                failures += 1
+                if exc.problem == "aborted" or failures > 3:
+                    return
+            if self._closed or connection.lost is not None:
+                return
+            # The stream ended: open it again after the delay the server asked for.
+            if connection.stopped.wait(retry_ms / 1000):
+                return
+
+    def _on_session_id(self, session_id: str) -> None:
+        if self._http is not None and self._http.session_id is None:
+            self._http.session_id = session_id
+
+    def _send_quietly(self, connection: _Connection, outgoing: Outgoing) -> None:
+        """Send a notification or a response of ours; a failure is logged."""
+
+        try:
+            if connection.is_stdio:
+                connection.transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
+                return
+            with self._lock:
+                headers = connection.session.http_headers(outgoing)
+            answer = connection.transport.post(  # type: ignore[union-attr]
+                outgoing.to_bytes(), headers, self._timeout_s
+            )
+            if isinstance(answer, dict) and "error" in answer:
+                _log.debug("MCP server %s refused a message: %r", self.name, answer["error"])
+        except (OSError, McpError) as exc:
+            _log.debug("MCP server %s: cannot send %s: %s", self.name, outgoing.message, exc)
+
+    # ------------------------------------------------------------------ receiving
+
+    def _next_event(
+        self,
+        connection: _Connection,
+        waiter: _Waiter,
+        token: CancellationToken,
+        timeout: float | None,
+    ) -> Any:
+        """The next event for ``waiter``'s request. Raises :class:`_Cancelled` once
+        ``token`` is cancelled, :class:`_Idle` after ``timeout`` seconds without one,
+        :class:`_Lost` when the connection ends."""
+        if waiter.messages is not None:
+            return self._pull(connection, waiter, token)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with waiter.cond:
+            while True:
+                if waiter.events:
+                    return waiter.events.popleft()
+                if token.is_cancellation_requested:
+                    raise _Cancelled()
+                if waiter.closed is not None:
+                    raise waiter.failure or _Lost(waiter.closed)
+                if deadline is None:
+                    waiter.cond.wait()
+                    continue
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _Idle()
+                waiter.cond.wait(left)
+
+    def _pull(self, connection: _Connection, waiter: _Waiter, token: CancellationToken) -> Any:
+        from ._client_http import HttpTransport
+
+        while not waiter.events:
+            if token.is_cancellation_requested:
+                raise _Cancelled()
+            try:
+                message = next(waiter.messages)
+            except StopIteration:
+                raise _Lost("the server ended the answer without a response") from None
+            except HttpTransport.Failure as exc:
+                if token.is_cancellation_requested or exc.problem == "aborted":
+                    raise _Cancelled() from None
+                if exc.problem.startswith("no message from the server"):
+                    raise _Idle() from None
+                raise _Lost(exc.problem, sent=exc.sent, session_lost=exc.session_lost) from None
+            self._route(connection, message, waiter)
+        return waiter.events.popleft()
+
+    def _on_stdio_problem(self, connection: _Connection, kind: str, text: str, ident: Any) -> None:
+        if kind == "garbage":
+            _log.warning("MCP server %s printed a line that is not JSON-RPC: %r", self.name, text)
+            return
+        if kind == "too deep":
+            with self._lock:
+                waiter = connection.waiters.get(ident) if isinstance(ident, int) else None
+                if waiter is not None:
+                    connection.session.forget(ident)
+            if waiter is not None:
+                waiter.put(Failure(ident, "", None, f"the server's answer is nested {text}"))
+            else:
+                _log.warning("MCP server %s sent a message nested %s", self.name, text)
+            return
+        _log.warning("MCP server %s: %s", self.name, text)
+
+    def _route(self, connection: _Connection, message: Any, home: _Waiter | None) -> None:
+        """Hand each event of one message to whoever waits for it."""
+        if isinstance(message, dict) and "__too_deep__" in message:  # from an event stream
+            if home is not None and home.request_id is not None:
+                home.put(
+                    Failure(home.request_id, "", None, f"the server's answer is nested {_TOO_DEEP}")
+                )
+            return
+        if isinstance(message, dict) and "__garbage__" in message:
+            _log.warning(
+                "MCP server %s sent an event that is not JSON: %r",
+                self.name,
+                message["__garbage__"],
+            )
+            return
+        with self._lock:
+            events = connection.session.receive(message)
+        for event in events:
+            if isinstance(event, (Response, Failure)):
+                with self._lock:
+                    waiter = connection.waiters.get(event.id)
+                if waiter is None and event.method in ("server/discover", "initialize"):
+                    waiter = home or connection.opening
+                (waiter or home or connection.opening).put(event)
+            elif isinstance(event, (Opened, Outgoing)):
+                (home or connection.opening).put(event)
+            elif isinstance(event, Notification):
+                self._on_notification(connection, event, home)
+            elif isinstance(event, ServerRequest):
+                self._on_server_request(connection, event, home)
+            elif isinstance(event, Stray):
+                _log.warning("MCP server %s: ignoring %s", self.name, event.problem)
+
+    def _on_notification(
+        self, connection: _Connection, event: Notification, home: _Waiter | None
+    ) -> None:
+        method, params = event.method, event.params
+        if method == "notifications/progress":
+            token = params.get("progressToken")
+            with self._lock:
+                waiter = connection.waiters.get(token) if isinstance(token, int) else None
+            if waiter is None and home is not None and token == home.request_id:
+                waiter = home
+            if waiter is not None:
+                waiter.put(event)
+        elif method == "notifications/message":
+            level = params.get("level")
+            logger = params.get("logger")
+            data = params.get("data")
+            text = data if isinstance(data, str) else json.dumps(data, default=str)
+            _log.log(
+                _LOG_LEVELS.get(level, logging.INFO) if isinstance(level, str) else logging.INFO,
+                "MCP server %s%s: %s",
+                self.name,
+                f" ({logger})" if isinstance(logger, str) else "",
+                text,
+            )
+        elif method == "notifications/tools/list_changed":
+            self._tools_changed()
+        # Anything else (cancelled, resources, unknown): nothing to do.
+
+    def _on_server_request(
+        self, connection: _Connection, event: ServerRequest, home: _Waiter | None
+    ) -> None:
+        if event.method == "ping":
+            with self._lock:
+                reply = connection.session.respond(event.id, {})
+            self._reply(connection, reply)
+            return
+        if event.method == "elicitation/create":
+            waiter = home
+            if waiter is None:
+                with self._lock:
+                    # Over stdio a question names no call: it belongs to the oldest call
+                    # in flight (the only one, usually).
+                    waiter = next(iter(connection.calls.values()), None)
+            if waiter is not None:
+                waiter.put(event)
+                return
+            with self._lock:
+                reply = connection.session.respond(event.id, {"action": "cancel"})
+            self._reply(connection, reply)
+            return
+        with self._lock:
+            reply = connection.session.respond_error(
+                event.id, -32601, f"method not found: this client does not offer {event.method!r}"
+            )
+        self._reply(connection, reply)
+
+    def _reply(self, connection: _Connection, outgoing: Outgoing) -> None:
+        if connection.is_stdio:
+            self._send_quietly(connection, outgoing)
+        else:
+            # Never on the thread reading an answer stream for long: a POST is quick.
+            self._send_quietly(connection, outgoing)
+
+    def _on_lost(self, connection: _Connection, reason: str) -> None:
+        with self._lock:
+            if connection.lost is None:
+                connection.lost = reason
+            waiters = list(connection.waiters.values())
+        connection.stopped.set()
+        listener = connection.listener
+        if listener is not None:
+            listener.abort()
+        for waiter in [*waiters, connection.opening]:
+            waiter.close(reason)
+        if reason and not self._closed:
+            _log.info("MCP server %s: %s", self.name, reason)
+
+    def _tools_changed(self) -> None:
+        listeners = list(self._listeners)
+        if not listeners:
+            return
+
+        def run() -> None:
+            for listener in listeners:
+                try:
+                    listener()
+                except Exception:
+                    _log.exception("MCP server %s: a tools-changed listener failed", self.name)
+
+        threading.Thread(target=run, name=f"toolnexus-mcp-{self.name}-changed", daemon=True).start()
+
+    def _finish(self, connection: _Connection, waiter: _Waiter) -> None:
+        with self._lock:
+            if waiter.request_id is not None:
+                connection.waiters.pop(waiter.request_id, None)
+                connection.calls.pop(waiter.request_id, None)
+        messages = waiter.messages
+        if messages is not None:
+            waiter.messages = _ENDED
+            with contextlib.suppress(ValueError):  # still being read on another thread
+                messages.close()  # releases the HTTP connection for the next request
+
+    def _abandon(self, connection: _Connection, waiter: _Waiter, reason: str | None) -> None:
+        """Stop waiting for ``waiter``'s request and tell the server (cancel it)."""
+        self._finish(connection, waiter)
+        request_id = waiter.request_id
+        if request_id is None:
+            return
+        with self._lock:
+            cancel = connection.session.cancel(request_id, reason)
+        exchange = waiter.exchange
+        if exchange is not None:
+            exchange.abort()  # closing the request is the modern era's cancel
+        tell = connection.is_stdio or connection.session.era == "legacy"
+        if cancel is not None and tell and connection.lost is None:
+            self._send_quietly(connection, cancel)
+
+    def _drop(self, connection: _Connection, reason: str) -> None:
+        """Close ``connection`` (its transport: the child process, for stdio)."""
+        if connection.lost is None:
+            connection.lost = reason
+        transport = connection.transport
+        if transport is not None and connection.is_stdio:
+            transport.close()  # type: ignore[call-arg]
+        self._on_lost(connection, reason)
+
+    # ------------------------------------------------------------------ requests
+
+    def _request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """One request and its result (phase-bounded); raises McpError."""
+        for attempt in (0, 1):
+            connection = self._open()
+            with self._lock:
+                outgoing = connection.session.request(method, params)
+            try:
+                waiter = self._send_request(connection, outgoing, None, self._timeout_s)
+                while True:
+                    event = self._next_event(
+                        connection, waiter, CancellationToken.NONE, self._timeout_s
+                    )
+                    if isinstance(event, Response):
+                        self._finish(connection, waiter)
+                        return event.result
+                    if isinstance(event, Failure):
+                        self._finish(connection, waiter)
+                        code = f" ({event.code})" if event.code is not None else ""
+                        raise McpError(self.name, f"{method} failed: {event.message}{code}")
+            except _Idle:
+                self._abandon(connection, waiter, "timed out")
+                raise McpError(
+                    self.name, f"no answer to {method} within {self._timeout_s:g} s (timeout_ms)"
+                ) from None
+            except _Lost as lost:
+                self._lose(connection, lost)
+                if attempt == 0 and (lost.session_lost or not lost.sent):
+                    continue
+                raise McpError(self.name, f"{method} failed: {lost.problem}") from None
+        raise McpError(self.name, f"{method} failed: the session was lost twice in a row")
+
+    def _lose(self, connection: _Connection, lost: _Lost) -> None:
+        """A request found the connection gone: forget it, so the next one re-opens."""
+        if connection.is_stdio:
+            if connection.transport is not None and not connection.transport.is_alive:  # type: ignore[union-attr]
+                self._drop(connection, lost.problem)
+        elif lost.session_lost or not lost.sent:
+            self._on_lost(connection, lost.problem)
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        """The server's tools as it describes them (``tools/list``, every page): plain
+        dicts with ``name``, ``inputSchema``, ... exactly as sent.
+
+        Raises :class:`~toolnexus.errors.McpError` when the server cannot be reached or
+        refuses the request.
+        """
+        tools: list[dict[str, Any]] = []
+        cursor: Any = None
+        for _ in range(_LIST_PAGES):
+            result = self._request("tools/list", {"cursor": cursor} if cursor is not None else None)
+            page = result.get("tools")
+            if not isinstance(page, list):
+                raise McpError(
+                    self.name, f"tools/list answered without a tools array ({describe(page)})"
+                )
+            tools.extend(entry for entry in page if isinstance(entry, dict))
+            cursor = result.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor:
+                return tools
+        raise McpError(self.name, f"tools/list still had more pages after {_LIST_PAGES}")
+
+    def tools(
+        self,
+        *,
+        prefix: str | None = None,
+        include: Sequence[str] | None = None,
+        exclude: Sequence[str] = (),
+    ) -> list[Tool]:
+        """The server's tools as :class:`~toolnexus.Tool`\\ s (``source="mcp"``) whose
+        calls go to this server, schemas kept exactly as the server sent them.
+
+        Tools are named ``<prefix><tool>`` (sanitised to ``[a-zA-Z0-9_-]``); ``prefix``
+        defaults to ``"<name>_"``, ``""`` keeps the server's names. ``include`` keeps only
+        the named tools, ``exclude`` drops some (server-side names). A tool whose schema
+        the validator refuses, or whose ``x-mcp-header`` is invalid, is skipped with a
+        warning naming the server and the tool.
+
+        Raises :class:`~toolnexus.errors.McpError` when the server cannot be reached.
+        """
+        from .._tools import Tool
+
+        if prefix is None:
+            prefix = f"{self.name}_"
+        made: list[Tool] = []
+        for spec in self.list_tools():
+            remote = spec.get("name")
+            if not isinstance(remote, str) or not remote:
+                _log.warning("MCP server %s listed a tool without a name; skipped", self.name)
+                continue
+            if include is not None and remote not in include:
+                continue
+            if remote in exclude:
+                continue
+            try:
+                made.append(self._tool(spec, remote, prefix, Tool))
+            except (ValueError, TypeError) as exc:
+                _log.warning("MCP server %s: tool %r skipped: %s", self.name, remote, exc)
+        return made
+
+    def _tool(self, spec: Mapping[str, Any], remote: str, prefix: str, tool_class: Any) -> Tool:
+        schema = spec.get("inputSchema")
+        if not isinstance(schema, dict):
+            raise InvalidValueError(f"inputSchema must be an object, got {describe(schema)}")
+        headers = header_params(schema)
+        if isinstance(headers, str):
+            raise InvalidValueError(headers)
+        description = spec.get("description")
+        title = spec.get("title")
+        output = spec.get("outputSchema")
+        annotations = spec.get("annotations")
+        tool: Tool = tool_class(
+            name=prefix + remote,
+            description=description if isinstance(description, str) else "",
+            input_schema=schema,
+            fn=_RemoteTool(self, remote, headers),
+            source="mcp",
+            title=title if isinstance(title, str) else None,
+            output_schema=output if isinstance(output, dict) else None,
+            annotations=annotations if isinstance(annotations, dict) else None,
+        )
+        return tool
+
+    # ------------------------------------------------------------------ calls
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        cancellation_token: CancellationToken | None = None,
+        progress: ProgressReporter | None = None,
+        answer: Answer | None = None,
+    ) -> ToolResult:
+        """Call the server's tool ``name`` (its own name, not a prefixed one) and return
+        its result; never raises for what the server or the connection does.
+
+        The call ends when the server answers, at ``timeout_ms`` (``timed out after N
+        ms``), or when ``cancellation_token`` is cancelled — then the server is told
+        (``notifications/cancelled``, or the HTTP request is closed). ``progress``
+        receives the server's progress notifications. A server's question comes back as
+        a pending result (:meth:`ToolResult.pending <toolnexus.ToolResult.pending>`);
+        call again with the same name and arguments and ``answer`` to continue.
+
+        Example::
+
+            result = client.call_tool("add", {"a": 1, "b": 2}, timeout_ms=5_000)
+        """
+        return self._call(
+            name, dict(arguments or {}), timeout_ms, cancellation_token, progress, answer, None
+        )
+
+    async def acall_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        cancellation_token: CancellationToken | None = None,
+        progress: ProgressReporter | None = None,
+        answer: Answer | None = None,
+    ) -> ToolResult:
+        """The asyncio twin of :meth:`call_tool`: runs on a worker thread and never
+        blocks the event loop; cancelling the awaiting task cancels the call.
+
+        Example::
+
+            result = await client.acall_tool("add", {"a": 1, "b": 2})
+        """
+        import asyncio
+
+        source = CancellationTokenSource.linked(
+            *([cancellation_token] if cancellation_token is not None else [])
+        )
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(
+            None,
+            lambda: self._call(
+                name, dict(arguments or {}), timeout_ms, source.token, progress, answer, None
+            ),
+        )
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            source.cancel()
+            raise
+        finally:
+            if future.done():
+                source.close()
+            else:
+                future.add_done_callback(lambda _: source.close())
+
+    def _call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        timeout_ms: int | None,
+        token: CancellationToken | None,
+        progress: ProgressReporter | None,
+        answer: Answer | None,
+        headers: Mapping[str, str] | None,
+    ) -> ToolResult:
+        if timeout_ms is not None and (
+            isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0
+        ):
+            raise InvalidValueError(f"timeout_ms must be None or an int >= 0, got {timeout_ms!r}")
+        source: CancellationTokenSource | None = None
+        if timeout_ms is not None:
+            source = CancellationTokenSource.linked(*([token] if token is not None else []))
+            source.cancel_after(timeout_ms / 1000)
+            call_token = source.token
+        else:
+            call_token = token if token is not None else CancellationToken.NONE
+        try:
+            result = self._run(name, arguments, call_token, progress, answer, headers)
+        finally:
+            if source is not None:
+                source.close()
+        if (
+            result.is_error
+            and source is not None
+            and source.is_cancellation_requested
+            and not (token is not None and token.is_cancellation_requested)
+            and result.output.startswith("cancelled")
+        ):
+            return ToolResult(
+                f"timed out after {timeout_ms} ms: {name} on MCP server {self.name}", True
+            )
+        return result
+
+    def _run(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        answer: Answer | None,
+        headers: Mapping[str, str] | None,
+    ) -> ToolResult:
+        if answer is not None:
+            if not isinstance(answer, Answer):
+                raise InvalidTypeError(f"answer must be an Answer, got {type(answer).__name__}")
+            return self._continue(name, arguments, token, progress, answer, headers)
+        return self._start_call(name, arguments, token, progress, headers, None)
+
+    def _start_call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        headers: Mapping[str, str] | None,
+        retry: Mapping[str, Any] | None,
+    ) -> ToolResult:
+        if token.is_cancellation_requested:
+            return ToolResult("cancelled by the caller", True)
+        for attempt in (0, 1):
+            try:
+                connection = self._open()
+            except McpError as exc:
+                return ToolResult(f"{name}: {exc}", True)
+            params: dict[str, Any] = {"name": name, "arguments": arguments}
+            if retry is not None:
+                params.update(retry)
+            with self._lock:
+                outgoing = connection.session.request("tools/call", params)
+                assert outgoing.id is not None
+                meta = outgoing.message["params"].setdefault("_meta", {})
+                meta["progressToken"] = outgoing.id
+            waiter = _Waiter(outgoing.id)
+            with self._lock:
+                # Before sending: a question may come back before send returns.
+                connection.calls[outgoing.id] = waiter
+            try:
+                self._send_request(connection, outgoing, headers, self._idle_s, waiter)
+            except _Lost as lost:
+                with self._lock:
+                    connection.calls.pop(outgoing.id, None)
+                self._lose(connection, lost)
+                if attempt == 0 and (lost.session_lost or not lost.sent):
+                    continue
+                return self._lost_result(name, lost)
+            result = self._drive(connection, waiter, name, token, progress)
+            if result is _RETRY:
+                continue
+            assert isinstance(result, ToolResult)
+            return result
+        return ToolResult(f"{name}: MCP server {self.name} lost the session twice in a row", True)
+
+    def _drive(
+        self,
+        connection: _Connection,
+        waiter: _Waiter,
+        name: str,
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+    ) -> ToolResult | object:
+        """Read the call's events until its result; park it on a legacy question."""
+        registration = (
+            token.register(waiter.exchange.abort if waiter.exchange is not None else waiter.wake)
+            if token.can_be_cancelled
+            else None
+        )
+        parked = False
+        try:
+            while True:
+                try:
+                    event = self._next_event(connection, waiter, token, self._idle_s)
+                except _Cancelled:
+                    self._abandon(connection, waiter, "cancelled by the caller")
+                    return ToolResult("cancelled by the caller", True)
+                except _Idle:
+                    self._abandon(connection, waiter, "no progress")
+                    idle = int((self._idle_s or 0) * 1000)
+                    return ToolResult(
+                        f"timed out: {name} on MCP server {self.name} sent nothing for "
+                        f"{idle} ms (idle_timeout_ms)",
+                        True,
+                    )
+                except _Lost as lost:
+                    self._finish(connection, waiter)
+                    self._lose(connection, lost)
+                    if lost.session_lost and not lost.sent:
+                        return _RETRY
+                    return self._lost_result(name, lost)
+                if isinstance(event, Response):
+                    self._finish(connection, waiter)
+                    return self._result(name, event.result)
+                if isinstance(event, Failure):
+                    self._finish(connection, waiter)
+                    code = f" ({event.code})" if event.code is not None else ""
+                    return ToolResult(
+                        f"{name}: MCP server {self.name} refused the call: {event.message}{code}",
+                        True,
+                    )
+                if isinstance(event, Notification):
+                    if progress is not None:
+                        self._progress(progress, event.params)
+                    continue
+                if isinstance(event, ServerRequest) and event.method == "elicitation/create":
+                    pending = self._park(connection, waiter, name, event)
+                    if pending is not None:
+                        parked = True
+                        return pending
+        finally:
+            if registration is not None:
+                registration.unregister()
+            if not parked and waiter.exchange is not None and token.is_cancellation_requested:
+                waiter.exchange.abort()
+
+    @staticmethod
+    def _progress(progress: ProgressReporter, params: Mapping[str, Any]) -> None:
+        value = params.get("progress")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return
+        total = params.get("total")
+        message = params.get("message")
+        try:
+            progress(
+                value,
+                total if isinstance(total, (int, float)) and not isinstance(total, bool) else None,
+                message if isinstance(message, str) else None,
+            )
+        except Exception:
+            _log.exception("a progress reporter failed")
+
+    def _lost_result(self, name: str, lost: _Lost) -> ToolResult:
+        ran = " (the call may or may not have run)" if lost.sent else ""
+        return ToolResult(
+            f"{name}: the connection to MCP server {self.name} failed: {lost.problem}{ran}; the "
+            "next call reconnects",
+            True,
+        )
+
+    def _result(self, name: str, result: dict[str, Any]) -> ToolResult:
+        from ..errors import WireFormatError
+        from ._content import result_from_mcp
+
+        kind = result.get("resultType")
+        if kind == "input_required":
+            return self._input_required(name, result)
+        if kind not in (None, "complete"):
+            return ToolResult(
+                f"{name}: MCP server {self.name} answered with resultType {kind!r}, which this "
+                "client does not know",
+                True,
+            )
+        try:
+            return result_from_mcp(result)
+        except (WireFormatError, ValueError) as exc:
+            return ToolResult(
+                f"{name}: MCP server {self.name} sent a malformed result: {exc}", True
+            )
+
+    # ------------------------------------------------------------------ questions
+
+    def _park(
+        self, connection: _Connection, waiter: _Waiter, name: str, event: ServerRequest
+    ) -> ToolResult | None:
+        """A legacy server asks: park the call, hand back the question."""
+        from datetime import datetime, timedelta, timezone
+
+        from ._suspension import request_from_elicitation
+
+        request_id = "mcp-" + secrets.token_hex(16)
+        expires = datetime.now(timezone.utc) + timedelta(seconds=self._question_s)
+        try:
+            request, mode = request_from_elicitation(
+                event.params,
+                request_id=request_id,
+                expires_at=expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            )
+        except ValueError as exc:
+            _log.warning("MCP server %s sent a malformed elicitation: %s", self.name, exc)
+            with self._lock:
+                reply = connection.session.respond_error(event.id, -32602, f"invalid params: {exc}")
+            self._reply(connection, reply)
+            return None
+        if mode not in connection.session.elicitation_modes():
+            with self._lock:
+                reply = connection.session.respond(event.id, {"action": "decline"})
+            self._reply(connection, reply)
+            return None
+        expiry = CancellationTokenSource()
+        schema = request.data.get("schema") if request.data is not None else None
+        parked = _Parked(connection, waiter, event.id, mode, schema, name, expiry)
+        with self._lock:
+            self._parked[request_id] = parked
+        expiry.token.register(lambda: self._expire(request_id))
+        expiry.cancel_after(self._question_s)
+        return ToolResult.pending(request)
+
+    def _expire(self, request_id: str) -> None:
+        with self._lock:
+            parked = self._parked.pop(request_id, None)
+        if parked is None:
+            return
+        connection = parked.connection
+        with self._lock:
+            reply = connection.session.respond(parked.server_request, {"action": "cancel"})
+        self._reply(connection, reply)
+        self._abandon(connection, parked.waiter, "the question was not answered in time")
+
+    def _continue(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        answer: Answer,
+        headers: Mapping[str, str] | None,
+    ) -> ToolResult:
+        from ._suspension import elicit_result
+
+        if answer.id.startswith(_STATE_PREFIX):
+            state = _open_state(answer.id)
+            if state is None or state.get("t") != name:
+                return ToolResult(
+                    f"{name}: the answer {answer.id[:24]!r}… does not belong to a question of "
+                    f"this tool on MCP server {self.name}; call the tool again",
+                    True,
+                )
+            given = state.get("d")
+            defaults: dict[str, Any] = given if isinstance(given, dict) else {}
+            schema = {"properties": {key: {"default": value} for key, value in defaults.items()}}
+            response = elicit_result(answer, str(state.get("m")), schema)
+            retry: dict[str, Any] = {"inputResponses": {state["k"]: response}}
+            if "s" in state:
+                retry["requestState"] = state["s"]
+            return self._start_call(name, arguments, token, progress, headers, retry)
+        with self._lock:
+            parked = self._parked.pop(answer.id, None)
+        if parked is None or parked.tool != name:
+            if parked is not None:
+                with self._lock:
+                    self._parked[answer.id] = parked
+            return ToolResult(
+                f"{name}: the question this answers is no longer waiting on MCP server "
+                f"{self.name} (its session ended, or it expired); call the tool again",
+                True,
+            )
+        parked.expiry.close()
+        connection = parked.connection
+        if connection.lost is not None:
+            return ToolResult(
+                f"{name}: the question this answers is gone: the session with MCP server "
+                f"{self.name} ended ({connection.lost}); call the tool again",
+                True,
+            )
+        with self._lock:
+            reply = connection.session.respond(
+                parked.server_request, elicit_result(answer, parked.mode, parked.schema)
+            )
+        self._reply(connection, reply)
+        result = self._drive(connection, parked.waiter, name, token, progress)
+        if result is _RETRY:
+            return ToolResult(
+                f"{name}: the session with MCP server {self.name} ended while it was answering; "
+                "call the tool again",
+                True,
+            )
+        assert isinstance(result, ToolResult)
+        return result
+
+    def _input_required(self, name: str, result: Mapping[str, Any]) -> ToolResult:
+        from ._suspension import request_from_elicitation
+
+        requests = result.get("inputRequests")
+        if not isinstance(requests, dict) or not requests:
+            return ToolResult(
+                f"{name}: MCP server {self.name} asked for input without inputRequests", True
+            )
+        for key, entry in requests.items():
+            if not isinstance(entry, dict) or entry.get("method") != "elicitation/create":
+                continue
+            params = entry.get("params")
+            state: dict[str, Any] = {"t": name, "k": key, "n": secrets.token_hex(8)}
+            try:
+                request, mode = request_from_elicitation(params, request_id="pnd-0")
+            except ValueError as exc:
+                return ToolResult(
+                    f"{name}: MCP server {self.name} asked a malformed question: {exc}", True
+                )
+            state["m"] = mode
+            if mode == "form" and request.data is not None:
+                defaults = _defaults(request.data.get("schema"))
+                if defaults:
+                    state["d"] = defaults
+            pending = Request(
+                request.kind,
+                request.prompt,
+                id=_seal_state(state, result.get("requestState")),
+                url=request.url,
+                data=request.data,
+            )
+            return ToolResult.pending(pending)
+        methods = sorted(
+            {str(entry.get("method")) for entry in requests.values() if isinstance(entry, dict)}
+        )
+        return ToolResult(
+            f"{name}: MCP server {self.name} asked for {', '.join(methods)}, which this client "
+            "does not offer",
+            True,
+        )
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self) -> None:
+        """End the connection: cancel parked questions, end the child process and its
+        process group (stdio) or the session (HTTP ``DELETE``), join the threads.
+        Idempotent; later calls are answered with an error."""
+        with self._open_lock:
+            if self._closed:
+                return
+            self._closed = True
+            connection, self._connection = self._connection, None
+        with self._lock:
+            parked = list(self._parked.values())
+            self._parked.clear()
+        for entry in parked:
+            entry.expiry.close()
+        if connection is not None:
+            if connection.is_stdio:
+                self._drop(connection, "the client was closed")
+            else:
+                self._on_lost(connection, "the client was closed")
+        if self._http is not None:
+            self._http.close(min(self._timeout_s, 2.0))
+        if connection is not None:
+            current = threading.current_thread()
+            for thread in connection.threads:
+                if thread is not current:
+                    thread.join(timeout=2)
+        _live_clients.discard(self)
+
+    def __enter__(self) -> McpClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> McpClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        import asyncio
+
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+
+_ENDED = iter(())  # what an HTTP waiter reads once its answer was taken
+_RETRY = object()  # the session was gone before the request reached the server: once more
+_TOO_DEEP = "more than 128 levels deep"
+
+
+class _RemoteTool:
+    """The function of a remote tool: ``fn(args, ctx)`` calls the server's tool."""
+
+    __slots__ = ("client", "headers", "remote")
+
+    def __init__(self, client: McpClient, remote: str, headers: Mapping[str, str]) -> None:
+        self.client = client
+        self.remote = remote
+        self.headers = headers
+
+    def __call__(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> ToolResult:
+        if ctx is None:
+            return self.client._call(self.remote, dict(args), None, None, None, None, self.headers)
+        return self.client._call(
+            self.remote,
+            dict(args),
+            ctx.timeout_ms,
+            ctx.cancellation_token,
+            ctx.report_progress if ctx.progress is not None else None,
+            ctx.answer,
+            self.headers,
+        )
+
+    def __repr__(self) -> str:
+        return f"<remote tool {self.remote!r} on MCP server {self.client.name!r}>"
+
+
+def _defaults(schema: Any) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if isinstance(properties, Mapping):
+        for key, prop in properties.items():
+            if isinstance(prop, Mapping) and "default" in prop:
+                found[key] = prop["default"]
+    return found
+
+
+def _seal_state(state: Mapping[str, Any], request_state: Any) -> str:
+    """A modern question's continuation as a Request id: ``mcp1.<base64url JSON>``, then
+    ``.<requestState>`` as the server sent it (when it sent one)."""
+    raw = json.dumps(dict(state), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    sealed = _STATE_PREFIX + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+    if request_state is None:
+        return sealed
+    text = request_state if isinstance(request_state, str) else json.dumps(request_state)
+    return f"{sealed}.{'s' if isinstance(request_state, str) else 'j'}{text}"
+
+
+def _open_state(text: str) -> dict[str, Any] | None:
+    """The continuation :func:`_seal_state` put in ``text`` (``"s"``: the requestState),
+    or ``None`` when ``text`` is not one."""
+    body, _, rest = text[len(_STATE_PREFIX) :].partition(".")
+    try:
+        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        state = json.loads(raw.decode("utf-8"))
+        if rest:
+            state["s"] = rest[1:] if rest[0] == "s" else json.loads(rest[1:])
+    except (binascii.Error, ValueError, UnicodeDecodeError, IndexError, TypeError):
+        return None
+    if not isinstance(state, dict) or not isinstance(state.get("k"), str):
+        return None
+    return state
+
+
+def _default_name(command: str | None, url: str | None) -> str:
+    from .._schema import sanitize_name
+
+    if command is not None:
+        base = os.path.basename(command) or "mcp"
+        return sanitize_name(base.rsplit(".", 1)[0] if base.endswith(".exe") else base)
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url or "").hostname or "mcp"
+    return sanitize_name(host)

@@ -1,0 +1,139 @@
+"""One URL chooses an answer store (:func:`open_store`), and what the stores share.
+
+Everything that reads a store URL lives here: the schemes (``memory:``, ``sqlite:PATH``,
+``postgresql://…``, ``redis://…``), and :func:`redact`, which every message about a store
+uses so no password reaches a log; so do the checks every server store makes (a key's
+shape, an error's first line).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING
+
+from .._binding import STORE_ENV
+from ..errors import InvalidTypeError, InvalidValueError
+
+if TYPE_CHECKING:
+    from . import AnswerStore
+
+__all__ = ["SCHEMES", "STORE_ENV", "check_key", "first_line", "open_named", "open_store", "redact"]
+
+SCHEMES = "memory:, sqlite:PATH, postgresql://USER:PASSWORD@HOST/DB or redis://HOST:6379/0"
+
+_PASSWORD_PARAM = re.compile(r"(?i)(password=)[^&\s]*")
+
+
+def redact(url: str) -> str:
+    """``url`` with its password (``user:password@`` or ``password=…``) shown as ``***``.
+
+    Also for a URL too malformed to use: whatever stands between the user name and the
+    last ``@`` before the query is hidden.
+
+    Example::
+
+        >>> redact("postgresql://app:s3cret@db:5432/app?sslmode=require")
+        'postgresql://app:***@db:5432/app?sslmode=require'
+        >>> redact("redis://:s3cret@cache:6379/0")
+        'redis://:***@cache:6379/0'
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, sep, rest = url.partition(":")
+    head, question, query = rest.partition("?")
+    userinfo, at, hostpath = head.rpartition("@")
+    if at and ":" in userinfo:
+        url = f"{scheme}{sep}{userinfo.partition(':')[0]}:***@{hostpath}{question}{query}"
+    return _PASSWORD_PARAM.sub(r"\1***", url)
+
+
+def open_store(url: str) -> AnswerStore:
+    """The answer store a URL names.
+
+    - ``memory:`` — :class:`~toolnexus.stores.MemoryAnswerStore` (this process only);
+    - ``sqlite:PATH`` (also ``sqlite:///abs/path``) —
+      :class:`~toolnexus.stores.SqliteAnswerStore` (processes on one machine);
+    - ``postgresql://…`` (or ``postgres://…``, a libpq URL) —
+      :class:`~toolnexus.stores.PostgresAnswerStore` (the ``postgres`` extra);
+    - ``redis://…``, ``rediss://…`` or ``unix://…`` (a redis-py URL) —
+      :class:`~toolnexus.stores.RedisAnswerStore` (the ``redis`` extra).
+
+    A Postgres or Redis store connects at once, so a wrong URL or a server that is down
+    shows here rather than at the first answer. Raises ``ValueError`` for a URL it cannot
+    read (the message names the URL, never its password, and lists the schemes),
+    ``ImportError`` naming the extra to install, and
+    :class:`~toolnexus.StoreUnavailableError` when the store cannot be reached.
+
+    Example::
+
+        >>> open_store("memory:")
+        <MemoryAnswerStore 0 used>
+        >>> store = open_store("sqlite:used-answers.db")   # doctest: +SKIP
+    """
+    return open_named(url, "")
+
+
+def open_named(url: object, where: str) -> AnswerStore:
+    """:func:`open_store`, with ``where`` (``"--store"``, ``"TOOLNEXUS_STORE"``) named first
+    in the messages when the URL came from there."""
+    prefix = f"{where}: " if where else ""
+    if not isinstance(url, str):
+        raise InvalidTypeError(f"{prefix}a store URL must be a str, got {type(url).__name__}")
+    text = url.strip()
+    scheme, colon, rest = text.partition(":")
+    scheme = scheme.lower()
+    if not colon or not scheme:
+        raise InvalidValueError(
+            f"{prefix}{redact(text)!r} is not a store URL; use one of {SCHEMES}"
+        )
+    if scheme == "memory":
+        if rest not in ("", "//"):
+            raise InvalidValueError(f"{prefix}{redact(text)!r}: write just 'memory:'")
+        from .._binding import MemoryAnswerStore
+
+        return MemoryAnswerStore()
+    if scheme == "sqlite":
+        path = rest
+        if path.startswith("//"):
+            host, slash, tail = path[2:].partition("/")
+            if host not in ("", "localhost"):
+                raise InvalidValueError(
+                    f"{prefix}{text!r}: an SQLite file is on this machine; write "
+                    "sqlite:PATH (e.g. sqlite:/var/lib/app/used.db or sqlite:used.db)"
+                )
+            path = slash + tail
+        if not path:
+            raise InvalidValueError(
+                f"{prefix}{text!r} names no file; write sqlite:PATH (e.g. sqlite:used.db)"
+            )
+        from .._binding import SqliteAnswerStore
+
+        return SqliteAnswerStore(os.path.expanduser(path))
+    if scheme in ("postgresql", "postgres"):
+        from ._postgres import PostgresAnswerStore
+
+        return PostgresAnswerStore(text)
+    if scheme in ("redis", "rediss", "unix"):
+        from ._redis import RedisAnswerStore
+
+        return RedisAnswerStore(text)
+    raise InvalidValueError(
+        f"{prefix}unknown store scheme {scheme!r} in {redact(text)!r}; use one of {SCHEMES}"
+    )
+
+
+def check_key(key: object) -> str:
+    """``key`` when it is 1 to 64 ASCII characters, as :class:`AnswerStore` promises;
+    else ``ValueError`` (a programmer's mistake: the host's keys always fit)."""
+    if not isinstance(key, str) or not key.isascii() or not 0 < len(key) <= 64:
+        raise InvalidValueError(
+            f"an answer store key must be 1 to 64 ASCII characters, got {key!r:.80}"
+        )
+    return key
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of a driver's error message (the rest is often a hint or a dump)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__

@@ -1,0 +1,245 @@
+"""Used answers in a PostgreSQL table, shared by every process and machine that opens it.
+
+Everything that speaks to PostgreSQL lives here, on psycopg 3 and its pool (the
+``postgres`` extra). psycopg is imported when a store is made, never with this module.
+
+The table (created when missing)::
+
+    key text PRIMARY KEY, expires_at double precision NOT NULL, owner text NOT NULL
+
+A consume is one statement in autocommit: ``INSERT … ON CONFLICT (key) DO UPDATE … WHERE
+the row has expired RETURNING owner`` — the row lock makes it atomic across connections,
+and an expired row is taken over in the same statement. ``owner`` is a nonce per consume:
+when a connection breaks before its reply arrives, the retry (on a fresh connection) reads
+whether the first attempt's row is its own, so a lost reply neither grants an answer twice
+nor refuses the one that was granted. Expired rows are deleted in small batches, one
+consume in every :data:`PURGE_EVERY`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .._extras import install_hint
+from ..errors import InvalidTypeError, InvalidValueError, StoreUnavailableError
+from ._open import check_key, first_line, redact
+
+__all__ = ["PURGE_EVERY", "PostgresAnswerStore"]
+
+PURGE_EVERY = 256
+"""One consume in this many also deletes expired rows (at most :data:`PURGE_BATCH`)."""
+PURGE_BATCH = 1000
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,54}\Z")
+_CHECK_URL = (
+    " (is the server running and reachable, and are the host, port, user, password and "
+    "database in the URL right?)"
+)
+_LOCK_ID = 0x746E7573  # pg_advisory_xact_lock: one creator of the table at a time
+
+
+def _psycopg() -> tuple[Any, Any]:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:
+        raise ImportError(
+            f"PostgresAnswerStore needs psycopg 3 and its pool ({exc.name} is missing); "
+            "install them with: " + install_hint("postgres", "psycopg[binary,pool]>=3.1")
+        ) from exc
+    return psycopg, psycopg_pool
+
+
+class PostgresAnswerStore:
+    """Remembers used answers in a PostgreSQL table, so replicas on many machines share them.
+
+    Args:
+        url: a libpq URL or connection string (``postgresql://USER:PASSWORD@HOST/DB``);
+            its password is never shown in a message or a repr.
+        table: the table's name (created with its index when missing).
+        pool_size: the most connections this store opens (one is kept open).
+        timeout_ms: how long a consume waits for a connection (and a connect attempt
+            lasts) before it gives up with :class:`~toolnexus.StoreUnavailableError`.
+        clock: returns the time in seconds (``time.time``); tests inject one.
+
+    Connects when made, so a wrong URL or a server that is down raises
+    :class:`~toolnexus.StoreUnavailableError` here. Connections are pooled; after the
+    server restarts, broken ones are replaced and the consume that met one is retried once.
+    Thread-safe, and fork-safe (a child process opens a pool of its own). Raises
+    ``ImportError`` naming the extra when psycopg is missing.
+
+    Example::
+
+        from toolnexus.stores import PostgresAnswerStore
+
+        store = PostgresAnswerStore("postgresql://app:secret@db.internal/app")
+        host = Host(toolkit, secret=key, answer_store=store)
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        table: str = "toolnexus_used_answers",
+        pool_size: int = 4,
+        timeout_ms: int = 5_000,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not isinstance(url, str):
+            raise InvalidTypeError(f"url must be a str, got {type(url).__name__}")
+        if not isinstance(table, str) or not _IDENTIFIER.match(table):
+            raise InvalidValueError(
+                f"table must be a plain SQL name (letters, digits, _; at most 55), got {table!r}"
+            )
+        for name, value in (("pool_size", pool_size), ("timeout_ms", timeout_ms)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidValueError(f"{name} must be an int >= 1, got {value!r}")
+        self._psycopg, self._pool_module = _psycopg()
+        from psycopg import sql
+
+        self._url = url
+        self._where = redact(url)
+        self._timeout_s = timeout_ms / 1000
+        self._pool_size = pool_size
+        self._clock = clock
+        self._count = 0
+        ident = sql.Identifier(table)
+        self._consume_sql = sql.SQL(
+            "INSERT INTO {t} AS used (key, expires_at, owner) VALUES (%s, %s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET expires_at = EXCLUDED.expires_at, "
+            "owner = EXCLUDED.owner WHERE used.expires_at <= %s RETURNING owner"
+        ).format(t=ident)
+        self._owner_sql = sql.SQL("SELECT owner FROM {t} WHERE key = %s").format(t=ident)
+        self._purge_sql = sql.SQL(
+            "DELETE FROM {t} WHERE key IN (SELECT key FROM {t} WHERE expires_at <= %s LIMIT {n})"
+        ).format(t=ident, n=sql.Literal(PURGE_BATCH))
+        create = [
+            sql.SQL("SELECT pg_advisory_xact_lock({})").format(sql.Literal(_LOCK_ID)),
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {t} (key text PRIMARY KEY, "
+                "expires_at double precision NOT NULL, owner text NOT NULL)"
+            ).format(t=ident),
+            sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (expires_at)").format(
+                i=sql.Identifier(f"{table}_expires_at"), t=ident
+            ),
+        ]
+        # One connection of our own first: a refused connection or a wrong password is
+        # reported now, with the server's own words, not as a pool that timed out.
+        try:
+            with (
+                self._psycopg.connect(url, connect_timeout=self._connect_timeout()) as db,
+                db.transaction(),
+            ):
+                for statement in create:
+                    db.execute(statement)
+        except self._psycopg.Error as exc:
+            raise self._unavailable(exc) from exc
+        self._lock = threading.Lock()
+        self._degraded = False  # a connection broke or none could be made: don't wait
+        self._pid = os.getpid()
+        self._stale: list[Any] = []  # pools inherited through fork: never closed here
+        self._pool = self._open_pool()
+
+    def _connect_timeout(self) -> int:
+        return max(2, round(self._timeout_s))  # libpq: whole seconds, and 1 means 2
+
+    def _open_pool(self) -> Any:
+        pool = self._pool_module.ConnectionPool(
+            self._url,
+            min_size=1,
+            max_size=self._pool_size,
+            kwargs={"autocommit": True, "connect_timeout": self._connect_timeout()},
+            timeout=self._timeout_s,
+            num_workers=2,
+            name=f"toolnexus-answers-{os.getpid()}",
+            open=False,
+        )
+        pool.open(wait=False)
+        return pool
+
+    def _unavailable(self, exc: BaseException) -> StoreUnavailableError:
+        if isinstance(exc, self._pool_module.PoolClosed):
+            return StoreUnavailableError(self._where, "this store was closed; open a new one")
+        return StoreUnavailableError(self._where, first_line(exc) + _CHECK_URL)
+
+    def consume(self, key: str, expires_at: float) -> bool:
+        """Record ``key`` until ``expires_at``; True the first time, False afterwards.
+
+        Raises :class:`~toolnexus.StoreUnavailableError` when the server cannot be reached
+        (the pool had no working connection, and a connection of its own failed too)."""
+        check_key(key)
+        pool = self._pool if self._pid == os.getpid() else self._after_fork()
+        now = self._clock()
+        self._count += 1
+        purge = self._count % PURGE_EVERY == 0
+        args = (key, float(expires_at), os.urandom(8).hex(), now)
+        # After a connection broke, the pool reconnects in the background, backing off
+        # (1 s, 2 s, 4 s, ...): until it has a connection again, don't wait for one.
+        wait = 0.0 if self._degraded else self._timeout_s
+        try:
+            with pool.connection(timeout=wait) as db:
+                first = self._consume_on(db, args, purge, lost_reply=False)
+            self._degraded = False
+            return first
+        except self._pool_module.PoolClosed as exc:
+            raise self._unavailable(exc) from exc
+        except self._pool_module.PoolTimeout as exc:
+            failure: BaseException = exc  # none came free: the pool is busy, or reconnecting
+        except self._psycopg.OperationalError as exc:
+            # The server restarted (or the network broke): drop every broken connection,
+            # and let the pool make new ones while a connection of our own serves.
+            failure = exc
+            self._degraded = True
+            pool.check()
+        except self._psycopg.Error as exc:
+            raise self._unavailable(exc) from exc
+        # A connection of our own: it works as soon as the server does, and when the
+        # server is down it fails at once with the reason.
+        try:
+            with self._psycopg.connect(
+                self._url, autocommit=True, connect_timeout=self._connect_timeout()
+            ) as db:
+                return self._consume_on(db, args, purge, lost_reply=True)
+        except self._psycopg.Error as exc:
+            self._degraded = True
+            raise self._unavailable(exc) from failure
+
+    def _consume_on(self, db: Any, args: tuple[Any, ...], purge: bool, *, lost_reply: bool) -> bool:
+        if purge:
+            db.execute(self._purge_sql, (args[3],))
+        row = db.execute(self._consume_sql, args).fetchone()
+        if row is None and lost_reply:
+            # A first attempt may have written the row before its reply was lost: the
+            # nonce tells whose it is.
+            row = db.execute(self._owner_sql, (args[0],)).fetchone()
+        return row is not None and bool(row[0] == args[2])
+
+    def _after_fork(self) -> Any:
+        with self._lock:
+            if self._pid != os.getpid():
+                # The parent's connections and workers are not ours to use or close.
+                self._stale.append(self._pool)
+                self._pool = self._open_pool()
+                self._pid = os.getpid()
+            return self._pool
+
+    def close(self) -> None:
+        """Close the pool's connections; a later consume raises ``StoreUnavailableError``."""
+        self._pool.close()
+
+    def __enter__(self) -> PostgresAnswerStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<PostgresAnswerStore {self._where}>"
+
+
+PostgresAnswerStore.__module__ = "toolnexus.stores"
