@@ -1059,6 +1059,12 @@ def _finish(
         shown_args = f" --args {shlex.quote(json.dumps(args, ensure_ascii=False))}" if args else ""
         key_file = getattr(options, "secret_file", None)
         shown_key = f" --secret-file {shlex.quote(key_file)}" if key_file else ""
+        named = _store_url(options)
+        if named is not None and named[1] in ("--store", "--answers-db"):
+            from .stores._open import redact
+
+            # The same store, so the answer counts once; never its password, on a terminal.
+            shown_key += f" --store {shlex.quote(redact(named[0]))}"
         sys.stderr.write(
             _localize(
                 f"pending: {request.prompt}\nresume it with: toolnexus resume "
