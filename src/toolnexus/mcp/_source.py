@@ -359,13 +359,15 @@ class McpSource:
         return {name: server.status for name, server in self._servers.items()}
 
     def client(self, name: str) -> McpClient:
-        """The connected client of server ``name``. Raises ``LookupError`` naming the
-        servers when there is no such connected server."""
+        """The connected client of server ``name``. Raises
+        :class:`~toolnexus.errors.McpError` naming the connected servers when ``name`` is
+        not one of them."""
         server = self._servers.get(name)
         if server is None or server.client is None:
             connected = [n for n, s in self._servers.items() if s.client is not None]
-            raise LookupError(
-                f"no connected MCP server {name!r}; connected: {', '.join(connected) or 'none'}"
+            state = "not configured" if server is None else server.status.status
+            raise McpError(
+                name, f"{state}, not connected; connected: {', '.join(connected) or 'none'}"
             )
         return server.client
 
