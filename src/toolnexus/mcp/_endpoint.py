@@ -498,8 +498,9 @@ class Endpoint:
         secret: the key that signs modern ``requestState`` (give every replica the same
             one); ``None``: a random per-process key.
         answer_store: where used answers and states are remembered so each counts once
-            (give every replica the same one, e.g. a shared
-            :class:`~toolnexus.stores.SqliteAnswerStore`); ``None``: per process.
+            (give every replica the same one: ``open_store("postgresql://…")`` or
+            ``open_store("redis://…")``, :func:`~toolnexus.stores.open_store`); ``None``:
+            the store ``TOOLNEXUS_STORE`` names, else one in memory per process.
         max_rounds: how many answers one call may take: 1 (the loop rule) makes a retry
             that asks again ``unresolved: <prompt>``; more let it ask again that many times.
         max_body_bytes: the largest request body accepted.

@@ -355,7 +355,8 @@ class ServerSession:
             else a random per-process key signs. Give the host that runs the calls the same
             key: then a restarted server resumes a state it issued before the restart.
         answer_store: where used answers and states are remembered, so each is used once
-            (default: one in-memory store per process; share the host's).
+            (default: the store ``TOOLNEXUS_STORE`` names, else one in-memory store per
+            process; share the host's).
         max_rounds: how many answers one call may take (the host's ``max_rounds``): a retry
             that suspends again within them is asked again, after them it is
             ``unresolved: <prompt>``.

@@ -110,9 +110,10 @@ def serve_stdio(
     deadline). ``name`` and ``version`` (default: the toolnexus version) are the identity
     clients see. ``secret`` (else ``TOOLNEXUS_SECRET``) signs the binding of each question
     to its call and the modern ``requestState``: the same key lets a restarted server resume
-    what it asked before. ``answer_store`` remembers used answers (default: in memory).
-    ``max_rounds`` is how many answers one call may take (1, the loop rule: a retry that
-    asks again is ``unresolved: <prompt>``; more lets the retry's question be asked).
+    what it asked before. ``answer_store`` remembers used answers (default: the store
+    ``TOOLNEXUS_STORE`` names, else in memory). ``max_rounds`` is how many answers one call
+    may take (1, the loop rule: a retry that asks again is ``unresolved: <prompt>``; more
+    lets the retry's question be asked).
 
     ``stdin``/``stdout`` default to the process's own streams; binary or text streams
     both work. While serving, ``sys.stdout`` points at stderr (and, for the process's own
