@@ -269,3 +269,31 @@ def test_serve_and_call_take_the_store_option_too(folder: Path):
         assert out.returncode == 2 and "unknown store scheme 'nope'" in out.stderr, out.stderr
     out = run("call", "tools.py:toolkit", "wipe", "--store", "memory:", cwd=folder)
     assert out.returncode == 0 and out.stdout == "wiped\n", out.stderr
+
+
+def test_the_resume_hint_names_the_store_call_used_without_its_password(folder: Path):
+    out = run(
+        "call",
+        "tools.py:toolkit",
+        "deploy",
+        "service=api",
+        "env=production",
+        "--no-input",
+        "--secret-file",
+        "key",
+        "--store",
+        "sqlite:used.db",
+        cwd=folder,
+    )
+    assert out.returncode == 3, out.stderr
+    assert "--secret-file key --store sqlite:used.db\n" in out.stderr
+    done = resume(
+        folder,
+        "deploy",
+        "service=api",
+        "env=production",
+        "--store",
+        "sqlite:used.db",
+        request=out.stdout,
+    )
+    assert done.returncode == 0, done.stderr

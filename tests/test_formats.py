@@ -274,3 +274,114 @@ def test_a_tool_returning_these_types_gives_json_text():
     assert when({}).output == (
         '{"at":"2026-05-01","id":"00000000-0000-0000-0000-000000000002","raw":"AA=="}'
     )
+
+
+# ----------------------------------------------------------- every problem in one answer
+
+
+@tool
+def remind(steps: int, at: dt.datetime, every: dt.timedelta, on: list[dt.date]) -> str:
+    """Four arguments, three of them read from text."""
+    return "ok"
+
+
+def test_every_conversion_problem_of_a_call_is_in_one_answer():
+    out = remind({"steps": 1, "at": "tomorrow", "every": "daily", "on": ["x", "2026-05-01", "y"]})
+    assert out.output == (
+        "invalid arguments for 'remind': "
+        'at: expected a date-time (RFC 3339, e.g. "2026-05-01T09:30:00Z"), got "tomorrow"; '
+        'every: expected a duration (ISO 8601, e.g. "PT1H30M" or "P2D"), got "daily"; '
+        'on[0]: expected a date (YYYY-MM-DD, e.g. "2026-05-01"), got "x"; '
+        'on[2]: expected a date (YYYY-MM-DD, e.g. "2026-05-01"), got "y"'
+    )
+
+
+def test_schema_and_conversion_problems_come_together():
+    out = remind({"steps": "three", "at": "tomorrow", "every": 5, "on": ["x"]}).output
+    assert out == (
+        "invalid arguments for 'remind': "
+        'steps: expected integer, got string "three"; '
+        "every: expected string, got integer 5; "
+        'at: expected a date-time (RFC 3339, e.g. "2026-05-01T09:30:00Z"), got "tomorrow"; '
+        'on[0]: expected a date (YYYY-MM-DD, e.g. "2026-05-01"), got "x"'
+    )
+
+
+def test_problems_inside_nested_objects_are_all_reported_with_their_paths():
+    @dataclass
+    class Slot:
+        day: dt.date
+        length: dt.timedelta
+        count: int = 1
+
+    @tool
+    def book(slots: list[Slot], pair: tuple[dt.date, dt.time]) -> str:
+        return "booked"
+
+    out = book(
+        {
+            "slots": [{"day": "monday", "length": "1h", "count": "2"}, {"day": "2026-05-01"}],
+            "pair": ["later", "noon"],
+        }
+    ).output
+    assert out.startswith("invalid arguments for 'book': ")
+    problems = out.removeprefix("invalid arguments for 'book': ").split("; ")
+    assert [problem.split(":")[0] for problem in problems] == [
+        "slots[0].count",  # the schema's
+        "slots[1].length",  # the schema's: a required property is missing
+        "slots[0].day",
+        "slots[0].length",
+        "pair[0]",
+        "pair[1]",
+    ]
+
+
+def test_a_refused_call_builds_no_dataclass_and_calls_no_model_while_looking_for_problems():
+    built: list[str] = []
+
+    @dataclass
+    class Noisy:
+        day: dt.date
+
+        def __post_init__(self) -> None:
+            built.append("Noisy")
+
+    class Model:
+        @classmethod
+        def model_json_schema(cls) -> dict[str, Any]:
+            return {"type": "object"}
+
+        @classmethod
+        def model_validate(cls, value: Any) -> Model:
+            built.append("Model")
+            return cls()
+
+    @tool
+    def probe(first: Noisy, second: Model, count: int) -> str:
+        return "ran"
+
+    out = probe({"first": {"day": "someday"}, "second": {}, "count": "x"}).output
+    assert out == (
+        "invalid arguments for 'probe': count: expected integer, got string \"x\"; "
+        'first.day: expected a date (YYYY-MM-DD, e.g. "2026-05-01"), got "someday"'
+    )
+    assert built == []
+    assert probe({"first": {"day": "2026-05-01"}, "second": {}, "count": 1}).output == "ran"
+    assert built == ["Noisy", "Model"]
+
+
+def test_values_of_the_wrong_shape_leave_the_search_for_conversion_problems_to_the_schema():
+    @tool
+    def shapes(
+        days: list[dt.date], pair: tuple[dt.date, int], by: dict[str, dt.date], at: dt.date
+    ) -> str:
+        return "ran"
+
+    out = shapes({"days": "2026-05-01", "pair": ["x"], "by": ["x"], "at": "never"}).output
+    assert out == (
+        "invalid arguments for 'shapes': "
+        'days: expected array, got string "2026-05-01"; '
+        "pair: expected at least 2 items, got 1; "
+        "by: expected object, got array; "
+        'at: expected a date (YYYY-MM-DD, e.g. "2026-05-01"), got "never"'
+    )

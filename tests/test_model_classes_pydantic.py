@@ -67,3 +67,31 @@ def test_a_pydantic_model_as_the_whole_arguments_object():
     assert place({"items": [{"sku": "a", "qty": 2}], "deliver_on": "2026-05-01"}).output == (
         "1 item(s) on 2026-05-01"
     )
+
+
+class Filter(pydantic.BaseModel):
+    text: str
+    limit: int = 10
+    since: dt.date | None = None
+    item: Item | None = None
+
+
+def test_a_strict_models_nulls_inside_an_optional_pydantic_model_read_as_its_defaults():
+    @tool
+    def search(flt: Filter | None = None, items: list[Item] = []) -> str:  # noqa: B006
+        """Search."""
+        return repr((flt, items))
+
+    strict = search.to_openai(strict=True)["function"]["parameters"]
+    sent = {
+        "flt": {"text": "x", "limit": None, "since": None, "item": {"sku": "a", "qty": None}},
+        "items": [{"sku": "b", "qty": None}],
+    }
+    from toolnexus.validation import Validator
+
+    assert Validator(strict).errors(sent) == []
+    result = search(sent)
+    assert not result.is_error, result.output
+    assert result.output == repr(
+        (Filter(text="x", limit=10, since=None, item=Item(sku="a")), [Item(sku="b")])
+    )

@@ -75,10 +75,14 @@ exit codes:
 
 _LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
+_REF_ARG = "the tools: module:attr, file.py:attr or mcp.json"
+
 _REF_HELP = """\
 REF names the tools: module:attr or path/to/file.py:attr, where attr is a
 function, a Tool, a Toolkit or a module; module (or file.py) alone means
-every @tool in it. The current directory is importable."""
+every @tool in it. The current directory is importable. A path ending in
+.json is an mcp.json: the tools of the MCP servers it configures, named
+SERVER_TOOL (serve it, and the process is a gateway to them)."""
 
 
 def _package() -> str:
@@ -136,6 +140,8 @@ def load_toolkit(ref: str) -> Toolkit:
     """
     if not isinstance(ref, str) or not ref.strip():
         raise RefError(str(ref), "empty REF; expected module:attr or path/to/file.py:attr")
+    if ref.endswith(".json"):
+        return _remote_toolkit(ref)
     target, attr = _split_ref(ref)
     module = _import_target(ref, target)
     if attr is None:
@@ -149,6 +155,23 @@ def load_toolkit(ref: str) -> Toolkit:
         except AttributeError:
             raise RefError(ref, _missing_attribute(target, value, ".".join(walked))) from None
     return _toolkit_of(ref, value)
+
+
+def _remote_toolkit(ref: str) -> Toolkit:
+    """The tools of the MCP servers an ``mcp.json`` configures (``toolnexus.mcp``'s
+    McpSource); servers that fail are named on stderr, the others serve."""
+    from .mcp import McpSource
+
+    try:
+        source = McpSource(ref).connect()
+    except (ValueError, TypeError) as exc:
+        raise RefError(ref, str(exc)) from None
+    for status in source.status().values():
+        if status.status == "failed":
+            print(f"toolnexus: MCP server {status.name!r} failed: {status.reason}", file=sys.stderr)
+    if not len(source.toolkit):
+        raise RefError(ref, f"{ref!r}: no MCP server in it offers a tool (see above)")
+    return source.toolkit
 
 
 def _split_ref(ref: str) -> tuple[str, str | None]:
@@ -1059,6 +1082,12 @@ def _finish(
         shown_args = f" --args {shlex.quote(json.dumps(args, ensure_ascii=False))}" if args else ""
         key_file = getattr(options, "secret_file", None)
         shown_key = f" --secret-file {shlex.quote(key_file)}" if key_file else ""
+        named = _store_url(options)
+        if named is not None and named[1] in ("--store", "--answers-db"):
+            from .stores._open import redact
+
+            # The same store, so the answer counts once; never its password, on a terminal.
+            shown_key += f" --store {shlex.quote(redact(named[0]))}"
         sys.stderr.write(
             _localize(
                 f"pending: {request.prompt}\nresume it with: toolnexus resume "
@@ -1367,7 +1396,7 @@ def _build_parser() -> argparse.ArgumentParser:
         epilog=f"{_REF_HELP}\n\nexamples:\n  toolnexus list toolnexus.demo:toolkit\n"
         "  toolnexus list examples/weather.py",
     )
-    listing.add_argument("ref", metavar="REF", help="the tools: module:attr or file.py:attr")
+    listing.add_argument("ref", metavar="REF", help=_REF_ARG)
     listing.set_defaults(handler=_cmd_list)
 
     schema = commands.add_parser(
@@ -1379,7 +1408,7 @@ def _build_parser() -> argparse.ArgumentParser:
         epilog=f"{_REF_HELP}\n\nexamples:\n  toolnexus schema toolnexus.demo:toolkit\n"
         "  toolnexus schema toolnexus.demo:toolkit crunch --format anthropic",
     )
-    schema.add_argument("ref", metavar="REF", help="the tools: module:attr or file.py:attr")
+    schema.add_argument("ref", metavar="REF", help=_REF_ARG)
     schema.add_argument("name", metavar="NAME", nargs="?", help="only this tool")
     schema.add_argument(
         "--format",
@@ -1463,7 +1492,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "  toolnexus serve toolnexus.demo:toolkit --http 8000 --token-file token.txt\n\n"
         f"With --http the token may also come from ${_TOKEN_ENV}.",
     )
-    serve.add_argument("ref", metavar="REF", help="the tools: module:attr or file.py:attr")
+    serve.add_argument("ref", metavar="REF", help=_REF_ARG)
     serve.add_argument("--name", help="the server name clients see (default: toolnexus)")
     serve.add_argument("--version", help="the server version clients see")
     serve.add_argument(
@@ -1527,7 +1556,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _add_call_options(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("ref", metavar="REF", help="the tools: module:attr or file.py:attr")
+    sub.add_argument("ref", metavar="REF", help=_REF_ARG)
     sub.add_argument(
         "rest",
         metavar="NAME key=value",

@@ -202,8 +202,8 @@ class Host:
             without it a random per-process key signs, so resumes work in this process
             only. See :mod:`toolnexus._binding`.
         answer_store: where used answers are remembered, so each is used once (default:
-            one in-memory store per process; :class:`~toolnexus.stores.SqliteAnswerStore`
-            shares them between processes).
+            the store ``TOOLNEXUS_STORE`` names, else one in-memory store per process;
+            :func:`~toolnexus.stores.open_store` opens one shared by processes or machines).
         max_rounds: how many answers one call may take. 1 (the loop rule): a retry that
             suspends again is ``unresolved: <prompt>``. More: the retry's new question is
             asked (``wait_for``) or handed back, bound to the same call, until the rounds

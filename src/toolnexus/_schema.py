@@ -11,6 +11,7 @@ read from the return annotation.
 from __future__ import annotations
 
 import collections.abc
+import contextvars
 import dataclasses
 import enum
 import functools
@@ -30,6 +31,9 @@ from .errors import ConversionError, SchemaInferenceError
 __all__ = [
     "ConversionError",
     "Converter",
+    "conversion_problems",
+    "convert_fields",
+    "dry_conversion",
     "Signature",
     "SchemaInferenceError",
     "describe_callable",
@@ -490,7 +494,8 @@ class _Inferrer:
             schema, convert = self.infer(member)
             schemas.append(schema)
             if convert is not None:
-                branches.append((_matcher(member, schema), convert))
+                known = self.classes.get(member) if isinstance(member, type) else None
+                branches.append((_matcher(member, schema, known), convert))
         return {"anyOf": schemas}, _union_converter(branches)
 
     def _tuple(self, args: tuple[Any, ...]) -> tuple[dict[str, Any], Converter | None]:
@@ -515,11 +520,14 @@ class _Inferrer:
         def each(value: Any) -> Any:
             try:
                 return tuple(convert(item) for convert, item in zip(converters, value, strict=True))
-            except ConversionError as exc:
-                pairs = enumerate(zip(converters, value, strict=False))
-                index = next(index for index, (convert, item) in pairs if _fails(convert, item))
-                exc.path.insert(0, index)
-                raise
+            except Exception as exc:
+                if not isinstance(value, list) or len(value) != len(converters):
+                    if _dry.get():
+                        return value  # not the shape the schema asks for: it says so
+                    raise
+                pairs = enumerate(zip(converters, value, strict=True))
+                _every_problem(exc, ((index, convert, item) for index, (convert, item) in pairs))
+                return value
 
         return schema, each
 
@@ -693,24 +701,7 @@ class _Inferrer:
         if not converters:
             return schema, None
         items = tuple(converters.items())
-
-        def convert(value: Any) -> Any:
-            out = value
-            for key, each in items:
-                if key in value:
-                    old = value[key]
-                    try:
-                        new = each(old)
-                    except ConversionError as exc:
-                        exc.path.insert(0, key)
-                        raise
-                    if new is not old:
-                        if out is value:
-                            out = dict(value)
-                        out[key] = new
-            return out
-
-        return schema, convert
+        return schema, lambda value: convert_fields(items, value)
 
     def _dataclass(self, cls: type) -> tuple[dict[str, Any], Converter | None]:
         hints = self._hints(cls)
@@ -737,16 +728,9 @@ class _Inferrer:
         def build(value: Any) -> Any:
             if isinstance(value, cls):
                 return value
-            if not items:
-                return cls(**value)
-            kwargs = dict(value)
-            for key, each in items:
-                if key in kwargs:
-                    try:
-                        kwargs[key] = each(kwargs[key])
-                    except ConversionError as exc:
-                        exc.path.insert(0, key)
-                        raise
+            kwargs = convert_fields(items, value) if items else value
+            if _dry.get():
+                return value  # a dry run checks the fields; it never builds the class
             return cls(**kwargs)
 
         return schema, build
@@ -819,6 +803,113 @@ def _with_extras(
     return out
 
 
+# --------------------------------------------------------------------------- conversion
+
+dry_conversion: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "toolnexus_dry_conversion", default=False
+)
+"""Set while a call the schema refused is converted only to find its conversion problems
+too (every problem in one answer): converters then build no dataclass and call no model,
+and a value that is not the shape the schema asks for is skipped (the schema reports it)."""
+_dry = dry_conversion
+
+
+class _Several(ConversionError):
+    """Several conversion problems of one call, each with its own path."""
+
+    def __init__(self, errors: list[ConversionError]) -> None:
+        super().__init__("; ".join(error.problem for error in errors))
+        self.errors = errors
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Several, (self.errors,))
+
+
+def conversion_problems(exc: ConversionError) -> list[ConversionError]:
+    """Each problem ``exc`` stands for (one, or all those a converter collected)."""
+    return list(exc.errors) if isinstance(exc, _Several) else [exc]
+
+
+def _placed(exc: ConversionError, where: str | int) -> list[ConversionError]:
+    found = conversion_problems(exc)
+    for each in found:
+        each.path.insert(0, where)
+    return found
+
+
+def _raise_all(errors: list[ConversionError]) -> NoReturn:
+    raise errors[0] if len(errors) == 1 else _Several(errors)
+
+
+def convert_fields(items: tuple[tuple[str, Converter], ...], value: Any) -> Any:
+    """The one converter loop over an object's fields (a keyword tool's arguments, a
+    TypedDict, a dataclass): ``value`` with each ``(key, converter)`` applied to the keys
+    it has, copied only when one changes. Every field is converted before anything is
+    raised, so a :class:`ConversionError` carries all the object's problems, each with
+    its path; another exception is raised as it is (in a dry run: skipped)."""
+    if value.__class__ is not dict and not isinstance(value, Mapping):
+        return value  # only a dry run gets here: the schema reports the shape
+    out: Any = value
+    errors: list[ConversionError] | None = None
+    for key, each in items:
+        if key in value:
+            old = value[key]
+            try:
+                new = each(old)
+            except ConversionError as exc:
+                errors = (errors or []) + _placed(exc, key)
+                continue
+            except Exception:
+                if not _dry.get():
+                    raise
+                continue
+            if new is not old:
+                if out is value:
+                    out = dict(value)
+                out[key] = new
+    if errors:
+        _raise_all(errors)
+    return out
+
+
+def _items_failed(
+    exc: Exception,
+    value: Any,
+    shape: type | tuple[type, ...],
+    convert: Converter,
+    pairs: Callable[[], Iterable[tuple[str | int, Any]]],
+) -> None:
+    """A container's conversion raised ``exc``: raise every item's problem with its place."""
+    if not isinstance(value, shape):
+        if _dry.get():
+            return  # not the shape the schema asks for: it says so
+        raise exc
+    _every_problem(exc, ((where, convert, item) for where, item in pairs()))
+
+
+def _every_problem(exc: Exception, triples: Iterable[tuple[str | int, Converter, Any]]) -> None:
+    """Re-run a failed conversion item by item — the failure path only, so the happy path
+    keeps no bookkeeping — and raise every :class:`ConversionError`, each with its place.
+    Another kind of exception is raised as it is; a dry run skips those and returns when
+    nothing else went wrong."""
+    dry = _dry.get()
+    if not isinstance(exc, ConversionError) and not dry:
+        raise exc
+    errors: list[ConversionError] = []
+    for where, convert, item in triples:
+        try:
+            convert(item)
+        except ConversionError as problem:
+            errors.extend(_placed(problem, where))
+        except Exception:
+            if not dry:
+                raise
+    if errors:
+        _raise_all(errors)
+    if not dry:
+        raise exc
+
+
 def _text_converter(parse: Callable[[str], Any]) -> Converter:
     def convert(value: Any) -> Any:
         if value.__class__ is not str:
@@ -859,7 +950,9 @@ def _model_clean(node: Any, renames: Mapping[str, str]) -> Any:
 
 def _model_converter(cls: Any) -> Converter:
     def convert(value: Any) -> Any:
-        if isinstance(value, cls):
+        if isinstance(value, cls) or _dry.get():
+            # A dry run leaves models alone: their schema already checked the value, and
+            # their own validators run once the rest of the call is valid.
             return value
         try:
             return cls.model_validate(value)
@@ -885,18 +978,6 @@ def _model_problem(cls: Any, exc: Exception) -> str:
     return f"not a valid {cls.__name__} ({text})"
 
 
-def _locate(convert: Converter, items: Iterable[tuple[str | int, Any]]) -> NoReturn:
-    """Re-run a failed conversion item by item to say where it failed (the failure path
-    only: the happy path carries no bookkeeping), then raise it with that place."""
-    for where, item in items:
-        try:
-            convert(item)
-        except ConversionError as exc:
-            exc.path.insert(0, where)
-            raise
-    raise ConversionError("a value could not be converted")
-
-
 def _list_converter(convert: Converter | None) -> Converter | None:
     if convert is None:
         return None
@@ -906,8 +987,9 @@ def _list_converter(convert: Converter | None) -> Converter | None:
     def each(value: Any) -> Any:
         try:
             out = [convert(item) for item in value]
-        except ConversionError:
-            _locate(convert, enumerate(value))
+        except Exception as exc:
+            _items_failed(exc, value, list, convert, lambda: enumerate(value))
+            return value
         return value if all(new is old for new, old in zip(out, value, strict=True)) else out
 
     return each
@@ -935,8 +1017,9 @@ def _collection_converter(kind: Callable[[Any], Any], convert: Converter | None)
     def each(value: Any) -> Any:
         try:
             return kind(convert(item) for item in value)
-        except ConversionError:
-            _locate(convert, enumerate(value))
+        except Exception as exc:
+            _items_failed(exc, value, list, convert, lambda: enumerate(value))
+            return value
 
     return each
 
@@ -948,14 +1031,22 @@ def _dict_converter(convert: Converter | None) -> Converter | None:
     def each(value: Any) -> Any:
         try:
             return {key: convert(item) for key, item in value.items()}
-        except ConversionError:
-            _locate(convert, value.items())
+        except Exception as exc:
+            _items_failed(exc, value, Mapping, convert, lambda: value.items())
+            return value
 
     return each
 
 
-def _matcher(member: Any, schema: Mapping[str, Any]) -> Callable[[Any], bool]:
-    """A cheap test of whether a JSON value belongs to one branch of a union."""
+def _matcher(
+    member: Any, schema: Mapping[str, Any], known: _ClassDef | None = None
+) -> Callable[[Any], bool]:
+    """A cheap test of whether a JSON value belongs to one branch of a union.
+
+    For a TypedDict or dataclass (``known``: what inference wrote for it), the keys are
+    read from its inferred schema when the test runs — requiredness as inference read it
+    (``__required_keys__`` misses ``NotRequired`` written as a string before 3.14), and a
+    recursive class's schema is complete by then."""
     kind = schema.get("type")
     if "enum" in schema:
         allowed = list(schema["enum"])
@@ -971,37 +1062,23 @@ def _matcher(member: Any, schema: Mapping[str, Any]) -> Callable[[Any], bool]:
         )
     if kind == "integer":
         return lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)
-    if _is_typeddict(member) or _is_dataclass_type(member) or kind == "object":
-        if _is_dataclass_type(member):
-            names = {f.name for f in dataclasses.fields(member) if f.init}
-            needed = {
-                f.name
-                for f in dataclasses.fields(member)
-                if f.init
-                and f.default is dataclasses.MISSING
-                and f.default_factory is dataclasses.MISSING
-            }
-        elif _is_typeddict(member):
-            names = set(getattr(member, "__annotations__", {}))  # inherited keys included
-            needed = set(member.__required_keys__)
-        else:
-            return lambda value: isinstance(value, Mapping)
-        return lambda value: (
-            isinstance(value, Mapping) and needed <= value.keys() and value.keys() <= names
-        )
+    if known is not None and (_is_typeddict(member) or _is_dataclass_type(member)):
+
+        def fits(value: Any) -> bool:
+            if not isinstance(value, Mapping):
+                return False
+            needed = known.schema.get("required", ())
+            names = known.schema.get("properties", {})
+            return all(key in value for key in needed) and all(key in names for key in value)
+
+        return fits
+    if kind == "object" or _is_typeddict(member) or _is_dataclass_type(member):
+        return lambda value: isinstance(value, Mapping)
     if kind == "array":
         return lambda value: isinstance(value, list)
     if kind == "string":
         return lambda value: isinstance(value, str)
     return lambda value: True
-
-
-def _fails(convert: Converter, item: Any) -> bool:
-    try:
-        convert(item)
-    except ConversionError:
-        return True
-    return False
 
 
 def _union_converter(

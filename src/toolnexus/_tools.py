@@ -28,7 +28,10 @@ from ._schema import (
     OUTPUT_WRAPPER,
     ConversionError,
     Signature,
+    conversion_problems,
+    convert_fields,
     describe_callable,
+    dry_conversion,
     infer,
     int_from_float,
     sanitize_name,
@@ -335,8 +338,25 @@ class Tool(Generic[P, R]):
         except OperationCancelledError as exc:
             return args, ToolResult(f"cancelled: {exc}", True)
         if problems:
+            if self._signature is not None and self._signature.converters:
+                problems = problems + self._conversion_problems(args)
             return args, ToolResult(self._prefix + "; ".join(problems), True)
         return args, None
+
+    def _conversion_problems(self, args: Any) -> list[str]:
+        """What converting ``args`` (which the schema refused) finds wrong besides: a date
+        that does not read as one, say — so a model learns every problem in one answer.
+        A dry run: the function is not called, and no dataclass or model is built."""
+        token = dry_conversion.set(True)
+        try:
+            self._invoke(_never_called, args, None)
+        except ConversionError as exc:
+            return _conversion_texts(exc)
+        except Exception:  # the schema already explains what does not fit
+            return []
+        finally:
+            dry_conversion.reset(token)
+        return []
 
     async def acall(
         self, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
@@ -424,10 +444,7 @@ class Tool(Generic[P, R]):
         return mcp_tool(self)
 
     def _unconvertible(self, exc: ConversionError) -> ToolResult:
-        from .validation import format_path
-
-        where = format_path(tuple(exc.path))
-        return ToolResult(f"{self._prefix}{where + ': ' if where else ''}{exc.problem}", True)
+        return ToolResult(self._prefix + "; ".join(_conversion_texts(exc)), True)
 
     def _failed(self, exc: BaseException) -> ToolResult:
         # The traceback is for the developer's logs, never for the model.
@@ -547,6 +564,21 @@ class Tool(Generic[P, R]):
 # --------------------------------------------------------------------------- calling
 
 
+def _never_called(*args: Any, **kwargs: Any) -> None:
+    """The function a dry run of the arguments' conversion hands them to."""
+
+
+def _conversion_texts(exc: ConversionError) -> list[str]:
+    """``path: problem`` for each problem ``exc`` carries, as the validator words them."""
+    from .validation import format_path
+
+    texts = []
+    for each in conversion_problems(exc):
+        where = format_path(tuple(each.path))
+        texts.append(f"{where}: {each.problem}" if where else each.problem)
+    return texts
+
+
 def _is_async_callable(fn: Callable[..., Any]) -> bool:
     if inspect.iscoroutinefunction(fn):
         return True
@@ -653,23 +685,11 @@ def _build_invoke(sig: Signature) -> Invoke:
                 if kwargs is args:
                     kwargs = dict(args)
                 kwargs[key] = int(args[key])
-        for key, each in converters:
-            if key in args:
-                old = args[key]
-                try:
-                    new = each(old)
-                except ConversionError as exc:
-                    exc.path.insert(0, key)
-                    raise
-                if new is not old:
-                    if kwargs is args:
-                        kwargs = dict(args)
-                    kwargs[key] = new
         if extra is not None:
-            kwargs = {
-                key: (value if key in named else _converted(extra, key, value))
-                for key, value in kwargs.items()
-            }
+            others = tuple((key, extra) for key in args if key not in named)
+            kwargs = convert_fields(converters + others, kwargs)
+        elif converters:
+            kwargs = convert_fields(converters, kwargs)
         if ctx_name is not None and not (ctx is None and ctx_has_default):
             kwargs = {**kwargs, ctx_name: ctx or ToolContext()}
         if positional:
@@ -681,48 +701,65 @@ def _build_invoke(sig: Signature) -> Invoke:
     return keyword
 
 
-def _converted(convert: Callable[[Any], Any], key: str, value: Any) -> Any:
-    try:
-        return convert(value)
-    except ConversionError as exc:
-        exc.path.insert(0, key)
-        raise
-
-
 Strip = Callable[[Any], Any]
+_PLANNING: Any = object()  # a $ref whose plan is being made (met again: it is recursive)
 
 
 def _null_stripper(root: Mapping[str, Any]) -> Strip | None:
     """Read ``null`` for an optional property that does not accept null as 'not given'.
 
-    OpenAI's strict mode makes every optional property required-but-nullable, so a
-    model sends ``null`` for what it leaves out; without this, the validator would refuse
-    those nulls. Returns None when the schema has no such property (the common case,
-    which then costs nothing per call). Follows ``properties``, ``items`` and local
-    ``$ref``; returns values unchanged unless a null was dropped.
+    OpenAI's strict mode makes every optional property required-but-nullable, at every
+    depth, so a model sends ``null`` for what it leaves out; without this, the validator
+    would refuse those nulls. Returns None when the schema has no such property (the
+    common case, which then costs nothing per call).
+
+    Follows every place a schema can nest an object: ``properties``,
+    ``additionalProperties``, ``items`` and ``prefixItems`` (by position), ``$ref``,
+    ``allOf`` (each in turn), and ``anyOf``/``oneOf`` — for those, the first branch whose
+    shape fits the value (its type, its required keys, a closed object's known keys) is
+    the one followed, so ``Optional[Point]``, ``Point | Line`` and a list of either read
+    the same as a plain ``Point``. Returns values unchanged unless a null was dropped (a
+    changed value is a copy: the caller's is never modified).
     """
-    refs: dict[str, list[Strip | None]] = {}
+    refs: dict[str, list[Any]] = {}
 
     def plan(node: Any, depth: int) -> Strip | None:
         if not isinstance(node, Mapping) or depth > 64:
             return None
+        steps: list[Strip] = []
         ref = node.get("$ref")
         if isinstance(ref, str):
             cell = refs.get(ref)
             if cell is None:
-                cell = refs[ref] = [None]
+                cell = refs[ref] = [_PLANNING]
                 cell[0] = plan(_pointer(root, ref), depth + 1)
-                if cell[0] is None:
-                    return None
-            # Looked up at call time: a recursive reference's plan is finished later.
-            return lambda value: value if cell[0] is None else cell[0](value)
-        items = node.get("items")
-        item_plan = plan(items, depth + 1) if isinstance(items, Mapping) else None
+            if cell[0] is _PLANNING:
+                # A recursive reference: its plan is finished later, so look it up per call.
+                steps.append(lambda value: value if cell[0] is None else cell[0](value))
+            elif cell[0] is not None:
+                steps.append(cell[0])
+        each = _object_plan(node, depth)
+        if each is not None:
+            steps.append(each)
+        each = _array_plan(node, depth)
+        if each is not None:
+            steps.append(each)
+        all_of = node.get("allOf")
+        for branch in all_of if isinstance(all_of, list) else ():
+            each = plan(branch, depth + 1)
+            if each is not None:
+                steps.append(each)
+        for key in ("anyOf", "oneOf"):
+            branches = node.get(key)
+            if isinstance(branches, list):
+                each = _union_plan(branches, depth)
+                if each is not None:
+                    steps.append(each)
+        return _in_turn(steps)
+
+    def _object_plan(node: Mapping[str, Any], depth: int) -> Strip | None:
         properties = node.get("properties")
-        if not isinstance(properties, Mapping):
-            if item_plan is None:
-                return None
-            return lambda value: _map_items(item_plan, value)
+        properties = properties if isinstance(properties, Mapping) else {}
         required = node.get("required", ())
         drop = tuple(
             key
@@ -731,45 +768,112 @@ def _null_stripper(root: Mapping[str, Any]) -> Strip | None:
         )
         inner = tuple(
             (key, each)
-            for key, each in (
-                (key, plan(sub, depth + 1))
-                for key, sub in properties.items()
-                if "properties" in sub or "items" in sub or "$ref" in sub
-            )  # else: a leaf
+            for key, each in ((key, plan(sub, depth + 1)) for key, sub in properties.items())
             if each is not None
         )
-        if not drop and not inner:
-            return None if item_plan is None else (lambda value: _map_items(item_plan, value))
+        extra = node.get("additionalProperties")
+        other = plan(extra, depth + 1) if isinstance(extra, Mapping) else None
+        if not drop and not inner and other is None:
+            return None
 
         def strip(value: Any) -> Any:
             if not isinstance(value, Mapping):
-                return _map_items(item_plan, value) if item_plan is not None else value
+                return value
             out: Any = value
             for key in drop:
                 if key in value and value[key] is None:
                     if out is value:
                         out = dict(value)
                     del out[key]
-            for key, each in inner:
-                if key in out:
-                    old = out[key]
-                    new = each(old)
-                    if new is not old:
-                        if out is value:
-                            out = dict(value)
-                        out[key] = new
+            changes = [(key, each, out[key]) for key, each in inner if key in out]
+            if other is not None:
+                known = properties.keys()
+                changes.extend((key, other, item) for key, item in out.items() if key not in known)
+            for key, each, old in changes:
+                new = each(old)
+                if new is not old:
+                    if out is value:
+                        out = dict(value)
+                    out[key] = new
             return out
+
+        return strip
+
+    def _array_plan(node: Mapping[str, Any], depth: int) -> Strip | None:
+        prefix = node.get("prefixItems")
+        leading = [plan(each, depth + 1) for each in prefix] if isinstance(prefix, list) else []
+        items = node.get("items")
+        rest = plan(items, depth + 1) if isinstance(items, Mapping) else None
+        if rest is None and all(each is None for each in leading):
+            return None
+        plans = tuple(leading)
+
+        def strip(value: Any) -> Any:
+            if not isinstance(value, list):
+                return value
+            out = []
+            for index, item in enumerate(value):
+                each = plans[index] if index < len(plans) else rest
+                out.append(item if each is None else each(item))
+            return value if all(new is old for new, old in zip(out, value, strict=True)) else out
+
+        return strip
+
+    def _union_plan(branches: list[Any], depth: int) -> Strip | None:
+        planned = [(branch, plan(branch, depth + 1)) for branch in branches]
+        if all(each is None for _, each in planned):
+            return None
+
+        def strip(value: Any) -> Any:
+            if value is None:
+                return value
+            for branch, each in planned:
+                if _fits(branch, value, root):
+                    return value if each is None else each(value)
+            return value
 
         return strip
 
     return plan(root, 0)
 
 
-def _map_items(each: Strip, value: Any) -> Any:
-    if not isinstance(value, list):
+def _in_turn(steps: list[Strip]) -> Strip | None:
+    if not steps:
+        return None
+    if len(steps) == 1:
+        return steps[0]
+
+    def strip(value: Any) -> Any:
+        for each in steps:
+            value = each(value)
         return value
-    out = [each(item) for item in value]
-    return value if all(new is old for new, old in zip(out, value, strict=True)) else out
+
+    return strip
+
+
+def _fits(schema: Any, value: Any, root: Mapping[str, Any], depth: int = 0) -> bool:
+    """Whether ``value`` has the shape of union branch ``schema``: its JSON type, and for an
+    object its required keys and (when closed) no key it does not know. Cheap and
+    structural: it only picks the branch whose nulls are read as 'not given'."""
+    if not isinstance(schema, Mapping) or depth > 32:
+        return isinstance(schema, bool) and schema
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and not _fits(_pointer(root, ref), value, root, depth + 1):
+        return False
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else None
+    if isinstance(value, Mapping):
+        if kinds is not None and "object" not in kinds:
+            return False
+        properties = schema.get("properties")
+        closed = schema.get("additionalProperties") is False
+        if closed and isinstance(properties, Mapping) and not value.keys() <= properties.keys():
+            return False
+        required = schema.get("required")
+        return not isinstance(required, list) or all(key in value for key in required)
+    if isinstance(value, list):
+        return kinds is None or "array" in kinds
+    return True
 
 
 def _pointer(root: Mapping[str, Any], ref: str) -> Any:
@@ -786,6 +890,12 @@ def _accepts_null(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int
     if isinstance(ref, str):
         target = _pointer(root, ref)
         return not isinstance(target, Mapping) or _accepts_null(target, root, depth + 1)
+    all_of = schema.get("allOf")
+    if isinstance(all_of, list) and not all(
+        not isinstance(branch, Mapping) or _accepts_null(branch, root, depth + 1)
+        for branch in all_of
+    ):
+        return False
     kind = schema.get("type")
     if kind == "null" or (isinstance(kind, list) and "null" in kind):
         return True

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from ._client import McpClient
     from ._client_session import ClientSession
     from ._http_server import HttpServer, serve_http
+    from ._source import McpServerStatus, McpSource, load_mcp_json
 
 __all__ = [
     "LEGACY_PROTOCOL_VERSIONS",
@@ -61,11 +62,14 @@ __all__ = [
     "ClientSession",
     "HttpServer",
     "McpClient",
+    "McpServerStatus",
+    "McpSource",
     "Send",
     "ServerOptions",
     "ServerSession",
     "StartCall",
     "asgi_app",
+    "load_mcp_json",
     "result_from_mcp",
     "serve_http",
     "serve_stdio",
@@ -93,6 +97,9 @@ _LAZY = {
     # The client loads on first use too: a server never imports it.
     "ClientSession": "_client_session",
     "McpClient": "_client",
+    "McpServerStatus": "_source",
+    "McpSource": "_source",
+    "load_mcp_json": "_source",
 }
 
 

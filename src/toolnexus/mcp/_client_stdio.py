@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import io
 import os
 import signal
 import subprocess
@@ -128,8 +129,11 @@ class StdioTransport:
     # ------------------------------------------------------------------ reading
 
     def _read(self) -> None:
-        stdout = self._process.stdout
-        assert stdout is not None
+        raw = self._process.stdout
+        assert raw is not None
+        # The pipe is unbuffered (bufsize=0, for stdin's sake); readline on it would read
+        # one byte per system call.
+        stdout = io.BufferedReader(raw, 1 << 16)  # type: ignore[type-var]
         reason = "the server closed its stdout"
         limit = self._limit
         try:
@@ -143,6 +147,8 @@ class StdioTransport:
                         "(max_message_bytes); the connection was closed"
                     )
                     self._on_problem("too long", reason, None)
+                    # The rest of that line would still block the child: end it now.
+                    self._signal(getattr(signal, "SIGKILL", signal.SIGTERM))
                     break
                 text = line.strip()
                 if not text:

@@ -44,7 +44,9 @@ class ServerOptions:
             its call; None reads ``TOOLNEXUS_SECRET``, else a random per-process key. Give
             every process (replica, restart) the same key to resume what another asked.
         answer_store: where used answers are remembered so each counts once (see
-            :mod:`toolnexus.stores`); None: one in-memory store per process.
+            :mod:`toolnexus.stores`; give every replica the same one, e.g.
+            ``open_store("postgresql://…")``); None: the store ``TOOLNEXUS_STORE`` names,
+            else one in memory per process.
         max_rounds: how many answers one call may take: 1 (the loop rule) makes a retry
             that asks again ``unresolved: <prompt>``.
         page_size: tools per ``tools/list`` page (``nextCursor`` beyond it).

@@ -1,0 +1,461 @@
+"""``mcp.json``: the MCP servers a user already configured, as one toolkit.
+
+:class:`McpSource` reads the configuration format MCP clients share — the ``mcpServers``
+object of Claude Desktop and its many followers, VS Code's ``servers``, or an ``mcp``
+wrapper around either — starts or connects to every enabled server at once (each phase
+bounded by that server's ``timeout``), and gathers their tools in one
+:class:`~toolnexus.Toolkit`, named ``<server>_<tool>``. A server that cannot be used never
+breaks the others: its status says ``failed`` and why.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidTypeError, InvalidValueError, McpError
+
+if TYPE_CHECKING:
+    from .._toolkit import Toolkit
+    from .._tools import Tool
+    from ._client import McpClient
+
+__all__ = ["McpServerStatus", "McpSource", "load_mcp_json"]
+
+_log = logging.getLogger("toolnexus.mcp.client")
+
+_DEFAULT_TIMEOUT_MS = 30_000
+_VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+_KNOWN_KEYS = frozenset(
+    {
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "url",
+        "headers",
+        "type",
+        "transport",
+        "disabled",
+        "enabled",
+        "timeout",
+        "includeTools",
+        "excludeTools",
+        "prefix",
+        "description",
+        "envFile",
+    }
+)
+
+
+@dataclass(frozen=True)
+class McpServerStatus:
+    """Where one configured server stands.
+
+    Attributes:
+        name: the server's key in ``mcp.json``.
+        status: ``"connected"``, ``"disabled"`` (switched off in the file) or
+            ``"failed"``.
+        reason: why it failed (or is disabled); ``None`` when connected.
+        tools: the names of the tools it contributes to the toolkit.
+
+    Example::
+
+        for status in source.status().values():
+            print(status.name, status.status, status.reason or "")
+    """
+
+    name: str
+    status: str
+    reason: str | None = None
+    tools: tuple[str, ...] = ()
+
+
+class _Server:
+    def __init__(self, name: str, options: dict[str, Any], include: Any, exclude: Any) -> None:
+        self.name = name
+        self.options = options
+        self.include = include
+        self.exclude = exclude
+        self.client: McpClient | None = None
+        self.status = McpServerStatus(name, "failed", "not connected yet")
+        self.tools: list[Tool] = []
+
+
+class McpSource:
+    """The servers of an ``mcp.json`` (a path, or the parsed object) as one toolkit.
+
+    :meth:`connect` starts every enabled server at once; :attr:`toolkit` then holds their
+    tools, named ``<server>_<tool>`` (sanitised) unless ``prefix`` maps a server to
+    another prefix (``""`` keeps the server's own names). Two servers that name a tool the
+    same: the first one listed keeps it, the other's is skipped with a warning. A tool
+    list change (``notifications/tools/list_changed``) refreshes that server's tools in
+    the toolkit. :meth:`close` (also at interpreter exit) ends every server.
+
+    What a server entry may say: ``command`` + ``args`` (+ ``env``, ``cwd``) for stdio, or
+    ``url`` (+ ``headers``) for Streamable HTTP; ``type`` (``stdio``, ``http``,
+    ``streamable-http``); ``disabled: true`` / ``enabled: false``; ``timeout`` (ms, each
+    phase of connecting); ``includeTools`` / ``excludeTools`` (the server's tool names);
+    ``prefix``. ``${NAME}`` (or ``${env:NAME}``) in ``args``, ``env``, ``cwd``, ``url`` and
+    ``headers`` is read from the environment; header values are never logged.
+
+    Raises ``ValueError``/``TypeError`` naming the place for a file that is not such a
+    configuration (``servers.db.args: must be a list of strings``); a server that merely
+    fails to start is a status, never an exception.
+
+    Example::
+
+        from toolnexus import Host
+        from toolnexus.mcp import McpSource
+
+        with McpSource("mcp.json").connect() as source:
+            print({name: s.status for name, s in source.status().items()})
+            with Host(source.toolkit, timeout_ms=30_000) as host:
+                print(host.call("files_read_file", {"path": "README.md"}).output)
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any] | str | os.PathLike[str],
+        *,
+        prefix: Mapping[str, str] | None = None,
+        timeout_ms: int = _DEFAULT_TIMEOUT_MS,
+        idle_timeout_ms: int | None = None,
+        elicitation: bool = True,
+        client_name: str = "toolnexus",
+    ) -> None:
+        from .._toolkit import Toolkit
+
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0:
+            raise InvalidValueError(f"timeout_ms must be an int > 0, got {timeout_ms!r}")
+        self._where = "mcp.json"
+        if isinstance(config, Mapping):
+            document: Any = config
+        else:
+            self._where = os.fspath(config)
+            try:
+                with open(config, encoding="utf-8") as handle:
+                    document = json.load(handle)
+            except OSError as exc:
+                raise InvalidValueError(
+                    f"cannot read {self._where!r}: {exc.strerror or exc}"
+                ) from None
+            except ValueError as exc:
+                raise InvalidValueError(f"{self._where!r} is not JSON: {exc}") from None
+        self._prefix = dict(prefix or {})
+        self._defaults: dict[str, Any] = {
+            "timeout_ms": timeout_ms,
+            "idle_timeout_ms": idle_timeout_ms,
+            "elicitation": elicitation,
+            "client_name": client_name,
+        }
+        self._servers = self._read(document)
+        self._lock = threading.Lock()
+        self.toolkit: Toolkit = Toolkit()
+        """Every connected server's tools (kept up to date on list changes)."""
+        self._closed = False
+
+    # ------------------------------------------------------------------ reading
+
+    def _read(self, document: Any) -> dict[str, _Server]:
+        where = self._where
+        if not isinstance(document, Mapping):
+            raise InvalidTypeError(f"{where}: must be a JSON object with an mcpServers object")
+        servers: Any = None
+        path = ""
+        for key in ("mcpServers", "servers"):
+            if key in document:
+                servers, path = document[key], key
+                break
+        else:
+            if "mcp" in document:
+                inner = document["mcp"]
+                path = "mcp"
+                servers = inner
+                if isinstance(inner, Mapping):
+                    for key in ("servers", "mcpServers"):
+                        if key in inner:
+                            servers, path = inner[key], f"mcp.{key}"
+                            break
+        if servers is None:
+            raise InvalidValueError(
+                f"{where}: no servers found; write "
+                '{"mcpServers": {"name": {"command": ..., "args": [...]}}} (or "servers", '
+                'or "mcp": {"servers": ...})'
+            )
+        if not isinstance(servers, Mapping):
+            raise InvalidTypeError(f"{where}: {path} must be an object of servers by name")
+        return {
+            name: self._read_server(name, entry, f"{where}: {path}.{name}")
+            for name, entry in servers.items()
+        }
+
+    def _read_server(self, name: str, entry: Any, where: str) -> _Server:
+        if not isinstance(entry, Mapping):
+            raise InvalidTypeError(f"{where}: must be an object, got {type(entry).__name__}")
+        unknown = sorted(set(entry) - _KNOWN_KEYS)
+        if unknown:
+            _log.debug("%s: ignoring %s", where, ", ".join(unknown))
+        options: dict[str, Any] = {}
+        kind = entry.get("type", entry.get("transport"))
+        if kind is not None and kind not in ("stdio", "http", "streamable-http", "sse"):
+            raise InvalidValueError(
+                f"{where}.type: must be stdio, http or streamable-http, got {kind!r}"
+            )
+        command = entry.get("command")
+        url = entry.get("url")
+        if (command is None) == (url is None):
+            raise InvalidValueError(
+                f"{where}: give either command (+ args) for a stdio server or url for an HTTP "
+                "server"
+            )
+        if command is not None:
+            _text(command, f"{where}.command")
+            options["command"] = command
+            options["args"] = _texts(entry.get("args", []), f"{where}.args")
+            options["env"] = _text_map(entry.get("env", {}), f"{where}.env")
+            if "cwd" in entry:
+                options["cwd"] = _text(entry["cwd"], f"{where}.cwd")
+        else:
+            options["url"] = _text(url, f"{where}.url")
+            options["headers"] = _text_map(entry.get("headers", {}), f"{where}.headers")
+            options["sse"] = kind == "sse"
+        timeout = entry.get("timeout")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0
+        ):
+            raise InvalidValueError(f"{where}.timeout: must be milliseconds > 0, got {timeout!r}")
+        options["timeout_ms"] = timeout
+        disabled = entry.get("disabled", False) is True or entry.get("enabled", True) is False
+        options["disabled"] = disabled
+        include = entry.get("includeTools")
+        if include is not None:
+            include = _texts(include, f"{where}.includeTools")
+        exclude = _texts(entry.get("excludeTools", []), f"{where}.excludeTools")
+        if "prefix" in entry:
+            options["prefix"] = _text(entry["prefix"], f"{where}.prefix", allow_empty=True)
+        return _Server(name, options, include, exclude)
+
+    # ------------------------------------------------------------------ connecting
+
+    def connect(self) -> McpSource:
+        """Connect every enabled server at once and gather their tools; returns ``self``.
+        Never raises for a server that fails: see :meth:`status`."""
+        threads = []
+        for server in self._servers.values():
+            if server.options["disabled"]:
+                server.status = McpServerStatus(server.name, "disabled", "disabled in the file")
+                continue
+            thread = threading.Thread(
+                target=self._connect_one,
+                args=(server,),
+                name=f"toolnexus-mcp-connect-{server.name}",
+                daemon=True,
+            )
+            threads.append(thread)
+            thread.start()
+        for thread in threads:
+            thread.join()
+        # Registered in file order, whoever connected first: the first server listed keeps
+        # a name two servers share.
+        for server in self._servers.values():
+            self._register(server)
+        return self
+
+    def _connect_one(self, server: _Server) -> None:
+        from ._client import McpClient
+
+        options = server.options
+        try:
+            if options.get("sse"):
+                raise McpError(
+                    server.name,
+                    "the legacy HTTP+SSE transport (type: sse) is not supported; use the "
+                    "server's Streamable HTTP endpoint (type: http)",
+                )
+            expanded = _expand(options, server.name)
+            timeout = options["timeout_ms"] or self._defaults["timeout_ms"]
+            client = McpClient(
+                expanded.get("command"),
+                expanded.get("args", ()),
+                url=expanded.get("url"),
+                headers=expanded.get("headers"),
+                env=expanded.get("env"),
+                cwd=expanded.get("cwd"),
+                name=server.name,
+                timeout_ms=timeout,
+                idle_timeout_ms=self._defaults["idle_timeout_ms"],
+                elicitation=self._defaults["elicitation"],
+                client_name=self._defaults["client_name"],
+            )
+            server.client = client
+            prefix = self._prefix.get(server.name, options.get("prefix"))
+            server.tools = client.tools(
+                prefix=prefix, include=server.include, exclude=server.exclude
+            )
+            client.on_tools_changed(lambda: self._refresh(server))
+            server.status = McpServerStatus(server.name, "connected")
+        except (McpError, ValueError, TypeError) as exc:
+            reason = exc.problem if isinstance(exc, McpError) else str(exc)
+            server.status = McpServerStatus(server.name, "failed", reason)
+            _log.warning("MCP server %s failed: %s", server.name, reason)
+            if server.client is not None:
+                server.client.close()
+                server.client = None
+
+    def _register(self, server: _Server) -> None:
+        kept: list[str] = []
+        with self._lock:
+            for tool in server.tools:
+                if tool.name in self.toolkit:
+                    owner = self._owner(tool.name)
+                    _log.warning(
+                        "MCP server %s: tool %r skipped: server %s already has a tool of that "
+                        "name (give one of them a prefix)",
+                        server.name,
+                        tool.name,
+                        owner,
+                    )
+                    continue
+                self.toolkit.register(tool)
+                kept.append(tool.name)
+        if server.status.status == "connected":
+            server.status = McpServerStatus(server.name, "connected", None, tuple(kept))
+
+    def _owner(self, tool_name: str) -> str:
+        for server in self._servers.values():
+            if tool_name in server.status.tools:
+                return server.name
+        return "another server"
+
+    def _refresh(self, server: _Server) -> None:
+        client = server.client
+        if client is None or self._closed:
+            return
+        prefix = self._prefix.get(server.name, server.options.get("prefix"))
+        try:
+            tools = client.tools(prefix=prefix, include=server.include, exclude=server.exclude)
+        except McpError as exc:
+            _log.warning("MCP server %s: refreshing its tools failed: %s", server.name, exc)
+            return
+        with self._lock:
+            for name in server.status.tools:
+                if name in self.toolkit:
+                    self.toolkit.remove(name)
+        server.tools = tools
+        self._register(server)
+        _log.info("MCP server %s: tools now %s", server.name, ", ".join(server.status.tools))
+
+    # ------------------------------------------------------------------ state
+
+    def status(self) -> dict[str, McpServerStatus]:
+        """Each configured server's status, by name, in file order."""
+        return {name: server.status for name, server in self._servers.items()}
+
+    def client(self, name: str) -> McpClient:
+        """The connected client of server ``name``. Raises
+        :class:`~toolnexus.errors.McpError` naming the connected servers when ``name`` is
+        not one of them."""
+        server = self._servers.get(name)
+        if server is None or server.client is None:
+            connected = [n for n, s in self._servers.items() if s.client is not None]
+            state = "not configured" if server is None else server.status.status
+            raise McpError(
+                name, f"{state}, not connected; connected: {', '.join(connected) or 'none'}"
+            )
+        return server.client
+
+    def close(self) -> None:
+        """Close every server's client (ending its process or session). Idempotent."""
+        self._closed = True
+        clients = [s.client for s in self._servers.values() if s.client is not None]
+        threads = [
+            threading.Thread(target=client.close, name="toolnexus-mcp-close", daemon=True)
+            for client in clients
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def __enter__(self) -> McpSource:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        counts: dict[str, int] = {}
+        for server in self._servers.values():
+            counts[server.status.status] = counts.get(server.status.status, 0) + 1
+        shown = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no servers"
+        return f"<McpSource {self._where!r}: {shown}, {len(self.toolkit)} tools>"
+
+
+def load_mcp_json(config: Mapping[str, Any] | str | os.PathLike[str], **options: Any) -> McpSource:
+    """Read ``config`` (an ``mcp.json`` path or its parsed object) and connect its servers:
+    ``McpSource(config, **options).connect()``.
+
+    Example::
+
+        source = load_mcp_json("mcp.json")
+        toolkit = source.toolkit
+    """
+    return McpSource(config, **options).connect()
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _text(value: Any, where: str, allow_empty: bool = False) -> str:
+    if not isinstance(value, str) or (not value and not allow_empty):
+        raise InvalidTypeError(f"{where}: must be a non-empty string, got {value!r}")
+    return value
+
+
+def _texts(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise InvalidTypeError(f"{where}: must be a list of strings")
+    return list(value)
+
+
+def _text_map(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise InvalidTypeError(f"{where}: must be an object of strings")
+    return dict(value)
+
+
+def _expand(options: Mapping[str, Any], server: str) -> dict[str, Any]:
+    """``options`` with ``${NAME}`` read from the environment. A variable that is not
+    set fails the server, naming the variable (never a value)."""
+
+    def one(text: str, where: str) -> str:
+        def value(match: re.Match[str]) -> str:
+            name = match.group(1)
+            found = os.environ.get(name)
+            if found is None:
+                raise McpError(
+                    server, f"{where} uses ${{{name}}}, which is not set in the environment"
+                )
+            return found
+
+        return _VARIABLE.sub(value, text)
+
+    out: dict[str, Any] = dict(options)
+    for key in ("command", "url", "cwd"):
+        if isinstance(out.get(key), str):
+            out[key] = one(out[key], key)
+    if "args" in out:
+        out["args"] = [one(arg, "args") for arg in out["args"]]
+    for key in ("env", "headers"):
+        if key in out:
+            out[key] = {name: one(text, f"{key}.{name}") for name, text in out[key].items()}
+    return out

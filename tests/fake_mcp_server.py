@@ -1,0 +1,116 @@
+"""A misbehaving MCP server over stdio, for the client's bad-input tests.
+
+``python tests/fake_mcp_server.py MODE`` speaks just enough of the legacy protocol
+(``server/discover`` is refused as unknown, so a client falls back to ``initialize``) to
+list two tools and answer ``tools/call`` — each MODE breaks one rule:
+
+- ``fine``: behaves;
+- ``garbage``: prints lines that are not JSON-RPC before every answer;
+- ``wrong-ids``: answers a call first with a wrong id, then a non-object result, then right;
+- ``huge``: answers a call with a 2 MB text;
+- ``deep``: answers a call with a result nested 10,000 levels deep;
+- ``die``: exits (code 3, a word on stderr) in the middle of a call;
+- ``silent``: never answers anything;
+- ``bad-schema``: lists a tool whose schema the validator refuses, next to a good one;
+- ``changes``: says its tool list changed after the first call (the list grows).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "fine"
+GOOD = {
+    "name": "echo",
+    "description": "Echoes.",
+    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+}
+BAD = {
+    "name": "broken",
+    "description": "Bad schema.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"x": {"type": "string", "pattern": "(unclosed"}},
+    },
+}
+EXTRA = {"name": "extra", "description": "Appears later.", "inputSchema": {"type": "object"}}
+calls = 0
+
+
+def send(message: object) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def text(request_id: object, value: str) -> None:
+    send(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "result": {"content": [{"type": "text", "text": value}], "isError": False},
+        }
+    )
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method = message.get("method")
+    request_id = message.get("id")
+    if MODE == "silent" or request_id is None:
+        continue
+    if method == "initialize":
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {
+                    "protocolVersion": "2025-06-18",
+                    "serverInfo": {"name": "fake", "version": "0"},
+                    "capabilities": {"tools": {"listChanged": True}},
+                },
+            }
+        )
+    elif method == "tools/list":
+        tools = [GOOD, BAD] if MODE == "bad-schema" else [GOOD]
+        if MODE == "changes" and calls:
+            tools = [GOOD, EXTRA]
+        send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools}})
+    elif method == "tools/call":
+        calls += 1
+        arguments = message["params"].get("arguments") or {}
+        if MODE == "garbage":
+            print("debug: this line is not JSON-RPC", flush=True)
+            print("{not json either", flush=True)
+            text(request_id, arguments.get("text", ""))
+        elif MODE == "wrong-ids":
+            send({"jsonrpc": "2.0", "id": 987654, "result": {"content": []}})
+            send({"jsonrpc": "2.0", "id": "nobody", "result": {"content": []}})
+            send({"jsonrpc": "2.0", "id": request_id, "result": "not an object"})
+        elif MODE == "huge":
+            text(request_id, "x" * 2_000_000)
+        elif MODE == "deep":
+            sys.stdout.write(
+                f'{{"jsonrpc":"2.0","id":{request_id},"result":'
+                + "[" * 10_000
+                + "]" * 10_000
+                + "}\n"
+            )
+            sys.stdout.flush()
+        elif MODE == "die":
+            sys.stderr.write("fake server: dying on purpose\n")
+            sys.stderr.flush()
+            sys.exit(3)
+        elif MODE == "changes":
+            text(request_id, arguments.get("text", ""))
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        else:
+            text(request_id, arguments.get("text", ""))
+    else:
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "error": {"code": -32601, "message": f"method not found: {method}"},
+            }
+        )

@@ -1,0 +1,216 @@
+"""The MCP client against servers that misbehave, and the lifetimes it keeps.
+
+Each "Bad input" line of the client's issue: garbage on stdout, malformed JSON-RPC and
+wrong ids, a huge result, a result nested 10,000 levels deep, a server that dies mid-call or
+never answers, a schema the validator refuses, two servers with the same tool name — each
+gets a clear error or status, nothing hangs past its timeout, and no thread or child leaks.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from toolnexus import Host, McpError
+from toolnexus.mcp import HttpServer, McpClient, McpSource, ServerOptions
+
+FAKE = str(Path(__file__).with_name("fake_mcp_server.py"))
+
+
+def fake(mode: str, **options: object) -> McpClient:
+    return McpClient(sys.executable, [FAKE, mode], name="fake", **options)  # type: ignore[arg-type]
+
+
+def test_a_server_that_behaves_is_served_in_the_legacy_era_it_speaks() -> None:
+    with fake("fine") as client:
+        assert client.call_tool("echo", {"text": "hi"}).output == "hi"
+        assert (client.era, client.protocol_version) == ("legacy", "2025-06-18")
+
+
+def test_garbage_on_stdout_is_logged_and_skipped(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="toolnexus.mcp.client"), fake("garbage") as c:
+        assert c.call_tool("echo", {"text": "through"}).output == "through"
+        assert c.call_tool("echo", {"text": "again"}).output == "again"
+    assert any("not JSON-RPC" in r.getMessage() for r in caplog.records)
+
+
+def test_wrong_ids_are_ignored_and_a_malformed_result_is_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="toolnexus.mcp.client"), fake("wrong-ids") as c:
+        result = c.call_tool("echo", {"text": "x"})
+    assert result.is_error
+    assert "must be an object" in result.output and "fake" in result.output
+    assert any("no request of ours" in r.getMessage() for r in caplog.records)
+
+
+def test_a_result_over_the_size_limit_is_an_error_and_the_next_call_reconnects() -> None:
+    with fake("huge", max_message_bytes=1_000_000) as client:
+        result = client.call_tool("echo", {"text": "x"})
+        assert result.is_error and "over 1000000 bytes" in result.output
+        first = client.pid
+        again = client.call_tool("echo", {"text": "x"})
+        assert again.is_error and "over 1000000 bytes" in again.output
+        assert client.pid != first  # a new process: the connection was made anew
+
+
+def test_a_result_nested_too_deeply_is_an_error() -> None:
+    with fake("deep") as client:
+        result = client.call_tool("echo", {"text": "x"})
+    assert result.is_error and "nested" in result.output
+
+
+def test_a_server_that_dies_mid_call_is_an_error_naming_how_it_ended() -> None:
+    with fake("die") as client:
+        result = client.call_tool("echo", {"text": "x"})
+    assert result.is_error
+    assert "exited with code 3" in result.output
+    assert "dying on purpose" in result.output  # the tail of its stderr
+
+
+def test_a_server_that_never_answers_fails_within_its_timeout() -> None:
+    with fake("silent", timeout_ms=300) as client, pytest.raises(McpError) as caught:
+        client.connect()
+    assert caught.value.server == "fake"
+    assert "no answer to" in caught.value.problem and "0.3 s" in caught.value.problem
+
+
+def test_a_tool_whose_schema_is_refused_is_skipped_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="toolnexus.mcp.client"), fake("bad-schema") as c:
+        tools = c.tools()
+    assert [tool.name for tool in tools] == ["fake_echo"]
+    warned = [r.getMessage() for r in caplog.records if "broken" in r.getMessage()]
+    assert warned and "fake" in warned[0]
+
+
+def test_a_command_that_does_not_exist_is_an_error_naming_it() -> None:
+    with McpClient("/no/such/mcp-server", name="ghost") as client, pytest.raises(McpError) as e:
+        client.connect()
+    assert "/no/such/mcp-server" in e.value.problem
+
+
+def test_a_tool_list_change_refreshes_the_source_toolkit() -> None:
+    changed = threading.Event()
+    config = {"mcpServers": {"fake": {"command": sys.executable, "args": [FAKE, "changes"]}}}
+    with McpSource(config).connect() as source:
+        source.client("fake").on_tools_changed(changed.set)
+        assert [t.name for t in source.toolkit] == ["fake_echo"]
+        with Host(source.toolkit) as host:
+            assert host.call("fake_echo", {"text": "x"}).output == "x"
+        # Listeners run in the order they were added, on one thread: the source's own
+        # (added at connect) has refreshed the toolkit by the time ours runs.
+        assert changed.wait(10)
+        assert [t.name for t in source.toolkit] == ["fake_echo", "fake_extra"]
+
+
+def test_one_bad_server_never_breaks_the_others() -> None:
+    config = {
+        "mcpServers": {
+            "good": {"command": sys.executable, "args": [FAKE, "fine"]},
+            "twin": {"command": sys.executable, "args": [FAKE, "fine"], "prefix": "good_"},
+            "silent": {"command": sys.executable, "args": [FAKE, "silent"], "timeout": 300},
+            "ghost": {"command": "/no/such/mcp-server"},
+            "off": {"command": "whatever", "disabled": True},
+            "remote": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
+        }
+    }
+    with McpSource(config).connect() as source:
+        status = source.status()
+        assert {name: s.status for name, s in status.items()} == {
+            "good": "connected",
+            "twin": "connected",
+            "silent": "failed",
+            "ghost": "failed",
+            "off": "disabled",
+            "remote": "failed",
+        }
+        assert status["good"].tools == ("good_echo",)
+        assert status["twin"].tools == ()  # the same name: the first server keeps it
+        assert "no answer" in (status["silent"].reason or "")
+        assert "/no/such/mcp-server" in (status["ghost"].reason or "")
+        assert "sse" in (status["remote"].reason or "")
+        with Host(source.toolkit) as host:
+            assert host.call("good_echo", {"text": "fine"}).output == "fine"
+
+
+@pytest.mark.parametrize(
+    ("config", "problem"),
+    [
+        ({}, "no servers found"),
+        ({"mcpServers": []}, "must be an object of servers"),
+        ({"mcpServers": {"a": {}}}, "mcpServers.a: give either command"),
+        ({"servers": {"a": {"command": "x", "args": "y"}}}, "servers.a.args: must be a list"),
+        ({"mcp": {"servers": {"a": {"url": "http://h/mcp", "timeout": 0}}}}, "a.timeout"),
+        ({"mcpServers": {"a": {"command": "x", "type": "carrier-pigeon"}}}, "a.type"),
+    ],
+)
+def test_a_file_that_is_not_an_mcp_configuration_is_refused_naming_the_place(
+    config: dict[str, object], problem: str
+) -> None:
+    with pytest.raises((ValueError, TypeError), match=problem):
+        McpSource(config)
+
+
+def test_environment_variables_fill_headers_and_a_missing_one_fails_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import mcp_client_tools
+
+    monkeypatch.setenv("MCP_TEST_TOKEN", "s3cret")
+    with HttpServer(mcp_client_tools.toolkit, ServerOptions(token="s3cret"), port=0) as server:
+        server.start()
+        config = {
+            "servers": {
+                "ok": {"url": server.url, "headers": {"Authorization": "Bearer ${MCP_TEST_TOKEN}"}},
+                "missing": {"url": server.url, "headers": {"Authorization": "${env:NOT_SET_X}"}},
+            }
+        }
+        with McpSource(config).connect() as source:
+            status = source.status()
+            assert status["ok"].status == "connected"
+            assert status["missing"].status == "failed"
+            assert "NOT_SET_X" in (status["missing"].reason or "")
+            with Host(source.toolkit) as host:
+                assert host.call("ok_echo", {"text": "in"}).output == "in"
+
+
+def _children() -> set[int]:
+    import os
+
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == os.getpid() and fields[0] != "Z":
+                found.add(int(entry))
+    return found
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="counts children through /proc")
+def test_200_connect_close_cycles_leak_no_thread_and_no_child() -> None:
+    import mcp_client_tools
+
+    threads_before = threading.active_count()
+    children_before = _children()
+    with HttpServer(mcp_client_tools.toolkit, port=0) as server:
+        server.start()
+        for index in range(200):
+            version = "2025-11-25" if index % 2 else "2026-07-28"
+            with McpClient(url=server.url, protocol_version=version) as client:
+                assert client.call_tool("echo", {"text": "x"}).output == "x"
+    for _ in range(200):
+        with fake("fine") as client:
+            client.connect()
+    assert _children() == children_before
+    # Threads the package shares (timer, dispatcher) may come and go; ours must not pile up.
+    assert threading.active_count() <= threads_before + 4
