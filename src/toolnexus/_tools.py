@@ -279,7 +279,7 @@ class Tool(Generic[P, R]):
     def _compile_on_first_use(self, instance: Any, token: Any = None) -> list[str]:
         errors = _compile_validator(self.input_schema)
         object.__setattr__(self, "_errors", errors)
-        return errors(instance, token=token)
+        return errors(instance, token)
 
     def __call__(
         self, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
@@ -334,7 +334,7 @@ class Tool(Generic[P, R]):
         if prepare is not None:
             args = prepare(args)
         try:
-            problems = self._errors(args, token=ctx.cancellation_token if ctx else None)
+            problems = self._errors(args, ctx.cancellation_token if ctx else None)
         except OperationCancelledError as exc:
             return args, ToolResult(f"cancelled: {exc}", True)
         if problems:
