@@ -265,3 +265,18 @@ def test_aexecute_awaits_async_tools_and_runs_sync_ones():
 
 def test_execute_runs_an_async_tool_to_completion():
     assert Toolkit([fetch]).execute("fetch", {"url": "/y"}).output == "fetched /y"
+
+
+def test_a_tool_list_leaves_out_an_entry_json_cannot_carry_and_warns_naming_it(caplog):
+    # A Tool refuses such a schema when defined; one forced past that check (here by
+    # writing the slot directly) still must not take the other tools' listing down.
+    broken = tool(lambda args: "x", name="broken", input_schema={"type": "object"})
+    object.__setattr__(broken, "input_schema", {"type": "object", "default": float("nan")})
+    toolkit = Toolkit([add, broken, search])
+    with caplog.at_level("WARNING", logger="toolnexus"):
+        listed = toolkit.to_mcp()
+    assert [entry["name"] for entry in listed] == ["add", "search"]
+    assert (
+        "tool 'broken' left out of the tool list: its entry is not JSON at "
+        "#/inputSchema/default: nan is not a JSON number" in caplog.text
+    )

@@ -486,6 +486,56 @@ def test_an_explicit_input_schema_with_a_condition_is_checked_on_every_call():
     assert refused.is_error and "does not match the 'then' branch" in refused.output
 
 
+@pytest.mark.parametrize(
+    ("schema", "where", "problem"),
+    [
+        (
+            {"type": "object", "properties": {"n": {"type": "number", "default": float("nan")}}},
+            "#/properties/n/default",
+            "nan is not a JSON number (NaN and infinities are not JSON)",
+        ),
+        (
+            {"type": "object", "properties": {"n": {"type": "integer", "examples": {1, 2}}}},
+            "#/properties/n/examples",
+            "a set is not a JSON value; use a list",
+        ),
+        (
+            {"type": "object", "properties": {"a/b": {"enum": [1, float("inf")]}}},
+            "#/properties/a~1b/enum/1",
+            "inf is not a JSON number",
+        ),
+        ({"type": "object", "x-meta": object()}, "#/x-meta", "an object is not a JSON value"),
+        (
+            {"type": "object", "properties": {"n": {"default": {1: "one"}}}},
+            "#/properties/n/default",
+            "the key 1 is not a string (JSON object keys are strings)",
+        ),
+    ],
+)
+def test_a_schema_json_cannot_carry_is_refused_when_the_tool_is_defined(schema, where, problem):
+    # One such tool would otherwise break every tool list it is in (tools/list: -32603).
+    with pytest.raises(SchemaError) as caught:
+        tool(lambda args: "x", name="odd", input_schema=schema)
+    assert caught.value.path == where
+    assert str(caught.value).startswith(
+        f"invalid schema at {where}: input_schema of tool 'odd' is not JSON here: {problem}"
+    )
+    assert str(caught.value).endswith("write JSON values only")
+    with pytest.raises(SchemaError, match="output_schema of tool 'out' is not JSON here"):
+        tool(lambda args: "x", name="out", output_schema=schema)
+    with pytest.raises(SchemaError, match="input_schema of tool 'direct' is not JSON here"):
+        Tool("direct", "", schema, lambda args: "x")
+
+
+def test_annotations_json_cannot_carry_are_refused_when_the_tool_is_defined():
+    with pytest.raises(ValueError) as caught:
+        Tool("hinted", "", {"type": "object"}, lambda args: "x", annotations={"x-tags": {"a"}})
+    assert str(caught.value) == (
+        "annotations of tool 'hinted' are not JSON at #/x-tags: a set is not a JSON value; use "
+        "a list; MCP's tools/list sends them as JSON: write JSON values only"
+    )
+
+
 def test_an_explicit_input_schema_must_describe_an_object():
     with pytest.raises(ValueError, match=r"must describe an object"):
         tool(lambda args: "x", name="bad", input_schema={"type": "array"})

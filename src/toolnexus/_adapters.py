@@ -21,7 +21,7 @@ from .errors import InvalidValueError, StrictSchemaError
 if TYPE_CHECKING:
     from ._tools import Tool
 
-__all__ = ["anthropic_tool", "gemini_declaration", "mcp_tool", "openai_tool"]
+__all__ = ["anthropic_tool", "gemini_declaration", "keep_listable", "mcp_tool", "openai_tool"]
 
 _OPENAI_APIS = ("chat", "responses")
 
@@ -101,6 +101,39 @@ def mcp_tool(tool: Tool) -> dict[str, Any]:
     if tool.annotations:
         entry["annotations"] = thaw(tool.annotations)
     return entry
+
+
+def keep_listable(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries of a tool list (``tools/list``, a provider's ``tools``) that JSON can
+    carry; each one left out is logged as a warning naming the tool and the place.
+
+    A :class:`~toolnexus.Tool` refuses a schema that is not JSON when it is defined, so this
+    drops nothing in practice: it is what keeps one broken tool (built around that check)
+    from taking the whole list down with it.
+
+    Example::
+
+        >>> keep_listable([{"name": "ok", "inputSchema": {"type": "object"}}])
+        [{'name': 'ok', 'inputSchema': {'type': 'object'}}]
+    """
+    kept = []
+    for entry in entries:
+        try:
+            json.dumps(entry, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            from ._log import get_logger
+            from ._tools import not_json_at
+
+            where, problem = not_json_at(entry) or ("#", "it is not JSON")
+            get_logger("tools").warning(
+                "tool %r left out of the tool list: its entry is not JSON at %s: %s",
+                entry.get("name"),
+                where,
+                problem,
+            )
+            continue
+        kept.append(entry)
+    return kept
 
 
 # --------------------------------------------------------------------------- strict modes

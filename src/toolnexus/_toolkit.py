@@ -324,11 +324,16 @@ class Toolkit:
         """Tool definitions for an MCP ``tools/list`` reply: ``{name, description,
         inputSchema}``, plus ``title``, ``outputSchema`` and ``annotations`` when set.
 
+        A tool whose entry JSON cannot carry is left out, with a warning naming it, so the
+        others are still listed (a :class:`Tool` refuses such a schema when it is defined).
+
         Example::
 
             reply = {"tools": toolkit.to_mcp()}
         """
-        return [item.to_mcp() for item in self._tools.values()]
+        from ._adapters import keep_listable
+
+        return keep_listable([item.to_mcp() for item in self._tools.values()])
 
 
 _NO_OPTIONS: dict[str, Any] = {

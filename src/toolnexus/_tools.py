@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, overload
 
 from ._context import ToolContext
-from ._frozen import FrozenDict, FrozenList, freeze, sealed
+from ._frozen import FrozenDict, FrozenList, sealed
 from ._log import get_logger
 from ._result import STRUCTURED_KEY, ToolResult
 from ._schema import (
@@ -92,17 +92,85 @@ _UNCOMPILED: Any = object()  # an inferred output schema's validator, not built 
 _NEVER_AWAITABLE = frozenset({str, int, float, bool, type(None), dict, list, tuple, ToolResult})
 
 
+class _NotJson(Exception):
+    """A value in a schema that JSON cannot carry (raised by :func:`_freeze_schema`)."""
+
+
 def _freeze_schema(value: Any) -> Any:
-    """A read-only copy of a schema; plain dicts and lists (what inference builds) are
-    copied by exact type, which is several times faster than freeze()'s ABC checks."""
-    kind = type(value)
-    if kind is dict:
-        return FrozenDict({key: _freeze_schema(item) for key, item in value.items()})
-    if kind is list:
-        return FrozenList([_freeze_schema(item) for item in value])
-    if kind is str or kind is bool or kind is int or kind is float or value is None:
+    """A read-only copy of a schema, refusing what JSON cannot carry (``NaN``, a set, an
+    object): a tool's schemas are sent as JSON, to every provider and in MCP's
+    ``tools/list``. Plain dicts and lists (what inference builds) are copied by exact type,
+    several times faster than :func:`freeze`'s ABC checks."""
+    kind = value.__class__
+    if kind is str or kind is bool or kind is int or value is None:
         return value
-    return freeze(value)
+    if kind is dict or kind is FrozenDict:
+        return FrozenDict({_schema_key(key): _freeze_schema(item) for key, item in value.items()})
+    if kind is list or kind is FrozenList or kind is tuple:
+        return FrozenList([_freeze_schema(item) for item in value])
+    if isinstance(value, float):
+        if value - value == 0.0:  # not NaN, not an infinity
+            return value
+        raise _NotJson(f"{value!r} is not a JSON number (NaN and infinities are not JSON)")
+    if isinstance(value, (str, int)):  # subclasses (a str enum): JSON writes their value
+        return value
+    if isinstance(value, Mapping):
+        return FrozenDict({_schema_key(key): _freeze_schema(item) for key, item in value.items()})
+    if isinstance(value, (list, tuple)):
+        return FrozenList([_freeze_schema(item) for item in value])
+    hint = "; use a list" if isinstance(value, (set, frozenset)) else ""
+    article = "an" if kind.__name__[:1].lower() in "aeiou" else "a"
+    raise _NotJson(f"{article} {kind.__name__} is not a JSON value{hint}")
+
+
+def _schema_key(key: Any) -> str:
+    if key.__class__ is str or isinstance(key, str):
+        return key
+    raise _NotJson(f"the key {key!r} is not a string (JSON object keys are strings)")
+
+
+def not_json_at(value: Any, path: str = "#") -> tuple[str, str] | None:
+    """Where in ``value`` something JSON cannot carry is, and what (the failure path of
+    :func:`_freeze_schema`): ``("#/properties/n/default", "nan is not a JSON number ...")``."""
+    from ._pointer import escape
+
+    try:
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                _schema_key(key)
+                found = not_json_at(item, f"{path}/{escape(key)}")
+                if found is not None:
+                    return found
+            return None
+        if isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                found = not_json_at(item, f"{path}/{index}")
+                if found is not None:
+                    return found
+            return None
+        _freeze_schema(value)
+    except _NotJson as exc:
+        return path, str(exc)
+    return None
+
+
+def _frozen_or_refused(tool: str, field_name: str, value: Any) -> Any:
+    """``_freeze_schema(value)``, or the error naming the tool, the field and the place."""
+    try:
+        return _freeze_schema(value)
+    except _NotJson:
+        from .errors import SchemaError
+
+        where, problem = not_json_at(value) or ("#", "it is not JSON")
+        keyword = next(
+            (part for part in reversed(where.split("/")[1:]) if not part.isdigit()), None
+        )
+        raise SchemaError(
+            where,
+            keyword,
+            f"{field_name} of tool {tool!r} is not JSON here: {problem}. A tool's schemas "
+            "travel as JSON (to every provider, in MCP's tools/list): write JSON values only",
+        ) from None
 
 
 def _freeze_json(value: Any) -> Any:
@@ -227,7 +295,7 @@ class Tool(Generic[P, R]):
                 f'(\'"type": "object"\' at its root), got type {schema.get("type")!r}; '
                 "tool arguments are always a JSON object"
             )
-        set_(self, "input_schema", _freeze_schema(schema))
+        set_(self, "input_schema", _frozen_or_refused(self.name, "input_schema", schema))
         signature = self._signature
         if signature is not None and signature.inferred:
             # A schema inference wrote is known to compile: defer the cost to the first call.
@@ -247,7 +315,7 @@ class Tool(Generic[P, R]):
             set_(self, "_wrapped", inferred and signature is not None and signature.output_wrapped)
             if self._wrapped:
                 set_(self, "_trusted", _always_valid(output))
-            set_(self, "output_schema", _freeze_schema(output))
+            set_(self, "output_schema", _frozen_or_refused(self.name, "output_schema", output))
             if inferred:
                 # A schema inference wrote is known to compile: defer it to the first result.
                 set_(self, "_output_check", _UNCOMPILED)
@@ -261,7 +329,14 @@ class Tool(Generic[P, R]):
                 raise InvalidTypeError(
                     f"annotations of tool {self.name!r} must be a mapping or None"
                 )
-            set_(self, "annotations", freeze(self.annotations))
+            try:
+                set_(self, "annotations", _freeze_schema(self.annotations))
+            except _NotJson:
+                where, problem = not_json_at(self.annotations) or ("#", "it is not JSON")
+                raise InvalidValueError(
+                    f"annotations of tool {self.name!r} are not JSON at {where}: {problem}; "
+                    "MCP's tools/list sends them as JSON: write JSON values only"
+                ) from None
         set_(
             self,
             "_invoke",
@@ -279,7 +354,7 @@ class Tool(Generic[P, R]):
     def _compile_on_first_use(self, instance: Any, token: Any = None) -> list[str]:
         errors = _compile_validator(self.input_schema)
         object.__setattr__(self, "_errors", errors)
-        return errors(instance, token=token)
+        return errors(instance, token)
 
     def __call__(
         self, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
@@ -334,7 +409,7 @@ class Tool(Generic[P, R]):
         if prepare is not None:
             args = prepare(args)
         try:
-            problems = self._errors(args, token=ctx.cancellation_token if ctx else None)
+            problems = self._errors(args, ctx.cancellation_token if ctx else None)
         except OperationCancelledError as exc:
             return args, ToolResult(f"cancelled: {exc}", True)
         if problems:

@@ -2879,6 +2879,34 @@ def _unevaluated_items(node: _Node, rest: _Node, max_depth: int) -> tuple[_Ok, _
     return ok, explain
 
 
+def _in_run(check: Callable[..., Any]) -> Callable[..., Any]:
+    """``check`` (a root's ok or explain) run inside a :class:`_Run`: its own, unless the
+    thread's validation already has one (a token given to errors() or is_valid())."""
+    local = _LOCAL
+
+    def in_run(*arguments: Any) -> Any:
+        if local.run is not None:
+            return check(*arguments)
+        local.run = _Run(None)
+        try:
+            return check(*arguments)
+        finally:
+            local.run = None
+
+    return in_run
+
+
+def _heard_while(token: CancellationToken, check: Callable[[Any], Any], instance: Any) -> Any:
+    """``check(instance)`` inside a :class:`_Run` that hears ``token``."""
+    local = _LOCAL
+    outer = local.run
+    local.run = _Run(token)
+    try:
+        return check(instance)
+    finally:
+        local.run = outer
+
+
 # --------------------------------------------------------------------------- public API
 
 
@@ -2908,7 +2936,7 @@ class Validator:
         v.is_valid({"steps": 3})    # True
     """
 
-    __slots__ = ("_explain", "_max_depth", "_max_problems", "_memoized", "_ok", "schema")
+    __slots__ = ("_explain", "_max_depth", "_max_problems", "_ok", "schema")
 
     def __init__(
         self,
@@ -2933,10 +2961,12 @@ class Validator:
             raise SchemaError("#", None, "the schema nests too deeply to compile") from None
         self._ok = root.ok
         self._explain = root.explain
-        # a validation of a schema with shared subschemas keeps their answers in a _Run
-        self._memoized = compiler.memoized > 0
+        if compiler.memoized:
+            # a validation of a schema with shared subschemas keeps their answers in a _Run
+            self._ok = _in_run(root.ok)
+            self._explain = _in_run(root.explain)
 
-    def errors(self, instance: Any, *, token: CancellationToken | None = None) -> list[str]:
+    def errors(self, instance: Any, token: CancellationToken | None = None) -> list[str]:
         """Every problem with ``instance``, as ``"path: problem"`` strings; ``[]`` when valid.
 
         Root-level problems have no path prefix. Past ``max_problems`` the list ends with
@@ -2951,25 +2981,15 @@ class Validator:
 
             Validator({"type": "integer"}).errors(True)   # ['expected integer, got boolean true']
         """
-        if token is None and not self._memoized:
-            try:
-                if self._ok(instance, 0):
-                    return []
-            except RecursionError:
-                pass
-            return self._explained(instance)
-        local = _LOCAL
-        outer = local.run
-        local.run = _Run(token if token is not None and token.can_be_cancelled else None)
+        if token is not None and token.can_be_cancelled:
+            problems: list[str] = _heard_while(token, self.errors, instance)
+            return problems
         try:
-            try:
-                if self._ok(instance, 0):
-                    return []
-            except RecursionError:
-                pass
-            return self._explained(instance)
-        finally:
-            local.run = outer
+            if self._ok(instance, 0):
+                return []
+        except RecursionError:
+            pass
+        return self._explained(instance)
 
     def _explained(self, instance: Any) -> list[str]:
         """The problems of an instance the fast check refused."""
@@ -2991,7 +3011,7 @@ class Validator:
             items = [*items[:limit], f"... and {more} more"]
         return items
 
-    def is_valid(self, instance: Any, *, token: CancellationToken | None = None) -> bool:
+    def is_valid(self, instance: Any, token: CancellationToken | None = None) -> bool:
         """True when ``instance`` satisfies the schema. Never raises, except as
         :meth:`errors` does when ``token`` is cancelled during the check.
 
@@ -2999,20 +3019,12 @@ class Validator:
 
             Validator({"type": "string", "maxLength": 3}).is_valid("abcd")   # False
         """
-        if token is None and not self._memoized:
-            try:
-                return bool(self._ok(instance, 0))
-            except RecursionError:
-                return False
-        local = _LOCAL
-        outer = local.run
-        local.run = _Run(token if token is not None and token.can_be_cancelled else None)
+        if token is not None and token.can_be_cancelled:
+            return bool(_heard_while(token, self.is_valid, instance))
         try:
             return bool(self._ok(instance, 0))
         except RecursionError:
             return False
-        finally:
-            local.run = outer
 
     def __repr__(self) -> str:
         return f"<Validator {_json_short(self.schema, 60)}>"

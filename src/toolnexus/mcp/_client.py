@@ -30,7 +30,6 @@ import contextlib
 import json
 import logging
 import os
-import secrets
 import threading
 import time
 import weakref
@@ -497,15 +496,21 @@ class McpClient:
             try:
                 events = self._exchange_for_handshake(connection, outgoing, deadline)
             except _Lost as lost:
-                if (
-                    connection.is_stdio
-                    and not legacy
+                probing = (
+                    not legacy
                     and outgoing.message.get("method") == "server/discover"
                     and self._protocol_version is None
-                ):
+                )
+                if probing and connection.is_stdio:
                     # A legacy stdio server may end the connection on a method it does not
                     # know: start it again and say initialize.
                     raise _Fallback(lost.problem) from None
+                if probing and lost.sent:
+                    # A legacy HTTP server may refuse the probe with a bare HTTP error.
+                    with self._lock:
+                        outgoing = connection.session.legacy_fallback()
+                    legacy = True
+                    continue
                 raise McpError(
                     self.name, f"the connection failed while opening: {lost.problem}"
                 ) from None
@@ -786,6 +791,16 @@ class McpClient:
                 message["__garbage__"],
             )
             return
+        if (
+            home is not None
+            and home.request_id is not None
+            and isinstance(message, dict)
+            and "error" in message
+            and message.get("id") is None
+        ):
+            # An error with a null id on a request's own answer (a server that could not
+            # read the request, or refuses it before reading its id) answers that request.
+            message = {**message, "id": home.request_id}
         with self._lock:
             events = connection.session.receive(message)
         for event in events:
@@ -1336,7 +1351,7 @@ class McpClient:
 
         from ._suspension import request_from_elicitation
 
-        request_id = "mcp-" + secrets.token_hex(16)
+        request_id = "mcp-" + os.urandom(16).hex()
         expires = datetime.now(timezone.utc) + timedelta(seconds=self._question_s)
         try:
             request, mode = request_from_elicitation(
@@ -1448,7 +1463,7 @@ class McpClient:
             if not isinstance(entry, dict) or entry.get("method") != "elicitation/create":
                 continue
             params = entry.get("params")
-            state: dict[str, Any] = {"t": name, "k": key, "n": secrets.token_hex(8)}
+            state: dict[str, Any] = {"t": name, "k": key, "n": os.urandom(8).hex()}
             try:
                 request, mode = request_from_elicitation(params, request_id="pnd-0")
             except ValueError as exc:

@@ -304,8 +304,9 @@ def request_from_elicitation(
     """The :class:`~toolnexus.Request` an ``elicitation/create`` from a server asks, and
     its mode — the mirror of :func:`elicitation_params`: a form is ``Request("input",
     message, data={"schema": requestedSchema})``, URL mode ``Request("authorization",
-    message, url=url)``. Raises :class:`~toolnexus.errors.InputError` saying what is wrong
-    with ``params``.
+    message, url=url)``. A legacy ``enumNames`` list becomes the ``oneOf`` of titled
+    ``const`` values it stands for. Raises :class:`~toolnexus.errors.InputError` saying
+    what is wrong with ``params``.
 
     Example::
 
@@ -336,8 +337,32 @@ def request_from_elicitation(
             "a form elicitation needs requestedSchema, an object schema "
             f'({{"type": "object", ...}}), got {_json_type(schema)}'
         )
-    data = {"schema": dict(thaw(schema))}
+    data = {"schema": _titled_enums(dict(thaw(schema)))}
     return Request("input", message, id=request_id, data=data, expires_at=expires_at), "form"
+
+
+def _titled_enums(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with each legacy ``enum`` + ``enumNames`` field (a display annotation JSON
+    Schema does not know) spelled as the ``oneOf`` of titled ``const`` values it stands for
+    (SEP-1330): the same choices, in a form a validator can check and any client can show."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return schema
+    changed = dict(properties)
+    for key, prop in properties.items():
+        if not isinstance(prop, dict) or "enumNames" not in prop:
+            continue
+        field = {name: value for name, value in prop.items() if name not in ("enum", "enumNames")}
+        values, titles = prop.get("enum"), prop["enumNames"]
+        if isinstance(values, list) and isinstance(titles, list) and len(values) == len(titles):
+            field["oneOf"] = [
+                {"const": value, "title": str(title)}
+                for value, title in zip(values, titles, strict=True)
+            ]
+        elif isinstance(values, list):
+            field["enum"] = values
+        changed[key] = field
+    return {**schema, "properties": changed}
 
 
 def elicit_result(
