@@ -1521,3 +1521,26 @@ def test_a_tool_whose_call_is_cancelled_while_its_arguments_are_checked_ends_can
     assert ran == []
     fresh = ToolContext(cancellation_token=CancellationTokenSource().token)
     assert spell({"first": {}, "word": "aaa"}, fresh).output == "ok"
+
+
+def test_a_host_deadline_stops_a_long_argument_check_and_no_worker_is_left_stuck() -> None:
+    # 10M characters against ^(a+)+$ on the linear matcher: seconds of checking, far past
+    # the deadline and its grace; the token the host cancels at the deadline stops it
+    from toolnexus import Host, ToolContext, Toolkit
+
+    @toolnexus.tool(
+        input_schema={
+            "type": "object",
+            "properties": {"word": {"type": "string", "pattern": "^(a+)+$"}},
+            "required": ["word"],
+        }
+    )
+    def spell(args: dict[str, Any], ctx: ToolContext | None = None) -> str:
+        """Spell a word."""
+        return "ok"
+
+    with Host(Toolkit([spell]), grace_ms=1000) as host:
+        assert host.call("spell", {"word": "aaa"}).output == "ok"
+        result = host.call("spell", {"word": "a" * 10_000_000 + "!"}, timeout_ms=200)
+        assert result.is_error
+        assert host.stuck_workers == 0
