@@ -10,7 +10,13 @@ decline branch. Try them from the folder above
     toolnexus call examples/questions.py delete path=/tmp/x     # approval: yes/no
     toolnexus call examples/questions.py inbox                  # authorization: a url
     toolnexus call examples/questions.py greet                  # a free-text question
-    toolnexus call examples/questions.py deploy --no-input > req.json   # ask later
+
+Or ask now and answer later, from another shell (the request is bound to the call with
+your per-user key, made on first use; see docs/cli.md)::
+
+    toolnexus call examples/questions.py deploy service=web --no-input > req.json
+    echo '{"ok": true, "data": {"env": "staging"}}' > ans.json
+    toolnexus resume examples/questions.py deploy service=web --request @req.json --answer @ans.json
 """
 
 from __future__ import annotations

@@ -156,37 +156,101 @@ def test_approved_false_is_a_decline(folder: Path):
     assert ran(folder) == []
 
 
-def test_another_key_is_refused_and_no_key_says_how_to_configure_one(folder: Path):
+def test_another_key_is_refused(folder: Path):
     parked = ask(folder, "deploy", "service=api", "env=production")
     other = resume(folder, "deploy", "service=api", "env=production", request=parked, key="other")
     assert other.returncode == 1
     assert "does not verify under this host's key(s)" in other.stdout
-    keyless = run(
-        "call",
-        "tools.py:toolkit",
-        "deploy",
-        "service=api",
-        "env=production",
-        "--no-input",
-        cwd=folder,
+    assert ran(folder) == []
+
+
+ARGS = ("tools.py:toolkit", "deploy", "service=api", "env=production")
+
+
+def test_without_a_key_no_input_then_resume_works_from_a_shell_with_a_private_per_user_key(
+    folder: Path,
+):
+    # Issue 24 item 15: the request `call --no-input` prints must be one a later process
+    # can resume, by default. The first such call makes a per-user key, private to the user.
+    config = {"XDG_CONFIG_HOME": str(folder / "config")}
+    first = run("call", *ARGS, "--no-input", cwd=folder, env=config)
+    assert first.returncode == 3, first.stderr
+    key = folder / "config" / "toolnexus" / "secret"
+    assert f"(bound to this call with your per-user key, {key};" in first.stderr
+    assert "note: no key" not in first.stderr
+    assert (key.stat().st_mode & 0o777, key.parent.stat().st_mode & 0o777) == (0o600, 0o700)
+    answer = ("--answer", YES)
+    done = run("resume", *ARGS, "--request", first.stdout, *answer, cwd=folder, env=config)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout == "deployed api to production\n"
+    again = run("resume", *ARGS, "--request", first.stdout, *answer, cwd=folder, env=config)
+    assert again.returncode == 1 and "already answered" in again.stdout
+    # The same key for the next call: made once, then read.
+    second = run("call", *ARGS, "--no-input", cwd=folder, env=config)
+    done = run("resume", *ARGS, "--request", second.stdout, *answer, cwd=folder, env=config)
+    assert done.stdout == "deployed api to production\n"
+    assert ran(folder) == ["deploy api", "deploy api"]
+
+
+def test_a_per_user_key_others_can_read_is_refused_with_the_command_that_fixes_it(folder: Path):
+    key = folder / "config" / "toolnexus" / "secret"
+    key.parent.mkdir(parents=True)
+    key.write_text("per-user-key-0123456789abcdef\n")
+    key.chmod(0o644)
+    config = {"XDG_CONFIG_HOME": str(folder / "config")}
+    out = run("call", *ARGS, "--no-input", cwd=folder, env=config)
+    assert out.returncode == 2
+    assert out.stderr == (
+        f"toolnexus call: error: the per-user key {key} is readable or writable by others "
+        f"(mode 0644), so they could answer your questions; make it yours alone: chmod 600 "
+        f"{key}\n"
     )
-    assert keyless.returncode == 3
-    assert "note: no key is configured" in keyless.stderr
-    refused = run(
-        "resume",
-        "tools.py:toolkit",
-        "deploy",
-        "service=api",
-        "env=production",
-        "--request",
-        keyless.stdout,
-        "--answer",
-        YES,
-        cwd=folder,
+    assert ran(folder) == []
+
+
+def test_a_per_user_key_that_cannot_be_made_is_refused_with_how_to_give_one(folder: Path):
+    (folder / "not-a-folder").write_text("")
+    config = {"XDG_CONFIG_HOME": str(folder / "not-a-folder")}
+    out = run("call", *ARGS, "--no-input", cwd=folder, env=config)
+    assert out.returncode == 2
+    assert "the per-user key cannot be created at " in out.stderr
+    assert "so no later `resume` could use this request; give one: --secret-file PATH" in (
+        out.stderr
     )
+    assert "or set TOOLNEXUS_SECRET" in out.stderr
+    assert ran(folder) == []
+
+
+def test_resume_without_any_key_says_how_to_configure_one(folder: Path):
+    parked = ask(folder, "deploy", "service=api", "env=production")
+    config = {"XDG_CONFIG_HOME": str(folder / "empty-config")}
+    refused = run("resume", *ARGS, "--request", parked, "--answer", YES, cwd=folder, env=config)
     assert refused.returncode == 1
     assert "no key is configured" in refused.stdout and "--secret-file" in refused.stdout
+    assert not (folder / "empty-config").exists()  # resume reads the key; it never makes one
     assert ran(folder) == []
+
+
+def test_two_first_calls_at_once_agree_on_one_per_user_key(tmp_path, monkeypatch):
+    import threading
+
+    from toolnexus import _cli
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    start = threading.Barrier(8)
+    keys: list[object] = []
+
+    def first_call() -> None:
+        start.wait()
+        keys.append(_cli._user_key(create=True))
+
+    threads = [threading.Thread(target=first_call) for _ in range(8)]
+    for each in threads:
+        each.start()
+    for each in threads:
+        each.join()
+    assert len(keys) == 8 and len(set(keys)) == 1
+    assert sorted(path.name for path in (tmp_path / "toolnexus").iterdir()) == ["secret"]
 
 
 def test_a_key_from_the_environment_works_like_the_file(folder: Path, monkeypatch):

@@ -83,6 +83,46 @@ def test_a_question_without_a_schema_takes_one_line_as_the_answer():
     assert "? What is your name?\n  > Ada Lovelace\n" in out.stderr
 
 
+FORMS = """
+from toolnexus import Request, ToolContext, ToolResult, tool
+
+def ask(schema):
+    def run(ctx: ToolContext) -> ToolResult:
+        if ctx.answer is None:
+            return ToolResult.pending(Request("input", "Details?", data={"schema": schema}))
+        return ToolResult.ok(repr(dict(ctx.answer.data or {})))
+    return run
+
+# `ticket` is required but not described: it is asked too.
+unlisted = tool(ask({"type": "object", "properties": {"title": {"type": "string"}},
+                     "required": ["title", "ticket"]}), name="unlisted")
+# No answer can fit (three keys at least, two to give): asked three times, then declined.
+impossible = tool(ask({"type": "object", "minProperties": 3,
+                       "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}),
+                  name="impossible")
+"""
+
+
+def test_a_required_key_the_schema_does_not_describe_is_asked_too(tmp_path):
+    (tmp_path / "forms.py").write_text(FORMS)
+    out = run("call", "forms.py:unlisted", stdin="Broken login\n1234\n", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "{'title': 'Broken login', 'ticket': 1234}\n"
+    assert out.stderr == "? Details?\n  title (string): Broken login\n  ticket: 1234\n"
+
+
+def test_a_form_no_answer_can_fit_is_declined_after_three_rounds_not_asked_forever(tmp_path):
+    (tmp_path / "forms.py").write_text(FORMS)
+    out = run("call", "forms.py:impossible", stdin="x\n" * 1000, cwd=tmp_path)
+    assert out.returncode == 1
+    assert out.stdout == "declined/expired: Details?\n"
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 + 3 * 3  # the prompt, then per round: a, b and the verdict
+    assert lines[3].endswith("; once more from the start")
+    assert lines[-1].startswith("  invalid: expected at least 3 ")
+    assert lines[-1].endswith("; no answer fitted the question's schema in 3 tries: declined")
+
+
 # ------------------------------------------------------------------ --no-input, then resume
 
 

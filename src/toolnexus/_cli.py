@@ -627,13 +627,24 @@ def _ask_yes_no(term: _Terminal, label: str) -> bool:
         term.say("  please answer y or n")
 
 
+_FORM_ROUNDS = 3
+"""How many times a form whose fields each pass, but not the whole, is asked from the start."""
+
+
 def _ask_fields(term: _Terminal, schema: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Ask each property of a flat object schema; None when input ends (a decline)."""
+    """Ask each property of a flat object schema; None when input ends (a decline).
+
+    A required key the schema does not describe is asked too (any JSON value, or the text
+    itself): without it no answer could ever fit. A whole answer that still does not fit
+    (a rule across fields) is asked again from the start, at most :data:`_FORM_ROUNDS`
+    times; then the question is declined, saying why."""
     from .validation import validate
 
-    properties: Mapping[str, Any] = schema.get("properties") or {}
-    required = set(schema.get("required") or ())
-    while True:
+    properties: dict[str, Any] = dict(schema.get("properties") or {})
+    required = [key for key in schema.get("required") or () if isinstance(key, str)]
+    for key in required:
+        properties.setdefault(key, {})
+    for round_ in range(1, _FORM_ROUNDS + 1):
         data: dict[str, Any] = {}
         for key, prop in properties.items():
             prop = prop if isinstance(prop, Mapping) else {}
@@ -659,7 +670,14 @@ def _ask_fields(term: _Terminal, schema: Mapping[str, Any]) -> dict[str, Any] | 
         problems = validate(schema, data)
         if not problems:
             return data
+        if round_ == _FORM_ROUNDS:
+            term.say(
+                f"  invalid: {'; '.join(problems)}; no answer fitted the question's schema in "
+                f"{_FORM_ROUNDS} tries: declined"
+            )
+            return None
         term.say(f"  invalid: {'; '.join(problems)}; once more from the start")
+    return None  # pragma: no cover - the loop returns on its last round
 
 
 def _field_label(key: str, prop: Mapping[str, Any], required: bool) -> str:
@@ -671,7 +689,8 @@ def _field_label(key: str, prop: Mapping[str, Any], required: bool) -> str:
         parts.append("optional")
     about = prop.get("title") or prop.get("description")
     label = f"  {key}" + (f" — {about}" if isinstance(about, str) and about else "")
-    label += f" ({'; '.join(p for p in parts if p)})"
+    words = "; ".join(p for p in parts if p)
+    label += f" ({words})" if words else ""
     if "default" in prop:
         label += f" [{_show(prop['default'])}]"
     return label + ": "
@@ -879,6 +898,7 @@ def _run_call(
             if asking is not None:
                 asking[1].put(Answer.decline(asking[0], "cancelled"))
                 asking = None
+    _after_the_call()
     host_close = getattr(host, "close", None)
     if host_close is not None:
         host_close()
@@ -886,6 +906,28 @@ def _run_call(
     if interrupted and result.is_error and outcome not in ("timeout",):
         outcome = "cancelled"
     return result, outcome
+
+
+def _after_the_call() -> None:
+    """The call is over: from here on Ctrl-C cannot change its outcome, so it no longer
+    raises. Without this, a Ctrl-C landing after the result was printed (or while the
+    interpreter exits) escaped as an uncaught KeyboardInterrupt, and Python ends such a
+    process by the signal itself (exit -2, neither the call's code nor 130). A second
+    Ctrl-C still exits at once with 130, as it does during the call."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _late_interrupt)
+
+
+_late_interrupts: list[int] = []
+
+
+def _late_interrupt(signum: int, frame: object) -> None:
+    if _late_interrupts:
+        os._exit(EXIT_CANCELLED)
+    _late_interrupts.append(signum)
 
 
 def _outcome_of(result: ToolResult) -> str:
@@ -942,7 +984,7 @@ def _cmd_call(options: argparse.Namespace) -> int:
     args = _build_args(toolkit, name, options.args, pairs)
     _check_args(toolkit, name, args, options.ref)
     term = _Terminal(sys.stdin, sys.stderr)
-    keys = _keys(options, consumes=False)
+    keys = _keys(options, consumes=False, user_key="create" if options.no_input else None)
     result, outcome = _run_call(
         toolkit,
         name,
@@ -965,7 +1007,7 @@ def _cmd_resume(options: argparse.Namespace) -> int:
     parked = _load_request(options.request)
     request = ToolResult.pending_of(parked) if isinstance(parked, ToolResult) else parked
     assert request is not None
-    keys = _keys(options)
+    keys = _keys(options, user_key="read")
     term = _Terminal(sys.stdin, sys.stderr)
     if options.answer is not None:
         answer = _load_answer(options.answer, request)
@@ -999,12 +1041,18 @@ def _cmd_resume(options: argparse.Namespace) -> int:
     return _finish(options, name, args, result, outcome, keys)
 
 
-def _keys(options: argparse.Namespace, *, consumes: bool = True) -> _Keys:
-    """The signing keys (--secret-file, else TOOLNEXUS_SECRET) and where used answers are
-    kept: the store --store (or --answers-db, or TOOLNEXUS_STORE) names; else, with a key,
-    an SQLite file shared by every process (in the user's cache folder), so an answer
-    resumes once across processes too. A command that never takes an answer from
-    elsewhere (``consumes`` false: `call`) opens no default file."""
+def _keys(
+    options: argparse.Namespace, *, consumes: bool = True, user_key: str | None = None
+) -> _Keys:
+    """The signing keys and where used answers are kept.
+
+    The keys: --secret-file, else TOOLNEXUS_SECRET, else (``user_key`` ``"create"`` for
+    `call --no-input`, ``"read"`` for `resume`) the per-user key file (:func:`_user_key`),
+    so the request one command prints is one a later `resume` can use. The store: the one
+    --store (or --answers-db, or TOOLNEXUS_STORE) names; else, with a key, an SQLite file
+    shared by every process (in the user's cache folder), so an answer resumes once across
+    processes too. A command that never takes an answer from elsewhere (``consumes`` false:
+    `call`) opens no default file."""
     from ._binding import SqliteAnswerStore, load_secret, read_secret_file
 
     path = getattr(options, "secret_file", None)
@@ -1014,6 +1062,8 @@ def _keys(options: argparse.Namespace, *, consumes: bool = True) -> _Keys:
         raise _CliError(f"--secret-file: cannot read {path}: {exc.strerror or exc}") from None
     except (ValueError, TypeError) as exc:
         raise _CliError(str(exc)) from None
+    if not keys and user_key is not None:
+        keys = _user_key(create=user_key == "create") or ()
     named = _store_url(options)
     if named is not None:
         return keys or None, _open_store(*named)
@@ -1060,6 +1110,92 @@ def _open_store(url: str, where: str) -> AnswerStore:
         raise _CliError(f"{where}: {exc}") from exc
 
 
+USER_KEY_FILE = "secret"
+"""The per-user key's file name, in :func:`_user_key_path`'s folder."""
+
+
+def _user_key_path() -> str:
+    """Where the per-user key lives: ``$XDG_CONFIG_HOME/toolnexus/secret`` (else
+    ``~/.config/toolnexus/secret``; on Windows ``%APPDATA%\\toolnexus\\secret``)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or (
+        os.environ.get("APPDATA") if os.name == "nt" else None
+    )
+    base = base or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "toolnexus", USER_KEY_FILE)
+
+
+def _user_key(*, create: bool) -> tuple[bytes, ...] | None:
+    """The per-user key that binds `call --no-input` requests to a later `resume` when no
+    key is configured: read from :func:`_user_key_path`, or (``create``) made there on
+    first use — 32 random bytes, the file private to the user (0600, its folder 0700),
+    published atomically so two first calls at once agree on one key. None when it does
+    not exist and ``create`` is false.
+
+    A key file others can read is refused (anyone who can read it can forge answers), with
+    the command that fixes it; so is one that cannot be created, with the option that
+    names another."""
+    from ._binding import read_secret_file
+
+    path = _user_key_path()
+    if not os.path.exists(path):
+        if not create:
+            return None
+        try:
+            _create_user_key(path)
+        except OSError as exc:
+            raise _CliError(
+                f"no key is configured and the per-user key cannot be created at {path} "
+                f"({exc.strerror or exc}), so no later `resume` could use this request; give "
+                "one: --secret-file PATH (a file with one random line of 16+ bytes, made e.g. "
+                "with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))' > PATH; "
+                "chmod 600 PATH), or set TOOLNEXUS_SECRET"
+            ) from None
+    if os.name != "nt":
+        info = os.stat(path)
+        if info.st_mode & 0o077 or info.st_uid != os.getuid():
+            raise _CliError(
+                f"the per-user key {path} is readable or writable by others (mode "
+                f"{info.st_mode & 0o777:04o}), so they could answer your questions; make it "
+                f"yours alone: chmod 600 {path}"
+                + (" (and own it)" if info.st_uid != os.getuid() else "")
+            )
+    try:
+        return read_secret_file(path)
+    except OSError as exc:
+        raise _CliError(f"cannot read the per-user key {path}: {exc.strerror or exc}") from None
+    except (ValueError, TypeError) as exc:
+        raise _CliError(f"{exc}; delete {path} and a new key is made on the next call") from None
+
+
+def _create_user_key(path: str) -> None:
+    import secrets
+    import tempfile
+
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        os.chmod(folder, 0o700)  # makedirs' mode is subject to the umask
+    handle, draft = tempfile.mkstemp(prefix=".secret-", dir=folder)  # created 0600
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(
+                "# toolnexus: the key that binds `call --no-input` requests to `resume`.\n"
+                "# Keep it private (mode 0600). Delete it to start over (pending requests\n"
+                "# then cannot be resumed).\n"
+                f"{secrets.token_urlsafe(32)}\n"
+            )
+        try:
+            os.link(draft, path)  # never replaces a key another process made first
+        except FileExistsError:
+            pass
+        except OSError:  # no hard links here: exclusive rename is the next best thing
+            if not os.path.exists(path):
+                os.replace(draft, path)
+    finally:
+        if os.path.exists(draft):
+            os.unlink(draft)
+
+
 def _default_answers_db() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "toolnexus", "used-answers.sqlite3")
@@ -1102,6 +1238,11 @@ def _finish(
                     "note: no key is configured, so only this process could resume it; give "
                     "`call` and `resume` the same --secret-file PATH (or TOOLNEXUS_SECRET)\n"
                 )
+            )
+        elif key_file is None and not os.environ.get("TOOLNEXUS_SECRET", "").strip():
+            sys.stderr.write(
+                f"(bound to this call with your per-user key, {_user_key_path()}; `resume` "
+                "reads it from there)\n"
             )
     else:
         _print_result(result, as_json=options.json)
@@ -1588,7 +1729,8 @@ def _add_key_options(sub: argparse.ArgumentParser) -> None:
         "--secret-file",
         metavar="PATH",
         help="the key(s) that bind a question to its call, one per line, newest first "
-        "(default: $TOOLNEXUS_SECRET); the same key lets another process resume",
+        "(default: $TOOLNEXUS_SECRET; for call --no-input and resume, then your per-user "
+        "key, ~/.config/toolnexus/secret); the same key lets another process resume",
     )
     sub.add_argument(
         "--store",
@@ -1612,7 +1754,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``); return the exit code.
 
     Usage errors exit through ``argparse`` (``SystemExit(2)``) or return
-    :data:`EXIT_USAGE` after one line on stderr.
+    :data:`EXIT_USAGE` after one line on stderr. ``call`` and ``resume`` own Ctrl-C while
+    they run (the first cancels the call, a second exits at once with 130); once the call is
+    over Ctrl-C no longer raises, so the process ends with the call's code (or 130), never
+    by the signal. Called with an ``argv``, the caller's own SIGINT handler is put back.
 
     Example::
 
@@ -1629,21 +1774,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = bool(getattr(options, "debug", False))
     _configure_logging("debug" if debug else getattr(options, "log_level", None))
     _reconfigure_streams()
-    if options.command in ("call", "resume"):
-        import signal
-        import threading
+    import signal
+    import threading
 
-        # A parent that ignored SIGINT (a background job) would leave Ctrl-C dead here;
-        # this command promises Ctrl-C cancels, so take it back.
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+    owns_sigint = options.command in ("call", "resume") and (
+        threading.current_thread() is threading.main_thread()
+    )
+    previous: Any = None
     try:
-        code: int = options.handler(options)
-        return code
+        if owns_sigint:
+            # A parent that ignored SIGINT (a background job) would leave Ctrl-C dead here;
+            # this command promises Ctrl-C cancels, so take it back.
+            previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            code: int = options.handler(options)
+        finally:
+            if owns_sigint:
+                _after_the_call()  # before anything else: no Ctrl-C may escape main()
     except KeyboardInterrupt:
         # Ctrl-C outside a running call (while importing REF, say): nothing to cancel.
         sys.stderr.write("\ninterrupted\n")
-        return EXIT_CANCELLED
+        code = EXIT_CANCELLED
     except (RefError, _CliError) as exc:
         if debug and exc.__cause__ is not None:
             import traceback
@@ -1652,7 +1803,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 type(exc.__cause__), exc.__cause__, exc.__cause__.__traceback__
             )
         sys.stderr.write(_localize(f"toolnexus {options.command}: error: {exc}\n"))
-        return EXIT_USAGE
+        code = EXIT_USAGE
+    if owns_sigint:
+        if argv is not None and previous is not None:
+            # Called from Python with its own argv: the process goes on, with its own Ctrl-C.
+            signal.signal(signal.SIGINT, previous)
+        elif argv is None:
+            # Run as the program, it exits now. While the interpreter finalizes it puts back
+            # SIG_DFL for a Python-level handler (Ctrl-C there would kill the process by the
+            # signal) but leaves SIG_IGN alone: ignore it for the last few milliseconds.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return code
 
 
 def _configure_logging(level: str | None) -> None:
