@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import subprocess
+import sys
+import textwrap
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -456,3 +460,42 @@ def test_closing_the_host_answers_a_tool_that_never_looked_at_once():
         assert call.reason == "host closed"
     finally:
         release.set()
+
+
+def test_ctrl_c_while_host_call_waits_cancels_the_call_before_the_interrupt_propagates():
+    package_root = str(Path(__import__("toolnexus").__file__).resolve().parent.parent)
+    script = textwrap.dedent(
+        f"""
+        import signal, sys, threading
+        sys.path.insert(0, {package_root!r})
+        from toolnexus import Host, ToolContext, Toolkit, tool
+
+        started = threading.Event()
+        tokens = []
+
+        @tool
+        def patient(ctx: ToolContext) -> str:
+            "Works until cancelled."
+            tokens.append(ctx.cancellation_token)
+            started.set()
+            ctx.cancellation_token.wait(30)
+            return "stopped"
+
+        def press_ctrl_c() -> None:
+            started.wait(10)
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+        host = Host(Toolkit([patient]))
+        threading.Thread(target=press_ctrl_c).start()
+        try:
+            host.call("patient", {{}})
+        except KeyboardInterrupt:
+            print("interrupted; the tool's token cancelled:", tokens[0].is_cancellation_requested)
+        host.close()
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "interrupted; the tool's token cancelled: True", done.stderr

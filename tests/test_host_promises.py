@@ -527,6 +527,40 @@ def test_interpreter_exit_does_not_wait_for_a_stuck_tool():
     assert "Fatal Python error" not in done.stderr
 
 
+def test_at_interpreter_exit_running_calls_are_cancelled_and_a_listening_tool_hears_it():
+    script = textwrap.dedent(
+        f"""
+        import sys, threading
+        sys.path.insert(0, {PACKAGE_ROOT!r})
+        from toolnexus import Host, ToolContext, Toolkit, tool
+
+        started = threading.Event()
+
+        @tool
+        def patient(ctx: ToolContext) -> str:
+            "Works until cancelled."
+            started.set()
+            if ctx.cancellation_token.wait(30):
+                print("the tool saw its cancel", flush=True)
+                return "stopped"
+            return "never cancelled"
+
+        host = Host(Toolkit([patient]), cancel_grace_ms=5000, grace_ms=5000)
+        call = host.submit("patient", {{}})
+        started.wait(10)
+        print("main ends with the call running", flush=True)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "main ends with the call running",
+        "the tool saw its cancel",
+    ], done.stderr
+
+
 def test_cancel_after_timers_share_the_one_timer_thread_with_host_deadlines():
     sources = [CancellationTokenSource() for _ in range(50)]
     for source in sources:

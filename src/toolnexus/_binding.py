@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from ._log import LazyLogger
-from ._loop_rule import coerce_answer, declined, schema_problem, unresolved
+from ._loop_rule import coerce_answer, declined, may_ask_again, schema_problem, unresolved
 from ._result import PENDING_KEY, ToolResult
 from ._suspension import Answer, Request, decline_reason
 from .errors import InvalidTypeError, InvalidValueError, StoreUnavailableError, WireFormatError
@@ -588,7 +588,7 @@ class Binder:
         """
         if not result.is_pending:
             return result
-        if round >= max_rounds:
+        if not may_ask_again(round, max_rounds):
             return unresolved(result)
         return self.bind(tool, args, result, round=round + 1)
 

@@ -1,6 +1,10 @@
 """The call state machine: everything that changes a tool call's state lives in this file.
 
-A :class:`Call` is one tool call from submission to its settled result — a future. Its life::
+A :class:`Call` is what a user holds for one tool call from submission to its settled
+result: a future (``done``, ``result``, ``cancel``, ``cancelled``, ``add_done_callback``,
+``await``). Its machine — the underscore methods below — is the package's own: the host
+builds a call (:meth:`Call._create`, :meth:`Call._prepare`) and starts it
+(:meth:`Call._start`); nothing a user can reach without an underscore drives it. Its life::
 
     QUEUED --worker takes it--> RUNNING --tool returns--> DONE
     QUEUED --deadline or cancel before a worker took it--> DONE (it never starts)
@@ -13,18 +17,19 @@ A :class:`Call` is one tool call from submission to its settled result — a fut
 Rules the code below keeps:
 
 - **One lock per call.** Every transition is a method that takes ``self._lock``, checks the
-  state, changes it and returns the *effects* to carry out (cancel the tool's token, ask the
-  question, start the retry, settle); effects run after the lock is released. Lock order: a
-  call's lock, then a pool's or the timer heap's; never the other way round.
+  state, changes it and returns the *effects* to carry out (see ``SETTLE`` ... below);
+  effects run after the lock is released. Lock order: a call's lock, then a pool's or the
+  timer heap's; never the other way round.
+- **Each effect says where it runs** (``_WHERE``): ``HERE``, on whichever thread made the
+  transition (cancelling the tool's token, as a token's ``cancel()`` runs its callbacks on
+  the cancelling thread), or ``OWNER``, on the call's owner when it has one — the thread
+  blocked in ``Host.call``, or the event loop awaiting ``Host.acall`` — else here.
 - **The reason is recorded when it happens**: ``"caller"``, ``"deadline"`` or
   ``"host closed"``, set by the transition that cancels, never guessed from a result's text.
 - **Timers only change state.** A deadline, a grace period or a question budget is a
   ``quick`` action on the shared timer thread (:mod:`toolnexus._timers`): it moves the state
-  and wakes waiters; the effects it produces (a token's callbacks, completion callbacks,
-  ``on_event``) run on the call's *owner* — the thread blocked in ``Host.call``, or the
-  event loop awaiting ``Host.acall`` — or, for a call nobody owns, on the dispatcher.
-  Effects of other transitions run on the thread that made them (a worker whose tool
-  returned, a caller who cancelled), or on the owner when there is one.
+  and wakes waiters; the timer thread runs no effect (only a token's flag and Event are set
+  there, on time): effects go to the owner or, for a call nobody owns, to the dispatcher.
 - **A tool that returns within the grace keeps its own result**, whatever it says; only a
   tool still running when the grace ends gets the host's text, and its worker is abandoned
   (counted stuck by its pool until it returns; its late result is discarded). After a
@@ -37,8 +42,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import inspect
 import os
+import queue
 import threading
 import time
 import weakref
@@ -46,7 +53,7 @@ from collections.abc import Awaitable, Callable, Generator
 
 from . import _loop_rule as loop_rule
 from . import _timers
-from ._cancellation import CancellationToken, CancellationTokenSource, StateLink
+from ._cancellation import CancellationToken, CancellationTokenSource, StateLink, resolve_future
 from ._context import ProgressReporter, ToolContext
 from ._log import LazyLogger
 from ._pool import Pool, Worker, current_worker
@@ -57,12 +64,12 @@ from .errors import InvalidTypeError, InvalidValueError, WaitTimeoutError
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
 if TYPE_CHECKING:
     import asyncio
-    from typing import Any, Literal
+    from typing import Any, Literal, NoReturn
 
     from ._binding import Binder
     from ._tools import Tool
 
-__all__ = ["Call", "Outcome", "Progress", "Runtime", "Signal"]
+__all__ = ["Call", "Outcome", "Progress", "Runtime"]
 
 _log = LazyLogger()  # logging loads with the first record, not with Host
 
@@ -71,21 +78,30 @@ if TYPE_CHECKING:
     Reason = Literal["caller", "deadline", "host closed"]
 else:  # typing stays unloaded: at run time the aliases are str (get_type_hints resolves them)
     Outcome = Reason = str
-Effect = Callable[[], object]
 
 QUEUED, RUNNING, GRACE, CANCELLING, ASKING, DONE = range(6)
 _STATE_NAMES = ("queued", "running", "timing out", "cancelling", "asking", "done")
 
-# How an attempt runs: on a pool worker, right here on the submitting thread (a tool that
-# calls its own host), or as a task on the owner's event loop (async tools in acall).
+# How an attempt runs: on a pool worker, right here on the starting thread (a driver that
+# knows the tool is quick, a tool that calls its own host), or as a task on the owner's
+# event loop (async tools in acall).
 ON_POOL, INLINE, ON_LOOP = 0, 1, 2
+
+# The effects a transition asks for, carried out once its lock is released (Call._EFFECTS
+# maps each to its method), and where each runs:
+SETTLE, START, ASK, CANCEL_TOOL, DROP_QUESTION, FORGET_TASK = range(6)
+HERE, OWNER = 0, 1
+_WHERE = (
+    OWNER,  # SETTLE: on_event, done callbacks and the acall future belong to the caller
+    OWNER,  # START: an async tool's task starts on its owner's loop
+    OWNER,  # ASK: an async wait_for runs as a task on the owner's loop
+    HERE,  # CANCEL_TOOL: the token's callbacks run on the cancelling thread, at once
+    HERE,  # DROP_QUESTION: cancels the question's token (its task, thread-safely)
+    OWNER,  # FORGET_TASK: cancels an abandoned task, on its loop
+)
 
 _CALLBACK_FAILED = "toolnexus host: a done callback of the call to %r failed"
 _NO_WORDS = object()  # an async tool ended by cancellation: it said nothing of its own
-
-
-def _nothing() -> None:
-    """Stands in for a registration or hook that must no longer run."""
 
 
 class Runtime:
@@ -134,6 +150,7 @@ class Runtime:
         self.active: set[Call] = set()
         self.closed = False
         _runtimes.add(self)
+        _register_exit_hook()
 
 
 _runtimes: weakref.WeakSet[Runtime] = weakref.WeakSet()
@@ -148,6 +165,51 @@ def _forget_calls_after_fork() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_calls_after_fork)
+
+
+# --------------------------------------------------------------------------- interpreter exit
+
+_exit_hook_registered = False
+
+
+def _register_exit_hook() -> None:
+    global _exit_hook_registered
+    if _exit_hook_registered:
+        return
+    _exit_hook_registered = True
+    # threading's own exit hooks run before the interpreter waits for non-daemon threads
+    # (concurrent.futures registers its pools' the same way): a thread blocked in
+    # Host.call gets its answer instead of holding the exit up.
+    register = getattr(threading, "_register_atexit", None)
+    try:
+        if register is not None:
+            register(_cancel_at_exit)
+            return
+    except RuntimeError:  # the interpreter is already shutting down
+        return
+    import atexit  # pragma: no cover - every supported Python has threading's hook
+
+    atexit.register(_cancel_at_exit)  # pragma: no cover
+
+
+def _cancel_at_exit() -> None:
+    """Cancel every running call of every live host (reason ``"host closed"``) and wait,
+    up to the longest cancel grace, for them to end: a tool that listens to its token sees
+    the cancel and may return its own result before the interpreter goes away."""
+    calls: list[Call] = []
+    grace = 0.0
+    for rt in list(_runtimes):
+        rt.closed = True  # a call started from here on is answered "host closed"
+        running = list(rt.active)
+        if running:
+            grace = max(grace, rt.cancel_grace)
+            calls.extend(running)
+    for call in calls:
+        call._cancel("host closed")
+    end = time.monotonic() + grace
+    for call in calls:
+        with contextlib.suppress(WaitTimeoutError):
+            call.result(timeout=max(0.0, end - time.monotonic()))
 
 
 class Progress:
@@ -170,37 +232,25 @@ class Progress:
             _log.exception("toolnexus host: progress reporter for %r failed", self.name)
 
 
-class Signal:
-    """A wake-up for one waiting thread: cheaper than ``threading.Event`` (a bare lock).
-    ``set()`` wakes the current or next ``wait()``; waiters re-check state after waking."""
+class _NoPublicConstructor(type):
+    """A class only the package makes (trio's ``NoPublicConstructor`` idea): calling it
+    raises :class:`~toolnexus.errors.InvalidTypeError` (a ``TypeError``); the package calls
+    its ``_create`` classmethod instead."""
 
-    __slots__ = ("_lock",)
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._lock.acquire()
-
-    def set(self) -> None:
-        try:  # noqa: SIM105 - once per call on the fast path
-            self._lock.release()
-        except RuntimeError:  # already set and not consumed yet
-            pass
-
-    def wait(self, timeout: float | None) -> bool:
-        if timeout is None:
-            return self._lock.acquire()
-        return self._lock.acquire(timeout=min(max(timeout, 0.0), threading.TIMEOUT_MAX))
+    def __call__(cls, *args: object, **kwargs: object) -> NoReturn:
+        raise InvalidTypeError(
+            f"toolnexus.{cls.__name__} has no public constructor: Host.submit(name, args) "
+            "starts a call and returns its Call"
+        )
 
 
-class Call:
+class Call(metaclass=_NoPublicConstructor):
     """A tool call started with :meth:`Host.submit`: a future for its :class:`ToolResult`.
 
     ``result()`` waits for it, ``cancel()`` stops it, ``add_done_callback()`` hears when it
     ends; ``await call`` waits without blocking an event loop. The result is what
     :meth:`Host.call` would have returned: never an exception for what the tool did.
-
-    Attributes:
-        name: the tool name the call asked for (as the caller spelled it).
+    Only a host makes calls: ``Call(...)`` raises ``TypeError``.
 
     Example::
 
@@ -211,8 +261,10 @@ class Call:
 
     __slots__ = (
         "_answer",
+        "_args",
         "_asked",
         "_attempt",
+        "_budget",
         "_callbacks",
         "_context",
         "_ctx",
@@ -223,6 +275,7 @@ class Call:
         "_launched",
         "_lock",
         "_loop",
+        "_name",
         "_outcome",
         "_owner",
         "_owner_future",
@@ -239,22 +292,25 @@ class Call:
         "_runner",
         "_scope",
         "_settled",
-        "_start",
+        "_start_time",
         "_state",
         "_task",
         "_timer",
+        "_tool",
         "_wakers",
         "_worker",
-        "args",
-        "budget",
-        "name",
-        "tool",
     )
 
-    def __init__(self, rt: Runtime, name: str, start: float) -> None:
+    @classmethod
+    def _create(cls, rt: Runtime, name: str, start_time: float) -> Call:
+        """A new QUEUED call for ``rt``: the package's way in (``Call()`` is refused)."""
+        call: Call = type.__call__(cls, rt, name, start_time)
+        return call
+
+    def __init__(self, rt: Runtime, name: str, start_time: float) -> None:
         self._rt = rt
-        self.name = name
-        self._start = start
+        self._name = name
+        self._start_time = start_time  # for on_event's duration
         self._lock = threading.Lock()
         self._state = QUEUED
         self._reason: Reason | None = None
@@ -267,7 +323,7 @@ class Call:
         self._owner: Callable[[], object] | None = None  # wakes the owner for deferred effects
         self._owner_thread = 0
         self._owner_future: asyncio.Future[None] | None = None
-        self._deferred: list[Effect] = []
+        self._deferred: list[Callable[[], object]] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Future[Any] | None = None
         self._timer: _timers.Timer | None = None
@@ -276,11 +332,11 @@ class Call:
         self._launched = False
         self._scope: CancellationTokenSource | None = None
         self._registration: Any = None
-        self._question: Any = None
+        self._question: _Question | None = None
         self._request: Request | None = None
         self._answer: Answer | None = None
         self._round: int | None = None  # a resume: the round of the answer it was given
-        self._asked = 0  # questions asked through wait_for
+        self._asked = 0  # answers taken through wait_for
         self._raw_args: Any = None
         self._attempt = 0
         self._progress: Progress | None = None
@@ -288,15 +344,25 @@ class Call:
         self._ctx: ToolContext | None = None
         self._deadline: float | None = None
         self._runner = ON_POOL
-        self.tool: Tool | None = None
-        self.args: dict[str, Any] | None = None
-        self.budget: int | None = None
+        self._tool: Tool | None = None
+        self._args: dict[str, Any] | None = None
+        self._budget: int | None = None
 
     # ------------------------------------------------------------------ the public face
+
+    @property
+    def name(self) -> str:
+        """The tool name the call asked for (as the caller spelled it)."""
+        return self._name
 
     def done(self) -> bool:
         """True once the call has its result (even while its callbacks still run)."""
         return self._state == DONE
+
+    def cancelled(self) -> bool:
+        """True when the call ended cancelled (by the caller, or its host closing); False
+        while it runs and for every other outcome."""
+        return self._state == DONE and self._outcome == "cancelled"
 
     @property
     def reason(self) -> Reason | None:
@@ -321,15 +387,13 @@ class Call:
             result = host.submit("add", {"a": 1, "b": 2}).result(timeout=5)
         """
         if self._state != DONE:
-            event = self._event
-            if event is None:
-                with self._lock:
-                    if self._state != DONE and self._event is None:
-                        self._event = threading.Event()
-                    event = self._event
+            with self._lock:
+                if self._state != DONE and self._event is None:
+                    self._event = threading.Event()
+                event = self._event
             if event is not None and not event.wait(timeout):
                 raise WaitTimeoutError(
-                    f"call to {self.name!r} still running after {timeout} s; the call goes "
+                    f"call to {self._name!r} still running after {timeout} s; the call goes "
                     "on: wait again, or cancel() it"
                 )
         result = self._result
@@ -378,7 +442,7 @@ class Call:
 
         def wake() -> None:
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-                loop.call_soon_threadsafe(_resolve, future)
+                loop.call_soon_threadsafe(resolve_future, future)
 
         self._add_waker(wake)
         try:
@@ -393,11 +457,11 @@ class Call:
         if self._state == DONE:
             state = f"done {self._outcome}"
         reason = f" reason={self._reason!r}" if self._reason is not None else ""
-        return f"<Call {self.name!r} {state}{reason}>"
+        return f"<Call {self._name!r} {state}{reason}>"
 
     # ------------------------------------------------------------------ set-up (host side)
 
-    def prepare(
+    def _prepare(
         self,
         tool: Tool,
         args: dict[str, Any],
@@ -409,63 +473,56 @@ class Call:
         round: int | None,
         done_callback: Callable[[Call], object] | None = None,
     ) -> None:
-        """Fill in what the tool needs; nothing runs yet (see :meth:`start`). ``raw_args``
+        """Fill in what the tool needs; nothing runs yet (see :meth:`_start`). ``raw_args``
         are the arguments as the caller gave them (a binding names them); ``round`` is set
         for a resume: the round of its checked ``answer``. ``done_callback`` is the first
         done callback (no other thread knows the call yet: no lock needed)."""
         if done_callback is not None:
             self._callbacks = [done_callback]
-        self.tool = tool
-        self.args = args
+        self._tool = tool
+        self._args = args
         self._raw_args = raw_args
         self._round = round
-        self.budget = budget
+        self._budget = budget
         self._answer = answer
         if progress is not None:
-            self._progress = Progress(progress, self.name)
+            self._progress = Progress(progress, self._name)
         self._context = contextvars.copy_context()
         if token is not None and token.can_be_cancelled:
             self._registration = token.register(
                 StateLink(self._caller_cancelled, self._caller_cancelled_by_timer)
             )
 
-    def own(
+    def _own(
         self,
         wake: Callable[[], object],
         loop: asyncio.AbstractEventLoop | None = None,
         settled: asyncio.Future[None] | None = None,
     ) -> None:
-        """Make the caller the owner: effects are queued for it and ``wake()`` tells it
-        (``Host.call`` blocks on them; ``Host.acall`` drains them on ``loop`` and awaits
-        ``settled``, resolved once the call is settled)."""
+        """Make the caller the owner: ``OWNER`` effects are queued for it and ``wake()``
+        tells it (``Host.call`` blocks on them in :meth:`_wait_owned`; ``Host.acall``
+        drains them on ``loop`` and awaits ``settled``, resolved once the call is
+        settled)."""
         self._owner = wake
         self._owner_thread = threading.get_ident()
         self._loop = loop
         self._owner_future = settled
 
-    def start(self, inline: bool = False) -> None:
-        """Start a call made with ``Host.submit(..., start=False)``; ``inline=True`` runs
-        the tool here, on the calling thread, as ``submit(inline=True)`` does. A call
-        already settled (refused, bad arguments, cancelled meanwhile) stays as it is.
+    def _start(self, inline: bool = False) -> None:
+        """Start a call made with ``Host._prepare_call``: queued for a worker, or with
+        ``inline=True`` run here, on the calling thread (an ``async def`` tool on a private
+        loop), returning once the tool returned. A call already settled (refused, bad
+        arguments, cancelled meanwhile) stays as it is.
 
         Raises :class:`~toolnexus.errors.InvalidValueError` (a ``ValueError``) when the
         call was started before.
-
-        Example::
-
-            call = host.submit("add", {"a": 1, "b": 2}, start=False)
-            calls[request_id] = call          # where a cancel can find it
-            call.start()
         """
-        # Checked without the lock (it costs one per call): two threads calling start()
-        # at the same moment may both pass, and then the state machine still runs the
-        # attempt once (a second deadline timer fires harmlessly at the same deadline).
-        if self._launched:
-            raise InvalidValueError(
-                f"call to {self.name!r} was already started; start() runs a call made "
-                "with submit(..., start=False) once"
-            )
-        self._launched = True
+        with self._lock:
+            if self._launched:
+                raise InvalidValueError(
+                    f"call to {self._name!r} was already started; a call starts once"
+                )
+            self._launched = True
         # The first attempt: queued for a worker, run here, or on the owner's loop.
         if inline:
             self._runner = INLINE
@@ -473,7 +530,7 @@ class Call:
             worker = current_worker()
             if worker is not None and worker.pool is self._rt.pool and self._owner is None:
                 self._runner = INLINE  # a tool calling its own host: no worker to wait for
-            elif self._loop is not None and self.tool is not None and self.tool.is_async:
+            elif self._loop is not None and self._tool is not None and self._tool.is_async:
                 self._runner = ON_LOOP
         self._rt.active.add(self)
         if self._state == DONE:  # the caller's token cancelled it while it was set up
@@ -484,7 +541,7 @@ class Call:
             return
         self._start_attempt()
 
-    def finish_now(
+    def _finish_now(
         self, result: ToolResult, outcome: Outcome, reason: Reason | None = None
     ) -> None:
         """Settle a call that never reached a tool (refused, bad arguments, cancelled
@@ -494,15 +551,60 @@ class Call:
             effects = self._done_locked(result, outcome)
         self._carry_out(effects)
 
+    def _wait_owned(self) -> ToolResult:
+        """``Host.call``: own the call, start it and block until it is settled, running
+        its ``OWNER`` effects on this thread.
+
+        Whatever interrupts the wait — Ctrl-C's ``KeyboardInterrupt`` above all — cancels
+        the call first (its tool's token is cancelled here), then lets the call go on
+        without an owner and re-raises.
+        """
+        # The owner's wake-ups: a SimpleQueue waits and wakes in C. threading.Event, whose
+        # Condition is Python code, cost 44k instructions more per Host.call (+48%).
+        wakes: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self._own(functools.partial(wakes.put, None))
+        try:
+            self._start()
+            while not self._drain():
+                wakes.get()
+        except BaseException:
+            self._cancel("caller")
+            self._disown()
+            raise
+        result = self._result
+        assert result is not None
+        return result
+
+    def _drain(self) -> bool:
+        """Run the effects queued for the owner (on the owner's thread); True once the
+        call is settled."""
+        with self._lock:
+            effects, self._deferred = self._deferred, None
+        if effects:
+            for effect in effects:
+                effect()
+        return self._settled
+
+    def _disown(self) -> None:
+        """The owner stops waiting: effects run where they are made from now on (the
+        dispatcher for a timer's), and those already queued run here."""
+        with self._lock:
+            self._owner = None
+            self._owner_thread = 0
+            effects, self._deferred = self._deferred, None
+        if effects:
+            for effect in effects:
+                effect()
+
     # ------------------------------------------------------------------ attempts
 
     def _start_attempt(self) -> None:
         """Arm the attempt's deadline (a fresh budget per attempt) and hand it to its runner."""
-        failed: list[Effect] | None = None
+        failed: list[int] | None = None
         with self._lock:
             if self._state != QUEUED:
                 return
-            budget = self.budget
+            budget = self._budget
             if budget is not None:
                 self._deadline = time.monotonic() + budget / 1000
                 try:
@@ -512,13 +614,13 @@ class Call:
                 except _timers.TimerStartError:  # never raise through the host: answer it
                     failed = self._done_locked(
                         ToolResult.error(
-                            f"'{self.name}' was not run: no timer thread could be started to "
+                            f"'{self._name}' was not run: no timer thread could be started to "
                             "enforce its deadline"
                         ),
                         "error",
                     )
-            tool = self.tool
-            assert self.args is not None and tool is not None
+            tool = self._tool
+            assert self._args is not None and tool is not None
             # A token and a context only for a tool that can see them (an async tool run
             # off its caller's loop is stopped through the token): they cost as much as
             # the rest of the set-up.
@@ -543,23 +645,25 @@ class Call:
             return
         if runner == INLINE:
             assert self._context is not None
-            self._run_tool(tool, self.args, self._ctx, self._context)
+            self._run_tool(tool, self._args, self._ctx, self._context)
         elif runner == ON_LOOP:
             self._start_task()
         else:
-            problem = self._rt.pool.submit(self)
+            problem = self._rt.pool.submit(self._run)
             if problem is not None:
-                self.finish_now(ToolResult.error(f"'{self.name}' was not run: {problem}"), "error")
+                self._finish_now(
+                    ToolResult.error(f"'{self._name}' was not run: {problem}"), "error"
+                )
 
-    def run(self) -> None:
-        """Run the attempt on this thread (a pool worker calls it); never raises."""
+    def _run(self) -> None:
+        """Run the attempt on this pool worker; never raises."""
         with self._lock:
             if self._state != QUEUED:
                 return  # cancelled or past its deadline while queued: it never starts
             self._state = RUNNING
             self._inside = True
-            self._worker = current_worker() if self._runner == ON_POOL else None
-            tool, args, ctx, context = self.tool, self.args, self._ctx, self._context
+            self._worker = current_worker()
+            tool, args, ctx, context = self._tool, self._args, self._ctx, self._context
         assert tool is not None and args is not None and context is not None
         self._run_tool(tool, args, ctx, context)
 
@@ -592,30 +696,27 @@ class Call:
 
     def _start_task(self) -> None:
         loop = self._loop
-        assert loop is not None and self.tool is not None
+        assert loop is not None and self._tool is not None
         with self._lock:
             if self._state != QUEUED:
                 return
             self._state = RUNNING
-            coro = _on_loop(self, self.tool.acall(self.args or {}, self._ctx))
+            coro = _on_loop(self, self._tool.acall(self._args or {}, self._ctx))
         # Created on the owner's loop from the caller's task: it inherits the caller's context.
         self._task = loop.create_task(coro)
 
     def _returned(self, value: Any) -> None:
         """The attempt's tool returned ``value`` (a result, or what it raised)."""
-        result = _as_result(self.tool, value) if value.__class__ is not ToolResult else value
+        result = _as_result(self._tool, value)
         with self._lock:
             self._inside = False
             state = self._state
             if state == RUNNING:
-                if result.is_error or self._timer is not None:
-                    effects = self._settle_attempt_locked(result)
-                else:  # an answer, no deadline armed: what the loop rule does, one frame less
-                    effects = self._done_locked(result, "ok")
+                effects = self._settle_attempt_locked(result)
             elif state == GRACE:
                 words = None if value is _NO_WORDS else result
                 effects = self._done_locked(
-                    _timeout_result(self.budget, words, self.name), "timeout"
+                    _timeout_result(self._budget, words, self._name), "timeout"
                 )
             elif state == CANCELLING:
                 if value is _NO_WORDS:
@@ -628,13 +729,9 @@ class Call:
                 self._rt.pool.release(self._worker)
             self._report_late()
             return
-        if self._owner is None:  # what _carry_out does for a call nobody owns, inlined
-            for effect in effects:
-                effect()
-            return
         self._carry_out(effects)
 
-    def _settle_attempt_locked(self, result: ToolResult) -> list[Effect]:
+    def _settle_attempt_locked(self, result: ToolResult) -> list[int]:
         """The tool returned in time: apply the loop rule."""
         if self._timer is not None:
             self._timer.cancel()
@@ -648,18 +745,18 @@ class Call:
         if self._round is not None or rt.wait_for is None:
             # Loop rule 2: hand the question back bound to this call (or unresolved).
             result = rt.binder.hand_back(
-                self.name, self._raw_args, result, self._round or 0, rt.max_rounds
+                self._name, self._raw_args, result, self._round or 0, rt.max_rounds
             )
             return self._done_locked(result, "pending" if result.is_pending else "error")
-        if self._asked >= rt.max_rounds:  # the retry suspended again: never loop
+        if not loop_rule.may_ask_again(self._asked, rt.max_rounds):
             return self._done_locked(loop_rule.unresolved(result), "error")
         self._asked += 1
         self._state = ASKING
-        return [self._ask]
+        return [ASK]
 
     # ------------------------------------------------------------------ timers (quick)
 
-    def _deadline_passed(self, attempt: int) -> Effect:
+    def _deadline_passed(self, attempt: int) -> Callable[[], None]:
         def fire() -> None:
             with self._lock:
                 if self._attempt != attempt:
@@ -668,7 +765,7 @@ class Call:
                 if state == QUEUED:
                     self._reason = "deadline"
                     effects = self._done_locked(
-                        _timeout_result(self.budget, _NEVER_STARTED, self.name), "timeout"
+                        _timeout_result(self._budget, _NEVER_STARTED, self._name), "timeout"
                     )
                 elif state == RUNNING:
                     self._reason = "deadline"
@@ -677,14 +774,14 @@ class Call:
                     self._timer = _timers.schedule(
                         self._deadline + self._rt.grace, self._grace_ended(attempt), quick=True
                     )
-                    effects = [self._cancel_tool]
+                    effects = [CANCEL_TOOL]
                 else:
                     return
             self._carry_out(effects, from_timer=True)
 
         return fire
 
-    def _grace_ended(self, attempt: int) -> Effect:
+    def _grace_ended(self, attempt: int) -> Callable[[], None]:
         def fire() -> None:
             with self._lock:
                 if self._attempt != attempt or self._state not in (GRACE, CANCELLING):
@@ -694,26 +791,26 @@ class Call:
 
         return fire
 
-    def _abandon_locked(self) -> list[Effect]:
+    def _abandon_locked(self) -> list[int]:
         """The tool is still running after its grace: answer without it."""
         stuck = self._rt.pool.abandon(self._worker) if self._runner == ON_POOL else 0
         if self._state == GRACE:
             _log.warning(
                 "toolnexus host: %r ignored its deadline (%s ms) and the %s ms grace period; "
                 "it was abandoned (%d stuck)",
-                self.name,
-                self.budget,
+                self._name,
+                self._budget,
                 self._rt.grace_ms,
                 stuck,
             )
             effects = self._done_locked(
-                _timeout_result(self.budget, _ABANDONED, self.name, self._rt.grace_ms),
+                _timeout_result(self._budget, _ABANDONED, self._name, self._rt.grace_ms),
                 "timeout",
             )
         else:
             effects = self._done_locked(ToolResult.error(_cancel_text(self._reason)), "cancelled")
         if self._task is not None:
-            effects.append(self._forget_task)
+            effects.append(FORGET_TASK)
         return effects
 
     # ------------------------------------------------------------------ cancellation
@@ -726,10 +823,6 @@ class Call:
         parent's deadline): the state changes here, on the timer thread; the effects go to
         the owner or the dispatcher, as a deadline's do."""
         self._cancel("caller", from_timer=True)
-
-    def cancel_for_close(self) -> None:
-        """The host is closing: cancel with reason ``"host closed"``."""
-        self._cancel("host closed")
 
     def _cancel(self, reason: Reason, *, from_timer: bool = False) -> bool:
         with self._lock:
@@ -756,18 +849,18 @@ class Call:
                     else:
                         grace = -1  # the timer ends it
                 if grace == 0:
-                    effects = [self._cancel_tool, *self._abandon_locked()]
+                    effects = [CANCEL_TOOL, *self._abandon_locked()]
                 elif grace > 0:
-                    effects = [self._cancel_tool, *self._answer_unheard_locked(grace)]
+                    effects = [CANCEL_TOOL, *self._answer_unheard_locked(grace)]
                 else:
-                    effects = [self._cancel_tool]
+                    effects = [CANCEL_TOOL]
             else:  # queued (never starts) or asking (the question is dropped)
                 if self._timer is not None:
                     self._timer.cancel()
                     self._timer = None
                 effects = self._done_locked(ToolResult.error(_cancel_text(reason)), "cancelled")
                 if state == ASKING:
-                    effects.append(self._drop_question)
+                    effects.append(DROP_QUESTION)
         self._carry_out(effects, from_timer=from_timer)
         return True
 
@@ -775,10 +868,10 @@ class Call:
         """Whether the running tool can hear a cancel, decided by the tool alone (never by
         timing): an async tool always can (its task is cancelled), a sync one only if it
         takes a context (its token is how it hears). A tool that cannot hear gets no grace."""
-        tool = self.tool
+        tool = self._tool
         return tool is None or tool.is_async or tool.takes_context
 
-    def _answer_unheard_locked(self, grace: float) -> list[Effect]:
+    def _answer_unheard_locked(self, grace: float) -> list[int]:
         """Cancelled while running a tool that cannot hear it (takes no context): waiting for it
         to return its own words would only delay the answer, so the host answers now. Its
         worker counts as stuck only if the tool is still inside when the grace ends, as it
@@ -794,7 +887,7 @@ class Call:
                 self._rt.pool.abandon(self._worker)
         return self._done_locked(ToolResult.error(_cancel_text(self._reason)), "cancelled")
 
-    def _abandon_if_inside(self, attempt: int, worker: Worker) -> Effect:
+    def _abandon_if_inside(self, attempt: int, worker: Worker) -> Callable[[], None]:
         def fire() -> None:
             with self._lock:
                 if self._inside and self._attempt == attempt:
@@ -809,7 +902,7 @@ class Call:
             scope.cancel()
         self._cancel_task()
 
-    def _cancel_tool_from_timer(self) -> Effect | None:
+    def _cancel_tool_from_timer(self) -> Callable[[], object] | None:
         """The timer thread's part of :meth:`_cancel_tool`: the token is cancelled (flag and
         Event) now, so a tool polling it stops on time whatever else is queued; returns the
         rest — the token's callbacks and stopping the task — for the owner or dispatcher."""
@@ -870,11 +963,11 @@ class Call:
         if self._loop is not None and rt.wait_for_is_async:
             question.start_task(self._loop)
             return
-        problem = rt.questions.submit(question)
+        problem = rt.questions.submit(question.run)
         if problem is not None:
             self._answered(loop_rule.Refused(problem), question)
 
-    def _question_expired(self, question: _Question) -> Effect:
+    def _question_expired(self, question: _Question) -> Callable[[], None]:
         def fire() -> None:
             with self._lock:
                 if self._question is not question or self._state != ASKING:
@@ -882,7 +975,7 @@ class Call:
                 self._rt.questions.abandon(question.worker)
                 assert self._request is not None
                 effects = self._done_locked(loop_rule.declined(self._request, "expired"), "error")
-                effects.append(self._drop_question)
+                effects.append(DROP_QUESTION)
             _log.warning(
                 "toolnexus host: wait_for gave no answer to %r within %s ms; treated as declined",
                 question.request.id,
@@ -918,12 +1011,12 @@ class Call:
                 self._state = QUEUED
                 if self._scope is not None:
                     self._scope.close()
-                effects = [self._start_attempt]
+                effects = [START]
         self._carry_out(effects)
 
     # ------------------------------------------------------------------ the end
 
-    def _done_locked(self, result: ToolResult, outcome: Outcome) -> list[Effect]:
+    def _done_locked(self, result: ToolResult, outcome: Outcome) -> list[int]:
         """Enter DONE (the lock is held): record, wake waiters; settling is an effect."""
         self._state = DONE
         self._result = result
@@ -933,7 +1026,7 @@ class Call:
             self._timer = None
         if self._event is not None:
             self._event.set()
-        return [self._settle]
+        return [SETTLE]
 
     def _settle(self) -> None:
         """Let go of everything, report the event, run the callbacks (once)."""
@@ -950,7 +1043,10 @@ class Call:
         if rt.emit is not None:
             request = self._request
             rt.emit(
-                self.name, self._start, self._outcome, request.id if request is not None else None
+                self._name,
+                self._start_time,
+                self._outcome,
+                request.id if request is not None else None,
             )
         with self._lock:
             self._settled = True
@@ -958,12 +1054,9 @@ class Call:
             wakers, self._wakers = self._wakers, None
         if callbacks:
             for fn in callbacks:
-                try:
-                    fn(self)
-                except Exception:
-                    _log.exception(_CALLBACK_FAILED, self.name)
+                self._run_callback(fn)
         if self._owner_future is not None:  # settling runs on the owner's loop thread
-            _resolve(self._owner_future)
+            resolve_future(self._owner_future)
         if wakers:
             for wake in wakers:
                 wake()
@@ -972,7 +1065,7 @@ class Call:
         try:
             fn(self)
         except Exception:
-            _log.exception(_CALLBACK_FAILED, self.name)
+            _log.exception(_CALLBACK_FAILED, self._name)
 
     def _add_waker(self, wake: Callable[[], object]) -> None:
         with self._lock:
@@ -988,83 +1081,78 @@ class Call:
             10 if self._reason != "deadline" else 30,  # logging.DEBUG, logging.WARNING
             "toolnexus host: abandoned call %r returned after it was answered; its result "
             "was discarded",
-            self.name,
+            self._name,
         )
 
     # ------------------------------------------------------------------ effects
 
-    def _carry_out(self, effects: list[Effect], *, from_timer: bool = False) -> None:
-        """Run the effects of a transition once the lock is released.
+    def _carry_out(self, effects: list[int], *, from_timer: bool = False) -> None:
+        """Run the effects of a transition once the lock is released, each where
+        ``_WHERE`` says: ``HERE`` effects on this thread, ``OWNER`` effects on the owner
+        (queued for it and woken) unless this is its thread or there is none.
 
-        A timer's effects go to the owner, or the dispatcher: the timer thread never runs
-        them. Others run here — cancelling the tool's token on the cancelling thread, as
-        a token's cancel runs its callbacks — except that settling, starting an attempt
-        and asking go to the owner when there is one and this is not its thread
-        (``on_event`` runs on the caller's thread; an async tool starts on its loop).
+        The timer thread runs none of them: it only sets the tool's token (flag and
+        Event), so a tool polling it stops on time; the rest goes to the owner, or to the
+        dispatcher for a call nobody owns.
         """
+        if from_timer:
+            later = [getattr(self, _EFFECTS[effect]) for effect in effects if effect != CANCEL_TOOL]
+            if CANCEL_TOOL in effects:
+                rest = self._cancel_tool_from_timer()
+                if rest is not None:
+                    later.insert(0, rest)
+            self._hand_over(later, dispatch=True)
+            return
+        if self._owner is None or threading.get_ident() == self._owner_thread:
+            for effect in effects:
+                getattr(self, _EFFECTS[effect])()
+            return
+        owned = []
+        for effect in effects:
+            if _WHERE[effect] == HERE:
+                getattr(self, _EFFECTS[effect])()
+            else:
+                owned.append(getattr(self, _EFFECTS[effect]))
+        self._hand_over(owned, dispatch=False)
+
+    def _hand_over(self, effects: list[Callable[[], object]], *, dispatch: bool) -> None:
+        """Queue ``effects`` for the owner and wake it; with no owner (none, or it let go)
+        run them here, or on the dispatcher when ``dispatch`` (this is the timer thread)."""
         if not effects:
             return
-        owner = self._owner
-        if from_timer:
-            if self._cancel_tool in effects:
-                rest = self._cancel_tool_from_timer()
-                effects = [e for e in effects if e != self._cancel_tool]
-                if rest is not None:
-                    effects.insert(0, rest)
-                if not effects:
-                    return
-            if owner is None:
-                for effect in effects:
-                    _timers.dispatch(effect)
-                return
-            later = effects
-        elif owner is None or threading.get_ident() == self._owner_thread:
+        with self._lock:
+            owner = self._owner
+            if owner is not None:
+                if self._deferred is None:
+                    self._deferred = effects
+                else:
+                    self._deferred.extend(effects)
+        if owner is not None:
+            owner()
+        elif dispatch:
+            for effect in effects:
+                _timers.dispatch(effect)
+        else:
             for effect in effects:
                 effect()
-            return
-        else:
-            later = []
-            for effect in effects:
-                if effect == self._cancel_tool or effect == self._drop_question:
-                    effect()
-                else:
-                    later.append(effect)
-            if not later:
-                return
-        with self._lock:
-            self._deferred.extend(later)
-        owner()
 
-    def drain(self) -> bool:
-        """Run the effects queued for the owner (on the owner's thread); True once the
-        call is settled."""
-        with self._lock:
-            effects, self._deferred = self._deferred, []
-        for effect in effects:
-            effect()
-        return self._settled
 
-    def wait_owned(self, signal: Signal) -> ToolResult:
-        """``Host.call``: block until settled, running deferred effects on this thread
-        (``signal.set`` is the owner's wake, see :meth:`own`)."""
-        while not self.drain():
-            signal.wait(None)
-        result = self._result
-        assert result is not None
-        return result
+_EFFECTS = ("_settle", "_start_attempt", "_ask", "_cancel_tool", "_drop_question", "_forget_task")
+"""The method each effect code runs (indexed by ``SETTLE``, ``START``, ...)."""
 
 
 class _Question:
     """One ``wait_for`` call for a suspended :class:`Call`: a job for the question pool, or
     a task on the caller's loop."""
 
-    __slots__ = ("call", "request", "source", "task", "worker")
+    __slots__ = ("call", "loop", "request", "source", "task", "worker")
 
     def __init__(self, call: Call, request: Request) -> None:
         self.call = call
         self.request = request
         self.source = CancellationTokenSource()
         self.worker: Worker | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.task: asyncio.Future[Any] | None = None
 
     def run(self) -> None:
@@ -1080,7 +1168,8 @@ class _Question:
             if inspect.isawaitable(value):
                 from . import _aio
 
-                value = _aio.run_private(_aio.drive(value, self.source.token))
+                awaitable = value
+                value = _aio.run_blocking(lambda: _aio.drive(awaitable, self.source.token))
                 if value is _aio.CANCELLED:
                     value = loop_rule.Refused("cancelled")
         except BaseException:  # a question that fails is a declined answer, never a crash
@@ -1097,6 +1186,7 @@ class _Question:
             _log.exception("toolnexus host: wait_for raised; treated as declined")
             self.call._answered(loop_rule.Refused("raised"), self)
             return
+        self.loop = loop
         self.task = task = loop.create_task(_awaited(awaitable))
         task.add_done_callback(self._task_done)
 
@@ -1111,9 +1201,12 @@ class _Question:
         self.call._answered(task.result(), self)
 
     def drop(self) -> None:
+        """Stop the question, from any thread: its token is cancelled here, its task (if
+        any) on its loop."""
         self.source.cancel()
-        if self.task is not None:
-            self.task.cancel()
+        if self.task is not None and self.loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to stop
+                self.loop.call_soon_threadsafe(self.task.cancel)
 
 
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
@@ -1133,11 +1226,6 @@ async def _on_loop(call: Call, awaitable: Awaitable[Any]) -> None:
 
         value = _NO_WORDS if isinstance(exc, asyncio.CancelledError) else exc
     call._returned(value)
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 # --------------------------------------------------------------------------- texts
@@ -1169,8 +1257,9 @@ def _timeout_result(
 
 
 def _as_result(tool: Tool | None, value: object) -> ToolResult:
-    """What an attempt produced that is not a plain ToolResult: a subclass, or what escaped
-    the tool's own wrapper (a bug there, a BaseException) — never an empty error text."""
+    """What an attempt produced, as a result: a ToolResult stands; anything else — what
+    escaped the tool's own wrapper (a bug there, a BaseException), a wrong return type —
+    becomes an error result, never an empty error text."""
     if isinstance(value, ToolResult):
         return value
     name = tool.name if tool is not None else "?"

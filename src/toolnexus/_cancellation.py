@@ -325,7 +325,7 @@ class CancellationToken:
         def wake() -> None:
             # Runs on the cancelling thread: hand the result over to the loop's thread.
             with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits now
-                loop.call_soon_threadsafe(_resolve, future)
+                loop.call_soon_threadsafe(resolve_future, future)
 
         registration = self.register(wake)
         try:
@@ -354,7 +354,9 @@ class CancellationToken:
         return f"<CancellationToken {'cancelled' if self.is_cancellation_requested else 'live'}>"
 
 
-def _resolve(future: asyncio.Future[None]) -> None:
+def resolve_future(future: asyncio.Future[None]) -> None:
+    """Package-internal: mark ``future`` done (once; on its loop's thread), the wake-up of
+    every waiter that hands a cancellation or a call's end over to asyncio."""
     if not future.done():
         future.set_result(None)
 

@@ -31,13 +31,13 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
 
 from . import _loop_rule as loop_rule
 from ._binding import Accepted, Binder, Refusal
-from ._call import Call, Outcome, Runtime, Signal
+from ._call import Call, Outcome, Runtime
 from ._cancellation import CancellationToken
 from ._context import ProgressReporter
 from ._frozen import sealed
@@ -45,12 +45,12 @@ from ._log import LazyLogger
 from ._pool import Pool, current_worker
 from ._result import ToolResult
 from ._suspension import Answer, Request
-from .errors import InvalidTypeError, InvalidValueError, ToolnexusError, WireFormatError
+from .errors import InvalidTypeError, InvalidValueError, WireFormatError
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
 if TYPE_CHECKING:
     from collections.abc import Awaitable
-    from typing import Any, Literal, TypeAlias
+    from typing import Any, TypeAlias
 
     from ._toolkit import Toolkit
     from ._turns import Style, TurnCall, TurnInput, TurnResult
@@ -142,27 +142,12 @@ def _check_token(token: object) -> CancellationToken:
     return token
 
 
-def _run_blocking(coro_fn: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
-    from ._aio import run_blocking
+_Item: TypeAlias = "tuple[str, Any, Accepted | None]"  # typing stays unloaded
+"""One call of a batch: the tool name, its arguments and, for a resume, the checked answer."""
 
-    return run_blocking(coro_fn)
-
-
-_Batch: TypeAlias = 'Literal["concurrent", "wait", "await"]'  # typing stays unloaded
-"""How :meth:`Host._gather` runs a batch: concurrently (the usual case) or, called from one
-of the host's own workers, one call after another inline on that worker, through
-:meth:`Host._wait` (a synchronous entry point) or :meth:`Host._await` (an asyncio one)."""
-
-
-def _drive_inline(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run a batch coroutine in ``"wait"`` mode to its end on this thread, with no event
-    loop: it awaits nothing that suspends, so one ``send`` finishes it."""
-    try:
-        coro.send(None)
-    except StopIteration as stop:
-        return stop.value
-    coro.close()
-    raise ToolnexusError("internal: an inline batch suspended")  # pragma: no cover
+_Steps: TypeAlias = "Generator[list[_Item], list[ToolResult], TurnResult]"
+"""A turn's logic, written once for both drivers (:meth:`Host._run_steps`,
+:meth:`Host._arun_steps`): it yields the batches to run and receives their results."""
 
 
 # --------------------------------------------------------------------------- the host
@@ -333,9 +318,6 @@ class Host:
         progress: ProgressReporter | None = None,
         request: Request | ToolResult | Mapping[str, Any] | str | None = None,
         answer: Answer | Mapping[str, Any] | str | None = None,
-        inline: bool = False,
-        done_callback: Callable[[Call], object] | None = None,
-        start: bool = True,
     ) -> Call:
         """Start :meth:`call` — or, with ``request`` and ``answer``, :meth:`resume` — and
         return its :class:`~toolnexus.Call` at once, without waiting.
@@ -346,40 +328,54 @@ class Host:
         thread); ``await call`` waits in asyncio; ``call.cancel()`` cancels it. A tool that
         submits to its own host runs the call inline, on its own worker.
 
-        ``inline=True`` runs the tool on the calling thread instead of a worker (an
-        ``async def`` tool on a private event loop) and returns once the tool returned: no
-        thread hand-off, for a driver that knows the tool is quick and can keep its other
-        duties going meanwhile (the stdio server hands its reading to a second thread when
-        an inline tool runs long). Every rule still holds: past the deadline (or after a
-        cancel and its grace) the call is settled on time and its done callbacks run on the
-        dispatcher while the tool goes on; its late result is discarded. ``done_callback``
-        is registered as by ``add_done_callback`` before the call starts — with
-        ``inline=True`` the only way to hear of a deadline while the tool still runs.
-
-        ``start=False`` returns the call checked and set up but not started: a driver keeps
-        it where a cancel can find it, then starts it with
-        :meth:`Call.start() <toolnexus.Call.start>` (``inline`` goes there). A
-        ``cancel()`` before then means it never starts.
-
-        Raises ``ValueError``/``TypeError`` only for a bad ``timeout_ms`` or token, a
-        ``request`` without an ``answer`` (or the reverse), or ``inline=True`` with
-        ``start=False``.
+        Raises ``ValueError``/``TypeError`` only for a bad ``timeout_ms`` or token, or a
+        ``request`` without an ``answer`` (or the reverse).
 
         Example::
 
             call = host.submit("add", {"a": 1, "b": 2}, timeout_ms=500)
             assert call.result(timeout=5).output == "3"
         """
-        if not start and inline is True:
-            raise InvalidValueError(
-                "submit(inline=True, start=False): an unstarted call runs nowhere yet; "
-                "pass inline to call.start(inline=True) instead"
-            )
+        call = self._new_call(
+            name,
+            args,
+            timeout_ms,
+            cancellation_token,
+            progress,
+            request,
+            answer,
+            resume=request is not None or answer is not None,
+        )
+        call._start()
+        return call
+
+    def _prepare_call(
+        self,
+        name: str,
+        args: Mapping[str, Any] | str | bytes | None = None,
+        *,
+        timeout_ms: int | None = None,
+        cancellation_token: CancellationToken | None = None,
+        progress: ProgressReporter | None = None,
+        request: Request | ToolResult | Mapping[str, Any] | str | None = None,
+        answer: Answer | Mapping[str, Any] | str | None = None,
+        done_callback: Callable[[Call], object] | None = None,
+    ) -> Call:
+        """Package-internal, for drivers (the MCP transports): :meth:`submit`'s call,
+        checked and set up but not started. The driver keeps it where a cancel finds it,
+        then starts it with ``call._start()`` — ``call._start(inline=True)`` runs the tool
+        on the calling thread. A ``cancel()`` before then means it never starts.
+
+        The call may already be settled (refused, bad arguments, a failed resume check);
+        then ``done_callback`` has run. Otherwise ``done_callback`` is its first done
+        callback, registered before anything can finish it — with an inline start the only
+        way to hear of a deadline while the tool still runs.
+        """
         if done_callback is not None and not callable(done_callback):
             raise InvalidTypeError(
                 f"done_callback must be callable, got {type(done_callback).__name__}"
             )
-        call, ready = self._new_call(
+        call = self._new_call(
             name,
             args,
             timeout_ms,
@@ -390,12 +386,8 @@ class Host:
             resume=request is not None or answer is not None,
             done_callback=done_callback,
         )
-        if done_callback is not None and not ready:  # settled already: it runs now
+        if done_callback is not None and call._tool is None:  # settled already: it runs now
             call.add_done_callback(done_callback)
-        if not start:
-            return call
-        if ready:
-            call.start(inline is True)
         return call
 
     def call(
@@ -431,10 +423,10 @@ class Host:
             result = host.call("crunch", {"steps": 3}, timeout_ms=500)
             assert not result.is_error
         """
-        call, ready = self._new_call(
+        call = self._new_call(
             name, args, timeout_ms, cancellation_token, progress, None, None, resume=False
         )
-        return self._wait(call, ready)
+        return self._wait(call)
 
     def resume(
         self,
@@ -468,10 +460,10 @@ class Host:
             done = host.resume("deploy", {}, first, Answer.accept(
                 ToolResult.pending_of(first), {"env": "dev"}))
         """
-        call, ready = self._new_call(
+        call = self._new_call(
             name, args, timeout_ms, cancellation_token, progress, request, answer, resume=True
         )
-        return self._wait(call, ready)
+        return self._wait(call)
 
     async def acall(
         self,
@@ -495,10 +487,10 @@ class Host:
 
             result = await host.acall("fetch", {"url": "https://example.com"}, timeout_ms=2000)
         """
-        call, ready = self._new_call(
+        call = self._new_call(
             name, args, timeout_ms, cancellation_token, progress, None, None, resume=False
         )
-        return await self._await(call, ready)
+        return await self._await(call)
 
     async def aresume(
         self,
@@ -517,10 +509,10 @@ class Host:
 
             done = await host.aresume("deploy", {}, request, answer)
         """
-        call, ready = self._new_call(
+        call = self._new_call(
             name, args, timeout_ms, cancellation_token, progress, request, answer, resume=True
         )
-        return await self._await(call, ready)
+        return await self._await(call)
 
     # ----------------------------------------------------------------- the adapters
 
@@ -537,36 +529,35 @@ class Host:
         resume: bool,
         accepted: Accepted | None = None,
         done_callback: Callable[[Call], object] | None = None,
-    ) -> tuple[Call, bool]:
-        """Check the arguments and build the call; ``(call, False)`` when it is already
-        settled (refused, bad arguments, a failed resume check, cancelled before it began)."""
+    ) -> Call:
+        """Check the arguments and build the call, not started; it is already settled
+        (``done()``) when refused, for bad arguments, a failed resume check or a caller's
+        token cancelled before it began."""
         start = time.monotonic() if self._rt.emit is not None else 0.0  # on_event's duration
-        # The checks are inlined for the common case: this is the per-call fast path.
-        budget = self._timeout_ms if timeout_ms is None else _check_ms("timeout_ms", timeout_ms)
+        budget = self._budget(timeout_ms)
         caller_token = None if token is None else _check_token(token)
-        call = Call(self._rt, name, start)
+        call = Call._create(self._rt, name, start)
         if resume and accepted is None:
             if request is None or answer is None:
                 raise InvalidTypeError("a resume needs both request and answer")
             verdict = self._binder.check(name, args, request, answer)
             if isinstance(verdict, Refusal):
-                call.finish_now(verdict.result, "error")
-                return call, False
+                call._finish_now(verdict.result, "error")
+                return call
             accepted = verdict
-        if self._closed or self._pool.stuck >= self._max_stuck:
-            refused = self._refusal(name)
-            if refused is not None:
-                call.finish_now(refused, "error")
-                return call, False
+        refused = self._refusal(name)
+        if refused is not None:
+            call._finish_now(refused, "error")
+            return call
         resolved = self._toolkit.resolve(name, args)
         if isinstance(resolved, ToolResult):
-            call.finish_now(resolved, "pending" if resolved.is_pending else "error")
-            return call, False
+            call._finish_now(resolved, "pending" if resolved.is_pending else "error")
+            return call
         if caller_token is not None and caller_token.is_cancellation_requested:
-            call.finish_now(ToolResult.error("cancelled by the caller"), "cancelled", "caller")
-            return call, False
+            call._finish_now(ToolResult.error("cancelled by the caller"), "cancelled", "caller")
+            return call
         tool, parsed = resolved
-        call.prepare(
+        call._prepare(
             tool,
             parsed,
             args,
@@ -577,30 +568,26 @@ class Host:
             None if accepted is None else accepted.round,
             done_callback,
         )
-        return call, True
+        return call
 
-    def _wait(self, call: Call, ready: bool) -> ToolResult:
+    def _wait(self, call: Call) -> ToolResult:
         """The blocking adapter: this thread owns the call and runs its effects."""
-        if not ready:
+        if call.done():
             return call.result()
-        worker = current_worker()
-        if worker is not None and worker.pool is self._pool:
-            call.start()  # re-entrant: runs inline on this worker
+        if self._on_own_worker():
+            call._start()  # re-entrant: runs inline on this worker
             return call.result()
-        signal = Signal()
-        call.own(signal.set)
-        call.start()
-        return call.wait_owned(signal)
+        return call._wait_owned()
 
-    async def _await(self, call: Call, ready: bool) -> ToolResult:
+    async def _await(self, call: Call) -> ToolResult:
         """The asyncio adapter: the loop owns the call and runs its effects."""
-        if not ready:
+        if call.done():
             return call.result()
-        tool = call.tool
+        tool = call._tool
         if tool is not None and not tool.is_async and self._on_own_worker():
             # An async tool on one of our workers awaiting a sync tool: waiting for another
             # worker could deadlock the pool, so it runs inline here, like Host.call.
-            call.start()
+            call._start()
             return call.result()
         import asyncio
 
@@ -608,20 +595,17 @@ class Host:
         settled: asyncio.Future[None] = loop.create_future()
         loop_thread = threading.get_ident()
 
-        def drain() -> None:
-            call.drain()
-
         def wake() -> None:
             if threading.get_ident() == loop_thread:
-                loop.call_soon(drain)
+                loop.call_soon(call._drain)
                 return
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-                loop.call_soon_threadsafe(drain)
+                loop.call_soon_threadsafe(call._drain)
 
         # Settling runs on this loop's thread (drained here, or run directly when the loop
         # itself made the transition): either way it resolves the future.
-        call.own(wake, loop, settled)
-        call.start()
+        call._own(wake, loop, settled)
+        call._start()
         try:
             await settled
         except asyncio.CancelledError:
@@ -649,12 +633,7 @@ class Host:
         pairs = _pairs(calls)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        items: list[tuple[str, Any, Accepted | None]] = [(n, a, None) for n, a in pairs]
-        if self._on_own_worker():
-            inline: list[ToolResult] = _drive_inline(self._gather(items, budget, token, "wait"))
-            return inline
-        result: list[ToolResult] = _run_blocking(lambda: self._gather(items, budget, token))
-        return result
+        return self._gather_blocking([(n, a, None) for n, a in pairs], budget, token)
 
     async def acall_many(
         self,
@@ -672,9 +651,7 @@ class Host:
         pairs = _pairs(calls)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return await self._gather(
-            [(n, a, None) for n, a in pairs], budget, token, self._async_batch()
-        )
+        return await self._gather([(n, a, None) for n, a in pairs], budget, token)
 
     def run_turn(
         self,
@@ -712,13 +689,7 @@ class Host:
         parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        if self._on_own_worker():
-            inline: TurnResult = _drive_inline(
-                self._arun_turn(parsed, style, budget, token, "wait")
-            )
-            return inline
-        turn: TurnResult = _run_blocking(lambda: self._arun_turn(parsed, style, budget, token))
-        return turn
+        return self._run_steps(_turn_steps(parsed, style), budget, token)
 
     async def arun_turn(
         self,
@@ -739,7 +710,7 @@ class Host:
         parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return await self._arun_turn(parsed, style, budget, token, self._async_batch())
+        return await self._arun_steps(_turn_steps(parsed, style), budget, token)
 
     def resume_turn(
         self,
@@ -768,13 +739,7 @@ class Host:
         """
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        if self._on_own_worker():
-            inline: TurnResult = _drive_inline(
-                self._aresume_turn(turn, answer, budget, token, "wait")
-            )
-            return inline
-        resumed: TurnResult = _run_blocking(lambda: self._aresume_turn(turn, answer, budget, token))
-        return resumed
+        return self._run_steps(self._resume_steps(turn, answer), budget, token)
 
     async def aresume_turn(
         self,
@@ -792,7 +757,7 @@ class Host:
         """
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return await self._aresume_turn(turn, answer, budget, token, self._async_batch())
+        return await self._arun_steps(self._resume_steps(turn, answer), budget, token)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -820,7 +785,7 @@ class Host:
         self._closed = True
         self._rt.closed = True
         for call in list(self._rt.active):
-            call.cancel_for_close()
+            call._cancel("host closed")
         wait = self._rt.grace + self._rt.cancel_grace if timeout is None else timeout
         end = time.monotonic() + wait
         self._pool.close(wait)
@@ -850,10 +815,8 @@ class Host:
         worker = current_worker()
         return worker is not None and worker.pool is self._pool
 
-    def _async_batch(self) -> _Batch:
-        return "await" if self._on_own_worker() else "concurrent"
-
     def _budget(self, timeout_ms: int | None) -> int | None:
+        """A call's budget: its own ``timeout_ms`` (checked), else the host's default."""
         if timeout_ms is None:
             return self._timeout_ms
         return _check_ms("timeout_ms", timeout_ms)
@@ -868,6 +831,7 @@ class Host:
             _log.exception("toolnexus host: on_event hook failed for %r", name)
 
     def _refusal(self, name: str) -> ToolResult | None:
+        """Why a new call is refused at once (the host is closed or overloaded), or None."""
         if self._closed:
             return ToolResult.error(
                 f"host is closed; '{name}' was not run (create a new Host to run more calls)"
@@ -881,80 +845,79 @@ class Host:
             )
         return None
 
-    async def _gather(
-        self,
-        items: Sequence[tuple[str, Any, Accepted | None]],
-        budget: int | None,
-        token: CancellationToken,
-        how: _Batch = "concurrent",
+    def _call_for(self, item: _Item, budget: int | None, token: CancellationToken) -> Call:
+        name, args, checked = item
+        return self._new_call(
+            name,
+            args,
+            budget,
+            token,
+            None,
+            None,
+            None,
+            resume=checked is not None,
+            accepted=checked,
+        )
+
+    def _gather_blocking(
+        self, items: list[_Item], budget: int | None, token: CancellationToken
     ) -> list[ToolResult]:
-        """Run calls (or resumes, when a checked answer is given) concurrently — or, from
-        one of this host's own workers, inline one after another in order, each with its
-        own deadline (waiting for other workers there could deadlock the pool)."""
-        if how != "concurrent":
-            results = []
-            for name, args, checked in items:
-                call, ready = self._new_call(
-                    name,
-                    args,
-                    budget,
-                    token,
-                    None,
-                    None,
-                    None,
-                    resume=checked is not None,
-                    accepted=checked,
-                )
-                results.append(
-                    self._wait(call, ready) if how == "wait" else await self._await(call, ready)
-                )
-            return results
-        import asyncio
+        """Run a batch from synchronous code: concurrently, on the one coroutine runner
+        (``_aio.run_blocking``) — or, on one of this host's own workers, inline one after
+        another in order, each with its own deadline (waiting for other workers there
+        could deadlock the pool)."""
+        if self._on_own_worker():
+            return [self._wait(self._call_for(item, budget, token)) for item in items]
+        from ._aio import run_blocking
 
-        async def one(name: str, args: Any, checked: Accepted | None) -> ToolResult:
-            call, ready = self._new_call(
-                name,
-                args,
-                budget,
-                token,
-                None,
-                None,
-                None,
-                resume=checked is not None,
-                accepted=checked,
-            )
-            return await self._await(call, ready)
+        results: list[ToolResult] = run_blocking(lambda: self._gather(items, budget, token))
+        return results
 
+    async def _gather(
+        self, items: list[_Item], budget: int | None, token: CancellationToken
+    ) -> list[ToolResult]:
+        """Run a batch from asyncio: concurrently — or, on one of this host's own workers
+        (an async tool on its private loop), one after another in order, as
+        :meth:`_gather_blocking` does."""
+        if self._on_own_worker():
+            return [await self._await(self._call_for(item, budget, token)) for item in items]
         if not items:
             return []
         if len(items) == 1:
-            return [await one(*items[0])]
-        return list(await asyncio.gather(*(one(*item) for item in items)))
+            return [await self._await(self._call_for(items[0], budget, token))]
+        import asyncio
 
-    async def _arun_turn(
-        self,
-        calls: list[tuple[str, str, Any]],
-        style: Style,
-        budget: int | None,
-        token: CancellationToken,
-        how: _Batch = "concurrent",
-    ) -> TurnResult:
-        from ._turns import TurnCall, TurnResult
-
-        results = await self._gather([(n, a, None) for _, n, a in calls], budget, token, how)
-        return TurnResult(
-            style,
-            tuple(TurnCall(cid, n, a, r) for (cid, n, a), r in zip(calls, results, strict=True)),
+        return list(
+            await asyncio.gather(
+                *(self._await(self._call_for(item, budget, token)) for item in items)
+            )
         )
 
-    async def _aresume_turn(
-        self,
-        turn: TurnResult,
-        answer: object,
-        budget: int | None,
-        token: CancellationToken,
-        how: _Batch = "concurrent",
+    def _run_steps(self, steps: _Steps, budget: int | None, token: CancellationToken) -> TurnResult:
+        """Drive a turn's steps from synchronous code."""
+        try:
+            batch = next(steps)
+            while True:
+                batch = steps.send(self._gather_blocking(batch, budget, token))
+        except StopIteration as end:
+            turn: TurnResult = end.value
+            return turn
+
+    async def _arun_steps(
+        self, steps: _Steps, budget: int | None, token: CancellationToken
     ) -> TurnResult:
+        """Drive a turn's steps from asyncio."""
+        try:
+            batch = next(steps)
+            while True:
+                batch = steps.send(await self._gather(batch, budget, token))
+        except StopIteration as end:
+            turn: TurnResult = end.value
+            return turn
+
+    def _resume_steps(self, turn: TurnResult, answer: object) -> _Steps:
+        """:meth:`resume_turn`'s logic: the halted call with the answer, then the turn's
+        other suspended calls again."""
         from ._turns import TurnResult
 
         if not isinstance(turn, TurnResult):
@@ -992,21 +955,25 @@ class Host:
                 )
             first = [verdict.result]
         else:
-            first = await self._gather(
-                [(halted.name, halted.arguments, verdict)], budget, token, how
-            )
+            first = yield [(halted.name, halted.arguments, verdict)]
         calls = [replace(c, result=first[0]) if c is halted else c for c in turn.calls]
         others = [i for i, c in enumerate(calls) if c.is_pending]
         if others:
-            again = await self._gather(
-                [(calls[i].name, calls[i].arguments, None) for i in others],
-                budget,
-                token,
-                how,
-            )
+            again = yield [(calls[i].name, calls[i].arguments, None) for i in others]
             for i, result in zip(others, again, strict=True):
                 calls[i] = replace(calls[i], result=result)
         return TurnResult(turn.style, tuple(calls))
+
+
+def _turn_steps(calls: list[tuple[str, str, Any]], style: Style) -> _Steps:
+    """:meth:`Host.run_turn`'s logic: run the calls, pair each result with its call."""
+    from ._turns import TurnCall, TurnResult
+
+    results = yield [(name, args, None) for _, name, args in calls]
+    return TurnResult(
+        style,
+        tuple(TurnCall(cid, n, a, r) for (cid, n, a), r in zip(calls, results, strict=True)),
+    )
 
 
 def _pairs(calls: Iterable[Any]) -> list[tuple[str, Any]]:

@@ -27,6 +27,7 @@ __all__ = [
     "coerce_answer",
     "declined",
     "declined_text",
+    "may_ask_again",
     "schema_problem",
     "settle_retry",
     "unresolved",
@@ -64,6 +65,21 @@ def unresolved(result: ToolResult) -> ToolResult:
     if request is None:
         return ToolResult.error(f"unresolved: {result.output}")
     return ToolResult.error(unresolved_text(request))
+
+
+def may_ask_again(answers: int, max_rounds: int) -> bool:
+    """The one "how many rounds" decision: may a call that has taken ``answers`` answers
+    and suspends again ask once more, when one call may take ``max_rounds`` answers?
+
+    A fresh call (0 answers) always may; with the loop rule's ``max_rounds=1`` the retry
+    after the first answer may not: it is ``unresolved: <prompt>``, never a loop.
+
+    Example::
+
+        >>> may_ask_again(0, 1), may_ask_again(1, 1), may_ask_again(1, 3)
+        (True, False, True)
+    """
+    return answers < max_rounds
 
 
 def settle_retry(result: ToolResult, answer: Answer | None) -> ToolResult:

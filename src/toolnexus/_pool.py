@@ -1,13 +1,13 @@
 """The host's threads: an elastic pool that grows with demand, shrinks when idle, and
 accounts for workers abandoned inside a tool that ignores its deadline.
 
-A pool runs *jobs* (anything with a ``run()`` method). It starts a thread when a job arrives
-and no idle thread is there to take it, up to ``limit`` threads running jobs; an idle thread
-exits after ``idle_seconds``. A worker whose job was abandoned (:meth:`Pool.abandon`: its
-call timed out, the tool still runs) stops counting against ``limit`` and counts as *stuck*;
-a replacement may start, but never more than ``limit + spare`` threads in all, so whatever
-arrives the pool's threads stay bounded. A stuck worker that returns takes its place back
-when there is one, else exits.
+A pool runs *jobs* (callables that take no argument and never raise). It starts a thread
+when a job arrives and no idle thread is there to take it, up to ``limit`` threads running
+jobs; an idle thread exits after ``idle_seconds``. A worker whose job was abandoned
+(:meth:`Pool.abandon`: its call timed out, the tool still runs) stops counting against
+``limit`` and counts as *stuck*; a replacement may start, but never more than
+``limit + spare`` threads in all, so whatever arrives the pool's threads stay bounded. A
+stuck worker that returns takes its place back when there is one, else exits.
 
 Lock order: a call's lock may be held while the pool's is taken (``abandon``); the pool
 never calls into a job while holding its own lock.
@@ -22,13 +22,10 @@ import weakref
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
 if TYPE_CHECKING:
-    from typing import Protocol
+    from collections.abc import Callable
 
-    class Job(Protocol):
-        """What a pool runs: ``run()`` on a worker; it never raises (a type only: defining
-        a Protocol at run time would load typing with ``from toolnexus import Host``)."""
-
-        def run(self) -> None: ...
+    Job = Callable[[], None]
+    """What a pool runs: called on a worker; it never raises."""
 
 
 __all__ = ["Pool", "Worker", "current_worker"]  # and the type Job
@@ -160,7 +157,7 @@ class Pool:
                         self.live -= 1
                         return
                     self.waiting -= 1
-                job.run()
+                job()
                 if me.stuck:
                     self.release(me)
                 if me.retire:

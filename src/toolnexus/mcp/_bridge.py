@@ -271,14 +271,13 @@ class CallBridge(ABC):
             bound = bound_log.set(log)
             try:
                 # Made unstarted, registered where a cancel finds it, then started.
-                call = self.host.get().submit(
+                call = self.host.get()._prepare_call(
                     action.name,
                     action.arguments,
                     progress=progress,
                     request=action.resumes if action.answer is not None else None,
                     answer=action.answer,
                     done_callback=settled,
-                    start=False,
                 )
             finally:
                 bound_log.reset(bound)
@@ -291,7 +290,7 @@ class CallBridge(ABC):
                     cancelled = False
             if cancelled:
                 call.cancel()  # a cancel that came first: it never starts
-            call.start(inline)
+            call._start(inline)
         except Exception as exc:  # the host promises not to raise; answer anyway if it does
             from .._log import get_logger
 
