@@ -17,9 +17,37 @@ from cli_helpers import child_env, run
 from toolnexus import Toolkit, tool
 
 
-def test_the_package_logger_has_a_null_handler() -> None:
+def test_the_package_logger_has_a_null_handler_before_its_first_record() -> None:
+    # logging loads with the package's first record (not with the import); the
+    # NullHandler is attached then, before any record is emitted.
+    from toolnexus._log import get_logger
+
+    get_logger("tools")
     handlers = logging.getLogger("toolnexus").handlers
     assert any(isinstance(h, logging.NullHandler) for h in handlers)
+
+
+SERVE_A_PING = """
+import io, sys
+from toolnexus import Toolkit, tool
+from toolnexus.mcp import serve_stdio
+
+@tool
+def add(a: int, b: int) -> int:
+    "Add."
+    return a + b
+
+line = '{"jsonrpc":"2.0","id":1,"method":"ping"}\\n'
+serve_stdio(Toolkit([add]), stdin=io.StringIO(line), stdout=io.StringIO())
+print("logging" in sys.modules)
+"""
+
+
+def test_serving_over_stdio_loads_logging_only_when_something_is_logged() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", SERVE_A_PING], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
 
 
 def test_an_application_without_logging_configuration_prints_nothing_when_a_tool_raises() -> None:

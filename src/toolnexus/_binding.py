@@ -22,6 +22,7 @@ Everything about binding lives here:
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -216,8 +217,6 @@ def read_secret_file(path: str | os.PathLike[str]) -> tuple[bytes, ...]:
 
 
 def _environ() -> Mapping[str, str]:
-    import os
-
     return os.environ
 
 
@@ -226,13 +225,12 @@ _process_key_lock = threading.Lock()
 
 
 def _random_process_key() -> bytes:
-    # Made on first use: a program that never suspends never pays for `secrets`.
+    # Made on first use, from the OS's random source (what secrets.token_bytes reads;
+    # importing secrets would cost a server's start-up more than the rest of the session).
     global _process_key
     with _process_key_lock:
         if _process_key is None:
-            import secrets
-
-            _process_key = secrets.token_bytes(32)
+            _process_key = os.urandom(32)
         return _process_key
 
 
@@ -346,8 +344,6 @@ class SqliteAnswerStore:
     def __init__(
         self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time
     ) -> None:
-        import os
-
         self._path = os.fspath(path)
         self._clock = clock
         self._count = 0
@@ -551,8 +547,6 @@ class Binder:
 
     def issue(self, tool: str, args: Any, request: Request, *, round: int = 1) -> str:
         """The binding of ``request`` to the call ``tool(args)``, as a signed string."""
-        import secrets
-
         exp = self._expiry(request)
         payload = {
             "t": tool,
@@ -561,7 +555,7 @@ class Binder:
             "i": request.id,
             "e": exp,
             "n": round,
-            "x": secrets.token_hex(8),
+            "x": os.urandom(8).hex(),
         }
         token = sign(payload, self._keys[0])
         _remember(request.id, token, exp)

@@ -15,9 +15,11 @@ from __future__ import annotations
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
 if TYPE_CHECKING:
     import logging
+    from collections.abc import Callable
     from typing import Any
 
 _handled = False  # the NullHandler is attached (with the first logger handed out)
+_deferred: list[Callable[[], object]] = []  # set-ups to run with the first logger handed out
 
 
 def get_logger(child: str | None = None) -> logging.Logger:
@@ -28,7 +30,20 @@ def get_logger(child: str | None = None) -> logging.Logger:
     if not _handled:
         _handled = True
         logging.getLogger("toolnexus").addHandler(logging.NullHandler())
+        while _deferred:
+            _deferred.pop(0)()
     return logging.getLogger("toolnexus" if child is None else f"toolnexus.{child}")
+
+
+def when_first_used(setup: Callable[[], object]) -> None:
+    """Run ``setup`` (say, adding a handler) once the package first logs — at once when
+    :mod:`logging` is loaded already — so a program that never logs never loads it."""
+    import sys
+
+    if _handled or "logging" in sys.modules:
+        setup()
+    else:
+        _deferred.append(setup)
 
 
 class LazyLogger:

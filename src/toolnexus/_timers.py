@@ -49,9 +49,9 @@ IDLE_SECONDS = 2.0
 
 def _report(action: object) -> None:
     # logging loads only when something fails: it costs as much as the whole contract.
-    import logging
+    from ._log import get_logger
 
-    logging.getLogger("toolnexus").exception("toolnexus: timer action %r failed", action)
+    get_logger().exception("toolnexus: timer action %r failed", action)
 
 
 class Timer:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, overload
 
 from ._context import ToolContext
 from ._frozen import FrozenDict, FrozenList, sealed
-from ._log import get_logger
+from ._log import LazyLogger
 from ._result import STRUCTURED_KEY, ToolResult
 from ._schema import (
     OUTPUT_WRAPPER,
@@ -57,7 +57,7 @@ else:
     P = ParamSpec("P")
     R = TypeVar("R")
 
-_log = get_logger("tools")
+_log = LazyLogger("tools")  # logging loads with the first record
 
 Invoke = Callable[[Callable[..., Any], Mapping[str, Any], "ToolContext | None"], Any]
 

@@ -115,9 +115,9 @@ class AsgiApp:
                 body, reserved = read
             reply = self.endpoint.handle(method, headers, body, reserved=reserved, peer=peer)
         except MemoryError:
-            import logging
+            from .._log import get_logger
 
-            logging.getLogger("toolnexus").warning(
+            get_logger().warning(
                 "toolnexus mcp asgi: out of memory answering a request from %s", peer
             )
             await _send_reply(

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import logging
 import queue
 import secrets
 import threading
@@ -29,6 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._log import LazyLogger
 from ._bridge import CallBridge, InflightBytes, LazyHost
 from ._codec import (
     HEADER_MISMATCH,
@@ -64,7 +64,7 @@ __all__ = [
     "TokenVerifier",
 ]
 
-_log = logging.getLogger("toolnexus")
+_log = LazyLogger()  # logging loads with the first record, not with the server
 
 SINGLE_HEADERS = frozenset(
     {

@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import http
 import ipaddress
-import logging
 import os
 import queue
 import selectors
@@ -40,6 +39,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._log import LazyLogger
 from ..errors import InvalidValueError
 from ._endpoint import SINGLE_HEADERS, Endpoint, Exchange, Reply, sse_event
 from ._options import ServerOptions, resolve
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HttpServer", "serve_http"]
 
-_log = logging.getLogger("toolnexus")
+_log = LazyLogger()  # logging loads with the first record, not with the server
 
 _MAX_HEADERS = 64
 _MAX_LINE = 65536  # bytes in the request line or one header line

@@ -16,7 +16,7 @@ what keeps progress notifications ahead of the response they belong to.
 
 from __future__ import annotations
 
-import logging
+import os
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .._binding import BINDING_KEY, store_failed
 from .._context import LOG_LEVELS
 from .._frozen import freeze, thaw
+from .._log import LazyLogger
 from .._loop_rule import declined_text, unresolved_text
 from .._result import PENDING_KEY, STRUCTURED_KEY, ToolResult
 from .._suspension import Answer, Request, decline_reason
@@ -92,7 +93,7 @@ __all__ = [
     "StartCall",
 ]
 
-_log = logging.getLogger("toolnexus")
+_log = LazyLogger()  # logging loads with the first record, not with the server
 
 _KNOWN_METHODS = frozenset(
     {"initialize", "ping", "server/discover", "tools/list", "tools/call", "logging/setLevel"}
@@ -1133,8 +1134,6 @@ class ServerSession:
         ]
 
     def _issue_state(self, call: _Call, request: Request, shape: ElicitationShape) -> str:
-        import secrets
-
         if call.state_exp is None:
             call.state_exp = int(self._clock() + self._state_ttl_s)
         payload = {
@@ -1146,7 +1145,7 @@ class ServerSession:
             "exp": call.state_exp,  # a re-asked question keeps the first expiry
             "round": call.round,
             "binding": call.binding,
-            "nonce": secrets.token_hex(8),
+            "nonce": os.urandom(8).hex(),
         }
         return sign_state(payload, self._binder.keys)
 

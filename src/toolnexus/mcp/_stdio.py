@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import logging
 import os
 import select
 import sys
@@ -39,6 +38,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
+from .._log import LazyLogger
 from ._bridge import CallBridge, InflightBytes, LazyHost
 from ._options import ServerOptions, resolve
 from ._session import Action, Send, ServerSession, StartCall
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EXIT_SIGINT", "EXIT_SIGTERM", "serve_stdio"]
 
-_log = logging.getLogger("toolnexus")
+_log = LazyLogger()  # logging loads with the first record, not with the server
 
 EXIT_SIGINT = 130
 """What :func:`serve_stdio` returns after SIGINT (128 + the signal, as shells report it)."""
