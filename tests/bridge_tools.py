@@ -1,18 +1,29 @@
 """The tools every bridge test runs: a plain one, one that asks a human, one that ignores its
-token (only the host's deadline stops the wait), each counting its invocations."""
+token (only the host's deadline stops the wait), each counting its invocations, and one whose
+results carry parts (an image, a PDF, an audio clip, an image by URL)."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
-from toolnexus import Request, ToolContext, Toolkit, ToolResult, tool
+from toolnexus import Part, Request, ToolContext, Toolkit, ToolResult, tool
 
 ENVIRONMENTS = {
     "type": "object",
     "properties": {"env": {"type": "string", "enum": ["staging", "production"]}},
     "required": ["env"],
 }
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"chart" * 4
+PDF = b"%PDF-1.4 a report"
+WAV = b"RIFF\x24\x00\x00\x00WAVEfmt "
+EXTRA_PARTS = [
+    Part.file(PDF, "application/pdf", name="report.pdf"),
+    Part.audio(WAV, "audio/wav"),
+    Part.image("https://example.test/chart.png"),
+]
 
 
 class Tools:
@@ -46,7 +57,15 @@ class Tools:
             self.stubborn_returned.set()
             return "finally done"
 
-        self.toolkit = Toolkit([add, deploy, stubborn])
+        @tool
+        def chart(points: int, fail: bool = False) -> ToolResult:
+            """Draw a chart: its parts are an image, a PDF, an audio clip and a linked image."""
+            parts = [Part.image(PNG, "image/png"), *EXTRA_PARTS]
+            if fail:
+                return ToolResult.error(f"could not draw {points} points", parts=parts[:1])
+            return ToolResult.ok(f"a chart of {points} points", parts=parts)
+
+        self.toolkit = Toolkit([add, deploy, stubborn, chart])
 
     def done(self) -> None:
         self.release.set()

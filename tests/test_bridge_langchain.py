@@ -54,7 +54,7 @@ def calls(*items: tuple[str, dict[str, object], str]) -> dict[str, object]:
 
 def test_tools_keep_names_and_the_schemas_the_openai_adapter_emits(tools: Tools) -> None:
     lc_tools = to_langchain(tools.toolkit)
-    assert [t.name for t in lc_tools] == ["add", "deploy", "stubborn"]
+    assert [t.name for t in lc_tools] == ["add", "deploy", "stubborn", "chart"]
     openai = {d["function"]["name"]: d["function"]["parameters"] for d in tools.toolkit.to_openai()}
     for lc_tool in lc_tools:
         assert lc_tool.args_schema == openai[lc_tool.name]
@@ -134,3 +134,53 @@ def test_the_hosts_deadline_holds_for_a_tool_that_ignores_its_token(tools: Tools
         assert message.content.startswith("timed out after 200 ms")
         assert not tools.stubborn_returned.is_set()  # answered while the tool still ran
         tools.done()
+
+
+def test_parts_reach_the_tool_message_as_langchains_own_content_blocks(tools: Tools) -> None:
+    from base64 import b64encode
+
+    from bridge_tools import PDF, PNG, WAV
+
+    app = graph_of(to_langchain(tools.toolkit))
+    out = app.invoke(calls(("chart", {"points": 3}, "c1")), {"configurable": {"thread_id": "p"}})
+    message = out["messages"][-1]
+    assert isinstance(message, ToolMessage) and message.status == "success"
+    assert message.content == [
+        {"type": "text", "text": "a chart of 3 points"},
+        {"type": "image", "mime_type": "image/png", "base64": b64encode(PNG).decode()},
+        {
+            "type": "file",
+            "mime_type": "application/pdf",
+            "base64": b64encode(PDF).decode(),
+            "extras": {"filename": "report.pdf"},
+        },
+        # LangChain takes no "audio" block from a tool: a file block with its audio type.
+        {"type": "file", "mime_type": "audio/wav", "base64": b64encode(WAV).decode()},
+        {"type": "image", "mime_type": "image/png", "url": "https://example.test/chart.png"},
+    ]
+    # LangChain reads them as its standard blocks, none dropped.
+    assert [block["type"] for block in message.content_blocks] == [
+        "text",
+        "image",
+        "file",
+        "file",
+        "image",
+    ]
+
+
+def test_an_error_results_parts_reach_the_error_tool_message_too(tools: Tools) -> None:
+    app = graph_of(to_langchain(tools.toolkit))
+    out = app.invoke(
+        calls(("chart", {"points": 3, "fail": True}, "c1")), {"configurable": {"thread_id": "f"}}
+    )
+    message = out["messages"][-1]
+    assert message.status == "error"
+    assert [block["type"] for block in message.content] == ["text", "image"]
+    assert message.content[0] == {"type": "text", "text": "could not draw 3 points"}
+
+
+def test_a_result_without_parts_stays_plain_text(tools: Tools) -> None:
+    add = to_langchain(tools.toolkit)[0]
+    assert add.invoke(
+        {"type": "tool_call", "id": "c1", "name": "add", "args": {"a": 1, "b": 2}}
+    ) == (ToolMessage(content="3", tool_call_id="c1", name="add"))

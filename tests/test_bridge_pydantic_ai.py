@@ -57,7 +57,7 @@ def model_calling(name: str, args: dict[str, Any]) -> FunctionModel:
 def test_tools_keep_names_and_the_schemas_the_openai_adapter_emits(tools: Tools) -> None:
     openai = {d["function"]["name"]: d["function"]["parameters"] for d in tools.toolkit.to_openai()}
     made = to_pydantic_ai(tools.toolkit)
-    assert [t.name for t in made] == ["add", "deploy", "stubborn"]
+    assert [t.name for t in made] == ["add", "deploy", "stubborn", "chart"]
     for each in made:
         assert each.function_schema.json_schema == openai[each.name]
 
@@ -124,3 +124,44 @@ def test_the_hosts_deadline_holds_for_a_tool_that_ignores_its_token(tools: Tools
         assert "timed out after 200 ms" in output
         assert not tools.stubborn_returned.is_set()
         tools.done()
+
+
+def recording_model(name: str, args: dict[str, Any], seen: list[Any]) -> FunctionModel:
+    """model_calling, keeping every message part the model is shown."""
+    inner = model_calling(name, args).function
+    assert inner is not None
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen[:] = [part for message in messages for part in message.parts]
+        return inner(messages, info)  # type: ignore[return-value]
+
+    return FunctionModel(respond)
+
+
+def test_parts_reach_the_tool_return_as_pydantic_ais_own_multimodal_content(tools: Tools) -> None:
+    from pydantic_ai.messages import BinaryContent, ImageUrl
+
+    from bridge_tools import PDF, PNG, WAV
+
+    seen: list[Any] = []
+    agent = Agent(
+        recording_model("chart", {"points": 3}, seen), tools=to_pydantic_ai(tools.toolkit)
+    )
+    agent.run_sync("draw")
+    [returned] = [part for part in seen if isinstance(part, ToolReturnPart)]
+    assert returned.content == [
+        "a chart of 3 points",
+        BinaryContent(PNG, media_type="image/png"),
+        BinaryContent(PDF, media_type="application/pdf"),
+        BinaryContent(WAV, media_type="audio/wav"),
+        ImageUrl("https://example.test/chart.png", media_type="image/png"),
+    ]
+
+
+def test_an_error_results_parts_are_named_in_its_failure(tools: Tools) -> None:
+    agent = Agent(
+        model_calling("chart", {"points": 3, "fail": True}), tools=to_pydantic_ai(tools.toolkit)
+    )
+    said = agent.run_sync("draw").output
+    assert "could not draw 3 points" in said
+    assert "[unsupported image part (image/png, 28 bytes)]" in said

@@ -28,6 +28,7 @@ __all__ = [
     "TurnResult",
     "TurnStyle",
     "parse_calls",
+    "responses_output",
     "style_of",
 ]
 
@@ -272,14 +273,22 @@ def _responses_read(item: Any, index: int) -> tuple[Any, Any, Any] | None:
     return _get(item, "call_id"), _get(item, "name"), _get(item, "arguments")
 
 
+def responses_output(result: ToolResult) -> str | list[dict[str, Any]]:
+    """A result as a Responses ``function_call_output``'s ``output``: its text, or with parts
+    a list of ``input_text`` / ``input_image`` / ``input_file`` items (a part the API cannot
+    carry in a tool output, audio, as its placeholder text). The openai-agents bridge sends
+    the same items through that SDK's own tool output types."""
+    if not result.parts:
+        return result.output
+    output = [{"type": "input_text", "text": result.output}]
+    output.extend(_responses_block(part) for part in result.parts)
+    return output
+
+
 def _responses_render(calls: tuple[TurnCall, ...]) -> list[dict[str, Any]]:
     items = []
     for call in calls:
-        result = call.result
-        output: Any = result.output
-        if result.parts:
-            output = [{"type": "input_text", "text": result.output}]
-            output.extend(_responses_block(part) for part in result.parts)
+        output = responses_output(call.result)
         items.append({"type": "function_call_output", "call_id": call.id, "output": output})
     return items
 

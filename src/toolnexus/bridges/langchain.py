@@ -13,6 +13,13 @@ Outside a graph a question comes back as an error whose text is the prompt.
 Errors reach the model through LangChain's own channel (``ToolException`` with
 ``handle_tool_error``: a ``ToolMessage`` with ``status="error"``).
 
+A result with parts (images, files, audio) becomes LangChain content blocks — the
+``ToolMessage`` content is ``[{"type": "text", "text": output}, {"type": "image", "base64":
+..., "mime_type": ...}, ...]`` (``"url"`` for a part given by URL; a file's name in
+``extras.filename``) — so every part reaches the model as LangChain's standard types. An
+audio part travels as a ``file`` block with its audio mime type: LangChain takes no
+``audio`` block from a tool. A result without parts stays plain text.
+
 Example::
 
     from toolnexus.bridges.langchain import to_langchain
@@ -69,12 +76,14 @@ def _structured_tool(
 ) -> Any:
     tool_exception = tools_module.ToolException
 
-    def finish(result: ToolResult) -> str:
+    def finish(result: ToolResult) -> str | list[dict[str, Any]]:
+        content = _content_blocks(result)
         if result.is_error:
-            raise tool_exception(result.output)
-        return result.output
+            # handle_tool_error=True makes args[0] the error ToolMessage's content, blocks too.
+            raise tool_exception(content)
+        return content
 
-    def run(**arguments: Any) -> str:
+    def run(**arguments: Any) -> str | list[dict[str, Any]]:
         result = host.call(name, arguments, timeout_ms=timeout_ms)
         request = ToolResult.pending_of(result)
         if request is not None:
@@ -85,7 +94,7 @@ def _structured_tool(
                 )
         return finish(result)
 
-    async def arun(**arguments: Any) -> str:
+    async def arun(**arguments: Any) -> str | list[dict[str, Any]]:
         result = await host.acall(name, arguments, timeout_ms=timeout_ms)
         request = ToolResult.pending_of(result)
         if request is not None:
@@ -105,6 +114,42 @@ def _structured_tool(
         handle_tool_error=True,
         infer_schema=False,
     )
+
+
+def _content_blocks(result: ToolResult) -> str | list[dict[str, Any]]:
+    """The content LangChain gets for ``result``: its text, or with parts, LangChain's standard
+    content blocks (text, then one block per part, in order).
+
+    Example::
+
+        >>> from toolnexus import Part, ToolResult
+        >>> _content_blocks(ToolResult.ok("5"))
+        '5'
+        >>> chart = ToolResult.ok("a chart", parts=[Part.image(b"GIF89a", "image/gif")])
+        >>> _content_blocks(chart)[1]
+        {'type': 'image', 'mime_type': 'image/gif', 'base64': 'R0lGODlh'}
+    """
+    if not result.parts:
+        return result.output
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": result.output}]
+    for part in result.parts:
+        if part.type == "text":
+            blocks.append({"type": "text", "text": part.text or ""})
+        elif part.type in ("image", "file", "audio"):
+            block: dict[str, Any] = {
+                "type": "image" if part.type == "image" else "file",
+                "mime_type": part.mime_type,
+            }
+            if part.url is not None:
+                block["url"] = part.url
+            else:
+                block["base64"] = part.data
+            if part.name:
+                block["extras"] = {"filename": part.name}
+            blocks.append(block)
+        else:
+            blocks.append({"type": "text", "text": part.placeholder()})
+    return blocks
 
 
 _NOT_IN_A_GRAPH = object()

@@ -14,6 +14,14 @@ A ``RunState`` may be resumed in another process: there the first pass runs agai
 answer goes to the request it issues (keep first passes free of side effects, as the contract
 says). :func:`question_of` reads the pending request of an interruption.
 
+Each tool is strict (``strict_json_schema=True``, the SDK's own default) when its schema
+has a strict form — the one ``to_openai(strict=True)`` writes; an optional argument a strict
+model sends as ``null`` reads as "not given" — and non-strict only when it has none (an
+object with free-form keys). A result with parts (images, files) is the SDK's own
+``ToolOutputText`` / ``ToolOutputImage`` / ``ToolOutputFileContent`` list, the items the
+Responses API takes in a tool output (an audio part, which it takes none of, as its
+placeholder text); a result without parts stays plain text.
+
 Example::
 
     from agents import Agent, Runner
@@ -33,11 +41,14 @@ from typing import TYPE_CHECKING, Any
 
 from .._result import ToolResult
 from .._suspension import Request
+from .._turns import responses_output
+from ..errors import StrictSchemaError
 from ._common import answer_for, host_of, parameters, require
 
 if TYPE_CHECKING:
     from .._host import Host
     from .._toolkit import Toolkit
+    from .._tools import Tool
 
 __all__ = ["AgentsBridge", "question_of", "to_openai_agents"]
 
@@ -60,15 +71,18 @@ class AgentsBridge:
 
 
 def to_openai_agents(
-    source: Toolkit | Host, *, timeout_ms: int | None = None, strict: bool = False
+    source: Toolkit | Host, *, timeout_ms: int | None = None, strict: bool | None = None
 ) -> AgentsBridge:
     """Every tool of ``source`` (a ``Toolkit``, or the ``Host`` to run them on) as an
     openai-agents ``FunctionTool``, in an :class:`AgentsBridge`.
 
-    ``timeout_ms`` is each call's deadline (else the host's default); ``strict`` advertises
-    OpenAI's strict schemas (``to_openai(strict=True)``).
+    ``timeout_ms`` is each call's deadline (else the host's default). ``strict``: ``None``
+    (the default) makes each tool strict where its schema has a strict form
+    (``to_openai(strict=True)``) and non-strict where it has none; ``True`` requires it of
+    every tool (raising :class:`~toolnexus.errors.StrictSchemaError` for one without);
+    ``False`` advertises the plain schemas.
 
-    Raises ``ImportError`` naming the extra to install when openai-agents is missing.
+    Raises ``ImportError`` naming the packages to install when openai-agents is missing.
 
     Example::
 
@@ -80,24 +94,64 @@ def to_openai_agents(
     bridge = AgentsBridge(tools=[])
     first_passes: OrderedDict[str, tuple[dict[str, Any], ToolResult]] = OrderedDict()
     lock = threading.Lock()
+    outputs = _OutputTypes(agents)
     for tool in host.toolkit.tools():
-        schema = parameters(tool)
-        if strict:
-            from .._toolkit import Toolkit
-
-            [definition] = Toolkit([tool]).to_openai(strict=True)
-            schema = definition["function"]["parameters"]
+        schema, is_strict = _schema(tool, strict)
         bridge.tools.append(
             agents.FunctionTool(
                 name=tool.name,
                 description=tool.description,
                 params_json_schema=schema,
-                on_invoke_tool=_invoke(host, tool.name, timeout_ms, bridge, first_passes, lock),
-                strict_json_schema=strict,
+                on_invoke_tool=_invoke(
+                    host, tool.name, timeout_ms, bridge, first_passes, lock, outputs
+                ),
+                strict_json_schema=is_strict,
                 needs_approval=_first_pass(host, tool.name, timeout_ms, first_passes, lock),
             )
         )
     return bridge
+
+
+def _schema(tool: Tool, strict: bool | None) -> tuple[dict[str, Any], bool]:
+    """The parameters schema a tool is offered with, and whether it is strict."""
+    if strict is False:
+        return parameters(tool), False
+    try:
+        definition = tool.to_openai(strict=True)
+    except StrictSchemaError:
+        if strict:
+            raise
+        return parameters(tool), False
+    schema: dict[str, Any] = definition["function"]["parameters"]
+    return schema, True
+
+
+class _OutputTypes:
+    """The SDK's tool output types, and a result in them."""
+
+    def __init__(self, agents: Any) -> None:
+        self.text = agents.ToolOutputText
+        self.image = agents.ToolOutputImage
+        self.file = agents.ToolOutputFileContent
+
+    def of(self, result: ToolResult) -> str | list[Any]:
+        """``result``'s text, or with parts the SDK's output items for what
+        :func:`~toolnexus._turns.responses_output` writes (one rule for both)."""
+        output = responses_output(result)
+        if isinstance(output, str):
+            return output
+        items: list[Any] = []
+        for item in output:
+            if item["type"] == "input_image":
+                items.append(self.image(image_url=item["image_url"]))
+            elif item["type"] == "input_file":
+                fields = {
+                    key: item[key] for key in ("file_data", "file_url", "filename") if key in item
+                }
+                items.append(self.file(**fields))
+            else:
+                items.append(self.text(text=item["text"]))
+        return items
 
 
 def question_of(item: Any) -> Request | None:
@@ -147,8 +201,9 @@ def _invoke(
     bridge: AgentsBridge,
     first_passes: OrderedDict[str, tuple[dict[str, Any], ToolResult]],
     lock: threading.Lock,
+    outputs: _OutputTypes,
 ) -> Any:
-    async def on_invoke_tool(context: Any, arguments_json: str) -> str:
+    async def on_invoke_tool(context: Any, arguments_json: str) -> str | list[Any]:
         call_id = str(getattr(context, "tool_call_id", ""))
         arguments = json.loads(arguments_json) if arguments_json else {}
         with lock:
@@ -164,6 +219,6 @@ def _invoke(
             result = await host.aresume(
                 name, arguments, request, answer_for(request, reply), timeout_ms=timeout_ms
             )
-        return result.output
+        return outputs.of(result)
 
     return on_invoke_tool

@@ -13,6 +13,13 @@ the tool, so keep a first pass free of side effects, as the contract says).
 
 A tool's error result reaches the model as a ``ToolFailed`` failure (no retry budget used).
 
+A result with parts is returned as pydantic-ai's own multimodal content, so it goes in the
+``ToolReturnPart`` natively: ``[output, BinaryContent(...), ImageUrl(...), ...]`` — bytes as
+``BinaryContent`` with their media type, a part given by URL as ``ImageUrl``, ``AudioUrl``
+or ``DocumentUrl`` (a file). A failure carries text only (``ToolFailed`` takes a message),
+so an error result's parts are named there by their placeholders. A result without parts
+stays plain text.
+
 Example::
 
     from pydantic_ai import Agent
@@ -61,11 +68,34 @@ def to_pydantic_ai(source: Toolkit | Host, *, timeout_ms: int | None = None) -> 
     ]
 
 
+def _content(messages: Any, result: ToolResult) -> str | list[Any]:
+    """``result``'s text, or with parts pydantic-ai's multimodal content (text first)."""
+    if not result.parts:
+        return result.output
+    urls = {"image": messages.ImageUrl, "audio": messages.AudioUrl, "file": messages.DocumentUrl}
+    content: list[Any] = [result.output]
+    for part in result.parts:
+        if part.type == "text":
+            content.append(part.text or "")
+        elif part.type in urls and part.url is not None:
+            content.append(urls[part.type](part.url, media_type=part.mime_type))
+        elif part.type in urls:
+            content.append(messages.BinaryContent(part.to_bytes(), media_type=part.mime_type))
+        else:
+            content.append(part.placeholder())
+    return content
+
+
+def _failure_text(result: ToolResult) -> str:
+    return "\n".join([result.output, *(part.placeholder() for part in result.parts)])
+
+
 def _function(tools_module: Any, host: Host, name: str, timeout_ms: int | None) -> Any:
     approval_required = tools_module.ApprovalRequired
     tool_failed = tools_module.ToolFailed
+    messages = require("pydantic_ai.messages", "pydantic-ai", "pydantic-ai")
 
-    async def run(ctx: Any, **arguments: Any) -> str:
+    async def run(ctx: Any, **arguments: Any) -> str | list[Any]:
         result = await host.acall(name, arguments, timeout_ms=timeout_ms)
         request = ToolResult.pending_of(result)
         if request is not None:
@@ -77,7 +107,7 @@ def _function(tools_module: Any, host: Host, name: str, timeout_ms: int | None) 
                 name, arguments, request, answer_for(request, reply), timeout_ms=timeout_ms
             )
         if result.is_error:
-            raise tool_failed(result.output)
-        return result.output
+            raise tool_failed(_failure_text(result))
+        return _content(messages, result)
 
     return run
