@@ -610,14 +610,16 @@ def test_a_request_line_trickled_forever_is_cut_at_the_request_timeout() -> None
 
 
 def test_an_idle_connection_is_closed_after_the_keep_alive() -> None:
-    with HttpServer(TOOLKIT, ServerOptions(keep_alive_ms=300), port=0) as server:
+    options = ServerOptions(first_byte_timeout_ms=300, keep_alive_ms=300)
+    with HttpServer(TOOLKIT, options, port=0) as server:
         server.start()
-        host, port = server.address
-        with socket.create_connection((host, port), timeout=10) as sock:
-            closed = b""
-            with contextlib.suppress(ConnectionResetError):
-                closed = sock.recv(4096)
-        assert closed == b""
+        # Silent from the start: closed after first_byte_timeout_ms (3 s by default).
+        assert exchange_raw(server, b"") == b""
+        # Idle after an answer: the answer arrives whole, then the keep-alive closes it.
+        reply = exchange_raw(server, raw_call(1))
+        head, _, body = reply.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+        assert json.loads(body)["result"]["content"][0]["text"] == "2"
 
 
 def test_a_closed_response_stream_cancels_its_call(server: HttpServer) -> None:
