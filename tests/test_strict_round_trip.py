@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Literal, NotRequired, Optional, TypedDict, Union
+from typing import Any, Literal, Optional, TypedDict, Union
 
 import pytest
 
@@ -110,11 +110,14 @@ class Window(TypedDict, total=False):
     days: int
 
 
-class Query(TypedDict):
+class _QueryText(TypedDict):
     text: str
-    limit: NotRequired[int]
-    window: NotRequired[Window]
-    near: NotRequired[Point]
+
+
+class Query(_QueryText, total=False):  # NotRequired needs 3.11; this is the 3.10 spelling
+    limit: int
+    window: Window
+    near: Point
 
 
 @dataclasses.dataclass
