@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import types
 import pkgutil
+import types
 
 import pytest
 
