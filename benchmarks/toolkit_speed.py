@@ -4,6 +4,7 @@ Run it from a checkout (it measures the package in ``src/``, not an installed co
 
     python benchmarks/toolkit_speed.py            # 9 repeats per figure
     python benchmarks/toolkit_speed.py --repeats 21
+    python benchmarks/toolkit_speed.py --memory-only --baseline /tmp/old/src
 
 Two tables:
 
@@ -18,6 +19,12 @@ Two tables:
    for ``add`` and for a ten-parameter function, plus the first call of a fresh tool (which
    compiles the validator: inferred schemas are compiled on first use). Target: inference
    for ``add`` under 40 µs.
+
+3. Memory per tool: what defining ``tool(add)`` and ``tool(forecast)`` keeps allocated per
+   Tool (``tracemalloc``, 300 tools from one function, so code and annotations are shared),
+   and after each tool's first call (which compiles its validator). With ``--baseline
+   OLD/src`` the same figures for another checkout come in the same run (a child process
+   each; allocation is deterministic, so the two need no interleaving).
 
 Every figure is the median of several repeats of a timed loop; ratios compare figures from
 this run only. The per-call rows are timed side by side in CPU time (each round times every
@@ -154,11 +161,78 @@ def measure(fn: Callable[[], object], repeats: int) -> float:
     return median_us(fn, repeats, loops_for(fn))
 
 
+MEMORY_PROBE = """
+import gc, json, sys, tracemalloc
+sys.path.insert(0, sys.argv[1])
+import toolnexus  # the checkout under test, before toolkit_speed puts its own src first
+assert toolnexus.__file__.startswith(sys.argv[1]), (toolnexus.__file__, sys.argv[1])
+sys.path.insert(0, sys.argv[2])
+from toolkit_speed import add, forecast
+from toolnexus import tool
+out = {}
+for fn, args in ((add, {"a": 1, "b": 2}), (forecast, {"city": "Oslo"})):
+    tool(fn)(args)  # warm every cache a first tool fills
+    gc.collect()
+    tracemalloc.start()
+    start = tracemalloc.take_snapshot()
+    made = [tool(fn) for _ in range(300)]
+    gc.collect()
+    defined = tracemalloc.take_snapshot()
+    for each in made:
+        each(args)
+    gc.collect()
+    called = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    out[fn.__name__] = [
+        sum(stat.size_diff for stat in snap.compare_to(start, "filename")) / len(made)
+        for snap in (defined, called)
+    ]
+print(json.dumps(out))
+"""
+
+
+def tool_memory(src: Path) -> dict[str, list[float]]:
+    """Bytes per Tool, ``{"add": [defined, after its first call], "forecast": [...]}``,
+    for the package in ``src``, measured in a child interpreter."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    done = subprocess.run(
+        [sys.executable, "-c", MEMORY_PROBE, str(src.resolve()), str(here)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, list[float]] = json.loads(done.stdout)
+    return result
+
+
+def memory_table(baseline: Path | None) -> None:
+    ours = tool_memory(Path(__file__).resolve().parent.parent / "src")
+    old = tool_memory(baseline) if baseline is not None else None
+    print("Memory per tool (tracemalloc, 300 tools from one function; bytes per Tool)")
+    print(f"  {'what':58} {'bytes':>9}" + (f" {'baseline':>9} {'ratio':>7}" if old else ""))
+    for name in ("add", "forecast"):
+        for index, when in enumerate(("defined", "after its first call")):
+            label = f"tool({name}), {when}"
+            line = f"  {label:58} {ours[name][index]:9.0f}"
+            if old is not None:
+                line += f" {old[name][index]:9.0f} {ours[name][index] / old[name][index]:7.2f}"
+            print(line)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=9, help="timed repeats per figure")
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout's src/, for the memory table"
+    )
+    parser.add_argument("--memory-only", action="store_true", help="only the memory table")
     options = parser.parse_args(argv)
     repeats = options.repeats
+    if options.memory_only:
+        memory_table(options.baseline)
+        return 0
 
     add_tool = tool(add)
     unchecked_tool = dataclasses.replace(add_tool, output_schema=None)
@@ -250,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{'MET' if inference_us < INFERENCE_TARGET_US else 'MISSED'} "
         f"(whole tool(add): {definition[1][1]:.2f} µs)"
     )
+    print()
+    memory_table(options.baseline)
     return 0
 
 

@@ -85,6 +85,7 @@ _encode_extra = json.JSONEncoder(
 ).encode
 
 _EMPTY_OK = ToolResult("")
+_NONE: frozenset[str] = frozenset()  # the arguments a tool fixes, for most tools
 _MISSING: Any = object()
 _UNCOMPILED: Any = object()  # an inferred output schema's validator, not built yet
 # what a sync function commonly returns, known not to be awaitable without asking
@@ -263,7 +264,6 @@ class Tool(Generic[P, R]):
     _invoke: Invoke = field(init=False, repr=False, compare=False)
     _errors: Callable[..., list[str]] = field(init=False, repr=False, compare=False)
     _prepare: Callable[[Any], Any] | None = field(init=False, repr=False, compare=False)
-    _prefix: str = field(init=False, repr=False, compare=False)
     # Plain attributes, not properties: a host reads both on every call.
     is_async: bool = field(init=False, repr=False, compare=False)
     takes_context: bool = field(init=False, repr=False, compare=False)
@@ -306,6 +306,7 @@ class Tool(Generic[P, R]):
         set_(self, "_output_check", None)
         set_(self, "_wrapped", False)
         set_(self, "_trusted", ())
+        inferred = False
         if output is not None:
             if not isinstance(output, Mapping):
                 raise InvalidTypeError(
@@ -323,7 +324,15 @@ class Tool(Generic[P, R]):
                 from .validation import Validator
 
                 set_(self, "_output_check", Validator(output))
-        set_(self, "_fixed", frozenset(signature.fixed) if signature is not None else frozenset())
+        if signature is not None:
+            # The signature keeps the read-only copies, not the dicts inference built: a tool
+            # held each schema twice (the weight of a small tool's definition, measured).
+            shared: dict[str, Any] = {"schema": self.input_schema}
+            if inferred:
+                shared["output_schema"] = self.output_schema
+            signature = dataclasses.replace(signature, **shared)
+            set_(self, "_signature", signature)
+        set_(self, "_fixed", frozenset(signature.fixed) if signature and signature.fixed else _NONE)
         if self.annotations is not None:
             if not isinstance(self.annotations, Mapping):
                 raise InvalidTypeError(
@@ -343,13 +352,17 @@ class Tool(Generic[P, R]):
             _contract_invoke(self.fn) if signature is None else _build_invoke(signature),
         )
         set_(self, "_prepare", _null_stripper(self.input_schema))
-        set_(self, "_prefix", f"invalid arguments for {self.name!r}: ")
         set_(self, "is_async", _is_async_callable(self.fn))
         set_(
             self,
             "takes_context",
             _contract_takes_ctx(self.fn) if signature is None else signature.ctx_name is not None,
         )
+
+    @property
+    def _prefix(self) -> str:
+        # Only a refusal reads it: not worth a string per tool.
+        return f"invalid arguments for {self.name!r}: "
 
     def _compile_on_first_use(self, instance: Any, token: Any = None) -> list[str]:
         errors = _compile_validator(self.input_schema)
@@ -751,7 +764,7 @@ def _build_invoke(sig: Signature) -> Invoke:
                 fn(**args) if ctx is None else fn(**args, **{ctx_name: ctx})
             )
         return lambda fn, args, ctx: fn(**args, **{ctx_name: ctx or ToolContext()})
-    named = frozenset(key for key, _ in sig.converters) | frozenset(positional)
+    named = frozenset(key for key, _ in sig.converters) | frozenset(positional) if extra else _NONE
 
     def keyword(fn: Callable[..., Any], args: Mapping[str, Any], ctx: ToolContext | None) -> Any:
         kwargs: Any = args
