@@ -86,6 +86,9 @@ class FloorStdio:
 class FloorHttp:
     def __init__(self, port: int) -> None:
         self.connection = http.client.HTTPConnection("127.0.0.1", port)
+        self.connection.connect()
+        assert self.connection.sock is not None  # no Nagle wait between head and body
+        self.connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.next_id = 0
 
     def ask(self, method: str, params: dict[str, Any], name: str | None = None) -> Any:

@@ -43,6 +43,41 @@ class _TransportError(Exception):
         self.sent = sent
 
 
+class _OneWrite:
+    """An ``http.client`` connection that writes a request's head and body in one send:
+    two small writes cost the server two wake-ups (and, without ``TCP_NODELAY``, a
+    delayed-ACK wait between them)."""
+
+    _batch: list[bytes] | None = None
+
+    def send(self, data: Any) -> None:
+        if self._batch is not None and isinstance(data, (bytes, bytearray)):
+            self._batch.append(bytes(data))
+            return
+        super().send(data)  # type: ignore[misc]
+
+    def request_at_once(
+        self, method: str, url: str, body: bytes | None, headers: Mapping[str, str]
+    ) -> None:
+        self._batch = []
+        try:
+            self.request(method, url, body=body, headers=dict(headers))  # type: ignore[attr-defined]
+        finally:
+            batch, self._batch = self._batch, None
+        super().send(b"".join(batch))  # type: ignore[misc]
+
+
+class _Http(_OneWrite, http.client.HTTPConnection):
+    pass
+
+
+class _Https(_OneWrite, http.client.HTTPSConnection):
+    pass
+
+
+_Connection = _Http | _Https
+
+
 class HttpTransport:
     """One MCP server behind a Streamable HTTP endpoint (``url``).
 
@@ -76,14 +111,14 @@ class HttpTransport:
         self._connect_timeout = connect_timeout
         self.max_message_bytes = max_message_bytes
         self.session_id: str | None = None
-        self._idle: list[http.client.HTTPConnection] = []
+        self._idle: list[_Connection] = []
         self._lock = threading.Lock()
         self._live: set[HttpExchange] = set()
         self._closed = False
 
     # ------------------------------------------------------------------ connections
 
-    def _connection(self) -> http.client.HTTPConnection:
+    def _connection(self) -> _Connection:
         with self._lock:
             if self._closed:
                 raise _TransportError("the client is closed", sent=False)
@@ -91,7 +126,7 @@ class HttpTransport:
                 return self._idle.pop()
         return self._fresh()
 
-    def _release(self, connection: http.client.HTTPConnection) -> None:
+    def _release(self, connection: _Connection) -> None:
         with self._lock:
             if not self._closed and len(self._idle) < _IDLE_CONNECTIONS:
                 self._idle.append(connection)
@@ -116,7 +151,7 @@ class HttpTransport:
         headers: Mapping[str, str],
         read_timeout: float | None,
         fresh: bool = False,
-    ) -> tuple[http.client.HTTPConnection, bool]:
+    ) -> tuple[_Connection, bool]:
         """Send one HTTP request (its response is read by :meth:`_receive`); the
         connection, and whether it was reused (so a "closed" answer may be retried)."""
         connection = self._fresh() if fresh else self._connection()
@@ -124,9 +159,13 @@ class HttpTransport:
         try:
             if connection.sock is None:
                 connection.connect()
-            assert connection.sock is not None
+                # http.client writes the head and the body in two sends: without this,
+                # Nagle holds the body until the head's ACK, which the server delays.
+                assert connection.sock is not None
+                with contextlib.suppress(OSError, AttributeError):
+                    connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             connection.sock.settimeout(read_timeout)
-            connection.request(method, self._path, body=body, headers=dict(headers))
+            connection.request_at_once(method, self._path, body, headers)
         except (BrokenPipeError, ConnectionResetError):
             connection.close()
             if reused:
@@ -139,12 +178,10 @@ class HttpTransport:
             ) from None
         return connection, reused
 
-    def _fresh(self) -> http.client.HTTPConnection:
+    def _fresh(self) -> _Connection:
         if self._https:
-            return http.client.HTTPSConnection(
-                self._host, self._port, timeout=self._connect_timeout
-            )
-        return http.client.HTTPConnection(self._host, self._port, timeout=self._connect_timeout)
+            return _Https(self._host, self._port, timeout=self._connect_timeout)
+        return _Http(self._host, self._port, timeout=self._connect_timeout)
 
     def _open(
         self,
@@ -152,7 +189,7 @@ class HttpTransport:
         body: bytes | None,
         headers: Mapping[str, str],
         read_timeout: float | None,
-    ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    ) -> tuple[_Connection, http.client.HTTPResponse]:
         """Send one HTTP request and read its response's head."""
         connection, reused = self._send(method, body, headers, read_timeout)
         try:
@@ -275,7 +312,7 @@ class HttpExchange:
         self._read_timeout = read_timeout
         self._aborted = False
         self._abort_event = threading.Event()
-        self._connection: http.client.HTTPConnection | None = None
+        self._connection: _Connection | None = None
         self._response: http.client.HTTPResponse | None = None
         self.last_event_id: str | None = None
         self.retry_ms = _DEFAULT_RETRY_MS
