@@ -25,7 +25,7 @@ from .._binding import BINDING_KEY, store_failed
 from .._context import LOG_LEVELS
 from .._frozen import freeze, thaw
 from .._log import LazyLogger
-from .._loop_rule import declined_text, unresolved_text
+from .._loop_rule import declined_text, may_ask_again, unresolved_text
 from .._result import PENDING_KEY, STRUCTURED_KEY, ToolResult
 from .._suspension import Answer, Request, decline_reason
 from ..errors import InvalidTypeError
@@ -277,7 +277,6 @@ class _Call:
         "name",
         "progress_token",
         "request_id",
-        "resumed",
         "round",
         "running",
         "state_exp",
@@ -299,7 +298,6 @@ class _Call:
         self.client = client
         self.progress_token = progress_token
         self.running = True
-        self.resumed = False
         self.round = 0  # answers taken so far
         self.binding: str | None = None  # the host's binding of the pending question
         self.state_exp: int | None = None  # a re-asked modern state keeps its expiry
@@ -660,7 +658,7 @@ class ServerSession:
                 structured = codec.ABSENT
             self._forget(call)
             return [Send._text_reply(call.request_id, result.output, result.is_error, structured)]
-        if call.resumed and call.round >= self._max_rounds:
+        if not may_ask_again(call.round, self._max_rounds):
             # The loop rule: one retry per answer (per round), never a loop.
             return self._finish(call, self._error_result(call.client, unresolved_text(request)))
         binding = metadata.get(BINDING_KEY) if metadata is not None else None
@@ -1268,7 +1266,6 @@ class ServerSession:
             # The one meaning of "no" (also an approval's form with approved: false).
             return self._finish(call, self._error_result(call.client, declined_text(request)))
         call.running = True
-        call.resumed = True
         call.round += 1
         return [
             StartCall(
