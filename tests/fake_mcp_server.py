@@ -12,13 +12,15 @@ list two tools and answer ``tools/call`` — each MODE breaks one rule:
 - ``die``: exits (code 3, a word on stderr) in the middle of a call;
 - ``silent``: never answers anything;
 - ``bad-schema``: lists a tool whose schema the validator refuses, next to a good one;
-- ``changes``: says its tool list changed after the first call (the list grows).
+- ``changes``: says its tool list changed after the first call (the list grows);
+- ``linger``: behaves, but outlives the end of its stdin by a minute (only a signal ends it).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "fine"
 GOOD = {
@@ -114,3 +116,6 @@ for line in sys.stdin:
                 "error": {"code": -32601, "message": f"method not found: {method}"},
             }
         )
+
+if MODE == "linger":
+    time.sleep(60)

@@ -214,3 +214,48 @@ def test_200_connect_close_cycles_leak_no_thread_and_no_child() -> None:
     assert _children() == children_before
     # Threads the package shares (timer, dispatcher) may come and go; ours must not pile up.
     assert threading.active_count() <= threads_before + 4
+
+
+def test_an_idle_call_times_out_and_the_connection_goes_on() -> None:
+    import mcp_client_tools  # noqa: F401  (the served tools)
+
+    command = [
+        sys.executable,
+        "-m",
+        "toolnexus",
+        "serve",
+        f"{Path(__file__).parent}/mcp_client_tools.py:toolkit",
+    ]
+    with McpClient(command[0], command[1:], name="srv", idle_timeout_ms=300) as client:
+        result = client.call_tool("wait", {"seconds": 30})
+        assert result.is_error
+        assert result.output.startswith("timed out: wait on MCP server srv sent nothing for 300 ms")
+        assert client.call_tool("echo", {"text": "still"}).output == "still"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="looks the child up in /proc")
+def test_interpreter_exit_ends_the_server_process() -> None:
+    import os
+    import subprocess
+
+    script = (
+        "import sys\n"
+        "from toolnexus.mcp import McpClient\n"
+        f"client = McpClient(sys.executable, [{FAKE!r}, 'linger'])\n"
+        "client.connect()\n"
+        "print(client.pid, flush=True)\n"
+        # no close(): the exit hook must end the child
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    child = int(done.stdout.strip())
+    assert not os.path.exists(f"/proc/{child}") or "Z" in _state(child)
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
