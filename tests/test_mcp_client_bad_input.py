@@ -196,6 +196,7 @@ def _children() -> set[int]:
     return found
 
 
+@pytest.mark.slow  # 200 cycles on each transport, as issue 25 asks: 200 child interpreters
 @pytest.mark.skipif(sys.platform != "linux", reason="counts children through /proc")
 def test_200_connect_close_cycles_leak_no_thread_and_no_child() -> None:
     import mcp_client_tools
