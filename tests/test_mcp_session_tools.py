@@ -306,3 +306,28 @@ def test_completing_a_call_twice_or_an_unknown_call_sends_nothing() -> None:
     assert len(session.complete_call(start.call_id, ToolResult.ok("x"))) == 1
     assert session.complete_call(start.call_id, ToolResult.ok("x")) == []
     assert session.complete_call(12345, ToolResult.ok("x")) == []
+
+
+def test_a_tool_whose_entry_json_cannot_carry_is_left_out_of_the_list_and_named(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Tool() refuses such a schema when it is defined; this is what keeps one broken entry
+    # (built around that check) from taking every other tool down with tools/list.
+    from toolnexus import Tool, ToolResult
+
+    good = Tool("good", "fine", {"type": "object"}, lambda args, ctx=None: ToolResult.ok("x"))
+    bad = Tool("bad", "broken", {"type": "object"}, lambda args, ctx=None: ToolResult.ok("x"))
+    object.__setattr__(bad, "input_schema", {"type": "object", "default": float("nan")})
+    session = ServerSession(Toolkit([good, bad]))
+    session.receive(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}},
+        }
+    )
+    with caplog.at_level("WARNING", logger="toolnexus"):
+        (sent,) = session.receive({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert [tool["name"] for tool in sent.message["result"]["tools"]] == ["good"]
+    assert any("bad" in record.getMessage() for record in caplog.records)

@@ -1544,3 +1544,10 @@ def test_a_host_deadline_stops_a_long_argument_check_and_no_worker_is_left_stuck
         result = host.call("spell", {"word": "a" * 10_000_000 + "!"}, timeout_ms=200)
         assert result.is_error
         assert host.stuck_workers == 0
+
+
+def test_counts_of_properties_are_spelled_as_words() -> None:
+    from toolnexus.validation import Validator
+
+    (problem,) = Validator({"type": "object", "minProperties": 3}).errors({"a": 1})
+    assert "expected at least 3 properties, got 1" in problem

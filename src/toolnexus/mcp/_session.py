@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .._adapters import keep_listable
 from .._binding import BINDING_KEY, store_failed
 from .._context import LOG_LEVELS
 from .._frozen import freeze, thaw
@@ -946,7 +947,9 @@ class ServerSession:
         if cursor is not None:
             offset = self._read_cursor(cursor, len(tools))
         page = tools[offset : offset + self._page_size]
-        result: dict[str, Any] = {"tools": [self._describe_tool(tool, client) for tool in page]}
+        # A tool whose entry JSON cannot carry is left out (and logged), never the list.
+        entries = keep_listable([self._describe_tool(tool, client) for tool in page])
+        result: dict[str, Any] = {"tools": entries}
         if offset + self._page_size < len(tools):
             result["nextCursor"] = f"{_CURSOR_PREFIX}{offset + self._page_size}"
         if client.modern:
