@@ -206,10 +206,13 @@ def _cancel_at_exit() -> None:
             calls.extend(running)
     for call in calls:
         call._cancel("host closed")
+    # Wait here for each call's answer and for its tool to leave: at exit no timer thread
+    # may start (Python 3.12+ refuses new threads while finalizing), so the call may be
+    # answered at once while its tool, which heard the cancel, is still finishing.
     end = time.monotonic() + grace
     for call in calls:
-        with contextlib.suppress(WaitTimeoutError):
-            call.result(timeout=max(0.0, end - time.monotonic()))
+        while (not call.done() or call._inside) and time.monotonic() < end:
+            time.sleep(0.005)
 
 
 class Progress:
