@@ -321,3 +321,40 @@ def test_closed_clients_answer_calls_with_an_error() -> None:
     assert client.is_closed
     result = client.call_tool("echo", {"text": "x"})
     assert result.is_error and "closed" in result.output
+
+
+@pytest.mark.parametrize("version", [MODERN, LEGACY])
+def test_a_restarted_http_server_is_reconnected_on_the_next_call(version: str) -> None:
+    first = HttpServer(mcp_client_tools.toolkit, port=0)
+    first.start()
+    port = first.address[1]
+    with McpClient(url=first.url, name="srv", protocol_version=version) as client:
+        try:
+            assert client.call_tool("echo", {"text": "one"}).output == "one"
+        finally:
+            first.shutdown()
+        # A new server on the same port knows nothing of the old session (404 on the
+        # legacy session id): the client opens a new one and the call goes through.
+        with HttpServer(mcp_client_tools.toolkit, port=port) as second:
+            second.start()
+            assert client.call_tool("echo", {"text": "two"}).output == "two"
+
+
+def test_a_synchronous_program_never_imports_asyncio() -> None:
+    command, args = serve_command()
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from toolnexus import Host, Toolkit
+        from toolnexus.mcp import McpClient
+        with McpClient({command!r}, {args!r}, name="srv") as client:
+            with Host(Toolkit(client.tools())) as host:
+                assert host.call("srv_echo", {{"text": "x"}}).output == "x"
+        print("asyncio" in sys.modules)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
