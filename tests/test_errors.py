@@ -43,6 +43,8 @@ FACTORIES = {
     ("validation.py", "fail"): "SchemaError",
     ("_ecma.py", "fail"): "EcmaPatternError",
     ("_toolkit.py", "_unknown"): "UnknownToolError",
+    ("_toolkit.py", "_not_found"): "NotFoundError",
+    ("_toolkit.py", "_duplicate"): "InvalidValueError",
     ("_binding.py", "_unavailable"): "StoreUnavailableError",
     ("_postgres.py", "_unavailable"): "StoreUnavailableError",
     ("_redis.py", "_unavailable"): "StoreUnavailableError",

@@ -265,9 +265,9 @@ def test_an_unknown_method_is_method_not_found_in_either_era(meta: Any) -> None:
     if meta is None:
         initialize(session)
     params = {"_meta": meta} if meta is not None else None
-    error = request(session, 5, "resources/list", params)["error"]
+    error = request(session, 5, "sampling/teleport", params)["error"]
     assert error["code"] == -32601
-    assert "resources/list" in error["message"]
+    assert "sampling/teleport" in error["message"]
 
 
 # --------------------------------------------------------------------------- the object

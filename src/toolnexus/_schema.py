@@ -1195,6 +1195,7 @@ def infer(
     *,
     schema: Mapping[str, Any] | None = None,
     localns: Callable[[], Mapping[str, Any] | None] | None = None,
+    contract_names: tuple[str, ...] = ("args",),
 ) -> Signature:
     """Read ``fn``'s signature: its calling style, context parameter, schema and converters.
 
@@ -1202,6 +1203,8 @@ def infer(
     context parameter); the keyword-style parameters are checked against the schema's
     properties. ``localns`` supplies the defining scope's names, tried when an annotation
     does not resolve in the function's module (a tool defined inside a function).
+    ``contract_names``: what the first parameter of a contract-style function may be
+    called (a resource's is ``params``).
 
     Raises :class:`SchemaInferenceError` naming the function, the parameter and the fix.
 
@@ -1276,10 +1279,10 @@ def infer(
     # `args` is (or may be) an object. `def run(args: list[str])` stays keyword style.
     if (
         len(others) == 1
-        and others[0].name == "args"
+        and others[0].name in contract_names
         and others[0].kind in _POSITIONAL
         and params[0] is others[0]
-        and (schema is not None or _is_object_annotation(hints.get("args", Any)))
+        and (schema is not None or _is_object_annotation(hints.get(others[0].name, Any)))
     ):
         return _contract(others[0], hints, where, schema, description, localns, ctx, globalns)
     return _keyword(others, hints, documented, where, schema, description, localns, ctx, globalns)

@@ -5,10 +5,18 @@ runs each call the model makes with ``toolkit.execute(name, args)``. Everything 
 can get wrong — an unknown name, arguments that are not JSON or not an object, arguments
 that do not match the schema — comes back as an error :class:`ToolResult` that says how
 to fix it; nothing raises.
+
+A toolkit served over MCP may also hold resources and prompts
+(:class:`toolnexus.mcp.Resource`, :class:`toolnexus.mcp.Prompt`): the toolkit keeps them
+by URI and name, tells servers when any of its lists changes, and resolves the MCP methods
+that run their functions (``resources/read``, ``prompts/get``, ``completion/complete``)
+like tool names, so a host runs them as calls. It knows them only as registered objects:
+``toolnexus.mcp`` is imported by whoever made them, never by this module.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -18,7 +26,14 @@ from . import _wire
 from ._context import ToolContext
 from ._result import ToolResult
 from ._tools import Tool, make_tool
-from .errors import DuplicateToolError, InvalidTypeError, StrictSchemaError, UnknownToolError
+from .errors import (
+    DuplicateToolError,
+    InvalidTypeError,
+    InvalidValueError,
+    NotFoundError,
+    StrictSchemaError,
+    UnknownToolError,
+)
 
 __all__ = ["DuplicateToolError", "StrictSchemaError", "Toolkit", "UnknownToolError"]
 
@@ -27,8 +42,9 @@ class Toolkit:
     """Tools by name: register them, look them up, run a model's calls, export schemas.
 
     Accepts :class:`Tool` objects and plain functions (made into tools with
-    :func:`~toolnexus.tool`). Iteration, :meth:`tools` and the adapters keep
-    registration order.
+    :func:`~toolnexus.tool`), and — for an MCP server — resources and prompts
+    (:func:`toolnexus.mcp.resource`, :func:`toolnexus.mcp.prompt`). Iteration, :meth:`tools`
+    and the adapters (tools only) keep registration order.
 
     Example::
 
@@ -44,37 +60,53 @@ class Toolkit:
         "unknown tool 'ad'; did you mean 'add'?"
     """
 
-    __slots__ = ("_tools",)
+    __slots__ = ("_prompts", "_resources", "_tools", "_watchers")
 
-    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any] | Any] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._resources: dict[str, Any] = {}  # by URI (or URI template)
+        self._prompts: dict[str, Any] = {}  # by name
+        self._watchers: list[Callable[[str, str | None], object]] = []
         frame = sys._getframe(1)
         for each in tools:
-            self._add(self._as_tool(each, frame), replace=False)
+            self._add(self._as_item(each, frame), replace=False)
 
     # ----------------------------------------------------------------- registry
 
     @staticmethod
-    def _as_tool(item: Tool | Callable[..., Any], frame: Any) -> Tool:
-        if isinstance(item, Tool):
+    def _as_item(item: Any, frame: Any) -> Any:
+        if isinstance(item, Tool) or _served_kind(item) is not None:
             return item
         if not callable(item):
             raise InvalidTypeError(
-                f"Toolkit takes Tool objects or functions, got {type(item).__name__}"
+                f"Toolkit takes Tool objects or functions (and MCP resources and prompts), "
+                f"got {type(item).__name__}"
             )
         return make_tool(item, _NO_OPTIONS, frame)
 
-    def _add(self, item: Tool, *, replace: bool) -> None:
-        if item.name in self._tools and not replace:
-            raise DuplicateToolError(item.name)
-        self._tools[item.name] = item
+    def _table(self, item: Any) -> tuple[dict[str, Any], str, str]:
+        """Where ``item`` is kept, its key there, and its kind."""
+        kind = _served_kind(item)
+        if kind == "resource":
+            return self._resources, item.uri, kind
+        if kind == "prompt":
+            return self._prompts, item.name, kind
+        return self._tools, item.name, "tool"
 
-    def register(self, *tools: Tool | Callable[..., Any], replace: bool = False) -> None:
-        """Add tools (or functions, made into tools). All or nothing.
+    def _add(self, item: Any, *, replace: bool) -> None:
+        table, key, kind = self._table(item)
+        if key in table and not replace:
+            raise _duplicate(kind, key)
+        table[key] = item
+
+    def register(self, *tools: Tool | Callable[..., Any] | Any, replace: bool = False) -> None:
+        """Add tools (or functions, made into tools), resources and prompts. All or nothing.
+        Servers serving this toolkit tell their clients the lists changed.
 
         Raises :class:`DuplicateToolError` (a ``ValueError``) when a name is taken —
         by a registered tool or by another in the same call — unless ``replace=True``,
-        which replaces the registered tool in its place.
+        which replaces the registered tool in its place; likewise (``ValueError``) for a
+        resource's URI or a prompt's name.
 
         Example::
 
@@ -82,14 +114,16 @@ class Toolkit:
             toolkit.register(better_search, replace=True)
         """
         frame = sys._getframe(1)
-        made = [self._as_tool(each, frame) for each in tools]
-        seen: set[str] = set()
+        made = [self._as_item(each, frame) for each in tools]
+        seen: set[tuple[str, str]] = set()
         for item in made:
-            if item.name in seen or (item.name in self._tools and not replace):
-                raise DuplicateToolError(item.name)
-            seen.add(item.name)
+            table, key, kind = self._table(item)
+            if (kind, key) in seen or (key in table and not replace):
+                raise _duplicate(kind, key)
+            seen.add((kind, key))
         for item in made:
             self._add(item, replace=replace)
+        self._changed({kind for kind, _ in seen})
 
     def get(self, name: str) -> Tool:
         """The tool registered as ``name``.
@@ -124,15 +158,115 @@ class Toolkit:
         suggestions = [candidate for score, candidate in scored[:3] if score >= best - 0.1]
         return UnknownToolError(text, suggestions, known)
 
-    def remove(self, name: str) -> Tool:
-        """Unregister ``name`` and return its tool. Raises :class:`UnknownToolError`.
+    def remove(self, name: str | Any) -> Any:
+        """Unregister the tool ``name`` (or the tool, resource or prompt object given) and
+        return it. Servers serving this toolkit tell their clients the list changed.
+        Raises :class:`UnknownToolError` for an unknown tool name, :class:`NotFoundError`
+        (its parent) for a resource or prompt that is not registered.
 
         Example::
 
             toolkit.remove("add")
+            toolkit.remove(readme)        # a resource
         """
-        self.get(name)
-        return self._tools.pop(name)
+        if isinstance(name, str):
+            self.get(name)
+            removed: Any = self._tools.pop(name)
+            kind = "tool"
+        else:
+            table, key, kind = self._table(name)
+            if table.get(key) is not name:
+                raise NotFoundError(kind, key, known=list(table))
+            removed = table.pop(key)
+        self._changed({kind})
+        return removed
+
+    # ----------------------------------------------------------------- resources, prompts
+
+    def resources(self) -> list[Any]:
+        """The registered resources (:class:`toolnexus.mcp.Resource`), fixed URIs and
+        templates, in registration order (a new list).
+
+        Example::
+
+            [r.uri for r in toolkit.resources()]
+        """
+        return list(self._resources.values())
+
+    def prompts(self) -> list[Any]:
+        """The registered prompts (:class:`toolnexus.mcp.Prompt`), in registration order.
+
+        Example::
+
+            [p.name for p in toolkit.prompts()]
+        """
+        return list(self._prompts.values())
+
+    def get_prompt(self, name: str) -> Any:
+        """The prompt registered as ``name``. Raises :class:`NotFoundError` (a
+        ``LookupError``) naming the closest prompts there are.
+
+        Example::
+
+            toolkit.get_prompt("review").render({"code": "x = 1"})
+        """
+        found = self._prompts.get(name) if isinstance(name, str) else None
+        if found is None:
+            raise _not_found("prompt", name, list(self._prompts))
+        return found
+
+    def find_resource(self, uri: str) -> tuple[Any, dict[str, str]] | None:
+        """The resource that serves ``uri`` and the template variables it gives (``{}``
+        for a fixed URI), or None. A fixed URI wins; then templates, in registration order.
+
+        Example::
+
+            found = toolkit.find_resource("test://template/123/data")
+            if found is not None:
+                resource, params = found
+        """
+        if not isinstance(uri, str):
+            return None
+        fixed = self._resources.get(uri)
+        if fixed is not None and not fixed.is_template:
+            return fixed, {}
+        for item in self._resources.values():
+            if item.is_template:
+                params = item.match(uri)
+                if params is not None:
+                    return item, params
+        return None
+
+    def resource_changed(self, uri: str) -> None:
+        """Say that the content of the resource at ``uri`` changed: servers serving this
+        toolkit send ``notifications/resources/updated`` to the clients subscribed to it.
+
+        Example::
+
+            save_notes(text)
+            toolkit.resource_changed("file:///notes.txt")
+        """
+        if not isinstance(uri, str):
+            raise InvalidTypeError(f"resource_changed() takes a URI str, got {type(uri).__name__}")
+        for watcher in list(self._watchers):
+            watcher("resource", uri)
+
+    def _watch(self, watcher: Callable[[str, str | None], object]) -> Callable[[], None]:
+        """Package-internal, for servers: ``watcher(kind, uri)`` is told of every change —
+        ``("tools"|"resources"|"prompts", None)`` when a list changed, ``("resource", uri)``
+        when a resource's content did. Returns the function that stops watching."""
+        self._watchers.append(watcher)
+
+        def stop() -> None:
+            with contextlib.suppress(ValueError):  # stopped already
+                self._watchers.remove(watcher)
+
+        return stop
+
+    def _changed(self, kinds: set[str]) -> None:
+        for kind in sorted(kinds):
+            for watcher in list(self._watchers):
+                watcher(kind + "s", None)
 
     def tools(self) -> list[Tool]:
         """The registered tools, in registration order (a new list).
@@ -157,7 +291,15 @@ class Toolkit:
     def __repr__(self) -> str:
         names = ", ".join(self._tools)
         count = len(self._tools)
-        return f"<Toolkit {count} tool{'' if count == 1 else 's'}{': ' + names if names else ''}>"
+        extra = ""
+        if self._resources:
+            extra += f", {len(self._resources)} resource{'' if len(self._resources) == 1 else 's'}"
+        if self._prompts:
+            extra += f", {len(self._prompts)} prompt{'' if len(self._prompts) == 1 else 's'}"
+        return (
+            f"<Toolkit {count} tool{'' if count == 1 else 's'}"
+            f"{': ' + names if names else ''}{extra}>"
+        )
 
     # ----------------------------------------------------------------- calls
 
@@ -171,6 +313,12 @@ class Toolkit:
         :class:`ToolResult` for an unknown name, malformed JSON or a non-object — never
         raises. The arguments are not validated here: the tool does that when called.
 
+        In a toolkit with resources or prompts, the MCP methods that run their functions
+        resolve too, with the method's params as ``args``: ``"resources/read"``
+        (``{"uri"}``), ``"prompts/get"`` (``{"name", "arguments"}``) and
+        ``"completion/complete"`` (``{"ref", "argument", "context"}``) — no tool can have
+        those names, so a host runs them as calls like any other.
+
         Example::
 
             resolved = toolkit.resolve("add", '{"a": 1, "b": 2}')
@@ -180,6 +328,10 @@ class Toolkit:
         """
         found = self._tools.get(name) if isinstance(name, str) else None
         if found is None:
+            if name in _SERVED_METHODS and (self._resources or self._prompts):
+                from .mcp._served import resolve_served
+
+                return resolve_served(self, name, args)
             return ToolResult(str(self._unknown(name)), True)
         if args is None:
             return found, {}
@@ -334,6 +486,37 @@ class Toolkit:
         from ._adapters import keep_listable
 
         return keep_listable([item.to_mcp() for item in self._tools.values()])
+
+
+_SERVED_METHODS = frozenset({"resources/read", "prompts/get", "completion/complete"})
+
+
+def _served_kind(item: Any) -> str | None:
+    """``"resource"`` or ``"prompt"`` for an MCP resource or prompt, else None. Only
+    ``toolnexus.mcp`` makes them: if it is not loaded, ``item`` is neither."""
+    package = __name__.rpartition(".")[0]
+    for kind, module in (("resource", "_resources"), ("prompt", "_prompts")):
+        loaded = sys.modules.get(f"{package}.mcp.{module}")
+        if loaded is not None and isinstance(item, getattr(loaded, kind.title())):
+            return kind
+    return None
+
+
+def _duplicate(kind: str, key: str) -> InvalidValueError:
+    if kind == "tool":
+        return DuplicateToolError(key)
+    what = "URI" if kind == "resource" else "name"
+    return InvalidValueError(
+        f"a {kind} with the {what} {key!r} is already registered; pass replace=True to replace it"
+    )
+
+
+def _not_found(kind: str, name: Any, known: list[str]) -> NotFoundError:
+    import difflib
+
+    text = name if isinstance(name, str) else repr(name)
+    close = difflib.get_close_matches(text, known, n=3, cutoff=0.6)
+    return NotFoundError(kind, text, close, known)
 
 
 _NO_OPTIONS: dict[str, Any] = {

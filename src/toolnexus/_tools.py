@@ -80,9 +80,11 @@ def _json_extra(value: Any) -> Any:
     return to_json(value)
 
 
-_encode_extra = json.JSONEncoder(
+encode_json = json.JSONEncoder(
     separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_json_extra
 ).encode
+"""Compact JSON of a value a function returned: enums, dataclasses, sets, datetimes, ...
+written as tools write them (what a resource's JSON object becomes, too)."""
 
 _EMPTY_OK = ToolResult("")
 _NONE: frozenset[str] = frozenset()  # the arguments a tool fixes, for most tools
@@ -349,7 +351,7 @@ class Tool(Generic[P, R]):
         set_(
             self,
             "_invoke",
-            _contract_invoke(self.fn) if signature is None else _build_invoke(signature),
+            _contract_invoke(self.fn) if signature is None else build_invoke(signature),
         )
         set_(self, "_prepare", _null_stripper(self.input_schema))
         set_(self, "is_async", _is_async_callable(self.fn))
@@ -390,7 +392,7 @@ class Tool(Generic[P, R]):
             if self.is_async or (
                 value.__class__ not in _NEVER_AWAITABLE and inspect.isawaitable(value)
             ):
-                value = _run_to_completion(value)
+                value = run_to_completion(value)
         except ConversionError as exc:
             return self._unconvertible(exc)
         except OperationCancelledError as exc:
@@ -563,7 +565,7 @@ class Tool(Generic[P, R]):
                 text = _encode(value)
             except (TypeError, ValueError):
                 try:
-                    text = _encode_extra(value)
+                    text = encode_json(value)
                     value = json.loads(text)
                 except (TypeError, ValueError) as exc:
                     _log.warning("tool %r returned %s: %s", self.name, kind.__name__, exc)
@@ -674,7 +676,7 @@ def _is_async_callable(fn: Callable[..., Any]) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
-def _run_to_completion(awaitable: Any) -> Any:
+def run_to_completion(awaitable: Any) -> Any:
     """Run an awaitable from sync code: on a private loop, or a helper thread's loop."""
     import asyncio
 
@@ -721,7 +723,7 @@ def _contract_invoke(fn: Callable[..., Any]) -> Invoke:
     return lambda fn, args, ctx: fn(args)
 
 
-def _build_invoke(sig: Signature) -> Invoke:
+def build_invoke(sig: Signature) -> Invoke:
     """The per-call adapter from (args, ctx) to the function's own parameters."""
     ctx_name = sig.ctx_name
     ctx_positional = sig.ctx_positional

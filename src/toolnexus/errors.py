@@ -17,7 +17,8 @@
     │   │   └── FormatError                 text that is not a date, a UUID, a duration, ...
     │   ├── WireFormatError             a Request/Answer/ToolResult document is malformed
     │   └── RefError                    a command-line REF names no usable tools
-    ├── UnknownToolError            + LookupError: no tool of that name
+    ├── NotFoundError               + LookupError: no prompt, resource or task by that key
+    │   └── UnknownToolError            no tool of that name
     ├── WaitTimeoutError            + TimeoutError: Call.result(timeout=...) gave up waiting
     ├── StoreUnavailableError       + ConnectionError: the answer store cannot be used now
     ├── TimerStartError             + RuntimeError: the timer thread could not be started
@@ -47,6 +48,7 @@ __all__ = [
     "InvalidTypeError",
     "InvalidValueError",
     "McpError",
+    "NotFoundError",
     "OperationCancelledError",
     "PartTooLargeError",
     "RefError",
@@ -401,7 +403,44 @@ class RefError(InputError):
 # --------------------------------------------------------------------------- the rest
 
 
-class UnknownToolError(ToolnexusError, LookupError):
+class NotFoundError(ToolnexusError, LookupError):
+    """Nothing of that kind is known by that key: a prompt's name, a resource's URI, a
+    call's or task's id.
+
+    ``kind`` says what was looked up (``"prompt"``, ``"resource"``, ``"call"``, ...),
+    ``name`` the key asked for, ``suggestions`` the closest known keys (best first).
+
+    Example::
+
+        try:
+            toolkit.get_prompt("reviw")
+        except NotFoundError as exc:
+            print(exc)              # unknown prompt 'reviw'; did you mean 'review'?
+            print(exc.kind)         # prompt
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        suggestions: list[str] | None = None,
+        known: list[str] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.suggestions = list(suggestions or ())
+        self.known = list(known or ())
+        super().__init__(_unknown_message(kind, name, self.suggestions, self.known))
+
+    def __str__(self) -> str:
+        # LookupError's KeyError cousin would quote the message; this one reads as a sentence.
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.kind, self.name, self.suggestions, self.known))
+
+
+class UnknownToolError(NotFoundError):
     """No tool of that name is registered.
 
     ``name`` is the name asked for, ``suggestions`` the closest registered names (best
@@ -417,14 +456,9 @@ class UnknownToolError(ToolnexusError, LookupError):
     """
 
     def __init__(self, name: str, suggestions: list[str], known: list[str]) -> None:
-        super().__init__(_unknown_message(name, suggestions, known))
-        self.name = name
+        super().__init__("tool", name, suggestions, known)
         self.suggestions = suggestions
         self.known = known
-
-    def __str__(self) -> str:
-        # LookupError's KeyError cousin would quote the message; this one reads as a sentence.
-        return str(self.args[0])
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.name, self.suggestions, self.known))
@@ -437,13 +471,13 @@ def _quote_list(names: list[str]) -> str:
     return ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
-def _unknown_message(name: str, suggestions: list[str], known: list[str]) -> str:
+def _unknown_message(kind: str, name: str, suggestions: list[str], known: list[str]) -> str:
     if suggestions:
-        return f"unknown tool {name!r}; did you mean {_quote_list(suggestions)}?"
+        return f"unknown {kind} {name!r}; did you mean {_quote_list(suggestions)}?"
     if not known:
-        return f"unknown tool {name!r}; no tools are registered"
+        return f"unknown {kind} {name!r}; no {kind}s are registered"
     shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
-    return f"unknown tool {name!r}; known tools: {shown}"
+    return f"unknown {kind} {name!r}; known {kind}s: {shown}"
 
 
 class StoreUnavailableError(ToolnexusError, ConnectionError):

@@ -19,6 +19,7 @@ from typing import Any
 
 from toolnexus import Part, Request, Tool, Toolkit, ToolResult, tool
 from toolnexus._context import ToolContext
+from toolnexus.mcp import prompt, resource
 
 MAX_ROUNDS = 2
 """Answers one call may take: test_input_required_result_multi_round asks twice."""
@@ -366,9 +367,105 @@ def test_multiple_content_types() -> ToolResult:
     )
 
 
+# --------------------------------------------------------------------------- resources
+
+
+@resource("test://static-text", name="Static Text Resource", mime_type="text/plain")
+def static_text() -> str:
+    """A static text resource for testing."""
+    return "This is the content of the static text resource."
+
+
+@resource("test://static-binary", name="Static Binary Resource", mime_type="image/png")
+def static_binary() -> bytes:
+    """A static binary resource (a 1x1 PNG)."""
+    return _png_pixel()
+
+
+@resource("test://watched-resource", name="Watched Resource", mime_type="text/plain")
+def watched_resource() -> str:
+    """A resource clients may subscribe to."""
+    return "Watched resource content"
+
+
+@resource(
+    "test://template/{id}/data",
+    name="Template Resource",
+    mime_type="application/json",
+    complete={"id": ["123", "456", "789"]},
+)
+def template_data(id: str) -> dict[str, Any]:
+    """Data for an id."""
+    return {"id": id, "templateTest": True, "data": f"Data for ID: {id}"}
+
+
+# --------------------------------------------------------------------------- prompts
+
+
+@prompt
+def test_simple_prompt() -> str:
+    """A simple prompt without arguments."""
+    return "This is a simple prompt for testing."
+
+
+@prompt(complete={"arg1": ["paris", "park", "party", "test-value"]})
+def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+    """A prompt with two arguments.
+
+    Args:
+        arg1: First test argument.
+        arg2: Second test argument.
+    """
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@prompt
+def test_prompt_with_embedded_resource(resourceUri: str) -> list[Any]:
+    """A prompt that embeds a resource.
+
+    Args:
+        resourceUri: URI of the resource to embed.
+    """
+    text = b"Embedded resource content for testing."
+    return [
+        Part.file(text, "text/plain", name=resourceUri),
+        "Please process the embedded resource above.",
+    ]
+
+
+@prompt
+def test_prompt_with_image() -> list[Any]:
+    """A prompt with an image."""
+    return [Part.image(_png_pixel(), "image/png"), "Please analyze the image above."]
+
+
+@prompt
+def test_input_required_result_prompt(ctx: ToolContext) -> Any:
+    """Asks what context to use, then renders with it."""
+    if ctx.answer is None:
+        return ToolResult.pending(
+            Request(
+                "input",
+                "What context should the prompt use?",
+                id="user_context",
+                data={"schema": _name_schema("context")},
+            )
+        )
+    return f"Prompt with context: {(ctx.answer.data or {}).get('context')}"
+
+
 def toolkit() -> Toolkit:
     return Toolkit(
         [
+            static_text,
+            static_binary,
+            watched_resource,
+            template_data,
+            test_simple_prompt,
+            test_prompt_with_arguments,
+            test_prompt_with_embedded_resource,
+            test_prompt_with_image,
+            test_input_required_result_prompt,
             test_simple_text,
             test_error_handling,
             test_tool_with_progress,

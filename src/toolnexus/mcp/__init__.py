@@ -9,8 +9,11 @@ it on stdin/stdout with the tools running on a :class:`~toolnexus.Host`; that is
 at ``/mcp`` with the standard library (``toolnexus serve REF --http PORT``), and
 :func:`asgi_app` is the same endpoint as an ASGI application for uvicorn and friends.
 
-A tool that suspends (``ToolResult.pending(request)``) becomes an MCP elicitation, and the
-client's answer re-runs it with ``ctx.answer``. A result's parts go out as content blocks
+Besides tools, a toolkit may offer resources (:func:`resource`: data by URI or URI
+template) and prompts (:func:`prompt`: message templates), with completion for their
+arguments. A tool, resource
+or prompt that suspends (``ToolResult.pending(request)``) becomes an MCP elicitation, and
+the client's answer re-runs it with ``ctx.answer``. A result's parts go out as content blocks
 after its text (image, audio, an embedded resource for file bytes, a resource link for a
 URL); :func:`result_from_mcp` reads an MCP ``CallToolResult`` back as a ``ToolResult``.
 Every server takes its options as one :class:`ServerOptions`.
@@ -51,6 +54,8 @@ if TYPE_CHECKING:
     from ._client import McpClient
     from ._client_session import ClientSession
     from ._http_server import HttpServer, serve_http
+    from ._prompts import Prompt, prompt
+    from ._resources import Resource, resource
     from ._source import McpServerStatus, McpSource, load_mcp_json
 
 __all__ = [
@@ -64,12 +69,16 @@ __all__ = [
     "McpClient",
     "McpServerStatus",
     "McpSource",
+    "Prompt",
+    "Resource",
     "Send",
     "ServerOptions",
     "ServerSession",
     "StartCall",
     "asgi_app",
     "load_mcp_json",
+    "prompt",
+    "resource",
     "result_from_mcp",
     "serve_http",
     "serve_stdio",
@@ -100,6 +109,11 @@ _LAZY = {
     "McpServerStatus": "_source",
     "McpSource": "_source",
     "load_mcp_json": "_source",
+    # Resources and prompts load with the first one made.
+    "Prompt": "_prompts",
+    "prompt": "_prompts",
+    "Resource": "_resources",
+    "resource": "_resources",
 }
 
 

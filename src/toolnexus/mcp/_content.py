@@ -15,6 +15,7 @@ never a block the client would drop.
 from __future__ import annotations
 
 import binascii
+import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, unquote
@@ -25,9 +26,24 @@ from .._result import STRUCTURED_KEY, ToolResult
 from .._wire import describe
 from ..errors import PartTooLargeError, WireFormatError
 
-__all__ = ["content_blocks", "result_from_mcp"]
+__all__ = ["content_blocks", "downgrade", "part_block", "result_from_mcp"]
 
 _URI_SCHEME = "attachment://"
+_NAMED_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def downgrade(block: dict[str, Any], *, audio: bool, resource_links: bool) -> dict[str, Any]:
+    """``block`` as a client of an older revision reads it: an ``audio`` or
+    ``resource_link`` block it does not know becomes the family's placeholder text."""
+    kind = block.get("type")
+    if (kind == "audio" and not audio) or (kind == "resource_link" and not resource_links):
+        data = block.get("data")
+        size = len(data) // 4 * 3 - data[-2:].count("=") if isinstance(data, str) else 0
+        prefix = str(block.get("mimeType") or "").split("/", 1)[0]
+        part_type = prefix if prefix in ("image", "audio") else "file"
+        text = f"[unsupported {part_type} part ({block.get('mimeType')}, {size} bytes)]"
+        return {"type": "text", "text": text}
+    return block
 
 
 def content_blocks(
@@ -47,11 +63,15 @@ def content_blocks(
     if result.output or parts[0].type == "text":
         blocks.append({"type": "text", "text": result.output})
     for index, part in enumerate(parts):
-        blocks.append(_block(part, index, audio=audio, resource_links=resource_links))
+        blocks.append(part_block(part, index, audio=audio, resource_links=resource_links))
     return blocks
 
 
-def _block(part: Part, index: int, *, audio: bool, resource_links: bool) -> dict[str, Any]:
+def part_block(
+    part: Part, index: int, *, audio: bool = True, resource_links: bool = True
+) -> dict[str, Any]:
+    """One part as one MCP content block (``index`` names an unnamed file part). A file
+    part named with a URI (``test://report``) is embedded under that URI."""
     if part.type == "text":
         return {"type": "text", "text": part.text}
     if part.url is not None:
@@ -74,7 +94,7 @@ def _block(part: Part, index: int, *, audio: bool, resource_links: bool) -> dict
     return {
         "type": "resource",
         "resource": {
-            "uri": _URI_SCHEME + quote(name),
+            "uri": name if _NAMED_URI.match(name) else _URI_SCHEME + quote(name),
             "mimeType": part.mime_type,
             "blob": part.data,
         },

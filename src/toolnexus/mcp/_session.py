@@ -44,7 +44,7 @@ from ._codec import (
     error_message,
     nested_too_deep,
 )
-from ._content import content_blocks
+from ._content import content_blocks, downgrade
 from ._options import ServerOptions, resolve
 from ._protocol import (
     LEGACY_PROTOCOL_VERSIONS,
@@ -97,8 +97,27 @@ __all__ = [
 _log = LazyLogger()  # logging loads with the first record, not with the server
 
 _KNOWN_METHODS = frozenset(
-    {"initialize", "ping", "server/discover", "tools/list", "tools/call", "logging/setLevel"}
+    {
+        "initialize",
+        "ping",
+        "server/discover",
+        "tools/list",
+        "tools/call",
+        "logging/setLevel",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+    }
 )
+# Methods that run user code on the host, as calls (the tools/call of their kind).
+_CALL_METHODS = frozenset({"resources/read", "prompts/get", "completion/complete"})
+# Methods the modern revision removed (notifications travel on subscriptions/listen).
+_LEGACY_ONLY = frozenset({"resources/subscribe", "resources/unsubscribe", "logging/setLevel"})
 
 _CURSOR_PREFIX = "tnx1:"
 
@@ -265,7 +284,9 @@ class _Client:
 
 
 class _Call:
-    """One tools/call request in flight (running, or waiting on a legacy question)."""
+    """One request in flight that runs user code on the host — a ``tools/call``, or a
+    ``resources/read``, ``prompts/get`` or ``completion/complete`` (running, or waiting on
+    a legacy question)."""
 
     __slots__ = (
         "arguments",
@@ -275,6 +296,7 @@ class _Call:
         "client",
         "last_progress",
         "log_level",
+        "method",
         "name",
         "progress_token",
         "request_id",
@@ -291,10 +313,12 @@ class _Call:
         arguments: dict[str, Any],
         client: _Client,
         progress_token: str | int | None,
+        method: str = "tools/call",
     ) -> None:
         self.call_id = call_id
         self.request_id = request_id
-        self.name = name
+        self.method = method  # tools/call, or resources/read, prompts/get, completion/complete
+        self.name = name  # the tool's name; for the other methods, the method itself
         self.arguments = arguments
         self.client = client
         self.progress_token = progress_token
@@ -385,6 +409,7 @@ class ServerSession:
         self._clock = clock
         self._legacy: _Client | None = None
         self._legacy_log_level: int | None = None  # set by logging/setLevel
+        self._subscribed: set[str] = set()  # resources/subscribe (legacy)
         self._initialized_notified = False
         self._calls: dict[int, _Call] = {}
         self._by_request: dict[str | int, _Call] = {}
@@ -649,6 +674,8 @@ class ServerSession:
         request = _question_of(result)
         if request is None:
             client = call.client
+            if call.method != "tools/call":
+                return self._served_result(call, result)
             if client.modern or result.parts:
                 return self._finish(call, self._tool_result(client, result))
             # A legacy text answer: kept as its parts, written from the codec's template.
@@ -661,7 +688,7 @@ class ServerSession:
             return [Send._text_reply(call.request_id, result.output, result.is_error, structured)]
         if not may_ask_again(call.round, self._max_rounds):
             # The loop rule: one retry per answer (per round), never a loop.
-            return self._finish(call, self._error_result(call.client, unresolved_text(request)))
+            return self._fail(call, unresolved_text(request))
         binding = metadata.get(BINDING_KEY) if metadata is not None else None
         call.binding = binding if isinstance(binding, str) else None
         call.state_exp = None  # a new question: a new expiry
@@ -799,11 +826,19 @@ class ServerSession:
             client = self._legacy
         if method == "tools/call":
             return self._call_tool(request_id, params, meta or {}, client)
-        if method == "logging/setLevel" and not client.modern:
-            self._legacy_log_level = _log_level(params.get("level"), "level")
+        if method in _CALL_METHODS:
+            arguments = self._served_arguments(method, params)
+            return self._start(request_id, method, method, arguments, params, meta or {}, client)
+        if method in _LEGACY_ONLY and not client.modern:
+            if method == "logging/setLevel":
+                self._legacy_log_level = _log_level(params.get("level"), "level")
+            else:
+                self._subscribe(method, params)
             return [self._result(request_id, {})]
         if method == "tools/list":
             return [self._reply(request_id, client, self._list_tools(params, client))]
+        if method in _LISTS:
+            return [self._reply(request_id, client, self._list(method, params, client))]
         if method == "server/discover" and client.modern:
             return [self._reply(request_id, client, self._discover())]
         raise _Reject(
@@ -883,7 +918,7 @@ class ServerSession:
         self._legacy = _Client(version, False, form, url)
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": _capabilities(),
+            "capabilities": _capabilities(self._toolkit, False),
             "serverInfo": dict(self._server_info),
         }
         if self._instructions is not None:
@@ -930,7 +965,7 @@ class ServerSession:
     def _discover(self) -> dict[str, Any]:
         result: dict[str, Any] = {
             "supportedVersions": self._supported_versions(),
-            "capabilities": _capabilities(),
+            "capabilities": _capabilities(self._toolkit, True),
         }
         if self._instructions is not None:
             result["instructions"] = self._instructions
@@ -987,6 +1022,172 @@ class ServerSession:
             entry["annotations"] = thaw(tool.annotations)
         return entry
 
+    # ------------------------------------------------------------------ resources, prompts
+
+    def _list(self, method: str, params: Mapping[str, Any], client: _Client) -> dict[str, Any]:
+        """One page of ``resources/list``, ``resources/templates/list`` or ``prompts/list``."""
+        key = _LISTS[method]
+        if method == "prompts/list":
+            described = [_describe_prompt(item, client) for item in self._toolkit.prompts()]
+        else:
+            templates = method == "resources/templates/list"
+            described = [
+                _describe_resource(item, client)
+                for item in self._toolkit.resources()
+                if item.is_template == templates
+            ]
+        cursor = params.get("cursor")
+        offset = 0 if cursor is None else self._read_cursor(cursor, len(described))
+        result: dict[str, Any] = {key: described[offset : offset + self._page_size]}
+        if offset + self._page_size < len(described):
+            result["nextCursor"] = f"{_CURSOR_PREFIX}{offset + self._page_size}"
+        if client.modern:
+            result["ttlMs"] = self._list_ttl_ms
+            result["cacheScope"] = "public"
+        return result
+
+    def _served_arguments(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments of a ``resources/read``, ``prompts/get`` or ``completion/complete``
+        call (what ``Toolkit.resolve`` reads), checked so that a bad request is refused
+        with ``-32602`` before anything runs."""
+        toolkit = self._toolkit
+        if method == "resources/read":
+            uri = params.get("uri")
+            if not isinstance(uri, str):
+                raise _Reject(
+                    INVALID_PARAMS, f"invalid params: uri must be a string, got {describe(uri)}"
+                )
+            found = toolkit.find_resource(uri)
+            if found is None:
+                # SEP-2164: never an empty contents list; the URI rides in the error's data.
+                raise _Reject(
+                    INVALID_PARAMS,
+                    f"Resource not found: {uri!r}; resources/list and "
+                    "resources/templates/list say what this server offers",
+                    {"uri": uri},
+                )
+            problem = found[0].problem(uri)
+            if problem is not None:  # a template variable that does not read as its type
+                raise _Reject(
+                    INVALID_PARAMS, f"Resource not found: {uri!r} ({problem})", {"uri": uri}
+                )
+            return {"uri": uri}
+        if method == "prompts/get":
+            name = params.get("name")
+            if not isinstance(name, str):
+                raise _Reject(
+                    INVALID_PARAMS,
+                    f"invalid params: name must be a string naming a prompt, got {describe(name)}",
+                )
+            try:
+                item = toolkit.get_prompt(name)
+            except LookupError as exc:
+                raise _Reject(INVALID_PARAMS, f"invalid params: {exc.args[0]}") from None
+            arguments = params.get("arguments")
+            if arguments is None:
+                arguments = {}
+            if not isinstance(arguments, dict):
+                raise _Reject(
+                    INVALID_PARAMS,
+                    f"invalid params: arguments must be an object of strings, got "
+                    f"{describe(arguments)}",
+                )
+            problem = item.problem(arguments)
+            if problem is not None:
+                raise _Reject(INVALID_PARAMS, f"invalid params: {problem}")
+            return {"name": name, "arguments": arguments}
+        from ._served import completion_target
+
+        ref = params.get("ref")
+        target = completion_target(toolkit, ref)
+        if isinstance(target, str) or not isinstance(ref, dict):
+            raise _Reject(INVALID_PARAMS, f"invalid params: {target}")
+        argument = params.get("argument")
+        if not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
+            raise _Reject(
+                INVALID_PARAMS,
+                f"invalid params: argument must be {{'name': ..., 'value': ...}}, got "
+                f"{describe(argument)}",
+            )
+        known = target._schema.get("properties") or {}
+        if argument["name"] not in known:
+            raise _Reject(
+                INVALID_PARAMS,
+                f"invalid params: {argument['name']!r} is not an argument of "
+                f"{'prompt' if ref.get('type') == 'ref/prompt' else 'resource'} "
+                f"{getattr(target, 'name', '')!r} (it has: {', '.join(known) or 'none'})",
+            )
+        if not isinstance(argument.get("value", ""), str):
+            raise _Reject(
+                INVALID_PARAMS,
+                f"invalid params: argument.value must be a string, got "
+                f"{describe(argument.get('value'))}",
+            )
+        checked: dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
+        context = params.get("context")
+        if isinstance(context, dict):
+            checked["context"] = context
+        return checked
+
+    def _served_result(self, call: _Call, result: ToolResult) -> list[Action]:
+        """The answer to a finished ``resources/read``, ``prompts/get`` or
+        ``completion/complete``: its MCP result, or the JSON-RPC error its failure is."""
+        if result.is_error:
+            return self._fail(call, f"{_who(call)} failed: {result.output}")
+        from ._prompts import PROMPT_KEY
+        from ._resources import CONTENTS_KEY
+        from ._served import COMPLETION_KEY
+
+        metadata = result.metadata
+        client = call.client
+        out: dict[str, Any]
+        if call.method == "resources/read":
+            uri = call.arguments["uri"]
+            contents = [
+                {**thaw(each), "uri": each.get("uri") or uri}
+                for each in metadata.get(CONTENTS_KEY) or ()
+            ]
+            if not contents:
+                return self._fail(call, f"{_who(call)} failed: it returned no contents")
+            out = {"contents": contents}
+            if client.modern:
+                out["ttlMs"] = self._list_ttl_ms
+                out["cacheScope"] = "public"
+        elif call.method == "prompts/get":
+            rendered = thaw(metadata.get(PROMPT_KEY) or {})
+            audio, links = client.at_least("2025-03-26"), client.at_least("2025-06-18")
+            for message in rendered.get("messages", ()):
+                message["content"] = downgrade(
+                    message["content"], audio=audio, resource_links=links
+                )
+            out = rendered
+        else:
+            out = {"completion": thaw(metadata.get(COMPLETION_KEY) or {"values": []})}
+        return self._finish(call, out)
+
+    def _subscribe(self, method: str, params: Mapping[str, Any]) -> None:
+        """A legacy client's ``resources/subscribe`` or ``resources/unsubscribe``."""
+        uri = params.get("uri")
+        if not isinstance(uri, str) or not uri:
+            raise _Reject(
+                INVALID_PARAMS, f"invalid params: uri must be a string, got {describe(uri)}"
+            )
+        if method == "resources/subscribe":
+            if self._toolkit.find_resource(uri) is None:
+                raise _Reject(
+                    INVALID_PARAMS,
+                    f"Resource not found: {uri!r}; subscribe to a URI this server serves",
+                    {"uri": uri},
+                )
+            self._subscribed.add(uri)
+        else:
+            self._subscribed.discard(uri)
+
+    @property
+    def subscriptions(self) -> frozenset[str]:
+        """The resource URIs a legacy client subscribed to (``resources/subscribe``)."""
+        return frozenset(self._subscribed)
+
     # ------------------------------------------------------------------ tools/call
 
     def _call_tool(
@@ -1017,11 +1218,25 @@ class ServerSession:
             raise _Reject(
                 INVALID_PARAMS, f"invalid params: {exc.args[0] if exc.args else exc}"
             ) from None
+        return self._start(request_id, "tools/call", name, arguments, params, meta, client)
+
+    def _start(
+        self,
+        request_id: str | int,
+        method: str,
+        name: str,
+        arguments: dict[str, Any],
+        params: Mapping[str, Any],
+        meta: Mapping[str, Any],
+        client: _Client,
+    ) -> list[Action]:
+        """Start a call of ``name`` (a tool, or a method in ``_CALL_METHODS``) — or, for a
+        modern retry carrying ``requestState``, resume the one that asked."""
         token = meta.get("progressToken")
         if token is not None and not is_request_id(token):
             token = None
         self._next_call += 1
-        call = _Call(self._next_call, request_id, name, arguments, client, token)
+        call = _Call(self._next_call, request_id, name, arguments, client, token, method)
         self._calls[call.call_id] = call
         self._by_request[request_id] = call
         if client.modern and META_LOG_LEVEL in meta:
@@ -1068,18 +1283,21 @@ class ServerSession:
     def _error_result(client: _Client, text: str) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": text}], "isError": True}
 
+    def _fail(self, call: _Call, text: str, code: int = INTERNAL_ERROR) -> list[Action]:
+        """End ``call`` with the failure ``text``: a tool's as an error result the model
+        reads, any other method's as the JSON-RPC error ``code``."""
+        if call.method == "tools/call":
+            return self._finish(call, self._error_result(call.client, text))
+        self._forget(call)
+        return [self._error(call.request_id, code, text)]
+
     # ------------------------------------------------------------------ suspensions
 
     def _suspend(self, call: _Call, request: Request, output: str) -> list[Action]:
         client = call.client
         problem = form_schema_problem(request)
         if problem is not None:
-            return self._finish(
-                call,
-                self._error_result(
-                    client, f"tool {call.name!r} asked a question MCP cannot ask: {problem}"
-                ),
-            )
+            return self._fail(call, f"{_who(call)} asked a question MCP cannot ask: {problem}")
         # A legacy server sends no requests before the client said it is initialized.
         can_ask = client.modern or self._initialized_notified
         asked = elicitation_params(
@@ -1097,8 +1315,8 @@ class ServerSession:
                 mode = "url" if request.kind == "authorization" and request.url else "form"
                 raise _Reject(
                     MISSING_CLIENT_CAPABILITY,
-                    f"Missing required client capability: elicitation ({mode} mode); tool "
-                    f"{call.name!r} asks: {output}",
+                    f"Missing required client capability: elicitation ({mode} mode); "
+                    f"{_who(call)} asks: {output}",
                     {"requiredCapabilities": {"elicitation": {mode: {}}}},
                 )
             # Nobody can be asked: what the model should tell the user, never a hang —
@@ -1108,13 +1326,10 @@ class ServerSession:
                 if (client.form or client.url) and not can_ask
                 else "it has no elicitation support"
             )
-            return self._finish(
+            return self._fail(
                 call,
-                self._error_result(
-                    client,
-                    f"tool {call.name!r} is waiting for an answer this client cannot collect "
-                    f"({why}); ask the user: {output}",
-                ),
+                f"{_who(call)} is waiting for an answer this client cannot collect "
+                f"({why}); ask the user: {output}",
             )
         params, shape = asked
         if client.modern:
@@ -1138,7 +1353,7 @@ class ServerSession:
         if call.state_exp is None:
             call.state_exp = int(self._clock() + self._state_ttl_s)
         payload = {
-            "method": "tools/call",
+            "method": call.method,
             "tool": call.name,
             "args": arguments_digest(call.arguments),
             "request": request.to_dict(),
@@ -1157,7 +1372,7 @@ class ServerSession:
                 f"invalid params: requestState must be a string, got {describe(state)}",
             )
         payload = open_state(state, self._binder.keys)
-        if payload is None or payload.get("method") != "tools/call":
+        if payload is None:
             hint = (
                 ""
                 if self._binder.is_configured
@@ -1169,8 +1384,10 @@ class ServerSession:
                 "invalid params: requestState was not issued by this server (or under another "
                 f"key) or was modified{hint}; call the tool again without requestState",
             )
-        if payload.get("tool") != call.name or payload.get("args") != arguments_digest(
-            call.arguments
+        if (
+            payload.get("method") != call.method
+            or payload.get("tool") != call.name
+            or payload.get("args") != arguments_digest(call.arguments)
         ):
             raise _Reject(
                 INVALID_PARAMS,
@@ -1206,17 +1423,15 @@ class ServerSession:
                 first = self._binder.store.consume(state.rpartition(".")[2], float(exp))
             except Exception as exc:  # the store failed: refuse, and use nothing up
                 refusal = store_failed(exc, f"the requestState for {request.prompt!r}")
-                return self._finish(call, self._error_result(call.client, refusal.result.output))
+                return self._fail(call, refusal.result.output)
             if first:
                 call.state_exp = exp
                 return None
-            return self._finish(
+            return self._fail(
                 call,
-                self._error_result(
-                    call.client,
-                    f"already answered: this requestState for {request.prompt!r} was used "
-                    "before; call the tool again without requestState to ask anew",
-                ),
+                f"already answered: this requestState for {request.prompt!r} was used "
+                "before; call the tool again without requestState to ask anew",
+                INVALID_PARAMS,
             )
 
         if response is None and not expired:
@@ -1260,14 +1475,14 @@ class ServerSession:
             if problem is not None:
                 # A decline with the reason: the tool is not run with data it did not ask
                 # for, and the state stays usable for a corrected answer.
-                return self._finish(call, self._error_result(call.client, problem))
+                return self._fail(call, problem, INVALID_PARAMS)
         if spend is not None:
             refused = spend()
             if refused is not None:
                 return refused
         if declined:
             # The one meaning of "no" (also an approval's form with approved: false).
-            return self._finish(call, self._error_result(call.client, declined_text(request)))
+            return self._fail(call, declined_text(request))
         call.running = True
         call.round += 1
         return [
@@ -1334,8 +1549,69 @@ class ServerSession:
         return Send(error_message(request_id, code, message, data))
 
 
-def _capabilities() -> dict[str, Any]:
-    return {"tools": {"listChanged": False}, "logging": {}}
+_LISTS = {
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+    "prompts/list": "prompts",
+}
+"""The list methods besides tools/list, and the key of each one's result."""
+
+
+def _describe_resource(item: Any, client: _Client) -> dict[str, Any]:
+    entry: dict[str, Any] = {"uriTemplate" if item.is_template else "uri": item.uri}
+    entry["name"] = item.name
+    if item.title and client.at_least("2025-06-18"):
+        entry["title"] = item.title
+    if item.description:
+        entry["description"] = item.description
+    if item.mime_type:
+        entry["mimeType"] = item.mime_type
+    if item.annotations:
+        entry["annotations"] = thaw(item.annotations)
+    return entry
+
+
+def _describe_prompt(item: Any, client: _Client) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": item.name}
+    if item.title and client.at_least("2025-06-18"):
+        entry["title"] = item.title
+    if item.description:
+        entry["description"] = item.description
+    arguments = []
+    for argument in item.arguments:
+        shown = dict(argument)
+        if "title" in shown and not client.at_least("2025-06-18"):
+            del shown["title"]
+        arguments.append(shown)
+    entry["arguments"] = arguments
+    return entry
+
+
+def _who(call: _Call) -> str:
+    """How an error names what asked: ``tool 'deploy'``, ``prompt 'review'``, ..."""
+    if call.method == "tools/call":
+        return f"tool {call.name!r}"
+    if call.method == "resources/read":
+        return f"resource {call.arguments.get('uri')!r}"
+    if call.method == "prompts/get":
+        return f"prompt {call.arguments.get('name')!r}"
+    return "the completion"
+
+
+def _capabilities(toolkit: Toolkit, modern: bool) -> dict[str, Any]:
+    """What the server offers: resources, prompts and completion only when the toolkit
+    has resources or prompts (a server of tools alone says so)."""
+    capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
+    resources = toolkit.resources()
+    prompts = toolkit.prompts()
+    if resources:
+        capabilities["resources"] = {"subscribe": not modern, "listChanged": False}
+    if prompts:
+        capabilities["prompts"] = {"listChanged": False}
+    if prompts or any(item.is_template for item in resources):
+        capabilities["completions"] = {}
+    capabilities["logging"] = {}
+    return capabilities
 
 
 def _log_level(value: Any, where: str) -> int:

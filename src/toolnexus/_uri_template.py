@@ -1,0 +1,265 @@
+"""URI templates (RFC 6570, levels 1 to 3, as MCP uses them): parse, match and expand.
+
+A resource served at ``test://template/{id}/data`` answers ``resources/read`` for
+``test://template/123/data`` with ``id = "123"``. This module owns that rule both ways:
+:meth:`UriTemplate.match` reads the variables out of a URI, :meth:`UriTemplate.expand`
+writes a URI from them. Every level-3 form is understood — ``{var}``, ``{+var}``,
+``{#var}``, ``{.var}``, ``{/var}``, ``{;var}``, ``{?var}``, ``{&var}``, each with several
+comma-separated variables; level 4's modifiers (``{var:3}``, ``{list*}``) are refused when
+the template is built, naming the expression.
+
+Matching is the inverse of expansion, as far as it can be: a simple variable (``{id}``)
+matches one path segment (no ``/``, ``?``, ``#`` or ``,``), a reserved one (``{+path}``)
+anything but ``?`` and ``#``, a query expression (``{?q,page}``) the query's
+``name=value`` pairs in any order (absent ones stay absent, unknown names are ignored).
+Percent-escapes in values are decoded. No I/O, no state: a parsed template is immutable.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote, unquote
+
+from .errors import InvalidValueError
+
+__all__ = ["UriTemplate", "is_template"]
+
+_OPERATORS = "+#./;?&"
+_VARNAME = re.compile(r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*")
+# What each operator puts before the first value and between values, whether it writes
+# name=value pairs, and which characters it leaves unencoded (RFC 6570, appendix A).
+_FIRST = {"": "", "+": "", "#": "#", ".": ".", "/": "/", ";": ";", "?": "?", "&": "&"}
+_SEPARATOR = {"": ",", "+": ",", "#": ",", ".": ".", "/": "/", ";": ";", "?": "&", "&": "&"}
+_NAMED = frozenset(";?&")
+_RESERVED_SAFE = ":/?#[]@!$&'()*+,;="
+# What one value may hold when a URI is matched, by operator.
+_VALUE = {
+    "": r"[^/?#,]+",
+    ".": r"[^/?#,.]+",
+    "/": r"[^/?#,]+",
+    "+": r"[^?#,]+",
+    "#": r"[^,]+",
+}
+_ALONE = {"+": r"[^?#]+", "#": r".+"}
+
+
+def is_template(uri: str) -> bool:
+    """Whether ``uri`` holds at least one ``{expression}`` (is a template, not a URI).
+
+    Example::
+
+        >>> is_template("test://template/{id}/data"), is_template("test://static-text")
+        (True, False)
+    """
+    return "{" in uri
+
+
+class _Expression:
+    __slots__ = ("names", "operator")
+
+    def __init__(self, operator: str, names: tuple[str, ...]) -> None:
+        self.operator = operator
+        self.names = names
+
+
+class UriTemplate:
+    """A parsed RFC 6570 URI template (levels 1 to 3).
+
+    Raises ``ValueError`` naming the expression for a template that is not one: an
+    unclosed brace, an empty or malformed variable name, a level-4 modifier, a variable
+    named twice.
+
+    Example::
+
+        >>> template = UriTemplate("test://template/{id}/data")
+        >>> template.variables
+        ('id',)
+        >>> template.match("test://template/123/data")
+        {'id': '123'}
+        >>> template.expand({"id": "a b"})
+        'test://template/a%20b/data'
+    """
+
+    __slots__ = ("_parts", "_pattern", "_queries", "template", "variables")
+
+    def __init__(self, template: str) -> None:
+        if not isinstance(template, str) or not template:
+            raise InvalidValueError(f"a URI template must be a non-empty str, got {template!r}")
+        self.template = template
+        parts: list[str | _Expression] = []
+        names: list[str] = []
+        position = 0
+        while True:
+            start = template.find("{", position)
+            stray = template.find("}", position, start if start >= 0 else len(template))
+            if stray >= 0:
+                raise InvalidValueError(
+                    f"URI template {template!r}: '}}' at {stray} closes no expression"
+                )
+            if start < 0:
+                if position < len(template):
+                    parts.append(template[position:])
+                break
+            if start > position:
+                parts.append(template[position:start])
+            end = template.find("}", start)
+            if end < 0:
+                raise InvalidValueError(
+                    f"URI template {template!r}: the expression at {start} is never closed ('}}')"
+                )
+            expression = _parse_expression(template, template[start + 1 : end])
+            for name in expression.names:
+                if name in names:
+                    raise InvalidValueError(
+                        f"URI template {template!r}: variable {name!r} appears twice; "
+                        "name each variable once"
+                    )
+                names.append(name)
+            parts.append(expression)
+            position = end + 1
+        self._parts = tuple(parts)
+        self.variables = tuple(names)
+        # Each capture group of the pattern and the variables it holds: "vN" one value,
+        # "sN" one ";name=value" parameter, "qN" a query expression's name=value pairs.
+        self._queries: list[tuple[str, tuple[str, ...]]] = []
+        self._pattern = re.compile(self._regex(), re.DOTALL)
+
+    def _regex(self) -> str:
+        pieces: list[str] = []
+        groups = 0
+        for part in self._parts:
+            if isinstance(part, str):
+                pieces.append(re.escape(part))
+                continue
+            operator = part.operator
+            if operator in ("?", "&"):
+                # The query's name=value pairs, read whole and parsed by name afterwards.
+                group = f"q{len(self._queries)}"
+                self._queries.append((group, part.names))
+                pieces.append(f"(?:{re.escape(operator)}(?P<{group}>[^#]*))?")
+                continue
+            if operator == ";":
+                for name in part.names:
+                    groups += 1
+                    pieces.append(f"(?P<s{groups}>;{re.escape(name)}(?:=[^;/?#,]*)?)?")
+                    self._queries.append((f"s{groups}", (name,)))
+                continue
+            value = _VALUE[operator]
+            if len(part.names) == 1 and operator in _ALONE:
+                value = _ALONE[operator]  # one variable: a comma is part of its value
+            captured = []
+            for name in part.names:
+                groups += 1
+                captured.append(f"(?P<v{groups}>{value})")
+                self._queries.append((f"v{groups}", (name,)))
+            joined = re.escape(_SEPARATOR[operator]).join(captured)
+            first = re.escape(_FIRST[operator])
+            if len(part.names) > 1:
+                # Trailing variables may be undefined: "{x,y}" also matches just "x".
+                head, *rest = captured
+                tail = "".join(f"(?:{re.escape(_SEPARATOR[operator])}{item})?" for item in rest)
+                joined = head + tail
+            pieces.append(
+                f"(?:{first}{joined})?" if operator in ("#", ".", "/") else f"{first}{joined}"
+            )
+        return "".join(pieces)
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        """The variables ``uri`` gives this template (percent-escapes decoded), or ``None``
+        when it does not match. A variable the URI leaves undefined (an optional query
+        parameter) is absent from the result.
+
+        Example::
+
+            >>> UriTemplate("test://search{?q,page}").match("test://search?page=2&q=a%20b")
+            {'q': 'a b', 'page': '2'}
+        """
+        if not isinstance(uri, str):
+            return None
+        found = self._pattern.fullmatch(uri)
+        if found is None:
+            return None
+        values: dict[str, str] = {}
+        for group, named in self._queries:
+            raw = found.group(group)
+            if group.startswith("q"):  # a query expression: its pairs, by name
+                pairs = _query_pairs(raw) if raw else {}
+                values.update((name, pairs[name]) for name in named if name in pairs)
+            elif group.startswith("s"):  # ";name" or ";name=value"
+                if raw is not None:
+                    values[named[0]] = unquote(raw.partition("=")[2])
+            elif raw is not None:
+                values[named[0]] = unquote(raw)
+        return values
+
+    def expand(self, values: Mapping[str, Any]) -> str:
+        """The URI this template gives ``values`` (strings, or anything ``str()`` writes);
+        an absent or ``None`` variable is left out, as RFC 6570 says.
+
+        Example::
+
+            >>> UriTemplate("file:///{+path}{?rev}").expand({"path": "docs/a b.md"})
+            'file:///docs/a%20b.md'
+        """
+        out: list[str] = []
+        for part in self._parts:
+            if isinstance(part, str):
+                out.append(part)
+                continue
+            operator = part.operator
+            safe = _RESERVED_SAFE if operator in ("+", "#") else ""
+            written: list[str] = []
+            for name in part.names:
+                value = values.get(name)
+                if value is None:
+                    continue
+                text = quote(str(value), safe=safe)
+                if operator in _NAMED:
+                    written.append(f"{name}={text}" if text or operator != ";" else name)
+                else:
+                    written.append(text)
+            if written:
+                out.append(_FIRST[operator] + _SEPARATOR[operator].join(written))
+        return "".join(out)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UriTemplate) and other.template == self.template
+
+    def __hash__(self) -> int:
+        return hash(self.template)
+
+    def __repr__(self) -> str:
+        return f"UriTemplate({self.template!r})"
+
+
+def _parse_expression(template: str, body: str) -> _Expression:
+    where = f"URI template {template!r}: expression {{{body}}}"
+    operator = body[0] if body and body[0] in _OPERATORS else ""
+    if body and body[0] in "=,!@|":
+        raise InvalidValueError(f"{where} uses the reserved operator {body[0]!r}")
+    names = body[len(operator) :].split(",")
+    checked: list[str] = []
+    for name in names:
+        if name.endswith("*") or ":" in name:
+            raise InvalidValueError(
+                f"{where} uses a level-4 modifier ({'*' if name.endswith('*') else ':n'}); "
+                "only levels 1 to 3 are supported: write the variable plainly"
+            )
+        if not _VARNAME.fullmatch(name):
+            raise InvalidValueError(
+                f"{where}: {name!r} is not a variable name (letters, digits, '_', '.')"
+            )
+        checked.append(name)
+    return _Expression(operator, tuple(checked))
+
+
+def _query_pairs(raw: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in raw.split("&"):
+        if not item:
+            continue
+        name, _, value = item.partition("=")
+        pairs.setdefault(unquote(name), unquote(value))
+    return pairs
