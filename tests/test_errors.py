@@ -32,6 +32,7 @@ PROTOCOL_EXCEPTIONS = {
     ("_common.py", "ImportError"),
     ("_postgres.py", "ImportError"),
     ("_redis.py", "ImportError"),
+    ("_verifiers.py", "ImportError"),
     # bridges speak their framework's protocol: its own exception types end a tool call
     ("langchain.py", "tool_exception"),
     ("pydantic_ai.py", "approval_required"),
@@ -218,6 +219,7 @@ def test_messages_say_what_and_how_to_fix():
         errors.RefError("nope:tools", "cannot import 'nope'"),
         errors.UnknownToolError("serch", ["search"], ["search", "fetch"]),
         errors.OperationCancelledError(),
+        errors.OAuthError("https://login.example.com/token", "answered 500"),
         errors.InvalidValueError("x must be >= 0, got -1"),
     ],
     ids=lambda error: type(error).__name__,

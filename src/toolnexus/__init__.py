@@ -32,6 +32,7 @@ from .errors import (
     InvalidValueError,
     McpError,
     NotFoundError,
+    OAuthError,
     OperationCancelledError,
     PartTooLargeError,
     RefError,
@@ -55,6 +56,7 @@ _LAZY: dict[str, str] = {
     "Call": "._host",
     "Host": "._host",
     "Part": "._parts",
+    "Principal": "._principal",
     "Tool": "._tools",
     "ToolEvent": "._host",
     "Toolkit": "._toolkit",
@@ -72,6 +74,7 @@ if TYPE_CHECKING:
 
     from ._host import Call, Host, ToolEvent
     from ._parts import Part, get_max_part_bytes, set_max_part_bytes
+    from ._principal import Principal
     from ._toolkit import Toolkit
     from ._tools import Tool, tool
     from ._turns import TurnCall, TurnResult
@@ -92,9 +95,11 @@ __all__ = [
     "InvalidValueError",
     "McpError",
     "NotFoundError",
+    "OAuthError",
     "OperationCancelledError",
     "Part",
     "PartTooLargeError",
+    "Principal",
     "ProgressReporter",
     "RefError",
     "Request",

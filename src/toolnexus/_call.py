@@ -54,7 +54,7 @@ from collections.abc import Awaitable, Callable, Generator
 from . import _loop_rule as loop_rule
 from . import _timers
 from ._cancellation import CancellationToken, CancellationTokenSource, StateLink, resolve_future
-from ._context import ProgressReporter, ToolContext
+from ._context import ProgressReporter, ToolContext, bound_principal
 from ._log import LazyLogger
 from ._pool import Pool, Worker, current_worker
 from ._result import ToolResult
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal, NoReturn
 
     from ._binding import Binder
+    from ._principal import Principal
     from ._tools import Tool
 
 __all__ = ["Call", "Outcome", "Progress", "Runtime"]
@@ -632,7 +633,13 @@ class Call(metaclass=_NoPublicConstructor):
             elif tool.takes_context or (tool.is_async and self._runner != ON_LOOP):
                 scope = self._scope = CancellationTokenSource()
                 self._ctx = (
-                    ToolContext(budget, scope.token, self._answer, self._progress)
+                    ToolContext(
+                        budget,
+                        scope.token,
+                        self._answer,
+                        self._progress,
+                        principal=self._principal(),
+                    )
                     if tool.takes_context
                     else None
                 )
@@ -657,6 +664,12 @@ class Call(metaclass=_NoPublicConstructor):
                 self._finish_now(
                     ToolResult.error(f"'{self._name}' was not run: {problem}"), "error"
                 )
+
+    def _principal(self) -> Principal | None:
+        """Who the serving driver verified made this call (``bound_principal`` in the
+        context the call copied), or None."""
+        context = self._context
+        return None if context is None else context.get(bound_principal)
 
     def _run(self) -> None:
         """Run the attempt on this pool worker; never raises."""

@@ -1361,9 +1361,16 @@ def _cmd_serve(options: argparse.Namespace) -> int:
         settings["max_inflight_bytes"] = options.max_inflight_bytes
     if options.http is not None:
         return _serve_http(toolkit, options, settings)
-    if options.token_file or options.allow_host or options.allow_origin or options.insecure_no_auth:
+    if (
+        options.token_file
+        or options.allow_host
+        or options.allow_origin
+        or options.insecure_no_auth
+        or options.oauth_issuer
+    ):
         raise _CliError(
-            "--token-file, --allow-host, --allow-origin and --insecure-no-auth need --http"
+            "--token-file, --oauth-issuer, --allow-host, --allow-origin and --insecure-no-auth "
+            "need --http"
         )
     return int(serve_stdio(toolkit, ServerOptions(**settings)))
 
@@ -1385,7 +1392,16 @@ def _serve_http(toolkit: Any, options: argparse.Namespace, settings: dict[str, A
             raise _CliError(f"--token-file: {options.token_file!r} is empty; put the token in it")
     elif os.environ.get(_TOKEN_ENV, "").strip():
         token = os.environ[_TOKEN_ENV].strip()
-    settings["token"] = token
+    if options.oauth_issuer:
+        if token is not None:
+            raise _CliError(
+                "--oauth-issuer and a bearer token (--token-file or "
+                f"${_TOKEN_ENV}) exclude each other: give one"
+            )
+        settings["auth"] = _protected_resource(options)
+    else:
+        _no_oauth_options(options)
+        settings["token"] = token
     settings["insecure_no_auth"] = options.insecure_no_auth
     if options.allow_host:
         settings["allowed_hosts"] = options.allow_host
@@ -1393,7 +1409,9 @@ def _serve_http(toolkit: Any, options: argparse.Namespace, settings: dict[str, A
         settings["allowed_origins"] = options.allow_origin
 
     def ready(server: Any) -> None:
-        if token is not None:
+        if options.oauth_issuer:
+            auth = "OAuth access tokens from " + ", ".join(options.oauth_issuer)
+        elif token is not None:
             auth = "bearer token required"
         elif options.insecure_no_auth:
             auth = "NO AUTHENTICATION: anyone who can reach this address can call every tool"
@@ -1418,6 +1436,85 @@ def _serve_http(toolkit: Any, options: argparse.Namespace, settings: dict[str, A
 
 
 _TOKEN_ENV = "TOOLNEXUS_MCP_TOKEN"
+_OAUTH_SECRET_ENV = "TOOLNEXUS_OAUTH_CLIENT_SECRET"
+
+
+def _protected_resource(options: argparse.Namespace) -> Any:
+    """The ``ProtectedResource`` the ``--oauth-*`` options describe."""
+    from .mcp import IntrospectionVerifier, JwtVerifier, ProtectedResource
+
+    issuers: list[str] = options.oauth_issuer
+    verifier: Any
+    try:
+        if options.oauth_introspect:
+            secret = None
+            if options.oauth_client_secret_file:
+                try:
+                    with open(options.oauth_client_secret_file, encoding="utf-8") as handle:
+                        secret = handle.read().strip()
+                except OSError as exc:
+                    raise _CliError(
+                        f"--oauth-client-secret-file: cannot read "
+                        f"{options.oauth_client_secret_file!r} ({exc.strerror})"
+                    ) from None
+            elif os.environ.get(_OAUTH_SECRET_ENV, "").strip():
+                secret = os.environ[_OAUTH_SECRET_ENV].strip()
+            if (options.oauth_client_id is None) != (secret is None):
+                raise _CliError(
+                    "--oauth-introspect: give --oauth-client-id and its secret "
+                    f"(--oauth-client-secret-file or ${_OAUTH_SECRET_ENV}) together, or neither"
+                )
+            verifier = IntrospectionVerifier(
+                options.oauth_introspect, client_id=options.oauth_client_id, client_secret=secret
+            )
+        else:
+            if options.oauth_client_id or options.oauth_client_secret_file:
+                raise _CliError("--oauth-client-id and its secret are for --oauth-introspect")
+            if len(issuers) != 1:
+                raise _CliError(
+                    "verifying tokens as JWTs takes one --oauth-issuer; for several, verify "
+                    "them by --oauth-introspect"
+                )
+            verifier = JwtVerifier(issuers[0], jwks_url=options.oauth_jwks)
+        tool_scopes: dict[str, list[str]] = {}
+        for entry in options.oauth_tool_scope or []:
+            name, _, scopes = entry.partition("=")
+            if not name or not scopes.strip():
+                raise _CliError(
+                    f"--oauth-tool-scope: expected TOOL=SCOPE[,SCOPE...], got {entry!r}"
+                )
+            tool_scopes.setdefault(name, []).extend(scopes.replace(",", " ").split())
+        return ProtectedResource(
+            authorization_servers=issuers,
+            verifier=verifier,
+            resource=options.oauth_resource,
+            audience=options.oauth_audience or None,
+            required_scopes=options.oauth_scope or (),
+            tool_scopes=tool_scopes,
+        )
+    except ImportError as exc:
+        raise _CliError(f"--oauth-issuer: {exc}") from None
+    except ValueError as exc:
+        raise _CliError(f"--oauth-*: {exc}") from None
+
+
+def _no_oauth_options(options: argparse.Namespace) -> None:
+    given = [
+        flag
+        for flag, value in (
+            ("--oauth-resource", options.oauth_resource),
+            ("--oauth-audience", options.oauth_audience),
+            ("--oauth-jwks", options.oauth_jwks),
+            ("--oauth-introspect", options.oauth_introspect),
+            ("--oauth-client-id", options.oauth_client_id),
+            ("--oauth-client-secret-file", options.oauth_client_secret_file),
+            ("--oauth-scope", options.oauth_scope),
+            ("--oauth-tool-scope", options.oauth_tool_scope),
+        )
+        if value
+    ]
+    if given:
+        raise _CliError(f"{', '.join(given)} need --oauth-issuer (the authorization server)")
 
 
 def _http_address(text: str) -> tuple[str, int]:
@@ -1672,6 +1769,62 @@ def _build_parser() -> argparse.ArgumentParser:
         "--token-file",
         metavar="FILE",
         help=f"require 'Authorization: Bearer <token>' with the token in FILE (or ${_TOKEN_ENV})",
+    )
+    oauth = serve.add_argument_group(
+        "OAuth (with --http)",
+        "Take OAuth 2.1 access tokens from an authorization server (see docs/auth.md).",
+    )
+    oauth.add_argument(
+        "--oauth-issuer",
+        action="append",
+        metavar="URL",
+        help="accept access tokens issued by this authorization server (its issuer URL)",
+    )
+    oauth.add_argument(
+        "--oauth-resource",
+        metavar="URL",
+        help="this server's public URL, e.g. https://mcp.example.com/mcp: the resource "
+        "tokens must be issued for (default: taken from each request's Host)",
+    )
+    oauth.add_argument(
+        "--oauth-audience",
+        action="append",
+        metavar="AUD",
+        help="accept tokens whose aud names AUD instead of the resource (repeatable)",
+    )
+    oauth.add_argument(
+        "--oauth-jwks",
+        metavar="URL",
+        help="the issuer's key set (default: the jwks_uri of its metadata)",
+    )
+    oauth.add_argument(
+        "--oauth-introspect",
+        metavar="URL",
+        help="verify tokens by asking this RFC 7662 introspection endpoint (instead of "
+        "checking them as JWTs)",
+    )
+    oauth.add_argument(
+        "--oauth-client-id",
+        metavar="ID",
+        help="with --oauth-introspect: this server's client id there",
+    )
+    oauth.add_argument(
+        "--oauth-client-secret-file",
+        metavar="FILE",
+        help=f"with --oauth-introspect: its client secret (or ${_OAUTH_SECRET_ENV})",
+    )
+    oauth.add_argument(
+        "--oauth-scope",
+        action="append",
+        metavar="SCOPE",
+        help="a scope every request needs (repeatable)",
+    )
+    oauth.add_argument(
+        "--oauth-tool-scope",
+        action="append",
+        metavar="TOOL=SCOPE",
+        help="scopes a call of TOOL needs, comma-separated (repeatable): a call without "
+        "them is refused 403 insufficient_scope",
     )
     serve.add_argument(
         "--insecure-no-auth",

@@ -23,6 +23,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from ._principal import Principal
+
 __all__ = ["LOG_LEVELS", "LogReporter", "ProgressReporter", "ToolContext"]
 
 ProgressReporter = Callable[[float, "float | None", "str | None"], None]
@@ -54,6 +56,13 @@ bound_log: contextvars.ContextVar[LogReporter | None] = contextvars.ContextVar(
     "toolnexus_log_reporter", default=None
 )
 
+# Package-internal, the same way: a server that verified who sent a request (the MCP HTTP
+# transport, with OAuth) binds the principal here before it makes the call; the call reads
+# it from the context it copied when it builds the tool's ToolContext.
+bound_principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
+    "toolnexus_principal", default=None
+)
+
 
 @sealed
 @dataclass(frozen=True, slots=True, repr=False)  # its own __repr__ below
@@ -69,6 +78,9 @@ class ToolContext:
             listens (reports are then dropped).
         log: where :meth:`report_log` sends messages; ``None``: to the channel the
             serving driver bound for this call (an MCP client's), if any.
+        principal: who made the call, as the server verified it (an OAuth access
+            token's subject, scopes and client: :class:`~toolnexus.Principal`); ``None``
+            when nobody verified anyone (a local call, stdio, a static token).
 
     Example::
 
@@ -82,6 +94,7 @@ class ToolContext:
     answer: Answer | None = None
     progress: ProgressReporter | None = field(default=None, repr=False, compare=False)
     log: LogReporter | None = field(default=None, repr=False, compare=False)
+    principal: Principal | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         token = self.cancellation_token
@@ -117,6 +130,14 @@ class ToolContext:
             )
         if self.log is not None and not callable(self.log):
             raise InvalidTypeError(f"log must be callable or None, got {type(self.log).__name__}")
+        if self.principal is not None:
+            from ._principal import Principal  # loaded with the first principal, not before
+
+            if not isinstance(self.principal, Principal):
+                raise InvalidTypeError(
+                    "principal must be a toolnexus.Principal or None, got "
+                    f"{type(self.principal).__name__}"
+                )
 
     @property
     def is_cancelled(self) -> bool:

@@ -23,6 +23,7 @@
     ├── StoreUnavailableError       + ConnectionError: the answer store cannot be used now
     ├── TimerStartError             + RuntimeError: the timer thread could not be started
     ├── McpError                    + ConnectionError: an MCP server could not be used
+    ├── OAuthError                  + ConnectionError: an authorization server could not be used
     └── OperationCancelledError     a cancelled token was asked to raise
 
 Each class also inherits the builtin a caller would catch without knowing toolnexus
@@ -49,6 +50,7 @@ __all__ = [
     "InvalidValueError",
     "McpError",
     "NotFoundError",
+    "OAuthError",
     "OperationCancelledError",
     "PartTooLargeError",
     "RefError",
@@ -563,6 +565,37 @@ class McpError(ToolnexusError, ConnectionError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.server, self.problem))
+
+
+class OAuthError(ToolnexusError, ConnectionError):
+    """Raised when an OAuth authorization server (or its metadata, keys, token or
+    introspection endpoint) cannot be used: it cannot be reached, or answers with
+    something unusable.
+
+    ``url`` names what was asked (never with a query, which may carry a code) and
+    ``problem`` says what went wrong. A token verifier raises it when it cannot tell
+    whether a token is valid — a protected MCP server then answers ``503``, not ``401``;
+    an :class:`~toolnexus.mcp.McpClient` reports it as an :class:`McpError` naming the
+    server.
+
+    Example::
+
+        try:
+            principal = verifier(token)
+        except OAuthError as exc:
+            print(exc.url, exc.problem)
+    """
+
+    def __init__(self, url: str, problem: str) -> None:
+        super().__init__(f"OAuth at {url}: {problem}")
+        self.url = url
+        self.problem = problem
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.url, self.problem))
 
 
 class OperationCancelledError(ToolnexusError):

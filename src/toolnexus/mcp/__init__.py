@@ -51,12 +51,14 @@ from ._stdio import serve_stdio
 
 if TYPE_CHECKING:
     from ._asgi import AsgiApp, asgi_app
+    from ._auth import ProtectedResource
     from ._client import McpClient
     from ._client_session import ClientSession
     from ._http_server import HttpServer, serve_http
     from ._prompts import Prompt, prompt
     from ._resources import Resource, resource
     from ._source import McpServerStatus, McpSource, load_mcp_json
+    from ._verifiers import IntrospectionVerifier, JwtVerifier
 
 __all__ = [
     "LEGACY_PROTOCOL_VERSIONS",
@@ -66,10 +68,13 @@ __all__ = [
     "CancelCall",
     "ClientSession",
     "HttpServer",
+    "IntrospectionVerifier",
+    "JwtVerifier",
     "McpClient",
     "McpServerStatus",
     "McpSource",
     "Prompt",
+    "ProtectedResource",
     "Resource",
     "Send",
     "ServerOptions",
@@ -114,6 +119,10 @@ _LAZY = {
     "prompt": "_prompts",
     "Resource": "_resources",
     "resource": "_resources",
+    # OAuth loads on first use: a server without it never imports it.
+    "ProtectedResource": "_auth",
+    "JwtVerifier": "_verifiers",
+    "IntrospectionVerifier": "_verifiers",
 }
 
 

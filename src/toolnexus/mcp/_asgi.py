@@ -56,7 +56,7 @@ class AsgiApp:
         if not isinstance(path, str) or not path.startswith("/"):
             raise InvalidValueError(f"path must be a str starting with '/', got {path!r}")
         self.path = path
-        self.endpoint = Endpoint(toolkit, resolve(options))
+        self.endpoint = Endpoint(toolkit, resolve(options), path)
 
     def close(self) -> None:
         """End every legacy session (cancelling their calls) and close the host."""
@@ -74,7 +74,8 @@ class AsgiApp:
             if kind == "websocket":
                 await send({"type": "websocket.close", "code": 1003})
             return
-        if scope.get("path") != self.path:
+        path = scope.get("path")
+        if path != self.path and not (isinstance(path, str) and self.endpoint.is_metadata(path)):
             await _send_reply(
                 send,
                 Reply(
@@ -102,10 +103,23 @@ class AsgiApp:
                 value = f"{headers[name]}, {value}"
             headers[name] = value
         method = str(scope.get("method", "GET")).upper()
+        scheme = "https" if scope.get("scheme") == "https" else "http"
+        if path != self.path:
+            await _send_reply(send, self.endpoint.metadata(method, headers, scheme))
+            return
         body = b""
         reserved = 0
         client = scope.get("client")
         peer = str(client[0]) if client else None
+        identity = None
+        if self.endpoint.verifies_remotely:
+            # Verifying an OAuth token may wait on the authorization server: off the loop.
+            refused, identity = await asyncio.get_running_loop().run_in_executor(
+                None, self.endpoint.authenticate, headers, scheme
+            )
+            if refused is not None:
+                await _send_reply(send, refused)
+                return
         try:
             if method == "POST":
                 read = await self._read_body(headers, receive)
@@ -113,7 +127,15 @@ class AsgiApp:
                     await _send_reply(send, read)
                     return
                 body, reserved = read
-            reply = self.endpoint.handle(method, headers, body, reserved=reserved, peer=peer)
+            reply = self.endpoint.handle(
+                method,
+                headers,
+                body,
+                reserved=reserved,
+                peer=peer,
+                scheme=scheme,
+                identity=identity,
+            )
         except MemoryError:
             from .._log import get_logger
 
@@ -146,7 +168,7 @@ class AsgiApp:
         if declared is not None and declared.strip().isdigit():
             length = int(declared)
             if length > limit:
-                return endpoint.check_access(headers) or endpoint.too_large(length)
+                return self._checked(headers) or endpoint.too_large(length)
             refused = endpoint.reserve(length)
             if refused is not None:
                 return refused
@@ -163,7 +185,7 @@ class AsgiApp:
                 size += len(chunk)
                 if size > limit:
                     endpoint.release(reserved)
-                    return endpoint.check_access(headers) or endpoint.too_large(size)
+                    return self._checked(headers) or endpoint.too_large(size)
                 if size > reserved:
                     refused = endpoint.reserve(size - reserved)
                     if refused is not None:
@@ -176,6 +198,12 @@ class AsgiApp:
         except MemoryError:
             endpoint.release(reserved)
             raise
+
+    def _checked(self, headers: dict[str, str]) -> Reply | None:
+        """The access refusal for a request refused for its size (who may learn that);
+        with OAuth the request passed that check before its body was read."""
+        endpoint = self.endpoint
+        return None if endpoint.verifies_remotely else endpoint.check_access(headers)
 
     async def _lifespan(self, receive: Receive, send: AsgiSend) -> None:
         while True:

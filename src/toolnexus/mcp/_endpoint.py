@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._context import bound_principal
 from .._log import LazyLogger
 from ._bridge import CallBridge, InflightBytes, LazyHost
 from ._codec import (
@@ -54,7 +55,9 @@ from ._session import Send, ServerSession
 
 if TYPE_CHECKING:
     from .._host import Host
+    from .._principal import Principal
     from .._toolkit import Toolkit
+    from ._auth import ResourceGuard
 
 __all__ = [
     "SINGLE_HEADERS",
@@ -371,15 +374,34 @@ class _Channel(CallBridge):
 # --------------------------------------------------------------------------- the endpoint
 
 
+class Identity:
+    """Who sent a request, as :meth:`Endpoint.authenticate` found: ``key`` owns legacy
+    sessions (a digest; ``None`` when no authentication is asked for), ``principal`` is
+    what tools see as ``ctx.principal`` (OAuth, or a verifier that returned one)."""
+
+    __slots__ = ("key", "principal")
+
+    def __init__(self, key: str | None, principal: Principal | None = None) -> None:
+        self.key = key
+        self.principal = principal
+
+
+_NOBODY = Identity(None)
+
+
 class _Caller:
     """Who sent a request, and the bytes of its body taken from the in-flight cap."""
 
-    __slots__ = ("peer", "principal", "reserved")
+    __slots__ = ("identity", "peer", "principal", "reserved", "scheme")
 
-    def __init__(self, principal: str | None, peer: str | None, reserved: int) -> None:
-        self.principal = principal
+    def __init__(
+        self, identity: Identity, peer: str | None, reserved: int, scheme: str = "http"
+    ) -> None:
+        self.identity = identity
+        self.principal = identity.key
         self.peer = peer
         self.reserved = reserved
+        self.scheme = scheme
 
 
 class Endpoint:
@@ -393,9 +415,14 @@ class Endpoint:
             verifier, legacy session limits).
     """
 
-    def __init__(self, toolkit: Toolkit, options: ServerOptions) -> None:
+    def __init__(self, toolkit: Toolkit, options: ServerOptions, path: str = "/mcp") -> None:
         self._toolkit = toolkit
         self._options = options
+        self._guard: ResourceGuard | None = None
+        if options.auth is not None:
+            from ._auth import ResourceGuard
+
+            self._guard = ResourceGuard(options.auth, path, options.name)
         self._hosts = _allow_list(options.allowed_hosts, "allowed_hosts")
         self._origins = _allow_list(options.allowed_origins, "allowed_origins")
         token = options.token
@@ -413,20 +440,29 @@ class Endpoint:
 
     # ------------------------------------------------------------------ checks
 
-    def check_access(self, headers: Mapping[str, str]) -> Reply | None:
+    def check_access(self, headers: Mapping[str, str], scheme: str = "http") -> Reply | None:
         """The refusal for a request that fails the Host/Origin/token checks, or ``None``."""
-        return self._authenticate(headers)[0]
+        return self.authenticate(headers, scheme)[0]
 
-    def _authenticate(self, headers: Mapping[str, str]) -> tuple[Reply | None, str | None]:
+    @property
+    def verifies_remotely(self) -> bool:
+        """Whether checking a token may wait on the network (OAuth introspection, keys):
+        an event loop should run :meth:`authenticate` off the loop."""
+        return self._guard is not None
+
+    def authenticate(
+        self, headers: Mapping[str, str], scheme: str = "http"
+    ) -> tuple[Reply | None, Identity]:
         """The refusal for a request that fails the Host/Origin/token checks, or ``None``
-        and who sent it (a digest of its token; ``None`` when no token is asked for)."""
+        and who sent it. ``scheme``: the request's (``http``/``https``), for the resource
+        URL an OAuth server derives from ``Host``."""
         host = headers.get("host")
         if self._hosts is not None and (host is None or _host_name(host) not in self._hosts):
             return _plain(
                 421,
                 "misdirected request: this server does not answer for that "
                 "Host (see allowed_hosts)",
-            ), None
+            ), _NOBODY
         origin = headers.get("origin")
         if (
             origin is not None
@@ -438,26 +474,43 @@ class Endpoint:
         ):
             return _plain(
                 403, "forbidden: requests from that Origin are not allowed (see allowed_origins)"
-            ), None
-        if self._token is None and self._verify is None:
-            return None, None
+            ), _NOBODY
+        guard = self._guard
+        if self._token is None and self._verify is None and guard is None:
+            return None, _NOBODY
         authorization = headers.get("authorization", "")
-        scheme, _, presented = authorization.strip().partition(" ")
+        scheme_name, _, presented = authorization.strip().partition(" ")
         presented = presented.strip()
-        if scheme.lower() != "bearer" or not presented:
+        if scheme_name.lower() != "bearer" or not presented:
+            if guard is not None:
+                return guard.check(None, headers, scheme)[0], _NOBODY
             return _plain(
                 401,
                 "unauthorized: send 'Authorization: Bearer <token>'",
                 [("www-authenticate", 'Bearer realm="mcp"')],
-            ), None
+            ), _NOBODY
+        if guard is not None:
+            refused, principal = guard.check(presented, headers, scheme)
+            if refused is not None or principal is None:
+                return refused, _NOBODY
+            return None, Identity(guard.key(principal), principal)
         # Headers arrive decoded as Latin-1: encoding back gives the bytes that were sent.
         raw = presented.encode("latin-1", "replace")
+        principal = None
         if self._verify is not None:
             try:
-                accepted = bool(self._verify(presented))
+                verdict = self._verify(presented)
             except Exception:
                 _log.exception("toolnexus mcp http: the token verifier raised")
-                accepted = False
+                verdict = False
+            if verdict is not None and not isinstance(verdict, bool):
+                from .._principal import Principal
+
+                if isinstance(verdict, Principal):
+                    principal = verdict
+                else:
+                    verdict = bool(verdict)
+            accepted = principal is not None or verdict is True
         else:
             assert self._token is not None
             accepted = hmac.compare_digest(raw, self._token)
@@ -467,8 +520,30 @@ class Endpoint:
                 401,
                 "unauthorized: the bearer token was not accepted",
                 [("www-authenticate", 'Bearer realm="mcp", error="invalid_token"')],
-            ), None
-        return None, hashlib.sha256(raw).hexdigest()
+            ), _NOBODY
+        return None, Identity(hashlib.sha256(raw).hexdigest(), principal)
+
+    def is_metadata(self, path: str) -> bool:
+        """Whether ``path`` is where this endpoint's OAuth protected-resource metadata
+        lives (``/.well-known/oauth-protected-resource/mcp``); never without ``auth``."""
+        return self._guard is not None and path in self._guard.metadata_paths
+
+    def metadata(self, method: str, headers: Mapping[str, str], scheme: str = "http") -> Reply:
+        """Answer a request for the protected-resource metadata (RFC 9728): anyone may
+        read it (it is how a client learns where to get a token), from an allowed Host."""
+        guard = self._guard
+        if guard is None:
+            return _plain(404, "not found")
+        if method not in ("GET", "HEAD"):
+            return _plain(405, f"method not allowed: {method}", [("allow", "GET, HEAD")])
+        host = headers.get("host")
+        if self._hosts is not None and (host is None or _host_name(host) not in self._hosts):
+            return _plain(
+                421,
+                "misdirected request: this server does not answer for that "
+                "Host (see allowed_hosts)",
+            )
+        return guard.metadata(headers, scheme)
 
     # ------------------------------------------------------------------ the in-flight cap
 
@@ -505,20 +580,26 @@ class Endpoint:
         *,
         reserved: int = 0,
         peer: str | None = None,
+        scheme: str = "http",
+        identity: Identity | None = None,
     ) -> Reply:
         """Answer one request to the endpoint. ``headers`` has lower-case names;
         ``reserved``: the bytes :meth:`reserve` took for its body (given back here, or
-        kept by the call it starts); ``peer``: the client's address, for per-peer limits."""
+        kept by the call it starts); ``peer``: the client's address, for per-peer limits;
+        ``scheme``: the request's; ``identity``: what :meth:`authenticate` found already
+        (an event loop runs it off the loop), else it is run here."""
         kept = 0
         try:
-            refused, principal = self._authenticate(headers)
-            if refused is not None:
-                return refused
+            if identity is None:
+                refused, identity = self.authenticate(headers, scheme)
+                if refused is not None:
+                    return refused
             if method == "POST":
-                reply, kept = self._post(headers, body, _Caller(principal, peer, reserved))
+                caller = _Caller(identity, peer, reserved, scheme)
+                reply, kept = self._post(headers, body, caller)
                 return reply
             if method == "DELETE":
-                return self._delete(headers, principal)
+                return self._delete(headers, identity.key)
             if method == "GET":
                 # No standalone stream: everything a call says goes on its POST's stream.
                 return _plain(
@@ -554,6 +635,19 @@ class Endpoint:
             message = json.loads(body)
         except (ValueError, RecursionError) as exc:
             return _error_reply(400, None, PARSE_ERROR, f"parse error: not valid JSON ({exc})"), 0
+        principal = caller.identity.principal
+        if (
+            principal is not None
+            and self._guard is not None
+            and isinstance(message, dict)
+            and message.get("method") == "tools/call"
+        ):
+            params = message.get("params")
+            name = params.get("name") if isinstance(params, dict) else None
+            if isinstance(name, str):
+                refused = self._guard.check_tool(principal, name, headers, caller.scheme)
+                if refused is not None:
+                    return refused, 0
         session_id = headers.get("mcp-session-id")
         if session_id is not None:
             return self._legacy(session_id.strip(), message, streams, caller)
@@ -604,12 +698,19 @@ class Endpoint:
         extra: list[tuple[str, str]] | None = None,
     ) -> tuple[Reply, int]:
         """The reply, and the bytes of the request's body a call it started keeps."""
-        if not (isinstance(message, dict) and "method" in message and "id" in message):
-            # A notification, or an answer to one of our questions: nothing to wait for.
-            channel.other(message)
-            return Reply(202, list(extra or [])), 0
-        exchange = Exchange(channel, message.get("id"), modern, streams)
-        kept = channel.request(message, exchange, caller.reserved)
+        principal = caller.identity.principal
+        # The calls this request starts copy the context: their tools see the principal.
+        bound = bound_principal.set(principal) if principal is not None else None
+        try:
+            if not (isinstance(message, dict) and "method" in message and "id" in message):
+                # A notification, or an answer to one of our questions: nothing to wait for.
+                channel.other(message)
+                return Reply(202, list(extra or [])), 0
+            exchange = Exchange(channel, message.get("id"), modern, streams)
+            kept = channel.request(message, exchange, caller.reserved)
+        finally:
+            if bound is not None:
+                bound_principal.reset(bound)
         first = exchange.poll()
         if first is not None and first[1] and first[0] is not None:
             # Answered at once (most requests but tools/call): one JSON body.

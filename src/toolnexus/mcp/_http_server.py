@@ -118,7 +118,7 @@ class HttpServer:
         options = resolve(options)
         _check_exposure(host, options)
         self.options = options
-        self.endpoint = Endpoint(toolkit, options)
+        self.endpoint = Endpoint(toolkit, options, path)
         self.path = path
         self._loop = _Loop(self, host, port)
         self._thread: threading.Thread | None = None
@@ -176,7 +176,12 @@ class HttpServer:
 
 def _check_exposure(host: str, options: ServerOptions) -> None:
     """Refuse to listen on a network address without authentication."""
-    if options.token is not None or options.verify_token is not None or _is_loopback(host):
+    if (
+        options.token is not None
+        or options.verify_token is not None
+        or options.auth is not None
+        or _is_loopback(host)
+    ):
         return
     if options.insecure_no_auth:
         _log.warning(
@@ -188,8 +193,10 @@ def _check_exposure(host: str, options: ServerOptions) -> None:
     raise InvalidValueError(
         f"refusing to serve {host!r} without authentication: anyone who can reach that "
         "address could call every tool. Require a bearer token (ServerOptions(token=...), "
-        "or toolnexus serve --http ... --token-file FILE), or verify tokens yourself "
-        "(ServerOptions(verify_token=...)); listen on 127.0.0.1 behind a proxy that "
+        "or toolnexus serve --http ... --token-file FILE), verify tokens yourself "
+        "(ServerOptions(verify_token=...)) or take OAuth access tokens "
+        "(ServerOptions(auth=ProtectedResource(...)), or --oauth-issuer); listen on "
+        "127.0.0.1 behind a proxy that "
         "authenticates; or, on a network you trust, opt out explicitly with "
         "ServerOptions(insecure_no_auth=True) (--insecure-no-auth)"
     )
@@ -577,7 +584,8 @@ class _Loop:
             length = int(declared)
         else:
             length = 0
-        if target.split("?", 1)[0] != self.server.path:
+        path = target.split("?", 1)[0]
+        if path != self.server.path and not self.endpoint.is_metadata(path):
             raise _Refused(_text(404, f"not found; MCP is at {self.server.path}"), length)
         if length > self.endpoint.max_body_bytes:
             refused = self.endpoint.check_access(headers)
@@ -887,6 +895,10 @@ class _Answer:
         ``_HANDED`` (the client reads slowly: the loop writes the rest)."""
         endpoint = self.loop.endpoint
         try:
+            if request.target.split("?", 1)[0] != self.loop.server.path:
+                endpoint.release(request.reserved)  # a metadata request: no call to keep it
+                reply = endpoint.metadata(request.method, request.headers)
+                return self._send(reply, head_only=request.method == "HEAD")
             reply = endpoint.handle(
                 request.method,
                 request.headers,

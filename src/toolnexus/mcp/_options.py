@@ -16,12 +16,16 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidTypeError, InvalidValueError
 
 if TYPE_CHECKING:
+    from .._principal import Principal
     from ..stores import AnswerStore
+    from ._auth import ProtectedResource
 
 __all__ = ["ServerOptions", "TokenVerifier", "resolve"]
 
-TokenVerifier = Callable[[str], bool]
-"""``verify(token) -> bool``: a caller's check of an HTTP bearer token."""
+TokenVerifier = Callable[[str], "bool | Principal | None"]
+"""``verify(token) -> bool``: a caller's check of an HTTP bearer token (a
+:class:`~toolnexus.Principal` instead of ``True`` also reaches the tools as
+``ctx.principal``)."""
 
 _MIB = 1024 * 1024
 
@@ -64,9 +68,15 @@ class ServerOptions:
             request carries one; ``("*",)``: any.
         token: (HTTP) the bearer token every request must carry; None: none needed. Visible
             ASCII only (what a header can carry), compared as bytes in constant time.
-        verify_token: (HTTP) a check of the bearer token, instead of ``token``.
+        verify_token: (HTTP) a check of the bearer token, instead of ``token``: true (or
+            a :class:`~toolnexus.Principal`, which tools then see as ``ctx.principal``)
+            accepts it.
+        auth: (HTTP) OAuth 2.1: the server as a protected resource whose access tokens
+            come from an authorization server (:class:`~toolnexus.mcp.ProtectedResource`:
+            metadata, audience, scopes per tool), instead of ``token`` or
+            ``verify_token``; see ``docs/auth.md``.
         insecure_no_auth: (HTTP, embedded server) allow listening on an address other than
-            loopback without ``token`` or ``verify_token``; refused otherwise.
+            loopback without ``token``, ``verify_token`` or ``auth``; refused otherwise.
         max_connections: (HTTP, embedded server) connections open at once; when full, the
             oldest idle one is closed for a new one, or the new one gets 503 when none is
             idle.
@@ -115,6 +125,7 @@ class ServerOptions:
     allowed_origins: Iterable[str] | None = None
     token: str | None = None
     verify_token: TokenVerifier | None = None
+    auth: ProtectedResource | None = None
     insecure_no_auth: bool = False
     max_connections: int = 1_024
     max_connections_per_peer: int = 256
@@ -186,6 +197,19 @@ class ServerOptions:
                 "ServerOptions.verify_token must be callable or None, got "
                 f"{_kind(self.verify_token)}"
             )
+        if self.auth is not None:
+            from ._auth import ProtectedResource
+
+            if not isinstance(self.auth, ProtectedResource):
+                raise InvalidTypeError(
+                    "ServerOptions.auth must be a toolnexus.mcp.ProtectedResource or None, "
+                    f"got {_kind(self.auth)}"
+                )
+            if self.token is not None or self.verify_token is not None:
+                raise InvalidValueError(
+                    "ServerOptions: give one of token, verify_token and auth: auth (OAuth) "
+                    "verifies the bearer token itself"
+                )
         if self.answer_store is not None and not callable(
             getattr(self.answer_store, "consume", None)
         ):
