@@ -29,6 +29,7 @@ caller's thread, a worker, or the dispatcher — never on the timer thread.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable
     from typing import Any, TypeAlias
 
+    from ._chain import MiddlewareLike
     from ._toolkit import Toolkit
     from ._turns import Style, TurnCall, TurnInput, TurnResult
     from .stores import AnswerStore
@@ -142,8 +144,9 @@ def _check_token(token: object) -> CancellationToken:
     return token
 
 
-_Item: TypeAlias = "tuple[str, Any, Accepted | None]"  # typing stays unloaded
-"""One call of a batch: the tool name, its arguments and, for a resume, the checked answer."""
+_Item: TypeAlias = "tuple[str, Any, Accepted | None, str | None, int | None]"  # no typing
+"""One call of a batch: the tool name, its arguments, for a resume the checked answer, and
+for a turn's call its id and the turn (what the middleware sees)."""
 
 _Steps: TypeAlias = "Generator[list[_Item], list[ToolResult], TurnResult]"
 """A turn's logic, written once for both drivers (:meth:`Host._run_steps`,
@@ -193,6 +196,16 @@ class Host:
             suspends again is ``unresolved: <prompt>``. More: the retry's new question is
             asked (``wait_for``) or handed back, bound to the same call, until the rounds
             are used up.
+        middleware: policies run around every call, outermost first: plain functions
+            ``(call, call_next) -> ToolResult``, ``async def`` ones, or
+            :class:`~toolnexus.policies.Middleware`; the built-ins are in
+            :mod:`toolnexus.policies`. The chain runs inside the call's budget.
+        tool_middleware: more middleware for some tools: tool names (or ``fnmatch``
+            globs) to lists, run inside the host-wide ``middleware``, in the mapping's order.
+        tracing: OpenTelemetry spans and metrics for every call (see ``docs/tracing.md``).
+            None (the default): on when the ``opentelemetry`` API is in use — imported and
+            given a tracer provider; False: never; True: always (the API must be installed:
+            the ``otel`` extra, ``opentelemetry-api``).
 
     Raises ``TypeError``/``ValueError`` at once for a misconfigured host (a negative budget,
     a non-callable hook, ...).
@@ -223,6 +236,9 @@ class Host:
         secret: bytes | str | Sequence[bytes | str] | None = None,
         answer_store: AnswerStore | None = None,
         max_rounds: int = 1,
+        middleware: Sequence[MiddlewareLike] = (),
+        tool_middleware: Mapping[str, Sequence[MiddlewareLike]] | None = None,
+        tracing: bool | None = None,
     ) -> None:
         if not callable(getattr(toolkit, "resolve", None)):
             raise InvalidTypeError(
@@ -276,6 +292,11 @@ class Host:
             max_rounds,
         )
         self._closed = False
+        # ---- policies (issue 27): the middleware chain and tracing, in _chain.py
+        from ._chain import Policies
+
+        policies = Policies(middleware, tool_middleware, tracing)
+        self._policies = None if policies.is_empty else policies
 
     # ----------------------------------------------------------------- properties
 
@@ -529,10 +550,13 @@ class Host:
         resume: bool,
         accepted: Accepted | None = None,
         done_callback: Callable[[Call], object] | None = None,
+        call_id: str | None = None,
+        turn: int | None = None,
     ) -> Call:
         """Check the arguments and build the call, not started; it is already settled
         (``done()``) when refused, for bad arguments, a failed resume check or a caller's
-        token cancelled before it began."""
+        token cancelled before it began. ``call_id`` and ``turn`` are what the middleware
+        sees of a turn's call."""
         start = time.monotonic() if self._rt.emit is not None else 0.0  # on_event's duration
         budget = self._budget(timeout_ms)
         caller_token = None if token is None else _check_token(token)
@@ -557,6 +581,10 @@ class Host:
             call._finish_now(ToolResult.error("cancelled by the caller"), "cancelled", "caller")
             return call
         tool, parsed = resolved
+        if self._policies is not None:  # the middleware chain runs in the tool's place
+            tool, done_callback = self._policies.around(
+                call, tool, budget, call_id, turn, done_callback
+            )
         call._prepare(
             tool,
             parsed,
@@ -633,7 +661,7 @@ class Host:
         pairs = _pairs(calls)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return self._gather_blocking([(n, a, None) for n, a in pairs], budget, token)
+        return self._gather_blocking([(n, a, None, None, None) for n, a in pairs], budget, token)
 
     async def acall_many(
         self,
@@ -651,7 +679,7 @@ class Host:
         pairs = _pairs(calls)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return await self._gather([(n, a, None) for n, a in pairs], budget, token)
+        return await self._gather([(n, a, None, None, None) for n, a in pairs], budget, token)
 
     def run_turn(
         self,
@@ -846,7 +874,7 @@ class Host:
         return None
 
     def _call_for(self, item: _Item, budget: int | None, token: CancellationToken) -> Call:
-        name, args, checked = item
+        name, args, checked, call_id, turn = item
         return self._new_call(
             name,
             args,
@@ -857,6 +885,8 @@ class Host:
             None,
             resume=checked is not None,
             accepted=checked,
+            call_id=call_id,
+            turn=turn,
         )
 
     def _gather_blocking(
@@ -943,6 +973,7 @@ class Host:
                 error=f"answer id {ans.id!r} does not echo the pending request's id "
                 f"{request.id!r}; the turn still waits on {request.id!r}",
             )
+        turn_id = next(_turns)  # the resumed turn's calls: one turn for the middleware
         # The binding in the halted result names the tool, the arguments and the request:
         # a turn edited into another call (or replayed) is refused and keeps waiting.
         verdict = self._binder.check(halted.name, halted.arguments, halted.result, ans)
@@ -955,21 +986,27 @@ class Host:
                 )
             first = [verdict.result]
         else:
-            first = yield [(halted.name, halted.arguments, verdict)]
+            first = yield [(halted.name, halted.arguments, verdict, halted.id, turn_id)]
         calls = [replace(c, result=first[0]) if c is halted else c for c in turn.calls]
         others = [i for i, c in enumerate(calls) if c.is_pending]
         if others:
-            again = yield [(calls[i].name, calls[i].arguments, None) for i in others]
+            again = yield [
+                (calls[i].name, calls[i].arguments, None, calls[i].id, turn_id) for i in others
+            ]
             for i, result in zip(others, again, strict=True):
                 calls[i] = replace(calls[i], result=result)
         return TurnResult(turn.style, tuple(calls))
+
+
+_turns = itertools.count(1)  # each turn's id (what ToolCall.turn says)
 
 
 def _turn_steps(calls: list[tuple[str, str, Any]], style: Style) -> _Steps:
     """:meth:`Host.run_turn`'s logic: run the calls, pair each result with its call."""
     from ._turns import TurnCall, TurnResult
 
-    results = yield [(name, args, None) for _, name, args in calls]
+    turn = next(_turns)
+    results = yield [(name, args, None, cid, turn) for cid, name, args in calls]
     return TurnResult(
         style,
         tuple(TurnCall(cid, n, a, r) for (cid, n, a), r in zip(calls, results, strict=True)),

@@ -387,6 +387,14 @@ class Tool(Generic[P, R]):
         args, refusal = self._admit(args, ctx)
         if refusal is not None:
             return refusal
+        return self._run(args, ctx)
+
+    def _run(
+        self, args: Any, ctx: ToolContext | None, raised: list[BaseException] | None = None
+    ) -> ToolResult:
+        """:meth:`__call__` after :meth:`_admit`: call the function with the admitted
+        ``args``. What the function raised becomes the error result, and is also appended
+        to ``raised`` when given (a retry policy chooses by exception type)."""
         try:
             value = self._invoke(self.fn, args, ctx)
             if self.is_async or (
@@ -398,6 +406,8 @@ class Tool(Generic[P, R]):
         except OperationCancelledError as exc:
             return ToolResult(f"cancelled: {exc}", True)
         except Exception as exc:
+            if raised is not None:
+                raised.append(exc)
             return self._failed(exc)
         except BaseException as exc:
             if type(exc).__name__ == "CancelledError":  # the tool's own asyncio cancel
@@ -463,6 +473,12 @@ class Tool(Generic[P, R]):
         args, refusal = self._admit(args, ctx)
         if refusal is not None:
             return refusal
+        return await self._arun(args, ctx)
+
+    async def _arun(
+        self, args: Any, ctx: ToolContext | None, raised: list[BaseException] | None = None
+    ) -> ToolResult:
+        """:meth:`acall` after :meth:`_admit` (see :meth:`_run`)."""
         try:
             value = self._invoke(self.fn, args, ctx)
             if inspect.isawaitable(value):
@@ -472,6 +488,8 @@ class Tool(Generic[P, R]):
         except OperationCancelledError as exc:
             return ToolResult(f"cancelled: {exc}", True)
         except Exception as exc:
+            if raised is not None:
+                raised.append(exc)
             return self._failed(exc)
         return self._normalise(value)
 

@@ -75,6 +75,8 @@ class LazyHost:
                         secret=options.secret,
                         answer_store=options.answer_store,
                         max_rounds=options.max_rounds,
+                        middleware=options.middleware,
+                        tool_middleware=options.tool_middleware,
                     )
                     if self._closed:
                         host.close()

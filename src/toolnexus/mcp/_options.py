@@ -9,7 +9,7 @@ check, whichever transport it reaches.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +99,10 @@ class ServerOptions:
             the least useful idle one (never used first, then the longest idle).
         max_sessions_per_peer: (HTTP) legacy sessions one address may hold; a new one
             evicts that address's least useful idle one.
+        middleware: policies run around every served call (see :mod:`toolnexus.policies`),
+            as ``Host(middleware=...)``.
+        tool_middleware: more middleware for some tools (names or globs to lists), as
+            ``Host(tool_middleware=...)``.
 
     Example::
 
@@ -138,6 +142,8 @@ class ServerOptions:
     session_unused_ms: int = 60_000
     max_sessions: int = 1_000
     max_sessions_per_peer: int = 100
+    middleware: Sequence[Any] = ()
+    tool_middleware: Mapping[str, Sequence[Any]] | None = None
 
     def __post_init__(self) -> None:
         for label in ("name", "version"):
@@ -217,6 +223,11 @@ class ServerOptions:
                 "ServerOptions.answer_store must have a consume(key, expires_at) method "
                 f"(an AnswerStore), got {_kind(self.answer_store)}"
             )
+        if self.middleware or self.tool_middleware is not None:
+            from .._chain import Policies  # checks them now, at the line that gave them
+
+            Policies(self.middleware, self.tool_middleware, False)
+            object.__setattr__(self, "middleware", tuple(self.middleware))
         for label in ("allowed_hosts", "allowed_origins"):
             values = getattr(self, label)
             if values is None:

@@ -1,0 +1,601 @@
+"""The middleware chain: what runs around every tool call a :class:`~toolnexus.Host` makes.
+
+A host given middleware (``Host(middleware=[...], tool_middleware={...})``), or one that
+traces (:mod:`toolnexus._tracing`), runs each call's tool through a chain: each middleware
+sees the call (:class:`ToolCall`: the tool, the arguments, the context, the call id, the
+turn) and a ``call_next`` that runs the rest of the chain, and returns the result. It may
+pass the call on, rewrite its arguments (``call_next(call.with_arguments(...))``, checked
+against the tool's schema again), answer without running the tool, or transform the result.
+
+Rules the code below keeps:
+
+- **The chain runs where the tool runs**, inside the call's attempt: time in middleware
+  counts against the call's budget, the deadline and a cancel hold through it (the host
+  sees one tool that takes a context), and the loop rule applies to what the chain returns.
+- **Arguments are checked once before the chain** (an invalid call never reaches a
+  middleware) **and again only when a middleware rewrote them.**
+- **Sync and async**: a middleware is a plain function, an ``async def`` function, or a
+  :class:`Middleware` with both forms. The chain is async — awaited on the caller's loop
+  under ``acall`` — when the tool is async and every middleware has an async form; else it
+  runs on the host's worker, where an async-only middleware (or an async tool) runs on a
+  private loop that the call's token cancels.
+- **A middleware's failure is a result**: one that raises, or returns anything but a
+  :class:`~toolnexus.ToolResult`, becomes an error result naming it; the traceback goes to
+  ``logging``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from . import _tracing
+from ._context import ToolContext
+from ._frozen import sealed
+from ._log import LazyLogger
+from ._result import ToolResult
+from .errors import InvalidTypeError, InvalidValueError
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
+    from ._call import Call
+    from ._tools import Tool
+
+__all__ = [
+    "AsyncNext",
+    "Middleware",
+    "MiddlewareLike",
+    "Next",
+    "Policies",
+    "ToolCall",
+    "exception_of",
+    "is_read_only",
+    "selects",
+]
+
+_log = LazyLogger()
+
+
+@sealed
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call as a middleware sees it.
+
+    Attributes:
+        tool: the :class:`~toolnexus.Tool` the call runs (its ``name``, ``annotations``,
+            schema).
+        arguments: the arguments, checked against the tool's schema. Never change them in
+            place: pass ``call.with_arguments(new)`` on, and they are checked again.
+        context: the tool's :class:`~toolnexus.ToolContext` for this attempt (its token, its
+            budget, the ``answer`` on a retry after a question).
+        call_id: the model's id for this tool call in a turn (``Host.run_turn``), else None.
+        turn: which ``run_turn``/``resume_turn`` the call belongs to (unique in the
+            process), else None.
+        deadline: when the call's budget ends, in ``time.monotonic()`` seconds; None
+            without a deadline.
+
+    Example::
+
+        def audit(call: ToolCall, call_next: Next) -> ToolResult:
+            print("calling", call.name, dict(call.arguments))
+            return call_next(call)
+    """
+
+    tool: Tool
+    arguments: Mapping[str, Any]
+    context: ToolContext = field(default_factory=ToolContext)
+    call_id: str | None = None
+    turn: int | None = None
+    deadline: float | None = None
+    _admitted: Any = field(default=None, repr=False, compare=False)
+    _run: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.tool.name
+
+    @property
+    def remaining_ms(self) -> float | None:
+        """Milliseconds left of the call's budget now (never below 0); None without one.
+
+        Example::
+
+            if call.remaining_ms is not None and call.remaining_ms < 100:
+                return ToolResult.error("not enough time left to try")
+        """
+        if self.deadline is None:
+            return None
+        return max(0.0, (self.deadline - time.monotonic()) * 1000)
+
+    def with_arguments(self, arguments: Mapping[str, Any]) -> ToolCall:
+        """A copy with other arguments (checked against the schema before the tool runs).
+
+        Example::
+
+            return call_next(call.with_arguments({**call.arguments, "limit": 10}))
+        """
+        if not isinstance(arguments, Mapping):
+            raise InvalidTypeError(
+                f"with_arguments() takes a mapping (a JSON object), got {type(arguments).__name__}"
+            )
+        return replace(self, arguments=arguments)
+
+    def with_context(self, context: ToolContext) -> ToolCall:
+        """A copy with another :class:`~toolnexus.ToolContext` (say, without the answer).
+
+        Example::
+
+            return call_next(call.with_context(call.context.with_answer(None)))
+        """
+        if not isinstance(context, ToolContext):
+            raise InvalidTypeError(
+                f"with_context() takes a ToolContext, got {type(context).__name__}"
+            )
+        return replace(self, context=context)
+
+
+Next = Callable[[ToolCall], ToolResult]
+"""``call_next(call) -> ToolResult``: runs the rest of a synchronous chain."""
+
+AsyncNext = Callable[[ToolCall], Awaitable[ToolResult]]
+"""``await call_next(call) -> ToolResult``: runs the rest of an async chain."""
+
+
+class Middleware:
+    """A middleware with a synchronous and an async form, for chains of either kind.
+
+    Override ``__call__(call, call_next)`` (``call_next(call)`` returns the result) and
+    ``acall(call, call_next)`` (``await call_next(call)``). A subclass that overrides only
+    one has only that form: one with only ``__call__`` makes its chain run on the host's
+    workers. ``name`` is what an error result names when it fails (default: the class name).
+
+    A plain function ``def mw(call, call_next) -> ToolResult`` or ``async def mw(call,
+    call_next)`` is a middleware too; this class is for one that keeps settings or state.
+
+    Example::
+
+        class Stamp(Middleware):
+            def __call__(self, call: ToolCall, call_next: Next) -> ToolResult:
+                return stamp(call_next(call))
+
+            async def acall(self, call: ToolCall, call_next: AsyncNext) -> ToolResult:
+                return stamp(await call_next(call))
+    """
+
+    name: str = ""
+
+    def __call__(self, call: ToolCall, call_next: Next) -> ToolResult:
+        return call_next(call)
+
+    async def acall(self, call: ToolCall, call_next: AsyncNext) -> ToolResult:
+        return await call_next(call)
+
+    def __repr__(self) -> str:
+        return f"<{self.name or type(self).__name__}>"
+
+
+MiddlewareLike: TypeAlias = (
+    "Middleware | Callable[[ToolCall, Next], ToolResult]"
+    " | Callable[[ToolCall, AsyncNext], Awaitable[ToolResult]]"
+)
+"""What ``Host(middleware=[...])`` takes: a :class:`Middleware`, or a plain or async
+function ``(call, call_next) -> ToolResult``."""
+
+
+# --------------------------------------------------------------------------- steps
+
+
+class _Step:
+    """One middleware, adapted: its name, and its sync and async forms (one may be None)."""
+
+    __slots__ = ("arun", "name", "run")
+
+    def __init__(self, middleware: object) -> None:
+        run: Callable[..., Any] | None = None
+        arun: Callable[..., Any] | None = None
+        if isinstance(middleware, Middleware):
+            cls = type(middleware)
+            if cls.__call__ is not Middleware.__call__:
+                run = middleware.__call__
+            if cls.acall is not Middleware.acall:
+                arun = middleware.acall
+            if run is None and arun is None:
+                raise InvalidTypeError(
+                    f"middleware {cls.__name__} overrides neither __call__ nor acall; "
+                    "override one (or both) to do something with the call"
+                )
+        elif not callable(middleware):
+            raise InvalidTypeError(
+                "a middleware is a function (call, call_next) -> ToolResult, an async one, "
+                f"or a Middleware; got {type(middleware).__name__}"
+            )
+        elif inspect.iscoroutinefunction(middleware) or inspect.iscoroutinefunction(
+            getattr(middleware, "__call__", None)  # noqa: B004 - an object's async __call__
+        ):
+            arun = middleware
+        else:
+            run = middleware
+        self.run = run
+        self.arun = arun
+        self.name = str(
+            getattr(middleware, "name", "")
+            or getattr(middleware, "__qualname__", "")
+            or type(middleware).__name__
+        )
+
+
+def _steps(middleware: object, where: str) -> tuple[_Step, ...]:
+    if isinstance(middleware, (str, bytes, Mapping)) or not isinstance(middleware, Sequence):
+        raise InvalidTypeError(
+            f"{where} must be a list of middleware, got {type(middleware).__name__}"
+        )
+    return tuple(_Step(m) for m in middleware)
+
+
+def selects(patterns: Sequence[str] | str | None, name: str) -> bool:
+    """Whether a tool ``name`` matches ``patterns`` (names or ``fnmatch`` globs; None
+    matches every tool)."""
+    if patterns is None:
+        return True
+    if isinstance(patterns, str):
+        patterns = (patterns,)
+    from fnmatch import fnmatchcase  # loaded with the first pattern, not with Host
+
+    return any(name == p or fnmatchcase(name, p) for p in patterns)
+
+
+def is_read_only(tool: Tool) -> bool:
+    """Whether the tool declares itself read-only (MCP ``readOnlyHint``)."""
+    return bool(tool.annotations and tool.annotations.get("readOnlyHint") is True)
+
+
+# --------------------------------------------------------------------------- the host's part
+
+
+class Policies:
+    """What a host runs around its calls: its middleware, per tool, and its tracing.
+
+    ``tracing``: None traces when OpenTelemetry is in use (its API imported and a tracer
+    provider set), False never, True always (the API must be installed).
+    """
+
+    __slots__ = ("_chains", "_host", "_rules", "tracing")
+
+    def __init__(
+        self,
+        middleware: Sequence[object],
+        tool_middleware: Mapping[str, Sequence[object]] | None,
+        tracing: bool | None,
+    ) -> None:
+        self._host = _steps(middleware, "middleware")
+        rules: list[tuple[str, tuple[_Step, ...]]] = []
+        if tool_middleware is not None:
+            if not isinstance(tool_middleware, Mapping):
+                raise InvalidTypeError(
+                    "tool_middleware must map tool names (or globs) to lists of middleware, "
+                    f"got {type(tool_middleware).__name__}"
+                )
+            for pattern, listed in tool_middleware.items():
+                if not isinstance(pattern, str) or not pattern:
+                    raise InvalidTypeError(
+                        f"tool_middleware keys are tool names or globs, got {pattern!r}"
+                    )
+                rules.append((pattern, _steps(listed, f"tool_middleware[{pattern!r}]")))
+        self._rules = tuple(rules)
+        self._chains: dict[int, tuple[Tool, tuple[_Step, ...]]] = {}
+        if tracing is True:
+            _tracing.require()
+        elif tracing is not None and tracing is not False:
+            raise InvalidTypeError(f"tracing must be None, True or False, got {tracing!r}")
+        self.tracing = tracing
+
+    @property
+    def is_empty(self) -> bool:
+        """True when there is nothing to run around a call: no middleware, no tracing."""
+        return not self._host and not self._rules and self.tracing is False
+
+    def _steps_for(self, tool: Tool) -> tuple[_Step, ...]:
+        known = self._chains.get(id(tool))
+        if known is not None and known[0] is tool:
+            return known[1]
+        steps = self._host
+        for pattern, listed in self._rules:
+            if selects(pattern, tool.name):
+                steps = steps + listed
+        self._chains[id(tool)] = (tool, steps)  # the tool is kept: its id stays its own
+        return steps
+
+    def around(
+        self,
+        call: Call,
+        tool: Tool,
+        budget: int | None,
+        call_id: str | None,
+        turn: int | None,
+        done: Callable[[Call], object] | None,
+    ) -> tuple[Tool, Callable[[Call], object] | None]:
+        """What ``call`` runs instead of ``tool`` (the tool itself when nothing runs
+        around it), and its first done callback (a span ends there, before ``done``)."""
+        steps = self._steps_for(tool)
+        span = None
+        if self.tracing is not False:
+            span = _tracing.call_span(tool, call_id, budget, forced=self.tracing is True)
+        if not steps and span is None:
+            return tool, done
+        run = _Run(call, tool, steps, call_id, turn, span)
+        if span is not None:
+            end = span.end
+            if done is None:
+                done = end
+            else:
+                then = done
+
+                def done(finished: Call) -> None:
+                    end(finished)  # the span ends before a driver answers the call
+                    then(finished)
+
+        return run, done  # type: ignore[return-value]  # it runs as the tool does
+
+
+def exception_of(call: ToolCall, result: ToolResult) -> BaseException | None:
+    """What the tool raised when it returned ``result`` (the error result an exception
+    became) through this chain, or None."""
+    run = call._run
+    if run is None:
+        return None
+    found: tuple[ToolResult, BaseException] | None = run.raised.get(id(result))
+    return None if found is None else found[1]
+
+
+# --------------------------------------------------------------------------- one call
+
+
+class _Run:
+    """The chain for one call: the host's call runs it as it would run the tool."""
+
+    __slots__ = (
+        "call",
+        "call_id",
+        "is_async",
+        "name",
+        "raised",
+        "span",
+        "steps",
+        "tool",
+        "turn",
+    )
+
+    takes_context = True  # the chain hears the call's token, whatever the tool does
+
+    def __init__(
+        self,
+        call: Call,
+        tool: Tool,
+        steps: tuple[_Step, ...],
+        call_id: str | None,
+        turn: int | None,
+        span: _tracing.CallSpan | None,
+    ) -> None:
+        self.call = call
+        self.tool = tool
+        self.name = tool.name
+        self.steps = steps
+        self.call_id = call_id
+        self.turn = turn
+        self.span = span
+        # Async on the caller's loop only if every step can be awaited there.
+        self.is_async = tool.is_async and all(step.arun is not None for step in steps)
+        # id(result) -> (result, exception): what the tool raised, for retry policies
+        self.raised: dict[int, tuple[ToolResult, BaseException]] = {}
+
+    def __repr__(self) -> str:
+        return f"<chain {[s.name for s in self.steps]} around {self.tool!r}>"
+
+    def _first(self, args: Any, ctx: ToolContext | None) -> ToolCall | ToolResult:
+        """The first ToolCall of an attempt, or the result refusing its arguments."""
+        if ctx is None:  # never from a host: it always builds one for a chain
+            ctx = ToolContext()
+        span = self.span
+        if span is not None:
+            ctx = span.attempt(ctx)
+        admitted, refusal = self.tool._admit(args, ctx)
+        if refusal is not None:
+            return refusal
+        # The attempt's deadline, as the call armed it (the host engineer's remaining-budget
+        # field on ToolContext will carry it once it lands).
+        deadline = self.call._deadline if ctx.timeout_ms is not None else None
+        return ToolCall(self.tool, admitted, ctx, self.call_id, self.turn, deadline, admitted, self)
+
+    # ----------------------------------------------------------------- synchronous
+
+    def __call__(self, args: Any, ctx: ToolContext | None = None) -> ToolResult:
+        first = self._first(args, ctx)
+        if first.__class__ is ToolResult:
+            return first
+        assert isinstance(first, ToolCall)
+        span = self.span
+        if span is None:
+            return self._at(0, first)
+        token = span.enter()
+        try:
+            return span.seen(self._at(0, first))
+        finally:
+            span.leave(token)
+
+    def _at(self, index: int, call: ToolCall) -> ToolResult:
+        """Run step ``index`` and those after it on this thread."""
+        steps = self.steps
+        if index == len(steps):
+            return self._bottom(call)
+        step = steps[index]
+
+        def call_next(next_call: ToolCall) -> ToolResult:
+            return self._at(index + 1, self._own(next_call))
+
+        try:
+            if step.run is not None:
+                value = step.run(call, call_next)
+            else:
+                value = self._drive(step, call, index)
+        except Exception as exc:
+            return self._failed(step, exc)
+        return self._checked(step, value)
+
+    def _drive(self, step: _Step, call: ToolCall, index: int) -> Any:
+        """An async-only step in a synchronous chain: on a private loop, which the call's
+        token stops."""
+        from . import _aio
+
+        async def call_next(next_call: ToolCall) -> ToolResult:
+            return await self._mixed_at(index + 1, self._own(next_call))
+
+        arun = step.arun
+        assert arun is not None
+        value = _aio.run_blocking(
+            lambda: _aio.drive(arun(call, call_next), call.context.cancellation_token)
+        )
+        return ToolResult.error("cancelled") if value is _aio.CANCELLED else value
+
+    async def _mixed_at(self, index: int, call: ToolCall) -> ToolResult:
+        """The rest of a synchronous chain, from inside an async step's private loop."""
+        steps = self.steps
+        if index == len(steps):
+            if self.tool.is_async:
+                return await self._abottom(call)
+            return self._bottom(call)  # blocks the private loop, on the worker: as it should
+        step = steps[index]
+        if step.arun is None:
+            return self._at(index, call)
+
+        async def call_next(next_call: ToolCall) -> ToolResult:
+            return await self._mixed_at(index + 1, self._own(next_call))
+
+        try:
+            value = await step.arun(call, call_next)
+        except Exception as exc:
+            return self._failed(step, exc)
+        return self._checked(step, value)
+
+    def _bottom(self, call: ToolCall) -> ToolResult:
+        """The tool itself, on this thread (the arguments checked again if rewritten)."""
+        tool = self.tool
+        args = call.arguments
+        if args is not call._admitted:
+            args, refusal = tool._admit(args, call.context)
+            if refusal is not None:
+                return refusal
+        raised: list[BaseException] = []
+        if tool.is_async:
+            from . import _aio
+
+            ctx = call.context
+            value = _aio.run_blocking(
+                lambda: _aio.drive(tool._arun(args, ctx, raised), ctx.cancellation_token)
+            )
+            result = ToolResult.error("cancelled") if value is _aio.CANCELLED else value
+        else:
+            result = tool._run(args, call.context, raised)
+        if raised:
+            self.raised[id(result)] = (result, raised[0])
+        return result
+
+    # ----------------------------------------------------------------- async
+
+    async def acall(self, args: Any, ctx: ToolContext | None = None) -> ToolResult:
+        first = self._first(args, ctx)
+        if first.__class__ is ToolResult:
+            return first
+        assert isinstance(first, ToolCall)
+        span = self.span
+        if span is None:
+            return await self._aat(0, first)
+        token = span.enter()
+        try:
+            return span.seen(await self._aat(0, first))
+        finally:
+            span.leave(token)
+
+    async def _aat(self, index: int, call: ToolCall) -> ToolResult:
+        steps = self.steps
+        if index == len(steps):
+            return await self._abottom(call)
+        step = steps[index]
+        arun = step.arun
+        assert arun is not None  # an async chain has only steps with an async form
+
+        async def call_next(next_call: ToolCall) -> ToolResult:
+            return await self._aat(index + 1, self._own(next_call))
+
+        try:
+            value = await arun(call, call_next)
+        except Exception as exc:
+            return self._failed(step, exc)
+        return self._checked(step, value)
+
+    async def _abottom(self, call: ToolCall) -> ToolResult:
+        tool = self.tool
+        args = call.arguments
+        if args is not call._admitted:
+            args, refusal = tool._admit(args, call.context)
+            if refusal is not None:
+                return refusal
+        raised: list[BaseException] = []
+        result = await tool._arun(args, call.context, raised)
+        if raised:
+            self.raised[id(result)] = (result, raised[0])
+        return result
+
+    # ----------------------------------------------------------------- checks
+
+    def _own(self, call: object) -> ToolCall:
+        """What a middleware passed to ``call_next``: a ToolCall of this very tool."""
+        if not isinstance(call, ToolCall):
+            raise InvalidTypeError(
+                "call_next() takes the ToolCall (call, call.with_arguments(...) or "
+                f"call.with_context(...)), got {type(call).__name__}"
+            )
+        if call.tool is not self.tool:
+            raise InvalidValueError(
+                f"call_next() runs the call's own tool {self.tool.name!r}, not "
+                f"{call.tool.name!r}; a middleware may change the arguments, not the tool"
+            )
+        if call._run is not self:
+            call = replace(call, _run=self)
+        return call
+
+    def _failed(self, step: _Step, exc: Exception) -> ToolResult:
+        _log.error(
+            "toolnexus: middleware %r failed on the call to %r",
+            step.name,
+            self.name,
+            exc_info=exc,
+        )
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return ToolResult.error(
+            f"middleware {step.name!r} failed on the call to {self.name!r}: {text}"
+        )
+
+    def _checked(self, step: _Step, value: object) -> ToolResult:
+        if isinstance(value, ToolResult):
+            return value
+        if inspect.iscoroutine(value):
+            value.close()  # never awaited: close it so asyncio does not warn
+            return ToolResult.error(
+                f"middleware {step.name!r} returned a coroutine on the call to {self.name!r}; "
+                "declare it with async def (or give a Middleware an acall) so the chain "
+                "awaits it"
+            )
+        _log.warning(
+            "toolnexus: middleware %r returned %s, not a ToolResult",
+            step.name,
+            type(value).__name__,
+        )
+        return ToolResult.error(
+            f"middleware {step.name!r} returned {type(value).__name__}, not a ToolResult, on "
+            f"the call to {self.name!r}"
+        )

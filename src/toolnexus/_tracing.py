@@ -1,0 +1,424 @@
+"""OpenTelemetry for toolnexus: a span per call, MCP spans on both sides, W3C trace context
+in MCP's ``_meta``, and two metrics. Everything that touches ``opentelemetry`` is here.
+
+Nothing here imports ``opentelemetry`` on its own: tracing is on when the application
+imported the API and set a tracer provider (``Host(tracing=True)`` turns it on anyway, and
+``tracing=False`` off). Without the API installed, or unused, each call pays one dict
+lookup (``sys.modules``) and nothing else.
+
+What is recorded (the OpenTelemetry semantic conventions for GenAI tool execution and for
+MCP, both "development" status):
+
+- ``execute_tool {tool}`` (INTERNAL), one per host call, from its start to its settled
+  result: ``gen_ai.operation.name`` = ``execute_tool``, ``gen_ai.tool.name``,
+  ``gen_ai.tool.call.id`` (a turn's call), ``gen_ai.tool.description``,
+  ``gen_ai.tool.type`` = ``function``, ``toolnexus.outcome`` (ok, error, pending, timeout,
+  cancelled), ``error.type`` (``tool_error``, ``timeout``, ``cancelled``) with the status
+  ERROR, ``toolnexus.cancel.reason``, ``toolnexus.timeout_ms``, ``toolnexus.request.id``
+  for a suspension; events ``toolnexus.progress``, ``toolnexus.question`` (a suspension)
+  and ``toolnexus.answer`` (the retry with an answer). It is the current span while the
+  chain and the tool run, so a tool's own spans and a remote tool's MCP span are its
+  children.
+- ``tools/call {tool}`` (SERVER) on an MCP server, its parent read from the request's
+  ``_meta`` (``traceparent``, ``tracestate``); CLIENT on the MCP client, whose context is
+  written into the request's ``_meta``: ``mcp.method.name``, ``jsonrpc.request.id``,
+  ``mcp.session.id`` (HTTP sessions), ``mcp.protocol.version``, ``network.transport``
+  (``pipe`` for stdio, ``tcp`` for HTTP), ``gen_ai.tool.name``, ``gen_ai.operation.name``.
+- metrics: ``toolnexus.tool.duration`` (histogram, seconds; per tool and outcome) and
+  ``toolnexus.tool.active`` (up-down counter: calls in flight, per tool).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import replace
+
+from .errors import InvalidValueError
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: a host loads this module, not typing
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from ._call import Call
+    from ._context import ToolContext
+    from ._result import ToolResult
+    from ._tools import Tool
+
+__all__ = [
+    "CallSpan",
+    "Incoming",
+    "McpSpan",
+    "call_span",
+    "client_span",
+    "event",
+    "incoming",
+    "inject",
+    "require",
+    "server_span",
+]
+
+_TRACE = "opentelemetry.trace"
+_METRICS = "opentelemetry.metrics"
+_SCOPE = "toolnexus"
+_ERROR_TYPES = {"error": "tool_error", "timeout": "timeout", "cancelled": "cancelled"}
+_MAX_HEADER = 8192  # a traceparent is 55 characters, a tracestate at most 32 entries
+
+
+def require() -> None:
+    """``Host(tracing=True)``: the API must be installed."""
+    try:
+        import opentelemetry.trace  # noqa: F401
+    except ImportError:
+        from ._extras import install_hint
+
+        raise InvalidValueError(
+            "tracing=True needs the OpenTelemetry API, which is not installed: "
+            f"{install_hint('otel', 'opentelemetry-api')}; or pass tracing=None to trace "
+            "only when it is in use"
+        ) from None
+
+
+# --------------------------------------------------------------------------- on or off
+
+_tracer_of: tuple[object, Any] | None = None  # (provider, its tracer), for the last provider
+_meter_of: tuple[object, Any] | None = None  # (provider, (histogram, counter))
+
+
+def _tracer(forced: bool = False) -> Any:
+    """The tracer, when tracing is on: the API imported (by the application), and a tracer
+    provider set — or ``forced``. None otherwise; the API is never imported here."""
+    global _tracer_of
+    trace = sys.modules.get(_TRACE)
+    if trace is None:
+        return None
+    provider = trace.get_tracer_provider()
+    cached = _tracer_of
+    if cached is not None and cached[0] is provider:
+        return cached[1]
+    if not forced and isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return None
+    from . import __version__
+
+    tracer = provider.get_tracer(_SCOPE, __version__)
+    _tracer_of = (provider, tracer)
+    return tracer
+
+
+def _instruments() -> Any:
+    """The histogram and the counter, when a meter provider is set; else None."""
+    global _meter_of
+    metrics = sys.modules.get(_METRICS)
+    if metrics is None:
+        return None
+    provider = metrics.get_meter_provider()
+    cached = _meter_of
+    if cached is not None and cached[0] is provider:
+        return cached[1]
+    # The API's default is a proxy that records nothing until a provider is set.
+    if isinstance(provider, metrics.NoOpMeterProvider) or type(provider).__name__.startswith(
+        "_Proxy"
+    ):
+        return None
+    from . import __version__
+
+    meter = provider.get_meter(_SCOPE, __version__)
+    instruments = (
+        meter.create_histogram(
+            "toolnexus.tool.duration",
+            unit="s",
+            description="How long tool calls take, from their start to their result",
+        ),
+        meter.create_up_down_counter(
+            "toolnexus.tool.active", unit="{call}", description="Tool calls in flight"
+        ),
+    )
+    _meter_of = (provider, instruments)
+    return instruments
+
+
+def event(name: str, attributes: Mapping[str, Any]) -> None:
+    """Add an event to the current span (a policy's retry or wait); nothing when no span
+    records."""
+    trace = sys.modules.get(_TRACE)
+    if trace is None:
+        return
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.add_event(name, dict(attributes))
+
+
+# --------------------------------------------------------------------------- a host call
+
+
+def call_span(
+    tool: Tool, call_id: str | None, budget: int | None, *, forced: bool = False
+) -> CallSpan | None:
+    """Start the span of a host call to ``tool`` (a child of the current span), or None
+    when tracing is off."""
+    tracer = _tracer(forced)
+    if tracer is None:
+        return None
+    return CallSpan(tracer, tool, call_id, budget)
+
+
+class CallSpan:
+    """The ``execute_tool`` span of one host call, and its metrics."""
+
+    __slots__ = ("_context", "_instruments", "_name", "_span", "_start")
+
+    def __init__(self, tracer: Any, tool: Tool, call_id: str | None, budget: int | None) -> None:
+        from opentelemetry import trace
+
+        name = tool.name
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.type": "function",
+        }
+        if tool.description:
+            attributes["gen_ai.tool.description"] = tool.description
+        if call_id is not None:
+            attributes["gen_ai.tool.call.id"] = call_id
+        if budget is not None:
+            attributes["toolnexus.timeout_ms"] = budget
+        self._name = name
+        self._span = span = tracer.start_span(
+            f"execute_tool {name}", kind=trace.SpanKind.INTERNAL, attributes=attributes
+        )
+        self._context = trace.set_span_in_context(span)
+        self._start = time.monotonic()
+        self._instruments = instruments = _instruments()
+        if instruments is not None:
+            instruments[1].add(1, {"gen_ai.tool.name": name})
+
+    def attempt(self, ctx: ToolContext) -> ToolContext:
+        """The attempt's context, its progress reports recorded as events too."""
+        span = self._span
+        answer = ctx.answer
+        if answer is not None:
+            span.add_event(
+                "toolnexus.answer",
+                {"toolnexus.request.id": answer.id, "toolnexus.answer.ok": answer.ok},
+            )
+        forward = ctx.progress
+
+        def progress(value: float, total: float | None, message: str | None) -> None:
+            attributes: dict[str, Any] = {"toolnexus.progress": value}
+            if total is not None:
+                attributes["toolnexus.progress.total"] = total
+            if message is not None:
+                attributes["toolnexus.progress.message"] = message
+            span.add_event("toolnexus.progress", attributes)
+            if forward is not None:
+                forward(value, total, message)
+
+        return replace(ctx, progress=progress)
+
+    def enter(self) -> object:
+        """Make the span current on this thread or task (until :meth:`leave`)."""
+        from opentelemetry import context
+
+        return context.attach(self._context)
+
+    def leave(self, token: object) -> None:
+        from opentelemetry import context
+
+        context.detach(token)  # type: ignore[arg-type]
+
+    def seen(self, result: ToolResult) -> ToolResult:
+        """An attempt's result: a suspension is recorded as a question."""
+        if result.is_error:
+            request = result.pending_of(result)
+            if request is not None:
+                self._span.add_event(
+                    "toolnexus.question",
+                    {"toolnexus.request.id": request.id, "toolnexus.request.kind": request.kind},
+                )
+        return result
+
+    def end(self, call: Call) -> None:
+        """The call settled: its outcome on the span, which ends, and in the metrics."""
+        try:
+            self._end(call)
+        except Exception:  # a failing exporter never breaks a call
+            from ._log import get_logger
+
+            get_logger().exception("toolnexus: ending the span of %r failed", self._name)
+
+    def _end(self, call: Call) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        span = self._span
+        outcome = call.outcome
+        result = call.result()
+        span.set_attribute("toolnexus.outcome", outcome)
+        error_type = _ERROR_TYPES.get(outcome)
+        if outcome == "pending":
+            request = result.pending_of(result)
+            if request is not None:
+                span.set_attribute("toolnexus.request.id", request.id)
+        if call.reason is not None:
+            span.set_attribute("toolnexus.cancel.reason", call.reason)
+        if error_type is not None:
+            span.set_attribute("error.type", error_type)
+            span.set_status(Status(StatusCode.ERROR, _first_line(result.output)))
+        span.end()
+        instruments = self._instruments
+        if instruments is not None:
+            attributes = {"gen_ai.tool.name": self._name, "toolnexus.outcome": outcome}
+            if error_type is not None:
+                attributes["error.type"] = error_type
+            instruments[0].record(time.monotonic() - self._start, attributes)
+            instruments[1].add(-1, {"gen_ai.tool.name": self._name})
+
+
+def _first_line(text: str) -> str:
+    line = text.split("\n", 1)[0]
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
+# --------------------------------------------------------------------------- MCP
+
+
+class Incoming:
+    """What a served ``tools/call`` says for its trace: the JSON-RPC id, the protocol
+    version, and the W3C trace context from ``_meta`` (``traceparent``, ``tracestate``,
+    ``baggage``)."""
+
+    __slots__ = ("carrier", "request_id", "version")
+
+    def __init__(
+        self, request_id: str | int, version: str | None, carrier: Mapping[str, str]
+    ) -> None:
+        self.request_id = request_id
+        self.version = version
+        self.carrier = carrier
+
+    def __repr__(self) -> str:
+        return f"<Incoming {self.request_id!r} {dict(self.carrier)!r}>"
+
+
+def incoming(
+    meta: Mapping[str, Any], request_id: str | int, version: str | None
+) -> Incoming | None:
+    """Read a request's trace context from its ``_meta`` (the MCP server session calls
+    this); None when nothing in this process can trace (the API is not in use)."""
+    if _TRACE not in sys.modules:
+        return None
+    carrier = {
+        key: value
+        for key in ("traceparent", "tracestate", "baggage")
+        if isinstance(value := meta.get(key), str) and len(value) <= _MAX_HEADER
+    }
+    return Incoming(request_id, version, carrier)
+
+
+class McpSpan:
+    """A ``tools/call`` span of the MCP server or client."""
+
+    __slots__ = ("_context", "_span")
+
+    def __init__(self, span: Any, context: Any) -> None:
+        self._span = span
+        self._context = context
+
+    def enter(self) -> object:
+        from opentelemetry import context
+
+        return context.attach(self._context)
+
+    def leave(self, token: object) -> None:
+        from opentelemetry import context
+
+        context.detach(token)  # type: ignore[arg-type]
+
+    def end(self, result: ToolResult | None) -> None:
+        """End the span; an error result marks it ``tool_error`` (a suspension does not)."""
+        try:
+            span = self._span
+            if result is not None and result.is_error and not result.is_pending:
+                from opentelemetry.trace import Status, StatusCode
+
+                span.set_attribute("error.type", "tool_error")
+                span.set_status(Status(StatusCode.ERROR, _first_line(result.output)))
+            span.end()
+        except Exception:
+            from ._log import get_logger
+
+            get_logger().exception("toolnexus: ending an MCP span failed")
+
+
+def _mcp_attributes(
+    tool: str, transport: str, session_id: str | None, version: str | None
+) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "mcp.method.name": "tools/call",
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool,
+        "network.transport": transport,
+    }
+    if transport == "tcp":
+        attributes["network.protocol.name"] = "http"
+    if session_id is not None:
+        attributes["mcp.session.id"] = session_id
+    if version is not None:
+        attributes["mcp.protocol.version"] = version
+    return attributes
+
+
+def server_span(
+    tool: str, trace: Incoming | None, transport: str, session_id: str | None
+) -> McpSpan | None:
+    """Start the server's span of a served ``tools/call``, its parent the context the
+    request carried (else the current one); None when tracing is off."""
+    if trace is None:
+        return None
+    tracer = _tracer()
+    if tracer is None:
+        return None
+    from opentelemetry import propagate
+    from opentelemetry import trace as api
+
+    attributes = _mcp_attributes(tool, transport, session_id, trace.version)
+    attributes["jsonrpc.request.id"] = str(trace.request_id)
+    parent = propagate.extract(trace.carrier) if trace.carrier else None
+    span = tracer.start_span(
+        f"tools/call {tool}", context=parent, kind=api.SpanKind.SERVER, attributes=attributes
+    )
+    return McpSpan(span, api.set_span_in_context(span, parent))
+
+
+def client_span(
+    tool: str, transport: str, session_id: str | None, version: str | None
+) -> McpSpan | None:
+    """Start the client's span of a ``tools/call`` (a child of the current span); None
+    when tracing is off."""
+    tracer = _tracer()
+    if tracer is None:
+        return None
+    from opentelemetry import trace as api
+
+    span = tracer.start_span(
+        f"tools/call {tool}",
+        kind=api.SpanKind.CLIENT,
+        attributes=_mcp_attributes(tool, transport, session_id, version),
+    )
+    return McpSpan(span, api.set_span_in_context(span))
+
+
+def inject(meta: dict[str, Any], request_id: str | int) -> None:
+    """Write the current trace context into a request's ``_meta`` (the MCP client), and
+    name the request on the current span."""
+    trace = sys.modules.get(_TRACE)
+    if trace is None:
+        return
+    span = trace.get_current_span()
+    if not span.get_span_context().is_valid:
+        return
+    if span.is_recording():
+        span.set_attribute("jsonrpc.request.id", str(request_id))
+    from opentelemetry import propagate
+
+    propagate.inject(meta)

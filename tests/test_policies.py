@@ -1,0 +1,518 @@
+"""The built-in policies under attack (``toolnexus.policies``).
+
+A rate limit under 500 concurrent calls (no burst over the bucket, none waiting past its
+deadline); a retry that would cross the deadline does not start; a cache never serves
+another tenant's entry or a stale one; a model calling a tool that needs approval 100
+times gets 100 questions and 0 runs until answered; call limits; redaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from toolnexus import (
+    Answer,
+    Host,
+    InvalidValueError,
+    Request,
+    ToolContext,
+    Toolkit,
+    ToolResult,
+    tool,
+)
+from toolnexus.policies import (
+    cache,
+    call_limit,
+    rate_limit,
+    redact,
+    require_approval,
+    retry,
+)
+
+# --------------------------------------------------------------------------- rate_limit
+
+
+def test_500_concurrent_calls_never_burst_over_the_bucket_nor_wait_past_their_deadline() -> None:
+    per_second, burst, budget_ms = 20.0, 5, 1_000
+    started: list[float] = []
+
+    @tool
+    async def ping() -> str:
+        """Answers at once."""
+        started.append(time.monotonic())
+        return "pong"
+
+    async def one(host: Host) -> tuple[ToolResult, float, float]:
+        begun = time.monotonic()
+        result = await host.acall("ping", timeout_ms=budget_ms)
+        return result, begun, time.monotonic() - begun
+
+    async def main() -> list[tuple[ToolResult, float, float]]:
+        policy = rate_limit(per_second, burst=burst)
+        with Host(Toolkit([ping]), middleware=[policy]) as host:
+            return list(await asyncio.gather(*(one(host) for _ in range(500))))
+
+    outcomes = asyncio.run(main())
+    ran = [r for r, _, _ in outcomes if not r.is_error]
+    refused = [(r, took) for r, _, took in outcomes if r.is_error]
+    assert ran and refused
+    assert all(
+        r.output.startswith("rate limited: 'ping' may run 20 times a second") for r, _ in refused
+    )
+    assert not any("timed out" in r.output for r, _, _ in outcomes)
+    # none waited past its deadline: refusals come at once, admitted calls before the end
+    assert max(took for _, took in refused) < budget_ms / 1000 / 2
+    for result, _begun, took in outcomes:
+        if not result.is_error:
+            assert took < budget_ms / 1000
+    # no burst over the bucket: in any window, at most burst + rate x window calls started
+    # (plus one slot of scheduling slack, for a wake-up that came late)
+    started.sort()
+    for i, first in enumerate(started):
+        for window in (0.0, 0.1, 0.25, 0.5, 1.0):
+            inside = sum(1 for t in started[i:] if t - first <= window)
+            assert inside <= burst + per_second * window + 1, (window, inside)
+    assert len(ran) <= burst + per_second * (started[-1] - started[0]) + 1
+
+
+def test_a_sync_tool_waits_for_its_slot_on_its_worker_and_a_key_per_tenant() -> None:
+    tenant: contextvars.ContextVar[str] = contextvars.ContextVar("tenant")
+    policy = rate_limit(1, burst=1, key=lambda call: tenant.get(), wait=False)
+
+    @tool
+    def work() -> str:
+        """Works."""
+        return "done"
+
+    with Host(Toolkit([work]), middleware=[policy]) as host:
+        tenant.set("a")
+        assert host.call("work").output == "done"
+        second = host.call("work")
+        tenant.set("b")
+        other = host.call("work")
+    assert second.output.startswith("rate limited: 'work' may run 1 times a second")
+    assert "try again then" in second.output
+    assert other.output == "done"  # another tenant's bucket
+
+
+def test_a_wait_that_fits_the_budget_is_waited() -> None:
+    @tool
+    def work() -> str:
+        """Works."""
+        return "done"
+
+    with Host(Toolkit([work]), middleware=[rate_limit(20, burst=1)], timeout_ms=5_000) as host:
+        results = host.call_many([("work", {}), ("work", {}), ("work", {})])
+    assert [r.output for r in results] == ["done"] * 3
+
+
+def test_rate_limit_refuses_nonsense_at_once() -> None:
+    with pytest.raises(InvalidValueError, match=r"rate_limit\(burst=...\) must be an int >= 1"):
+        rate_limit(5, burst=0)
+    with pytest.raises(InvalidValueError, match="must be 'tool', 'global' or a function"):
+        rate_limit(5, key="user")
+
+
+# --------------------------------------------------------------------------- retry
+
+
+def flaky_tool(fail_times: int, exc: type[Exception] = ConnectionError, **hints: Any) -> Any:
+    attempts: list[float] = []
+
+    @tool(**hints)
+    def fetch(ctx: ToolContext) -> str:
+        """Fails a few times, then works."""
+        attempts.append(time.monotonic())
+        if len(attempts) <= fail_times:
+            raise exc("connection reset")
+        return f"fetched after {len(attempts)} attempt(s)"
+
+    return fetch, attempts
+
+
+def test_retry_runs_an_idempotent_tool_again_until_it_works() -> None:
+    fetch, attempts = flaky_tool(2, idempotent=True)
+    with Host(Toolkit([fetch]), middleware=[retry(3, backoff_ms=1)], timeout_ms=5_000) as host:
+        assert host.call("fetch").output == "fetched after 3 attempt(s)"
+    assert len(attempts) == 3
+
+
+def test_retry_leaves_a_tool_not_declared_idempotent_alone() -> None:
+    fetch, attempts = flaky_tool(1)
+    with Host(Toolkit([fetch]), middleware=[retry(3, backoff_ms=1)]) as host:
+        assert host.call("fetch").output == "connection reset"
+    assert len(attempts) == 1
+
+
+def test_retry_only_for_the_exceptions_the_caller_selects() -> None:
+    fetch, attempts = flaky_tool(1, exc=ValueError, idempotent=True)
+    policy = retry(3, backoff_ms=1, exceptions=ConnectionError)
+    with Host(Toolkit([fetch]), middleware=[policy]) as host:
+        assert host.call("fetch").output == "connection reset"
+    assert len(attempts) == 1
+
+
+def test_retry_of_error_results_the_caller_selects() -> None:
+    answers = iter(["busy", "busy", "ok"])
+
+    @tool(idempotent=True)
+    def poll() -> ToolResult:
+        """Busy twice."""
+        text = next(answers)
+        return ToolResult.error(text) if text == "busy" else ToolResult.ok(text)
+
+    policy = retry(3, backoff_ms=1, when=lambda result: result.output == "busy")
+    with Host(Toolkit([poll]), middleware=[policy]) as host:
+        assert host.call("poll").output == "ok"
+
+
+def test_a_retry_that_would_cross_the_deadline_does_not_start() -> None:
+    fetch, attempts = flaky_tool(5, idempotent=True)
+    policy = retry(5, backoff_ms=500, jitter=False)
+    with Host(Toolkit([fetch]), middleware=[policy], timeout_ms=300) as host:
+        begun = time.monotonic()
+        result = host.call("fetch")
+        took = time.monotonic() - begun
+    assert result.output == "connection reset"  # the tool's own words, not a timeout
+    assert len(attempts) == 1
+    assert took < 0.3
+
+
+def test_retry_never_runs_a_question_again() -> None:
+    asked: list[int] = []
+
+    @tool(idempotent=True)
+    def confirm() -> ToolResult:
+        """Asks."""
+        asked.append(1)
+        return ToolResult.pending(Request("approval", "Sure?"))
+
+    with Host(Toolkit([confirm]), middleware=[retry(3, backoff_ms=1, when=lambda r: True)]) as h:
+        assert h.call("confirm").is_pending
+    assert asked == [1]
+
+
+# --------------------------------------------------------------------------- cache
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+def test_a_cache_never_serves_another_tenants_entry() -> None:
+    tenant: contextvars.ContextVar[str] = contextvars.ContextVar("tenant")
+    runs: list[str] = []
+    lock = threading.Lock()
+
+    @tool(read_only=True)
+    def balance(account: str) -> str:
+        """The caller's balance."""
+        with lock:
+            runs.append(tenant.get())
+        return f"{tenant.get()}:{account}"
+
+    policy = cache(60_000, key=lambda call: tenant.get())
+    mismatches: list[tuple[str, str]] = []
+
+    def client(name: str) -> None:
+        tenant.set(name)
+        for _ in range(20):
+            got = host.call("balance", {"account": "main"}).output
+            if got != f"{name}:main":
+                mismatches.append((name, got))
+
+    with Host(Toolkit([balance]), middleware=[policy]) as host:
+        threads = [threading.Thread(target=client, args=(f"t{i}",)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert mismatches == []
+    assert sorted(set(runs)) == [f"t{i}" for i in range(8)]
+    assert len(runs) < 8 * 20  # and it did cache
+
+
+def test_a_cache_never_serves_a_stale_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    import toolnexus._policies as policies
+
+    clock = FakeClock()
+    monkeypatch.setattr(policies, "time", clock)
+    runs: list[int] = []
+
+    @tool(read_only=True)
+    def quote(symbol: str) -> str:
+        """A price."""
+        runs.append(1)
+        return f"{symbol}={len(runs)}"
+
+    with Host(Toolkit([quote]), middleware=[cache(1_000)]) as host:
+        assert host.call("quote", {"symbol": "X"}).output == "X=1"
+        clock.now += 0.999
+        assert host.call("quote", {"symbol": "X"}).output == "X=1"
+        clock.now += 0.001  # the entry is exactly ttl old: stale
+        assert host.call("quote", {"symbol": "X"}).output == "X=2"
+
+
+def test_a_cache_keys_on_canonical_arguments_and_keeps_no_errors_or_questions() -> None:
+    runs: list[dict[str, Any]] = []
+
+    @tool(read_only=True)
+    def find(q: str, limit: int = 10) -> ToolResult:
+        """Search."""
+        runs.append({"q": q, "limit": limit})
+        if q == "bad":
+            return ToolResult.error("bad query")
+        if q == "ask":
+            return ToolResult.pending(Request("input", "Which?"))
+        return ToolResult.ok(f"{q}:{limit}")
+
+    with Host(Toolkit([find]), middleware=[cache()]) as host:
+        host.call("find", '{"q": "a", "limit": 3}')
+        host.call("find", '{"limit": 3, "q": "a"}')  # the same call, other key order
+        for _ in range(2):
+            assert host.call("find", {"q": "bad"}).is_error
+            assert host.call("find", {"q": "ask"}).is_pending
+    assert [r["q"] for r in runs] == ["a", "bad", "ask", "bad", "ask"]
+
+
+def test_a_cache_leaves_tools_not_declared_read_only_alone_and_bounds_its_size() -> None:
+    runs: list[int] = []
+
+    @tool
+    def write(n: int) -> str:
+        """Writes."""
+        runs.append(n)
+        return "ok"
+
+    @tool(read_only=True)
+    def read(n: int) -> str:
+        """Reads."""
+        runs.append(n)
+        return str(n)
+
+    policy = cache(max_entries=2)
+    with Host(Toolkit([write, read]), middleware=[policy]) as host:
+        host.call("write", {"n": 0})
+        host.call("write", {"n": 0})
+        for n in (1, 2, 3, 1):  # 1 was the least recently used when 3 came: dropped
+            host.call("read", {"n": n})
+    assert runs == [0, 0, 1, 2, 3, 1]
+
+
+# --------------------------------------------------------------------------- require_approval
+
+
+def deploy_tool() -> Any:
+    runs: list[dict[str, Any]] = []
+
+    @tool
+    def deploy(env: str) -> str:
+        """Deploys."""
+        runs.append({"env": env})
+        return f"deployed to {env}"
+
+    return deploy, runs
+
+
+def test_a_model_calling_a_tool_that_needs_approval_100_times_gets_100_questions_0_runs() -> None:
+    deploy, runs = deploy_tool()
+    calls = [
+        {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": "deploy", "arguments": f'{{"env": "e{i}"}}'},
+        }
+        for i in range(100)
+    ]
+    with Host(Toolkit([deploy]), middleware=[require_approval(["deploy"])]) as host:
+        turn = host.run_turn(calls)
+        pending = [c for c in turn.calls if c.result.is_pending]
+        assert len(pending) == 100 and runs == []
+        ids = {ToolResult.pending_of(c.result).id for c in pending}  # type: ignore[union-attr]
+        assert len(ids) == 100
+        request = ToolResult.pending_of(pending[7].result)
+        assert request is not None and request.kind == "approval"
+        assert request.data == {"tool": "deploy", "arguments": {"env": "e7"}}
+        # Answered: that one call runs, once.
+        done = host.resume("deploy", {"env": "e7"}, pending[7].result, Answer.accept(request))
+        assert done.output == "deployed to e7" and runs == [{"env": "e7"}]
+        again = host.resume("deploy", {"env": "e7"}, pending[7].result, Answer.accept(request))
+        assert again.is_error and "already answered" in again.output
+        # The answer is bound to its call: not to another call's arguments.
+        other = host.resume("deploy", {"env": "e8"}, pending[7].result, Answer.accept(request))
+        assert other.is_error and runs == [{"env": "e7"}]
+        # A made-up approval with the policy's id shape, for a call never asked: refused.
+        forged = Request("approval", "Allow?", id="approval-" + "0" * 32)
+        assert host.resume("deploy", {"env": "e9"}, forged, Answer.accept(forged)).is_error
+    assert runs == [{"env": "e7"}]
+
+
+def test_approval_with_wait_for_runs_on_yes_and_never_on_no() -> None:
+    deploy, runs = deploy_tool()
+    verdicts = iter([True, False])
+    asked: list[Request] = []
+
+    def wait_for(request: Request) -> Answer:
+        asked.append(request)
+        if next(verdicts):
+            return Answer.accept(request, {"approved": True})
+        return Answer.decline(request)
+
+    policy = require_approval("deploy", when=lambda args: args["env"] == "prod")
+    with Host(Toolkit([deploy]), middleware=[policy], wait_for=wait_for) as host:
+        assert host.call("deploy", {"env": "dev"}).output == "deployed to dev"  # no rule
+        assert host.call("deploy", {"env": "prod"}).output == "deployed to prod"
+        declined = host.call("deploy", {"env": "prod"})
+    assert declined.output.startswith("declined/expired: Allow 'deploy' to run with")
+    assert runs == [{"env": "dev"}, {"env": "prod"}] and len(asked) == 2
+
+
+def test_an_approved_tools_own_question_keeps_the_approval() -> None:
+    runs: list[str] = []
+
+    @tool
+    def migrate(ctx: ToolContext) -> str:
+        """Asks which database, then migrates it."""
+        if ctx.answer is None:
+            return ToolResult.pending(Request("input", "Which database?"))  # type: ignore[return-value]
+        runs.append(str(ctx.answer.data))
+        return f"migrated {ctx.answer.data}"
+
+    answers: list[str] = []
+
+    def wait_for(request: Request) -> Answer:
+        answers.append(request.kind)
+        if request.kind == "approval":
+            return Answer.accept(request)
+        return Answer.accept(request, {"db": "main"})
+
+    with Host(
+        Toolkit([migrate]), middleware=[require_approval()], wait_for=wait_for, max_rounds=2
+    ) as host:
+        assert host.call("migrate").output == "migrated {'db': 'main'}"
+    assert answers == ["approval", "input"] and len(runs) == 1
+
+
+def test_approval_holds_in_an_async_chain_too() -> None:
+    ran: list[int] = []
+
+    @tool
+    async def launch() -> str:
+        """Launches."""
+        ran.append(1)
+        return "launched"
+
+    async def main() -> ToolResult:
+        with Host(Toolkit([launch]), middleware=[require_approval()]) as host:
+            return await host.acall("launch")
+
+    assert asyncio.run(main()).is_pending and ran == []
+
+
+# --------------------------------------------------------------------------- call_limit
+
+
+def test_call_limit_per_turn_refuses_the_calls_beyond_with_its_message() -> None:
+    runs: list[int] = []
+
+    @tool
+    def step(n: int) -> str:
+        """A step."""
+        runs.append(n)
+        return f"step {n}"
+
+    calls = [
+        {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": "step", "arguments": f'{{"n": {i}}}'},
+        }
+        for i in range(5)
+    ]
+    with Host(Toolkit([step]), middleware=[call_limit(3)]) as host:
+        turn = host.run_turn(calls)
+        again = host.run_turn(calls[:1])
+        outside = [host.call("step", {"n": 9}) for _ in range(5)]
+    refused = [c.result.output for c in turn.calls if c.result.is_error]
+    assert len(runs) == 3 + 1 + 5 and len(refused) == 2
+    assert refused[0].startswith(
+        "call limit reached: at most 3 call(s) per turn; 'step' was not run"
+    )
+    assert again.calls[0].result.output == "step 0"
+    assert not any(r.is_error for r in outside)
+
+
+def test_call_limit_per_tool_and_per_run() -> None:
+    @tool
+    def a() -> str:
+        """A."""
+        return "a"
+
+    @tool
+    def b() -> str:
+        """B."""
+        return "b"
+
+    per_tool = call_limit(1, per="tool", message="no more {tool} (limit {limit})")
+    per_run = call_limit(3, per="run")
+    with Host(Toolkit([a, b]), middleware=[per_tool]) as host:
+        assert [host.call(n).output for n in "aabb"] == [
+            "a",
+            "no more a (limit 1)",
+            "b",
+            "no more b (limit 1)",
+        ]
+    with Host(Toolkit([a, b]), middleware=[per_run]) as host:
+        outputs = [host.call(n).output for n in "abab"]
+        assert outputs[:3] == ["a", "b", "a"] and outputs[3].startswith("call limit reached")
+        per_run.reset()  # type: ignore[attr-defined]
+        assert host.call("b").output == "b"
+
+
+# --------------------------------------------------------------------------- redact
+
+
+def test_redact_masks_fields_in_structured_output_and_the_text_that_shows_it() -> None:
+    @tool
+    def user(name: str) -> dict[str, Any]:
+        """A user record."""
+        return {"name": name, "password": "hunter2", "nested": [{"token": "abc", "ok": 1}]}
+
+    with Host(Toolkit([user]), middleware=[redact(["password", "token"])]) as host:
+        result = host.call("user", {"name": "ann"})
+    assert "hunter2" not in result.output and "abc" not in result.output
+    assert result.metadata["structuredContent"] == {
+        "name": "ann",
+        "password": "[redacted]",
+        "nested": [{"token": "[redacted]", "ok": 1}],
+    }
+
+
+def test_redact_strips_fields_and_patterns_from_text_and_errors_but_not_questions() -> None:
+    @tool
+    def leak(kind: str) -> ToolResult:
+        """Leaks a key."""
+        if kind == "error":
+            return ToolResult.error("auth failed for key sk-live-123")
+        if kind == "ask":
+            return ToolResult.pending(Request("input", "paste sk-live-123?"))
+        return ToolResult.ok('{"user": "ann", "secret": "x"}')
+
+    policy = redact(["secret"], patterns=[r"sk-[\w-]+"], mask=None)
+    with Host(Toolkit([leak]), middleware=[policy]) as host:
+        assert host.call("leak", {"kind": "ok"}).output == '{"user":"ann"}'
+        assert host.call("leak", {"kind": "error"}).output == "auth failed for key "
+        assert host.call("leak", {"kind": "ask"}).output == "paste sk-live-123?"
