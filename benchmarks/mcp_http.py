@@ -5,6 +5,7 @@ Run it from a checkout (the servers run from ``src/``):
     python benchmarks/mcp_http.py            # 7 spawns, 5 rounds of 1000 calls, 16 clients
     python benchmarks/mcp_http.py --quick    # 3 spawns, 3 rounds of 200 calls
     python benchmarks/mcp_http.py --repeat 3 --only sequential   # 3 runs, round trips only
+    python benchmarks/mcp_http.py --baseline /tmp/old/src   # add an older checkout's server
 
 Servers offering the same ``add`` tool on ``http://127.0.0.1:PORT/mcp``, each a process of
 this interpreter:
@@ -15,6 +16,8 @@ this interpreter:
 - ``toolnexus asgi``: the same tools as an ASGI app under uvicorn (when uvicorn is importable);
 - ``floor``: ``benchmarks/mcp_http_floor_server.py``, a raw ``http.server`` JSON-RPC server
   answering inline with keep-alive — the least a Python HTTP server costs per request;
+- ``baseline``: with ``--baseline SRC``, the embedded server run from another checkout's
+  ``src`` folder (modern and legacy), to compare a change with what it replaces in one run;
 - ``sdk``: ``benchmarks/mcp_http_sdk_server.py``, the official MCP SDK's ``MCPServer`` on
   Streamable HTTP, default settings (when ``mcp`` is importable, ``pip install '.[interop]'``).
 
@@ -60,6 +63,8 @@ META = {
     "io.modelcontextprotocol/clientCapabilities": {},
 }
 CLIENTS = 16
+SOURCES: dict[str, Path] = {}  # the src folder a server runs from, when not this checkout's
+TWO_ERAS = ("toolnexus", "baseline")  # servers measured on a modern and a legacy connection
 
 
 def free_port() -> int:
@@ -180,7 +185,9 @@ class Server:
         self.port = free_port()
         env = {
             **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+            "PYTHONPATH": os.pathsep.join(
+                [str(SOURCES.get(name, ROOT / "src")), os.environ.get("PYTHONPATH", "")]
+            ),
         }
         self.started = time.perf_counter()
         self.process = subprocess.Popen(
@@ -330,7 +337,7 @@ def measure(
     rows = [
         (name, era)
         for name in commands
-        for era in (("modern", "legacy") if name == "toolnexus" else (era_of(name),))
+        for era in (("modern", "legacy") if name in TWO_ERAS else (era_of(name),))
     ]
     found: dict[str, dict[str, float]] = {}
     if "startup" in parts:
@@ -355,7 +362,7 @@ def measure(
             server.first_call(era_of(name))
         for _ in range(rounds):
             for name, era in rows:
-                label = f"{name} ({era})" if name == "toolnexus" else name
+                label = f"{name} ({era})" if name in TWO_ERAS else name
                 port = running[name].port
                 if "sequential" in parts:
                     round_trip.setdefault(label, []).append(sequential(port, era, calls))
@@ -391,12 +398,18 @@ def main() -> None:
         metavar="PART",
         help=f"measure only this part (repeatable): {', '.join(TABLES)}",
     )
+    parser.add_argument(
+        "--baseline", type=Path, metavar="SRC", help="also run toolnexus from this src folder"
+    )
     options = parser.parse_args()
     if options.repeat < 1:
         parser.error("--repeat must be at least 1")
     parts = options.only or list(TABLES)
     spawns, rounds, calls = (3, 3, 200) if options.quick else (7, 5, 1000)
     commands = servers()
+    if options.baseline is not None:
+        SOURCES["baseline"] = options.baseline.resolve()
+        commands["baseline"] = commands["toolnexus"]
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} cpu(s); servers: "
         f"{', '.join(commands)}; {spawns} spawns, {rounds} rounds of {calls} calls, "
