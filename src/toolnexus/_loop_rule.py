@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from ._log import LazyLogger
 from ._result import ToolResult
-from ._suspension import REASONS, Answer, Request, decline_reason
+from ._suspension import REASONS, SEVERAL, Answer, Request, answer_problem, decline_reason
 from .errors import InvalidTypeError
 
 __all__ = [
@@ -127,7 +127,20 @@ def answer_refusal(request: Request, answer: object) -> str | None:
 
 
 def schema_problem(request: Request, answer: Answer) -> str | None:
-    """Check ``answer.data`` against ``request.data["schema"]``; the problem text or None."""
+    """Check an ok ``answer``: its shape for the request's kind (a ``"sampling"`` answer is
+    a message, ``"roots"`` a list of roots, ``"several"`` one answer per request it asks,
+    see :func:`~toolnexus._suspension.answer_problem`) and its data against
+    ``request.data["schema"]``; the problem text or None."""
+    shape = answer_problem(request, answer)
+    if shape is not None:
+        return shape
+    if request.kind == SEVERAL:
+        for each in request.requests():
+            sub = answer.answer_to(each)
+            problem = schema_problem(each, sub) if sub is not None and sub.ok else None
+            if problem is not None:
+                return problem
+        return None
     schema = request.data.get("schema") if request.data is not None else None
     if schema is None:
         return None

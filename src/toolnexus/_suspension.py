@@ -22,10 +22,22 @@ if TYPE_CHECKING:
 
     _T = TypeVar("_T")
 
-__all__ = ["REASONS", "Answer", "Request", "decline_reason", "new_request_id", "parse_rfc3339"]
+__all__ = [
+    "REASONS",
+    "SEVERAL",
+    "Answer",
+    "Request",
+    "answer_problem",
+    "decline_reason",
+    "new_request_id",
+    "parse_rfc3339",
+]
 
 REASONS = ("declined", "cancelled", "expired")
 """Why an answer is not ok — the vocabulary every port writes in ``Answer.reason``."""
+
+SEVERAL = "several"
+"""The kind of a request that asks several questions at once (:meth:`Request.several`)."""
 
 
 def new_request_id() -> str:
@@ -108,7 +120,11 @@ class Request:
     Attributes:
         kind: what is asked — an open vocabulary: ``"authorization"`` (a login at
             ``url``, completed out of band), ``"approval"``, ``"input"`` (the answer's
-            data is the payload), ``"question"``, …
+            data is the payload), ``"question"``, ``"sampling"`` (a message from the
+            client's model: ``data`` holds MCP's ``messages``, ``maxTokens``,
+            ``systemPrompt``, ``modelPreferences``, ...; the answer's data is the
+            message), ``"roots"`` (the client's roots: the answer's data is
+            ``{"roots": [{"uri", "name"}]}``), ``"several"`` (:meth:`several`), …
         prompt: the text shown to the human (and to the model while it waits).
         id: unique and unguessable; generated (``pnd-`` + 128 random bits) when omitted.
         url: where to go, for ``authorization``.
@@ -144,6 +160,65 @@ class Request:
                 parse_rfc3339(self.expires_at)
             except ValueError as exc:
                 raise InvalidValueError(f"Request.expires_at: {exc}") from None
+
+    @classmethod
+    def several(
+        cls, *requests: Request, prompt: str | None = None, id: str | None = None
+    ) -> Request:
+        """One request that asks all of ``requests`` at once (kind ``"several"``): answered
+        by one :meth:`Answer.several`, so the tool is run again once, with every answer
+        (:meth:`Answer.answer_to` reads each). ``prompt`` defaults to the prompts joined.
+
+        Raises ``ValueError`` for fewer than two requests, one that is itself several, or
+        two with the same id.
+
+        Example::
+
+            >>> name = Request("input", "Your name?", id="name")
+            >>> roots = Request("roots", "Which folders may I read?", id="roots")
+            >>> both = Request.several(name, roots)
+            >>> both.kind, [each.id for each in both.requests()]
+            ('several', ['name', 'roots'])
+        """
+        if len(requests) < 2:
+            raise InvalidValueError(
+                f"Request.several() takes two requests or more, got {len(requests)}; "
+                "return ToolResult.pending(request) to ask one"
+            )
+        ids: list[str] = []
+        for each in requests:
+            if not isinstance(each, Request):
+                raise InvalidTypeError(
+                    f"Request.several() takes Requests, got {type(each).__name__}"
+                )
+            if each.kind == SEVERAL:
+                raise InvalidValueError("Request.several() takes plain requests, not several")
+            if each.id in ids:
+                raise InvalidValueError(
+                    f"Request.several(): two requests have the id {each.id!r}; give each its own"
+                )
+            ids.append(each.id)
+        text = prompt if prompt is not None else "\n".join(each.prompt for each in requests)
+        data = {"requests": [each.to_dict() for each in requests]}
+        if id is None:
+            return cls(SEVERAL, text, data=data)
+        return cls(SEVERAL, text, id=id, data=data)
+
+    def requests(self) -> list[Request]:
+        """The requests a ``"several"`` request asks (see :meth:`several`); ``[self]``
+        for any other.
+
+        Example::
+
+            >>> Request("approval", "Deploy?", id="a").requests()[0].id
+            'a'
+        """
+        if self.kind != SEVERAL:
+            return [self]
+        listed = self.data.get("requests") if self.data is not None else None
+        if not isinstance(listed, list):
+            return []
+        return [Request.from_dict(each) for each in listed]
 
     def is_expired(self, now: datetime | None = None) -> bool:
         """True if ``expires_at`` is set and ``now`` (default: the current UTC time) is at
@@ -348,6 +423,65 @@ class Answer:
         """
         return cls(_request_id(request), False, None, reason)
 
+    @classmethod
+    def several(cls, request: Request, answers: list[Answer] | tuple[Answer, ...]) -> Answer:
+        """The answer to a ``"several"`` request: one answer per request it asks (each
+        echoing its own id), kept under ``data["answers"]``; it is ok as a whole, and each
+        answer says yes or no for itself.
+
+        Raises ``ValueError`` when ``request`` is not several, or an answer is for a request
+        it does not ask.
+
+        Example::
+
+            >>> name = Request("input", "Your name?", id="name")
+            >>> roots = Request("roots", "Which folders?", id="roots")
+            >>> both = Request.several(name, roots)
+            >>> answer = Answer.several(both, [Answer.accept(name, {"name": "Ada"}),
+            ...                                Answer.decline(roots)])
+            >>> answer.answer_to(name).data["name"], answer.answer_to(roots).ok
+            ('Ada', False)
+        """
+        if not isinstance(request, Request) or request.kind != SEVERAL:
+            raise InvalidValueError("Answer.several() answers a request made by Request.several()")
+        asked = {each.id for each in request.requests()}
+        given: dict[str, Any] = {}
+        for answer in answers:
+            if not isinstance(answer, Answer):
+                raise InvalidTypeError(
+                    f"Answer.several() takes Answers, got {type(answer).__name__}"
+                )
+            if answer.id not in asked:
+                raise InvalidValueError(
+                    f"Answer.several(): {answer.id!r} is not one of the requests asked "
+                    f"({', '.join(sorted(asked))})"
+                )
+            given[answer.id] = answer.to_dict()
+        return cls(request.id, True, {"answers": given})
+
+    def answer_to(self, request: Request) -> Answer | None:
+        """The answer this gives ``request``: itself when it echoes its id, else (for the
+        answer to a ``"several"`` request) the one it holds for it; ``None`` when none.
+
+        Example::
+
+            >>> ask = Request("input", "Your name?", id="name")
+            >>> Answer.accept(ask, {"name": "Ada"}).answer_to(ask).ok
+            True
+        """
+        if not isinstance(request, Request):
+            raise InvalidTypeError(f"answer_to() takes a Request, got {type(request).__name__}")
+        if self.id == request.id:
+            return self
+        held = self.data.get("answers") if self.data is not None else None
+        found = held.get(request.id) if isinstance(held, Mapping) else None
+        if not isinstance(found, Mapping):
+            return None
+        try:
+            return Answer.from_dict(found)
+        except WireFormatError:
+            return None
+
     def value(self, key: str, kind: type[_T], default: _T | None = None) -> _T:
         """``data[key]``, checked to be a ``kind`` — the typed way for a tool to read an answer.
 
@@ -490,6 +624,82 @@ def decline_reason(request: Request, answer: Answer) -> str | None:
         return "declined"
     if request.is_expired():
         return "expired"
+    return None
+
+
+def answer_problem(request: Request, answer: Answer) -> str | None:
+    """What is wrong with the shape of an ok ``answer`` to ``request``'s kind, or ``None``:
+    a ``"sampling"`` answer must be a message (``{"role": "assistant" | "user", "content":
+    {"type": ...}}``, ``"model"`` a string when given), a ``"roots"`` answer
+    ``{"roots": [{"uri": str, "name"?: str}, ...]}``, and a ``"several"`` answer must
+    answer every request it asks, each sound in turn. A refusal has no shape to check.
+
+    Example::
+
+        >>> ask = Request("sampling", "Summarize", id="s", data={"messages": []})
+        >>> answer_problem(ask, Answer("s", True, {"text": "hi"}))  # doctest: +ELLIPSIS
+        "the answer to 'Summarize' is not a message: role must be 'assistant' or 'user', ..."
+    """
+    if not answer.ok:
+        return None
+    data = answer.data
+    if request.kind == "sampling":
+        problem = _message_problem(data)
+        return (
+            None
+            if problem is None
+            else f"the answer to {request.prompt!r} is not a message: {problem}"
+        )
+    if request.kind == "roots":
+        problem = _roots_problem(data)
+        return (
+            None
+            if problem is None
+            else f"the answer to {request.prompt!r} is not a list of roots: {problem}"
+        )
+    if request.kind == SEVERAL:
+        for each in request.requests():
+            sub = answer.answer_to(each)
+            if sub is None:
+                return (
+                    f"the answer to {request.prompt!r} has none for {each.id!r} ({each.prompt!r})"
+                )
+            if sub.id != each.id:
+                return f"the answer for {each.id!r} echoes {sub.id!r}"
+            problem = answer_problem(each, sub)
+            if problem is not None:
+                return problem
+    return None
+
+
+def _message_problem(data: Mapping[str, Any] | None) -> str | None:
+    if data is None:
+        return "it has no data"
+    role = data.get("role")
+    if role not in ("assistant", "user"):
+        shown = _wire.describe(role) if role is not None else "nothing"
+        return f"role must be 'assistant' or 'user', got {shown}"
+    content = data.get("content")
+    blocks = content if isinstance(content, (list, tuple)) else [content]
+    if not blocks or not all(
+        isinstance(b, Mapping) and isinstance(b.get("type"), str) for b in blocks
+    ):
+        return "content must be a content block ({'type': 'text', 'text': ...}) or a list of them"
+    model = data.get("model")
+    if model is not None and not isinstance(model, str):
+        return f"model must be a string, got {_wire.describe(model)}"
+    return None
+
+
+def _roots_problem(data: Mapping[str, Any] | None) -> str | None:
+    roots = data.get("roots") if data is not None else None
+    if not isinstance(roots, (list, tuple)):
+        return "roots must be a list"
+    for index, root in enumerate(roots):
+        if not isinstance(root, Mapping) or not isinstance(root.get("uri"), str):
+            return f"roots[{index}] must be an object with a uri string"
+        if root.get("name") is not None and not isinstance(root.get("name"), str):
+            return f"roots[{index}].name must be a string"
     return None
 
 

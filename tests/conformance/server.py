@@ -17,7 +17,7 @@ import wave
 import zlib
 from typing import Any
 
-from toolnexus import Part, Request, Tool, Toolkit, ToolResult, tool
+from toolnexus import Answer, Part, Request, Tool, Toolkit, ToolResult, tool
 from toolnexus._context import ToolContext
 from toolnexus.mcp import prompt, resource
 
@@ -184,6 +184,78 @@ def test_input_required_result_multi_round(ctx: ToolContext) -> ToolResult:
             )
         )
     return ToolResult.ok(f"multi-round complete: color={(ctx.answer.data or {}).get('color')}")
+
+
+def _sampling(prompt: str, id: str | None = None, max_tokens: int = 100) -> Request:
+    data = {
+        "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+        "maxTokens": max_tokens,
+    }
+    if id is None:
+        return Request("sampling", prompt, data=data)
+    return Request("sampling", prompt, id=id, data=data)
+
+
+def _said(answer: Answer | None) -> str:
+    """The text of a sampling answer (a message whose content is a text block)."""
+    content = (answer.data or {}).get("content") if answer is not None else None
+    return str(content.get("text")) if isinstance(content, dict) else ""
+
+
+@tool
+def test_sampling(prompt: str, ctx: ToolContext) -> ToolResult:
+    """Asks the client's model about the prompt."""
+    if ctx.answer is None:
+        return ToolResult.pending(_sampling(prompt))
+    return ToolResult.ok(f"LLM response: {_said(ctx.answer)}")
+
+
+@tool
+def test_input_required_result_sampling(ctx: ToolContext) -> ToolResult:
+    """Asks the client's model a question, then reports its answer."""
+    if ctx.answer is None:
+        return ToolResult.pending(_sampling("What is the capital of France?", "capital_question"))
+    return ToolResult.ok(f"The model says: {_said(ctx.answer)}")
+
+
+@tool
+def test_input_required_result_list_roots(ctx: ToolContext) -> ToolResult:
+    """Asks for the client's roots, then lists them."""
+    if ctx.answer is None:
+        return ToolResult.pending(Request("roots", "Which roots may I use?", id="client_roots"))
+    roots = (ctx.answer.data or {}).get("roots") or []
+    return ToolResult.ok("roots: " + ", ".join(str(root.get("uri")) for root in roots))
+
+
+@tool
+def test_input_required_result_multiple_inputs(ctx: ToolContext) -> ToolResult:
+    """Asks for a name, a greeting from the model and the roots, in one round."""
+    name = Request(
+        "input", "What is your name?", id="user_name", data={"schema": _name_schema("name")}
+    )
+    greeting = _sampling("Generate a greeting", "greeting", 50)
+    roots = Request("roots", "Which roots may I use?", id="client_roots")
+    if ctx.answer is None:
+        return ToolResult.pending(Request.several(name, greeting, roots))
+    named = ctx.answer.answer_to(name)
+    who = (named.data or {}).get("name") if named is not None else None
+    return ToolResult.ok(f"{_said(ctx.answer.answer_to(greeting))} {who}")
+
+
+@tool
+def test_input_required_result_capabilities(ctx: ToolContext) -> ToolResult:
+    """Asks only what a sampling-only client can answer: the model."""
+    if ctx.answer is None:
+        return ToolResult.pending(_sampling("Capability check", "llm_check", 50))
+    return ToolResult.ok(f"checked: {_said(ctx.answer)}")
+
+
+@tool
+def test_missing_capability(ctx: ToolContext) -> ToolResult:
+    """Needs sampling: a client that did not declare it gets -32021."""
+    if ctx.answer is None:
+        return ToolResult.pending(_sampling("Is sampling there?"))
+    return ToolResult.ok(_said(ctx.answer))
 
 
 @tool
@@ -477,6 +549,12 @@ def toolkit() -> Toolkit:
             test_input_required_result_request_state,
             test_input_required_result_tampered_state,
             test_input_required_result_multi_round,
+            test_sampling,
+            test_input_required_result_sampling,
+            test_input_required_result_list_roots,
+            test_input_required_result_multiple_inputs,
+            test_input_required_result_capabilities,
+            test_missing_capability,
             test_elicitation_sep1034_defaults,
             test_elicitation_sep1330_enums,
             test_custom_headers,

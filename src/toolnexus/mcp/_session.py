@@ -28,7 +28,7 @@ from .._frozen import freeze, thaw
 from .._log import LazyLogger
 from .._loop_rule import declined_text, may_ask_again, unresolved_text
 from .._result import PENDING_KEY, STRUCTURED_KEY, ToolResult
-from .._suspension import Answer, Request, decline_reason
+from .._suspension import SEVERAL, Answer, Request, decline_reason
 from ..errors import InvalidTypeError
 from . import _codec as codec
 from ._codec import (
@@ -61,14 +61,15 @@ from ._protocol import (
 )
 from ._suspension import (
     ElicitationShape,
-    answer_from_elicitation,
+    Question,
+    answer_from_response,
     arguments_digest,
     content_problem,
-    elicitation_params,
     form_of,
-    form_schema_problem,
     is_finite_number,
     open_state,
+    question_params,
+    question_problem,
     sign_state,
 )
 
@@ -120,6 +121,8 @@ _CALL_METHODS = frozenset({"resources/read", "prompts/get", "completion/complete
 _LEGACY_ONLY = frozenset({"resources/subscribe", "resources/unsubscribe", "logging/setLevel"})
 
 _CURSOR_PREFIX = "tnx1:"
+_ASKING = frozenset({"elicitation", "sampling", "roots"})
+"""Client capabilities that let a server ask it something."""
 
 
 class Send:
@@ -261,15 +264,35 @@ Action = Send | StartCall | CancelCall
 
 
 class _Client:
-    """What one request's client speaks: its era, revision and elicitation modes."""
+    """What one request's client speaks: its era, revision, elicitation modes, and whether
+    it takes sampling and roots requests."""
 
-    __slots__ = ("any_structured", "form", "modern", "object_structured", "url", "version")
+    __slots__ = (
+        "any_structured",
+        "form",
+        "modern",
+        "object_structured",
+        "roots",
+        "sampling",
+        "url",
+        "version",
+    )
 
-    def __init__(self, version: str, modern: bool, form: bool, url: bool) -> None:
+    def __init__(
+        self,
+        version: str,
+        modern: bool,
+        form: bool,
+        url: bool,
+        sampling: bool = False,
+        roots: bool = False,
+    ) -> None:
         self.version = version
         self.modern = modern
         self.form = form
         self.url = url
+        self.sampling = sampling
+        self.roots = roots
         # Which structuredContent results carry: any JSON value (modern), objects (legacy
         # from 2025-06-18), or none. Asked per call, so decided once.
         self.any_structured = modern
@@ -294,14 +317,17 @@ class _Call:
         "binding",
         "call_id",
         "client",
+        "collected",
         "last_progress",
         "log_level",
         "method",
         "name",
         "progress_token",
+        "question",
         "request_id",
         "round",
         "running",
+        "shapes",
         "state_exp",
     )
 
@@ -329,8 +355,13 @@ class _Call:
         self.last_progress: float | None = None
         # modern: the lowest level rank the request asked to hear (_meta logLevel)
         self.log_level: int | None = None
-        # legacy: the question sent as elicitation/create (its id) while waiting on it
-        self.asked: tuple[str, Request, ElicitationShape] | None = None
+        # legacy: the question asked (a plain or a several request) while waiting on its
+        # answers: each outgoing request's id -> (the plain request, its shape), and the
+        # answers collected so far
+        self.asked: dict[str, tuple[Request, ElicitationShape]] = {}
+        self.question: Request | None = None
+        self.collected: dict[str, Answer] = {}
+        self.shapes: dict[str, ElicitationShape] = {}
 
 
 class _Reject(Exception):
@@ -508,9 +539,9 @@ class ServerSession:
             return []
         if "method" not in stand_in:  # a response: to an elicitation of ours, or to nothing
             call = self._asked.pop(ident, None) if isinstance(ident, str) else None
-            if call is None or call.asked is None:
+            if call is None or ident not in call.asked:
                 return []
-            call.asked = None  # as when its parsed result fails: the call is answered
+            self._withdraw(call)  # as when its parsed result fails: the call is answered
             return self._failed({"id": ident}, self._next_call, exc)
         return self._failed(stand_in, self._next_call, exc)
 
@@ -536,7 +567,7 @@ class ServerSession:
                 answered.append(request_id)
         for call in list(self._calls.values()):
             # A call this message created, or one it took the answer of, is answered here.
-            if call.call_id > newest or (not call.running and call.asked is None):
+            if call.call_id > newest or (not call.running and not call.asked):
                 self._forget(call)
                 if call.request_id not in answered:
                     answered.append(call.request_id)
@@ -857,25 +888,39 @@ class ServerSession:
     def _on_response(self, message: Mapping[str, Any]) -> list[Action]:
         response_id = message.get("id")
         call = self._asked.pop(response_id, None) if isinstance(response_id, str) else None
-        if call is None or call.asked is None:
+        asked = call.asked.pop(str(response_id), None) if call is not None else None
+        if call is None or asked is None or call.question is None:
             _log.debug("ignoring a response to a request this server never sent: %r", response_id)
             return []
-        _, request, shape = call.asked
-        call.asked = None
+        request, shape = asked
         answer: Answer
         if "error" in message or message.get("jsonrpc") != "2.0":
-            answer = Answer(request.id, False, None, "cancelled")
+            # A client that refuses to sample says so with an error: a decline.
+            reason = "declined" if shape in ("sampling", "roots") else "cancelled"
+            answer = Answer(request.id, False, None, reason)
         elif nested_too_deep(message.get("result")):
             # The same answer on every Python, whatever its recursion limits: the call is
             # answered -32602, as data too deep for the recursive code after this would be.
+            self._withdraw(call)
             return self._failed(message, self._next_call, RecursionError(TOO_DEEP))
         else:
             try:
-                answer = answer_from_elicitation(request, shape, message.get("result"))
+                answer = answer_from_response(request, shape, message.get("result"))
             except ValueError as exc:
+                if shape in ("sampling", "roots"):
+                    withdrawn = self._withdraw(call)
+                    return withdrawn + self._fail(
+                        call, f"{_who(call)} got an answer it cannot use: {exc}", INVALID_PARAMS
+                    )
                 _log.warning("treating a malformed elicitation result as cancelled: %s", exc)
                 answer = Answer(request.id, False, None, "cancelled")
-        return self._resume(call, request, answer, shape)
+        call.collected[request.id] = answer
+        if call.asked:
+            return []  # more answers to come (several questions asked at once)
+        question = call.question
+        whole = _whole_answer(question, call.collected)
+        call.collected = {}
+        return self._resume(call, question, whole, call.shapes)
 
     # ------------------------------------------------------------------ eras
 
@@ -915,7 +960,14 @@ class ServerSession:
             form = url = False  # elicitation did not exist yet
         elif version == "2025-06-18":
             url = False
-        self._legacy = _Client(version, False, form, url)
+        self._legacy = _Client(
+            version,
+            False,
+            form,
+            url,
+            sampling=isinstance(capabilities.get("sampling"), dict),
+            roots=isinstance(capabilities.get("roots"), dict),
+        )
         result: dict[str, Any] = {
             "protocolVersion": version,
             "capabilities": _capabilities(self._toolkit, False),
@@ -951,10 +1003,17 @@ class ServerSession:
                 f"{', '.join(LEGACY_PROTOCOL_VERSIONS)} through initialize",
                 {"supported": self._supported_versions(), "requested": version},
             )
-        if "elicitation" not in capabilities and version == MODERN_PROTOCOL_VERSIONS[-1]:
+        if version == MODERN_PROTOCOL_VERSIONS[-1] and not capabilities.keys() & _ASKING:
             return self._plain_modern  # the common request: no per-message client to build
         form, url = elicitation_modes(capabilities.get("elicitation"))
-        return _Client(version, True, form, url)
+        return _Client(
+            version,
+            True,
+            form,
+            url,
+            sampling=isinstance(capabilities.get("sampling"), dict),
+            roots=isinstance(capabilities.get("roots"), dict),
+        )
 
     @staticmethod
     def _supported_versions() -> list[str]:
@@ -1254,9 +1313,8 @@ class ServerSession:
         self._calls.pop(call.call_id, None)
         if self._by_request.get(call.request_id) is call:
             del self._by_request[call.request_id]
-        if call.asked is not None:
-            self._asked.pop(call.asked[0], None)
-            call.asked = None
+        if call.asked:
+            self._withdraw(call)
 
     def _finish(self, call: _Call, result: dict[str, Any]) -> list[Action]:
         self._forget(call)
@@ -1294,62 +1352,105 @@ class ServerSession:
     # ------------------------------------------------------------------ suspensions
 
     def _suspend(self, call: _Call, request: Request, output: str) -> list[Action]:
+        """Ask the question ``request`` (plain, or several at once): in an
+        ``InputRequiredResult`` for a modern client, as requests of the server's own for a
+        legacy one; ``-32021`` (modern) or a text to relay (legacy) when the client did
+        not declare what it takes."""
         client = call.client
-        problem = form_schema_problem(request)
-        if problem is not None:
-            return self._fail(call, f"{_who(call)} asked a question MCP cannot ask: {problem}")
+        plain = request.requests()
+        for each in plain:
+            problem = question_problem(each)
+            if problem is not None:
+                return self._fail(call, f"{_who(call)} asked a question MCP cannot ask: {problem}")
         # A legacy server sends no requests before the client said it is initialized.
         can_ask = client.modern or self._initialized_notified
-        asked = elicitation_params(
-            request,
-            output,
-            form=client.form and can_ask,
-            url=client.url and can_ask,
-            with_mode=client.at_least("2025-11-25"),
-            with_elicitation_id=not client.modern and client.version == "2025-11-25",
-        )
-        if asked is None:
+        questions: dict[str, Question] = {}
+        missing: dict[str, Any] = {}
+        for each in plain:
+            message = output if each is request else ToolResult.pending(each).output
+            asked = question_params(
+                each,
+                message,
+                form=client.form and can_ask,
+                url=client.url and can_ask,
+                sampling=client.sampling and can_ask,
+                roots=client.roots and can_ask,
+                with_mode=client.at_least("2025-11-25"),
+                with_elicitation_id=not client.modern and client.version == "2025-11-25",
+            )
+            if isinstance(asked, dict):
+                for key, value in asked.items():
+                    missing.setdefault(key, {}).update(value)
+            else:
+                questions[each.id] = asked
+        if missing:
+            needed = ", ".join(_capability_words(key, value) for key, value in missing.items())
             if client.modern:
                 # The 2026-07-28 revision names this error; legacy clients get the text.
                 self._forget(call)
-                mode = "url" if request.kind == "authorization" and request.url else "form"
                 raise _Reject(
                     MISSING_CLIENT_CAPABILITY,
-                    f"Missing required client capability: elicitation ({mode} mode); "
-                    f"{_who(call)} asks: {output}",
-                    {"requiredCapabilities": {"elicitation": {mode: {}}}},
+                    f"Missing required client capability: {needed}; {_who(call)} asks: {output}",
+                    {"requiredCapabilities": missing},
                 )
             # Nobody can be asked: what the model should tell the user, never a hang —
             # phrased as a question to relay, not as a failure.
+            declared = client.form or client.url or client.sampling or client.roots
             why = (
                 "it has not said it is initialized yet"
-                if (client.form or client.url) and not can_ask
-                else "it has no elicitation support"
+                if declared and not can_ask
+                else f"it has no {' or '.join(missing)} support"
             )
             return self._fail(
                 call,
                 f"{_who(call)} is waiting for an answer this client cannot collect "
                 f"({why}); ask the user: {output}",
             )
-        params, shape = asked
+        shapes = {key: shape for key, (_, _, shape) in questions.items()}
         if client.modern:
-            state = self._issue_state(call, request, shape)
+            state = self._issue_state(call, request, shapes)
             result = {
-                "inputRequests": {request.id: {"method": "elicitation/create", "params": params}},
+                "inputRequests": {
+                    key: {"method": method, "params": params}
+                    for key, (method, params, _) in questions.items()
+                },
                 "requestState": state,
             }
             return self._finish(call, {"resultType": "input_required", **result})
-        self._next_outgoing += 1
-        outgoing = f"toolnexus-elicit-{self._next_outgoing}"
-        call.asked = (outgoing, request, shape)
-        self._asked[outgoing] = call
-        return [
-            Send(
-                {"jsonrpc": "2.0", "id": outgoing, "method": "elicitation/create", "params": params}
+        call.question, call.shapes, call.collected = request, shapes, {}
+        sends: list[Action] = []
+        for each in plain:
+            method, params, shape = questions[each.id]
+            self._next_outgoing += 1
+            outgoing = f"toolnexus-{_OUTGOING[method]}-{self._next_outgoing}"
+            call.asked[outgoing] = (each, shape)
+            self._asked[outgoing] = call
+            sends.append(
+                Send({"jsonrpc": "2.0", "id": outgoing, "method": method, "params": params})
             )
-        ]
+        return sends
 
-    def _issue_state(self, call: _Call, request: Request, shape: ElicitationShape) -> str:
+    def _withdraw(self, call: _Call) -> list[Action]:
+        """Stop waiting for the legacy answers ``call`` still waits for; the
+        ``notifications/cancelled`` that tell the client, so it can close its dialogs."""
+        withdrawn: list[Action] = []
+        for outgoing in call.asked:
+            self._asked.pop(outgoing, None)
+            withdrawn.append(
+                Send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/cancelled",
+                        "params": {"requestId": outgoing, "reason": "the call no longer waits"},
+                    }
+                )
+            )
+        call.asked = {}
+        return withdrawn
+
+    def _issue_state(
+        self, call: _Call, request: Request, shapes: Mapping[str, ElicitationShape]
+    ) -> str:
         if call.state_exp is None:
             call.state_exp = int(self._clock() + self._state_ttl_s)
         payload = {
@@ -1357,7 +1458,7 @@ class ServerSession:
             "tool": call.name,
             "args": arguments_digest(call.arguments),
             "request": request.to_dict(),
-            "shape": shape,
+            "shapes": dict(shapes),
             "exp": call.state_exp,  # a re-asked question keeps the first expiry
             "round": call.round,
             "binding": call.binding,
@@ -1396,9 +1497,12 @@ class ServerSession:
             )
         try:
             request = Request.from_dict(payload["request"])
+            plain = request.requests()
         except (KeyError, ValueError, TypeError):
             raise _Reject(INVALID_PARAMS, "invalid params: requestState is unreadable") from None
-        shape = payload.get("shape")
+        shapes = payload.get("shapes")
+        if not isinstance(shapes, dict):  # a state from before several questions
+            shapes = {request.id: payload.get("shape")}
         exp = payload.get("exp")
         expired = not isinstance(exp, int) or exp <= self._clock()
         if responses is not None and not isinstance(responses, dict):
@@ -1406,7 +1510,7 @@ class ServerSession:
                 INVALID_PARAMS,
                 f"invalid params: inputResponses must be an object, got {describe(responses)}",
             )
-        response = responses.get(request.id) if responses is not None else None
+        given = responses if responses is not None else {}
         binding = payload.get("binding")
         call.binding = binding if isinstance(binding, str) else None
         answered = payload.get("round")
@@ -1434,48 +1538,59 @@ class ServerSession:
                 INVALID_PARAMS,
             )
 
-        if response is None and not expired:
-            # The question went unanswered: ask again (a new state, the same expiry).
+        unanswered = [each for each in plain if given.get(each.id) is None]
+        if unanswered and not expired:
+            # A question went unanswered: ask again (a new state, the same expiry).
             return spend() or self._suspend(call, request, ToolResult.pending(request).output)
         answer: Answer
-        if response is None or expired:
+        if expired:
             answer = Answer(request.id, False, None, "expired")
         else:
             # Built and checked before the state is used: an answer that fails (a bad
             # response, data nested too deeply, content off the schema) uses nothing up,
             # so the client can send a correct one with the same requestState.
-            if nested_too_deep(response):
-                raise _Reject(
-                    INVALID_PARAMS,
-                    f"invalid params: inputResponses[{request.id!r}] is nested too "
-                    f"deeply ({TOO_DEEP}); send flatter data",
-                )
-            try:
-                answer = answer_from_elicitation(request, str(shape), response)
-            except ValueError as exc:
-                raise _Reject(
-                    INVALID_PARAMS, f"invalid params: inputResponses[{request.id!r}]: {exc}"
-                ) from None
-        return self._resume(call, request, answer, shape, spend)
+            collected: dict[str, Answer] = {}
+            for each in plain:
+                response = given[each.id]
+                if nested_too_deep(response):
+                    raise _Reject(
+                        INVALID_PARAMS,
+                        f"invalid params: inputResponses[{each.id!r}] is nested too "
+                        f"deeply ({TOO_DEEP}); send flatter data",
+                    )
+                try:
+                    collected[each.id] = answer_from_response(
+                        each, str(shapes.get(each.id)), response
+                    )
+                except ValueError as exc:
+                    raise _Reject(
+                        INVALID_PARAMS, f"invalid params: inputResponses[{each.id!r}]: {exc}"
+                    ) from None
+            answer = _whole_answer(request, collected)
+        return self._resume(call, request, answer, shapes, spend)
 
     def _resume(
         self,
         call: _Call,
         request: Request,
         answer: Answer,
-        shape: object = None,
+        shapes: Mapping[str, Any] | None = None,
         spend: Callable[[], list[Action] | None] | None = None,
     ) -> list[Action]:
         """Run the call again with ``answer``. ``spend`` (a modern retry) uses up its
         requestState once the answer passed its checks; a decline uses it up too."""
         declined = answer.id != request.id or decline_reason(request, answer) is not None
-        form = form_of(request, str(shape)) if not declined else None
-        if form is not None:
-            problem = content_problem(request, form, answer.data or {})
-            if problem is not None:
-                # A decline with the reason: the tool is not run with data it did not ask
-                # for, and the state stays usable for a corrected answer.
-                return self._fail(call, problem, INVALID_PARAMS)
+        if not declined:
+            for each in request.requests():
+                sub = answer.answer_to(each)
+                form = form_of(each, str((shapes or {}).get(each.id)))
+                if form is None or sub is None or not sub.ok:
+                    continue
+                problem = content_problem(each, form, sub.data or {})
+                if problem is not None:
+                    # A decline with the reason: the tool is not run with data it did not
+                    # ask for, and the state stays usable for a corrected answer.
+                    return self._fail(call, problem, INVALID_PARAMS)
         if spend is not None:
             refused = spend()
             if refused is not None:
@@ -1514,20 +1629,9 @@ class ServerSession:
         actions: list[Action] = []
         if call.running:
             actions.append(CancelCall(call.call_id, reason))
-        elif call.asked is not None:
-            # Legacy: withdraw the question too, so the client can close its dialog.
-            actions.append(
-                Send(
-                    {
-                        "jsonrpc": "2.0",
-                        "method": "notifications/cancelled",
-                        "params": {
-                            "requestId": call.asked[0],
-                            "reason": "the tool call was cancelled",
-                        },
-                    }
-                )
-            )
+        elif call.asked:
+            # Legacy: withdraw the questions too, so the client can close its dialogs.
+            actions += self._withdraw(call)
         call.running = False
         self._forget(call)
         return actions
@@ -1585,6 +1689,28 @@ def _describe_prompt(item: Any, client: _Client) -> dict[str, Any]:
         arguments.append(shown)
     entry["arguments"] = arguments
     return entry
+
+
+_OUTGOING = {
+    "elicitation/create": "elicit",
+    "sampling/createMessage": "sample",
+    "roots/list": "roots",
+}
+"""How the id of each request the server sends begins (``toolnexus-elicit-3``)."""
+
+
+def _whole_answer(request: Request, collected: Mapping[str, Answer]) -> Answer:
+    """The one answer to ``request``: its own, or (several questions) all of them."""
+    if request.kind != SEVERAL:
+        return collected[request.id]
+    return Answer.several(request, [collected[each.id] for each in request.requests()])
+
+
+def _capability_words(key: str, value: Any) -> str:
+    """``sampling``, ``elicitation (form mode)``, ...: a missing capability, for a message."""
+    if key == "elicitation" and isinstance(value, Mapping) and value:
+        return f"elicitation ({', '.join(value)} mode)"
+    return key
 
 
 def _who(call: _Call) -> str:

@@ -28,13 +28,17 @@ __all__ = [
     "APPROVAL_FIELD",
     "ANSWER_FIELD",
     "ElicitationShape",
+    "Question",
     "answer_from_elicitation",
+    "answer_from_response",
     "arguments_digest",
     "content_problem",
     "elicitation_params",
     "form_of",
     "form_schema_problem",
     "open_state",
+    "question_params",
+    "question_problem",
     "sign_state",
 ]
 
@@ -47,7 +51,14 @@ ANSWER_FIELD = "answer"
 ElicitationShape = str
 """How a request was asked, so its answer can be read back: ``"schema"`` (the request's
 own ``data.schema``), ``"approval"`` (one boolean), ``"answer"`` (one text field) or
-``"url"`` (URL mode: the interaction happens out of band)."""
+``"url"`` (URL mode: the interaction happens out of band) — or, for the questions that are
+not elicitations, ``"sampling"`` (``sampling/createMessage``) and ``"roots"``
+(``roots/list``)."""
+
+Question = tuple[str, dict[str, Any], ElicitationShape]
+"""How one request is asked over MCP: the method, its params, and its shape."""
+
+_DEFAULT_MAX_TOKENS = 1024
 
 _STATE_VERSION = "v1"
 
@@ -90,6 +101,118 @@ def elicitation_params(
     if with_mode:
         params = {"mode": "form", **params}
     return params, shape
+
+
+def question_params(
+    request: Request,
+    message: str,
+    *,
+    form: bool,
+    url: bool,
+    sampling: bool,
+    roots: bool,
+    with_mode: bool,
+    with_elicitation_id: bool,
+) -> Question | dict[str, Any]:
+    """How to ask one plain request over MCP — ``(method, params, shape)`` — or, when the
+    client did not declare what it takes, that capability (``{"sampling": {}}``,
+    ``{"elicitation": {"form": {}}}``, ...) for a ``-32021`` error's
+    ``requiredCapabilities``. ``"sampling"`` becomes ``sampling/createMessage``,
+    ``"roots"`` ``roots/list``, anything else ``elicitation/create`` (see
+    :func:`elicitation_params`)."""
+    if request.kind == "sampling":
+        if not sampling:
+            return {"sampling": {}}
+        return "sampling/createMessage", sampling_params(request), "sampling"
+    if request.kind == "roots":
+        if not roots:
+            return {"roots": {}}
+        return "roots/list", {}, "roots"
+    asked = elicitation_params(
+        request,
+        message,
+        form=form,
+        url=url,
+        with_mode=with_mode,
+        with_elicitation_id=with_elicitation_id,
+    )
+    if asked is None:
+        mode = "url" if request.kind == "authorization" and request.url else "form"
+        return {"elicitation": {mode: {}}}
+    params, shape = asked
+    return "elicitation/create", params, shape
+
+
+def question_problem(request: Request) -> str | None:
+    """Why ``request`` cannot be asked over MCP at all, or None: a form that is not flat
+    (:func:`form_schema_problem`), or a sampling request without usable ``messages``."""
+    if request.kind == "sampling":
+        return _sampling_problem(request)
+    if request.kind == "roots":
+        return None
+    return form_schema_problem(request)
+
+
+def sampling_params(request: Request) -> dict[str, Any]:
+    """The ``sampling/createMessage`` params of a ``"sampling"`` request: its ``data`` as
+    MCP writes it, with a text ``messages`` value (or a message's text ``content``) made a
+    user text message (a text block) and ``maxTokens`` defaulting to 1024."""
+    data = dict(thaw(request.data)) if request.data is not None else {}
+    messages = data.get("messages")
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    written = []
+    for message in messages or ():
+        content = message.get("content")
+        if isinstance(content, str):
+            content = {"type": "text", "text": content}
+        written.append({**message, "content": content})
+    data["messages"] = written
+    data.setdefault("maxTokens", _DEFAULT_MAX_TOKENS)
+    return data
+
+
+def _sampling_problem(request: Request) -> str | None:
+    data = request.data or {}
+    messages = data.get("messages")
+    if isinstance(messages, str):
+        return None
+    if not isinstance(messages, Sequence) or not messages:
+        return "data.messages must be a non-empty list of messages (or a text)"
+    for index, message in enumerate(messages):
+        where = f"data.messages[{index}]"
+        if not isinstance(message, Mapping) or message.get("role") not in ("user", "assistant"):
+            return f"{where} must be a message with role 'user' or 'assistant'"
+        content = message.get("content")
+        blocks = (
+            content if isinstance(content, Sequence) and not isinstance(content, str) else [content]
+        )
+        if not all(isinstance(b, str) or (isinstance(b, Mapping) and "type" in b) for b in blocks):
+            return f"{where}.content must be a text or content blocks"
+    tokens = data.get("maxTokens")
+    if tokens is not None and (
+        isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1
+    ):
+        return f"data.maxTokens must be a positive integer, got {tokens!r}"
+    return None
+
+
+def answer_from_response(request: Request, shape: ElicitationShape, result: Any) -> Answer:
+    """Read a client's answer to one plain request asked as ``shape``: an ``ElicitResult``
+    (:func:`answer_from_elicitation`), a ``CreateMessageResult`` (the answer's data is the
+    message) or a ``ListRootsResult``. Raises ``ValueError`` (an
+    :class:`~toolnexus.errors.InputError`) saying what is wrong with ``result``."""
+    if shape not in ("sampling", "roots"):
+        return answer_from_elicitation(request, shape, result)
+    from .._suspension import answer_problem
+
+    if not isinstance(result, Mapping):
+        raise InputError(f"the client's answer must be an object, got {_json_type(result)}")
+    answer = Answer(request.id, True, result)
+    problem = answer_problem(request, answer)
+    if problem is not None:
+        raise InputError(problem)
+    return answer
 
 
 def form_of(request: Request, shape: ElicitationShape) -> dict[str, Any] | None:
