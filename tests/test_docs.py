@@ -4,8 +4,8 @@ A page's ```python blocks run in order, in one namespace per page, as a script w
 its ```pycon blocks are doctests in that same namespace. A block fenced ```python no-run
 is shown, not run (for snippets that need a terminal or a network). A block fenced
 ```python requires=mod_a,mod_b runs only where those modules import (the bridges' frameworks,
-from a test-only extra); with TOOLNEXUS_REQUIRE_BRIDGES=1, as CI sets where it installs them,
-a missing one is a failure.
+or the OpenTelemetry SDK, from a test-only extra); with TOOLNEXUS_REQUIRE_BRIDGES=1, as CI
+sets where it installs them, a missing one is a failure.
 """
 
 from __future__ import annotations
@@ -35,9 +35,17 @@ def blocks(page: Path) -> list[tuple[str, str, int]]:
     return found
 
 
+# Pages whose examples set process-wide state (an OpenTelemetry provider, which turns
+# tracing on for every host after it): each runs in a fresh interpreter of its own.
+ISOLATED = {"tracing.md"}
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_page_examples_run(page: Path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    if page.name in ISOLATED:
+        run_isolated(page, tmp_path)
+        return
     namespace: dict[str, object] = {"__name__": f"docs_{page.stem}"}
     parser = doctest.DocTestParser()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
@@ -58,10 +66,11 @@ def test_page_examples_run(page: Path, tmp_path, monkeypatch):
             namespace.update(test.globs)  # DocTest runs on a copy: carry its names forward
             assert result.failed == 0, f"{page.name}:{line}: doctest failed (see output above)"
             ran += 1
+    # CI installs the frameworks and the OpenTelemetry SDK where it sets this flag.
     if missing and os.environ.get("TOOLNEXUS_REQUIRE_BRIDGES") == "1":
         pytest.fail(f"{page.name}: examples need {sorted(set(missing))}, which do not import")
     if ran == 0 and missing:
-        pytest.skip(f"{page.name}: its examples need {sorted(set(missing))} (the bridges extra)")
+        pytest.skip(f"{page.name}: its examples need {sorted(set(missing))} (a test-only extra)")
     if page.name != "architecture.md":
         assert ran > 0, f"{page.name} has no runnable example"
 
@@ -78,3 +87,29 @@ def unmet_requirements(info: str) -> list[str]:
             names = [n for n in word[len("requires=") :].split(",") if n]
             return [n for n in names if importlib.util.find_spec(n) is None]
     return []
+
+
+def run_isolated(page: Path, tmp_path: Path) -> None:
+    """Run the page's python blocks as one script in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    parts = []
+    missing: list[str] = []
+    for lang, body, line in blocks(page):
+        unmet = unmet_requirements(body_info(page, line))
+        missing += unmet
+        if lang == "python" and not unmet:
+            parts.append(f"# --- {page.name}:{line}\n{body}")
+    if missing and os.environ.get("TOOLNEXUS_REQUIRE_BRIDGES") == "1":
+        pytest.fail(f"{page.name}: examples need {sorted(set(missing))}, which do not import")
+    if not parts:
+        pytest.skip(f"{page.name}: its examples need {sorted(set(missing))} (a test-only extra)")
+    done = subprocess.run(
+        [sys.executable, "-c", "\n".join(parts)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, f"{page.name}: its examples failed:\n{done.stderr}"

@@ -362,7 +362,10 @@ def _mcp_attributes(
     if transport == "tcp":
         attributes["network.protocol.name"] = "http"
     if session_id is not None:
-        attributes["mcp.session.id"] = session_id
+        # The id lets whoever holds it use the session: traces get a digest of it.
+        import hashlib
+
+        attributes["mcp.session.id"] = hashlib.sha256(session_id.encode()).hexdigest()[:32]
     if version is not None:
         attributes["mcp.protocol.version"] = version
     return attributes

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._context import bound_log
 from .._result import ToolResult
+from .._tracing import server_span
 from ._codec import INTERNAL_ERROR
 from ._session import Action, Send, ServerSession, StartCall
 
@@ -164,7 +165,12 @@ class CallBridge(ABC):
     :meth:`_deliver` with every message about that call.
     """
 
+    transport = "pipe"
+    """How clients reach this bridge's session, as a trace says it (``network.transport``):
+    ``pipe`` (stdio) or ``tcp`` (HTTP)."""
+
     def __init__(self, session: ServerSession, host: LazyHost, inflight: InflightBytes) -> None:
+        self.session_id: str | None = None  # a legacy HTTP session's (for traces, hashed)
         self.session = session
         self.host = host
         self.inflight = inflight
@@ -261,7 +267,13 @@ class CallBridge(ABC):
         def log(level: str, data: Any, logger: str | None) -> None:
             self._tell(self.session.report_log, call_id, level, data, logger)
 
+        # The server's span of the request (a child of the client's, from _meta): the host's
+        # span of the call is its child; it ends before the answer is written.
+        span = server_span(action.name, action.trace, self.transport, self.session_id)
+
         def settled(finished: Call) -> None:
+            if span is not None:
+                span.end(finished.result())
             if done is not None:
                 done(finished)
             else:
@@ -271,6 +283,7 @@ class CallBridge(ABC):
         try:
             # The call copies this context: the tool's ctx.report_log finds its client here.
             bound = bound_log.set(log)
+            entered = span.enter() if span is not None else None
             try:
                 # Made unstarted, registered where a cancel finds it, then started.
                 call = self.host.get()._prepare_call(
@@ -282,6 +295,8 @@ class CallBridge(ABC):
                     done_callback=settled,
                 )
             finally:
+                if span is not None:
+                    span.leave(entered)
                 bound_log.reset(bound)
             with self.lock:
                 entry = self._calls.get(call_id)
@@ -297,7 +312,10 @@ class CallBridge(ABC):
             from .._log import get_logger
 
             get_logger().exception("toolnexus mcp: the host raised for %r", action.name)
-            self.report(call_id, ToolResult.error(f"internal error running '{action.name}': {exc}"))
+            failed = ToolResult.error(f"internal error running '{action.name}': {exc}")
+            if span is not None and call is None:
+                span.end(failed)
+            self.report(call_id, failed)
 
     def cancel(self, call_id: int) -> None:
         """Cancel the call (its token; it never starts if it has not yet)."""

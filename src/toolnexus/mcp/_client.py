@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING, Any
 from .._cancellation import CancellationToken, CancellationTokenSource
 from .._result import ToolResult
 from .._suspension import Answer, Request
+from .._tracing import client_span
+from .._tracing import inject as inject_trace
 from ..errors import InvalidTypeError, InvalidValueError, McpError
 from ._client_session import (
     ClientSession,
@@ -1160,11 +1162,24 @@ class McpClient:
             call_token = source.token
         else:
             call_token = token if token is not None else CancellationToken.NONE
+        # The client's span of the request (a child of the caller's): its context goes to
+        # the server in _meta, where the server's span becomes its child.
+        span = client_span(
+            name,
+            "pipe" if self._url is None else "tcp",
+            self._http.session_id if self._http is not None else None,
+            self.protocol_version,
+        )
+        entered = span.enter() if span is not None else None
+        result: ToolResult | None = None
         try:
             result = self._run(name, arguments, call_token, progress, answer, headers)
         finally:
             if source is not None:
                 source.close()
+            if span is not None:
+                span.leave(entered)
+                span.end(result)
         if (
             result.is_error
             and source is not None
@@ -1216,6 +1231,7 @@ class McpClient:
                 assert outgoing.id is not None
                 meta = outgoing.message["params"].setdefault("_meta", {})
                 meta["progressToken"] = outgoing.id
+                inject_trace(meta, outgoing.id)
             waiter = _Waiter(outgoing.id)
             with self._lock:
                 # Before sending: a question may come back before send returns.

@@ -269,6 +269,8 @@ class _Channel(CallBridge):
     bridge's lock, so a call's notifications reach its stream before its response.
     """
 
+    transport = "tcp"
+
     def __init__(self, session: ServerSession, host: LazyHost, inflight: InflightBytes) -> None:
         super().__init__(session, host, inflight)
         self._by_request: dict[Any, Exchange] = {}
@@ -792,6 +794,7 @@ class Endpoint:
             session_id = secrets.token_urlsafe(24)
             channel = self._channel()
             channel.principal, channel.peer = caller.principal, caller.peer
+            channel.session_id = session_id
             self._sessions[session_id] = channel
         reply, kept = self._dispatch(
             channel, message, streams, caller, modern=False, extra=[("mcp-session-id", session_id)]

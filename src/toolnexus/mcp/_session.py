@@ -29,6 +29,8 @@ from .._log import LazyLogger
 from .._loop_rule import declined_text, may_ask_again, unresolved_text
 from .._result import PENDING_KEY, STRUCTURED_KEY, ToolResult
 from .._suspension import SEVERAL, Answer, Request, decline_reason
+from .._tracing import Incoming
+from .._tracing import incoming as incoming_trace
 from ..errors import InvalidTypeError
 from . import _codec as codec
 from ._codec import (
@@ -218,7 +220,9 @@ class StartCall(NamedTuple):
     ``host.resume(name, arguments, action.resumes, answer)`` — :attr:`resumes` carries the
     host's binding of the question to the call, so the host can check it.
     ``wants_progress`` says whether the client listens for progress: only then pass a
-    reporter that calls :meth:`ServerSession.report_progress`.
+    reporter that calls :meth:`ServerSession.report_progress`. ``trace`` carries the
+    request's W3C trace context (``_meta``'s ``traceparent``) for the driver's span; None
+    when nothing in this process traces.
 
     Example::
 
@@ -237,6 +241,7 @@ class StartCall(NamedTuple):
     answer: Answer | None = None
     wants_progress: bool = False
     binding: str | None = None
+    trace: Incoming | None = None
 
     @property
     def resumes(self) -> ToolResult | Request | None:
@@ -329,6 +334,7 @@ class _Call:
         "running",
         "shapes",
         "state_exp",
+        "trace",
     )
 
     def __init__(
@@ -352,6 +358,7 @@ class _Call:
         self.round = 0  # answers taken so far
         self.binding: str | None = None  # the host's binding of the pending question
         self.state_exp: int | None = None  # a re-asked modern state keeps its expiry
+        self.trace: Incoming | None = None  # its W3C trace context (_meta), when traced
         self.last_progress: float | None = None
         # modern: the lowest level rank the request asked to hear (_meta logLevel)
         self.log_level: int | None = None
@@ -1300,6 +1307,8 @@ class ServerSession:
         self._by_request[request_id] = call
         if client.modern and META_LOG_LEVEL in meta:
             call.log_level = _log_level(meta[META_LOG_LEVEL], f"_meta[{META_LOG_LEVEL!r}]")
+        if method == "tools/call":
+            call.trace = incoming_trace(meta, request_id, client.version)
         state = params.get("requestState") if client.modern else None
         if state is not None:
             try:
@@ -1307,7 +1316,11 @@ class ServerSession:
             except _Reject:
                 self._forget(call)
                 raise
-        return [StartCall(call.call_id, name, arguments, wants_progress=token is not None)]
+        return [
+            StartCall(
+                call.call_id, name, arguments, wants_progress=token is not None, trace=call.trace
+            )
+        ]
 
     def _forget(self, call: _Call) -> None:
         self._calls.pop(call.call_id, None)
@@ -1609,6 +1622,7 @@ class ServerSession:
                 answer,
                 wants_progress=call.progress_token is not None,
                 binding=call.binding,
+                trace=call.trace,
             )
         ]
 
