@@ -1,7 +1,9 @@
-"""A small OAuth 2.1 authorization server for tests (standard library + PyJWT).
+"""A small OAuth 2.1 authorization server for tests (standard library; PyJWT for JWTs).
 
 Not part of the package. It issues JWT access tokens signed with a test key (ES256, made
-at start) and speaks just enough of the specifications for real clients to use it:
+at start) — or, with ``tokens="opaque"``, random ones it looks up itself (:meth:`verify`
+is then a protected server's verifier, and no extra is needed) — and speaks just enough
+of the specifications for real clients to use it:
 RFC 8414 metadata, a JWKS, RFC 7591 dynamic registration, the authorization endpoint
 (approving at once: the "user" says yes by redirecting, with the ``iss`` of RFC 9207),
 the token endpoint (authorization code with PKCE S256, refresh tokens that rotate) and
@@ -27,9 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
-import jwt
-from cryptography.hazmat.primitives.asymmetric import ec
-from jwt.algorithms import ECAlgorithm
+from toolnexus import Principal
 
 
 class AuthServer:
@@ -39,6 +39,8 @@ class AuthServer:
         access_ttl: seconds an access token lives.
         scopes_supported: advertised in the metadata (``None``: not advertised).
         grant: the scopes tokens grant whatever was asked (``None``: what was asked).
+        tokens: ``"jwt"`` (signed; needs PyJWT) or ``"opaque"`` (looked up by
+            :meth:`verify`).
     """
 
     def __init__(
@@ -47,8 +49,15 @@ class AuthServer:
         access_ttl: float = 3600,
         scopes_supported: list[str] | None = None,
         grant: list[str] | None = None,
+        tokens: str = "jwt",
     ) -> None:
-        self.key = ec.generate_private_key(ec.SECP256R1())
+        self.opaque = tokens == "opaque"
+        self.key: Any = None
+        if not self.opaque:
+            from cryptography.hazmat.primitives.asymmetric import ec
+
+            self.key = ec.generate_private_key(ec.SECP256R1())
+        self.access_tokens: dict[str, dict[str, Any]] = {}  # opaque tokens: their claims
         self.kid = "test-key-1"
         self.access_ttl = access_ttl
         self.scopes_supported = scopes_supported
@@ -105,7 +114,25 @@ class AuthServer:
         }
         if audience is not None:
             claims["aud"] = audience
+        if self.opaque:
+            token = "at-" + secrets.token_urlsafe(24)
+            with self.lock:
+                self.access_tokens[token] = claims
+            return token
+        import jwt
+
         return jwt.encode(claims, key or self.key, algorithm="ES256", headers={"kid": self.kid})
+
+    def verify(self, token: str) -> Principal | None:
+        """An opaque token's principal (a protected server's verifier), or ``None``."""
+        with self.lock:
+            claims = self.access_tokens.get(token)
+        return Principal.from_claims(claims) if claims is not None else None
+
+    def revoke_access_tokens(self) -> None:
+        """Forget every opaque access token (the resource server now answers 401)."""
+        with self.lock:
+            self.access_tokens.clear()
 
     def revoke_refresh_tokens(self) -> None:
         """Forget every refresh token (a user who revoked the grant)."""
@@ -119,7 +146,6 @@ class AuthServer:
             "token_endpoint": f"{self.issuer}/token",
             "registration_endpoint": f"{self.issuer}/register",
             "introspection_endpoint": f"{self.issuer}/introspect",
-            "jwks_uri": f"{self.issuer}/jwks",
             "response_types_supported": ["code"],
             "grant_types_supported": ["authorization_code", "refresh_token"],
             "code_challenge_methods_supported": ["S256"],
@@ -130,11 +156,15 @@ class AuthServer:
             ],
             "authorization_response_iss_parameter_supported": True,
         }
+        if not self.opaque:
+            document["jwks_uri"] = f"{self.issuer}/jwks"
         if self.scopes_supported is not None:
             document["scopes_supported"] = self.scopes_supported
         return document
 
     def jwks(self) -> dict[str, Any]:
+        from jwt.algorithms import ECAlgorithm
+
         public = ECAlgorithm.to_jwk(self.key.public_key(), as_dict=True)
         return {"keys": [{**public, "kid": self.kid, "use": "sig", "alg": "ES256"}]}
 
@@ -322,6 +352,12 @@ class _Handler(BaseHTTPRequestHandler):
         auth = self.auth
         with auth.lock:
             auth.seen["introspect"].append({"has_token": "token" in body})
+            held = auth.access_tokens.get(body.get("token", ""))
+        if auth.opaque:
+            self._reply(200, {"active": True, **held} if held else {"active": False})
+            return
+        import jwt
+
         try:
             claims = jwt.decode(
                 body.get("token", ""),

@@ -119,7 +119,7 @@ def _localize_parser(parser: argparse.ArgumentParser) -> None:
 # --------------------------------------------------------------------------- REF loading
 
 
-def load_toolkit(ref: str) -> Toolkit:
+def load_toolkit(ref: str, *, sign_in: bool = True) -> Toolkit:
     """Load the tools ``ref`` names and return them as a :class:`~toolnexus.Toolkit`.
 
     ``ref`` is ``module:attr`` or ``path/to/file.py:attr``; ``attr`` may be dotted and
@@ -141,7 +141,7 @@ def load_toolkit(ref: str) -> Toolkit:
     if not isinstance(ref, str) or not ref.strip():
         raise RefError(str(ref), "empty REF; expected module:attr or path/to/file.py:attr")
     if ref.endswith(".json"):
-        return _remote_toolkit(ref)
+        return _remote_toolkit(ref, sign_in)
     target, attr = _split_ref(ref)
     module = _import_target(ref, target)
     if attr is None:
@@ -157,13 +157,15 @@ def load_toolkit(ref: str) -> Toolkit:
     return _toolkit_of(ref, value)
 
 
-def _remote_toolkit(ref: str) -> Toolkit:
+def _remote_toolkit(ref: str, sign_in: bool = True) -> Toolkit:
     """The tools of the MCP servers an ``mcp.json`` configures (``toolnexus.mcp``'s
-    McpSource); servers that fail are named on stderr, the others serve."""
+    McpSource); servers that fail are named on stderr, the others serve. A server that
+    asks for an OAuth sign-in prints its URL and waits for the redirect (unless
+    ``sign_in`` is false: ``--no-input``); tokens are kept in the per-user token file."""
     from .mcp import McpSource
 
     try:
-        source = McpSource(ref).connect()
+        source = McpSource(ref, oauth=_cli_oauth(sign_in)).connect()
     except (ValueError, TypeError) as exc:
         raise RefError(ref, str(exc)) from None
     for status in source.status().values():
@@ -172,6 +174,30 @@ def _remote_toolkit(ref: str) -> Toolkit:
     if not len(source.toolkit):
         raise RefError(ref, f"{ref!r}: no MCP server in it offers a tool (see above)")
     return source.toolkit
+
+
+TOKENS_FILE = "mcp-tokens.json"
+"""The OAuth token file's name, next to the per-user key (:func:`_user_key_path`)."""
+
+
+def _cli_oauth(sign_in: bool) -> Any:
+    """The OAuth settings ``mcp.json`` servers with ``"auth": "oauth"`` get here: tokens
+    in the per-user token file (0600), sign-ins asked on the terminal with the redirect
+    received on a loopback port — or, with ``sign_in`` false, not asked at all."""
+    from .mcp import FileTokenStore, OAuth
+
+    store = FileTokenStore(os.path.join(os.path.dirname(_user_key_path()), TOKENS_FILE))
+    if not sign_in:
+        return OAuth(token_store=store, client_name="toolnexus")
+    from .mcp._oauth_loopback import LoopbackReceiver
+
+    receiver = LoopbackReceiver(sys.stderr)
+    return OAuth(
+        token_store=store,
+        redirect_uri=receiver.redirect_uri,
+        ask=receiver.ask,
+        client_name="toolnexus",
+    )
 
 
 def _split_ref(ref: str) -> tuple[str, str | None]:
@@ -979,7 +1005,7 @@ def _cmd_schema(options: argparse.Namespace) -> int:
 
 
 def _cmd_call(options: argparse.Namespace) -> int:
-    toolkit = load_toolkit(options.ref)
+    toolkit = load_toolkit(options.ref, sign_in=not options.no_input)
     name, pairs = _split_name(toolkit, options.ref, options.rest)
     args = _build_args(toolkit, name, options.args, pairs)
     _check_args(toolkit, name, args, options.ref)

@@ -6,19 +6,26 @@ this for each client scenario, with the scenario's name in ``MCP_CONFORMANCE_SCE
 data in ``MCP_CONFORMANCE_CONTEXT``). It uses only the public client API: an
 :class:`~toolnexus.mcp.McpClient` whose tools run on a :class:`~toolnexus.Host`, with a
 ``wait_for`` that accepts every question (the fields left out take the defaults the
-server's schema gives).
+server's schema gives). A server that asks for OAuth gets an :class:`~toolnexus.mcp.OAuth`
+client whose ``ask`` plays the user: it opens the authorization URL and hands back the
+redirect the authorization server answers with (the suite's approves at once).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import os
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
-from toolnexus import Answer, Host, Request, Toolkit
-from toolnexus.mcp import McpClient
+from toolnexus import Answer, Host, McpError, Request, Toolkit
+from toolnexus.mcp import McpClient, OAuth
+
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+REDIRECT_URI = "http://localhost:3000/callback"  # nothing listens: the user step reads it
 
 
 def accept(request: Request) -> Answer:
@@ -31,6 +38,35 @@ def accept(request: Request) -> Answer:
 def confirm(request: Request) -> Answer:
     """Accept a question that asks to confirm."""
     return Answer(request.id, True, {"confirmed": True})
+
+
+def sign_in(request: Request) -> Answer:
+    """The user: open the authorization URL and come back with where it redirects."""
+    assert request.url is not None
+    parts = urlsplit(request.url)
+    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    connection = kind(parts.hostname or "", parts.port, timeout=10)
+    try:
+        connection.request("GET", f"{parts.path}?{parts.query}")
+        response = connection.getresponse()
+        location = response.getheader("Location")
+    finally:
+        connection.close()
+    if response.status not in (301, 302, 303, 307) or not location:
+        return Answer(request.id, False, reason="declined")
+    return Answer(request.id, True, {"url": location})
+
+
+def oauth(context: dict[str, Any]) -> OAuth:
+    """The OAuth client: pre-registered when the scenario says so, else discovering."""
+    return OAuth(
+        client_id=context.get("client_id"),
+        client_secret=context.get("client_secret"),
+        client_metadata_url=CLIENT_METADATA_URL,
+        redirect_uri=REDIRECT_URI,
+        client_name="toolnexus-conformance",
+        ask=sign_in,
+    )
 
 
 def sample_arguments(schema: dict[str, Any]) -> dict[str, Any]:
@@ -49,8 +85,13 @@ def main(url: str) -> int:
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     wait_for = confirm if scenario.startswith("sep-2322") else accept
-    with McpClient(url=url, name="conformance", protocol_version=version) as client:
-        tools = client.tools(prefix="")
+    auth = oauth(context) if scenario.startswith("auth/") else None
+    with McpClient(url=url, name="conformance", protocol_version=version, auth=auth) as client:
+        try:
+            tools = client.tools(prefix="")
+        except McpError as exc:
+            print(f"{scenario}: {exc}")
+            return 1
         toolkit = Toolkit(tools)
         names = [tool.name for tool in tools]
         print(f"{scenario}: {client.era} {client.protocol_version}, tools: {names}")

@@ -55,9 +55,11 @@ if TYPE_CHECKING:
     from ._client import McpClient
     from ._client_session import ClientSession
     from ._http_server import HttpServer, serve_http
+    from ._oauth import OAuth
     from ._prompts import Prompt, prompt
     from ._resources import Resource, resource
     from ._source import McpServerStatus, McpSource, load_mcp_json
+    from ._tokens import FileTokenStore, MemoryTokenStore, TokenStore
     from ._verifiers import IntrospectionVerifier, JwtVerifier
 
 __all__ = [
@@ -67,12 +69,15 @@ __all__ = [
     "AsgiApp",
     "CancelCall",
     "ClientSession",
+    "FileTokenStore",
     "HttpServer",
     "IntrospectionVerifier",
     "JwtVerifier",
     "McpClient",
     "McpServerStatus",
     "McpSource",
+    "MemoryTokenStore",
+    "OAuth",
     "Prompt",
     "ProtectedResource",
     "Resource",
@@ -80,6 +85,7 @@ __all__ = [
     "ServerOptions",
     "ServerSession",
     "StartCall",
+    "TokenStore",
     "asgi_app",
     "load_mcp_json",
     "prompt",
@@ -123,6 +129,10 @@ _LAZY = {
     "ProtectedResource": "_auth",
     "JwtVerifier": "_verifiers",
     "IntrospectionVerifier": "_verifiers",
+    "OAuth": "_oauth",
+    "TokenStore": "_tokens",
+    "MemoryTokenStore": "_tokens",
+    "FileTokenStore": "_tokens",
 }
 
 

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from .._tools import Tool
     from ._client_http import HttpExchange, HttpTransport
     from ._client_stdio import StdioTransport
+    from ._oauth import OAuth
 
 __all__ = ["McpClient"]
 
@@ -107,13 +108,22 @@ class _Cancelled(Exception):
 
 
 class _Lost(Exception):
-    """The connection ended under a request. ``sent``: the request may have been run."""
+    """The connection ended under a request. ``sent``: the request may have been run;
+    ``auth``: OAuth got no token the server takes (a Request: a sign-in to hand back)."""
 
-    def __init__(self, problem: str, *, sent: bool = True, session_lost: bool = False) -> None:
+    def __init__(
+        self,
+        problem: str,
+        *,
+        sent: bool = True,
+        session_lost: bool = False,
+        auth: bool | Request = False,
+    ) -> None:
         super().__init__(problem)
         self.problem = problem
         self.sent = sent
         self.session_lost = session_lost
+        self.auth = auth
 
 
 class _Idle(Exception):
@@ -246,6 +256,9 @@ class McpClient:
             default).
         max_message_bytes: the largest message accepted from the server (64 MiB); a larger
             one ends the call (or the stdio connection) with an error saying so.
+        auth: (HTTP) sign in with OAuth 2.1 when the server asks for it: an
+            :class:`~toolnexus.mcp.OAuth` (discovery, registration, PKCE, refresh; the
+            user's part through its ``ask``). See ``docs/auth.md``.
 
     Example::
 
@@ -275,6 +288,7 @@ class McpClient:
         client_name: str = "toolnexus",
         log_level: str | None = None,
         max_message_bytes: int = _DEFAULT_MAX_MESSAGE_BYTES,
+        auth: OAuth | None = None,
     ) -> None:
         if (command is None) == (url is None):
             raise InvalidValueError(
@@ -299,6 +313,20 @@ class McpClient:
                 isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()
             ):
                 raise InvalidTypeError(f"{label} must map str to str")
+        if auth is not None:
+            from ._oauth import OAuth
+
+            if not isinstance(auth, OAuth):
+                raise InvalidTypeError(
+                    f"auth must be a toolnexus.mcp.OAuth, got {type(auth).__name__}"
+                )
+            if url is None:
+                raise InvalidValueError("auth (OAuth) is for an HTTP server: give url")
+            if any(key.lower() == "authorization" for key in headers or {}):
+                raise InvalidValueError(
+                    "give either an Authorization header or auth (OAuth gets the token)"
+                )
+        self._auth = auth
         self._command = command
         self._args = tuple(args)
         self._url = url
@@ -434,11 +462,17 @@ class McpClient:
             from ._client_http import HttpTransport
 
             if self._http is None:
+                flow = None
+                if self._auth is not None:
+                    from ._oauth import OAuthFlow
+
+                    flow = OAuthFlow(self._auth, self._url or "", self.name)
                 self._http = HttpTransport(
                     self._url or "",
                     self._headers,
                     connect_timeout=self._timeout_s,
                     max_message_bytes=self._max_message_bytes,
+                    auth=flow,
                 )
             self._http.session_id = None
             connection.transport = self._http
@@ -513,6 +547,8 @@ class McpClient:
                         outgoing = connection.session.legacy_fallback()
                     legacy = True
                     continue
+                if lost.auth:
+                    raise McpError(self.name, _auth_problem(lost)) from None
                 raise McpError(
                     self.name, f"the connection failed while opening: {lost.problem}"
                 ) from None
@@ -613,7 +649,9 @@ class McpClient:
         try:
             exchange = transport.start(outgoing.to_bytes(), headers, read_timeout)  # type: ignore[union-attr]
         except HttpTransport.Failure as exc:
-            raise _Lost(exc.problem, sent=exc.sent, session_lost=exc.session_lost) from None
+            raise _Lost(
+                exc.problem, sent=exc.sent, session_lost=exc.session_lost, auth=exc.auth
+            ) from None
         waiter.exchange = exchange
         messages = exchange.messages(self._on_session_id)
         if connection.session.era != "legacy":
@@ -645,7 +683,9 @@ class McpClient:
             elif exc.problem.startswith("no message from the server"):
                 failure = _Idle()
             else:
-                failure = _Lost(exc.problem, sent=exc.sent, session_lost=exc.session_lost)
+                failure = _Lost(
+                    exc.problem, sent=exc.sent, session_lost=exc.session_lost, auth=exc.auth
+                )
             waiter.close(exc.problem, failure)
             return
         except Exception as exc:  # a bug must not leave the waiter waiting forever
@@ -758,7 +798,9 @@ class McpClient:
                     raise _Cancelled() from None
                 if exc.problem.startswith("no message from the server"):
                     raise _Idle() from None
-                raise _Lost(exc.problem, sent=exc.sent, session_lost=exc.session_lost) from None
+                raise _Lost(
+                    exc.problem, sent=exc.sent, session_lost=exc.session_lost, auth=exc.auth
+                ) from None
             self._route(connection, message, waiter)
         return waiter.events.popleft()
 
@@ -975,6 +1017,8 @@ class McpClient:
                 ) from None
             except _Lost as lost:
                 self._lose(connection, lost)
+                if lost.auth:  # OAuth asked once already: never again for this request
+                    raise McpError(self.name, f"{method} failed: {_auth_problem(lost)}") from None
                 if attempt == 0 and (lost.session_lost or not lost.sent):
                     continue
                 raise McpError(self.name, f"{method} failed: {lost.problem}") from None
@@ -985,7 +1029,7 @@ class McpClient:
         if connection.is_stdio:
             if connection.transport is not None and not connection.transport.is_alive:  # type: ignore[union-attr]
                 self._drop(connection, lost.problem)
-        elif lost.session_lost or not lost.sent:
+        elif (lost.session_lost or not lost.sent) and not lost.auth:
             self._on_lost(connection, lost.problem)
 
     def list_tools(self) -> list[dict[str, Any]]:
@@ -1242,7 +1286,7 @@ class McpClient:
                 with self._lock:
                     connection.calls.pop(outgoing.id, None)
                 self._lose(connection, lost)
-                if attempt == 0 and (lost.session_lost or not lost.sent):
+                if attempt == 0 and (lost.session_lost or not lost.sent) and not lost.auth:
                     continue
                 return self._lost_result(name, lost)
             result = self._drive(connection, waiter, name, token, progress)
@@ -1330,6 +1374,10 @@ class McpClient:
             _log.exception("a progress reporter failed")
 
     def _lost_result(self, name: str, lost: _Lost) -> ToolResult:
+        if isinstance(lost.auth, Request):  # a sign-in: a question like any other
+            return ToolResult.pending(lost.auth)
+        if lost.auth:
+            return ToolResult(f"{name}: MCP server {self.name}: {lost.problem}", True)
         ran = " (the call may or may not have run)" if lost.sent else ""
         return ToolResult(
             f"{name}: the connection to MCP server {self.name} failed: {lost.problem}{ran}; the "
@@ -1417,6 +1465,12 @@ class McpClient:
     ) -> ToolResult:
         from ._suspension import elicit_result
 
+        flow = self._http.auth if self._http is not None else None
+        if flow is not None and flow.owns(answer.id):  # the answer to a sign-in
+            problem = flow.complete(answer)
+            if problem is not None:
+                return ToolResult(f"{name}: {problem}", True)
+            return self._start_call(name, arguments, token, progress, headers, None)
         if answer.id.startswith(_STATE_PREFIX):
             state = _open_state(answer.id)
             if state is None or state.get("t") != name:
@@ -1583,6 +1637,17 @@ class _RemoteTool:
 
     def __repr__(self) -> str:
         return f"<remote tool {self.remote!r} on MCP server {self.client.name!r}>"
+
+
+def _auth_problem(lost: _Lost) -> str:
+    """What a failed sign-in says at connect time (where nothing can be handed back)."""
+    request = lost.auth
+    if isinstance(request, Request):
+        return (
+            f"it needs a sign-in at {request.url}; give OAuth(ask=...) a function that shows "
+            "the user that URL and returns the redirect (the command line does so)"
+        )
+    return lost.problem
 
 
 def _defaults(schema: Any) -> dict[str, Any]:

@@ -18,10 +18,14 @@ import http.client
 import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from . import _codec as codec
+
+if TYPE_CHECKING:
+    from .._suspension import Request
+    from ._oauth import Attempt, OAuthFlow
 
 __all__ = ["HttpExchange", "HttpTransport"]
 
@@ -33,14 +37,23 @@ _IDLE_CONNECTIONS = 8
 class _TransportError(Exception):
     """The HTTP exchange failed: ``problem`` says how; ``session_lost`` when the server
     no longer knows the session (404 on a session id), ``sent`` when the request may have
-    reached the server. The client turns it into an error result or an :class:`McpError`
-    that names the server."""
+    reached the server; ``auth`` when OAuth cannot get a token the server takes (a
+    :class:`~toolnexus.Request` when a sign-in is needed and nobody was there to ask). The
+    client turns it into an error result or an :class:`McpError` that names the server."""
 
-    def __init__(self, problem: str, *, session_lost: bool = False, sent: bool = True) -> None:
+    def __init__(
+        self,
+        problem: str,
+        *,
+        session_lost: bool = False,
+        sent: bool = True,
+        auth: bool | Request = False,
+    ) -> None:
         super().__init__(problem)
         self.problem = problem
         self.session_lost = session_lost
         self.sent = sent
+        self.auth = auth
 
 
 class _OneWrite:
@@ -94,6 +107,7 @@ class HttpTransport:
         *,
         connect_timeout: float,
         max_message_bytes: int,
+        auth: OAuthFlow | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -111,6 +125,7 @@ class HttpTransport:
         self._connect_timeout = connect_timeout
         self.max_message_bytes = max_message_bytes
         self.session_id: str | None = None
+        self.auth = auth  # OAuth: a token on every request, a new one after a 401
         self._idle: list[_Connection] = []
         self._lock = threading.Lock()
         self._live: set[HttpExchange] = set()
@@ -142,6 +157,10 @@ class HttpTransport:
         }
         if self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
+        if self.auth is not None:
+            authorization = self.auth.header()
+            if authorization is not None:
+                headers["Authorization"] = authorization
         return headers
 
     def _send(
@@ -190,7 +209,65 @@ class HttpTransport:
         headers: Mapping[str, str],
         read_timeout: float | None,
     ) -> tuple[_Connection, http.client.HTTPResponse]:
-        """Send one HTTP request and read its response's head."""
+        """Send one HTTP request and read its response's head (with OAuth, the answer to
+        the request sent again with a usable token, after a 401)."""
+        connection, response = self._round_trip(method, body, headers, read_timeout)
+        if self.auth is not None and response.status in (401, 403):
+            return self._authorized(
+                connection, response, method, body, dict(headers), read_timeout, None
+            )
+        return connection, response
+
+    def _authorized(
+        self,
+        connection: _Connection,
+        response: http.client.HTTPResponse,
+        method: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        read_timeout: float | None,
+        attempt: Attempt | None,
+    ) -> tuple[_Connection, http.client.HTTPResponse]:
+        """``response`` (a 401 or 403), or — when OAuth gets a token the server should
+        take — the answer to the request sent again with it (``headers`` updated). Raises
+        :class:`_TransportError` (``auth`` set) when no token will do."""
+        from ._oauth import Attempt
+
+        auth = self.auth
+        attempt = attempt if attempt is not None else Attempt()
+        while auth is not None and response.status in (401, 403):
+            outcome = auth.challenged(
+                response.status,
+                response.getheader("WWW-Authenticate"),
+                headers.get("Authorization"),
+                attempt,
+            )
+            if outcome is False:
+                break
+            with contextlib.suppress(OSError, http.client.HTTPException):
+                response.read(65536)
+            if response.will_close or not response.isclosed():
+                connection.close()
+            else:
+                self._release(connection)
+            if outcome is True:
+                authorization = auth.header()
+                if authorization is not None:
+                    headers["Authorization"] = authorization
+                connection, response = self._round_trip(method, body, headers, read_timeout)
+                continue
+            if isinstance(outcome, str):
+                raise _TransportError(outcome, sent=False, auth=True)
+            raise _TransportError(outcome.prompt, sent=False, auth=outcome)
+        return connection, response
+
+    def _round_trip(
+        self,
+        method: str,
+        body: bytes | None,
+        headers: Mapping[str, str],
+        read_timeout: float | None,
+    ) -> tuple[_Connection, http.client.HTTPResponse]:
         connection, reused = self._send(method, body, headers, read_timeout)
         try:
             return connection, connection.getresponse()
@@ -398,6 +475,18 @@ class HttpExchange:
                 self._method, self._body, self._headers, self._read_timeout, fresh=True
             )
             self._response = self._connection.getresponse()
+        transport = self._transport
+        if transport.auth is not None and self._response.status in (401, 403):
+            assert self._connection is not None
+            self._connection, self._response = transport._authorized(
+                self._connection,
+                self._response,
+                self._method,
+                self._body,
+                self._headers,
+                self._read_timeout,
+                None,
+            )
         return self._response
 
     def _read_body(self, response: http.client.HTTPResponse) -> bytes:

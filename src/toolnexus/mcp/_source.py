@@ -10,6 +10,7 @@ breaks the others: its status says ``failed`` and why.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from .._toolkit import Toolkit
     from .._tools import Tool
     from ._client import McpClient
+    from ._oauth import OAuth
 
 __all__ = ["McpServerStatus", "McpSource", "load_mcp_json"]
 
@@ -50,8 +52,18 @@ _KNOWN_KEYS = frozenset(
         "prefix",
         "description",
         "envFile",
+        "auth",
     }
 )
+# An "auth" object's keys, and the OAuth field each sets.
+_OAUTH_KEYS = {
+    "clientId": "client_id",
+    "clientSecret": "client_secret",
+    "scopes": "scopes",
+    "redirectUri": "redirect_uri",
+    "clientMetadataUrl": "client_metadata_url",
+    "tokenEndpointAuthMethod": "token_endpoint_auth_method",
+}
 
 
 @dataclass(frozen=True)
@@ -102,8 +114,12 @@ class McpSource:
     ``url`` (+ ``headers``) for Streamable HTTP; ``type`` (``stdio``, ``http``,
     ``streamable-http``); ``disabled: true`` / ``enabled: false``; ``timeout`` (ms, each
     phase of connecting); ``includeTools`` / ``excludeTools`` (the server's tool names);
-    ``prefix``. ``${NAME}`` (or ``${env:NAME}``) in ``args``, ``env``, ``cwd``, ``url`` and
-    ``headers`` is read from the environment; header values are never logged.
+    ``prefix``; ``auth``: ``"oauth"`` to sign in with OAuth 2.1 (or ``{"type": "oauth",
+    "clientId": …, "clientSecret": …, "scopes": […], "redirectUri": …,
+    "clientMetadataUrl": …}``), on the ``oauth`` settings given here (where tokens live,
+    who asks the user). ``${NAME}`` (or ``${env:NAME}``) in ``args``, ``env``, ``cwd``,
+    ``url``, ``headers`` and ``auth`` is read from the environment; header values and
+    secrets are never logged.
 
     Raises ``ValueError``/``TypeError`` naming the place for a file that is not such a
     configuration (``servers.db.args: must be a list of strings``); a server that merely
@@ -129,6 +145,7 @@ class McpSource:
         idle_timeout_ms: int | None = None,
         elicitation: bool = True,
         client_name: str = "toolnexus",
+        oauth: OAuth | None = None,
     ) -> None:
         from .._toolkit import Toolkit
 
@@ -148,6 +165,14 @@ class McpSource:
                 ) from None
             except ValueError as exc:
                 raise InvalidValueError(f"{self._where!r} is not JSON: {exc}") from None
+        if oauth is not None:
+            from ._oauth import OAuth
+
+            if not isinstance(oauth, OAuth):
+                raise InvalidTypeError(
+                    f"oauth must be a toolnexus.mcp.OAuth, got {type(oauth).__name__}"
+                )
+        self._oauth = oauth
         self._prefix = dict(prefix or {})
         self._defaults: dict[str, Any] = {
             "timeout_ms": timeout_ms,
@@ -215,6 +240,11 @@ class McpSource:
                 f"{where}: give either command (+ args) for a stdio server or url for an HTTP "
                 "server"
             )
+        if command is not None and "auth" in entry:
+            raise InvalidValueError(
+                f"{where}.auth: OAuth is for an HTTP server (url); a stdio server gets its "
+                "credentials from env"
+            )
         if command is not None:
             _text(command, f"{where}.command")
             options["command"] = command
@@ -226,6 +256,8 @@ class McpSource:
             options["url"] = _text(url, f"{where}.url")
             options["headers"] = _text_map(entry.get("headers", {}), f"{where}.headers")
             options["sse"] = kind == "sse"
+            if "auth" in entry:
+                options["auth"] = _read_auth(entry["auth"], f"{where}.auth")
         timeout = entry.get("timeout")
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0
@@ -281,6 +313,11 @@ class McpSource:
                 )
             expanded = _expand(options, server.name)
             timeout = options["timeout_ms"] or self._defaults["timeout_ms"]
+            auth = None
+            if "auth" in expanded:
+                from ._oauth import OAuth
+
+                auth = dataclasses.replace(self._oauth or OAuth(), **expanded["auth"])
             client = McpClient(
                 expanded.get("command"),
                 expanded.get("args", ()),
@@ -293,6 +330,7 @@ class McpSource:
                 idle_timeout_ms=self._defaults["idle_timeout_ms"],
                 elicitation=self._defaults["elicitation"],
                 client_name=self._defaults["client_name"],
+                auth=auth,
             )
             server.client = client
             prefix = self._prefix.get(server.name, options.get("prefix"))
@@ -433,6 +471,33 @@ def _text_map(value: Any, where: str) -> dict[str, str]:
     return dict(value)
 
 
+def _read_auth(value: Any, where: str) -> dict[str, Any]:
+    """An entry's ``auth``: the OAuth fields it sets (``"oauth"`` alone sets none)."""
+    if value == "oauth":
+        return {}
+    if not isinstance(value, Mapping) or value.get("type") != "oauth":
+        raise InvalidValueError(
+            f'{where}: must be "oauth" or {{"type": "oauth", "clientId": ..., ...}}, got {value!r}'
+        )
+    unknown = sorted(set(value) - set(_OAUTH_KEYS) - {"type"})
+    if unknown:
+        raise InvalidValueError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(_OAUTH_KEYS)}"
+        )
+    fields: dict[str, Any] = {}
+    for key, field in _OAUTH_KEYS.items():
+        if key not in value:
+            continue
+        item = value[key]
+        if key == "scopes":
+            fields[field] = (
+                item.split() if isinstance(item, str) else _texts(item, f"{where}.scopes")
+            )
+        else:
+            fields[field] = _text(item, f"{where}.{key}")
+    return fields
+
+
 def _expand(options: Mapping[str, Any], server: str) -> dict[str, Any]:
     """``options`` with ``${NAME}`` read from the environment. A variable that is not
     set fails the server, naming the variable (never a value)."""
@@ -458,4 +523,12 @@ def _expand(options: Mapping[str, Any], server: str) -> dict[str, Any]:
     for key in ("env", "headers"):
         if key in out:
             out[key] = {name: one(text, f"{key}.{name}") for name, text in out[key].items()}
+    if "auth" in out:
+        auth: dict[str, Any] = {}
+        for field, value in out["auth"].items():
+            if isinstance(value, list):  # scopes: a variable may hold several
+                auth[field] = [s for item in value for s in one(item, f"auth.{field}").split()]
+            else:
+                auth[field] = one(value, f"auth.{field}")
+        out["auth"] = auth
     return out

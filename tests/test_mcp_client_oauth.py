@@ -1,0 +1,357 @@
+"""The MCP client as an OAuth 2.1 client (``toolnexus.mcp._oauth``) against our own
+protected server and a test authorization server (opaque tokens: no extra needed):
+sign-in in both eras, step-up, refresh under 50 concurrent calls (exactly one), a revoked
+refresh token (one new sign-in, not a loop), a server that keeps answering 401, sign-ins
+handed back pending, token stores, ``mcp.json``, and secrets kept out of the log."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import os
+import stat
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from oauth_server import AuthServer
+from test_mcp_auth import TOOLKIT
+from toolnexus import Answer, Host, McpError, Request, Toolkit
+from toolnexus.mcp import (
+    FileTokenStore,
+    HttpServer,
+    McpClient,
+    McpSource,
+    MemoryTokenStore,
+    OAuth,
+    ProtectedResource,
+    ServerOptions,
+)
+
+REDIRECT = "http://127.0.0.1:9/callback"  # the user (Browser) reads the redirect; nothing listens
+ERAS = ["2026-07-28", "2025-11-25"]
+
+
+class Browser:
+    """The user: opens each authorization URL; the test server approves at once."""
+
+    def __init__(self) -> None:
+        self.asked: list[Request] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, request: Request) -> Answer:
+        with self.lock:
+            self.asked.append(request)
+        assert request.kind == "authorization" and request.url is not None
+        parts = urlsplit(request.url)
+        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+        try:
+            connection.request("GET", f"{parts.path}?{parts.query}")
+            response = connection.getresponse()
+            location = response.getheader("Location")
+        finally:
+            connection.close()
+        assert response.status == 302 and location is not None
+        return Answer(request.id, True, {"url": location})
+
+    def scopes(self) -> list[str]:
+        return [parse_qs(urlsplit(r.url or "").query).get("scope", [""])[0] for r in self.asked]
+
+
+def declines(request: Request) -> Answer:
+    return Answer.decline(request)
+
+
+@pytest.fixture
+def auth() -> Iterator[AuthServer]:
+    with AuthServer(tokens="opaque") as running:
+        yield running
+
+
+@pytest.fixture
+def server(auth: AuthServer) -> Iterator[HttpServer]:
+    options = ServerOptions(
+        auth=ProtectedResource(
+            authorization_servers=[auth.issuer],
+            verifier=auth.verify,
+            required_scopes=["mcp"],
+            tool_scopes={"deploy": ["deploy:write"]},
+        ),
+        max_requests=64,
+    )
+    with HttpServer(TOOLKIT, options, port=0) as running:
+        running.start()
+        yield running
+
+
+def client(server: HttpServer, oauth: OAuth, era: str = "2026-07-28") -> McpClient:
+    return McpClient(url=server.url, name="tools", protocol_version=era, auth=oauth)
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_the_client_signs_in_and_the_tool_sees_who_called(
+    server: HttpServer, auth: AuthServer, era: str
+) -> None:
+    browser = Browser()
+    with client(server, OAuth(redirect_uri=REDIRECT, ask=browser), era) as mcp:
+        names = [tool.name for tool in mcp.tools(prefix="")]
+        result = mcp.call_tool("whoami")
+    assert names == ["whoami", "deploy"]
+    assert not result.is_error and result.output.startswith("alice ['mcp'] client-")
+    [asked] = browser.asked
+    query = {k: v[0] for k, v in parse_qs(urlsplit(asked.url or "").query).items()}
+    assert query["scope"] == "mcp"  # the 401's scope
+    assert query["resource"] == server.url  # RFC 8707, as the metadata publishes it
+    assert query["code_challenge_method"] == "S256" and query["redirect_uri"] == REDIRECT
+    [registration] = auth.seen["register"]
+    assert registration["redirect_uris"] == [REDIRECT]
+    assert registration["application_type"] == "native"
+    assert registration["grant_types"] == ["authorization_code", "refresh_token"]
+    [exchange] = auth.seen["token"]
+    assert exchange["grant_type"] == "authorization_code" and exchange["resource"] == server.url
+
+
+def test_a_tool_that_needs_another_scope_is_stepped_up_to_once(
+    server: HttpServer, auth: AuthServer
+) -> None:
+    browser = Browser()
+    with client(server, OAuth(redirect_uri=REDIRECT, ask=browser)) as mcp:
+        first = mcp.call_tool("deploy", {"env": "staging"})
+        second = mcp.call_tool("deploy", {"env": "prod"})
+    assert first.output == "deployed to staging" and second.output == "deployed to prod"
+    assert browser.scopes() == ["mcp", "mcp deploy:write"]  # the union, asked once
+
+
+def test_fifty_concurrent_calls_refresh_a_token_the_server_refuses_exactly_once(
+    server: HttpServer, auth: AuthServer
+) -> None:
+    browser = Browser()
+    with client(server, OAuth(redirect_uri=REDIRECT, ask=browser)) as mcp:
+        assert not mcp.call_tool("whoami").is_error
+        auth.revoke_access_tokens()  # the server now answers 401 to the token held
+        results: list[Any] = [None] * 50
+        start = threading.Barrier(50)
+
+        def call(index: int) -> None:
+            start.wait()
+            results[index] = mcp.call_tool("whoami")
+
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(50)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    assert all(r is not None and not r.is_error for r in results), results
+    assert auth.count("token", "refresh_token") == 1
+    assert len(browser.asked) == 1  # refreshed, never asked again
+
+
+def test_fifty_concurrent_calls_refresh_an_expired_token_exactly_once(
+    server: HttpServer, auth: AuthServer
+) -> None:
+    store = MemoryTokenStore()
+    browser = Browser()
+    with client(server, OAuth(redirect_uri=REDIRECT, ask=browser, token_store=store)) as mcp:
+        assert not mcp.call_tool("whoami").is_error
+    record = store.load(server.url)
+    assert record is not None
+    record["tokens"]["expires_at"] = 0  # expired long ago, as a later run finds it
+    store.save(server.url, record)
+    results: list[Any] = [None] * 50
+    start = threading.Barrier(50)
+    oauth = OAuth(redirect_uri=REDIRECT, ask=browser, token_store=store)
+    with client(server, oauth) as later:
+
+        def call(index: int) -> None:
+            start.wait()
+            results[index] = later.call_tool("whoami")
+
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(50)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    assert all(r is not None and not r.is_error for r in results), results
+    assert auth.count("token", "refresh_token") == 1
+    assert len(browser.asked) == 1
+
+
+def test_a_revoked_refresh_token_asks_for_one_new_sign_in(
+    server: HttpServer, auth: AuthServer
+) -> None:
+    browser = Browser()
+    with client(server, OAuth(redirect_uri=REDIRECT, ask=browser)) as mcp:
+        assert not mcp.call_tool("whoami").is_error
+        auth.revoke_access_tokens()
+        auth.revoke_refresh_tokens()  # the user withdrew the grant
+        result = mcp.call_tool("whoami")
+    assert not result.is_error
+    assert len(browser.asked) == 2  # the first sign-in, and one new one
+    assert auth.count("token", "refresh_token") == 1  # tried once, refused, not again
+
+
+def test_a_declined_sign_in_is_an_error_not_a_loop(server: HttpServer) -> None:
+    asked: list[Request] = []
+
+    def decline(request: Request) -> Answer:
+        asked.append(request)
+        return Answer.decline(request)
+
+    with (
+        client(server, OAuth(redirect_uri=REDIRECT, ask=decline)) as mcp,
+        pytest.raises(McpError, match="sign-in for MCP server tools was declined"),
+    ):
+        mcp.connect()
+    assert len(asked) == 1
+
+
+def test_a_server_that_keeps_answering_401_fails_after_one_sign_in(auth: AuthServer) -> None:
+    options = ServerOptions(
+        auth=ProtectedResource(authorization_servers=[auth.issuer], verifier=lambda token: None)
+    )
+    browser = Browser()
+    with HttpServer(TOOLKIT, options, port=0) as stubborn:
+        stubborn.start()
+        with (
+            McpClient(url=stubborn.url, auth=OAuth(redirect_uri=REDIRECT, ask=browser)) as mcp,
+            pytest.raises(McpError, match="refused the access token it just authorized"),
+        ):
+            mcp.connect()
+    assert len(browser.asked) == 1
+    assert auth.count("token", "authorization_code") == 1
+
+
+def test_without_ask_a_sign_in_is_a_question_the_host_answers(
+    server: HttpServer, auth: AuthServer
+) -> None:
+    store = MemoryTokenStore()
+    browser = Browser()
+    with client(server, OAuth(redirect_uri=REDIRECT, ask=browser, token_store=store)) as mcp:
+        mcp.connect()  # signed in once, by a client that could ask
+    with client(server, OAuth(redirect_uri=REDIRECT, token_store=store)) as quiet:
+        tools = Toolkit(quiet.tools())
+        auth.revoke_access_tokens()
+        auth.revoke_refresh_tokens()
+        with Host(tools) as host:  # no wait_for: the sign-in comes back pending
+            pending = host.call("tools_whoami", {})
+            request = pending.metadata["pending"]
+            assert request.kind == "authorization" and request.url.startswith(auth.issuer)
+            resumed = host.resume("tools_whoami", {}, pending, browser(request))
+        assert not resumed.is_error and resumed.output.startswith("alice")
+        auth.revoke_access_tokens()
+        auth.revoke_refresh_tokens()
+        with Host(tools, wait_for=browser) as host:  # the loop rule: ask, then retry
+            answered = host.call("tools_whoami", {})
+    assert not answered.is_error and answered.output.startswith("alice")
+    assert len(browser.asked) == 3  # the first sign-in, then one per revocation
+
+
+def test_the_file_store_keeps_the_sign_in_private_for_the_next_run(
+    server: HttpServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "config" / "tokens.json"
+    browser = Browser()
+    for _ in range(2):
+        oauth = OAuth(redirect_uri=REDIRECT, ask=browser, token_store=FileTokenStore(path))
+        with client(server, oauth) as mcp:
+            assert not mcp.call_tool("whoami").is_error
+    assert len(browser.asked) == 1  # the second run used the stored tokens
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    record = json.loads(path.read_text())[server.url]
+    assert set(record) >= {"client", "tokens", "issuer", "token_endpoint"}
+
+
+def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    path.write_text("{}")
+    os.chmod(path, 0o644)
+    with pytest.raises(ValueError, match="chmod 600"):
+        FileTokenStore(path).load("https://x/mcp")
+
+
+def test_no_secret_reaches_the_log(
+    server: HttpServer, auth: AuthServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    store = MemoryTokenStore()
+    browser = Browser()
+    with client(server, OAuth(redirect_uri=REDIRECT, ask=browser, token_store=store)) as mcp:
+        mcp.call_tool("deploy", {"env": "x"})
+        auth.revoke_access_tokens()
+        mcp.call_tool("whoami")  # a refresh
+    record = store.load(server.url)
+    assert record is not None
+    secrets_seen = [record["tokens"]["access_token"], record["tokens"]["refresh_token"]]
+    secrets_seen += [entry["code"] for entry in auth.seen["token"] if "code" in entry]
+    secrets_seen += [entry["code_verifier"] for entry in auth.seen["token"] if "code" in entry]
+    assert "signed in with" in caplog.text and "refreshed the access token" in caplog.text
+    for secret in secrets_seen:
+        assert secret not in caplog.text
+
+
+def test_mcp_json_servers_sign_in_with_oauth(
+    server: HttpServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLS_SCOPES", "mcp")
+    browser = Browser()
+    config = {
+        "mcpServers": {
+            "plain": {"url": server.url, "auth": "oauth"},
+            "scoped": {
+                "url": server.url,
+                "auth": {"type": "oauth", "scopes": "${TOOLS_SCOPES} deploy:write"},
+            },
+        }
+    }
+    template = OAuth(redirect_uri=REDIRECT, ask=browser)
+    with McpSource(config, oauth=template).connect() as source:
+        status = {name: s.status for name, s in source.status().items()}
+        deployed = source.client("scoped").call_tool("deploy", {"env": "x"})
+    assert status == {"plain": "connected", "scoped": "connected"}
+    assert deployed.output == "deployed to x"
+    assert sorted(browser.scopes()) == ["mcp", "mcp deploy:write"]  # no step-up needed
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"command": "x", "auth": "oauth"}, "OAuth is for an HTTP server"),
+        ({"url": "http://x/mcp", "auth": "basic"}, 'must be "oauth"'),
+        ({"url": "http://x/mcp", "auth": {"type": "oauth", "secret": "s"}}, "unknown key"),
+    ],
+)
+def test_a_bad_auth_entry_is_refused_naming_the_place(entry: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        McpSource({"mcpServers": {"s": entry}})
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"client_secret": "s"}, "needs the client_id"),
+        ({"redirect_uri": "callback"}, "absolute URL"),
+        ({"client_metadata_url": "http://example.com/client.json"}, "https URL with a path"),
+        ({"token_endpoint_auth_method": "private_key_jwt"}, "must be one of"),
+        ({"scopes": ["a b"]}, "without spaces"),
+        ({"ask": "yes"}, "must be callable"),
+        ({"token_store": object()}, "load, save and delete"),
+    ],
+)
+def test_bad_oauth_settings_are_refused_naming_the_field(
+    fields: dict[str, Any], message: str
+) -> None:
+    with pytest.raises((ValueError, TypeError), match=message):
+        OAuth(**fields)
+
+
+def test_oauth_is_for_http_and_excludes_an_authorization_header() -> None:
+    with pytest.raises(ValueError, match="give url"):
+        McpClient("python", auth=OAuth())
+    with pytest.raises(ValueError, match="either an Authorization header or auth"):
+        McpClient(url="http://x/mcp", headers={"Authorization": "Bearer x"}, auth=OAuth())
