@@ -1,6 +1,6 @@
 """What the host costs and how well its deadlines hold — measured, not promised.
 
-Run: ``python benchmarks/host_overhead.py [--quick] [--repeat N] [--only 1,3,4,4b,5,6,7]
+Run: ``python benchmarks/host_overhead.py [--quick] [--repeat N] [--only 1,3,4,4b,5,6,7,8]
 [--baseline OLD_CHECKOUT/src]``. ``--repeat`` runs the chosen sections N times; with
 ``--baseline`` each section also runs, right after ours, in a child interpreter importing
 toolnexus from the older ``src`` (its tables are printed with a ``|`` margin). A summary
@@ -26,21 +26,27 @@ Prints these tables:
    p99, for the default host, the old 8-worker setting and a 40-thread
    ``ThreadPoolExecutor`` (the thread count of the anyio-based peers);
 7. the cost of ``import toolnexus; from toolnexus import Host`` (``-X importtime``
-   cumulative, fresh interpreters) against ``import dataclasses, threading, json``.
+   cumulative, fresh interpreters) against ``import dataclasses, threading, json``;
+8. the memory a parked call holds (``tracemalloc``, a thousand at once, after a garbage
+   collection) against a parked asyncio task: calls awaited with ``acall`` whose async
+   tool waits, one suspended on a question (an async ``wait_for`` waiting for its
+   answer), and calls queued for a busy worker (``Host.submit``; a worker's own thread
+   stack is not counted).
 
 Targets on the reference machine (2 cores): a sync host call at most 1.5x the bare round
 trip; cancel-to-result under 5 ms for a tool that honours its token (one that ignores it is
 answered after ``cancel_grace_ms``, 20 ms by default); timeout lateness at most 20 ms at p99,
 also with both cores busy; acall with a deadline at most 1.5x ``asyncio.wait_for``; at least
 2,800 calls/s in table 6 with the default settings; importing ``Host`` at most 1.5x the
-baseline. Nothing here asserts: other engineers share the machine, so read the numbers with
-the load they were taken under.
+baseline; a parked call at most 3 KiB. Nothing here asserts: other engineers share the
+machine, so read the numbers with the load they were taken under.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gc
 import json
 import logging
 import os
@@ -50,12 +56,21 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from toolnexus import CancellationTokenSource, ToolContext, Toolkit, tool
+from toolnexus import (
+    Answer,
+    CancellationTokenSource,
+    Request,
+    ToolContext,
+    Toolkit,
+    ToolResult,
+    tool,
+)
 from toolnexus._host import Host
 
 logging.getLogger("toolnexus").setLevel(logging.ERROR)  # abandoned workers are expected here
@@ -593,6 +608,129 @@ def import_cost() -> dict[str, float]:
     return {"7. import Host x dataclasses+threading+json (<= 1.5)": host_import / base}
 
 
+# --------------------------------------------------------------------------- 8
+
+
+def parked_memory() -> dict[str, float]:
+    count = 500 if QUICK else 2000
+
+    async def measure(start: Callable[[], Any], gate: asyncio.Event) -> float:
+        """Bytes held per parked call: ``count`` of them started, then a collection."""
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        tasks = [asyncio.ensure_future(start()) for _ in range(count)]
+        for _ in range(5):  # every task reaches its first await
+            await asyncio.sleep(0)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+        gate.set()
+        await asyncio.gather(*tasks)
+        gate.clear()
+        return held / count
+
+    async def main() -> dict[str, list[float]]:
+        gate = asyncio.Event()
+
+        @tool
+        async def park() -> str:
+            """Waits for the gate."""
+            await gate.wait()
+            return "ok"
+
+        @tool
+        async def park_ctx(ctx: ToolContext) -> str:
+            """Waits for the gate; takes a context."""
+            await gate.wait()
+            return "ok"
+
+        @tool
+        def asks(ctx: ToolContext) -> ToolResult:
+            """Asks a question first."""
+            if ctx.answer is None:
+                return ToolResult.pending(Request("approval", "Go on?"))
+            return ToolResult.ok("went on")
+
+        async def answer(request: Request) -> Answer:
+            await gate.wait()
+            return Answer.accept(request)
+
+        async def bare() -> None:
+            await gate.wait()
+
+        host = Host(Toolkit([park, park_ctx, asks]), wait_for=answer)
+        source = CancellationTokenSource()
+
+        def progress(done: float, total: float | None, message: str | None) -> None:
+            return None
+
+        shapes: dict[str, Callable[[], Any]] = {
+            "a parked asyncio task (the baseline)": bare,
+            "await acall(async tool)": lambda: host.acall("park", {}),
+            "await acall(async tool, timeout_ms)": lambda: host.acall(
+                "park", {}, timeout_ms=60_000
+            ),
+            "... a tool taking ctx; timeout_ms, token, progress": lambda: host.acall(
+                "park_ctx",
+                {},
+                timeout_ms=60_000,
+                cancellation_token=source.token,
+                progress=progress,
+            ),
+            "suspended on a question (async wait_for waits)": lambda: host.acall("asks", {}),
+        }
+        await host.acall("park", {}, timeout_ms=60_000)  # warm up: lazy imports, the timer
+        samples: dict[str, list[float]] = {name: [] for name in shapes}
+        for _ in range(3):
+            for name, start in shapes.items():
+                samples[name].append(await measure(start, gate))
+        host.close()
+        return samples
+
+    samples = asyncio.run(main())
+
+    release = threading.Event()
+
+    @tool
+    def block() -> str:
+        """Holds the only worker."""
+        release.wait(60)
+        return "done"
+
+    with Host(Toolkit([block, add]), max_workers=1) as host:
+        blocker = host.submit("block", {})
+        queued: list[float] = []
+        for _ in range(3):
+            gc.collect()
+            tracemalloc.start()
+            before = tracemalloc.get_traced_memory()[0]
+            calls = [host.submit("add", ARGS) for _ in range(count)]
+            gc.collect()
+            queued.append((tracemalloc.get_traced_memory()[0] - before) / count)
+            tracemalloc.stop()
+            for call in calls:
+                call.cancel()
+        release.set()
+        blocker.result(timeout=10)
+    samples["Host.submit, queued for a busy worker"] = queued
+
+    base = statistics.median(samples["a parked asyncio task (the baseline)"])
+    rows = [("parked call", "bytes", "x parked task", "bytes over the task")]
+    for name, values in samples.items():
+        value = statistics.median(values)
+        rows.append((name, f"{value:.0f}", f"{value / base:.2f}", f"{value - base:.0f}"))
+    table(f"8. memory held per parked call, {count} at once (target <= 3 KiB)", rows)
+    figure = statistics.median
+    return {
+        "8. bytes, await acall(async tool) parked": figure(samples["await acall(async tool)"]),
+        "8. bytes, acall suspended on a question": figure(
+            samples["suspended on a question (async wait_for waits)"]
+        ),
+        "8. bytes, Host.submit queued": figure(samples["Host.submit, queued for a busy worker"]),
+    }
+
+
 # --------------------------------------------------------------------------- the run
 
 
@@ -609,6 +747,7 @@ SECTIONS: dict[str, Callable[[], dict[str, float]]] = {
     "5": acall_against_wait_for,
     "6": concurrency,
     "7": import_cost,
+    "8": parked_memory,
 }
 
 

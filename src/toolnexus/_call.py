@@ -216,6 +216,35 @@ def _cancel_at_exit() -> None:
             time.sleep(0.005)
 
 
+class _Rounds:
+    """A call's loop-rule state, made only when it is needed (a resume, or the first
+    suspension): most calls never ask, so they do not carry it."""
+
+    __slots__ = ("answer", "asked", "question", "request", "round")
+
+    def __init__(self) -> None:
+        self.request: Request | None = None  # the request the call last suspended on
+        self.answer: Answer | None = None  # the answer the next attempt gets in ctx.answer
+        self.round: int | None = None  # a resume: the round of the answer it was given
+        self.asked = 0  # answers taken through wait_for
+        self.question: _Question | None = None  # the wait_for running now
+
+
+class _OnAttempt:
+    """A timer's action on one attempt of a call: ``method(call, attempt)``. A third the
+    size of a closure or a ``functools.partial``, for every call with a deadline armed."""
+
+    __slots__ = ("attempt", "call", "method")
+
+    def __init__(self, method: Callable[[Call, int], None], call: Call, attempt: int) -> None:
+        self.method = method
+        self.call = call
+        self.attempt = attempt
+
+    def __call__(self) -> None:
+        self.method(self.call, self.attempt)
+
+
 class Progress:
     """Wraps a caller's progress reporter: a failing reporter never breaks the tool, and
     reports from a call that already returned (an abandoned tool) are dropped."""
@@ -264,9 +293,7 @@ class Call(metaclass=_NoPublicConstructor):
     """
 
     __slots__ = (
-        "_answer",
         "_args",
-        "_asked",
         "_attempt",
         "_budget",
         "_callbacks",
@@ -285,13 +312,11 @@ class Call(metaclass=_NoPublicConstructor):
         "_owner_future",
         "_owner_thread",
         "_progress",
-        "_question",
         "_raw_args",
         "_reason",
         "_registration",
-        "_request",
         "_result",
-        "_round",
+        "_rounds",
         "_rt",
         "_runner",
         "_scope",
@@ -336,11 +361,7 @@ class Call(metaclass=_NoPublicConstructor):
         self._launched = False
         self._scope: CancellationTokenSource | None = None
         self._registration: Any = None
-        self._question: _Question | None = None
-        self._request: Request | None = None
-        self._answer: Answer | None = None
-        self._round: int | None = None  # a resume: the round of the answer it was given
-        self._asked = 0  # answers taken through wait_for
+        self._rounds: _Rounds | None = None  # made by a resume or the first suspension
         self._raw_args: Any = None
         self._attempt = 0
         self._progress: Progress | None = None
@@ -486,9 +507,11 @@ class Call(metaclass=_NoPublicConstructor):
         self._tool = tool
         self._args = args
         self._raw_args = raw_args
-        self._round = round
         self._budget = budget
-        self._answer = answer
+        if answer is not None:
+            rounds = self._rounds = _Rounds()
+            rounds.answer = answer
+            rounds.round = round
         if progress is not None:
             self._progress = Progress(progress, self._name)
         self._context = contextvars.copy_context()
@@ -499,18 +522,28 @@ class Call(metaclass=_NoPublicConstructor):
 
     def _own(
         self,
-        wake: Callable[[], object],
+        wake: Callable[[], object] | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
         settled: asyncio.Future[None] | None = None,
     ) -> None:
         """Make the caller the owner: ``OWNER`` effects are queued for it and ``wake()``
-        tells it (``Host.call`` blocks on them in :meth:`_wait_owned`; ``Host.acall``
-        drains them on ``loop`` and awaits ``settled``, resolved once the call is
-        settled)."""
-        self._owner = wake
+        tells it. ``Host.call`` blocks on them in :meth:`_wait_owned`; ``Host.acall``
+        passes its running ``loop`` (the wake drains them there) and awaits ``settled``,
+        resolved once the call is settled."""
+        self._owner = wake if wake is not None else self._wake_loop
         self._owner_thread = threading.get_ident()
         self._loop = loop
         self._owner_future = settled
+
+    def _wake_loop(self) -> None:
+        """The wake of an owner that is an event loop: drain the queued effects there."""
+        loop = self._loop
+        assert loop is not None
+        if threading.get_ident() == self._owner_thread:
+            loop.call_soon(self._drain)
+            return
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            loop.call_soon_threadsafe(self._drain)
 
     def _start(self, inline: bool = False) -> None:
         """Start a call made with ``Host._prepare_call``: queued for a worker, or with
@@ -613,7 +646,9 @@ class Call(metaclass=_NoPublicConstructor):
                 self._deadline = time.monotonic() + budget / 1000
                 try:
                     self._timer = _timers.schedule(
-                        self._deadline, self._deadline_passed(self._attempt), quick=True
+                        self._deadline,
+                        _OnAttempt(Call._deadline_passed, self, self._attempt),
+                        quick=True,
                     )
                 except _timers.TimerStartError:  # never raise through the host: answer it
                     failed = self._done_locked(
@@ -636,7 +671,7 @@ class Call(metaclass=_NoPublicConstructor):
                     ToolContext(
                         budget,
                         scope.token,
-                        self._answer,
+                        None if self._rounds is None else self._rounds.answer,
                         self._progress,
                         principal=self._principal(),
                     )
@@ -756,56 +791,65 @@ class Call(metaclass=_NoPublicConstructor):
         request = ToolResult.pending_of(result) if result.is_error else None
         if request is None:
             return self._done_locked(result, "error" if result.is_error else "ok")
-        self._request = request
+        rounds = self._rounds
+        if rounds is None:
+            rounds = self._rounds = _Rounds()
+        rounds.request = request
         rt = self._rt
-        if self._round is not None or rt.wait_for is None:
+        if rounds.round is not None or rt.wait_for is None:
             # Loop rule 2: hand the question back bound to this call (or unresolved).
             result = rt.binder.hand_back(
-                self._name, self._raw_args, result, self._round or 0, rt.max_rounds
+                self._name, self._raw_args, result, rounds.round or 0, rt.max_rounds
             )
             return self._done_locked(result, "pending" if result.is_pending else "error")
-        if not loop_rule.may_ask_again(self._asked, rt.max_rounds):
+        if not loop_rule.may_ask_again(rounds.asked, rt.max_rounds):
             return self._done_locked(loop_rule.unresolved(result), "error")
-        self._asked += 1
+        rounds.asked += 1
         self._state = ASKING
+        # The attempt is over: its token and context go now, not when the call ends.
+        scope, self._scope, self._ctx = self._scope, None, None
+        if scope is not None:
+            scope.close()
         return [ASK]
 
     # ------------------------------------------------------------------ timers (quick)
 
-    def _deadline_passed(self, attempt: int) -> Callable[[], None]:
-        def fire() -> None:
-            with self._lock:
-                if self._attempt != attempt:
-                    return
-                state = self._state
-                if state == QUEUED:
-                    self._reason = "deadline"
-                    effects = self._done_locked(
-                        _timeout_result(self._budget, _NEVER_STARTED, self._name), "timeout"
-                    )
-                elif state == RUNNING:
-                    self._reason = "deadline"
-                    self._state = GRACE
-                    assert self._deadline is not None
-                    self._timer = _timers.schedule(
-                        self._deadline + self._rt.grace, self._grace_ended(attempt), quick=True
-                    )
-                    effects = [CANCEL_TOOL]
-                else:
-                    return
-            self._carry_out(effects, from_timer=True)
+    # Timer actions (quick): each is given the attempt it was armed for, and does nothing
+    # for another one (a retry started meanwhile).
 
-        return fire
+    def _deadline_passed(self, attempt: int) -> None:
+        """The attempt's deadline passed: a call still queued never starts; a running one
+        has its tool's token cancelled and gets the grace period."""
+        with self._lock:
+            if self._attempt != attempt:
+                return
+            state = self._state
+            if state == QUEUED:
+                self._reason = "deadline"
+                effects = self._done_locked(
+                    _timeout_result(self._budget, _NEVER_STARTED, self._name), "timeout"
+                )
+            elif state == RUNNING:
+                self._reason = "deadline"
+                self._state = GRACE
+                assert self._deadline is not None
+                self._timer = _timers.schedule(
+                    self._deadline + self._rt.grace,
+                    _OnAttempt(Call._grace_ended, self, attempt),
+                    quick=True,
+                )
+                effects = [CANCEL_TOOL]
+            else:
+                return
+        self._carry_out(effects, from_timer=True)
 
-    def _grace_ended(self, attempt: int) -> Callable[[], None]:
-        def fire() -> None:
-            with self._lock:
-                if self._attempt != attempt or self._state not in (GRACE, CANCELLING):
-                    return
-                effects = self._abandon_locked()
-            self._carry_out(effects, from_timer=True)
-
-        return fire
+    def _grace_ended(self, attempt: int) -> None:
+        """The grace after a deadline or a cancel ended with the tool still running."""
+        with self._lock:
+            if self._attempt != attempt or self._state not in (GRACE, CANCELLING):
+                return
+            effects = self._abandon_locked()
+        self._carry_out(effects, from_timer=True)
 
     def _abandon_locked(self) -> list[int]:
         """The tool is still running after its grace: answer without it."""
@@ -857,7 +901,7 @@ class Call(metaclass=_NoPublicConstructor):
                     try:
                         self._timer = _timers.schedule(
                             time.monotonic() + grace,
-                            self._grace_ended(self._attempt),
+                            _OnAttempt(Call._grace_ended, self, self._attempt),
                             quick=True,
                         )
                     except _timers.TimerStartError:  # nothing could end the grace: none
@@ -896,20 +940,18 @@ class Call(metaclass=_NoPublicConstructor):
             try:
                 _timers.schedule(
                     time.monotonic() + grace,
-                    self._abandon_if_inside(self._attempt, self._worker),
+                    functools.partial(Call._abandon_if_inside, self, self._attempt, self._worker),
                     quick=True,
                 )
             except _timers.TimerStartError:  # no timer to look later: count it stuck now
                 self._rt.pool.abandon(self._worker)
         return self._done_locked(ToolResult.error(_cancel_text(self._reason)), "cancelled")
 
-    def _abandon_if_inside(self, attempt: int, worker: Worker) -> Callable[[], None]:
-        def fire() -> None:
-            with self._lock:
-                if self._inside and self._attempt == attempt:
-                    self._rt.pool.abandon(worker)
-
-        return fire
+    def _abandon_if_inside(self, attempt: int, worker: Worker) -> None:
+        """A cancel's grace ended: a tool still inside holds its worker, counted stuck."""
+        with self._lock:
+            if self._inside and self._attempt == attempt:
+                self._rt.pool.abandon(worker)
 
     def _cancel_tool(self) -> None:
         """Cancel the running attempt's token (its callbacks run here) and its task."""
@@ -950,22 +992,22 @@ class Call(metaclass=_NoPublicConstructor):
     def _ask(self) -> None:
         """Loop rule 1: ask ``wait_for`` off the tool workers, with its own budget."""
         rt = self._rt
-        request = self._request
-        assert request is not None
-        if request.is_expired():
+        rounds = self._rounds
+        assert rounds is not None and rounds.request is not None
+        if rounds.request.is_expired():
             self._answered(loop_rule.Refused("expired"), None)
             return
-        question = _Question(self, request)
+        question = _Question(self, rounds.request)
         unbounded = False
         with self._lock:
             if self._state != ASKING:
                 return
-            self._question = question
+            rounds.question = question
             if rt.question_ms is not None:
                 try:
                     self._timer = _timers.schedule(
                         time.monotonic() + rt.question_ms / 1000,
-                        self._question_expired(question),
+                        functools.partial(Call._question_expired, self, question),
                         quick=True,
                     )
                 except _timers.TimerStartError:
@@ -983,50 +1025,47 @@ class Call(metaclass=_NoPublicConstructor):
         if problem is not None:
             self._answered(loop_rule.Refused(problem), question)
 
-    def _question_expired(self, question: _Question) -> Callable[[], None]:
-        def fire() -> None:
-            with self._lock:
-                if self._question is not question or self._state != ASKING:
-                    return
-                self._rt.questions.abandon(question.worker)
-                assert self._request is not None
-                effects = self._done_locked(loop_rule.declined(self._request, "expired"), "error")
-                effects.append(DROP_QUESTION)
-            _log.warning(
-                "toolnexus host: wait_for gave no answer to %r within %s ms; treated as declined",
-                question.request.id,
-                self._rt.question_ms,
-            )
-            self._carry_out(effects, from_timer=True)
-
-        return fire
+    def _question_expired(self, question: _Question) -> None:
+        """The question's budget passed (a quick timer action)."""
+        rounds = self._rounds
+        assert rounds is not None and rounds.request is not None
+        with self._lock:
+            if rounds.question is not question or self._state != ASKING:
+                return
+            self._rt.questions.abandon(question.worker)
+            effects = self._done_locked(loop_rule.declined(rounds.request, "expired"), "error")
+            effects.append(DROP_QUESTION)
+        _log.warning(
+            "toolnexus host: wait_for gave no answer to %r within %s ms; treated as declined",
+            question.request.id,
+            self._rt.question_ms,
+        )
+        self._carry_out(effects, from_timer=True)
 
     def _drop_question(self) -> None:
-        question = self._question
+        question = self._rounds.question if self._rounds is not None else None
         if question is not None:
             question.drop()
 
     def _answered(self, answer: object, question: _Question | None) -> None:
         """``wait_for`` answered (or could not): retry with the answer, or settle."""
-        request = self._request
-        assert request is not None
-        checked = loop_rule.check_answer(request, answer)
+        rounds = self._rounds
+        assert rounds is not None and rounds.request is not None
+        checked = loop_rule.check_answer(rounds.request, answer)
         with self._lock:
-            if self._state != ASKING or (question is not None and self._question is not question):
+            if self._state != ASKING or (question is not None and rounds.question is not question):
                 return  # cancelled or expired meanwhile
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
-            self._question = None
+            rounds.question = None
             if isinstance(checked, ToolResult):
                 effects = self._done_locked(checked, "error")
             else:
                 # The retry: same tool, same arguments, the answer, a fresh tool budget.
-                self._answer = checked
+                rounds.answer = checked
                 self._attempt += 1
                 self._state = QUEUED
-                if self._scope is not None:
-                    self._scope.close()
                 effects = [START]
         self._carry_out(effects)
 
@@ -1057,7 +1096,7 @@ class Call(metaclass=_NoPublicConstructor):
         if self._progress is not None:
             self._progress.live = False
         if rt.emit is not None:
-            request = self._request
+            request = self._rounds.request if self._rounds is not None else None
             rt.emit(
                 self._name,
                 self._start_time,
@@ -1166,15 +1205,16 @@ class _Question:
     def __init__(self, call: Call, request: Request) -> None:
         self.call = call
         self.request = request
-        self.source = CancellationTokenSource()
         self.worker: Worker | None = None
+        # Only an awaitable wait_for run on a question thread needs a token to stop it.
+        self.source: CancellationTokenSource | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.task: asyncio.Future[Any] | None = None
 
     def run(self) -> None:
         call = self.call
         with call._lock:
-            if call._question is not self:
+            if call._rounds is None or call._rounds.question is not self:
                 return  # dropped while queued
             self.worker = current_worker()
         wait_for = call._rt.wait_for
@@ -1185,7 +1225,11 @@ class _Question:
                 from . import _aio
 
                 awaitable = value
-                value = _aio.run_blocking(lambda: _aio.drive(awaitable, self.source.token))
+                with call._lock:
+                    source = self.source = CancellationTokenSource()
+                    if call._state != ASKING:  # dropped meanwhile
+                        source.cancel()
+                value = _aio.run_blocking(lambda: _aio.drive(awaitable, source.token))
                 if value is _aio.CANCELLED:
                     value = loop_rule.Refused("cancelled")
         except BaseException:  # a question that fails is a declined answer, never a crash
@@ -1202,8 +1246,10 @@ class _Question:
             _log.exception("toolnexus host: wait_for raised; treated as declined")
             self.call._answered(loop_rule.Refused("raised"), self)
             return
+        import asyncio
+
         self.loop = loop
-        self.task = task = loop.create_task(_awaited(awaitable))
+        self.task = task = asyncio.ensure_future(awaitable, loop=loop)
         task.add_done_callback(self._task_done)
 
     def _task_done(self, task: asyncio.Future[Any]) -> None:
@@ -1219,14 +1265,11 @@ class _Question:
     def drop(self) -> None:
         """Stop the question, from any thread: its token is cancelled here, its task (if
         any) on its loop."""
-        self.source.cancel()
+        if self.source is not None:
+            self.source.cancel()
         if self.task is not None and self.loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to stop
                 self.loop.call_soon_threadsafe(self.task.cancel)
-
-
-async def _awaited(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
 
 
 async def _on_loop(call: Call, awaitable: Awaitable[Any]) -> None:

@@ -28,9 +28,7 @@ caller's thread, a worker, or the dispatcher — never on the timer thread.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -621,18 +619,9 @@ class Host:
 
         loop = asyncio.get_running_loop()
         settled: asyncio.Future[None] = loop.create_future()
-        loop_thread = threading.get_ident()
-
-        def wake() -> None:
-            if threading.get_ident() == loop_thread:
-                loop.call_soon(call._drain)
-                return
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-                loop.call_soon_threadsafe(call._drain)
-
         # Settling runs on this loop's thread (drained here, or run directly when the loop
         # itself made the transition): either way it resolves the future.
-        call._own(wake, loop, settled)
+        call._own(loop=loop, settled=settled)
         call._start()
         try:
             await settled
