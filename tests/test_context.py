@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import types
 
 import pytest
 
@@ -177,3 +178,27 @@ def test_the_docstring_examples_in_context_run():
     failed, attempted = run_doctests(module)
     assert attempted > 0
     assert failed == 0, "a docstring example failed (see the output above)"
+
+
+def test_remaining_ms_counts_down_from_when_the_context_was_made(monkeypatch):
+    from toolnexus import _context
+
+    now = [100.0]
+    monkeypatch.setattr(_context, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
+    ctx = ToolContext(5000)
+    assert ctx.remaining_ms() == 5000 and ctx.deadline == 105.0
+    now[0] = 101.5
+    assert ctx.remaining_ms() == 3500
+    now[0] = 106.0
+    assert ctx.remaining_ms() == 0  # spent: never negative
+    assert ctx.with_timeout(1000).remaining_ms() == 1000  # a changed copy starts afresh
+    assert ctx.with_timeout(1000).deadline == 107.0
+
+
+def test_without_a_budget_nothing_remains_to_count():
+    assert ToolContext().remaining_ms() is None and ToolContext().deadline is None
+
+
+def test_the_budget_start_does_not_change_equality():
+    first = ToolContext(5000)
+    assert first == ToolContext(5000) and hash(first) == hash(ToolContext(5000))

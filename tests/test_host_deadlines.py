@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import queue
 import threading
 import time
+import types
 
 import pytest
 
@@ -319,3 +321,113 @@ def test_calls_beyond_the_worker_count_queue_and_their_wait_counts_against_the_b
         stubborn.release.set()
         blocker.join(SLACK)
         assert host.call("echo", {"text": "fine"}).output == "fine"
+
+
+# --------------------------------------------------------------------------- the budget left
+
+
+def test_a_tool_reads_what_is_left_of_its_budget_and_the_wait_for_a_worker_is_spent(
+    monkeypatch,
+):
+    from toolnexus import _context
+
+    now = [1000.0]  # the context's clock, moved by hand: the host's deadline is real
+    monkeypatch.setattr(_context, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
+    release = threading.Event()
+    seen: queue.SimpleQueue[tuple[int | None, float | None]] = queue.SimpleQueue()
+
+    @tool
+    def hold() -> str:
+        """Holds the only worker until released."""
+        release.wait(SLACK)
+        return "held"
+
+    @tool
+    def budget(ctx: ToolContext) -> str:
+        """Reports what is left of its budget."""
+        seen.put((ctx.remaining_ms(), ctx.deadline))
+        return "ok"
+
+    with Host(Toolkit([hold, budget]), max_workers=1) as host:
+        blocker = host.submit("hold", {})
+        queued = host.submit("budget", {}, timeout_ms=60_000)
+        now[0] += 20.0  # 20 s pass while it waits for the worker
+        release.set()
+        assert queued.result(timeout=SLACK).output == "ok"
+        assert blocker.result(timeout=SLACK).output == "held"
+    assert seen.get_nowait() == (40_000, 1060.0)
+
+
+# --------------------------------------------------------------------------- async tools in acall
+
+
+class LoopBlocker:
+    """An async tool that blocks its event loop (a sync wait inside an async def)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.returned = threading.Event()
+
+        @tool(name="blocks_its_loop")
+        async def blocks_its_loop() -> str:
+            """Blocks the loop it runs on until released."""
+            self.release.wait(SLACK)
+            self.returned.set()
+            return "late"
+
+        self.tool = blocks_its_loop
+
+
+def test_acall_keeps_its_deadline_for_an_async_tool_that_blocks_its_loop_when_run_on_workers():
+    blocker = LoopBlocker()
+
+    async def main(host: Host) -> ToolResult:
+        return await host.acall("blocks_its_loop", {}, timeout_ms=BUDGET)
+
+    host = Host(Toolkit([blocker.tool]), grace_ms=50, async_tools="workers")
+    try:
+        result = asyncio.run(main(host))
+        assert not blocker.returned.is_set()  # answered while the tool still blocks
+        assert result.output.startswith(f"timed out after {BUDGET} ms")
+    finally:
+        blocker.release.set()
+        host.close()
+
+
+def test_by_default_acall_runs_async_tools_on_its_loop_and_a_blocked_loop_is_reported(
+    monkeypatch, late_returns
+):
+    from toolnexus import _call
+
+    monkeypatch.setattr(_call, "_BLOCKED_LOOP_MS", 0)  # any lateness past the grace
+    blocker = LoopBlocker()
+    abandoned = LogWaiter("ignored its deadline")
+    logging.getLogger("toolnexus").addHandler(abandoned)
+
+    def release_once_abandoned() -> None:
+        abandoned.seen.wait(SLACK)  # the host gave up on the tool: its grace has ended
+        blocker.release.set()
+
+    async def main(host: Host) -> ToolResult:
+        return await host.acall("blocks_its_loop", {}, timeout_ms=BUDGET)
+
+    helper = threading.Thread(target=release_once_abandoned)
+    host = Host(Toolkit([blocker.tool]), grace_ms=50)
+    try:
+        helper.start()
+        result = asyncio.run(main(host))
+        # The loop could not hand over the answer before the tool let go of it.
+        assert blocker.returned.is_set()
+        assert result.output.startswith(f"timed out after {BUDGET} ms")
+        assert any('async_tools="workers"' in message for message in late_returns.messages)
+    finally:
+        blocker.release.set()
+        helper.join(SLACK)
+        logging.getLogger("toolnexus").removeHandler(abandoned)
+        host.close()
+
+
+def test_async_tools_says_which_values_it_takes():
+    expected = r"async_tools must be \"loop\" or \"workers\", got 'threads'"
+    with pytest.raises(ValueError, match=expected):
+        Host(Toolkit([]), async_tools="threads")  # type: ignore[arg-type]

@@ -102,6 +102,7 @@ _WHERE = (
 )
 
 _CALLBACK_FAILED = "toolnexus host: a done callback of the call to %r failed"
+_BLOCKED_LOOP_MS = 100  # a loop this late settling a timeout was blocked, not just busy
 _NO_WORDS = object()  # an async tool ended by cancellation: it said nothing of its own
 
 
@@ -111,6 +112,7 @@ class Runtime:
     __slots__ = (
         "__weakref__",
         "active",
+        "async_on_loop",
         "binder",
         "cancel_grace",
         "closed",
@@ -136,6 +138,7 @@ class Runtime:
         emit: Callable[[str, float, Outcome, str | None], None] | None,
         binder: Binder,
         max_rounds: int,
+        async_on_loop: bool = True,
     ) -> None:
         self.pool = pool
         self.questions = questions
@@ -148,6 +151,7 @@ class Runtime:
         self.emit = emit
         self.binder = binder
         self.max_rounds = max_rounds
+        self.async_on_loop = async_on_loop  # acall runs async tools as tasks on its loop
         self.active: set[Call] = set()
         self.closed = False
         _runtimes.add(self)
@@ -567,7 +571,12 @@ class Call(metaclass=_NoPublicConstructor):
             worker = current_worker()
             if worker is not None and worker.pool is self._rt.pool and self._owner is None:
                 self._runner = INLINE  # a tool calling its own host: no worker to wait for
-            elif self._loop is not None and self._tool is not None and self._tool.is_async:
+            elif (
+                self._loop is not None
+                and self._tool is not None
+                and self._tool.is_async
+                and self._rt.async_on_loop
+            ):
                 self._runner = ON_LOOP
         self._rt.active.add(self)
         if self._state == DONE:  # the caller's token cancelled it while it was set up
@@ -1095,6 +1104,8 @@ class Call(metaclass=_NoPublicConstructor):
             scope.close()
         if self._progress is not None:
             self._progress.live = False
+        if self._runner == ON_LOOP and self._outcome == "timeout":
+            self._report_blocked_loop()
         if rt.emit is not None:
             request = self._rounds.request if self._rounds is not None else None
             rt.emit(
@@ -1130,6 +1141,22 @@ class Call(metaclass=_NoPublicConstructor):
                 self._wakers.append(wake)
                 return
         wake()
+
+    def _report_blocked_loop(self) -> None:
+        """A timeout settled on the owner's loop well after its deadline and grace: the
+        loop was busy meanwhile, most likely in the tool itself. Say what would help."""
+        assert self._deadline is not None
+        late_ms = (time.monotonic() - self._deadline - self._rt.grace) * 1000
+        if late_ms > _BLOCKED_LOOP_MS:
+            _log.warning(
+                "toolnexus host: the timeout of %r reached its caller %.0f ms after the "
+                "deadline and grace: the event loop running it was busy, as it is while an "
+                "async tool blocks it (time.sleep, a sync client, long CPU work). "
+                'Host(..., async_tools="workers") runs async tools on worker threads, '
+                "where their deadline holds",
+                self._name,
+                late_ms,
+            )
 
     def _report_late(self) -> None:
         _log.log(

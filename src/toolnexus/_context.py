@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -71,7 +72,8 @@ class ToolContext:
 
     Attributes:
         timeout_ms: this call's budget in milliseconds; ``None`` means unset (fall back
-            to your own default — never read it as zero).
+            to your own default — never read it as zero). What is left of it:
+            :meth:`remaining_ms`, or :attr:`deadline`.
         cancellation_token: observe it in long work; ``CancellationToken.NONE`` by default.
         answer: present only on a retry after a suspension was resolved.
         progress: where :meth:`report_progress` sends reports; ``None`` when nobody
@@ -95,6 +97,9 @@ class ToolContext:
     progress: ProgressReporter | None = field(default=None, repr=False, compare=False)
     log: LogReporter | None = field(default=None, repr=False, compare=False)
     principal: Principal | None = field(default=None, repr=False)
+    # When the budget started (time.monotonic()): when this context was made. The host
+    # makes a call's context as it arms the call's deadline, so both count from there.
+    _started: float = field(init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
         token = self.cancellation_token
@@ -138,6 +143,46 @@ class ToolContext:
                     "principal must be a toolnexus.Principal or None, got "
                     f"{type(self.principal).__name__}"
                 )
+        object.__setattr__(self, "_started", time.monotonic())
+
+    @property
+    def deadline(self) -> float | None:
+        """When this call's budget runs out, on the ``time.monotonic()`` clock; ``None``
+        when no budget is set. Counted from when the context was made (the host makes it
+        as it arms the call's deadline, so the time a call waited for a worker is already
+        spent); a changed copy (``with_timeout``, ``with_answer``, ``replace``) starts
+        afresh.
+
+        Example::
+
+            >>> import time
+            >>> ctx = ToolContext(5000)
+            >>> 4.0 < ctx.deadline - time.monotonic() <= 5.0
+            True
+            >>> ToolContext().deadline is None
+            True
+        """
+        if self.timeout_ms is None:
+            return None
+        return self._started + self.timeout_ms / 1000
+
+    def remaining_ms(self) -> int | None:
+        """How many milliseconds of this call's budget are left: ``0`` once it has run
+        out, ``None`` when no budget is set (fall back to your own default). A tool that
+        wants to stop in time checks it between steps, or hands it to a client library as
+        its timeout.
+
+        Example::
+
+            >>> 4000 < ToolContext(5000).remaining_ms() <= 5000
+            True
+            >>> ToolContext(0).remaining_ms(), ToolContext().remaining_ms()
+            (0, None)
+        """
+        if self.timeout_ms is None:
+            return None
+        left = self.timeout_ms - (time.monotonic() - self._started) * 1000
+        return max(0, int(left))
 
     @property
     def is_cancelled(self) -> bool:

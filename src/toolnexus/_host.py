@@ -49,7 +49,7 @@ from .errors import InvalidTypeError, InvalidValueError, WireFormatError
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
 if TYPE_CHECKING:
     from collections.abc import Awaitable
-    from typing import Any, TypeAlias
+    from typing import Any, Literal, TypeAlias
 
     from ._chain import MiddlewareLike
     from ._toolkit import Toolkit
@@ -142,6 +142,32 @@ def _check_token(token: object) -> CancellationToken:
     return token
 
 
+AsyncTools: TypeAlias = 'Literal["loop", "workers"]'  # typing stays unloaded
+"""Where :meth:`Host.acall` runs an ``async def`` tool (see :class:`Host`)."""
+
+
+def _warn_if_memory_store(binder: Binder) -> None:
+    """A key is configured, which says answers may come from other processes; the
+    per-process memory store cannot refuse a replay from one of them: say so, loudly."""
+    from ._binding import MemoryAnswerStore
+
+    if not isinstance(binder.store, MemoryAnswerStore):
+        return  # TOOLNEXUS_STORE named a shared one
+    import warnings
+
+    warnings.warn(
+        "Host has a signing key (secret=... or TOOLNEXUS_SECRET), so its questions can be "
+        "answered from other processes, but used answers are remembered only in this "
+        "process's memory: after a restart, or in another process, an answer already used "
+        "would resume its call again. Give every process one shared store: "
+        "answer_store=toolnexus.stores.open_store('sqlite:/path/used.db') (or a "
+        "postgresql:// or redis:// URL), or set TOOLNEXUS_STORE; or pass "
+        "answer_store=MemoryAnswerStore() to keep them per process on purpose",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
 _Item: TypeAlias = "tuple[str, Any, Accepted | None, str | None, int | None]"  # no typing
 """One call of a batch: the tool name, its arguments, for a resume the checked answer, and
 for a turn's call its id and the turn (what the middleware sees)."""
@@ -190,6 +216,10 @@ class Host:
         answer_store: where used answers are remembered, so each is used once (default:
             the store ``TOOLNEXUS_STORE`` names, else one in-memory store per process;
             :func:`~toolnexus.stores.open_store` opens one shared by processes or machines).
+            A configured key says answers may come from other processes, so with a key
+            and neither ``answer_store`` nor ``TOOLNEXUS_STORE`` the host warns: a used
+            answer would work again after a restart or in another process. Pass
+            ``answer_store=MemoryAnswerStore()`` to keep them per process on purpose.
         max_rounds: how many answers one call may take. 1 (the loop rule): a retry that
             suspends again is ``unresolved: <prompt>``. More: the retry's new question is
             asked (``wait_for``) or handed back, bound to the same call, until the rounds
@@ -204,9 +234,19 @@ class Host:
             None (the default): on when the ``opentelemetry`` API is in use — imported and
             given a tracer provider; False: never; True: always (the API must be installed:
             the ``otel`` extra, ``opentelemetry-api``).
+        async_tools: where :meth:`acall` runs an ``async def`` tool. ``"loop"`` (the
+            default): as a task on the caller's event loop — no thread, and the deadline
+            cancels the task; but a tool that blocks its loop (``time.sleep``, a sync
+            client, long CPU work) blocks its caller too, so its answer comes only once
+            the tool lets the loop run, however late. ``"workers"``: on a worker thread's
+            own loop, as :meth:`call` runs it — the deadline holds for such a tool too, at
+            the cost of a worker thread per running async tool and a thread hop per call.
 
     Raises ``TypeError``/``ValueError`` at once for a misconfigured host (a negative budget,
-    a non-callable hook, ...).
+    a non-callable hook, a toolkit of another loaded copy of toolnexus, ...). Warns
+    (``UserWarning``) when a key is configured (``secret``, or ``TOOLNEXUS_SECRET``) but
+    used answers would only be remembered in this process's memory: see
+    ``answer_store``.
 
     Threads start with the first call that needs one, not at construction. A host is a
     context manager; :meth:`close` cancels the calls still running and ends its threads.
@@ -237,7 +277,11 @@ class Host:
         middleware: Sequence[MiddlewareLike] = (),
         tool_middleware: Mapping[str, Sequence[MiddlewareLike]] | None = None,
         tracing: bool | None = None,
+        async_tools: AsyncTools = "loop",
     ) -> None:
+        from ._tools import refuse_other_copy
+
+        refuse_other_copy(toolkit)  # another copy's Toolkit: say so now, not at every call
         if not callable(getattr(toolkit, "resolve", None)):
             raise InvalidTypeError(
                 f"Host() takes a Toolkit, got {type(toolkit).__name__}; "
@@ -265,6 +309,8 @@ class Host:
                     "give question_timeout_ms or its old name wait_for_timeout_ms, not both"
                 )
             question_timeout_ms = wait_for_timeout_ms
+        if async_tools not in ("loop", "workers"):
+            raise InvalidValueError(f'async_tools must be "loop" or "workers", got {async_tools!r}')
         self._toolkit = toolkit
         self._wait_for = wait_for
         self._timeout_ms = _check_ms("timeout_ms", timeout_ms)
@@ -278,6 +324,8 @@ class Host:
             _QUESTION_THREADS, _QUESTION_THREADS, "toolnexus-host-question", _IDLE_SECONDS
         )
         self._binder = Binder(secret, store=answer_store)
+        if answer_store is None and self._binder.is_configured:
+            _warn_if_memory_store(self._binder)
         self._rt = Runtime(
             self._pool,
             self._questions,
@@ -288,6 +336,7 @@ class Host:
             self._emit if on_event is not None else None,
             self._binder,
             max_rounds,
+            async_tools == "loop",
         )
         self._closed = False
         # ---- policies (issue 27): the middleware chain and tracing, in _chain.py
