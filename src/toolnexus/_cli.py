@@ -1093,8 +1093,12 @@ def _keys(
     named = _store_url(options)
     if named is not None:
         return keys or None, _open_store(*named)
-    if not keys or not consumes:
-        return keys or None, None
+    if not keys:
+        return None, None
+    if not consumes:  # it answers only its own questions: this process's memory, on purpose
+        from ._binding import MemoryAnswerStore
+
+        return keys, MemoryAnswerStore()
     db = _default_answers_db()
     try:
         os.makedirs(os.path.dirname(os.path.abspath(db)), exist_ok=True)
