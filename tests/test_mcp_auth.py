@@ -350,6 +350,25 @@ def test_the_tool_sees_the_principal_on_a_legacy_session_across_a_refreshed_toke
     assert status == 404
 
 
+def test_middleware_around_a_served_call_sees_the_principal(tokens: Tokens) -> None:
+    seen: list[Any] = []
+
+    def audit(call: Any, call_next: Any) -> Any:
+        principal = call.context.principal if call.context is not None else None
+        seen.append((call.name, principal.subject if principal is not None else None))
+        return call_next(call)
+
+    options = protected(tokens).replace(middleware=[audit])
+    with HttpServer(TOOLKIT, options, port=0) as running:
+        running.start()
+        token = tokens.add("audited", running.url)
+        call = {"name": "deploy", "arguments": {"env": "x"}}
+        wide = tokens.add("audited-wide", running.url, scopes="mcp deploy:write")
+        assert modern(running, "tools/call", call, wide)[0] == 200
+        assert modern(running, "tools/call", call, token)[0] == 403  # never reaches the chain
+    assert seen == [("deploy", "alice")]
+
+
 def test_a_verify_token_function_may_return_the_principal_tools_see() -> None:
     def verify(token: str) -> Principal | None:
         return Principal("bob", scopes=["x"]) if token == "bobs-token" else None

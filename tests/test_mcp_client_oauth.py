@@ -195,6 +195,19 @@ def test_a_revoked_refresh_token_asks_for_one_new_sign_in(
     assert auth.count("token", "refresh_token") == 1  # tried once, refused, not again
 
 
+def test_closing_a_session_whose_grant_was_revoked_asks_nobody(
+    server: HttpServer, auth: AuthServer
+) -> None:
+    browser = Browser()
+    mcp = client(server, OAuth(redirect_uri=REDIRECT, ask=browser), "2025-11-25")
+    assert not mcp.call_tool("whoami").is_error
+    auth.revoke_access_tokens()
+    auth.revoke_refresh_tokens()
+    mcp.close()  # its DELETE meets a 401: a refresh is tried, a sign-in is not
+    assert len(browser.asked) == 1
+    assert auth.count("token", "refresh_token") == 1
+
+
 def test_a_declined_sign_in_is_an_error_not_a_loop(server: HttpServer) -> None:
     asked: list[Request] = []
 

@@ -235,6 +235,10 @@ class HttpTransport:
 
         auth = self.auth
         attempt = attempt if attempt is not None else Attempt()
+        if method != "POST":
+            # The event stream's GET and the closing DELETE run where nobody expects the
+            # user to be asked: a refresh, yes; a new sign-in, only for a request.
+            attempt.authorized = attempt.stepped_up = True
         while auth is not None and response.status in (401, 403):
             outcome = auth.challenged(
                 response.status,
