@@ -312,11 +312,13 @@ def test_a_legacy_question_goes_out_on_the_post_stream_and_the_answer_comes_back
     connection.close()
 
 
-def test_get_has_no_standalone_stream(server: HttpServer) -> None:
+def test_get_without_a_session_has_no_stream(server: HttpServer) -> None:
     host, port = server.address
     connection = http.client.HTTPConnection(host, port, timeout=10)
     connection.request("GET", "/mcp", headers={"Accept": "text/event-stream"})
-    assert connection.getresponse().status == 405
+    response = connection.getresponse()
+    assert response.status == 405
+    assert b"subscriptions/listen" in response.read()
     connection.close()
 
 

@@ -330,7 +330,7 @@ def test_capabilities_name_resources_prompts_and_completion_only_when_offered(er
 
     full = capabilities(toolkit())
     assert {"resources", "prompts", "completions"} <= full.keys()
-    assert full["resources"]["subscribe"] is (era == "legacy")
+    assert full["resources"] == {"subscribe": True, "listChanged": True}
     bare = capabilities(Toolkit([add]))
     assert not {"resources", "prompts", "completions"} & bare.keys()
 

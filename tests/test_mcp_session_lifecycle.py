@@ -66,7 +66,7 @@ def test_initialize_echoes_every_legacy_version_it_speaks(version: str) -> None:
         "id": 0,
         "result": {
             "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": False}, "logging": {}},
+            "capabilities": {"tools": {"listChanged": True}, "logging": {}},
             "serverInfo": SERVER_INFO,
         },
     }
@@ -174,7 +174,7 @@ def test_server_discover_advertises_versions_capabilities_identity_and_cache_hin
     result = request(session, "d", "server/discover", {"_meta": MODERN})["result"]
     # Only what a modern request may name: legacy revisions go through initialize.
     assert result["supportedVersions"] == list(reversed(MODERN_PROTOCOL_VERSIONS))
-    assert result["capabilities"] == {"tools": {"listChanged": False}, "logging": {}}
+    assert result["capabilities"] == {"tools": {"listChanged": True}, "logging": {}}
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"] == SERVER_INFO
     assert result["instructions"] == "Sums only."
     assert result["ttlMs"] == 5_000

@@ -526,9 +526,53 @@ def test_input_required_result_prompt(ctx: ToolContext) -> Any:
     return f"Prompt with context: {(ctx.answer.data or {}).get('context')}"
 
 
+_SERVED: list[Toolkit] = []  # the toolkit this process serves (the triggers change it)
+
+
+@tool
+def test_trigger_tool_change() -> str:
+    """Adds a tool, or removes it again: the tool list changes."""
+    kit = _SERVED[0]
+    if "test_changing_tool" in kit:
+        kit.remove("test_changing_tool")
+        return "removed test_changing_tool"
+    kit.register(Tool("test_changing_tool", "Comes and goes.", {"type": "object"}, _headers_tool))
+    return "added test_changing_tool"
+
+
+@tool
+def test_trigger_prompt_change() -> str:
+    """Adds a prompt, or removes it again: the prompt list changes."""
+    kit = _SERVED[0]
+    try:
+        kit.remove(kit.get_prompt("test_changing_prompt"))
+        return "removed test_changing_prompt"
+    except LookupError:
+        kit.register(
+            prompt(name="test_changing_prompt", description="Comes and goes.")(lambda: "Hi.")
+        )
+        return "added test_changing_prompt"
+
+
+@tool
+def test_trigger_resource_update() -> str:
+    """Says the watched resource's content changed."""
+    _SERVED[0].resource_changed("test://watched-resource")
+    return "updated test://watched-resource"
+
+
 def toolkit() -> Toolkit:
+    kit = _toolkit()
+    _SERVED[:] = [kit]
+    return kit
+
+
+def _toolkit() -> Toolkit:
     return Toolkit(
         [
+            test_trigger_tool_change,
+            test_trigger_prompt_change,
+            test_trigger_resource_update,
             static_text,
             static_binary,
             watched_resource,

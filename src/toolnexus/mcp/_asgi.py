@@ -259,6 +259,15 @@ async def _stream(reply: Reply, exchange: Exchange, receive: Receive, send: Asgi
     disconnected = asyncio.ensure_future(_disconnect(receive))
     streaming = False
     try:
+        if exchange.opens_at_once:  # nothing to wait for first: the stream is open now
+            streaming = True
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": _encoded(_stream_headers(reply)),
+                }
+            )
         while True:
             item = exchange.poll()
             if item is None:
@@ -289,13 +298,12 @@ async def _stream(reply: Reply, exchange: Exchange, receive: Receive, send: Asgi
                 return
             if not streaming:
                 streaming = True
-                headers = [
-                    *reply.headers,
-                    ("content-type", "text/event-stream"),
-                    ("cache-control", "no-cache"),
-                ]
                 await send(
-                    {"type": "http.response.start", "status": 200, "headers": _encoded(headers)}
+                    {
+                        "type": "http.response.start",
+                        "status": 200,
+                        "headers": _encoded(_stream_headers(reply)),
+                    }
                 )
             await send(
                 {
@@ -311,6 +319,10 @@ async def _stream(reply: Reply, exchange: Exchange, receive: Receive, send: Asgi
     finally:
         exchange.wake = None
         disconnected.cancel()
+
+
+def _stream_headers(reply: Reply) -> list[tuple[str, str]]:
+    return [*reply.headers, ("content-type", "text/event-stream"), ("cache-control", "no-cache")]
 
 
 async def _disconnect(receive: Receive) -> None:

@@ -25,6 +25,7 @@ import queue
 import secrets
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,7 @@ from ._codec import (
 from ._options import ServerOptions, TokenVerifier
 from ._protocol import (
     META_PROTOCOL_VERSION,
+    META_SUBSCRIPTION_ID,
     NAMED_PARAM,
     decode_header_value,
     header_text,
@@ -168,6 +170,8 @@ class Exchange:
         "channel",
         "ended",
         "modern",
+        "on_end",
+        "opens_at_once",
         "request_id",
         "streams",
         "wake",
@@ -180,6 +184,10 @@ class Exchange:
         self.streams = streams  # the client accepts text/event-stream
         self.ended = False
         self.wake: Callable[[], object] | None = None
+        # A stream with no answer to wait for (a legacy GET stream): its head goes out at
+        # once, so the client knows it is open.
+        self.opens_at_once = False
+        self.on_end: Callable[[], object] | None = None  # run once it ends, either way
         self._lock = threading.Lock()  # `ended` against a racing client_gone
         # Producers put, the one consumer (the transport) gets: a C queue, no Condition.
         self._queue: queue.SimpleQueue[tuple[bytes | None, bool]] = queue.SimpleQueue()
@@ -197,6 +205,13 @@ class Exchange:
         wake = self.wake
         if wake is not None:
             wake()
+        if final:
+            self._ended()
+
+    def _ended(self) -> None:
+        on_end, self.on_end = self.on_end, None
+        if on_end is not None:
+            on_end()
 
     # The consumer's side (one thread, or the event loop): next, poll and push_back.
 
@@ -246,12 +261,15 @@ class Exchange:
         return Reply(200, [_JSON_TYPE, *headers], encode(message))
 
     def client_gone(self) -> None:
-        """The response stream closed before the answer: cancel the request's call."""
+        """The response stream closed before the answer: cancel the request's call (or
+        close the subscription it carried)."""
         with self._lock:
             if self.ended:
                 return
             self.ended = True
-        self.channel.cancel_request(self.request_id, "the client closed the response stream")
+        if self.request_id is not None:
+            self.channel.cancel_request(self.request_id, "the client closed the response stream")
+        self._ended()
 
     def __repr__(self) -> str:
         return f"<Exchange id={self.request_id!r} {'ended' if self.ended else 'open'}>"
@@ -280,6 +298,8 @@ class _Channel(CallBridge):
         self.closed = False
         self.principal: str | None = None  # who created a legacy session: only they use it
         self.peer: str | None = None
+        # A legacy session's GET stream: where what no request carries goes (list changes)
+        self.standalone: Exchange | None = None
         # Modern channels go back to the endpoint for reuse once nothing is in flight
         # (building a session costs more than answering a small request).
         self.on_idle: Callable[[_Channel], None] | None = None
@@ -327,6 +347,15 @@ class _Channel(CallBridge):
                 "params": {"requestId": request_id, "reason": reason},
             }
         )
+        with self.lock:
+            # A subscription (or an answered request) the session no longer holds: its
+            # stream is over.
+            exchange = self._by_request.get(request_id)
+            if exchange is not None and not self.session.in_progress(request_id):
+                del self._by_request[request_id]
+                exchange._put(None, True)
+            if self.on_idle is not None and not (self._calls or self._by_request or self._asked):
+                self.on_idle(self)
 
     def close(self, reason: str = "the client closed the connection") -> None:
         with self.lock:
@@ -335,6 +364,9 @@ class _Channel(CallBridge):
             for exchange in self._by_request.values():
                 exchange._put(None, True)
             self._by_request.clear()
+            standalone, self.standalone = self.standalone, None
+        if standalone is not None:
+            standalone._put(None, True)
         self.carry_out(later)
 
     # Routing runs under the lock: it only files messages, never runs a tool.
@@ -366,6 +398,14 @@ class _Channel(CallBridge):
             if asked is not None:
                 asked._put(action.to_bytes(), False)
             return
+        if "id" not in message:
+            params = message.get("params")
+            meta = params.get("_meta") if isinstance(params, Mapping) else None
+            subscription = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, Mapping) else None
+            if subscription is not None:  # a change told on a subscriptions/listen stream
+                here = self._by_request.get(subscription)
+            elif here is None:  # a change told to a legacy session: its GET stream
+                here = self.standalone
         if here is None or not here.streams:
             return  # nobody listens for it (a client without text/event-stream)
         if "id" in message:  # our own request (elicitation/create): the answer comes back
@@ -439,6 +479,12 @@ class Endpoint:
         self._sessions_lock = threading.Lock()
         self._spare: list[_Channel] = []  # idle modern channels (append/pop are atomic)
         self._closed = False
+        # Modern channels in use (a subscriptions/listen stream lives in one); the toolkit
+        # tells each channel that listens of every change.
+        self._modern_channels: weakref.WeakSet[_Channel] = weakref.WeakSet()
+        self._streams = 0  # notification streams open now (listens, legacy GET streams)
+        self._streams_lock = threading.Lock()
+        self._unwatch = toolkit._watch(self._changed)
 
     # ------------------------------------------------------------------ checks
 
@@ -603,14 +649,8 @@ class Endpoint:
             if method == "DELETE":
                 return self._delete(headers, identity.key)
             if method == "GET":
-                # No standalone stream: everything a call says goes on its POST's stream.
-                return _plain(
-                    405,
-                    "method not allowed: this server sends no messages outside "
-                    "a POST's response stream",
-                    [("allow", "POST, DELETE")],
-                )
-            return _plain(405, f"method not allowed: {method}", [("allow", "POST, DELETE")])
+                return self._get(headers, identity.key)
+            return _plain(405, f"method not allowed: {method}", [("allow", "GET, POST, DELETE")])
         finally:
             if reserved > kept:
                 self._inflight.give(reserved - kept)
@@ -679,14 +719,99 @@ class Endpoint:
         mismatch = self._header_mismatch(headers, message)
         if mismatch is not None:
             return _error_reply(400, request_id, HEADER_MISMATCH, mismatch), 0
+        listens = isinstance(message, dict) and message.get("method") == "subscriptions/listen"
+        if listens and not self._take_stream():
+            return self._too_many_streams(request_id), 0
         try:
             channel = self._spare.pop()
         except IndexError:
             channel = self._channel()
             channel.on_idle = self._reuse
-        return self._dispatch(channel, message, streams, caller, modern=True)
+        reply, kept = self._dispatch(channel, message, streams, caller, modern=True)
+        if listens:
+            if reply.exchange is not None and not reply.exchange.ended:
+                self._modern_channels.add(channel)
+                reply.exchange.on_end = self._give_stream
+            else:  # refused (bad params) or ended at once: no stream is open
+                self._give_stream()
+        return reply, kept
+
+    # ------------------------------------------------------------------ notification streams
+
+    def _take_stream(self) -> bool:
+        """Count one more open notification stream; False at ``max_streams``."""
+        with self._streams_lock:
+            if self._streams >= self._options.max_streams:
+                return False
+            self._streams += 1
+            return True
+
+    def _give_stream(self) -> None:
+        with self._streams_lock:
+            self._streams -= 1
+
+    def _too_many_streams(self, request_id: Any) -> Reply:
+        limit = self._options.max_streams
+        reply = _error_reply(
+            503,
+            request_id,
+            INTERNAL_ERROR,
+            f"server overloaded: {limit} notification streams are open, the most this server "
+            "keeps (ServerOptions.max_streams); retry later",
+        )
+        reply.headers.append(("retry-after", "5"))
+        return reply
+
+    def _get(self, headers: Mapping[str, str], principal: str | None) -> Reply:
+        """A legacy session's standalone event stream: the list changes and resource
+        updates no request carries. One per session; modern clients listen with
+        ``subscriptions/listen`` instead."""
+        allow = [("allow", "GET, POST, DELETE")]
+        session_id = headers.get("mcp-session-id")
+        if session_id is None:
+            return _plain(
+                405,
+                "method not allowed: GET opens a legacy session's event stream (send its "
+                "Mcp-Session-Id); a 2026-07-28 client listens with subscriptions/listen",
+                allow,
+            )
+        if "text/event-stream" not in headers.get("accept", "").lower():
+            return _plain(406, "not acceptable: GET answers with text/event-stream; accept it")
+        channel = self._session(session_id, principal)
+        if channel is None:
+            return _plain(404, "session not found: it ended or expired; initialize again")
+        if headers.get("last-event-id") is not None:
+            return _plain(400, "bad request: this server keeps no events to replay (Last-Event-ID)")
+        with channel.lock:
+            if channel.standalone is not None and not channel.standalone.ended:
+                return _plain(409, "conflict: this session's event stream is open already")
+            if not self._take_stream():
+                return self._too_many_streams(None)
+            exchange = Exchange(channel, None, False, True)
+            exchange.opens_at_once = True
+
+            def ended() -> None:  # may run with the channel's lock held: takes none of it
+                self._give_stream()
+                if channel.standalone is exchange:
+                    channel.standalone = None
+
+            exchange.on_end = ended
+            channel.standalone = exchange
+        channel.last_used = time.monotonic()
+        return Reply(200, [], exchange=exchange)
+
+    def _changed(self, kind: str, uri: str | None) -> None:
+        """The toolkit changed: tell every session that listens (legacy sessions, modern
+        subscriptions)."""
+        with self._sessions_lock:
+            channels = list(self._sessions.values())
+        channels += list(self._modern_channels)
+        for channel in channels:
+            if channel.session.listening:
+                channel.feed(channel.session.toolkit_changed, kind, uri)
 
     def _reuse(self, channel: _Channel) -> None:
+        self._modern_channels.discard(channel)
         if len(self._spare) < _MAX_SPARE:
             self._spare.append(channel)
 
@@ -899,6 +1024,9 @@ class Endpoint:
     def close(self) -> None:
         """End every session (cancelling their calls) and close the host."""
         self._closed = True
+        self._unwatch()
+        for channel in list(self._modern_channels):
+            channel.close("the server is shutting down")
         with self._sessions_lock:
             channels = list(self._sessions.values())
             self._sessions.clear()

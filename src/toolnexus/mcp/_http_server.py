@@ -963,6 +963,11 @@ class _Answer:
         cancels the call; one that only shut its sending side still gets its answer."""
         streaming = False  # the head is out: chunks follow
         probing = False  # the client shut its side: probe that it still reads
+        if exchange.opens_at_once:  # nothing to wait for first: the stream is open now
+            streaming = True
+            if not self._write(self._stream_head(reply, exchange)):
+                exchange.client_gone()
+                return _CLOSE
         while True:
             item = exchange.next(_WATCH_S)
             if item is None:

@@ -99,6 +99,9 @@ class ServerOptions:
             the least useful idle one (never used first, then the longest idle).
         max_sessions_per_peer: (HTTP) legacy sessions one address may hold; a new one
             evicts that address's least useful idle one.
+        max_streams: (HTTP) notification streams open at once — modern
+            ``subscriptions/listen`` streams and legacy sessions' GET streams (each holds a
+            worker of the embedded server); more are answered 503.
         middleware: policies run around every served call (see :mod:`toolnexus.policies`),
             as ``Host(middleware=...)``.
         tool_middleware: more middleware for some tools (names or globs to lists), as
@@ -142,6 +145,7 @@ class ServerOptions:
     session_unused_ms: int = 60_000
     max_sessions: int = 1_000
     max_sessions_per_peer: int = 100
+    max_streams: int = 16
     middleware: Sequence[Any] = ()
     tool_middleware: Mapping[str, Sequence[Any]] | None = None
 
@@ -179,6 +183,7 @@ class ServerOptions:
             "max_requests",
             "max_sessions",
             "max_sessions_per_peer",
+            "max_streams",
         ):
             _number(label, getattr(self, label), minimum=1)
         if not isinstance(self.insecure_no_auth, bool):

@@ -22,6 +22,7 @@ __all__ = [
     "META_LOG_LEVEL",
     "META_PROTOCOL_VERSION",
     "META_SERVER_INFO",
+    "META_SUBSCRIPTION_ID",
     "MODERN_PROTOCOL_VERSIONS",
     "NAMED_PARAM",
     "at_least",
@@ -44,6 +45,7 @@ META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 NAMED_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 """Methods whose ``params`` carry the name the ``Mcp-Name`` header repeats, and its key."""

@@ -54,6 +54,7 @@ from ._protocol import (
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
     MODERN_PROTOCOL_VERSIONS,
     at_least,
     describe,
@@ -115,6 +116,7 @@ _KNOWN_METHODS = frozenset(
         "prompts/list",
         "prompts/get",
         "completion/complete",
+        "subscriptions/listen",
     }
 )
 # Methods that run user code on the host, as calls (the tools/call of their kind).
@@ -448,6 +450,8 @@ class ServerSession:
         self._legacy: _Client | None = None
         self._legacy_log_level: int | None = None  # set by logging/setLevel
         self._subscribed: set[str] = set()  # resources/subscribe (legacy)
+        # modern subscriptions/listen streams still open: request id -> what each asked for
+        self._listens: dict[str | int, dict[str, Any]] = {}
         self._initialized_notified = False
         self._calls: dict[int, _Call] = {}
         self._by_request: dict[str | int, _Call] = {}
@@ -810,15 +814,67 @@ class ServerSession:
             for call in self._calls.values()
             if call.running
         ]
+        # A subscription ends with its response (the stream closes gracefully).
+        actions += [
+            self._result(request_id, {"_meta": {META_SUBSCRIPTION_ID: request_id}})
+            for request_id in self._listens
+        ]
         self._calls.clear()
         self._by_request.clear()
         self._asked.clear()
+        self._listens.clear()
+        return actions
+
+    def in_progress(self, request_id: str | int) -> bool:
+        """Whether the request ``request_id`` is still being answered (a call, or an open
+        ``subscriptions/listen`` stream)."""
+        return request_id in self._by_request or request_id in self._listens
+
+    @property
+    def listening(self) -> bool:
+        """Whether anyone hears of changes here: a legacy client past ``initialize``, or an
+        open modern ``subscriptions/listen`` stream."""
+        return bool(self._listens) or (self._legacy is not None and not self._closed)
+
+    def toolkit_changed(self, kind: str, uri: str | None = None) -> list[Action]:
+        """What to tell the client about a change of the toolkit: ``kind`` is ``"tools"``,
+        ``"resources"`` or ``"prompts"`` (that list changed) or ``"resource"`` (the content
+        at ``uri`` changed). A legacy client (initialized) hears of every list change and of
+        the resources it subscribed to; a modern one only on a ``subscriptions/listen``
+        stream that asked for it, each notification tagged with that stream's id.
+
+        Example::
+
+            toolkit.register(new_tool)   # a server's toolkit watcher then does:
+            for action in session.toolkit_changed("tools"):
+                stream.write(action.to_bytes())
+        """
+        if self._closed:
+            return []
+        if kind == "resource":
+            method, params, wanted = "notifications/resources/updated", {"uri": uri}, None
+        elif kind in _CHANGED:
+            method, params, wanted = f"notifications/{kind}/list_changed", {}, _CHANGED[kind]
+        else:
+            return []
+        actions: list[Action] = []
+        legacy = self._legacy is not None and self._initialized_notified
+        if legacy and (kind != "resource" or uri in self._subscribed):
+            actions.append(Send({"jsonrpc": "2.0", "method": method, "params": dict(params)}))
+        for request_id, asked in self._listens.items():
+            if wanted is None:
+                if uri not in (asked.get("resourceSubscriptions") or ()):
+                    continue
+            elif not asked.get(wanted):
+                continue
+            tagged = {**params, "_meta": {META_SUBSCRIPTION_ID: request_id}}
+            actions.append(Send({"jsonrpc": "2.0", "method": method, "params": tagged}))
         return actions
 
     # ------------------------------------------------------------------ dispatch
 
     def _on_request(self, request_id: str | int, method: str, params: Any) -> list[Action]:
-        if request_id in self._by_request:
+        if request_id in self._by_request or request_id in self._listens:
             raise _Reject(
                 INVALID_REQUEST,
                 f"invalid request: id {request_id!r} is already in use by a request in "
@@ -879,6 +935,8 @@ class ServerSession:
             return [self._reply(request_id, client, self._list(method, params, client))]
         if method == "server/discover" and client.modern:
             return [self._reply(request_id, client, self._discover())]
+        if method == "subscriptions/listen" and client.modern:
+            return self._listen(request_id, params)
         raise _Reject(
             METHOD_NOT_FOUND,
             f"method not found: {method!r} is not part of protocol revision {client.version}",
@@ -1111,6 +1169,50 @@ class ServerSession:
             result["ttlMs"] = self._list_ttl_ms
             result["cacheScope"] = "public"
         return result
+
+    def _listen(self, request_id: str | int, params: Mapping[str, Any]) -> list[Action]:
+        """Open a ``subscriptions/listen`` stream: acknowledge what of the filter this
+        server honours (its first message); the request stays open, carrying the change
+        notifications it asked for, until the client cancels it or the server ends."""
+        asked = params.get("notifications")
+        if not isinstance(asked, dict):
+            raise _Reject(
+                INVALID_PARAMS,
+                "invalid params: notifications must be an object naming what to hear, e.g. "
+                f"{{'toolsListChanged': true}}, got {describe(asked)}",
+            )
+        offered = _capabilities(self._toolkit, True)
+        honoured: dict[str, Any] = {}
+        for key, capability in (
+            ("toolsListChanged", "tools"),
+            ("promptsListChanged", "prompts"),
+            ("resourcesListChanged", "resources"),
+        ):
+            if asked.get(key) is True and capability in offered:
+                honoured[key] = True
+        uris = asked.get("resourceSubscriptions")
+        if uris is not None:
+            if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
+                raise _Reject(
+                    INVALID_PARAMS,
+                    "invalid params: notifications.resourceSubscriptions must be a list of "
+                    f"URIs, got {describe(uris)}",
+                )
+            if "resources" in offered:
+                honoured["resourceSubscriptions"] = list(uris)
+        self._listens[request_id] = honoured
+        return [
+            Send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/subscriptions/acknowledged",
+                    "params": {
+                        "notifications": honoured,
+                        "_meta": {META_SUBSCRIPTION_ID: request_id},
+                    },
+                }
+            )
+        ]
 
     def _served_arguments(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """The arguments of a ``resources/read``, ``prompts/get`` or ``completion/complete``
@@ -1635,6 +1737,8 @@ class ServerSession:
         request_id = params.get("requestId")
         if not is_request_id(request_id):
             return []
+        if self._listens.pop(request_id, None) is not None:
+            return []  # the client closed its subscription: nothing more is sent on it
         call = self._by_request.get(request_id)
         if call is None:
             return []
@@ -1666,6 +1770,13 @@ class ServerSession:
     def _error(request_id: Any, code: int, message: str, data: Any = None) -> Send:
         return Send(error_message(request_id, code, message, data))
 
+
+_CHANGED = {
+    "tools": "toolsListChanged",
+    "resources": "resourcesListChanged",
+    "prompts": "promptsListChanged",
+}
+"""The lists whose changes are told, and the subscriptions/listen filter key of each."""
 
 _LISTS = {
     "resources/list": "resources",
@@ -1741,13 +1852,14 @@ def _who(call: _Call) -> str:
 def _capabilities(toolkit: Toolkit, modern: bool) -> dict[str, Any]:
     """What the server offers: resources, prompts and completion only when the toolkit
     has resources or prompts (a server of tools alone says so)."""
-    capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
+    capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
     resources = toolkit.resources()
     prompts = toolkit.prompts()
     if resources:
-        capabilities["resources"] = {"subscribe": not modern, "listChanged": False}
+        # modern clients subscribe to a resource on subscriptions/listen
+        capabilities["resources"] = {"subscribe": True, "listChanged": True}
     if prompts:
-        capabilities["prompts"] = {"listChanged": False}
+        capabilities["prompts"] = {"listChanged": True}
     if prompts or any(item.is_template for item in resources):
         capabilities["completions"] = {}
     capabilities["logging"] = {}

@@ -115,7 +115,15 @@ def serve_stdio(
     host = LazyHost(toolkit, options)
     with _protocol_streams(stdin, stdout, options.max_message_bytes) as (lines, write):
         server = _StdioServer(session, host, lines, write, options)
-        return server.run()
+        # A change of the toolkit (a tool, resource or prompt added or removed, a
+        # resource's content) is told to the client, as the session decides.
+        unwatch = toolkit._watch(
+            lambda kind, uri: server._bridge.feed(session.toolkit_changed, kind, uri)
+        )
+        try:
+            return server.run()
+        finally:
+            unwatch()
 
 
 # --------------------------------------------------------------------------- streams
