@@ -1,23 +1,42 @@
-"""What one consume costs in each answer store: memory, sqlite, Postgres and Redis, one run.
+"""What shared state and durable execution cost: one consume in each answer store (memory,
+sqlite, Postgres, Redis), and a `Host` call run on Temporal against a bare Temporal
+activity round trip, each in one run.
 
-Run it from a checkout, with the stores' drivers installed (``pip install -e
-'.[test,stores-test]'``) and real servers to talk to::
+Run it from a checkout, with the drivers and the SDK installed (``pip install -e
+'.[test,stores-test,temporal-test]'``) and real servers to talk to::
 
     python tests/store_servers.py start /tmp/servers && . /tmp/servers/env.sh
-    python benchmarks/stores.py                       # 3000 consumes per store
+    python benchmarks/stores.py                       # 3000 consumes per store, 400 calls
     python benchmarks/stores.py --consumes 600 --postgres postgresql://... --redis redis://...
+    python benchmarks/stores.py --consumes 0 --calls 1000 --temporal 127.0.0.1:7233
 
-The servers' URLs come from ``--postgres`` / ``--redis``, else TOOLNEXUS_TEST_POSTGRES_URL /
-TOOLNEXUS_TEST_REDIS_URL; a store without one is left out of the table (and says so).
+The servers come from ``--postgres`` / ``--redis`` / ``--temporal``, else
+TOOLNEXUS_TEST_POSTGRES_URL / TOOLNEXUS_TEST_REDIS_URL / TOOLNEXUS_TEST_TEMPORAL_URL; one
+without a server is left out of its table (and says so).
 
-One table: the latency of ``consume`` (one call, measured by ``perf_counter_ns``) for a new
+The first table: the latency of ``consume`` (one call, measured by ``perf_counter_ns``) for a new
 key (the first use of an answer: a write) and for a used key (a replay: refused), as median
 and 99th percentile, and each median's ratio to the memory store's, measured in the same
 run. The stores take turns in small batches (interleaved, in rotating order), so a busy
 machine shifts them alike. What the figures include: the driver, the pool, the round trip
 to a server on 127.0.0.1, and the server's own durable write (PostgreSQL commits with
 ``synchronous_commit`` on; the test Redis appends every write with ``appendfsync always``,
-as a store that must not forget should). Nothing here asserts: it prints numbers to read.
+as a store that must not forget should).
+
+The second table: the wall time of one call of a one-line tool (``add``) through Temporal,
+median and p99, three ways, taking turns in small batches:
+
+- **bare**: ``client.execute_workflow`` of a workflow that runs one activity returning its
+  argument — the least a Temporal round trip can be (its workflow runs outside the sandbox,
+  as toolnexus's does);
+- **Host.acall** and **Host.call**: the same tool run by a ``Host`` with a
+  ``TemporalRunner``: the arguments checked on the host, a ``toolnexus.ToolCall`` workflow
+  started with its first update, the tool run on the worker's own host (its deadline,
+  heartbeats), the result checked and returned. ``Host.call`` from plain code also pays for
+  the host's worker thread and event loop.
+
+The workers run in this process, on a thread of their own, on fresh task queues; the
+target is a ratio of at most 1.2 to bare. Nothing here asserts: it prints numbers to read.
 """
 
 from __future__ import annotations
@@ -30,6 +49,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
@@ -49,7 +69,21 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=50, help="consumes per turn")
     parser.add_argument("--postgres", default=os.environ.get("TOOLNEXUS_TEST_POSTGRES_URL"))
     parser.add_argument("--redis", default=os.environ.get("TOOLNEXUS_TEST_REDIS_URL"))
+    parser.add_argument("--calls", type=int, default=400, help="Temporal calls per way")
+    parser.add_argument("--temporal", default=os.environ.get("TOOLNEXUS_TEST_TEMPORAL_URL"))
     options = parser.parse_args()
+    if options.consumes > 0:
+        consumes(options)
+    if options.calls > 0:
+        print()
+        if options.temporal:
+            temporal_calls(options.temporal, options.calls, options.batch)
+        else:
+            print("Temporal calls: left out (no server: --temporal or TOOLNEXUS_TEST_TEMPORAL_URL)")
+    return 0
+
+
+def consumes(options: argparse.Namespace) -> None:
     folder = tempfile.mkdtemp(prefix="toolnexus-bench-")
     urls = {"memory": "memory:", "sqlite": f"sqlite:{folder}/used.db"}
     left_out = []
@@ -106,7 +140,96 @@ def main() -> int:
         )
     for name in left_out:
         print(f"| {name} | (no URL: --{name} or TOOLNEXUS_TEST_{name.upper()}_URL) | | | | | |")
-    return 0
+
+
+# --------------------------------------------------------------------------- Temporal
+
+
+def temporal_calls(address: str, calls: int, batch: int) -> None:
+    import asyncio
+    import threading
+
+    from temporal_bench import BareCall, bare_add, toolkit
+    from temporalio.client import Client
+    from temporalio.worker import Worker
+
+    from toolnexus import Host
+    from toolnexus.temporal import TemporalRunner, run_worker
+
+    run_id = uuid.uuid4().hex[:12]
+    ours, theirs = f"bench-tools-{run_id}", f"bench-bare-{run_id}"
+    ready = threading.Barrier(2)
+
+    def workers() -> None:
+        async def serve() -> None:
+            client = await Client.connect(address)
+            bare = Worker(client, task_queue=theirs, workflows=[BareCall], activities=[bare_add])
+            async with bare:
+                await run_worker(toolkit, client, task_queue=ours, ready=ready.wait)
+
+        asyncio.run(serve())
+
+    threading.Thread(target=workers, daemon=True).start()
+    client = asyncio.run(Client.connect(address))
+    host = Host(toolkit, runner=TemporalRunner(client, task_queue=ours), timeout_ms=30_000)
+    ready.wait()
+    times: dict[str, list[int]] = {"bare": [], "Host.acall": [], "Host.call": []}
+
+    async def bare() -> None:
+        await client.execute_workflow(
+            BareCall.run, {"a": 1, "b": 2}, id=f"bare-{uuid.uuid4().hex}", task_queue=theirs
+        )
+
+    async def acall() -> None:
+        result = await host.acall("add", {"a": 1, "b": 2})
+        assert result.output == "3", result
+
+    def call() -> None:
+        result = host.call("add", {"a": 1, "b": 2})
+        assert result.output == "3", result
+
+    async def timed(kind: str, run: Any, count: int) -> None:
+        for _ in range(count):
+            start = time.perf_counter_ns()
+            await run()
+            times[kind].append(time.perf_counter_ns() - start)
+
+    async def rounds() -> None:
+        order = ["bare", "Host.acall", "Host.call"]
+        await timed("bare", bare, 10)  # warm both workers and the client
+        await timed("Host.acall", acall, 10)
+        for kind in times:
+            times[kind].clear()
+        done = 0
+        while done < calls:
+            count = min(batch, calls - done)
+            for kind in order:
+                if kind == "bare":
+                    await timed(kind, bare, count)
+                elif kind == "Host.acall":
+                    await timed(kind, acall, count)
+                else:
+                    for _ in range(count):
+                        start = time.perf_counter_ns()
+                        await asyncio.to_thread(call)
+                        times[kind].append(time.perf_counter_ns() - start)
+            order = order[1:] + order[:1]
+            done += count
+
+    asyncio.run(rounds())
+    host.close()
+    base = statistics.median(times["bare"])
+    print(f"a call through Temporal, {calls} per way, interleaved in batches of {batch}")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print()
+    print("| way | median | p99 | x bare |")
+    print("| --- | ---: | ---: | ---: |")
+    for kind, values in times.items():
+        median = statistics.median(values)
+        print(
+            f"| {kind} | {median / 1e6:.2f} ms | {percentile(values, 0.99) / 1e6:.2f} ms "
+            f"| {median / base:.2f} |"
+        )
 
 
 if __name__ == "__main__":

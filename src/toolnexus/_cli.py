@@ -1564,6 +1564,83 @@ def _cmd_demo(options: argparse.Namespace) -> int:
     return demo.run(lambda line: print(_localize(line)))
 
 
+# --------------------------------------------------------------------------- worker
+
+
+def _cmd_worker(options: argparse.Namespace) -> int:
+    """``toolnexus worker REF --temporal HOST:PORT --task-queue Q``: REF's tools as
+    Temporal activities, until SIGINT or SIGTERM (see :mod:`toolnexus.temporal`)."""
+    toolkit = load_toolkit(options.ref)
+    try:
+        from .errors import TemporalUnavailableError
+        from .temporal import serve_worker
+        from .temporal._runner import import_temporalio
+
+        import_temporalio()
+    except ImportError as exc:
+        raise _CliError(str(exc)) from None
+
+    def ready() -> None:
+        count = len(toolkit)
+        print(
+            f"toolnexus: worker for {count} tool{'' if count == 1 else 's'} on task queue "
+            f"{options.task_queue!r} at {options.temporal}; Ctrl-C stops",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    try:
+        return serve_worker(
+            toolkit,
+            options.temporal,
+            task_queue=options.task_queue,
+            namespace=options.namespace,
+            max_concurrent=options.max_concurrent,
+            ready=ready,
+        )
+    except TemporalUnavailableError as exc:
+        raise _CliError(f"--temporal: {exc}") from None
+
+
+def _add_worker(commands: Any, common: argparse.ArgumentParser) -> None:
+    worker = commands.add_parser(
+        "worker",
+        parents=[common],
+        formatter_class=_Formatter,
+        help="run the tools as Temporal activities, a worker of a fleet",
+        description="Run REF's tools on a Temporal task queue, until Ctrl-C or SIGTERM: each "
+        "tool is an\nactivity, and calls a host starts with "
+        "Host(toolkit, runner=TemporalRunner(...))\nrun here (start as many workers as you "
+        "like). Needs the temporalio SDK.",
+        epilog=f"{_REF_HELP}\n\nexample:\n"
+        "  toolnexus worker tools.py:toolkit --temporal localhost:7233 --task-queue tools",
+    )
+    worker.add_argument("ref", metavar="REF", help=_REF_ARG)
+    worker.add_argument(
+        "--temporal", required=True, metavar="HOST:PORT", help="the Temporal frontend's address"
+    )
+    worker.add_argument(
+        "--task-queue", required=True, metavar="QUEUE", help="the task queue hosts send calls to"
+    )
+    worker.add_argument(
+        "--namespace", default="default", help="the Temporal namespace (default: default)"
+    )
+    worker.add_argument(
+        "--max-concurrent",
+        type=_whole_number(1, "a whole number of calls", "--max-concurrent 8"),
+        metavar="N",
+        help="the most calls this worker runs at once (default: Temporal's)",
+    )
+    worker.add_argument(
+        "--log-level",
+        type=str.lower,
+        default="warning",
+        choices=_LOG_LEVELS,
+        help="what the worker logs to stderr (default: warning; --debug means debug)",
+    )
+    worker.set_defaults(handler=_cmd_worker)
+
+
 # --------------------------------------------------------------------------- the parser
 
 
@@ -1875,6 +1952,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="an Origin to accept besides localhost, e.g. https://app.example (repeatable)",
     )
     serve.set_defaults(handler=_cmd_serve)
+    _add_worker(commands, common)
     _localize_parser(parser)
     return parser
 

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from ._toolkit import Toolkit
     from ._turns import Style, TurnCall, TurnInput, TurnResult
     from .stores import AnswerStore
+    from .temporal import TemporalRunner
 
 __all__ = ["Call", "Host", "ToolEvent", "TurnCall", "TurnResult"]
 
@@ -241,6 +242,10 @@ class Host:
             the tool lets the loop run, however late. ``"workers"``: on a worker thread's
             own loop, as :meth:`call` runs it — the deadline holds for such a tool too, at
             the cost of a worker thread per running async tool and a thread hop per call.
+        runner: where the tools run: ``None`` (the default), on this host's own threads;
+            a :class:`~toolnexus.temporal.TemporalRunner`, on a Temporal worker fleet,
+            durably. The host keeps every rule above either way (deadline, cancel, the
+            loop rule, binding and single use); see ``docs/scale-out.md``.
 
     Raises ``TypeError``/``ValueError`` at once for a misconfigured host (a negative budget,
     a non-callable hook, a toolkit of another loaded copy of toolnexus, ...). Warns
@@ -278,6 +283,7 @@ class Host:
         tool_middleware: Mapping[str, Sequence[MiddlewareLike]] | None = None,
         tracing: bool | None = None,
         async_tools: AsyncTools = "loop",
+        runner: TemporalRunner | None = None,
     ) -> None:
         from ._tools import refuse_other_copy
 
@@ -290,6 +296,11 @@ class Host:
         if wait_for is not None and not callable(wait_for):
             raise InvalidTypeError(
                 f"wait_for must be callable or None, got {type(wait_for).__name__}"
+            )
+        if runner is not None and not callable(getattr(runner, "_toolkit_for", None)):
+            raise InvalidTypeError(
+                f"runner must be a toolnexus.temporal.TemporalRunner or None, got "
+                f"{type(runner).__name__}"
             )
         if on_event is not None and not callable(on_event):
             raise InvalidTypeError(
@@ -312,6 +323,9 @@ class Host:
         if async_tools not in ("loop", "workers"):
             raise InvalidValueError(f'async_tools must be "loop" or "workers", got {async_tools!r}')
         self._toolkit = toolkit
+        # What calls resolve to: the tools themselves, or a runner's stand-ins that run
+        # each one elsewhere (a Temporal fleet) and keep the host's rules here.
+        self._tools = toolkit if runner is None else runner._toolkit_for(toolkit, max_rounds)
         self._wait_for = wait_for
         self._timeout_ms = _check_ms("timeout_ms", timeout_ms)
         self._on_event = on_event
@@ -620,7 +634,7 @@ class Host:
         if refused is not None:
             call._finish_now(refused, "error")
             return call
-        resolved = self._toolkit.resolve(name, args)
+        resolved = self._tools.resolve(name, args)
         if isinstance(resolved, ToolResult):
             call._finish_now(resolved, "pending" if resolved.is_pending else "error")
             return call

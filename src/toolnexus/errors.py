@@ -24,6 +24,7 @@
     ├── TimerStartError             + RuntimeError: the timer thread could not be started
     ├── McpError                    + ConnectionError: an MCP server could not be used
     ├── OAuthError                  + ConnectionError: an authorization server could not be used
+    ├── TemporalUnavailableError    + ConnectionError: a worker cannot reach Temporal
     └── OperationCancelledError     a cancelled token was asked to raise
 
 Each class also inherits the builtin a caller would catch without knowing toolnexus
@@ -58,6 +59,7 @@ __all__ = [
     "SchemaInferenceError",
     "StoreUnavailableError",
     "StrictSchemaError",
+    "TemporalUnavailableError",
     "TimerStartError",
     "ToolnexusError",
     "UnknownToolError",
@@ -596,6 +598,34 @@ class OAuthError(ToolnexusError, ConnectionError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.url, self.problem))
+
+
+class TemporalUnavailableError(ToolnexusError, ConnectionError):
+    """Raised when a Temporal worker (:func:`toolnexus.temporal.run_worker`, ``toolnexus
+    worker``) cannot reach its Temporal server.
+
+    ``address`` is the ``HOST:PORT`` it tried, ``reason`` what went wrong. A host's *call*
+    never raises it: a call that cannot reach Temporal is an error result, as for any
+    tool.
+
+    Example::
+
+        try:
+            serve_worker(toolkit, "temporal.internal:7233", task_queue="tools")
+        except TemporalUnavailableError as exc:
+            print(exc.address, exc.reason)
+    """
+
+    def __init__(self, address: str, reason: str) -> None:
+        super().__init__(f"cannot reach Temporal at {address}: {reason}")
+        self.address = address
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return str(self.args[0])  # OSError's own __str__ would show the args tuple
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.address, self.reason))
 
 
 class OperationCancelledError(ToolnexusError):
