@@ -494,3 +494,33 @@ def test_the_same_chain_runs_for_served_tools_and_for_remote_tools() -> None:
 def test_server_options_check_their_middleware_at_construction() -> None:
     with pytest.raises(InvalidTypeError, match="a middleware is a function"):
         ServerOptions(middleware=["not one"])
+
+
+@pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
+def test_a_served_tools_approval_reaches_a_remote_host_as_a_question_it_resumes(
+    version: str,
+) -> None:
+    from toolnexus.policies import require_approval
+
+    RAN.clear()
+    options = ServerOptions(middleware=[require_approval("add")])
+    with HttpServer(TOOLKIT, options, port=0) as server:
+        server.start()
+        with (
+            McpClient(url=server.url, name="srv", protocol_version=version) as client,
+            Host(Toolkit(client.tools())) as host,
+        ):
+            parked = host.call("srv_add", {"a": 2, "b": 3})
+            request = ToolResult.pending_of(parked)
+            assert request is not None and RAN == []
+            no = host.resume(
+                "srv_add", {"a": 2, "b": 3}, parked, Answer.accept(request, {"approved": False})
+            )
+            assert no.is_error and RAN == []
+            parked = host.call("srv_add", {"a": 2, "b": 3})
+            request = ToolResult.pending_of(parked)
+            assert request is not None
+            yes = host.resume(
+                "srv_add", {"a": 2, "b": 3}, parked, Answer.accept(request, {"approved": True})
+            )
+    assert yes.output == "5" and RAN == ["add"]

@@ -256,6 +256,8 @@ def is_read_only(tool: Tool) -> bool:
 
 # --------------------------------------------------------------------------- the host's part
 
+_CHAINS_KEPT = 4_096  # tools whose chains a host remembers (more: it starts afresh)
+
 
 class Policies:
     """What a host runs around its calls: its middleware, per tool, and its tracing.
@@ -264,7 +266,7 @@ class Policies:
     provider set), False never, True always (the API must be installed).
     """
 
-    __slots__ = ("_chains", "_host", "_rules", "tracing")
+    __slots__ = ("_chains", "_host", "_rules", "busy", "tracing")
 
     def __init__(
         self,
@@ -287,28 +289,36 @@ class Policies:
                     )
                 rules.append((pattern, _steps(listed, f"tool_middleware[{pattern!r}]")))
         self._rules = tuple(rules)
-        self._chains: dict[int, tuple[Tool, tuple[_Step, ...]]] = {}
+        self._chains: dict[int, tuple[Tool, tuple[_Step, ...], bool]] = {}
         if tracing is True:
             _tracing.require()
         elif tracing is not None and tracing is not False:
             raise InvalidTypeError(f"tracing must be None, True or False, got {tracing!r}")
         self.tracing = tracing
+        # Whether every call needs around(): middleware, or tracing forced on. Otherwise
+        # (no middleware, tracing None) only while the OpenTelemetry API is in use.
+        self.busy = bool(self._host or self._rules) or tracing is True
 
     @property
     def is_empty(self) -> bool:
         """True when there is nothing to run around a call: no middleware, no tracing."""
         return not self._host and not self._rules and self.tracing is False
 
-    def _steps_for(self, tool: Tool) -> tuple[_Step, ...]:
+    def _chain_for(self, tool: Tool) -> tuple[Tool, tuple[_Step, ...], bool]:
+        """The tool, its steps, and whether its chain is async (every step can be awaited
+        and the tool is async) — worked out once per tool."""
         known = self._chains.get(id(tool))
         if known is not None and known[0] is tool:
-            return known[1]
+            return known
         steps = self._host
         for pattern, listed in self._rules:
             if selects(pattern, tool.name):
                 steps = steps + listed
-        self._chains[id(tool)] = (tool, steps)  # the tool is kept: its id stays its own
-        return steps
+        is_async = tool.is_async and all(step.arun is not None for step in steps)
+        if len(self._chains) >= _CHAINS_KEPT:  # toolkits that change (a refreshed source)
+            self._chains.clear()
+        chain = self._chains[id(tool)] = (tool, steps, is_async)  # the tool kept: its id too
+        return chain
 
     def around(
         self,
@@ -321,13 +331,14 @@ class Policies:
     ) -> tuple[Tool, Callable[[Call], object] | None]:
         """What ``call`` runs instead of ``tool`` (the tool itself when nothing runs
         around it), and its first done callback (a span ends there, before ``done``)."""
-        steps = self._steps_for(tool)
+        chain = self._chain_for(tool)
+        steps = chain[1]
         span = None
         if self.tracing is not False:
             span = _tracing.call_span(tool, call_id, budget, forced=self.tracing is True)
         if not steps and span is None:
             return tool, done
-        run = _Run(call, tool, steps, call_id, turn, span)
+        run = _Run(call, tool, steps, chain[2], call_id, turn, span)
         if span is not None:
             end = span.end
             if done is None:
@@ -346,7 +357,7 @@ def exception_of(call: ToolCall, result: ToolResult) -> BaseException | None:
     """What the tool raised when it returned ``result`` (the error result an exception
     became) through this chain, or None."""
     run = call._run
-    if run is None:
+    if run is None or run.raised is None:
         return None
     found: tuple[ToolResult, BaseException] | None = run.raised.get(id(result))
     return None if found is None else found[1]
@@ -377,6 +388,7 @@ class _Run:
         call: Call,
         tool: Tool,
         steps: tuple[_Step, ...],
+        is_async: bool,
         call_id: str | None,
         turn: int | None,
         span: _tracing.CallSpan | None,
@@ -388,10 +400,9 @@ class _Run:
         self.call_id = call_id
         self.turn = turn
         self.span = span
-        # Async on the caller's loop only if every step can be awaited there.
-        self.is_async = tool.is_async and all(step.arun is not None for step in steps)
+        self.is_async = is_async  # on the caller's loop only if every step can be awaited
         # id(result) -> (result, exception): what the tool raised, for retry policies
-        self.raised: dict[int, tuple[ToolResult, BaseException]] = {}
+        self.raised: dict[int, tuple[ToolResult, BaseException]] | None = None
 
     def __repr__(self) -> str:
         return f"<chain {[s.name for s in self.steps]} around {self.tool!r}>"
@@ -501,6 +512,8 @@ class _Run:
         else:
             result = tool._run(args, call.context, raised)
         if raised:
+            if self.raised is None:
+                self.raised = {}
             self.raised[id(result)] = (result, raised[0])
         return result
 
@@ -547,6 +560,8 @@ class _Run:
         raised: list[BaseException] = []
         result = await tool._arun(args, call.context, raised)
         if raised:
+            if self.raised is None:
+                self.raised = {}
             self.raised[id(result)] = (result, raised[0])
         return result
 

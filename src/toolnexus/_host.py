@@ -29,6 +29,7 @@ caller's thread, a worker, or the dispatcher — never on the timer thread.
 from __future__ import annotations
 
 import itertools
+import sys
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -44,6 +45,7 @@ from ._log import LazyLogger
 from ._pool import Pool, current_worker
 from ._result import ToolResult
 from ._suspension import Answer, Request
+from ._tracing import API_MODULE
 from .errors import InvalidTypeError, InvalidValueError, WireFormatError
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
@@ -642,10 +644,9 @@ class Host:
             call._finish_now(ToolResult.error("cancelled by the caller"), "cancelled", "caller")
             return call
         tool, parsed = resolved
-        if self._policies is not None:  # the middleware chain runs in the tool's place
-            tool, done_callback = self._policies.around(
-                call, tool, budget, call_id, turn, done_callback
-            )
+        policies = self._policies  # the middleware chain, or the call's span, in its place
+        if policies is not None and (policies.busy or API_MODULE in sys.modules):
+            tool, done_callback = policies.around(call, tool, budget, call_id, turn, done_callback)
         call._prepare(
             tool,
             parsed,
