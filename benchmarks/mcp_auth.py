@@ -9,7 +9,9 @@ lost in network noise — with each kind of authentication, interleaved round by
 - OAuth with a verifier function (``ProtectedResource(verifier=fn)``: expiry, audience
   and scopes checked, the principal bound for the tool);
 - OAuth with ``JwtVerifier`` (an ES256 signature checked against keys fetched once; needs
-  the ``jwt`` extra, else the row is skipped);
+  the ``jwt`` extra, else the row is skipped) — as a client uses it, the same token on
+  every request (known by its digest after the first), and with the signature checked
+  every time (what a token never seen before costs);
 - OAuth with ``IntrospectionVerifier`` (the answer cached after the first request).
 
 The authorization server is the tests' (``tests/oauth_server.py``), on a free port.
@@ -111,13 +113,22 @@ def cases(
         ),
     }
     if auth is not None:
+        verifier = JwtVerifier(auth.issuer)
+        token = auth.mint(scopes=["mcp"], audience=RESOURCE)
         found["OAuth, JwtVerifier (ES256)"] = (
             ServerOptions(
+                auth=ProtectedResource(authorization_servers=[auth.issuer], verifier=verifier)
+            ),
+            token,
+        )
+        # The same check with the signature verified every time (a token never seen).
+        found["OAuth, JwtVerifier, signature each time"] = (
+            ServerOptions(
                 auth=ProtectedResource(
-                    authorization_servers=[auth.issuer], verifier=JwtVerifier(auth.issuer)
+                    authorization_servers=[auth.issuer], verifier=verifier._verify
                 )
             ),
-            auth.mint(scopes=["mcp"], audience=RESOURCE),
+            token,
         )
     return found
 
@@ -147,8 +158,14 @@ def main() -> None:
                 assert answer(endpoint, headers) == 200, name  # warm: the host, keys, cache
                 endpoints[name] = (endpoint, headers)
             samples: dict[str, list[float]] = {name: [] for name in endpoints}
-            for _ in range(options.rounds):
-                for name, (endpoint, headers) in endpoints.items():
+            order = list(endpoints)
+            for round_ in range(options.rounds):
+                # Each round in another order, each batch after a few untimed calls: the
+                # first batch of a round would otherwise pay for waking the machine up.
+                for name in order[round_ % len(order) :] + order[: round_ % len(order)]:
+                    endpoint, headers = endpoints[name]
+                    for _ in range(20):
+                        answer(endpoint, headers)
                     started = time.perf_counter()
                     for _ in range(options.calls):
                         answer(endpoint, headers)

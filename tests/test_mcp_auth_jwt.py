@@ -143,6 +143,18 @@ def test_keys_are_fetched_once_and_unknown_key_ids_cannot_force_fetches(
         assert auth.count("jwks") <= before + 2
 
 
+def test_a_verified_jwt_is_remembered_and_reads_as_its_signature_check(
+    auth: AuthServer,
+) -> None:
+    verifier = JwtVerifier(auth.issuer)
+    token = auth.mint("alice", scopes=["mcp"], audience="https://mcp.example.com/mcp")
+    first = verifier(token)
+    assert first is not None and first == verifier._verify(token)
+    assert verifier(token) is first  # known by its digest: no second signature check
+    tampered = token[: token.rindex(".") + 1] + "A" * 86
+    assert verifier(tampered) is None and verifier(tampered) is None
+
+
 def test_the_jwks_url_may_be_given(auth: AuthServer) -> None:
     with serve(auth, JwtVerifier(auth.issuer, jwks_url=f"{auth.issuer}/jwks")) as running:
         token = auth.mint(scopes=["mcp"], audience=running.url)

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 __all__ = ["IntrospectionVerifier", "JwtVerifier"]
 
 _log = LazyLogger("mcp.auth")
+_VERIFIED_S = 300.0  # how long a verified JWT is known by its digest (never past its exp)
+_MAX_VERIFIED = 10_000
 _ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA")
 
 
@@ -107,13 +109,36 @@ class JwtVerifier:
         self._refresh_s = _positive("jwks_refresh_ms", jwks_refresh_ms)
         self._lock = threading.Lock()
         self._keys: dict[str, Any] = {}  # kid ("" for a key without one) -> PyJWK
+        self._verified: dict[bytes, tuple[float, Principal]] = {}  # digest -> (until, who)
         self._fetched = 0.0  # time.monotonic() of the last good fetch (0: never)
         self._tried = 0.0  # ... and of the last attempt
 
     def __call__(self, token: str) -> Principal | None:
         """The principal of a valid token (signature, issuer, ``nbf``/``iat``), else
         ``None``. Raises :class:`~toolnexus.errors.OAuthError` only when the keys cannot be
-        fetched (a protected server then answers 503)."""
+        fetched (a protected server then answers 503).
+
+        A token verified once is known by its SHA-256 digest for up to five minutes (never
+        past its ``exp``): a client sends the same token with every request, and checking
+        its signature again costs more than the rest of the request."""
+        digest = hashlib.sha256(token.encode("utf-8")).digest()
+        now = time.time()
+        held = self._verified.get(digest)
+        if held is not None and held[0] > now:
+            return held[1]
+        principal = self._verify(token)
+        if principal is not None:
+            until = now + _VERIFIED_S
+            if principal.expires_at is not None:
+                until = min(until, principal.expires_at)
+            with self._lock:
+                if len(self._verified) >= _MAX_VERIFIED:
+                    self._verified.clear()  # a flood of valid tokens: start over
+                self._verified[digest] = (until, principal)
+        return principal
+
+    def _verify(self, token: str) -> Principal | None:
+        """:meth:`__call__` without the memory of tokens verified before."""
         import jwt
 
         from .._principal import Principal
