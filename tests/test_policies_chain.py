@@ -524,3 +524,21 @@ def test_a_served_tools_approval_reaches_a_remote_host_as_a_question_it_resumes(
                 "srv_add", {"a": 2, "b": 3}, parked, Answer.accept(request, {"approved": True})
             )
     assert yes.output == "5" and RAN == ["add"]
+
+
+def test_a_context_changed_in_the_chain_keeps_the_calls_deadline() -> None:
+    deadlines: list[float | None] = []
+
+    @tool
+    def look(ctx: ToolContext) -> str:
+        """Notes its deadline."""
+        deadlines.append(ctx.deadline)
+        return "ok"
+
+    def fresh(call: ToolCall, call_next: Next) -> ToolResult:
+        deadlines.append(call.deadline)
+        return call_next(call.with_context(call.context.with_answer(None)))
+
+    with Host(Toolkit([look]), middleware=[fresh], timeout_ms=5_000) as host:
+        assert host.call("look").output == "ok"
+    assert deadlines[0] is not None and deadlines[0] == deadlines[1]

@@ -54,6 +54,7 @@ __all__ = [
     "ToolCall",
     "exception_of",
     "is_read_only",
+    "same_budget",
     "selects",
 ]
 
@@ -75,8 +76,9 @@ class ToolCall:
         call_id: the model's id for this tool call in a turn (``Host.run_turn``), else None.
         turn: which ``run_turn``/``resume_turn`` the call belongs to (unique in the
             process), else None.
-        deadline: when the call's budget ends, in ``time.monotonic()`` seconds; None
-            without a deadline.
+        deadline: when the call's budget ends, in ``time.monotonic()`` seconds
+            (``context.deadline``); None without a deadline. A context changed through
+            :meth:`with_context` keeps it.
 
     Example::
 
@@ -136,7 +138,7 @@ class ToolCall:
             raise InvalidTypeError(
                 f"with_context() takes a ToolContext, got {type(context).__name__}"
             )
-        return replace(self, context=context)
+        return replace(self, context=same_budget(context, self.context))
 
 
 Next = Callable[[ToolCall], ToolResult]
@@ -235,6 +237,17 @@ def _steps(middleware: object, where: str) -> tuple[_Step, ...]:
             f"{where} must be a list of middleware, got {type(middleware).__name__}"
         )
     return tuple(_Step(m) for m in middleware)
+
+
+def same_budget(context: ToolContext, before: ToolContext) -> ToolContext:
+    """``context``, a copy of ``before`` made in the chain (without the answer, with a
+    progress reporter ...), keeping its budget's start: a copy starts its budget afresh,
+    and a middleware must not give the tool more time than the call has."""
+    if context is not before and context.timeout_ms == before.timeout_ms:
+        started = before._started
+        if context._started > started:
+            object.__setattr__(context, "_started", started)
+    return context
 
 
 def selects(patterns: Sequence[str] | str | None, name: str) -> bool:
@@ -338,7 +351,7 @@ class Policies:
             span = _tracing.call_span(tool, call_id, budget, forced=self.tracing is True)
         if not steps and span is None:
             return tool, done
-        run = _Run(call, tool, steps, chain[2], call_id, turn, span)
+        run = _Run(tool, steps, chain[2], call_id, turn, span)
         if span is not None:
             end = span.end
             if done is None:
@@ -370,7 +383,6 @@ class _Run:
     """The chain for one call: the host's call runs it as it would run the tool."""
 
     __slots__ = (
-        "call",
         "call_id",
         "is_async",
         "name",
@@ -385,7 +397,6 @@ class _Run:
 
     def __init__(
         self,
-        call: Call,
         tool: Tool,
         steps: tuple[_Step, ...],
         is_async: bool,
@@ -393,7 +404,6 @@ class _Run:
         turn: int | None,
         span: _tracing.CallSpan | None,
     ) -> None:
-        self.call = call
         self.tool = tool
         self.name = tool.name
         self.steps = steps
@@ -413,14 +423,13 @@ class _Run:
             ctx = ToolContext()
         span = self.span
         if span is not None:
-            ctx = span.attempt(ctx)
+            ctx = same_budget(span.attempt(ctx), ctx)
         admitted, refusal = self.tool._admit(args, ctx)
         if refusal is not None:
             return refusal
-        # The attempt's deadline, as the call armed it (the host engineer's remaining-budget
-        # field on ToolContext will carry it once it lands).
-        deadline = self.call._deadline if ctx.timeout_ms is not None else None
-        return ToolCall(self.tool, admitted, ctx, self.call_id, self.turn, deadline, admitted, self)
+        return ToolCall(
+            self.tool, admitted, ctx, self.call_id, self.turn, ctx.deadline, admitted, self
+        )
 
     # ----------------------------------------------------------------- synchronous
 
