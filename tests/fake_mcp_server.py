@@ -13,7 +13,8 @@ list two tools and answer ``tools/call`` — each MODE breaks one rule:
 - ``silent``: never answers anything;
 - ``bad-schema``: lists a tool whose schema the validator refuses, next to a good one;
 - ``changes``: says its tool list changed after the first call (the list grows);
-- ``linger``: behaves, but outlives the end of its stdin by a minute (only a signal ends it).
+- ``linger``: behaves, but outlives the end of its stdin by a minute (only a signal ends it);
+- ``unterminated``: answers a call without the line's newline, and exits.
 """
 
 from __future__ import annotations
@@ -103,6 +104,11 @@ for line in sys.stdin:
             sys.stderr.write("fake server: dying on purpose\n")
             sys.stderr.flush()
             sys.exit(3)
+        elif MODE == "unterminated":
+            answer = {"content": [{"type": "text", "text": arguments.get("text", "")}]}
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "result": answer}))
+            sys.stdout.flush()
+            sys.exit(0)
         elif MODE == "changes":
             text(request_id, arguments.get("text", ""))
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})

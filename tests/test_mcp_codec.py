@@ -120,6 +120,54 @@ def test_the_template_raises_for_what_json_cannot_carry_so_the_caller_encodes_th
         codec.text_reply(1, "x", False, {"v": float("nan")})
 
 
+SHARED = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}},
+    "io.modelcontextprotocol/clientInfo": {"name": "tëst", "version": "1"},
+}
+ARGUMENTS = {"a": 1, "text": "é ✓", "deep": {"list": [1.5, None, True]}}
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"name": "add", "arguments": ARGUMENTS}, {"name": "ä", "requestState": "s", 7: "x"}],
+)
+@pytest.mark.parametrize("meta", [None, {}, {"traceparent": "00-a-b-01", "n": [1]}])
+@pytest.mark.parametrize("progress", [False, True])
+@pytest.mark.parametrize("request_id", [1, 2**70])
+def test_the_request_template_writes_exactly_what_encode_writes(
+    params: dict[Any, Any], meta: dict[str, Any] | None, progress: bool, request_id: int
+) -> None:
+    envelope = {**SHARED, **(meta or {})}
+    if progress:
+        envelope["progressToken"] = request_id
+    message = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {**params, "_meta": envelope},
+    }
+    shared_text = codec.encode_shared(SHARED)
+    assert shared_text is not None
+    line = codec.request_line(request_id, "tools/call", params, shared_text, meta, progress)
+    assert line == codec.encode(message)
+
+
+def test_the_request_template_declines_what_encode_must_word_or_escape() -> None:
+    shared_text = codec.encode_shared(SHARED) or ""
+    assert codec.request_line(1, "m", {"bad": "\udcff"}, shared_text) is None
+    assert codec.request_line(1, "m", {"n": float("nan")}, shared_text) is None
+    assert codec.request_line(1, "m", {"s": {1, 2}}, shared_text) is None
+    assert codec.request_line(True, "m", {}, shared_text) is None
+    assert codec.request_line(1, "m", {}, "") is None
+
+
+def test_shared_entries_the_template_cannot_write_are_declined() -> None:
+    assert codec.encode_shared({}) is None
+    assert codec.encode_shared({"name": "\udcff"}) is None
+    assert codec.encode_shared({"n": float("nan")}) is None
+
+
 def test_error_message_is_a_json_rpc_error_response() -> None:
     assert codec.error_message(3, codec.INVALID_PARAMS, "bad") == {
         "jsonrpc": "2.0",

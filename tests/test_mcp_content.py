@@ -163,3 +163,37 @@ def test_result_from_mcp_refuses_malformed_blocks_naming_the_field(content: Any,
     with pytest.raises(WireFormatError) as caught:
         result_from_mcp({"content": content})
     assert caught.value.field == field, caught.value
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        {"content": [{"type": "text", "text": "3"}], "isError": False},
+        {"content": [{"type": "text", "text": "no"}], "isError": True},
+        {"content": [{"type": "text", "text": "3"}]},
+        {"content": [{"type": "text", "text": "3"}], "isError": None},
+        {"content": [{"type": "text", "text": "3"}], "resultType": "complete", "_meta": {}},
+        {"content": [{"type": "text", "text": "3"}], "structuredContent": {"a": 1}},
+        {"content": [{"type": "text", "text": "3", "annotations": {}}], "isError": False},
+    ],
+)
+def test_a_single_text_block_reads_back_as_the_general_path_reads_it(result: Any) -> None:
+    from types import MappingProxyType
+
+    # A MappingProxyType is not a dict: it takes the general path.
+    assert result_from_mcp(result) == result_from_mcp(MappingProxyType(result))
+
+
+@pytest.mark.parametrize(
+    ("result", "field"),
+    [
+        ({"content": [{"type": "text", "text": 3}]}, "content[0].text"),
+        ({"content": [{"type": "text", "text": "3"}], "isError": "yes"}, "isError"),
+    ],
+)
+def test_a_single_malformed_text_block_is_refused_as_the_general_path_refuses_it(
+    result: Any, field: str
+) -> None:
+    with pytest.raises(WireFormatError) as caught:
+        result_from_mcp(result)
+    assert caught.value.field == field

@@ -27,6 +27,7 @@ import base64
 import binascii
 import collections
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -41,7 +42,7 @@ from .._result import ToolResult
 from .._suspension import Answer, Request
 from .._tracing import client_span
 from .._tracing import inject as inject_trace
-from ..errors import InvalidTypeError, InvalidValueError, McpError
+from ..errors import InvalidTypeError, InvalidValueError, McpError, WireFormatError
 from ._client_session import (
     ClientSession,
     Failure,
@@ -53,6 +54,7 @@ from ._client_session import (
     Stray,
     header_params,
 )
+from ._content import result_from_mcp
 from ._protocol import describe
 
 if TYPE_CHECKING:
@@ -141,36 +143,65 @@ class _Fallback(Exception):
 class _Waiter:
     """The events that belong to one request of ours, in order.
 
-    Over stdio the reader thread puts them here; over HTTP the request's own answer
-    stream is pulled (on the waiting thread) until one arrives.
+    Over stdio the thread reading the pipe puts them here (the waiting thread itself,
+    usually); over HTTP the request's own answer stream is pulled (on the waiting thread)
+    until one arrives. Only its own thread waits on it, so a lock it sleeps on, made when
+    it sleeps, is all the condition it needs: one made per request would cost more than
+    the rest of a call's bookkeeping.
     """
 
-    __slots__ = ("closed", "cond", "events", "exchange", "failure", "messages", "request_id")
+    __slots__ = (
+        "closed",
+        "events",
+        "exchange",
+        "failure",
+        "guard",
+        "messages",
+        "request_id",
+        "sleeper",
+    )
 
     def __init__(self, request_id: int | None) -> None:
         self.request_id = request_id
         self.events: collections.deque[Any] = collections.deque()
-        self.cond = threading.Condition(threading.Lock())
+        self.guard = threading.Lock()  # over sleeper
+        self.sleeper: Any = None  # the lock the waiting thread sleeps on, while it does
         self.closed: str | None = None
         self.failure: Exception | None = None  # what ended it, to raise to the waiter
         self.exchange: HttpExchange | None = None
         self.messages: Any = None  # the exchange's message iterator (HTTP)
 
     def put(self, event: Any) -> None:
-        with self.cond:
-            self.events.append(event)
-            self.cond.notify_all()
+        self.events.append(event)
+        self.wake()
 
     def close(self, reason: str, failure: Exception | None = None) -> None:
-        with self.cond:
+        with self.guard:
             if self.closed is None:
-                self.closed = reason
                 self.failure = failure
-            self.cond.notify_all()
+                self.closed = reason
+        self.wake()
 
     def wake(self) -> None:
-        with self.cond:
-            self.cond.notify_all()
+        """Wake the waiting thread (it checks what changed)."""
+        with self.guard:
+            sleeper, self.sleeper = self.sleeper, None
+        if sleeper is not None:
+            sleeper.release()
+
+    def sleep(self, ready: Callable[[], object], timeout: float | None) -> None:
+        """Wait until :meth:`wake` (after ``put``, ``close`` or a cancel) or ``timeout``
+        seconds; returns at once when ``ready()`` is already true."""
+        sleeper = threading.Lock()
+        sleeper.acquire()
+        with self.guard:
+            # Checked after the sleeper is in place: a wake from now on releases it.
+            if ready():
+                return
+            self.sleeper = sleeper
+        sleeper.acquire(timeout=-1 if timeout is None else timeout)
+        with self.guard:
+            self.sleeper = None
 
 
 class _Parked:
@@ -211,12 +242,7 @@ class _Connection:
         self.listener: HttpExchange | None = None  # the legacy session's GET stream
         self.stopped = threading.Event()  # set once the connection is lost or closed
         self.threads: list[threading.Thread] = []  # helper threads to join on close
-
-    @property
-    def is_stdio(self) -> bool:
-        from ._client_stdio import StdioTransport
-
-        return isinstance(self.transport, StdioTransport)
+        self.is_stdio = False
 
 
 class McpClient:
@@ -508,14 +534,18 @@ class McpClient:
                 self._args,
                 env=self._env,
                 cwd=self._cwd,
-                on_message=lambda message: self._route(connection, message, None),
+                on_message=functools.partial(self._route, connection),
                 on_problem=lambda kind, text, ident: self._on_stdio_problem(
                     connection, kind, text, ident
                 ),
                 on_closed=lambda reason: self._on_lost(connection, reason),
                 max_message_bytes=self._max_message_bytes,
                 label=self.name,
+                # Requests still waiting for their answer: their waiters (an answered
+                # request's leaves when its answer is routed).
+                pending=connection.waiters.__len__,
             )
+            connection.is_stdio = True
         except OSError as exc:
             raise McpError(
                 self.name,
@@ -627,14 +657,16 @@ class McpClient:
         read_timeout: float | None,
         waiter: _Waiter | None = None,
     ) -> _Waiter:
-        """Send ``outgoing`` (a request); the waiter its events arrive at."""
+        """Send ``outgoing`` (a request); the waiter its events arrive at (registered
+        here, unless it already is)."""
         assert outgoing.id is not None
         if waiter is None:
             waiter = _Waiter(outgoing.id)
         transport = connection.transport
         if connection.is_stdio:
-            with self._lock:
-                connection.waiters[outgoing.id] = waiter
+            if connection.waiters.get(outgoing.id) is not waiter:
+                with self._lock:
+                    connection.waiters[outgoing.id] = waiter
             try:
                 transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
             except (OSError, McpError) as exc:
@@ -767,21 +799,38 @@ class McpClient:
         if waiter.messages is not None:
             return self._pull(connection, waiter, token)
         deadline = None if timeout is None else time.monotonic() + timeout
-        with waiter.cond:
-            while True:
-                if waiter.events:
-                    return waiter.events.popleft()
-                if token.is_cancellation_requested:
-                    raise _Cancelled()
-                if waiter.closed is not None:
-                    raise waiter.failure or _Lost(waiter.closed)
-                if deadline is None:
-                    waiter.cond.wait()
+        events = waiter.events
+        reader = connection.transport if connection.is_stdio else None
+        while True:
+            if events:
+                return events.popleft()
+            if token.is_cancellation_requested:
+                raise _Cancelled()
+            if waiter.closed is not None:
+                raise waiter.failure or _Lost(waiter.closed)
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise _Idle()
+            if reader is not None:
+                # Read the answer on this thread when no other thread reads the pipe.
+                read = reader.read_until(  # type: ignore[union-attr]
+                    lambda: events or waiter.closed is not None or token.is_cancellation_requested,
+                    left,
+                )
+                if read is not None:
                     continue
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise _Idle()
-                waiter.cond.wait(left)
+                if connection.lost is not None and not events:
+                    raise _Lost(connection.lost)
+            # Another thread reads: it puts this request's events here.
+            waiter.sleep(
+                lambda: (
+                    events
+                    or waiter.closed is not None
+                    or token.is_cancellation_requested
+                    or connection.lost is not None
+                ),
+                left,
+            )
 
     def _pull(self, connection: _Connection, waiter: _Waiter, token: CancellationToken) -> Any:
         from ._client_http import HttpTransport
@@ -810,7 +859,7 @@ class McpClient:
             return
         if kind == "too deep":
             with self._lock:
-                waiter = connection.waiters.get(ident) if isinstance(ident, int) else None
+                waiter = connection.waiters.pop(ident, None) if isinstance(ident, int) else None
                 if waiter is not None:
                     connection.session.forget(ident)
             if waiter is not None:
@@ -820,21 +869,24 @@ class McpClient:
             return
         _log.warning("MCP server %s: %s", self.name, text)
 
-    def _route(self, connection: _Connection, message: Any, home: _Waiter | None) -> None:
+    def _route(self, connection: _Connection, message: Any, home: _Waiter | None = None) -> None:
         """Hand each event of one message to whoever waits for it."""
-        if isinstance(message, dict) and "__too_deep__" in message:  # from an event stream
-            if home is not None and home.request_id is not None:
-                home.put(
-                    Failure(home.request_id, "", None, f"the server's answer is nested {_TOO_DEEP}")
+        if message.__class__ is dict and len(message) == 1:  # an event stream's stand-in
+            if "__too_deep__" in message:
+                if home is not None and home.request_id is not None:
+                    home.put(
+                        Failure(
+                            home.request_id, "", None, f"the server's answer is nested {_TOO_DEEP}"
+                        )
+                    )
+                return
+            if "__garbage__" in message:
+                _log.warning(
+                    "MCP server %s sent an event that is not JSON: %r",
+                    self.name,
+                    message["__garbage__"],
                 )
-            return
-        if isinstance(message, dict) and "__garbage__" in message:
-            _log.warning(
-                "MCP server %s sent an event that is not JSON: %r",
-                self.name,
-                message["__garbage__"],
-            )
-            return
+                return
         if (
             home is not None
             and home.request_id is not None
@@ -848,9 +900,9 @@ class McpClient:
         with self._lock:
             events = connection.session.receive(message)
         for event in events:
-            if isinstance(event, (Response, Failure)):
-                with self._lock:
-                    waiter = connection.waiters.get(event.id)
+            if event.__class__ is Response or event.__class__ is Failure:
+                # Answered: it no longer counts as waiting (see StdioTransport pending).
+                waiter = connection.waiters.pop(event.id, None)
                 if waiter is None and event.method in ("server/discover", "initialize"):
                     waiter = home or connection.opening
                 (waiter or home or connection.opening).put(event)
@@ -1199,6 +1251,8 @@ class McpClient:
             isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0
         ):
             raise InvalidValueError(f"timeout_ms must be None or an int >= 0, got {timeout_ms!r}")
+        if answer is not None and not isinstance(answer, Answer):
+            raise InvalidTypeError(f"answer must be an Answer, got {type(answer).__name__}")
         source: CancellationTokenSource | None = None
         if timeout_ms is not None:
             source = CancellationTokenSource.linked(*([token] if token is not None else []))
@@ -1217,7 +1271,10 @@ class McpClient:
         entered = span.enter() if span is not None else None
         result: ToolResult | None = None
         try:
-            result = self._run(name, arguments, call_token, progress, answer, headers)
+            if answer is not None:
+                result = self._continue(name, arguments, call_token, progress, answer, headers)
+            else:
+                result = self._start_call(name, arguments, call_token, progress, headers, None)
         finally:
             if source is not None:
                 source.close()
@@ -1235,21 +1292,6 @@ class McpClient:
                 f"timed out after {timeout_ms} ms: {name} on MCP server {self.name}", True
             )
         return result
-
-    def _run(
-        self,
-        name: str,
-        arguments: dict[str, Any],
-        token: CancellationToken,
-        progress: ProgressReporter | None,
-        answer: Answer | None,
-        headers: Mapping[str, str] | None,
-    ) -> ToolResult:
-        if answer is not None:
-            if not isinstance(answer, Answer):
-                raise InvalidTypeError(f"answer must be an Answer, got {type(answer).__name__}")
-            return self._continue(name, arguments, token, progress, answer, headers)
-        return self._start_call(name, arguments, token, progress, headers, None)
 
     def _start_call(
         self,
@@ -1271,20 +1313,26 @@ class McpClient:
             if retry is not None:
                 params.update(retry)
             with self._lock:
-                outgoing = connection.session.request("tools/call", params)
-                assert outgoing.id is not None
-                meta = outgoing.message["params"].setdefault("_meta", {})
-                meta["progressToken"] = outgoing.id
-                inject_trace(meta, outgoing.id)
-            waiter = _Waiter(outgoing.id)
-            with self._lock:
+                # Its own _meta entries go in params["_meta"]: the session writes the bytes.
+                outgoing = connection.session.request("tools/call", params, progress=True)
+                request_id = outgoing.id
+                assert request_id is not None
+                meta = outgoing.message["params"]["_meta"]
+                entries = len(meta)
+                inject_trace(meta, request_id)
+                if len(meta) != entries:
+                    # Trace context came in after the session wrote the line: encode anew.
+                    outgoing = outgoing._replace(line=None)
+                waiter = _Waiter(request_id)
                 # Before sending: a question may come back before send returns.
-                connection.calls[outgoing.id] = waiter
+                connection.calls[request_id] = waiter
+                if connection.is_stdio:
+                    connection.waiters[request_id] = waiter
             try:
                 self._send_request(connection, outgoing, headers, self._idle_s, waiter)
             except _Lost as lost:
                 with self._lock:
-                    connection.calls.pop(outgoing.id, None)
+                    connection.calls.pop(request_id, None)
                 self._lose(connection, lost)
                 if attempt == 0 and (lost.session_lost or not lost.sent) and not lost.auth:
                     continue
@@ -1305,11 +1353,19 @@ class McpClient:
         progress: ProgressReporter | None,
     ) -> ToolResult | object:
         """Read the call's events until its result; park it on a legacy question."""
-        registration = (
-            token.register(waiter.exchange.abort if waiter.exchange is not None else waiter.wake)
-            if token.can_be_cancelled
-            else None
-        )
+        registration = None
+        if token is not _NEVER and token.can_be_cancelled:
+            wake: Callable[[], object] = waiter.wake
+            if waiter.exchange is not None:
+                wake = waiter.exchange.abort
+            elif connection.is_stdio:
+                transport = connection.transport
+
+                def wake() -> None:
+                    waiter.wake()
+                    transport.interrupt()  # type: ignore[union-attr]  # it may be reading
+
+            registration = token.register(wake)
         parked = False
         try:
             while True:
@@ -1386,9 +1442,6 @@ class McpClient:
         )
 
     def _result(self, name: str, result: dict[str, Any]) -> ToolResult:
-        from ..errors import WireFormatError
-        from ._content import result_from_mcp
-
         kind = result.get("resultType")
         if kind == "input_required":
             return self._input_required(name, result)
@@ -1608,6 +1661,7 @@ class McpClient:
 
 
 _ENDED = iter(())  # what an HTTP waiter reads once its answer was taken
+_NEVER = CancellationToken.NONE
 _RETRY = object()  # the session was gone before the request reached the server: once more
 _TOO_DEEP = "more than 128 levels deep"
 

@@ -54,13 +54,17 @@ META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 
 class Outgoing(NamedTuple):
     """A message to send: the JSON-RPC ``message`` and its ``id`` (``None`` for a
-    notification or a response of ours)."""
+    notification or a response of ours). ``line``: its bytes, when the session wrote
+    them from a template as it built the message (a value: change neither)."""
 
     message: dict[str, Any]
     id: int | None = None
+    line: bytes | None = None
 
     def to_bytes(self) -> bytes:
         """The message as one line of compact UTF-8 JSON ending in ``\\n``."""
+        if self.line is not None:
+            return self.line
         return codec.encode(self.message)
 
 
@@ -115,6 +119,7 @@ class Stray(NamedTuple):
 
 Event = Opened | Response | Failure | ServerRequest | Notification | Stray | Outgoing
 
+_tuple_new: Any = tuple.__new__  # builds a named tuple without its Python-level __new__
 _OUR_VERSIONS = frozenset(MODERN_PROTOCOL_VERSIONS + LEGACY_PROTOCOL_VERSIONS)
 _UNSUPPORTED_PROTOCOL_VERSION = codec.UNSUPPORTED_PROTOCOL_VERSION
 
@@ -156,11 +161,6 @@ def header_params(schema: Mapping[str, Any]) -> dict[str, str] | str:
         seen[folded] = key
         found[key] = name
     return found
-
-
-class _Pending(NamedTuple):
-    method: str
-    name: str | None
 
 
 class ClientSession:
@@ -217,7 +217,7 @@ class ClientSession:
         self._pinned = protocol_version
         self._log_level = log_level
         self._ids = itertools.count(1)
-        self._pending: dict[int, _Pending] = {}
+        self._pending: dict[int, str] = {}  # the method of each request awaiting its answer
         self.era: str | None = None
         """``"modern"``, ``"legacy"``, or ``None`` before the connection is open."""
         self.protocol_version: str | None = None
@@ -230,6 +230,8 @@ class ClientSession:
         """The server's instructions for the model, if it sent any."""
         self._trying: str | None = None  # the modern revision a discover is trying
         self._retried = False  # a discover refused with -32022 is retried once
+        # Every modern request's _meta entries, and their encoding ("": none).
+        self._shared: tuple[dict[str, Any], str] | None = None
 
     # ------------------------------------------------------------------ state
 
@@ -280,7 +282,7 @@ class ClientSession:
 
     def _discover(self) -> Outgoing:
         request_id = next(self._ids)
-        self._pending[request_id] = _Pending("server/discover", None)
+        self._pending[request_id] = "server/discover"
         params = {"_meta": self._meta(self._trying)}
         return Outgoing(
             {"jsonrpc": "2.0", "id": request_id, "method": "server/discover", "params": params},
@@ -289,7 +291,7 @@ class ClientSession:
 
     def _initialize(self, version: str) -> Outgoing:
         request_id = next(self._ids)
-        self._pending[request_id] = _Pending("initialize", None)
+        self._pending[request_id] = "initialize"
         params = {
             "protocolVersion": version,
             "capabilities": self._legacy_capabilities(version),
@@ -327,25 +329,49 @@ class ClientSession:
 
     # ------------------------------------------------------------------ sending
 
-    def request(self, method: str, params: Mapping[str, Any] | None = None) -> Outgoing:
+    def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, progress: bool = False
+    ) -> Outgoing:
         """A request to send: a fresh id, and on a modern connection the ``_meta``
-        envelope (merged over any ``_meta`` in ``params``). Its answer comes back from
-        :meth:`receive` as a :class:`Response` or :class:`Failure` with the same id."""
+        envelope (merged over any ``_meta`` in ``params``, which is where a request's own
+        ``_meta`` entries go). ``progress`` asks for progress notifications (the
+        ``progressToken`` is the request id). Its answer comes back from :meth:`receive`
+        as a :class:`Response` or :class:`Failure` with the same id."""
         request_id = next(self._ids)
         body = dict(params) if params else {}
+        extra = body.pop("_meta", None)
+        meta: dict[str, Any] = {}
+        shared_text = ""
         if self.era == "modern":
-            extra = body.get("_meta")
-            meta = self._meta()
-            if isinstance(extra, Mapping):
-                meta = {**extra, **meta}
-            body["_meta"] = meta
-        key = NAMED_PARAM.get(method)
-        name = body.get(key) if key is not None else None
-        self._pending[request_id] = _Pending(method, name if isinstance(name, str) else None)
+            shared = self._shared
+            if shared is None:
+                # The same on every request of an open connection: built (and encoded) once.
+                entries = self._meta()
+                shared = self._shared = (entries, codec.encode_shared(entries) or "")
+            meta.update(shared[0])
+            shared_text = shared[1]
+        own: dict[str, Any] | None = None
+        if extra is not None and isinstance(extra, Mapping):
+            own = {
+                key: value
+                for key, value in extra.items()
+                if key not in meta and not (progress and key == "progressToken")
+            }
+            meta.update(own)
+        if progress:
+            meta["progressToken"] = request_id
+        self._pending[request_id] = method
+        line = (
+            codec.request_line(request_id, method, body, shared_text, own, progress)
+            if shared_text
+            else None
+        )
+        if meta:
+            body["_meta"] = meta  # last, as the line has it
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if body:
             message["params"] = body
-        return Outgoing(message, request_id)
+        return _tuple_new(Outgoing, (message, request_id, line))  # type: ignore[no-any-return]
 
     def notification(self, method: str, params: Mapping[str, Any] | None = None) -> Outgoing:
         """A notification to send."""
@@ -444,22 +470,22 @@ class ClientSession:
             return [Notification(method, params)]
         if "result" not in message and "error" not in message:
             return [Stray("a message with neither method, result nor error")]
-        raw_id = message.get("id")
-        if not isinstance(raw_id, int) or isinstance(raw_id, bool) or raw_id not in self._pending:
+        raw_id: Any = message.get("id")
+        asked = self._pending.pop(raw_id, None) if raw_id.__class__ is int else None
+        if asked is None:  # (an int subclass, bool included, is no id of ours)
             return [Stray(f"a response to no request of ours (id {describe(raw_id)})")]
         answered: int = raw_id
-        pending = self._pending.pop(answered)
         if "error" in message:
             error = message["error"]
             if not isinstance(error, dict):
                 return self._answered(
-                    Failure(answered, pending.method, None, f"a malformed error: {describe(error)}")
+                    Failure(answered, asked, None, f"a malformed error: {describe(error)}")
                 )
             code = error.get("code")
             text = error.get("message")
             failure = Failure(
                 answered,
-                pending.method,
+                asked,
                 code if isinstance(code, int) and not isinstance(code, bool) else None,
                 text if isinstance(text, str) else f"error {describe(code)}",
                 error.get("data"),
@@ -470,12 +496,15 @@ class ClientSession:
             return self._answered(
                 Failure(
                     answered,
-                    pending.method,
+                    asked,
                     None,
-                    f"the result of {pending.method} must be an object, got {describe(result)}",
+                    f"the result of {asked} must be an object, got {describe(result)}",
                 )
             )
-        return self._answered(Response(answered, pending.method, result))
+        if asked == "server/discover" or asked == "initialize":
+            return self._answered(Response(answered, asked, result))
+        # What every call is answered with: built without the named tuple's Python __new__.
+        return [_tuple_new(Response, (answered, asked, result))]
 
     def _answered(self, event: Response | Failure) -> list[Event]:
         if event.method == "server/discover":

@@ -2,22 +2,34 @@
 
 :class:`StdioTransport` spawns the server (``command`` and ``args``, ``env`` merged over
 this process's environment, ``cwd``), writes one JSON-RPC message per line to its stdin,
-and reads its stdout on one reader thread, handing each decoded message to the client. The
-child's stderr is read on a second thread into a bounded tail (never mixed into ours), so a
+and reads its stdout line by line, handing each decoded message to the client. The child's
+stderr is read on a thread of its own into a bounded tail (never mixed into ours), so a
 server that fails can be described with its own last words. :meth:`StdioTransport.close`
 ends the child and its process group (``SIGTERM``, then ``SIGKILL`` after a grace) and
-joins both threads.
+joins the threads.
+
+Who reads stdout: the thread waiting for an answer reads the pipe itself
+(:meth:`StdioTransport.read_until`) while no other thread reads it, so a call's answer
+needs no hand-over from one thread to another — on a busy machine that wake-up costs more
+than everything else a call does. One thread reads at a time (the reading role is taken
+under a lock and handed on). The reader thread reads when calls overlap (a caller whose
+answer came hands the pipe to it while other requests still wait) and, once no call has
+read for a moment, while none is in flight: so the server's notifications and its exit
+are seen between calls too. A cancel wakes a reading caller through a wake-up pipe.
+Without :func:`select.poll` (Windows) the reader thread reads everything, as every thread
+then waits for it.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import io
 import os
+import select
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,15 +41,29 @@ __all__ = ["StdioTransport"]
 _STDERR_TAIL = 4096
 """How many characters of a server's stderr are kept to describe its failure."""
 
+_IDLE_S = 0.05
+"""How long no call may have read the pipe before the reader thread reads it."""
+
+_CHUNK = 1 << 16
+_monotonic = time.monotonic
+
+_CAN_POLL = hasattr(select, "poll")  # not on Windows, where pipes cannot be polled
+
+
+class _Ended(Exception):
+    """Reading stopped for good (``StdioTransport._ended`` says why)."""
+
 
 class StdioTransport:
     """One child process speaking MCP on its stdin/stdout.
 
-    ``on_message(message)`` is called on the reader thread for each decoded message;
-    ``on_problem(kind, text)`` for a line that cannot be read (``kind`` is ``"garbage"`` —
-    not JSON — or ``"too deep"``, with the ``id`` recovered by a scan when it can be, or
-    ``"too long"``, which ends the connection); ``on_closed(reason)`` once, when stdout
-    ends or :meth:`close` ran.
+    ``on_message(message)`` is called for each decoded message, on the thread reading
+    (a caller in :meth:`read_until`, or the reader thread); ``on_problem(kind, text)`` for
+    a line that cannot be read (``kind`` is ``"garbage"`` — not JSON — or ``"too deep"``,
+    with the ``id`` recovered by a scan when it can be, or ``"too long"``, which ends the
+    connection); ``on_closed(reason)`` once, on the reader thread, when stdout ends or
+    :meth:`close` ran. ``pending()`` says how many requests still wait for their answer:
+    while some do, the pipe is never left unread.
     """
 
     def __init__(
@@ -52,6 +78,7 @@ class StdioTransport:
         on_closed: Callable[[str], None],
         max_message_bytes: int,
         label: str,
+        pending: Callable[[], int] = lambda: 0,
     ) -> None:
         environment = dict(os.environ)
         if env:
@@ -74,6 +101,7 @@ class StdioTransport:
         self._on_message = on_message
         self._on_problem = on_problem
         self._on_closed = on_closed
+        self._pending = pending
         self._limit = max_message_bytes
         self._label = label
         self._write_lock = threading.Lock()
@@ -81,6 +109,27 @@ class StdioTransport:
         self._stderr_size = 0
         self._closed = False
         self._close_lock = threading.Lock()
+        # The reading role: who reads stdout now, and why reading stopped for good.
+        stdout = self._process.stdout
+        assert stdout is not None
+        self._fd = stdout.fileno()
+        self._buffer = bytearray()
+        self._scanned = 0  # no newline in _buffer before this index
+        self._at_end = False  # stdout ended (what it held last may still be read)
+        self._role = threading.Lock()  # held by the thread reading stdout
+        self._state = threading.Condition(threading.Lock())  # the reader thread waits here
+        self._handed = False  # a caller left requests waiting: the reader thread reads
+        self._released = time.monotonic()  # when a thread last stopped reading
+        self._ended: str | None = None
+        self._wake_read = self._wake_write = -1
+        self._poller: Any = None
+        if _CAN_POLL:
+            self._wake_read, self._wake_write = os.pipe()
+            os.set_blocking(self._wake_read, False)
+            os.set_blocking(self._wake_write, False)
+            self._poller = select.poll()
+            self._poller.register(self._fd, select.POLLIN)
+            self._poller.register(self._wake_read, select.POLLIN)
         self._reader = threading.Thread(
             target=self._read, name=f"toolnexus-mcp-client-{label}", daemon=True
         )
@@ -128,46 +177,157 @@ class StdioTransport:
 
     # ------------------------------------------------------------------ reading
 
-    def _read(self) -> None:
-        raw = self._process.stdout
-        assert raw is not None
-        # The pipe is unbuffered (bufsize=0, for stdin's sake); readline on it would read
-        # one byte per system call.
-        stdout = io.BufferedReader(raw, 1 << 16)  # type: ignore[type-var]
-        reason = "the server closed its stdout"
-        limit = self._limit
+    def read_until(self, done: Callable[[], object], timeout: float | None) -> bool | None:
+        """Read and dispatch the server's messages on this thread until ``done()`` is
+        true: returns True then, or False once ``timeout`` seconds passed without it.
+
+        Returns ``None`` at once, having read nothing, when another thread reads the pipe
+        (its messages are dispatched there: wait for them) or reading stopped for good
+        (``on_closed`` comes, or came). :meth:`interrupt` makes it check ``done()`` again.
+        """
+        if self._poller is None or not self._role.acquire(False):
+            return None
         try:
-            while True:
-                line = stdout.readline(limit + 1)
-                if not line:
-                    break
-                if len(line) > limit and not line.endswith(b"\n"):
-                    reason = (
-                        f"the server sent a message over {limit} bytes "
-                        "(max_message_bytes); the connection was closed"
-                    )
-                    self._on_problem("too long", reason, None)
-                    # The rest of that line would still block the child: end it now.
-                    self._signal(getattr(signal, "SIGKILL", signal.SIGTERM))
-                    break
-                text = line.strip()
-                if not text:
-                    continue
-                try:
-                    message = codec.decode(text.decode("utf-8"))
-                except RecursionError:
-                    stand_in = codec.stand_in(text.decode("utf-8", "replace")) or {}
-                    self._on_problem("too deep", codec.TOO_DEEP, stand_in.get("id"))
-                    continue
-                except (ValueError, UnicodeDecodeError):
-                    shown = text[:200].decode("utf-8", "replace")
-                    self._on_problem("garbage", shown, None)
-                    continue
-                self._on_message(message)
-        except (OSError, ValueError):  # closed under us by close()
-            pass
+            if self._ended is not None:
+                return None
+            deadline = None if timeout is None else _monotonic() + timeout
+            while not done():
+                line = self._line(deadline)
+                if line is None:
+                    return False
+                self._dispatch(line)
+            return True
+        except _Ended:
+            return None
         except Exception as exc:  # MemoryError on a huge line: the connection cannot go on
-            reason = f"reading from the server failed: {type(exc).__name__}: {exc}"
+            self._fail(exc)
+            return None
+        finally:
+            self._released = _monotonic()
+            self._role.release()
+            if self._ended is not None or self._pending() > 0:
+                # Requests still wait (calls overlap): the reader thread reads for them.
+                with self._state:
+                    self._handed = True
+                    self._state.notify_all()
+
+    def interrupt(self) -> None:
+        """Wake the thread reading the pipe, so it checks ``done()`` again (a cancel)."""
+        with self._state:  # close() closes the wake-up pipe under it
+            if self._role.locked() and self._wake_write >= 0:
+                with contextlib.suppress(OSError):  # full: a wake-up is pending anyway
+                    os.write(self._wake_write, b"!")
+
+    def _line(self, deadline: float | None) -> bytearray | None:
+        """The next line from stdout (without its newline); an empty one when the
+        wake-up pipe woke us; ``None`` when ``deadline`` passed first. Raises
+        :class:`_Ended` when reading stops for good."""
+        buffer = self._buffer
+        while True:
+            newline = buffer.find(b"\n", self._scanned)
+            if newline >= 0:
+                if newline > self._limit:
+                    self._too_long()
+                line = buffer[:newline]
+                del buffer[: newline + 1]
+                self._scanned = 0
+                return line
+            if len(buffer) > self._limit:
+                self._too_long()
+            if self._ended is not None or self._at_end:
+                self._end("the server closed its stdout")
+            self._scanned = len(buffer)
+            if self._poller is not None:
+                if deadline is None:
+                    ready = self._poller.poll()
+                else:
+                    left = deadline - _monotonic()
+                    if left <= 0:
+                        return None
+                    ready = self._poller.poll(left * 1000 + 1)
+                if not ready:
+                    return None
+                readable = False
+                for fd, _ in ready:
+                    if fd == self._fd:
+                        readable = True
+                    else:
+                        with contextlib.suppress(OSError):
+                            os.read(self._wake_read, 4096)
+                if not readable:
+                    return bytearray()
+            size = len(buffer)
+            try:
+                buffer += os.read(self._fd, _CHUNK)  # one statement: a Ctrl-C loses nothing
+            except OSError:  # closed under us by close()
+                self._end("the server closed its stdout")
+            if len(buffer) == size:
+                self._at_end = True
+                if buffer:  # a last message without its newline
+                    line = buffer[:]
+                    buffer.clear()
+                    self._scanned = 0
+                    return line
+                self._end("the server closed its stdout")
+
+    def _dispatch(self, line: bytearray) -> None:
+        try:
+            # Not stripped first: the decoder takes surrounding whitespace in its stride.
+            message = codec.decode(line.decode("utf-8"))
+        except RecursionError:
+            stand_in = codec.stand_in(line.strip().decode("utf-8", "replace")) or {}
+            self._on_problem("too deep", codec.TOO_DEEP, stand_in.get("id"))
+            return
+        except (ValueError, UnicodeDecodeError):
+            shown = line.strip()
+            if shown:  # a blank line is no message, and no problem
+                self._on_problem("garbage", bytes(shown[:200]).decode("utf-8", "replace"), None)
+            return
+        self._on_message(message)
+
+    def _too_long(self) -> None:
+        reason = (
+            f"the server sent a message over {self._limit} bytes "
+            "(max_message_bytes); the connection was closed"
+        )
+        self._on_problem("too long", reason, None)
+        # The rest of that line would still block the child: end it now.
+        self._signal(getattr(signal, "SIGKILL", signal.SIGTERM))
+        self._end(reason)
+
+    def _end(self, reason: str) -> None:
+        """Stop reading for good (the first reason stays); raises :class:`_Ended`."""
+        with self._state:
+            if self._ended is None:
+                self._ended = reason
+            self._state.notify_all()
+        raise _Ended
+
+    def _fail(self, exc: Exception) -> None:
+        with contextlib.suppress(_Ended):
+            self._end(f"reading from the server failed: {type(exc).__name__}: {exc}")
+
+    def _read(self) -> None:
+        """The reader thread: reads while calls overlap or none is in flight; then says
+        why the connection ended."""
+        while self._lead():
+            try:
+                while True:
+                    watching = self._poller is None or self._pending() == 0
+                    line = self._line(None if watching else _monotonic() + _IDLE_S)
+                    if line:
+                        self._dispatch(line)
+                    if self._poller is not None and self._pending() == 0:
+                        break  # no call in flight: the next caller reads for itself
+            except _Ended:
+                break
+            except Exception as exc:  # MemoryError on a huge line: the connection cannot go on
+                self._fail(exc)
+                break
+            finally:
+                self._released = _monotonic()
+                self._role.release()
+        reason = self._ended or "the server closed its stdout"
         if not self._closed and self._process.poll() is None:
             # Wait briefly for the exit status, so the reason can say how it ended.
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -175,6 +335,24 @@ class StdioTransport:
         if self._process.poll() is not None and reason.startswith("the server closed"):
             reason = f"the server process {self.exit_description()}"
         self._on_closed(reason)
+
+    def _lead(self) -> bool:
+        """Wait until the reader thread should read, and take the reading role: False
+        once reading stopped for good."""
+        with self._state:
+            while self._ended is None:
+                wait = _IDLE_S
+                if self._handed or self._poller is None:
+                    if self._role.acquire(False):
+                        self._handed = False
+                        return True
+                elif self._pending() == 0:
+                    idle = _monotonic() - self._released
+                    if idle >= _IDLE_S and self._role.acquire(False):
+                        return True
+                    wait = max(_IDLE_S - idle, 0.001)
+                self._state.wait(wait)
+            return False
 
     def _read_stderr(self) -> None:
         stderr = self._process.stderr
@@ -217,13 +395,30 @@ class StdioTransport:
                 process.wait()
         # Whatever the group still holds (a grandchild the server left behind) goes too.
         self._signal(getattr(signal, "SIGKILL", signal.SIGTERM), group_only=True)
-        for stream in (process.stdout, process.stderr):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:
-                pass
         current = threading.current_thread()
+        with self._state:
+            if self._ended is None:
+                self._ended = "the server closed its stdout"
+            self._state.notify_all()
+            if self._role.locked() and self._wake_write >= 0:
+                with contextlib.suppress(OSError):
+                    os.write(self._wake_write, b"!")
+        # Its descriptors are closed only once nobody polls them (a number closed under a
+        # poll may be reused by another file); the role is kept: nobody reads again.
+        if self._role.acquire(timeout=5):
+            for stream in (process.stdout, process.stderr):
+                try:
+                    if stream is not None:
+                        stream.close()
+                except OSError:
+                    pass
+            with self._state:
+                wake_read, wake_write = self._wake_read, self._wake_write
+                self._wake_read = self._wake_write = -1
+            for fd in (wake_read, wake_write):
+                if fd >= 0:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
         for thread in (self._reader, self._errors):
             if thread is not current:
                 thread.join(timeout=5)

@@ -10,7 +10,11 @@ the plain :mod:`json` module's bytes (tests/test_mcp_codec.py):
   ``JSONDecoder.decode``'s two whitespace regexes and two Python frames);
 - messages are encoded by the C encoder built once, not once per message;
 - a tool's text answer — the one message written per call — is written from a template
-  (:func:`text_reply`), without building the message first.
+  (:func:`text_reply`), without building the message first;
+- a client's request is written from a template (:func:`request_line`), the ``_meta``
+  entries it shares with every other request of its connection from their encoding,
+  done once: they are most of a modern request's bytes, and nested objects are what the
+  encoder is slowest at.
 
 No function here raises for a message a peer sent: decoding raises ``ValueError`` (not
 JSON) or ``RecursionError`` (nested too deeply), which callers answer as the protocol says.
@@ -42,7 +46,9 @@ __all__ = [
     "decode",
     "encode",
     "error_message",
+    "encode_shared",
     "nested_too_deep",
+    "request_line",
     "stand_in",
     "text_reply",
 ]
@@ -232,6 +238,66 @@ def encode(message: Mapping[str, Any] | list[Any]) -> bytes:
         return _encode(message, False)
     except UnicodeEncodeError:
         return _encode(message, True)
+
+
+def encode_shared(entries: Mapping[str, Any]) -> str | None:
+    """The text :func:`request_line` writes ``entries`` with: the members of the object
+    they make, without its braces (``"a":1,"b":{}``) — or ``None`` when there are none,
+    or they cannot be written so (no C encoder, text that is not valid Unicode, a value
+    JSON cannot carry): then encode each request whole."""
+    if _C_ENCODE is None:
+        return None
+    try:
+        text = "".join(_C_ENCODE(dict(entries), 0))
+        text.encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
+        return None
+    return text[1:-1] or None
+
+
+def request_line(
+    request_id: int,
+    method: str,
+    params: Mapping[str, Any],
+    shared_text: str,
+    meta: Mapping[str, Any] | None = None,
+    progress: bool = False,
+) -> bytes | None:
+    """The line of the request ``{"jsonrpc":"2.0","id":ID,"method":M,"params":{...params,
+    "_meta":{<shared>, ...meta, "progressToken":ID}}}`` (``progressToken`` only with
+    ``progress``) — the bytes :func:`encode` writes for that message, in that key order —
+    with the shared ``_meta`` entries written from ``shared_text`` (see
+    :func:`encode_shared`). ``params`` holds no ``_meta`` of its own.
+
+    Returns ``None`` without the C encoder, or when the message cannot be written so (a
+    value JSON cannot carry, text that is not valid Unicode): then build the message and
+    :func:`encode` it, which words or escapes the problem.
+    """
+    fast = _C_ENCODE
+    if fast is None or request_id.__class__ is not int or not shared_text:
+        return None
+    try:
+        head = "".join(fast(params, 0))[:-1] + "," if params else "{"
+        tail = "," + "".join(fast(meta, 0))[1:-1] if meta else ""
+        if progress:
+            tail += ',"progressToken":' + int.__repr__(request_id)
+        line = "".join(
+            (
+                '{"jsonrpc":"2.0","id":',
+                int.__repr__(request_id),
+                ',"method":',
+                _ENCODE_STRING(method),
+                ',"params":',
+                head,
+                '"_meta":{',
+                shared_text,
+                tail,
+                "}}}\n",
+            )
+        )
+        return line.encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
+        return None
 
 
 def text_reply(

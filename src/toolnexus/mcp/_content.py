@@ -130,6 +130,17 @@ def result_from_mcp(result: Any) -> ToolResult:
         ...     {"type": "image", "data": "R0lGODlh", "mimeType": "image/gif"}]})
         <ToolResult ok 'a chart' +1 part>
     """
+    if result.__class__ is dict and "structuredContent" not in result:
+        # What a call answers most: one text block (tests/test_mcp_content.py pins that
+        # this gives the general path's result).
+        content = result.get("content")
+        if content.__class__ is list and len(content) == 1:
+            block = content[0]
+            if block.__class__ is dict and block.get("type") == "text":
+                text = block.get("text")
+                is_error = result.get("isError", False)
+                if text.__class__ is str and is_error.__class__ is bool:
+                    return ToolResult(text, is_error)
     content = _attr(result, "content")
     if not isinstance(content, (list, tuple)):
         raise WireFormatError(
@@ -153,7 +164,7 @@ def result_from_mcp(result: Any) -> ToolResult:
     parts = [_part_of(blocks[i], i) for i in range(start, len(blocks))]
     structured = _attr(result, "structuredContent", "structured_content")
     metadata = None if structured is None else {STRUCTURED_KEY: thaw(structured)}
-    return ToolResult(output, is_error, metadata, parts)
+    return ToolResult(output, is_error, metadata, parts or ())
 
 
 def _attr(obj: Any, key: str, snake: str | None = None) -> Any:

@@ -1,0 +1,79 @@
+"""The sans-IO client session (``mcp/_client_session.py``): the requests it builds, and
+the bytes it writes for them from a template, which are always those of the message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolnexus.mcp import ClientSession
+from toolnexus.mcp import _codec as codec
+
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+
+
+def opened(era: str) -> ClientSession:
+    session = ClientSession(name="tëst", log_level="info")
+    first = session.open()
+    if era == "modern":
+        result = {"supportedVersions": [MODERN], "capabilities": {"tools": {}}}
+        session.receive({"jsonrpc": "2.0", "id": first.id, "result": result})
+    else:
+        session.receive(
+            {"jsonrpc": "2.0", "id": first.id, "error": {"code": -32601, "message": "?"}}
+        )
+        initialize = session.legacy_fallback()
+        result = {"protocolVersion": LEGACY, "capabilities": {}, "serverInfo": {"name": "s"}}
+        session.receive({"jsonrpc": "2.0", "id": initialize.id, "result": result})
+    assert session.era == era
+    return session
+
+
+PARAMS: list[dict[str, Any] | None] = [
+    None,
+    {"name": "add", "arguments": {"a": 1, "text": "é ✓"}},
+    {"name": "add", "arguments": {}, "_meta": {"traceparent": "00-a-b-01"}},
+    {"_meta": {"io.modelcontextprotocol/protocolVersion": "1999", "progressToken": "mine"}},
+    {"name": "x", "requestState": {"s": [1, 2]}, "inputResponses": {"k": {"action": "accept"}}},
+]
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+@pytest.mark.parametrize("params", PARAMS)
+@pytest.mark.parametrize("progress", [False, True])
+def test_a_request_is_written_as_its_message_encodes(
+    era: str, params: dict[str, Any] | None, progress: bool
+) -> None:
+    session = opened(era)
+    outgoing = session.request("tools/call", params, progress=progress)
+    assert outgoing.to_bytes() == codec.encode(outgoing.message)
+    assert (outgoing.line is not None) == (era == "modern")
+
+
+def test_the_modern_envelope_wins_over_a_request_s_own_meta_and_comes_first() -> None:
+    session = opened("modern")
+    params = PARAMS[3]
+    meta = session.request("tools/call", params, progress=True).message["params"]["_meta"]
+    assert meta["io.modelcontextprotocol/protocolVersion"] == MODERN
+    assert meta["progressToken"] == 2  # the request id: the discover request was 1
+    assert list(meta)[-1] == "progressToken"
+    assert meta["io.modelcontextprotocol/logLevel"] == "info"
+
+
+def test_a_legacy_request_asks_for_progress_in_its_own_meta() -> None:
+    session = opened("legacy")
+    message = session.request("tools/call", {"name": "add"}, progress=True).message
+    assert message["params"] == {"name": "add", "_meta": {"progressToken": message["id"]}}
+
+
+def test_what_the_template_cannot_write_is_encoded_whole() -> None:
+    session = opened("modern")
+    surrogate = session.request("tools/call", {"name": "bad \udcff"})
+    assert surrogate.line is None
+    assert b"\\udcff" in surrogate.to_bytes()
+    not_a_number = session.request("tools/call", {"n": float("nan")})
+    assert not_a_number.line is None
+    with pytest.raises(ValueError):
+        not_a_number.to_bytes()

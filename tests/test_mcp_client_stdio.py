@@ -1,0 +1,71 @@
+"""The stdio client transport (``mcp/_client_stdio.py``): whichever thread reads the pipe
+— a caller for its own answer, or the reader thread while calls overlap or none is in
+flight — every answer reaches its caller, a cancel wakes a caller that is reading, and
+the server's last words are read."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from toolnexus import CancellationTokenSource
+from toolnexus.mcp import McpClient
+
+TOOLS = str(Path(__file__).with_name("mcp_client_tools.py"))
+FAKE = str(Path(__file__).with_name("fake_mcp_server.py"))
+
+
+def our_server() -> McpClient:
+    return McpClient(sys.executable, ["-m", "toolnexus", "serve", f"{TOOLS}:toolkit"], name="srv")
+
+
+def test_overlapping_calls_each_get_their_own_answer() -> None:
+    with our_server() as client:
+        client.connect()
+
+        def calls(worker: int) -> list[str]:
+            return [
+                client.call_tool("echo", {"text": f"{worker}-{i}"}, timeout_ms=30_000).output
+                for i in range(25)
+            ]
+
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(calls, range(8)))
+        assert answers == [[f"{worker}-{i}" for i in range(25)] for worker in range(8)]
+        # And one caller alone afterwards reads its own answer again.
+        assert client.call_tool("echo", {"text": "alone"}).output == "alone"
+
+
+def test_a_cancel_wakes_a_caller_waiting_on_the_pipe() -> None:
+    with our_server() as client:
+        client.connect()
+        source = CancellationTokenSource()
+        # Whether the cancel comes before or during the call, the call ends cancelled.
+        threading.Timer(0.2, source.cancel).start()
+        result = client.call_tool("hang", {"seconds": 60}, cancellation_token=source.token)
+        assert result.is_error and result.output == "cancelled by the caller"
+        assert client.call_tool("echo", {"text": "next"}).output == "next"
+
+
+def test_calls_from_many_threads_while_others_are_cancelled() -> None:
+    with our_server() as client:
+        client.connect()
+        sources = [CancellationTokenSource() for _ in range(4)]
+
+        def hang(source: CancellationTokenSource) -> str:
+            return client.call_tool("hang", {"seconds": 60}, cancellation_token=source.token).output
+
+        with ThreadPoolExecutor(8) as pool:
+            hung = [pool.submit(hang, source) for source in sources]
+            echoed = [pool.submit(client.call_tool, "echo", {"text": str(i)}) for i in range(20)]
+            assert [future.result(30).output for future in echoed] == [str(i) for i in range(20)]
+            for source in sources:
+                source.cancel()
+            assert [future.result(30) for future in hung] == ["cancelled by the caller"] * 4
+
+
+def test_an_answer_the_server_did_not_end_with_a_newline_is_still_read() -> None:
+    with McpClient(sys.executable, [FAKE, "unterminated"], name="fake") as client:
+        assert client.call_tool("echo", {"text": "last words"}).output == "last words"
