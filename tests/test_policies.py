@@ -516,3 +516,28 @@ def test_redact_strips_fields_and_patterns_from_text_and_errors_but_not_question
         assert host.call("leak", {"kind": "ok"}).output == '{"user":"ann"}'
         assert host.call("leak", {"kind": "error"}).output == "auth failed for key "
         assert host.call("leak", {"kind": "ask"}).output == "paste sk-live-123?"
+
+
+def test_two_approval_rules_each_ask_once_and_the_tool_runs_once_both_said_yes() -> None:
+    deploy, runs = deploy_tool()
+    asked: list[str] = []
+
+    def wait_for(request: Request) -> Answer:
+        asked.append(request.prompt)
+        return Answer.accept(request)
+
+    outer = require_approval("deploy", when=lambda args: args["env"] == "prod", prompt="outer?")
+    inner = require_approval("deploy", prompt="inner?")
+    for rules, expected in (
+        ([outer, inner], ["outer?", "inner?"]),
+        ([inner, outer], ["inner?", "outer?"]),
+    ):
+        asked.clear()
+        with Host(Toolkit([deploy]), middleware=rules, wait_for=wait_for, max_rounds=2) as host:
+            assert host.call("deploy", {"env": "prod"}).output == "deployed to prod"
+            assert asked == expected
+        asked.clear()
+        with Host(Toolkit([deploy]), middleware=rules, wait_for=wait_for, max_rounds=2) as host:
+            assert host.call("deploy", {"env": "dev"}).output == "deployed to dev"
+            assert asked == ["inner?"]  # the outer rule does not match: one question
+    assert len(runs) == 4

@@ -577,6 +577,10 @@ class _RequireApproval(Middleware):
 
     def _decide(self, call: ToolCall) -> ToolCall | ToolResult:
         """The call to run (approved, or needing no approval), or the question to ask."""
+        if not selects(self.tools, call.name) or (
+            self.when is not None and not self.when(call.arguments)
+        ):
+            return call  # not this rule's call: an answer it carries is someone else's
         answer = call.context.answer
         if answer is not None:
             if answer.id.startswith(_ASK):
@@ -589,10 +593,6 @@ class _RequireApproval(Middleware):
                 # The tool's own question, asked after the approval: the approval holds.
                 own = Answer(answer.id[len(_APPROVED) :], answer.ok, answer.data, answer.reason)
                 return call.with_context(call.context.with_answer(own))
-        if not selects(self.tools, call.name) or (
-            self.when is not None and not self.when(call.arguments)
-        ):
-            return call
         return ToolResult.pending(self._request(call))
 
     def _request(self, call: ToolCall) -> Request:
