@@ -376,9 +376,8 @@ class _Channel(CallBridge):
             self._by_request.pop(where.request_id, None)
 
     def _deliver(self, action: Send, here: Any) -> None:
-        message = action.message
-        if "method" not in message:  # a response: it ends its request's stream
-            request_id = message.get("id")
+        if action.is_response:  # it ends its request's stream
+            request_id = action.id
             if here is not None and here.request_id == request_id:
                 target: Exchange | None = here
                 if self._by_request.get(request_id) is here:
@@ -392,6 +391,7 @@ class _Channel(CallBridge):
             if self.on_idle is not None and not (self._calls or self._by_request or self._asked):
                 self.on_idle(self)
             return
+        message = action.message
         if message.get("method") == "notifications/cancelled":
             params = message.get("params") or {}
             asked = self._asked.pop(params.get("requestId"), None)

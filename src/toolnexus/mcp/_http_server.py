@@ -30,6 +30,8 @@ import http
 import ipaddress
 import os
 import queue
+import re
+import select
 import selectors
 import signal
 import socket
@@ -57,7 +59,7 @@ _MAX_HEAD = _MAX_LINE + _MAX_HEADERS * 1024  # bytes of a whole head
 _CHUNK = 1 << 16
 _WATCH_S = 0.25  # how often a waiting response looks at its client
 _TICK_S = 0.25  # how often the loop looks at its timeouts
-_LINGER_S = 0.02  # after an answer, how long a worker waits for the client's next request
+_LINGER_S = 0.25  # after an answer, how long a worker waits for the client's next request
 # A request refused before its body was read (413, 411, ...) is answered, the write side
 # shut, and what the client still sends is read and discarded for at most this long and
 # this many bytes before the close: closing with unread bytes would reset the connection
@@ -66,7 +68,6 @@ _DISCARD_S = 2.0
 _DISCARD_BYTES = 8 << 20
 _WORKER_IDLE_S = 10.0  # a worker with nothing to do for this long exits
 _RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() resets the connection
-_TCHAR = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 class HttpServer:
@@ -284,18 +285,16 @@ def _parse_head(data: bytes) -> tuple[str, str, dict[str, str], bool]:
     (without its blank line). Strict: CRLF line ends only, token field names, no control
     characters in values, no obsolete line folding, the security headers once each."""
     lines = data.split(b"\r\n")
-    for line in lines:
-        if b"\n" in line or b"\r" in line:
-            raise _Refused(_text(400, "bad request: lines must end in CRLF"))
     request_line = lines[0]
     if len(request_line) > _MAX_LINE:
         raise _Refused(_text(414, "URI too long"))
-    parts = request_line.split(b" ")
-    if len(parts) != 3 or not parts[0] or not parts[1] or not all(c in _TCHAR for c in parts[0]):
+    if _LF_OR_CR.search(data) is not None:
+        raise _Refused(_text(400, "bad request: lines must end in CRLF"))
+    parts = _REQUEST_LINE.fullmatch(request_line)
+    if parts is None:
+        if request_line.rpartition(b" ")[2].startswith(b"HTTP/"):
+            raise _Refused(_text(505, "HTTP version not supported: use HTTP/1.1"))
         raise _Refused(_text(400, "bad request line"))
-    method, target, version = parts
-    if version not in (b"HTTP/1.1", b"HTTP/1.0"):
-        raise _Refused(_text(505, "HTTP version not supported: use HTTP/1.1"))
     if len(lines) - 1 > _MAX_HEADERS:
         raise _Refused(_text(431, "too many header fields"))
     headers: dict[str, str] = {}
@@ -303,7 +302,7 @@ def _parse_head(data: bytes) -> tuple[str, str, dict[str, str], bool]:
         if len(raw) > _MAX_LINE:
             raise _Refused(_text(431, "request header field too long"))
         name, colon, value = raw.partition(b":")
-        if not colon or not name or not all(c in _TCHAR for c in name):
+        if not colon or _FIELD_NAME.fullmatch(name) is None:
             raise _Refused(
                 _text(
                     400,
@@ -311,18 +310,27 @@ def _parse_head(data: bytes) -> tuple[str, str, dict[str, str], bool]:
                     "then a colon; no obsolete line folding)",
                 )
             )
-        value = value.strip(b" \t")
-        if b"\x00" in value or any((c < 0x20 and c != 0x09) or c == 0x7F for c in value):
+        if _CONTROL.search(value) is not None:
             raise _Refused(_text(400, "bad header value: control characters are not allowed"))
         key = name.decode("ascii").lower()
-        text = value.decode("latin-1")
+        text = value.strip(b" \t").decode("latin-1")
         if key in headers:
             if key in SINGLE_HEADERS:
                 raise _Refused(_text(400, f"bad request: repeated {key} header"))
             text = f"{headers[key]}, {text}"
         headers[key] = text
-    close = version == b"HTTP/1.0" or "close" in headers.get("connection", "").lower()
-    return method.decode("ascii"), target.decode("latin-1"), headers, close
+    close = parts[3] == b"HTTP/1.0" or "close" in headers.get("connection", "").lower()
+    return parts[1].decode("ascii"), parts[2].decode("latin-1"), headers, close
+
+
+# RFC 9110/9112 by regular expressions (a C call a line, not a Python loop a byte): a token
+# method or field name; no control character but HTAB in a value (no NUL, CR or LF); a
+# request line of a method, a target and the version; a CR or LF that is not a CRLF.
+_TOKEN = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_FIELD_NAME = re.compile(_TOKEN)
+_CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+_REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) (HTTP/1\.[01])")
+_LF_OR_CR = re.compile(rb"\r(?!\n)|(?<!\r)\n")
 
 
 def _text(status: int, text: str, headers: list[tuple[str, str]] | None = None) -> Reply:
@@ -466,7 +474,7 @@ class _Loop:
             if refusal is not None:
                 _refuse_now(sock, refusal)
                 continue
-            sock.setblocking(False)
+            sock.settimeout(None)  # blocking for good: the loop reads with _recv_now
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = _Conn(sock, peer, time.monotonic(), self.first_byte_s)
@@ -494,7 +502,7 @@ class _Loop:
 
     def _readable(self, conn: _Conn) -> None:
         try:
-            data = conn.sock.recv(_CHUNK)
+            data = _recv_now(conn.sock)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -595,7 +603,7 @@ class _Loop:
     def _writable(self, conn: _Conn) -> None:
         """Write more of an answer a slow reader left (a worker handed it over)."""
         try:
-            sent = conn.sock.send(conn.out)
+            sent = _send_some(conn.sock, conn.out)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -676,6 +684,10 @@ class _Loop:
                 continue
             self._await_request(conn)
 
+    def workers_to_spare(self) -> bool:
+        """Whether fewer than half the workers are answering (a worker may linger)."""
+        return self._answering * 2 < self.options.max_requests
+
     def answering(self, delta: int) -> None:
         with self._lock:
             self._answering += delta
@@ -743,17 +755,45 @@ _OUT_OF_MEMORY = _text(
 )
 
 
-def _send_now(sock: socket.socket, data: bytes) -> bool:
-    """Send a short message on a non-blocking socket, as far as it goes at once."""
+# Sockets stay in blocking mode for their whole life (no mode switch a request); what must
+# not wait — the loop's reads and writes, a worker's first try at an answer — asks the
+# kernel not to wait, call by call.
+_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
+
+
+def _recv_now(sock: socket.socket) -> bytes:
+    """What the client has sent that is here now (``b""`` at its end); raises
+    ``BlockingIOError`` when nothing is."""
+    if _DONTWAIT:
+        return sock.recv(_CHUNK, _DONTWAIT)
+    sock.setblocking(False)  # a platform without MSG_DONTWAIT
     try:
-        sent = sock.send(data)
+        return sock.recv(_CHUNK)
+    finally:
+        sock.setblocking(True)
+
+
+def _send_some(sock: socket.socket, data: bytes | memoryview) -> int:
+    """Send what the socket takes at once; raises ``BlockingIOError`` when it takes none."""
+    if _DONTWAIT:
+        return sock.send(data, _DONTWAIT)
+    sock.setblocking(False)  # a platform without MSG_DONTWAIT
+    try:
+        return sock.send(data)
+    finally:
+        sock.setblocking(True)
+
+
+def _send_now(sock: socket.socket, data: bytes) -> bool:
+    """Send a short message, as far as it goes at once; True when all of it went."""
+    try:
+        sent = _send_some(sock, data)
     except OSError:
         return False
     return sent == len(data)
 
 
 def _refuse_now(sock: socket.socket, data: bytes) -> None:
-    sock.setblocking(False)
     _send_now(sock, data)
     with contextlib.suppress(OSError):
         sock.close()
@@ -833,7 +873,6 @@ class _Answer:
 
     def run(self) -> None:
         loop, conn = self.loop, self.conn
-        conn.sock.setblocking(True)
         loop.answering(1)
         try:
             while True:
@@ -858,7 +897,11 @@ class _Answer:
         if self.close or conn.eof or not loop._accepting:
             loop.close(conn)
             return None
-        deadline = time.monotonic() + _LINGER_S
+        # A kept-alive client's next request comes soon: waiting for it here saves two
+        # hand-overs through the loop — but only while workers are to spare, so lingering
+        # can never keep a waiting request from a worker.
+        linger = _LINGER_S if loop.workers_to_spare() else 0.0
+        deadline = time.monotonic() + linger
         while True:
             try:
                 request = loop.take_request(conn) if conn.buf else None
@@ -871,10 +914,11 @@ class _Answer:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            conn.sock.settimeout(left)
             try:
-                data = conn.sock.recv(_CHUNK)
-            except (TimeoutError, BlockingIOError):
+                if not select.select([conn.sock], [], [], left)[0]:
+                    break
+                data = _recv_now(conn.sock)
+            except (BlockingIOError, InterruptedError):
                 break
             except OSError:
                 loop.close(conn)
@@ -884,7 +928,6 @@ class _Answer:
                 return None
             conn.started = True
             conn.buf += data
-        conn.sock.setblocking(False)
         loop.give_back(conn)
         return None
 
@@ -929,11 +972,10 @@ class _Answer:
         """Write the last bytes of an answer: as far as the client takes them at once, and
         the rest by the loop — a client that does not read holds no worker."""
         sock = self.conn.sock
+        view = memoryview(data)
         try:
-            sock.setblocking(False)
-            view = memoryview(data)
             while view:
-                view = view[sock.send(view) :]
+                view = view[_send_some(sock, view) :]
         except (BlockingIOError, InterruptedError):
             self.conn.out = bytes(view)
             self.conn.close_after = self.close
@@ -941,9 +983,6 @@ class _Answer:
             return _HANDED
         except OSError:
             return _CLOSE
-        finally:
-            with contextlib.suppress(OSError):
-                sock.setblocking(True)
         return _CLOSE if self.close else _KEEP
 
     def _write(self, data: bytes) -> bool:
@@ -955,6 +994,9 @@ class _Answer:
             sock.sendall(data)
         except (OSError, ValueError):
             return False
+        finally:
+            with contextlib.suppress(OSError):
+                sock.settimeout(None)
         return True
 
     def _stream(self, reply: Reply, exchange: Exchange) -> object:
@@ -1014,11 +1056,9 @@ class _Answer:
         conn = self.conn
         if conn.eof:
             return False
-        sock = conn.sock
         try:
-            sock.setblocking(False)
             while len(conn.buf) < _MAX_HEAD:
-                data = sock.recv(_CHUNK)
+                data = _recv_now(conn.sock)
                 if not data:
                     conn.eof = True
                     return False
@@ -1028,9 +1068,6 @@ class _Answer:
         except OSError:
             conn.eof = True
             return False
-        finally:
-            with contextlib.suppress(OSError):
-                sock.setblocking(True)
         return True
 
 

@@ -172,6 +172,18 @@ class Send:
             message = self._message = freeze({"jsonrpc": "2.0", "id": request_id, "result": result})
         return message
 
+    @property
+    def is_response(self) -> bool:
+        """True for a response (a result or an error), False for a request or a
+        notification — read without building a text answer's message."""
+        return self._reply is not None or "method" not in self.message
+
+    @property
+    def id(self) -> Any:
+        """The message's ``id`` (the request a response answers), or None."""
+        reply = self._reply
+        return reply[0] if reply is not None else self.message.get("id")
+
     def to_bytes(self) -> bytes:
         """The message as one line of compact UTF-8 JSON ending in ``\\n``.
 
