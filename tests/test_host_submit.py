@@ -417,6 +417,7 @@ def test_a_call_shows_only_a_futures_face() -> None:
         "cancel",
         "cancelled",
         "done",
+        "id",
         "name",
         "outcome",
         "reason",
@@ -456,4 +457,5 @@ def test_submit_keeps_only_what_a_user_needs() -> None:
         "progress",
         "request",
         "answer",
+        "keep_ms",
     ]

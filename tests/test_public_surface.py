@@ -142,9 +142,13 @@ PUBLIC: dict[str, list[str]] = {
     "toolnexus.stores": [
         "AnswerStore",
         "MemoryAnswerStore",
+        "MemoryTaskStore",
         "PostgresAnswerStore",
         "RedisAnswerStore",
         "SqliteAnswerStore",
+        "SqliteTaskStore",
+        "TaskRecord",
+        "TaskStore",
         "open_store",
     ],
     "toolnexus.temporal": ["TemporalRunner", "run_worker", "serve_worker"],

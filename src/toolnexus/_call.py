@@ -306,6 +306,7 @@ class Call(metaclass=_NoPublicConstructor):
         "_deadline",
         "_deferred",
         "_event",
+        "_id",
         "_inside",
         "_launched",
         "_lock",
@@ -376,6 +377,7 @@ class Call(metaclass=_NoPublicConstructor):
         self._tool: Tool | None = None
         self._args: dict[str, Any] | None = None
         self._budget: int | None = None
+        self._id: str | None = None
 
     # ------------------------------------------------------------------ the public face
 
@@ -383,6 +385,18 @@ class Call(metaclass=_NoPublicConstructor):
     def name(self) -> str:
         """The tool name the call asked for (as the caller spelled it)."""
         return self._name
+
+    @property
+    def id(self) -> str:
+        """The call's own id: unguessable, made on first use (``call-`` and 128 random
+        bits in hex). :meth:`Host.find <toolnexus.Host.find>` looks a call kept by
+        ``submit(..., keep_ms=...)`` up by it."""
+        ident = self._id
+        if ident is None:
+            import secrets
+
+            ident = self._id = "call-" + secrets.token_hex(16)
+        return ident
 
     def done(self) -> bool:
         """True once the call has its result (even while its callbacks still run)."""

@@ -46,7 +46,7 @@ from ._pool import Pool, current_worker
 from ._result import ToolResult
 from ._suspension import Answer, Request
 from ._tracing import API_MODULE
-from .errors import InvalidTypeError, InvalidValueError, WireFormatError
+from .errors import InvalidTypeError, InvalidValueError, NotFoundError, WireFormatError
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
 if TYPE_CHECKING:
@@ -355,6 +355,7 @@ class Host:
             async_tools == "loop",
         )
         self._closed = False
+        self._kept: dict[str, Call] = {}  # calls submitted with keep_ms, by id
         # ---- policies (issue 27): the middleware chain and tracing, in _chain.py
         from ._chain import Policies
 
@@ -402,6 +403,7 @@ class Host:
         progress: ProgressReporter | None = None,
         request: Request | ToolResult | Mapping[str, Any] | str | None = None,
         answer: Answer | Mapping[str, Any] | str | None = None,
+        keep_ms: int | None = None,
     ) -> Call:
         """Start :meth:`call` — or, with ``request`` and ``answer``, :meth:`resume` — and
         return its :class:`~toolnexus.Call` at once, without waiting.
@@ -412,14 +414,19 @@ class Host:
         thread); ``await call`` waits in asyncio; ``call.cancel()`` cancels it. A tool that
         submits to its own host runs the call inline, on its own worker.
 
-        Raises ``ValueError``/``TypeError`` only for a bad ``timeout_ms`` or token, or a
-        ``request`` without an ``answer`` (or the reverse).
+        With ``keep_ms``, the host keeps the call under :attr:`Call.id` — while it runs, and
+        ``keep_ms`` after it ends — so :meth:`find` finds it later, from any thread or
+        request (submit now, look it up by id later); then it is forgotten.
+
+        Raises ``ValueError``/``TypeError`` only for a bad ``timeout_ms``, ``keep_ms`` or
+        token, or a ``request`` without an ``answer`` (or the reverse).
 
         Example::
 
             call = host.submit("add", {"a": 1, "b": 2}, timeout_ms=500)
             assert call.result(timeout=5).output == "3"
         """
+        kept = _check_ms("keep_ms", keep_ms)
         call = self._new_call(
             name,
             args,
@@ -430,8 +437,45 @@ class Host:
             answer,
             resume=request is not None or answer is not None,
         )
+        if kept is not None:
+            self._keep(call, kept)
         call._start()
         return call
+
+    def find(self, call_id: str) -> Call:
+        """The call kept under ``call_id`` (by ``submit(..., keep_ms=...)``): running, or
+        ended less than its ``keep_ms`` ago. Thread-safe.
+
+        Raises :class:`~toolnexus.NotFoundError` (a ``LookupError``) when no call is kept
+        under that id — never kept, forgotten, or kept by another host.
+
+        Example::
+
+            call_id = host.submit("crunch", {"steps": 3}, keep_ms=60_000).id
+            ...                                   # later, in another request or thread
+            result = host.find(call_id).result(timeout=5)
+        """
+        found = self._kept.get(call_id) if isinstance(call_id, str) else None
+        if found is None:
+            raise NotFoundError("call", str(call_id))
+        return found
+
+    def _keep(self, call: Call, keep_ms: int) -> None:
+        """Keep ``call`` findable by its id until ``keep_ms`` after it ends."""
+        from ._timers import schedule
+
+        ident = call.id
+        self._kept[ident] = call
+
+        def forget() -> None:
+            if self._kept.get(ident) is call:
+                del self._kept[ident]
+
+        def ended(_: Call) -> None:
+            # A dict store is quick: the timer thread does it itself.
+            schedule(time.monotonic() + keep_ms / 1000, forget, quick=True)
+
+        call.add_done_callback(ended)
 
     def _prepare_call(
         self,

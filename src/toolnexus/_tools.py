@@ -87,6 +87,7 @@ encode_json = json.JSONEncoder(
 written as tools write them (what a resource's JSON object becomes, too)."""
 
 _EMPTY_OK = ToolResult("")
+_TASK_SUPPORT = ("optional", "required", "forbidden")
 _NONE: frozenset[str] = frozenset()  # the arguments a tool fixes, for most tools
 _MISSING: Any = object()
 _UNCOMPILED: Any = object()  # an inferred output schema's validator, not built yet
@@ -231,6 +232,11 @@ class Tool(Generic[P, R]):
         output_schema: a read-only JSON Schema of its structured output (MCP), or None.
         annotations: MCP hints (``readOnlyHint``, ``destructiveHint``,
             ``idempotentHint``, ``openWorldHint``), or None.
+        task_support: whether an MCP server may run a call as a task (the tasks
+            extension): ``"optional"`` (the default: a call still running after the
+            server's ``task_after_ms`` becomes one, for a client that takes tasks),
+            ``"required"`` (only as a task: a client without tasks is refused) or
+            ``"forbidden"`` (always answered in its request).
         is_async: True when the function is ``async def``: hosts should prefer
             :meth:`acall` (read-only, worked out from ``fn``).
         takes_context: True when the function receives a :class:`ToolContext`; a host
@@ -262,6 +268,7 @@ class Tool(Generic[P, R]):
     title: str | None = None
     output_schema: Mapping[str, Any] | None = None
     annotations: Mapping[str, Any] | None = None
+    task_support: str = "optional"
     _signature: Signature | None = field(default=None, repr=False, compare=False)
     _invoke: Invoke = field(init=False, repr=False, compare=False)
     _errors: Callable[..., list[str]] = field(init=False, repr=False, compare=False)
@@ -279,6 +286,11 @@ class Tool(Generic[P, R]):
             raise InvalidValueError(f"Tool.name must be a non-empty str, got {self.name!r}")
         set_ = object.__setattr__
         set_(self, "name", sanitize_name(self.name))
+        if self.task_support not in _TASK_SUPPORT:
+            raise InvalidValueError(
+                f"task_support of tool {self.name!r} must be one of "
+                f"{', '.join(map(repr, _TASK_SUPPORT))}, got {self.task_support!r}"
+            )
         if not isinstance(self.description, str):
             raise InvalidTypeError(
                 f"Tool.description must be a str, got {type(self.description).__name__}"
@@ -1036,6 +1048,7 @@ def tool(
     idempotent: bool | None = ...,
     open_world: bool | None = ...,
     output_schema: Mapping[str, Any] | None = ...,
+    task_support: str | None = ...,
 ) -> Tool[P, R]: ...
 
 
@@ -1053,6 +1066,7 @@ def tool(
     idempotent: bool | None = ...,
     open_world: bool | None = ...,
     output_schema: Mapping[str, Any] | None = ...,
+    task_support: str | None = ...,
 ) -> Tool[P, R]: ...
 
 
@@ -1070,6 +1084,7 @@ def tool(
     idempotent: bool | None = ...,
     open_world: bool | None = ...,
     output_schema: Mapping[str, Any] | None = ...,
+    task_support: str | None = ...,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -1086,6 +1101,7 @@ def tool(
     idempotent: bool | None = None,
     open_world: bool | None = None,
     output_schema: Mapping[str, Any] | None = None,
+    task_support: str | None = None,
 ) -> Tool[..., Any] | Callable[[Callable[..., Any]], Tool[..., Any]]:
     """Make a :class:`Tool` from a function: bare ``@tool``, ``@tool(...)`` or ``tool(fn)``.
 
@@ -1101,7 +1117,8 @@ def tool(
     The context parameter is the one annotated ``ToolContext`` (or ``ToolContext |
     None``) or named ``ctx``; it never appears in the schema. The name defaults to the
     function's (sanitized to ``[a-zA-Z0-9_-]``), the description to the docstring's first
-    paragraph. ``title`` and the four hints become MCP metadata (``Tool.title``,
+    paragraph. ``task_support`` says whether an MCP server may run a call as a task
+    (:attr:`Tool.task_support`). ``title`` and the four hints become MCP metadata (``Tool.title``,
     ``Tool.annotations``).
 
     The Tool is typed after the function: ``@tool`` on ``def add(a: int, b: int) -> int``
@@ -1130,6 +1147,7 @@ def tool(
         "input_schema": input_schema,
         "title": title,
         "output_schema": output_schema,
+        "task_support": task_support,
         "hints": {
             "readOnlyHint": read_only,
             "destructiveHint": destructive,
@@ -1187,8 +1205,8 @@ def make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
             raise InvalidTypeError(f"@tool hint {key} must be a bool or None, got {value!r}")
     if isinstance(fn, Tool):
         changes: dict[str, Any] = {}
-        for key in ("name", "description", "title", "output_schema"):
-            if options[key] is not None:
+        for key in ("name", "description", "title", "output_schema", "task_support"):
+            if options.get(key) is not None:
                 changes[key] = options[key]
         if hints:
             changes["annotations"] = {**(fn.annotations or {}), **hints}
@@ -1233,5 +1251,6 @@ def make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
         title=options["title"],
         output_schema=output_schema,
         annotations=hints or None,
+        task_support=options.get("task_support") or "optional",
         _signature=signature,
     )

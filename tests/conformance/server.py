@@ -526,6 +526,90 @@ def test_input_required_result_prompt(ctx: ToolContext) -> Any:
     return f"Prompt with context: {(ctx.answer.data or {}).get('context')}"
 
 
+# --------------------------------------------------------------------------- tasks (SEP-2663)
+# The server makes a call still running after TASK_AFTER_MS a task, for a client that
+# takes tasks; a tool's task_support forbids or requires it.
+
+TASK_AFTER_MS = 200
+
+
+@tool(task_support="forbidden")
+def greet(name: str = "world") -> str:
+    """Greets by name (never a task)."""
+    return f"Hello, {name}!"
+
+
+@tool
+def slow_compute(ctx: ToolContext, seconds: float = 0, label: str = "result") -> str:
+    """Works for `seconds`, then answers: a task when it takes long."""
+    _work(ctx, seconds)
+    if ctx.is_cancelled:
+        return "cancelled"
+    return f"computed {label} in {seconds} s"
+
+
+@tool(task_support="required")
+def failing_job(ctx: ToolContext) -> ToolResult:
+    """Works a second, then fails: a tool error (the task completes, isError)."""
+    _work(ctx, 1.0)
+    return ToolResult.error("Tool execution failed")
+
+
+@tool
+def protocol_error_job(ctx: ToolContext) -> ToolResult:
+    """Works a second, then returns what JSON cannot carry: a protocol error (failed)."""
+    _work(ctx, 1.0)
+    return ToolResult("not a number", False, {"structuredContent": {"value": float("nan")}})
+
+
+_CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean"}}}
+
+
+@tool
+def confirm_delete(ctx: ToolContext, filename: str = "file") -> ToolResult:
+    """Looks the file up (half a second), then asks to confirm the deletion."""
+    if ctx.answer is None:
+        _work(ctx, 0.5)
+        return ToolResult.pending(
+            Request("input", f"Delete {filename}?", id="confirmation", data={"schema": _CONFIRM})
+        )
+    return ToolResult.ok(f"deleted {filename}: confirm={(ctx.answer.data or {}).get('confirm')}")
+
+
+_NAMED = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}},
+}
+
+
+@tool
+def multi_input(ctx: ToolContext) -> ToolResult:
+    """Works half a second, then asks two questions at once."""
+    first = Request("input", "First value?", id="first", data={"schema": _NAMED})
+    second = Request("input", "Second value?", id="second", data={"schema": _NAMED})
+    if ctx.answer is None:
+        _work(ctx, 0.5)
+        return ToolResult.pending(Request.several(first, second))
+    names = [
+        ((ctx.answer.answer_to(each) or Answer(each.id, False)).data or {}).get("name")
+        for each in (first, second)
+    ]
+    return ToolResult.ok(f"Got {names[0]} and {names[1]}")
+
+
+@tool(task_support="required")
+def test_tool_with_task(ctx: ToolContext) -> ToolResult:
+    """Asks a name at once (before any task), then works: the result comes as a task."""
+    if ctx.answer is None:
+        return ToolResult.pending(
+            Request(
+                "input", "What is your name?", id="user_name", data={"schema": _name_schema("name")}
+            )
+        )
+    _work(ctx, 0.5)
+    return ToolResult.ok(f"Hello, {(ctx.answer.data or {}).get('name')}!")
+
+
 _SERVED: list[Toolkit] = []  # the toolkit this process serves (the triggers change it)
 
 
@@ -573,6 +657,13 @@ def _toolkit() -> Toolkit:
             test_trigger_tool_change,
             test_trigger_prompt_change,
             test_trigger_resource_update,
+            greet,
+            slow_compute,
+            failing_job,
+            protocol_error_job,
+            confirm_delete,
+            multi_input,
+            test_tool_with_task,
             static_text,
             static_binary,
             watched_resource,
@@ -623,6 +714,7 @@ def app() -> Any:
         ServerOptions(
             name="toolnexus-conformance",
             max_rounds=MAX_ROUNDS,
+            task_after_ms=TASK_AFTER_MS,
             secret=secret.encode() if secret else None,
         ),
     )
@@ -639,7 +731,9 @@ if __name__ == "__main__":
     raise SystemExit(
         serve_http(
             toolkit(),
-            ServerOptions(name="toolnexus-conformance", max_rounds=MAX_ROUNDS),
+            ServerOptions(
+                name="toolnexus-conformance", max_rounds=MAX_ROUNDS, task_after_ms=TASK_AFTER_MS
+            ),
             port=port,
             ready=ready,
         )

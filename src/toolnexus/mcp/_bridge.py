@@ -27,12 +27,14 @@ do cancels (a tool's cancel callbacks may report progress).
 from __future__ import annotations
 
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .._context import bound_log
 from .._result import ToolResult
+from .._timers import Timer, schedule
 from .._tracing import server_span
 from ._codec import INTERNAL_ERROR
 from ._session import Action, Send, ServerSession, StartCall
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
     from .._host import Call, Host
     from .._toolkit import Toolkit
     from ._options import ServerOptions
+    from ._tasks import Tasks
 
 __all__ = ["CallBridge", "InflightBytes", "LazyHost"]
 
@@ -144,13 +147,15 @@ class InflightBytes:
 class _Entry:
     """One started call in the table: where its messages go, what it weighs, its call."""
 
-    __slots__ = ("call", "cancelled", "weight", "where")
+    __slots__ = ("call", "cancelled", "task", "timer", "weight", "where")
 
     def __init__(self, where: Any, weight: int) -> None:
         self.where = where
         self.weight = weight
         self.call: Call | None = None
         self.cancelled = False  # a cancel came before the host made the call
+        self.task: str | None = None  # the task it became: its end goes to the task
+        self.timer: Timer | None = None  # when it becomes a task, if it still runs
 
 
 Done = Callable[["Call"], None]
@@ -169,9 +174,16 @@ class CallBridge(ABC):
     """How clients reach this bridge's session, as a trace says it (``network.transport``):
     ``pipe`` (stdio) or ``tcp`` (HTTP)."""
 
-    def __init__(self, session: ServerSession, host: LazyHost, inflight: InflightBytes) -> None:
+    def __init__(
+        self,
+        session: ServerSession,
+        host: LazyHost,
+        inflight: InflightBytes,
+        tasks: Tasks | None = None,
+    ) -> None:
         self.session_id: str | None = None  # a legacy HTTP session's (for traces, hashed)
         self.session = session
+        self.tasks = tasks
         self.host = host
         self.inflight = inflight
         self.lock = threading.Lock()
@@ -303,6 +315,11 @@ class CallBridge(ABC):
                 if entry is not None and entry.call is None:
                     entry.call = call
                     cancelled = entry.cancelled
+                    after = action.task_after_ms
+                    if after is not None and self.tasks is not None and not call.done():
+                        entry.timer = schedule(
+                            time.monotonic() + after / 1000, lambda: self._promote(call_id)
+                        )
                 else:
                     cancelled = False
             if cancelled:
@@ -334,6 +351,7 @@ class CallBridge(ABC):
     ) -> None:
         """Report a settled call to the session and deliver what it answers. ``then``
         runs under the same lock, first."""
+        task = None
         with self.lock:
             if then is not None:
                 then()
@@ -343,9 +361,35 @@ class CallBridge(ABC):
                 where = entry.where
                 if entry.weight:
                     self.inflight.give(entry.weight)
-            later = self.dispatch(self.session.complete_call(call_id, result), where)
+                if entry.timer is not None:
+                    entry.timer.cancel()
+                task = entry.task
+            if task is None:
+                later = self.dispatch(self.session.complete_call(call_id, result), where)
+            else:
+                later = []
+                self._task_ended()
+        if task is not None and self.tasks is not None and entry is not None:
+            # Outside the lock: recording a task may wake listeners on other channels.
+            self.tasks.settle(task, result, entry.call)
         if later:  # complete_call only ever sends; nothing to carry out, kept for safety
             self.carry_out(later)
+
+    def _promote(self, call_id: int) -> None:
+        """The call still runs ``task_after_ms`` after it started: make it a task (the
+        session answers its request with the task), and route its end to the task."""
+        with self.lock:
+            entry = self._calls.get(call_id)
+            if entry is None or entry.call is None or entry.task is not None:
+                return
+            entry.timer = None
+            actions, task = self.session.promote(call_id, entry.call)
+            if task is not None:
+                entry.task = task
+            self.dispatch(actions, entry.where)
+
+    def _task_ended(self) -> None:  # noqa: B027 - most transports need nothing
+        """A call that became a task ended (the lock is held)."""
 
     def _tell(self, report: Callable[..., list[Action]], call_id: int, *args: Any) -> None:
         """Deliver what the session says of a running call (progress, a log message)."""

@@ -53,13 +53,15 @@ from ._protocol import (
     decode_header_value,
     header_text,
 )
-from ._session import Send, ServerSession
+from ._session import Send, ServerSession, make_tasks
 
 if TYPE_CHECKING:
     from .._host import Host
     from .._principal import Principal
     from .._toolkit import Toolkit
+    from ..stores import TaskRecord
     from ._auth import ResourceGuard
+    from ._tasks import Tasks
 
 __all__ = [
     "SINGLE_HEADERS",
@@ -289,8 +291,14 @@ class _Channel(CallBridge):
 
     transport = "tcp"
 
-    def __init__(self, session: ServerSession, host: LazyHost, inflight: InflightBytes) -> None:
-        super().__init__(session, host, inflight)
+    def __init__(
+        self,
+        session: ServerSession,
+        host: LazyHost,
+        inflight: InflightBytes,
+        tasks: Tasks | None = None,
+    ) -> None:
+        super().__init__(session, host, inflight, tasks)
         self._by_request: dict[Any, Exchange] = {}
         self._asked: dict[Any, Exchange] = {}  # our elicitation/create id -> its stream
         self.last_used = time.monotonic()
@@ -313,11 +321,19 @@ class _Channel(CallBridge):
         """Whether the session completed its initialization and made a call."""
         return self._newest > 0 and self.session.initialized
 
-    def request(self, message: Mapping[str, Any], exchange: Exchange, weight: int) -> int:
+    def request(
+        self,
+        message: Mapping[str, Any],
+        exchange: Exchange,
+        weight: int,
+        owner: str | None = None,
+    ) -> int:
         """Feed a client request whose answer goes to ``exchange``. ``weight``: its size,
-        taken from the in-flight cap already; returns what a call it started kept."""
+        taken from the in-flight cap already; ``owner``: who sent it (a task it makes is
+        theirs); returns what a call it started kept."""
         with self.lock:
             self.last_used = time.monotonic()
+            self.session.owner = owner
             request_id = message.get("id")
             if request_id not in self._by_request:
                 self._by_request[request_id] = exchange
@@ -368,6 +384,10 @@ class _Channel(CallBridge):
         if standalone is not None:
             standalone._put(None, True)
         self.carry_out(later)
+
+    def _task_ended(self) -> None:
+        if self.on_idle is not None and not (self._calls or self._by_request or self._asked):
+            self.on_idle(self)
 
     # Routing runs under the lock: it only files messages, never runs a tool.
     def _cancelled(self, where: Any) -> None:
@@ -474,6 +494,7 @@ class Endpoint:
         self._idle_s = options.session_idle_ms / 1000
         self._max_sessions = options.max_sessions
         self._host = LazyHost(toolkit, options)
+        self._tasks = make_tasks(self._host, options)
         self._inflight = InflightBytes(options.max_inflight_bytes)
         self._sessions: dict[str, _Channel] = {}
         self._sessions_lock = threading.Lock()
@@ -485,6 +506,7 @@ class Endpoint:
         self._streams = 0  # notification streams open now (listens, legacy GET streams)
         self._streams_lock = threading.Lock()
         self._unwatch = toolkit._watch(self._changed)
+        self._unwatch_tasks = self._tasks.watch(self._task_changed)
 
     # ------------------------------------------------------------------ checks
 
@@ -710,7 +732,8 @@ class Endpoint:
         )
 
     def _channel(self) -> _Channel:
-        return _Channel(ServerSession(self._toolkit, self._options), self._host, self._inflight)
+        session = ServerSession(self._toolkit, self._options, _tasks=self._tasks)
+        return _Channel(session, self._host, self._inflight, self._tasks)
 
     def _modern(
         self, headers: Mapping[str, str], message: Any, streams: bool, caller: _Caller
@@ -800,6 +823,12 @@ class Endpoint:
         channel.last_used = time.monotonic()
         return Reply(200, [], exchange=exchange)
 
+    def _task_changed(self, record: TaskRecord) -> None:
+        """A task changed: tell the subscriptions that listen for tasks."""
+        for channel in list(self._modern_channels):
+            if channel.session.listening:
+                channel.feed(channel.session.task_changed, record)
+
     def _changed(self, kind: str, uri: str | None) -> None:
         """The toolkit changed: tell every session that listens (legacy sessions, modern
         subscriptions)."""
@@ -834,7 +863,7 @@ class Endpoint:
                 channel.other(message)
                 return Reply(202, list(extra or [])), 0
             exchange = Exchange(channel, message.get("id"), modern, streams)
-            kept = channel.request(message, exchange, caller.reserved)
+            kept = channel.request(message, exchange, caller.reserved, caller.principal)
         finally:
             if bound is not None:
                 bound_principal.reset(bound)
@@ -866,7 +895,8 @@ class Endpoint:
         if stated is None or stated.strip() != method:
             return f"header mismatch: Mcp-Method {_shown(stated)} does not match method {method!r}"
         key = NAMED_PARAM.get(method)
-        if key is not None and isinstance(params, dict) and key in params:
+        # (a name that is not a string is the session's to refuse: -32602 naming it)
+        if key is not None and isinstance(params, dict) and isinstance(params.get(key), str):
             named = headers.get("mcp-name")
             if named is None or named.strip() != params[key]:
                 return (
@@ -1025,6 +1055,7 @@ class Endpoint:
         """End every session (cancelling their calls) and close the host."""
         self._closed = True
         self._unwatch()
+        self._unwatch_tasks()
         for channel in list(self._modern_channels):
             channel.close("the server is shutting down")
         with self._sessions_lock:

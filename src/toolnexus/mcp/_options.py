@@ -17,7 +17,7 @@ from ..errors import InvalidTypeError, InvalidValueError
 
 if TYPE_CHECKING:
     from .._principal import Principal
-    from ..stores import AnswerStore
+    from ..stores import AnswerStore, TaskStore
     from ._auth import ProtectedResource
 
 __all__ = ["ServerOptions", "TokenVerifier", "resolve"]
@@ -102,6 +102,15 @@ class ServerOptions:
         max_streams: (HTTP) notification streams open at once — modern
             ``subscriptions/listen`` streams and legacy sessions' GET streams (each holds a
             worker of the embedded server); more are answered 503.
+        task_after_ms: (the tasks extension) how long a call runs in its request before
+            it becomes a task, for a client that takes tasks (a quicker call is answered
+            as usual; a tool's ``task_support`` may forbid or require tasks).
+        task_ttl_ms: how long a task is kept after its last change (its ``ttlMs``).
+        task_poll_ms: how often a client should poll a task (its ``pollIntervalMs``).
+        task_store: where task records live (see :mod:`toolnexus.stores`); None: in
+            memory, per process — give an ``SqliteTaskStore`` for tasks that outlive it.
+        max_tasks: how many tasks may run in this process at once; beyond it, calls are
+            answered in their request (a tool that requires a task is refused).
         middleware: policies run around every served call (see :mod:`toolnexus.policies`),
             as ``Host(middleware=...)``.
         tool_middleware: more middleware for some tools (names or globs to lists), as
@@ -146,6 +155,11 @@ class ServerOptions:
     max_sessions: int = 1_000
     max_sessions_per_peer: int = 100
     max_streams: int = 16
+    task_after_ms: int = 1_000
+    task_ttl_ms: int = 60 * 60_000
+    task_poll_ms: int = 1_000
+    task_store: TaskStore | None = None
+    max_tasks: int = 1_000
     middleware: Sequence[Any] = ()
     tool_middleware: Mapping[str, Sequence[Any]] | None = None
 
@@ -184,8 +198,17 @@ class ServerOptions:
             "max_sessions",
             "max_sessions_per_peer",
             "max_streams",
+            "task_ttl_ms",
+            "task_poll_ms",
+            "max_tasks",
         ):
             _number(label, getattr(self, label), minimum=1)
+        _number("task_after_ms", self.task_after_ms, minimum=0)
+        if self.task_store is not None and not callable(getattr(self.task_store, "update", None)):
+            raise InvalidTypeError(
+                "ServerOptions.task_store must be a TaskStore (create, get, update, purge), "
+                f"got {_kind(self.task_store)}"
+            )
         if not isinstance(self.insecure_no_auth, bool):
             raise InvalidTypeError(
                 f"ServerOptions.insecure_no_auth must be a bool, got {_kind(self.insecure_no_auth)}"

@@ -25,6 +25,7 @@ __all__ = [
     "META_SUBSCRIPTION_ID",
     "MODERN_PROTOCOL_VERSIONS",
     "NAMED_PARAM",
+    "TASKS_EXTENSION",
     "at_least",
     "decode_header_value",
     "describe",
@@ -46,8 +47,17 @@ META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+"""The tasks extension's id (SEP-2663), under ``capabilities.extensions``."""
 
-NAMED_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAMED_PARAM = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 """Methods whose ``params`` carry the name the ``Mcp-Name`` header repeats, and its key."""
 
 _LEGACY_ORDER = {version: index for index, version in enumerate(LEGACY_PROTOCOL_VERSIONS)}

@@ -56,6 +56,7 @@ from ._protocol import (
     META_SERVER_INFO,
     META_SUBSCRIPTION_ID,
     MODERN_PROTOCOL_VERSIONS,
+    TASKS_EXTENSION,
     at_least,
     describe,
     elicitation_modes,
@@ -77,8 +78,12 @@ from ._suspension import (
 )
 
 if TYPE_CHECKING:
+    from .._host import Call
     from .._toolkit import Toolkit
     from .._tools import Tool
+    from ..stores import TaskRecord
+    from ._bridge import LazyHost
+    from ._tasks import Tasks
 
 __all__ = [
     "HEADER_MISMATCH",
@@ -117,6 +122,9 @@ _KNOWN_METHODS = frozenset(
         "prompts/get",
         "completion/complete",
         "subscriptions/listen",
+        "tasks/get",
+        "tasks/update",
+        "tasks/cancel",
     }
 )
 # Methods that run user code on the host, as calls (the tools/call of their kind).
@@ -125,7 +133,7 @@ _CALL_METHODS = frozenset({"resources/read", "prompts/get", "completion/complete
 _LEGACY_ONLY = frozenset({"resources/subscribe", "resources/unsubscribe", "logging/setLevel"})
 
 _CURSOR_PREFIX = "tnx1:"
-_ASKING = frozenset({"elicitation", "sampling", "roots"})
+_ASKING = frozenset({"elicitation", "sampling", "roots", "extensions"})
 """Client capabilities that let a server ask it something."""
 
 
@@ -234,7 +242,9 @@ class StartCall(NamedTuple):
     ``host.resume(name, arguments, action.resumes, answer)`` — :attr:`resumes` carries the
     host's binding of the question to the call, so the host can check it.
     ``wants_progress`` says whether the client listens for progress: only then pass a
-    reporter that calls :meth:`ServerSession.report_progress`. ``trace`` carries the
+    reporter that calls :meth:`ServerSession.report_progress`. ``task_after_ms`` (a
+    client that takes tasks): a driver that runs tasks makes the call a task when it
+    still runs after that long; None: never. ``trace`` carries the
     request's W3C trace context (``_meta``'s ``traceparent``) for the driver's span; None
     when nothing in this process traces.
 
@@ -256,6 +266,7 @@ class StartCall(NamedTuple):
     wants_progress: bool = False
     binding: str | None = None
     trace: Incoming | None = None
+    task_after_ms: int | None = None
 
     @property
     def resumes(self) -> ToolResult | Request | None:
@@ -293,6 +304,7 @@ class _Client:
         "object_structured",
         "roots",
         "sampling",
+        "tasks",
         "url",
         "version",
     )
@@ -305,6 +317,7 @@ class _Client:
         url: bool,
         sampling: bool = False,
         roots: bool = False,
+        tasks: bool = False,
     ) -> None:
         self.version = version
         self.modern = modern
@@ -312,6 +325,7 @@ class _Client:
         self.url = url
         self.sampling = sampling
         self.roots = roots
+        self.tasks = tasks  # declared the tasks extension (modern only)
         # Which structuredContent results carry: any JSON value (modern), objects (legacy
         # from 2025-06-18), or none. Asked per call, so decided once.
         self.any_structured = modern
@@ -341,6 +355,7 @@ class _Call:
         "log_level",
         "method",
         "name",
+        "owner",
         "progress_token",
         "question",
         "request_id",
@@ -348,6 +363,8 @@ class _Call:
         "running",
         "shapes",
         "state_exp",
+        "task_after",
+        "task_required",
         "trace",
     )
 
@@ -383,6 +400,9 @@ class _Call:
         self.question: Request | None = None
         self.collected: dict[str, Answer] = {}
         self.shapes: dict[str, ElicitationShape] = {}
+        self.owner: str | None = None  # who sent it: a task made of it is theirs
+        self.task_after: int | None = None  # becomes a task after this long (ms)
+        self.task_required = False  # answered only through a task (task_support)
 
 
 class _Reject(Exception):
@@ -440,6 +460,7 @@ class ServerSession:
         options: ServerOptions | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        _tasks: Tasks | None = None,
     ) -> None:
         options = resolve(options)
         version = options.version
@@ -462,7 +483,13 @@ class ServerSession:
         self._legacy: _Client | None = None
         self._legacy_log_level: int | None = None  # set by logging/setLevel
         self._subscribed: set[str] = set()  # resources/subscribe (legacy)
+        self._tasks = _tasks  # the server's tasks (None: this session runs none)
+        self._task_id: str | None = None  # the task promote() made last
+        # Who sends the request being handled (the digest of its credential): a driver
+        # sets it before each request; a task made of a call belongs to it.
+        self.owner: str | None = None
         # modern subscriptions/listen streams still open: request id -> what each asked for
+        # (and, under "owner", who opened it: they hear of their own tasks only)
         self._listens: dict[str | int, dict[str, Any]] = {}
         self._initialized_notified = False
         self._calls: dict[int, _Call] = {}
@@ -730,6 +757,9 @@ class ServerSession:
             client = call.client
             if call.method != "tools/call":
                 return self._served_result(call, result)
+            if call.task_required and self._tasks is not None:
+                # A tool that answers only through a task: a task made already done.
+                return self._task_made(call, result=result)
             if client.modern or result.parts:
                 return self._finish(call, self._tool_result(client, result))
             # A legacy text answer: kept as its parts, written from the codec's template.
@@ -883,6 +913,23 @@ class ServerSession:
             actions.append(Send({"jsonrpc": "2.0", "method": method, "params": tagged}))
         return actions
 
+    def task_changed(self, record: TaskRecord) -> list[Action]:
+        """A ``notifications/tasks`` (the task as ``tasks/get`` shows it) for each open
+        ``subscriptions/listen`` stream that asked for tasks and whose client owns it."""
+        if self._closed or self._tasks is None or not self._listens:
+            return []
+        actions: list[Action] = []
+        for request_id, asked in self._listens.items():
+            if asked.get("tasks") and asked.get("owner") == record.owner:
+                params = {
+                    **self._tasks.detailed(record),
+                    "_meta": {META_SUBSCRIPTION_ID: request_id},
+                }
+                actions.append(
+                    Send({"jsonrpc": "2.0", "method": "notifications/tasks", "params": params})
+                )
+        return actions
+
     # ------------------------------------------------------------------ dispatch
 
     def _on_request(self, request_id: str | int, method: str, params: Any) -> list[Action]:
@@ -949,6 +996,8 @@ class ServerSession:
             return [self._reply(request_id, client, self._discover())]
         if method == "subscriptions/listen" and client.modern:
             return self._listen(request_id, params)
+        if method.startswith("tasks/") and client.modern and self._tasks is not None:
+            return [self._reply(request_id, client, self._task_method(method, params, client))]
         raise _Reject(
             METHOD_NOT_FOUND,
             f"method not found: {method!r} is not part of protocol revision {client.version}",
@@ -1083,6 +1132,7 @@ class ServerSession:
         if version == MODERN_PROTOCOL_VERSIONS[-1] and not capabilities.keys() & _ASKING:
             return self._plain_modern  # the common request: no per-message client to build
         form, url = elicitation_modes(capabilities.get("elicitation"))
+        extensions = capabilities.get("extensions")
         return _Client(
             version,
             True,
@@ -1090,6 +1140,7 @@ class ServerSession:
             url,
             sampling=isinstance(capabilities.get("sampling"), dict),
             roots=isinstance(capabilities.get("roots"), dict),
+            tasks=isinstance(extensions, dict) and TASKS_EXTENSION in extensions,
         )
 
     @staticmethod
@@ -1098,10 +1149,16 @@ class ServerSession:
         # same, so a client never picks an advertised version only to be refused.
         return list(reversed(MODERN_PROTOCOL_VERSIONS))
 
+    def _modern_capabilities(self) -> dict[str, Any]:
+        capabilities = _capabilities(self._toolkit, True)
+        if self._tasks is not None:
+            capabilities["extensions"] = {TASKS_EXTENSION: {}}
+        return capabilities
+
     def _discover(self) -> dict[str, Any]:
         result: dict[str, Any] = {
             "supportedVersions": self._supported_versions(),
-            "capabilities": _capabilities(self._toolkit, True),
+            "capabilities": self._modern_capabilities(),
         }
         if self._instructions is not None:
             result["instructions"] = self._instructions
@@ -1156,6 +1213,8 @@ class ServerSession:
             entry["outputSchema"] = thaw(output)
         if tool.annotations and client.at_least("2025-03-26"):
             entry["annotations"] = thaw(tool.annotations)
+        if client.tasks:  # a client of the tasks extension hears which tools run as tasks
+            entry["execution"] = {"taskSupport": tool.task_support}
         return entry
 
     # ------------------------------------------------------------------ resources, prompts
@@ -1203,6 +1262,8 @@ class ServerSession:
             if asked.get(key) is True and capability in offered:
                 honoured[key] = True
         uris = asked.get("resourceSubscriptions")
+        if asked.get("tasks") is True and self._tasks is not None:
+            honoured["tasks"] = True  # notifications/tasks (the tasks extension)
         if uris is not None:
             if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
                 raise _Reject(
@@ -1212,7 +1273,7 @@ class ServerSession:
                 )
             if "resources" in offered:
                 honoured["resourceSubscriptions"] = list(uris)
-        self._listens[request_id] = honoured
+        self._listens[request_id] = {**honoured, "owner": self.owner}
         return [
             Send(
                 {
@@ -1415,8 +1476,32 @@ class ServerSession:
         token = meta.get("progressToken")
         if token is not None and not is_request_id(token):
             token = None
+        task_after: int | None = None
+        required = False
+        if method == "tools/call":
+            support = self._toolkit.get(name).task_support
+            tasks = self._tasks if client.tasks else None
+            required = support == "required"
+            if required and tasks is None:
+                raise _Reject(
+                    MISSING_CLIENT_CAPABILITY,
+                    f"Missing required client capability: the tasks extension "
+                    f"({TASKS_EXTENSION}); tool {name!r} runs only as a task",
+                    {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+                )
+            if tasks is not None and support != "forbidden" and tasks.has_room():
+                task_after = tasks.after_ms
+            elif required:
+                raise _Reject(
+                    INTERNAL_ERROR,
+                    f"server overloaded: {tasks.running if tasks else 0} tasks run already, "
+                    f"the most it runs at once; tool {name!r} runs only as a task: retry later",
+                )
         self._next_call += 1
         call = _Call(self._next_call, request_id, name, arguments, client, token, method)
+        call.owner = self.owner
+        call.task_after = task_after
+        call.task_required = required
         self._calls[call.call_id] = call
         self._by_request[request_id] = call
         if client.modern and META_LOG_LEVEL in meta:
@@ -1432,7 +1517,12 @@ class ServerSession:
                 raise
         return [
             StartCall(
-                call.call_id, name, arguments, wants_progress=token is not None, trace=call.trace
+                call.call_id,
+                name,
+                arguments,
+                wants_progress=token is not None,
+                trace=call.trace,
+                task_after_ms=task_after,
             )
         ]
 
@@ -1448,21 +1538,80 @@ class ServerSession:
         return [self._reply(call.request_id, call.client, result)]
 
     def _tool_result(self, client: _Client, result: ToolResult) -> dict[str, Any]:
-        if not result.parts:
-            content = [{"type": "text", "text": result.output}]
-        else:
-            content = content_blocks(
-                result,
-                audio=client.at_least("2025-03-26"),
-                resource_links=client.at_least("2025-06-18"),
+        return _call_tool_result(client, result)
+
+    # ------------------------------------------------------------------ tasks
+
+    def promote(self, call_id: int, running: Call) -> tuple[list[Action], str | None]:
+        """Make the call ``call_id`` — still running on the host as ``running`` — a task:
+        its request is answered with the new task (a ``CreateTaskResult``) and the
+        session forgets the call, which goes on for the task; the driver then reports its
+        end to :meth:`Tasks.settle <toolnexus.mcp._tasks.Tasks.settle>`, not to
+        :meth:`complete_call`. ``([], None)`` when it is no longer a call of this
+        session's that may become one."""
+        call = self._calls.get(call_id)
+        if call is None or not call.running or self._tasks is None or call.task_after is None:
+            return [], None
+        actions = self._task_made(call, running=running)
+        if call.call_id in self._calls:  # the task could not be made: it was answered
+            return actions, None
+        return actions, self._task_id
+
+    def _task_made(
+        self, call: _Call, *, running: Call | None = None, result: ToolResult | None = None
+    ) -> list[Action]:
+        from ._tasks import Refused
+
+        assert self._tasks is not None
+        state = {
+            "method": call.method,
+            "name": call.name,
+            "arguments": call.arguments,
+            "client": _client_state(call.client),
+        }
+        record = self._tasks.create(call.owner, state, call=running, result=result)
+        if isinstance(record, Refused):
+            if running is not None:
+                return []  # the call stays in its request
+            self._forget(call)
+            return [self._error(call.request_id, record.code, record.message, record.data)]
+        self._task_id = record.task_id
+        self._forget(call)
+        return [self._reply(call.request_id, call.client, self._tasks.created(record))]
+
+    def _task_method(
+        self, method: str, params: Mapping[str, Any], client: _Client
+    ) -> dict[str, Any]:
+        """``tasks/get``, ``tasks/update`` or ``tasks/cancel`` (the client declared the
+        extension, or is refused ``-32021``)."""
+        from ._tasks import Refused
+
+        tasks = self._tasks
+        assert tasks is not None
+        if not client.tasks:
+            raise _Reject(
+                MISSING_CLIENT_CAPABILITY,
+                f"Missing required client capability: the tasks extension ({TASKS_EXTENSION}); "
+                f"declare it in _meta[{META_CLIENT_CAPABILITIES!r}].extensions to use {method}",
+                {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
             )
-        out: dict[str, Any] = {"content": content, "isError": result.is_error}
-        metadata = result.metadata
-        if metadata is not None and STRUCTURED_KEY in metadata:
-            structured = metadata[STRUCTURED_KEY]
-            if client.carries(structured):
-                out["structuredContent"] = thaw(structured)
-        return out
+        task_id = params.get("taskId")
+        done: Any
+        if method == "tasks/get":
+            done = tasks.find(task_id, self.owner)
+        elif method == "tasks/update":
+            done = tasks.update(task_id, self.owner, params.get("inputResponses"))
+        elif method == "tasks/cancel":
+            done = tasks.cancel(task_id, self.owner)
+        else:
+            done = Refused(
+                METHOD_NOT_FOUND,
+                f"method not found: {method!r} (the tasks extension has tasks/get, "
+                "tasks/update and tasks/cancel)",
+            )
+        if isinstance(done, Refused):
+            raise _Reject(done.code, done.message, done.data)
+        return tasks.detailed(done) if method == "tasks/get" else {}
 
     @staticmethod
     def _error_result(client: _Client, text: str) -> dict[str, Any]:
@@ -1737,6 +1886,7 @@ class ServerSession:
                 wants_progress=call.progress_token is not None,
                 binding=call.binding,
                 trace=call.trace,
+                task_after_ms=call.task_after,
             )
         ]
 
@@ -1848,6 +1998,55 @@ def _capability_words(key: str, value: Any) -> str:
     if key == "elicitation" and isinstance(value, Mapping) and value:
         return f"elicitation ({', '.join(value)} mode)"
     return key
+
+
+def _call_tool_result(client: _Client, result: ToolResult) -> dict[str, Any]:
+    """A tool's result as the ``CallToolResult`` ``client`` reads."""
+    if not result.parts:
+        content = [{"type": "text", "text": result.output}]
+    else:
+        content = content_blocks(
+            result,
+            audio=client.at_least("2025-03-26"),
+            resource_links=client.at_least("2025-06-18"),
+        )
+    out: dict[str, Any] = {"content": content, "isError": result.is_error}
+    metadata = result.metadata
+    if metadata is not None and STRUCTURED_KEY in metadata:
+        structured = metadata[STRUCTURED_KEY]
+        if client.carries(structured):
+            out["structuredContent"] = thaw(structured)
+    return out
+
+
+def _client_state(client: _Client) -> dict[str, Any]:
+    """What a task keeps of the (modern) client that made it: how to write to it."""
+    return {
+        "version": client.version,
+        "form": client.form,
+        "url": client.url,
+        "sampling": client.sampling,
+        "roots": client.roots,
+    }
+
+
+def _client_from_state(state: Mapping[str, Any]) -> _Client:
+    return _Client(
+        str(state.get("version") or MODERN_PROTOCOL_VERSIONS[-1]),
+        True,
+        bool(state.get("form")),
+        bool(state.get("url")),
+        sampling=bool(state.get("sampling")),
+        roots=bool(state.get("roots")),
+        tasks=True,
+    )
+
+
+def make_tasks(host: LazyHost, options: ServerOptions) -> Tasks:
+    """The tasks of a server that runs its calls on ``host`` (one for all its sessions)."""
+    from ._tasks import Tasks
+
+    return Tasks(host, options, format_result=_call_tool_result, client_of=_client_from_state)
 
 
 def _who(call: _Call) -> str:

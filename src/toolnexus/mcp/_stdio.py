@@ -41,11 +41,12 @@ from typing import IO, TYPE_CHECKING, Any
 from .._log import LazyLogger
 from ._bridge import CallBridge, InflightBytes, LazyHost
 from ._options import ServerOptions, resolve
-from ._session import Action, Send, ServerSession, StartCall
+from ._session import Action, Send, ServerSession, StartCall, make_tasks
 
 if TYPE_CHECKING:
     from .._host import Call
     from .._toolkit import Toolkit
+    from ._tasks import Tasks
 
 __all__ = ["EXIT_SIGINT", "EXIT_SIGTERM", "serve_stdio"]
 
@@ -111,19 +112,24 @@ def serve_stdio(
     options = resolve(options)
     # The session and the host share the key and the used answers: a question asked before
     # a restart is resumed after it (same key), and each answer is used once.
-    session = ServerSession(toolkit, options)
     host = LazyHost(toolkit, options)
+    tasks = make_tasks(host, options)
+    session = ServerSession(toolkit, options, _tasks=tasks)
     with _protocol_streams(stdin, stdout, options.max_message_bytes) as (lines, write):
-        server = _StdioServer(session, host, lines, write, options)
+        server = _StdioServer(session, host, lines, write, options, tasks)
         # A change of the toolkit (a tool, resource or prompt added or removed, a
         # resource's content) is told to the client, as the session decides.
         unwatch = toolkit._watch(
             lambda kind, uri: server._bridge.feed(session.toolkit_changed, kind, uri)
         )
+        unwatch_tasks = tasks.watch(
+            lambda record: server._bridge.feed(session.task_changed, record)
+        )
         try:
             return server.run()
         finally:
             unwatch()
+            unwatch_tasks()
 
 
 # --------------------------------------------------------------------------- streams
@@ -420,8 +426,9 @@ class _StdioBridge(CallBridge):
         inflight: InflightBytes,
         output: _Output,
         reported: Callable[[], None],
+        tasks: Tasks | None = None,
     ) -> None:
-        super().__init__(session, host, inflight)
+        super().__init__(session, host, inflight, tasks)
         self.output = output
         self._reported = reported
 
@@ -512,6 +519,7 @@ class _StdioServer:
         lines: _Input,
         write: Write,
         options: ServerOptions,
+        tasks: Tasks | None = None,
     ) -> None:
         self._session = session
         self._host = host
@@ -519,7 +527,12 @@ class _StdioServer:
         self._grace = options.grace_ms / 1000
         self._output = _Output(write, self._on_broken)
         self._bridge = _StdioBridge(
-            session, host, InflightBytes(options.max_inflight_bytes), self._output, self._reported
+            session,
+            host,
+            InflightBytes(options.max_inflight_bytes),
+            self._output,
+            self._reported,
+            tasks,
         )
         # One lock for the session, the output and the reading roles: what the session says
         # is written in the order it said it, before anyone else may talk to it.

@@ -1,4 +1,5 @@
-"""Where a host keeps what another process may need to see: used answers.
+"""Where a host keeps what another process may need to see: used answers, and the tasks
+an MCP server runs (:class:`TaskStore`: :class:`MemoryTaskStore`, :class:`SqliteTaskStore`).
 
 An :class:`AnswerStore` remembers which answers were used, so each one resumes a call at
 most once — also across processes and machines that share the store. Four are built in:
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._binding import MemoryAnswerStore, SqliteAnswerStore
 from ._open import open_store
+from ._tasks import MemoryTaskStore, SqliteTaskStore, TaskRecord, TaskStore
 
 if TYPE_CHECKING:
     from ._postgres import PostgresAnswerStore
@@ -38,9 +40,13 @@ if TYPE_CHECKING:
 __all__ = [
     "AnswerStore",
     "MemoryAnswerStore",
+    "MemoryTaskStore",
     "PostgresAnswerStore",
     "RedisAnswerStore",
     "SqliteAnswerStore",
+    "SqliteTaskStore",
+    "TaskRecord",
+    "TaskStore",
     "open_store",
 ]
 
@@ -81,7 +87,16 @@ class AnswerStore(Protocol):
         ...
 
 
-for _exported in (AnswerStore, MemoryAnswerStore, SqliteAnswerStore, open_store):
+for _exported in (
+    AnswerStore,
+    MemoryAnswerStore,
+    SqliteAnswerStore,
+    open_store,
+    MemoryTaskStore,
+    SqliteTaskStore,
+    TaskRecord,
+    TaskStore,
+):
     _exported.__module__ = __name__  # where users import them from, and their repr
 del _exported
 

@@ -1,0 +1,456 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663): a call that outlives
+its request.
+
+For a client that declared the extension, a ``tools/call`` still running after
+``task_after_ms`` becomes a task: its request is answered at once with the task's id (a
+``CreateTaskResult``), and the call goes on on the host — the same call, with its
+deadline, its cancellation and its questions. The client polls ``tasks/get`` (the status;
+once done, the result inlined), answers a task that asks with ``tasks/update``, and stops
+one with ``tasks/cancel``. A tool with ``task_support="required"`` is only ever answered
+through a task; ``"forbidden"`` never becomes one.
+
+:class:`Tasks` is one server's tasks, shared by all its sessions (a modern request's
+session lives for that request only, so nothing of a task may live in it): the records, in
+a :class:`~toolnexus.stores.TaskStore`, and the calls this process runs, by task id. A
+task outlives the client that made it (its connection closing, a legacy session ending);
+with a store other processes share, its record — its result, or the question it waits on —
+outlives the process too, and any process with the same key resumes it.
+
+Task ids are unguessable; a task belongs to the credential that created it (the digest of
+its bearer token, or its OAuth subject) and is unknown to any other, as an expired one is:
+``-32602``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .._binding import BINDING_KEY
+from .._frozen import thaw
+from .._loop_rule import declined_text
+from .._result import PENDING_KEY, ToolResult
+from .._suspension import Answer, Request, decline_reason
+from ..stores._tasks import MemoryTaskStore, TaskRecord
+from . import _codec as codec
+from ._codec import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
+from ._protocol import TASKS_EXTENSION, describe
+from ._suspension import (
+    answer_from_response,
+    content_problem,
+    form_of,
+    question_params,
+    question_problem,
+)
+
+if TYPE_CHECKING:
+    from .._host import Call
+    from ._bridge import LazyHost
+    from ._options import ServerOptions
+
+__all__ = ["TASKS_EXTENSION", "Refused", "Tasks", "iso_time"]
+
+_ATTEMPTS = 16  # compare-and-set retries before a change gives up (contention is rare)
+
+
+class Refused(NamedTuple):
+    """A ``tasks/*`` request (or a task's creation) refused: the JSON-RPC error to answer."""
+
+    code: int
+    message: str
+    data: Any = None
+
+
+def iso_time(seconds: float) -> str:
+    """``seconds`` since the epoch as an RFC 3339 UTC time, to the millisecond."""
+    from datetime import datetime, timezone
+
+    moment = datetime.fromtimestamp(seconds, timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Tasks:
+    """One server's tasks: records in a store, and the calls this process runs.
+
+    Thread-safe. ``format_result(client, result)`` and ``client_of(state)`` come from the
+    session module (how a result is written for a client); ``notify(record)`` is told of
+    every change (for ``notifications/tasks`` on listen streams).
+    """
+
+    def __init__(
+        self,
+        host: LazyHost,
+        options: ServerOptions,
+        *,
+        format_result: Callable[[Any, ToolResult], dict[str, Any]],
+        client_of: Callable[[Mapping[str, Any]], Any],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        store = options.task_store
+        self.store = store if store is not None else MemoryTaskStore(clock=clock)
+        self.after_ms = options.task_after_ms
+        self._ttl_ms = options.task_ttl_ms
+        self._poll_ms = options.task_poll_ms
+        self._max = options.max_tasks
+        self._host = host
+        self._format = format_result
+        self._client_of = client_of
+        self._clock = clock
+        self._live: dict[str, Call] = {}  # task id -> the call running it here
+        self._lock = threading.Lock()
+        self._watchers: list[Callable[[TaskRecord], object]] = []
+
+    # ------------------------------------------------------------------ watching
+
+    def watch(self, watcher: Callable[[TaskRecord], object]) -> Callable[[], None]:
+        """``watcher(record)`` hears of every change of a task; returns how to stop."""
+        self._watchers.append(watcher)
+
+        def stop() -> None:
+            if watcher in self._watchers:
+                self._watchers.remove(watcher)
+
+        return stop
+
+    def _told(self, record: TaskRecord) -> None:
+        for watcher in list(self._watchers):
+            try:
+                watcher(record)
+            except Exception:  # a listener's failure is not the task's
+                from .._log import get_logger
+
+                get_logger().exception("toolnexus mcp: a task watcher failed")
+
+    # ------------------------------------------------------------------ creating
+
+    @property
+    def running(self) -> int:
+        """How many tasks this process runs now."""
+        return len(self._live)
+
+    def has_room(self) -> bool:
+        """Whether one more task may run here (``max_tasks``)."""
+        return len(self._live) < self._max
+
+    def create(
+        self,
+        owner: str | None,
+        state: Mapping[str, Any],
+        *,
+        call: Call | None = None,
+        result: ToolResult | None = None,
+    ) -> TaskRecord | Refused:
+        """A new task for ``state`` (what resuming it needs), working on ``call`` — or,
+        given ``result``, already settled with it; :class:`Refused` when its store fails."""
+        now = self._clock()
+        record = TaskRecord(
+            "tsk-" + secrets.token_hex(16),
+            owner,
+            "working",
+            now,
+            now,
+            self._ttl_ms,
+            0,
+            state=state,
+        )
+        try:
+            self.store.create(record)
+        except Exception as exc:
+            return Refused(INTERNAL_ERROR, f"cannot create a task: the task store failed ({exc})")
+        if call is not None:  # its end is reported to settle() by whoever runs it
+            with self._lock:
+                self._live[record.task_id] = call
+        elif result is not None:
+            self.settle(record.task_id, result)
+        self._told(record)
+        return self.store.get(record.task_id) or record
+
+    def created(self, record: TaskRecord) -> dict[str, Any]:
+        """The ``CreateTaskResult`` fields for ``record`` (flat, ``resultType: "task"``)."""
+        return {"resultType": "task", **self._summary(record)}
+
+    def _summary(self, record: TaskRecord) -> dict[str, Any]:
+        out: dict[str, Any] = {"taskId": record.task_id, "status": record.status}
+        if record.status_message:
+            out["statusMessage"] = record.status_message
+        out["createdAt"] = iso_time(record.created_at)
+        out["lastUpdatedAt"] = iso_time(record.updated_at)
+        out["ttlMs"] = record.ttl_ms
+        out["pollIntervalMs"] = self._poll_ms
+        return out
+
+    def detailed(self, record: TaskRecord) -> dict[str, Any]:
+        """The ``tasks/get`` answer: the task, with its result, error or questions."""
+        out = self._summary(record)
+        if record.status == "completed" and record.result is not None:
+            out["result"] = thaw(record.result)
+        elif record.status == "failed" and record.error is not None:
+            out["error"] = thaw(record.error)
+        elif record.status == "input_required" and record.input_requests is not None:
+            out["inputRequests"] = thaw(record.input_requests)
+        return out
+
+    # ------------------------------------------------------------------ settling
+
+    def settle(self, task_id: str, result: ToolResult, call: Call | None = None) -> None:
+        """The task's call ended with ``result``: record it — completed, failed, cancelled,
+        or waiting on the question it asks."""
+        with self._lock:
+            if call is None or self._live.get(task_id) is call:
+                self._live.pop(task_id, None)
+        cancelled = call is not None and call.cancelled()
+        for _ in range(_ATTEMPTS):
+            record = self.store.get(task_id)
+            if record is None or record.is_terminal:
+                return  # expired, or cancelled meanwhile: its late result is dropped
+            changed = self._settled(record, result, cancelled)
+            if self.store.update(changed):
+                self._told(changed)
+                return
+
+    def _settled(self, record: TaskRecord, result: ToolResult, cancelled: bool) -> TaskRecord:
+        now = self._clock()
+        state = dict(thaw(record.state or {}))
+        if cancelled:
+            return record.evolve(
+                status="cancelled",
+                updated_at=now,
+                status_message=result.output,
+                input_requests=None,
+            )
+        request = ToolResult.pending_of(result) if result.is_error else None
+        if request is not None:
+            return self._asking(record, state, request, result, now)
+        client = self._client_of(state.get("client") or {})
+        written = self._format(client, result)
+        try:
+            codec.encode(written)
+        except Exception as exc:  # not JSON (NaN, a set), or too big: the protocol failed
+            error = {
+                "code": INTERNAL_ERROR,
+                "message": f"internal error: the result is not JSON ({exc})",
+            }
+            return record.evolve(status="failed", updated_at=now, error=error, input_requests=None)
+        return record.evolve(
+            status="completed", updated_at=now, result=written, input_requests=None
+        )
+
+    def _asking(
+        self,
+        record: TaskRecord,
+        state: dict[str, Any],
+        request: Request,
+        result: ToolResult,
+        now: float,
+    ) -> TaskRecord:
+        client = self._client_of(state.get("client") or {})
+        questions: dict[str, Any] = {}
+        missing: dict[str, Any] = {}
+        for each in request.requests():
+            problem = question_problem(each)
+            if problem is not None:
+                error = {
+                    "code": INTERNAL_ERROR,
+                    "message": f"the task asked a question MCP cannot ask: {problem}",
+                }
+                return record.evolve(status="failed", updated_at=now, error=error)
+            message = result.output if each is request else ToolResult.pending(each).output
+            asked = question_params(
+                each,
+                message,
+                form=client.form,
+                url=client.url,
+                sampling=client.sampling,
+                roots=client.roots,
+                with_mode=True,
+                with_elicitation_id=False,
+            )
+            if isinstance(asked, dict):
+                for key, value in asked.items():
+                    missing.setdefault(key, {}).update(value)
+            else:
+                questions[each.id] = asked
+        if missing:
+            error = {
+                "code": MISSING_CLIENT_CAPABILITY,
+                "message": f"Missing required client capability: {', '.join(missing)}; the task "
+                f"asks: {result.output}",
+                "data": {"requiredCapabilities": missing},
+            }
+            return record.evolve(status="failed", updated_at=now, error=error)
+        binding = result.metadata.get(BINDING_KEY)
+        state.update(
+            request=request.to_dict(),
+            shapes={key: shape for key, (_, _, shape) in questions.items()},
+            binding=binding if isinstance(binding, str) else None,
+            answers={},
+        )
+        return record.evolve(
+            status="input_required",
+            updated_at=now,
+            status_message=request.prompt,
+            input_requests={
+                key: {"method": method, "params": params}
+                for key, (method, params, _) in questions.items()
+            },
+            state=state,
+        )
+
+    # ------------------------------------------------------------------ the methods
+
+    def find(self, task_id: Any, owner: str | None) -> TaskRecord | Refused:
+        """The task ``task_id`` of ``owner``, or :class:`Refused` (``-32602``) when there
+        is none — unknown, expired and another owner's read the same."""
+        if not isinstance(task_id, str) or not task_id:
+            return Refused(
+                INVALID_PARAMS, f"invalid params: taskId must be a string, got {describe(task_id)}"
+            )
+        try:
+            record = self.store.get(task_id)
+        except Exception as exc:
+            return Refused(INTERNAL_ERROR, f"the task store failed: {exc}")
+        if record is None or record.owner != owner:
+            return Refused(
+                INVALID_PARAMS,
+                f"invalid params: no task {task_id!r} (it never existed, expired after its "
+                "ttlMs, or belongs to another client)",
+                {"taskId": task_id},
+            )
+        return record
+
+    def cancel(self, task_id: Any, owner: str | None) -> Refused | None:
+        """``tasks/cancel``: stop a task that still runs or waits (idempotent for one that
+        ended already); :class:`Refused` for a task ``owner`` does not have."""
+        for _ in range(_ATTEMPTS):
+            record = self.find(task_id, owner)
+            if isinstance(record, Refused):
+                return record
+            if record.is_terminal:
+                return None
+            changed = record.evolve(
+                status="cancelled",
+                updated_at=self._clock(),
+                status_message="cancelled by the client",
+                input_requests=None,
+            )
+            if self.store.update(changed):
+                with self._lock:
+                    call = self._live.pop(record.task_id, None)
+                if call is not None:
+                    call.cancel()
+                self._told(changed)
+                return None
+        return Refused(INTERNAL_ERROR, "the task changed under every attempt to cancel it")
+
+    def update(self, task_id: Any, owner: str | None, responses: Any) -> Refused | None:
+        """``tasks/update``: take the answers to a task's questions. Keys it did not ask
+        (or asked and has) are ignored; once every question is answered, the task runs
+        again with the answers. :class:`Refused` (``-32602``) for an answer that cannot be
+        read or does not fit its form (nothing of it is kept), or a task ``owner`` does
+        not have."""
+        if responses is not None and not isinstance(responses, dict):
+            return Refused(
+                INVALID_PARAMS,
+                f"invalid params: inputResponses must be an object, got {describe(responses)}",
+            )
+        for _ in range(_ATTEMPTS):
+            record = self.find(task_id, owner)
+            if isinstance(record, Refused):
+                return record
+            if record.status != "input_required" or not responses:
+                return None  # nothing asked now: answers for nothing are ignored
+            state = dict(thaw(record.state or {}))
+            request = Request.from_dict(state["request"])
+            shapes = state.get("shapes") or {}
+            answers: dict[str, Any] = dict(state.get("answers") or {})
+            asked = dict(thaw(record.input_requests or {}))
+            for each in request.requests():
+                response = responses.get(each.id)
+                if response is None or each.id not in asked:
+                    continue
+                answer = self._answer(each, str(shapes.get(each.id)), response)
+                if isinstance(answer, Refused):
+                    return answer
+                answers[each.id] = answer.to_dict()
+                del asked[each.id]
+            if asked:  # more to come: keep what came, ask the rest
+                state["answers"] = answers
+                changed = record.evolve(updated_at=self._clock(), input_requests=asked, state=state)
+                if self.store.update(changed):
+                    self._told(changed)
+                    return None
+                continue
+            collected = {key: Answer.from_dict(value) for key, value in answers.items()}
+            whole = (
+                collected[request.id]
+                if request.kind != "several"
+                else Answer.several(request, [collected[each.id] for each in request.requests()])
+            )
+            state["answers"] = {}
+            changed = record.evolve(
+                status="working",
+                updated_at=self._clock(),
+                status_message=None,
+                input_requests=None,
+                state=state,
+            )
+            if self.store.update(changed):
+                self._told(changed)
+                self._resume(changed, state, request, whole)
+                return None
+        return Refused(INTERNAL_ERROR, "the task changed under every attempt to answer it")
+
+    def _answer(self, request: Request, shape: str, response: Any) -> Answer | Refused:
+        try:
+            answer = answer_from_response(request, shape, response)
+        except ValueError as exc:
+            return Refused(INVALID_PARAMS, f"invalid params: inputResponses[{request.id!r}]: {exc}")
+        form = form_of(request, shape)
+        if form is not None and answer.ok and decline_reason(request, answer) is None:
+            problem = content_problem(request, form, answer.data or {})
+            if problem is not None:
+                return Refused(INVALID_PARAMS, f"invalid params: {problem}")
+        return answer
+
+    def _resume(
+        self, record: TaskRecord, state: Mapping[str, Any], request: Request, answer: Answer
+    ) -> None:
+        """Run the task's call again with ``answer`` (the loop rule, on the host)."""
+        task_id = record.task_id
+        if answer.id != request.id or decline_reason(request, answer) is not None:
+            self.settle(task_id, ToolResult.error(declined_text(request)))
+            return
+        binding = state.get("binding")
+        resumes: Request | ToolResult = request
+        if isinstance(binding, str):
+            resumes = ToolResult(
+                ToolResult.pending(request).output,
+                True,
+                {PENDING_KEY: request, BINDING_KEY: binding},
+            )
+
+        def done(call: Call) -> None:
+            self.settle(task_id, call.result(), call)
+
+        try:
+            call = self._host.get()._prepare_call(
+                str(state.get("name")),
+                dict(state.get("arguments") or {}),
+                request=resumes,
+                answer=answer,
+                done_callback=done,
+            )
+        except Exception as exc:  # the host promises not to raise; answer anyway if it does
+            self.settle(task_id, ToolResult.error(f"internal error resuming the task: {exc}"))
+            return
+        with self._lock:
+            if not call.done():
+                self._live[task_id] = call
+        call._start()
+
+    def close(self) -> None:
+        """Stop watching (the server ends); running tasks end with the host."""
+        self._watchers.clear()

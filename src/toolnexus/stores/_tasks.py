@@ -1,0 +1,291 @@
+"""Task records: what an MCP server remembers of a call that became a task.
+
+A :class:`TaskRecord` is plain data — the task's status, its timestamps and TTL, its
+result or error once it ended, the questions it waits on, and what resuming it needs — so a
+record can live anywhere: in this process (:class:`MemoryTaskStore`), in an SQLite file
+processes on one machine share (:class:`SqliteTaskStore`), or (a later release) in a
+database a fleet shares. The :class:`TaskStore` protocol is small on purpose: create, get,
+a compare-and-set update (so two processes answering the same task cannot both win) and a
+purge of expired records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from .._frozen import freeze, sealed, thaw
+from ..errors import InvalidValueError, StoreUnavailableError
+
+__all__ = ["TERMINAL", "MemoryTaskStore", "SqliteTaskStore", "TaskRecord", "TaskStore"]
+
+STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+"""The statuses a task never leaves."""
+
+
+@sealed
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """One task, as a store keeps it.
+
+    Attributes:
+        task_id: its id (unguessable).
+        owner: who may see it (the digest of the credential that created it), or None
+            when the server asks for none.
+        status: ``"working"``, ``"input_required"``, ``"completed"``, ``"failed"`` or
+            ``"cancelled"``.
+        created_at: when it was created (``time.time()`` seconds).
+        updated_at: when its status last changed.
+        ttl_ms: how long it is kept after its last change (while it is not running).
+        version: bumped by each update (the compare-and-set of :meth:`TaskStore.update`).
+        status_message: a line for humans, or None.
+        result: once completed, the result as MCP writes it; else None.
+        error: once failed, the JSON-RPC error (``{"code", "message"}``); else None.
+        input_requests: while ``input_required``, the questions as MCP writes them
+            (``{key: {"method", "params"}}``); else None.
+        state: what resuming or answering it needs (the server's own JSON); else None.
+
+    Example::
+
+        >>> record = TaskRecord("tsk-1", None, "working", 100.0, 100.0, 60_000)
+        >>> record.expires_at, record.is_terminal
+        (160.0, False)
+    """
+
+    task_id: str
+    owner: str | None
+    status: str
+    created_at: float
+    updated_at: float
+    ttl_ms: int
+    version: int = 0
+    status_message: str | None = None
+    result: Mapping[str, Any] | None = None
+    error: Mapping[str, Any] | None = None
+    input_requests: Mapping[str, Any] | None = None
+    state: Mapping[str, Any] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise InvalidValueError(
+                f"TaskRecord.status must be one of {', '.join(STATUSES)}, got {self.status!r}"
+            )
+        for name in ("result", "error", "input_requests", "state"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, freeze(value))
+
+    @property
+    def expires_at(self) -> float:
+        """When a store may forget it: ``ttl_ms`` after its last change."""
+        return self.updated_at + self.ttl_ms / 1000
+
+    @property
+    def is_terminal(self) -> bool:
+        """True once it completed, failed or was cancelled."""
+        return self.status in TERMINAL
+
+    def evolve(self, **changes: Any) -> TaskRecord:
+        """A copy with ``changes``, the next version (what :meth:`TaskStore.update` takes).
+
+        Example::
+
+            >>> TaskRecord("tsk-1", None, "working", 1.0, 1.0, 10).evolve(status="failed").version
+            1
+        """
+        return dataclasses.replace(self, version=self.version + 1, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as plain JSON data (what a database keeps)."""
+        out: dict[str, Any] = {}
+        for each in dataclasses.fields(self):
+            out[each.name] = thaw(getattr(self, each.name))
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TaskRecord:
+        """Rebuild a record from :meth:`to_dict` (unknown keys are ignored)."""
+        known = {each.name for each in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+
+@runtime_checkable
+class TaskStore(Protocol):
+    """Where task records live. Thread-safe; a store shared by processes must make
+    :meth:`update` atomic (compare-and-set on ``version``).
+
+    Example (the in-memory one)::
+
+        store = MemoryTaskStore()
+        store.create(TaskRecord("tsk-1", None, "working", time.time(), time.time(), 60_000))
+        record = store.get("tsk-1")
+        assert store.update(record.evolve(status="completed"))
+    """
+
+    def create(self, record: TaskRecord) -> None:
+        """Keep a new record. Raises ``ValueError`` when its id is taken."""
+
+    def get(self, task_id: str) -> TaskRecord | None:
+        """The record, or None when there is none or it expired."""
+
+    def update(self, record: TaskRecord) -> bool:
+        """Replace the stored record with ``record`` if the stored one's version is
+        ``record.version - 1``; False (nothing changed) otherwise, or when it is gone."""
+
+    def purge(self) -> int:
+        """Forget expired records; how many were dropped."""
+
+
+class MemoryTaskStore:
+    """Task records in this process (the default): lost when it ends. Expired records are
+    dropped as new ones come (every 64 creations) and by :meth:`purge`.
+
+    Example::
+
+        >>> store = MemoryTaskStore()
+        >>> store.create(TaskRecord("tsk-1", None, "working", time.time(), time.time(), 60_000))
+        >>> store.get("tsk-1").status
+        'working'
+    """
+
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        self._records: dict[str, TaskRecord] = {}
+        self._lock = threading.Lock()
+        self._clock = clock
+        self._created = 0
+
+    def create(self, record: TaskRecord) -> None:
+        with self._lock:
+            if record.task_id in self._records:
+                raise InvalidValueError(f"task {record.task_id!r} exists already")
+            self._records[record.task_id] = record
+            self._created += 1
+            if self._created % 64 == 0:
+                self._purge_locked()
+
+    def get(self, task_id: str) -> TaskRecord | None:
+        record = self._records.get(task_id)
+        if record is None or record.expires_at <= self._clock():
+            return None
+        return record
+
+    def update(self, record: TaskRecord) -> bool:
+        with self._lock:
+            stored = self._records.get(record.task_id)
+            if stored is None or stored.version != record.version - 1:
+                return False
+            self._records[record.task_id] = record
+            return True
+
+    def purge(self) -> int:
+        with self._lock:
+            return self._purge_locked()
+
+    def _purge_locked(self) -> int:
+        now = self._clock()
+        gone = [key for key, record in self._records.items() if record.expires_at <= now]
+        for key in gone:
+            del self._records[key]
+        return len(gone)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __repr__(self) -> str:
+        return f"<MemoryTaskStore {len(self._records)} task(s)>"
+
+
+class SqliteTaskStore:
+    """Task records in an SQLite file, shared by the processes of one machine (a task
+    outlives the process that ran it: its result, or the question it waits on, stays).
+
+    Every call opens its own connection (thread- and fork-safe); an update is one
+    ``UPDATE ... WHERE version = ?`` (atomic across processes). Expired rows are deleted
+    as new ones come (every 64 creations) and by :meth:`purge`.
+
+    Example::
+
+        store = SqliteTaskStore("/var/lib/app/tasks.db")
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._path = os.fspath(path)
+        self._clock = clock
+        self._created = 0
+        self._run(
+            "CREATE TABLE IF NOT EXISTS toolnexus_tasks (task_id TEXT PRIMARY KEY, "
+            "version INTEGER NOT NULL, expires_at REAL NOT NULL, record TEXT NOT NULL)"
+        )
+
+    def _run(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        import sqlite3
+
+        try:
+            db = sqlite3.connect(self._path, timeout=30.0, isolation_level=None)
+            try:
+                cursor = db.execute(sql, params)
+                return cursor.fetchone() if sql.startswith("SELECT") else cursor.rowcount
+            finally:
+                db.close()
+        except sqlite3.IntegrityError:
+            raise
+        except Exception as exc:  # sqlite3.Error: not a database, read-only, locked
+            raise StoreUnavailableError(
+                f"sqlite:{self._path}",
+                f"{exc}; check that the file is an SQLite database this process may write",
+            ) from exc
+
+    def create(self, record: TaskRecord) -> None:
+        import sqlite3
+
+        self._created += 1
+        if self._created % 64 == 0:
+            self.purge()
+        try:
+            self._run(
+                "INSERT INTO toolnexus_tasks (task_id, version, expires_at, record) "
+                "VALUES (?, ?, ?, ?)",
+                (record.task_id, record.version, record.expires_at, _dumps(record)),
+            )
+        except sqlite3.IntegrityError:
+            raise InvalidValueError(f"task {record.task_id!r} exists already") from None
+
+    def get(self, task_id: str) -> TaskRecord | None:
+        row = self._run(
+            "SELECT record FROM toolnexus_tasks WHERE task_id = ? AND expires_at > ?",
+            (task_id, self._clock()),
+        )
+        return None if row is None else TaskRecord.from_dict(json.loads(row[0]))
+
+    def update(self, record: TaskRecord) -> bool:
+        changed = self._run(
+            "UPDATE toolnexus_tasks SET version = ?, expires_at = ?, record = ? "
+            "WHERE task_id = ? AND version = ?",
+            (
+                record.version,
+                record.expires_at,
+                _dumps(record),
+                record.task_id,
+                record.version - 1,
+            ),
+        )
+        return bool(changed == 1)
+
+    def purge(self) -> int:
+        return int(self._run("DELETE FROM toolnexus_tasks WHERE expires_at <= ?", (self._clock(),)))
+
+    def __repr__(self) -> str:
+        return f"<SqliteTaskStore {self._path!r}>"
+
+
+def _dumps(record: TaskRecord) -> str:
+    return json.dumps(record.to_dict(), separators=(",", ":"))

@@ -1,0 +1,532 @@
+"""The tasks extension (SEP-2663): task records and their stores, a Host's calls kept by
+id, and tasks over HTTP — a long call becomes a task, is polled, asks, is answered,
+cancelled, survives its client and (with a shared store) its server; bad input included."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolnexus import Host, NotFoundError, Request, ToolContext, Toolkit, ToolResult, tool
+from toolnexus.mcp import HttpServer, ServerOptions
+from toolnexus.mcp._bridge import LazyHost
+from toolnexus.mcp._session import make_tasks
+from toolnexus.stores import MemoryTaskStore, SqliteTaskStore, TaskRecord, TaskStore, open_store
+
+TASKS = "io.modelcontextprotocol/tasks"
+released = threading.Event()  # set by a test to let `hold` finish
+held = threading.Event()
+
+
+@tool(task_support="forbidden")
+def quick() -> str:
+    """Answers at once, never as a task."""
+    return "quick"
+
+
+@tool
+def hold(ctx: ToolContext) -> str:
+    """Runs until released (or cancelled)."""
+    held.set()
+    while not released.is_set():
+        if ctx.cancellation_token.wait(0.02):
+            return "stopped"
+    return "released"
+
+
+@tool
+def instant() -> str:
+    """Answers at once (a task only when it takes long)."""
+    return "instant"
+
+
+@tool(task_support="required")
+def only_task() -> str:
+    """Answers only through a task."""
+    return "done as a task"
+
+
+_CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+@tool
+def confirm(ctx: ToolContext) -> ToolResult:
+    """Waits until released, then asks two questions; reports the answers."""
+    one = Request("input", "Sure?", id="one", data={"schema": _CONFIRM})
+    two = Request("input", "Really sure?", id="two", data={"schema": _CONFIRM})
+    if ctx.answer is None:
+        released.wait(10)
+        return ToolResult.pending(Request.several(one, two))
+    answers = [ctx.answer.answer_to(each) for each in (one, two)]
+    return ToolResult.ok(" ".join(str((a.data or {}).get("ok")) for a in answers if a))
+
+
+TOOLKIT = Toolkit([quick, hold, instant, only_task, confirm])
+
+
+# --------------------------------------------------------------------------- stores
+
+
+def record(task_id: str = "tsk-1", now: float = 1000.0, ttl_ms: int = 60_000) -> TaskRecord:
+    return TaskRecord(task_id, None, "working", now, now, ttl_ms)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store_maker(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    def make(clock: Any) -> TaskStore:
+        if request.param == "memory":
+            return MemoryTaskStore(clock=clock)
+        return SqliteTaskStore(tmp_path / "tasks.db", clock=clock)
+
+    return make
+
+
+def test_a_store_keeps_records_updates_them_once_per_version_and_expires_them(
+    store_maker: Any,
+) -> None:
+    now = [1000.0]
+    store = store_maker(lambda: now[0])
+    store.create(record())
+    with pytest.raises(ValueError, match="exists already"):
+        store.create(record())
+    stored = store.get("tsk-1")
+    assert stored == record()
+    done = stored.evolve(status="completed", updated_at=1010.0, result={"content": []})
+    assert store.update(done) is True
+    assert store.update(stored.evolve(status="failed")) is False  # a stale version loses
+    assert store.get("tsk-1").status == "completed"
+    now[0] = 1010.0 + 60.0  # ttl after the last change
+    assert store.get("tsk-1") is None
+    assert store.update(done.evolve(status="cancelled")) in (False, True)
+    assert store.purge() == 1 and store.purge() == 0
+    assert store.get("unknown") is None
+
+
+def test_a_record_refuses_an_unknown_status_and_round_trips_as_json() -> None:
+    with pytest.raises(ValueError, match="status must be one of"):
+        TaskRecord("tsk-1", None, "paused", 1.0, 1.0, 10)
+    full = record().evolve(
+        status="input_required",
+        input_requests={"k": {"method": "elicitation/create", "params": {}}},
+        state={"name": "x"},
+    )
+    assert TaskRecord.from_dict(json.loads(json.dumps(full.to_dict()))) == full
+    assert full.expires_at == 1060.0 and not full.is_terminal
+
+
+def test_ten_thousand_abandoned_tasks_leave_nothing_behind_after_their_ttl() -> None:
+    now = [1000.0]
+    clock = lambda: now[0]  # noqa: E731 - a fake clock
+    options = ServerOptions(task_ttl_ms=1_000, task_store=MemoryTaskStore(clock=clock))
+    host = LazyHost(TOOLKIT, options)
+    tasks = make_tasks(host, options)
+    tasks._clock = clock
+    for _ in range(10_000):
+        tasks.create(None, {"name": "instant"}, result=ToolResult.ok("done"))
+    store = options.task_store
+    assert isinstance(store, MemoryTaskStore) and len(store) == 10_000
+    assert tasks.running == 0
+    now[0] += 2.0
+    store.purge()
+    assert len(store) == 0
+    host.close()
+
+
+# --------------------------------------------------------------------------- Host.find
+
+
+def test_a_host_keeps_a_submitted_call_by_id_for_another_thread() -> None:
+    released.set()
+    with Host(TOOLKIT) as host:
+        call = host.submit("instant", {}, keep_ms=60_000)
+        found: list[str] = []
+        thread = threading.Thread(
+            target=lambda: found.append(host.find(call.id).result(timeout=5).output)
+        )
+        thread.start()
+        thread.join(10)
+        assert found == ["instant"]
+        assert host.find(call.id) is call and call.id.startswith("call-")
+        with pytest.raises(NotFoundError, match="unknown call 'call-nope'"):
+            host.find("call-nope")
+        plain = host.submit("instant", {})
+        plain.result(timeout=5)
+        with pytest.raises(NotFoundError):
+            host.find(plain.id)  # not kept
+
+
+def test_a_kept_call_is_forgotten_keep_ms_after_it_ends() -> None:
+    with Host(TOOLKIT) as host:
+        call = host.submit("instant", {}, keep_ms=0)
+        call.result(timeout=5)
+        deadline = time.monotonic() + 10
+        while call.id in host._kept:  # the timer forgets it
+            assert time.monotonic() < deadline
+            threading.Event().wait(0.01)
+        with pytest.raises(NotFoundError):
+            host.find(call.id)
+        with pytest.raises(ValueError, match="keep_ms"):
+            host.submit("instant", {}, keep_ms=-1)
+
+
+# --------------------------------------------------------------------------- over HTTP
+
+
+def caps(tasks: bool = True, **more: Any) -> dict[str, Any]:
+    declared: dict[str, Any] = dict(more)
+    if tasks:
+        declared["extensions"] = {TASKS: {}}
+    return declared
+
+
+def rpc(
+    server: HttpServer,
+    method: str,
+    params: dict[str, Any],
+    capabilities: dict[str, Any] | None = None,
+    token: str | None = None,
+) -> dict[str, Any]:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": method,
+        "params": {
+            **params,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": capabilities
+                if capabilities is not None
+                else caps(),
+            },
+        },
+    }
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": method,
+    }
+    for key in ("name", "taskId"):
+        if key in params:
+            headers["Mcp-Name"] = str(params[key])
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    host, port = server.address
+    connection = http.client.HTTPConnection(host, port, timeout=20)
+    connection.request("POST", "/mcp", json.dumps(body), headers)
+    response = connection.getresponse()
+    message = json.loads(response.read())
+    connection.close()
+    return dict(message)
+
+
+def wait_status(
+    server: HttpServer, task_id: str, wanted: tuple[str, ...], **kw: Any
+) -> dict[str, Any]:
+    deadline = time.monotonic() + 15
+    while True:
+        got = rpc(server, "tasks/get", {"taskId": task_id}, **kw)["result"]
+        if got["status"] in wanted:
+            return dict(got)
+        assert time.monotonic() < deadline, got
+        threading.Event().wait(0.02)
+
+
+@pytest.fixture
+def server() -> Iterator[HttpServer]:
+    released.clear()
+    held.clear()
+    options = ServerOptions(task_after_ms=50, task_poll_ms=250, task_ttl_ms=120_000)
+    with HttpServer(TOOLKIT, options, port=0) as running:
+        running.start()
+        yield running
+    released.set()
+
+
+def test_a_long_call_becomes_a_task_that_is_polled_to_its_result(server: HttpServer) -> None:
+    created = rpc(server, "tools/call", {"name": "hold"})["result"]
+    assert created["resultType"] == "task"
+    assert set(created) >= {"taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs"}
+    assert (created["status"], created["ttlMs"], created["pollIntervalMs"]) == (
+        "working",
+        120_000,
+        250,
+    )
+    assert not {"result", "requestState", "inputRequests", "task"} & created.keys()
+    working = rpc(server, "tasks/get", {"taskId": created["taskId"]})["result"]
+    assert working["status"] == "working" and "result" not in working
+    released.set()
+    done = wait_status(server, created["taskId"], ("completed",))
+    assert done["result"]["content"] == [{"type": "text", "text": "released"}]
+    assert done["resultType"] == "complete"
+
+
+def test_a_quick_call_and_a_forbidden_tool_are_answered_in_their_request(
+    server: HttpServer,
+) -> None:
+    assert (
+        rpc(server, "tools/call", {"name": "instant"})["result"]["content"][0]["text"] == "instant"
+    )
+    assert rpc(server, "tools/call", {"name": "quick"})["result"]["resultType"] == "complete"
+    listed = rpc(server, "tools/list", {})["result"]["tools"]
+    support = {entry["name"]: entry["execution"]["taskSupport"] for entry in listed}
+    assert support == {
+        "quick": "forbidden",
+        "hold": "optional",
+        "instant": "optional",
+        "only_task": "required",
+        "confirm": "optional",
+    }
+
+
+def test_a_client_without_the_extension_never_gets_a_task(server: HttpServer) -> None:
+    call: list[dict[str, Any]] = []
+    thread = threading.Thread(
+        target=lambda: call.append(rpc(server, "tools/call", {"name": "hold"}, caps(False)))
+    )
+    thread.start()
+    assert held.wait(10)
+    released.set()
+    thread.join(10)
+    assert call[0]["result"]["content"][0]["text"] == "released"
+    refused = rpc(server, "tasks/get", {"taskId": "tsk-x"}, caps(False))["error"]
+    assert refused["code"] == -32021
+    assert refused["data"] == {"requiredCapabilities": {"extensions": {TASKS: {}}}}
+    required = rpc(server, "tools/call", {"name": "only_task"}, caps(False))["error"]
+    assert required["code"] == -32021 and "runs only as a task" in required["message"]
+
+
+def test_a_required_task_that_finishes_at_once_is_a_task_already_done(server: HttpServer) -> None:
+    created = rpc(server, "tools/call", {"name": "only_task"})["result"]
+    assert created["resultType"] == "task" and created["status"] == "completed"
+    got = rpc(server, "tasks/get", {"taskId": created["taskId"]})["result"]
+    assert got["result"]["content"][0]["text"] == "done as a task"
+
+
+@pytest.mark.parametrize("task_id", ["tsk-unknown", "", 5])
+def test_an_unknown_task_is_invalid_params(server: HttpServer, task_id: Any) -> None:
+    for method in ("tasks/get", "tasks/cancel", "tasks/update"):
+        error = rpc(server, method, {"taskId": task_id})["error"]
+        assert error["code"] == -32602, (method, error)
+
+
+def test_removed_methods_are_not_found(server: HttpServer) -> None:
+    for method in ("tasks/result", "tasks/list"):
+        assert rpc(server, method, {})["error"]["code"] == -32601
+
+
+def test_cancelling_a_task_stops_its_call_and_is_idempotent(server: HttpServer) -> None:
+    task_id = rpc(server, "tools/call", {"name": "hold"})["result"]["taskId"]
+    assert held.wait(10)
+    ack = rpc(server, "tasks/cancel", {"taskId": task_id})["result"]
+    assert ack == {"resultType": "complete", "_meta": ack["_meta"]}
+    got = rpc(server, "tasks/get", {"taskId": task_id})["result"]
+    assert got["status"] == "cancelled" and "result" not in got
+    assert rpc(server, "tasks/cancel", {"taskId": task_id})["result"]["resultType"] == "complete"
+
+
+def test_a_task_outlives_the_connection_that_made_it(server: HttpServer) -> None:
+    host, port = server.address
+    connection = http.client.HTTPConnection(host, port, timeout=20)
+    body = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {
+            "name": "hold",
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": caps(),
+            },
+        },
+    }
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "hold",
+    }
+    connection.request("POST", "/mcp", json.dumps(body), headers)
+    task_id = json.loads(connection.getresponse().read())["result"]["taskId"]
+    connection.close()  # the client goes away
+    released.set()
+    done = wait_status(server, task_id, ("completed",))
+    assert done["result"]["content"][0]["text"] == "released"
+
+
+def test_a_task_that_asks_waits_answered_in_parts_then_runs_again(server: HttpServer) -> None:
+    task_id = rpc(server, "tools/call", {"name": "confirm"}, caps(elicitation={}))["result"][
+        "taskId"
+    ]
+    released.set()
+    asking = wait_status(server, task_id, ("input_required",), capabilities=caps(elicitation={}))
+    assert set(asking["inputRequests"]) == {"one", "two"}
+    assert asking["inputRequests"]["one"]["method"] == "elicitation/create"
+    assert "requestState" not in asking
+    bad = rpc(
+        server,
+        "tasks/update",
+        {
+            "taskId": task_id,
+            "inputResponses": {"one": {"action": "accept", "content": {"ok": "yes"}}},
+        },
+    )["error"]
+    assert bad["code"] == -32602 and "ok" in bad["message"]
+    ack = rpc(
+        server,
+        "tasks/update",
+        {
+            "taskId": task_id,
+            "inputResponses": {
+                "one": {"action": "accept", "content": {"ok": True}},
+                "stray": {"action": "accept"},
+            },
+        },
+    )["result"]
+    assert ack["resultType"] == "complete" and "status" not in ack
+    partly = rpc(server, "tasks/get", {"taskId": task_id})["result"]
+    assert partly["status"] == "input_required" and list(partly["inputRequests"]) == ["two"]
+    rpc(
+        server,
+        "tasks/update",
+        {
+            "taskId": task_id,
+            "inputResponses": {"two": {"action": "accept", "content": {"ok": False}}},
+        },
+    )
+    done = wait_status(server, task_id, ("completed",))
+    assert done["result"]["content"][0]["text"] == "True False"
+
+
+def test_a_task_that_asks_what_the_client_cannot_answer_fails_saying_so(
+    server: HttpServer,
+) -> None:
+    task_id = rpc(server, "tools/call", {"name": "confirm"})["result"]["taskId"]
+    released.set()
+    failed = wait_status(server, task_id, ("failed",))
+    assert failed["error"]["code"] == -32021
+    assert failed["error"]["data"] == {"requiredCapabilities": {"elicitation": {"form": {}}}}
+    assert "result" not in failed
+
+
+def test_a_task_belongs_to_the_credential_that_made_it() -> None:
+    def verify(token: str) -> bool:
+        return token in ("alice-token", "bob-token")
+
+    options = ServerOptions(task_after_ms=0, verify_token=verify)
+    with HttpServer(Toolkit([only_task]), options, port=0) as running:
+        running.start()
+        task_id = rpc(running, "tools/call", {"name": "only_task"}, token="alice-token")["result"][
+            "taskId"
+        ]
+        assert rpc(running, "tasks/get", {"taskId": task_id}, token="alice-token")["result"]
+        other = rpc(running, "tasks/get", {"taskId": task_id}, token="bob-token")["error"]
+        assert other["code"] == -32602 and "belongs to another client" in other["message"]
+
+
+def test_with_a_shared_store_a_question_outlives_the_server_that_asked(tmp_path: Path) -> None:
+    key = b"the-same-key-for-both-servers-0123"
+
+    def options() -> ServerOptions:
+        return ServerOptions(
+            task_after_ms=50,
+            secret=key,
+            answer_store=open_store(f"sqlite:{tmp_path / 'used.db'}"),
+            task_store=SqliteTaskStore(tmp_path / "tasks.db"),
+        )
+
+    released.clear()
+    with HttpServer(TOOLKIT, options(), port=0) as first:
+        first.start()
+        task_id = rpc(first, "tools/call", {"name": "confirm"}, caps(elicitation={}))["result"][
+            "taskId"
+        ]
+        released.set()
+        wait_status(first, task_id, ("input_required",))
+    with HttpServer(TOOLKIT, options(), port=0) as second:
+        second.start()
+        asking = rpc(second, "tasks/get", {"taskId": task_id})["result"]
+        assert asking["status"] == "input_required"
+        answers = {
+            "one": {"action": "accept", "content": {"ok": True}},
+            "two": {"action": "accept", "content": {"ok": True}},
+        }
+        rpc(second, "tasks/update", {"taskId": task_id, "inputResponses": answers})
+        done = wait_status(second, task_id, ("completed",))
+        assert done["result"]["content"][0]["text"] == "True True"
+
+
+def test_a_task_store_that_fails_is_an_error_and_the_call_is_answered_in_its_request() -> None:
+    class Broken(MemoryTaskStore):
+        def create(self, record: TaskRecord) -> None:
+            raise RuntimeError("disk full")
+
+    options = ServerOptions(task_after_ms=0, task_store=Broken())
+    with HttpServer(Toolkit([only_task, instant]), options, port=0) as running:
+        running.start()
+        error = rpc(running, "tools/call", {"name": "only_task"})["error"]
+        assert error["code"] == -32603 and "the task store failed (disk full)" in error["message"]
+
+
+def test_a_listen_stream_that_asks_for_tasks_hears_each_change_of_its_clients_tasks(
+    server: HttpServer,
+) -> None:
+    import socket
+
+    message = {
+        "jsonrpc": "2.0",
+        "id": 21,
+        "method": "subscriptions/listen",
+        "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": caps(),
+            },
+            "notifications": {"tasks": True},
+        },
+    }
+    body = json.dumps(message).encode()
+    host, port = server.address
+    stream = socket.create_connection((host, port), timeout=10)
+    stream.sendall(
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+        b"Mcp-Method: subscriptions/listen\r\nContent-Length: %d\r\n\r\n%b" % (len(body), body)
+    )
+    seen = b""
+
+    def events() -> list[dict[str, Any]]:
+        return [
+            json.loads(line[len(b"data: ") :])
+            for line in seen.split(b"\n")
+            if line.startswith(b"data: ")
+        ]
+
+    def read_until(wanted: Any) -> list[dict[str, Any]]:
+        nonlocal seen
+        deadline = time.monotonic() + 15
+        while not any(wanted(event) for event in events()):
+            assert time.monotonic() < deadline, seen
+            seen += stream.recv(65536)
+        return events()
+
+    read_until(lambda e: e.get("method") == "notifications/subscriptions/acknowledged")
+    assert events()[0]["params"]["notifications"] == {"tasks": True}
+    task_id = rpc(server, "tools/call", {"name": "hold"})["result"]["taskId"]
+    released.set()
+    told = read_until(lambda e: e.get("params", {}).get("status") == "completed")
+    statuses = [e["params"]["status"] for e in told if e.get("method") == "notifications/tasks"]
+    assert statuses[0] == "working" and statuses[-1] == "completed"
+    last = told[-1]["params"]
+    assert last["taskId"] == task_id
+    assert last["result"]["content"][0]["text"] == "released"
+    assert last["_meta"] == {"io.modelcontextprotocol/subscriptionId": 21}
+    stream.close()
