@@ -280,12 +280,17 @@ def test_the_file_store_keeps_the_sign_in_private_for_the_next_run(
     assert set(record) >= {"client", "tokens", "issuer", "token_endpoint"}
 
 
-def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
+def test_a_token_file_others_can_read_is_refused(server: HttpServer, tmp_path: Path) -> None:
     path = tmp_path / "tokens.json"
     path.write_text("{}")
     os.chmod(path, 0o644)
     with pytest.raises(ValueError, match="chmod 600"):
         FileTokenStore(path).load("https://x/mcp")
+    browser = Browser()
+    oauth = OAuth(redirect_uri=REDIRECT, ask=browser, token_store=FileTokenStore(path))
+    with client(server, oauth) as mcp, pytest.raises(McpError, match=f"chmod 600 {path}"):
+        mcp.connect()  # no sign-in whose tokens would land in a file others read
+    assert browser.asked == []
 
 
 def test_no_secret_reaches_the_log(

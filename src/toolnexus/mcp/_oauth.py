@@ -264,6 +264,7 @@ class OAuthFlow:
         self._record: dict[str, Any] | None = None  # as saved (tokens, client, issuer)
         self._metadata: dict[str, Any] | None = None  # the authorization server's
         self._pending: dict[str, _Pending] = {}
+        self._store_problem: str | None = None  # why the token store could not be read
 
     # ------------------------------------------------------------------ sending
 
@@ -344,8 +345,10 @@ class OAuthFlow:
         if self._record is None:
             try:
                 record = self.store.load(self.key)
+                self._store_problem = None
             except Exception as exc:  # a store of the caller's: never a crash here
                 _log.warning("MCP server %s: the token store failed to load: %s", self.name, exc)
+                self._store_problem = str(exc)
                 record = None
             self._record = record if isinstance(record, dict) else {}
         return self._record
@@ -429,8 +432,10 @@ class OAuthFlow:
     def _authorize(self, challenge: Mapping[str, str], *, step_up: bool) -> None:
         """Discover, register, ask the user, exchange the code (the lock is held).
         Raises :class:`_Failed`, :class:`_NeedsUser` or ``OAuthError``."""
-        resource, issuer, supported = self._discover_resource(challenge)
         record = self._load()
+        if self._store_problem is not None:  # a sign-in now would be lost, or worse, shown
+            raise _Failed(f"the token store cannot be used: {self._store_problem}")
+        resource, issuer, supported = self._discover_resource(challenge)
         known = record.get("issuer")
         if known is not None and known != issuer:
             # SEP-2352: a registration (and tokens) belong to the server that issued them.
