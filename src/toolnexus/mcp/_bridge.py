@@ -409,11 +409,6 @@ class CallBridge(ABC):
         self.carry_out(later)
 
     @property
-    def running(self) -> int:
-        """How many calls the session still waits for (the lock is held or not)."""
-        return self.session.running_calls
-
-    @property
     def busy(self) -> bool:
         """Whether any call is in the table."""
         return bool(self._calls)
