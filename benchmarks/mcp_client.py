@@ -1,24 +1,45 @@
 """How fast the MCP client connects and calls, against same-run baselines.
 
-    python benchmarks/mcp_client.py            # 7 connects, 5 rounds of 300 calls per client
-    python benchmarks/mcp_client.py --quick    # 3 connects, 3 rounds of 100 calls
+    python benchmarks/mcp_client.py                  # 7 connects, 9 rounds of 300 calls
+    python benchmarks/mcp_client.py --quick          # 3 connects, 5 rounds of 100 calls
+    python benchmarks/mcp_client.py --baseline /tmp/old/src   # add an older checkout's client
 
-Every client drives the same server, ``toolnexus serve benchmarks/mcp_bench_tools.py:toolkit``
-(its ``add`` tool), over stdio (a new process per client) and over Streamable HTTP (one
-server process, ``--http``), in one run:
+Every client drives the same server, ``benchmarks/mcp_client_server.py``, over stdio (a
+server process per client) and over Streamable HTTP (one server process), in one run:
 
-- ``floor``: the least a client can cost: a stdlib JSON-RPC loop (newline-delimited JSON on
-  the pipe; ``http.client`` keep-alive POSTs of modern-era requests);
+- ``floor``: the least a client can cost: a stdlib JSON-RPC loop speaking the same modern
+  era on the same wire (stdio: ``json.dumps`` a line, ``readline`` the answer; HTTP:
+  ``http.client`` keep-alive POSTs with ``TCP_NODELAY``), without ids to match, results to
+  map, deadlines or threads;
+- ``socket`` (HTTP only): the same exchange written and read on the socket by hand (one
+  ``sendall`` of head and body, the answer read by its ``Content-Length``): what a POST
+  costs without ``http.client``, whose response parsing (the :mod:`email` parser) is most
+  of the floor's cost — a reference, not a client anyone should use;
 - ``toolnexus``: ``toolnexus.mcp.McpClient`` (``call_tool``; modern era, negotiated);
+- ``baseline``: with ``--baseline SRC``, the same client from another checkout's ``src``;
 - ``sdk``: the official SDK's ``mcp.ClientSession`` (when ``mcp`` is importable);
 - ``fastmcp``: ``fastmcp.Client`` (when ``fastmcp`` is importable;
   ``pip install '.[client-bench]'`` brings both).
 
-Tables (medians; ratios between figures of this run — clients are interleaved, so a busy
-machine slows them alike): connect + ``tools/list`` (spawn or connect, handshake, list),
-and one sequential ``tools/call`` round trip. Then the import of the client against
-``import toolnexus.mcp``. The issue's targets: a call at most 1.5x the floor's and at least
-5x faster than the SDK's; the import at most 1.5x ``import toolnexus.mcp``. Nothing asserts.
+Why that server: a client benchmark measures what a client costs per call, and whatever
+the server spends is added to every client alike, shrinking every ratio towards 1 (with
+``toolnexus serve`` behind it a call's floor was mostly the server's own validation and
+host, and over HTTP ``http.server``'s header parsing alone cost more than a client's whole
+request). ``mcp_client_server.py`` answers inline on the thread that read the request,
+with no validation and a bare socket loop for HTTP, so the figures are the clients' own.
+The MCP benchmarks of the server (``mcp_server.py``, ``mcp_http.py``) measure
+``toolnexus serve`` itself.
+
+Each client runs in a process of its own (so one client's threads and garbage never slow
+another), and the parent interleaves them round by round: a busy machine slows them
+alike. Each call is timed on its own: the tables give the median call (on a shared machine
+a process that is descheduled adds milliseconds to a few calls, which the median leaves
+out) and the mean (which keeps them), per round, then the median over the rounds.
+Connect + ``tools/list`` is spawn or connect, handshake and list, timed whole. Then the
+import of the client against ``import toolnexus.mcp``.
+
+The issue's targets: a call at most 1.5x the floor's and at least 5x faster than the SDK's
+(the median call); the import at most 1.5x ``import toolnexus.mcp``. Nothing asserts.
 """
 
 from __future__ import annotations
@@ -34,18 +55,17 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVE = [sys.executable, "-m", "toolnexus", "serve", "benchmarks/mcp_bench_tools.py:toolkit"]
+SERVER = [sys.executable, str(ROOT / "benchmarks" / "mcp_client_server.py")]
 MODERN = "2026-07-28"
 META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientCapabilities": {},
 }
-ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+ARGUMENTS = {"a": 1, "b": 2}
 
 
 # ------------------------------------------------------------------ the floor
@@ -53,29 +73,24 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 
 class FloorStdio:
     def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            SERVE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=ENV
-        )
+        self.process = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.next_id = 0
-        self.ask("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
-        self.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def write(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(message).encode() + b"\n")
-        self.process.stdin.flush()
+        self.ask("server/discover", {})
 
     def ask(self, method: str, params: dict[str, Any]) -> Any:
+        assert self.process.stdin is not None and self.process.stdout is not None
         self.next_id += 1
-        self.write({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        assert self.process.stdout is not None
+        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        message["params"] = {**params, "_meta": META}
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
         return json.loads(self.process.stdout.readline())["result"]
 
     def list(self) -> Any:
         return self.ask("tools/list", {})
 
     def call(self) -> Any:
-        return self.ask("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+        return self.ask("tools/call", {"name": "add", "arguments": ARGUMENTS})
 
     def close(self) -> None:
         assert self.process.stdin is not None
@@ -90,6 +105,7 @@ class FloorHttp:
         assert self.connection.sock is not None  # no Nagle wait between head and body
         self.connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.next_id = 0
+        self.ask("server/discover", {})
 
     def ask(self, method: str, params: dict[str, Any], name: str | None = None) -> Any:
         self.next_id += 1
@@ -110,10 +126,49 @@ class FloorHttp:
         return self.ask("tools/list", {})
 
     def call(self) -> Any:
-        return self.ask("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}, "add")
+        return self.ask("tools/call", {"name": "add", "arguments": ARGUMENTS}, "add")
 
     def close(self) -> None:
         self.connection.close()
+
+
+class FloorSocket:
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.reader = self.sock.makefile("rb")
+        self.next_id = 0
+        self.ask("server/discover", {})
+
+    def ask(self, method: str, params: dict[str, Any]) -> Any:
+        self.next_id += 1
+        body = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        body["params"] = {**params, "_meta": META}
+        data = json.dumps(body).encode()
+        head = (
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Accept: application/json, text/event-stream\r\n"
+            f"MCP-Protocol-Version: {MODERN}\r\nMcp-Method: {method}\r\n"
+            f"Content-Length: {len(data)}\r\n\r\n"
+        )
+        self.sock.sendall(head.encode() + data)
+        length = 0
+        self.reader.readline()  # the status line
+        for line in iter(self.reader.readline, b"\r\n"):
+            name, _, value = line.partition(b":")
+            if name.lower() == b"content-length":
+                length = int(value)
+        return json.loads(self.reader.read(length))["result"]
+
+    def list(self) -> Any:
+        return self.ask("tools/list", {})
+
+    def call(self) -> Any:
+        return self.ask("tools/call", {"name": "add", "arguments": ARGUMENTS})
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()
 
 
 # ------------------------------------------------------------------ toolnexus
@@ -124,7 +179,7 @@ class Ours:
         from toolnexus.mcp import McpClient
 
         if port is None:
-            self.client = McpClient(SERVE[0], SERVE[1:], cwd=ROOT, env=ENV, name="bench")
+            self.client = McpClient(SERVER[0], SERVER[1:], name="bench")
         else:
             self.client = McpClient(url=f"http://127.0.0.1:{port}/mcp", name="bench")
 
@@ -132,7 +187,7 @@ class Ours:
         return self.client.list_tools()
 
     def call(self) -> Any:
-        result = self.client.call_tool("add", {"a": 1, "b": 2})
+        result = self.client.call_tool("add", ARGUMENTS)
         assert result.output == "3", result.output
         return result
 
@@ -146,7 +201,7 @@ class Ours:
 class AsyncClient:
     """An async client on its own loop thread: one task opens and closes it (anyio's cancel
     scopes must be left by the task that entered them); rounds of calls run on the loop,
-    timed there, so the thread hop is paid once per round, not per call."""
+    each call timed there, so the thread hop is paid once per round, not per call."""
 
     def __init__(self, kind: str, port: int | None) -> None:
         import threading
@@ -156,19 +211,13 @@ class AsyncClient:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.opened: asyncio.Future[Any] = asyncio.run_coroutine_threadsafe(
-            self._create_events(), self.loop
-        ).result()
+        self._run(self._create_events())
         self.life = asyncio.run_coroutine_threadsafe(self._live(), self.loop)
-        asyncio.run_coroutine_threadsafe(self._wait_opened(), self.loop).result()
+        self._run(self.ready.wait())
 
-    async def _create_events(self) -> Any:
+    async def _create_events(self) -> None:
         self.ready = asyncio.Event()
         self.done = asyncio.Event()
-        return None
-
-    async def _wait_opened(self) -> None:
-        await self.ready.wait()
 
     async def _live(self) -> None:
         from contextlib import AsyncExitStack
@@ -181,9 +230,7 @@ class AsyncClient:
                 from mcp.client.streamable_http import streamable_http_client
 
                 if self.port is None:
-                    params = StdioServerParameters(
-                        command=SERVE[0], args=SERVE[1:], cwd=str(ROOT), env=ENV
-                    )
+                    params = StdioServerParameters(command=SERVER[0], args=SERVER[1:])
                     read, write = await stack.enter_async_context(stdio_client(params))
                 else:
                     streams = await stack.enter_async_context(
@@ -198,9 +245,7 @@ class AsyncClient:
 
                 target: Any
                 if self.port is None:
-                    target = self.transport = StdioTransport(
-                        SERVE[0], SERVE[1:], env=ENV, cwd=str(ROOT)
-                    )
+                    target = self.transport = StdioTransport(SERVER[0], SERVER[1:])
                 else:
                     target = f"http://127.0.0.1:{self.port}/mcp"
                 self.session = await stack.enter_async_context(Client(target))
@@ -216,16 +261,19 @@ class AsyncClient:
         return self._run(self.session.list_tools())
 
     def call(self) -> Any:
-        return self._run(self.session.call_tool("add", {"a": 1, "b": 2}))
+        return self._run(self.session.call_tool("add", ARGUMENTS))
 
-    def round(self, calls: int) -> float:
-        async def timed() -> float:
-            started = time.perf_counter()
+    def timed_calls(self, calls: int) -> list[float]:
+        async def timed() -> list[float]:
+            clock = time.perf_counter
+            times = []
             for _ in range(calls):
-                await self.session.call_tool("add", {"a": 1, "b": 2})
-            return time.perf_counter() - started
+                started = clock()
+                await self.session.call_tool("add", ARGUMENTS)
+                times.append(clock() - started)
+            return times
 
-        return float(self._run(timed()))
+        return list(self._run(timed()))
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.done.set)
@@ -233,6 +281,54 @@ class AsyncClient:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
         self.loop.close()
+
+
+# ------------------------------------------------------------------ one client's process
+
+
+def make(kind: str, port: int | None) -> Any:
+    if kind == "floor":
+        return FloorStdio() if port is None else FloorHttp(port)
+    if kind == "socket":
+        assert port is not None
+        return FloorSocket(port)
+    if kind in ("toolnexus", "baseline"):
+        return Ours(port)
+    return AsyncClient(kind, port)
+
+
+def child(kind: str, port: int | None) -> None:
+    """Answer the parent's commands, one line each: ``connect`` (time a connect + list),
+    ``calls N`` (time N calls on the live client), ``end``."""
+    live = make(kind, port)
+    for _ in range(20):  # warm up
+        live.call()
+    for line in sys.stdin:
+        command = line.split()
+        if command[0] == "connect":
+            started = time.perf_counter()
+            client = make(kind, port)
+            client.list()
+            elapsed = time.perf_counter() - started
+            client.close()
+            print(json.dumps({"connect": elapsed}), flush=True)
+        elif command[0] == "calls":
+            count = int(command[1])
+            if isinstance(live, AsyncClient):
+                times = live.timed_calls(count)
+            else:
+                clock = time.perf_counter
+                call = live.call
+                times = []
+                for _ in range(count):
+                    started = clock()
+                    call()
+                    times.append(clock() - started)
+            print(json.dumps({"median": statistics.median(times), "mean": sum(times) / count}))
+            sys.stdout.flush()
+        else:
+            break
+    live.close()
 
 
 # ------------------------------------------------------------------ running
@@ -244,70 +340,94 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def makers(port: int | None) -> dict[str, Callable[[], Any]]:
-    found: dict[str, Callable[[], Any]] = {
-        "floor": (lambda: FloorStdio()) if port is None else (lambda: FloorHttp(port)),
-        "toolnexus": lambda: Ours(port),
-    }
+def kinds(baseline: Path | None) -> dict[str, Path]:
+    """Each client measured, and the ``src`` it imports toolnexus from."""
+    src = ROOT / "src"
+    found = {"floor": src, "socket": src, "toolnexus": src}
+    if baseline is not None:
+        found["baseline"] = baseline.resolve()
     if importlib.util.find_spec("mcp") is not None:
-        found["sdk"] = lambda: AsyncClient("sdk", port)
+        found["sdk"] = src
     if importlib.util.find_spec("fastmcp") is not None:
-        found["fastmcp"] = lambda: AsyncClient("fastmcp", port)
+        found["fastmcp"] = src
     return found
 
 
-def measure(port: int | None, connects: int, rounds: int, calls: int) -> dict[str, Any]:
-    clients = makers(port)
-    opened: dict[str, list[float]] = {name: [] for name in clients}
-    per_call: dict[str, list[float]] = {name: [] for name in clients}
-    for _ in range(connects):
-        for name, make in clients.items():  # interleaved
-            started = time.perf_counter()
-            client = make()
-            client.list()
-            opened[name].append(time.perf_counter() - started)
-            client.close()
-    live = {name: make() for name, make in clients.items()}
-    for client in live.values():
-        for _ in range(20):  # warm up
-            client.call()
-    for _ in range(rounds):
-        for name, client in live.items():
-            if isinstance(client, AsyncClient):
-                per_call[name].append(client.round(calls) / calls)
-                continue
-            started = time.perf_counter()
-            for _ in range(calls):
-                client.call()
-            per_call[name].append((time.perf_counter() - started) / calls)
-    for client in live.values():
-        client.close()
+def measure(
+    port: int | None, clients: dict[str, Path], connects: int, rounds: int, calls: int
+) -> dict[str, tuple[float, float, float]]:
+    if port is None:
+        clients = {kind: src for kind, src in clients.items() if kind != "socket"}
+    processes: dict[str, subprocess.Popen[str]] = {}
+    for kind, src in clients.items():
+        command = [sys.executable, __file__, "--child", kind]
+        if port is not None:
+            command += ["--port", str(port)]
+        environment = {**os.environ, "PYTHONPATH": str(src)}
+        processes[kind] = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment
+        )
+
+    def ask(kind: str, command: str) -> dict[str, float]:
+        process = processes[kind]
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(command + "\n")
+        process.stdin.flush()
+        answer: dict[str, float] = json.loads(process.stdout.readline())
+        return answer
+
+    opened: dict[str, list[float]] = {kind: [] for kind in clients}
+    medians: dict[str, list[float]] = {kind: [] for kind in clients}
+    means: dict[str, list[float]] = {kind: [] for kind in clients}
+    try:
+        for _ in range(connects):
+            for kind in clients:  # interleaved
+                opened[kind].append(ask(kind, "connect")["connect"])
+        for _ in range(rounds):
+            for kind in clients:
+                figures = ask(kind, f"calls {calls}")
+                medians[kind].append(figures["median"])
+                means[kind].append(figures["mean"])
+    finally:
+        for process in processes.values():
+            assert process.stdin is not None
+            process.stdin.write("end\n")
+            process.stdin.close()
+        for process in processes.values():
+            process.wait()
     return {
-        name: (statistics.median(opened[name]), statistics.median(per_call[name]))
-        for name in clients
+        kind: (
+            statistics.median(opened[kind]),
+            statistics.median(medians[kind]),
+            statistics.median(means[kind]),
+        )
+        for kind in clients
     }
 
 
-def table(title: str, figures: dict[str, Any]) -> None:
-    floor_open, floor_call = figures["floor"]
-    sdk_call = figures.get("sdk", (None, None))[1]
+def table(title: str, figures: dict[str, tuple[float, float, float]]) -> None:
+    floor_open, floor_call, floor_mean = figures["floor"]
+    sdk_call = figures.get("sdk", (0.0, 0.0, 0.0))[1]
     print(f"\n{title}")
     print(
         f"{'client':<10} {'connect+list':>13} {'x floor':>8} {'per call':>10} {'x floor':>8}"
-        f" {'SDK / this':>11}"
+        f" {'SDK / this':>11} {'mean call':>10} {'x floor':>8}"
     )
-    for name, (opened, call) in figures.items():
+    for name, (opened, call, mean) in figures.items():
         versus_sdk = f"{sdk_call / call:>10.1f}x" if sdk_call else f"{'-':>11}"
         print(
             f"{name:<10} {opened * 1000:>10.1f} ms {opened / floor_open:>7.2f}x "
             f"{call * 1e6:>7.0f} us {call / floor_call:>7.2f}x {versus_sdk}"
+            f" {mean * 1e6:>7.0f} us {mean / floor_mean:>7.2f}x"
         )
 
 
 def import_cost(samples: int) -> None:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+
     def run(code: str) -> float:
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], env=ENV, check=True)
+        subprocess.run([sys.executable, "-c", code], env=environment, check=True)
         return time.perf_counter() - started
 
     import compileall
@@ -330,29 +450,53 @@ def import_cost(samples: int) -> None:
     print(f"+ McpClient, McpSource          {client * 1000:6.1f} ms  {client / mcp:.2f}x")
 
 
+def wait_for_port(port: int) -> None:
+    for _ in range(300):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--baseline", type=Path, help="another checkout's src folder")
+    parser.add_argument("--only", choices=["stdio", "http", "import"], action="append")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     options = parser.parse_args()
-    connects, rounds, calls = (3, 3, 100) if options.quick else (7, 5, 300)
-    print(f"python {sys.version.split()[0]}; {connects} connects, {rounds} rounds of {calls} calls")
-    table("stdio (a server process per client)", measure(None, connects, rounds, calls))
-    port = free_port()
-    server = subprocess.Popen(
-        [*SERVE, "--http", str(port)], cwd=ROOT, env=ENV, stderr=subprocess.DEVNULL
+    if options.child:
+        child(options.child, options.port)
+        return 0
+    only = set(options.only or ["stdio", "http", "import"])
+    connects, rounds, calls = (3, 5, 100) if options.quick else (7, 9, 300)
+    clients = kinds(options.baseline)
+    print(
+        f"python {sys.version.split()[0]}; {connects} connects, {rounds} rounds of {calls} "
+        f"calls; load average {os.getloadavg()[0]:.1f}"
     )
-    try:
-        for _ in range(300):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        table("Streamable HTTP (one server process)", measure(port, connects, rounds, calls))
-    finally:
-        server.terminate()
-        server.wait()
-    import_cost(9 if options.quick else 21)
+    if "stdio" in only:
+        table(
+            "stdio (a server process per client)",
+            measure(None, clients, connects, rounds, calls),
+        )
+    if "http" in only:
+        port = free_port()
+        server = subprocess.Popen([*SERVER, "--http", str(port)])
+        try:
+            wait_for_port(port)
+            table(
+                "Streamable HTTP (one server process)",
+                measure(port, clients, connects, rounds, calls),
+            )
+        finally:
+            server.terminate()
+            server.wait()
+    if "import" in only:
+        import_cost(9 if options.quick else 21)
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
     return 0
 
 

@@ -674,13 +674,12 @@ class McpClient:
                     connection.waiters.pop(outgoing.id, None)
                 raise _Lost(f"cannot write to the server: {exc}", sent=False) from None
             return waiter
-        from ._client_http import HttpTransport
-
+        http: HttpTransport = transport  # type: ignore[assignment]
         with self._lock:
             headers = connection.session.http_headers(outgoing, headers_for)
         try:
-            exchange = transport.start(outgoing.to_bytes(), headers, read_timeout)  # type: ignore[union-attr]
-        except HttpTransport.Failure as exc:
+            exchange = http.start(outgoing.to_bytes(), headers, read_timeout)
+        except http.Failure as exc:  # (not imported here: this runs on every call)
             raise _Lost(
                 exc.problem, sent=exc.sent, session_lost=exc.session_lost, auth=exc.auth
             ) from None
@@ -833,8 +832,7 @@ class McpClient:
             )
 
     def _pull(self, connection: _Connection, waiter: _Waiter, token: CancellationToken) -> Any:
-        from ._client_http import HttpTransport
-
+        failure = connection.transport.Failure  # type: ignore[union-attr]  # (HTTP's)
         while not waiter.events:
             if token.is_cancellation_requested:
                 raise _Cancelled()
@@ -842,7 +840,7 @@ class McpClient:
                 message = next(waiter.messages)
             except StopIteration:
                 raise _Lost("the server ended the answer without a response") from None
-            except HttpTransport.Failure as exc:
+            except failure as exc:
                 if token.is_cancellation_requested or exc.problem == "aborted":
                     raise _Cancelled() from None
                 if exc.problem.startswith("no message from the server"):

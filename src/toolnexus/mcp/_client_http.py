@@ -56,12 +56,75 @@ class _TransportError(Exception):
         self.auth = auth
 
 
+_read_head_lines: Callable[[Any], list[bytes]] | None = getattr(http.client, "_read_headers", None)
+
+
+class _Response(http.client.HTTPResponse):
+    """A response whose head is read without the :mod:`email` parser ``http.client`` hands
+    it to, which costs more than the rest of a JSON exchange together; a head that needs
+    that parser (folded lines, a line without a colon) still gets it. The body is read by
+    ``http.client`` as ever (a length, chunks, or until the connection closes)."""
+
+    def begin(self) -> None:
+        if self.headers is not None or _read_head_lines is None:
+            super().begin()  # begun already (then a no-op), or a Python without the helper
+            return
+        while True:
+            version, status, reason = self._read_status()
+            lines = _read_head_lines(self.fp)  # with http.client's line and count limits
+            if not 100 <= status < 200:
+                break  # an interim (1xx) answer's head is skipped: the final one follows
+        self.code = self.status = status
+        self.reason = reason.strip()
+        if version in ("HTTP/1.0", "HTTP/0.9"):
+            self.version = 10
+        elif version.startswith("HTTP/1."):
+            self.version = 11
+        else:
+            raise http.client.UnknownProtocol(version)
+        self.headers = self.msg = _head(lines)
+        encoding = self.headers.get("transfer-encoding")
+        self.chunked = bool(encoding) and encoding.lower() == "chunked"
+        self.chunk_left = None
+        self.will_close = self._check_close()
+        # The body's length (RFC 9112 6.3): none with chunks, none for these statuses.
+        self.length = None
+        length = self.headers.get("content-length")
+        if length and not self.chunked:
+            with contextlib.suppress(ValueError):
+                size = int(length)
+                self.length = size if size >= 0 else None
+        if status in (204, 304) or self._method == "HEAD":
+            self.length = 0
+        if not self.will_close and not self.chunked and self.length is None:
+            self.will_close = True  # read until the server closes
+
+
+def _head(lines: list[bytes]) -> http.client.HTTPMessage:
+    """The header fields of ``lines`` (as read, each ending in its newline, the empty line
+    that ends the head last)."""
+    message = http.client.HTTPMessage()
+    for line in lines:
+        if line in (b"\r\n", b"\n", b""):
+            break  # the empty line that ends the head
+        name, colon, value = line.decode("iso-8859-1").partition(":")
+        if not colon or name[:1] in (" ", "\t"):
+            # A folded or broken line: what the email parser makes of it, as before.
+            import io
+
+            parsed: http.client.HTTPMessage = http.client.parse_headers(io.BytesIO(b"".join(lines)))
+            return parsed
+        message[name] = value.lstrip(" \t").rstrip("\r\n")  # as the email parser has it
+    return message
+
+
 class _OneWrite:
     """An ``http.client`` connection that writes a request's head and body in one send:
     two small writes cost the server two wake-ups (and, without ``TCP_NODELAY``, a
-    delayed-ACK wait between them)."""
+    delayed-ACK wait between them); its responses are :class:`_Response`\\ s."""
 
     _batch: list[bytes] | None = None
+    response_class: type[http.client.HTTPResponse] = _Response
 
     def send(self, data: Any) -> None:
         if self._batch is not None and isinstance(data, (bytes, bytearray)):
@@ -392,7 +455,7 @@ class HttpExchange:
         self._headers = headers
         self._read_timeout = read_timeout
         self._aborted = False
-        self._abort_event = threading.Event()
+        self._abort_event: threading.Event | None = None  # made when a resume waits
         self._connection: _Connection | None = None
         self._response: http.client.HTTPResponse | None = None
         self.last_event_id: str | None = None
@@ -417,7 +480,9 @@ class HttpExchange:
     def abort(self) -> None:
         """Close the request from any thread: a blocked read ends with an error."""
         self._aborted = True
-        self._abort_event.set()
+        event = self._abort_event
+        if event is not None:
+            event.set()
         connection = self._connection
         if connection is not None and connection.sock is not None:
             with contextlib.suppress(OSError):
@@ -525,7 +590,11 @@ class HttpExchange:
                 )
             resumes += 1
             self._release_connection(response)
-            if self._abort_event.wait(self.retry_ms / 1000):
+            event = self._abort_event
+            if event is None:
+                event = self._abort_event = threading.Event()
+            # (abort() sets the flag before it looks for the event)
+            if self._aborted or event.wait(self.retry_ms / 1000):
                 raise _TransportError("aborted")
             headers = {
                 key: value
