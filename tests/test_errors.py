@@ -38,6 +38,9 @@ PROTOCOL_EXCEPTIONS = {
     # a workflow ends cancelled by raising asyncio's CancelledError
     ("_workflow.py", "ApplicationError"),
     ("_workflow.py", "CancelledError"),
+    # the HTTP client's response head reader stands in for http.client's: the transport
+    # catches http.client.HTTPException from it as from http.client itself
+    ("_client_http.py", "UnknownProtocol"),
     # bridges speak their framework's protocol: its own exception types end a tool call
     ("langchain.py", "tool_exception"),
     ("pydantic_ai.py", "approval_required"),
