@@ -85,8 +85,15 @@ def unmet_requirements(info: str) -> list[str]:
     for word in info.split():
         if word.startswith("requires="):
             names = [n for n in word[len("requires=") :].split(",") if n]
-            return [n for n in names if importlib.util.find_spec(n) is None]
+            return [n for n in names if not _importable(n)]
     return []
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a dotted name whose parent package is missing
+        return False
 
 
 def run_isolated(page: Path, tmp_path: Path) -> None:
