@@ -1,6 +1,6 @@
-"""Asyncio bridges for the host: private loops for async code run from threads, and a
-sync entry for coroutines. Imported only when a call needs an event loop, so
-``from toolnexus import Host`` does not load :mod:`asyncio`."""
+"""Asyncio bridges for the host: private loops for async code run from threads, and the
+one way to run a coroutine from synchronous code (:func:`run_blocking`). Imported only when
+a call needs an event loop, so ``from toolnexus import Host`` does not load :mod:`asyncio`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from ._cancellation import CancellationToken
 
-__all__ = ["CANCELLED", "drive", "run_blocking", "run_private", "swallow"]
+__all__ = ["CANCELLED", "drive", "run_blocking", "swallow"]
 
 CANCELLED = object()
 """What :func:`drive` returns when the token cancelled the awaitable."""
@@ -45,7 +45,7 @@ async def drive(awaitable: Awaitable[Any], token: CancellationToken) -> Any:
         registration.unregister()
 
 
-def run_private(coro: Coroutine[Any, Any, Any]) -> Any:
+def _run_private(coro: Coroutine[Any, Any, Any]) -> Any:
     """Run ``coro`` on a fresh event loop in this thread, leaving the thread's loop policy
     alone (``asyncio.run`` would reset it), and clean up whatever the coroutine left."""
     loop = asyncio.new_event_loop()
@@ -73,13 +73,13 @@ def run_blocking(coro_fn: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return run_private(coro_fn())
+        return _run_private(coro_fn())
     box: list[Any] = []
     context = contextvars.copy_context()  # the caller's context variables come along
 
     def target() -> None:
         try:
-            box.append((True, context.run(run_private, coro_fn())))
+            box.append((True, context.run(_run_private, coro_fn())))
         except BaseException as exc:
             box.append((False, exc))
 

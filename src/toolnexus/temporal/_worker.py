@@ -88,7 +88,7 @@ def serve_worker(
     import signal
     import threading
 
-    from .._aio import run_private
+    from .._aio import run_blocking
 
     got: list[int] = []
 
@@ -109,7 +109,7 @@ def serve_worker(
                 ready()
             await stop.wait()
 
-    run_private(serve())
+    run_blocking(serve)
     return 128 + got[0] if got else 0
 
 
