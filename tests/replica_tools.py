@@ -7,7 +7,9 @@ files in the folder TOOLNEXUS_TEST_RUNS names, where the test reads it.
 - ``deploy(release, hold=True)`` also writes ``started-<release>-<pid>`` once it has its
   answer and waits until ``go-<release>`` exists (or its call is cancelled): an answered
   call a test can kill its replica under;
-- ``hold(label)`` does the same without a question: a plain call to kill a replica under.
+- ``hold(label)`` does the same without a question: a plain call to kill a replica under;
+- ``long_job(label)`` holds the same way, always as an MCP task; cancelled, it writes
+  ``cancelled-<label>-<pid>``.
 """
 
 from __future__ import annotations
@@ -61,10 +63,19 @@ def hold(label: str, ctx: ToolContext) -> ToolResult:
     return ToolResult.ok(f"{label} held by {os.getpid()}")
 
 
+@tool(task_support="required")
+def long_job(label: str, ctx: ToolContext) -> ToolResult:
+    """A long job, always run as a task: holds until the test says go."""
+    if not _held(label, ctx):
+        (_runs() / f"cancelled-{label}-{os.getpid()}").touch()
+        return ToolResult.error("cancelled")
+    return ToolResult.ok(f"{label} done by {os.getpid()}")
+
+
 @tool(read_only=True)
 def whoami() -> str:
     """The process id of the replica that answered."""
     return str(os.getpid())
 
 
-toolkit = Toolkit([deploy, hold, whoami])
+toolkit = Toolkit([deploy, hold, long_job, whoami])

@@ -22,3 +22,18 @@ def consume_together(url: str, key: str, count: int, start: Any, results: Any) -
     if closer is not None:
         closer()
     results.put(wins)
+
+
+def update_together(url: str, record: dict[str, Any], n: int, start: Any, results: Any) -> None:
+    """One of the processes contending for one version of a task record: open the task
+    store, wait for the others, update, and report whether this update won."""
+    from toolnexus.stores import TaskRecord, open_task_store
+
+    store = open_task_store(url)
+    mine = TaskRecord.from_dict(record).evolve(status_message=f"writer {n}")
+    start.wait()
+    won = store.update(mine)
+    closer = getattr(store, "close", None)
+    if closer is not None:
+        closer()
+    results.put(won)

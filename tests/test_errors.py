@@ -55,8 +55,8 @@ FACTORIES = {
     ("_toolkit.py", "_not_found"): "NotFoundError",
     ("_toolkit.py", "_duplicate"): "InvalidValueError",
     ("_binding.py", "_unavailable"): "StoreUnavailableError",
-    ("_postgres.py", "_unavailable"): "StoreUnavailableError",
-    ("_redis.py", "_unavailable"): "StoreUnavailableError",
+    ("_postgres.py", "unavailable"): "StoreUnavailableError",
+    ("_redis.py", "unavailable"): "StoreUnavailableError",
 }
 
 

@@ -41,9 +41,13 @@ SERVERS = {
 }
 TESTS = Path(__file__).resolve().parent
 MODERN = "2026-07-28"
+TASKS = "io.modelcontextprotocol/tasks"
 META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    "io.modelcontextprotocol/clientCapabilities": {
+        "elicitation": {},
+        "extensions": {TASKS: {}},
+    },
 }
 UNAVAILABLE = "the answer store is unavailable"
 
@@ -225,8 +229,9 @@ class Replicas:
         if "_meta" in params:
             headers["MCP-Protocol-Version"] = MODERN
             headers["Mcp-Method"] = message["method"]
-            if "name" in params:
-                headers["Mcp-Name"] = params["name"]
+            for key in ("name", "taskId"):
+                if key in params:
+                    headers["Mcp-Name"] = str(params[key])
         headers.update(message.pop("headers", {}))
         try:
             connection.request("POST", "/mcp", json.dumps(message), headers)
@@ -246,6 +251,16 @@ class Replicas:
             "id": 1,
             "method": "tools/call",
             "params": {"name": name, "arguments": arguments, "_meta": META, **params},
+        }
+        return self.post(message)
+
+    def task(self, method: str, task_id: str, **params: Any) -> dict[str, Any]:
+        """A modern-era ``tasks/*`` request about ``task_id``."""
+        message = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": method,
+            "params": {"taskId": task_id, "_meta": META, **params},
         }
         return self.post(message)
 
@@ -358,6 +373,39 @@ def test_a_legacy_session_lives_on_the_replica_that_opened_it(replicas: Replicas
     unknown = replicas.post(listing)  # on another replica
     assert unknown["message"].startswith("session not found")
     assert replicas.proxy.served == [0, 1]
+
+
+def test_a_task_created_on_one_replica_is_polled_on_another_and_fetched_on_a_third(
+    replicas: Replicas,
+) -> None:
+    created = replicas.call("long_job", {"label": "t"})  # replica 1 runs it
+    assert created["resultType"] == "task" and created["status"] == "working"
+    task_id = created["taskId"]
+    assert replicas.task("tasks/get", task_id)["status"] == "working"  # replica 2
+    (replicas.runs / "go-t").touch()
+    fetched: list[dict[str, Any]] = []
+
+    def completed() -> bool:
+        fetched.append(replicas.task("tasks/get", task_id))
+        return fetched[-1]["status"] == "completed"
+
+    assert wait_until(completed)
+    assert fetched[-1]["result"]["content"][0]["text"] == f"t done by {replicas.pids[0]}"
+    assert {0, 1, 2} <= set(replicas.proxy.served)  # polled and fetched elsewhere too
+
+
+def test_a_task_cancelled_on_another_replica_stops_its_call_where_it_runs(
+    replicas: Replicas,
+) -> None:
+    created = replicas.call("long_job", {"label": "c"})  # replica 1 runs it
+    task_id = created["taskId"]
+    assert replicas.task("tasks/cancel", task_id)["resultType"] == "complete"  # replica 2
+    got = replicas.task("tasks/get", task_id)  # replica 3
+    assert got["status"] == "cancelled"
+    # The call itself stops on replica 1, which learns of the cancel from the store.
+    assert wait_until((replicas.runs / f"cancelled-c-{replicas.pids[0]}").exists)
+    assert replicas.task("tasks/get", task_id)["status"] == "cancelled"
+    assert replicas.proxy.served[:3] == [0, 1, 2]
 
 
 # --------------------------------------------------------------------------- failures

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from extras import server_url
+from store_faults import Lost
 from store_workers import FAR, consume_together
 from toolnexus import (
     Answer,
@@ -403,50 +404,6 @@ def test_a_consume_whose_reply_was_lost_is_retried_and_counts_once(server):
     other = new_key()
     assert store.consume(other, FAR) is True and store.consume(other, FAR) is False
     close(store)
-
-
-class Lost:
-    """Loses the reply of ``store``'s next write: it runs, then the connection "breaks"."""
-
-    def __init__(self, store: object) -> None:
-        self.times = 0
-        if hasattr(store, "_client"):  # Redis: the client's SET
-            import redis
-
-            client = store._client
-            real_set = client.set
-
-            def set_then_break(*args, **kwargs):
-                client.set = real_set
-                real_set(*args, **kwargs)
-                self.times += 1
-                raise redis.ConnectionError("Connection closed by server.")
-
-            client.set = set_then_break
-            return
-        import psycopg
-
-        pool = store._pool  # Postgres: the pool's next connection's INSERT
-        real_connection = pool.connection
-
-        @contextlib.contextmanager
-        def connection_then_break(*args, **kwargs):
-            pool.connection = real_connection
-            with real_connection(*args, **kwargs) as db:
-                real_execute = db.execute
-
-                def execute_then_break(query, params=None):
-                    real_execute(query, params)
-                    self.times += 1
-                    raise psycopg.OperationalError("server closed the connection unexpectedly")
-
-                db.execute = execute_then_break
-                try:
-                    yield db
-                finally:
-                    db.execute = real_execute
-
-        pool.connection = connection_then_break
 
 
 def test_a_server_store_refuses_keys_the_contract_does_not_allow(server):

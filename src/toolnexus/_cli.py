@@ -1128,12 +1128,13 @@ def _store_url(options: argparse.Namespace) -> tuple[str, str] | None:
     return (url, STORE_ENV) if url else None
 
 
-def _open_store(url: str, where: str) -> AnswerStore:
+def _open_store(url: str, where: str, *, tasks: bool = False) -> Any:
+    """The answer store (or, with ``tasks``, the task store) ``url`` names."""
     from .errors import InvalidValueError
-    from .stores._open import open_named
+    from .stores._open import open_named, open_task_named
 
     try:
-        return open_named(url, where)
+        return (open_task_named if tasks else open_named)(url, where)
     except InvalidValueError as exc:
         raise _CliError(str(exc)) from None
     except (ImportError, OSError) as exc:  # a missing extra; StoreUnavailableError
@@ -1387,6 +1388,9 @@ def _cmd_serve(options: argparse.Namespace) -> int:
         settings["secret"] = secret
     if store is not None:
         settings["answer_store"] = store
+    named = _store_url(options)
+    if named is not None:  # the same place keeps the tasks replicas share
+        settings["task_store"] = _open_store(*named, tasks=True)
     if options.max_inflight_bytes is not None:
         settings["max_inflight_bytes"] = options.max_inflight_bytes
     if options.http is not None:

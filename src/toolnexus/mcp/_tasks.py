@@ -34,6 +34,7 @@ from .._frozen import thaw
 from .._loop_rule import declined_text
 from .._result import PENDING_KEY, ToolResult
 from .._suspension import Answer, Request, decline_reason
+from ..stores._open import process_task_store
 from ..stores._tasks import MemoryTaskStore, TaskRecord
 from . import _codec as codec
 from ._codec import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
@@ -90,7 +91,9 @@ class Tasks:
         clock: Callable[[], float] = time.time,
     ) -> None:
         store = options.task_store
-        self.store = store if store is not None else MemoryTaskStore(clock=clock)
+        if store is None:  # the one TOOLNEXUS_STORE names, else this process's memory
+            store = process_task_store() or MemoryTaskStore(clock=clock)
+        self.store = store
         self.after_ms = options.task_after_ms
         self._ttl_ms = options.task_ttl_ms
         self._poll_ms = options.task_poll_ms
@@ -101,6 +104,8 @@ class Tasks:
         self._clock = clock
         self._live: dict[str, Call] = {}  # task id -> the call running it here
         self._lock = threading.Lock()
+        self._reader: threading.Thread | None = None  # see _watch_elsewhere
+        self._closed = threading.Event()
         self._watchers: list[Callable[[TaskRecord], object]] = []
 
     # ------------------------------------------------------------------ watching
@@ -163,6 +168,7 @@ class Tasks:
         if call is not None:  # its end is reported to settle() by whoever runs it
             with self._lock:
                 self._live[record.task_id] = call
+            self._watch_elsewhere()
         elif result is not None:
             self.settle(record.task_id, result)
         self._told(record)
@@ -449,8 +455,47 @@ class Tasks:
         with self._lock:
             if not call.done():
                 self._live[task_id] = call
+        self._watch_elsewhere()
         call._start()
+
+    # ------------------------------------------------------------------ other processes
+
+    def _watch_elsewhere(self) -> None:
+        """With a store other processes share, a task this process runs may be cancelled
+        in another (a replica the client's ``tasks/cancel`` reached): while it runs tasks,
+        one thread reads their records every ``task_poll_ms`` and cancels the call of a
+        task cancelled elsewhere. A memory store is this process's own: nothing to watch."""
+        if isinstance(self.store, MemoryTaskStore):
+            return
+        with self._lock:
+            if self._reader is not None or self._closed.is_set():
+                return
+            self._reader = threading.Thread(
+                target=self._read_records, name="toolnexus-task-reader", daemon=True
+            )
+            self._reader.start()
+
+    def _read_records(self) -> None:
+        while not self._closed.wait(self._poll_ms / 1000):
+            with self._lock:
+                live = dict(self._live)
+                if not live:
+                    self._reader = None  # the next task starts another
+                    return
+            for task_id, call in live.items():
+                try:
+                    record = self.store.get(task_id)
+                except Exception:  # the store is down: read again next time
+                    continue
+                if record is not None and record.status == "cancelled":
+                    with self._lock:
+                        if self._live.get(task_id) is call:
+                            del self._live[task_id]
+                    call.cancel()
+        with self._lock:
+            self._reader = None
 
     def close(self) -> None:
         """Stop watching (the server ends); running tasks end with the host."""
         self._watchers.clear()
+        self._closed.set()

@@ -1,5 +1,7 @@
 """Where a host keeps what another process may need to see: used answers, and the tasks
-an MCP server runs (:class:`TaskStore`: :class:`MemoryTaskStore`, :class:`SqliteTaskStore`).
+an MCP server runs (:class:`TaskStore`: :class:`MemoryTaskStore`, :class:`SqliteTaskStore`,
+:class:`PostgresTaskStore`, :class:`RedisTaskStore`; :func:`open_task_store` opens one by
+URL, as :func:`open_store` does the answer stores).
 
 An :class:`AnswerStore` remembers which answers were used, so each one resumes a call at
 most once — also across processes and machines that share the store. Four are built in:
@@ -30,29 +32,37 @@ import importlib
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._binding import MemoryAnswerStore, SqliteAnswerStore
-from ._open import open_store
+from ._open import open_store, open_task_store
 from ._tasks import MemoryTaskStore, SqliteTaskStore, TaskRecord, TaskStore
 
 if TYPE_CHECKING:
-    from ._postgres import PostgresAnswerStore
-    from ._redis import RedisAnswerStore
+    from ._postgres import PostgresAnswerStore, PostgresTaskStore
+    from ._redis import RedisAnswerStore, RedisTaskStore
 
 __all__ = [
     "AnswerStore",
     "MemoryAnswerStore",
     "MemoryTaskStore",
     "PostgresAnswerStore",
+    "PostgresTaskStore",
     "RedisAnswerStore",
+    "RedisTaskStore",
     "SqliteAnswerStore",
     "SqliteTaskStore",
     "TaskRecord",
     "TaskStore",
     "open_store",
+    "open_task_store",
 ]
 
 # The stores on a server load with their first use: their modules are cheap, but a
 # program that never names them should not even look for psycopg or redis.
-_LAZY = {"PostgresAnswerStore": "._postgres", "RedisAnswerStore": "._redis"}
+_LAZY = {
+    "PostgresAnswerStore": "._postgres",
+    "PostgresTaskStore": "._postgres",
+    "RedisAnswerStore": "._redis",
+    "RedisTaskStore": "._redis",
+}
 
 
 @runtime_checkable
@@ -92,6 +102,7 @@ for _exported in (
     MemoryAnswerStore,
     SqliteAnswerStore,
     open_store,
+    open_task_store,
     MemoryTaskStore,
     SqliteTaskStore,
     TaskRecord,

@@ -1,4 +1,5 @@
-"""One URL chooses an answer store (:func:`open_store`), and what the stores share.
+"""One URL chooses an answer store (:func:`open_store`) or a task store
+(:func:`open_task_store`), and what the stores share.
 
 Everything that reads a store URL lives here: the schemes (``memory:``, ``sqlite:PATH``,
 ``postgresql://…``, ``redis://…``), and :func:`redact`, which every message about a store
@@ -10,15 +11,26 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from typing import TYPE_CHECKING
 
 from .._binding import STORE_ENV
 from ..errors import InvalidTypeError, InvalidValueError
 
 if TYPE_CHECKING:
-    from . import AnswerStore
+    from . import AnswerStore, TaskStore
 
-__all__ = ["SCHEMES", "STORE_ENV", "check_key", "first_line", "open_named", "open_store", "redact"]
+__all__ = [
+    "SCHEMES",
+    "STORE_ENV",
+    "check_key",
+    "first_line",
+    "open_named",
+    "open_store",
+    "open_task_store",
+    "process_task_store",
+    "redact",
+]
 
 SCHEMES = "memory:, sqlite:PATH, postgresql://USER:PASSWORD@HOST/DB or redis://HOST:6379/0"
 
@@ -78,6 +90,27 @@ def open_named(url: object, where: str) -> AnswerStore:
     """:func:`open_store`, with ``where`` (``"--store"``, ``"TOOLNEXUS_STORE"``) named first
     in the messages when the URL came from there."""
     prefix = f"{where}: " if where else ""
+    kind, target = _read(url, prefix)
+    if kind == "memory":
+        from .._binding import MemoryAnswerStore
+
+        return MemoryAnswerStore()
+    if kind == "sqlite":
+        from .._binding import SqliteAnswerStore
+
+        return SqliteAnswerStore(target)
+    if kind == "postgres":
+        from ._postgres import PostgresAnswerStore
+
+        return PostgresAnswerStore(target)
+    from ._redis import RedisAnswerStore
+
+    return RedisAnswerStore(target)
+
+
+def _read(url: object, prefix: str) -> tuple[str, str]:
+    """(kind, target) of a store URL: ``memory``, ``sqlite`` (a file's path), ``postgres``
+    or ``redis`` (the URL itself); ``ValueError``/``TypeError`` for one it cannot read."""
     if not isinstance(url, str):
         raise InvalidTypeError(f"{prefix}a store URL must be a str, got {type(url).__name__}")
     text = url.strip()
@@ -90,9 +123,7 @@ def open_named(url: object, where: str) -> AnswerStore:
     if scheme == "memory":
         if rest not in ("", "//"):
             raise InvalidValueError(f"{prefix}{redact(text)!r}: write just 'memory:'")
-        from .._binding import MemoryAnswerStore
-
-        return MemoryAnswerStore()
+        return "memory", ""
     if scheme == "sqlite":
         path = rest
         if path.startswith("//"):
@@ -107,20 +138,72 @@ def open_named(url: object, where: str) -> AnswerStore:
             raise InvalidValueError(
                 f"{prefix}{text!r} names no file; write sqlite:PATH (e.g. sqlite:used.db)"
             )
-        from .._binding import SqliteAnswerStore
-
-        return SqliteAnswerStore(os.path.expanduser(path))
+        return "sqlite", os.path.expanduser(path)
     if scheme in ("postgresql", "postgres"):
-        from ._postgres import PostgresAnswerStore
-
-        return PostgresAnswerStore(text)
+        return "postgres", text
     if scheme in ("redis", "rediss", "unix"):
-        from ._redis import RedisAnswerStore
-
-        return RedisAnswerStore(text)
+        return "redis", text
     raise InvalidValueError(
         f"{prefix}unknown store scheme {scheme!r} in {redact(text)!r}; use one of {SCHEMES}"
     )
+
+
+def open_task_store(url: str) -> TaskStore:
+    """The task store a URL names — the same URLs as :func:`open_store`, so one URL puts a
+    server's used answers and its task records in one place:
+
+    - ``memory:`` — :class:`~toolnexus.stores.MemoryTaskStore` (this process only);
+    - ``sqlite:PATH`` — :class:`~toolnexus.stores.SqliteTaskStore` (processes on one
+      machine);
+    - ``postgresql://…`` — :class:`~toolnexus.stores.PostgresTaskStore`;
+    - ``redis://…`` — :class:`~toolnexus.stores.RedisTaskStore`.
+
+    Raises as :func:`open_store` does.
+
+    Example::
+
+        >>> open_task_store("memory:")
+        <MemoryTaskStore 0 task(s)>
+    """
+    return open_task_named(url, "")
+
+
+def open_task_named(url: object, where: str) -> TaskStore:
+    """:func:`open_task_store`, with ``where`` named first in the messages."""
+    prefix = f"{where}: " if where else ""
+    kind, target = _read(url, prefix)
+    if kind == "memory":
+        from ._tasks import MemoryTaskStore
+
+        return MemoryTaskStore()
+    if kind == "sqlite":
+        from ._tasks import SqliteTaskStore
+
+        return SqliteTaskStore(target)
+    if kind == "postgres":
+        from ._postgres import PostgresTaskStore
+
+        return PostgresTaskStore(target)
+    from ._redis import RedisTaskStore
+
+    return RedisTaskStore(target)
+
+
+_named_task_stores: dict[str, TaskStore] = {}
+_named_task_stores_lock = threading.Lock()
+
+
+def process_task_store() -> TaskStore | None:
+    """The task store ``TOOLNEXUS_STORE`` names (opened once per process and URL), or
+    None when it names none: a server given no task store keeps its tasks there."""
+    url = os.environ.get(STORE_ENV, "").strip()
+    if not url:
+        return None
+    with _named_task_stores_lock:  # opening may wait on a network: one opener per URL
+        store = _named_task_stores.get(url)
+        if store is None:
+            store = _named_task_stores[url] = open_task_named(url, STORE_ENV)
+        return store
 
 
 def check_key(key: object) -> str:

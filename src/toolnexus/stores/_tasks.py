@@ -23,7 +23,15 @@ from typing import Any, Protocol, runtime_checkable
 from .._frozen import freeze, sealed, thaw
 from ..errors import InvalidValueError, StoreUnavailableError
 
-__all__ = ["TERMINAL", "MemoryTaskStore", "SqliteTaskStore", "TaskRecord", "TaskStore"]
+__all__ = [
+    "TERMINAL",
+    "MemoryTaskStore",
+    "SqliteTaskStore",
+    "TaskRecord",
+    "TaskStore",
+    "record_from_json",
+    "record_json",
+]
 
 STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
@@ -254,7 +262,7 @@ class SqliteTaskStore:
             self._run(
                 "INSERT INTO toolnexus_tasks (task_id, version, expires_at, record) "
                 "VALUES (?, ?, ?, ?)",
-                (record.task_id, record.version, record.expires_at, _dumps(record)),
+                (record.task_id, record.version, record.expires_at, record_json(record)),
             )
         except sqlite3.IntegrityError:
             raise InvalidValueError(f"task {record.task_id!r} exists already") from None
@@ -264,7 +272,7 @@ class SqliteTaskStore:
             "SELECT record FROM toolnexus_tasks WHERE task_id = ? AND expires_at > ?",
             (task_id, self._clock()),
         )
-        return None if row is None else TaskRecord.from_dict(json.loads(row[0]))
+        return None if row is None else record_from_json(row[0])
 
     def update(self, record: TaskRecord) -> bool:
         changed = self._run(
@@ -273,7 +281,7 @@ class SqliteTaskStore:
             (
                 record.version,
                 record.expires_at,
-                _dumps(record),
+                record_json(record),
                 record.task_id,
                 record.version - 1,
             ),
@@ -287,5 +295,11 @@ class SqliteTaskStore:
         return f"<SqliteTaskStore {self._path!r}>"
 
 
-def _dumps(record: TaskRecord) -> str:
+def record_json(record: TaskRecord) -> str:
+    """``record`` as compact JSON text: what a database keeps (every store writes this)."""
     return json.dumps(record.to_dict(), separators=(",", ":"))
+
+
+def record_from_json(text: str | bytes) -> TaskRecord:
+    """The record :func:`record_json` wrote."""
+    return TaskRecord.from_dict(json.loads(text))
