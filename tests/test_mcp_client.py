@@ -129,17 +129,10 @@ def test_errors_and_parts_map_onto_the_result(toolkit: Toolkit) -> None:
     assert [(p.type, p.mime_type) for p in picture.parts] == [("image", "image/png")]
 
 
-@pytest.mark.parametrize("version", [MODERN, LEGACY])
 def test_server_log_messages_go_to_the_client_logger(
-    http_server: HttpServer, version: str, caplog: pytest.LogCaptureFixture
+    client: McpClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Our stdio server does not forward a tool's log messages (yet): HTTP does.
-    with (
-        McpClient(
-            url=http_server.url, name="srv", protocol_version=version, log_level="info"
-        ) as client,
-        caplog.at_level(logging.INFO, logger="toolnexus.mcp.client"),
-    ):
+    with caplog.at_level(logging.INFO, logger="toolnexus.mcp.client"):
         assert client.call_tool("chatty", {}).output == "said it"
     assert any(
         r.name == "toolnexus.mcp.client"

@@ -89,3 +89,35 @@ def test_a_remote_question_is_answered_inline_through_the_gateway(gateway: McpCl
 
     with Host(Toolkit(gateway.tools(prefix="")), wait_for=wait_for) as host:
         assert host.call("srv_ask", {}).output == "hello Bo polite=False"
+
+
+def test_the_gateway_serves_local_tools_next_to_the_remote_ones(config: Path) -> None:
+    command = [sys.executable, "-m", "toolnexus", "serve", str(config), f"{TOOLS}:add"]
+    with McpClient(command[0], command[1:], name="gw") as gateway:
+        names = [tool["name"] for tool in gateway.list_tools()]
+        assert "add" in names and "srv_add" in names and "srv_ask" in names
+        assert gateway.call_tool("add", {"a": 1, "b": 2}).output == "3"  # here
+        assert gateway.call_tool("srv_add", {"a": 3, "b": 4}).output == "7"  # one hop on
+        # A remote question still reaches the gateway's client.
+        with Host(Toolkit(gateway.tools(prefix=""))) as host:
+            request = ToolResult.pending_of(host.call("srv_ask", {}))
+        assert isinstance(request, Request) and request.prompt == "Your name?"
+
+
+def test_local_tools_alone_are_served_as_one() -> None:
+    command = [sys.executable, "-m", "toolnexus", "serve", f"{TOOLS}:add", f"{TOOLS}:echo"]
+    with McpClient(command[0], command[1:], name="two") as server:
+        assert sorted(tool["name"] for tool in server.list_tools()) == ["add", "echo"]
+
+
+def test_a_name_two_refs_offer_is_refused_naming_both() -> None:
+    done = run("serve", f"{TOOLS}:add", f"{TOOLS}:toolkit")
+    assert done.returncode != 0
+    assert "both offer the tool 'add'" in done.stderr
+    assert f"{TOOLS}:add" in done.stderr and f"{TOOLS}:toolkit" in done.stderr
+
+
+def test_serve_takes_one_mcp_json(config: Path) -> None:
+    done = run("serve", str(config), str(config))
+    assert done.returncode != 0
+    assert "serve takes one mcp.json" in done.stderr

@@ -157,6 +157,47 @@ def load_toolkit(ref: str, *, sign_in: bool = True) -> Toolkit:
     return _toolkit_of(ref, value)
 
 
+def _union(refs: list[str]) -> Toolkit:
+    """The tools (and resources and prompts) of every REF, served as one toolkit:
+    ``serve mcp.json tools.py:toolkit`` is a gateway that also offers local tools. An
+    ``mcp.json`` (at most one) keeps its toolkit, so its servers' list changes still reach
+    the clients; the others' entries join it. A name two REFs share is a RefError naming
+    both."""
+    jsons = [ref for ref in refs if ref.endswith(".json")]
+    if len(jsons) > 1:
+        raise RefError(
+            jsons[1], f"serve takes one mcp.json; put the servers of {jsons[1]!r} in {jsons[0]!r}"
+        )
+    if len(refs) == 1:
+        return load_toolkit(refs[0])
+    from ._toolkit import Toolkit
+
+    # The mcp.json first: its toolkit (made for this process) is the live one the rest
+    # joins; local toolkits are copied, never changed.
+    ordered = sorted(refs, key=lambda ref: not ref.endswith(".json"))
+    union: Toolkit | None = None if jsons else Toolkit()
+    owners: dict[tuple[str, str], str] = {}
+    for ref in ordered:
+        toolkit = load_toolkit(ref)
+        entries: list[tuple[str, str, Any]] = [("tool", tool.name, tool) for tool in toolkit]
+        entries += [("resource", entry.uri, entry) for entry in toolkit.resources()]
+        entries += [("prompt", entry.name, entry) for entry in toolkit.prompts()]
+        for kind, key, _ in entries:
+            if (kind, key) in owners:
+                raise RefError(
+                    ref,
+                    f"{ref!r} and {owners[kind, key]!r} both offer the {kind} {key!r}; serve "
+                    "one of them, or rename one (a server's tools take a prefix in mcp.json)",
+                )
+            owners[kind, key] = ref
+        if union is None:
+            union = toolkit
+        else:
+            union.register(*(entry for _, _, entry in entries))
+    assert union is not None
+    return union
+
+
 def _remote_toolkit(ref: str, sign_in: bool = True) -> Toolkit:
     """The tools of the MCP servers an ``mcp.json`` configures (``toolnexus.mcp``'s
     McpSource); servers that fail are named on stderr, the others serve. A server that
@@ -1373,7 +1414,7 @@ def _cmd_serve(options: argparse.Namespace) -> int:
     # stdout is the protocol channel: whatever the tools' module prints while it loads
     # goes to stderr instead.
     with contextlib.redirect_stdout(sys.stderr):
-        toolkit = load_toolkit(options.ref)
+        toolkit = _union(options.ref)
     try:
         from .mcp import ServerOptions, serve_stdio
     except ImportError as exc:
@@ -1835,13 +1876,15 @@ def _build_parser() -> argparse.ArgumentParser:
         help="serve the tools over MCP (stdin/stdout, or HTTP with --http)",
         description="Run an MCP server on stdin/stdout offering REF's tools, until stdin "
         "closes.\nPoint an MCP client's configuration at this command. With --http, serve "
-        "Streamable HTTP at http://HOST:PORT/mcp until Ctrl-C or SIGTERM.",
+        "Streamable HTTP at http://HOST:PORT/mcp until Ctrl-C or SIGTERM. Several REFs are "
+        "served as one (an mcp.json and local tools: a gateway that adds its own).",
         epilog=f"{_REF_HELP}\n\nexamples:\n"
         "  toolnexus serve toolnexus.demo:toolkit --name demo --timeout 30000\n"
-        "  toolnexus serve toolnexus.demo:toolkit --http 8000 --token-file token.txt\n\n"
+        "  toolnexus serve toolnexus.demo:toolkit --http 8000 --token-file token.txt\n"
+        "  toolnexus serve mcp.json mytools.py:toolkit\n\n"
         f"With --http the token may also come from ${_TOKEN_ENV}.",
     )
-    serve.add_argument("ref", metavar="REF", help=_REF_ARG)
+    serve.add_argument("ref", metavar="REF", nargs="+", help=_REF_ARG + " (several: served as one)")
     serve.add_argument("--name", help="the server name clients see (default: toolnexus)")
     serve.add_argument("--version", help="the server version clients see")
     serve.add_argument(
