@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from ._wire import describe, refuse_json_constant
-from .errors import RefError, ToolnexusError
+from .errors import McpError, RefError, ToolnexusError
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -449,12 +449,14 @@ def _module_toolkit(ref: str, module: ModuleType) -> Toolkit:
 
     exported = getattr(module, "__all__", None)
     names = list(exported) if exported is not None else list(vars(module))
-    tools: list[Tool] = []
+    tools: list[Any] = []  # tools, and MCP resources and prompts
     kits: list[str] = []
+    from ._toolkit import _served_kind
+
     for name in names:
         value = getattr(module, name, None)
-        if isinstance(value, Tool) and not any(value is t for t in tools):
-            tools.append(value)
+        if (isinstance(value, Tool) or _served_kind(value)) and not any(value is t for t in tools):
+            tools.append(value)  # a tool, or an MCP resource or prompt
         elif isinstance(value, Toolkit):
             kits.append(name)
     if tools:
@@ -1023,8 +1025,156 @@ def _cmd_list(options: argparse.Namespace) -> int:
     tools = toolkit.tools()
     width = max((len(t.name) for t in tools), default=0)
     for item in tools:
-        summary = item.description.strip().splitlines()[0] if item.description.strip() else ""
-        _write_out(f"{item.name.ljust(width)}  {summary}".rstrip())
+        _write_out(f"{item.name.ljust(width)}  {_first_line(item.description)}".rstrip())
+    resources = toolkit.resources()
+    prompts = toolkit.prompts()
+    sections = [
+        ("resources", [(r.uri, r.description) for r in resources if not r.is_template]),
+        ("resource templates", [(r.uri, r.description) for r in resources if r.is_template]),
+        ("prompts", [(p.name, p.description) for p in prompts]),
+    ]
+    for title, rows in sections:
+        if not rows:
+            continue
+        _write_out(f"\n{title}:")
+        width = max(len(key) for key, _ in rows)
+        for key, description in rows:
+            _write_out(f"  {key.ljust(width)}  {_first_line(description)}".rstrip())
+    return EXIT_OK
+
+
+def _first_line(text: str | None) -> str:
+    stripped = (text or "").strip()
+    return stripped.splitlines()[0] if stripped else ""
+
+
+# --------------------------------------------------------------------------- read, get
+
+
+def _is_server_url(ref: str) -> bool:
+    return ref.startswith(("http://", "https://"))
+
+
+def _cmd_read(options: argparse.Namespace) -> int:
+    if _is_server_url(options.ref):
+        contents = _from_server(options.ref, lambda client: client.read_resource(options.uri))
+        return _show_contents(options, contents)
+    toolkit = load_toolkit(options.ref)
+    if toolkit.find_resource(options.uri) is None:
+        known = ", ".join(r.uri for r in toolkit.resources()) or "none"
+        raise _CliError(
+            f"no resource of {options.ref!r} serves {options.uri!r} (resources: {known})"
+        )
+    result = _run_served(options, toolkit, "resources/read", {"uri": options.uri})
+    if result.is_error:
+        return _failed(options, result)
+    from .mcp._resources import CONTENTS_KEY
+
+    contents = [
+        {**dict(each), "uri": each.get("uri") or options.uri}
+        for each in result.metadata.get(CONTENTS_KEY) or ()
+    ]
+    return _show_contents(options, contents)
+
+
+def _cmd_get(options: argparse.Namespace) -> int:
+    arguments: dict[str, str] = {}
+    for pair in options.rest:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise _CliError(f"prompt arguments are key=value pairs, got {pair!r}")
+        arguments[key] = value  # prompt arguments are strings, as MCP sends them
+    if _is_server_url(options.ref):
+        rendered = _from_server(
+            options.ref, lambda client: client.get_prompt(options.name, arguments)
+        )
+        return _show_prompt(options, rendered)
+    toolkit = load_toolkit(options.ref)
+    try:
+        prompt = toolkit.get_prompt(options.name)
+    except LookupError as exc:
+        raise _CliError(str(exc)) from None
+    problem = prompt.problem(arguments)
+    if problem is not None:
+        raise _CliError(problem)
+    result = _run_served(
+        options, toolkit, "prompts/get", {"name": options.name, "arguments": arguments}
+    )
+    if result.is_error:
+        return _failed(options, result)
+    from .mcp._prompts import PROMPT_KEY
+
+    return _show_prompt(options, dict(result.metadata.get(PROMPT_KEY) or {}))
+
+
+def _run_served(
+    options: argparse.Namespace, toolkit: Toolkit, method: str, params: dict[str, Any]
+) -> ToolResult:
+    """A resource read or a prompt rendered on a host, as ``call`` runs a tool: its
+    questions answered at the prompt, Ctrl-C cancels, ``--timeout`` holds."""
+    term = _Terminal(sys.stdin, sys.stderr)
+    result, _ = _run_call(toolkit, method, params, timeout_ms=options.timeout, ask=True, term=term)
+    return result
+
+
+def _failed(options: argparse.Namespace, result: ToolResult) -> int:
+    _print_result(result, as_json=options.json)
+    return _OUTCOME_CODES.get(_outcome_of(result), EXIT_TOOL_ERROR)
+
+
+def _from_server(url: str, ask: Callable[[Any], Any]) -> Any:
+    """Ask the MCP server at ``url`` (over Streamable HTTP, with this module's client)."""
+    from .mcp import McpClient
+
+    try:
+        with McpClient(url=url) as client:
+            return ask(client)
+    except McpError as exc:
+        raise _CliError(str(exc)) from None
+
+
+def _show_contents(options: argparse.Namespace, contents: list[dict[str, Any]]) -> int:
+    """Print text contents; write blobs to ``--save DIR`` (else name them on stderr)."""
+    import base64
+
+    if options.json:
+        _write_out(json.dumps({"contents": contents}, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    for index, content in enumerate(contents):
+        if "text" in content:
+            _write_out(str(content["text"]))
+            continue
+        data = base64.b64decode(str(content.get("blob", "")))
+        label = f"{content.get('uri')} ({content.get('mimeType')}, {len(data)} bytes)"
+        if options.save is None:
+            sys.stderr.write(f"binary content: {label}; --save DIR writes it to a file\n")
+            continue
+        os.makedirs(options.save, exist_ok=True)
+        tail = str(content.get("uri") or "").rstrip("/").rsplit("/", 1)[-1]
+        name = "".join(c if c.isalnum() or c in "._-" else "_" for c in tail) or f"content-{index}"
+        path = os.path.join(options.save, name)
+        with open(path, "wb") as file:
+            file.write(data)
+        sys.stderr.write(f"saved {label} to {path}\n")
+    return EXIT_OK
+
+
+def _show_prompt(options: argparse.Namespace, rendered: dict[str, Any]) -> int:
+    """Print a rendered prompt: each message as ``role: text`` (other blocks described)."""
+    if options.json:
+        _write_out(json.dumps(rendered, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    for message in rendered.get("messages") or ():
+        content = message.get("content") or {}
+        kind = content.get("type")
+        if kind == "text":
+            shown = str(content.get("text"))
+        elif kind == "resource":
+            embedded = content.get("resource") or {}
+            shown = f"[resource {embedded.get('uri')} ({embedded.get('mimeType')})]"
+        else:
+            shown = f"[{kind} {content.get('mimeType') or content.get('uri') or ''}]".rstrip()
+        _write_out(f"{message.get('role')}: {shown}")
     return EXIT_OK
 
 
@@ -1781,13 +1931,56 @@ def _build_parser() -> argparse.ArgumentParser:
         "list",
         parents=[common],
         formatter_class=_Formatter,
-        help="list tools: names and one-line descriptions",
-        description="Print each tool's name and the first line of its description.",
+        help="list tools (and resources, prompts): names and one-line descriptions",
+        description="Print each tool's name and the first line of its description; then the\n"
+        "toolkit's resources, resource templates and prompts, if it has any.",
         epilog=f"{_REF_HELP}\n\nexamples:\n  toolnexus list toolnexus.demo:toolkit\n"
         "  toolnexus list examples/weather.py",
     )
     listing.add_argument("ref", metavar="REF", help=_REF_ARG)
     listing.set_defaults(handler=_cmd_list)
+
+    read = commands.add_parser(
+        "read",
+        parents=[common],
+        formatter_class=_Formatter,
+        help="read an MCP resource (of a toolkit, or of a server)",
+        usage="toolnexus read REF URI [--json] [--save DIR] [--timeout MS]",
+        description="Read the resource at URI and print its text (binary contents are\n"
+        "named on stderr; --save DIR writes them to files; --json prints the contents).\n"
+        "REF is a toolkit (as for call), or the URL of a Streamable HTTP MCP server.",
+        epilog="examples:\n  toolnexus read tests/served_tools.py:toolkit notes://readme\n"
+        "  toolnexus read http://127.0.0.1:8000/mcp notes://items/42 --json",
+    )
+    read.add_argument("ref", metavar="REF", help=_REF_ARG + ", or a server's URL")
+    read.add_argument("uri", metavar="URI", help="the resource's URI")
+    read.add_argument("--json", action="store_true", help="print the contents as JSON")
+    read.add_argument("--save", metavar="DIR", help="write binary contents to files in DIR")
+    read.add_argument(
+        "--timeout", type=_timeout, metavar="MS", help="the read's deadline (exit 124)"
+    )
+    read.set_defaults(handler=_cmd_read)
+
+    get = commands.add_parser(
+        "get",
+        parents=[common],
+        formatter_class=_Formatter,
+        help="get an MCP prompt, rendered with its arguments",
+        usage="toolnexus get REF NAME [key=value ...] [--json] [--timeout MS]",
+        description="Render the prompt NAME and print its messages (role: text). Arguments\n"
+        "are key=value pairs, strings as MCP sends them. REF is a toolkit (as for call),\n"
+        "or the URL of a Streamable HTTP MCP server.",
+        epilog="examples:\n  toolnexus get tests/served_tools.py:toolkit review code='x = 1'\n"
+        "  toolnexus get http://127.0.0.1:8000/mcp review code='x = 1' --json",
+    )
+    get.add_argument("ref", metavar="REF", help=_REF_ARG + ", or a server's URL")
+    get.add_argument("name", metavar="NAME", help="the prompt's name")
+    get.add_argument("rest", nargs="*", metavar="key=value", help="the prompt's arguments")
+    get.add_argument("--json", action="store_true", help="print the rendered prompt as JSON")
+    get.add_argument(
+        "--timeout", type=_timeout, metavar="MS", help="the prompt's deadline (exit 124)"
+    )
+    get.set_defaults(handler=_cmd_get)
 
     schema = commands.add_parser(
         "schema",

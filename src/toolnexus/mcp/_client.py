@@ -1089,20 +1089,77 @@ class McpClient:
         Raises :class:`~toolnexus.errors.McpError` when the server cannot be reached or
         refuses the request.
         """
-        tools: list[dict[str, Any]] = []
+        return self._list("tools/list", "tools")
+
+    def _list(self, method: str, key: str) -> list[dict[str, Any]]:
+        """Every page of a list method's ``key`` array."""
+        items: list[dict[str, Any]] = []
         cursor: Any = None
         for _ in range(_LIST_PAGES):
-            result = self._request("tools/list", {"cursor": cursor} if cursor is not None else None)
-            page = result.get("tools")
+            result = self._request(method, {"cursor": cursor} if cursor is not None else None)
+            page = result.get(key)
             if not isinstance(page, list):
                 raise McpError(
-                    self.name, f"tools/list answered without a tools array ({describe(page)})"
+                    self.name, f"{method} answered without a {key} array ({describe(page)})"
                 )
-            tools.extend(entry for entry in page if isinstance(entry, dict))
+            items.extend(entry for entry in page if isinstance(entry, dict))
             cursor = result.get("nextCursor")
             if not isinstance(cursor, str) or not cursor:
-                return tools
-        raise McpError(self.name, f"tools/list still had more pages after {_LIST_PAGES}")
+                return items
+        raise McpError(self.name, f"{method} still had more pages after {_LIST_PAGES}")
+
+    def list_resources(self) -> list[dict[str, Any]]:
+        """The server's resources (``resources/list``, every page), as sent: ``uri``,
+        ``name``, ``mimeType``, ... Raises :class:`~toolnexus.errors.McpError` as
+        :meth:`list_tools` does.
+
+        Example::
+
+            uris = [entry["uri"] for entry in client.list_resources()]
+        """
+        return self._list("resources/list", "resources")
+
+    def list_resource_templates(self) -> list[dict[str, Any]]:
+        """The server's resource templates (``resources/templates/list``), as sent."""
+        return self._list("resources/templates/list", "resourceTemplates")
+
+    def read_resource(self, uri: str) -> list[dict[str, Any]]:
+        """The contents of the resource at ``uri`` (``resources/read``), as sent: each
+        ``{"uri", "mimeType", "text" | "blob"}``. Raises
+        :class:`~toolnexus.errors.McpError` when the server refuses (an unknown URI).
+
+        Example::
+
+            (content,) = client.read_resource("notes://readme")
+            print(content["text"])
+        """
+        result = self._request("resources/read", {"uri": uri})
+        contents = result.get("contents")
+        if not isinstance(contents, list):
+            raise McpError(self.name, f"resources/read answered without contents for {uri!r}")
+        return [entry for entry in contents if isinstance(entry, dict)]
+
+    def list_prompts(self) -> list[dict[str, Any]]:
+        """The server's prompts (``prompts/list``, every page), as sent."""
+        return self._list("prompts/list", "prompts")
+
+    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The prompt ``name`` rendered with ``arguments`` (``prompts/get``): the result
+        as sent, ``{"description"?, "messages": [{"role", "content"}]}``. Raises
+        :class:`~toolnexus.errors.McpError` when the server refuses (an unknown prompt,
+        missing arguments).
+
+        Example::
+
+            messages = client.get_prompt("review", {"code": "x = 1"})["messages"]
+        """
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = dict(arguments)
+        result = self._request("prompts/get", params)
+        if not isinstance(result.get("messages"), list):
+            raise McpError(self.name, f"prompts/get answered without messages for {name!r}")
+        return result
 
     def tools(
         self,

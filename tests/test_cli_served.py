@@ -1,0 +1,142 @@
+"""The command line's resources and prompts: `list` shows them, `read` reads a resource and
+`get` renders a prompt — of a toolkit module, or of an MCP server at a URL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cli_helpers import run
+from served_tools import GIF, toolkit
+from toolnexus.mcp import HttpServer
+
+REF = "tests/served_tools.py:toolkit"
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with HttpServer(toolkit, port=0) as server:
+        server.start()
+        yield server.url
+
+
+def test_list_shows_the_tools_then_resources_templates_and_prompts() -> None:
+    done = run("list", REF)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "capital  Asks the client's model for a capital.",
+        "slow     Works `seconds`, then answers (a task, for a client that takes tasks).",
+        "",
+        "resources:",
+        "  notes://readme  The readme.",
+        "  notes://logo    A tiny logo.",
+        "",
+        "resource templates:",
+        "  notes://items/{item_id}  One item, by number.",
+        "",
+        "prompts:",
+        "  review  Ask for a code review.",
+    ]
+
+
+def test_read_prints_a_text_resource_and_saves_a_binary_one(tmp_path: Path) -> None:
+    text = run("read", REF, "notes://readme")
+    assert (text.returncode, text.stdout) == (0, "# Notes\nRead me first.\n")
+    binary = run("read", REF, "notes://logo", "--save", str(tmp_path))
+    assert binary.returncode == 0, binary.stderr
+    assert (tmp_path / "logo").read_bytes() == GIF
+    assert "saved notes://logo (image/gif, 14 bytes)" in binary.stderr
+    templated = run("read", REF, "notes://items/42", "--json")
+    assert json.loads(templated.stdout) == {
+        "contents": [
+            {
+                "uri": "notes://items/42",
+                "mimeType": "application/json",
+                "text": '{"id":42,"name":"item 42"}',
+            }
+        ]
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (("notes://nothing",), 2, "serves 'notes://nothing'"),
+        (("notes://items/x",), 1, "item_id: expected integer"),
+    ],
+)
+def test_a_uri_no_resource_serves_or_one_that_fails_is_said(
+    args: tuple[str, ...], code: int, words: str
+) -> None:
+    done = run("read", REF, *args)
+    assert done.returncode == code
+    assert words in done.stdout + done.stderr
+
+
+def test_get_renders_a_prompt_with_string_arguments() -> None:
+    done = run("get", REF, "review", "code=x = 1", "focus=style")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "user: Review this for style:",
+        "x = 1",
+        "user: [image image/gif]",
+        "assistant: Reading it now.",
+    ]
+    as_json = json.loads(run("get", REF, "review", "code=y", "--json").stdout)
+    assert as_json["description"] == "Ask for a code review."
+    assert as_json["messages"][0]["content"]["text"] == "Review this for bugs:\ny"
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("review",), "code: required property is missing"),
+        (("review", "code=x", "focus=speed"), "focus"),
+        (("reveiw",), "did you mean 'review'"),
+        (("review", "nonsense"), "key=value pairs"),
+    ],
+)
+def test_get_refuses_missing_wrong_or_unknown_with_a_usage_error(
+    args: tuple[str, ...], words: str
+) -> None:
+    done = run("get", REF, *args)
+    assert done.returncode == 2
+    assert words in done.stderr
+
+
+def test_read_and_get_ask_an_mcp_server_at_a_url(url: str) -> None:
+    text = run("read", url, "notes://readme")
+    assert (text.returncode, text.stdout) == (0, "# Notes\nRead me first.\n")
+    missing = run("read", url, "notes://nothing")
+    assert missing.returncode == 2 and "Resource not found" in missing.stderr
+    got = run("get", url, "review", "code=z")
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.splitlines()[0] == "user: Review this for bugs:"
+    refused = run("get", url, "review")
+    assert refused.returncode == 2 and "code" in refused.stderr
+
+
+def test_the_mcp_client_lists_reads_and_gets() -> None:
+    from toolnexus import McpError
+    from toolnexus.mcp import McpClient
+
+    with HttpServer(toolkit, port=0) as server:
+        server.start()
+        with McpClient(url=server.url) as client:
+            assert [r["uri"] for r in client.list_resources()] == ["notes://readme", "notes://logo"]
+            assert [t["uriTemplate"] for t in client.list_resource_templates()] == [
+                "notes://items/{item_id}"
+            ]
+            (content,) = client.read_resource("notes://items/17")
+            assert content["text"] == '{"id":17,"name":"item 17"}'
+            assert [p["name"] for p in client.list_prompts()] == ["review"]
+            rendered = client.get_prompt("review", {"code": "q"})
+            assert rendered["messages"][2] == {
+                "role": "assistant",
+                "content": {"type": "text", "text": "Reading it now."},
+            }
+            with pytest.raises(McpError, match="Resource not found"):
+                client.read_resource("notes://gone")
