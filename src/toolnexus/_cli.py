@@ -451,11 +451,11 @@ def _module_toolkit(ref: str, module: ModuleType) -> Toolkit:
     names = list(exported) if exported is not None else list(vars(module))
     tools: list[Any] = []  # tools, and MCP resources and prompts
     kits: list[str] = []
-    from ._toolkit import _served_kind
+    from ._toolkit import served_kind
 
     for name in names:
         value = getattr(module, name, None)
-        if (isinstance(value, Tool) or _served_kind(value)) and not any(value is t for t in tools):
+        if (isinstance(value, Tool) or served_kind(value)) and not any(value is t for t in tools):
             tools.append(value)  # a tool, or an MCP resource or prompt
         elif isinstance(value, Toolkit):
             kits.append(name)

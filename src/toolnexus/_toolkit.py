@@ -75,7 +75,7 @@ class Toolkit:
 
     @staticmethod
     def _as_item(item: Any, frame: Any) -> Any:
-        if isinstance(item, Tool) or _served_kind(item) is not None:
+        if isinstance(item, Tool) or served_kind(item) is not None:
             return item
         if not callable(item):
             raise InvalidTypeError(
@@ -86,7 +86,7 @@ class Toolkit:
 
     def _table(self, item: Any) -> tuple[dict[str, Any], str, str]:
         """Where ``item`` is kept, its key there, and its kind."""
-        kind = _served_kind(item)
+        kind = served_kind(item)
         if kind == "resource":
             return self._resources, item.uri, kind
         if kind == "prompt":
@@ -491,7 +491,7 @@ class Toolkit:
 _SERVED_METHODS = frozenset({"resources/read", "prompts/get", "completion/complete"})
 
 
-def _served_kind(item: Any) -> str | None:
+def served_kind(item: Any) -> str | None:
     """``"resource"`` or ``"prompt"`` for an MCP resource or prompt, else None. Only
     ``toolnexus.mcp`` makes them: if it is not loaded, ``item`` is neither."""
     package = __name__.rpartition(".")[0]
