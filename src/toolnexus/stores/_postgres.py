@@ -57,6 +57,8 @@ _CHECK_URL = (
     "database in the URL right?)"
 )
 _LOCK_ID = 0x746E7573  # pg_advisory_xact_lock: one creator of the table at a time
+# After a lost reply, how many timeouts a retry waits for the server to answer again.
+_IN_DOUBT = 2
 
 
 def _psycopg() -> tuple[Any, Any]:
@@ -169,24 +171,36 @@ class _Database:
             raise self.unavailable(exc) from exc
         except self._pool_module.PoolTimeout as exc:
             failure: BaseException = exc  # none came free: the pool is busy, or reconnecting
+            in_doubt = False  # nothing was sent
         except self._psycopg.OperationalError as exc:
             # The server restarted (or the network broke): drop every broken connection,
             # and let the pool make new ones while a connection of our own serves.
             failure = exc
+            in_doubt = True  # the statement may have been done, its reply lost
             self._degraded = True
             pool.check()
         except self._psycopg.Error as exc:
             raise self.unavailable(exc) from exc
         # A connection of our own: it works as soon as the server does, and when the
-        # server is down it fails at once with the reason.
-        try:
-            with self._psycopg.connect(
-                self._url, autocommit=True, connect_timeout=self._connect_timeout()
-            ) as db:
-                return operation(db, True)
-        except self._psycopg.Error as exc:
-            self._degraded = True
-            raise self.unavailable(exc) from failure
+        # server is down it fails at once with the reason — unless the first attempt may
+        # have been done: then only the server can say, so it is asked again while it
+        # restarts, for up to twice the timeout, rather than refusing an answer it may
+        # already have recorded.
+        patience = time.monotonic() + (_IN_DOUBT * self._timeout_s if in_doubt else 0.0)
+        while True:
+            try:
+                with self._psycopg.connect(
+                    self._url, autocommit=True, connect_timeout=self._connect_timeout()
+                ) as db:
+                    return operation(db, True)
+            except self._psycopg.OperationalError as exc:
+                self._degraded = True
+                if time.monotonic() >= patience:
+                    raise self.unavailable(exc) from failure
+                threading.Event().wait(0.1)  # the server is starting: ask again shortly
+            except self._psycopg.Error as exc:
+                self._degraded = True
+                raise self.unavailable(exc) from failure
 
     def _after_fork(self) -> Any:
         with self._lock:

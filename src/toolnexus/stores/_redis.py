@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -37,6 +38,8 @@ _T = TypeVar("_T")
 
 __all__ = ["RedisAnswerStore", "RedisTaskStore"]
 
+# After a lost reply, how many timeouts a retry waits for the server to answer again.
+_IN_DOUBT = 2
 _CHECK_URL = (
     " (is the server running and reachable, and are the host, port, password and database "
     "in the URL right?)"
@@ -75,7 +78,7 @@ class _Server:
 
         self.errors = redis.exceptions
         self.where = redact(url)
-        timeout_s = timeout_ms / 1000
+        timeout_s = self._timeout_s = timeout_ms / 1000
         try:
             pool = redis.BlockingConnectionPool.from_url(
                 url,
@@ -126,10 +129,21 @@ class _Server:
             first_error = exc
         except errors.RedisError as exc:  # READONLY, OOM, NOAUTH: the server said no
             raise self.unavailable(exc) from exc
-        try:
-            return operation(self.client, True)
-        except errors.RedisError as exc:
-            raise self.unavailable(exc) from first_error
+        # The command may have been done, its reply lost: only the server can say, so it is
+        # asked again while it restarts, for up to twice the timeout, rather than refusing
+        # an answer it may already have recorded.
+        patience = time.monotonic() + _IN_DOUBT * self._timeout_s
+        while True:
+            try:
+                return operation(self.client, True)
+            except (errors.ConnectionError, errors.TimeoutError) as exc:
+                if isinstance(exc, errors.AuthenticationError) or time.monotonic() >= patience:
+                    raise self.unavailable(exc) from first_error
+                threading.Event().wait(0.1)  # the server is starting: ask again shortly
+            except errors.RedisError as exc:  # LOADING while it reads its log, READONLY, ...
+                if "LOADING" not in str(exc) or time.monotonic() >= patience:
+                    raise self.unavailable(exc) from first_error
+                threading.Event().wait(0.1)
 
     def close(self) -> None:
         self._closed = True
