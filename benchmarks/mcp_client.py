@@ -7,8 +7,9 @@
 Every client drives the same server, ``benchmarks/mcp_client_server.py``, over stdio (a
 server process per client) and over Streamable HTTP (one server process), in one run:
 
-- ``floor``: the least a client can cost: a stdlib JSON-RPC loop speaking the same modern
-  era on the same wire (stdio: ``json.dumps`` a line, ``readline`` the answer; HTTP:
+- ``floor``: the least a client can cost: a stdlib JSON-RPC loop sending the requests
+  ``toolnexus`` sends (the same modern-era ``_meta``, so the server's work is the same)
+  on the same wire (stdio: ``json.dumps`` a line, ``readline`` the answer; HTTP:
   ``http.client`` keep-alive POSTs with ``TCP_NODELAY``), without ids to match, results to
   map, deadlines or threads;
 - ``socket`` (HTTP only): the same exchange written and read on the socket by hand (one
@@ -61,9 +62,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = [sys.executable, str(ROOT / "benchmarks" / "mcp_client_server.py")]
 MODERN = "2026-07-28"
-META = {
+META = {  # what McpClient sends (elicitation declared, named): the server parses the same
     "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}},
+    "io.modelcontextprotocol/clientInfo": {"name": "toolnexus", "version": "0.1.0"},
 }
 ARGUMENTS = {"a": 1, "b": 2}
 
@@ -81,7 +83,7 @@ class FloorStdio:
         assert self.process.stdin is not None and self.process.stdout is not None
         self.next_id += 1
         message = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        message["params"] = {**params, "_meta": META}
+        message["params"] = {**params, "_meta": {**META, "progressToken": self.next_id}}
         self.process.stdin.write(json.dumps(message).encode() + b"\n")
         self.process.stdin.flush()
         return json.loads(self.process.stdout.readline())["result"]
@@ -110,7 +112,7 @@ class FloorHttp:
     def ask(self, method: str, params: dict[str, Any], name: str | None = None) -> Any:
         self.next_id += 1
         body = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        body["params"] = {**params, "_meta": META}
+        body["params"] = {**params, "_meta": {**META, "progressToken": self.next_id}}
         headers = {
             "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream",
@@ -143,7 +145,7 @@ class FloorSocket:
     def ask(self, method: str, params: dict[str, Any]) -> Any:
         self.next_id += 1
         body = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        body["params"] = {**params, "_meta": META}
+        body["params"] = {**params, "_meta": {**META, "progressToken": self.next_id}}
         data = json.dumps(body).encode()
         head = (
             "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"

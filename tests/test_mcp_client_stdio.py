@@ -10,6 +10,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from toolnexus import CancellationTokenSource
 from toolnexus.mcp import McpClient
 
@@ -69,3 +71,20 @@ def test_calls_from_many_threads_while_others_are_cancelled() -> None:
 def test_an_answer_the_server_did_not_end_with_a_newline_is_still_read() -> None:
     with McpClient(sys.executable, [FAKE, "unterminated"], name="fake") as client:
         assert client.call_tool("echo", {"text": "last words"}).output == "last words"
+
+
+def test_without_poll_the_reader_thread_reads_every_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Windows has no poll() for pipes: there the reader thread reads for every caller.
+    from toolnexus.mcp import _client_stdio
+
+    monkeypatch.setattr(_client_stdio, "_CAN_POLL", False)
+    with our_server() as client:
+        with ThreadPoolExecutor(4) as pool:
+            texts = list(
+                pool.map(lambda i: client.call_tool("echo", {"text": str(i)}).output, range(40))
+            )
+        assert texts == [str(i) for i in range(40)]
+        source = CancellationTokenSource()
+        threading.Timer(0.2, source.cancel).start()
+        result = client.call_tool("hang", {"seconds": 60}, cancellation_token=source.token)
+        assert result.output == "cancelled by the caller"

@@ -173,7 +173,10 @@ class _Waiter:
 
     def put(self, event: Any) -> None:
         self.events.append(event)
-        self.wake()
+        with self.guard:  # wake() written out: this runs for every message
+            sleeper, self.sleeper = self.sleeper, None
+        if sleeper is not None:
+            sleeper.release()
 
     def close(self, reason: str, failure: Exception | None = None) -> None:
         with self.guard:
@@ -800,10 +803,22 @@ class McpClient:
         deadline = None if timeout is None else time.monotonic() + timeout
         events = waiter.events
         reader = connection.transport if connection.is_stdio else None
+        # (A token that can never be cancelled is not asked, on every message, whether it is.)
+        cancellable = token is not _NEVER and token.can_be_cancelled
+        if cancellable:
+
+            def done() -> object:
+                return events or waiter.closed is not None or token.is_cancellation_requested
+
+        else:
+
+            def done() -> object:
+                return events or waiter.closed is not None
+
         while True:
             if events:
                 return events.popleft()
-            if token.is_cancellation_requested:
+            if cancellable and token.is_cancellation_requested:
                 raise _Cancelled()
             if waiter.closed is not None:
                 raise waiter.failure or _Lost(waiter.closed)
@@ -812,10 +827,7 @@ class McpClient:
                 raise _Idle()
             if reader is not None:
                 # Read the answer on this thread when no other thread reads the pipe.
-                read = reader.read_until(  # type: ignore[union-attr]
-                    lambda: events or waiter.closed is not None or token.is_cancellation_requested,
-                    left,
-                )
+                read = reader.read_until(done, left)  # type: ignore[union-attr]
                 if read is not None:
                     continue
                 if connection.lost is not None and not events:
@@ -1357,7 +1369,7 @@ class McpClient:
         headers: Mapping[str, str] | None,
         retry: Mapping[str, Any] | None,
     ) -> ToolResult:
-        if token.is_cancellation_requested:
+        if token is not _NEVER and token.is_cancellation_requested:
             return ToolResult("cancelled by the caller", True)
         for attempt in (0, 1):
             try:
@@ -1384,7 +1396,15 @@ class McpClient:
                 if connection.is_stdio:
                     connection.waiters[request_id] = waiter
             try:
-                self._send_request(connection, outgoing, headers, self._idle_s, waiter)
+                if connection.is_stdio:  # registered above: send it (what _send_request does)
+                    try:
+                        connection.transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
+                    except (OSError, McpError) as exc:
+                        with self._lock:
+                            connection.waiters.pop(request_id, None)
+                        raise _Lost(f"cannot write to the server: {exc}", sent=False) from None
+                else:
+                    self._send_request(connection, outgoing, headers, self._idle_s, waiter)
             except _Lost as lost:
                 with self._lock:
                     connection.calls.pop(request_id, None)

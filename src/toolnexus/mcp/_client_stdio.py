@@ -224,38 +224,36 @@ class StdioTransport:
         :class:`_Ended` when reading stops for good."""
         buffer = self._buffer
         while True:
-            newline = buffer.find(b"\n", self._scanned)
-            if newline >= 0:
-                if newline > self._limit:
+            if buffer:
+                newline = buffer.find(b"\n", self._scanned)
+                if newline >= 0:
+                    if newline > self._limit:
+                        self._too_long()
+                    line = buffer[:newline]
+                    del buffer[: newline + 1]
+                    self._scanned = 0
+                    return line
+                if len(buffer) > self._limit:
                     self._too_long()
-                line = buffer[:newline]
-                del buffer[: newline + 1]
-                self._scanned = 0
-                return line
-            if len(buffer) > self._limit:
-                self._too_long()
+                self._scanned = len(buffer)
             if self._ended is not None or self._at_end:
                 self._end("the server closed its stdout")
-            self._scanned = len(buffer)
-            if self._poller is not None:
+            poller = self._poller
+            if poller is not None:
                 if deadline is None:
-                    ready = self._poller.poll()
+                    ready = poller.poll()
                 else:
                     left = deadline - _monotonic()
                     if left <= 0:
                         return None
-                    ready = self._poller.poll(left * 1000 + 1)
+                    ready = poller.poll(left * 1000 + 1)
                 if not ready:
                     return None
-                readable = False
-                for fd, _ in ready:
-                    if fd == self._fd:
-                        readable = True
-                    else:
-                        with contextlib.suppress(OSError):
-                            os.read(self._wake_read, 4096)
-                if not readable:
-                    return bytearray()
+                if len(ready) != 1 or ready[0][0] != self._fd:  # the wake-up pipe too
+                    with contextlib.suppress(OSError):
+                        os.read(self._wake_read, 4096)
+                    if all(fd != self._fd for fd, _ in ready):
+                        return bytearray()
             size = len(buffer)
             try:
                 buffer += os.read(self._fd, _CHUNK)  # one statement: a Ctrl-C loses nothing
