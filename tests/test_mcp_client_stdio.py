@@ -88,3 +88,18 @@ def test_without_poll_the_reader_thread_reads_every_answer(monkeypatch: pytest.M
         threading.Timer(0.2, source.cancel).start()
         result = client.call_tool("hang", {"seconds": 60}, cancellation_token=source.token)
         assert result.output == "cancelled by the caller"
+
+
+def test_a_call_interrupted_while_it_waits_is_given_up() -> None:
+    def interrupt(progress: float, total: float | None, message: str | None) -> None:
+        raise KeyboardInterrupt  # as Ctrl-C would, while the call waits
+
+    with our_server() as client:
+        with pytest.raises(KeyboardInterrupt):
+            client.call_tool("steps", {"count": 3}, progress=interrupt)
+        # Nothing is left waiting for it (a waiter left behind would keep the reader thread
+        # reading for every later call), and the next call is answered.
+        connection = client._connection
+        assert connection is not None and not connection.calls
+        assert client.call_tool("echo", {"text": "after"}).output == "after"
+        assert not connection.waiters

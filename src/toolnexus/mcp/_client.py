@@ -1482,6 +1482,13 @@ class McpClient:
                     if pending is not None:
                         parked = True
                         return pending
+        except BaseException:
+            # Ctrl-C (or a reporter that raised) while the call runs: it is given up, and the
+            # server told, as on a cancel; its waiter must not wait (and count) forever.
+            if not parked and waiter.request_id in connection.calls:
+                with contextlib.suppress(Exception):
+                    self._abandon(connection, waiter, "interrupted")
+            raise
         finally:
             if registration is not None:
                 registration.unregister()
