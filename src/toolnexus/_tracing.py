@@ -237,10 +237,10 @@ class CallSpan:
 
         return context.attach(self._context)
 
-    def leave(self, token: object) -> None:
+    def leave(self, token: Any) -> None:
         from opentelemetry import context
 
-        context.detach(token)  # type: ignore[arg-type]
+        context.detach(token)
 
     def seen(self, result: ToolResult) -> ToolResult:
         """An attempt's result: a suspension is recorded as a question."""
@@ -344,10 +344,10 @@ class McpSpan:
 
         return context.attach(self._context)
 
-    def leave(self, token: object) -> None:
+    def leave(self, token: Any) -> None:
         from opentelemetry import context
 
-        context.detach(token)  # type: ignore[arg-type]
+        context.detach(token)
 
     def end(self, result: ToolResult | None) -> None:
         """End the span; an error result marks it ``tool_error`` (a suspension does not)."""
