@@ -1,7 +1,8 @@
 """The floor for ``benchmarks/mcp_server.py``: a stdlib JSON-RPC server answering inline.
 
 It speaks just enough of the legacy MCP handshake for the benchmark client (initialize,
-tools/list, tools/call of ``add``, ping) and computes every answer on the reading thread:
+tools/list, tools/call of ``add``, resources/read of ``bench://note``, prompts/get of
+``greet``, ping) and computes every answer on the reading thread:
 no validation, no threads, no cancellation — what any stdio server must at least pay.
 """
 
@@ -37,6 +38,17 @@ def answer(message: dict[str, Any]) -> dict[str, Any]:
     if method == "tools/call":
         args = message["params"]["arguments"]
         return {"content": [{"type": "text", "text": str(args["a"] + args["b"])}], "isError": False}
+    return other(method, message.get("params") or {})
+
+
+def other(method: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """resources/read and prompts/get (shared with ``mcp_http_floor_server.py``)."""
+    if method == "resources/read":
+        text = "a short note"
+        return {"contents": [{"uri": params["uri"], "mimeType": "text/plain", "text": text}]}
+    if method == "prompts/get":
+        text = f"Hello, {params['arguments']['name']}!"
+        return {"messages": [{"role": "user", "content": {"type": "text", "text": text}}]}
     return {}
 
 

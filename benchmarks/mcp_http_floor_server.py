@@ -1,9 +1,10 @@
 """The floor for ``benchmarks/mcp_http.py``: a raw stdlib ``http.server`` JSON-RPC server.
 
 ``python benchmarks/mcp_http_floor_server.py PORT`` answers POSTs of ``tools/call`` (``add``),
-``tools/list`` and anything else (an empty result) inline on the connection's thread, with
-HTTP/1.1 keep-alive: no validation, no sessions, no security checks, no tool host — what any
-Python HTTP server must at least pay per request.
+``resources/read`` (``bench://note``), ``prompts/get`` (``greet``), ``tools/list`` and
+anything else (an empty result) inline on the connection's thread, with HTTP/1.1 keep-alive:
+no validation, no sessions, no security checks, no tool host — what any Python HTTP server
+must at least pay per request.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import socket
 import sys
 from typing import Any
 
+from mcp_floor_server import other  # this script's folder is first on sys.path
+
 
 def answer(message: dict[str, Any]) -> dict[str, Any]:
     if message.get("method") == "tools/call":
         args = message["params"]["arguments"]
         return {"content": [{"type": "text", "text": str(args["a"] + args["b"])}], "isError": False}
-    return {}
+    return other(message.get("method"), message.get("params") or {})
 
 
 class Handler(http.server.BaseHTTPRequestHandler):

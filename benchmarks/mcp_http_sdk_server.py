@@ -1,6 +1,7 @@
-"""The reference for ``benchmarks/mcp_http.py``: the same ``add`` tool served over
-Streamable HTTP by the official MCP Python SDK (``pip install mcp``; ``MCPServer`` with its
-default settings: stateful sessions, responses as event streams).
+"""The reference for ``benchmarks/mcp_http.py``: the same ``add`` tool, ``bench://note``
+resource and ``greet`` prompt served over Streamable HTTP by the official MCP Python SDK
+(``pip install mcp``; ``MCPServer`` with its default settings: stateful sessions, responses
+as event streams).
 
 ``python benchmarks/mcp_http_sdk_server.py PORT``
 """
@@ -19,6 +20,18 @@ server = MCPServer("reference")
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
+
+
+@server.resource("bench://note", mime_type="text/plain")
+def note() -> str:
+    """A short note."""
+    return "a short note"
+
+
+@server.prompt()
+def greet(name: str) -> str:
+    """Greet someone by name."""
+    return f"Hello, {name}!"
 
 
 if __name__ == "__main__":
