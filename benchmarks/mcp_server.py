@@ -8,7 +8,8 @@ Run it from a checkout (the server runs from ``src/``):
     python benchmarks/mcp_server.py --pin 0     # every server pinned to CPU 0 (taskset)
     python benchmarks/mcp_server.py --pin 0 --pipelined-only --rounds 10 --calls 5000
 
-Three servers offer the same ``add`` tool over stdio, each run by this interpreter:
+Three servers offer the same ``add`` tool, ``bench://note`` resource and ``greet`` prompt
+over stdio, each run by this interpreter:
 
 - ``toolnexus``: ``python -m toolnexus serve benchmarks/mcp_bench_tools.py:toolkit``
   (the round-trip table adds it with ``--timeout 30000``: calls with a deadline);
@@ -17,20 +18,29 @@ Three servers offer the same ``add`` tool over stdio, each run by this interpret
 - ``sdk``: ``benchmarks/mcp_sdk_server.py``, the official MCP SDK's ``MCPServer`` (only when
   ``mcp`` is importable here, e.g. after ``pip install '.[interop]'``);
 - ``baseline``: with ``--baseline SRC``, the toolnexus server run from another checkout's
-  ``src`` folder, to compare a change with what it replaces under the same conditions.
+  ``src`` folder, to compare a change with what it replaces under the same conditions (a
+  checkout without resources or prompts reads "n/a" in their rows).
 
 Three tables, every figure a median, every ratio between figures of this run (spawns and call
 rounds are interleaved, so a busy machine slows every server alike):
 
 1. start-up: from spawning the process to holding the answer to its first request
    (``initialize``, written at once), and to holding its first ``tools/call`` result;
-2. sequential ``tools/call`` round trips (send, wait for the answer, repeat) per second, on
-   a legacy (``initialize``) connection, plus toolnexus on a modern (2026-07-28) one;
+2. sequential round trips (send, wait for the answer, repeat) per second of ``tools/call``,
+   ``resources/read`` and ``prompts/get``, each on a legacy (``initialize``) connection,
+   plus toolnexus on a modern (2026-07-28) one, every kind in every round; the resource
+   and prompt rows add ``vs call``: times the same server's ``tools/call``. Then a task
+   against a plain call: **a task's round trip** is the ``tools/call`` of ``add_task``
+   (``task_support="required"``, the body of ``add``: the server answers with the task,
+   already completed) followed by the ``tasks/get`` that fetches its result — the least a
+   client pays to get a result through a task (two requests); the plain call is ``add``
+   by the same client (2026-07-28, the tasks extension declared);
 3. pipelined ``tools/call``: 64 requests kept in flight (a new one sent per answer read),
    calls per second against the floor's.
 
 The issue's targets: start-up at most a quarter of the SDK's and at most 3x the floor's; a
-call at least 5x faster than the SDK's and at most 2.5x the floor's; pinned to one core
+call at least 5x faster than the SDK's and at most 2.5x the floor's, and the same bounds for
+a resource read and a prompt; a task at most 1.5x a plain call; pinned to one core
 (``--pin 0``), 64 in flight at least 0.5x the floor's throughput. Nothing here asserts.
 """
 
@@ -44,6 +54,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -53,6 +64,12 @@ HERE = Path(__file__).resolve().parent
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
+}
+TASKS_META = {
+    **MODERN_META,
+    "io.modelcontextprotocol/clientCapabilities": {
+        "extensions": {"io.modelcontextprotocol/tasks": {}}
+    },
 }
 
 
@@ -104,11 +121,46 @@ INITIALIZE = line(
 INITIALIZED = line({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
 
-def call_line(rid: int, modern: bool) -> bytes:
-    params: dict[str, Any] = {"name": "add", "arguments": {"a": rid, "b": 1}}
-    if modern:
-        params["_meta"] = MODERN_META
-    return line({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
+KINDS = ("tools/call", "resources/read", "prompts/get")
+"""The requests the round-trip tables time, each against the same request to the baselines."""
+TASK = "task"  # tools/call of add_task (answered with a completed task), then its tasks/get
+ERAS: dict[str, dict[str, Any] | None] = {
+    "legacy": None,  # an initialize handshake, no _meta
+    "2026-07-28": MODERN_META,
+    "2026-07-28 + tasks": TASKS_META,  # a client that declared the tasks extension
+}
+
+
+def request_line(rid: int, kind: str = "tools/call", era: str = "legacy") -> bytes:
+    """A request of ``kind`` (one of :data:`KINDS`, or :data:`TASK`'s first half)."""
+    method = "tools/call" if kind == TASK else kind
+    params: dict[str, Any]
+    if kind == "resources/read":
+        params = {"uri": "bench://note"}
+    elif kind == "prompts/get":
+        params = {"name": "greet", "arguments": {"name": "bench"}}
+    else:
+        params = {"name": "add_task" if kind == TASK else "add", "arguments": {"a": rid, "b": 1}}
+    meta = ERAS[era]
+    if meta is not None:
+        params["_meta"] = meta
+    return line({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+
+
+TASK_GET = (
+    b'{"jsonrpc":"2.0","id":"get","method":"tasks/get","params":{"taskId":"%s","_meta":'
+    + json.dumps(TASKS_META, separators=(",", ":")).encode()
+    + b"}}\n"
+)
+
+
+def task_get(created: dict[str, Any]) -> bytes:
+    """The ``tasks/get`` that fetches the result of the task ``created`` answers with —
+    a task made already completed (``add_task`` runs only as a task and finishes at once)."""
+    result = created.get("result") or {}
+    if result.get("status") != "completed":
+        raise RuntimeError(f"not a completed task: {created}")
+    return TASK_GET % result["taskId"].encode()
 
 
 class Server:
@@ -164,26 +216,52 @@ def start_up(command: list[str], src: Path) -> tuple[float, float]:
     server.answer(INITIALIZE)
     first = time.perf_counter() - began
     server.send(INITIALIZED)
-    reply = server.answer(call_line(1, modern=False))
+    reply = server.answer(request_line(1))
     tool = time.perf_counter() - began
     assert reply["result"]["content"][0]["text"] == "2", reply
     server.stop()
     return first * 1000, tool * 1000
 
 
-def round_trips(server: Server, count: int, modern: bool, start: int) -> float:
-    """Sequential tools/call round trips per second."""
-    requests = [call_line(start + i, modern) for i in range(count)]
+def round_trips(
+    server: Server, count: int, start: int, kind: str = "tools/call", era: str = "legacy"
+) -> float:
+    """Sequential round trips of ``kind`` per second: each request sent once the answer
+    to the one before is read. A :data:`TASK` is two: the ``tools/call`` answered with the
+    task, then the ``tasks/get`` that fetches its result."""
+    requests = [request_line(start + i, kind, era) for i in range(count)]
     answer = server.answer
     began = time.perf_counter()
-    for request in requests:
-        answer(request)
+    if kind == TASK:
+        for request in requests:
+            answer(task_get(answer(request)))
+    else:
+        for request in requests:
+            answer(request)
     return count / (time.perf_counter() - began)
+
+
+def serves(server: Server, kind: str, era: str) -> bool:
+    """Whether ``server`` answers ``kind`` (an older checkout has no resources, prompts or
+    tasks): one request, its answer checked."""
+    reply = server.answer(request_line(9_999_999, kind, era))
+    result = reply.get("result")
+    if kind == TASK:  # the task's result, inlined in what tasks/get answers
+        if not isinstance(result, dict) or result.get("status") != "completed":
+            return False
+        result = server.answer(task_get(reply)).get("result", {}).get("result")
+    if not isinstance(result, dict) or result.get("isError"):
+        return False
+    if kind == "resources/read":
+        return bool(result.get("contents"))
+    if kind == "prompts/get":
+        return bool(result.get("messages"))
+    return bool(result.get("content"))
 
 
 def pipelined(server: Server, count: int, depth: int, start: int) -> float:
     """tools/call per second with ``depth`` requests in flight."""
-    requests = [call_line(start + i, False) for i in range(count)]
+    requests = [request_line(start + i) for i in range(count)]
     send, readline = server.send, server.readline
     began = time.perf_counter()
     sent = 0
@@ -315,34 +393,106 @@ def start_up_table(servers: dict[str, tuple[list[str], Path]], spawns: int) -> N
     print("targets: toolnexus first answer <= 3x floor and <= 0.25x sdk")
 
 
+def answers_a_task(server: tuple[list[str], Path]) -> bool:
+    """Whether a server of this command answers a task within 10 s (on a server of its
+    own: one that hangs is killed; the round trips then leave the task rows out)."""
+    trial = Server(*server)
+    answered: list[bool] = []
+
+    def attempt() -> None:
+        try:
+            trial.answer(INITIALIZE)
+            trial.send(INITIALIZED)
+            answered.append(serves(trial, TASK, "2026-07-28 + tasks"))
+        except (RuntimeError, OSError, ValueError):
+            pass  # killed while it waited
+
+    waiter = threading.Thread(target=attempt, daemon=True)
+    waiter.start()
+    waiter.join(10)
+    if waiter.is_alive():
+        trial.process.kill()
+        waiter.join()
+        print("(toolnexus did not answer a task within 10 s over stdio: no task rows)")
+    trial.stop()
+    return answered == [True]
+
+
 def round_trip_table(servers: dict[str, tuple[list[str], Path]], rounds: int, calls: int) -> None:
     running = {name: Server(command, src) for name, (command, src) in servers.items()}
     running[DEADLINE] = Server([*SERVE, "--timeout", "30000"], ROOT / "src")
-    variants = [(name, False) for name in running] + [("toolnexus", True)]
-    rates: dict[tuple[str, bool], list[float]] = {variant: [] for variant in variants}
+    # (server, era, kind): every server on a legacy connection, toolnexus on a modern one
+    # too; each kind of request; a task against a plain call by the same (tasks) client.
+    variants = [
+        (name, era, kind)
+        for kind in KINDS
+        for name, era in [(name, "legacy") for name in running] + [("toolnexus", "2026-07-28")]
+        if kind == "tools/call" or name != DEADLINE
+    ]
+    variants += [
+        ("toolnexus", "2026-07-28 + tasks", "tools/call"),
+        ("toolnexus", "2026-07-28 + tasks", TASK),
+    ]
     for server in running.values():
         server.answer(INITIALIZE)
         server.send(INITIALIZED)
-        round_trips(server, 50, False, 10_000_000)  # warm-up
-    round_trips(running["toolnexus"], 50, True, 20_000_000)
+    hangs = not answers_a_task(servers["toolnexus"])
+    missing = {
+        v for v in variants if (hangs and v[2] == TASK) or not serves(running[v[0]], v[2], v[1])
+    }
+    measured = [v for v in variants if v not in missing]
+    rates: dict[tuple[str, str, str], list[float]] = {v: [] for v in measured}
+    for name, era, kind in measured:
+        round_trips(running[name], 50, 10_000_000, kind, era)  # warm-up
     next_id = 1
     for _ in range(rounds):
-        for name, modern in variants:
-            rates[(name, modern)].append(round_trips(running[name], calls, modern, next_id))
+        for name, era, kind in measured:
+            rates[(name, era, kind)].append(round_trips(running[name], calls, next_id, kind, era))
             next_id += calls
     for server in running.values():
         server.stop()
     per_call = {v: 1e6 / statistics.median(r) for v, r in rates.items()}
-    floor_us, sdk_us = per_call[("floor", False)], per_call.get(("sdk", False))
-    print(f"\nsequential tools/call, median of {rounds} rounds of {calls} calls")
-    print(f"{'server':<30}{'calls/s':>10}{'us/call':>10}{'vs floor':>10}{'sdk/this':>10}")
-    for (name, modern), value in per_call.items():
-        label = f"{name} ({'2026-07-28' if modern else 'legacy'})"
-        speed = "-" if sdk_us is None else f"{sdk_us / value:.1f}x"
+    for kind in KINDS:
+        floor_us = per_call.get(("floor", "legacy", kind))
+        sdk_us = per_call.get(("sdk", "legacy", kind))
+        print(f"\nsequential {kind}, median of {rounds} rounds of {calls} requests")
         print(
-            f"{label:<30}{1e6 / value:>10.0f}{value:>10.1f}{ratio(value, floor_us):>10}{speed:>10}"
+            f"{'server':<30}{'calls/s':>10}{'us/call':>10}{'vs floor':>10}{'sdk/this':>10}"
+            + ("" if kind == "tools/call" else f"{'vs call':>10}")
         )
-    print("targets: toolnexus per call <= 2.5x floor, and sdk/this >= 5x")
+        for variant in variants:
+            name, era, of = variant
+            if of != kind or era.endswith("tasks"):
+                continue
+            label = f"{name} ({era})"
+            if variant in missing:
+                print(f"{label:<30}{'n/a':>10}   (not served by this server)")
+                continue
+            value = per_call[variant]
+            speed = "-" if sdk_us is None else f"{sdk_us / value:.1f}x"
+            call = per_call.get((name, era, "tools/call"))
+            print(
+                f"{label:<30}{1e6 / value:>10.0f}{value:>10.1f}{ratio(value, floor_us):>10}"
+                f"{speed:>10}" + ("" if kind == "tools/call" else f"{ratio(value, call):>10}")
+            )
+        print("targets: toolnexus per call <= 2.5x floor, and sdk/this >= 5x")
+    print(
+        f"\na task against a plain call, median of {rounds} rounds of {calls}: a task is "
+        "tools/call of add_task (answered with the task, completed) + tasks/get (its result)"
+    )
+    print(f"{'toolnexus (2026-07-28)':<40}{'us':>10}{'vs plain call':>15}")
+    plain = per_call.get(("toolnexus", "2026-07-28 + tasks", "tools/call"))
+    rows = [
+        ("plain tools/call, no tasks extension", ("toolnexus", "2026-07-28", "tools/call")),
+        ("plain tools/call, tasks extension", ("toolnexus", "2026-07-28 + tasks", "tools/call")),
+        ("task: create + tasks/get", ("toolnexus", "2026-07-28 + tasks", TASK)),
+    ]
+    for label, variant in rows:
+        if variant not in per_call:
+            print(f"{label:<40}{'n/a':>10}")
+            continue
+        print(f"{label:<40}{per_call[variant]:>10.1f}{ratio(per_call[variant], plain):>15}")
+    print("target: a task <= 1.5x a plain call")
 
 
 if __name__ == "__main__":
