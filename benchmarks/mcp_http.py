@@ -7,8 +7,8 @@ Run it from a checkout (the servers run from ``src/``):
     python benchmarks/mcp_http.py --repeat 3 --only sequential   # 3 runs, round trips only
     python benchmarks/mcp_http.py --baseline /tmp/old/src   # add an older checkout's server
 
-Servers offering the same ``add`` tool on ``http://127.0.0.1:PORT/mcp``, each a process of
-this interpreter:
+Servers offering the same ``add`` tool, ``bench://note`` resource and ``greet`` prompt on
+``http://127.0.0.1:PORT/mcp``, each a process of this interpreter:
 
 - ``toolnexus``: ``python -m toolnexus serve benchmarks/mcp_bench_tools.py:toolkit --http
   PORT`` (the embedded stdlib server), measured on a modern (2026-07-28, stateless) and on a
@@ -17,7 +17,8 @@ this interpreter:
 - ``floor``: ``benchmarks/mcp_http_floor_server.py``, a raw ``http.server`` JSON-RPC server
   answering inline with keep-alive — the least a Python HTTP server costs per request;
 - ``baseline``: with ``--baseline SRC``, the embedded server run from another checkout's
-  ``src`` folder (modern and legacy), to compare a change with what it replaces in one run;
+  ``src`` folder (modern and legacy), to compare a change with what it replaces in one run
+  (a checkout without resources or prompts reads "n/a" in their rows);
 - ``sdk``: ``benchmarks/mcp_http_sdk_server.py``, the official MCP SDK's ``MCPServer`` on
   Streamable HTTP, default settings (when ``mcp`` is importable, ``pip install '.[interop]'``).
 
@@ -25,7 +26,16 @@ Three tables, every figure a median, every ratio between figures of this run (se
 measured in turn, round after round, so a busy machine slows each alike):
 
 1. start-up: from spawning the process to holding the answer to its first ``tools/call``;
-2. sequential ``tools/call`` round trips on one kept-alive connection (microseconds per call);
+2. sequential round trips on one kept-alive connection (microseconds per request), of
+   ``tools/call``, ``resources/read`` and ``prompts/get``, every server, every kind in every
+   round (``x call``: times the same server's ``tools/call``); then a task against a plain
+   call. **A task's round trip** (``toolnexus (tasks) task``) is the ``tools/call`` of
+   ``add_task`` (``task_support="required"``, the body of ``add``: the server answers with
+   the task, already completed) followed by the ``tasks/get`` that fetches its result — the
+   least a client pays to get a result through a task, two requests; its ``x call`` is
+   against ``toolnexus (tasks)``, ``add`` called by the same client (2026-07-28, the tasks
+   extension declared). ``toolnexus (tasks) create`` is the first request alone: what
+   making a task adds to one request;
 3. throughput: 16 client threads, each with its own kept-alive connection, calls per second
    (the clients are threads of this process: on a small machine they share its cores with the
    server, which compresses every ratio toward 1).
@@ -35,8 +45,9 @@ server, the median over the runs of its figure and of its ratio to each baseline
 ratio taken within one run), with the ratios' range. The load average is printed first and
 last: the machine is shared.
 
-The issue's targets: a round trip at most 2x the floor's and at least 5x faster than the
-SDK's. Nothing here asserts.
+The issue's targets: a round trip (a tool call, a resource read, a prompt) at most 2x the
+floor's and at least 5x faster than the SDK's; a task at most 1.5x a plain call. Nothing
+here asserts.
 """
 
 from __future__ import annotations
@@ -45,6 +56,7 @@ import argparse
 import http.client
 import importlib.util
 import json
+import math
 import os
 import socket
 import statistics
@@ -61,6 +73,29 @@ MODERN = "2026-07-28"
 META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientCapabilities": {},
+}
+TASKS_META = {  # a modern client that declared the tasks extension
+    **META,
+    "io.modelcontextprotocol/clientCapabilities": {
+        "extensions": {"io.modelcontextprotocol/tasks": {}}
+    },
+}
+KINDS = ("tools/call", "resources/read", "prompts/get")
+"""The requests the round trips time, each against the same request to the baselines."""
+TASK = "task"  # tools/call of add_task (answered with the task, completed), then tasks/get
+CREATE = "create"  # that tools/call alone: making the task
+REQUESTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "tools/call": ("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}),
+    "resources/read": ("resources/read", {"uri": "bench://note"}),
+    "prompts/get": ("prompts/get", {"name": "greet", "arguments": {"name": "bench"}}),
+    TASK: ("tools/call", {"name": "add_task", "arguments": {"a": 1, "b": 2}}),
+    CREATE: ("tools/call", {"name": "add_task", "arguments": {"a": 1, "b": 2}}),
+}
+NAMED = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
 }
 CLIENTS = 16
 SOURCES: dict[str, Path] = {}  # the src folder a server runs from, when not this checkout's
@@ -117,6 +152,10 @@ def asgi_factory() -> Any:
     return asgi_app(toolkit)
 
 
+class Unserved(Exception):
+    """The server answered with an error: it does not serve this (an older checkout)."""
+
+
 class Connection:
     """One kept-alive client connection speaking one era (or plain JSON-RPC)."""
 
@@ -153,27 +192,50 @@ class Connection:
             return json.loads(lines[-1][5:]), headers
         return json.loads(body), headers
 
-    def add(self) -> None:
+    def send(self, method: str, params: dict[str, Any]) -> Any:
+        """One request (with the era's ``_meta`` and headers); its answer's ``result``.
+        Raises :class:`Unserved` for an error answer."""
         self.next_id += 1
-        params: dict[str, Any] = {"name": "add", "arguments": {"a": 1, "b": 2}}
         headers = self.headers
-        if self.era == "modern":
-            params["_meta"] = META
+        if self.era in ("modern", "tasks"):
+            params = {**params, "_meta": TASKS_META if self.era == "tasks" else META}
             headers = {
                 **headers,
                 "MCP-Protocol-Version": MODERN,
-                "Mcp-Method": "tools/call",
-                "Mcp-Name": "add",
+                "Mcp-Method": method,
+                "Mcp-Name": params[NAMED[method]],
             }
         saved, self.headers = self.headers, headers
         try:
             reply, _ = self.post(
-                {"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call", "params": params}
+                {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
             )
         finally:
             self.headers = saved
-        if reply["result"]["content"][0]["text"] != "3":
-            raise SystemExit(f"bench: a wrong answer: {reply}")
+        if not isinstance(reply, dict) or "result" not in reply:
+            raise Unserved(f"{method}: {reply}")
+        return reply["result"]
+
+    def ask(self, kind: str = "tools/call") -> None:
+        """One round trip of ``kind`` (a :data:`TASK`: two), its answer checked."""
+        result = self.send(*REQUESTS[kind])
+        if kind in (TASK, CREATE):  # the task, made completed
+            if result.get("status") != "completed":
+                raise SystemExit(f"bench: not a completed task: {result}")
+            if kind == CREATE:
+                return
+            result = self.send("tasks/get", {"taskId": result["taskId"]}).get("result")
+        if kind == "resources/read":
+            right = result["contents"][0]["text"] == "a short note"
+        elif kind == "prompts/get":
+            right = result["messages"][0]["content"]["text"] == "Hello, bench!"
+        else:
+            right = result["content"][0]["text"] == "3"
+        if not right:
+            raise SystemExit(f"bench: a wrong answer to {kind}: {result}")
+
+    def add(self) -> None:
+        self.ask()
 
     def close(self) -> None:
         self.http.close()
@@ -225,17 +287,31 @@ def era_of(name: str) -> str:
     return "plain" if name == "floor" else "legacy" if name == "sdk" else "modern"
 
 
-def sequential(port: int, era: str, calls: int) -> float:
-    """Microseconds per round trip on one kept-alive connection."""
+def sequential(port: int, era: str, calls: int, kind: str = "tools/call") -> float:
+    """Microseconds per round trip of ``kind`` on one kept-alive connection."""
     connection = Connection(port, era)
+    ask = connection.ask
     for _ in range(min(100, calls)):  # warm up
-        connection.add()
+        ask(kind)
     start = time.perf_counter()
     for _ in range(calls):
-        connection.add()
+        ask(kind)
     elapsed = time.perf_counter() - start
     connection.close()
     return elapsed / calls * 1e6
+
+
+def serves(port: int, era: str, kind: str) -> bool:
+    """Whether the server answers ``kind`` (an older checkout has no resources, prompts
+    or tasks)."""
+    connection = Connection(port, era)
+    try:
+        connection.ask(kind)
+    except Unserved:
+        return False
+    finally:
+        connection.close()
+    return True
 
 
 def concurrent(port: int, era: str, calls_each: int) -> float:
@@ -285,26 +361,48 @@ def cost(value: float, base: float | None, lower_is_better: bool) -> float | Non
     return value / base if lower_is_better else base / value
 
 
+def label(name: str, era: str, kind: str = "tools/call") -> str:
+    """A row's name: the server (its era, when it has two), then the kind of request."""
+    server = f"{name} ({era})" if name in TWO_ERAS or era == "tasks" else name
+    return server if kind == "tools/call" else f"{server} {kind}"
+
+
+def split(row: str) -> tuple[str, str]:
+    """A row's server and kind of request (the inverse of :func:`label`)."""
+    server, _, kind = row.rpartition(" ")
+    return (server, kind) if kind in (*KINDS, TASK, CREATE) else (row, "tools/call")
+
+
 def ratios(run: dict[str, float], name: str, lower_is_better: bool) -> list[float | None]:
-    """[times the floor's cost, times faster than the SDK] for one server in one run: the
-    issue's two targets, read directly (<= 2 and >= 5)."""
-    to_floor = cost(run[name], run.get("floor"), lower_is_better)
-    to_sdk = cost(run[name], run.get("sdk"), lower_is_better)
-    return [to_floor, None if to_sdk is None else 1 / to_sdk]
+    """[times the floor's cost, times faster than the SDK, times the same server's
+    tools/call] for one row in one run, each against the same kind of request: the
+    issue's targets, read directly (<= 2, >= 5; a task <= 1.5)."""
+    server, kind = split(name)
+    to_floor = cost(run[name], run.get(label("floor", "plain", kind)), lower_is_better)
+    to_sdk = cost(run[name], run.get(label("sdk", "legacy", kind)), lower_is_better)
+    to_call = None if kind == "tools/call" else cost(run[name], run.get(server), lower_is_better)
+    return [to_floor, None if to_sdk is None else 1 / to_sdk, to_call]
 
 
 def shown(number: float | None) -> str:
-    return "-" if number is None else f"{number:.2f}"
+    return "-" if number is None else "n/a" if math.isnan(number) else f"{number:.2f}"
+
+
+RATIOS = f"{'x floor':>10}{'sdk x':>10}{'x call':>10}"
+LEGEND = (
+    "  (x floor: times the floor's cost for the same request; sdk x: times faster than the\n"
+    "  SDK; x call: times the same server's tools/call; n/a: not served by that server)"
+)
 
 
 def table(part: str, rows: dict[str, float], heading: str = "") -> None:
     title, unit, lower_is_better = TABLES[part]
     print(f"\n{title}{heading}")
-    print(f"  {'server':<22}{unit:>14}{'x floor':>10}{'sdk x':>10}")
+    print(f"  {'server':<36}{unit:>14}{RATIOS}")
     for name, value in rows.items():
-        to_floor, to_sdk = ratios(rows, name, lower_is_better)
-        print(f"  {name:<22}{value:>14.1f}{shown(to_floor):>10}{shown(to_sdk):>10}")
-    print("  (x floor: times the floor's cost per call; sdk x: times faster than the SDK)")
+        cells = "".join(f"{shown(r):>10}" for r in ratios(rows, name, lower_is_better))
+        print(f"  {name:<36}{shown(value):>14}{cells}")
+    print(LEGEND)
 
 
 def summary(part: str, repeats: list[dict[str, float]]) -> None:
@@ -312,14 +410,19 @@ def summary(part: str, repeats: list[dict[str, float]]) -> None:
     (each ratio taken within its repeat), with the ratios' range."""
     title, unit, lower_is_better = TABLES[part]
     print(f"\n{title}, over {len(repeats)} repeats")
-    print(f"  {'server':<22}{unit:>14}{'x floor':>10}{'(range)':>14}{'sdk x':>10}{'(range)':>14}")
+    print(
+        f"  {'server':<36}{unit:>14}{'x floor':>10}{'(range)':>14}{'sdk x':>10}{'(range)':>14}"
+        f"{'x call':>10}{'(range)':>14}"
+    )
     for name in repeats[0]:
-        cells = [f"  {name:<22}{statistics.median(run[name] for run in repeats):>14.1f}"]
-        for column in (0, 1):
+        value = shown(statistics.median(run[name] for run in repeats))
+        cells = [f"  {name:<36}{value:>14}"]
+        for column in (0, 1, 2):
             found = [
                 r
                 for run in repeats
                 if (r := ratios(run, name, lower_is_better)[column]) is not None
+                and not math.isnan(r)
             ]
             if not found:
                 cells.append(f"{'-':>10}{'':>14}")
@@ -327,7 +430,7 @@ def summary(part: str, repeats: list[dict[str, float]]) -> None:
             spread = f"{min(found):.2f}-{max(found):.2f}"
             cells.append(f"{statistics.median(found):>10.2f}{spread:>14}")
         print("".join(cells))
-    print("  (x floor: times the floor's cost per call; sdk x: times faster than the SDK)")
+    print(LEGEND)
 
 
 def measure(
@@ -355,25 +458,35 @@ def measure(
     if "sequential" not in parts and "throughput" not in parts:
         return found
     running = {name: Server(name, command) for name, command in commands.items()}
-    round_trip: dict[str, list[float]] = {}
+    # The round trips: every kind of request on every server and era, then a task against
+    # a plain call by the same client (the embedded server, a client of the tasks extension).
+    trips = [(name, era, kind) for kind in KINDS for name, era in rows]
+    trips += [("toolnexus", "tasks", kind) for kind in ("tools/call", CREATE, TASK)]
+    round_trip: dict[str, list[float]] = {label(*trip): [] for trip in trips}
     throughput: dict[str, list[float]] = {}
     try:
         for name, server in running.items():
             server.first_call(era_of(name))
+        if "sequential" in parts:
+            unserved = [trip for trip in trips if not serves(running[trip[0]].port, *trip[1:])]
+            trips = [trip for trip in trips if trip not in unserved]
+            for trip in unserved:
+                round_trip[label(*trip)] = [math.nan]
         for _ in range(rounds):
-            for name, era in rows:
-                label = f"{name} ({era})" if name in TWO_ERAS else name
-                port = running[name].port
-                if "sequential" in parts:
-                    round_trip.setdefault(label, []).append(sequential(port, era, calls))
-                if "throughput" in parts:
-                    throughput.setdefault(label, []).append(
-                        concurrent(port, era, max(calls // CLIENTS * 4, 10))
+            if "sequential" in parts:
+                for name, era, kind in trips:
+                    round_trip[label(name, era, kind)].append(
+                        sequential(running[name].port, era, calls, kind)
+                    )
+            if "throughput" in parts:
+                for name, era in rows:
+                    throughput.setdefault(label(name, era), []).append(
+                        concurrent(running[name].port, era, max(calls // CLIENTS * 4, 10))
                     )
     finally:
         for server in running.values():
             server.stop()
-    if round_trip:
+    if "sequential" in parts:
         found["sequential"] = {name: statistics.median(v) for name, v in round_trip.items()}
     if throughput:
         found["throughput"] = {name: statistics.median(v) for name, v in throughput.items()}

@@ -34,7 +34,8 @@ rounds are interleaved, so a busy machine slows every server alike):
    (``task_support="required"``, the body of ``add``: the server answers with the task,
    already completed) followed by the ``tasks/get`` that fetches its result — the least a
    client pays to get a result through a task (two requests); the plain call is ``add``
-   by the same client (2026-07-28, the tasks extension declared);
+   by the same client (2026-07-28, the tasks extension declared). The create alone (one
+   request, the server making the task) is shown too: what a task adds per request;
 3. pipelined ``tools/call``: 64 requests kept in flight (a new one sent per answer read),
    calls per second against the floor's.
 
@@ -124,6 +125,7 @@ INITIALIZED = line({"jsonrpc": "2.0", "method": "notifications/initialized"})
 KINDS = ("tools/call", "resources/read", "prompts/get")
 """The requests the round-trip tables time, each against the same request to the baselines."""
 TASK = "task"  # tools/call of add_task (answered with a completed task), then its tasks/get
+CREATE = "create"  # that tools/call alone: making the task
 ERAS: dict[str, dict[str, Any] | None] = {
     "legacy": None,  # an initialize handshake, no _meta
     "2026-07-28": MODERN_META,
@@ -133,14 +135,15 @@ ERAS: dict[str, dict[str, Any] | None] = {
 
 def request_line(rid: int, kind: str = "tools/call", era: str = "legacy") -> bytes:
     """A request of ``kind`` (one of :data:`KINDS`, or :data:`TASK`'s first half)."""
-    method = "tools/call" if kind == TASK else kind
+    method = "tools/call" if kind in (TASK, CREATE) else kind
     params: dict[str, Any]
     if kind == "resources/read":
         params = {"uri": "bench://note"}
     elif kind == "prompts/get":
         params = {"name": "greet", "arguments": {"name": "bench"}}
     else:
-        params = {"name": "add_task" if kind == TASK else "add", "arguments": {"a": rid, "b": 1}}
+        tool = "add" if kind == "tools/call" else "add_task"
+        params = {"name": tool, "arguments": {"a": rid, "b": 1}}
     meta = ERAS[era]
     if meta is not None:
         params["_meta"] = meta
@@ -246,9 +249,11 @@ def serves(server: Server, kind: str, era: str) -> bool:
     tasks): one request, its answer checked."""
     reply = server.answer(request_line(9_999_999, kind, era))
     result = reply.get("result")
-    if kind == TASK:  # the task's result, inlined in what tasks/get answers
+    if kind in (TASK, CREATE):  # a task, made completed; its result, as tasks/get inlines it
         if not isinstance(result, dict) or result.get("status") != "completed":
             return False
+        if kind == CREATE:
+            return True
         result = server.answer(task_get(reply)).get("result", {}).get("result")
     if not isinstance(result, dict) or result.get("isError"):
         return False
@@ -429,16 +434,15 @@ def round_trip_table(servers: dict[str, tuple[list[str], Path]], rounds: int, ca
         for name, era in [(name, "legacy") for name in running] + [("toolnexus", "2026-07-28")]
         if kind == "tools/call" or name != DEADLINE
     ]
-    variants += [
-        ("toolnexus", "2026-07-28 + tasks", "tools/call"),
-        ("toolnexus", "2026-07-28 + tasks", TASK),
-    ]
+    variants += [("toolnexus", "2026-07-28 + tasks", kind) for kind in ("tools/call", CREATE, TASK)]
     for server in running.values():
         server.answer(INITIALIZE)
         server.send(INITIALIZED)
     hangs = not answers_a_task(servers["toolnexus"])
     missing = {
-        v for v in variants if (hangs and v[2] == TASK) or not serves(running[v[0]], v[2], v[1])
+        v
+        for v in variants
+        if (hangs and v[2] in (TASK, CREATE)) or not serves(running[v[0]], v[2], v[1])
     }
     measured = [v for v in variants if v not in missing]
     rates: dict[tuple[str, str, str], list[float]] = {v: [] for v in measured}
@@ -485,6 +489,7 @@ def round_trip_table(servers: dict[str, tuple[list[str], Path]], rounds: int, ca
     rows = [
         ("plain tools/call, no tasks extension", ("toolnexus", "2026-07-28", "tools/call")),
         ("plain tools/call, tasks extension", ("toolnexus", "2026-07-28 + tasks", "tools/call")),
+        ("task: create alone", ("toolnexus", "2026-07-28 + tasks", CREATE)),
         ("task: create + tasks/get", ("toolnexus", "2026-07-28 + tasks", TASK)),
     ]
     for label, variant in rows:
