@@ -909,8 +909,9 @@ class _Answer:
                 break  # the loop refuses it (and discards what follows) as it would anyway
             if request is not None:
                 return request
-            if conn.head is not None or len(conn.buf) >= _CHUNK:
-                break  # a body still coming, or a large request: the loop reads it
+            if len(conn.buf) >= _CHUNK or conn.length > _CHUNK:
+                break  # a large request: the loop reads it (a small body still coming is
+                # waited for here: many clients send a request's head and body apart)
             left = deadline - time.monotonic()
             if left <= 0:
                 break
