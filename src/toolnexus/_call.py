@@ -781,12 +781,15 @@ class Call(metaclass=_NoPublicConstructor):
 
     def _returned(self, value: Any) -> None:
         """The attempt's tool returned ``value`` (a result, or what it raised)."""
-        result = _as_result(self._tool, value)
+        result = value if value.__class__ is ToolResult else _as_result(self._tool, value)
         with self._lock:
             self._inside = False
             state = self._state
             if state == RUNNING:
-                effects = self._settle_attempt_locked(result)
+                if result.is_error or self._timer is not None:
+                    effects = self._settle_attempt_locked(result)
+                else:  # an answer, no deadline armed: what the loop rule says, one frame less
+                    effects = self._done_locked(result, "ok")
             elif state == GRACE:
                 words = None if value is _NO_WORDS else result
                 effects = self._done_locked(
@@ -802,6 +805,10 @@ class Call(metaclass=_NoPublicConstructor):
             if self._runner == ON_POOL:
                 self._rt.pool.release(self._worker)
             self._report_late()
+            return
+        if self._owner is None:  # what _carry_out does for a call nobody owns, inlined
+            for effect in effects:
+                getattr(self, _EFFECTS[effect])()
             return
         self._carry_out(effects)
 
@@ -1134,7 +1141,10 @@ class Call(metaclass=_NoPublicConstructor):
             wakers, self._wakers = self._wakers, None
         if callbacks:
             for fn in callbacks:
-                self._run_callback(fn)
+                try:
+                    fn(self)
+                except Exception:
+                    _log.exception(_CALLBACK_FAILED, self._name)
         if self._owner_future is not None:  # settling runs on the owner's loop thread
             resolve_future(self._owner_future)
         if wakers:

@@ -281,7 +281,12 @@ class CallBridge(ABC):
 
         # The server's span of the request (a child of the client's, from _meta): the host's
         # span of the call is its child; it ends before the answer is written.
-        span = server_span(action.name, action.trace, self.transport, self.session_id)
+        trace = action.trace
+        span = (
+            None
+            if trace is None
+            else server_span(action.name, trace, self.transport, self.session_id)
+        )
 
         def settled(finished: Call) -> None:
             if span is not None:

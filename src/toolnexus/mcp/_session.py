@@ -17,6 +17,7 @@ what keeps progress notifications ahead of the response they belong to.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -29,7 +30,7 @@ from .._log import LazyLogger
 from .._loop_rule import declined_text, may_ask_again, unresolved_text
 from .._result import PENDING_KEY, STRUCTURED_KEY, ToolResult
 from .._suspension import SEVERAL, Answer, Request, decline_reason
-from .._tracing import Incoming
+from .._tracing import API_MODULE, Incoming
 from .._tracing import incoming as incoming_trace
 from ..errors import InvalidTypeError
 from . import _codec as codec
@@ -1453,13 +1454,12 @@ class ServerSession:
                 f"invalid params: arguments must be an object, got {describe(arguments)}",
             )
         try:
-            if name not in self._toolkit:  # the hit is a dict lookup; get() words the miss
-                self._toolkit.get(name)
+            support = self._toolkit.get(name).task_support
         except LookupError as exc:
             raise _Reject(
                 INVALID_PARAMS, f"invalid params: {exc.args[0] if exc.args else exc}"
             ) from None
-        return self._start(request_id, "tools/call", name, arguments, params, meta, client)
+        return self._start(request_id, "tools/call", name, arguments, params, meta, client, support)
 
     def _start(
         self,
@@ -1470,16 +1470,17 @@ class ServerSession:
         params: Mapping[str, Any],
         meta: Mapping[str, Any],
         client: _Client,
+        support: str = "forbidden",
     ) -> list[Action]:
         """Start a call of ``name`` (a tool, or a method in ``_CALL_METHODS``) — or, for a
-        modern retry carrying ``requestState``, resume the one that asked."""
+        modern retry carrying ``requestState``, resume the one that asked. ``support`` is
+        a tool's ``task_support``."""
         token = meta.get("progressToken")
         if token is not None and not is_request_id(token):
             token = None
         task_after: int | None = None
         required = False
         if method == "tools/call":
-            support = self._toolkit.get(name).task_support
             tasks = self._tasks if client.tasks else None
             required = support == "required"
             if required and tasks is None:
@@ -1506,7 +1507,7 @@ class ServerSession:
         self._by_request[request_id] = call
         if client.modern and META_LOG_LEVEL in meta:
             call.log_level = _log_level(meta[META_LOG_LEVEL], f"_meta[{META_LOG_LEVEL!r}]")
-        if method == "tools/call":
+        if method == "tools/call" and API_MODULE in sys.modules:  # else no trace: no call
             call.trace = incoming_trace(meta, request_id, client.version)
         state = params.get("requestState") if client.modern else None
         if state is not None:
