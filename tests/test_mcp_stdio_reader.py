@@ -349,9 +349,7 @@ def test_an_inline_answer_that_ends_after_the_spare_took_reading_over_is_written
         server._lines.more = True  # what the old reader saw when it read the call's line
         server._roles.reading = -1  # another thread reads now (the spare took over)
         server._roles.inline_since = 1.0
-        server._bridge.report(
-            start.call_id, ToolResult.ok("done"), lambda: server._inline_ended(2.0)
-        )
+        server._bridge.report(start.call_id, ToolResult.ok("done"), server._inline_ended)
         assert len(written) == 1 and b'"id":7' in written[0] and b'"done"' in written[0]
         assert not server._output.pending and not server._output.deferring
         assert server._roles.inline_since is None  # the inline run ended with its answer

@@ -190,6 +190,8 @@ class CallBridge(ABC):
         self._calls: dict[int, _Entry] = {}
         self._newest = 0  # the newest call id seen: a higher one is a new call
         self.kept = 0  # set by dispatch(prepaid=True): the bytes a new call kept
+        # Run (outside the lock) after each reported call, when a transport sets it.
+        self.on_reported: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------ the transport's part
 
@@ -288,13 +290,18 @@ class CallBridge(ABC):
             else server_span(action.name, trace, self.transport, self.session_id)
         )
 
-        def settled(finished: Call) -> None:
-            if span is not None:
-                span.end(finished.result())
-            if done is not None:
-                done(finished)
-            else:
-                self.report(call_id, finished.result())
+        settled: Done
+        if span is None and done is not None:
+            settled = done  # nothing to end first: the transport's own callback, no frame more
+        else:
+
+            def settled(finished: Call) -> None:
+                if span is not None:
+                    span.end(finished.result())
+                if done is not None:
+                    done(finished)
+                else:
+                    self.report(call_id, finished.result())
 
         call: Call | None = None
         try:
@@ -303,7 +310,8 @@ class CallBridge(ABC):
             entered = span.enter() if span is not None else None
             try:
                 # Made unstarted, registered where a cancel finds it, then started.
-                call = self.host.get()._prepare_call(
+                host = self.host
+                call = (host._host or host.get())._prepare_call(
                     action.name,
                     action.arguments,
                     progress=progress,
@@ -379,6 +387,9 @@ class CallBridge(ABC):
             self.tasks.settle(task, result, entry.call)
         if later:  # complete_call only ever sends; nothing to carry out, kept for safety
             self.carry_out(later)
+        reported = self.on_reported
+        if reported is not None:
+            reported()
 
     def _promote(self, call_id: int) -> None:
         """The call still runs ``task_after_ms`` after it started: make it a task (the

@@ -425,19 +425,13 @@ class _StdioBridge(CallBridge):
         host: LazyHost,
         inflight: InflightBytes,
         output: _Output,
-        reported: Callable[[], None],
         tasks: Tasks | None = None,
     ) -> None:
         super().__init__(session, host, inflight, tasks)
         self.output = output
-        self._reported = reported
 
     def _deliver(self, send: Send, where: Any) -> None:
         self.output.queue(send.to_bytes())  # to_bytes answers a message it cannot encode
-
-    def report(self, call_id: int, result: Any, then: Callable[[], None] | None = None) -> None:
-        super().report(call_id, result, then)
-        self._reported()
 
 
 class _Roles:
@@ -531,7 +525,6 @@ class _StdioServer:
             host,
             InflightBytes(options.max_inflight_bytes),
             self._output,
-            self._reported,
             tasks,
         )
         # One lock for the session, the output and the reading roles: what the session says
@@ -545,7 +538,6 @@ class _StdioServer:
         # ``_poked`` means "look again"), where an interrupted acquire leaves nothing behind.
         self._poked = threading.Lock()
         self._poked.acquire()
-        self._draining = False  # set (under the lock) once _shut_down waits for calls
         self._warmed = False
         # Signals: a code once one arrived; the handler raises only while the serving
         # thread waits, so nothing is ever half-handled.
@@ -577,10 +569,6 @@ class _StdioServer:
     def _on_broken(self) -> None:
         self._lines.wake()
         self._poke()
-
-    def _reported(self) -> None:
-        if self._draining:  # only the shut-down waits for calls to be reported
-            self._poke()
 
     # ------------------------------------------------------------------ signals
 
@@ -790,6 +778,7 @@ class _StdioServer:
         began = time.monotonic()
         runner = threading.get_ident() if inline else 0
         returned = False  # the inline tool returned and its answer is written
+        inline_ended = self._inline_ended
 
         def done(finished: Call) -> None:
             nonlocal returned
@@ -802,11 +791,7 @@ class _StdioServer:
             # On the thread that ran the tool inline, the tool has returned: the inline
             # run ends with its answer, under the same lock.
             here = inline and threading.get_ident() == runner
-            self._bridge.report(
-                action.call_id,
-                finished.result(),
-                (lambda: self._inline_ended(now)) if here else None,
-            )
+            self._bridge.report(action.call_id, finished.result(), inline_ended if here else None)
             returned = here
 
         if inline:
@@ -820,9 +805,9 @@ class _StdioServer:
         finally:
             if inline and not returned:  # settled elsewhere (a deadline) or a failure
                 with self._lock:
-                    self._inline_ended(time.monotonic())
+                    self._inline_ended()
 
-    def _inline_ended(self, now: float) -> None:
+    def _inline_ended(self) -> None:
         """This thread's inline tool returned (the lock is held): reading may defer again.
 
         Only the thread that still reads defers: its "another line is buffered" is true of
@@ -831,7 +816,7 @@ class _StdioServer:
         answer deferred for good."""
         roles = self._roles
         roles.inline_since = None
-        roles.last_inline = now
+        roles.last_inline = time.monotonic()
         if roles.reading == threading.get_ident():
             self._output.deferring = self._lines.more
 
@@ -845,7 +830,9 @@ class _StdioServer:
             if not self._take_lock():
                 break
             try:
-                self._draining = True
+                # Only the shut-down waits for calls to be reported: from now on each
+                # reported call pokes it.
+                self._bridge.on_reported = self._poke
                 running = self._session.running_calls
             finally:
                 self._lock.release()
