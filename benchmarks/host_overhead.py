@@ -74,7 +74,11 @@ from toolnexus import (
     ToolResult,
     tool,
 )
-from toolnexus._host import Host
+
+try:
+    from toolnexus._host import Host
+except ModuleNotFoundError:  # a checkout from before the modules were private (--baseline)
+    from toolnexus.host import Host  # type: ignore[no-redef]
 
 logging.getLogger("toolnexus").setLevel(logging.ERROR)  # abandoned workers are expected here
 QUICK = "--quick" in sys.argv
