@@ -530,3 +530,113 @@ def test_a_listen_stream_that_asks_for_tasks_hears_each_change_of_its_clients_ta
     assert last["result"]["content"][0]["text"] == "released"
     assert last["_meta"] == {"io.modelcontextprotocol/subscriptionId": 21}
     stream.close()
+
+
+# --------------------------------------------------------------------------- over stdio
+
+
+class _StdioClient:
+    """A modern client declaring the tasks extension, talking to ``serve_stdio`` in a thread
+    over pipes; every wait is bounded, so a server that hangs fails the test."""
+
+    def __init__(self, **options: Any) -> None:
+        import os
+        import queue
+
+        from toolnexus.mcp import serve_stdio
+
+        read_in, write_in = os.pipe()
+        read_out, write_out = os.pipe()
+        stdin, stdout = open(read_in, "rb"), open(write_out, "wb")  # noqa: SIM115
+        self._to = open(write_in, "wb")  # noqa: SIM115
+        self._from = open(read_out, "rb")  # noqa: SIM115
+        self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.notes: list[dict[str, Any]] = []
+
+        def serve() -> None:
+            try:
+                serve_stdio(TOOLKIT, ServerOptions(**options), stdin=stdin, stdout=stdout)
+            finally:
+                stdout.close()
+                stdin.close()
+
+        def read() -> None:
+            for line in self._from:
+                self.messages.put(json.loads(line))
+
+        self.server = threading.Thread(target=serve, daemon=True)
+        self.server.start()
+        threading.Thread(target=read, daemon=True).start()
+
+    def send(self, rid: int, method: str, params: dict[str, Any]) -> None:
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": caps(),
+        }
+        message = {"jsonrpc": "2.0", "id": rid, "method": method}
+        message["params"] = {**params, "_meta": meta}
+        self._to.write(json.dumps(message).encode() + b"\n")
+        self._to.flush()
+
+    def answer(self, rid: int) -> dict[str, Any]:
+        """The response to ``rid``; notifications seen meanwhile go to ``notes``."""
+        while True:
+            message = self.messages.get(timeout=15)  # queue.Empty: the server hangs
+            if message.get("id") == rid and "method" not in message:
+                return message
+            self.notes.append(message)
+
+    def told(self, until: tuple[str, str]) -> list[tuple[str, str]]:
+        """The ``(taskId, status)`` of each task notification, read until ``until`` came."""
+        while True:
+            told = [
+                (note["params"]["taskId"], note["params"]["status"])
+                for note in self.notes
+                if note.get("method") == "notifications/tasks"
+            ]
+            if until in told:
+                return told
+            self.notes.append(self.messages.get(timeout=15))  # queue.Empty: never told
+
+    def request(self, rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.send(rid, method, params)
+        return self.answer(rid)
+
+    def close(self) -> None:
+        self._to.close()
+        self.server.join(15)
+        assert not self.server.is_alive()
+
+
+def test_over_stdio_a_task_is_made_polled_and_its_status_told_without_a_hang() -> None:
+    released.clear()
+    client = _StdioClient(task_after_ms=50, task_poll_ms=250)
+    try:
+        client.send(1, "subscriptions/listen", {"notifications": {"tasks": True}})
+        # a tool that runs only as a task: the call is answered with the task, settled
+        made = client.request(2, "tools/call", {"name": "only_task"})["result"]
+        assert made["resultType"] == "task"
+        got = client.request(3, "tasks/get", {"taskId": made["taskId"]})["result"]
+        assert got["status"] == "completed"
+        assert got["result"]["content"][0]["text"] == "done as a task"
+        # a long call becomes a task; released, it completes; cancelled, one ends cancelled
+        long = client.request(4, "tools/call", {"name": "hold"})["result"]
+        assert (long["resultType"], long["status"]) == ("task", "working")
+        released.set()
+        deadline = time.monotonic() + 15
+        while True:
+            got = client.request(5, "tasks/get", {"taskId": long["taskId"]})["result"]
+            if got["status"] != "working":
+                break
+            assert time.monotonic() < deadline, got
+            held.wait(0.05)  # a poll interval (held is set already: this only paces)
+        assert got["status"] == "completed"
+        assert got["result"]["content"][0]["text"] == "released"
+        # each task's status is told on the listen stream, in the order it changed
+        told = client.told(until=(long["taskId"], "completed"))
+        for task in (made, long):
+            mine = [status for task_id, status in told if task_id == task["taskId"]]
+            assert mine == ["working", "completed"], told
+    finally:
+        released.set()
+        client.close()

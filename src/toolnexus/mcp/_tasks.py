@@ -26,6 +26,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -34,6 +35,7 @@ from .._frozen import thaw
 from .._loop_rule import declined_text
 from .._result import PENDING_KEY, ToolResult
 from .._suspension import Answer, Request, decline_reason
+from .._timers import dispatch
 from ..stores._open import process_task_store
 from ..stores._tasks import MemoryTaskStore, TaskRecord
 from . import _codec as codec
@@ -107,6 +109,8 @@ class Tasks:
         self._reader: threading.Thread | None = None  # see _watch_elsewhere
         self._closed = threading.Event()
         self._watchers: list[Callable[[TaskRecord], object]] = []
+        self._outbox: deque[TaskRecord] = deque()  # changes not yet told, in order
+        self._telling = False  # a dispatcher thread is telling them
 
     # ------------------------------------------------------------------ watching
 
@@ -121,13 +125,30 @@ class Tasks:
         return stop
 
     def _told(self, record: TaskRecord) -> None:
-        for watcher in list(self._watchers):
-            try:
-                watcher(record)
-            except Exception:  # a listener's failure is not the task's
-                from .._log import get_logger
+        """Tell the watchers of a change — later, on a dispatcher thread, in the order the
+        changes came: a change is often made under a transport's lock (a session's request
+        handled, a call's end reported) that the watcher takes to send its notification."""
+        with self._lock:
+            self._outbox.append(record)
+            if self._telling:
+                return  # the thread telling the others tells this one after them
+            self._telling = True
+        dispatch(self._tell)
 
-                get_logger().exception("toolnexus mcp: a task watcher failed")
+    def _tell(self) -> None:
+        while True:
+            with self._lock:
+                if not self._outbox:
+                    self._telling = False
+                    return
+                record = self._outbox.popleft()
+            for watcher in list(self._watchers):
+                try:
+                    watcher(record)
+                except Exception:  # a listener's failure is not the task's
+                    from .._log import get_logger
+
+                    get_logger().exception("toolnexus mcp: a task watcher failed")
 
     # ------------------------------------------------------------------ creating
 
@@ -165,13 +186,13 @@ class Tasks:
             self.store.create(record)
         except Exception as exc:
             return Refused(INTERNAL_ERROR, f"cannot create a task: the task store failed ({exc})")
+        self._told(record)  # told before anything can settle it: "working" comes first
         if call is not None:  # its end is reported to settle() by whoever runs it
             with self._lock:
                 self._live[record.task_id] = call
             self._watch_elsewhere()
         elif result is not None:
             self.settle(record.task_id, result)
-        self._told(record)
         return self.store.get(record.task_id) or record
 
     def created(self, record: TaskRecord) -> dict[str, Any]:
