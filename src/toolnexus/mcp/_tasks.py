@@ -23,7 +23,6 @@ its bearer token, or its OAuth subject) and is unknown to any other, as an expir
 
 from __future__ import annotations
 
-import secrets
 import threading
 import time
 from collections import deque
@@ -171,6 +170,8 @@ class Tasks:
     ) -> TaskRecord | Refused:
         """A new task for ``state`` (what resuming it needs), working on ``call`` — or,
         given ``result``, already settled with it; :class:`Refused` when its store fails."""
+        import secrets  # here, not at the top: hashlib would cost every server's start-up
+
         now = self._clock()
         record = TaskRecord(
             "tsk-" + secrets.token_hex(16),
