@@ -335,11 +335,15 @@ class Call(metaclass=_NoPublicConstructor):
         "_worker",
     )
 
-    @classmethod
-    def _create(cls, rt: Runtime, name: str, start_time: float) -> Call:
-        """A new QUEUED call for ``rt``: the package's way in (``Call()`` is refused)."""
-        call: Call = type.__call__(cls, rt, name, start_time)
-        return call
+    if TYPE_CHECKING:
+
+        @classmethod
+        def _create(cls, rt: Runtime, name: str, start_time: float) -> Call:
+            """A new QUEUED call for ``rt``: the package's way in (``Call()`` is refused)."""
+
+    else:
+        # type.__call__ itself, past the refusing metaclass: no Python frame of its own.
+        _create = classmethod(type.__call__)
 
     def __init__(self, rt: Runtime, name: str, start_time: float) -> None:
         self._rt = rt

@@ -378,7 +378,12 @@ class CallBridge(ABC):
                     entry.timer.cancel()
                 task = entry.task
             if task is None:
-                later = self.dispatch(self.session.complete_call(call_id, result), where)
+                actions = self.session.complete_call(call_id, result)
+                if len(actions) == 1 and actions[0].__class__ is Send:
+                    self._deliver(actions[0], where)  # the usual answer: dispatch's one send
+                    later = []
+                else:
+                    later = self.dispatch(actions, where)
             else:
                 later = []
                 self._task_ended()

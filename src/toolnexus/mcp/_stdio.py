@@ -472,10 +472,6 @@ class _Roles:
         self.wake = threading.Condition(lock)
         self.took: dict[str, float] = {}  # each tool's last call: seconds it took
 
-    def inline(self, name: str) -> bool:
-        """Whether the reader runs this call itself (the spare is free, the tool quick)."""
-        return self.free and self.took.get(name, 0.0) < _QUICK_S  # unknown: try it inline
-
     def relieve(self, stopping: Callable[[], bool]) -> bool:
         """The spare's wait (the lock is held): True once it took reading over from a
         reader held by an inline tool for ``_RELIEF_S``; False when reading is over."""
@@ -712,7 +708,7 @@ class _StdioServer:
             try:
                 line = lines.next_line()
                 if line is None:
-                    if output.pending:
+                    if output._out:  # output.pending, without the property's frame
                         with self._lock:
                             output.deferring = False
                             output.flush()
@@ -747,7 +743,11 @@ class _StdioServer:
         with self._lock:
             later = self._bridge.dispatch(self._session.receive_line(line), None, len(line))
         if later:
-            self._carry_out(later, reader=True)
+            first = later[0]
+            if len(later) == 1 and isinstance(first, StartCall):
+                self._start_call(first, True)  # the usual line: _carry_out's one start
+            else:
+                self._carry_out(later, reader=True)
         if not self._warmed:
             # The host (and the event loop machinery it imports) loads once the first
             # answer is out, while the client reads it: start-up is not kept waiting.
@@ -771,8 +771,8 @@ class _StdioServer:
         roles = self._roles
         inline = False
         if reader:
-            if roles.free:
-                inline = roles.inline(name)
+            if roles.free:  # the inline policy (see _Roles): the spare is free, the tool quick
+                inline = roles.took.get(name, 0.0) < _QUICK_S  # unknown: try it inline
             elif len(roles.threads) == 1 and not self._output.ended:
                 self._start_thread("toolnexus-mcp-spare", reading=False)
         began = time.monotonic()

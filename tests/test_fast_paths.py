@@ -1,0 +1,187 @@
+"""Each fast path on the served call's way gives what the plain path it stands in for gives:
+the same calls run both ways, and what the caller sees is the same.
+
+- ``Call._returned``: a tool's answer with no deadline armed is settled at once, without
+  the loop rule's ``_settle_attempt_locked`` (which, for an answer, only cancels the
+  deadline's timer and settles it "ok");
+- ``CallBridge.report``: the session's one answer is delivered directly, without
+  ``dispatch``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from toolnexus import Host, Toolkit, ToolResult, tool
+from toolnexus._call import Call
+from toolnexus.mcp import ServerOptions
+from toolnexus.mcp._bridge import CallBridge, InflightBytes, LazyHost
+from toolnexus.mcp._session import Send, ServerSession, StartCall
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Adds."""
+    return a + b
+
+
+@tool
+def shape(n: int) -> dict[str, int]:
+    """A structured answer."""
+    return {"n": n, "twice": 2 * n}
+
+
+@tool
+def said() -> ToolResult:
+    """A result the tool made itself, with metadata."""
+    return ToolResult.ok("said", metadata={"source": "here"})
+
+
+@tool
+def broken() -> str:
+    """Fails."""
+    raise RuntimeError("disk full")
+
+
+TOOLKIT = Toolkit([add, shape, said, broken])
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("add", {"a": 2, "b": 3}),
+    ("shape", {"n": 4}),
+    ("said", {}),
+    ("broken", {}),
+    ("add", {"a": "two"}),  # bad arguments: settled before any tool runs
+    ("nope", {}),  # an unknown tool
+]
+
+
+def _run(host: Host) -> list[tuple[Any, ...]]:
+    seen: list[tuple[Any, ...]] = []
+    for name, args in CALLS:
+        callbacks: list[Call] = []
+        call = host.submit(name, args)
+        call.add_done_callback(callbacks.append)
+        result = call.result(timeout=30)
+        assert callbacks == [call]
+        seen.append((result.to_dict(), call.outcome, call.reason, call.cancelled()))
+        seen.append(("call", host.call(name, args).to_dict()))
+    return seen
+
+
+def test_an_answer_without_a_deadline_settles_as_the_loop_rule_would(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plain = Call._settle_attempt_locked
+    through_rule: list[str] = []
+
+    def counted(self: Call, result: ToolResult) -> list[int]:
+        through_rule.append(self.name)
+        return plain(self, result)
+
+    monkeypatch.setattr(Call, "_settle_attempt_locked", counted)
+    fast_events: list[Any] = []
+    with Host(TOOLKIT, on_event=fast_events.append) as host:
+        fast = _run(host)
+    fast_rule = list(through_rule)
+    through_rule.clear()
+    plain_events: list[Any] = []
+    with Host(TOOLKIT, timeout_ms=60_000, on_event=plain_events.append) as host:
+        slow = _run(host)
+    # Both ways were taken: without a deadline only the errors (the tool's raise, the bad
+    # arguments its wrapper refused) went through the rule; with one, every call that
+    # reached its tool did (not the unknown one).
+    assert fast_rule == ["broken", "broken", "add", "add"]
+    assert through_rule == ["add", "add", "shape", "shape", "said", "said", *fast_rule]
+    assert fast == slow
+    assert [(e.name, e.outcome, e.request_id) for e in fast_events] == [
+        (e.name, e.outcome, e.request_id) for e in plain_events
+    ]
+
+
+class _Recording(CallBridge):
+    """A bridge that keeps each delivered line."""
+
+    def __init__(self) -> None:
+        options = ServerOptions()
+        super().__init__(
+            ServerSession(TOOLKIT, options), LazyHost(TOOLKIT, options), InflightBytes(1 << 20)
+        )
+        self.lines: list[bytes] = []
+
+    def _deliver(self, send: Send, where: Any) -> None:
+        self.lines.append(send.to_bytes())
+
+
+def _started(bridge: _Recording, request_id: int, name: str, args: dict[str, Any]) -> StartCall:
+    """Feed a legacy ``tools/call`` line and return the call it starts (registered)."""
+    line = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": args},
+        }
+    ).encode()
+    with bridge.lock:
+        later = bridge.dispatch(bridge.session.receive_line(line), None, len(line))
+    [start] = later
+    assert isinstance(start, StartCall)
+    return start
+
+
+def _initialized() -> _Recording:
+    bridge = _Recording()
+    hello = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    bridge.feed(
+        bridge.session.receive_line,
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}).encode(),
+    )
+    bridge.feed(
+        bridge.session.receive_line, b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+    )
+    bridge.lines.clear()
+    return bridge
+
+
+RESULTS = [
+    ToolResult.ok("5"),
+    ToolResult.error("disk full"),
+    ToolResult.ok("shaped", metadata={"structuredContent": {"n": 4}}),
+]
+
+
+def test_a_reported_answer_is_delivered_as_dispatch_delivers_it() -> None:
+    fast, plain = _initialized(), _initialized()
+    for n, result in enumerate(RESULTS, 1):
+        # The fast path: report() delivers the session's one answer itself.
+        start = _started(fast, n, "add", {"a": n, "b": 1})
+        fast.report(start.call_id, result)
+        # The plain path: the same answer through dispatch, with report's bookkeeping.
+        start = _started(plain, n, "add", {"a": n, "b": 1})
+        with plain.lock:
+            entry = plain._calls.pop(start.call_id)
+            plain.inflight.give(entry.weight)
+            assert plain.dispatch(plain.session.complete_call(start.call_id, result)) == []
+    assert fast.lines == plain.lines
+    assert [json.loads(line)["id"] for line in fast.lines] == [1, 2, 3]
+    assert fast.inflight.used == plain.inflight.used == 0
+    assert not fast.busy and not plain.busy
+    assert fast.session.running_calls == plain.session.running_calls == 0
+
+
+def test_a_cancelled_calls_report_delivers_nothing_either_way() -> None:
+    bridge = _initialized()
+    start = _started(bridge, 1, "add", {"a": 1, "b": 1})
+    bridge.feed(
+        bridge.session.receive_line,
+        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}',
+    )
+    bridge.report(start.call_id, ToolResult.ok("late"))
+    assert bridge.lines == []
+    assert not bridge.busy and bridge.inflight.used == 0
