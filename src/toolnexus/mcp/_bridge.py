@@ -114,25 +114,32 @@ class InflightBytes:
 
     Parsed arguments take several times their JSON size in memory (measured: 4.6x for a
     list of numbers, 10x for a list of short strings), so this bounds what clients can pin.
-    Thread-safe: one is shared by every session of a server.
+    Thread-safe: one is shared by every session of a server. ``guarded=True``: its one
+    user holds a lock of its own around every :meth:`take` and :meth:`give` (the stdio
+    bridge's), so it takes none: on stdio, two lock round trips fewer per call.
     """
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, *, guarded: bool = False) -> None:
         self.cap = cap
         self.used = 0
         self.peak = 0  # the most ever used at once (for tests and operators)
-        self._lock = threading.Lock()
+        self._lock = None if guarded else threading.Lock()
 
     def take(self, weight: int) -> str | None:
         """Count ``weight`` bytes in; the refusal text when they would pass the cap."""
-        with self._lock:
-            if self.used + weight > self.cap:
-                used = self.used
-            else:
-                self.used += weight
-                if self.used > self.peak:
-                    self.peak = self.used
+        lock = self._lock
+        if lock is not None:
+            lock.acquire()
+        try:
+            used = self.used
+            if used + weight <= self.cap:
+                used = self.used = used + weight
+                if used > self.peak:
+                    self.peak = used
                 return None
+        finally:
+            if lock is not None:
+                lock.release()
         return (
             f"server overloaded: {used} bytes of tool-call arguments are in flight and this "
             f"request adds {weight}, over the limit of {self.cap}; retry later, or raise the "
@@ -140,7 +147,11 @@ class InflightBytes:
         )
 
     def give(self, weight: int) -> None:
-        with self._lock:
+        lock = self._lock
+        if lock is None:
+            self.used -= weight
+            return
+        with lock:
             self.used -= weight
 
 

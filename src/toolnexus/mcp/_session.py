@@ -340,6 +340,21 @@ class _Client:
         return self.any_structured or (self.object_structured and isinstance(structured, dict))
 
 
+_new_tuple = tuple.__new__
+_START_FIELDS = (
+    "call_id",
+    "name",
+    "arguments",
+    "request",
+    "answer",
+    "wants_progress",
+    "binding",
+    "trace",
+    "task_after_ms",
+)
+assert StartCall._fields == _START_FIELDS, "ServerSession._start makes StartCall in this order"
+
+
 class _Call:
     """One request in flight that runs user code on the host — a ``tools/call``, or a
     ``resources/read``, ``prompts/get`` or ``completion/complete`` (running, or waiting on
@@ -1516,16 +1531,13 @@ class ServerSession:
             except _Reject:
                 self._forget(call)
                 raise
-        return [
-            StartCall(
-                call.call_id,
-                name,
-                arguments,
-                wants_progress=token is not None,
-                trace=call.trace,
-                task_after_ms=task_after,
-            )
-        ]
+        # StartCall(call.call_id, name, arguments, wants_progress=..., trace=...,
+        # task_after_ms=...), made as its _make makes it: no frame of the named tuple's
+        # generated __new__ (every field, in _START_FIELDS' order).
+        progress = token is not None
+        trace = call.trace
+        fields = (call.call_id, name, arguments, None, None, progress, None, trace, task_after)
+        return [_new_tuple(StartCall, fields)]
 
     def _forget(self, call: _Call) -> None:
         self._calls.pop(call.call_id, None)

@@ -519,7 +519,7 @@ class _StdioServer:
         self._bridge = _StdioBridge(
             session,
             host,
-            InflightBytes(options.max_inflight_bytes),
+            InflightBytes(options.max_inflight_bytes, guarded=True),  # by the bridge's lock
             self._output,
             tasks,
         )
