@@ -185,3 +185,22 @@ def test_a_cancelled_calls_report_delivers_nothing_either_way() -> None:
     bridge.report(start.call_id, ToolResult.ok("late"))
     assert bridge.lines == []
     assert not bridge.busy and bridge.inflight.used == 0
+
+
+def test_a_guarded_byte_cap_counts_and_refuses_as_a_locked_one() -> None:
+    def run(cap: InflightBytes) -> list[Any]:
+        seen: list[Any] = []
+        for weight in (40, 50, 20, 10):
+            seen.append((cap.take(weight), cap.used, cap.peak))
+        cap.give(40)
+        seen.append((cap.take(35), cap.used, cap.peak))
+        cap.give(50)
+        cap.give(10)
+        cap.give(35)
+        seen.append((cap.used, cap.peak))
+        return seen
+
+    guarded = run(InflightBytes(100, guarded=True))
+    assert guarded == run(InflightBytes(100))
+    assert guarded[2][0] is not None and "over the limit of 100" in guarded[2][0]
+    assert guarded[-1] == (0, 100)
