@@ -65,27 +65,29 @@ def test_500_concurrent_calls_never_burst_over_the_bucket_nor_wait_past_their_de
     assert all(
         r.output.startswith("rate limited: 'ping' may run 20 times a second") for r, _ in refused
     )
-    # A call whose slot came just before its deadline can be woken after it on a busy
-    # machine (the scheduler's lateness, not the policy's): then its deadline ends it —
-    # promptly, without running the tool. Nothing else is an error.
+    # None waits past its deadline. The policy decides at once: a call whose slot comes
+    # after its deadline is refused, any other waits for its slot. A call whose slot came
+    # just before its deadline can still be woken after it on a busy machine (the
+    # scheduler's lateness, not the policy's): its deadline then ends it, without running
+    # the tool. Such calls are few (at most a second's worth of slots); a policy that let
+    # calls wait instead of refusing them would make hundreds.
     late = [
         (r, took)
         for r, _, took in outcomes
         if r.is_error and not r.output.startswith("rate limited")
     ]
-    for result, took in late:
+    for result, _ in late:
         assert "timed out" in result.output or "cancelled while 'ping' waited" in result.output, (
             result.output
         )
-        assert took < budget_ms / 1000 + 1.0, took
+    assert len(late) <= per_second, len(late)
     assert len(ran) + len(refused) + len(late) == 500
-    # none waited past its deadline: a refused call's slot came after it, so a refusal that
-    # ends before the deadline did not wait for its slot (on a busy machine, 500 calls on one
-    # event loop take a while to be answered, refusals included); admitted calls end in time
-    assert max(took for _, took in refused) < budget_ms / 1000
-    for result, _begun, took in outcomes:
-        if not result.is_error:
-            assert took < budget_ms / 1000
+    # Every answer, refusal or result, comes by the deadline — give or take what 500
+    # coroutines on one event loop of a busy 2-core machine take to be resumed (the suite
+    # also runs under two workers while both cores are busy).
+    scheduling = 1.0
+    for _result, _begun, took in outcomes:
+        assert took < budget_ms / 1000 + scheduling, took
     # no burst over the bucket: in any window, at most burst + rate x window calls started
     # (plus one slot of scheduling slack, for a wake-up that came late)
     started.sort()
