@@ -576,34 +576,22 @@ class Call(metaclass=_NoPublicConstructor):
         Raises :class:`~toolnexus.errors.InvalidValueError` (a ``ValueError``) when the
         call was started before.
         """
-        with self._lock:
-            if self._launched:
-                raise InvalidValueError(
-                    f"call to {self._name!r} was already started; a call starts once"
-                )
-            self._launched = True
         # The first attempt: queued for a worker, run here, or on the owner's loop.
+        runner = ON_POOL
         if inline:
-            self._runner = INLINE
+            runner = INLINE
         else:
             worker = current_worker()
             if worker is not None and worker.pool is self._rt.pool and self._owner is None:
-                self._runner = INLINE  # a tool calling its own host: no worker to wait for
+                runner = INLINE  # a tool calling its own host: no worker to wait for
             elif (
                 self._loop is not None
                 and self._tool is not None
                 and self._tool.is_async
                 and self._rt.async_on_loop
             ):
-                self._runner = ON_LOOP
-        self._rt.active.add(self)
-        if self._state == DONE:  # the caller's token cancelled it while it was set up
-            self._rt.active.discard(self)
-            return
-        if self._rt.closed:
-            self._cancel("host closed")
-            return
-        self._start_attempt()
+                runner = ON_LOOP
+        self._start_attempt(runner)  # checks, under its lock, that this is the only start
 
     def _finish_now(
         self, result: ToolResult, outcome: Outcome, reason: Reason | None = None
@@ -662,62 +650,87 @@ class Call(metaclass=_NoPublicConstructor):
 
     # ------------------------------------------------------------------ attempts
 
-    def _start_attempt(self) -> None:
-        """Arm the attempt's deadline (a fresh budget per attempt) and hand it to its runner."""
+    def _start_attempt(self, first: int | None = None) -> None:
+        """Arm the attempt's deadline (a fresh budget per attempt) and hand it to its runner.
+
+        ``first`` is the first attempt's runner, from :meth:`_start`: under the attempt's
+        own lock (one lock, not two, on every call's path) it checks that this is the
+        call's only start, and registers the call with its host.
+        """
         failed: list[int] | None = None
         with self._lock:
-            if self._state != QUEUED:
-                return
-            budget = self._budget
-            if budget is not None:
-                self._deadline = time.monotonic() + budget / 1000
-                try:
-                    self._timer = _timers.schedule(
-                        self._deadline,
-                        _OnAttempt(Call._deadline_passed, self, self._attempt),
-                        quick=True,
+            if first is not None:
+                if self._launched:
+                    raise InvalidValueError(
+                        f"call to {self._name!r} was already started; a call starts once"
                     )
-                except _timers.TimerStartError:  # never raise through the host: answer it
-                    failed = self._done_locked(
-                        ToolResult.error(
-                            f"'{self._name}' was not run: no timer thread could be started to "
-                            "enforce its deadline"
-                        ),
-                        "error",
-                    )
-            tool = self._tool
-            assert self._args is not None and tool is not None
-            # A token and a context only for a tool that can see them (an async tool run
-            # off its caller's loop is stopped through the token): they cost as much as
-            # the rest of the set-up.
-            if failed is not None:
-                pass
-            elif tool.takes_context or (tool.is_async and self._runner != ON_LOOP):
-                scope = self._scope = CancellationTokenSource()
-                self._ctx = (
-                    ToolContext(
-                        budget,
-                        scope.token,
-                        None if self._rounds is None else self._rounds.answer,
-                        self._progress,
-                        principal=self._principal(),
-                    )
-                    if tool.takes_context
-                    else None
-                )
+                self._launched = True
+                self._runner = first
+                active = self._rt.active
+                active.add(self)
+                if self._state == DONE:  # the caller's token cancelled it while it was set up
+                    active.discard(self)
+                    return
+                closed = self._rt.closed
             else:
-                self._scope = self._ctx = None
-            runner = self._runner
-            if failed is None and runner == INLINE:  # QUEUED -> RUNNING here, at once
-                self._state = RUNNING
-                self._inside = True
-                self._worker = None
+                closed = False
+            if closed or self._state != QUEUED:
+                tool = None  # (a closed host's cancel takes this lock: below)
+            else:
+                budget = self._budget
+                if budget is not None:
+                    self._deadline = time.monotonic() + budget / 1000
+                    try:
+                        self._timer = _timers.schedule(
+                            self._deadline,
+                            _OnAttempt(Call._deadline_passed, self, self._attempt),
+                            quick=True,
+                        )
+                    except _timers.TimerStartError:  # never raise through the host: answer
+                        failed = self._done_locked(
+                            ToolResult.error(
+                                f"'{self._name}' was not run: no timer thread could be "
+                                "started to enforce its deadline"
+                            ),
+                            "error",
+                        )
+                tool, args = self._tool, self._args
+                assert args is not None and tool is not None
+                # A token and a context only for a tool that can see them (an async tool
+                # run off its caller's loop is stopped through the token): they cost as
+                # much as the rest of the set-up.
+                if failed is not None:
+                    pass
+                elif tool.takes_context or (tool.is_async and self._runner != ON_LOOP):
+                    scope = self._scope = CancellationTokenSource()
+                    self._ctx = (
+                        ToolContext(
+                            budget,
+                            scope.token,
+                            None if self._rounds is None else self._rounds.answer,
+                            self._progress,
+                            principal=self._principal(),
+                        )
+                        if tool.takes_context
+                        else None
+                    )
+                else:
+                    self._scope = self._ctx = None
+                runner = self._runner
+                if failed is None and runner == INLINE:  # QUEUED -> RUNNING here, at once
+                    self._state = RUNNING
+                    self._inside = True
+                    self._worker = None
+        if tool is None:  # no longer queued (cancelled, past its deadline), or host closed
+            if closed:
+                self._cancel("host closed")
+            return
         if failed is not None:
             self._carry_out(failed)
             return
         if runner == INLINE:
-            assert self._context is not None
-            self._run_tool(tool, self._args, self._ctx, self._context)
+            assert args is not None and self._context is not None
+            self._run_tool(tool, args, self._ctx, self._context)
         elif runner == ON_LOOP:
             self._start_task()
         else:

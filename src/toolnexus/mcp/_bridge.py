@@ -164,7 +164,7 @@ class _Entry:
         self.where = where
         self.weight = weight
         self.call: Call | None = None
-        self.cancelled = False  # a cancel came before the host made the call
+        self.cancelled = False  # a cancel came (before the host made the call, maybe)
         self.task: str | None = None  # the task it became: its end goes to the task
         self.timer: Timer | None = None  # when it becomes a task, if it still runs
 
@@ -334,20 +334,24 @@ class CallBridge(ABC):
                 if span is not None:
                     span.leave(entered)
                 bound_log.reset(bound)
-            with self.lock:
-                entry = self._calls.get(call_id)
-                if entry is not None and entry.call is None:
-                    entry.call = call
-                    cancelled = entry.cancelled
-                    after = action.task_after_ms
-                    if after is not None and self.tasks is not None and not call.done():
-                        entry.timer = schedule(
-                            time.monotonic() + after / 1000, lambda: self._promote(call_id)
-                        )
-                else:
-                    cancelled = False
-            if cancelled:
-                call.cancel()  # a cancel that came first: it never starts
+            # Registered without the lock (a lock round trip is 1% of a served call): the
+            # call is stored before the look at the entry's cancel mark, as cancel() marks
+            # before its look at the call, so one of the two always sees the other (both
+            # may: a second cancel changes nothing). A call settled meanwhile (refused, or
+            # its host closed) has had its entry removed, or stores into an entry no one
+            # reads any more.
+            entry = self._calls.get(call_id)
+            if entry is not None and entry.call is None:
+                entry.call = call
+                if entry.cancelled:
+                    call.cancel()  # a cancel that came first: it never starts
+                after = action.task_after_ms
+                if after is not None and self.tasks is not None and not call.done():
+                    with self.lock:  # _promote and report read the timer under it
+                        if self._calls.get(call_id) is entry:
+                            entry.timer = schedule(
+                                time.monotonic() + after / 1000, lambda: self._promote(call_id)
+                            )
             call._start(inline)
         except Exception as exc:  # the host promises not to raise; answer anyway if it does
             from .._log import get_logger
@@ -364,9 +368,8 @@ class CallBridge(ABC):
             entry = self._calls.get(call_id)
             if entry is None:
                 return
+            entry.cancelled = True  # marked before the look at the call (see start())
             call = entry.call
-            if call is None:
-                entry.cancelled = True
         if call is not None:
             call.cancel()
 
