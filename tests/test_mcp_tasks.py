@@ -139,6 +139,33 @@ def test_ten_thousand_abandoned_tasks_leave_nothing_behind_after_their_ttl() -> 
     host.close()
 
 
+def test_watchers_hear_every_change_in_order_and_nothing_while_nobody_listens() -> None:
+    options = ServerOptions(task_store=MemoryTaskStore())
+    host = LazyHost(TOOLKIT, options)
+    tasks = make_tasks(host, options)
+    listening = [False]
+    heard: list[tuple[str, str]] = []
+    all_heard = threading.Event()
+
+    def watcher(record: TaskRecord) -> None:
+        heard.append((record.task_id, record.status))
+        if len(heard) == 6:
+            all_heard.set()
+
+    stop = tasks.watch(watcher, wants=lambda: listening[0])
+    quiet = tasks.create(None, {"name": "instant"}, result=ToolResult.ok("done"))
+    listening[0] = True
+    made = [tasks.create(None, {"name": "instant"}, result=ToolResult.ok("done")) for _ in range(3)]
+    assert all_heard.wait(10), heard
+    assert isinstance(quiet, TaskRecord) and all(isinstance(m, TaskRecord) for m in made)
+    assert quiet.task_id not in {task_id for task_id, _ in heard}  # nobody was listening
+    for record in made:  # each told as it changed: working, then completed
+        assert isinstance(record, TaskRecord)
+        assert [s for t, s in heard if t == record.task_id] == ["working", "completed"]
+    stop()
+    host.close()
+
+
 # --------------------------------------------------------------------------- Host.find
 
 

@@ -79,8 +79,16 @@ class FrozenList(_ListBase):
         return list.__repr__(self)
 
 
+_LEAVES = frozenset({int, str, float, bool, type(None)})
+
+
 def freeze(value: Any) -> Any:
     """Return a deep read-only copy of mappings and lists; other values as they are."""
+    kind = value.__class__
+    if kind in _LEAVES or kind is FrozenDict or kind is FrozenList:
+        return value  # the common cases, before the ABC check below (a Python call)
+    if kind is dict:
+        return FrozenDict({key: freeze(item) for key, item in value.items()})
     if isinstance(value, (FrozenDict, FrozenList)):
         return value
     if isinstance(value, Mapping):
@@ -90,9 +98,6 @@ def freeze(value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(freeze(item) for item in value)
     return value
-
-
-_LEAVES = frozenset({int, str, float, bool, type(None)})
 
 
 def thaw(value: Any) -> Any:

@@ -506,7 +506,7 @@ class Endpoint:
         self._streams = 0  # notification streams open now (listens, legacy GET streams)
         self._streams_lock = threading.Lock()
         self._unwatch = toolkit._watch(self._changed)
-        self._unwatch_tasks = self._tasks.watch(self._task_changed)
+        self._unwatch_tasks = self._tasks.watch(self._task_changed, wants=self._task_listeners)
 
     # ------------------------------------------------------------------ checks
 
@@ -822,6 +822,10 @@ class Endpoint:
             channel.standalone = exchange
         channel.last_used = time.monotonic()
         return Reply(200, [], exchange=exchange)
+
+    def _task_listeners(self) -> bool:
+        """Whether a modern subscription may listen for task changes just now."""
+        return any(channel.session.listening for channel in list(self._modern_channels))
 
     def _task_changed(self, record: TaskRecord) -> None:
         """A task changed: tell the subscriptions that listen for tasks."""

@@ -123,7 +123,8 @@ def serve_stdio(
             lambda kind, uri: server._bridge.feed(session.toolkit_changed, kind, uri)
         )
         unwatch_tasks = tasks.watch(
-            lambda record: server._bridge.feed(session.task_changed, record)
+            lambda record: server._bridge.feed(session.task_changed, record),
+            wants=lambda: session.listening,
         )
         try:
             return server.run()

@@ -107,19 +107,25 @@ class Tasks:
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None  # see _watch_elsewhere
         self._closed = threading.Event()
-        self._watchers: list[Callable[[TaskRecord], object]] = []
+        self._watchers: list[tuple[Callable[[TaskRecord], object], Callable[[], bool] | None]] = []
         self._outbox: deque[TaskRecord] = deque()  # changes not yet told, in order
         self._telling = False  # a dispatcher thread is telling them
 
     # ------------------------------------------------------------------ watching
 
-    def watch(self, watcher: Callable[[TaskRecord], object]) -> Callable[[], None]:
-        """``watcher(record)`` hears of every change of a task; returns how to stop."""
-        self._watchers.append(watcher)
+    def watch(
+        self, watcher: Callable[[TaskRecord], object], wants: Callable[[], bool] | None = None
+    ) -> Callable[[], None]:
+        """``watcher(record)`` hears of every change of a task; returns how to stop.
+
+        ``wants()`` (quick, lock-free) says whether the watcher has anyone to tell just now
+        (a client listening): a change nobody wants is not handed to another thread."""
+        entry = (watcher, wants)
+        self._watchers.append(entry)
 
         def stop() -> None:
-            if watcher in self._watchers:
-                self._watchers.remove(watcher)
+            if entry in self._watchers:
+                self._watchers.remove(entry)
 
         return stop
 
@@ -127,6 +133,8 @@ class Tasks:
         """Tell the watchers of a change — later, on a dispatcher thread, in the order the
         changes came: a change is often made under a transport's lock (a session's request
         handled, a call's end reported) that the watcher takes to send its notification."""
+        if not any(wants is None or wants() for _, wants in self._watchers):
+            return
         with self._lock:
             self._outbox.append(record)
             if self._telling:
@@ -141,7 +149,7 @@ class Tasks:
                     self._telling = False
                     return
                 record = self._outbox.popleft()
-            for watcher in list(self._watchers):
+            for watcher, _ in list(self._watchers):
                 try:
                     watcher(record)
                 except Exception:  # a listener's failure is not the task's
