@@ -499,6 +499,38 @@ class _Roles:
             self.free = False
 
 
+class _Done:
+    """The bridge's ``done`` for one stdio call: reports its answer, notes what its tool
+    took, and ends an inline run with the answer. A slotted object: a closure over as many
+    variables costs more per call."""
+
+    __slots__ = ("action", "began", "inline", "returned", "runner", "server")
+
+    def __init__(self, server: _StdioServer, action: StartCall, inline: bool) -> None:
+        self.server = server
+        self.action = action
+        self.inline = inline
+        self.began = time.monotonic()
+        self.runner = threading.get_ident() if inline else 0
+        self.returned = False  # the inline tool returned and its answer is written
+
+    def __call__(self, finished: Call) -> None:
+        # Inline, this is what the tool took; on a worker it adds the time queued, so it
+        # only ever shows a tool is quick.
+        took = time.monotonic() - self.began
+        inline = self.inline
+        server = self.server
+        action = self.action
+        if inline or took < _QUICK_S:
+            server._roles.took[action.name] = took
+        # On the thread that ran the tool inline, the tool has returned: the inline run
+        # ends with its answer, under the same lock.
+        here = inline and threading.get_ident() == self.runner
+        ended = server._inline_ended if here else None
+        server._bridge.report(action.call_id, finished.result(), ended)
+        self.returned = here
+
+
 class _StdioServer:
     """The threads of one stdio server: the serving thread (waits, takes signals), the
     reader and the spare (see :class:`_Roles`), and the shut-down."""
@@ -776,35 +808,17 @@ class _StdioServer:
                 inline = roles.took.get(name, 0.0) < _QUICK_S  # unknown: try it inline
             elif len(roles.threads) == 1 and not self._output.ended:
                 self._start_thread("toolnexus-mcp-spare", reading=False)
-        began = time.monotonic()
-        runner = threading.get_ident() if inline else 0
-        returned = False  # the inline tool returned and its answer is written
-        inline_ended = self._inline_ended
-
-        def done(finished: Call) -> None:
-            nonlocal returned
-            # Inline, this is what the tool took; on a worker it adds the time queued, so
-            # it only ever shows a tool is quick.
-            now = time.monotonic()
-            took = now - began
-            if inline or took < _QUICK_S:
-                roles.took[name] = took
-            # On the thread that ran the tool inline, the tool has returned: the inline
-            # run ends with its answer, under the same lock.
-            here = inline and threading.get_ident() == runner
-            self._bridge.report(action.call_id, finished.result(), inline_ended if here else None)
-            returned = here
-
+        done = _Done(self, action, inline)
         if inline:
             self._output.deferring = False
-            roles.inline_since = began
+            roles.inline_since = done.began
             if roles.asleep:
                 with self._lock:
                     roles.wake.notify()
         try:
             self._bridge.start(action, inline=inline, done=done)
         finally:
-            if inline and not returned:  # settled elsewhere (a deadline) or a failure
+            if inline and not done.returned:  # settled elsewhere (a deadline) or a failure
                 with self._lock:
                     self._inline_ended()
 
