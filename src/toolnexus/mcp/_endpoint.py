@@ -825,7 +825,7 @@ class Endpoint:
 
     def _task_listeners(self) -> bool:
         """Whether a modern subscription may listen for task changes just now."""
-        return any(channel.session.listening for channel in list(self._modern_channels))
+        return any(channel.session.listening_for_tasks for channel in list(self._modern_channels))
 
     def _task_changed(self, record: TaskRecord) -> None:
         """A task changed: tell the subscriptions that listen for tasks."""

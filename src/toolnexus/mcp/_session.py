@@ -929,6 +929,12 @@ class ServerSession:
             actions.append(Send({"jsonrpc": "2.0", "method": method, "params": tagged}))
         return actions
 
+    @property
+    def listening_for_tasks(self) -> bool:
+        """Whether a task's change may be told here: a ``subscriptions/listen`` stream is
+        open (only those hear of tasks; :meth:`task_changed` says which)."""
+        return bool(self._listens) and not self._closed
+
     def task_changed(self, record: TaskRecord) -> list[Action]:
         """A ``notifications/tasks`` (the task as ``tasks/get`` shows it) for each open
         ``subscriptions/listen`` stream that asked for tasks and whose client owns it."""

@@ -124,7 +124,7 @@ def serve_stdio(
         )
         unwatch_tasks = tasks.watch(
             lambda record: server._bridge.feed(session.task_changed, record),
-            wants=lambda: session.listening,
+            wants=lambda: session.listening_for_tasks,
         )
         try:
             return server.run()
