@@ -121,6 +121,19 @@ def test_a_record_refuses_an_unknown_status_and_round_trips_as_json() -> None:
     assert full.expires_at == 1060.0 and not full.is_terminal
 
 
+def test_the_memory_store_sweeps_expired_records_as_new_ones_come() -> None:
+    now = [1000.0]
+    store = MemoryTaskStore(clock=lambda: now[0])
+    for i in range(1000):
+        store.create(record(f"old-{i}", ttl_ms=1_000))
+    assert len(store) == 1000  # nothing expired yet: every sweep kept them all
+    now[0] += 2.0
+    for i in range(600):  # a sweep comes within half the records kept (500) creations
+        store.create(record(f"new-{i}", now=now[0], ttl_ms=60_000))
+    assert len(store) <= 600
+    assert all(store.get(f"new-{i}") is not None for i in range(600))
+
+
 def test_ten_thousand_abandoned_tasks_leave_nothing_behind_after_their_ttl() -> None:
     now = [1000.0]
     clock = lambda: now[0]  # noqa: E731 - a fake clock

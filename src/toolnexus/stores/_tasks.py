@@ -153,7 +153,8 @@ class TaskStore(Protocol):
 
 class MemoryTaskStore:
     """Task records in this process (the default): lost when it ends. Expired records are
-    dropped as new ones come (every 64 creations) and by :meth:`purge`.
+    dropped as new ones come (after 64 creations, or as many as half the records kept if
+    that is more: a creation's share of the sweep stays constant) and by :meth:`purge`.
 
     Example::
 
@@ -167,16 +168,17 @@ class MemoryTaskStore:
         self._records: dict[str, TaskRecord] = {}
         self._lock = threading.Lock()
         self._clock = clock
-        self._created = 0
+        self._until_purge = 64  # creations before the next sweep of expired records
 
     def create(self, record: TaskRecord) -> None:
         with self._lock:
             if record.task_id in self._records:
                 raise InvalidValueError(f"task {record.task_id!r} exists already")
             self._records[record.task_id] = record
-            self._created += 1
-            if self._created % 64 == 0:
+            self._until_purge -= 1
+            if self._until_purge <= 0:
                 self._purge_locked()
+                self._until_purge = max(64, len(self._records) // 2)
 
     def get(self, task_id: str) -> TaskRecord | None:
         record = self._records.get(task_id)
