@@ -1,7 +1,7 @@
-"""The reference for ``benchmarks/mcp_http.py``: the same ``add`` tool, ``bench://note``
-resource and ``greet`` prompt served over Streamable HTTP by the official MCP Python SDK
-(``pip install mcp``; ``MCPServer`` with its default settings: stateful sessions, responses
-as event streams).
+"""The reference for ``benchmarks/mcp_http.py``: the server of ``mcp_sdk_server.py`` (the
+same ``add`` tool, ``bench://note`` resource and ``greet`` prompt, on the official MCP Python
+SDK: ``pip install mcp``) served over Streamable HTTP, with ``MCPServer``'s default settings:
+stateful sessions, responses as event streams.
 
 ``python benchmarks/mcp_http_sdk_server.py PORT``
 """
@@ -11,28 +11,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from mcp.server.mcpserver import MCPServer
-
-server = MCPServer("reference")
-
-
-@server.tool()
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@server.resource("bench://note", mime_type="text/plain")
-def note() -> str:
-    """A short note."""
-    return "a short note"
-
-
-@server.prompt()
-def greet(name: str) -> str:
-    """Greet someone by name."""
-    return f"Hello, {name}!"
-
+from mcp_sdk_server import server  # this folder is on sys.path when run as a script
 
 if __name__ == "__main__":
     logging.disable(logging.WARNING)
