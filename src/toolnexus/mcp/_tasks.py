@@ -191,6 +191,9 @@ class Tasks:
             0,
             state=state,
         )
+        if call is None and result is not None:
+            # Made settled: stored once, as it ends (nobody saw it working); told so.
+            record = self._settled(record, result, False)
         try:
             self.store.create(record)
         except Exception as exc:
@@ -200,9 +203,8 @@ class Tasks:
             with self._lock:
                 self._live[record.task_id] = call
             self._watch_elsewhere()
-        elif result is not None:
-            self.settle(record.task_id, result)
-        return self.store.get(record.task_id) or record
+            return self.store.get(record.task_id) or record
+        return record
 
     def created(self, record: TaskRecord) -> dict[str, Any]:
         """The ``CreateTaskResult`` fields for ``record`` (flat, ``resultType: "task"``)."""
@@ -249,7 +251,6 @@ class Tasks:
 
     def _settled(self, record: TaskRecord, result: ToolResult, cancelled: bool) -> TaskRecord:
         now = self._clock()
-        state = dict(thaw(record.state or {}))
         if cancelled:
             return record.evolve(
                 status="cancelled",
@@ -259,8 +260,8 @@ class Tasks:
             )
         request = ToolResult.pending_of(result) if result.is_error else None
         if request is not None:
-            return self._asking(record, state, request, result, now)
-        client = self._client_of(state.get("client") or {})
+            return self._asking(record, dict(thaw(record.state or {})), request, result, now)
+        client = self._client_of((record.state or {}).get("client") or {})
         written = self._format(client, result)
         try:
             codec.encode(written)
