@@ -23,7 +23,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -613,12 +612,23 @@ def test_a_client_that_sends_head_and_body_apart_keeps_its_worker(
         handed.append(conn)
         give_back(self, conn)
 
+    head_only = threading.Event()  # the server has read a head and waits for its body
+    take_request = _http_server._Loop.take_request
+
+    def watching(self: Any, conn: Any) -> Any:
+        request = take_request(self, conn)
+        if request is None and conn.head is not None:
+            head_only.set()
+        return request
+
     monkeypatch.setattr(_http_server._Loop, "give_back", counting)
+    monkeypatch.setattr(_http_server._Loop, "take_request", watching)
     with serving() as server, socket.create_connection(server.address, TIMEOUT) as sock:
         for i in range(20):
             head, _, body = raw_request(call("add", {"a": i, "b": 1}, rid=i)).partition(b"\r\n\r\n")
+            head_only.clear()
             sock.sendall(head + b"\r\n\r\n")
-            time.sleep(0.005)  # the client's own gap between its two writes
+            assert head_only.wait(TIMEOUT)  # the body comes once the head was read alone
             sock.sendall(body)
             response = http.client.HTTPResponse(sock)
             response.begin()
