@@ -7,15 +7,20 @@ transports, legacy sessions owned by a principal, and tokens never logged."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import json
 import logging
+import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from cli_helpers import ROOT, child_env
 from toolnexus import Principal, Toolkit, tool
 from toolnexus._context import ToolContext
 from toolnexus.mcp import HttpServer, ProtectedResource, ServerOptions, asgi_app
@@ -44,6 +49,43 @@ def deploy(env: str) -> str:
 
 
 TOOLKIT = Toolkit([whoami, deploy])
+
+
+@contextlib.contextmanager
+def serving_protected(issuer: str) -> Iterator[tuple[str, str]]:
+    """``toolnexus serve --http 0`` of TOOLKIT, taking OAuth tokens from ``issuer`` (scope
+    ``mcp``; ``deploy`` also needs ``deploy:write``): yields its URL and its first line."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "toolnexus",
+            "serve",
+            "test_mcp_auth:TOOLKIT",
+            "--http",
+            "0",
+            "--oauth-issuer",
+            issuer,
+            "--oauth-scope",
+            "mcp",
+            "--oauth-tool-scope",
+            "deploy=deploy:write",
+        ],
+        cwd=ROOT / "tests",
+        env=child_env(),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+/mcp", line)
+        assert found, line
+        yield found.group(0), line
+    finally:
+        process.terminate()
+        process.wait(30)
 
 
 class Tokens:

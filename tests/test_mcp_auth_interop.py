@@ -7,9 +7,6 @@ TOOLNEXUS_REQUIRE_JWT=1 (CI sets both)."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -30,8 +27,8 @@ from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-from cli_helpers import ROOT, child_env
 from oauth_server import AuthServer
+from test_mcp_auth import serving_protected
 
 TIMEOUT = 20.0  # an upper bound for each flow; never a measured duration
 MODES = ["legacy", "2026-07-28"]
@@ -45,37 +42,8 @@ def auth() -> Iterator[AuthServer]:
 
 @pytest.fixture(scope="module")
 def url(auth: AuthServer) -> Iterator[str]:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "toolnexus",
-            "serve",
-            "test_mcp_auth:TOOLKIT",
-            "--http",
-            "0",
-            "--oauth-issuer",
-            auth.issuer,
-            "--oauth-scope",
-            "mcp",
-            "--oauth-tool-scope",
-            "deploy=deploy:write",
-        ],
-        cwd=ROOT / "tests",
-        env=child_env(),
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None
-        line = process.stderr.readline()
-        found = re.search(r"http://127\.0\.0\.1:\d+/mcp", line)
-        assert found, line
-        yield found.group(0)
-    finally:
-        process.terminate()
-        process.wait(30)
+    with serving_protected(auth.issuer) as (url, _):
+        yield url
 
 
 class Storage:

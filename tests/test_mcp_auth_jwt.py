@@ -7,12 +7,10 @@ backend): skipped without it, unless TOOLNEXUS_REQUIRE_JWT=1 (CI sets it)."""
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -23,9 +21,8 @@ require("TOOLNEXUS_REQUIRE_JWT", "jwt", "jwt", "cryptography")
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from cli_helpers import ROOT, child_env
 from oauth_server import AuthServer
-from test_mcp_auth import TOOLKIT, metadata_url, modern, send, text_of
+from test_mcp_auth import TOOLKIT, metadata_url, modern, send, serving_protected, text_of
 from toolnexus.mcp import (
     HttpServer,
     IntrospectionVerifier,
@@ -188,38 +185,11 @@ def test_verifier_options_are_checked() -> None:
 
 
 def test_serve_http_takes_oauth_tokens_from_an_issuer(auth: AuthServer) -> None:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "toolnexus",
-            "serve",
-            "test_mcp_auth:TOOLKIT",
-            "--http",
-            "0",
-            "--oauth-issuer",
-            auth.issuer,
-            "--oauth-scope",
-            "mcp",
-            "--oauth-tool-scope",
-            "deploy=deploy:write",
-        ],
-        cwd=ROOT / "tests",
-        env=child_env(),
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None
-        line = process.stderr.readline()
-        found = re.search(r"(http://127\.0\.0\.1:(\d+)/mcp)", line)
-        assert found, line
+    with serving_protected(auth.issuer) as (url, line):
         assert f"OAuth access tokens from {auth.issuer}" in line
-        url = found.group(1)
 
         class Address:
-            address = ("127.0.0.1", int(found.group(2)))
+            address = ("127.0.0.1", urlsplit(url).port)
 
         running: Any = Address()
         status, _, body = send(running, "GET", "/.well-known/oauth-protected-resource/mcp")
@@ -230,6 +200,3 @@ def test_serve_http_takes_oauth_tokens_from_an_issuer(auth: AuthServer) -> None:
         assert modern(running, "tools/list", {}, token)[0] == 200
         call = {"name": "deploy", "arguments": {"env": "prod"}}
         assert modern(running, "tools/call", call, token)[0] == 403
-    finally:
-        process.terminate()
-        process.wait(30)
