@@ -70,6 +70,14 @@ def nap(ms: int) -> str:
 
 
 @tool
+def chatty(ctx: ToolContext) -> str:
+    """Log once at each of two levels, then answer."""
+    ctx.report_log("debug", "details")
+    ctx.report_log("warning", {"disk": "nearly full"}, "fs")
+    return "logged"
+
+
+@tool
 def steps(count: int, ctx: ToolContext) -> str:
     """Report progress count times, then answer."""
     for i in range(1, count + 1):
@@ -86,4 +94,4 @@ def deploy(ctx: ToolContext) -> ToolResult:
     return ToolResult.pending(Request("input", "Which environment?", data={"schema": schema}))
 
 
-toolkit = Toolkit([add, shout, wait_for_cancel, last_cancel, stubborn, nap, steps, deploy])
+toolkit = Toolkit([add, shout, wait_for_cancel, last_cancel, stubborn, nap, steps, deploy, chatty])

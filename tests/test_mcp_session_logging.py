@@ -37,11 +37,13 @@ def legacy() -> ServerSession:
     return session
 
 
-def call(session: ServerSession, meta: dict[str, Any] | None = None) -> StartCall:
+def call(session: ServerSession, meta: dict[str, Any] | None = None, rid: int = 5) -> StartCall:
     params: dict[str, Any] = {"name": "chatty", "arguments": {}}
     if meta is not None:
         params["_meta"] = meta
-    actions = session.receive({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params})
+    actions = session.receive(
+        {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+    )
     assert isinstance(actions[0], StartCall), actions
     return actions[0]
 
@@ -149,3 +151,32 @@ def test_a_tool_logs_through_its_context() -> None:
     with pytest.raises(ValueError, match="level must be one of debug, info"):
         ctx.report_log("loud", "x")
     assert LOG_LEVELS[0] == "debug" and LOG_LEVELS[-1] == "emergency"
+
+
+def test_start_call_says_whether_the_client_takes_logs() -> None:
+    session = legacy()
+    assert call(session).wants_log is False
+    session.receive(
+        {"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "error"}}
+    )
+    assert call(session, rid=6).wants_log is True
+    modern = ServerSession(Toolkit([chatty]))
+    assert call(modern, MODERN).wants_log is False
+    loud = {**MODERN, "io.modelcontextprotocol/logLevel": "debug"}
+    assert call(modern, loud, rid=6).wants_log is True
+
+
+def test_a_legacy_call_logs_at_the_level_set_when_it_started() -> None:
+    session = legacy()
+    before = call(session)
+    session.receive(
+        {"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "debug"}}
+    )
+    assert session.report_log(before.call_id, "emergency", "started unasked") == []
+    session.complete_call(before.call_id, ToolResult.ok("done"))
+    after = call(session, rid=6)
+    session.receive(
+        {"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "error"}}
+    )
+    sent = messages(session.report_log(after.call_id, "info", "still heard"))
+    assert sent[0]["params"] == {"level": "info", "data": "still heard"}

@@ -244,6 +244,26 @@ def test_progress_arrives_in_order_before_the_response(server: Server) -> None:
     assert received[5]["result"]["content"][0]["text"] == "5 steps"
 
 
+def test_a_tool_logs_to_its_client_at_the_level_set_before_the_call(server: Server) -> None:
+    server.initialize()
+    # No level set: the tool's log messages go nowhere; its answer comes alone.
+    unasked = server.request(1, "tools/call", {"name": "chatty", "arguments": {}})
+    assert unasked["id"] == 1 and unasked["result"]["content"][0]["text"] == "logged"
+    assert server.request(2, "logging/setLevel", {"level": "info"}) == {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "result": {},
+    }
+    server.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "chatty"}})
+    heard, answer = server.receive(), server.receive()
+    assert heard == {
+        "jsonrpc": "2.0",
+        "method": "notifications/message",
+        "params": {"level": "warning", "logger": "fs", "data": {"disk": "nearly full"}},
+    }
+    assert answer["id"] == 3 and answer["result"]["content"][0]["text"] == "logged"
+
+
 def test_a_call_that_finishes_within_the_grace_period_is_still_answered_after_stdin_closes(
     server: Server,
 ) -> None:

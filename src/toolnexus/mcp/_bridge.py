@@ -289,8 +289,11 @@ class CallBridge(ABC):
             def progress(value: float, total: float | None, message: str | None) -> None:
                 self._tell(self.session.report_progress, call_id, value, total, message)
 
-        def log(level: str, data: Any, logger: str | None) -> None:
-            self._tell(self.session.report_log, call_id, level, data, logger)
+        log = None
+        if action.wants_log:
+
+            def log(level: str, data: Any, logger: str | None) -> None:
+                self._tell(self.session.report_log, call_id, level, data, logger)
 
         # The server's span of the request (a child of the client's, from _meta): the host's
         # span of the call is its child; it ends before the answer is written.
@@ -317,7 +320,7 @@ class CallBridge(ABC):
         call: Call | None = None
         try:
             # The call copies this context: the tool's ctx.report_log finds its client here.
-            bound = bound_log.set(log)
+            bound = bound_log.set(log) if log is not None else None
             entered = span.enter() if span is not None else None
             try:
                 # Made unstarted, registered where a cancel finds it, then started.
@@ -333,7 +336,8 @@ class CallBridge(ABC):
             finally:
                 if span is not None:
                     span.leave(entered)
-                bound_log.reset(bound)
+                if bound is not None:
+                    bound_log.reset(bound)
             # Registered without the lock (a lock round trip is 1% of a served call): the
             # call is stored before the look at the entry's cancel mark, as cancel() marks
             # before its look at the call, so one of the two always sees the other (both

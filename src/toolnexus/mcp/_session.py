@@ -243,7 +243,10 @@ class StartCall(NamedTuple):
     ``host.resume(name, arguments, action.resumes, answer)`` — :attr:`resumes` carries the
     host's binding of the question to the call, so the host can check it.
     ``wants_progress`` says whether the client listens for progress: only then pass a
-    reporter that calls :meth:`ServerSession.report_progress`. ``task_after_ms`` (a
+    reporter that calls :meth:`ServerSession.report_progress`. ``wants_log`` says whether
+    the client took log messages when the call started (legacy: a ``logging/setLevel``
+    came before it; modern: the request's ``_meta`` names a level): only then give the
+    tool a log channel that calls :meth:`ServerSession.report_log`. ``task_after_ms`` (a
     client that takes tasks): a driver that runs tasks makes the call a task when it
     still runs after that long; None: never. ``trace`` carries the
     request's W3C trace context (``_meta``'s ``traceparent``) for the driver's span; None
@@ -268,6 +271,7 @@ class StartCall(NamedTuple):
     binding: str | None = None
     trace: Incoming | None = None
     task_after_ms: int | None = None
+    wants_log: bool = False
 
     @property
     def resumes(self) -> ToolResult | Request | None:
@@ -351,6 +355,7 @@ _START_FIELDS = (
     "binding",
     "trace",
     "task_after_ms",
+    "wants_log",
 )
 assert StartCall._fields == _START_FIELDS, "ServerSession._start makes StartCall in this order"
 
@@ -407,7 +412,7 @@ class _Call:
         self.state_exp: int | None = None  # a re-asked modern state keeps its expiry
         self.trace: Incoming | None = None  # its W3C trace context (_meta), when traced
         self.last_progress: float | None = None
-        # modern: the lowest level rank the request asked to hear (_meta logLevel)
+        # the lowest level rank its client hears, as set when it started (None: no logs)
         self.log_level: int | None = None
         # legacy: the question asked (a plain or a several request) while waiting on its
         # answers: each outgoing request's id -> (the plain request, its shape), and the
@@ -839,9 +844,10 @@ class ServerSession:
         self, call_id: int, level: str, data: Any, logger: str | None = None
     ) -> list[Action]:
         """A ``notifications/message`` for the call ``call_id`` when its client asked for
-        log messages at ``level`` or above (legacy: ``logging/setLevel``; modern:
-        ``_meta["io.modelcontextprotocol/logLevel"]`` on the request) and the call still
-        runs; otherwise nothing. ``level`` is one of :data:`~toolnexus._context.LOG_LEVELS`.
+        log messages at ``level`` or above when the call started (legacy: the last
+        ``logging/setLevel`` before it; modern: ``_meta["io.modelcontextprotocol/logLevel"]``
+        on the request) and the call still runs; otherwise nothing. ``level`` is one of
+        :data:`~toolnexus._context.LOG_LEVELS`.
 
         Example::
 
@@ -850,7 +856,7 @@ class ServerSession:
         call = self._calls.get(call_id)
         if call is None or not call.running:
             return []
-        wanted = call.log_level if call.client.modern else self._legacy_log_level
+        wanted = call.log_level
         rank = level_rank(level)
         if wanted is None or rank is None or rank < wanted:
             return []
@@ -1526,7 +1532,10 @@ class ServerSession:
         call.task_required = required
         self._calls[call.call_id] = call
         self._by_request[request_id] = call
-        if client.modern and META_LOG_LEVEL in meta:
+        # The level of log messages the call sends, as its client set it when it started.
+        if not client.modern:
+            call.log_level = self._legacy_log_level
+        elif META_LOG_LEVEL in meta:
             call.log_level = _log_level(meta[META_LOG_LEVEL], f"_meta[{META_LOG_LEVEL!r}]")
         if method == "tools/call" and API_MODULE in sys.modules:  # else no trace: no call
             call.trace = incoming_trace(meta, request_id, client.version)
@@ -1538,11 +1547,23 @@ class ServerSession:
                 self._forget(call)
                 raise
         # StartCall(call.call_id, name, arguments, wants_progress=..., trace=...,
-        # task_after_ms=...), made as its _make makes it: no frame of the named tuple's
-        # generated __new__ (every field, in _START_FIELDS' order).
+        # task_after_ms=..., wants_log=...), made as its _make makes it: no frame of the
+        # named tuple's generated __new__ (every field, in _START_FIELDS' order).
         progress = token is not None
         trace = call.trace
-        fields = (call.call_id, name, arguments, None, None, progress, None, trace, task_after)
+        logs = call.log_level is not None
+        fields = (
+            call.call_id,
+            name,
+            arguments,
+            None,
+            None,
+            progress,
+            None,
+            trace,
+            task_after,
+            logs,
+        )
         return [_new_tuple(StartCall, fields)]
 
     def _forget(self, call: _Call) -> None:
@@ -1906,6 +1927,7 @@ class ServerSession:
                 binding=call.binding,
                 trace=call.trace,
                 task_after_ms=call.task_after,
+                wants_log=call.log_level is not None,
             )
         ]
 
