@@ -7,6 +7,7 @@ Run it from a checkout (the server runs from ``src/``):
     python benchmarks/mcp_server.py --baseline /tmp/old/src   # add an older checkout's server
     python benchmarks/mcp_server.py --pin 0     # every server pinned to CPU 0 (taskset)
     python benchmarks/mcp_server.py --pin 0 --pipelined-only --rounds 10 --calls 5000
+    python benchmarks/mcp_server.py --pin 0 --start-up-only --spawns 40
 
 Three servers offer the same ``add`` tool, ``bench://note`` resource and ``greet`` prompt
 over stdio, each run by this interpreter:
@@ -352,10 +353,12 @@ def main() -> None:
     parser.add_argument(
         "--pipelined-only", action="store_true", help="only the pipelined table (64 in flight)"
     )
+    parser.add_argument("--start-up-only", action="store_true", help="only the start-up table")
+    parser.add_argument("--spawns", type=int, metavar="N", help="spawns per server (default 15)")
     options = parser.parse_args()
     if options.pin is not None:
         PIN[:] = ["taskset", "-c", options.pin]
-    spawns = 5 if options.quick else 15
+    spawns = options.spawns or (5 if options.quick else 15)
     calls = options.calls or (200 if options.quick else 1000)
     servers = commands(options.baseline)
     # No spawn should pay for compiling: write the bytecode of everything imported by path.
@@ -368,6 +371,8 @@ def main() -> None:
 
     if not options.calls_only and not options.pipelined_only:
         start_up_table(servers, spawns)
+    if options.start_up_only:
+        return
     if not options.pipelined_only:
         round_trip_table(servers, options.rounds, calls)
     pipelined_table(servers, options.rounds, calls)
