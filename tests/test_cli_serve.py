@@ -4,10 +4,15 @@ only protocol messages, even when the tools' module prints while it loads."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
-from cli_helpers import run
+import pytest
+
+from cli_helpers import child_env, run
+from toolnexus import _cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -111,11 +116,6 @@ MODERN = {
 
 def _wizard_rounds(tmp_path: Path, *flags: str) -> list[dict[str, object]]:
     """Call wizard over real pipes, answering each question, until it gives a final result."""
-    import subprocess
-    import sys
-
-    from cli_helpers import child_env
-
     (tmp_path / "wizard.py").write_text(WIZARD, encoding="utf-8")
     server = subprocess.Popen(
         [sys.executable, "-m", "toolnexus", "serve", "wizard.py", *flags],
@@ -173,3 +173,109 @@ def test_serve_refuses_max_rounds_below_one():
     out = run("serve", "toolnexus.demo:toolkit", "--max-rounds", "0")
     assert out.returncode == 2
     assert "--max-rounds: must be >= 1, got 0" in out.stderr
+
+
+# `serve` in its plain stdio form is read without argparse (an MCP client starts it often;
+# benchmarks/mcp_server.py measures the start-up). These pin that both readings agree.
+PLAIN_SERVE_FORMS = [
+    ["serve", "a.py"],
+    ["serve", "a.py", "b:kit", "mcp.json"],
+    ["serve", "--name", "x", "a.py"],
+    ["serve", "--debug", "a.py", "b.py"],
+    ["serve", "a.py", "--debug"],
+    ["serve", "a.py", "--name", "n", "--name", "m"],  # the last one counts
+    [
+        "serve",
+        "a.py",
+        "--name",
+        "demo",
+        "--version",
+        "2.0",
+        "--timeout",
+        "5000",
+        "--log-level",
+        "DEBUG",
+        "--max-rounds",
+        "3",
+        "--max-inflight-bytes",
+        "256M",
+        "--secret-file",
+        "key.txt",
+        "--store",
+        "memory:",
+        "--answers-db",
+        "used.sqlite3",
+    ],
+]
+
+
+@pytest.mark.parametrize("argv", PLAIN_SERVE_FORMS, ids=" ".join)
+def test_a_plain_serve_command_line_reads_as_the_parser_reads_it(argv: list[str]) -> None:
+    quick = _cli._plain_serve(argv)
+    assert quick is not None
+    options, extras = _cli._build_parser().parse_known_args(argv)
+    assert extras == []
+    assert vars(quick) == vars(options)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["call", "a.py"],
+        ["serve"],  # REF is required: the parser says so
+        ["serve", "-h"],
+        ["serve", "a.py", "--help"],
+        ["serve", "a.py", "--name"],
+        ["serve", "a.py", "--name=x"],
+        ["serve", "a.py", "--tim", "5"],  # an abbreviation
+        ["serve", "a.py", "--timeout", "-1"],
+        ["serve", "a.py", "--timeout", "soon"],
+        ["serve", "a.py", "--max-rounds", "0"],
+        ["serve", "a.py", "--max-inflight-bytes", "lots"],
+        ["serve", "a.py", "--log-level", "loud"],
+        ["serve", "a.py", "--name", "x", "b.py"],  # REFs on both sides of an option
+        ["serve", "-", "a.py"],
+        ["serve", "a.py", "--http", "8000"],
+        ["serve", "a.py", "--insecure-no-auth"],
+        ["--version"],
+    ],
+    ids=" ".join,
+)
+def test_any_other_command_line_is_left_to_the_parser(argv: list[str]) -> None:
+    assert _cli._plain_serve(argv) is None
+
+
+def test_serving_from_the_command_line_loads_no_argparse(tmp_path: Path) -> None:
+    # Checked after the server answered a call: nothing on the way loaded them late.
+    (tmp_path / "kit.py").write_text(
+        "from toolnexus import tool\n\n@tool\ndef add(a: int, b: int) -> int:\n"
+        "    '''Add.'''\n    return a + b\n",
+        encoding="utf-8",
+    )
+    code = textwrap.dedent("""
+        import sys
+        from toolnexus._cli import main
+
+        code = main(["serve", "kit.py", "--timeout", "30000"])
+        print(code, sorted(m for m in ("argparse", "shutil") if m in sys.modules))
+    """)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        input=session(INITIALIZE, INITIALIZED, call),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=child_env(),
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    *answers, loaded = out.stdout.splitlines()
+    assert replies("\n".join(answers))[2]["result"]["content"] == [{"type": "text", "text": "3"}]
+    assert loaded == "0 []"
