@@ -49,6 +49,7 @@ def test_a_cancel_wakes_a_caller_waiting_on_the_pipe() -> None:
         result = client.call_tool("hang", {"seconds": 60}, cancellation_token=source.token)
         assert result.is_error and result.output == "cancelled by the caller"
         assert client.call_tool("echo", {"text": "next"}).output == "next"
+        client.call_tool("release")  # the deaf tool returns: the server closes at once
 
 
 def test_calls_from_many_threads_while_others_are_cancelled() -> None:
@@ -66,6 +67,7 @@ def test_calls_from_many_threads_while_others_are_cancelled() -> None:
             for source in sources:
                 source.cancel()
             assert [future.result(30) for future in hung] == ["cancelled by the caller"] * 4
+        client.call_tool("release")  # the deaf tools return: the server closes at once
 
 
 def test_an_answer_the_server_did_not_end_with_a_newline_is_still_read() -> None:
@@ -88,6 +90,7 @@ def test_without_poll_the_reader_thread_reads_every_answer(monkeypatch: pytest.M
         threading.Timer(0.2, source.cancel).start()
         result = client.call_tool("hang", {"seconds": 60}, cancellation_token=source.token)
         assert result.output == "cancelled by the caller"
+        client.call_tool("release")  # the deaf tool returns: the server closes at once
 
 
 def test_a_call_interrupted_while_it_waits_is_given_up() -> None:
