@@ -23,20 +23,19 @@ its bearer token, or its OAuth subject) and is unknown to any other, as an expir
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .._binding import BINDING_KEY
+from .._binding import BINDING_KEY, STORE_ENV
 from .._frozen import thaw
 from .._loop_rule import declined_text
 from .._result import PENDING_KEY, ToolResult
 from .._suspension import Answer, Request, decline_reason
 from .._timers import dispatch
-from ..stores._open import process_task_store
-from ..stores._tasks import MemoryTaskStore, TaskRecord
 from . import _codec as codec
 from ._codec import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
 from ._protocol import TASKS_EXTENSION, describe
@@ -50,6 +49,7 @@ from ._suspension import (
 
 if TYPE_CHECKING:
     from .._host import Call
+    from ..stores._tasks import TaskRecord, TaskStore
     from ._bridge import LazyHost
     from ._options import ServerOptions
 
@@ -92,9 +92,13 @@ class Tasks:
         clock: Callable[[], float] = time.time,
     ) -> None:
         store = options.task_store
-        if store is None:  # the one TOOLNEXUS_STORE names, else this process's memory
-            store = process_task_store() or MemoryTaskStore(clock=clock)
-        self.store = store
+        if store is None and os.environ.get(STORE_ENV, "").strip():
+            from ..stores._open import process_task_store
+
+            store = process_task_store()  # opened now: one that cannot be fails the start
+        # None: this process's memory, made with the first task (most clients never make
+        # one, and the stores cost a tenth of a server's start-up to import).
+        self._store: TaskStore | None = store
         self.after_ms = options.task_after_ms
         self._ttl_ms = options.task_ttl_ms
         self._poll_ms = options.task_poll_ms
@@ -110,6 +114,20 @@ class Tasks:
         self._watchers: list[tuple[Callable[[TaskRecord], object], Callable[[], bool] | None]] = []
         self._outbox: deque[TaskRecord] = deque()  # changes not yet told, in order
         self._telling = False  # a dispatcher thread is telling them
+
+    @property
+    def store(self) -> TaskStore:
+        """Where the task records live: the server's task store, the one
+        ``TOOLNEXUS_STORE`` names, else a :class:`~toolnexus.stores.MemoryTaskStore`."""
+        store = self._store
+        if store is None:
+            from ..stores._tasks import MemoryTaskStore
+
+            with self._lock:
+                store = self._store
+                if store is None:
+                    store = self._store = MemoryTaskStore(clock=self._clock)
+        return store
 
     # ------------------------------------------------------------------ watching
 
@@ -179,6 +197,8 @@ class Tasks:
         """A new task for ``state`` (what resuming it needs), working on ``call`` — or,
         given ``result``, already settled with it; :class:`Refused` when its store fails."""
         import secrets  # here, not at the top: hashlib would cost every server's start-up
+
+        from ..stores._tasks import TaskRecord
 
         now = self._clock()
         record = TaskRecord(
@@ -496,6 +516,8 @@ class Tasks:
         in another (a replica the client's ``tasks/cancel`` reached): while it runs tasks,
         one thread reads their records every ``task_poll_ms`` and cancels the call of a
         task cancelled elsewhere. A memory store is this process's own: nothing to watch."""
+        from ..stores._tasks import MemoryTaskStore
+
         if isinstance(self.store, MemoryTaskStore):
             return
         with self._lock:
