@@ -24,9 +24,8 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, NoReturn
 
-from . import _formats
 from ._context import ToolContext
-from .errors import ConversionError, SchemaInferenceError
+from .errors import ConversionError, FormatError, SchemaInferenceError
 
 __all__ = [
     "ConversionError",
@@ -401,10 +400,13 @@ class _Inferrer:
             return {"type": "string"}, None
         if isinstance(tp, type) and issubclass(tp, enum.Enum):
             return self._enum(tp)
-        textual = _formats.text_type(tp)
-        if textual is not None:
-            schema, parse = textual
-            return dict(schema), _text_converter(parse)
+        if isinstance(tp, type):  # one carried as text? (datetime loads with the first)
+            from ._formats import text_type
+
+            textual = text_type(tp)
+            if textual is not None:
+                schema, parse = textual
+                return dict(schema), _text_converter(parse)
         if _is_model_class(tp):
             return self._model(tp)
         if _is_typeddict(tp) or _is_dataclass_type(tp):
@@ -916,7 +918,7 @@ def _text_converter(parse: Callable[[str], Any]) -> Converter:
             return value  # already the annotated type (a default, or a caller's object)
         try:
             return parse(value)
-        except _formats.FormatError as exc:
+        except FormatError as exc:
             raise ConversionError(str(exc)) from None
 
     return convert

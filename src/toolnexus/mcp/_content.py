@@ -17,19 +17,23 @@ from __future__ import annotations
 import binascii
 import re
 from collections.abc import Mapping
-from typing import Any
-from urllib.parse import quote, unquote
+from typing import TYPE_CHECKING, Any
 
 from .._frozen import thaw
-from .._parts import Part
 from .._result import STRUCTURED_KEY, ToolResult
 from .._wire import describe
 from ..errors import PartTooLargeError, WireFormatError
 
+if TYPE_CHECKING:
+    from .._parts import Part
+
+# Parts (and urllib.parse, for their URIs) load with the first result that has one: most
+# results are text, and a server's start-up would pay a tenth more for them.
+
 __all__ = ["content_blocks", "downgrade", "part_block", "result_from_mcp"]
 
 _URI_SCHEME = "attachment://"
-_NAMED_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+_NAMED_URI = r"[A-Za-z][A-Za-z0-9+.\-]*://"
 
 
 def downgrade(block: dict[str, Any], *, audio: bool, resource_links: bool) -> dict[str, Any]:
@@ -90,11 +94,13 @@ def part_block(
             return {"type": "text", "text": part.placeholder()}
         return {"type": "audio", "data": part.data, "mimeType": part.mime_type}
     # A file (or a type MCP has no block for) travels as an embedded binary resource.
+    from urllib.parse import quote
+
     name = part.name or f"part-{index}"
     return {
         "type": "resource",
         "resource": {
-            "uri": name if _NAMED_URI.match(name) else _URI_SCHEME + quote(name),
+            "uri": name if re.match(_NAMED_URI, name) else _URI_SCHEME + quote(name),
             "mimeType": part.mime_type,
             "blob": part.data,
         },
@@ -102,6 +108,8 @@ def part_block(
 
 
 def _name_of(uri: str) -> str | None:
+    from urllib.parse import unquote
+
     rest = uri.split("://", 1)[-1].split("?", 1)[0].split("#", 1)[0].rstrip("/")
     tail = unquote(rest.rsplit("/", 1)[-1]) if rest else ""
     return tail or None
@@ -199,6 +207,8 @@ def _text_of(block: Mapping[str, Any], index: int) -> str:
 
 
 def _part_of(block: Mapping[str, Any], index: int) -> Part:
+    from .._parts import Part
+
     where = f"content[{index}]"
     kind = block.get("type")
     try:
