@@ -338,14 +338,27 @@ class Call(metaclass=_NoPublicConstructor):
     if TYPE_CHECKING:
 
         @classmethod
-        def _create(cls, rt: Runtime, name: str, start_time: float) -> Call:
-            """A new QUEUED call for ``rt``: the package's way in (``Call()`` is refused)."""
+        def _create(
+            cls,
+            rt: Runtime,
+            name: str,
+            start_time: float,
+            done_callback: Callable[[Call], object] | None = None,
+        ) -> Call:
+            """A new QUEUED call for ``rt``: the package's way in (``Call()`` is refused).
+            ``done_callback``: its first done callback."""
 
     else:
         # type.__call__ itself, past the refusing metaclass: no Python frame of its own.
         _create = classmethod(type.__call__)
 
-    def __init__(self, rt: Runtime, name: str, start_time: float) -> None:
+    def __init__(
+        self,
+        rt: Runtime,
+        name: str,
+        start_time: float,
+        done_callback: Callable[[Call], object] | None = None,
+    ) -> None:
         self._rt = rt
         self._name = name
         self._start_time = start_time  # for on_event's duration
@@ -355,7 +368,9 @@ class Call(metaclass=_NoPublicConstructor):
         self._result: ToolResult | None = None
         self._outcome: Outcome = "pending"
         self._settled = False
-        self._callbacks: list[Callable[[Call], object]] | None = None
+        self._callbacks: list[Callable[[Call], object]] | None = (
+            None if done_callback is None else [done_callback]
+        )
         self._wakers: list[Callable[[], object]] | None = None
         self._event: threading.Event | None = None
         self._owner: Callable[[], object] | None = None  # wakes the owner for deferred effects
@@ -522,8 +537,9 @@ class Call(metaclass=_NoPublicConstructor):
     ) -> None:
         """Fill in what the tool needs; nothing runs yet (see :meth:`_start`). ``raw_args``
         are the arguments as the caller gave them (a binding names them); ``round`` is set
-        for a resume: the round of its checked ``answer``. ``done_callback`` is the first
-        done callback (no other thread knows the call yet: no lock needed)."""
+        for a resume: the round of its checked ``answer``. ``done_callback``, when given,
+        takes the place of the first done callback (no other thread knows the call yet: no
+        lock needed)."""
         if done_callback is not None:
             self._callbacks = [done_callback]
         self._tool = tool

@@ -427,7 +427,7 @@ class Host:
             assert call.result(timeout=5).output == "3"
         """
         kept = _check_ms("keep_ms", keep_ms)
-        call = self._new_call(
+        call = self._prepare_call(
             name,
             args,
             timeout_ms,
@@ -477,47 +477,6 @@ class Host:
 
         call.add_done_callback(ended)
 
-    def _prepare_call(
-        self,
-        name: str,
-        args: Mapping[str, Any] | str | bytes | None = None,
-        *,
-        timeout_ms: int | None = None,
-        cancellation_token: CancellationToken | None = None,
-        progress: ProgressReporter | None = None,
-        request: Request | ToolResult | Mapping[str, Any] | str | None = None,
-        answer: Answer | Mapping[str, Any] | str | None = None,
-        done_callback: Callable[[Call], object] | None = None,
-    ) -> Call:
-        """Package-internal, for drivers (the MCP transports): :meth:`submit`'s call,
-        checked and set up but not started. The driver keeps it where a cancel finds it,
-        then starts it with ``call._start()`` — ``call._start(inline=True)`` runs the tool
-        on the calling thread. A ``cancel()`` before then means it never starts.
-
-        The call may already be settled (refused, bad arguments, a failed resume check);
-        then ``done_callback`` has run. Otherwise ``done_callback`` is its first done
-        callback, registered before anything can finish it — with an inline start the only
-        way to hear of a deadline while the tool still runs.
-        """
-        if done_callback is not None and not callable(done_callback):
-            raise InvalidTypeError(
-                f"done_callback must be callable, got {type(done_callback).__name__}"
-            )
-        call = self._new_call(
-            name,
-            args,
-            timeout_ms,
-            cancellation_token,
-            progress,
-            request,
-            answer,
-            resume=request is not None or answer is not None,
-            done_callback=done_callback,
-        )
-        if done_callback is not None and call._tool is None:  # settled already: it runs now
-            call.add_done_callback(done_callback)
-        return call
-
     def call(
         self,
         name: str,
@@ -551,7 +510,7 @@ class Host:
             result = host.call("crunch", {"steps": 3}, timeout_ms=500)
             assert not result.is_error
         """
-        call = self._new_call(
+        call = self._prepare_call(
             name, args, timeout_ms, cancellation_token, progress, None, None, resume=False
         )
         return self._wait(call)
@@ -588,7 +547,7 @@ class Host:
             done = host.resume("deploy", {}, first, Answer.accept(
                 ToolResult.pending_of(first), {"env": "dev"}))
         """
-        call = self._new_call(
+        call = self._prepare_call(
             name, args, timeout_ms, cancellation_token, progress, request, answer, resume=True
         )
         return self._wait(call)
@@ -615,7 +574,7 @@ class Host:
 
             result = await host.acall("fetch", {"url": "https://example.com"}, timeout_ms=2000)
         """
-        call = self._new_call(
+        call = self._prepare_call(
             name, args, timeout_ms, cancellation_token, progress, None, None, resume=False
         )
         return await self._await(call)
@@ -637,39 +596,56 @@ class Host:
 
             done = await host.aresume("deploy", {}, request, answer)
         """
-        call = self._new_call(
+        call = self._prepare_call(
             name, args, timeout_ms, cancellation_token, progress, request, answer, resume=True
         )
         return await self._await(call)
 
     # ----------------------------------------------------------------- the adapters
 
-    def _new_call(
+    def _prepare_call(
         self,
         name: str,
-        args: Any,
-        timeout_ms: int | None,
-        token: object,
-        progress: ProgressReporter | None,
-        request: object,
-        answer: object,
+        args: Any = None,
+        timeout_ms: int | None = None,
+        token: object = None,
+        progress: ProgressReporter | None = None,
+        request: object = None,
+        answer: object = None,
         *,
-        resume: bool,
+        resume: bool | None = None,
         accepted: Accepted | None = None,
         done_callback: Callable[[Call], object] | None = None,
         call_id: str | None = None,
         turn: int | None = None,
     ) -> Call:
-        """Check the arguments and build the call, not started; it is already settled
-        (``done()``) when refused, for bad arguments, a failed resume check or a caller's
-        token cancelled before it began. ``call_id`` and ``turn`` are what the middleware
-        sees of a turn's call."""
+        """Check the arguments and build the call, not started: every way in (``call``,
+        ``submit``, ``resume``, their async forms, a turn) makes its call here, and so do
+        the drivers (the MCP transports, package-internal): they keep the call where a
+        cancel finds it, then start it with ``call._start()`` — ``call._start(inline=True)``
+        runs the tool on the calling thread. A ``cancel()`` before then means it never
+        starts.
+
+        The call is already settled (``done()``) when refused, for bad arguments, a failed
+        resume check or a caller's token cancelled before it began. ``done_callback`` is
+        its first done callback, registered before anything can settle it (so it has run
+        when the call comes back settled) — with an inline start the only way to hear of a
+        deadline while the tool still runs. ``resume``: whether this is a resume (default:
+        when ``request`` or ``answer`` is given). ``call_id`` and ``turn`` are what the
+        middleware sees of a turn's call.
+        """
+        if done_callback is not None and not callable(done_callback):
+            raise InvalidTypeError(
+                f"done_callback must be callable, got {type(done_callback).__name__}"
+            )
+        if resume is None:
+            resume = request is not None or answer is not None
         start = time.monotonic() if self._rt.emit is not None else 0.0  # on_event's duration
         # The checks are inlined for the common case (what _budget and _refusal say): this
         # is every call's path, and each Python call on it costs about 1% of a served call.
         budget = self._timeout_ms if timeout_ms is None else _check_ms("timeout_ms", timeout_ms)
         caller_token = None if token is None else _check_token(token)
-        call = Call._create(self._rt, name, start)
+        call = Call._create(self._rt, name, start, done_callback)
         if resume and accepted is None:
             if request is None or answer is None:
                 raise InvalidTypeError("a resume needs both request and answer")
@@ -692,8 +668,11 @@ class Host:
             return call
         tool, parsed = resolved
         policies = self._policies  # the middleware chain, or the call's span, in its place
+        first = None  # a first done callback in place of done_callback's
         if policies is not None and (policies.busy or API_MODULE in sys.modules):
-            tool, done_callback = policies.around(call, tool, budget, call_id, turn, done_callback)
+            tool, first = policies.around(call, tool, budget, call_id, turn, done_callback)
+            if first is done_callback:
+                first = None
         call._prepare(
             tool,
             parsed,
@@ -703,7 +682,7 @@ class Host:
             progress,
             None if accepted is None else accepted.answer,
             None if accepted is None else accepted.round,
-            done_callback,
+            first,
         )
         return call
 
@@ -975,7 +954,7 @@ class Host:
 
     def _call_for(self, item: _Item, budget: int | None, token: CancellationToken) -> Call:
         name, args, checked, call_id, turn = item
-        return self._new_call(
+        return self._prepare_call(
             name,
             args,
             budget,

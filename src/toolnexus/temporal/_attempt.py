@@ -70,7 +70,7 @@ async def run_attempt(
         result = await host.acall(name, dict(args), timeout_ms=timeout_ms, progress=progress)
     else:
         accepted = Accepted(Request.from_dict(request or {}), Answer.from_dict(answer), round)
-        call = host._new_call(
+        call = host._prepare_call(
             name,
             dict(args),
             timeout_ms,
