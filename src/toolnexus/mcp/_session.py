@@ -345,6 +345,17 @@ class _Client:
 
 
 _new_tuple = tuple.__new__
+
+
+def _waits_on(call: _Call, outgoing: str | None = None) -> bool:
+    """Whether a legacy call waits on answers to its question (to ``outgoing``, when
+    given)."""
+    asking = call.asking
+    if asking is None:
+        return False
+    return outgoing in asking.asked if outgoing is not None else bool(asking.asked)
+
+
 _START_FIELDS = (
     "call_id",
     "name",
@@ -360,6 +371,20 @@ _START_FIELDS = (
 assert StartCall._fields == _START_FIELDS, "ServerSession._start makes StartCall in this order"
 
 
+class _Asking:
+    """A legacy call's question, while the server waits on its answers: the question (a
+    plain or a several request), each answer's shape, each outgoing request's id ->
+    (the plain request, its shape) still unanswered, and the answers collected so far."""
+
+    __slots__ = ("asked", "collected", "question", "shapes")
+
+    def __init__(self, question: Request, shapes: Mapping[str, ElicitationShape]) -> None:
+        self.question = question
+        self.shapes = shapes
+        self.asked: dict[str, tuple[Request, ElicitationShape]] = {}
+        self.collected: dict[str, Answer] = {}
+
+
 class _Call:
     """One request in flight that runs user code on the host — a ``tools/call``, or a
     ``resources/read``, ``prompts/get`` or ``completion/complete`` (running, or waiting on
@@ -367,22 +392,19 @@ class _Call:
 
     __slots__ = (
         "arguments",
-        "asked",
+        "asking",
         "binding",
         "call_id",
         "client",
-        "collected",
         "last_progress",
         "log_level",
         "method",
         "name",
         "owner",
         "progress_token",
-        "question",
         "request_id",
         "round",
         "running",
-        "shapes",
         "state_exp",
         "task_after",
         "task_required",
@@ -414,13 +436,7 @@ class _Call:
         self.last_progress: float | None = None
         # the lowest level rank its client hears, as set when it started (None: no logs)
         self.log_level: int | None = None
-        # legacy: the question asked (a plain or a several request) while waiting on its
-        # answers: each outgoing request's id -> (the plain request, its shape), and the
-        # answers collected so far
-        self.asked: dict[str, tuple[Request, ElicitationShape]] = {}
-        self.question: Request | None = None
-        self.collected: dict[str, Answer] = {}
-        self.shapes: dict[str, ElicitationShape] = {}
+        self.asking: _Asking | None = None  # legacy: the question it waits on the answers of
         self.owner: str | None = None  # who sent it: a task made of it is theirs
         self.task_after: int | None = None  # becomes a task after this long (ms)
         self.task_required = False  # answered only through a task (task_support)
@@ -610,7 +626,7 @@ class ServerSession:
             return []
         if "method" not in stand_in:  # a response: to an elicitation of ours, or to nothing
             call = self._asked.pop(ident, None) if isinstance(ident, str) else None
-            if call is None or ident not in call.asked:
+            if call is None or not _waits_on(call, ident):
                 return []
             self._withdraw(call)  # as when its parsed result fails: the call is answered
             return self._failed({"id": ident}, self._next_call, exc)
@@ -638,7 +654,7 @@ class ServerSession:
                 answered.append(request_id)
         for call in list(self._calls.values()):
             # A call this message created, or one it took the answer of, is answered here.
-            if call.call_id > newest or (not call.running and not call.asked):
+            if call.call_id > newest or (not call.running and not _waits_on(call)):
                 self._forget(call)
                 if call.request_id not in answered:
                     answered.append(call.request_id)
@@ -1042,8 +1058,9 @@ class ServerSession:
     def _on_response(self, message: Mapping[str, Any]) -> list[Action]:
         response_id = message.get("id")
         call = self._asked.pop(response_id, None) if isinstance(response_id, str) else None
-        asked = call.asked.pop(str(response_id), None) if call is not None else None
-        if call is None or asked is None or call.question is None:
+        asking = call.asking if call is not None else None
+        asked = asking.asked.pop(str(response_id), None) if asking is not None else None
+        if call is None or asking is None or asked is None:
             _log.debug("ignoring a response to a request this server never sent: %r", response_id)
             return []
         request, shape = asked
@@ -1068,13 +1085,13 @@ class ServerSession:
                     )
                 _log.warning("treating a malformed elicitation result as cancelled: %s", exc)
                 answer = Answer(request.id, False, None, "cancelled")
-        call.collected[request.id] = answer
-        if call.asked:
+        asking.collected[request.id] = answer
+        if asking.asked:
             return []  # more answers to come (several questions asked at once)
-        question = call.question
-        whole = _whole_answer(question, call.collected)
-        call.collected = {}
-        return self._resume(call, question, whole, call.shapes)
+        call.asking = None
+        question = asking.question
+        whole = _whole_answer(question, asking.collected)
+        return self._resume(call, question, whole, asking.shapes)
 
     # ------------------------------------------------------------------ eras
 
@@ -1570,7 +1587,7 @@ class ServerSession:
         self._calls.pop(call.call_id, None)
         if self._by_request.get(call.request_id) is call:
             del self._by_request[call.request_id]
-        if call.asked:
+        if call.asking is not None:
             self._withdraw(call)
 
     def _finish(self, call: _Call, result: dict[str, Any]) -> list[Action]:
@@ -1733,13 +1750,13 @@ class ServerSession:
                 "requestState": state,
             }
             return self._finish(call, {"resultType": "input_required", **result})
-        call.question, call.shapes, call.collected = request, shapes, {}
+        asking = call.asking = _Asking(request, shapes)
         sends: list[Action] = []
         for each in plain:
             method, params, shape = questions[each.id]
             self._next_outgoing += 1
             outgoing = f"toolnexus-{_OUTGOING[method]}-{self._next_outgoing}"
-            call.asked[outgoing] = (each, shape)
+            asking.asked[outgoing] = (each, shape)
             self._asked[outgoing] = call
             sends.append(
                 Send({"jsonrpc": "2.0", "id": outgoing, "method": method, "params": params})
@@ -1750,7 +1767,8 @@ class ServerSession:
         """Stop waiting for the legacy answers ``call`` still waits for; the
         ``notifications/cancelled`` that tell the client, so it can close its dialogs."""
         withdrawn: list[Action] = []
-        for outgoing in call.asked:
+        asking, call.asking = call.asking, None
+        for outgoing in asking.asked if asking is not None else ():
             self._asked.pop(outgoing, None)
             withdrawn.append(
                 Send(
@@ -1761,7 +1779,6 @@ class ServerSession:
                     }
                 )
             )
-        call.asked = {}
         return withdrawn
 
     def _issue_state(
@@ -1950,7 +1967,7 @@ class ServerSession:
         actions: list[Action] = []
         if call.running:
             actions.append(CancelCall(call.call_id, reason))
-        elif call.asked:
+        elif _waits_on(call):
             # Legacy: withdraw the questions too, so the client can close its dialogs.
             actions += self._withdraw(call)
         call.running = False
