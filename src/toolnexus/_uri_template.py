@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote, unquote
 
 from .errors import InvalidValueError
 
@@ -181,6 +180,8 @@ class UriTemplate:
         found = self._pattern.fullmatch(uri)
         if found is None:
             return None
+        from urllib.parse import unquote  # here: every server with a resource imports us
+
         values: dict[str, str] = {}
         for group, named in self._queries:
             raw = found.group(group)
@@ -203,6 +204,8 @@ class UriTemplate:
             >>> UriTemplate("file:///{+path}{?rev}").expand({"path": "docs/a b.md"})
             'file:///docs/a%20b.md'
         """
+        from urllib.parse import quote
+
         out: list[str] = []
         for part in self._parts:
             if isinstance(part, str):
@@ -256,6 +259,8 @@ def _parse_expression(template: str, body: str) -> _Expression:
 
 
 def _query_pairs(raw: str) -> dict[str, str]:
+    from urllib.parse import unquote
+
     pairs: dict[str, str] = {}
     for item in raw.split("&"):
         if not item:
