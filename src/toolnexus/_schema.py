@@ -113,22 +113,24 @@ class Signature:
 
 # --------------------------------------------------------------------------- docstrings
 
-_GOOGLE_SECTION = re.compile(
+# Patterns as text: re compiles (and caches) them with the first docstring of more than one
+# line; a server of tools with one-line docstrings starts without compiling any.
+_GOOGLE_SECTION = (
     r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters"
     r"|Attributes|Fields):\s*$"
 )
-_ANY_GOOGLE_SECTION = re.compile(r"^[A-Z][A-Za-z ]{1,30}:\s*$")
-_GOOGLE_ENTRY = re.compile(r"^\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_ANY_GOOGLE_SECTION = r"^[A-Z][A-Za-z ]{1,30}:\s*$"
+_GOOGLE_ENTRY = r"^\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(.*)$"
 _NUMPY_PARAM_SECTIONS = {"parameters", "other parameters", "attributes", "fields"}
-_NUMPY_ENTRY = re.compile(
+_NUMPY_ENTRY = (
     r"^\*{0,2}([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)"
     r"\s*(?::.*)?$"
 )
-_REST_FIELD = re.compile(
+_REST_FIELD = (
     r"^:(param|parameter|arg|argument|key|keyword|ivar|var)\s+(?:[^:]*\s)?"
     r"\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)$"
 )
-_REST_ANY_FIELD = re.compile(r"^:[A-Za-z]+[^:]*:")
+_REST_ANY_FIELD = r"^:[A-Za-z]+[^:]*:"
 
 
 def _indent(line: str) -> int:
@@ -172,8 +174,8 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
                 break
             continue
         if (
-            _ANY_GOOGLE_SECTION.match(stripped)
-            or _REST_ANY_FIELD.match(stripped)
+            re.match(_ANY_GOOGLE_SECTION, stripped)
+            or re.match(_REST_ANY_FIELD, stripped)
             or (index + 1 < len(lines) and set(lines[index + 1].strip()) == {"-"})
         ):
             break
@@ -184,7 +186,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
         line = lines[index]
         stripped = line.strip()
         # Google: "Args:" then indented "name (type): text" entries.
-        if _GOOGLE_SECTION.match(stripped):
+        if re.match(_GOOGLE_SECTION, stripped):
             base = _indent(line)
             index += 1
             entry_indent: int | None = None
@@ -198,7 +200,9 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
                     indent = _indent(line)
                     if entry_indent is None:
                         entry_indent = indent
-                    match = _GOOGLE_ENTRY.match(line.strip()) if indent == entry_indent else None
+                    match = (
+                        re.match(_GOOGLE_ENTRY, line.strip()) if indent == entry_indent else None
+                    )
                     if match:
                         if name is not None:
                             params.setdefault(name, _join(text))
@@ -224,7 +228,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
                 if line.strip() and _indent(line) <= base:
                     if index + 1 < len(lines) and set(lines[index + 1].strip()) == {"-"}:
                         break  # the next section
-                    match = _NUMPY_ENTRY.match(line.strip())
+                    match = re.match(_NUMPY_ENTRY, line.strip())
                     if not match:
                         break
                     for each in names:
@@ -238,7 +242,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
                 params.setdefault(each, _join(text))
             continue
         # reST: ":param name: text" (or ":param type name: text"), continuation indented.
-        match = _REST_FIELD.match(stripped)
+        match = re.match(_REST_FIELD, stripped)
         if match:
             name, text = match.group(2), [match.group(3)]
             index += 1
@@ -246,7 +250,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
                 index < len(lines)
                 and lines[index].strip()
                 and _indent(lines[index]) > 0
-                and not _REST_ANY_FIELD.match(lines[index].strip())
+                and not re.match(_REST_ANY_FIELD, lines[index].strip())
             ):
                 text.append(lines[index])
                 index += 1
