@@ -264,15 +264,29 @@ NOT_LOADED_BY_SERVE = (
 def test_serving_a_plain_call_loads_only_what_it_needs(tmp_path: Path) -> None:
     # Checked after the server answered a call: nothing on the way loaded them late.
     (tmp_path / "kit.py").write_text(
-        "from toolnexus import tool\n\n@tool\ndef add(a: int, b: int) -> int:\n"
-        "    '''Add.'''\n    return a + b\n",
+        textwrap.dedent("""
+            from toolnexus import Toolkit, tool
+            from toolnexus.mcp import resource
+
+            @tool
+            def add(a: int, b: int) -> int:
+                "Add."
+                return a + b
+
+            @resource("notes://readme")
+            def readme() -> str:
+                "The notes."
+                return "hello"
+
+            toolkit = Toolkit([add, readme])
+        """),
         encoding="utf-8",
     )
     code = textwrap.dedent("""
         import sys
         from toolnexus._cli import main
 
-        code = main(["serve", "kit.py", "--timeout", "30000"])
+        code = main(["serve", "kit.py:toolkit", "--timeout", "30000"])
         print(code, sorted(m for m in NOT_LOADED if m in sys.modules))
     """).replace("NOT_LOADED", repr(NOT_LOADED_BY_SERVE))
     call = {
