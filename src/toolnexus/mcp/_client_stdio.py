@@ -160,6 +160,10 @@ class StdioTransport:
         if code is not None and code < 0:
             with contextlib.suppress(ValueError):
                 text = f"was killed by {signal.Signals(-code).name}"
+        if code is not None and self._errors is not threading.current_thread():
+            # Its last words may still be in the pipe: the stderr thread reads them to the
+            # end, soon once the child has exited (briefly: a grandchild may hold it open).
+            self._errors.join(0.5)
         tail = self.stderr_tail()
         if tail:
             text += f"; its stderr ends: {tail[-500:]}"
