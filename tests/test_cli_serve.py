@@ -249,9 +249,10 @@ def test_any_other_command_line_is_left_to_the_parser(argv: list[str]) -> None:
 # What a server that answers a plain call of plain types never needs, each a good share of
 # its start-up (benchmarks/mcp_server.py): argparse; the task stores (until a client makes a
 # task); parts and urllib.parse (until a result has a part); the text formats and datetime
-# (until a tool takes or returns a datetime, a UUID, ...).
+# (until a tool takes or returns a datetime, a UUID, ...); base64 (HTTP headers only).
 NOT_LOADED_BY_SERVE = (
     "argparse",
+    "base64",
     "datetime",
     "shutil",
     "toolnexus._formats",

@@ -9,7 +9,6 @@ writes a stream.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import json
 from typing import Any, TypeGuard
@@ -127,6 +126,8 @@ def encode_header_value(text: str) -> str:
     )
     if plain:
         return text
+    import base64  # here: a stdio server never encodes a header
+
     return _SENTINEL_OPEN + base64.b64encode(text.encode("utf-8")).decode("ascii") + _SENTINEL_CLOSE
 
 
@@ -136,6 +137,8 @@ def decode_header_value(raw: str) -> str | None:
     if not (raw.startswith(_SENTINEL_OPEN) and raw.endswith(_SENTINEL_CLOSE)):
         return raw
     encoded = raw[len(_SENTINEL_OPEN) : -len(_SENTINEL_CLOSE)]
+    import base64
+
     try:
         return base64.b64decode(encoded, validate=True).decode("utf-8")
     except (binascii.Error, ValueError):
