@@ -262,12 +262,18 @@ NOT_LOADED_BY_SERVE = (
 )
 
 
-def test_serving_a_plain_call_loads_only_what_it_needs(tmp_path: Path) -> None:
-    # Checked after the server answered a call: nothing on the way loaded them late.
+# Nor, until its first call, the validator: a tool compiles the schema inference wrote with
+# its first call, and so do a resource's and a prompt's inner tools and completion tools.
+NOT_LOADED_BEFORE_A_CALL = ("toolnexus.validation",)
+
+
+def served(tmp_path: Path, *messages: dict[str, object], unloaded: tuple[str, ...]) -> list[str]:
+    """Serve a kit of a tool, a resource and a prompt over ``messages``; the answers' lines,
+    then the exit code and which of ``unloaded`` were loaded by then."""
     (tmp_path / "kit.py").write_text(
         textwrap.dedent("""
             from toolnexus import Toolkit, tool
-            from toolnexus.mcp import resource
+            from toolnexus.mcp import prompt, resource
 
             @tool
             def add(a: int, b: int) -> int:
@@ -279,7 +285,12 @@ def test_serving_a_plain_call_loads_only_what_it_needs(tmp_path: Path) -> None:
                 "The notes."
                 return "hello"
 
-            toolkit = Toolkit([add, readme])
+            @prompt
+            def greet(name: str) -> str:
+                "Greet someone."
+                return f"Hello, {name}!"
+
+            toolkit = Toolkit([add, readme, greet])
         """),
         encoding="utf-8",
     )
@@ -288,17 +299,11 @@ def test_serving_a_plain_call_loads_only_what_it_needs(tmp_path: Path) -> None:
         from toolnexus._cli import main
 
         code = main(["serve", "kit.py:toolkit", "--timeout", "30000"])
-        print(code, sorted(m for m in NOT_LOADED if m in sys.modules))
-    """).replace("NOT_LOADED", repr(NOT_LOADED_BY_SERVE))
-    call = {
-        "jsonrpc": "2.0",
-        "id": 2,
-        "method": "tools/call",
-        "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
-    }
+        print(code, sorted(m for m in UNLOADED if m in sys.modules))
+    """).replace("UNLOADED", repr(unloaded))
     out = subprocess.run(
         [sys.executable, "-S", "-c", code],  # -S: no site hook loads any of them first
-        input=session(INITIALIZE, INITIALIZED, call),
+        input=session(*messages),
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -306,6 +311,24 @@ def test_serving_a_plain_call_loads_only_what_it_needs(tmp_path: Path) -> None:
         timeout=60,
     )
     assert out.returncode == 0, out.stderr
-    *answers, loaded = out.stdout.splitlines()
+    return out.stdout.splitlines()
+
+
+def test_serving_a_plain_call_loads_only_what_it_needs(tmp_path: Path) -> None:
+    # Checked after the server answered a call: nothing on the way loaded them late.
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
+    }
+    *answers, loaded = served(tmp_path, INITIALIZE, INITIALIZED, call, unloaded=NOT_LOADED_BY_SERVE)
     assert replies("\n".join(answers))[2]["result"]["content"] == [{"type": "text", "text": "3"}]
+    assert loaded == "0 []"
+
+
+def test_a_server_that_made_no_call_has_not_loaded_the_validator(tmp_path: Path) -> None:
+    unloaded = NOT_LOADED_BY_SERVE + NOT_LOADED_BEFORE_A_CALL
+    *answers, loaded = served(tmp_path, INITIALIZE, INITIALIZED, unloaded=unloaded)
+    assert replies("\n".join(answers))[1]["result"]["serverInfo"]["name"] == "toolnexus"
     assert loaded == "0 []"

@@ -211,8 +211,11 @@ def _compile_validator(schema: Mapping[str, Any]) -> Callable[..., list[str]]:
     return Validator(schema).errors
 
 
+_ANY_OBJECT = {"type": "object"}
+
+
 @sealed
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # its own __repr__ below
 class Tool(Generic[P, R]):
     """A function a model can call: a name, a description, a JSON Schema, the function.
 
@@ -311,8 +314,9 @@ class Tool(Generic[P, R]):
             )
         set_(self, "input_schema", _frozen_or_refused(self.name, "input_schema", schema))
         signature = self._signature
-        if signature is not None and signature.inferred:
-            # A schema inference wrote is known to compile: defer the cost to the first call.
+        if (signature is not None and signature.inferred) or schema == _ANY_OBJECT:
+            # A schema inference wrote is known to compile (so is the schema of any object):
+            # defer the cost, and the import of the validator, to the first call.
             set_(self, "_errors", self._compile_on_first_use)
         else:
             set_(self, "_errors", _compile_validator(self.input_schema))
@@ -344,7 +348,7 @@ class Tool(Generic[P, R]):
             shared: dict[str, Any] = {"schema": self.input_schema}
             if inferred:
                 shared["output_schema"] = self.output_schema
-            signature = dataclasses.replace(signature, **shared)
+            signature = signature._replace(**shared)
             set_(self, "_signature", signature)
         set_(self, "_fixed", frozenset(signature.fixed) if signature and signature.fixed else _NONE)
         if self.annotations is not None:

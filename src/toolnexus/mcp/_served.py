@@ -18,7 +18,7 @@ from typing import Any
 
 from .._frozen import FrozenDict, FrozenList
 from .._result import ToolResult
-from .._schema import infer
+from .._schema import Signature, infer
 from .._tools import Tool, build_invoke, run_to_completion
 from ..errors import InvalidTypeError, InvalidValueError
 
@@ -90,7 +90,18 @@ def inner_tool(
             return _finished(value)
 
         run = run_sync
-    return Tool(name, description, signature.schema, run), signature.schema
+    # How the tool calls ``run``: the contract ``run(args, ctx)``. A schema inference wrote
+    # is known to compile: the tool compiles its validator with the first call, as a tool's.
+    outer = Signature(
+        "contract",
+        signature.schema,
+        description,
+        ctx_name="ctx",
+        ctx_positional=True,
+        ctx_has_default=True,
+        inferred=signature.inferred,
+    )
+    return Tool(name, description, signature.schema, run, _signature=outer), signature.schema
 
 
 # --------------------------------------------------------------------------- strings
