@@ -782,24 +782,26 @@ class Call(metaclass=_NoPublicConstructor):
         context: contextvars.Context,
     ) -> None:
         """The attempt's tool, on this thread (the call is RUNNING); never raises."""
+        # (No closure here, for the async tool's sake: its cells would cost every call.)
         try:
             if tool.is_async:
-                from . import _aio
-
-                scope = self._scope
-                assert scope is not None
-                # On a private loop here; from inside a running loop (an async tool that
-                # called its own host synchronously) on a helper thread's loop.
-                value = context.run(
-                    _aio.run_blocking, lambda: _aio.drive(tool.acall(args, ctx), scope.token)
-                )
-                if value is _aio.CANCELLED:
-                    value = _NO_WORDS
+                value = context.run(self._run_async_tool, tool, args, ctx)
             else:
                 value = context.run(tool, args, ctx)
         except BaseException as exc:  # the tool's wrapper let it through: still an answer
             value = exc
         self._returned(value)
+
+    def _run_async_tool(self, tool: Tool, args: dict[str, Any], ctx: ToolContext | None) -> Any:
+        """An ``async def`` tool, to completion on this thread: on a private loop — or, from
+        inside a running loop (an async tool that called its own host synchronously), on a
+        helper thread's loop. Stopped through the call's token."""
+        from . import _aio
+
+        scope = self._scope
+        assert scope is not None
+        value = _aio.run_blocking(lambda: _aio.drive(tool.acall(args, ctx), scope.token))
+        return _NO_WORDS if value is _aio.CANCELLED else value
 
     def _start_task(self) -> None:
         loop = self._loop
@@ -1235,7 +1237,10 @@ class Call(metaclass=_NoPublicConstructor):
         dispatcher for a call nobody owns.
         """
         if from_timer:
-            later = [getattr(self, _EFFECTS[effect]) for effect in effects if effect != CANCEL_TOOL]
+            later = []  # (a loop, not a comprehension: on 3.11 that makes self a cell)
+            for effect in effects:
+                if effect != CANCEL_TOOL:
+                    later.append(getattr(self, _EFFECTS[effect]))
             if CANCEL_TOOL in effects:
                 rest = self._cancel_tool_from_timer()
                 if rest is not None:

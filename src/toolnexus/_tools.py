@@ -817,12 +817,19 @@ def build_invoke(sig: Signature) -> Invoke:
         if ctx_name is not None and not (ctx is None and ctx_has_default):
             kwargs = {**kwargs, ctx_name: ctx or ToolContext()}
         if positional:
-            kwargs = dict(kwargs)
-            leading = [kwargs.pop(name) for name in positional if name in kwargs]
-            return fn(*leading, **kwargs)
+            return _call_positional(fn, positional, kwargs)
         return fn(**kwargs)
 
     return keyword
+
+
+def _call_positional(fn: Callable[..., Any], positional: Any, kwargs: Mapping[str, Any]) -> Any:
+    """``fn(**kwargs)``, the ``positional`` names passed by position (positional-only
+    parameters). Apart from the invoker: its comprehension made a cell of every call's
+    ``kwargs`` on 3.11."""
+    rest = dict(kwargs)
+    leading = [rest.pop(name) for name in positional if name in rest]
+    return fn(*leading, **rest)
 
 
 Strip = Callable[[Any], Any]

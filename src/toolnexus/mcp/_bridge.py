@@ -30,9 +30,10 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from .._context import bound_log
+from .._context import LogReporter, ProgressReporter, bound_log
 from .._result import ToolResult
 from .._timers import Timer, schedule
 from .._tracing import server_span
@@ -282,19 +283,10 @@ class CallBridge(ABC):
         or after a cancel) reports it, through ``done(call)`` when given — which must call
         :meth:`report` — else directly. ``inline`` runs the tool here, on this thread.
         """
+        # (No closure is made here: its cells would cost every call, wanted or not.)
         call_id = action.call_id
-        progress = None
-        if action.wants_progress:
-
-            def progress(value: float, total: float | None, message: str | None) -> None:
-                self._tell(self.session.report_progress, call_id, value, total, message)
-
-        log = None
-        if action.wants_log:
-
-            def log(level: str, data: Any, logger: str | None) -> None:
-                self._tell(self.session.report_log, call_id, level, data, logger)
-
+        progress = self._progress_for(call_id) if action.wants_progress else None
+        log = self._log_for(call_id) if action.wants_log else None
         # The server's span of the request (a child of the client's, from _meta): the host's
         # span of the call is its child; it ends before the answer is written.
         trace = action.trace
@@ -308,15 +300,7 @@ class CallBridge(ABC):
         if span is None and done is not None:
             settled = done  # nothing to end first: the transport's own callback, no frame more
         else:
-
-            def settled(finished: Call) -> None:
-                if span is not None:
-                    span.end(finished.result())
-                if done is not None:
-                    done(finished)
-                else:
-                    self.report(call_id, finished.result())
-
+            settled = self._settled_for(call_id, span, done)
         call: Call | None = None
         try:
             # The call copies this context: the tool's ctx.report_log finds its client here.
@@ -354,7 +338,7 @@ class CallBridge(ABC):
                     with self.lock:  # _promote and report read the timer under it
                         if self._calls.get(call_id) is entry:
                             entry.timer = schedule(
-                                time.monotonic() + after / 1000, lambda: self._promote(call_id)
+                                time.monotonic() + after / 1000, partial(self._promote, call_id)
                             )
             call._start(inline)
         except Exception as exc:  # the host promises not to raise; answer anyway if it does
@@ -365,6 +349,36 @@ class CallBridge(ABC):
             if span is not None and call is None:
                 span.end(failed)
             self.report(call_id, failed)
+
+    def _progress_for(self, call_id: int) -> ProgressReporter:
+        """The progress reporter of a call whose client listens for progress."""
+
+        def progress(value: float, total: float | None, message: str | None) -> None:
+            self._tell(self.session.report_progress, call_id, value, total, message)
+
+        return progress
+
+    def _log_for(self, call_id: int) -> LogReporter:
+        """The log channel of a call whose client takes log messages."""
+
+        def log(level: str, data: Any, logger: str | None) -> None:
+            self._tell(self.session.report_log, call_id, level, data, logger)
+
+        return log
+
+    def _settled_for(self, call_id: int, span: Any, done: Done | None) -> Done:
+        """What runs as a call settles when there is a span to end first, or no
+        transport callback: the span ends, then ``done`` (else :meth:`report`) runs."""
+
+        def settled(finished: Call) -> None:
+            if span is not None:
+                span.end(finished.result())
+            if done is not None:
+                done(finished)
+            else:
+                self.report(call_id, finished.result())
+
+        return settled
 
     def cancel(self, call_id: int) -> None:
         """Cancel the call (its token; it never starts if it has not yet)."""
