@@ -148,7 +148,7 @@ class Send:
                 stream.write(action.to_bytes())
     """
 
-    __slots__ = ("_message", "_reply")
+    __slots__ = ("_line", "_message", "_reply")
     __match_args__ = ("message",)
 
     def __init__(self, message: Mapping[str, Any]) -> None:
@@ -156,12 +156,20 @@ class Send:
         # A tool's text answer, kept as its parts (request id, text, is_error,
         # structured) until someone reads the message: to_bytes writes it from a template.
         self._reply: tuple[Any, str, bool, Any] | None = None
+        # Package-internal: a text answer's line, written from the codec's template as the
+        # answer is made (None when the template cannot write it): what to_bytes returns,
+        # and what a transport that writes lines may write as it is.
+        self._line: bytes | None = None
 
     @classmethod
     def _text_reply(cls, request_id: Any, text: str, is_error: bool, structured: Any) -> Send:
         send = cls.__new__(cls)
         send._message = None
         send._reply = (request_id, text, is_error, structured)
+        try:
+            send._line = codec.text_reply(request_id, text, is_error, structured)
+        except Exception:  # NaN, a lone surrogate, ...: to_bytes writes the message instead
+            send._line = None
         return send
 
     @property
@@ -203,14 +211,9 @@ class Send:
         ``-32603`` error response for the same id; a request or notification is logged
         and gives ``b""`` (there is no request to answer, so nothing is written).
         """
-        reply = self._reply
-        if reply is not None:
-            try:
-                line = codec.text_reply(*reply)
-            except Exception:  # NaN, a lone surrogate, ...: as the message is written below
-                line = None
-            if line is not None:
-                return line
+        line = self._line
+        if line is not None:
+            return line
         message = self.message
         try:
             return codec.encode(message)

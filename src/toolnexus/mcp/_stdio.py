@@ -432,7 +432,9 @@ class _StdioBridge(CallBridge):
         self.output = output
 
     def _deliver(self, send: Send, where: Any) -> None:
-        self.output.queue(send.to_bytes())  # to_bytes answers a message it cannot encode
+        line = send._line  # a text answer, written as it was made: no frame of to_bytes
+        # (to_bytes answers a message it cannot encode)
+        self.output.queue(line if line is not None else send.to_bytes())
 
 
 class _Roles:
