@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any
 
 import pytest
@@ -329,3 +330,14 @@ def test_server_options_compare_hash_and_show_as_a_dataclass_would() -> None:
     )
     assert repr(options).startswith("ServerOptions(name='calc', version=None, instructions=None, ")
     assert "allowed_hosts=('example.com',)" in repr(options)
+
+
+def test_server_options_init_takes_each_field_in_its_order_with_its_default() -> None:
+    # Its __init__ is written out: one parameter per field, as the dataclass would write it.
+    parameters = list(inspect.signature(ServerOptions).parameters.values())
+    fields = dataclasses.fields(ServerOptions)
+    assert [p.name for p in parameters] == [f.name for f in fields]
+    assert [p.default for p in parameters] == [f.default for f in fields]
+    assert {p.kind for p in parameters} == {inspect.Parameter.POSITIONAL_OR_KEYWORD}
+    assert ServerOptions("calc", "9.9").version == "9.9"
+    assert ServerOptions() == ServerOptions(**{f.name: f.default for f in fields})

@@ -31,10 +31,10 @@ TokenVerifier = Callable[[str], "bool | Principal | None"]
 _MIB = 1024 * 1024
 
 
-# Its own __eq__, __hash__ and __repr__ below: a dataclass compiles every method it writes
-# when the class is made, and these three over 38 fields were a third of that cost, paid by
-# every server's start-up.
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+# Its own __init__, __eq__, __hash__ and __repr__ below: a dataclass compiles every method
+# it writes when the class is made, and for 38 fields these were most of the class's cost,
+# paid by every server's start-up.
+@dataclass(frozen=True, slots=True, init=False, eq=False, repr=False)
 class ServerOptions:
     """How an MCP server behaves, for every transport (stdio, HTTP, ASGI).
 
@@ -166,6 +166,91 @@ class ServerOptions:
     max_tasks: int = 1_000
     middleware: Sequence[Any] = ()
     tool_middleware: Mapping[str, Sequence[Any]] | None = None
+
+    # Written out, not generated: a dataclass compiles the __init__ it writes when the class
+    # is made, and for 38 fields that was most of the class's cost to a server's start-up.
+    # Its parameters are the fields, in their order, with their defaults (a test pins it).
+    def __init__(
+        self,
+        name: str = "toolnexus",
+        version: str | None = None,
+        instructions: str | None = None,
+        timeout_ms: int | None = None,
+        secret: bytes | str | Sequence[bytes | str] | None = None,
+        answer_store: AnswerStore | None = None,
+        max_rounds: int = 1,
+        page_size: int = 100,
+        list_ttl_ms: int = 60_000,
+        state_ttl_ms: int = 30 * 60_000,
+        grace_ms: int = 1_000,
+        max_message_bytes: int = 16 * _MIB,
+        max_inflight_bytes: int = 64 * _MIB,
+        allowed_hosts: Iterable[str] | None = None,
+        allowed_origins: Iterable[str] | None = None,
+        token: str | None = None,
+        verify_token: TokenVerifier | None = None,
+        auth: ProtectedResource | None = None,
+        insecure_no_auth: bool = False,
+        max_connections: int = 1_024,
+        max_connections_per_peer: int = 256,
+        max_requests: int = 64,
+        first_byte_timeout_ms: int = 3_000,
+        request_timeout_ms: int = 10_000,
+        keep_alive_ms: int = 30_000,
+        send_timeout_ms: int = 10_000,
+        session_idle_ms: int = 30 * 60_000,
+        session_unused_ms: int = 60_000,
+        max_sessions: int = 1_000,
+        max_sessions_per_peer: int = 100,
+        max_streams: int = 16,
+        task_after_ms: int = 1_000,
+        task_ttl_ms: int = 60 * 60_000,
+        task_poll_ms: int = 1_000,
+        task_store: TaskStore | None = None,
+        max_tasks: int = 1_000,
+        middleware: Sequence[Any] = (),
+        tool_middleware: Mapping[str, Sequence[Any]] | None = None,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "name", name)
+        set_(self, "version", version)
+        set_(self, "instructions", instructions)
+        set_(self, "timeout_ms", timeout_ms)
+        set_(self, "secret", secret)
+        set_(self, "answer_store", answer_store)
+        set_(self, "max_rounds", max_rounds)
+        set_(self, "page_size", page_size)
+        set_(self, "list_ttl_ms", list_ttl_ms)
+        set_(self, "state_ttl_ms", state_ttl_ms)
+        set_(self, "grace_ms", grace_ms)
+        set_(self, "max_message_bytes", max_message_bytes)
+        set_(self, "max_inflight_bytes", max_inflight_bytes)
+        set_(self, "allowed_hosts", allowed_hosts)
+        set_(self, "allowed_origins", allowed_origins)
+        set_(self, "token", token)
+        set_(self, "verify_token", verify_token)
+        set_(self, "auth", auth)
+        set_(self, "insecure_no_auth", insecure_no_auth)
+        set_(self, "max_connections", max_connections)
+        set_(self, "max_connections_per_peer", max_connections_per_peer)
+        set_(self, "max_requests", max_requests)
+        set_(self, "first_byte_timeout_ms", first_byte_timeout_ms)
+        set_(self, "request_timeout_ms", request_timeout_ms)
+        set_(self, "keep_alive_ms", keep_alive_ms)
+        set_(self, "send_timeout_ms", send_timeout_ms)
+        set_(self, "session_idle_ms", session_idle_ms)
+        set_(self, "session_unused_ms", session_unused_ms)
+        set_(self, "max_sessions", max_sessions)
+        set_(self, "max_sessions_per_peer", max_sessions_per_peer)
+        set_(self, "max_streams", max_streams)
+        set_(self, "task_after_ms", task_after_ms)
+        set_(self, "task_ttl_ms", task_ttl_ms)
+        set_(self, "task_poll_ms", task_poll_ms)
+        set_(self, "task_store", task_store)
+        set_(self, "max_tasks", max_tasks)
+        set_(self, "middleware", middleware)
+        set_(self, "tool_middleware", tool_middleware)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         for label in ("name", "version"):
