@@ -5,7 +5,9 @@ the same calls run both ways, and what the caller sees is the same.
   the loop rule's ``_settle_attempt_locked`` (which, for an answer, only cancels the
   deadline's timer and settles it "ok");
 - ``CallBridge.report``: the session's one answer is delivered directly, without
-  ``dispatch``.
+  ``dispatch``;
+- ``success_result``: what a tool returns becomes its successful ``ToolResult`` without the
+  checked constructor's checks.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import pytest
 
 from toolnexus import Host, Toolkit, ToolResult, tool
 from toolnexus._call import Call
+from toolnexus._frozen import FrozenDict
+from toolnexus._result import NO_METADATA
 from toolnexus.mcp import ServerOptions
 from toolnexus.mcp._bridge import CallBridge, InflightBytes, LazyHost
 from toolnexus.mcp._session import Send, ServerSession, StartCall
@@ -204,3 +208,47 @@ def test_a_guarded_byte_cap_counts_and_refuses_as_a_locked_one() -> None:
     assert guarded == run(InflightBytes(100))
     assert guarded[2][0] is not None and "over the limit of 100" in guarded[2][0]
     assert guarded[-1] == (0, 100)
+
+
+class Label(str):
+    """A str subclass a tool may return: its answer is the plain text."""
+
+
+RETURNED: list[Any] = [
+    "plain",
+    "",
+    Label("labelled"),
+    "naïve ✓ \u2028",
+    7,
+    -2.5,
+    True,
+    None,
+    {"n": 1, "nested": {"list": [1, "x", None]}},
+    [1, 2, 3],
+]
+
+
+@pytest.mark.parametrize("value", RETURNED, ids=lambda value: type(value).__name__)
+def test_a_returned_value_becomes_the_result_the_checked_constructor_builds(value: Any) -> None:
+    @tool
+    def give() -> Any:
+        """Returns the value under test."""
+        return value
+
+    result = give({})
+    # The result the checked constructor builds from the same parts.
+    checked = ToolResult(str(result.output), False, dict(result.metadata) or None)
+    assert result == checked and hash(result) == hash(checked) and repr(result) == repr(checked)
+    assert type(result.output) is str and result.is_error is False and result.parts == ()
+    if isinstance(value, str):
+        assert result.output == str(value) and result.metadata is NO_METADATA
+    elif value is None:
+        assert result.output == "" and result.metadata is NO_METADATA
+    else:
+        assert json.loads(result.output) == value
+        assert type(result.metadata) is FrozenDict
+        assert result.metadata["structuredContent"] == {"result": value} or (
+            result.metadata["structuredContent"] == value
+        )
+    with pytest.raises(AttributeError):
+        result.output = "changed"  # type: ignore[misc]

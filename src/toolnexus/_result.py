@@ -401,6 +401,21 @@ _set_metadata = ToolResult.__dict__["metadata"].__set__
 _set_parts = ToolResult.__dict__["parts"].__set__
 
 
+def success_result(output: str, metadata: Mapping[str, Any] = NO_METADATA) -> ToolResult:
+    """Package-internal: the successful result ``ToolResult(output, False, metadata)``,
+    built without its checks, for what every tool call returns. The caller vouches for
+    each part: ``output`` an exact ``str``, ``metadata`` :data:`NO_METADATA` or a
+    :class:`FrozenDict` without a pending request. tests/test_fast_paths.py holds what
+    it builds equal to the checked constructor's result. (The checks and the parameters'
+    defaults cost a tenth of a served call.)"""
+    result: ToolResult = object.__new__(ToolResult)
+    _set_output(result, output)
+    _set_is_error(result, False)
+    _set_metadata(result, metadata)
+    _set_parts(result, ())
+    return result
+
+
 def _as_tuple(parts: Iterable[Part] | None) -> tuple[Part, ...]:
     if parts is None:
         return ()

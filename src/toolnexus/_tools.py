@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, overload
 from ._context import ToolContext
 from ._frozen import FrozenDict, FrozenList, sealed
 from ._log import LazyLogger
-from ._result import STRUCTURED_KEY, ToolResult
+from ._result import STRUCTURED_KEY, ToolResult, success_result
 from ._schema import (
     OUTPUT_WRAPPER,
     ConversionError,
@@ -588,7 +588,7 @@ class Tool(Generic[P, R]):
             elif value is None:
                 result = _EMPTY_OK
             else:
-                result = ToolResult(str(value))
+                result = success_result(str(value))  # an exact str, whatever the tool returned
             if self._output_check is None or result.is_error:
                 return result
             return self._checked(result, value)
@@ -612,7 +612,7 @@ class Tool(Generic[P, R]):
                         True,
                     )
         if self._output_check is None:
-            return ToolResult(text, False, FrozenDict({STRUCTURED_KEY: _freeze_json(value)}))
+            return success_result(text, FrozenDict({STRUCTURED_KEY: _freeze_json(value)}))
         return self._structured(text, value, None)
 
     def _checked(self, result: ToolResult, value: Any) -> ToolResult:
@@ -658,7 +658,7 @@ class Tool(Generic[P, R]):
                 return refusal
             frozen = _freeze_json(structured)
         if metadata is None:
-            return ToolResult(text, False, FrozenDict({STRUCTURED_KEY: frozen}))
+            return success_result(text, FrozenDict({STRUCTURED_KEY: frozen}))
         return ToolResult(text, False, FrozenDict({**metadata, STRUCTURED_KEY: frozen}))
 
     def _refusal(self, structured: Any) -> ToolResult | None:
