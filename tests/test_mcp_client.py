@@ -321,10 +321,7 @@ def test_closed_clients_answer_calls_with_an_error() -> None:
 
 @pytest.mark.parametrize("version", [MODERN, LEGACY])
 def test_a_restarted_http_server_is_reconnected_on_the_next_call(version: str) -> None:
-    # A legacy client's open GET stream holds each shutdown for the whole grace period,
-    # which is not what this test is about: a short one.
-    quick = ServerOptions(grace_ms=50)
-    first = HttpServer(mcp_client_tools.toolkit, quick, port=0)
+    first = HttpServer(mcp_client_tools.toolkit, port=0)
     first.start()
     port = first.address[1]
     with McpClient(url=first.url, name="srv", protocol_version=version) as client:
@@ -334,7 +331,7 @@ def test_a_restarted_http_server_is_reconnected_on_the_next_call(version: str) -
             first.shutdown()
         # A new server on the same port knows nothing of the old session (404 on the
         # legacy session id): the client opens a new one and the call goes through.
-        with HttpServer(mcp_client_tools.toolkit, quick, port=port) as second:
+        with HttpServer(mcp_client_tools.toolkit, port=port) as second:
             second.start()
             assert client.call_tool("echo", {"text": "two"}).output == "two"
 

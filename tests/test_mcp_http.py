@@ -665,6 +665,170 @@ def test_shutdown_cancels_a_running_call() -> None:
     assert answers == [(200, "cancelled")]
 
 
+released = threading.Event()
+entered = threading.Event()
+
+
+@tool
+def gated() -> str:
+    """Returns once the test releases it."""
+    entered.set()
+    return "released" if released.wait(30) else "never released"
+
+
+def raw_request(
+    server: HttpServer, method: str, headers: dict[str, str], body: bytes = b""
+) -> socket.socket:
+    host, port = server.address
+    sock = socket.create_connection((host, port), timeout=10)
+    head = f"{method} /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: {len(body)}\r\n"
+    head += "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    sock.sendall(head.encode() + b"\r\n" + body)
+    return sock
+
+
+def read_until(sock: socket.socket, marker: bytes) -> bytes:
+    data = b""
+    while marker not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"the connection closed before {marker!r}: {data!r}"
+        data += chunk
+    return data
+
+
+def open_get_stream(server: HttpServer) -> tuple[socket.socket, bytes]:
+    """A legacy session's open GET stream, and what came after its head."""
+    session = legacy_session(server)
+    stream = raw_request(server, "GET", {"Accept": "text/event-stream", "Mcp-Session-Id": session})
+    head, _, rest = read_until(stream, b"\r\n\r\n").partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and b"text/event-stream" in head
+    return stream, rest
+
+
+LISTEN_HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": MODERN,
+    "Mcp-Method": "subscriptions/listen",
+}
+
+
+def listen_body(rid: int) -> bytes:
+    params = {"_meta": META, "notifications": {"toolsListChanged": True}}
+    message = {"jsonrpc": "2.0", "id": rid, "method": "subscriptions/listen", "params": params}
+    return json.dumps(message).encode()
+
+
+def shutting_down(server: HttpServer) -> threading.Thread:
+    stopper = threading.Thread(target=server.shutdown, daemon=True)
+    stopper.start()
+    return stopper
+
+
+def test_shutdown_ends_an_open_get_stream_at_once_instead_of_waiting_the_grace() -> None:
+    # A grace far longer than the test's bound: waiting it would fail the test.
+    server = HttpServer(TOOLKIT, ServerOptions(grace_ms=30_000), port=0)
+    server.start()
+    stream, rest = open_get_stream(server)
+    stopper = shutting_down(server)
+    # The stream ends cleanly (the last chunk), then the connection closes.
+    assert rest + read_until_closed(stream) == b"0\r\n\r\n"
+    stream.close()
+    stopper.join(10)
+    assert not stopper.is_alive()  # no call ran: nothing to give the grace to
+
+
+def test_shutdown_ends_an_open_listen_stream_with_its_response_at_once() -> None:
+    server = HttpServer(TOOLKIT, ServerOptions(grace_ms=30_000), port=0)
+    server.start()
+    stream = raw_request(server, "POST", LISTEN_HEADERS, listen_body(9))
+    opened = read_until(stream, b"notifications/subscriptions/acknowledged")
+    stopper = shutting_down(server)
+    data = opened + read_until_closed(stream)
+    stream.close()
+    stopper.join(10)
+    assert not stopper.is_alive()
+    assert data.endswith(b"\r\n0\r\n\r\n")  # the chunked stream ended cleanly
+    last = events(data)[-1]
+    assert last == {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "result": {"_meta": {"io.modelcontextprotocol/subscriptionId": 9}},
+    }
+
+
+def test_a_running_call_keeps_its_grace_while_notification_streams_end_at_once() -> None:
+    released.clear()
+    entered.clear()
+    server = HttpServer(Toolkit([gated]), ServerOptions(grace_ms=30_000), port=0)
+    server.start()
+    stream, rest = open_get_stream(server)
+    listen = raw_request(server, "POST", LISTEN_HEADERS, listen_body(3))
+    read_until(listen, b"notifications/subscriptions/acknowledged")
+    answers: list[object] = []
+
+    def client() -> None:
+        status, _, body = post(server, call("gated"))
+        answers.append((status, json.loads(body)["result"]["content"][0]["text"]))
+
+    runner = threading.Thread(target=client, daemon=True)
+    runner.start()
+    assert entered.wait(10)
+    stopper = shutting_down(server)
+    # Both streams end while the call still runs: only the call holds the shutdown.
+    assert rest + read_until_closed(stream) == b"0\r\n\r\n"
+    assert read_until_closed(listen).endswith(b"\r\n0\r\n\r\n")
+    stream.close()
+    listen.close()
+    assert answers == []
+    assert runner.is_alive() and stopper.is_alive()
+    released.set()  # after shutdown began: the call answers within its grace
+    runner.join(10)
+    stopper.join(10)
+    assert not runner.is_alive() and not stopper.is_alive()
+    assert answers == [(200, "released")]
+
+
+def test_shutdown_does_not_wait_for_a_kept_alive_clients_next_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolnexus.mcp import _http_server
+
+    # A worker waits this long for a kept-alive client's next request: far past the bound.
+    monkeypatch.setattr(_http_server, "_LINGER_S", 30.0)
+    server = HttpServer(TOOLKIT, ServerOptions(grace_ms=30_000), port=0)
+    server.start()
+    host, port = server.address
+    connection = http.client.HTTPConnection(host, port, timeout=10)
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    headers.update({"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "add"})
+    connection.request("POST", "/mcp", json.dumps(call("add", {"a": 1, "b": 2})), headers)
+    response = connection.getresponse()
+    assert response.status == 200 and not response.will_close
+    response.read()
+    stopper = shutting_down(server)
+    stopper.join(10)
+    assert not stopper.is_alive()
+    connection.close()
+
+
+def test_no_notification_stream_opens_once_they_were_ended_for_a_shutdown() -> None:
+    with HttpServer(TOOLKIT, port=0) as server:
+        server.start()
+        session = legacy_session(server)
+        server.endpoint.end_streams()
+        for sock in (
+            raw_request(server, "GET", {"Accept": "text/event-stream", "Mcp-Session-Id": session}),
+            raw_request(server, "POST", LISTEN_HEADERS, listen_body(4)),
+        ):
+            refused = sock.recv(4096)
+            sock.close()
+            assert refused.startswith(b"HTTP/1.1 503") and b"shutting down" in refused
+        # Calls are still answered until the shutdown's grace ends.
+        status, _, body = post(server, call("add", {"a": 1, "b": 2}))
+        assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "3"
+
+
 def test_an_idle_legacy_session_expires() -> None:
     with HttpServer(TOOLKIT, ServerOptions(session_idle_ms=0), port=0) as server:
         server.start()

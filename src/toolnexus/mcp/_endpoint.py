@@ -385,6 +385,16 @@ class _Channel(CallBridge):
             standalone._put(None, True)
         self.carry_out(later)
 
+    def end_streams(self) -> None:
+        """End this session's notification streams gracefully — its ``GET`` stream, its
+        ``subscriptions/listen`` streams with their responses — and leave its calls be."""
+        with self.lock:
+            later = self.dispatch(self.session._end_listens())
+            standalone, self.standalone = self.standalone, None
+        if standalone is not None:
+            standalone._put(None, True)
+        self.carry_out(later)
+
     def _task_ended(self) -> None:
         if self.on_idle is not None and not (self._calls or self._by_request or self._asked):
             self.on_idle(self)
@@ -500,6 +510,7 @@ class Endpoint:
         self._sessions_lock = threading.Lock()
         self._spare: list[_Channel] = []  # idle modern channels (append/pop are atomic)
         self._closed = False
+        self._streams_ended = False  # end_streams ran: no notification stream opens
         # Modern channels in use (a subscriptions/listen stream lives in one); the toolkit
         # tells each channel that listens of every change.
         self._modern_channels: weakref.WeakSet[_Channel] = weakref.WeakSet()
@@ -743,8 +754,10 @@ class Endpoint:
         if mismatch is not None:
             return _error_reply(400, request_id, HEADER_MISMATCH, mismatch), 0
         listens = isinstance(message, dict) and message.get("method") == "subscriptions/listen"
-        if listens and not self._take_stream():
-            return self._too_many_streams(request_id), 0
+        if listens:
+            refused = self._take_stream(request_id)
+            if refused is not None:
+                return refused, 0
         try:
             channel = self._spare.pop()
         except IndexError:
@@ -753,21 +766,34 @@ class Endpoint:
         reply, kept = self._dispatch(channel, message, streams, caller, modern=True)
         if listens:
             if reply.exchange is not None and not reply.exchange.ended:
-                self._modern_channels.add(channel)
                 reply.exchange.on_end = self._give_stream
+                self._modern_channels.add(channel)  # (where end_streams finds it)
+                if self._streams_ended:  # end_streams ran meanwhile and missed this one
+                    channel.end_streams()
             else:  # refused (bad params) or ended at once: no stream is open
                 self._give_stream()
         return reply, kept
 
     # ------------------------------------------------------------------ notification streams
 
-    def _take_stream(self) -> bool:
-        """Count one more open notification stream; False at ``max_streams``."""
+    def _take_stream(self, request_id: Any) -> Reply | None:
+        """Count one more open notification stream; else the refusal (at ``max_streams``,
+        or once :meth:`end_streams` ran)."""
+        if self._streams_ended:
+            reply = _error_reply(
+                503,
+                request_id,
+                INTERNAL_ERROR,
+                "service unavailable: the server is shutting down and opens no "
+                "notification stream; retry against the server that replaces it",
+            )
+            reply.headers.append(("retry-after", "1"))
+            return reply
         with self._streams_lock:
             if self._streams >= self._options.max_streams:
-                return False
+                return self._too_many_streams(request_id)
             self._streams += 1
-            return True
+            return None
 
     def _give_stream(self) -> None:
         with self._streams_lock:
@@ -808,8 +834,9 @@ class Endpoint:
         with channel.lock:
             if channel.standalone is not None and not channel.standalone.ended:
                 return _plain(409, "conflict: this session's event stream is open already")
-            if not self._take_stream():
-                return self._too_many_streams(None)
+            refused = self._take_stream(None)
+            if refused is not None:
+                return refused
             exchange = Exchange(channel, None, False, True)
             exchange.opens_at_once = True
 
@@ -1055,8 +1082,24 @@ class Endpoint:
         with self._sessions_lock:
             return len(self._sessions)
 
+    def end_streams(self) -> None:
+        """End every open notification stream gracefully, and open no more: the first step
+        of a shutdown. A legacy session's ``GET`` stream ends (its body closes), a
+        ``subscriptions/listen`` stream with its response; what a client then asks for
+        such a stream is refused (503). Calls keep running, their answers' streams open,
+        until :meth:`close`. Those streams carry only notifications, so nothing is lost by
+        ending them at once, and a shutdown's grace waits for calls only."""
+        self._streams_ended = True
+        for channel in list(self._modern_channels):
+            channel.end_streams()
+        with self._sessions_lock:
+            channels = list(self._sessions.values())
+        for channel in channels:
+            channel.end_streams()
+
     def close(self) -> None:
         """End every session (cancelling their calls) and close the host."""
+        self.end_streams()  # (and none opens while the rest closes)
         self._closed = True
         self._unwatch()
         self._unwatch_tasks()

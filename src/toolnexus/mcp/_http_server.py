@@ -150,13 +150,18 @@ class HttpServer:
         self._thread.start()
 
     def shutdown(self) -> None:
-        """Stop accepting, let running calls answer for ``grace_ms``, cancel the rest, close
-        the host and every connection. Safe to call more than once."""
+        """Stop accepting, end the open notification streams (a legacy ``GET`` stream, a
+        ``subscriptions/listen`` stream) at once, let running calls answer for
+        ``grace_ms``, cancel the rest, close the host and every connection. Returns as soon
+        as no call runs. Safe to call more than once."""
         if self._stopping.is_set():
             return
         self._stopping.set()
         loop = self._loop
         loop.stop_accepting()
+        # A worker holding a notification stream counts as answering: ended first, so
+        # that the grace waits for calls only.
+        self.endpoint.end_streams()
         loop.wait_answered(self.options.grace_ms / 1000)
         self.endpoint.close()  # cancels what still runs; their streams end
         loop.wait_answered(1.0)
@@ -252,6 +257,7 @@ class _Conn:
         "eof",
         "head",
         "length",
+        "lingering",
         "out",
         "peer",
         "reserved",
@@ -272,6 +278,7 @@ class _Conn:
         self.close_after = False
         self.eof = False  # the client shut its sending side
         self.discarding = 0  # > 0: reading and dropping this many bytes before the close
+        self.lingering = False  # a worker waits for the client's next request
         self.out = b""  # the rest of an answer the loop writes as the client reads it
 
     @property
@@ -418,6 +425,13 @@ class _Loop:
 
     def stop_accepting(self) -> None:
         self._accepting = False
+        with self._lock:
+            lingering = [conn for conn in self._conns.values() if conn.lingering]
+        for conn in lingering:
+            # Its worker waits for a next request it will not serve now: shutting the
+            # reading side wakes it (it reads the end) and it closes the connection.
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_RD)
         self.wake()
 
     def stop(self) -> None:
@@ -893,6 +907,14 @@ class _Answer:
     def _next(self) -> _Request | None:
         """The client's next request, when it comes at once (or was already sent); else the
         connection goes back to the loop (or is closed)."""
+        conn = self.conn
+        conn.lingering = True  # before the look at _accepting: stop_accepting wakes it
+        try:
+            return self._linger()
+        finally:
+            conn.lingering = False
+
+    def _linger(self) -> _Request | None:
         loop, conn = self.loop, self.conn
         if self.close or conn.eof or not loop._accepting:
             loop.close(conn)

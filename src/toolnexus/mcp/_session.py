@@ -897,14 +897,19 @@ class ServerSession:
             for call in self._calls.values()
             if call.running
         ]
-        # A subscription ends with its response (the stream closes gracefully).
-        actions += [
-            self._result(request_id, {"_meta": {META_SUBSCRIPTION_ID: request_id}})
-            for request_id in self._listens
-        ]
+        actions += self._end_listens()
         self._calls.clear()
         self._by_request.clear()
         self._asked.clear()
+        return actions
+
+    def _end_listens(self) -> list[Action]:
+        """End every open ``subscriptions/listen`` stream with its response (the stream
+        closes gracefully); calls are left as they are."""
+        actions: list[Action] = [
+            self._result(request_id, {"_meta": {META_SUBSCRIPTION_ID: request_id}})
+            for request_id in self._listens
+        ]
         self._listens.clear()
         return actions
 
