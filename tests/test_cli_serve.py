@@ -266,10 +266,17 @@ NOT_LOADED_BY_SERVE = (
 # its first call, and so do a resource's and a prompt's inner tools and completion tools.
 NOT_LOADED_BEFORE_A_CALL = ("toolnexus.validation",)
 
+# Nor, until its first answer is out, a suspension's question and answer and the loop rule:
+# the host (which needs them) is made on a thread after it.
+NOT_LOADED_BEFORE_THE_FIRST_ANSWER = ("toolnexus._loop_rule", "toolnexus._suspension")
 
-def served(tmp_path: Path, *messages: dict[str, object], unloaded: tuple[str, ...]) -> list[str]:
-    """Serve a kit of a tool, a resource and a prompt over ``messages``; the answers' lines,
-    then the exit code and which of ``unloaded`` were loaded by then."""
+
+def served(
+    tmp_path: Path, *messages: dict[str, object], unloaded: tuple[str, ...]
+) -> tuple[dict[object, dict[str, object]], list[str], list[str]]:
+    """Serve a kit of a tool, a resource and a prompt over ``messages``: the answers by id,
+    which of ``unloaded`` were loaded when the first answer was out (when the host starts
+    warming up), and which when the server ended (exit code 0)."""
     (tmp_path / "kit.py").write_text(
         textwrap.dedent("""
             from toolnexus import Toolkit, tool
@@ -295,11 +302,24 @@ def served(tmp_path: Path, *messages: dict[str, object], unloaded: tuple[str, ..
         encoding="utf-8",
     )
     code = textwrap.dedent("""
+        import json
         import sys
         from toolnexus._cli import main
+        from toolnexus.mcp._bridge import LazyHost
 
+        def loaded():
+            return sorted(m for m in UNLOADED if m in sys.modules)
+
+        first_answer = []
+        warm_up = LazyHost.warm_up
+
+        def noted(self):
+            first_answer.append(loaded())
+            warm_up(self)
+
+        LazyHost.warm_up = noted
         code = main(["serve", "kit.py:toolkit", "--timeout", "30000"])
-        print(code, sorted(m for m in UNLOADED if m in sys.modules))
+        print(json.dumps([code, first_answer[0], loaded()]))
     """).replace("UNLOADED", repr(unloaded))
     out = subprocess.run(
         [sys.executable, "-S", "-c", code],  # -S: no site hook loads any of them first
@@ -311,7 +331,10 @@ def served(tmp_path: Path, *messages: dict[str, object], unloaded: tuple[str, ..
         timeout=60,
     )
     assert out.returncode == 0, out.stderr
-    return out.stdout.splitlines()
+    *answers, last = out.stdout.splitlines()
+    code, at_first_answer, at_end = json.loads(last)
+    assert code == 0
+    return replies("\n".join(answers)), at_first_answer, at_end
 
 
 def test_serving_a_plain_call_loads_only_what_it_needs(tmp_path: Path) -> None:
@@ -322,13 +345,16 @@ def test_serving_a_plain_call_loads_only_what_it_needs(tmp_path: Path) -> None:
         "method": "tools/call",
         "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
     }
-    *answers, loaded = served(tmp_path, INITIALIZE, INITIALIZED, call, unloaded=NOT_LOADED_BY_SERVE)
-    assert replies("\n".join(answers))[2]["result"]["content"] == [{"type": "text", "text": "3"}]
-    assert loaded == "0 []"
+    answers, _, loaded = served(
+        tmp_path, INITIALIZE, INITIALIZED, call, unloaded=NOT_LOADED_BY_SERVE
+    )
+    assert answers[2]["result"]["content"] == [{"type": "text", "text": "3"}]
+    assert loaded == []
 
 
-def test_a_server_that_made_no_call_has_not_loaded_the_validator(tmp_path: Path) -> None:
-    unloaded = NOT_LOADED_BY_SERVE + NOT_LOADED_BEFORE_A_CALL
-    *answers, loaded = served(tmp_path, INITIALIZE, INITIALIZED, unloaded=unloaded)
-    assert replies("\n".join(answers))[1]["result"]["serverInfo"]["name"] == "toolnexus"
-    assert loaded == "0 []"
+def test_a_server_loads_less_before_its_first_answer_and_its_first_call(tmp_path: Path) -> None:
+    unloaded = NOT_LOADED_BY_SERVE + NOT_LOADED_BEFORE_A_CALL + NOT_LOADED_BEFORE_THE_FIRST_ANSWER
+    answers, at_first_answer, at_end = served(tmp_path, INITIALIZE, INITIALIZED, unloaded=unloaded)
+    assert answers[1]["result"]["serverInfo"]["name"] == "toolnexus"
+    assert at_first_answer == []
+    assert not set(at_end) & set(NOT_LOADED_BY_SERVE + NOT_LOADED_BEFORE_A_CALL)

@@ -21,7 +21,6 @@ import importlib
 from ._cancellation import CancellationToken, CancellationTokenRegistration, CancellationTokenSource
 from ._context import ProgressReporter, ToolContext
 from ._result import ToolResult
-from ._suspension import Answer, Request, decline_reason
 from .errors import (
     ConversionError,
     DuplicateToolError,
@@ -52,17 +51,21 @@ from .errors import (
 __version__ = "0.1.0"  # the one place the version is written (pyproject.toml reads it)
 
 # Higher layers load on first use, so `import toolnexus` costs only the contract; so do
-# content parts, which most results never carry.
+# content parts, which most results never carry, and the question and answer of a
+# suspension, which a server needs only when a tool asks one.
 _LAZY: dict[str, str] = {
+    "Answer": "._suspension",
     "Call": "._host",
     "Host": "._host",
     "Part": "._parts",
     "Principal": "._principal",
+    "Request": "._suspension",
     "Tool": "._tools",
     "ToolEvent": "._host",
     "Toolkit": "._toolkit",
     "TurnCall": "._turns",
     "TurnResult": "._turns",
+    "decline_reason": "._suspension",
     "get_max_part_bytes": "._parts",
     "set_max_part_bytes": "._parts",
     "tool": "._tools",
@@ -76,6 +79,7 @@ if TYPE_CHECKING:
     from ._host import Call, Host, ToolEvent
     from ._parts import Part, get_max_part_bytes, set_max_part_bytes
     from ._principal import Principal
+    from ._suspension import Answer, Request, decline_reason
     from ._toolkit import Toolkit
     from ._tools import Tool, tool
     from ._turns import TurnCall, TurnResult

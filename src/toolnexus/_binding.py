@@ -28,9 +28,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from ._log import LazyLogger
-from ._loop_rule import coerce_answer, declined, may_ask_again, schema_problem, unresolved
 from ._result import PENDING_KEY, ToolResult
-from ._suspension import Answer, Request, decline_reason
 from .errors import InvalidTypeError, InvalidValueError, StoreUnavailableError, WireFormatError
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
@@ -38,6 +36,7 @@ if TYPE_CHECKING:
     import os
     from typing import Any
 
+    from ._suspension import Answer, Request
     from .stores import AnswerStore
 
 __all__ = [
@@ -138,6 +137,7 @@ def request_digest(request: Request) -> str:
 
     Example::
 
+        >>> from toolnexus import Request
         >>> a = Request("approval", "Deploy?", id="pnd-1")
         >>> request_digest(a) == request_digest(Request("approval", "Deploy!", id="pnd-1"))
         False
@@ -499,6 +499,7 @@ class Binder:
 
     Example::
 
+        >>> from toolnexus import Answer, Request
         >>> binder = Binder("a-key-of-at-least-16-bytes", store=MemoryAnswerStore())
         >>> req = Request("approval", "Deploy?")
         >>> parked = binder.bind("deploy", {"env": "prod"}, ToolResult.pending(req))
@@ -582,6 +583,8 @@ class Binder:
         """
         if not result.is_pending:
             return result
+        from ._loop_rule import may_ask_again, unresolved
+
         if not may_ask_again(round, max_rounds):
             return unresolved(result)
         return self.bind(tool, args, result, round=round + 1)
@@ -664,6 +667,9 @@ class Binder:
                 ),
                 spent=True,
             )
+        from ._loop_rule import declined, schema_problem
+        from ._suspension import decline_reason
+
         reason = decline_reason(req, ans)
         if reason is None:
             problem = schema_problem(req, ans)
@@ -709,6 +715,7 @@ def _consumed_key(token: str) -> str:
 
 def _read_parked(value: object) -> tuple[Request, str | None] | str:
     """(request, binding or None) from what a caller resumes with, or the problem."""
+    from ._suspension import Request
 
     if isinstance(value, Request):
         return value, None
@@ -739,6 +746,8 @@ def _read_parked(value: object) -> tuple[Request, str | None] | str:
 def _read_answer(value: object) -> Answer | str:
     """The answer (read by :func:`~toolnexus._loop_rule.coerce_answer`, the one reader), or
     the problem with its wire form; ``TypeError`` for another type."""
+    from ._loop_rule import coerce_answer
+
     try:
         return coerce_answer(value)
     except WireFormatError as exc:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from ._cancellation import CancellationToken
 from ._frozen import sealed
-from ._suspension import Answer
 from .errors import InvalidTypeError, InvalidValueError
 
 # Not `from typing import TYPE_CHECKING`: importing typing would double what
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ._principal import Principal
+    from ._suspension import Answer
 
 __all__ = ["LOG_LEVELS", "LogReporter", "ProgressReporter", "ToolContext"]
 
@@ -125,7 +125,7 @@ class ToolContext:
                 "cancellation_token must be a CancellationToken (e.g. source.token), "
                 f"got {type(self.cancellation_token).__name__}"
             )
-        if self.answer is not None and not isinstance(self.answer, Answer):
+        if self.answer is not None and not _is_answer(self.answer):
             raise InvalidTypeError(
                 f"answer must be an Answer or None, got {type(self.answer).__name__}"
             )
@@ -255,3 +255,11 @@ class ToolContext:
         reporter = self.log if self.log is not None else bound_log.get()
         if reporter is not None:
             reporter(level, data, logger)
+
+
+def _is_answer(value: object) -> bool:
+    # Answer loads with the first answer given, not with the contract: a server starts
+    # without it.
+    from ._suspension import Answer
+
+    return isinstance(value, Answer)

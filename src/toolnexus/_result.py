@@ -13,7 +13,6 @@ from types import MethodType
 
 from . import _wire
 from ._frozen import FrozenDict, freeze, sealed, thaw
-from ._suspension import Request
 from .errors import InvalidTypeError, InvalidValueError, WireFormatError
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
@@ -23,6 +22,7 @@ if TYPE_CHECKING:
     # parts.py (a dataclass and base64) loads with the first result that has parts, not
     # with `import toolnexus` or `from toolnexus import Host`.
     from ._parts import Part
+    from ._suspension import Request
 
     class _OkFactory(Protocol):
         def __call__(
@@ -84,6 +84,7 @@ class ToolResult:
         <ToolResult ok '42'>
         >>> ToolResult.error("no such file").is_error
         True
+        >>> from toolnexus import Request
         >>> ToolResult.pending(Request("approval", "Deploy?")).is_pending
         True
     """
@@ -123,7 +124,7 @@ class ToolResult:
                 )
             elif not isinstance(metadata, FrozenDict):
                 metadata = freeze(metadata)
-            if not is_error and isinstance(metadata.get(PENDING_KEY), Request):
+            if not is_error and _is_request(metadata.get(PENDING_KEY)):
                 # A suspension has no usable answer yet; a host reading is_error alone
                 # must never take one for a success.
                 raise InvalidValueError(
@@ -169,11 +170,12 @@ class ToolResult:
 
         Example::
 
+            >>> from toolnexus import Request
             >>> parked = ToolResult.pending(Request("input", "Which environment?"))
             >>> parked.is_pending, parked.is_error, parked.output
             (True, True, 'Which environment?')
         """
-        if not isinstance(request, Request):
+        if not _is_request(request):
             raise InvalidTypeError(f"pending() takes a Request, got {type(request).__name__}")
         output = request.prompt if request.url is None else f"{request.prompt}\n{request.url}"
         return cls(output, True, {PENDING_KEY: request})
@@ -190,6 +192,8 @@ class ToolResult:
             Authorization required to continue
             https://example.test/login
         """
+        from ._suspension import Request
+
         return cls.pending(Request("authorization", prompt, url=url))
 
     @staticmethod
@@ -198,6 +202,7 @@ class ToolResult:
 
         Example::
 
+            >>> from toolnexus import Request
             >>> req = Request("approval", "Deploy?")
             >>> ToolResult.pending_of(ToolResult.pending(req)) is req
             True
@@ -211,7 +216,7 @@ class ToolResult:
                 f"pending_of() takes a ToolResult or None, got {type(result).__name__}"
             )
         request = result.metadata.get(PENDING_KEY)
-        return request if isinstance(request, Request) else None
+        return request if _is_request(request) else None
 
     @property
     def is_pending(self) -> bool:
@@ -238,7 +243,7 @@ class ToolResult:
         if self.metadata is not NO_METADATA:
             meta = {}
             for key, value in self.metadata.items():
-                meta[key] = value.to_dict() if isinstance(value, Request) else thaw(value)
+                meta[key] = value.to_dict() if _is_request(value) else thaw(value)
             out["metadata"] = meta
         if self.parts:
             out["parts"] = [part.to_dict() for part in self.parts]
@@ -251,6 +256,7 @@ class ToolResult:
 
         Example::
 
+            >>> from toolnexus import Request
             >>> print(ToolResult.pending(Request("input", "Which?", id="pnd-1")).to_json())
             {"output":"Which?","isError":true,"metadata":{"pending":{"id":"pnd-1","kind":"input","prompt":"Which?"}}}
         """
@@ -281,6 +287,8 @@ class ToolResult:
         )
         if metadata is not None and PENDING_KEY in metadata:
             pending = metadata[PENDING_KEY]
+            from ._suspension import Request
+
             try:
                 request = Request.from_dict(pending)
             except WireFormatError as exc:
@@ -447,3 +455,14 @@ def _check_parts(parts: Any) -> tuple[Part, ...]:
                 "Part.from_text(...)"
             )
     return checked
+
+
+def _is_request(value: object) -> bool:
+    """Whether ``value`` is a :class:`Request`. Request loads with the first value there is
+    to check, not with the contract: a server starts without it, and most results carry no
+    ``metadata["pending"]`` (None) to check."""
+    if value is None:
+        return False
+    from ._suspension import Request
+
+    return isinstance(value, Request)

@@ -23,13 +23,10 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._adapters import keep_listable
-from .._binding import BINDING_KEY, store_failed
 from .._context import LOG_LEVELS
 from .._frozen import freeze, thaw
 from .._log import LazyLogger
-from .._loop_rule import declined_text, may_ask_again, unresolved_text
 from .._result import PENDING_KEY, STRUCTURED_KEY, ToolResult
-from .._suspension import SEVERAL, Answer, Request, decline_reason
 from .._tracing import API_MODULE, Incoming
 from .._tracing import incoming as incoming_trace
 from ..errors import InvalidTypeError
@@ -80,6 +77,7 @@ from ._suspension import (
 
 if TYPE_CHECKING:
     from .._host import Call
+    from .._suspension import Answer, Request
     from .._toolkit import Toolkit
     from .._tools import Tool
     from ..stores import TaskRecord
@@ -282,6 +280,8 @@ class StartCall(NamedTuple):
         host's binding when the session has it, else the bare request."""
         if self.request is None or self.binding is None:
             return self.request
+        from .._binding import BINDING_KEY
+
         return ToolResult(
             ToolResult.pending(self.request).output,
             True,
@@ -810,6 +810,11 @@ class ServerSession:
                 structured = codec.ABSENT
             self._forget(call)
             return [Send._text_reply(call.request_id, result.output, result.is_error, structured)]
+        # What a question needs loads with the first one a tool asks: a server starts
+        # without it.
+        from .._binding import BINDING_KEY
+        from .._loop_rule import may_ask_again, unresolved_text
+
         if not may_ask_again(call.round, self._max_rounds):
             # The loop rule: one retry per answer (per round), never a loop.
             return self._fail(call, unresolved_text(request))
@@ -1072,6 +1077,8 @@ class ServerSession:
             _log.debug("ignoring a response to a request this server never sent: %r", response_id)
             return []
         request, shape = asked
+        from .._suspension import Answer
+
         answer: Answer
         if "error" in message or message.get("jsonrpc") != "2.0":
             # A client that refuses to sample says so with an error: a decline.
@@ -1836,6 +1843,8 @@ class ServerSession:
                 "invalid params: requestState belongs to another call; retry with the same "
                 "tool name and arguments as the call that returned it",
             )
+        from .._suspension import Request
+
         try:
             request = Request.from_dict(payload["request"])
             plain = request.requests()
@@ -1867,6 +1876,8 @@ class ServerSession:
             try:
                 first = self._binder.store.consume(state.rpartition(".")[2], float(exp))
             except Exception as exc:  # the store failed: refuse, and use nothing up
+                from .._binding import store_failed
+
                 refusal = store_failed(exc, f"the requestState for {request.prompt!r}")
                 return self._fail(call, refusal.result.output)
             if first:
@@ -1883,6 +1894,8 @@ class ServerSession:
         if unanswered and not expired:
             # A question went unanswered: ask again (a new state, the same expiry).
             return spend() or self._suspend(call, request, ToolResult.pending(request).output)
+        from .._suspension import Answer
+
         answer: Answer
         if expired:
             answer = Answer(request.id, False, None, "expired")
@@ -1920,6 +1933,9 @@ class ServerSession:
     ) -> list[Action]:
         """Run the call again with ``answer``. ``spend`` (a modern retry) uses up its
         requestState once the answer passed its checks; a decline uses it up too."""
+        from .._loop_rule import declined_text
+        from .._suspension import decline_reason
+
         declined = answer.id != request.id or decline_reason(request, answer) is not None
         if not declined:
             for each in request.requests():
@@ -2054,6 +2070,8 @@ _OUTGOING = {
 
 def _whole_answer(request: Request, collected: Mapping[str, Answer]) -> Answer:
     """The one answer to ``request``: its own, or (several questions) all of them."""
+    from .._suspension import SEVERAL, Answer
+
     if request.kind != SEVERAL:
         return collected[request.id]
     return Answer.several(request, [collected[each.id] for each in request.requests()])

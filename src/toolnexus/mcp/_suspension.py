@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._frozen import thaw
-from .._suspension import Answer, Request
 from ..errors import InputError
+
+if TYPE_CHECKING:  # both load with the first question a server asks or a client reads
+    from .._suspension import Answer, Request
 
 __all__ = [
     "APPROVAL_FIELD",
@@ -204,7 +206,7 @@ def answer_from_response(request: Request, shape: ElicitationShape, result: Any)
     :class:`~toolnexus.errors.InputError`) saying what is wrong with ``result``."""
     if shape not in ("sampling", "roots"):
         return answer_from_elicitation(request, shape, result)
-    from .._suspension import answer_problem
+    from .._suspension import Answer, answer_problem
 
     if not isinstance(result, Mapping):
         raise InputError(f"the client's answer must be an object, got {_json_type(result)}")
@@ -257,6 +259,8 @@ def answer_from_elicitation(request: Request, shape: ElicitationShape, result: A
     ``cancel`` are refusals with reason ``"declined"`` / ``"cancelled"``. Raises
     ``ValueError`` saying what is wrong when ``result`` is not an ``ElicitResult``.
     """
+    from .._suspension import Answer
+
     if not isinstance(result, Mapping):
         raise InputError(f"an elicitation result must be an object, got {_json_type(result)}")
     action = result.get("action")
@@ -380,6 +384,7 @@ def content_problem(request: Request, schema: Mapping[str, Any], content: Any) -
     multi-select), and the whole must fit the schema (types, enums, required fields).
     """
     from .._loop_rule import schema_problem
+    from .._suspension import Answer, Request
 
     if not isinstance(content, Mapping):
         return f"invalid answer to {request.prompt!r}: the form content must be an object"
@@ -439,6 +444,8 @@ def request_from_elicitation(
         >>> request.kind, request.data["schema"]["properties"]["name"], mode
         ('input', {'type': 'string'}, 'form')
     """
+    from .._suspension import Request
+
     if not isinstance(params, Mapping):
         raise InputError(f"elicitation params must be an object, got {_json_type(params)}")
     mode = params.get("mode", "form")
@@ -498,6 +505,7 @@ def elicit_result(
 
     Example::
 
+        >>> from toolnexus import Answer
         >>> elicit_result(Answer("pnd-1", True, {"name": "Ada"}), "form")
         {'action': 'accept', 'content': {'name': 'Ada'}}
         >>> elicit_result(Answer("pnd-1", False, None, "declined"), "form")

@@ -32,9 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._binding import BINDING_KEY, STORE_ENV
 from .._frozen import thaw
-from .._loop_rule import declined_text
 from .._result import PENDING_KEY, ToolResult
-from .._suspension import Answer, Request, decline_reason
 from .._timers import dispatch
 from . import _codec as codec
 from ._codec import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
@@ -49,6 +47,7 @@ from ._suspension import (
 
 if TYPE_CHECKING:
     from .._host import Call
+    from .._suspension import Answer, Request
     from ..stores._tasks import TaskRecord, TaskStore
     from ._bridge import LazyHost
     from ._options import ServerOptions
@@ -413,6 +412,9 @@ class Tasks:
                 INVALID_PARAMS,
                 f"invalid params: inputResponses must be an object, got {describe(responses)}",
             )
+        # Questions and answers load with the first a task asks: a server starts without.
+        from .._suspension import Answer, Request
+
         for _ in range(_ATTEMPTS):
             record = self.find(task_id, owner)
             if isinstance(record, Refused):
@@ -461,6 +463,8 @@ class Tasks:
         return Refused(INTERNAL_ERROR, "the task changed under every attempt to answer it")
 
     def _answer(self, request: Request, shape: str, response: Any) -> Answer | Refused:
+        from .._suspension import decline_reason
+
         try:
             answer = answer_from_response(request, shape, response)
         except ValueError as exc:
@@ -476,6 +480,9 @@ class Tasks:
         self, record: TaskRecord, state: Mapping[str, Any], request: Request, answer: Answer
     ) -> None:
         """Run the task's call again with ``answer`` (the loop rule, on the host)."""
+        from .._loop_rule import declined_text
+        from .._suspension import decline_reason
+
         task_id = record.task_id
         if answer.id != request.id or decline_reason(request, answer) is not None:
             self.settle(task_id, ToolResult.error(declined_text(request)))
