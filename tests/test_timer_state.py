@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -315,3 +316,44 @@ def test_timers_that_cannot_start_later_in_a_call_never_raise_through_the_host()
         "deaf True cancelled by the caller 2",
         "ask declined/expired: Go?",
     ]
+
+
+class _CountingWake(threading.Condition):
+    """The wheel's condition, counting the wake-ups it is sent; ``waiting`` is set while
+    the timer thread sleeps in it."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        super().__init__(lock)
+        self.notified = 0
+        self.waiting = threading.Event()
+
+    def notify(self, n: int = 1) -> None:
+        self.notified += 1
+        super().notify(n)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting.set()
+        try:
+            return super().wait(timeout)
+        finally:
+            self.waiting.clear()
+
+
+def test_timers_of_one_length_cancelled_at_once_do_not_wake_the_timer_thread_each() -> None:
+    # A task's promotion timer on every call that ends at once: armed, then cancelled
+    # before it is due. The timer thread sleeps until the latest deadline, so the next
+    # one (later) needs no wake-up. A deadline earlier than its sleep still wakes it.
+    wheel = _timers._Wheel()
+    wake = wheel._wake = _CountingWake(wheel._lock)
+    length = _timers.IDLE_SECONDS * 0.9  # under the idle sleep: else no sleep till it
+    for _ in range(50):
+        timer = wheel.schedule(time.monotonic() + length, lambda: None, True)
+        wheel.cancel(timer)
+        assert wake.waiting.wait(SLACK), "the timer thread never went to sleep"
+    assert wake.notified <= 2  # (the first timers may find it awake, or asleep for longer)
+    assert wake.waiting.wait(SLACK)
+    before = wake.notified
+    fired = threading.Event()
+    wheel.schedule(time.monotonic() + length / 100, fired.set, True)
+    assert wake.notified == before + 1  # due before its sleep ends: woken for it
+    assert fired.wait(SLACK)

@@ -3,7 +3,10 @@
 Owns the clock-driven threads of the package (the contract's ``cancel_after`` and the host's
 deadlines share them):
 
-- one ``toolnexus-timer`` thread sleeps until the earliest :class:`Timer` in a heap is due.
+- one ``toolnexus-timer`` thread sleeps until the earliest :class:`Timer` in a heap is due
+  (with none armed, until the latest deadline scheduled, while it is ahead: a timer armed
+  after it is due later and needs no wake-up, so timers of one length cancelled at once
+  wake the thread once per their length, not once each).
   It only *changes state*: an action marked ``quick`` runs on it and must be short, take no
   lock it could wait on for long, and never call user code. A token's cancellation (flag and
   Event) and a call's deadline transition are quick, so they happen on time whatever is
@@ -161,12 +164,15 @@ class _Wheel:
         self._seq = 0
         self._running = False
         self._wake_at = 0.0  # when the sleeping thread wakes by itself (0: it is awake)
+        self._latest = 0.0  # the latest deadline ever scheduled
 
     def schedule(self, deadline: float, action: Callable[[], object], quick: bool) -> Timer:
         with self._lock:
             self._seq += 1
             timer = Timer(deadline, action, quick, self._seq)
             heapq.heappush(self._heap, (deadline, self._seq, timer))
+            if deadline > self._latest:
+                self._latest = deadline
             if not self._running:
                 try:
                     self._start_locked()
@@ -235,9 +241,17 @@ class _Wheel:
                                 self._wake_at = 0.0
                                 return
                     else:
-                        self._wake_at = now + IDLE_SECONDS
-                        self._wake.wait(IDLE_SECONDS)
-                        if not self._heap:
+                        # No live timer: sleep until the latest deadline scheduled, while it
+                        # is ahead. A timer scheduled after it is due later and needs no
+                        # wake-up, so timers of one length cancelled before this thread
+                        # ran (a task's promotion, on every call that ends at once) wake it
+                        # once per their length, not once each.
+                        delay = self._latest - now
+                        if not 0 < delay < IDLE_SECONDS:
+                            delay = IDLE_SECONDS
+                        self._wake_at = now + delay
+                        self._wake.wait(delay)
+                        if not self._heap and delay == IDLE_SECONDS:
                             self._running = False
                             self._wake_at = 0.0
                             return
