@@ -134,6 +134,8 @@ _LEGACY_ONLY = frozenset({"resources/subscribe", "resources/unsubscribe", "loggi
 _CURSOR_PREFIX = "tnx1:"
 _ASKING = frozenset({"elicitation", "sampling", "roots", "extensions"})
 """Client capabilities that let a server ask it something."""
+_TASKS_ONLY: dict[str, Any] = {TASKS_EXTENSION: {}}
+"""The extensions of a client that declares the tasks extension, and no other."""
 
 
 class Send:
@@ -515,6 +517,8 @@ class ServerSession:
         # The client of a plain modern request (no elicitation), built once: _Client is
         # never changed after construction, so every such request can share it.
         self._plain_modern = _Client(MODERN_PROTOCOL_VERSIONS[-1], True, False, False)
+        # ... and one that takes tasks, and nothing else it could be asked
+        self._tasks_modern = _Client(MODERN_PROTOCOL_VERSIONS[-1], True, False, False, tasks=True)
         self._instructions = options.instructions
         self._page_size = options.page_size
         self._list_ttl_ms = options.list_ttl_ms
@@ -1189,8 +1193,12 @@ class ServerSession:
                 f"{', '.join(LEGACY_PROTOCOL_VERSIONS)} through initialize",
                 {"supported": self._supported_versions(), "requested": version},
             )
-        if version == MODERN_PROTOCOL_VERSIONS[-1] and not capabilities.keys() & _ASKING:
-            return self._plain_modern  # the common request: no per-message client to build
+        if version == MODERN_PROTOCOL_VERSIONS[-1]:
+            asking = capabilities.keys() & _ASKING
+            if not asking:
+                return self._plain_modern  # the common request: no per-message client to build
+            if asking == {"extensions"} and capabilities["extensions"] == _TASKS_ONLY:
+                return self._tasks_modern  # the common request of a client that takes tasks
         form, url = elicitation_modes(capabilities.get("elicitation"))
         extensions = capabilities.get("extensions")
         return _Client(
