@@ -37,14 +37,22 @@ class Child:
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
+        self.out: list[str] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
+        # stdout on a thread too: a child that never exits fails the test, never hangs it
+        self.out_reader = threading.Thread(target=self._read_out, daemon=True)
+        self.out_reader.start()
 
     def _read(self) -> None:
         assert self.process.stderr is not None
         for line in self.process.stderr:
             self.lines.put(line)
         self.lines.put("")  # end of stream
+
+    def _read_out(self) -> None:
+        assert self.process.stdout is not None
+        self.out.append(self.process.stdout.read())
 
     def wait_for_line(self, text: str, timeout: float = 20.0) -> None:
         """Block until a stderr line contains ``text`` (the upper bound is generous)."""
@@ -57,13 +65,17 @@ class Child:
                 return
 
     def finish(self, timeout: float = 20.0) -> tuple[int, str, str]:
-        assert self.process.stdout is not None
-        stdout = self.process.stdout.read()
-        code = self.process.wait(timeout)
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout)
+            raise AssertionError(f"the child did not exit: {''.join(self.seen)}") from None
+        self.out_reader.join(timeout)
         self.reader.join(timeout)
         while not self.lines.empty():
             self.seen.append(self.lines.get())
-        return code, stdout, "".join(self.seen)
+        return code, "".join(self.out), "".join(self.seen)
 
 
 def test_ctrl_c_cancels_the_running_call_prints_its_cancelled_result_and_exits_130():
@@ -125,7 +137,12 @@ def test_ctrl_c_after_the_result_is_printed_never_kills_the_process_by_the_signa
             stderr=subprocess.PIPE,
         )
         assert child.stdout is not None
-        assert child.stdout.readline() == "completed 1 step(s)\n"
+        watchdog = threading.Timer(60, child.kill)  # a hung child fails the test, not hangs it
+        watchdog.start()
+        try:
+            assert child.stdout.readline() == "completed 1 step(s)\n"
+        finally:
+            watchdog.cancel()
         child.send_signal(signal.SIGINT)
         if run % 2:  # a second one, too: it may exit at once (130), never by the signal
             child.send_signal(signal.SIGINT)
