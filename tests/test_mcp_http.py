@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from http_helpers import read_until_closed
+from http_helpers import raw_request, read_until_closed
 from toolnexus import Request, Toolkit, ToolResult, tool
 from toolnexus._context import ToolContext
 from toolnexus.mcp import HttpServer, ServerOptions
@@ -674,17 +674,6 @@ def gated() -> str:
     """Returns once the test releases it."""
     entered.set()
     return "released" if released.wait(30) else "never released"
-
-
-def raw_request(
-    server: HttpServer, method: str, headers: dict[str, str], body: bytes = b""
-) -> socket.socket:
-    host, port = server.address
-    sock = socket.create_connection((host, port), timeout=10)
-    head = f"{method} /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: {len(body)}\r\n"
-    head += "".join(f"{name}: {value}\r\n" for name, value in headers.items())
-    sock.sendall(head.encode() + b"\r\n" + body)
-    return sock
 
 
 def read_until(sock: socket.socket, marker: bytes) -> bytes:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from http_helpers import raw_request
 from toolnexus import Toolkit, tool
 from toolnexus.mcp import (
     HttpServer,
@@ -279,17 +280,6 @@ def served() -> Iterator[tuple[HttpServer, Toolkit]]:
         yield server, toolkit
 
 
-def raw(
-    server: HttpServer, method: str, headers: dict[str, str], body: bytes = b""
-) -> socket.socket:
-    host, port = server.address
-    sock = socket.create_connection((host, port), timeout=10)
-    head = f"{method} /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: {len(body)}\r\n"
-    head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-    sock.sendall(head.encode() + b"\r\n" + body)
-    return sock
-
-
 def read_events(
     sock: socket.socket, until: str, seconds: float = 10
 ) -> tuple[bytes, list[dict[str, Any]]]:
@@ -352,10 +342,10 @@ def test_a_legacy_session_hears_of_changes_on_its_get_stream(
 ) -> None:
     server, toolkit = served
     session = open_session(server)
-    stream = raw(server, "GET", {"Accept": "text/event-stream", "Mcp-Session-Id": session})
+    stream = raw_request(server, "GET", {"Accept": "text/event-stream", "Mcp-Session-Id": session})
     head = stream.recv(4096)
     assert head.startswith(b"HTTP/1.1 200") and b"text/event-stream" in head  # open at once
-    second = raw(server, "GET", {"Accept": "text/event-stream", "Mcp-Session-Id": session})
+    second = raw_request(server, "GET", {"Accept": "text/event-stream", "Mcp-Session-Id": session})
     assert second.recv(4096).startswith(b"HTTP/1.1 409")  # one stream per session
     second.close()
     toolkit.register(extra)
@@ -378,7 +368,7 @@ def test_a_legacy_session_hears_of_changes_on_its_get_stream(
 def test_a_get_stream_needs_a_live_session_and_event_stream(
     served: tuple[HttpServer, Toolkit], headers: dict[str, str], status: bytes
 ) -> None:
-    sock = raw(served[0], "GET", headers)
+    sock = raw_request(served[0], "GET", headers)
     assert sock.recv(4096).startswith(b"HTTP/1.1 " + status)
     sock.close()
 
@@ -404,7 +394,7 @@ def test_a_modern_listen_stream_over_http_carries_the_changes_it_asked_for(
 ) -> None:
     server, toolkit = served
     body, headers = listen_request(promptsListChanged=True)
-    stream = raw(server, "POST", headers, body)
+    stream = raw_request(server, "POST", headers, body)
     _, (ack,) = read_events(stream, "notifications/subscriptions/acknowledged")
     assert ack["params"]["notifications"] == {"promptsListChanged": True}
     toolkit.register(extra)  # a tool: not asked for
@@ -420,11 +410,11 @@ def test_notification_streams_are_capped_and_a_closed_one_frees_its_place(
 ) -> None:
     server, _ = served
     body, headers = listen_request(toolsListChanged=True)
-    first = raw(server, "POST", headers, body)
-    second = raw(server, "POST", headers, body)
+    first = raw_request(server, "POST", headers, body)
+    second = raw_request(server, "POST", headers, body)
     for stream in (first, second):
         read_events(stream, "notifications/subscriptions/acknowledged")
-    third = raw(server, "POST", headers, body)
+    third = raw_request(server, "POST", headers, body)
     refused = third.recv(4096)
     assert refused.startswith(b"HTTP/1.1 503") and b"max_streams" in refused
     third.close()
@@ -434,7 +424,7 @@ def test_notification_streams_are_capped_and_a_closed_one_frees_its_place(
     while endpoint._streams > 1:  # until the server notices the hang-up
         assert time.monotonic() < deadline, "the closed stream kept its place"
         threading.Event().wait(0.05)
-    again = raw(server, "POST", headers, body)
+    again = raw_request(server, "POST", headers, body)
     assert again.recv(4096).startswith(b"HTTP/1.1 200")
     again.close()
     second.close()
