@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import os
 import socket
 import threading
 import urllib.error
@@ -826,3 +827,29 @@ def test_an_idle_legacy_session_expires() -> None:
         assert server.endpoint.session_count == 0
         message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
         assert post(server, message, {"Mcp-Session-Id": session}, modern=False)[0] == 404
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"))
+
+
+def test_a_server_shut_down_leaves_no_descriptor_open() -> None:
+    # Its selector and its wake pipe are closed with it (three descriptors a server).
+    @tool
+    def quick() -> str:
+        """Answers at once."""
+        return "done"
+
+    toolkit = Toolkit([quick])
+    for _ in range(2):  # the first round's one-time opens (imports, threads) come and stay
+        with HttpServer(toolkit, ServerOptions(), port=0) as served:
+            served.start()
+        HttpServer(toolkit, ServerOptions(), port=0).shutdown()  # never served
+    before = _open_descriptors()
+    for _ in range(20):
+        with HttpServer(toolkit, ServerOptions(), port=0) as served:
+            served.start()
+            status, _, _ = post(served, call("quick"))  # a request served, then closed
+            assert status == 200
+        HttpServer(toolkit, ServerOptions(), port=0).shutdown()
+    assert _open_descriptors() - before < 10  # 40 servers: 120 before the fix

@@ -168,6 +168,8 @@ class HttpServer:
         loop.stop()
         if self._thread is not None:
             self._thread.join(5)
+        elif not loop._running:
+            loop._release()  # never served: no loop closes what it would have used
 
     def __enter__(self) -> HttpServer:
         return self
@@ -371,6 +373,9 @@ class _Loop:
         self.listener = listener
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = os.pipe()
+        # wake() against _release(): a late wake never writes to a closed pipe's number
+        # (which the process may have reused for another file).
+        self._wake_lock = threading.Lock()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._selector.register(listener, selectors.EVENT_READ, None)
@@ -417,11 +422,27 @@ class _Loop:
                 self._expire(time.monotonic())
         finally:
             self._close_everything()
+            self._release()
             self._done.set()
 
     def wake(self) -> None:
-        with contextlib.suppress(OSError):
-            os.write(self._wake_w, b"!")
+        with self._wake_lock:
+            if self._wake_w < 0:
+                return  # the loop is over: nothing to wake
+            with contextlib.suppress(OSError):
+                os.write(self._wake_w, b"!")
+
+    def _release(self) -> None:
+        """Close the selector and the wake pipe, once the loop no longer runs."""
+        with self._wake_lock:
+            if self._wake_w < 0:
+                return
+            os.close(self._wake_w)
+            self._wake_w = -1
+            with contextlib.suppress(OSError):
+                self._selector.close()
+            with contextlib.suppress(OSError):
+                os.close(self._wake_r)
 
     def stop_accepting(self) -> None:
         self._accepting = False
