@@ -743,7 +743,7 @@ class _StdioServer:
             try:
                 line = lines.next_line()
                 if line is None:
-                    if output._out:  # output.pending, without the property's frame
+                    if output.pending:
                         with self._lock:
                             output.deferring = False
                             output.flush()
