@@ -12,6 +12,7 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -853,3 +854,23 @@ def test_a_server_shut_down_leaves_no_descriptor_open() -> None:
             assert status == 200
         HttpServer(toolkit, ServerOptions(), port=0).shutdown()
     assert _open_descriptors() - before < 10  # 40 servers: 120 before the fix
+
+
+def test_a_wake_after_shutdown_writes_to_no_descriptor_the_process_reuses(
+    tmp_path: Path,
+) -> None:
+    # A worker that finishes late wakes the loop after the loop closed its wake pipe: the
+    # pipe's numbers may belong to new files by then, and must not be written to.
+    server = HttpServer(Toolkit([]), ServerOptions(), port=0)
+    old = server._loop._wake_w
+    server.shutdown()  # never served: its pipe is closed now
+    opened: list[int] = []
+    try:
+        while old not in opened and len(opened) < 16:  # new files take the lowest numbers
+            opened.append(os.open(tmp_path / f"f{len(opened)}", os.O_RDWR | os.O_CREAT))
+        assert old in opened, "the old write end's number was not reused"
+        server._loop.wake()
+        assert os.fstat(old).st_size == 0  # nothing was written into the new file
+    finally:
+        for descriptor in opened:
+            os.close(descriptor)
