@@ -169,7 +169,7 @@ def test_a_reported_answer_is_delivered_as_dispatch_delivers_it() -> None:
         # The plain path: the same answer through dispatch, with report's bookkeeping.
         start = _started(plain, n, "add", {"a": n, "b": 1})
         with plain.lock:
-            entry = plain._calls.pop(start.call_id)
+            entry = plain.calls.pop(start.call_id)
             plain.inflight.give(entry.weight)
             assert plain.dispatch(plain.session.complete_call(start.call_id, result)) == []
     assert fast.lines == plain.lines

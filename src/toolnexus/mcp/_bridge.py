@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ._options import ServerOptions
     from ._tasks import Tasks
 
-__all__ = ["CallBridge", "InflightBytes", "LazyHost"]
+__all__ = ["CallBridge", "CallEntry", "InflightBytes", "LazyHost"]
 
 
 class LazyHost:
@@ -156,12 +156,16 @@ class InflightBytes:
             self.used -= weight
 
 
-class _Entry:
-    """One started call in the table: where its messages go, what it weighs, its call."""
+class CallEntry:
+    """One started call in the table: where its messages go, what it weighs, its call —
+    and the call's done callback (one object per call, not an entry and a callback):
+    the call calls its entry as it settles, and the entry reports it to the bridge."""
 
-    __slots__ = ("call", "cancelled", "task", "timer", "weight", "where")
+    __slots__ = ("bridge", "call", "call_id", "cancelled", "task", "timer", "weight", "where")
 
-    def __init__(self, where: Any, weight: int) -> None:
+    def __init__(self, bridge: CallBridge, call_id: int, where: Any, weight: int) -> None:
+        self.bridge = bridge
+        self.call_id = call_id
         self.where = where
         self.weight = weight
         self.call: Call | None = None
@@ -169,8 +173,9 @@ class _Entry:
         self.task: str | None = None  # the task it became: its end goes to the task
         self.timer: Timer | None = None  # when it becomes a task, if it still runs
 
-
-Done = Callable[["Call"], None]
+    def __call__(self, call: Call) -> None:
+        """The call settled: the bridge reports its answer."""
+        self.bridge.report(self.call_id, call.result())
 
 
 class CallBridge(ABC):
@@ -186,6 +191,10 @@ class CallBridge(ABC):
     """How clients reach this bridge's session, as a trace says it (``network.transport``):
     ``pipe`` (stdio) or ``tcp`` (HTTP)."""
 
+    entry_type: type[CallEntry] = CallEntry
+    """What the call table holds per call: a transport that keeps more per call, or
+    hears of its calls' ends its own way, names its own subclass."""
+
     def __init__(
         self,
         session: ServerSession,
@@ -199,7 +208,9 @@ class CallBridge(ABC):
         self.host = host
         self.inflight = inflight
         self.lock = threading.Lock()
-        self._calls: dict[int, _Entry] = {}
+        # The call table: each started call's entry by the session's call id (changed under
+        # the lock; a transport may look an entry up without it).
+        self.calls: dict[int, CallEntry] = {}
         self._newest = 0  # the newest call id seen: a higher one is a new call
         self.kept = 0  # set by dispatch(prepaid=True): the bytes a new call kept
         # Run (outside the lock) after each reported call, when a transport sets it.
@@ -257,10 +268,10 @@ class CallBridge(ABC):
                                     self._deliver(reply, where)
                             continue
                         charged = weight
-                self._calls[call_id] = _Entry(where, charged)
+                self.calls[call_id] = self.entry_type(self, call_id, where, charged)
                 later.append(action)
             else:
-                entry = self._calls.get(action.call_id)  # type: ignore[union-attr]
+                entry = self.calls.get(action.call_id)  # type: ignore[union-attr]
                 if entry is not None:
                     self._cancelled(entry.where)
                 later.append(action)
@@ -276,15 +287,20 @@ class CallBridge(ABC):
 
     # ------------------------------------------------------------------ calls
 
-    def start(self, action: StartCall, *, inline: bool = False, done: Done | None = None) -> None:
+    def start(
+        self, action: StartCall, inline: bool = False, entry: CallEntry | None = None
+    ) -> None:
         """Start the call on the host; whoever settles it reports its answer.
 
         No thread waits per call: the thread that ran the tool (or the host, at a deadline
-        or after a cancel) reports it, through ``done(call)`` when given — which must call
-        :meth:`report` — else directly. ``inline`` runs the tool here, on this thread.
+        or after a cancel) reports it, through the call's entry (its done callback).
+        ``inline`` runs the tool here, on this thread. ``entry``: the call's, when the
+        transport looked it up already (see :meth:`entry`).
         """
-        # (No closure is made here: its cells would cost every call, wanted or not.)
+        # (No closure is made here but for a traced call: its cells would cost every call.)
         call_id = action.call_id
+        if entry is None:
+            entry = self.entry(call_id)
         progress = self._progress_for(call_id) if action.wants_progress else None
         log = self._log_for(call_id) if action.wants_log else None
         # The server's span of the request (a child of the client's, from _meta): the host's
@@ -295,12 +311,7 @@ class CallBridge(ABC):
             if trace is None
             else server_span(action.name, trace, self.transport, self.session_id)
         )
-
-        settled: Done
-        if span is None and done is not None:
-            settled = done  # nothing to end first: the transport's own callback, no frame more
-        else:
-            settled = self._settled_for(call_id, span, done)
+        settled = entry if span is None else self._settled_for(span, entry)
         call: Call | None = None
         try:
             # The call copies this context: the tool's ctx.report_log finds its client here.
@@ -328,15 +339,14 @@ class CallBridge(ABC):
             # may: a second cancel changes nothing). A call settled meanwhile (refused, or
             # its host closed) has had its entry removed, or stores into an entry no one
             # reads any more.
-            entry = self._calls.get(call_id)
-            if entry is not None and entry.call is None:
+            if entry.call is None and self.calls.get(call_id) is entry:
                 entry.call = call
                 if entry.cancelled:
                     call.cancel()  # a cancel that came first: it never starts
                 after = action.task_after_ms
                 if after is not None and self.tasks is not None and not call.done():
                     with self.lock:  # _promote and report read the timer under it
-                        if self._calls.get(call_id) is entry:
+                        if self.calls.get(call_id) is entry:
                             entry.timer = schedule(
                                 time.monotonic() + after / 1000, partial(self._promote, call_id)
                             )
@@ -349,6 +359,12 @@ class CallBridge(ABC):
             if span is not None and call is None:
                 span.end(failed)
             self.report(call_id, failed)
+
+    def entry(self, call_id: int) -> CallEntry:
+        """The call's entry in the table (the lock need not be held); for a call the table
+        does not hold, a new one, kept nowhere, that reports it all the same."""
+        entry = self.calls.get(call_id)
+        return entry if entry is not None else self.entry_type(self, call_id, None, 0)
 
     def _progress_for(self, call_id: int) -> ProgressReporter:
         """The progress reporter of a call whose client listens for progress."""
@@ -366,24 +382,20 @@ class CallBridge(ABC):
 
         return log
 
-    def _settled_for(self, call_id: int, span: Any, done: Done | None) -> Done:
-        """What runs as a call settles when there is a span to end first, or no
-        transport callback: the span ends, then ``done`` (else :meth:`report`) runs."""
+    @staticmethod
+    def _settled_for(span: Any, entry: CallEntry) -> Callable[[Call], None]:
+        """A traced call's done callback: its span ends, then its entry reports it."""
 
         def settled(finished: Call) -> None:
-            if span is not None:
-                span.end(finished.result())
-            if done is not None:
-                done(finished)
-            else:
-                self.report(call_id, finished.result())
+            span.end(finished.result())
+            entry(finished)
 
         return settled
 
     def cancel(self, call_id: int) -> None:
         """Cancel the call (its token; it never starts if it has not yet)."""
         with self.lock:
-            entry = self._calls.get(call_id)
+            entry = self.calls.get(call_id)
             if entry is None:
                 return
             entry.cancelled = True  # marked before the look at the call (see start())
@@ -400,7 +412,7 @@ class CallBridge(ABC):
         with self.lock:
             if then is not None:
                 then()
-            entry = self._calls.pop(call_id, None)
+            entry = self.calls.pop(call_id, None)
             where = None
             if entry is not None:
                 where = entry.where
@@ -432,7 +444,7 @@ class CallBridge(ABC):
         """The call still runs ``task_after_ms`` after it started: make it a task (the
         session answers its request with the task), and route its end to the task."""
         with self.lock:
-            entry = self._calls.get(call_id)
+            entry = self.calls.get(call_id)
             if entry is None or entry.call is None or entry.task is not None:
                 return
             entry.timer = None
@@ -447,7 +459,7 @@ class CallBridge(ABC):
     def _tell(self, report: Callable[..., list[Action]], call_id: int, *args: Any) -> None:
         """Deliver what the session says of a running call (progress, a log message)."""
         with self.lock:
-            entry = self._calls.get(call_id)
+            entry = self.calls.get(call_id)
             where = entry.where if entry is not None else None
             for action in report(call_id, *args):
                 if action.__class__ is Send:
@@ -464,4 +476,4 @@ class CallBridge(ABC):
     @property
     def busy(self) -> bool:
         """Whether any call is in the table."""
-        return bool(self._calls)
+        return bool(self.calls)

@@ -314,7 +314,7 @@ class _Channel(CallBridge):
 
     @property
     def busy(self) -> bool:
-        return bool(self._calls) or bool(self._by_request)
+        return bool(self.calls) or bool(self._by_request)
 
     @property
     def used(self) -> bool:
@@ -370,7 +370,7 @@ class _Channel(CallBridge):
             if exchange is not None and not self.session.in_progress(request_id):
                 del self._by_request[request_id]
                 exchange._put(None, True)
-            if self.on_idle is not None and not (self._calls or self._by_request or self._asked):
+            if self.on_idle is not None and not (self.calls or self._by_request or self._asked):
                 self.on_idle(self)
 
     def close(self, reason: str = "the client closed the connection") -> None:
@@ -396,7 +396,7 @@ class _Channel(CallBridge):
         self.carry_out(later)
 
     def _task_ended(self) -> None:
-        if self.on_idle is not None and not (self._calls or self._by_request or self._asked):
+        if self.on_idle is not None and not (self.calls or self._by_request or self._asked):
             self.on_idle(self)
 
     # Routing runs under the lock: it only files messages, never runs a tool.
@@ -418,7 +418,7 @@ class _Channel(CallBridge):
                 target = here
             if target is not None:
                 target._put(action.to_bytes(), True)
-            if self.on_idle is not None and not (self._calls or self._by_request or self._asked):
+            if self.on_idle is not None and not (self.calls or self._by_request or self._asked):
                 self.on_idle(self)
             return
         message = action.message

@@ -425,6 +425,10 @@ class _Call:
         client: _Client,
         progress_token: str | int | None,
         method: str = "tools/call",
+        owner: str | None = None,
+        log_level: int | None = None,
+        task_after: int | None = None,
+        task_required: bool = False,
     ) -> None:
         self.call_id = call_id
         self.request_id = request_id
@@ -440,11 +444,11 @@ class _Call:
         self.trace: Incoming | None = None  # its W3C trace context (_meta), when traced
         self.last_progress: float | None = None
         # the lowest level rank its client hears, as set when it started (None: no logs)
-        self.log_level: int | None = None
+        self.log_level = log_level
         self.asking: _Asking | None = None  # legacy: the question it waits on the answers of
-        self.owner: str | None = None  # who sent it: a task made of it is theirs
-        self.task_after: int | None = None  # becomes a task after this long (ms)
-        self.task_required = False  # answered only through a task (task_support)
+        self.owner = owner  # who sent it: a task made of it is theirs
+        self.task_after = task_after  # becomes a task after this long (ms)
+        self.task_required = task_required  # answered only through a task (task_support)
 
 
 class _Reject(Exception):
@@ -1565,18 +1569,29 @@ class ServerSession:
                     f"server overloaded: {tasks.running if tasks else 0} tasks run already, "
                     f"the most it runs at once; tool {name!r} runs only as a task: retry later",
                 )
-        self._next_call += 1
-        call = _Call(self._next_call, request_id, name, arguments, client, token, method)
-        call.owner = self.owner
-        call.task_after = task_after
-        call.task_required = required
-        self._calls[call.call_id] = call
-        self._by_request[request_id] = call
         # The level of log messages the call sends, as its client set it when it started.
         if not client.modern:
-            call.log_level = self._legacy_log_level
+            log_level = self._legacy_log_level
         elif META_LOG_LEVEL in meta:
-            call.log_level = _log_level(meta[META_LOG_LEVEL], f"_meta[{META_LOG_LEVEL!r}]")
+            log_level = _log_level(meta[META_LOG_LEVEL], f"_meta[{META_LOG_LEVEL!r}]")
+        else:
+            log_level = None
+        self._next_call += 1
+        call = _Call(
+            self._next_call,
+            request_id,
+            name,
+            arguments,
+            client,
+            token,
+            method,
+            self.owner,
+            log_level,
+            task_after,
+            required,
+        )
+        self._calls[call.call_id] = call
+        self._by_request[request_id] = call
         if method == "tools/call" and API_MODULE in sys.modules:  # else no trace: no call
             call.trace = incoming_trace(meta, request_id, client.version)
         state = params.get("requestState") if client.modern else None

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 from .._log import LazyLogger
-from ._bridge import CallBridge, InflightBytes, LazyHost
+from ._bridge import CallBridge, CallEntry, InflightBytes, LazyHost
 from ._options import ServerOptions, resolve
 from ._session import Action, Send, ServerSession, StartCall, make_tasks
 
@@ -417,8 +417,40 @@ class _Output:
             self.on_broken()
 
 
+class _StdioCall(CallEntry):
+    """A stdio call's entry in the bridge's table, and so its done callback: it reports
+    the answer, notes what the tool took, and ends an inline run with the answer. Its own
+    fields are set as the call starts (:meth:`_StdioServer._start_call`)."""
+
+    __slots__ = ("began", "inline", "name", "returned", "runner")
+
+    bridge: _StdioBridge
+    name: str  # the tool's
+    began: float
+    inline: bool
+    runner: int  # the thread running it inline, else 0
+    returned: bool  # the inline tool returned and its answer is written
+
+    def __call__(self, call: Call) -> None:
+        # Inline, this is what the tool took; on a worker it adds the time queued, so it
+        # only ever shows a tool is quick.
+        took = time.monotonic() - self.began
+        inline = self.inline
+        bridge = self.bridge
+        server = bridge.server
+        if inline or took < _QUICK_S:
+            server._roles.took[self.name] = took
+        # On the thread that ran the tool inline, the tool has returned: the inline run
+        # ends with its answer, under the same lock.
+        here = inline and threading.get_ident() == self.runner
+        bridge.report(self.call_id, call.result(), server._inline_ended if here else None)
+        self.returned = here
+
+
 class _StdioBridge(CallBridge):
     """The call bridge whose messages all go to stdout."""
+
+    entry_type = _StdioCall
 
     def __init__(
         self,
@@ -426,10 +458,12 @@ class _StdioBridge(CallBridge):
         host: LazyHost,
         inflight: InflightBytes,
         output: _Output,
+        server: _StdioServer,
         tasks: Tasks | None = None,
     ) -> None:
         super().__init__(session, host, inflight, tasks)
         self.output = output
+        self.server = server
 
     def _deliver(self, send: Send, where: Any) -> None:
         line = send._line  # a text answer, written as it was made: no frame of to_bytes
@@ -501,38 +535,6 @@ class _Roles:
             self.free = False
 
 
-class _Done:
-    """The bridge's ``done`` for one stdio call: reports its answer, notes what its tool
-    took, and ends an inline run with the answer. A slotted object: a closure over as many
-    variables costs more per call."""
-
-    __slots__ = ("action", "began", "inline", "returned", "runner", "server")
-
-    def __init__(self, server: _StdioServer, action: StartCall, inline: bool) -> None:
-        self.server = server
-        self.action = action
-        self.inline = inline
-        self.began = time.monotonic()
-        self.runner = threading.get_ident() if inline else 0
-        self.returned = False  # the inline tool returned and its answer is written
-
-    def __call__(self, finished: Call) -> None:
-        # Inline, this is what the tool took; on a worker it adds the time queued, so it
-        # only ever shows a tool is quick.
-        took = time.monotonic() - self.began
-        inline = self.inline
-        server = self.server
-        action = self.action
-        if inline or took < _QUICK_S:
-            server._roles.took[action.name] = took
-        # On the thread that ran the tool inline, the tool has returned: the inline run
-        # ends with its answer, under the same lock.
-        here = inline and threading.get_ident() == self.runner
-        ended = server._inline_ended if here else None
-        server._bridge.report(action.call_id, finished.result(), ended)
-        self.returned = here
-
-
 class _StdioServer:
     """The threads of one stdio server: the serving thread (waits, takes signals), the
     reader and the spare (see :class:`_Roles`), and the shut-down."""
@@ -556,6 +558,7 @@ class _StdioServer:
             host,
             InflightBytes(options.max_inflight_bytes, guarded=True),  # by the bridge's lock
             self._output,
+            self,
             tasks,
         )
         # One lock for the session, the output and the reading roles: what the session says
@@ -810,17 +813,25 @@ class _StdioServer:
                 inline = roles.took.get(name, 0.0) < _QUICK_S  # unknown: try it inline
             elif len(roles.threads) == 1 and not self._output.ended:
                 self._start_thread("toolnexus-mcp-spare", reading=False)
-        done = _Done(self, action, inline)
+        bridge = self._bridge
+        # (The table holds every call until it is reported: entry() is the rare way.)
+        entry = bridge.calls.get(action.call_id) or bridge.entry(action.call_id)
+        assert entry.__class__ is _StdioCall
+        entry.name = name
+        entry.inline = inline
+        entry.began = began = time.monotonic()
+        entry.runner = threading.get_ident() if inline else 0
+        entry.returned = False
         if inline:
             self._output.deferring = False
-            roles.inline_since = done.began
+            roles.inline_since = began
             if roles.asleep:
                 with self._lock:
                     roles.wake.notify()
         try:
-            self._bridge.start(action, inline=inline, done=done)
+            bridge.start(action, inline, entry)
         finally:
-            if inline and not done.returned:  # settled elsewhere (a deadline) or a failure
+            if inline and not entry.returned:  # settled elsewhere (a deadline) or a failure
                 with self._lock:
                     self._inline_ended()
 
