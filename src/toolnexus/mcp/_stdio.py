@@ -814,9 +814,8 @@ class _StdioServer:
             elif len(roles.threads) == 1 and not self._output.ended:
                 self._start_thread("toolnexus-mcp-spare", reading=False)
         bridge = self._bridge
-        # (The table holds every call until it is reported: entry() is the rare way.)
-        entry = bridge.calls.get(action.call_id) or bridge.entry(action.call_id)
-        assert entry.__class__ is _StdioCall
+        entry = bridge.entry(action.call_id)  # the call's done callback, filled in here
+        assert entry.__class__ is _StdioCall  # (the bridge's entry_type)
         entry.name = name
         entry.inline = inline
         entry.began = began = time.monotonic()
