@@ -17,13 +17,12 @@ from typing import Any
 
 import pytest
 
+from recording_bridge import initialized, started
 from toolnexus import Host, Toolkit, ToolResult, tool
 from toolnexus._call import Call
 from toolnexus._frozen import FrozenDict
 from toolnexus._result import NO_METADATA
-from toolnexus.mcp import ServerOptions
-from toolnexus.mcp._bridge import CallBridge, InflightBytes, LazyHost
-from toolnexus.mcp._session import Send, ServerSession, StartCall
+from toolnexus.mcp._bridge import InflightBytes
 
 
 @tool
@@ -104,55 +103,6 @@ def test_an_answer_without_a_deadline_settles_as_the_loop_rule_would(
     ]
 
 
-class _Recording(CallBridge):
-    """A bridge that keeps each delivered line."""
-
-    def __init__(self) -> None:
-        options = ServerOptions()
-        super().__init__(
-            ServerSession(TOOLKIT, options), LazyHost(TOOLKIT, options), InflightBytes(1 << 20)
-        )
-        self.lines: list[bytes] = []
-
-    def _deliver(self, send: Send, where: Any) -> None:
-        self.lines.append(send.to_bytes())
-
-
-def _started(bridge: _Recording, request_id: int, name: str, args: dict[str, Any]) -> StartCall:
-    """Feed a legacy ``tools/call`` line and return the call it starts (registered)."""
-    line = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": request_id,
-            "method": "tools/call",
-            "params": {"name": name, "arguments": args},
-        }
-    ).encode()
-    with bridge.lock:
-        later = bridge.dispatch(bridge.session.receive_line(line), None, len(line))
-    [start] = later
-    assert isinstance(start, StartCall)
-    return start
-
-
-def _initialized() -> _Recording:
-    bridge = _Recording()
-    hello = {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    }
-    bridge.feed(
-        bridge.session.receive_line,
-        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}).encode(),
-    )
-    bridge.feed(
-        bridge.session.receive_line, b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
-    )
-    bridge.lines.clear()
-    return bridge
-
-
 RESULTS = [
     ToolResult.ok("5"),
     ToolResult.error("disk full"),
@@ -161,13 +111,13 @@ RESULTS = [
 
 
 def test_a_reported_answer_is_delivered_as_dispatch_delivers_it() -> None:
-    fast, plain = _initialized(), _initialized()
+    fast, plain = initialized(TOOLKIT), initialized(TOOLKIT)
     for n, result in enumerate(RESULTS, 1):
         # The fast path: report() delivers the session's one answer itself.
-        start = _started(fast, n, "add", {"a": n, "b": 1})
+        start = started(fast, n, "add", {"a": n, "b": 1})
         fast.report(start.call_id, result)
         # The plain path: the same answer through dispatch, with report's bookkeeping.
-        start = _started(plain, n, "add", {"a": n, "b": 1})
+        start = started(plain, n, "add", {"a": n, "b": 1})
         with plain.lock:
             entry = plain.calls.pop(start.call_id)
             plain.inflight.give(entry.weight)
@@ -180,8 +130,8 @@ def test_a_reported_answer_is_delivered_as_dispatch_delivers_it() -> None:
 
 
 def test_a_cancelled_calls_report_delivers_nothing_either_way() -> None:
-    bridge = _initialized()
-    start = _started(bridge, 1, "add", {"a": 1, "b": 1})
+    bridge = initialized(TOOLKIT)
+    start = started(bridge, 1, "add", {"a": 1, "b": 1})
     bridge.feed(
         bridge.session.receive_line,
         b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}',
