@@ -167,9 +167,8 @@ class ServerOptions:
     middleware: Sequence[Any] = ()
     tool_middleware: Mapping[str, Sequence[Any]] | None = None
 
-    # Written out, not generated: a dataclass compiles the __init__ it writes when the class
-    # is made, and for 38 fields that was most of the class's cost to a server's start-up.
-    # Its parameters are the fields, in their order, with their defaults (a test pins it).
+    # Written out (see above the class): its parameters are the fields, in their order, with
+    # their defaults (a test pins it).
     def __init__(
         self,
         name: str = "toolnexus",
