@@ -9,8 +9,8 @@ from typing import Any
 
 from toolnexus import Toolkit
 from toolnexus.mcp import ServerOptions
-from toolnexus.mcp._bridge import CallBridge, InflightBytes, LazyHost
-from toolnexus.mcp._session import Send, ServerSession, StartCall
+from toolnexus.mcp._bridge import CallBridge, CallEntry, InflightBytes, LazyHost
+from toolnexus.mcp._session import Send, ServerSession
 
 
 class RecordingBridge(CallBridge):
@@ -51,8 +51,9 @@ def initialized(toolkit: Toolkit) -> RecordingBridge:
     return bridge
 
 
-def started(bridge: CallBridge, request_id: int, name: str, args: dict[str, Any]) -> StartCall:
-    """Feed a legacy ``tools/call`` line and return the call it starts (registered)."""
+def started(bridge: CallBridge, request_id: int, name: str, args: dict[str, Any]) -> CallEntry:
+    """Feed a legacy ``tools/call`` line and return the entry of the call it registers (not
+    started yet)."""
     line = json.dumps(
         {
             "jsonrpc": "2.0",
@@ -63,6 +64,6 @@ def started(bridge: CallBridge, request_id: int, name: str, args: dict[str, Any]
     ).encode()
     with bridge.lock:
         later = bridge.dispatch(bridge.session.receive_line(line), None, len(line))
-    [start] = later
-    assert isinstance(start, StartCall)
-    return start
+    [entry] = later
+    assert isinstance(entry, CallEntry) and bridge.calls[entry.call_id] is entry
+    return entry

@@ -114,14 +114,14 @@ def test_a_reported_answer_is_delivered_as_dispatch_delivers_it() -> None:
     fast, plain = initialized(TOOLKIT), initialized(TOOLKIT)
     for n, result in enumerate(RESULTS, 1):
         # The fast path: report() delivers the session's one answer itself.
-        start = started(fast, n, "add", {"a": n, "b": 1})
-        fast.report(start.call_id, result)
+        entry = started(fast, n, "add", {"a": n, "b": 1})
+        fast.report(entry.call_id, result)
         # The plain path: the same answer through dispatch, with report's bookkeeping.
-        start = started(plain, n, "add", {"a": n, "b": 1})
+        entry = started(plain, n, "add", {"a": n, "b": 1})
         with plain.lock:
-            entry = plain.calls.pop(start.call_id)
+            assert plain.calls.pop(entry.call_id) is entry
             plain.inflight.give(entry.weight)
-            assert plain.dispatch(plain.session.complete_call(start.call_id, result)) == []
+            assert plain.dispatch(plain.session.complete_call(entry.call_id, result)) == []
     assert fast.lines == plain.lines
     assert [json.loads(line)["id"] for line in fast.lines] == [1, 2, 3]
     assert fast.inflight.used == plain.inflight.used == 0
@@ -131,12 +131,12 @@ def test_a_reported_answer_is_delivered_as_dispatch_delivers_it() -> None:
 
 def test_a_cancelled_calls_report_delivers_nothing_either_way() -> None:
     bridge = initialized(TOOLKIT)
-    start = started(bridge, 1, "add", {"a": 1, "b": 1})
+    entry = started(bridge, 1, "add", {"a": 1, "b": 1})
     bridge.feed(
         bridge.session.receive_line,
         b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}',
     )
-    bridge.report(start.call_id, ToolResult.ok("late"))
+    bridge.report(entry.call_id, ToolResult.ok("late"))
     assert bridge.lines == []
     assert not bridge.busy and bridge.inflight.used == 0
 

@@ -36,8 +36,8 @@ import pytest
 from toolnexus import Toolkit, ToolResult, tool
 from toolnexus.mcp import ServerOptions, serve_stdio
 from toolnexus.mcp._bridge import LazyHost
-from toolnexus.mcp._session import ServerSession, StartCall
-from toolnexus.mcp._stdio import _Input, _StdioServer
+from toolnexus.mcp._session import ServerSession
+from toolnexus.mcp._stdio import _Input, _StdioCall, _StdioServer
 
 TIMEOUT = 60.0  # an upper bound for anything to arrive; never a measured duration
 READERS = ("toolnexus-mcp-reader", "toolnexus-mcp-spare")
@@ -278,9 +278,9 @@ def test_stdin_closing_returns_while_an_inline_tool_ignores_its_token() -> None:
 
 def driven_by_hand(
     kit: Toolkit, name: str
-) -> tuple[_StdioServer, ServerSession, list[bytes], StartCall]:
+) -> tuple[_StdioServer, ServerSession, list[bytes], _StdioCall]:
     """A stdio server with no threads, its session initialized, its output into a list, and
-    the action that starts a call of tool ``name`` (request id 7), not carried out yet: the
+    the registered entry of a call of tool ``name`` (request id 7), not started yet: the
     tests below step through its internals where a window is too narrow to hit over pipes.
     Close its host (``server._host.close()``) when done."""
     options = ServerOptions(max_inflight_bytes=1 << 20, grace_ms=0)
@@ -302,8 +302,9 @@ def driven_by_hand(
     )
     with server._lock:
         started = server._bridge.dispatch(session.receive_line(line), None, len(line))
-    assert len(started) == 1 and isinstance(started[0], StartCall)
-    return server, session, written, started[0]
+    [entry] = started
+    assert isinstance(entry, _StdioCall)
+    return server, session, written, entry
 
 
 def test_a_cancel_that_arrives_while_its_call_is_being_made_stops_it_before_it_starts() -> None:

@@ -38,7 +38,7 @@ from .._result import ToolResult
 from .._timers import Timer, schedule
 from .._tracing import server_span
 from ._codec import INTERNAL_ERROR
-from ._session import Action, Send, ServerSession, StartCall
+from ._session import Action, CancelCall, Send, ServerSession, StartCall
 
 if TYPE_CHECKING:
     from .._host import Call, Host
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ._options import ServerOptions
     from ._tasks import Tasks
 
-__all__ = ["CallBridge", "CallEntry", "InflightBytes", "LazyHost"]
+__all__ = ["CallBridge", "CallEntry", "InflightBytes", "LazyHost", "Later"]
 
 
 class LazyHost:
@@ -157,15 +157,27 @@ class InflightBytes:
 
 
 class CallEntry:
-    """One started call in the table: where its messages go, what it weighs, its call —
-    and the call's done callback (one object per call, not an entry and a callback):
-    the call calls its entry as it settles, and the entry reports it to the bridge."""
+    """One started call in the table: the session's :class:`StartCall` of it, where its
+    messages go, what it weighs, its call — and the call's done callback (one object per
+    call, not an entry and a callback): the call calls its entry as it settles, and the
+    entry reports it to the bridge."""
 
-    __slots__ = ("bridge", "call", "call_id", "cancelled", "task", "timer", "weight", "where")
+    __slots__ = (
+        "action",
+        "bridge",
+        "call",
+        "call_id",
+        "cancelled",
+        "task",
+        "timer",
+        "weight",
+        "where",
+    )
 
-    def __init__(self, bridge: CallBridge, call_id: int, where: Any, weight: int) -> None:
+    def __init__(self, bridge: CallBridge, action: StartCall, where: Any, weight: int) -> None:
         self.bridge = bridge
-        self.call_id = call_id
+        self.action = action
+        self.call_id = action.call_id
         self.where = where
         self.weight = weight
         self.call: Call | None = None
@@ -176,6 +188,11 @@ class CallEntry:
     def __call__(self, call: Call) -> None:
         """The call settled: the bridge reports its answer."""
         self.bridge.report(self.call_id, call.result())
+
+
+Later = list[CallEntry | CancelCall]
+"""What :meth:`CallBridge.dispatch` leaves to :meth:`CallBridge.carry_out`, in order: the
+entry of each call it registered (to start) and each cancel."""
 
 
 class CallBridge(ABC):
@@ -237,9 +254,10 @@ class CallBridge(ABC):
 
     def dispatch(
         self, actions: Iterable[Action], where: Any = None, weight: int = 0, prepaid: bool = False
-    ) -> list[Action]:
+    ) -> Later:
         """Deliver the session's messages and register the calls it starts (the lock is
-        held); return the starts and cancels, to :meth:`carry_out` once it is released.
+        held); return the registered calls' entries and the cancels, to :meth:`carry_out`
+        once it is released.
 
         ``weight`` is the size of the request the actions answer: a call it starts counts
         that much against the in-flight cap until it is done, and is answered "server
@@ -247,13 +265,14 @@ class CallBridge(ABC):
         those bytes already (before it read the request); a call it starts keeps them
         (then :attr:`kept` is set) — else the transport gives them back.
         """
-        later: list[Action] = []
+        later: Later = []
         for action in actions:
             kind = action.__class__
             if kind is Send:
                 self._deliver(action, where)  # type: ignore[arg-type]
             elif kind is StartCall:
-                call_id = action.call_id  # type: ignore[union-attr]
+                start: StartCall = action  # type: ignore[assignment]
+                call_id = start.call_id
                 charged = 0
                 if call_id > self._newest:  # a new call, its arguments in this request
                     self._newest = call_id
@@ -268,39 +287,38 @@ class CallBridge(ABC):
                                     self._deliver(reply, where)
                             continue
                         charged = weight
-                self.calls[call_id] = self.entry_type(self, call_id, where, charged)
-                later.append(action)
+                entry = self.entry_type(self, start, where, charged)
+                self.calls[call_id] = entry
+                later.append(entry)
             else:
-                entry = self.calls.get(action.call_id)  # type: ignore[union-attr]
-                if entry is not None:
-                    self._cancelled(entry.where)
-                later.append(action)
+                cancel: CancelCall = action  # type: ignore[assignment]
+                cancelled = self.calls.get(cancel.call_id)
+                if cancelled is not None:
+                    self._cancelled(cancelled.where)
+                later.append(cancel)
         return later
 
-    def carry_out(self, later: Iterable[Action]) -> None:
+    def carry_out(self, later: Later) -> None:
         """Start and cancel calls (the lock is not held)."""
-        for action in later:
-            if action.__class__ is StartCall:
-                self.start(action)
+        for item in later:
+            if isinstance(item, CancelCall):
+                self.cancel(item.call_id)
             else:
-                self.cancel(action.call_id)  # type: ignore[union-attr]
+                self.start(item)
 
     # ------------------------------------------------------------------ calls
 
-    def start(
-        self, action: StartCall, inline: bool = False, entry: CallEntry | None = None
-    ) -> None:
-        """Start the call on the host; whoever settles it reports its answer.
+    def start(self, entry: CallEntry, inline: bool = False) -> None:
+        """Start the call of ``entry`` (as :meth:`dispatch` registered it) on the host;
+        whoever settles it reports its answer.
 
         No thread waits per call: the thread that ran the tool (or the host, at a deadline
         or after a cancel) reports it, through the call's entry (its done callback).
-        ``inline`` runs the tool here, on this thread. ``entry``: the call's, when the
-        transport looked it up already (see :meth:`entry`).
+        ``inline`` runs the tool here, on this thread.
         """
         # (No closure is made here but for a traced call: its cells would cost every call.)
-        call_id = action.call_id
-        if entry is None:
-            entry = self.entry(call_id)
+        action = entry.action
+        call_id = entry.call_id
         progress = self._progress_for(call_id) if action.wants_progress else None
         log = self._log_for(call_id) if action.wants_log else None
         # The server's span of the request (a child of the client's, from _meta): the host's
@@ -359,12 +377,6 @@ class CallBridge(ABC):
             if span is not None and call is None:
                 span.end(failed)
             self.report(call_id, failed)
-
-    def entry(self, call_id: int) -> CallEntry:
-        """The call's entry in the table (the lock need not be held); for a call the table
-        does not hold, a new one, kept nowhere, that reports it all the same."""
-        entry = self.calls.get(call_id)
-        return entry if entry is not None else self.entry_type(self, call_id, None, 0)
 
     def _progress_for(self, call_id: int) -> ProgressReporter:
         """The progress reporter of a call whose client listens for progress."""

@@ -39,9 +39,9 @@ from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 from .._log import LazyLogger
-from ._bridge import CallBridge, CallEntry, InflightBytes, LazyHost
+from ._bridge import CallBridge, CallEntry, InflightBytes, Later, LazyHost
 from ._options import ServerOptions, resolve
-from ._session import Action, Send, ServerSession, StartCall, make_tasks
+from ._session import Send, ServerSession, make_tasks
 
 if TYPE_CHECKING:
     from .._host import Call
@@ -422,10 +422,9 @@ class _StdioCall(CallEntry):
     the answer, notes what the tool took, and ends an inline run with the answer. Its own
     fields are set as the call starts (:meth:`_StdioServer._start_call`)."""
 
-    __slots__ = ("began", "inline", "name", "returned", "runner")
+    __slots__ = ("began", "inline", "returned", "runner")
 
     bridge: _StdioBridge
-    name: str  # the tool's
     began: float
     inline: bool
     runner: int  # the thread running it inline, else 0
@@ -439,7 +438,7 @@ class _StdioCall(CallEntry):
         bridge = self.bridge
         server = bridge.server
         if inline or took < _QUICK_S:
-            server._roles.took[self.name] = took
+            server._roles.took[self.action.name] = took
         # On the thread that ran the tool inline, the tool has returned: the inline run
         # ends with its answer, under the same lock.
         here = inline and threading.get_ident() == self.runner
@@ -782,7 +781,7 @@ class _StdioServer:
             later = self._bridge.dispatch(self._session.receive_line(line), None, len(line))
         if later:
             first = later[0]
-            if len(later) == 1 and isinstance(first, StartCall):
+            if len(later) == 1 and isinstance(first, _StdioCall):
                 self._start_call(first, True)  # the usual line: _carry_out's one start
             else:
                 self._carry_out(later, reader=True)
@@ -794,18 +793,19 @@ class _StdioServer:
 
     # ------------------------------------------------------------------ calls
 
-    def _carry_out(self, actions: list[Action], reader: bool = False) -> None:
+    def _carry_out(self, later: Later, reader: bool = False) -> None:
         """Start and cancel calls (outside the lock: cancelling runs the tool's callbacks,
         which may report progress)."""
-        for action in actions:
-            if action.__class__ is StartCall:
-                self._start_call(action, reader)
+        for item in later:
+            if isinstance(item, _StdioCall):
+                self._start_call(item, reader)
             else:
-                self._bridge.cancel(action.call_id)  # type: ignore[union-attr]
+                self._bridge.cancel(item.call_id)
 
-    def _start_call(self, action: StartCall, reader: bool) -> None:
-        """Start the call through the bridge; the reader runs a quick tool itself."""
-        name = action.name
+    def _start_call(self, entry: _StdioCall, reader: bool) -> None:
+        """Start the call of ``entry`` (the bridge's table holds it) through the bridge; the
+        reader runs a quick tool itself."""
+        name = entry.action.name
         roles = self._roles
         inline = False
         if reader:
@@ -813,10 +813,6 @@ class _StdioServer:
                 inline = roles.took.get(name, 0.0) < _QUICK_S  # unknown: try it inline
             elif len(roles.threads) == 1 and not self._output.ended:
                 self._start_thread("toolnexus-mcp-spare", reading=False)
-        bridge = self._bridge
-        entry = bridge.entry(action.call_id)  # the call's done callback, filled in here
-        assert entry.__class__ is _StdioCall  # (the bridge's entry_type)
-        entry.name = name
         entry.inline = inline
         entry.began = began = time.monotonic()
         entry.runner = threading.get_ident() if inline else 0
@@ -828,7 +824,7 @@ class _StdioServer:
                 with self._lock:
                     roles.wake.notify()
         try:
-            bridge.start(action, inline, entry)
+            self._bridge.start(entry, inline)
         finally:
             if inline and not entry.returned:  # settled elsewhere (a deadline) or a failure
                 with self._lock:
