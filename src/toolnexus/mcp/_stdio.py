@@ -41,7 +41,7 @@ from typing import IO, TYPE_CHECKING, Any
 from .._log import LazyLogger
 from ._bridge import CallBridge, CallEntry, InflightBytes, Later, LazyHost
 from ._options import ServerOptions, resolve
-from ._session import Send, ServerSession, make_tasks
+from ._session import CancelCall, Send, ServerSession, make_tasks
 
 if TYPE_CHECKING:
     from .._host import Call
@@ -797,10 +797,11 @@ class _StdioServer:
         """Start and cancel calls (outside the lock: cancelling runs the tool's callbacks,
         which may report progress)."""
         for item in later:
-            if isinstance(item, _StdioCall):
-                self._start_call(item, reader)
-            else:
+            if isinstance(item, CancelCall):
                 self._bridge.cancel(item.call_id)
+            else:
+                assert isinstance(item, _StdioCall)  # (the bridge's entry_type)
+                self._start_call(item, reader)
 
     def _start_call(self, entry: _StdioCall, reader: bool) -> None:
         """Start the call of ``entry`` (the bridge's table holds it) through the bridge; the
