@@ -34,7 +34,9 @@ sides. The load average is printed before and after. Nothing here asserts.
    payload (target: at most 1.2x), plus what compiling a schema costs.
 4. Worst cases an instance can trigger (issue 24): a 20-level ``anyOf`` of two ``$ref``s
    refusing ``1`` (17.5 s before), a miss on an ``enum`` of 10^6 integers (2.2 s), 200
-   ``patternProperties`` x 10^4 names (4.9 s), and long ``pattern`` checks; milliseconds
+   ``patternProperties`` x 10^4 names (4.9 s), 200 linear-engine ``patternProperties``
+   ``^k{i}(a|a)*$`` x 10^4 matching names (issue 36: ~0.5-2.5 s, each name asked of every
+   pattern), and long ``pattern`` checks; milliseconds
    per check, CPU time, median of ``--repeat`` (target: at most 50 ms each).
 """
 
@@ -442,6 +444,13 @@ def worst_cases(repeat: int) -> None:
     )
     names = {f"k{i}": "s" for i in range(5_000)} | {f"p{i % 200}_{i}": i for i in range(5_000)}
     bad_names = {**names, "p7_bad": "x"}
+    linear = Validator(
+        {
+            "type": "object",
+            "patternProperties": {f"^k{i}(a|a)*$": {"type": "integer"} for i in range(200)},
+        }
+    )
+    linear_names = {f"k{i % 200}" + "a" * (i % 7): i for i in range(10_000)}
     chain = Validator(anyof_chain(20))
     start = time.process_time()
     enum = Validator({"enum": list(range(1_000_000))})
@@ -457,6 +466,10 @@ def worst_cases(repeat: int) -> None:
         (
             "200 patternProperties x 10^4 names: errors (one bad)",
             lambda: patterns.errors(bad_names),
+        ),
+        (
+            "200 patternProperties ^k{i}(a|a)*$ x 10^4 names: is_valid",
+            lambda: linear.is_valid(linear_names),
         ),
         ("pattern ^[a-z]+$, 25,001 characters", lambda: letters.errors("a" * 25_001)),
         ("pattern ^[a-z]+$, 10^6 characters + '!'", lambda: letters.errors("a" * 1_000_000 + "!")),

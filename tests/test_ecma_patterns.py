@@ -21,6 +21,7 @@ from toolnexus._ecma import (
     EcmaPatternError,
     _compile,
     _linear,
+    _LinearMatcher,
     _Parser,
     _ReMatcher,
     _two_bytes_at_most,
@@ -561,3 +562,39 @@ def test_a_pattern_set_answers_as_its_patterns_do_one_by_one() -> None:
         for text in texts:
             expected = [index for index, check in enumerate(singles) if check(text)]
             assert matching(text) == expected, (patterns, text)
+
+
+def test_200_prefixed_linear_patterns_run_once_per_property_name_not_200_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # ^k{i}(a|a)*$ is ambiguous: each runs on the linear matcher, outside the joined
+    # alternation. Asking all 200 about each of 10^4 names was 2 million runs (seconds);
+    # each pattern's literal prefix (k0 ... k199) picks the few a name can match.
+    from toolnexus.validation import Validator
+
+    runs = [0]
+    real = _LinearMatcher.__call__
+
+    def counted(self: _LinearMatcher, text: str, stop: Any = None) -> bool:
+        runs[0] += 1
+        return real(self, text, stop)
+
+    monkeypatch.setattr(_LinearMatcher, "__call__", counted)
+    patterns = [f"^k{i}(a|a)*$" for i in range(200)]
+    schema = {"type": "object", "patternProperties": {p: {"type": "integer"} for p in patterns}}
+    validator = Validator(schema)
+    names = {f"k{i % 200}" + "a" * (i % 7): i for i in range(10_000)}
+    names |= {f"k{i}b": i for i in range(200)}  # a prefix that fits, a pattern that does not
+    names |= {f"x{i}": i for i in range(1_000)}  # no prefix fits: no run at all
+    assert validator.is_valid(names)
+    # k1aa is asked about ^k1 only; k10a about ^k1 and ^k10; k100 about ^k1, ^k10, ^k100
+    assert runs[0] <= 3 * len(names)
+    runs[0] = 0
+    bad = {**names, "k7aa": "not an integer"}
+    assert validator.errors(bad) == ['k7aa: expected integer, got string "not an integer"']
+    assert runs[0] <= 2 * 3 * len(bad)  # the yes/no check, then the explanation
+    # And the set answers as its patterns do one by one.
+    matching = compile_pattern_set(patterns)
+    singles = [compile_pattern(p) for p in patterns]
+    for name in ["k1", "k1aaa", "k10", "k10a", "k199aa", "k199b", "k", "x1", "k2000"]:
+        assert matching(name) == [i for i, check in enumerate(singles) if check(name)]

@@ -442,3 +442,31 @@ def test_async_tools_says_which_values_it_takes():
     expected = r"async_tools must be \"loop\" or \"workers\", got 'threads'"
     with pytest.raises(ValueError, match=expected):
         Host(Toolkit([]), async_tools="threads")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("takes_context", [False, True])
+def test_the_check_of_a_huge_argument_stops_at_the_deadline_and_frees_its_worker(
+    takes_context: bool,
+) -> None:
+    # The argument takes the pattern engine seconds to refuse (16 M characters through
+    # an ambiguous pattern). The check must hear the call's token — also for a tool that
+    # takes no context — so the deadline ends it within the grace: no worker is left
+    # stuck, and with max_stuck=1 the next call is served, not refused "host overloaded".
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a|aa)+$"}}}
+
+    def plain(args: dict[str, str]) -> str:
+        return "checked"
+
+    def listening(args: dict[str, str], ctx: ToolContext) -> str:
+        return "checked"
+
+    from toolnexus import Tool
+
+    check = Tool("check", "Checks s.", schema, listening if takes_context else plain)
+    with Host(Toolkit([check, echo]), max_stuck=1, grace_ms=1_000) as host:
+        warm(host)
+        result = host.call("check", {"s": "a" * 16_000_000 + "b"}, timeout_ms=150)
+        assert result.output.startswith("timed out after 150 ms")
+        assert "validation stopped" in result.output and "abandoned" not in result.output
+        assert host.stuck_workers == 0
+        assert host.call("echo", {"text": "next"}).output == "next"

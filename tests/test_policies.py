@@ -18,9 +18,13 @@ import pytest
 
 from toolnexus import (
     Answer,
+    CancellationToken,
+    CancellationTokenSource,
     Host,
     InvalidValueError,
+    Part,
     Request,
+    Tool,
     ToolContext,
     Toolkit,
     ToolResult,
@@ -558,3 +562,169 @@ def test_two_approval_rules_each_ask_once_and_the_tool_runs_once_both_said_yes()
             assert host.call("deploy", {"env": "dev"}).output == "deployed to dev"
             assert asked == ["inner?"]  # the outer rule does not match: one question
     assert len(runs) == 4
+
+
+# --------------------------------------------------------------------------- issue 36
+
+
+def test_approval_when_judges_the_arguments_with_their_defaults_filled_in() -> None:
+    runs: list[str] = []
+
+    @tool
+    def deploy(env: str = "prod") -> str:
+        """Deploys."""
+        runs.append(env)
+        return f"deployed to {env}"
+
+    def drop_table(args: dict[str, Any]) -> str:
+        runs.append(f"drop {args['table']}")
+        return "dropped"
+
+    contract = Tool(
+        "drop",
+        "Drops a table.",
+        {
+            "type": "object",
+            "properties": {"table": {"type": "string"}, "cascade": {"default": True}},
+            "required": ["table"],
+        },
+        drop_table,
+    )
+    seen: list[dict[str, Any]] = []
+
+    def risky(args: Any) -> bool:
+        seen.append(dict(args))
+        return args.get("env") == "prod" or args.get("cascade") is True
+
+    gate = require_approval(["deploy", "drop"], when=risky)
+    with Host(Toolkit([deploy, contract]), middleware=[gate]) as host:
+        left_out = host.call("deploy", {})  # the default is prod: it needs the approval
+        assert left_out.is_pending and runs == []
+        request = ToolResult.pending_of(left_out)
+        assert request is not None and '"env": "prod"' in request.prompt
+        assert host.call("drop", {"table": "t"}).is_pending and runs == []
+        assert host.call("deploy", {"env": "staging"}).output == "deployed to staging"
+    assert seen[:2] == [{"env": "prod"}, {"table": "t", "cascade": True}]
+    assert runs == ["staging"]
+
+
+def test_a_cache_without_a_key_never_serves_one_principals_entry_to_another() -> None:
+    from toolnexus import Principal
+    from toolnexus._context import bound_principal  # where a serving driver binds it
+
+    runs: list[str | None] = []
+
+    @tool(read_only=True)
+    def inbox(ctx: ToolContext) -> str:
+        """The caller's mail."""
+        who = ctx.principal.subject if ctx.principal else None
+        runs.append(who)
+        return f"mail of {who}"
+
+    def as_(principal: Principal | None) -> str:
+        got: list[str] = []
+
+        def call() -> None:
+            bound_principal.set(principal)
+            got.append(host.call("inbox").output)
+
+        thread = threading.Thread(target=call)
+        thread.start()
+        thread.join()
+        return got[0]
+
+    alice, bob = Principal("alice", scopes="mail"), Principal("bob", scopes="mail")
+    with Host(Toolkit([inbox]), middleware=[cache()]) as host:
+        assert as_(alice) == "mail of alice"
+        assert as_(bob) == "mail of bob"  # not alice's entry
+        assert as_(alice) == "mail of alice"
+        assert as_(Principal("alice", scopes="mail", client_id="other")) == "mail of alice"
+        assert as_(None) == "mail of None"
+    assert runs == ["alice", "bob", "alice", None]  # alice's second call was served
+
+
+class _LatePause(CancellationToken):
+    """A token whose waits end late: each moves the fake clock on by ``late`` seconds."""
+
+    __slots__ = ()
+
+    clock: FakeClock
+    late = 0.0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        _LatePause.clock.now += _LatePause.late
+        return False
+
+    async def wait_async(self, timeout: float | None = None) -> bool:
+        return self.wait(timeout)
+
+
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_a_retry_whose_pause_ended_late_does_not_start_an_attempt_that_cannot_finish(
+    form: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolnexus._policies as policies
+    from toolnexus.policies import ToolCall
+
+    clock = FakeClock()
+    monkeypatch.setattr(policies, "time", clock)
+    monkeypatch.setattr(_LatePause, "clock", clock, raising=False)
+    monkeypatch.setattr(_LatePause, "late", 0.92)  # the 100 ms pause took 920 ms
+    attempts: list[float] = []
+
+    @tool(idempotent=True)
+    def fetch() -> str:
+        """Unused: the test's call_next stands for it."""
+        return ""
+
+    def call_next(call: ToolCall) -> ToolResult:
+        attempts.append(clock.now)
+        clock.now += 0.05  # an attempt takes 50 ms
+        return ToolResult.error("upstream 503")
+
+    async def acall_next(call: ToolCall) -> ToolResult:
+        return call_next(call)
+
+    policy = retry(3, backoff_ms=100, jitter=False, when=lambda result: True)
+    context = ToolContext(1_000, _LatePause(CancellationTokenSource().token._state))
+    call = ToolCall(fetch, {}, context, deadline=clock.now + 1.0)
+    if form == "sync":
+        result = policy(call, call_next)
+    else:
+        result = asyncio.run(policy.acall(call, acall_next))
+    # Before the pause, 100 ms + 50 ms fit in the 950 ms left; after it, 30 ms left:
+    # the second attempt could not finish, so it never starts and the tool's error stands.
+    assert result.output == "upstream 503"
+    assert len(attempts) == 1
+
+
+def test_redact_reaches_text_parts_and_json_parts_too() -> None:
+    import base64
+
+    @tool
+    def export() -> ToolResult:
+        """Exports a user."""
+        record = b'{"user": "ann", "password": "hunter2", "note": "key sk-live-1"}'
+        return ToolResult.ok(
+            "exported",
+            parts=[
+                Part.from_text('{"password": "hunter2"}'),
+                Part.from_text("your key is sk-live-2"),
+                Part.file(record, "application/json", name="user.json"),
+                Part.file(b"a,sk-live-3\n", "text/csv"),
+                Part.image(b"GIF89a sk-live-4", "image/gif"),
+            ],
+        )
+
+    policy = redact(["password"], patterns=[r"sk-[\w-]+"])
+    with Host(Toolkit([export]), middleware=[policy]) as host:
+        result = host.call("export")
+    text_json, text, json_file, csv, image = result.parts
+    assert text_json.text == '{"password":"[redacted]"}'
+    assert text.text == "your key is [redacted]"
+    assert base64.b64decode(json_file.data or "") == (
+        b'{"user":"ann","password":"[redacted]","note":"key [redacted]"}'
+    )
+    assert json_file.name == "user.json" and json_file.mime_type == "application/json"
+    assert base64.b64decode(csv.data or "") == b"a,[redacted]\n"
+    assert image.to_bytes() == b"GIF89a sk-live-4"  # media is kept as it is

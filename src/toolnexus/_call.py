@@ -713,11 +713,14 @@ class Call(metaclass=_NoPublicConstructor):
                 tool, args = self._tool, self._args
                 assert args is not None and tool is not None
                 # A token and a context only for a tool that can see them (an async tool
-                # run off its caller's loop is stopped through the token): they cost as
-                # much as the rest of the set-up.
+                # run off its caller's loop is stopped through the token), or for a call
+                # that can be stopped (a deadline, a caller's token): the check of its
+                # arguments hears that token, whatever the tool takes. They cost as much
+                # as the rest of the set-up.
+                stoppable = budget is not None or self._registration is not None
                 if failed is not None:
                     pass
-                elif tool.takes_context or (tool.is_async and self._runner != ON_LOOP):
+                elif tool.takes_context or stoppable or (tool.is_async and self._runner != ON_LOOP):
                     scope = self._scope = CancellationTokenSource()
                     self._ctx = (
                         ToolContext(
@@ -727,7 +730,7 @@ class Call(metaclass=_NoPublicConstructor):
                             self._progress,
                             principal=self._principal(),
                         )
-                        if tool.takes_context
+                        if tool.takes_context or stoppable
                         else None
                     )
                 else:

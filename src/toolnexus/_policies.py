@@ -9,6 +9,7 @@ slot) hear the call's token and never pass its deadline.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
@@ -16,6 +17,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from . import _tracing
@@ -25,6 +27,7 @@ from ._suspension import Answer, Request
 from .errors import InvalidTypeError, InvalidValueError
 
 if TYPE_CHECKING:
+    from ._parts import Part
     from ._tools import Tool
 
 __all__ = [
@@ -113,7 +116,7 @@ class _Retry(Middleware):
         delay: float = min(self.max_backoff, self.backoff * float(2 ** (attempt - 1)))
         if self.jitter:
             delay = random.uniform(delay / 2, delay)
-        if call.deadline is not None and time.monotonic() + delay + took >= call.deadline:
+        if not _fits(call, delay + took):
             return None
         _tracing.event(
             "toolnexus.retry",
@@ -130,8 +133,11 @@ class _Retry(Middleware):
             result = call_next(call)
             if attempt >= self.attempts or not self._again(call, result):
                 return result
-            delay = self._pause(call, attempt, time.monotonic() - started)
+            took = time.monotonic() - started
+            delay = self._pause(call, attempt, took)
             if delay is None or call.context.cancellation_token.wait(delay):
+                return result
+            if not _fits(call, took):  # the pause ended late: the attempt could not finish
                 return result
             attempt += 1
 
@@ -144,10 +150,18 @@ class _Retry(Middleware):
             result = await call_next(call)
             if attempt >= self.attempts or not self._again(call, result):
                 return result
-            delay = self._pause(call, attempt, time.monotonic() - started)
+            took = time.monotonic() - started
+            delay = self._pause(call, attempt, took)
             if delay is None or await call.context.cancellation_token.wait_async(delay):
                 return result
+            if not _fits(call, took):  # the pause ended late: the attempt could not finish
+                return result
             attempt += 1
+
+
+def _fits(call: ToolCall, needed: float) -> bool:
+    """Whether ``needed`` more seconds, from now, end before the call's deadline."""
+    return call.deadline is None or time.monotonic() + needed < call.deadline
 
 
 def retry(
@@ -169,7 +183,10 @@ def retry(
     never for a success, a question (a suspension), or a cancelled call. The pause before
     attempt *n* + 1 is ``backoff_ms * 2**(n-1)`` (at most ``max_backoff_ms``), with
     ``jitter`` a random 50 to 100 % of it. An attempt that would end past the call's deadline
-    (expected to take as long as the last one) does not start: the last result stands.
+    (expected to take as long as the last one) does not start: the last result stands. That
+    is judged before the pause and again after it (a pause that ends late — a busy
+    machine — does not start an attempt that cannot finish: the model reads the tool's
+    own error, not "timed out").
     At most ``attempts`` attempts in all.
 
     Example::
@@ -379,7 +396,7 @@ class _Cache(Middleware):
         except (TypeError, ValueError):
             return None  # arguments that are not plain JSON: not cached
         scope = self.key(call) if self.key is not None else None
-        return (call.name, scope, canonical)
+        return (call.name, _whose(call), scope, canonical)
 
     def _get(self, key: Hashable) -> ToolResult | None:
         with self._lock:
@@ -436,6 +453,16 @@ class _Cache(Middleware):
         return result
 
 
+def _whose(call: ToolCall) -> Hashable:
+    """Whose entry a call may be served: the principal the server verified made it (its
+    issuer, subject, client and scopes — a token refreshed for the same grant keeps it),
+    or None for a call no server authenticated."""
+    principal = call.context.principal
+    if principal is None:
+        return None
+    return (principal.issuer, principal.subject, principal.client_id, principal.scopes)
+
+
 def cache(
     ttl_ms: float = 60_000,
     *,
@@ -447,8 +474,11 @@ def cache(
 
     A tool is cached when it declares itself read-only (MCP's ``readOnlyHint``,
     ``@tool(read_only=True)``), or when ``tools`` names it. Entries are keyed on the tool
-    and its canonical arguments (sorted JSON) — and on ``key(call)`` when given: give
-    the tenant or user there, and no one is ever served another's entry. Only successes
+    and its canonical arguments (sorted JSON), always on the caller's verified principal
+    (``ctx.principal``: its issuer, subject, client and scopes — so one signed-in user is
+    never served another's entry; calls without a principal share theirs) — and on
+    ``key(call)`` when given: give the tenant there when your tenants are not principals
+    (an application's own context variable). Only successes
     are kept (never an error, never a question), each for ``ttl_ms`` from when it was made
     (a stale entry is never served), the least recently used dropped beyond
     ``max_entries``. A retry that carries an answer always runs the tool. The returned
@@ -578,7 +608,7 @@ class _RequireApproval(Middleware):
     def _decide(self, call: ToolCall) -> ToolCall | ToolResult:
         """The call to run (approved, or needing no approval), or the question to ask."""
         if not selects(self.tools, call.name) or (
-            self.when is not None and not self.when(call.arguments)
+            self.when is not None and not self.when(call.tool._with_defaults(call.arguments))
         ):
             return call  # not this rule's call: an answer it carries is someone else's
         answer = call.context.answer
@@ -597,12 +627,13 @@ class _RequireApproval(Middleware):
 
     def _request(self, call: ToolCall) -> Request:
         prompt = self.prompt
+        arguments = call.tool._with_defaults(call.arguments)  # what the human approves
         if prompt is None:
-            text = f"Allow '{call.name}' to run with {_json(call.arguments)}?"
+            text = f"Allow '{call.name}' to run with {_json(arguments)}?"
         elif callable(prompt):
             text = prompt(call)
         else:
-            text = prompt.format(tool=call.name, arguments=_json(call.arguments))
+            text = prompt.format(tool=call.name, arguments=_json(arguments))
         return Request(
             "approval",
             text,
@@ -662,10 +693,14 @@ def require_approval(
     """Ask a human before a tool runs: the call becomes an ``approval`` question.
 
     The rule is the host's, not the tool author's: ``tools`` (names or globs; None: every
-    tool) and ``when(arguments)`` (a predicate; None: always) choose the calls. Such a call
-    returns a pending result — a :class:`~toolnexus.Request` of kind ``approval`` whose
-    ``data`` names the tool and its arguments, ``prompt`` its text (``{tool}`` and
-    ``{arguments}`` filled in, or a function of the call) — and the tool does not run. The
+    tool) and ``when(arguments)`` (a predicate; None: always) choose the calls. ``when``
+    sees the arguments as the tool will act on them: a property the caller left out is
+    there with its schema ``default`` (``def deploy(env: str = "prod")`` called with ``{}``
+    is judged as ``{"env": "prod"}``), so leaving an argument out never slips past the
+    rule. Such a call returns a pending result — a :class:`~toolnexus.Request` of kind
+    ``approval`` whose ``data`` names the tool and the arguments as sent, ``prompt`` its
+    text (``{tool}`` and ``{arguments}`` — with the defaults — filled in, or a function of
+    the call) — and the tool does not run. The
     question is like any suspension: ``wait_for`` asks it, or it goes back to the caller,
     bound to this very call (tool, arguments, request) and good for one answer, to resume
     later (``Host.resume``), in this process or another sharing the host's key. A "no" (or
@@ -734,21 +769,52 @@ class _Redact(Middleware):
         metadata: Mapping[str, Any] = result.metadata
         output = result.output
         structured = metadata.get(STRUCTURED_KEY, _MISSING)
-        parsed = _parsed(output)
         if structured is not _MISSING:
             cleaned = self._value(structured)
             metadata = {**metadata, STRUCTURED_KEY: cleaned}
+            parsed = _parsed(output)
             if parsed is not _MISSING and parsed == structured:
                 output = _dump(cleaned)  # the text was the value: write it anew
             else:
                 output = self._text(output)
-        elif parsed is not _MISSING and isinstance(parsed, (dict, list)):
-            output = _dump(self._value(parsed))
         else:
-            output = self._text(output)
-        if output == result.output and metadata is result.metadata:
+            output = self._document(output)
+        parts = tuple(self._part(part) for part in result.parts)
+        if (
+            output == result.output
+            and metadata is result.metadata
+            and all(a is b for a, b in zip(parts, result.parts, strict=True))
+        ):
             return result
-        return ToolResult(output, result.is_error, metadata, result.parts)
+        return ToolResult(output, result.is_error, metadata, parts)
+
+    def _document(self, text: str) -> str:
+        """A text redacted: its fields, when it is a JSON object or array (written anew),
+        else its patterns."""
+        parsed = _parsed(text)
+        if parsed is not _MISSING and isinstance(parsed, (dict, list)):
+            return _dump(self._value(parsed))
+        return self._text(text)
+
+    def _part(self, part: Part) -> Part:
+        """A part redacted as the output is: a text part's text; a JSON part's (a file of
+        ``application/json`` or ``*+json``) fields and patterns; another ``text/*`` file's
+        patterns. Media (images, audio, other files) and URLs are kept as they are."""
+        if part.type == "text" and part.text is not None:
+            text = self._document(part.text)
+            return part if text == part.text else replace(part, text=text)
+        mime = (part.mime_type or "").split(";")[0].strip().lower()
+        is_json = mime == "application/json" or mime.endswith("+json")
+        if part.data is None or not (is_json or mime.startswith("text/")):
+            return part
+        try:
+            text = part.to_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            return part  # not text after all: left as the media it is
+        cleaned = self._document(text) if is_json else self._text(text)
+        if cleaned == text:
+            return part
+        return replace(part, data=base64.b64encode(cleaned.encode("utf-8")).decode("ascii"))
 
     def __call__(self, call: ToolCall, call_next: Next) -> ToolResult:
         result = call_next(call)
@@ -784,8 +850,11 @@ def redact(
     ``fields``: keys removed (``mask=None``) or masked wherever they appear in a result's
     JSON — its ``structuredContent`` and a text that is JSON (rewritten to match).
     ``patterns``: regular expressions replaced by ``mask`` (or removed) in every text of
-    the result. Errors are redacted too; a question (a suspension) is left alone; parts
-    (images, files) are kept as they are. ``tools`` limits it to some tools.
+    the result. Parts are redacted as the output is: a text part's text, a JSON part's
+    content (a file part of ``application/json`` or ``*+json``: its fields and patterns)
+    and another ``text/*`` file's patterns; media (images, audio, other files) and URLs
+    are kept as they are. Errors are redacted too; a question (a suspension) is left
+    alone. ``tools`` limits it to some tools.
 
     Example::
 

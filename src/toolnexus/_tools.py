@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, overload
 
 from ._context import ToolContext
-from ._frozen import FrozenDict, FrozenList, sealed
+from ._frozen import FrozenDict, FrozenList, sealed, thaw
 from ._log import LazyLogger
 from ._result import STRUCTURED_KEY, ToolResult, success_result
 from ._schema import (
@@ -458,6 +458,27 @@ class Tool(Generic[P, R]):
                 problems = problems + self._conversion_problems(args)
             return args, ToolResult(self._prefix + "; ".join(problems), True)
         return args, None
+
+    def _with_defaults(self, args: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``args`` as the tool will act on them: each top-level property the caller left
+        out and the input schema gives a ``default`` for, filled in with it (a copy; the
+        caller's mapping is never changed). Inference writes a parameter's default there
+        (``def deploy(env: str = "prod")``), and a schema given by hand declares its own —
+        it is the one record of what a left-out argument means.
+
+        Example::
+
+            deploy._with_defaults({})  # {'env': 'prod'}
+        """
+        properties = self.input_schema.get("properties")
+        if not isinstance(properties, Mapping):
+            return args
+        missing = {
+            name: thaw(prop["default"])
+            for name, prop in properties.items()
+            if name not in args and isinstance(prop, Mapping) and "default" in prop
+        }
+        return {**args, **missing} if missing else args
 
     def _conversion_problems(self, args: Any) -> list[str]:
         """What converting ``args`` (which the schema refused) finds wrong besides: a date
