@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from ._chain import MiddlewareLike
     from ._toolkit import Toolkit
     from ._turns import Style, TurnCall, TurnInput, TurnResult
-    from .stores import AnswerStore
+    from .stores._protocol import AnswerStore
     from .temporal import TemporalRunner
 
 __all__ = ["Call", "Host", "ToolEvent", "TurnCall", "TurnResult"]
@@ -152,7 +152,7 @@ AsyncTools: TypeAlias = 'Literal["loop", "workers"]'  # typing stays unloaded
 def _warn_if_memory_store(binder: Binder) -> None:
     """A key is configured, which says answers may come from other processes; the
     per-process memory store cannot refuse a replay from one of them: say so, loudly."""
-    from ._binding import MemoryAnswerStore
+    from .stores._answers import MemoryAnswerStore
 
     if not isinstance(binder.store, MemoryAnswerStore):
         return  # TOOLNEXUS_STORE named a shared one
