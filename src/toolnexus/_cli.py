@@ -1930,7 +1930,7 @@ def _build_parser() -> argparse.ArgumentParser:
         f"{_EXIT_CODES_HELP}\n\n"
         "toolnexus COMMAND --help shows a command's options.",
     )
-    from . import __version__
+    from ._version import __version__
 
     parser.add_argument("--version", action="version", version=f"toolnexus {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

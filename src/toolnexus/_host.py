@@ -51,13 +51,21 @@ from .errors import InvalidTypeError, InvalidValueError, NotFoundError, WireForm
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
 if TYPE_CHECKING:
     from collections.abc import Awaitable
-    from typing import Any, Literal, TypeAlias
+    from typing import Any, Literal, Protocol, TypeAlias
 
     from ._chain import MiddlewareLike
     from ._toolkit import Toolkit
     from ._turns import Style, TurnCall, TurnInput, TurnResult
     from .stores._protocol import AnswerStore
-    from .temporal import TemporalRunner
+
+    class Runner(Protocol):
+        """Where a host's tools run, when not on its own threads: a runner turns the
+        toolkit into stand-ins that run each call elsewhere and keep the host's rules here
+        (:class:`toolnexus.temporal.TemporalRunner`). Defined here, so the host layer
+        imports no integration: an integration plugs in by this shape."""
+
+        def _toolkit_for(self, toolkit: Toolkit, max_rounds: int) -> Toolkit: ...
+
 
 __all__ = ["Call", "Host", "ToolEvent", "TurnCall", "TurnResult"]
 
@@ -285,7 +293,7 @@ class Host:
         tool_middleware: Mapping[str, Sequence[MiddlewareLike]] | None = None,
         tracing: bool | None = None,
         async_tools: AsyncTools = "loop",
-        runner: TemporalRunner | None = None,
+        runner: Runner | None = None,
     ) -> None:
         from ._tools import refuse_other_copy
 

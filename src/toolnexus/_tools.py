@@ -8,14 +8,12 @@ happens once, in :func:`tool`; a call only validates, calls and wraps.
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import enum
 import functools
 import inspect
 import json
 import sys
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, overload
@@ -354,7 +352,9 @@ class Tool(Generic[P, R]):
             if self.is_async or (
                 value.__class__ not in _NEVER_AWAITABLE and inspect.isawaitable(value)
             ):
-                value = run_to_completion(value)
+                from ._aio import run_awaitable  # the one coroutine runner
+
+                value = run_awaitable(value)
         except ConversionError as exc:
             return self._unconvertible(exc)
         except OperationCancelledError as exc:
@@ -646,36 +646,6 @@ def _is_async_callable(fn: Callable[..., Any]) -> bool:
         return True
     call = getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
     return call is not None and inspect.iscoroutinefunction(call)
-
-
-def run_to_completion(awaitable: Any) -> Any:
-    """Run an awaitable from sync code: on a private loop, or a helper thread's loop."""
-    import asyncio
-
-    async def drive() -> Any:
-        return await awaitable
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(drive())
-    # This thread already runs a loop, and a loop cannot be re-entered: use a helper
-    # thread, carrying this thread's context variables along.
-    outcome: dict[str, Any] = {}
-    context = contextvars.copy_context()
-
-    def target() -> None:
-        try:
-            outcome["value"] = context.run(asyncio.run, drive())
-        except BaseException as exc:  # handed back to the calling thread below
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=target, name="toolnexus-async-tool", daemon=True)
-    worker.start()
-    worker.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
 
 
 def _contract_takes_ctx(fn: Callable[..., Any]) -> bool:
