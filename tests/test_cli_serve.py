@@ -257,7 +257,12 @@ NOT_LOADED_BY_SERVE = (
     "shutil",
     "toolnexus._formats",
     "toolnexus._parts",
-    "toolnexus.stores",
+    # The stores' package and its URL reader load with a host (to find its default store), but
+    # not the modules of the stores a plain call never uses, nor their protocols (typing).
+    "toolnexus.stores._postgres",
+    "toolnexus.stores._protocol",
+    "toolnexus.stores._redis",
+    "toolnexus.stores._tasks",
     "urllib.parse",
 )
 

@@ -475,11 +475,13 @@ def test_a_missing_driver_names_the_extra_that_installs_it(url, module, extra, m
         open_store(url)
 
 
-def test_the_stores_module_examples_run():
-    import toolnexus.stores._open
+@pytest.mark.parametrize("name", ["_open", "_common", "_answers"])
+def test_the_stores_module_examples_run(name):
+    import importlib
+
     from doctests import run_doctests
 
-    failed, attempted = run_doctests(toolnexus.stores._open)
+    failed, attempted = run_doctests(importlib.import_module(f"toolnexus.stores.{name}"))
     assert attempted > 0 and failed == 0
 
 

@@ -21,6 +21,7 @@ import importlib
 from ._cancellation import CancellationToken, CancellationTokenRegistration, CancellationTokenSource
 from ._context import ProgressReporter, ToolContext
 from ._result import ToolResult
+from ._version import __version__ as __version__  # written in _version.py alone
 from .errors import (
     ConversionError,
     DuplicateToolError,
@@ -47,8 +48,6 @@ from .errors import (
     WaitTimeoutError,
     WireFormatError,
 )
-
-__version__ = "0.1.0"  # the one place the version is written (pyproject.toml reads it)
 
 # Higher layers load on first use, so `import toolnexus` costs only the contract; so do
 # content parts, which most results never carry, and the question and answer of a

@@ -19,7 +19,25 @@ from ._pointer import escape, fragment_pointer, resolve_reference, tokens
 from .errors import InvalidValueError, StrictSchemaError
 
 if TYPE_CHECKING:
-    from ._tools import Tool
+    from typing import Protocol
+
+    class Tool(Protocol):
+        """What a shape is made from: a :class:`~toolnexus.Tool`'s description. This
+        module sits below the tools layer, so it names the fields it reads, not the class."""
+
+        @property
+        def name(self) -> str: ...
+        @property
+        def title(self) -> str | None: ...
+        @property
+        def description(self) -> str: ...
+        @property
+        def input_schema(self) -> Mapping[str, Any]: ...
+        @property
+        def output_schema(self) -> Mapping[str, Any] | None: ...
+        @property
+        def annotations(self) -> Mapping[str, Any] | None: ...
+
 
 __all__ = ["anthropic_tool", "gemini_declaration", "keep_listable", "mcp_tool", "openai_tool"]
 
@@ -121,8 +139,8 @@ def keep_listable(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         try:
             json.dumps(entry, allow_nan=False)
         except (TypeError, ValueError, RecursionError):
+            from ._frozen import not_json_at
             from ._log import get_logger
-            from ._tools import not_json_at
 
             where, problem = not_json_at(entry) or ("#", "it is not JSON")
             get_logger("tools").warning(

@@ -13,7 +13,7 @@ from typing import Any
 
 from ._cancellation import CancellationToken
 
-__all__ = ["CANCELLED", "drive", "run_blocking", "swallow"]
+__all__ = ["CANCELLED", "drive", "run_awaitable", "run_blocking", "swallow"]
 
 CANCELLED = object()
 """What :func:`drive` returns when the token cancelled the awaitable."""
@@ -59,6 +59,7 @@ def _run_private(coro: Coroutine[Any, Any, Any]) -> Any:
             if leftovers:
                 loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
         finally:
             loop.close()
 
@@ -90,3 +91,13 @@ def run_blocking(coro_fn: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
     if not ok:
         raise value
     return value
+
+
+def run_awaitable(awaitable: Awaitable[Any]) -> Any:
+    """Await ``awaitable`` from synchronous code, as :func:`run_blocking` runs a coroutine
+    (an async tool's result, a resource's or a prompt's awaitable)."""
+
+    async def wait() -> Any:
+        return await awaitable
+
+    return run_blocking(wait)

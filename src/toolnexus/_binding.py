@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from ._log import LazyLogger
 from ._result import PENDING_KEY, ToolResult
 from .errors import InvalidTypeError, InvalidValueError, StoreUnavailableError, WireFormatError
+from .stores._open import process_store
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
 if TYPE_CHECKING:
@@ -37,16 +38,13 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ._suspension import Answer, Request
-    from .stores import AnswerStore
+    from .stores._protocol import AnswerStore
 
 __all__ = [
     "BINDING_KEY",
     "DEFAULT_TTL_S",
     "SECRET_ENV",
-    "STORE_ENV",
     "Binder",
-    "MemoryAnswerStore",
-    "SqliteAnswerStore",
     "arguments_digest",
     "load_secret",
     "read_secret_file",
@@ -59,9 +57,6 @@ BINDING_KEY = "binding"
 
 SECRET_ENV = "TOOLNEXUS_SECRET"
 """The environment variable a host reads its key(s) from when none is given."""
-
-STORE_ENV = "TOOLNEXUS_STORE"
-"""The environment variable naming the answer store (a URL) a host uses when none is given."""
 
 DEFAULT_TTL_S = 7 * 24 * 3600
 """How long a binding stays valid when its request sets no ``expires_at`` (seconds)."""
@@ -280,159 +275,6 @@ def open_signed(
     return payload if isinstance(payload, dict) else None
 
 
-# --------------------------------------------------------------------------- stores
-
-
-class MemoryAnswerStore:
-    """Remembers used answers in this process; entries are dropped once they expire.
-
-    The default: every host and MCP session in a process without a store of its own shares
-    one, so an answer cannot be replayed through a second host either. Thread-safe.
-
-    Example::
-
-        >>> store = MemoryAnswerStore()
-        >>> store.consume("k", time.time() + 60), store.consume("k", time.time() + 60)
-        (True, False)
-    """
-
-    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
-        import heapq
-
-        self._heap: list[tuple[float, str]] = []
-        self._push = heapq.heappush
-        self._pop = heapq.heappop
-        self._used: dict[str, float] = {}
-        self._lock = threading.Lock()
-        self._clock = clock
-
-    def consume(self, key: str, expires_at: float) -> bool:
-        """Record ``key`` until ``expires_at``; True the first time, False afterwards."""
-        now = self._clock()
-        with self._lock:
-            heap = self._heap
-            while heap and heap[0][0] <= now:
-                _, old = self._pop(heap)
-                if self._used.get(old, now + 1) <= now:
-                    del self._used[old]
-            if key in self._used:
-                return False
-            self._used[key] = expires_at
-            self._push(heap, (expires_at, key))
-            return True
-
-    def __len__(self) -> int:
-        return len(self._used)
-
-    def __repr__(self) -> str:
-        return f"<MemoryAnswerStore {len(self._used)} used>"
-
-
-class SqliteAnswerStore:
-    """Remembers used answers in an SQLite file, so processes on one machine share them.
-
-    Each :meth:`consume` is one ``INSERT`` in its own transaction (SQLite's file lock makes
-    it atomic across processes); expired rows are deleted now and then. The file and its
-    table are created when missing. Thread- and fork-safe: every call opens its own
-    connection.
-
-    Example::
-
-        host = Host(toolkit, secret=key, answer_store=SqliteAnswerStore("/var/lib/app/used.db"))
-    """
-
-    def __init__(
-        self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time
-    ) -> None:
-        self._path = os.fspath(path)
-        self._clock = clock
-        self._count = 0
-        try:
-            db = self._connect()
-            try:
-                db.execute(
-                    "CREATE TABLE IF NOT EXISTS toolnexus_used_answers "
-                    "(key TEXT PRIMARY KEY, expires_at REAL NOT NULL)"
-                )
-            finally:
-                db.close()
-        except Exception as exc:  # sqlite3.Error: not a database, read-only, no such folder
-            raise self._unavailable(exc) from exc
-
-    def _connect(self) -> Any:
-        import sqlite3
-
-        return sqlite3.connect(self._path, timeout=30.0, isolation_level=None)
-
-    def _unavailable(self, exc: Exception) -> StoreUnavailableError:
-        return StoreUnavailableError(
-            f"sqlite:{self._path}",
-            f"{exc}; check that the file is an SQLite database this process may write, in "
-            "a folder that exists",
-        )
-
-    def consume(self, key: str, expires_at: float) -> bool:
-        """Record ``key`` until ``expires_at``; True the first time, False afterwards.
-
-        Raises :class:`~toolnexus.StoreUnavailableError` when the file cannot be used."""
-        try:
-            return self._consume(key, expires_at)
-        except StoreUnavailableError:
-            raise
-        except Exception as exc:  # sqlite3.Error (locked past the timeout, disk I/O)
-            raise self._unavailable(exc) from exc
-
-    def _consume(self, key: str, expires_at: float) -> bool:
-        now = self._clock()
-        self._count += 1
-        db = self._connect()
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            if self._count % 64 == 1:
-                db.execute("DELETE FROM toolnexus_used_answers WHERE expires_at <= ?", (now,))
-            row = db.execute(
-                "SELECT expires_at FROM toolnexus_used_answers WHERE key = ?", (key,)
-            ).fetchone()
-            if row is not None and row[0] > now:
-                db.execute("COMMIT")
-                return False
-            db.execute(
-                "INSERT OR REPLACE INTO toolnexus_used_answers (key, expires_at) VALUES (?, ?)",
-                (key, float(expires_at)),
-            )
-            db.execute("COMMIT")
-            return True
-        finally:
-            db.close()
-
-    def __repr__(self) -> str:
-        return f"<SqliteAnswerStore {self._path!r}>"
-
-
-_default_store: MemoryAnswerStore | None = None
-_named_stores: dict[str, AnswerStore] = {}
-_named_stores_lock = threading.Lock()
-
-
-def _process_store() -> AnswerStore:
-    """The store ``TOOLNEXUS_STORE`` names (opened once per process and URL), else this
-    process's one :class:`MemoryAnswerStore`."""
-    global _default_store
-    url = _environ().get(STORE_ENV, "").strip()
-    if url:
-        with _named_stores_lock:  # not the key lock: opening may wait on a network
-            store = _named_stores.get(url)
-            if store is None:
-                from .stores._open import open_named
-
-                store = _named_stores[url] = open_named(url, STORE_ENV)
-            return store
-    with _process_key_lock:
-        if _default_store is None:
-            _default_store = MemoryAnswerStore()
-        return _default_store
-
-
 # --------------------------------------------------------------------------- the binder
 
 
@@ -500,6 +342,7 @@ class Binder:
     Example::
 
         >>> from toolnexus import Answer, Request
+        >>> from toolnexus.stores import MemoryAnswerStore
         >>> binder = Binder("a-key-of-at-least-16-bytes", store=MemoryAnswerStore())
         >>> req = Request("approval", "Deploy?")
         >>> parked = binder.bind("deploy", {"env": "prod"}, ToolResult.pending(req))
@@ -528,7 +371,7 @@ class Binder:
                 f"store must have a consume(key, expires_at) method (an AnswerStore), "
                 f"got {type(store).__name__}"
             )
-        self._store: AnswerStore = store if store is not None else _process_store()
+        self._store: AnswerStore = store if store is not None else process_store()
         if isinstance(ttl_s, bool) or not isinstance(ttl_s, (int, float)) or ttl_s <= 0:
             raise InvalidValueError(f"ttl_s must be a number of seconds > 0, got {ttl_s!r}")
         self._ttl_s = ttl_s

@@ -40,10 +40,12 @@ from .errors import InvalidTypeError, InvalidValueError
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
 if TYPE_CHECKING:
-    from typing import Any, TypeAlias
+    from typing import Any, TypeAlias, TypeVar
 
-    from ._call import Call
     from ._tools import Tool
+    from ._tracing import Settled
+
+    C = TypeVar("C", bound=Settled)  # the host's Call: this layer is below the host's
 
 __all__ = [
     "AsyncNext",
@@ -335,13 +337,13 @@ class Policies:
 
     def around(
         self,
-        call: Call,
+        call: C,
         tool: Tool,
         budget: int | None,
         call_id: str | None,
         turn: int | None,
-        done: Callable[[Call], object] | None,
-    ) -> tuple[Tool, Callable[[Call], object] | None]:
+        done: Callable[[C], object] | None,
+    ) -> tuple[Tool, Callable[[C], object] | None]:
         """What ``call`` runs instead of ``tool`` (the tool itself when nothing runs
         around it), and its first done callback (a span ends there, before ``done``)."""
         chain = self._chain_for(tool)
@@ -359,7 +361,7 @@ class Policies:
             else:
                 then = done
 
-                def done(finished: Call) -> None:
+                def done(finished: C) -> None:
                     end(finished)  # the span ends before a driver answers the call
                     then(finished)
 

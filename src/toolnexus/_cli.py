@@ -1272,7 +1272,8 @@ def _keys(
     shared by every process (in the user's cache folder), so an answer resumes once across
     processes too. A command that never takes an answer from elsewhere (``consumes`` false:
     `call`) opens no default file."""
-    from ._binding import SqliteAnswerStore, load_secret, read_secret_file
+    from ._binding import load_secret, read_secret_file
+    from .stores._answers import SqliteAnswerStore
 
     path = getattr(options, "secret_file", None)
     try:
@@ -1289,7 +1290,7 @@ def _keys(
     if not keys:
         return None, None
     if not consumes:  # it answers only its own questions: this process's memory, on purpose
-        from ._binding import MemoryAnswerStore
+        from .stores._answers import MemoryAnswerStore
 
         return keys, MemoryAnswerStore()
     db = _default_answers_db()
@@ -1305,7 +1306,7 @@ def _keys(
 
 def _store_url(options: argparse.Namespace) -> tuple[str, str] | None:
     """(URL, where it came from) of the store the command line or the environment names."""
-    from ._binding import STORE_ENV
+    from .stores._common import STORE_ENV
 
     url = getattr(options, "store", None)
     db = getattr(options, "answers_db", None)
@@ -1444,7 +1445,7 @@ def _finish(
         shown_key = f" --secret-file {shlex.quote(key_file)}" if key_file else ""
         named = _store_url(options)
         if named is not None and named[1] in ("--store", "--answers-db"):
-            from .stores._open import redact
+            from .stores._common import redact
 
             # The same store, so the answer counts once; never its password, on a terminal.
             shown_key += f" --store {shlex.quote(redact(named[0]))}"
@@ -1929,7 +1930,7 @@ def _build_parser() -> argparse.ArgumentParser:
         f"{_EXIT_CODES_HELP}\n\n"
         "toolnexus COMMAND --help shows a command's options.",
     )
-    from . import __version__
+    from ._version import __version__
 
     parser.add_argument("--version", action="version", version=f"toolnexus {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -11,7 +11,16 @@ from collections.abc import Mapping
 
 from .errors import InvalidTypeError
 
-__all__ = ["FrozenDict", "FrozenList", "freeze", "sealed", "thaw"]
+__all__ = [
+    "FrozenDict",
+    "FrozenList",
+    "NotJson",
+    "freeze",
+    "freeze_schema",
+    "not_json_at",
+    "sealed",
+    "thaw",
+]
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
 if TYPE_CHECKING:
@@ -132,3 +141,68 @@ def sealed(cls: type[_T]) -> type[_T]:
     cls.__setattr__ = refuse  # type: ignore[method-assign]
     cls.__delattr__ = refuse  # type: ignore[method-assign]
     return cls
+
+
+# --------------------------------------------------------------------------- schemas
+
+
+class NotJson(Exception):
+    """A value in a schema that JSON cannot carry (raised by :func:`freeze_schema`)."""
+
+
+def freeze_schema(value: Any) -> Any:
+    """A read-only copy of a schema, refusing what JSON cannot carry (``NaN``, a set, an
+    object): a tool's schemas are sent as JSON, to every provider and in MCP's
+    ``tools/list``. Plain dicts and lists (what inference builds) are copied by exact type,
+    several times faster than :func:`freeze`'s ABC checks."""
+    kind = value.__class__
+    if kind is str or kind is bool or kind is int or value is None:
+        return value
+    if kind is dict or kind is FrozenDict:
+        return FrozenDict({_schema_key(key): freeze_schema(item) for key, item in value.items()})
+    if kind is list or kind is FrozenList or kind is tuple:
+        return FrozenList([freeze_schema(item) for item in value])
+    if isinstance(value, float):
+        if value - value == 0.0:  # not NaN, not an infinity
+            return value
+        raise NotJson(f"{value!r} is not a JSON number (NaN and infinities are not JSON)")
+    if isinstance(value, (str, int)):  # subclasses (a str enum): JSON writes their value
+        return value
+    if isinstance(value, Mapping):
+        return FrozenDict({_schema_key(key): freeze_schema(item) for key, item in value.items()})
+    if isinstance(value, (list, tuple)):
+        return FrozenList([freeze_schema(item) for item in value])
+    hint = "; use a list" if isinstance(value, (set, frozenset)) else ""
+    article = "an" if kind.__name__[:1].lower() in "aeiou" else "a"
+    raise NotJson(f"{article} {kind.__name__} is not a JSON value{hint}")
+
+
+def _schema_key(key: Any) -> str:
+    if key.__class__ is str or isinstance(key, str):
+        return key
+    raise NotJson(f"the key {key!r} is not a string (JSON object keys are strings)")
+
+
+def not_json_at(value: Any, path: str = "#") -> tuple[str, str] | None:
+    """Where in ``value`` something JSON cannot carry is, and what (the failure path of
+    :func:`freeze_schema`): ``("#/properties/n/default", "nan is not a JSON number ...")``."""
+    from ._pointer import escape
+
+    try:
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                _schema_key(key)
+                found = not_json_at(item, f"{path}/{escape(key)}")
+                if found is not None:
+                    return found
+            return None
+        if isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                found = not_json_at(item, f"{path}/{index}")
+                if found is not None:
+                    return found
+            return None
+        freeze_schema(value)
+    except NotJson as exc:
+        return path, str(exc)
+    return None

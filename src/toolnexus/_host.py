@@ -51,13 +51,21 @@ from .errors import InvalidTypeError, InvalidValueError, NotFoundError, WireForm
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: typing costs as much to import as Host
 if TYPE_CHECKING:
     from collections.abc import Awaitable
-    from typing import Any, Literal, TypeAlias
+    from typing import Any, Literal, Protocol, TypeAlias
 
     from ._chain import MiddlewareLike
     from ._toolkit import Toolkit
     from ._turns import Style, TurnCall, TurnInput, TurnResult
-    from .stores import AnswerStore
-    from .temporal import TemporalRunner
+    from .stores._protocol import AnswerStore
+
+    class Runner(Protocol):
+        """Where a host's tools run, when not on its own threads: a runner turns the
+        toolkit into stand-ins that run each call elsewhere and keep the host's rules here
+        (:class:`toolnexus.temporal.TemporalRunner`). Defined here, so the host layer
+        imports no integration: an integration plugs in by this shape."""
+
+        def _toolkit_for(self, toolkit: Toolkit, max_rounds: int) -> Toolkit: ...
+
 
 __all__ = ["Call", "Host", "ToolEvent", "TurnCall", "TurnResult"]
 
@@ -152,7 +160,7 @@ AsyncTools: TypeAlias = 'Literal["loop", "workers"]'  # typing stays unloaded
 def _warn_if_memory_store(binder: Binder) -> None:
     """A key is configured, which says answers may come from other processes; the
     per-process memory store cannot refuse a replay from one of them: say so, loudly."""
-    from ._binding import MemoryAnswerStore
+    from .stores._answers import MemoryAnswerStore
 
     if not isinstance(binder.store, MemoryAnswerStore):
         return  # TOOLNEXUS_STORE named a shared one
@@ -285,7 +293,7 @@ class Host:
         tool_middleware: Mapping[str, Sequence[MiddlewareLike]] | None = None,
         tracing: bool | None = None,
         async_tools: AsyncTools = "loop",
-        runner: TemporalRunner | None = None,
+        runner: Runner | None = None,
     ) -> None:
         from ._tools import refuse_other_copy
 

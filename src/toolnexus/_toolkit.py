@@ -60,12 +60,15 @@ class Toolkit:
         "unknown tool 'ad'; did you mean 'add'?"
     """
 
-    __slots__ = ("_prompts", "_resources", "_tools", "_watchers")
+    __slots__ = ("_calls", "_prompts", "_resources", "_tools", "_watchers")
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any] | Any] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Any] = {}  # by URI (or URI template)
         self._prompts: dict[str, Any] = {}  # by name
+        # the calls that run a resource's or a prompt's function, by the name a host is
+        # given, as the registered items declare them (this module knows none of them)
+        self._calls: dict[str, Callable[[Toolkit, str, Any], Any]] = {}
         self._watchers: list[Callable[[str, str | None], object]] = []
         frame = sys._getframe(1)
         for each in tools:
@@ -98,6 +101,8 @@ class Toolkit:
         if key in table and not replace:
             raise _duplicate(kind, key)
         table[key] = item
+        if kind != "tool":
+            self._calls.update(type(item)._kit_calls)
 
     def register(self, *tools: Tool | Callable[..., Any] | Any, replace: bool = False) -> None:
         """Add tools (or functions, made into tools), resources and prompts. All or nothing.
@@ -328,10 +333,10 @@ class Toolkit:
         """
         found = self._tools.get(name) if isinstance(name, str) else None
         if found is None:
-            if name in _SERVED_METHODS and (self._resources or self._prompts):
-                from .mcp._served import resolve_served
-
-                return resolve_served(self, name, args)
+            served = self._calls.get(name) if self._resources or self._prompts else None
+            if served is not None:
+                result: tuple[Tool, dict[str, Any]] | ToolResult = served(self, name, args)
+                return result
             return ToolResult(str(self._unknown(name)), True)
         if args is None:
             return found, {}
@@ -488,18 +493,12 @@ class Toolkit:
         return keep_listable([item.to_mcp() for item in self._tools.values()])
 
 
-_SERVED_METHODS = frozenset({"resources/read", "prompts/get", "completion/complete"})
-
-
 def served_kind(item: Any) -> str | None:
-    """``"resource"`` or ``"prompt"`` for an MCP resource or prompt, else None. Only
-    ``toolnexus.mcp`` makes them: if it is not loaded, ``item`` is neither."""
-    package = __name__.rpartition(".")[0]
-    for kind, module in (("resource", "_resources"), ("prompt", "_prompts")):
-        loaded = sys.modules.get(f"{package}.mcp.{module}")
-        if loaded is not None and isinstance(item, getattr(loaded, kind.title())):
-            return kind
-    return None
+    """``"resource"`` or ``"prompt"`` for an MCP resource or prompt, else None: what the
+    item's class declares (``_kit_kind``, with ``_kit_calls``, the calls that run it), so
+    this layer needs no import of the MCP layer that makes them."""
+    kind = getattr(type(item), "_kit_kind", None)
+    return kind if kind in ("resource", "prompt") else None
 
 
 def _duplicate(kind: str, key: str) -> InvalidValueError:

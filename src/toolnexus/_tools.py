@@ -8,20 +8,18 @@ happens once, in :func:`tool`; a call only validates, calls and wraps.
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import enum
 import functools
 import inspect
 import json
 import sys
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, overload
 
 from ._context import ToolContext
-from ._frozen import FrozenDict, FrozenList, sealed, thaw
+from ._frozen import FrozenDict, FrozenList, NotJson, freeze_schema, not_json_at, sealed, thaw
 from ._log import LazyLogger
 from ._result import STRUCTURED_KEY, ToolResult, success_result
 from ._schema import (
@@ -96,73 +94,11 @@ _UNCOMPILED: Any = object()  # an inferred output schema's validator, not built 
 _NEVER_AWAITABLE = frozenset({str, int, float, bool, type(None), dict, list, tuple, ToolResult})
 
 
-class _NotJson(Exception):
-    """A value in a schema that JSON cannot carry (raised by :func:`_freeze_schema`)."""
-
-
-def _freeze_schema(value: Any) -> Any:
-    """A read-only copy of a schema, refusing what JSON cannot carry (``NaN``, a set, an
-    object): a tool's schemas are sent as JSON, to every provider and in MCP's
-    ``tools/list``. Plain dicts and lists (what inference builds) are copied by exact type,
-    several times faster than :func:`freeze`'s ABC checks."""
-    kind = value.__class__
-    if kind is str or kind is bool or kind is int or value is None:
-        return value
-    if kind is dict or kind is FrozenDict:
-        return FrozenDict({_schema_key(key): _freeze_schema(item) for key, item in value.items()})
-    if kind is list or kind is FrozenList or kind is tuple:
-        return FrozenList([_freeze_schema(item) for item in value])
-    if isinstance(value, float):
-        if value - value == 0.0:  # not NaN, not an infinity
-            return value
-        raise _NotJson(f"{value!r} is not a JSON number (NaN and infinities are not JSON)")
-    if isinstance(value, (str, int)):  # subclasses (a str enum): JSON writes their value
-        return value
-    if isinstance(value, Mapping):
-        return FrozenDict({_schema_key(key): _freeze_schema(item) for key, item in value.items()})
-    if isinstance(value, (list, tuple)):
-        return FrozenList([_freeze_schema(item) for item in value])
-    hint = "; use a list" if isinstance(value, (set, frozenset)) else ""
-    article = "an" if kind.__name__[:1].lower() in "aeiou" else "a"
-    raise _NotJson(f"{article} {kind.__name__} is not a JSON value{hint}")
-
-
-def _schema_key(key: Any) -> str:
-    if key.__class__ is str or isinstance(key, str):
-        return key
-    raise _NotJson(f"the key {key!r} is not a string (JSON object keys are strings)")
-
-
-def not_json_at(value: Any, path: str = "#") -> tuple[str, str] | None:
-    """Where in ``value`` something JSON cannot carry is, and what (the failure path of
-    :func:`_freeze_schema`): ``("#/properties/n/default", "nan is not a JSON number ...")``."""
-    from ._pointer import escape
-
-    try:
-        if isinstance(value, Mapping):
-            for key, item in value.items():
-                _schema_key(key)
-                found = not_json_at(item, f"{path}/{escape(key)}")
-                if found is not None:
-                    return found
-            return None
-        if isinstance(value, (list, tuple)):
-            for index, item in enumerate(value):
-                found = not_json_at(item, f"{path}/{index}")
-                if found is not None:
-                    return found
-            return None
-        _freeze_schema(value)
-    except _NotJson as exc:
-        return path, str(exc)
-    return None
-
-
 def _frozen_or_refused(tool: str, field_name: str, value: Any) -> Any:
-    """``_freeze_schema(value)``, or the error naming the tool, the field and the place."""
+    """``freeze_schema(value)``, or the error naming the tool, the field and the place."""
     try:
-        return _freeze_schema(value)
-    except _NotJson:
+        return freeze_schema(value)
+    except NotJson:
         from .errors import SchemaError
 
         where, problem = not_json_at(value) or ("#", "it is not JSON")
@@ -357,8 +293,8 @@ class Tool(Generic[P, R]):
                     f"annotations of tool {self.name!r} must be a mapping or None"
                 )
             try:
-                set_(self, "annotations", _freeze_schema(self.annotations))
-            except _NotJson:
+                set_(self, "annotations", freeze_schema(self.annotations))
+            except NotJson:
                 where, problem = not_json_at(self.annotations) or ("#", "it is not JSON")
                 raise InvalidValueError(
                     f"annotations of tool {self.name!r} are not JSON at {where}: {problem}; "
@@ -416,7 +352,9 @@ class Tool(Generic[P, R]):
             if self.is_async or (
                 value.__class__ not in _NEVER_AWAITABLE and inspect.isawaitable(value)
             ):
-                value = run_to_completion(value)
+                from ._aio import run_awaitable  # the one coroutine runner
+
+                value = run_awaitable(value)
         except ConversionError as exc:
             return self._unconvertible(exc)
         except OperationCancelledError as exc:
@@ -729,36 +667,6 @@ def _is_async_callable(fn: Callable[..., Any]) -> bool:
         return True
     call = getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
     return call is not None and inspect.iscoroutinefunction(call)
-
-
-def run_to_completion(awaitable: Any) -> Any:
-    """Run an awaitable from sync code: on a private loop, or a helper thread's loop."""
-    import asyncio
-
-    async def drive() -> Any:
-        return await awaitable
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(drive())
-    # This thread already runs a loop, and a loop cannot be re-entered: use a helper
-    # thread, carrying this thread's context variables along.
-    outcome: dict[str, Any] = {}
-    context = contextvars.copy_context()
-
-    def target() -> None:
-        try:
-            outcome["value"] = context.run(asyncio.run, drive())
-        except BaseException as exc:  # handed back to the calling thread below
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=target, name="toolnexus-async-tool", daemon=True)
-    worker.start()
-    worker.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
 
 
 def _contract_takes_ctx(fn: Callable[..., Any]) -> bool:

@@ -39,12 +39,24 @@ from .errors import InvalidValueError
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: a host loads this module, not typing
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
+    from typing import Any, Protocol
 
-    from ._call import Call
     from ._context import ToolContext
     from ._result import ToolResult
     from ._tools import Tool
+
+if TYPE_CHECKING:
+
+    class Settled(Protocol):
+        """What a span reads of a call once it settled: a host's ``Call``, named by its
+        fields, since this layer is below the host's."""
+
+        @property
+        def outcome(self) -> str: ...
+        @property
+        def reason(self) -> str | None: ...
+        def result(self, timeout: float | None = None) -> ToolResult: ...
+
 
 __all__ = [
     "API_MODULE",
@@ -114,7 +126,7 @@ def _tracer(forced: bool = False) -> Any:
         return cached[1]
     if not forced and isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
         return None
-    from . import __version__
+    from ._version import __version__
 
     tracer = provider.get_tracer(_SCOPE, __version__)
     _tracer_of = (provider, tracer)
@@ -136,7 +148,7 @@ def _instruments() -> Any:
         "_Proxy"
     ):
         return None
-    from . import __version__
+    from ._version import __version__
 
     meter = provider.get_meter(_SCOPE, __version__)
     instruments = (
@@ -253,7 +265,7 @@ class CallSpan:
                 )
         return result
 
-    def end(self, call: Call) -> None:
+    def end(self, call: Settled) -> None:
         """The call settled: its outcome on the span, which ends, and in the metrics."""
         try:
             self._end(call)
@@ -262,7 +274,7 @@ class CallSpan:
 
             get_logger().exception("toolnexus: ending the span of %r failed", self._name)
 
-    def _end(self, call: Call) -> None:
+    def _end(self, call: Settled) -> None:
         from opentelemetry.trace import Status, StatusCode
 
         span = self._span

@@ -201,7 +201,7 @@ class ClientSession:
         from ..errors import InvalidValueError
 
         if version is None:
-            from .. import __version__ as version
+            from .._version import __version__ as version
         if protocol_version is not None and protocol_version not in _OUR_VERSIONS:
             raise InvalidValueError(
                 f"protocol_version must be one of {', '.join(sorted(_OUR_VERSIONS))} or None "

@@ -19,13 +19,19 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 from .._frozen import FrozenDict, FrozenList, sealed, thaw
 from .._result import ToolResult
 from .._schema import sanitize_name
 from ..errors import InvalidTypeError, InvalidValueError
-from ._served import check_completers, completion_tool, inner_tool, read_strings
+from ._served import (
+    SERVED_CALLS,
+    check_completers,
+    completion_tool,
+    inner_tool,
+    read_strings,
+)
 
 if TYPE_CHECKING:
     from .._context import ToolContext
@@ -72,6 +78,11 @@ class Prompt:
         >>> review.render({"code": "x = 1"}).metadata["prompt"]["messages"][0]["role"]
         'user'
     """
+
+    # What a Toolkit reads to keep it (it imports nothing of MCP): its kind, and the calls
+    # that run its function, by the name a host is given (``Toolkit.resolve``).
+    _kit_kind: ClassVar[str] = "prompt"
+    _kit_calls: ClassVar[Mapping[str, Callable[..., Any]]] = SERVED_CALLS
 
     fn: Callable[..., Any]
     name: str | None = None

@@ -21,14 +21,20 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 from .._frozen import FrozenDict, FrozenList, freeze, sealed
 from .._result import ToolResult
 from .._schema import sanitize_name
 from .._uri_template import UriTemplate, is_template
 from ..errors import InvalidTypeError, InvalidValueError
-from ._served import check_completers, completion_tool, inner_tool, read_strings
+from ._served import (
+    SERVED_CALLS,
+    check_completers,
+    completion_tool,
+    inner_tool,
+    read_strings,
+)
 
 if TYPE_CHECKING:
     from .._context import ToolContext
@@ -71,6 +77,11 @@ class Resource:
         >>> greeting.read("test://greeting/Ada").output
         'Hello, Ada!'
     """
+
+    # What a Toolkit reads to keep it (it imports nothing of MCP): its kind, and the calls
+    # that run its function, by the name a host is given (``Toolkit.resolve``).
+    _kit_kind: ClassVar[str] = "resource"
+    _kit_calls: ClassVar[Mapping[str, Callable[..., Any]]] = SERVED_CALLS
 
     uri: str
     fn: Callable[..., Any]

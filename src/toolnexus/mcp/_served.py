@@ -19,7 +19,7 @@ from typing import Any
 from .._frozen import FrozenDict, FrozenList
 from .._result import ToolResult
 from .._schema import Signature, infer
-from .._tools import Tool, build_invoke, run_to_completion
+from .._tools import Tool, build_invoke
 from ..errors import InvalidTypeError, InvalidValueError
 
 __all__ = [
@@ -86,7 +86,9 @@ def inner_tool(
         def run_sync(args: Mapping[str, Any], ctx: Any = None) -> ToolResult:
             value = invoke(fn, args, ctx)
             if inspect.isawaitable(value):
-                value = run_to_completion(value)
+                from .._aio import run_awaitable  # the one coroutine runner
+
+                value = run_awaitable(value)
             return _finished(value)
 
         run = run_sync
@@ -272,7 +274,9 @@ def _call_completer(completer: Callable[..., Any], typed: str, given: dict[str, 
         takes_context = False
     produced = completer(typed, given) if takes_context else completer(typed)
     if inspect.isawaitable(produced):
-        produced = run_to_completion(produced)
+        from .._aio import run_awaitable  # the one coroutine runner
+
+        produced = run_awaitable(produced)
     if isinstance(produced, (str, bytes)) or not isinstance(produced, Iterable):
         raise InvalidTypeError(
             f"a completer must return a list of strings, got {type(produced).__name__}"
@@ -320,6 +324,13 @@ def resolve_served(
         "value": argument.get("value"),
         "context": given_context if isinstance(given_context, Mapping) else {},
     }
+
+
+SERVED_CALLS: Mapping[str, Callable[..., Any]] = dict.fromkeys(
+    ("resources/read", "prompts/get", "completion/complete"), resolve_served
+)
+"""The MCP methods that run a resource's, a prompt's or a completer's function, each to its
+resolver: a toolkit holding a resource or a prompt resolves these names too."""
 
 
 def completion_target(toolkit: Any, ref: Any) -> Any:

@@ -511,7 +511,7 @@ class ServerSession:
         options = resolve(options)
         version = options.version
         if version is None:
-            from .. import __version__ as version
+            from .._version import __version__ as version
         from .._binding import Binder
 
         self._binder = Binder(options.secret, store=options.answer_store)

@@ -30,10 +30,11 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .._binding import BINDING_KEY, STORE_ENV
+from .._binding import BINDING_KEY
 from .._frozen import thaw
 from .._result import PENDING_KEY, ToolResult
 from .._timers import dispatch
+from ..stores._common import STORE_ENV
 from . import _codec as codec
 from ._codec import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
 from ._protocol import TASKS_EXTENSION, describe

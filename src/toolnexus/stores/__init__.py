@@ -28,16 +28,16 @@ Example::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-
-from .._binding import MemoryAnswerStore, SqliteAnswerStore
-from ._open import open_store, open_task_store
-from ._tasks import MemoryTaskStore, SqliteTaskStore, TaskRecord, TaskStore
-
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
 if TYPE_CHECKING:
+    from typing import Any
+
+    from ._answers import MemoryAnswerStore, SqliteAnswerStore
+    from ._open import open_store, open_task_store
     from ._postgres import PostgresAnswerStore, PostgresTaskStore
+    from ._protocol import AnswerStore
     from ._redis import RedisAnswerStore, RedisTaskStore
+    from ._tasks import MemoryTaskStore, SqliteTaskStore, TaskRecord, TaskStore
 
 __all__ = [
     "AnswerStore",
@@ -55,9 +55,18 @@ __all__ = [
     "open_task_store",
 ]
 
-# The stores on a server load with their first use: their modules are cheap, but a
-# program that never names them should not even look for psycopg or redis.
+# Every name loads with its first use: a host loads ``_answers`` alone (its default store),
+# and a program that never names a server's store does not even look for psycopg or redis.
 _LAZY = {
+    "AnswerStore": "._protocol",
+    "MemoryAnswerStore": "._answers",
+    "SqliteAnswerStore": "._answers",
+    "open_store": "._open",
+    "open_task_store": "._open",
+    "MemoryTaskStore": "._tasks",
+    "SqliteTaskStore": "._tasks",
+    "TaskRecord": "._tasks",
+    "TaskStore": "._tasks",
     "PostgresAnswerStore": "._postgres",
     "PostgresTaskStore": "._postgres",
     "RedisAnswerStore": "._redis",
@@ -65,58 +74,15 @@ _LAZY = {
 }
 
 
-@runtime_checkable
-class AnswerStore(Protocol):
-    """Where used answers are remembered, so each binding resumes a call at most once.
-
-    One method: ``consume(key, expires_at)`` records ``key`` (an opaque ASCII string of at
-    most 64 characters) and returns ``True`` the first time, ``False`` when it is recorded
-    already. It must be atomic — two processes consuming the same key at once: exactly one
-    gets ``True`` — and may forget a key once the time (``time.time()`` seconds) passes
-    ``expires_at``: an answer is refused as expired after that anyway. When it cannot tell
-    (its server is down), it raises (:class:`~toolnexus.StoreUnavailableError` by
-    preference): the resume is then refused and nothing is used up.
-
-    Example (a store of your own)::
-
-        class DictStore:
-            def __init__(self) -> None:
-                self.used: dict[str, float] = {}
-
-            def consume(self, key: str, expires_at: float) -> bool:
-                if key in self.used:  # atomic enough for one thread, not for a fleet
-                    return False
-                self.used[key] = expires_at
-                return True
-
-        host = Host(toolkit, secret=key, answer_store=DictStore())
-    """
-
-    def consume(self, key: str, expires_at: float) -> bool:
-        """Record ``key``; True the first time, False when it was recorded already."""
-        ...
-
-
-for _exported in (
-    AnswerStore,
-    MemoryAnswerStore,
-    SqliteAnswerStore,
-    open_store,
-    open_task_store,
-    MemoryTaskStore,
-    SqliteTaskStore,
-    TaskRecord,
-    TaskStore,
-):
-    _exported.__module__ = __name__  # where users import them from, and their repr
-del _exported
-
-
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'toolnexus.stores' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(module, __name__), name)
+    if value.__module__.startswith(__name__ + "."):
+        value.__module__ = __name__  # where users import it from, and its repr
     globals()[name] = value
     return value
 

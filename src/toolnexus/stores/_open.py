@@ -2,62 +2,34 @@
 (:func:`open_task_store`), and what the stores share.
 
 Everything that reads a store URL lives here: the schemes (``memory:``, ``sqlite:PATH``,
-``postgresql://…``, ``redis://…``), and :func:`redact`, which every message about a store
-uses so no password reaches a log; so do the checks every server store makes (a key's
-shape, an error's first line).
+``postgresql://…``, ``redis://…``), and the stores a host or a server uses when it is
+given none (:func:`process_store`, :func:`process_task_store`: the one ``TOOLNEXUS_STORE``
+names, else this process's memory store). Each store's module loads with its first use.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import threading
-from typing import TYPE_CHECKING
 
-from .._binding import STORE_ENV
 from ..errors import InvalidTypeError, InvalidValueError
+from ._common import STORE_ENV, redact
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: this module loads with every host
 if TYPE_CHECKING:
-    from . import AnswerStore, TaskStore
+    from ._protocol import AnswerStore
+    from ._tasks import TaskStore
 
 __all__ = [
     "SCHEMES",
-    "STORE_ENV",
-    "check_key",
-    "first_line",
     "open_named",
     "open_store",
     "open_task_store",
+    "process_store",
     "process_task_store",
-    "redact",
 ]
 
 SCHEMES = "memory:, sqlite:PATH, postgresql://USER:PASSWORD@HOST/DB or redis://HOST:6379/0"
-
-_PASSWORD_PARAM = re.compile(r"(?i)(password=)[^&\s]*")
-
-
-def redact(url: str) -> str:
-    """``url`` with its password (``user:password@`` or ``password=…``) shown as ``***``.
-
-    Also for a URL too malformed to use: whatever stands between the user name and the
-    last ``@`` before the query is hidden.
-
-    Example::
-
-        >>> redact("postgresql://app:s3cret@db:5432/app?sslmode=require")
-        'postgresql://app:***@db:5432/app?sslmode=require'
-        >>> redact("redis://:s3cret@cache:6379/0")
-        'redis://:***@cache:6379/0'
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        scheme, sep, rest = url.partition(":")
-    head, question, query = rest.partition("?")
-    userinfo, at, hostpath = head.rpartition("@")
-    if at and ":" in userinfo:
-        url = f"{scheme}{sep}{userinfo.partition(':')[0]}:***@{hostpath}{question}{query}"
-    return _PASSWORD_PARAM.sub(r"\1***", url)
 
 
 def open_store(url: str) -> AnswerStore:
@@ -92,11 +64,11 @@ def open_named(url: object, where: str) -> AnswerStore:
     prefix = f"{where}: " if where else ""
     kind, target = _read(url, prefix)
     if kind == "memory":
-        from .._binding import MemoryAnswerStore
+        from ._answers import MemoryAnswerStore
 
         return MemoryAnswerStore()
     if kind == "sqlite":
-        from .._binding import SqliteAnswerStore
+        from ._answers import SqliteAnswerStore
 
         return SqliteAnswerStore(target)
     if kind == "postgres":
@@ -206,17 +178,26 @@ def process_task_store() -> TaskStore | None:
         return store
 
 
-def check_key(key: object) -> str:
-    """``key`` when it is 1 to 64 ASCII characters, as :class:`AnswerStore` promises;
-    else ``ValueError`` (a programmer's mistake: the host's keys always fit)."""
-    if not isinstance(key, str) or not key.isascii() or not 0 < len(key) <= 64:
-        raise InvalidValueError(
-            f"an answer store key must be 1 to 64 ASCII characters, got {key!r:.80}"
-        )
-    return key
+_default_store: AnswerStore | None = None
+_named_stores: dict[str, AnswerStore] = {}
+_named_stores_lock = threading.Lock()
+_default_store_lock = threading.Lock()
 
 
-def first_line(exc: BaseException) -> str:
-    """The first line of a driver's error message (the rest is often a hint or a dump)."""
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
+def process_store() -> AnswerStore:
+    """The store ``TOOLNEXUS_STORE`` names (opened once per process and URL), else this
+    process's one :class:`MemoryAnswerStore`."""
+    global _default_store
+    url = os.environ.get(STORE_ENV, "").strip()
+    if url:
+        with _named_stores_lock:  # not the key lock: opening may wait on a network
+            store = _named_stores.get(url)
+            if store is None:
+                store = _named_stores[url] = open_named(url, STORE_ENV)
+            return store
+    with _default_store_lock:
+        if _default_store is None:
+            from ._answers import MemoryAnswerStore
+
+            _default_store = MemoryAnswerStore()
+        return _default_store

@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 from .._extras import install_hint
 from ..errors import InvalidTypeError, InvalidValueError, StoreUnavailableError
-from ._open import check_key, first_line, redact
+from ._common import check_key, first_line, redact
 from ._tasks import TaskRecord, record_from_json, record_json
 
 _T = TypeVar("_T")

@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._binding import BINDING_KEY, Accepted, MemoryAnswerStore
+from .._binding import BINDING_KEY, Accepted
 from .._result import ToolResult
 from .._suspension import Answer, Request
+from ..stores._answers import MemoryAnswerStore
 
 if TYPE_CHECKING:
     from .._context import ProgressReporter

@@ -1,0 +1,149 @@
+"""The answer stores that need no server: :class:`MemoryAnswerStore` (one process) and
+:class:`SqliteAnswerStore` (processes on one machine).
+
+This module is loaded with every host, so it imports neither ``typing`` nor ``sqlite3``
+until they are needed; the :class:`~toolnexus.stores.AnswerStore` protocol lives in
+``_protocol.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from ..errors import StoreUnavailableError
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
+if TYPE_CHECKING:
+    from typing import Any
+
+
+__all__ = ["MemoryAnswerStore", "SqliteAnswerStore"]
+
+
+class MemoryAnswerStore:
+    """Remembers used answers in this process; entries are dropped once they expire.
+
+    The default: every host and MCP session in a process without a store of its own shares
+    one, so an answer cannot be replayed through a second host either. Thread-safe.
+
+    Example::
+
+        >>> store = MemoryAnswerStore()
+        >>> store.consume("k", time.time() + 60), store.consume("k", time.time() + 60)
+        (True, False)
+    """
+
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        import heapq
+
+        self._heap: list[tuple[float, str]] = []
+        self._push = heapq.heappush
+        self._pop = heapq.heappop
+        self._used: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._clock = clock
+
+    def consume(self, key: str, expires_at: float) -> bool:
+        """Record ``key`` until ``expires_at``; True the first time, False afterwards."""
+        now = self._clock()
+        with self._lock:
+            heap = self._heap
+            while heap and heap[0][0] <= now:
+                _, old = self._pop(heap)
+                if self._used.get(old, now + 1) <= now:
+                    del self._used[old]
+            if key in self._used:
+                return False
+            self._used[key] = expires_at
+            self._push(heap, (expires_at, key))
+            return True
+
+    def __len__(self) -> int:
+        return len(self._used)
+
+    def __repr__(self) -> str:
+        return f"<MemoryAnswerStore {len(self._used)} used>"
+
+
+class SqliteAnswerStore:
+    """Remembers used answers in an SQLite file, so processes on one machine share them.
+
+    Each :meth:`consume` is one ``INSERT`` in its own transaction (SQLite's file lock makes
+    it atomic across processes); expired rows are deleted now and then. The file and its
+    table are created when missing. Thread- and fork-safe: every call opens its own
+    connection.
+
+    Example::
+
+        host = Host(toolkit, secret=key, answer_store=SqliteAnswerStore("/var/lib/app/used.db"))
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._path = os.fspath(path)
+        self._clock = clock
+        self._count = 0
+        try:
+            db = self._connect()
+            try:
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS toolnexus_used_answers "
+                    "(key TEXT PRIMARY KEY, expires_at REAL NOT NULL)"
+                )
+            finally:
+                db.close()
+        except Exception as exc:  # sqlite3.Error: not a database, read-only, no such folder
+            raise self._unavailable(exc) from exc
+
+    def _connect(self) -> Any:
+        import sqlite3
+
+        return sqlite3.connect(self._path, timeout=30.0, isolation_level=None)
+
+    def _unavailable(self, exc: Exception) -> StoreUnavailableError:
+        return StoreUnavailableError(
+            f"sqlite:{self._path}",
+            f"{exc}; check that the file is an SQLite database this process may write, in "
+            "a folder that exists",
+        )
+
+    def consume(self, key: str, expires_at: float) -> bool:
+        """Record ``key`` until ``expires_at``; True the first time, False afterwards.
+
+        Raises :class:`~toolnexus.StoreUnavailableError` when the file cannot be used."""
+        try:
+            return self._consume(key, expires_at)
+        except StoreUnavailableError:
+            raise
+        except Exception as exc:  # sqlite3.Error (locked past the timeout, disk I/O)
+            raise self._unavailable(exc) from exc
+
+    def _consume(self, key: str, expires_at: float) -> bool:
+        now = self._clock()
+        self._count += 1
+        db = self._connect()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            if self._count % 64 == 1:
+                db.execute("DELETE FROM toolnexus_used_answers WHERE expires_at <= ?", (now,))
+            row = db.execute(
+                "SELECT expires_at FROM toolnexus_used_answers WHERE key = ?", (key,)
+            ).fetchone()
+            if row is not None and row[0] > now:
+                db.execute("COMMIT")
+                return False
+            db.execute(
+                "INSERT OR REPLACE INTO toolnexus_used_answers (key, expires_at) VALUES (?, ?)",
+                (key, float(expires_at)),
+            )
+            db.execute("COMMIT")
+            return True
+        finally:
+            db.close()
+
+    def __repr__(self) -> str:
+        return f"<SqliteAnswerStore {self._path!r}>"
