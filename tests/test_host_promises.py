@@ -275,16 +275,17 @@ def test_a_question_past_its_budget_is_expired_and_the_retry_gets_a_fresh_budget
         assert result.metadata is not None and result.metadata["reason"] == "expired"
         never.set()
 
-    quick = Host(
-        Toolkit([approve]), wait_for=lambda r: Answer.accept(r), wait_for_timeout_ms=5_000
-    )  # the old name still works
+    with pytest.warns(DeprecationWarning, match="use question_timeout_ms"):
+        quick = Host(
+            Toolkit([approve]), wait_for=lambda r: Answer.accept(r), wait_for_timeout_ms=5_000
+        )  # the old name still works, and says so
     with quick:
         assert quick.call("approve", {}, timeout_ms=3_000).output == "approved"
     assert budgets[-2:] == [3_000, 3_000]  # the retry's budget is the tool's own again
 
 
 def test_question_timeout_and_its_old_name_cannot_both_be_given():
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="not both"), pytest.warns(DeprecationWarning):
         Host(Toolkit([add]), question_timeout_ms=10, wait_for_timeout_ms=20)
 
 

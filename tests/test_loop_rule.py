@@ -160,7 +160,7 @@ def test_a_wait_for_that_runs_out_of_its_budget_is_not_ok():
 
     for wait_for in (slow_human, aslow_human):
         with Host(
-            Toolkit([deploy.tool]), wait_for=wait_for, wait_for_timeout_ms=50, max_stuck=10
+            Toolkit([deploy.tool]), wait_for=wait_for, question_timeout_ms=50, max_stuck=10
         ) as host:
             start = time.monotonic()
             result = host.call("deploy", {"service": "api"})

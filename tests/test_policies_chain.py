@@ -83,7 +83,7 @@ def test_a_middleware_sees_the_tool_the_checked_arguments_and_the_context() -> N
     assert call.arguments == {"a": 1, "b": 2}
     assert call.context.timeout_ms == 5_000 and not call.context.is_cancelled
     assert call.call_id is None and call.turn is None
-    assert call.deadline is not None and 0 < (call.remaining_ms or 0) <= 5_000
+    assert call.deadline is not None and 0 < (call.remaining_ms() or 0) <= 5_000
 
 
 def test_a_turns_calls_carry_the_models_call_ids_and_one_turn() -> None:

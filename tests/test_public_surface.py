@@ -210,3 +210,15 @@ def test_a_result_pickles_by_its_public_name():
 
     assert pickle.loads(pickle.dumps(ToolResult.ok("x"))) == ToolResult.ok("x")
     assert b"toolnexus._" not in pickle.dumps(ToolResult.ok("x"))
+
+
+@pytest.mark.parametrize(
+    ("name", "private"),
+    [("toolnexus", "_host"), ("toolnexus.mcp", "_session"), ("toolnexus.stores", "_open")],
+)
+def test_dir_of_a_package_lists_its_public_names_only(name, private):
+    package = importlib.import_module(name)
+    importlib.import_module(f"{name}.{private}")  # a loaded private module is no public name
+    listed = set(dir(package))
+    assert listed - {"__version__"} == set(package.__all__)
+    assert not listed & {"TYPE_CHECKING", "annotations", "importlib", "_LAZY", "_publish"}

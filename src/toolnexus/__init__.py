@@ -156,4 +156,6 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    # The public names only: not the helpers of this module (importlib, the lazy table)
+    # nor the private modules loaded so far.
+    return sorted({*__all__, "__version__"})

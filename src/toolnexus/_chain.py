@@ -27,12 +27,11 @@ Rules the code below keeps:
 from __future__ import annotations
 
 import inspect
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from . import _tracing
-from ._context import ToolContext
+from ._context import ToolContext, remaining_ms_until
 from ._frozen import sealed
 from ._log import LazyLogger
 from ._result import ToolResult
@@ -103,18 +102,18 @@ class ToolCall:
         """The tool's name."""
         return self.tool.name
 
-    @property
-    def remaining_ms(self) -> float | None:
-        """Milliseconds left of the call's budget now (never below 0); None without one.
+    def remaining_ms(self) -> int | None:
+        """Whole milliseconds left of the call's budget now (``0`` once it ran out); None
+        without one — as :meth:`ToolContext.remaining_ms <toolnexus.ToolContext.remaining_ms>`
+        says it to the tool.
 
         Example::
 
-            if call.remaining_ms is not None and call.remaining_ms < 100:
+            left = call.remaining_ms()
+            if left is not None and left < 100:
                 return ToolResult.error("not enough time left to try")
         """
-        if self.deadline is None:
-            return None
-        return max(0.0, (self.deadline - time.monotonic()) * 1000)
+        return remaining_ms_until(self.deadline)
 
     def with_arguments(self, arguments: Mapping[str, Any]) -> ToolCall:
         """A copy with other arguments (checked against the schema before the tool runs).

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ._principal import Principal
     from ._suspension import Answer
 
-__all__ = ["LOG_LEVELS", "LogReporter", "ProgressReporter", "ToolContext"]
+__all__ = ["LOG_LEVELS", "LogReporter", "ProgressReporter", "ToolContext", "remaining_ms_until"]
 
 ProgressReporter = Callable[[float, "float | None", "str | None"], None]
 """``reporter(progress, total, message)``: receives a tool's progress reports."""
@@ -179,10 +179,7 @@ class ToolContext:
             >>> ToolContext(0).remaining_ms(), ToolContext().remaining_ms()
             (0, None)
         """
-        if self.timeout_ms is None:
-            return None
-        left = self.timeout_ms - (time.monotonic() - self._started) * 1000
-        return max(0, int(left))
+        return remaining_ms_until(self.deadline)
 
     @property
     def is_cancelled(self) -> bool:
@@ -263,3 +260,18 @@ def _is_answer(value: object) -> bool:
     from ._suspension import Answer
 
     return isinstance(value, Answer)
+
+
+def remaining_ms_until(deadline: float | None) -> int | None:
+    """Whole milliseconds from now to ``deadline`` (a ``time.monotonic()`` time), never
+    below 0; None without a deadline. The one rule for "what is left of a budget", which
+    :meth:`ToolContext.remaining_ms` and a policy's ``ToolCall.remaining_ms()`` share.
+
+    Example::
+
+        >>> remaining_ms_until(None), remaining_ms_until(time.monotonic() - 1)
+        (None, 0)
+    """
+    if deadline is None:
+        return None
+    return max(0, int((deadline - time.monotonic()) * 1000))

@@ -219,7 +219,7 @@ class Host:
         question_timeout_ms: the budget of one ``wait_for`` question (a human's time, not
             the tool's: the retry still gets a fresh tool budget); ``None`` waits as long as
             it takes. Past it the question counts as expired: ``declined/expired:
-            <prompt>``. Five minutes by default. ``wait_for_timeout_ms`` is its old name.
+            <prompt>``. Five minutes by default. ``wait_for_timeout_ms`` is its old name (deprecated: it warns).
         secret: the key(s) that sign the binding of a pending result to its call (newest
             first: the first signs, all verify). ``None`` reads ``TOOLNEXUS_SECRET``;
             without it a random per-process key signs, so resumes work in this process
@@ -325,6 +325,13 @@ class Host:
                 raise InvalidValueError(f"{label} must be an int >= 1, got {number!r}")
         if wait_for_timeout_ms is not None:
             # The old name: it means the same, so only one of the two may be given.
+            import warnings
+
+            warnings.warn(
+                "Host(wait_for_timeout_ms=...) is deprecated; use question_timeout_ms=...",
+                DeprecationWarning,
+                stacklevel=2,
+            )
             if question_timeout_ms != _DEFAULT_QUESTION_TIMEOUT_MS:
                 raise InvalidValueError(
                     "give question_timeout_ms or its old name wait_for_timeout_ms, not both"
@@ -336,7 +343,6 @@ class Host:
         # What calls resolve to: the tools themselves, or a runner's stand-ins that run
         # each one elsewhere (a Temporal fleet) and keep the host's rules here.
         self._tools = toolkit if runner is None else runner._toolkit_for(toolkit, max_rounds)
-        self._wait_for = wait_for
         self._timeout_ms = _check_ms("timeout_ms", timeout_ms)
         self._on_event = on_event
         self._max_stuck = max_stuck

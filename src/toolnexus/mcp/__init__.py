@@ -145,3 +145,7 @@ def __getattr__(name: str) -> object:
     value = _publish(getattr(importlib.import_module(f"{__name__}.{module}"), name))
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)  # the public names, not this module's helpers or private modules
