@@ -219,7 +219,8 @@ class Host:
         question_timeout_ms: the budget of one ``wait_for`` question (a human's time, not
             the tool's: the retry still gets a fresh tool budget); ``None`` waits as long as
             it takes. Past it the question counts as expired: ``declined/expired:
-            <prompt>``. Five minutes by default. ``wait_for_timeout_ms`` is its old name (deprecated: it warns).
+            <prompt>``. Five minutes by default. ``wait_for_timeout_ms`` is its old name
+            (deprecated: it warns).
         secret: the key(s) that sign the binding of a pending result to its call (newest
             first: the first signs, all verify). ``None`` reads ``TOOLNEXUS_SECRET``;
             without it a random per-process key signs, so resumes work in this process
