@@ -54,7 +54,7 @@ FACTORIES = {
     ("_toolkit.py", "_unknown"): "UnknownToolError",
     ("_toolkit.py", "_not_found"): "NotFoundError",
     ("_toolkit.py", "_duplicate"): "InvalidValueError",
-    ("_binding.py", "_unavailable"): "StoreUnavailableError",
+    ("_answers.py", "_unavailable"): "StoreUnavailableError",
     ("_postgres.py", "unavailable"): "StoreUnavailableError",
     ("_redis.py", "unavailable"): "StoreUnavailableError",
 }

@@ -14,7 +14,6 @@ from .errors import InvalidTypeError
 __all__ = [
     "FrozenDict",
     "FrozenList",
-    "NotJson",
     "freeze",
     "freeze_schema",
     "not_json_at",
@@ -146,11 +145,28 @@ def sealed(cls: type[_T]) -> type[_T]:
 # --------------------------------------------------------------------------- schemas
 
 
-class NotJson(Exception):
+class _NotJson(Exception):
     """A value in a schema that JSON cannot carry (raised by :func:`freeze_schema`)."""
 
 
-def freeze_schema(value: Any) -> Any:
+def freeze_schema(value: Any) -> tuple[Any, tuple[str, str] | None]:
+    """``(copy, None)``: a read-only copy of ``value``; or ``(None, (where, problem))`` when
+    JSON cannot carry it, ``where`` a JSON pointer (see :func:`not_json_at`).
+
+    Example::
+
+        >>> freeze_schema({"type": "object"})
+        ({'type': 'object'}, None)
+        >>> freeze_schema({"default": float("nan")})[1]
+        ('#/default', 'nan is not a JSON number (NaN and infinities are not JSON)')
+    """
+    try:
+        return _freeze_schema(value), None
+    except _NotJson:
+        return None, not_json_at(value) or ("#", "it is not JSON")
+
+
+def _freeze_schema(value: Any) -> Any:
     """A read-only copy of a schema, refusing what JSON cannot carry (``NaN``, a set, an
     object): a tool's schemas are sent as JSON, to every provider and in MCP's
     ``tools/list``. Plain dicts and lists (what inference builds) are copied by exact type,
@@ -159,28 +175,28 @@ def freeze_schema(value: Any) -> Any:
     if kind is str or kind is bool or kind is int or value is None:
         return value
     if kind is dict or kind is FrozenDict:
-        return FrozenDict({_schema_key(key): freeze_schema(item) for key, item in value.items()})
+        return FrozenDict({_schema_key(key): _freeze_schema(item) for key, item in value.items()})
     if kind is list or kind is FrozenList or kind is tuple:
-        return FrozenList([freeze_schema(item) for item in value])
+        return FrozenList([_freeze_schema(item) for item in value])
     if isinstance(value, float):
         if value - value == 0.0:  # not NaN, not an infinity
             return value
-        raise NotJson(f"{value!r} is not a JSON number (NaN and infinities are not JSON)")
+        raise _NotJson(f"{value!r} is not a JSON number (NaN and infinities are not JSON)")
     if isinstance(value, (str, int)):  # subclasses (a str enum): JSON writes their value
         return value
     if isinstance(value, Mapping):
-        return FrozenDict({_schema_key(key): freeze_schema(item) for key, item in value.items()})
+        return FrozenDict({_schema_key(key): _freeze_schema(item) for key, item in value.items()})
     if isinstance(value, (list, tuple)):
-        return FrozenList([freeze_schema(item) for item in value])
+        return FrozenList([_freeze_schema(item) for item in value])
     hint = "; use a list" if isinstance(value, (set, frozenset)) else ""
     article = "an" if kind.__name__[:1].lower() in "aeiou" else "a"
-    raise NotJson(f"{article} {kind.__name__} is not a JSON value{hint}")
+    raise _NotJson(f"{article} {kind.__name__} is not a JSON value{hint}")
 
 
 def _schema_key(key: Any) -> str:
     if key.__class__ is str or isinstance(key, str):
         return key
-    raise NotJson(f"the key {key!r} is not a string (JSON object keys are strings)")
+    raise _NotJson(f"the key {key!r} is not a string (JSON object keys are strings)")
 
 
 def not_json_at(value: Any, path: str = "#") -> tuple[str, str] | None:
@@ -202,7 +218,7 @@ def not_json_at(value: Any, path: str = "#") -> tuple[str, str] | None:
                 if found is not None:
                     return found
             return None
-        freeze_schema(value)
-    except NotJson as exc:
+        _freeze_schema(value)
+    except _NotJson as exc:
         return path, str(exc)
     return None

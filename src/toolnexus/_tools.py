@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, overload
 
 from ._context import ToolContext
-from ._frozen import FrozenDict, FrozenList, NotJson, freeze_schema, not_json_at, sealed, thaw
+from ._frozen import FrozenDict, FrozenList, freeze_schema, sealed, thaw
 from ._log import LazyLogger
 from ._result import STRUCTURED_KEY, ToolResult, success_result
 from ._schema import (
@@ -96,12 +96,11 @@ _NEVER_AWAITABLE = frozenset({str, int, float, bool, type(None), dict, list, tup
 
 def _frozen_or_refused(tool: str, field_name: str, value: Any) -> Any:
     """``freeze_schema(value)``, or the error naming the tool, the field and the place."""
-    try:
-        return freeze_schema(value)
-    except NotJson:
+    frozen, refused = freeze_schema(value)
+    if refused is not None:
         from .errors import SchemaError
 
-        where, problem = not_json_at(value) or ("#", "it is not JSON")
+        where, problem = refused
         keyword = next(
             (part for part in reversed(where.split("/")[1:]) if not part.isdigit()), None
         )
@@ -110,7 +109,8 @@ def _frozen_or_refused(tool: str, field_name: str, value: Any) -> Any:
             keyword,
             f"{field_name} of tool {tool!r} is not JSON here: {problem}. A tool's schemas "
             "travel as JSON (to every provider, in MCP's tools/list): write JSON values only",
-        ) from None
+        )
+    return frozen
 
 
 def _freeze_json(value: Any) -> Any:
@@ -292,14 +292,14 @@ class Tool(Generic[P, R]):
                 raise InvalidTypeError(
                     f"annotations of tool {self.name!r} must be a mapping or None"
                 )
-            try:
-                set_(self, "annotations", freeze_schema(self.annotations))
-            except NotJson:
-                where, problem = not_json_at(self.annotations) or ("#", "it is not JSON")
+            frozen, refused = freeze_schema(self.annotations)
+            if refused is not None:
+                where, problem = refused
                 raise InvalidValueError(
                     f"annotations of tool {self.name!r} are not JSON at {where}: {problem}; "
                     "MCP's tools/list sends them as JSON: write JSON values only"
-                ) from None
+                )
+            set_(self, "annotations", frozen)
         set_(
             self,
             "_invoke",
