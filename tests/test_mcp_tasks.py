@@ -68,6 +68,25 @@ def confirm(ctx: ToolContext) -> ToolResult:
     return ToolResult.ok(" ".join(str((a.data or {}).get("ok")) for a in answers if a))
 
 
+resumed = threading.Event()  # set by `ask_then_hold` once it runs again with its answer
+stopped = threading.Event()  # ... and once its cancellation reached it
+
+
+@tool
+def ask_then_hold(ctx: ToolContext) -> ToolResult:
+    """Asks once released (a task by then); run again with the answer, holds until
+    cancelled."""
+    question = Request("input", "Go on?", id="go", data={"schema": _CONFIRM})
+    if ctx.answer is None:
+        released.wait(10)
+        return ToolResult.pending(question)
+    resumed.set()
+    if ctx.cancellation_token.wait(30):
+        stopped.set()
+        return ToolResult.ok("stopped")
+    return ToolResult.ok("never cancelled")
+
+
 TOOLKIT = Toolkit([quick, hold, instant, only_task, confirm])
 
 
@@ -444,6 +463,45 @@ def test_a_task_that_asks_waits_answered_in_parts_then_runs_again(server: HttpSe
     )
     done = wait_status(server, task_id, ("completed",))
     assert done["result"]["content"][0]["text"] == "True False"
+
+
+@pytest.fixture
+def asking_server() -> Iterator[HttpServer]:
+    released.clear()
+    resumed.clear()
+    stopped.clear()
+    options = ServerOptions(task_after_ms=50)
+    with HttpServer(Toolkit([ask_then_hold]), options, port=0) as running:
+        running.start()
+        yield running
+    released.set()
+
+
+def test_a_resumed_task_runs_through_the_call_bridge_charged_in_flight_and_cancellable(
+    asking_server: HttpServer,
+) -> None:
+    server = asking_server
+    # The call that runs a task again after tasks/update is a call like any other: in the
+    # bridge's call table (a tasks/cancel reaches it) and charged against the in-flight cap
+    # while it runs (it used to start on the host directly, charged nothing).
+    asks = caps(elicitation={})
+    created = rpc(server, "tools/call", {"name": "ask_then_hold"}, asks)
+    task_id = created["result"]["taskId"]
+    released.set()
+    wait_status(server, task_id, ("input_required",), capabilities=asks)
+    assert server.endpoint.inflight[0] == 0  # nothing runs: nothing is charged
+    answer = {"go": {"action": "accept", "content": {"ok": True}}}
+    rpc(server, "tasks/update", {"taskId": task_id, "inputResponses": answer}, asks)
+    assert resumed.wait(10)
+    assert server.endpoint.inflight[0] > 0  # the resumed call holds its request's bytes
+    assert stopped.is_set() is False
+    rpc(server, "tasks/cancel", {"taskId": task_id}, asks)
+    assert stopped.wait(10)
+    assert wait_status(server, task_id, ("cancelled",))["status"] == "cancelled"
+    deadline = time.monotonic() + 15
+    while server.endpoint.inflight[0] != 0:  # given back as the call's end is reported
+        assert time.monotonic() < deadline, server.endpoint.inflight
+        threading.Event().wait(0.02)
 
 
 def test_a_task_that_asks_what_the_client_cannot_answer_fails_saying_so(

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._binding import BINDING_KEY, STORE_ENV
 from .._frozen import thaw
-from .._result import PENDING_KEY, ToolResult
+from .._result import ToolResult
 from .._timers import dispatch
 from . import _codec as codec
 from ._codec import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from ._bridge import LazyHost
     from ._options import ServerOptions
 
-__all__ = ["TASKS_EXTENSION", "Refused", "Tasks", "iso_time"]
+__all__ = ["TASKS_EXTENSION", "Refused", "Resume", "Tasks", "iso_time"]
 
 _ATTEMPTS = 16  # compare-and-set retries before a change gives up (contention is rare)
 
@@ -63,6 +63,20 @@ class Refused(NamedTuple):
     code: int
     message: str
     data: Any = None
+
+
+class Resume(NamedTuple):
+    """A task answered in full: run its call again — ``name`` with ``arguments``,
+    resuming ``request`` with ``answer`` (``binding``: the host's binding of the question,
+    when it made one). The session starts it as a :class:`~toolnexus.mcp._session.StartCall`
+    whose ``task`` is ``task_id``, so it runs through the call bridge as every call does."""
+
+    task_id: str
+    name: str
+    arguments: dict[str, Any]
+    request: Request
+    answer: Answer
+    binding: str | None
 
 
 def iso_time(seconds: float) -> str:
@@ -401,12 +415,12 @@ class Tasks:
                 return None
         return Refused(INTERNAL_ERROR, "the task changed under every attempt to cancel it")
 
-    def update(self, task_id: Any, owner: str | None, responses: Any) -> Refused | None:
+    def update(self, task_id: Any, owner: str | None, responses: Any) -> Refused | Resume | None:
         """``tasks/update``: take the answers to a task's questions. Keys it did not ask
         (or asked and has) are ignored; once every question is answered, the task runs
-        again with the answers. :class:`Refused` (``-32602``) for an answer that cannot be
-        read or does not fit its form (nothing of it is kept), or a task ``owner`` does
-        not have."""
+        again with the answers: the :class:`Resume` to start (through the call bridge).
+        :class:`Refused` (``-32602``) for an answer that cannot be read or does not fit its
+        form (nothing of it is kept), or a task ``owner`` does not have."""
         if responses is not None and not isinstance(responses, dict):
             return Refused(
                 INVALID_PARAMS,
@@ -458,8 +472,7 @@ class Tasks:
             )
             if self.store.update(changed):
                 self._told(changed)
-                self._resume(changed, state, request, whole)
-                return None
+                return self._resume(changed, state, request, whole)
         return Refused(INTERNAL_ERROR, "the task changed under every attempt to answer it")
 
     def _answer(self, request: Request, shape: str, response: Any) -> Answer | Refused:
@@ -478,43 +491,45 @@ class Tasks:
 
     def _resume(
         self, record: TaskRecord, state: Mapping[str, Any], request: Request, answer: Answer
-    ) -> None:
-        """Run the task's call again with ``answer`` (the loop rule, on the host)."""
+    ) -> Resume | None:
+        """What runs the task's call again with ``answer`` (the loop rule, on the host): a
+        :class:`Resume` the session starts through the call bridge, as every call starts —
+        or None when the answer declines and the task ends here."""
         from .._loop_rule import declined_text
         from .._suspension import decline_reason
 
         task_id = record.task_id
         if answer.id != request.id or decline_reason(request, answer) is not None:
             self.settle(task_id, ToolResult.error(declined_text(request)))
-            return
+            return None
         binding = state.get("binding")
-        resumes: Request | ToolResult = request
-        if isinstance(binding, str):
-            resumes = ToolResult(
-                ToolResult.pending(request).output,
-                True,
-                {PENDING_KEY: request, BINDING_KEY: binding},
-            )
+        return Resume(
+            task_id,
+            str(state.get("name")),
+            dict(state.get("arguments") or {}),
+            request,
+            answer,
+            binding if isinstance(binding, str) else None,
+        )
 
-        def done(call: Call) -> None:
-            self.settle(task_id, call.result(), call)
-
-        try:
-            call = self._host.get()._prepare_call(
-                str(state.get("name")),
-                dict(state.get("arguments") or {}),
-                request=resumes,
-                answer=answer,
-                done_callback=done,
-            )
-        except Exception as exc:  # the host promises not to raise; answer anyway if it does
-            self.settle(task_id, ToolResult.error(f"internal error resuming the task: {exc}"))
-            return
+    def adopt(self, task_id: str, call: Call) -> None:
+        """The call bridge made ``call`` to run the task ``task_id`` again (a
+        :class:`Resume`): a ``tasks/cancel`` — here or in another process — now reaches
+        it. A task cancelled meanwhile has its call cancelled at once."""
         with self._lock:
-            if not call.done():
-                self._live[task_id] = call
+            if call.done():
+                return
+            self._live[task_id] = call
         self._watch_elsewhere()
-        call._start()
+        try:
+            record = self.store.get(task_id)
+        except Exception:  # the store is down: the watcher reads it again
+            return
+        if record is None or record.status == "cancelled":
+            with self._lock:
+                if self._live.get(task_id) is call:
+                    del self._live[task_id]
+            call.cancel()
 
     # ------------------------------------------------------------------ other processes
 
