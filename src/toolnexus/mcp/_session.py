@@ -1450,6 +1450,14 @@ class ServerSession:
         """The answer to a finished ``resources/read``, ``prompts/get`` or
         ``completion/complete``: its MCP result, or the JSON-RPC error its failure is."""
         if result.is_error:
+            from ._served import NOT_FOUND_KEY
+
+            if call.method == "resources/read" and result.metadata.get(NOT_FOUND_KEY):
+                # Its function says the URI names nothing: SEP-2164, as no match at all.
+                uri = call.arguments.get("uri")
+                self._forget(call)
+                text = f"Resource not found: {uri!r} ({result.output})"
+                return [self._error(call.request_id, INVALID_PARAMS, text, {"uri": uri})]
             return self._fail(call, f"{_who(call)} failed: {result.output}")
         from ._prompts import PROMPT_KEY
         from ._resources import CONTENTS_KEY
