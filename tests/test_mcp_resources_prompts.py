@@ -4,12 +4,22 @@ session's methods (list, read, get, complete, subscribe) in both eras, bad input
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Iterator
 from typing import Any, Literal
 
 import pytest
 
-from toolnexus import Part, Request, ToolContext, Toolkit, ToolResult, set_max_part_bytes, tool
+from toolnexus import (
+    NotFoundError,
+    Part,
+    Request,
+    ToolContext,
+    Toolkit,
+    ToolResult,
+    set_max_part_bytes,
+    tool,
+)
 from toolnexus.mcp import (
     Prompt,
     Resource,
@@ -385,6 +395,81 @@ def test_a_resource_that_raises_is_an_error_and_the_session_keeps_serving() -> N
     assert error["code"] == -32603
     assert "resource 'test://broken' failed: the disk is on fire" in error["message"]
     assert result_of(drive(session, "resources/read", {"uri": "test://static-text"}, rid=2))
+
+
+def test_a_resource_that_raises_is_logged_as_the_resource_it_is(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # It used to read "tool 'broken' raised RuntimeError".
+    with caplog.at_level(logging.ERROR, logger="toolnexus"):
+        assert broken.read().is_error
+        assert failing.render({}).is_error
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("toolnexus")]
+    assert lines == ["resource 'broken' raised RuntimeError", "prompt 'failing' raised ValueError"]
+
+
+opened: list[str] = []  # what `doc_file` was asked to open
+
+
+@resource("docs://files/{name}")
+def doc_file(name: str) -> str:
+    """A file of the docs folder, by name."""
+    opened.append(name)
+    if name != "guide.md":
+        raise NotFoundError("resource", name)
+    return "the guide"
+
+
+@pytest.mark.parametrize(
+    ("uri", "words"),
+    [
+        ("docs://files/..%2F..%2F..%2Fetc%2Fhostname", "one path segment"),
+        ("docs://files/%2Fetc%2Fhostname", "one path segment"),
+        ("docs://files/..", "one path segment"),
+        ("docs://files/a%5Cb", "one path segment"),
+        ("docs://files/guide.md%00.txt", "control character"),
+        ("docs://files/a%0Ab", "control character"),
+        ("file:////etc/hostname", "absolute path"),
+        ("file:///notes/../../etc/hostname", "'..' segment"),
+        ("file:///notes/%2E%2E/%2E%2E/etc", "'..' segment"),
+        ("file:///C:/Windows/win.ini", "absolute path"),
+    ],
+)
+def test_a_template_variable_that_could_leave_its_folder_never_reaches_the_function(
+    uri: str, words: str
+) -> None:
+    # docs://files/{name} used to read /etc/hostname through ..%2F..%2F..%2Fetc%2Fhostname.
+    opened.clear()
+    kit = Toolkit([doc_file, files])
+    for session in (legacy(kit), modern(kit)):
+        error = error_of(drive(session, "resources/read", {"uri": uri}))
+        assert error["code"] == -32602 and error["data"] == {"uri": uri}
+        assert (
+            error["message"].startswith(f"Resource not found: {uri!r}")
+            and words in (error["message"])
+        )
+    assert kit.execute("resources/read", {"uri": uri}).output.startswith("resource not found")
+    held = doc_file if uri.startswith("docs:") else files
+    assert held.read(uri).is_error and words in held.read(uri).output
+    assert opened == []
+
+
+def test_a_reserved_variable_takes_a_path_and_a_simple_one_a_name_with_dots() -> None:
+    opened.clear()
+    kit = Toolkit([doc_file, files])
+    read = result_of(drive(modern(kit), "resources/read", {"uri": "file:///notes/a..b/c.md"}))
+    assert read["contents"][0]["text"] == "contents of notes/a..b/c.md"
+    read = result_of(drive(modern(kit), "resources/read", {"uri": "docs://files/guide.md"}))
+    assert read["contents"][0]["text"] == "the guide" and opened == ["guide.md"]
+
+
+def test_a_template_function_that_says_not_found_is_resource_not_found() -> None:
+    # SEP-2164 (the 2026-07-28 revision): -32602 with the URI in data, for every era.
+    kit = Toolkit([doc_file])
+    for session in (legacy(kit), modern(kit)):
+        error = error_of(drive(session, "resources/read", {"uri": "docs://files/missing.md"}))
+        assert error["code"] == -32602 and error["data"] == {"uri": "docs://files/missing.md"}
+        assert error["message"].startswith("Resource not found: 'docs://files/missing.md'")
 
 
 @pytest.mark.usefixtures("small_parts")

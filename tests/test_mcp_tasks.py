@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -66,6 +67,25 @@ def confirm(ctx: ToolContext) -> ToolResult:
         return ToolResult.pending(Request.several(one, two))
     answers = [ctx.answer.answer_to(each) for each in (one, two)]
     return ToolResult.ok(" ".join(str((a.data or {}).get("ok")) for a in answers if a))
+
+
+resumed = threading.Event()  # set by `ask_then_hold` once it runs again with its answer
+stopped = threading.Event()  # ... and once its cancellation reached it
+
+
+@tool
+def ask_then_hold(ctx: ToolContext) -> ToolResult:
+    """Asks once released (a task by then); run again with the answer, holds until
+    cancelled."""
+    question = Request("input", "Go on?", id="go", data={"schema": _CONFIRM})
+    if ctx.answer is None:
+        released.wait(10)
+        return ToolResult.pending(question)
+    resumed.set()
+    if ctx.cancellation_token.wait(30):
+        stopped.set()
+        return ToolResult.ok("stopped")
+    return ToolResult.ok("never cancelled")
 
 
 TOOLKIT = Toolkit([quick, hold, instant, only_task, confirm])
@@ -137,7 +157,12 @@ def test_the_memory_store_sweeps_expired_records_as_new_ones_come() -> None:
 def test_ten_thousand_abandoned_tasks_leave_nothing_behind_after_their_ttl() -> None:
     now = [1000.0]
     clock = lambda: now[0]  # noqa: E731 - a fake clock
-    options = ServerOptions(task_ttl_ms=1_000, task_store=MemoryTaskStore(clock=clock))
+    options = ServerOptions(
+        task_ttl_ms=1_000,
+        task_store=MemoryTaskStore(clock=clock),
+        max_stored_tasks=10_000,
+        max_stored_tasks_per_owner=10_000,
+    )
     host = LazyHost(TOOLKIT, options)
     tasks = make_tasks(host, options)
     tasks._clock = clock
@@ -150,6 +175,66 @@ def test_ten_thousand_abandoned_tasks_leave_nothing_behind_after_their_ttl() -> 
     store.purge()
     assert len(store) == 0
     host.close()
+
+
+def bounded_tasks(per_owner: int, in_all: int) -> tuple[Any, MemoryTaskStore, LazyHost]:
+    store = MemoryTaskStore()
+    options = ServerOptions(
+        task_store=store, max_stored_tasks=in_all, max_stored_tasks_per_owner=per_owner
+    )
+    host = LazyHost(TOOLKIT, options)
+    return make_tasks(host, options), store, host
+
+
+def test_finished_tasks_are_bounded_per_owner_and_in_all_the_oldest_evicted_first() -> None:
+    # 4,000 finished tasks of one client used to stay for task_ttl_ms (an hour) each.
+    tasks, store, host = bounded_tasks(per_owner=100, in_all=250)
+    made = [
+        tasks.create("alice", {"name": "instant"}, result=ToolResult.ok("x" * 1000)).task_id
+        for _ in range(4_000)
+    ]
+    assert len(store) == 100  # alice's bound, running and finished
+    assert all(store.get(each) is None for each in made[:-100])  # the oldest went first
+    assert all(store.get(each) is not None for each in made[-100:])
+    for owner in ("bob", "carol", "dave"):
+        for _ in range(100):
+            tasks.create(owner, {"name": "instant"}, result=ToolResult.ok("done"))
+    assert len(store) == 250  # the bound in all
+    host.close()
+
+
+def test_an_evicted_task_reads_evicted_to_its_owner_and_unknown_to_others() -> None:
+    tasks, _, host = bounded_tasks(per_owner=2, in_all=10)
+    first = tasks.create("alice", {"name": "instant"}, result=ToolResult.ok("done")).task_id
+    for _ in range(2):
+        tasks.create("alice", {"name": "instant"}, result=ToolResult.ok("done"))
+    evicted = tasks.find(first, "alice")
+    assert evicted.code == -32602 and "was evicted" in evicted.message
+    assert evicted.data == {"taskId": first, "reason": "evicted"}
+    other = tasks.find(first, "bob")
+    assert other.code == -32602 and "evicted" not in other.message
+    host.close()
+
+
+def test_a_new_task_is_refused_only_when_unfinished_ones_fill_the_bound() -> None:
+    tasks, store, host = bounded_tasks(per_owner=3, in_all=5)
+    calls = [host.get().submit("hold", {}) for _ in range(3)]
+    try:
+        running = [tasks.create("alice", {"name": "hold"}, call=each) for each in calls]
+        assert all(not hasattr(each, "code") for each in running)
+        refused = tasks.create("alice", {"name": "instant"}, result=ToolResult.ok("done"))
+        assert refused.code == -32603 and "3 of this client's tasks are unfinished" in (
+            refused.message
+        )
+        assert len(store) == 3  # nothing running was evicted
+        assert tasks.create("bob", {"name": "instant"}, result=ToolResult.ok("done")).task_id
+        tasks.cancel(running[0].task_id, "alice")  # one finishes: its room is taken next
+        again = tasks.create("alice", {"name": "instant"}, result=ToolResult.ok("done"))
+        assert again.task_id and store.get(running[0].task_id) is None
+        assert all(store.get(each.task_id) is not None for each in running[1:])
+    finally:
+        released.set()
+        host.close()
 
 
 def test_watchers_hear_each_change_and_nothing_while_nobody_listens() -> None:
@@ -446,6 +531,45 @@ def test_a_task_that_asks_waits_answered_in_parts_then_runs_again(server: HttpSe
     assert done["result"]["content"][0]["text"] == "True False"
 
 
+@pytest.fixture
+def asking_server() -> Iterator[HttpServer]:
+    released.clear()
+    resumed.clear()
+    stopped.clear()
+    options = ServerOptions(task_after_ms=50)
+    with HttpServer(Toolkit([ask_then_hold]), options, port=0) as running:
+        running.start()
+        yield running
+    released.set()
+
+
+def test_a_resumed_task_runs_through_the_call_bridge_charged_in_flight_and_cancellable(
+    asking_server: HttpServer,
+) -> None:
+    server = asking_server
+    # The call that runs a task again after tasks/update is a call like any other: in the
+    # bridge's call table (a tasks/cancel reaches it) and charged against the in-flight cap
+    # while it runs (it used to start on the host directly, charged nothing).
+    asks = caps(elicitation={})
+    created = rpc(server, "tools/call", {"name": "ask_then_hold"}, asks)
+    task_id = created["result"]["taskId"]
+    released.set()
+    wait_status(server, task_id, ("input_required",), capabilities=asks)
+    assert server.endpoint.inflight[0] == 0  # nothing runs: nothing is charged
+    answer = {"go": {"action": "accept", "content": {"ok": True}}}
+    rpc(server, "tasks/update", {"taskId": task_id, "inputResponses": answer}, asks)
+    assert resumed.wait(10)
+    assert server.endpoint.inflight[0] > 0  # the resumed call holds its request's bytes
+    assert stopped.is_set() is False
+    rpc(server, "tasks/cancel", {"taskId": task_id}, asks)
+    assert stopped.wait(10)
+    assert wait_status(server, task_id, ("cancelled",))["status"] == "cancelled"
+    deadline = time.monotonic() + 15
+    while server.endpoint.inflight[0] != 0:  # given back as the call's end is reported
+        assert time.monotonic() < deadline, server.endpoint.inflight
+        threading.Event().wait(0.02)
+
+
 def test_a_task_that_asks_what_the_client_cannot_answer_fails_saying_so(
     server: HttpServer,
 ) -> None:
@@ -513,7 +637,32 @@ def test_a_task_store_that_fails_is_an_error_and_the_call_is_answered_in_its_req
     with HttpServer(Toolkit([only_task, instant]), options, port=0) as running:
         running.start()
         error = rpc(running, "tools/call", {"name": "only_task"})["error"]
-        assert error["code"] == -32603 and "the task store failed (disk full)" in error["message"]
+        assert error["code"] == -32603
+        assert error["message"] == "the task store is unavailable; try again"
+
+
+def test_a_task_store_failure_keeps_its_url_and_reason_in_the_server_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The client used to read the store's URL (and "answer store"): only the log has it.
+    from toolnexus import StoreUnavailableError
+
+    class Down(MemoryTaskStore):
+        def get(self, task_id: str) -> TaskRecord | None:
+            raise StoreUnavailableError("redis://:***@cache.internal:6379/0", "refused")
+
+    options = ServerOptions(task_after_ms=0, task_store=Down())
+    logs = caplog.at_level(logging.ERROR, logger="toolnexus")
+    with logs, HttpServer(Toolkit([only_task]), options, port=0) as running:
+        running.start()
+        for method in ("tasks/get", "tasks/cancel", "tasks/update"):
+            error = rpc(running, method, {"taskId": "tsk-1"})["error"]
+            assert error == {
+                "code": -32603,
+                "message": "the task store is unavailable; try again",
+            }, method
+    logged = [r.getMessage() for r in caplog.records if r.name == "toolnexus"]
+    assert len(logged) == 3 and all("cache.internal" in line for line in logged)
 
 
 def test_a_listen_stream_that_asks_for_tasks_hears_each_change_of_its_clients_tasks(

@@ -112,6 +112,18 @@ def test_an_update_wins_once_per_version(store: TaskStore) -> None:
     assert store.update(gone.evolve(status="cancelled")) is False  # nothing to update
 
 
+def test_a_record_is_deleted_at_once_and_a_delete_of_nothing_is_quiet(store: TaskStore) -> None:
+    # What a server evicts a finished task with, when it keeps too many.
+    record, other = new_task(), new_task()
+    store.create(record)
+    store.create(other)
+    store.delete(record.task_id)  # type: ignore[attr-defined]
+    assert store.get(record.task_id) is None
+    assert store.update(record.evolve(status="completed")) is False
+    store.delete(record.task_id)  # type: ignore[attr-defined]
+    assert store.get(other.task_id) == other
+
+
 def test_a_record_is_forgotten_once_its_ttl_after_the_last_change_passed(url: str) -> None:
     if url.startswith("redis"):
         # Redis forgets by the key's time to live, on the server's clock: a real short one.

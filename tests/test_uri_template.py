@@ -81,3 +81,55 @@ def test_variables_are_listed_in_order_and_templates_told_from_uris() -> None:
     assert is_template("x://{a}") and not is_template("x://a")
     assert UriTemplate("x://{a}") == UriTemplate("x://{a}")
     assert repr(UriTemplate("x://{a}")) == "UriTemplate('x://{a}')"
+
+
+@pytest.mark.parametrize(
+    ("template", "uri", "words"),
+    [
+        ("docs://files/{name}", "docs://files/..%2F..%2Fetc%2Fhostname", "one path segment"),
+        ("docs://files/{name}", "docs://files/%2Fetc%2Fhostname", "one path segment"),
+        ("docs://files/{name}", "docs://files/..", "one path segment"),
+        ("docs://files/{name}", "docs://files/a%5C..%5Cb", "one path segment"),
+        ("docs://files/{name}", "docs://files/a%00", "control character"),
+        ("docs://files/{name}", "docs://files/a%1Bb", "control character"),
+        ("docs://h{.fmt}", "docs://h.%2F", "one path segment"),
+        ("docs://h{/a,b}", "docs://h/x/..", "one path segment"),
+        ("docs://{+path}", "docs://a/../../b", "'..' segment"),
+        ("docs://{+path}", "docs://a%5C..%5Cb", "'..' segment"),
+        ("docs://{+path}", "docs:///etc/hostname", "absolute path"),
+        ("docs://{+path}", "docs://%5Cetc", "absolute path"),
+        ("docs://{+path}", "docs://c:/x", "absolute path"),
+        ("docs://s{?q}", "docs://s?q=..%2Fx", "'..' segment"),
+        ("docs://s{?q}", "docs://s?q=%7F", "control character"),
+    ],
+)
+def test_a_value_that_could_leave_its_folder_is_refused_naming_the_variable(
+    template: str, uri: str, words: str
+) -> None:
+    parsed = UriTemplate(template)
+    values = parsed.match(uri)
+    assert values is not None  # it matches: only the refusal keeps it from a function
+    refusal = parsed.refusal(values)
+    assert refusal is not None and words in refusal and "variable '" in refusal
+
+
+@pytest.mark.parametrize(
+    ("template", "uri"),
+    [
+        ("docs://files/{name}", "docs://files/a..b.md"),
+        ("docs://files/{name}", "docs://files/.profile"),
+        ("docs://files/{name}", "docs://files/caf%C3%A9%20menu.md"),
+        ("docs://{+path}", "docs://guides/start/intro.md"),
+        ("docs://s{?q}", "docs://s?q=a%2Fb"),
+    ],
+)
+def test_a_name_a_path_under_a_reserved_variable_and_a_query_pass(template: str, uri: str) -> None:
+    parsed = UriTemplate(template)
+    values = parsed.match(uri)
+    assert values is not None and parsed.refusal(values) is None
+
+
+def test_the_refusal_says_how_to_take_a_path() -> None:
+    parsed = UriTemplate("docs://files/{name}")
+    refusal = parsed.refusal({"name": "a/b"})
+    assert refusal is not None and "write {+name} in the template" in refusal

@@ -57,6 +57,15 @@ else:
 
 _log = LazyLogger("tools")  # logging loads with the first record
 
+
+def failure(exc: BaseException, who: str) -> ToolResult:
+    """The error result of a function that raised ``exc``, logged as ``who`` raising it
+    (``tool 'search'``, ``resource 'readme'``): the traceback is for the developer's logs,
+    never for the model."""
+    _log.error("%s raised %s", who, type(exc).__name__, exc_info=exc)
+    return ToolResult(str(exc) or type(exc).__name__, True)
+
+
 Invoke = Callable[[Callable[..., Any], Mapping[str, Any], "ToolContext | None"], Any]
 
 # One encoder, built once: json.dumps would rebuild it on every call.
@@ -530,9 +539,7 @@ class Tool(Generic[P, R]):
         return ToolResult(self._prefix + "; ".join(_conversion_texts(exc)), True)
 
     def _failed(self, exc: BaseException) -> ToolResult:
-        # The traceback is for the developer's logs, never for the model.
-        _log.error("tool %r raised %s", self.name, type(exc).__name__, exc_info=exc)
-        return ToolResult(str(exc) or type(exc).__name__, True)
+        return failure(exc, f"tool {self.name!r}")
 
     def _normalise(self, value: Any) -> ToolResult:
         kind = value.__class__

@@ -13,6 +13,15 @@ matches one path segment (no ``/``, ``?``, ``#`` or ``,``), a reserved one (``{+
 anything but ``?`` and ``#``, a query expression (``{?q,page}``) the query's
 ``name=value`` pairs in any order (absent ones stay absent, unknown names are ignored).
 Percent-escapes in values are decoded. No I/O, no state: a parsed template is immutable.
+
+A decoded value may reach a file system, so :meth:`UriTemplate.refusal` says which values a
+server must not hand to its function: a simple variable (``{name}``, and the label, path
+and parameter forms ``{.x}``, ``{/x}``, ``{;x}``) is one path segment — no ``/`` or ``\\``
+(``%2F`` and ``%5C`` included), not ``..``; a reserved, fragment or query variable
+(``{+path}``, ``{#x}``, ``{?q}``) may hold ``/`` (a path of several segments: the
+template's author opts in by writing ``{+path}``) but no ``..`` segment and no absolute
+path (a leading ``/`` or ``\\``, a drive such as ``C:``); no value holds NUL or another
+control character.
 """
 
 from __future__ import annotations
@@ -42,6 +51,10 @@ _VALUE = {
     "#": r"[^,]+",
 }
 _ALONE = {"+": r"[^?#]+", "#": r".+"}
+# The operators whose values are one path segment; the others may hold a path.
+_SEGMENT = frozenset({"", ".", "/", ";"})
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_DRIVE = re.compile(r"[A-Za-z]:")
 
 
 def is_template(uri: str) -> bool:
@@ -81,7 +94,7 @@ class UriTemplate:
         'test://template/a%20b/data'
     """
 
-    __slots__ = ("_parts", "_pattern", "_queries", "template", "variables")
+    __slots__ = ("_operators", "_parts", "_pattern", "_queries", "template", "variables")
 
     def __init__(self, template: str) -> None:
         if not isinstance(template, str) or not template:
@@ -120,6 +133,12 @@ class UriTemplate:
             position = end + 1
         self._parts = tuple(parts)
         self.variables = tuple(names)
+        self._operators = {
+            name: part.operator
+            for part in parts
+            if isinstance(part, _Expression)
+            for name in part.names
+        }
         # Each capture group of the pattern and the variables it holds: "vN" one value,
         # "sN" one ";name=value" parameter, "qN" a query expression's name=value pairs.
         self._queries: list[tuple[str, tuple[str, ...]]] = []
@@ -195,6 +214,36 @@ class UriTemplate:
                 values[named[0]] = unquote(raw)
         return values
 
+    def refusal(self, values: Mapping[str, str]) -> str | None:
+        """Why a server must not hand ``values`` (what :meth:`match` read) to a function
+        — a value that could name a file outside the one its variable names — or None.
+
+        A simple variable (``{name}``) is one path segment: no ``/`` or ``\\``, not
+        ``..``. A reserved one (``{+path}``, ``{#x}``) or a query one (``{?q}``) may hold
+        ``/`` but no ``..`` segment and no absolute path. No value holds NUL or another
+        control character.
+
+        Example::
+
+            >>> template = UriTemplate("docs://files/{name}")
+            >>> template.refusal(template.match("docs://files/..%2Fetc%2Fhostname"))[:42]
+            "variable 'name' is '../etc/hostname': a {n"
+            >>> UriTemplate("docs://{+path}").refusal({"path": "guides/start.md"}) is None
+            True
+        """
+        for name, value in values.items():
+            problem = _value_problem(value, self._operators.get(name, "") in _SEGMENT)
+            if problem is not None:
+                operator = self._operators.get(name, "")
+                if operator in _SEGMENT and problem == "a path":
+                    return (
+                        f"variable {name!r} is {value!r}: a {{{name}}} value is one path "
+                        f"segment (no '/', '\\' or '..'); write {{+{name}}} in the template "
+                        "to take a path"
+                    )
+                return f"variable {name!r} is {value!r}: {problem}"
+        return None
+
     def expand(self, values: Mapping[str, Any]) -> str:
         """The URI this template gives ``values`` (strings, or anything ``str()`` writes);
         an absent or ``None`` variable is left out, as RFC 6570 says.
@@ -256,6 +305,21 @@ def _parse_expression(template: str, body: str) -> _Expression:
             )
         checked.append(name)
     return _Expression(operator, tuple(checked))
+
+
+def _value_problem(value: str, segment: bool) -> str | None:
+    """What is wrong with one decoded value: ``"a path"`` when a segment holds more than
+    one, else a description; None when nothing is."""
+    if _CONTROL.search(value):
+        return "it holds NUL or another control character, which no name may hold"
+    parts = value.replace("\\", "/").split("/")
+    if segment:
+        return "a path" if len(parts) > 1 or value == ".." else None
+    if ".." in parts:
+        return "a '..' segment could reach outside the path the template names"
+    if value.startswith(("/", "\\")) or _DRIVE.match(value):
+        return "an absolute path could reach outside the path the template names"
+    return None
 
 
 def _query_pairs(raw: str) -> dict[str, str]:

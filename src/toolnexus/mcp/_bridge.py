@@ -282,12 +282,11 @@ class CallBridge(ABC):
                     elif weight:  # (a resumed one is not charged again)
                         refused = self.inflight.take(weight)
                         if refused is not None:
-                            for reply in self.session.fail_call(call_id, INTERNAL_ERROR, refused):
-                                if reply.__class__ is Send:
-                                    self._deliver(reply, where)
+                            self._refuse(start, refused, where)
                             continue
                         charged = weight
                 entry = self.entry_type(self, start, where, charged)
+                entry.task = start.task  # a task run again: its end goes to the task
                 self.calls[call_id] = entry
                 later.append(entry)
             else:
@@ -297,6 +296,17 @@ class CallBridge(ABC):
                     self._cancelled(cancelled.where)
                 later.append(cancel)
         return later
+
+    def _refuse(self, start: StartCall, refused: str, where: Any) -> None:
+        """A call the in-flight cap refused (the lock is held): its request is answered
+        with ``refused`` — or, for a task run again, the task ends with it."""
+        if start.task is not None:
+            if self.tasks is not None:
+                self.tasks.settle(start.task, ToolResult.error(refused))
+            return
+        for reply in self.session.fail_call(start.call_id, INTERNAL_ERROR, refused):
+            if reply.__class__ is Send:
+                self._deliver(reply, where)
 
     def carry_out(self, later: Later) -> None:
         """Start and cancel calls (the lock is not held)."""
@@ -361,6 +371,8 @@ class CallBridge(ABC):
                 entry.call = call
                 if entry.cancelled:
                     call.cancel()  # a cancel that came first: it never starts
+                if entry.task is not None and self.tasks is not None:
+                    self.tasks.adopt(entry.task, call)  # where tasks/cancel finds it
                 after = action.task_after_ms
                 if after is not None and self.tasks is not None and not call.done():
                     with self.lock:  # _promote and report read the timer under it

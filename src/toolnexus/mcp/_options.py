@@ -115,6 +115,13 @@ class ServerOptions:
             memory, per process — give an ``SqliteTaskStore`` for tasks that outlive it.
         max_tasks: how many tasks may run in this process at once; beyond it, calls are
             answered in their request (a tool that requires a task is refused).
+        max_stored_tasks: how many task records this process keeps at once, running and
+            finished (the tasks it made; with a shared store, each replica keeps its own
+            bound). When full, the oldest finished task is evicted (its ``tasks/get``
+            answers ``-32602`` saying so); a new task is refused only when unfinished ones
+            alone fill it.
+        max_stored_tasks_per_owner: the same bound per client (per credential; every
+            client is one when the server asks for none).
         middleware: policies run around every served call (see :mod:`toolnexus.policies`),
             as ``Host(middleware=...)``.
         tool_middleware: more middleware for some tools (names or globs to lists), as
@@ -164,6 +171,8 @@ class ServerOptions:
     task_poll_ms: int = 1_000
     task_store: TaskStore | None = None
     max_tasks: int = 1_000
+    max_stored_tasks: int = 2_000
+    max_stored_tasks_per_owner: int = 500
     middleware: Sequence[Any] = ()
     tool_middleware: Mapping[str, Sequence[Any]] | None = None
 
@@ -207,6 +216,8 @@ class ServerOptions:
         task_poll_ms: int = 1_000,
         task_store: TaskStore | None = None,
         max_tasks: int = 1_000,
+        max_stored_tasks: int = 2_000,
+        max_stored_tasks_per_owner: int = 500,
         middleware: Sequence[Any] = (),
         tool_middleware: Mapping[str, Sequence[Any]] | None = None,
     ) -> None:
@@ -247,6 +258,8 @@ class ServerOptions:
         set_(self, "task_poll_ms", task_poll_ms)
         set_(self, "task_store", task_store)
         set_(self, "max_tasks", max_tasks)
+        set_(self, "max_stored_tasks", max_stored_tasks)
+        set_(self, "max_stored_tasks_per_owner", max_stored_tasks_per_owner)
         set_(self, "middleware", middleware)
         set_(self, "tool_middleware", tool_middleware)
         self.__post_init__()
@@ -289,6 +302,8 @@ class ServerOptions:
             "task_ttl_ms",
             "task_poll_ms",
             "max_tasks",
+            "max_stored_tasks",
+            "max_stored_tasks_per_owner",
         ):
             _number(label, getattr(self, label), minimum=1)
         _number("task_after_ms", self.task_after_ms, minimum=0)

@@ -124,6 +124,7 @@ class Prompt:
             contract_names=("args",),
             finish=finish,
             frame=self._frame,
+            owner=owner,
         )
         description = self.description
         if description is None:

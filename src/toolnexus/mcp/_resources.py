@@ -146,6 +146,7 @@ class Resource:
             contract_names=("params", "args"),
             finish=lambda value: _read_result(owner, value, self.mime_type, None),
             frame=self._frame,
+            owner=owner,
         )
         if schema == {"type": "object"} or schema.get("properties") is None:
             schema = params_schema  # contract style, unannotated: the template's variables
@@ -201,6 +202,20 @@ class Resource:
 
     # ------------------------------------------------------------------ reading
 
+    def refusal(self, params: Mapping[str, str]) -> str | None:
+        """Why the template variables ``params`` (what :meth:`match` read) must not reach
+        the function, or None: a ``{name}`` value that is not one path segment, a
+        ``{+path}`` with a ``..`` segment or an absolute path, NUL or another control
+        character (see :meth:`UriTemplate.refusal
+        <toolnexus._uri_template.UriTemplate.refusal>`).
+
+        Example::
+
+            >>> greeting.refusal(greeting.match("test://greeting/..%2Fsecrets")) is None
+            False
+        """
+        return None if self._template is None else self._template.refusal(params)
+
     def _arguments(self, uri: str, params: Mapping[str, str]) -> dict[str, Any]:
         """What the inner tool is called with: the variables, read by their types."""
         del uri
@@ -218,6 +233,9 @@ class Resource:
         params = self.match(uri)
         if params is None:
             return f"resource {self.name!r} does not serve {uri!r}"
+        unsafe = self.refusal(params)
+        if unsafe is not None:
+            return unsafe
         refusal = self._tool._admit(self._arguments(uri, params))[1]
         return None if refusal is None else refusal.output.partition(": ")[2]
 
@@ -239,6 +257,9 @@ class Resource:
         params = self.match(target)
         if params is None:
             return ToolResult.error(f"resource {self.name!r} does not serve {target!r}")
+        unsafe = self.refusal(params)
+        if unsafe is not None:
+            return ToolResult.error(f"resource not found: {target!r} ({unsafe})")
         result = self._tool(self._arguments(target, params), ctx)
         return _with_uri(result, target) if not result.is_error else result
 

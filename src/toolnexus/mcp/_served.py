@@ -19,17 +19,25 @@ from typing import Any
 from .._frozen import FrozenDict, FrozenList
 from .._result import ToolResult
 from .._schema import Signature, infer
-from .._tools import Tool, build_invoke
-from ..errors import InvalidTypeError, InvalidValueError
+from .._tools import Tool, build_invoke, failure
+from ..errors import (
+    ConversionError,
+    InvalidTypeError,
+    InvalidValueError,
+    NotFoundError,
+    OperationCancelledError,
+)
 
 __all__ = [
     "COMPLETION_KEY",
     "MAX_COMPLETIONS",
+    "NOT_FOUND_KEY",
     "Completer",
     "check_completers",
     "completion_tool",
     "enum_values",
     "inner_tool",
+    "not_found",
     "read_strings",
 ]
 
@@ -45,6 +53,18 @@ candidate strings (``context``: the other arguments already given, as strings), 
 list of candidates, offered when they start with what was typed."""
 
 
+NOT_FOUND_KEY = "toolnexus.not_found"
+"""The metadata key of a resource's or prompt's error result that says what was asked for
+does not exist (its function raised :class:`~toolnexus.NotFoundError`): over MCP, a
+``resources/read`` answers it ``-32602`` "Resource not found"."""
+
+
+def not_found(message: str) -> ToolResult:
+    """The error result saying what was asked for does not exist (see
+    :data:`NOT_FOUND_KEY`)."""
+    return ToolResult(message, True, {NOT_FOUND_KEY: True})
+
+
 def inner_tool(
     fn: Callable[..., Any],
     *,
@@ -54,10 +74,13 @@ def inner_tool(
     contract_names: tuple[str, ...],
     finish: Callable[[Any], ToolResult],
     frame: Any,
+    owner: str,
 ) -> tuple[Tool, Mapping[str, Any]]:
     """The inner tool that runs ``fn`` and ``finish``-es what it returns, and its input
     schema. ``schema`` (when given) is the schema of a contract-style function's
-    ``params``; keyword style infers it from the annotations."""
+    ``params``; keyword style infers it from the annotations. What ``fn`` raises is logged
+    as ``owner`` (``resource 'readme'``) raising it; a :class:`~toolnexus.NotFoundError`
+    is the error result :func:`not_found` marks."""
     signature = infer(
         fn,
         schema=schema,
@@ -71,24 +94,37 @@ def inner_tool(
             return value  # a failure or a question passes through as it is
         return finish(value)
 
+    def _raised(exc: Exception) -> ToolResult:
+        if isinstance(exc, (ConversionError, OperationCancelledError)):
+            raise exc  # the tool's own: a bad argument, a cancel
+        if isinstance(exc, NotFoundError):
+            return not_found(str(exc))
+        return failure(exc, owner)
+
     run: Callable[..., Any]
     if inspect.iscoroutinefunction(fn):
 
         async def run_async(args: Mapping[str, Any], ctx: Any = None) -> ToolResult:
-            value = invoke(fn, args, ctx)
-            if inspect.isawaitable(value):
-                value = await value
+            try:
+                value = invoke(fn, args, ctx)
+                if inspect.isawaitable(value):
+                    value = await value
+            except Exception as exc:
+                return _raised(exc)
             return _finished(value)
 
         run = run_async
     else:
 
         def run_sync(args: Mapping[str, Any], ctx: Any = None) -> ToolResult:
-            value = invoke(fn, args, ctx)
-            if inspect.isawaitable(value):
-                from .._aio import run_awaitable  # the one coroutine runner
+            try:
+                value = invoke(fn, args, ctx)
+                if inspect.isawaitable(value):
+                    from .._aio import run_awaitable  # the one coroutine runner
 
-                value = run_awaitable(value)
+                    value = run_awaitable(value)
+            except Exception as exc:
+                return _raised(exc)
             return _finished(value)
 
         run = run_sync
@@ -249,8 +285,11 @@ def completion_tool(owner: str, completers: Mapping[str, Any], schema: Mapping[s
             candidates: Iterable[Any] = enum_values(properties.get(argument)) or ()
             found = _starting_with(candidates, typed)
         elif callable(completer):
-            produced = _call_completer(completer, typed, given)
-            found = [_text(each) for each in produced]
+            try:
+                produced = _call_completer(completer, typed, given)
+                found = [_text(each) for each in produced]
+            except Exception as exc:
+                return failure(exc, f"the completer of {argument!r} for {owner!r}")
         else:
             found = _starting_with(completer, typed)
         page = found[:MAX_COMPLETIONS]
@@ -302,6 +341,9 @@ def resolve_served(
         if found is None:
             return ToolResult.error(f"resource not found: {uri!r}")
         resource, params = found
+        unsafe = resource.refusal(params)
+        if unsafe is not None:
+            return ToolResult.error(f"resource not found: {uri!r} ({unsafe})")
         return resource._tool, resource._arguments(uri, params)
     if method == "prompts/get":
         name = args.get("name")

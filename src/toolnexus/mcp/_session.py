@@ -253,7 +253,9 @@ class StartCall(NamedTuple):
     client that takes tasks): a driver that runs tasks makes the call a task when it
     still runs after that long; None: never. ``trace`` carries the
     request's W3C trace context (``_meta``'s ``traceparent``) for the driver's span; None
-    when nothing in this process traces.
+    when nothing in this process traces. ``task`` (a task answered by ``tasks/update``,
+    run again): the task's id — the call's end goes to the task, not to
+    :meth:`ServerSession.complete_call`.
 
     Example::
 
@@ -275,6 +277,7 @@ class StartCall(NamedTuple):
     trace: Incoming | None = None
     task_after_ms: int | None = None
     wants_log: bool = False
+    task: str | None = None
 
     @property
     def resumes(self) -> ToolResult | Request | None:
@@ -372,6 +375,7 @@ _START_FIELDS = (
     "trace",
     "task_after_ms",
     "wants_log",
+    "task",
 )
 assert StartCall._fields == _START_FIELDS, "ServerSession._start makes StartCall in this order"
 
@@ -1062,7 +1066,7 @@ class ServerSession:
         if method == "subscriptions/listen" and client.modern:
             return self._listen(request_id, params)
         if method.startswith("tasks/") and client.modern and self._tasks is not None:
-            return [self._reply(request_id, client, self._task_method(method, params, client))]
+            return self._task_method(request_id, method, params, meta or {}, client)
         raise _Reject(
             METHOD_NOT_FOUND,
             f"method not found: {method!r} is not part of protocol revision {client.version}",
@@ -1446,6 +1450,14 @@ class ServerSession:
         """The answer to a finished ``resources/read``, ``prompts/get`` or
         ``completion/complete``: its MCP result, or the JSON-RPC error its failure is."""
         if result.is_error:
+            from ._served import NOT_FOUND_KEY
+
+            if call.method == "resources/read" and result.metadata.get(NOT_FOUND_KEY):
+                # Its function says the URI names nothing: SEP-2164, as no match at all.
+                uri = call.arguments.get("uri")
+                self._forget(call)
+                text = f"Resource not found: {uri!r} ({result.output})"
+                return [self._error(call.request_id, INVALID_PARAMS, text, {"uri": uri})]
             return self._fail(call, f"{_who(call)} failed: {result.output}")
         from ._prompts import PROMPT_KEY
         from ._resources import CONTENTS_KEY
@@ -1618,6 +1630,7 @@ class ServerSession:
             trace,
             task_after,
             logs,
+            None,
         )
         return [_new_tuple(StartCall, fields)]
 
@@ -1675,11 +1688,18 @@ class ServerSession:
         return [self._reply(call.request_id, call.client, self._tasks.created(record))]
 
     def _task_method(
-        self, method: str, params: Mapping[str, Any], client: _Client
-    ) -> dict[str, Any]:
+        self,
+        request_id: str | int,
+        method: str,
+        params: Mapping[str, Any],
+        meta: Mapping[str, Any],
+        client: _Client,
+    ) -> list[Action]:
         """``tasks/get``, ``tasks/update`` or ``tasks/cancel`` (the client declared the
-        extension, or is refused ``-32021``)."""
-        from ._tasks import Refused
+        extension, or is refused ``-32021``). A task answered in full runs again: a
+        :class:`StartCall` for it follows the answer (through the call bridge, as every
+        call runs)."""
+        from ._tasks import Refused, Resume
 
         tasks = self._tasks
         assert tasks is not None
@@ -1706,7 +1726,26 @@ class ServerSession:
             )
         if isinstance(done, Refused):
             raise _Reject(done.code, done.message, done.data)
-        return tasks.detailed(done) if method == "tasks/get" else {}
+        result = tasks.detailed(done) if method == "tasks/get" else {}
+        actions: list[Action] = [self._reply(request_id, client, result)]
+        if isinstance(done, Resume):
+            self._next_call += 1
+            trace = None
+            if API_MODULE in sys.modules:
+                trace = incoming_trace(meta, request_id, client.version)
+            actions.append(
+                StartCall(
+                    self._next_call,
+                    done.name,
+                    done.arguments,
+                    done.request,
+                    done.answer,
+                    binding=done.binding,
+                    trace=trace,
+                    task=done.task_id,
+                )
+            )
+        return actions
 
     @staticmethod
     def _error_result(client: _Client, text: str) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._binding import BINDING_KEY
 from .._frozen import thaw
-from .._result import PENDING_KEY, ToolResult
+from .._result import ToolResult
 from .._timers import dispatch
 from ..stores._common import STORE_ENV
 from . import _codec as codec
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from ._bridge import LazyHost
     from ._options import ServerOptions
 
-__all__ = ["TASKS_EXTENSION", "Refused", "Tasks", "iso_time"]
+__all__ = ["TASKS_EXTENSION", "Refused", "Resume", "Tasks", "iso_time"]
 
 _ATTEMPTS = 16  # compare-and-set retries before a change gives up (contention is rare)
 
@@ -64,6 +64,20 @@ class Refused(NamedTuple):
     code: int
     message: str
     data: Any = None
+
+
+class Resume(NamedTuple):
+    """A task answered in full: run its call again — ``name`` with ``arguments``,
+    resuming ``request`` with ``answer`` (``binding``: the host's binding of the question,
+    when it made one). The session starts it as a :class:`~toolnexus.mcp._session.StartCall`
+    whose ``task`` is ``task_id``, so it runs through the call bridge as every call does."""
+
+    task_id: str
+    name: str
+    arguments: dict[str, Any]
+    request: Request
+    answer: Answer
+    binding: str | None
 
 
 def iso_time(seconds: float) -> str:
@@ -103,6 +117,15 @@ class Tasks:
         self._ttl_ms = options.task_ttl_ms
         self._poll_ms = options.task_poll_ms
         self._max = options.max_tasks
+        self._max_stored = options.max_stored_tasks
+        self._max_per_owner = options.max_stored_tasks_per_owner
+        # The records this process made, oldest first: task id -> (owner, when it may be
+        # forgotten once finished, None while it is not). Changed under _room (store calls
+        # are made under it: never under _lock, which watchers and calls take).
+        self._kept: dict[str, tuple[str | None, float | None]] = {}
+        self._per_owner: dict[str | None, int] = {}
+        self._evicted: dict[str, str | None] = {}  # the last evicted tasks' owners
+        self._room = threading.Lock()
         self._host = host
         self._format = format_result
         self._client_of = client_of
@@ -215,16 +238,119 @@ class Tasks:
             # Made settled: stored once, as it ends (nobody saw it working); told so.
             record = self._settled(record, result, False)
         try:
-            self.store.create(record)
+            refused = self._make_room(record)
+            if refused is not None:
+                return refused
+            try:
+                self.store.create(record)
+            except BaseException:
+                with self._room:
+                    self._uncount(record.task_id)
+                raise
         except Exception as exc:
-            return Refused(INTERNAL_ERROR, f"cannot create a task: the task store failed ({exc})")
+            return self._store_failed("create a task", exc)
         self._told(record)  # told before anything can settle it: "working" comes first
         if call is not None:  # its end is reported to settle() by whoever runs it
             with self._lock:
                 self._live[record.task_id] = call
             self._watch_elsewhere()
-            return self.store.get(record.task_id) or record
+            try:
+                return self.store.get(record.task_id) or record
+            except Exception:  # stored a moment ago: what it said then stands
+                return record
         return record
+
+    # ------------------------------------------------------------------ the bound
+
+    def _make_room(self, record: TaskRecord) -> Refused | None:
+        """Count ``record`` in (``max_stored_tasks`` in all, ``max_stored_tasks_per_owner``
+        for its owner), evicting the oldest finished tasks to make room; :class:`Refused`
+        when unfinished tasks alone fill the bound. Store failures propagate."""
+        owner = record.owner
+        with self._room:
+            while True:
+                owner_full = self._per_owner.get(owner, 0) >= self._max_per_owner
+                if not owner_full and len(self._kept) < self._max_stored:
+                    break
+                if not self._evict_one(owner if owner_full else None, owner_full):
+                    bound = self._max_per_owner if owner_full else self._max_stored
+                    whose = "of this client's " if owner_full else ""
+                    return Refused(
+                        INTERNAL_ERROR,
+                        f"server overloaded: {bound} {whose}tasks are unfinished (running, or "
+                        "waiting on an answer), the most the server keeps; finish or cancel "
+                        "one (tasks/cancel), or retry later",
+                    )
+            finished = record.expires_at if record.is_terminal else None
+            self._kept[record.task_id] = (owner, finished)
+            self._per_owner[owner] = self._per_owner.get(owner, 0) + 1
+        return None
+
+    def _evict_one(self, owner: str | None, of_owner: bool) -> bool:
+        """Forget the oldest finished task (``owner``'s, when ``of_owner``); False when
+        every one is unfinished (the lock _room is held)."""
+        now = self._clock()
+        unfinished: list[str] = []
+        for task_id, (whose, expires_at) in self._kept.items():
+            if of_owner and whose != owner:
+                continue
+            if expires_at is not None:
+                self._drop(task_id, evicted=expires_at > now)
+                return True
+            if task_id not in self._live:  # waits on an answer, or runs elsewhere
+                unfinished.append(task_id)
+        for task_id in unfinished:  # one may have ended elsewhere, or expired
+            record = self.store.get(task_id)
+            if record is None or record.is_terminal:
+                self._drop(task_id, evicted=record is not None)
+                return True
+        return False
+
+    def _drop(self, task_id: str, *, evicted: bool) -> None:
+        """Forget ``task_id`` here and in the store (the lock _room is held); remember an
+        evicted one's owner, so its ``tasks/get`` says it was evicted."""
+        owner = self._uncount(task_id)
+        delete = getattr(self.store, "delete", None)
+        if delete is not None:
+            delete(task_id)
+        else:  # a store without delete: the record stays, emptied, until its TTL
+            record = self.store.get(task_id)
+            if record is not None:
+                self.store.update(record.evolve(result=None, error=None, state=None))
+        if evicted:
+            self._evicted[task_id] = owner
+            if len(self._evicted) > self._max_stored:
+                del self._evicted[next(iter(self._evicted))]
+
+    def _uncount(self, task_id: str) -> str | None:
+        """Stop counting ``task_id`` (the lock _room is held); its owner."""
+        kept = self._kept.pop(task_id, None)
+        if kept is None:  # evicted already (made finished, by another creation)
+            return None
+        owner = kept[0]
+        left = self._per_owner[owner] - 1
+        if left:
+            self._per_owner[owner] = left
+        else:
+            del self._per_owner[owner]
+        return owner
+
+    def _finished(self, record: TaskRecord) -> None:
+        """``record`` ended: from now on, it may be evicted to make room."""
+        if not record.is_terminal:
+            return
+        with self._room:
+            kept = self._kept.get(record.task_id)
+            if kept is not None:
+                self._kept[record.task_id] = (kept[0], record.expires_at)
+
+    def _store_failed(self, doing: str, exc: Exception) -> Refused:
+        """The task store failed: the detail (its URL, the reason) goes to the server's
+        log; the client reads only that it is unavailable."""
+        from .._log import get_logger
+
+        get_logger().error("toolnexus mcp: cannot %s: the task store failed: %s", doing, exc)
+        return Refused(INTERNAL_ERROR, "the task store is unavailable; try again")
 
     def created(self, record: TaskRecord) -> dict[str, Any]:
         """The ``CreateTaskResult`` fields for ``record`` (flat, ``resultType: "task"``)."""
@@ -260,14 +386,18 @@ class Tasks:
             if call is None or self._live.get(task_id) is call:
                 self._live.pop(task_id, None)
         cancelled = call is not None and call.cancelled()
-        for _ in range(_ATTEMPTS):
-            record = self.store.get(task_id)
-            if record is None or record.is_terminal:
-                return  # expired, or cancelled meanwhile: its late result is dropped
-            changed = self._settled(record, result, cancelled)
-            if self.store.update(changed):
-                self._told(changed)
-                return
+        try:
+            for _ in range(_ATTEMPTS):
+                record = self.store.get(task_id)
+                if record is None or record.is_terminal:
+                    return  # expired, or cancelled meanwhile: its late result is dropped
+                changed = self._settled(record, result, cancelled)
+                if self.store.update(changed):
+                    self._finished(changed)
+                    self._told(changed)
+                    return
+        except Exception as exc:  # its record stays as it was, until its TTL
+            self._store_failed("record a task's end", exc)
 
     def _settled(self, record: TaskRecord, result: ToolResult, cancelled: bool) -> TaskRecord:
         now = self._clock()
@@ -368,7 +498,16 @@ class Tasks:
         try:
             record = self.store.get(task_id)
         except Exception as exc:
-            return Refused(INTERNAL_ERROR, f"the task store failed: {exc}")
+            return self._store_failed("read a task", exc)
+        if record is None and task_id in self._evicted and self._evicted[task_id] == owner:
+            return Refused(
+                INVALID_PARAMS,
+                f"invalid params: task {task_id!r} was evicted: it had finished, and the "
+                f"server keeps at most {self._max_per_owner} tasks per client and "
+                f"{self._max_stored} in all (ServerOptions.max_stored_tasks_per_owner, "
+                "max_stored_tasks); read a task's result as soon as it is done",
+                {"taskId": task_id, "reason": "evicted"},
+            )
         if record is None or record.owner != owner:
             return Refused(
                 INVALID_PARAMS,
@@ -381,6 +520,12 @@ class Tasks:
     def cancel(self, task_id: Any, owner: str | None) -> Refused | None:
         """``tasks/cancel``: stop a task that still runs or waits (idempotent for one that
         ended already); :class:`Refused` for a task ``owner`` does not have."""
+        try:
+            return self._cancel(task_id, owner)
+        except Exception as exc:
+            return self._store_failed("cancel a task", exc)
+
+    def _cancel(self, task_id: Any, owner: str | None) -> Refused | None:
         for _ in range(_ATTEMPTS):
             record = self.find(task_id, owner)
             if isinstance(record, Refused):
@@ -398,16 +543,23 @@ class Tasks:
                     call = self._live.pop(record.task_id, None)
                 if call is not None:
                     call.cancel()
+                self._finished(changed)
                 self._told(changed)
                 return None
         return Refused(INTERNAL_ERROR, "the task changed under every attempt to cancel it")
 
-    def update(self, task_id: Any, owner: str | None, responses: Any) -> Refused | None:
+    def update(self, task_id: Any, owner: str | None, responses: Any) -> Refused | Resume | None:
         """``tasks/update``: take the answers to a task's questions. Keys it did not ask
         (or asked and has) are ignored; once every question is answered, the task runs
-        again with the answers. :class:`Refused` (``-32602``) for an answer that cannot be
-        read or does not fit its form (nothing of it is kept), or a task ``owner`` does
-        not have."""
+        again with the answers: the :class:`Resume` to start (through the call bridge).
+        :class:`Refused` (``-32602``) for an answer that cannot be read or does not fit its
+        form (nothing of it is kept), or a task ``owner`` does not have."""
+        try:
+            return self._update(task_id, owner, responses)
+        except Exception as exc:
+            return self._store_failed("answer a task", exc)
+
+    def _update(self, task_id: Any, owner: str | None, responses: Any) -> Refused | Resume | None:
         if responses is not None and not isinstance(responses, dict):
             return Refused(
                 INVALID_PARAMS,
@@ -459,8 +611,7 @@ class Tasks:
             )
             if self.store.update(changed):
                 self._told(changed)
-                self._resume(changed, state, request, whole)
-                return None
+                return self._resume(changed, state, request, whole)
         return Refused(INTERNAL_ERROR, "the task changed under every attempt to answer it")
 
     def _answer(self, request: Request, shape: str, response: Any) -> Answer | Refused:
@@ -479,43 +630,45 @@ class Tasks:
 
     def _resume(
         self, record: TaskRecord, state: Mapping[str, Any], request: Request, answer: Answer
-    ) -> None:
-        """Run the task's call again with ``answer`` (the loop rule, on the host)."""
+    ) -> Resume | None:
+        """What runs the task's call again with ``answer`` (the loop rule, on the host): a
+        :class:`Resume` the session starts through the call bridge, as every call starts —
+        or None when the answer declines and the task ends here."""
         from .._loop_rule import declined_text
         from .._suspension import decline_reason
 
         task_id = record.task_id
         if answer.id != request.id or decline_reason(request, answer) is not None:
             self.settle(task_id, ToolResult.error(declined_text(request)))
-            return
+            return None
         binding = state.get("binding")
-        resumes: Request | ToolResult = request
-        if isinstance(binding, str):
-            resumes = ToolResult(
-                ToolResult.pending(request).output,
-                True,
-                {PENDING_KEY: request, BINDING_KEY: binding},
-            )
+        return Resume(
+            task_id,
+            str(state.get("name")),
+            dict(state.get("arguments") or {}),
+            request,
+            answer,
+            binding if isinstance(binding, str) else None,
+        )
 
-        def done(call: Call) -> None:
-            self.settle(task_id, call.result(), call)
-
-        try:
-            call = self._host.get()._prepare_call(
-                str(state.get("name")),
-                dict(state.get("arguments") or {}),
-                request=resumes,
-                answer=answer,
-                done_callback=done,
-            )
-        except Exception as exc:  # the host promises not to raise; answer anyway if it does
-            self.settle(task_id, ToolResult.error(f"internal error resuming the task: {exc}"))
-            return
+    def adopt(self, task_id: str, call: Call) -> None:
+        """The call bridge made ``call`` to run the task ``task_id`` again (a
+        :class:`Resume`): a ``tasks/cancel`` — here or in another process — now reaches
+        it. A task cancelled meanwhile has its call cancelled at once."""
         with self._lock:
-            if not call.done():
-                self._live[task_id] = call
+            if call.done():
+                return
+            self._live[task_id] = call
         self._watch_elsewhere()
-        call._start()
+        try:
+            record = self.store.get(task_id)
+        except Exception:  # the store is down: the watcher reads it again
+            return
+        if record is None or record.status == "cancelled":
+            with self._lock:
+                if self._live.get(task_id) is call:
+                    del self._live[task_id]
+            call.cancel()
 
     # ------------------------------------------------------------------ other processes
 

@@ -379,6 +379,7 @@ class PostgresTaskStore:
             "WHERE task_id = %s AND version = %s"
         ).format(t=t)
         self._purge = sql.SQL("DELETE FROM {t} WHERE expires_at <= %s").format(t=t)
+        self._delete = sql.SQL("DELETE FROM {t} WHERE task_id = %s").format(t=t)
         create = [
             sql.SQL(
                 "CREATE TABLE IF NOT EXISTS {t} (task_id text PRIMARY KEY, version bigint "
@@ -443,6 +444,10 @@ class PostgresTaskStore:
         """Whether the stored record is the one the call with nonce ``writer`` wrote."""
         row = db.execute(self._writer, (task_id,)).fetchone()
         return row is not None and row[0] == writer
+
+    def delete(self, task_id: str) -> None:
+        """Forget the record ``task_id`` now (nothing when there is none)."""
+        self._db.run(lambda db, _: db.execute(self._delete, (task_id,)))
 
     def purge(self) -> int:
         """Forget expired records; how many were dropped."""

@@ -332,6 +332,11 @@ class RedisTaskStore:
         ``record.version - 1``; False (nothing changed) otherwise, or when it is gone."""
         return self._write(self._swap, record)
 
+    def delete(self, task_id: str) -> None:
+        """Forget the record ``task_id`` now (nothing when there is none)."""
+        name = self._prefix + task_id
+        self._server.run(lambda client, _: client.delete(name))
+
     def purge(self) -> int:
         """Nothing to do: Redis forgets each record when its time to live ends."""
         return 0

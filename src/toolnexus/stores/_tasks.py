@@ -150,6 +150,11 @@ class TaskStore(Protocol):
     def purge(self) -> int:
         """Forget expired records; how many were dropped."""
 
+    # Also ``delete(task_id) -> None`` — forget one record now (nothing when there is none),
+    # which a server calls to evict a finished task when it keeps too many. Every built-in
+    # store has it; it is not part of the protocol (a store written before it still fits),
+    # and a store without it keeps an evicted task's record, emptied, until its TTL.
+
 
 class MemoryTaskStore:
     """Task records in this process (the default): lost when it ends. Expired records are
@@ -193,6 +198,11 @@ class MemoryTaskStore:
                 return False
             self._records[record.task_id] = record
             return True
+
+    def delete(self, task_id: str) -> None:
+        """Forget the record ``task_id`` now (nothing when there is none)."""
+        with self._lock:
+            self._records.pop(task_id, None)
 
     def purge(self) -> int:
         with self._lock:
@@ -289,6 +299,10 @@ class SqliteTaskStore:
             ),
         )
         return bool(changed == 1)
+
+    def delete(self, task_id: str) -> None:
+        """Forget the record ``task_id`` now (nothing when there is none)."""
+        self._run("DELETE FROM toolnexus_tasks WHERE task_id = ?", (task_id,))
 
     def purge(self) -> int:
         return int(self._run("DELETE FROM toolnexus_tasks WHERE expires_at <= ?", (self._clock(),)))
