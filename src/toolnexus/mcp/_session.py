@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from .._toolkit import Toolkit
     from .._tools import Tool
     from ..stores import TaskRecord
-    from ._bridge import LazyHost
+    from ._lazy_host import LazyHost
     from ._tasks import Tasks
 
 __all__ = [

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .._host import Call
     from .._suspension import Answer, Request
     from ..stores._tasks import TaskRecord, TaskStore
-    from ._bridge import LazyHost
+    from ._lazy_host import LazyHost
     from ._options import ServerOptions
 
 __all__ = ["TASKS_EXTENSION", "Refused", "Resume", "Tasks", "iso_time"]
