@@ -19,11 +19,13 @@ import contextlib
 import http.client
 import json
 import logging
+import queue
 import socket
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -774,3 +776,94 @@ def test_requests_in_progress_from_one_address_are_capped() -> None:
             gate.set()
             for sock in busy:
                 sock.close()
+
+
+class LimitedServer:
+    """The embedded server in a child process under a low ``RLIMIT_NOFILE``
+    (tests/fd_limit_server.py), driven line by line."""
+
+    def __init__(self, limit: int, logs: bool) -> None:
+        script = str(Path(__file__).with_name("fd_limit_server.py"))
+        mode = "logging" if logs else "no-logging"
+        self.process = subprocess.Popen(
+            [sys.executable, script, str(limit), TOKEN, mode],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=child_env(),
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        word, port = self.answer().split()
+        assert word == "port"
+        self.address = ("127.0.0.1", int(port))
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line.strip())
+        self.lines.put("(exited)")
+
+    def answer(self) -> str:
+        return self.lines.get(timeout=TIMEOUT)
+
+    def tell(self, command: str) -> str:
+        assert self.process.stdin is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return self.answer()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.process.kill()
+        self.process.wait(TIMEOUT)
+
+
+def test_the_connection_cap_stays_below_the_file_descriptor_limit() -> None:
+    # 300 idle connections without a token, from 4 addresses, at RLIMIT_NOFILE=256: before,
+    # the server took 256 per address and 1,024 in all, so accept() ran out of descriptors;
+    # the warning's first `import logging` then failed and ended the loop (the server no
+    # longer listened). Now the cap stays below the limit and the oldest idle connection
+    # makes room: the fresh client is served, and the loop still runs.
+    server = LimitedServer(256, logs=False)
+    idle = []
+    try:
+        for n in range(300):
+            sock = socket.socket()
+            sock.settimeout(TIMEOUT)
+            sock.bind((f"127.0.0.{2 + n % 4}", 0))
+            sock.connect(server.address)
+            idle.append(sock)
+        assert served(server)
+        assert server.tell("end") == "alive"
+    finally:
+        for sock in idle:
+            sock.close()
+        server.close()
+
+
+@pytest.mark.parametrize("logs", [False, True], ids=["logging-not-loaded", "logging-loaded"])
+def test_the_server_survives_running_out_of_file_descriptors(logs: bool) -> None:
+    # The rest of the program holds every descriptor while a client connects: accept()
+    # fails with EMFILE. Before, with logging not loaded yet, the warning's import failed
+    # and ended the loop; with logging loaded, the loop spun and logged ~12,000 lines a
+    # second. Now it pauses accepting (0.5 s a pause, one warning each) and serves the
+    # client once descriptors are free again.
+    server = LimitedServer(256, logs=logs)
+    try:
+        assert server.tell("hog") == "hogged"
+        with socket.create_connection(server.address, timeout=TIMEOUT) as sock:
+            sock.sendall(raw_request(call("add", {"a": 2, "b": 3}), AUTHORIZED))
+            word, failures, warnings = server.tell("hold 1.5").split()
+            response = http.client.HTTPResponse(sock)
+            response.begin()
+            assert response.status == 200
+            assert json.loads(response.read())["result"]["content"][0]["text"] == "5"
+        assert word == "freed"
+        # 1.5 s out of descriptors: a failed accept() and a warning a pause, not a spin.
+        assert 1 <= int(failures) <= 10
+        assert int(warnings) == (int(failures) if logs else 0)
+        assert served(server)
+        assert server.tell("end") == "alive"
+    finally:
+        server.close()
