@@ -10,6 +10,10 @@ and, where it is the app's business and not the ASGI server's, against the ASGI 
 - a head that is not clean HTTP/1.1 is refused; a token is compared as bytes;
 - a half-closed client still gets its answer; a pipelined hang-up cancels the call; a
   cancelled legacy call's POST ends as the spec allows; running out of memory is a 503.
+
+And the attacks of issue 36: request heads without a token that declare huge bodies, one-byte
+connections filling the table, idle sockets from one address, and running out of file
+descriptors (the server in a child process under a low ``RLIMIT_NOFILE``).
 """
 
 from __future__ import annotations
@@ -32,9 +36,9 @@ import pytest
 
 from cli_helpers import child_env
 from http_helpers import read_until_closed
-from toolnexus import Toolkit, tool
+from toolnexus import Principal, Toolkit, tool
 from toolnexus._context import ToolContext
-from toolnexus.mcp import AsgiApp, HttpServer, ServerOptions, asgi_app
+from toolnexus.mcp import AsgiApp, HttpServer, ProtectedResource, ServerOptions, asgi_app
 
 MODERN = "2026-07-28"
 META = {
@@ -678,15 +682,31 @@ def huge_tokenless_heads(address: tuple[str, int], count: int) -> list[tuple[soc
     return attack
 
 
-@pytest.mark.parametrize("check", ["token", "verify_token"])
+def oauth_for(token: str) -> ProtectedResource:
+    """OAuth with a verifier that knows one token (for http://localhost/mcp)."""
+    resource = "http://localhost/mcp"
+
+    def verify(presented: str) -> Principal | None:
+        if presented != token:
+            return None
+        return Principal("alice", client_id="app", audience=(resource,))
+
+    return ProtectedResource(
+        authorization_servers=["https://login.example.com"], verifier=verify, resource=resource
+    )
+
+
+@pytest.mark.parametrize("check", ["token", "verify_token", "oauth"])
 def test_request_heads_without_a_token_cannot_take_the_in_flight_bytes(check: str) -> None:
     # Four heads declaring 16 MiB each, without a token: before, each body was counted
     # against the 64 MiB in-flight cap as its head was read, before the token was looked
     # at, and every authenticated client got 503 "server overloaded" for 10 s a wave.
     # Now the head is authenticated first: they are told 401, and hold nothing.
-    options: dict[str, Any] = (
-        {"token": TOKEN} if check == "token" else {"verify_token": lambda t: t == TOKEN}
-    )
+    options: dict[str, Any] = {
+        "token": {"token": TOKEN},
+        "verify_token": {"verify_token": lambda t: t == TOKEN},
+        "oauth": {"auth": oauth_for(TOKEN)},
+    }[check]
     with serving(**options) as server:
         attack = huge_tokenless_heads(server.address, 4)
         try:
