@@ -82,6 +82,24 @@ _WORKER_IDLE_S = 10.0  # a worker with nothing to do for this long exits
 # accept() failed (out of file descriptors, mostly): the listening socket is not polled for
 # this long (else the loop spins on it, a warning a turn), and one warning says so.
 _ACCEPT_PAUSE_S = 0.5
+# accept() errors that are one connection's, not the server's (Linux passes a pending
+# network error of the new connection on as accept()'s): the next one is taken at once.
+_PEER_ERRORS = frozenset(
+    getattr(errno, name)
+    for name in (
+        "ECONNABORTED",
+        "EPROTO",
+        "EPERM",
+        "ENETDOWN",
+        "ENOPROTOOPT",
+        "EHOSTDOWN",
+        "ENONET",
+        "EHOSTUNREACH",
+        "EOPNOTSUPP",
+        "ENETUNREACH",
+    )
+    if hasattr(errno, name)
+)
 _RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() resets the connection
 
 
@@ -530,8 +548,10 @@ class _Loop:
                 sock, address = self.listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError as exc:  # EMFILE, ENFILE (out of file descriptors), ENOBUFS, ...
-                self._pause_accepting(exc)
+            except OSError as exc:
+                if exc.errno in _PEER_ERRORS:
+                    continue  # that connection failed before it was taken: the next one
+                self._pause_accepting(exc)  # EMFILE, ENFILE (out of descriptors), ENOBUFS...
                 return
             if not self._accepting:
                 sock.close()
