@@ -1101,32 +1101,26 @@ class _Answer:
             loop.answering(-1)
 
     def _check(self) -> _Request | None:
-        """Authenticate the head the loop handed over; the request, when its body is here
-        already, else the connection goes back to the loop (which refuses it, or counts and
-        reads its body)."""
-        loop, conn = self.loop, self.conn
-        loop.check_head(conn)
-        try:
-            request = loop.take_request(conn, on_worker=True)
-        except _Refused:
-            request = None  # the loop refuses it (and discards what follows) as it would
-        if request is None:
-            loop.give_back(conn)
-        return request
+        """Authenticate the head the loop handed over; then the request, when its body comes
+        at once (as :meth:`_next` waits for one), else the connection goes back to the loop
+        (which refuses it, or counts and reads its body)."""
+        self.loop.check_head(self.conn)
+        return self._next(head_in=True)
 
-    def _next(self) -> _Request | None:
-        """The client's next request, when it comes at once (or was already sent); else the
-        connection goes back to the loop (or is closed)."""
+    def _next(self, head_in: bool = False) -> _Request | None:
+        """The client's next request (or, ``head_in``, the body of the one whose head was
+        checked), when it comes at once (or was already sent); else the connection goes
+        back to the loop (or is closed)."""
         conn = self.conn
         conn.lingering = True  # before the look at _accepting: stop_accepting wakes it
         try:
-            return self._linger()
+            return self._linger(head_in)
         finally:
             conn.lingering = False
 
-    def _linger(self) -> _Request | None:
+    def _linger(self, head_in: bool) -> _Request | None:
         loop, conn = self.loop, self.conn
-        if self.close or conn.eof or not loop._accepting:
+        if (self.close and not head_in) or conn.eof or not loop._accepting:
             loop.close(conn)
             return None
         # A kept-alive client's next request comes soon: waiting for it here saves two
@@ -1136,7 +1130,7 @@ class _Answer:
         deadline = time.monotonic() + linger
         while True:
             try:
-                request = loop.take_request(conn, on_worker=True) if conn.buf else None
+                request = loop.take_request(conn, on_worker=True) if conn.buf or conn.head else None
             except _Refused:
                 break  # the loop refuses it (and discards what follows) as it would anyway
             if request is not None:
