@@ -123,6 +123,40 @@ def test_a_deadline_holds_against_a_tool_that_never_answers(
     assert elapsed < 5  # generous: the host answers at its deadline, not after 30 s
 
 
+def test_a_remote_call_past_the_host_deadline_reads_timed_out_not_cancelled(
+    client: McpClient, toolkit: Toolkit
+) -> None:
+    # The host's deadline cancels the remote tool's token: the client tells that from a
+    # caller's cancel by the deadline, not by matching text ("timed out after 200 ms:
+    # cancelled by the caller" before).
+    with Host(toolkit, grace_ms=5_000) as host:
+        result = host.call("srv_hang", {"seconds": 30}, timeout_ms=200)
+    client.call_tool("release")
+    assert result.is_error
+    assert result.output == "timed out after 200 ms: hang on MCP server srv did not answer in time"
+
+
+def test_a_caller_cancel_within_a_timeout_reads_cancelled(http_server: HttpServer) -> None:
+    from toolnexus import CancellationTokenSource
+
+    with McpClient(url=http_server.url, protocol_version=MODERN) as client:
+        source = CancellationTokenSource()
+        results: list[ToolResult] = []
+        call = threading.Thread(
+            target=lambda: results.append(
+                client.call_tool(
+                    "wait", {"seconds": 30}, timeout_ms=60_000, cancellation_token=source.token
+                )
+            )
+        )
+        mcp_client_tools.STARTED.clear()
+        call.start()
+        assert mcp_client_tools.STARTED.wait(10)
+        source.cancel()
+        call.join(10)
+    assert [r.output for r in results] == ["cancelled by the caller"]
+
+
 def test_errors_and_parts_map_onto_the_result(toolkit: Toolkit) -> None:
     with Host(toolkit, timeout_ms=10_000) as host:
         failed = host.call("srv_fails", {})

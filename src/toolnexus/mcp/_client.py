@@ -1313,17 +1313,25 @@ class McpClient:
         progress: ProgressReporter | None,
         answer: Answer | None,
         headers: Mapping[str, str] | None,
+        deadline: float | None = None,
     ) -> ToolResult:
+        """One ``tools/call``. ``timeout_ms``: the client's own budget (``call_tool``'s),
+        counted from now; ``deadline``: the caller's (a host's, through its ToolContext),
+        on the ``time.monotonic()`` clock — the caller reports its own passing."""
         if timeout_ms is not None and (
             isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0
         ):
             raise InvalidValueError(f"timeout_ms must be None or an int >= 0, got {timeout_ms!r}")
         if answer is not None and not isinstance(answer, Answer):
             raise InvalidTypeError(f"answer must be an Answer, got {type(answer).__name__}")
+        if deadline is None and timeout_ms is not None:
+            end: float | None = time.monotonic() + timeout_ms / 1000
+        else:
+            end = deadline
         source: CancellationTokenSource | None = None
-        if timeout_ms is not None:
+        if end is not None:
             source = CancellationTokenSource.linked(*([token] if token is not None else []))
-            source.cancel_after(timeout_ms / 1000)
+            source.cancel_after(max(0.0, end - time.monotonic()))
             call_token = source.token
         else:
             call_token = token if token is not None else CancellationToken.NONE
@@ -1342,22 +1350,20 @@ class McpClient:
                 result = self._continue(name, arguments, call_token, progress, answer, headers)
             else:
                 result = self._start_call(name, arguments, call_token, progress, headers, None)
+            if result is _CANCELLED and end is not None and time.monotonic() >= end:
+                # The call's state decides, never its text: its token was cancelled and
+                # its deadline has passed (a deadline's cancel comes at or after it).
+                where = f"{name} on MCP server {self.name}"
+                if deadline is None:
+                    result = ToolResult(f"timed out after {timeout_ms} ms: {where}", True)
+                else:
+                    result = ToolResult(f"{where} did not answer in time", True)
         finally:
             if source is not None:
                 source.close()
             if span is not None:
                 span.leave(entered)
                 span.end(result)
-        if (
-            result.is_error
-            and source is not None
-            and source.is_cancellation_requested
-            and not (token is not None and token.is_cancellation_requested)
-            and result.output.startswith("cancelled")
-        ):
-            return ToolResult(
-                f"timed out after {timeout_ms} ms: {name} on MCP server {self.name}", True
-            )
         return result
 
     def _start_call(
@@ -1370,7 +1376,7 @@ class McpClient:
         retry: Mapping[str, Any] | None,
     ) -> ToolResult:
         if token is not _NEVER and token.is_cancellation_requested:
-            return ToolResult("cancelled by the caller", True)
+            return _CANCELLED
         for attempt in (0, 1):
             try:
                 connection = self._open()
@@ -1448,7 +1454,7 @@ class McpClient:
                     event = self._next_event(connection, waiter, token, self._idle_s)
                 except _Cancelled:
                     self._abandon(connection, waiter, "cancelled by the caller")
-                    return ToolResult("cancelled by the caller", True)
+                    return _CANCELLED
                 except _Idle:
                     self._abandon(connection, waiter, "no progress")
                     idle = int((self._idle_s or 0) * 1000)
@@ -1745,6 +1751,8 @@ class McpClient:
 _ENDED = iter(())  # what an HTTP waiter reads once its answer was taken
 _NEVER = CancellationToken.NONE
 _RETRY = object()  # the session was gone before the request reached the server: once more
+# What a call its token ended answers; _call tells a deadline from a cancel by identity.
+_CANCELLED = ToolResult("cancelled by the caller", True)
 _TOO_DEEP = "more than 128 levels deep"
 
 
@@ -1769,6 +1777,7 @@ class _RemoteTool:
             ctx.report_progress if ctx.progress is not None else None,
             ctx.answer,
             self.headers,
+            ctx.deadline,
         )
 
     def __repr__(self) -> str:
