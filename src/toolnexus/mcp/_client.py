@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._cancellation import CancellationToken, CancellationTokenSource
+from .._log import LazyLogger
 from .._result import ToolResult
 from .._suspension import Answer, Request
 from .._tracing import client_span
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
 
 __all__ = ["McpClient"]
 
-_log = logging.getLogger("toolnexus.mcp.client")
+_log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 
 _LOG_LEVELS = {
     "debug": logging.DEBUG,
