@@ -991,7 +991,8 @@ class McpClient:
 
     def _on_lost(self, connection: _Connection, reason: str) -> None:
         with self._lock:
-            if connection.lost is None:
+            first = connection.lost is None
+            if first:
                 connection.lost = reason
             waiters = list(connection.waiters.values())
         connection.stopped.set()
@@ -1000,7 +1001,7 @@ class McpClient:
             listener.abort()
         for waiter in [*waiters, connection.opening]:
             waiter.close(reason)
-        if reason and not self._closed:
+        if first and reason and not self._closed:
             _log.info("MCP server %s: %s", self.name, reason)
 
     def _tools_changed(self) -> None:
@@ -1044,13 +1045,13 @@ class McpClient:
             self._send_quietly(connection, cancel)
 
     def _drop(self, connection: _Connection, reason: str) -> None:
-        """Close ``connection`` (its transport: the child process, for stdio)."""
-        if connection.lost is None:
-            connection.lost = reason
+        """Close ``connection``: its requests end now — not once the child process has
+        exited, which may take the transport's grace — then its transport."""
+        self._on_lost(connection, reason)
         transport = connection.transport
         if transport is not None and connection.is_stdio:
+            transport.interrupt()  # type: ignore[union-attr]  # a call reading the pipe
             transport.close()  # type: ignore[call-arg]
-        self._on_lost(connection, reason)
 
     # ------------------------------------------------------------------ requests
 
@@ -1089,6 +1090,8 @@ class McpClient:
 
     def _lose(self, connection: _Connection, lost: _Lost) -> None:
         """A request found the connection gone: forget it, so the next one re-opens."""
+        if self._closed:  # close() ends the connection; its calls answer without waiting
+            return
         if connection.is_stdio:
             if connection.transport is not None and not connection.transport.is_alive:  # type: ignore[union-attr]
                 self._drop(connection, lost.problem)
@@ -1454,6 +1457,10 @@ class McpClient:
                 try:
                     event = self._next_event(connection, waiter, token, self._idle_s)
                 except _Cancelled:
+                    if self._closed and not token.is_cancellation_requested:
+                        # close() aborted the request (HTTP), not the caller.
+                        self._finish(connection, waiter)
+                        return self._lost_result(name, _Lost("the client was closed"))
                     self._abandon(connection, waiter, "cancelled by the caller")
                     return _CANCELLED
                 except _Idle:
@@ -1524,6 +1531,8 @@ class McpClient:
         if lost.auth:
             return ToolResult(f"{name}: MCP server {self.name}: {lost.problem}", True)
         ran = " (the call may or may not have run)" if lost.sent else ""
+        if self._closed:  # close() ended it: no later call reconnects
+            return ToolResult(f"{name}: the client of MCP server {self.name} was closed{ran}", True)
         return ToolResult(
             f"{name}: the connection to MCP server {self.name} failed: {lost.problem}{ran}; the "
             "next call reconnects",
