@@ -130,6 +130,18 @@ _KNOWN_METHODS = frozenset(
 _CALL_METHODS = frozenset({"resources/read", "prompts/get", "completion/complete"})
 # Methods the modern revision removed (notifications travel on subscriptions/listen).
 _LEGACY_ONLY = frozenset({"resources/subscribe", "resources/unsubscribe", "logging/setLevel"})
+# The capability each feature's methods need: a server that does not declare it (see
+# _capabilities) does not have the method either, so the two never disagree.
+_FEATURE_OF = {
+    "resources/list": "resources",
+    "resources/templates/list": "resources",
+    "resources/read": "resources",
+    "resources/subscribe": "resources",
+    "resources/unsubscribe": "resources",
+    "prompts/list": "prompts",
+    "prompts/get": "prompts",
+    "completion/complete": "completions",
+}
 
 _CURSOR_PREFIX = "tnx1:"
 _ASKING = frozenset({"elicitation", "sampling", "roots", "extensions"})
@@ -1042,6 +1054,13 @@ class ServerSession:
             )
         else:
             client = self._legacy
+        feature = _FEATURE_OF.get(method)
+        if feature is not None and feature not in _capabilities(self._toolkit, client.modern):
+            raise _Reject(
+                METHOD_NOT_FOUND,
+                f"method not found: {method!r}; this server offers no {feature} (its "
+                "capabilities do not declare them)",
+            )
         if method == "tools/call":
             return self._call_tool(request_id, params, meta or {}, client)
         if method in _CALL_METHODS:
