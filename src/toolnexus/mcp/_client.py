@@ -211,14 +211,14 @@ class _Waiter:
 class _Parked:
     """A legacy ``tools/call`` waiting on the answer to the server's question."""
 
-    __slots__ = ("connection", "expiry", "mode", "schema", "server_request", "tool", "waiter")
+    __slots__ = ("connection", "expiry", "schema", "server_request", "shape", "tool", "waiter")
 
     def __init__(
         self,
         connection: _Connection,
         waiter: _Waiter,
         server_request: str | int,
-        mode: str,
+        shape: str,
         schema: Mapping[str, Any] | None,
         tool: str,
         expiry: CancellationTokenSource,
@@ -226,7 +226,7 @@ class _Parked:
         self.connection = connection
         self.waiter = waiter
         self.server_request = server_request
-        self.mode = mode
+        self.shape = shape  # how the question was asked (its ElicitationShape)
         self.schema = schema
         self.tool = tool
         self.expiry = expiry
@@ -1564,12 +1564,12 @@ class McpClient:
         """A legacy server asks: park the call, hand back the question."""
         from datetime import datetime, timedelta, timezone
 
-        from ._suspension import request_from_elicitation
+        from ._suspension import elicitation_mode, request_from_elicitation
 
         request_id = "mcp-" + os.urandom(16).hex()
         expires = datetime.now(timezone.utc) + timedelta(seconds=self._question_s)
         try:
-            request, mode = request_from_elicitation(
+            request, shape = request_from_elicitation(
                 event.params,
                 request_id=request_id,
                 expires_at=expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -1580,14 +1580,14 @@ class McpClient:
                 reply = connection.session.respond_error(event.id, -32602, f"invalid params: {exc}")
             self._reply(connection, reply)
             return None
-        if mode not in connection.session.elicitation_modes():
+        if elicitation_mode(shape) not in connection.session.elicitation_modes():
             with self._lock:
                 reply = connection.session.respond(event.id, {"action": "decline"})
             self._reply(connection, reply)
             return None
         expiry = CancellationTokenSource()
         schema = request.data.get("schema") if request.data is not None else None
-        parked = _Parked(connection, waiter, event.id, mode, schema, name, expiry)
+        parked = _Parked(connection, waiter, event.id, shape, schema, name, expiry)
         with self._lock:
             self._parked[request_id] = parked
         expiry.token.register(lambda: self._expire(request_id))
@@ -1659,7 +1659,7 @@ class McpClient:
             )
         with self._lock:
             reply = connection.session.respond(
-                parked.server_request, elicit_result(answer, parked.mode, parked.schema)
+                parked.server_request, elicit_result(answer, parked.shape, parked.schema)
             )
         self._reply(connection, reply)
         result = self._drive(connection, parked.waiter, name, token, progress)
@@ -1686,13 +1686,13 @@ class McpClient:
             params = entry.get("params")
             state: dict[str, Any] = {"t": name, "k": key, "n": os.urandom(8).hex()}
             try:
-                request, mode = request_from_elicitation(params, request_id="pnd-0")
+                request, shape = request_from_elicitation(params, request_id="pnd-0")
             except ValueError as exc:
                 return ToolResult(
                     f"{name}: MCP server {self.name} asked a malformed question: {exc}", True
                 )
-            state["m"] = mode
-            if mode == "form" and request.data is not None:
+            state["m"] = shape
+            if shape == "schema" and request.data is not None:
                 defaults = _defaults(request.data.get("schema"))
                 if defaults:
                     state["d"] = defaults
