@@ -194,6 +194,49 @@ def test_a_question_comes_back_pending_and_a_resume_continues_the_remote_call(
     assert done.output == "hello Ada polite=True"
 
 
+class DownStore:
+    """An answer store that is down while ``down`` is set."""
+
+    def __init__(self) -> None:
+        from toolnexus.stores import MemoryAnswerStore
+
+        self.down = False
+        self.used = MemoryAnswerStore()
+
+    def consume(self, key: str, expires_at: float) -> bool:
+        if self.down:
+            from toolnexus import StoreUnavailableError
+
+            raise StoreUnavailableError("redis://cache:6379/0", "connection refused")
+        return self.used.consume(key, expires_at)
+
+
+def test_an_answer_the_server_refused_unused_may_be_sent_again() -> None:
+    # The server's store is down: it refuses the resume and uses nothing up; the client's
+    # host must not keep the answer as used either, or the resend is refused locally.
+    from toolnexus.stores import MemoryAnswerStore
+
+    store = DownStore()
+    options = ServerOptions(secret=SECRET, answer_store=store)
+    with HttpServer(mcp_client_tools.toolkit, options, port=0) as server:
+        server.start()
+        client = McpClient(url=server.url, name="srv", protocol_version=MODERN)
+        kit = Toolkit(client.tools())
+        with client, Host(kit, secret=SECRET, answer_store=MemoryAnswerStore()) as host:
+            first = host.call("srv_ask", {})
+            request = ToolResult.pending_of(first)
+            assert request is not None
+            answer = Answer.accept(request, {"name": "Ada"})
+            store.down = True
+            refused = host.resume("srv_ask", {}, first, answer)
+            assert refused.is_error and "send it again once the store is back" in refused.output
+            store.down = False
+            done = host.resume("srv_ask", {}, first, answer)
+            replay = host.resume("srv_ask", {}, first, answer)
+    assert done.output == "hello Ada polite=True"
+    assert "already answered" in replay.output
+
+
 def test_a_question_is_answered_inline_by_wait_for(toolkit: Toolkit) -> None:
     asked: list[Request] = []
 

@@ -37,6 +37,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._binding import ANSWER_UNUSED
 from .._cancellation import CancellationToken, CancellationTokenSource
 from .._log import LazyLogger
 from .._result import ToolResult
@@ -56,7 +57,7 @@ from ._client_session import (
     header_params,
 )
 from ._content import result_from_mcp
-from ._protocol import describe
+from ._protocol import META_ANSWER_UNUSED, describe
 
 if TYPE_CHECKING:
     from .._context import ProgressReporter, ToolContext
@@ -1385,7 +1386,7 @@ class McpClient:
             try:
                 connection = self._open()
             except McpError as exc:
-                return ToolResult(f"{name}: {exc}", True)
+                return _unsent(ToolResult(f"{name}: {exc}", True), retry)
             params: dict[str, Any] = {"name": name, "arguments": arguments}
             if retry is not None:
                 params.update(retry)
@@ -1421,8 +1422,9 @@ class McpClient:
                 self._lose(connection, lost)
                 if attempt == 0 and (lost.session_lost or not lost.sent) and not lost.auth:
                     continue
-                return self._lost_result(name, lost)
-            result = self._drive(connection, waiter, name, token, progress)
+                refused = self._lost_result(name, lost)
+                return refused if lost.sent else _unsent(refused, retry)
+            result = self._drive(connection, waiter, name, token, progress, retry is not None)
             if result is _RETRY:
                 continue
             assert isinstance(result, ToolResult)
@@ -1436,8 +1438,11 @@ class McpClient:
         name: str,
         token: CancellationToken,
         progress: ProgressReporter | None,
+        answering: bool = False,
     ) -> ToolResult | object:
-        """Read the call's events until its result; park it on a legacy question."""
+        """Read the call's events until its result; park it on a legacy question.
+        ``answering``: the request carries answers (a modern retry): a result that did not
+        use them says so (see :func:`_unsent`)."""
         registration = None
         if token is not _NEVER and token.can_be_cancelled:
             wake: Callable[[], object] = waiter.wake
@@ -1476,16 +1481,26 @@ class McpClient:
                     self._lose(connection, lost)
                     if lost.session_lost and not lost.sent:
                         return _RETRY
-                    return self._lost_result(name, lost)
+                    result = self._lost_result(name, lost)
+                    return _unsent(result, answering) if not lost.sent else result
                 if isinstance(event, Response):
                     self._finish(connection, waiter)
-                    return self._result(name, event.result)
+                    result = self._result(name, event.result)
+                    meta = event.result.get("_meta")
+                    if isinstance(meta, Mapping) and meta.get(META_ANSWER_UNUSED) is True:
+                        return _unsent(result, answering)
+                    return result
                 if isinstance(event, Failure):
                     self._finish(connection, waiter)
                     code = f" ({event.code})" if event.code is not None else ""
-                    return ToolResult(
-                        f"{name}: MCP server {self.name} refused the call: {event.message}{code}",
-                        True,
+                    # An error response: the server did not take the request, nor its answers.
+                    return _unsent(
+                        ToolResult(
+                            f"{name}: MCP server {self.name} refused the call: "
+                            f"{event.message}{code}",
+                            True,
+                        ),
+                        answering,
                     )
                 if isinstance(event, Notification):
                     if progress is not None:
@@ -1792,6 +1807,17 @@ class _RemoteTool:
 
     def __repr__(self) -> str:
         return f"<remote tool {self.remote!r} on MCP server {self.client.name!r}>"
+
+
+def _unsent(result: ToolResult, answering: object) -> ToolResult:
+    """``result``, saying (when ``answering``: the request carried an answer) that the
+    answer was not used — the server never got it, refused the request, or said so — so
+    the host that checked it lets the same answer come again."""
+    if not answering:
+        return result
+    return ToolResult(
+        result.output, result.is_error, {**result.metadata, "answer": ANSWER_UNUSED}, result.parts
+    )
 
 
 def _auth_problem(lost: _Lost) -> str:

@@ -48,6 +48,7 @@ from ._content import content_blocks, downgrade
 from ._options import ServerOptions, resolve
 from ._protocol import (
     LEGACY_PROTOCOL_VERSIONS,
+    META_ANSWER_UNUSED,
     META_CLIENT_CAPABILITIES,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
@@ -1921,7 +1922,11 @@ class ServerSession:
                 from .._binding import store_failed
 
                 refusal = store_failed(exc, f"the requestState for {request.prompt!r}")
-                return self._fail(call, refusal.result.output)
+                if call.method != "tools/call":  # an error response: nothing was used
+                    return self._fail(call, refusal.result.output)
+                refused = self._error_result(call.client, refusal.result.output)
+                refused["_meta"] = {META_ANSWER_UNUSED: True}  # the client may send it again
+                return self._finish(call, refused)
             if first:
                 call.state_exp = exp
                 return None
@@ -2045,7 +2050,7 @@ class ServerSession:
     def _reply(self, request_id: str | int, client: _Client, result: dict[str, Any]) -> Send:
         if client.modern:
             result.setdefault("resultType", "complete")
-            result["_meta"] = {META_SERVER_INFO: self._server_info}
+            result["_meta"] = {**result.get("_meta", {}), META_SERVER_INFO: self._server_info}
         return Send({"jsonrpc": "2.0", "id": request_id, "result": result})
 
     @staticmethod
