@@ -693,7 +693,31 @@ class Call(metaclass=_NoPublicConstructor):
             if closed or self._state != QUEUED:
                 tool = None  # (a closed host's cancel takes this lock: below)
             else:
-                budget = self._budget
+                tool, args, budget = self._tool, self._args, self._budget
+                assert args is not None and tool is not None
+                # A token and a context only for a tool that can see them (an async tool
+                # run off its caller's loop is stopped through the token), or for a call
+                # that can be stopped (a deadline, a caller's token): the check of its
+                # arguments hears that token, whatever the tool takes. They cost as much
+                # as the rest of the set-up. Made before the deadline is armed: the
+                # context's deadline is then never later than the call's, so a tool that
+                # sees its token cancelled by the deadline finds ctx.deadline passed.
+                stoppable = budget is not None or self._registration is not None
+                if tool.takes_context or stoppable or (tool.is_async and self._runner != ON_LOOP):
+                    scope = self._scope = CancellationTokenSource()
+                    self._ctx = (
+                        ToolContext(
+                            budget,
+                            scope.token,
+                            None if self._rounds is None else self._rounds.answer,
+                            self._progress,
+                            principal=self._principal(),
+                        )
+                        if tool.takes_context or stoppable
+                        else None
+                    )
+                else:
+                    self._scope = self._ctx = None
                 if budget is not None:
                     self._deadline = time.monotonic() + budget / 1000
                     try:
@@ -710,31 +734,6 @@ class Call(metaclass=_NoPublicConstructor):
                             ),
                             "error",
                         )
-                tool, args = self._tool, self._args
-                assert args is not None and tool is not None
-                # A token and a context only for a tool that can see them (an async tool
-                # run off its caller's loop is stopped through the token), or for a call
-                # that can be stopped (a deadline, a caller's token): the check of its
-                # arguments hears that token, whatever the tool takes. They cost as much
-                # as the rest of the set-up.
-                stoppable = budget is not None or self._registration is not None
-                if failed is not None:
-                    pass
-                elif tool.takes_context or stoppable or (tool.is_async and self._runner != ON_LOOP):
-                    scope = self._scope = CancellationTokenSource()
-                    self._ctx = (
-                        ToolContext(
-                            budget,
-                            scope.token,
-                            None if self._rounds is None else self._rounds.answer,
-                            self._progress,
-                            principal=self._principal(),
-                        )
-                        if tool.takes_context or stoppable
-                        else None
-                    )
-                else:
-                    self._scope = self._ctx = None
                 runner = self._runner
                 if failed is None and runner == INLINE:  # QUEUED -> RUNNING here, at once
                     self._state = RUNNING

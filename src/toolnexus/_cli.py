@@ -2446,6 +2446,8 @@ def _configure_logging_now(level: str | None) -> None:
     # stderr, never stdout: under `serve`, stdout is the protocol channel.
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    # A failed MCP server is named once, by _remote_toolkit: not again in the log.
+    handler.addFilter(lambda record: not hasattr(record, "mcp_server_status"))
     handler._toolnexus_cli = True  # type: ignore[attr-defined]
     logger.setLevel(level.upper())
     logger.addHandler(handler)

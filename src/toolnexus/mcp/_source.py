@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import os
 import re
 import threading
@@ -20,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._log import LazyLogger
 from ..errors import InvalidTypeError, InvalidValueError, McpError
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["McpServerStatus", "McpSource", "load_mcp_json"]
 
-_log = logging.getLogger("toolnexus.mcp.client")
+_log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 
 _DEFAULT_TIMEOUT_MS = 30_000
 _VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -342,7 +342,14 @@ class McpSource:
         except (McpError, ValueError, TypeError) as exc:
             reason = exc.problem if isinstance(exc, McpError) else str(exc)
             server.status = McpServerStatus(server.name, "failed", reason)
-            _log.warning("MCP server %s failed: %s", server.name, reason)
+            # The record carries the status: a program that shows it itself (the command
+            # line does) can leave this record out of its log.
+            _log.warning(
+                "MCP server %s failed: %s",
+                server.name,
+                reason,
+                extra={"mcp_server_status": server.status},
+            )
             if server.client is not None:
                 server.client.close()
                 server.client = None
