@@ -596,15 +596,13 @@ def _check_name(toolkit: Toolkit, name: str) -> None:
 
 
 def _check_args(toolkit: Toolkit, name: str, args: Mapping[str, Any], ref: str) -> None:
-    """Refuse invalid arguments before running anything: the caller's mistake, exit 2."""
-    from .validation import validate
+    """Refuse invalid arguments before running anything: the caller's mistake, exit 2.
 
-    problems = validate(toolkit.get(name).input_schema, args)
-    if problems:
-        raise _CliError(
-            f"invalid arguments for {name!r}: {'; '.join(problems)} "
-            f"(see: toolnexus schema {ref} {name})"
-        )
+    The tool's own admission check, the one ``Host.call`` runs: every problem at once (the
+    schema's, and values that do not convert, a date-time say), worded as a model reads it."""
+    refusal = toolkit.get(name)._admit(args)[1]
+    if refusal is not None:
+        raise _CliError(f"{refusal.output} (see: toolnexus schema {ref} {name})")
 
 
 # --------------------------------------------------------------------------- the terminal
