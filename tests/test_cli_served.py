@@ -140,3 +140,37 @@ def test_the_mcp_client_lists_reads_and_gets() -> None:
             }
             with pytest.raises(McpError, match="Resource not found"):
                 client.read_resource("notes://gone")
+
+
+def test_every_command_takes_the_server_url_read_and_get_take(url: str) -> None:
+    listed = run("list", url)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines() == [
+        "capital  Asks the client's model for a capital.",
+        "slow     Works `seconds`, then answers (a task, for a client that takes tasks).",
+        "",
+        "resources:",
+        "  notes://readme  The readme.",
+        "  notes://logo    A tiny logo.",
+        "",
+        "resource templates:",
+        "  notes://items/{item_id}  One item, by number.",
+        "",
+        "prompts:",
+        "  review  Ask for a code review.",
+    ]
+    called = run("call", url, "slow", "seconds=0")
+    assert (called.returncode, called.stdout) == (0, "slept 0\n"), called.stderr
+    refused = run("call", url, "slow", "seconds=soon")
+    assert refused.returncode == 2
+    assert "seconds: expected number" in refused.stderr
+    schema = run("schema", url, "slow", "--format", "mcp")
+    assert json.loads(schema.stdout)[0]["name"] == "slow"
+
+
+def test_a_server_url_that_cannot_be_reached_is_one_line_and_a_usage_error() -> None:
+    done = run("list", "http://127.0.0.1:9/mcp")
+    assert done.returncode == 2
+    assert done.stderr.startswith("toolnexus list: error: MCP server ")
+    assert "cannot reach http://127.0.0.1:9/mcp" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ._result import ToolResult
     from ._suspension import Answer, Request
     from ._toolkit import Toolkit
+    from .mcp import McpClient
     from .stores import AnswerStore
 
 __all__ = [
@@ -144,6 +145,8 @@ def load_toolkit(ref: str, *, sign_in: bool = True) -> Toolkit:
         raise RefError(str(ref), "empty REF; expected module:attr or path/to/file.py:attr")
     if ref.endswith(".json"):
         return _remote_toolkit(ref, sign_in)
+    if _is_server_url(ref):
+        return _server_toolkit(ref)
     target, attr = _split_ref(ref)
     module = _import_target(ref, target)
     if attr is None:
@@ -217,6 +220,32 @@ def _remote_toolkit(ref: str, sign_in: bool = True) -> Toolkit:
     if not len(source.toolkit):
         raise RefError(ref, f"{ref!r}: no MCP server in it offers a tool (see above)")
     return source.toolkit
+
+
+def _is_server_url(ref: str) -> bool:
+    """Whether REF is the URL of a Streamable HTTP MCP server (every command takes one)."""
+    return ref.startswith(("http://", "https://"))
+
+
+def _server(url: str) -> McpClient:
+    """The client every command reaches a server URL with: ``list``, ``schema``, ``call``,
+    ``read`` and ``get`` resolve such a REF here, and only here."""
+    from .mcp import McpClient
+
+    return McpClient(url=url)
+
+
+def _server_toolkit(url: str) -> Toolkit:
+    """The tools of the MCP server at ``url``, under the server's own names; the client
+    stays open for the calls (the process ends it)."""
+    from ._toolkit import Toolkit
+
+    client = _server(url)
+    try:
+        return Toolkit(client.tools(prefix=""))
+    except McpError as exc:
+        client.close()
+        raise RefError(url, str(exc)) from None
 
 
 TOKENS_FILE = "mcp-tokens.json"
@@ -1026,13 +1055,15 @@ def _cmd_list(options: argparse.Namespace) -> int:
     width = max((len(t.name) for t in tools), default=0)
     for item in tools:
         _write_out(f"{item.name.ljust(width)}  {_first_line(item.description)}".rstrip())
-    resources = toolkit.resources()
-    prompts = toolkit.prompts()
-    sections = [
-        ("resources", [(r.uri, r.description) for r in resources if not r.is_template]),
-        ("resource templates", [(r.uri, r.description) for r in resources if r.is_template]),
-        ("prompts", [(p.name, p.description) for p in prompts]),
-    ]
+    if _is_server_url(options.ref):
+        sections = _from_server(options.ref, _server_sections)
+    else:
+        resources = toolkit.resources()
+        sections = [
+            ("resources", [(r.uri, r.description) for r in resources if not r.is_template]),
+            ("resource templates", [(r.uri, r.description) for r in resources if r.is_template]),
+            ("prompts", [(p.name, p.description) for p in toolkit.prompts()]),
+        ]
     for title, rows in sections:
         if not rows:
             continue
@@ -1043,16 +1074,31 @@ def _cmd_list(options: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _server_sections(client: McpClient) -> list[tuple[str, list[tuple[str, str | None]]]]:
+    """A server's resources, resource templates and prompts, as ``list`` shows them; a
+    list the server does not offer (it refuses the method) is empty."""
+    lists: list[tuple[str, Callable[[], list[dict[str, Any]]], str]] = [
+        ("resources", client.list_resources, "uri"),
+        ("resource templates", client.list_resource_templates, "uriTemplate"),
+        ("prompts", client.list_prompts, "name"),
+    ]
+    sections = []
+    for title, ask, key in lists:
+        try:
+            entries = ask()
+        except McpError:
+            entries = []
+        rows = [(str(entry.get(key)), entry.get("description")) for entry in entries]
+        sections.append((title, rows))
+    return sections
+
+
 def _first_line(text: str | None) -> str:
     stripped = (text or "").strip()
     return stripped.splitlines()[0] if stripped else ""
 
 
 # --------------------------------------------------------------------------- read, get
-
-
-def _is_server_url(ref: str) -> bool:
-    return ref.startswith(("http://", "https://"))
 
 
 def _cmd_read(options: argparse.Namespace) -> int:
@@ -1124,10 +1170,8 @@ def _failed(options: argparse.Namespace, result: ToolResult) -> int:
 
 def _from_server(url: str, ask: Callable[[Any], Any]) -> Any:
     """Ask the MCP server at ``url`` (over Streamable HTTP, with this module's client)."""
-    from .mcp import McpClient
-
     try:
-        with McpClient(url=url) as client:
+        with _server(url) as client:
             return ask(client)
     except McpError as exc:
         raise _CliError(str(exc)) from None
