@@ -29,6 +29,7 @@ def test_list_shows_the_tools_then_resources_templates_and_prompts() -> None:
     assert done.stdout.splitlines() == [
         "capital  Asks the client's model for a capital.",
         "slow     Works `seconds`, then answers (a task, for a client that takes tasks).",
+        "verses   Three lines, one text block each.",
         "",
         "resources:",
         "  notes://readme  The readme.",
@@ -148,6 +149,7 @@ def test_every_command_takes_the_server_url_read_and_get_take(url: str) -> None:
     assert listed.stdout.splitlines() == [
         "capital  Asks the client's model for a capital.",
         "slow     Works `seconds`, then answers (a task, for a client that takes tasks).",
+        "verses   Three lines, one text block each.",
         "",
         "resources:",
         "  notes://readme  The readme.",
@@ -174,3 +176,10 @@ def test_a_server_url_that_cannot_be_reached_is_one_line_and_a_usage_error() -> 
     assert done.stderr.startswith("toolnexus list: error: MCP server ")
     assert "cannot reach http://127.0.0.1:9/mcp" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_call_prints_every_text_block_of_a_server_result(url: str) -> None:
+    # An MCP result of three text blocks reaches the client as output + two text parts.
+    done = run("call", url, "verses")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "one\ntwo\nthree\n"

@@ -1035,10 +1035,15 @@ def _outcome_of(result: ToolResult) -> str:
 
 
 def _print_result(result: ToolResult, *, as_json: bool) -> None:
+    """The result's text on stdout, then every text part's (an MCP result's later text
+    blocks), each on its own line; ``as_json``: the whole result as wire JSON."""
     if as_json:
         _write_out(result.to_json())
-    elif result.output:
-        _write_out(result.output)
+        return
+    texts = [result.output, *(part.text for part in result.parts if part.type == "text")]
+    for text in texts:
+        if text:
+            _write_out(text)
 
 
 def _write_out(text: str) -> None:
