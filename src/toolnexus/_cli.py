@@ -780,9 +780,12 @@ def _ask_fields(term: _Terminal, schema: Mapping[str, Any]) -> dict[str, Any] | 
 
 def _field_label(key: str, prop: Mapping[str, Any], required: bool) -> str:
     parts = [_type_words(prop)]
-    enum = prop.get("enum")
-    if isinstance(enum, list) and enum:
-        parts.append("one of: " + ", ".join(_show(choice) for choice in enum))
+    choices = _choices(prop)
+    if choices:
+        parts.append(
+            "one of: "
+            + ", ".join(_show(value) + (f" ({title})" if title else "") for value, title in choices)
+        )
     if not required and "default" not in prop:
         parts.append("optional")
     about = prop.get("title") or prop.get("description")
@@ -809,20 +812,46 @@ def _type_words(prop: Mapping[str, Any]) -> str:
     return words
 
 
+def _choices(prop: Mapping[str, Any]) -> list[tuple[Any, str | None]]:
+    """The values a field takes, each with its title when the schema gives one: an
+    ``enum``, or a ``oneOf``/``anyOf`` of ``const`` (+ ``title``) — MCP's titled choices,
+    which a legacy ``enumNames`` list also becomes on arrival."""
+    enum = prop.get("enum")
+    if isinstance(enum, list):
+        return [(value, None) for value in enum]
+    for keyword in ("oneOf", "anyOf"):
+        options = prop.get(keyword)
+        if isinstance(options, list) and options:
+            if all(isinstance(option, Mapping) and "const" in option for option in options):
+                return [
+                    (
+                        option["const"],
+                        title if isinstance(title := option.get("title"), str) else None,
+                    )
+                    for option in options
+                ]
+    return []
+
+
 def _show(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
 def _field_value(text: str, prop: Mapping[str, Any]) -> Any:
     """Turn one typed line into the value a field expects (validation judges it after)."""
-    enum = prop.get("enum")
-    if isinstance(enum, list):
-        for choice in enum:
-            if text == _show(choice):
-                return choice
-        folded = [c for c in enum if isinstance(c, str) and c.lower() == text.strip().lower()]
-        if len(folded) == 1:
-            return folded[0]
+    choices = _choices(prop)
+    for value, _ in choices:
+        if text == _show(value):
+            return value
+    # A value or a title, in any case: "production" picks the choice titled "Production".
+    word = text.strip().lower()
+    folded = [
+        value
+        for value, title in choices
+        if (isinstance(value, str) and value.lower() == word) or (title or "").lower() == word
+    ]
+    if len(folded) == 1:
+        return folded[0]
     kind = prop.get("type")
     if kind == "string":
         return text
