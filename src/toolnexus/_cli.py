@@ -821,16 +821,16 @@ def _choices(prop: Mapping[str, Any]) -> list[tuple[Any, str | None]]:
         return [(value, None) for value in enum]
     for keyword in ("oneOf", "anyOf"):
         options = prop.get(keyword)
-        if isinstance(options, list) and options:
-            if all(isinstance(option, Mapping) and "const" in option for option in options):
-                return [
-                    (
-                        option["const"],
-                        title if isinstance(title := option.get("title"), str) else None,
-                    )
-                    for option in options
-                ]
+        if not isinstance(options, list) or not options:
+            continue
+        if all(isinstance(option, Mapping) and "const" in option for option in options):
+            return [(option["const"], _title(option)) for option in options]
     return []
+
+
+def _title(option: Mapping[str, Any]) -> str | None:
+    title = option.get("title")
+    return title if isinstance(title, str) else None
 
 
 def _show(value: Any) -> str:
