@@ -66,7 +66,7 @@ def test_read_prints_a_text_resource_and_saves_a_binary_one(tmp_path: Path) -> N
     ("args", "code", "words"),
     [
         (("notes://nothing",), 2, "serves 'notes://nothing'"),
-        (("notes://items/x",), 1, "item_id: expected integer"),
+        (("notes://items/x",), 2, "item_id: expected integer"),
     ],
 )
 def test_a_uri_no_resource_serves_or_one_that_fails_is_said(
@@ -183,3 +183,39 @@ def test_call_prints_every_text_block_of_a_server_result(url: str) -> None:
     done = run("call", url, "verses")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "one\ntwo\nthree\n"
+
+
+FAILING = "tests/failing_served_tools.py:toolkit"
+
+
+@pytest.fixture(scope="module")
+def failing_url() -> Iterator[str]:
+    from failing_served_tools import toolkit as failing
+
+    with HttpServer(failing, port=0) as server:
+        server.start()
+        yield server.url
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        # the caller's mistake: a template variable that is not a number, an unknown URI,
+        # an unknown prompt, a missing argument — a usage error, exit 2
+        (("read", "boom://items/x"), 2),
+        (("read", "boom://nothing"), 2),
+        (("get", "nothing"), 2),
+        (("get", "broken"), 2),
+        # the resource's or the prompt's own failure — exit 1, as a tool's error is
+        (("read", "boom://now"), 1),
+        (("get", "broken", "topic=cats"), 1),
+        (("read", "boom://items/7"), 0),
+    ],
+)
+def test_read_and_get_exit_alike_for_the_same_kind_of_mistake_here_and_at_a_url(
+    failing_url: str, args: tuple[str, ...], code: int
+) -> None:
+    command, *rest = args
+    here = run(command, FAILING, *rest)
+    there = run(command, failing_url, *rest)
+    assert (here.returncode, there.returncode) == (code, code), here.stderr + there.stderr

@@ -67,9 +67,11 @@ _OUTCOME_CODES = {
 _EXIT_CODES_HELP = """\
 exit codes:
   0    ok
-  1    the tool returned an error (a declined question too)
-  2    usage error: bad REF, unknown tool, bad JSON, invalid arguments,
-       an --answer whose data fails the request's schema
+  1    the tool returned an error (a declined question too); a resource
+       or prompt failed
+  2    usage error: bad REF, unknown tool, resource or prompt, bad JSON,
+       invalid arguments (a URI's too), an --answer whose data fails the
+       request's schema
   3    pending: --no-input and the tool asked a question (printed as JSON)
   124  timed out (--timeout)
   130  cancelled (Ctrl-C; a second Ctrl-C exits at once)"""
@@ -536,7 +538,13 @@ class _CliError(Exception):
     Internal control flow, caught in :func:`main` only. It is not the public
     :class:`~toolnexus.errors.UsageError` (calling code that is wrong), so a Python caller
     of ``main()`` never has to tell the two apart: it only ever sees an exit code.
+    ``code`` is that exit code: :data:`EXIT_USAGE` unless the line reports a failure
+    (a server's resource or prompt that failed, :data:`EXIT_TOOL_ERROR`).
     """
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _read_json_option(option: str, text: str) -> Any:
@@ -1140,11 +1148,17 @@ def _cmd_read(options: argparse.Namespace) -> int:
         contents = _from_server(options.ref, lambda client: client.read_resource(options.uri))
         return _show_contents(options, contents)
     toolkit = load_toolkit(options.ref)
-    if toolkit.find_resource(options.uri) is None:
+    found = toolkit.find_resource(options.uri)
+    if found is None:
         known = ", ".join(r.uri for r in toolkit.resources()) or "none"
         raise _CliError(
             f"no resource of {options.ref!r} serves {options.uri!r} (resources: {known})"
         )
+    # A template variable that does not read as its type is the caller's mistake, as a
+    # prompt's or a tool's argument is: exit 2, before anything runs.
+    problem = found[0].problem(options.uri)
+    if problem is not None:
+        raise _CliError(f"{options.uri!r} does not fit {found[0].uri!r}: {problem}")
     result = _run_served(options, toolkit, "resources/read", {"uri": options.uri})
     if result.is_error:
         return _failed(options, result)
@@ -1208,7 +1222,16 @@ def _from_server(url: str, ask: Callable[[Any], Any]) -> Any:
         with _server(url) as client:
             return ask(client)
     except McpError as exc:
-        raise _CliError(str(exc)) from None
+        # The server's own failure (JSON-RPC internal error: the resource or prompt raised)
+        # is exit 1, as when it runs here; a request it refuses (an unknown URI or prompt,
+        # a wrong argument: -32602) or a server that cannot be reached is exit 2.
+        failed = str(exc).endswith(f"({_INTERNAL_ERROR})")
+        raise _CliError(str(exc), EXIT_TOOL_ERROR if failed else EXIT_USAGE) from None
+
+
+_INTERNAL_ERROR = -32603
+"""JSON-RPC's code for a server that failed doing what it was asked; the client's
+McpError ends its message with the code."""
 
 
 def _show_contents(options: argparse.Namespace, contents: list[dict[str, Any]]) -> int:
@@ -2488,7 +2511,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 type(exc.__cause__), exc.__cause__, exc.__cause__.__traceback__
             )
         sys.stderr.write(_localize(f"toolnexus {options.command}: error: {exc}\n"))
-        code = EXIT_USAGE
+        code = exc.code if isinstance(exc, _CliError) else EXIT_USAGE
     if owns_sigint:
         if argv is not None and previous is not None:
             # Called from Python with its own argv: the process goes on, with its own Ctrl-C.
