@@ -893,8 +893,10 @@ class Call(metaclass=_NoPublicConstructor):
             state = self._state
             if state == QUEUED:
                 self._reason = "deadline"
+                pool = self._rt.pool
+                waited = _NEVER_STARTED if pool.busy >= pool.limit else _NO_WORKER_YET
                 effects = self._done_locked(
-                    _timeout_result(self._budget, _NEVER_STARTED, self._name), "timeout"
+                    _timeout_result(self._budget, waited, self._name), "timeout"
                 )
             elif state == RUNNING:
                 self._reason = "deadline"
@@ -1382,7 +1384,8 @@ async def _on_loop(call: Call, awaitable: Awaitable[Any]) -> None:
 
 
 _ABANDONED = object()  # the tool was still running when the grace ended
-_NEVER_STARTED = object()  # still queued for a worker at its deadline
+_NEVER_STARTED = object()  # still queued for a worker at its deadline, every worker busy
+_NO_WORKER_YET = object()  # still queued at its deadline, before a worker could take it
 
 
 def _cancel_text(reason: Reason | None) -> str:
@@ -1401,6 +1404,10 @@ def _timeout_result(
         )
     if value is _NEVER_STARTED:
         return ToolResult.error(f"{head}; '{name}' never started: every worker was busy")
+    if value is _NO_WORKER_YET:
+        return ToolResult.error(
+            f"{head}; '{name}' never started: the deadline passed before a worker could take it"
+        )
     if isinstance(value, ToolResult) and value.output:
         return ToolResult.error(f"{head}: {value.output}")
     return ToolResult.error(head)
