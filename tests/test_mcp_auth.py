@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from cli_helpers import ROOT, child_env
+from cli_helpers import ROOT, child_env, run
 from toolnexus import Principal, Toolkit, tool
 from toolnexus._context import ToolContext
 from toolnexus.mcp import HttpServer, ProtectedResource, ServerOptions, asgi_app
@@ -168,6 +168,27 @@ def modern(
     server: HttpServer, method: str, params: dict[str, Any], token: str | None
 ) -> tuple[int, dict[str, str], bytes]:
     headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+    if "name" in params:
+        headers["Mcp-Name"] = params["name"]
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": MODERN}}
+    return send(server, "POST", "/mcp", message, headers)
+
+
+def send_at(
+    server: HttpServer, host: str, method: str, path: str, body: Any = None
+) -> tuple[int, dict[str, str], bytes]:
+    """:func:`send` with the ``Host`` header ``host`` (what a DNS-rebinding page, or an
+    attacker, sends)."""
+    return send(server, method, path, body, {"Host": host})
+
+
+def modern_at(
+    server: HttpServer, host: str, method: str, params: dict[str, Any], token: str | None
+) -> tuple[int, dict[str, str], bytes]:
+    """:func:`modern` with the ``Host`` header ``host``."""
+    headers = {"Host": host, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
     if "name" in params:
         headers["Mcp-Name"] = params["name"]
     if token is not None:
@@ -476,8 +497,8 @@ async def asgi(
 def test_the_asgi_app_serves_the_metadata_refuses_and_passes_the_principal(
     tokens: Tokens,
 ) -> None:
-    app = asgi_app(TOOLKIT, protected(tokens))
     resource = "http://localhost:8000/mcp"
+    app = asgi_app(TOOLKIT, protected(tokens, resource=resource))
 
     async def main() -> None:
         status, _, body = await asgi(app, "GET", "/.well-known/oauth-protected-resource/mcp")
@@ -556,8 +577,130 @@ def test_no_token_reaches_the_log_through_a_whole_exchange(
 
 
 def test_a_network_address_may_listen_with_oauth(tokens: Tokens) -> None:
-    with HttpServer(TOOLKIT, protected(tokens), host="0.0.0.0", port=0) as running:
+    options = protected(tokens, resource="https://mcp.example.com/mcp")
+    with HttpServer(TOOLKIT, options, host="0.0.0.0", port=0) as running:
         assert running.address[0] == "0.0.0.0"
+
+
+# --------------------------------------------------------------------------- the resource
+
+
+def test_a_token_for_another_local_server_is_refused_whatever_host_it_names(
+    tokens: Tokens,
+) -> None:
+    """Issue 36, item 3: the audience came from the request's Host, and the Host allow-list
+    compared names only — a token issued to another MCP server on this machine, sent with
+    that server's Host, was accepted."""
+    elsewhere = tokens.add("for-9999", "http://localhost:9999/mcp", scopes="mcp deploy:write")
+    call = {"name": "deploy", "arguments": {"env": "prod"}}
+    with HttpServer(TOOLKIT, protected(tokens), port=0) as running:
+        running.start()
+        status, _, _ = modern_at(running, "localhost:9999", "tools/call", call, elsewhere)
+        assert status == 421  # another port is another server
+    # Even where every Host is answered, the audience is this server's own URL.
+    with HttpServer(TOOLKIT, protected(tokens).replace(allowed_hosts=["*"]), port=0) as running:
+        running.start()
+        status, headers, body = modern_at(running, "localhost:9999", "tools/call", call, elsewhere)
+        assert status == 401 and b"issued for another resource" in body
+        challenge = parse_challenge(headers["www-authenticate"])
+        assert challenge is not None
+        assert challenge["resource_metadata"] == metadata_url(running.url)
+        status, _, body = send_at(
+            running, "localhost:9999", "GET", "/.well-known/oauth-protected-resource/mcp"
+        )
+        assert status == 200 and json.loads(body)["resource"] == running.url
+
+
+def test_the_resource_is_the_listening_address_and_localhost_at_its_port(tokens: Tokens) -> None:
+    with HttpServer(TOOLKIT, protected(tokens), port=0) as running:
+        running.start()
+        port = running.address[1]
+        by_name = f"http://localhost:{port}/mcp"
+        path = "/.well-known/oauth-protected-resource/mcp"
+        status, _, body = send_at(running, f"localhost:{port}", "GET", path)
+        assert status == 200 and json.loads(body)["resource"] == by_name
+        status, _, body = send_at(running, f"127.0.0.1:{port}", "GET", path)
+        assert status == 200 and json.loads(body)["resource"] == running.url
+        # A token for either of this server's own URLs is accepted, whichever it is asked by.
+        for token in (tokens.add("by-name", by_name), tokens.add("by-address", running.url)):
+            for host in (f"localhost:{port}", f"127.0.0.1:{port}"):
+                status, _, _ = modern_at(running, host, "tools/list", {}, token)
+                assert status == 200, (token, host)
+
+
+def test_the_host_allow_list_compares_the_port_too() -> None:
+    options = ServerOptions(allowed_hosts=["tools.example.com:8443", "any-port.example.com"])
+    with HttpServer(TOOLKIT, options, port=0) as running:
+        running.start()
+        port = running.address[1]
+        answers = {
+            host: modern_at(running, host, "tools/list", {}, None)[0]
+            for host in (
+                f"localhost:{port}",
+                f"127.0.0.1:{port}",
+                f"localhost:{port + 1}",
+                "localhost",
+                "tools.example.com:8443",
+                "tools.example.com:8444",
+                "tools.example.com",
+                "any-port.example.com:1234",
+            )
+        }
+    assert answers == {
+        f"localhost:{port}": 200,
+        f"127.0.0.1:{port}": 200,
+        f"localhost:{port + 1}": 421,
+        "localhost": 200,  # no port written: the one connected to
+        "tools.example.com:8443": 200,
+        "tools.example.com:8444": 421,
+        "tools.example.com": 421,
+        "any-port.example.com:1234": 200,
+    }
+
+
+def test_oauth_without_a_resource_is_refused_where_none_can_be_derived(tokens: Tokens) -> None:
+    with pytest.raises(ValueError, match=r"ProtectedResource\(resource=\.\.\.\) is required"):
+        asgi_app(TOOLKIT, protected(tokens))
+    with pytest.raises(ValueError, match=r"listening on '0\.0\.0\.0'.*--oauth-resource"):
+        HttpServer(TOOLKIT, protected(tokens), host="0.0.0.0", port=0)
+
+
+def test_serve_on_every_interface_with_oauth_asks_for_the_resource() -> None:
+    result = run(
+        "serve",
+        "test_mcp_auth:TOOLKIT",
+        "--http",
+        "0.0.0.0:0",
+        "--oauth-issuer",
+        ISSUER,
+        "--oauth-introspect",
+        "https://login.example.com/introspect",
+        cwd=ROOT / "tests",
+    )
+    assert result.returncode != 0
+    assert "--oauth-resource" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_asgi_app_accepts_only_its_configured_resource_whatever_the_host(
+    tokens: Tokens,
+) -> None:
+    app = asgi_app(
+        TOOLKIT,
+        protected(tokens, resource="http://localhost:8000/mcp").replace(allowed_hosts=["*"]),
+    )
+    elsewhere = tokens.add("asgi-9999", "http://localhost:9999/mcp")
+    headers = {
+        "host": "localhost:9999",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/list",
+        "authorization": f"Bearer {elsewhere}",
+    }
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": MODERN}}
+    try:
+        status, _, body = asyncio.run(asgi(app, "POST", "/mcp", message, headers))
+    finally:
+        app.close()
+    assert status == 401 and b"issued for another resource" in body
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ legacy sessions live in the worker that created them and need sticky routing.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,11 @@ class AsgiApp:
             raise InvalidValueError(f"path must be a str starting with '/', got {path!r}")
         self.path = path
         self.endpoint = Endpoint(toolkit, resolve(options), path)
+        try:  # an app does not know its address: OAuth needs its resource configured
+            self.endpoint.listening(None)
+        except ValueError:
+            self.endpoint.close()
+            raise
 
     def close(self) -> None:
         """End every legacy session (cancelling their calls) and close the host."""
@@ -113,10 +119,12 @@ class AsgiApp:
         peer = str(client[0]) if client else None
         identity = None
         if self.endpoint.verifies_remotely:
-            # Verifying an OAuth token may wait on the authorization server: off the loop.
-            refused, identity = await asyncio.get_running_loop().run_in_executor(
-                None, self.endpoint.authenticate, headers, scheme
-            )
+            # Verifying an OAuth token may wait on the authorization server: on the guard's
+            # own threads, never the loop's executor; a token checked lately answers now.
+            outcome = self.endpoint.authenticate_nowait(headers, scheme)
+            if isinstance(outcome, concurrent.futures.Future):
+                outcome = await asyncio.wrap_future(outcome)
+            refused, identity = outcome
             if refused is not None:
                 await _send_reply(send, refused)
                 return
