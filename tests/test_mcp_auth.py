@@ -7,6 +7,8 @@ transports, legacy sessions owned by a principal, and tokens never logged."""
 from __future__ import annotations
 
 import asyncio
+import collections
+import concurrent.futures
 import contextlib
 import http.client
 import json
@@ -14,6 +16,7 @@ import logging
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -729,3 +732,131 @@ def test_auth_and_a_static_token_exclude_each_other() -> None:
         ServerOptions(auth=auth, token="abc")
     with pytest.raises(TypeError, match=r"must be a toolnexus\.mcp\.ProtectedResource"):
         ServerOptions(auth="oauth")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- token checks
+
+
+class SlowTokens(Tokens):
+    """A verifier like an introspection endpoint that hangs for tokens it does not know:
+    each such check waits at ``gate``; ``entered`` counts the checks that reached it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.entered = threading.Semaphore(0)
+        self.asked: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, token: str) -> Principal | None:
+        with self._lock:
+            self.asked[token] += 1
+        if token in self.known:
+            return self.known[token]
+        self.entered.release()
+        self.gate.wait(60)
+        return None
+
+
+@pytest.fixture
+def slow() -> Iterator[SlowTokens]:
+    verifier = SlowTokens()
+    yield verifier
+    verifier.gate.set()
+
+
+def test_a_slow_verifier_stalls_no_client_whose_token_was_accepted(slow: SlowTokens) -> None:
+    """Issue 36, item 7: made-up tokens whose checks hang held every request thread, and a
+    client whose token was accepted waited behind them."""
+    with HttpServer(TOOLKIT, protected(slow).replace(max_requests=8), port=0) as running:
+        running.start()
+        good = slow.add("good", running.url)
+        assert modern(running, "tools/list", {}, good)[0] == 200
+        statuses: list[int] = []
+
+        def made_up(number: int) -> None:
+            statuses.append(modern(running, "tools/list", {}, f"made-up-{number}")[0])
+
+        threads = [threading.Thread(target=made_up, args=(n,)) for n in range(12)]
+        for thread in threads:
+            thread.start()
+        for _ in range(4):  # the checking threads all hang now
+            assert slow.entered.acquire(timeout=30)
+        # While they hang, the accepted token is served (from memory: asked once in all).
+        assert modern(running, "tools/list", {}, good)[0] == 200
+        assert slow.asked["good"] == 1
+        slow.gate.set()
+        for thread in threads:
+            thread.join(30)
+    # Four checks at most waited (half of 8 request threads); the rest were told at once.
+    assert sorted(statuses) == [401] * 4 + [503] * 8
+
+
+def test_the_busy_answer_says_to_retry_soon(slow: SlowTokens) -> None:
+    with HttpServer(TOOLKIT, protected(slow).replace(max_requests=2), port=0) as running:
+        running.start()
+        waiting = threading.Thread(target=modern, args=(running, "tools/list", {}, "hangs"))
+        waiting.start()
+        assert slow.entered.acquire(timeout=30)
+        status, headers, body = modern(running, "tools/list", {}, "another")
+        slow.gate.set()
+        waiting.join(30)
+    assert status == 503 and headers["retry-after"] == "1"
+    assert b"too many access tokens are being verified" in body
+
+
+def test_a_refused_token_is_refused_again_without_asking_the_verifier(
+    server: HttpServer, tokens: Tokens
+) -> None:
+    for _ in range(3):
+        assert modern(server, "tools/list", {}, "made-up")[0] == 401
+    good = tokens.add("good", server.url)
+    for _ in range(3):
+        assert modern(server, "tools/list", {}, good)[0] == 200
+    assert tokens.calls == 2  # once each
+
+
+def test_cache_ms_0_asks_the_verifier_every_time(tokens: Tokens) -> None:
+    with HttpServer(TOOLKIT, protected(tokens, cache_ms=0), port=0) as running:
+        running.start()
+        good = tokens.add("good", running.url)
+        for token in ("made-up", "made-up", good, good):
+            modern(running, "tools/list", {}, token)
+    assert tokens.calls == 4
+
+
+def test_the_asgi_app_serves_an_accepted_token_while_others_are_being_checked(
+    slow: SlowTokens,
+) -> None:
+    """Issue 36, item 7, on the ASGI app: checks ran on the loop's default executor, so a
+    few made-up tokens stalled every client."""
+    resource = "http://localhost:8000/mcp"
+    app = asgi_app(TOOLKIT, protected(slow, resource=resource))
+    good = slow.add("good", resource)
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": MODERN}}
+
+    def listing(token: str) -> Any:
+        headers = {
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/list",
+            "authorization": f"Bearer {token}",
+        }
+        return asgi(app, "POST", "/mcp", message, headers)
+
+    async def main() -> list[int]:
+        loop = asyncio.get_running_loop()
+        assert (await listing(good))[0] == 200
+        made_up = [asyncio.ensure_future(listing(f"made-up-{n}")) for n in range(12)]
+        with concurrent.futures.ThreadPoolExecutor(1) as waiter:
+            for _ in range(4):
+                assert await loop.run_in_executor(waiter, slow.entered.acquire, True, 30)
+        assert (await asyncio.wait_for(listing(good), 30))[0] == 200
+        slow.gate.set()
+        return [status for status, _, _ in await asyncio.gather(*made_up)]
+
+    try:
+        statuses = asyncio.run(main())
+    finally:
+        app.close()
+    assert statuses == [401] * 12
+    assert slow.asked["good"] == 1

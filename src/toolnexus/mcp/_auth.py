@@ -24,8 +24,8 @@ checked here, the same for all of them. A token is never logged, and never echoe
 
 A verifier may wait on the network, so it runs on threads of its own (``_CHECK_THREADS``,
 never an event loop's default executor nor the tools' workers), at most ``_MAX_CHECKS``
-checks running or waiting (one more is answered 503 at once, so made-up tokens cannot
-hold every request thread), and both outcomes are remembered for ``cache_ms``, by a
+checks running or waiting, and no more than half the embedded server's request threads
+(one more is answered 503 at once, so made-up tokens cannot hold every request thread), and both outcomes are remembered for ``cache_ms``, by a
 digest of the token: a client whose token was accepted is served from memory without
 waiting behind anyone's check, and a token refused once is refused again without asking.
 """
@@ -262,7 +262,9 @@ class ResourceGuard:
     """A :class:`ProtectedResource` at work for one endpoint (``path``): the checks the
     :class:`~toolnexus.mcp._endpoint.Endpoint` runs for each request, and the metadata."""
 
-    def __init__(self, auth: ProtectedResource, path: str, name: str) -> None:
+    def __init__(
+        self, auth: ProtectedResource, path: str, name: str, request_threads: int = 64
+    ) -> None:
         self.auth = auth
         self.path = path
         self.name = auth.resource_name or name
@@ -288,6 +290,9 @@ class ResourceGuard:
         self._accepted: dict[bytes, tuple[float, Principal]] = {}
         self._refused: dict[bytes, tuple[float, None]] = {}
         self._checking: dict[bytes, Future[Any]] = {}  # digest -> its check, running
+        # A request waiting for its token's check holds a request thread of the embedded
+        # server: at most half of them wait, the others serve tokens already accepted.
+        self._max_checks = max(1, min(_MAX_CHECKS, request_threads // 2))
         self._pool: Pool | None = None
 
     # ------------------------------------------------------------------ which resource
@@ -434,7 +439,7 @@ class ResourceGuard:
             future = self._checking.get(digest)
             if future is not None:
                 return future
-            if len(self._checking) >= _MAX_CHECKS:
+            if len(self._checking) >= self._max_checks:
                 return None
             future = Future()
             self._checking[digest] = future

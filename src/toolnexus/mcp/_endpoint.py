@@ -495,7 +495,7 @@ class Endpoint:
         if options.auth is not None:
             from ._auth import ResourceGuard
 
-            self._guard = ResourceGuard(options.auth, path, options.name)
+            self._guard = ResourceGuard(options.auth, path, options.name, options.max_requests)
         self._hosts = _allow_list(options.allowed_hosts)
         self._port: int | None = None  # where the embedded server listens (listening())
         self._origins = _allow_list(options.allowed_origins)
