@@ -23,11 +23,12 @@ Verification itself is the caller's choice of verifier — a function, or
 checked here, the same for all of them. A token is never logged, and never echoed.
 
 A verifier may wait on the network, so it runs on threads of its own (``_CHECK_THREADS``,
-never an event loop's default executor nor the tools' workers), at most ``_MAX_CHECKS``
-checks running or waiting, and no more than half the embedded server's request threads
-(one more is answered 503 at once, so made-up tokens cannot hold every request thread), and both outcomes are remembered for ``cache_ms``, by a
-digest of the token: a client whose token was accepted is served from memory without
-waiting behind anyone's check, and a token refused once is refused again without asking.
+never an event loop's default executor nor the tools' workers). At most ``_MAX_CHECKS``
+checks run or wait, and no more than half the embedded server's request threads: one more
+is answered 503 at once, so made-up tokens cannot hold every request thread. Both outcomes
+are remembered for ``cache_ms``, by a digest of the token: a client whose token was
+accepted is served from memory without waiting behind anyone's check, and a token refused
+once is refused again without asking.
 """
 
 from __future__ import annotations
