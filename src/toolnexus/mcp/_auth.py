@@ -336,8 +336,7 @@ class ResourceGuard:
         URLs the one whose host and port the request's ``Host`` names, or the first. The
         ``Host`` only picks among them: it never makes one up."""
         resources = self._resources
-        if not resources:
-            raise RuntimeError("the endpoint's resource is not known: listening() first")
+        assert resources, "the endpoint learns its resource in listening(), before serving"
         if len(resources) > 1:
             from ._endpoint import authority
 

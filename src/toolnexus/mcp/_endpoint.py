@@ -497,7 +497,6 @@ class Endpoint:
 
             self._guard = ResourceGuard(options.auth, path, options.name, options.max_requests)
         self._hosts = _allow_list(options.allowed_hosts)
-        self._port: int | None = None  # where the embedded server listens (listening())
         self._origins = _allow_list(options.allowed_origins)
         token = options.token
         self._token = token.strip().encode("utf-8") if token is not None else None
@@ -525,13 +524,10 @@ class Endpoint:
 
     def listening(self, address: tuple[str, int] | None) -> None:
         """Learn where this endpoint is served: the embedded server's ``(host, port)``, or
-        ``None`` for an ASGI app (which cannot know). The local names of the ``Host``
-        allow-list then answer for that port only, and an OAuth resource that is not
+        ``None`` for an ASGI app (which cannot know). An OAuth resource that is not
         configured is this address's URL. Raises ``ValueError`` (naming
         ``ProtectedResource(resource=...)``) when OAuth needs a resource none can be
         derived for."""
-        if address is not None:
-            self._port = address[1]
         if self._guard is not None:
             self._guard.listening(address)
 
@@ -565,21 +561,15 @@ class Endpoint:
         return self._authenticate(headers, scheme, wait=False)
 
     def _host_allowed(self, host: str | None, scheme: str) -> bool:
-        """Whether ``Host`` names this server: a listed name (any port) or ``name:port``,
-        or a local name at the port the server listens on. A local name with another port
-        names another server on this machine; one without a port (as raw clients write
-        it) or on a server whose port is not known (an ASGI app) is taken as this one."""
+        """Whether ``Host`` names this server: a local name or a listed one (any port), or
+        a listed ``name:port``."""
         hosts = self._hosts
         if hosts is None:
             return True
         if host is None:
             return False
         name = _host_name(host)
-        if name in _LOCAL_HOSTS and name not in hosts:
-            if self._port is None or name == host.strip().lower():
-                return True
-            return authority(host, scheme) == f"{name}:{self._port}"
-        return name in hosts or authority(host, scheme) in hosts
+        return name in _LOCAL_HOSTS or name in hosts or authority(host, scheme) in hosts
 
     def _authenticate(
         self, headers: Mapping[str, str], scheme: str, *, wait: bool
