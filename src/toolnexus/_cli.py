@@ -2249,7 +2249,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "--oauth-resource",
         metavar="URL",
         help="this server's public URL, e.g. https://mcp.example.com/mcp: the resource "
-        "tokens must be issued for (default: taken from each request's Host)",
+        "tokens must be issued for (default: the URL of the --http address, never a "
+        "request's Host; required on 0.0.0.0)",
     )
     oauth.add_argument(
         "--oauth-audience",

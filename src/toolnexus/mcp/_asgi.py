@@ -19,6 +19,7 @@ legacy sessions live in the worker that created them and need sticky routing.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
@@ -65,6 +66,11 @@ class AsgiApp:
         options = resolve(options)
         self.endpoint = Endpoint(toolkit, options, path)
         self._body_s = options.request_timeout_ms / 1000
+        try:  # an app does not know its address: OAuth needs its resource configured
+            self.endpoint.listening(None)
+        except ValueError:
+            self.endpoint.close()
+            raise
 
     def close(self) -> None:
         """End every legacy session (cancelling their calls) and close the host."""
@@ -121,10 +127,12 @@ class AsgiApp:
         peer = str(client[0]) if client else None
         # Who sent it, before anything of its body is counted or read.
         if self.endpoint.verifies_remotely:
-            # Verifying an OAuth token may wait on the authorization server: off the loop.
-            refused, identity = await asyncio.get_running_loop().run_in_executor(
-                None, self.endpoint.authenticate, headers, scheme
-            )
+            # Verifying an OAuth token may wait on the authorization server: on the guard's
+            # own threads, never the loop's executor; a token checked lately answers now.
+            outcome = self.endpoint.authenticate_nowait(headers, scheme)
+            if isinstance(outcome, concurrent.futures.Future):
+                outcome = await asyncio.wrap_future(outcome)
+            refused, identity = outcome
         else:
             refused, identity = self.endpoint.authenticate(headers, scheme)
         if refused is not None:

@@ -155,6 +155,13 @@ class HttpServer:
         self.endpoint = Endpoint(toolkit, options, path)
         self.path = path
         self._loop = _Loop(self, host, port)
+        try:  # the Host allow-list and the OAuth resource are this address's
+            self.endpoint.listening(self.address)
+        except ValueError:
+            self._loop.listener.close()
+            self._loop._release()
+            self.endpoint.close()
+            raise
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
 
