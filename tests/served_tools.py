@@ -71,4 +71,10 @@ def slow(ctx: ToolContext, seconds: float = 1.0) -> str:
     return f"slept {seconds}"
 
 
-toolkit = Toolkit([readme, logo, item, review, capital, slow])
+@tool
+def verses() -> ToolResult:
+    """Three lines, one text block each."""
+    return ToolResult.ok("one", parts=[Part.from_text("two"), Part.from_text("three")])
+
+
+toolkit = Toolkit([readme, logo, item, review, capital, slow, verses])

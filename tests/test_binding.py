@@ -523,6 +523,46 @@ def test_a_store_that_fails_refuses_the_resume_and_uses_nothing_up(error, caplog
         assert "already answered" in again.output
 
 
+class Forwarder:
+    """A tool that hands its answer on to a service that refuses it unused until ``up``."""
+
+    def __init__(self) -> None:
+        self.up = False
+        self.answers: list[Answer] = []
+
+    def __call__(self, args: Any, ctx: ToolContext | None = None) -> ToolResult:
+        assert ctx is not None
+        if ctx.answer is None:
+            return ToolResult.pending(Request("approval", "Forward it?"))
+        self.answers.append(ctx.answer)
+        if not self.up:
+            return ToolResult.error(
+                "the service is down; send the answer again", {"answer": "unused"}
+            )
+        return ToolResult.ok("forwarded")
+
+
+@pytest.mark.parametrize("store", [MemoryAnswerStore, SqliteAnswerStore])
+def test_an_answer_the_tool_did_not_use_may_come_again_and_then_only_once(store, tmp_path):
+    # An MCP client's remote tool whose server refused the answer unused says so
+    # (metadata["answer"] == "unused"): the host forgets it used the answer.
+    from toolnexus import Tool
+
+    forwarder = Forwarder()
+    kit = Toolkit([Tool("forward", "Forwards.", {"type": "object"}, forwarder)])
+    opened = store() if store is MemoryAnswerStore else store(str(tmp_path / "used.db"))
+    with Host(kit, secret=KEY, answer_store=opened) as host:
+        pending = host.call("forward", {})
+        answer = Answer.accept(ToolResult.pending_of(pending))
+        refused = host.resume("forward", {}, pending, answer)
+        assert refused.output == "the service is down; send the answer again"
+        forwarder.up = True
+        assert host.resume("forward", {}, pending, answer).output == "forwarded"
+        again = host.resume("forward", {}, pending, answer)
+    assert "already answered" in again.output
+    assert len(forwarder.answers) == 2  # the replay after the used one never ran
+
+
 def test_a_turn_whose_store_fails_still_waits_on_its_question():
     store = FlakyStore(StoreUnavailableError("redis://cache:6379/0", "connection refused"))
     calls = [

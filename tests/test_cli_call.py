@@ -221,3 +221,31 @@ def test_the_console_script_entry_point_is_the_same_main():
 
     scripts = {ep.name: ep.value for ep in entry_points(group="console_scripts")}
     assert scripts.get("toolnexus") == "toolnexus._cli:main"
+
+
+BOOKING = """
+    from datetime import datetime, timedelta
+
+    from toolnexus import tool
+
+    @tool
+    def book(when: datetime, length: timedelta, seats: int) -> str:
+        '''Book a room.'''
+        return "booked"
+"""
+
+
+def test_invalid_args_of_every_kind_are_reported_at_once_as_host_call_reports_them(tmp_path):
+    # The schema's problem (seats) and the values that do not read as a date-time or a
+    # duration in one line, as Host.call words them: not the schema's first, the rest later.
+    path = tmp_path / "booking.py"
+    path.write_text(textwrap.dedent(BOOKING), encoding="utf-8")
+    out = run("call", str(path), "when=tomorrow", "length=long", "seats=many")
+    assert out.returncode == 2
+    assert out.stdout == ""
+    assert out.stderr == (
+        "toolnexus call: error: invalid arguments for 'book': seats: expected integer, got "
+        'string "many"; when: expected a date-time (RFC 3339, e.g. "2026-05-01T09:30:00Z"), '
+        'got "tomorrow"; length: expected a duration (ISO 8601, e.g. "PT1H30M" or "P2D"), '
+        f'got "long" (see: toolnexus schema {path} book)\n'
+    )

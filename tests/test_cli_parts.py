@@ -37,7 +37,7 @@ def test_call_prints_the_text_and_names_the_parts_on_stderr(tmp_path):
     write_tools(tmp_path)
     done = run("call", "charts.py:toolkit", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "the chart\n"
+    assert done.stdout == "the chart\none caption\n"  # a text part is shown, not hidden
     assert "+5 part(s): image (image/gif, 6 bytes), image (image/gif, 7 bytes)" in done.stderr
     assert "--save-parts DIR" in done.stderr
     assert "R0lGODlh" not in done.stderr  # never the data
@@ -47,7 +47,7 @@ def test_save_parts_writes_one_file_per_part_inside_the_directory(tmp_path):
     write_tools(tmp_path)
     done = run("call", "charts.py:toolkit", "--save-parts", "out/parts", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "the chart\n"
+    assert done.stdout == "the chart\none caption\n"
     saved = tmp_path / "out" / "parts"
     # A name never leads out of the directory; a repeated name gets a number.
     assert sorted(p.name for p in saved.iterdir()) == [

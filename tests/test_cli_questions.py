@@ -100,6 +100,10 @@ unlisted = tool(ask({"type": "object", "properties": {"title": {"type": "string"
 impossible = tool(ask({"type": "object", "minProperties": 3,
                        "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}),
                   name="impossible")
+# Titled choices, as MCP's elicitation forms give them (legacy enumNames arrive so too).
+titled = tool(ask({"type": "object", "properties": {"env": {"type": "string", "oneOf": [
+    {"const": "stg", "title": "Staging"}, {"const": "prd", "title": "Production"}]}},
+    "required": ["env"]}), name="titled")
 """
 
 
@@ -121,6 +125,19 @@ def test_a_form_no_answer_can_fit_is_declined_after_three_rounds_not_asked_forev
     assert lines[3].endswith("; once more from the start")
     assert lines[-1].startswith("  invalid: expected at least 3 ")
     assert lines[-1].endswith("; no answer fitted the question's schema in 3 tries: declined")
+
+
+def test_titled_choices_are_listed_with_their_titles_and_a_title_answers(tmp_path):
+    (tmp_path / "forms.py").write_text(FORMS)
+    out = run("call", "forms.py:titled", stdin="qa\nproduction\n", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "{'env': 'prd'}\n"
+    label = "  env (string; one of: stg (Staging), prd (Production)): "
+    assert out.stderr.splitlines()[1:] == [
+        f"{label}qa",
+        '  invalid: expected "stg" or "prd", got string "qa"; try again',
+        f"{label}production",
+    ]
 
 
 # ------------------------------------------------------------------ --no-input, then resume

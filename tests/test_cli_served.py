@@ -29,6 +29,7 @@ def test_list_shows_the_tools_then_resources_templates_and_prompts() -> None:
     assert done.stdout.splitlines() == [
         "capital  Asks the client's model for a capital.",
         "slow     Works `seconds`, then answers (a task, for a client that takes tasks).",
+        "verses   Three lines, one text block each.",
         "",
         "resources:",
         "  notes://readme  The readme.",
@@ -65,7 +66,7 @@ def test_read_prints_a_text_resource_and_saves_a_binary_one(tmp_path: Path) -> N
     ("args", "code", "words"),
     [
         (("notes://nothing",), 2, "serves 'notes://nothing'"),
-        (("notes://items/x",), 1, "item_id: expected integer"),
+        (("notes://items/x",), 2, "item_id: expected integer"),
     ],
 )
 def test_a_uri_no_resource_serves_or_one_that_fails_is_said(
@@ -140,3 +141,81 @@ def test_the_mcp_client_lists_reads_and_gets() -> None:
             }
             with pytest.raises(McpError, match="Resource not found"):
                 client.read_resource("notes://gone")
+
+
+def test_every_command_takes_the_server_url_read_and_get_take(url: str) -> None:
+    listed = run("list", url)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines() == [
+        "capital  Asks the client's model for a capital.",
+        "slow     Works `seconds`, then answers (a task, for a client that takes tasks).",
+        "verses   Three lines, one text block each.",
+        "",
+        "resources:",
+        "  notes://readme  The readme.",
+        "  notes://logo    A tiny logo.",
+        "",
+        "resource templates:",
+        "  notes://items/{item_id}  One item, by number.",
+        "",
+        "prompts:",
+        "  review  Ask for a code review.",
+    ]
+    called = run("call", url, "slow", "seconds=0")
+    assert (called.returncode, called.stdout) == (0, "slept 0\n"), called.stderr
+    refused = run("call", url, "slow", "seconds=soon")
+    assert refused.returncode == 2
+    assert "seconds: expected number" in refused.stderr
+    schema = run("schema", url, "slow", "--format", "mcp")
+    assert json.loads(schema.stdout)[0]["name"] == "slow"
+
+
+def test_a_server_url_that_cannot_be_reached_is_one_line_and_a_usage_error() -> None:
+    done = run("list", "http://127.0.0.1:9/mcp")
+    assert done.returncode == 2
+    assert done.stderr.startswith("toolnexus list: error: MCP server ")
+    assert "cannot reach http://127.0.0.1:9/mcp" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_call_prints_every_text_block_of_a_server_result(url: str) -> None:
+    # An MCP result of three text blocks reaches the client as output + two text parts.
+    done = run("call", url, "verses")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "one\ntwo\nthree\n"
+
+
+FAILING = "tests/failing_served_tools.py:toolkit"
+
+
+@pytest.fixture(scope="module")
+def failing_url() -> Iterator[str]:
+    from failing_served_tools import toolkit as failing
+
+    with HttpServer(failing, port=0) as server:
+        server.start()
+        yield server.url
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        # the caller's mistake: a template variable that is not a number, an unknown URI,
+        # an unknown prompt, a missing argument — a usage error, exit 2
+        (("read", "boom://items/x"), 2),
+        (("read", "boom://nothing"), 2),
+        (("get", "nothing"), 2),
+        (("get", "broken"), 2),
+        # the resource's or the prompt's own failure — exit 1, as a tool's error is
+        (("read", "boom://now"), 1),
+        (("get", "broken", "topic=cats"), 1),
+        (("read", "boom://items/7"), 0),
+    ],
+)
+def test_read_and_get_exit_alike_for_the_same_kind_of_mistake_here_and_at_a_url(
+    failing_url: str, args: tuple[str, ...], code: int
+) -> None:
+    command, *rest = args
+    here = run(command, FAILING, *rest)
+    there = run(command, failing_url, *rest)
+    assert (here.returncode, there.returncode) == (code, code), here.stderr + there.stderr

@@ -75,6 +75,41 @@ def test_page_examples_run(page: Path, tmp_path, monkeypatch):
         assert ran > 0, f"{page.name} has no runnable example"
 
 
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_a_block_that_imports_from_toolnexus_imports_every_name_of_it_it_uses(page: Path):
+    """The blocks of a page run in one namespace, so a block that forgot an import still
+    ran on the name an earlier block imported: a reader who copies it alone gets a
+    NameError. A block with its own ``from toolnexus… import`` line is one to copy; it
+    must import each of the package's names it uses (a block without such a line builds
+    on the ones before it, and may)."""
+    import ast
+
+    import toolnexus
+
+    public = set(toolnexus.__all__)
+    forgotten = []
+    for lang, body, line in blocks(page):
+        if lang != "python":
+            continue
+        tree = ast.parse(body)
+        imports = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+        if not any((node.module or "").split(".")[0] == "toolnexus" for node in imports):
+            continue
+        imported = {alias.asname or alias.name for node in imports for alias in node.names}
+        defined = {
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        }
+        names = [node for node in ast.walk(tree) if isinstance(node, ast.Name)]
+        defined |= {node.id for node in names if not isinstance(node.ctx, ast.Load)}
+        used = {node.id for node in names if isinstance(node.ctx, ast.Load)}
+        missing = sorted((used & public) - imported - defined)
+        if missing:
+            forgotten.append(f"{page.name}:{line} uses {', '.join(missing)} without importing")
+    assert not forgotten, "; ".join(forgotten)
+
+
 def body_info(page: Path, line: int) -> str:
     """The info string after the language on the fence that opens the block at ``line``."""
     fence = page.read_text(encoding="utf-8").splitlines()[line - 2]

@@ -319,6 +319,31 @@ def test_a_bad_timeout_is_a_programmer_error_raised_at_once():
         Host([echo])  # type: ignore[arg-type]
 
 
+def test_a_deadline_that_passes_before_the_first_worker_started_says_so_not_busy(monkeypatch):
+    # A fresh host starts its first worker with the first call; a 1 ms deadline passes
+    # before that worker takes the call. No worker was busy: the text must not say one was.
+    from toolnexus._pool import Pool
+
+    gate = threading.Event()
+    work = Pool._work
+
+    def held_work(pool: Pool) -> None:
+        gate.wait(SLACK)  # the new worker starts only once the test saw the answer
+        work(pool)
+
+    monkeypatch.setattr(Pool, "_work", held_work)
+    with Host(Toolkit([echo]), grace_ms=10) as host:
+        try:
+            early = host.call("echo", {"text": "too soon"}, timeout_ms=1)
+        finally:
+            gate.set()
+        assert early.output == (
+            "timed out after 1 ms; 'echo' never started: the deadline passed before a "
+            "worker could take it"
+        )
+        assert host.call("echo", {"text": "fine"}).output == "fine"
+
+
 def test_calls_beyond_the_worker_count_queue_and_their_wait_counts_against_the_budget():
     stubborn = Stubborn()
     with Host(Toolkit([stubborn.tool, echo]), max_workers=1, grace_ms=10) as host:

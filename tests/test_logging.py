@@ -159,3 +159,71 @@ def test_serve_refuses_an_unknown_log_level(tmp_path: Path) -> None:
     out = run("serve", "toolnexus.demo:toolkit", "--log-level", "loud", cwd=tmp_path)
     assert out.returncode == 2
     assert "--log-level: invalid choice: 'loud'" in out.stderr
+
+
+def test_an_mcp_client_program_without_logging_configuration_prints_nothing(
+    tmp_path: Path,
+) -> None:
+    # Each module of the MCP client logs a warning here — a server that fails (mcp.json),
+    # a server that prints a line that is not JSON-RPC (the client), a token store that
+    # fails (OAuth) — and none of them may reach stderr through logging's last resort.
+    (tmp_path / "noisy.py").write_text(
+        textwrap.dedent("""
+            import runpy, sys
+            print("not json-rpc", flush=True)
+            sys.argv = ["toolnexus", "serve", "toolnexus.demo:toolkit"]
+            runpy.run_module("toolnexus", run_name="__main__")
+        """)
+    )
+    source = textwrap.dedent(f"""
+        import sys
+        from toolnexus import Toolkit
+        from toolnexus.mcp import HttpServer, McpClient, McpSource, OAuth
+
+        config = {{"mcpServers": {{"gone": {{"command": {str(tmp_path / "missing")!r}}}}}}}
+        with McpSource(config).connect() as source:
+            print(source.status()["gone"].status)
+
+        with McpClient(sys.executable, [{str(tmp_path / "noisy.py")!r}]) as client:
+            print(len(client.list_tools()) > 0)
+
+        class Broken:
+            def load(self, key): raise OSError("the disk is gone")
+            def save(self, key, record): raise OSError("the disk is gone")
+            def delete(self, key): raise OSError("the disk is gone")
+
+        import toolnexus.demo
+        with HttpServer(toolnexus.demo.toolkit, port=0) as server:
+            server.start()
+            with McpClient(url=server.url, auth=OAuth(token_store=Broken())) as client:
+                print(len(client.list_tools()) > 0)
+    """)
+    out = subprocess.run(
+        [sys.executable, "-c", source],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["failed", "True", "True"]
+    assert out.stderr == ""
+
+
+def test_the_command_line_names_a_failed_mcp_server_once(tmp_path: Path) -> None:
+    config = {
+        "mcpServers": {
+            "gone": {"command": str(tmp_path / "missing")},
+            "demo": {
+                "command": sys.executable,
+                "args": ["-m", "toolnexus", "serve", "toolnexus.demo:toolkit"],
+            },
+        }
+    }
+    (tmp_path / "mcp.json").write_text(json.dumps(config))
+    # serve logs warnings to stderr by default: the failure is named by the command, once.
+    out = run("serve", "mcp.json", cwd=tmp_path, stdin="")
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("'gone'") + out.stderr.count(" gone ") == 1, out.stderr
+    assert "toolnexus: MCP server 'gone' failed" in out.stderr

@@ -30,13 +30,16 @@ import uvicorn  # noqa: E402
 from test_mcp_http_attacks import (  # noqa: E402
     INITIALIZED,
     TIMEOUT,
+    TOKEN,
     TOOLKIT,
     arrived,
     call,
     cancelled,
     gate,
+    huge_tokenless_heads,
     initialize,
     raw_request,
+    served,
 )
 from toolnexus.mcp import AsgiApp, ServerOptions, asgi_app  # noqa: E402
 
@@ -211,3 +214,48 @@ def test_under_uvicorn_a_token_is_compared_as_the_bytes_that_were_sent() -> None
                 )
             )
             assert sock.recv(4096).startswith(b"HTTP/1.1 401 ")
+
+
+# --------------------------------------------------------------------------- issue 36
+
+
+def test_under_uvicorn_request_heads_without_a_token_cannot_take_the_in_flight_bytes() -> None:
+    # Before, the app counted a declared 16 MiB body against the cap and waited for it
+    # before the token was checked: four such sockets answered everyone 503 for as long as
+    # they stayed open (the ASGI server has no body timeout of its own).
+    with under_uvicorn(token=TOKEN) as server:
+        attack = huge_tokenless_heads(server.address, 4)
+        try:
+            assert served(server)
+            assert all(first.startswith(b"HTTP/1.1 401 ") for _, first in attack)
+            assert server.endpoint.inflight[1] < 1 << 20
+        finally:
+            for sock, _ in attack:
+                sock.close()
+
+
+def head_of_reply(sock: socket.socket) -> bytes:
+    reply = b""
+    while b"\r\n\r\n" not in reply:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        reply += chunk
+    return reply
+
+
+def test_under_uvicorn_a_body_that_does_not_come_in_time_is_408_and_gives_its_bytes_back() -> None:
+    # An authenticated client that declares a body and sends one byte of it: before, its
+    # bytes stayed counted (and the request open) for as long as the socket stayed open.
+    with under_uvicorn(token=TOKEN, request_timeout_ms=300) as server:
+        with socket.create_connection(server.address, timeout=TIMEOUT) as sock:
+            sock.sendall(
+                b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+                b"Content-Length: 16777216\r\nExpect: 100-continue\r\n\r\n"
+            )
+            assert sock.recv(4096).startswith(b"HTTP/1.1 100 ")
+            sock.sendall(b"{")
+            assert head_of_reply(sock).startswith(b"HTTP/1.1 408 ")
+        assert server.endpoint.inflight[0] == 0
+        assert served(server)

@@ -7,6 +7,8 @@ transports, legacy sessions owned by a principal, and tokens never logged."""
 from __future__ import annotations
 
 import asyncio
+import collections
+import concurrent.futures
 import contextlib
 import http.client
 import json
@@ -14,13 +16,14 @@ import logging
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from cli_helpers import ROOT, child_env
+from cli_helpers import ROOT, child_env, run
 from toolnexus import Principal, Toolkit, tool
 from toolnexus._context import ToolContext
 from toolnexus.mcp import HttpServer, ProtectedResource, ServerOptions, asgi_app
@@ -168,6 +171,27 @@ def modern(
     server: HttpServer, method: str, params: dict[str, Any], token: str | None
 ) -> tuple[int, dict[str, str], bytes]:
     headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+    if "name" in params:
+        headers["Mcp-Name"] = params["name"]
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": MODERN}}
+    return send(server, "POST", "/mcp", message, headers)
+
+
+def send_at(
+    server: HttpServer, host: str, method: str, path: str, body: Any = None
+) -> tuple[int, dict[str, str], bytes]:
+    """:func:`send` with the ``Host`` header ``host`` (what a DNS-rebinding page, or an
+    attacker, sends)."""
+    return send(server, method, path, body, {"Host": host})
+
+
+def modern_at(
+    server: HttpServer, host: str, method: str, params: dict[str, Any], token: str | None
+) -> tuple[int, dict[str, str], bytes]:
+    """:func:`modern` with the ``Host`` header ``host``."""
+    headers = {"Host": host, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
     if "name" in params:
         headers["Mcp-Name"] = params["name"]
     if token is not None:
@@ -476,8 +500,8 @@ async def asgi(
 def test_the_asgi_app_serves_the_metadata_refuses_and_passes_the_principal(
     tokens: Tokens,
 ) -> None:
-    app = asgi_app(TOOLKIT, protected(tokens))
     resource = "http://localhost:8000/mcp"
+    app = asgi_app(TOOLKIT, protected(tokens, resource=resource))
 
     async def main() -> None:
         status, _, body = await asgi(app, "GET", "/.well-known/oauth-protected-resource/mcp")
@@ -556,8 +580,123 @@ def test_no_token_reaches_the_log_through_a_whole_exchange(
 
 
 def test_a_network_address_may_listen_with_oauth(tokens: Tokens) -> None:
-    with HttpServer(TOOLKIT, protected(tokens), host="0.0.0.0", port=0) as running:
+    options = protected(tokens, resource="https://mcp.example.com/mcp")
+    with HttpServer(TOOLKIT, options, host="0.0.0.0", port=0) as running:
         assert running.address[0] == "0.0.0.0"
+
+
+# --------------------------------------------------------------------------- the resource
+
+
+def test_a_token_for_another_local_server_is_refused_whatever_host_it_names(
+    tokens: Tokens,
+) -> None:
+    """Issue 36, item 3: the audience came from the request's Host, and the Host allow-list
+    compared names only — a token issued to another MCP server on this machine, sent with
+    that server's Host, was accepted."""
+    elsewhere = tokens.add("for-9999", "http://localhost:9999/mcp", scopes="mcp deploy:write")
+    call = {"name": "deploy", "arguments": {"env": "prod"}}
+    with HttpServer(TOOLKIT, protected(tokens), port=0) as running:
+        running.start()
+        status, headers, body = modern_at(running, "localhost:9999", "tools/call", call, elsewhere)
+        assert status == 401 and b"issued for another resource" in body
+    # Where every Host is answered too, the audience is this server's own URL.
+    with HttpServer(TOOLKIT, protected(tokens).replace(allowed_hosts=["*"]), port=0) as running:
+        running.start()
+        status, headers, body = modern_at(running, "localhost:9999", "tools/call", call, elsewhere)
+        assert status == 401 and b"issued for another resource" in body
+        challenge = parse_challenge(headers["www-authenticate"])
+        assert challenge is not None
+        assert challenge["resource_metadata"] == metadata_url(running.url)
+        status, _, body = send_at(
+            running, "localhost:9999", "GET", "/.well-known/oauth-protected-resource/mcp"
+        )
+        assert status == 200 and json.loads(body)["resource"] == running.url
+
+
+def test_the_resource_is_the_listening_address_and_localhost_at_its_port(tokens: Tokens) -> None:
+    with HttpServer(TOOLKIT, protected(tokens), port=0) as running:
+        running.start()
+        port = running.address[1]
+        by_name = f"http://localhost:{port}/mcp"
+        path = "/.well-known/oauth-protected-resource/mcp"
+        status, _, body = send_at(running, f"localhost:{port}", "GET", path)
+        assert status == 200 and json.loads(body)["resource"] == by_name
+        status, _, body = send_at(running, f"127.0.0.1:{port}", "GET", path)
+        assert status == 200 and json.loads(body)["resource"] == running.url
+        # A token for either of this server's own URLs is accepted, whichever it is asked by.
+        for token in (tokens.add("by-name", by_name), tokens.add("by-address", running.url)):
+            for host in (f"localhost:{port}", f"127.0.0.1:{port}"):
+                status, _, _ = modern_at(running, host, "tools/list", {}, token)
+                assert status == 200, (token, host)
+
+
+def test_an_allowed_host_entry_with_a_port_answers_for_that_port_only() -> None:
+    options = ServerOptions(allowed_hosts=["tools.example.com:8443", "any-port.example.com"])
+    with HttpServer(TOOLKIT, options, port=0) as running:
+        running.start()
+        answers = {
+            host: modern_at(running, host, "tools/list", {}, None)[0]
+            for host in (
+                "tools.example.com:8443",
+                "tools.example.com:8444",
+                "tools.example.com",
+                "any-port.example.com:1234",
+                "localhost:1234",  # local names: any port (a local proxy in front)
+            )
+        }
+    assert answers == {
+        "tools.example.com:8443": 200,
+        "tools.example.com:8444": 421,
+        "tools.example.com": 421,
+        "any-port.example.com:1234": 200,
+        "localhost:1234": 200,
+    }
+
+
+def test_oauth_without_a_resource_is_refused_where_none_can_be_derived(tokens: Tokens) -> None:
+    with pytest.raises(ValueError, match=r"ProtectedResource\(resource=\.\.\.\) is required"):
+        asgi_app(TOOLKIT, protected(tokens))
+    with pytest.raises(ValueError, match=r"listening on '0\.0\.0\.0'.*--oauth-resource"):
+        HttpServer(TOOLKIT, protected(tokens), host="0.0.0.0", port=0)
+
+
+def test_serve_on_every_interface_with_oauth_asks_for_the_resource() -> None:
+    result = run(
+        "serve",
+        "test_mcp_auth:TOOLKIT",
+        "--http",
+        "0.0.0.0:0",
+        "--oauth-issuer",
+        ISSUER,
+        "--oauth-introspect",
+        "https://login.example.com/introspect",
+        cwd=ROOT / "tests",
+    )
+    assert result.returncode != 0
+    assert "--oauth-resource" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_asgi_app_accepts_only_its_configured_resource_whatever_the_host(
+    tokens: Tokens,
+) -> None:
+    app = asgi_app(
+        TOOLKIT,
+        protected(tokens, resource="http://localhost:8000/mcp").replace(allowed_hosts=["*"]),
+    )
+    elsewhere = tokens.add("asgi-9999", "http://localhost:9999/mcp")
+    headers = {
+        "host": "localhost:9999",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/list",
+        "authorization": f"Bearer {elsewhere}",
+    }
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": MODERN}}
+    try:
+        status, _, body = asyncio.run(asgi(app, "POST", "/mcp", message, headers))
+    finally:
+        app.close()
+    assert status == 401 and b"issued for another resource" in body
 
 
 @pytest.mark.parametrize(
@@ -586,3 +725,132 @@ def test_auth_and_a_static_token_exclude_each_other() -> None:
         ServerOptions(auth=auth, token="abc")
     with pytest.raises(TypeError, match=r"must be a toolnexus\.mcp\.ProtectedResource"):
         ServerOptions(auth="oauth")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- token checks
+
+
+class SlowTokens(Tokens):
+    """A verifier like an introspection endpoint that hangs for tokens it does not know:
+    each such check waits at ``gate``; ``entered`` counts the checks that reached it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.entered = threading.Semaphore(0)
+        self.asked: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, token: str) -> Principal | None:
+        with self._lock:
+            self.asked[token] += 1
+        if token in self.known:
+            return self.known[token]
+        self.entered.release()
+        self.gate.wait(60)
+        return None
+
+
+@pytest.fixture
+def slow() -> Iterator[SlowTokens]:
+    verifier = SlowTokens()
+    yield verifier
+    verifier.gate.set()
+
+
+def test_a_slow_verifier_stalls_no_client_whose_token_was_accepted(slow: SlowTokens) -> None:
+    """Issue 36, item 7: made-up tokens whose checks hang held every request thread, and a
+    client whose token was accepted waited behind them."""
+    with HttpServer(TOOLKIT, protected(slow).replace(max_requests=8), port=0) as running:
+        running.start()
+        good = slow.add("good", running.url)
+        assert modern(running, "tools/list", {}, good)[0] == 200
+        statuses: list[int] = []
+
+        def made_up(number: int) -> None:
+            statuses.append(modern(running, "tools/list", {}, f"made-up-{number}")[0])
+
+        threads = [threading.Thread(target=made_up, args=(n,)) for n in range(12)]
+        for thread in threads:
+            thread.start()
+        for _ in range(4):  # the checking threads all hang now
+            assert slow.entered.acquire(timeout=30)
+        # While they hang, the accepted token is served (from memory: asked once in all).
+        assert modern(running, "tools/list", {}, good)[0] == 200
+        assert slow.asked["good"] == 1
+        slow.gate.set()
+        for thread in threads:
+            thread.join(30)
+    # Each made-up token was refused (401), or told the checks were full (503) — which of
+    # them depends on when each arrived, before or after the gate opened.
+    assert len(statuses) == 12 and set(statuses) <= {401, 503}
+
+
+def test_the_busy_answer_says_to_retry_soon(slow: SlowTokens) -> None:
+    with HttpServer(TOOLKIT, protected(slow).replace(max_requests=2), port=0) as running:
+        running.start()
+        waiting = threading.Thread(target=modern, args=(running, "tools/list", {}, "hangs"))
+        waiting.start()
+        assert slow.entered.acquire(timeout=30)
+        status, headers, body = modern(running, "tools/list", {}, "another")
+        slow.gate.set()
+        waiting.join(30)
+    assert status == 503 and headers["retry-after"] == "1"
+    assert b"too many access tokens are being verified" in body
+
+
+def test_a_refused_token_is_refused_again_without_asking_the_verifier(
+    server: HttpServer, tokens: Tokens
+) -> None:
+    for _ in range(3):
+        assert modern(server, "tools/list", {}, "made-up")[0] == 401
+    good = tokens.add("good", server.url)
+    for _ in range(3):
+        assert modern(server, "tools/list", {}, good)[0] == 200
+    assert tokens.calls == 2  # once each
+
+
+def test_cache_ms_0_asks_the_verifier_every_time(tokens: Tokens) -> None:
+    with HttpServer(TOOLKIT, protected(tokens, cache_ms=0), port=0) as running:
+        running.start()
+        good = tokens.add("good", running.url)
+        for token in ("made-up", "made-up", good, good):
+            modern(running, "tools/list", {}, token)
+    assert tokens.calls == 4
+
+
+def test_the_asgi_app_serves_an_accepted_token_while_others_are_being_checked(
+    slow: SlowTokens,
+) -> None:
+    """Issue 36, item 7, on the ASGI app: checks ran on the loop's default executor, so a
+    few made-up tokens stalled every client."""
+    resource = "http://localhost:8000/mcp"
+    app = asgi_app(TOOLKIT, protected(slow, resource=resource))
+    good = slow.add("good", resource)
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": MODERN}}
+
+    def listing(token: str) -> Any:
+        headers = {
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/list",
+            "authorization": f"Bearer {token}",
+        }
+        return asgi(app, "POST", "/mcp", message, headers)
+
+    async def main() -> list[int]:
+        loop = asyncio.get_running_loop()
+        assert (await listing(good))[0] == 200
+        made_up = [asyncio.ensure_future(listing(f"made-up-{n}")) for n in range(12)]
+        with concurrent.futures.ThreadPoolExecutor(1) as waiter:
+            for _ in range(4):
+                assert await loop.run_in_executor(waiter, slow.entered.acquire, True, 30)
+        assert (await asyncio.wait_for(listing(good), 30))[0] == 200
+        slow.gate.set()
+        return [status for status, _, _ in await asyncio.gather(*made_up)]
+
+    try:
+        statuses = asyncio.run(main())
+    finally:
+        app.close()
+    assert statuses == [401] * 12
+    assert slow.asked["good"] == 1

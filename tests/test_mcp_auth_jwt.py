@@ -120,6 +120,65 @@ def test_forged_jwts_are_refused(auth: AuthServer, server: HttpServer) -> None:
         assert whoami(server, token)[0] == 401, token
 
 
+def signed(auth: AuthServer, **claims: Any) -> str:
+    """A JWT the test authorization server signed, with exactly ``claims`` (and its
+    issuer), for claims its token endpoint would never write."""
+    return jwt.encode(
+        {"iss": auth.issuer, **claims}, auth.key, algorithm="ES256", headers={"kid": auth.kid}
+    )
+
+
+def test_nbf_and_iat_a_little_ahead_are_accepted_within_the_leeway(
+    auth: AuthServer, server: HttpServer
+) -> None:
+    """Issue 36, item 14: no leeway — an authorization server whose clock runs 30 s fast
+    issued tokens that were refused until this server's clock caught up."""
+    now = int(time.time())
+    ahead = signed(
+        auth, sub="alice", aud=server.url, scope="mcp", iat=now + 30, nbf=now + 30, exp=now + 600
+    )
+    assert whoami(server, ahead)[0] == 200
+    too_far = signed(auth, sub="alice", aud=server.url, scope="mcp", nbf=now + 600, exp=now + 900)
+    assert whoami(server, too_far)[0] == 401
+    with serve(auth, JwtVerifier(auth.issuer, leeway_ms=1_000)) as strict:
+        early = signed(auth, sub="alice", aud=strict.url, scope="mcp", nbf=now + 30, exp=now + 600)
+        assert whoami(strict, early)[0] == 401
+
+
+def test_a_time_claim_that_is_not_a_number_is_a_refused_token(
+    auth: AuthServer, server: HttpServer
+) -> None:
+    """Issue 36, item 14: a string ``exp`` never expired."""
+    now = int(time.time())
+    for claims in (
+        {"exp": str(now - 3600)},
+        {"exp": str(now + 3600)},
+        {"exp": now + 3600, "nbf": str(now)},
+        {"exp": now + 3600, "iat": str(now)},
+        {"exp": True},
+    ):
+        token = signed(auth, sub="alice", aud=server.url, scope="mcp", **claims)
+        status, headers, _ = whoami(server, token)
+        assert status == 401, claims
+        challenge = parse_challenge(headers["www-authenticate"])
+        assert challenge is not None and challenge["error"] == "invalid_token"
+
+
+def test_a_malformed_scope_claim_is_a_refused_token_not_a_verifier_down(
+    auth: AuthServer, server: HttpServer
+) -> None:
+    """Issue 36, item 14: a space inside a list ``scope`` item gave 503 ("verifier down")."""
+    exp = int(time.time()) + 600
+    for scope in (["mcp", "two words"], ["mcp", ""]):
+        token = signed(auth, sub="alice", aud=server.url, scope=scope, exp=exp)
+        status, headers, _ = whoami(server, token)
+        assert status == 401, scope
+        challenge = parse_challenge(headers["www-authenticate"])
+        assert challenge is not None and challenge["error"] == "invalid_token"
+    listed = signed(auth, sub="alice", aud=server.url, scope=["mcp", "read"], exp=exp)
+    assert whoami(server, listed)[0] == 200
+
+
 def test_keys_are_fetched_once_and_unknown_key_ids_cannot_force_fetches(
     auth: AuthServer,
 ) -> None:
@@ -180,6 +239,8 @@ def test_introspection_verifies_and_caches_by_digest(auth: AuthServer) -> None:
 def test_verifier_options_are_checked() -> None:
     with pytest.raises(ValueError, match="must not include 'none'"):
         JwtVerifier("https://login.example.com", algorithms=["none"])
+    with pytest.raises(ValueError, match=r"leeway_ms must be an int >= 0"):
+        JwtVerifier("https://login.example.com", leeway_ms=-1)
     with pytest.raises(ValueError, match="give both client_id and client_secret"):
         IntrospectionVerifier("https://login.example.com/introspect", client_id="x")
 

@@ -123,6 +123,40 @@ def test_a_deadline_holds_against_a_tool_that_never_answers(
     assert elapsed < 5  # generous: the host answers at its deadline, not after 30 s
 
 
+def test_a_remote_call_past_the_host_deadline_reads_timed_out_not_cancelled(
+    client: McpClient, toolkit: Toolkit
+) -> None:
+    # The host's deadline cancels the remote tool's token: the client tells that from a
+    # caller's cancel by the deadline, not by matching text ("timed out after 200 ms:
+    # cancelled by the caller" before).
+    with Host(toolkit, grace_ms=5_000) as host:
+        result = host.call("srv_hang", {"seconds": 30}, timeout_ms=200)
+    client.call_tool("release")
+    assert result.is_error
+    assert result.output == "timed out after 200 ms: hang on MCP server srv did not answer in time"
+
+
+def test_a_caller_cancel_within_a_timeout_reads_cancelled(http_server: HttpServer) -> None:
+    from toolnexus import CancellationTokenSource
+
+    with McpClient(url=http_server.url, protocol_version=MODERN) as client:
+        source = CancellationTokenSource()
+        results: list[ToolResult] = []
+        call = threading.Thread(
+            target=lambda: results.append(
+                client.call_tool(
+                    "wait", {"seconds": 30}, timeout_ms=60_000, cancellation_token=source.token
+                )
+            )
+        )
+        mcp_client_tools.STARTED.clear()
+        call.start()
+        assert mcp_client_tools.STARTED.wait(10)
+        source.cancel()
+        call.join(10)
+    assert [r.output for r in results] == ["cancelled by the caller"]
+
+
 def test_errors_and_parts_map_onto_the_result(toolkit: Toolkit) -> None:
     with Host(toolkit, timeout_ms=10_000) as host:
         failed = host.call("srv_fails", {})
@@ -158,6 +192,49 @@ def test_a_question_comes_back_pending_and_a_resume_continues_the_remote_call(
         done = host.resume("srv_ask", {}, first, Answer(request.id, True, {"name": "Ada"}))
     # The field the answer left out gets the default the server's schema gave.
     assert done.output == "hello Ada polite=True"
+
+
+class DownStore:
+    """An answer store that is down while ``down`` is set."""
+
+    def __init__(self) -> None:
+        from toolnexus.stores import MemoryAnswerStore
+
+        self.down = False
+        self.used = MemoryAnswerStore()
+
+    def consume(self, key: str, expires_at: float) -> bool:
+        if self.down:
+            from toolnexus import StoreUnavailableError
+
+            raise StoreUnavailableError("redis://cache:6379/0", "connection refused")
+        return self.used.consume(key, expires_at)
+
+
+def test_an_answer_the_server_refused_unused_may_be_sent_again() -> None:
+    # The server's store is down: it refuses the resume and uses nothing up; the client's
+    # host must not keep the answer as used either, or the resend is refused locally.
+    from toolnexus.stores import MemoryAnswerStore
+
+    store = DownStore()
+    options = ServerOptions(secret=SECRET, answer_store=store)
+    with HttpServer(mcp_client_tools.toolkit, options, port=0) as server:
+        server.start()
+        client = McpClient(url=server.url, name="srv", protocol_version=MODERN)
+        kit = Toolkit(client.tools())
+        with client, Host(kit, secret=SECRET, answer_store=MemoryAnswerStore()) as host:
+            first = host.call("srv_ask", {})
+            request = ToolResult.pending_of(first)
+            assert request is not None
+            answer = Answer.accept(request, {"name": "Ada"})
+            store.down = True
+            refused = host.resume("srv_ask", {}, first, answer)
+            assert refused.is_error and "send it again once the store is back" in refused.output
+            store.down = False
+            done = host.resume("srv_ask", {}, first, answer)
+            replay = host.resume("srv_ask", {}, first, answer)
+    assert done.output == "hello Ada polite=True"
+    assert "already answered" in replay.output
 
 
 def test_a_question_is_answered_inline_by_wait_for(toolkit: Toolkit) -> None:

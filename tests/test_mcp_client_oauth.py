@@ -81,6 +81,7 @@ def server(auth: AuthServer) -> Iterator[HttpServer]:
             verifier=auth.verify,
             required_scopes=["mcp"],
             tool_scopes={"deploy": ["deploy:write"]},
+            cache_ms=0,  # a revoked token is refused at once (the tests revoke them)
         ),
         max_requests=64,
     )

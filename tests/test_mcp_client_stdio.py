@@ -106,3 +106,57 @@ def test_a_call_interrupted_while_it_waits_is_given_up() -> None:
         assert connection is not None and not connection.calls
         assert client.call_tool("echo", {"text": "after"}).output == "after"
         assert not connection.waiters
+
+
+STUBBORN = '''
+import signal
+import threading
+
+from toolnexus import ToolContext, Toolkit, tool
+
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # close() must SIGKILL it, after its grace
+
+
+@tool
+def stall(ctx: ToolContext) -> str:
+    """Says it started, then never answers and hears no cancel."""
+    ctx.report_progress(1, None, "started")
+    threading.Event().wait(120)
+    return "late"
+
+
+toolkit = Toolkit([stall])
+'''
+
+
+@pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
+def test_closing_the_client_ends_a_call_in_flight_at_once(tmp_path: Path, version: str) -> None:
+    # The call's answer comes as close() begins, not after the child process has ended
+    # (here: after the grace and a SIGKILL), and says that the client was closed; a second
+    # close() running meanwhile (the call's own, when it found the pipe gone) used to wait
+    # 5 s for the reading role the first one kept.
+    (tmp_path / "stubborn.py").write_text(STUBBORN)
+    client = McpClient(
+        sys.executable,
+        ["-m", "toolnexus", "serve", f"{tmp_path / 'stubborn.py'}:toolkit"],
+        name="srv",
+        protocol_version=version,
+    )
+    started, answered = threading.Event(), threading.Event()
+    results: list[str] = []
+
+    def call() -> None:
+        result = client.call_tool("stall", {}, progress=lambda *_: started.set())
+        results.append(result.output)
+        answered.set()
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    assert started.wait(30)
+    client.close()
+    assert answered.is_set()  # before close() returned: it did not wait for the child
+    caller.join(30)
+    assert results == [
+        "stall: the client of MCP server srv was closed (the call may or may not have run)"
+    ]
+    assert not any(t.name.startswith("toolnexus-mcp-client-srv") for t in threading.enumerate())

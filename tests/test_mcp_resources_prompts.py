@@ -345,6 +345,30 @@ def test_capabilities_name_resources_prompts_and_completion_only_when_offered(er
     assert not {"resources", "prompts", "completions"} & bare.keys()
 
 
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("prompts/list", {}),
+        ("prompts/get", {"name": "greet"}),
+        ("resources/list", {}),
+        ("resources/templates/list", {}),
+        ("resources/read", {"uri": "test://static-text"}),
+        ("completion/complete", {"ref": {"type": "ref/prompt", "name": "greet"}}),
+    ],
+)
+def test_a_server_of_tools_alone_has_no_methods_for_what_it_does_not_declare(
+    era: str, method: str, params: dict[str, Any]
+) -> None:
+    # What it answers and what it declares agree (conformance: server-stateless,
+    # ServerDeclaresPromptsInDiscover): an undeclared feature's method is not found.
+    kit = Toolkit([add])
+    session = legacy(kit) if era == "legacy" else modern(kit)
+    error = error_of(drive(session, method, params))
+    assert error["code"] == -32601
+    assert method in error["message"] and "capabilities do not declare" in error["message"]
+
+
 def drive_raw(session: ServerSession, method: str, params: dict[str, Any]) -> dict[str, Any]:
     (sent,) = session.receive({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
     assert isinstance(sent, Send)

@@ -472,6 +472,8 @@ def test_a_retry_whose_store_is_down_is_refused_and_the_state_stays_usable() -> 
     answer = {request.id: {"action": "accept", "content": {"env": "dev"}}}
     refused = only_send(retry(session, result["requestState"], answer))
     assert refused["result"]["isError"] is True
+    # Said in a way a client reads without parsing text: the answer was not used.
+    assert refused["result"]["_meta"]["dev.toolnexus/answerUnused"] is True
     text = refused["result"]["content"][0]["text"]
     assert text.startswith("cannot resume: the answer store is unavailable")
     assert "cache" not in text  # where the store lives goes to the log, not to the client

@@ -152,3 +152,16 @@ def test_no_module_imports_a_private_name_of_another_module():
                     if alias.name.startswith("_") and not alias.name.startswith("__")
                 ]
     assert offenders == []
+
+
+def test_the_readme_names_every_extra_with_what_it_is_for():
+    # A new user reads the README, not pyproject.toml: each extra the package declares has
+    # a row in its table of extras, and the table names no extra that does not exist.
+    import re
+    from importlib.metadata import metadata
+
+    declared = set(metadata("toolnexus-contract").get_all("Provides-Extra") or ())
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([a-z0-9-]+)` \| (.+) \|$", readme, re.MULTILINE)
+    assert {name for name, _ in rows} == declared
+    assert all(len(about.strip()) > 10 for _, about in rows)

@@ -115,6 +115,16 @@ def test_the_first_consume_wins_and_a_replay_is_refused(store):
     assert store.consume(key, FAR) is False
 
 
+def test_a_released_key_is_consumed_anew_and_only_that_key(store):
+    key, other = new_key(), new_key()
+    assert store.consume(key, FAR) is True and store.consume(other, FAR) is True
+    store.release(key)
+    assert store.consume(key, FAR) is True
+    assert store.consume(key, FAR) is False
+    assert store.consume(other, FAR) is False
+    store.release(new_key())  # a key never consumed: nothing to forget, no error
+
+
 def test_keys_of_up_to_64_ascii_characters_are_kept_apart(store):
     printable = "".join(chr(c) for c in range(32, 127))  # quotes, %, _, \\, space, ...
     stem = new_key()[:32]

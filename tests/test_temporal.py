@@ -182,6 +182,23 @@ def test_progress_comes_back_with_the_heartbeats(fleet: Fleet) -> None:
         assert call.result(timeout=60).output == "all done"
 
 
+def test_a_host_that_exits_while_a_cancelled_call_waits_leaves_no_task_pending(
+    fleet: Fleet,
+) -> None:
+    # The call is cancelled once it started; stubborn ignores its token, so the runner's
+    # loop still waits for Temporal when the host process exits. asyncio used to report
+    # each of those tasks on stderr: "Task was destroyed but it is pending!".
+    command = [sys.executable, str(TESTS / "temporal_host.py"), "cancel", fleet.address]
+    done = subprocess.run(
+        [*command, fleet.queue, "c"], env=fleet.env, capture_output=True, text=True, timeout=120
+    )
+    fleet.go("c")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("cancelled"), done.stdout
+    assert "Task was destroyed but it is pending" not in done.stderr
+    assert done.stderr == ""
+
+
 # --------------------------------------------------------------------------- questions
 
 

@@ -140,3 +140,41 @@ def test_bad_arguments_are_an_error_result_on_the_worker_too(host) -> None:
 def test_a_host_takes_a_runner_or_none() -> None:
     with pytest.raises(TypeError, match=r"runner must be a toolnexus\.temporal\.TemporalRunner"):
         Host(TOOLKIT, runner="localhost:7233")  # type: ignore[arg-type]
+
+
+def test_the_runner_loop_stops_with_no_task_left_pending() -> None:
+    # What a call cancelled just before exit leaves on the runner's loop: a cancel on its
+    # way (it finishes) and a request for a workflow that does not answer (it never would).
+    # Dropped pending, asyncio reports each at exit: "Task was destroyed but it is pending!".
+    from toolnexus.temporal._runner import _stop_loop
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    ended: list[str] = []
+
+    async def cancel_on_its_way() -> None:
+        for _ in range(3):
+            await asyncio.sleep(0)
+        ended.append("cancel sent")
+
+    async def request_never_answered() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            ended.append("request let go")
+
+    async def start() -> list[asyncio.Task[None]]:
+        return [
+            asyncio.ensure_future(cancel_on_its_way()),
+            asyncio.ensure_future(request_never_answered()),
+        ]
+
+    tasks = asyncio.run_coroutine_threadsafe(start(), loop).result(30)
+    _stop_loop(loop, thread)
+    assert not thread.is_alive()
+    assert all(task.done() for task in tasks)
+    assert not tasks[0].cancelled() and tasks[1].cancelled()
+    assert sorted(ended) == ["cancel sent", "request let go"]
+    assert not asyncio.all_tasks(loop)
+    loop.close()

@@ -297,14 +297,24 @@ class Refusal:
 
 
 class Accepted:
-    """A resume that passed every check: run the tool with ``answer`` (round ``round``)."""
+    """A resume that passed every check: run the tool with ``answer`` (round ``round``).
+    ``key``: what the answer store recorded it under (see :meth:`Binder.release`)."""
 
-    __slots__ = ("answer", "request", "round")
+    __slots__ = ("answer", "key", "request", "round")
 
-    def __init__(self, request: Request, answer: Answer, round: int) -> None:
+    def __init__(
+        self, request: Request, answer: Answer, round: int, key: str | None = None
+    ) -> None:
         self.request = request
         self.answer = answer
         self.round = round
+        self.key = key
+
+
+ANSWER_UNUSED = "unused"
+"""``ToolResult.metadata["answer"]`` of a resumed call whose tool did not use its answer —
+it handed it on, and the one it handed it to refused it unused (an MCP server whose store
+was down): the host then forgets the answer was used, so the same answer may come again."""
 
 
 def _refused(text: str) -> Refusal:
@@ -529,7 +539,22 @@ class Binder:
             )
         if reason is not None:
             return Refusal(declined(req, reason), spent=True)
-        return Accepted(req, ans, round_)
+        return Accepted(req, ans, round_, _consumed_key(token))
+
+    def release(self, accepted: Accepted, result: ToolResult) -> None:
+        """Forget that ``accepted``'s answer was used when the tool's ``result`` says it
+        did not use it (``metadata["answer"] == "unused"``), so the same answer may resume
+        the call again. A store without ``release`` (one of your own) keeps it used; a
+        store that fails is logged, and the answer stays used."""
+        if result.metadata.get("answer") != ANSWER_UNUSED or accepted.key is None:
+            return
+        release = getattr(self._store, "release", None)
+        if release is None:
+            return
+        try:
+            release(accepted.key)
+        except Exception as exc:  # the store's own failure: the answer stays used
+            _log.warning("cannot release the answer to %r: %s", accepted.request.id, exc)
 
     def _foreign(self, request: Request) -> str:
         if not self.is_configured:

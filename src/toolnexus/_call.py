@@ -693,7 +693,31 @@ class Call(metaclass=_NoPublicConstructor):
             if closed or self._state != QUEUED:
                 tool = None  # (a closed host's cancel takes this lock: below)
             else:
-                budget = self._budget
+                tool, args, budget = self._tool, self._args, self._budget
+                assert args is not None and tool is not None
+                # A token and a context only for a tool that can see them (an async tool
+                # run off its caller's loop is stopped through the token), or for a call
+                # that can be stopped (a deadline, a caller's token): the check of its
+                # arguments hears that token, whatever the tool takes. They cost as much
+                # as the rest of the set-up. Made before the deadline is armed: the
+                # context's deadline is then never later than the call's, so a tool that
+                # sees its token cancelled by the deadline finds ctx.deadline passed.
+                stoppable = budget is not None or self._registration is not None
+                if tool.takes_context or stoppable or (tool.is_async and self._runner != ON_LOOP):
+                    scope = self._scope = CancellationTokenSource()
+                    self._ctx = (
+                        ToolContext(
+                            budget,
+                            scope.token,
+                            None if self._rounds is None else self._rounds.answer,
+                            self._progress,
+                            principal=self._principal(),
+                        )
+                        if tool.takes_context or stoppable
+                        else None
+                    )
+                else:
+                    self._scope = self._ctx = None
                 if budget is not None:
                     self._deadline = time.monotonic() + budget / 1000
                     try:
@@ -710,31 +734,6 @@ class Call(metaclass=_NoPublicConstructor):
                             ),
                             "error",
                         )
-                tool, args = self._tool, self._args
-                assert args is not None and tool is not None
-                # A token and a context only for a tool that can see them (an async tool
-                # run off its caller's loop is stopped through the token), or for a call
-                # that can be stopped (a deadline, a caller's token): the check of its
-                # arguments hears that token, whatever the tool takes. They cost as much
-                # as the rest of the set-up.
-                stoppable = budget is not None or self._registration is not None
-                if failed is not None:
-                    pass
-                elif tool.takes_context or stoppable or (tool.is_async and self._runner != ON_LOOP):
-                    scope = self._scope = CancellationTokenSource()
-                    self._ctx = (
-                        ToolContext(
-                            budget,
-                            scope.token,
-                            None if self._rounds is None else self._rounds.answer,
-                            self._progress,
-                            principal=self._principal(),
-                        )
-                        if tool.takes_context or stoppable
-                        else None
-                    )
-                else:
-                    self._scope = self._ctx = None
                 runner = self._runner
                 if failed is None and runner == INLINE:  # QUEUED -> RUNNING here, at once
                     self._state = RUNNING
@@ -894,8 +893,10 @@ class Call(metaclass=_NoPublicConstructor):
             state = self._state
             if state == QUEUED:
                 self._reason = "deadline"
+                pool = self._rt.pool
+                waited = _NEVER_STARTED if pool.busy >= pool.limit else _NO_WORKER_YET
                 effects = self._done_locked(
-                    _timeout_result(self._budget, _NEVER_STARTED, self._name), "timeout"
+                    _timeout_result(self._budget, waited, self._name), "timeout"
                 )
             elif state == RUNNING:
                 self._reason = "deadline"
@@ -1383,7 +1384,8 @@ async def _on_loop(call: Call, awaitable: Awaitable[Any]) -> None:
 
 
 _ABANDONED = object()  # the tool was still running when the grace ended
-_NEVER_STARTED = object()  # still queued for a worker at its deadline
+_NEVER_STARTED = object()  # still queued for a worker at its deadline, every worker busy
+_NO_WORKER_YET = object()  # still queued at its deadline, before a worker could take it
 
 
 def _cancel_text(reason: Reason | None) -> str:
@@ -1402,6 +1404,10 @@ def _timeout_result(
         )
     if value is _NEVER_STARTED:
         return ToolResult.error(f"{head}; '{name}' never started: every worker was busy")
+    if value is _NO_WORKER_YET:
+        return ToolResult.error(
+            f"{head}; '{name}' never started: the deadline passed before a worker could take it"
+        )
     if isinstance(value, ToolResult) and value.output:
         return ToolResult.error(f"{head}: {value.output}")
     return ToolResult.error(head)

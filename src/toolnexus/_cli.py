@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ._result import ToolResult
     from ._suspension import Answer, Request
     from ._toolkit import Toolkit
+    from .mcp import McpClient
     from .stores import AnswerStore
 
 __all__ = [
@@ -66,9 +67,11 @@ _OUTCOME_CODES = {
 _EXIT_CODES_HELP = """\
 exit codes:
   0    ok
-  1    the tool returned an error (a declined question too)
-  2    usage error: bad REF, unknown tool, bad JSON, invalid arguments,
-       an --answer whose data fails the request's schema
+  1    the tool returned an error (a declined question too); a resource
+       or prompt failed
+  2    usage error: bad REF, unknown tool, resource or prompt, bad JSON,
+       invalid arguments (a URI's too), an --answer whose data fails the
+       request's schema
   3    pending: --no-input and the tool asked a question (printed as JSON)
   124  timed out (--timeout)
   130  cancelled (Ctrl-C; a second Ctrl-C exits at once)"""
@@ -144,6 +147,8 @@ def load_toolkit(ref: str, *, sign_in: bool = True) -> Toolkit:
         raise RefError(str(ref), "empty REF; expected module:attr or path/to/file.py:attr")
     if ref.endswith(".json"):
         return _remote_toolkit(ref, sign_in)
+    if _is_server_url(ref):
+        return _server_toolkit(ref)
     target, attr = _split_ref(ref)
     module = _import_target(ref, target)
     if attr is None:
@@ -217,6 +222,32 @@ def _remote_toolkit(ref: str, sign_in: bool = True) -> Toolkit:
     if not len(source.toolkit):
         raise RefError(ref, f"{ref!r}: no MCP server in it offers a tool (see above)")
     return source.toolkit
+
+
+def _is_server_url(ref: str) -> bool:
+    """Whether REF is the URL of a Streamable HTTP MCP server (every command takes one)."""
+    return ref.startswith(("http://", "https://"))
+
+
+def _server(url: str) -> McpClient:
+    """The client every command reaches a server URL with: ``list``, ``schema``, ``call``,
+    ``read`` and ``get`` resolve such a REF here, and only here."""
+    from .mcp import McpClient
+
+    return McpClient(url=url)
+
+
+def _server_toolkit(url: str) -> Toolkit:
+    """The tools of the MCP server at ``url``, under the server's own names; the client
+    stays open for the calls (the process ends it)."""
+    from ._toolkit import Toolkit
+
+    client = _server(url)
+    try:
+        return Toolkit(client.tools(prefix=""))
+    except McpError as exc:
+        client.close()
+        raise RefError(url, str(exc)) from None
 
 
 TOKENS_FILE = "mcp-tokens.json"
@@ -507,7 +538,13 @@ class _CliError(Exception):
     Internal control flow, caught in :func:`main` only. It is not the public
     :class:`~toolnexus.errors.UsageError` (calling code that is wrong), so a Python caller
     of ``main()`` never has to tell the two apart: it only ever sees an exit code.
+    ``code`` is that exit code: :data:`EXIT_USAGE` unless the line reports a failure
+    (a server's resource or prompt that failed, :data:`EXIT_TOOL_ERROR`).
     """
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _read_json_option(option: str, text: str) -> Any:
@@ -596,15 +633,13 @@ def _check_name(toolkit: Toolkit, name: str) -> None:
 
 
 def _check_args(toolkit: Toolkit, name: str, args: Mapping[str, Any], ref: str) -> None:
-    """Refuse invalid arguments before running anything: the caller's mistake, exit 2."""
-    from .validation import validate
+    """Refuse invalid arguments before running anything: the caller's mistake, exit 2.
 
-    problems = validate(toolkit.get(name).input_schema, args)
-    if problems:
-        raise _CliError(
-            f"invalid arguments for {name!r}: {'; '.join(problems)} "
-            f"(see: toolnexus schema {ref} {name})"
-        )
+    The tool's own admission check, the one ``Host.call`` runs: every problem at once (the
+    schema's, and values that do not convert, a date-time say), worded as a model reads it."""
+    refusal = toolkit.get(name)._admit(args)[1]
+    if refusal is not None:
+        raise _CliError(f"{refusal.output} (see: toolnexus schema {ref} {name})")
 
 
 # --------------------------------------------------------------------------- the terminal
@@ -753,9 +788,12 @@ def _ask_fields(term: _Terminal, schema: Mapping[str, Any]) -> dict[str, Any] | 
 
 def _field_label(key: str, prop: Mapping[str, Any], required: bool) -> str:
     parts = [_type_words(prop)]
-    enum = prop.get("enum")
-    if isinstance(enum, list) and enum:
-        parts.append("one of: " + ", ".join(_show(choice) for choice in enum))
+    choices = _choices(prop)
+    if choices:
+        parts.append(
+            "one of: "
+            + ", ".join(_show(value) + (f" ({title})" if title else "") for value, title in choices)
+        )
     if not required and "default" not in prop:
         parts.append("optional")
     about = prop.get("title") or prop.get("description")
@@ -782,20 +820,46 @@ def _type_words(prop: Mapping[str, Any]) -> str:
     return words
 
 
+def _choices(prop: Mapping[str, Any]) -> list[tuple[Any, str | None]]:
+    """The values a field takes, each with its title when the schema gives one: an
+    ``enum``, or a ``oneOf``/``anyOf`` of ``const`` (+ ``title``) — MCP's titled choices,
+    which a legacy ``enumNames`` list also becomes on arrival."""
+    enum = prop.get("enum")
+    if isinstance(enum, list):
+        return [(value, None) for value in enum]
+    for keyword in ("oneOf", "anyOf"):
+        options = prop.get(keyword)
+        if not isinstance(options, list) or not options:
+            continue
+        if all(isinstance(option, Mapping) and "const" in option for option in options):
+            return [(option["const"], _title(option)) for option in options]
+    return []
+
+
+def _title(option: Mapping[str, Any]) -> str | None:
+    title = option.get("title")
+    return title if isinstance(title, str) else None
+
+
 def _show(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
 def _field_value(text: str, prop: Mapping[str, Any]) -> Any:
     """Turn one typed line into the value a field expects (validation judges it after)."""
-    enum = prop.get("enum")
-    if isinstance(enum, list):
-        for choice in enum:
-            if text == _show(choice):
-                return choice
-        folded = [c for c in enum if isinstance(c, str) and c.lower() == text.strip().lower()]
-        if len(folded) == 1:
-            return folded[0]
+    choices = _choices(prop)
+    for value, _ in choices:
+        if text == _show(value):
+            return value
+    # A value or a title, in any case: "production" picks the choice titled "Production".
+    word = text.strip().lower()
+    folded = [
+        value
+        for value, title in choices
+        if (isinstance(value, str) and value.lower() == word) or (title or "").lower() == word
+    ]
+    if len(folded) == 1:
+        return folded[0]
     kind = prop.get("type")
     if kind == "string":
         return text
@@ -1008,10 +1072,15 @@ def _outcome_of(result: ToolResult) -> str:
 
 
 def _print_result(result: ToolResult, *, as_json: bool) -> None:
+    """The result's text on stdout, then every text part's (an MCP result's later text
+    blocks), each on its own line; ``as_json``: the whole result as wire JSON."""
     if as_json:
         _write_out(result.to_json())
-    elif result.output:
-        _write_out(result.output)
+        return
+    texts = [result.output, *(part.text for part in result.parts if part.type == "text")]
+    for text in texts:
+        if text:
+            _write_out(text)
 
 
 def _write_out(text: str) -> None:
@@ -1028,13 +1097,15 @@ def _cmd_list(options: argparse.Namespace) -> int:
     width = max((len(t.name) for t in tools), default=0)
     for item in tools:
         _write_out(f"{item.name.ljust(width)}  {_first_line(item.description)}".rstrip())
-    resources = toolkit.resources()
-    prompts = toolkit.prompts()
-    sections = [
-        ("resources", [(r.uri, r.description) for r in resources if not r.is_template]),
-        ("resource templates", [(r.uri, r.description) for r in resources if r.is_template]),
-        ("prompts", [(p.name, p.description) for p in prompts]),
-    ]
+    if _is_server_url(options.ref):
+        sections = _from_server(options.ref, _server_sections)
+    else:
+        resources = toolkit.resources()
+        sections = [
+            ("resources", [(r.uri, r.description) for r in resources if not r.is_template]),
+            ("resource templates", [(r.uri, r.description) for r in resources if r.is_template]),
+            ("prompts", [(p.name, p.description) for p in toolkit.prompts()]),
+        ]
     for title, rows in sections:
         if not rows:
             continue
@@ -1045,6 +1116,25 @@ def _cmd_list(options: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _server_sections(client: McpClient) -> list[tuple[str, list[tuple[str, str | None]]]]:
+    """A server's resources, resource templates and prompts, as ``list`` shows them; a
+    list the server does not offer (it refuses the method) is empty."""
+    lists: list[tuple[str, Callable[[], list[dict[str, Any]]], str]] = [
+        ("resources", client.list_resources, "uri"),
+        ("resource templates", client.list_resource_templates, "uriTemplate"),
+        ("prompts", client.list_prompts, "name"),
+    ]
+    sections = []
+    for title, ask, key in lists:
+        try:
+            entries = ask()
+        except McpError:
+            entries = []
+        rows = [(str(entry.get(key)), entry.get("description")) for entry in entries]
+        sections.append((title, rows))
+    return sections
+
+
 def _first_line(text: str | None) -> str:
     stripped = (text or "").strip()
     return stripped.splitlines()[0] if stripped else ""
@@ -1053,20 +1143,22 @@ def _first_line(text: str | None) -> str:
 # --------------------------------------------------------------------------- read, get
 
 
-def _is_server_url(ref: str) -> bool:
-    return ref.startswith(("http://", "https://"))
-
-
 def _cmd_read(options: argparse.Namespace) -> int:
     if _is_server_url(options.ref):
         contents = _from_server(options.ref, lambda client: client.read_resource(options.uri))
         return _show_contents(options, contents)
     toolkit = load_toolkit(options.ref)
-    if toolkit.find_resource(options.uri) is None:
+    found = toolkit.find_resource(options.uri)
+    if found is None:
         known = ", ".join(r.uri for r in toolkit.resources()) or "none"
         raise _CliError(
             f"no resource of {options.ref!r} serves {options.uri!r} (resources: {known})"
         )
+    # A template variable that does not read as its type is the caller's mistake, as a
+    # prompt's or a tool's argument is: exit 2, before anything runs.
+    problem = found[0].problem(options.uri)
+    if problem is not None:
+        raise _CliError(f"{options.uri!r} does not fit {found[0].uri!r}: {problem}")
     result = _run_served(options, toolkit, "resources/read", {"uri": options.uri})
     if result.is_error:
         return _failed(options, result)
@@ -1126,13 +1218,20 @@ def _failed(options: argparse.Namespace, result: ToolResult) -> int:
 
 def _from_server(url: str, ask: Callable[[Any], Any]) -> Any:
     """Ask the MCP server at ``url`` (over Streamable HTTP, with this module's client)."""
-    from .mcp import McpClient
-
     try:
-        with McpClient(url=url) as client:
+        with _server(url) as client:
             return ask(client)
     except McpError as exc:
-        raise _CliError(str(exc)) from None
+        # The server's own failure (JSON-RPC internal error: the resource or prompt raised)
+        # is exit 1, as when it runs here; a request it refuses (an unknown URI or prompt,
+        # a wrong argument: -32602) or a server that cannot be reached is exit 2.
+        failed = str(exc).endswith(f"({_INTERNAL_ERROR})")
+        raise _CliError(str(exc), EXIT_TOOL_ERROR if failed else EXIT_USAGE) from None
+
+
+_INTERNAL_ERROR = -32603
+"""JSON-RPC's code for a server that failed doing what it was asked; the client's
+McpError ends its message with the code."""
 
 
 def _show_contents(options: argparse.Namespace, contents: list[dict[str, Any]]) -> int:
@@ -2150,7 +2249,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "--oauth-resource",
         metavar="URL",
         help="this server's public URL, e.g. https://mcp.example.com/mcp: the resource "
-        "tokens must be issued for (default: taken from each request's Host)",
+        "tokens must be issued for (default: the URL of the --http address, never a "
+        "request's Host; required on 0.0.0.0)",
     )
     oauth.add_argument(
         "--oauth-audience",
@@ -2413,7 +2513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 type(exc.__cause__), exc.__cause__, exc.__cause__.__traceback__
             )
         sys.stderr.write(_localize(f"toolnexus {options.command}: error: {exc}\n"))
-        code = EXIT_USAGE
+        code = exc.code if isinstance(exc, _CliError) else EXIT_USAGE
     if owns_sigint:
         if argv is not None and previous is not None:
             # Called from Python with its own argv: the process goes on, with its own Ctrl-C.
@@ -2446,6 +2546,8 @@ def _configure_logging_now(level: str | None) -> None:
     # stderr, never stdout: under `serve`, stdout is the protocol channel.
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    # A failed MCP server is named once, by _remote_toolkit: not again in the log.
+    handler.addFilter(lambda record: not hasattr(record, "mcp_server_status"))
     handler._toolnexus_cli = True  # type: ignore[attr-defined]
     logger.setLevel(level.upper())
     logger.addHandler(handler)

@@ -699,6 +699,11 @@ class Host:
             None if accepted is None else accepted.round,
             first,
         )
+        if accepted is not None:
+            # A tool that handed the answer on and saw it refused unused says so: the
+            # answer may come again (run before the call's owner gets the result).
+            binder, used = self._binder, accepted
+            call.add_done_callback(lambda done: binder.release(used, done.result()))
         return call
 
     def _wait(self, call: Call) -> ToolResult:

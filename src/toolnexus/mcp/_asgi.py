@@ -6,6 +6,11 @@ No dependency is needed to *be* ASGI: :class:`AsgiApp` is a plain ``async`` call
 loop: tools run on the host's workers and their messages reach the loop through
 ``call_soon_threadsafe``. A client that disconnects while its call runs cancels the call.
 
+A request is authenticated from its head before anything of its body is counted against
+the in-flight cap or read (a check that may wait — OAuth — off the loop), and its body must
+arrive within ``request_timeout_ms``: a peer without a token holds nothing, and one that
+declares a body it does not send gives the bytes counted for it back.
+
 Modern (2026-07-28) requests hold no state between requests, so several worker processes
 can serve them behind any load balancer, given the same ``secret`` for ``requestState``;
 legacy sessions live in the worker that created them and need sticky routing.
@@ -14,6 +19,7 @@ legacy sessions live in the worker that created them and need sticky routing.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
@@ -37,7 +43,8 @@ class AsgiApp:
     """An ASGI 3 application serving ``toolkit`` over MCP at ``path`` (``/mcp``).
 
     ``options`` is a :class:`~toolnexus.mcp.ServerOptions` (the same as the embedded
-    server's; the connection limits and timeouts are the ASGI server's own). The
+    server's; the connection limits and timeouts are the ASGI server's own, but for
+    ``request_timeout_ms``, the app's deadline for a request's body: then 408). The
     ``lifespan`` shutdown closes the host and ends legacy sessions; :meth:`close` does the
     same for a server without lifespan.
 
@@ -56,7 +63,14 @@ class AsgiApp:
         if not isinstance(path, str) or not path.startswith("/"):
             raise InvalidValueError(f"path must be a str starting with '/', got {path!r}")
         self.path = path
-        self.endpoint = Endpoint(toolkit, resolve(options), path)
+        options = resolve(options)
+        self.endpoint = Endpoint(toolkit, options, path)
+        self._body_s = options.request_timeout_ms / 1000
+        try:  # an app does not know its address: OAuth needs its resource configured
+            self.endpoint.listening(None)
+        except ValueError:
+            self.endpoint.close()
+            raise
 
     def close(self) -> None:
         """End every legacy session (cancelling their calls) and close the host."""
@@ -111,18 +125,29 @@ class AsgiApp:
         reserved = 0
         client = scope.get("client")
         peer = str(client[0]) if client else None
-        identity = None
+        # Who sent it, before anything of its body is counted or read.
         if self.endpoint.verifies_remotely:
-            # Verifying an OAuth token may wait on the authorization server: off the loop.
-            refused, identity = await asyncio.get_running_loop().run_in_executor(
-                None, self.endpoint.authenticate, headers, scheme
-            )
-            if refused is not None:
-                await _send_reply(send, refused)
-                return
+            # Verifying an OAuth token may wait on the authorization server: on the guard's
+            # own threads, never the loop's executor; a token checked lately answers now.
+            outcome = self.endpoint.authenticate_nowait(headers, scheme)
+            if isinstance(outcome, concurrent.futures.Future):
+                outcome = await asyncio.wrap_future(outcome)
+            refused, identity = outcome
+        else:
+            refused, identity = self.endpoint.authenticate(headers, scheme)
+        if refused is not None:
+            await _send_reply(send, refused)
+            return
         try:
             if method == "POST":
-                read = await self._read_body(headers, receive)
+                try:
+                    read = await asyncio.wait_for(self._read_body(headers, receive), self._body_s)
+                except asyncio.TimeoutError:
+                    read = Reply(
+                        408,
+                        [("content-type", "text/plain"), ("connection", "close")],
+                        b"request timeout: the body did not arrive whole in time\n",
+                    )
                 if isinstance(read, Reply):
                     await _send_reply(send, read)
                     return
@@ -160,7 +185,8 @@ class AsgiApp:
         self, headers: dict[str, str], receive: Receive
     ) -> tuple[bytes, int] | Reply:
         """The body and the bytes taken for it from the in-flight cap (before it is read:
-        all of a declared length at once, else as it comes), or the refusal."""
+        all of a declared length at once, else as it comes), or the refusal. Cancelled (the
+        body deadline), it gives back what it took."""
         endpoint = self.endpoint
         limit = endpoint.max_body_bytes
         declared = headers.get("content-length")
@@ -168,7 +194,7 @@ class AsgiApp:
         if declared is not None and declared.strip().isdigit():
             length = int(declared)
             if length > limit:
-                return self._checked(headers) or endpoint.too_large(length)
+                return endpoint.too_large(length)
             refused = endpoint.reserve(length)
             if refused is not None:
                 return refused
@@ -185,7 +211,7 @@ class AsgiApp:
                 size += len(chunk)
                 if size > limit:
                     endpoint.release(reserved)
-                    return self._checked(headers) or endpoint.too_large(size)
+                    return endpoint.too_large(size)
                 if size > reserved:
                     refused = endpoint.reserve(size - reserved)
                     if refused is not None:
@@ -195,15 +221,9 @@ class AsgiApp:
                 chunks.append(chunk)
                 if not message.get("more_body", False):
                     return b"".join(chunks), reserved
-        except MemoryError:
+        except BaseException:  # out of memory, or cancelled at the body deadline
             endpoint.release(reserved)
             raise
-
-    def _checked(self, headers: dict[str, str]) -> Reply | None:
-        """The access refusal for a request refused for its size (who may learn that);
-        with OAuth the request passed that check before its body was read."""
-        endpoint = self.endpoint
-        return None if endpoint.verifies_remotely else endpoint.check_access(headers)
 
     async def _lifespan(self, receive: Receive, send: AsgiSend) -> None:
         while True:

@@ -37,7 +37,9 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._binding import ANSWER_UNUSED
 from .._cancellation import CancellationToken, CancellationTokenSource
+from .._log import LazyLogger
 from .._result import ToolResult
 from .._suspension import Answer, Request
 from .._tracing import client_span
@@ -55,7 +57,7 @@ from ._client_session import (
     header_params,
 )
 from ._content import result_from_mcp
-from ._protocol import describe
+from ._protocol import META_ANSWER_UNUSED, describe
 
 if TYPE_CHECKING:
     from .._context import ProgressReporter, ToolContext
@@ -66,7 +68,7 @@ if TYPE_CHECKING:
 
 __all__ = ["McpClient"]
 
-_log = logging.getLogger("toolnexus.mcp.client")
+_log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 
 _LOG_LEVELS = {
     "debug": logging.DEBUG,
@@ -210,14 +212,14 @@ class _Waiter:
 class _Parked:
     """A legacy ``tools/call`` waiting on the answer to the server's question."""
 
-    __slots__ = ("connection", "expiry", "mode", "schema", "server_request", "tool", "waiter")
+    __slots__ = ("connection", "expiry", "schema", "server_request", "shape", "tool", "waiter")
 
     def __init__(
         self,
         connection: _Connection,
         waiter: _Waiter,
         server_request: str | int,
-        mode: str,
+        shape: str,
         schema: Mapping[str, Any] | None,
         tool: str,
         expiry: CancellationTokenSource,
@@ -225,7 +227,7 @@ class _Parked:
         self.connection = connection
         self.waiter = waiter
         self.server_request = server_request
-        self.mode = mode
+        self.shape = shape  # how the question was asked (its ElicitationShape)
         self.schema = schema
         self.tool = tool
         self.expiry = expiry
@@ -990,7 +992,8 @@ class McpClient:
 
     def _on_lost(self, connection: _Connection, reason: str) -> None:
         with self._lock:
-            if connection.lost is None:
+            first = connection.lost is None
+            if first:
                 connection.lost = reason
             waiters = list(connection.waiters.values())
         connection.stopped.set()
@@ -999,7 +1002,7 @@ class McpClient:
             listener.abort()
         for waiter in [*waiters, connection.opening]:
             waiter.close(reason)
-        if reason and not self._closed:
+        if first and reason and not self._closed:
             _log.info("MCP server %s: %s", self.name, reason)
 
     def _tools_changed(self) -> None:
@@ -1043,13 +1046,13 @@ class McpClient:
             self._send_quietly(connection, cancel)
 
     def _drop(self, connection: _Connection, reason: str) -> None:
-        """Close ``connection`` (its transport: the child process, for stdio)."""
-        if connection.lost is None:
-            connection.lost = reason
+        """Close ``connection``: its requests end now — not once the child process has
+        exited, which may take the transport's grace — then its transport."""
+        self._on_lost(connection, reason)
         transport = connection.transport
         if transport is not None and connection.is_stdio:
+            transport.interrupt()  # type: ignore[union-attr]  # a call reading the pipe
             transport.close()  # type: ignore[call-arg]
-        self._on_lost(connection, reason)
 
     # ------------------------------------------------------------------ requests
 
@@ -1088,6 +1091,8 @@ class McpClient:
 
     def _lose(self, connection: _Connection, lost: _Lost) -> None:
         """A request found the connection gone: forget it, so the next one re-opens."""
+        if self._closed:  # close() ends the connection; its calls answer without waiting
+            return
         if connection.is_stdio:
             if connection.transport is not None and not connection.transport.is_alive:  # type: ignore[union-attr]
                 self._drop(connection, lost.problem)
@@ -1313,17 +1318,25 @@ class McpClient:
         progress: ProgressReporter | None,
         answer: Answer | None,
         headers: Mapping[str, str] | None,
+        deadline: float | None = None,
     ) -> ToolResult:
+        """One ``tools/call``. ``timeout_ms``: the client's own budget (``call_tool``'s),
+        counted from now; ``deadline``: the caller's (a host's, through its ToolContext),
+        on the ``time.monotonic()`` clock — the caller reports its own passing."""
         if timeout_ms is not None and (
             isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0
         ):
             raise InvalidValueError(f"timeout_ms must be None or an int >= 0, got {timeout_ms!r}")
         if answer is not None and not isinstance(answer, Answer):
             raise InvalidTypeError(f"answer must be an Answer, got {type(answer).__name__}")
+        if deadline is None and timeout_ms is not None:
+            end: float | None = time.monotonic() + timeout_ms / 1000
+        else:
+            end = deadline
         source: CancellationTokenSource | None = None
-        if timeout_ms is not None:
+        if end is not None:
             source = CancellationTokenSource.linked(*([token] if token is not None else []))
-            source.cancel_after(timeout_ms / 1000)
+            source.cancel_after(max(0.0, end - time.monotonic()))
             call_token = source.token
         else:
             call_token = token if token is not None else CancellationToken.NONE
@@ -1342,22 +1355,20 @@ class McpClient:
                 result = self._continue(name, arguments, call_token, progress, answer, headers)
             else:
                 result = self._start_call(name, arguments, call_token, progress, headers, None)
+            if result is _CANCELLED and end is not None and time.monotonic() >= end:
+                # The call's state decides, never its text: its token was cancelled and
+                # its deadline has passed (a deadline's cancel comes at or after it).
+                where = f"{name} on MCP server {self.name}"
+                if deadline is None:
+                    result = ToolResult(f"timed out after {timeout_ms} ms: {where}", True)
+                else:
+                    result = ToolResult(f"{where} did not answer in time", True)
         finally:
             if source is not None:
                 source.close()
             if span is not None:
                 span.leave(entered)
                 span.end(result)
-        if (
-            result.is_error
-            and source is not None
-            and source.is_cancellation_requested
-            and not (token is not None and token.is_cancellation_requested)
-            and result.output.startswith("cancelled")
-        ):
-            return ToolResult(
-                f"timed out after {timeout_ms} ms: {name} on MCP server {self.name}", True
-            )
         return result
 
     def _start_call(
@@ -1370,12 +1381,12 @@ class McpClient:
         retry: Mapping[str, Any] | None,
     ) -> ToolResult:
         if token is not _NEVER and token.is_cancellation_requested:
-            return ToolResult("cancelled by the caller", True)
+            return _CANCELLED
         for attempt in (0, 1):
             try:
                 connection = self._open()
             except McpError as exc:
-                return ToolResult(f"{name}: {exc}", True)
+                return _unsent(ToolResult(f"{name}: {exc}", True), retry)
             params: dict[str, Any] = {"name": name, "arguments": arguments}
             if retry is not None:
                 params.update(retry)
@@ -1411,8 +1422,9 @@ class McpClient:
                 self._lose(connection, lost)
                 if attempt == 0 and (lost.session_lost or not lost.sent) and not lost.auth:
                     continue
-                return self._lost_result(name, lost)
-            result = self._drive(connection, waiter, name, token, progress)
+                refused = self._lost_result(name, lost)
+                return refused if lost.sent else _unsent(refused, retry)
+            result = self._drive(connection, waiter, name, token, progress, retry is not None)
             if result is _RETRY:
                 continue
             assert isinstance(result, ToolResult)
@@ -1426,8 +1438,11 @@ class McpClient:
         name: str,
         token: CancellationToken,
         progress: ProgressReporter | None,
+        answering: bool = False,
     ) -> ToolResult | object:
-        """Read the call's events until its result; park it on a legacy question."""
+        """Read the call's events until its result; park it on a legacy question.
+        ``answering``: the request carries answers (a modern retry): a result that did not
+        use them says so (see :func:`_unsent`)."""
         registration = None
         if token is not _NEVER and token.can_be_cancelled:
             wake: Callable[[], object] = waiter.wake
@@ -1447,8 +1462,12 @@ class McpClient:
                 try:
                     event = self._next_event(connection, waiter, token, self._idle_s)
                 except _Cancelled:
+                    if self._closed and not token.is_cancellation_requested:
+                        # close() aborted the request (HTTP), not the caller.
+                        self._finish(connection, waiter)
+                        return self._lost_result(name, _Lost("the client was closed"))
                     self._abandon(connection, waiter, "cancelled by the caller")
-                    return ToolResult("cancelled by the caller", True)
+                    return _CANCELLED
                 except _Idle:
                     self._abandon(connection, waiter, "no progress")
                     idle = int((self._idle_s or 0) * 1000)
@@ -1462,16 +1481,26 @@ class McpClient:
                     self._lose(connection, lost)
                     if lost.session_lost and not lost.sent:
                         return _RETRY
-                    return self._lost_result(name, lost)
+                    result = self._lost_result(name, lost)
+                    return _unsent(result, answering) if not lost.sent else result
                 if isinstance(event, Response):
                     self._finish(connection, waiter)
-                    return self._result(name, event.result)
+                    result = self._result(name, event.result)
+                    meta = event.result.get("_meta")
+                    if isinstance(meta, Mapping) and meta.get(META_ANSWER_UNUSED) is True:
+                        return _unsent(result, answering)
+                    return result
                 if isinstance(event, Failure):
                     self._finish(connection, waiter)
                     code = f" ({event.code})" if event.code is not None else ""
-                    return ToolResult(
-                        f"{name}: MCP server {self.name} refused the call: {event.message}{code}",
-                        True,
+                    # An error response: the server did not take the request, nor its answers.
+                    return _unsent(
+                        ToolResult(
+                            f"{name}: MCP server {self.name} refused the call: "
+                            f"{event.message}{code}",
+                            True,
+                        ),
+                        answering,
                     )
                 if isinstance(event, Notification):
                     if progress is not None:
@@ -1517,6 +1546,8 @@ class McpClient:
         if lost.auth:
             return ToolResult(f"{name}: MCP server {self.name}: {lost.problem}", True)
         ran = " (the call may or may not have run)" if lost.sent else ""
+        if self._closed:  # close() ended it: no later call reconnects
+            return ToolResult(f"{name}: the client of MCP server {self.name} was closed{ran}", True)
         return ToolResult(
             f"{name}: the connection to MCP server {self.name} failed: {lost.problem}{ran}; the "
             "next call reconnects",
@@ -1548,12 +1579,12 @@ class McpClient:
         """A legacy server asks: park the call, hand back the question."""
         from datetime import datetime, timedelta, timezone
 
-        from ._suspension import request_from_elicitation
+        from ._suspension import elicitation_mode, request_from_elicitation
 
         request_id = "mcp-" + os.urandom(16).hex()
         expires = datetime.now(timezone.utc) + timedelta(seconds=self._question_s)
         try:
-            request, mode = request_from_elicitation(
+            request, shape = request_from_elicitation(
                 event.params,
                 request_id=request_id,
                 expires_at=expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -1564,14 +1595,14 @@ class McpClient:
                 reply = connection.session.respond_error(event.id, -32602, f"invalid params: {exc}")
             self._reply(connection, reply)
             return None
-        if mode not in connection.session.elicitation_modes():
+        if elicitation_mode(shape) not in connection.session.elicitation_modes():
             with self._lock:
                 reply = connection.session.respond(event.id, {"action": "decline"})
             self._reply(connection, reply)
             return None
         expiry = CancellationTokenSource()
         schema = request.data.get("schema") if request.data is not None else None
-        parked = _Parked(connection, waiter, event.id, mode, schema, name, expiry)
+        parked = _Parked(connection, waiter, event.id, shape, schema, name, expiry)
         with self._lock:
             self._parked[request_id] = parked
         expiry.token.register(lambda: self._expire(request_id))
@@ -1643,7 +1674,7 @@ class McpClient:
             )
         with self._lock:
             reply = connection.session.respond(
-                parked.server_request, elicit_result(answer, parked.mode, parked.schema)
+                parked.server_request, elicit_result(answer, parked.shape, parked.schema)
             )
         self._reply(connection, reply)
         result = self._drive(connection, parked.waiter, name, token, progress)
@@ -1670,13 +1701,13 @@ class McpClient:
             params = entry.get("params")
             state: dict[str, Any] = {"t": name, "k": key, "n": os.urandom(8).hex()}
             try:
-                request, mode = request_from_elicitation(params, request_id="pnd-0")
+                request, shape = request_from_elicitation(params, request_id="pnd-0")
             except ValueError as exc:
                 return ToolResult(
                     f"{name}: MCP server {self.name} asked a malformed question: {exc}", True
                 )
-            state["m"] = mode
-            if mode == "form" and request.data is not None:
+            state["m"] = shape
+            if shape == "schema" and request.data is not None:
                 defaults = _defaults(request.data.get("schema"))
                 if defaults:
                     state["d"] = defaults
@@ -1745,6 +1776,8 @@ class McpClient:
 _ENDED = iter(())  # what an HTTP waiter reads once its answer was taken
 _NEVER = CancellationToken.NONE
 _RETRY = object()  # the session was gone before the request reached the server: once more
+# What a call its token ended answers; _call tells a deadline from a cancel by identity.
+_CANCELLED = ToolResult("cancelled by the caller", True)
 _TOO_DEEP = "more than 128 levels deep"
 
 
@@ -1769,10 +1802,22 @@ class _RemoteTool:
             ctx.report_progress if ctx.progress is not None else None,
             ctx.answer,
             self.headers,
+            ctx.deadline,
         )
 
     def __repr__(self) -> str:
         return f"<remote tool {self.remote!r} on MCP server {self.client.name!r}>"
+
+
+def _unsent(result: ToolResult, answering: object) -> ToolResult:
+    """``result``, saying (when ``answering``: the request carried an answer) that the
+    answer was not used — the server never got it, refused the request, or said so — so
+    the host that checked it lets the same answer come again."""
+    if not answering:
+        return result
+    return ToolResult(
+        result.output, result.is_error, {**result.metadata, "answer": ANSWER_UNUSED}, result.parts
+    )
 
 
 def _auth_problem(lost: _Lost) -> str:

@@ -379,6 +379,10 @@ class StdioTransport:
         with self._close_lock:
             if self._closed and not self._reader.is_alive():
                 return
+            # One close releases the descriptors; another one running meanwhile (the
+            # client's, and its call's that found the connection gone) ends the child
+            # and joins the threads, but does not wait for the reading role it keeps.
+            first = not self._closed
             self._closed = True
         process = self._process
         try:
@@ -407,7 +411,7 @@ class StdioTransport:
                     os.write(self._wake_write, b"!")
         # Its descriptors are closed only once nobody polls them (a number closed under a
         # poll may be reused by another file); the role is kept: nobody reads again.
-        if self._role.acquire(timeout=5):
+        if first and self._role.acquire(timeout=5):
             for stream in (process.stdout, process.stderr):
                 try:
                     if stream is not None:

@@ -27,6 +27,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from .._context import bound_principal
@@ -494,9 +495,9 @@ class Endpoint:
         if options.auth is not None:
             from ._auth import ResourceGuard
 
-            self._guard = ResourceGuard(options.auth, path, options.name)
-        self._hosts = _allow_list(options.allowed_hosts, "allowed_hosts")
-        self._origins = _allow_list(options.allowed_origins, "allowed_origins")
+            self._guard = ResourceGuard(options.auth, path, options.name, options.max_requests)
+        self._hosts = _allow_list(options.allowed_hosts)
+        self._origins = _allow_list(options.allowed_origins)
         token = options.token
         self._token = token.strip().encode("utf-8") if token is not None else None
         self._verify = options.verify_token
@@ -521,6 +522,15 @@ class Endpoint:
 
     # ------------------------------------------------------------------ checks
 
+    def listening(self, address: tuple[str, int] | None) -> None:
+        """Learn where this endpoint is served: the embedded server's ``(host, port)``, or
+        ``None`` for an ASGI app (which cannot know). An OAuth resource that is not
+        configured is this address's URL. Raises ``ValueError`` (naming
+        ``ProtectedResource(resource=...)``) when OAuth needs a resource none can be
+        derived for."""
+        if self._guard is not None:
+            self._guard.listening(address)
+
     def check_access(self, headers: Mapping[str, str], scheme: str = "http") -> Reply | None:
         """The refusal for a request that fails the Host/Origin/token checks, or ``None``."""
         return self.authenticate(headers, scheme)[0]
@@ -528,17 +538,43 @@ class Endpoint:
     @property
     def verifies_remotely(self) -> bool:
         """Whether checking a token may wait on the network (OAuth introspection, keys):
-        an event loop should run :meth:`authenticate` off the loop."""
+        an event loop should use :meth:`authenticate_nowait`."""
         return self._guard is not None
 
     def authenticate(
         self, headers: Mapping[str, str], scheme: str = "http"
     ) -> tuple[Reply | None, Identity]:
         """The refusal for a request that fails the Host/Origin/token checks, or ``None``
-        and who sent it. ``scheme``: the request's (``http``/``https``), for the resource
-        URL an OAuth server derives from ``Host``."""
-        host = headers.get("host")
-        if self._hosts is not None and (host is None or _host_name(host) not in self._hosts):
+        and who sent it; waits for an OAuth token's check (on the guard's own threads).
+        ``scheme``: the request's (``http``/``https``)."""
+        outcome = self._authenticate(headers, scheme, wait=True)
+        assert not isinstance(outcome, Future)  # it waited
+        return outcome
+
+    def authenticate_nowait(
+        self, headers: Mapping[str, str], scheme: str = "http"
+    ) -> tuple[Reply | None, Identity] | Future[tuple[Reply | None, Identity]]:
+        """:meth:`authenticate` without waiting: its answer when it is known now (no
+        token, a token checked lately, any other kind of check), else a
+        :class:`~concurrent.futures.Future` of it — an OAuth token being verified on the
+        guard's threads (an event loop awaits it with ``asyncio.wrap_future``)."""
+        return self._authenticate(headers, scheme, wait=False)
+
+    def _host_allowed(self, host: str | None, scheme: str) -> bool:
+        """Whether ``Host`` names this server: a local name or a listed one (any port), or
+        a listed ``name:port``."""
+        hosts = self._hosts
+        if hosts is None:
+            return True
+        if host is None:
+            return False
+        name = _host_name(host)
+        return name in _LOCAL_HOSTS or name in hosts or authority(host, scheme) in hosts
+
+    def _authenticate(
+        self, headers: Mapping[str, str], scheme: str, *, wait: bool
+    ) -> tuple[Reply | None, Identity] | Future[tuple[Reply | None, Identity]]:
+        if not self._host_allowed(headers.get("host"), scheme):
             return _plain(
                 421,
                 "misdirected request: this server does not answer for that "
@@ -564,17 +600,19 @@ class Endpoint:
         presented = presented.strip()
         if scheme_name.lower() != "bearer" or not presented:
             if guard is not None:
-                return guard.check(None, headers, scheme)[0], _NOBODY
+                return _identified(guard.judge(None, None, headers, scheme))
             return _plain(
                 401,
                 "unauthorized: send 'Authorization: Bearer <token>'",
                 [("www-authenticate", 'Bearer realm="mcp"')],
             ), _NOBODY
         if guard is not None:
-            refused, principal = guard.check(presented, headers, scheme)
-            if refused is not None or principal is None:
-                return refused, _NOBODY
-            return None, Identity(guard.key(principal), principal)
+            checked = guard.check(presented, headers, scheme, wait=wait)
+            if isinstance(checked, Future):
+                from ._auth import then
+
+                return then(checked, _identified)
+            return _identified(checked)
         # Headers arrive decoded as Latin-1: encoding back gives the bytes that were sent.
         raw = presented.encode("latin-1", "replace")
         principal = None
@@ -617,8 +655,7 @@ class Endpoint:
             return _plain(404, "not found")
         if method not in ("GET", "HEAD"):
             return _plain(405, f"method not allowed: {method}", [("allow", "GET, HEAD")])
-        host = headers.get("host")
-        if self._hosts is not None and (host is None or _host_name(host) not in self._hosts):
+        if not self._host_allowed(headers.get("host"), scheme):
             return _plain(
                 421,
                 "misdirected request: this server does not answer for that "
@@ -1111,6 +1148,8 @@ class Endpoint:
         for channel in channels:
             channel.close("the server is shutting down")
         self._host.close()
+        if self._guard is not None:
+            self._guard.close()
 
     @property
     def host(self) -> Host:
@@ -1121,17 +1160,41 @@ class Endpoint:
 # --------------------------------------------------------------------------- helpers
 
 
-def _allow_list(values: Iterable[str] | None, label: str) -> frozenset[str] | None:
+def _allow_list(values: Iterable[str] | None) -> frozenset[str] | None:
     """The accepted values besides localhost's (which are always accepted); ``None``: any.
-    (:class:`ServerOptions` checked them: strings, none empty.)"""
+    A host is kept as written: ``name`` (any port) or ``name:port``. (:class:`ServerOptions`
+    checked them: strings, none empty.)"""
     if values is None:
-        return _LOCAL_HOSTS if label == "allowed_hosts" else frozenset()
+        return frozenset()
     items = frozenset(value.strip().lower().rstrip("/") for value in values)
     if "*" in items:
         return None
-    if label == "allowed_hosts":
-        return _LOCAL_HOSTS | {_host_name(item) for item in items}
     return items
+
+
+def _identified(checked: tuple[Reply | None, Principal | None]) -> tuple[Reply | None, Identity]:
+    """What :meth:`ResourceGuard.check` found, as :meth:`Endpoint.authenticate` answers."""
+    refused, principal = checked
+    if refused is not None or principal is None:
+        return refused, _NOBODY
+    from ._auth import ResourceGuard
+
+    return None, Identity(ResourceGuard.key(principal), principal)
+
+
+def authority(host: str, scheme: str = "http") -> str:
+    """A ``Host`` value (or a URL's netloc) as ``name:port``: lower case, and the port the
+    scheme implies when none is written.
+
+    Example::
+
+        >>> authority("LocalHost"), authority("[::1]:8000"), authority("x.dev", "https")
+        ('localhost:80', '[::1]:8000', 'x.dev:443')
+    """
+    name = _host_name(host)
+    rest = host.strip().lower()[len(name) :]
+    port = rest[1:] if rest.startswith(":") and rest[1:].isdigit() else ""
+    return f"{name}:{int(port) if port else (443 if scheme == 'https' else 80)}"
 
 
 def _host_name(host: str) -> str:

@@ -9,23 +9,33 @@ a thread.
 Two kinds of threads, so that no handful of sockets can take the server down:
 
 - **one loop thread** owns every connection that is not being answered. It accepts, reads
-  each request — head and body — without blocking, and enforces the first-byte, request and
+  each request — head and body — without blocking, and enforces the head, request and
   keep-alive timeouts and the connection limits. A connection that is idle, or still
   sending its request, costs no thread: an attacker's idle or slow sockets hold nothing a
-  client needs, and the oldest idle one makes room when the server is full;
+  client needs, and when the server is full the oldest idle one — else the oldest that has
+  not sent a whole head — makes room. Per address, only requests in progress count: idle
+  keep-alive sockets (many clients behind one NAT) do not;
 - **up to** ``max_requests`` **workers** answer complete requests: run the endpoint, write the
   reply with a send timeout (a client that does not read is dropped and its call
   cancelled), watch the connection while a call runs (a client that hangs up cancels it; one
   that only half-closed still gets its answer), then serve a request the client already
   sent on the same connection, or hand the connection back to the loop.
 
-A request's body is counted against the in-flight byte cap (``max_inflight_bytes``) before
-it is read, so the bytes a server holds for requests stay bounded however many clients send.
+A request's head is authenticated before anything of its body is counted or read (a
+static token on the loop; a verifier or OAuth, which may wait, on a worker), then its body is
+counted against the in-flight byte cap (``max_inflight_bytes``) before it is read: a peer
+without a token holds no more than its head, and the bytes a server holds for requests stay
+bounded however many clients send.
+
+Out of file descriptors, the loop survives: it stops polling the listening socket for a
+while (one warning a pause, written only through a :mod:`logging` already loaded: nothing
+is imported then), and its connection cap stays below ``RLIMIT_NOFILE``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import http
 import ipaddress
 import os
@@ -36,6 +46,7 @@ import selectors
 import signal
 import socket
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -48,6 +59,7 @@ from ._options import ServerOptions, resolve
 
 if TYPE_CHECKING:
     from .._toolkit import Toolkit
+    from ._endpoint import Identity
 
 __all__ = ["HttpServer", "serve_http"]
 
@@ -67,6 +79,27 @@ _LINGER_S = 0.25  # after an answer, how long a worker waits for the client's ne
 _DISCARD_S = 2.0
 _DISCARD_BYTES = 8 << 20
 _WORKER_IDLE_S = 10.0  # a worker with nothing to do for this long exits
+# accept() failed (out of file descriptors, mostly): the listening socket is not polled for
+# this long (else the loop spins on it, a warning a turn), and one warning says so.
+_ACCEPT_PAUSE_S = 0.5
+# accept() errors that are one connection's, not the server's (Linux passes a pending
+# network error of the new connection on as accept()'s): the next one is taken at once.
+_PEER_ERRORS = frozenset(
+    getattr(errno, name)
+    for name in (
+        "ECONNABORTED",
+        "EPROTO",
+        "EPERM",
+        "ENETDOWN",
+        "ENOPROTOOPT",
+        "EHOSTDOWN",
+        "ENONET",
+        "EHOSTUNREACH",
+        "EOPNOTSUPP",
+        "ENETUNREACH",
+    )
+    if hasattr(errno, name)
+)
 _RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() resets the connection
 
 
@@ -122,6 +155,13 @@ class HttpServer:
         self.endpoint = Endpoint(toolkit, options, path)
         self.path = path
         self._loop = _Loop(self, host, port)
+        try:  # the Host allow-list and the OAuth resource are this address's
+            self.endpoint.listening(self.address)
+        except ValueError:
+            self._loop.listener.close()
+            self._loop._release()
+            self.endpoint.close()
+            raise
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
 
@@ -233,10 +273,13 @@ class _Refused(Exception):
 
 
 class _Request:
-    __slots__ = ("body", "close", "headers", "method", "reserved", "target")
+    """A request read whole — or, with ``body`` None, only its head, for a worker to
+    authenticate before its body is counted and read."""
+
+    __slots__ = ("body", "close", "headers", "identity", "method", "reserved", "target")
 
     def __init__(
-        self, method: str, target: str, headers: dict[str, str], body: bytes, close: bool
+        self, method: str, target: str, headers: dict[str, str], body: bytes | None, close: bool
     ) -> None:
         self.method = method
         self.target = target
@@ -244,6 +287,7 @@ class _Request:
         self.body = body
         self.close = close
         self.reserved = 0
+        self.identity: Identity | None = None  # who sent it, when checked from its head
 
 
 class _Conn:
@@ -252,6 +296,8 @@ class _Conn:
 
     __slots__ = (
         "buf",
+        "busy",
+        "checked",
         "close_after",
         "continued",
         "deadline",
@@ -275,6 +321,9 @@ class _Conn:
         self.started = False  # a request has begun (its first byte came)
         self.head: tuple[str, str, dict[str, str], bool] | None = None
         self.length = 0  # the body length of the request whose head is in
+        # what authenticating that head found (the refusal, or who sent it); None: not yet
+        self.checked: tuple[Reply | None, Identity] | None = None
+        self.busy = False  # a request is in progress: counted against its address
         self.reserved = 0  # in-flight bytes taken for that body
         self.continued = False  # the interim 100 Continue was sent
         self.close_after = False
@@ -382,7 +431,12 @@ class _Loop:
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
         self._conns: dict[socket.socket, _Conn] = {}  # every open connection, idle or not
         self._lock = threading.Lock()  # _conns and _per_peer (workers close connections too)
-        self._per_peer: dict[str, int] = {}
+        self._per_peer: dict[str, int] = {}  # requests in progress per address (busy conns)
+        self.max_connections = _connection_cap(options.max_connections)
+        self._paused_until = 0.0  # accept() failed: the listener is not polled until then
+        # A static token (or none) is checked on the loop as a head comes; a verifier or
+        # OAuth may wait (on a user's function, an authorization server): on a worker.
+        self._check_inline = options.verify_token is None and options.auth is None
         self._returned: queue.SimpleQueue[_Conn] = queue.SimpleQueue()
         self._workers = _Workers(self, options.max_requests)
         self._answering = 0
@@ -419,7 +473,10 @@ class _Loop:
                         else:
                             self._readable(conn)
                 self._take_back()
-                self._expire(time.monotonic())
+                now = time.monotonic()
+                self._expire(now)
+                if self._paused_until and now >= self._paused_until:
+                    self._resume_accepting()
         finally:
             self._close_everything()
             self._release()
@@ -498,40 +555,62 @@ class _Loop:
                 sock, address = self.listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError as exc:  # out of file descriptors: try again on the next tick
-                _log.warning("toolnexus mcp http: cannot accept a connection (%s)", exc)
+            except OSError as exc:
+                if exc.errno in _PEER_ERRORS:
+                    continue  # that connection failed before it was taken: the next one
+                self._pause_accepting(exc)  # EMFILE, ENFILE (out of descriptors), ENOBUFS...
                 return
             if not self._accepting:
                 sock.close()
                 continue
-            peer = str(address[0])
-            refusal = self._admit(peer)
-            if refusal is not None:
-                _refuse_now(sock, refusal)
+            if not self._admit():
+                _refuse_now(sock, _SERVICE_UNAVAILABLE)
                 continue
             sock.settimeout(None)  # blocking for good: the loop reads with _recv_now
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = _Conn(sock, peer, time.monotonic(), self.first_byte_s)
+            conn = _Conn(sock, str(address[0]), time.monotonic(), self.first_byte_s)
             with self._lock:
                 self._conns[sock] = conn
-                self._per_peer[peer] = self._per_peer.get(peer, 0) + 1
             self._selector.register(sock, selectors.EVENT_READ, conn)
 
-    def _admit(self, peer: str) -> bytes | None:
-        """Room for one more connection from ``peer`` — made by closing the oldest idle one
-        when the server is full — or the refusal to send."""
+    def _pause_accepting(self, exc: OSError) -> None:
+        """accept() failed: leave the listening socket alone for a while (the connections
+        wait in its backlog) rather than spin on it, and say so once for the pause."""
+        self._paused_until = time.monotonic() + _ACCEPT_PAUSE_S
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(self.listener)
+        hint = (
+            " (out of file descriptors: raise the limit, ulimit -n, or lower max_connections)"
+            if exc.errno in (errno.EMFILE, errno.ENFILE)
+            else ""
+        )
+        _warn(
+            "toolnexus mcp http: cannot accept a connection (%s); not accepting for %.1f s%s",
+            exc,
+            _ACCEPT_PAUSE_S,
+            hint,
+        )
+
+    def _resume_accepting(self) -> None:
+        self._paused_until = 0.0
+        if self._accepting and not self._stopped:
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self._selector.register(self.listener, selectors.EVENT_READ, None)
+
+    def _admit(self) -> bool:
+        """Room for one more connection — made, when the server is full, by closing one
+        that holds its place for the least: one refused and draining, else the oldest idle
+        one, else the oldest that has not sent a whole request head (a slow loris). False:
+        every place holds a request (its head whole) or an answer."""
         with self._lock:
-            if self._per_peer.get(peer, 0) >= self.options.max_connections_per_peer:
-                return _SERVICE_UNAVAILABLE_PEER
-            if len(self._conns) < self.options.max_connections:
-                return None
-            idle = [c for c in self._conns.values() if c.idle and self._idle_owned(c)]
-        if not idle:
-            return _SERVICE_UNAVAILABLE
-        oldest = min(idle, key=lambda c: c.deadline)
-        self._close(oldest)
-        return None
+            if len(self._conns) < self.max_connections:
+                return True
+            spare = [c for c in self._conns.values() if _spare_rank(c) and self._idle_owned(c)]
+        if not spare:
+            return False
+        self._close(min(spare, key=lambda c: (-_spare_rank(c), c.deadline)))
+        return True
 
     # ------------------------------------------------------------------ reading
 
@@ -554,10 +633,15 @@ class _Loop:
         if not data:
             self._close(conn)  # the client went away (or shut its side) between requests
             return
-        now = time.monotonic()
         if not conn.started:
             conn.started = True
-            conn.deadline = now + self.request_s  # the whole request from its first byte
+            # The head within the first-byte timeout of the connect (or of this first byte
+            # on a kept-alive connection), and the request timeout's bound as before.
+            now = time.monotonic()
+            conn.deadline = min(conn.deadline, now + min(self.first_byte_s, self.request_s))
+            if not self._begin(conn):
+                self._refuse(conn, _Refused(_TOO_MANY_FROM_PEER))
+                return
         try:
             conn.buf += data
             request = self.take_request(conn)
@@ -571,10 +655,38 @@ class _Loop:
             self._selector.unregister(conn.sock)
             self._workers.submit(conn, request)
 
-    def take_request(self, conn: _Conn) -> _Request | None:
+    def _begin(self, conn: _Conn) -> bool:
+        """A request starts on ``conn``: count it against its address (False: that address
+        has ``max_connections_per_peer`` requests in progress already)."""
+        if conn.busy:
+            return True
+        with self._lock:
+            held = self._per_peer.get(conn.peer, 0)
+            if held >= self.options.max_connections_per_peer:
+                return False
+            self._per_peer[conn.peer] = held + 1
+            conn.busy = True
+        return True
+
+    def _rest(self, conn: _Conn) -> None:
+        """``conn`` is idle again (or closed): its request no longer counts."""
+        with self._lock:
+            if not conn.busy:
+                return
+            conn.busy = False
+            left = self._per_peer.get(conn.peer, 1) - 1
+            if left > 0:
+                self._per_peer[conn.peer] = left
+            else:
+                self._per_peer.pop(conn.peer, None)
+
+    def take_request(self, conn: _Conn, on_worker: bool = False) -> _Request | None:
         """The request ``conn`` has sent whole, or None while more must come. Raises
-        :class:`_Refused` for one that will not be served. Counts the body against the
-        in-flight cap before it is read (it stays counted with the request)."""
+        :class:`_Refused` for one that will not be served. A request with a body is
+        authenticated from its head first (the loop hands a check that may wait to a worker
+        as a head-only request, ``body`` None, unless ``on_worker``); then its body is
+        counted against the in-flight cap before it is read (it stays counted with the
+        request)."""
         if conn.head is None:
             end = conn.buf.find(b"\r\n\r\n")
             head_part = conn.buf if end < 0 else conn.buf[:end]
@@ -592,7 +704,19 @@ class _Loop:
             length = self._body_length(parsed)
             del conn.buf[: end + 4]
             conn.head, conn.length = parsed, length
+            if length and len(conn.buf) < length:
+                conn.deadline = time.monotonic() + self.request_s  # now for the body
         method, target, headers, close = conn.head
+        if conn.length:
+            if conn.checked is None:
+                if not (self._check_inline or on_worker):
+                    return _Request(method, target, headers, None, close)
+                conn.checked = self.endpoint.authenticate(headers)
+            refused = conn.checked[0]
+            if refused is not None:
+                raise _Refused(refused, conn.length)
+            if conn.length > self.endpoint.max_body_bytes:
+                raise _Refused(self.endpoint.too_large(conn.length), conn.length)
         if conn.length and len(conn.buf) < conn.length:
             if not conn.reserved:
                 refused = self.endpoint.reserve(conn.length)
@@ -612,12 +736,20 @@ class _Loop:
                 raise _Refused(refused)
             conn.reserved = conn.length
         request.reserved = conn.reserved
+        if conn.checked is not None:
+            request.identity = conn.checked[1]
         conn.head, conn.length, conn.reserved, conn.continued = None, 0, 0, False
+        conn.checked = None
         conn.started = bool(conn.buf)
         return request
 
+    def check_head(self, conn: _Conn) -> None:
+        """Authenticate the head ``conn`` has sent (a worker, for a check that may wait)."""
+        assert conn.head is not None
+        conn.checked = self.endpoint.authenticate(conn.head[2])
+
     def _body_length(self, head: tuple[str, str, dict[str, str], bool]) -> int:
-        _, target, headers, _ = head
+        method, target, headers, _ = head
         declared = headers.get("content-length")
         if "transfer-encoding" in headers:
             raise _Refused(_text(411, "length required: send a Content-Length"), _DISCARD_BYTES)
@@ -628,11 +760,16 @@ class _Loop:
         else:
             length = 0
         path = target.split("?", 1)[0]
-        if path != self.server.path and not self.endpoint.is_metadata(path):
-            raise _Refused(_text(404, f"not found; MCP is at {self.server.path}"), length)
-        if length > self.endpoint.max_body_bytes:
-            refused = self.endpoint.check_access(headers)
-            raise _Refused(refused or self.endpoint.too_large(length), length)
+        if path != self.server.path:
+            if not self.endpoint.is_metadata(path):
+                raise _Refused(_text(404, f"not found; MCP is at {self.server.path}"), length)
+            if length:  # read by anyone: no body is taken on before a token is seen
+                refused = (
+                    _text(400, "bad request: a metadata request has no body")
+                    if method in ("GET", "HEAD")
+                    else self.endpoint.metadata(method, headers)  # 405
+                )
+                raise _Refused(refused, length)
         return length
 
     def _writable(self, conn: _Conn) -> None:
@@ -655,9 +792,9 @@ class _Loop:
 
     def _await_request(self, conn: _Conn) -> None:
         """``conn`` is the loop's again, ready to read (registered): take a request it sent
-        already, else wait for one (the request or keep-alive timeout)."""
+        already, else wait for one (the head, request or keep-alive timeout)."""
         try:
-            request = self.take_request(conn) if conn.buf else None
+            request = self.take_request(conn) if conn.buf or conn.head else None
         except _Refused as refused:
             self._refuse(conn, refused)
             return
@@ -665,7 +802,14 @@ class _Loop:
             self._selector.unregister(conn.sock)
             self._workers.submit(conn, request)
             return
-        conn.deadline = time.monotonic() + (self.request_s if conn.started else self.keep_alive_s)
+        now = time.monotonic()
+        if conn.head is not None:
+            conn.deadline = now + self.request_s
+        elif conn.started:
+            conn.deadline = now + min(self.first_byte_s, self.request_s)
+        else:
+            self._rest(conn)
+            conn.deadline = now + self.keep_alive_s
 
     # ------------------------------------------------------------------ timeouts
 
@@ -762,15 +906,48 @@ class _Loop:
         if conn.reserved:
             self.endpoint.release(conn.reserved)
             conn.reserved = 0
+        self._rest(conn)
         with self._lock:
-            if self._conns.pop(conn.sock, None) is not None:
-                left = self._per_peer.get(conn.peer, 1) - 1
-                if left > 0:
-                    self._per_peer[conn.peer] = left
-                else:
-                    self._per_peer.pop(conn.peer, None)
+            self._conns.pop(conn.sock, None)
         with contextlib.suppress(OSError):
             conn.sock.close()
+
+
+def _spare_rank(conn: _Conn) -> int:
+    """How readily ``conn`` gives its place up when the server is full: 3 refused and
+    draining, 2 idle, 1 still sending its request head; 0 never (a request whose head is in,
+    or an answer being written)."""
+    if conn.discarding:
+        return 3
+    if conn.out:
+        return 0
+    if conn.idle:
+        return 2
+    return 1 if conn.head is None else 0
+
+
+def _connection_cap(configured: int) -> int:
+    """``max_connections``, kept below the process's file descriptor limit
+    (``RLIMIT_NOFILE``) with room for the rest of the program: its soft limit less an
+    eighth (at least 64). A full table then makes room by closing an idle connection,
+    instead of accept() failing for everyone."""
+    try:
+        import resource  # Unix only
+    except ImportError:
+        return configured
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return configured
+    return max(1, min(configured, soft - max(64, soft // 8)))
+
+
+def _warn(message: str, *args: object) -> None:
+    """A warning that imports nothing: without :mod:`logging` loaded, no handler was ever
+    set up to take it (the package's logger would drop it in its ``NullHandler``), so it is
+    not made — importing then could fail for lack of a file descriptor, and end the loop."""
+    if "logging" in sys.modules:
+        with contextlib.suppress(Exception):  # never lose the loop to a log line
+            _log.warning(message, *args)
 
 
 _SERVICE_UNAVAILABLE = (
@@ -778,10 +955,10 @@ _SERVICE_UNAVAILABLE = (
     b"Content-Length: 53\r\nConnection: close\r\n\r\n"
     b"service unavailable: every connection is busy; retry\n"
 )
-_SERVICE_UNAVAILABLE_PEER = (
-    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\n"
-    b"Content-Length: 68\r\nConnection: close\r\n\r\n"
-    b"service unavailable: too many connections from your address; retry\n"
+_TOO_MANY_FROM_PEER = _text(
+    503,
+    "service unavailable: too many requests from your address are in progress; retry",
+    [("retry-after", "1")],
 )
 _OUT_OF_MEMORY = _text(
     503,
@@ -910,6 +1087,11 @@ class _Answer:
         loop, conn = self.loop, self.conn
         loop.answering(1)
         try:
+            if self.request.body is None:  # only a head came: authenticate it
+                request = self._check()
+                if request is None:
+                    return
+                self.request = request
             while True:
                 done = self._answer(self.request)
                 if done is _CLOSE:
@@ -925,19 +1107,27 @@ class _Answer:
         finally:
             loop.answering(-1)
 
-    def _next(self) -> _Request | None:
-        """The client's next request, when it comes at once (or was already sent); else the
-        connection goes back to the loop (or is closed)."""
+    def _check(self) -> _Request | None:
+        """Authenticate the head the loop handed over; then the request, when its body comes
+        at once (as :meth:`_next` waits for one), else the connection goes back to the loop
+        (which refuses it, or counts and reads its body)."""
+        self.loop.check_head(self.conn)
+        return self._next(head_in=True)
+
+    def _next(self, head_in: bool = False) -> _Request | None:
+        """The client's next request (or, ``head_in``, the body of the one whose head was
+        checked), when it comes at once (or was already sent); else the connection goes
+        back to the loop (or is closed)."""
         conn = self.conn
         conn.lingering = True  # before the look at _accepting: stop_accepting wakes it
         try:
-            return self._linger()
+            return self._linger(head_in)
         finally:
             conn.lingering = False
 
-    def _linger(self) -> _Request | None:
+    def _linger(self, head_in: bool) -> _Request | None:
         loop, conn = self.loop, self.conn
-        if self.close or conn.eof or not loop._accepting:
+        if (self.close and not head_in) or conn.eof or not loop._accepting:
             loop.close(conn)
             return None
         # A kept-alive client's next request comes soon: waiting for it here saves two
@@ -947,7 +1137,7 @@ class _Answer:
         deadline = time.monotonic() + linger
         while True:
             try:
-                request = loop.take_request(conn) if conn.buf else None
+                request = loop.take_request(conn, on_worker=True) if conn.buf or conn.head else None
             except _Refused:
                 break  # the loop refuses it (and discards what follows) as it would anyway
             if request is not None:
@@ -986,12 +1176,14 @@ class _Answer:
                 endpoint.release(request.reserved)  # a metadata request: no call to keep it
                 reply = endpoint.metadata(request.method, request.headers)
                 return self._send(reply, head_only=request.method == "HEAD")
+            assert request.body is not None
             reply = endpoint.handle(
                 request.method,
                 request.headers,
                 request.body,
                 reserved=request.reserved,
                 peer=self.conn.peer,
+                identity=request.identity,
             )
         except MemoryError:
             _log.warning(

@@ -36,7 +36,6 @@ import base64
 import hashlib
 import hmac
 import json
-import logging
 import secrets
 import threading
 import time
@@ -46,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
 from .._frozen import sealed
+from .._log import LazyLogger
 from .._suspension import Answer, Request
 from ..errors import InvalidTypeError, InvalidValueError, OAuthError
 from ._oauth_common import (
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
 __all__ = ["OAuth", "OAuthFlow"]
 
-_log = logging.getLogger("toolnexus.mcp.auth")
+_log = LazyLogger("mcp.auth")  # the package's: it never prints on its own
 
 _AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
 _REFRESH_MARGIN_S = 30.0  # refresh this long before expiry (at most a tenth of the lifetime)

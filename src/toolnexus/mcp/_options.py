@@ -81,17 +81,19 @@ class ServerOptions:
             ``verify_token``; see ``docs/auth.md``.
         insecure_no_auth: (HTTP, embedded server) allow listening on an address other than
             loopback without ``token``, ``verify_token`` or ``auth``; refused otherwise.
-        max_connections: (HTTP, embedded server) connections open at once; when full, the
-            oldest idle one is closed for a new one, or the new one gets 503 when none is
-            idle.
-        max_connections_per_peer: (HTTP, embedded server) connections open at once from one
-            address; more get 503.
+        max_connections: (HTTP, embedded server) connections open at once, kept below the
+            process's file descriptor limit (``RLIMIT_NOFILE`` less an eighth, at least
+            64); when full, the oldest idle one (else the oldest still sending its request
+            head) is closed for a new one, or the new one gets 503 when none is.
+        max_connections_per_peer: (HTTP, embedded server) requests in progress at once from
+            one address (idle kept-alive connections do not count); more get 503.
         max_requests: (HTTP, embedded server) requests answered at once (threads); more wait
             their turn. A connection holds none while it is idle or still sending.
-        first_byte_timeout_ms: (HTTP, embedded server) how long a new connection may stay
-            silent before it is closed.
-        request_timeout_ms: (HTTP, embedded server) how long a request may take to arrive
-            once its first byte came (then 408).
+        first_byte_timeout_ms: (HTTP, embedded server) how long a new connection may take
+            to send a whole request head (silent: closed; a head still coming: 408); on a
+            kept-alive connection, from the request's first byte.
+        request_timeout_ms: (HTTP) how long a request's body may take to arrive once its
+            head is in (then 408; for the ASGI app too), and the most its head may take.
         keep_alive_ms: (HTTP, embedded server) how long an idle connection stays open
             between requests.
         send_timeout_ms: (HTTP, embedded server) how long one write may take: a client that

@@ -46,6 +46,10 @@ META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+META_ANSWER_UNUSED = "dev.toolnexus/answerUnused"
+"""In a ``CallToolResult``'s ``_meta`` (``true``): the server refused the retry's answer
+without using it (its answer store was down): the same ``inputResponses`` may come again.
+A toolnexus client then tells its host the answer was not used."""
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 """The tasks extension's id (SEP-2663), under ``capabilities.extensions``."""
 

@@ -48,6 +48,7 @@ from ._content import content_blocks, downgrade
 from ._options import ServerOptions, resolve
 from ._protocol import (
     LEGACY_PROTOCOL_VERSIONS,
+    META_ANSWER_UNUSED,
     META_CLIENT_CAPABILITIES,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
@@ -130,6 +131,18 @@ _KNOWN_METHODS = frozenset(
 _CALL_METHODS = frozenset({"resources/read", "prompts/get", "completion/complete"})
 # Methods the modern revision removed (notifications travel on subscriptions/listen).
 _LEGACY_ONLY = frozenset({"resources/subscribe", "resources/unsubscribe", "logging/setLevel"})
+# The capability each feature's methods need: a server that does not declare it (see
+# _capabilities) does not have the method either, so the two never disagree.
+_FEATURE_OF = {
+    "resources/list": "resources",
+    "resources/templates/list": "resources",
+    "resources/read": "resources",
+    "resources/subscribe": "resources",
+    "resources/unsubscribe": "resources",
+    "prompts/list": "prompts",
+    "prompts/get": "prompts",
+    "completion/complete": "completions",
+}
 
 _CURSOR_PREFIX = "tnx1:"
 _ASKING = frozenset({"elicitation", "sampling", "roots", "extensions"})
@@ -1046,6 +1059,13 @@ class ServerSession:
             )
         else:
             client = self._legacy
+        feature = _FEATURE_OF.get(method)
+        if feature is not None and feature not in _capabilities(self._toolkit, client.modern):
+            raise _Reject(
+                METHOD_NOT_FOUND,
+                f"method not found: {method!r}; this server offers no {feature} (its "
+                "capabilities do not declare them)",
+            )
         if method == "tools/call":
             return self._call_tool(request_id, params, meta or {}, client)
         if method in _CALL_METHODS:
@@ -1941,7 +1961,11 @@ class ServerSession:
                 from .._binding import store_failed
 
                 refusal = store_failed(exc, f"the requestState for {request.prompt!r}")
-                return self._fail(call, refusal.result.output)
+                if call.method != "tools/call":  # an error response: nothing was used
+                    return self._fail(call, refusal.result.output)
+                refused = self._error_result(call.client, refusal.result.output)
+                refused["_meta"] = {META_ANSWER_UNUSED: True}  # the client may send it again
+                return self._finish(call, refused)
             if first:
                 call.state_exp = exp
                 return None
@@ -2065,7 +2089,7 @@ class ServerSession:
     def _reply(self, request_id: str | int, client: _Client, result: dict[str, Any]) -> Send:
         if client.modern:
             result.setdefault("resultType", "complete")
-            result["_meta"] = {META_SERVER_INFO: self._server_info}
+            result["_meta"] = {**result.get("_meta", {}), META_SERVER_INFO: self._server_info}
         return Send({"jsonrpc": "2.0", "id": request_id, "result": result})
 
     @staticmethod

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import os
 import re
 import threading
@@ -20,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._log import LazyLogger
 from ..errors import InvalidTypeError, InvalidValueError, McpError
 
 if TYPE_CHECKING:
@@ -30,10 +30,12 @@ if TYPE_CHECKING:
 
 __all__ = ["McpServerStatus", "McpSource", "load_mcp_json"]
 
-_log = logging.getLogger("toolnexus.mcp.client")
+_log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 
 _DEFAULT_TIMEOUT_MS = 30_000
-_VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+# ${NAME} or ${env:NAME}, from the environment; and VS Code's ${input:id}, a value its user
+# is asked for, here read from the environment as TOOLNEXUS_INPUT_<ID> (_input_variable).
+_VARIABLE = re.compile(r"\$\{(?:input:([^}]*)|(?:env:)?([A-Za-z_][A-Za-z0-9_]*))\}")
 _KNOWN_KEYS = frozenset(
     {
         "command",
@@ -119,7 +121,10 @@ class McpSource:
     "clientMetadataUrl": …}``), on the ``oauth`` settings given here (where tokens live,
     who asks the user). ``${NAME}`` (or ``${env:NAME}``) in ``args``, ``env``, ``cwd``,
     ``url``, ``headers`` and ``auth`` is read from the environment; header values and
-    secrets are never logged.
+    secrets are never logged. VS Code's ``envFile`` (``KEY=VALUE`` lines, relative to the
+    file) fills a stdio server's environment under its ``env``; its ``${input:ID}`` is read
+    from ``TOOLNEXUS_INPUT_<ID>`` (else the input's ``default``), or fails the server
+    saying so.
 
     Raises ``ValueError``/``TypeError`` naming the place for a file that is not such a
     configuration (``servers.db.args: must be a list of strings``); a server that merely
@@ -152,10 +157,13 @@ class McpSource:
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0:
             raise InvalidValueError(f"timeout_ms must be an int > 0, got {timeout_ms!r}")
         self._where = "mcp.json"
+        # What a relative envFile is relative to: the configuration file's folder.
+        self._folder = os.getcwd()
         if isinstance(config, Mapping):
             document: Any = config
         else:
             self._where = os.fspath(config)
+            self._folder = os.path.dirname(os.path.abspath(self._where))
             try:
                 with open(config, encoding="utf-8") as handle:
                     document = json.load(handle)
@@ -194,6 +202,7 @@ class McpSource:
             raise InvalidTypeError(f"{where}: must be a JSON object with an mcpServers object")
         servers: Any = None
         path = ""
+        holder: Any = document  # where VS Code's "inputs" sit: beside the servers
         for key in ("mcpServers", "servers"):
             if key in document:
                 servers, path = document[key], key
@@ -204,10 +213,14 @@ class McpSource:
                 path = "mcp"
                 servers = inner
                 if isinstance(inner, Mapping):
+                    holder = inner
                     for key in ("servers", "mcpServers"):
                         if key in inner:
                             servers, path = inner[key], f"mcp.{key}"
                             break
+        self._inputs = _read_inputs(
+            holder.get("inputs", []), f"{where}: {'mcp.' if holder is not document else ''}inputs"
+        )
         if servers is None:
             raise InvalidValueError(
                 f"{where}: no servers found; write "
@@ -245,8 +258,15 @@ class McpSource:
                 f"{where}.auth: OAuth is for an HTTP server (url); a stdio server gets its "
                 "credentials from env"
             )
+        if url is not None and "envFile" in entry:
+            raise InvalidValueError(
+                f"{where}.envFile: an env file is for a stdio server (command); an HTTP "
+                "server's credentials go in headers"
+            )
         if command is not None:
             _text(command, f"{where}.command")
+            if "envFile" in entry:
+                options["env_file"] = _text(entry["envFile"], f"{where}.envFile")
             options["command"] = command
             options["args"] = _texts(entry.get("args", []), f"{where}.args")
             options["env"] = _text_map(entry.get("env", {}), f"{where}.env")
@@ -311,7 +331,11 @@ class McpSource:
                     "the legacy HTTP+SSE transport (type: sse) is not supported; use the "
                     "server's Streamable HTTP endpoint (type: http)",
                 )
-            expanded = _expand(options, server.name)
+            expanded = _expand(options, server.name, self._inputs)
+            if "env_file" in expanded:
+                path = os.path.join(self._folder, expanded["env_file"])
+                # The file's values first: the entry's own env wins, as in VS Code.
+                expanded["env"] = {**_read_env_file(path, server.name), **expanded["env"]}
             timeout = options["timeout_ms"] or self._defaults["timeout_ms"]
             auth = None
             if "auth" in expanded:
@@ -342,7 +366,14 @@ class McpSource:
         except (McpError, ValueError, TypeError) as exc:
             reason = exc.problem if isinstance(exc, McpError) else str(exc)
             server.status = McpServerStatus(server.name, "failed", reason)
-            _log.warning("MCP server %s failed: %s", server.name, reason)
+            # The record carries the status: a program that shows it itself (the command
+            # line does) can leave this record out of its log.
+            _log.warning(
+                "MCP server %s failed: %s",
+                server.name,
+                reason,
+                extra={"mcp_server_status": server.status},
+            )
             if server.client is not None:
                 server.client.close()
                 server.client = None
@@ -498,13 +529,63 @@ def _read_auth(value: Any, where: str) -> dict[str, Any]:
     return fields
 
 
-def _expand(options: Mapping[str, Any], server: str) -> dict[str, Any]:
-    """``options`` with ``${NAME}`` read from the environment. A variable that is not
-    set fails the server, naming the variable (never a value)."""
+def _read_inputs(value: Any, where: str) -> dict[str, dict[str, Any]]:
+    """VS Code's ``inputs``: each ``{"id", "type", "description"?, "default"?, ...}``, by id."""
+    if not isinstance(value, list) or not all(
+        isinstance(item, Mapping) and isinstance(item.get("id"), str) for item in value
+    ):
+        raise InvalidTypeError(f'{where}: must be a list of objects with an "id"')
+    return {item["id"]: dict(item) for item in value}
+
+
+def _input_variable(input_id: str) -> str:
+    """The environment variable that gives VS Code's ``${input:ID}`` its value:
+    ``TOOLNEXUS_INPUT_`` and the id in capitals, each other character an underscore."""
+    return "TOOLNEXUS_INPUT_" + re.sub(r"[^A-Za-z0-9]", "_", input_id).upper()
+
+
+def _read_env_file(path: str, server: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines (``#`` comments, blank lines and an ``export`` prefix allowed; a
+    value in matching quotes loses them). A file that cannot be read, or a line that is
+    not such a pair, fails the server, naming the file and the line (never a value)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise McpError(server, f"envFile {path!r}: cannot read it: {problem}") from None
+    values: dict[str, str] = {}
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        if text.startswith("export "):
+            text = text[len("export ") :].lstrip()
+        key, sep, value = text.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise McpError(
+                server, f"envFile {path!r}, line {number}: expected KEY=VALUE (a variable name)"
+            )
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        values[key] = value
+    return values
+
+
+def _expand(
+    options: Mapping[str, Any], server: str, inputs: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """``options`` with ``${NAME}`` read from the environment, and VS Code's
+    ``${input:ID}`` from ``TOOLNEXUS_INPUT_<ID>`` (else the input's ``default``). A
+    variable that is not set fails the server, naming the variable (never a value):
+    nothing passes through as the literal ``${…}``."""
 
     def one(text: str, where: str) -> str:
         def value(match: re.Match[str]) -> str:
-            name = match.group(1)
+            if match.group(1) is not None:
+                return asked(match.group(1))
+            name = match.group(2)
             found = os.environ.get(name)
             if found is None:
                 raise McpError(
@@ -512,10 +593,27 @@ def _expand(options: Mapping[str, Any], server: str) -> dict[str, Any]:
                 )
             return found
 
-        return _VARIABLE.sub(value, text)
+        def asked(input_id: str) -> str:
+            name = _input_variable(input_id)
+            found = os.environ.get(name)
+            if found is not None:
+                return found
+            known = inputs.get(input_id)
+            if known is not None and isinstance(known.get("default"), str):
+                return str(known["default"])
+            about = known.get("description") if known is not None else None
+            what = f" ({about})" if isinstance(about, str) and about else ""
+            declared = "" if known is not None else "; it is not declared in inputs either"
+            raise McpError(
+                server,
+                f"{where} uses ${{input:{input_id}}}{what}, which needs a value: set it in the "
+                f"environment as {name} (toolnexus does not prompt for inputs){declared}",
+            )
+
+        return _VARIABLE.sub(value, text)  # one pass: a value is never read for variables
 
     out: dict[str, Any] = dict(options)
-    for key in ("command", "url", "cwd"):
+    for key in ("command", "url", "cwd", "env_file"):
         if isinstance(out.get(key), str):
             out[key] = one(out[key], key)
     if "args" in out:

@@ -35,12 +35,15 @@ __all__ = [
     "answer_from_response",
     "arguments_digest",
     "content_problem",
+    "elicit_result",
+    "elicitation_mode",
     "elicitation_params",
     "form_of",
     "form_schema_problem",
     "open_state",
     "question_params",
     "question_problem",
+    "request_from_elicitation",
     "sign_state",
 ]
 
@@ -426,23 +429,38 @@ ElicitationMode = str
 """How a server asked: ``"form"`` (a schema to fill) or ``"url"`` (go to a page)."""
 
 
+def elicitation_mode(shape: ElicitationShape) -> ElicitationMode:
+    """The elicitation mode a question of ``shape`` is asked in (the capability a client
+    declares for it): ``"url"`` for URL mode, ``"form"`` for every form."""
+    return "url" if shape == "url" else "form"
+
+
 def request_from_elicitation(
     params: Any, *, request_id: str, expires_at: str | None = None
-) -> tuple[Request, ElicitationMode]:
+) -> tuple[Request, ElicitationShape]:
     """The :class:`~toolnexus.Request` an ``elicitation/create`` from a server asks, and
-    its mode — the mirror of :func:`elicitation_params`: a form is ``Request("input",
-    message, data={"schema": requestedSchema})``, URL mode ``Request("authorization",
-    message, url=url)``. A legacy ``enumNames`` list becomes the ``oneOf`` of titled
-    ``const`` values it stands for. Raises :class:`~toolnexus.errors.InputError` saying
-    what is wrong with ``params``.
+    its shape — the mirror of :func:`elicitation_params`, so a question keeps its kind
+    across the wire: URL mode is ``Request("authorization", message, url=url)``; the one
+    boolean field of an approval (:func:`form_of`) is ``Request("approval", message)``; the
+    one text field of a plain question is ``Request("question", message)`` (answered with
+    ``{"answer": text}``); any other form is ``Request("input", message,
+    data={"schema": requestedSchema})``. A legacy ``enumNames`` list becomes the ``oneOf``
+    of titled ``const`` values it stands for. Raises :class:`~toolnexus.errors.InputError`
+    saying what is wrong with ``params``.
 
     Example::
 
-        >>> request, mode = request_from_elicitation(
+        >>> request, shape = request_from_elicitation(
         ...     {"message": "Your name?", "requestedSchema": {"type": "object",
         ...      "properties": {"name": {"type": "string"}}}}, request_id="pnd-1")
-        >>> request.kind, request.data["schema"]["properties"]["name"], mode
-        ('input', {'type': 'string'}, 'form')
+        >>> request.kind, request.data["schema"]["properties"]["name"], shape
+        ('input', {'type': 'string'}, 'schema')
+        >>> approval = {"type": "object", "required": ["approved"],
+        ...             "properties": {"approved": {"type": "boolean"}}}
+        >>> request, shape = request_from_elicitation(
+        ...     {"message": "Deploy?", "requestedSchema": approval}, request_id="pnd-2")
+        >>> request.kind, request.data, shape
+        ('approval', None, 'approval')
     """
     from .._suspension import Request
 
@@ -467,8 +485,35 @@ def request_from_elicitation(
             "a form elicitation needs requestedSchema, an object schema "
             f'({{"type": "object", ...}}), got {_json_type(schema)}'
         )
+    shape = _shape_of_form(schema)
+    if shape == "approval":
+        return Request("approval", message, id=request_id, expires_at=expires_at), shape
+    if shape == "answer":
+        return Request("question", message, id=request_id, expires_at=expires_at), shape
     data = {"schema": _titled_enums(dict(thaw(schema)))}
-    return Request("input", message, id=request_id, data=data, expires_at=expires_at), "form"
+    return Request("input", message, id=request_id, data=data, expires_at=expires_at), shape
+
+
+def _shape_of_form(schema: Mapping[str, Any]) -> ElicitationShape:
+    """The shape a form was asked in, read back from the form :func:`form_of` writes: one
+    required boolean ``approved`` (an approval), one required text ``answer`` (a plain
+    question), or a schema of the request's own."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping) or len(properties) != 1:
+        return "schema"
+    ((field, prop),) = properties.items()
+    if schema.get("required") != [field] or not isinstance(prop, Mapping):
+        return "schema"
+    if field == APPROVAL_FIELD and prop.get("type") == "boolean":
+        return "approval"
+    if field == ANSWER_FIELD and prop.get("type") == "string" and len(prop.keys() - _PLAIN) == 0:
+        return "answer"
+    return "schema"
+
+
+_PLAIN = frozenset({"type", "title", "description"})
+"""The keywords of the one text field :func:`form_of` writes (a field with more — a
+format, a length, choices — is a form of the tool's own)."""
 
 
 def _titled_enums(schema: dict[str, Any]) -> dict[str, Any]:
@@ -496,25 +541,34 @@ def _titled_enums(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def elicit_result(
-    answer: Answer, mode: ElicitationMode, schema: Mapping[str, Any] | None = None
+    answer: Answer, shape: ElicitationShape, schema: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The ``ElicitResult`` that tells a server ``answer`` — the mirror of
-    :func:`answer_from_elicitation`: an ok answer accepts (a form with ``answer.data`` as
-    its content, every field the answer leaves out but ``schema`` gives a ``default`` for
-    filled with that default), ``"declined"`` declines, anything else cancels.
+    """The ``ElicitResult`` that tells a server ``answer`` to a question asked in
+    ``shape`` (what :func:`request_from_elicitation` returned) — the mirror of
+    :func:`answer_from_elicitation`: an ok answer accepts (an approval with its one field
+    true; a form with ``answer.data`` as its content, every field the answer leaves out but
+    ``schema`` gives a ``default`` for filled with that default), ``"declined"`` declines,
+    anything else cancels. An approval answered ok with ``approved`` set to anything but
+    true declines, as :func:`~toolnexus.decline_reason` reads it.
 
     Example::
 
         >>> from toolnexus import Answer
-        >>> elicit_result(Answer("pnd-1", True, {"name": "Ada"}), "form")
+        >>> elicit_result(Answer("pnd-1", True, {"name": "Ada"}), "schema")
         {'action': 'accept', 'content': {'name': 'Ada'}}
-        >>> elicit_result(Answer("pnd-1", False, None, "declined"), "form")
+        >>> elicit_result(Answer("pnd-1", True), "approval")
+        {'action': 'accept', 'content': {'approved': True}}
+        >>> elicit_result(Answer("pnd-1", False, None, "declined"), "schema")
         {'action': 'decline'}
     """
     if not answer.ok:
         return {"action": "decline" if answer.reason == "declined" else "cancel"}
-    if mode == "url":
+    if shape == "url":
         return {"action": "accept"}
+    if shape == "approval":
+        if answer.data is not None and answer.data.get(APPROVAL_FIELD, True) is not True:
+            return {"action": "decline"}
+        return {"action": "accept", "content": {APPROVAL_FIELD: True}}
     content: dict[str, Any] = {}
     properties = schema.get("properties") if schema is not None else None
     if isinstance(properties, Mapping):

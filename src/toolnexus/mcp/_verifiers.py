@@ -42,6 +42,18 @@ _MAX_VERIFIED = 10_000
 _ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA")
 
 
+def _principal(claims: dict[str, Any]) -> Principal | None:
+    """The principal of verified claims, or ``None`` when they cannot describe one (a scope
+    with a space inside a list, say): a malformed token is a refused token, not a
+    verifier that is down."""
+    from .._principal import Principal
+
+    try:
+        return Principal.from_claims(claims)
+    except (ValueError, TypeError):
+        return None
+
+
 def _positive(label: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise InvalidValueError(f"{label} must be an int > 0 (milliseconds), got {value!r}")
@@ -60,6 +72,14 @@ class JwtVerifier:
         timeout_ms: the bound on each fetch of metadata or keys.
         jwks_ttl_ms: how long fetched keys are used before they are fetched again.
         jwks_refresh_ms: the least time between two fetches for an unknown key id.
+        leeway_ms: how far ahead of this server's clock a token's ``nbf`` and ``iat``
+            may be (the authorization server's clock runs a little fast): 60 s. (``exp``
+            is judged by :class:`~toolnexus.mcp.ProtectedResource`, with its
+            ``leeway_ms``.)
+
+    A token whose ``exp``, ``nbf`` or ``iat`` is not a number, or whose ``scope`` is not
+    a list of scopes (a string, or strings without spaces), is refused like a forged
+    one: the server answers 401 ``invalid_token``.
 
     Needs the ``jwt`` extra (PyJWT with its crypto backend): without it, constructing one
     raises ``ImportError`` with the install command.
@@ -79,6 +99,7 @@ class JwtVerifier:
         timeout_ms: int = 5_000,
         jwks_ttl_ms: int = 3_600_000,
         jwks_refresh_ms: int = 30_000,
+        leeway_ms: int = 60_000,
     ) -> None:
         try:
             import jwt  # noqa: F401 - checked now: a server should not find out at the first call
@@ -107,6 +128,11 @@ class JwtVerifier:
         self._timeout_s = _positive("timeout_ms", timeout_ms)
         self._ttl_s = _positive("jwks_ttl_ms", jwks_ttl_ms)
         self._refresh_s = _positive("jwks_refresh_ms", jwks_refresh_ms)
+        if isinstance(leeway_ms, bool) or not isinstance(leeway_ms, int) or leeway_ms < 0:
+            raise InvalidValueError(
+                f"leeway_ms must be an int >= 0 (milliseconds), got {leeway_ms!r}"
+            )
+        self._leeway_s = leeway_ms / 1000
         self._lock = threading.Lock()
         self._keys: dict[str, Any] = {}  # kid ("" for a key without one) -> PyJWK
         self._verified: dict[bytes, tuple[float, Principal]] = {}  # digest -> (until, who)
@@ -141,8 +167,6 @@ class JwtVerifier:
         """:meth:`__call__` without the memory of tokens verified before."""
         import jwt
 
-        from .._principal import Principal
-
         try:
             header = jwt.get_unverified_header(token)
         except jwt.InvalidTokenError:
@@ -159,6 +183,7 @@ class JwtVerifier:
                 key.key,
                 algorithms=[header["alg"]],
                 issuer=self.issuer,
+                leeway=self._leeway_s,  # for nbf and iat
                 options={
                     "require": ["exp", "iss", "aud"],
                     "verify_exp": False,  # checked by ProtectedResource, with its leeway
@@ -167,7 +192,13 @@ class JwtVerifier:
             )
         except jwt.InvalidTokenError:
             return None
-        return Principal.from_claims(claims)
+        # PyJWT reads a time claim with int(), so "9999999999" passes its checks; and a
+        # time that is not a number would never expire here.
+        for name in ("exp", "nbf", "iat"):
+            value = claims.get(name)
+            if name in claims and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                return None
+        return _principal(claims)
 
     def _key(self, kid: str) -> Any:
         with self._lock:
@@ -283,7 +314,6 @@ class IntrospectionVerifier:
         """The principal of an active token, else ``None``. Raises
         :class:`~toolnexus.errors.OAuthError` when the endpoint cannot be asked (a
         protected server then answers 503)."""
-        from .._principal import Principal
 
         digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
         now = time.time()
@@ -308,7 +338,9 @@ class IntrospectionVerifier:
             )
         if document.get("active") is not True:
             return None
-        principal = Principal.from_claims(document)
+        principal = _principal(document)
+        if principal is None:
+            return None
         until = now + self._cache_s
         if principal.expires_at is not None:
             until = min(until, principal.expires_at)

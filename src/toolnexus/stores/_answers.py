@@ -61,6 +61,11 @@ class MemoryAnswerStore:
             self._push(heap, (expires_at, key))
             return True
 
+    def release(self, key: str) -> None:
+        """Forget ``key``: the next ``consume`` of it is the first again."""
+        with self._lock:
+            self._used.pop(key, None)  # its heap entry finds nothing to drop when it expires
+
     def __len__(self) -> int:
         return len(self._used)
 
@@ -144,6 +149,22 @@ class SqliteAnswerStore:
             return True
         finally:
             db.close()
+
+    def release(self, key: str) -> None:
+        """Forget ``key``: the next ``consume`` of it is the first again.
+
+        Raises :class:`~toolnexus.StoreUnavailableError` when the file cannot be used."""
+        try:
+            db = self._connect()
+            try:
+                with db:
+                    db.execute("DELETE FROM toolnexus_used_answers WHERE key = ?", (key,))
+            finally:
+                db.close()
+        except StoreUnavailableError:
+            raise
+        except Exception as exc:  # sqlite3.Error (locked past the timeout, disk I/O)
+            raise self._unavailable(exc) from exc
 
     def __repr__(self) -> str:
         return f"<SqliteAnswerStore {self._path!r}>"

@@ -271,6 +271,7 @@ class PostgresAnswerStore:
             "owner = EXCLUDED.owner WHERE used.expires_at <= %s RETURNING owner"
         ).format(t=ident)
         self._owner_sql = sql.SQL("SELECT owner FROM {t} WHERE key = %s").format(t=ident)
+        self._release_sql = sql.SQL("DELETE FROM {t} WHERE key = %s").format(t=ident)
         self._purge_sql = sql.SQL(
             "DELETE FROM {t} WHERE key IN (SELECT key FROM {t} WHERE expires_at <= %s LIMIT {n})"
         ).format(t=ident, n=sql.Literal(PURGE_BATCH))
@@ -308,6 +309,12 @@ class PostgresAnswerStore:
             # nonce tells whose it is.
             row = db.execute(self._owner_sql, (args[0],)).fetchone()
         return row is not None and bool(row[0] == args[2])
+
+    def release(self, key: str) -> None:
+        """Forget ``key``: the next ``consume`` of it is the first again. Raises
+        :class:`~toolnexus.StoreUnavailableError` as :meth:`consume` does."""
+        check_key(key)
+        self._db.run(lambda db, lost: db.execute(self._release_sql, (key,)))
 
     def close(self) -> None:
         """Close the pool's connections; a later consume raises ``StoreUnavailableError``."""

@@ -19,7 +19,10 @@ class AnswerStore(Protocol):
     gets ``True`` — and may forget a key once the time (``time.time()`` seconds) passes
     ``expires_at``: an answer is refused as expired after that anyway. When it cannot tell
     (its server is down), it raises (:class:`~toolnexus.StoreUnavailableError` by
-    preference): the resume is then refused and nothing is used up.
+    preference): the resume is then refused and nothing is used up. Optional:
+    ``release(key)`` forgets a key, for a resumed tool that says it did not use its answer
+    (``metadata["answer"] == "unused"``: a remote server refused it unused); without it
+    such an answer stays used. The stores of this package all have it.
 
     Example (a store of your own)::
 

@@ -213,6 +213,12 @@ class RedisAnswerStore:
 
         return self._server.run(consume)
 
+    def release(self, key: str) -> None:
+        """Forget ``key``: the next ``consume`` of it is the first again. Raises
+        :class:`~toolnexus.StoreUnavailableError` as :meth:`consume` does."""
+        name = self._prefix + check_key(key)
+        self._server.run(lambda client, lost_reply: client.delete(name))
+
     def close(self) -> None:
         """Close the pool's connections; a later consume raises ``StoreUnavailableError``."""
         self._server.close()

@@ -270,6 +270,12 @@ class TemporalRunner:
                 task_queue=self._task_queue,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             )
+            # A request cancelled at exit (see _wind_down) also fails the operation's
+            # handle, which nothing here awaits: read it, or asyncio reports "exception
+            # never retrieved". (The SDK keeps the handle as a private future.)
+            handle = getattr(start, "_workflow_handle", None)
+            if isinstance(handle, asyncio.Future):
+                handle.add_done_callback(_swallow)
             waiting: Any = client.execute_update_with_start_workflow(
                 SETTLED, start_workflow_operation=start
             )
@@ -325,9 +331,7 @@ class TemporalRunner:
             loop, thread = self._event_loop, self._thread
             self._event_loop = self._thread = None
         if loop is not None and thread is not None:
-            with contextlib.suppress(RuntimeError):  # closed already
-                loop.call_soon_threadsafe(loop.stop)
-            thread.join(1.0)
+            _stop_loop(loop, thread)
         if self._target_owned:
             self._client = None
 
@@ -354,6 +358,44 @@ class TemporalRunner:
                     if details and details != last:
                         last = details
                         ctx.report_progress(*details)
+
+
+_WIND_DOWN_S = 1.0
+"""At exit: how long the runner loop's tasks (a cancel on its way to Temporal, a request
+waiting for the workflow it cancelled) get to finish, then how long they get to end once
+cancelled."""
+
+
+def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    """Stop the runner's loop, running in ``thread``, with no task left pending on it.
+
+    A task still pending when its loop is dropped is destroyed pending, and asyncio says so
+    on stderr at exit ("Task was destroyed but it is pending!"): a call cancelled or timed
+    out just before the host exited leaves its cancel and its request there. They get
+    :data:`_WIND_DOWN_S` to finish (the cancel reaching Temporal), then are cancelled and
+    awaited; then the loop stops."""
+    if thread.is_alive():
+        with contextlib.suppress(RuntimeError):  # the loop is closed already
+            wound = asyncio.run_coroutine_threadsafe(_wind_down(), loop)
+            with contextlib.suppress(Exception):
+                wound.result(3 * _WIND_DOWN_S)
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(loop.stop)
+    thread.join(1.0)
+
+
+async def _wind_down() -> None:
+    """On the runner's loop: let its other tasks finish, cancel those that do not in
+    time, and await them."""
+    current = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks() if task is not current]
+    if not tasks:
+        return
+    _, pending = await asyncio.wait(tasks, timeout=_WIND_DOWN_S)
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.wait(pending, timeout=_WIND_DOWN_S)
 
 
 def _swallow(future: asyncio.Future[Any]) -> None:
