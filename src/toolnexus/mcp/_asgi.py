@@ -25,7 +25,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValueError
-from ._endpoint import SINGLE_HEADERS, Endpoint, Exchange, Reply, sse_event
+from ._endpoint import SINGLE_HEADERS, Endpoint
+from ._exchange import Exchange, Reply, sse_event
 from ._options import ServerOptions, resolve
 
 if TYPE_CHECKING:

@@ -48,11 +48,12 @@ from .._frozen import FrozenDict, sealed
 from .._log import LazyLogger
 from .._pool import Pool
 from ..errors import InvalidTypeError, InvalidValueError
+from ._exchange import Reply
 from ._oauth_common import PRM_WELL_KNOWN, challenge, protected_resource_metadata_url
+from ._protocol import authority
 
 if TYPE_CHECKING:
     from .._principal import Principal
-    from ._endpoint import Reply
 
 __all__ = ["ProtectedResource", "ResourceGuard", "Verifier"]
 
@@ -338,8 +339,6 @@ class ResourceGuard:
         resources = self._resources
         assert resources, "the endpoint learns its resource in listening(), before serving"
         if len(resources) > 1:
-            from ._endpoint import authority
-
             wanted = authority(headers.get("host") or "", scheme)
             for resource in resources:
                 parts = urlsplit(resource)
@@ -390,8 +389,6 @@ class ResourceGuard:
                 scope=required,
             ), None
         if isinstance(verdict, Unverified):
-            from ._endpoint import Reply
-
             return Reply(
                 503,
                 [
@@ -542,7 +539,6 @@ class ResourceGuard:
 
     def metadata(self, headers: Mapping[str, str], scheme: str) -> Reply:
         """The protected-resource metadata document (RFC 9728 §2)."""
-        from ._endpoint import Reply
 
         document: dict[str, Any] = {
             "resource": self.resource(headers, scheme),
@@ -565,7 +561,6 @@ class ResourceGuard:
         description: str | None = None,
         scope: Sequence[str] = (),
     ) -> Reply:
-        from ._endpoint import Reply
 
         params = {
             "resource_metadata": metadata,

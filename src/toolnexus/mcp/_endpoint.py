@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import queue
 import secrets
 import threading
 import time
@@ -36,23 +35,21 @@ from ._bridge import CallBridge, InflightBytes, LazyHost
 from ._codec import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    MISSING_CLIENT_CAPABILITY,
     PARSE_ERROR,
-    REQUEST_CANCELLED,
-    UNSUPPORTED_PROTOCOL_VERSION,
     encode,
     error_message,
 )
+from ._exchange import JSON_TYPE, Exchange, Reply
 from ._options import ServerOptions, TokenVerifier
 from ._protocol import (
     META_PROTOCOL_VERSION,
     META_SUBSCRIPTION_ID,
     NAMED_PARAM,
+    authority,
     decode_header_value,
     header_text,
+    host_name,
 )
 from ._session import Send, ServerSession, make_tasks
 
@@ -92,46 +89,11 @@ SINGLE_HEADERS = frozenset(
 could pass a check the other would fail."""
 
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
-_JSON_TYPE = ("content-type", "application/json")
-_SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
-# JSON-RPC errors of the modern revision and the HTTP status each travels with.
-_MODERN_STATUS = {
-    PARSE_ERROR: 400,
-    INVALID_REQUEST: 400,
-    METHOD_NOT_FOUND: 404,
-    INVALID_PARAMS: 400,
-    HEADER_MISMATCH: 400,
-    MISSING_CLIENT_CAPABILITY: 400,
-    UNSUPPORTED_PROTOCOL_VERSION: 400,
-}
 _MAX_SPARE = 64
 
 
-class Reply:
-    """What to answer one HTTP request: a status, headers and either a ``body`` or an
-    :class:`Exchange` whose messages the transport streams."""
-
-    __slots__ = ("body", "exchange", "headers", "status")
-
-    def __init__(
-        self,
-        status: int,
-        headers: list[tuple[str, str]] | None = None,
-        body: bytes = b"",
-        exchange: Exchange | None = None,
-    ) -> None:
-        self.status = status
-        self.headers = headers if headers is not None else []
-        self.body = body
-        self.exchange = exchange
-
-    def __repr__(self) -> str:
-        kind = "streaming" if self.exchange is not None else f"{len(self.body)} bytes"
-        return f"<Reply {self.status} {kind}>"
-
-
 def _json_reply(status: int, message: Mapping[str, Any], extra: list[tuple[str, str]]) -> Reply:
-    return Reply(status, [_JSON_TYPE, *extra], Send(message).to_bytes())
+    return Reply(status, [JSON_TYPE, *extra], Send(message).to_bytes())
 
 
 def _error_reply(status: int, request_id: Any, code: int, message: str, data: Any = None) -> Reply:
@@ -147,135 +109,6 @@ def _plain(status: int, text: str, headers: list[tuple[str, str]] | None = None)
         [("content-type", "text/plain; charset=utf-8"), *(headers or [])],
         text.encode("utf-8") + b"\n",
     )
-
-
-def sse_event(data: bytes) -> bytes:
-    """One ``text/event-stream`` event carrying one JSON-RPC message."""
-    return b"event: message\ndata: " + data.rstrip(b"\n") + b"\n\n"
-
-
-# --------------------------------------------------------------------------- exchanges
-
-
-class Exchange:
-    """The messages one POST's response carries, produced by tool threads and drained by
-    the transport (a blocking :meth:`next` or a ``wake`` callback for an event loop).
-
-    Items are ``(data, final)``: ``data`` a JSON-RPC message as bytes, ``final`` true for
-    the response that ends the stream. ``(None, True)`` ends it without a response (the
-    request was cancelled).
-    """
-
-    __slots__ = (
-        "_held",
-        "_lock",
-        "_queue",
-        "channel",
-        "ended",
-        "modern",
-        "on_end",
-        "opens_at_once",
-        "request_id",
-        "streams",
-        "wake",
-    )
-
-    def __init__(self, channel: _Channel, request_id: Any, modern: bool, streams: bool) -> None:
-        self.channel = channel
-        self.request_id = request_id
-        self.modern = modern
-        self.streams = streams  # the client accepts text/event-stream
-        self.ended = False
-        self.wake: Callable[[], object] | None = None
-        # A stream with no answer to wait for (a legacy GET stream): its head goes out at
-        # once, so the client knows it is open.
-        self.opens_at_once = False
-        self.on_end: Callable[[], object] | None = None  # run once it ends, either way
-        self._lock = threading.Lock()  # `ended` against a racing client_gone
-        # Producers put, the one consumer (the transport) gets: a C queue, no Condition.
-        self._queue: queue.SimpleQueue[tuple[bytes | None, bool]] = queue.SimpleQueue()
-        self._held: tuple[bytes | None, bool] | None = None  # given back by the consumer
-
-    def _put(self, data: bytes | None, final: bool) -> None:
-        if data == b"" and not final:
-            return  # a notification Send.to_bytes could not encode (it logged why): no event
-        with self._lock:
-            if self.ended:
-                return
-            if final:
-                self.ended = True
-            self._queue.put((data, final))
-        wake = self.wake
-        if wake is not None:
-            wake()
-        if final:
-            self._ended()
-
-    def _ended(self) -> None:
-        on_end, self.on_end = self.on_end, None
-        if on_end is not None:
-            on_end()
-
-    # The consumer's side (one thread, or the event loop): next, poll and push_back.
-
-    def next(self, timeout: float | None) -> tuple[bytes | None, bool] | None:
-        """The next item, waiting up to ``timeout`` seconds; ``None`` if none came."""
-        held = self._held
-        if held is not None:
-            self._held = None
-            return held
-        try:
-            return self._queue.get(timeout=timeout)
-        except queue.Empty:
-            return None
-
-    def poll(self) -> tuple[bytes | None, bool] | None:
-        """The next item if one is ready, else ``None`` (for an event loop after a wake)."""
-        held = self._held
-        if held is not None:
-            self._held = None
-            return held
-        try:
-            return self._queue.get_nowait()
-        except queue.Empty:
-            return None
-
-    def push_back(self, item: tuple[bytes | None, bool]) -> None:
-        """Return an item taken with :meth:`poll` to the front."""
-        self._held = item
-
-    def status_of(self, data: bytes) -> int:
-        """The HTTP status for a response sent as plain JSON (modern errors map)."""
-        if not self.modern or b'"error"' not in data:
-            return 200
-        try:
-            code = json.loads(data)["error"]["code"]
-        except (ValueError, KeyError, TypeError):
-            return 200
-        return _MODERN_STATUS.get(code, 200)
-
-    def cancelled_reply(self, headers: list[tuple[str, str]]) -> Reply:
-        """How a request cancelled before its answer ends, as the spec allows a POST's
-        response to: an event stream with no event for a client that accepts one, else
-        the error as JSON (never a bare 204, which SDK clients log as an error)."""
-        if self.streams:
-            return Reply(200, [*headers, *_SSE_HEADERS], b"")
-        message = error_message(self.request_id, REQUEST_CANCELLED, "request cancelled")
-        return Reply(200, [_JSON_TYPE, *headers], encode(message))
-
-    def client_gone(self) -> None:
-        """The response stream closed before the answer: cancel the request's call (or
-        close the subscription it carried)."""
-        with self._lock:
-            if self.ended:
-                return
-            self.ended = True
-        if self.request_id is not None:
-            self.channel.cancel_request(self.request_id, "the client closed the response stream")
-        self._ended()
-
-    def __repr__(self) -> str:
-        return f"<Exchange id={self.request_id!r} {'ended' if self.ended else 'open'}>"
 
 
 # --------------------------------------------------------------------------- channels
@@ -568,7 +401,7 @@ class Endpoint:
             return True
         if host is None:
             return False
-        name = _host_name(host)
+        name = host_name(host)
         return name in _LOCAL_HOSTS or name in hosts or authority(host, scheme) in hosts
 
     def _authenticate(
@@ -674,7 +507,7 @@ class Endpoint:
             return None
         return Reply(
             503,
-            [_JSON_TYPE, ("retry-after", "1")],
+            [JSON_TYPE, ("retry-after", "1")],
             encode(error_message(None, INTERNAL_ERROR, refused)),
         )
 
@@ -938,7 +771,7 @@ class Endpoint:
         first = exchange.poll()
         if first is not None and first[1] and first[0] is not None:
             # Answered at once (most requests but tools/call): one JSON body.
-            reply = Reply(exchange.status_of(first[0]), [_JSON_TYPE, *(extra or [])], first[0])
+            reply = Reply(exchange.status_of(first[0]), [JSON_TYPE, *(extra or [])], first[0])
             return reply, kept
         if first is not None:
             exchange.push_back(first)
@@ -1182,35 +1015,11 @@ def _identified(checked: tuple[Reply | None, Principal | None]) -> tuple[Reply |
     return None, Identity(ResourceGuard.key(principal), principal)
 
 
-def authority(host: str, scheme: str = "http") -> str:
-    """A ``Host`` value (or a URL's netloc) as ``name:port``: lower case, and the port the
-    scheme implies when none is written.
-
-    Example::
-
-        >>> authority("LocalHost"), authority("[::1]:8000"), authority("x.dev", "https")
-        ('localhost:80', '[::1]:8000', 'x.dev:443')
-    """
-    name = _host_name(host)
-    rest = host.strip().lower()[len(name) :]
-    port = rest[1:] if rest.startswith(":") and rest[1:].isdigit() else ""
-    return f"{name}:{int(port) if port else (443 if scheme == 'https' else 80)}"
-
-
-def _host_name(host: str) -> str:
-    host = host.strip().lower()
-    if host.startswith("["):
-        end = host.find("]")
-        return host[: end + 1] if end > 0 else host
-    name, _, port = host.rpartition(":")
-    return name if name and port.isdigit() else host
-
-
 def _is_local_origin(origin: str) -> bool:
     origin = origin.strip().lower()
     for scheme in ("http://", "https://"):
         if origin.startswith(scheme):
-            return _host_name(origin[len(scheme) :].split("/")[0]) in _LOCAL_HOSTS
+            return host_name(origin[len(scheme) :].split("/")[0]) in _LOCAL_HOSTS
     return False
 
 

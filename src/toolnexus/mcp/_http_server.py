@@ -54,7 +54,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._log import LazyLogger
 from ..errors import InvalidValueError
-from ._endpoint import SINGLE_HEADERS, Endpoint, Exchange, Reply, sse_event
+from ._endpoint import SINGLE_HEADERS, Endpoint
+from ._exchange import Exchange, Reply, sse_event
 from ._options import ServerOptions, resolve
 
 if TYPE_CHECKING:

@@ -26,8 +26,10 @@ __all__ = [
     "NAMED_PARAM",
     "TASKS_EXTENSION",
     "at_least",
+    "authority",
     "decode_header_value",
     "describe",
+    "host_name",
     "elicitation_modes",
     "encode_header_value",
     "header_text",
@@ -147,3 +149,28 @@ def decode_header_value(raw: str) -> str | None:
         return base64.b64decode(encoded, validate=True).decode("utf-8")
     except (binascii.Error, ValueError):
         return None
+
+
+def authority(host: str, scheme: str = "http") -> str:
+    """A ``Host`` value (or a URL's netloc) as ``name:port``: lower case, and the port the
+    scheme implies when none is written.
+
+    Example::
+
+        >>> authority("LocalHost"), authority("[::1]:8000"), authority("x.dev", "https")
+        ('localhost:80', '[::1]:8000', 'x.dev:443')
+    """
+    name = host_name(host)
+    rest = host.strip().lower()[len(name) :]
+    port = rest[1:] if rest.startswith(":") and rest[1:].isdigit() else ""
+    return f"{name}:{int(port) if port else (443 if scheme == 'https' else 80)}"
+
+
+def host_name(host: str) -> str:
+    """A ``Host`` value's name: lower case, without its port (``[::1]`` keeps brackets)."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        end = host.find("]")
+        return host[: end + 1] if end > 0 else host
+    name, _, port = host.rpartition(":")
+    return name if name and port.isdigit() else host
