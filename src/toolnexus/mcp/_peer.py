@@ -34,6 +34,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..errors import McpError
+
 if TYPE_CHECKING:
     from ._client_http import HttpExchange
 
@@ -173,13 +175,17 @@ class Peer:
         self.asking.pop(request_id, None)
 
 
+class _Stalled(Exception):
+    """The peer read nothing within the stall bound."""
+
+
 class PipeWriter:
     """Writes to a peer's input pipe on a thread of its own, bounded.
 
     :meth:`send` queues and returns at once. The writer thread writes what is queued; when
     the peer reads nothing for ``stall_s`` seconds while data waits, or more than
     ``max_bytes`` wait, ``on_stalled(reason)`` is called once (the owner then ends the
-    connection, which ends the writer) and later sends raise ``OSError``. Without
+    connection, which ends the writer) and later sends raise :class:`McpError`. Without
     :func:`select.poll` (Windows) writes block the writer thread, and only ``max_bytes``
     bounds them.
 
@@ -203,6 +209,7 @@ class PipeWriter:
         label: str,
     ) -> None:
         self._fd = fd
+        self._label = label
         self._stall_s = stall_s
         self._max_bytes = max_bytes
         self._on_stalled = on_stalled
@@ -232,13 +239,14 @@ class PipeWriter:
         return self._thread.is_alive()
 
     def send(self, data: bytes) -> None:
-        """Queue ``data``; raises ``OSError`` once writing failed or stalled."""
+        """Queue ``data``; raises :class:`McpError` (naming ``label``) once writing failed
+        or stalled."""
         stalled = None
         with self._state:
             if self._failed is not None:
-                raise OSError(self._failed)
+                raise McpError(self._label, self._failed)
             if self._closing:
-                raise OSError("the pipe is closed")
+                raise McpError(self._label, "the connection to the server is closed")
             if self._queued + len(data) > self._max_bytes and self._queued:
                 stalled = self._failed = f"{NOT_READING} ({self._queued} bytes wait to be written)"
             else:
@@ -247,7 +255,7 @@ class PipeWriter:
                 self._state.notify()
         if stalled is not None:
             self._on_stalled(stalled)
-            raise OSError(stalled)
+            raise McpError(self._label, stalled)
 
     def close(self, timeout: float = 1.0) -> None:
         """Stop writing (what is queued is written first, for up to ``timeout`` seconds)
@@ -268,7 +276,7 @@ class PipeWriter:
                 data = self._queue.popleft()
             try:
                 self._write(data)
-            except OSError as exc:
+            except (OSError, _Stalled) as exc:
                 reason = str(exc) if self._failed is None else self._failed
                 with self._state:
                     first = self._failed is None
@@ -302,6 +310,6 @@ class PipeWriter:
             if self._closing:
                 left = min(left, 0.0)
             if left <= 0:
-                raise OSError(f"{NOT_READING} (it read nothing for {self._stall_s:g} s)")
+                raise _Stalled(f"{NOT_READING} (it read nothing for {self._stall_s:g} s)")
             with contextlib.suppress(InterruptedError):
                 poller.poll(min(left, 0.25) * 1000 + 1)
