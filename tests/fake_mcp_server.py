@@ -15,6 +15,9 @@ list two tools and answer ``tools/call`` — each MODE breaks one rule:
 - ``changes``: says its tool list changed after the first call (the list grows);
 - ``linger``: behaves, but outlives the end of its stdin by a minute (only a signal ends it);
 - ``unterminated``: answers a call without the line's newline, and exits.
+- ``deaf``: stops reading its stdin once it listed its tools (only a signal ends it);
+- ``flood``: answers a call after sending ``FLOOD`` pings, never reading their replies
+  (nor anything else) again.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ BAD = {
 }
 EXTRA = {"name": "extra", "description": "Appears later.", "inputSchema": {"type": "object"}}
 calls = 0
+FLOOD = 20_000  # pings: their replies fill a pipe many times over
 
 
 def send(message: object) -> None:
@@ -79,6 +83,8 @@ for line in sys.stdin:
         if MODE == "changes" and calls:
             tools = [GOOD, EXTRA]
         send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools}})
+        if MODE == "deaf":
+            time.sleep(3600)
     elif method == "tools/call":
         calls += 1
         arguments = message["params"].get("arguments") or {}
@@ -109,6 +115,13 @@ for line in sys.stdin:
             sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "result": answer}))
             sys.stdout.flush()
             sys.exit(0)
+        elif MODE == "flood":
+            for ping in range(FLOOD):
+                sys.stdout.write(
+                    json.dumps({"jsonrpc": "2.0", "id": ping, "method": "ping"}) + "\n"
+                )
+            text(request_id, arguments.get("text", ""))
+            time.sleep(3600)
         elif MODE == "changes":
             text(request_id, arguments.get("text", ""))
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})

@@ -431,3 +431,37 @@ def test_a_synchronous_program_never_imports_asyncio() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("how", ["declined by the host", "declined to the server"])
+def test_a_declined_legacy_question_leaves_the_next_question_to_its_own_call(how: str) -> None:
+    # Over legacy stdio a question names no call. The first call's question is declined:
+    # by the host's wait_for (the loop rule does not run the tool again, so the server's
+    # request stays unanswered), or by an answer the client sends on to the server, which
+    # ends that call there. Either way the next call's question must go to the next call,
+    # not to the first: it used to hang there until its deadline.
+    command, args = serve_command()
+    with McpClient(
+        command, args, name="srv", protocol_version=LEGACY, env={"TOOLNEXUS_SECRET": SECRET}
+    ) as client:
+        toolkit = Toolkit(client.tools())
+        if how == "declined by the host":
+            with Host(toolkit, wait_for=lambda r: Answer(r.id, False, reason="declined")) as host:
+                first = host.call("srv_ask", {})
+            assert first.is_error and first.output.startswith("declined"), first.output
+        else:
+            request = ToolResult.pending_of(client.call_tool("ask", {}))
+            assert request is not None
+            first = client.call_tool("ask", {}, answer=Answer.decline(request))
+            # The server heard the decline: its tool was not run again.
+            assert first.is_error and first.output.startswith("declined"), first.output
+        asked_second: list[Request] = []
+
+        def accept(request: Request) -> Answer:
+            asked_second.append(request)
+            return Answer(request.id, True, {"name": "Bo"})
+
+        with Host(toolkit, timeout_ms=20_000, wait_for=accept) as host:
+            second = host.call("srv_ask", {})
+        assert second.output == "hello Bo polite=True", second.output
+        assert [r.prompt for r in asked_second] == ["Your name?"]

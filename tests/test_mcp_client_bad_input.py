@@ -260,3 +260,42 @@ def _state(pid: int) -> str:
             return handle.read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+def test_a_server_that_stops_reading_loses_its_own_session_never_a_worker() -> None:
+    # The deaf server reads nothing once it listed its tools: a call whose arguments fill
+    # the pipe used to block its worker in the write (and the cancel queued behind it),
+    # until the host abandoned it as stuck. Now the writer's bound ends that connection.
+    from toolnexus import Toolkit, tool
+
+    @tool
+    def local(text: str) -> str:
+        """A local tool beside the servers."""
+        return text
+
+    with (
+        fake("deaf", timeout_ms=3000) as deaf,
+        fake("fine") as fine,
+        Host(
+            Toolkit([*deaf.tools(), *fine.tools(prefix="ok_"), local]),
+            timeout_ms=20_000,
+            grace_ms=100,
+            max_stuck=1,
+        ) as host,
+    ):
+        result = host.call("fake_echo", {"text": "x" * 1_000_000})
+        assert result.is_error, result.output
+        assert "the server does not read its input" in result.output, result.output
+        assert host.stuck_workers == 0
+        assert host.call("ok_echo", {"text": "still here"}).output == "still here"
+        assert host.call("local", {"text": "and here"}).output == "and here"
+        assert host.stuck_workers == 0
+
+
+def test_a_server_flooding_requests_without_reading_the_replies_does_not_block_the_reader() -> None:
+    # Twenty thousand pings before the answer, their replies never read: a reader that
+    # wrote each reply itself blocked once the pipe was full and never read the answer.
+    with fake("flood", timeout_ms=20_000) as client:
+        result = client.call_tool("echo", {"text": "through"}, timeout_ms=20_000)
+    assert not result.is_error, result.output
+    assert result.output == "through"

@@ -243,6 +243,30 @@ def test_everything_elicitation_inline_and_parked(ev: McpClient) -> None:
     assert "It was a dark and stormy night." in said  # a default the answer left out
 
 
+def test_everything_a_declined_question_leaves_the_next_one_to_its_own_call(
+    ev: McpClient,
+) -> None:
+    # The host declines the first question (the loop rule does not run the tool again, so
+    # server-everything's request stays unanswered); the next call's question names no
+    # call either, and used to go to the first call and hang there until its deadline.
+    def decline(request: Request) -> Answer:
+        return Answer(request.id, False, reason="declined")
+
+    with Host(Toolkit(ev.tools()), wait_for=decline, timeout_ms=20_000) as host:
+        first = host.call("ev_trigger-elicitation-request", {})
+    assert first.is_error and first.output.startswith("declined"), first.output
+    asked: list[Request] = []
+
+    def accept(request: Request) -> Answer:
+        asked.append(request)
+        return Answer(request.id, True, {"name": "Kay", "check": True})
+
+    with Host(Toolkit(ev.tools()), wait_for=accept, timeout_ms=20_000) as host:
+        second = host.call("ev_trigger-elicitation-request", {})
+    assert not second.is_error and "Name: Kay" in everything_said(second), second.output
+    assert len(asked) == 1
+
+
 def test_everything_image_and_resource_results(ev: McpClient) -> None:
     image = ev.call_tool("get-tiny-image", {})
     assert "image" in [part.type for part in image.parts]

@@ -103,9 +103,9 @@ def test_a_call_interrupted_while_it_waits_is_given_up() -> None:
         # Nothing is left waiting for it (a waiter left behind would keep the reader thread
         # reading for every later call), and the next call is answered.
         connection = client._connection
-        assert connection is not None and not connection.calls
+        assert connection is not None and not connection.peer.calls
         assert client.call_tool("echo", {"text": "after"}).output == "after"
-        assert not connection.waiters
+        assert not connection.peer.waiters
 
 
 STUBBORN = '''

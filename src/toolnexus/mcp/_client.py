@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import collections
 import contextlib
 import functools
 import json
@@ -57,6 +56,7 @@ from ._client_session import (
     header_params,
 )
 from ._content import result_from_mcp
+from ._peer import Peer, Waiter
 from ._protocol import META_ANSWER_UNUSED, describe
 
 if TYPE_CHECKING:
@@ -142,73 +142,6 @@ class _Fallback(Exception):
         self.problem = problem
 
 
-class _Waiter:
-    """The events that belong to one request of ours, in order.
-
-    Over stdio the thread reading the pipe puts them here (the waiting thread itself,
-    usually); over HTTP the request's own answer stream is pulled (on the waiting thread)
-    until one arrives. Only its own thread waits on it, so a lock it sleeps on, made when
-    it sleeps, is all the condition it needs: one made per request would cost more than
-    the rest of a call's bookkeeping.
-    """
-
-    __slots__ = (
-        "closed",
-        "events",
-        "exchange",
-        "failure",
-        "guard",
-        "messages",
-        "request_id",
-        "sleeper",
-    )
-
-    def __init__(self, request_id: int | None) -> None:
-        self.request_id = request_id
-        self.events: collections.deque[Any] = collections.deque()
-        self.guard = threading.Lock()  # over sleeper
-        self.sleeper: Any = None  # the lock the waiting thread sleeps on, while it does
-        self.closed: str | None = None
-        self.failure: Exception | None = None  # what ended it, to raise to the waiter
-        self.exchange: HttpExchange | None = None
-        self.messages: Any = None  # the exchange's message iterator (HTTP)
-
-    def put(self, event: Any) -> None:
-        self.events.append(event)
-        with self.guard:  # wake() written out: this runs for every message
-            sleeper, self.sleeper = self.sleeper, None
-        if sleeper is not None:
-            sleeper.release()
-
-    def close(self, reason: str, failure: Exception | None = None) -> None:
-        with self.guard:
-            if self.closed is None:
-                self.failure = failure
-                self.closed = reason
-        self.wake()
-
-    def wake(self) -> None:
-        """Wake the waiting thread (it checks what changed)."""
-        with self.guard:
-            sleeper, self.sleeper = self.sleeper, None
-        if sleeper is not None:
-            sleeper.release()
-
-    def sleep(self, ready: Callable[[], object], timeout: float | None) -> None:
-        """Wait until :meth:`wake` (after ``put``, ``close`` or a cancel) or ``timeout``
-        seconds; returns at once when ``ready()`` is already true."""
-        sleeper = threading.Lock()
-        sleeper.acquire()
-        with self.guard:
-            # Checked after the sleeper is in place: a wake from now on releases it.
-            if ready():
-                return
-            self.sleeper = sleeper
-        sleeper.acquire(timeout=-1 if timeout is None else timeout)
-        with self.guard:
-            self.sleeper = None
-
-
 class _Parked:
     """A legacy ``tools/call`` waiting on the answer to the server's question."""
 
@@ -217,7 +150,7 @@ class _Parked:
     def __init__(
         self,
         connection: _Connection,
-        waiter: _Waiter,
+        waiter: Waiter,
         server_request: str | int,
         shape: str,
         schema: Mapping[str, Any] | None,
@@ -240,9 +173,8 @@ class _Connection:
     def __init__(self, session: ClientSession) -> None:
         self.session = session
         self.transport: StdioTransport | HttpTransport | None = None
-        self.waiters: dict[int, _Waiter] = {}
-        self.calls: dict[int, _Waiter] = {}  # tools/call in flight (stdio: who gets a question)
-        self.opening = _Waiter(None)
+        self.peer = Peer()  # who waits for which answer, and whose question is whose
+        self.opening = Waiter(None)
         self.lost: str | None = None
         self.listener: HttpExchange | None = None  # the legacy session's GET stream
         self.stopped = threading.Event()  # set once the connection is lost or closed
@@ -548,7 +480,8 @@ class McpClient:
                 label=self.name,
                 # Requests still waiting for their answer: their waiters (an answered
                 # request's leaves when its answer is routed).
-                pending=connection.waiters.__len__,
+                pending=connection.peer.waiters.__len__,
+                write_timeout=self._timeout_s,
             )
             connection.is_stdio = True
         except OSError as exc:
@@ -648,7 +581,7 @@ class McpClient:
         finally:
             with self._lock:
                 if outgoing.id is not None:
-                    connection.waiters.pop(outgoing.id, None)
+                    connection.peer.waiters.pop(outgoing.id, None)
             if waiter.messages is not None:
                 waiter.messages.close()
 
@@ -660,23 +593,23 @@ class McpClient:
         outgoing: Outgoing,
         headers_for: Mapping[str, str] | None,
         read_timeout: float | None,
-        waiter: _Waiter | None = None,
-    ) -> _Waiter:
+        waiter: Waiter | None = None,
+    ) -> Waiter:
         """Send ``outgoing`` (a request); the waiter its events arrive at (registered
         here, unless it already is)."""
         assert outgoing.id is not None
         if waiter is None:
-            waiter = _Waiter(outgoing.id)
+            waiter = Waiter(outgoing.id)
         transport = connection.transport
         if connection.is_stdio:
-            if connection.waiters.get(outgoing.id) is not waiter:
+            if connection.peer.waiters.get(outgoing.id) is not waiter:
                 with self._lock:
-                    connection.waiters[outgoing.id] = waiter
+                    connection.peer.waiters[outgoing.id] = waiter
             try:
                 transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
             except (OSError, McpError) as exc:
                 with self._lock:
-                    connection.waiters.pop(outgoing.id, None)
+                    connection.peer.waiters.pop(outgoing.id, None)
                 raise _Lost(f"cannot write to the server: {exc}", sent=False) from None
             return waiter
         http: HttpTransport = transport  # type: ignore[assignment]
@@ -696,7 +629,7 @@ class McpClient:
         # A legacy server may ask its question on the session's own stream, not on this
         # answer: read the answer on a helper thread, so either can wake the waiter.
         with self._lock:
-            connection.waiters[outgoing.id] = waiter
+            connection.peer.waiters[outgoing.id] = waiter
         threading.Thread(
             target=self._pump,
             args=(connection, waiter, messages),
@@ -705,7 +638,7 @@ class McpClient:
         ).start()
         return waiter
 
-    def _pump(self, connection: _Connection, waiter: _Waiter, messages: Any) -> None:
+    def _pump(self, connection: _Connection, waiter: Waiter, messages: Any) -> None:
         """Read one answer stream into its waiter (legacy HTTP)."""
         from ._client_http import HttpTransport
 
@@ -793,7 +726,7 @@ class McpClient:
     def _next_event(
         self,
         connection: _Connection,
-        waiter: _Waiter,
+        waiter: Waiter,
         token: CancellationToken,
         timeout: float | None,
     ) -> Any:
@@ -845,7 +778,7 @@ class McpClient:
                 left,
             )
 
-    def _pull(self, connection: _Connection, waiter: _Waiter, token: CancellationToken) -> Any:
+    def _pull(self, connection: _Connection, waiter: Waiter, token: CancellationToken) -> Any:
         failure = connection.transport.Failure  # type: ignore[union-attr]  # (HTTP's)
         while not waiter.events:
             if token.is_cancellation_requested:
@@ -871,7 +804,9 @@ class McpClient:
             return
         if kind == "too deep":
             with self._lock:
-                waiter = connection.waiters.pop(ident, None) if isinstance(ident, int) else None
+                waiter = (
+                    connection.peer.waiters.pop(ident, None) if isinstance(ident, int) else None
+                )
                 if waiter is not None:
                     connection.session.forget(ident)
             if waiter is not None:
@@ -881,7 +816,7 @@ class McpClient:
             return
         _log.warning("MCP server %s: %s", self.name, text)
 
-    def _route(self, connection: _Connection, message: Any, home: _Waiter | None = None) -> None:
+    def _route(self, connection: _Connection, message: Any, home: Waiter | None = None) -> None:
         """Hand each event of one message to whoever waits for it."""
         if message.__class__ is dict and len(message) == 1:  # an event stream's stand-in
             if "__too_deep__" in message:
@@ -914,7 +849,7 @@ class McpClient:
         for event in events:
             if event.__class__ is Response or event.__class__ is Failure:
                 # Answered: it no longer counts as waiting (see StdioTransport pending).
-                waiter = connection.waiters.pop(event.id, None)
+                waiter = connection.peer.waiters.pop(event.id, None)
                 if waiter is None and event.method in ("server/discover", "initialize"):
                     waiter = home or connection.opening
                 (waiter or home or connection.opening).put(event)
@@ -928,13 +863,13 @@ class McpClient:
                 _log.warning("MCP server %s: ignoring %s", self.name, event.problem)
 
     def _on_notification(
-        self, connection: _Connection, event: Notification, home: _Waiter | None
+        self, connection: _Connection, event: Notification, home: Waiter | None
     ) -> None:
         method, params = event.method, event.params
         if method == "notifications/progress":
             token = params.get("progressToken")
             with self._lock:
-                waiter = connection.waiters.get(token) if isinstance(token, int) else None
+                waiter = connection.peer.waiters.get(token) if isinstance(token, int) else None
             if waiter is None and home is not None and token == home.request_id:
                 waiter = home
             if waiter is not None:
@@ -956,7 +891,7 @@ class McpClient:
         # Anything else (cancelled, resources, unknown): nothing to do.
 
     def _on_server_request(
-        self, connection: _Connection, event: ServerRequest, home: _Waiter | None
+        self, connection: _Connection, event: ServerRequest, home: Waiter | None
     ) -> None:
         if event.method == "ping":
             with self._lock:
@@ -964,12 +899,15 @@ class McpClient:
             self._reply(connection, reply)
             return
         if event.method == "elicitation/create":
-            waiter = home
-            if waiter is None:
-                with self._lock:
-                    # Over stdio a question names no call: it belongs to the oldest call
-                    # in flight (the only one, usually).
-                    waiter = next(iter(connection.calls.values()), None)
+            with self._lock:
+                if home is not None and home.request_id is not None:
+                    # On a call's own answer stream (HTTP) the question is that call's.
+                    waiter: Waiter | None = home
+                    connection.peer.asking[home.request_id] = event.id
+                else:
+                    # Over stdio a question names no call: the peer binds it to one that
+                    # is not asking already (never to a call whose question is open).
+                    waiter = connection.peer.bind_question(event.id, event.params)
             if waiter is not None:
                 waiter.put(event)
                 return
@@ -995,7 +933,7 @@ class McpClient:
             first = connection.lost is None
             if first:
                 connection.lost = reason
-            waiters = list(connection.waiters.values())
+            waiters = list(connection.peer.waiters.values())
         connection.stopped.set()
         listener = connection.listener
         if listener is not None:
@@ -1019,18 +957,17 @@ class McpClient:
 
         threading.Thread(target=run, name=f"toolnexus-mcp-{self.name}-changed", daemon=True).start()
 
-    def _finish(self, connection: _Connection, waiter: _Waiter) -> None:
+    def _finish(self, connection: _Connection, waiter: Waiter) -> None:
         with self._lock:
             if waiter.request_id is not None:
-                connection.waiters.pop(waiter.request_id, None)
-                connection.calls.pop(waiter.request_id, None)
+                connection.peer.finish(waiter.request_id)
         messages = waiter.messages
         if messages is not None:
             waiter.messages = _ENDED
             with contextlib.suppress(ValueError):  # still being read on another thread
                 messages.close()  # releases the HTTP connection for the next request
 
-    def _abandon(self, connection: _Connection, waiter: _Waiter, reason: str | None) -> None:
+    def _abandon(self, connection: _Connection, waiter: Waiter, reason: str | None) -> None:
         """Stop waiting for ``waiter``'s request and tell the server (cancel it)."""
         self._finish(connection, waiter)
         request_id = waiter.request_id
@@ -1401,24 +1338,24 @@ class McpClient:
                 if len(meta) != entries:
                     # Trace context came in after the session wrote the line: encode anew.
                     outgoing = outgoing._replace(line=None)
-                waiter = _Waiter(request_id)
+                waiter = Waiter(request_id)
                 # Before sending: a question may come back before send returns.
-                connection.calls[request_id] = waiter
+                connection.peer.calls[request_id] = waiter
                 if connection.is_stdio:
-                    connection.waiters[request_id] = waiter
+                    connection.peer.waiters[request_id] = waiter
             try:
                 if connection.is_stdio:  # registered above: send it (what _send_request does)
                     try:
                         connection.transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
                     except (OSError, McpError) as exc:
                         with self._lock:
-                            connection.waiters.pop(request_id, None)
+                            connection.peer.waiters.pop(request_id, None)
                         raise _Lost(f"cannot write to the server: {exc}", sent=False) from None
                 else:
                     self._send_request(connection, outgoing, headers, self._idle_s, waiter)
             except _Lost as lost:
                 with self._lock:
-                    connection.calls.pop(request_id, None)
+                    connection.peer.calls.pop(request_id, None)
                 self._lose(connection, lost)
                 if attempt == 0 and (lost.session_lost or not lost.sent) and not lost.auth:
                     continue
@@ -1434,7 +1371,7 @@ class McpClient:
     def _drive(
         self,
         connection: _Connection,
-        waiter: _Waiter,
+        waiter: Waiter,
         name: str,
         token: CancellationToken,
         progress: ProgressReporter | None,
@@ -1514,7 +1451,7 @@ class McpClient:
         except BaseException:
             # Ctrl-C (or a reporter that raised) while the call runs: it is given up, and the
             # server told, as on a cancel; its waiter must not wait (and count) forever.
-            if not parked and waiter.request_id in connection.calls:
+            if not parked and waiter.request_id in connection.peer.calls:
                 with contextlib.suppress(Exception):
                     self._abandon(connection, waiter, "interrupted")
             raise
@@ -1574,7 +1511,7 @@ class McpClient:
     # ------------------------------------------------------------------ questions
 
     def _park(
-        self, connection: _Connection, waiter: _Waiter, name: str, event: ServerRequest
+        self, connection: _Connection, waiter: Waiter, name: str, event: ServerRequest
     ) -> ToolResult | None:
         """A legacy server asks: park the call, hand back the question."""
         from datetime import datetime, timedelta, timezone
@@ -1593,11 +1530,13 @@ class McpClient:
             _log.warning("MCP server %s sent a malformed elicitation: %s", self.name, exc)
             with self._lock:
                 reply = connection.session.respond_error(event.id, -32602, f"invalid params: {exc}")
+                self._answered(connection, waiter)
             self._reply(connection, reply)
             return None
         if elicitation_mode(shape) not in connection.session.elicitation_modes():
             with self._lock:
                 reply = connection.session.respond(event.id, {"action": "decline"})
+                self._answered(connection, waiter)
             self._reply(connection, reply)
             return None
         expiry = CancellationTokenSource()
@@ -1608,6 +1547,12 @@ class McpClient:
         expiry.token.register(lambda: self._expire(request_id))
         expiry.cancel_after(self._question_s)
         return ToolResult.pending(request)
+
+    @staticmethod
+    def _answered(connection: _Connection, waiter: Waiter) -> None:
+        """``waiter``'s question was answered: its call may ask again (under the lock)."""
+        if waiter.request_id is not None:
+            connection.peer.answered(waiter.request_id)
 
     def _expire(self, request_id: str) -> None:
         with self._lock:
@@ -1676,6 +1621,7 @@ class McpClient:
             reply = connection.session.respond(
                 parked.server_request, elicit_result(answer, parked.shape, parked.schema)
             )
+            self._answered(connection, parked.waiter)
         self._reply(connection, reply)
         result = self._drive(connection, parked.waiter, name, token, progress)
         if result is _RETRY:

@@ -35,6 +35,7 @@ from typing import Any
 
 from ..errors import McpError
 from . import _codec as codec
+from ._peer import NOT_READING, PipeWriter
 
 __all__ = ["StdioTransport"]
 
@@ -79,6 +80,7 @@ class StdioTransport:
         max_message_bytes: int,
         label: str,
         pending: Callable[[], int] = lambda: 0,
+        write_timeout: float = 30.0,
     ) -> None:
         environment = dict(os.environ)
         if env:
@@ -104,7 +106,6 @@ class StdioTransport:
         self._pending = pending
         self._limit = max_message_bytes
         self._label = label
-        self._write_lock = threading.Lock()
         self._stderr: collections.deque[str] = collections.deque()
         self._stderr_size = 0
         self._closed = False
@@ -130,6 +131,17 @@ class StdioTransport:
             self._poller = select.poll()
             self._poller.register(self._fd, select.POLLIN)
             self._poller.register(self._wake_read, select.POLLIN)
+        stdin = self._process.stdin
+        assert stdin is not None
+        # Writes go through a thread of their own, bounded: a server that stops reading
+        # loses its connection (NOT_READING), never the thread that wanted to write.
+        self._writer = PipeWriter(
+            stdin.fileno(),
+            stall_s=write_timeout,
+            max_bytes=max_message_bytes,
+            on_stalled=self._stalled,
+            label=label,
+        )
         self._reader = threading.Thread(
             target=self._read, name=f"toolnexus-mcp-client-{label}", daemon=True
         )
@@ -170,14 +182,26 @@ class StdioTransport:
         return text
 
     def send(self, data: bytes) -> None:
-        """Write one message line. Raises ``OSError`` when the pipe is broken, and
-        :class:`McpError` once the transport is closed."""
-        stdin = self._process.stdin
-        assert stdin is not None
-        with self._write_lock:
-            if self._closed:
-                raise McpError(self._label, "the connection to the server is closed")
-            stdin.write(data)
+        """Queue one message line for the writer thread; never waits for the server to
+        read it. Raises ``OSError`` once writing failed (a broken pipe, or a server that
+        does not read its input), and :class:`McpError` once the transport is closed."""
+        if self._closed:
+            raise McpError(self._label, "the connection to the server is closed")
+        self._writer.send(data)
+
+    def _stalled(self, reason: str) -> None:
+        """The writer gave up (on its thread, or a sender's): a server that does not read
+        its input loses the connection; a broken pipe ends it as the server's exit does."""
+        if not reason.startswith(NOT_READING):
+            return  # the child went away: stdout ends too, and says how
+        with self._state:
+            if self._ended is None:
+                self._ended = f"{reason}; it was stopped"
+            self._state.notify_all()
+            if self._role.locked() and self._wake_write >= 0:
+                with contextlib.suppress(OSError):
+                    os.write(self._wake_write, b"!")
+        self._signal(getattr(signal, "SIGKILL", signal.SIGTERM))
 
     # ------------------------------------------------------------------ reading
 
@@ -385,11 +409,8 @@ class StdioTransport:
             first = not self._closed
             self._closed = True
         process = self._process
-        try:
-            if process.stdin is not None:
-                process.stdin.close()  # a well-behaved server exits on EOF
-        except OSError:
-            pass
+        self._writer.close(timeout=min(grace, 0.5))
+        self._close_stdin()  # a well-behaved server exits on EOF
         try:
             process.wait(timeout=min(grace, 0.5))
         except subprocess.TimeoutExpired:
@@ -401,6 +422,8 @@ class StdioTransport:
                 process.wait()
         # Whatever the group still holds (a grandchild the server left behind) goes too.
         self._signal(getattr(signal, "SIGKILL", signal.SIGTERM), group_only=True)
+        self._writer.close(timeout=1.0)  # the pipe's reader is gone: the writer ends
+        self._close_stdin()
         current = threading.current_thread()
         with self._state:
             if self._ended is None:
@@ -428,6 +451,14 @@ class StdioTransport:
         for thread in (self._reader, self._errors):
             if thread is not current:
                 thread.join(timeout=5)
+
+    def _close_stdin(self) -> None:
+        """Close the child's stdin once the writer thread no longer writes to it (a
+        descriptor closed under a write may be reused by another file)."""
+        stdin = self._process.stdin
+        if stdin is not None and not self._writer.is_writing:
+            with contextlib.suppress(OSError):
+                stdin.close()
 
     def _signal(self, number: int, group_only: bool = False) -> None:
         process = self._process
