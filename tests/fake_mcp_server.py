@@ -18,6 +18,10 @@ list two tools and answer ``tools/call`` — each MODE breaks one rule:
 - ``deaf``: stops reading its stdin once it listed its tools (only a signal ends it);
 - ``flood``: answers a call after sending ``FLOOD`` pings, never reading their replies
   (nor anything else) again.
+- ``ask``: a call of ``echo`` with the text ``ask`` asks a form question
+  (``elicitation/create``) and ends when the client answers it; a later call with the
+  text ``heard`` answers the action that answer carried (``decline``, ``cancel``, ...),
+  once it came.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ BAD = {
 }
 EXTRA = {"name": "extra", "description": "Appears later.", "inputSchema": {"type": "object"}}
 calls = 0
+heard: list[str] = []  # ``ask``: the actions the client answered the question with
+waiting: list[object] = []  # ``ask``: the ids of calls waiting for those
 FLOOD = 20_000  # pings: their replies fill a pipe many times over
 
 
@@ -65,6 +71,13 @@ for line in sys.stdin:
     method = message.get("method")
     request_id = message.get("id")
     if MODE == "silent" or request_id is None:
+        continue
+    if method is None:  # the client's answer to a request of ours
+        if MODE == "ask" and isinstance(message.get("result"), dict):
+            heard.append(str(message["result"].get("action")))
+            for waiter in waiting:
+                text(waiter, heard[0])
+            waiting.clear()
         continue
     if method == "initialize":
         send(
@@ -125,6 +138,16 @@ for line in sys.stdin:
         elif MODE == "changes":
             text(request_id, arguments.get("text", ""))
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        elif MODE == "ask" and arguments.get("text") == "ask":
+            question = {"type": "object", "properties": {"name": {"type": "string"}}}
+            params = {"message": "Your name?", "requestedSchema": question}
+            send({"jsonrpc": "2.0", "id": "q1", "method": "elicitation/create", "params": params})
+            waiting.append(request_id)  # this call ends with the answer, whatever it is
+        elif MODE == "ask" and arguments.get("text") == "heard":
+            if heard:
+                text(request_id, heard[0])
+            else:
+                waiting.append(request_id)
         else:
             text(request_id, arguments.get("text", ""))
     else:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from toolnexus import Host, McpError
+from toolnexus import Answer, Host, McpError, Request, Toolkit
 from toolnexus.mcp import HttpServer, McpClient, McpSource, ServerOptions
 
 FAKE = str(Path(__file__).with_name("fake_mcp_server.py"))
@@ -299,3 +299,28 @@ def test_a_server_flooding_requests_without_reading_the_replies_does_not_block_t
         result = client.call_tool("echo", {"text": "through"}, timeout_ms=20_000)
     assert not result.is_error, result.output
     assert result.output == "through"
+
+
+@pytest.mark.parametrize(("how", "action"), [("declines", "decline"), ("lets expire", "cancel")])
+def test_a_question_the_host_gives_up_is_answered_to_the_legacy_server_at_once(
+    how: str, action: str
+) -> None:
+    # A legacy server's question waits for the client's answer; the host's loop rule
+    # never runs the tool again after a decline, so the client used to answer the server
+    # only when its own question_timeout_ms (5 minutes) ran out.
+    never = threading.Event()
+
+    def wait_for(request: Request) -> Answer:
+        if how == "declines":
+            return Answer(request.id, False, reason="declined")
+        never.wait(30)  # past the host's question_timeout_ms
+        return Answer.accept(request)
+
+    with fake("ask") as client:
+        host = Host(Toolkit(client.tools()), wait_for=wait_for, question_timeout_ms=100)
+        with host:
+            first = host.call("fake_echo", {"text": "ask"}, timeout_ms=20_000)
+        never.set()
+        assert first.output == "declined/expired: Your name?", first.output
+        # The server heard it, long before the client's own 5 minutes.
+        assert client.call_tool("echo", {"text": "heard"}, timeout_ms=20_000).output == action

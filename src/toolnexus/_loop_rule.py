@@ -13,7 +13,7 @@ No threads, no I/O, no clock but the request's own expiry check.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ._log import LazyLogger
 from ._result import ToolResult
@@ -27,7 +27,9 @@ __all__ = [
     "coerce_answer",
     "declined",
     "declined_text",
+    "forget_declined",
     "may_ask_again",
+    "on_declined",
     "schema_problem",
     "settle_retry",
     "unresolved",
@@ -53,10 +55,47 @@ def unresolved_text(request: Request) -> str:
 def declined(request: Request, reason: str = "declined") -> ToolResult:
     """The error result for an answer that is not ok: the text is always
     ``declined/expired: <prompt>``; ``metadata["reason"]`` says which it was
-    (``"declined"``, ``"cancelled"`` or ``"expired"``)."""
+    (``"declined"``, ``"cancelled"`` or ``"expired"``).
+
+    This is where a host gives a question up, so whoever asked it on the host's behalf and
+    still holds it open (see :func:`on_declined`) hears it here, once."""
     if reason not in REASONS:
         reason = "declined"
+    listener = _declined_listeners.pop(request.id, None)
+    if listener is not None:
+        try:
+            listener(reason)
+        except Exception:  # the listener's own failure never changes the call's result
+            _log.exception("a listener of question %r failed", request.id)
     return ToolResult.error(declined_text(request), {"reason": reason})
+
+
+# Who holds a question open outside the host, by the question's id (a plain dict: one
+# set or pop is atomic, and most processes never hold one).
+_declined_listeners: dict[str, Callable[[str], object]] = {}
+
+
+def on_declined(request_id: str, listener: Callable[[str], object]) -> None:
+    """Call ``listener(reason)`` when the host gives the question ``request_id`` up
+    (:func:`declined`: a ``wait_for`` that declined or expired, a resume with an answer
+    that is not ok). For a tool that asked on another's behalf and keeps that one waiting:
+    an MCP client holding a legacy server's question answers the server at once, instead
+    of when its own wait runs out. :func:`forget_declined` drops it once answered.
+
+    Example::
+
+        >>> heard = []
+        >>> on_declined("q-1", heard.append)
+        >>> from toolnexus import Request
+        >>> declined(Request("approval", "Go?", id="q-1"), "expired").output, heard
+        ('declined/expired: Go?', ['expired'])
+    """
+    _declined_listeners[request_id] = listener
+
+
+def forget_declined(request_id: str) -> None:
+    """Drop the listener of ``request_id`` (its question was answered, or it expired)."""
+    _declined_listeners.pop(request_id, None)
 
 
 def unresolved(result: ToolResult) -> ToolResult:

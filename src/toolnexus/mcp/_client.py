@@ -39,8 +39,10 @@ from typing import TYPE_CHECKING, Any
 from .._binding import ANSWER_UNUSED
 from .._cancellation import CancellationToken, CancellationTokenSource
 from .._log import LazyLogger
+from .._loop_rule import forget_declined, on_declined
 from .._result import ToolResult
 from .._suspension import Answer, Request
+from .._timers import dispatch
 from .._tracing import client_span
 from .._tracing import inject as inject_trace
 from ..errors import InvalidTypeError, InvalidValueError, McpError, WireFormatError
@@ -1546,6 +1548,12 @@ class McpClient:
             self._parked[request_id] = parked
         expiry.token.register(lambda: self._expire(request_id))
         expiry.cancel_after(self._question_s)
+        # A host that gives the question up (declined, expired) says so here: the server
+        # hears it at once, rather than when this client's own wait runs out (on a
+        # dispatcher thread: the host may hold a call's lock, and answering is I/O).
+        on_declined(
+            request_id, lambda reason: dispatch(functools.partial(self._expire, request_id, reason))
+        )
         return ToolResult.pending(request)
 
     @staticmethod
@@ -1554,16 +1562,24 @@ class McpClient:
         if waiter.request_id is not None:
             connection.peer.answered(waiter.request_id)
 
-    def _expire(self, request_id: str) -> None:
+    def _expire(self, request_id: str, reason: str = "expired") -> None:
+        """Give a parked question up: answer the server ``decline`` when the host declined
+        it, ``cancel`` when it expired or was cancelled (here or at the host), and end the
+        call it belongs to."""
         with self._lock:
             parked = self._parked.pop(request_id, None)
+        forget_declined(request_id)
         if parked is None:
             return
+        parked.expiry.close()
         connection = parked.connection
+        action = "decline" if reason == "declined" else "cancel"
         with self._lock:
-            reply = connection.session.respond(parked.server_request, {"action": "cancel"})
+            reply = connection.session.respond(parked.server_request, {"action": action})
+            self._answered(connection, parked.waiter)
         self._reply(connection, reply)
-        self._abandon(connection, parked.waiter, "the question was not answered in time")
+        why = "was declined" if reason == "declined" else "was not answered in time"
+        self._abandon(connection, parked.waiter, f"the question {why}")
 
     def _continue(
         self,
@@ -1610,6 +1626,7 @@ class McpClient:
                 True,
             )
         parked.expiry.close()
+        forget_declined(answer.id)
         connection = parked.connection
         if connection.lost is not None:
             return ToolResult(
@@ -1686,10 +1703,11 @@ class McpClient:
             self._closed = True
             connection, self._connection = self._connection, None
         with self._lock:
-            parked = list(self._parked.values())
+            parked = list(self._parked.items())
             self._parked.clear()
-        for entry in parked:
+        for request_id, entry in parked:
             entry.expiry.close()
+            forget_declined(request_id)
         if connection is not None:
             if connection.is_stdio:
                 self._drop(connection, "the client was closed")
