@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     (
         "tools",
         {
-            "validation", "_ecma", "_json_formats", "_formats", "_schema", "_tools",
+            "validation", "_ecma", "_json_formats", "_formats", "_docstrings", "_schema", "_tools",
             "_adapters", "_toolkit", "_uri_template",
         },
     ),

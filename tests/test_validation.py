@@ -1204,10 +1204,10 @@ def test_schema_error_survives_pickling() -> None:
 def test_a_pattern_runs_once_per_value_even_when_the_problems_are_explained(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import toolnexus.validation as validation
+    import toolnexus.validation._compiler as compiler
 
     seen: list[str] = []
-    real = validation._compile_pattern
+    real = compiler.compile_pattern
 
     def counting(source: str) -> Any:
         search, longest, predicate = real(source)
@@ -1223,7 +1223,7 @@ def test_a_pattern_runs_once_per_value_even_when_the_problems_are_explained(
 
         return counted_search, longest, counted
 
-    monkeypatch.setattr(validation, "_compile_pattern", counting)
+    monkeypatch.setattr(compiler, "compile_pattern", counting)
     v = Validator(
         {
             "type": "object",
@@ -1247,10 +1247,10 @@ def test_a_typed_string_runs_its_pattern_on_re_only_within_re_s_bound(
 ) -> None:
     # [a-z]+1 without ^ may cost re n*n steps: past its bound a string goes to the linear
     # engine, also when the check calls re's search directly
-    import toolnexus.validation as validation
+    import toolnexus.validation._compiler as compiler
 
     searched: list[int] = []
-    real = validation._compile_pattern
+    real = compiler.compile_pattern
 
     def counting(source: str) -> Any:
         search, longest, predicate = real(source)
@@ -1262,7 +1262,7 @@ def test_a_typed_string_runs_its_pattern_on_re_only_within_re_s_bound(
 
         return counted_search, longest, predicate
 
-    monkeypatch.setattr(validation, "_compile_pattern", counting)
+    monkeypatch.setattr(compiler, "compile_pattern", counting)
     v = Validator({"type": "string", "pattern": "[a-z]+1"})
     assert v.is_valid("ab1") and not v.is_valid("ab2")
     assert searched == [3, 3]
@@ -1357,16 +1357,16 @@ def test_shared_subschemas_give_the_verdicts_of_their_unshared_copies() -> None:
 def test_a_miss_on_a_huge_enum_writes_only_the_values_it_shows(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import toolnexus.validation as validation
+    import toolnexus.validation._problems as problems
 
     written: list[Any] = []
-    real = validation._json_short
+    real = problems.json_short
 
     def counting(value: Any, limit: int = 40) -> str:
         written.append(value)
         return real(value, limit)
 
-    monkeypatch.setattr(validation, "_json_short", counting)
+    monkeypatch.setattr(problems, "json_short", counting)
     v = Validator({"enum": list(range(100_000))})
     assert v.errors(-1) == [
         "expected one of 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ... (100000 values), got integer -1"
@@ -1392,9 +1392,9 @@ def test_an_empty_enum_is_a_schema_that_nothing_matches(value: Any) -> None:
 
 
 def validation_describe(value: Any) -> str:
-    from toolnexus.validation import _describe
+    from toolnexus.validation._problems import describe
 
-    return _describe(value)
+    return describe(value)
 
 
 def test_a_name_no_pattern_matches_costs_one_search_however_many_patterns(

@@ -660,7 +660,7 @@ def _never_called(*args: Any, **kwargs: Any) -> None:
 
 def _conversion_texts(exc: ConversionError) -> list[str]:
     """``path: problem`` for each problem ``exc`` carries, as the validator words them."""
-    from .validation import format_path
+    from .validation._problems import format_path
 
     texts = []
     for each in conversion_problems(exc):
