@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, overload
 
 from ._context import ToolContext
+from ._conversion import conversion_problems, convert_fields, dry_conversion, int_from_float
 from ._frozen import FrozenDict, FrozenList, freeze_schema, sealed, thaw
 from ._log import LazyLogger
 from ._result import STRUCTURED_KEY, ToolResult, success_result
@@ -26,12 +27,8 @@ from ._schema import (
     OUTPUT_WRAPPER,
     ConversionError,
     Signature,
-    conversion_problems,
-    convert_fields,
     describe_callable,
-    dry_conversion,
     infer,
-    int_from_float,
     sanitize_name,
 )
 from .errors import (
