@@ -373,3 +373,90 @@ def test_oauth_is_for_http_and_excludes_an_authorization_header() -> None:
         McpClient("python", auth=OAuth())
     with pytest.raises(ValueError, match="either an Authorization header or auth"):
         McpClient(url="http://x/mcp", headers={"Authorization": "Bearer x"}, auth=OAuth())
+
+
+# A process that shares a FileTokenStore: it connects with the stored tokens (and so holds
+# them), says "ready", and on "go" lets two hours pass (its clock jumps: the access token
+# has expired) before it calls whoami. Whether it had to ask the user is printed too.
+SHARING_PROCESS = """
+import json, sys, time
+from toolnexus import Answer
+from toolnexus.mcp import FileTokenStore, McpClient, OAuth
+
+asked = []
+
+def ask(request):
+    asked.append(request.url)
+    return Answer.decline(request)
+
+url, path = sys.argv[1], sys.argv[2]
+oauth = OAuth(redirect_uri="http://127.0.0.1:9/callback", ask=ask, token_store=FileTokenStore(path))
+with McpClient(url=url, name="tools", auth=oauth) as mcp:
+    first = mcp.call_tool("whoami")
+    print("ready", flush=True)
+    sys.stdin.readline()
+    real = time.time
+    time.time = lambda: real() + 7200
+    second = mcp.call_tool("whoami")
+print(json.dumps({"first": first.output, "second": second.output, "asked": len(asked)}))
+"""
+
+
+def test_two_processes_sharing_a_token_file_refresh_once_and_both_stay_signed_in(
+    auth: AuthServer, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    from cli_helpers import child_env
+
+    options = ServerOptions(
+        auth=ProtectedResource(authorization_servers=[auth.issuer], verifier=auth.verify)
+    )
+    path = tmp_path / "tokens.json"
+    browser = Browser()
+    with HttpServer(TOOLKIT, options, port=0) as running:
+        running.start()
+        oauth = OAuth(redirect_uri=REDIRECT, ask=browser, token_store=FileTokenStore(path))
+        with McpClient(url=running.url, auth=oauth) as mcp:
+            assert not mcp.call_tool("whoami").is_error  # signed in once, tokens in the file
+        children = [
+            subprocess.Popen(
+                [sys.executable, "-c", SHARING_PROCESS, running.url, str(path)],
+                env=child_env(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        try:
+            for child in children:
+                assert child.stdout is not None
+                assert child.stdout.readline() == "ready\n"  # both hold the same tokens
+            for child in children:  # now the token expires for both at once
+                assert child.stdin is not None
+                child.stdin.write("go\n")
+                child.stdin.flush()
+            outcomes = []
+            for child in children:
+                out, err = child.communicate(timeout=60)
+                assert child.returncode == 0, err
+                outcomes.append(json.loads(out.splitlines()[-1]))
+        finally:
+            for child in children:
+                if child.poll() is None:
+                    child.kill()
+        assert auth.count("token", "refresh_token") == 1  # one refresh, the other used it
+        for outcome in outcomes:
+            assert outcome["first"].startswith("alice") and outcome["second"].startswith("alice")
+            assert outcome["asked"] == 0  # nobody was signed out
+        # The file holds tokens the server takes: a third client uses them without asking.
+        record = json.loads(path.read_text())[running.url]
+        assert set(record["tokens"]) >= {"access_token", "refresh_token"}
+        oauth = OAuth(redirect_uri=REDIRECT, ask=declines, token_store=FileTokenStore(path))
+        with McpClient(url=running.url, auth=oauth) as later:
+            assert later.call_tool("whoami").output.startswith("alice")
+        assert len(browser.asked) == 1
+        assert auth.count("token", "refresh_token") == 1

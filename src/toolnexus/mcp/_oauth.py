@@ -33,6 +33,7 @@ are never logged.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
@@ -40,7 +41,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
@@ -265,6 +266,7 @@ class OAuthFlow:
         self._metadata: dict[str, Any] | None = None  # the authorization server's
         self._pending: dict[str, _Pending] = {}
         self._store_problem: str | None = None  # why the token store could not be read
+        self._unsaved = False  # the last save failed: the record here is the only copy
 
     # ------------------------------------------------------------------ sending
 
@@ -273,7 +275,8 @@ class OAuthFlow:
         refreshing a token that is about to expire first. Never raises."""
         tokens = self._tokens()
         if tokens is not None and tokens.get("refresh_token") and self._expiring(tokens):
-            with self._lock:
+            with self._lock, self._store_held():
+                self._reread()  # another process may have refreshed already: use its tokens
                 tokens = self._tokens()
                 if tokens is not None and tokens.get("refresh_token") and self._expiring(tokens):
                     self._refresh(tokens)
@@ -307,15 +310,16 @@ class OAuthFlow:
             if status != 401:
                 return False
             with self._lock:
-                current = self._current_header(reload=True)
-                if current is not None and current != sent and not attempt.switched:
-                    attempt.switched = True  # another thread (or process) got a new one
-                    return True
-                tokens = self._tokens()
-                if tokens is not None and tokens.get("refresh_token") and not attempt.refreshed:
-                    attempt.refreshed = True
-                    if self._refresh(tokens):
+                with self._store_held():  # re-read and refresh: one process at a time
+                    current = self._current_header(reload=True)
+                    if current is not None and current != sent and not attempt.switched:
+                        attempt.switched = True  # another thread (or process) got a new one
                         return True
+                    tokens = self._tokens()
+                    if tokens is not None and tokens.get("refresh_token") and not attempt.refreshed:
+                        attempt.refreshed = True
+                        if self._refresh(tokens):
+                            return True
                 if attempt.authorized:
                     return (
                         f"MCP server {self.name} refused the access token it just authorized "
@@ -357,7 +361,9 @@ class OAuthFlow:
         record = self._load()
         try:
             self.store.save(self.key, record)
+            self._unsaved = False
         except Exception as exc:
+            self._unsaved = True
             _log.warning("MCP server %s: the token store failed to save: %s", self.name, exc)
 
     def _tokens(self) -> dict[str, Any] | None:
@@ -366,9 +372,31 @@ class OAuthFlow:
             return tokens
         return None
 
+    def _reread(self) -> None:
+        """Read the record from the store again at the next look (another process may
+        have refreshed, and rotated, the tokens) — unless the last save failed: then this
+        process's copy is the only one with the tokens it holds."""
+        if not self._unsaved:
+            self._record = None
+
+    @contextlib.contextmanager
+    def _store_held(self) -> Iterator[None]:
+        """The store's own lock across processes, where it has one (``locked(key)``):
+        held from re-reading the record to saving the refreshed tokens."""
+        locked = getattr(self.store, "locked", None)
+        with contextlib.ExitStack() as stack:
+            if callable(locked):
+                try:
+                    stack.enter_context(locked(self.key))
+                except Exception as exc:  # a store of the caller's: never a crash here
+                    _log.warning(
+                        "MCP server %s: the token store could not be locked: %s", self.name, exc
+                    )
+            yield
+
     def _current_header(self, reload: bool = False) -> str | None:
         if reload:  # another process may have refreshed (and rotated) the tokens
-            self._record = None
+            self._reread()
         tokens = self._tokens()
         return None if tokens is None else "Bearer " + str(tokens["access_token"])
 
@@ -416,7 +444,10 @@ class OAuthFlow:
                 self.name,
                 error or f"HTTP {answer.status}",
             )
-            record.pop("tokens", None)
+            self._reread()
+            if self._tokens_changed(tokens):
+                return True  # another process refreshed meanwhile (a store without locked())
+            self._load().pop("tokens", None)
             self._save()
             return False
         try:
@@ -426,6 +457,15 @@ class OAuthFlow:
             return False
         _log.info("MCP server %s: refreshed the access token", self.name)
         return True
+
+    def _tokens_changed(self, used: Mapping[str, Any]) -> bool:
+        """Whether the store holds other tokens than ``used`` now (saved by another
+        process), which are then the ones to use."""
+        tokens = self._tokens()
+        return tokens is not None and (
+            tokens.get("access_token") != used.get("access_token")
+            or tokens.get("refresh_token") != used.get("refresh_token")
+        )
 
     # ------------------------------------------------------------------ authorize
 
