@@ -6,6 +6,7 @@ handed back pending, token stores, ``mcp.json``, and secrets kept out of the log
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import logging
@@ -460,3 +461,109 @@ def test_two_processes_sharing_a_token_file_refresh_once_and_both_stay_signed_in
             assert later.call_tool("whoami").output.startswith("alice")
         assert len(browser.asked) == 1
         assert auth.count("token", "refresh_token") == 1
+
+
+@pytest.mark.parametrize(
+    ("tampered", "message"),
+    [
+        ({"expires_in": 10**400}, "expires_in"),  # OverflowError as a float
+        ({"expires_in": float("inf")}, "expires_in"),
+        ({"expires_in": -5}, "expires_in"),
+        ({"access_token": "at-x\r\nX-Injected: yes"}, "access_token"),  # a header injection
+        ({"access_token": "at x"}, "access_token"),
+        ({"refresh_token": "rt-\x00"}, "refresh_token"),
+    ],
+)
+def test_a_hostile_token_answer_is_an_auth_error_not_an_exception(
+    server: HttpServer, auth: AuthServer, tampered: dict[str, Any], message: str
+) -> None:
+    auth.tamper = lambda answer: {**answer, **tampered}
+    with client(server, OAuth(redirect_uri=REDIRECT, ask=Browser())) as mcp:
+        result = mcp.call_tool("whoami")  # never raises: a gateway's thread lives on
+        assert result.is_error
+        assert message in result.output and "authorization server" in result.output
+        with pytest.raises(McpError, match=message):
+            mcp.connect()
+    assert auth.count("token", "authorization_code") == 2  # one sign-in each, no loop
+
+
+def test_a_hostile_refresh_answer_is_an_auth_error_not_an_exception(
+    server: HttpServer, auth: AuthServer
+) -> None:
+    browser = Browser()
+    with client(server, OAuth(redirect_uri=REDIRECT, ask=browser)) as mcp:
+        assert not mcp.call_tool("whoami").is_error
+        auth.tamper = lambda answer: {**answer, "expires_in": 10**400}
+        auth.revoke_access_tokens()  # a 401: the client refreshes, and gets the answer
+        result = mcp.call_tool("whoami")
+    assert result.is_error and "expires_in" in result.output
+    assert auth.count("token", "refresh_token") == 1
+
+
+class DrippingServer:
+    """An authorization server that answers every request one byte at a time, forever:
+    each read gets something (a per-read timeout never fires), the answer never ends."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.issuer = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.stop = threading.Event()
+        self.connections = 0
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                sock, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._drip, args=(sock,), daemon=True).start()
+
+    def _drip(self, sock: Any) -> None:
+        with sock:
+            try:
+                sock.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                while not self.stop.wait(0.05):
+                    sock.sendall(b"a")
+            except OSError:
+                return  # the client gave up: what the test waits for
+
+    def __enter__(self) -> DrippingServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        import socket
+
+        self.stop.set()
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept()
+        self.listener.close()
+        self.thread.join(5)
+
+
+def test_timeout_ms_bounds_the_whole_exchange_not_each_read() -> None:
+    with DrippingServer() as dripping:
+        options = ServerOptions(
+            auth=ProtectedResource(
+                authorization_servers=[dripping.issuer], verifier=lambda token: None
+            )
+        )
+        with HttpServer(TOOLKIT, options, port=0) as running:
+            running.start()
+            oauth = OAuth(redirect_uri=REDIRECT, ask=Browser(), timeout_ms=500)
+            outcome: list[Any] = []
+            with McpClient(url=running.url, auth=oauth) as mcp:
+                caller = threading.Thread(target=lambda: outcome.append(mcp.call_tool("whoami")))
+                caller.start()
+                caller.join(60)  # a generous margin: the old client read on for hours
+                gave_up = not caller.is_alive()
+                dripping.stop.set()  # (so that a client that did not give up ends now)
+                caller.join(60)
+    assert gave_up, "the sign-in never gave up on a dripping server"
+    [result] = outcome
+    assert result.is_error and "did not finish within 500 ms" in result.output
+    assert dripping.connections == 1  # the first metadata URL used the whole time

@@ -38,6 +38,7 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import secrets
 import threading
 import time
@@ -69,6 +70,10 @@ _log = logging.getLogger("toolnexus.mcp.auth")
 _AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
 _REFRESH_MARGIN_S = 30.0  # refresh this long before expiry (at most a tenth of the lifetime)
 _MAX_PENDING = 64  # authorizations handed back pending and not answered yet
+_MAX_LIFETIME_S = 10 * 366 * 24 * 3600  # an expires_in beyond ten years is not one
+# RFC 6750 §2.1: what an Authorization: Bearer value may hold; RFC 6749 A.17: a refresh token.
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+_VSCHARS = re.compile(r"[\x20-\x7e]+")
 
 
 @sealed
@@ -101,7 +106,9 @@ class OAuth:
             they are back: ``Answer(request.id, True, {"url": redirect_url})`` (or the
             redirect's ``code``, ``state`` and ``iss`` as data); ``ok=False`` declines.
             ``None``: a tool call that needs a sign-in returns it pending instead.
-        timeout_ms: the bound on each exchange with the authorization server.
+        timeout_ms: the bound on a whole refresh or sign-in's talk with the servers —
+            discovery, registration and the token request together (the user's part
+            aside); a server that answers slowly, or a byte at a time, is cut off there.
 
     Example::
 
@@ -267,6 +274,7 @@ class OAuthFlow:
         self._pending: dict[str, _Pending] = {}
         self._store_problem: str | None = None  # why the token store could not be read
         self._unsaved = False  # the last save failed: the record here is the only copy
+        self._deadline = 0.0  # when the current refresh or sign-in runs out of time
 
     # ------------------------------------------------------------------ sending
 
@@ -368,9 +376,11 @@ class OAuthFlow:
 
     def _tokens(self) -> dict[str, Any] | None:
         tokens = self._load().get("tokens")
-        if isinstance(tokens, dict) and isinstance(tokens.get("access_token"), str):
-            return tokens
-        return None
+        if not isinstance(tokens, dict):
+            return None
+        access = tokens.get("access_token")
+        # (checked as it came, and again as the store gives it back: it goes in a header)
+        return tokens if isinstance(access, str) and _B64TOKEN.fullmatch(access) else None
 
     def _reread(self) -> None:
         """Read the record from the store again at the next look (another process may
@@ -426,6 +436,7 @@ class OAuthFlow:
         endpoint = record.get("token_endpoint")
         if not isinstance(client, dict) or not isinstance(endpoint, str):
             return False
+        self._start_clock()
         fields: dict[str, str | None] = {
             "grant_type": "refresh_token",
             "refresh_token": str(tokens["refresh_token"]),
@@ -433,7 +444,7 @@ class OAuthFlow:
         }
         try:
             answer = self._token_request(endpoint, client, fields)
-        except OAuthError as exc:
+        except (OAuthError, _Failed) as exc:
             _log.warning("MCP server %s: refreshing the access token failed: %s", self.name, exc)
             return False
         document = answer.json()
@@ -475,6 +486,7 @@ class OAuthFlow:
         record = self._load()
         if self._store_problem is not None:  # a sign-in now would be lost, or worse, shown
             raise _Failed(f"the token store cannot be used: {self._store_problem}")
+        self._start_clock()
         resource, issuer, supported = self._discover_resource(challenge)
         known = record.get("issuer")
         if known is not None and known != issuer:
@@ -553,11 +565,13 @@ class OAuthFlow:
             self._pending[request.id] = pending
             raise _NeedsUser(request)
         _log.info("MCP server %s: asking the user to sign in at %s", self.name, shown(endpoint))
+        left = self._deadline - time.monotonic()  # the user's time is not the servers'
         try:
             answer = ask(request)
         except Exception as exc:
             _log.exception("MCP server %s: the authorization ask function raised", self.name)
             raise _Failed(f"asking the user to sign in failed: {exc}") from None
+        self._deadline = time.monotonic() + left
         self._finish(pending, answer)
 
     def owns(self, request_id: str) -> bool:
@@ -575,6 +589,7 @@ class OAuthFlow:
                     "(already used, or asked by another process); call again to sign in anew"
                 )
             try:
+                self._start_clock()
                 self._finish(pending, answer)
             except _Failed as failed:
                 return failed.problem
@@ -661,16 +676,29 @@ class OAuthFlow:
         access = document.get("access_token")
         if not isinstance(access, str) or not access:
             raise _Failed("the authorization server answered without an access_token")
+        if not _B64TOKEN.fullmatch(access):
+            raise _Failed(
+                "the authorization server issued an access_token that cannot be sent in an "
+                "Authorization header (RFC 6750 b64token: letters, digits and -._~+/ then "
+                "'='s); refused"
+            )
         kind = document.get("token_type", "Bearer")
         if not isinstance(kind, str) or kind.lower() != "bearer":
             raise _Failed(f"the authorization server issued a {kind!r} token, not a Bearer one")
         tokens: dict[str, Any] = {"access_token": access}
-        lifetime = document.get("expires_in")
-        if isinstance(lifetime, (int, float)) and not isinstance(lifetime, bool):
+        lifetime = _lifetime(document.get("expires_in"))
+        if lifetime is not None:
             tokens["expires_at"] = time.time() + lifetime
             tokens["lifetime"] = lifetime
         refresh = document.get("refresh_token")
-        if not isinstance(refresh, str) and previous is not None:
+        if refresh is not None and (
+            not isinstance(refresh, str) or not _VSCHARS.fullmatch(refresh)
+        ):
+            raise _Failed(
+                "the authorization server issued a refresh_token that is not printable "
+                "ASCII (RFC 6749 VSCHAR); refused"
+            )
+        if refresh is None and previous is not None:
             refresh = previous.get("refresh_token")  # kept when not rotated
         if isinstance(refresh, str):
             tokens["refresh_token"] = refresh
@@ -697,7 +725,7 @@ class OAuthFlow:
             urls = [named, *[url for url in urls if url != named]]
         failed: int | None = None
         for url in urls:
-            answer = exchange("GET", url, timeout=self._timeout_s)
+            answer = self._exchange("GET", url)
             document = answer.json()
             if answer.status >= 500 or answer.status == 429:
                 failed = answer.status
@@ -736,7 +764,7 @@ class OAuthFlow:
         if cached is not None and cached.get("issuer") == issuer:
             return cached
         for url in authorization_server_metadata_urls(issuer):
-            answer = exchange("GET", url, timeout=self._timeout_s)
+            answer = self._exchange("GET", url)
             document = answer.json()
             if answer.status != 200 or not isinstance(document, dict):
                 continue
@@ -843,12 +871,11 @@ class OAuthFlow:
             "token_endpoint_auth_method": method,
             "application_type": "native" if _is_native(redirect) else "web",
         }
-        answer = exchange(
+        answer = self._exchange(
             "POST",
             endpoint,
             body=json.dumps(body).encode("utf-8"),
             headers={"Content-Type": "application/json"},
-            timeout=self._timeout_s,
         )
         document = answer.json()
         if answer.status not in (200, 201) or not isinstance(document, dict):
@@ -913,8 +940,43 @@ class OAuthFlow:
             fields = {**fields, "client_id": str(client["client_id"]), "client_secret": secret}
         else:
             fields = {**fields, "client_id": str(client["client_id"])}
-        return exchange(
-            "POST", endpoint, body=form(fields), headers=headers, timeout=self._timeout_s
+        return self._exchange("POST", endpoint, body=form(fields), headers=headers)
+
+    def _exchange(
+        self,
+        method: str,
+        url: str,
+        *,
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> HttpAnswer:
+        """One request to a server the flow talks to, within what is left of the
+        current refresh's or sign-in's time (``OAuth.timeout_ms`` for all of it)."""
+        if time.monotonic() >= self._deadline:
+            raise _Failed(self._out_of_time())
+        try:
+            return exchange(
+                method,
+                url,
+                body=body,
+                headers=headers,
+                timeout=self._timeout_s,
+                deadline=self._deadline,
+            )
+        except OAuthError:
+            if time.monotonic() >= self._deadline:
+                raise _Failed(self._out_of_time()) from None
+            raise
+
+    def _start_clock(self) -> None:
+        """A refresh or a sign-in begins: all its requests together get timeout_ms."""
+        self._deadline = time.monotonic() + self._timeout_s
+
+    def _out_of_time(self) -> str:
+        return (
+            f"the authorization server(s) of MCP server {self.name} did not finish within "
+            f"{self.config.timeout_ms} ms (OAuth(timeout_ms=...) bounds a whole refresh or "
+            "sign-in, the user's part aside); try again later"
         )
 
     def __repr__(self) -> str:
@@ -928,6 +990,27 @@ class OAuthFlow:
 def _s256(verifier: str) -> str:
     digest = hashlib.sha256(verifier.encode("ascii")).digest()
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def _lifetime(value: Any) -> float | None:
+    """A token answer's ``expires_in`` as seconds (``None``: not given). Raises
+    :class:`_Failed` for a value that is not a lifetime: negative, not finite, over
+    ten years, or not a number (a string of digits is taken, as some servers send one)."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 10:
+        value = int(value)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 <= value <= _MAX_LIFETIME_S  # (NaN compares false: refused too)
+    ):
+        shown_value = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+        raise _Failed(
+            f"the authorization server answered with expires_in {shown_value}, which is "
+            f"not a token lifetime in seconds (0 to {_MAX_LIFETIME_S}); refused"
+        )
+    return float(value)
 
 
 def _described(challenge: Mapping[str, str]) -> str:

@@ -17,10 +17,13 @@ the URL and the status are ever named in an error.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import re
 import socket
+import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
@@ -73,8 +76,13 @@ def exchange(
     headers: Mapping[str, str] | None = None,
     timeout: float = 10.0,
     limit: int = _MAX_BODY,
+    deadline: float | None = None,
 ) -> HttpAnswer:
     """Send one request and read its answer (redirects are answers too, never followed).
+
+    ``timeout`` bounds each wait (connecting, each read); ``deadline`` (a
+    :func:`time.monotonic` time) bounds the whole exchange — a server that answers a byte
+    at a time is cut off there.
 
     Raises :class:`~toolnexus.errors.OAuthError` when no answer comes (naming ``url``,
     never a header or body: they may hold a secret).
@@ -82,21 +90,47 @@ def exchange(
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise OAuthError(shown(url), "not an http(s) URL")
+    if deadline is not None:
+        timeout = min(timeout, deadline - time.monotonic())
+        if timeout <= 0:
+            raise OAuthError(shown(url), f"{method} not sent: out of time")
     kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     connection = kind(parts.hostname, parts.port, timeout=timeout)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     sent = {"Accept": "application/json", **(headers or {})}
+    cut = threading.Event()  # set when the deadline came first: the socket was shut
+
+    def shut() -> None:
+        cut.set()
+        sock = connection.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the read that waits on it
+
+    watchdog = None
     try:
+        connection.connect()
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            watchdog = threading.Timer(left, shut)
+            watchdog.daemon = True
+            watchdog.start()
         connection.request(method, target, body=body, headers=sent)
         response = connection.getresponse()
         data = response.read(limit + 1)
+        if cut.is_set():  # the shut socket read as the end of the answer
+            raise TimeoutError
     except (OSError, http.client.HTTPException) as exc:
-        if isinstance(exc, socket.timeout):
+        if isinstance(exc, socket.timeout) or cut.is_set():
             reason = "timed out"
         else:
             reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
         raise OAuthError(shown(url), f"{method} failed: {reason}") from None
     finally:
+        if watchdog is not None:
+            watchdog.cancel()
         connection.close()
     if len(data) > limit:
         raise OAuthError(shown(url), f"{method}: the answer is over {limit} bytes")
