@@ -43,7 +43,8 @@ class AuthServer:
             :meth:`verify`).
 
     :attr:`tamper` (``None``, or a function of the token endpoint's answer returning the
-    answer to send) plays a hostile authorization server.
+    answer to send) and :attr:`published` (fields that replace the metadata's) play a
+    hostile authorization server.
     """
 
     def __init__(
@@ -66,6 +67,7 @@ class AuthServer:
         self.scopes_supported = scopes_supported
         self.grant = grant
         self.tamper: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        self.published: dict[str, Any] = {}
         self.lock = threading.Lock()
         self.clients: dict[str, dict[str, Any]] = {}
         self.codes: dict[str, dict[str, Any]] = {}
@@ -168,7 +170,7 @@ class AuthServer:
             document["jwks_uri"] = f"{self.issuer}/jwks"
         if self.scopes_supported is not None:
             document["scopes_supported"] = self.scopes_supported
-        return document
+        return {**document, **self.published}
 
     def jwks(self) -> dict[str, Any]:
         from jwt.algorithms import ECAlgorithm

@@ -343,10 +343,14 @@ def test_mcp_json_servers_sign_in_with_oauth(
         ({"command": "x", "auth": "oauth"}, "OAuth is for an HTTP server"),
         ({"url": "http://x/mcp", "auth": "basic"}, 'must be "oauth"'),
         ({"url": "http://x/mcp", "auth": {"type": "oauth", "secret": "s"}}, "unknown key"),
+        (
+            {"url": "http://x/mcp", "auth": {"type": "oauth", "allowPrivateNetwork": "yes"}},
+            "allowPrivateNetwork: must be true or false",
+        ),
     ],
 )
 def test_a_bad_auth_entry_is_refused_naming_the_place(entry: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises((ValueError, TypeError), match=message):
         McpSource({"mcpServers": {"s": entry}})
 
 
@@ -567,3 +571,179 @@ def test_timeout_ms_bounds_the_whole_exchange_not_each_read() -> None:
     [result] = outcome
     assert result.is_error and "did not finish within 500 ms" in result.output
     assert dripping.connections == 1  # the first metadata URL used the whole time
+
+
+class Challenger:
+    """An MCP server that answers every POST 401 with ``challenge``, and serves
+    ``metadata`` as its protected-resource metadata; ``seen`` lists the paths asked."""
+
+    def __init__(self, challenge: str = "Bearer", metadata: dict[str, Any] | None = None) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        owner = self
+        self.challenge = challenge
+        self.metadata = metadata
+        self.seen: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+                self.send_response(status)
+                for name, value in {**headers, "Content-Length": str(len(body))}.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                owner.seen.append("POST " + self.path)
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self._answer(401, b"", {"WWW-Authenticate": owner.challenge})
+
+            def do_GET(self) -> None:
+                owner.seen.append("GET " + self.path)
+                if owner.metadata is None:
+                    self._answer(404, b"", {})
+                else:
+                    body = json.dumps(owner.metadata).encode()
+                    self._answer(200, body, {"Content-Type": "application/json"})
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = int(self.httpd.server_address[1])
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    def __enter__(self) -> Challenger:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+
+class Canary:
+    """A listener that counts the connections it gets (and answers none)."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.05)
+        self.port = self.listener.getsockname()[1]
+        self.connections = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._count, daemon=True)
+
+    def _count(self) -> None:
+        while not self.stop.is_set():
+            try:
+                sock, _ = self.listener.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            sock.close()
+
+    def __enter__(self) -> Canary:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.listener.close()
+
+
+PUBLIC_HOST = "mcp.example.test"
+
+
+@pytest.fixture
+def public_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A network where mcp.example.test has a public address (93.184.216.34) — and is
+    reached, as this machine has no other, on 127.0.0.1."""
+    import socket
+
+    resolve, connect = socket.getaddrinfo, socket.create_connection
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == PUBLIC_HOST:
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.216.34", port))]
+        return resolve(host, port, *args, **kwargs)
+
+    def create_connection(address: Any, *args: Any, **kwargs: Any) -> Any:
+        host, port = address
+        return connect(("127.0.0.1" if host == PUBLIC_HOST else host, port), *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(socket, "create_connection", create_connection)
+
+
+def test_a_server_cannot_send_the_client_to_a_link_local_address() -> None:
+    metadata_service = "http://169.254.169.254/latest/meta-data/iam/security-credentials/"
+    with Challenger(f'Bearer resource_metadata="{metadata_service}"') as stub:
+        url = f"http://127.0.0.1:{stub.port}/mcp"
+        oauth = OAuth(redirect_uri=REDIRECT, ask=Browser(), timeout_ms=2000)
+        with (
+            McpClient(url=url, auth=oauth) as mcp,
+            pytest.raises(McpError, match=r"169\.254\.169\.254.*link-local address") as info,
+        ):
+            mcp.connect()
+    assert "link-local address: refused" in str(info.value)
+    assert "allow_private_network=True" in str(info.value)
+    assert "allowPrivateNetwork" in str(info.value)
+
+
+def test_a_public_server_cannot_send_the_client_into_the_private_network(
+    public_network: None,
+) -> None:
+    with Canary() as canary:
+        named = f"https://127.0.0.1:{canary.port}/.well-known/oauth-protected-resource"
+        with Challenger(f'Bearer resource_metadata="{named}"') as stub:
+            url = f"http://{PUBLIC_HOST}:{stub.port}/mcp"
+            oauth = OAuth(redirect_uri=REDIRECT, ask=Browser(), timeout_ms=2000)
+            with (
+                McpClient(url=url, auth=oauth) as mcp,
+                pytest.raises(McpError, match="loopback address: refused"),
+            ):
+                mcp.connect()
+            assert stub.seen == ["POST /mcp"]  # reached, through the public name
+            assert canary.connections == 0  # never fetched
+            # An intranet's own authorization server: the user allows it, in mcp.json.
+            entry = {
+                "url": url,
+                "auth": {"type": "oauth", "allowPrivateNetwork": True},
+            }
+            source = McpSource({"mcpServers": {"intranet": entry}}, oauth=oauth).connect()
+            source.close()
+            assert canary.connections >= 1  # followed this time (and failed: no TLS there)
+
+
+def test_an_authorization_server_on_plain_http_gets_no_code_and_no_secret(
+    server: HttpServer, auth: AuthServer
+) -> None:
+    auth.published = {"token_endpoint": "http://192.0.2.10/token"}  # not loopback, in clear
+    browser = Browser()
+    oauth = OAuth(redirect_uri=REDIRECT, ask=browser, client_id="app", client_secret="s3cret")
+    with (
+        client(server, oauth) as mcp,
+        pytest.raises(McpError, match=r"http://192\.0\.2\.10/token.*over plain http: refused"),
+    ):
+        mcp.connect()
+    assert browser.asked == []  # nobody signed in: no code was issued to leak
+
+
+def test_a_loopback_server_may_name_a_plain_http_authorization_server_on_loopback(
+    server: HttpServer, auth: AuthServer
+) -> None:
+    assert server.url.startswith("http://127.0.0.1") and auth.issuer.startswith("http://127.")
+    with client(server, OAuth(redirect_uri=REDIRECT, ask=Browser())) as mcp:
+        assert not mcp.call_tool("whoami").is_error  # local development works as it did
+
+
+def test_allow_private_network_must_be_a_bool() -> None:
+    with pytest.raises(TypeError, match="allow_private_network must be True or False"):
+        OAuth(allow_private_network="yes")  # type: ignore[arg-type]

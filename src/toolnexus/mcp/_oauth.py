@@ -36,10 +36,12 @@ import base64
 import contextlib
 import hashlib
 import hmac
+import ipaddress
 import json
 import logging
 import re
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -70,6 +72,12 @@ _log = logging.getLogger("toolnexus.mcp.auth")
 _AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
 _REFRESH_MARGIN_S = 30.0  # refresh this long before expiry (at most a tenth of the lifetime)
 _MAX_PENDING = 64  # authorizations handed back pending and not answered yet
+_ENDPOINTS = {
+    "authorization_endpoint": "authorization endpoint",
+    "token_endpoint": "token endpoint",
+    "registration_endpoint": "registration endpoint",
+}
+_LOCAL_KINDS = {"public", "private", "loopback"}  # what a local server may name
 _MAX_LIFETIME_S = 10 * 366 * 24 * 3600  # an expires_in beyond ten years is not one
 # RFC 6750 §2.1: what an Authorization: Bearer value may hold; RFC 6749 A.17: a refresh token.
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
@@ -106,6 +114,11 @@ class OAuth:
             they are back: ``Answer(request.id, True, {"url": redirect_url})`` (or the
             redirect's ``code``, ``state`` and ``iss`` as data); ``ok=False`` declines.
             ``None``: a tool call that needs a sign-in returns it pending instead.
+        allow_private_network: let a server on the internet send this client to private,
+            loopback and link-local addresses (your intranet's authorization server).
+            Without it, such a server may only name public ``https`` addresses; a
+            server on loopback or a private network may name private ones (and a
+            loopback one plain ``http`` on loopback). See ``docs/auth.md``.
         timeout_ms: the bound on a whole refresh or sign-in's talk with the servers —
             discovery, registration and the token request together (the user's part
             aside); a server that answers slowly, or a byte at a time, is cut off there.
@@ -131,6 +144,7 @@ class OAuth:
     token_endpoint_auth_method: str | None = None
     token_store: TokenStore | None = None
     ask: Callable[[Request], Answer] | None = None
+    allow_private_network: bool = False
     timeout_ms: int = 30_000
 
     def __post_init__(self) -> None:
@@ -177,6 +191,11 @@ class OAuth:
             )
         if self.ask is not None and not callable(self.ask):
             raise InvalidTypeError(f"OAuth.ask must be callable, got {type(self.ask).__name__}")
+        if not isinstance(self.allow_private_network, bool):
+            raise InvalidTypeError(
+                "OAuth.allow_private_network must be True or False, got "
+                f"{self.allow_private_network!r}"
+            )
         timeout = self.timeout_ms
         if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
             raise InvalidValueError(f"OAuth.timeout_ms must be an int > 0, got {timeout!r}")
@@ -275,6 +294,7 @@ class OAuthFlow:
         self._store_problem: str | None = None  # why the token store could not be read
         self._unsaved = False  # the last save failed: the record here is the only copy
         self._deadline = 0.0  # when the current refresh or sign-in runs out of time
+        self._server_addresses: set[str] | None = None  # the MCP server's (_address_kinds)
 
     # ------------------------------------------------------------------ sending
 
@@ -501,6 +521,9 @@ class OAuthFlow:
                 record.pop(stale, None)
             self._metadata = None
         metadata = self._discover_server(issuer, legacy=supported is None and resource is None)
+        for key, what in _ENDPOINTS.items():  # before anyone signs in, or any secret is sent
+            if isinstance(metadata.get(key), str):
+                self._check_target(metadata[key], what)
         record["issuer"] = issuer
         token_endpoint = metadata.get("token_endpoint")
         if not isinstance(token_endpoint, str):
@@ -725,7 +748,7 @@ class OAuthFlow:
             urls = [named, *[url for url in urls if url != named]]
         failed: int | None = None
         for url in urls:
-            answer = self._exchange("GET", url)
+            answer = self._exchange("GET", url, "protected-resource metadata")
             document = answer.json()
             if answer.status >= 500 or answer.status == 429:
                 failed = answer.status
@@ -764,7 +787,7 @@ class OAuthFlow:
         if cached is not None and cached.get("issuer") == issuer:
             return cached
         for url in authorization_server_metadata_urls(issuer):
-            answer = self._exchange("GET", url)
+            answer = self._exchange("GET", url, "authorization server metadata")
             document = answer.json()
             if answer.status != 200 or not isinstance(document, dict):
                 continue
@@ -874,6 +897,7 @@ class OAuthFlow:
         answer = self._exchange(
             "POST",
             endpoint,
+            "registration endpoint",
             body=json.dumps(body).encode("utf-8"),
             headers={"Content-Type": "application/json"},
         )
@@ -940,18 +964,23 @@ class OAuthFlow:
             fields = {**fields, "client_id": str(client["client_id"]), "client_secret": secret}
         else:
             fields = {**fields, "client_id": str(client["client_id"])}
-        return self._exchange("POST", endpoint, body=form(fields), headers=headers)
+        return self._exchange(
+            "POST", endpoint, "token endpoint", body=form(fields), headers=headers
+        )
 
     def _exchange(
         self,
         method: str,
         url: str,
+        what: str,
         *,
         body: bytes | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> HttpAnswer:
-        """One request to a server the flow talks to, within what is left of the
-        current refresh's or sign-in's time (``OAuth.timeout_ms`` for all of it)."""
+        """One request to ``url`` (the ``what`` a server named), if the server may send
+        this client there (:meth:`_check_target`), within what is left of the current
+        refresh's or sign-in's time (``OAuth.timeout_ms`` for all of it)."""
+        self._check_target(url, what)
         if time.monotonic() >= self._deadline:
             raise _Failed(self._out_of_time())
         try:
@@ -967,6 +996,62 @@ class OAuthFlow:
             if time.monotonic() >= self._deadline:
                 raise _Failed(self._out_of_time()) from None
             raise
+
+    def _check_target(self, url: str, what: str) -> None:
+        """Whether a server may send this client to ``url``; raises :class:`_Failed`
+        saying what was refused and how to allow it. The MCP server's own origin (the
+        user's choice) is always allowed. Elsewhere: ``https`` (plain ``http`` only to
+        loopback, for a server on loopback or with ``allow_private_network``), and no
+        link-local, multicast or reserved address, nor — for a server with a public
+        address — a private or loopback one, unless ``allow_private_network``."""
+        if _origin(url) == _origin(self.server_url):
+            return
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https") or not host:
+            raise _Failed(
+                f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
+                "which is not an https URL; refusing to use it"
+            )
+        allowed = self.config.allow_private_network
+        kinds = _address_kinds(host, parts.port or (443 if scheme == "https" else 80))
+        if not kinds:
+            raise _Failed(
+                f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
+                f"and {host} does not resolve; refusing to use it"
+            )
+        server = self._server_kinds()
+        local_server = server <= {"loopback", "private"}
+        refused = sorted(kinds - ({"public"} if not local_server else _LOCAL_KINDS))
+        if refused and not allowed:
+            raise _Failed(
+                f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
+                f"and {host} is a {' and '.join(refused)} address: refused — "
+                + (
+                    "a server on the internet may not send this client into a private network"
+                    if not local_server
+                    else "no authorization server lives there"
+                )
+                + ". If it is your organization's own server, allow it: "
+                'OAuth(allow_private_network=True), or "allowPrivateNetwork": true in '
+                'the server\'s "auth" in mcp.json'
+            )
+        if scheme == "http" and not (kinds == {"loopback"} and (server == {"loopback"} or allowed)):
+            raise _Failed(
+                f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
+                "over plain http: refused — OAuth needs https there (the code, its verifier "
+                "and any client secret would cross the network in clear); only a loopback "
+                "address may use http, for a server on loopback"
+            )
+
+    def _server_kinds(self) -> set[str]:
+        """What kind of addresses the MCP server itself has (looked up once)."""
+        if self._server_addresses is None:
+            parts = urlsplit(self.server_url)
+            default = 443 if parts.scheme.lower() == "https" else 80
+            self._server_addresses = _address_kinds(parts.hostname or "", parts.port or default)
+        return self._server_addresses or {"public"}  # unresolvable: the strict rules
 
     def _start_clock(self) -> None:
         """A refresh or a sign-in begins: all its requests together get timeout_ms."""
@@ -1011,6 +1096,32 @@ def _lifetime(value: Any) -> float | None:
             f"not a token lifetime in seconds (0 to {_MAX_LIFETIME_S}); refused"
         )
     return float(value)
+
+
+def _address_kinds(host: str, port: int) -> set[str]:
+    """The kinds of address ``host`` resolves to — ``public``, ``private``, ``loopback``,
+    ``link-local`` or ``reserved`` (unspecified, multicast, reserved) — empty when it
+    does not resolve."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return set()
+    kinds: set[str] = set()
+    for *_, address in found:
+        ip = ipaddress.ip_address(str(address[0]).split("%", 1)[0])  # (an IPv6 zone)
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        if ip.is_loopback:
+            kinds.add("loopback")
+        elif ip.is_link_local:
+            kinds.add("link-local")
+        elif ip.is_unspecified or ip.is_multicast or ip.is_reserved:
+            kinds.add("reserved")
+        elif ip.is_private or not ip.is_global:
+            kinds.add("private")
+        else:
+            kinds.add("public")
+    return kinds
 
 
 def _described(challenge: Mapping[str, str]) -> str:

@@ -63,6 +63,7 @@ _OAUTH_KEYS = {
     "redirectUri": "redirect_uri",
     "clientMetadataUrl": "client_metadata_url",
     "tokenEndpointAuthMethod": "token_endpoint_auth_method",
+    "allowPrivateNetwork": "allow_private_network",
 }
 
 
@@ -116,10 +117,10 @@ class McpSource:
     phase of connecting); ``includeTools`` / ``excludeTools`` (the server's tool names);
     ``prefix``; ``auth``: ``"oauth"`` to sign in with OAuth 2.1 (or ``{"type": "oauth",
     "clientId": …, "clientSecret": …, "scopes": […], "redirectUri": …,
-    "clientMetadataUrl": …}``), on the ``oauth`` settings given here (where tokens live,
-    who asks the user). ``${NAME}`` (or ``${env:NAME}``) in ``args``, ``env``, ``cwd``,
-    ``url``, ``headers`` and ``auth`` is read from the environment; header values and
-    secrets are never logged.
+    "clientMetadataUrl": …, "allowPrivateNetwork": true}``), on the ``oauth`` settings
+    given here (where tokens live, who asks the user). ``${NAME}`` (or ``${env:NAME}``)
+    in ``args``, ``env``, ``cwd``, ``url``, ``headers`` and ``auth`` is read from the
+    environment; header values and secrets are never logged.
 
     Raises ``ValueError``/``TypeError`` naming the place for a file that is not such a
     configuration (``servers.db.args: must be a list of strings``); a server that merely
@@ -493,6 +494,10 @@ def _read_auth(value: Any, where: str) -> dict[str, Any]:
             fields[field] = (
                 item.split() if isinstance(item, str) else _texts(item, f"{where}.scopes")
             )
+        elif key == "allowPrivateNetwork":
+            if not isinstance(item, bool):
+                raise InvalidTypeError(f"{where}.{key}: must be true or false, got {item!r}")
+            fields[field] = item
         else:
             fields[field] = _text(item, f"{where}.{key}")
     return fields
@@ -528,6 +533,8 @@ def _expand(options: Mapping[str, Any], server: str) -> dict[str, Any]:
         for field, value in out["auth"].items():
             if isinstance(value, list):  # scopes: a variable may hold several
                 auth[field] = [s for item in value for s in one(item, f"auth.{field}").split()]
+            elif isinstance(value, bool):  # allowPrivateNetwork: no variables
+                auth[field] = value
             else:
                 auth[field] = one(value, f"auth.{field}")
         out["auth"] = auth
