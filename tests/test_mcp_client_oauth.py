@@ -747,3 +747,33 @@ def test_a_loopback_server_may_name_a_plain_http_authorization_server_on_loopbac
 def test_allow_private_network_must_be_a_bool() -> None:
     with pytest.raises(TypeError, match="allow_private_network must be True or False"):
         OAuth(allow_private_network="yes")  # type: ignore[arg-type]
+
+
+def test_a_403_insufficient_scope_reads_as_a_missing_scope_not_a_failed_connection(
+    server: HttpServer, auth: AuthServer
+) -> None:
+    token = auth.mint("alice", scopes=["mcp"], audience=server.url)  # without deploy:write
+    with McpClient(
+        url=server.url, name="tools", headers={"Authorization": f"Bearer {token}"}
+    ) as mcp:
+        assert not mcp.call_tool("whoami").is_error
+        result = mcp.call_tool("deploy", {"env": "prod"})
+    assert result.is_error
+    assert "connection" not in result.output and "failed" not in result.output
+    assert result.output.startswith("deploy: MCP server tools: the server refuses this request")
+    assert "lacks the scope(s) it needs — it asks for: mcp deploy:write" in result.output
+    assert "auth=OAuth()" in result.output  # how to get them
+
+
+def test_a_refused_or_missing_token_without_oauth_says_how_to_sign_in(server: HttpServer) -> None:
+    with (
+        McpClient(url=server.url, name="tools") as mcp,
+        pytest.raises(McpError, match=r"needs an access token \(401\): let the client sign in"),
+    ):
+        mcp.connect()
+    headers = {"Authorization": "Bearer made-up"}
+    with (
+        McpClient(url=server.url, name="tools", headers=headers) as mcp,
+        pytest.raises(McpError, match=r"refuses the access token \(401 invalid_token"),
+    ):
+        mcp.connect()
