@@ -113,7 +113,7 @@ def exchange(
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TimeoutError
+                raise OAuthError(shown(url), f"{method} failed: timed out")
             watchdog = threading.Timer(left, shut)
             watchdog.daemon = True
             watchdog.start()
@@ -121,7 +121,9 @@ def exchange(
         response = connection.getresponse()
         data = response.read(limit + 1)
         if cut.is_set():  # the shut socket read as the end of the answer
-            raise TimeoutError
+            raise OAuthError(shown(url), f"{method} failed: timed out")
+    except OAuthError:
+        raise  # (an OSError too: said already)
     except (OSError, http.client.HTTPException) as exc:
         if isinstance(exc, socket.timeout) or cut.is_set():
             reason = "timed out"
