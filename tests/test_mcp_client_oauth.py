@@ -777,3 +777,40 @@ def test_a_refused_or_missing_token_without_oauth_says_how_to_sign_in(server: Ht
         pytest.raises(McpError, match=r"refuses the access token \(401 invalid_token"),
     ):
         mcp.connect()
+
+
+def test_the_address_checked_is_the_address_connected_to(
+    auth: AuthServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    # The authorization server's name resolves to loopback once — when the client checks
+    # it — and to the cloud metadata service after that (DNS rebinding).
+    local = auth.issuer
+    auth.issuer = f"http://as.example.test:{auth.httpd.server_address[1]}"
+    auth.published = {
+        "authorization_endpoint": f"{local}/authorize",
+        "token_endpoint": f"{local}/token",
+        "registration_endpoint": f"{local}/register",
+    }
+    lookups: list[str] = []
+    resolve = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host != "as.example.test":
+            return resolve(host, port, *args, **kwargs)
+        lookups.append(host)
+        address = "127.0.0.1" if len(lookups) == 1 else "169.254.169.254"
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    options = ServerOptions(
+        auth=ProtectedResource(authorization_servers=[auth.issuer], verifier=auth.verify)
+    )
+    with HttpServer(TOOLKIT, options, port=0) as running:
+        running.start()
+        oauth = OAuth(redirect_uri=REDIRECT, ask=Browser(), timeout_ms=3000)
+        with McpClient(url=running.url, auth=oauth) as mcp:
+            result = mcp.call_tool("whoami")
+    assert not result.is_error, result.output
+    assert lookups == ["as.example.test"]  # looked up once, checked, connected to

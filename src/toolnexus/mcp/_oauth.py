@@ -294,7 +294,7 @@ class OAuthFlow:
         self._store_problem: str | None = None  # why the token store could not be read
         self._unsaved = False  # the last save failed: the record here is the only copy
         self._deadline = 0.0  # when the current refresh or sign-in runs out of time
-        self._server_addresses: set[str] | None = None  # the MCP server's (_address_kinds)
+        self._server_addresses: set[str] | None = None  # the kinds of the MCP server's
 
     # ------------------------------------------------------------------ sending
 
@@ -980,7 +980,7 @@ class OAuthFlow:
         """One request to ``url`` (the ``what`` a server named), if the server may send
         this client there (:meth:`_check_target`), within what is left of the current
         refresh's or sign-in's time (``OAuth.timeout_ms`` for all of it)."""
-        self._check_target(url, what)
+        address = self._check_target(url, what)
         if time.monotonic() >= self._deadline:
             raise _Failed(self._out_of_time())
         try:
@@ -991,21 +991,24 @@ class OAuthFlow:
                 headers=headers,
                 timeout=self._timeout_s,
                 deadline=self._deadline,
+                address=address,
             )
         except OAuthError:
             if time.monotonic() >= self._deadline:
                 raise _Failed(self._out_of_time()) from None
             raise
 
-    def _check_target(self, url: str, what: str) -> None:
-        """Whether a server may send this client to ``url``; raises :class:`_Failed`
-        saying what was refused and how to allow it. The MCP server's own origin (the
-        user's choice) is always allowed. Elsewhere: ``https`` (plain ``http`` only to
-        loopback, for a server on loopback or with ``allow_private_network``), and no
-        link-local, multicast or reserved address, nor — for a server with a public
-        address — a private or loopback one, unless ``allow_private_network``."""
+    def _check_target(self, url: str, what: str) -> str | None:
+        """Whether a server may send this client to ``url``: the address checked, to
+        connect to (``None``: the server's own origin, resolved as ever); raises
+        :class:`_Failed` saying what was refused and how to allow it. The MCP server's
+        own origin (the user's choice) is always allowed. Elsewhere: ``https`` (plain
+        ``http`` only to loopback, for a server on loopback or with
+        ``allow_private_network``), and no link-local, multicast or reserved address,
+        nor — for a server with a public address — a private or loopback one, unless
+        ``allow_private_network``."""
         if _origin(url) == _origin(self.server_url):
-            return
+            return None
         parts = urlsplit(url)
         host = parts.hostname or ""
         scheme = parts.scheme.lower()
@@ -1015,7 +1018,8 @@ class OAuthFlow:
                 "which is not an https URL; refusing to use it"
             )
         allowed = self.config.allow_private_network
-        kinds = _address_kinds(host, parts.port or (443 if scheme == "https" else 80))
+        addresses = _addresses(host, parts.port or (443 if scheme == "https" else 80))
+        kinds = set(addresses.values())
         if not kinds:
             raise _Failed(
                 f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
@@ -1044,13 +1048,15 @@ class OAuthFlow:
                 "and any client secret would cross the network in clear); only a loopback "
                 "address may use http, for a server on loopback"
             )
+        return next(iter(addresses))  # connected to as checked: no second lookup
 
     def _server_kinds(self) -> set[str]:
         """What kind of addresses the MCP server itself has (looked up once)."""
         if self._server_addresses is None:
             parts = urlsplit(self.server_url)
             default = 443 if parts.scheme.lower() == "https" else 80
-            self._server_addresses = _address_kinds(parts.hostname or "", parts.port or default)
+            found = _addresses(parts.hostname or "", parts.port or default)
+            self._server_addresses = set(found.values())
         return self._server_addresses or {"public"}  # unresolvable: the strict rules
 
     def _start_clock(self) -> None:
@@ -1098,29 +1104,30 @@ def _lifetime(value: Any) -> float | None:
     return float(value)
 
 
-def _address_kinds(host: str, port: int) -> set[str]:
-    """The kinds of address ``host`` resolves to — ``public``, ``private``, ``loopback``,
-    ``link-local`` or ``reserved`` (unspecified, multicast, reserved) — empty when it
-    does not resolve."""
+def _addresses(host: str, port: int) -> dict[str, str]:
+    """The addresses ``host`` resolves to, each with its kind — ``public``, ``private``,
+    ``loopback``, ``link-local`` or ``reserved`` (unspecified, multicast, reserved);
+    empty when it does not resolve."""
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
-        return set()
-    kinds: set[str] = set()
+        return {}
+    kinds: dict[str, str] = {}
     for *_, address in found:
-        ip = ipaddress.ip_address(str(address[0]).split("%", 1)[0])  # (an IPv6 zone)
+        text = str(address[0])
+        ip = ipaddress.ip_address(text.split("%", 1)[0])  # (an IPv6 zone)
         if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
             ip = ip.ipv4_mapped
         if ip.is_loopback:
-            kinds.add("loopback")
+            kinds[text] = "loopback"
         elif ip.is_link_local:
-            kinds.add("link-local")
+            kinds[text] = "link-local"
         elif ip.is_unspecified or ip.is_multicast or ip.is_reserved:
-            kinds.add("reserved")
+            kinds[text] = "reserved"
         elif ip.is_private or not ip.is_global:
-            kinds.add("private")
+            kinds[text] = "private"
         else:
-            kinds.add("public")
+            kinds[text] = "public"
     return kinds
 
 

@@ -22,6 +22,7 @@ import http.client
 import json
 import re
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Mapping
@@ -77,12 +78,15 @@ def exchange(
     timeout: float = 10.0,
     limit: int = _MAX_BODY,
     deadline: float | None = None,
+    address: str | None = None,
 ) -> HttpAnswer:
     """Send one request and read its answer (redirects are answers too, never followed).
 
     ``timeout`` bounds each wait (connecting, each read); ``deadline`` (a
     :func:`time.monotonic` time) bounds the whole exchange — a server that answers a byte
-    at a time is cut off there.
+    at a time is cut off there. ``address``: the IP address to connect to, as the caller
+    checked it (the URL's host is then not looked up again: no DNS rebinding in between;
+    it is still the ``Host`` and what the TLS certificate must name).
 
     Raises :class:`~toolnexus.errors.OAuthError` when no answer comes (naming ``url``,
     never a header or body: they may hold a secret).
@@ -94,8 +98,13 @@ def exchange(
         timeout = min(timeout, deadline - time.monotonic())
         if timeout <= 0:
             raise OAuthError(shown(url), f"{method} not sent: out of time")
-    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    connection = kind(parts.hostname, parts.port, timeout=timeout)
+    connection: http.client.HTTPConnection
+    if address is not None:
+        connection = _Pinned(parts.hostname, parts.port, address, parts.scheme == "https", timeout)
+    elif parts.scheme == "https":
+        connection = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout)
+    else:
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     sent = {"Accept": "application/json", **(headers or {})}
     cut = threading.Event()  # set when the deadline came first: the socket was shut
@@ -139,6 +148,30 @@ def exchange(
     return HttpAnswer(
         response.status, {name.lower(): value for name, value in response.getheaders()}, data
     )
+
+
+class _Pinned(http.client.HTTPConnection):
+    """An HTTP(S) connection to ``host`` made to the IP ``address`` already checked;
+    TLS (with the default context: certificates verified) for ``host``."""
+
+    def __init__(
+        self, host: str, port: int | None, address: str, tls: bool, timeout: float
+    ) -> None:
+        super().__init__(host, port or (443 if tls else 80), timeout=timeout)
+        if tls:
+            self.default_port = 443  # (the Host header names a port only when another)
+        self._address = address
+        self._tls = ssl.create_default_context() if tls else None
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self._address, self.port), self.timeout)
+        if self._tls is not None:
+            try:
+                sock = self._tls.wrap_socket(sock, server_hostname=self.host)
+            except BaseException:
+                sock.close()
+                raise
+        self.sock = sock
 
 
 def form(fields: Mapping[str, str | None]) -> bytes:
