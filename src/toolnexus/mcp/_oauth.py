@@ -21,7 +21,15 @@ transport (:mod:`._client_http` calls in here, and nowhere else):
 - **tokens**: sent on every request, refreshed before they expire and on a 401 — one
   refresh or authorization at a time per server, the others wait and use its result — and
   kept in a :class:`~toolnexus.mcp.TokenStore`; a refresh token that no longer works means
-  a new authorization, asked once.
+  a new authorization, asked once. A refresh re-reads the record under the store's
+  ``locked(key)`` (where it has one), so processes sharing a store refresh once;
+- **where a server may send the client**: every URL it names (resource metadata, the
+  authorization server, its endpoints) is ``https`` (``http`` only to loopback, for a
+  server on loopback), and not link-local nor — for a public server — private or
+  loopback, unless ``OAuth(allow_private_network=True)``; the address checked is the one
+  connected to;
+- **hostile answers**: token answers are checked (a header-safe access token, a bounded
+  ``expires_in``), and ``timeout_ms`` bounds a whole refresh or sign-in, not each read.
 
 The user's part — opening the authorization URL and coming back — is a
 ``Request("authorization", url=…)``: ``OAuth(ask=...)`` answers it (a host's UI; the

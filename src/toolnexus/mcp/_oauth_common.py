@@ -9,7 +9,8 @@ OAuth client: :mod:`._oauth`) share these rules so each is written once:
   and without path insertion, in the order the MCP specification gives);
 - the ``WWW-Authenticate: Bearer`` challenge, written and read (RFC 6750 §3, RFC 9728 §5.1);
 - one small HTTP exchange on :mod:`http.client` (no redirects followed, a size limit, a
-  timeout), for metadata, tokens, registration and introspection.
+  timeout for each wait and optionally a deadline for all of it, optionally to an
+  address the caller checked), for metadata, tokens, registration and introspection.
 
 No secret passes through a log line here: callers hand in headers and bodies, and only
 the URL and the status are ever named in an error.
