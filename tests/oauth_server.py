@@ -24,7 +24,7 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
@@ -41,6 +41,10 @@ class AuthServer:
         grant: the scopes tokens grant whatever was asked (``None``: what was asked).
         tokens: ``"jwt"`` (signed; needs PyJWT) or ``"opaque"`` (looked up by
             :meth:`verify`).
+
+    :attr:`tamper` (``None``, or a function of the token endpoint's answer returning the
+    answer to send) and :attr:`published` (fields that replace the metadata's) play a
+    hostile authorization server.
     """
 
     def __init__(
@@ -62,6 +66,8 @@ class AuthServer:
         self.access_ttl = access_ttl
         self.scopes_supported = scopes_supported
         self.grant = grant
+        self.tamper: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        self.published: dict[str, Any] = {}
         self.lock = threading.Lock()
         self.clients: dict[str, dict[str, Any]] = {}
         self.codes: dict[str, dict[str, Any]] = {}
@@ -164,7 +170,7 @@ class AuthServer:
             document["jwks_uri"] = f"{self.issuer}/jwks"
         if self.scopes_supported is not None:
             document["scopes_supported"] = self.scopes_supported
-        return document
+        return {**document, **self.published}
 
     def jwks(self) -> dict[str, Any]:
         from jwt.algorithms import ECAlgorithm
@@ -340,17 +346,16 @@ class _Handler(BaseHTTPRequestHandler):
                 "scope": scope,
                 "resource": resource,
             }
-        self._reply(
-            200,
-            {
-                "access_token": access,
-                "token_type": "Bearer",
-                "expires_in": int(auth.access_ttl),
-                "refresh_token": refresh,
-                "scope": " ".join(granted),
-            },
-            {"Cache-Control": "no-store"},
-        )
+        answer: dict[str, Any] = {
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": int(auth.access_ttl),
+            "refresh_token": refresh,
+            "scope": " ".join(granted),
+        }
+        if auth.tamper is not None:
+            answer = auth.tamper(answer)
+        self._reply(200, answer, {"Cache-Control": "no-store"})
 
     def _introspect(self, body: dict[str, str]) -> None:
         auth = self.auth

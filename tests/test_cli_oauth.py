@@ -113,3 +113,33 @@ def test_no_input_asks_nobody_and_says_a_sign_in_is_needed(
     assert done.returncode != 0
     assert "needs a sign-in with " + auth.issuer in done.stderr
     assert auth.seen["authorize"] == []
+
+
+def test_call_says_a_missing_scope_is_a_missing_scope(tmp_path: Path) -> None:
+    with AuthServer(tokens="opaque") as auth:
+        options = ServerOptions(
+            auth=ProtectedResource(
+                authorization_servers=[auth.issuer],
+                verifier=auth.verify,
+                tool_scopes={"deploy": ["deploy:write"]},
+            )
+        )
+        with HttpServer(TOOLKIT, options, port=0) as running:
+            running.start()
+            token = auth.mint("alice", scopes=["mcp"], audience=running.url)
+            entry = {"url": running.url, "headers": {"Authorization": "Bearer ${TEAM_TOKEN}"}}
+            config = tmp_path / "mcp.json"
+            config.write_text(json.dumps({"mcpServers": {"team": entry}}))
+            done = subprocess.run(
+                [sys.executable, "-m", "toolnexus", "call", str(config), "team_deploy", "env=x"],
+                cwd=ROOT,
+                env={**child_env(), "TEAM_TOKEN": token},
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+    shown = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "the connection" not in shown, shown
+    assert "lacks the scope(s) it needs — it asks for: deploy:write" in shown, shown
+    assert token not in shown

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from . import _codec as codec
+from ._oauth_common import parse_challenge
 
 if TYPE_CHECKING:
     from .._suspension import Request
@@ -384,6 +385,9 @@ class HttpTransport:
                 "the server no longer knows this session (404)", session_lost=True
             )
         if response.status >= 400:
+            refused = _refusal(response, "Authorization" in headers)
+            if refused is not None:
+                raise _TransportError(refused, sent=False, auth=True)
             message = _json_or_none(data)
             if message is not None:
                 return message
@@ -426,6 +430,50 @@ def _json_or_none(data: bytes) -> Any:
         return codec.decode(data.decode("utf-8").strip())
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
+
+
+def _refusal(response: http.client.HTTPResponse, token_sent: bool) -> str | None:
+    """What a ``401``/``403`` with a ``Bearer`` challenge means, said as what it is (an
+    access matter, not a failed connection) with how to get access; ``None`` otherwise.
+    (With OAuth the flow answers these first; this is what is left: a token of the
+    user's own in an ``Authorization`` header, or none.)"""
+    if response.status not in (401, 403):
+        return None
+    challenge = parse_challenge(response.getheader("WWW-Authenticate"))
+    if challenge is None:
+        return None
+    error = challenge.get("error")
+    described = challenge.get("error_description")
+    detail = f"{response.status} {error}" if error else str(response.status)
+    if described:
+        detail += f": {described[:200]}"
+    sign_in = 'let the client sign in: auth=OAuth() ("auth": "oauth" in mcp.json)'
+    if response.status == 403:
+        if error != "insufficient_scope":
+            return None
+        scope = challenge.get("scope")
+        return (
+            "the server refuses this request: the access token lacks the scope(s) it needs"
+            + (f" — it asks for: {scope}" if scope else "")
+            + f" ({detail}). Get a token with "
+            + ("them" if scope else "the scopes the request needs")
+            + ": "
+            + (
+                "ask whoever issued the token in your Authorization header, or "
+                if token_sent
+                else ""
+            )
+            + sign_in
+            + ", which asks for them by itself"
+        )
+    if token_sent:
+        return (
+            f"the server refuses the access token ({detail}): it may have expired or be "
+            f"for another server; give a new one, or {sign_in}"
+        )
+    return (
+        f"the server needs an access token ({detail}): {sign_in}, or give an Authorization header"
+    )
 
 
 def _status_problem(response: http.client.HTTPResponse, data: bytes) -> str:
@@ -510,6 +558,9 @@ class HttpExchange:
                 yield from self._events(response)
                 return
             data = self._read_body(response)
+            refused = _refusal(response, "Authorization" in self._headers)
+            if refused is not None:
+                raise _TransportError(refused, sent=False, auth=True)
             message = _json_or_none(data)
             if message is None or (status >= 400 and not isinstance(message, dict)):
                 raise _TransportError(_status_problem(response, data), sent=status >= 500)

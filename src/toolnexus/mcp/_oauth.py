@@ -21,7 +21,15 @@ transport (:mod:`._client_http` calls in here, and nowhere else):
 - **tokens**: sent on every request, refreshed before they expire and on a 401 — one
   refresh or authorization at a time per server, the others wait and use its result — and
   kept in a :class:`~toolnexus.mcp.TokenStore`; a refresh token that no longer works means
-  a new authorization, asked once.
+  a new authorization, asked once. A refresh re-reads the record under the store's
+  ``locked(key)`` (where it has one), so processes sharing a store refresh once;
+- **where a server may send the client**: every URL it names (resource metadata, the
+  authorization server, its endpoints) is ``https`` (``http`` only to loopback, for a
+  server on loopback), and not link-local nor — for a public server — private or
+  loopback, unless ``OAuth(allow_private_network=True)``; the address checked is the one
+  connected to;
+- **hostile answers**: token answers are checked (a header-safe access token, a bounded
+  ``expires_in``), and ``timeout_ms`` bounds a whole refresh or sign-in, not each read.
 
 The user's part — opening the authorization URL and coming back — is a
 ``Request("authorization", url=…)``: ``OAuth(ask=...)`` answers it (a host's UI; the
@@ -33,13 +41,17 @@ are never logged.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
+import ipaddress
 import json
+import re
 import secrets
+import socket
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
@@ -68,6 +80,16 @@ _log = LazyLogger("mcp.auth")  # the package's: it never prints on its own
 _AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
 _REFRESH_MARGIN_S = 30.0  # refresh this long before expiry (at most a tenth of the lifetime)
 _MAX_PENDING = 64  # authorizations handed back pending and not answered yet
+_ENDPOINTS = {
+    "authorization_endpoint": "authorization endpoint",
+    "token_endpoint": "token endpoint",
+    "registration_endpoint": "registration endpoint",
+}
+_LOCAL_KINDS = {"public", "private", "loopback"}  # what a local server may name
+_MAX_LIFETIME_S = 10 * 366 * 24 * 3600  # an expires_in beyond ten years is not one
+# RFC 6750 §2.1: what an Authorization: Bearer value may hold; RFC 6749 A.17: a refresh token.
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+_VSCHARS = re.compile(r"[\x20-\x7e]+")
 
 
 @sealed
@@ -100,7 +122,14 @@ class OAuth:
             they are back: ``Answer(request.id, True, {"url": redirect_url})`` (or the
             redirect's ``code``, ``state`` and ``iss`` as data); ``ok=False`` declines.
             ``None``: a tool call that needs a sign-in returns it pending instead.
-        timeout_ms: the bound on each exchange with the authorization server.
+        allow_private_network: let a server on the internet send this client to private,
+            loopback and link-local addresses (your intranet's authorization server).
+            Without it, such a server may only name public ``https`` addresses; a
+            server on loopback or a private network may name private ones (and a
+            loopback one plain ``http`` on loopback). See ``docs/auth.md``.
+        timeout_ms: the bound on a whole refresh or sign-in's talk with the servers —
+            discovery, registration and the token request together (the user's part
+            aside); a server that answers slowly, or a byte at a time, is cut off there.
 
     Example::
 
@@ -123,6 +152,7 @@ class OAuth:
     token_endpoint_auth_method: str | None = None
     token_store: TokenStore | None = None
     ask: Callable[[Request], Answer] | None = None
+    allow_private_network: bool = False
     timeout_ms: int = 30_000
 
     def __post_init__(self) -> None:
@@ -169,6 +199,11 @@ class OAuth:
             )
         if self.ask is not None and not callable(self.ask):
             raise InvalidTypeError(f"OAuth.ask must be callable, got {type(self.ask).__name__}")
+        if not isinstance(self.allow_private_network, bool):
+            raise InvalidTypeError(
+                "OAuth.allow_private_network must be True or False, got "
+                f"{self.allow_private_network!r}"
+            )
         timeout = self.timeout_ms
         if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
             raise InvalidValueError(f"OAuth.timeout_ms must be an int > 0, got {timeout!r}")
@@ -265,6 +300,9 @@ class OAuthFlow:
         self._metadata: dict[str, Any] | None = None  # the authorization server's
         self._pending: dict[str, _Pending] = {}
         self._store_problem: str | None = None  # why the token store could not be read
+        self._unsaved = False  # the last save failed: the record here is the only copy
+        self._deadline = 0.0  # when the current refresh or sign-in runs out of time
+        self._server_addresses: set[str] | None = None  # the kinds of the MCP server's
 
     # ------------------------------------------------------------------ sending
 
@@ -273,7 +311,8 @@ class OAuthFlow:
         refreshing a token that is about to expire first. Never raises."""
         tokens = self._tokens()
         if tokens is not None and tokens.get("refresh_token") and self._expiring(tokens):
-            with self._lock:
+            with self._lock, self._store_held():
+                self._reread()  # another process may have refreshed already: use its tokens
                 tokens = self._tokens()
                 if tokens is not None and tokens.get("refresh_token") and self._expiring(tokens):
                     self._refresh(tokens)
@@ -307,15 +346,16 @@ class OAuthFlow:
             if status != 401:
                 return False
             with self._lock:
-                current = self._current_header(reload=True)
-                if current is not None and current != sent and not attempt.switched:
-                    attempt.switched = True  # another thread (or process) got a new one
-                    return True
-                tokens = self._tokens()
-                if tokens is not None and tokens.get("refresh_token") and not attempt.refreshed:
-                    attempt.refreshed = True
-                    if self._refresh(tokens):
+                with self._store_held():  # re-read and refresh: one process at a time
+                    current = self._current_header(reload=True)
+                    if current is not None and current != sent and not attempt.switched:
+                        attempt.switched = True  # another thread (or process) got a new one
                         return True
+                    tokens = self._tokens()
+                    if tokens is not None and tokens.get("refresh_token") and not attempt.refreshed:
+                        attempt.refreshed = True
+                        if self._refresh(tokens):
+                            return True
                 if attempt.authorized:
                     return (
                         f"MCP server {self.name} refused the access token it just authorized "
@@ -357,18 +397,44 @@ class OAuthFlow:
         record = self._load()
         try:
             self.store.save(self.key, record)
+            self._unsaved = False
         except Exception as exc:
+            self._unsaved = True
             _log.warning("MCP server %s: the token store failed to save: %s", self.name, exc)
 
     def _tokens(self) -> dict[str, Any] | None:
         tokens = self._load().get("tokens")
-        if isinstance(tokens, dict) and isinstance(tokens.get("access_token"), str):
-            return tokens
-        return None
+        if not isinstance(tokens, dict):
+            return None
+        access = tokens.get("access_token")
+        # (checked as it came, and again as the store gives it back: it goes in a header)
+        return tokens if isinstance(access, str) and _B64TOKEN.fullmatch(access) else None
+
+    def _reread(self) -> None:
+        """Read the record from the store again at the next look (another process may
+        have refreshed, and rotated, the tokens) — unless the last save failed: then this
+        process's copy is the only one with the tokens it holds."""
+        if not self._unsaved:
+            self._record = None
+
+    @contextlib.contextmanager
+    def _store_held(self) -> Iterator[None]:
+        """The store's own lock across processes, where it has one (``locked(key)``):
+        held from re-reading the record to saving the refreshed tokens."""
+        locked = getattr(self.store, "locked", None)
+        with contextlib.ExitStack() as stack:
+            if callable(locked):
+                try:
+                    stack.enter_context(locked(self.key))
+                except Exception as exc:  # a store of the caller's: never a crash here
+                    _log.warning(
+                        "MCP server %s: the token store could not be locked: %s", self.name, exc
+                    )
+            yield
 
     def _current_header(self, reload: bool = False) -> str | None:
         if reload:  # another process may have refreshed (and rotated) the tokens
-            self._record = None
+            self._reread()
         tokens = self._tokens()
         return None if tokens is None else "Bearer " + str(tokens["access_token"])
 
@@ -398,6 +464,7 @@ class OAuthFlow:
         endpoint = record.get("token_endpoint")
         if not isinstance(client, dict) or not isinstance(endpoint, str):
             return False
+        self._start_clock()
         fields: dict[str, str | None] = {
             "grant_type": "refresh_token",
             "refresh_token": str(tokens["refresh_token"]),
@@ -405,7 +472,7 @@ class OAuthFlow:
         }
         try:
             answer = self._token_request(endpoint, client, fields)
-        except OAuthError as exc:
+        except (OAuthError, _Failed) as exc:
             _log.warning("MCP server %s: refreshing the access token failed: %s", self.name, exc)
             return False
         document = answer.json()
@@ -416,7 +483,10 @@ class OAuthFlow:
                 self.name,
                 error or f"HTTP {answer.status}",
             )
-            record.pop("tokens", None)
+            self._reread()
+            if self._tokens_changed(tokens):
+                return True  # another process refreshed meanwhile (a store without locked())
+            self._load().pop("tokens", None)
             self._save()
             return False
         try:
@@ -427,6 +497,15 @@ class OAuthFlow:
         _log.info("MCP server %s: refreshed the access token", self.name)
         return True
 
+    def _tokens_changed(self, used: Mapping[str, Any]) -> bool:
+        """Whether the store holds other tokens than ``used`` now (saved by another
+        process), which are then the ones to use."""
+        tokens = self._tokens()
+        return tokens is not None and (
+            tokens.get("access_token") != used.get("access_token")
+            or tokens.get("refresh_token") != used.get("refresh_token")
+        )
+
     # ------------------------------------------------------------------ authorize
 
     def _authorize(self, challenge: Mapping[str, str], *, step_up: bool) -> None:
@@ -435,6 +514,7 @@ class OAuthFlow:
         record = self._load()
         if self._store_problem is not None:  # a sign-in now would be lost, or worse, shown
             raise _Failed(f"the token store cannot be used: {self._store_problem}")
+        self._start_clock()
         resource, issuer, supported = self._discover_resource(challenge)
         known = record.get("issuer")
         if known is not None and known != issuer:
@@ -449,6 +529,9 @@ class OAuthFlow:
                 record.pop(stale, None)
             self._metadata = None
         metadata = self._discover_server(issuer, legacy=supported is None and resource is None)
+        for key, what in _ENDPOINTS.items():  # before anyone signs in, or any secret is sent
+            if isinstance(metadata.get(key), str):
+                self._check_target(metadata[key], what)
         record["issuer"] = issuer
         token_endpoint = metadata.get("token_endpoint")
         if not isinstance(token_endpoint, str):
@@ -513,11 +596,13 @@ class OAuthFlow:
             self._pending[request.id] = pending
             raise _NeedsUser(request)
         _log.info("MCP server %s: asking the user to sign in at %s", self.name, shown(endpoint))
+        left = self._deadline - time.monotonic()  # the user's time is not the servers'
         try:
             answer = ask(request)
         except Exception as exc:
             _log.exception("MCP server %s: the authorization ask function raised", self.name)
             raise _Failed(f"asking the user to sign in failed: {exc}") from None
+        self._deadline = time.monotonic() + left
         self._finish(pending, answer)
 
     def owns(self, request_id: str) -> bool:
@@ -535,6 +620,7 @@ class OAuthFlow:
                     "(already used, or asked by another process); call again to sign in anew"
                 )
             try:
+                self._start_clock()
                 self._finish(pending, answer)
             except _Failed as failed:
                 return failed.problem
@@ -621,16 +707,29 @@ class OAuthFlow:
         access = document.get("access_token")
         if not isinstance(access, str) or not access:
             raise _Failed("the authorization server answered without an access_token")
+        if not _B64TOKEN.fullmatch(access):
+            raise _Failed(
+                "the authorization server issued an access_token that cannot be sent in an "
+                "Authorization header (RFC 6750 b64token: letters, digits and -._~+/ then "
+                "'='s); refused"
+            )
         kind = document.get("token_type", "Bearer")
         if not isinstance(kind, str) or kind.lower() != "bearer":
             raise _Failed(f"the authorization server issued a {kind!r} token, not a Bearer one")
         tokens: dict[str, Any] = {"access_token": access}
-        lifetime = document.get("expires_in")
-        if isinstance(lifetime, (int, float)) and not isinstance(lifetime, bool):
+        lifetime = _lifetime(document.get("expires_in"))
+        if lifetime is not None:
             tokens["expires_at"] = time.time() + lifetime
             tokens["lifetime"] = lifetime
         refresh = document.get("refresh_token")
-        if not isinstance(refresh, str) and previous is not None:
+        if refresh is not None and (
+            not isinstance(refresh, str) or not _VSCHARS.fullmatch(refresh)
+        ):
+            raise _Failed(
+                "the authorization server issued a refresh_token that is not printable "
+                "ASCII (RFC 6749 VSCHAR); refused"
+            )
+        if refresh is None and previous is not None:
             refresh = previous.get("refresh_token")  # kept when not rotated
         if isinstance(refresh, str):
             tokens["refresh_token"] = refresh
@@ -657,7 +756,7 @@ class OAuthFlow:
             urls = [named, *[url for url in urls if url != named]]
         failed: int | None = None
         for url in urls:
-            answer = exchange("GET", url, timeout=self._timeout_s)
+            answer = self._exchange("GET", url, "protected-resource metadata")
             document = answer.json()
             if answer.status >= 500 or answer.status == 429:
                 failed = answer.status
@@ -696,7 +795,7 @@ class OAuthFlow:
         if cached is not None and cached.get("issuer") == issuer:
             return cached
         for url in authorization_server_metadata_urls(issuer):
-            answer = exchange("GET", url, timeout=self._timeout_s)
+            answer = self._exchange("GET", url, "authorization server metadata")
             document = answer.json()
             if answer.status != 200 or not isinstance(document, dict):
                 continue
@@ -803,12 +902,12 @@ class OAuthFlow:
             "token_endpoint_auth_method": method,
             "application_type": "native" if _is_native(redirect) else "web",
         }
-        answer = exchange(
+        answer = self._exchange(
             "POST",
             endpoint,
+            "registration endpoint",
             body=json.dumps(body).encode("utf-8"),
             headers={"Content-Type": "application/json"},
-            timeout=self._timeout_s,
         )
         document = answer.json()
         if answer.status not in (200, 201) or not isinstance(document, dict):
@@ -873,8 +972,110 @@ class OAuthFlow:
             fields = {**fields, "client_id": str(client["client_id"]), "client_secret": secret}
         else:
             fields = {**fields, "client_id": str(client["client_id"])}
-        return exchange(
-            "POST", endpoint, body=form(fields), headers=headers, timeout=self._timeout_s
+        return self._exchange(
+            "POST", endpoint, "token endpoint", body=form(fields), headers=headers
+        )
+
+    def _exchange(
+        self,
+        method: str,
+        url: str,
+        what: str,
+        *,
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> HttpAnswer:
+        """One request to ``url`` (the ``what`` a server named), if the server may send
+        this client there (:meth:`_check_target`), within what is left of the current
+        refresh's or sign-in's time (``OAuth.timeout_ms`` for all of it)."""
+        address = self._check_target(url, what)
+        if time.monotonic() >= self._deadline:
+            raise _Failed(self._out_of_time())
+        try:
+            return exchange(
+                method,
+                url,
+                body=body,
+                headers=headers,
+                timeout=self._timeout_s,
+                deadline=self._deadline,
+                address=address,
+            )
+        except OAuthError:
+            if time.monotonic() >= self._deadline:
+                raise _Failed(self._out_of_time()) from None
+            raise
+
+    def _check_target(self, url: str, what: str) -> str | None:
+        """Whether a server may send this client to ``url``: the address checked, to
+        connect to (``None``: the server's own origin, resolved as ever); raises
+        :class:`_Failed` saying what was refused and how to allow it. The MCP server's
+        own origin (the user's choice) is always allowed. Elsewhere: ``https`` (plain
+        ``http`` only to loopback, for a server on loopback or with
+        ``allow_private_network``), and no link-local, multicast or reserved address,
+        nor — for a server with a public address — a private or loopback one, unless
+        ``allow_private_network``."""
+        if _origin(url) == _origin(self.server_url):
+            return None
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https") or not host:
+            raise _Failed(
+                f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
+                "which is not an https URL; refusing to use it"
+            )
+        allowed = self.config.allow_private_network
+        addresses = _addresses(host, parts.port or (443 if scheme == "https" else 80))
+        kinds = set(addresses.values())
+        if not kinds:
+            raise _Failed(
+                f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
+                f"and {host} does not resolve; refusing to use it"
+            )
+        server = self._server_kinds()
+        local_server = server <= {"loopback", "private"}
+        refused = sorted(kinds - ({"public"} if not local_server else _LOCAL_KINDS))
+        if refused and not allowed:
+            raise _Failed(
+                f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
+                f"and {host} is a {' and '.join(refused)} address: refused — "
+                + (
+                    "a server on the internet may not send this client into a private network"
+                    if not local_server
+                    else "no authorization server lives there"
+                )
+                + ". If it is your organization's own server, allow it: "
+                'OAuth(allow_private_network=True), or "allowPrivateNetwork": true in '
+                'the server\'s "auth" in mcp.json'
+            )
+        if scheme == "http" and not (kinds == {"loopback"} and (server == {"loopback"} or allowed)):
+            raise _Failed(
+                f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
+                "over plain http: refused — OAuth needs https there (the code, its verifier "
+                "and any client secret would cross the network in clear); only a loopback "
+                "address may use http, for a server on loopback"
+            )
+        return next(iter(addresses))  # connected to as checked: no second lookup
+
+    def _server_kinds(self) -> set[str]:
+        """What kind of addresses the MCP server itself has (looked up once)."""
+        if self._server_addresses is None:
+            parts = urlsplit(self.server_url)
+            default = 443 if parts.scheme.lower() == "https" else 80
+            found = _addresses(parts.hostname or "", parts.port or default)
+            self._server_addresses = set(found.values())
+        return self._server_addresses or {"public"}  # unresolvable: the strict rules
+
+    def _start_clock(self) -> None:
+        """A refresh or a sign-in begins: all its requests together get timeout_ms."""
+        self._deadline = time.monotonic() + self._timeout_s
+
+    def _out_of_time(self) -> str:
+        return (
+            f"the authorization server(s) of MCP server {self.name} did not finish within "
+            f"{self.config.timeout_ms} ms (OAuth(timeout_ms=...) bounds a whole refresh or "
+            "sign-in, the user's part aside); try again later"
         )
 
     def __repr__(self) -> str:
@@ -888,6 +1089,54 @@ class OAuthFlow:
 def _s256(verifier: str) -> str:
     digest = hashlib.sha256(verifier.encode("ascii")).digest()
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def _lifetime(value: Any) -> float | None:
+    """A token answer's ``expires_in`` as seconds (``None``: not given). Raises
+    :class:`_Failed` for a value that is not a lifetime: negative, not finite, over
+    ten years, or not a number (a string of digits is taken, as some servers send one)."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 10:
+        value = int(value)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 <= value <= _MAX_LIFETIME_S  # (NaN compares false: refused too)
+    ):
+        shown_value = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+        raise _Failed(
+            f"the authorization server answered with expires_in {shown_value}, which is "
+            f"not a token lifetime in seconds (0 to {_MAX_LIFETIME_S}); refused"
+        )
+    return float(value)
+
+
+def _addresses(host: str, port: int) -> dict[str, str]:
+    """The addresses ``host`` resolves to, each with its kind — ``public``, ``private``,
+    ``loopback``, ``link-local`` or ``reserved`` (unspecified, multicast, reserved);
+    empty when it does not resolve."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return {}
+    kinds: dict[str, str] = {}
+    for *_, address in found:
+        text = str(address[0])
+        ip = ipaddress.ip_address(text.split("%", 1)[0])  # (an IPv6 zone)
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        if ip.is_loopback:
+            kinds[text] = "loopback"
+        elif ip.is_link_local:
+            kinds[text] = "link-local"
+        elif ip.is_unspecified or ip.is_multicast or ip.is_reserved:
+            kinds[text] = "reserved"
+        elif ip.is_private or not ip.is_global:
+            kinds[text] = "private"
+        else:
+            kinds[text] = "public"
+    return kinds
 
 
 def _described(challenge: Mapping[str, str]) -> str:

@@ -9,7 +9,8 @@ OAuth client: :mod:`._oauth`) share these rules so each is written once:
   and without path insertion, in the order the MCP specification gives);
 - the ``WWW-Authenticate: Bearer`` challenge, written and read (RFC 6750 §3, RFC 9728 §5.1);
 - one small HTTP exchange on :mod:`http.client` (no redirects followed, a size limit, a
-  timeout), for metadata, tokens, registration and introspection.
+  timeout for each wait and optionally a deadline for all of it, optionally to an
+  address the caller checked), for metadata, tokens, registration and introspection.
 
 No secret passes through a log line here: callers hand in headers and bodies, and only
 the URL and the status are ever named in an error.
@@ -17,10 +18,14 @@ the URL and the status are ever named in an error.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import re
 import socket
+import ssl
+import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
@@ -73,8 +78,16 @@ def exchange(
     headers: Mapping[str, str] | None = None,
     timeout: float = 10.0,
     limit: int = _MAX_BODY,
+    deadline: float | None = None,
+    address: str | None = None,
 ) -> HttpAnswer:
     """Send one request and read its answer (redirects are answers too, never followed).
+
+    ``timeout`` bounds each wait (connecting, each read); ``deadline`` (a
+    :func:`time.monotonic` time) bounds the whole exchange — a server that answers a byte
+    at a time is cut off there. ``address``: the IP address to connect to, as the caller
+    checked it (the URL's host is then not looked up again: no DNS rebinding in between;
+    it is still the ``Host`` and what the TLS certificate must name).
 
     Raises :class:`~toolnexus.errors.OAuthError` when no answer comes (naming ``url``,
     never a header or body: they may hold a secret).
@@ -82,27 +95,84 @@ def exchange(
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise OAuthError(shown(url), "not an http(s) URL")
-    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    connection = kind(parts.hostname, parts.port, timeout=timeout)
+    if deadline is not None:
+        timeout = min(timeout, deadline - time.monotonic())
+        if timeout <= 0:
+            raise OAuthError(shown(url), f"{method} not sent: out of time")
+    connection: http.client.HTTPConnection
+    if address is not None:
+        connection = _Pinned(parts.hostname, parts.port, address, parts.scheme == "https", timeout)
+    elif parts.scheme == "https":
+        connection = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout)
+    else:
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     sent = {"Accept": "application/json", **(headers or {})}
+    cut = threading.Event()  # set when the deadline came first: the socket was shut
+
+    def shut() -> None:
+        cut.set()
+        sock = connection.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the read that waits on it
+
+    watchdog = None
     try:
+        connection.connect()
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise OAuthError(shown(url), f"{method} failed: timed out")
+            watchdog = threading.Timer(left, shut)
+            watchdog.daemon = True
+            watchdog.start()
         connection.request(method, target, body=body, headers=sent)
         response = connection.getresponse()
         data = response.read(limit + 1)
+        if cut.is_set():  # the shut socket read as the end of the answer
+            raise OAuthError(shown(url), f"{method} failed: timed out")
+    except OAuthError:
+        raise  # (an OSError too: said already)
     except (OSError, http.client.HTTPException) as exc:
-        if isinstance(exc, socket.timeout):
+        if isinstance(exc, socket.timeout) or cut.is_set():
             reason = "timed out"
         else:
             reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
         raise OAuthError(shown(url), f"{method} failed: {reason}") from None
     finally:
+        if watchdog is not None:
+            watchdog.cancel()
         connection.close()
     if len(data) > limit:
         raise OAuthError(shown(url), f"{method}: the answer is over {limit} bytes")
     return HttpAnswer(
         response.status, {name.lower(): value for name, value in response.getheaders()}, data
     )
+
+
+class _Pinned(http.client.HTTPConnection):
+    """An HTTP(S) connection to ``host`` made to the IP ``address`` already checked;
+    TLS (with the default context: certificates verified) for ``host``."""
+
+    def __init__(
+        self, host: str, port: int | None, address: str, tls: bool, timeout: float
+    ) -> None:
+        super().__init__(host, port or (443 if tls else 80), timeout=timeout)
+        if tls:
+            self.default_port = 443  # (the Host header names a port only when another)
+        self._address = address
+        self._tls = ssl.create_default_context() if tls else None
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self._address, self.port), self.timeout)
+        if self._tls is not None:
+            try:
+                sock = self._tls.wrap_socket(sock, server_hostname=self.host)
+            except BaseException:
+                sock.close()
+                raise
+        self.sock = sock
 
 
 def form(fields: Mapping[str, str | None]) -> bytes:

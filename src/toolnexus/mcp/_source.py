@@ -65,6 +65,7 @@ _OAUTH_KEYS = {
     "redirectUri": "redirect_uri",
     "clientMetadataUrl": "client_metadata_url",
     "tokenEndpointAuthMethod": "token_endpoint_auth_method",
+    "allowPrivateNetwork": "allow_private_network",
 }
 
 
@@ -118,13 +119,13 @@ class McpSource:
     phase of connecting); ``includeTools`` / ``excludeTools`` (the server's tool names);
     ``prefix``; ``auth``: ``"oauth"`` to sign in with OAuth 2.1 (or ``{"type": "oauth",
     "clientId": …, "clientSecret": …, "scopes": […], "redirectUri": …,
-    "clientMetadataUrl": …}``), on the ``oauth`` settings given here (where tokens live,
-    who asks the user). ``${NAME}`` (or ``${env:NAME}``) in ``args``, ``env``, ``cwd``,
-    ``url``, ``headers`` and ``auth`` is read from the environment; header values and
-    secrets are never logged. VS Code's ``envFile`` (``KEY=VALUE`` lines, relative to the
-    file) fills a stdio server's environment under its ``env``; its ``${input:ID}`` is read
-    from ``TOOLNEXUS_INPUT_<ID>`` (else the input's ``default``), or fails the server
-    saying so.
+    "clientMetadataUrl": …, "allowPrivateNetwork": true}``), on the ``oauth`` settings
+    given here (where tokens live, who asks the user). ``${NAME}`` (or ``${env:NAME}``)
+    in ``args``, ``env``, ``cwd``, ``url``, ``headers`` and ``auth`` is read from the
+    environment; header values and secrets are never logged. VS Code's ``envFile``
+    (``KEY=VALUE`` lines, relative to the file) fills a stdio server's environment under
+    its ``env``; its ``${input:ID}`` is read from ``TOOLNEXUS_INPUT_<ID>`` (else the
+    input's ``default``), or fails the server saying so.
 
     Raises ``ValueError``/``TypeError`` naming the place for a file that is not such a
     configuration (``servers.db.args: must be a list of strings``); a server that merely
@@ -524,6 +525,10 @@ def _read_auth(value: Any, where: str) -> dict[str, Any]:
             fields[field] = (
                 item.split() if isinstance(item, str) else _texts(item, f"{where}.scopes")
             )
+        elif key == "allowPrivateNetwork":
+            if not isinstance(item, bool):
+                raise InvalidTypeError(f"{where}.{key}: must be true or false, got {item!r}")
+            fields[field] = item
         else:
             fields[field] = _text(item, f"{where}.{key}")
     return fields
@@ -626,6 +631,8 @@ def _expand(
         for field, value in out["auth"].items():
             if isinstance(value, list):  # scopes: a variable may hold several
                 auth[field] = [s for item in value for s in one(item, f"auth.{field}").split()]
+            elif isinstance(value, bool):  # allowPrivateNetwork: no variables
+                auth[field] = value
             else:
                 auth[field] = one(value, f"auth.{field}")
         out["auth"] = auth

@@ -6,7 +6,10 @@ for. :class:`MemoryTokenStore` (the default) forgets them with the process;
 :class:`FileTokenStore` keeps them in a JSON file only its owner can read (``0600``,
 written whole and replaced atomically, one writer at a time across processes), so a
 restart needs no new sign-in. Any object with ``load``/``save``/``delete`` is a store —
-a keyring, a database, a secrets manager.
+a keyring, a database, a secrets manager. A store that several processes share may also
+offer ``locked(key)`` (a context manager, as :class:`FileTokenStore` does): the client
+holds it while it re-reads the record and refreshes, so that two processes never spend
+the same refresh token.
 
 A record holds secrets: a store never logs one, and neither does anything that uses it.
 """
@@ -44,6 +47,10 @@ class TokenStore(Protocol):
 
             def delete(self, key: str) -> None:
                 keyring.delete_password("my-agent", key)
+
+    A store shared by several processes may also have ``locked(key)``, a context manager
+    under which no other process changes ``key``'s record (see :class:`FileTokenStore`):
+    the client holds it from re-reading the record to saving a refreshed one.
     """
 
     def load(self, key: str) -> dict[str, Any] | None:
@@ -92,12 +99,16 @@ class FileTokenStore:
 
     Each change rewrites the file whole, to a new file in the same folder, then replaces
     it atomically, holding a lock file (``PATH.lock``) so two processes never lose each
-    other's changes. A file that others can read is refused, with the command that fixes
-    it; so is one that is not a store's JSON.
+    other's changes. :meth:`locked` holds that lock for longer: an MCP client holds it
+    while it re-reads its record and refreshes the tokens, so two processes sharing the
+    file make one refresh, and the second uses its result. A file that others can read is
+    refused, with the command that fixes it; so is one that is not a store's JSON.
 
     Example::
 
         store = FileTokenStore("~/.config/my-agent/mcp-tokens.json")
+        with store.locked("https://mcp.example.com/mcp"):
+            record = store.load("https://mcp.example.com/mcp")  # nobody changes it meanwhile
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -105,7 +116,8 @@ class FileTokenStore:
             raise InvalidTypeError(f"path must be a str or a path, got {type(path).__name__}")
         self.path: str = os.path.abspath(os.path.expanduser(os.fspath(path)))
         """The file's absolute path."""
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # the thread that holds the file lock
+        self._depth = 0  # how many times that thread entered it (the lock file is one)
 
     def load(self, key: str) -> dict[str, Any] | None:
         with self._lock:
@@ -113,16 +125,29 @@ class FileTokenStore:
         return record if isinstance(record, dict) else None
 
     def save(self, key: str, record: dict[str, Any]) -> None:
-        with self._lock, self._locked():
+        with self._locked():
             records = self._read()
             records[key] = record
             self._write(records)
 
     def delete(self, key: str) -> None:
-        with self._lock, self._locked():
+        with self._locked():
             records = self._read()
             if records.pop(key, None) is not None:
                 self._write(records)
+
+    def locked(self, key: str) -> contextlib.AbstractContextManager[None]:
+        """Hold the file (every key in it) against changes by other processes and
+        threads until the ``with`` ends; this thread's own ``save`` and ``delete`` go on.
+
+        Example::
+
+            with store.locked(url):
+                record = store.load(url) or {}
+                record["note"] = "changed by one process at a time"
+                store.save(url, record)
+        """
+        return self._locked()
 
     def _read(self) -> dict[str, Any]:
         try:
@@ -170,20 +195,31 @@ class FileTokenStore:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        """One writer at a time across processes (POSIX ``flock`` on ``PATH.lock``)."""
-        try:
-            import fcntl
-        except ImportError:  # Windows: one process at a time is the caller's to keep
-            yield
-            return
-        folder = os.path.dirname(self.path)
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        descriptor = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(descriptor)  # closing releases the lock
+        """One writer at a time across threads and processes (POSIX ``flock`` on
+        ``PATH.lock``); a thread that holds it already enters again."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            try:
+                import fcntl
+            except ImportError:  # Windows: one process at a time is the caller's to keep
+                yield
+                return
+            folder = os.path.dirname(self.path)
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            descriptor = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+                self._depth = 1
+                yield
+            finally:
+                self._depth = 0
+                os.close(descriptor)  # closing releases the lock
 
     def __repr__(self) -> str:
         return f"<FileTokenStore {self.path}>"
