@@ -79,20 +79,24 @@ def test_a_callers_dicts_and_lists_changed_afterwards_change_nothing() -> None:
     middleware = [audit]
     hosts = ["tools.example.com"]
     keys: list[bytes | str] = [b"k" * 32]
+    key = bytearray(b"b" * 32)
     options = ServerOptions(
         tool_middleware=rules, middleware=middleware, allowed_hosts=hosts, secret=keys
     )
-    before = hash(options)
+    one_key = HostOptions(secret=key)
+    before = hash(options), hash(one_key)
     rules["add"].append(audit)
     rules["*"] = [audit]
     middleware.append(audit)
     hosts.append("evil.example.com")
     keys.append(b"x" * 32)
+    key[:] = b"x" * 32
     assert options.host.tool_middleware == {"add": (audit,)}
     assert options.host.middleware == (audit,)
     assert options.http.allowed_hosts == ("tools.example.com",)
     assert options.host.secret == (b"k" * 32,)
-    assert hash(options) == before
+    assert one_key.secret == b"b" * 32
+    assert (hash(options), hash(one_key)) == before
     with pytest.raises(TypeError, match="read-only"):
         options.host.tool_middleware["*"] = (audit,)  # type: ignore[index]
 

@@ -66,6 +66,14 @@ def _number(owner: str, label: str, value: Any, *, minimum: int, optional: bool 
         )
 
 
+def _frozen_secret(secret: Any) -> Any:
+    if isinstance(secret, bytearray):
+        return bytes(secret)
+    if secret is None or isinstance(secret, (str, bytes)) or not isinstance(secret, Iterable):
+        return secret
+    return tuple(bytes(key) if isinstance(key, bytearray) else key for key in secret)
+
+
 @sealed
 @dataclass(frozen=True, slots=True)
 class HostOptions:
@@ -109,13 +117,9 @@ class HostOptions:
     def __post_init__(self) -> None:
         _number("HostOptions", "timeout_ms", self.timeout_ms, minimum=0, optional=True)
         _number("HostOptions", "max_rounds", self.max_rounds, minimum=1)
-        secret = self.secret
-        if (
-            secret is not None
-            and not isinstance(secret, (str, bytes))
-            and isinstance(secret, Iterable)
-        ):
-            object.__setattr__(self, "secret", tuple(secret))  # the Binder checks each key
+        # A read-only copy of the key(s): a list becomes a tuple, a bytearray bytes (the
+        # Binder checks each key).
+        object.__setattr__(self, "secret", _frozen_secret(self.secret))
         if self.answer_store is not None and not callable(
             getattr(self.answer_store, "consume", None)
         ):
