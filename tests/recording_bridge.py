@@ -20,7 +20,7 @@ class RecordingBridge(CallBridge):
     def __init__(self, toolkit: Toolkit) -> None:
         options = ServerOptions()
         super().__init__(
-            ServerSession(toolkit, options), LazyHost(toolkit, options), InflightBytes(1 << 20)
+            ServerSession(toolkit, options), LazyHost(toolkit, options.host), InflightBytes(1 << 20)
         )
         self.lines: list[bytes] = []
         self.delivered = threading.Event()

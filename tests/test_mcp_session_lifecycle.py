@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 from typing import Any
 
 import pytest
@@ -311,33 +309,3 @@ def test_version_defaults_to_the_toolnexus_version() -> None:
 def test_a_misconfigured_session_raises_at_once(options: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         ServerSession(Toolkit([add]), ServerOptions(**options))
-
-
-def test_server_options_compare_hash_and_show_as_a_dataclass_would() -> None:
-    # Written by hand (a server's start-up is cheaper without the generated ones): equal
-    # field by field, hashed by their values, every field shown in its order.
-    names = [each.name for each in dataclasses.fields(ServerOptions)]
-    options = ServerOptions(name="calc", timeout_ms=5_000, allowed_hosts=["example.com"])
-    assert options == ServerOptions(name="calc", timeout_ms=5_000, allowed_hosts=("example.com",))
-    assert options != options.replace(timeout_ms=6_000)
-    assert options.__eq__(dict(name="calc")) is NotImplemented
-    assert hash(options) == hash(dataclasses.replace(options))
-    assert (
-        repr(options)
-        == "ServerOptions("
-        + ", ".join(f"{name}={getattr(options, name)!r}" for name in names)
-        + ")"
-    )
-    assert repr(options).startswith("ServerOptions(name='calc', version=None, instructions=None, ")
-    assert "allowed_hosts=('example.com',)" in repr(options)
-
-
-def test_server_options_init_takes_each_field_in_its_order_with_its_default() -> None:
-    # Its __init__ is written out: one parameter per field, as the dataclass would write it.
-    parameters = list(inspect.signature(ServerOptions).parameters.values())
-    fields = dataclasses.fields(ServerOptions)
-    assert [p.name for p in parameters] == [f.name for f in fields]
-    assert [p.default for p in parameters] == [f.default for f in fields]
-    assert {p.kind for p in parameters} == {inspect.Parameter.POSITIONAL_OR_KEYWORD}
-    assert ServerOptions("calc", "9.9").version == "9.9"
-    assert ServerOptions() == ServerOptions(**{f.name: f.default for f in fields})

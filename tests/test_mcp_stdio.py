@@ -427,7 +427,7 @@ def test_serve_stdio_returns_1_when_stdout_is_gone() -> None:
             r"ServerOptions.max_message_bytes must be an int >= 64 \(bytes\)",
         ),
         ({"grace_ms": -1}, r"ServerOptions.grace_ms must be an int >= 0 \(milliseconds\)"),
-        ({"timeout_ms": -5}, "ServerOptions.timeout_ms must be None or an int >= 0"),
+        ({"timeout_ms": -5}, "HostOptions.timeout_ms must be None or an int >= 0"),
         ({"name": ""}, "ServerOptions.name must be a non-empty str"),
         ({"allowed_hosts": "example.com"}, "allowed_hosts must be a list of strings"),
     ],

@@ -287,7 +287,7 @@ def driven_by_hand(
     session = ServerSession(kit, options)
     written: list[bytes] = []
     server = _StdioServer(
-        session, LazyHost(kit, options), _Input(None, 1 << 20), written.append, options
+        session, LazyHost(kit, options.host), _Input(None, 1 << 20), written.append, options
     )
     server._on_line(
         b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{'

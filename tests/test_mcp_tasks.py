@@ -163,12 +163,12 @@ def test_ten_thousand_abandoned_tasks_leave_nothing_behind_after_their_ttl() -> 
         max_stored_tasks=10_000,
         max_stored_tasks_per_owner=10_000,
     )
-    host = LazyHost(TOOLKIT, options)
-    tasks = make_tasks(host, options)
+    host = LazyHost(TOOLKIT, options.host)
+    tasks = make_tasks(host, options.tasks)
     tasks._clock = clock
     for _ in range(10_000):
         tasks.create(None, {"name": "instant"}, result=ToolResult.ok("done"))
-    store = options.task_store
+    store = options.tasks.task_store
     assert isinstance(store, MemoryTaskStore) and len(store) == 10_000
     assert tasks.running == 0
     now[0] += 2.0
@@ -182,8 +182,8 @@ def bounded_tasks(per_owner: int, in_all: int) -> tuple[Any, MemoryTaskStore, La
     options = ServerOptions(
         task_store=store, max_stored_tasks=in_all, max_stored_tasks_per_owner=per_owner
     )
-    host = LazyHost(TOOLKIT, options)
-    return make_tasks(host, options), store, host
+    host = LazyHost(TOOLKIT, options.host)
+    return make_tasks(host, options.tasks), store, host
 
 
 def test_finished_tasks_are_bounded_per_owner_and_in_all_the_oldest_evicted_first() -> None:
@@ -239,8 +239,8 @@ def test_a_new_task_is_refused_only_when_unfinished_ones_fill_the_bound() -> Non
 
 def test_watchers_hear_each_change_and_nothing_while_nobody_listens() -> None:
     options = ServerOptions(task_store=MemoryTaskStore())
-    host = LazyHost(TOOLKIT, options)
-    tasks = make_tasks(host, options)
+    host = LazyHost(TOOLKIT, options.host)
+    tasks = make_tasks(host, options.tasks)
     listening = [False]
     heard: list[tuple[str, str]] = []
     all_heard = threading.Event()

@@ -16,7 +16,9 @@ or prompt that suspends (``ToolResult.pending(request)``) becomes an MCP elicita
 the client's answer re-runs it with ``ctx.answer``. A result's parts go out as content blocks
 after its text (image, audio, an embedded resource for file bytes, a resource link for a
 URL); :func:`result_from_mcp` reads an MCP ``CallToolResult`` back as a ``ToolResult``.
-Every server takes its options as one :class:`ServerOptions`.
+Every server takes its options as one :class:`ServerOptions`, its settings grouped in
+small frozen values: :class:`HostOptions`, :class:`TaskOptions`, :class:`HttpOptions`,
+:class:`AccessOptions`.
 
 Example::
 
@@ -37,7 +39,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._content import result_from_mcp
-from ._options import ServerOptions
+from ._options import AccessOptions, HostOptions, HttpOptions, ServerOptions, TaskOptions
 from ._session import (
     LEGACY_PROTOCOL_VERSIONS,
     MODERN_PROTOCOL_VERSIONS,
@@ -65,11 +67,14 @@ if TYPE_CHECKING:
 __all__ = [
     "LEGACY_PROTOCOL_VERSIONS",
     "MODERN_PROTOCOL_VERSIONS",
+    "AccessOptions",
     "Action",
     "AsgiApp",
     "CancelCall",
     "ClientSession",
     "FileTokenStore",
+    "HostOptions",
+    "HttpOptions",
     "HttpServer",
     "IntrospectionVerifier",
     "JwtVerifier",
@@ -85,6 +90,7 @@ __all__ = [
     "ServerOptions",
     "ServerSession",
     "StartCall",
+    "TaskOptions",
     "TokenStore",
     "asgi_app",
     "load_mcp_json",

@@ -66,7 +66,7 @@ class AsgiApp:
         self.path = path
         options = resolve(options)
         self.endpoint = Endpoint(toolkit, options, path)
-        self._body_s = options.request_timeout_ms / 1000
+        self._body_s = options.http.request_timeout_ms / 1000
         try:  # an app does not know its address: OAuth needs its resource configured
             self.endpoint.listening(None)
         except ValueError:

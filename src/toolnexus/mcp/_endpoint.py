@@ -315,30 +315,33 @@ class Endpoint:
 
     Args:
         toolkit: the tools to serve.
-        options: a :class:`~toolnexus.mcp.ServerOptions` (the identity, each call's
-            deadline, the key and answer store every replica should share, the limits, and
-            the HTTP security options: allowed hosts and origins, the bearer token or its
-            verifier, legacy session limits).
+        options: a :class:`~toolnexus.mcp.ServerOptions`: its sessions take it whole;
+            the endpoint reads its ``http`` (allowed hosts and origins, legacy session and
+            stream limits), ``access`` (the bearer token, its verifier or OAuth), ``host``
+            (for the host the calls run on), ``tasks`` and its message and in-flight
+            sizes.
     """
 
     def __init__(self, toolkit: Toolkit, options: ServerOptions, path: str = "/mcp") -> None:
         self._toolkit = toolkit
         self._options = options
+        self._http = http = options.http
+        access = options.access
         self._guard: ResourceGuard | None = None
-        if options.auth is not None:
+        if access.auth is not None:
             from ._auth import ResourceGuard
 
-            self._guard = ResourceGuard(options.auth, path, options.name, options.max_requests)
-        self._hosts = _allow_list(options.allowed_hosts)
-        self._origins = _allow_list(options.allowed_origins)
-        token = options.token
+            self._guard = ResourceGuard(access.auth, path, options.name, http.max_requests)
+        self._hosts = _allow_list(http.allowed_hosts)
+        self._origins = _allow_list(http.allowed_origins)
+        token = access.token
         self._token = token.strip().encode("utf-8") if token is not None else None
-        self._verify = options.verify_token
+        self._verify = access.verify_token
         self.max_body_bytes = options.max_message_bytes
-        self._idle_s = options.session_idle_ms / 1000
-        self._max_sessions = options.max_sessions
-        self._host = LazyHost(toolkit, options)
-        self._tasks = make_tasks(self._host, options)
+        self._idle_s = http.session_idle_ms / 1000
+        self._max_sessions = http.max_sessions
+        self._host = LazyHost(toolkit, options.host)
+        self._tasks = make_tasks(self._host, options.tasks)
         self._inflight = InflightBytes(options.max_inflight_bytes)
         self._sessions: dict[str, _Channel] = {}
         self._sessions_lock = threading.Lock()
@@ -660,7 +663,7 @@ class Endpoint:
             reply.headers.append(("retry-after", "1"))
             return reply
         with self._streams_lock:
-            if self._streams >= self._options.max_streams:
+            if self._streams >= self._http.max_streams:
                 return self._too_many_streams(request_id)
             self._streams += 1
             return None
@@ -670,13 +673,13 @@ class Endpoint:
             self._streams -= 1
 
     def _too_many_streams(self, request_id: Any) -> Reply:
-        limit = self._options.max_streams
+        limit = self._http.max_streams
         reply = _error_reply(
             503,
             request_id,
             INTERNAL_ERROR,
             f"server overloaded: {limit} notification streams are open, the most this server "
-            "keeps (ServerOptions.max_streams); retry later",
+            "keeps (HttpOptions.max_streams); retry later",
         )
         reply.headers.append(("retry-after", "5"))
         return reply
@@ -865,10 +868,10 @@ class Endpoint:
         """Room for one more legacy session from ``peer`` (the sessions lock is held): at
         a limit, the least useful idle session goes — one never used first, then the one
         idle longest — so a flood of ``initialize`` cannot lock anyone out for long."""
-        options = self._options
+        http = self._http
         for limit, mine in (
-            (options.max_sessions_per_peer, peer),
-            (options.max_sessions, None),
+            (http.max_sessions_per_peer, peer),
+            (http.max_sessions, None),
         ):
             held = [
                 (key, channel)
@@ -931,7 +934,7 @@ class Endpoint:
         used (no completed initialization, or no call) older than ``session_unused_ms``."""
         now = time.monotonic()
         idle_cutoff = now - self._idle_s
-        unused_cutoff = now - self._options.session_unused_ms / 1000
+        unused_cutoff = now - self._http.session_unused_ms / 1000
         with self._sessions_lock:
             stale = [
                 key

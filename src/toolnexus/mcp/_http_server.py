@@ -56,7 +56,7 @@ from .._log import LazyLogger
 from ..errors import InvalidValueError
 from ._endpoint import SINGLE_HEADERS, Endpoint
 from ._exchange import Exchange, Reply, sse_event
-from ._options import ServerOptions, resolve
+from ._options import AccessOptions, ServerOptions, resolve
 
 if TYPE_CHECKING:
     from .._toolkit import Toolkit
@@ -151,7 +151,7 @@ class HttpServer:
         if not isinstance(path, str) or not path.startswith("/"):
             raise InvalidValueError(f"path must be a str starting with '/', got {path!r}")
         options = resolve(options)
-        _check_exposure(host, options)
+        _check_exposure(host, options.access)
         self.options = options
         self.endpoint = Endpoint(toolkit, options, path)
         self.path = path
@@ -223,16 +223,16 @@ class HttpServer:
         return f"<HttpServer {self.url} {state}>"
 
 
-def _check_exposure(host: str, options: ServerOptions) -> None:
+def _check_exposure(host: str, access: AccessOptions) -> None:
     """Refuse to listen on a network address without authentication."""
     if (
-        options.token is not None
-        or options.verify_token is not None
-        or options.auth is not None
+        access.token is not None
+        or access.verify_token is not None
+        or access.auth is not None
         or _is_loopback(host)
     ):
         return
-    if options.insecure_no_auth:
+    if access.insecure_no_auth:
         _log.warning(
             "toolnexus mcp http: serving %s WITHOUT AUTHENTICATION: anyone who can reach it "
             "can call every tool",
@@ -409,7 +409,8 @@ class _Loop:
     def __init__(self, server: HttpServer, host: str, port: int) -> None:
         self.server = server
         self.endpoint = server.endpoint
-        self.options = options = server.options
+        self.http = http = server.options.http
+        access = server.options.access
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         listener = socket.socket(family, socket.SOCK_STREAM)
         try:
@@ -433,23 +434,23 @@ class _Loop:
         self._conns: dict[socket.socket, _Conn] = {}  # every open connection, idle or not
         self._lock = threading.Lock()  # _conns and _per_peer (workers close connections too)
         self._per_peer: dict[str, int] = {}  # requests in progress per address (busy conns)
-        self.max_connections = _connection_cap(options.max_connections)
+        self.max_connections = _connection_cap(http.max_connections)
         self._paused_until = 0.0  # accept() failed: the listener is not polled until then
         # A static token (or none) is checked on the loop as a head comes; a verifier or
         # OAuth may wait (on a user's function, an authorization server): on a worker.
-        self._check_inline = options.verify_token is None and options.auth is None
+        self._check_inline = access.verify_token is None and access.auth is None
         self._returned: queue.SimpleQueue[_Conn] = queue.SimpleQueue()
-        self._workers = _Workers(self, options.max_requests)
+        self._workers = _Workers(self, http.max_requests)
         self._answering = 0
         self._answered = threading.Condition(self._lock)
         self._accepting = True
         self._stopped = False
         self._running = False
         self._done = threading.Event()
-        self.first_byte_s = options.first_byte_timeout_ms / 1000
-        self.request_s = options.request_timeout_ms / 1000
-        self.keep_alive_s = options.keep_alive_ms / 1000
-        self.send_s = options.send_timeout_ms / 1000
+        self.first_byte_s = http.first_byte_timeout_ms / 1000
+        self.request_s = http.request_timeout_ms / 1000
+        self.keep_alive_s = http.keep_alive_ms / 1000
+        self.send_s = http.send_timeout_ms / 1000
 
     # ------------------------------------------------------------------ running
 
@@ -663,7 +664,7 @@ class _Loop:
             return True
         with self._lock:
             held = self._per_peer.get(conn.peer, 0)
-            if held >= self.options.max_connections_per_peer:
+            if held >= self.http.max_connections_per_peer:
                 return False
             self._per_peer[conn.peer] = held + 1
             conn.busy = True
@@ -866,7 +867,7 @@ class _Loop:
 
     def workers_to_spare(self) -> bool:
         """Whether fewer than half the workers are answering (a worker may linger)."""
-        return self._answering * 2 < self.options.max_requests
+        return self._answering * 2 < self.http.max_requests
 
     def answering(self, delta: int) -> None:
         with self._lock:

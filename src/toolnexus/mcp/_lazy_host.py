@@ -10,22 +10,22 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .._host import Host
     from .._toolkit import Toolkit
-    from ._options import ServerOptions
+    from ._options import HostOptions
 
 __all__ = ["LazyHost"]
 
 
 class LazyHost:
-    """The host a server's calls run on, made on first use from its options.
+    """The host a server's calls run on, made on first use from its settings.
 
     ``warm_up()`` makes it on a daemon thread ahead of the first call (the stdio server
     does so once its first answer is out); ``close()`` closes it, and a host made after
     that (a line still handled as the server ends) is closed at once.
     """
 
-    def __init__(self, toolkit: Toolkit, options: ServerOptions) -> None:
+    def __init__(self, toolkit: Toolkit, settings: HostOptions) -> None:
         self._toolkit = toolkit
-        self._options = options
+        self._settings = settings
         self._host: Host | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -39,15 +39,15 @@ class LazyHost:
                 if host is None:
                     from .._host import Host
 
-                    options = self._options
+                    settings = self._settings
                     host = self._host = Host(
                         self._toolkit,
-                        timeout_ms=options.timeout_ms,
-                        secret=options.secret,
-                        answer_store=options.answer_store,
-                        max_rounds=options.max_rounds,
-                        middleware=options.middleware,
-                        tool_middleware=options.tool_middleware,
+                        timeout_ms=settings.timeout_ms,
+                        secret=settings.secret,
+                        answer_store=settings.answer_store,
+                        max_rounds=settings.max_rounds,
+                        middleware=settings.middleware,
+                        tool_middleware=settings.tool_middleware,
                     )
                     if self._closed:
                         host.close()

@@ -45,7 +45,7 @@ from ._codec import (
     nested_too_deep,
 )
 from ._content import content_blocks, downgrade
-from ._options import ServerOptions, resolve
+from ._options import ServerOptions, TaskOptions, resolve
 from ._protocol import (
     LEGACY_PROTOCOL_VERSIONS,
     META_ANSWER_UNUSED,
@@ -531,8 +531,9 @@ class ServerSession:
             from .._version import __version__ as version
         from .._binding import Binder
 
-        self._binder = Binder(options.secret, store=options.answer_store)
-        self._max_rounds = options.max_rounds
+        settings = options.host  # the host's key, store and rounds: the session asks for it
+        self._binder = Binder(settings.secret, store=settings.answer_store)
+        self._max_rounds = settings.max_rounds
         self._toolkit = toolkit
         self._server_info = {"name": options.name, "version": version}
         # The client of a plain modern request (no elicitation), built once: _Client is
@@ -2212,11 +2213,11 @@ def _client_from_state(state: Mapping[str, Any]) -> _Client:
     )
 
 
-def make_tasks(host: LazyHost, options: ServerOptions) -> Tasks:
+def make_tasks(host: LazyHost, settings: TaskOptions) -> Tasks:
     """The tasks of a server that runs its calls on ``host`` (one for all its sessions)."""
     from ._tasks import Tasks
 
-    return Tasks(host, options, format_result=_call_tool_result, client_of=_client_from_state)
+    return Tasks(host, settings, format_result=_call_tool_result, client_of=_client_from_state)
 
 
 def _who(call: _Call) -> str:

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from .._suspension import Answer, Request
     from ..stores._tasks import TaskRecord, TaskStore
     from ._lazy_host import LazyHost
-    from ._options import ServerOptions
+    from ._options import TaskOptions
 
 __all__ = ["TASKS_EXTENSION", "Refused", "Resume", "Tasks", "iso_time"]
 
@@ -99,13 +99,13 @@ class Tasks:
     def __init__(
         self,
         host: LazyHost,
-        options: ServerOptions,
+        settings: TaskOptions,
         *,
         format_result: Callable[[Any, ToolResult], dict[str, Any]],
         client_of: Callable[[Mapping[str, Any]], Any],
         clock: Callable[[], float] = time.time,
     ) -> None:
-        store = options.task_store
+        store = settings.task_store
         if store is None and os.environ.get(STORE_ENV, "").strip():
             from ..stores._open import process_task_store
 
@@ -113,12 +113,12 @@ class Tasks:
         # None: this process's memory, made with the first task (most clients never make
         # one, and the stores cost a tenth of a server's start-up to import).
         self._store: TaskStore | None = store
-        self.after_ms = options.task_after_ms
-        self._ttl_ms = options.task_ttl_ms
-        self._poll_ms = options.task_poll_ms
-        self._max = options.max_tasks
-        self._max_stored = options.max_stored_tasks
-        self._max_per_owner = options.max_stored_tasks_per_owner
+        self.after_ms = settings.task_after_ms
+        self._ttl_ms = settings.task_ttl_ms
+        self._poll_ms = settings.task_poll_ms
+        self._max = settings.max_tasks
+        self._max_stored = settings.max_stored_tasks
+        self._max_per_owner = settings.max_stored_tasks_per_owner
         # The records this process made, oldest first: task id -> (owner, when it may be
         # forgotten once finished, None while it is not). Changed under _room (store calls
         # are made under it: never under _lock, which watchers and calls take).
@@ -504,7 +504,7 @@ class Tasks:
                 INVALID_PARAMS,
                 f"invalid params: task {task_id!r} was evicted: it had finished, and the "
                 f"server keeps at most {self._max_per_owner} tasks per client and "
-                f"{self._max_stored} in all (ServerOptions.max_stored_tasks_per_owner, "
+                f"{self._max_stored} in all (TaskOptions.max_stored_tasks_per_owner, "
                 "max_stored_tasks); read a task's result as soon as it is done",
                 {"taskId": task_id, "reason": "evicted"},
             )
