@@ -7,6 +7,7 @@ answering a suspension at the prompt, and the exit codes scripts rely on.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -17,7 +18,6 @@ from ._wire import describe, refuse_json_constant
 from .errors import McpError, RefError, ToolnexusError
 
 if TYPE_CHECKING:
-    import argparse
     from types import ModuleType
     from typing import TypeAlias
 
@@ -110,8 +110,6 @@ def _localize(text: str) -> str:
 
 
 def _localize_parser(parser: argparse.ArgumentParser) -> None:
-    import argparse
-
     parser.usage = None if parser.usage is None else _localize(parser.usage)
     parser.description = None if parser.description is None else _localize(parser.description)
     parser.epilog = None if parser.epilog is None else _localize(parser.epilog)
@@ -1849,8 +1847,6 @@ def _http_address(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
     if not port.isdigit() or not 0 <= int(port) <= 65535:
-        import argparse
-
         raise argparse.ArgumentTypeError(
             f"expected [HOST:]PORT with PORT in 0..65535, got {text!r} (e.g. 8000 or 0.0.0.0:8000)"
         )
@@ -1901,13 +1897,11 @@ def _cmd_worker(options: argparse.Namespace) -> int:
         raise _CliError(f"--temporal: {exc}") from None
 
 
-def _add_worker(
-    commands: Any, common: argparse.ArgumentParser, formatter: type[argparse.HelpFormatter]
-) -> None:
+def _add_worker(commands: Any, common: argparse.ArgumentParser) -> None:
     worker = commands.add_parser(
         "worker",
         parents=[common],
-        formatter_class=formatter,
+        formatter_class=_Formatter,
         help="run the tools as Temporal activities, a worker of a fleet",
         description="Run REF's tools on a Temporal task queue, until Ctrl-C or SIGTERM: each "
         "tool is an\nactivity, and calls a host starts with "
@@ -1955,14 +1949,12 @@ def _whole_number(
         try:
             value = int(text)
         except ValueError:
-            problem = f"expected {expected}, got {text!r} (e.g. {example})"
-        else:
-            if value >= minimum:
-                return value
-            problem = f"must be >= {minimum}{unit}, got {value}"
-        import argparse
-
-        raise argparse.ArgumentTypeError(problem)
+            raise argparse.ArgumentTypeError(
+                f"expected {expected}, got {text!r} (e.g. {example})"
+            ) from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}{unit}, got {value}")
+        return value
 
     return parse
 
@@ -1987,8 +1979,6 @@ def _byte_size(text: str) -> int:
     digits = number[: len(number) - len(number.lstrip("0123456789"))] or "x"
     unit = _SIZE_UNITS.get(number[len(digits) :])
     if not digits.isdigit() or unit is None or int(digits) * unit < 1:
-        import argparse
-
         raise argparse.ArgumentTypeError(
             f"expected a positive number of bytes, optionally with K, M or G, got {text!r} "
             "(e.g. --max-inflight-bytes 256M)"
@@ -1996,20 +1986,12 @@ def _byte_size(text: str) -> int:
     return int(digits) * unit
 
 
-def _formatter() -> type[argparse.HelpFormatter]:
-    import argparse
-
-    class _Formatter(argparse.RawDescriptionHelpFormatter):
-        def __init__(self, prog: str) -> None:
-            super().__init__(prog, max_help_position=28)
-
-    return _Formatter
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=28)
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    import argparse
-
-    _Formatter = _formatter()
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--debug",
@@ -2311,7 +2293,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="an Origin to accept besides localhost, e.g. https://app.example (repeatable)",
     )
     serve.set_defaults(handler=_cmd_serve)
-    _add_worker(commands, common, _Formatter)
+    _add_worker(commands, common)
     _localize_parser(parser)
     return parser
 
@@ -2367,93 +2349,6 @@ def _add_key_options(sub: argparse.ArgumentParser) -> None:
     )
 
 
-# --------------------------------------------------------------------------- serve, quickly
-
-# `serve REF... [options]` in its plain stdio form is what an MCP client runs at every start,
-# so it is read without argparse (importing it and building the parser above would be a
-# third of the server's start-up). Anything else — an option not listed here, --http, a
-# `--name=x` or abbreviated option, -h, a value that starts with "-", a bad value — goes to
-# argparse, which gives the usual help and errors. Keep these in step with the serve parser:
-# test_cli_serve.py pins that both read every plain form alike.
-_SERVE_VALUES: dict[str, Callable[[str], Any]] = {
-    "--name": str,
-    "--version": str,
-    "--timeout": _timeout,
-    "--log-level": str.lower,
-    "--max-rounds": _rounds,
-    "--max-inflight-bytes": _byte_size,
-    "--secret-file": str,
-    "--store": str,
-    "--answers-db": str,
-}
-_SERVE_DEFAULTS: dict[str, Any] = {
-    "name": None,
-    "version": None,
-    "timeout": None,
-    "log_level": "warning",
-    "max_rounds": 1,
-    "max_inflight_bytes": None,
-    "secret_file": None,
-    "store": None,
-    "answers_db": None,
-    "http": None,
-    "token_file": None,
-    "oauth_issuer": None,
-    "oauth_resource": None,
-    "oauth_audience": None,
-    "oauth_jwks": None,
-    "oauth_introspect": None,
-    "oauth_client_id": None,
-    "oauth_client_secret_file": None,
-    "oauth_scope": None,
-    "oauth_tool_scope": None,
-    "insecure_no_auth": False,
-    "allow_host": None,
-    "allow_origin": None,
-}
-
-
-def _plain_serve(argv: Sequence[str]) -> Any:
-    """The options of a plain ``serve REF... [options]`` command line, as the parser would
-    read them; None for any other command line (the parser reads it)."""
-    if not argv or argv[0] != "serve":
-        return None
-    refs: list[str] = []
-    given: dict[str, Any] = {}
-    index, count, after_refs = 1, len(argv), False
-    while index < count:
-        word = argv[index]
-        if not word.startswith("-"):
-            if after_refs:
-                return None  # REFs on both sides of an option: the parser refuses those
-            refs.append(word)
-            index += 1
-            continue
-        after_refs = bool(refs)
-        if word == "--debug":
-            given["debug"] = True
-        else:
-            read = _SERVE_VALUES.get(word)
-            if read is None or index + 1 == count or argv[index + 1].startswith("-"):
-                return None
-            index += 1
-            try:
-                value = read(argv[index])
-            except Exception:  # ArgumentTypeError: the parser says what was wrong
-                return None
-            if word == "--log-level" and value not in _LOG_LEVELS:
-                return None
-            given[word[2:].replace("-", "_")] = value
-        index += 1
-    if not refs:
-        return None
-    import types
-
-    return types.SimpleNamespace(
-        command="serve", ref=refs, handler=_cmd_serve, **{**_SERVE_DEFAULTS, **given}
-    )
-
-
 # --------------------------------------------------------------------------- main
 
 
@@ -2470,17 +2365,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         code = main(["list", "toolnexus.demo:toolkit"])
     """
-    options: Any = _plain_serve(sys.argv[1:] if argv is None else argv)
-    if options is None:
-        parser = _build_parser()
-        options, extras = parser.parse_known_args(argv)
-        if extras:
-            # Words after an option (`call REF --timeout 5 crunch n=3`) belong to NAME
-            # key=value.
-            if options.command in ("call", "resume") and not any(w.startswith("-") for w in extras):
-                options.rest = [*options.rest, *extras]
-            else:
-                parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    parser = _build_parser()
+    options, extras = parser.parse_known_args(argv)
+    if extras:
+        # Words after an option (`call REF --timeout 5 crunch n=3`) belong to NAME key=value.
+        if options.command in ("call", "resume") and not any(w.startswith("-") for w in extras):
+            options.rest = [*options.rest, *extras]
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
     debug = bool(getattr(options, "debug", False))
     _configure_logging("debug" if debug else getattr(options, "log_level", None))
     _reconfigure_streams()
