@@ -234,7 +234,7 @@ def test_resume_without_any_key_says_how_to_configure_one(folder: Path):
 def test_two_first_calls_at_once_agree_on_one_per_user_key(tmp_path, monkeypatch):
     import threading
 
-    from toolnexus import _cli
+    from toolnexus._cli._answer_keys import _user_key
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     start = threading.Barrier(8)
@@ -242,7 +242,7 @@ def test_two_first_calls_at_once_agree_on_one_per_user_key(tmp_path, monkeypatch
 
     def first_call() -> None:
         start.wait()
-        keys.append(_cli._user_key(create=True))
+        keys.append(_user_key(create=True))
 
     threads = [threading.Thread(target=first_call) for _ in range(8)]
     for each in threads:

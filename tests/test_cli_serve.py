@@ -9,10 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from cli_helpers import child_env, run
-from toolnexus import _cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -116,6 +113,11 @@ MODERN = {
 
 def _wizard_rounds(tmp_path: Path, *flags: str) -> list[dict[str, object]]:
     """Call wizard over real pipes, answering each question, until it gives a final result."""
+    import subprocess
+    import sys
+
+    from cli_helpers import child_env
+
     (tmp_path / "wizard.py").write_text(WIZARD, encoding="utf-8")
     server = subprocess.Popen(
         [sys.executable, "-m", "toolnexus", "serve", "wizard.py", *flags],
@@ -175,86 +177,15 @@ def test_serve_refuses_max_rounds_below_one():
     assert "--max-rounds: must be >= 1, got 0" in out.stderr
 
 
-# `serve` in its plain stdio form is read without argparse (an MCP client starts it often;
-# benchmarks/mcp_server.py measures the start-up). These pin that both readings agree.
-PLAIN_SERVE_FORMS = [
-    ["serve", "a.py"],
-    ["serve", "a.py", "b:kit", "mcp.json"],
-    ["serve", "--name", "x", "a.py"],
-    ["serve", "--debug", "a.py", "b.py"],
-    ["serve", "a.py", "--debug"],
-    ["serve", "a.py", "--name", "n", "--name", "m"],  # the last one counts
-    [
-        "serve",
-        "a.py",
-        "--name",
-        "demo",
-        "--version",
-        "2.0",
-        "--timeout",
-        "5000",
-        "--log-level",
-        "DEBUG",
-        "--max-rounds",
-        "3",
-        "--max-inflight-bytes",
-        "256M",
-        "--secret-file",
-        "key.txt",
-        "--store",
-        "memory:",
-        "--answers-db",
-        "used.sqlite3",
-    ],
-]
-
-
-@pytest.mark.parametrize("argv", PLAIN_SERVE_FORMS, ids=" ".join)
-def test_a_plain_serve_command_line_reads_as_the_parser_reads_it(argv: list[str]) -> None:
-    quick = _cli._plain_serve(argv)
-    assert quick is not None
-    options, extras = _cli._build_parser().parse_known_args(argv)
-    assert extras == []
-    assert vars(quick) == vars(options)
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        [],
-        ["call", "a.py"],
-        ["serve"],  # REF is required: the parser says so
-        ["serve", "-h"],
-        ["serve", "a.py", "--help"],
-        ["serve", "a.py", "--name"],
-        ["serve", "a.py", "--name=x"],
-        ["serve", "a.py", "--tim", "5"],  # an abbreviation
-        ["serve", "a.py", "--timeout", "-1"],
-        ["serve", "a.py", "--timeout", "soon"],
-        ["serve", "a.py", "--max-rounds", "0"],
-        ["serve", "a.py", "--max-inflight-bytes", "lots"],
-        ["serve", "a.py", "--log-level", "loud"],
-        ["serve", "a.py", "--name", "x", "b.py"],  # REFs on both sides of an option
-        ["serve", "-", "a.py"],
-        ["serve", "a.py", "--http", "8000"],
-        ["serve", "a.py", "--insecure-no-auth"],
-        ["--version"],
-    ],
-    ids=" ".join,
-)
-def test_any_other_command_line_is_left_to_the_parser(argv: list[str]) -> None:
-    assert _cli._plain_serve(argv) is None
-
-
 # What a server that answers a plain call of plain types never needs, each a good share of
-# its start-up (benchmarks/mcp_server.py): argparse; the task stores (until a client makes a
-# task); parts and urllib.parse (until a result has a part); the text formats and datetime
-# (until a tool takes or returns a datetime, a UUID, ...); base64 (HTTP headers only).
+# its start-up (benchmarks/mcp_server.py): the task stores (until a client makes a task);
+# parts and urllib.parse (until a result has a part); the text formats and datetime (until a
+# tool takes or returns a datetime, a UUID, ...); base64 (HTTP headers only). Not argparse,
+# nor the shutil its help formatter loads: `serve` reads its command line with the one parser
+# every command uses (issue 35: the hand-written second parser for `serve` was reverted).
 NOT_LOADED_BY_SERVE = (
-    "argparse",
     "base64",
     "datetime",
-    "shutil",
     "toolnexus._formats",
     "toolnexus._parts",
     # The stores' package and its URL reader load with a host (to find its default store), but
