@@ -22,7 +22,7 @@ MODERN = {
 }
 
 
-def start(*extra: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
+def start(*extra: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str, str]:
     process = subprocess.Popen(
         [
             sys.executable,
@@ -44,7 +44,7 @@ def start(*extra: str, env: dict[str, str] | None = None) -> tuple[subprocess.Po
     line = process.stderr.readline()  # the server says where it listens once it does
     found = re.search(r"http://(127\.0\.0\.1:\d+)/mcp", line)
     assert found, line
-    return process, found.group(1)
+    return process, found.group(1), line
 
 
 def list_tools(address: str, headers: dict[str, str] | None = None) -> int:
@@ -68,8 +68,9 @@ def list_tools(address: str, headers: dict[str, str] | None = None) -> int:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_serve_http_listens_on_localhost_and_exits_128_plus_the_signal(signum: int) -> None:
-    process, address = start()
+    process, address, said = start()
     try:
+        assert "(no token: loopback only)" in said, said
         assert list_tools(address) == 200
     finally:
         process.send_signal(signum)
@@ -79,8 +80,9 @@ def test_serve_http_listens_on_localhost_and_exits_128_plus_the_signal(signum: i
 def test_a_token_file_requires_the_bearer_token(tmp_path: Path) -> None:
     token_file = tmp_path / "token.txt"
     token_file.write_text("let-me-in\n")
-    process, address = start("--token-file", str(token_file))
+    process, address, said = start("--token-file", str(token_file))
     try:
+        assert "(bearer token required)" in said, said
         assert list_tools(address) == 401
         assert list_tools(address, {"Authorization": "Bearer let-me-in"}) == 200
     finally:
@@ -89,7 +91,7 @@ def test_a_token_file_requires_the_bearer_token(tmp_path: Path) -> None:
 
 
 def test_the_token_may_come_from_the_environment() -> None:
-    process, address = start(env={"TOOLNEXUS_MCP_TOKEN": "from-env"})
+    process, address, _ = start(env={"TOOLNEXUS_MCP_TOKEN": "from-env"})
     try:
         assert list_tools(address) == 401
         assert list_tools(address, {"Authorization": "Bearer from-env"}) == 200

@@ -119,7 +119,7 @@ def _serve_http(toolkit: Any, options: argparse.Namespace) -> int:
     def ready(server: Any) -> None:
         if options.oauth_issuer:
             auth = "OAuth access tokens from " + ", ".join(options.oauth_issuer)
-        elif server_options.token is not None:
+        elif server_options.access.token is not None:
             auth = "bearer token required"
         elif options.insecure_no_auth:
             auth = "NO AUTHENTICATION: anyone who can reach this address can call every tool"
