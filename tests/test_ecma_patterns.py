@@ -16,6 +16,7 @@ from typing import IO, Any
 
 import pytest
 
+from timing import TIMEOUT
 from toolnexus import Toolkit, tool
 from toolnexus._ecma import (
     EcmaPatternError,
@@ -468,7 +469,6 @@ def spell(args: dict[str, Any]) -> str:
 
 toolkit = Toolkit([spell])
 ROOT = Path(__file__).resolve().parent.parent
-TIMEOUT = 60.0  # an upper bound for anything to arrive; never a measured duration
 
 
 def test_a_ping_is_answered_while_a_calls_hostile_pattern_is_being_checked() -> None:

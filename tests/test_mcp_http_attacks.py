@@ -36,6 +36,7 @@ import pytest
 
 from cli_helpers import child_env
 from http_helpers import read_until_closed
+from timing import TIMEOUT
 from toolnexus import Principal, Toolkit, tool
 from toolnexus._context import ToolContext
 from toolnexus.mcp import AsgiApp, HttpServer, ProtectedResource, ServerOptions, asgi_app
@@ -45,7 +46,6 @@ META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientCapabilities": {},
 }
-TIMEOUT = 30.0  # an upper bound for anything to arrive; never a measured duration
 
 gate = threading.Event()  # what `held` waits for
 arrived = threading.Semaphore(0)  # released by `held` as each call starts

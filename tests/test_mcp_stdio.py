@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from stdio_tools import toolkit
+from timing import TIMEOUT
 from toolnexus.mcp import ServerOptions, serve_stdio
 
 ROOT = Path(__file__).resolve().parent.parent
-TIMEOUT = 10.0  # an upper bound for anything to arrive; never a measured duration
 MODERN = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},

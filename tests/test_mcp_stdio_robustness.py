@@ -29,11 +29,11 @@ import pytest
 
 from cli_helpers import child_env
 from stdio_robustness_tools import toolkit
+from timing import TIMEOUT
 from toolnexus import Request, ToolResult, _timers
 from toolnexus.mcp import ServerOptions, ServerSession, serve_stdio
 
 ROOT = Path(__file__).resolve().parent.parent
-TIMEOUT = 60.0  # an upper bound for anything to arrive; never a measured duration
 MODERN = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
