@@ -22,7 +22,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,6 +32,7 @@ import pytest
 from cli_helpers import ROOT, child_env
 from extras import server_url
 from http_helpers import post, sse_events
+from timing import wait_until
 
 REQUIRE = "TOOLNEXUS_REQUIRE_STORES"
 SERVERS = {
@@ -52,17 +52,6 @@ META = {
 UNAVAILABLE = "the answer store is unavailable"
 
 pytestmark = pytest.mark.slow  # three interpreters per test, and real servers
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = 60.0) -> bool:
-    """Poll ``condition`` until it holds; False if it did not within ``timeout_s``."""
-    pause = threading.Event()
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        pause.wait(0.01)
-    return True
 
 
 # --------------------------------------------------------------------------- the proxy

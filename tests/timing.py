@@ -7,6 +7,7 @@ hang into a failure when it is not. They are generous because the suite runs und
 
 - ``TIMEOUT``: the upper bound for anything that should arrive — an answer, an event, a
   line from a server, a process's exit, a thread's end, a step of an interop client.
+- ``wait_until``: polls for a condition within ``TIMEOUT``.
 - ``STALL``: how long a tool that the test means to cut off (cancelled, timed out,
   abandoned, answered while it still blocks) would otherwise keep going — longer than
   ``TIMEOUT``, so an answer that arrives within ``TIMEOUT`` proves nobody waited for it.
@@ -20,5 +21,21 @@ larger bound here must never make the suite slower.
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
+
 TIMEOUT = 60.0
 STALL = 2 * TIMEOUT
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = TIMEOUT) -> bool:
+    """Poll ``condition`` until it holds; False if it did not within ``timeout_s`` (for
+    what no event announces: a file a child process writes, a row in a store)."""
+    pause = threading.Event()
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        pause.wait(0.01)
+    return True
