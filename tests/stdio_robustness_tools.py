@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 import threading
 
+from timing import TIMEOUT
 from toolnexus import Request, Toolkit, ToolResult, tool
 from toolnexus._context import ToolContext
-
-TIMEOUT = 60.0  # an upper bound for anything to arrive; never a measured duration
 
 _stats_lock = threading.Lock()
 _invocations = 0

@@ -10,10 +10,9 @@ import os
 import sys
 import threading
 
+from timing import TIMEOUT
 from toolnexus import Request, Toolkit, ToolResult, tool
 from toolnexus._context import ToolContext
-
-TIMEOUT = 10.0  # an upper bound for anything to arrive; never a measured duration
 
 _cancel_seen = threading.Event()
 _cancel_outcome: list[str] = []

@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 from cli_helpers import child_env, run
+from stdio_helpers import MODERN, StdioClient
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -105,43 +106,17 @@ WIZARD = textwrap.dedent("""
             return ToolResult.pending(Request("question", "Age?", data={"schema": age}))
         return ToolResult.ok(f"{data['age']} years")
 """)
-MODERN = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
-}
 
 
 def _wizard_rounds(tmp_path: Path, *flags: str) -> list[dict[str, object]]:
     """Call wizard over real pipes, answering each question, until it gives a final result."""
-    import subprocess
-    import sys
-
-    from cli_helpers import child_env
-
     (tmp_path / "wizard.py").write_text(WIZARD, encoding="utf-8")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "toolnexus", "serve", "wizard.py", *flags],
-        cwd=tmp_path,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=child_env(),
-    )
-    assert server.stdin is not None and server.stdout is not None
     results: list[dict[str, object]] = []
     params: dict[str, object] = {"name": "wizard", "arguments": {}, "_meta": MODERN}
     answers = iter([{"answer": "Ada"}, {"age": 36}])
-    try:
+    with StdioClient.serving("wizard.py", *flags, cwd=tmp_path) as server:
         for call_id in range(1, 4):
-            server.stdin.write(
-                json.dumps(
-                    {"jsonrpc": "2.0", "id": call_id, "method": "tools/call", "params": params}
-                )
-                + "\n"
-            )
-            server.stdin.flush()
-            result = json.loads(server.stdout.readline())["result"]
+            result = server.request(call_id, "tools/call", params)["result"]
             results.append(result)
             if result["resultType"] != "input_required":
                 break
@@ -151,13 +126,7 @@ def _wizard_rounds(tmp_path: Path, *flags: str) -> list[dict[str, object]]:
                 "requestState": result["requestState"],
                 "inputResponses": {key: {"action": "accept", "content": next(answers)}},
             }
-        server.stdin.close()
-        assert server.wait(timeout=60) == 0
-    finally:
-        if server.poll() is None:
-            server.kill()
-        server.stdout.close()
-        server.stderr.close()  # type: ignore[union-attr]
+        assert server.finish() == 0
     return results
 
 

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import os
 import pickle
-import queue
 import random
 import re
-import subprocess
-import sys
 import threading
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
@@ -467,63 +462,25 @@ def spell(args: dict[str, Any]) -> str:
 
 
 toolkit = Toolkit([spell])
-ROOT = Path(__file__).resolve().parent.parent
-TIMEOUT = 60.0  # an upper bound for anything to arrive; never a measured duration
 
 
 def test_a_ping_is_answered_while_a_calls_hostile_pattern_is_being_checked() -> None:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
-    process = subprocess.Popen(
-        [sys.executable, "-m", "toolnexus", "serve", "tests/test_ecma_patterns.py:toolkit"],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert process.stdin is not None and process.stdout is not None
-    replies: queue.Queue[dict[str, Any] | None] = queue.Queue()
+    # Imported here: the server imports this module for its toolkit, and needs no client.
+    from stdio_helpers import StdioClient
 
-    def read(stream: IO[bytes]) -> None:
-        for line in stream:
-            replies.put(json.loads(line))
-        replies.put(None)
-
-    threading.Thread(target=read, args=(process.stdout,), daemon=True).start()
-
-    def send(message: dict[str, Any]) -> None:
-        assert process.stdin is not None
-        process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
-        process.stdin.flush()
-
-    def next_reply() -> dict[str, Any]:
-        reply = replies.get(timeout=TIMEOUT)
-        assert reply is not None, "the server closed stdout"
-        return reply
-
-    try:
-        send({"id": 0, "method": "initialize",
-              "params": {"protocolVersion": "2025-11-25", "capabilities": {}}})  # fmt: skip
-        assert next_reply()["id"] == 0
-        send({"method": "notifications/initialized"})
+    with StdioClient.serving("tests/test_ecma_patterns.py:toolkit") as server:
+        assert server.initialize()["id"] == 0
         # 2**28 backtracking steps on re for 28 a's; here 300k a's, checked for a while
         # on the linear engine, which lets the server's other threads run meanwhile.
         word = "a" * 300_000 + "!"
-        send({"id": "call", "method": "tools/call",
-              "params": {"name": "spell", "arguments": {"word": word}}})  # fmt: skip
-        send({"id": "ping", "method": "ping"})
-        first, second = next_reply(), next_reply()
+        server.send({"jsonrpc": "2.0", "id": "call", "method": "tools/call",
+                     "params": {"name": "spell", "arguments": {"word": word}}})  # fmt: skip
+        server.send({"jsonrpc": "2.0", "id": "ping", "method": "ping"})
+        first, second = server.receive(), server.receive()
         assert first == {"jsonrpc": "2.0", "id": "ping", "result": {}}
         assert second["id"] == "call" and second["result"]["isError"] is True
         assert "expected a string matching" in second["result"]["content"][0]["text"]
-    finally:
-        process.stdin.close()
-        try:
-            process.wait(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:  # a stalled server: end it, the test has failed
-            process.kill()
-            process.wait(timeout=TIMEOUT)
+        assert server.finish() == 0
 
 
 def _docs_table_examples() -> list[str]:

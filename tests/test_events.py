@@ -10,6 +10,7 @@ import threading
 
 import pytest
 
+from timing import TIMEOUT
 from toolnexus import (
     CancellationTokenSource,
     Host,
@@ -20,8 +21,6 @@ from toolnexus import (
     ToolResult,
     tool,
 )
-
-SLACK = 5.0
 
 
 @tool
@@ -45,7 +44,7 @@ def asks(ctx: ToolContext) -> ToolResult:
 @tool
 def waits(ctx: ToolContext) -> str:
     """Waits for its token."""
-    ctx.cancellation_token.wait(SLACK)
+    ctx.cancellation_token.wait(TIMEOUT)
     return "stopped"
 
 
@@ -125,16 +124,16 @@ def test_the_host_repr_shows_its_state():
         def busy() -> str:
             """Holds a worker."""
             started.set()
-            gate.wait(SLACK)
+            gate.wait(TIMEOUT)
             return "done"
 
         host.toolkit.register(busy)
         thread = threading.Thread(target=host.call, args=("busy", {}))
         thread.start()
-        assert started.wait(SLACK)
+        assert started.wait(TIMEOUT)
         assert repr(host) == "<Host max_workers=3 busy=1 stuck=0>"
         gate.set()
-        thread.join(SLACK)
+        thread.join(TIMEOUT)
     assert repr(host) == "<Host max_workers=3 busy=0 stuck=0 closed>"
 
 

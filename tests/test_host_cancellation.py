@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from timing import STALL, TIMEOUT
 from toolnexus import (
     CancellationToken,
     CancellationTokenSource,
@@ -23,8 +24,6 @@ from toolnexus import (
     ToolResult,
     tool,
 )
-
-SLACK = 5.0
 
 
 class Unwinding:
@@ -64,13 +63,13 @@ def test_a_callers_cancel_reaches_the_tool_and_returns_cancelled_while_it_unwind
     source = CancellationTokenSource()
     with Host(Toolkit([unwinding.tool])) as host:
         box, done, thread = call_in_thread(host, "unwinding", {}, cancellation_token=source.token)
-        assert unwinding.started.wait(SLACK)
+        assert unwinding.started.wait(TIMEOUT)
         source.cancel()
         assert unwinding.saw_cancel.is_set()  # reached the tool's token inside cancel()
-        assert done.wait(SLACK)  # the caller got its answer while the tool still runs
+        assert done.wait(TIMEOUT)  # the caller got its answer while the tool still runs
         assert not unwinding.release.is_set()
         unwinding.release.set()
-        thread.join(SLACK)
+        thread.join(TIMEOUT)
     assert box[0].is_error
     assert box[0].output.startswith("cancelled")
 
@@ -86,13 +85,13 @@ def test_after_a_cancel_the_next_call_finds_a_worker_while_the_tool_unwinds():
     source = CancellationTokenSource()
     with Host(Toolkit([unwinding.tool, quick]), max_workers=1) as host:
         box, done, thread = call_in_thread(host, "unwinding", {}, cancellation_token=source.token)
-        assert unwinding.started.wait(SLACK)
+        assert unwinding.started.wait(TIMEOUT)
         source.cancel()
-        assert done.wait(SLACK)
+        assert done.wait(TIMEOUT)
         # The only worker is still inside the unwinding tool; a replacement serves this.
-        assert host.call("quick", {}, timeout_ms=int(SLACK * 1000)).output == "served"
+        assert host.call("quick", {}, timeout_ms=int(TIMEOUT * 1000)).output == "served"
         unwinding.release.set()
-        thread.join(SLACK)
+        thread.join(TIMEOUT)
     assert box[0].output.startswith("cancelled")
 
 
@@ -101,11 +100,11 @@ def test_a_cancelled_call_is_never_reported_as_timed_out():
     source = CancellationTokenSource()
     with Host(Toolkit([unwinding.tool]), timeout_ms=60_000) as host:
         box, done, thread = call_in_thread(host, "unwinding", {}, cancellation_token=source.token)
-        assert unwinding.started.wait(SLACK)
+        assert unwinding.started.wait(TIMEOUT)
         source.cancel()
-        assert done.wait(SLACK)
+        assert done.wait(TIMEOUT)
         unwinding.release.set()
-        thread.join(SLACK)
+        thread.join(TIMEOUT)
     assert box[0].output.startswith("cancelled")
     assert "timed out" not in box[0].output
 
@@ -163,11 +162,11 @@ def test_cancel_from_another_thread_reaches_an_async_tool_on_the_loop():
     async def sleepy() -> str:
         """Sleeps until cancelled."""
         started.set()
-        await asyncio.sleep(30)
+        await asyncio.sleep(STALL)
         return "woke"
 
     def cancel_when_started() -> None:
-        started.wait(SLACK)
+        started.wait(TIMEOUT)
         source.cancel()
 
     async def main() -> ToolResult:
@@ -177,7 +176,7 @@ def test_cancel_from_another_thread_reaches_an_async_tool_on_the_loop():
 
     start = time.monotonic()
     result = asyncio.run(main())
-    assert time.monotonic() - start < SLACK
+    assert time.monotonic() - start < TIMEOUT
     assert result.output.startswith("cancelled")
 
 
@@ -202,16 +201,16 @@ def test_close_cancels_running_calls_and_later_calls_get_a_clear_error():
     unwinding = Unwinding()
     host = Host(Toolkit([unwinding.tool]))
     box, done, thread = call_in_thread(host, "unwinding", {})
-    assert unwinding.started.wait(SLACK)
+    assert unwinding.started.wait(TIMEOUT)
     host.close()
-    assert done.wait(SLACK)
+    assert done.wait(TIMEOUT)
     assert unwinding.saw_cancel.is_set()
     assert box[0].output == "cancelled: the host was closed"
     after = host.call("unwinding", {})
     assert after.is_error and after.output.startswith("host is closed")
     assert repr(host).endswith("closed>")
     unwinding.release.set()
-    thread.join(SLACK)
+    thread.join(TIMEOUT)
     host.close()  # idempotent
 
 
@@ -332,10 +331,10 @@ def test_a_cooperative_tool_that_stops_on_cancel_has_its_own_words_returned():
     # Generous graces: the tool returns at once, so they only keep a loaded machine honest.
     with Host(Toolkit([crunch]), grace_ms=10_000, cancel_grace_ms=10_000) as host:
         box, done, thread = call_in_thread(host, "crunch", {}, cancellation_token=source.token)
-        assert started.wait(SLACK)
+        assert started.wait(TIMEOUT)
         source.cancel()
-        assert done.wait(SLACK)
-        thread.join(SLACK)
+        assert done.wait(TIMEOUT)
+        thread.join(TIMEOUT)
     assert box[0].is_error
     assert box[0].output.startswith("cancelled after ")
     assert box[0].output.endswith(" step(s)")
@@ -357,7 +356,7 @@ def test_a_tool_that_never_looked_at_its_token_is_answered_at_once_on_cancel():
     def oblivious() -> str:
         """Never looks at its token."""
         started.set()
-        release.wait(SLACK * 2)
+        release.wait(STALL)
         return "finished anyway"
 
     source = CancellationTokenSource()
@@ -365,9 +364,9 @@ def test_a_tool_that_never_looked_at_its_token_is_answered_at_once_on_cancel():
     # host did not wait for a tool that could not hear the cancel.
     with Host(Toolkit([oblivious]), grace_ms=600_000, cancel_grace_ms=600_000) as host:
         call = host.submit("oblivious", {}, cancellation_token=source.token)
-        assert started.wait(SLACK)
+        assert started.wait(TIMEOUT)
         source.cancel()
-        result = call.result(timeout=SLACK)
+        result = call.result(timeout=TIMEOUT)
         assert not release.is_set()
         assert result.output == "cancelled by the caller"
         assert (call.outcome, call.reason) == ("cancelled", "caller")
@@ -383,15 +382,15 @@ def test_a_tool_that_waits_on_its_token_keeps_its_own_words_after_a_cancel():
     def listener(ctx: ToolContext) -> str:
         """Waits for the cancel, then says so in its own words."""
         started.set()
-        ctx.cancellation_token.wait(SLACK * 2)
+        ctx.cancellation_token.wait(STALL)
         return "stopped cleanly"
 
     source = CancellationTokenSource()
     with Host(Toolkit([listener]), grace_ms=600_000, cancel_grace_ms=600_000) as host:
         call = host.submit("listener", {}, cancellation_token=source.token)
-        assert started.wait(SLACK)
+        assert started.wait(TIMEOUT)
         source.cancel()
-        assert call.result(timeout=SLACK).output == "stopped cleanly"
+        assert call.result(timeout=TIMEOUT).output == "stopped cleanly"
         assert (call.outcome, call.reason) == ("cancelled", "caller")
 
 
@@ -405,17 +404,17 @@ def test_a_tool_cancelled_before_it_first_looks_at_its_token_still_keeps_its_wor
     def late_listener(ctx: ToolContext) -> str:
         """Sets up first, then checks its token."""
         started.set()
-        go.wait(SLACK * 2)
+        go.wait(STALL)
         return "stopped before step 1" if ctx.is_cancelled else "ran step 1"
 
     source = CancellationTokenSource()
     with Host(Toolkit([late_listener]), grace_ms=600_000, cancel_grace_ms=600_000) as host:
         call = host.submit("late_listener", {}, cancellation_token=source.token)
-        assert started.wait(SLACK)
+        assert started.wait(TIMEOUT)
         source.cancel()
         assert not call.done()  # waiting out the grace for a tool that can still hear it
         go.set()
-        assert call.result(timeout=SLACK).output == "stopped before step 1"
+        assert call.result(timeout=TIMEOUT).output == "stopped before step 1"
         assert (call.outcome, call.reason) == ("cancelled", "caller")
 
 
@@ -428,15 +427,15 @@ def test_a_tool_that_registered_a_cancel_callback_gets_the_grace():
         """Registers a callback, then waits for it to run."""
         ctx.cancellation_token.register(heard.set)
         started.set()
-        heard.wait(SLACK * 2)
+        heard.wait(STALL)
         return ToolResult.error("rolled back")
 
     source = CancellationTokenSource()
     with Host(Toolkit([registrant]), grace_ms=600_000, cancel_grace_ms=600_000) as host:
         call = host.submit("registrant", {}, cancellation_token=source.token)
-        assert started.wait(SLACK)
+        assert started.wait(TIMEOUT)
         source.cancel()
-        assert call.result(timeout=SLACK).output == "rolled back"
+        assert call.result(timeout=TIMEOUT).output == "rolled back"
 
 
 def test_closing_the_host_answers_a_tool_that_never_looked_at_once():
@@ -447,15 +446,15 @@ def test_closing_the_host_answers_a_tool_that_never_looked_at_once():
     def oblivious() -> str:
         """Never looks at its token."""
         started.set()
-        release.wait(SLACK * 2)
+        release.wait(STALL)
         return "finished anyway"
 
     host = Host(Toolkit([oblivious]), grace_ms=600_000, cancel_grace_ms=600_000)
     try:
         call = host.submit("oblivious", {})
-        assert started.wait(SLACK)
+        assert started.wait(TIMEOUT)
         host.close(timeout=0)
-        assert call.result(timeout=SLACK).output == "cancelled: the host was closed"
+        assert call.result(timeout=TIMEOUT).output == "cancelled: the host was closed"
         assert not release.is_set()
         assert call.reason == "host closed"
     finally:

@@ -16,9 +16,9 @@ import types
 
 import pytest
 
+from timing import STALL, TIMEOUT
 from toolnexus import Host, ToolContext, Toolkit, ToolResult, tool
 
-SLACK = 5.0  # seconds: an upper bound far above any honest timing, far below a hang
 BUDGET = 200  # ms: long enough for a warmed-up worker to pick the call up on a busy machine
 
 
@@ -72,7 +72,7 @@ class Stubborn:
             """Blocks until released, whatever its token says."""
             self.runs += 1
             self.started.set()
-            self.release.wait(30)
+            self.release.wait(STALL)
             self.returned.set()
             return self.text
 
@@ -96,7 +96,7 @@ def test_a_tool_that_ignores_its_token_times_out_within_deadline_plus_grace():
     assert result.is_error
     assert result.output.startswith(f"timed out after {BUDGET} ms")
     assert "abandoned" in result.output
-    assert BUDGET / 1000 <= elapsed < (BUDGET + 50) / 1000 + SLACK
+    assert BUDGET / 1000 <= elapsed < (BUDGET + 50) / 1000 + TIMEOUT
 
 
 def test_a_cooperative_tool_sees_its_token_cancelled_at_the_deadline_and_returns():
@@ -154,7 +154,7 @@ def test_a_stuck_workers_late_result_never_appears_anywhere(late_returns):
         )
         assert host.stuck_workers == 1
         stubborn.release.set()
-        assert late_returns.seen.wait(SLACK), late_returns.messages
+        assert late_returns.seen.wait(TIMEOUT), late_returns.messages
         later = [host.call("echo", {"text": f"call {i}"}) for i in range(20)]
         assert host.stuck_workers == 0
     outputs = [first.output, *(result.output for result in later)]
@@ -172,7 +172,7 @@ def test_an_abandoned_worker_is_replaced_so_capacity_stays():
         assert host.stuck_workers == 1
         # The only worker is stuck inside the tool, yet the next call runs at once.
         assert (
-            host.call("echo", {"text": "still serving"}, timeout_ms=int(SLACK * 1000)).output
+            host.call("echo", {"text": "still serving"}, timeout_ms=int(TIMEOUT * 1000)).output
             == "still serving"
         )
         stubborn.release.set()
@@ -189,7 +189,7 @@ def test_the_stuck_worker_bound_fails_fast_with_host_overloaded(late_returns):
         start = time.monotonic()
         refused = host.call("stubborn", {}, timeout_ms=60_000)
         also_refused = host.call("echo", {"text": "x"})
-        assert time.monotonic() - start < SLACK
+        assert time.monotonic() - start < TIMEOUT
         assert refused.is_error and also_refused.is_error
         assert refused.output.startswith("host overloaded: 2 stuck workers")
         assert "max_stuck=2" in refused.output
@@ -197,7 +197,7 @@ def test_the_stuck_worker_bound_fails_fast_with_host_overloaded(late_returns):
         assert repr(host) == "<Host max_workers=64 busy=0 stuck=2>"
         stubborn.release.set()
         while host.stuck_workers:  # each late return is logged; wait for both
-            assert late_returns.seen.wait(SLACK)
+            assert late_returns.seen.wait(TIMEOUT)
             late_returns.seen.clear()
         assert host.call("echo", {"text": "back"}).output == "back"
 
@@ -235,7 +235,7 @@ def test_an_async_tool_called_synchronously_is_cancelled_at_the_deadline():
     async def sleepy() -> str:
         """Sleeps far past any deadline."""
         try:
-            await asyncio.sleep(30)
+            await asyncio.sleep(STALL)
         except asyncio.CancelledError:
             cancelled.set()
             raise
@@ -245,7 +245,7 @@ def test_an_async_tool_called_synchronously_is_cancelled_at_the_deadline():
         warm(host)
         start = time.monotonic()
         result = host.call("sleepy", {}, timeout_ms=BUDGET)
-        assert time.monotonic() - start < SLACK
+        assert time.monotonic() - start < TIMEOUT
     assert result.output.startswith(f"timed out after {BUDGET} ms")
     assert cancelled.is_set()
 
@@ -286,19 +286,19 @@ def test_acall_bounds_a_stubborn_sync_tool_without_blocking_the_loop():
                 turned.set_result(None)
 
         def ask_for_a_turn() -> None:  # once the tool blocks its worker
-            if stubborn.started.wait(SLACK):
+            if stubborn.started.wait(TIMEOUT):
                 loop.call_soon_threadsafe(turn)
 
         with Host(Toolkit([stubborn.tool]), grace_ms=20) as host:
             threading.Thread(target=ask_for_a_turn, daemon=True).start()
             result = await host.acall("stubborn", {}, timeout_ms=100)
-            await asyncio.wait_for(turned, SLACK)  # the tool is still blocked: not released
+            await asyncio.wait_for(turned, TIMEOUT)  # the tool is still blocked: not released
             stubborn.release.set()
             return result
 
     start = time.monotonic()
     result = asyncio.run(main())
-    assert time.monotonic() - start < SLACK
+    assert time.monotonic() - start < TIMEOUT
     assert result.output.startswith("timed out after 100 ms")
     # The loop ran a turn asked for from another thread while the tool blocked its worker
     # (whichever order the machine's load gives that turn and the call's answer).
@@ -328,7 +328,7 @@ def test_a_deadline_that_passes_before_the_first_worker_started_says_so_not_busy
     work = Pool._work
 
     def held_work(pool: Pool) -> None:
-        gate.wait(SLACK)  # the new worker starts only once the test saw the answer
+        gate.wait(TIMEOUT)  # the new worker starts only once the test saw the answer
         work(pool)
 
     monkeypatch.setattr(Pool, "_work", held_work)
@@ -349,13 +349,13 @@ def test_calls_beyond_the_worker_count_queue_and_their_wait_counts_against_the_b
     with Host(Toolkit([stubborn.tool, echo]), max_workers=1, grace_ms=10) as host:
         blocker = threading.Thread(target=host.call, args=("stubborn", {}))
         blocker.start()
-        assert stubborn.started.wait(SLACK)
+        assert stubborn.started.wait(TIMEOUT)
         # The only worker is busy (no deadline on that call), so this one waits in the
         # queue until its own deadline and is dropped, never run.
         queued = host.call("echo", {"text": "never ran"}, timeout_ms=50)
         assert queued.output == "timed out after 50 ms; 'echo' never started: every worker was busy"
         stubborn.release.set()
-        blocker.join(SLACK)
+        blocker.join(TIMEOUT)
         assert host.call("echo", {"text": "fine"}).output == "fine"
 
 
@@ -375,7 +375,7 @@ def test_a_tool_reads_what_is_left_of_its_budget_and_the_wait_for_a_worker_is_sp
     @tool
     def hold() -> str:
         """Holds the only worker until released."""
-        release.wait(SLACK)
+        release.wait(TIMEOUT)
         return "held"
 
     @tool
@@ -389,8 +389,8 @@ def test_a_tool_reads_what_is_left_of_its_budget_and_the_wait_for_a_worker_is_sp
         queued = host.submit("budget", {}, timeout_ms=60_000)
         now[0] += 20.0  # 20 s pass while it waits for the worker
         release.set()
-        assert queued.result(timeout=SLACK).output == "ok"
-        assert blocker.result(timeout=SLACK).output == "held"
+        assert queued.result(timeout=TIMEOUT).output == "ok"
+        assert blocker.result(timeout=TIMEOUT).output == "held"
     assert seen.get_nowait() == (40_000, 1060.0)
 
 
@@ -407,7 +407,7 @@ class LoopBlocker:
         @tool(name="blocks_its_loop")
         async def blocks_its_loop() -> str:
             """Blocks the loop it runs on until released."""
-            self.release.wait(SLACK)
+            self.release.wait(TIMEOUT)
             self.returned.set()
             return "late"
 
@@ -441,7 +441,7 @@ def test_by_default_acall_runs_async_tools_on_its_loop_and_a_blocked_loop_is_rep
     logging.getLogger("toolnexus").addHandler(abandoned)
 
     def release_once_abandoned() -> None:
-        abandoned.seen.wait(SLACK)  # the host gave up on the tool: its grace has ended
+        abandoned.seen.wait(TIMEOUT)  # the host gave up on the tool: its grace has ended
         blocker.release.set()
 
     async def main(host: Host) -> ToolResult:
@@ -458,7 +458,7 @@ def test_by_default_acall_runs_async_tools_on_its_loop_and_a_blocked_loop_is_rep
         assert any('async_tools="workers"' in message for message in late_returns.messages)
     finally:
         blocker.release.set()
-        helper.join(SLACK)
+        helper.join(TIMEOUT)
         logging.getLogger("toolnexus").removeHandler(abandoned)
         host.close()
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from timing import TIMEOUT
 from toolnexus import (
     Answer,
     CancellationTokenSource,
@@ -30,7 +31,6 @@ from toolnexus import (
     tool,
 )
 
-SLACK = 10.0
 PACKAGE_ROOT = str(Path(__import__("toolnexus").__file__).resolve().parent.parent)
 
 
@@ -75,18 +75,18 @@ def test_a_slow_done_callback_delays_no_other_calls_deadline():
 
     def stall(call: object) -> None:
         in_callback.set()
-        unblock.wait(SLACK)
+        unblock.wait(TIMEOUT)
 
     host = Host(Toolkit([slow.tool, other.tool]), grace_ms=10)
     try:
         first = host.submit("slow", {}, timeout_ms=50)
         first.add_done_callback(stall)  # runs on the dispatcher when the deadline settles it
-        assert in_callback.wait(SLACK)
+        assert in_callback.wait(TIMEOUT)
         second = host.submit("other", {}, timeout_ms=100)
         heard = threading.Event()
         second.add_done_callback(lambda call: heard.set())
-        assert second.result(timeout=SLACK).output.startswith("timed out after 100 ms")
-        assert heard.wait(SLACK)  # its own callback ran too, on another dispatcher thread
+        assert second.result(timeout=TIMEOUT).output.startswith("timed out after 100 ms")
+        assert heard.wait(TIMEOUT)  # its own callback ran too, on another dispatcher thread
         assert not unblock.is_set()  # ... all while the first callback was still stuck
     finally:
         unblock.set()
@@ -103,13 +103,13 @@ def test_a_slow_on_event_hook_delays_no_other_calls_deadline():
     def hook(event: object) -> None:
         if getattr(event, "name", None) == "slow":
             in_hook.set()
-            unblock.wait(SLACK)
+            unblock.wait(TIMEOUT)
 
     host = Host(Toolkit([slow.tool, other.tool]), grace_ms=10, on_event=hook)
     try:
         host.submit("slow", {}, timeout_ms=50)
-        assert in_hook.wait(SLACK)
-        result = host.submit("other", {}, timeout_ms=100).result(timeout=SLACK)
+        assert in_hook.wait(TIMEOUT)
+        result = host.submit("other", {}, timeout_ms=100).result(timeout=TIMEOUT)
         assert result.output.startswith("timed out after 100 ms")
         assert not unblock.is_set()
     finally:
@@ -142,10 +142,10 @@ def test_a_slow_cancel_callback_of_one_tool_does_not_let_another_call_overrun():
         def stall() -> None:
             run.callback_thread = threading.current_thread()
             run.in_callback.set()
-            run.unblock.wait(SLACK)
+            run.unblock.wait(TIMEOUT)
 
         ctx.cancellation_token.register(stall)
-        run.unblock.wait(SLACK)
+        run.unblock.wait(TIMEOUT)
         return "late"
 
     host = Host(Toolkit([clingy, other.tool]), grace_ms=10)
@@ -158,16 +158,16 @@ def test_a_slow_cancel_callback_of_one_tool_does_not_let_another_call_overrun():
             run = _Clinging()
             runs.append(run)
             first = host.submit("clingy", {}, timeout_ms=50)
-            if "never started" in first.result(timeout=SLACK).output:
+            if "never started" in first.result(timeout=TIMEOUT).output:
                 continue
-            assert run.in_callback.wait(SLACK)
+            assert run.in_callback.wait(TIMEOUT)
             if run.callback_thread is not run.tool_thread:
                 break  # the deadline ran the tool's callback, and it stalls there
             run.unblock.set()
         else:
             pytest.fail("in 20 runs, clingy never started before its 50 ms deadline")
         second = host.submit("other", {}, timeout_ms=100)
-        assert second.result(timeout=SLACK).output.startswith("timed out after 100 ms")
+        assert second.result(timeout=TIMEOUT).output.startswith("timed out after 100 ms")
         assert second.outcome == "timeout"
         assert not run.unblock.is_set()  # the callback still stalls: it held no timer up
     finally:
@@ -188,7 +188,7 @@ def test_a_burst_of_token_ignoring_calls_keeps_threads_bounded_and_late_calls_ne
     try:
         calls = [host.submit("stubborn", {}, timeout_ms=200) for _ in range(1000)]
         for call in calls:
-            call.result(timeout=SLACK)
+            call.result(timeout=TIMEOUT)
             peak.append(threading.active_count())
         outputs = [call.result().output for call in calls]
         assert all(output.startswith("timed out after 200 ms") for output in outputs)
@@ -213,18 +213,18 @@ def test_the_default_pool_grows_with_demand_up_to_max_workers():
     def wait() -> str:
         """Waits for the test."""
         arrived.release()
-        release.wait(SLACK)
+        release.wait(TIMEOUT)
         return "done"
 
     host = Host(Toolkit([wait]), max_workers=16)
     try:
         calls = [host.submit("wait", {}) for _ in range(40)]
         for _ in range(16):
-            assert arrived.acquire(timeout=SLACK)  # 16 ran at once: the pool grew
+            assert arrived.acquire(timeout=TIMEOUT)  # 16 ran at once: the pool grew
         assert not arrived.acquire(timeout=0.05)  # ... and no more than max_workers
         assert len(host_threads()) == 16
         release.set()
-        assert all(call.result(timeout=SLACK).output == "done" for call in calls)
+        assert all(call.result(timeout=TIMEOUT).output == "done" for call in calls)
     finally:
         release.set()
         host.close()
@@ -256,7 +256,7 @@ def test_questions_wait_on_their_own_threads_not_the_tools_workers():
 
     def wait_for(request: Request) -> Answer:
         asked.release()
-        answer.wait(SLACK)
+        answer.wait(TIMEOUT)
         return Answer.accept(request)
 
     @tool
@@ -270,11 +270,11 @@ def test_questions_wait_on_their_own_threads_not_the_tools_workers():
     try:
         questions = [host.submit("approve", {}) for _ in range(8)]
         for _ in range(8):
-            assert asked.acquire(timeout=SLACK)
+            assert asked.acquire(timeout=TIMEOUT)
         # Eight humans are being asked; the one tool worker is free for other calls.
         assert host.call("add", {"a": 1, "b": 2}, timeout_ms=5_000).output == "3"
         answer.set()
-        assert [q.result(timeout=SLACK).output for q in questions] == ["approved"] * 8
+        assert [q.result(timeout=TIMEOUT).output for q in questions] == ["approved"] * 8
     finally:
         answer.set()
         host.close()
@@ -285,7 +285,7 @@ def test_a_question_past_its_budget_is_expired_and_the_retry_gets_a_fresh_budget
     budgets: list[int | None] = []
 
     def wait_for(request: Request) -> Answer:
-        never.wait(SLACK)
+        never.wait(TIMEOUT)
         return Answer.accept(request)
 
     @tool
@@ -331,7 +331,7 @@ def test_a_tool_calling_its_own_host_runs_inline_instead_of_deadlocking():
     holder.append(host)
     try:
         calls = [host.submit("outer", {"n": n}) for n in range(3)]
-        assert [c.result(timeout=SLACK).output for c in calls] == ["1", "2", "3"]
+        assert [c.result(timeout=TIMEOUT).output for c in calls] == ["1", "2", "3"]
     finally:
         host.close()
 
@@ -385,9 +385,9 @@ def test_batches_from_a_tool_on_its_own_host_run_inline_in_order_never_deadlocki
     host = Host(Toolkit([step, ask, many, turn]), max_workers=1)  # no other worker
     holder.append(host)
     try:
-        assert host.submit("many", {}).result(timeout=SLACK).output == "A,B,C"
+        assert host.submit("many", {}).result(timeout=TIMEOUT).output == "A,B,C"
         assert order == ["a", "b", "c"]
-        assert host.submit("turn", {}).result(timeout=SLACK).output == "D|approved"
+        assert host.submit("turn", {}).result(timeout=TIMEOUT).output == "D|approved"
     finally:
         host.close()
 
@@ -414,7 +414,7 @@ def test_async_batches_and_acall_from_a_tool_on_its_own_host_never_deadlock():
     host = Host(Toolkit([add, outer]), max_workers=1)
     holder.append(host)
     try:
-        assert host.submit("outer", {}).result(timeout=SLACK).output == "2,4,6,8"
+        assert host.submit("outer", {}).result(timeout=TIMEOUT).output == "2,4,6,8"
     finally:
         host.close()
 
@@ -439,7 +439,7 @@ def test_an_async_tool_calling_its_own_host_synchronously_for_an_async_tool_gets
     host = Host(Toolkit([inner, outer]), max_workers=1)
     holder.append(host)
     try:
-        assert host.submit("outer", {}).result(timeout=SLACK).output == "inner 7"
+        assert host.submit("outer", {}).result(timeout=TIMEOUT).output == "inner 7"
         assert host.call("outer", {}).output == "inner 7"
     finally:
         host.close()
@@ -452,7 +452,7 @@ def test_an_inline_batch_gives_each_call_its_own_deadline():
     def nap(ctx: ToolContext, wait: bool) -> str:
         """Waits for its token when told to."""
         if wait:
-            ctx.cancellation_token.wait(SLACK)
+            ctx.cancellation_token.wait(TIMEOUT)
         return "woke"
 
     @tool
@@ -466,7 +466,7 @@ def test_an_inline_batch_gives_each_call_its_own_deadline():
     host = Host(Toolkit([nap, many]), max_workers=1)
     holder.append(host)
     try:
-        out = host.submit("many", {}).result(timeout=SLACK).output
+        out = host.submit("many", {}).result(timeout=TIMEOUT).output
         first, second = out.split("|")
         assert first.startswith("timed out after 50 ms")
         assert second == "woke"  # the second call's budget began when it began
@@ -483,7 +483,7 @@ def test_close_ends_every_thread_the_host_started():
     for _ in range(20):
         host = Host(Toolkit([add]), timeout_ms=1_000)
         calls = [host.submit("add", {"a": 1, "b": 2}) for _ in range(4)]
-        assert all(call.result(timeout=SLACK).output == "3" for call in calls)
+        assert all(call.result(timeout=TIMEOUT).output == "3" for call in calls)
         hosts.append(host)
     for host in hosts:
         host.close()
@@ -596,8 +596,8 @@ def test_cancel_after_timers_share_the_one_timer_thread_with_host_deadlines():
     stubborn = Stubborn()
     with Host(Toolkit([stubborn.tool]), grace_ms=10) as host:
         call = host.submit("stubborn", {}, timeout_ms=20)
-        assert all(source.token.wait(SLACK) for source in sources)
-        assert call.result(timeout=SLACK).output.startswith("timed out after 20 ms")
+        assert all(source.token.wait(TIMEOUT) for source in sources)
+        assert call.result(timeout=TIMEOUT).output.startswith("timed out after 20 ms")
         stubborn.release.set()
     timers = [t for t in threading.enumerate() if t.name == "toolnexus-timer"]
     assert len(timers) <= 1
@@ -614,20 +614,20 @@ def test_the_default_pool_shrinks_when_idle_after_a_burst(monkeypatch):
     def wait() -> str:
         """Waits for the test."""
         arrived.release()
-        release.wait(SLACK)
+        release.wait(TIMEOUT)
         return "done"
 
     host = Host(Toolkit([wait]))  # the default, elastic pool
     try:
         calls = [host.submit("wait", {}) for _ in range(24)]
         for _ in range(24):
-            assert arrived.acquire(timeout=SLACK)  # the burst ran at once: the pool grew
+            assert arrived.acquire(timeout=TIMEOUT)  # the burst ran at once: the pool grew
         grown = host._pool.threads()
         assert len(grown) == 24
         release.set()
-        assert all(call.result(timeout=SLACK).output == "done" for call in calls)
+        assert all(call.result(timeout=TIMEOUT).output == "done" for call in calls)
         for thread in grown:  # each idle worker exits by itself; nothing closes the host
-            thread.join(SLACK)
+            thread.join(TIMEOUT)
         assert not any(thread.is_alive() for thread in grown)
         assert host._pool.threads() == []
         assert not host.is_closed

@@ -14,6 +14,7 @@ import threading
 
 import pytest
 
+from timing import TIMEOUT
 from toolnexus import (
     Answer,
     Call,
@@ -26,8 +27,6 @@ from toolnexus import (
     WaitTimeoutError,
     tool,
 )
-
-SLACK = 5.0
 
 
 @tool
@@ -43,7 +42,7 @@ careful_started = threading.Semaphore(0)
 def careful(ctx: ToolContext) -> ToolResult:
     """Waits for its token, then says how it stopped — in words that do not say 'cancelled'."""
     careful_started.release()
-    ctx.cancellation_token.wait(SLACK)
+    ctx.cancellation_token.wait(TIMEOUT)
     return ToolResult.ok("stopped after 1 step(s)")
 
 
@@ -80,7 +79,7 @@ def test_a_submitted_call_is_a_future_for_what_call_would_return() -> None:
         call = host.submit("add", {"a": 2, "b": 3})
         assert call.name == "add"
         call.add_done_callback(done)
-        assert box.get(timeout=SLACK) is call
+        assert box.get(timeout=TIMEOUT) is call
         assert call.done() and call.result().output == "5"
         assert call.outcome == "ok" and call.reason is None
         unknown = host.submit("nope", {})
@@ -91,7 +90,7 @@ def test_a_submitted_call_is_a_future_for_what_call_would_return() -> None:
 def test_a_callback_added_after_the_end_runs_at_once_on_the_calling_thread() -> None:
     with Host(Toolkit([add])) as host:
         call = host.submit("add", {"a": 1, "b": 1})
-        call.result(timeout=SLACK)
+        call.result(timeout=TIMEOUT)
         threads: list[threading.Thread] = []
         call.add_done_callback(lambda c: threads.append(threading.current_thread()))
         assert threads == [threading.current_thread()]
@@ -107,7 +106,7 @@ def test_a_wait_that_times_out_raises_and_the_call_goes_on() -> None:
         assert isinstance(caught.value, TimeoutError)
         assert not call.done() and call.outcome == "pending"
         stubborn.release.set()
-        assert call.result(timeout=SLACK).output == "late"
+        assert call.result(timeout=TIMEOUT).output == "late"
     finally:
         stubborn.release.set()
         host.close()
@@ -118,12 +117,12 @@ def test_a_submitted_call_that_ignores_its_deadline_times_out_and_its_worker_is_
     host = Host(Toolkit([stubborn.tool]), timeout_ms=100, grace_ms=50, max_stuck=1)
     try:
         call = host.submit("stubborn", {})
-        result = call.result(timeout=SLACK)
+        result = call.result(timeout=TIMEOUT)
         assert result.is_error and result.output.startswith("timed out after 100 ms")
         assert call.outcome == "timeout" and call.reason == "deadline"
         assert host.stuck_workers == 1
         assert (
-            host.submit("stubborn", {}).result(timeout=SLACK).output.startswith("host overloaded")
+            host.submit("stubborn", {}).result(timeout=TIMEOUT).output.startswith("host overloaded")
         )
         assert not call.cancel()  # the timeout stands
     finally:
@@ -136,18 +135,18 @@ def test_a_cancelled_call_keeps_the_tools_own_words_whatever_they_say() -> None:
     # A long cancel grace: the tool always returns within it, so the outcome is certain.
     with Host(Toolkit([careful]), cancel_grace_ms=2_000, grace_ms=2_000) as host:
         call = host.submit("careful", {}, cancellation_token=source.token)
-        assert careful_started.acquire(timeout=SLACK)
+        assert careful_started.acquire(timeout=TIMEOUT)
         source.cancel()
-        assert call.result(timeout=SLACK).output == "stopped after 1 step(s)"
+        assert call.result(timeout=TIMEOUT).output == "stopped after 1 step(s)"
         assert call.outcome == "cancelled" and call.reason == "caller"
 
 
 def test_cancel_stops_a_call_and_says_why() -> None:
     with Host(Toolkit([careful]), cancel_grace_ms=2_000, grace_ms=2_000) as host:
         call = host.submit("careful", {})
-        assert careful_started.acquire(timeout=SLACK)
+        assert careful_started.acquire(timeout=TIMEOUT)
         assert call.cancel()
-        assert call.result(timeout=SLACK).output == "stopped after 1 step(s)"
+        assert call.result(timeout=TIMEOUT).output == "stopped after 1 step(s)"
         assert call.reason == "caller"
         assert not call.cancel()  # already done
 
@@ -157,9 +156,9 @@ def test_a_cancelled_call_that_ignores_its_token_is_answered_by_the_host() -> No
     host = Host(Toolkit([stubborn.tool]))
     try:
         call = host.submit("stubborn", {})
-        assert stubborn.started.wait(SLACK)
+        assert stubborn.started.wait(TIMEOUT)
         call.cancel()
-        assert call.result(timeout=SLACK).output == "cancelled by the caller"
+        assert call.result(timeout=TIMEOUT).output == "cancelled by the caller"
         assert call.outcome == "cancelled"
     finally:
         stubborn.release.set()
@@ -171,9 +170,9 @@ def test_closing_the_host_cancels_with_reason_host_closed() -> None:
     host = Host(Toolkit([stubborn.tool]))
     try:
         call = host.submit("stubborn", {})
-        assert stubborn.started.wait(SLACK)
+        assert stubborn.started.wait(TIMEOUT)
         host.close()
-        assert call.result(timeout=SLACK).output == "cancelled: the host was closed"
+        assert call.result(timeout=TIMEOUT).output == "cancelled: the host was closed"
         assert call.reason == "host closed"
     finally:
         stubborn.release.set()
@@ -184,12 +183,12 @@ def test_a_call_cancelled_before_a_worker_took_it_never_starts() -> None:
     host = Host(Toolkit([stubborn.tool, add]), max_workers=1)
     try:
         blocker = host.submit("stubborn", {})
-        assert stubborn.started.wait(SLACK)
+        assert stubborn.started.wait(TIMEOUT)
         queued = host.submit("add", {"a": 1, "b": 2})
         assert queued.cancel()
-        assert queued.result(timeout=SLACK).output == "cancelled by the caller"
+        assert queued.result(timeout=TIMEOUT).output == "cancelled by the caller"
         stubborn.release.set()
-        assert blocker.result(timeout=SLACK).output == "late"
+        assert blocker.result(timeout=TIMEOUT).output == "late"
     finally:
         stubborn.release.set()
         host.close()
@@ -201,7 +200,7 @@ def test_a_resumed_call_that_asks_again_is_unresolved() -> None:
         request = ToolResult.pending_of(first)
         assert request is not None
         call = host.submit("ask", {}, request=request, answer=Answer.accept(request))
-        assert call.result(timeout=SLACK).output.startswith("unresolved")
+        assert call.result(timeout=TIMEOUT).output.startswith("unresolved")
 
 
 def test_a_call_is_awaitable_without_blocking_the_loop() -> None:
@@ -232,7 +231,7 @@ def test_a_call_is_awaitable_without_blocking_the_loop() -> None:
 def test_the_call_repr_shows_its_state() -> None:
     with Host(Toolkit([add])) as host:
         call = host.submit("add", {"a": 1, "b": 2})
-        call.result(timeout=SLACK)
+        call.result(timeout=TIMEOUT)
         assert repr(call) == "<Call 'add' done ok>"
 
 
@@ -276,7 +275,8 @@ def test_an_inline_call_runs_on_the_starting_thread_and_is_done_on_return() -> N
         assert call.done() and call.result().output == threading.current_thread().name
         assert box.get_nowait() is call  # the callback ran before _start returned
         assert (
-            host.submit("where", {}).result(timeout=SLACK).output != threading.current_thread().name
+            host.submit("where", {}).result(timeout=TIMEOUT).output
+            != threading.current_thread().name
         )  # without inline: a worker
         bad = host._prepare_call("add", {"a": "x"}, done_callback=done)
         bad._start(inline=True)
@@ -296,16 +296,16 @@ def test_an_inline_call_past_its_deadline_is_answered_while_its_tool_still_runs(
     runner = threading.Thread(target=start, name="test-inline")
     try:
         runner.start()
-        call = box.get(timeout=SLACK)  # the deadline answered it: the tool still blocks
+        call = box.get(timeout=TIMEOUT)  # the deadline answered it: the tool still blocks
         assert not finished.is_set() and not stubborn.release.is_set()
         assert call.outcome == "timeout" and call.reason == "deadline"
         assert call.result().output.startswith("timed out after 100 ms")
         stubborn.release.set()
-        runner.join(SLACK)
+        runner.join(TIMEOUT)
         assert finished.is_set() and call.result().output.startswith("timed out")
     finally:
         stubborn.release.set()
-        runner.join(SLACK)
+        runner.join(TIMEOUT)
         host.close()
 
 
@@ -335,7 +335,7 @@ def test_an_unstarted_call_runs_nothing_until_started_and_starts_once() -> None:
             call._start()
         later = host._prepare_call("count", {})
         later._start()  # on a worker
-        assert later.result(timeout=SLACK).output == "ran" and ran == [1, 1]
+        assert later.result(timeout=TIMEOUT).output == "ran" and ran == [1, 1]
 
 
 def test_two_threads_starting_one_call_at_once_run_it_once() -> None:
@@ -351,7 +351,7 @@ def test_two_threads_starting_one_call_at_once_run_it_once() -> None:
                 barrier: threading.Barrier = barrier,
                 refused: list[BaseException] = refused,
             ) -> None:
-                barrier.wait(SLACK)
+                barrier.wait(TIMEOUT)
                 try:
                     call._start(inline=True)
                 except ValueError as exc:
@@ -361,8 +361,8 @@ def test_two_threads_starting_one_call_at_once_run_it_once() -> None:
             for thread in threads:
                 thread.start()
             for thread in threads:
-                thread.join(SLACK)
-            assert len(refused) == 1 and call.result(timeout=SLACK).output == "ran"
+                thread.join(TIMEOUT)
+            assert len(refused) == 1 and call.result(timeout=TIMEOUT).output == "ran"
         assert ran == [1] * 50
 
 
@@ -410,7 +410,7 @@ def test_a_call_cannot_be_made_by_hand() -> None:
 def test_a_call_shows_only_a_futures_face() -> None:
     with Host(Toolkit([add])) as host:
         call = host.submit("add", {"a": 1, "b": 2})
-        call.result(timeout=SLACK)
+        call.result(timeout=TIMEOUT)
     public = {name for name in dir(call) if not name.startswith("_")}
     assert public == {
         "add_done_callback",
@@ -432,13 +432,13 @@ def test_cancelled_says_whether_the_call_ended_cancelled() -> None:
     host = Host(Toolkit([stubborn.tool, add]))
     try:
         running = host.submit("stubborn", {})
-        assert stubborn.started.wait(SLACK)
+        assert stubborn.started.wait(TIMEOUT)
         assert not running.cancelled()  # still running
         running.cancel()
-        running.result(timeout=SLACK)
+        running.result(timeout=TIMEOUT)
         assert running.cancelled()
         finished = host.submit("add", {"a": 1, "b": 2})
-        finished.result(timeout=SLACK)
+        finished.result(timeout=TIMEOUT)
         assert not finished.cancelled() and not finished.cancel()
     finally:
         stubborn.release.set()

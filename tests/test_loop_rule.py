@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from timing import STALL, TIMEOUT
 from toolnexus import (
     Answer,
     CancellationTokenSource,
@@ -20,7 +21,6 @@ from toolnexus import (
     tool,
 )
 
-SLACK = 5.0
 ENV_SCHEMA = {
     "type": "object",
     "properties": {"env": {"type": "string", "enum": ["dev", "staging", "prod"]}},
@@ -151,11 +151,11 @@ def test_a_wait_for_that_runs_out_of_its_budget_is_not_ok():
     release = threading.Event()
 
     def slow_human(request: Request) -> Answer:
-        release.wait(30)
+        release.wait(STALL)
         return Answer.accept(request, {"env": "dev"})
 
     async def aslow_human(request: Request) -> Answer:
-        await asyncio.sleep(30)
+        await asyncio.sleep(STALL)
         return Answer.accept(request, {"env": "dev"})
 
     for wait_for in (slow_human, aslow_human):
@@ -165,7 +165,7 @@ def test_a_wait_for_that_runs_out_of_its_budget_is_not_ok():
             start = time.monotonic()
             result = host.call("deploy", {"service": "api"})
             aresult = asyncio.run(host.acall("deploy", {"service": "api"}))
-            assert time.monotonic() - start < SLACK
+            assert time.monotonic() - start < TIMEOUT
         assert result.output == "declined/expired: Which environment?"
         assert aresult.output == "declined/expired: Which environment?"
     release.set()
@@ -192,7 +192,7 @@ def test_a_sync_wait_for_from_acall_does_not_block_the_loop():
     def human(request: Request) -> Answer:
         asking.set()
         # Answered by a coroutine on the caller's loop: only possible if the loop runs.
-        if not answered.wait(SLACK):
+        if not answered.wait(TIMEOUT):
             return Answer.decline(request)
         return Answer.accept(request, {"env": "dev"})
 
@@ -251,18 +251,18 @@ def test_the_callers_cancel_during_wait_for_returns_cancelled():
 
     def human(request: Request) -> Answer:
         asking.set()
-        unblock.wait(30)  # a human who never answers in time
+        unblock.wait(STALL)  # a human who never answers in time
         return Answer.accept(request, {"env": "dev"})
 
     def cancel_when_asking() -> None:
-        asking.wait(SLACK)
+        asking.wait(TIMEOUT)
         source.cancel()
 
     with Host(Toolkit([deploy.tool]), wait_for=human) as host:
         threading.Thread(target=cancel_when_asking).start()
         start = time.monotonic()
         result = host.call("deploy", {"service": "api"}, cancellation_token=source.token)
-        assert time.monotonic() - start < SLACK
+        assert time.monotonic() - start < TIMEOUT
         unblock.set()
     assert result.output.startswith("cancelled")
     assert deploy.runs == 1

@@ -10,7 +10,6 @@ the embedded server.
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import socket
 import threading
@@ -20,6 +19,8 @@ from typing import Any
 import pytest
 
 from extras import require
+from http_helpers import post, read_until
+from timing import TIMEOUT
 
 pytestmark = pytest.mark.interop
 
@@ -29,7 +30,6 @@ import uvicorn  # noqa: E402
 
 from test_mcp_http_attacks import (  # noqa: E402
     INITIALIZED,
-    TIMEOUT,
     TOKEN,
     TOOLKIT,
     arrived,
@@ -84,20 +84,6 @@ def under_uvicorn(**options: Any) -> Iterator[Running]:
     finally:
         server.should_exit = True
         thread.join(TIMEOUT)
-
-
-def post(
-    server: Running, message: dict[str, Any], extra: dict[str, str] | None = None
-) -> tuple[int, dict[str, str], bytes]:
-    from test_mcp_http_attacks import headers_for
-
-    connection = http.client.HTTPConnection(*server.address, timeout=TIMEOUT)
-    try:
-        connection.request("POST", "/mcp", json.dumps(message), headers_for(message, extra))
-        response = connection.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-    finally:
-        connection.close()
 
 
 def test_under_uvicorn_concurrent_large_calls_stay_under_the_in_flight_cap() -> None:
@@ -234,16 +220,6 @@ def test_under_uvicorn_request_heads_without_a_token_cannot_take_the_in_flight_b
                 sock.close()
 
 
-def head_of_reply(sock: socket.socket) -> bytes:
-    reply = b""
-    while b"\r\n\r\n" not in reply:
-        chunk = sock.recv(4096)
-        if not chunk:
-            break
-        reply += chunk
-    return reply
-
-
 def test_under_uvicorn_a_body_that_does_not_come_in_time_is_408_and_gives_its_bytes_back() -> None:
     # An authenticated client that declares a body and sends one byte of it: before, its
     # bytes stayed counted (and the request open) for as long as the socket stayed open.
@@ -256,6 +232,6 @@ def test_under_uvicorn_a_body_that_does_not_come_in_time_is_408_and_gives_its_by
             )
             assert sock.recv(4096).startswith(b"HTTP/1.1 100 ")
             sock.sendall(b"{")
-            assert head_of_reply(sock).startswith(b"HTTP/1.1 408 ")
+            assert read_until(sock, b"\r\n\r\n").startswith(b"HTTP/1.1 408 ")
         assert server.endpoint.inflight[0] == 0
         assert served(server)

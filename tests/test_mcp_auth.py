@@ -10,7 +10,6 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
-import http.client
 import json
 import logging
 import re
@@ -24,6 +23,7 @@ from typing import Any
 import pytest
 
 from cli_helpers import ROOT, child_env, run
+from http_helpers import send
 from toolnexus import Principal, Toolkit, tool
 from toolnexus._context import ToolContext
 from toolnexus.mcp import HttpServer, ProtectedResource, ServerOptions, asgi_app
@@ -142,29 +142,6 @@ def server(tokens: Tokens) -> Iterator[HttpServer]:
     with HttpServer(TOOLKIT, protected(tokens), port=0) as running:
         running.start()
         yield running
-
-
-def send(
-    server: HttpServer,
-    method: str,
-    path: str,
-    body: Any = None,
-    headers: dict[str, str] | None = None,
-) -> tuple[int, dict[str, str], bytes]:
-    host, port = server.address
-    connection = http.client.HTTPConnection(host, port, timeout=10)
-    try:
-        data = None if body is None else json.dumps(body).encode()
-        sent = {"Content-Type": "application/json", "Accept": "application/json"}
-        connection.request(method, path, data, {**sent, **(headers or {})})
-        response = connection.getresponse()
-        return (
-            response.status,
-            {k.lower(): v for k, v in response.getheaders()},
-            response.read(),
-        )
-    finally:
-        connection.close()
 
 
 def modern(

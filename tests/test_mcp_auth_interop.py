@@ -29,8 +29,8 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 
 from oauth_server import AuthServer
 from test_mcp_auth import serving_protected
+from timing import TIMEOUT
 
-TIMEOUT = 20.0  # an upper bound for each flow; never a measured duration
 MODES = ["legacy", "2026-07-28"]
 
 

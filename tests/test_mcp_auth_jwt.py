@@ -21,8 +21,9 @@ require("TOOLNEXUS_REQUIRE_JWT", "jwt", "jwt", "cryptography")
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from http_helpers import send
 from oauth_server import AuthServer
-from test_mcp_auth import TOOLKIT, metadata_url, modern, send, serving_protected, text_of
+from test_mcp_auth import TOOLKIT, metadata_url, modern, serving_protected, text_of
 from toolnexus.mcp import (
     HttpServer,
     IntrospectionVerifier,

@@ -17,7 +17,14 @@ from typing import Any
 
 import pytest
 
-from http_helpers import raw_request, read_until_closed
+from http_helpers import (
+    exchange_raw,
+    post,
+    raw_request,
+    read_until,
+    read_until_closed,
+    sse_events,
+)
 from toolnexus import Request, Toolkit, ToolResult, tool
 from toolnexus._context import ToolContext
 from toolnexus.mcp import HttpServer, ServerOptions
@@ -104,29 +111,6 @@ def server() -> Iterator[HttpServer]:
         yield running
 
 
-def post(
-    server: HttpServer,
-    message: dict[str, Any],
-    headers: dict[str, str] | None = None,
-    modern: bool = True,
-) -> tuple[int, dict[str, str], bytes]:
-    host, port = server.address
-    connection = http.client.HTTPConnection(host, port, timeout=10)
-    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    if modern and "params" in message:
-        sent["MCP-Protocol-Version"] = MODERN
-        sent["Mcp-Method"] = message["method"]
-        if "name" in message["params"]:
-            sent["Mcp-Name"] = message["params"]["name"]
-    sent.update(headers or {})
-    connection.request("POST", "/mcp", json.dumps(message), sent)
-    response = connection.getresponse()
-    body = response.read()
-    answer = (response.status, {k.lower(): v for k, v in response.getheaders()}, body)
-    connection.close()
-    return answer
-
-
 def call(
     name: str, arguments: dict[str, Any] | None = None, rid: int = 1, **meta: Any
 ) -> dict[str, Any]:
@@ -136,14 +120,6 @@ def call(
         "method": "tools/call",
         "params": {"name": name, "arguments": arguments or {}, "_meta": {**META, **meta}},
     }
-
-
-def events(body: bytes) -> list[dict[str, Any]]:
-    return [
-        json.loads(line[len(b"data: ") :])
-        for line in body.splitlines()
-        if line.startswith(b"data: ")
-    ]
 
 
 def test_a_modern_call_is_answered_as_one_json_body(server: HttpServer) -> None:
@@ -161,7 +137,7 @@ def test_progress_and_asked_for_logs_turn_the_response_into_an_event_stream(
     message = call("steps", progressToken="p", **{"io.modelcontextprotocol/logLevel": "info"})
     status, headers, body = post(server, message)
     assert status == 200 and headers["content-type"] == "text/event-stream"
-    sent = events(body)
+    sent = sse_events(body)
     assert [m.get("method") for m in sent] == [
         "notifications/progress",
         "notifications/message",
@@ -178,7 +154,7 @@ def test_a_log_that_cannot_be_encoded_is_left_out_of_the_stream(server: HttpServ
     status, headers, body = post(server, message)
     assert status == 200 and headers["content-type"] == "text/event-stream"
     assert body.count(b"data: ") == 2
-    sent = events(body)
+    sent = sse_events(body)
     assert [m.get("method") for m in sent] == ["notifications/message", None]
     assert sent[0]["params"]["data"] == "after"
     assert sent[1]["id"] == 1 and sent[1]["result"]["content"][0]["text"] == "done"
@@ -216,7 +192,9 @@ def test_modern_errors_travel_with_their_http_status(server: HttpServer) -> None
     status, _, body = post(server, old, {"MCP-Protocol-Version": "1999-01-01"})
     assert status == 400 and json.loads(body)["error"]["code"] == -32022
     no_meta = {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}}
-    status, _, body = post(server, no_meta)
+    status, _, body = post(
+        server, no_meta, {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"}
+    )
     assert status == 400 and json.loads(body)["error"]["code"] == -32602
 
 
@@ -245,7 +223,7 @@ def legacy_session(server: HttpServer) -> str:
             "clientInfo": {"name": "t", "version": "1"},
         },
     }
-    status, headers, body = post(server, init, modern=False)
+    status, headers, body = post(server, init)
     assert status == 200 and json.loads(body)["result"]["protocolVersion"] == "2025-11-25"
     session = headers["mcp-session-id"]
     assert all(0x21 <= ord(char) <= 0x7E for char in session)
@@ -253,7 +231,6 @@ def legacy_session(server: HttpServer) -> str:
         server,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"Mcp-Session-Id": session},
-        modern=False,
     )
     assert status == 202
     return session
@@ -267,14 +244,14 @@ def test_a_legacy_session_lives_until_delete(server: HttpServer) -> None:
         "method": "tools/call",
         "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
     }
-    status, _, body = post(server, message, {"Mcp-Session-Id": session}, modern=False)
+    status, _, body = post(server, message, {"Mcp-Session-Id": session})
     assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "3"
     host, port = server.address
     connection = http.client.HTTPConnection(host, port, timeout=10)
     connection.request("DELETE", "/mcp", headers={"Mcp-Session-Id": session})
     assert connection.getresponse().status == 204
     connection.close()
-    status, _, _ = post(server, message, {"Mcp-Session-Id": session}, modern=False)
+    status, _, _ = post(server, message, {"Mcp-Session-Id": session})
     assert status == 404
 
 
@@ -299,16 +276,16 @@ def test_a_legacy_question_goes_out_on_the_post_stream_and_the_answer_comes_back
     received = b""
     while b"\n\n" not in received:  # the first event: the question
         received += response.read1(65536)
-    question = events(received)[0]
+    question = sse_events(received)[0]
     assert question["method"] == "elicitation/create"
     answer = {
         "jsonrpc": "2.0",
         "id": question["id"],
         "result": {"action": "accept", "content": {"env": "prod"}},
     }
-    status, _, _ = post(server, answer, {"Mcp-Session-Id": session}, modern=False)
+    status, _, _ = post(server, answer, {"Mcp-Session-Id": session})
     assert status == 202
-    rest = events(response.read())
+    rest = sse_events(response.read())
     assert rest[-1]["id"] == 9
     assert rest[-1]["result"]["content"][0]["text"] == "deployed to prod"
     connection.close()
@@ -449,18 +426,6 @@ def test_an_oversized_body_sent_through_urllib_gets_its_413() -> None:
             urllib.request.urlopen(request, timeout=30)
         assert refused.value.code == 413
         refused.value.close()
-
-
-def exchange_raw(server: HttpServer, data: bytes) -> bytes:
-    """Send ``data`` on a fresh connection and read until the server closes it."""
-    host, port = server.address
-    with socket.create_connection((host, port), timeout=10) as sock:
-        sock.sendall(data)
-        reply = b""
-        with contextlib.suppress(ConnectionResetError):
-            while chunk := sock.recv(65536):
-                reply += chunk
-    return reply
 
 
 def raw_call(rid: int, close: bool = False, version: bytes = b"HTTP/1.1") -> bytes:
@@ -678,15 +643,6 @@ def gated() -> str:
     return "released" if released.wait(30) else "never released"
 
 
-def read_until(sock: socket.socket, marker: bytes) -> bytes:
-    data = b""
-    while marker not in data:
-        chunk = sock.recv(65536)
-        assert chunk, f"the connection closed before {marker!r}: {data!r}"
-        data += chunk
-    return data
-
-
 def open_get_stream(server: HttpServer) -> tuple[socket.socket, bytes]:
     """A legacy session's open GET stream, and what came after its head."""
     session = legacy_session(server)
@@ -740,7 +696,7 @@ def test_shutdown_ends_an_open_listen_stream_with_its_response_at_once() -> None
     stopper.join(10)
     assert not stopper.is_alive()
     assert data.endswith(b"\r\n0\r\n\r\n")  # the chunked stream ended cleanly
-    last = events(data)[-1]
+    last = sse_events(data)[-1]
     assert last == {
         "jsonrpc": "2.0",
         "id": 9,
@@ -827,7 +783,7 @@ def test_an_idle_legacy_session_expires() -> None:
         server.endpoint.expire_idle()
         assert server.endpoint.session_count == 0
         message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-        assert post(server, message, {"Mcp-Session-Id": session}, modern=False)[0] == 404
+        assert post(server, message, {"Mcp-Session-Id": session})[0] == 404
 
 
 def _open_descriptors() -> int:

@@ -35,7 +35,8 @@ from typing import Any
 import pytest
 
 from cli_helpers import child_env
-from http_helpers import read_until_closed
+from http_helpers import headers_for, post, read_until_closed
+from timing import TIMEOUT
 from toolnexus import Principal, Toolkit, tool
 from toolnexus._context import ToolContext
 from toolnexus.mcp import AsgiApp, HttpServer, ProtectedResource, ServerOptions, asgi_app
@@ -45,7 +46,6 @@ META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientCapabilities": {},
 }
-TIMEOUT = 30.0  # an upper bound for anything to arrive; never a measured duration
 
 gate = threading.Event()  # what `held` waits for
 arrived = threading.Semaphore(0)  # released by `held` as each call starts
@@ -103,31 +103,6 @@ def call(name: str, arguments: dict[str, Any] | None = None, rid: Any = 1) -> di
         "method": "tools/call",
         "params": {"name": name, "arguments": arguments or {}, "_meta": META},
     }
-
-
-def headers_for(message: dict[str, Any], extra: dict[str, str] | None = None) -> dict[str, str]:
-    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    params = message.get("params") or {}
-    if "_meta" in params:
-        sent["MCP-Protocol-Version"] = MODERN
-        sent["Mcp-Method"] = message["method"]
-        if "name" in params:
-            sent["Mcp-Name"] = params["name"]
-    sent.update(extra or {})
-    return sent
-
-
-def post(
-    server: HttpServer, message: dict[str, Any], extra: dict[str, str] | None = None
-) -> tuple[int, dict[str, str], bytes]:
-    host, port = server.address
-    connection = http.client.HTTPConnection(host, port, timeout=TIMEOUT)
-    try:
-        connection.request("POST", "/mcp", json.dumps(message), headers_for(message, extra))
-        response = connection.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-    finally:
-        connection.close()
 
 
 def raw_request(message: dict[str, Any], extra: dict[str, str] | None = None) -> bytes:

@@ -27,7 +27,8 @@ import anyio
 import mcp.types as types
 from mcp import Client
 
-TIMEOUT = 10.0  # an upper bound for each step; never a measured duration
+from timing import TIMEOUT
+
 MODES = ["legacy", "2026-07-28"]
 EXPECTED_VERSION = {"legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
 cancelled = threading.Event()

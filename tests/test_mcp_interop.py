@@ -26,8 +26,9 @@ import anyio
 import mcp.types as types
 from mcp import Client, StdioServerParameters
 
+from timing import TIMEOUT
+
 ROOT = Path(__file__).resolve().parent.parent
-TIMEOUT = 10.0  # an upper bound for each step; never a measured duration
 MODES = ["legacy", "2026-07-28", "auto"]
 EXPECTED_VERSION = {"legacy": "2025-11-25", "2026-07-28": "2026-07-28", "auto": "2026-07-28"}
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from http_helpers import raw_request
+from http_helpers import post, raw_request, sse_events
 from toolnexus import Toolkit, tool
 from toolnexus.mcp import (
     HttpServer,
@@ -292,30 +292,10 @@ def read_events(
         if not chunk:
             break
         data += chunk
-        found = [
-            json.loads(line[len(b"data: ") :])
-            for line in data.split(b"\n")
-            if line.startswith(b"data: ")
-        ]
+        found = sse_events(data)
         if any(event.get("method") == until for event in found):
             return data, found
     raise AssertionError(f"no {until!r} event in {data!r}")
-
-
-def post(
-    server: HttpServer, message: dict[str, Any], headers: dict[str, str] | None = None
-) -> tuple[int, dict[str, str], bytes]:
-    import http.client
-
-    host, port = server.address
-    connection = http.client.HTTPConnection(host, port, timeout=10)
-    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    sent.update(headers or {})
-    connection.request("POST", "/mcp", json.dumps(message), sent)
-    response = connection.getresponse()
-    body = response.read()
-    connection.close()
-    return response.status, {k.lower(): v for k, v in response.getheaders()}, body
 
 
 def open_session(server: HttpServer) -> str:

@@ -25,9 +25,9 @@ import mcp.types as types
 from mcp import Client, StdioServerParameters
 
 from served_tools import GIF, toolkit
+from timing import TIMEOUT
 
 ROOT = Path(__file__).resolve().parent.parent
-TIMEOUT = 10.0  # an upper bound for each step; never a measured duration
 CASES = [
     ("stdio", "legacy"),
     ("stdio", "2026-07-28"),

@@ -9,116 +9,30 @@ from __future__ import annotations
 import io
 import json
 import os
-import queue
-import subprocess
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from stdio_helpers import MODERN, StdioClient
 from stdio_tools import toolkit
+from timing import TIMEOUT
 from toolnexus.mcp import ServerOptions, serve_stdio
 
-ROOT = Path(__file__).resolve().parent.parent
-TIMEOUT = 10.0  # an upper bound for anything to arrive; never a measured duration
-MODERN = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
-}
-
-# --------------------------------------------------------------------------- a tiny client
-
-
-class Server:
-    """``python -m toolnexus serve`` in a subprocess, with a line reader on its stdout."""
-
-    def __init__(self, *extra: str) -> None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "toolnexus", "serve", "tests/stdio_tools.py:toolkit", *extra],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        self.lines: queue.Queue[bytes | None] = queue.Queue()
-        self.raw: list[bytes] = []
-        self.stderr = b""
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.raw.append(line)
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def _read_stderr(self) -> None:
-        assert self.process.stderr is not None
-        self.stderr = self.process.stderr.read()
-
-    def send(self, message: Any) -> None:
-        data = message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n"
-        assert self.process.stdin is not None
-        self.process.stdin.write(data)
-        self.process.stdin.flush()
-
-    def receive(self) -> dict[str, Any]:
-        line = self.lines.get(timeout=TIMEOUT)
-        assert line is not None, "the server closed stdout"
-        message: dict[str, Any] = json.loads(line)
-        return message
-
-    def request(self, rid: Any, method: str, params: Any = None) -> dict[str, Any]:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-        return self.receive()
-
-    def initialize(self, **capabilities: Any) -> dict[str, Any]:
-        answer = self.request(
-            0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": capabilities}
-        )
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return answer
-
-    def close_stdin(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-
-    def finish(self) -> int:
-        if self.process.stdin is not None and not self.process.stdin.closed:
-            self.process.stdin.close()
-        code = self.process.wait(timeout=TIMEOUT)
-        remaining = []
-        while True:
-            line = self.lines.get(timeout=TIMEOUT)
-            if line is None:
-                break
-            remaining.append(json.loads(line))
-        self.rest = remaining
-        return code
+SPEC = "tests/stdio_tools.py:toolkit"
 
 
 @pytest.fixture
 def server() -> Any:
-    running = Server()
-    yield running
-    if running.process.poll() is None:
-        running.process.kill()
-        running.process.wait(timeout=TIMEOUT)
+    with StdioClient.serving(SPEC) as running:
+        yield running
 
 
 # --------------------------------------------------------------------------- end to end
 
 
-def test_a_legacy_client_lists_and_calls_tools_over_real_pipes(server: Server) -> None:
+def test_a_legacy_client_lists_and_calls_tools_over_real_pipes(server: StdioClient) -> None:
     hello = server.initialize()
     assert hello["result"]["protocolVersion"] == "2025-11-25"
     assert hello["result"]["serverInfo"]["name"] == "toolnexus"
@@ -137,7 +51,7 @@ def test_a_legacy_client_lists_and_calls_tools_over_real_pipes(server: Server) -
     assert server.finish() == 0
 
 
-def test_a_modern_client_discovers_calls_and_answers_an_input_request(server: Server) -> None:
+def test_a_modern_client_discovers_calls_and_answers_an_input_request(server: StdioClient) -> None:
     found = server.request("d", "server/discover", {"_meta": MODERN})["result"]
     assert found["supportedVersions"][0] == "2026-07-28"
     first = server.request(1, "tools/call", {"name": "deploy", "_meta": MODERN})["result"]
@@ -155,7 +69,7 @@ def test_a_modern_client_discovers_calls_and_answers_an_input_request(server: Se
     assert server.finish() == 0
 
 
-def test_a_legacy_elicitation_round_trip_over_pipes(server: Server) -> None:
+def test_a_legacy_elicitation_round_trip_over_pipes(server: StdioClient) -> None:
     server.initialize(elicitation={})
     server.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "deploy"}})
     asked = server.receive()
@@ -173,7 +87,7 @@ def test_a_legacy_elicitation_round_trip_over_pipes(server: Server) -> None:
     assert final["result"]["content"] == [{"type": "text", "text": "deployed to prod"}]
 
 
-def test_stdout_carries_only_protocol_json_even_when_a_tool_prints(server: Server) -> None:
+def test_stdout_carries_only_protocol_json_even_when_a_tool_prints(server: StdioClient) -> None:
     server.initialize()
     answer = server.request(1, "tools/call", {"name": "shout", "arguments": {"text": "hi"}})
     assert answer["result"]["content"][0]["text"] == "HI"
@@ -184,7 +98,7 @@ def test_stdout_carries_only_protocol_json_even_when_a_tool_prints(server: Serve
     assert b"noise written to fd 1" in server.stderr
 
 
-def test_pings_are_answered_and_a_cancel_reaches_the_running_tool(server: Server) -> None:
+def test_pings_are_answered_and_a_cancel_reaches_the_running_tool(server: StdioClient) -> None:
     server.initialize()
     server.send(
         {
@@ -205,10 +119,10 @@ def test_pings_are_answered_and_a_cancel_reaches_the_running_tool(server: Server
     assert seen["id"] == "check"
     assert seen["result"]["content"][0]["text"] == "cancelled"
     assert server.finish() == 0
-    assert all(message.get("id") != "long" for message in server.rest)
+    assert all(message.get("id") != "long" for message in server.remaining())
 
 
-def test_concurrent_calls_are_each_answered_once_with_their_own_result(server: Server) -> None:
+def test_concurrent_calls_are_each_answered_once_with_their_own_result(server: StdioClient) -> None:
     server.initialize()
     for i in range(40):
         server.send(
@@ -227,7 +141,7 @@ def test_concurrent_calls_are_each_answered_once_with_their_own_result(server: S
     assert answers == {f"c{i}": str(i + 1000) for i in range(40)}
 
 
-def test_progress_arrives_in_order_before_the_response(server: Server) -> None:
+def test_progress_arrives_in_order_before_the_response(server: StdioClient) -> None:
     server.initialize()
     server.send(
         {
@@ -244,7 +158,7 @@ def test_progress_arrives_in_order_before_the_response(server: Server) -> None:
     assert received[5]["result"]["content"][0]["text"] == "5 steps"
 
 
-def test_a_tool_logs_to_its_client_at_the_level_set_before_the_call(server: Server) -> None:
+def test_a_tool_logs_to_its_client_at_the_level_set_before_the_call(server: StdioClient) -> None:
     server.initialize()
     # No level set: the tool's log messages go nowhere; its answer comes alone.
     unasked = server.request(1, "tools/call", {"name": "chatty", "arguments": {}})
@@ -265,7 +179,7 @@ def test_a_tool_logs_to_its_client_at_the_level_set_before_the_call(server: Serv
 
 
 def test_a_call_that_finishes_within_the_grace_period_is_still_answered_after_stdin_closes(
-    server: Server,
+    server: StdioClient,
 ) -> None:
     server.initialize()
     server.send(
@@ -278,12 +192,13 @@ def test_a_call_that_finishes_within_the_grace_period_is_still_answered_after_st
     )
     server.close_stdin()
     assert server.finish() == 0
-    assert [m["id"] for m in server.rest] == [1]
-    assert server.rest[0]["result"]["content"][0]["text"] == "slept 200 ms"
+    rest = server.remaining()
+    assert [m["id"] for m in rest] == [1]
+    assert rest[0]["result"]["content"][0]["text"] == "slept 200 ms"
 
 
 @pytest.mark.slow  # the 1 s grace, then 1 s for the stuck thread
-def test_closing_stdin_exits_even_while_a_tool_ignores_cancellation(server: Server) -> None:
+def test_closing_stdin_exits_even_while_a_tool_ignores_cancellation(server: StdioClient) -> None:
     server.initialize()
     server.send(
         {
@@ -296,10 +211,10 @@ def test_closing_stdin_exits_even_while_a_tool_ignores_cancellation(server: Serv
     assert server.receive()["params"]["message"] == "started"
     server.close_stdin()
     assert server.finish() == 0  # within TIMEOUT, although the tool sleeps for an hour
-    assert server.rest == []
+    assert server.remaining() == []
 
 
-def test_garbage_lines_are_answered_and_the_server_keeps_serving(server: Server) -> None:
+def test_garbage_lines_are_answered_and_the_server_keeps_serving(server: StdioClient) -> None:
     server.send(b"\xff\xfe not utf-8\n")
     assert server.receive()["error"]["code"] == -32700
     server.send(b"{not json\n")
@@ -312,25 +227,17 @@ def test_garbage_lines_are_answered_and_the_server_keeps_serving(server: Server)
 
 
 def test_timeout_option_bounds_each_call() -> None:
-    running = Server("--timeout", "200")
-    try:
+    with StdioClient.serving(SPEC, "--timeout", "200") as running:
         running.initialize()
         answer = running.request(1, "tools/call", {"name": "stubborn"})
         assert answer["result"]["isError"] is True
         assert answer["result"]["content"][0]["text"].startswith("timed out after 200 ms")
-    finally:
-        running.process.kill()
-        running.process.wait(timeout=TIMEOUT)
 
 
 def test_name_and_version_options_are_the_server_identity() -> None:
-    running = Server("--name", "calc", "--version", "2.1")
-    try:
+    with StdioClient.serving(SPEC, "--name", "calc", "--version", "2.1") as running:
         assert running.initialize()["result"]["serverInfo"] == {"name": "calc", "version": "2.1"}
         assert running.finish() == 0
-    finally:
-        if running.process.poll() is None:
-            running.process.kill()
 
 
 # --------------------------------------------------------------------------- in process

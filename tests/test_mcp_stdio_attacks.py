@@ -16,8 +16,8 @@ import textwrap
 import pytest
 
 from cli_helpers import child_env
+from timing import TIMEOUT
 
-TIMEOUT = 60.0  # an upper bound for anything to arrive; never a measured duration
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 # Runs serve_stdio on its own main thread (where it takes signals), over pipes whose reading

@@ -33,13 +33,13 @@ from typing import Any
 
 import pytest
 
+from timing import TIMEOUT
 from toolnexus import Toolkit, ToolResult, tool
 from toolnexus.mcp import ServerOptions, serve_stdio
 from toolnexus.mcp._bridge import LazyHost
 from toolnexus.mcp._session import ServerSession
 from toolnexus.mcp._stdio import _Input, _StdioCall, _StdioServer
 
-TIMEOUT = 60.0  # an upper bound for anything to arrive; never a measured duration
 READERS = ("toolnexus-mcp-reader", "toolnexus-mcp-spare")
 
 _gate = threading.Event()  # what `blocked` waits for (set by the test that blocks it)

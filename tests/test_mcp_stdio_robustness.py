@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import random
 import signal
-import subprocess
 import sys
 import textwrap
 import threading
@@ -27,108 +25,24 @@ from typing import Any
 
 import pytest
 
-from cli_helpers import child_env
+from stdio_helpers import MODERN, StdioClient
 from stdio_robustness_tools import toolkit
+from timing import TIMEOUT
 from toolnexus import Request, ToolResult, _timers
 from toolnexus.mcp import ServerOptions, ServerSession, serve_stdio
 
-ROOT = Path(__file__).resolve().parent.parent
-TIMEOUT = 60.0  # an upper bound for anything to arrive; never a measured duration
-MODERN = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
-}
 DEPTH = 700  # deeper than the session can walk with Python recursion
 DECODER_DEPTH = 20_000  # deeper than json.loads itself can parse, on every CPython 3.10-3.13
 # (json.loads parses 994 levels on 3.10-3.11, 1,497 on 3.12, 9,998 on 3.13)
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
-# --------------------------------------------------------------------------- a tiny client
-
-
-class Client:
-    """A server in a subprocess, with a line reader on its stdout."""
-
-    def __init__(self, *command: str) -> None:
-        if not command or command[0].startswith("-"):
-            command = (
-                "-m",
-                "toolnexus",
-                "serve",
-                "tests/stdio_robustness_tools.py:toolkit",
-                *command,
-            )
-        self.process = subprocess.Popen(
-            [sys.executable, *command],
-            cwd=ROOT,
-            env=child_env(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        self.lines: queue.Queue[bytes | None] = queue.Queue()
-        self.stderr = b""
-        self._stderr_done = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def _read_stderr(self) -> None:
-        assert self.process.stderr is not None
-        self.stderr = self.process.stderr.read()
-        self._stderr_done.set()
-
-    def send(self, message: Any) -> None:
-        data = message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n"
-        assert self.process.stdin is not None
-        self.process.stdin.write(data)
-        self.process.stdin.flush()
-
-    def receive(self) -> dict[str, Any]:
-        line = self.lines.get(timeout=TIMEOUT)
-        assert line is not None, f"the server closed stdout; stderr: {self.stderr!r}"
-        message: dict[str, Any] = json.loads(line)
-        return message
-
-    def request(self, rid: Any, method: str, params: Any = None) -> dict[str, Any]:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-        return self.receive()
-
-    def call(self, rid: Any, name: str, arguments: Any, **params: Any) -> dict[str, Any]:
-        return self.request(
-            rid, "tools/call", {"name": name, "arguments": arguments, "_meta": MODERN, **params}
-        )
-
-    def assert_alive(self, rid: Any = "alive") -> None:
-        """The server still answers: a ping gets its answer."""
-        assert self.request(rid, "ping") == {"jsonrpc": "2.0", "id": rid, "result": {}}
-
-    def wait(self) -> int:
-        if self.process.stdin is not None and not self.process.stdin.closed:
-            self.process.stdin.close()
-        code = self.process.wait(timeout=TIMEOUT)
-        self._stderr_done.wait(TIMEOUT)
-        return code
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=TIMEOUT)
+SPEC = "tests/stdio_robustness_tools.py:toolkit"
 
 
 @pytest.fixture
 def client() -> Any:
-    running = Client()
-    yield running
-    running.kill()
+    with StdioClient.serving(SPEC) as running:
+        yield running
 
 
 def nested(depth: int) -> Any:
@@ -151,7 +65,7 @@ def with_deep(message: Any, depth: int = DEPTH) -> bytes:
 # --------------------------------------------------------------------------- never deaf
 
 
-def test_answers_json_cannot_carry_as_they_are_are_still_answered(client: Client) -> None:
+def test_answers_json_cannot_carry_as_they_are_are_still_answered(client: StdioClient) -> None:
     # A legacy client: its text answers are written straight from the result (the
     # session's complete_call_bytes), which hands these two to the general encoder.
     client.request(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
@@ -174,7 +88,7 @@ def test_answers_json_cannot_carry_as_they_are_are_still_answered(client: Client
 
 @pytest.mark.parametrize("depth", [DEPTH, DECODER_DEPTH])
 def test_a_legacy_elicitation_answer_nested_too_deep_answers_the_call(
-    client: Client, depth: int
+    client: StdioClient, depth: int
 ) -> None:
     # At DECODER_DEPTH the line cannot even be parsed: its top-level id still names it.
     client.request(
@@ -211,7 +125,9 @@ def test_a_legacy_elicitation_answer_nested_too_deep_answers_the_call(
 
 
 @pytest.mark.parametrize("depth", [DEPTH, DECODER_DEPTH])
-def test_a_modern_input_response_nested_too_deep_is_answered(client: Client, depth: int) -> None:
+def test_a_modern_input_response_nested_too_deep_is_answered(
+    client: StdioClient, depth: int
+) -> None:
     first = client.call(1, "deploy", {})
     state = first["result"]["requestState"]
     (question,) = first["result"]["inputRequests"]
@@ -248,7 +164,7 @@ def test_a_modern_input_response_nested_too_deep_is_answered(client: Client, dep
     assert done["result"]["content"][0]["text"] == "deployed to prod"
 
 
-def test_deep_arguments_on_a_modern_retry_are_answered(client: Client) -> None:
+def test_deep_arguments_on_a_modern_retry_are_answered(client: StdioClient) -> None:
     first = client.call(1, "deploy", {})
     state = first["result"]["requestState"]
     answer = client.call(2, "deploy", {"x": nested(DEPTH)}, requestState=state, inputResponses={})
@@ -256,7 +172,7 @@ def test_deep_arguments_on_a_modern_retry_are_answered(client: Client) -> None:
     client.assert_alive()
 
 
-def test_deep_arguments_on_a_plain_call_are_an_error_result(client: Client) -> None:
+def test_deep_arguments_on_a_plain_call_are_an_error_result(client: StdioClient) -> None:
     answer = client.call(1, "add", {"a": nested(DEPTH), "b": 1})
     assert answer["id"] == 1
     assert answer.get("result", {}).get("isError") or answer.get("error")
@@ -267,6 +183,7 @@ FAULTY_SERVER = """
 import sys
 from toolnexus.mcp import ServerSession, serve_stdio
 sys.path.insert(0, "tests")
+from stdio_helpers import MODERN, StdioClient
 from stdio_robustness_tools import toolkit
 
 receive, receive_line = ServerSession._receive, ServerSession.receive_line
@@ -293,7 +210,7 @@ raise SystemExit(serve_stdio(toolkit))
 def faulty(tmp_path: Path) -> Any:
     script = tmp_path / "faulty_server.py"
     script.write_text(textwrap.dedent(FAULTY_SERVER))
-    running = Client(str(script))
+    running = StdioClient(str(script))
     yield running
     running.kill()
 
@@ -303,7 +220,7 @@ def faulty(tmp_path: Path) -> Any:
     [("explode", -32603), ("recurse", -32602), ("bug", -32603)],
 )
 def test_any_failure_handling_a_request_answers_it_and_reading_goes_on(
-    faulty: Client, method: str, code: int
+    faulty: StdioClient, method: str, code: int
 ) -> None:
     for rid in (f"{method}-1", 17):
         answer = faulty.request(rid, method, {"_meta": MODERN})
@@ -312,16 +229,16 @@ def test_any_failure_handling_a_request_answers_it_and_reading_goes_on(
     # A notification that fails is dropped: the next answer is the ping's.
     faulty.send({"jsonrpc": "2.0", "method": method})
     faulty.assert_alive("ping-after-notification")
-    assert faulty.wait() == 0
+    assert faulty.finish() == 0
 
 
-def test_a_failure_the_session_cannot_catch_is_answered_by_the_reader(faulty: Client) -> None:
+def test_a_failure_the_session_cannot_catch_is_answered_by_the_reader(faulty: StdioClient) -> None:
     faulty.send(b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"line-bomb"}}\n')
     answer = faulty.receive()
     assert answer["id"] is None and answer["error"]["code"] == -32603
     assert "MemoryError" in answer["error"]["message"]
     faulty.assert_alive()
-    assert faulty.wait() == 0
+    assert faulty.finish() == 0
 
 
 @pytest.mark.parametrize("fed_as", ["line", "parsed"])
@@ -424,7 +341,7 @@ def test_a_response_too_deep_to_parse_to_nothing_we_asked_is_ignored() -> None:
 
 
 def test_arguments_over_the_in_flight_cap_are_answered_overloaded() -> None:
-    client = Client("--max-inflight-bytes", "4K")
+    client = StdioClient.serving(SPEC, "--max-inflight-bytes", "4K")
     try:
         pad = "x" * 2500
         client.send(
@@ -447,14 +364,14 @@ def test_arguments_over_the_in_flight_cap_are_answered_overloaded() -> None:
         # The bytes of the finished call are free again: the same request now runs.
         again = client.call(4, "hold", {"pad": pad})
         assert again["result"]["content"][0]["text"] == "held 2500 bytes"
-        assert client.wait() == 0
+        assert client.finish() == 0
     finally:
         client.kill()
 
 
 def test_a_bad_cap_is_a_usage_error() -> None:
-    client = Client("--max-inflight-bytes", "lots")
-    assert client.wait() == 2
+    client = StdioClient.serving(SPEC, "--max-inflight-bytes", "lots")
+    assert client.finish() == 2
     assert b"--max-inflight-bytes" in client.stderr and b"positive number" in client.stderr
 
 
@@ -477,11 +394,11 @@ def test_serve_stdio_refuses_a_bad_cap() -> None:
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 @pytest.mark.parametrize("round_", range(3))
 def test_a_signal_after_a_finished_call_exits_cleanly(signum: int, code: int, round_: int) -> None:
-    client = Client()
+    client = StdioClient.serving(SPEC)
     try:
         assert client.call(1, "add", {"a": 1, "b": 2})["result"]["content"][0]["text"] == "3"
         client.process.send_signal(signum)
-        assert client.wait() == code
+        assert client.finish() == code
         assert b"Fatal Python error" not in client.stderr
         assert b"Traceback" not in client.stderr
     finally:
@@ -491,7 +408,7 @@ def test_a_signal_after_a_finished_call_exits_cleanly(signum: int, code: int, ro
 @posix_only
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_while_a_tool_ignores_cancellation_exits_cleanly(signum: int, code: int) -> None:
-    client = Client()
+    client = StdioClient.serving(SPEC)
     try:
         client.assert_alive()
         client.send(
@@ -504,13 +421,13 @@ def test_a_signal_while_a_tool_ignores_cancellation_exits_cleanly(signum: int, c
         )
         client.assert_alive("ping-while-stubborn")  # the call was read and started
         client.process.send_signal(signum)
-        assert client.wait() == code
+        assert client.finish() == code
         assert b"Fatal Python error" not in client.stderr
     finally:
         client.kill()
 
 
-def test_closing_stdin_answers_the_calls_in_flight_and_exits(client: Client) -> None:
+def test_closing_stdin_answers_the_calls_in_flight_and_exits(client: StdioClient) -> None:
     client.send(
         {
             "jsonrpc": "2.0",
@@ -520,7 +437,7 @@ def test_closing_stdin_answers_the_calls_in_flight_and_exits(client: Client) -> 
         }
     )
     client.assert_alive()
-    assert client.wait() == 0
+    assert client.finish() == 0
     answer = client.receive()
     assert answer["id"] == 1 and answer["result"]["content"][0]["text"] == "slept 50 ms"
     assert client.lines.get(timeout=TIMEOUT) is None
@@ -592,7 +509,7 @@ def _sample_threads(pid: int, stop: threading.Event, peak: list[int]) -> None:
 def test_a_burst_of_1000_token_ignoring_calls_is_answered_once_each_with_bounded_threads() -> None:
     max_workers, max_stuck = 64, 4  # the host's defaults, which the server uses
     bound = max_workers + max_stuck + 16  # + timer, dispatchers, main, warm-up
-    client = Client("--timeout", "30")
+    client = StdioClient.serving(SPEC, "--timeout", "30")
     stop = threading.Event()
     sampled = [0]
     sampler = threading.Thread(
@@ -637,7 +554,7 @@ def test_a_burst_of_1000_token_ignoring_calls_is_answered_once_each_with_bounded
         assert numbers["invocations"] == started
         assert numbers["peak_threads"] <= bound
         assert sampled[0] <= bound
-        assert client.wait() == 0
+        assert client.finish() == 0
         assert b"Fatal Python error" not in client.stderr
     finally:
         stop.set()

@@ -24,8 +24,9 @@ require("TOOLNEXUS_REQUIRE_INTEROP", "interop", "anyio", "mcp")
 import anyio
 from mcp import Client, StdioServerParameters
 
+from timing import TIMEOUT
+
 ROOT = Path(__file__).resolve().parent.parent
-TIMEOUT = 10.0  # an upper bound for each step; never a measured duration
 MODES = ["legacy", "2026-07-28"]
 
 CALLS: dict[str, dict[str, Any]] = {

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from http_helpers import post, sse_events
 from toolnexus import Host, NotFoundError, Request, ToolContext, Toolkit, ToolResult, tool
 from toolnexus.mcp import HttpServer, ServerOptions
 from toolnexus.mcp._bridge import LazyHost
@@ -332,23 +333,11 @@ def rpc(
             },
         },
     }
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json",
-        "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": method,
-    }
-    for key in ("name", "taskId"):
-        if key in params:
-            headers["Mcp-Name"] = str(params[key])
+    headers = {"Accept": "application/json"}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
-    host, port = server.address
-    connection = http.client.HTTPConnection(host, port, timeout=20)
-    connection.request("POST", "/mcp", json.dumps(body), headers)
-    response = connection.getresponse()
-    message = json.loads(response.read())
-    connection.close()
+    _, _, answer = post(server, body, headers)
+    message = json.loads(answer)
     return dict(message)
 
 
@@ -693,11 +682,7 @@ def test_a_listen_stream_that_asks_for_tasks_hears_each_change_of_its_clients_ta
     seen = b""
 
     def events() -> list[dict[str, Any]]:
-        return [
-            json.loads(line[len(b"data: ") :])
-            for line in seen.split(b"\n")
-            if line.startswith(b"data: ")
-        ]
+        return sse_events(seen)
 
     def read_until(wanted: Any) -> list[dict[str, Any]]:
         nonlocal seen

@@ -14,7 +14,6 @@ TOOLNEXUS_TEST_*_RESTART: run it serially, as .ci/run does.
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import os
 import shlex
@@ -23,7 +22,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,6 +31,8 @@ import pytest
 
 from cli_helpers import ROOT, child_env
 from extras import server_url
+from http_helpers import post, sse_events
+from timing import wait_until
 
 REQUIRE = "TOOLNEXUS_REQUIRE_STORES"
 SERVERS = {
@@ -52,17 +52,6 @@ META = {
 UNAVAILABLE = "the answer store is unavailable"
 
 pytestmark = pytest.mark.slow  # three interpreters per test, and real servers
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = 60.0) -> bool:
-    """Poll ``condition`` until it holds; False if it did not within ``timeout_s``."""
-    pause = threading.Event()
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        pause.wait(0.01)
-    return True
 
 
 # --------------------------------------------------------------------------- the proxy
@@ -219,30 +208,13 @@ class Replicas:
         replica) and return the reply's ``result`` (or ``error``) object. Raises
         ``http.client.RemoteDisconnected`` (or another ``OSError``) when the connection
         closes with no reply."""
-        connection = http.client.HTTPConnection(*self.proxy.address, timeout=60)
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-            "Connection": "close",
-        }
-        params = message.get("params", {})
-        if "_meta" in params:
-            headers["MCP-Protocol-Version"] = MODERN
-            headers["Mcp-Method"] = message["method"]
-            for key in ("name", "taskId"):
-                if key in params:
-                    headers["Mcp-Name"] = str(params[key])
-        headers.update(message.pop("headers", {}))
-        try:
-            connection.request("POST", "/mcp", json.dumps(message), headers)
-            response = connection.getresponse()
-            body = response.read()
-        finally:
-            connection.close()
-        if response.getheader("content-type") == "text/event-stream":
-            body = [line for line in body.splitlines() if line.startswith(b"data: ")][-1][6:]
-        reply = json.loads(body) if body else {}
-        return reply.get("result", reply.get("error", {"status": response.status}))
+        extra = {"Connection": "close", **message.pop("headers", {})}
+        status, headers, body = post(self.proxy, message, extra)
+        if headers.get("content-type") == "text/event-stream":
+            reply = sse_events(body)[-1]
+        else:
+            reply = json.loads(body) if body else {}
+        return reply.get("result", reply.get("error", {"status": status}))
 
     def call(self, name: str, arguments: dict[str, Any], **params: Any) -> dict[str, Any]:
         """A modern-era ``tools/call`` (``params`` adds requestState, inputResponses)."""
@@ -352,17 +324,8 @@ def test_a_legacy_session_lives_on_the_replica_that_opened_it(replicas: Replicas
             "clientInfo": {"name": "t", "version": "1"},
         },
     }
-    connection = http.client.HTTPConnection(*replicas.proxy.address, timeout=30)
-    connection.request(
-        "POST",
-        "/mcp",
-        json.dumps(init),
-        {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
-    )
-    response = connection.getresponse()
-    response.read()
-    session = response.getheader("Mcp-Session-Id")
-    connection.close()
+    _, headers, _ = post(replicas.proxy, init)
+    session = headers.get("mcp-session-id")
     assert session
     listing = {
         "jsonrpc": "2.0",

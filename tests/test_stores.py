@@ -29,6 +29,7 @@ import pytest
 from extras import server_url
 from store_faults import Lost
 from store_workers import FAR, consume_together
+from timing import wait_until
 from toolnexus import (
     Answer,
     Host,
@@ -90,17 +91,6 @@ def store(url) -> Iterator[AnswerStore]:
 def new_key(label: str = "") -> str:
     """A key no earlier run used (the servers outlive a test run)."""
     return f"{uuid.uuid4().hex}{label}"[:64]
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = 30.0) -> bool:
-    """Poll ``condition`` until it holds; False if it did not within ``timeout_s``."""
-    pause = threading.Event()
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        pause.wait(0.01)
-    return True
 
 
 # --------------------------------------------------------------------------- the contract

@@ -26,6 +26,7 @@ import pytest
 from extras import server_url
 from store_faults import Lost
 from store_workers import update_together
+from timing import wait_until
 from toolnexus import StoreUnavailableError
 from toolnexus.stores import TaskRecord, TaskStore, open_task_store
 
@@ -69,16 +70,6 @@ def new_task(ttl_ms: int = HOUR_MS, now: float | None = None) -> TaskRecord:
     """A record no earlier run used (the servers outlive a test run)."""
     moment = time.time() if now is None else now
     return TaskRecord(f"tsk-{uuid.uuid4().hex}", "owner-digest", "working", moment, moment, ttl_ms)
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = 30.0) -> bool:
-    pause = threading.Event()
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        pause.wait(0.01)
-    return True
 
 
 # --------------------------------------------------------------------------- the contract

@@ -16,16 +16,15 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cli_helpers import ROOT, child_env
 from extras import require, server_url
+from timing import wait_until
 
 require("TOOLNEXUS_REQUIRE_TEMPORAL", "temporal", "temporalio")
 
@@ -39,17 +38,6 @@ HEARTBEAT_MS = 1000  # a worker silent this long is taken for gone
 UNREACHABLE = ["--temporal", "127.0.0.1:1", "--task-queue", "q"]
 
 pytestmark = pytest.mark.slow  # worker processes and a real server
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = 60.0) -> bool:
-    """Poll ``condition`` until it holds; False if it did not within ``timeout_s``."""
-    pause = threading.Event()
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        pause.wait(0.02)
-    return True
 
 
 class Fleet:

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from timing import STALL, TIMEOUT
 from toolnexus import CancellationTokenSource, Host, ToolContext, Toolkit, _timers, tool
 
-SLACK = 10.0
 PACKAGE_ROOT = str(Path(__import__("toolnexus").__file__).resolve().parent.parent)
 SLOW = 30  # more slow callbacks than the dispatcher has threads
 
@@ -53,7 +53,7 @@ class Saturation:
             source.token.register(self.callback)
             source.cancel_after(0.01)
             sources.append(source)
-        assert self.busy.wait(SLACK), "the slow callbacks never started"
+        assert self.busy.wait(TIMEOUT), "the slow callbacks never started"
         return sources
 
 
@@ -73,15 +73,15 @@ def test_cancel_after_flips_the_token_while_slow_callbacks_fill_the_dispatcher(
     heard = threading.Event()
     late.token.register(heard.set)
     late.cancel_after(0.05)
-    assert late.token.wait(SLACK)  # cancelled on time, on the timer thread
+    assert late.token.wait(TIMEOUT)  # cancelled on time, on the timer thread
     assert late.is_cancellation_requested
     assert not slow.release.is_set()  # ...while every dispatcher thread is still blocked
     assert all(source.is_cancellation_requested for source in sources)
 
     slow.release.set()
-    assert heard.wait(SLACK)  # its own callback still runs, once the dispatcher is free
+    assert heard.wait(TIMEOUT)  # its own callback still runs, once the dispatcher is free
     for _ in range(SLOW):
-        assert slow.finished.acquire(timeout=SLACK)
+        assert slow.finished.acquire(timeout=TIMEOUT)
 
 
 def test_a_deadline_flips_the_token_of_another_hosts_tool_while_callbacks_are_stuck(
@@ -91,37 +91,37 @@ def test_a_deadline_flips_the_token_of_another_hosts_tool_while_callbacks_are_st
     def registers_slow(ctx: ToolContext) -> str:
         """Registers a slow cancel callback and waits for its token."""
         ctx.cancellation_token.register(slow.callback)
-        ctx.cancellation_token.wait(SLACK * 3)
+        ctx.cancellation_token.wait(STALL)
         return "stopped"
 
     @tool
     def polite(ctx: ToolContext) -> str:
         """Waits for its token and says so."""
-        if ctx.cancellation_token.wait(SLACK * 3):
+        if ctx.cancellation_token.wait(STALL):
             return "stopped by myself"
         return "never cancelled"
 
     kit = Toolkit([registers_slow, polite])
     a = Host(kit, max_workers=SLOW + 2, max_stuck=SLOW + 2)
-    b = Host(kit, grace_ms=int(SLACK * 2000))  # a grace longer than the test would wait
+    b = Host(kit, grace_ms=int(STALL * 1000))  # a grace longer than the test would wait
     try:
         calls = [a.submit("registers_slow", {}, timeout_ms=10) for _ in range(SLOW)]
-        assert slow.busy.wait(SLACK), "the slow callbacks never started"
+        assert slow.busy.wait(TIMEOUT), "the slow callbacks never started"
 
         blocking = b.call("polite", {}, timeout_ms=50)
         assert blocking.output == "timed out after 50 ms: stopped by myself"
         assert not slow.release.is_set()
 
         submitted = b.submit("polite", {}, timeout_ms=50)
-        result = submitted.result(timeout=SLACK)
+        result = submitted.result(timeout=TIMEOUT)
         assert result.output == "timed out after 50 ms: stopped by myself"
         assert not slow.release.is_set()  # both answered while the dispatcher was stuck
         for call in calls:  # stopped, or abandoned inside a callback it ran itself
-            assert call.result(timeout=SLACK).output.startswith("timed out after 10 ms")
+            assert call.result(timeout=TIMEOUT).output.startswith("timed out after 10 ms")
     finally:
         slow.release.set()
-        a.close(timeout=SLACK)
-        b.close(timeout=SLACK)
+        a.close(timeout=TIMEOUT)
+        b.close(timeout=TIMEOUT)
 
 
 def test_a_callers_cancel_after_reaches_linked_tokens_and_its_call_while_callbacks_are_stuck(
@@ -133,7 +133,7 @@ def test_a_callers_cancel_after_reaches_linked_tokens_and_its_call_while_callbac
     @tool
     def polite(ctx: ToolContext) -> str:
         """Waits for its token and says so."""
-        if ctx.cancellation_token.wait(SLACK * 3):
+        if ctx.cancellation_token.wait(STALL):
             return "stopped by myself"
         return "never cancelled"
 
@@ -143,16 +143,16 @@ def test_a_callers_cancel_after_reaches_linked_tokens_and_its_call_while_callbac
     child = CancellationTokenSource.linked(parent.token)
     grandchild = CancellationTokenSource.linked(child.token)
     parent.cancel_after(0.05)
-    assert grandchild.token.wait(SLACK)
+    assert grandchild.token.wait(TIMEOUT)
     assert child.is_cancellation_requested and not slow.release.is_set()
 
     caller = CancellationTokenSource()
     with Host(
-        Toolkit([polite]), grace_ms=int(SLACK * 2000), cancel_grace_ms=int(SLACK * 2000)
+        Toolkit([polite]), grace_ms=int(STALL * 1000), cancel_grace_ms=int(STALL * 1000)
     ) as host:
         call = host.submit("polite", {}, cancellation_token=caller.token)
         caller.cancel_after(0.05)
-        result = call.result(timeout=SLACK)
+        result = call.result(timeout=TIMEOUT)
         assert result.output == "stopped by myself"
         assert (call.outcome, call.reason) == ("cancelled", "caller")
         assert not slow.release.is_set()  # answered while the dispatcher was stuck
@@ -349,11 +349,11 @@ def test_timers_of_one_length_cancelled_at_once_do_not_wake_the_timer_thread_eac
     for _ in range(50):
         timer = wheel.schedule(time.monotonic() + length, lambda: None, True)
         wheel.cancel(timer)
-        assert wake.waiting.wait(SLACK), "the timer thread never went to sleep"
+        assert wake.waiting.wait(TIMEOUT), "the timer thread never went to sleep"
     assert wake.notified <= 2  # (the first timers may find it awake, or asleep for longer)
-    assert wake.waiting.wait(SLACK)
+    assert wake.waiting.wait(TIMEOUT)
     before = wake.notified
     fired = threading.Event()
     wheel.schedule(time.monotonic() + length / 100, fired.set, True)
     assert wake.notified == before + 1  # due before its sleep ends: woken for it
-    assert fired.wait(SLACK)
+    assert fired.wait(TIMEOUT)

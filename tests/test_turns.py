@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from timing import TIMEOUT
 from toolnexus import (
     Answer,
     Host,
@@ -28,8 +29,6 @@ from toolnexus import (
 
 # The toolnexus this test imports, for child processes (not the whole sys.path of pytest).
 PACKAGE_ROOT = str(Path(__import__("toolnexus").__file__).resolve().parent.parent)
-
-SLACK = 5.0
 
 
 class World:
@@ -54,7 +53,7 @@ class World:
                 self.logged_in = True
                 return ToolResult.ok("logged in")
             # Suspend only after the later call has: call order must win, not timing.
-            self.second_asked.wait(SLACK)
+            self.second_asked.wait(TIMEOUT)
             return ToolResult.auth_required("https://example.com/login", "Please log in")
 
         @tool
@@ -97,14 +96,14 @@ def test_call_many_runs_calls_concurrently_and_keeps_their_order():
     def first() -> str:
         """Waits for the second call to start: only possible if they run concurrently."""
         first_in.set()
-        assert second_in.wait(SLACK)
+        assert second_in.wait(TIMEOUT)
         return "first"
 
     @tool
     def second() -> str:
         """Waits for the first call to start."""
         second_in.set()
-        assert first_in.wait(SLACK)
+        assert first_in.wait(TIMEOUT)
         return "second"
 
     with Host(Toolkit([first, second])) as host:
