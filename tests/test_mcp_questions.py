@@ -1,7 +1,7 @@
 """A question over MCP keeps its kind, both ways: a tool's Request becomes an elicitation
 (server side: ``question_params``, ``answer_from_response``), the elicitation becomes the
 same kind of Request at a toolnexus client and the client's Answer goes back (client side:
-``request_from_elicitation``, ``elicit_result``) — one module, ``mcp/_suspension.py``, for
+``request_from_elicitation``, ``elicit_result``) — one module, ``mcp/_questions.py``, for
 both sides, in both eras: 2025-11-25 (``elicitation/create`` server requests) and
 2026-07-28 (``InputRequiredResult``)."""
 
@@ -14,7 +14,7 @@ import pytest
 
 from toolnexus import Answer, Host, Request, ToolContext, Toolkit, ToolResult, tool
 from toolnexus.mcp import HttpServer, McpClient, ServerOptions
-from toolnexus.mcp._suspension import (
+from toolnexus.mcp._questions import (
     answer_from_response,
     elicit_result,
     question_params,

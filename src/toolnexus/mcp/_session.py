@@ -62,7 +62,7 @@ from ._protocol import (
     is_request_id,
     level_rank,
 )
-from ._suspension import (
+from ._questions import (
     ElicitationShape,
     Question,
     answer_from_response,

@@ -38,7 +38,7 @@ from ..stores._common import STORE_ENV
 from . import _codec as codec
 from ._codec import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
 from ._protocol import TASKS_EXTENSION, describe
-from ._suspension import (
+from ._questions import (
     answer_from_response,
     content_problem,
     form_of,
