@@ -23,6 +23,15 @@ from typing import TYPE_CHECKING, Any
 from .._log import LazyLogger
 from .._result import ToolResult
 from . import _codec as codec
+from . import (
+    _server_completion,
+    _server_discover,
+    _server_logging,
+    _server_prompts,
+    _server_resources,
+    _server_tasks,
+    _server_tools,
+)
 from ._codec import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -39,21 +48,17 @@ from ._protocol import (
     META_CLIENT_CAPABILITIES,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
-    META_SUBSCRIPTION_ID,
     MODERN_PROTOCOL_VERSIONS,
-    TASKS_EXTENSION,
     describe,
-    elicitation_modes,
     is_request_id,
 )
 from ._questions import is_finite_number
 from ._server_context import BOTH, MODERN, Feature, Method, ServerContext
-from ._server_discover import supported_versions
+from ._server_discover import end_listens, list_changed, modern_client, task_changed
 from ._server_logging import log_message
 from ._server_types import (
     Action,
     CancelCall,
-    ClientView,
     Reject,
     Send,
     StartCall,
@@ -94,45 +99,20 @@ __all__ = [
 _log = LazyLogger()  # logging loads with the first record, not with the server
 
 
-def _features() -> tuple[Feature, ...]:
-    """The server's features, in the order their capabilities are declared."""
-    from . import (
-        _server_completion,
-        _server_discover,
-        _server_logging,
-        _server_prompts,
-        _server_resources,
-        _server_tasks,
-        _server_tools,
-    )
-
-    return (
-        _server_discover.FEATURE,
-        _server_tools.FEATURE,
-        _server_resources.FEATURE,
-        _server_prompts.FEATURE,
-        _server_completion.FEATURE,
-        _server_logging.FEATURE,
-        _server_tasks.FEATURE,
-    )
-
-
-_FEATURES = _features()
+_FEATURES: tuple[Feature, ...] = (
+    _server_discover.FEATURE,
+    _server_tools.FEATURE,
+    _server_resources.FEATURE,
+    _server_prompts.FEATURE,
+    _server_completion.FEATURE,
+    _server_logging.FEATURE,
+    _server_tasks.FEATURE,
+)
+"""The server's features, in the order their capabilities are declared."""
 _METHODS: dict[str, tuple[Feature, Method]] = {
     name: (feature, method) for feature in _FEATURES for name, method in feature.methods.items()
 }
 """The method table: each method's feature (what must be declared) and its handler."""
-
-_ASKING = frozenset({"elicitation", "sampling", "roots", "extensions"})
-"""Client capabilities that let a server ask it something."""
-_TASKS_ONLY: dict[str, Any] = {TASKS_EXTENSION: {}}
-"""The extensions of a client that declares the tasks extension, and no other."""
-_CHANGED = {
-    "tools": "toolsListChanged",
-    "resources": "resourcesListChanged",
-    "prompts": "promptsListChanged",
-}
-"""The lists whose changes are told, and the subscriptions/listen filter key of each."""
 
 
 class ServerSession:
@@ -167,13 +147,6 @@ class ServerSession:
         _tasks: Tasks | None = None,
     ) -> None:
         self._ctx = ServerContext(toolkit, options, clock, _tasks, _FEATURES)
-        # The client of a plain modern request (no elicitation), built once: a ClientView
-        # is never changed after construction, so every such request can share it.
-        self._plain_modern = ClientView(MODERN_PROTOCOL_VERSIONS[-1], True, False, False)
-        # ... and one that takes tasks, and nothing else it could be asked
-        self._tasks_modern = ClientView(
-            MODERN_PROTOCOL_VERSIONS[-1], True, False, False, tasks=True
-        )
         self._closed = False
 
     @property
@@ -516,12 +489,7 @@ class ServerSession:
     def _end_listens(self) -> list[Action]:
         """End every open ``subscriptions/listen`` stream with its response (the stream
         closes gracefully); calls are left as they are."""
-        actions: list[Action] = [
-            plain_result(request_id, {"_meta": {META_SUBSCRIPTION_ID: request_id}})
-            for request_id in self._ctx.listens
-        ]
-        self._ctx.listens.clear()
-        return actions
+        return end_listens(self._ctx)
 
     def in_progress(self, request_id: str | int) -> bool:
         """Whether the request ``request_id`` is still being answered (a call, or an open
@@ -547,27 +515,7 @@ class ServerSession:
             for action in session.toolkit_changed("tools"):
                 stream.write(action.to_bytes())
         """
-        if self._closed:
-            return []
-        if kind == "resource":
-            method, params, wanted = "notifications/resources/updated", {"uri": uri}, None
-        elif kind in _CHANGED:
-            method, params, wanted = f"notifications/{kind}/list_changed", {}, _CHANGED[kind]
-        else:
-            return []
-        actions: list[Action] = []
-        legacy = self._ctx.legacy is not None and self._ctx.initialized
-        if legacy and (kind != "resource" or uri in self._ctx.subscribed):
-            actions.append(Send({"jsonrpc": "2.0", "method": method, "params": dict(params)}))
-        for request_id, asked in self._ctx.listens.items():
-            if wanted is None:
-                if uri not in (asked.get("resourceSubscriptions") or ()):
-                    continue
-            elif not asked.get(wanted):
-                continue
-            tagged = {**params, "_meta": {META_SUBSCRIPTION_ID: request_id}}
-            actions.append(Send({"jsonrpc": "2.0", "method": method, "params": tagged}))
-        return actions
+        return [] if self._closed else list_changed(self._ctx, kind, uri)
 
     @property
     def listening_for_tasks(self) -> bool:
@@ -578,19 +526,7 @@ class ServerSession:
     def task_changed(self, record: TaskRecord) -> list[Action]:
         """A ``notifications/tasks`` (the task as ``tasks/get`` shows it) for each open
         ``subscriptions/listen`` stream that asked for tasks and whose client owns it."""
-        if self._closed or self._ctx.tasks is None or not self._ctx.listens:
-            return []
-        actions: list[Action] = []
-        for request_id, asked in self._ctx.listens.items():
-            if asked.get("tasks") and asked.get("owner") == record.owner:
-                params = {
-                    **self._ctx.tasks.detailed(record),
-                    "_meta": {META_SUBSCRIPTION_ID: request_id},
-                }
-                actions.append(
-                    Send({"jsonrpc": "2.0", "method": "notifications/tasks", "params": params})
-                )
-        return actions
+        return [] if self._closed else task_changed(self._ctx, record)
 
     @property
     def subscriptions(self) -> frozenset[str]:
@@ -644,7 +580,7 @@ class ServerSession:
                 INVALID_PARAMS, f"invalid params: _meta must be an object, got {describe(meta)}"
             )
         if meta is not None and META_PROTOCOL_VERSION in meta:
-            client = self._modern_client(meta)
+            client = modern_client(meta)
             if META_LOG_LEVEL in meta:  # checked on every request, not only on tools/call
                 level_of(meta[META_LOG_LEVEL], f"_meta[{META_LOG_LEVEL!r}]")
         elif method == "ping":
@@ -684,52 +620,6 @@ class ServerSession:
     def _on_response(self, message: Mapping[str, Any]) -> list[Action]:
         # A legacy client's answer to one of our questions (see mcp/_questions.py).
         return self._ctx.questions.answered(self._ctx, message)
-
-    # ------------------------------------------------------------------ eras
-
-    def _modern_client(self, meta: Mapping[str, Any]) -> ClientView:
-        version = meta.get(META_PROTOCOL_VERSION)
-        if not isinstance(version, str):
-            raise Reject(
-                INVALID_PARAMS,
-                f"invalid params: _meta[{META_PROTOCOL_VERSION!r}] must be a string, "
-                f"got {describe(version)}",
-            )
-        capabilities = meta.get(META_CLIENT_CAPABILITIES)
-        if not isinstance(capabilities, dict):
-            problem = (
-                "is missing"
-                if capabilities is None
-                else f"must be an object, got {describe(capabilities)}"
-            )
-            raise Reject(
-                INVALID_PARAMS, f"invalid params: _meta[{META_CLIENT_CAPABILITIES!r}] {problem}"
-            )
-        if version not in MODERN_PROTOCOL_VERSIONS:
-            raise Reject(
-                UNSUPPORTED_PROTOCOL_VERSION,
-                f"Unsupported protocol version {version!r}; this server speaks "
-                f"{', '.join(supported_versions())} per request, and "
-                f"{', '.join(LEGACY_PROTOCOL_VERSIONS)} through initialize",
-                {"supported": supported_versions(), "requested": version},
-            )
-        if version == MODERN_PROTOCOL_VERSIONS[-1]:
-            asking = capabilities.keys() & _ASKING
-            if not asking:
-                return self._plain_modern  # the common request: no per-message client to build
-            if asking == {"extensions"} and capabilities["extensions"] == _TASKS_ONLY:
-                return self._tasks_modern  # the common request of a client that takes tasks
-        form, url = elicitation_modes(capabilities.get("elicitation"))
-        extensions = capabilities.get("extensions")
-        return ClientView(
-            version,
-            True,
-            form,
-            url,
-            sampling=isinstance(capabilities.get("sampling"), dict),
-            roots=isinstance(capabilities.get("roots"), dict),
-            tasks=isinstance(extensions, dict) and TASKS_EXTENSION in extensions,
-        )
 
     # ------------------------------------------------------------------ cancellation
 
