@@ -867,11 +867,11 @@ class ServerQuestions:
             )
         return withdrawn
 
-    def answered(self, calls: Calls, message: Mapping[str, Any]) -> list[Action]:
+    def answered(self, calls: Calls, message: Mapping[str, Any]) -> list[Action] | None:
         """A legacy client's response to one of our requests: the answer it carries, and —
         once every request of the question is answered — the call run again with them.
-        Raises ``RecursionError`` (the call withdrawn) for a result nested too deeply: the
-        session answers the call ``-32602``, as for any message too deep to handle."""
+        None (the call withdrawn) for a result nested too deeply: the session answers the
+        call ``-32602``, as for any message too deep to handle."""
         response_id = message.get("id")
         call = self._asked.pop(response_id, None) if isinstance(response_id, str) else None
         asking = call.asking if call is not None else None
@@ -891,7 +891,7 @@ class ServerQuestions:
             # The same answer on every Python, whatever its recursion limits: the call is
             # answered -32602, as data too deep for the recursive code after this would be.
             self.withdraw(call)
-            raise RecursionError(TOO_DEEP)
+            return None
         else:
             try:
                 answer = answer_from_response(request, shape, message.get("result"))

@@ -40,6 +40,7 @@ from ._codec import (
     METHOD_NOT_FOUND,
     MISSING_CLIENT_CAPABILITY,
     PARSE_ERROR,
+    TOO_DEEP,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from ._options import ServerOptions
@@ -619,7 +620,10 @@ class ServerSession:
 
     def _on_response(self, message: Mapping[str, Any]) -> list[Action]:
         # A legacy client's answer to one of our questions (see mcp/_questions.py).
-        return self._ctx.questions.answered(self._ctx, message)
+        answered = self._ctx.questions.answered(self._ctx, message)
+        if answered is None:  # nested too deeply: answered as a message too deep to handle
+            return self._failed(message, self._ctx.next_call, RecursionError(TOO_DEEP))
+        return answered
 
     # ------------------------------------------------------------------ cancellation
 
