@@ -51,6 +51,12 @@ PROTOCOL_EXCEPTIONS = {
 # one-line error and exit code: the command line's mistakes never reach a Python caller).
 PACKAGE_CONTROL_FLOW = {("_cli", "CliError")}
 
+# Package-internal control flow that crosses modules: the class (the module that defines
+# it), and the one module that catches every raise of it — it never leaves the package.
+# The MCP server's handlers (mcp/_server_*.py, mcp/_questions.py) refuse a request by
+# raising Reject; the session answers it as the JSON-RPC error it carries.
+INTERNAL_FLOW = {"Reject": ("toolnexus.mcp._server_types", "_session.py")}
+
 # Methods that build and return an exception for a `raise` site, and the class they build.
 FACTORIES = {
     ("_compiler.py", "fail"): "SchemaError",
@@ -149,6 +155,11 @@ def test_every_raise_site_in_the_package_raises_a_toolnexus_error():
                 continue
             where = f"{path.relative_to(SRC)}:{node.lineno} raises {name}"
             name = FACTORIES.get((path.name, name), name)
+            if name in INTERNAL_FLOW:
+                catcher = next(SRC.rglob(INTERNAL_FLOW[name][1]))
+                if name not in _caught_names(ast.parse(catcher.read_text(encoding="utf-8"))):
+                    offenders.append(f"{where}, which {INTERNAL_FLOW[name][1]} does not catch")
+                continue
             if name in private:
                 # Internal control flow: fine only when a module that knows it catches it.
                 key = private[name]
@@ -213,6 +224,8 @@ def test_every_public_exception_class_lives_in_errors_and_is_exported():
                 continue
             if (value.__module__.split(".")[1], name) in PACKAGE_CONTROL_FLOW:
                 continue  # never leaves its package (the raise-site test checks it is caught)
+            if INTERNAL_FLOW.get(value.__name__, ("",))[0] == value.__module__:
+                continue  # caught inside the package, never raised to a caller
             seen.add(value)
             assert value.__module__ == "toolnexus.errors", f"{module.__name__}.{name}"
             assert issubclass(value, errors.ToolnexusError), name

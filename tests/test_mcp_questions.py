@@ -1,7 +1,7 @@
 """A question over MCP keeps its kind, both ways: a tool's Request becomes an elicitation
 (server side: ``question_params``, ``answer_from_response``), the elicitation becomes the
 same kind of Request at a toolnexus client and the client's Answer goes back (client side:
-``request_from_elicitation``, ``elicit_result``) — one module, ``mcp/_suspension.py``, for
+``request_from_elicitation``, ``elicit_result``) — one module, ``mcp/_questions.py``, for
 both sides, in both eras: 2025-11-25 (``elicitation/create`` server requests) and
 2026-07-28 (``InputRequiredResult``)."""
 
@@ -14,17 +14,20 @@ import pytest
 
 from toolnexus import Answer, Host, Request, ToolContext, Toolkit, ToolResult, tool
 from toolnexus.mcp import HttpServer, McpClient, ServerOptions
-from toolnexus.mcp._suspension import (
+from toolnexus.mcp._bridge import LazyHost
+from toolnexus.mcp._questions import (
     answer_from_response,
     elicit_result,
     question_params,
     request_from_elicitation,
 )
+from toolnexus.mcp._session import ServerSession, StartCall, make_tasks
 
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
 ERAS = {
-    # The flags each era's server asks with (mcp/_session.py's _suspend).
+    # The flags each era's server asks with (mcp/_questions.py's plan, from the client's
+    # revision; a task's client is a modern one).
     LEGACY: {"with_mode": True, "with_elicitation_id": True},
     MODERN: {"with_mode": True, "with_elicitation_id": False},
 }
@@ -108,3 +111,81 @@ def test_a_toolnexus_served_question_reaches_a_toolnexus_client_as_its_kind(
         # The documented answer works for every kind: Answer.accept(q) for an approval.
         done = host.resume("srv_asks", {"kind": kind}, first, Answer.accept(request, data))
     assert done.output == f"{ok} {read}"
+
+
+def task_session(capabilities: dict[str, Any]) -> tuple[ServerSession, Any, dict[str, Any]]:
+    """A session of a server that runs tasks, its tasks, and the _meta of a modern client
+    that takes them and declares ``capabilities``."""
+    options = ServerOptions(secret="mcp-questions-tests-secret-0123456789")
+    toolkit = Toolkit([asks])
+    tasks = make_tasks(LazyHost(toolkit, options.host), options.tasks)
+    session = ServerSession(toolkit, options, _tasks=tasks)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {
+            **capabilities,
+            "extensions": {"io.modelcontextprotocol/tasks": {}},
+        },
+    }
+    return session, tasks, meta
+
+
+def served(session: ServerSession, method: str, params: dict[str, Any]) -> list[Any]:
+    return session.receive({"jsonrpc": "2.0", "id": method, "method": method, "params": params})
+
+
+def call_asks(session: ServerSession, meta: dict[str, Any], kind: str) -> Any:
+    """What a modern call that asks the question of ``kind`` answers."""
+    params = {"name": "asks", "arguments": {"kind": kind}, "_meta": meta}
+    start = served(session, "tools/call", params)[0]
+    return session.complete_call(start.call_id, ToolResult.pending(KINDS[kind][0]))[0].message
+
+
+def task_asks(session: ServerSession, tasks: Any, meta: dict[str, Any], kind: str) -> Any:
+    """A task (of the same client) whose call asked the question of ``kind``, as
+    ``tasks/get`` shows it."""
+    client = meta["io.modelcontextprotocol/clientCapabilities"]
+    elicitation = client.get("elicitation") or {}
+    state = {
+        "method": "tools/call",
+        "name": "asks",
+        "arguments": {"kind": kind},
+        "client": {"version": MODERN, "form": "form" in elicitation, "url": "url" in elicitation},
+    }
+    record = tasks.create(None, state, result=ToolResult.pending(KINDS[kind][0]))
+    shown = served(session, "tasks/get", {"taskId": record.task_id, "_meta": meta})
+    return shown[0].message["result"]
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_question_asked_inside_a_task_is_a_modern_call_s_and_its_answer_comes_back(
+    kind: str,
+) -> None:
+    asked, data, (ok, read) = KINDS[kind]
+    session, tasks, meta = task_session({"elicitation": {"form": {}, "url": {}}})
+    # A plain modern call's question, and the same question asked inside a task.
+    asked_by_call = call_asks(session, meta, kind)["result"]["inputRequests"]
+    task = task_asks(session, tasks, meta, kind)
+    assert task["status"] == "input_required"
+    assert task["inputRequests"] == asked_by_call  # one rule: the same method and params
+    # Client side: the task's question is a Request of the same kind; its answer goes back
+    # through tasks/update and the task's call runs again with it.
+    (key, question), *_ = task["inputRequests"].items()
+    seen, shape = request_from_elicitation(question["params"], request_id="pnd-1")
+    assert (seen.kind, seen.prompt, seen.url) == (asked.kind, asked.prompt, asked.url)
+    response = elicit_result(Answer.accept(seen, data), shape)
+    update = {"taskId": task["taskId"], "inputResponses": {key: response}, "_meta": meta}
+    again = served(session, "tasks/update", update)[-1]
+    assert isinstance(again, StartCall) and again.task == task["taskId"]
+    assert again.answer is not None and (again.answer.ok, again.answer.data) == (ok, read)
+
+
+def test_a_task_asks_a_client_without_elicitation_as_a_call_does_missing_capability() -> None:
+    session, tasks, meta = task_session({})
+    call = call_asks(session, meta, "input")["error"]
+    task = task_asks(session, tasks, meta, "input")
+    assert task["status"] == "failed"
+    assert task["error"]["code"] == call["code"] == -32021
+    assert task["error"]["data"] == call["data"]
+    # The same words name what is missing; only who asks differs.
+    assert task["error"]["message"] == call["message"].replace("tool 'asks'", "the task")

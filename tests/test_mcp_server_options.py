@@ -309,4 +309,4 @@ def test_the_host_and_the_session_read_the_host_group() -> None:
     finally:
         lazy.close()
     session = ServerSession(Toolkit([add]), ServerOptions(host=settings))
-    assert session._max_rounds == 3
+    assert session._ctx.questions._max_rounds == 3

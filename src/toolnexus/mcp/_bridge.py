@@ -119,7 +119,7 @@ class CallEntry:
         self.where = where
         self.weight = weight
         self.call: Call | None = None
-        self.cancelled = False  # a cancel came (before the host made the call, maybe)
+        self.cancelled = False  # a cancel came before the host made the call
         self.task: str | None = None  # the task it became: its end goes to the task
         self.timer: Timer | None = None  # when it becomes a task, if it still runs
 
@@ -299,25 +299,23 @@ class CallBridge(ABC):
                     span.leave(entered)
                 if bound is not None:
                     bound_log.reset(bound)
-            # Registered without the lock (a lock round trip is 1% of a served call): the
-            # call is stored before the look at the entry's cancel mark, as cancel() marks
-            # before its look at the call, so one of the two always sees the other (both
-            # may: a second cancel changes nothing). A call settled meanwhile (refused, or
-            # its host closed) has had its entry removed, or stores into an entry no one
-            # reads any more.
-            if entry.call is None and self.calls.get(call_id) is entry:
-                entry.call = call
-                if entry.cancelled:
-                    call.cancel()  # a cancel that came first: it never starts
-                if entry.task is not None and self.tasks is not None:
-                    self.tasks.adopt(entry.task, call)  # where tasks/cancel finds it
-                after = action.task_after_ms
-                if after is not None and self.tasks is not None and not call.done():
-                    with self.lock:  # _promote and report read the timer under it
-                        if self.calls.get(call_id) is entry:
-                            entry.timer = schedule(
-                                time.monotonic() + after / 1000, partial(self._promote, call_id)
-                            )
+            # Registered under the bridge's lock, which cancel() takes too: a cancel that
+            # came first is seen here, one that comes later finds the call.
+            cancelled = False
+            with self.lock:
+                registered = entry.call is None and self.calls.get(call_id) is entry
+                if registered:
+                    entry.call = call
+                    cancelled = entry.cancelled
+                    after = action.task_after_ms
+                    if after is not None and self.tasks is not None and not call.done():
+                        entry.timer = schedule(
+                            time.monotonic() + after / 1000, partial(self._promote, call_id)
+                        )
+            if cancelled:
+                call.cancel()  # a cancel that came first: it never starts
+            if registered and entry.task is not None and self.tasks is not None:
+                self.tasks.adopt(entry.task, call)  # where tasks/cancel finds it
             call._start(inline)
         except Exception as exc:  # the host promises not to raise; answer anyway if it does
             from .._log import get_logger
@@ -360,8 +358,9 @@ class CallBridge(ABC):
             entry = self.calls.get(call_id)
             if entry is None:
                 return
-            entry.cancelled = True  # marked before the look at the call (see start())
             call = entry.call
+            if call is None:
+                entry.cancelled = True  # start() cancels it as it registers it
         if call is not None:
             call.cancel()
 

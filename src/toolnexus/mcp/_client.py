@@ -1518,7 +1518,7 @@ class McpClient:
         """A legacy server asks: park the call, hand back the question."""
         from datetime import datetime, timedelta, timezone
 
-        from ._suspension import elicitation_mode, request_from_elicitation
+        from ._questions import elicitation_mode, request_from_elicitation
 
         request_id = "mcp-" + os.urandom(16).hex()
         expires = datetime.now(timezone.utc) + timedelta(seconds=self._question_s)
@@ -1590,7 +1590,7 @@ class McpClient:
         answer: Answer,
         headers: Mapping[str, str] | None,
     ) -> ToolResult:
-        from ._suspension import elicit_result
+        from ._questions import elicit_result
 
         flow = self._http.auth if self._http is not None else None
         if flow is not None and flow.owns(answer.id):  # the answer to a sign-in
@@ -1651,7 +1651,7 @@ class McpClient:
         return result
 
     def _input_required(self, name: str, result: Mapping[str, Any]) -> ToolResult:
-        from ._suspension import request_from_elicitation
+        from ._questions import request_from_elicitation
 
         requests = result.get("inputRequests")
         if not isinstance(requests, dict) or not requests:

@@ -38,12 +38,14 @@ from ..stores._common import STORE_ENV
 from . import _codec as codec
 from ._codec import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
 from ._protocol import TASKS_EXTENSION, describe
-from ._suspension import (
+from ._questions import (
     answer_from_response,
-    content_problem,
-    form_of,
-    question_params,
-    question_problem,
+    form_problem,
+    input_requests,
+    missing_capability,
+    plan,
+    shapes_of,
+    whole_answer,
 )
 
 if TYPE_CHECKING:
@@ -433,45 +435,24 @@ class Tasks:
         result: ToolResult,
         now: float,
     ) -> TaskRecord:
+        # The rule a call's question follows (mcp/_questions.py), for the task's client —
+        # a modern one, which may always be asked.
         client = self._client_of(state.get("client") or {})
-        questions: dict[str, Any] = {}
-        missing: dict[str, Any] = {}
-        for each in request.requests():
-            problem = question_problem(each)
-            if problem is not None:
-                error = {
-                    "code": INTERNAL_ERROR,
-                    "message": f"the task asked a question MCP cannot ask: {problem}",
-                }
-                return record.evolve(status="failed", updated_at=now, error=error)
-            message = result.output if each is request else ToolResult.pending(each).output
-            asked = question_params(
-                each,
-                message,
-                form=client.form,
-                url=client.url,
-                sampling=client.sampling,
-                roots=client.roots,
-                with_mode=True,
-                with_elicitation_id=False,
-            )
-            if isinstance(asked, dict):
-                for key, value in asked.items():
-                    missing.setdefault(key, {}).update(value)
-            else:
-                questions[each.id] = asked
-        if missing:
+        planned = plan(request, result.output, client)
+        if planned.problem is not None:
             error = {
-                "code": MISSING_CLIENT_CAPABILITY,
-                "message": f"Missing required client capability: {', '.join(missing)}; the task "
-                f"asks: {result.output}",
-                "data": {"requiredCapabilities": missing},
+                "code": INTERNAL_ERROR,
+                "message": f"the task asked a question MCP cannot ask: {planned.problem}",
             }
+            return record.evolve(status="failed", updated_at=now, error=error)
+        if planned.missing:
+            message, data = missing_capability(planned.missing, "the task", result.output)
+            error = {"code": MISSING_CLIENT_CAPABILITY, "message": message, "data": data}
             return record.evolve(status="failed", updated_at=now, error=error)
         binding = result.metadata.get(BINDING_KEY)
         state.update(
             request=request.to_dict(),
-            shapes={key: shape for key, (_, _, shape) in questions.items()},
+            shapes=shapes_of(planned),
             binding=binding if isinstance(binding, str) else None,
             answers={},
         )
@@ -479,10 +460,7 @@ class Tasks:
             status="input_required",
             updated_at=now,
             status_message=request.prompt,
-            input_requests={
-                key: {"method": method, "params": params}
-                for key, (method, params, _) in questions.items()
-            },
+            input_requests=input_requests(planned),
             state=state,
         )
 
@@ -596,11 +574,7 @@ class Tasks:
                     return None
                 continue
             collected = {key: Answer.from_dict(value) for key, value in answers.items()}
-            whole = (
-                collected[request.id]
-                if request.kind != "several"
-                else Answer.several(request, [collected[each.id] for each in request.requests()])
-            )
+            whole = whole_answer(request, collected)
             state["answers"] = {}
             changed = record.evolve(
                 status="working",
@@ -615,17 +589,15 @@ class Tasks:
         return Refused(INTERNAL_ERROR, "the task changed under every attempt to answer it")
 
     def _answer(self, request: Request, shape: str, response: Any) -> Answer | Refused:
-        from .._suspension import decline_reason
-
+        """A response to one of the task's questions, read and checked against its form
+        as a call's is (mcp/_questions.py) — refused here, as nothing of it is kept."""
         try:
             answer = answer_from_response(request, shape, response)
         except ValueError as exc:
             return Refused(INVALID_PARAMS, f"invalid params: inputResponses[{request.id!r}]: {exc}")
-        form = form_of(request, shape)
-        if form is not None and answer.ok and decline_reason(request, answer) is None:
-            problem = content_problem(request, form, answer.data or {})
-            if problem is not None:
-                return Refused(INVALID_PARAMS, f"invalid params: {problem}")
+        problem = form_problem(request, shape, answer)
+        if problem is not None:
+            return Refused(INVALID_PARAMS, f"invalid params: {problem}")
         return answer
 
     def _resume(
