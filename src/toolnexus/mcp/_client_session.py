@@ -119,7 +119,6 @@ class Stray(NamedTuple):
 
 Event = Opened | Response | Failure | ServerRequest | Notification | Stray | Outgoing
 
-_tuple_new: Any = tuple.__new__  # builds a named tuple without its Python-level __new__
 _OUR_VERSIONS = frozenset(MODERN_PROTOCOL_VERSIONS + LEGACY_PROTOCOL_VERSIONS)
 _UNSUPPORTED_PROTOCOL_VERSION = codec.UNSUPPORTED_PROTOCOL_VERSION
 
@@ -371,7 +370,7 @@ class ClientSession:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if body:
             message["params"] = body
-        return _tuple_new(Outgoing, (message, request_id, line))  # type: ignore[no-any-return]
+        return Outgoing(message, request_id, line)
 
     def notification(self, method: str, params: Mapping[str, Any] | None = None) -> Outgoing:
         """A notification to send."""
@@ -503,8 +502,7 @@ class ClientSession:
             )
         if asked == "server/discover" or asked == "initialize":
             return self._answered(Response(answered, asked, result))
-        # What every call is answered with: built without the named tuple's Python __new__.
-        return [_tuple_new(Response, (answered, asked, result))]
+        return [Response(answered, asked, result)]
 
     def _answered(self, event: Response | Failure) -> list[Event]:
         if event.method == "server/discover":
