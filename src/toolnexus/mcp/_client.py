@@ -23,12 +23,8 @@ connections.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import functools
-import json
-import logging
 import os
 import threading
 import time
@@ -36,17 +32,24 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._binding import ANSWER_UNUSED
 from .._cancellation import CancellationToken, CancellationTokenSource
 from .._log import LazyLogger
-from .._loop_rule import forget_declined, on_declined
 from .._result import ToolResult
 from .._suspension import Answer, Request
-from .._timers import dispatch
 from .._tracing import client_span
 from .._tracing import inject as inject_trace
-from ..errors import InvalidTypeError, InvalidValueError, McpError, WireFormatError
+from ..errors import InvalidTypeError, InvalidValueError, McpError
+from ._client_questions import (
+    STATE_PREFIX,
+    ClientQuestions,
+    Parked,
+    call_result,
+    refused,
+    retry_params,
+    unsent,
+)
 from ._client_session import (
+    LIST_PAGES,
     ClientSession,
     Failure,
     Notification,
@@ -55,11 +58,12 @@ from ._client_session import (
     Response,
     ServerRequest,
     Stray,
-    header_params,
+    list_page,
+    log_record,
+    progress_of,
+    remote_tools,
 )
-from ._content import result_from_mcp
 from ._peer import Peer, Waiter
-from ._protocol import META_ANSWER_UNUSED, describe
 
 if TYPE_CHECKING:
     from .._context import ProgressReporter, ToolContext
@@ -72,21 +76,9 @@ __all__ = ["McpClient"]
 
 _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 
-_LOG_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
-_STATE_PREFIX = "mcp1."
 _DEFAULT_TIMEOUT_MS = 30_000
 _DEFAULT_QUESTION_TIMEOUT_MS = 5 * 60_000
 _DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-_LIST_PAGES = 100  # a server that pages forever is cut off
 
 _live_clients: weakref.WeakSet[McpClient] = weakref.WeakSet()
 _exit_hook_lock = threading.Lock()
@@ -142,30 +134,6 @@ class _Fallback(Exception):
     def __init__(self, problem: str) -> None:
         super().__init__(problem)
         self.problem = problem
-
-
-class _Parked:
-    """A legacy ``tools/call`` waiting on the answer to the server's question."""
-
-    __slots__ = ("connection", "expiry", "schema", "server_request", "shape", "tool", "waiter")
-
-    def __init__(
-        self,
-        connection: _Connection,
-        waiter: Waiter,
-        server_request: str | int,
-        shape: str,
-        schema: Mapping[str, Any] | None,
-        tool: str,
-        expiry: CancellationTokenSource,
-    ) -> None:
-        self.connection = connection
-        self.waiter = waiter
-        self.server_request = server_request
-        self.shape = shape  # how the question was asked (its ElicitationShape)
-        self.schema = schema
-        self.tool = tool
-        self.expiry = expiry
 
 
 class _Connection:
@@ -313,7 +281,8 @@ class McpClient:
         self._lock = threading.RLock()  # the session and the connection state
         self._open_lock = threading.Lock()  # one opener at a time
         self._connection: _Connection | None = None
-        self._parked: dict[str, _Parked] = {}
+        # The legacy questions parked on this client (their calls wait on the server).
+        self._questions = ClientQuestions(self._question_s, self._give_up)
         self._listeners: list[Callable[[], object]] = []
         self._closed = False
         self._http: HttpTransport | None = None
@@ -877,17 +846,8 @@ class McpClient:
             if waiter is not None:
                 waiter.put(event)
         elif method == "notifications/message":
-            level = params.get("level")
-            logger = params.get("logger")
-            data = params.get("data")
-            text = data if isinstance(data, str) else json.dumps(data, default=str)
-            _log.log(
-                _LOG_LEVELS.get(level, logging.INFO) if isinstance(level, str) else logging.INFO,
-                "MCP server %s%s: %s",
-                self.name,
-                f" ({logger})" if isinstance(logger, str) else "",
-                text,
-            )
+            level, line = log_record(self.name, params)
+            _log.log(level, "%s", line)
         elif method == "notifications/tools/list_changed":
             self._tools_changed()
         # Anything else (cancelled, resources, unknown): nothing to do.
@@ -895,32 +855,24 @@ class McpClient:
     def _on_server_request(
         self, connection: _Connection, event: ServerRequest, home: Waiter | None
     ) -> None:
-        if event.method == "ping":
-            with self._lock:
-                reply = connection.session.respond(event.id, {})
-            self._reply(connection, reply)
-            return
-        if event.method == "elicitation/create":
-            with self._lock:
+        waiter: Waiter | None = None
+        with self._lock:
+            reply = connection.session.answer_request(event)
+            if reply is None:  # elicitation/create: a question, for the call it belongs to
                 if home is not None and home.request_id is not None:
                     # On a call's own answer stream (HTTP) the question is that call's.
-                    waiter: Waiter | None = home
+                    waiter = home
                     connection.peer.asking[home.request_id] = event.id
                 else:
                     # Over stdio a question names no call: the peer binds it to one that
                     # is not asking already (never to a call whose question is open).
                     waiter = connection.peer.bind_question(event.id, event.params)
-            if waiter is not None:
-                waiter.put(event)
-                return
-            with self._lock:
-                reply = connection.session.respond(event.id, {"action": "cancel"})
-            self._reply(connection, reply)
+                if waiter is None:
+                    reply = ClientQuestions.unowned(connection.session, event)
+        if waiter is not None:
+            waiter.put(event)
             return
-        with self._lock:
-            reply = connection.session.respond_error(
-                event.id, -32601, f"method not found: this client does not offer {event.method!r}"
-            )
+        assert reply is not None
         self._reply(connection, reply)
 
     def _reply(self, connection: _Connection, outgoing: Outgoing) -> None:
@@ -1050,19 +1002,17 @@ class McpClient:
     def _list(self, method: str, key: str) -> list[dict[str, Any]]:
         """Every page of a list method's ``key`` array."""
         items: list[dict[str, Any]] = []
-        cursor: Any = None
-        for _ in range(_LIST_PAGES):
+        cursor: str | None = None
+        for _ in range(LIST_PAGES):
             result = self._request(method, {"cursor": cursor} if cursor is not None else None)
-            page = result.get(key)
-            if not isinstance(page, list):
-                raise McpError(
-                    self.name, f"{method} answered without a {key} array ({describe(page)})"
-                )
-            items.extend(entry for entry in page if isinstance(entry, dict))
-            cursor = result.get("nextCursor")
-            if not isinstance(cursor, str) or not cursor:
+            try:
+                page, cursor = list_page(method, key, result)
+            except ValueError as exc:
+                raise McpError(self.name, str(exc)) from None
+            items.extend(page)
+            if cursor is None:
                 return items
-        raise McpError(self.name, f"{method} still had more pages after {_LIST_PAGES}")
+        raise McpError(self.name, f"{method} still had more pages after {LIST_PAGES}")
 
     def list_resources(self) -> list[dict[str, Any]]:
         """The server's resources (``resources/list``, every page), as sent: ``uri``,
@@ -1140,43 +1090,18 @@ class McpClient:
         if prefix is None:
             prefix = f"{self.name}_"
         made: list[Tool] = []
-        for spec in self.list_tools():
-            remote = spec.get("name")
-            if not isinstance(remote, str) or not remote:
+        for remote, fields in remote_tools(self.list_tools(), prefix, include, exclude):
+            if not remote:
                 _log.warning("MCP server %s listed a tool without a name; skipped", self.name)
                 continue
-            if include is not None and remote not in include:
-                continue
-            if remote in exclude:
-                continue
             try:
-                made.append(self._tool(spec, remote, prefix, Tool))
+                if isinstance(fields, str):
+                    raise InvalidValueError(fields)
+                headers = fields.pop("headers")
+                made.append(Tool(fn=_RemoteTool(self, remote, headers), source="mcp", **fields))
             except (ValueError, TypeError) as exc:
                 _log.warning("MCP server %s: tool %r skipped: %s", self.name, remote, exc)
         return made
-
-    def _tool(self, spec: Mapping[str, Any], remote: str, prefix: str, tool_class: Any) -> Tool:
-        schema = spec.get("inputSchema")
-        if not isinstance(schema, dict):
-            raise InvalidValueError(f"inputSchema must be an object, got {describe(schema)}")
-        headers = header_params(schema)
-        if isinstance(headers, str):
-            raise InvalidValueError(headers)
-        description = spec.get("description")
-        title = spec.get("title")
-        output = spec.get("outputSchema")
-        annotations = spec.get("annotations")
-        tool: Tool = tool_class(
-            name=prefix + remote,
-            description=description if isinstance(description, str) else "",
-            input_schema=schema,
-            fn=_RemoteTool(self, remote, headers),
-            source="mcp",
-            title=title if isinstance(title, str) else None,
-            output_schema=output if isinstance(output, dict) else None,
-            annotations=annotations if isinstance(annotations, dict) else None,
-        )
-        return tool
 
     # ------------------------------------------------------------------ calls
 
@@ -1325,7 +1250,7 @@ class McpClient:
             try:
                 connection = self._open()
             except McpError as exc:
-                return _unsent(ToolResult(f"{name}: {exc}", True), retry)
+                return unsent(ToolResult(f"{name}: {exc}", True), retry)
             params: dict[str, Any] = {"name": name, "arguments": arguments}
             if retry is not None:
                 params.update(retry)
@@ -1361,8 +1286,8 @@ class McpClient:
                 self._lose(connection, lost)
                 if attempt == 0 and (lost.session_lost or not lost.sent) and not lost.auth:
                     continue
-                refused = self._lost_result(name, lost)
-                return refused if lost.sent else _unsent(refused, retry)
+                failed = self._lost_result(name, lost)
+                return failed if lost.sent else unsent(failed, retry)
             result = self._drive(connection, waiter, name, token, progress, retry is not None)
             if result is _RETRY:
                 continue
@@ -1381,7 +1306,7 @@ class McpClient:
     ) -> ToolResult | object:
         """Read the call's events until its result; park it on a legacy question.
         ``answering``: the request carries answers (a modern retry): a result that did not
-        use them says so (see :func:`_unsent`)."""
+        use them says so (see :func:`unsent`)."""
         registration = None
         if token is not _NEVER and token.can_be_cancelled:
             wake: Callable[[], object] = waiter.wake
@@ -1421,26 +1346,13 @@ class McpClient:
                     if lost.session_lost and not lost.sent:
                         return _RETRY
                     result = self._lost_result(name, lost)
-                    return _unsent(result, answering) if not lost.sent else result
+                    return unsent(result, answering) if not lost.sent else result
                 if isinstance(event, Response):
                     self._finish(connection, waiter)
-                    result = self._result(name, event.result)
-                    meta = event.result.get("_meta")
-                    if isinstance(meta, Mapping) and meta.get(META_ANSWER_UNUSED) is True:
-                        return _unsent(result, answering)
-                    return result
+                    return call_result(name, self.name, event.result, answering)
                 if isinstance(event, Failure):
                     self._finish(connection, waiter)
-                    code = f" ({event.code})" if event.code is not None else ""
-                    # An error response: the server did not take the request, nor its answers.
-                    return _unsent(
-                        ToolResult(
-                            f"{name}: MCP server {self.name} refused the call: "
-                            f"{event.message}{code}",
-                            True,
-                        ),
-                        answering,
-                    )
+                    return refused(name, self.name, event, answering)
                 if isinstance(event, Notification):
                     if progress is not None:
                         self._progress(progress, event.params)
@@ -1465,17 +1377,11 @@ class McpClient:
 
     @staticmethod
     def _progress(progress: ProgressReporter, params: Mapping[str, Any]) -> None:
-        value = params.get("progress")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        reported = progress_of(params)
+        if reported is None:
             return
-        total = params.get("total")
-        message = params.get("message")
         try:
-            progress(
-                value,
-                total if isinstance(total, (int, float)) and not isinstance(total, bool) else None,
-                message if isinstance(message, str) else None,
-            )
+            progress(*reported)
         except Exception:
             _log.exception("a progress reporter failed")
 
@@ -1493,68 +1399,28 @@ class McpClient:
             True,
         )
 
-    def _result(self, name: str, result: dict[str, Any]) -> ToolResult:
-        kind = result.get("resultType")
-        if kind == "input_required":
-            return self._input_required(name, result)
-        if kind not in (None, "complete"):
-            return ToolResult(
-                f"{name}: MCP server {self.name} answered with resultType {kind!r}, which this "
-                "client does not know",
-                True,
-            )
-        try:
-            return result_from_mcp(result)
-        except (WireFormatError, ValueError) as exc:
-            return ToolResult(
-                f"{name}: MCP server {self.name} sent a malformed result: {exc}", True
-            )
-
     # ------------------------------------------------------------------ questions
 
     def _park(
         self, connection: _Connection, waiter: Waiter, name: str, event: ServerRequest
     ) -> ToolResult | None:
-        """A legacy server asks: park the call, hand back the question."""
-        from datetime import datetime, timedelta, timezone
-
-        from ._suspension import elicitation_mode, request_from_elicitation
-
-        request_id = "mcp-" + os.urandom(16).hex()
-        expires = datetime.now(timezone.utc) + timedelta(seconds=self._question_s)
-        try:
-            request, shape = request_from_elicitation(
-                event.params,
-                request_id=request_id,
-                expires_at=expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            )
-        except ValueError as exc:
-            _log.warning("MCP server %s sent a malformed elicitation: %s", self.name, exc)
-            with self._lock:
-                reply = connection.session.respond_error(event.id, -32602, f"invalid params: {exc}")
-                self._answered(connection, waiter)
-            self._reply(connection, reply)
-            return None
-        if elicitation_mode(shape) not in connection.session.elicitation_modes():
-            with self._lock:
-                reply = connection.session.respond(event.id, {"action": "decline"})
-                self._answered(connection, waiter)
-            self._reply(connection, reply)
-            return None
-        expiry = CancellationTokenSource()
-        schema = request.data.get("schema") if request.data is not None else None
-        parked = _Parked(connection, waiter, event.id, shape, schema, name, expiry)
+        """A legacy server asks: park the call, hand back the question (or answer the
+        server at once when the host cannot be asked)."""
         with self._lock:
-            self._parked[request_id] = parked
-        expiry.token.register(lambda: self._expire(request_id))
-        expiry.cancel_after(self._question_s)
-        # A host that gives the question up (declined, expired) says so here: the server
-        # hears it at once, rather than when this client's own wait runs out (on a
-        # dispatcher thread: the host may hold a call's lock, and answering is I/O).
-        on_declined(
-            request_id, lambda reason: dispatch(functools.partial(self._expire, request_id, reason))
-        )
-        return ToolResult.pending(request)
+            asked = self._questions.ask(
+                connection.session, event, tool=name, connection=connection, call=waiter
+            )
+            if isinstance(asked, Request):
+                return ToolResult.pending(asked)
+            self._answered(connection, waiter)
+        if "error" in asked.message:
+            _log.warning(
+                "MCP server %s sent a malformed elicitation: %s",
+                self.name,
+                asked.message["error"].get("message"),
+            )
+        self._reply(connection, asked)
+        return None
 
     @staticmethod
     def _answered(connection: _Connection, waiter: Waiter) -> None:
@@ -1562,24 +1428,14 @@ class McpClient:
         if waiter.request_id is not None:
             connection.peer.answered(waiter.request_id)
 
-    def _expire(self, request_id: str, reason: str = "expired") -> None:
-        """Give a parked question up: answer the server ``decline`` when the host declined
-        it, ``cancel`` when it expired or was cancelled (here or at the host), and end the
-        call it belongs to."""
+    def _give_up(self, parked: Parked, reply: Outgoing, why: str) -> None:
+        """A parked question was given up (:meth:`ClientQuestions.give_up`): tell the
+        server ``reply`` and end the call it belongs to."""
+        connection: _Connection = parked.connection
         with self._lock:
-            parked = self._parked.pop(request_id, None)
-        forget_declined(request_id)
-        if parked is None:
-            return
-        parked.expiry.close()
-        connection = parked.connection
-        action = "decline" if reason == "declined" else "cancel"
-        with self._lock:
-            reply = connection.session.respond(parked.server_request, {"action": action})
-            self._answered(connection, parked.waiter)
+            self._answered(connection, parked.call)
         self._reply(connection, reply)
-        why = "was declined" if reason == "declined" else "was not answered in time"
-        self._abandon(connection, parked.waiter, f"the question {why}")
+        self._abandon(connection, parked.call, why)
 
     def _continue(
         self,
@@ -1590,44 +1446,25 @@ class McpClient:
         answer: Answer,
         headers: Mapping[str, str] | None,
     ) -> ToolResult:
-        from ._suspension import elicit_result
-
         flow = self._http.auth if self._http is not None else None
         if flow is not None and flow.owns(answer.id):  # the answer to a sign-in
             problem = flow.complete(answer)
             if problem is not None:
                 return ToolResult(f"{name}: {problem}", True)
             return self._start_call(name, arguments, token, progress, headers, None)
-        if answer.id.startswith(_STATE_PREFIX):
-            state = _open_state(answer.id)
-            if state is None or state.get("t") != name:
-                return ToolResult(
-                    f"{name}: the answer {answer.id[:24]!r}… does not belong to a question of "
-                    f"this tool on MCP server {self.name}; call the tool again",
-                    True,
-                )
-            given = state.get("d")
-            defaults: dict[str, Any] = given if isinstance(given, dict) else {}
-            schema = {"properties": {key: {"default": value} for key, value in defaults.items()}}
-            response = elicit_result(answer, str(state.get("m")), schema)
-            retry: dict[str, Any] = {"inputResponses": {state["k"]: response}}
-            if "s" in state:
-                retry["requestState"] = state["s"]
+        if answer.id.startswith(STATE_PREFIX):
+            retry = retry_params(name, self.name, answer)
+            if isinstance(retry, ToolResult):
+                return retry
             return self._start_call(name, arguments, token, progress, headers, retry)
-        with self._lock:
-            parked = self._parked.pop(answer.id, None)
-        if parked is None or parked.tool != name:
-            if parked is not None:
-                with self._lock:
-                    self._parked[answer.id] = parked
+        parked = self._questions.take(answer.id, name)
+        if parked is None:
             return ToolResult(
                 f"{name}: the question this answers is no longer waiting on MCP server "
                 f"{self.name} (its session ended, or it expired); call the tool again",
                 True,
             )
-        parked.expiry.close()
-        forget_declined(answer.id)
-        connection = parked.connection
+        connection: _Connection = parked.connection
         if connection.lost is not None:
             return ToolResult(
                 f"{name}: the question this answers is gone: the session with MCP server "
@@ -1635,12 +1472,10 @@ class McpClient:
                 True,
             )
         with self._lock:
-            reply = connection.session.respond(
-                parked.server_request, elicit_result(answer, parked.shape, parked.schema)
-            )
-            self._answered(connection, parked.waiter)
+            reply = self._questions.reply(parked, answer)
+            self._answered(connection, parked.call)
         self._reply(connection, reply)
-        result = self._drive(connection, parked.waiter, name, token, progress)
+        result = self._drive(connection, parked.call, name, token, progress)
         if result is _RETRY:
             return ToolResult(
                 f"{name}: the session with MCP server {self.name} ended while it was answering; "
@@ -1649,47 +1484,6 @@ class McpClient:
             )
         assert isinstance(result, ToolResult)
         return result
-
-    def _input_required(self, name: str, result: Mapping[str, Any]) -> ToolResult:
-        from ._suspension import request_from_elicitation
-
-        requests = result.get("inputRequests")
-        if not isinstance(requests, dict) or not requests:
-            return ToolResult(
-                f"{name}: MCP server {self.name} asked for input without inputRequests", True
-            )
-        for key, entry in requests.items():
-            if not isinstance(entry, dict) or entry.get("method") != "elicitation/create":
-                continue
-            params = entry.get("params")
-            state: dict[str, Any] = {"t": name, "k": key, "n": os.urandom(8).hex()}
-            try:
-                request, shape = request_from_elicitation(params, request_id="pnd-0")
-            except ValueError as exc:
-                return ToolResult(
-                    f"{name}: MCP server {self.name} asked a malformed question: {exc}", True
-                )
-            state["m"] = shape
-            if shape == "schema" and request.data is not None:
-                defaults = _defaults(request.data.get("schema"))
-                if defaults:
-                    state["d"] = defaults
-            pending = Request(
-                request.kind,
-                request.prompt,
-                id=_seal_state(state, result.get("requestState")),
-                url=request.url,
-                data=request.data,
-            )
-            return ToolResult.pending(pending)
-        methods = sorted(
-            {str(entry.get("method")) for entry in requests.values() if isinstance(entry, dict)}
-        )
-        return ToolResult(
-            f"{name}: MCP server {self.name} asked for {', '.join(methods)}, which this client "
-            "does not offer",
-            True,
-        )
 
     # ------------------------------------------------------------------ closing
 
@@ -1702,12 +1496,7 @@ class McpClient:
                 return
             self._closed = True
             connection, self._connection = self._connection, None
-        with self._lock:
-            parked = list(self._parked.items())
-            self._parked.clear()
-        for request_id, entry in parked:
-            entry.expiry.close()
-            forget_declined(request_id)
+        self._questions.clear()
         if connection is not None:
             if connection.is_stdio:
                 self._drop(connection, "the client was closed")
@@ -1773,17 +1562,6 @@ class _RemoteTool:
         return f"<remote tool {self.remote!r} on MCP server {self.client.name!r}>"
 
 
-def _unsent(result: ToolResult, answering: object) -> ToolResult:
-    """``result``, saying (when ``answering``: the request carried an answer) that the
-    answer was not used — the server never got it, refused the request, or said so — so
-    the host that checked it lets the same answer come again."""
-    if not answering:
-        return result
-    return ToolResult(
-        result.output, result.is_error, {**result.metadata, "answer": ANSWER_UNUSED}, result.parts
-    )
-
-
 def _auth_problem(lost: _Lost) -> str:
     """What a failed sign-in says at connect time (where nothing can be handed back)."""
     request = lost.auth
@@ -1793,43 +1571,6 @@ def _auth_problem(lost: _Lost) -> str:
             "the user that URL and returns the redirect (the command line does so)"
         )
     return lost.problem
-
-
-def _defaults(schema: Any) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    properties = schema.get("properties") if isinstance(schema, Mapping) else None
-    if isinstance(properties, Mapping):
-        for key, prop in properties.items():
-            if isinstance(prop, Mapping) and "default" in prop:
-                found[key] = prop["default"]
-    return found
-
-
-def _seal_state(state: Mapping[str, Any], request_state: Any) -> str:
-    """A modern question's continuation as a Request id: ``mcp1.<base64url JSON>``, then
-    ``.<requestState>`` as the server sent it (when it sent one)."""
-    raw = json.dumps(dict(state), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    sealed = _STATE_PREFIX + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-    if request_state is None:
-        return sealed
-    text = request_state if isinstance(request_state, str) else json.dumps(request_state)
-    return f"{sealed}.{'s' if isinstance(request_state, str) else 'j'}{text}"
-
-
-def _open_state(text: str) -> dict[str, Any] | None:
-    """The continuation :func:`_seal_state` put in ``text`` (``"s"``: the requestState),
-    or ``None`` when ``text`` is not one."""
-    body, _, rest = text[len(_STATE_PREFIX) :].partition(".")
-    try:
-        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-        state = json.loads(raw.decode("utf-8"))
-        if rest:
-            state["s"] = rest[1:] if rest[0] == "s" else json.loads(rest[1:])
-    except (binascii.Error, ValueError, UnicodeDecodeError, IndexError, TypeError):
-        return None
-    if not isinstance(state, dict) or not isinstance(state.get("k"), str):
-        return None
-    return state
 
 
 def _default_name(command: str | None, url: str | None) -> str:
