@@ -24,7 +24,6 @@ connections.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import threading
 import time
@@ -39,6 +38,7 @@ from .._suspension import Answer, Request
 from .._tracing import client_span
 from .._tracing import inject as inject_trace
 from ..errors import InvalidTypeError, InvalidValueError, McpError
+from ._client_connection import Cancelled, Connection, Fallback, Idle, Lost
 from ._client_questions import (
     STATE_PREFIX,
     ClientQuestions,
@@ -57,19 +57,16 @@ from ._client_session import (
     Outgoing,
     Response,
     ServerRequest,
-    Stray,
     list_page,
-    log_record,
     progress_of,
     remote_tools,
 )
-from ._peer import Peer, Waiter
+from ._peer import Waiter
 
 if TYPE_CHECKING:
     from .._context import ProgressReporter, ToolContext
     from .._tools import Tool
-    from ._client_http import HttpExchange, HttpTransport
-    from ._client_stdio import StdioTransport
+    from ._client_http import HttpTransport
     from ._oauth import OAuth
 
 __all__ = ["McpClient"]
@@ -99,57 +96,6 @@ def _install_exit_hook() -> None:
 
             atexit.register(_close_all_at_exit)
             _exit_hook_installed = True
-
-
-class _Cancelled(Exception):
-    pass
-
-
-class _Lost(Exception):
-    """The connection ended under a request. ``sent``: the request may have been run;
-    ``auth``: OAuth got no token the server takes (a Request: a sign-in to hand back)."""
-
-    def __init__(
-        self,
-        problem: str,
-        *,
-        sent: bool = True,
-        session_lost: bool = False,
-        auth: bool | Request = False,
-    ) -> None:
-        super().__init__(problem)
-        self.problem = problem
-        self.sent = sent
-        self.session_lost = session_lost
-        self.auth = auth
-
-
-class _Idle(Exception):
-    pass
-
-
-class _Fallback(Exception):
-    """A stdio server ended the connection on ``server/discover``: try ``initialize``."""
-
-    def __init__(self, problem: str) -> None:
-        super().__init__(problem)
-        self.problem = problem
-
-
-class _Connection:
-    """One open connection to the server: its transport and session. A lost connection
-    is replaced by a new one on the next request."""
-
-    def __init__(self, session: ClientSession) -> None:
-        self.session = session
-        self.transport: StdioTransport | HttpTransport | None = None
-        self.peer = Peer()  # who waits for which answer, and whose question is whose
-        self.opening = Waiter(None)
-        self.lost: str | None = None
-        self.listener: HttpExchange | None = None  # the legacy session's GET stream
-        self.stopped = threading.Event()  # set once the connection is lost or closed
-        self.threads: list[threading.Thread] = []  # helper threads to join on close
-        self.is_stdio = False
 
 
 class McpClient:
@@ -278,9 +224,8 @@ class McpClient:
         self._max_message_bytes = max_message_bytes
         # Checked now, so a bad revision or level is a mistake at this line.
         self._new_session()
-        self._lock = threading.RLock()  # the session and the connection state
         self._open_lock = threading.Lock()  # one opener at a time
-        self._connection: _Connection | None = None
+        self._connection: Connection | None = None
         # The legacy questions parked on this client (their calls wait on the server).
         self._questions = ClientQuestions(self._question_s, self._give_up)
         self._listeners: list[Callable[[], object]] = []
@@ -370,7 +315,7 @@ class McpClient:
         self._open()
         return self
 
-    def _open(self) -> _Connection:
+    def _open(self) -> Connection:
         connection = self._connection
         if connection is not None and connection.lost is None:
             return connection
@@ -381,15 +326,21 @@ class McpClient:
             if connection is not None and connection.lost is None:
                 return connection
             if connection is not None:
-                self._drop(connection, connection.lost or "lost")
+                connection.drop(connection.lost or "lost")
             connection = self._start_connection()
             self._connection = connection
             _live_clients.add(self)
             _install_exit_hook()
             return connection
 
-    def _start_connection(self, legacy: bool = False) -> _Connection:
-        connection = _Connection(self._new_session())
+    def _start_connection(self, legacy: bool = False) -> Connection:
+        connection = Connection(
+            self._new_session(),
+            label=self.name,
+            timeout_s=self._timeout_s,
+            on_tools_changed=self._tools_changed,
+            client_closed=lambda: self._closed,
+        )
         if self._command is not None:
             self._spawn(connection)
         else:
@@ -412,19 +363,18 @@ class McpClient:
             connection.transport = self._http
         try:
             self._handshake(connection, legacy)
-        except _Fallback as fallback:
-            self._drop(connection, fallback.problem)
+        except Fallback as fallback:
+            connection.drop(fallback.problem)
             return self._start_connection(legacy=True)
         except McpError:
-            self._drop(connection, "the handshake failed")
+            connection.drop("the handshake failed")
             raise
         except BaseException:
-            self._drop(connection, "the handshake was interrupted")
+            connection.drop("the handshake was interrupted")
             raise
         if not connection.is_stdio and connection.session.era == "legacy":
             listener = threading.Thread(
-                target=self._listen,
-                args=(connection,),
+                target=connection.listen,
                 name=f"toolnexus-mcp-{self.name}-listen",
                 daemon=True,
             )
@@ -432,7 +382,7 @@ class McpClient:
             listener.start()
         return connection
 
-    def _spawn(self, connection: _Connection) -> None:
+    def _spawn(self, connection: Connection) -> None:
         from ._client_stdio import StdioTransport
 
         assert self._command is not None
@@ -442,11 +392,9 @@ class McpClient:
                 self._args,
                 env=self._env,
                 cwd=self._cwd,
-                on_message=functools.partial(self._route, connection),
-                on_problem=lambda kind, text, ident: self._on_stdio_problem(
-                    connection, kind, text, ident
-                ),
-                on_closed=lambda reason: self._on_lost(connection, reason),
+                on_message=connection.route,
+                on_problem=lambda kind, text, ident: connection.on_stdio_problem(kind, text, ident),
+                on_closed=lambda reason: connection.on_lost(reason),
                 max_message_bytes=self._max_message_bytes,
                 label=self.name,
                 # Requests still waiting for their answer: their waiters (an answered
@@ -462,15 +410,15 @@ class McpClient:
                 "and that it is installed (on the PATH of this process)",
             ) from None
 
-    def _handshake(self, connection: _Connection, legacy: bool) -> None:
+    def _handshake(self, connection: Connection, legacy: bool) -> None:
         deadline = time.monotonic() + self._timeout_s
-        with self._lock:
+        with connection.lock:
             session = connection.session
             outgoing: Outgoing | None = session.legacy_fallback() if legacy else session.open()
         while outgoing is not None:
             try:
                 events = self._exchange_for_handshake(connection, outgoing, deadline)
-            except _Lost as lost:
+            except Lost as lost:
                 probing = (
                     not legacy
                     and outgoing.message.get("method") == "server/discover"
@@ -479,10 +427,10 @@ class McpClient:
                 if probing and connection.is_stdio:
                     # A legacy stdio server may end the connection on a method it does not
                     # know: start it again and say initialize.
-                    raise _Fallback(lost.problem) from None
+                    raise Fallback(lost.problem) from None
                 if probing and lost.sent:
                     # A legacy HTTP server may refuse the probe with a bare HTTP error.
-                    with self._lock:
+                    with connection.lock:
                         outgoing = connection.session.legacy_fallback()
                     legacy = True
                     continue
@@ -495,7 +443,7 @@ class McpClient:
             for event in events:
                 if isinstance(event, Outgoing):
                     if event.id is None:
-                        self._send_quietly(connection, event)
+                        connection.send_quietly(event)
                     else:
                         outgoing = event
                 elif isinstance(event, Failure):
@@ -512,29 +460,27 @@ class McpClient:
                         event.protocol_version,
                     )
                     if outgoing is not None:  # logging/setLevel: its answer is not awaited
-                        with self._lock:
+                        with connection.lock:
                             connection.session.forget(outgoing.id or 0)
-                        self._send_quietly(connection, outgoing)
+                        connection.send_quietly(outgoing)
                     return
         raise McpError(self.name, "the handshake ended without opening the connection")
 
     def _exchange_for_handshake(
-        self, connection: _Connection, outgoing: Outgoing, deadline: float
+        self, connection: Connection, outgoing: Outgoing, deadline: float
     ) -> list[Any]:
         """Send one handshake request; the session's events for its answer."""
         left = deadline - time.monotonic()
         if left <= 0:
             raise McpError(self.name, f"no answer to the handshake within {self._timeout_s:g} s")
-        waiter = self._send_request(connection, outgoing, None, left, connection.opening)
+        waiter = connection.send_request(outgoing, None, left, connection.opening)
         events: list[Any] = []
         try:
             while True:
                 left = deadline - time.monotonic()
                 try:
-                    event = self._next_event(
-                        connection, waiter, CancellationToken.NONE, max(left, 0.001)
-                    )
-                except _Idle:
+                    event = connection.next_event(waiter, CancellationToken.NONE, max(left, 0.001))
+                except Idle:
                     method = outgoing.message.get("method")
                     raise McpError(
                         self.name,
@@ -550,352 +496,11 @@ class McpClient:
                         events.append(waiter.events.popleft())
                     return events
         finally:
-            with self._lock:
+            with connection.lock:
                 if outgoing.id is not None:
                     connection.peer.waiters.pop(outgoing.id, None)
             if waiter.messages is not None:
                 waiter.messages.close()
-
-    # ------------------------------------------------------------------ sending
-
-    def _send_request(
-        self,
-        connection: _Connection,
-        outgoing: Outgoing,
-        headers_for: Mapping[str, str] | None,
-        read_timeout: float | None,
-        waiter: Waiter | None = None,
-    ) -> Waiter:
-        """Send ``outgoing`` (a request); the waiter its events arrive at (registered
-        here, unless it already is)."""
-        assert outgoing.id is not None
-        if waiter is None:
-            waiter = Waiter(outgoing.id)
-        transport = connection.transport
-        if connection.is_stdio:
-            if connection.peer.waiters.get(outgoing.id) is not waiter:
-                with self._lock:
-                    connection.peer.waiters[outgoing.id] = waiter
-            try:
-                transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
-            except (OSError, McpError) as exc:
-                with self._lock:
-                    connection.peer.waiters.pop(outgoing.id, None)
-                raise _Lost(f"cannot write to the server: {exc}", sent=False) from None
-            return waiter
-        http: HttpTransport = transport  # type: ignore[assignment]
-        with self._lock:
-            headers = connection.session.http_headers(outgoing, headers_for)
-        try:
-            exchange = http.start(outgoing.to_bytes(), headers, read_timeout)
-        except http.Failure as exc:  # (not imported here: this runs on every call)
-            raise _Lost(
-                exc.problem, sent=exc.sent, session_lost=exc.session_lost, auth=exc.auth
-            ) from None
-        waiter.exchange = exchange
-        messages = exchange.messages(self._on_session_id)
-        if connection.session.era != "legacy":
-            waiter.messages = messages  # read on the waiting thread
-            return waiter
-        # A legacy server may ask its question on the session's own stream, not on this
-        # answer: read the answer on a helper thread, so either can wake the waiter.
-        with self._lock:
-            connection.peer.waiters[outgoing.id] = waiter
-        threading.Thread(
-            target=self._pump,
-            args=(connection, waiter, messages),
-            name=f"toolnexus-mcp-{self.name}-answer",
-            daemon=True,
-        ).start()
-        return waiter
-
-    def _pump(self, connection: _Connection, waiter: Waiter, messages: Any) -> None:
-        """Read one answer stream into its waiter (legacy HTTP)."""
-        from ._client_http import HttpTransport
-
-        try:
-            for message in messages:
-                self._route(connection, message, waiter)
-        except HttpTransport.Failure as exc:
-            failure: Exception
-            if exc.problem == "aborted":
-                failure = _Cancelled()
-            elif exc.problem.startswith("no message from the server"):
-                failure = _Idle()
-            else:
-                failure = _Lost(
-                    exc.problem, sent=exc.sent, session_lost=exc.session_lost, auth=exc.auth
-                )
-            waiter.close(exc.problem, failure)
-            return
-        except Exception as exc:  # a bug must not leave the waiter waiting forever
-            waiter.close(str(exc), _Lost(f"reading the answer failed: {exc}"))
-            return
-        waiter.close(
-            "the server ended the answer without a response",
-            _Lost("the server ended the answer without a response"),
-        )
-
-    def _listen(self, connection: _Connection) -> None:
-        """Read the legacy session's own event stream (``GET``) while the connection
-        lives: the server's requests and notifications outside any answer."""
-        from ._client_http import HttpTransport
-
-        transport = connection.transport
-        assert transport is not None and not connection.is_stdio
-        failures = 0
-        retry_ms = 1000
-        while connection.lost is None and not self._closed:
-            try:
-                with self._lock:
-                    headers = connection.session.http_headers(
-                        Outgoing({"jsonrpc": "2.0", "method": "GET"})
-                    )
-                exchange = transport.listen(headers)  # type: ignore[union-attr]
-                connection.listener = exchange
-                opened = False
-                for message in exchange.messages():
-                    opened = True
-                    self._route(connection, message, None)
-                retry_ms = exchange.retry_ms
-                if not opened and exchange.last_event_id is None:
-                    return  # 405: the server offers no stream of its own
-                failures = 0
-            except HttpTransport.Failure as exc:
-                failures += 1
-                if exc.problem == "aborted" or failures > 3:
-                    return
-            if self._closed or connection.lost is not None:
-                return
-            # The stream ended: open it again after the delay the server asked for.
-            if connection.stopped.wait(retry_ms / 1000):
-                return
-
-    def _on_session_id(self, session_id: str) -> None:
-        if self._http is not None and self._http.session_id is None:
-            self._http.session_id = session_id
-
-    def _send_quietly(self, connection: _Connection, outgoing: Outgoing) -> None:
-        """Send a notification or a response of ours; a failure is logged."""
-
-        try:
-            if connection.is_stdio:
-                connection.transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
-                return
-            with self._lock:
-                headers = connection.session.http_headers(outgoing)
-            answer = connection.transport.post(  # type: ignore[union-attr]
-                outgoing.to_bytes(), headers, self._timeout_s
-            )
-            if isinstance(answer, dict) and "error" in answer:
-                _log.debug("MCP server %s refused a message: %r", self.name, answer["error"])
-        except (OSError, McpError) as exc:
-            _log.debug("MCP server %s: cannot send %s: %s", self.name, outgoing.message, exc)
-
-    # ------------------------------------------------------------------ receiving
-
-    def _next_event(
-        self,
-        connection: _Connection,
-        waiter: Waiter,
-        token: CancellationToken,
-        timeout: float | None,
-    ) -> Any:
-        """The next event for ``waiter``'s request. Raises :class:`_Cancelled` once
-        ``token`` is cancelled, :class:`_Idle` after ``timeout`` seconds without one,
-        :class:`_Lost` when the connection ends."""
-        if waiter.messages is not None:
-            return self._pull(connection, waiter, token)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        events = waiter.events
-        reader = connection.transport if connection.is_stdio else None
-        # (A token that can never be cancelled is not asked, on every message, whether it is.)
-        cancellable = token is not _NEVER and token.can_be_cancelled
-        if cancellable:
-
-            def done() -> object:
-                return events or waiter.closed is not None or token.is_cancellation_requested
-
-        else:
-
-            def done() -> object:
-                return events or waiter.closed is not None
-
-        while True:
-            if events:
-                return events.popleft()
-            if cancellable and token.is_cancellation_requested:
-                raise _Cancelled()
-            if waiter.closed is not None:
-                raise waiter.failure or _Lost(waiter.closed)
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise _Idle()
-            if reader is not None:
-                # Read the answer on this thread when no other thread reads the pipe.
-                read = reader.read_until(done, left)  # type: ignore[union-attr]
-                if read is not None:
-                    continue
-                if connection.lost is not None and not events:
-                    raise _Lost(connection.lost)
-            # Another thread reads: it puts this request's events here.
-            waiter.sleep(
-                lambda: (
-                    events
-                    or waiter.closed is not None
-                    or token.is_cancellation_requested
-                    or connection.lost is not None
-                ),
-                left,
-            )
-
-    def _pull(self, connection: _Connection, waiter: Waiter, token: CancellationToken) -> Any:
-        failure = connection.transport.Failure  # type: ignore[union-attr]  # (HTTP's)
-        while not waiter.events:
-            if token.is_cancellation_requested:
-                raise _Cancelled()
-            try:
-                message = next(waiter.messages)
-            except StopIteration:
-                raise _Lost("the server ended the answer without a response") from None
-            except failure as exc:
-                if token.is_cancellation_requested or exc.problem == "aborted":
-                    raise _Cancelled() from None
-                if exc.problem.startswith("no message from the server"):
-                    raise _Idle() from None
-                raise _Lost(
-                    exc.problem, sent=exc.sent, session_lost=exc.session_lost, auth=exc.auth
-                ) from None
-            self._route(connection, message, waiter)
-        return waiter.events.popleft()
-
-    def _on_stdio_problem(self, connection: _Connection, kind: str, text: str, ident: Any) -> None:
-        if kind == "garbage":
-            _log.warning("MCP server %s printed a line that is not JSON-RPC: %r", self.name, text)
-            return
-        if kind == "too deep":
-            with self._lock:
-                waiter = (
-                    connection.peer.waiters.pop(ident, None) if isinstance(ident, int) else None
-                )
-                if waiter is not None:
-                    connection.session.forget(ident)
-            if waiter is not None:
-                waiter.put(Failure(ident, "", None, f"the server's answer is nested {text}"))
-            else:
-                _log.warning("MCP server %s sent a message nested %s", self.name, text)
-            return
-        _log.warning("MCP server %s: %s", self.name, text)
-
-    def _route(self, connection: _Connection, message: Any, home: Waiter | None = None) -> None:
-        """Hand each event of one message to whoever waits for it."""
-        if message.__class__ is dict and len(message) == 1:  # an event stream's stand-in
-            if "__too_deep__" in message:
-                if home is not None and home.request_id is not None:
-                    home.put(
-                        Failure(
-                            home.request_id, "", None, f"the server's answer is nested {_TOO_DEEP}"
-                        )
-                    )
-                return
-            if "__garbage__" in message:
-                _log.warning(
-                    "MCP server %s sent an event that is not JSON: %r",
-                    self.name,
-                    message["__garbage__"],
-                )
-                return
-        if (
-            home is not None
-            and home.request_id is not None
-            and isinstance(message, dict)
-            and "error" in message
-            and message.get("id") is None
-        ):
-            # An error with a null id on a request's own answer (a server that could not
-            # read the request, or refuses it before reading its id) answers that request.
-            message = {**message, "id": home.request_id}
-        with self._lock:
-            events = connection.session.receive(message)
-        for event in events:
-            if event.__class__ is Response or event.__class__ is Failure:
-                # Answered: it no longer counts as waiting (see StdioTransport pending).
-                waiter = connection.peer.waiters.pop(event.id, None)
-                if waiter is None and event.method in ("server/discover", "initialize"):
-                    waiter = home or connection.opening
-                (waiter or home or connection.opening).put(event)
-            elif isinstance(event, (Opened, Outgoing)):
-                (home or connection.opening).put(event)
-            elif isinstance(event, Notification):
-                self._on_notification(connection, event, home)
-            elif isinstance(event, ServerRequest):
-                self._on_server_request(connection, event, home)
-            elif isinstance(event, Stray):
-                _log.warning("MCP server %s: ignoring %s", self.name, event.problem)
-
-    def _on_notification(
-        self, connection: _Connection, event: Notification, home: Waiter | None
-    ) -> None:
-        method, params = event.method, event.params
-        if method == "notifications/progress":
-            token = params.get("progressToken")
-            with self._lock:
-                waiter = connection.peer.waiters.get(token) if isinstance(token, int) else None
-            if waiter is None and home is not None and token == home.request_id:
-                waiter = home
-            if waiter is not None:
-                waiter.put(event)
-        elif method == "notifications/message":
-            level, line = log_record(self.name, params)
-            _log.log(level, "%s", line)
-        elif method == "notifications/tools/list_changed":
-            self._tools_changed()
-        # Anything else (cancelled, resources, unknown): nothing to do.
-
-    def _on_server_request(
-        self, connection: _Connection, event: ServerRequest, home: Waiter | None
-    ) -> None:
-        waiter: Waiter | None = None
-        with self._lock:
-            reply = connection.session.answer_request(event)
-            if reply is None:  # elicitation/create: a question, for the call it belongs to
-                if home is not None and home.request_id is not None:
-                    # On a call's own answer stream (HTTP) the question is that call's.
-                    waiter = home
-                    connection.peer.asking[home.request_id] = event.id
-                else:
-                    # Over stdio a question names no call: the peer binds it to one that
-                    # is not asking already (never to a call whose question is open).
-                    waiter = connection.peer.bind_question(event.id, event.params)
-                if waiter is None:
-                    reply = ClientQuestions.unowned(connection.session, event)
-        if waiter is not None:
-            waiter.put(event)
-            return
-        assert reply is not None
-        self._reply(connection, reply)
-
-    def _reply(self, connection: _Connection, outgoing: Outgoing) -> None:
-        if connection.is_stdio:
-            self._send_quietly(connection, outgoing)
-        else:
-            # Never on the thread reading an answer stream for long: a POST is quick.
-            self._send_quietly(connection, outgoing)
-
-    def _on_lost(self, connection: _Connection, reason: str) -> None:
-        with self._lock:
-            first = connection.lost is None
-            if first:
-                connection.lost = reason
-            waiters = list(connection.peer.waiters.values())
-        connection.stopped.set()
-        listener = connection.listener
-        if listener is not None:
-            listener.abort()
-        for waiter in [*waiters, connection.opening]:
-            waiter.close(reason)
-        if first and reason and not self._closed:
-            _log.info("MCP server %s: %s", self.name, reason)
 
     def _tools_changed(self) -> None:
         listeners = list(self._listeners)
@@ -911,67 +516,31 @@ class McpClient:
 
         threading.Thread(target=run, name=f"toolnexus-mcp-{self.name}-changed", daemon=True).start()
 
-    def _finish(self, connection: _Connection, waiter: Waiter) -> None:
-        with self._lock:
-            if waiter.request_id is not None:
-                connection.peer.finish(waiter.request_id)
-        messages = waiter.messages
-        if messages is not None:
-            waiter.messages = _ENDED
-            with contextlib.suppress(ValueError):  # still being read on another thread
-                messages.close()  # releases the HTTP connection for the next request
-
-    def _abandon(self, connection: _Connection, waiter: Waiter, reason: str | None) -> None:
-        """Stop waiting for ``waiter``'s request and tell the server (cancel it)."""
-        self._finish(connection, waiter)
-        request_id = waiter.request_id
-        if request_id is None:
-            return
-        with self._lock:
-            cancel = connection.session.cancel(request_id, reason)
-        exchange = waiter.exchange
-        if exchange is not None:
-            exchange.abort()  # closing the request is the modern era's cancel
-        tell = connection.is_stdio or connection.session.era == "legacy"
-        if cancel is not None and tell and connection.lost is None:
-            self._send_quietly(connection, cancel)
-
-    def _drop(self, connection: _Connection, reason: str) -> None:
-        """Close ``connection``: its requests end now — not once the child process has
-        exited, which may take the transport's grace — then its transport."""
-        self._on_lost(connection, reason)
-        transport = connection.transport
-        if transport is not None and connection.is_stdio:
-            transport.interrupt()  # type: ignore[union-attr]  # a call reading the pipe
-            transport.close()  # type: ignore[call-arg]
-
     # ------------------------------------------------------------------ requests
 
     def _request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """One request and its result (phase-bounded); raises McpError."""
         for attempt in (0, 1):
             connection = self._open()
-            with self._lock:
+            with connection.lock:
                 outgoing = connection.session.request(method, params)
             try:
-                waiter = self._send_request(connection, outgoing, None, self._timeout_s)
+                waiter = connection.send_request(outgoing, None, self._timeout_s)
                 while True:
-                    event = self._next_event(
-                        connection, waiter, CancellationToken.NONE, self._timeout_s
-                    )
+                    event = connection.next_event(waiter, CancellationToken.NONE, self._timeout_s)
                     if isinstance(event, Response):
-                        self._finish(connection, waiter)
+                        connection.finish(waiter)
                         return event.result
                     if isinstance(event, Failure):
-                        self._finish(connection, waiter)
+                        connection.finish(waiter)
                         code = f" ({event.code})" if event.code is not None else ""
                         raise McpError(self.name, f"{method} failed: {event.message}{code}")
-            except _Idle:
-                self._abandon(connection, waiter, "timed out")
+            except Idle:
+                connection.abandon(waiter, "timed out")
                 raise McpError(
                     self.name, f"no answer to {method} within {self._timeout_s:g} s (timeout_ms)"
                 ) from None
-            except _Lost as lost:
+            except Lost as lost:
                 self._lose(connection, lost)
                 if lost.auth:  # OAuth asked once already: never again for this request
                     raise McpError(self.name, f"{method} failed: {_auth_problem(lost)}") from None
@@ -980,15 +549,15 @@ class McpClient:
                 raise McpError(self.name, f"{method} failed: {lost.problem}") from None
         raise McpError(self.name, f"{method} failed: the session was lost twice in a row")
 
-    def _lose(self, connection: _Connection, lost: _Lost) -> None:
+    def _lose(self, connection: Connection, lost: Lost) -> None:
         """A request found the connection gone: forget it, so the next one re-opens."""
         if self._closed:  # close() ends the connection; its calls answer without waiting
             return
         if connection.is_stdio:
             if connection.transport is not None and not connection.transport.is_alive:  # type: ignore[union-attr]
-                self._drop(connection, lost.problem)
+                connection.drop(lost.problem)
         elif (lost.session_lost or not lost.sent) and not lost.auth:
-            self._on_lost(connection, lost.problem)
+            connection.on_lost(lost.problem)
 
     def list_tools(self) -> list[dict[str, Any]]:
         """The server's tools as it describes them (``tools/list``, every page): plain
@@ -1254,7 +823,7 @@ class McpClient:
             params: dict[str, Any] = {"name": name, "arguments": arguments}
             if retry is not None:
                 params.update(retry)
-            with self._lock:
+            with connection.lock:
                 # Its own _meta entries go in params["_meta"]: the session writes the bytes.
                 outgoing = connection.session.request("tools/call", params, progress=True)
                 request_id = outgoing.id
@@ -1275,13 +844,13 @@ class McpClient:
                     try:
                         connection.transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
                     except (OSError, McpError) as exc:
-                        with self._lock:
+                        with connection.lock:
                             connection.peer.waiters.pop(request_id, None)
-                        raise _Lost(f"cannot write to the server: {exc}", sent=False) from None
+                        raise Lost(f"cannot write to the server: {exc}", sent=False) from None
                 else:
-                    self._send_request(connection, outgoing, headers, self._idle_s, waiter)
-            except _Lost as lost:
-                with self._lock:
+                    connection.send_request(outgoing, headers, self._idle_s, waiter)
+            except Lost as lost:
+                with connection.lock:
                     connection.peer.calls.pop(request_id, None)
                 self._lose(connection, lost)
                 if attempt == 0 and (lost.session_lost or not lost.sent) and not lost.auth:
@@ -1297,7 +866,7 @@ class McpClient:
 
     def _drive(
         self,
-        connection: _Connection,
+        connection: Connection,
         waiter: Waiter,
         name: str,
         token: CancellationToken,
@@ -1324,34 +893,34 @@ class McpClient:
         try:
             while True:
                 try:
-                    event = self._next_event(connection, waiter, token, self._idle_s)
-                except _Cancelled:
+                    event = connection.next_event(waiter, token, self._idle_s)
+                except Cancelled:
                     if self._closed and not token.is_cancellation_requested:
                         # close() aborted the request (HTTP), not the caller.
-                        self._finish(connection, waiter)
-                        return self._lost_result(name, _Lost("the client was closed"))
-                    self._abandon(connection, waiter, "cancelled by the caller")
+                        connection.finish(waiter)
+                        return self._lost_result(name, Lost("the client was closed"))
+                    connection.abandon(waiter, "cancelled by the caller")
                     return _CANCELLED
-                except _Idle:
-                    self._abandon(connection, waiter, "no progress")
+                except Idle:
+                    connection.abandon(waiter, "no progress")
                     idle = int((self._idle_s or 0) * 1000)
                     return ToolResult(
                         f"timed out: {name} on MCP server {self.name} sent nothing for "
                         f"{idle} ms (idle_timeout_ms)",
                         True,
                     )
-                except _Lost as lost:
-                    self._finish(connection, waiter)
+                except Lost as lost:
+                    connection.finish(waiter)
                     self._lose(connection, lost)
                     if lost.session_lost and not lost.sent:
                         return _RETRY
                     result = self._lost_result(name, lost)
                     return unsent(result, answering) if not lost.sent else result
                 if isinstance(event, Response):
-                    self._finish(connection, waiter)
+                    connection.finish(waiter)
                     return call_result(name, self.name, event.result, answering)
                 if isinstance(event, Failure):
-                    self._finish(connection, waiter)
+                    connection.finish(waiter)
                     return refused(name, self.name, event, answering)
                 if isinstance(event, Notification):
                     if progress is not None:
@@ -1367,7 +936,7 @@ class McpClient:
             # server told, as on a cancel; its waiter must not wait (and count) forever.
             if not parked and waiter.request_id in connection.peer.calls:
                 with contextlib.suppress(Exception):
-                    self._abandon(connection, waiter, "interrupted")
+                    connection.abandon(waiter, "interrupted")
             raise
         finally:
             if registration is not None:
@@ -1385,7 +954,7 @@ class McpClient:
         except Exception:
             _log.exception("a progress reporter failed")
 
-    def _lost_result(self, name: str, lost: _Lost) -> ToolResult:
+    def _lost_result(self, name: str, lost: Lost) -> ToolResult:
         if isinstance(lost.auth, Request):  # a sign-in: a question like any other
             return ToolResult.pending(lost.auth)
         if lost.auth:
@@ -1402,11 +971,11 @@ class McpClient:
     # ------------------------------------------------------------------ questions
 
     def _park(
-        self, connection: _Connection, waiter: Waiter, name: str, event: ServerRequest
+        self, connection: Connection, waiter: Waiter, name: str, event: ServerRequest
     ) -> ToolResult | None:
         """A legacy server asks: park the call, hand back the question (or answer the
         server at once when the host cannot be asked)."""
-        with self._lock:
+        with connection.lock:
             asked = self._questions.ask(
                 connection.session, event, tool=name, connection=connection, call=waiter
             )
@@ -1419,11 +988,11 @@ class McpClient:
                 self.name,
                 asked.message["error"].get("message"),
             )
-        self._reply(connection, asked)
+        connection.send_quietly(asked)
         return None
 
     @staticmethod
-    def _answered(connection: _Connection, waiter: Waiter) -> None:
+    def _answered(connection: Connection, waiter: Waiter) -> None:
         """``waiter``'s question was answered: its call may ask again (under the lock)."""
         if waiter.request_id is not None:
             connection.peer.answered(waiter.request_id)
@@ -1431,11 +1000,11 @@ class McpClient:
     def _give_up(self, parked: Parked, reply: Outgoing, why: str) -> None:
         """A parked question was given up (:meth:`ClientQuestions.give_up`): tell the
         server ``reply`` and end the call it belongs to."""
-        connection: _Connection = parked.connection
-        with self._lock:
+        connection: Connection = parked.connection
+        with connection.lock:
             self._answered(connection, parked.call)
-        self._reply(connection, reply)
-        self._abandon(connection, parked.call, why)
+        connection.send_quietly(reply)
+        connection.abandon(parked.call, why)
 
     def _continue(
         self,
@@ -1464,17 +1033,17 @@ class McpClient:
                 f"{self.name} (its session ended, or it expired); call the tool again",
                 True,
             )
-        connection: _Connection = parked.connection
+        connection: Connection = parked.connection
         if connection.lost is not None:
             return ToolResult(
                 f"{name}: the question this answers is gone: the session with MCP server "
                 f"{self.name} ended ({connection.lost}); call the tool again",
                 True,
             )
-        with self._lock:
+        with connection.lock:
             reply = self._questions.reply(parked, answer)
             self._answered(connection, parked.call)
-        self._reply(connection, reply)
+        connection.send_quietly(reply)
         result = self._drive(connection, parked.call, name, token, progress)
         if result is _RETRY:
             return ToolResult(
@@ -1499,9 +1068,9 @@ class McpClient:
         self._questions.clear()
         if connection is not None:
             if connection.is_stdio:
-                self._drop(connection, "the client was closed")
+                connection.drop("the client was closed")
             else:
-                self._on_lost(connection, "the client was closed")
+                connection.on_lost("the client was closed")
         if self._http is not None:
             self._http.close(min(self._timeout_s, 2.0))
         if connection is not None:
@@ -1526,12 +1095,10 @@ class McpClient:
         await asyncio.get_running_loop().run_in_executor(None, self.close)
 
 
-_ENDED = iter(())  # what an HTTP waiter reads once its answer was taken
 _NEVER = CancellationToken.NONE
 _RETRY = object()  # the session was gone before the request reached the server: once more
 # What a call its token ended answers; _call tells a deadline from a cancel by identity.
 _CANCELLED = ToolResult("cancelled by the caller", True)
-_TOO_DEEP = "more than 128 levels deep"
 
 
 class _RemoteTool:
@@ -1562,7 +1129,7 @@ class _RemoteTool:
         return f"<remote tool {self.remote!r} on MCP server {self.client.name!r}>"
 
 
-def _auth_problem(lost: _Lost) -> str:
+def _auth_problem(lost: Lost) -> str:
     """What a failed sign-in says at connect time (where nothing can be handed back)."""
     request = lost.auth
     if isinstance(request, Request):

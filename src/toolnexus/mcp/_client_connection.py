@@ -1,0 +1,472 @@
+"""One connection of an MCP client: its transport, its session, its peer, and the I/O.
+
+:class:`Connection` sends what the :class:`~toolnexus.mcp.ClientSession` builds and feeds
+what the transport reads back to it, hands each event to whoever waits for it (the
+:class:`~._peer.Peer` says who), answers the server's own requests (the session decides
+how), reads a legacy HTTP session's own stream, and ends: a lost connection closes every
+waiter. :class:`~toolnexus.mcp.McpClient` owns the lifetime (opening, re-opening,
+closing) and the calls; neither decides a protocol rule — the session and
+:mod:`._client_questions` do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._cancellation import CancellationToken
+from .._log import LazyLogger
+from .._suspension import Request
+from ..errors import McpError
+from ._client_questions import ClientQuestions
+from ._client_session import (
+    ClientSession,
+    Failure,
+    Notification,
+    Opened,
+    Outgoing,
+    Response,
+    ServerRequest,
+    Stray,
+    log_record,
+)
+from ._peer import Peer, Waiter
+
+if TYPE_CHECKING:
+    from ._client_http import HttpExchange, HttpTransport
+    from ._client_stdio import StdioTransport
+
+__all__ = ["Cancelled", "Connection", "Fallback", "Idle", "Lost"]
+
+_log = LazyLogger("mcp.client")
+
+_ENDED = iter(())  # what an HTTP waiter reads once its answer was taken
+_NEVER = CancellationToken.NONE
+_TOO_DEEP = "more than 128 levels deep"
+
+
+class Cancelled(Exception):
+    pass
+
+
+class Lost(Exception):
+    """The connection ended under a request. ``sent``: the request may have been run;
+    ``auth``: OAuth got no token the server takes (a Request: a sign-in to hand back)."""
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        sent: bool = True,
+        session_lost: bool = False,
+        auth: bool | Request = False,
+    ) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.sent = sent
+        self.session_lost = session_lost
+        self.auth = auth
+
+
+class Idle(Exception):
+    pass
+
+
+class Fallback(Exception):
+    """A stdio server ended the connection on ``server/discover``: try ``initialize``."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+class Connection:
+    """One open connection to the server: its transport, session and peer, and the I/O
+    of its requests. A lost connection is replaced by a new one on the next request
+    (the client's part). ``lock`` serialises the session and the peer."""
+
+    def __init__(
+        self,
+        session: ClientSession,
+        *,
+        label: str,
+        timeout_s: float,
+        on_tools_changed: Callable[[], object],
+        client_closed: Callable[[], bool],
+    ) -> None:
+        self.session = session
+        self.label = label  # the server's name, in messages
+        self.timeout_s = timeout_s
+        self.on_tools_changed = on_tools_changed
+        self.client_closed = client_closed
+        self.lock = threading.RLock()
+        self.transport: StdioTransport | HttpTransport | None = None
+        self.peer = Peer()  # who waits for which answer, and whose question is whose
+        self.opening = Waiter(None)
+        self.lost: str | None = None
+        self.listener: HttpExchange | None = None  # the legacy session's GET stream
+        self.stopped = threading.Event()  # set once the connection is lost or closed
+        self.threads: list[threading.Thread] = []  # helper threads to join on close
+        self.is_stdio = False
+
+    def send_request(
+        self,
+        outgoing: Outgoing,
+        headers_for: Mapping[str, str] | None,
+        read_timeout: float | None,
+        waiter: Waiter | None = None,
+    ) -> Waiter:
+        """Send ``outgoing`` (a request); the waiter its events arrive at (registered
+        here, unless it already is)."""
+        assert outgoing.id is not None
+        if waiter is None:
+            waiter = Waiter(outgoing.id)
+        transport = self.transport
+        if self.is_stdio:
+            if self.peer.waiters.get(outgoing.id) is not waiter:
+                with self.lock:
+                    self.peer.waiters[outgoing.id] = waiter
+            try:
+                transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
+            except (OSError, McpError) as exc:
+                with self.lock:
+                    self.peer.waiters.pop(outgoing.id, None)
+                raise Lost(f"cannot write to the server: {exc}", sent=False) from None
+            return waiter
+        http: HttpTransport = transport  # type: ignore[assignment]
+        with self.lock:
+            headers = self.session.http_headers(outgoing, headers_for)
+        try:
+            exchange = http.start(outgoing.to_bytes(), headers, read_timeout)
+        except http.Failure as exc:  # (not imported here: this runs on every call)
+            raise Lost(
+                exc.problem, sent=exc.sent, session_lost=exc.session_lost, auth=exc.auth
+            ) from None
+        waiter.exchange = exchange
+        messages = exchange.messages(self._on_session_id)
+        if self.session.era != "legacy":
+            waiter.messages = messages  # read on the waiting thread
+            return waiter
+        # A legacy server may ask its question on the session's own stream, not on this
+        # answer: read the answer on a helper thread, so either can wake the waiter.
+        with self.lock:
+            self.peer.waiters[outgoing.id] = waiter
+        threading.Thread(
+            target=self._pump,
+            args=(waiter, messages),
+            name=f"toolnexus-mcp-{self.label}-answer",
+            daemon=True,
+        ).start()
+        return waiter
+
+    def _pump(self, waiter: Waiter, messages: Any) -> None:
+        """Read one answer stream into its waiter (legacy HTTP)."""
+        from ._client_http import HttpTransport
+
+        try:
+            for message in messages:
+                self.route(message, waiter)
+        except HttpTransport.Failure as exc:
+            failure: Exception
+            if exc.problem == "aborted":
+                failure = Cancelled()
+            elif exc.problem.startswith("no message from the server"):
+                failure = Idle()
+            else:
+                failure = Lost(
+                    exc.problem, sent=exc.sent, session_lost=exc.session_lost, auth=exc.auth
+                )
+            waiter.close(exc.problem, failure)
+            return
+        except Exception as exc:  # a bug must not leave the waiter waiting forever
+            waiter.close(str(exc), Lost(f"reading the answer failed: {exc}"))
+            return
+        waiter.close(
+            "the server ended the answer without a response",
+            Lost("the server ended the answer without a response"),
+        )
+
+    def listen(self) -> None:
+        """Read the legacy session's own event stream (``GET``) while the connection
+        lives: the server's requests and notifications outside any answer."""
+        from ._client_http import HttpTransport
+
+        transport = self.transport
+        assert transport is not None and not self.is_stdio
+        failures = 0
+        retry_ms = 1000
+        while self.lost is None and not self.client_closed():
+            try:
+                with self.lock:
+                    headers = self.session.http_headers(
+                        Outgoing({"jsonrpc": "2.0", "method": "GET"})
+                    )
+                exchange = transport.listen(headers)  # type: ignore[union-attr]
+                self.listener = exchange
+                opened = False
+                for message in exchange.messages():
+                    opened = True
+                    self.route(message, None)
+                retry_ms = exchange.retry_ms
+                if not opened and exchange.last_event_id is None:
+                    return  # 405: the server offers no stream of its own
+                failures = 0
+            except HttpTransport.Failure as exc:
+                failures += 1
+                if exc.problem == "aborted" or failures > 3:
+                    return
+            if self.client_closed() or self.lost is not None:
+                return
+            # The stream ended: open it again after the delay the server asked for.
+            if self.stopped.wait(retry_ms / 1000):
+                return
+
+    def _on_session_id(self, session_id: str) -> None:
+        transport = self.transport
+        if transport is not None and transport.session_id is None:  # type: ignore[union-attr]
+            transport.session_id = session_id  # type: ignore[union-attr]
+
+    def send_quietly(self, outgoing: Outgoing) -> None:
+        """Send a notification or a response of ours; a failure is logged."""
+
+        try:
+            if self.is_stdio:
+                self.transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
+                return
+            with self.lock:
+                headers = self.session.http_headers(outgoing)
+            answer = self.transport.post(  # type: ignore[union-attr]
+                outgoing.to_bytes(), headers, self.timeout_s
+            )
+            if isinstance(answer, dict) and "error" in answer:
+                _log.debug("MCP server %s refused a message: %r", self.label, answer["error"])
+        except (OSError, McpError) as exc:
+            _log.debug("MCP server %s: cannot send %s: %s", self.label, outgoing.message, exc)
+
+    # ------------------------------------------------------------------ receiving
+
+    def next_event(
+        self,
+        waiter: Waiter,
+        token: CancellationToken,
+        timeout: float | None,
+    ) -> Any:
+        """The next event for ``waiter``'s request. Raises :class:`Cancelled` once
+        ``token`` is cancelled, :class:`Idle` after ``timeout`` seconds without one,
+        :class:`Lost` when the connection ends."""
+        if waiter.messages is not None:
+            return self._pull(waiter, token)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        events = waiter.events
+        reader = self.transport if self.is_stdio else None
+        # (A token that can never be cancelled is not asked, on every message, whether it is.)
+        cancellable = token is not _NEVER and token.can_be_cancelled
+        if cancellable:
+
+            def done() -> object:
+                return events or waiter.closed is not None or token.is_cancellation_requested
+
+        else:
+
+            def done() -> object:
+                return events or waiter.closed is not None
+
+        while True:
+            if events:
+                return events.popleft()
+            if cancellable and token.is_cancellation_requested:
+                raise Cancelled()
+            if waiter.closed is not None:
+                raise waiter.failure or Lost(waiter.closed)
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise Idle()
+            if reader is not None:
+                # Read the answer on this thread when no other thread reads the pipe.
+                read = reader.read_until(done, left)  # type: ignore[union-attr]
+                if read is not None:
+                    continue
+                if self.lost is not None and not events:
+                    raise Lost(self.lost)
+            # Another thread reads: it puts this request's events here.
+            waiter.sleep(
+                lambda: (
+                    events
+                    or waiter.closed is not None
+                    or token.is_cancellation_requested
+                    or self.lost is not None
+                ),
+                left,
+            )
+
+    def _pull(self, waiter: Waiter, token: CancellationToken) -> Any:
+        failure = self.transport.Failure  # type: ignore[union-attr]  # (HTTP's)
+        while not waiter.events:
+            if token.is_cancellation_requested:
+                raise Cancelled()
+            try:
+                message = next(waiter.messages)
+            except StopIteration:
+                raise Lost("the server ended the answer without a response") from None
+            except failure as exc:
+                if token.is_cancellation_requested or exc.problem == "aborted":
+                    raise Cancelled() from None
+                if exc.problem.startswith("no message from the server"):
+                    raise Idle() from None
+                raise Lost(
+                    exc.problem, sent=exc.sent, session_lost=exc.session_lost, auth=exc.auth
+                ) from None
+            self.route(message, waiter)
+        return waiter.events.popleft()
+
+    def on_stdio_problem(self, kind: str, text: str, ident: Any) -> None:
+        if kind == "garbage":
+            _log.warning("MCP server %s printed a line that is not JSON-RPC: %r", self.label, text)
+            return
+        if kind == "too deep":
+            with self.lock:
+                waiter = self.peer.waiters.pop(ident, None) if isinstance(ident, int) else None
+                if waiter is not None:
+                    self.session.forget(ident)
+            if waiter is not None:
+                waiter.put(Failure(ident, "", None, f"the server's answer is nested {text}"))
+            else:
+                _log.warning("MCP server %s sent a message nested %s", self.label, text)
+            return
+        _log.warning("MCP server %s: %s", self.label, text)
+
+    def route(self, message: Any, home: Waiter | None = None) -> None:
+        """Hand each event of one message to whoever waits for it."""
+        if message.__class__ is dict and len(message) == 1:  # an event stream's stand-in
+            if "__too_deep__" in message:
+                if home is not None and home.request_id is not None:
+                    home.put(
+                        Failure(
+                            home.request_id, "", None, f"the server's answer is nested {_TOO_DEEP}"
+                        )
+                    )
+                return
+            if "__garbage__" in message:
+                _log.warning(
+                    "MCP server %s sent an event that is not JSON: %r",
+                    self.label,
+                    message["__garbage__"],
+                )
+                return
+        if (
+            home is not None
+            and home.request_id is not None
+            and isinstance(message, dict)
+            and "error" in message
+            and message.get("id") is None
+        ):
+            # An error with a null id on a request's own answer (a server that could not
+            # read the request, or refuses it before reading its id) answers that request.
+            message = {**message, "id": home.request_id}
+        with self.lock:
+            events = self.session.receive(message)
+        for event in events:
+            if event.__class__ is Response or event.__class__ is Failure:
+                # Answered: it no longer counts as waiting (see StdioTransport pending).
+                waiter = self.peer.waiters.pop(event.id, None)
+                if waiter is None and event.method in ("server/discover", "initialize"):
+                    waiter = home or self.opening
+                (waiter or home or self.opening).put(event)
+            elif isinstance(event, (Opened, Outgoing)):
+                (home or self.opening).put(event)
+            elif isinstance(event, Notification):
+                self._on_notification(event, home)
+            elif isinstance(event, ServerRequest):
+                self._on_server_request(event, home)
+            elif isinstance(event, Stray):
+                _log.warning("MCP server %s: ignoring %s", self.label, event.problem)
+
+    def _on_notification(self, event: Notification, home: Waiter | None) -> None:
+        method, params = event.method, event.params
+        if method == "notifications/progress":
+            token = params.get("progressToken")
+            with self.lock:
+                waiter = self.peer.waiters.get(token) if isinstance(token, int) else None
+            if waiter is None and home is not None and token == home.request_id:
+                waiter = home
+            if waiter is not None:
+                waiter.put(event)
+        elif method == "notifications/message":
+            level, line = log_record(self.label, params)
+            _log.log(level, "%s", line)
+        elif method == "notifications/tools/list_changed":
+            self.on_tools_changed()
+        # Anything else (cancelled, resources, unknown): nothing to do.
+
+    def _on_server_request(self, event: ServerRequest, home: Waiter | None) -> None:
+        waiter: Waiter | None = None
+        with self.lock:
+            reply = self.session.answer_request(event)
+            if reply is None:  # elicitation/create: a question, for the call it belongs to
+                if home is not None and home.request_id is not None:
+                    # On a call's own answer stream (HTTP) the question is that call's.
+                    waiter = home
+                    self.peer.asking[home.request_id] = event.id
+                else:
+                    # Over stdio a question names no call: the peer binds it to one that
+                    # is not asking already (never to a call whose question is open).
+                    waiter = self.peer.bind_question(event.id, event.params)
+                if waiter is None:
+                    reply = ClientQuestions.unowned(self.session, event)
+        if waiter is not None:
+            waiter.put(event)
+            return
+        assert reply is not None
+        self.send_quietly(reply)
+
+    def on_lost(self, reason: str) -> None:
+        with self.lock:
+            first = self.lost is None
+            if first:
+                self.lost = reason
+            waiters = list(self.peer.waiters.values())
+        self.stopped.set()
+        listener = self.listener
+        if listener is not None:
+            listener.abort()
+        for waiter in [*waiters, self.opening]:
+            waiter.close(reason)
+        if first and reason and not self.client_closed():
+            _log.info("MCP server %s: %s", self.label, reason)
+
+    def finish(self, waiter: Waiter) -> None:
+        with self.lock:
+            if waiter.request_id is not None:
+                self.peer.finish(waiter.request_id)
+        messages = waiter.messages
+        if messages is not None:
+            waiter.messages = _ENDED
+            with contextlib.suppress(ValueError):  # still being read on another thread
+                messages.close()  # releases the HTTP connection for the next request
+
+    def abandon(self, waiter: Waiter, reason: str | None) -> None:
+        """Stop waiting for ``waiter``'s request and tell the server (cancel it)."""
+        self.finish(waiter)
+        request_id = waiter.request_id
+        if request_id is None:
+            return
+        with self.lock:
+            cancel = self.session.cancel(request_id, reason)
+        exchange = waiter.exchange
+        if exchange is not None:
+            exchange.abort()  # closing the request is the modern era's cancel
+        tell = self.is_stdio or self.session.era == "legacy"
+        if cancel is not None and tell and self.lost is None:
+            self.send_quietly(cancel)
+
+    def drop(self, reason: str) -> None:
+        """Close ``connection``: its requests end now — not once the child process has
+        exited, which may take the transport's grace — then its transport."""
+        self.on_lost(reason)
+        transport = self.transport
+        if transport is not None and self.is_stdio:
+            transport.interrupt()  # type: ignore[union-attr]  # a call reading the pipe
+            transport.close()  # type: ignore[call-arg]
