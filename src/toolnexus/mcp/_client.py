@@ -399,7 +399,7 @@ class McpClient:
                 label=self.name,
                 # Requests still waiting for their answer: their waiters (an answered
                 # request's leaves when its answer is routed).
-                pending=connection.peer.waiters.__len__,
+                pending=connection.peer.pending,
                 write_timeout=self._timeout_s,
             )
             connection.is_stdio = True
@@ -498,7 +498,7 @@ class McpClient:
         finally:
             with connection.lock:
                 if outgoing.id is not None:
-                    connection.peer.waiters.pop(outgoing.id, None)
+                    connection.peer.stop_waiting(outgoing.id)
             if waiter.messages is not None:
                 waiter.messages.close()
 
@@ -835,23 +835,12 @@ class McpClient:
                     # Trace context came in after the session wrote the line: encode anew.
                     outgoing = outgoing._replace(line=None)
                 waiter = Waiter(request_id)
-                # Before sending: a question may come back before send returns.
-                connection.peer.calls[request_id] = waiter
-                if connection.is_stdio:
-                    connection.peer.waiters[request_id] = waiter
+                connection.peer.start_call(request_id, waiter)
             try:
-                if connection.is_stdio:  # registered above: send it (what _send_request does)
-                    try:
-                        connection.transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
-                    except (OSError, McpError) as exc:
-                        with connection.lock:
-                            connection.peer.waiters.pop(request_id, None)
-                        raise Lost(f"cannot write to the server: {exc}", sent=False) from None
-                else:
-                    connection.send_request(outgoing, headers, self._idle_s, waiter)
+                connection.send_request(outgoing, headers, self._idle_s, waiter)
             except Lost as lost:
                 with connection.lock:
-                    connection.peer.calls.pop(request_id, None)
+                    connection.peer.finish(request_id)
                 self._lose(connection, lost)
                 if attempt == 0 and (lost.session_lost or not lost.sent) and not lost.auth:
                     continue
@@ -934,7 +923,7 @@ class McpClient:
         except BaseException:
             # Ctrl-C (or a reporter that raised) while the call runs: it is given up, and the
             # server told, as on a cancel; its waiter must not wait (and count) forever.
-            if not parked and waiter.request_id in connection.peer.calls:
+            if not parked and connection.peer.in_flight(waiter.request_id):
                 with contextlib.suppress(Exception):
                     connection.abandon(waiter, "interrupted")
             raise
@@ -995,7 +984,7 @@ class McpClient:
     def _answered(connection: Connection, waiter: Waiter) -> None:
         """``waiter``'s question was answered: its call may ask again (under the lock)."""
         if waiter.request_id is not None:
-            connection.peer.answered(waiter.request_id)
+            connection.peer.question_answered(waiter.request_id)
 
     def _give_up(self, parked: Parked, reply: Outgoing, why: str) -> None:
         """A parked question was given up (:meth:`ClientQuestions.give_up`): tell the

@@ -126,14 +126,14 @@ class Connection:
             waiter = Waiter(outgoing.id)
         transport = self.transport
         if self.is_stdio:
-            if self.peer.waiters.get(outgoing.id) is not waiter:
+            if self.peer.waiter_of(outgoing.id) is not waiter:
                 with self.lock:
-                    self.peer.waiters[outgoing.id] = waiter
+                    self.peer.wait(outgoing.id, waiter)
             try:
                 transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
             except (OSError, McpError) as exc:
                 with self.lock:
-                    self.peer.waiters.pop(outgoing.id, None)
+                    self.peer.stop_waiting(outgoing.id)
                 raise Lost(f"cannot write to the server: {exc}", sent=False) from None
             return waiter
         http: HttpTransport = transport  # type: ignore[assignment]
@@ -153,7 +153,7 @@ class Connection:
         # A legacy server may ask its question on the session's own stream, not on this
         # answer: read the answer on a helper thread, so either can wake the waiter.
         with self.lock:
-            self.peer.waiters[outgoing.id] = waiter
+            self.peer.wait(outgoing.id, waiter)
         threading.Thread(
             target=self._pump,
             args=(waiter, messages),
@@ -328,7 +328,7 @@ class Connection:
             return
         if kind == "too deep":
             with self.lock:
-                waiter = self.peer.waiters.pop(ident, None) if isinstance(ident, int) else None
+                waiter = self.peer.answered(ident)
                 if waiter is not None:
                     self.session.forget(ident)
             if waiter is not None:
@@ -371,7 +371,7 @@ class Connection:
         for event in events:
             if event.__class__ is Response or event.__class__ is Failure:
                 # Answered: it no longer counts as waiting (see StdioTransport pending).
-                waiter = self.peer.waiters.pop(event.id, None)
+                waiter = self.peer.answered(event.id)
                 if waiter is None and event.method in ("server/discover", "initialize"):
                     waiter = home or self.opening
                 (waiter or home or self.opening).put(event)
@@ -389,7 +389,7 @@ class Connection:
         if method == "notifications/progress":
             token = params.get("progressToken")
             with self.lock:
-                waiter = self.peer.waiters.get(token) if isinstance(token, int) else None
+                waiter = self.peer.waiter_of(token)
             if waiter is None and home is not None and token == home.request_id:
                 waiter = home
             if waiter is not None:
@@ -409,7 +409,7 @@ class Connection:
                 if home is not None and home.request_id is not None:
                     # On a call's own answer stream (HTTP) the question is that call's.
                     waiter = home
-                    self.peer.asking[home.request_id] = event.id
+                    self.peer.ask_on(home.request_id, event.id)
                 else:
                     # Over stdio a question names no call: the peer binds it to one that
                     # is not asking already (never to a call whose question is open).
@@ -427,7 +427,7 @@ class Connection:
             first = self.lost is None
             if first:
                 self.lost = reason
-            waiters = list(self.peer.waiters.values())
+            waiters = self.peer.waiting()
         self.stopped.set()
         listener = self.listener
         if listener is not None:
