@@ -38,7 +38,7 @@ from .._suspension import Answer, Request
 from .._tracing import client_span
 from .._tracing import inject as inject_trace
 from ..errors import InvalidTypeError, InvalidValueError, McpError
-from ._client_connection import Cancelled, Connection, Fallback, Idle, Lost
+from ._client_connection import Cancelled, Connection, Fallback, Idle, Lost, auth_problem
 from ._client_questions import (
     STATE_PREFIX,
     ClientQuestions,
@@ -53,7 +53,6 @@ from ._client_session import (
     ClientSession,
     Failure,
     Notification,
-    Opened,
     Outgoing,
     Response,
     ServerRequest,
@@ -362,7 +361,7 @@ class McpClient:
             self._http.session_id = None
             connection.transport = self._http
         try:
-            self._handshake(connection, legacy)
+            connection.handshake(legacy)
         except Fallback as fallback:
             connection.drop(fallback.problem)
             return self._start_connection(legacy=True)
@@ -410,98 +409,6 @@ class McpClient:
                 "and that it is installed (on the PATH of this process)",
             ) from None
 
-    def _handshake(self, connection: Connection, legacy: bool) -> None:
-        deadline = time.monotonic() + self._timeout_s
-        with connection.lock:
-            session = connection.session
-            outgoing: Outgoing | None = session.legacy_fallback() if legacy else session.open()
-        while outgoing is not None:
-            try:
-                events = self._exchange_for_handshake(connection, outgoing, deadline)
-            except Lost as lost:
-                probing = (
-                    not legacy
-                    and outgoing.message.get("method") == "server/discover"
-                    and self._protocol_version is None
-                )
-                if probing and connection.is_stdio:
-                    # A legacy stdio server may end the connection on a method it does not
-                    # know: start it again and say initialize.
-                    raise Fallback(lost.problem) from None
-                if probing and lost.sent:
-                    # A legacy HTTP server may refuse the probe with a bare HTTP error.
-                    with connection.lock:
-                        outgoing = connection.session.legacy_fallback()
-                    legacy = True
-                    continue
-                if lost.auth:
-                    raise McpError(self.name, _auth_problem(lost)) from None
-                raise McpError(
-                    self.name, f"the connection failed while opening: {lost.problem}"
-                ) from None
-            outgoing = None
-            for event in events:
-                if isinstance(event, Outgoing):
-                    if event.id is None:
-                        connection.send_quietly(event)
-                    else:
-                        outgoing = event
-                elif isinstance(event, Failure):
-                    raise McpError(
-                        self.name,
-                        f"{event.method} failed: {event.message}"
-                        + (f" ({event.code})" if event.code is not None else ""),
-                    )
-                elif isinstance(event, Opened):
-                    _log.debug(
-                        "MCP server %s: %s protocol %s",
-                        self.name,
-                        event.era,
-                        event.protocol_version,
-                    )
-                    if outgoing is not None:  # logging/setLevel: its answer is not awaited
-                        with connection.lock:
-                            connection.session.forget(outgoing.id or 0)
-                        connection.send_quietly(outgoing)
-                    return
-        raise McpError(self.name, "the handshake ended without opening the connection")
-
-    def _exchange_for_handshake(
-        self, connection: Connection, outgoing: Outgoing, deadline: float
-    ) -> list[Any]:
-        """Send one handshake request; the session's events for its answer."""
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise McpError(self.name, f"no answer to the handshake within {self._timeout_s:g} s")
-        waiter = connection.send_request(outgoing, None, left, connection.opening)
-        events: list[Any] = []
-        try:
-            while True:
-                left = deadline - time.monotonic()
-                try:
-                    event = connection.next_event(waiter, CancellationToken.NONE, max(left, 0.001))
-                except Idle:
-                    method = outgoing.message.get("method")
-                    raise McpError(
-                        self.name,
-                        f"no answer to {method} within {self._timeout_s:g} s (timeout_ms); is "
-                        "it an MCP server, and is it the right command or URL?",
-                    ) from None
-                events.append(event)
-                if isinstance(event, (Opened, Failure)) or (
-                    isinstance(event, Outgoing) and event.id is not None
-                ):
-                    # What the same answer produced after it comes along.
-                    while waiter.events:
-                        events.append(waiter.events.popleft())
-                    return events
-        finally:
-            with connection.lock:
-                if outgoing.id is not None:
-                    connection.peer.stop_waiting(outgoing.id)
-            if waiter.messages is not None:
-                waiter.messages.close()
-
     def _tools_changed(self) -> None:
         listeners = list(self._listeners)
         if not listeners:
@@ -522,28 +429,12 @@ class McpClient:
         """One request and its result (phase-bounded); raises McpError."""
         for attempt in (0, 1):
             connection = self._open()
-            with connection.lock:
-                outgoing = connection.session.request(method, params)
             try:
-                waiter = connection.send_request(outgoing, None, self._timeout_s)
-                while True:
-                    event = connection.next_event(waiter, CancellationToken.NONE, self._timeout_s)
-                    if isinstance(event, Response):
-                        connection.finish(waiter)
-                        return event.result
-                    if isinstance(event, Failure):
-                        connection.finish(waiter)
-                        code = f" ({event.code})" if event.code is not None else ""
-                        raise McpError(self.name, f"{method} failed: {event.message}{code}")
-            except Idle:
-                connection.abandon(waiter, "timed out")
-                raise McpError(
-                    self.name, f"no answer to {method} within {self._timeout_s:g} s (timeout_ms)"
-                ) from None
+                return connection.request(method, params)
             except Lost as lost:
                 self._lose(connection, lost)
                 if lost.auth:  # OAuth asked once already: never again for this request
-                    raise McpError(self.name, f"{method} failed: {_auth_problem(lost)}") from None
+                    raise McpError(self.name, f"{method} failed: {auth_problem(lost)}") from None
                 if attempt == 0 and (lost.session_lost or not lost.sent):
                     continue
                 raise McpError(self.name, f"{method} failed: {lost.problem}") from None
@@ -1116,17 +1007,6 @@ class _RemoteTool:
 
     def __repr__(self) -> str:
         return f"<remote tool {self.remote!r} on MCP server {self.client.name!r}>"
-
-
-def _auth_problem(lost: Lost) -> str:
-    """What a failed sign-in says at connect time (where nothing can be handed back)."""
-    request = lost.auth
-    if isinstance(request, Request):
-        return (
-            f"it needs a sign-in at {request.url}; give OAuth(ask=...) a function that shows "
-            "the user that URL and returns the redirect (the command line does so)"
-        )
-    return lost.problem
 
 
 def _default_name(command: str | None, url: str | None) -> str:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ._client_http import HttpExchange, HttpTransport
     from ._client_stdio import StdioTransport
 
-__all__ = ["Cancelled", "Connection", "Fallback", "Idle", "Lost"]
+__all__ = ["Cancelled", "Connection", "Fallback", "Idle", "Lost", "auth_problem"]
 
 _log = LazyLogger("mcp.client")
 
@@ -470,3 +470,124 @@ class Connection:
         if transport is not None and self.is_stdio:
             transport.interrupt()  # type: ignore[union-attr]  # a call reading the pipe
             transport.close()  # type: ignore[call-arg]
+
+    def request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """One request and its result, within ``timeout_s``. Raises :class:`McpError`
+        (refused, no answer in time) or :class:`Lost`."""
+        with self.lock:
+            outgoing = self.session.request(method, params)
+        waiter = self.send_request(outgoing, None, self.timeout_s)
+        try:
+            while True:
+                event = self.next_event(waiter, CancellationToken.NONE, self.timeout_s)
+                if isinstance(event, Response):
+                    self.finish(waiter)
+                    return event.result
+                if isinstance(event, Failure):
+                    self.finish(waiter)
+                    code = f" ({event.code})" if event.code is not None else ""
+                    raise McpError(self.label, f"{method} failed: {event.message}{code}")
+        except Idle:
+            self.abandon(waiter, "timed out")
+            raise McpError(
+                self.label, f"no answer to {method} within {self.timeout_s:g} s (timeout_ms)"
+            ) from None
+
+    def handshake(self, legacy: bool) -> None:
+        """Open the connection (``initialize`` at once when ``legacy``): the session's
+        handshake, each phase within ``timeout_s``. Raises :class:`McpError`, or
+        :class:`Fallback` when a stdio server ended the connection on the probe."""
+        deadline = time.monotonic() + self.timeout_s
+        with self.lock:
+            session = self.session
+            outgoing: Outgoing | None = session.legacy_fallback() if legacy else session.open()
+        while outgoing is not None:
+            try:
+                events = self._exchange_for_handshake(outgoing, deadline)
+            except Lost as lost:
+                probing = self.session.probing(outgoing)
+                if probing and self.is_stdio:
+                    # A legacy stdio server may end the connection on a method it does not
+                    # know: start it again and say initialize.
+                    raise Fallback(lost.problem) from None
+                if probing and lost.sent:
+                    # A legacy HTTP server may refuse the probe with a bare HTTP error.
+                    with self.lock:
+                        outgoing = self.session.legacy_fallback()
+                    continue
+                if lost.auth:
+                    raise McpError(self.label, auth_problem(lost)) from None
+                raise McpError(
+                    self.label, f"the connection failed while opening: {lost.problem}"
+                ) from None
+            outgoing = None
+            for event in events:
+                if isinstance(event, Outgoing):
+                    if event.id is None:
+                        self.send_quietly(event)
+                    else:
+                        outgoing = event
+                elif isinstance(event, Failure):
+                    raise McpError(
+                        self.label,
+                        f"{event.method} failed: {event.message}"
+                        + (f" ({event.code})" if event.code is not None else ""),
+                    )
+                elif isinstance(event, Opened):
+                    _log.debug(
+                        "MCP server %s: %s protocol %s",
+                        self.label,
+                        event.era,
+                        event.protocol_version,
+                    )
+                    if outgoing is not None:  # logging/setLevel: its answer is not awaited
+                        with self.lock:
+                            self.session.forget(outgoing.id or 0)
+                        self.send_quietly(outgoing)
+                    return
+        raise McpError(self.label, "the handshake ended without opening the connection")
+
+    def _exchange_for_handshake(self, outgoing: Outgoing, deadline: float) -> list[Any]:
+        """Send one handshake request; the session's events for its answer."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise McpError(self.label, f"no answer to the handshake within {self.timeout_s:g} s")
+        waiter = self.send_request(outgoing, None, left, self.opening)
+        events: list[Any] = []
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                try:
+                    event = self.next_event(waiter, CancellationToken.NONE, max(left, 0.001))
+                except Idle:
+                    method = outgoing.message.get("method")
+                    raise McpError(
+                        self.label,
+                        f"no answer to {method} within {self.timeout_s:g} s (timeout_ms); is "
+                        "it an MCP server, and is it the right command or URL?",
+                    ) from None
+                events.append(event)
+                if isinstance(event, (Opened, Failure)) or (
+                    isinstance(event, Outgoing) and event.id is not None
+                ):
+                    # What the same answer produced after it comes along.
+                    while waiter.events:
+                        events.append(waiter.events.popleft())
+                    return events
+        finally:
+            with self.lock:
+                if outgoing.id is not None:
+                    self.peer.stop_waiting(outgoing.id)
+            if waiter.messages is not None:
+                waiter.messages.close()
+
+
+def auth_problem(lost: Lost) -> str:
+    """What a failed sign-in says at connect time (where nothing can be handed back)."""
+    request = lost.auth
+    if isinstance(request, Request):
+        return (
+            f"it needs a sign-in at {request.url}; give OAuth(ask=...) a function that shows "
+            "the user that URL and returns the redirect (the command line does so)"
+        )
+    return lost.problem

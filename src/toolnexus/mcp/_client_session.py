@@ -385,6 +385,12 @@ class ClientSession:
         self._trying = self._pinned or MODERN_PROTOCOL_VERSIONS[-1]
         return self._discover()
 
+    def probing(self, outgoing: Outgoing) -> bool:
+        """True when ``outgoing`` is the probe of a negotiation (``server/discover`` with
+        no revision pinned): a server that ends the connection on it, or refuses it with a
+        bare HTTP error, is a legacy one — open with :meth:`legacy_fallback`."""
+        return outgoing.message.get("method") == "server/discover" and self._pinned is None
+
     def _discover(self) -> Outgoing:
         request_id = next(self._ids)
         self._pending[request_id] = "server/discover"
