@@ -43,6 +43,8 @@ from .._loop_rule import forget_declined, on_declined
 from .._result import ToolResult
 from .._suspension import Answer, Request
 from .._timers import dispatch
+from ..errors import WireFormatError
+from ._content import result_from_mcp
 from ._protocol import META_ANSWER_UNUSED
 
 if TYPE_CHECKING:
@@ -227,9 +229,6 @@ def call_result(
     :class:`~toolnexus.ToolResult`: content, parts and structured output, or the modern
     question it asks. ``answering``: the request carried an answer; a result whose
     ``_meta`` says the answer was not used says so (:func:`unsent`)."""
-    from ..errors import WireFormatError
-    from ._content import result_from_mcp
-
     kind = result.get("resultType")
     if kind == "input_required":
         read = input_required(tool, server, result)

@@ -133,12 +133,14 @@ class Peer:
         assert peer.bind_question("q2", {}) is None   # 7 asks already: never inherited
     """
 
-    __slots__ = ("asking", "calls", "waiters")
+    __slots__ = ("asking", "calls", "pending", "waiters")
 
     def __init__(self) -> None:
         self.waiters: dict[int, Waiter] = {}
         self.calls: dict[int, Waiter] = {}
         self.asking: dict[int, str | int] = {}
+        # How many requests still wait for their answer (a reader asks it on every read).
+        self.pending: Callable[[], int] = self.waiters.__len__
 
     def wait(self, request_id: int, waiter: Waiter) -> None:
         """``waiter`` waits for the answer to request ``request_id``."""
@@ -161,10 +163,6 @@ class Peer:
     def waiting(self) -> list[Waiter]:
         """Everyone still waiting for an answer."""
         return list(self.waiters.values())
-
-    def pending(self) -> int:
-        """How many requests still wait for their answer."""
-        return len(self.waiters)
 
     def start_call(self, request_id: int, waiter: Waiter) -> None:
         """Request ``request_id`` is a ``tools/call`` in flight (a question may name it),
