@@ -24,6 +24,7 @@ connections.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -38,26 +39,20 @@ from .._suspension import Answer, Request
 from .._tracing import client_span
 from .._tracing import inject as inject_trace
 from ..errors import InvalidTypeError, InvalidValueError, McpError
-from ._client_connection import Cancelled, Connection, Fallback, Idle, Lost, auth_problem
+from ._client_connection import CANCELLED, RETRY, Connection, Fallback, Lost, auth_problem
 from ._client_questions import (
     STATE_PREFIX,
     ClientQuestions,
     Parked,
-    call_result,
-    refused,
     retry_params,
     unsent,
 )
 from ._client_session import (
     LIST_PAGES,
     ClientSession,
-    Failure,
-    Notification,
     Outgoing,
-    Response,
     ServerRequest,
     list_page,
-    progress_of,
     remote_tools,
 )
 from ._peer import Waiter
@@ -432,23 +427,13 @@ class McpClient:
             try:
                 return connection.request(method, params)
             except Lost as lost:
-                self._lose(connection, lost)
+                connection.lose(lost)
                 if lost.auth:  # OAuth asked once already: never again for this request
                     raise McpError(self.name, f"{method} failed: {auth_problem(lost)}") from None
                 if attempt == 0 and (lost.session_lost or not lost.sent):
                     continue
                 raise McpError(self.name, f"{method} failed: {lost.problem}") from None
         raise McpError(self.name, f"{method} failed: the session was lost twice in a row")
-
-    def _lose(self, connection: Connection, lost: Lost) -> None:
-        """A request found the connection gone: forget it, so the next one re-opens."""
-        if self._closed:  # close() ends the connection; its calls answer without waiting
-            return
-        if connection.is_stdio:
-            if connection.transport is not None and not connection.transport.is_alive:  # type: ignore[union-attr]
-                connection.drop(lost.problem)
-        elif (lost.session_lost or not lost.sent) and not lost.auth:
-            connection.on_lost(lost.problem)
 
     def list_tools(self) -> list[dict[str, Any]]:
         """The server's tools as it describes them (``tools/list``, every page): plain
@@ -679,7 +664,7 @@ class McpClient:
                 result = self._continue(name, arguments, call_token, progress, answer, headers)
             else:
                 result = self._start_call(name, arguments, call_token, progress, headers, None)
-            if result is _CANCELLED and end is not None and time.monotonic() >= end:
+            if result is CANCELLED and end is not None and time.monotonic() >= end:
                 # The call's state decides, never its text: its token was cancelled and
                 # its deadline has passed (a deadline's cancel comes at or after it).
                 where = f"{name} on MCP server {self.name}"
@@ -705,7 +690,7 @@ class McpClient:
         retry: Mapping[str, Any] | None,
     ) -> ToolResult:
         if token is not _NEVER and token.is_cancellation_requested:
-            return _CANCELLED
+            return CANCELLED
         for attempt in (0, 1):
             try:
                 connection = self._open()
@@ -732,126 +717,25 @@ class McpClient:
             except Lost as lost:
                 with connection.lock:
                     connection.peer.finish(request_id)
-                self._lose(connection, lost)
+                connection.lose(lost)
                 if attempt == 0 and (lost.session_lost or not lost.sent) and not lost.auth:
                     continue
-                failed = self._lost_result(name, lost)
+                failed = connection.lost_result(name, lost)
                 return failed if lost.sent else unsent(failed, retry)
-            result = self._drive(connection, waiter, name, token, progress, retry is not None)
-            if result is _RETRY:
+            ask = functools.partial(self._park, connection, name)
+            result = connection.drive(
+                waiter, name, token, progress, self._idle_s, ask, answering=retry is not None
+            )
+            if result is RETRY:
                 continue
             assert isinstance(result, ToolResult)
             return result
         return ToolResult(f"{name}: MCP server {self.name} lost the session twice in a row", True)
 
-    def _drive(
-        self,
-        connection: Connection,
-        waiter: Waiter,
-        name: str,
-        token: CancellationToken,
-        progress: ProgressReporter | None,
-        answering: bool = False,
-    ) -> ToolResult | object:
-        """Read the call's events until its result; park it on a legacy question.
-        ``answering``: the request carries answers (a modern retry): a result that did not
-        use them says so (see :func:`unsent`)."""
-        registration = None
-        if token is not _NEVER and token.can_be_cancelled:
-            wake: Callable[[], object] = waiter.wake
-            if waiter.exchange is not None:
-                wake = waiter.exchange.abort
-            elif connection.is_stdio:
-                transport = connection.transport
-
-                def wake() -> None:
-                    waiter.wake()
-                    transport.interrupt()  # type: ignore[union-attr]  # it may be reading
-
-            registration = token.register(wake)
-        parked = False
-        try:
-            while True:
-                try:
-                    event = connection.next_event(waiter, token, self._idle_s)
-                except Cancelled:
-                    if self._closed and not token.is_cancellation_requested:
-                        # close() aborted the request (HTTP), not the caller.
-                        connection.finish(waiter)
-                        return self._lost_result(name, Lost("the client was closed"))
-                    connection.abandon(waiter, "cancelled by the caller")
-                    return _CANCELLED
-                except Idle:
-                    connection.abandon(waiter, "no progress")
-                    idle = int((self._idle_s or 0) * 1000)
-                    return ToolResult(
-                        f"timed out: {name} on MCP server {self.name} sent nothing for "
-                        f"{idle} ms (idle_timeout_ms)",
-                        True,
-                    )
-                except Lost as lost:
-                    connection.finish(waiter)
-                    self._lose(connection, lost)
-                    if lost.session_lost and not lost.sent:
-                        return _RETRY
-                    result = self._lost_result(name, lost)
-                    return unsent(result, answering) if not lost.sent else result
-                if isinstance(event, Response):
-                    connection.finish(waiter)
-                    return call_result(name, self.name, event.result, answering)
-                if isinstance(event, Failure):
-                    connection.finish(waiter)
-                    return refused(name, self.name, event, answering)
-                if isinstance(event, Notification):
-                    if progress is not None:
-                        self._progress(progress, event.params)
-                    continue
-                if isinstance(event, ServerRequest) and event.method == "elicitation/create":
-                    pending = self._park(connection, waiter, name, event)
-                    if pending is not None:
-                        parked = True
-                        return pending
-        except BaseException:
-            # Ctrl-C (or a reporter that raised) while the call runs: it is given up, and the
-            # server told, as on a cancel; its waiter must not wait (and count) forever.
-            if not parked and connection.peer.in_flight(waiter.request_id):
-                with contextlib.suppress(Exception):
-                    connection.abandon(waiter, "interrupted")
-            raise
-        finally:
-            if registration is not None:
-                registration.unregister()
-            if not parked and waiter.exchange is not None and token.is_cancellation_requested:
-                waiter.exchange.abort()
-
-    @staticmethod
-    def _progress(progress: ProgressReporter, params: Mapping[str, Any]) -> None:
-        reported = progress_of(params)
-        if reported is None:
-            return
-        try:
-            progress(*reported)
-        except Exception:
-            _log.exception("a progress reporter failed")
-
-    def _lost_result(self, name: str, lost: Lost) -> ToolResult:
-        if isinstance(lost.auth, Request):  # a sign-in: a question like any other
-            return ToolResult.pending(lost.auth)
-        if lost.auth:
-            return ToolResult(f"{name}: MCP server {self.name}: {lost.problem}", True)
-        ran = " (the call may or may not have run)" if lost.sent else ""
-        if self._closed:  # close() ended it: no later call reconnects
-            return ToolResult(f"{name}: the client of MCP server {self.name} was closed{ran}", True)
-        return ToolResult(
-            f"{name}: the connection to MCP server {self.name} failed: {lost.problem}{ran}; the "
-            "next call reconnects",
-            True,
-        )
-
     # ------------------------------------------------------------------ questions
 
     def _park(
-        self, connection: Connection, waiter: Waiter, name: str, event: ServerRequest
+        self, connection: Connection, name: str, waiter: Waiter, event: ServerRequest
     ) -> ToolResult | None:
         """A legacy server asks: park the call, hand back the question (or answer the
         server at once when the host cannot be asked)."""
@@ -924,8 +808,9 @@ class McpClient:
             reply = self._questions.reply(parked, answer)
             self._answered(connection, parked.call)
         connection.send_quietly(reply)
-        result = self._drive(connection, parked.call, name, token, progress)
-        if result is _RETRY:
+        ask = functools.partial(self._park, connection, name)
+        result = connection.drive(parked.call, name, token, progress, self._idle_s, ask)
+        if result is RETRY:
             return ToolResult(
                 f"{name}: the session with MCP server {self.name} ended while it was answering; "
                 "call the tool again",
@@ -976,9 +861,6 @@ class McpClient:
 
 
 _NEVER = CancellationToken.NONE
-_RETRY = object()  # the session was gone before the request reached the server: once more
-# What a call its token ended answers; _call tells a deadline from a cancel by identity.
-_CANCELLED = ToolResult("cancelled by the caller", True)
 
 
 class _RemoteTool:

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._cancellation import CancellationToken
 from .._log import LazyLogger
+from .._result import ToolResult
 from .._suspension import Request
 from ..errors import McpError
-from ._client_questions import ClientQuestions
+from ._client_questions import ClientQuestions, call_result, refused, unsent
 from ._client_session import (
     ClientSession,
     Failure,
@@ -32,20 +33,34 @@ from ._client_session import (
     ServerRequest,
     Stray,
     log_record,
+    progress_of,
 )
 from ._peer import Peer, Waiter
 
 if TYPE_CHECKING:
+    from .._context import ProgressReporter
     from ._client_http import HttpExchange, HttpTransport
     from ._client_stdio import StdioTransport
 
-__all__ = ["Cancelled", "Connection", "Fallback", "Idle", "Lost", "auth_problem"]
+__all__ = [
+    "CANCELLED",
+    "RETRY",
+    "Cancelled",
+    "Connection",
+    "Fallback",
+    "Idle",
+    "Lost",
+    "auth_problem",
+]
 
 _log = LazyLogger("mcp.client")
 
 _ENDED = iter(())  # what an HTTP waiter reads once its answer was taken
 _NEVER = CancellationToken.NONE
 _TOO_DEEP = "more than 128 levels deep"
+RETRY = object()  # the session was gone before the request reached the server: once more
+# What a call its token ended answers; the client tells a deadline from a cancel by identity.
+CANCELLED = ToolResult("cancelled by the caller", True)
 
 
 class Cancelled(Exception):
@@ -493,6 +508,118 @@ class Connection:
                 self.label, f"no answer to {method} within {self.timeout_s:g} s (timeout_ms)"
             ) from None
 
+    def lose(self, lost: Lost) -> None:
+        """A request found the connection gone: forget it, so the next one re-opens."""
+        if self.client_closed():  # close() ends the connection; its calls answer without waiting
+            return
+        if self.is_stdio:
+            if self.transport is not None and not self.transport.is_alive:  # type: ignore[union-attr]
+                self.drop(lost.problem)
+        elif (lost.session_lost or not lost.sent) and not lost.auth:
+            self.on_lost(lost.problem)
+
+    def drive(
+        self,
+        waiter: Waiter,
+        name: str,
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        idle_s: float | None,
+        ask: Callable[[Waiter, ServerRequest], ToolResult | None],
+        *,
+        answering: bool = False,
+    ) -> ToolResult | object:
+        """Read the call ``name``'s events until its result (or :data:`RETRY`: the
+        session was gone before the request reached the server). ``ask(waiter, event)``
+        takes a legacy server's question: the pending result that parks the call, or
+        ``None`` (answered at once: the call goes on). ``answering``: the request carries
+        answers (a modern retry): a result that did not use them says so (see
+        :func:`unsent`)."""
+        registration = None
+        if token is not _NEVER and token.can_be_cancelled:
+            wake: Callable[[], object] = waiter.wake
+            if waiter.exchange is not None:
+                wake = waiter.exchange.abort
+            elif self.is_stdio:
+                transport = self.transport
+
+                def wake() -> None:
+                    waiter.wake()
+                    transport.interrupt()  # type: ignore[union-attr]  # it may be reading
+
+            registration = token.register(wake)
+        parked = False
+        try:
+            while True:
+                try:
+                    event = self.next_event(waiter, token, idle_s)
+                except Cancelled:
+                    if self.client_closed() and not token.is_cancellation_requested:
+                        # close() aborted the request (HTTP), not the caller.
+                        self.finish(waiter)
+                        return self.lost_result(name, Lost("the client was closed"))
+                    self.abandon(waiter, "cancelled by the caller")
+                    return CANCELLED
+                except Idle:
+                    self.abandon(waiter, "no progress")
+                    idle = int((idle_s or 0) * 1000)
+                    return ToolResult(
+                        f"timed out: {name} on MCP server {self.label} sent nothing for "
+                        f"{idle} ms (idle_timeout_ms)",
+                        True,
+                    )
+                except Lost as lost:
+                    self.finish(waiter)
+                    self.lose(lost)
+                    if lost.session_lost and not lost.sent:
+                        return RETRY
+                    result = self.lost_result(name, lost)
+                    return unsent(result, answering) if not lost.sent else result
+                if isinstance(event, Response):
+                    self.finish(waiter)
+                    return call_result(name, self.label, event.result, answering)
+                if isinstance(event, Failure):
+                    self.finish(waiter)
+                    return refused(name, self.label, event, answering)
+                if isinstance(event, Notification):
+                    if progress is not None:
+                        _report(progress, event.params)
+                    continue
+                if isinstance(event, ServerRequest) and event.method == "elicitation/create":
+                    pending = ask(waiter, event)
+                    if pending is not None:
+                        parked = True
+                        return pending
+        except BaseException:
+            # Ctrl-C (or a reporter that raised) while the call runs: it is given up, and the
+            # server told, as on a cancel; its waiter must not wait (and count) forever.
+            if not parked and self.peer.in_flight(waiter.request_id):
+                with contextlib.suppress(Exception):
+                    self.abandon(waiter, "interrupted")
+            raise
+        finally:
+            if registration is not None:
+                registration.unregister()
+            if not parked and waiter.exchange is not None and token.is_cancellation_requested:
+                waiter.exchange.abort()
+
+    def lost_result(self, name: str, lost: Lost) -> ToolResult:
+        """What the call ``name`` answers when the connection ended under it."""
+        if isinstance(lost.auth, Request):  # a sign-in: a question like any other
+            return ToolResult.pending(lost.auth)
+        if lost.auth:
+            return ToolResult(f"{name}: MCP server {self.label}: {lost.problem}", True)
+        ran = " (the call may or may not have run)" if lost.sent else ""
+        if self.client_closed():  # close() ended it: no later call reconnects
+            return ToolResult(
+                f"{name}: the client of MCP server {self.label} was closed{ran}", True
+            )
+        return ToolResult(
+            f"{name}: the connection to MCP server {self.label} failed: {lost.problem}{ran}; the "
+            "next call reconnects",
+            True,
+        )
+
     def handshake(self, legacy: bool) -> None:
         """Open the connection (``initialize`` at once when ``legacy``): the session's
         handshake, each phase within ``timeout_s``. Raises :class:`McpError`, or
@@ -591,3 +718,14 @@ def auth_problem(lost: Lost) -> str:
             "the user that URL and returns the redirect (the command line does so)"
         )
     return lost.problem
+
+
+def _report(progress: ProgressReporter, params: Mapping[str, Any]) -> None:
+    """Hand a ``notifications/progress`` to the caller's reporter (one that fails is logged)."""
+    reported = progress_of(params)
+    if reported is None:
+        return
+    try:
+        progress(*reported)
+    except Exception:
+        _log.exception("a progress reporter failed")
