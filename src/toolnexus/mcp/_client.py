@@ -1,20 +1,21 @@
 """A connected MCP client: one server's tools as ordinary :class:`~toolnexus.Tool`\\ s.
 
-:class:`McpClient` drives a :class:`~toolnexus.mcp.ClientSession` over a transport (a
-child process on stdio, or Streamable HTTP), opens and re-opens the connection as needed,
-and runs ``tools/call`` with the caller's cancellation token: a cancel or a deadline sends
-``notifications/cancelled`` (stdio, legacy HTTP) or closes the HTTP request (modern), and
-the call returns at once even if the server never answers. Progress notifications reach
-the caller's reporter; the server's log messages go to the ``toolnexus.mcp.client``
-logger.
+:class:`McpClient` is the lifetime of a client: it opens a connection (a child process on
+stdio, or Streamable HTTP; :class:`~._client_connection.Connection` does one connection's
+I/O) and re-opens it when lost, and runs ``tools/call`` with the caller's deadline and
+cancellation token: a cancel or a deadline sends ``notifications/cancelled`` (stdio,
+legacy HTTP) or closes the HTTP request (modern), and the call returns at once even if
+the server never answers. It decides no protocol rule: the sans-IO
+:class:`~toolnexus.mcp.ClientSession` says what each message means and what to send,
+and :mod:`._client_questions` is the client's question flow.
 
 A server's question is a suspension, as a local tool's is. A legacy server's
 ``elicitation/create`` parks its ``tools/call`` (still in flight) under the id of the
 :class:`~toolnexus.Request` handed back; the retry with the answer replies to the server
 and goes on reading the same call — while the session lives. A modern server's
-``input_required`` result ends the request; everything the retry needs (the tool, the
-``requestState``, the input request's key) rides in the :class:`~toolnexus.Request`'s id
-(``mcp1.…``), so an answer continues the call from any process, after any restart.
+``input_required`` result ends the request; everything the retry needs rides in the
+:class:`~toolnexus.Request`'s id (``mcp1.…``), so an answer continues the call from any
+process, after any restart.
 
 Threads: a stdio connection has a reader and a stderr thread; HTTP uses the calling
 thread. :meth:`McpClient.close` (also at interpreter exit) ends children, threads and
@@ -41,10 +42,8 @@ from .._tracing import inject as inject_trace
 from ..errors import InvalidTypeError, InvalidValueError, McpError
 from ._client_connection import CANCELLED, RETRY, Connection, Fallback, Lost, auth_problem
 from ._client_questions import (
-    STATE_PREFIX,
     ClientQuestions,
     Parked,
-    retry_params,
     unsent,
 )
 from ._client_session import (
@@ -785,18 +784,12 @@ class McpClient:
             if problem is not None:
                 return ToolResult(f"{name}: {problem}", True)
             return self._start_call(name, arguments, token, progress, headers, None)
-        if answer.id.startswith(STATE_PREFIX):
-            retry = retry_params(name, self.name, answer)
-            if isinstance(retry, ToolResult):
-                return retry
-            return self._start_call(name, arguments, token, progress, headers, retry)
-        parked = self._questions.take(answer.id, name)
-        if parked is None:
-            return ToolResult(
-                f"{name}: the question this answers is no longer waiting on MCP server "
-                f"{self.name} (its session ended, or it expired); call the tool again",
-                True,
-            )
+        resumed = self._questions.resume(name, self.name, answer)
+        if isinstance(resumed, ToolResult):  # nothing waits for this answer
+            return resumed
+        if not isinstance(resumed, Parked):  # a modern question: the retry's params
+            return self._start_call(name, arguments, token, progress, headers, resumed)
+        parked = resumed
         connection: Connection = parked.connection
         if connection.lost is not None:
             return ToolResult(

@@ -174,6 +174,24 @@ class ClientQuestions:
         """The reply to a question no call in flight can own: ``cancel``."""
         return session.respond(event.id, {"action": "cancel"})
 
+    def resume(
+        self, tool: str, server: str, answer: Answer
+    ) -> dict[str, Any] | Parked | ToolResult:
+        """What ``answer`` continues of ``tool``'s call on ``server``: a modern question's
+        retry (the params it adds, :func:`retry_params`), the legacy call parked for it
+        (now unparked; :meth:`reply` is its answer), or the error result when nothing of
+        this tool waits for it."""
+        if answer.id.startswith(STATE_PREFIX):
+            return retry_params(tool, server, answer)
+        parked = self.take(answer.id, tool)
+        if parked is None:
+            return ToolResult(
+                f"{tool}: the question this answers is no longer waiting on MCP server "
+                f"{server} (its session ended, or it expired); call the tool again",
+                True,
+            )
+        return parked
+
     def take(self, answer_id: str, tool: str) -> Parked | None:
         """The call parked under ``answer_id`` for ``tool``, now unparked; ``None`` when
         no such question waits (its session ended, it expired, or it is another tool's)."""
