@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from toolnexus.errors import McpError
 from toolnexus.mcp import ClientSession
 from toolnexus.mcp import _codec as codec
 
@@ -104,13 +105,11 @@ def test_only_an_unpinned_discover_is_the_probe() -> None:
 def test_list_pages_and_listed_tools_are_read_as_the_server_sent_them() -> None:
     from toolnexus.mcp._client_session import list_page, remote_tools
 
-    assert list_page("tools/list", "tools", {"tools": [{"name": "a"}, 3], "nextCursor": "c"}) == (
-        [{"name": "a"}],
-        "c",
-    )
-    assert list_page("tools/list", "tools", {"tools": [], "nextCursor": ""}) == ([], None)
-    with pytest.raises(ValueError, match="without a tools array"):
-        list_page("tools/list", "tools", {})
+    page = {"tools": [{"name": "a"}, 3], "nextCursor": "c"}
+    assert list_page("s", "tools/list", "tools", page) == ([{"name": "a"}], "c")
+    assert list_page("s", "tools/list", "tools", {"tools": [], "nextCursor": ""}) == ([], None)
+    with pytest.raises(McpError, match="tools/list answered without a tools array"):
+        list_page("s", "tools/list", "tools", {})
     header = {"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "Region"}}}
     specs = [
         {"name": "a", "inputSchema": header, "title": 3},

@@ -40,7 +40,7 @@ from .._suspension import Answer, Request
 from .._tracing import client_span
 from .._tracing import inject as inject_trace
 from ..errors import InvalidTypeError, InvalidValueError, McpError
-from ._client_connection import CANCELLED, RETRY, Connection, Fallback, Lost, auth_problem
+from ._client_connection import CANCELLED, RETRY, Connection, _Lost, auth_problem
 from ._client_questions import (
     ClientQuestions,
     Parked,
@@ -355,16 +355,16 @@ class McpClient:
             self._http.session_id = None
             connection.transport = self._http
         try:
-            connection.handshake(legacy)
-        except Fallback as fallback:
-            connection.drop(fallback.problem)
-            return self._start_connection(legacy=True)
+            fallback = connection.handshake(legacy)
         except McpError:
             connection.drop("the handshake failed")
             raise
         except BaseException:
             connection.drop("the handshake was interrupted")
             raise
+        if fallback is not None:
+            connection.drop(fallback)
+            return self._start_connection(legacy=True)
         if not connection.is_stdio and connection.session.era == "legacy":
             listener = threading.Thread(
                 target=connection.listen,
@@ -425,7 +425,7 @@ class McpClient:
             connection = self._open()
             try:
                 return connection.request(method, params)
-            except Lost as lost:
+            except _Lost as lost:
                 connection.lose(lost)
                 if lost.auth:  # OAuth asked once already: never again for this request
                     raise McpError(self.name, f"{method} failed: {auth_problem(lost)}") from None
@@ -449,10 +449,7 @@ class McpClient:
         cursor: str | None = None
         for _ in range(LIST_PAGES):
             result = self._request(method, {"cursor": cursor} if cursor is not None else None)
-            try:
-                page, cursor = list_page(method, key, result)
-            except ValueError as exc:
-                raise McpError(self.name, str(exc)) from None
+            page, cursor = list_page(self.name, method, key, result)
             items.extend(page)
             if cursor is None:
                 return items
@@ -713,7 +710,7 @@ class McpClient:
                 connection.peer.start_call(request_id, waiter)
             try:
                 connection.send_request(outgoing, headers, self._idle_s, waiter)
-            except Lost as lost:
+            except _Lost as lost:
                 with connection.lock:
                     connection.peer.finish(request_id)
                 connection.lose(lost)

@@ -42,16 +42,7 @@ if TYPE_CHECKING:
     from ._client_http import HttpExchange, HttpTransport
     from ._client_stdio import StdioTransport
 
-__all__ = [
-    "CANCELLED",
-    "RETRY",
-    "Cancelled",
-    "Connection",
-    "Fallback",
-    "Idle",
-    "Lost",
-    "auth_problem",
-]
+__all__ = ["CANCELLED", "RETRY", "Connection", "auth_problem"]
 
 _log = LazyLogger("mcp.client")
 
@@ -63,11 +54,11 @@ RETRY = object()  # the session was gone before the request reached the server: 
 CANCELLED = ToolResult("cancelled by the caller", True)
 
 
-class Cancelled(Exception):
+class _Cancelled(Exception):
     pass
 
 
-class Lost(Exception):
+class _Lost(Exception):
     """The connection ended under a request. ``sent``: the request may have been run;
     ``auth``: OAuth got no token the server takes (a Request: a sign-in to hand back)."""
 
@@ -86,16 +77,8 @@ class Lost(Exception):
         self.auth = auth
 
 
-class Idle(Exception):
+class _Idle(Exception):
     pass
-
-
-class Fallback(Exception):
-    """A stdio server ended the connection on ``server/discover``: try ``initialize``."""
-
-    def __init__(self, problem: str) -> None:
-        super().__init__(problem)
-        self.problem = problem
 
 
 class Connection:
@@ -149,7 +132,7 @@ class Connection:
             except (OSError, McpError) as exc:
                 with self.lock:
                     self.peer.stop_waiting(outgoing.id)
-                raise Lost(f"cannot write to the server: {exc}", sent=False) from None
+                raise _Lost(f"cannot write to the server: {exc}", sent=False) from None
             return waiter
         http: HttpTransport = transport  # type: ignore[assignment]
         with self.lock:
@@ -157,7 +140,7 @@ class Connection:
         try:
             exchange = http.start(outgoing.to_bytes(), headers, read_timeout)
         except http.Failure as exc:  # (not imported here: this runs on every call)
-            raise Lost(
+            raise _Lost(
                 exc.problem, sent=exc.sent, session_lost=exc.session_lost, auth=exc.auth
             ) from None
         waiter.exchange = exchange
@@ -187,21 +170,21 @@ class Connection:
         except HttpTransport.Failure as exc:
             failure: Exception
             if exc.problem == "aborted":
-                failure = Cancelled()
+                failure = _Cancelled()
             elif exc.problem.startswith("no message from the server"):
-                failure = Idle()
+                failure = _Idle()
             else:
-                failure = Lost(
+                failure = _Lost(
                     exc.problem, sent=exc.sent, session_lost=exc.session_lost, auth=exc.auth
                 )
             waiter.close(exc.problem, failure)
             return
         except Exception as exc:  # a bug must not leave the waiter waiting forever
-            waiter.close(str(exc), Lost(f"reading the answer failed: {exc}"))
+            waiter.close(str(exc), _Lost(f"reading the answer failed: {exc}"))
             return
         waiter.close(
             "the server ended the answer without a response",
-            Lost("the server ended the answer without a response"),
+            _Lost("the server ended the answer without a response"),
         )
 
     def listen(self) -> None:
@@ -269,9 +252,9 @@ class Connection:
         token: CancellationToken,
         timeout: float | None,
     ) -> Any:
-        """The next event for ``waiter``'s request. Raises :class:`Cancelled` once
-        ``token`` is cancelled, :class:`Idle` after ``timeout`` seconds without one,
-        :class:`Lost` when the connection ends."""
+        """The next event for ``waiter``'s request. Raises :class:`_Cancelled` once
+        ``token`` is cancelled, :class:`_Idle` after ``timeout`` seconds without one,
+        :class:`_Lost` when the connection ends."""
         if waiter.messages is not None:
             return self._pull(waiter, token)
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -293,19 +276,19 @@ class Connection:
             if events:
                 return events.popleft()
             if cancellable and token.is_cancellation_requested:
-                raise Cancelled()
+                raise _Cancelled()
             if waiter.closed is not None:
-                raise waiter.failure or Lost(waiter.closed)
+                raise waiter.failure or _Lost(waiter.closed)
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
-                raise Idle()
+                raise _Idle()
             if reader is not None:
                 # Read the answer on this thread when no other thread reads the pipe.
                 read = reader.read_until(done, left)  # type: ignore[union-attr]
                 if read is not None:
                     continue
                 if self.lost is not None and not events:
-                    raise Lost(self.lost)
+                    raise _Lost(self.lost)
             # Another thread reads: it puts this request's events here.
             waiter.sleep(
                 lambda: (
@@ -321,17 +304,17 @@ class Connection:
         failure = self.transport.Failure  # type: ignore[union-attr]  # (HTTP's)
         while not waiter.events:
             if token.is_cancellation_requested:
-                raise Cancelled()
+                raise _Cancelled()
             try:
                 message = next(waiter.messages)
             except StopIteration:
-                raise Lost("the server ended the answer without a response") from None
+                raise _Lost("the server ended the answer without a response") from None
             except failure as exc:
                 if token.is_cancellation_requested or exc.problem == "aborted":
-                    raise Cancelled() from None
+                    raise _Cancelled() from None
                 if exc.problem.startswith("no message from the server"):
-                    raise Idle() from None
-                raise Lost(
+                    raise _Idle() from None
+                raise _Lost(
                     exc.problem, sent=exc.sent, session_lost=exc.session_lost, auth=exc.auth
                 ) from None
             self.route(message, waiter)
@@ -488,7 +471,7 @@ class Connection:
 
     def request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """One request and its result, within ``timeout_s``. Raises :class:`McpError`
-        (refused, no answer in time) or :class:`Lost`."""
+        (refused, no answer in time) or :class:`_Lost`."""
         with self.lock:
             outgoing = self.session.request(method, params)
         waiter = self.send_request(outgoing, None, self.timeout_s)
@@ -502,13 +485,13 @@ class Connection:
                     self.finish(waiter)
                     code = f" ({event.code})" if event.code is not None else ""
                     raise McpError(self.label, f"{method} failed: {event.message}{code}")
-        except Idle:
+        except _Idle:
             self.abandon(waiter, "timed out")
             raise McpError(
                 self.label, f"no answer to {method} within {self.timeout_s:g} s (timeout_ms)"
             ) from None
 
-    def lose(self, lost: Lost) -> None:
+    def lose(self, lost: _Lost) -> None:
         """A request found the connection gone: forget it, so the next one re-opens."""
         if self.client_closed():  # close() ends the connection; its calls answer without waiting
             return
@@ -553,14 +536,14 @@ class Connection:
             while True:
                 try:
                     event = self.next_event(waiter, token, idle_s)
-                except Cancelled:
+                except _Cancelled:
                     if self.client_closed() and not token.is_cancellation_requested:
                         # close() aborted the request (HTTP), not the caller.
                         self.finish(waiter)
-                        return self.lost_result(name, Lost("the client was closed"))
+                        return self.lost_result(name, _Lost("the client was closed"))
                     self.abandon(waiter, "cancelled by the caller")
                     return CANCELLED
-                except Idle:
+                except _Idle:
                     self.abandon(waiter, "no progress")
                     idle = int((idle_s or 0) * 1000)
                     return ToolResult(
@@ -568,7 +551,7 @@ class Connection:
                         f"{idle} ms (idle_timeout_ms)",
                         True,
                     )
-                except Lost as lost:
+                except _Lost as lost:
                     self.finish(waiter)
                     self.lose(lost)
                     if lost.session_lost and not lost.sent:
@@ -603,7 +586,7 @@ class Connection:
             if not parked and waiter.exchange is not None and token.is_cancellation_requested:
                 waiter.exchange.abort()
 
-    def lost_result(self, name: str, lost: Lost) -> ToolResult:
+    def lost_result(self, name: str, lost: _Lost) -> ToolResult:
         """What the call ``name`` answers when the connection ended under it."""
         if isinstance(lost.auth, Request):  # a sign-in: a question like any other
             return ToolResult.pending(lost.auth)
@@ -620,10 +603,11 @@ class Connection:
             True,
         )
 
-    def handshake(self, legacy: bool) -> None:
+    def handshake(self, legacy: bool) -> str | None:
         """Open the connection (``initialize`` at once when ``legacy``): the session's
-        handshake, each phase within ``timeout_s``. Raises :class:`McpError`, or
-        :class:`Fallback` when a stdio server ended the connection on the probe."""
+        handshake, each phase within ``timeout_s``. Raises :class:`McpError`. Returns
+        ``None`` once open, or why a stdio server must be started again to be opened
+        with ``initialize`` (it ended the connection on the probe)."""
         deadline = time.monotonic() + self.timeout_s
         with self.lock:
             session = self.session
@@ -631,12 +615,12 @@ class Connection:
         while outgoing is not None:
             try:
                 events = self._exchange_for_handshake(outgoing, deadline)
-            except Lost as lost:
+            except _Lost as lost:
                 probing = self.session.probing(outgoing)
                 if probing and self.is_stdio:
                     # A legacy stdio server may end the connection on a method it does not
                     # know: start it again and say initialize.
-                    raise Fallback(lost.problem) from None
+                    return lost.problem
                 if probing and lost.sent:
                     # A legacy HTTP server may refuse the probe with a bare HTTP error.
                     with self.lock:
@@ -671,7 +655,7 @@ class Connection:
                         with self.lock:
                             self.session.forget(outgoing.id or 0)
                         self.send_quietly(outgoing)
-                    return
+                    return None
         raise McpError(self.label, "the handshake ended without opening the connection")
 
     def _exchange_for_handshake(self, outgoing: Outgoing, deadline: float) -> list[Any]:
@@ -686,7 +670,7 @@ class Connection:
                 left = deadline - time.monotonic()
                 try:
                     event = self.next_event(waiter, CancellationToken.NONE, max(left, 0.001))
-                except Idle:
+                except _Idle:
                     method = outgoing.message.get("method")
                     raise McpError(
                         self.label,
@@ -709,7 +693,7 @@ class Connection:
                 waiter.messages.close()
 
 
-def auth_problem(lost: Lost) -> str:
+def auth_problem(lost: _Lost) -> str:
     """What a failed sign-in says at connect time (where nothing can be handed back)."""
     request = lost.auth
     if isinstance(request, Request):

@@ -212,13 +212,17 @@ def log_record(server: str, params: Mapping[str, Any]) -> tuple[int, str]:
     return rank, f"MCP server {server}{where}: {text}"
 
 
-def list_page(method: str, key: str, result: Mapping[str, Any]) -> tuple[list[Any], str | None]:
-    """One page of a list method's answer: its ``key`` entries (objects only) and the
-    cursor of the next page (``None``: the last). Raises :class:`ValueError` saying what
-    the answer lacks."""
+def list_page(
+    server: str, method: str, key: str, result: Mapping[str, Any]
+) -> tuple[list[Any], str | None]:
+    """One page of a list method's answer from ``server``: its ``key`` entries (objects
+    only) and the cursor of the next page (``None``: the last). Raises
+    :class:`~toolnexus.errors.McpError` saying what the answer lacks."""
     page = result.get(key)
     if not isinstance(page, list):
-        raise ValueError(f"{method} answered without a {key} array ({describe(page)})")
+        from ..errors import McpError
+
+        raise McpError(server, f"{method} answered without a {key} array ({describe(page)})")
     cursor = result.get("nextCursor")
     entries = [entry for entry in page if isinstance(entry, dict)]
     return entries, cursor if isinstance(cursor, str) and cursor else None
