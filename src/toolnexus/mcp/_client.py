@@ -40,7 +40,7 @@ from .._suspension import Answer, Request
 from .._tracing import client_span
 from .._tracing import inject as inject_trace
 from ..errors import InvalidTypeError, InvalidValueError, McpError
-from ._client_connection import CANCELLED, RETRY, Connection, _Lost, auth_problem
+from ._client_connection import CANCELLED, RETRY, Connection
 from ._client_questions import (
     ClientQuestions,
     Parked,
@@ -423,15 +423,9 @@ class McpClient:
         """One request and its result (phase-bounded); raises McpError."""
         for attempt in (0, 1):
             connection = self._open()
-            try:
-                return connection.request(method, params)
-            except _Lost as lost:
-                connection.lose(lost)
-                if lost.auth:  # OAuth asked once already: never again for this request
-                    raise McpError(self.name, f"{method} failed: {auth_problem(lost)}") from None
-                if attempt == 0 and (lost.session_lost or not lost.sent):
-                    continue
-                raise McpError(self.name, f"{method} failed: {lost.problem}") from None
+            result = connection.request(method, params, may_retry=attempt == 0)
+            if result is not None:
+                return result
         raise McpError(self.name, f"{method} failed: the session was lost twice in a row")
 
     def list_tools(self) -> list[dict[str, Any]]:
@@ -708,19 +702,18 @@ class McpClient:
                     outgoing = outgoing._replace(line=None)
                 waiter = Waiter(request_id)
                 connection.peer.start_call(request_id, waiter)
-            try:
-                connection.send_request(outgoing, headers, self._idle_s, waiter)
-            except _Lost as lost:
-                with connection.lock:
-                    connection.peer.finish(request_id)
-                connection.lose(lost)
-                if attempt == 0 and (lost.session_lost or not lost.sent) and not lost.auth:
-                    continue
-                failed = connection.lost_result(name, lost)
-                return failed if lost.sent else unsent(failed, retry)
             ask = functools.partial(self._park, connection, name)
-            result = connection.drive(
-                waiter, name, token, progress, self._idle_s, ask, answering=retry is not None
+            result = connection.call(
+                outgoing,
+                waiter,
+                name,
+                token,
+                progress,
+                self._idle_s,
+                ask,
+                headers,
+                may_retry=attempt == 0,
+                answering=retry is not None,
             )
             if result is RETRY:
                 continue

@@ -469,27 +469,68 @@ class Connection:
             transport.interrupt()  # type: ignore[union-attr]  # a call reading the pipe
             transport.close()  # type: ignore[call-arg]
 
-    def request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """One request and its result, within ``timeout_s``. Raises :class:`McpError`
-        (refused, no answer in time) or :class:`_Lost`."""
+    def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, may_retry: bool = False
+    ) -> dict[str, Any] | None:
+        """One request and its result, within ``timeout_s``; ``None`` when the connection
+        was lost before the server could run it and ``may_retry``: send it again on a new
+        one. Raises :class:`McpError` (refused, no answer in time, lost)."""
         with self.lock:
             outgoing = self.session.request(method, params)
-        waiter = self.send_request(outgoing, None, self.timeout_s)
         try:
-            while True:
-                event = self.next_event(waiter, CancellationToken.NONE, self.timeout_s)
-                if isinstance(event, Response):
-                    self.finish(waiter)
-                    return event.result
-                if isinstance(event, Failure):
-                    self.finish(waiter)
-                    code = f" ({event.code})" if event.code is not None else ""
-                    raise McpError(self.label, f"{method} failed: {event.message}{code}")
-        except _Idle:
-            self.abandon(waiter, "timed out")
-            raise McpError(
-                self.label, f"no answer to {method} within {self.timeout_s:g} s (timeout_ms)"
-            ) from None
+            waiter = self.send_request(outgoing, None, self.timeout_s)
+            try:
+                while True:
+                    event = self.next_event(waiter, CancellationToken.NONE, self.timeout_s)
+                    if isinstance(event, Response):
+                        self.finish(waiter)
+                        return event.result
+                    if isinstance(event, Failure):
+                        self.finish(waiter)
+                        code = f" ({event.code})" if event.code is not None else ""
+                        raise McpError(self.label, f"{method} failed: {event.message}{code}")
+            except _Idle:
+                self.abandon(waiter, "timed out")
+                raise McpError(
+                    self.label, f"no answer to {method} within {self.timeout_s:g} s (timeout_ms)"
+                ) from None
+        except _Lost as lost:
+            self.lose(lost)
+            if lost.auth:  # OAuth asked once already: never again for this request
+                raise McpError(self.label, f"{method} failed: {auth_problem(lost)}") from None
+            if may_retry and (lost.session_lost or not lost.sent):
+                return None
+            raise McpError(self.label, f"{method} failed: {lost.problem}") from None
+
+    def call(
+        self,
+        outgoing: Outgoing,
+        waiter: Waiter,
+        name: str,
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        idle_s: float | None,
+        ask: Callable[[Waiter, ServerRequest], ToolResult | None],
+        headers: Mapping[str, str] | None,
+        *,
+        may_retry: bool,
+        answering: bool,
+    ) -> ToolResult | object:
+        """Send the ``tools/call`` ``outgoing`` (its ``waiter`` is registered as a call in
+        flight) and read it to its end (:meth:`drive`); :data:`RETRY` when the connection
+        was lost before the server got it and ``may_retry``."""
+        assert outgoing.id is not None
+        try:
+            self.send_request(outgoing, headers, idle_s, waiter)
+        except _Lost as lost:
+            with self.lock:
+                self.peer.finish(outgoing.id)
+            self.lose(lost)
+            if may_retry and (lost.session_lost or not lost.sent) and not lost.auth:
+                return RETRY
+            failed = self.lost_result(name, lost)
+            return failed if lost.sent else unsent(failed, answering)
+        return self.drive(waiter, name, token, progress, idle_s, ask, answering=answering)
 
     def lose(self, lost: _Lost) -> None:
         """A request found the connection gone: forget it, so the next one re-opens."""
