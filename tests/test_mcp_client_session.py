@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from toolnexus.errors import McpError
 from toolnexus.mcp import ClientSession
 from toolnexus.mcp import _codec as codec
 
@@ -77,3 +78,48 @@ def test_what_the_template_cannot_write_is_encoded_whole() -> None:
     assert not_a_number.line is None
     with pytest.raises(ValueError):
         not_a_number.to_bytes()
+
+
+def test_the_session_answers_the_server_requests_that_need_no_caller() -> None:
+    from toolnexus.mcp._client_session import ServerRequest
+
+    session = opened("legacy")
+    assert session.answer_request(ServerRequest(4, "ping", {})).message == {
+        "jsonrpc": "2.0",
+        "id": 4,
+        "result": {},
+    }
+    unknown = session.answer_request(ServerRequest("r", "roots/list", {}))
+    assert unknown is not None and unknown.message["error"]["code"] == -32601
+    assert session.answer_request(ServerRequest(5, "elicitation/create", {})) is None
+
+
+def test_only_an_unpinned_discover_is_the_probe() -> None:
+    negotiating = ClientSession()
+    assert negotiating.probing(negotiating.open())
+    pinned = ClientSession(protocol_version=MODERN)
+    assert not pinned.probing(pinned.open())
+    assert not negotiating.probing(negotiating.legacy_fallback())
+
+
+def test_list_pages_and_listed_tools_are_read_as_the_server_sent_them() -> None:
+    from toolnexus.mcp._client_session import list_page, remote_tools
+
+    page = {"tools": [{"name": "a"}, 3], "nextCursor": "c"}
+    assert list_page("s", "tools/list", "tools", page) == ([{"name": "a"}], "c")
+    assert list_page("s", "tools/list", "tools", {"tools": [], "nextCursor": ""}) == ([], None)
+    with pytest.raises(McpError, match="tools/list answered without a tools array"):
+        list_page("s", "tools/list", "tools", {})
+    header = {"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "Region"}}}
+    specs = [
+        {"name": "a", "inputSchema": header, "title": 3},
+        {"inputSchema": {}},
+        {"name": "b", "inputSchema": "no"},
+        {"name": "c", "inputSchema": {}},
+    ]
+    listed = dict(remote_tools(specs, "p_", exclude=("c",)))
+    assert listed[""] == "a tool without a name"
+    assert listed["b"] == 'inputSchema must be an object, got string "no"'
+    fields = listed["a"]
+    assert isinstance(fields, dict) and fields["name"] == "p_a" and fields["title"] is None
+    assert fields["headers"] == {"r": "Region"} and "c" not in listed

@@ -1,20 +1,21 @@
 """A connected MCP client: one server's tools as ordinary :class:`~toolnexus.Tool`\\ s.
 
-:class:`McpClient` drives a :class:`~toolnexus.mcp.ClientSession` over a transport (a
-child process on stdio, or Streamable HTTP), opens and re-opens the connection as needed,
-and runs ``tools/call`` with the caller's cancellation token: a cancel or a deadline sends
-``notifications/cancelled`` (stdio, legacy HTTP) or closes the HTTP request (modern), and
-the call returns at once even if the server never answers. Progress notifications reach
-the caller's reporter; the server's log messages go to the ``toolnexus.mcp.client``
-logger.
+:class:`McpClient` is the lifetime of a client: it opens a connection (a child process on
+stdio, or Streamable HTTP; :class:`~._client_connection.Connection` does one connection's
+I/O) and re-opens it when lost, and runs ``tools/call`` with the caller's deadline and
+cancellation token: a cancel or a deadline sends ``notifications/cancelled`` (stdio,
+legacy HTTP) or closes the HTTP request (modern), and the call returns at once even if
+the server never answers. It decides no protocol rule: the sans-IO
+:class:`~toolnexus.mcp.ClientSession` says what each message means and what to send,
+and :mod:`._client_questions` is the client's question flow.
 
 A server's question is a suspension, as a local tool's is. A legacy server's
 ``elicitation/create`` parks its ``tools/call`` (still in flight) under the id of the
 :class:`~toolnexus.Request` handed back; the retry with the answer replies to the server
 and goes on reading the same call — while the session lives. A modern server's
-``input_required`` result ends the request; everything the retry needs (the tool, the
-``requestState``, the input request's key) rides in the :class:`~toolnexus.Request`'s id
-(``mcp1.…``), so an answer continues the call from any process, after any restart.
+``input_required`` result ends the request; everything the retry needs rides in the
+:class:`~toolnexus.Request`'s id (``mcp1.…``), so an answer continues the call from any
+process, after any restart.
 
 Threads: a stdio connection has a reader and a stderr thread; HTTP uses the calling
 thread. :meth:`McpClient.close` (also at interpreter exit) ends children, threads and
@@ -23,12 +24,8 @@ connections.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import functools
-import json
-import logging
 import os
 import threading
 import time
@@ -36,57 +33,42 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._binding import ANSWER_UNUSED
 from .._cancellation import CancellationToken, CancellationTokenSource
 from .._log import LazyLogger
-from .._loop_rule import forget_declined, on_declined
 from .._result import ToolResult
 from .._suspension import Answer, Request
-from .._timers import dispatch
 from .._tracing import client_span
 from .._tracing import inject as inject_trace
-from ..errors import InvalidTypeError, InvalidValueError, McpError, WireFormatError
-from ._client_session import (
-    ClientSession,
-    Failure,
-    Notification,
-    Opened,
-    Outgoing,
-    Response,
-    ServerRequest,
-    Stray,
-    header_params,
+from ..errors import InvalidTypeError, InvalidValueError, McpError
+from ._client_connection import CANCELLED, RETRY, Connection
+from ._client_questions import (
+    ClientQuestions,
+    Parked,
+    unsent,
 )
-from ._content import result_from_mcp
-from ._peer import Peer, Waiter
-from ._protocol import META_ANSWER_UNUSED, describe
+from ._client_session import (
+    LIST_PAGES,
+    ClientSession,
+    Outgoing,
+    ServerRequest,
+    list_page,
+    remote_tools,
+)
+from ._peer import Waiter
 
 if TYPE_CHECKING:
     from .._context import ProgressReporter, ToolContext
     from .._tools import Tool
-    from ._client_http import HttpExchange, HttpTransport
-    from ._client_stdio import StdioTransport
+    from ._client_http import HttpTransport
     from ._oauth import OAuth
 
 __all__ = ["McpClient"]
 
 _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 
-_LOG_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
-_STATE_PREFIX = "mcp1."
 _DEFAULT_TIMEOUT_MS = 30_000
 _DEFAULT_QUESTION_TIMEOUT_MS = 5 * 60_000
 _DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-_LIST_PAGES = 100  # a server that pages forever is cut off
 
 _live_clients: weakref.WeakSet[McpClient] = weakref.WeakSet()
 _exit_hook_lock = threading.Lock()
@@ -107,81 +89,6 @@ def _install_exit_hook() -> None:
 
             atexit.register(_close_all_at_exit)
             _exit_hook_installed = True
-
-
-class _Cancelled(Exception):
-    pass
-
-
-class _Lost(Exception):
-    """The connection ended under a request. ``sent``: the request may have been run;
-    ``auth``: OAuth got no token the server takes (a Request: a sign-in to hand back)."""
-
-    def __init__(
-        self,
-        problem: str,
-        *,
-        sent: bool = True,
-        session_lost: bool = False,
-        auth: bool | Request = False,
-    ) -> None:
-        super().__init__(problem)
-        self.problem = problem
-        self.sent = sent
-        self.session_lost = session_lost
-        self.auth = auth
-
-
-class _Idle(Exception):
-    pass
-
-
-class _Fallback(Exception):
-    """A stdio server ended the connection on ``server/discover``: try ``initialize``."""
-
-    def __init__(self, problem: str) -> None:
-        super().__init__(problem)
-        self.problem = problem
-
-
-class _Parked:
-    """A legacy ``tools/call`` waiting on the answer to the server's question."""
-
-    __slots__ = ("connection", "expiry", "schema", "server_request", "shape", "tool", "waiter")
-
-    def __init__(
-        self,
-        connection: _Connection,
-        waiter: Waiter,
-        server_request: str | int,
-        shape: str,
-        schema: Mapping[str, Any] | None,
-        tool: str,
-        expiry: CancellationTokenSource,
-    ) -> None:
-        self.connection = connection
-        self.waiter = waiter
-        self.server_request = server_request
-        self.shape = shape  # how the question was asked (its ElicitationShape)
-        self.schema = schema
-        self.tool = tool
-        self.expiry = expiry
-
-
-class _Connection:
-    """One open connection to the server: its transport and session. A lost connection
-    is replaced by a new one on the next request."""
-
-    def __init__(self, session: ClientSession) -> None:
-        self.session = session
-        self.transport: StdioTransport | HttpTransport | None = None
-        self.peer = Peer()  # who waits for which answer, and whose question is whose
-        self.opening = Waiter(None)
-        self.lost: str | None = None
-        self.listener: HttpExchange | None = None  # the legacy session's GET stream
-        self.stopped = threading.Event()  # set once the connection is lost or closed
-        self.threads: list[threading.Thread] = []  # helper threads to join on close
-        self.is_stdio = False
 
 
 class McpClient:
@@ -310,10 +217,10 @@ class McpClient:
         self._max_message_bytes = max_message_bytes
         # Checked now, so a bad revision or level is a mistake at this line.
         self._new_session()
-        self._lock = threading.RLock()  # the session and the connection state
         self._open_lock = threading.Lock()  # one opener at a time
-        self._connection: _Connection | None = None
-        self._parked: dict[str, _Parked] = {}
+        self._connection: Connection | None = None
+        # The legacy questions parked on this client (their calls wait on the server).
+        self._questions = ClientQuestions(self._question_s, self._give_up)
         self._listeners: list[Callable[[], object]] = []
         self._closed = False
         self._http: HttpTransport | None = None
@@ -401,7 +308,7 @@ class McpClient:
         self._open()
         return self
 
-    def _open(self) -> _Connection:
+    def _open(self) -> Connection:
         connection = self._connection
         if connection is not None and connection.lost is None:
             return connection
@@ -412,15 +319,21 @@ class McpClient:
             if connection is not None and connection.lost is None:
                 return connection
             if connection is not None:
-                self._drop(connection, connection.lost or "lost")
+                connection.drop(connection.lost or "lost")
             connection = self._start_connection()
             self._connection = connection
             _live_clients.add(self)
             _install_exit_hook()
             return connection
 
-    def _start_connection(self, legacy: bool = False) -> _Connection:
-        connection = _Connection(self._new_session())
+    def _start_connection(self, legacy: bool = False) -> Connection:
+        connection = Connection(
+            self._new_session(),
+            label=self.name,
+            timeout_s=self._timeout_s,
+            on_tools_changed=self._tools_changed,
+            client_closed=lambda: self._closed,
+        )
         if self._command is not None:
             self._spawn(connection)
         else:
@@ -442,20 +355,19 @@ class McpClient:
             self._http.session_id = None
             connection.transport = self._http
         try:
-            self._handshake(connection, legacy)
-        except _Fallback as fallback:
-            self._drop(connection, fallback.problem)
-            return self._start_connection(legacy=True)
+            fallback = connection.handshake(legacy)
         except McpError:
-            self._drop(connection, "the handshake failed")
+            connection.drop("the handshake failed")
             raise
         except BaseException:
-            self._drop(connection, "the handshake was interrupted")
+            connection.drop("the handshake was interrupted")
             raise
+        if fallback is not None:
+            connection.drop(fallback)
+            return self._start_connection(legacy=True)
         if not connection.is_stdio and connection.session.era == "legacy":
             listener = threading.Thread(
-                target=self._listen,
-                args=(connection,),
+                target=connection.listen,
                 name=f"toolnexus-mcp-{self.name}-listen",
                 daemon=True,
             )
@@ -463,7 +375,7 @@ class McpClient:
             listener.start()
         return connection
 
-    def _spawn(self, connection: _Connection) -> None:
+    def _spawn(self, connection: Connection) -> None:
         from ._client_stdio import StdioTransport
 
         assert self._command is not None
@@ -473,16 +385,14 @@ class McpClient:
                 self._args,
                 env=self._env,
                 cwd=self._cwd,
-                on_message=functools.partial(self._route, connection),
-                on_problem=lambda kind, text, ident: self._on_stdio_problem(
-                    connection, kind, text, ident
-                ),
-                on_closed=lambda reason: self._on_lost(connection, reason),
+                on_message=connection.route,
+                on_problem=lambda kind, text, ident: connection.on_stdio_problem(kind, text, ident),
+                on_closed=lambda reason: connection.on_lost(reason),
                 max_message_bytes=self._max_message_bytes,
                 label=self.name,
                 # Requests still waiting for their answer: their waiters (an answered
                 # request's leaves when its answer is routed).
-                pending=connection.peer.waiters.__len__,
+                pending=connection.peer.pending,
                 write_timeout=self._timeout_s,
             )
             connection.is_stdio = True
@@ -492,458 +402,6 @@ class McpClient:
                 f"cannot start {self._command!r}: {exc.strerror or exc}; check the command "
                 "and that it is installed (on the PATH of this process)",
             ) from None
-
-    def _handshake(self, connection: _Connection, legacy: bool) -> None:
-        deadline = time.monotonic() + self._timeout_s
-        with self._lock:
-            session = connection.session
-            outgoing: Outgoing | None = session.legacy_fallback() if legacy else session.open()
-        while outgoing is not None:
-            try:
-                events = self._exchange_for_handshake(connection, outgoing, deadline)
-            except _Lost as lost:
-                probing = (
-                    not legacy
-                    and outgoing.message.get("method") == "server/discover"
-                    and self._protocol_version is None
-                )
-                if probing and connection.is_stdio:
-                    # A legacy stdio server may end the connection on a method it does not
-                    # know: start it again and say initialize.
-                    raise _Fallback(lost.problem) from None
-                if probing and lost.sent:
-                    # A legacy HTTP server may refuse the probe with a bare HTTP error.
-                    with self._lock:
-                        outgoing = connection.session.legacy_fallback()
-                    legacy = True
-                    continue
-                if lost.auth:
-                    raise McpError(self.name, _auth_problem(lost)) from None
-                raise McpError(
-                    self.name, f"the connection failed while opening: {lost.problem}"
-                ) from None
-            outgoing = None
-            for event in events:
-                if isinstance(event, Outgoing):
-                    if event.id is None:
-                        self._send_quietly(connection, event)
-                    else:
-                        outgoing = event
-                elif isinstance(event, Failure):
-                    raise McpError(
-                        self.name,
-                        f"{event.method} failed: {event.message}"
-                        + (f" ({event.code})" if event.code is not None else ""),
-                    )
-                elif isinstance(event, Opened):
-                    _log.debug(
-                        "MCP server %s: %s protocol %s",
-                        self.name,
-                        event.era,
-                        event.protocol_version,
-                    )
-                    if outgoing is not None:  # logging/setLevel: its answer is not awaited
-                        with self._lock:
-                            connection.session.forget(outgoing.id or 0)
-                        self._send_quietly(connection, outgoing)
-                    return
-        raise McpError(self.name, "the handshake ended without opening the connection")
-
-    def _exchange_for_handshake(
-        self, connection: _Connection, outgoing: Outgoing, deadline: float
-    ) -> list[Any]:
-        """Send one handshake request; the session's events for its answer."""
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise McpError(self.name, f"no answer to the handshake within {self._timeout_s:g} s")
-        waiter = self._send_request(connection, outgoing, None, left, connection.opening)
-        events: list[Any] = []
-        try:
-            while True:
-                left = deadline - time.monotonic()
-                try:
-                    event = self._next_event(
-                        connection, waiter, CancellationToken.NONE, max(left, 0.001)
-                    )
-                except _Idle:
-                    method = outgoing.message.get("method")
-                    raise McpError(
-                        self.name,
-                        f"no answer to {method} within {self._timeout_s:g} s (timeout_ms); is "
-                        "it an MCP server, and is it the right command or URL?",
-                    ) from None
-                events.append(event)
-                if isinstance(event, (Opened, Failure)) or (
-                    isinstance(event, Outgoing) and event.id is not None
-                ):
-                    # What the same answer produced after it comes along.
-                    while waiter.events:
-                        events.append(waiter.events.popleft())
-                    return events
-        finally:
-            with self._lock:
-                if outgoing.id is not None:
-                    connection.peer.waiters.pop(outgoing.id, None)
-            if waiter.messages is not None:
-                waiter.messages.close()
-
-    # ------------------------------------------------------------------ sending
-
-    def _send_request(
-        self,
-        connection: _Connection,
-        outgoing: Outgoing,
-        headers_for: Mapping[str, str] | None,
-        read_timeout: float | None,
-        waiter: Waiter | None = None,
-    ) -> Waiter:
-        """Send ``outgoing`` (a request); the waiter its events arrive at (registered
-        here, unless it already is)."""
-        assert outgoing.id is not None
-        if waiter is None:
-            waiter = Waiter(outgoing.id)
-        transport = connection.transport
-        if connection.is_stdio:
-            if connection.peer.waiters.get(outgoing.id) is not waiter:
-                with self._lock:
-                    connection.peer.waiters[outgoing.id] = waiter
-            try:
-                transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
-            except (OSError, McpError) as exc:
-                with self._lock:
-                    connection.peer.waiters.pop(outgoing.id, None)
-                raise _Lost(f"cannot write to the server: {exc}", sent=False) from None
-            return waiter
-        http: HttpTransport = transport  # type: ignore[assignment]
-        with self._lock:
-            headers = connection.session.http_headers(outgoing, headers_for)
-        try:
-            exchange = http.start(outgoing.to_bytes(), headers, read_timeout)
-        except http.Failure as exc:  # (not imported here: this runs on every call)
-            raise _Lost(
-                exc.problem, sent=exc.sent, session_lost=exc.session_lost, auth=exc.auth
-            ) from None
-        waiter.exchange = exchange
-        messages = exchange.messages(self._on_session_id)
-        if connection.session.era != "legacy":
-            waiter.messages = messages  # read on the waiting thread
-            return waiter
-        # A legacy server may ask its question on the session's own stream, not on this
-        # answer: read the answer on a helper thread, so either can wake the waiter.
-        with self._lock:
-            connection.peer.waiters[outgoing.id] = waiter
-        threading.Thread(
-            target=self._pump,
-            args=(connection, waiter, messages),
-            name=f"toolnexus-mcp-{self.name}-answer",
-            daemon=True,
-        ).start()
-        return waiter
-
-    def _pump(self, connection: _Connection, waiter: Waiter, messages: Any) -> None:
-        """Read one answer stream into its waiter (legacy HTTP)."""
-        from ._client_http import HttpTransport
-
-        try:
-            for message in messages:
-                self._route(connection, message, waiter)
-        except HttpTransport.Failure as exc:
-            failure: Exception
-            if exc.problem == "aborted":
-                failure = _Cancelled()
-            elif exc.problem.startswith("no message from the server"):
-                failure = _Idle()
-            else:
-                failure = _Lost(
-                    exc.problem, sent=exc.sent, session_lost=exc.session_lost, auth=exc.auth
-                )
-            waiter.close(exc.problem, failure)
-            return
-        except Exception as exc:  # a bug must not leave the waiter waiting forever
-            waiter.close(str(exc), _Lost(f"reading the answer failed: {exc}"))
-            return
-        waiter.close(
-            "the server ended the answer without a response",
-            _Lost("the server ended the answer without a response"),
-        )
-
-    def _listen(self, connection: _Connection) -> None:
-        """Read the legacy session's own event stream (``GET``) while the connection
-        lives: the server's requests and notifications outside any answer."""
-        from ._client_http import HttpTransport
-
-        transport = connection.transport
-        assert transport is not None and not connection.is_stdio
-        failures = 0
-        retry_ms = 1000
-        while connection.lost is None and not self._closed:
-            try:
-                with self._lock:
-                    headers = connection.session.http_headers(
-                        Outgoing({"jsonrpc": "2.0", "method": "GET"})
-                    )
-                exchange = transport.listen(headers)  # type: ignore[union-attr]
-                connection.listener = exchange
-                opened = False
-                for message in exchange.messages():
-                    opened = True
-                    self._route(connection, message, None)
-                retry_ms = exchange.retry_ms
-                if not opened and exchange.last_event_id is None:
-                    return  # 405: the server offers no stream of its own
-                failures = 0
-            except HttpTransport.Failure as exc:
-                failures += 1
-                if exc.problem == "aborted" or failures > 3:
-                    return
-            if self._closed or connection.lost is not None:
-                return
-            # The stream ended: open it again after the delay the server asked for.
-            if connection.stopped.wait(retry_ms / 1000):
-                return
-
-    def _on_session_id(self, session_id: str) -> None:
-        if self._http is not None and self._http.session_id is None:
-            self._http.session_id = session_id
-
-    def _send_quietly(self, connection: _Connection, outgoing: Outgoing) -> None:
-        """Send a notification or a response of ours; a failure is logged."""
-
-        try:
-            if connection.is_stdio:
-                connection.transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
-                return
-            with self._lock:
-                headers = connection.session.http_headers(outgoing)
-            answer = connection.transport.post(  # type: ignore[union-attr]
-                outgoing.to_bytes(), headers, self._timeout_s
-            )
-            if isinstance(answer, dict) and "error" in answer:
-                _log.debug("MCP server %s refused a message: %r", self.name, answer["error"])
-        except (OSError, McpError) as exc:
-            _log.debug("MCP server %s: cannot send %s: %s", self.name, outgoing.message, exc)
-
-    # ------------------------------------------------------------------ receiving
-
-    def _next_event(
-        self,
-        connection: _Connection,
-        waiter: Waiter,
-        token: CancellationToken,
-        timeout: float | None,
-    ) -> Any:
-        """The next event for ``waiter``'s request. Raises :class:`_Cancelled` once
-        ``token`` is cancelled, :class:`_Idle` after ``timeout`` seconds without one,
-        :class:`_Lost` when the connection ends."""
-        if waiter.messages is not None:
-            return self._pull(connection, waiter, token)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        events = waiter.events
-        reader = connection.transport if connection.is_stdio else None
-        # (A token that can never be cancelled is not asked, on every message, whether it is.)
-        cancellable = token is not _NEVER and token.can_be_cancelled
-        if cancellable:
-
-            def done() -> object:
-                return events or waiter.closed is not None or token.is_cancellation_requested
-
-        else:
-
-            def done() -> object:
-                return events or waiter.closed is not None
-
-        while True:
-            if events:
-                return events.popleft()
-            if cancellable and token.is_cancellation_requested:
-                raise _Cancelled()
-            if waiter.closed is not None:
-                raise waiter.failure or _Lost(waiter.closed)
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise _Idle()
-            if reader is not None:
-                # Read the answer on this thread when no other thread reads the pipe.
-                read = reader.read_until(done, left)  # type: ignore[union-attr]
-                if read is not None:
-                    continue
-                if connection.lost is not None and not events:
-                    raise _Lost(connection.lost)
-            # Another thread reads: it puts this request's events here.
-            waiter.sleep(
-                lambda: (
-                    events
-                    or waiter.closed is not None
-                    or token.is_cancellation_requested
-                    or connection.lost is not None
-                ),
-                left,
-            )
-
-    def _pull(self, connection: _Connection, waiter: Waiter, token: CancellationToken) -> Any:
-        failure = connection.transport.Failure  # type: ignore[union-attr]  # (HTTP's)
-        while not waiter.events:
-            if token.is_cancellation_requested:
-                raise _Cancelled()
-            try:
-                message = next(waiter.messages)
-            except StopIteration:
-                raise _Lost("the server ended the answer without a response") from None
-            except failure as exc:
-                if token.is_cancellation_requested or exc.problem == "aborted":
-                    raise _Cancelled() from None
-                if exc.problem.startswith("no message from the server"):
-                    raise _Idle() from None
-                raise _Lost(
-                    exc.problem, sent=exc.sent, session_lost=exc.session_lost, auth=exc.auth
-                ) from None
-            self._route(connection, message, waiter)
-        return waiter.events.popleft()
-
-    def _on_stdio_problem(self, connection: _Connection, kind: str, text: str, ident: Any) -> None:
-        if kind == "garbage":
-            _log.warning("MCP server %s printed a line that is not JSON-RPC: %r", self.name, text)
-            return
-        if kind == "too deep":
-            with self._lock:
-                waiter = (
-                    connection.peer.waiters.pop(ident, None) if isinstance(ident, int) else None
-                )
-                if waiter is not None:
-                    connection.session.forget(ident)
-            if waiter is not None:
-                waiter.put(Failure(ident, "", None, f"the server's answer is nested {text}"))
-            else:
-                _log.warning("MCP server %s sent a message nested %s", self.name, text)
-            return
-        _log.warning("MCP server %s: %s", self.name, text)
-
-    def _route(self, connection: _Connection, message: Any, home: Waiter | None = None) -> None:
-        """Hand each event of one message to whoever waits for it."""
-        if message.__class__ is dict and len(message) == 1:  # an event stream's stand-in
-            if "__too_deep__" in message:
-                if home is not None and home.request_id is not None:
-                    home.put(
-                        Failure(
-                            home.request_id, "", None, f"the server's answer is nested {_TOO_DEEP}"
-                        )
-                    )
-                return
-            if "__garbage__" in message:
-                _log.warning(
-                    "MCP server %s sent an event that is not JSON: %r",
-                    self.name,
-                    message["__garbage__"],
-                )
-                return
-        if (
-            home is not None
-            and home.request_id is not None
-            and isinstance(message, dict)
-            and "error" in message
-            and message.get("id") is None
-        ):
-            # An error with a null id on a request's own answer (a server that could not
-            # read the request, or refuses it before reading its id) answers that request.
-            message = {**message, "id": home.request_id}
-        with self._lock:
-            events = connection.session.receive(message)
-        for event in events:
-            if event.__class__ is Response or event.__class__ is Failure:
-                # Answered: it no longer counts as waiting (see StdioTransport pending).
-                waiter = connection.peer.waiters.pop(event.id, None)
-                if waiter is None and event.method in ("server/discover", "initialize"):
-                    waiter = home or connection.opening
-                (waiter or home or connection.opening).put(event)
-            elif isinstance(event, (Opened, Outgoing)):
-                (home or connection.opening).put(event)
-            elif isinstance(event, Notification):
-                self._on_notification(connection, event, home)
-            elif isinstance(event, ServerRequest):
-                self._on_server_request(connection, event, home)
-            elif isinstance(event, Stray):
-                _log.warning("MCP server %s: ignoring %s", self.name, event.problem)
-
-    def _on_notification(
-        self, connection: _Connection, event: Notification, home: Waiter | None
-    ) -> None:
-        method, params = event.method, event.params
-        if method == "notifications/progress":
-            token = params.get("progressToken")
-            with self._lock:
-                waiter = connection.peer.waiters.get(token) if isinstance(token, int) else None
-            if waiter is None and home is not None and token == home.request_id:
-                waiter = home
-            if waiter is not None:
-                waiter.put(event)
-        elif method == "notifications/message":
-            level = params.get("level")
-            logger = params.get("logger")
-            data = params.get("data")
-            text = data if isinstance(data, str) else json.dumps(data, default=str)
-            _log.log(
-                _LOG_LEVELS.get(level, logging.INFO) if isinstance(level, str) else logging.INFO,
-                "MCP server %s%s: %s",
-                self.name,
-                f" ({logger})" if isinstance(logger, str) else "",
-                text,
-            )
-        elif method == "notifications/tools/list_changed":
-            self._tools_changed()
-        # Anything else (cancelled, resources, unknown): nothing to do.
-
-    def _on_server_request(
-        self, connection: _Connection, event: ServerRequest, home: Waiter | None
-    ) -> None:
-        if event.method == "ping":
-            with self._lock:
-                reply = connection.session.respond(event.id, {})
-            self._reply(connection, reply)
-            return
-        if event.method == "elicitation/create":
-            with self._lock:
-                if home is not None and home.request_id is not None:
-                    # On a call's own answer stream (HTTP) the question is that call's.
-                    waiter: Waiter | None = home
-                    connection.peer.asking[home.request_id] = event.id
-                else:
-                    # Over stdio a question names no call: the peer binds it to one that
-                    # is not asking already (never to a call whose question is open).
-                    waiter = connection.peer.bind_question(event.id, event.params)
-            if waiter is not None:
-                waiter.put(event)
-                return
-            with self._lock:
-                reply = connection.session.respond(event.id, {"action": "cancel"})
-            self._reply(connection, reply)
-            return
-        with self._lock:
-            reply = connection.session.respond_error(
-                event.id, -32601, f"method not found: this client does not offer {event.method!r}"
-            )
-        self._reply(connection, reply)
-
-    def _reply(self, connection: _Connection, outgoing: Outgoing) -> None:
-        if connection.is_stdio:
-            self._send_quietly(connection, outgoing)
-        else:
-            # Never on the thread reading an answer stream for long: a POST is quick.
-            self._send_quietly(connection, outgoing)
-
-    def _on_lost(self, connection: _Connection, reason: str) -> None:
-        with self._lock:
-            first = connection.lost is None
-            if first:
-                connection.lost = reason
-            waiters = list(connection.peer.waiters.values())
-        connection.stopped.set()
-        listener = connection.listener
-        if listener is not None:
-            listener.abort()
-        for waiter in [*waiters, connection.opening]:
-            waiter.close(reason)
-        if first and reason and not self._closed:
-            _log.info("MCP server %s: %s", self.name, reason)
 
     def _tools_changed(self) -> None:
         listeners = list(self._listeners)
@@ -959,84 +417,16 @@ class McpClient:
 
         threading.Thread(target=run, name=f"toolnexus-mcp-{self.name}-changed", daemon=True).start()
 
-    def _finish(self, connection: _Connection, waiter: Waiter) -> None:
-        with self._lock:
-            if waiter.request_id is not None:
-                connection.peer.finish(waiter.request_id)
-        messages = waiter.messages
-        if messages is not None:
-            waiter.messages = _ENDED
-            with contextlib.suppress(ValueError):  # still being read on another thread
-                messages.close()  # releases the HTTP connection for the next request
-
-    def _abandon(self, connection: _Connection, waiter: Waiter, reason: str | None) -> None:
-        """Stop waiting for ``waiter``'s request and tell the server (cancel it)."""
-        self._finish(connection, waiter)
-        request_id = waiter.request_id
-        if request_id is None:
-            return
-        with self._lock:
-            cancel = connection.session.cancel(request_id, reason)
-        exchange = waiter.exchange
-        if exchange is not None:
-            exchange.abort()  # closing the request is the modern era's cancel
-        tell = connection.is_stdio or connection.session.era == "legacy"
-        if cancel is not None and tell and connection.lost is None:
-            self._send_quietly(connection, cancel)
-
-    def _drop(self, connection: _Connection, reason: str) -> None:
-        """Close ``connection``: its requests end now — not once the child process has
-        exited, which may take the transport's grace — then its transport."""
-        self._on_lost(connection, reason)
-        transport = connection.transport
-        if transport is not None and connection.is_stdio:
-            transport.interrupt()  # type: ignore[union-attr]  # a call reading the pipe
-            transport.close()  # type: ignore[call-arg]
-
     # ------------------------------------------------------------------ requests
 
     def _request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """One request and its result (phase-bounded); raises McpError."""
         for attempt in (0, 1):
             connection = self._open()
-            with self._lock:
-                outgoing = connection.session.request(method, params)
-            try:
-                waiter = self._send_request(connection, outgoing, None, self._timeout_s)
-                while True:
-                    event = self._next_event(
-                        connection, waiter, CancellationToken.NONE, self._timeout_s
-                    )
-                    if isinstance(event, Response):
-                        self._finish(connection, waiter)
-                        return event.result
-                    if isinstance(event, Failure):
-                        self._finish(connection, waiter)
-                        code = f" ({event.code})" if event.code is not None else ""
-                        raise McpError(self.name, f"{method} failed: {event.message}{code}")
-            except _Idle:
-                self._abandon(connection, waiter, "timed out")
-                raise McpError(
-                    self.name, f"no answer to {method} within {self._timeout_s:g} s (timeout_ms)"
-                ) from None
-            except _Lost as lost:
-                self._lose(connection, lost)
-                if lost.auth:  # OAuth asked once already: never again for this request
-                    raise McpError(self.name, f"{method} failed: {_auth_problem(lost)}") from None
-                if attempt == 0 and (lost.session_lost or not lost.sent):
-                    continue
-                raise McpError(self.name, f"{method} failed: {lost.problem}") from None
+            result = connection.request(method, params, may_retry=attempt == 0)
+            if result is not None:
+                return result
         raise McpError(self.name, f"{method} failed: the session was lost twice in a row")
-
-    def _lose(self, connection: _Connection, lost: _Lost) -> None:
-        """A request found the connection gone: forget it, so the next one re-opens."""
-        if self._closed:  # close() ends the connection; its calls answer without waiting
-            return
-        if connection.is_stdio:
-            if connection.transport is not None and not connection.transport.is_alive:  # type: ignore[union-attr]
-                self._drop(connection, lost.problem)
-        elif (lost.session_lost or not lost.sent) and not lost.auth:
-            self._on_lost(connection, lost.problem)
 
     def list_tools(self) -> list[dict[str, Any]]:
         """The server's tools as it describes them (``tools/list``, every page): plain
@@ -1050,19 +440,14 @@ class McpClient:
     def _list(self, method: str, key: str) -> list[dict[str, Any]]:
         """Every page of a list method's ``key`` array."""
         items: list[dict[str, Any]] = []
-        cursor: Any = None
-        for _ in range(_LIST_PAGES):
+        cursor: str | None = None
+        for _ in range(LIST_PAGES):
             result = self._request(method, {"cursor": cursor} if cursor is not None else None)
-            page = result.get(key)
-            if not isinstance(page, list):
-                raise McpError(
-                    self.name, f"{method} answered without a {key} array ({describe(page)})"
-                )
-            items.extend(entry for entry in page if isinstance(entry, dict))
-            cursor = result.get("nextCursor")
-            if not isinstance(cursor, str) or not cursor:
+            page, cursor = list_page(self.name, method, key, result)
+            items.extend(page)
+            if cursor is None:
                 return items
-        raise McpError(self.name, f"{method} still had more pages after {_LIST_PAGES}")
+        raise McpError(self.name, f"{method} still had more pages after {LIST_PAGES}")
 
     def list_resources(self) -> list[dict[str, Any]]:
         """The server's resources (``resources/list``, every page), as sent: ``uri``,
@@ -1140,43 +525,18 @@ class McpClient:
         if prefix is None:
             prefix = f"{self.name}_"
         made: list[Tool] = []
-        for spec in self.list_tools():
-            remote = spec.get("name")
-            if not isinstance(remote, str) or not remote:
+        for remote, fields in remote_tools(self.list_tools(), prefix, include, exclude):
+            if not remote:
                 _log.warning("MCP server %s listed a tool without a name; skipped", self.name)
                 continue
-            if include is not None and remote not in include:
-                continue
-            if remote in exclude:
-                continue
             try:
-                made.append(self._tool(spec, remote, prefix, Tool))
+                if isinstance(fields, str):
+                    raise InvalidValueError(fields)
+                headers = fields.pop("headers")
+                made.append(Tool(fn=_RemoteTool(self, remote, headers), source="mcp", **fields))
             except (ValueError, TypeError) as exc:
                 _log.warning("MCP server %s: tool %r skipped: %s", self.name, remote, exc)
         return made
-
-    def _tool(self, spec: Mapping[str, Any], remote: str, prefix: str, tool_class: Any) -> Tool:
-        schema = spec.get("inputSchema")
-        if not isinstance(schema, dict):
-            raise InvalidValueError(f"inputSchema must be an object, got {describe(schema)}")
-        headers = header_params(schema)
-        if isinstance(headers, str):
-            raise InvalidValueError(headers)
-        description = spec.get("description")
-        title = spec.get("title")
-        output = spec.get("outputSchema")
-        annotations = spec.get("annotations")
-        tool: Tool = tool_class(
-            name=prefix + remote,
-            description=description if isinstance(description, str) else "",
-            input_schema=schema,
-            fn=_RemoteTool(self, remote, headers),
-            source="mcp",
-            title=title if isinstance(title, str) else None,
-            output_schema=output if isinstance(output, dict) else None,
-            annotations=annotations if isinstance(annotations, dict) else None,
-        )
-        return tool
 
     # ------------------------------------------------------------------ calls
 
@@ -1294,7 +654,7 @@ class McpClient:
                 result = self._continue(name, arguments, call_token, progress, answer, headers)
             else:
                 result = self._start_call(name, arguments, call_token, progress, headers, None)
-            if result is _CANCELLED and end is not None and time.monotonic() >= end:
+            if result is CANCELLED and end is not None and time.monotonic() >= end:
                 # The call's state decides, never its text: its token was cancelled and
                 # its deadline has passed (a deadline's cancel comes at or after it).
                 where = f"{name} on MCP server {self.name}"
@@ -1320,16 +680,16 @@ class McpClient:
         retry: Mapping[str, Any] | None,
     ) -> ToolResult:
         if token is not _NEVER and token.is_cancellation_requested:
-            return _CANCELLED
+            return CANCELLED
         for attempt in (0, 1):
             try:
                 connection = self._open()
             except McpError as exc:
-                return _unsent(ToolResult(f"{name}: {exc}", True), retry)
+                return unsent(ToolResult(f"{name}: {exc}", True), retry)
             params: dict[str, Any] = {"name": name, "arguments": arguments}
             if retry is not None:
                 params.update(retry)
-            with self._lock:
+            with connection.lock:
                 # Its own _meta entries go in params["_meta"]: the session writes the bytes.
                 outgoing = connection.session.request("tools/call", params, progress=True)
                 request_id = outgoing.id
@@ -1341,245 +701,63 @@ class McpClient:
                     # Trace context came in after the session wrote the line: encode anew.
                     outgoing = outgoing._replace(line=None)
                 waiter = Waiter(request_id)
-                # Before sending: a question may come back before send returns.
-                connection.peer.calls[request_id] = waiter
-                if connection.is_stdio:
-                    connection.peer.waiters[request_id] = waiter
-            try:
-                if connection.is_stdio:  # registered above: send it (what _send_request does)
-                    try:
-                        connection.transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
-                    except (OSError, McpError) as exc:
-                        with self._lock:
-                            connection.peer.waiters.pop(request_id, None)
-                        raise _Lost(f"cannot write to the server: {exc}", sent=False) from None
-                else:
-                    self._send_request(connection, outgoing, headers, self._idle_s, waiter)
-            except _Lost as lost:
-                with self._lock:
-                    connection.peer.calls.pop(request_id, None)
-                self._lose(connection, lost)
-                if attempt == 0 and (lost.session_lost or not lost.sent) and not lost.auth:
-                    continue
-                refused = self._lost_result(name, lost)
-                return refused if lost.sent else _unsent(refused, retry)
-            result = self._drive(connection, waiter, name, token, progress, retry is not None)
-            if result is _RETRY:
+                connection.peer.start_call(request_id, waiter)
+            ask = functools.partial(self._park, connection, name)
+            result = connection.call(
+                outgoing,
+                waiter,
+                name,
+                token,
+                progress,
+                self._idle_s,
+                ask,
+                headers,
+                may_retry=attempt == 0,
+                answering=retry is not None,
+            )
+            if result is RETRY:
                 continue
             assert isinstance(result, ToolResult)
             return result
         return ToolResult(f"{name}: MCP server {self.name} lost the session twice in a row", True)
 
-    def _drive(
-        self,
-        connection: _Connection,
-        waiter: Waiter,
-        name: str,
-        token: CancellationToken,
-        progress: ProgressReporter | None,
-        answering: bool = False,
-    ) -> ToolResult | object:
-        """Read the call's events until its result; park it on a legacy question.
-        ``answering``: the request carries answers (a modern retry): a result that did not
-        use them says so (see :func:`_unsent`)."""
-        registration = None
-        if token is not _NEVER and token.can_be_cancelled:
-            wake: Callable[[], object] = waiter.wake
-            if waiter.exchange is not None:
-                wake = waiter.exchange.abort
-            elif connection.is_stdio:
-                transport = connection.transport
-
-                def wake() -> None:
-                    waiter.wake()
-                    transport.interrupt()  # type: ignore[union-attr]  # it may be reading
-
-            registration = token.register(wake)
-        parked = False
-        try:
-            while True:
-                try:
-                    event = self._next_event(connection, waiter, token, self._idle_s)
-                except _Cancelled:
-                    if self._closed and not token.is_cancellation_requested:
-                        # close() aborted the request (HTTP), not the caller.
-                        self._finish(connection, waiter)
-                        return self._lost_result(name, _Lost("the client was closed"))
-                    self._abandon(connection, waiter, "cancelled by the caller")
-                    return _CANCELLED
-                except _Idle:
-                    self._abandon(connection, waiter, "no progress")
-                    idle = int((self._idle_s or 0) * 1000)
-                    return ToolResult(
-                        f"timed out: {name} on MCP server {self.name} sent nothing for "
-                        f"{idle} ms (idle_timeout_ms)",
-                        True,
-                    )
-                except _Lost as lost:
-                    self._finish(connection, waiter)
-                    self._lose(connection, lost)
-                    if lost.session_lost and not lost.sent:
-                        return _RETRY
-                    result = self._lost_result(name, lost)
-                    return _unsent(result, answering) if not lost.sent else result
-                if isinstance(event, Response):
-                    self._finish(connection, waiter)
-                    result = self._result(name, event.result)
-                    meta = event.result.get("_meta")
-                    if isinstance(meta, Mapping) and meta.get(META_ANSWER_UNUSED) is True:
-                        return _unsent(result, answering)
-                    return result
-                if isinstance(event, Failure):
-                    self._finish(connection, waiter)
-                    code = f" ({event.code})" if event.code is not None else ""
-                    # An error response: the server did not take the request, nor its answers.
-                    return _unsent(
-                        ToolResult(
-                            f"{name}: MCP server {self.name} refused the call: "
-                            f"{event.message}{code}",
-                            True,
-                        ),
-                        answering,
-                    )
-                if isinstance(event, Notification):
-                    if progress is not None:
-                        self._progress(progress, event.params)
-                    continue
-                if isinstance(event, ServerRequest) and event.method == "elicitation/create":
-                    pending = self._park(connection, waiter, name, event)
-                    if pending is not None:
-                        parked = True
-                        return pending
-        except BaseException:
-            # Ctrl-C (or a reporter that raised) while the call runs: it is given up, and the
-            # server told, as on a cancel; its waiter must not wait (and count) forever.
-            if not parked and waiter.request_id in connection.peer.calls:
-                with contextlib.suppress(Exception):
-                    self._abandon(connection, waiter, "interrupted")
-            raise
-        finally:
-            if registration is not None:
-                registration.unregister()
-            if not parked and waiter.exchange is not None and token.is_cancellation_requested:
-                waiter.exchange.abort()
-
-    @staticmethod
-    def _progress(progress: ProgressReporter, params: Mapping[str, Any]) -> None:
-        value = params.get("progress")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return
-        total = params.get("total")
-        message = params.get("message")
-        try:
-            progress(
-                value,
-                total if isinstance(total, (int, float)) and not isinstance(total, bool) else None,
-                message if isinstance(message, str) else None,
-            )
-        except Exception:
-            _log.exception("a progress reporter failed")
-
-    def _lost_result(self, name: str, lost: _Lost) -> ToolResult:
-        if isinstance(lost.auth, Request):  # a sign-in: a question like any other
-            return ToolResult.pending(lost.auth)
-        if lost.auth:
-            return ToolResult(f"{name}: MCP server {self.name}: {lost.problem}", True)
-        ran = " (the call may or may not have run)" if lost.sent else ""
-        if self._closed:  # close() ended it: no later call reconnects
-            return ToolResult(f"{name}: the client of MCP server {self.name} was closed{ran}", True)
-        return ToolResult(
-            f"{name}: the connection to MCP server {self.name} failed: {lost.problem}{ran}; the "
-            "next call reconnects",
-            True,
-        )
-
-    def _result(self, name: str, result: dict[str, Any]) -> ToolResult:
-        kind = result.get("resultType")
-        if kind == "input_required":
-            return self._input_required(name, result)
-        if kind not in (None, "complete"):
-            return ToolResult(
-                f"{name}: MCP server {self.name} answered with resultType {kind!r}, which this "
-                "client does not know",
-                True,
-            )
-        try:
-            return result_from_mcp(result)
-        except (WireFormatError, ValueError) as exc:
-            return ToolResult(
-                f"{name}: MCP server {self.name} sent a malformed result: {exc}", True
-            )
-
     # ------------------------------------------------------------------ questions
 
     def _park(
-        self, connection: _Connection, waiter: Waiter, name: str, event: ServerRequest
+        self, connection: Connection, name: str, waiter: Waiter, event: ServerRequest
     ) -> ToolResult | None:
-        """A legacy server asks: park the call, hand back the question."""
-        from datetime import datetime, timedelta, timezone
-
-        from ._questions import elicitation_mode, request_from_elicitation
-
-        request_id = "mcp-" + os.urandom(16).hex()
-        expires = datetime.now(timezone.utc) + timedelta(seconds=self._question_s)
-        try:
-            request, shape = request_from_elicitation(
-                event.params,
-                request_id=request_id,
-                expires_at=expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        """A legacy server asks: park the call, hand back the question (or answer the
+        server at once when the host cannot be asked)."""
+        with connection.lock:
+            asked = self._questions.ask(
+                connection.session, event, tool=name, connection=connection, call=waiter
             )
-        except ValueError as exc:
-            _log.warning("MCP server %s sent a malformed elicitation: %s", self.name, exc)
-            with self._lock:
-                reply = connection.session.respond_error(event.id, -32602, f"invalid params: {exc}")
-                self._answered(connection, waiter)
-            self._reply(connection, reply)
-            return None
-        if elicitation_mode(shape) not in connection.session.elicitation_modes():
-            with self._lock:
-                reply = connection.session.respond(event.id, {"action": "decline"})
-                self._answered(connection, waiter)
-            self._reply(connection, reply)
-            return None
-        expiry = CancellationTokenSource()
-        schema = request.data.get("schema") if request.data is not None else None
-        parked = _Parked(connection, waiter, event.id, shape, schema, name, expiry)
-        with self._lock:
-            self._parked[request_id] = parked
-        expiry.token.register(lambda: self._expire(request_id))
-        expiry.cancel_after(self._question_s)
-        # A host that gives the question up (declined, expired) says so here: the server
-        # hears it at once, rather than when this client's own wait runs out (on a
-        # dispatcher thread: the host may hold a call's lock, and answering is I/O).
-        on_declined(
-            request_id, lambda reason: dispatch(functools.partial(self._expire, request_id, reason))
-        )
-        return ToolResult.pending(request)
+            if isinstance(asked, Request):
+                return ToolResult.pending(asked)
+            self._answered(connection, waiter)
+        if "error" in asked.message:
+            _log.warning(
+                "MCP server %s sent a malformed elicitation: %s",
+                self.name,
+                asked.message["error"].get("message"),
+            )
+        connection.send_quietly(asked)
+        return None
 
     @staticmethod
-    def _answered(connection: _Connection, waiter: Waiter) -> None:
+    def _answered(connection: Connection, waiter: Waiter) -> None:
         """``waiter``'s question was answered: its call may ask again (under the lock)."""
         if waiter.request_id is not None:
-            connection.peer.answered(waiter.request_id)
+            connection.peer.question_answered(waiter.request_id)
 
-    def _expire(self, request_id: str, reason: str = "expired") -> None:
-        """Give a parked question up: answer the server ``decline`` when the host declined
-        it, ``cancel`` when it expired or was cancelled (here or at the host), and end the
-        call it belongs to."""
-        with self._lock:
-            parked = self._parked.pop(request_id, None)
-        forget_declined(request_id)
-        if parked is None:
-            return
-        parked.expiry.close()
-        connection = parked.connection
-        action = "decline" if reason == "declined" else "cancel"
-        with self._lock:
-            reply = connection.session.respond(parked.server_request, {"action": action})
-            self._answered(connection, parked.waiter)
-        self._reply(connection, reply)
-        why = "was declined" if reason == "declined" else "was not answered in time"
-        self._abandon(connection, parked.waiter, f"the question {why}")
+    def _give_up(self, parked: Parked, reply: Outgoing, why: str) -> None:
+        """A parked question was given up (:meth:`ClientQuestions.give_up`): tell the
+        server ``reply`` and end the call it belongs to."""
+        connection: Connection = parked.connection
+        with connection.lock:
+            self._answered(connection, parked.call)
+        connection.send_quietly(reply)
+        connection.abandon(parked.call, why)
 
     def _continue(
         self,
@@ -1590,58 +768,32 @@ class McpClient:
         answer: Answer,
         headers: Mapping[str, str] | None,
     ) -> ToolResult:
-        from ._questions import elicit_result
-
         flow = self._http.auth if self._http is not None else None
         if flow is not None and flow.owns(answer.id):  # the answer to a sign-in
             problem = flow.complete(answer)
             if problem is not None:
                 return ToolResult(f"{name}: {problem}", True)
             return self._start_call(name, arguments, token, progress, headers, None)
-        if answer.id.startswith(_STATE_PREFIX):
-            state = _open_state(answer.id)
-            if state is None or state.get("t") != name:
-                return ToolResult(
-                    f"{name}: the answer {answer.id[:24]!r}… does not belong to a question of "
-                    f"this tool on MCP server {self.name}; call the tool again",
-                    True,
-                )
-            given = state.get("d")
-            defaults: dict[str, Any] = given if isinstance(given, dict) else {}
-            schema = {"properties": {key: {"default": value} for key, value in defaults.items()}}
-            response = elicit_result(answer, str(state.get("m")), schema)
-            retry: dict[str, Any] = {"inputResponses": {state["k"]: response}}
-            if "s" in state:
-                retry["requestState"] = state["s"]
-            return self._start_call(name, arguments, token, progress, headers, retry)
-        with self._lock:
-            parked = self._parked.pop(answer.id, None)
-        if parked is None or parked.tool != name:
-            if parked is not None:
-                with self._lock:
-                    self._parked[answer.id] = parked
-            return ToolResult(
-                f"{name}: the question this answers is no longer waiting on MCP server "
-                f"{self.name} (its session ended, or it expired); call the tool again",
-                True,
-            )
-        parked.expiry.close()
-        forget_declined(answer.id)
-        connection = parked.connection
+        resumed = self._questions.resume(name, self.name, answer)
+        if isinstance(resumed, ToolResult):  # nothing waits for this answer
+            return resumed
+        if not isinstance(resumed, Parked):  # a modern question: the retry's params
+            return self._start_call(name, arguments, token, progress, headers, resumed)
+        parked = resumed
+        connection: Connection = parked.connection
         if connection.lost is not None:
             return ToolResult(
                 f"{name}: the question this answers is gone: the session with MCP server "
                 f"{self.name} ended ({connection.lost}); call the tool again",
                 True,
             )
-        with self._lock:
-            reply = connection.session.respond(
-                parked.server_request, elicit_result(answer, parked.shape, parked.schema)
-            )
-            self._answered(connection, parked.waiter)
-        self._reply(connection, reply)
-        result = self._drive(connection, parked.waiter, name, token, progress)
-        if result is _RETRY:
+        with connection.lock:
+            reply = self._questions.reply(parked, answer)
+            self._answered(connection, parked.call)
+        connection.send_quietly(reply)
+        ask = functools.partial(self._park, connection, name)
+        result = connection.drive(parked.call, name, token, progress, self._idle_s, ask)
+        if result is RETRY:
             return ToolResult(
                 f"{name}: the session with MCP server {self.name} ended while it was answering; "
                 "call the tool again",
@@ -1649,47 +801,6 @@ class McpClient:
             )
         assert isinstance(result, ToolResult)
         return result
-
-    def _input_required(self, name: str, result: Mapping[str, Any]) -> ToolResult:
-        from ._questions import request_from_elicitation
-
-        requests = result.get("inputRequests")
-        if not isinstance(requests, dict) or not requests:
-            return ToolResult(
-                f"{name}: MCP server {self.name} asked for input without inputRequests", True
-            )
-        for key, entry in requests.items():
-            if not isinstance(entry, dict) or entry.get("method") != "elicitation/create":
-                continue
-            params = entry.get("params")
-            state: dict[str, Any] = {"t": name, "k": key, "n": os.urandom(8).hex()}
-            try:
-                request, shape = request_from_elicitation(params, request_id="pnd-0")
-            except ValueError as exc:
-                return ToolResult(
-                    f"{name}: MCP server {self.name} asked a malformed question: {exc}", True
-                )
-            state["m"] = shape
-            if shape == "schema" and request.data is not None:
-                defaults = _defaults(request.data.get("schema"))
-                if defaults:
-                    state["d"] = defaults
-            pending = Request(
-                request.kind,
-                request.prompt,
-                id=_seal_state(state, result.get("requestState")),
-                url=request.url,
-                data=request.data,
-            )
-            return ToolResult.pending(pending)
-        methods = sorted(
-            {str(entry.get("method")) for entry in requests.values() if isinstance(entry, dict)}
-        )
-        return ToolResult(
-            f"{name}: MCP server {self.name} asked for {', '.join(methods)}, which this client "
-            "does not offer",
-            True,
-        )
 
     # ------------------------------------------------------------------ closing
 
@@ -1702,17 +813,12 @@ class McpClient:
                 return
             self._closed = True
             connection, self._connection = self._connection, None
-        with self._lock:
-            parked = list(self._parked.items())
-            self._parked.clear()
-        for request_id, entry in parked:
-            entry.expiry.close()
-            forget_declined(request_id)
+        self._questions.clear()
         if connection is not None:
             if connection.is_stdio:
-                self._drop(connection, "the client was closed")
+                connection.drop("the client was closed")
             else:
-                self._on_lost(connection, "the client was closed")
+                connection.on_lost("the client was closed")
         if self._http is not None:
             self._http.close(min(self._timeout_s, 2.0))
         if connection is not None:
@@ -1737,12 +843,7 @@ class McpClient:
         await asyncio.get_running_loop().run_in_executor(None, self.close)
 
 
-_ENDED = iter(())  # what an HTTP waiter reads once its answer was taken
 _NEVER = CancellationToken.NONE
-_RETRY = object()  # the session was gone before the request reached the server: once more
-# What a call its token ended answers; _call tells a deadline from a cancel by identity.
-_CANCELLED = ToolResult("cancelled by the caller", True)
-_TOO_DEEP = "more than 128 levels deep"
 
 
 class _RemoteTool:
@@ -1771,65 +872,6 @@ class _RemoteTool:
 
     def __repr__(self) -> str:
         return f"<remote tool {self.remote!r} on MCP server {self.client.name!r}>"
-
-
-def _unsent(result: ToolResult, answering: object) -> ToolResult:
-    """``result``, saying (when ``answering``: the request carried an answer) that the
-    answer was not used — the server never got it, refused the request, or said so — so
-    the host that checked it lets the same answer come again."""
-    if not answering:
-        return result
-    return ToolResult(
-        result.output, result.is_error, {**result.metadata, "answer": ANSWER_UNUSED}, result.parts
-    )
-
-
-def _auth_problem(lost: _Lost) -> str:
-    """What a failed sign-in says at connect time (where nothing can be handed back)."""
-    request = lost.auth
-    if isinstance(request, Request):
-        return (
-            f"it needs a sign-in at {request.url}; give OAuth(ask=...) a function that shows "
-            "the user that URL and returns the redirect (the command line does so)"
-        )
-    return lost.problem
-
-
-def _defaults(schema: Any) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    properties = schema.get("properties") if isinstance(schema, Mapping) else None
-    if isinstance(properties, Mapping):
-        for key, prop in properties.items():
-            if isinstance(prop, Mapping) and "default" in prop:
-                found[key] = prop["default"]
-    return found
-
-
-def _seal_state(state: Mapping[str, Any], request_state: Any) -> str:
-    """A modern question's continuation as a Request id: ``mcp1.<base64url JSON>``, then
-    ``.<requestState>`` as the server sent it (when it sent one)."""
-    raw = json.dumps(dict(state), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    sealed = _STATE_PREFIX + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-    if request_state is None:
-        return sealed
-    text = request_state if isinstance(request_state, str) else json.dumps(request_state)
-    return f"{sealed}.{'s' if isinstance(request_state, str) else 'j'}{text}"
-
-
-def _open_state(text: str) -> dict[str, Any] | None:
-    """The continuation :func:`_seal_state` put in ``text`` (``"s"``: the requestState),
-    or ``None`` when ``text`` is not one."""
-    body, _, rest = text[len(_STATE_PREFIX) :].partition(".")
-    try:
-        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-        state = json.loads(raw.decode("utf-8"))
-        if rest:
-            state["s"] = rest[1:] if rest[0] == "s" else json.loads(rest[1:])
-    except (binascii.Error, ValueError, UnicodeDecodeError, IndexError, TypeError):
-        return None
-    if not isinstance(state, dict) or not isinstance(state.get("k"), str):
-        return None
-    return state
 
 
 def _default_name(command: str | None, url: str | None) -> str:

@@ -16,7 +16,7 @@ Like the server session, it is not thread-safe: a driver serialises calls into i
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from . import _codec as codec
@@ -46,6 +46,10 @@ __all__ = [
     "ServerRequest",
     "Stray",
     "header_params",
+    "list_page",
+    "log_record",
+    "progress_of",
+    "remote_tools",
 ]
 
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
@@ -119,7 +123,6 @@ class Stray(NamedTuple):
 
 Event = Opened | Response | Failure | ServerRequest | Notification | Stray | Outgoing
 
-_tuple_new: Any = tuple.__new__  # builds a named tuple without its Python-level __new__
 _OUR_VERSIONS = frozenset(MODERN_PROTOCOL_VERSIONS + LEGACY_PROTOCOL_VERSIONS)
 _UNSUPPORTED_PROTOCOL_VERSION = codec.UNSUPPORTED_PROTOCOL_VERSION
 
@@ -127,6 +130,21 @@ _UNSUPPORTED_PROTOCOL_VERSION = codec.UNSUPPORTED_PROTOCOL_VERSION
 # name after "Mcp-Param-".
 _TCHAR = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _HEADER_TYPES = ("string", "integer", "boolean")
+
+LIST_PAGES = 100
+"""The most pages a list method is followed for (a server that pages forever is cut off)."""
+
+# MCP log levels (RFC 5424's) as the standard library's logging levels.
+_LOG_LEVELS = {
+    "debug": 10,
+    "info": 20,
+    "notice": 20,
+    "warning": 30,
+    "error": 40,
+    "critical": 50,
+    "alert": 50,
+    "emergency": 50,
+}
 
 
 def header_params(schema: Mapping[str, Any]) -> dict[str, str] | str:
@@ -161,6 +179,97 @@ def header_params(schema: Mapping[str, Any]) -> dict[str, str] | str:
         seen[folded] = key
         found[key] = name
     return found
+
+
+def progress_of(params: Mapping[str, Any]) -> tuple[float, float | None, str | None] | None:
+    """A ``notifications/progress``'s ``(progress, total, message)`` as a reporter takes
+    them, or ``None`` when it carries no number."""
+    value = params.get("progress")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    total = params.get("total")
+    message = params.get("message")
+    return (
+        value,
+        total if isinstance(total, (int, float)) and not isinstance(total, bool) else None,
+        message if isinstance(message, str) else None,
+    )
+
+
+def log_record(server: str, params: Mapping[str, Any]) -> tuple[int, str]:
+    """A ``notifications/message`` from ``server`` as a :mod:`logging` level and a line."""
+    level = params.get("level")
+    logger = params.get("logger")
+    data = params.get("data")
+    if isinstance(data, str):
+        text = data
+    else:
+        import json
+
+        text = json.dumps(data, default=str)
+    where = f" ({logger})" if isinstance(logger, str) else ""
+    rank = _LOG_LEVELS.get(level, 20) if isinstance(level, str) else 20
+    return rank, f"MCP server {server}{where}: {text}"
+
+
+def list_page(
+    server: str, method: str, key: str, result: Mapping[str, Any]
+) -> tuple[list[Any], str | None]:
+    """One page of a list method's answer from ``server``: its ``key`` entries (objects
+    only) and the cursor of the next page (``None``: the last). Raises
+    :class:`~toolnexus.errors.McpError` saying what the answer lacks."""
+    page = result.get(key)
+    if not isinstance(page, list):
+        from ..errors import McpError
+
+        raise McpError(server, f"{method} answered without a {key} array ({describe(page)})")
+    cursor = result.get("nextCursor")
+    entries = [entry for entry in page if isinstance(entry, dict)]
+    return entries, cursor if isinstance(cursor, str) and cursor else None
+
+
+def remote_tools(
+    specs: Sequence[Mapping[str, Any]],
+    prefix: str,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+) -> Iterator[tuple[str, dict[str, Any] | str]]:
+    """Each listed tool ``include``/``exclude`` keeps (server-side names), as
+    ``(remote name, fields)``: the keywords of its :class:`~toolnexus.Tool` (named
+    ``prefix + name``; ``headers``: its ``x-mcp-header`` arguments, see
+    :func:`header_params`) — or, for a tool that cannot be used, why (a string; an unnamed
+    tool comes as ``("", why)``)."""
+    for spec in specs:
+        remote = spec.get("name")
+        if not isinstance(remote, str) or not remote:
+            yield "", "a tool without a name"
+            continue
+        if (include is not None and remote not in include) or remote in exclude:
+            continue
+        schema = spec.get("inputSchema")
+        if not isinstance(schema, dict):
+            yield remote, f"inputSchema must be an object, got {describe(schema)}"
+            continue
+        headers = header_params(schema)
+        if isinstance(headers, str):
+            yield remote, headers
+            continue
+        description = spec.get("description")
+        title = spec.get("title")
+        output = spec.get("outputSchema")
+        annotations = spec.get("annotations")
+        yield (
+            remote,
+            {
+                "name": prefix + remote,
+                "description": description if isinstance(description, str) else "",
+                "input_schema": schema,
+                "title": title if isinstance(title, str) else None,
+                "output_schema": output if isinstance(output, dict) else None,
+                "annotations": annotations if isinstance(annotations, dict) else None,
+                "headers": headers,
+            },
+        )
 
 
 class ClientSession:
@@ -280,6 +389,12 @@ class ClientSession:
         self._trying = self._pinned or MODERN_PROTOCOL_VERSIONS[-1]
         return self._discover()
 
+    def probing(self, outgoing: Outgoing) -> bool:
+        """True when ``outgoing`` is the probe of a negotiation (``server/discover`` with
+        no revision pinned): a server that ends the connection on it, or refuses it with a
+        bare HTTP error, is a legacy one — open with :meth:`legacy_fallback`."""
+        return outgoing.message.get("method") == "server/discover" and self._pinned is None
+
     def _discover(self) -> Outgoing:
         request_id = next(self._ids)
         self._pending[request_id] = "server/discover"
@@ -371,7 +486,7 @@ class ClientSession:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if body:
             message["params"] = body
-        return _tuple_new(Outgoing, (message, request_id, line))  # type: ignore[no-any-return]
+        return Outgoing(message, request_id, line)
 
     def notification(self, method: str, params: Mapping[str, Any] | None = None) -> Outgoing:
         """A notification to send."""
@@ -401,6 +516,18 @@ class ClientSession:
     def respond_error(self, request_id: str | int, code: int, message: str) -> Outgoing:
         """Our error answer to the server's request ``request_id``."""
         return Outgoing(codec.error_message(request_id, code, message))
+
+    def answer_request(self, event: ServerRequest) -> Outgoing | None:
+        """Our answer to a server request that needs no caller: ``ping``, and ``-32601``
+        for a method this client does not offer; ``None`` for ``elicitation/create`` —
+        a question, for the call it belongs to (:mod:`._client_questions`)."""
+        if event.method == "ping":
+            return self.respond(event.id, {})
+        if event.method == "elicitation/create":
+            return None
+        return self.respond_error(
+            event.id, -32601, f"method not found: this client does not offer {event.method!r}"
+        )
 
     def http_headers(
         self, outgoing: Outgoing, params_as_headers: Mapping[str, str] | None = None
@@ -503,8 +630,7 @@ class ClientSession:
             )
         if asked == "server/discover" or asked == "initialize":
             return self._answered(Response(answered, asked, result))
-        # What every call is answered with: built without the named tuple's Python __new__.
-        return [_tuple_new(Response, (answered, asked, result))]
+        return [Response(answered, asked, result)]
 
     def _answered(self, event: Response | Failure) -> list[Event]:
         if event.method == "server/discover":

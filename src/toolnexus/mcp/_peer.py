@@ -127,18 +127,56 @@ class Peer:
     Example::
 
         peer = Peer()
-        peer.calls[7] = Waiter(7)
+        peer.start_call(7, Waiter(7))
         owner = peer.bind_question("q1", {})
         assert owner is peer.calls[7] and peer.asking == {7: "q1"}
         assert peer.bind_question("q2", {}) is None   # 7 asks already: never inherited
     """
 
-    __slots__ = ("asking", "calls", "waiters")
+    __slots__ = ("asking", "calls", "pending", "waiters")
 
     def __init__(self) -> None:
         self.waiters: dict[int, Waiter] = {}
         self.calls: dict[int, Waiter] = {}
         self.asking: dict[int, str | int] = {}
+        # How many requests still wait for their answer (a reader asks it on every read).
+        self.pending: Callable[[], int] = self.waiters.__len__
+
+    def wait(self, request_id: int, waiter: Waiter) -> None:
+        """``waiter`` waits for the answer to request ``request_id``."""
+        self.waiters[request_id] = waiter
+
+    def stop_waiting(self, request_id: int) -> None:
+        """Nobody waits for request ``request_id`` any more (it was never sent, or its
+        answer is not awaited)."""
+        self.waiters.pop(request_id, None)
+
+    def answered(self, request_id: Any) -> Waiter | None:
+        """Who waited for the answer that names ``request_id`` (it waits no more), if
+        anyone does."""
+        return self.waiters.pop(request_id, None) if request_id.__class__ is int else None
+
+    def waiter_of(self, request_id: Any) -> Waiter | None:
+        """Who waits for request ``request_id`` (a ``progressToken`` names its request)."""
+        return self.waiters.get(request_id) if request_id.__class__ is int else None
+
+    def waiting(self) -> list[Waiter]:
+        """Everyone still waiting for an answer."""
+        return list(self.waiters.values())
+
+    def start_call(self, request_id: int, waiter: Waiter) -> None:
+        """Request ``request_id`` is a ``tools/call`` in flight (a question may name it),
+        registered before it is sent: a question may come back before the send returns."""
+        self.calls[request_id] = waiter
+
+    def in_flight(self, request_id: int | None) -> bool:
+        """True while ``request_id`` is a call in flight."""
+        return request_id in self.calls
+
+    def ask_on(self, call: int, question: str | int) -> None:
+        """The server asked ``question`` on ``call``'s own answer stream (HTTP): it is
+        that call's."""
+        self.asking[call] = question
 
     def bind_question(self, question: str | int, params: Mapping[str, Any]) -> Waiter | None:
         """The call the server's question ``question`` (its request id) belongs to, now
@@ -164,7 +202,7 @@ class Peer:
         """The server request id of ``call``'s open question, if it has one."""
         return self.asking.get(call)
 
-    def answered(self, call: int) -> None:
+    def question_answered(self, call: int) -> None:
         """``call``'s question was answered (or handed back unasked): it may ask again."""
         self.asking.pop(call, None)
 
