@@ -1,7 +1,7 @@
 """What checking a token costs the MCP HTTP endpoint, per request, against no check at all.
 
 One modern ``tools/call`` (a tool that adds two numbers) through
-``toolnexus.mcp._endpoint.Endpoint.handle`` — in process, no sockets, so the check is not
+``toolnexus.mcp._server._endpoint.Endpoint.handle`` — in process, no sockets, so the check is not
 lost in network noise — with each kind of authentication, interleaved round by round:
 
 - no authentication (the baseline);
@@ -41,7 +41,7 @@ from toolnexus.mcp import (  # noqa: E402
     ProtectedResource,
     ServerOptions,
 )
-from toolnexus.mcp._endpoint import Endpoint  # noqa: E402
+from toolnexus.mcp._server._endpoint import Endpoint  # noqa: E402
 
 
 @tool

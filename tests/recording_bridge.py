@@ -9,8 +9,8 @@ from typing import Any
 
 from toolnexus import Toolkit
 from toolnexus.mcp import ServerOptions
-from toolnexus.mcp._bridge import CallBridge, CallEntry, InflightBytes, LazyHost
-from toolnexus.mcp._session import Send, ServerSession
+from toolnexus.mcp._server._bridge import CallBridge, CallEntry, InflightBytes, LazyHost
+from toolnexus.mcp._server._session import Send, ServerSession
 
 
 class RecordingBridge(CallBridge):

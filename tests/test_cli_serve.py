@@ -210,7 +210,7 @@ def served(
         import json
         import sys
         from toolnexus._cli import main
-        from toolnexus.mcp._bridge import LazyHost
+        from toolnexus.mcp._server._bridge import LazyHost
 
         def loaded():
             return sorted(m for m in UNLOADED if m in sys.modules)

@@ -40,7 +40,7 @@ PROTOCOL_EXCEPTIONS = {
     ("_workflow.py", "CancelledError"),
     # the HTTP client's response head reader stands in for http.client's: the transport
     # catches http.client.HTTPException from it as from http.client itself
-    ("_client_http.py", "UnknownProtocol"),
+    ("_http.py", "UnknownProtocol"),
     # bridges speak their framework's protocol: its own exception types end a tool call
     ("langchain.py", "tool_exception"),
     ("pydantic_ai.py", "approval_required"),
@@ -53,9 +53,9 @@ PACKAGE_CONTROL_FLOW = {("_cli", "CliError")}
 
 # Package-internal control flow that crosses modules: the class (the module that defines
 # it), and the one module that catches every raise of it — it never leaves the package.
-# The MCP server's handlers (mcp/_server_*.py, mcp/_questions.py) refuse a request by
-# raising Reject; the session answers it as the JSON-RPC error it carries.
-INTERNAL_FLOW = {"Reject": ("toolnexus.mcp._server_types", "_session.py")}
+# The MCP server's handlers (mcp/_server/_feature_*.py, mcp/_server/_questions.py) refuse a
+# request by raising Reject; the session answers it as the JSON-RPC error it carries.
+INTERNAL_FLOW = {"Reject": ("toolnexus.mcp._server._types", "mcp/_server/_session.py")}
 
 # Methods that build and return an exception for a `raise` site, and the class they build.
 FACTORIES = {

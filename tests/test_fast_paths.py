@@ -22,7 +22,7 @@ from toolnexus import Host, Toolkit, ToolResult, tool
 from toolnexus._call import Call
 from toolnexus._frozen import FrozenDict
 from toolnexus._result import NO_METADATA
-from toolnexus.mcp._bridge import InflightBytes
+from toolnexus.mcp._server._bridge import InflightBytes
 
 
 @tool

@@ -119,6 +119,28 @@ def test_no_module_imports_a_layer_above_its_own():
     assert breaches == [], "imports that run up a layer:\n" + "\n".join(breaches)
 
 
+# Inside mcp/: the shared protocol, the server and the client are three folders; each side
+# imports the shared part, never the other side, and the shared part imports neither.
+MCP_PARTS = {"_shared": set(), "_server": {"_shared"}, "_client": {"_shared"}}
+
+
+def test_the_mcp_server_and_client_share_only_the_shared_part():
+    crossings = []
+    for name, targets in EDGES.items():
+        parts = name.split(".")
+        if parts[:2] != ["toolnexus", "mcp"] or len(parts) < 4 or parts[2] not in MCP_PARTS:
+            continue
+        for target, line in sorted(targets):
+            into = target.split(".")
+            if into[:2] != ["toolnexus", "mcp"] or len(into) < 3 or into[2] not in MCP_PARTS:
+                continue
+            if into[2] != parts[2] and into[2] not in MCP_PARTS[parts[2]]:
+                crossings.append(
+                    f"{MODULES[name].relative_to(SRC.parent)}:{line}: imports {target}"
+                )
+    assert crossings == [], "mcp parts that import across:\n" + "\n".join(crossings)
+
+
 def test_no_import_circle():
     graph = {name: {target for target, _ in targets} for name, targets in EDGES.items()}
     circles = [sorted(group) for group in strongly_connected(graph) if len(group) > 1]

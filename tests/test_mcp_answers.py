@@ -17,7 +17,7 @@ import pytest
 import toolnexus
 from toolnexus import Answer, Host, Request, ToolContext, Toolkit, ToolResult, tool
 from toolnexus.mcp import Send, ServerOptions, ServerSession, StartCall
-from toolnexus.mcp._questions import open_state
+from toolnexus.mcp._shared._questions import open_state
 from toolnexus.stores import MemoryAnswerStore
 
 KEY = "mcp-answers-key-0123456789abcdef"

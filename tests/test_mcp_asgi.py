@@ -1,4 +1,4 @@
-"""The ASGI app (``toolnexus.mcp._asgi``), driven directly as ASGI 3 — no server needed:
+"""The ASGI app (``toolnexus.mcp._server._asgi``), driven directly as ASGI 3 — no server needed:
 two app instances (two workers) share the ``requestState`` key (and, for single use, an
 SQLite answer store), a retry may ask again with ``max_rounds``, a disconnect cancels the
 call, the lifespan closes the host."""

@@ -1,4 +1,4 @@
-"""The HTTP server as an OAuth 2.1 protected resource (``toolnexus.mcp._auth``), with a
+"""The HTTP server as an OAuth 2.1 protected resource (``toolnexus.mcp._server._auth``), with a
 verifier function (no extra needed): the metadata (RFC 9728), 401 challenges that name
 it, expiry, audience binding (RFC 8707), scopes per request and per tool (403
 insufficient_scope), the principal on ``ctx.principal`` in both eras and over both
@@ -27,7 +27,7 @@ from http_helpers import send
 from toolnexus import Principal, Toolkit, tool
 from toolnexus._context import ToolContext
 from toolnexus.mcp import HttpServer, ProtectedResource, ServerOptions, asgi_app
-from toolnexus.mcp._oauth_common import parse_challenge
+from toolnexus.mcp._shared._oauth_common import parse_challenge
 
 MODERN = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -31,7 +31,7 @@ from toolnexus.mcp import (
     ProtectedResource,
     ServerOptions,
 )
-from toolnexus.mcp._oauth_common import parse_challenge
+from toolnexus.mcp._shared._oauth_common import parse_challenge
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import threading
 
 from recording_bridge import initialized, started
 from toolnexus import Toolkit, tool
-from toolnexus.mcp._session import StartCall
+from toolnexus.mcp._server._session import StartCall
 
 release = threading.Event()
 entered = threading.Event()

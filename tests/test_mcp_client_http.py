@@ -1,4 +1,4 @@
-"""The HTTP client transport (``mcp/_client_http.py``): a response's head, read without the
+"""The HTTP client transport (``mcp/_client/_http.py``): a response's head, read without the
 email parser, means what ``http.client`` makes of it, body framing included."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from toolnexus.mcp._client_http import _Response
+from toolnexus.mcp._client._http import _Response
 
 
 class _Socket:

@@ -1,4 +1,4 @@
-"""The MCP client as an OAuth 2.1 client (``toolnexus.mcp._oauth``) against our own
+"""The MCP client as an OAuth 2.1 client (``toolnexus.mcp._client._oauth``) against our own
 protected server and a test authorization server (opaque tokens: no extra needed):
 sign-in in both eras, step-up, refresh under 50 concurrent calls (exactly one), a revoked
 refresh token (one new sign-in, not a loop), a server that keeps answering 401, sign-ins

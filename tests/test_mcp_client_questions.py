@@ -1,4 +1,4 @@
-"""The client's question flow without I/O (``mcp/_client_questions.py``): a legacy
+"""The client's question flow without I/O (``mcp/_client/_questions.py``): a legacy
 server's question parked, answered and given up; a modern ``input_required`` sealed in
 the ``mcp1.`` id and opened again for the retry; how a call's end reads."""
 
@@ -10,15 +10,15 @@ import pytest
 
 from toolnexus import Answer, Request, ToolResult
 from toolnexus.mcp import ClientSession
-from toolnexus.mcp._client_questions import (
+from toolnexus.mcp._client._questions import (
     STATE_PREFIX,
     ClientQuestions,
     Parked,
     call_result,
     refused,
 )
-from toolnexus.mcp._client_session import Failure, Outgoing, ServerRequest
-from toolnexus.mcp._protocol import META_ANSWER_UNUSED
+from toolnexus.mcp._client._session import Failure, Outgoing, ServerRequest
+from toolnexus.mcp._shared._protocol import META_ANSWER_UNUSED
 
 LEGACY = "2025-11-25"
 FORM = {

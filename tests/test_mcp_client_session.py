@@ -1,4 +1,4 @@
-"""The sans-IO client session (``mcp/_client_session.py``): the requests it builds, and
+"""The sans-IO client session (``mcp/_client/_session.py``): the requests it builds, and
 the bytes it writes for them from a template, which are always those of the message."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+import toolnexus.mcp._shared._codec as codec
 from toolnexus.errors import McpError
 from toolnexus.mcp import ClientSession
-from toolnexus.mcp import _codec as codec
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -81,7 +81,7 @@ def test_what_the_template_cannot_write_is_encoded_whole() -> None:
 
 
 def test_the_session_answers_the_server_requests_that_need_no_caller() -> None:
-    from toolnexus.mcp._client_session import ServerRequest
+    from toolnexus.mcp._client._session import ServerRequest
 
     session = opened("legacy")
     assert session.answer_request(ServerRequest(4, "ping", {})).message == {
@@ -103,7 +103,7 @@ def test_only_an_unpinned_discover_is_the_probe() -> None:
 
 
 def test_list_pages_and_listed_tools_are_read_as_the_server_sent_them() -> None:
-    from toolnexus.mcp._client_session import list_page, remote_tools
+    from toolnexus.mcp._client._session import list_page, remote_tools
 
     page = {"tools": [{"name": "a"}, 3], "nextCursor": "c"}
     assert list_page("s", "tools/list", "tools", page) == ([{"name": "a"}], "c")

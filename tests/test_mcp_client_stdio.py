@@ -1,4 +1,4 @@
-"""The stdio client transport (``mcp/_client_stdio.py``): whichever thread reads the pipe
+"""The stdio client transport (``mcp/_client/_stdio.py``): whichever thread reads the pipe
 — a caller for its own answer, or the reader thread while calls overlap or none is in
 flight — every answer reaches its caller, a cancel wakes a caller that is reading, and
 the server's last words are read."""
@@ -77,7 +77,7 @@ def test_an_answer_the_server_did_not_end_with_a_newline_is_still_read() -> None
 
 def test_without_poll_the_reader_thread_reads_every_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     # Windows has no poll() for pipes: there the reader thread reads for every caller.
-    from toolnexus.mcp import _client_stdio
+    import toolnexus.mcp._client._stdio as _client_stdio
 
     monkeypatch.setattr(_client_stdio, "_CAN_POLL", False)
     with our_server() as client:

@@ -1,6 +1,6 @@
-"""The JSON-RPC codec (``toolnexus.mcp._codec``): each byte-level shortcut gives exactly what
-the plain ``json`` module gives, and nothing a peer sends makes it raise anything but the
-two errors callers answer (``ValueError``, ``RecursionError``)."""
+"""The JSON-RPC codec (``toolnexus.mcp._shared._codec``): each byte-level shortcut gives
+exactly what the plain ``json`` module gives, and nothing a peer sends makes it raise anything
+but the two errors callers answer (``ValueError``, ``RecursionError``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+import toolnexus.mcp._shared._codec as codec
 from toolnexus._frozen import freeze
-from toolnexus.mcp import _codec as codec
 
 VALUES = [
     '{"jsonrpc":"2.0","id":1,"method":"ping"}',

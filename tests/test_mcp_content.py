@@ -1,4 +1,4 @@
-"""Parts as MCP content blocks (``mcp/_content.py``) through the session, per revision, and
+"""Parts as MCP content blocks (``mcp/_shared/_content.py``) through the session, per revision, and
 MCP content read back as a ToolResult with :func:`result_from_mcp`."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def test_an_older_revision_gets_placeholder_text_for_blocks_it_does_not_know() -
 
 
 def test_a_result_without_parts_is_the_single_text_block_as_before() -> None:
-    from toolnexus.mcp._content import content_blocks
+    from toolnexus.mcp._shared._content import content_blocks
 
     assert content_blocks(ToolResult.ok("")) == [{"type": "text", "text": ""}]
     assert content_blocks(ToolResult.ok("", parts=[Part.from_text("x")])) == [

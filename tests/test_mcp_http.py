@@ -1,5 +1,5 @@
-"""The embedded Streamable HTTP server (``toolnexus.mcp._http_server``): both eras on ``/mcp``,
-the header rules, security, limits and a client that goes away."""
+"""The embedded Streamable HTTP server (``toolnexus.mcp._server._http_server``): both eras
+on ``/mcp``, the header rules, security, limits and a client that goes away."""
 
 from __future__ import annotations
 
@@ -739,7 +739,7 @@ def test_a_running_call_keeps_its_grace_while_notification_streams_end_at_once()
 def test_shutdown_does_not_wait_for_a_kept_alive_clients_next_request(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from toolnexus.mcp import _http_server
+    import toolnexus.mcp._server._http_server as _http_server
 
     # A worker waits this long for a kept-alive client's next request: far past the bound.
     monkeypatch.setattr(_http_server, "_LINGER_S", 30.0)

@@ -559,7 +559,7 @@ def test_a_cancelled_legacy_call_ends_its_post_as_the_spec_allows(accept: str) -
 def test_running_out_of_memory_in_a_request_is_a_503_logged_at_warning(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import toolnexus.mcp._endpoint as endpoint_module
+    import toolnexus.mcp._server._endpoint as endpoint_module
 
     def exhausted(data: bytes) -> Any:
         raise MemoryError
@@ -586,7 +586,7 @@ def test_a_client_that_sends_head_and_body_apart_keeps_its_worker(
     """A kept-alive client's next request is waited for by the worker that answered the
     last one, also when its body comes after its head (as http.client sends them): no
     hand-over through the loop per request."""
-    from toolnexus.mcp import _http_server
+    import toolnexus.mcp._server._http_server as _http_server
 
     handed: list[object] = []
     give_back = _http_server._Loop.give_back

@@ -1,7 +1,7 @@
 """A question over MCP keeps its kind, both ways: a tool's Request becomes an elicitation
 (server side: ``question_params``, ``answer_from_response``), the elicitation becomes the
 same kind of Request at a toolnexus client and the client's Answer goes back (client side:
-``request_from_elicitation``, ``elicit_result``) — one module, ``mcp/_questions.py``, for
+``request_from_elicitation``, ``elicit_result``) — one module, ``mcp/_shared/_questions.py``, for
 both sides, in both eras: 2025-11-25 (``elicitation/create`` server requests) and
 2026-07-28 (``InputRequiredResult``)."""
 
@@ -14,19 +14,19 @@ import pytest
 
 from toolnexus import Answer, Host, Request, ToolContext, Toolkit, ToolResult, tool
 from toolnexus.mcp import HttpServer, McpClient, ServerOptions
-from toolnexus.mcp._bridge import LazyHost
-from toolnexus.mcp._questions import (
+from toolnexus.mcp._server._bridge import LazyHost
+from toolnexus.mcp._server._session import ServerSession, StartCall, make_tasks
+from toolnexus.mcp._shared._questions import (
     answer_from_response,
     elicit_result,
     question_params,
     request_from_elicitation,
 )
-from toolnexus.mcp._session import ServerSession, StartCall, make_tasks
 
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
 ERAS = {
-    # The flags each era's server asks with (mcp/_questions.py's plan, from the client's
+    # The flags each era's server asks with (mcp/_shared/_questions.py's plan, from the client's
     # revision; a task's client is a modern one).
     LEGACY: {"with_mode": True, "with_elicitation_id": True},
     MODERN: {"with_mode": True, "with_elicitation_id": False},

@@ -696,7 +696,7 @@ def test_resource_and_prompt_classes_are_public_under_toolnexus_mcp() -> None:
     assert Resource.__module__ == Prompt.__module__ == "toolnexus.mcp"
 
 
-@pytest.mark.parametrize("name", ["_resources", "_prompts"])
+@pytest.mark.parametrize("name", ["_server._resources", "_server._prompts"])
 def test_the_docstring_examples_run_in_order_in_one_namespace(name: str) -> None:
     import doctest
     import importlib

@@ -18,7 +18,7 @@ from toolnexus.mcp import (
     ServerSession,
     TaskOptions,
 )
-from toolnexus.mcp._lazy_host import LazyHost
+from toolnexus.mcp._server._lazy_host import LazyHost
 from toolnexus.policies import Next, ToolCall
 from toolnexus.stores import MemoryTaskStore
 

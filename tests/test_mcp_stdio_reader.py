@@ -1,6 +1,6 @@
 """The stdio server's reader: quick tools run on it, and it is relieved when one runs long.
 
-What the two reading threads (see ``toolnexus.mcp._stdio._StdioServer``) promise, each
+What the two reading threads (see ``toolnexus.mcp._server._stdio._StdioServer``) promise, each
 pinned here over real pipes:
 
 - a tool that was quick runs on the reading thread itself (no worker hand-off);
@@ -36,9 +36,9 @@ import pytest
 from timing import TIMEOUT
 from toolnexus import Toolkit, ToolResult, tool
 from toolnexus.mcp import ServerOptions, serve_stdio
-from toolnexus.mcp._bridge import LazyHost
-from toolnexus.mcp._session import ServerSession
-from toolnexus.mcp._stdio import _Input, _StdioCall, _StdioServer
+from toolnexus.mcp._server._bridge import LazyHost
+from toolnexus.mcp._server._session import ServerSession
+from toolnexus.mcp._server._stdio import _Input, _StdioCall, _StdioServer
 
 READERS = ("toolnexus-mcp-reader", "toolnexus-mcp-spare")
 

@@ -218,7 +218,7 @@ def test_a_result_pickles_by_its_public_name():
 
 @pytest.mark.parametrize(
     ("name", "private"),
-    [("toolnexus", "_host"), ("toolnexus.mcp", "_session"), ("toolnexus.stores", "_open")],
+    [("toolnexus", "_host"), ("toolnexus.mcp", "_server._session"), ("toolnexus.stores", "_open")],
 )
 def test_dir_of_a_package_lists_its_public_names_only(name, private):
     package = importlib.import_module(name)

@@ -48,7 +48,7 @@ def _cmd_read(options: argparse.Namespace) -> int:
     result = _run_served(options, toolkit, "resources/read", {"uri": options.uri})
     if result.is_error:
         return _failed(options, result)
-    from ..mcp._resources import CONTENTS_KEY
+    from ..mcp._server._resources import CONTENTS_KEY
 
     contents = [
         {**dict(each), "uri": each.get("uri") or options.uri}
@@ -82,7 +82,7 @@ def _cmd_get(options: argparse.Namespace) -> int:
     )
     if result.is_error:
         return _failed(options, result)
-    from ..mcp._prompts import PROMPT_KEY
+    from ..mcp._server._prompts import PROMPT_KEY
 
     return _show_prompt(options, dict(result.metadata.get(PROMPT_KEY) or {}))
 

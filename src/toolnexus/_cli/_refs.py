@@ -177,7 +177,7 @@ def _cli_oauth(sign_in: bool) -> Any:
     store = FileTokenStore(os.path.join(os.path.dirname(user_key_path()), TOKENS_FILE))
     if not sign_in:
         return OAuth(token_store=store, client_name="toolnexus")
-    from ..mcp._oauth_loopback import LoopbackReceiver
+    from ..mcp._client._oauth_loopback import LoopbackReceiver
 
     receiver = LoopbackReceiver(sys.stderr)
     return OAuth(

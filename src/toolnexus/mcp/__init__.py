@@ -38,9 +38,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._content import result_from_mcp
-from ._options import AccessOptions, HostOptions, HttpOptions, ServerOptions, TaskOptions
-from ._session import (
+from ._server._options import AccessOptions, HostOptions, HttpOptions, ServerOptions, TaskOptions
+from ._server._session import (
     LEGACY_PROTOCOL_VERSIONS,
     MODERN_PROTOCOL_VERSIONS,
     Action,
@@ -49,20 +48,21 @@ from ._session import (
     ServerSession,
     StartCall,
 )
-from ._stdio import serve_stdio
+from ._server._stdio import serve_stdio
+from ._shared._content import result_from_mcp
 
 if TYPE_CHECKING:
-    from ._asgi import AsgiApp, asgi_app
-    from ._auth import ProtectedResource
-    from ._client import McpClient
-    from ._client_session import ClientSession
-    from ._http_server import HttpServer, serve_http
-    from ._oauth import OAuth
-    from ._prompts import Prompt, prompt
-    from ._resources import Resource, resource
-    from ._source import McpServerStatus, McpSource, load_mcp_json
-    from ._tokens import FileTokenStore, MemoryTokenStore, TokenStore
-    from ._verifiers import IntrospectionVerifier, JwtVerifier
+    from ._client._mcp_client import McpClient
+    from ._client._oauth import OAuth
+    from ._client._session import ClientSession
+    from ._client._source import McpServerStatus, McpSource, load_mcp_json
+    from ._client._tokens import FileTokenStore, MemoryTokenStore, TokenStore
+    from ._server._asgi import AsgiApp, asgi_app
+    from ._server._auth import ProtectedResource
+    from ._server._http_server import HttpServer, serve_http
+    from ._server._prompts import Prompt, prompt
+    from ._server._resources import Resource, resource
+    from ._server._verifiers import IntrospectionVerifier, JwtVerifier
 
 __all__ = [
     "LEGACY_PROTOCOL_VERSIONS",
@@ -116,29 +116,29 @@ del _name
 
 # The HTTP drivers load on first use: a stdio server never imports http.server.
 _LAZY = {
-    "HttpServer": "_http_server",
-    "serve_http": "_http_server",
-    "AsgiApp": "_asgi",
-    "asgi_app": "_asgi",
+    "HttpServer": "_server._http_server",
+    "serve_http": "_server._http_server",
+    "AsgiApp": "_server._asgi",
+    "asgi_app": "_server._asgi",
     # The client loads on first use too: a server never imports it.
-    "ClientSession": "_client_session",
-    "McpClient": "_client",
-    "McpServerStatus": "_source",
-    "McpSource": "_source",
-    "load_mcp_json": "_source",
+    "ClientSession": "_client._session",
+    "McpClient": "_client._mcp_client",
+    "McpServerStatus": "_client._source",
+    "McpSource": "_client._source",
+    "load_mcp_json": "_client._source",
     # Resources and prompts load with the first one made.
-    "Prompt": "_prompts",
-    "prompt": "_prompts",
-    "Resource": "_resources",
-    "resource": "_resources",
+    "Prompt": "_server._prompts",
+    "prompt": "_server._prompts",
+    "Resource": "_server._resources",
+    "resource": "_server._resources",
     # OAuth loads on first use: a server without it never imports it.
-    "ProtectedResource": "_auth",
-    "JwtVerifier": "_verifiers",
-    "IntrospectionVerifier": "_verifiers",
-    "OAuth": "_oauth",
-    "TokenStore": "_tokens",
-    "MemoryTokenStore": "_tokens",
-    "FileTokenStore": "_tokens",
+    "ProtectedResource": "_server._auth",
+    "JwtVerifier": "_server._verifiers",
+    "IntrospectionVerifier": "_server._verifiers",
+    "OAuth": "_client._oauth",
+    "TokenStore": "_client._tokens",
+    "MemoryTokenStore": "_client._tokens",
+    "FileTokenStore": "_client._tokens",
 }
 
 

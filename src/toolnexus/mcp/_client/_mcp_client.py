@@ -1,0 +1,886 @@
+"""A connected MCP client: one server's tools as ordinary :class:`~toolnexus.Tool`\\ s.
+
+:class:`McpClient` is the lifetime of a client: it opens a connection (a child process on
+stdio, or Streamable HTTP; :class:`~._client_connection.Connection` does one connection's
+I/O) and re-opens it when lost, and runs ``tools/call`` with the caller's deadline and
+cancellation token: a cancel or a deadline sends ``notifications/cancelled`` (stdio,
+legacy HTTP) or closes the HTTP request (modern), and the call returns at once even if
+the server never answers. It decides no protocol rule: the sans-IO
+:class:`~toolnexus.mcp.ClientSession` says what each message means and what to send,
+and :mod:`._client_questions` is the client's question flow.
+
+A server's question is a suspension, as a local tool's is. A legacy server's
+``elicitation/create`` parks its ``tools/call`` (still in flight) under the id of the
+:class:`~toolnexus.Request` handed back; the retry with the answer replies to the server
+and goes on reading the same call — while the session lives. A modern server's
+``input_required`` result ends the request; everything the retry needs rides in the
+:class:`~toolnexus.Request`'s id (``mcp1.…``), so an answer continues the call from any
+process, after any restart.
+
+Threads: a stdio connection has a reader and a stderr thread; HTTP uses the calling
+thread. :meth:`McpClient.close` (also at interpreter exit) ends children, threads and
+connections.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..._cancellation import CancellationToken, CancellationTokenSource
+from ..._log import LazyLogger
+from ..._result import ToolResult
+from ..._suspension import Answer, Request
+from ..._tracing import client_span
+from ..._tracing import inject as inject_trace
+from ...errors import InvalidTypeError, InvalidValueError, McpError
+from .._shared._peer import Waiter
+from ._connection import CANCELLED, RETRY, Connection
+from ._questions import (
+    ClientQuestions,
+    Parked,
+    unsent,
+)
+from ._session import (
+    LIST_PAGES,
+    ClientSession,
+    Outgoing,
+    ServerRequest,
+    list_page,
+    remote_tools,
+)
+
+if TYPE_CHECKING:
+    from ..._context import ProgressReporter, ToolContext
+    from ..._tools import Tool
+    from ._http import HttpTransport
+    from ._oauth import OAuth
+
+__all__ = ["McpClient"]
+
+_log = LazyLogger("mcp.client")  # the package's: it never prints on its own
+
+_DEFAULT_TIMEOUT_MS = 30_000
+_DEFAULT_QUESTION_TIMEOUT_MS = 5 * 60_000
+_DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+_live_clients: weakref.WeakSet[McpClient] = weakref.WeakSet()
+_exit_hook_lock = threading.Lock()
+_exit_hook_installed = False
+
+
+def _close_all_at_exit() -> None:
+    for client in list(_live_clients):
+        with contextlib.suppress(Exception):  # exiting: nothing left to tell
+            client.close()
+
+
+def _install_exit_hook() -> None:
+    global _exit_hook_installed
+    with _exit_hook_lock:
+        if not _exit_hook_installed:
+            import atexit
+
+            atexit.register(_close_all_at_exit)
+            _exit_hook_installed = True
+
+
+class McpClient:
+    """A client of one MCP server, over stdio (``command``) or Streamable HTTP (``url``).
+
+    Connects on first use (or :meth:`connect`), speaks the modern stateless revision when
+    the server does and the legacy ``initialize`` handshake otherwise, and re-opens a lost
+    connection (a restarted server, a 404 on a legacy session, a broken pipe) on the next
+    request. :meth:`tools` gives the server's tools as ordinary :class:`~toolnexus.Tool`\\ s
+    for a :class:`~toolnexus.Toolkit` and :class:`~toolnexus.Host`; :meth:`call_tool` calls
+    one directly. Usable from any thread; :meth:`acall_tool` is the asyncio twin. A client
+    is a context manager; :meth:`close` (also at interpreter exit) ends the child process
+    and its process group, or the HTTP session.
+
+    Args:
+        command, args: the server to run (stdio). ``env`` is merged over this process's
+            environment; ``cwd`` is its working directory.
+        url: the Streamable HTTP endpoint (instead of ``command``); ``headers`` are sent
+            with every request (values are never logged).
+        name: what messages and tool names call this server (default: the command's or
+            host's name).
+        timeout_ms: the bound on each phase of opening (start or connect, handshake,
+            ``tools/list``) — a server that never answers ``initialize`` fails in this
+            time, never hangs.
+        idle_timeout_ms: a call that hears nothing from the server (no progress, no
+            answer) for this long is cancelled and answered ``timed out`` — progress
+            resets it; ``None``: no idle bound (the caller's deadline still holds).
+        question_timeout_ms: how long a legacy server's question may wait for its answer
+            before the parked call is cancelled on the server.
+        elicitation: declare the elicitation capability (form and URL modes), so servers
+            may ask questions (suspensions); ``False`` declares none — a compliant server
+            then never asks.
+        protocol_version: pin a revision (``"2026-07-28"``, ``"2025-11-25"``, ...);
+            ``None`` negotiates.
+        client_name: the ``clientInfo.name`` servers see.
+        log_level: the least severe server log level to receive (``None``: the server's
+            default).
+        max_message_bytes: the largest message accepted from the server (64 MiB); a larger
+            one ends the call (or the stdio connection) with an error saying so.
+        auth: (HTTP) sign in with OAuth 2.1 when the server asks for it: an
+            :class:`~toolnexus.mcp.OAuth` (discovery, registration, PKCE, refresh; the
+            user's part through its ``ask``). See ``docs/auth.md``.
+
+    Example::
+
+        from toolnexus import Host, Toolkit
+        from toolnexus.mcp import McpClient
+
+        with McpClient("python", ["-m", "toolnexus", "serve", "toolnexus.demo:toolkit"]) as mcp:
+            with Host(Toolkit(mcp.tools()), timeout_ms=5_000) as host:
+                print(host.call("demo_add", {"a": 1, "b": 2}).output)
+    """
+
+    def __init__(
+        self,
+        command: str | None = None,
+        args: Sequence[str] = (),
+        *,
+        url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        name: str | None = None,
+        timeout_ms: int = _DEFAULT_TIMEOUT_MS,
+        idle_timeout_ms: int | None = None,
+        question_timeout_ms: int = _DEFAULT_QUESTION_TIMEOUT_MS,
+        elicitation: bool = True,
+        protocol_version: str | None = None,
+        client_name: str = "toolnexus",
+        log_level: str | None = None,
+        max_message_bytes: int = _DEFAULT_MAX_MESSAGE_BYTES,
+        auth: OAuth | None = None,
+    ) -> None:
+        if (command is None) == (url is None):
+            raise InvalidValueError(
+                "McpClient needs exactly one of command (a stdio server) and url (an HTTP server)"
+            )
+        if command is not None and (not isinstance(command, str) or not command):
+            raise InvalidTypeError(f"command must be a non-empty str, got {command!r}")
+        if isinstance(args, str) or not all(isinstance(arg, str) for arg in args):
+            raise InvalidTypeError(f"args must be a sequence of str, got {args!r}")
+        for label, value, allow_none in (
+            ("timeout_ms", timeout_ms, False),
+            ("idle_timeout_ms", idle_timeout_ms, True),
+            ("question_timeout_ms", question_timeout_ms, False),
+            ("max_message_bytes", max_message_bytes, False),
+        ):
+            if value is None and allow_none:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise InvalidValueError(f"{label} must be an int > 0, got {value!r}")
+        for label, mapping in (("headers", headers), ("env", env)):
+            if mapping is not None and not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()
+            ):
+                raise InvalidTypeError(f"{label} must map str to str")
+        if auth is not None:
+            from ._oauth import OAuth
+
+            if not isinstance(auth, OAuth):
+                raise InvalidTypeError(
+                    f"auth must be a toolnexus.mcp.OAuth, got {type(auth).__name__}"
+                )
+            if url is None:
+                raise InvalidValueError("auth (OAuth) is for an HTTP server: give url")
+            if any(key.lower() == "authorization" for key in headers or {}):
+                raise InvalidValueError(
+                    "give either an Authorization header or auth (OAuth gets the token)"
+                )
+        self._auth = auth
+        self._command = command
+        self._args = tuple(args)
+        self._url = url
+        self._headers = dict(headers or {})
+        self._env = dict(env) if env is not None else None
+        self._cwd = os.fspath(cwd) if cwd is not None else None
+        self.name = name or _default_name(command, url)
+        """What messages and default tool names call this server."""
+        self._timeout_s = timeout_ms / 1000
+        self._idle_s = idle_timeout_ms / 1000 if idle_timeout_ms is not None else None
+        self._question_s = question_timeout_ms / 1000
+        self._elicitation: tuple[str, ...] = ("form", "url") if elicitation else ()
+        self._protocol_version = protocol_version
+        self._client_name = client_name
+        self._log_level = log_level
+        self._max_message_bytes = max_message_bytes
+        # Checked now, so a bad revision or level is a mistake at this line.
+        self._new_session()
+        self._open_lock = threading.Lock()  # one opener at a time
+        self._connection: Connection | None = None
+        # The legacy questions parked on this client (their calls wait on the server).
+        self._questions = ClientQuestions(self._question_s, self._give_up)
+        self._listeners: list[Callable[[], object]] = []
+        self._closed = False
+        self._http: HttpTransport | None = None
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def is_closed(self) -> bool:
+        """True once :meth:`close` ran."""
+        return self._closed
+
+    @property
+    def is_connected(self) -> bool:
+        """True while a connection is open (it may still be lost at the next request)."""
+        connection = self._connection
+        return connection is not None and connection.lost is None
+
+    @property
+    def era(self) -> str | None:
+        """``"modern"`` or ``"legacy"`` once connected, else ``None``."""
+        connection = self._connection
+        return connection.session.era if connection is not None else None
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The revision spoken once connected."""
+        connection = self._connection
+        return connection.session.protocol_version if connection is not None else None
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """The server's ``serverInfo`` once connected."""
+        connection = self._connection
+        return dict(connection.session.server_info) if connection is not None else {}
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions for the model, if it sent any."""
+        connection = self._connection
+        return connection.session.instructions if connection is not None else None
+
+    @property
+    def pid(self) -> int | None:
+        """The stdio server's process id while it runs."""
+        connection = self._connection
+        if connection is None or not connection.is_stdio:
+            return None
+        transport = connection.transport
+        assert transport is not None
+        return transport.pid  # type: ignore[union-attr]
+
+    def __repr__(self) -> str:
+        where = self._url or " ".join([self._command or "", *self._args])
+        if self._closed:
+            state = "closed"
+        elif self.is_connected:
+            state = f"{self.era} {self.protocol_version}"
+        else:
+            state = "not connected"
+        return f"<McpClient {self.name!r} {where} {state}>"
+
+    def on_tools_changed(self, listener: Callable[[], object]) -> None:
+        """Call ``listener()`` (on a helper thread) when the server says its tool list
+        changed (``notifications/tools/list_changed``)."""
+        if not callable(listener):
+            raise InvalidTypeError(f"listener must be callable, got {type(listener).__name__}")
+        self._listeners.append(listener)
+
+    # ------------------------------------------------------------------ opening
+
+    def _new_session(self) -> ClientSession:
+        return ClientSession(
+            name=self._client_name,
+            elicitation=self._elicitation,
+            protocol_version=self._protocol_version,
+            log_level=self._log_level,
+        )
+
+    def connect(self) -> McpClient:
+        """Open the connection now (it opens on first use otherwise); returns ``self``.
+
+        Raises :class:`~toolnexus.errors.McpError` naming the server when it cannot be
+        started or reached, or does not answer the handshake within ``timeout_ms``.
+        """
+        self._open()
+        return self
+
+    def _open(self) -> Connection:
+        connection = self._connection
+        if connection is not None and connection.lost is None:
+            return connection
+        with self._open_lock:
+            if self._closed:
+                raise McpError(self.name, "the client is closed")
+            connection = self._connection
+            if connection is not None and connection.lost is None:
+                return connection
+            if connection is not None:
+                connection.drop(connection.lost or "lost")
+            connection = self._start_connection()
+            self._connection = connection
+            _live_clients.add(self)
+            _install_exit_hook()
+            return connection
+
+    def _start_connection(self, legacy: bool = False) -> Connection:
+        connection = Connection(
+            self._new_session(),
+            label=self.name,
+            timeout_s=self._timeout_s,
+            on_tools_changed=self._tools_changed,
+            client_closed=lambda: self._closed,
+        )
+        if self._command is not None:
+            self._spawn(connection)
+        else:
+            from ._http import HttpTransport
+
+            if self._http is None:
+                flow = None
+                if self._auth is not None:
+                    from ._oauth import OAuthFlow
+
+                    flow = OAuthFlow(self._auth, self._url or "", self.name)
+                self._http = HttpTransport(
+                    self._url or "",
+                    self._headers,
+                    connect_timeout=self._timeout_s,
+                    max_message_bytes=self._max_message_bytes,
+                    auth=flow,
+                )
+            self._http.session_id = None
+            connection.transport = self._http
+        try:
+            fallback = connection.handshake(legacy)
+        except McpError:
+            connection.drop("the handshake failed")
+            raise
+        except BaseException:
+            connection.drop("the handshake was interrupted")
+            raise
+        if fallback is not None:
+            connection.drop(fallback)
+            return self._start_connection(legacy=True)
+        if not connection.is_stdio and connection.session.era == "legacy":
+            listener = threading.Thread(
+                target=connection.listen,
+                name=f"toolnexus-mcp-{self.name}-listen",
+                daemon=True,
+            )
+            connection.threads.append(listener)
+            listener.start()
+        return connection
+
+    def _spawn(self, connection: Connection) -> None:
+        from ._stdio import StdioTransport
+
+        assert self._command is not None
+        try:
+            connection.transport = StdioTransport(
+                self._command,
+                self._args,
+                env=self._env,
+                cwd=self._cwd,
+                on_message=connection.route,
+                on_problem=lambda kind, text, ident: connection.on_stdio_problem(kind, text, ident),
+                on_closed=lambda reason: connection.on_lost(reason),
+                max_message_bytes=self._max_message_bytes,
+                label=self.name,
+                # Requests still waiting for their answer: their waiters (an answered
+                # request's leaves when its answer is routed).
+                pending=connection.peer.pending,
+                write_timeout=self._timeout_s,
+            )
+            connection.is_stdio = True
+        except OSError as exc:
+            raise McpError(
+                self.name,
+                f"cannot start {self._command!r}: {exc.strerror or exc}; check the command "
+                "and that it is installed (on the PATH of this process)",
+            ) from None
+
+    def _tools_changed(self) -> None:
+        listeners = list(self._listeners)
+        if not listeners:
+            return
+
+        def run() -> None:
+            for listener in listeners:
+                try:
+                    listener()
+                except Exception:
+                    _log.exception("MCP server %s: a tools-changed listener failed", self.name)
+
+        threading.Thread(target=run, name=f"toolnexus-mcp-{self.name}-changed", daemon=True).start()
+
+    # ------------------------------------------------------------------ requests
+
+    def _request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """One request and its result (phase-bounded); raises McpError."""
+        for attempt in (0, 1):
+            connection = self._open()
+            result = connection.request(method, params, may_retry=attempt == 0)
+            if result is not None:
+                return result
+        raise McpError(self.name, f"{method} failed: the session was lost twice in a row")
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        """The server's tools as it describes them (``tools/list``, every page): plain
+        dicts with ``name``, ``inputSchema``, ... exactly as sent.
+
+        Raises :class:`~toolnexus.errors.McpError` when the server cannot be reached or
+        refuses the request.
+        """
+        return self._list("tools/list", "tools")
+
+    def _list(self, method: str, key: str) -> list[dict[str, Any]]:
+        """Every page of a list method's ``key`` array."""
+        items: list[dict[str, Any]] = []
+        cursor: str | None = None
+        for _ in range(LIST_PAGES):
+            result = self._request(method, {"cursor": cursor} if cursor is not None else None)
+            page, cursor = list_page(self.name, method, key, result)
+            items.extend(page)
+            if cursor is None:
+                return items
+        raise McpError(self.name, f"{method} still had more pages after {LIST_PAGES}")
+
+    def list_resources(self) -> list[dict[str, Any]]:
+        """The server's resources (``resources/list``, every page), as sent: ``uri``,
+        ``name``, ``mimeType``, ... Raises :class:`~toolnexus.errors.McpError` as
+        :meth:`list_tools` does.
+
+        Example::
+
+            uris = [entry["uri"] for entry in client.list_resources()]
+        """
+        return self._list("resources/list", "resources")
+
+    def list_resource_templates(self) -> list[dict[str, Any]]:
+        """The server's resource templates (``resources/templates/list``), as sent."""
+        return self._list("resources/templates/list", "resourceTemplates")
+
+    def read_resource(self, uri: str) -> list[dict[str, Any]]:
+        """The contents of the resource at ``uri`` (``resources/read``), as sent: each
+        ``{"uri", "mimeType", "text" | "blob"}``. Raises
+        :class:`~toolnexus.errors.McpError` when the server refuses (an unknown URI).
+
+        Example::
+
+            (content,) = client.read_resource("notes://readme")
+            print(content["text"])
+        """
+        result = self._request("resources/read", {"uri": uri})
+        contents = result.get("contents")
+        if not isinstance(contents, list):
+            raise McpError(self.name, f"resources/read answered without contents for {uri!r}")
+        return [entry for entry in contents if isinstance(entry, dict)]
+
+    def list_prompts(self) -> list[dict[str, Any]]:
+        """The server's prompts (``prompts/list``, every page), as sent."""
+        return self._list("prompts/list", "prompts")
+
+    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The prompt ``name`` rendered with ``arguments`` (``prompts/get``): the result
+        as sent, ``{"description"?, "messages": [{"role", "content"}]}``. Raises
+        :class:`~toolnexus.errors.McpError` when the server refuses (an unknown prompt,
+        missing arguments).
+
+        Example::
+
+            messages = client.get_prompt("review", {"code": "x = 1"})["messages"]
+        """
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = dict(arguments)
+        result = self._request("prompts/get", params)
+        if not isinstance(result.get("messages"), list):
+            raise McpError(self.name, f"prompts/get answered without messages for {name!r}")
+        return result
+
+    def tools(
+        self,
+        *,
+        prefix: str | None = None,
+        include: Sequence[str] | None = None,
+        exclude: Sequence[str] = (),
+    ) -> list[Tool]:
+        """The server's tools as :class:`~toolnexus.Tool`\\ s (``source="mcp"``) whose
+        calls go to this server, schemas kept exactly as the server sent them.
+
+        Tools are named ``<prefix><tool>`` (sanitised to ``[a-zA-Z0-9_-]``); ``prefix``
+        defaults to ``"<name>_"``, ``""`` keeps the server's names. ``include`` keeps only
+        the named tools, ``exclude`` drops some (server-side names). A tool whose schema
+        the validator refuses, or whose ``x-mcp-header`` is invalid, is skipped with a
+        warning naming the server and the tool.
+
+        Raises :class:`~toolnexus.errors.McpError` when the server cannot be reached.
+        """
+        from ..._tools import Tool
+
+        if prefix is None:
+            prefix = f"{self.name}_"
+        made: list[Tool] = []
+        for remote, fields in remote_tools(self.list_tools(), prefix, include, exclude):
+            if not remote:
+                _log.warning("MCP server %s listed a tool without a name; skipped", self.name)
+                continue
+            try:
+                if isinstance(fields, str):
+                    raise InvalidValueError(fields)
+                headers = fields.pop("headers")
+                made.append(Tool(fn=_RemoteTool(self, remote, headers), source="mcp", **fields))
+            except (ValueError, TypeError) as exc:
+                _log.warning("MCP server %s: tool %r skipped: %s", self.name, remote, exc)
+        return made
+
+    # ------------------------------------------------------------------ calls
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        cancellation_token: CancellationToken | None = None,
+        progress: ProgressReporter | None = None,
+        answer: Answer | None = None,
+    ) -> ToolResult:
+        """Call the server's tool ``name`` (its own name, not a prefixed one) and return
+        its result; never raises for what the server or the connection does.
+
+        The call ends when the server answers, at ``timeout_ms`` (``timed out after N
+        ms``), or when ``cancellation_token`` is cancelled — then the server is told
+        (``notifications/cancelled``, or the HTTP request is closed). ``progress``
+        receives the server's progress notifications. A server's question comes back as
+        a pending result (:meth:`ToolResult.pending <toolnexus.ToolResult.pending>`);
+        call again with the same name and arguments and ``answer`` to continue.
+
+        Example::
+
+            result = client.call_tool("add", {"a": 1, "b": 2}, timeout_ms=5_000)
+        """
+        return self._call(
+            name, dict(arguments or {}), timeout_ms, cancellation_token, progress, answer, None
+        )
+
+    async def acall_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        cancellation_token: CancellationToken | None = None,
+        progress: ProgressReporter | None = None,
+        answer: Answer | None = None,
+    ) -> ToolResult:
+        """The asyncio twin of :meth:`call_tool`: runs on a worker thread and never
+        blocks the event loop; cancelling the awaiting task cancels the call.
+
+        Example::
+
+            result = await client.acall_tool("add", {"a": 1, "b": 2})
+        """
+        import asyncio
+
+        source = CancellationTokenSource.linked(
+            *([cancellation_token] if cancellation_token is not None else [])
+        )
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(
+            None,
+            lambda: self._call(
+                name, dict(arguments or {}), timeout_ms, source.token, progress, answer, None
+            ),
+        )
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            source.cancel()
+            raise
+        finally:
+            if future.done():
+                source.close()
+            else:
+                future.add_done_callback(lambda _: source.close())
+
+    def _call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        timeout_ms: int | None,
+        token: CancellationToken | None,
+        progress: ProgressReporter | None,
+        answer: Answer | None,
+        headers: Mapping[str, str] | None,
+        deadline: float | None = None,
+    ) -> ToolResult:
+        """One ``tools/call``. ``timeout_ms``: the client's own budget (``call_tool``'s),
+        counted from now; ``deadline``: the caller's (a host's, through its ToolContext),
+        on the ``time.monotonic()`` clock — the caller reports its own passing."""
+        if timeout_ms is not None and (
+            isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0
+        ):
+            raise InvalidValueError(f"timeout_ms must be None or an int >= 0, got {timeout_ms!r}")
+        if answer is not None and not isinstance(answer, Answer):
+            raise InvalidTypeError(f"answer must be an Answer, got {type(answer).__name__}")
+        if deadline is None and timeout_ms is not None:
+            end: float | None = time.monotonic() + timeout_ms / 1000
+        else:
+            end = deadline
+        source: CancellationTokenSource | None = None
+        if end is not None:
+            source = CancellationTokenSource.linked(*([token] if token is not None else []))
+            source.cancel_after(max(0.0, end - time.monotonic()))
+            call_token = source.token
+        else:
+            call_token = token if token is not None else CancellationToken.NONE
+        # The client's span of the request (a child of the caller's): its context goes to
+        # the server in _meta, where the server's span becomes its child.
+        span = client_span(
+            name,
+            "pipe" if self._url is None else "tcp",
+            self._http.session_id if self._http is not None else None,
+            self.protocol_version,
+        )
+        entered = span.enter() if span is not None else None
+        result: ToolResult | None = None
+        try:
+            if answer is not None:
+                result = self._continue(name, arguments, call_token, progress, answer, headers)
+            else:
+                result = self._start_call(name, arguments, call_token, progress, headers, None)
+            if result is CANCELLED and end is not None and time.monotonic() >= end:
+                # The call's state decides, never its text: its token was cancelled and
+                # its deadline has passed (a deadline's cancel comes at or after it).
+                where = f"{name} on MCP server {self.name}"
+                if deadline is None:
+                    result = ToolResult(f"timed out after {timeout_ms} ms: {where}", True)
+                else:
+                    result = ToolResult(f"{where} did not answer in time", True)
+        finally:
+            if source is not None:
+                source.close()
+            if span is not None:
+                span.leave(entered)
+                span.end(result)
+        return result
+
+    def _start_call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        headers: Mapping[str, str] | None,
+        retry: Mapping[str, Any] | None,
+    ) -> ToolResult:
+        if token is not _NEVER and token.is_cancellation_requested:
+            return CANCELLED
+        for attempt in (0, 1):
+            try:
+                connection = self._open()
+            except McpError as exc:
+                return unsent(ToolResult(f"{name}: {exc}", True), retry)
+            params: dict[str, Any] = {"name": name, "arguments": arguments}
+            if retry is not None:
+                params.update(retry)
+            with connection.lock:
+                # Its own _meta entries go in params["_meta"]: the session writes the bytes.
+                outgoing = connection.session.request("tools/call", params, progress=True)
+                request_id = outgoing.id
+                assert request_id is not None
+                meta = outgoing.message["params"]["_meta"]
+                entries = len(meta)
+                inject_trace(meta, request_id)
+                if len(meta) != entries:
+                    # Trace context came in after the session wrote the line: encode anew.
+                    outgoing = outgoing._replace(line=None)
+                waiter = Waiter(request_id)
+                connection.peer.start_call(request_id, waiter)
+            ask = functools.partial(self._park, connection, name)
+            result = connection.call(
+                outgoing,
+                waiter,
+                name,
+                token,
+                progress,
+                self._idle_s,
+                ask,
+                headers,
+                may_retry=attempt == 0,
+                answering=retry is not None,
+            )
+            if result is RETRY:
+                continue
+            assert isinstance(result, ToolResult)
+            return result
+        return ToolResult(f"{name}: MCP server {self.name} lost the session twice in a row", True)
+
+    # ------------------------------------------------------------------ questions
+
+    def _park(
+        self, connection: Connection, name: str, waiter: Waiter, event: ServerRequest
+    ) -> ToolResult | None:
+        """A legacy server asks: park the call, hand back the question (or answer the
+        server at once when the host cannot be asked)."""
+        with connection.lock:
+            asked = self._questions.ask(
+                connection.session, event, tool=name, connection=connection, call=waiter
+            )
+            if isinstance(asked, Request):
+                return ToolResult.pending(asked)
+            self._answered(connection, waiter)
+        if "error" in asked.message:
+            _log.warning(
+                "MCP server %s sent a malformed elicitation: %s",
+                self.name,
+                asked.message["error"].get("message"),
+            )
+        connection.send_quietly(asked)
+        return None
+
+    @staticmethod
+    def _answered(connection: Connection, waiter: Waiter) -> None:
+        """``waiter``'s question was answered: its call may ask again (under the lock)."""
+        if waiter.request_id is not None:
+            connection.peer.question_answered(waiter.request_id)
+
+    def _give_up(self, parked: Parked, reply: Outgoing, why: str) -> None:
+        """A parked question was given up (:meth:`ClientQuestions.give_up`): tell the
+        server ``reply`` and end the call it belongs to."""
+        connection: Connection = parked.connection
+        with connection.lock:
+            self._answered(connection, parked.call)
+        connection.send_quietly(reply)
+        connection.abandon(parked.call, why)
+
+    def _continue(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        answer: Answer,
+        headers: Mapping[str, str] | None,
+    ) -> ToolResult:
+        flow = self._http.auth if self._http is not None else None
+        if flow is not None and flow.owns(answer.id):  # the answer to a sign-in
+            problem = flow.complete(answer)
+            if problem is not None:
+                return ToolResult(f"{name}: {problem}", True)
+            return self._start_call(name, arguments, token, progress, headers, None)
+        resumed = self._questions.resume(name, self.name, answer)
+        if isinstance(resumed, ToolResult):  # nothing waits for this answer
+            return resumed
+        if not isinstance(resumed, Parked):  # a modern question: the retry's params
+            return self._start_call(name, arguments, token, progress, headers, resumed)
+        parked = resumed
+        connection: Connection = parked.connection
+        if connection.lost is not None:
+            return ToolResult(
+                f"{name}: the question this answers is gone: the session with MCP server "
+                f"{self.name} ended ({connection.lost}); call the tool again",
+                True,
+            )
+        with connection.lock:
+            reply = self._questions.reply(parked, answer)
+            self._answered(connection, parked.call)
+        connection.send_quietly(reply)
+        ask = functools.partial(self._park, connection, name)
+        result = connection.drive(parked.call, name, token, progress, self._idle_s, ask)
+        if result is RETRY:
+            return ToolResult(
+                f"{name}: the session with MCP server {self.name} ended while it was answering; "
+                "call the tool again",
+                True,
+            )
+        assert isinstance(result, ToolResult)
+        return result
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self) -> None:
+        """End the connection: cancel parked questions, end the child process and its
+        process group (stdio) or the session (HTTP ``DELETE``), join the threads.
+        Idempotent; later calls are answered with an error."""
+        with self._open_lock:
+            if self._closed:
+                return
+            self._closed = True
+            connection, self._connection = self._connection, None
+        self._questions.clear()
+        if connection is not None:
+            if connection.is_stdio:
+                connection.drop("the client was closed")
+            else:
+                connection.on_lost("the client was closed")
+        if self._http is not None:
+            self._http.close(min(self._timeout_s, 2.0))
+        if connection is not None:
+            current = threading.current_thread()
+            for thread in connection.threads:
+                if thread is not current:
+                    thread.join(timeout=2)
+        _live_clients.discard(self)
+
+    def __enter__(self) -> McpClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> McpClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        import asyncio
+
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+
+_NEVER = CancellationToken.NONE
+
+
+class _RemoteTool:
+    """The function of a remote tool: ``fn(args, ctx)`` calls the server's tool."""
+
+    __slots__ = ("client", "headers", "remote")
+
+    def __init__(self, client: McpClient, remote: str, headers: Mapping[str, str]) -> None:
+        self.client = client
+        self.remote = remote
+        self.headers = headers
+
+    def __call__(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> ToolResult:
+        if ctx is None:
+            return self.client._call(self.remote, dict(args), None, None, None, None, self.headers)
+        return self.client._call(
+            self.remote,
+            dict(args),
+            ctx.timeout_ms,
+            ctx.cancellation_token,
+            ctx.report_progress if ctx.progress is not None else None,
+            ctx.answer,
+            self.headers,
+            ctx.deadline,
+        )
+
+    def __repr__(self) -> str:
+        return f"<remote tool {self.remote!r} on MCP server {self.client.name!r}>"
+
+
+def _default_name(command: str | None, url: str | None) -> str:
+    from ..._schema import sanitize_name
+
+    if command is not None:
+        base = os.path.basename(command) or "mcp"
+        return sanitize_name(base.rsplit(".", 1)[0] if base.endswith(".exe") else base)
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url or "").hostname or "mcp"
+    return sanitize_name(host)

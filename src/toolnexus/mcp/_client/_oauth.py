@@ -1,0 +1,1193 @@
+"""The MCP client as an OAuth 2.1 client: :class:`OAuth` (the settings) and the flow.
+
+What the MCP authorization specification asks of a client, for the Streamable HTTP
+transport (:mod:`._client_http` calls in here, and nowhere else):
+
+- **discovery from the 401**: the protected-resource metadata (RFC 9728: the challenge's
+  ``resource_metadata``, else the well-known URLs, path first), the resource it names
+  checked against the server's URL, then the authorization server's metadata (RFC 8414,
+  OpenID discovery, in the specification's order) whose ``issuer`` must be exactly the one
+  asked for; a server with no metadata at all gets the 2025-03-26 fallbacks;
+- **client identification**: a pre-registered client id, a Client ID Metadata Document
+  (when the authorization server supports them), or dynamic registration (RFC 7591) —
+  bound to the authorization server that issued it, so a server that moves to another one
+  gets a new registration (SEP-2352), never the old credentials;
+- **authorization code with PKCE S256**, the ``resource`` (RFC 8707) exactly as the
+  metadata publishes it, ``state``, and the ``iss`` of the answer checked (RFC 9207);
+- **scopes**: the challenge's, else the metadata's ``scopes_supported``, else none;
+  ``offline_access`` when the authorization server offers it; a step-up on
+  ``403 insufficient_scope`` asks for the union of what it had and what is missing, once
+  per request and never when the token already has it;
+- **tokens**: sent on every request, refreshed before they expire and on a 401 — one
+  refresh or authorization at a time per server, the others wait and use its result — and
+  kept in a :class:`~toolnexus.mcp.TokenStore`; a refresh token that no longer works means
+  a new authorization, asked once. A refresh re-reads the record under the store's
+  ``locked(key)`` (where it has one), so processes sharing a store refresh once;
+- **where a server may send the client**: every URL it names (resource metadata, the
+  authorization server, its endpoints) is ``https`` (``http`` only to loopback, for a
+  server on loopback), and not link-local nor — for a public server — private or
+  loopback, unless ``OAuth(allow_private_network=True)``; the address checked is the one
+  connected to;
+- **hostile answers**: token answers are checked (a header-safe access token, a bounded
+  ``expires_in``), and ``timeout_ms`` bounds a whole refresh or sign-in, not each read.
+
+The user's part — opening the authorization URL and coming back — is a
+``Request("authorization", url=…)``: ``OAuth(ask=...)`` answers it (a host's UI; the
+command line prints the URL and waits for the redirect on a loopback port), else a tool
+call hands it back pending like any other question. Tokens, codes, verifiers and secrets
+are never logged.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import hmac
+import ipaddress
+import json
+import re
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
+
+from ..._frozen import sealed
+from ..._log import LazyLogger
+from ..._suspension import Answer, Request
+from ...errors import InvalidTypeError, InvalidValueError, OAuthError
+from .._shared._oauth_common import (
+    HttpAnswer,
+    authorization_server_metadata_urls,
+    exchange,
+    form,
+    parse_challenge,
+    resource_metadata_urls,
+    shown,
+)
+
+if TYPE_CHECKING:
+    from ._tokens import TokenStore
+
+__all__ = ["OAuth", "OAuthFlow"]
+
+_log = LazyLogger("mcp.auth")  # the package's: it never prints on its own
+
+_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
+_REFRESH_MARGIN_S = 30.0  # refresh this long before expiry (at most a tenth of the lifetime)
+_MAX_PENDING = 64  # authorizations handed back pending and not answered yet
+_ENDPOINTS = {
+    "authorization_endpoint": "authorization endpoint",
+    "token_endpoint": "token endpoint",
+    "registration_endpoint": "registration endpoint",
+}
+_LOCAL_KINDS = {"public", "private", "loopback"}  # what a local server may name
+_MAX_LIFETIME_S = 10 * 366 * 24 * 3600  # an expires_in beyond ten years is not one
+# RFC 6750 §2.1: what an Authorization: Bearer value may hold; RFC 6749 A.17: a refresh token.
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+_VSCHARS = re.compile(r"[\x20-\x7e]+")
+
+
+@sealed
+@dataclass(frozen=True, slots=True)
+class OAuth:
+    """How an :class:`~toolnexus.mcp.McpClient` signs in to an OAuth-protected server:
+    ``McpClient(url=..., auth=OAuth(...))``, or ``"auth": "oauth"`` in ``mcp.json``.
+
+    Every field is optional: with none, the client discovers the authorization server
+    from the server's ``401``, registers itself (dynamic registration or a Client ID
+    Metadata Document), and asks for the scopes the server names.
+
+    Attributes:
+        client_id: a client registered with the authorization server beforehand (then
+            no registration happens).
+        client_secret: its secret, for a confidential client (sent as the authorization
+            server prefers: HTTP Basic or in the body).
+        scopes: scopes to ask for, besides those the server names (``None``: only those).
+        redirect_uri: where the authorization server sends the user back — where your
+            ``ask`` receives the redirect (``http://127.0.0.1:PORT/callback`` for a
+            desktop or command-line app). Needed when a sign-in is needed.
+        client_metadata_url: an ``https`` URL of your Client ID Metadata Document, used
+            as the client id where the authorization server supports them.
+        client_name: the name the user sees on the consent page (registration).
+        token_endpoint_auth_method: ``client_secret_basic``, ``client_secret_post`` or
+            ``none`` to prefer (``None``: what the authorization server supports).
+        token_store: where tokens and registrations are kept (``None``: in memory, for
+            this client's life) — e.g. :class:`~toolnexus.mcp.FileTokenStore`.
+        ask: ``ask(request) -> Answer`` shows the user ``request.url`` and returns once
+            they are back: ``Answer(request.id, True, {"url": redirect_url})`` (or the
+            redirect's ``code``, ``state`` and ``iss`` as data); ``ok=False`` declines.
+            ``None``: a tool call that needs a sign-in returns it pending instead.
+        allow_private_network: let a server on the internet send this client to private,
+            loopback and link-local addresses (your intranet's authorization server).
+            Without it, such a server may only name public ``https`` addresses; a
+            server on loopback or a private network may name private ones (and a
+            loopback one plain ``http`` on loopback). See ``docs/auth.md``.
+        timeout_ms: the bound on a whole refresh or sign-in's talk with the servers —
+            discovery, registration and the token request together (the user's part
+            aside); a server that answers slowly, or a byte at a time, is cut off there.
+
+    Example::
+
+        from toolnexus.mcp import FileTokenStore, McpClient, OAuth
+
+        auth = OAuth(
+            redirect_uri="http://127.0.0.1:8976/callback",
+            ask=show_and_wait,   # your UI: open request.url, return the redirect
+            token_store=FileTokenStore("~/.config/my-agent/tokens.json"),
+        )
+        client = McpClient(url="https://mcp.example.com/mcp", auth=auth)
+    """
+
+    client_id: str | None = None
+    client_secret: str | None = None
+    scopes: Sequence[str] | None = None
+    redirect_uri: str | None = None
+    client_metadata_url: str | None = None
+    client_name: str = "toolnexus"
+    token_endpoint_auth_method: str | None = None
+    token_store: TokenStore | None = None
+    ask: Callable[[Request], Answer] | None = None
+    allow_private_network: bool = False
+    timeout_ms: int = 30_000
+
+    def __post_init__(self) -> None:
+        for label in ("client_id", "client_secret", "redirect_uri", "client_metadata_url"):
+            value = getattr(self, label)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise InvalidValueError(f"OAuth.{label} must be a non-empty str or None")
+        if self.client_secret is not None and self.client_id is None:
+            raise InvalidValueError("OAuth.client_secret needs the client_id it belongs to")
+        if not isinstance(self.client_name, str) or not self.client_name:
+            raise InvalidValueError("OAuth.client_name must be a non-empty str")
+        if self.scopes is not None:
+            scopes = self.scopes.split() if isinstance(self.scopes, str) else list(self.scopes)
+            if not all(isinstance(s, str) and s and " " not in s for s in scopes):
+                raise InvalidValueError("OAuth.scopes must be scope names without spaces")
+            object.__setattr__(self, "scopes", tuple(scopes))
+        if self.redirect_uri is not None:
+            parts = urlsplit(self.redirect_uri)
+            if not parts.scheme or parts.fragment:
+                raise InvalidValueError(
+                    "OAuth.redirect_uri must be an absolute URL without a fragment, e.g. "
+                    f"'http://127.0.0.1:8976/callback', got {self.redirect_uri!r}"
+                )
+        if self.client_metadata_url is not None:
+            parts = urlsplit(self.client_metadata_url)
+            if parts.scheme != "https" or not parts.netloc or parts.path in ("", "/"):
+                raise InvalidValueError(
+                    "OAuth.client_metadata_url must be an https URL with a path (where your "
+                    f"Client ID Metadata Document is), got {self.client_metadata_url!r}"
+                )
+        method = self.token_endpoint_auth_method
+        if method is not None and method not in _AUTH_METHODS:
+            raise InvalidValueError(
+                f"OAuth.token_endpoint_auth_method must be one of {', '.join(_AUTH_METHODS)}, "
+                f"got {method!r}"
+            )
+        store = self.token_store
+        if store is not None and not all(
+            callable(getattr(store, name, None)) for name in ("load", "save", "delete")
+        ):
+            raise InvalidTypeError(
+                "OAuth.token_store must have load, save and delete methods (a TokenStore), "
+                f"got {type(store).__name__}"
+            )
+        if self.ask is not None and not callable(self.ask):
+            raise InvalidTypeError(f"OAuth.ask must be callable, got {type(self.ask).__name__}")
+        if not isinstance(self.allow_private_network, bool):
+            raise InvalidTypeError(
+                "OAuth.allow_private_network must be True or False, got "
+                f"{self.allow_private_network!r}"
+            )
+        timeout = self.timeout_ms
+        if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
+            raise InvalidValueError(f"OAuth.timeout_ms must be an int > 0, got {timeout!r}")
+
+
+# --------------------------------------------------------------------------- the flow
+
+
+class _Failed(Exception):
+    """The flow cannot get a usable token: ``problem`` says why (for the user)."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+class _NeedsUser(Exception):
+    """A sign-in is needed and nobody is there to ask: the request to hand back."""
+
+    def __init__(self, request: Request) -> None:
+        super().__init__(request.prompt)
+        self.request = request
+
+
+class Attempt:
+    """What one HTTP request already tried, so that no request loops: at most one switch
+    to a token another thread got, one refresh, one authorization, one step-up."""
+
+    __slots__ = ("authorized", "refreshed", "stepped_up", "switched")
+
+    def __init__(self) -> None:
+        self.switched = self.refreshed = self.authorized = self.stepped_up = False
+
+
+class _Pending:
+    """An authorization asked and not answered yet: what finishing it needs."""
+
+    __slots__ = (
+        "client",
+        "created",
+        "issuer",
+        "metadata",
+        "request",
+        "resource",
+        "scope",
+        "state",
+        "verifier",
+    )
+
+    def __init__(
+        self,
+        request: Request,
+        client: dict[str, Any],
+        metadata: dict[str, Any],
+        issuer: str,
+        resource: str,
+        scope: str,
+        state: str,
+        verifier: str,
+    ) -> None:
+        self.request = request
+        self.client = client
+        self.metadata = metadata
+        self.issuer = issuer
+        self.resource = resource
+        self.scope = scope
+        self.state = state
+        self.verifier = verifier
+        self.created = time.monotonic()
+
+
+class OAuthFlow:
+    """One server's OAuth state for one client: the tokens it holds, and the one place
+    that refreshes or authorizes them (a lock: one at a time; thread-safe).
+
+    The transport calls :meth:`header` for each request it sends, and :meth:`challenged`
+    when the answer is ``401`` (or ``403``); the client calls :meth:`owns` and
+    :meth:`complete` for an answer to an authorization it handed back pending.
+    """
+
+    def __init__(self, config: OAuth, server_url: str, name: str) -> None:
+        from ._tokens import MemoryTokenStore
+
+        self.config = config
+        self.server_url = server_url
+        self.name = name
+        self.store: TokenStore = (
+            config.token_store if config.token_store is not None else MemoryTokenStore()
+        )
+        self.key = server_url
+        self._timeout_s = config.timeout_ms / 1000
+        self._lock = threading.Lock()  # one refresh or authorization at a time
+        self._record: dict[str, Any] | None = None  # as saved (tokens, client, issuer)
+        self._metadata: dict[str, Any] | None = None  # the authorization server's
+        self._pending: dict[str, _Pending] = {}
+        self._store_problem: str | None = None  # why the token store could not be read
+        self._unsaved = False  # the last save failed: the record here is the only copy
+        self._deadline = 0.0  # when the current refresh or sign-in runs out of time
+        self._server_addresses: set[str] | None = None  # the kinds of the MCP server's
+
+    # ------------------------------------------------------------------ sending
+
+    def header(self) -> str | None:
+        """The ``Authorization`` value for the next request (``None``: no token yet),
+        refreshing a token that is about to expire first. Never raises."""
+        tokens = self._tokens()
+        if tokens is not None and tokens.get("refresh_token") and self._expiring(tokens):
+            with self._lock, self._store_held():
+                self._reread()  # another process may have refreshed already: use its tokens
+                tokens = self._tokens()
+                if tokens is not None and tokens.get("refresh_token") and self._expiring(tokens):
+                    self._refresh(tokens)
+                    tokens = self._tokens()
+        if tokens is None:
+            return None
+        return "Bearer " + str(tokens["access_token"])
+
+    def challenged(
+        self, status: int, www_authenticate: str | None, sent: str | None, attempt: Attempt
+    ) -> bool | str | Request:
+        """What to do about a ``401``/``403`` answer to a request that carried ``sent``:
+        ``True``: send it again (a usable token is held now); ``False``: not an OAuth
+        matter (a 403 for another reason) — the answer stands; a ``str``: why no token
+        will do (say it and stop); a :class:`~toolnexus.Request`: a sign-in is needed and
+        no ``ask`` was given — hand it back."""
+        challenge = parse_challenge(www_authenticate) or {}
+        try:
+            if status == 403:
+                if challenge.get("error") != "insufficient_scope":
+                    return False
+                if attempt.stepped_up:
+                    return self._refused_again(challenge)
+                attempt.stepped_up = True
+                with self._lock:
+                    wanted = set((challenge.get("scope") or "").split())
+                    if wanted and wanted <= self._granted():
+                        return self._refused_again(challenge)
+                    self._authorize(challenge, step_up=True)
+                return True
+            if status != 401:
+                return False
+            with self._lock:
+                with self._store_held():  # re-read and refresh: one process at a time
+                    current = self._current_header(reload=True)
+                    if current is not None and current != sent and not attempt.switched:
+                        attempt.switched = True  # another thread (or process) got a new one
+                        return True
+                    tokens = self._tokens()
+                    if tokens is not None and tokens.get("refresh_token") and not attempt.refreshed:
+                        attempt.refreshed = True
+                        if self._refresh(tokens):
+                            return True
+                if attempt.authorized:
+                    return (
+                        f"MCP server {self.name} refused the access token it just authorized "
+                        f"(401{_described(challenge)}); check that its authorization server "
+                        "issues tokens for it"
+                    )
+                attempt.authorized = True
+                self._authorize(challenge, step_up=False)
+            return True
+        except _NeedsUser as needs:
+            return needs.request
+        except _Failed as failed:
+            return failed.problem
+        except OAuthError as exc:
+            return f"authorization with MCP server {self.name} failed: {exc}"
+
+    def _refused_again(self, challenge: Mapping[str, str]) -> str:
+        return (
+            f"MCP server {self.name} still refuses: the access token lacks the scope(s) "
+            f"{challenge.get('scope') or '(unnamed)'}{_described(challenge)}, and a new "
+            "authorization did not give them; ask its administrator for access"
+        )
+
+    # ------------------------------------------------------------------ the record
+
+    def _load(self) -> dict[str, Any]:
+        if self._record is None:
+            try:
+                record = self.store.load(self.key)
+                self._store_problem = None
+            except Exception as exc:  # a store of the caller's: never a crash here
+                _log.warning("MCP server %s: the token store failed to load: %s", self.name, exc)
+                self._store_problem = str(exc)
+                record = None
+            self._record = record if isinstance(record, dict) else {}
+        return self._record
+
+    def _save(self) -> None:
+        record = self._load()
+        try:
+            self.store.save(self.key, record)
+            self._unsaved = False
+        except Exception as exc:
+            self._unsaved = True
+            _log.warning("MCP server %s: the token store failed to save: %s", self.name, exc)
+
+    def _tokens(self) -> dict[str, Any] | None:
+        tokens = self._load().get("tokens")
+        if not isinstance(tokens, dict):
+            return None
+        access = tokens.get("access_token")
+        # (checked as it came, and again as the store gives it back: it goes in a header)
+        return tokens if isinstance(access, str) and _B64TOKEN.fullmatch(access) else None
+
+    def _reread(self) -> None:
+        """Read the record from the store again at the next look (another process may
+        have refreshed, and rotated, the tokens) — unless the last save failed: then this
+        process's copy is the only one with the tokens it holds."""
+        if not self._unsaved:
+            self._record = None
+
+    @contextlib.contextmanager
+    def _store_held(self) -> Iterator[None]:
+        """The store's own lock across processes, where it has one (``locked(key)``):
+        held from re-reading the record to saving the refreshed tokens."""
+        locked = getattr(self.store, "locked", None)
+        with contextlib.ExitStack() as stack:
+            if callable(locked):
+                try:
+                    stack.enter_context(locked(self.key))
+                except Exception as exc:  # a store of the caller's: never a crash here
+                    _log.warning(
+                        "MCP server %s: the token store could not be locked: %s", self.name, exc
+                    )
+            yield
+
+    def _current_header(self, reload: bool = False) -> str | None:
+        if reload:  # another process may have refreshed (and rotated) the tokens
+            self._reread()
+        tokens = self._tokens()
+        return None if tokens is None else "Bearer " + str(tokens["access_token"])
+
+    @staticmethod
+    def _expiring(tokens: Mapping[str, Any]) -> bool:
+        expires = tokens.get("expires_at")
+        if not isinstance(expires, (int, float)):
+            return False
+        lifetime = tokens.get("lifetime")
+        margin = _REFRESH_MARGIN_S
+        if isinstance(lifetime, (int, float)) and lifetime > 0:
+            margin = min(margin, lifetime / 10)
+        return time.time() >= expires - margin
+
+    def _granted(self) -> set[str]:
+        tokens = self._tokens()
+        scope = tokens.get("scope") if tokens is not None else None
+        return set(scope.split()) if isinstance(scope, str) else set()
+
+    # ------------------------------------------------------------------ refresh
+
+    def _refresh(self, tokens: Mapping[str, Any]) -> bool:
+        """Trade the refresh token for new tokens (the lock is held); False when it does
+        not work (then the tokens are forgotten: a new authorization is needed)."""
+        record = self._load()
+        client = record.get("client")
+        endpoint = record.get("token_endpoint")
+        if not isinstance(client, dict) or not isinstance(endpoint, str):
+            return False
+        self._start_clock()
+        fields: dict[str, str | None] = {
+            "grant_type": "refresh_token",
+            "refresh_token": str(tokens["refresh_token"]),
+            "resource": record.get("resource"),
+        }
+        try:
+            answer = self._token_request(endpoint, client, fields)
+        except (OAuthError, _Failed) as exc:
+            _log.warning("MCP server %s: refreshing the access token failed: %s", self.name, exc)
+            return False
+        document = answer.json()
+        if answer.status != 200 or not isinstance(document, dict):
+            error = document.get("error") if isinstance(document, dict) else None
+            _log.info(
+                "MCP server %s: the refresh token was refused (%s): a new authorization is needed",
+                self.name,
+                error or f"HTTP {answer.status}",
+            )
+            self._reread()
+            if self._tokens_changed(tokens):
+                return True  # another process refreshed meanwhile (a store without locked())
+            self._load().pop("tokens", None)
+            self._save()
+            return False
+        try:
+            self._keep_tokens(document, str(record.get("scope") or ""), tokens)
+        except _Failed as failed:
+            _log.warning("MCP server %s: %s", self.name, failed.problem)
+            return False
+        _log.info("MCP server %s: refreshed the access token", self.name)
+        return True
+
+    def _tokens_changed(self, used: Mapping[str, Any]) -> bool:
+        """Whether the store holds other tokens than ``used`` now (saved by another
+        process), which are then the ones to use."""
+        tokens = self._tokens()
+        return tokens is not None and (
+            tokens.get("access_token") != used.get("access_token")
+            or tokens.get("refresh_token") != used.get("refresh_token")
+        )
+
+    # ------------------------------------------------------------------ authorize
+
+    def _authorize(self, challenge: Mapping[str, str], *, step_up: bool) -> None:
+        """Discover, register, ask the user, exchange the code (the lock is held).
+        Raises :class:`_Failed`, :class:`_NeedsUser` or ``OAuthError``."""
+        record = self._load()
+        if self._store_problem is not None:  # a sign-in now would be lost, or worse, shown
+            raise _Failed(f"the token store cannot be used: {self._store_problem}")
+        self._start_clock()
+        resource, issuer, supported = self._discover_resource(challenge)
+        known = record.get("issuer")
+        if known is not None and known != issuer:
+            # SEP-2352: a registration (and tokens) belong to the server that issued them.
+            _log.info(
+                "MCP server %s moved from authorization server %s to %s: registering again",
+                self.name,
+                known,
+                issuer,
+            )
+            for stale in ("client", "tokens", "token_endpoint"):
+                record.pop(stale, None)
+            self._metadata = None
+        metadata = self._discover_server(issuer, legacy=supported is None and resource is None)
+        for key, what in _ENDPOINTS.items():  # before anyone signs in, or any secret is sent
+            if isinstance(metadata.get(key), str):
+                self._check_target(metadata[key], what)
+        record["issuer"] = issuer
+        token_endpoint = metadata.get("token_endpoint")
+        if not isinstance(token_endpoint, str):
+            raise _Failed(f"the authorization server {issuer} names no token_endpoint")
+        methods = metadata.get("code_challenge_methods_supported")
+        if isinstance(methods, list) and "S256" not in methods:
+            raise _Failed(
+                f"the authorization server {issuer} does not support PKCE with S256 "
+                "(code_challenge_methods_supported), which MCP requires; refusing to sign in"
+            )
+        scope = self._scope(challenge, supported or [], metadata, step_up)
+        if self.config.redirect_uri is None and self.config.ask is None:
+            raise _Failed(
+                f"MCP server {self.name} needs a sign-in with {issuer}, and nobody can be "
+                "asked here: sign in where someone can (the command line without "
+                "--no-input; tokens are kept in its token file), or give OAuth(ask=..., "
+                "redirect_uri=...)"
+            )
+        client = self._client(issuer, metadata)
+        redirect = self._redirect_uri()
+        verifier = secrets.token_urlsafe(64)
+        state = secrets.token_urlsafe(24)
+        query = {
+            "response_type": "code",
+            "client_id": client["client_id"],
+            "redirect_uri": redirect,
+            "state": state,
+            "code_challenge": _s256(verifier),
+            "code_challenge_method": "S256",
+            "resource": resource or _canonical(self.server_url),
+        }
+        if scope:
+            query["scope"] = scope
+        endpoint = metadata.get("authorization_endpoint")
+        if not isinstance(endpoint, str):
+            raise _Failed(f"the authorization server {issuer} names no authorization_endpoint")
+        separator = "&" if urlsplit(endpoint).query else "?"
+        request = Request(
+            "authorization",
+            f"Sign in to let this client use MCP server {self.name}",
+            id="oauth-" + secrets.token_hex(12),
+            url=endpoint + separator + urlencode(query),
+            data={"server": self.server_url, "redirect_uri": redirect},
+        )
+        pending = _Pending(
+            request=request,
+            client=client,
+            metadata=metadata,
+            issuer=issuer,
+            resource=query["resource"],
+            scope=scope,
+            state=state,
+            verifier=verifier,
+        )
+        record["token_endpoint"] = token_endpoint
+        record["resource"] = query["resource"]
+        ask = self.config.ask
+        if ask is None:
+            if len(self._pending) >= _MAX_PENDING:
+                oldest = min(self._pending, key=lambda key: self._pending[key].created)
+                del self._pending[oldest]
+            self._pending[request.id] = pending
+            raise _NeedsUser(request)
+        _log.info("MCP server %s: asking the user to sign in at %s", self.name, shown(endpoint))
+        left = self._deadline - time.monotonic()  # the user's time is not the servers'
+        try:
+            answer = ask(request)
+        except Exception as exc:
+            _log.exception("MCP server %s: the authorization ask function raised", self.name)
+            raise _Failed(f"asking the user to sign in failed: {exc}") from None
+        self._deadline = time.monotonic() + left
+        self._finish(pending, answer)
+
+    def owns(self, request_id: str) -> bool:
+        """Whether ``request_id`` is an authorization this flow handed back pending."""
+        return request_id in self._pending
+
+    def complete(self, answer: Answer) -> str | None:
+        """Finish the pending authorization ``answer`` answers; ``None`` when tokens are
+        held now, else why not."""
+        with self._lock:
+            pending = self._pending.pop(answer.id, None)
+            if pending is None:
+                return (
+                    f"the sign-in {answer.id!r} for MCP server {self.name} is not pending "
+                    "(already used, or asked by another process); call again to sign in anew"
+                )
+            try:
+                self._start_clock()
+                self._finish(pending, answer)
+            except _Failed as failed:
+                return failed.problem
+            except OAuthError as exc:
+                return f"authorization with MCP server {self.name} failed: {exc}"
+        return None
+
+    def _finish(self, pending: _Pending, answer: Answer) -> None:
+        """Check the user's answer (state, iss) and trade its code for tokens."""
+        if not isinstance(answer, Answer) or answer.id != pending.request.id:
+            raise _Failed(
+                f"the answer does not answer the sign-in for MCP server {self.name} (its id "
+                "must echo the request's)"
+            )
+        if not answer.ok:
+            raise _Failed(
+                f"the sign-in for MCP server {self.name} was {answer.reason or 'declined'}"
+            )
+        params = _redirect_params(answer.data)
+        if params.get("error"):
+            raise _Failed(
+                f"the authorization server refused the sign-in: {params['error']}"
+                + (f" ({params['error_description']})" if params.get("error_description") else "")
+            )
+        if not hmac.compare_digest((params.get("state") or "").encode(), pending.state.encode()):
+            raise _Failed(
+                "the sign-in came back with another state than was sent: refused (it may "
+                "not be this client's)"
+            )
+        issuer = params.get("iss")
+        advertised = pending.metadata.get("authorization_response_iss_parameter_supported")
+        if issuer is not None and issuer != pending.issuer:
+            raise _Failed(
+                f"the sign-in came back from issuer {issuer!r}, not {pending.issuer!r}: "
+                "refused (RFC 9207)"
+            )
+        if issuer is None and advertised is True:
+            raise _Failed(
+                f"the sign-in came back without the iss its authorization server "
+                f"{pending.issuer} promises: refused (RFC 9207)"
+            )
+        code = params.get("code")
+        if not code:
+            raise _Failed("the sign-in came back without an authorization code")
+        fields: dict[str, str | None] = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": self._redirect_uri(),
+            "code_verifier": pending.verifier,
+            "resource": pending.resource,
+        }
+        answer_http = self._token_request(
+            str(pending.metadata["token_endpoint"]), pending.client, fields
+        )
+        document = answer_http.json()
+        if answer_http.status != 200 or not isinstance(document, dict):
+            error = document.get("error") if isinstance(document, dict) else None
+            raise _Failed(
+                f"the authorization server refused the code: {error or answer_http.status}"
+                + (
+                    f" ({document['error_description']})"
+                    if isinstance(document, dict) and document.get("error_description")
+                    else ""
+                )
+            )
+        record = self._load()
+        record["issuer"] = pending.issuer
+        record["client"] = pending.client
+        record["token_endpoint"] = pending.metadata["token_endpoint"]
+        record["resource"] = pending.resource
+        record["scope"] = pending.scope
+        self._metadata = pending.metadata
+        self._keep_tokens(document, pending.scope, None)
+        _log.info(
+            "MCP server %s: signed in with %s%s",
+            self.name,
+            pending.issuer,
+            f" (scopes {pending.scope})" if pending.scope else "",
+        )
+
+    def _keep_tokens(
+        self, document: Mapping[str, Any], asked: str, previous: Mapping[str, Any] | None
+    ) -> None:
+        access = document.get("access_token")
+        if not isinstance(access, str) or not access:
+            raise _Failed("the authorization server answered without an access_token")
+        if not _B64TOKEN.fullmatch(access):
+            raise _Failed(
+                "the authorization server issued an access_token that cannot be sent in an "
+                "Authorization header (RFC 6750 b64token: letters, digits and -._~+/ then "
+                "'='s); refused"
+            )
+        kind = document.get("token_type", "Bearer")
+        if not isinstance(kind, str) or kind.lower() != "bearer":
+            raise _Failed(f"the authorization server issued a {kind!r} token, not a Bearer one")
+        tokens: dict[str, Any] = {"access_token": access}
+        lifetime = _lifetime(document.get("expires_in"))
+        if lifetime is not None:
+            tokens["expires_at"] = time.time() + lifetime
+            tokens["lifetime"] = lifetime
+        refresh = document.get("refresh_token")
+        if refresh is not None and (
+            not isinstance(refresh, str) or not _VSCHARS.fullmatch(refresh)
+        ):
+            raise _Failed(
+                "the authorization server issued a refresh_token that is not printable "
+                "ASCII (RFC 6749 VSCHAR); refused"
+            )
+        if refresh is None and previous is not None:
+            refresh = previous.get("refresh_token")  # kept when not rotated
+        if isinstance(refresh, str):
+            tokens["refresh_token"] = refresh
+        granted = document.get("scope")
+        if isinstance(granted, str):
+            tokens["scope"] = granted
+        elif previous is not None and isinstance(previous.get("scope"), str):
+            tokens["scope"] = previous["scope"]
+        elif asked:
+            tokens["scope"] = asked  # RFC 6749 §5.1: omitted means as asked
+        self._load()["tokens"] = tokens
+        self._save()
+
+    # ------------------------------------------------------------------ discovery
+
+    def _discover_resource(
+        self, challenge: Mapping[str, str]
+    ) -> tuple[str | None, str, list[str] | None]:
+        """The resource, its authorization server's issuer and the scopes it supports,
+        from its metadata; ``(None, origin, None)`` for a server without any (2025-03-26)."""
+        urls = resource_metadata_urls(self.server_url)
+        named = challenge.get("resource_metadata")
+        if named:
+            urls = [named, *[url for url in urls if url != named]]
+        failed: int | None = None
+        for url in urls:
+            answer = self._exchange("GET", url, "protected-resource metadata")
+            document = answer.json()
+            if answer.status >= 500 or answer.status == 429:
+                failed = answer.status
+            if answer.status != 200 or not isinstance(document, dict):
+                continue
+            resource = document.get("resource")
+            servers = document.get("authorization_servers")
+            if not isinstance(resource, str) or not _resource_allowed(self.server_url, resource):
+                raise _Failed(
+                    f"MCP server {self.name}'s metadata ({shown(url)}) names the resource "
+                    f"{resource!r}, which is not {self.server_url}: refusing to sign in "
+                    "there (RFC 8707/9728)"
+                )
+            if not isinstance(servers, list) or not servers or not isinstance(servers[0], str):
+                raise _Failed(
+                    f"MCP server {self.name}'s metadata ({shown(url)}) names no "
+                    "authorization_servers"
+                )
+            supported = document.get("scopes_supported")
+            scopes = (
+                [s for s in supported if isinstance(s, str)] if isinstance(supported, list) else []
+            )
+            return resource, servers[0], scopes
+        if failed is not None:
+            raise _Failed(
+                f"MCP server {self.name}'s protected-resource metadata could not be read "
+                f"(HTTP {failed}); try again later"
+            )
+        parts = urlsplit(self.server_url)
+        return None, urlunsplit((parts.scheme, parts.netloc, "", "", "")), None
+
+    def _discover_server(self, issuer: str, *, legacy: bool) -> dict[str, Any]:
+        """The authorization server's metadata; its ``issuer`` must be ``issuer`` exactly
+        (RFC 8414 §3.3). A legacy server without metadata gets the default endpoints."""
+        cached = self._metadata
+        if cached is not None and cached.get("issuer") == issuer:
+            return cached
+        for url in authorization_server_metadata_urls(issuer):
+            answer = self._exchange("GET", url, "authorization server metadata")
+            document = answer.json()
+            if answer.status != 200 or not isinstance(document, dict):
+                continue
+            named = document.get("issuer")
+            if named != issuer and not (
+                legacy and isinstance(named, str) and named.rstrip("/") == issuer
+            ):
+                raise _Failed(
+                    f"the authorization server metadata at {shown(url)} names the issuer "
+                    f"{named!r}, not {issuer!r}: refusing to use it (RFC 8414)"
+                )
+            self._metadata = document
+            return document
+        if not legacy:
+            raise _Failed(
+                f"the authorization server {issuer} publishes no metadata (looked at "
+                f"{', '.join(authorization_server_metadata_urls(issuer))})"
+            )
+        # 2025-03-26: an authorization server at the MCP server's origin, default paths.
+        document = {
+            "issuer": issuer,
+            "authorization_endpoint": issuer + "/authorize",
+            "token_endpoint": issuer + "/token",
+            "registration_endpoint": issuer + "/register",
+        }
+        self._metadata = document
+        return document
+
+    def _scope(
+        self,
+        challenge: Mapping[str, str],
+        supported: list[str],
+        metadata: Mapping[str, Any],
+        step_up: bool,
+    ) -> str:
+        """The scopes to ask for: the challenge's, else the resource's scopes_supported;
+        with a step-up, also what was asked and granted before; offline_access when the
+        authorization server offers it."""
+        wanted: list[str] = list(self.config.scopes or ())
+        named = (challenge.get("scope") or "").split()
+        wanted += named or ([] if step_up else supported)
+        if step_up:
+            record = self._load()
+            wanted = [*str(record.get("scope") or "").split(), *self._granted(), *wanted]
+        offered = metadata.get("scopes_supported")
+        if isinstance(offered, list) and "offline_access" in offered and wanted:
+            wanted.append("offline_access")
+        return " ".join(dict.fromkeys(wanted))
+
+    # ------------------------------------------------------------------ the client
+
+    def _redirect_uri(self) -> str:
+        redirect = self.config.redirect_uri
+        if redirect is None:
+            raise _Failed(
+                f"MCP server {self.name} needs a sign-in, and OAuth(redirect_uri=...) is not "
+                "set: give the URL where your ask function receives the redirect"
+            )
+        return redirect
+
+    def _client(self, issuer: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
+        """Who this client is at ``issuer``: pre-registered, a metadata document URL, a
+        registration made before (for this issuer and redirect), or a new one."""
+        config = self.config
+        if config.client_id is not None:
+            return {
+                "client_id": config.client_id,
+                "client_secret": config.client_secret,
+                "method": self._method(metadata, config.client_secret is not None),
+            }
+        record = self._load()
+        held = record.get("client")
+        redirect = self._redirect_uri()
+        if (
+            isinstance(held, dict)
+            and held.get("issuer") == issuer
+            and held.get("redirect_uri") == redirect
+            and isinstance(held.get("client_id"), str)
+        ):
+            return held
+        if (
+            config.client_metadata_url is not None
+            and metadata.get("client_id_metadata_document_supported") is True
+        ):
+            return {
+                "client_id": config.client_metadata_url,
+                "method": "none",
+                "issuer": issuer,
+                "redirect_uri": redirect,
+            }
+        endpoint = metadata.get("registration_endpoint")
+        if not isinstance(endpoint, str):
+            raise _Failed(
+                f"the authorization server {issuer} offers no dynamic client registration: "
+                "register this client there and give its id (OAuth(client_id=...), or "
+                '"auth": {"type": "oauth", "clientId": ...} in mcp.json)'
+            )
+        method = self._method(metadata, None)
+        body = {
+            "client_name": config.client_name,
+            "redirect_uris": [redirect],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": method,
+            "application_type": "native" if _is_native(redirect) else "web",
+        }
+        answer = self._exchange(
+            "POST",
+            endpoint,
+            "registration endpoint",
+            body=json.dumps(body).encode("utf-8"),
+            headers={"Content-Type": "application/json"},
+        )
+        document = answer.json()
+        if answer.status not in (200, 201) or not isinstance(document, dict):
+            error = document.get("error") if isinstance(document, dict) else None
+            raise _Failed(
+                f"registering with the authorization server {issuer} failed: "
+                f"{error or f'HTTP {answer.status}'}"
+            )
+        client_id = document.get("client_id")
+        if not isinstance(client_id, str) or not client_id:
+            raise _Failed(f"the authorization server {issuer} registered no client_id")
+        secret = document.get("client_secret")
+        granted_method = document.get("token_endpoint_auth_method")
+        if not isinstance(granted_method, str):
+            granted_method = "client_secret_basic" if isinstance(secret, str) else "none"
+        if granted_method not in _AUTH_METHODS:
+            raise _Failed(
+                f"the authorization server {issuer} registered this client for "
+                f"{granted_method!r} at its token endpoint, which this client does not do"
+            )
+        client = {
+            "client_id": client_id,
+            "client_secret": secret if isinstance(secret, str) else None,
+            "method": granted_method,
+            "issuer": issuer,
+            "redirect_uri": redirect,
+        }
+        record["client"] = client
+        self._save()
+        _log.info("MCP server %s: registered with %s", self.name, issuer)
+        return client
+
+    def _method(self, metadata: Mapping[str, Any], has_secret: bool | None) -> str:
+        """The token endpoint authentication to use (``has_secret`` known) or to ask for
+        at registration (``None``)."""
+        offered = metadata.get("token_endpoint_auth_methods_supported")
+        supported = (
+            [m for m in offered if isinstance(m, str)]
+            if isinstance(offered, list)
+            else ["client_secret_basic"]
+        )
+        if has_secret is False:
+            return "none"
+        preferred = self.config.token_endpoint_auth_method
+        if preferred is not None:
+            return preferred
+        order = ["client_secret_basic", "client_secret_post"]
+        if has_secret is None:  # registering: a public client where that is allowed
+            order = ["none", *order]
+        return next((m for m in order if m in supported), order[0])
+
+    def _token_request(
+        self, endpoint: str, client: Mapping[str, Any], fields: dict[str, str | None]
+    ) -> HttpAnswer:
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        method = client.get("method")
+        secret = client.get("client_secret")
+        if method == "client_secret_basic" and isinstance(secret, str):
+            pair = f"{quote(str(client['client_id']), safe='')}:{quote(secret, safe='')}"
+            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        elif method == "client_secret_post" and isinstance(secret, str):
+            fields = {**fields, "client_id": str(client["client_id"]), "client_secret": secret}
+        else:
+            fields = {**fields, "client_id": str(client["client_id"])}
+        return self._exchange(
+            "POST", endpoint, "token endpoint", body=form(fields), headers=headers
+        )
+
+    def _exchange(
+        self,
+        method: str,
+        url: str,
+        what: str,
+        *,
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> HttpAnswer:
+        """One request to ``url`` (the ``what`` a server named), if the server may send
+        this client there (:meth:`_check_target`), within what is left of the current
+        refresh's or sign-in's time (``OAuth.timeout_ms`` for all of it)."""
+        address = self._check_target(url, what)
+        if time.monotonic() >= self._deadline:
+            raise _Failed(self._out_of_time())
+        try:
+            return exchange(
+                method,
+                url,
+                body=body,
+                headers=headers,
+                timeout=self._timeout_s,
+                deadline=self._deadline,
+                address=address,
+            )
+        except OAuthError:
+            if time.monotonic() >= self._deadline:
+                raise _Failed(self._out_of_time()) from None
+            raise
+
+    def _check_target(self, url: str, what: str) -> str | None:
+        """Whether a server may send this client to ``url``: the address checked, to
+        connect to (``None``: the server's own origin, resolved as ever); raises
+        :class:`_Failed` saying what was refused and how to allow it. The MCP server's
+        own origin (the user's choice) is always allowed. Elsewhere: ``https`` (plain
+        ``http`` only to loopback, for a server on loopback or with
+        ``allow_private_network``), and no link-local, multicast or reserved address,
+        nor — for a server with a public address — a private or loopback one, unless
+        ``allow_private_network``."""
+        if _origin(url) == _origin(self.server_url):
+            return None
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https") or not host:
+            raise _Failed(
+                f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
+                "which is not an https URL; refusing to use it"
+            )
+        allowed = self.config.allow_private_network
+        addresses = _addresses(host, parts.port or (443 if scheme == "https" else 80))
+        kinds = set(addresses.values())
+        if not kinds:
+            raise _Failed(
+                f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
+                f"and {host} does not resolve; refusing to use it"
+            )
+        server = self._server_kinds()
+        local_server = server <= {"loopback", "private"}
+        refused = sorted(kinds - ({"public"} if not local_server else _LOCAL_KINDS))
+        if refused and not allowed:
+            raise _Failed(
+                f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
+                f"and {host} is a {' and '.join(refused)} address: refused — "
+                + (
+                    "a server on the internet may not send this client into a private network"
+                    if not local_server
+                    else "no authorization server lives there"
+                )
+                + ". If it is your organization's own server, allow it: "
+                'OAuth(allow_private_network=True), or "allowPrivateNetwork": true in '
+                'the server\'s "auth" in mcp.json'
+            )
+        if scheme == "http" and not (kinds == {"loopback"} and (server == {"loopback"} or allowed)):
+            raise _Failed(
+                f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
+                "over plain http: refused — OAuth needs https there (the code, its verifier "
+                "and any client secret would cross the network in clear); only a loopback "
+                "address may use http, for a server on loopback"
+            )
+        return next(iter(addresses))  # connected to as checked: no second lookup
+
+    def _server_kinds(self) -> set[str]:
+        """What kind of addresses the MCP server itself has (looked up once)."""
+        if self._server_addresses is None:
+            parts = urlsplit(self.server_url)
+            default = 443 if parts.scheme.lower() == "https" else 80
+            found = _addresses(parts.hostname or "", parts.port or default)
+            self._server_addresses = set(found.values())
+        return self._server_addresses or {"public"}  # unresolvable: the strict rules
+
+    def _start_clock(self) -> None:
+        """A refresh or a sign-in begins: all its requests together get timeout_ms."""
+        self._deadline = time.monotonic() + self._timeout_s
+
+    def _out_of_time(self) -> str:
+        return (
+            f"the authorization server(s) of MCP server {self.name} did not finish within "
+            f"{self.config.timeout_ms} ms (OAuth(timeout_ms=...) bounds a whole refresh or "
+            "sign-in, the user's part aside); try again later"
+        )
+
+    def __repr__(self) -> str:
+        state = "signed in" if self._tokens() is not None else "not signed in"
+        return f"<OAuthFlow {self.server_url} {state}>"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _s256(verifier: str) -> str:
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def _lifetime(value: Any) -> float | None:
+    """A token answer's ``expires_in`` as seconds (``None``: not given). Raises
+    :class:`_Failed` for a value that is not a lifetime: negative, not finite, over
+    ten years, or not a number (a string of digits is taken, as some servers send one)."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 10:
+        value = int(value)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 <= value <= _MAX_LIFETIME_S  # (NaN compares false: refused too)
+    ):
+        shown_value = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+        raise _Failed(
+            f"the authorization server answered with expires_in {shown_value}, which is "
+            f"not a token lifetime in seconds (0 to {_MAX_LIFETIME_S}); refused"
+        )
+    return float(value)
+
+
+def _addresses(host: str, port: int) -> dict[str, str]:
+    """The addresses ``host`` resolves to, each with its kind — ``public``, ``private``,
+    ``loopback``, ``link-local`` or ``reserved`` (unspecified, multicast, reserved);
+    empty when it does not resolve."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return {}
+    kinds: dict[str, str] = {}
+    for *_, address in found:
+        text = str(address[0])
+        ip = ipaddress.ip_address(text.split("%", 1)[0])  # (an IPv6 zone)
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        if ip.is_loopback:
+            kinds[text] = "loopback"
+        elif ip.is_link_local:
+            kinds[text] = "link-local"
+        elif ip.is_unspecified or ip.is_multicast or ip.is_reserved:
+            kinds[text] = "reserved"
+        elif ip.is_private or not ip.is_global:
+            kinds[text] = "private"
+        else:
+            kinds[text] = "public"
+    return kinds
+
+
+def _described(challenge: Mapping[str, str]) -> str:
+    text = challenge.get("error_description")
+    return f": {text[:200]}" if text else ""
+
+
+def _canonical(url: str) -> str:
+    """The server's URL as a resource identifier: lower-case scheme and host, no
+    fragment (the path kept as it is)."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path, parts.query, ""))
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port or default
+
+
+def _resource_allowed(server_url: str, resource: str) -> bool:
+    """Whether ``resource`` (from the metadata) covers the server at ``server_url``: the
+    same origin, and its path the server's or a parent of it."""
+    if _origin(server_url) != _origin(resource):
+        return False
+    mine = urlsplit(server_url).path.rstrip("/") + "/"
+    theirs = urlsplit(resource).path.rstrip("/") + "/"
+    return mine.startswith(theirs)
+
+
+def _is_native(redirect: str) -> bool:
+    """Loopback and private-scheme redirects are a native app's (RFC 8252)."""
+    parts = urlsplit(redirect)
+    return parts.scheme not in ("http", "https") or (parts.hostname or "") in (
+        "localhost",
+        "127.0.0.1",
+        "::1",
+    )
+
+
+def _redirect_params(data: Any) -> dict[str, str]:
+    """The redirect's parameters from an answer's data: ``{"url": redirect}`` or the
+    ``code``/``state``/``iss`` (and ``error``) themselves."""
+    if not isinstance(data, Mapping):
+        return {}
+    url = data.get("url")
+    if isinstance(url, str):
+        query = urlsplit(url).query
+        return {key: values[0] for key, values in parse_qs(query).items()}
+    return {
+        key: str(data[key])
+        for key in ("code", "state", "iss", "error", "error_description")
+        if isinstance(data.get(key), str)
+    }

@@ -1,0 +1,639 @@
+"""``mcp.json``: the MCP servers a user already configured, as one toolkit.
+
+:class:`McpSource` reads the configuration format MCP clients share — the ``mcpServers``
+object of Claude Desktop and its many followers, VS Code's ``servers``, or an ``mcp``
+wrapper around either — starts or connects to every enabled server at once (each phase
+bounded by that server's ``timeout``), and gathers their tools in one
+:class:`~toolnexus.Toolkit`, named ``<server>_<tool>``. A server that cannot be used never
+breaks the others: its status says ``failed`` and why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..._log import LazyLogger
+from ...errors import InvalidTypeError, InvalidValueError, McpError
+
+if TYPE_CHECKING:
+    from ..._toolkit import Toolkit
+    from ..._tools import Tool
+    from ._mcp_client import McpClient
+    from ._oauth import OAuth
+
+__all__ = ["McpServerStatus", "McpSource", "load_mcp_json"]
+
+_log = LazyLogger("mcp.client")  # the package's: it never prints on its own
+
+_DEFAULT_TIMEOUT_MS = 30_000
+# ${NAME} or ${env:NAME}, from the environment; and VS Code's ${input:id}, a value its user
+# is asked for, here read from the environment as TOOLNEXUS_INPUT_<ID> (_input_variable).
+_VARIABLE = re.compile(r"\$\{(?:input:([^}]*)|(?:env:)?([A-Za-z_][A-Za-z0-9_]*))\}")
+_KNOWN_KEYS = frozenset(
+    {
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "url",
+        "headers",
+        "type",
+        "transport",
+        "disabled",
+        "enabled",
+        "timeout",
+        "includeTools",
+        "excludeTools",
+        "prefix",
+        "description",
+        "envFile",
+        "auth",
+    }
+)
+# An "auth" object's keys, and the OAuth field each sets.
+_OAUTH_KEYS = {
+    "clientId": "client_id",
+    "clientSecret": "client_secret",
+    "scopes": "scopes",
+    "redirectUri": "redirect_uri",
+    "clientMetadataUrl": "client_metadata_url",
+    "tokenEndpointAuthMethod": "token_endpoint_auth_method",
+    "allowPrivateNetwork": "allow_private_network",
+}
+
+
+@dataclass(frozen=True)
+class McpServerStatus:
+    """Where one configured server stands.
+
+    Attributes:
+        name: the server's key in ``mcp.json``.
+        status: ``"connected"``, ``"disabled"`` (switched off in the file) or
+            ``"failed"``.
+        reason: why it failed (or is disabled); ``None`` when connected.
+        tools: the names of the tools it contributes to the toolkit.
+
+    Example::
+
+        for status in source.status().values():
+            print(status.name, status.status, status.reason or "")
+    """
+
+    name: str
+    status: str
+    reason: str | None = None
+    tools: tuple[str, ...] = ()
+
+
+class _Server:
+    def __init__(self, name: str, options: dict[str, Any], include: Any, exclude: Any) -> None:
+        self.name = name
+        self.options = options
+        self.include = include
+        self.exclude = exclude
+        self.client: McpClient | None = None
+        self.status = McpServerStatus(name, "failed", "not connected yet")
+        self.tools: list[Tool] = []
+
+
+class McpSource:
+    """The servers of an ``mcp.json`` (a path, or the parsed object) as one toolkit.
+
+    :meth:`connect` starts every enabled server at once; :attr:`toolkit` then holds their
+    tools, named ``<server>_<tool>`` (sanitised) unless ``prefix`` maps a server to
+    another prefix (``""`` keeps the server's own names). Two servers that name a tool the
+    same: the first one listed keeps it, the other's is skipped with a warning. A tool
+    list change (``notifications/tools/list_changed``) refreshes that server's tools in
+    the toolkit. :meth:`close` (also at interpreter exit) ends every server.
+
+    What a server entry may say: ``command`` + ``args`` (+ ``env``, ``cwd``) for stdio, or
+    ``url`` (+ ``headers``) for Streamable HTTP; ``type`` (``stdio``, ``http``,
+    ``streamable-http``); ``disabled: true`` / ``enabled: false``; ``timeout`` (ms, each
+    phase of connecting); ``includeTools`` / ``excludeTools`` (the server's tool names);
+    ``prefix``; ``auth``: ``"oauth"`` to sign in with OAuth 2.1 (or ``{"type": "oauth",
+    "clientId": …, "clientSecret": …, "scopes": […], "redirectUri": …,
+    "clientMetadataUrl": …, "allowPrivateNetwork": true}``), on the ``oauth`` settings
+    given here (where tokens live, who asks the user). ``${NAME}`` (or ``${env:NAME}``)
+    in ``args``, ``env``, ``cwd``, ``url``, ``headers`` and ``auth`` is read from the
+    environment; header values and secrets are never logged. VS Code's ``envFile``
+    (``KEY=VALUE`` lines, relative to the file) fills a stdio server's environment under
+    its ``env``; its ``${input:ID}`` is read from ``TOOLNEXUS_INPUT_<ID>`` (else the
+    input's ``default``), or fails the server saying so.
+
+    Raises ``ValueError``/``TypeError`` naming the place for a file that is not such a
+    configuration (``servers.db.args: must be a list of strings``); a server that merely
+    fails to start is a status, never an exception.
+
+    Example::
+
+        from toolnexus import Host
+        from toolnexus.mcp import McpSource
+
+        with McpSource("mcp.json").connect() as source:
+            print({name: s.status for name, s in source.status().items()})
+            with Host(source.toolkit, timeout_ms=30_000) as host:
+                print(host.call("files_read_file", {"path": "README.md"}).output)
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any] | str | os.PathLike[str],
+        *,
+        prefix: Mapping[str, str] | None = None,
+        timeout_ms: int = _DEFAULT_TIMEOUT_MS,
+        idle_timeout_ms: int | None = None,
+        elicitation: bool = True,
+        client_name: str = "toolnexus",
+        oauth: OAuth | None = None,
+    ) -> None:
+        from ..._toolkit import Toolkit
+
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0:
+            raise InvalidValueError(f"timeout_ms must be an int > 0, got {timeout_ms!r}")
+        self._where = "mcp.json"
+        # What a relative envFile is relative to: the configuration file's folder.
+        self._folder = os.getcwd()
+        if isinstance(config, Mapping):
+            document: Any = config
+        else:
+            self._where = os.fspath(config)
+            self._folder = os.path.dirname(os.path.abspath(self._where))
+            try:
+                with open(config, encoding="utf-8") as handle:
+                    document = json.load(handle)
+            except OSError as exc:
+                raise InvalidValueError(
+                    f"cannot read {self._where!r}: {exc.strerror or exc}"
+                ) from None
+            except ValueError as exc:
+                raise InvalidValueError(f"{self._where!r} is not JSON: {exc}") from None
+        if oauth is not None:
+            from ._oauth import OAuth
+
+            if not isinstance(oauth, OAuth):
+                raise InvalidTypeError(
+                    f"oauth must be a toolnexus.mcp.OAuth, got {type(oauth).__name__}"
+                )
+        self._oauth = oauth
+        self._prefix = dict(prefix or {})
+        self._defaults: dict[str, Any] = {
+            "timeout_ms": timeout_ms,
+            "idle_timeout_ms": idle_timeout_ms,
+            "elicitation": elicitation,
+            "client_name": client_name,
+        }
+        self._servers = self._read(document)
+        self._lock = threading.Lock()
+        self.toolkit: Toolkit = Toolkit()
+        """Every connected server's tools (kept up to date on list changes)."""
+        self._closed = False
+
+    # ------------------------------------------------------------------ reading
+
+    def _read(self, document: Any) -> dict[str, _Server]:
+        where = self._where
+        if not isinstance(document, Mapping):
+            raise InvalidTypeError(f"{where}: must be a JSON object with an mcpServers object")
+        servers: Any = None
+        path = ""
+        holder: Any = document  # where VS Code's "inputs" sit: beside the servers
+        for key in ("mcpServers", "servers"):
+            if key in document:
+                servers, path = document[key], key
+                break
+        else:
+            if "mcp" in document:
+                inner = document["mcp"]
+                path = "mcp"
+                servers = inner
+                if isinstance(inner, Mapping):
+                    holder = inner
+                    for key in ("servers", "mcpServers"):
+                        if key in inner:
+                            servers, path = inner[key], f"mcp.{key}"
+                            break
+        self._inputs = _read_inputs(
+            holder.get("inputs", []), f"{where}: {'mcp.' if holder is not document else ''}inputs"
+        )
+        if servers is None:
+            raise InvalidValueError(
+                f"{where}: no servers found; write "
+                '{"mcpServers": {"name": {"command": ..., "args": [...]}}} (or "servers", '
+                'or "mcp": {"servers": ...})'
+            )
+        if not isinstance(servers, Mapping):
+            raise InvalidTypeError(f"{where}: {path} must be an object of servers by name")
+        return {
+            name: self._read_server(name, entry, f"{where}: {path}.{name}")
+            for name, entry in servers.items()
+        }
+
+    def _read_server(self, name: str, entry: Any, where: str) -> _Server:
+        if not isinstance(entry, Mapping):
+            raise InvalidTypeError(f"{where}: must be an object, got {type(entry).__name__}")
+        unknown = sorted(set(entry) - _KNOWN_KEYS)
+        if unknown:
+            _log.debug("%s: ignoring %s", where, ", ".join(unknown))
+        options: dict[str, Any] = {}
+        kind = entry.get("type", entry.get("transport"))
+        if kind is not None and kind not in ("stdio", "http", "streamable-http", "sse"):
+            raise InvalidValueError(
+                f"{where}.type: must be stdio, http or streamable-http, got {kind!r}"
+            )
+        command = entry.get("command")
+        url = entry.get("url")
+        if (command is None) == (url is None):
+            raise InvalidValueError(
+                f"{where}: give either command (+ args) for a stdio server or url for an HTTP "
+                "server"
+            )
+        if command is not None and "auth" in entry:
+            raise InvalidValueError(
+                f"{where}.auth: OAuth is for an HTTP server (url); a stdio server gets its "
+                "credentials from env"
+            )
+        if url is not None and "envFile" in entry:
+            raise InvalidValueError(
+                f"{where}.envFile: an env file is for a stdio server (command); an HTTP "
+                "server's credentials go in headers"
+            )
+        if command is not None:
+            _text(command, f"{where}.command")
+            if "envFile" in entry:
+                options["env_file"] = _text(entry["envFile"], f"{where}.envFile")
+            options["command"] = command
+            options["args"] = _texts(entry.get("args", []), f"{where}.args")
+            options["env"] = _text_map(entry.get("env", {}), f"{where}.env")
+            if "cwd" in entry:
+                options["cwd"] = _text(entry["cwd"], f"{where}.cwd")
+        else:
+            options["url"] = _text(url, f"{where}.url")
+            options["headers"] = _text_map(entry.get("headers", {}), f"{where}.headers")
+            options["sse"] = kind == "sse"
+            if "auth" in entry:
+                options["auth"] = _read_auth(entry["auth"], f"{where}.auth")
+        timeout = entry.get("timeout")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0
+        ):
+            raise InvalidValueError(f"{where}.timeout: must be milliseconds > 0, got {timeout!r}")
+        options["timeout_ms"] = timeout
+        disabled = entry.get("disabled", False) is True or entry.get("enabled", True) is False
+        options["disabled"] = disabled
+        include = entry.get("includeTools")
+        if include is not None:
+            include = _texts(include, f"{where}.includeTools")
+        exclude = _texts(entry.get("excludeTools", []), f"{where}.excludeTools")
+        if "prefix" in entry:
+            options["prefix"] = _text(entry["prefix"], f"{where}.prefix", allow_empty=True)
+        return _Server(name, options, include, exclude)
+
+    # ------------------------------------------------------------------ connecting
+
+    def connect(self) -> McpSource:
+        """Connect every enabled server at once and gather their tools; returns ``self``.
+        Never raises for a server that fails: see :meth:`status`."""
+        threads = []
+        for server in self._servers.values():
+            if server.options["disabled"]:
+                server.status = McpServerStatus(server.name, "disabled", "disabled in the file")
+                continue
+            thread = threading.Thread(
+                target=self._connect_one,
+                args=(server,),
+                name=f"toolnexus-mcp-connect-{server.name}",
+                daemon=True,
+            )
+            threads.append(thread)
+            thread.start()
+        for thread in threads:
+            thread.join()
+        # Registered in file order, whoever connected first: the first server listed keeps
+        # a name two servers share.
+        for server in self._servers.values():
+            self._register(server)
+        return self
+
+    def _connect_one(self, server: _Server) -> None:
+        from ._mcp_client import McpClient
+
+        options = server.options
+        try:
+            if options.get("sse"):
+                raise McpError(
+                    server.name,
+                    "the legacy HTTP+SSE transport (type: sse) is not supported; use the "
+                    "server's Streamable HTTP endpoint (type: http)",
+                )
+            expanded = _expand(options, server.name, self._inputs)
+            if "env_file" in expanded:
+                path = os.path.join(self._folder, expanded["env_file"])
+                # The file's values first: the entry's own env wins, as in VS Code.
+                expanded["env"] = {**_read_env_file(path, server.name), **expanded["env"]}
+            timeout = options["timeout_ms"] or self._defaults["timeout_ms"]
+            auth = None
+            if "auth" in expanded:
+                from ._oauth import OAuth
+
+                auth = dataclasses.replace(self._oauth or OAuth(), **expanded["auth"])
+            client = McpClient(
+                expanded.get("command"),
+                expanded.get("args", ()),
+                url=expanded.get("url"),
+                headers=expanded.get("headers"),
+                env=expanded.get("env"),
+                cwd=expanded.get("cwd"),
+                name=server.name,
+                timeout_ms=timeout,
+                idle_timeout_ms=self._defaults["idle_timeout_ms"],
+                elicitation=self._defaults["elicitation"],
+                client_name=self._defaults["client_name"],
+                auth=auth,
+            )
+            server.client = client
+            prefix = self._prefix.get(server.name, options.get("prefix"))
+            server.tools = client.tools(
+                prefix=prefix, include=server.include, exclude=server.exclude
+            )
+            client.on_tools_changed(lambda: self._refresh(server))
+            server.status = McpServerStatus(server.name, "connected")
+        except (McpError, ValueError, TypeError) as exc:
+            reason = exc.problem if isinstance(exc, McpError) else str(exc)
+            server.status = McpServerStatus(server.name, "failed", reason)
+            # The record carries the status: a program that shows it itself (the command
+            # line does) can leave this record out of its log.
+            _log.warning(
+                "MCP server %s failed: %s",
+                server.name,
+                reason,
+                extra={"mcp_server_status": server.status},
+            )
+            if server.client is not None:
+                server.client.close()
+                server.client = None
+
+    def _register(self, server: _Server) -> None:
+        kept: list[str] = []
+        with self._lock:
+            for tool in server.tools:
+                if tool.name in self.toolkit:
+                    owner = self._owner(tool.name)
+                    _log.warning(
+                        "MCP server %s: tool %r skipped: server %s already has a tool of that "
+                        "name (give one of them a prefix)",
+                        server.name,
+                        tool.name,
+                        owner,
+                    )
+                    continue
+                self.toolkit.register(tool)
+                kept.append(tool.name)
+        if server.status.status == "connected":
+            server.status = McpServerStatus(server.name, "connected", None, tuple(kept))
+
+    def _owner(self, tool_name: str) -> str:
+        for server in self._servers.values():
+            if tool_name in server.status.tools:
+                return server.name
+        return "another server"
+
+    def _refresh(self, server: _Server) -> None:
+        client = server.client
+        if client is None or self._closed:
+            return
+        prefix = self._prefix.get(server.name, server.options.get("prefix"))
+        try:
+            tools = client.tools(prefix=prefix, include=server.include, exclude=server.exclude)
+        except McpError as exc:
+            _log.warning("MCP server %s: refreshing its tools failed: %s", server.name, exc)
+            return
+        with self._lock:
+            for name in server.status.tools:
+                if name in self.toolkit:
+                    self.toolkit.remove(name)
+        server.tools = tools
+        self._register(server)
+        _log.info("MCP server %s: tools now %s", server.name, ", ".join(server.status.tools))
+
+    # ------------------------------------------------------------------ state
+
+    def status(self) -> dict[str, McpServerStatus]:
+        """Each configured server's status, by name, in file order."""
+        return {name: server.status for name, server in self._servers.items()}
+
+    def client(self, name: str) -> McpClient:
+        """The connected client of server ``name``. Raises
+        :class:`~toolnexus.errors.McpError` naming the connected servers when ``name`` is
+        not one of them."""
+        server = self._servers.get(name)
+        if server is None or server.client is None:
+            connected = [n for n, s in self._servers.items() if s.client is not None]
+            state = "not configured" if server is None else server.status.status
+            raise McpError(
+                name, f"{state}, not connected; connected: {', '.join(connected) or 'none'}"
+            )
+        return server.client
+
+    def close(self) -> None:
+        """Close every server's client (ending its process or session). Idempotent."""
+        self._closed = True
+        clients = [s.client for s in self._servers.values() if s.client is not None]
+        threads = [
+            threading.Thread(target=client.close, name="toolnexus-mcp-close", daemon=True)
+            for client in clients
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def __enter__(self) -> McpSource:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        counts: dict[str, int] = {}
+        for server in self._servers.values():
+            counts[server.status.status] = counts.get(server.status.status, 0) + 1
+        shown = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no servers"
+        return f"<McpSource {self._where!r}: {shown}, {len(self.toolkit)} tools>"
+
+
+def load_mcp_json(config: Mapping[str, Any] | str | os.PathLike[str], **options: Any) -> McpSource:
+    """Read ``config`` (an ``mcp.json`` path or its parsed object) and connect its servers:
+    ``McpSource(config, **options).connect()``.
+
+    Example::
+
+        source = load_mcp_json("mcp.json")
+        toolkit = source.toolkit
+    """
+    return McpSource(config, **options).connect()
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _text(value: Any, where: str, allow_empty: bool = False) -> str:
+    if not isinstance(value, str) or (not value and not allow_empty):
+        raise InvalidTypeError(f"{where}: must be a non-empty string, got {value!r}")
+    return value
+
+
+def _texts(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise InvalidTypeError(f"{where}: must be a list of strings")
+    return list(value)
+
+
+def _text_map(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise InvalidTypeError(f"{where}: must be an object of strings")
+    return dict(value)
+
+
+def _read_auth(value: Any, where: str) -> dict[str, Any]:
+    """An entry's ``auth``: the OAuth fields it sets (``"oauth"`` alone sets none)."""
+    if value == "oauth":
+        return {}
+    if not isinstance(value, Mapping) or value.get("type") != "oauth":
+        raise InvalidValueError(
+            f'{where}: must be "oauth" or {{"type": "oauth", "clientId": ..., ...}}, got {value!r}'
+        )
+    unknown = sorted(set(value) - set(_OAUTH_KEYS) - {"type"})
+    if unknown:
+        raise InvalidValueError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(_OAUTH_KEYS)}"
+        )
+    fields: dict[str, Any] = {}
+    for key, field in _OAUTH_KEYS.items():
+        if key not in value:
+            continue
+        item = value[key]
+        if key == "scopes":
+            fields[field] = (
+                item.split() if isinstance(item, str) else _texts(item, f"{where}.scopes")
+            )
+        elif key == "allowPrivateNetwork":
+            if not isinstance(item, bool):
+                raise InvalidTypeError(f"{where}.{key}: must be true or false, got {item!r}")
+            fields[field] = item
+        else:
+            fields[field] = _text(item, f"{where}.{key}")
+    return fields
+
+
+def _read_inputs(value: Any, where: str) -> dict[str, dict[str, Any]]:
+    """VS Code's ``inputs``: each ``{"id", "type", "description"?, "default"?, ...}``, by id."""
+    if not isinstance(value, list) or not all(
+        isinstance(item, Mapping) and isinstance(item.get("id"), str) for item in value
+    ):
+        raise InvalidTypeError(f'{where}: must be a list of objects with an "id"')
+    return {item["id"]: dict(item) for item in value}
+
+
+def _input_variable(input_id: str) -> str:
+    """The environment variable that gives VS Code's ``${input:ID}`` its value:
+    ``TOOLNEXUS_INPUT_`` and the id in capitals, each other character an underscore."""
+    return "TOOLNEXUS_INPUT_" + re.sub(r"[^A-Za-z0-9]", "_", input_id).upper()
+
+
+def _read_env_file(path: str, server: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines (``#`` comments, blank lines and an ``export`` prefix allowed; a
+    value in matching quotes loses them). A file that cannot be read, or a line that is
+    not such a pair, fails the server, naming the file and the line (never a value)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise McpError(server, f"envFile {path!r}: cannot read it: {problem}") from None
+    values: dict[str, str] = {}
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        if text.startswith("export "):
+            text = text[len("export ") :].lstrip()
+        key, sep, value = text.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise McpError(
+                server, f"envFile {path!r}, line {number}: expected KEY=VALUE (a variable name)"
+            )
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        values[key] = value
+    return values
+
+
+def _expand(
+    options: Mapping[str, Any], server: str, inputs: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """``options`` with ``${NAME}`` read from the environment, and VS Code's
+    ``${input:ID}`` from ``TOOLNEXUS_INPUT_<ID>`` (else the input's ``default``). A
+    variable that is not set fails the server, naming the variable (never a value):
+    nothing passes through as the literal ``${…}``."""
+
+    def one(text: str, where: str) -> str:
+        def value(match: re.Match[str]) -> str:
+            if match.group(1) is not None:
+                return asked(match.group(1))
+            name = match.group(2)
+            found = os.environ.get(name)
+            if found is None:
+                raise McpError(
+                    server, f"{where} uses ${{{name}}}, which is not set in the environment"
+                )
+            return found
+
+        def asked(input_id: str) -> str:
+            name = _input_variable(input_id)
+            found = os.environ.get(name)
+            if found is not None:
+                return found
+            known = inputs.get(input_id)
+            if known is not None and isinstance(known.get("default"), str):
+                return str(known["default"])
+            about = known.get("description") if known is not None else None
+            what = f" ({about})" if isinstance(about, str) and about else ""
+            declared = "" if known is not None else "; it is not declared in inputs either"
+            raise McpError(
+                server,
+                f"{where} uses ${{input:{input_id}}}{what}, which needs a value: set it in the "
+                f"environment as {name} (toolnexus does not prompt for inputs){declared}",
+            )
+
+        return _VARIABLE.sub(value, text)  # one pass: a value is never read for variables
+
+    out: dict[str, Any] = dict(options)
+    for key in ("command", "url", "cwd", "env_file"):
+        if isinstance(out.get(key), str):
+            out[key] = one(out[key], key)
+    if "args" in out:
+        out["args"] = [one(arg, "args") for arg in out["args"]]
+    for key in ("env", "headers"):
+        if key in out:
+            out[key] = {name: one(text, f"{key}.{name}") for name, text in out[key].items()}
+    if "auth" in out:
+        auth: dict[str, Any] = {}
+        for field, value in out["auth"].items():
+            if isinstance(value, list):  # scopes: a variable may hold several
+                auth[field] = [s for item in value for s in one(item, f"auth.{field}").split()]
+            elif isinstance(value, bool):  # allowPrivateNetwork: no variables
+                auth[field] = value
+            else:
+                auth[field] = one(value, f"auth.{field}")
+        out["auth"] = auth
+    return out

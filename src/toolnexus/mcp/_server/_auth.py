@@ -1,0 +1,603 @@
+"""The HTTP server as an OAuth 2.1 protected resource: :class:`ProtectedResource`.
+
+What the MCP authorization specification asks of a server, in one place for both HTTP
+transports (the embedded server and the ASGI app):
+
+- **protected-resource metadata** (RFC 9728) at the well-known path for the endpoint
+  (``/.well-known/oauth-protected-resource/mcp``): the resource, its authorization servers
+  and scopes;
+- a request without a usable token gets ``401`` with ``WWW-Authenticate: Bearer`` naming
+  that metadata (``resource_metadata``) and, where it helps, the ``scope`` to ask for;
+- **audience binding** (RFC 8707): a token issued for another resource is refused, however
+  valid its signature. The resource is the configured one, or the embedded server's own
+  URL from the address it listens on — never a request's ``Host``: an attacker chooses
+  that, and with it would choose which server's tokens are accepted;
+- **scopes**: ones every request needs, and ones per tool — a call without them gets
+  ``403`` with ``error="insufficient_scope"`` naming what is missing, so a client can step
+  up;
+- the verified :class:`~toolnexus.Principal` reaches the tool as ``ctx.principal``.
+
+Verification itself is the caller's choice of verifier — a function, or
+:class:`~toolnexus.mcp.JwtVerifier` (local, against the authorization server's keys) or
+:class:`~toolnexus.mcp.IntrospectionVerifier` (RFC 7662). Expiry and audience are
+checked here, the same for all of them. A token is never logged, and never echoed.
+
+A verifier may wait on the network, so it runs on threads of its own (``_CHECK_THREADS``,
+never an event loop's default executor nor the tools' workers). At most ``_MAX_CHECKS``
+checks run or wait, and no more than half the embedded server's request threads: one more
+is answered 503 at once, so made-up tokens cannot hold every request thread. Both outcomes
+are remembered for ``cache_ms``, by a digest of the token: a client whose token was
+accepted is served from memory without waiting behind anyone's check, and a token refused
+once is refused again without asking.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from ..._frozen import FrozenDict, sealed
+from ..._log import LazyLogger
+from ..._pool import Pool
+from ...errors import InvalidTypeError, InvalidValueError
+from .._shared._oauth_common import PRM_WELL_KNOWN, challenge, protected_resource_metadata_url
+from .._shared._protocol import authority
+from ._exchange import Reply
+
+if TYPE_CHECKING:
+    from ..._principal import Principal
+
+__all__ = ["ProtectedResource", "ResourceGuard", "Verifier"]
+
+_log = LazyLogger("mcp.auth")
+_CHECK_THREADS = 4  # tokens verified at once, per endpoint
+_MAX_CHECKS = 32  # ... running or waiting for a thread; one more gets 503 at once
+_MAX_REMEMBERED = 10_000  # outcomes remembered, of each kind (accepted, refused)
+
+_UNKNOWN = object()  # no outcome remembered for a token
+
+Verifier = Callable[[str], "Principal | None"]
+"""``verify(token) -> Principal | None``: who a bearer token speaks for, or ``None`` when it
+is not valid. Raising means "cannot tell now" (the client gets 503, the error is logged)."""
+
+
+@sealed
+@dataclass(frozen=True, slots=True)
+class ProtectedResource:
+    """How an MCP HTTP server checks OAuth access tokens: ``ServerOptions(auth=...)``.
+
+    Attributes:
+        authorization_servers: the issuer URL(s) of the authorization server(s) whose
+            tokens are accepted, as clients should discover them (published in the
+            protected-resource metadata).
+        verifier: ``verify(token) -> Principal | None`` — a function of yours,
+            :class:`~toolnexus.mcp.JwtVerifier` or
+            :class:`~toolnexus.mcp.IntrospectionVerifier`.
+        resource: this server's canonical URL, the resource tokens are issued for
+            (``https://mcp.example.com/mcp``). ``None``: the embedded server's own URL,
+            from the address it listens on (``http://127.0.0.1:8000/mcp``, and for a
+            loopback address ``http://localhost:8000/mcp`` too) — never from a request's
+            ``Host``. Required by the ASGI app (which cannot know its address) and for a
+            server listening on every interface (``0.0.0.0``); set it behind a proxy or
+            with TLS.
+        audience: the values a token's ``aud`` must include one of; ``None``: the
+            resource. (Some identity providers put an API id there instead of a URL.)
+        required_scopes: scopes every request needs.
+        tool_scopes: scopes a ``tools/call`` of that tool needs, by tool name.
+        scopes_supported: the scopes the metadata advertises; ``None``: the required
+            scopes and every tool's.
+        resource_name: a name for people, in the metadata; ``None``: the server's name.
+        leeway_ms: how late an expired token is still accepted (clock skew).
+        cache_ms: how long the outcome of checking one token is reused: an accepted
+            token for at most this long (never past its expiry), a refused one for this
+            long; ``0`` asks the verifier every time.
+
+    Raises ``ValueError``/``TypeError`` naming the field for a bad value.
+
+    Example::
+
+        from toolnexus.mcp import JwtVerifier, ProtectedResource, ServerOptions
+
+        auth = ProtectedResource(
+            authorization_servers=["https://login.example.com"],
+            verifier=JwtVerifier("https://login.example.com"),
+            resource="https://mcp.example.com/mcp",
+            required_scopes=["mcp:tools"],
+            tool_scopes={"deploy": ["deploy:write"]},
+        )
+        options = ServerOptions(auth=auth)
+    """
+
+    authorization_servers: Sequence[str]
+    verifier: Verifier
+    resource: str | None = None
+    audience: Sequence[str] | None = None
+    required_scopes: Sequence[str] = ()
+    tool_scopes: Mapping[str, Sequence[str]] = field(default_factory=FrozenDict)
+    scopes_supported: Sequence[str] | None = None
+    resource_name: str | None = None
+    leeway_ms: int = 10_000
+    cache_ms: int = 10_000
+
+    def __post_init__(self) -> None:
+        servers = self.authorization_servers
+        if isinstance(servers, str):
+            servers = [servers]
+        servers = tuple(servers) if isinstance(servers, Iterable) else ()
+        if not servers:
+            raise InvalidValueError(
+                "ProtectedResource.authorization_servers must name at least one issuer URL, "
+                "e.g. ['https://login.example.com']"
+            )
+        for issuer in servers:
+            _url(issuer, "ProtectedResource.authorization_servers")
+        object.__setattr__(self, "authorization_servers", servers)
+        if not callable(self.verifier):
+            raise InvalidTypeError(
+                "ProtectedResource.verifier must be callable (token -> Principal | None), "
+                f"got {type(self.verifier).__name__}"
+            )
+        if self.resource is not None:
+            _url(self.resource, "ProtectedResource.resource")
+        if self.audience is not None:
+            object.__setattr__(
+                self, "audience", _strings(self.audience, "ProtectedResource.audience")
+            )
+        object.__setattr__(
+            self,
+            "required_scopes",
+            _scopes(self.required_scopes, "ProtectedResource.required_scopes"),
+        )
+        if not isinstance(self.tool_scopes, Mapping):
+            raise InvalidTypeError(
+                "ProtectedResource.tool_scopes must map tool names to lists of scopes"
+            )
+        object.__setattr__(
+            self,
+            "tool_scopes",
+            FrozenDict(
+                {
+                    str(name): _scopes(scopes, f"ProtectedResource.tool_scopes[{name!r}]")
+                    for name, scopes in self.tool_scopes.items()
+                }
+            ),
+        )
+        if self.scopes_supported is not None:
+            object.__setattr__(
+                self,
+                "scopes_supported",
+                _scopes(self.scopes_supported, "ProtectedResource.scopes_supported"),
+            )
+        if self.resource_name is not None and not isinstance(self.resource_name, str):
+            raise InvalidTypeError("ProtectedResource.resource_name must be a str or None")
+        leeway = self.leeway_ms
+        if isinstance(leeway, bool) or not isinstance(leeway, int) or leeway < 0:
+            raise InvalidValueError(
+                f"ProtectedResource.leeway_ms must be an int >= 0 (milliseconds), got {leeway!r}"
+            )
+        cache = self.cache_ms
+        if isinstance(cache, bool) or not isinstance(cache, int) or cache < 0:
+            raise InvalidValueError(
+                f"ProtectedResource.cache_ms must be an int >= 0 (milliseconds), got {cache!r}"
+            )
+
+
+def _url(value: Any, label: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"{label} must hold URL strings, got {type(value).__name__}")
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.fragment:
+        raise InvalidValueError(
+            f"{label}: {value!r} is not an absolute http(s) URL without a fragment "
+            "(e.g. 'https://mcp.example.com/mcp')"
+        )
+    return value
+
+
+def _strings(value: Any, label: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, Iterable) or not all(isinstance(v, str) and v for v in value):
+        raise InvalidTypeError(f"{label} must be a list of non-empty strings")
+    return tuple(value)
+
+
+def _scopes(value: Any, label: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = value.split()
+    items = _strings(value, label)
+    for item in items:
+        if any(char in item for char in ' "\\') or not item.isprintable():
+            raise InvalidValueError(f"{label}: {item!r} is not a scope (no spaces or quotes)")
+    return tuple(dict.fromkeys(items))
+
+
+# --------------------------------------------------------------------------- the guard
+
+
+class Unverified:
+    """Why a token could not be checked now: the ``503`` its request gets."""
+
+    __slots__ = ("retry_after", "text")
+
+    def __init__(self, retry_after: str, text: str) -> None:
+        self.retry_after = retry_after
+        self.text = text
+
+
+_DOWN = Unverified("5", "service unavailable: the access token cannot be verified now; retry later")
+_BUSY = Unverified(
+    "1",
+    "service unavailable: too many access tokens are being verified at once; retry in a moment",
+)
+
+Checked = tuple["Reply | None", "Principal | None"]
+"""The refusal for a request (or ``None``) and, when it is accepted, its principal."""
+
+
+def then(future: Future[Any], step: Callable[[Any], Any]) -> Future[Any]:
+    """A future of ``step(result)`` once ``future`` is done: its own, so that cancelling it
+    (a client gone) leaves ``future`` to whoever else waits on it."""
+    chained: Future[Any] = Future()
+
+    def done(finished: Future[Any]) -> None:
+        if not chained.set_running_or_notify_cancel():
+            return  # the waiter went away
+        try:
+            chained.set_result(step(finished.result()))
+        except BaseException as exc:  # handed to the waiter, who raises it
+            chained.set_exception(exc)
+
+    future.add_done_callback(done)
+    return chained
+
+
+class ResourceGuard:
+    """A :class:`ProtectedResource` at work for one endpoint (``path``): the checks the
+    :class:`~toolnexus.mcp._server._endpoint.Endpoint` runs for each request, and the metadata."""
+
+    def __init__(
+        self, auth: ProtectedResource, path: str, name: str, request_threads: int = 64
+    ) -> None:
+        self.auth = auth
+        self.path = path
+        self.name = auth.resource_name or name
+        supported = auth.scopes_supported
+        if supported is None:
+            every = [*auth.required_scopes]
+            for scopes in auth.tool_scopes.values():
+                every.extend(scopes)
+            supported = tuple(dict.fromkeys(every))
+        self.scopes_supported: tuple[str, ...] = tuple(supported)
+        paths = {PRM_WELL_KNOWN + path.rstrip("/")}
+        if auth.resource is not None:
+            paths.add(urlsplit(protected_resource_metadata_url(auth.resource)).path)
+        self.metadata_paths = frozenset(paths)
+        self._leeway_s = auth.leeway_ms / 1000
+        self._cache_s = auth.cache_ms / 1000
+        # This server's URLs, the first the canonical one: the configured resource, else
+        # the embedded server's own (see listening()).
+        self._resources: tuple[str, ...] = () if auth.resource is None else (auth.resource,)
+        self._lock = threading.Lock()
+        # digest -> (until, verdict), for accepted and refused tokens apart: a flood of
+        # made-up tokens never pushes an accepted one out.
+        self._accepted: dict[bytes, tuple[float, Principal]] = {}
+        self._refused: dict[bytes, tuple[float, None]] = {}
+        self._checking: dict[bytes, Future[Any]] = {}  # digest -> its check, running
+        # A request waiting for its token's check holds a request thread of the embedded
+        # server: at most half of them wait, the others serve tokens already accepted.
+        self._max_checks = max(1, min(_MAX_CHECKS, request_threads // 2))
+        self._pool: Pool | None = None
+
+    # ------------------------------------------------------------------ which resource
+
+    def listening(self, address: tuple[str, int] | None, scheme: str = "http") -> None:
+        """Learn the address the endpoint listens on (``None``: it cannot know, as an ASGI
+        app) and, without a configured resource, take the resource from it.
+
+        Raises ``ValueError`` naming ``ProtectedResource(resource=...)`` when no resource
+        is configured and none can be derived: an unknown address, or every interface."""
+        if self.auth.resource is not None:
+            return
+        host = address[0] if address is not None else None
+        ip = None
+        if host is not None:
+            try:
+                ip = ipaddress.ip_address(host.strip("[]"))
+            except ValueError:
+                ip = None
+        if address is None or ip is None or ip.is_unspecified:
+            where = (
+                "the ASGI app cannot know the URL its clients reach it by"
+                if address is None
+                else f"a server listening on {host!r} cannot know which of its names clients use"
+            )
+            raise InvalidValueError(
+                f"ProtectedResource(resource=...) is required here: {where}, and taking "
+                "it from each request's Host header would let in tokens issued for another "
+                "server. Set resource to the URL clients connect to, e.g. "
+                "resource='https://mcp.example.com/mcp' (toolnexus serve: --oauth-resource)"
+            )
+        port = address[1]
+        names = [f"[{ip}]" if ip.version == 6 else str(ip)]
+        if ip.is_loopback:
+            names.append("localhost")  # what people type; on this machine, this port
+        self._resources = tuple(f"{scheme}://{name}:{port}{self.path}" for name in names)
+
+    def resource(self, headers: Mapping[str, str], scheme: str) -> str:
+        """The resource a request is for: the configured one; else of this server's own
+        URLs the one whose host and port the request's ``Host`` names, or the first. The
+        ``Host`` only picks among them: it never makes one up."""
+        resources = self._resources
+        assert resources, "the endpoint learns its resource in listening(), before serving"
+        if len(resources) > 1:
+            wanted = authority(headers.get("host") or "", scheme)
+            for resource in resources:
+                parts = urlsplit(resource)
+                if authority(parts.netloc, parts.scheme) == wanted:
+                    return resource
+        return resources[0]
+
+    def metadata_url(self, headers: Mapping[str, str], scheme: str) -> str:
+        return protected_resource_metadata_url(self.resource(headers, scheme))
+
+    # ------------------------------------------------------------------ who is it
+
+    def check(
+        self, token: str | None, headers: Mapping[str, str], scheme: str, *, wait: bool = True
+    ) -> Checked | Future[Checked]:
+        """The refusal for a request with ``token`` (``None``: none was sent), or ``None``
+        and the principal it speaks for.
+
+        A token checked lately is judged from memory at once. Otherwise the verifier runs
+        on the guard's threads: ``wait`` waits for it; without ``wait`` the answer is a
+        :class:`~concurrent.futures.Future` of it (an event loop awaits that)."""
+        if token is None:
+            return self.judge(None, None, headers, scheme)
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+        found = self._remembered(digest)
+        if found is not _UNKNOWN:
+            return self.judge(token, found, headers, scheme)
+        future = self._start(token, digest)
+        if future is None:
+            return self.judge(token, _BUSY, headers, scheme)
+        if wait:
+            return self.judge(token, future.result(), headers, scheme)
+        return then(future, lambda verdict: self.judge(token, verdict, headers, scheme))
+
+    def judge(
+        self, token: str | None, verdict: Any, headers: Mapping[str, str], scheme: str
+    ) -> Checked:
+        """Judge what the verifier said of ``token`` (``verdict``) for this request:
+        expiry, audience and the required scopes, the same for every verifier."""
+        metadata = self.metadata_url(headers, scheme)
+        required = self.auth.required_scopes
+        if token is None:
+            return self._refuse(
+                401,
+                "unauthorized: this server needs an OAuth access token ('Authorization: "
+                "Bearer <token>'); its authorization servers are named at " + metadata,
+                metadata,
+                scope=required,
+            ), None
+        if isinstance(verdict, Unverified):
+            return Reply(
+                503,
+                [
+                    ("content-type", "text/plain; charset=utf-8"),
+                    ("retry-after", verdict.retry_after),
+                ],
+                verdict.text.encode("utf-8") + b"\n",
+            ), None
+        if verdict is None:
+            return self._invalid("the access token was not accepted", metadata), None
+        principal: Principal = verdict
+        expires = principal.expires_at
+        if expires is not None and expires + self._leeway_s <= time.time():
+            return self._invalid("the access token expired", metadata), None
+        audience = self.auth.audience or self._resources
+        if not any(value in principal.audience for value in audience):
+            return self._invalid(
+                "the access token was issued for another resource (its audience does not "
+                f"name {audience[0]})",
+                metadata,
+            ), None
+        missing = [scope for scope in required if scope not in principal.scopes]
+        if missing:
+            return self._insufficient(missing, required, metadata), None
+        return None, principal
+
+    # ------------------------------------------------------------------ checks, remembered
+
+    def _remembered(self, digest: bytes) -> Any:
+        """What checking the token of ``digest`` found lately, or ``_UNKNOWN``."""
+        now = time.time()
+        with self._lock:
+            for table in (self._accepted, self._refused):
+                held = table.get(digest)
+                if held is not None:
+                    if held[0] > now:
+                        return held[1]
+                    del table[digest]
+        return _UNKNOWN
+
+    def _start(self, token: str, digest: bytes) -> Future[Any] | None:
+        """The running check of ``token`` (one per token, however many ask), started on
+        the guard's threads if none runs; ``None`` when too many run already."""
+        with self._lock:
+            future = self._checking.get(digest)
+            if future is not None:
+                return future
+            if len(self._checking) >= self._max_checks:
+                return None
+            future = Future()
+            self._checking[digest] = future
+            if self._pool is None:
+                self._pool = Pool(_CHECK_THREADS, 0, "toolnexus-token-check", 30.0)
+            pool = self._pool
+        problem = pool.submit(lambda: self._run(token, digest, future))
+        if problem is not None:  # closed, or no thread could start
+            with self._lock:
+                self._checking.pop(digest, None)
+            future.set_result(_DOWN)
+        return future
+
+    def _run(self, token: str, digest: bytes, future: Future[Any]) -> None:
+        verdict = self._verify(token)
+        with self._lock:
+            self._remember(digest, verdict)
+            self._checking.pop(digest, None)
+        future.set_result(verdict)
+
+    def _verify(self, token: str) -> Any:
+        """Ask the verifier: its principal, ``None``, or ``_DOWN`` when it raised."""
+        try:
+            principal = self.auth.verifier(token)
+        except Exception as exc:
+            # The message may quote what was presented (a verifier of the caller's): never log it.
+            text = str(exc).replace(token, "<token>") if token else str(exc)
+            _log.warning(
+                "toolnexus mcp auth: the token verifier failed (%s: %s); answering 503",
+                type(exc).__name__,
+                text[:300],
+            )
+            return _DOWN
+        if principal is None:
+            return None
+        from ..._principal import Principal
+
+        if not isinstance(principal, Principal):
+            _log.error(
+                "toolnexus mcp auth: the verifier returned %s, not a Principal or None; "
+                "refusing the token",
+                type(principal).__name__,
+            )
+            return None
+        return principal
+
+    def _remember(self, digest: bytes, verdict: Any) -> None:
+        """Keep an outcome for ``cache_ms`` (an accepted token's never past its expiry);
+        "cannot tell now" is never kept. The lock is held."""
+        if self._cache_s <= 0 or isinstance(verdict, Unverified):
+            return
+        now = time.time()
+        until = now + self._cache_s
+        table: dict[bytes, Any] = self._refused
+        if verdict is not None:
+            table = self._accepted
+            if verdict.expires_at is not None:
+                until = min(until, verdict.expires_at + self._leeway_s)
+            if until <= now:
+                return
+        if len(table) >= _MAX_REMEMBERED:
+            for key in [key for key, (end, _) in table.items() if end <= now]:
+                del table[key]
+            while len(table) >= _MAX_REMEMBERED:
+                del table[next(iter(table))]  # the oldest goes
+        table[digest] = (until, verdict)
+
+    def close(self) -> None:
+        """Stop the guard's threads (a check running finishes on its own)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close(0)
+
+    def check_tool(
+        self, principal: Principal, tool: str, headers: Mapping[str, str], scheme: str
+    ) -> Reply | None:
+        """The 403 for a call of ``tool`` that ``principal``'s scopes do not cover."""
+        needed = self.auth.tool_scopes.get(tool)
+        if not needed:
+            return None
+        missing = [scope for scope in needed if scope not in principal.scopes]
+        if not missing:
+            return None
+        wanted = tuple(dict.fromkeys([*self.auth.required_scopes, *needed]))
+        return self._insufficient(
+            missing, wanted, self.metadata_url(headers, scheme), what=f"calling '{tool}'"
+        )
+
+    @staticmethod
+    def key(principal: Principal) -> str:
+        """Who owns a legacy session: the same person through the same client, whatever
+        token (a refreshed one too) they present."""
+        who = "\0".join(
+            [principal.issuer or "", principal.subject or "", principal.client_id or ""]
+        )
+        return "p:" + hashlib.sha256(who.encode("utf-8")).hexdigest()
+
+    # ------------------------------------------------------------------ answers
+
+    def metadata(self, headers: Mapping[str, str], scheme: str) -> Reply:
+        """The protected-resource metadata document (RFC 9728 §2)."""
+
+        document: dict[str, Any] = {
+            "resource": self.resource(headers, scheme),
+            "authorization_servers": list(self.auth.authorization_servers),
+            "bearer_methods_supported": ["header"],
+            "resource_name": self.name,
+        }
+        if self.scopes_supported:
+            document["scopes_supported"] = list(self.scopes_supported)
+        body = json.dumps(document, separators=(",", ":")).encode("utf-8")
+        return Reply(200, [("content-type", "application/json")], body)
+
+    def _refuse(
+        self,
+        status: int,
+        text: str,
+        metadata: str,
+        *,
+        error: str | None = None,
+        description: str | None = None,
+        scope: Sequence[str] = (),
+    ) -> Reply:
+
+        params = {
+            "resource_metadata": metadata,
+            "scope": " ".join(scope) or None,
+            "error": error,
+            "error_description": description,
+        }
+        return Reply(
+            status,
+            [
+                ("content-type", "text/plain; charset=utf-8"),
+                ("www-authenticate", challenge(params)),
+            ],
+            text.encode("utf-8") + b"\n",
+        )
+
+    def _invalid(self, why: str, metadata: str) -> Reply:
+        return self._refuse(
+            401,
+            f"unauthorized: {why}; get a new one from the authorization server",
+            metadata,
+            error="invalid_token",
+            description=why,
+            scope=self.auth.required_scopes,
+        )
+
+    def _insufficient(
+        self, missing: Sequence[str], wanted: Sequence[str], metadata: str, what: str = ""
+    ) -> Reply:
+        names = " ".join(missing)
+        doing = f" for {what}" if what else ""
+        return self._refuse(
+            403,
+            f"forbidden: the access token lacks the scope(s) {names}{doing}; authorize "
+            f"again asking for: {' '.join(wanted)}",
+            metadata,
+            error="insufficient_scope",
+            description=f"missing scope(s){doing}: {names}",
+            scope=wanted,
+        )

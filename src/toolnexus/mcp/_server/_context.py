@@ -1,0 +1,280 @@
+"""What a server session's feature handlers get of it: :class:`ServerContext` — the
+server's settings (read from :class:`~toolnexus.mcp.ServerOptions` here, once), the
+era's state, the call table and the actions that end a call — and the shape of the method
+table (:class:`Feature`, :class:`Method`).
+
+A feature handler module (``mcp/_server/_feature_tools.py``, ``_feature_resources.py``, ...)
+declares one :class:`Feature`: the capability it offers and the methods it answers. The
+session (``mcp/_server/_session.py``) builds its method table from them and answers only what a
+declared feature has, so what it declares and what it answers never disagree.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ..._tracing import API_MODULE
+from ..._tracing import incoming as incoming_trace
+from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS
+from .._shared._protocol import META_LOG_LEVEL, META_SERVER_INFO, describe, is_request_id
+from ._options import ServerOptions, resolve
+from ._questions import ServerQuestions
+from ._types import (
+    Action,
+    CallState,
+    ClientView,
+    Reject,
+    Send,
+    StartCall,
+    error,
+    level_of,
+)
+
+if TYPE_CHECKING:
+    from ..._result import ToolResult
+    from ..._toolkit import Toolkit
+    from ._tasks import Tasks
+
+__all__ = ["BOTH", "LEGACY", "MODERN", "Feature", "Method", "ServerContext"]
+
+LEGACY = "legacy"
+"""A method of the ``initialize`` revisions only (removed by 2026-07-28)."""
+MODERN = "modern"
+"""A method of the 2026-07-28 revision only."""
+BOTH = "both"
+"""A method of every revision."""
+
+_CURSOR_PREFIX = "tnx1:"
+
+Handler = Callable[
+    ["ServerContext", "str | int", "dict[str, Any]", "Mapping[str, Any]", ClientView],
+    "list[Action]",
+]
+Finisher = Callable[["ServerContext", CallState, "ToolResult"], "list[Action]"]
+
+
+class Method(NamedTuple):
+    """One method of the table: ``handle(context, request_id, params, meta, client)``
+    answers a request; ``era`` is the revisions that have it (:data:`BOTH`,
+    :data:`LEGACY`, :data:`MODERN`). A method that runs user code on the host starts a
+    call (:meth:`ServerContext.start`), and ``finish(context, call, result)`` answers its
+    request with what the call returned."""
+
+    handle: Handler
+    era: str = BOTH
+    finish: Finisher | None = None
+
+
+class Feature(NamedTuple):
+    """One feature of the server: ``declare(context, modern)`` gives the capabilities it
+    adds to ``initialize``/``server/discover`` (``{}`` when it adds none), or None when
+    the server does not offer it; ``methods`` are the methods it answers (only while it
+    is offered: ``-32601`` otherwise)."""
+
+    name: str
+    declare: Callable[[ServerContext, bool], dict[str, Any] | None]
+    methods: Mapping[str, Method]
+
+
+class ServerContext:
+    """One session's state, as its feature handlers use it. Not thread-safe (the session
+    is not): a driver serialises every call into the session."""
+
+    def __init__(
+        self,
+        toolkit: Toolkit,
+        options: ServerOptions | None,
+        clock: Callable[[], float],
+        tasks: Tasks | None,
+        features: tuple[Feature, ...],
+    ) -> None:
+        options = resolve(options)
+        version = options.version
+        if version is None:
+            from ..._version import __version__ as version
+        from ..._binding import Binder
+
+        self.toolkit = toolkit
+        self.tasks = tasks  # the server's tasks (None: this session runs none)
+        self.features = features
+        self.server_info = {"name": options.name, "version": version}
+        self.instructions = options.instructions
+        self.page_size = options.page_size
+        self.list_ttl_ms = options.list_ttl_ms
+        settings = options.host  # the host's key, store and rounds: the session asks for it
+        self.questions = ServerQuestions(
+            Binder(settings.secret, store=settings.answer_store),
+            state_ttl_s=options.state_ttl_ms / 1000,
+            max_rounds=settings.max_rounds,
+            clock=clock,
+        )
+        self.legacy: ClientView | None = None  # set by initialize
+        self.initialized = False  # a legacy client said notifications/initialized
+        self.legacy_log_level: int | None = None  # set by logging/setLevel
+        self.subscribed: set[str] = set()  # resources/subscribe (legacy)
+        # modern subscriptions/listen streams still open: request id -> what each asked for
+        # (and, under "owner", who opened it: they hear of their own tasks only)
+        self.listens: dict[str | int, dict[str, Any]] = {}
+        # Who sends the request being handled (the digest of its credential): a task made
+        # of a call belongs to it.
+        self.owner: str | None = None
+        self.calls: dict[int, CallState] = {}
+        self.by_request: dict[str | int, CallState] = {}
+        self.next_call = 0
+
+    # ------------------------------------------------------------------ the table
+
+    def capabilities(self, modern: bool) -> dict[str, Any]:
+        """What the server declares to a client of that era: each offered feature's part."""
+        declared: dict[str, Any] = {}
+        for feature in self.features:
+            part = feature.declare(self, modern)
+            if part is not None:
+                declared.update(part)
+        return declared
+
+    def offers(self, feature: Feature, modern: bool) -> bool:
+        """Whether ``feature`` is declared to a client of that era."""
+        return feature.declare(self, modern) is not None
+
+    # ------------------------------------------------------------------ calls
+
+    def new_call_id(self) -> int:
+        self.next_call += 1
+        return self.next_call
+
+    def start(
+        self,
+        request_id: str | int,
+        method: str,
+        name: str,
+        arguments: dict[str, Any],
+        params: Mapping[str, Any],
+        meta: Mapping[str, Any],
+        client: ClientView,
+        *,
+        task_after: int | None = None,
+        task_required: bool = False,
+    ) -> list[Action]:
+        """Start a call of ``name`` (a tool, or the method itself for the other methods
+        that run on the host) — or, for a modern retry carrying ``requestState``, resume
+        the one that asked. ``task_after``: the call becomes a task after that long (ms);
+        ``task_required``: it is answered only through a task."""
+        token = meta.get("progressToken")
+        if token is not None and not is_request_id(token):
+            token = None
+        # The level of log messages the call sends, as its client set it when it started.
+        if not client.modern:
+            log_level = self.legacy_log_level
+        elif META_LOG_LEVEL in meta:
+            log_level = level_of(meta[META_LOG_LEVEL], f"_meta[{META_LOG_LEVEL!r}]")
+        else:
+            log_level = None
+        call = CallState(
+            self.new_call_id(),
+            request_id,
+            name,
+            arguments,
+            client,
+            token,
+            method,
+            self.owner,
+            log_level,
+            task_after,
+            task_required,
+        )
+        self.calls[call.call_id] = call
+        self.by_request[request_id] = call
+        if method == "tools/call" and API_MODULE in sys.modules:  # else no trace: no call
+            call.trace = incoming_trace(meta, request_id, client.version)
+        state = params.get("requestState") if client.modern else None
+        if state is not None:
+            try:
+                return self.questions.retry(self, call, state, params.get("inputResponses"))
+            except Reject:
+                self.forget(call)
+                raise
+        return [
+            StartCall(
+                call.call_id,
+                name,
+                arguments,
+                wants_progress=token is not None,
+                trace=call.trace,
+                task_after_ms=task_after,
+                wants_log=log_level is not None,
+            )
+        ]
+
+    def forget(self, call: CallState) -> None:
+        """Drop ``call`` from the table (withdrawing a legacy question it waits on)."""
+        self.calls.pop(call.call_id, None)
+        if self.by_request.get(call.request_id) is call:
+            del self.by_request[call.request_id]
+        if call.asking is not None:
+            self.questions.withdraw(call)
+
+    def finish(self, call: CallState, body: dict[str, Any]) -> list[Action]:
+        """Answer ``call``'s request with ``body`` and forget the call."""
+        self.forget(call)
+        return [self.reply(call.request_id, call.client, body)]
+
+    def fail(self, call: CallState, text: str, code: int = INTERNAL_ERROR) -> list[Action]:
+        """End ``call`` with the failure ``text``: a tool's as an error result the model
+        reads, any other method's as the JSON-RPC error ``code``."""
+        if call.method == "tools/call":
+            return self.finish(call, {"content": [{"type": "text", "text": text}], "isError": True})
+        self.forget(call)
+        return [error(call.request_id, code, text)]
+
+    # ------------------------------------------------------------------ replies
+
+    def reply(self, request_id: str | int, client: ClientView, body: dict[str, Any]) -> Send:
+        """The response ``body`` to ``request_id``; a modern one says it is complete
+        (unless it says otherwise) and names the server in its ``_meta``."""
+        if client.modern:
+            body.setdefault("resultType", "complete")
+            body["_meta"] = {**body.get("_meta", {}), META_SERVER_INFO: self.server_info}
+        return Send({"jsonrpc": "2.0", "id": request_id, "result": body})
+
+    def cache_hints(self, body: dict[str, Any], client: ClientView) -> dict[str, Any]:
+        """``body`` with the modern era's cache hints (a list, a resource's contents)."""
+        if client.modern:
+            body["ttlMs"] = self.list_ttl_ms
+            body["cacheScope"] = "public"
+        return body
+
+    def page(
+        self,
+        key: str,
+        items: list[Any],
+        describe: Callable[[list[Any]], list[Any]],
+        params: Mapping[str, Any],
+        client: ClientView,
+    ) -> dict[str, Any]:
+        """One page of a list method's ``items`` from the ``cursor`` in ``params``, as
+        ``describe`` writes them (only the page's), under ``key``; ``nextCursor`` when
+        more follow."""
+        cursor = params.get("cursor")
+        offset = 0 if cursor is None else _read_cursor(cursor, len(items))
+        end = offset + self.page_size
+        body: dict[str, Any] = {key: describe(items[offset:end])}
+        if end < len(items):
+            body["nextCursor"] = f"{_CURSOR_PREFIX}{end}"
+        return self.cache_hints(body, client)
+
+
+def _read_cursor(cursor: Any, count: int) -> int:
+    if isinstance(cursor, str) and cursor.startswith(_CURSOR_PREFIX):
+        digits = cursor[len(_CURSOR_PREFIX) :]
+        if digits.isascii() and digits.isdigit() and len(digits) < 10:
+            offset = int(digits)
+            if 0 < offset <= count:
+                return offset
+    raise Reject(
+        INVALID_PARAMS,
+        f"invalid params: cursor {describe(cursor)} was not issued by this server (or the "
+        "tool list changed); list again without a cursor",
+    )

@@ -1,0 +1,166 @@
+"""The tools feature of a server session: ``tools/list`` and ``tools/call``, and how a
+tool's result is written for the client that called it (a ``CallToolResult``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..._adapters import keep_listable
+from ..._frozen import thaw
+from ..._result import STRUCTURED_KEY
+from .._shared import _codec as codec
+from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
+from .._shared._content import content_blocks
+from .._shared._protocol import TASKS_EXTENSION, describe
+from ._context import BOTH, Feature, Method, ServerContext
+from ._feature_tasks import task_made
+from ._types import Action, CallState, ClientView, Reject, Send
+
+if TYPE_CHECKING:
+    from ..._result import ToolResult
+    from ..._tools import Tool
+
+__all__ = ["FEATURE", "call_tool_result"]
+
+
+def _declare(context: ServerContext, modern: bool) -> dict[str, Any]:
+    return {"tools": {"listChanged": True}}
+
+
+def _list(
+    context: ServerContext,
+    request_id: str | int,
+    params: dict[str, Any],
+    meta: Mapping[str, Any],
+    client: ClientView,
+) -> list[Action]:
+    def entries(page: list[Tool]) -> list[Any]:
+        # A tool whose entry JSON cannot carry is left out (and logged), never the list.
+        return keep_listable([_describe_tool(tool, client) for tool in page])
+
+    body = context.page("tools", context.toolkit.tools(), entries, params, client)
+    return [context.reply(request_id, client, body)]
+
+
+def _describe_tool(tool: Tool, client: ClientView) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": tool.name}
+    if tool.title and client.at_least("2025-06-18"):
+        entry["title"] = tool.title
+    entry["description"] = tool.description
+    entry["inputSchema"] = thaw(tool.input_schema)  # a Tool's root is always an object
+    output = tool.output_schema
+    if output is not None and (
+        client.modern or (client.at_least("2025-06-18") and output.get("type") == "object")
+    ):
+        entry["outputSchema"] = thaw(output)
+    if tool.annotations and client.at_least("2025-03-26"):
+        entry["annotations"] = thaw(tool.annotations)
+    if client.tasks:  # a client of the tasks extension hears which tools run as tasks
+        entry["execution"] = {"taskSupport": tool.task_support}
+    return entry
+
+
+def _call(
+    context: ServerContext,
+    request_id: str | int,
+    params: dict[str, Any],
+    meta: Mapping[str, Any],
+    client: ClientView,
+) -> list[Action]:
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise Reject(
+            INVALID_PARAMS,
+            f"invalid params: name must be a string naming a tool, got {describe(name)}",
+        )
+    arguments = params.get("arguments")
+    if arguments is None:
+        arguments = {}
+    elif not isinstance(arguments, dict):
+        raise Reject(
+            INVALID_PARAMS,
+            f"invalid params: arguments must be an object, got {describe(arguments)}",
+        )
+    try:
+        support = context.toolkit.get(name).task_support
+    except LookupError as exc:
+        raise Reject(
+            INVALID_PARAMS, f"invalid params: {exc.args[0] if exc.args else exc}"
+        ) from None
+    tasks = context.tasks if client.tasks else None
+    required = support == "required"
+    if required and tasks is None:
+        raise Reject(
+            MISSING_CLIENT_CAPABILITY,
+            f"Missing required client capability: the tasks extension "
+            f"({TASKS_EXTENSION}); tool {name!r} runs only as a task",
+            {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+        )
+    task_after: int | None = None
+    if tasks is not None and support != "forbidden" and tasks.has_room():
+        task_after = tasks.after_ms
+    elif required:
+        raise Reject(
+            INTERNAL_ERROR,
+            f"server overloaded: {tasks.running if tasks else 0} tasks run already, "
+            f"the most it runs at once; tool {name!r} runs only as a task: retry later",
+        )
+    return context.start(
+        request_id,
+        "tools/call",
+        name,
+        arguments,
+        params,
+        meta,
+        client,
+        task_after=task_after,
+        task_required=required,
+    )
+
+
+def _finish(context: ServerContext, call: CallState, result: ToolResult) -> list[Action]:
+    """The answer to a finished ``tools/call`` (one that asks nothing)."""
+    client = call.client
+    if call.task_required and context.tasks is not None:
+        # A tool that answers only through a task: a task made already done.
+        return task_made(context, call, result=result)[0]
+    if client.modern or result.parts:
+        return context.finish(call, call_tool_result(client, result))
+    # A legacy text answer: kept as its parts, written from the codec's template.
+    metadata = result.metadata
+    structured = codec.ABSENT if metadata is None else metadata.get(STRUCTURED_KEY, codec.ABSENT)
+    if structured is not codec.ABSENT and not client.carries(structured):
+        structured = codec.ABSENT
+    context.forget(call)
+    return [Send._text_reply(call.request_id, result.output, result.is_error, structured)]
+
+
+def call_tool_result(client: ClientView, result: ToolResult) -> dict[str, Any]:
+    """A tool's result as the ``CallToolResult`` ``client`` reads."""
+    if not result.parts:
+        content = [{"type": "text", "text": result.output}]
+    else:
+        content = content_blocks(
+            result,
+            audio=client.at_least("2025-03-26"),
+            resource_links=client.at_least("2025-06-18"),
+        )
+    out: dict[str, Any] = {"content": content, "isError": result.is_error}
+    metadata = result.metadata
+    if metadata is not None and STRUCTURED_KEY in metadata:
+        structured = metadata[STRUCTURED_KEY]
+        if client.carries(structured):
+            out["structuredContent"] = thaw(structured)
+    return out
+
+
+FEATURE = Feature(
+    "tools",
+    _declare,
+    {
+        "tools/list": Method(_list),
+        "tools/call": Method(_call, BOTH, _finish),
+    },
+)
+"""Tools: declared to every client."""

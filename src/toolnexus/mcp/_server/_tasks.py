@@ -1,0 +1,687 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663): a call that outlives
+its request.
+
+For a client that declared the extension, a ``tools/call`` still running after
+``task_after_ms`` becomes a task: its request is answered at once with the task's id (a
+``CreateTaskResult``), and the call goes on on the host — the same call, with its
+deadline, its cancellation and its questions. The client polls ``tasks/get`` (the status;
+once done, the result inlined), answers a task that asks with ``tasks/update``, and stops
+one with ``tasks/cancel``. A tool with ``task_support="required"`` is only ever answered
+through a task; ``"forbidden"`` never becomes one.
+
+:class:`Tasks` is one server's tasks, shared by all its sessions (a modern request's
+session lives for that request only, so nothing of a task may live in it): the records, in
+a :class:`~toolnexus.stores.TaskStore`, and the calls this process runs, by task id. A
+task outlives the client that made it (its connection closing, a legacy session ending);
+with a store other processes share, its record — its result, or the question it waits on —
+outlives the process too, and any process with the same key resumes it.
+
+Task ids are unguessable; a task belongs to the credential that created it (the digest of
+its bearer token, or its OAuth subject) and is unknown to any other, as an expired one is:
+``-32602``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ..._binding import BINDING_KEY
+from ..._frozen import thaw
+from ..._result import ToolResult
+from ..._timers import dispatch
+from ...stores._common import STORE_ENV
+from .._shared import _codec as codec
+from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
+from .._shared._protocol import TASKS_EXTENSION, describe
+from .._shared._questions import answer_from_response
+from ._questions import (
+    form_problem,
+    input_requests,
+    missing_capability,
+    plan,
+    shapes_of,
+    whole_answer,
+)
+
+if TYPE_CHECKING:
+    from ..._host import Call
+    from ..._suspension import Answer, Request
+    from ...stores._tasks import TaskRecord, TaskStore
+    from ._lazy_host import LazyHost
+    from ._options import TaskOptions
+
+__all__ = ["TASKS_EXTENSION", "Refused", "Resume", "Tasks", "iso_time"]
+
+_ATTEMPTS = 16  # compare-and-set retries before a change gives up (contention is rare)
+
+
+class Refused(NamedTuple):
+    """A ``tasks/*`` request (or a task's creation) refused: the JSON-RPC error to answer."""
+
+    code: int
+    message: str
+    data: Any = None
+
+
+class Resume(NamedTuple):
+    """A task answered in full: run its call again — ``name`` with ``arguments``,
+    resuming ``request`` with ``answer`` (``binding``: the host's binding of the question,
+    when it made one). The session starts it as a :class:`~toolnexus.mcp._server._session.StartCall`
+    whose ``task`` is ``task_id``, so it runs through the call bridge as every call does."""
+
+    task_id: str
+    name: str
+    arguments: dict[str, Any]
+    request: Request
+    answer: Answer
+    binding: str | None
+
+
+def iso_time(seconds: float) -> str:
+    """``seconds`` since the epoch as an RFC 3339 UTC time, to the millisecond."""
+    from datetime import datetime, timezone
+
+    moment = datetime.fromtimestamp(seconds, timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Tasks:
+    """One server's tasks: records in a store, and the calls this process runs.
+
+    Thread-safe. ``format_result(client, result)`` and ``client_of(state)`` come from the
+    session module (how a result is written for a client); ``notify(record)`` is told of
+    every change (for ``notifications/tasks`` on listen streams).
+    """
+
+    def __init__(
+        self,
+        host: LazyHost,
+        settings: TaskOptions,
+        *,
+        format_result: Callable[[Any, ToolResult], dict[str, Any]],
+        client_of: Callable[[Mapping[str, Any]], Any],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        store = settings.task_store
+        if store is None and os.environ.get(STORE_ENV, "").strip():
+            from ...stores._open import process_task_store
+
+            store = process_task_store()  # opened now: one that cannot be fails the start
+        # None: this process's memory, made with the first task (most clients never make
+        # one, and the stores cost a tenth of a server's start-up to import).
+        self._store: TaskStore | None = store
+        self.after_ms = settings.task_after_ms
+        self._ttl_ms = settings.task_ttl_ms
+        self._poll_ms = settings.task_poll_ms
+        self._max = settings.max_tasks
+        self._max_stored = settings.max_stored_tasks
+        self._max_per_owner = settings.max_stored_tasks_per_owner
+        # The records this process made, oldest first: task id -> (owner, when it may be
+        # forgotten once finished, None while it is not). Changed under _room (store calls
+        # are made under it: never under _lock, which watchers and calls take).
+        self._kept: dict[str, tuple[str | None, float | None]] = {}
+        self._per_owner: dict[str | None, int] = {}
+        self._evicted: dict[str, str | None] = {}  # the last evicted tasks' owners
+        self._room = threading.Lock()
+        self._host = host
+        self._format = format_result
+        self._client_of = client_of
+        self._clock = clock
+        self._live: dict[str, Call] = {}  # task id -> the call running it here
+        self._lock = threading.Lock()
+        self._reader: threading.Thread | None = None  # see _watch_elsewhere
+        self._closed = threading.Event()
+        self._watchers: list[tuple[Callable[[TaskRecord], object], Callable[[], bool] | None]] = []
+        self._outbox: deque[TaskRecord] = deque()  # changes not yet told, in order
+        self._telling = False  # a dispatcher thread is telling them
+
+    @property
+    def store(self) -> TaskStore:
+        """Where the task records live: the server's task store, the one
+        ``TOOLNEXUS_STORE`` names, else a :class:`~toolnexus.stores.MemoryTaskStore`."""
+        store = self._store
+        if store is None:
+            from ...stores._tasks import MemoryTaskStore
+
+            with self._lock:
+                store = self._store
+                if store is None:
+                    store = self._store = MemoryTaskStore(clock=self._clock)
+        return store
+
+    # ------------------------------------------------------------------ watching
+
+    def watch(
+        self, watcher: Callable[[TaskRecord], object], wants: Callable[[], bool] | None = None
+    ) -> Callable[[], None]:
+        """``watcher(record)`` hears of every change of a task; returns how to stop.
+
+        ``wants()`` (quick, lock-free) says whether the watcher has anyone to tell just now
+        (a client listening): a change nobody wants is not handed to another thread."""
+        entry = (watcher, wants)
+        self._watchers.append(entry)
+
+        def stop() -> None:
+            if entry in self._watchers:
+                self._watchers.remove(entry)
+
+        return stop
+
+    def _told(self, record: TaskRecord) -> None:
+        """Tell the watchers of a change — later, on a dispatcher thread, in the order the
+        changes came: a change is often made under a transport's lock (a session's request
+        handled, a call's end reported) that the watcher takes to send its notification."""
+        if not any(wants is None or wants() for _, wants in self._watchers):
+            return
+        with self._lock:
+            self._outbox.append(record)
+            if self._telling:
+                return  # the thread telling the others tells this one after them
+            self._telling = True
+        dispatch(self._tell)
+
+    def _tell(self) -> None:
+        while True:
+            with self._lock:
+                if not self._outbox:
+                    self._telling = False
+                    return
+                record = self._outbox.popleft()
+            for watcher, _ in list(self._watchers):
+                try:
+                    watcher(record)
+                except Exception:  # a listener's failure is not the task's
+                    from ..._log import get_logger
+
+                    get_logger().exception("toolnexus mcp: a task watcher failed")
+
+    # ------------------------------------------------------------------ creating
+
+    @property
+    def running(self) -> int:
+        """How many tasks this process runs now."""
+        return len(self._live)
+
+    def has_room(self) -> bool:
+        """Whether one more task may run here (``max_tasks``)."""
+        return len(self._live) < self._max
+
+    def create(
+        self,
+        owner: str | None,
+        state: Mapping[str, Any],
+        *,
+        call: Call | None = None,
+        result: ToolResult | None = None,
+    ) -> TaskRecord | Refused:
+        """A new task for ``state`` (what resuming it needs), working on ``call`` — or,
+        given ``result``, already settled with it; :class:`Refused` when its store fails."""
+        import secrets  # here, not at the top: hashlib would cost every server's start-up
+
+        from ...stores._tasks import TaskRecord
+
+        now = self._clock()
+        record = TaskRecord(
+            "tsk-" + secrets.token_hex(16),
+            owner,
+            "working",
+            now,
+            now,
+            self._ttl_ms,
+            0,
+            state=state,
+        )
+        if call is None and result is not None:
+            # Made settled: stored once, as it ends (nobody saw it working); told so.
+            record = self._settled(record, result, False)
+        try:
+            refused = self._make_room(record)
+            if refused is not None:
+                return refused
+            try:
+                self.store.create(record)
+            except BaseException:
+                with self._room:
+                    self._uncount(record.task_id)
+                raise
+        except Exception as exc:
+            return self._store_failed("create a task", exc)
+        self._told(record)  # told before anything can settle it: "working" comes first
+        if call is not None:  # its end is reported to settle() by whoever runs it
+            with self._lock:
+                self._live[record.task_id] = call
+            self._watch_elsewhere()
+            try:
+                return self.store.get(record.task_id) or record
+            except Exception:  # stored a moment ago: what it said then stands
+                return record
+        return record
+
+    # ------------------------------------------------------------------ the bound
+
+    def _make_room(self, record: TaskRecord) -> Refused | None:
+        """Count ``record`` in (``max_stored_tasks`` in all, ``max_stored_tasks_per_owner``
+        for its owner), evicting the oldest finished tasks to make room; :class:`Refused`
+        when unfinished tasks alone fill the bound. Store failures propagate."""
+        owner = record.owner
+        with self._room:
+            while True:
+                owner_full = self._per_owner.get(owner, 0) >= self._max_per_owner
+                if not owner_full and len(self._kept) < self._max_stored:
+                    break
+                if not self._evict_one(owner if owner_full else None, owner_full):
+                    bound = self._max_per_owner if owner_full else self._max_stored
+                    whose = "of this client's " if owner_full else ""
+                    return Refused(
+                        INTERNAL_ERROR,
+                        f"server overloaded: {bound} {whose}tasks are unfinished (running, or "
+                        "waiting on an answer), the most the server keeps; finish or cancel "
+                        "one (tasks/cancel), or retry later",
+                    )
+            finished = record.expires_at if record.is_terminal else None
+            self._kept[record.task_id] = (owner, finished)
+            self._per_owner[owner] = self._per_owner.get(owner, 0) + 1
+        return None
+
+    def _evict_one(self, owner: str | None, of_owner: bool) -> bool:
+        """Forget the oldest finished task (``owner``'s, when ``of_owner``); False when
+        every one is unfinished (the lock _room is held)."""
+        now = self._clock()
+        unfinished: list[str] = []
+        for task_id, (whose, expires_at) in self._kept.items():
+            if of_owner and whose != owner:
+                continue
+            if expires_at is not None:
+                self._drop(task_id, evicted=expires_at > now)
+                return True
+            if task_id not in self._live:  # waits on an answer, or runs elsewhere
+                unfinished.append(task_id)
+        for task_id in unfinished:  # one may have ended elsewhere, or expired
+            record = self.store.get(task_id)
+            if record is None or record.is_terminal:
+                self._drop(task_id, evicted=record is not None)
+                return True
+        return False
+
+    def _drop(self, task_id: str, *, evicted: bool) -> None:
+        """Forget ``task_id`` here and in the store (the lock _room is held); remember an
+        evicted one's owner, so its ``tasks/get`` says it was evicted."""
+        owner = self._uncount(task_id)
+        delete = getattr(self.store, "delete", None)
+        if delete is not None:
+            delete(task_id)
+        else:  # a store without delete: the record stays, emptied, until its TTL
+            record = self.store.get(task_id)
+            if record is not None:
+                self.store.update(record.evolve(result=None, error=None, state=None))
+        if evicted:
+            self._evicted[task_id] = owner
+            if len(self._evicted) > self._max_stored:
+                del self._evicted[next(iter(self._evicted))]
+
+    def _uncount(self, task_id: str) -> str | None:
+        """Stop counting ``task_id`` (the lock _room is held); its owner."""
+        kept = self._kept.pop(task_id, None)
+        if kept is None:  # evicted already (made finished, by another creation)
+            return None
+        owner = kept[0]
+        left = self._per_owner[owner] - 1
+        if left:
+            self._per_owner[owner] = left
+        else:
+            del self._per_owner[owner]
+        return owner
+
+    def _finished(self, record: TaskRecord) -> None:
+        """``record`` ended: from now on, it may be evicted to make room."""
+        if not record.is_terminal:
+            return
+        with self._room:
+            kept = self._kept.get(record.task_id)
+            if kept is not None:
+                self._kept[record.task_id] = (kept[0], record.expires_at)
+
+    def _store_failed(self, doing: str, exc: Exception) -> Refused:
+        """The task store failed: the detail (its URL, the reason) goes to the server's
+        log; the client reads only that it is unavailable."""
+        from ..._log import get_logger
+
+        get_logger().error("toolnexus mcp: cannot %s: the task store failed: %s", doing, exc)
+        return Refused(INTERNAL_ERROR, "the task store is unavailable; try again")
+
+    def created(self, record: TaskRecord) -> dict[str, Any]:
+        """The ``CreateTaskResult`` fields for ``record`` (flat, ``resultType: "task"``)."""
+        return {"resultType": "task", **self._summary(record)}
+
+    def _summary(self, record: TaskRecord) -> dict[str, Any]:
+        out: dict[str, Any] = {"taskId": record.task_id, "status": record.status}
+        if record.status_message:
+            out["statusMessage"] = record.status_message
+        out["createdAt"] = iso_time(record.created_at)
+        out["lastUpdatedAt"] = iso_time(record.updated_at)
+        out["ttlMs"] = record.ttl_ms
+        out["pollIntervalMs"] = self._poll_ms
+        return out
+
+    def detailed(self, record: TaskRecord) -> dict[str, Any]:
+        """The ``tasks/get`` answer: the task, with its result, error or questions."""
+        out = self._summary(record)
+        if record.status == "completed" and record.result is not None:
+            out["result"] = thaw(record.result)
+        elif record.status == "failed" and record.error is not None:
+            out["error"] = thaw(record.error)
+        elif record.status == "input_required" and record.input_requests is not None:
+            out["inputRequests"] = thaw(record.input_requests)
+        return out
+
+    # ------------------------------------------------------------------ settling
+
+    def settle(self, task_id: str, result: ToolResult, call: Call | None = None) -> None:
+        """The task's call ended with ``result``: record it — completed, failed, cancelled,
+        or waiting on the question it asks."""
+        with self._lock:
+            if call is None or self._live.get(task_id) is call:
+                self._live.pop(task_id, None)
+        cancelled = call is not None and call.cancelled()
+        try:
+            for _ in range(_ATTEMPTS):
+                record = self.store.get(task_id)
+                if record is None or record.is_terminal:
+                    return  # expired, or cancelled meanwhile: its late result is dropped
+                changed = self._settled(record, result, cancelled)
+                if self.store.update(changed):
+                    self._finished(changed)
+                    self._told(changed)
+                    return
+        except Exception as exc:  # its record stays as it was, until its TTL
+            self._store_failed("record a task's end", exc)
+
+    def _settled(self, record: TaskRecord, result: ToolResult, cancelled: bool) -> TaskRecord:
+        now = self._clock()
+        if cancelled:
+            return record.evolve(
+                status="cancelled",
+                updated_at=now,
+                status_message=result.output,
+                input_requests=None,
+            )
+        request = ToolResult.pending_of(result) if result.is_error else None
+        if request is not None:
+            return self._asking(record, dict(thaw(record.state or {})), request, result, now)
+        client = self._client_of((record.state or {}).get("client") or {})
+        written = self._format(client, result)
+        try:
+            codec.encode(written)
+        except Exception as exc:  # not JSON (NaN, a set), or too big: the protocol failed
+            error = {
+                "code": INTERNAL_ERROR,
+                "message": f"internal error: the result is not JSON ({exc})",
+            }
+            return record.evolve(status="failed", updated_at=now, error=error, input_requests=None)
+        return record.evolve(
+            status="completed", updated_at=now, result=written, input_requests=None
+        )
+
+    def _asking(
+        self,
+        record: TaskRecord,
+        state: dict[str, Any],
+        request: Request,
+        result: ToolResult,
+        now: float,
+    ) -> TaskRecord:
+        # The rule a call's question follows (mcp/_shared/_questions.py), for the task's client —
+        # a modern one, which may always be asked.
+        client = self._client_of(state.get("client") or {})
+        planned = plan(request, result.output, client)
+        if planned.problem is not None:
+            error = {
+                "code": INTERNAL_ERROR,
+                "message": f"the task asked a question MCP cannot ask: {planned.problem}",
+            }
+            return record.evolve(status="failed", updated_at=now, error=error)
+        if planned.missing:
+            message, data = missing_capability(planned.missing, "the task", result.output)
+            error = {"code": MISSING_CLIENT_CAPABILITY, "message": message, "data": data}
+            return record.evolve(status="failed", updated_at=now, error=error)
+        binding = result.metadata.get(BINDING_KEY)
+        state.update(
+            request=request.to_dict(),
+            shapes=shapes_of(planned),
+            binding=binding if isinstance(binding, str) else None,
+            answers={},
+        )
+        return record.evolve(
+            status="input_required",
+            updated_at=now,
+            status_message=request.prompt,
+            input_requests=input_requests(planned),
+            state=state,
+        )
+
+    # ------------------------------------------------------------------ the methods
+
+    def find(self, task_id: Any, owner: str | None) -> TaskRecord | Refused:
+        """The task ``task_id`` of ``owner``, or :class:`Refused` (``-32602``) when there
+        is none — unknown, expired and another owner's read the same."""
+        if not isinstance(task_id, str) or not task_id:
+            return Refused(
+                INVALID_PARAMS, f"invalid params: taskId must be a string, got {describe(task_id)}"
+            )
+        try:
+            record = self.store.get(task_id)
+        except Exception as exc:
+            return self._store_failed("read a task", exc)
+        if record is None and task_id in self._evicted and self._evicted[task_id] == owner:
+            return Refused(
+                INVALID_PARAMS,
+                f"invalid params: task {task_id!r} was evicted: it had finished, and the "
+                f"server keeps at most {self._max_per_owner} tasks per client and "
+                f"{self._max_stored} in all (TaskOptions.max_stored_tasks_per_owner, "
+                "max_stored_tasks); read a task's result as soon as it is done",
+                {"taskId": task_id, "reason": "evicted"},
+            )
+        if record is None or record.owner != owner:
+            return Refused(
+                INVALID_PARAMS,
+                f"invalid params: no task {task_id!r} (it never existed, expired after its "
+                "ttlMs, or belongs to another client)",
+                {"taskId": task_id},
+            )
+        return record
+
+    def cancel(self, task_id: Any, owner: str | None) -> Refused | None:
+        """``tasks/cancel``: stop a task that still runs or waits (idempotent for one that
+        ended already); :class:`Refused` for a task ``owner`` does not have."""
+        try:
+            return self._cancel(task_id, owner)
+        except Exception as exc:
+            return self._store_failed("cancel a task", exc)
+
+    def _cancel(self, task_id: Any, owner: str | None) -> Refused | None:
+        for _ in range(_ATTEMPTS):
+            record = self.find(task_id, owner)
+            if isinstance(record, Refused):
+                return record
+            if record.is_terminal:
+                return None
+            changed = record.evolve(
+                status="cancelled",
+                updated_at=self._clock(),
+                status_message="cancelled by the client",
+                input_requests=None,
+            )
+            if self.store.update(changed):
+                with self._lock:
+                    call = self._live.pop(record.task_id, None)
+                if call is not None:
+                    call.cancel()
+                self._finished(changed)
+                self._told(changed)
+                return None
+        return Refused(INTERNAL_ERROR, "the task changed under every attempt to cancel it")
+
+    def update(self, task_id: Any, owner: str | None, responses: Any) -> Refused | Resume | None:
+        """``tasks/update``: take the answers to a task's questions. Keys it did not ask
+        (or asked and has) are ignored; once every question is answered, the task runs
+        again with the answers: the :class:`Resume` to start (through the call bridge).
+        :class:`Refused` (``-32602``) for an answer that cannot be read or does not fit its
+        form (nothing of it is kept), or a task ``owner`` does not have."""
+        try:
+            return self._update(task_id, owner, responses)
+        except Exception as exc:
+            return self._store_failed("answer a task", exc)
+
+    def _update(self, task_id: Any, owner: str | None, responses: Any) -> Refused | Resume | None:
+        if responses is not None and not isinstance(responses, dict):
+            return Refused(
+                INVALID_PARAMS,
+                f"invalid params: inputResponses must be an object, got {describe(responses)}",
+            )
+        # Questions and answers load with the first a task asks: a server starts without.
+        from ..._suspension import Answer, Request
+
+        for _ in range(_ATTEMPTS):
+            record = self.find(task_id, owner)
+            if isinstance(record, Refused):
+                return record
+            if record.status != "input_required" or not responses:
+                return None  # nothing asked now: answers for nothing are ignored
+            state = dict(thaw(record.state or {}))
+            request = Request.from_dict(state["request"])
+            shapes = state.get("shapes") or {}
+            answers: dict[str, Any] = dict(state.get("answers") or {})
+            asked = dict(thaw(record.input_requests or {}))
+            for each in request.requests():
+                response = responses.get(each.id)
+                if response is None or each.id not in asked:
+                    continue
+                answer = self._answer(each, str(shapes.get(each.id)), response)
+                if isinstance(answer, Refused):
+                    return answer
+                answers[each.id] = answer.to_dict()
+                del asked[each.id]
+            if asked:  # more to come: keep what came, ask the rest
+                state["answers"] = answers
+                changed = record.evolve(updated_at=self._clock(), input_requests=asked, state=state)
+                if self.store.update(changed):
+                    self._told(changed)
+                    return None
+                continue
+            collected = {key: Answer.from_dict(value) for key, value in answers.items()}
+            whole = whole_answer(request, collected)
+            state["answers"] = {}
+            changed = record.evolve(
+                status="working",
+                updated_at=self._clock(),
+                status_message=None,
+                input_requests=None,
+                state=state,
+            )
+            if self.store.update(changed):
+                self._told(changed)
+                return self._resume(changed, state, request, whole)
+        return Refused(INTERNAL_ERROR, "the task changed under every attempt to answer it")
+
+    def _answer(self, request: Request, shape: str, response: Any) -> Answer | Refused:
+        """A response to one of the task's questions, read and checked against its form
+        as a call's is (mcp/_shared/_questions.py) — refused here, as nothing of it is kept."""
+        try:
+            answer = answer_from_response(request, shape, response)
+        except ValueError as exc:
+            return Refused(INVALID_PARAMS, f"invalid params: inputResponses[{request.id!r}]: {exc}")
+        problem = form_problem(request, shape, answer)
+        if problem is not None:
+            return Refused(INVALID_PARAMS, f"invalid params: {problem}")
+        return answer
+
+    def _resume(
+        self, record: TaskRecord, state: Mapping[str, Any], request: Request, answer: Answer
+    ) -> Resume | None:
+        """What runs the task's call again with ``answer`` (the loop rule, on the host): a
+        :class:`Resume` the session starts through the call bridge, as every call starts —
+        or None when the answer declines and the task ends here."""
+        from ..._loop_rule import declined_text
+        from ..._suspension import decline_reason
+
+        task_id = record.task_id
+        if answer.id != request.id or decline_reason(request, answer) is not None:
+            self.settle(task_id, ToolResult.error(declined_text(request)))
+            return None
+        binding = state.get("binding")
+        return Resume(
+            task_id,
+            str(state.get("name")),
+            dict(state.get("arguments") or {}),
+            request,
+            answer,
+            binding if isinstance(binding, str) else None,
+        )
+
+    def adopt(self, task_id: str, call: Call) -> None:
+        """The call bridge made ``call`` to run the task ``task_id`` again (a
+        :class:`Resume`): a ``tasks/cancel`` — here or in another process — now reaches
+        it. A task cancelled meanwhile has its call cancelled at once."""
+        with self._lock:
+            if call.done():
+                return
+            self._live[task_id] = call
+        self._watch_elsewhere()
+        try:
+            record = self.store.get(task_id)
+        except Exception:  # the store is down: the watcher reads it again
+            return
+        if record is None or record.status == "cancelled":
+            with self._lock:
+                if self._live.get(task_id) is call:
+                    del self._live[task_id]
+            call.cancel()
+
+    # ------------------------------------------------------------------ other processes
+
+    def _watch_elsewhere(self) -> None:
+        """With a store other processes share, a task this process runs may be cancelled
+        in another (a replica the client's ``tasks/cancel`` reached): while it runs tasks,
+        one thread reads their records every ``task_poll_ms`` and cancels the call of a
+        task cancelled elsewhere. A memory store is this process's own: nothing to watch."""
+        from ...stores._tasks import MemoryTaskStore
+
+        if isinstance(self.store, MemoryTaskStore):
+            return
+        with self._lock:
+            if self._reader is not None or self._closed.is_set():
+                return
+            self._reader = threading.Thread(
+                target=self._read_records, name="toolnexus-task-reader", daemon=True
+            )
+            self._reader.start()
+
+    def _read_records(self) -> None:
+        while not self._closed.wait(self._poll_ms / 1000):
+            with self._lock:
+                live = dict(self._live)
+                if not live:
+                    self._reader = None  # the next task starts another
+                    return
+            for task_id, call in live.items():
+                try:
+                    record = self.store.get(task_id)
+                except Exception:  # the store is down: read again next time
+                    continue
+                if record is not None and record.status == "cancelled":
+                    with self._lock:
+                        if self._live.get(task_id) is call:
+                            del self._live[task_id]
+                    call.cancel()
+        with self._lock:
+            self._reader = None
+
+    def close(self) -> None:
+        """Stop watching (the server ends); running tasks end with the host."""
+        self._watchers.clear()
+        self._closed.set()
