@@ -15,7 +15,8 @@ import pytest
 from toolnexus import Answer, Host, Request, ToolContext, Toolkit, ToolResult, tool
 from toolnexus.mcp import HttpServer, McpClient, ServerOptions
 from toolnexus.mcp._server._bridge import LazyHost
-from toolnexus.mcp._server._session import ServerSession, StartCall, make_tasks
+from toolnexus.mcp._server._feature_tools import make_tasks
+from toolnexus.mcp._server._session import ServerSession, StartCall
 from toolnexus.mcp._shared._questions import (
     answer_from_response,
     elicit_result,

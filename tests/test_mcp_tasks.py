@@ -19,7 +19,7 @@ from http_helpers import post, sse_events
 from toolnexus import Host, NotFoundError, Request, ToolContext, Toolkit, ToolResult, tool
 from toolnexus.mcp import HttpServer, ServerOptions
 from toolnexus.mcp._server._bridge import LazyHost
-from toolnexus.mcp._server._session import make_tasks
+from toolnexus.mcp._server._feature_tools import make_tasks
 from toolnexus.stores import MemoryTaskStore, SqliteTaskStore, TaskRecord, TaskStore, open_store
 
 TASKS = "io.modelcontextprotocol/tasks"

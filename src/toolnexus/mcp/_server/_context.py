@@ -19,17 +19,20 @@ from ..._tracing import API_MODULE
 from ..._tracing import incoming as incoming_trace
 from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS
 from .._shared._protocol import META_LOG_LEVEL, META_SERVER_INFO, describe, is_request_id
+from .._shared._questions import is_finite_number
 from ._options import ServerOptions, resolve
 from ._questions import ServerQuestions
 from ._types import (
     Action,
     CallState,
+    CancelCall,
     ClientView,
     Reject,
     Send,
     StartCall,
     error,
     level_of,
+    waits_on,
 )
 
 if TYPE_CHECKING:
@@ -215,6 +218,73 @@ class ServerContext:
             del self.by_request[call.request_id]
         if call.asking is not None:
             self.questions.withdraw(call)
+
+    def cancelled(self, params: Any) -> list[Action]:
+        """A ``notifications/cancelled``: end the request it names — a call (cancelled
+        on the host if it runs; a legacy question it waits on withdrawn) or an open
+        ``subscriptions/listen`` stream. Malformed or unknown cancellations are ignored,
+        as the specification says."""
+        if not isinstance(params, dict):
+            return []
+        request_id = params.get("requestId")
+        if not is_request_id(request_id):
+            return []
+        if self.listens.pop(request_id, None) is not None:
+            return []  # the client closed its subscription: nothing more is sent on it
+        call = self.by_request.get(request_id)
+        if call is None:
+            return []
+        reason = params.get("reason")
+        reason = reason if isinstance(reason, str) else None
+        actions: list[Action] = []
+        if call.running:
+            actions.append(CancelCall(call.call_id, reason))
+        elif waits_on(call):
+            # Legacy: withdraw the questions too, so the client can close its dialogs.
+            actions += self.questions.withdraw(call)
+        call.running = False
+        self.forget(call)
+        return actions
+
+    def unanswered(self, newest: int) -> list[str | int]:
+        """Forget each call a failed message left unanswered — one it created (its id
+        above ``newest``) or one it took the answer of (neither running nor asking) — and
+        give their request ids, to answer with the failure."""
+        request_ids: list[str | int] = []
+        for call in list(self.calls.values()):
+            if call.call_id > newest or (not call.running and not waits_on(call)):
+                self.forget(call)
+                request_ids.append(call.request_id)
+        return request_ids
+
+    def cancel_all(self, reason: str) -> list[Action]:
+        """Forget every call and question (the session ends): a :class:`CancelCall` for
+        each call still running."""
+        actions: list[Action] = [
+            CancelCall(call.call_id, reason) for call in self.calls.values() if call.running
+        ]
+        self.calls.clear()
+        self.by_request.clear()
+        self.questions.clear()
+        return actions
+
+    def progress(
+        self, call: CallState, progress: float, total: float | None, message: str | None
+    ) -> list[Action]:
+        """A ``notifications/progress`` for ``call`` when its client asked for progress
+        (``_meta.progressToken``) and ``progress`` is a finite number above the last one
+        sent; otherwise nothing."""
+        if call.progress_token is None or not is_finite_number(progress):
+            return []
+        if call.last_progress is not None and progress <= call.last_progress:
+            return []
+        call.last_progress = progress
+        params: dict[str, Any] = {"progressToken": call.progress_token, "progress": progress}
+        if total is not None and is_finite_number(total):
+            params["total"] = total
+        if message is not None:
+            params["message"] = message if isinstance(message, str) else str(message)
+        return [Send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})]
 
     def finish(self, call: CallState, body: dict[str, Any]) -> list[Action]:
         """Answer ``call``'s request with ``body`` and forget the call."""

@@ -50,8 +50,9 @@ from .._shared._protocol import (
 )
 from ._bridge import CallBridge, InflightBytes, LazyHost
 from ._exchange import JSON_TYPE, Exchange, Reply
+from ._feature_tools import make_tasks
 from ._options import ServerOptions, TokenVerifier
-from ._session import Send, ServerSession, make_tasks
+from ._session import Send, ServerSession
 
 if TYPE_CHECKING:
     from ..._host import Host

@@ -8,7 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._shared._codec import INVALID_PARAMS, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
+from .._shared._codec import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 from .._shared._protocol import (
     LEGACY_PROTOCOL_VERSIONS,
     META_CLIENT_CAPABILITIES,
@@ -45,7 +50,16 @@ def supported_versions() -> list[str]:
 
 def initialize(context: ServerContext, request_id: str | int, params: Mapping[str, Any]) -> Send:
     """A legacy ``initialize``: the revision both speak, what the client takes, and what
-    the server offers."""
+    the server offers. A modern request (its ``_meta`` names a revision) is refused:
+    ``initialize`` is not part of that revision."""
+    meta = params.get("_meta")
+    if isinstance(meta, dict) and META_PROTOCOL_VERSION in meta:
+        raise Reject(
+            METHOD_NOT_FOUND,
+            "method not found: 'initialize' is not part of protocol revision "
+            f"{meta[META_PROTOCOL_VERSION]}; a 2026-07-28 client sends _meta on every "
+            "request instead",
+        )
     if context.legacy is not None:
         raise Reject(
             INVALID_REQUEST,

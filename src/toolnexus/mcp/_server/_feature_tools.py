@@ -1,5 +1,6 @@
-"""The tools feature of a server session: ``tools/list`` and ``tools/call``, and how a
-tool's result is written for the client that called it (a ``CallToolResult``)."""
+"""The tools feature of a server session: ``tools/list`` and ``tools/call``, how a
+tool's result is written for the client that called it (a ``CallToolResult``), and a
+server's tasks (:func:`make_tasks`: each is a tool call, its result written so)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,17 @@ from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPA
 from .._shared._content import content_blocks
 from .._shared._protocol import TASKS_EXTENSION, describe
 from ._context import BOTH, Feature, Method, ServerContext
-from ._feature_tasks import task_made
+from ._feature_tasks import client_from_state, task_made
 from ._types import Action, CallState, ClientView, Reject, Send
 
 if TYPE_CHECKING:
     from ..._result import ToolResult
     from ..._tools import Tool
+    from ._lazy_host import LazyHost
+    from ._options import TaskOptions
+    from ._tasks import Tasks
 
-__all__ = ["FEATURE", "call_tool_result"]
+__all__ = ["FEATURE", "call_tool_result", "make_tasks"]
 
 
 def _declare(context: ServerContext, modern: bool) -> dict[str, Any]:
@@ -153,6 +157,13 @@ def call_tool_result(client: ClientView, result: ToolResult) -> dict[str, Any]:
         if client.carries(structured):
             out["structuredContent"] = thaw(structured)
     return out
+
+
+def make_tasks(host: LazyHost, settings: TaskOptions) -> Tasks:
+    """The tasks of a server that runs its calls on ``host`` (one for all its sessions)."""
+    from ._tasks import Tasks
+
+    return Tasks(host, settings, format_result=call_tool_result, client_of=client_from_state)
 
 
 FEATURE = Feature(

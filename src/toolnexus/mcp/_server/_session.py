@@ -43,7 +43,6 @@ from .._shared._protocol import (
     describe,
     is_request_id,
 )
-from .._shared._questions import is_finite_number
 from . import (
     _feature_completion,
     _feature_discover,
@@ -54,9 +53,9 @@ from . import (
     _feature_tools,
 )
 from ._context import BOTH, MODERN, Feature, Method, ServerContext
-from ._feature_discover import end_listens, list_changed, modern_client, task_changed
+from ._feature_discover import end_listens, initialize, list_changed, modern_client, task_changed
 from ._feature_logging import log_message
-from ._options import ServerOptions, TaskOptions
+from ._options import ServerOptions
 from ._types import (
     Action,
     CancelCall,
@@ -68,14 +67,12 @@ from ._types import (
     level_of,
     plain_result,
     question_of,
-    waits_on,
 )
 
 if TYPE_CHECKING:
     from ..._host import Call
     from ..._toolkit import Toolkit
     from ...stores import TaskRecord
-    from ._lazy_host import LazyHost
     from ._tasks import Tasks
 
 __all__ = [
@@ -94,7 +91,6 @@ __all__ = [
     "Send",
     "ServerSession",
     "StartCall",
-    "make_tasks",
 ]
 
 _log = LazyLogger()  # logging loads with the first record, not with the server
@@ -282,12 +278,10 @@ class ServerSession:
             request_id = message.get("id")
             if "id" in message and is_request_id(request_id):
                 answered.append(request_id)
-        for call in list(self._ctx.calls.values()):
-            # A call this message created, or one it took the answer of, is answered here.
-            if call.call_id > newest or (not call.running and not waits_on(call)):
-                self._ctx.forget(call)
-                if call.request_id not in answered:
-                    answered.append(call.request_id)
+        # A call this message created, or one it took the answer of, is answered here.
+        for call_request in self._ctx.unanswered(newest):
+            if call_request not in answered:
+                answered.append(call_request)
         return [error(request_id, code, text) for request_id in answered]
 
     def line_too_long(self, length: int, limit: int) -> list[Action]:
@@ -437,19 +431,9 @@ class ServerSession:
         is a finite number above the last one sent; otherwise nothing.
         """
         call = self._ctx.calls.get(call_id)
-        if call is None or not call.running or call.progress_token is None:
+        if call is None or not call.running:
             return []
-        if not is_finite_number(progress):
-            return []
-        if call.last_progress is not None and progress <= call.last_progress:
-            return []
-        call.last_progress = progress
-        params: dict[str, Any] = {"progressToken": call.progress_token, "progress": progress}
-        if total is not None and is_finite_number(total):
-            params["total"] = total
-        if message is not None:
-            params["message"] = message if isinstance(message, str) else str(message)
-        return [Send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})]
+        return self._ctx.progress(call, progress, total, message)
 
     def report_log(
         self, call_id: int, level: str, data: Any, logger: str | None = None
@@ -476,16 +460,7 @@ class ServerSession:
         sends nothing and ignores further input.
         """
         self._closed = True
-        actions: list[Action] = [
-            CancelCall(call.call_id, "the client closed the connection")
-            for call in self._ctx.calls.values()
-            if call.running
-        ]
-        actions += self._end_listens()
-        self._ctx.calls.clear()
-        self._ctx.by_request.clear()
-        self._ctx.questions.clear()
-        return actions
+        return self._ctx.cancel_all("the client closed the connection") + self._end_listens()
 
     def _end_listens(self) -> list[Action]:
         """End every open ``subscriptions/listen`` stream with its response (the stream
@@ -566,15 +541,6 @@ class ServerSession:
             )
         meta = params.get("_meta")
         if entry is None:  # initialize: it chooses the era
-            if isinstance(meta, dict) and META_PROTOCOL_VERSION in meta:
-                raise Reject(
-                    METHOD_NOT_FOUND,
-                    "method not found: 'initialize' is not part of protocol revision "
-                    f"{meta[META_PROTOCOL_VERSION]}; a 2026-07-28 client sends _meta on every "
-                    "request instead",
-                )
-            from ._feature_discover import initialize
-
             return [initialize(context, request_id, params)]
         if meta is not None and not isinstance(meta, dict):
             raise Reject(
@@ -612,7 +578,7 @@ class ServerSession:
 
     def _on_notification(self, method: str, params: Any) -> list[Action]:
         if method == "notifications/cancelled":
-            return self._cancel_from(params)
+            return self._ctx.cancelled(params)
         if method == "notifications/initialized":
             self._ctx.initialized = True
         # Anything else (progress, roots/list_changed, unknown): nothing to do.
@@ -624,38 +590,3 @@ class ServerSession:
         if answered is None:  # nested too deeply: answered as a message too deep to handle
             return self._failed(message, self._ctx.next_call, RecursionError(TOO_DEEP))
         return answered
-
-    # ------------------------------------------------------------------ cancellation
-
-    def _cancel_from(self, params: Any) -> list[Action]:
-        # Malformed or unknown cancellations are ignored, as the specification says.
-        if not isinstance(params, dict):
-            return []
-        request_id = params.get("requestId")
-        if not is_request_id(request_id):
-            return []
-        if self._ctx.listens.pop(request_id, None) is not None:
-            return []  # the client closed its subscription: nothing more is sent on it
-        call = self._ctx.by_request.get(request_id)
-        if call is None:
-            return []
-        reason = params.get("reason")
-        reason = reason if isinstance(reason, str) else None
-        actions: list[Action] = []
-        if call.running:
-            actions.append(CancelCall(call.call_id, reason))
-        elif waits_on(call):
-            # Legacy: withdraw the questions too, so the client can close its dialogs.
-            actions += self._ctx.questions.withdraw(call)
-        call.running = False
-        self._ctx.forget(call)
-        return actions
-
-
-def make_tasks(host: LazyHost, settings: TaskOptions) -> Tasks:
-    """The tasks of a server that runs its calls on ``host`` (one for all its sessions)."""
-    from ._feature_tasks import client_from_state
-    from ._feature_tools import call_tool_result
-    from ._tasks import Tasks
-
-    return Tasks(host, settings, format_result=call_tool_result, client_of=client_from_state)

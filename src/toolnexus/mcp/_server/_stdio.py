@@ -40,8 +40,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ..._log import LazyLogger
 from ._bridge import CallBridge, CallEntry, InflightBytes, Later, LazyHost
+from ._feature_tools import make_tasks
 from ._options import ServerOptions, resolve
-from ._session import CancelCall, Send, ServerSession, make_tasks
+from ._session import CancelCall, Send, ServerSession
 
 if TYPE_CHECKING:
     from ..._host import Call
