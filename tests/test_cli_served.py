@@ -23,24 +23,28 @@ def url() -> Iterator[str]:
         yield server.url
 
 
+# What `toolnexus list` shows of the served kit, from its module and from its URL alike.
+LISTING = [
+    "capital  Asks the client's model for a capital.",
+    "slow     Works `seconds`, then answers (a task, for a client that takes tasks).",
+    "verses   Three lines, one text block each.",
+    "",
+    "resources:",
+    "  notes://readme  The readme.",
+    "  notes://logo    A tiny logo.",
+    "",
+    "resource templates:",
+    "  notes://items/{item_id}  One item, by number.",
+    "",
+    "prompts:",
+    "  review  Ask for a code review.",
+]
+
+
 def test_list_shows_the_tools_then_resources_templates_and_prompts() -> None:
     done = run("list", REF)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [
-        "capital  Asks the client's model for a capital.",
-        "slow     Works `seconds`, then answers (a task, for a client that takes tasks).",
-        "verses   Three lines, one text block each.",
-        "",
-        "resources:",
-        "  notes://readme  The readme.",
-        "  notes://logo    A tiny logo.",
-        "",
-        "resource templates:",
-        "  notes://items/{item_id}  One item, by number.",
-        "",
-        "prompts:",
-        "  review  Ask for a code review.",
-    ]
+    assert done.stdout.splitlines() == LISTING
 
 
 def test_read_prints_a_text_resource_and_saves_a_binary_one(tmp_path: Path) -> None:
@@ -146,21 +150,7 @@ def test_the_mcp_client_lists_reads_and_gets() -> None:
 def test_every_command_takes_the_server_url_read_and_get_take(url: str) -> None:
     listed = run("list", url)
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.splitlines() == [
-        "capital  Asks the client's model for a capital.",
-        "slow     Works `seconds`, then answers (a task, for a client that takes tasks).",
-        "verses   Three lines, one text block each.",
-        "",
-        "resources:",
-        "  notes://readme  The readme.",
-        "  notes://logo    A tiny logo.",
-        "",
-        "resource templates:",
-        "  notes://items/{item_id}  One item, by number.",
-        "",
-        "prompts:",
-        "  review  Ask for a code review.",
-    ]
+    assert listed.stdout.splitlines() == LISTING
     called = run("call", url, "slow", "seconds=0")
     assert (called.returncode, called.stdout) == (0, "slept 0\n"), called.stderr
     refused = run("call", url, "slow", "seconds=soon")

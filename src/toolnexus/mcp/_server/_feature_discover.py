@@ -26,7 +26,7 @@ from .._shared._protocol import (
     elicitation_modes,
 )
 from ._context import LEGACY, MODERN, Feature, Method, ServerContext
-from ._types import Action, ClientView, Reject, Send, plain_result
+from ._types import Action, ClientView, Reject, Send, object_param, plain_result
 
 if TYPE_CHECKING:
     from ...stores import TaskRecord
@@ -72,14 +72,7 @@ def initialize(context: ServerContext, request_id: str | int, params: Mapping[st
             INVALID_PARAMS,
             f"invalid params: protocolVersion must be a string, got {describe(requested)}",
         )
-    capabilities = params.get("capabilities")
-    if capabilities is None:
-        capabilities = {}
-    elif not isinstance(capabilities, dict):
-        raise Reject(
-            INVALID_PARAMS,
-            f"invalid params: capabilities must be an object, got {describe(capabilities)}",
-        )
+    capabilities = object_param(params, "capabilities")
     client_info = params.get("clientInfo")
     if client_info is not None and not isinstance(client_info, dict):
         raise Reject(

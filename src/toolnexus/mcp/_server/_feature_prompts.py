@@ -11,7 +11,7 @@ from .._shared._codec import INVALID_PARAMS
 from .._shared._content import downgrade
 from .._shared._protocol import describe
 from ._context import BOTH, Feature, Method, ServerContext
-from ._types import Action, CallState, ClientView, Reject, who
+from ._types import Action, CallState, ClientView, Reject, object_param, who
 
 if TYPE_CHECKING:
     from ..._result import ToolResult
@@ -72,14 +72,7 @@ def _get(
         item = context.toolkit.get_prompt(name)
     except LookupError as exc:
         raise Reject(INVALID_PARAMS, f"invalid params: {exc.args[0]}") from None
-    arguments = params.get("arguments")
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict):
-        raise Reject(
-            INVALID_PARAMS,
-            f"invalid params: arguments must be an object of strings, got {describe(arguments)}",
-        )
+    arguments = object_param(params, "arguments", "an object of strings")
     problem = item.problem(arguments)
     if problem is not None:
         raise Reject(INVALID_PARAMS, f"invalid params: {problem}")

@@ -16,7 +16,7 @@ from .._shared._content import content_blocks
 from .._shared._protocol import TASKS_EXTENSION, describe
 from ._context import BOTH, Feature, Method, ServerContext
 from ._feature_tasks import client_from_state, task_made
-from ._types import Action, CallState, ClientView, Reject, Send
+from ._types import Action, CallState, ClientView, Reject, Send, object_param
 
 if TYPE_CHECKING:
     from ..._result import ToolResult
@@ -78,14 +78,7 @@ def _call(
             INVALID_PARAMS,
             f"invalid params: name must be a string naming a tool, got {describe(name)}",
         )
-    arguments = params.get("arguments")
-    if arguments is None:
-        arguments = {}
-    elif not isinstance(arguments, dict):
-        raise Reject(
-            INVALID_PARAMS,
-            f"invalid params: arguments must be an object, got {describe(arguments)}",
-        )
+    arguments = object_param(params, "arguments")
     try:
         support = context.toolkit.get(name).task_support
     except LookupError as exc:

@@ -38,6 +38,7 @@ __all__ = [
     "check_result",
     "error",
     "level_of",
+    "object_param",
     "question_of",
     "plain_result",
     "waits_on",
@@ -344,6 +345,25 @@ class Reject(Exception):
         self.code = code
         self.message = message
         self.data = data
+
+
+def object_param(params: Mapping[str, Any], name: str, shape: str = "an object") -> dict[str, Any]:
+    """``params[name]``, an object (``{}`` when absent or null), or the ``-32602`` refusal
+    that names it: ``invalid params: arguments must be an object, got a string``.
+
+    Example::
+
+        >>> object_param({"arguments": {"a": 1}}, "arguments"), object_param({}, "arguments")
+        ({'a': 1}, {})
+    """
+    value = params.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise Reject(
+            INVALID_PARAMS, f"invalid params: {name} must be {shape}, got {describe(value)}"
+        )
+    return value
 
 
 def check_result(where: str, result: Any) -> None:
