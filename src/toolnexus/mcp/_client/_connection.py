@@ -3,10 +3,11 @@
 :class:`Connection` sends what the :class:`~toolnexus.mcp.ClientSession` builds and feeds
 what the transport reads back to it, hands each event to whoever waits for it (the
 :class:`~._peer.Peer` says who), answers the server's own requests (the session decides
-how), reads a legacy HTTP session's own stream, and ends: a lost connection closes every
-waiter. :class:`~toolnexus.mcp.McpClient` owns the lifetime (opening, re-opening,
-closing) and the calls; neither decides a protocol rule — the session and
-:mod:`._client_questions` do.
+how), parks a legacy server's question on its call and resumes the call with the answer
+(:meth:`Connection.ask`, :meth:`Connection.resume`), reads a legacy HTTP session's own
+stream, and ends: a lost connection closes every waiter. :class:`~toolnexus.mcp.McpClient`
+owns the lifetime (opening, re-opening, closing) and the calls; neither decides a protocol
+rule — the session and :mod:`._questions` do.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from ._http import HttpExchange, HttpTransport
     from ._stdio import StdioTransport
 
-__all__ = ["CANCELLED", "RETRY", "Connection", "auth_problem"]
+__all__ = ["CANCELLED", "RETRY", "Connection", "auth_problem", "give_up"]
 
 _log = LazyLogger("mcp.client")
 
@@ -186,6 +187,15 @@ class Connection:
             "the server ended the answer without a response",
             _Lost("the server ended the answer without a response"),
         )
+
+    def start_listening(self) -> None:
+        """Read the legacy session's own event stream (:meth:`listen`) on a helper thread,
+        joined on close."""
+        listener = threading.Thread(
+            target=self.listen, name=f"toolnexus-mcp-{self.label}-listen", daemon=True
+        )
+        self.threads.append(listener)
+        listener.start()
 
     def listen(self) -> None:
         """Read the legacy session's own event stream (``GET``) while the connection
@@ -653,15 +663,6 @@ class Connection:
         if waiter.request_id is not None:
             self.peer.question_answered(waiter.request_id)
 
-    def give_up(self, parked: Parked, reply: Outgoing, why: str) -> None:
-        """A question parked on this connection was given up
-        (:meth:`ClientQuestions.give_up`): tell the server ``reply`` and end the call it
-        belongs to."""
-        with self.lock:
-            self._answered(parked.call)
-        self.send_quietly(reply)
-        self.abandon(parked.call, why)
-
     def resume(
         self,
         questions: ClientQuestions,
@@ -799,6 +800,16 @@ class Connection:
                     self.peer.stop_waiting(outgoing.id)
             if waiter.messages is not None:
                 waiter.messages.close()
+
+
+def give_up(parked: Parked, reply: Outgoing, why: str) -> None:
+    """A parked question was given up (:meth:`ClientQuestions.give_up`, its ``on_give_up``):
+    its connection tells the server ``reply`` and ends the call it belongs to."""
+    connection: Connection = parked.connection
+    with connection.lock:
+        connection._answered(parked.call)
+    connection.send_quietly(reply)
+    connection.abandon(parked.call, why)
 
 
 def auth_problem(lost: _Lost) -> str:

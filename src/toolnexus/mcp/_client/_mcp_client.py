@@ -1,13 +1,13 @@
 """A connected MCP client: one server's tools as ordinary :class:`~toolnexus.Tool`\\ s.
 
 :class:`McpClient` is the lifetime of a client: it opens a connection (a child process on
-stdio, or Streamable HTTP; :class:`~._client_connection.Connection` does one connection's
-I/O) and re-opens it when lost, and runs ``tools/call`` with the caller's deadline and
+stdio, or Streamable HTTP; :class:`~._connection.Connection` does one connection's I/O)
+and re-opens it when lost, and runs ``tools/call`` with the caller's deadline and
 cancellation token: a cancel or a deadline sends ``notifications/cancelled`` (stdio,
 legacy HTTP) or closes the HTTP request (modern), and the call returns at once even if
 the server never answers. It decides no protocol rule: the sans-IO
 :class:`~toolnexus.mcp.ClientSession` says what each message means and what to send,
-and :mod:`._client_questions` is the client's question flow.
+and :mod:`._questions` is the client's question flow.
 
 A server's question is a suspension, as a local tool's is. A legacy server's
 ``elicitation/create`` parks its ``tools/call`` (still in flight) under the id of the
@@ -39,10 +39,10 @@ from ..._suspension import Answer
 from ..._tracing import client_span
 from ...errors import InvalidTypeError, McpError
 from .._shared._peer import Waiter
-from ._connection import CANCELLED, RETRY, Connection
+from ._connection import CANCELLED, RETRY, Connection, give_up
 from ._questions import ClientQuestions, Parked, unsent
 from ._remote import remote_tool_list
-from ._session import LIST_PAGES, Outgoing, list_page, prompt_result, resource_contents
+from ._session import LIST_PAGES, list_page, prompt_result, resource_contents
 from ._settings import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_QUESTION_TIMEOUT_MS,
@@ -176,7 +176,7 @@ class McpClient:
         self._open_lock = threading.Lock()  # one opener at a time
         self._connection: Connection | None = None
         # The legacy questions parked on this client (their calls wait on the server).
-        self._questions = ClientQuestions(settings.question_s, _give_up)
+        self._questions = ClientQuestions(settings.question_s, give_up)
         self._listeners: list[Callable[[], object]] = []
         self._closed = False
         self._http: HttpTransport | None = None
@@ -315,13 +315,7 @@ class McpClient:
             connection.drop(fallback)
             return self._start_connection(legacy=True)
         if not connection.is_stdio and connection.session.era == "legacy":
-            listener = threading.Thread(
-                target=connection.listen,
-                name=f"toolnexus-mcp-{self.name}-listen",
-                daemon=True,
-            )
-            connection.threads.append(listener)
-            listener.start()
+            connection.start_listening()  # the session's own stream (GET)
         return connection
 
     def _spawn(self, connection: Connection) -> None:
@@ -703,10 +697,3 @@ class McpClient:
 
 
 _NEVER = CancellationToken.NONE
-
-
-def _give_up(parked: Parked, reply: Outgoing, why: str) -> None:
-    """A parked question was given up (:meth:`ClientQuestions.give_up`): its connection
-    tells the server ``reply`` and ends the call it belongs to."""
-    connection: Connection = parked.connection
-    connection.give_up(parked, reply, why)
