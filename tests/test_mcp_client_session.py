@@ -123,3 +123,32 @@ def test_list_pages_and_listed_tools_are_read_as_the_server_sent_them() -> None:
     fields = listed["a"]
     assert isinstance(fields, dict) and fields["name"] == "p_a" and fields["title"] is None
     assert fields["headers"] == {"r": "Region"} and "c" not in listed
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_a_tool_call_asks_for_progress_and_carries_a_retry_s_params(era: str) -> None:
+    session = opened(era)
+    retry = {"inputResponses": {"k": {"action": "accept"}}, "requestState": "s"}
+    outgoing = session.call_tool("add", {"a": 1}, retry)
+    params = outgoing.message["params"]
+    assert outgoing.message["method"] == "tools/call"
+    assert {key: params[key] for key in ("name", "arguments", *retry)} == {
+        "name": "add",
+        "arguments": {"a": 1},
+        **retry,
+    }
+    assert params["_meta"]["progressToken"] == outgoing.id
+    assert outgoing.to_bytes() == codec.encode(outgoing.message)
+    assert "requestState" not in session.call_tool("add", {})[0]["params"]
+
+
+def test_resource_and_prompt_answers_without_their_arrays_are_refused() -> None:
+    from toolnexus.mcp._client._session import prompt_result, resource_contents
+
+    read = {"contents": [{"uri": "a://b", "text": "x"}, "junk"]}
+    assert resource_contents("s", "a://b", read) == [{"uri": "a://b", "text": "x"}]
+    with pytest.raises(McpError, match="resources/read answered without contents for 'a://b'"):
+        resource_contents("s", "a://b", {})
+    assert prompt_result("s", "p", {"messages": []}) == {"messages": []}
+    with pytest.raises(McpError, match="prompts/get answered without messages for 'p'"):
+        prompt_result("s", "p", {"messages": None})

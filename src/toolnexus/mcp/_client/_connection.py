@@ -3,10 +3,11 @@
 :class:`Connection` sends what the :class:`~toolnexus.mcp.ClientSession` builds and feeds
 what the transport reads back to it, hands each event to whoever waits for it (the
 :class:`~._peer.Peer` says who), answers the server's own requests (the session decides
-how), reads a legacy HTTP session's own stream, and ends: a lost connection closes every
-waiter. :class:`~toolnexus.mcp.McpClient` owns the lifetime (opening, re-opening,
-closing) and the calls; neither decides a protocol rule — the session and
-:mod:`._client_questions` do.
+how), parks a legacy server's question on its call and resumes the call with the answer
+(:meth:`Connection.ask`, :meth:`Connection.resume`), reads a legacy HTTP session's own
+stream, and ends: a lost connection closes every waiter. :class:`~toolnexus.mcp.McpClient`
+owns the lifetime (opening, re-opening, closing) and the calls; neither decides a protocol
+rule — the session and :mod:`._questions` do.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 from ..._cancellation import CancellationToken
 from ..._log import LazyLogger
 from ..._result import ToolResult
-from ..._suspension import Request
+from ..._suspension import Answer, Request
 from ...errors import McpError
 from .._shared._peer import Peer, Waiter
-from ._questions import ClientQuestions, call_result, refused, unsent
+from ._questions import ClientQuestions, Parked, call_result, refused, unsent
 from ._session import (
     ClientSession,
     Failure,
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from ._http import HttpExchange, HttpTransport
     from ._stdio import StdioTransport
 
-__all__ = ["CANCELLED", "RETRY", "Connection", "auth_problem"]
+__all__ = ["CANCELLED", "RETRY", "Connection", "auth_problem", "give_up"]
 
 _log = LazyLogger("mcp.client")
 
@@ -186,6 +187,15 @@ class Connection:
             "the server ended the answer without a response",
             _Lost("the server ended the answer without a response"),
         )
+
+    def start_listening(self) -> None:
+        """Read the legacy session's own event stream (:meth:`listen`) on a helper thread,
+        joined on close."""
+        listener = threading.Thread(
+            target=self.listen, name=f"toolnexus-mcp-{self.label}-listen", daemon=True
+        )
+        self.threads.append(listener)
+        listener.start()
 
     def listen(self) -> None:
         """Read the legacy session's own event stream (``GET``) while the connection
@@ -510,7 +520,7 @@ class Connection:
         token: CancellationToken,
         progress: ProgressReporter | None,
         idle_s: float | None,
-        ask: Callable[[Waiter, ServerRequest], ToolResult | None],
+        questions: ClientQuestions,
         headers: Mapping[str, str] | None,
         *,
         may_retry: bool,
@@ -530,7 +540,7 @@ class Connection:
                 return RETRY
             failed = self.lost_result(name, lost)
             return failed if lost.sent else unsent(failed, answering)
-        return self.drive(waiter, name, token, progress, idle_s, ask, answering=answering)
+        return self.drive(waiter, name, token, progress, idle_s, questions, answering=answering)
 
     def lose(self, lost: _Lost) -> None:
         """A request found the connection gone: forget it, so the next one re-opens."""
@@ -549,14 +559,13 @@ class Connection:
         token: CancellationToken,
         progress: ProgressReporter | None,
         idle_s: float | None,
-        ask: Callable[[Waiter, ServerRequest], ToolResult | None],
+        questions: ClientQuestions,
         *,
         answering: bool = False,
     ) -> ToolResult | object:
         """Read the call ``name``'s events until its result (or :data:`RETRY`: the
-        session was gone before the request reached the server). ``ask(waiter, event)``
-        takes a legacy server's question: the pending result that parks the call, or
-        ``None`` (answered at once: the call goes on). ``answering``: the request carries
+        session was gone before the request reached the server). A legacy server's
+        question parks the call with ``questions`` (:meth:`ask`). ``answering``: the request carries
         answers (a modern retry): a result that did not use them says so (see
         :func:`unsent`)."""
         registration = None
@@ -610,7 +619,7 @@ class Connection:
                         _report(progress, event.params)
                     continue
                 if isinstance(event, ServerRequest) and event.method == "elicitation/create":
-                    pending = ask(waiter, event)
+                    pending = self.ask(questions, name, waiter, event)
                     if pending is not None:
                         parked = True
                         return pending
@@ -626,6 +635,65 @@ class Connection:
                 registration.unregister()
             if not parked and waiter.exchange is not None and token.is_cancellation_requested:
                 waiter.exchange.abort()
+
+    # ------------------------------------------------------------------ questions
+
+    def ask(
+        self, questions: ClientQuestions, name: str, waiter: Waiter, event: ServerRequest
+    ) -> ToolResult | None:
+        """A legacy server asks during the call ``name``: park the call with
+        ``questions`` and hand back the question (a pending result), or answer the server
+        at once when the host cannot be asked (``None``: the call goes on)."""
+        with self.lock:
+            asked = questions.ask(self.session, event, tool=name, connection=self, call=waiter)
+            if isinstance(asked, Request):
+                return ToolResult.pending(asked)
+            self._answered(waiter)
+        if "error" in asked.message:
+            _log.warning(
+                "MCP server %s sent a malformed elicitation: %s",
+                self.label,
+                asked.message["error"].get("message"),
+            )
+        self.send_quietly(asked)
+        return None
+
+    def _answered(self, waiter: Waiter) -> None:
+        """``waiter``'s question was answered: its call may ask again (under the lock)."""
+        if waiter.request_id is not None:
+            self.peer.question_answered(waiter.request_id)
+
+    def resume(
+        self,
+        questions: ClientQuestions,
+        parked: Parked,
+        answer: Answer,
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        idle_s: float | None,
+    ) -> ToolResult:
+        """Answer ``parked``'s question (the server's request) with ``answer`` and read
+        its call on to its end, as :meth:`drive` does."""
+        name = parked.tool
+        if self.lost is not None:
+            return ToolResult(
+                f"{name}: the question this answers is gone: the session with MCP server "
+                f"{self.label} ended ({self.lost}); call the tool again",
+                True,
+            )
+        with self.lock:
+            reply = questions.reply(parked, answer)
+            self._answered(parked.call)
+        self.send_quietly(reply)
+        result = self.drive(parked.call, name, token, progress, idle_s, questions)
+        if result is RETRY:
+            return ToolResult(
+                f"{name}: the session with MCP server {self.label} ended while it was "
+                "answering; call the tool again",
+                True,
+            )
+        assert isinstance(result, ToolResult)
+        return result
 
     def lost_result(self, name: str, lost: _Lost) -> ToolResult:
         """What the call ``name`` answers when the connection ended under it."""
@@ -732,6 +800,16 @@ class Connection:
                     self.peer.stop_waiting(outgoing.id)
             if waiter.messages is not None:
                 waiter.messages.close()
+
+
+def give_up(parked: Parked, reply: Outgoing, why: str) -> None:
+    """A parked question was given up (:meth:`ClientQuestions.give_up`, its ``on_give_up``):
+    its connection tells the server ``reply`` and ends the call it belongs to."""
+    connection: Connection = parked.connection
+    with connection.lock:
+        connection._answered(parked.call)
+    connection.send_quietly(reply)
+    connection.abandon(parked.call, why)
 
 
 def auth_problem(lost: _Lost) -> str:

@@ -1,13 +1,13 @@
 """A connected MCP client: one server's tools as ordinary :class:`~toolnexus.Tool`\\ s.
 
 :class:`McpClient` is the lifetime of a client: it opens a connection (a child process on
-stdio, or Streamable HTTP; :class:`~._client_connection.Connection` does one connection's
-I/O) and re-opens it when lost, and runs ``tools/call`` with the caller's deadline and
+stdio, or Streamable HTTP; :class:`~._connection.Connection` does one connection's I/O)
+and re-opens it when lost, and runs ``tools/call`` with the caller's deadline and
 cancellation token: a cancel or a deadline sends ``notifications/cancelled`` (stdio,
 legacy HTTP) or closes the HTTP request (modern), and the call returns at once even if
 the server never answers. It decides no protocol rule: the sans-IO
 :class:`~toolnexus.mcp.ClientSession` says what each message means and what to send,
-and :mod:`._client_questions` is the client's question flow.
+and :mod:`._questions` is the client's question flow.
 
 A server's question is a suspension, as a local tool's is. A legacy server's
 ``elicitation/create`` parks its ``tools/call`` (still in flight) under the id of the
@@ -25,7 +25,6 @@ connections.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import threading
 import time
@@ -36,28 +35,25 @@ from typing import TYPE_CHECKING, Any
 from ..._cancellation import CancellationToken, CancellationTokenSource
 from ..._log import LazyLogger
 from ..._result import ToolResult
-from ..._suspension import Answer, Request
+from ..._suspension import Answer
 from ..._tracing import client_span
-from ..._tracing import inject as inject_trace
-from ...errors import InvalidTypeError, InvalidValueError, McpError
+from ...errors import InvalidTypeError, McpError
 from .._shared._peer import Waiter
-from ._connection import CANCELLED, RETRY, Connection
-from ._questions import (
-    ClientQuestions,
-    Parked,
-    unsent,
-)
-from ._session import (
-    LIST_PAGES,
-    ClientSession,
-    Outgoing,
-    ServerRequest,
-    list_page,
-    remote_tools,
+from ._connection import CANCELLED, RETRY, Connection, give_up
+from ._questions import ClientQuestions, Parked, unsent
+from ._remote import remote_tool_list
+from ._session import LIST_PAGES, list_page, prompt_result, resource_contents
+from ._settings import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_QUESTION_TIMEOUT_MS,
+    DEFAULT_TIMEOUT_MS,
+    ClientSettings,
+    check_call,
+    default_name,
 )
 
 if TYPE_CHECKING:
-    from ..._context import ProgressReporter, ToolContext
+    from ..._context import ProgressReporter
     from ..._tools import Tool
     from ._http import HttpTransport
     from ._oauth import OAuth
@@ -65,10 +61,6 @@ if TYPE_CHECKING:
 __all__ = ["McpClient"]
 
 _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
-
-_DEFAULT_TIMEOUT_MS = 30_000
-_DEFAULT_QUESTION_TIMEOUT_MS = 5 * 60_000
-_DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 _live_clients: weakref.WeakSet[McpClient] = weakref.WeakSet()
 _exit_hook_lock = threading.Lock()
@@ -152,75 +144,39 @@ class McpClient:
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         name: str | None = None,
-        timeout_ms: int = _DEFAULT_TIMEOUT_MS,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
         idle_timeout_ms: int | None = None,
-        question_timeout_ms: int = _DEFAULT_QUESTION_TIMEOUT_MS,
+        question_timeout_ms: int = DEFAULT_QUESTION_TIMEOUT_MS,
         elicitation: bool = True,
         protocol_version: str | None = None,
         client_name: str = "toolnexus",
         log_level: str | None = None,
-        max_message_bytes: int = _DEFAULT_MAX_MESSAGE_BYTES,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         auth: OAuth | None = None,
     ) -> None:
-        if (command is None) == (url is None):
-            raise InvalidValueError(
-                "McpClient needs exactly one of command (a stdio server) and url (an HTTP server)"
-            )
-        if command is not None and (not isinstance(command, str) or not command):
-            raise InvalidTypeError(f"command must be a non-empty str, got {command!r}")
-        if isinstance(args, str) or not all(isinstance(arg, str) for arg in args):
-            raise InvalidTypeError(f"args must be a sequence of str, got {args!r}")
-        for label, value, allow_none in (
-            ("timeout_ms", timeout_ms, False),
-            ("idle_timeout_ms", idle_timeout_ms, True),
-            ("question_timeout_ms", question_timeout_ms, False),
-            ("max_message_bytes", max_message_bytes, False),
-        ):
-            if value is None and allow_none:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise InvalidValueError(f"{label} must be an int > 0, got {value!r}")
-        for label, mapping in (("headers", headers), ("env", env)):
-            if mapping is not None and not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()
-            ):
-                raise InvalidTypeError(f"{label} must map str to str")
-        if auth is not None:
-            from ._oauth import OAuth
-
-            if not isinstance(auth, OAuth):
-                raise InvalidTypeError(
-                    f"auth must be a toolnexus.mcp.OAuth, got {type(auth).__name__}"
-                )
-            if url is None:
-                raise InvalidValueError("auth (OAuth) is for an HTTP server: give url")
-            if any(key.lower() == "authorization" for key in headers or {}):
-                raise InvalidValueError(
-                    "give either an Authorization header or auth (OAuth gets the token)"
-                )
-        self._auth = auth
-        self._command = command
-        self._args = tuple(args)
-        self._url = url
-        self._headers = dict(headers or {})
-        self._env = dict(env) if env is not None else None
-        self._cwd = os.fspath(cwd) if cwd is not None else None
-        self.name = name or _default_name(command, url)
+        self._settings = settings = ClientSettings(
+            command=command,
+            args=args,
+            url=url,
+            headers=headers or {},
+            env=env,
+            cwd=cwd,
+            timeout_ms=timeout_ms,
+            idle_timeout_ms=idle_timeout_ms,
+            question_timeout_ms=question_timeout_ms,
+            max_message_bytes=max_message_bytes,
+            auth=auth,
+            elicitation=elicitation,
+            protocol_version=protocol_version,
+            client_name=client_name,
+            log_level=log_level,
+        )
+        self.name = name or default_name(command, url)
         """What messages and default tool names call this server."""
-        self._timeout_s = timeout_ms / 1000
-        self._idle_s = idle_timeout_ms / 1000 if idle_timeout_ms is not None else None
-        self._question_s = question_timeout_ms / 1000
-        self._elicitation: tuple[str, ...] = ("form", "url") if elicitation else ()
-        self._protocol_version = protocol_version
-        self._client_name = client_name
-        self._log_level = log_level
-        self._max_message_bytes = max_message_bytes
-        # Checked now, so a bad revision or level is a mistake at this line.
-        self._new_session()
         self._open_lock = threading.Lock()  # one opener at a time
         self._connection: Connection | None = None
         # The legacy questions parked on this client (their calls wait on the server).
-        self._questions = ClientQuestions(self._question_s, self._give_up)
+        self._questions = ClientQuestions(settings.question_s, give_up)
         self._listeners: list[Callable[[], object]] = []
         self._closed = False
         self._http: HttpTransport | None = None
@@ -273,7 +229,7 @@ class McpClient:
         return transport.pid  # type: ignore[union-attr]
 
     def __repr__(self) -> str:
-        where = self._url or " ".join([self._command or "", *self._args])
+        where = self._settings.url or " ".join([self._settings.command or "", *self._settings.args])
         if self._closed:
             state = "closed"
         elif self.is_connected:
@@ -290,14 +246,6 @@ class McpClient:
         self._listeners.append(listener)
 
     # ------------------------------------------------------------------ opening
-
-    def _new_session(self) -> ClientSession:
-        return ClientSession(
-            name=self._client_name,
-            elicitation=self._elicitation,
-            protocol_version=self._protocol_version,
-            log_level=self._log_level,
-        )
 
     def connect(self) -> McpClient:
         """Open the connection now (it opens on first use otherwise); returns ``self``.
@@ -327,29 +275,30 @@ class McpClient:
             return connection
 
     def _start_connection(self, legacy: bool = False) -> Connection:
+        settings = self._settings
         connection = Connection(
-            self._new_session(),
+            settings.new_session(),
             label=self.name,
-            timeout_s=self._timeout_s,
+            timeout_s=settings.timeout_s,
             on_tools_changed=self._tools_changed,
             client_closed=lambda: self._closed,
         )
-        if self._command is not None:
+        if settings.command is not None:
             self._spawn(connection)
         else:
             from ._http import HttpTransport
 
             if self._http is None:
                 flow = None
-                if self._auth is not None:
+                if settings.auth is not None:
                     from ._oauth import OAuthFlow
 
-                    flow = OAuthFlow(self._auth, self._url or "", self.name)
+                    flow = OAuthFlow(settings.auth, settings.url or "", self.name)
                 self._http = HttpTransport(
-                    self._url or "",
-                    self._headers,
-                    connect_timeout=self._timeout_s,
-                    max_message_bytes=self._max_message_bytes,
+                    settings.url or "",
+                    settings.headers,
+                    connect_timeout=settings.timeout_s,
+                    max_message_bytes=settings.max_message_bytes,
                     auth=flow,
                 )
             self._http.session_id = None
@@ -366,40 +315,35 @@ class McpClient:
             connection.drop(fallback)
             return self._start_connection(legacy=True)
         if not connection.is_stdio and connection.session.era == "legacy":
-            listener = threading.Thread(
-                target=connection.listen,
-                name=f"toolnexus-mcp-{self.name}-listen",
-                daemon=True,
-            )
-            connection.threads.append(listener)
-            listener.start()
+            connection.start_listening()  # the session's own stream (GET)
         return connection
 
     def _spawn(self, connection: Connection) -> None:
         from ._stdio import StdioTransport
 
-        assert self._command is not None
+        settings = self._settings
+        assert settings.command is not None
         try:
             connection.transport = StdioTransport(
-                self._command,
-                self._args,
-                env=self._env,
-                cwd=self._cwd,
+                settings.command,
+                settings.args,
+                env=settings.env,
+                cwd=settings.cwd,
                 on_message=connection.route,
                 on_problem=lambda kind, text, ident: connection.on_stdio_problem(kind, text, ident),
                 on_closed=lambda reason: connection.on_lost(reason),
-                max_message_bytes=self._max_message_bytes,
+                max_message_bytes=settings.max_message_bytes,
                 label=self.name,
                 # Requests still waiting for their answer: their waiters (an answered
                 # request's leaves when its answer is routed).
                 pending=connection.peer.pending,
-                write_timeout=self._timeout_s,
+                write_timeout=settings.timeout_s,
             )
             connection.is_stdio = True
         except OSError as exc:
             raise McpError(
                 self.name,
-                f"cannot start {self._command!r}: {exc.strerror or exc}; check the command "
+                f"cannot start {settings.command!r}: {exc.strerror or exc}; check the command "
                 "and that it is installed (on the PATH of this process)",
             ) from None
 
@@ -475,10 +419,7 @@ class McpClient:
             print(content["text"])
         """
         result = self._request("resources/read", {"uri": uri})
-        contents = result.get("contents")
-        if not isinstance(contents, list):
-            raise McpError(self.name, f"resources/read answered without contents for {uri!r}")
-        return [entry for entry in contents if isinstance(entry, dict)]
+        return resource_contents(self.name, uri, result)
 
     def list_prompts(self) -> list[dict[str, Any]]:
         """The server's prompts (``prompts/list``, every page), as sent."""
@@ -497,10 +438,7 @@ class McpClient:
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = dict(arguments)
-        result = self._request("prompts/get", params)
-        if not isinstance(result.get("messages"), list):
-            raise McpError(self.name, f"prompts/get answered without messages for {name!r}")
-        return result
+        return prompt_result(self.name, name, self._request("prompts/get", params))
 
     def tools(
         self,
@@ -520,23 +458,9 @@ class McpClient:
 
         Raises :class:`~toolnexus.errors.McpError` when the server cannot be reached.
         """
-        from ..._tools import Tool
-
         if prefix is None:
             prefix = f"{self.name}_"
-        made: list[Tool] = []
-        for remote, fields in remote_tools(self.list_tools(), prefix, include, exclude):
-            if not remote:
-                _log.warning("MCP server %s listed a tool without a name; skipped", self.name)
-                continue
-            try:
-                if isinstance(fields, str):
-                    raise InvalidValueError(fields)
-                headers = fields.pop("headers")
-                made.append(Tool(fn=_RemoteTool(self, remote, headers), source="mcp", **fields))
-            except (ValueError, TypeError) as exc:
-                _log.warning("MCP server %s: tool %r skipped: %s", self.name, remote, exc)
-        return made
+        return remote_tool_list(self, self.list_tools(), prefix, include, exclude)
 
     # ------------------------------------------------------------------ calls
 
@@ -622,12 +546,7 @@ class McpClient:
         """One ``tools/call``. ``timeout_ms``: the client's own budget (``call_tool``'s),
         counted from now; ``deadline``: the caller's (a host's, through its ToolContext),
         on the ``time.monotonic()`` clock — the caller reports its own passing."""
-        if timeout_ms is not None and (
-            isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0
-        ):
-            raise InvalidValueError(f"timeout_ms must be None or an int >= 0, got {timeout_ms!r}")
-        if answer is not None and not isinstance(answer, Answer):
-            raise InvalidTypeError(f"answer must be an Answer, got {type(answer).__name__}")
+        check_call(timeout_ms, answer)
         if deadline is None and timeout_ms is not None:
             end: float | None = time.monotonic() + timeout_ms / 1000
         else:
@@ -643,7 +562,7 @@ class McpClient:
         # the server in _meta, where the server's span becomes its child.
         span = client_span(
             name,
-            "pipe" if self._url is None else "tcp",
+            "pipe" if self._settings.url is None else "tcp",
             self._http.session_id if self._http is not None else None,
             self.protocol_version,
         )
@@ -686,31 +605,19 @@ class McpClient:
                 connection = self._open()
             except McpError as exc:
                 return unsent(ToolResult(f"{name}: {exc}", True), retry)
-            params: dict[str, Any] = {"name": name, "arguments": arguments}
-            if retry is not None:
-                params.update(retry)
             with connection.lock:
-                # Its own _meta entries go in params["_meta"]: the session writes the bytes.
-                outgoing = connection.session.request("tools/call", params, progress=True)
-                request_id = outgoing.id
-                assert request_id is not None
-                meta = outgoing.message["params"]["_meta"]
-                entries = len(meta)
-                inject_trace(meta, request_id)
-                if len(meta) != entries:
-                    # Trace context came in after the session wrote the line: encode anew.
-                    outgoing = outgoing._replace(line=None)
-                waiter = Waiter(request_id)
-                connection.peer.start_call(request_id, waiter)
-            ask = functools.partial(self._park, connection, name)
+                outgoing = connection.session.call_tool(name, arguments, retry)
+                assert outgoing.id is not None
+                waiter = Waiter(outgoing.id)
+                connection.peer.start_call(outgoing.id, waiter)
             result = connection.call(
                 outgoing,
                 waiter,
                 name,
                 token,
                 progress,
-                self._idle_s,
-                ask,
+                self._settings.idle_s,
+                self._questions,
                 headers,
                 may_retry=attempt == 0,
                 answering=retry is not None,
@@ -722,42 +629,6 @@ class McpClient:
         return ToolResult(f"{name}: MCP server {self.name} lost the session twice in a row", True)
 
     # ------------------------------------------------------------------ questions
-
-    def _park(
-        self, connection: Connection, name: str, waiter: Waiter, event: ServerRequest
-    ) -> ToolResult | None:
-        """A legacy server asks: park the call, hand back the question (or answer the
-        server at once when the host cannot be asked)."""
-        with connection.lock:
-            asked = self._questions.ask(
-                connection.session, event, tool=name, connection=connection, call=waiter
-            )
-            if isinstance(asked, Request):
-                return ToolResult.pending(asked)
-            self._answered(connection, waiter)
-        if "error" in asked.message:
-            _log.warning(
-                "MCP server %s sent a malformed elicitation: %s",
-                self.name,
-                asked.message["error"].get("message"),
-            )
-        connection.send_quietly(asked)
-        return None
-
-    @staticmethod
-    def _answered(connection: Connection, waiter: Waiter) -> None:
-        """``waiter``'s question was answered: its call may ask again (under the lock)."""
-        if waiter.request_id is not None:
-            connection.peer.question_answered(waiter.request_id)
-
-    def _give_up(self, parked: Parked, reply: Outgoing, why: str) -> None:
-        """A parked question was given up (:meth:`ClientQuestions.give_up`): tell the
-        server ``reply`` and end the call it belongs to."""
-        connection: Connection = parked.connection
-        with connection.lock:
-            self._answered(connection, parked.call)
-        connection.send_quietly(reply)
-        connection.abandon(parked.call, why)
 
     def _continue(
         self,
@@ -779,28 +650,10 @@ class McpClient:
             return resumed
         if not isinstance(resumed, Parked):  # a modern question: the retry's params
             return self._start_call(name, arguments, token, progress, headers, resumed)
-        parked = resumed
-        connection: Connection = parked.connection
-        if connection.lost is not None:
-            return ToolResult(
-                f"{name}: the question this answers is gone: the session with MCP server "
-                f"{self.name} ended ({connection.lost}); call the tool again",
-                True,
-            )
-        with connection.lock:
-            reply = self._questions.reply(parked, answer)
-            self._answered(connection, parked.call)
-        connection.send_quietly(reply)
-        ask = functools.partial(self._park, connection, name)
-        result = connection.drive(parked.call, name, token, progress, self._idle_s, ask)
-        if result is RETRY:
-            return ToolResult(
-                f"{name}: the session with MCP server {self.name} ended while it was answering; "
-                "call the tool again",
-                True,
-            )
-        assert isinstance(result, ToolResult)
-        return result
+        connection: Connection = resumed.connection  # a legacy question, parked on it
+        return connection.resume(
+            self._questions, resumed, answer, token, progress, self._settings.idle_s
+        )
 
     # ------------------------------------------------------------------ closing
 
@@ -820,7 +673,7 @@ class McpClient:
             else:
                 connection.on_lost("the client was closed")
         if self._http is not None:
-            self._http.close(min(self._timeout_s, 2.0))
+            self._http.close(min(self._settings.timeout_s, 2.0))
         if connection is not None:
             current = threading.current_thread()
             for thread in connection.threads:
@@ -844,43 +697,3 @@ class McpClient:
 
 
 _NEVER = CancellationToken.NONE
-
-
-class _RemoteTool:
-    """The function of a remote tool: ``fn(args, ctx)`` calls the server's tool."""
-
-    __slots__ = ("client", "headers", "remote")
-
-    def __init__(self, client: McpClient, remote: str, headers: Mapping[str, str]) -> None:
-        self.client = client
-        self.remote = remote
-        self.headers = headers
-
-    def __call__(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> ToolResult:
-        if ctx is None:
-            return self.client._call(self.remote, dict(args), None, None, None, None, self.headers)
-        return self.client._call(
-            self.remote,
-            dict(args),
-            ctx.timeout_ms,
-            ctx.cancellation_token,
-            ctx.report_progress if ctx.progress is not None else None,
-            ctx.answer,
-            self.headers,
-            ctx.deadline,
-        )
-
-    def __repr__(self) -> str:
-        return f"<remote tool {self.remote!r} on MCP server {self.client.name!r}>"
-
-
-def _default_name(command: str | None, url: str | None) -> str:
-    from ..._schema import sanitize_name
-
-    if command is not None:
-        base = os.path.basename(command) or "mcp"
-        return sanitize_name(base.rsplit(".", 1)[0] if base.endswith(".exe") else base)
-    from urllib.parse import urlsplit
-
-    host = urlsplit(url or "").hostname or "mcp"
-    return sanitize_name(host)

@@ -19,6 +19,7 @@ import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from ..._tracing import inject as inject_trace
 from .._shared import _codec as codec
 from .._shared._protocol import (
     LEGACY_PROTOCOL_VERSIONS,
@@ -49,7 +50,9 @@ __all__ = [
     "list_page",
     "log_record",
     "progress_of",
+    "prompt_result",
     "remote_tools",
+    "resource_contents",
 ]
 
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
@@ -226,6 +229,27 @@ def list_page(
     cursor = result.get("nextCursor")
     entries = [entry for entry in page if isinstance(entry, dict)]
     return entries, cursor if isinstance(cursor, str) and cursor else None
+
+
+def resource_contents(server: str, uri: str, result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The contents (objects only) of ``server``'s ``resources/read`` answer for ``uri``.
+    Raises :class:`~toolnexus.errors.McpError` when the answer has no contents array."""
+    contents = result.get("contents")
+    if not isinstance(contents, list):
+        from ...errors import McpError
+
+        raise McpError(server, f"resources/read answered without contents for {uri!r}")
+    return [entry for entry in contents if isinstance(entry, dict)]
+
+
+def prompt_result(server: str, name: str, result: dict[str, Any]) -> dict[str, Any]:
+    """``server``'s ``prompts/get`` answer for the prompt ``name``, as sent. Raises
+    :class:`~toolnexus.errors.McpError` when it has no messages array."""
+    if not isinstance(result.get("messages"), list):
+        from ...errors import McpError
+
+        raise McpError(server, f"prompts/get answered without messages for {name!r}")
+    return result
 
 
 def remote_tools(
@@ -487,6 +511,33 @@ class ClientSession:
         if body:
             message["params"] = body
         return Outgoing(message, request_id, line)
+
+    def call_tool(
+        self, name: str, arguments: Mapping[str, Any], retry: Mapping[str, Any] | None = None
+    ) -> Outgoing:
+        """A ``tools/call`` of the tool ``name`` with ``arguments`` (a :meth:`request`
+        asking for progress). ``retry``: the params the answer to a modern question adds
+        (``inputResponses``, ``requestState``). When tracing is on, the caller's trace
+        context rides in ``_meta``, where the server's span becomes its child.
+
+        Example::
+
+            outgoing = session.call_tool("add", {"a": 1, "b": 2})
+            assert outgoing.message["params"]["_meta"]["progressToken"] == outgoing.id
+        """
+        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        if retry is not None:
+            params.update(retry)
+        # Its own _meta entries go in params["_meta"]: request() writes the bytes.
+        outgoing = self.request("tools/call", params, progress=True)
+        assert outgoing.id is not None
+        meta = outgoing.message["params"]["_meta"]
+        entries = len(meta)
+        inject_trace(meta, outgoing.id)
+        if len(meta) != entries:
+            # Trace context came in after the session wrote the line: encode anew.
+            return outgoing._replace(line=None)
+        return outgoing
 
     def notification(self, method: str, params: Mapping[str, Any] | None = None) -> Outgoing:
         """A notification to send."""

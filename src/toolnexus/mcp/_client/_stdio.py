@@ -73,7 +73,7 @@ class StdioTransport:
         args: Sequence[str],
         *,
         env: Mapping[str, str] | None,
-        cwd: str | None,
+        cwd: str | os.PathLike[str] | None,
         on_message: Callable[[Any], None],
         on_problem: Callable[[str, str, Any], None],
         on_closed: Callable[[str], None],

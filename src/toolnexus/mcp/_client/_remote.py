@@ -1,0 +1,106 @@
+"""A server's tools as ordinary :class:`~toolnexus.Tool`\\ s whose calls go to the server.
+
+:func:`remote_tool_list` reads a ``tools/list`` answer (:func:`~._session.remote_tools`
+says what each entry means) into :class:`~toolnexus.Tool`\\ s whose function is a
+:class:`RemoteTool`: ``fn(args, ctx)`` runs ``tools/call`` on the client that listed it,
+with the context's deadline, cancellation, progress and answer. A tool that cannot be used
+is skipped with a warning naming the server and the tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..._log import LazyLogger
+from ..._result import ToolResult
+from ...errors import InvalidValueError
+from ._session import remote_tools
+
+if TYPE_CHECKING:
+    from ..._cancellation import CancellationToken
+    from ..._context import ProgressReporter, ToolContext
+    from ..._suspension import Answer
+    from ..._tools import Tool
+
+__all__ = ["Caller", "RemoteTool", "remote_tool_list"]
+
+_log = LazyLogger("mcp.client")  # the package's: it never prints on its own
+
+
+class Caller(Protocol):
+    """What a remote tool calls: the client (its ``name`` and its one ``tools/call``)."""
+
+    name: str
+
+    def _call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        timeout_ms: int | None,
+        token: CancellationToken | None,
+        progress: ProgressReporter | None,
+        answer: Answer | None,
+        headers: Mapping[str, str] | None,
+        deadline: float | None = None,
+    ) -> ToolResult: ...
+
+
+class RemoteTool:
+    """The function of a remote tool: ``fn(args, ctx)`` calls the server's tool."""
+
+    __slots__ = ("client", "headers", "remote")
+
+    def __init__(self, client: Caller, remote: str, headers: Mapping[str, str]) -> None:
+        self.client = client
+        self.remote = remote
+        self.headers = headers
+
+    def __call__(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> ToolResult:
+        if ctx is None:
+            return self.client._call(self.remote, dict(args), None, None, None, None, self.headers)
+        return self.client._call(
+            self.remote,
+            dict(args),
+            ctx.timeout_ms,
+            ctx.cancellation_token,
+            ctx.report_progress if ctx.progress is not None else None,
+            ctx.answer,
+            self.headers,
+            ctx.deadline,
+        )
+
+    def __repr__(self) -> str:
+        return f"<remote tool {self.remote!r} on MCP server {self.client.name!r}>"
+
+
+def remote_tool_list(
+    client: Caller,
+    specs: Sequence[Mapping[str, Any]],
+    prefix: str,
+    include: Sequence[str] | None,
+    exclude: Sequence[str],
+) -> list[Tool]:
+    """The tools ``specs`` (a ``tools/list`` answer of ``client``'s server) lists, as
+    :class:`~toolnexus.Tool`\\ s named ``prefix + name`` that ``include``/``exclude``
+    keep; each one the validator refuses is skipped with a warning.
+
+    Example::
+
+        tools = remote_tool_list(client, client.list_tools(), "demo_", None, ())
+    """
+    from ..._tools import Tool
+
+    made: list[Tool] = []
+    for remote, fields in remote_tools(specs, prefix, include, exclude):
+        if not remote:
+            _log.warning("MCP server %s listed a tool without a name; skipped", client.name)
+            continue
+        try:
+            if isinstance(fields, str):
+                raise InvalidValueError(fields)
+            headers = fields.pop("headers")
+            made.append(Tool(fn=RemoteTool(client, remote, headers), source="mcp", **fields))
+        except (ValueError, TypeError) as exc:
+            _log.warning("MCP server %s: tool %r skipped: %s", client.name, remote, exc)
+    return made
