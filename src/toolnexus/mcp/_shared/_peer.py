@@ -227,7 +227,8 @@ class _Stalled(Exception):
 class PipeWriter:
     """Writes to a peer's input pipe on a thread of its own, bounded.
 
-    :meth:`send` queues and returns at once. The writer thread writes what is queued; when
+    :meth:`send` never blocks: what the pipe takes at once is written right there (the
+    descriptor is non-blocking), the rest is queued, in order, for the writer thread. When
     the peer reads nothing for ``stall_s`` seconds while data waits, or more than
     ``max_bytes`` wait, ``on_stalled(reason)`` is called once (the owner then ends the
     connection, which ends the writer) and later sends raise :class:`McpError`. Without
@@ -263,6 +264,7 @@ class PipeWriter:
         self._state = threading.Condition(threading.Lock())
         self._failed: str | None = None
         self._closing = False
+        self._writing = False  # the writer thread holds data it took from the queue
         self._poller: Any = None
         if _CAN_POLL:
             os.set_blocking(fd, False)
@@ -284,20 +286,35 @@ class PipeWriter:
         return self._thread.is_alive()
 
     def send(self, data: bytes) -> None:
-        """Queue ``data``; raises :class:`McpError` (naming ``label``) once writing failed
-        or stalled."""
+        """Write ``data`` as far as the pipe takes it now and queue the rest, without
+        blocking; raises :class:`McpError` (naming ``label``) once writing failed or
+        stalled."""
         stalled = None
         with self._state:
             if self._failed is not None:
                 raise McpError(self._label, self._failed)
             if self._closing:
                 raise McpError(self._label, "the connection to the server is closed")
-            if self._queued + len(data) > self._max_bytes and self._queued:
-                stalled = self._failed = f"{NOT_READING} ({self._queued} bytes wait to be written)"
-            else:
-                self._queue.append(data)
-                self._queued += len(data)
-                self._state.notify()
+            if self._poller is not None and not self._queue and not self._writing:
+                # Nothing waits before it: what the pipe takes now goes now (no hand-off
+                # to the writer thread), and only the rest waits for it.
+                try:
+                    data = data[os.write(self._fd, data) :]
+                except BlockingIOError:
+                    pass
+                except OSError as exc:  # the server is gone: as the writer thread says it
+                    stalled = self._failed = str(exc)
+                if not data and stalled is None:
+                    return
+            if stalled is None:
+                if self._queued + len(data) > self._max_bytes and self._queued:
+                    stalled = self._failed = (
+                        f"{NOT_READING} ({self._queued} bytes wait to be written)"
+                    )
+                else:
+                    self._queue.append(data)
+                    self._queued += len(data)
+                    self._state.notify()
         if stalled is not None:
             self._on_stalled(stalled)
             raise McpError(self._label, stalled)
@@ -319,6 +336,7 @@ class PipeWriter:
                 if not self._queue:
                     return
                 data = self._queue.popleft()
+                self._writing = True
             try:
                 self._write(data)
             except (OSError, _Stalled) as exc:
@@ -329,11 +347,13 @@ class PipeWriter:
                         self._failed = reason
                     self._queue.clear()
                     self._queued = 0
+                    self._writing = False
                 if first and not self._closing:
                     self._on_stalled(reason)
                 return
             with self._state:
                 self._queued -= len(data)
+                self._writing = False
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
