@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..._frozen import FrozenDict, sealed
@@ -54,7 +54,7 @@ class ClientSettings:
     command: str | None = None
     args: Sequence[str] = ()
     url: str | None = None
-    headers: Mapping[str, str] = FrozenDict()
+    headers: Mapping[str, str] = field(default_factory=FrozenDict)  # 3.10: no dict default
     env: Mapping[str, str] | None = None
     cwd: str | os.PathLike[str] | None = None
     timeout_ms: int = DEFAULT_TIMEOUT_MS
