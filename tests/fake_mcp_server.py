@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "fine"
@@ -49,6 +50,11 @@ calls = 0
 heard: list[str] = []  # ``ask``: the actions the client answered the question with
 waiting: list[object] = []  # ``ask``: the ids of calls waiting for those
 FLOOD = 20_000  # pings: their replies fill a pipe many times over
+
+
+def hang() -> None:
+    """Read nothing more, ever: only the test's signal ends this process."""
+    threading.Event().wait()
 
 
 def send(message: object) -> None:
@@ -97,7 +103,7 @@ for line in sys.stdin:
             tools = [GOOD, EXTRA]
         send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools}})
         if MODE == "deaf":
-            time.sleep(3600)
+            hang()
     elif method == "tools/call":
         calls += 1
         arguments = message["params"].get("arguments") or {}
@@ -134,7 +140,7 @@ for line in sys.stdin:
                     json.dumps({"jsonrpc": "2.0", "id": ping, "method": "ping"}) + "\n"
                 )
             text(request_id, arguments.get("text", ""))
-            time.sleep(3600)
+            hang()
         elif MODE == "changes":
             text(request_id, arguments.get("text", ""))
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})

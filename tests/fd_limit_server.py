@@ -8,8 +8,8 @@ It sets the soft limit, starts an ``HttpServer`` (that token) and prints ``port 
 
 - ``hog``: open descriptors until none is left (as the rest of a program might), print
   ``hogged``;
-- ``hold SECONDS``: wait for accept() to fail once, then hold the descriptors that long (the
-  attack), close them, print ``freed FAILURES WARNINGS``;
+- ``hold N``: hold the descriptors until accept() failed N times (the attack), close them,
+  print ``freed FAILURES PAUSES`` (PAUSES: the warnings that say accepting pauses);
 - ``end``: shut down, print ``alive`` or ``dead`` (whether the loop thread still ran).
 """
 
@@ -20,7 +20,6 @@ import resource
 import socket
 import sys
 import threading
-import time
 
 limit, token, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 warnings = 0
@@ -30,7 +29,7 @@ if mode == "logging":
     class Counting(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             global warnings
-            if record.levelno >= logging.WARNING:
+            if record.levelno >= logging.WARNING and "not accepting for" in record.getMessage():
                 warnings += 1
 
     logging.getLogger("toolnexus").addHandler(Counting())
@@ -47,7 +46,7 @@ def add(a: int, b: int) -> int:
 
 resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 server = HttpServer(Toolkit([add]), ServerOptions(token=token), port=0)
-failed = threading.Event()
+failed = threading.Condition()
 failures = 0
 
 
@@ -63,8 +62,9 @@ class CountingListener(socket.socket):
         except BlockingIOError:
             raise
         except OSError:
-            failures += 1
-            failed.set()
+            with failed:
+                failures += 1
+                failed.notify_all()
             raise
 
 
@@ -82,8 +82,9 @@ for line in sys.stdin:
             pass
         print("hogged", flush=True)
     elif command == "hold":
-        failed.wait(30)
-        time.sleep(float(argument))  # the attack lasts this long
+        wanted = int(argument)
+        with failed:  # the attack lasts until accept() failed that often
+            failed.wait_for(lambda wanted=wanted: failures >= wanted, timeout=60)
         for fd in hogged:
             os.close(fd)
         hogged.clear()

@@ -842,22 +842,22 @@ def test_the_server_survives_running_out_of_file_descriptors(logs: bool) -> None
     # The rest of the program holds every descriptor while a client connects: accept()
     # fails with EMFILE. Before, with logging not loaded yet, the warning's import failed
     # and ended the loop; with logging loaded, the loop spun and logged ~12,000 lines a
-    # second. Now it pauses accepting (0.5 s a pause, one warning each) and serves the
-    # client once descriptors are free again.
+    # second. Now each failure pauses accepting (the listener leaves the selector; one
+    # warning that says so), and the client is served once descriptors are free again.
     server = LimitedServer(256, logs=logs)
     try:
         assert server.tell("hog") == "hogged"
         with socket.create_connection(server.address, timeout=TIMEOUT) as sock:
             sock.sendall(raw_request(call("add", {"a": 2, "b": 3}), AUTHORIZED))
-            word, failures, warnings = server.tell("hold 1.5").split()
+            word, failures, pauses = server.tell("hold 3").split()
             response = http.client.HTTPResponse(sock)
             response.begin()
             assert response.status == 200
             assert json.loads(response.read())["result"]["content"][0]["text"] == "5"
-        assert word == "freed"
-        # 1.5 s out of descriptors: a failed accept() and a warning a pause, not a spin.
-        assert 1 <= int(failures) <= 10
-        assert int(warnings) == (int(failures) if logs else 0)
+        assert word == "freed" and int(failures) >= 3
+        # Every failed accept() paused accepting and said so (once), instead of spinning;
+        # without logging loaded nothing was written (and nothing was imported to write).
+        assert int(pauses) == (int(failures) if logs else 0)
         assert served(server)
         assert server.tell("end") == "alive"
     finally:
