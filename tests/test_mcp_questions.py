@@ -14,7 +14,6 @@ import pytest
 
 from toolnexus import Answer, Host, Request, ToolContext, Toolkit, ToolResult, tool
 from toolnexus.mcp import HttpServer, McpClient, ServerOptions
-from toolnexus.mcp._server._bridge import LazyHost
 from toolnexus.mcp._server._feature_tools import make_tasks
 from toolnexus.mcp._server._session import ServerSession, StartCall
 from toolnexus.mcp._shared._questions import (
@@ -119,7 +118,7 @@ def task_session(capabilities: dict[str, Any]) -> tuple[ServerSession, Any, dict
     that takes them and declares ``capabilities``."""
     options = ServerOptions(secret="mcp-questions-tests-secret-0123456789")
     toolkit = Toolkit([asks])
-    tasks = make_tasks(LazyHost(toolkit, options.host), options.tasks)
+    tasks = make_tasks(options.tasks)
     session = ServerSession(toolkit, options, _tasks=tasks)
     meta = {
         "io.modelcontextprotocol/protocolVersion": MODERN,

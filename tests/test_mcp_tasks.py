@@ -164,8 +164,7 @@ def test_ten_thousand_abandoned_tasks_leave_nothing_behind_after_their_ttl() -> 
         max_stored_tasks=10_000,
         max_stored_tasks_per_owner=10_000,
     )
-    host = LazyHost(TOOLKIT, options.host)
-    tasks = make_tasks(host, options.tasks)
+    tasks = make_tasks(options.tasks)
     tasks._clock = clock
     for _ in range(10_000):
         tasks.create(None, {"name": "instant"}, result=ToolResult.ok("done"))
@@ -175,7 +174,6 @@ def test_ten_thousand_abandoned_tasks_leave_nothing_behind_after_their_ttl() -> 
     now[0] += 2.0
     store.purge()
     assert len(store) == 0
-    host.close()
 
 
 def bounded_tasks(per_owner: int, in_all: int) -> tuple[Any, MemoryTaskStore, LazyHost]:
@@ -184,7 +182,7 @@ def bounded_tasks(per_owner: int, in_all: int) -> tuple[Any, MemoryTaskStore, La
         task_store=store, max_stored_tasks=in_all, max_stored_tasks_per_owner=per_owner
     )
     host = LazyHost(TOOLKIT, options.host)
-    return make_tasks(host, options.tasks), store, host
+    return make_tasks(options.tasks), store, host
 
 
 def test_finished_tasks_are_bounded_per_owner_and_in_all_the_oldest_evicted_first() -> None:
@@ -240,8 +238,7 @@ def test_a_new_task_is_refused_only_when_unfinished_ones_fill_the_bound() -> Non
 
 def test_watchers_hear_each_change_and_nothing_while_nobody_listens() -> None:
     options = ServerOptions(task_store=MemoryTaskStore())
-    host = LazyHost(TOOLKIT, options.host)
-    tasks = make_tasks(host, options.tasks)
+    tasks = make_tasks(options.tasks)
     listening = [False]
     heard: list[tuple[str, str]] = []
     all_heard = threading.Event()
@@ -262,7 +259,6 @@ def test_watchers_hear_each_change_and_nothing_while_nobody_listens() -> None:
         assert isinstance(record, TaskRecord) and record.status == "completed"
         assert [s for t, s in heard if t == record.task_id] == ["completed"]
     stop()
-    host.close()
 
 
 # --------------------------------------------------------------------------- Host.find

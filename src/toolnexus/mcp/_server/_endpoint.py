@@ -342,7 +342,7 @@ class Endpoint:
         self._idle_s = http.session_idle_ms / 1000
         self._max_sessions = http.max_sessions
         self._host = LazyHost(toolkit, options.host)
-        self._tasks = make_tasks(self._host, options.tasks)
+        self._tasks = make_tasks(options.tasks)
         self._inflight = InflightBytes(options.max_inflight_bytes)
         self._sessions: dict[str, _Channel] = {}
         self._sessions_lock = threading.Lock()

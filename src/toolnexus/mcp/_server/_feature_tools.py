@@ -21,7 +21,6 @@ from ._types import Action, CallState, ClientView, Reject, Send, object_param
 if TYPE_CHECKING:
     from ..._result import ToolResult
     from ..._tools import Tool
-    from ._lazy_host import LazyHost
     from ._options import TaskOptions
     from ._tasks import Tasks
 
@@ -152,11 +151,12 @@ def call_tool_result(client: ClientView, result: ToolResult) -> dict[str, Any]:
     return out
 
 
-def make_tasks(host: LazyHost, settings: TaskOptions) -> Tasks:
-    """The tasks of a server that runs its calls on ``host`` (one for all its sessions)."""
+def make_tasks(settings: TaskOptions) -> Tasks:
+    """A server's tasks (one for all its sessions); their calls start through the server's
+    call bridge, as every call does."""
     from ._tasks import Tasks
 
-    return Tasks(host, settings, format_result=call_tool_result, client_of=client_from_state)
+    return Tasks(settings, format_result=call_tool_result, client_of=client_from_state)
 
 
 FEATURE = Feature(

@@ -114,7 +114,7 @@ def serve_stdio(
     # The session and the host share the key and the used answers: a question asked before
     # a restart is resumed after it (same key), and each answer is used once.
     host = LazyHost(toolkit, options.host)
-    tasks = make_tasks(host, options.tasks)
+    tasks = make_tasks(options.tasks)
     session = ServerSession(toolkit, options, _tasks=tasks)
     with _protocol_streams(stdin, stdout, options.max_message_bytes) as (lines, write):
         server = _StdioServer(session, host, lines, write, options, tasks)

@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from ..._host import Call
     from ..._suspension import Answer, Request
     from ...stores._tasks import TaskRecord, TaskStore
-    from ._lazy_host import LazyHost
     from ._options import TaskOptions
 
 __all__ = ["TASKS_EXTENSION", "Refused", "Resume", "Tasks", "iso_time"]
@@ -100,7 +99,6 @@ class Tasks:
 
     def __init__(
         self,
-        host: LazyHost,
         settings: TaskOptions,
         *,
         format_result: Callable[[Any, ToolResult], dict[str, Any]],
@@ -128,7 +126,6 @@ class Tasks:
         self._per_owner: dict[str | None, int] = {}
         self._evicted: dict[str, str | None] = {}  # the last evicted tasks' owners
         self._room = threading.Lock()
-        self._host = host
         self._format = format_result
         self._client_of = client_of
         self._clock = clock
