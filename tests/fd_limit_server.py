@@ -23,6 +23,8 @@ import threading
 
 limit, token, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 warnings = 0
+failures = 0
+failed = threading.Condition()  # guards both counts; notified when either grows
 if mode == "logging":
     import logging
 
@@ -30,7 +32,9 @@ if mode == "logging":
         def emit(self, record: logging.LogRecord) -> None:
             global warnings
             if record.levelno >= logging.WARNING and "not accepting for" in record.getMessage():
-                warnings += 1
+                with failed:
+                    warnings += 1
+                    failed.notify_all()
 
     logging.getLogger("toolnexus").addHandler(Counting())
 
@@ -46,8 +50,6 @@ def add(a: int, b: int) -> int:
 
 resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 server = HttpServer(Toolkit([add]), ServerOptions(token=token), port=0)
-failed = threading.Condition()
-failures = 0
 
 
 class CountingListener(socket.socket):
@@ -84,11 +86,18 @@ for line in sys.stdin:
     elif command == "hold":
         wanted = int(argument)
         with failed:  # the attack lasts until accept() failed that often
-            failed.wait_for(lambda wanted=wanted: failures >= wanted, timeout=60)
+            # A failed accept() is counted before the loop writes its warning: with logging,
+            # wait for the warning of the last failure too, then take both counts at once.
+            failed.wait_for(
+                lambda wanted=wanted: failures >= wanted
+                and (mode != "logging" or warnings >= failures),
+                timeout=60,
+            )
+            counts = (failures, warnings)
         for fd in hogged:
             os.close(fd)
         hogged.clear()
-        print("freed", failures, warnings, flush=True)
+        print("freed", *counts, flush=True)
     elif command == "end":
         alive = server._thread is not None and server._thread.is_alive()
         server.shutdown()
