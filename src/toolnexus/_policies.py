@@ -898,6 +898,7 @@ class _Hooks(Middleware):
             "args": dict(call.arguments),
             "id": call.call_id,
             "turn": call.turn,
+            "caller": call.caller,
         }
 
     @staticmethod
