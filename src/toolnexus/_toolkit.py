@@ -478,7 +478,8 @@ class Toolkit:
 
         By default each declaration carries its tool's JSON Schema unmodified as
         ``parametersJsonSchema`` (``$ref``, ``$defs``, ``anyOf`` and all). With
-        ``schema="subset"`` (models that take only ``parameters``): Gemini's ``parameters`` take a subset of OpenAPI 3.0, so each schema is mapped:
+        ``schema="subset"`` (models that take only ``parameters``), each schema is mapped
+        onto that OpenAPI 3.0 subset:
         ``$ref`` is inlined (a recursive reference becomes a plain object), ``T | None``
         becomes ``T`` with ``"nullable": true``, a list of types becomes ``anyOf``,
         ``oneOf`` becomes ``anyOf``, ``const`` a one-value ``enum``, an enum of numbers

@@ -23,7 +23,6 @@ from ._conversion import conversion_problems, convert_fields, dry_conversion, in
 from ._frozen import FrozenDict, FrozenList, freeze_schema, sealed, thaw
 from ._log import LazyLogger
 from ._result import STRUCTURED_KEY, ToolResult, success_result
-from ._tool_use import Grammar, check_callers, check_examples, check_grammar_tool
 from ._schema import (
     OUTPUT_WRAPPER,
     ConversionError,
@@ -32,6 +31,7 @@ from ._schema import (
     infer,
     sanitize_name,
 )
+from ._tool_use import Grammar, check_callers, check_examples, check_grammar_tool
 from .errors import (
     InvalidTypeError,
     InvalidValueError,
