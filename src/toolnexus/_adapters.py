@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._frozen import thaw
+from ._frozen import sealed, thaw
 from ._pointer import escape, fragment_pointer, resolve_reference, tokens
 from .errors import InvalidTypeError, InvalidValueError, StrictSchemaError
 
@@ -290,7 +290,8 @@ def _cache_control(value: Mapping[str, Any]) -> dict[str, Any]:
 _APPROVALS = ("always", "never")
 
 
-@dataclass(frozen=True)
+@sealed
+@dataclass(frozen=True, slots=True)
 class HostedMcp:
     """An MCP server the provider calls itself (hosted MCP): OpenAI's ``{"type": "mcp"}``
     tool, Anthropic's MCP connector (an ``mcp_servers`` entry and its ``mcp_toolset``).
