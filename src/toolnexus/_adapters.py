@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._frozen import sealed, thaw
@@ -318,8 +318,8 @@ class HostedMcp:
     url: str
     require_approval: str = "always"
     allowed_tools: tuple[str, ...] | None = None
-    headers: Mapping[str, str] | None = None
-    authorization: str | None = None
+    headers: Mapping[str, str] | None = field(default=None, repr=False)  # secrets
+    authorization: str | None = field(default=None, repr=False)
     description: str | None = None
 
     def __post_init__(self) -> None:

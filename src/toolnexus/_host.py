@@ -1168,8 +1168,9 @@ def _turn_caller(call: TurnCall) -> str:
 
 def _caller_refused(name: str, caller: str, allowed: tuple[str, ...]) -> ToolResult:
     """The error result of a call from a caller the tool does not allow."""
+    how = {"direct": "directly by the model", "programmatic": "programmatically"}
     return ToolResult.error(
-        f"tool {name!r} cannot be called {caller}ly: its allowed_callers are "
+        f"tool {name!r} cannot be called {how.get(caller, caller)}: its allowed_callers are "
         f"{', '.join(allowed)}; it was not run (offer it with allowed_callers="
         f"{(*allowed, caller)!r} to allow such calls)"
     )
