@@ -255,3 +255,18 @@ def test_a_refused_caller_still_balances_the_turn_in_the_sdks_shape() -> None:
     accepts(anthropic_beta.BetaMessageParam, reply)
     assert reply["content"][0]["is_error"] is True
     assert isinstance(turn.results[0], ToolResult)
+
+
+def test_a_chat_custom_tool_call_from_the_sdk_object_answers_with_a_tool_message() -> None:
+    from openai.types.chat.chat_completion_message_custom_tool_call import (
+        ChatCompletionMessageCustomToolCall,
+        Custom,
+    )
+
+    call = ChatCompletionMessageCustomToolCall(
+        id="call_c", type="custom", custom=Custom(name="sql", input="SELECT users")
+    )
+    with Host(toolkit) as host:
+        (message,) = host.run_turn([call], style="openai").messages
+    accepts(chat.ChatCompletionMessageParam, message)
+    assert message["content"] == "ran SELECT users"

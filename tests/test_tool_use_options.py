@@ -277,3 +277,15 @@ def test_mcp_source_describes_its_http_servers_as_hosted_entries(monkeypatch: An
         "authorization": "secret-1",
     }
     assert entry.to_anthropic_server()["authorization_token"] == "secret-1"
+
+
+def test_a_chat_completions_custom_tool_call_runs_with_its_text() -> None:
+    calls = [
+        {"id": "call_c", "type": "custom", "custom": {"name": "sql", "input": "SELECT a FROM b"}}
+    ]
+    with Host(Toolkit([sql])) as host:
+        turn = host.run_turn(calls, style="openai")
+    assert turn.calls[0].kind == "custom"
+    assert turn.messages == [
+        {"role": "tool", "tool_call_id": "call_c", "content": "ran SELECT a FROM b"}
+    ]

@@ -227,7 +227,9 @@ def _openai_unwrap(calls: Any) -> Any:
     return calls if tool_calls is None else tool_calls
 
 
-def _openai_read(item: Any, index: int) -> tuple[Any, Any, Any]:
+def _openai_read(item: Any, index: int) -> tuple[Any, ...]:
+    if _get(item, "type") == "custom":
+        return _openai_custom_read(item, index)
     function = _get(item, "function")
     if function is None:
         raise WireFormatError(
@@ -478,6 +480,19 @@ def _responses_custom_read(item: Any) -> tuple[Any, ...]:
         raise WireFormatError("custom tool call", "input", f"must be a string, got {text!r}")
     extras = {"kind": "custom", **_caller_extras(item)}
     return _get(item, "call_id"), _get(item, "name"), {GRAMMAR_INPUT: text}, extras
+
+
+def _openai_custom_read(item: Any, index: int) -> tuple[Any, ...]:
+    """A Chat Completions custom tool call, ``{"id", "type": "custom", "custom": {"name",
+    "input"}}``: its text is the grammar tool's one parameter (its result goes back as the
+    usual tool message)."""
+    custom = _get(item, "custom")
+    text = _get(custom, "input") if custom is not None else None
+    if not isinstance(text, str):
+        raise WireFormatError(
+            f"tool call {index}", "custom.input", f"must be a string, got {text!r}"
+        )
+    return _get(item, "id"), _get(custom, "name"), {GRAMMAR_INPUT: text}, {"kind": "custom"}
 
 
 def _responses_custom_output(call: TurnCall) -> dict[str, Any]:
