@@ -807,6 +807,12 @@ class Host:
         ``"gemini"`` the candidate's parts, its content or the whole response
         (``functionCall`` parts are run), or ``response.function_calls``.
 
+        A call made by the model's code (its ``caller``: programmatic tool calling) runs
+        like any other — every policy applies — once the tool's ``allowed_callers`` allow
+        that caller (else it is an error result and nothing runs). A hosted MCP server's
+        ``mcp_approval_request`` (Responses) is not run: it becomes an approval question,
+        pending like a tool's, and its answer becomes the ``mcp_approval_response``.
+
         Returns a :class:`TurnResult`. When calls suspend (no ``wait_for``), its ``pending``
         is the first suspension in call order and its ``messages`` stay empty until
         :meth:`resume_turn` has produced one result per call.
