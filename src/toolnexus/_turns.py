@@ -580,6 +580,9 @@ STYLES: dict[str, TurnStyle] = {
 - ``"anthropic"``: the response's content blocks (``{"type": "tool_use", "id", "name",
   "input"}``; others skipped) in; one ``{"role": "user", "content": [tool_result, ...]}``
   message out.
+- ``"gemini"``: the candidate's parts (``{"functionCall": {"name", "args", "id"?}}``;
+  others skipped) in; one ``{"role": "user", "parts": [{"functionResponse": ...}]}``
+  content out.
 - Advanced tool use, in the styles that have it: a call's ``caller`` (Anthropic
   ``tool_use``, Responses ``function_call``) is kept in :attr:`TurnCall.caller` and echoed
   in the Responses output (a programmatic caller's result is text); Responses
@@ -587,9 +590,6 @@ STYLES: dict[str, TurnStyle] = {
   grammar tool (``custom_tool_call_output`` / a tool message out); Responses
   ``mcp_approval_request`` items become approval questions (``mcp_approval_response``
   out); a Gemini part's ``thoughtSignature`` is kept in :attr:`TurnCall.signature`.
-- ``"gemini"``: the candidate's parts (``{"functionCall": {"name", "args", "id"?}}``;
-  others skipped) in; one ``{"role": "user", "parts": [{"functionResponse": ...}]}``
-  content out.
 """
 
 
