@@ -99,3 +99,23 @@ def test_approvals_and_function_calls_share_a_turn(host: Host) -> None:
         {"type": "mcp_approval_response", "approval_request_id": "mcpr_68mcp01", "approve": True},
         {"type": "function_call_output", "call_id": "c1", "output": "3"},
     ]
+
+
+def test_two_approvals_in_a_turn_are_asked_one_after_the_other(host: Host) -> None:
+    response = recorded()
+    second = dict(response["output"][1], id="mcpr_68mcp02", name="read_wiki_structure")
+    response["output"].append(second)
+    turn = host.run_turn(response, style="responses")
+    assert turn.waiting == ("mcpr_68mcp01", "mcpr_68mcp02")
+    first_request = turn.pending
+    assert first_request is not None
+    later_request = turn.calls[1].result.metadata  # the second keeps its own question
+    turn = host.resume_turn(turn, Answer.accept(first_request))
+    assert turn.error is None and turn.waiting == ("mcpr_68mcp02",)
+    assert turn.calls[1].result.metadata == later_request
+    assert turn.pending is not None and "'read_wiki_structure'" in turn.pending.prompt
+    turn = host.resume_turn(turn, Answer.decline(turn.pending))
+    assert [(m["approval_request_id"], m["approve"]) for m in turn.messages] == [
+        ("mcpr_68mcp01", True),
+        ("mcpr_68mcp02", False),
+    ]
