@@ -119,3 +119,24 @@ def test_two_approvals_in_a_turn_are_asked_one_after_the_other(host: Host) -> No
         ("mcpr_68mcp01", True),
         ("mcpr_68mcp02", False),
     ]
+
+
+def test_the_async_twins_ask_and_answer_approvals_alike(host: Host) -> None:
+    import asyncio
+
+    async def main() -> list[dict[str, Any]]:
+        turn = await host.arun_turn(recorded(), style="responses")
+        assert turn.pending is not None
+        done = await host.aresume_turn(turn, Answer.accept(turn.pending))
+        return done.messages
+
+    assert asyncio.run(main())[0]["approve"] is True
+
+
+def test_a_parked_turn_with_an_unknown_kind_is_refused_naming_the_field(host: Host) -> None:
+    from toolnexus.errors import WireFormatError
+
+    data = host.run_turn(recorded(), style="responses").to_dict()
+    data["calls"][0]["kind"] = "shell"
+    with pytest.raises(WireFormatError, match=r"calls\[0\]\.kind"):
+        TurnResult.from_dict(data)
