@@ -103,7 +103,7 @@ def test_to_mcp_gives_input_schema_and_the_optional_metadata_when_set():
 
 
 def test_to_gemini_groups_declarations_in_one_tool():
-    assert Toolkit([add, search]).to_gemini() == [
+    assert Toolkit([add, search]).to_gemini(schema="subset") == [
         {
             "functionDeclarations": [
                 {
@@ -292,7 +292,7 @@ class Node:
 
 
 def gemini_parameters(item: Tool) -> dict[str, Any]:
-    [group] = Toolkit([item]).to_gemini()
+    [group] = Toolkit([item]).to_gemini(schema="subset")  # the subset mapper, chosen
     [declaration] = group["functionDeclarations"]
     result: dict[str, Any] = declaration["parameters"]
     return result
@@ -412,6 +412,7 @@ def test_a_partials_bound_secret_appears_in_no_adapter_output():
         toolkit.to_openai(strict=True),
         toolkit.to_anthropic(),
         toolkit.to_gemini(),
+        toolkit.to_gemini(schema="subset"),
         toolkit.to_mcp(),
         repr(made),
         repr(toolkit),

@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         "tools",
         {
             "validation", "_ecma", "_json_formats", "_formats", "_docstrings", "_conversion",
-            "_schema", "_tools", "_adapters", "_toolkit", "_uri_template",
+            "_schema", "_tool_use", "_tools", "_adapters", "_toolkit", "_uri_template",
         },
     ),
     ("policies", {"_tracing", "_chain", "_policies", "policies"}),

@@ -53,6 +53,7 @@ def test_a_real_pydantic_model_as_a_parameter_and_a_return_type():
         toolkit.to_openai(),
         toolkit.to_anthropic(),
         toolkit.to_gemini(),
+        toolkit.to_gemini(schema="subset"),
         toolkit.to_mcp(),
     ):
         assert shape

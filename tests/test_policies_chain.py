@@ -425,7 +425,13 @@ def test_hooks_before_tool_rewrites_or_short_circuits_and_after_tool_transforms(
         assert host.call("add", {"a": 1, "b": 2}).output == "after: 11"
         assert host.call("add", {"a": 0, "b": 2}).output == "no zeros"
     assert RAN == ["add"]
-    assert events[0] == {"name": "add", "args": {"a": 1, "b": 2}, "id": None, "turn": None}
+    assert events[0] == {
+        "name": "add",
+        "args": {"a": 1, "b": 2},
+        "id": None,
+        "turn": None,
+        "caller": None,
+    }
 
 
 def test_hooks_after_tool_never_sees_a_suspension_only_the_resolved_result() -> None:

@@ -138,9 +138,29 @@ def test_a_call_is_one_execute_tool_span_with_the_genai_attributes(otel: Recorde
         "gen_ai.tool.type": "function",
         "gen_ai.tool.description": "Add two integers.",
         "gen_ai.tool.call.id": "call_7",
+        "toolnexus.tool.caller": "direct",
         "toolnexus.timeout_ms": 5_000,
         "toolnexus.outcome": "ok",
     }
+
+
+def test_a_programmatic_call_records_its_caller_on_its_span(otel: Recorded) -> None:
+    @tool(allowed_callers=["programmatic"])
+    def total(a: int, b: int) -> int:
+        """Add, for code."""
+        return a + b
+
+    blocks = [
+        {"type": "tool_use", "id": "toolu_1", "name": "total", "input": {"a": 1, "b": 2},
+         "caller": {"type": "code_execution_20260120", "tool_id": "srvtoolu_1"}},
+    ]  # fmt: skip
+    with Host(Toolkit([total])) as host:
+        host.run_turn(blocks, style="anthropic")
+        host.call("total", {"a": 0, "b": 0})  # the application's own call: no caller
+    first, second = [s for s in otel.spans() if s["name"] == "execute_tool total"]
+    assert first["attributes"]["toolnexus.tool.caller"] == "programmatic"
+    assert first["attributes"]["gen_ai.tool.call.id"] == "toolu_1"
+    assert "toolnexus.tool.caller" not in second["attributes"]
 
 
 def test_the_span_is_current_while_the_tool_runs(otel: Recorded) -> None:

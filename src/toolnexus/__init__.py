@@ -55,7 +55,9 @@ from .errors import (
 _LAZY: dict[str, str] = {
     "Answer": "._suspension",
     "Call": "._host",
+    "Grammar": "._tool_use",
     "Host": "._host",
+    "HostedMcp": "._adapters",
     "Part": "._parts",
     "Principal": "._principal",
     "Request": "._suspension",
@@ -75,10 +77,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from ._adapters import HostedMcp
     from ._host import Call, Host, ToolEvent
     from ._parts import Part, get_max_part_bytes, set_max_part_bytes
     from ._principal import Principal
     from ._suspension import Answer, Request, decline_reason
+    from ._tool_use import Grammar
     from ._toolkit import Toolkit
     from ._tools import Tool, tool
     from ._turns import TurnCall, TurnResult
@@ -93,7 +97,9 @@ __all__ = [
     "DuplicateToolError",
     "EcmaPatternError",
     "FormatError",
+    "Grammar",
     "Host",
+    "HostedMcp",
     "InputError",
     "InvalidTypeError",
     "InvalidValueError",

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._frozen import thaw
+from ._frozen import sealed, thaw
 from ._pointer import escape, fragment_pointer, resolve_reference, tokens
-from .errors import InvalidValueError, StrictSchemaError
+from .errors import InvalidTypeError, InvalidValueError, StrictSchemaError
 
 if TYPE_CHECKING:
     from typing import Protocol
+
+    from ._tool_use import Grammar
 
     class Tool(Protocol):
         """What a shape is made from: a :class:`~toolnexus.Tool`'s description. This
@@ -37,9 +40,26 @@ if TYPE_CHECKING:
         def output_schema(self) -> Mapping[str, Any] | None: ...
         @property
         def annotations(self) -> Mapping[str, Any] | None: ...
+        @property
+        def allowed_callers(self) -> tuple[str, ...]: ...
+        @property
+        def input_examples(self) -> tuple[Mapping[str, Any], ...]: ...
+        @property
+        def eager_input_streaming(self) -> bool | None: ...
+        @property
+        def grammar(self) -> Grammar | None: ...
 
 
-__all__ = ["anthropic_tool", "gemini_declaration", "keep_listable", "mcp_tool", "openai_tool"]
+__all__ = [
+    "ANTHROPIC_CODE_EXECUTION",
+    "GEMINI_SCHEMAS",
+    "HostedMcp",
+    "anthropic_tool",
+    "gemini_declaration",
+    "keep_listable",
+    "mcp_tool",
+    "openai_tool",
+]
 
 _OPENAI_APIS = ("chat", "responses")
 
@@ -55,17 +75,21 @@ def openai_tool(tool: Tool, *, strict: bool = False, api: str = "chat") -> dict[
     """
     if api not in _OPENAI_APIS:
         raise InvalidValueError(f"api must be 'chat' or 'responses', got {api!r}")
+    if tool.grammar is not None:
+        return _openai_custom_tool(tool, api)
     parameters = thaw(tool.input_schema)
     if strict:
         parameters = _strict_schema(tool.name, parameters, _OPENAI_STRICT)
     if api == "responses":
-        return {
+        out = {
             "type": "function",
             "name": tool.name,
             "description": tool.description,
             "parameters": parameters,
             "strict": strict,
         }
+        out.update(_openai_callers(tool))
+        return out
     function: dict[str, Any] = {
         "name": tool.name,
         "description": tool.description,
@@ -76,9 +100,18 @@ def openai_tool(tool: Tool, *, strict: bool = False, api: str = "chat") -> dict[
     return {"type": "function", "function": function}
 
 
-def anthropic_tool(tool: Tool, *, strict: bool = False) -> dict[str, Any]:
+def anthropic_tool(
+    tool: Tool,
+    *,
+    strict: bool = False,
+    code_execution: str = "code_execution_20260120",
+    cache_control: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """One tool in Anthropic's Messages API shape: ``{name, description, input_schema}``,
-    plus ``"strict": true`` and a schema within strict tool use's subset when ``strict``.
+    plus ``"strict": true`` and a schema within strict tool use's subset when ``strict``;
+    ``allowed_callers`` (``"programmatic"`` written as the ``code_execution`` tool
+    version), ``input_examples`` and ``eager_input_streaming`` as the tool sets them;
+    ``cache_control`` (``{"type": "ephemeral"}``, optionally with ``"ttl"``) when given.
 
     Raises :class:`StrictSchemaError` when ``strict`` and the schema has an open object or
     a recursive reference.
@@ -93,16 +126,34 @@ def anthropic_tool(tool: Tool, *, strict: bool = False) -> dict[str, Any]:
     }
     if strict:
         out["strict"] = True
+    out.update(_anthropic_tool_use(tool, code_execution))
+    if cache_control is not None:
+        out["cache_control"] = _cache_control(cache_control)
     return out
 
 
-def gemini_declaration(tool: Tool) -> dict[str, Any]:
-    """One Gemini function declaration: ``{name, description, parameters}`` (no
-    ``parameters`` for a tool without arguments)."""
+GEMINI_SCHEMAS = ("json", "subset")
+"""How :func:`gemini_declaration` writes a schema: ``"json"`` (the default), the full JSON
+Schema as ``parametersJsonSchema``; ``"subset"``, mapped onto the OpenAPI 3.0 subset of
+``parameters`` (for models that take only that)."""
+
+
+def gemini_declaration(tool: Tool, *, schema: str = "json") -> dict[str, Any]:
+    """One Gemini function declaration: ``{name, description, parametersJsonSchema}`` with
+    the tool's JSON Schema unmodified (``schema="json"``, the default), or ``{name,
+    description, parameters}`` mapped onto Gemini's OpenAPI subset (``schema="subset"``);
+    no schema at all for a tool without arguments."""
+    if schema not in GEMINI_SCHEMAS:
+        raise InvalidValueError(
+            f"schema must be 'json' (parametersJsonSchema) or 'subset' (parameters), got {schema!r}"
+        )
     declaration: dict[str, Any] = {"name": tool.name, "description": tool.description}
-    schema = tool.input_schema
-    if schema.get("properties"):
-        declaration["parameters"] = thaw(_GeminiMapper(schema).map(schema))
+    input_schema = tool.input_schema
+    if input_schema.get("properties"):
+        if schema == "json":
+            declaration["parametersJsonSchema"] = thaw(input_schema)
+        else:
+            declaration["parameters"] = thaw(_GeminiMapper(input_schema).map(input_schema))
     return declaration
 
 
@@ -152,6 +203,180 @@ def keep_listable(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         kept.append(entry)
     return kept
+
+
+# --------------------------------------------------------------------------- advanced tool use
+#
+# Programmatic calls, input examples, eager input streaming, cache control, grammar (custom)
+# tools and hosted MCP. Kept apart from the base shapes above: each adapter adds what these
+# return to its entry.
+
+ANTHROPIC_CODE_EXECUTION = (
+    "code_execution_20250825",
+    "code_execution_20260120",
+    "code_execution_20260521",
+)
+"""The Anthropic code-execution tool versions a tool's ``allowed_callers`` may name."""
+
+
+def _openai_callers(tool: Tool) -> dict[str, Any]:
+    """``allowed_callers`` of an OpenAI Responses tool, when the tool is not direct-only."""
+    if tool.allowed_callers == ("direct",):
+        return {}
+    return {"allowed_callers": list(tool.allowed_callers)}
+
+
+def _openai_custom_tool(tool: Tool, api: str) -> dict[str, Any]:
+    """A grammar tool as an OpenAI custom tool (free-text input in that grammar)."""
+    grammar = tool.grammar
+    assert grammar is not None
+    if api == "responses":
+        out = {
+            "type": "custom",
+            "name": tool.name,
+            "description": tool.description,
+            "format": grammar.to_format(),
+        }
+        out.update(_openai_callers(tool))
+        return out
+    return {
+        "type": "custom",
+        "custom": {
+            "name": tool.name,
+            "description": tool.description,
+            "format": {
+                "type": "grammar",
+                "grammar": {"definition": grammar.definition, "syntax": grammar.syntax},
+            },
+        },
+    }
+
+
+def _anthropic_tool_use(tool: Tool, code_execution: str) -> dict[str, Any]:
+    """The advanced-tool-use fields of an Anthropic tool the tool sets."""
+    if code_execution not in ANTHROPIC_CODE_EXECUTION:
+        raise InvalidValueError(
+            f"code_execution must be one of {', '.join(ANTHROPIC_CODE_EXECUTION)}, "
+            f"got {code_execution!r}"
+        )
+    out: dict[str, Any] = {}
+    if tool.allowed_callers != ("direct",):
+        out["allowed_callers"] = [
+            code_execution if caller == "programmatic" else caller
+            for caller in tool.allowed_callers
+        ]
+    if tool.input_examples:
+        out["input_examples"] = [thaw(example) for example in tool.input_examples]
+    if tool.eager_input_streaming is not None:
+        out["eager_input_streaming"] = tool.eager_input_streaming
+    return out
+
+
+def _cache_control(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A checked Anthropic cache-control breakpoint: ``{"type": "ephemeral", "ttl"?}``."""
+    if not isinstance(value, Mapping) or value.get("type") != "ephemeral":
+        raise InvalidValueError(
+            'cache_control must be {"type": "ephemeral"} (optionally with "ttl": "5m" or '
+            f'"1h"), got {value!r}'
+        )
+    unknown = set(value) - {"type", "ttl"}
+    if unknown or value.get("ttl", "5m") not in ("5m", "1h"):
+        raise InvalidValueError(
+            f'cache_control takes "type" and "ttl" ("5m" or "1h") only, got {dict(value)!r}'
+        )
+    return dict(value)
+
+
+_APPROVALS = ("always", "never")
+
+
+@sealed
+@dataclass(frozen=True, slots=True)
+class HostedMcp:
+    """An MCP server the provider calls itself (hosted MCP): OpenAI's ``{"type": "mcp"}``
+    tool, Anthropic's MCP connector (an ``mcp_servers`` entry and its ``mcp_toolset``).
+
+    Attributes:
+        label: the server's name (OpenAI's ``server_label``, Anthropic's ``name``).
+        url: its Streamable HTTP URL.
+        require_approval: ``"always"`` (the default: each call is an
+            ``mcp_approval_request``, which ``Host.run_turn`` turns into a question) or
+            ``"never"`` (OpenAI only; Anthropic's connector asks no approval).
+        allowed_tools: the server's tools the model may use, or None for all.
+        headers: HTTP headers for the server (OpenAI).
+        authorization: an OAuth access token for the server.
+        description: what the server is for (OpenAI's ``server_description``).
+
+    Example::
+
+        >>> docs = HostedMcp("docs", "https://mcp.example.com/mcp", allowed_tools=("search",))
+        >>> docs.to_openai()["server_label"], docs.to_anthropic_toolset()["mcp_server_name"]
+        ('docs', 'docs')
+    """
+
+    label: str
+    url: str
+    require_approval: str = "always"
+    allowed_tools: tuple[str, ...] | None = None
+    headers: Mapping[str, str] | None = field(default=None, repr=False)  # secrets
+    authorization: str | None = field(default=None, repr=False)
+    description: str | None = None
+
+    def __post_init__(self) -> None:
+        for key in ("label", "url"):
+            value = getattr(self, key)
+            if not isinstance(value, str) or not value:
+                raise InvalidValueError(f"HostedMcp.{key} must be a non-empty string")
+        if not self.url.startswith(("https://", "http://")):
+            raise InvalidValueError(
+                f"HostedMcp.url must be an http(s) URL the provider can reach, got {self.url!r}"
+            )
+        if self.require_approval not in _APPROVALS:
+            raise InvalidValueError(
+                f"HostedMcp.require_approval must be 'always' or 'never', "
+                f"got {self.require_approval!r}"
+            )
+        if self.allowed_tools is not None:
+            tools = self.allowed_tools
+            if isinstance(tools, str) or not all(isinstance(each, str) for each in tools):
+                raise InvalidTypeError("HostedMcp.allowed_tools must be a sequence of names")
+            object.__setattr__(self, "allowed_tools", tuple(tools))
+
+    def to_openai(self) -> dict[str, Any]:
+        """The OpenAI Responses ``{"type": "mcp", "server_label", "server_url",
+        "require_approval", ...}`` tool."""
+        out: dict[str, Any] = {
+            "type": "mcp",
+            "server_label": self.label,
+            "server_url": self.url,
+            "require_approval": self.require_approval,
+        }
+        if self.allowed_tools is not None:
+            out["allowed_tools"] = list(self.allowed_tools)
+        if self.headers:
+            out["headers"] = dict(self.headers)
+        if self.authorization is not None:
+            out["authorization"] = self.authorization
+        if self.description is not None:
+            out["server_description"] = self.description
+        return out
+
+    def to_anthropic_server(self) -> dict[str, Any]:
+        """The Anthropic ``mcp_servers`` entry: ``{"type": "url", "name", "url",
+        "authorization_token"?}``."""
+        out: dict[str, Any] = {"type": "url", "name": self.label, "url": self.url}
+        if self.authorization is not None:
+            out["authorization_token"] = self.authorization
+        return out
+
+    def to_anthropic_toolset(self) -> dict[str, Any]:
+        """The Anthropic ``{"type": "mcp_toolset", "mcp_server_name"}`` tool; with
+        ``allowed_tools``, every other tool of the server disabled."""
+        out: dict[str, Any] = {"type": "mcp_toolset", "mcp_server_name": self.label}
+        if self.allowed_tools is not None:
+            out["default_config"] = {"enabled": False}
+            out["configs"] = {name: {"enabled": True} for name in self.allowed_tools}
+        return out
 
 
 # --------------------------------------------------------------------------- strict modes

@@ -77,6 +77,9 @@ class ToolCall:
         call_id: the model's id for this tool call in a turn (``Host.run_turn``), else None.
         turn: which ``run_turn``/``resume_turn`` the call belongs to (unique in the
             process), else None.
+        caller: who made a turn's call: ``"direct"`` (the model) or ``"programmatic"``
+            (code the model ran in the provider's code-execution tool); None outside a
+            turn. Every policy applies to both alike; one may tell them apart here.
         deadline: when the call's budget ends, in ``time.monotonic()`` seconds
             (``context.deadline``); None without a deadline. A context changed through
             :meth:`with_context` keeps it.
@@ -96,6 +99,7 @@ class ToolCall:
     deadline: float | None = None
     _admitted: Any = field(default=None, repr=False, compare=False)
     _run: Any = field(default=None, repr=False, compare=False)
+    caller: str | None = None
 
     @property
     def name(self) -> str:
@@ -342,6 +346,8 @@ class Policies:
         call_id: str | None,
         turn: int | None,
         done: Callable[[C], object] | None,
+        *,
+        caller: str | None = None,
     ) -> tuple[Tool, Callable[[C], object] | None]:
         """What ``call`` runs instead of ``tool`` (the tool itself when nothing runs
         around it), and its first done callback (a span ends there, before ``done``)."""
@@ -349,10 +355,12 @@ class Policies:
         steps = chain[1]
         span = None
         if self.tracing is not False:
-            span = _tracing.call_span(tool, call_id, budget, forced=self.tracing is True)
+            span = _tracing.call_span(
+                tool, call_id, budget, forced=self.tracing is True, caller=caller
+            )
         if not steps and span is None:
             return tool, done
-        run = _Run(tool, steps, chain[2], call_id, turn, span)
+        run = _Run(tool, steps, chain[2], call_id, turn, span, caller)
         if span is not None:
             end = span.end
             if done is None:
@@ -385,6 +393,7 @@ class _Run:
 
     __slots__ = (
         "call_id",
+        "caller",
         "is_async",
         "name",
         "raised",
@@ -404,8 +413,10 @@ class _Run:
         call_id: str | None,
         turn: int | None,
         span: _tracing.CallSpan | None,
+        caller: str | None = None,
     ) -> None:
         self.tool = tool
+        self.caller = caller
         self.name = tool.name
         self.steps = steps
         self.call_id = call_id
@@ -429,7 +440,15 @@ class _Run:
         if refusal is not None:
             return refusal
         return ToolCall(
-            self.tool, admitted, ctx, self.call_id, self.turn, ctx.deadline, admitted, self
+            self.tool,
+            admitted,
+            ctx,
+            self.call_id,
+            self.turn,
+            ctx.deadline,
+            admitted,
+            self,
+            caller=self.caller,
         )
 
     # ----------------------------------------------------------------- synchronous

@@ -179,9 +179,10 @@ def _warn_if_memory_store(binder: Binder) -> None:
     )
 
 
-_Item: TypeAlias = "tuple[str, Any, Accepted | None, str | None, int | None]"  # no typing
+_Item: TypeAlias = "tuple[str, Any, Accepted | None, str | None, int | None, str | None]"
 """One call of a batch: the tool name, its arguments, for a resume the checked answer, and
-for a turn's call its id and the turn (what the middleware sees)."""
+for a turn's call its id, the turn and its caller (``"direct"``/``"programmatic"``: what
+the middleware sees)."""
 
 _Steps: TypeAlias = "Generator[list[_Item], list[ToolResult], TurnResult]"
 """A turn's logic, written once for both drivers (:meth:`Host._run_steps`,
@@ -633,6 +634,7 @@ class Host:
         done_callback: Callable[[Call], object] | None = None,
         call_id: str | None = None,
         turn: int | None = None,
+        caller: str | None = None,
     ) -> Call:
         """Check the arguments and build the call, not started: every way in (``call``,
         ``submit``, ``resume``, their async forms, a turn) makes its call here, and so do
@@ -646,8 +648,9 @@ class Host:
         its first done callback, registered before anything can settle it (so it has run
         when the call comes back settled) — with an inline start the only way to hear of a
         deadline while the tool still runs. ``resume``: whether this is a resume (default:
-        when ``request`` or ``answer`` is given). ``call_id`` and ``turn`` are what the
-        middleware sees of a turn's call.
+        when ``request`` or ``answer`` is given). ``call_id``, ``turn`` and ``caller`` are
+        what the middleware sees of a turn's call; a ``caller`` the tool's
+        ``allowed_callers`` does not list is refused before anything runs.
         """
         if done_callback is not None and not callable(done_callback):
             raise InvalidTypeError(
@@ -682,10 +685,15 @@ class Host:
             call._finish_now(ToolResult.error("cancelled by the caller"), "cancelled", "caller")
             return call
         tool, parsed = resolved
+        if caller is not None and caller not in tool.allowed_callers:
+            call._finish_now(_caller_refused(tool.name, caller, tool.allowed_callers), "error")
+            return call
         policies = self._policies  # the middleware chain, or the call's span, in its place
         first = None  # a first done callback in place of done_callback's
         if policies is not None and (policies.busy or API_MODULE in sys.modules):
-            tool, first = policies.around(call, tool, budget, call_id, turn, done_callback)
+            tool, first = policies.around(
+                call, tool, budget, call_id, turn, done_callback, caller=caller
+            )
             if first is done_callback:
                 first = None
         call._prepare(
@@ -760,7 +768,8 @@ class Host:
         pairs = _pairs(calls)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return self._gather_blocking([(n, a, None, None, None) for n, a in pairs], budget, token)
+        items: list[_Item] = [(n, a, None, None, None, None) for n, a in pairs]
+        return self._gather_blocking(items, budget, token)
 
     async def acall_many(
         self,
@@ -778,7 +787,7 @@ class Host:
         pairs = _pairs(calls)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return await self._gather([(n, a, None, None, None) for n, a in pairs], budget, token)
+        return await self._gather([(n, a, None, None, None, None) for n, a in pairs], budget, token)
 
     def run_turn(
         self,
@@ -798,6 +807,12 @@ class Host:
         ``"gemini"`` the candidate's parts, its content or the whole response
         (``functionCall`` parts are run), or ``response.function_calls``.
 
+        A call made by the model's code (its ``caller``: programmatic tool calling) runs
+        like any other — every policy applies — once the tool's ``allowed_callers`` allow
+        that caller (else it is an error result and nothing runs). A hosted MCP server's
+        ``mcp_approval_request`` (Responses) is not run: it becomes an approval question,
+        pending like a tool's, and its answer becomes the ``mcp_approval_response``.
+
         Returns a :class:`TurnResult`. When calls suspend (no ``wait_for``), its ``pending``
         is the first suspension in call order and its ``messages`` stay empty until
         :meth:`resume_turn` has produced one result per call.
@@ -816,7 +831,7 @@ class Host:
         parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return self._run_steps(_turn_steps(parsed, style), budget, token)
+        return self._run_steps(_turn_steps(parsed, style, self._ask_approval), budget, token)
 
     async def arun_turn(
         self,
@@ -837,7 +852,8 @@ class Host:
         parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return await self._arun_steps(_turn_steps(parsed, style), budget, token)
+        steps = _turn_steps(parsed, style, self._ask_approval)
+        return await self._arun_steps(steps, budget, token)
 
     def resume_turn(
         self,
@@ -973,7 +989,7 @@ class Host:
         return None
 
     def _call_for(self, item: _Item, budget: int | None, token: CancellationToken) -> Call:
-        name, args, checked, call_id, turn = item
+        name, args, checked, call_id, turn, caller = item
         return self._prepare_call(
             name,
             args,
@@ -986,6 +1002,7 @@ class Host:
             accepted=checked,
             call_id=call_id,
             turn=turn,
+            caller=caller,
         )
 
     def _gather_blocking(
@@ -1044,6 +1061,14 @@ class Host:
             turn: TurnResult = end.value
             return turn
 
+    def _ask_approval(self, call_id: str, name: str, arguments: Any) -> ToolResult:
+        """A hosted MCP server's approval request as a pending result, its question bound
+        (signed, single use) to the item: its id, server, tool and arguments."""
+        from ._turns import approval_request
+
+        pending = ToolResult.pending(approval_request(call_id, name, arguments))
+        return self._binder.bind(name, arguments, pending)
+
     def _resume_steps(self, turn: TurnResult, answer: object) -> _Steps:
         """:meth:`resume_turn`'s logic: the halted call with the answer, then the turn's
         other suspended calls again."""
@@ -1084,13 +1109,25 @@ class Host:
                     f"request {request.id!r}",
                 )
             first = [verdict.result]
+        elif halted.kind == "mcp_approval":
+            first = [_approved(halted.name)]  # the provider's server runs it, not this host
         else:
-            first = yield [(halted.name, halted.arguments, verdict, halted.id, turn_id)]
+            caller = _turn_caller(halted)
+            first = yield [(halted.name, halted.arguments, verdict, halted.id, turn_id, caller)]
         calls = [replace(c, result=first[0]) if c is halted else c for c in turn.calls]
-        others = [i for i, c in enumerate(calls) if c.is_pending]
+        # An approval still waiting keeps its own question: only calls of ours run again.
+        others = [i for i, c in enumerate(calls) if c.is_pending and c.kind != "mcp_approval"]
         if others:
             again = yield [
-                (calls[i].name, calls[i].arguments, None, calls[i].id, turn_id) for i in others
+                (
+                    calls[i].name,
+                    calls[i].arguments,
+                    None,
+                    calls[i].id,
+                    turn_id,
+                    _turn_caller(calls[i]),
+                )
+                for i in others
             ]
             for i, result in zip(others, again, strict=True):
                 calls[i] = replace(calls[i], result=result)
@@ -1100,16 +1137,54 @@ class Host:
 _turns = itertools.count(1)  # each turn's id (what ToolCall.turn says)
 
 
-def _turn_steps(calls: list[tuple[str, str, Any]], style: Style) -> _Steps:
-    """:meth:`Host.run_turn`'s logic: run the calls, pair each result with its call."""
+def _turn_steps(
+    calls: list[tuple[str, str, Any, dict[str, Any]]],
+    style: Style,
+    ask_approval: Callable[[str, str, Any], ToolResult],
+) -> _Steps:
+    """:meth:`Host.run_turn`'s logic: run the calls, pair each result with its call. A
+    hosted MCP server's approval request is not run: it becomes a question
+    (``ask_approval``), answered through :meth:`Host.resume_turn`."""
+    from ._tool_use import caller_kind
     from ._turns import TurnCall, TurnResult
 
     turn = next(_turns)
-    results = yield [(name, args, None, cid, turn) for cid, name, args in calls]
-    return TurnResult(
-        style,
-        tuple(TurnCall(cid, n, a, r) for (cid, n, a), r in zip(calls, results, strict=True)),
+    ours = [call for call in calls if call[3].get("kind") != "mcp_approval"]
+    ran = yield [
+        (name, args, None, cid, turn, caller_kind(extras.get("caller")))
+        for cid, name, args, extras in ours
+    ]
+    results = iter(ran)
+    out = []
+    for cid, name, args, extras in calls:
+        if extras.get("kind") == "mcp_approval":
+            result = ask_approval(cid, name, args)
+        else:
+            result = next(results)
+        out.append(TurnCall(cid, name, args, result, **extras))
+    return TurnResult(style, tuple(out))
+
+
+def _turn_caller(call: TurnCall) -> str:
+    """The caller a turn's call runs as: ``"direct"`` or ``"programmatic"``."""
+    from ._tool_use import caller_kind
+
+    return caller_kind(call.caller)
+
+
+def _caller_refused(name: str, caller: str, allowed: tuple[str, ...]) -> ToolResult:
+    """The error result of a call from a caller the tool does not allow."""
+    how = {"direct": "directly by the model", "programmatic": "programmatically"}
+    return ToolResult.error(
+        f"tool {name!r} cannot be called {how.get(caller, caller)}: its allowed_callers are "
+        f"{', '.join(allowed)}; it was not run (offer it with allowed_callers="
+        f"{(*allowed, caller)!r} to allow such calls)"
     )
+
+
+def _approved(name: str) -> ToolResult:
+    """The result of an approved hosted-MCP call: the provider's server runs it."""
+    return ToolResult.ok(f"approved: the MCP server may run {name!r}")
 
 
 def _pairs(calls: Iterable[Any]) -> list[tuple[str, Any]]:

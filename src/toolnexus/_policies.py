@@ -898,6 +898,7 @@ class _Hooks(Middleware):
             "args": dict(call.arguments),
             "id": call.call_id,
             "turn": call.turn,
+            "caller": call.caller,
         }
 
     @staticmethod
@@ -991,8 +992,8 @@ def _settled(value: Any, call: ToolCall) -> Any:
 def hooks(before_tool: Hook | None = None, after_tool: Hook | None = None) -> Middleware:
     """The toolnexus family's ``beforeTool``/``afterTool`` hooks (SPEC §8), as one middleware.
 
-    ``before_tool({"name", "args", "id", "turn"})`` runs before the tool: return None to
-    go on, ``{"args": {...}}`` to rewrite the call (checked against the schema again), or
+    ``before_tool({"name", "args", "id", "turn", "caller"})`` runs before the tool: return
+    None to go on, ``{"args": {...}}`` to rewrite the call (checked against the schema again), or
     ``{"result": ToolResult}`` to answer it without running the tool — a deny, a cache
     hit, a dry run, or a suspension (a guard-raised question, counted as pending).
     ``after_tool({"name", "args", "result", "id", "turn"})`` runs after it: return None,

@@ -440,9 +440,18 @@ class Toolkit:
         """
         return [item.to_openai(strict=strict, api=api) for item in self._tools.values()]
 
-    def to_anthropic(self, *, strict: bool = False) -> list[dict[str, Any]]:
+    def to_anthropic(
+        self,
+        *,
+        strict: bool = False,
+        code_execution: str = "code_execution_20260120",
+        cache_control: Mapping[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
         """Tool definitions for Anthropic's Messages API: ``{name, description,
-        input_schema}``.
+        input_schema}``, plus each tool's ``allowed_callers`` (``"programmatic"`` written as
+        the ``code_execution`` tool version), ``input_examples`` and
+        ``eager_input_streaming``; ``cache_control`` marks the last tool as a cache
+        breakpoint (the tools before it are cached with it).
 
         With ``strict=True`` each also says ``"strict": true`` (strict tool use) and its
         schema is kept within that mode's subset: every object is closed, ``oneOf`` becomes
@@ -454,12 +463,23 @@ class Toolkit:
 
             client.messages.create(model=..., messages=..., tools=toolkit.to_anthropic())
         """
-        return [item.to_anthropic(strict=strict) for item in self._tools.values()]
+        tools = list(self._tools.values())
+        return [
+            item.to_anthropic(
+                strict=strict,
+                code_execution=code_execution,
+                cache_control=cache_control if index == len(tools) - 1 else None,
+            )
+            for index, item in enumerate(tools)
+        ]
 
-    def to_gemini(self) -> list[dict[str, Any]]:
+    def to_gemini(self, *, schema: str = "json") -> list[dict[str, Any]]:
         """Tool definitions for the Gemini API: ``[{"functionDeclarations": [...]}]``.
 
-        Gemini's ``parameters`` take a subset of OpenAPI 3.0, so each schema is mapped:
+        By default each declaration carries its tool's JSON Schema unmodified as
+        ``parametersJsonSchema`` (``$ref``, ``$defs``, ``anyOf`` and all). With
+        ``schema="subset"`` (models that take only ``parameters``), each schema is mapped
+        onto that OpenAPI 3.0 subset:
         ``$ref`` is inlined (a recursive reference becomes a plain object), ``T | None``
         becomes ``T`` with ``"nullable": true``, a list of types becomes ``anyOf``,
         ``oneOf`` becomes ``anyOf``, ``const`` a one-value ``enum``, an enum of numbers
@@ -475,7 +495,8 @@ class Toolkit:
 
             config = {"tools": toolkit.to_gemini()}
         """
-        return [{"functionDeclarations": [item.to_gemini() for item in self._tools.values()]}]
+        declarations = [item.to_gemini(schema=schema) for item in self._tools.values()]
+        return [{"functionDeclarations": declarations}]
 
     def to_mcp(self) -> list[dict[str, Any]]:
         """Tool definitions for an MCP ``tools/list`` reply: ``{name, description,

@@ -14,7 +14,7 @@ import functools
 import inspect
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, overload
 
@@ -31,6 +31,7 @@ from ._schema import (
     infer,
     sanitize_name,
 )
+from ._tool_use import Grammar, check_callers, check_examples, check_grammar_tool
 from .errors import (
     InvalidTypeError,
     InvalidValueError,
@@ -182,6 +183,16 @@ class Tool(Generic[P, R]):
             server's ``task_after_ms`` becomes one, for a client that takes tasks),
             ``"required"`` (only as a task: a client without tasks is refused) or
             ``"forbidden"`` (always answered in its request).
+        allowed_callers: who may call it: ``"direct"`` (the model; the default) and/or
+            ``"programmatic"`` (code the model runs in the provider's code-execution tool).
+            A turn's call from a caller not listed is refused before anything runs.
+        input_examples: example argument objects shown to the model (Anthropic), each
+            checked against ``input_schema`` when the tool is made.
+        eager_input_streaming: Anthropic's per-tool eager input streaming, or None (the
+            provider's default).
+        grammar: a :class:`~toolnexus.Grammar` (Lark or regex): the tool is offered to the
+            OpenAI Responses API as a custom tool taking free text in its one ``input: str``
+            parameter.
         is_async: True when the function is ``async def``: hosts should prefer
             :meth:`acall` (read-only, worked out from ``fn``).
         takes_context: True when the function receives a :class:`ToolContext`; a host
@@ -214,6 +225,11 @@ class Tool(Generic[P, R]):
     output_schema: Mapping[str, Any] | None = None
     annotations: Mapping[str, Any] | None = None
     task_support: str = "optional"
+    # The providers' advanced tool use (checked in _tool_use.py; written by _adapters.py).
+    allowed_callers: tuple[str, ...] = ("direct",)
+    input_examples: tuple[Mapping[str, Any], ...] = ()
+    eager_input_streaming: bool | None = None
+    grammar: Grammar | None = None
     _signature: Signature | None = field(default=None, repr=False, compare=False)
     _invoke: Invoke = field(init=False, repr=False, compare=False)
     _errors: Callable[..., list[str]] = field(init=False, repr=False, compare=False)
@@ -312,12 +328,32 @@ class Tool(Generic[P, R]):
             _contract_invoke(self.fn) if signature is None else build_invoke(signature),
         )
         set_(self, "_prepare", _null_stripper(self.input_schema))
+        self._check_tool_use()
         set_(self, "is_async", _is_async_callable(self.fn))
         set_(
             self,
             "takes_context",
             _contract_takes_ctx(self.fn) if signature is None else signature.ctx_name is not None,
         )
+
+    def _check_tool_use(self) -> None:
+        """The advanced-tool-use options, checked (see ``_tool_use.py``)."""
+        set_ = object.__setattr__
+        set_(self, "allowed_callers", check_callers(self.name, self.allowed_callers))
+        if self.input_examples:
+            examples = check_examples(self.name, self.input_examples, self._errors)
+            set_(self, "input_examples", examples)
+        else:
+            set_(self, "input_examples", ())
+        if self.eager_input_streaming is not None and not isinstance(
+            self.eager_input_streaming, bool
+        ):
+            raise InvalidTypeError(
+                f"eager_input_streaming of tool {self.name!r} must be a bool or None, "
+                f"got {self.eager_input_streaming!r}"
+            )
+        if self.grammar is not None:
+            check_grammar_tool(self.name, self.grammar, self.input_schema)
 
     @property
     def _prefix(self) -> str:
@@ -494,7 +530,13 @@ class Tool(Generic[P, R]):
 
         return openai_tool(self, strict=strict, api=api)
 
-    def to_anthropic(self, *, strict: bool = False) -> dict[str, Any]:
+    def to_anthropic(
+        self,
+        *,
+        strict: bool = False,
+        code_execution: str = "code_execution_20260120",
+        cache_control: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """This tool's definition for Anthropic's Messages API (see
         :meth:`Toolkit.to_anthropic <toolnexus.Toolkit.to_anthropic>`), with
         ``"strict": true`` when ``strict``.
@@ -505,10 +547,14 @@ class Tool(Generic[P, R]):
         """
         from ._adapters import anthropic_tool
 
-        return anthropic_tool(self, strict=strict)
+        return anthropic_tool(
+            self, strict=strict, code_execution=code_execution, cache_control=cache_control
+        )
 
-    def to_gemini(self) -> dict[str, Any]:
-        """This tool's Gemini function declaration, ``{name, description, parameters}`` (see
+    def to_gemini(self, *, schema: str = "json") -> dict[str, Any]:
+        """This tool's Gemini function declaration, ``{name, description,
+        parametersJsonSchema}`` (``{name, description, parameters}`` with
+        ``schema="subset"``; see
         :meth:`Toolkit.to_gemini <toolnexus.Toolkit.to_gemini>`, which groups them as
         ``[{"functionDeclarations": [...]}]``).
 
@@ -518,7 +564,7 @@ class Tool(Generic[P, R]):
         """
         from ._adapters import gemini_declaration
 
-        return gemini_declaration(self)
+        return gemini_declaration(self, schema=schema)
 
     def to_mcp(self) -> dict[str, Any]:
         """This tool as an entry of an MCP ``tools/list`` reply (see :meth:`Toolkit.to_mcp
@@ -993,6 +1039,10 @@ def tool(
     open_world: bool | None = ...,
     output_schema: Mapping[str, Any] | None = ...,
     task_support: str | None = ...,
+    allowed_callers: Sequence[str] | None = ...,
+    input_examples: Sequence[Mapping[str, Any]] | None = ...,
+    eager_input_streaming: bool | None = ...,
+    grammar: Grammar | None = ...,
 ) -> Tool[P, R]: ...
 
 
@@ -1011,6 +1061,10 @@ def tool(
     open_world: bool | None = ...,
     output_schema: Mapping[str, Any] | None = ...,
     task_support: str | None = ...,
+    allowed_callers: Sequence[str] | None = ...,
+    input_examples: Sequence[Mapping[str, Any]] | None = ...,
+    eager_input_streaming: bool | None = ...,
+    grammar: Grammar | None = ...,
 ) -> Tool[P, R]: ...
 
 
@@ -1029,6 +1083,10 @@ def tool(
     open_world: bool | None = ...,
     output_schema: Mapping[str, Any] | None = ...,
     task_support: str | None = ...,
+    allowed_callers: Sequence[str] | None = ...,
+    input_examples: Sequence[Mapping[str, Any]] | None = ...,
+    eager_input_streaming: bool | None = ...,
+    grammar: Grammar | None = ...,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -1046,6 +1104,10 @@ def tool(
     open_world: bool | None = None,
     output_schema: Mapping[str, Any] | None = None,
     task_support: str | None = None,
+    allowed_callers: Sequence[str] | None = None,
+    input_examples: Sequence[Mapping[str, Any]] | None = None,
+    eager_input_streaming: bool | None = None,
+    grammar: Grammar | None = None,
 ) -> Tool[..., Any] | Callable[[Callable[..., Any]], Tool[..., Any]]:
     """Make a :class:`Tool` from a function: bare ``@tool``, ``@tool(...)`` or ``tool(fn)``.
 
@@ -1063,7 +1125,9 @@ def tool(
     function's (sanitized to ``[a-zA-Z0-9_-]``), the description to the docstring's first
     paragraph. ``task_support`` says whether an MCP server may run a call as a task
     (:attr:`Tool.task_support`). ``title`` and the four hints become MCP metadata (``Tool.title``,
-    ``Tool.annotations``).
+    ``Tool.annotations``). ``allowed_callers``, ``input_examples``, ``eager_input_streaming``
+    and ``grammar`` are the providers' advanced tool use (see :class:`Tool` and
+    ``docs/adapters.md``).
 
     The Tool is typed after the function: ``@tool`` on ``def add(a: int, b: int) -> int``
     gives a ``Tool[[int, int], int]`` whose ``fn`` a type checker sees as
@@ -1092,6 +1156,10 @@ def tool(
         "title": title,
         "output_schema": output_schema,
         "task_support": task_support,
+        "allowed_callers": allowed_callers,
+        "input_examples": input_examples,
+        "eager_input_streaming": eager_input_streaming,
+        "grammar": grammar,
         "hints": {
             "readOnlyHint": read_only,
             "destructiveHint": destructive,
@@ -1140,6 +1208,9 @@ def refuse_other_copy(value: object) -> None:
         )
 
 
+_TOOL_USE = ("allowed_callers", "input_examples", "eager_input_streaming", "grammar")
+
+
 def make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
     """Package-internal: what ``@tool`` (with ``options``) does to ``fn``; ``Toolkit`` uses it
     to accept plain functions. ``frame`` is the caller's, for refs and error locations."""
@@ -1149,7 +1220,7 @@ def make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
             raise InvalidTypeError(f"@tool hint {key} must be a bool or None, got {value!r}")
     if isinstance(fn, Tool):
         changes: dict[str, Any] = {}
-        for key in ("name", "description", "title", "output_schema", "task_support"):
+        for key in ("name", "description", "title", "output_schema", "task_support", *_TOOL_USE):
             if options.get(key) is not None:
                 changes[key] = options[key]
         if hints:
@@ -1197,4 +1268,5 @@ def make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
         annotations=hints or None,
         task_support=options.get("task_support") or "optional",
         _signature=signature,
+        **{key: options[key] for key in _TOOL_USE if options.get(key) is not None},
     )

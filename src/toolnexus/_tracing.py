@@ -11,7 +11,8 @@ MCP, both "development" status):
 
 - ``execute_tool {tool}`` (INTERNAL), one per host call, from its start to its settled
   result: ``gen_ai.operation.name`` = ``execute_tool``, ``gen_ai.tool.name``,
-  ``gen_ai.tool.call.id`` (a turn's call), ``gen_ai.tool.description``,
+  ``gen_ai.tool.call.id`` (a turn's call), ``toolnexus.tool.caller`` (a turn's
+  ``direct`` or ``programmatic`` call), ``gen_ai.tool.description``,
   ``gen_ai.tool.type`` = ``function``, ``toolnexus.outcome`` (ok, error, pending, timeout,
   cancelled), ``error.type`` (``tool_error``, ``timeout``, ``cancelled``) with the status
   ERROR, ``toolnexus.cancel.reason``, ``toolnexus.timeout_ms``, ``toolnexus.request.id``
@@ -180,14 +181,20 @@ def event(name: str, attributes: Mapping[str, Any]) -> None:
 
 
 def call_span(
-    tool: Tool, call_id: str | None, budget: int | None, *, forced: bool = False
+    tool: Tool,
+    call_id: str | None,
+    budget: int | None,
+    *,
+    forced: bool = False,
+    caller: str | None = None,
 ) -> CallSpan | None:
     """Start the span of a host call to ``tool`` (a child of the current span), or None
-    when tracing is off."""
+    when tracing is off. ``caller`` (a turn's ``"direct"`` or ``"programmatic"``) is
+    recorded as ``toolnexus.tool.caller``."""
     tracer = _tracer(forced)
     if tracer is None:
         return None
-    return CallSpan(tracer, tool, call_id, budget)
+    return CallSpan(tracer, tool, call_id, budget, caller)
 
 
 class CallSpan:
@@ -195,7 +202,14 @@ class CallSpan:
 
     __slots__ = ("_context", "_instruments", "_name", "_span", "_start")
 
-    def __init__(self, tracer: Any, tool: Tool, call_id: str | None, budget: int | None) -> None:
+    def __init__(
+        self,
+        tracer: Any,
+        tool: Tool,
+        call_id: str | None,
+        budget: int | None,
+        caller: str | None = None,
+    ) -> None:
         from opentelemetry import trace
 
         name = tool.name
@@ -210,6 +224,8 @@ class CallSpan:
             attributes["gen_ai.tool.call.id"] = call_id
         if budget is not None:
             attributes["toolnexus.timeout_ms"] = budget
+        if caller is not None:
+            attributes["toolnexus.tool.caller"] = caller
         self._name = name
         self._span = span = tracer.start_span(
             f"execute_tool {name}", kind=trace.SpanKind.INTERNAL, attributes=attributes

@@ -18,18 +18,22 @@ from ._frozen import sealed
 from ._parts import EXTENSIONS, Part
 from ._result import ToolResult
 from ._suspension import Request
+from ._tool_use import GRAMMAR_INPUT, caller_kind
 from .errors import InvalidTypeError, InvalidValueError, WireFormatError
 
 __all__ = [
+    "KINDS",
     "STYLES",
     "Style",
     "TurnCall",
     "TurnInput",
     "TurnResult",
     "TurnStyle",
+    "approval_request",
     "parse_calls",
     "responses_output",
     "style_of",
+    "text_only",
 ]
 
 Style = str
@@ -90,8 +94,14 @@ Example::
     turn = host.run_turn(calls, style="openai")
 """
 
-ParsedCall = tuple[str, str, Any]
-"""``(call_id, name, arguments)`` of one tool call, as the provider sent them."""
+ParsedCall = tuple[str, str, Any, dict[str, Any]]
+"""``(call_id, name, arguments, extras)`` of one tool call, as the provider sent them;
+``extras`` holds what the advanced tool use adds (``caller``, ``kind``, ``signature``:
+:class:`TurnCall`'s fields of those names), empty for a plain call."""
+
+KINDS = ("function", "custom", "mcp_approval")
+"""What a :class:`TurnCall` is: a function call, an OpenAI custom (grammar) tool call, or a
+hosted MCP server's approval request (a question for a human, not a call of ours)."""
 
 
 def _get(obj: Any, key: str, *aliases: str) -> Any:
@@ -110,13 +120,14 @@ class TurnStyle:
     Attributes:
         unwrap: the provider's whole response message -> its list of tool calls, or the
             value unchanged when it already is that list.
-        read_call: one item of that list and its index -> ``(id, name, arguments)`` before
-            checks, or ``None`` for an item that is not a tool call (skipped).
+        read_call: one item of that list and its index -> ``(id, name, arguments)`` (or
+            ``(id, name, arguments, extras)``, see :data:`ParsedCall`) before checks, or
+            ``None`` for an item that is not a tool call (skipped).
         render: the calls of a complete turn -> the messages to append to the conversation.
     """
 
     unwrap: Callable[[Any], Any]
-    read_call: Callable[[Any, int], tuple[Any, Any, Any] | None]
+    read_call: Callable[[Any, int], tuple[Any, ...] | None]
     render: Callable[[tuple[TurnCall, ...]], list[dict[str, Any]]]
 
 
@@ -216,7 +227,9 @@ def _openai_unwrap(calls: Any) -> Any:
     return calls if tool_calls is None else tool_calls
 
 
-def _openai_read(item: Any, index: int) -> tuple[Any, Any, Any]:
+def _openai_read(item: Any, index: int) -> tuple[Any, ...]:
+    if _get(item, "type") == "custom":
+        return _openai_custom_read(item, index)
     function = _get(item, "function")
     if function is None:
         raise WireFormatError(
@@ -267,10 +280,16 @@ def _responses_unwrap(calls: Any) -> Any:
     return calls if output is None else output
 
 
-def _responses_read(item: Any, index: int) -> tuple[Any, Any, Any] | None:
-    if _get(item, "type") != "function_call":
-        return None  # messages, reasoning, built-in tool calls
-    return _get(item, "call_id"), _get(item, "name"), _get(item, "arguments")
+def _responses_read(item: Any, index: int) -> tuple[Any, ...] | None:
+    kind = _get(item, "type")
+    if kind == "function_call":
+        extras = _caller_extras(item)
+        return _get(item, "call_id"), _get(item, "name"), _get(item, "arguments"), extras
+    if kind == "custom_tool_call":
+        return _responses_custom_read(item)
+    if kind == "mcp_approval_request":
+        return _responses_approval_read(item)
+    return None  # messages, reasoning, built-in tool calls
 
 
 def responses_output(result: ToolResult) -> str | list[dict[str, Any]]:
@@ -288,6 +307,15 @@ def responses_output(result: ToolResult) -> str | list[dict[str, Any]]:
 def _responses_render(calls: tuple[TurnCall, ...]) -> list[dict[str, Any]]:
     items = []
     for call in calls:
+        if call.kind == "mcp_approval":
+            items.append(_approval_response(call))
+            continue
+        if call.caller is not None and call.kind == "function":
+            items.append(_responses_caller_output(call))
+            continue
+        if call.kind == "custom":
+            items.append(_responses_custom_output(call))
+            continue
         output = responses_output(call.result)
         items.append({"type": "function_call_output", "call_id": call.id, "output": output})
     return items
@@ -303,10 +331,10 @@ def _anthropic_unwrap(calls: Any) -> Any:
     return calls if content is None else content
 
 
-def _anthropic_read(item: Any, index: int) -> tuple[Any, Any, Any] | None:
+def _anthropic_read(item: Any, index: int) -> tuple[Any, ...] | None:
     if _get(item, "type") != "tool_use":
         return None
-    return _get(item, "id"), _get(item, "name"), _get(item, "input")
+    return _get(item, "id"), _get(item, "name"), _get(item, "input"), _caller_extras(item)
 
 
 def _anthropic_render(calls: tuple[TurnCall, ...]) -> list[dict[str, Any]]:
@@ -314,7 +342,9 @@ def _anthropic_render(calls: tuple[TurnCall, ...]) -> list[dict[str, Any]]:
     for call in calls:
         result = call.result
         content: Any = result.output
-        if result.parts:
+        if call.caller is not None and caller_kind(call.caller) == "programmatic":
+            content = text_only(result)  # the code that called gets a string
+        elif result.parts:
             # Anthropic refuses empty text blocks: an empty output is left out.
             content = [{"type": "text", "text": result.output}] if result.output else []
             for part in result.parts:
@@ -349,7 +379,7 @@ def _gemini_unwrap(calls: Any) -> Any:
     return calls if parts is None else parts
 
 
-def _gemini_read(item: Any, index: int) -> tuple[Any, Any, Any] | None:
+def _gemini_read(item: Any, index: int) -> tuple[Any, ...] | None:
     call = _get(item, "functionCall", "function_call")
     if call is None:
         if _get(item, "name") is None or _get(item, "text") is not None:
@@ -361,7 +391,8 @@ def _gemini_read(item: Any, index: int) -> tuple[Any, Any, Any] | None:
         # still needs one, so the call's position stands in, and is not sent back.
         call_id = f"{_GEMINI_NO_ID}{index}"
     arguments = _get(call, "args")
-    return call_id, _get(call, "name"), {} if arguments is None else arguments
+    extras = _gemini_signature(item)
+    return call_id, _get(call, "name"), {} if arguments is None else arguments, extras
 
 
 def _gemini_render(calls: tuple[TurnCall, ...]) -> list[dict[str, Any]]:
@@ -390,6 +421,148 @@ def _gemini_render(calls: tuple[TurnCall, ...]) -> list[dict[str, Any]]:
     return [{"role": "user", "parts": parts}]
 
 
+# --------------------------------------------------------------------------- advanced tool use
+#
+# Callers (programmatic tool calling), OpenAI custom tool calls, hosted-MCP approval
+# requests and Gemini thought signatures: read into a call's extras, written back here.
+
+
+def _plain_object(value: Any) -> Any:
+    """An SDK object (pydantic) or mapping as plain JSON values, unset fields left out."""
+    if isinstance(value, Mapping):
+        return {key: _plain_object(item) for key, item in value.items() if item is not None}
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json", exclude_none=True)
+    return value
+
+
+def _caller_extras(item: Any) -> dict[str, Any]:
+    """``{"caller": {...}}`` when the call says who made it, else ``{}``."""
+    caller = _get(item, "caller")
+    if caller is None:
+        return {}
+    plain = _plain_object(caller)
+    if not isinstance(plain, Mapping) or not isinstance(plain.get("type"), str):
+        raise WireFormatError(
+            "tool call", "caller", f"must be an object with a type, got {plain!r}"
+        )
+    return {"caller": dict(plain)}
+
+
+def text_only(result: ToolResult) -> str:
+    """A result as one text, for code that called the tool (a programmatic caller gets a
+    string): the output, then each part's text or placeholder on its own line."""
+    texts = [result.output]
+    texts.extend(
+        part.text or "" if part.type == "text" else part.placeholder() for part in result.parts
+    )
+    return "\n".join(texts)
+
+
+def _responses_caller_output(call: TurnCall) -> dict[str, Any]:
+    """A ``function_call_output`` echoing the call's ``caller``; a programmatic caller's
+    output is text (its code reads a string)."""
+    programmatic = caller_kind(call.caller) == "programmatic"
+    output = text_only(call.result) if programmatic else responses_output(call.result)
+    return {
+        "type": "function_call_output",
+        "call_id": call.id,
+        "output": output,
+        "caller": dict(call.caller or {}),
+    }
+
+
+def _responses_custom_read(item: Any) -> tuple[Any, ...]:
+    """A ``custom_tool_call``: its free-text ``input`` is the grammar tool's one parameter."""
+    text = _get(item, "input")
+    if not isinstance(text, str):
+        raise WireFormatError("custom tool call", "input", f"must be a string, got {text!r}")
+    extras = {"kind": "custom", **_caller_extras(item)}
+    return _get(item, "call_id"), _get(item, "name"), {GRAMMAR_INPUT: text}, extras
+
+
+def _openai_custom_read(item: Any, index: int) -> tuple[Any, ...]:
+    """A Chat Completions custom tool call, ``{"id", "type": "custom", "custom": {"name",
+    "input"}}``: its text is the grammar tool's one parameter (its result goes back as the
+    usual tool message)."""
+    custom = _get(item, "custom")
+    text = _get(custom, "input") if custom is not None else None
+    if not isinstance(text, str):
+        raise WireFormatError(
+            f"tool call {index}", "custom.input", f"must be a string, got {text!r}"
+        )
+    return _get(item, "id"), _get(custom, "name"), {GRAMMAR_INPUT: text}, {"kind": "custom"}
+
+
+def _responses_custom_output(call: TurnCall) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "type": "custom_tool_call_output",
+        "call_id": call.id,
+        "output": text_only(call.result),
+    }
+    if call.caller is not None:
+        out["caller"] = dict(call.caller)
+    return out
+
+
+def _responses_approval_read(item: Any) -> tuple[Any, ...]:
+    """An ``mcp_approval_request``: a question for a human, bound to its item (its id, the
+    server, the tool and the arguments are what the answer is bound to)."""
+    request_id = _get(item, "id")
+    label = _get(item, "server_label")
+    name = _get(item, "name")
+    arguments = _get(item, "arguments")
+    for key, value in (("server_label", label), ("arguments", arguments)):
+        if not isinstance(value, str):
+            raise WireFormatError("mcp_approval_request", key, f"must be a string, got {value!r}")
+    bound = {
+        "approval_request_id": request_id,
+        "server_label": label,
+        "name": name,
+        "arguments": arguments,
+    }
+    return request_id, name, bound, {"kind": "mcp_approval"}
+
+
+def approval_request(call_id: str, name: str, arguments: Mapping[str, Any]) -> Request:
+    """The ``Request("approval")`` an ``mcp_approval_request`` item asks."""
+    return Request(
+        "approval",
+        f"Allow the MCP server {arguments.get('server_label')!r} to run {name!r} "
+        f"with {arguments.get('arguments')}?",
+        data={"mcpApprovalRequest": dict(arguments)},
+    )
+
+
+def _approval_response(call: TurnCall) -> dict[str, Any]:
+    """The ``mcp_approval_response`` for an answered approval: approved unless the answer
+    declined (an error result; its text is the reason)."""
+    out: dict[str, Any] = {
+        "type": "mcp_approval_response",
+        "approval_request_id": call.id,
+        "approve": not call.result.is_error,
+    }
+    if call.result.is_error:
+        out["reason"] = call.result.output
+    return out
+
+
+def _gemini_signature(item: Any) -> dict[str, Any]:
+    """``{"signature": ...}`` for a part that carries a thought signature (base64 text;
+    the SDK's bytes are encoded), else ``{}``."""
+    signature = _get(item, "thoughtSignature", "thought_signature")
+    if signature is None:
+        return {}
+    if isinstance(signature, (bytes, bytearray)):
+        import base64
+
+        signature = base64.b64encode(bytes(signature)).decode("ascii")
+    if not isinstance(signature, str):
+        raise WireFormatError("function call part", "thoughtSignature", "must be base64 text")
+    return {"signature": signature}
+
+
 STYLES: dict[str, TurnStyle] = {
     "openai": TurnStyle(_openai_unwrap, _openai_read, _openai_render),
     "responses": TurnStyle(_responses_unwrap, _responses_read, _responses_render),
@@ -410,6 +583,13 @@ STYLES: dict[str, TurnStyle] = {
 - ``"gemini"``: the candidate's parts (``{"functionCall": {"name", "args", "id"?}}``;
   others skipped) in; one ``{"role": "user", "parts": [{"functionResponse": ...}]}``
   content out.
+- Advanced tool use, in the styles that have it: a call's ``caller`` (Anthropic
+  ``tool_use``, Responses ``function_call``) is kept in :attr:`TurnCall.caller` and echoed
+  in the Responses output (a programmatic caller's result is text); Responses
+  ``custom_tool_call`` items and Chat Completions ``{"type": "custom"}`` calls run their
+  grammar tool (``custom_tool_call_output`` / a tool message out); Responses
+  ``mcp_approval_request`` items become approval questions (``mcp_approval_response``
+  out); a Gemini part's ``thoughtSignature`` is kept in :attr:`TurnCall.signature`.
 """
 
 
@@ -446,14 +626,15 @@ def parse_calls(calls: TurnInput, style: str) -> list[ParsedCall]:
         read = shape.read_call(item, index)
         if read is None:
             continue
-        call_id, name, arguments = read
+        call_id, name, arguments = read[:3]
+        extras = dict(read[3]) if len(read) > 3 else {}
         if not isinstance(call_id, str) or not call_id:
             raise WireFormatError(where, "id", f"must be a non-empty string, got {call_id!r}")
         if not isinstance(name, str):
             raise WireFormatError(where, "name", f"must be a string, got {name!r}")
         if isinstance(arguments, str) and not arguments.strip():
             arguments = {}  # some models send "" for a tool without parameters
-        parsed.append((call_id, name, arguments))
+        parsed.append((call_id, name, arguments, extras))
     return parsed
 
 
@@ -474,6 +655,14 @@ class TurnCall:
             Anthropic, Gemini: an object), kept so a suspended call can run again with
             exactly the same input.
         result: the call's result; a pending result while it waits on a question.
+        caller: who made the call, as the provider said it (Anthropic's ``{"type":
+            "code_execution_20260120", "tool_id"}``, OpenAI's ``{"type": "program",
+            "caller_id"}``, ``{"type": "direct"}``), or None when it did not say; sent back
+            with the result where the provider expects it.
+        kind: ``"function"``, ``"custom"`` (an OpenAI custom tool call) or
+            ``"mcp_approval"`` (a hosted MCP server's approval request: its result is the
+            human's answer, sent back as an ``mcp_approval_response``).
+        signature: the Gemini thought signature of the call's part, kept with the turn.
 
     Example::
 
@@ -485,6 +674,9 @@ class TurnCall:
     name: str
     arguments: Any
     result: ToolResult
+    caller: Mapping[str, Any] | None = None
+    kind: str = "function"
+    signature: str | None = None
 
     @property
     def is_pending(self) -> bool:
@@ -584,6 +776,7 @@ class TurnResult:
                     "name": call.name,
                     "arguments": _plain(call.arguments),
                     "result": call.result.to_dict(),
+                    **_extras_dict(call),
                 }
                 for call in self.calls
             ],
@@ -630,7 +823,8 @@ class TurnResult:
                 raise WireFormatError(
                     "TurnResult", f"{where}.result", f"is invalid: {exc}"
                 ) from None
-            calls.append(TurnCall(call_id, name, raw.get("arguments"), result))
+            extras = _extras_of(raw, where)
+            calls.append(TurnCall(call_id, name, raw.get("arguments"), result, **extras))
         return cls(style, tuple(calls), error)
 
     @classmethod
@@ -646,6 +840,39 @@ class TurnResult:
             state = f"pending {pending.id if pending else '?'}"
         error = f" error={self.error!r}" if self.error else ""
         return f"<TurnResult {self.style} calls={len(self.calls)} {state}{error}>"
+
+
+def _extras_dict(call: TurnCall) -> dict[str, Any]:
+    """A call's advanced-tool-use fields for its wire form, the unset ones left out."""
+    out: dict[str, Any] = {}
+    if call.caller is not None:
+        out["caller"] = _plain(call.caller)
+    if call.kind != "function":
+        out["kind"] = call.kind
+    if call.signature is not None:
+        out["signature"] = call.signature
+    return out
+
+
+def _extras_of(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The advanced-tool-use fields of a call's wire form, checked."""
+    out: dict[str, Any] = {}
+    caller = raw.get("caller")
+    if caller is not None:
+        if not isinstance(caller, Mapping) or not isinstance(caller.get("type"), str):
+            raise WireFormatError("TurnResult", f"{where}.caller", "must be an object with a type")
+        out["caller"] = dict(caller)
+    kind = raw.get("kind", "function")
+    if kind not in KINDS:
+        raise WireFormatError(
+            "TurnResult", f"{where}.kind", f"must be one of {KINDS}, got {kind!r}"
+        )
+    out["kind"] = kind
+    signature = raw.get("signature")
+    if signature is not None and not isinstance(signature, str):
+        raise WireFormatError("TurnResult", f"{where}.signature", "must be a string")
+    out["signature"] = signature
+    return out
 
 
 def _plain(value: Any) -> Any:

@@ -23,6 +23,7 @@ from ..._log import LazyLogger
 from ...errors import InvalidTypeError, InvalidValueError, McpError
 
 if TYPE_CHECKING:
+    from ..._adapters import HostedMcp
     from ..._toolkit import Toolkit
     from ..._tools import Tool
     from ._mcp_client import McpClient
@@ -294,6 +295,52 @@ class McpSource:
         if "prefix" in entry:
             options["prefix"] = _text(entry["prefix"], f"{where}.prefix", allow_empty=True)
         return _Server(name, options, include, exclude)
+
+    # ------------------------------------------------------------------ hosted MCP
+
+    def hosted(self, *, require_approval: str = "always") -> list[HostedMcp]:
+        """This configuration's HTTP servers as hosted-MCP entries, for a provider to call
+        itself: :class:`~toolnexus.HostedMcp` (``to_openai()`` gives OpenAI's ``{"type":
+        "mcp"}`` tool; ``to_anthropic_server()`` and ``to_anthropic_toolset()`` Anthropic's
+        MCP connector). Nothing is connected. Each keeps its server's ``includeTools``
+        (as ``allowed_tools``) and ``headers``; an ``Authorization: Bearer`` header is
+        passed as the token, and ``${NAME}`` variables are read from the environment (an
+        unset one raises :class:`~toolnexus.errors.McpError` naming it). Disabled servers
+        and stdio servers (a provider cannot start a process here) are left out.
+
+        Example::
+
+            source = McpSource({"mcpServers": {"docs": {"url": "https://mcp.example.com/mcp"}}})
+            tools = [entry.to_openai() for entry in source.hosted()]
+        """
+        from ..._adapters import HostedMcp
+
+        entries = []
+        for server in self._servers.values():
+            options = server.options
+            if options.get("disabled") or "url" not in options or options.get("sse"):
+                continue
+            # ${NAME} read from the environment; an unset one raises McpError naming it.
+            expanded = _expand(options, server.name, self._inputs)
+            headers = dict(expanded.get("headers") or {})
+            token = None
+            for key in list(headers):
+                value = headers[key]
+                if key.lower() == "authorization" and value.lower().startswith("bearer "):
+                    token = value[len("bearer ") :]
+                    del headers[key]
+            include = server.include
+            entries.append(
+                HostedMcp(
+                    server.name,
+                    expanded["url"],
+                    require_approval=require_approval,
+                    allowed_tools=None if include is None else tuple(include),
+                    headers=headers or None,
+                    authorization=token,
+                )
+            )
+        return entries
 
     # ------------------------------------------------------------------ connecting
 

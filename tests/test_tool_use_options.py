@@ -1,0 +1,291 @@
+"""A tool's advanced-tool-use options (``@tool(allowed_callers=..., input_examples=...,
+eager_input_streaming=..., grammar=...)``), checked when the tool is made, and written by
+the adapters in each provider's shape: Anthropic's ``allowed_callers``/``input_examples``/
+``eager_input_streaming``/``cache_control``, OpenAI's ``allowed_callers`` and custom
+(grammar) tools, Gemini's ``parametersJsonSchema``, hosted MCP entries; and the turn
+shapes that go with them (custom tool calls, Gemini thought signatures)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolnexus import Grammar, Host, HostedMcp, Toolkit, TurnResult, tool
+from toolnexus.errors import InvalidTypeError, InvalidValueError
+
+FIXTURES = Path(__file__).parent / "fixtures" / "providers"
+
+
+@tool(
+    allowed_callers=["direct", "programmatic"],
+    input_examples=[{"a": 1, "b": 2}, {"a": -4, "b": 10}],
+    eager_input_streaming=True,
+)
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def plain(x: str) -> str:
+    """Echo."""
+    return x
+
+
+@tool(grammar=Grammar("regex", r"^SELECT [a-z_]+ FROM [a-z_]+$"))
+def sql(input: str) -> str:
+    """Run a tiny SQL query."""
+    return f"ran {input}"
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_an_example_that_fails_the_input_schema_is_refused_naming_it() -> None:
+    with pytest.raises(InvalidValueError) as caught:
+
+        @tool(input_examples=[{"a": 1, "b": 2}, {"a": "one", "b": 2}])
+        def add2(a: int, b: int) -> int:
+            """Add."""
+            return a + b
+
+    message = str(caught.value)
+    assert "input_examples[1] of tool 'add2'" in message
+    assert 'a: expected integer, got string "one"' in message
+
+
+def test_an_example_that_is_not_an_object_is_refused() -> None:
+    with pytest.raises(InvalidTypeError, match=r"input_examples\[0\].*object"):
+        tool(lambda a: a, name="f", input_examples=["a"])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("callers", [["model"], [], "direct"])
+def test_an_unknown_caller_is_refused(callers: Any) -> None:
+    with pytest.raises((InvalidValueError, InvalidTypeError), match="allowed_callers of tool"):
+        tool(lambda x: x, name="f", allowed_callers=callers)
+
+
+def test_eager_input_streaming_must_be_a_bool() -> None:
+    with pytest.raises(InvalidTypeError, match="eager_input_streaming"):
+        tool(lambda x: x, name="f", eager_input_streaming="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("syntax", "definition", "problem"),
+    [
+        ("regex", "(a", "the regex is not valid"),
+        ("regex", "(?P<x>a)", "the regex is not valid"),  # Python syntax, not ECMA
+        ("regex", "^(?=a)a$", "lookaround or a backreference"),
+        ("regex", r"^(a)\1$", "lookaround or a backreference"),
+        ("lark", "expr: NUMBER", "must define the rule 'start'"),
+        ("ebnf", "start: x", "must be 'lark' or 'regex'"),
+        ("regex", "  ", "non-empty"),
+    ],
+)
+def test_a_grammar_the_provider_would_reject_is_refused(
+    syntax: str, definition: str, problem: str
+) -> None:
+    with pytest.raises(InvalidValueError, match=problem):
+        Grammar(syntax, definition)
+
+
+def test_a_grammar_tool_takes_one_string_parameter_named_input() -> None:
+    with pytest.raises(InvalidValueError, match="exactly one parameter, input: str"):
+
+        @tool(grammar=Grammar("lark", "start: WORD\n%import common.WORD"))
+        def query(text: str, limit: int = 1) -> str:
+            """Query."""
+            return text
+
+
+def test_cache_control_must_be_an_ephemeral_breakpoint() -> None:
+    with pytest.raises(InvalidValueError, match="cache_control"):
+        plain.to_anthropic(cache_control={"type": "persistent"})
+    with pytest.raises(InvalidValueError, match="ttl"):
+        plain.to_anthropic(cache_control={"type": "ephemeral", "ttl": "1d"})
+
+
+def test_an_unknown_code_execution_version_is_refused() -> None:
+    with pytest.raises(InvalidValueError, match="code_execution must be one of"):
+        add.to_anthropic(code_execution="code_execution_20990101")
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+def test_anthropic_carries_callers_examples_and_eager_streaming() -> None:
+    entry = add.to_anthropic()
+    assert entry["allowed_callers"] == ["direct", "code_execution_20260120"]
+    assert entry["input_examples"] == [{"a": 1, "b": 2}, {"a": -4, "b": 10}]
+    assert entry["eager_input_streaming"] is True
+    assert "cache_control" not in entry
+    older = add.to_anthropic(code_execution="code_execution_20250825")
+    assert older["allowed_callers"] == ["direct", "code_execution_20250825"]
+    # A tool that sets none of them gets none of the fields.
+    assert sorted(plain.to_anthropic()) == ["description", "input_schema", "name"]
+
+
+def test_the_toolkits_cache_control_marks_the_last_tool_only() -> None:
+    entries = Toolkit([add, plain]).to_anthropic(cache_control={"type": "ephemeral", "ttl": "1h"})
+    assert "cache_control" not in entries[0]
+    assert entries[1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+
+
+def test_openai_responses_carries_allowed_callers() -> None:
+    assert add.to_openai(api="responses")["allowed_callers"] == ["direct", "programmatic"]
+    assert "allowed_callers" not in plain.to_openai(api="responses")
+
+
+def test_a_grammar_tool_is_an_openai_custom_tool() -> None:
+    assert sql.to_openai(api="responses") == {
+        "type": "custom",
+        "name": "sql",
+        "description": "Run a tiny SQL query.",
+        "format": {
+            "type": "grammar",
+            "syntax": "regex",
+            "definition": "^SELECT [a-z_]+ FROM [a-z_]+$",
+        },
+    }
+    assert sql.to_openai()["custom"]["format"] == {
+        "type": "grammar",
+        "grammar": {"definition": "^SELECT [a-z_]+ FROM [a-z_]+$", "syntax": "regex"},
+    }
+
+
+def test_a_custom_tool_call_runs_with_its_text_and_answers_with_a_custom_output() -> None:
+    response = {
+        "output": [
+            {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_sql",
+             "name": "sql", "input": "SELECT name FROM users"},
+        ]
+    }  # fmt: skip
+    with Host(Toolkit([sql])) as host:
+        turn = host.run_turn(response, style="responses")
+    assert turn.messages == [
+        {"type": "custom_tool_call_output", "call_id": "call_sql",
+         "output": "ran SELECT name FROM users"},
+    ]  # fmt: skip
+
+
+@dataclass
+class Leaf:
+    name: str
+    children: list[Leaf]
+
+
+def test_a_schema_with_anyof_ref_and_defs_reaches_gemini_unmodified() -> None:
+    @tool
+    def grow(tree: Leaf, label: str | int | None = None) -> str:
+        """Grow a tree."""
+        return "ok"
+
+    schema = json.loads(json.dumps(grow.input_schema))
+    assert "$defs" in schema and "anyOf" in json.dumps(schema) and "$ref" in json.dumps(schema)
+    [group] = Toolkit([grow]).to_gemini()
+    (declaration,) = group["functionDeclarations"]
+    assert declaration == {
+        "name": "grow",
+        "description": "Grow a tree.",
+        "parametersJsonSchema": schema,
+    }
+    # The subset mapper is still there, chosen explicitly.
+    subset = grow.to_gemini(schema="subset")
+    assert "parametersJsonSchema" not in subset and "$defs" not in json.dumps(subset)
+    with pytest.raises(InvalidValueError, match="schema must be 'json'"):
+        grow.to_gemini(schema="openapi")
+
+
+def test_gemini_thought_signatures_are_kept_across_a_turn() -> None:
+    response = json.loads((FIXTURES / "gemini_thought_signature_response.json").read_text())
+    with Host(Toolkit([add])) as host:
+        turn = host.run_turn(response, style="gemini")
+    assert [c.signature for c in turn.calls] == ["Q2lRQmR4ZkFnZXR0aGVmaXJzdHNpZ25hdHVyZQ==", None]
+    back = TurnResult.from_json(turn.to_json())
+    assert [c.signature for c in back.calls] == [c.signature for c in turn.calls]
+    assert [p["functionResponse"]["response"] for p in back.messages[0]["parts"]] == [
+        {"output": "42"},
+        {"output": "2"},
+    ]
+
+
+def test_a_hosted_mcp_server_in_each_providers_shape() -> None:
+    docs = HostedMcp(
+        "docs",
+        "https://mcp.example.com/mcp",
+        allowed_tools=("search",),
+        authorization="tok-123",
+        description="Product docs",
+    )
+    assert docs.to_openai() == {
+        "type": "mcp",
+        "server_label": "docs",
+        "server_url": "https://mcp.example.com/mcp",
+        "require_approval": "always",
+        "allowed_tools": ["search"],
+        "authorization": "tok-123",
+        "server_description": "Product docs",
+    }
+    assert docs.to_anthropic_server() == {
+        "type": "url",
+        "name": "docs",
+        "url": "https://mcp.example.com/mcp",
+        "authorization_token": "tok-123",
+    }
+    assert docs.to_anthropic_toolset() == {
+        "type": "mcp_toolset",
+        "mcp_server_name": "docs",
+        "default_config": {"enabled": False},
+        "configs": {"search": {"enabled": True}},
+    }
+    assert "tok-123" not in repr(docs)
+    with pytest.raises(InvalidValueError, match="require_approval"):
+        HostedMcp("docs", "https://mcp.example.com/mcp", require_approval="sometimes")
+    with pytest.raises(InvalidValueError, match="http"):
+        HostedMcp("docs", "stdio:server")
+
+
+def test_mcp_source_describes_its_http_servers_as_hosted_entries(monkeypatch: Any) -> None:
+    from toolnexus.mcp import McpSource
+
+    monkeypatch.setenv("DOCS_TOKEN", "secret-1")
+    source = McpSource(
+        {
+            "mcpServers": {
+                "docs": {
+                    "url": "https://mcp.example.com/mcp",
+                    "headers": {"Authorization": "Bearer ${DOCS_TOKEN}", "X-Team": "core"},
+                    "includeTools": ["search"],
+                },
+                "files": {"command": "mcp-files"},  # stdio: a provider cannot start it
+                "off": {"url": "https://off.example.com/mcp", "disabled": True},
+            }
+        }
+    )
+    (entry,) = source.hosted(require_approval="never")
+    assert entry.to_openai() == {
+        "type": "mcp",
+        "server_label": "docs",
+        "server_url": "https://mcp.example.com/mcp",
+        "require_approval": "never",
+        "allowed_tools": ["search"],
+        "headers": {"X-Team": "core"},
+        "authorization": "secret-1",
+    }
+    assert entry.to_anthropic_server()["authorization_token"] == "secret-1"
+
+
+def test_a_chat_completions_custom_tool_call_runs_with_its_text() -> None:
+    calls = [
+        {"id": "call_c", "type": "custom", "custom": {"name": "sql", "input": "SELECT a FROM b"}}
+    ]
+    with Host(Toolkit([sql])) as host:
+        turn = host.run_turn(calls, style="openai")
+    assert turn.calls[0].kind == "custom"
+    assert turn.messages == [
+        {"role": "tool", "tool_call_id": "call_c", "content": "ran SELECT a FROM b"}
+    ]
