@@ -8,7 +8,7 @@ and folded (``>``) block scalars with their chomping and indentation indicators,
 scalars continued on more-indented lines, and comments. Anchors, aliases, tags and
 multi-document streams are refused; with the ``yaml`` extra (PyYAML) installed such a
 block is read by PyYAML's ``safe_load`` instead. A block neither can read raises
-:class:`FrontmatterError` with the line (counted in the whole file) where it went wrong.
+``_YamlError`` with the line (counted in the whole file) where it went wrong.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .errors import InputError
 
-__all__ = ["FrontmatterError", "parse_yaml", "split_frontmatter"]
+__all__ = ["parse_yaml", "split_frontmatter"]
 
 _FENCED = re.compile(r"---\r?\n(.*?)\r?\n---\r?\n?(.*)", re.DOTALL)
 _EMPTY_FENCED = re.compile(r"---\r?\n---\r?\n?(.*)", re.DOTALL)
@@ -41,27 +40,14 @@ _ESCAPES = {
 }  # fmt: skip
 
 
-class FrontmatterError(InputError):
-    """A ``SKILL.md`` frontmatter block this reader cannot read.
-
-    ``line`` is the 1-based line in the file (the opening fence is line 1) and ``problem``
-    says what is wrong there.
-
-    Example::
-
-        try:
-            parse_yaml("name: [a", first_line=2)
-        except FrontmatterError as exc:
-            print(exc.line, exc.problem)
-    """
+class _YamlError(Exception):
+    """A frontmatter block that cannot be read: ``line`` (1-based, in the whole file) and
+    ``problem``. Internal: the skills module turns it into a SkillError naming the skill."""
 
     def __init__(self, line: int, problem: str) -> None:
         super().__init__(f"line {line}: {problem}")
         self.line = line
         self.problem = problem
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.line, self.problem))
 
 
 class _Unsupported(Exception):
@@ -91,7 +77,7 @@ def parse_yaml(block: str, *, first_line: int = 1) -> Any:
     mappings as dicts, sequences as lists. ``first_line`` is the block's first line in
     its file, for the line numbers of errors.
 
-    Raises :class:`FrontmatterError` naming the line, for YAML that is malformed, or that
+    Raises ``_YamlError`` naming the line, for YAML that is malformed, or that
     this reader does not implement while PyYAML (the ``yaml`` extra) is not installed.
 
     Example::
@@ -105,7 +91,7 @@ def parse_yaml(block: str, *, first_line: int = 1) -> Any:
         try:
             import yaml  # the yaml extra: full YAML, when the plain reader does not do
         except ImportError:
-            raise FrontmatterError(
+            raise _YamlError(
                 exc.line,
                 f"{exc.problem} is not supported without the yaml extra "
                 "(pip install 'toolnexus-contract[yaml]'); rewrite it as plain YAML",
@@ -115,7 +101,7 @@ def parse_yaml(block: str, *, first_line: int = 1) -> Any:
         except yaml.YAMLError as yaml_exc:
             mark = getattr(yaml_exc, "problem_mark", None)
             line = first_line + (mark.line if mark is not None else 0)
-            raise FrontmatterError(line, f"invalid YAML: {yaml_exc}") from None
+            raise _YamlError(line, f"invalid YAML: {yaml_exc}") from None
 
 
 def _json_safe(value: Any) -> Any:
@@ -168,8 +154,8 @@ class _Reader:
         self.first = first_line
         self.index = 0
 
-    def fail(self, problem: str, index: int | None = None) -> FrontmatterError:
-        return FrontmatterError(self.first + (self.index if index is None else index), problem)
+    def fail(self, problem: str, index: int | None = None) -> _YamlError:
+        return _YamlError(self.first + (self.index if index is None else index), problem)
 
     def unsupported(self, problem: str) -> _Unsupported:
         return _Unsupported(self.first + self.index, problem)
@@ -315,6 +301,8 @@ class _Reader:
                 break
             if self.indent_of(self.index) <= indent or stripped.startswith("#"):
                 break
+            if _KEY.fullmatch(stripped):
+                raise self.fail("this line is indented more than the keys before it")
             parts.append(_strip_comment(stripped))
             self.index += 1
         if len(parts) == 1:
@@ -460,7 +448,9 @@ class _Reader:
                     items.append(value)
                 while position < len(text) and text[position] == " ":
                     position += 1
-                if text[position : position + 1] == ",":
+                if position >= len(text):
+                    raise self.fail("a flow collection is not closed on its line")
+                if text[position] == ",":
                     position += 1
                 elif text[position : position + 1] != closer:
                     raise self.fail(f"expected ',' or {closer!r} in a flow collection")

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._frontmatter import FrontmatterError, parse_yaml, split_frontmatter
+from ._frontmatter import _YamlError, parse_yaml, split_frontmatter
 from ._frozen import freeze
 from ._log import LazyLogger
 from ._result import ToolResult
 from ._tools import Tool
-from .errors import InputError, InvalidValueError
+from .errors import InvalidValueError, SkillError
 
 __all__ = [
     "MAX_SKILL_BYTES",
@@ -73,34 +73,6 @@ _SKILL_SCHEMA = {
     "required": ["name"],
     "additionalProperties": False,
 }
-
-
-class SkillError(InputError):
-    """A skill that cannot be used: what is wrong, in which skill and which file.
-
-    ``skill`` is the skill's name (its folder's name when the name is unknown), ``path``
-    the file (a path, or a ``skill://`` URI for a remote skill), ``line`` the 1-based
-    line in it when one is to blame (else None), ``problem`` what is wrong and how to
-    fix it. A toolkit keeps the ones its skills folders gave in
-    :attr:`Toolkit.skill_errors <toolnexus.Toolkit.skill_errors>`; the other skills keep
-    working.
-
-    Example::
-
-        for problem in toolkit.skill_errors:
-            print(problem.skill, problem.path, problem.line, problem.problem)
-    """
-
-    def __init__(self, skill: str, path: str, problem: str, line: int | None = None) -> None:
-        where = f"{path}, line {line}" if line is not None else path
-        super().__init__(f"skill {skill!r} ({where}): {problem}")
-        self.skill = skill
-        self.path = path
-        self.line = line
-        self.problem = problem
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.skill, self.path, self.problem, self.line))
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,7 +420,7 @@ def read_skill(path: Path) -> Skill:
     block, body, _ = split
     try:
         parsed = parse_yaml(block, first_line=2)
-    except FrontmatterError as exc:
+    except _YamlError as exc:
         raise SkillError(label, str(path), f"frontmatter: {exc.problem}", exc.line) from None
     if not isinstance(parsed, dict):
         raise SkillError(label, str(path), "frontmatter is not a mapping of 'key: value' lines", 2)
