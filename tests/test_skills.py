@@ -64,7 +64,7 @@ def test_add_skills_takes_one_skill_folder_or_its_skill_md() -> None:
 
 
 def test_add_skills_refuses_a_path_that_is_neither_folder_nor_skill_md(tmp_path: Path) -> None:
-    with pytest.raises(InvalidValueError, match="neither a folder nor a SKILL.md"):
+    with pytest.raises(InvalidValueError, match=r"neither a folder nor a SKILL\.md"):
         Toolkit().add_skills(tmp_path / "missing")
 
 

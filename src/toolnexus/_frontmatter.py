@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-
 __all__ = ["parse_yaml", "split_frontmatter"]
 
 _FENCED = re.compile(r"---\r?\n(.*?)\r?\n---\r?\n?(.*)", re.DOTALL)
