@@ -151,7 +151,9 @@ def read(context: ServerContext, uri: str) -> dict[str, Any]:
         data = skill.read(path)
     except SkillError as exc:
         _log.warning("%s", exc)
-        raise Reject(INVALID_PARAMS, f"Resource not found: {uri!r} ({exc.problem})", {"uri": uri})
+        raise Reject(
+            INVALID_PARAMS, f"Resource not found: {uri!r} ({exc.problem})", {"uri": uri}
+        ) from None
     mime_type = _mime_type(path)
     try:
         text = data.decode("utf-8")
