@@ -124,6 +124,8 @@ class Skill:
     _load: Callable[[Skill], tuple[str, str, list[str]]] | None = field(
         default=None, repr=False, compare=False
     )
+    # a remote skill's file reader: (path or URI) -> verified bytes
+    _fetch: Callable[[str], bytes] | None = field(default=None, repr=False, compare=False)
     _digests: dict[str, tuple[int, int, str]] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -230,12 +232,16 @@ class Skill:
         return listed
 
     def read(self, relative: str) -> bytes:
-        """The bytes of the skill's file at ``relative`` (``/``-separated).
+        """The bytes of the skill's file at ``relative`` (``/``-separated; a remote skill
+        also takes the file's URI).
 
         Raises :class:`SkillError` when the path leaves the skill's folder (``..``, an
         absolute path, a symlink out), names no regular file, or holds more than
-        :data:`MAX_SKILL_BYTES`.
+        :data:`MAX_SKILL_BYTES`; for a remote skill, when the file is not one its entry
+        lists or its bytes do not match the entry (the file is read from the server now).
         """
+        if self._fetch is not None:
+            return self._fetch(relative)
         path = self._inside_path(relative)
         try:
             with open(path, "rb") as handle:
