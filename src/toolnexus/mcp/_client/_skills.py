@@ -19,7 +19,7 @@ from typing import Any
 from ..._frontmatter import _YamlError, parse_yaml, split_frontmatter
 from ..._log import LazyLogger
 from ..._skills import SKILL_FILE, Skill
-from ...errors import SkillError
+from ...errors import McpError, SkillError
 
 __all__ = ["EXTENSION", "content_bytes", "remote_skill", "usable_entry", "verify"]
 
@@ -82,11 +82,12 @@ def content_bytes(server: str, uri: str, contents: list[dict[str, Any]]) -> byte
     raise SkillError(_name_of(uri) or uri, uri, f"the server {server!r} sent no content for it")
 
 
-def verify(entry: Mapping[str, Any], uri: str, data: bytes) -> None:
+def verify(entry: Mapping[str, Any], uri: str, data: bytes, label: str | None = None) -> None:
     """Check ``data``, read from ``uri``, against the held ``entry``: the file must be
     listed, its size and digest those listed, and a ``SKILL.md``'s frontmatter the
-    entry's, field by field. Raises :class:`SkillError` on any difference."""
-    name = str(entry["frontmatter"].get("name"))
+    entry's, field by field. Raises :class:`SkillError` on any difference, naming the
+    skill as ``label`` (the host's name for it) or its frontmatter name."""
+    name = label or str(entry["frontmatter"].get("name"))
     resources = entry["resources"]
     if resources != "dynamic":
         listed = [each for each in resources if each["uri"] == uri]
@@ -164,11 +165,20 @@ def remote_skill(entry: Mapping[str, Any], prefix: str, fetch: Callable[[str], b
         else []
     )
     base = uri[: -len(SKILL_FILE)]
+    name = prefix + str(frontmatter["name"])  # the name the host knows it by
 
     def read(relative_or_uri: str) -> bytes:
         target = relative_or_uri if "://" in relative_or_uri else base + relative_or_uri
-        data = fetch(target)
-        verify(entry, target, data)
+        if isinstance(resources, list) and not any(each["uri"] == target for each in resources):
+            # never asked for: the held entry is all a host may read of the skill
+            raise SkillError(name, target, "is not a file of the skill's entry (an unlisted file)")
+        try:
+            data = fetch(target)
+        except McpError as exc:
+            raise SkillError(
+                name, target, f"cannot be read from its server: {exc.problem}"
+            ) from None
+        verify(entry, target, data, name)
         return data
 
     def load(skill: Skill) -> tuple[str, str, list[str]]:
@@ -178,7 +188,7 @@ def remote_skill(entry: Mapping[str, Any], prefix: str, fetch: Callable[[str], b
         return body, base, files
 
     return Skill(
-        prefix + str(frontmatter["name"]),
+        name,
         description.strip() if isinstance(description, str) else None,
         frontmatter,
         uri,
