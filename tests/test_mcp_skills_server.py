@@ -240,3 +240,10 @@ def test_a_toolkit_without_local_skills_answers_skills_methods_minus_32601() -> 
 
     problem = error_of(drive(modern(Toolkit([add])), "skills/list"))
     assert problem["code"] == -32601
+
+
+def test_the_server_names_the_skill_file_as_the_skills_module_does() -> None:
+    from toolnexus._skills import SKILL_FILE
+    from toolnexus.mcp._server import _feature_skills
+
+    assert _feature_skills.SKILL_FILE == SKILL_FILE

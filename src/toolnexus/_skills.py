@@ -10,14 +10,13 @@ the family's reference byte for byte (tests/test_skills_reference.py compares th
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ._frontmatter import _YamlError, parse_yaml, split_frontmatter
 from ._frozen import freeze
@@ -41,7 +40,7 @@ __all__ = [
 
 _log = LazyLogger()
 
-SKILL_FILE = "SKILL.md"
+SKILL_FILE = "SKILL.md"  # (mcp/_server/_feature_skills.py names it too, not to load this)
 MAX_SKILL_BYTES = 16 * 1024 * 1024
 """The most a skill's files may hold together (the skills extension's limit): no file
 bigger is read, and an MCP server does not serve a skill above it."""
@@ -112,6 +111,8 @@ class Skill:
         skill = toolkit.get_skill("pdf-processing")
         print(skill.description, skill.body())
     """
+
+    _kit_kind: ClassVar[str] = "skill"  # what a Toolkit keeps it as (served_kind)
 
     name: str
     description: str | None
@@ -226,6 +227,8 @@ class Skill:
             if known is not None and known[:2] == (info.st_mtime_ns, info.st_size):
                 digest = known[2]
             else:
+                import hashlib  # only a server listing skills hashes
+
                 digest = "sha256:" + hashlib.sha256(self.read(relative)).hexdigest()
                 self._digests[relative] = (info.st_mtime_ns, info.st_size, digest)
             listed.append(SkillFile(relative, info.st_size, digest))

@@ -21,22 +21,25 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _wire
 from ._context import ToolContext
 from ._log import LazyLogger
 from ._result import ToolResult
-from ._skills import Skill, SkillError, discover_skills, make_skill_tool, skills_prompt
 from ._tools import Tool, make_tool
 from .errors import (
     DuplicateToolError,
     InvalidTypeError,
     InvalidValueError,
     NotFoundError,
+    SkillError,
     StrictSchemaError,
     UnknownToolError,
 )
+
+if TYPE_CHECKING:
+    from ._skills import Skill
 
 __all__ = ["DuplicateToolError", "StrictSchemaError", "Toolkit", "UnknownToolError"]
 
@@ -93,7 +96,7 @@ class Toolkit:
 
     @staticmethod
     def _as_item(item: Any, frame: Any) -> Any:
-        if isinstance(item, (Tool, Skill)) or served_kind(item) is not None:
+        if isinstance(item, Tool) or served_kind(item) is not None:
             return item
         if not callable(item):
             raise InvalidTypeError(
@@ -104,9 +107,9 @@ class Toolkit:
 
     def _table(self, item: Any) -> tuple[dict[str, Any], str, str]:
         """Where ``item`` is kept, its key there, and its kind."""
-        if isinstance(item, Skill):
-            return self._skills, item.name, "skill"
         kind = served_kind(item)
+        if kind == "skill":
+            return self._skills, item.name, kind
         if kind == "resource":
             return self._resources, item.uri, kind
         if kind == "prompt":
@@ -120,6 +123,8 @@ class Toolkit:
         table[key] = item
         if kind == "skill":
             if "skill" not in self._tools:
+                from ._skills import make_skill_tool
+
                 self._tools["skill"] = make_skill_tool(lambda: self._skills)
             elif self._tools["skill"].source != "skill":
                 del table[key]
@@ -243,6 +248,8 @@ class Toolkit:
             toolkit.add_skills("skills/")
             system_prompt = "You are a helpful agent.\n\n" + toolkit.skills_prompt()
         """
+        from ._skills import discover_skills
+
         found, errors = discover_skills(path)
         added: list[Skill] = []
         names = set(self._skills)
@@ -301,6 +308,8 @@ class Toolkit:
 
             system = base_prompt + "\n\n" + toolkit.skills_prompt()
         """
+        from ._skills import skills_prompt
+
         return skills_prompt(list(self._skills.values()))
 
     @property
@@ -624,11 +633,12 @@ class Toolkit:
 
 
 def served_kind(item: Any) -> str | None:
-    """``"resource"`` or ``"prompt"`` for an MCP resource or prompt, else None: what the
-    item's class declares (``_kit_kind``, with ``_kit_calls``, the calls that run it), so
-    this layer needs no import of the MCP layer that makes them."""
+    """``"resource"`` or ``"prompt"`` for an MCP resource or prompt, ``"skill"`` for a
+    :class:`~toolnexus.Skill`, else None: what the item's class declares (``_kit_kind``,
+    with ``_kit_calls``, the calls that run it), so this layer needs no import of the MCP
+    layer that makes them (nor of the skills module, until skills are used)."""
     kind = getattr(type(item), "_kit_kind", None)
-    return kind if kind in ("resource", "prompt") else None
+    return kind if kind in ("resource", "prompt", "skill") else None
 
 
 def _duplicate(kind: str, key: str) -> InvalidValueError:

@@ -8,9 +8,6 @@ builds fetches a file only when the skill is loaded or the file read (never ahea
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -75,6 +72,9 @@ def content_bytes(server: str, uri: str, contents: list[dict[str, Any]]) -> byte
         if isinstance(content.get("text"), str):
             return str(content["text"]).encode("utf-8")
         if isinstance(content.get("blob"), str):
+            import base64
+            import binascii
+
             try:
                 return base64.b64decode(content["blob"], validate=True)
             except (binascii.Error, ValueError):
@@ -101,6 +101,8 @@ def verify(entry: Mapping[str, Any], uri: str, data: bytes, label: str | None = 
                 f"is {len(data)} bytes, but the skill's entry says {expected['size']}: "
                 "not used (list the skills again if the skill changed)",
             )
+        import hashlib
+
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         if digest != expected["digest"]:
             raise SkillError(

@@ -18,14 +18,10 @@ defines no notification of its own: each ``SKILL.md`` is a listed resource).
 
 from __future__ import annotations
 
-import base64
-import mimetypes
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, unquote
 
 from ..._log import LazyLogger
-from ..._skills import SKILL_FILE, Skill, extension_name_problem
 from ...errors import SkillError
 from .._shared._codec import INVALID_PARAMS
 from .._shared._protocol import describe
@@ -33,7 +29,7 @@ from ._context import BOTH, Feature, Method, ServerContext
 from ._types import Action, ClientView, Reject
 
 if TYPE_CHECKING:
-    from ..._skills import SkillFile
+    from ..._skills import Skill, SkillFile
 
 __all__ = [
     "FEATURE",
@@ -49,6 +45,7 @@ _log = LazyLogger()
 
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 SCHEME = "skill://"
+SKILL_FILE = "SKILL.md"  # the skills module's, which loads only when skills are served
 DIRECTORY = "inode/directory"
 _warned: set[tuple[str, str, str]] = set()  # (name, location, problem): warned once
 
@@ -64,6 +61,8 @@ def is_skill_uri(uri: str) -> bool:
 
 def _served(context: ServerContext) -> list[tuple[Skill, list[SkillFile]]]:
     """The skills served, each with its manifest; the others warned about once."""
+    from ..._skills import extension_name_problem
+
     served: list[tuple[Skill, list[SkillFile]]] = []
     for skill in context.toolkit.skills():
         if skill.folder is None:
@@ -88,6 +87,8 @@ def _served(context: ServerContext) -> list[tuple[Skill, list[SkillFile]]]:
 
 
 def _uri(skill: Skill, path: str = SKILL_FILE) -> str:
+    from urllib.parse import quote  # a server without skills never loads it
+
     return f"{SCHEME}{skill.name}/{quote(path, safe='/')}" if path else f"{SCHEME}{skill.name}"
 
 
@@ -120,6 +121,8 @@ def listed_manifests(context: ServerContext) -> list[dict[str, Any]]:
 def _mime_type(path: str) -> str:
     if path.endswith(".md"):
         return "text/markdown"
+    import mimetypes
+
     guessed, _ = mimetypes.guess_type(path, strict=False)
     return guessed or "application/octet-stream"
 
@@ -128,6 +131,8 @@ def _locate(context: ServerContext, uri: str) -> tuple[Skill, list[SkillFile], s
     """The served skill ``uri`` names and the path in it (``""``: its root), or None."""
     if not is_skill_uri(uri):
         return None
+    from urllib.parse import unquote
+
     name, _, rest = uri[len(SCHEME) :].partition("/")
     for skill, files in _served(context):
         if skill.name == name:
@@ -160,6 +165,8 @@ def read(context: ServerContext, uri: str) -> dict[str, Any]:
     except UnicodeDecodeError:
         text = None
     if text is None or "\0" in text:
+        import base64
+
         blob = base64.b64encode(data).decode("ascii")
         return {"uri": uri, "mimeType": mime_type, "blob": blob}
     return {"uri": uri, "mimeType": mime_type, "text": text}
