@@ -90,10 +90,12 @@ def parse_yaml(block: str, *, first_line: int = 1) -> Any:
         try:
             import yaml  # the yaml extra: full YAML, when the plain reader does not do
         except ImportError:
+            from ._extras import install_hint
+
             raise _YamlError(
                 exc.line,
                 f"{exc.problem} is not supported without the yaml extra "
-                "(pip install 'toolnexus-contract[yaml]'); rewrite it as plain YAML",
+                f"({install_hint('yaml', 'PyYAML>=6.0')}); rewrite it as plain YAML",
             ) from None
         try:
             return _json_safe(yaml.safe_load(block))
