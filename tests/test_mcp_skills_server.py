@@ -247,3 +247,14 @@ def test_the_server_names_the_skill_file_as_the_skills_module_does() -> None:
     from toolnexus.mcp._server import _feature_skills
 
     assert _feature_skills.SKILL_FILE == SKILL_FILE
+
+
+def test_the_skills_and_tasks_extensions_are_declared_side_by_side(folder: Path) -> None:
+    """Two features that declare an extension share the one extensions object: neither
+    replaces the other's (the tasks extension came first in the table)."""
+    from toolnexus.mcp._server._feature_tools import make_tasks
+
+    options = ServerOptions(secret="skills-and-tasks-secret-0123456789")
+    session = ServerSession(served(folder), options, _tasks=make_tasks(options.tasks))
+    capabilities = result_of(drive(session, "server/discover"))["capabilities"]
+    assert set(capabilities["extensions"]) == {EXTENSION, "io.modelcontextprotocol/tasks"}
