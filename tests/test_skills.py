@@ -306,3 +306,11 @@ def test_yaml_the_reader_does_not_implement_asks_for_the_extra(
 
 def test_max_skill_bytes_is_the_extensions_limit() -> None:
     assert MAX_SKILL_BYTES == 16 * 1024 * 1024
+
+
+def test_the_toolkits_repr_counts_its_skills() -> None:
+    toolkit = Toolkit()
+    toolkit.add_skills(FIXTURES / "release-notes")
+    assert repr(toolkit) == "<Toolkit 1 tool: skill, 1 skill>"
+    toolkit.add_skills(FIXTURES / "pdf-processing")
+    assert repr(toolkit) == "<Toolkit 1 tool: skill, 2 skills>"

@@ -440,6 +440,8 @@ class Toolkit:
             extra += f", {len(self._resources)} resource{'' if len(self._resources) == 1 else 's'}"
         if self._prompts:
             extra += f", {len(self._prompts)} prompt{'' if len(self._prompts) == 1 else 's'}"
+        if self._skills:
+            extra += f", {len(self._skills)} skill{'' if len(self._skills) == 1 else 's'}"
         return (
             f"<Toolkit {count} tool{'' if count == 1 else 's'}"
             f"{': ' + names if names else ''}{extra}>"
