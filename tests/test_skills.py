@@ -314,3 +314,12 @@ def test_the_toolkits_repr_counts_its_skills() -> None:
     assert repr(toolkit) == "<Toolkit 1 tool: skill, 1 skill>"
     toolkit.add_skills(FIXTURES / "pdf-processing")
     assert repr(toolkit) == "<Toolkit 1 tool: skill, 2 skills>"
+
+
+def test_a_fifo_in_a_skill_is_refused_without_blocking(tmp_path: Path) -> None:
+    write_skill(tmp_path, GOOD)
+    os.mkfifo(tmp_path / "good" / "pipe")
+    skill = add(tmp_path).get_skill("good")
+    assert skill.files() == ["SKILL.md"]  # not a file: not listed
+    with pytest.raises(SkillError, match="not a regular file"):
+        skill.read("pipe")

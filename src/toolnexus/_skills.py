@@ -247,6 +247,8 @@ class Skill:
             return self._fetch(relative)
         path = self._inside_path(relative)
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open
+                raise SkillError(self.name, str(path), "is not a regular file")
             with open(path, "rb") as handle:
                 info = os.fstat(handle.fileno())
                 if not stat.S_ISREG(info.st_mode):
