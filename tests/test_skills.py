@@ -323,3 +323,30 @@ def test_a_fifo_in_a_skill_is_refused_without_blocking(tmp_path: Path) -> None:
     assert skill.files() == ["SKILL.md"]  # not a file: not listed
     with pytest.raises(SkillError, match="not a regular file"):
         skill.read("pipe")
+
+
+def test_yaml_the_reader_does_not_implement_goes_to_pyyaml_when_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the yaml extra, PyYAML's safe_load reads the block (a stand-in module here,
+    so the test says what is asked of it); dates come back as their ISO text."""
+    import datetime
+    import sys
+    import types
+
+    asked: list[str] = []
+    fake = types.ModuleType("yaml")
+
+    class YAMLError(Exception):
+        pass
+
+    def safe_load(text: str) -> object:
+        asked.append(text)
+        return {"a": 1, "b": "x", "when": datetime.date(2026, 1, 2)}
+
+    fake.YAMLError = YAMLError  # type: ignore[attr-defined]
+    fake.safe_load = safe_load  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "yaml", fake)
+    block = "a: 1\nb: &anchor x\nwhen: 2026-01-02\n"
+    assert parse_yaml(block) == {"a": 1, "b": "x", "when": "2026-01-02"}
+    assert asked == [block]
