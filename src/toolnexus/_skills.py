@@ -116,7 +116,7 @@ class Skill:
 
     name: str
     description: str | None
-    frontmatter: Mapping[str, Any]
+    frontmatter: Mapping[str, Any] = field(repr=False)  # the name and description show it
     location: str
     folder: Path | None = None
     source: str = "local"
