@@ -61,6 +61,8 @@ INTERNAL_FLOW = {"Reject": ("toolnexus.mcp._server._types", "mcp/_server/_sessio
 FACTORIES = {
     ("_compiler.py", "fail"): "SchemaError",
     ("_ecma.py", "fail"): "EcmaPatternError",
+    ("_frontmatter.py", "fail"): "_YamlError",
+    ("_frontmatter.py", "unsupported"): "_Unsupported",
     ("_toolkit.py", "_unknown"): "UnknownToolError",
     ("_toolkit.py", "_not_found"): "NotFoundError",
     ("_toolkit.py", "_duplicate"): "InvalidValueError",

@@ -38,6 +38,7 @@ from .errors import (
     RefError,
     SchemaError,
     SchemaInferenceError,
+    SkillError,
     StoreUnavailableError,
     StrictSchemaError,
     TemporalUnavailableError,
@@ -61,6 +62,8 @@ _LAZY: dict[str, str] = {
     "Part": "._parts",
     "Principal": "._principal",
     "Request": "._suspension",
+    "Skill": "._skills",
+    "SkillFile": "._skills",
     "Tool": "._tools",
     "ToolEvent": "._host",
     "Toolkit": "._toolkit",
@@ -81,6 +84,7 @@ if TYPE_CHECKING:
     from ._host import Call, Host, ToolEvent
     from ._parts import Part, get_max_part_bytes, set_max_part_bytes
     from ._principal import Principal
+    from ._skills import Skill, SkillFile
     from ._suspension import Answer, Request, decline_reason
     from ._tool_use import Grammar
     from ._toolkit import Toolkit
@@ -115,6 +119,9 @@ __all__ = [
     "Request",
     "SchemaError",
     "SchemaInferenceError",
+    "Skill",
+    "SkillError",
+    "SkillFile",
     "StoreUnavailableError",
     "StrictSchemaError",
     "TemporalUnavailableError",

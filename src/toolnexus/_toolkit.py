@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _wire
 from ._context import ToolContext
+from ._log import LazyLogger
 from ._result import ToolResult
 from ._tools import Tool, make_tool
 from .errors import (
@@ -31,11 +33,17 @@ from .errors import (
     InvalidTypeError,
     InvalidValueError,
     NotFoundError,
+    SkillError,
     StrictSchemaError,
     UnknownToolError,
 )
 
+if TYPE_CHECKING:
+    from ._skills import Skill
+
 __all__ = ["DuplicateToolError", "StrictSchemaError", "Toolkit", "UnknownToolError"]
+
+_log = LazyLogger()
 
 
 class Toolkit:
@@ -60,7 +68,15 @@ class Toolkit:
         "unknown tool 'ad'; did you mean 'add'?"
     """
 
-    __slots__ = ("_calls", "_prompts", "_resources", "_tools", "_watchers")
+    __slots__ = (
+        "_calls",
+        "_prompts",
+        "_resources",
+        "_skill_errors",
+        "_skills",
+        "_tools",
+        "_watchers",
+    )
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any] | Any] = ()) -> None:
         self._tools: dict[str, Tool] = {}
@@ -70,6 +86,8 @@ class Toolkit:
         # given, as the registered items declare them (this module knows none of them)
         self._calls: dict[str, Callable[[Toolkit, str, Any], Any]] = {}
         self._watchers: list[Callable[[str, str | None], object]] = []
+        self._skills: dict[str, Skill] = {}  # by name; the skill tool reads it at each call
+        self._skill_errors: list[SkillError] = []
         frame = sys._getframe(1)
         for each in tools:
             self._add(self._as_item(each, frame), replace=False)
@@ -90,6 +108,8 @@ class Toolkit:
     def _table(self, item: Any) -> tuple[dict[str, Any], str, str]:
         """Where ``item`` is kept, its key there, and its kind."""
         kind = served_kind(item)
+        if kind == "skill":
+            return self._skills, item.name, kind
         if kind == "resource":
             return self._resources, item.uri, kind
         if kind == "prompt":
@@ -101,7 +121,15 @@ class Toolkit:
         if key in table and not replace:
             raise _duplicate(kind, key)
         table[key] = item
-        if kind != "tool":
+        if kind == "skill":
+            if "skill" not in self._tools:
+                from ._skills import make_skill_tool
+
+                self._tools["skill"] = make_skill_tool(lambda: self._skills)
+            elif self._tools["skill"].source != "skill":
+                del table[key]
+                raise DuplicateToolError("skill")
+        elif kind != "tool":
             self._calls.update(type(item)._kit_calls)
 
     def register(self, *tools: Tool | Callable[..., Any] | Any, replace: bool = False) -> None:
@@ -126,9 +154,17 @@ class Toolkit:
             if (kind, key) in seen or (key in table and not replace):
                 raise _duplicate(kind, key)
             seen.add((kind, key))
+        if any(kind == "skill" for kind, _ in seen):
+            held = self._tools.get("skill")
+            if held is not None and held.source != "skill":
+                raise DuplicateToolError("skill")
+        had_tool = "skill" in self._tools
         for item in made:
             self._add(item, replace=replace)
-        self._changed({kind for kind, _ in seen})
+        kinds = {kind for kind, _ in seen}
+        if "skill" in kinds and not had_tool:
+            kinds.add("tool")  # the skill tool came with the first skill
+        self._changed(kinds)
 
     def get(self, name: str) -> Tool:
         """The tool registered as ``name``.
@@ -185,6 +221,109 @@ class Toolkit:
             removed = table.pop(key)
         self._changed({kind})
         return removed
+
+    # ----------------------------------------------------------------- skills
+
+    def add_skills(self, path: str | os.PathLike[str], *, strict: bool = False) -> list[Skill]:
+        """Add the skills found under ``path`` — a folder of skill folders (searched
+        deeply, as the toolnexus family does), one skill's folder, or a ``SKILL.md`` —
+        and return them, in the family's discovery order. The first skill with a name
+        wins; a later one of the same name is not added.
+
+        The toolkit gains the ``skill`` tool (one tool that loads any of its skills by
+        name: the family's) with the first skill; :meth:`skills_prompt` lists them for a
+        system prompt. A skill that cannot be read — no frontmatter, malformed YAML, not
+        UTF-8, too big, a name taken — is left out with a warning, and its
+        :class:`~toolnexus.errors.SkillError` (naming the skill, the file and the line)
+        is kept in :attr:`skill_errors`; ``strict=True`` raises the first one instead,
+        adding nothing. Servers serving this toolkit tell their clients the list changed.
+
+        Raises :class:`~toolnexus.errors.InvalidValueError` when ``path`` is neither a
+        folder nor a ``SKILL.md``, :class:`DuplicateToolError` when a tool of another
+        kind is named ``skill``.
+
+        Example::
+
+            toolkit = Toolkit()
+            toolkit.add_skills("skills/")
+            system_prompt = "You are a helpful agent.\n\n" + toolkit.skills_prompt()
+        """
+        from ._skills import discover_skills
+
+        found, errors = discover_skills(path)
+        added: list[Skill] = []
+        names = set(self._skills)
+        for skill in found:
+            if skill.name in names:
+                errors.append(
+                    SkillError(
+                        skill.name,
+                        skill.location,
+                        f"another skill already has the name {skill.name!r}; the first one "
+                        "is kept: rename this one",
+                    )
+                )
+                continue
+            names.add(skill.name)
+            added.append(skill)
+        if strict and errors:
+            raise errors[0]
+        if added:
+            self.register(*added)
+        for problem in errors:
+            _log.warning("skill left out: %s", problem)
+        self._skill_errors += errors
+        return added
+
+    def skills(self) -> list[Skill]:
+        """The skills the ``skill`` tool loads, local and remote, in the order they were
+        added (a new list).
+
+        Example::
+
+            [s.name for s in toolkit.skills()]
+        """
+        return list(self._skills.values())
+
+    def get_skill(self, name: str) -> Skill:
+        """The skill named ``name``. Raises :class:`NotFoundError` (a ``LookupError``)
+        naming the closest skills there are.
+
+        Example::
+
+            toolkit.get_skill("pdf-processing").body()
+        """
+        found = self._skills.get(name) if isinstance(name, str) else None
+        if found is None:
+            raise _not_found("skill", name, list(self._skills))
+        return found
+
+    def skills_prompt(self) -> str:
+        """The fragment of a system prompt that tells a model which skills it can load
+        with the ``skill`` tool: those with a description, by name in code-point order —
+        the toolnexus family's text, the same in every port. A toolkit whose skills have
+        no description gives ``"No skills are currently available."``.
+
+        Example::
+
+            system = base_prompt + "\n\n" + toolkit.skills_prompt()
+        """
+        from ._skills import skills_prompt
+
+        return skills_prompt(list(self._skills.values()))
+
+    @property
+    def skill_errors(self) -> list[SkillError]:
+        """The skills :meth:`add_skills` left out, each a
+        :class:`~toolnexus.errors.SkillError` naming the skill, the file and what is
+        wrong (a new list).
+
+        Example::
+
+            for problem in toolkit.skill_errors:
+                print(problem)
+        """
+        return list(self._skill_errors)
 
     # ----------------------------------------------------------------- resources, prompts
 
@@ -301,6 +440,8 @@ class Toolkit:
             extra += f", {len(self._resources)} resource{'' if len(self._resources) == 1 else 's'}"
         if self._prompts:
             extra += f", {len(self._prompts)} prompt{'' if len(self._prompts) == 1 else 's'}"
+        if self._skills:
+            extra += f", {len(self._skills)} skill{'' if len(self._skills) == 1 else 's'}"
         return (
             f"<Toolkit {count} tool{'' if count == 1 else 's'}"
             f"{': ' + names if names else ''}{extra}>"
@@ -515,11 +656,12 @@ class Toolkit:
 
 
 def served_kind(item: Any) -> str | None:
-    """``"resource"`` or ``"prompt"`` for an MCP resource or prompt, else None: what the
-    item's class declares (``_kit_kind``, with ``_kit_calls``, the calls that run it), so
-    this layer needs no import of the MCP layer that makes them."""
+    """``"resource"`` or ``"prompt"`` for an MCP resource or prompt, ``"skill"`` for a
+    :class:`~toolnexus.Skill`, else None: what the item's class declares (``_kit_kind``,
+    with ``_kit_calls``, the calls that run it), so this layer needs no import of the MCP
+    layer that makes them (nor of the skills module, until skills are used)."""
     kind = getattr(type(item), "_kit_kind", None)
-    return kind if kind in ("resource", "prompt") else None
+    return kind if kind in ("resource", "prompt", "skill") else None
 
 
 def _duplicate(kind: str, key: str) -> InvalidValueError:

@@ -16,6 +16,7 @@
     │   ├── ConversionError             a valid argument that does not read as its annotated type
     │   │   └── FormatError                 text that is not a date, a UUID, a duration, ...
     │   ├── WireFormatError             a Request/Answer/ToolResult document is malformed
+    │   ├── SkillError                  a skill that cannot be read, served or verified
     │   └── RefError                    a command-line REF names no usable tools
     ├── NotFoundError               + LookupError: no prompt, resource or task by that key
     │   └── UnknownToolError            no tool of that name
@@ -57,6 +58,7 @@ __all__ = [
     "RefError",
     "SchemaError",
     "SchemaInferenceError",
+    "SkillError",
     "StoreUnavailableError",
     "StrictSchemaError",
     "TemporalUnavailableError",
@@ -405,6 +407,34 @@ class RefError(InputError):
 
 
 # --------------------------------------------------------------------------- the rest
+
+
+class SkillError(InputError):
+    """A skill that cannot be used: what is wrong, in which skill and which file.
+
+    ``skill`` is the skill's name (its folder's name when the name is unknown), ``path``
+    the file (a path, or a ``skill://`` URI for a remote skill), ``line`` the 1-based
+    line in it when one is to blame (else None), ``problem`` what is wrong and how to
+    fix it. A toolkit keeps the ones its skills folders gave in
+    :attr:`Toolkit.skill_errors <toolnexus.Toolkit.skill_errors>`; the other skills keep
+    working.
+
+    Example::
+
+        for problem in toolkit.skill_errors:
+            print(problem.skill, problem.path, problem.line, problem.problem)
+    """
+
+    def __init__(self, skill: str, path: str, problem: str, line: int | None = None) -> None:
+        where = f"{path}, line {line}" if line is not None else path
+        super().__init__(f"skill {skill!r} ({where}): {problem}")
+        self.skill = skill
+        self.path = path
+        self.line = line
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.skill, self.path, self.problem, self.line))
 
 
 class NotFoundError(ToolnexusError, LookupError):

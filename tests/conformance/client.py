@@ -79,6 +79,33 @@ def sample_arguments(schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def use_skills(client: McpClient, scenario: str) -> int:
+    """The skills extension's client scenarios: list the server's skills (reading no
+    file), then — except where the scenario checks that nothing is fetched ahead of
+    need — load each through the toolkit's ``skill`` tool, and read the files of a skill
+    that loaded (a skill that fails verification is not used: its files are not read)."""
+    skills = client.skills(prefix="")
+    toolkit = Toolkit()
+    toolkit.register(*skills)
+    print(f"{scenario}: {client.era} {client.protocol_version}, skills: {[s.name for s in skills]}")
+    if scenario == "sep-2640-client-no-prefetch":
+        return 0  # listed, never loaded: nothing may be read
+    with Host(toolkit, timeout_ms=20_000) as host:
+        for skill in skills:
+            result = host.call("skill", {"name": skill.name})
+            print(f"  {skill.name}: {'error' if result.is_error else 'ok'}: {result.output[:200]}")
+            if result.is_error:
+                continue
+            for file_uri in skill.files() or _listed_files(result.output):
+                print(f"  read {file_uri}: {len(skill.read(file_uri))} bytes")
+    return 0
+
+
+def _listed_files(output: str) -> list[str]:
+    """The file URIs a loaded skill's text lists (``<file>...</file>``)."""
+    return [line[6:-7] for line in output.splitlines() if line.startswith("<file>")]
+
+
 def main(url: str) -> int:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") or None
@@ -87,6 +114,8 @@ def main(url: str) -> int:
     wait_for = confirm if scenario.startswith("sep-2322") else accept
     auth = oauth(context) if scenario.startswith("auth/") else None
     with McpClient(url=url, name="conformance", protocol_version=version, auth=auth) as client:
+        if scenario.startswith("sep-2640-"):
+            return use_skills(client, scenario)
         try:
             tools = client.tools(prefix="")
         except McpError as exc:

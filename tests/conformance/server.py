@@ -15,6 +15,7 @@ import sys
 import threading
 import wave
 import zlib
+from pathlib import Path
 from typing import Any
 
 from toolnexus import Answer, Part, Request, Tool, Toolkit, ToolResult, tool
@@ -652,7 +653,7 @@ def toolkit() -> Toolkit:
 
 
 def _toolkit() -> Toolkit:
-    return Toolkit(
+    served = Toolkit(
         [
             test_trigger_tool_change,
             test_trigger_prompt_change,
@@ -700,6 +701,12 @@ def _toolkit() -> Toolkit:
             json_schema_2020_12_tool,
         ]
     )
+    # The skills extension's scenarios (sep-2640-*): two skills from the test fixtures,
+    # one with files in subfolders (for directory reads), one with a folded description.
+    fixtures = Path(__file__).resolve().parent.parent / "skill_fixtures"
+    served.add_skills(fixtures / "pdf-processing", strict=True)
+    served.add_skills(fixtures / "release-notes", strict=True)
+    return served
 
 
 def app() -> Any:

@@ -20,6 +20,7 @@ from ._cmd_demo import DEMO
 from ._cmd_list import LIST, SCHEMA
 from ._cmd_read import GET, READ
 from ._cmd_serve import SERVE
+from ._cmd_skills import SKILLS
 from ._cmd_worker import WORKER
 from ._common import (
     EXIT_CANCELLED,
@@ -47,7 +48,7 @@ __all__ = [
     "main",
 ]
 
-COMMANDS = (DEMO, LIST, READ, GET, SCHEMA, CALL, RESUME, SERVE, WORKER)
+COMMANDS = (DEMO, LIST, READ, GET, SCHEMA, SKILLS, CALL, RESUME, SERVE, WORKER)
 """The commands, in the order ``toolnexus --help`` lists them."""
 
 

@@ -45,6 +45,8 @@ def load_toolkit(ref: str, *, sign_in: bool = True) -> Toolkit:
         return _remote_toolkit(ref, sign_in)
     if is_server_url(ref):
         return _server_toolkit(ref)
+    if is_skills_ref(ref):
+        return _skills_toolkit(ref)
     target, attr = _split_ref(ref)
     module = _import_target(ref, target)
     if attr is None:
@@ -82,9 +84,14 @@ def load_union(refs: list[str]) -> Toolkit:
     owners: dict[tuple[str, str], str] = {}
     for ref in ordered:
         toolkit = load_toolkit(ref)
-        entries: list[tuple[str, str, Any]] = [("tool", tool.name, tool) for tool in toolkit]
+        # the skill tool is each toolkit's loader of its own skills: the union has one,
+        # which loads all of them
+        entries: list[tuple[str, str, Any]] = [
+            ("tool", tool.name, tool) for tool in toolkit if tool.source != "skill"
+        ]
         entries += [("resource", entry.uri, entry) for entry in toolkit.resources()]
         entries += [("prompt", entry.name, entry) for entry in toolkit.prompts()]
+        entries += [("skill", entry.name, entry) for entry in toolkit.skills()]
         for kind, key, _ in entries:
             if (kind, key) in owners:
                 raise RefError(
@@ -118,6 +125,28 @@ def _remote_toolkit(ref: str, sign_in: bool = True) -> Toolkit:
     if not len(source.toolkit):
         raise RefError(ref, f"{ref!r}: no MCP server in it offers a tool (see above)")
     return source.toolkit
+
+
+def is_skills_ref(ref: str) -> bool:
+    """Whether REF is a skills folder (a folder that is not a Python package) or a
+    ``SKILL.md``: such a REF is a toolkit of skills, the ``skill`` tool their loader."""
+    if os.path.basename(ref.rstrip("/" + os.sep)) == "SKILL.md":
+        return os.path.isfile(ref)
+    return os.path.isdir(ref) and not os.path.exists(os.path.join(ref, "__init__.py"))
+
+
+def _skills_toolkit(ref: str) -> Toolkit:
+    """A toolkit of the skills under ``ref``; a skill that cannot be read is left out and
+    kept in its ``skill_errors`` (the commands name them); none at all is a RefError."""
+    from .._toolkit import Toolkit
+
+    toolkit = Toolkit()
+    toolkit.add_skills(ref)
+    if not toolkit.skills():
+        problems = "; ".join(str(each) for each in toolkit.skill_errors[:3])
+        found = f": {problems}" if problems else ""
+        raise RefError(ref, f"no usable skill (a folder with a SKILL.md) in it{found}")
+    return toolkit
 
 
 def is_server_url(ref: str) -> bool:

@@ -51,9 +51,12 @@ from ._settings import (
     check_call,
     default_name,
 )
+from ._skills import EXTENSION as SKILLS_EXTENSION
+from ._skills import content_bytes, remote_skill, usable_entry
 
 if TYPE_CHECKING:
     from ..._context import ProgressReporter
+    from ..._skills import Skill
     from ..._tools import Tool
     from ._http import HttpTransport
     from ._oauth import OAuth
@@ -461,6 +464,81 @@ class McpClient:
         if prefix is None:
             prefix = f"{self.name}_"
         return remote_tool_list(self, self.list_tools(), prefix, include, exclude)
+
+    # ------------------------------------------------------------------ skills (SEP-2640)
+    # The skills extension's client side; its rules live in _skills.py (sans-IO).
+
+    @property
+    def offers_skills(self) -> bool:
+        """True when the server declared the skills extension (connects first).
+
+        Example::
+
+            if client.offers_skills:
+                toolkit.register(*client.skills())
+        """
+        extensions = self._open().session.server_capabilities.get("extensions")
+        return isinstance(extensions, dict) and SKILLS_EXTENSION in extensions
+
+    def list_skills(self) -> list[dict[str, Any]]:
+        """The server's skill entries (``skills/list``, every page), as sent: ``uri``,
+        ``frontmatter``, ``resources``. Reads no file. Raises
+        :class:`~toolnexus.errors.McpError` as :meth:`list_tools` does.
+
+        Example::
+
+            uris = [entry["uri"] for entry in client.list_skills()]
+        """
+        return self._list("skills/list", "skills")
+
+    def get_skill(self, uri: str) -> dict[str, Any]:
+        """The entry of the skill whose ``SKILL.md`` is at ``uri`` (``skills/get``), as
+        sent. Raises :class:`~toolnexus.errors.McpError` when the server serves no skill
+        there (or does not answer).
+
+        Example::
+
+            entry = client.get_skill("skill://pdf-processing/SKILL.md")
+        """
+        skill = self._request("skills/get", {"uri": uri}).get("skill")
+        if not isinstance(skill, dict):
+            raise McpError(self.name, f"skills/get answered without a skill for {uri!r}")
+        return skill
+
+    def skills(self, *, prefix: str | None = None) -> list[Skill]:
+        """The server's skills as :class:`~toolnexus.Skill`\\ s (``source="mcp"``) that
+        join a toolkit's ``skill`` tool beside local ones (``toolkit.register(*skills)``).
+        Only the listing is read: a skill's ``SKILL.md`` is fetched when the skill is
+        loaded, a file when it is read, each checked against the entry — size, digest,
+        and the frontmatter — and never used when it differs (a
+        :class:`~toolnexus.errors.SkillError` names the skill and the file).
+
+        Skills are named ``<prefix><name>``; ``prefix`` defaults to ``"<name>_"`` as for
+        tools, so a served skill never shadows a local one of the same name. An entry the
+        extension says a host must not load is skipped with a warning naming it. A
+        server without the extension has no skills (``[]``).
+
+        Example::
+
+            toolkit.register(*client.skills())
+            toolkit.execute("skill", {"name": "docs_pdf-processing"})
+        """
+        if prefix is None:
+            prefix = f"{self.name}_"
+        if not self.offers_skills:
+            return []
+        found: list[Skill] = []
+        for entry in self.list_skills():
+            problem = usable_entry(self.name, entry)
+            if problem is not None:
+                _log.warning("MCP server %s: skill skipped: %s", self.name, problem)
+                continue
+            found.append(remote_skill(entry, prefix, self._skill_file))
+        return found
+
+    def _skill_file(self, uri: str) -> bytes:
+        """A skill file's raw bytes, as the server sends them now."""
+        return content_bytes(self.name, uri, self.read_resource(uri))
 
     # ------------------------------------------------------------------ calls
 

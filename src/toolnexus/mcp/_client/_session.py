@@ -459,7 +459,11 @@ class ClientSession:
     def _meta(self, version: str | None = None) -> dict[str, Any]:
         meta: dict[str, Any] = {
             META_PROTOCOL_VERSION: version or self.protocol_version,
-            META_CLIENT_CAPABILITIES: self.capabilities(),
+            # the skills extension (SEP-2640): the client lists, gets and verifies skills
+            META_CLIENT_CAPABILITIES: {
+                **self.capabilities(),
+                "extensions": {"io.modelcontextprotocol/skills": {}},
+            },
             META_CLIENT_INFO: dict(self._client_info),
         }
         if self._log_level is not None:

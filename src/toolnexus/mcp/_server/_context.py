@@ -134,8 +134,13 @@ class ServerContext:
         declared: dict[str, Any] = {}
         for feature in self.features:
             part = feature.declare(self, modern)
-            if part is not None:
-                declared.update(part)
+            if part is None:
+                continue
+            # extensions (tasks, skills) share one "extensions" object
+            extensions = {**declared.get("extensions", {}), **part.get("extensions", {})}
+            declared.update(part)
+            if extensions:
+                declared["extensions"] = extensions
         return declared
 
     def offers(self, feature: Feature, modern: bool) -> bool:

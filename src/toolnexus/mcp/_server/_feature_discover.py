@@ -175,6 +175,10 @@ _CHANGED = {
 def list_changed(context: ServerContext, kind: str, uri: str | None) -> list[Action]:
     """The notifications of a change of the toolkit: ``kind`` is a list that changed, or
     ``"resource"`` (the content at ``uri``); see ``ServerSession.toolkit_changed``."""
+    if kind == "skills":
+        # The skills extension defines no notification of its own: a skill's SKILL.md
+        # is a listed resource, so the resource list changed (clients list skills again).
+        kind = "resources"
     if kind == "resource":
         method, params, wanted = "notifications/resources/updated", {"uri": uri}, None
     elif kind in _CHANGED:

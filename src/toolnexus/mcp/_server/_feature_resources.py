@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..._frozen import thaw
 from .._shared._codec import INVALID_PARAMS
 from .._shared._protocol import describe
+from . import _feature_skills as skills
 from ._context import BOTH, LEGACY, Feature, Method, ServerContext
 from ._types import Action, CallState, ClientView, Reject, error, plain_result, who
 
@@ -20,8 +21,8 @@ __all__ = ["FEATURE"]
 
 
 def _declare(context: ServerContext, modern: bool) -> dict[str, Any] | None:
-    if not context.toolkit.resources():
-        return None
+    if not context.toolkit.resources() and not skills.has_skills(context):
+        return None  # a skill's files are resources: the skills extension needs them
     # modern clients subscribe to a resource on subscriptions/listen
     return {"resources": {"subscribe": True, "listChanged": True}}
 
@@ -36,10 +37,14 @@ def _lister(templates: bool) -> Method:
         meta: Mapping[str, Any],
         client: ClientView,
     ) -> list[Action]:
-        items = [item for item in context.toolkit.resources() if item.is_template == templates]
+        items: list[Any] = [
+            item for item in context.toolkit.resources() if item.is_template == templates
+        ]
+        if not templates and skills.has_skills(context):
+            items += skills.listed_manifests(context)  # each served skill's SKILL.md
 
         def entries(page: list[Any]) -> list[Any]:
-            return [_describe(item, client) for item in page]
+            return [item if isinstance(item, dict) else _describe(item, client) for item in page]
 
         return [
             context.reply(request_id, client, context.page(key, items, entries, params, client))
@@ -74,6 +79,10 @@ def _read(
     uri = params.get("uri")
     if not isinstance(uri, str):
         raise Reject(INVALID_PARAMS, f"invalid params: uri must be a string, got {describe(uri)}")
+    if skills.is_skill_uri(uri) and skills.has_skills(context):
+        # a skill's file: read from its folder now, bounded (no user code runs)
+        body = context.cache_hints({"contents": [skills.read(context, uri)]}, client)
+        return [context.reply(request_id, client, body)]
     found = context.toolkit.find_resource(uri)
     if found is None:
         # SEP-2164: never an empty contents list; the URI rides in the error's data.

@@ -49,6 +49,7 @@ from . import (
     _feature_logging,
     _feature_prompts,
     _feature_resources,
+    _feature_skills,
     _feature_tasks,
     _feature_tools,
 )
@@ -104,6 +105,7 @@ _FEATURES: tuple[Feature, ...] = (
     _feature_completion.FEATURE,
     _feature_logging.FEATURE,
     _feature_tasks.FEATURE,
+    _feature_skills.FEATURE,
 )
 """The server's features, in the order their capabilities are declared."""
 _METHODS: dict[str, tuple[Feature, Method]] = {

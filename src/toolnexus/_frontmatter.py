@@ -1,0 +1,507 @@
+"""Everything that reads a ``SKILL.md``'s YAML frontmatter lives here: the ``---`` fences,
+and a reader on the standard library for the YAML that real skills contain.
+
+The reader takes block mappings and block sequences (nested by indentation), flow
+sequences and mappings on one line, plain, single- and double-quoted scalars (plain ones
+resolved as YAML 1.2's core schema: null, booleans, integers, floats), literal (``|``)
+and folded (``>``) block scalars with their chomping and indentation indicators, plain
+scalars continued on more-indented lines, and comments. Anchors, aliases, tags and
+multi-document streams are refused; with the ``yaml`` extra (PyYAML) installed such a
+block is read by PyYAML's ``safe_load`` instead. A block neither can read raises
+``_YamlError`` with the line (counted in the whole file) where it went wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["parse_yaml", "split_frontmatter"]
+
+_FENCED = re.compile(r"---\r?\n(.*?)\r?\n---\r?\n?(.*)", re.DOTALL)
+_EMPTY_FENCED = re.compile(r"---\r?\n---\r?\n?(.*)", re.DOTALL)
+# a "key:" opening a line: a quoted key, or plain text not starting with an indicator
+_KEY = re.compile(
+    r"(?P<key>"
+    r'"(?:[^"\\]|\\.)*"'
+    r"|'(?:[^']|'')*'"
+    r"|[^\s#'\"\[\]{},:&*!|>%@`-][^:#]*?"
+    r"|-[^\s:#][^:#]*?"
+    r")\s*:(?:\s+|$)(?P<rest>.*)"
+)
+_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)|0o[0-7]+|0x[0-9a-fA-F]+")
+_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_BLOCK_HEADER = re.compile(r"([|>])([1-9])?([-+])?([1-9])?\s*(?:#.*)?")
+_ESCAPES = {
+    "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
+    "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85",
+    "_": "\xa0", "L": "\u2028", "P": "\u2029",
+}  # fmt: skip
+
+
+class _YamlError(Exception):
+    """A frontmatter block that cannot be read: ``line`` (1-based, in the whole file) and
+    ``problem``. Internal: the skills module turns it into a SkillError naming the skill."""
+
+    def __init__(self, line: int, problem: str) -> None:
+        super().__init__(f"line {line}: {problem}")
+        self.line = line
+        self.problem = problem
+
+
+class _Unsupported(Exception):
+    """Valid YAML this reader does not implement (PyYAML may read it)."""
+
+    def __init__(self, line: int, problem: str) -> None:
+        super().__init__(problem)
+        self.line = line
+        self.problem = problem
+
+
+def split_frontmatter(text: str) -> tuple[str, str, bool] | None:
+    """``(block, body, True)`` for text that opens with a ``---`` fenced block, else
+    None. The closing fence is the first line that is ``---``; the body is what follows
+    it (one line break after the fence dropped)."""
+    empty = _EMPTY_FENCED.fullmatch(text)
+    if empty is not None:
+        return "", empty.group(1), True
+    match = _FENCED.fullmatch(text)
+    if match is None:
+        return None
+    return match.group(1), match.group(2), True
+
+
+def parse_yaml(block: str, *, first_line: int = 1) -> Any:
+    """The value of the YAML ``block`` (a frontmatter's text between its fences):
+    mappings as dicts, sequences as lists. ``first_line`` is the block's first line in
+    its file, for the line numbers of errors.
+
+    Raises ``_YamlError`` naming the line, for YAML that is malformed, or that
+    this reader does not implement while PyYAML (the ``yaml`` extra) is not installed.
+
+    Example::
+
+        >>> parse_yaml("name: pdf\\ndescription: >\\n  Fill\\n  forms.\\n")
+        {'name': 'pdf', 'description': 'Fill forms.\\n'}
+    """
+    try:
+        return _Reader(block.splitlines(), first_line).document()
+    except _Unsupported as exc:
+        try:
+            import yaml  # the yaml extra: full YAML, when the plain reader does not do
+        except ImportError:
+            from ._extras import install_hint
+
+            raise _YamlError(
+                exc.line,
+                f"{exc.problem} is not supported without the yaml extra "
+                f"({install_hint('yaml', 'PyYAML>=6.0')}); rewrite it as plain YAML",
+            ) from None
+        try:
+            return _json_safe(yaml.safe_load(block))
+        except yaml.YAMLError as yaml_exc:
+            mark = getattr(yaml_exc, "problem_mark", None)
+            line = first_line + (mark.line if mark is not None else 0)
+            raise _YamlError(line, f"invalid YAML: {yaml_exc}") from None
+
+
+def _json_safe(value: Any) -> Any:
+    """PyYAML's value as JSON data: dates become their ISO text, keys text."""
+    if isinstance(value, dict):
+        return {str(key): _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(item) for item in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    isoformat = getattr(value, "isoformat", None)
+    return isoformat() if callable(isoformat) else str(value)
+
+
+def _strip_comment(text: str) -> str:
+    """``text`` without a trailing ``# comment`` (a ``#`` after whitespace)."""
+    match = re.search(r"(?:^|\s)#", text)
+    return (text[: match.start()] if match else text).rstrip()
+
+
+def _plain(text: str) -> Any:
+    """A plain scalar resolved by YAML 1.2's core schema."""
+    if text in ("", "~", "null", "Null", "NULL"):
+        return None
+    if text in ("true", "True", "TRUE"):
+        return True
+    if text in ("false", "False", "FALSE"):
+        return False
+    if _INT.fullmatch(text):
+        if text.startswith("0o"):
+            return int(text[2:], 8)
+        return int(text, 16) if text.startswith("0x") else int(text)
+    if _FLOAT.fullmatch(text):
+        return float(text)
+    lowered = text.lower()
+    if lowered in (".inf", "+.inf"):
+        return float("inf")
+    if lowered == "-.inf":
+        return float("-inf")
+    if lowered == ".nan":
+        return float("nan")
+    return text
+
+
+class _Reader:
+    """One block, line by line: ``lines[index]`` is the next line to read."""
+
+    def __init__(self, lines: list[str], first_line: int) -> None:
+        self.lines = lines
+        self.first = first_line
+        self.index = 0
+
+    def fail(self, problem: str, index: int | None = None) -> _YamlError:
+        return _YamlError(self.first + (self.index if index is None else index), problem)
+
+    def unsupported(self, problem: str) -> _Unsupported:
+        return _Unsupported(self.first + self.index, problem)
+
+    def skip_blank(self) -> None:
+        while self.index < len(self.lines):
+            stripped = self.lines[self.index].strip()
+            if stripped and not stripped.startswith("#"):
+                return
+            self.index += 1
+
+    def indent_of(self, index: int) -> int:
+        line = self.lines[index]
+        if line[: len(line) - len(line.lstrip(" "))].count("\t") or line.startswith("\t"):
+            raise self.fail("a tab indents this line; YAML indents with spaces", index)
+        return len(line) - len(line.lstrip(" "))
+
+    def document(self) -> Any:
+        self.skip_blank()
+        if self.index >= len(self.lines):
+            return None
+        if self.lines[self.index].strip() in ("---", "..."):
+            raise self.unsupported("a second YAML document")
+        value = self.node(self.indent_of(self.index))
+        self.skip_blank()
+        if self.index < len(self.lines):
+            raise self.fail("unexpected text (is it indented wrongly?)")
+        return value
+
+    def node(self, indent: int) -> Any:
+        """The block node whose first line is at ``index``, indented ``indent``."""
+        text = self.lines[self.index].strip()
+        if text == "-" or text.startswith("- "):
+            return self.sequence(indent)
+        if _KEY.fullmatch(text):
+            return self.mapping(indent)
+        return self.inline(text, indent)
+
+    def sequence(self, indent: int) -> list[Any]:
+        items: list[Any] = []
+        while True:
+            self.skip_blank()
+            if self.index >= len(self.lines):
+                return items
+            here = self.indent_of(self.index)
+            line = self.lines[self.index]
+            text = line.strip()
+            if here < indent:
+                return items
+            if here > indent:
+                raise self.fail("this line is indented more than the list items before it")
+            if not (text == "-" or text.startswith("- ")):
+                return items
+            rest = text[1:].lstrip(" ")
+            if not rest or rest.startswith("#"):
+                self.index += 1
+                self.skip_blank()
+                if self.index < len(self.lines) and self.indent_of(self.index) > indent:
+                    items.append(self.node(self.indent_of(self.index)))
+                else:
+                    items.append(None)
+                continue
+            # "- key: value" opens a mapping indented at the text after the dash
+            inner = here + (len(text) - len(rest))
+            self.lines[self.index] = " " * inner + rest
+            items.append(self.node(inner))
+
+    def mapping(self, indent: int) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        while True:
+            self.skip_blank()
+            if self.index >= len(self.lines):
+                return result
+            here = self.indent_of(self.index)
+            if here < indent:
+                return result
+            if here > indent:
+                raise self.fail("this line is indented more than the keys before it")
+            text = self.lines[self.index].strip()
+            match = _KEY.fullmatch(text)
+            if match is None:
+                if text.startswith("- "):
+                    raise self.fail("a list item where a 'key: value' line belongs")
+                raise self.fail(f"expected 'key: value', got {text[:40]!r}")
+            key = self.key(match.group("key").strip())
+            if key in result:
+                raise self.fail(f"duplicate key {key!r}")
+            rest = match.group("rest").strip()
+            if not rest.startswith(("'", '"')):
+                rest = _strip_comment(rest)  # a quoted value may hold a '#'; it ends itself
+            if rest == "":
+                self.index += 1
+                self.skip_blank()
+                if self.index < len(self.lines):
+                    child = self.indent_of(self.index)
+                    text_child = self.lines[self.index].strip()
+                    is_item = text_child == "-" or text_child.startswith("- ")
+                    if child > indent or (child == indent and is_item):
+                        result[key] = self.node(child)
+                        continue
+                result[key] = None
+                continue
+            result[key] = self.inline(rest, indent)
+
+    def key(self, text: str) -> str:
+        if text[:1] in ("'", '"'):
+            return str(self.quoted(text, 0)[0])
+        return text
+
+    def inline(self, text: str, indent: int) -> Any:
+        """The value that starts on this line after a key or a dash (``text``, comment
+        kept for quoted values), reading continuation lines as it needs; leaves
+        ``index`` on the next line to read."""
+        first = text[:1]
+        if first in ("&", "*", "!"):
+            raise self.unsupported("an anchor, alias or tag")
+        if first in ("|", ">"):
+            return self.block_scalar(text, indent)
+        if first in ("'", '"'):
+            return self.quoted(text, indent)[0]
+        if first in ("[", "{"):
+            value, end = self.flow(_strip_comment(text), 0)
+            if _strip_comment(text)[end:].strip():
+                raise self.fail("unexpected text after a flow collection")
+            self.index += 1
+            return value
+        if first in ("@", "`"):
+            raise self.fail(f"a plain value cannot start with {first!r}; quote it")
+        parts = [_strip_comment(text)]
+        self.index += 1
+        # a plain scalar continues on lines indented more than its key
+        while self.index < len(self.lines):
+            line = self.lines[self.index]
+            stripped = line.strip()
+            if not stripped:
+                look = self.index
+                while look < len(self.lines) and not self.lines[look].strip():
+                    look += 1
+                if look < len(self.lines) and self.indent_of(look) > indent:
+                    parts.append("\n" * (look - self.index))
+                    self.index = look
+                    continue
+                break
+            if self.indent_of(self.index) <= indent or stripped.startswith("#"):
+                break
+            if _KEY.fullmatch(stripped):
+                raise self.fail("this line is indented more than the keys before it")
+            parts.append(_strip_comment(stripped))
+            self.index += 1
+        if len(parts) == 1:
+            return _plain(parts[0])
+        folded = parts[0]
+        for part in parts[1:]:
+            if part.startswith("\n") or folded.endswith("\n"):
+                folded += part
+            else:
+                folded += " " + part
+        return folded
+
+    def quoted(self, text: str, indent: int) -> tuple[str, int]:
+        """A quoted scalar starting at ``text`` (may span lines); returns the value and
+        leaves ``index`` after its last line."""
+        quote = text[0]
+        pieces: list[str] = []
+        current = text[1:]
+        start = self.index
+        while True:
+            position = 0
+            while position < len(current):
+                char = current[position]
+                if quote == "'" and char == "'":
+                    if current[position + 1 : position + 2] == "'":
+                        pieces.append("'")
+                        position += 2
+                        continue
+                    return self.after_quote("".join(pieces), current[position + 1 :])
+                if quote == '"' and char == '"':
+                    return self.after_quote("".join(pieces), current[position + 1 :])
+                if quote == '"' and char == "\\":
+                    code = current[position + 1 : position + 2]
+                    if code in _ESCAPES:
+                        pieces.append(_ESCAPES[code])
+                        position += 2
+                        continue
+                    size = {"x": 2, "u": 4, "U": 8}.get(code)
+                    digits = current[position + 2 : position + 2 + (size or 0)]
+                    if size and re.fullmatch(r"[0-9a-fA-F]+", digits) and len(digits) == size:
+                        pieces.append(chr(int(digits, 16)))
+                        position += 2 + size
+                        continue
+                    if code == "":
+                        break  # an escaped line break: the next line joins without a space
+                    raise self.fail(f"unknown escape \\{code} in a double-quoted string")
+                pieces.append(char)
+                position += 1
+            escaped_break = quote == '"' and current.endswith("\\") and position < len(current)
+            self.index += 1
+            if self.index >= len(self.lines):
+                raise self.fail(f"a {quote}-quoted string is not closed", start)
+            following = self.lines[self.index].strip()
+            if escaped_break:
+                current = following
+                continue
+            if not following:
+                pieces.append("\n")
+                current = ""
+                continue
+            if pieces and not pieces[-1].endswith("\n"):
+                while pieces and pieces[-1] in (" ", "\t"):
+                    pieces.pop()
+                pieces.append(" ")
+            current = following
+
+    def after_quote(self, value: str, rest: str) -> tuple[str, int]:
+        rest = rest.strip()
+        if rest and not rest.startswith("#"):
+            raise self.fail(f"unexpected text after a quoted string: {rest[:40]!r}")
+        self.index += 1
+        return value, 0
+
+    def block_scalar(self, header: str, indent: int) -> str:
+        match = _BLOCK_HEADER.fullmatch(header)
+        if match is None:
+            raise self.fail(f"malformed block scalar header {header!r}")
+        style, digit_a, chomp, digit_b = match.groups()
+        explicit = digit_a or digit_b
+        self.index += 1
+        lines: list[str] = []
+        block_indent = indent + int(explicit) if explicit else None
+        while self.index < len(self.lines):
+            line = self.lines[self.index]
+            if not line.strip():
+                lines.append("")
+                self.index += 1
+                continue
+            here = len(line) - len(line.lstrip(" "))
+            if block_indent is None:
+                if here <= indent:
+                    break
+                block_indent = here
+            if here < block_indent:
+                break
+            lines.append(line[block_indent:])
+            self.index += 1
+        # trailing blank lines belong to the chomping, not to the content
+        content = list(lines)
+        trailing = 0
+        while content and content[-1] == "":
+            content.pop()
+            trailing += 1
+        text = "\n".join(content) if style == "|" else _fold(content)
+        if not content:
+            return "\n" * trailing if chomp == "+" else ""
+        if chomp == "-":
+            return text
+        if chomp == "+":
+            return text + "\n" + "\n" * trailing
+        return text + "\n"
+
+    def flow(self, text: str, position: int) -> tuple[Any, int]:
+        """A flow collection or scalar in ``text`` at ``position``; returns it and the
+        position after it."""
+        while position < len(text) and text[position] == " ":
+            position += 1
+        if position >= len(text):
+            raise self.fail("a flow collection is not closed on its line")
+        opener = text[position]
+        if opener in ("[", "{"):
+            closer = "]" if opener == "[" else "}"
+            items: list[Any] = []
+            mapping: dict[str, Any] = {}
+            position += 1
+            while True:
+                while position < len(text) and text[position] == " ":
+                    position += 1
+                if position >= len(text):
+                    raise self.fail("a flow collection is not closed on its line")
+                if text[position] == closer:
+                    return (items if opener == "[" else mapping), position + 1
+                if opener == "{":
+                    key, position = self.flow(text, position)
+                    while position < len(text) and text[position] == " ":
+                        position += 1
+                    if text[position : position + 1] != ":":
+                        raise self.fail("expected ':' in a flow mapping")
+                    value, position = self.flow(text, position + 1)
+                    mapping[str(key)] = value
+                else:
+                    value, position = self.flow(text, position)
+                    items.append(value)
+                while position < len(text) and text[position] == " ":
+                    position += 1
+                if position >= len(text):
+                    raise self.fail("a flow collection is not closed on its line")
+                if text[position] == ",":
+                    position += 1
+                elif text[position : position + 1] != closer:
+                    raise self.fail(f"expected ',' or {closer!r} in a flow collection")
+        if opener in ("'", '"'):
+            end = position + 1
+            while end < len(text):
+                if text[end] == opener:
+                    if opener == "'" and text[end + 1 : end + 2] == "'":
+                        end += 2
+                        continue
+                    break
+                if opener == '"' and text[end] == "\\":
+                    end += 1
+                end += 1
+            if end >= len(text):
+                raise self.fail("a quoted string is not closed")
+            saved = self.lines, self.index
+            self.lines, self.index = [text[position : end + 1]], 0
+            try:
+                value = self.quoted(text[position : end + 1], 0)[0]
+            finally:
+                self.lines, self.index = saved
+            return value, end + 1
+        if opener in ("&", "*", "!"):
+            raise self.unsupported("an anchor, alias or tag")
+        end = position
+        while end < len(text) and text[end] not in ",]}" and text[end : end + 2] != ": ":
+            if text[end] == ":" and end + 1 == len(text):
+                break
+            end += 1
+        return _plain(text[position:end].strip()), end
+
+
+def _fold(lines: list[str]) -> str:
+    """Folded block content: a single line break between two text lines becomes a
+    space, ``k`` blank lines between them become ``k`` breaks; around a more-indented
+    line every break is kept."""
+    out = ""
+    previous: str | None = None
+    blanks = 0
+    for line in lines:
+        if line == "":
+            blanks += 1
+            continue
+        if previous is None:
+            out = "\n" * blanks + line
+        elif line.startswith((" ", "\t")) or previous.startswith((" ", "\t")):
+            out += "\n" * (blanks + 1) + line
+        else:
+            out += ("\n" * blanks if blanks else " ") + line
+        previous = line
+        blanks = 0
+    return out
