@@ -269,18 +269,21 @@ def challenge(params: Mapping[str, str | None]) -> str:
     return "Bearer " + ", ".join(shown) if shown else "Bearer"
 
 
-def parse_challenge(header: str | None) -> dict[str, str] | None:
-    """The parameters of the ``Bearer`` challenge in a ``WWW-Authenticate`` value (names
-    lower-cased, quotes and escapes removed), or ``None`` when there is no Bearer one.
+def parse_challenge(header: str | None, scheme: str = "bearer") -> dict[str, str] | None:
+    """The parameters of the ``scheme`` challenge (``Bearer``, or ``DPoP`` of RFC 9449) in
+    a ``WWW-Authenticate`` value (names lower-cased, quotes and escapes removed), or
+    ``None`` when there is no such one.
 
     Example::
 
         >>> parse_challenge('Bearer error="insufficient_scope", scope="files:write"')
         {'error': 'insufficient_scope', 'scope': 'files:write'}
+        >>> parse_challenge('DPoP error="use_dpop_nonce", algs="ES256"', "dpop")
+        {'error': 'use_dpop_nonce', 'algs': 'ES256'}
     """
     if not header:
         return None
-    match = re.search(r"(?:^|,)\s*bearer(?:\s+|$)", header, re.IGNORECASE)
+    match = re.search(rf"(?:^|,)\s*{re.escape(scheme)}(?:\s+|$)", header, re.IGNORECASE)
     if match is None:
         return None
     rest = header[match.end() :]
