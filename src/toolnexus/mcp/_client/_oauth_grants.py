@@ -13,6 +13,7 @@ hand, and no key, secret or assertion reaches a log line or an error message.
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from collections.abc import Callable
@@ -53,6 +54,7 @@ def read_secret(path: str | None, source: Callable[[], Any] | None, what: str) -
     returns (``str`` or ``bytes``), stripped. Raises :class:`GrantProblem` naming ``what``
     and the file, never the content."""
     if path is not None:
+        path = os.path.expanduser(path)
         try:
             with open(path, encoding="utf-8") as handle:
                 text = handle.read().strip()

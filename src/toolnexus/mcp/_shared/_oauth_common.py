@@ -252,8 +252,9 @@ def authorization_server_metadata_urls(issuer: str) -> list[str]:
 # --------------------------------------------------------------------------- challenges
 
 
-def challenge(params: Mapping[str, str | None]) -> str:
-    """A ``WWW-Authenticate`` value: ``Bearer`` and the parameters that are set, quoted.
+def challenge(params: Mapping[str, str | None], scheme: str = "Bearer") -> str:
+    """A ``WWW-Authenticate`` value: ``scheme`` (``Bearer``, or RFC 9449's ``DPoP``) and
+    the parameters that are set, quoted.
 
     Example::
 
@@ -266,7 +267,7 @@ def challenge(params: Mapping[str, str | None]) -> str:
             continue
         escaped = value.replace("\\", "\\\\").replace('"', '\\"')
         shown.append(f'{name}="{escaped}"')
-    return "Bearer " + ", ".join(shown) if shown else "Bearer"
+    return f"{scheme} " + ", ".join(shown) if shown else scheme
 
 
 def parse_challenge(header: str | None, scheme: str = "bearer") -> dict[str, str] | None:
