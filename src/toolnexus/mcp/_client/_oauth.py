@@ -474,10 +474,9 @@ class OAuthFlow:
         matter (a 403 for another reason) — the answer stands; a ``str``: why no token
         will do (say it and stop); a :class:`~toolnexus.Request`: a sign-in is needed and
         no ``ask`` was given — hand it back. ``nonce``: the answer's ``DPoP-Nonce``."""
-        challenge = (
-            parse_challenge(www_authenticate, "dpop") or parse_challenge(www_authenticate) or {}
-        )
-        if status == 401 and challenge.get("error") == "use_dpop_nonce":
+        dpop = parse_challenge(www_authenticate, "dpop") or {}
+        challenge = {**dpop, **(parse_challenge(www_authenticate) or {})}
+        if status == 401 and dpop.get("error") == "use_dpop_nonce":
             if nonce is None or not _VSCHARS.fullmatch(nonce) or attempt.nonce_retried:
                 return (
                     f"MCP server {self.name} asked for a DPoP nonce again (use_dpop_nonce) "
