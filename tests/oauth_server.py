@@ -78,6 +78,7 @@ class AuthServer:
         self.grant = grant
         self.dpop = dpop
         self.dpop_nonce: str | None = None  # demanded in token request proofs when set
+        self.dpop_nonce_loop = False  # True: a new nonce demanded every time (a broken server)
         self.workload_key: Any = None  # signs the workload tokens the JWT-bearer grant takes
         self.idp_key: Any = None  # signs the ID tokens the identity provider exchanges
         if not self.opaque:
@@ -391,11 +392,14 @@ class _Handler(BaseHTTPRequestHandler):
         auth = self.auth
         with auth.lock:
             auth.seen["token"].append(dict(body))
+        grant = body.get("grant_type")
         client = self._client(body)
+        anonymous = not body.get("client_id") and "Authorization" not in self.headers
+        if client is None and anonymous and grant == "urn:ietf:params:oauth:grant-type:jwt-bearer":
+            client = {"client_id": "workload"}  # known by its assertion (RFC 7523 §3.1)
         if client is None:
             self._reply(401, {"error": "invalid_client"})
             return
-        grant = body.get("grant_type")
         if grant == "authorization_code":
             with auth.lock:
                 code = auth.codes.pop(body.get("code", ""), None)
@@ -490,6 +494,8 @@ class _Handler(BaseHTTPRequestHandler):
         if claims.get("htm") != "POST" or claims.get("htu") != f"{auth.issuer}/token":
             self._reply(400, {"error": "invalid_dpop_proof", "error_description": "htm/htu"})
             return None
+        if auth.dpop_nonce_loop:  # a broken server: every nonce is stale at once
+            auth.dpop_nonce = secrets.token_urlsafe(8)
         if auth.dpop_nonce is not None and claims.get("nonce") != auth.dpop_nonce:
             self._reply(400, {"error": "use_dpop_nonce"}, {"DPoP-Nonce": auth.dpop_nonce})
             return None

@@ -1229,7 +1229,7 @@ class OAuthFlow:
             pem = read_secret(config.private_key_file, config.private_key, "private key")
             return client_assertion(pem, client_id, audience, config.signing_algorithm)
         except GrantProblem as problem:
-            raise _Failed(f"private_key_jwt for MCP server {self.name}: {problem}") from None
+            raise _Failed(f"private_key_jwt: {problem}") from None
 
     def _assertion(self) -> str:
         """The assertion for ``jwt_bearer``/``id_jag``, read now."""
@@ -1238,7 +1238,7 @@ class OAuthFlow:
         try:
             return read_secret(config.assertion_file, config.assertion, what)
         except GrantProblem as problem:
-            raise _Failed(f"MCP server {self.name}: {problem}") from None
+            raise _Failed(str(problem)) from None
 
     def _machine_grant(
         self, metadata: Mapping[str, Any], issuer: str, resource: str, scope: str
@@ -1334,7 +1334,7 @@ class OAuthFlow:
         error = document.get("error") if isinstance(document, dict) else None
         described = document.get("error_description") if isinstance(document, dict) else None
         text = (
-            f"MCP server {self.name}: {where} refused the {grant} grant: "
+            f"{where} refused the {grant} grant: "
             f"{error if isinstance(error, str) else f'HTTP {status}'}"
         )
         if isinstance(described, str) and described:
