@@ -1264,7 +1264,7 @@ class OAuthFlow:
             fields = {"grant_type": JWT_BEARER, "assertion": self._assertion(), **fields}
         else:
             assertion = self._id_jag(issuer, resource, scope)
-            fields = {"grant_type": JWT_BEARER, "assertion": assertion, "scope": scope or None}
+            fields = {"grant_type": JWT_BEARER, "assertion": assertion, **fields}
         record = self._load()
         record["token_endpoint"] = token_endpoint
         record["resource"] = resource
