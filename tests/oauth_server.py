@@ -470,9 +470,10 @@ class _Handler(BaseHTTPRequestHandler):
             "access_token": access,
             "token_type": "DPoP" if jkt else "Bearer",
             "expires_in": int(auth.access_ttl),
-            "refresh_token": refresh,
             "scope": " ".join(granted),
         }
+        if grant != "client_credentials":  # RFC 6749 §4.4.3: none for client credentials
+            answer["refresh_token"] = refresh
         if auth.tamper is not None:
             answer = auth.tamper(answer)
         self._reply(200, answer, {"Cache-Control": "no-store"})

@@ -321,3 +321,38 @@ def test_bad_machine_grant_settings_are_refused_naming_the_field(
 ) -> None:
     with pytest.raises((ValueError, TypeError), match=message):
         OAuth(**fields)
+
+
+def test_a_granted_token_the_server_refuses_is_replaced_by_one_new_grant(
+    auth: AuthServer,
+) -> None:
+    verifier = JwtVerifier(auth.issuer)
+    revoked: set[str] = set()
+    options = ServerOptions(
+        auth=ProtectedResource(
+            authorization_servers=[auth.issuer],
+            verifier=lambda token: None if token in revoked else verifier(token),
+            required_scopes=["mcp"],
+            dpop=True,
+            cache_ms=0,
+        )
+    )
+    auth.register("agent", secret="agent-secret")
+    store = MemoryTokenStore()
+    oauth = OAuth(
+        client_id="agent",
+        client_secret="agent-secret",
+        grant="client_credentials",
+        dpop=True,
+        token_store=store,
+    )
+    with HttpServer(TOOLKIT, options, port=0) as server:
+        server.start()
+        with McpClient(url=server.url, auth=oauth) as client:
+            assert not client.call_tool("whoami").is_error
+            record = store.load(server.url)
+            assert record is not None
+            revoked.add(record["tokens"]["access_token"])  # expired, or revoked
+            again = client.call_tool("whoami")
+    assert not again.is_error, again.output
+    assert auth.count("token", "client_credentials") == 2  # one new grant, no more
