@@ -91,6 +91,7 @@ def test_client_credentials_with_a_secret(
         grant="client_credentials",
         token_endpoint_auth_method=method,
     )
+    assert "agent-secret" not in repr(oauth)  # a settings object that is logged shows none
     assert whoami(server, oauth).startswith("alice")
     [request] = auth.seen["token"]
     assert request["grant_type"] == "client_credentials"

@@ -52,7 +52,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
@@ -181,7 +181,7 @@ class OAuth:
     """
 
     client_id: str | None = None
-    client_secret: str | None = None
+    client_secret: str | None = field(default=None, repr=False)  # (never shown)
     scopes: Sequence[str] | None = None
     redirect_uri: str | None = None
     client_metadata_url: str | None = None
@@ -199,7 +199,7 @@ class OAuth:
     assertion: Callable[[], str] | None = None
     idp_token_endpoint: str | None = None
     idp_client_id: str | None = None
-    idp_client_secret: str | None = None
+    idp_client_secret: str | None = field(default=None, repr=False)
     dpop: bool = False
 
     def __post_init__(self) -> None:

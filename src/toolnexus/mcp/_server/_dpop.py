@@ -72,7 +72,7 @@ class ProofChecker:
                 raise ProofRefused(
                     refused.reason, self.nonce() if refused.nonce else None
                 ) from None
-        if not hmac.compare_digest(key, jkt):
+        if not hmac.compare_digest(key.encode(), jkt.encode("utf-8", "replace")):
             raise ProofRefused(
                 "the DPoP proof is signed by another key than the one the token is bound to"
             )
