@@ -76,7 +76,7 @@ from ._oauth_grants import (
     ID_TOKEN,
     JWT_BEARER,
     TOKEN_EXCHANGE,
-    GrantProblem,
+    _GrantProblem,
     client_assertion,
     read_secret,
 )
@@ -1228,7 +1228,7 @@ class OAuthFlow:
         try:
             pem = read_secret(config.private_key_file, config.private_key, "private key")
             return client_assertion(pem, client_id, audience, config.signing_algorithm)
-        except GrantProblem as problem:
+        except _GrantProblem as problem:
             raise _Failed(f"private_key_jwt: {problem}") from None
 
     def _assertion(self) -> str:
@@ -1237,7 +1237,7 @@ class OAuthFlow:
         what = "workload identity token" if config.grant == "jwt_bearer" else "ID token"
         try:
             return read_secret(config.assertion_file, config.assertion, what)
-        except GrantProblem as problem:
+        except _GrantProblem as problem:
             raise _Failed(str(problem)) from None
 
     def _machine_grant(

@@ -40,7 +40,7 @@ CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 _ASSERTION_LIFETIME_S = 60  # a client assertion is good for one request: a minute
 
 
-class GrantProblem(Exception):
+class _GrantProblem(Exception):
     """A key or an assertion could not be read: ``problem`` says which and why (never
     the secret itself)."""
 
@@ -51,7 +51,7 @@ class GrantProblem(Exception):
 
 def read_secret(path: str | None, source: Callable[[], Any] | None, what: str) -> str:
     """The text of ``path`` (read now: a rotated file is picked up) or what ``source()``
-    returns (``str`` or ``bytes``), stripped. Raises :class:`GrantProblem` naming ``what``
+    returns (``str`` or ``bytes``), stripped. Raises :class:`_GrantProblem` naming ``what``
     and the file, never the content."""
     if path is not None:
         path = os.path.expanduser(path)
@@ -60,19 +60,19 @@ def read_secret(path: str | None, source: Callable[[], Any] | None, what: str) -
                 text = handle.read().strip()
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            raise GrantProblem(f"cannot read the {what} file {path}: {reason}") from None
+            raise _GrantProblem(f"cannot read the {what} file {path}: {reason}") from None
         if not text:
-            raise GrantProblem(f"the {what} file {path} is empty")
+            raise _GrantProblem(f"the {what} file {path} is empty")
         return text
     assert source is not None
     try:
         value = source()
     except Exception as exc:
-        raise GrantProblem(f"the function giving the {what} raised {type(exc).__name__}") from None
+        raise _GrantProblem(f"the function giving the {what} raised {type(exc).__name__}") from None
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     if not isinstance(value, str) or not value.strip():
-        raise GrantProblem(f"the function giving the {what} returned no text")
+        raise _GrantProblem(f"the function giving the {what} returned no text")
     return value.strip()
 
 
@@ -88,13 +88,13 @@ def _algorithm(key: Any, preferred: str | None) -> str:
         return "EdDSA"
     if isinstance(key, ec.EllipticCurvePrivateKey):
         return {"secp384r1": "ES384", "secp521r1": "ES512"}.get(key.curve.name, "ES256")
-    raise GrantProblem(f"the private key is a {type(key).__name__}: use an RSA, EC or Ed25519 key")
+    raise _GrantProblem(f"the private key is a {type(key).__name__}: use an RSA, EC or Ed25519 key")
 
 
 def client_assertion(pem: str, client_id: str, audience: str, algorithm: str | None) -> str:
     """A ``private_key_jwt`` client assertion (RFC 7523 §3): ``iss`` and ``sub`` the client
     id, ``aud`` the authorization server's issuer, a fresh ``jti``, valid for a minute.
-    Raises :class:`GrantProblem` for a key that cannot be read or used."""
+    Raises :class:`_GrantProblem` for a key that cannot be read or used."""
     require_jwt("private_key_jwt")
     import jwt
     from cryptography.hazmat.primitives import serialization
@@ -102,7 +102,7 @@ def client_assertion(pem: str, client_id: str, audience: str, algorithm: str | N
     try:
         key = serialization.load_pem_private_key(pem.encode("utf-8"), password=None)
     except (ValueError, TypeError):
-        raise GrantProblem(
+        raise _GrantProblem(
             "the private key is not an unencrypted PEM private key (PKCS#8 or PKCS#1)"
         ) from None
     from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
@@ -110,7 +110,7 @@ def client_assertion(pem: str, client_id: str, audience: str, algorithm: str | N
     if not isinstance(
         key, (rsa.RSAPrivateKey, ec.EllipticCurvePrivateKey, ed25519.Ed25519PrivateKey)
     ):
-        raise GrantProblem(
+        raise _GrantProblem(
             f"the private key is a {type(key).__name__}: use an RSA, EC or Ed25519 key"
         )
     alg = _algorithm(key, algorithm)
@@ -126,7 +126,7 @@ def client_assertion(pem: str, client_id: str, audience: str, algorithm: str | N
     try:
         return str(jwt.encode(claims, key, algorithm=alg))
     except (jwt.PyJWTError, ValueError, TypeError, NotImplementedError) as exc:
-        raise GrantProblem(
+        raise _GrantProblem(
             f"the private key cannot sign with {alg} ({type(exc).__name__}); set "
             "OAuth(signing_algorithm=...) to one that fits the key"
         ) from None

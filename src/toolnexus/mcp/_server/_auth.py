@@ -506,11 +506,11 @@ class ResourceGuard:
             )
         if not isinstance(jkt, str):
             return self._dpop_refused("the access token is not bound to a DPoP key (no cnf.jkt)")
-        from ._dpop import ProofRefused
+        from ._dpop import _ProofRefused
 
         try:
             proofs.check(headers.get("dpop"), method, self.resource(headers, scheme), token, jkt)
-        except ProofRefused as refused:
+        except _ProofRefused as refused:
             return self._dpop_refused(refused.why, refused.nonce)
         return None
 

@@ -23,14 +23,14 @@ import threading
 import time
 from collections import OrderedDict
 
-from .._shared._dpop import ProofError, check_proof
+from .._shared._dpop import _ProofError, check_proof
 
-__all__ = ["ProofChecker", "ProofRefused"]
+__all__ = ["ProofChecker"]
 
 _MAX_SEEN = 100_000  # proofs remembered at once (each lives dpop_lifetime_ms)
 
 
-class ProofRefused(Exception):
+class _ProofRefused(Exception):
     """A request's DPoP proof was refused: ``why`` (for the client; never the proof),
     and ``nonce``: the nonce to retry with when that is what was missing."""
 
@@ -52,9 +52,9 @@ class ProofChecker:
         self._seen: OrderedDict[bytes, float] = OrderedDict()  # digest -> forget after
 
     def check(self, proof: str | None, method: str, url: str, token: str, jkt: str) -> None:
-        """Accept the proof for this request, or raise :class:`ProofRefused`."""
+        """Accept the proof for this request, or raise :class:`_ProofRefused`."""
         if not proof:
-            raise ProofRefused("a DPoP-bound token needs a DPoP proof (the DPoP header)")
+            raise _ProofRefused("a DPoP-bound token needs a DPoP proof (the DPoP header)")
         try:
             jti, key, iat = check_proof(
                 proof,
@@ -65,15 +65,15 @@ class ProofChecker:
                 leeway_s=self._leeway_s,
                 nonce=self.nonce() if self._nonces else None,
             )
-        except ProofError as refused:
+        except _ProofError as refused:
             if refused.nonce and self._nonces and self._previous_nonce_ok(proof):
                 jti, key, iat = self._recheck(proof, method, url, token)
             else:
-                raise ProofRefused(
+                raise _ProofRefused(
                     refused.reason, self.nonce() if refused.nonce else None
                 ) from None
         if not hmac.compare_digest(key.encode(), jkt.encode("utf-8", "replace")):
-            raise ProofRefused(
+            raise _ProofRefused(
                 "the DPoP proof is signed by another key than the one the token is bound to"
             )
         digest = hashlib.sha256(f"{key}\0{jti}".encode()).digest()
@@ -85,9 +85,9 @@ class ProofChecker:
                     break
                 del self._seen[oldest]
             if digest in self._seen:
-                raise ProofRefused("the DPoP proof was used before (a replay): make a fresh one")
+                raise _ProofRefused("the DPoP proof was used before (a replay): make a fresh one")
             if len(self._seen) >= _MAX_SEEN:
-                raise ProofRefused("too many DPoP proofs at once: try again with a fresh one")
+                raise _ProofRefused("too many DPoP proofs at once: try again with a fresh one")
             self._seen[digest] = max(now, iat) + self._lifetime_s + 2 * self._leeway_s
 
     def _previous_nonce_ok(self, proof: str) -> bool:
@@ -113,8 +113,8 @@ class ProofChecker:
                 leeway_s=self._leeway_s,
                 nonce=self._nonce_for(self._window() - 1),
             )
-        except ProofError as refused:
-            raise ProofRefused(refused.reason, self.nonce() if refused.nonce else None) from None
+        except _ProofError as refused:
+            raise _ProofRefused(refused.reason, self.nonce() if refused.nonce else None) from None
 
     def _window(self) -> int:
         return int(time.time() // self._lifetime_s)

@@ -23,10 +23,11 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ...errors import InvalidValueError
+
 __all__ = [
     "ALGORITHMS",
     "DpopKey",
-    "ProofError",
     "access_token_hash",
     "check_proof",
     "require_jwt",
@@ -41,7 +42,7 @@ _TYP = "dpop+jwt"
 _REQUIRED = {"EC": ("crv", "kty", "x", "y"), "RSA": ("e", "kty", "n"), "OKP": ("crv", "kty", "x")}
 
 
-class ProofError(Exception):
+class _ProofError(Exception):
     """A DPoP proof was refused: ``reason`` says why (safe to show: never the proof)."""
 
     def __init__(self, reason: str, *, nonce: bool = False) -> None:
@@ -81,7 +82,7 @@ def thumbprint(jwk: Mapping[str, Any]) -> str:
     kty = jwk.get("kty")
     members = _REQUIRED.get(kty if isinstance(kty, str) else "")
     if members is None or not all(isinstance(jwk.get(m), str) for m in members):
-        raise ProofError(f"the proof's jwk is not a public EC, RSA or OKP key (kty {kty!r})")
+        raise _ProofError(f"the proof's jwk is not a public EC, RSA or OKP key (kty {kty!r})")
     canonical = json.dumps({m: jwk[m] for m in members}, separators=(",", ":"), sort_keys=True)
     return _b64(hashlib.sha256(canonical.encode("utf-8")).digest())
 
@@ -116,7 +117,7 @@ class DpopKey:
             if not isinstance(loaded, ec.EllipticCurvePrivateKey) or not isinstance(
                 loaded.curve, ec.SECP256R1
             ):
-                raise ValueError("the stored DPoP key is not a P-256 key")
+                raise InvalidValueError("the stored DPoP key is not a P-256 key")
             self._key = loaded
         self.jwk: dict[str, Any] = json.loads(ECAlgorithm.to_jwk(self._key.public_key()))
         self.jwk.pop("kid", None)
@@ -170,23 +171,23 @@ def check_proof(
     ``ath`` for ``access_token``, and ``nonce`` when one is required.
 
     Returns ``(jti, jkt, iat)``: the replay cache's key, the key's thumbprint (to compare
-    with the token's ``cnf.jkt``) and when it was made. Raises :class:`ProofError`."""
+    with the token's ``cnf.jkt``) and when it was made. Raises :class:`_ProofError`."""
     import jwt
 
     if not isinstance(proof, str) or "," in proof or proof.count(".") != 2:
-        raise ProofError("the DPoP header is not one proof (a JWT)")
+        raise _ProofError("the DPoP header is not one proof (a JWT)")
     try:
         header = jwt.get_unverified_header(proof)
     except jwt.PyJWTError:
-        raise ProofError("the DPoP proof is not a well-formed JWT") from None
+        raise _ProofError("the DPoP proof is not a well-formed JWT") from None
     if header.get("typ") != _TYP:
-        raise ProofError("the DPoP proof's typ is not dpop+jwt")
+        raise _ProofError("the DPoP proof's typ is not dpop+jwt")
     alg = header.get("alg")
     if alg not in ALGORITHMS:
-        raise ProofError(f"the DPoP proof's alg {alg!r} is not an asymmetric one accepted here")
+        raise _ProofError(f"the DPoP proof's alg {alg!r} is not an asymmetric one accepted here")
     jwk = header.get("jwk")
     if not isinstance(jwk, dict) or any(m in jwk for m in ("d", "p", "q", "dp", "dq", "qi")):
-        raise ProofError("the DPoP proof must carry its public key (jwk), and no private part")
+        raise _ProofError("the DPoP proof must carry its public key (jwk), and no private part")
     jkt = thumbprint(jwk)
     try:
         key = jwt.PyJWK(jwk, algorithm=alg).key
@@ -197,25 +198,25 @@ def check_proof(
             options={"verify_aud": False, "verify_exp": False, "verify_iat": False},
         )
     except (jwt.PyJWTError, ValueError, TypeError):
-        raise ProofError("the DPoP proof's signature does not verify with its jwk") from None
+        raise _ProofError("the DPoP proof's signature does not verify with its jwk") from None
     jti = claims.get("jti")
     if not isinstance(jti, str) or not 8 <= len(jti) <= 256:
-        raise ProofError("the DPoP proof has no usable jti")
+        raise _ProofError("the DPoP proof has no usable jti")
     if claims.get("htm") != method.upper():
-        raise ProofError(f"the DPoP proof was made for another method, not {method.upper()}")
+        raise _ProofError(f"the DPoP proof was made for another method, not {method.upper()}")
     htu = claims.get("htu")
     if not isinstance(htu, str) or "?" in htu or "#" in htu:
-        raise ProofError("the DPoP proof's htu is missing, or has a query or fragment")
+        raise _ProofError("the DPoP proof's htu is missing, or has a query or fragment")
     if target_uri(htu).rstrip("/") != target_uri(url).rstrip("/"):
-        raise ProofError(f"the DPoP proof was made for another URL, not {target_uri(url)}")
+        raise _ProofError(f"the DPoP proof was made for another URL, not {target_uri(url)}")
     iat = claims.get("iat")
     now = time.time()
     if isinstance(iat, bool) or not isinstance(iat, (int, float)):
-        raise ProofError("the DPoP proof has no iat")
+        raise _ProofError("the DPoP proof has no iat")
     if iat > now + leeway_s or iat < now - max_age_s - leeway_s:
-        raise ProofError("the DPoP proof is expired or not yet valid (its iat)", nonce=False)
+        raise _ProofError("the DPoP proof is expired or not yet valid (its iat)", nonce=False)
     if access_token is not None and claims.get("ath") != access_token_hash(access_token):
-        raise ProofError("the DPoP proof's ath does not match the access token")
+        raise _ProofError("the DPoP proof's ath does not match the access token")
     if nonce is not None and claims.get("nonce") != nonce:
-        raise ProofError("a fresh DPoP nonce is required", nonce=True)
+        raise _ProofError("a fresh DPoP nonce is required", nonce=True)
     return jti, jkt, float(iat)
