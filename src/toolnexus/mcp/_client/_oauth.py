@@ -298,6 +298,10 @@ class OAuth:
             )
         if not isinstance(self.dpop, bool):
             raise InvalidTypeError(f"OAuth.dpop must be True or False, got {self.dpop!r}")
+        if self.dpop or keyed:  # signing needs the jwt extra: say so now, not mid-request
+            from .._shared._dpop import require_jwt
+
+            require_jwt("OAuth(dpop=True)" if self.dpop else "OAuth's private_key_jwt")
         asserted = self.assertion_file is not None or self.assertion is not None
         grant = self.grant
         if grant == "client_credentials" and (
@@ -586,7 +590,7 @@ class OAuthFlow:
         if isinstance(pem, str):
             try:
                 key = DpopKey(pem)
-            except ValueError:
+            except (ValueError, TypeError):  # not a PEM key of ours (or an encrypted one)
                 _log.warning(
                     "MCP server %s: the stored DPoP key cannot be read; making a new one",
                     self.name,
