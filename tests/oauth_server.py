@@ -86,6 +86,7 @@ class AuthServer:
 
             self.workload_key = ec.generate_private_key(ec.SECP256R1())
             self.idp_key = ec.generate_private_key(ec.SECP256R1())
+        self.exchanged: list[dict[str, Any]] = []  # RFC 8693 exchanges granted
         self.tamper: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self.published: dict[str, Any] = {}
         self.lock = threading.Lock()
@@ -440,6 +441,26 @@ class _Handler(BaseHTTPRequestHandler):
                 self._reply(400, {"error": "invalid_grant", "error_description": str(exc)})
                 return
             scope, resource = body.get("scope", ""), body.get("resource") or claims.get("resource")
+        elif grant == "urn:ietf:params:oauth:grant-type:token-exchange":  # RFC 8693
+            import jwt
+
+            try:
+                subject = jwt.decode(
+                    body.get("subject_token", ""),
+                    auth.key.public_key(),
+                    algorithms=["ES256"],
+                    options={"verify_aud": False},
+                )
+            except jwt.InvalidTokenError:
+                self._reply(400, {"error": "invalid_grant", "error_description": "subject"})
+                return
+            held = set(str(subject.get("scope", "")).split())
+            asked = body.get("scope", "").split()
+            if not set(asked) <= held:
+                self._reply(400, {"error": "invalid_scope"})
+                return
+            scope, resource = " ".join(asked), body.get("resource")
+            auth.exchanged.append({"sub": subject["sub"], "scope": scope, "aud": resource})
         elif grant == "refresh_token":
             with auth.lock:
                 held = auth.refresh_tokens.pop(body.get("refresh_token", ""), None)
@@ -456,8 +477,9 @@ class _Handler(BaseHTTPRequestHandler):
             if jkt is None:
                 return  # (answered)
         granted = auth.grant if auth.grant is not None else scope.split()
+        subject = auth.exchanged[-1]["sub"] if grant.endswith("token-exchange") else "alice"
         access = auth.mint(
-            "alice", scopes=granted, audience=resource, client_id=client["client_id"], jkt=jkt
+            subject, scopes=granted, audience=resource, client_id=client["client_id"], jkt=jkt
         )
         refresh = secrets.token_urlsafe(24)
         with auth.lock:
