@@ -16,6 +16,7 @@ import secrets
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -29,7 +30,7 @@ from jwt.algorithms import ECAlgorithm
 
 from http_helpers import send
 from oauth_server import AuthServer
-from test_mcp_auth import MODERN, TOOLKIT, text_of
+from test_mcp_auth import MODERN, TOOLKIT, serving_protected, text_of
 from toolnexus.mcp import (
     HttpServer,
     JwtVerifier,
@@ -103,7 +104,7 @@ def server(auth: AuthServer) -> Iterator[HttpServer]:
 
 
 def call(
-    server: HttpServer, authorization: str, proof: str | None, method: str = "POST"
+    server: HttpServer | _At, authorization: str, proof: str | None, method: str = "POST"
 ) -> tuple[int, dict[str, str], bytes]:
     headers = {
         "MCP-Protocol-Version": "2026-07-28",
@@ -307,3 +308,24 @@ def test_our_client_with_dpop_is_served_and_keeps_its_key_with_the_tokens(
         assert record["dpop_key"].startswith("-----BEGIN PRIVATE KEY-----")
         claims = jwt.decode(record["tokens"]["access_token"], options={"verify_signature": False})
         assert "jkt" in claims["cnf"]
+
+
+class _At:
+    """What :func:`call` needs of a server: its address (a served process's URL)."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.url = url
+        self.address = (parts.hostname, parts.port)
+
+
+def test_toolnexus_serve_with_oauth_dpop_checks_proofs(auth: AuthServer) -> None:
+    holder = Holder()
+    with serving_protected(auth.issuer, "--oauth-dpop") as (url, _line):
+        server = _At(url)
+        token = auth.mint("alice", scopes=["mcp"], audience=url, jkt=holder.jkt_text)
+        proof = holder.proof("POST", url, token)
+        status, _, body = call(server, f"DPoP {token}", proof)
+        assert status == 200, body
+        status, headers, _ = call(server, f"DPoP {token}", proof)
+        assert status == 401 and "used before" in refusal(headers)["error_description"]
