@@ -10,6 +10,15 @@ the token endpoint (authorization code with PKCE S256, refresh tokens that rotat
 RFC 7662 introspection. What clients did is recorded for assertions
 (:attr:`AuthServer.seen`); :meth:`AuthServer.mint` makes a token directly.
 
+For agents with nobody at a browser (needs PyJWT): the ``client_credentials`` grant (a
+secret, or ``private_key_jwt`` with a public key given to :meth:`AuthServer.register`),
+the JWT-bearer grant (a workload's assertion signed by :attr:`AuthServer.workload_key`,
+or an ID-JAG), and an identity provider's token exchange at ``/idp/token`` (an ID token
+signed by :attr:`AuthServer.idp_key` for an ID-JAG). With ``dpop=True`` a token request
+carrying a DPoP proof gets a DPoP-bound token (``cnf.jkt``); :attr:`AuthServer.dpop_nonce`
+set makes it demand that nonce first. The proofs are checked here with PyJWT alone, not
+with toolnexus's own code.
+
 Example::
 
     with AuthServer() as auth:
@@ -54,6 +63,7 @@ class AuthServer:
         scopes_supported: list[str] | None = None,
         grant: list[str] | None = None,
         tokens: str = "jwt",
+        dpop: bool = False,
     ) -> None:
         self.opaque = tokens == "opaque"
         self.key: Any = None
@@ -66,6 +76,17 @@ class AuthServer:
         self.access_ttl = access_ttl
         self.scopes_supported = scopes_supported
         self.grant = grant
+        self.dpop = dpop
+        self.dpop_nonce: str | None = None  # demanded in token request proofs when set
+        self.dpop_nonce_loop = False  # True: a new nonce demanded every time (a broken server)
+        self.workload_key: Any = None  # signs the workload tokens the JWT-bearer grant takes
+        self.idp_key: Any = None  # signs the ID tokens the identity provider exchanges
+        if not self.opaque:
+            from cryptography.hazmat.primitives.asymmetric import ec
+
+            self.workload_key = ec.generate_private_key(ec.SECP256R1())
+            self.idp_key = ec.generate_private_key(ec.SECP256R1())
+        self.exchanged: list[dict[str, Any]] = []  # RFC 8693 exchanges granted
         self.tamper: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self.published: dict[str, Any] = {}
         self.lock = threading.Lock()
@@ -78,6 +99,7 @@ class AuthServer:
             "token": [],
             "introspect": [],
             "jwks": [],
+            "idp": [],
         }
         handler = type("Handler", (_Handler,), {"auth": self})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -110,8 +132,10 @@ class AuthServer:
         issuer: str | None = None,
         client_id: str = "test-client",
         key: Any = None,
+        jkt: str | None = None,
     ) -> str:
-        """A signed access token, as the token endpoint would issue it."""
+        """A signed access token, as the token endpoint would issue it (bound to the DPoP
+        key of thumbprint ``jkt`` when given)."""
         now = int(time.time())
         claims: dict[str, Any] = {
             "iss": issuer or self.issuer,
@@ -124,6 +148,8 @@ class AuthServer:
         }
         if audience is not None:
             claims["aud"] = audience
+        if jkt is not None:
+            claims["cnf"] = {"jkt": jkt}
         if self.opaque:
             token = "at-" + secrets.token_urlsafe(24)
             with self.lock:
@@ -138,6 +164,44 @@ class AuthServer:
         with self.lock:
             claims = self.access_tokens.get(token)
         return Principal.from_claims(claims) if claims is not None else None
+
+    def register(
+        self, client_id: str, *, secret: str | None = None, public_key: Any = None
+    ) -> None:
+        """A client registered beforehand: with a secret, a public key (it authenticates
+        with ``private_key_jwt``), or neither (a public client)."""
+        method = "client_secret_basic" if secret else "private_key_jwt" if public_key else "none"
+        with self.lock:
+            self.clients[client_id] = {
+                "client_id": client_id,
+                "client_secret": secret,
+                "public_key": public_key,
+                "redirect_uris": [],
+                "token_endpoint_auth_method": method,
+            }
+
+    def workload_token(self, *, audience: str | None = None, expires_in: int = 300) -> str:
+        """A workload identity's JWT (as a cloud or Kubernetes would issue it)."""
+        import jwt
+
+        now = int(time.time())
+        claims = {
+            "iss": "https://workload-idp.test",
+            "sub": "system:serviceaccount:ci:agent",
+            "aud": audience or self.issuer,
+            "iat": now,
+            "exp": now + expires_in,
+        }
+        return jwt.encode(claims, self.workload_key, algorithm="ES256")
+
+    def id_token(self, subject: str = "alice") -> str:
+        """A user's ID token from the enterprise identity provider."""
+        import jwt
+
+        now = int(time.time())
+        claims = {"iss": self.issuer + "/idp", "sub": subject, "aud": "idp-client", "iat": now}
+        claims["exp"] = now + 300
+        return jwt.encode(claims, self.idp_key, algorithm="ES256")
 
     def revoke_access_tokens(self) -> None:
         """Forget every opaque access token (the resource server now answers 401)."""
@@ -163,6 +227,7 @@ class AuthServer:
                 "none",
                 "client_secret_basic",
                 "client_secret_post",
+                "private_key_jwt",
             ],
             "authorization_response_iss_parameter_supported": True,
         }
@@ -170,6 +235,8 @@ class AuthServer:
             document["jwks_uri"] = f"{self.issuer}/jwks"
         if self.scopes_supported is not None:
             document["scopes_supported"] = self.scopes_supported
+        if self.dpop:
+            document["dpop_signing_alg_values_supported"] = ["ES256"]
         return {**document, **self.published}
 
     def jwks(self) -> dict[str, Any]:
@@ -236,6 +303,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._token(self._form())
         elif path == "/introspect":
             self._introspect(self._form())
+        elif path == "/idp/token":
+            self._exchange(self._form())
         else:
             self._reply(404, {"error": "not_found"})
 
@@ -284,10 +353,30 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(302, None, {"Location": redirect + separator + urlencode(answer)})
 
     def _client(self, body: dict[str, str]) -> dict[str, Any] | None:
-        """The client the token request authenticates as (basic, post or none)."""
+        """The client the token request authenticates as (basic, post, private_key_jwt or
+        none)."""
         auth = self.auth
         header = self.headers.get("Authorization", "")
         client_id, secret = body.get("client_id"), body.get("client_secret")
+        if body.get("client_assertion_type") == (
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+        ):
+            import jwt
+
+            with auth.lock:
+                client = auth.clients.get(client_id or "")
+            if client is None or client.get("public_key") is None:
+                return None
+            try:
+                claims = jwt.decode(
+                    body.get("client_assertion", ""),
+                    client["public_key"],
+                    algorithms=["ES256", "RS256"],
+                    audience=auth.issuer,
+                )
+            except jwt.InvalidTokenError:
+                return None
+            return client if claims.get("iss") == claims.get("sub") == client_id else None
         if header.startswith("Basic "):
             pair = base64.b64decode(header[6:]).decode()
             client_id, _, secret = pair.partition(":")
@@ -304,11 +393,14 @@ class _Handler(BaseHTTPRequestHandler):
         auth = self.auth
         with auth.lock:
             auth.seen["token"].append(dict(body))
+        grant = body.get("grant_type")
         client = self._client(body)
+        anonymous = not body.get("client_id") and "Authorization" not in self.headers
+        if client is None and anonymous and grant == "urn:ietf:params:oauth:grant-type:jwt-bearer":
+            client = {"client_id": "workload"}  # known by its assertion (RFC 7523 §3.1)
         if client is None:
             self._reply(401, {"error": "invalid_client"})
             return
-        grant = body.get("grant_type")
         if grant == "authorization_code":
             with auth.lock:
                 code = auth.codes.pop(body.get("code", ""), None)
@@ -325,6 +417,50 @@ class _Handler(BaseHTTPRequestHandler):
                 self._reply(400, {"error": "invalid_grant", "error_description": "PKCE"})
                 return
             scope, resource = code["scope"], body.get("resource") or code["resource"]
+        elif grant == "client_credentials":
+            scope, resource = body.get("scope", ""), body.get("resource")
+        elif grant == "urn:ietf:params:oauth:grant-type:jwt-bearer":
+            import jwt
+
+            assertion = body.get("assertion", "")
+            try:
+                if jwt.get_unverified_header(assertion).get("typ") == "oauth-id-jag+jwt":
+                    claims = jwt.decode(
+                        assertion, auth.key.public_key(), algorithms=["ES256"], audience=auth.issuer
+                    )
+                    if claims.get("client_id") != client["client_id"]:
+                        raise jwt.InvalidTokenError("another client's grant")
+                else:
+                    claims = jwt.decode(
+                        assertion,
+                        auth.workload_key.public_key(),
+                        algorithms=["ES256"],
+                        audience=auth.issuer,
+                    )
+            except jwt.InvalidTokenError as exc:
+                self._reply(400, {"error": "invalid_grant", "error_description": str(exc)})
+                return
+            scope, resource = body.get("scope", ""), body.get("resource") or claims.get("resource")
+        elif grant == "urn:ietf:params:oauth:grant-type:token-exchange":  # RFC 8693
+            import jwt
+
+            try:
+                subject = jwt.decode(
+                    body.get("subject_token", ""),
+                    auth.key.public_key(),
+                    algorithms=["ES256"],
+                    options={"verify_aud": False},
+                )
+            except jwt.InvalidTokenError:
+                self._reply(400, {"error": "invalid_grant", "error_description": "subject"})
+                return
+            held = set(str(subject.get("scope", "")).split())
+            asked = body.get("scope", "").split()
+            if not set(asked) <= held:
+                self._reply(400, {"error": "invalid_scope"})
+                return
+            scope, resource = " ".join(asked), body.get("resource")
+            auth.exchanged.append({"sub": subject["sub"], "scope": scope, "aud": resource})
         elif grant == "refresh_token":
             with auth.lock:
                 held = auth.refresh_tokens.pop(body.get("refresh_token", ""), None)
@@ -335,9 +471,15 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._reply(400, {"error": "unsupported_grant_type"})
             return
+        jkt = None
+        if auth.dpop and self.headers.get("DPoP"):
+            jkt = self._proof(self.headers["DPoP"])
+            if jkt is None:
+                return  # (answered)
         granted = auth.grant if auth.grant is not None else scope.split()
+        subject = auth.exchanged[-1]["sub"] if grant.endswith("token-exchange") else "alice"
         access = auth.mint(
-            "alice", scopes=granted, audience=resource, client_id=client["client_id"]
+            subject, scopes=granted, audience=resource, client_id=client["client_id"], jkt=jkt
         )
         refresh = secrets.token_urlsafe(24)
         with auth.lock:
@@ -348,14 +490,88 @@ class _Handler(BaseHTTPRequestHandler):
             }
         answer: dict[str, Any] = {
             "access_token": access,
-            "token_type": "Bearer",
+            "token_type": "DPoP" if jkt else "Bearer",
             "expires_in": int(auth.access_ttl),
-            "refresh_token": refresh,
             "scope": " ".join(granted),
         }
+        if grant != "client_credentials":  # RFC 6749 §4.4.3: none for client credentials
+            answer["refresh_token"] = refresh
         if auth.tamper is not None:
             answer = auth.tamper(answer)
         self._reply(200, answer, {"Cache-Control": "no-store"})
+
+    def _proof(self, proof: str) -> str | None:
+        """The thumbprint of a good token-request proof; else answers 400 and ``None``
+        (``use_dpop_nonce`` with the nonce when one is demanded and missing)."""
+        import jwt
+
+        auth = self.auth
+        try:
+            header = jwt.get_unverified_header(proof)
+            jwk = header["jwk"]
+            key = jwt.PyJWK(jwk, algorithm=header["alg"]).key
+            claims = jwt.decode(proof, key, algorithms=["ES256"])
+        except (jwt.PyJWTError, KeyError) as exc:
+            self._reply(400, {"error": "invalid_dpop_proof", "error_description": str(exc)})
+            return None
+        if claims.get("htm") != "POST" or claims.get("htu") != f"{auth.issuer}/token":
+            self._reply(400, {"error": "invalid_dpop_proof", "error_description": "htm/htu"})
+            return None
+        if auth.dpop_nonce_loop:  # a broken server: every nonce is stale at once
+            auth.dpop_nonce = secrets.token_urlsafe(8)
+        if auth.dpop_nonce is not None and claims.get("nonce") != auth.dpop_nonce:
+            self._reply(400, {"error": "use_dpop_nonce"}, {"DPoP-Nonce": auth.dpop_nonce})
+            return None
+        # RFC 7638 by hand here on purpose: not toolnexus's code judging itself.
+        members = json.dumps(
+            {k: jwk[k] for k in ("crv", "kty", "x", "y")}, separators=(",", ":"), sort_keys=True
+        )
+        digest = hashlib.sha256(members.encode()).digest()
+        return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+    def _exchange(self, body: dict[str, str]) -> None:
+        """The enterprise identity provider: an ID token exchanged for an ID-JAG (RFC 8693)."""
+        import jwt
+
+        auth = self.auth
+        with auth.lock:
+            auth.seen["idp"].append(dict(body))
+        if (
+            body.get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange"
+            or body.get("requested_token_type") != "urn:ietf:params:oauth:token-type:id-jag"
+            or body.get("subject_token_type") != "urn:ietf:params:oauth:token-type:id_token"
+        ):
+            self._reply(400, {"error": "invalid_request"})
+            return
+        try:
+            claims = jwt.decode(
+                body.get("subject_token", ""),
+                auth.idp_key.public_key(),
+                algorithms=["ES256"],
+                audience="idp-client",
+            )
+        except jwt.InvalidTokenError:
+            self._reply(400, {"error": "invalid_grant", "error_description": "bad ID token"})
+            return
+        now = int(time.time())
+        grant = {
+            "iss": auth.issuer + "/idp",
+            "sub": claims["sub"],
+            "aud": body.get("audience"),
+            "resource": body.get("resource"),
+            "client_id": "enterprise-agent",
+            "iat": now,
+            "exp": now + 300,
+        }
+        token = jwt.encode(grant, auth.key, algorithm="ES256", headers={"typ": "oauth-id-jag+jwt"})
+        self._reply(
+            200,
+            {
+                "access_token": token,
+                "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                "token_type": "N_A",
+            },
+        )
 
     def _introspect(self, body: dict[str, str]) -> None:
         auth = self.auth

@@ -33,6 +33,7 @@ PROTOCOL_EXCEPTIONS = {
     ("_postgres.py", "ImportError"),
     ("_redis.py", "ImportError"),
     ("_verifiers.py", "ImportError"),
+    ("_dpop.py", "ImportError"),  # mcp/_shared/: PyJWT (the jwt extra) is not installed
     ("_runner.py", "ImportError"),  # temporal/: the SDK is not installed
     # Temporal's protocol: an update handler refuses an answer by raising ApplicationError;
     # a workflow ends cancelled by raising asyncio's CancelledError

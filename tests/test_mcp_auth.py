@@ -55,9 +55,10 @@ TOOLKIT = Toolkit([whoami, deploy])
 
 
 @contextlib.contextmanager
-def serving_protected(issuer: str) -> Iterator[tuple[str, str]]:
+def serving_protected(issuer: str, *extra: str) -> Iterator[tuple[str, str]]:
     """``toolnexus serve --http 0`` of TOOLKIT, taking OAuth tokens from ``issuer`` (scope
-    ``mcp``; ``deploy`` also needs ``deploy:write``): yields its URL and its first line."""
+    ``mcp``; ``deploy`` also needs ``deploy:write``; ``extra`` flags on top): yields its
+    URL and its first line."""
     process = subprocess.Popen(
         [
             sys.executable,
@@ -73,6 +74,7 @@ def serving_protected(issuer: str) -> Iterator[tuple[str, str]]:
             "mcp",
             "--oauth-tool-scope",
             "deploy=deploy:write",
+            *extra,
         ],
         cwd=ROOT / "tests",
         env=child_env(),

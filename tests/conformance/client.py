@@ -57,8 +57,30 @@ def sign_in(request: Request) -> Answer:
     return Answer(request.id, True, {"url": location})
 
 
-def oauth(context: dict[str, Any]) -> OAuth:
-    """The OAuth client: pre-registered when the scenario says so, else discovering."""
+def oauth(scenario: str, context: dict[str, Any]) -> OAuth:
+    """The OAuth client: pre-registered when the scenario says so, else discovering; the
+    grant (and DPoP) the scenario's deployment would configure, from its context."""
+    machine: dict[str, Any] = {}
+    if scenario.startswith("auth/client-credentials-"):
+        machine = {"grant": "client_credentials"}
+        if context.get("private_key_pem"):
+            pem = str(context["private_key_pem"])
+            machine.update(
+                private_key=lambda: pem, signing_algorithm=context.get("signing_algorithm")
+            )
+    elif scenario == "auth/wif-jwt-bearer":
+        token = str(context["valid_jwt"])
+        machine = {"grant": "jwt_bearer", "assertion": lambda: token}
+    elif scenario == "auth/enterprise-managed-authorization":
+        id_token = str(context["idp_id_token"])
+        machine = {
+            "grant": "id_jag",
+            "assertion": lambda: id_token,
+            "idp_token_endpoint": context["idp_token_endpoint"],
+            "idp_client_id": context["idp_client_id"],
+        }
+    elif scenario.startswith("auth/dpop"):
+        machine = {"dpop": True}
     return OAuth(
         client_id=context.get("client_id"),
         client_secret=context.get("client_secret"),
@@ -66,6 +88,7 @@ def oauth(context: dict[str, Any]) -> OAuth:
         redirect_uri=REDIRECT_URI,
         client_name="toolnexus-conformance",
         ask=sign_in,
+        **machine,
     )
 
 
@@ -112,7 +135,7 @@ def main(url: str) -> int:
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     wait_for = confirm if scenario.startswith("sep-2322") else accept
-    auth = oauth(context) if scenario.startswith("auth/") else None
+    auth = oauth(scenario, context) if scenario.startswith("auth/") else None
     with McpClient(url=url, name="conformance", protocol_version=version, auth=auth) as client:
         if scenario.startswith("sep-2640-"):
             return use_skills(client, scenario)

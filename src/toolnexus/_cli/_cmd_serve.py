@@ -197,6 +197,8 @@ def _protected_resource(options: argparse.Namespace) -> Any:
             audience=options.oauth_audience or None,
             required_scopes=options.oauth_scope or (),
             tool_scopes=tool_scopes,
+            dpop=bool(options.oauth_dpop),
+            dpop_nonce=bool(options.oauth_dpop_nonce),
         )
     except ImportError as exc:
         raise CliError(f"--oauth-issuer: {exc}") from None
@@ -216,6 +218,8 @@ def _no_oauth_options(options: argparse.Namespace) -> None:
             ("--oauth-client-secret-file", options.oauth_client_secret_file),
             ("--oauth-scope", options.oauth_scope),
             ("--oauth-tool-scope", options.oauth_tool_scope),
+            ("--oauth-dpop", options.oauth_dpop),
+            ("--oauth-dpop-nonce", options.oauth_dpop_nonce),
         )
         if value
     ]
@@ -337,6 +341,17 @@ SERVE = Command(
                     metavar="TOOL=SCOPE",
                     help="scopes a call of TOOL needs, comma-separated (repeatable): a call "
                     "without them is refused 403 insufficient_scope",
+                ),
+                argument(
+                    "--oauth-dpop",
+                    action="store_true",
+                    help="also take DPoP-bound tokens (RFC 9449), each request with a fresh "
+                    "proof of the token's key; needs the jwt extra",
+                ),
+                argument(
+                    "--oauth-dpop-nonce",
+                    action="store_true",
+                    help="with --oauth-dpop: require a nonce of this server's in each proof",
                 ),
             ),
         ),

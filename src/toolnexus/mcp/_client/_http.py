@@ -237,6 +237,8 @@ class HttpTransport:
     ) -> tuple[_Connection, bool]:
         """Send one HTTP request (its response is read by :meth:`_receive`); the
         connection, and whether it was reused (so a "closed" answer may be retried)."""
+        if self.auth is not None:  # a DPoP proof is made for each request as it is sent
+            headers = self.auth.sign(method, self.url, headers)
         connection = self._fresh() if fresh else self._connection()
         reused = connection.sock is not None
         try:
@@ -309,6 +311,7 @@ class HttpTransport:
                 response.getheader("WWW-Authenticate"),
                 headers.get("Authorization"),
                 attempt,
+                response.getheader("DPoP-Nonce"),
             )
             if outcome is False:
                 break

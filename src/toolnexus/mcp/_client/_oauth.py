@@ -52,7 +52,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
@@ -69,15 +69,27 @@ from .._shared._oauth_common import (
     resource_metadata_urls,
     shown,
 )
+from ._oauth_grants import (
+    CLIENT_ASSERTION_TYPE,
+    GRANTS,
+    ID_JAG,
+    ID_TOKEN,
+    JWT_BEARER,
+    TOKEN_EXCHANGE,
+    _GrantProblem,
+    client_assertion,
+    read_secret,
+)
 
 if TYPE_CHECKING:
+    from .._shared._dpop import DpopKey
     from ._tokens import TokenStore
 
 __all__ = ["OAuth", "OAuthFlow"]
 
 _log = LazyLogger("mcp.auth")  # the package's: it never prints on its own
 
-_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
+_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt", "none")
 _REFRESH_MARGIN_S = 30.0  # refresh this long before expiry (at most a tenth of the lifetime)
 _MAX_PENDING = 64  # authorizations handed back pending and not answered yet
 _ENDPOINTS = {
@@ -130,6 +142,31 @@ class OAuth:
         timeout_ms: the bound on a whole refresh or sign-in's talk with the servers —
             discovery, registration and the token request together (the user's part
             aside); a server that answers slowly, or a byte at a time, is cut off there.
+        grant: how tokens are got. ``"authorization_code"`` (the default): a person
+            signs in. With nobody at a browser: ``"client_credentials"`` (the client's
+            own id and secret or private key), ``"jwt_bearer"`` (RFC 7523: a workload
+            identity's JWT, from ``assertion_file``/``assertion``), ``"id_jag"``
+            (enterprise-managed authorization: the user's ID token, from
+            ``assertion_file``/``assertion``, exchanged at ``idp_token_endpoint`` for an
+            identity assertion grant that the authorization server takes).
+        private_key_file: a PEM private key file: the client authenticates with
+            ``private_key_jwt`` (RFC 7523), a JWT signed with it, instead of a secret.
+            Read at each use, so a rotated key is picked up.
+        private_key: instead of the file, ``fn() -> str | bytes`` giving the PEM (a
+            secrets manager, a keyring).
+        signing_algorithm: the JWS algorithm for ``private_key_jwt`` (``None``: by the
+            key: ``RS256``, ``ES256``/``ES384``/``ES512``, ``EdDSA``).
+        assertion_file: the file holding the assertion for ``jwt_bearer`` (a workload
+            identity token) or ``id_jag`` (the user's ID token); read at each use.
+        assertion: instead of the file, ``fn() -> str`` giving it.
+        idp_token_endpoint: for ``id_jag``: the enterprise identity provider's token
+            endpoint, where the ID token is exchanged (RFC 8693).
+        idp_client_id: for ``id_jag``: this client's id at the identity provider.
+        idp_client_secret: for ``id_jag``: its secret there, if it has one.
+        dpop: bind the tokens to a key of this client's (DPoP, RFC 9449): every token
+            request and every request to the server carries a fresh proof signed with it;
+            a stolen token is useless without the key. The key is kept in the token
+            store with the tokens. Needs the ``jwt`` extra.
 
     Example::
 
@@ -144,7 +181,7 @@ class OAuth:
     """
 
     client_id: str | None = None
-    client_secret: str | None = None
+    client_secret: str | None = field(default=None, repr=False)  # (never shown)
     scopes: Sequence[str] | None = None
     redirect_uri: str | None = None
     client_metadata_url: str | None = None
@@ -154,9 +191,30 @@ class OAuth:
     ask: Callable[[Request], Answer] | None = None
     allow_private_network: bool = False
     timeout_ms: int = 30_000
+    grant: str = "authorization_code"
+    private_key_file: str | None = None
+    private_key: Callable[[], str | bytes] | None = None
+    signing_algorithm: str | None = None
+    assertion_file: str | None = None
+    assertion: Callable[[], str] | None = None
+    idp_token_endpoint: str | None = None
+    idp_client_id: str | None = None
+    idp_client_secret: str | None = field(default=None, repr=False)
+    dpop: bool = False
 
     def __post_init__(self) -> None:
-        for label in ("client_id", "client_secret", "redirect_uri", "client_metadata_url"):
+        for label in (
+            "client_id",
+            "client_secret",
+            "redirect_uri",
+            "client_metadata_url",
+            "private_key_file",
+            "signing_algorithm",
+            "assertion_file",
+            "idp_token_endpoint",
+            "idp_client_id",
+            "idp_client_secret",
+        ):
             value = getattr(self, label)
             if value is not None and (not isinstance(value, str) or not value):
                 raise InvalidValueError(f"OAuth.{label} must be a non-empty str or None")
@@ -207,6 +265,74 @@ class OAuth:
         timeout = self.timeout_ms
         if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
             raise InvalidValueError(f"OAuth.timeout_ms must be an int > 0, got {timeout!r}")
+        self._check_grant()
+
+    def _check_grant(self) -> None:
+        """The machine grants' settings fit together (raises naming what is missing)."""
+        if self.grant not in GRANTS:
+            raise InvalidValueError(
+                f"OAuth.grant must be one of {', '.join(GRANTS)}, got {self.grant!r}"
+            )
+        for label in ("private_key", "assertion"):
+            value = getattr(self, label)
+            if value is not None and not callable(value):
+                raise InvalidTypeError(
+                    f"OAuth.{label} must be a function returning the text (or use "
+                    f"{label}_file=PATH), got {type(value).__name__}"
+                )
+            if value is not None and getattr(self, label + "_file") is not None:
+                raise InvalidValueError(f"OAuth: give {label}_file or {label}, not both")
+        keyed = self.private_key_file is not None or self.private_key is not None
+        if keyed and self.client_id is None:
+            raise InvalidValueError(
+                "OAuth.private_key_file/private_key signs as a registered client: give its "
+                "client_id too"
+            )
+        if keyed and self.client_secret is not None:
+            raise InvalidValueError("OAuth: give client_secret or a private key, not both")
+        method = self.token_endpoint_auth_method
+        if method == "private_key_jwt" and not keyed:
+            raise InvalidValueError(
+                "OAuth.token_endpoint_auth_method 'private_key_jwt' needs the key: "
+                "private_key_file=PATH or private_key=fn"
+            )
+        if not isinstance(self.dpop, bool):
+            raise InvalidTypeError(f"OAuth.dpop must be True or False, got {self.dpop!r}")
+        if self.dpop or keyed:  # signing needs the jwt extra: say so now, not mid-request
+            from .._shared._dpop import require_jwt
+
+            require_jwt("OAuth(dpop=True)" if self.dpop else "OAuth's private_key_jwt")
+        asserted = self.assertion_file is not None or self.assertion is not None
+        grant = self.grant
+        if grant == "client_credentials" and (
+            self.client_id is None or (self.client_secret is None and not keyed)
+        ):
+            raise InvalidValueError(
+                "OAuth(grant='client_credentials') needs the client's registered id and its "
+                "secret or private key: client_id=..., and client_secret=... or "
+                "private_key_file=PATH"
+            )
+        if grant in ("jwt_bearer", "id_jag") and not asserted:
+            what = "workload identity token" if grant == "jwt_bearer" else "user's ID token"
+            raise InvalidValueError(
+                f"OAuth(grant={grant!r}) needs the {what}: assertion_file=PATH or assertion=fn"
+            )
+        if grant == "id_jag" and (self.idp_token_endpoint is None or self.client_id is None):
+            raise InvalidValueError(
+                "OAuth(grant='id_jag') needs idp_token_endpoint (the identity provider's "
+                "token endpoint, where the ID token is exchanged) and client_id (this "
+                "client's id at the MCP server's authorization server)"
+            )
+        if grant != "id_jag" and (
+            self.idp_token_endpoint is not None or self.idp_client_id is not None
+        ):
+            raise InvalidValueError(
+                "OAuth.idp_token_endpoint and idp_client_id are for grant='id_jag'"
+            )
+        if grant not in ("jwt_bearer", "id_jag") and asserted:
+            raise InvalidValueError(
+                "OAuth.assertion_file/assertion are for grant='jwt_bearer' or 'id_jag'"
+            )
 
 
 # --------------------------------------------------------------------------- the flow
@@ -232,10 +358,11 @@ class Attempt:
     """What one HTTP request already tried, so that no request loops: at most one switch
     to a token another thread got, one refresh, one authorization, one step-up."""
 
-    __slots__ = ("authorized", "refreshed", "stepped_up", "switched")
+    __slots__ = ("authorized", "nonce_retried", "refreshed", "stepped_up", "switched")
 
     def __init__(self) -> None:
         self.switched = self.refreshed = self.authorized = self.stepped_up = False
+        self.nonce_retried = False  # one retry with the server's DPoP nonce, never a loop
 
 
 class _Pending:
@@ -303,6 +430,10 @@ class OAuthFlow:
         self._unsaved = False  # the last save failed: the record here is the only copy
         self._deadline = 0.0  # when the current refresh or sign-in runs out of time
         self._server_addresses: set[str] | None = None  # the kinds of the MCP server's
+        self._dpop_key: DpopKey | None = None  # DPoP: this client's key (in the record too)
+        self._dpop_pem: Any = None  # ... as the record held it when it was read
+        self._as_nonce: str | None = None  # the authorization server's latest DPoP nonce
+        self._rs_nonce: str | None = None  # the MCP server's
 
     # ------------------------------------------------------------------ sending
 
@@ -317,19 +448,49 @@ class OAuthFlow:
                 if tokens is not None and tokens.get("refresh_token") and self._expiring(tokens):
                     self._refresh(tokens)
                     tokens = self._tokens()
-        if tokens is None:
-            return None
-        return "Bearer " + str(tokens["access_token"])
+        return None if tokens is None else _authorization(tokens)
+
+    def sign(self, method: str, url: str, headers: Mapping[str, str]) -> dict[str, str]:
+        """``headers`` for one request as it is sent: with a DPoP-bound token, a fresh
+        ``DPoP`` proof for this method and URL, the token's hash and the server's latest
+        nonce (RFC 9449 §7) — made anew for each send, so no proof is ever sent twice."""
+        out = dict(headers)
+        authorization = out.get("Authorization", "")
+        if not authorization.startswith("DPoP "):
+            out.pop("DPoP", None)
+            return out
+        key = self._dpop_key
+        if key is None:
+            return out  # (never: a DPoP token is only kept with its key)
+        out["DPoP"] = key.proof(method, url, access_token=authorization[5:], nonce=self._rs_nonce)
+        return out
 
     def challenged(
-        self, status: int, www_authenticate: str | None, sent: str | None, attempt: Attempt
+        self,
+        status: int,
+        www_authenticate: str | None,
+        sent: str | None,
+        attempt: Attempt,
+        nonce: str | None = None,
     ) -> bool | str | Request:
         """What to do about a ``401``/``403`` answer to a request that carried ``sent``:
         ``True``: send it again (a usable token is held now); ``False``: not an OAuth
         matter (a 403 for another reason) — the answer stands; a ``str``: why no token
         will do (say it and stop); a :class:`~toolnexus.Request`: a sign-in is needed and
-        no ``ask`` was given — hand it back."""
-        challenge = parse_challenge(www_authenticate) or {}
+        no ``ask`` was given — hand it back. ``nonce``: the answer's ``DPoP-Nonce``."""
+        dpop = parse_challenge(www_authenticate, "dpop") or {}
+        challenge = {**dpop, **(parse_challenge(www_authenticate) or {})}
+        if status == 401 and dpop.get("error") == "use_dpop_nonce":
+            if nonce is None or not _VSCHARS.fullmatch(nonce) or attempt.nonce_retried:
+                return (
+                    f"MCP server {self.name} asked for a DPoP nonce again (use_dpop_nonce) "
+                    "right after this client sent the one it gave"
+                    + ("" if nonce else ", or gave none (no DPoP-Nonce header)")
+                    + "; not retrying (no loop): check the server's DPoP nonce handling"
+                )
+            attempt.nonce_retried = True
+            self._rs_nonce = nonce
+            return True
         try:
             if status == 403:
                 if challenge.get("error") != "insufficient_scope":
@@ -408,7 +569,41 @@ class OAuthFlow:
             return None
         access = tokens.get("access_token")
         # (checked as it came, and again as the store gives it back: it goes in a header)
-        return tokens if isinstance(access, str) and _B64TOKEN.fullmatch(access) else None
+        if not isinstance(access, str) or not _B64TOKEN.fullmatch(access):
+            return None
+        if tokens.get("token_type") == "DPoP" and self._dpop() is None:
+            return None  # bound to a key this client no longer has: useless
+        return tokens
+
+    def _dpop(self) -> DpopKey | None:
+        """This client's DPoP key (``None`` without ``OAuth(dpop=True)``): the one kept in
+        the token store with the tokens bound to it, else a new one, saved there."""
+        if not self.config.dpop:
+            return None
+        record = self._load()
+        pem = record.get("dpop_key")
+        if self._dpop_key is not None and pem == self._dpop_pem:
+            return self._dpop_key
+        from .._shared._dpop import DpopKey
+
+        key = None
+        if isinstance(pem, str):
+            try:
+                key = DpopKey(pem)
+            except (ValueError, TypeError):  # not a PEM key of ours (or an encrypted one)
+                _log.warning(
+                    "MCP server %s: the stored DPoP key cannot be read; making a new one",
+                    self.name,
+                )
+        if key is None:
+            key = DpopKey()
+            pem = record["dpop_key"] = key.pem()
+            tokens = record.get("tokens")
+            if isinstance(tokens, dict) and tokens.get("token_type") == "DPoP":
+                record.pop("tokens")  # bound to the key that is gone
+            self._save()
+        self._dpop_key, self._dpop_pem = key, pem
+        return key
 
     def _reread(self) -> None:
         """Read the record from the store again at the next look (another process may
@@ -436,7 +631,7 @@ class OAuthFlow:
         if reload:  # another process may have refreshed (and rotated) the tokens
             self._reread()
         tokens = self._tokens()
-        return None if tokens is None else "Bearer " + str(tokens["access_token"])
+        return None if tokens is None else _authorization(tokens)
 
     @staticmethod
     def _expiring(tokens: Mapping[str, Any]) -> bool:
@@ -543,6 +738,9 @@ class OAuthFlow:
                 "(code_challenge_methods_supported), which MCP requires; refusing to sign in"
             )
         scope = self._scope(challenge, supported or [], metadata, step_up)
+        if self.config.grant != "authorization_code":
+            self._machine_grant(metadata, issuer, resource or _canonical(self.server_url), scope)
+            return
         if self.config.redirect_uri is None and self.config.ask is None:
             raise _Failed(
                 f"MCP server {self.name} needs a sign-in with {issuer}, and nobody can be "
@@ -714,9 +912,15 @@ class OAuthFlow:
                 "'='s); refused"
             )
         kind = document.get("token_type", "Bearer")
-        if not isinstance(kind, str) or kind.lower() != "bearer":
-            raise _Failed(f"the authorization server issued a {kind!r} token, not a Bearer one")
+        bound = isinstance(kind, str) and kind.lower() == "dpop" and self._dpop() is not None
+        if not bound and (not isinstance(kind, str) or kind.lower() != "bearer"):
+            raise _Failed(
+                f"the authorization server issued a {kind!r} token, not a Bearer one"
+                + ("" if kind != "DPoP" else " (a DPoP-bound token: set OAuth(dpop=True))")
+            )
         tokens: dict[str, Any] = {"access_token": access}
+        if bound:
+            tokens["token_type"] = "DPoP"
         lifetime = _lifetime(document.get("expires_in"))
         if lifetime is not None:
             tokens["expires_at"] = time.time() + lifetime
@@ -949,6 +1153,8 @@ class OAuthFlow:
             if isinstance(offered, list)
             else ["client_secret_basic"]
         )
+        if self.config.private_key_file is not None or self.config.private_key is not None:
+            return "private_key_jwt"
         if has_secret is False:
             return "none"
         preferred = self.config.token_endpoint_auth_method
@@ -962,19 +1168,187 @@ class OAuthFlow:
     def _token_request(
         self, endpoint: str, client: Mapping[str, Any], fields: dict[str, str | None]
     ) -> HttpAnswer:
+        """POST ``fields`` to the token endpoint, the client authenticated as registered
+        (``client_secret_basic``/``_post``, ``private_key_jwt``, or its id alone), with a
+        DPoP proof when ``OAuth(dpop=True)``. A ``use_dpop_nonce`` answer is retried once
+        with the nonce the server gave (RFC 9449 §8), never more."""
+        answer = self._token_post(endpoint, client, fields)
+        if self._dpop_key is not None and _wants_nonce(answer):
+            nonce = answer.headers.get("dpop-nonce")
+            if not nonce or not _VSCHARS.fullmatch(nonce):
+                raise _Failed(
+                    "the authorization server asked for a DPoP nonce (use_dpop_nonce) "
+                    "without giving one (no DPoP-Nonce header)"
+                )
+            self._as_nonce = nonce
+            answer = self._token_post(endpoint, client, fields)
+            if _wants_nonce(answer):
+                raise _Failed(
+                    "the authorization server asked for a new DPoP nonce again right after "
+                    "this client sent the one it gave; not retrying (no loop)"
+                )
+        return answer
+
+    def _token_post(
+        self, endpoint: str, client: Mapping[str, Any], fields: dict[str, str | None]
+    ) -> HttpAnswer:
         headers = {"Content-Type": "application/x-www-form-urlencoded"}
         method = client.get("method")
         secret = client.get("client_secret")
-        if method == "client_secret_basic" and isinstance(secret, str):
-            pair = f"{quote(str(client['client_id']), safe='')}:{quote(secret, safe='')}"
+        client_id = str(client["client_id"])
+        if client.get("client_id") is None:
+            pass  # a workload known by its assertion alone (RFC 7523 §2.1)
+        elif method == "client_secret_basic" and isinstance(secret, str):
+            pair = f"{quote(client_id, safe='')}:{quote(secret, safe='')}"
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
         elif method == "client_secret_post" and isinstance(secret, str):
-            fields = {**fields, "client_id": str(client["client_id"]), "client_secret": secret}
+            fields = {**fields, "client_id": client_id, "client_secret": secret}
+        elif method == "private_key_jwt":
+            audience = self._load().get("issuer")
+            fields = {
+                **fields,
+                "client_id": client_id,
+                "client_assertion_type": CLIENT_ASSERTION_TYPE,
+                "client_assertion": self._signed(
+                    client_id, audience if isinstance(audience, str) else endpoint
+                ),
+            }
         else:
-            fields = {**fields, "client_id": str(client["client_id"])}
-        return self._exchange(
+            fields = {**fields, "client_id": client_id}
+        key = self._dpop()
+        if key is not None:
+            headers["DPoP"] = key.proof("POST", endpoint, nonce=self._as_nonce)
+        answer = self._exchange(
             "POST", endpoint, "token endpoint", body=form(fields), headers=headers
         )
+        nonce = answer.headers.get("dpop-nonce")
+        if key is not None and nonce and _VSCHARS.fullmatch(nonce):
+            self._as_nonce = nonce  # (a server may hand out the next one with any answer)
+        return answer
+
+    def _signed(self, client_id: str, audience: str) -> str:
+        """A ``private_key_jwt`` client assertion for ``audience`` (the issuer)."""
+        config = self.config
+        try:
+            pem = read_secret(config.private_key_file, config.private_key, "private key")
+            return client_assertion(pem, client_id, audience, config.signing_algorithm)
+        except _GrantProblem as problem:
+            raise _Failed(f"private_key_jwt: {problem}") from None
+
+    def _assertion(self) -> str:
+        """The assertion for ``jwt_bearer``/``id_jag``, read now."""
+        config = self.config
+        what = "workload identity token" if config.grant == "jwt_bearer" else "ID token"
+        try:
+            return read_secret(config.assertion_file, config.assertion, what)
+        except _GrantProblem as problem:
+            raise _Failed(str(problem)) from None
+
+    def _machine_grant(
+        self, metadata: Mapping[str, Any], issuer: str, resource: str, scope: str
+    ) -> None:
+        """Get tokens with no person involved (the lock is held): client credentials,
+        a JWT bearer assertion (workload identity), or an identity assertion grant
+        (enterprise-managed authorization). One token request: a refusal is an error
+        naming the grant and the server's reason — never retried, never another grant."""
+        config = self.config
+        grant = config.grant
+        token_endpoint = str(metadata["token_endpoint"])
+        client: dict[str, Any] = {
+            "client_id": config.client_id,
+            "client_secret": config.client_secret,
+            "method": self._method(metadata, config.client_secret is not None),
+        }
+        if config.client_id is None:  # a workload known by its assertion alone
+            client = {"client_id": None, "method": "none"}
+        fields: dict[str, str | None] = {"scope": scope or None, "resource": resource}
+        if grant == "client_credentials":
+            fields["grant_type"] = "client_credentials"
+        elif grant == "jwt_bearer":
+            fields = {"grant_type": JWT_BEARER, "assertion": self._assertion(), **fields}
+        else:
+            assertion = self._id_jag(issuer, resource, scope)
+            fields = {"grant_type": JWT_BEARER, "assertion": assertion, **fields}
+        record = self._load()
+        record["token_endpoint"] = token_endpoint
+        record["resource"] = resource
+        answer = self._token_request(token_endpoint, client, fields)
+        document = answer.json()
+        if answer.status != 200 or not isinstance(document, dict):
+            raise _Failed(self._refused_grant(grant, issuer, answer.status, document))
+        record["client"] = {**client, "issuer": issuer}
+        record["scope"] = scope
+        self._metadata = dict(metadata)
+        self._keep_tokens(document, scope, None)
+        _log.info(
+            "MCP server %s: got an access token from %s (%s)%s",
+            self.name,
+            issuer,
+            grant,
+            f", scopes {scope}" if scope else "",
+        )
+
+    def _id_jag(self, issuer: str, resource: str, scope: str) -> str:
+        """Exchange the user's ID token at the identity provider (RFC 8693) for an
+        identity assertion grant (ID-JAG) for ``issuer`` and ``resource``."""
+        config = self.config
+        endpoint = str(config.idp_token_endpoint)
+        fields: dict[str, str | None] = {
+            "grant_type": TOKEN_EXCHANGE,
+            "requested_token_type": ID_JAG,
+            "audience": issuer,
+            "resource": resource,
+            "scope": scope or None,
+            "subject_token": self._assertion(),
+            "subject_token_type": ID_TOKEN,
+        }
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        if config.idp_client_id is not None and config.idp_client_secret is not None:
+            pair = (
+                f"{quote(config.idp_client_id, safe='')}:{quote(config.idp_client_secret, safe='')}"
+            )
+            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        elif config.idp_client_id is not None:
+            fields["client_id"] = config.idp_client_id
+        answer = self._exchange(
+            "POST",
+            endpoint,
+            "identity provider token endpoint",
+            body=form(fields),
+            headers=headers,
+        )
+        document = answer.json()
+        if answer.status != 200 or not isinstance(document, dict):
+            raise _Failed(
+                self._refused_grant("id_jag token exchange", endpoint, answer.status, document)
+            )
+        grant = document.get("access_token")
+        kind = document.get("issued_token_type")
+        if not isinstance(grant, str) or not _B64TOKEN.fullmatch(grant) or kind != ID_JAG:
+            raise _Failed(
+                f"the identity provider at {shown(endpoint)} answered the token exchange "
+                f"without an identity assertion grant (issued_token_type {kind!r}, not "
+                f"{ID_JAG!r})"
+            )
+        return grant
+
+    def _refused_grant(self, grant: str, where: str, status: int, document: Any) -> str:
+        """Why a token request was refused, for the user: the server's error and
+        description (never what was sent)."""
+        error = document.get("error") if isinstance(document, dict) else None
+        described = document.get("error_description") if isinstance(document, dict) else None
+        text = (
+            f"{where} refused the {grant} grant: "
+            f"{error if isinstance(error, str) else f'HTTP {status}'}"
+        )
+        if isinstance(described, str) and described:
+            text += f" ({described[:200]})"
+        if error == "invalid_client" and self._method({}, None) == "private_key_jwt":
+            text += (
+                "; check that the private key matches the public key registered for "
+                f"client {self.config.client_id!r}"
+            )
+        return text + "; not retried"
 
     def _exchange(
         self,
@@ -1084,6 +1458,19 @@ class OAuthFlow:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _authorization(tokens: Mapping[str, Any]) -> str:
+    """The ``Authorization`` value for held tokens: ``DPoP`` for a bound one (RFC 9449
+    §7.1), else ``Bearer``."""
+    scheme = "DPoP" if tokens.get("token_type") == "DPoP" else "Bearer"
+    return f"{scheme} {tokens['access_token']}"
+
+
+def _wants_nonce(answer: HttpAnswer) -> bool:
+    """Whether a token endpoint's answer is RFC 9449 §8's ``use_dpop_nonce``."""
+    document = answer.json() if answer.status in (400, 401) else None
+    return isinstance(document, dict) and document.get("error") == "use_dpop_nonce"
 
 
 def _s256(verifier: str) -> str:

@@ -67,7 +67,16 @@ _OAUTH_KEYS = {
     "clientMetadataUrl": "client_metadata_url",
     "tokenEndpointAuthMethod": "token_endpoint_auth_method",
     "allowPrivateNetwork": "allow_private_network",
+    "grant": "grant",
+    "privateKeyFile": "private_key_file",
+    "signingAlgorithm": "signing_algorithm",
+    "assertionFile": "assertion_file",
+    "idpTokenEndpoint": "idp_token_endpoint",
+    "idpClientId": "idp_client_id",
+    "idpClientSecret": "idp_client_secret",
+    "dpop": "dpop",
 }
+_OAUTH_FLAGS = ("allowPrivateNetwork", "dpop")  # true or false, never a variable
 
 
 @dataclass(frozen=True)
@@ -120,7 +129,8 @@ class McpSource:
     phase of connecting); ``includeTools`` / ``excludeTools`` (the server's tool names);
     ``prefix``; ``auth``: ``"oauth"`` to sign in with OAuth 2.1 (or ``{"type": "oauth",
     "clientId": …, "clientSecret": …, "scopes": […], "redirectUri": …,
-    "clientMetadataUrl": …, "allowPrivateNetwork": true}``), on the ``oauth`` settings
+    "clientMetadataUrl": …, "allowPrivateNetwork": true, "grant": …, "privateKeyFile": …,
+    "assertionFile": …, "idpTokenEndpoint": …, "dpop": true}``), on the ``oauth`` settings
     given here (where tokens live, who asks the user). ``${NAME}`` (or ``${env:NAME}``)
     in ``args``, ``env``, ``cwd``, ``url``, ``headers`` and ``auth`` is read from the
     environment; header values and secrets are never logged. VS Code's ``envFile``
@@ -572,7 +582,7 @@ def _read_auth(value: Any, where: str) -> dict[str, Any]:
             fields[field] = (
                 item.split() if isinstance(item, str) else _texts(item, f"{where}.scopes")
             )
-        elif key == "allowPrivateNetwork":
+        elif key in _OAUTH_FLAGS:
             if not isinstance(item, bool):
                 raise InvalidTypeError(f"{where}.{key}: must be true or false, got {item!r}")
             fields[field] = item
@@ -678,7 +688,7 @@ def _expand(
         for field, value in out["auth"].items():
             if isinstance(value, list):  # scopes: a variable may hold several
                 auth[field] = [s for item in value for s in one(item, f"auth.{field}").split()]
-            elif isinstance(value, bool):  # allowPrivateNetwork: no variables
+            elif isinstance(value, bool):  # allowPrivateNetwork, dpop: no variables
                 auth[field] = value
             else:
                 auth[field] = one(value, f"auth.{field}")

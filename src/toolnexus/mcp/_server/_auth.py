@@ -48,12 +48,14 @@ from ..._frozen import FrozenDict, sealed
 from ..._log import LazyLogger
 from ..._pool import Pool
 from ...errors import InvalidTypeError, InvalidValueError
+from .._shared._dpop import ALGORITHMS
 from .._shared._oauth_common import PRM_WELL_KNOWN, challenge, protected_resource_metadata_url
 from .._shared._protocol import authority
 from ._exchange import Reply
 
 if TYPE_CHECKING:
     from ..._principal import Principal
+    from ._dpop import ProofChecker
 
 __all__ = ["ProtectedResource", "ResourceGuard", "Verifier"]
 
@@ -99,6 +101,17 @@ class ProtectedResource:
         cache_ms: how long the outcome of checking one token is reused: an accepted
             token for at most this long (never past its expiry), a refused one for this
             long; ``0`` asks the verifier every time.
+        dpop: accept DPoP-bound access tokens (RFC 9449): ``Authorization: DPoP <token>``
+            with a ``DPoP`` proof, checked — signed by the key the token's ``cnf.jkt``
+            names, for this request's method and URL, carrying the token's hash, fresh
+            (``dpop_lifetime_ms``) and never seen before. Bearer tokens are still
+            accepted; a bound token presented as a Bearer one never is (with or without
+            this).
+        dpop_nonce: also require a nonce of this server's in each proof (RFC 9449 §9):
+            a proof without a current one gets ``401 use_dpop_nonce`` and the nonce to use
+            in ``DPoP-Nonce``; nonces change every ``dpop_lifetime_ms``.
+        dpop_lifetime_ms: how old a proof may be (its ``iat``); a proof is remembered
+            that long (plus ``leeway_ms``), so a replay within it is refused.
 
     Raises ``ValueError``/``TypeError`` naming the field for a bad value.
 
@@ -126,6 +139,9 @@ class ProtectedResource:
     resource_name: str | None = None
     leeway_ms: int = 10_000
     cache_ms: int = 10_000
+    dpop: bool = False
+    dpop_nonce: bool = False
+    dpop_lifetime_ms: int = 60_000
 
     def __post_init__(self) -> None:
         servers = self.authorization_servers
@@ -188,6 +204,21 @@ class ProtectedResource:
             raise InvalidValueError(
                 f"ProtectedResource.cache_ms must be an int >= 0 (milliseconds), got {cache!r}"
             )
+        for label in ("dpop", "dpop_nonce"):
+            if not isinstance(getattr(self, label), bool):
+                raise InvalidTypeError(f"ProtectedResource.{label} must be True or False")
+        if self.dpop_nonce and not self.dpop:
+            raise InvalidValueError("ProtectedResource.dpop_nonce needs dpop=True")
+        lifetime = self.dpop_lifetime_ms
+        if isinstance(lifetime, bool) or not isinstance(lifetime, int) or lifetime <= 0:
+            raise InvalidValueError(
+                "ProtectedResource.dpop_lifetime_ms must be an int > 0 (milliseconds), got "
+                f"{lifetime!r}"
+            )
+        if self.dpop:
+            from .._shared._dpop import require_jwt
+
+            require_jwt("ProtectedResource(dpop=True)")  # now, not at the first request
 
 
 def _url(value: Any, label: str) -> str:
@@ -296,6 +327,13 @@ class ResourceGuard:
         # server: at most half of them wait, the others serve tokens already accepted.
         self._max_checks = max(1, min(_MAX_CHECKS, request_threads // 2))
         self._pool: Pool | None = None
+        self._proofs: ProofChecker | None = None
+        if auth.dpop:
+            from ._dpop import ProofChecker
+
+            self._proofs = ProofChecker(
+                auth.dpop_lifetime_ms / 1000, self._leeway_s, auth.dpop_nonce
+            )
 
     # ------------------------------------------------------------------ which resource
 
@@ -352,10 +390,18 @@ class ResourceGuard:
     # ------------------------------------------------------------------ who is it
 
     def check(
-        self, token: str | None, headers: Mapping[str, str], scheme: str, *, wait: bool = True
+        self,
+        token: str | None,
+        headers: Mapping[str, str],
+        scheme: str,
+        *,
+        wait: bool = True,
+        method: str = "POST",
+        dpop: bool = False,
     ) -> Checked | Future[Checked]:
         """The refusal for a request with ``token`` (``None``: none was sent), or ``None``
-        and the principal it speaks for.
+        and the principal it speaks for. ``dpop``: the token came as ``Authorization:
+        DPoP`` (its proof is then checked for ``method`` and this resource's URL).
 
         A token checked lately is judged from memory at once. Otherwise the verifier runs
         on the guard's threads: ``wait`` waits for it; without ``wait`` the answer is a
@@ -365,19 +411,30 @@ class ResourceGuard:
         digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
         found = self._remembered(digest)
         if found is not _UNKNOWN:
-            return self.judge(token, found, headers, scheme)
+            return self.judge(token, found, headers, scheme, method=method, dpop=dpop)
         future = self._start(token, digest)
         if future is None:
             return self.judge(token, _BUSY, headers, scheme)
         if wait:
-            return self.judge(token, future.result(), headers, scheme)
-        return then(future, lambda verdict: self.judge(token, verdict, headers, scheme))
+            return self.judge(token, future.result(), headers, scheme, method=method, dpop=dpop)
+        return then(
+            future,
+            lambda verdict: self.judge(token, verdict, headers, scheme, method=method, dpop=dpop),
+        )
 
     def judge(
-        self, token: str | None, verdict: Any, headers: Mapping[str, str], scheme: str
+        self,
+        token: str | None,
+        verdict: Any,
+        headers: Mapping[str, str],
+        scheme: str,
+        *,
+        method: str = "POST",
+        dpop: bool = False,
     ) -> Checked:
         """Judge what the verifier said of ``token`` (``verdict``) for this request:
-        expiry, audience and the required scopes, the same for every verifier."""
+        expiry, audience and the required scopes, the same for every verifier; then its
+        binding (DPoP): a bound token only with a good proof of its key."""
         metadata = self.metadata_url(headers, scheme)
         required = self.auth.required_scopes
         if token is None:
@@ -413,7 +470,66 @@ class ResourceGuard:
         missing = [scope for scope in required if scope not in principal.scopes]
         if missing:
             return self._insufficient(missing, required, metadata), None
+        assert token is not None
+        refused = self._bound(principal, token, headers, scheme, method, dpop, metadata)
+        if refused is not None:
+            return refused, None
         return None, principal
+
+    def _bound(
+        self,
+        principal: Principal,
+        token: str,
+        headers: Mapping[str, str],
+        scheme: str,
+        method: str,
+        dpop: bool,
+        metadata: str,
+    ) -> Reply | None:
+        """The refusal of a request whose token and proof do not go together (RFC 9449
+        §7): a bound token (``cnf.jkt``) presented as a Bearer one, a Bearer token
+        presented as a DPoP one, or a proof that fails :class:`ProofChecker`."""
+        cnf = principal.claims.get("cnf")
+        jkt = cnf.get("jkt") if isinstance(cnf, Mapping) else None
+        if not dpop:
+            if jkt is None:
+                return None
+            return self._invalid(
+                "the access token is bound to a DPoP key: present it as 'Authorization: "
+                "DPoP <token>' with a DPoP proof",
+                metadata,
+            )
+        proofs = self._proofs
+        if proofs is None:
+            return self._invalid(
+                "this server does not take DPoP-bound tokens: present a Bearer token", metadata
+            )
+        if not isinstance(jkt, str):
+            return self._dpop_refused("the access token is not bound to a DPoP key (no cnf.jkt)")
+        from ._dpop import _ProofRefused
+
+        try:
+            proofs.check(headers.get("dpop"), method, self.resource(headers, scheme), token, jkt)
+        except _ProofRefused as refused:
+            return self._dpop_refused(refused.why, refused.nonce)
+        return None
+
+    def _dpop_refused(self, why: str, nonce: str | None = None) -> Reply:
+        """``401`` with a ``DPoP`` challenge: ``use_dpop_nonce`` and the nonce to use, or
+        ``invalid_dpop_proof`` saying what was wrong (RFC 9449 §7.1, §9)."""
+        error = "use_dpop_nonce" if nonce is not None else "invalid_dpop_proof"
+        params = {
+            "error": error,
+            "error_description": why,
+            "algs": " ".join(ALGORITHMS),
+        }
+        headers = [
+            ("content-type", "text/plain; charset=utf-8"),
+            ("www-authenticate", challenge(params, "DPoP")),
+        ]
+        if nonce is not None:
+            headers.append(("dpop-nonce", nonce))
+        return Reply(401, headers, f"unauthorized: {why}\n".encode())
 
     # ------------------------------------------------------------------ checks, remembered
 
@@ -546,6 +662,8 @@ class ResourceGuard:
             "bearer_methods_supported": ["header"],
             "resource_name": self.name,
         }
+        if self._proofs is not None:
+            document["dpop_signing_alg_values_supported"] = list(ALGORITHMS)
         if self.scopes_supported:
             document["scopes_supported"] = list(self.scopes_supported)
         body = json.dumps(document, separators=(",", ":")).encode("utf-8")

@@ -368,9 +368,11 @@ class Endpoint:
         if self._guard is not None:
             self._guard.listening(address)
 
-    def check_access(self, headers: Mapping[str, str], scheme: str = "http") -> Reply | None:
+    def check_access(
+        self, headers: Mapping[str, str], scheme: str = "http", method: str = "POST"
+    ) -> Reply | None:
         """The refusal for a request that fails the Host/Origin/token checks, or ``None``."""
-        return self.authenticate(headers, scheme)[0]
+        return self.authenticate(headers, scheme, method)[0]
 
     @property
     def verifies_remotely(self) -> bool:
@@ -379,23 +381,24 @@ class Endpoint:
         return self._guard is not None
 
     def authenticate(
-        self, headers: Mapping[str, str], scheme: str = "http"
+        self, headers: Mapping[str, str], scheme: str = "http", method: str = "POST"
     ) -> tuple[Reply | None, Identity]:
         """The refusal for a request that fails the Host/Origin/token checks, or ``None``
         and who sent it; waits for an OAuth token's check (on the guard's own threads).
-        ``scheme``: the request's (``http``/``https``)."""
-        outcome = self._authenticate(headers, scheme, wait=True)
+        ``scheme``: the request's (``http``/``https``); ``method``: its HTTP method (what
+        a DPoP proof must have been made for)."""
+        outcome = self._authenticate(headers, scheme, method, wait=True)
         assert not isinstance(outcome, Future)  # it waited
         return outcome
 
     def authenticate_nowait(
-        self, headers: Mapping[str, str], scheme: str = "http"
+        self, headers: Mapping[str, str], scheme: str = "http", method: str = "POST"
     ) -> tuple[Reply | None, Identity] | Future[tuple[Reply | None, Identity]]:
         """:meth:`authenticate` without waiting: its answer when it is known now (no
         token, a token checked lately, any other kind of check), else a
         :class:`~concurrent.futures.Future` of it — an OAuth token being verified on the
         guard's threads (an event loop awaits it with ``asyncio.wrap_future``)."""
-        return self._authenticate(headers, scheme, wait=False)
+        return self._authenticate(headers, scheme, method, wait=False)
 
     def _host_allowed(self, host: str | None, scheme: str) -> bool:
         """Whether ``Host`` names this server: a local name or a listed one (any port), or
@@ -409,7 +412,7 @@ class Endpoint:
         return name in _LOCAL_HOSTS or name in hosts or authority(host, scheme) in hosts
 
     def _authenticate(
-        self, headers: Mapping[str, str], scheme: str, *, wait: bool
+        self, headers: Mapping[str, str], scheme: str, method: str, *, wait: bool
     ) -> tuple[Reply | None, Identity] | Future[tuple[Reply | None, Identity]]:
         if not self._host_allowed(headers.get("host"), scheme):
             return _plain(
@@ -435,7 +438,9 @@ class Endpoint:
         authorization = headers.get("authorization", "")
         scheme_name, _, presented = authorization.strip().partition(" ")
         presented = presented.strip()
-        if scheme_name.lower() != "bearer" or not presented:
+        kind = scheme_name.lower()
+        usable = kind == "bearer" or (kind == "dpop" and guard is not None)  # RFC 9449
+        if not usable or not presented:
             if guard is not None:
                 return _identified(guard.judge(None, None, headers, scheme))
             return _plain(
@@ -444,7 +449,9 @@ class Endpoint:
                 [("www-authenticate", 'Bearer realm="mcp"')],
             ), _NOBODY
         if guard is not None:
-            checked = guard.check(presented, headers, scheme, wait=wait)
+            checked = guard.check(
+                presented, headers, scheme, wait=wait, method=method, dpop=kind == "dpop"
+            )
             if isinstance(checked, Future):
                 from ._auth import then
 
@@ -546,7 +553,7 @@ class Endpoint:
         kept = 0
         try:
             if identity is None:
-                refused, identity = self.authenticate(headers, scheme)
+                refused, identity = self.authenticate(headers, scheme, method)
                 if refused is not None:
                     return refused
             if method == "POST":

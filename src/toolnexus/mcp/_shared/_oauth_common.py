@@ -252,8 +252,9 @@ def authorization_server_metadata_urls(issuer: str) -> list[str]:
 # --------------------------------------------------------------------------- challenges
 
 
-def challenge(params: Mapping[str, str | None]) -> str:
-    """A ``WWW-Authenticate`` value: ``Bearer`` and the parameters that are set, quoted.
+def challenge(params: Mapping[str, str | None], scheme: str = "Bearer") -> str:
+    """A ``WWW-Authenticate`` value: ``scheme`` (``Bearer``, or RFC 9449's ``DPoP``) and
+    the parameters that are set, quoted.
 
     Example::
 
@@ -266,21 +267,24 @@ def challenge(params: Mapping[str, str | None]) -> str:
             continue
         escaped = value.replace("\\", "\\\\").replace('"', '\\"')
         shown.append(f'{name}="{escaped}"')
-    return "Bearer " + ", ".join(shown) if shown else "Bearer"
+    return f"{scheme} " + ", ".join(shown) if shown else scheme
 
 
-def parse_challenge(header: str | None) -> dict[str, str] | None:
-    """The parameters of the ``Bearer`` challenge in a ``WWW-Authenticate`` value (names
-    lower-cased, quotes and escapes removed), or ``None`` when there is no Bearer one.
+def parse_challenge(header: str | None, scheme: str = "bearer") -> dict[str, str] | None:
+    """The parameters of the ``scheme`` challenge (``Bearer``, or ``DPoP`` of RFC 9449) in
+    a ``WWW-Authenticate`` value (names lower-cased, quotes and escapes removed), or
+    ``None`` when there is no such one.
 
     Example::
 
         >>> parse_challenge('Bearer error="insufficient_scope", scope="files:write"')
         {'error': 'insufficient_scope', 'scope': 'files:write'}
+        >>> parse_challenge('DPoP error="use_dpop_nonce", algs="ES256"', "dpop")
+        {'error': 'use_dpop_nonce', 'algs': 'ES256'}
     """
     if not header:
         return None
-    match = re.search(r"(?:^|,)\s*bearer(?:\s+|$)", header, re.IGNORECASE)
+    match = re.search(rf"(?:^|,)\s*{re.escape(scheme)}(?:\s+|$)", header, re.IGNORECASE)
     if match is None:
         return None
     rest = header[match.end() :]
