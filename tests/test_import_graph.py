@@ -34,7 +34,8 @@ LAYERS: list[tuple[str, set[str]]] = [
         "tools",
         {
             "validation", "_ecma", "_json_formats", "_formats", "_docstrings", "_conversion",
-            "_schema", "_tools", "_adapters", "_toolkit", "_uri_template",
+            "_schema", "_tools", "_adapters", "_http_tools", "_openapi", "_toolkit",
+            "_uri_template",
         },
     ),
     ("policies", {"_tracing", "_chain", "_policies", "policies"}),

@@ -33,6 +33,7 @@ from .errors import (
     McpError,
     NotFoundError,
     OAuthError,
+    OpenApiError,
     OperationCancelledError,
     PartTooLargeError,
     RefError,
@@ -56,6 +57,7 @@ _LAZY: dict[str, str] = {
     "Answer": "._suspension",
     "Call": "._host",
     "Host": "._host",
+    "OpenApiImport": "._openapi",
     "Part": "._parts",
     "Principal": "._principal",
     "Request": "._suspension",
@@ -66,6 +68,8 @@ _LAZY: dict[str, str] = {
     "TurnResult": "._turns",
     "decline_reason": "._suspension",
     "get_max_part_bytes": "._parts",
+    "http_tool": "._http_tools",
+    "load_openapi": "._openapi",
     "set_max_part_bytes": "._parts",
     "tool": "._tools",
 }
@@ -76,6 +80,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ._host import Call, Host, ToolEvent
+    from ._http_tools import http_tool
+    from ._openapi import OpenApiImport, load_openapi
     from ._parts import Part, get_max_part_bytes, set_max_part_bytes
     from ._principal import Principal
     from ._suspension import Answer, Request, decline_reason
@@ -100,6 +106,8 @@ __all__ = [
     "McpError",
     "NotFoundError",
     "OAuthError",
+    "OpenApiError",
+    "OpenApiImport",
     "OperationCancelledError",
     "Part",
     "PartTooLargeError",
@@ -127,6 +135,8 @@ __all__ = [
     "WireFormatError",
     "decline_reason",
     "get_max_part_bytes",
+    "http_tool",
+    "load_openapi",
     "set_max_part_bytes",
     "tool",
 ]

@@ -306,6 +306,55 @@ class Toolkit:
             f"{': ' + names if names else ''}{extra}>"
         )
 
+    # ----------------------------------------------------------------- OpenAPI
+
+    @classmethod
+    def from_openapi(
+        cls,
+        document: Mapping[str, Any] | str | Any,
+        *,
+        strict: bool = False,
+        defer: bool | None = None,
+        namespace: str | None = "tag",
+        **options: Any,
+    ) -> Toolkit:
+        """A toolkit with one HTTP tool per operation of an OpenAPI 3.0 or 3.1 document.
+
+        ``document`` is a dict, a file path or an http(s) URL; ``options`` are those of
+        :func:`~toolnexus.load_openapi` (``base_url``, ``credentials``, ``tags``,
+        ``paths``, ``methods``, ``headers``, ``server_variables``, ``prefix``,
+        ``timeout_ms``, ``max_response_bytes``, ``max_redirects``). An operation that
+        cannot be made a tool is left out and logged as a warning naming it — or, with
+        ``strict=True``, :class:`~toolnexus.errors.OpenApiError` lists every one.
+        ``defer`` (``None``: deferred above 30 operations) and ``namespace`` are kept for
+        tool search (see docs/http-tools.md).
+
+        Raises :class:`~toolnexus.errors.OpenApiError` when the document cannot be read,
+        is not OpenAPI 3.x or names no server (pass ``base_url``).
+
+        Example::
+
+            toolkit = Toolkit.from_openapi(
+                "openapi.json",
+                base_url="https://api.example.com",
+                credentials={"bearerAuth": "${API_TOKEN}"},
+            )
+            print([tool.name for tool in toolkit])
+        """
+        from ._openapi import load_openapi
+        from .errors import OpenApiError
+
+        imported = load_openapi(document, defer=defer, namespace=namespace, **options)
+        if strict and imported.problems:
+            raise OpenApiError(
+                "the document",
+                f"{len(imported.problems)} operation(s) did not load: "
+                + "; ".join(imported.problems),
+            )
+        # Tool search (deferral, namespaces) wires in here: imported.defer says whether
+        # these tools are deferred, imported.namespaces gives each tool's namespace.
+        return cls(imported.tools)
+
     # ----------------------------------------------------------------- calls
 
     def resolve(
