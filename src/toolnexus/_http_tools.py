@@ -50,11 +50,6 @@ _BODY_KINDS = ("json", "form", "raw")
 _RESULT_MODES = ("text", "json", "status+text")
 # Headers that carry credentials: never sent on to another origin by a redirect.
 _CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
-_EMPTY_OBJECT: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {},
-    "additionalProperties": False,
-}
 
 
 class Response(NamedTuple):
@@ -487,10 +482,21 @@ def http_tool(
     return Tool(
         name=name,
         description=description,
-        input_schema=input_schema if input_schema is not None else _EMPTY_OBJECT,
+        input_schema=input_schema if input_schema is not None else _default_schema(url),
         fn=call,
         source="http",
     )
+
+
+def _default_schema(url: str) -> dict[str, Any]:
+    """Without an input schema: the URL's placeholders, required; other arguments free
+    (they go to the query or the body, as the family sends them)."""
+    names = list(dict.fromkeys(_PLACEHOLDER.findall(url)))
+    scalar = {"type": ["string", "number", "boolean"]}
+    schema: dict[str, Any] = {"type": "object", "properties": dict.fromkeys(names, scalar)}
+    if names:
+        schema["required"] = names
+    return schema
 
 
 def encode_body(kind: str, values: Mapping[str, Any]) -> tuple[bytes, str]:
@@ -502,4 +508,3 @@ def encode_body(kind: str, values: Mapping[str, Any]) -> tuple[bytes, str]:
         pairs = [(key, as_text(value)) for key, value in values.items()]
         return urllib.parse.urlencode(pairs).encode(), "application/x-www-form-urlencoded"
     return as_text(values.get("body", "")).encode(), "text/plain; charset=utf-8"
-

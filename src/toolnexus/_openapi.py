@@ -620,9 +620,8 @@ def load_openapi(
         if not isinstance(item, Mapping):
             problems.append(f"path {path!r}: its Path Item is not an object")
             continue
-        for method in METHODS:
-            operation = item.get(method)
-            if operation is None:
+        for method, operation in item.items():  # in the document's order
+            if method not in METHODS:
                 continue
             label = f"{method.upper()} {path}"
             if wanted_methods is not None and method not in wanted_methods:
