@@ -17,6 +17,7 @@ Routes (any method):
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import threading
@@ -111,10 +112,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         elif path == "/hang":
             self.owner.arrived.set()
             # A read returns b"" (or fails) only once the client has closed its end.
-            try:
+            with contextlib.suppress(OSError):
                 self.rfile.read(1)
-            except OSError:
-                pass
             self.owner.closed.set()
             self.close_connection = True
         elif path.startswith("/redirect/"):

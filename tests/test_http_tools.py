@@ -9,9 +9,9 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+
 from rest_server import PNG, RestServer
 from timing import TIMEOUT
-
 from toolnexus import CancellationTokenSource, Host, ToolContext, Toolkit, http_tool
 from toolnexus.errors import InvalidValueError
 

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from rest_server import RestServer
 from timing import TIMEOUT
-
 from toolnexus import Host, ToolContext, Toolkit, load_openapi
 from toolnexus.errors import OpenApiError
 
@@ -282,9 +282,9 @@ def test_defer_is_automatic_above_30_operations_and_namespaces_follow_tags(serve
 def test_a_document_that_is_not_openapi_is_refused_clearly():
     with pytest.raises(OpenApiError, match="no 'openapi' field"):
         Toolkit.from_openapi({"mcpServers": {}})
-    with pytest.raises(OpenApiError, match="Swagger 2.0"):
+    with pytest.raises(OpenApiError, match=r"Swagger 2\.0"):
         Toolkit.from_openapi({"swagger": "2.0", "paths": {}})
-    with pytest.raises(OpenApiError, match="version '4.0.0' is not supported"):
+    with pytest.raises(OpenApiError, match=r"version '4\.0\.0' is not supported"):
         Toolkit.from_openapi({"openapi": "4.0.0", "paths": {}})
 
 
