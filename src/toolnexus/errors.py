@@ -7,6 +7,7 @@
     │   ├── InvalidValueError       + ValueError: a value of the right type, but unusable
     │   │   ├── DuplicateToolError      a tool name registered twice
     │   │   ├── EcmaPatternError        a schema pattern that is not ECMA-262 (or too costly)
+    │   │   ├── OpenApiError            an OpenAPI document that cannot be imported at all
     │   │   ├── PartTooLargeError       a content part over the maxPartBytes ceiling
     │   │   ├── SchemaError             a JSON Schema the validator cannot honour
     │   │   └── StrictSchemaError       a schema a provider's strict mode cannot express
