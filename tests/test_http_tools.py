@@ -233,6 +233,22 @@ def test_an_unreachable_server_is_an_error_result_not_an_exception():
     assert result.is_error and "the request failed" in result.output
 
 
+def test_a_header_http_refuses_is_an_error_that_does_not_show_the_secret(
+    server, monkeypatch, caplog
+):
+    # http.client refuses a header value with a line break, quoting the value it refused
+    monkeypatch.setenv("TN_BROKEN", "s3cr3t\nX-Injected: 1")
+    probe = http_tool(
+        name="probe", method="GET", url=server.url + "/echo", headers={"X-Key": "${TN_BROKEN}"}
+    )
+    with caplog.at_level(logging.DEBUG, logger="toolnexus"):
+        result = probe({})
+    assert result.is_error and "'probe'" in result.output
+    assert "header value or the URL" in result.output
+    assert "s3cr3t" not in result.output and "s3cr3t" not in caplog.text
+    assert server.requests == []
+
+
 def test_bad_definitions_raise_at_once():
     with pytest.raises(InvalidValueError, match="body must be one of"):
         http_tool(name="x", method="GET", url="http://h/", body="xml")

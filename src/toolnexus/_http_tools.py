@@ -187,7 +187,7 @@ def send(
     registration = token.register(lambda: connection.close("cancelled")) if token else None
     try:
         return _exchange(method, url, dict(headers), body, deadline, connection, limits, who)
-    except (_Stopped, OSError, http.client.HTTPException) as exc:
+    except (_Stopped, OSError, http.client.HTTPException, ValueError) as exc:
         why = connection.closed_because
         if why == "deadline" or (why is None and time.monotonic() >= deadline):
             return ToolResult.error(
@@ -197,8 +197,7 @@ def send(
             )
         if why == "cancelled":
             return ToolResult.error(f"{who}: cancelled; the connection was closed")
-        detail = str(exc) or type(exc).__name__
-        return ToolResult.error(f"{who}: the request failed: {detail}")
+        return ToolResult.error(f"{who}: the request failed: {_safe_detail(exc)}")
     finally:
         timer.cancel()
         if registration is not None:
@@ -259,6 +258,19 @@ def _exchange(
         f"{who}: more than {limits.max_redirects} redirects (max_redirects); the last one "
         "was not followed"
     )
+
+
+def _safe_detail(exc: BaseException) -> str:
+    """What went wrong, without the values involved: http.client quotes a bad header
+    value or URL in its message, and either may hold a secret."""
+    if isinstance(exc, (ValueError, http.client.InvalidURL)):
+        return (
+            f"{type(exc).__name__}: a header value or the URL holds a character HTTP does "
+            "not allow (a line break, a space); check the arguments and the credentials"
+        )
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) if isinstance(exc, http.client.HTTPException) else type(exc).__name__
 
 
 def _origin(parts: urllib.parse.SplitResult) -> tuple[str, str, int | None]:
