@@ -12,7 +12,8 @@ Routes (any method):
 - ``/hang``: reads the request, then waits until the client closes the connection, and
   records that it saw the close in ``closed`` (an Event);
 - ``/redirect/N``: 302 to ``/redirect/N-1``, and ``/redirect/0`` to ``/echo``;
-- ``/elsewhere``: 302 to the ``other`` server's ``/echo`` (another origin).
+- ``/elsewhere``: 302 to the ``other`` server's ``/echo`` (another origin);
+- any path in ``documents``: 200 with those bytes (an OpenAPI document to read by URL).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class RestServer:
         self.arrived = threading.Event()  # a /hang request was read
         self.closed = threading.Event()  # ...and its client closed the connection
         self.other: RestServer | None = None
+        self.documents: dict[str, bytes] = {}
         handler = type("Handler", (_Handler,), {"owner": self})
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
@@ -85,7 +87,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             seen["json"] = None
         self.owner.requests.append(seen)
         path = parts.path
-        if path.startswith("/echo"):
+        if path in self.owner.documents:
+            self._answer(200, self.owner.documents[path], "application/json")
+        elif path.startswith("/echo"):
             self._answer(200, json.dumps(seen).encode(), "application/json")
         elif path == "/fail":
             self._answer(500, b'{"message": "database on fire"}', "application/json")

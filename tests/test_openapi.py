@@ -349,6 +349,53 @@ def test_refs_into_relative_files_are_resolved(server, tmp_path):
     assert body == {"type": "object", "properties": {"name": {"type": "string", "minLength": 1}}}
 
 
+def test_a_document_by_url_resolves_relative_servers_and_refs_against_it(server):
+    server.documents["/specs/api.json"] = json.dumps(
+        {
+            "openapi": "3.1.0",
+            "info": {"title": "t", "version": "1"},
+            "servers": [{"url": "/echo/v1"}],  # relative: to the document's URL
+            "paths": {
+                "/things": {
+                    "post": {
+                        "operationId": "add",
+                        "requestBody": {
+                            "content": {
+                                "application/json": {"schema": {"$ref": "parts.json#/Thing"}}
+                            }
+                        },
+                        "responses": {},
+                    }
+                }
+            },
+        }
+    ).encode()
+    server.documents["/specs/parts.json"] = json.dumps(
+        {"Thing": {"type": "object", "properties": {"n": {"type": "integer"}}}}
+    ).encode()
+    toolkit = Toolkit.from_openapi(server.url + "/specs/api.json")
+    body = toolkit.get("add").input_schema["properties"]["body"]
+    assert body == {"type": "object", "properties": {"n": {"type": "integer"}}}
+    seen = echo(toolkit.execute("add", {"body": {"n": 1}}))
+    assert seen["path"] == "/echo/v1/things" and seen["json"] == {"n": 1}
+
+
+def test_a_yaml_document_loads_with_pyyaml_or_says_how_to_get_it(server, tmp_path):
+    path = tmp_path / "api.yaml"
+    path.write_text(
+        "openapi: 3.0.3\ninfo: {title: t, version: '1'}\n"
+        f"servers: [{{url: '{server.url}/echo'}}]\n"
+        "paths:\n  /a:\n    get: {operationId: getA, responses: {}}\n"
+    )
+    try:
+        import yaml  # noqa: F401
+    except ImportError:
+        with pytest.raises(OpenApiError, match=r"to read YAML, pip install .*PyYAML"):
+            Toolkit.from_openapi(str(path))
+    else:
+        assert [tool.name for tool in Toolkit.from_openapi(str(path))] == ["getA"]
+
+
 def test_unknown_keywords_x_kept_bare_dropped_with_a_note(server):
     doc = petstore(server.url)
     doc["paths"]["/pets"]["get"]["parameters"].append(
