@@ -236,6 +236,25 @@ def test_credentials_from_env_and_callables_in_their_places(server, monkeypatch,
     assert "q-secret" not in caplog.text and "c-secret" not in caplog.text
 
 
+def test_a_credential_is_preferred_over_anonymous_access_and_a_failing_one_is_named(server):
+    doc = petstore(server.url)
+    doc["paths"]["/pets"]["get"]["security"] = [{}, {"bearer": []}]
+    keyed = Toolkit.from_openapi(doc, credentials={"bearer": "tok"})
+    assert echo(keyed.execute("listPets", {}))["headers"]["authorization"] == "Bearer tok"
+    anonymous = Toolkit.from_openapi(doc)
+    assert "authorization" not in echo(anonymous.execute("listPets", {}))["headers"]
+
+    def broken() -> str:
+        raise RuntimeError("vault sealed: token=abc")
+
+    failing = Toolkit.from_openapi(doc, credentials={"bearer": broken})
+    result = failing.execute("listPets", {})
+    assert result.is_error
+    assert "credentials callable for 'bearer' raised RuntimeError" in result.output
+    assert "token=abc" not in result.output
+    assert len(server.requests) == 2  # the failing one sent nothing
+
+
 # ----------------------------------------------------------------- servers and filters
 
 

@@ -453,9 +453,9 @@ class _Plan:
         if not self.security:
             return
         for requirement in self.security:
-            if all(name in self.credentials for name, _ in requirement):
+            if requirement and all(name in self.credentials for name, _ in requirement):
                 for name, scheme in requirement:
-                    _apply(scheme, _secret(self.credentials[name]), headers, query, cookies)
+                    _apply(scheme, _secret(name, self.credentials[name]), headers, query, cookies)
                 return
         if any(not requirement for requirement in self.security):
             return  # anonymous access is one of the alternatives
@@ -463,10 +463,22 @@ class _Plan:
         _log.info("%s: no credentials for %s; sending without", self.who, ", ".join(names))
 
 
-def _secret(credential: Credential) -> str:
-    value = credential() if callable(credential) else expand_env(credential)
+def _secret(scheme: str, credential: Credential) -> str:
+    """The secret for ``scheme`` now: a callable's answer, or the string with ``${ENV}``
+    expanded. What goes wrong names the scheme, never a value."""
+    if callable(credential):
+        try:
+            value = credential()
+        except Exception as exc:  # the callable is the application's: report, don't raise
+            raise _Problem(
+                f"the credentials callable for {scheme!r} raised {type(exc).__name__}"
+            ) from None
+    else:
+        value = expand_env(credential)
     if not isinstance(value, str):
-        raise _Problem("a credentials callable must return a str")
+        raise _Problem(
+            f"the credentials callable for {scheme!r} must return a str, got {type(value).__name__}"
+        )
     return value
 
 
@@ -867,8 +879,17 @@ def _make_tool(
     security_spec = operation.get("security", default_security)
     security: list[tuple[tuple[str, Mapping[str, Any]], ...]] = []
     for requirement in security_spec or ():
-        if isinstance(requirement, Mapping):
-            security.append(tuple((s, schemes[s]) for s in requirement if s in schemes))
+        if not isinstance(requirement, Mapping):
+            continue
+        unknown = [s for s in requirement if s not in schemes]
+        if unknown:
+            # a requirement that cannot be met is no alternative (not anonymous access)
+            notes.append(
+                f"operation {name!r} ({label}): security scheme(s) {', '.join(unknown)} not "
+                "in components.securitySchemes; that requirement is left out"
+            )
+            continue
+        security.append(tuple((s, schemes[s]) for s in requirement))
     summary = operation.get("summary")
     details = operation.get("description")
     text = "\n\n".join(t.strip() for t in (summary, details) if isinstance(t, str) and t.strip())
