@@ -60,10 +60,15 @@ def test_call_of_an_error_status_exits_with_the_tool_error(document, server):
 
 def test_a_json_file_without_openapi_is_still_read_as_mcp_json(tmp_path):
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {}}))
+    # a server named "openapi" does not make the file an OpenAPI document
+    server = {
+        "command": sys.executable,
+        "args": ["-m", "toolnexus", "serve", "toolnexus.demo:toolkit"],
+    }
+    config.write_text(json.dumps({"mcpServers": {"openapi": server}}))
     done = run("list", str(config))
-    assert done.returncode != 0
-    assert "openapi" not in done.stderr.lower()
+    assert done.returncode == 0, done.stderr
+    assert "openapi_" in done.stdout  # the demo's tools, with the server's prefix
 
 
 def test_serve_gives_the_operations_to_an_mcp_client(document, server):

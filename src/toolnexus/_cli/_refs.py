@@ -131,11 +131,11 @@ def is_openapi_ref(ref: str) -> bool:
         return False
     try:
         with open(ref, encoding="utf-8") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return False
-    # The field is near the top of any real document; a full parse waits for the load.
-    return '"openapi"' in head or '"swagger"' in head
+            document = json.load(handle)
+    except (OSError, ValueError):
+        return False  # the mcp.json reader says what is wrong with it
+    # A top-level field: an mcp.json may well name a server "openapi".
+    return isinstance(document, dict) and ("openapi" in document or "swagger" in document)
 
 
 def _openapi_toolkit(ref: str) -> Toolkit:
