@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import socket
 import threading
 from collections.abc import Iterator
 
@@ -12,8 +13,14 @@ import pytest
 
 from rest_server import PNG, RestServer
 from timing import TIMEOUT
+
 from toolnexus import CancellationTokenSource, Host, ToolContext, Toolkit, http_tool
 from toolnexus.errors import InvalidValueError
+
+# A deadline these tests wait out on purpose: the server never answers. Long enough for a
+# connection on localhost to be made on a busy machine (the server must see the request,
+# then see it closed), short enough to cost little.
+HANG_MS = 1000
 
 
 @pytest.fixture
@@ -158,8 +165,7 @@ def test_a_response_larger_than_the_limit_is_an_error_and_reading_stops(server):
 
 def test_a_server_that_never_answers_is_cut_at_the_call_deadline(server):
     hang = http_tool(name="hang", method="GET", url=server.url + "/hang")
-    # A deadline that must pass: short on purpose, the server never answers.
-    result = hang({}, ToolContext(timeout_ms=300))
+    result = hang({}, ToolContext(timeout_ms=HANG_MS))
     assert result.is_error
     assert result.metadata["timedOut"] is True
     assert "within the call's budget" in result.output and "'hang'" in result.output
@@ -168,7 +174,7 @@ def test_a_server_that_never_answers_is_cut_at_the_call_deadline(server):
 
 
 def test_the_tool_timeout_bounds_a_call_without_a_deadline(server):
-    hang = http_tool(name="hang", method="GET", url=server.url + "/hang", timeout_ms=300)
+    hang = http_tool(name="hang", method="GET", url=server.url + "/hang", timeout_ms=HANG_MS)
     result = hang({})
     assert result.is_error and result.metadata["timedOut"] is True
     assert server.closed.wait(TIMEOUT)
@@ -194,7 +200,7 @@ def test_cancelling_the_call_closes_the_connection(server):
 def test_host_deadline_reaches_the_request(server):
     hang = http_tool(name="hang", method="GET", url=server.url + "/hang")
     with Host(Toolkit([hang])) as host:
-        result = host.call("hang", {}, timeout_ms=300)
+        result = host.call("hang", {}, timeout_ms=HANG_MS)
     assert result.is_error
     assert server.closed.wait(TIMEOUT)
 
@@ -227,8 +233,10 @@ def test_credentials_are_not_sent_to_another_origin(server):
 
 
 def test_an_unreachable_server_is_an_error_result_not_an_exception():
-    # port 9 (discard) on localhost: nothing listens there in the test environment
-    get = http_tool(name="g", method="GET", url="http://127.0.0.1:9/x")
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    get = http_tool(name="g", method="GET", url=f"http://127.0.0.1:{port}/x")
     result = get({})
     assert result.is_error and "the request failed" in result.output
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from rest_server import RestServer
+from test_http_tools import HANG_MS
 from timing import TIMEOUT
 from toolnexus import Host, ToolContext, Toolkit, load_openapi
 from toolnexus.errors import OpenApiError
@@ -491,8 +492,8 @@ def test_a_server_that_never_answers_ends_at_the_host_deadline(server):
     }
     toolkit = Toolkit.from_openapi(doc)
     with Host(toolkit) as host:
-        result = host.call("slow", {}, timeout_ms=300)  # a deadline that must pass
+        result = host.call("slow", {}, timeout_ms=HANG_MS)  # a deadline that must pass
     assert result.is_error
     assert server.closed.wait(TIMEOUT)  # the request was abandoned, its connection closed
-    direct = toolkit.get("slow")({}, ToolContext(timeout_ms=300))
+    direct = toolkit.get("slow")({}, ToolContext(timeout_ms=HANG_MS))
     assert "operation 'slow' (GET /hang)" in direct.output and direct.metadata["timedOut"]
