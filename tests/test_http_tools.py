@@ -13,7 +13,6 @@ import pytest
 
 from rest_server import PNG, RestServer
 from timing import TIMEOUT
-
 from toolnexus import CancellationTokenSource, Host, ToolContext, Toolkit, http_tool
 from toolnexus.errors import InvalidValueError
 
