@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -311,19 +312,27 @@ class Toolkit:
     @classmethod
     def from_openapi(
         cls,
-        document: Mapping[str, Any] | str | Any,
+        document: Mapping[str, Any] | str | os.PathLike[str],
         *,
+        base_url: str | None = None,
+        server_variables: Mapping[str, str] | None = None,
+        tags: Iterable[str] | None = None,
+        paths: Iterable[str] | None = None,
+        methods: Iterable[str] | None = None,
+        credentials: Mapping[str, str | Callable[[], str]] | None = None,
+        headers: Mapping[str, str] | None = None,
+        prefix: str = "",
+        timeout_ms: int | None = None,
+        max_response_bytes: int | None = None,
+        max_redirects: int | None = None,
         strict: bool = False,
         defer: bool | None = None,
         namespace: str | None = "tag",
-        **options: Any,
     ) -> Toolkit:
         """A toolkit with one HTTP tool per operation of an OpenAPI 3.0 or 3.1 document.
 
-        ``document`` is a dict, a file path or an http(s) URL; ``options`` are those of
-        :func:`~toolnexus.load_openapi` (``base_url``, ``credentials``, ``tags``,
-        ``paths``, ``methods``, ``headers``, ``server_variables``, ``prefix``,
-        ``timeout_ms``, ``max_response_bytes``, ``max_redirects``). An operation that
+        ``document`` is a dict, a file path or an http(s) URL; the options are those of
+        :func:`~toolnexus.load_openapi`, which says what each does. An operation that
         cannot be made a tool is left out and logged as a warning naming it — or, with
         ``strict=True``, :class:`~toolnexus.errors.OpenApiError` lists every one.
         ``defer`` (``None``: deferred above 30 operations) and ``namespace`` are kept for
@@ -344,7 +353,29 @@ class Toolkit:
         from ._openapi import load_openapi
         from .errors import OpenApiError
 
-        imported = load_openapi(document, defer=defer, namespace=namespace, **options)
+        imported = load_openapi(
+            document,
+            base_url=base_url,
+            server_variables=server_variables,
+            tags=tags,
+            paths=paths,
+            methods=methods,
+            credentials=credentials,
+            headers=headers,
+            prefix=prefix,
+            timeout_ms=timeout_ms,
+            defer=defer,
+            namespace=namespace,
+            # None: load_openapi's own default (10 MiB, 5), written once, there
+            **{
+                key: value
+                for key, value in (
+                    ("max_response_bytes", max_response_bytes),
+                    ("max_redirects", max_redirects),
+                )
+                if value is not None
+            },
+        )
         if strict and imported.problems:
             raise OpenApiError(
                 "the document",
