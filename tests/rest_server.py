@@ -11,6 +11,8 @@ Routes (any method):
 - ``/huge``: 200 and bytes without end (in chunks, until the client goes away);
 - ``/hang``: reads the request, then waits until the client closes the connection, and
   records that it saw the close in ``closed`` (an Event);
+- ``/trickle``: 200 and then one byte every 50 ms, without end (until the client goes
+  away, which it records in ``closed``);
 - ``/redirect/N``: 302 to ``/redirect/N-1``, and ``/redirect/0`` to ``/echo``;
 - ``/elsewhere``: 302 to the ``other`` server's ``/echo`` (another origin);
 - any path in ``documents``: 200 with those bytes (an OpenAPI document to read by URL).
@@ -120,6 +122,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self.rfile.read(1)
             self.owner.closed.set()
             self.close_connection = True
+        elif path == "/trickle":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            pause = threading.Event()  # never set: a pause between bytes, not a sync
+            try:
+                while True:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    pause.wait(0.05)
+            except OSError:
+                self.owner.closed.set()
         elif path.startswith("/redirect/"):
             left = int(path.rsplit("/", 1)[1])
             target = "/echo" if left == 0 else f"/redirect/{left - 1}"

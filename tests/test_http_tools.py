@@ -170,6 +170,22 @@ def test_a_server_that_never_answers_is_cut_at_the_call_deadline(server):
     assert server.closed.wait(TIMEOUT)
 
 
+def test_a_server_that_trickles_bytes_cannot_stretch_the_deadline(server):
+    # Each byte arrives well within any socket timeout; only the deadline ends the call.
+    trickle = http_tool(name="trickle", method="GET", url=server.url + "/trickle")
+    results = []
+    worker = threading.Thread(
+        target=lambda: results.append(trickle({}, ToolContext(timeout_ms=HANG_MS))),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(TIMEOUT)
+    assert not worker.is_alive(), "the call outlived its deadline"
+    (result,) = results
+    assert result.is_error and result.metadata["timedOut"] is True
+    assert server.closed.wait(TIMEOUT)
+
+
 def test_the_tool_timeout_bounds_a_call_without_a_deadline(server):
     hang = http_tool(name="hang", method="GET", url=server.url + "/hang", timeout_ms=HANG_MS)
     result = hang({})

@@ -113,14 +113,21 @@ def check_limits(limits: Limits, who: str) -> Limits:
 
 
 class _Connection:
-    """One connection at a time, closable from another thread (a timer, a cancel)."""
+    """One connection at a time, closable from another thread (a timer, a cancel).
+
+    It keeps the socket itself: once a response says ``Connection: close``, http.client
+    hands the socket to the response and forgets it, and closing the HTTPConnection then
+    no longer reaches a read blocked in another thread.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._current: http.client.HTTPConnection | None = None
+        self._socket: socket.socket | None = None
         self.closed_because: str | None = None
 
     def open(self, url: urllib.parse.SplitResult, seconds: float) -> http.client.HTTPConnection:
+        """A connection to ``url``'s host, connected (within ``seconds``)."""
         host = url.hostname or ""
         if url.scheme == "https":
             conn: http.client.HTTPConnection = http.client.HTTPSConnection(
@@ -129,22 +136,39 @@ class _Connection:
         else:
             conn = http.client.HTTPConnection(host, url.port, timeout=seconds)
         with self._lock:
-            if self.closed_because is not None:
-                raise _Stopped(self.closed_because)
-            self._current = conn
+            self.check()
+            previous, self._current = self._current, conn
+        if previous is not None:
+            previous.close()
+        conn.connect()
+        with self._lock:
+            self._socket = conn.sock
+            stopped = self.closed_because
+        if stopped is not None:  # closed while connecting: the close missed this socket
+            self._shut(conn.sock)
+            raise _Stopped(stopped)
         return conn
+
+    def check(self) -> None:
+        """Raise :class:`_Stopped` once the deadline or a cancel closed the connection."""
+        if self.closed_because is not None:
+            raise _Stopped(self.closed_because)
 
     def close(self, why: str) -> None:
         with self._lock:
             if self.closed_because is None:
                 self.closed_because = why
-            conn = self._current
-        if conn is not None and conn.sock is not None:
-            # shutdown wakes a recv blocked in another thread; close alone may not.
-            with contextlib.suppress(OSError):
-                conn.sock.shutdown(socket.SHUT_RDWR)
+            conn, sock = self._current, self._socket
+        self._shut(sock)
         if conn is not None:
             conn.close()
+
+    @staticmethod
+    def _shut(sock: socket.socket | None) -> None:
+        # shutdown wakes a recv blocked in another thread; close alone may not.
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 class _Stopped(Exception):
@@ -230,6 +254,7 @@ def _exchange(
         target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
         conn.request(method, target, body=body, headers=headers)
         response = conn.getresponse()
+        connection.check()
         location = response.getheader("Location")
         if response.status in _REDIRECTS and location:
             response.close()
@@ -243,6 +268,7 @@ def _exchange(
         data = bytearray()
         while True:
             chunk = response.read1(_CHUNK)
+            connection.check()  # an end of data the deadline's close made is no answer
             if not chunk:
                 break
             data += chunk
