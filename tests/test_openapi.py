@@ -400,6 +400,42 @@ def test_a_document_by_url_resolves_relative_servers_and_refs_against_it(server)
     assert seen["path"] == "/echo/v1/things" and seen["json"] == {"n": 1}
 
 
+def test_a_ref_to_another_origin_is_not_followed(server):
+    other = RestServer()
+    try:
+        other.documents["/parts.json"] = b'{"Thing": {"type": "object"}}'
+        server.documents["/api.json"] = json.dumps(
+            {
+                "openapi": "3.1.0",
+                "info": {"title": "t", "version": "1"},
+                "servers": [{"url": "/echo"}],
+                "paths": {
+                    "/a": {
+                        "post": {
+                            "operationId": "add",
+                            "requestBody": {
+                                "content": {
+                                    "application/json": {
+                                        "schema": {"$ref": other.url + "/parts.json#/Thing"}
+                                    }
+                                }
+                            },
+                            "responses": {},
+                        }
+                    },
+                    "/b": {"get": {"operationId": "ok", "responses": {}}},
+                },
+            }
+        ).encode()
+        imported = load_openapi(server.url + "/api.json")
+    finally:
+        other.stop()
+    assert [tool.name for tool in imported.tools] == ["ok"]
+    (problem,) = imported.problems
+    assert "'add'" in problem and "another origin" in problem
+    assert other.requests == []
+
+
 def test_a_yaml_document_loads_with_pyyaml_or_says_how_to_get_it(server, tmp_path):
     path = tmp_path / "api.yaml"
     path.write_text(

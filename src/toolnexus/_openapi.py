@@ -174,6 +174,10 @@ class _Documents:
                 ("http://", "https://")
             ):
                 where = urllib.parse.urljoin(base, target)
+                if _origin_of(where) != _origin_of(base):
+                    # a document names what it reads: never another host (nor a local
+                    # file from a fetched document)
+                    raise _Unresolved(ref, "a $ref to another origin is not followed")
             else:
                 where = os.path.normpath(os.path.join(os.path.dirname(base), target))
         try:
@@ -185,6 +189,11 @@ class _Documents:
         if value is MISSING:
             raise _Unresolved(ref, f"nothing at {pointer!r} in {os.path.basename(where)}")
         return value, where, f"{where}#{pointer}"
+
+
+def _origin_of(location: str) -> tuple[str, str]:
+    parts = urllib.parse.urlsplit(location)
+    return (parts.scheme, parts.netloc.lower())
 
 
 class _Unresolved(Exception):
@@ -569,7 +578,9 @@ def load_openapi(
     """Read an OpenAPI 3.0 or 3.1 document and make one HTTP tool per operation.
 
     ``document`` is the parsed document, a file path or an http(s) URL (JSON; YAML when
-    PyYAML is installed: the ``yaml`` extra). Operations are kept when they carry one of
+    PyYAML is installed: the ``yaml`` extra). Relative ``$ref``s resolve against the
+    file or URL (against the current folder for a dict); a ``$ref`` to another origin is
+    not followed. Operations are kept when they carry one of
     ``tags``, their path matches one of ``paths`` (``fnmatch`` patterns such as
     ``"/repos/*"``) and their method is one of ``methods`` (each filter only when
     given). Each tool sends its request to ``base_url``, else the operation's (or the
