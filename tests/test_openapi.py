@@ -480,6 +480,16 @@ def test_a_keyword_the_validator_refuses_is_dropped_with_a_note(server):
     assert any("'minLength'" in note and "listPets" in note for note in imported.notes)
 
 
+def test_a_malformed_operation_is_a_problem_the_others_load(server):
+    doc = petstore(server.url)
+    # server variables are an object of name -> spec, not a list
+    doc["paths"]["/pets"]["post"]["servers"] = [{"url": "http://{h}", "variables": ["h"]}]
+    imported = load_openapi(doc)
+    (problem,) = imported.problems
+    assert "'addPet' (POST /pets)" in problem and "shape" in problem
+    assert [t.name for t in imported.tools] == ["getPet", "delete_pets_petId", "listPets"]
+
+
 def test_duplicate_operation_ids_are_a_problem_naming_both(server):
     doc = petstore(server.url)
     doc["paths"]["/pets"]["get"]["operationId"] = "addPet"

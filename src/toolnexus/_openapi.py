@@ -689,6 +689,14 @@ def load_openapi(
             except (_Problem, _Unresolved) as exc:
                 problems.append(f"{who}: {exc}")
                 continue
+            except (AttributeError, TypeError, KeyError) as exc:
+                # a field of the wrong shape somewhere in this operation (a list where an
+                # object belongs, ...): this operation is left out, not the document
+                problems.append(
+                    f"{who}: a part of it does not have the shape OpenAPI gives it "
+                    f"({type(exc).__name__}: {exc}); check it against the specification"
+                )
+                continue
             owners[name] = label
             tools.append(tool)
             if name != prefix + _operation_name(method, path, operation):
