@@ -125,6 +125,17 @@ def test_result_modes(server):
         assert check(get({}).output)
 
 
+def test_with_an_output_schema_a_json_answer_is_structured_and_checked(server):
+    schema = {"type": "object", "properties": {"method": {"type": "string"}}}
+    get = http_tool(name="g", method="GET", url=server.url + "/echo", output_schema=schema)
+    result = get({})
+    assert result.metadata["structuredContent"]["method"] == "GET"
+    strict = {"type": "object", "properties": {"method": {"type": "integer"}}}
+    wrong = http_tool(name="w", method="GET", url=server.url + "/echo", output_schema=strict)
+    refused = wrong({})
+    assert refused.is_error and "does not match its output schema" in refused.output
+
+
 def test_a_binary_response_becomes_a_part(server):
     get = http_tool(name="g", method="GET", url=server.url + "/png")
     result = get({})

@@ -430,6 +430,7 @@ def http_tool(
     query: Sequence[str] | None = None,
     body: str = "json",
     input_schema: Mapping[str, Any] | None = None,
+    output_schema: Mapping[str, Any] | None = None,
     timeout_ms: int | None = None,
     result_mode: str = "text",
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
@@ -451,7 +452,9 @@ def http_tool(
     (credentials are not sent to another origin) and at most ``max_response_bytes`` are
     read. A 2xx answer's body is the output (``result_mode`` ``"json"`` re-encodes JSON,
     ``"status+text"`` puts the status first); a binary body becomes a :class:`Part`; any
-    other status is the error ``HTTP <status>: <excerpt of the body>``.
+    other status is the error ``HTTP <status>: <excerpt of the body>``. With an
+    ``output_schema``, a JSON answer is also the result's ``structuredContent``, checked
+    against it.
 
     Raises :class:`~toolnexus.errors.InvalidValueError` for an unknown ``body`` or
     ``result_mode``, a URL that is not http(s), or a limit out of range.
@@ -515,14 +518,16 @@ def http_tool(
         answer = send(verb, target, sent, data, ctx, limits, who)
         if isinstance(answer, ToolResult):
             return answer
-        return response_result(answer, who, mode=result_mode)
+        return response_result(answer, who, mode=result_mode, structured=structured)
 
+    structured = output_schema is not None
     return Tool(
         name=name,
         description=description,
         input_schema=input_schema if input_schema is not None else _default_schema(url),
         fn=call,
         source="http",
+        output_schema=output_schema,
     )
 
 
