@@ -193,6 +193,12 @@ def test_a_call_puts_each_argument_in_its_place(server):
     assert listed["query"] == {"tags": ["a", "b"]}  # form, exploded: the default
 
 
+def test_a_cookie_value_cannot_add_a_cookie(server):
+    toolkit = Toolkit.from_openapi(petstore(server.url), credentials={"key": "k"})
+    seen = echo(toolkit.execute("getPet", {"petId": 1, "theme": "dark; session=forged"}))
+    assert seen["headers"]["cookie"] == "theme=dark%3B%20session%3Dforged"
+
+
 def test_a_json_body_is_sent_as_json(server):
     toolkit = Toolkit.from_openapi(petstore(server.url), credentials={"bearer": "tok"})
     seen = echo(toolkit.execute("addPet", {"body": {"name": "rex", "tag": None}}))

@@ -428,7 +428,8 @@ class _Plan:
             elif param.location == "header":
                 headers[param.name] = _joined(value, param.explode)
             else:
-                cookies.append((param.name, _joined(value, False)))
+                # percent-encoded: a ';' from a model must not start a cookie of its own
+                cookies.append((param.name, urllib.parse.quote(_joined(value, False), safe="")))
         try:
             self._authorize(headers, query, cookies)
         except _Problem as exc:
