@@ -477,13 +477,18 @@ def test_unknown_keywords_x_kept_bare_dropped_with_a_note(server):
 
 def test_a_keyword_the_validator_refuses_is_dropped_with_a_note(server):
     doc = petstore(server.url)
-    doc["paths"]["/pets"]["get"]["parameters"].append(
-        {"name": "n", "in": "query", "schema": {"type": "string", "minLength": "three"}}
-    )
+    doc["paths"]["/pets"]["get"]["parameters"] += [
+        {"name": "n", "in": "query", "schema": {"type": "string", "minLength": "three"}},
+        # Python's inline flag: no ECMA-262 pattern
+        {"name": "p", "in": "query", "schema": {"type": "string", "pattern": "(?i)^ab"}},
+    ]
     imported = load_openapi(doc)
     assert imported.problems == ()
-    assert imported.tools[3].input_schema["properties"]["n"] == {"type": "string"}
+    properties = imported.tools[3].input_schema["properties"]
+    assert properties["n"] == {"type": "string"}
+    assert properties["p"] == {"type": "string"}
     assert any("'minLength'" in note and "listPets" in note for note in imported.notes)
+    assert any("'pattern'" in note and "inline flags" in note for note in imported.notes)
 
 
 def test_a_malformed_operation_is_a_problem_the_others_load(server):
