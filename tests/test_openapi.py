@@ -216,6 +216,18 @@ def test_a_json_response_with_a_schema_is_structured_output(server):
     assert result.metadata["structuredContent"]["method"] == "GET"
 
 
+def test_an_answer_outside_the_output_schema_is_an_error_unless_they_are_left_out(server):
+    doc = petstore(server.url)
+    response = doc["paths"]["/pets/{petId}"]["get"]["responses"]["200"]
+    response["content"]["application/json"]["schema"]["required"] = ["color"]
+    strict = Toolkit.from_openapi(doc, credentials={"key": "k"})
+    refused = strict.execute("getPet", {"petId": 1})
+    assert refused.is_error and "color: required property is missing" in refused.output
+    lenient = Toolkit.from_openapi(doc, credentials={"key": "k"}, output_schemas=False)
+    assert lenient.get("getPet").output_schema is None
+    assert echo(lenient.execute("getPet", {"petId": 1}))["path"] == "/echo/pets/1"
+
+
 def test_the_arguments_are_checked_before_any_request(server):
     toolkit = Toolkit.from_openapi(petstore(server.url))
     result = toolkit.execute("getPet", {"petId": "seven"})

@@ -575,6 +575,7 @@ def load_openapi(
     max_redirects: int = DEFAULT_MAX_REDIRECTS,
     defer: bool | None = None,
     namespace: str | None = "tag",
+    output_schemas: bool = True,
 ) -> OpenApiImport:
     """Read an OpenAPI 3.0 or 3.1 document and make one HTTP tool per operation.
 
@@ -590,6 +591,11 @@ def load_openapi(
     (``"${GITHUB_TOKEN}"`` expands from the environment at call time) or a callable
     returning one; basic auth takes ``"user:password"``. ``headers`` are sent with every
     request (``${ENV}`` expanded). A secret never enters a schema or a log line.
+
+    Each tool's output schema is its 2xx JSON response's (an object's); an answer that
+    does not match it is an error result, as MCP requires. ``output_schemas=False`` leaves
+    them out, for an API whose answers stray from its document: JSON answers are then
+    text.
 
     ``defer`` (``None``: above 30 operations) and ``namespace`` (``"tag"``: each
     operation's first tag; a string: that one; ``None``: none) are recorded on the
@@ -686,6 +692,7 @@ def load_openapi(
                     headers or {},
                     limits,
                     notes,
+                    output_schemas,
                 )
             except (_Problem, _Unresolved) as exc:
                 problems.append(f"{who}: {exc}")
@@ -806,6 +813,7 @@ def _make_tool(
     headers: Mapping[str, str],
     limits: Limits,
     notes: list[str],
+    output_schemas: bool,
 ) -> Tool:
     label = f"{method.upper()} {path}"
     server = base_url
@@ -894,7 +902,11 @@ def _make_tool(
         input_schema["required"] = required
     input_schema["additionalProperties"] = False
     input_schema = schemas.finish(input_schema)
-    output_schema = _output_schema(docs, schemas, operation, item_base, label, notes)
+    output_schema = (
+        _output_schema(docs, schemas, operation, item_base, label, notes)
+        if output_schemas
+        else None
+    )
     notes.extend(schemas.notes)
     security_spec = operation.get("security", default_security)
     security: list[tuple[tuple[str, Mapping[str, Any]], ...]] = []

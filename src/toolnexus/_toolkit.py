@@ -328,6 +328,7 @@ class Toolkit:
         strict: bool = False,
         defer: bool | None = None,
         namespace: str | None = "tag",
+        output_schemas: bool = True,
     ) -> Toolkit:
         """A toolkit with one HTTP tool per operation of an OpenAPI 3.0 or 3.1 document.
 
@@ -366,6 +367,7 @@ class Toolkit:
             timeout_ms=timeout_ms,
             defer=defer,
             namespace=namespace,
+            output_schemas=output_schemas,
             # None: load_openapi's own default (10 MiB, 5), written once, there
             **{
                 key: value
