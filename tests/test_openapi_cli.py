@@ -95,6 +95,7 @@ def test_an_mcp_json_entry_of_type_openapi(document, server, tmp_path, monkeypat
                         "credentials": {"key": "${PETS_KEY}"},
                         "includeTools": ["getPet", "listPets"],
                         "prefix": "pets_",
+                        "outputSchemas": False,
                     }
                 }
             }
@@ -103,6 +104,7 @@ def test_an_mcp_json_entry_of_type_openapi(document, server, tmp_path, monkeypat
     with McpSource(config).connect() as source:
         assert source.status()["pets"].status == "connected"
         assert [tool.name for tool in source.toolkit] == ["pets_getPet", "pets_listPets"]
+        assert source.toolkit.get("pets_getPet").output_schema is None
         result = source.toolkit.execute("pets_getPet", {"petId": 2})
     assert not result.is_error, result.output
     assert server.requests[-1]["headers"]["x-api-key"] == "k-from-env"

@@ -59,6 +59,7 @@ _KNOWN_KEYS = frozenset(
         "baseUrl",
         "credentials",
         "tags",
+        "outputSchemas",
     }
 )
 # An "auth" object's keys, and the OAuth field each sets.
@@ -134,8 +135,8 @@ class McpSource:
     An entry of ``"type": "openapi"`` is no server but an OpenAPI document's operations
     (``Toolkit.from_openapi``): ``document`` (a path, relative to the file, or a URL),
     ``baseUrl``, ``headers``, ``credentials`` (a secret per security scheme; ``${NAME}``
-    expands at each call), ``tags``, ``timeout``, ``includeTools``/``excludeTools``,
-    ``prefix`` (none by default).
+    expands at each call), ``tags``, ``timeout``, ``outputSchemas`` (``false``: none),
+    ``includeTools``/``excludeTools``, ``prefix`` (none by default).
 
     Raises ``ValueError``/``TypeError`` naming the place for a file that is not such a
     configuration (``servers.db.args: must be a list of strings``); a server that merely
@@ -325,6 +326,10 @@ class McpSource:
         options["credentials"] = _text_map(entry.get("credentials", {}), f"{where}.credentials")
         if "tags" in entry:
             options["tags"] = _texts(entry["tags"], f"{where}.tags")
+        output_schemas = entry.get("outputSchemas", True)
+        if not isinstance(output_schemas, bool):
+            raise InvalidTypeError(f"{where}.outputSchemas: must be true or false")
+        options["output_schemas"] = output_schemas
         timeout = entry.get("timeout")
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0
@@ -356,6 +361,7 @@ class McpSource:
                 credentials=options["credentials"],
                 tags=options.get("tags"),
                 timeout_ms=options["timeout_ms"],
+                output_schemas=options["output_schemas"],
             )
         except (ValueError, TypeError) as exc:
             reason = getattr(exc, "problem", None) or str(exc)
