@@ -4,9 +4,10 @@ engine the OpenAPI import (``_openapi.py``) sends its operations through.
 Owns everything about talking to an HTTP server on a tool's behalf: the budget (the
 earlier of the call's deadline and the tool's own timeout, enforced by a timer that
 closes the connection, so a server that trickles bytes cannot stretch it), cancellation
-(the call's token closes the connection), redirects (bounded; credentials dropped when a
-redirect leaves the origin), the response size (bounded, counted as it is read), header
-values (``${ENV}`` expanded at call time, never logged, never in an error message) and
+(the call's token closes the connection), redirects (bounded; one that leaves the origin
+carries no header that could be a credential), the response size (bounded, counted as
+it is read), header values (``${ENV}`` expanded at call time, never logged, never in an
+error message) and
 the mapping of a response to a :class:`ToolResult` (JSON, text, bytes as a
 :class:`Part`, an HTTP error as an error result with its status and a bounded excerpt).
 
@@ -48,8 +49,9 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _BODY_KINDS = ("json", "form", "raw")
 _RESULT_MODES = ("text", "json", "status+text")
-# Headers that carry credentials: never sent on to another origin by a redirect.
-_CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+# What a redirect to another origin still carries: any other header may be a credential
+# (an API key's own header, a configured ${ENV} header), so none goes to a host not asked.
+_CROSS_ORIGIN_HEADERS = frozenset({"accept", "accept-language", "content-type", "user-agent"})
 
 
 class Response(NamedTuple):
@@ -263,7 +265,7 @@ def _exchange(
                 method, body = "GET", None
                 headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
             if _origin(urllib.parse.urlsplit(url)) != origin:
-                headers = {k: v for k, v in headers.items() if k.lower() not in _CREDENTIAL_HEADERS}
+                headers = {k: v for k, v in headers.items() if k.lower() in _CROSS_ORIGIN_HEADERS}
             continue
         data = bytearray()
         while True:
@@ -449,7 +451,8 @@ def http_tool(
     The request gets the earlier of the call's deadline and ``timeout_ms`` (30 s when
     neither is set); at the deadline, or when the call is cancelled, the connection is
     closed and the result is an error. At most ``max_redirects`` redirects are followed
-    (credentials are not sent to another origin) and at most ``max_response_bytes`` are
+    (to another origin, only ``Accept``, ``Content-Type`` and the like go along: any other
+    header may be a credential) and at most ``max_response_bytes`` are
     read. A 2xx answer's body is the output (``result_mode`` ``"json"`` re-encodes JSON,
     ``"status+text"`` puts the status first); a binary body becomes a :class:`Part`; any
     other status is the error ``HTTP <status>: <excerpt of the body>``. With an
