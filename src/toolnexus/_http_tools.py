@@ -7,9 +7,9 @@ closes the connection, so a server that trickles bytes cannot stretch it), cance
 (the call's token closes the connection), redirects (bounded; one that leaves the origin
 carries no header that could be a credential), the response size (bounded, counted as
 it is read), header values (``${ENV}`` expanded at call time, never logged, never in an
-error message) and
-the mapping of a response to a :class:`ToolResult` (JSON, text, bytes as a
-:class:`Part`, an HTTP error as an error result with its status and a bounded excerpt).
+error message) and the mapping of a response to a :class:`ToolResult` (JSON, text, bytes
+as a :class:`Part`, an HTTP error as an error result with its status and a bounded
+excerpt).
 
 Standard library only: ``http.client`` and ``urllib.parse``.
 """
