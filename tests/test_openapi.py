@@ -208,6 +208,35 @@ def test_a_json_body_is_sent_as_json(server):
     assert seen["headers"]["authorization"] == "Bearer tok"
 
 
+def test_form_multipart_and_parametrised_json_bodies(server):
+    def doc_with(media: str) -> dict[str, Any]:
+        schema = {
+            "type": "object",
+            "properties": {"a": {"type": "string"}, "n": {"type": "integer"}},
+        }
+        return {"openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+                "servers": [{"url": server.url + "/echo"}],
+                "paths": {"/up": {"post": {"operationId": "up", "requestBody": {"content": {
+                    media: {"schema": schema}}}, "responses": {}}}}}  # fmt: skip
+
+    sent = {"body": {"a": "x y", "n": 2}}
+    json_tool = Toolkit.from_openapi(doc_with("application/json; charset=utf-8"))
+    assert json_tool.get("up").input_schema["properties"]["body"]["type"] == "object"
+    assert echo(json_tool.execute("up", sent))["json"] == {"a": "x y", "n": 2}
+    form = echo(
+        Toolkit.from_openapi(doc_with("application/x-www-form-urlencoded")).execute("up", sent)
+    )
+    assert form["body"] == "a=x+y&n=2"
+    multi = echo(Toolkit.from_openapi(doc_with("multipart/form-data")).execute("up", sent))
+    boundary = multi["headers"]["content-type"].split("boundary=")[1]
+    assert multi["headers"]["content-type"].startswith("multipart/form-data; boundary=")
+    assert multi["body"] == (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="a"\r\n\r\nx y\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="n"\r\n\r\n2\r\n'
+        f"--{boundary}--\r\n"
+    )
+
+
 def test_a_json_response_with_a_schema_is_structured_output(server):
     toolkit = Toolkit.from_openapi(petstore(server.url))
     tool = toolkit.get("getPet")

@@ -77,6 +77,8 @@ _SCHEMA_ONE = (
     "contentSchema",
 )
 _IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
+_FORM = "application/x-www-form-urlencoded"
+_MULTIPART = "multipart/form-data"
 _MAX_SCHEMA_RETRIES = 20
 Credential = str | Callable[[], str]
 
@@ -443,10 +445,13 @@ class _Plan:
         if self.body_prop is not None and self.body_prop in args:
             value = args[self.body_prop]
             media = self.body_media or "application/json"
-            if is_json_media(media):
+            bare = _bare(media)
+            if is_json_media(bare):
                 data = json.dumps(value, ensure_ascii=False).encode()
-            elif media == "application/x-www-form-urlencoded" and isinstance(value, Mapping):
+            elif bare == _FORM and isinstance(value, Mapping):
                 data, _ = encode_body("form", value)
+            elif bare == _MULTIPART and isinstance(value, Mapping):
+                data, media = _multipart(value)
             else:
                 data = as_text(value).encode()
             headers["Content-Type"] = media
@@ -886,7 +891,10 @@ def _make_tool(
             body_prop = "body" if "body" not in properties else "requestBody"
             raw_schema = media.get("schema", {}) if isinstance(media, Mapping) else {}
             converted = schemas.root(raw_schema, body_base)
-            if not is_json_media(body_media) and body_media != "application/x-www-form-urlencoded":
+            if not is_json_media(_bare(body_media)) and _bare(body_media) not in (
+                _FORM,
+                _MULTIPART,
+            ):
                 converted = {
                     "type": "string",
                     **{k: v for k, v in converted.items() if k == "description"},
@@ -950,13 +958,36 @@ def _make_tool(
     )
 
 
+def _bare(media: str) -> str:
+    """A media type without its parameters, in lower case."""
+    return media.split(";")[0].strip().lower()
+
+
 def _pick_media(content: Mapping[str, Any]) -> str:
-    for media in content:
-        if is_json_media(media.split(";")[0].strip().lower()):
-            return media
-    if "application/x-www-form-urlencoded" in content:
-        return "application/x-www-form-urlencoded"
+    """The request body's media type: JSON first, then a form, then the first listed."""
+    for wanted in (is_json_media, _FORM.__eq__, _MULTIPART.__eq__):
+        for media in content:
+            if wanted(_bare(media)):
+                return media
     return next(iter(content))
+
+
+def _multipart(values: Mapping[str, Any]) -> tuple[bytes, str]:
+    """A ``multipart/form-data`` body of text fields (RFC 7578), and its content type."""
+    import secrets
+
+    boundary = f"toolnexus-{secrets.token_hex(12)}"
+    lines: list[bytes] = []
+    for name, value in values.items():
+        quoted = str(name).replace("\\", "\\\\").replace('"', '\\"')
+        lines += [
+            f"--{boundary}".encode(),
+            f'Content-Disposition: form-data; name="{quoted}"'.encode(),
+            b"",
+            as_text(value).encode(),
+        ]
+    lines += [f"--{boundary}--".encode(), b""]
+    return b"\r\n".join(lines), f"multipart/form-data; boundary={boundary}"
 
 
 def _output_schema(
