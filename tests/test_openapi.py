@@ -168,6 +168,17 @@ def test_input_schema_from_parameters_and_body_in_2020_12(server):
     assert "id" not in body["properties"]
 
 
+def test_nullable_beside_a_ref_admits_null(server):
+    doc = petstore(server.url)
+    doc["components"]["schemas"]["Pet"]["properties"]["buddy"] = {
+        "$ref": "#/components/schemas/Tag",
+        "nullable": True,
+    }
+    doc["components"]["schemas"]["Tag"] = {"type": "object", "properties": {}}
+    body = Toolkit.from_openapi(doc).get("addPet").input_schema["properties"]["body"]
+    assert body["properties"]["buddy"] == {"type": ["object", "null"], "properties": {}}
+
+
 def test_a_cycle_stays_a_ref_into_defs(server):
     body = Toolkit.from_openapi(petstore(server.url)).get("addPet").input_schema
     assert body["properties"]["body"]["properties"]["parent"] == {"$ref": "#/$defs/Pet"}

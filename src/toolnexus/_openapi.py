@@ -291,9 +291,11 @@ class _Schemas:
                 self.defs[self._def_name(key)] = converted
             elif self.cycle_refs == cycles_before:  # no $ref into $defs inside: shareable
                 self.cache[(key, self.context)] = converted
-            siblings = {k: v for k, v in schema.items() if k != "$ref"}
+            siblings = {k: v for k, v in schema.items() if k not in ("$ref", "nullable")}
             if siblings:  # 3.1 allows keywords beside $ref: both apply
-                return {"allOf": [converted, self.convert(siblings, base, where)]}
+                converted = {"allOf": [converted, self.convert(siblings, base, where)]}
+            if schema.get("nullable") is True:  # 3.0 documents write it beside a $ref too
+                converted = _nullable(dict(converted) if isinstance(converted, Mapping) else {})
             return converted
         return self._keywords(schema, base, where)
 
