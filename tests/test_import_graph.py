@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         {
             "validation", "_ecma", "_json_formats", "_formats", "_docstrings", "_conversion",
             "_schema", "_tool_use", "_tools", "_adapters", "_toolkit", "_uri_template",
-            "_frontmatter", "_skills",
+            "_frontmatter", "_skills", "_http_tools", "_openapi",
         },
     ),
     ("policies", {"_tracing", "_chain", "_policies", "policies"}),

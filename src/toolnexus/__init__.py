@@ -33,6 +33,7 @@ from .errors import (
     McpError,
     NotFoundError,
     OAuthError,
+    OpenApiError,
     OperationCancelledError,
     PartTooLargeError,
     RefError,
@@ -59,6 +60,7 @@ _LAZY: dict[str, str] = {
     "Grammar": "._tool_use",
     "Host": "._host",
     "HostedMcp": "._adapters",
+    "OpenApiImport": "._openapi",
     "Part": "._parts",
     "Principal": "._principal",
     "Request": "._suspension",
@@ -71,6 +73,8 @@ _LAZY: dict[str, str] = {
     "TurnResult": "._turns",
     "decline_reason": "._suspension",
     "get_max_part_bytes": "._parts",
+    "http_tool": "._http_tools",
+    "load_openapi": "._openapi",
     "set_max_part_bytes": "._parts",
     "tool": "._tools",
 }
@@ -82,6 +86,8 @@ if TYPE_CHECKING:
 
     from ._adapters import HostedMcp
     from ._host import Call, Host, ToolEvent
+    from ._http_tools import http_tool
+    from ._openapi import OpenApiImport, load_openapi
     from ._parts import Part, get_max_part_bytes, set_max_part_bytes
     from ._principal import Principal
     from ._skills import Skill, SkillFile
@@ -110,6 +116,8 @@ __all__ = [
     "McpError",
     "NotFoundError",
     "OAuthError",
+    "OpenApiError",
+    "OpenApiImport",
     "OperationCancelledError",
     "Part",
     "PartTooLargeError",
@@ -140,6 +148,8 @@ __all__ = [
     "WireFormatError",
     "decline_reason",
     "get_max_part_bytes",
+    "http_tool",
+    "load_openapi",
     "set_max_part_bytes",
     "tool",
 ]

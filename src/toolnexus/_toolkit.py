@@ -447,6 +447,87 @@ class Toolkit:
             f"{': ' + names if names else ''}{extra}>"
         )
 
+    # ----------------------------------------------------------------- OpenAPI
+
+    @classmethod
+    def from_openapi(
+        cls,
+        document: Mapping[str, Any] | str | os.PathLike[str],
+        *,
+        base_url: str | None = None,
+        server_variables: Mapping[str, str] | None = None,
+        tags: Iterable[str] | None = None,
+        paths: Iterable[str] | None = None,
+        methods: Iterable[str] | None = None,
+        credentials: Mapping[str, str | Callable[[], str]] | None = None,
+        headers: Mapping[str, str] | None = None,
+        prefix: str = "",
+        timeout_ms: int | None = None,
+        max_response_bytes: int | None = None,
+        max_redirects: int | None = None,
+        strict: bool = False,
+        defer: bool | None = None,
+        namespace: str | None = "tag",
+        output_schemas: bool = True,
+    ) -> Toolkit:
+        """A toolkit with one HTTP tool per operation of an OpenAPI 3.0 or 3.1 document.
+
+        ``document`` is a dict, a file path or an http(s) URL; the options are those of
+        :func:`~toolnexus.load_openapi`, which says what each does. An operation that
+        cannot be made a tool is left out and logged as a warning naming it — or, with
+        ``strict=True``, :class:`~toolnexus.errors.OpenApiError` lists every one.
+        ``defer`` (``None``: deferred above 30 operations) and ``namespace`` are kept for
+        tool search (see docs/http-tools.md).
+
+        Raises :class:`~toolnexus.errors.OpenApiError` when the document cannot be read,
+        is not OpenAPI 3.x or names no server (pass ``base_url``).
+
+        Example::
+
+            toolkit = Toolkit.from_openapi(
+                "openapi.json",
+                base_url="https://api.example.com",
+                credentials={"bearerAuth": "${API_TOKEN}"},
+            )
+            print([tool.name for tool in toolkit])
+        """
+        from ._openapi import load_openapi
+        from .errors import OpenApiError
+
+        imported = load_openapi(
+            document,
+            base_url=base_url,
+            server_variables=server_variables,
+            tags=tags,
+            paths=paths,
+            methods=methods,
+            credentials=credentials,
+            headers=headers,
+            prefix=prefix,
+            timeout_ms=timeout_ms,
+            defer=defer,
+            namespace=namespace,
+            output_schemas=output_schemas,
+            # None: load_openapi's own default (10 MiB, 5), written once, there
+            **{
+                key: value
+                for key, value in (
+                    ("max_response_bytes", max_response_bytes),
+                    ("max_redirects", max_redirects),
+                )
+                if value is not None
+            },
+        )
+        if strict and imported.problems:
+            raise OpenApiError(
+                "the document",
+                f"{len(imported.problems)} operation(s) did not load: "
+                + "; ".join(imported.problems),
+            )
+        # Tool search (deferral, namespaces) wires in here: imported.defer says whether
+        # these tools are deferred, imported.namespaces gives each tool's namespace.
+        return cls(imported.tools)
+
     # ----------------------------------------------------------------- calls
 
     def resolve(

@@ -7,6 +7,7 @@
     │   ├── InvalidValueError       + ValueError: a value of the right type, but unusable
     │   │   ├── DuplicateToolError      a tool name registered twice
     │   │   ├── EcmaPatternError        a schema pattern that is not ECMA-262 (or too costly)
+    │   │   ├── OpenApiError            an OpenAPI document that cannot be imported at all
     │   │   ├── PartTooLargeError       a content part over the maxPartBytes ceiling
     │   │   ├── SchemaError             a JSON Schema the validator cannot honour
     │   │   └── StrictSchemaError       a schema a provider's strict mode cannot express
@@ -53,6 +54,7 @@ __all__ = [
     "McpError",
     "NotFoundError",
     "OAuthError",
+    "OpenApiError",
     "OperationCancelledError",
     "PartTooLargeError",
     "RefError",
@@ -233,6 +235,32 @@ class SchemaError(InvalidValueError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.path, self.keyword, self.problem))
+
+
+class OpenApiError(InvalidValueError):
+    """An OpenAPI document that cannot be imported as a whole (``Toolkit.from_openapi``):
+    it cannot be read, it is not OpenAPI 3.0 or 3.1, it names no server. A problem with one
+    operation is not raised: that operation is left out and named in the import's
+    ``problems`` (``strict=True`` raises this error listing them).
+
+    ``where`` is the document (its path or URL, or ``"the document"`` for a dict);
+    ``problem`` says what is wrong and how to fix it.
+
+    Example::
+
+        try:
+            Toolkit.from_openapi({"mcpServers": {}})
+        except OpenApiError as exc:
+            print(exc.problem)   # it is not an OpenAPI document: it has no 'openapi' field ...
+    """
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"cannot import {where} as OpenAPI: {problem}")
+        self.where = where
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.where, self.problem))
 
 
 class StrictSchemaError(InvalidValueError):

@@ -41,6 +41,8 @@ def load_toolkit(ref: str, *, sign_in: bool = True) -> Toolkit:
     """
     if not isinstance(ref, str) or not ref.strip():
         raise RefError(str(ref), "empty REF; expected module:attr or path/to/file.py:attr")
+    if is_openapi_ref(ref):
+        return _openapi_toolkit(ref)
     if ref.endswith(".json"):
         return _remote_toolkit(ref, sign_in)
     if is_server_url(ref):
@@ -68,7 +70,7 @@ def load_union(refs: list[str]) -> Toolkit:
     ``mcp.json`` (at most one) keeps its toolkit, so its servers' list changes still reach
     the clients; the others' entries join it. A name two REFs share is a RefError naming
     both."""
-    jsons = [ref for ref in refs if ref.endswith(".json")]
+    jsons = [ref for ref in refs if ref.endswith(".json") and not is_openapi_ref(ref)]
     if len(jsons) > 1:
         raise RefError(
             jsons[1], f"serve takes one mcp.json; put the servers of {jsons[1]!r} in {jsons[0]!r}"
@@ -79,7 +81,7 @@ def load_union(refs: list[str]) -> Toolkit:
 
     # The mcp.json first: its toolkit (made for this process) is the live one the rest
     # joins; local toolkits are copied, never changed.
-    ordered = sorted(refs, key=lambda ref: not ref.endswith(".json"))
+    ordered = sorted(refs, key=lambda ref: ref not in jsons)
     union: Toolkit | None = None if jsons else Toolkit()
     owners: dict[tuple[str, str], str] = {}
     for ref in ordered:
@@ -147,6 +149,39 @@ def _skills_toolkit(ref: str) -> Toolkit:
         found = f": {problems}" if problems else ""
         raise RefError(ref, f"no usable skill (a folder with a SKILL.md) in it{found}")
     return toolkit
+
+
+def is_openapi_ref(ref: str) -> bool:
+    """Whether REF is an OpenAPI document: a ``.yaml``/``.yml`` file, or a ``.json`` file
+    whose object has an ``openapi`` (or ``swagger``) field — an ``mcp.json`` has none."""
+    if ref.endswith((".yaml", ".yml")):
+        return True
+    if not ref.endswith(".json"):
+        return False
+    try:
+        with open(ref, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except (OSError, ValueError):
+        return False  # the mcp.json reader says what is wrong with it
+    # A top-level field: an mcp.json may well name a server "openapi".
+    return isinstance(document, dict) and ("openapi" in document or "swagger" in document)
+
+
+def _openapi_toolkit(ref: str) -> Toolkit:
+    """The tools of an OpenAPI document (one per operation); operations that do not load
+    are named on stderr, the others serve."""
+    from .._openapi import load_openapi
+    from .._toolkit import Toolkit
+
+    try:
+        imported = load_openapi(ref)
+    except (ValueError, TypeError) as exc:
+        raise RefError(ref, str(exc)) from None
+    for problem in imported.problems:
+        print(f"toolnexus: {problem}", file=sys.stderr)
+    if not imported.tools:
+        raise RefError(ref, f"{ref!r}: no operation in it could be made a tool (see above)")
+    return Toolkit(imported.tools)
 
 
 def is_server_url(ref: str) -> bool:

@@ -56,6 +56,11 @@ _KNOWN_KEYS = frozenset(
         "description",
         "envFile",
         "auth",
+        "document",
+        "baseUrl",
+        "credentials",
+        "tags",
+        "outputSchemas",
     }
 )
 # An "auth" object's keys, and the OAuth field each sets.
@@ -137,6 +142,12 @@ class McpSource:
     (``KEY=VALUE`` lines, relative to the file) fills a stdio server's environment under
     its ``env``; its ``${input:ID}`` is read from ``TOOLNEXUS_INPUT_<ID>`` (else the
     input's ``default``), or fails the server saying so.
+
+    An entry of ``"type": "openapi"`` is no server but an OpenAPI document's operations
+    (``Toolkit.from_openapi``): ``document`` (a path, relative to the file, or a URL),
+    ``baseUrl``, ``headers``, ``credentials`` (a secret per security scheme; ``${NAME}``
+    expands at each call), ``tags``, ``timeout``, ``outputSchemas`` (``false``: none),
+    ``includeTools``/``excludeTools``, ``prefix`` (none by default).
 
     Raises ``ValueError``/``TypeError`` naming the place for a file that is not such a
     configuration (``servers.db.args: must be a list of strings``); a server that merely
@@ -254,10 +265,12 @@ class McpSource:
             _log.debug("%s: ignoring %s", where, ", ".join(unknown))
         options: dict[str, Any] = {}
         kind = entry.get("type", entry.get("transport"))
-        if kind is not None and kind not in ("stdio", "http", "streamable-http", "sse"):
+        if kind is not None and kind not in ("stdio", "http", "streamable-http", "sse", "openapi"):
             raise InvalidValueError(
-                f"{where}.type: must be stdio, http or streamable-http, got {kind!r}"
+                f"{where}.type: must be stdio, http, streamable-http or openapi, got {kind!r}"
             )
+        if kind == "openapi":
+            return self._read_openapi(name, entry, where)
         command = entry.get("command")
         url = entry.get("url")
         if (command is None) == (url is None):
@@ -352,6 +365,76 @@ class McpSource:
             )
         return entries
 
+    def _read_openapi(self, name: str, entry: Mapping[str, Any], where: str) -> _Server:
+        """An ``openapi`` entry: an OpenAPI document's operations as tools (no MCP server)."""
+        document = entry.get("document", entry.get("url"))
+        if not isinstance(document, str) or not document:
+            raise InvalidValueError(
+                f"{where}.document: an openapi entry needs the document's path or URL, "
+                'e.g. "document": "petstore.json"'
+            )
+        if not document.startswith(("http://", "https://")):
+            document = os.path.join(self._folder, document)
+        options: dict[str, Any] = {"openapi": document}
+        if "baseUrl" in entry:
+            options["base_url"] = _text(entry["baseUrl"], f"{where}.baseUrl")
+        options["headers"] = _text_map(entry.get("headers", {}), f"{where}.headers")
+        # Kept as written: ${NAME} in a credential expands at each call, never stored.
+        options["credentials"] = _text_map(entry.get("credentials", {}), f"{where}.credentials")
+        if "tags" in entry:
+            options["tags"] = _texts(entry["tags"], f"{where}.tags")
+        output_schemas = entry.get("outputSchemas", True)
+        if not isinstance(output_schemas, bool):
+            raise InvalidTypeError(f"{where}.outputSchemas: must be true or false")
+        options["output_schemas"] = output_schemas
+        timeout = entry.get("timeout")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0
+        ):
+            raise InvalidValueError(f"{where}.timeout: must be milliseconds > 0, got {timeout!r}")
+        options["timeout_ms"] = timeout
+        options["disabled"] = (
+            entry.get("disabled", False) is True or entry.get("enabled", True) is False
+        )
+        include = entry.get("includeTools")
+        if include is not None:
+            include = _texts(include, f"{where}.includeTools")
+        exclude = _texts(entry.get("excludeTools", []), f"{where}.excludeTools")
+        if "prefix" in entry:
+            options["prefix"] = _text(entry["prefix"], f"{where}.prefix", allow_empty=True)
+        return _Server(name, options, include, exclude)
+
+    def _connect_openapi(self, server: _Server) -> None:
+        """Load an ``openapi`` entry's tools; a document that fails is the entry's status."""
+        from ..._openapi import load_openapi
+
+        options = server.options
+        prefix = self._prefix.get(server.name, options.get("prefix", ""))
+        try:
+            imported = load_openapi(
+                options["openapi"],
+                base_url=options.get("base_url"),
+                headers=options["headers"],
+                credentials=options["credentials"],
+                tags=options.get("tags"),
+                timeout_ms=options["timeout_ms"],
+                output_schemas=options["output_schemas"],
+            )
+        except (ValueError, TypeError) as exc:
+            reason = getattr(exc, "problem", None) or str(exc)
+            server.status = McpServerStatus(server.name, "failed", reason)
+            _log.warning("OpenAPI entry %s failed: %s", server.name, reason)
+            return
+        tools = []
+        for tool in imported.tools:
+            if server.include is not None and tool.name not in server.include:
+                continue
+            if tool.name in server.exclude:
+                continue
+            tools.append(dataclasses.replace(tool, name=prefix + tool.name) if prefix else tool)
+        server.tools = tools
+        server.status = McpServerStatus(server.name, "connected")
+
     # ------------------------------------------------------------------ connecting
 
     def connect(self) -> McpSource:
@@ -382,6 +465,9 @@ class McpSource:
         from ._mcp_client import McpClient
 
         options = server.options
+        if "openapi" in options:
+            self._connect_openapi(server)
+            return
         try:
             if options.get("sse"):
                 raise McpError(
