@@ -68,6 +68,7 @@ __all__ = [
     "event",
     "incoming",
     "inject",
+    "is_on",
     "require",
     "server_span",
 ]
@@ -131,6 +132,12 @@ def _tracer(forced: bool = False) -> Any:
     tracer = provider.get_tracer(_SCOPE, __version__)
     _tracer_of = (provider, tracer)
     return tracer
+
+
+def is_on() -> bool:
+    """Whether a host with ``tracing=None`` traces its calls now (the API imported and a
+    tracer provider set)."""
+    return _tracer() is not None
 
 
 def _instruments() -> Any:
