@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from . import _tracing
-from ._context import ToolContext, bound_principal, remaining_ms_until
+from ._context import ProgressReporter, ToolContext, bound_principal, remaining_ms_until
 from ._frozen import sealed
 from ._log import LazyLogger
 from ._result import ToolResult
@@ -400,20 +400,24 @@ class Policies:
         call_id: str | None,
         turn: int | None,
         done: Callable[[C], object] | None,
+        progress: ProgressReporter | None,
         gated: bool = False,
-    ) -> tuple[Tool, Callable[[C], object] | None]:
+    ) -> tuple[Tool, Callable[[C], object] | None, ProgressReporter | None]:
         """What ``call`` runs instead of ``tool`` (the tool itself when nothing runs
-        around it), and its first done callback (a span ends there, before ``done``).
-        ``gated``: :meth:`answer_early` said the first step did its part already."""
+        around it), its first done callback (a span ends there, before ``done``), and
+        its progress reporter (``progress``, or the span's, which records each report
+        and passes it on). ``gated``: :meth:`answer_early` said the first step did its
+        part already."""
         chain = self._chain_for(tool)
         steps = chain[3] if gated else chain[1]
         span = None
         if self.tracing is True or (self.tracing is None and _tracing.API_MODULE in sys.modules):
             span = _tracing.call_span(tool, call_id, budget, forced=self.tracing is True)
         if not steps and span is None:
-            return tool, done
+            return tool, done, progress
         run = _Run(tool, steps, chain[2], call_id, turn, span)
         if span is not None:
+            progress = span.reporter(progress)
             end = span.end
             if done is None:
                 done = end
@@ -424,7 +428,7 @@ class Policies:
                     end(finished)  # the span ends before a driver answers the call
                     then(finished)
 
-        return run, done  # type: ignore[return-value]  # it runs as the tool does
+        return run, done, progress  # type: ignore[return-value]  # it runs as the tool does
 
 
 def exception_of(call: ToolCall, result: ToolResult) -> BaseException | None:
@@ -484,7 +488,7 @@ class _Run:
             ctx = ToolContext()
         span = self.span
         if span is not None:
-            ctx = same_budget(span.attempt(ctx), ctx)
+            span.attempt(ctx)
         admitted, refusal = self.tool._admit(args, ctx)
         if refusal is not None:
             return refusal

@@ -692,8 +692,8 @@ class Host:
                 assert isinstance(early, ToolResult)
                 call._finish_now(early, "error" if early.is_error else "ok")
                 return call
-            tool, first = policies.around(
-                call, tool, budget, call_id, turn, done_callback, early is True
+            tool, first, progress = policies.around(
+                call, tool, budget, call_id, turn, done_callback, progress, early is True
             )
             if first is done_callback:
                 first = None
