@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any
 
 from . import _wire
@@ -60,7 +60,7 @@ class Toolkit:
         "unknown tool 'ad'; did you mean 'add'?"
     """
 
-    __slots__ = ("_calls", "_prompts", "_resources", "_tools", "_watchers")
+    __slots__ = ("_calls", "_described", "_prompts", "_resources", "_tools", "_watchers")
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any] | Any] = ()) -> None:
         self._tools: dict[str, Tool] = {}
@@ -70,6 +70,7 @@ class Toolkit:
         # given, as the registered items declare them (this module knows none of them)
         self._calls: dict[str, Callable[[Toolkit, str, Any], Any]] = {}
         self._watchers: list[Callable[[str, str | None], object]] = []
+        self._described: dict[str, tuple[Tool, dict[Hashable, Any]]] = {}  # _mcp_entry's
         frame = sys._getframe(1)
         for each in tools:
             self._add(self._as_item(each, frame), replace=False)
@@ -491,6 +492,25 @@ class Toolkit:
         from ._adapters import keep_listable
 
         return keep_listable([item.to_mcp() for item in self._tools.values()])
+
+    # ----------------------------------------------------------------- kept descriptions
+
+    def _mcp_entry(
+        self, tool: Tool, shape: Hashable, describe: Callable[[Tool], dict[str, Any] | None]
+    ) -> dict[str, Any] | None:
+        """``tool``'s entry in a ``tools/list`` reply for the clients of one ``shape``
+        (what their revision reads of an entry): ``describe(tool)`` the first time, then
+        the same entry (never changed by those who read it) until another tool is
+        registered under its name. None: ``describe`` left it out of lists."""
+        kept = self._described.get(tool.name)
+        if kept is None or kept[0] is not tool:
+            kept = self._described[tool.name] = (tool, {})
+        entries = kept[1]
+        if shape in entries:
+            entry: dict[str, Any] | None = entries[shape]
+            return entry
+        entry = entries[shape] = describe(tool)
+        return entry
 
 
 def served_kind(item: Any) -> str | None:

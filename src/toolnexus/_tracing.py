@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import sys
 import time
+
 from .errors import InvalidValueError
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: a host loads this module, not typing
