@@ -454,11 +454,10 @@ class _Run:
         "raised",
         "span",
         "steps",
+        "takes_context",
         "tool",
         "turn",
     )
-
-    takes_context = True  # the chain hears the call's token, whatever the tool does
 
     def __init__(
         self,
@@ -476,6 +475,9 @@ class _Run:
         self.turn = turn
         self.span = span
         self.is_async = is_async  # on the caller's loop only if every step can be awaited
+        # Middleware hears the call's token, whatever the tool does; a span alone (no
+        # steps) gives the tool what it takes, as an untraced call would.
+        self.takes_context = bool(steps) or tool.takes_context
         # id(result) -> (result, exception): what the tool raised, for retry policies
         self.raised: dict[int, tuple[ToolResult, BaseException]] | None = None
 
@@ -484,7 +486,7 @@ class _Run:
 
     def _first(self, args: Any, ctx: ToolContext | None) -> ToolCall | ToolResult:
         """The first ToolCall of an attempt, or the result refusing its arguments."""
-        if ctx is None:  # never from a host: it always builds one for a chain
+        if ctx is None:  # a span alone around a tool that takes no context, or no host
             ctx = ToolContext()
         span = self.span
         if span is not None:
