@@ -379,7 +379,9 @@ class Policies:
         first = steps[0] if steps else None
         if first is None or first.early is None:
             return False
-        if self.tracing is True or (self.tracing is None and _tracing.is_on()):
+        if self.tracing is True or (
+            self.tracing is None and _tracing.API_MODULE in sys.modules and _tracing.is_on()
+        ):
             return False
         principal = bound_principal.get()
         if budget is None and answer is None and principal is None:
