@@ -18,8 +18,10 @@ Prints:
    rule that does not match ...).
 3. Tracing: ``tracing=False``; the default with the OpenTelemetry API imported but no
    provider (tracing off); with the SDK's provider and a span processor that drops every
-   span (tracing on: what the spans cost before any exporter). Needs ``opentelemetry-sdk``
-   (the ``otel-test`` extra) for the last row.
+   span (tracing on: what the spans cost before any exporter); and the floor: the SDK's
+   own span with the same attributes around the untraced call. The last line is what
+   tracing adds over what that bare span adds (target: at most 1.5x). Needs
+   ``opentelemetry-sdk`` (the ``otel-test`` extra) for the last rows.
 
 Nothing here asserts: read the numbers with the load they were taken under.
 """
@@ -27,10 +29,12 @@ Nothing here asserts: read the numbers with the load they were taken under.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -72,6 +76,57 @@ def pass_through(call: ToolCall, call_next: Next) -> ToolResult:
 
 async def async_pass_through(call: ToolCall, call_next: AsyncNext) -> ToolResult:
     return await call_next(call)
+
+
+# Hand-written equivalents, the floor each built-in is read against (issue 37: a built-in
+# costs at most 2x its equivalent plus a pass-through's cost).
+
+
+def counter_of(limit: int) -> Callable[[ToolCall, Next], ToolResult]:
+    """call_limit(per="tool") by hand: a dict of counts under a lock."""
+    counts: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def counter(call: ToolCall, call_next: Next) -> ToolResult:
+        with lock:
+            used = counts.get(call.name, 0)
+            if used >= limit:
+                return ToolResult.error("call limit reached")
+            counts[call.name] = used + 1
+        return call_next(call)
+
+    return counter
+
+
+def bucket_of(per_second: float, burst: int) -> Callable[[ToolCall, Next], ToolResult]:
+    """rate_limit(wait=False) by hand: one token bucket, refilled as time passes."""
+    state = [float(burst), time.monotonic()]
+    lock = threading.Lock()
+
+    def bucket(call: ToolCall, call_next: Next) -> ToolResult:
+        with lock:
+            now = time.monotonic()
+            tokens = min(float(burst), state[0] + (now - state[1]) * per_second)
+            if tokens < 1:
+                return ToolResult.error("rate limited")
+            state[0], state[1] = tokens - 1, now
+        return call_next(call)
+
+    return bucket
+
+
+def memo_of(host: Host) -> Callable[[], ToolResult]:
+    """cache() by hand, in front of the host: a dict keyed on the sorted JSON arguments."""
+    memo: dict[tuple[str, str], ToolResult] = {}
+
+    def call() -> ToolResult:
+        key = ("add", json.dumps(ARGS, sort_keys=True))
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = host.call("add", ARGS)
+        return found
+
+    return call
 
 
 def table(title: str, rows: list[tuple[str, ...]]) -> None:
@@ -202,6 +257,10 @@ def each_policy() -> None:
             TOOLKIT, middleware=[rate_limit(1e9, burst=1_000_000)]
         ),
         "cache (a hit)": Host(TOOLKIT, middleware=[cache()]),
+        "call_limit by hand (a counter)": Host(TOOLKIT, middleware=[counter_of(10**9)]),
+        "rate_limit by hand (a token bucket)": Host(
+            TOOLKIT, middleware=[bucket_of(1e9, 1_000_000)]
+        ),
         "call_limit (per tool, never reached)": Host(
             TOOLKIT, middleware=[call_limit(10**9, per="tool")]
         ),
@@ -213,7 +272,11 @@ def each_policy() -> None:
             TOOLKIT, middleware=[hooks(before_tool=lambda e: None, after_tool=lambda e: None)]
         ),
     }
-    wall, cpu = per_call({name: (lambda h=h: h.call("add", ARGS)) for name, h in hosts.items()})
+    variants: dict[str, Callable[[], Any]] = {
+        name: (lambda h=h: h.call("add", ARGS)) for name, h in hosts.items()
+    }
+    variants["cache by hand (a memo in front of the host, a hit)"] = memo_of(plain)
+    wall, cpu = per_call(variants)
     report("2. Host.call through one policy (sync tool, on a worker)", wall, "no middleware", cpu)
     for host in hosts.values():
         host.close()
@@ -292,9 +355,31 @@ def tracing() -> None:
                 trace._TRACER_PROVIDER = None  # type: ignore[attr-defined]
 
         variants["tracing on (SDK provider, spans dropped)"] = traced
-        del tracer
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "add",
+            "gen_ai.tool.type": "function",
+            "gen_ai.tool.description": "Add two integers.",
+        }
+
+        def bare() -> Any:
+            # The floor: the SDK's own span, the same attributes, around the untraced call.
+            with tracer.start_as_current_span(
+                "execute_tool add", kind=trace.SpanKind.INTERNAL, attributes=attributes
+            ) as span:
+                result = off.call("add", ARGS)
+                span.set_attribute("toolnexus.outcome", "ok")
+            return result
+
+        variants["a bare SDK span, same attributes, around the untraced call"] = bare
     wall, cpu = per_call(variants)
     report("3. tracing (Host.call, no middleware)", wall, "tracing=False", cpu)
+    on_name = "tracing on (SDK provider, spans dropped)"
+    bare_name = "a bare SDK span, same attributes, around the untraced call"
+    if on_name in cpu:
+        ours = statistics.median(cpu[on_name]) - statistics.median(cpu["tracing=False"])
+        floor = statistics.median(cpu[bare_name]) - statistics.median(cpu["tracing=False"])
+        print(f"  tracing's CPU cost over a bare SDK span's: {ours / floor:.2f}x (target 1.5x)")
 
 
 def main() -> None:

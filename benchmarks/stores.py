@@ -61,6 +61,25 @@ from toolnexus.stores import AnswerStore, open_store
 FAR = 4e9
 
 
+class SqliteFloor:
+    """The least a shared sqlite answer store can do: one kept connection, one statement
+    (``INSERT OR IGNORE``; no expiry, no fork or thread care) — the floor the sqlite row is
+    read against."""
+
+    def __init__(self, path: str) -> None:
+        import sqlite3
+
+        self.db = sqlite3.connect(path, isolation_level=None)
+        self.db.execute("CREATE TABLE IF NOT EXISTS used (key TEXT PRIMARY KEY, at REAL)")
+
+    def consume(self, key: str, expires_at: float) -> bool:
+        cursor = self.db.execute("INSERT OR IGNORE INTO used VALUES (?, ?)", (key, expires_at))
+        return bool(cursor.rowcount == 1)
+
+    def close(self) -> None:
+        self.db.close()
+
+
 def percentile(values: list[int], fraction: float) -> float:
     ordered = sorted(values)
     return float(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))])
@@ -97,6 +116,7 @@ def consumes(options: argparse.Namespace) -> None:
         else:
             left_out.append(name)
     stores: dict[str, AnswerStore] = {name: open_store(url) for name, url in urls.items()}
+    stores["sqlite floor"] = SqliteFloor(f"{folder}/floor.db")
     run_id = uuid.uuid4().hex[:12]
     fresh: dict[str, list[int]] = {name: [] for name in stores}
     replay: dict[str, list[int]] = {name: [] for name in stores}
@@ -141,6 +161,13 @@ def consumes(options: argparse.Namespace) -> None:
             f"| {f_med / base_fresh:.0f} | {r_med / 1000:.1f} µs "
             f"| {percentile(replay[name], 0.99) / 1000:.1f} µs | {r_med / base_replay:.0f} |"
         )
+    floor_fresh = statistics.median(fresh["sqlite floor"])
+    floor_replay = statistics.median(replay["sqlite floor"])
+    print(
+        f"\nsqlite against its floor (same run): new key "
+        f"{statistics.median(fresh['sqlite']) / floor_fresh:.2f}x, replay "
+        f"{statistics.median(replay['sqlite']) / floor_replay:.2f}x (targets 1.1x and 1.5x)"
+    )
     for name in left_out:
         print(f"| {name} | (no URL: --{name} or TOOLNEXUS_TEST_{name.upper()}_URL) | | | | | |")
 

@@ -20,6 +20,12 @@ Two tables:
    compiles the validator: inferred schemas are compiled on first use). Target: inference
    for ``add`` under 40 µs.
 
+4. Lists at scale (``--lists-only`` for this table alone): building a ``Toolkit`` of 1,000
+   and of 10,000 tools (per tool: linear when the two agree), and a modern client's whole
+   ``tools/list`` of the 10,000 (every page, through a ``ServerSession``, each reply
+   encoded as a driver does) against the floor: the same pages written from descriptions
+   encoded once (a string per tool, joined per page). Target: at most 1.5x the floor.
+
 3. Memory per tool: what defining ``tool(add)`` and ``tool(forecast)`` keeps allocated per
    Tool (``tracemalloc``, 300 tools from one function, so code and annotations are shared),
    and after each tool's first call (which compiles its validator). With ``--baseline
@@ -221,6 +227,90 @@ def memory_table(baseline: Path | None) -> None:
             print(line)
 
 
+def many_tools(count: int) -> list[Any]:
+    """``count`` distinct tools, each with a small schema of its own."""
+    from toolnexus import Tool
+
+    def run(args: Any, ctx: Any = None) -> ToolResult:
+        return ToolResult.ok("x")
+
+    return [
+        Tool(
+            f"tool_{i}",
+            f"Tool number {i}: does one thing.",
+            {
+                "type": "object",
+                "properties": {"q": {"type": "string"}, "n": {"type": "integer", "minimum": i}},
+                "required": ["q"],
+            },
+            run,
+        )
+        for i in range(count)
+    ]
+
+
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def list_all(session: Any) -> int:
+    """Every page of ``tools/list``, each reply encoded as a driver writes it; the count."""
+    from toolnexus.mcp import Send
+
+    params: dict[str, Any] = {"_meta": MODERN_META}
+    listed = 0
+    while True:
+        (sent,) = session.receive(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}
+        )
+        assert isinstance(sent, Send)
+        json.dumps(sent.message, separators=(",", ":"), ensure_ascii=False)
+        result = sent.message["result"]
+        listed += len(result["tools"])
+        if "nextCursor" not in result:
+            return listed
+        params = {"_meta": MODERN_META, "cursor": result["nextCursor"]}
+
+
+def list_floor(encoded: list[str], page: int = 100) -> int:
+    """The same pages from descriptions encoded once: a slice, joined into a reply."""
+    listed = 0
+    for start in range(0, len(encoded), page):
+        chunk = encoded[start : start + page]
+        line = '{"jsonrpc":"2.0","id":1,"result":{"tools":[' + ",".join(chunk) + "]}}"
+        listed += len(chunk) if line else 0
+    return listed
+
+
+def lists_table(repeats: int) -> None:
+    from toolnexus.mcp import ServerSession
+
+    print("4. lists at scale")
+    small, large = many_tools(1_000), many_tools(10_000)
+    build_small = median_us(lambda: Toolkit(small), repeats, 1) / 1_000
+    build_large = median_us(lambda: Toolkit(large), repeats, 1) / 10_000
+    print(
+        f"  Toolkit build, per tool: 1,000 tools {build_small:.2f} µs, 10,000 tools "
+        f"{build_large:.2f} µs ({build_large / build_small:.2f}x: 1.0 is linear)"
+    )
+    toolkit = Toolkit(large)
+    session = ServerSession(toolkit)
+    assert list_all(session) == 10_000  # the first list describes (and, now, keeps) each
+    encoded = [json.dumps(t.to_mcp(), separators=(",", ":"), ensure_ascii=False) for t in large]
+    rounds = side_by_side(
+        {"tools/list": lambda: list_all(session), "floor": lambda: list_floor(encoded)}, repeats
+    )
+    ours, floor = statistics.median(rounds["tools/list"]), statistics.median(rounds["floor"])
+    ratio = same_round_ratio(rounds, "tools/list", "floor")
+    print(
+        f"  tools/list of 10,000 tools, every page: {ours / 1000:.1f} ms; floor "
+        f"{floor / 1000:.1f} ms; {ratio:.2f}x the floor (target 1.5x)"
+    )
+    print()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=9, help="timed repeats per figure")
@@ -228,8 +318,12 @@ def main(argv: list[str] | None = None) -> int:
         "--baseline", type=Path, help="another checkout's src/, for the memory table"
     )
     parser.add_argument("--memory-only", action="store_true", help="only the memory table")
+    parser.add_argument("--lists-only", action="store_true", help="only the lists table")
     options = parser.parse_args(argv)
     repeats = options.repeats
+    if options.lists_only:
+        lists_table(repeats)
+        return 0
     if options.memory_only:
         memory_table(options.baseline)
         return 0
@@ -325,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         f"(whole tool(add): {definition[1][1]:.2f} µs)"
     )
     print()
+    lists_table(repeats)
     memory_table(options.baseline)
     return 0
 

@@ -114,6 +114,39 @@ def test_tools_list_is_the_same_every_time() -> None:
     assert list_tools(session, {"_meta": MODERN}) == list_tools(session, {"_meta": MODERN})
 
 
+def test_a_toolkit_describes_each_tool_once_until_that_tool_changes(monkeypatch) -> None:
+    import toolnexus.mcp._server._feature_tools as feature
+
+    described: list[str] = []
+    describe = feature._describe_tool
+
+    def counted(tool: Any, client: Any) -> dict[str, Any]:
+        described.append(tool.name)
+        return describe(tool, client)
+
+    monkeypatch.setattr(feature, "_describe_tool", counted)
+    toolkit = Toolkit([add, search])
+    session = ServerSession(toolkit)
+    other_kit = Toolkit([add])  # another toolkit keeps its own
+    first = list_tools(session, {"_meta": MODERN})
+    assert list_tools(ServerSession(toolkit), {"_meta": MODERN}) == first
+    assert described == ["add", "search"]  # a second list, a second session: none again
+    assert list_tools(ServerSession(other_kit), {"_meta": MODERN})["result"]["tools"] == [
+        first["result"]["tools"][0]
+    ]
+    assert described == ["add", "search", "add"]
+
+    @tool(name="search")
+    def search_v2(query: str, limit: int = 5) -> str:
+        """Search the index, a page at a time."""
+        return query
+
+    toolkit.register(search_v2, replace=True)
+    tools = list_tools(session, {"_meta": MODERN})["result"]["tools"]
+    assert tools[1]["description"] == "Search the index, a page at a time."
+    assert described == ["add", "search", "add", "search"]  # only the changed entry
+
+
 def test_modern_tools_list_carries_cache_hints_and_any_output_schema() -> None:
     session = ServerSession(TOOLKIT, ServerOptions(list_ttl_ms=1234))
     result = list_tools(session, {"_meta": MODERN})["result"]

@@ -333,6 +333,87 @@ def test_a_cache_leaves_tools_not_declared_read_only_alone_and_bounds_its_size()
     assert runs == [0, 0, 1, 2, 3, 1]
 
 
+# --------------------------------------------------------------------------- before a worker
+
+
+def _held_host(policy: Any) -> tuple[Host, threading.Event, list[int]]:
+    """A host with one worker, ``policy`` first in its chain, a read-only ``look`` (its
+    runs counted) and a ``hold`` that keeps the worker until the event is set."""
+    release, started = threading.Event(), threading.Event()
+    runs: list[int] = []
+
+    @tool
+    def hold() -> str:
+        """Holds the only worker."""
+        started.set()
+        release.wait(60)
+        return "held"
+
+    @tool(read_only=True)
+    def look(n: int) -> str:
+        """Reads."""
+        runs.append(n)
+        return f"seen {n}"
+
+    # tracing=False: with a tracer provider set (by another test in this process), the
+    # chain runs whole under the call's span, on the worker.
+    host = Host(Toolkit([hold, look]), max_workers=1, middleware=[policy], tracing=False)
+    assert host.call("look", {"n": 1}).output == "seen 1"
+    host.submit("hold")
+    assert started.wait(60)
+    return host, release, runs
+
+
+def test_a_cache_hit_answers_while_every_worker_is_busy() -> None:
+    host, release, runs = _held_host(cache())
+    try:
+        # Answered on the caller's thread: with the one worker held, a call that needed
+        # a worker would wait (here: past its budget).
+        hit = host.call("look", {"n": 1}, timeout_ms=2_000)
+        assert (hit.is_error, hit.output) == (False, "seen 1")
+        assert runs == [1]
+    finally:
+        release.set()
+        host.close()
+
+
+def test_a_reached_call_limit_refuses_while_every_worker_is_busy() -> None:
+    host, release, runs = _held_host(call_limit(1, per="tool"))
+    try:
+        refused = host.call("look", {"n": 2}, timeout_ms=2_000)
+        assert refused.is_error and refused.output.startswith("call limit reached"), refused
+        assert runs == [1]
+    finally:
+        release.set()
+        host.close()
+
+
+def _pass(call: Any, call_next: Any) -> ToolResult:
+    return call_next(call)
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: cache(), lambda: call_limit(2, per="tool")], ids=["cache", "call_limit"]
+)
+def test_a_policy_answering_before_the_worker_answers_as_it_does_in_the_chain(make: Any) -> None:
+    # First in the chain, it answers before the hand-off; behind another middleware it
+    # answers inside the chain, on the worker. The answers and the runs are the same.
+    seen: dict[str, tuple[list[tuple[bool, str]], list[int]]] = {}
+    for where, middleware in (("first", [make()]), ("in the chain", [_pass, make()])):
+        runs: list[int] = []
+
+        @tool(read_only=True)
+        def look(n: int, runs: list[int] = runs) -> str:
+            """Reads."""
+            runs.append(n)
+            return f"seen {n}"
+
+        with Host(Toolkit([look]), middleware=middleware, tracing=False) as host:
+            results = [host.call("look", {"n": n}) for n in (1, 1, 2, 1, 3)]
+        seen[where] = ([(r.is_error, r.output) for r in results], runs)
+    assert seen["first"] == seen["in the chain"]
+
+
 # --------------------------------------------------------------------------- require_approval
 
 

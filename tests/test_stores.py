@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import re
 import shlex
 import socket
@@ -473,6 +474,90 @@ def test_a_missing_driver_names_the_extra_that_installs_it(url, module, extra, m
     # The extra's own packages: the distribution itself is not on the package index yet.
     with pytest.raises(ImportError, match=re.escape(f"(the '{extra}' extra)")):
         open_store(url)
+
+
+# --------------------------------------------------------------------------- sqlite's connections
+
+
+class Counted:
+    """sqlite3.connect, counting the connections made and the statements they run."""
+
+    def __init__(self, monkeypatch) -> None:
+        import sqlite3
+
+        self.connections = 0
+        self.statements: list[str] = []
+        connect = sqlite3.connect
+
+        def counted(*args, **kwargs):
+            db = connect(*args, **kwargs)
+            self.connections += 1
+            db.set_trace_callback(self.statements.append)
+            return db
+
+        monkeypatch.setattr(sqlite3, "connect", counted)
+
+
+def test_a_sqlite_store_keeps_one_connection_per_thread(tmp_path, monkeypatch):
+    from toolnexus.stores import SqliteAnswerStore
+
+    counted = Counted(monkeypatch)
+    store = SqliteAnswerStore(tmp_path / "used.db")
+    assert [store.consume(f"k{i}", FAR) for i in range(50)] == [True] * 50
+    assert counted.connections == 1  # the one that made the table, kept
+    other = ThreadPoolExecutor(1)
+    assert other.submit(lambda: [store.consume(f"t{i}", FAR) for i in range(50)]).result()
+    assert counted.connections == 2  # the other thread's own
+    other.shutdown()
+    store.close()
+    assert store.consume("after-close", FAR) is True and counted.connections == 3
+
+
+def test_a_sqlite_replay_is_refused_by_one_statement_and_a_new_key_taken_by_one(
+    tmp_path, monkeypatch
+):
+    from toolnexus.stores import SqliteAnswerStore
+
+    counted = Counted(monkeypatch)
+    store = SqliteAnswerStore(tmp_path / "used.db")
+    store.consume("warm", FAR)  # the first consume also deletes expired rows
+    counted.statements.clear()
+    assert store.consume("key", FAR) is True
+    assert len(counted.statements) == 1, counted.statements
+    counted.statements.clear()
+    assert store.consume("key", FAR) is False
+    assert len(counted.statements) == 1, counted.statements
+    store.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_sqlite_store_used_before_a_fork_opens_its_own_connection_in_the_child(tmp_path):
+    from toolnexus.stores import SqliteAnswerStore
+
+    store = SqliteAnswerStore(tmp_path / "used.db")
+    assert store.consume("before", FAR) is True  # the parent's connection, in use
+    inherited = store._local.db
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: answer through the pipe, never return into pytest
+        code = 1
+        try:
+            seen = (store.consume("child", FAR), store.consume("child", FAR))
+            fresh = store._local.db is not inherited and store._stale == [inherited]
+            os.write(write, repr((seen, fresh)).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        answer = pipe.read()
+    assert os.waitpid(pid, 0)[1] == 0
+    assert answer == "((True, False), True)"
+    assert store._local.db is inherited  # the parent goes on with its own connection
+    assert store.consume("child", FAR) is False  # the child's consume counts here too
+    assert store.consume("after", FAR) is True
+    store.close()
 
 
 @pytest.mark.parametrize("name", ["_open", "_common", "_answers"])

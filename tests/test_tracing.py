@@ -248,6 +248,47 @@ def test_duration_and_calls_in_flight_per_tool_and_outcome(otel: Recorded) -> No
     assert dict(active.attributes or {}) == {"gen_ai.tool.name": "add"} and active.value == 0
 
 
+def test_traced_calls_read_no_environment_and_import_nothing_per_call(
+    otel: Recorded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import builtins
+    import os
+
+    from opentelemetry import metrics
+
+    # No meter provider set: the API's get_meter_provider() reads the environment on each
+    # call; the host reads it once, and imports nothing while it runs a call.
+    monkeypatch.setattr(metrics_internal, "_METER_PROVIDER", None)
+    with Host(TOOLKIT, tracing=True) as host:
+        host.call("add", {"a": 1, "b": 2})  # the first call may look everything up
+        lookups: list[str] = []
+        real_import = builtins.__import__
+        real_get = metrics.get_meter_provider
+
+        class Watched(dict):  # type: ignore[type-arg]
+            def __contains__(self, key: object) -> bool:
+                lookups.append(f"environ {key}")
+                return super().__contains__(key)
+
+        def counted_import(name: str, *args: Any, **kwargs: Any) -> Any:
+            if name.startswith("opentelemetry"):
+                lookups.append(f"import {name}")
+            return real_import(name, *args, **kwargs)
+
+        def counted_get() -> Any:
+            lookups.append("get_meter_provider")
+            return real_get()
+
+        with pytest.MonkeyPatch.context() as watch:
+            watch.setattr(os, "environ", Watched(os.environ))
+            watch.setattr(builtins, "__import__", counted_import)
+            watch.setattr(metrics, "get_meter_provider", counted_get)
+            for _ in range(5):
+                assert host.call("add", {"a": 1, "b": 2}).output == "3"
+    assert lookups == []
+    assert len([s for s in otel.spans() if s["name"] == "execute_tool add"]) == 6
+
+
 def test_tracing_false_exports_nothing(otel: Recorded) -> None:
     with Host(TOOLKIT, tracing=False) as host:
         host.call("add", {"a": 1, "b": 2})

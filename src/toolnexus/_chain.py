@@ -19,6 +19,11 @@ Rules the code below keeps:
   under ``acall`` — when the tool is async and every middleware has an async form; else it
   runs on the host's worker, where an async-only middleware (or an async tool) runs on a
   private loop that the call's token cancels.
+- **A policy that can answer without the tool answers before the worker hand-off**: when
+  the first middleware of a tool's chain is a built-in that can tell from the call alone
+  (a ``cache()`` hit, a ``call_limit()`` already reached), the host asks it on the
+  caller's thread before the call goes to a worker, and the call settles there with its
+  answer. Otherwise (or while tracing may be on) the whole chain runs, as below.
 - **A middleware's failure is a result**: one that raises, or returns anything but a
   :class:`~toolnexus.ToolResult`, becomes an error result naming it; the traceback goes to
   ``logging``.
@@ -27,11 +32,12 @@ Rules the code below keeps:
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from . import _tracing
-from ._context import ToolContext, remaining_ms_until
+from ._context import ProgressReporter, ToolContext, bound_principal, remaining_ms_until
 from ._frozen import sealed
 from ._log import LazyLogger
 from ._result import ToolResult
@@ -200,11 +206,17 @@ function ``(call, call_next) -> ToolResult``."""
 class _Step:
     """One middleware, adapted: its name, and its sync and async forms (one may be None)."""
 
-    __slots__ = ("arun", "name", "run")
+    __slots__ = ("arun", "early", "gate", "name", "run")
 
     def __init__(self, middleware: object) -> None:
         run: Callable[..., Any] | None = None
         arun: Callable[..., Any] | None = None
+        # A built-in policy's answer from the call alone (see Policies.answer_early), and
+        # whether that check is its whole job when it lets the call pass (a gate).
+        self.early: Callable[[ToolCall], ToolResult | None] | None = getattr(
+            middleware, "_answer_early", None
+        )
+        self.gate = bool(getattr(middleware, "_gate", False))
         if isinstance(middleware, Middleware):
             cls = type(middleware)
             if cls.__call__ is not Middleware.__call__:
@@ -274,6 +286,7 @@ def is_read_only(tool: Tool) -> bool:
 
 # --------------------------------------------------------------------------- the host's part
 
+_BARE = ToolContext()  # what answer_early shows of a call with no budget, answer, principal
 _CHAINS_KEPT = 4_096  # tools whose chains a host remembers (more: it starts afresh)
 
 
@@ -284,7 +297,7 @@ class Policies:
     provider set), False never, True always (the API must be installed).
     """
 
-    __slots__ = ("_chains", "_host", "_rules", "busy", "tracing")
+    __slots__ = ("_chains", "_host", "_rules", "answers_early", "busy", "tracing")
 
     def __init__(
         self,
@@ -307,7 +320,7 @@ class Policies:
                     )
                 rules.append((pattern, _steps(listed, f"tool_middleware[{pattern!r}]")))
         self._rules = tuple(rules)
-        self._chains: dict[int, tuple[Tool, tuple[_Step, ...], bool]] = {}
+        self._chains: dict[int, tuple[Tool, tuple[_Step, ...], bool, tuple[_Step, ...]]] = {}
         if tracing is True:
             _tracing.require()
         elif tracing is not None and tracing is not False:
@@ -316,15 +329,21 @@ class Policies:
         # Whether every call needs around(): middleware, or tracing forced on. Otherwise
         # (no middleware, tracing None) only while the OpenTelemetry API is in use.
         self.busy = bool(self._host or self._rules) or tracing is True
+        # Whether a chain can start with a policy that answers early (see answer_early).
+        self.answers_early = any(
+            steps and steps[0].early is not None
+            for steps in (self._host, *(listed for _, listed in rules))
+        )
 
     @property
     def is_empty(self) -> bool:
         """True when there is nothing to run around a call: no middleware, no tracing."""
         return not self._host and not self._rules and self.tracing is False
 
-    def _chain_for(self, tool: Tool) -> tuple[Tool, tuple[_Step, ...], bool]:
-        """The tool, its steps, and whether its chain is async (every step can be awaited
-        and the tool is async) — worked out once per tool."""
+    def _chain_for(self, tool: Tool) -> tuple[Tool, tuple[_Step, ...], bool, tuple[_Step, ...]]:
+        """The tool, its steps, whether its chain is async (every step can be awaited and
+        the tool is async), and the steps after a first one that is a gate (see
+        :meth:`answer_early`) — worked out once per tool."""
         known = self._chains.get(id(tool))
         if known is not None and known[0] is tool:
             return known
@@ -335,8 +354,49 @@ class Policies:
         is_async = tool.is_async and all(step.arun is not None for step in steps)
         if len(self._chains) >= _CHAINS_KEPT:  # toolkits that change (a refreshed source)
             self._chains.clear()
-        chain = self._chains[id(tool)] = (tool, steps, is_async)  # the tool kept: its id too
+        after_gate = steps[1:] if steps and steps[0].gate else steps
+        # The tool is kept in its entry: its id stays its own while the entry lives.
+        chain = self._chains[id(tool)] = (tool, steps, is_async, after_gate)
         return chain
+
+    def answer_early(
+        self,
+        tool: Tool,
+        args: Mapping[str, Any],
+        budget: int | None,
+        answer: Any,
+        call_id: str | None,
+        turn: int | None,
+    ) -> ToolResult | bool:
+        """The answer of the first middleware of ``tool``'s chain when it can give one
+        without the tool (a cache hit, a limit reached), asked on the caller's thread
+        before the call goes to a worker; else whether that middleware did its whole part
+        (a gate: ``call_limit`` counted the call in), so the chain runs without it — pass
+        this on to :meth:`around`. ``args`` are the arguments as resolved, not yet
+        checked: a policy that keys on them answers only when they are what the tool
+        would see (a cache hit names arguments that were checked and ran).
+
+        Never while tracing may be on (the call's span then covers the whole chain), and
+        never through a failure: a policy that raises here runs, and fails, in the
+        chain."""
+        steps = self._chain_for(tool)[1]
+        first = steps[0] if steps else None
+        if first is None or first.early is None:
+            return False
+        if self.tracing is True or (
+            self.tracing is None and _tracing.API_MODULE in sys.modules and _tracing.is_on()
+        ):
+            return False
+        principal = bound_principal.get()
+        if budget is None and answer is None and principal is None:
+            context = _BARE  # nothing of this call's own to say: one context kept
+        else:
+            context = ToolContext(budget, answer=answer, principal=principal)
+        try:
+            answer = first.early(ToolCall(tool, args, context, call_id, turn, context.deadline))
+        except Exception:  # the chain runs it again, and reports its failure there
+            return False
+        return first.gate if answer is None else answer
 
     def around(
         self,
@@ -346,22 +406,28 @@ class Policies:
         call_id: str | None,
         turn: int | None,
         done: Callable[[C], object] | None,
+        progress: ProgressReporter | None,
+        gated: bool = False,
         *,
         caller: str | None = None,
-    ) -> tuple[Tool, Callable[[C], object] | None]:
+    ) -> tuple[Tool, Callable[[C], object] | None, ProgressReporter | None]:
         """What ``call`` runs instead of ``tool`` (the tool itself when nothing runs
-        around it), and its first done callback (a span ends there, before ``done``)."""
+        around it), its first done callback (a span ends there, before ``done``), and
+        its progress reporter (``progress``, or the span's, which records each report
+        and passes it on). ``gated``: :meth:`answer_early` said the first step did its
+        part already."""
         chain = self._chain_for(tool)
-        steps = chain[1]
+        steps = chain[3] if gated else chain[1]
         span = None
-        if self.tracing is not False:
+        if self.tracing is True or (self.tracing is None and _tracing.API_MODULE in sys.modules):
             span = _tracing.call_span(
                 tool, call_id, budget, forced=self.tracing is True, caller=caller
             )
         if not steps and span is None:
-            return tool, done
+            return tool, done, progress
         run = _Run(tool, steps, chain[2], call_id, turn, span, caller)
         if span is not None:
+            progress = span.reporter(progress)
             end = span.end
             if done is None:
                 done = end
@@ -372,7 +438,7 @@ class Policies:
                     end(finished)  # the span ends before a driver answers the call
                     then(finished)
 
-        return run, done  # type: ignore[return-value]  # it runs as the tool does
+        return run, done, progress  # type: ignore[return-value]  # it runs as the tool does
 
 
 def exception_of(call: ToolCall, result: ToolResult) -> BaseException | None:
@@ -399,11 +465,10 @@ class _Run:
         "raised",
         "span",
         "steps",
+        "takes_context",
         "tool",
         "turn",
     )
-
-    takes_context = True  # the chain hears the call's token, whatever the tool does
 
     def __init__(
         self,
@@ -423,6 +488,9 @@ class _Run:
         self.turn = turn
         self.span = span
         self.is_async = is_async  # on the caller's loop only if every step can be awaited
+        # Middleware hears the call's token, whatever the tool does; a span alone (no
+        # steps) gives the tool what it takes, as an untraced call would.
+        self.takes_context = bool(steps) or tool.takes_context
         # id(result) -> (result, exception): what the tool raised, for retry policies
         self.raised: dict[int, tuple[ToolResult, BaseException]] | None = None
 
@@ -431,11 +499,11 @@ class _Run:
 
     def _first(self, args: Any, ctx: ToolContext | None) -> ToolCall | ToolResult:
         """The first ToolCall of an attempt, or the result refusing its arguments."""
-        if ctx is None:  # never from a host: it always builds one for a chain
+        if ctx is None:  # a span alone around a tool that takes no context, or no host
             ctx = ToolContext()
         span = self.span
         if span is not None:
-            ctx = same_budget(span.attempt(ctx), ctx)
+            span.attempt(ctx)
         admitted, refusal = self.tool._admit(args, ctx)
         if refusal is not None:
             return refusal

@@ -691,8 +691,23 @@ class Host:
         policies = self._policies  # the middleware chain, or the call's span, in its place
         first = None  # a first done callback in place of done_callback's
         if policies is not None and (policies.busy or API_MODULE in sys.modules):
-            tool, first = policies.around(
-                call, tool, budget, call_id, turn, done_callback, caller=caller
+            early = policies.answers_early and policies.answer_early(
+                tool, parsed, budget, None if accepted is None else accepted.answer, call_id, turn
+            )
+            if early.__class__ is ToolResult:  # a cache hit, a limit's refusal: no worker
+                assert isinstance(early, ToolResult)
+                call._finish_now(early, "error" if early.is_error else "ok")
+                return call
+            tool, first, progress = policies.around(
+                call,
+                tool,
+                budget,
+                call_id,
+                turn,
+                done_callback,
+                progress,
+                early is True,
+                caller=caller,
             )
             if first is done_callback:
                 first = None

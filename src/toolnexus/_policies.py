@@ -386,13 +386,7 @@ class _Cache(Middleware):
 
     def _key_of(self, call: ToolCall) -> Hashable | None:
         try:
-            canonical = json.dumps(
-                call.arguments,
-                sort_keys=True,
-                separators=(",", ":"),
-                ensure_ascii=False,
-                allow_nan=False,
-            )
+            canonical = _canonical(call.arguments)
         except (TypeError, ValueError):
             return None  # arguments that are not plain JSON: not cached
         scope = self.key(call) if self.key is not None else None
@@ -424,33 +418,50 @@ class _Cache(Middleware):
         with self._lock:
             self._entries.clear()
 
-    def __call__(self, call: ToolCall, call_next: Next) -> ToolResult:
+    def _lookup(self, call: ToolCall) -> tuple[Hashable | None, ToolResult | None]:
+        """The call's key (None: not cached) and its entry, when there is a fresh one."""
         if not self._applies(call):
-            return call_next(call)
+            return None, None
         key = self._key_of(call)
         if key is None:
-            return call_next(call)
+            return None, None
         hit = self._get(key)
         if hit is not None:
             _tracing.event("toolnexus.cache.hit", {"gen_ai.tool.name": call.name})
+        return key, hit
+
+    def _answer_early(self, call: ToolCall) -> ToolResult | None:
+        """A hit, before a worker takes the call (``Policies.answer_early``). Its arguments
+        are not checked yet: only for a tool that acts on them as given (no nulls to drop),
+        so a hit names arguments that were checked and ran."""
+        if call.tool._prepare is not None:
+            return None
+        return self._lookup(call)[1]
+
+    def __call__(self, call: ToolCall, call_next: Next) -> ToolResult:
+        key, hit = self._lookup(call)
+        if hit is not None:
             return hit
         result = call_next(call)
-        self._put(key, result)
+        if key is not None:
+            self._put(key, result)
         return result
 
     async def acall(self, call: ToolCall, call_next: AsyncNext) -> ToolResult:
-        if not self._applies(call):
-            return await call_next(call)
-        key = self._key_of(call)
-        if key is None:
-            return await call_next(call)
-        hit = self._get(key)
+        key, hit = self._lookup(call)
         if hit is not None:
-            _tracing.event("toolnexus.cache.hit", {"gen_ai.tool.name": call.name})
             return hit
         result = await call_next(call)
-        self._put(key, result)
+        if key is not None:
+            self._put(key, result)
         return result
+
+
+# A cache key's arguments, as sorted JSON: one encoder kept (json.dumps with options
+# builds one per call, a third of a cache hit's time).
+_canonical = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
 
 
 def _whose(call: ToolCall) -> Hashable:
@@ -519,6 +530,13 @@ class _CallLimit(Middleware):
         """Start counting afresh (a new run)."""
         with self._lock:
             self._counts.clear()
+
+    _gate = True  # counted in before the worker hand-off, it is not run again in the chain
+
+    def _answer_early(self, call: ToolCall) -> ToolResult | None:
+        """Count the call in, or refuse it, before a worker takes it
+        (``Policies.answer_early``)."""
+        return self._refusal(call)
 
     def _refusal(self, call: ToolCall) -> ToolResult | None:
         """Count the call in, or the refusal the model reads."""

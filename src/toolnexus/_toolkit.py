@@ -20,7 +20,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import _wire
@@ -70,6 +70,7 @@ class Toolkit:
 
     __slots__ = (
         "_calls",
+        "_described",
         "_prompts",
         "_resources",
         "_skill_errors",
@@ -88,6 +89,7 @@ class Toolkit:
         self._watchers: list[Callable[[str, str | None], object]] = []
         self._skills: dict[str, Skill] = {}  # by name; the skill tool reads it at each call
         self._skill_errors: list[SkillError] = []
+        self._described: dict[str, tuple[Tool, dict[Hashable, Any]]] = {}  # _mcp_entry's
         frame = sys._getframe(1)
         for each in tools:
             self._add(self._as_item(each, frame), replace=False)
@@ -734,6 +736,25 @@ class Toolkit:
         from ._adapters import keep_listable
 
         return keep_listable([item.to_mcp() for item in self._tools.values()])
+
+    # ----------------------------------------------------------------- kept descriptions
+
+    def _mcp_entry(
+        self, tool: Tool, shape: Hashable, describe: Callable[[Tool], dict[str, Any] | None]
+    ) -> dict[str, Any] | None:
+        """``tool``'s entry in a ``tools/list`` reply for the clients of one ``shape``
+        (what their revision reads of an entry): ``describe(tool)`` the first time, then
+        the same entry (never changed by those who read it) until another tool is
+        registered under its name. None: ``describe`` left it out of lists."""
+        kept = self._described.get(tool.name)
+        if kept is None or kept[0] is not tool:
+            kept = self._described[tool.name] = (tool, {})
+        entries = kept[1]
+        if shape in entries:
+            entry: dict[str, Any] | None = entries[shape]
+            return entry
+        entry = entries[shape] = describe(tool)
+        return entry
 
 
 def served_kind(item: Any) -> str | None:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import replace
 
 from .errors import InvalidValueError
 
@@ -42,7 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, Protocol
 
-    from ._context import ToolContext
+    from ._context import ProgressReporter, ToolContext
     from ._result import ToolResult
     from ._tools import Tool
 
@@ -69,6 +68,7 @@ __all__ = [
     "event",
     "incoming",
     "inject",
+    "is_on",
     "require",
     "server_span",
 ]
@@ -103,6 +103,8 @@ _meter_of: tuple[object, Any] | None = None  # (provider, (histogram, counter))
 
 _UNKNOWN = object()
 _provider_from_env: bool | None = None  # OTEL_PYTHON_TRACER_PROVIDER names one (read once)
+_meter_from_env: bool | None = None  # OTEL_PYTHON_METER_PROVIDER names one (read once)
+_METRICS_INTERNAL = "opentelemetry.metrics._internal"  # where the API keeps the provider
 
 
 def _tracer(forced: bool = False) -> Any:
@@ -134,12 +136,29 @@ def _tracer(forced: bool = False) -> Any:
     return tracer
 
 
+def is_on() -> bool:
+    """Whether a host with ``tracing=None`` traces its calls now (the API imported and a
+    tracer provider set)."""
+    return _tracer() is not None
+
+
 def _instruments() -> Any:
     """The histogram and the counter, when a meter provider is set; else None."""
     global _meter_of
+    global _meter_from_env
     metrics = sys.modules.get(_METRICS)
     if metrics is None:
         return None
+    internal = sys.modules.get(_METRICS_INTERNAL)
+    if internal is not None and getattr(internal, "_METER_PROVIDER", _UNKNOWN) is None:
+        # No provider set: get_meter_provider() would read the environment each time; the
+        # variable is read once here (as for the tracer).
+        if _meter_from_env is None:
+            import os
+
+            _meter_from_env = "OTEL_PYTHON_METER_PROVIDER" in os.environ
+        if not _meter_from_env:
+            return None
     provider = metrics.get_meter_provider()
     cached = _meter_of
     if cached is not None and cached[0] is provider:
@@ -180,6 +199,54 @@ def event(name: str, attributes: Mapping[str, Any]) -> None:
 # --------------------------------------------------------------------------- a host call
 
 
+_KEPT = 4_096  # tools whose span names and attributes are kept (more: start afresh)
+_described: dict[int, tuple[Tool, str, dict[str, Any]]] = {}
+
+
+def _described_as(tool: Tool) -> tuple[str, dict[str, Any]]:
+    """The span name and the attributes a tool's spans always carry: what its
+    registration says, worked out once per tool."""
+    known = _described.get(id(tool))
+    if known is not None and known[0] is tool:
+        return known[1], known[2]
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool.name,
+        "gen_ai.tool.type": "function",
+    }
+    if tool.description:
+        attributes["gen_ai.tool.description"] = tool.description
+    if len(_described) >= _KEPT:
+        _described.clear()
+    _described[id(tool)] = (tool, f"execute_tool {tool.name}", attributes)  # the tool kept
+    return f"execute_tool {tool.name}", attributes
+
+
+class _Api:
+    """The OpenTelemetry API names a call's span uses, looked up once (not imported in
+    each call)."""
+
+    def __init__(self) -> None:
+        from opentelemetry import context, trace
+
+        self.attach = context.attach
+        self.detach = context.detach
+        self.set_span_in_context = trace.set_span_in_context
+        self.internal = trace.SpanKind.INTERNAL
+        self.status = trace.Status
+        self.error = trace.StatusCode.ERROR
+
+
+_api: _Api | None = None
+
+
+def _bound_api() -> _Api:
+    global _api
+    if _api is None:
+        _api = _Api()
+    return _api
+
+
 def call_span(
     tool: Tool,
     call_id: str | None,
@@ -200,7 +267,7 @@ def call_span(
 class CallSpan:
     """The ``execute_tool`` span of one host call, and its metrics."""
 
-    __slots__ = ("_context", "_instruments", "_name", "_span", "_start")
+    __slots__ = ("_api", "_context", "_instruments", "_name", "_span", "_start")
 
     def __init__(
         self,
@@ -210,42 +277,36 @@ class CallSpan:
         budget: int | None,
         caller: str | None = None,
     ) -> None:
-        from opentelemetry import trace
-
-        name = tool.name
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": name,
-            "gen_ai.tool.type": "function",
-        }
-        if tool.description:
-            attributes["gen_ai.tool.description"] = tool.description
+        self._api = api = _bound_api()
+        span_name, known = _described_as(tool)
+        attributes = dict(known)  # the SDK's own copy may be kept: never the shared one
         if call_id is not None:
             attributes["gen_ai.tool.call.id"] = call_id
         if budget is not None:
             attributes["toolnexus.timeout_ms"] = budget
         if caller is not None:
             attributes["toolnexus.tool.caller"] = caller
-        self._name = name
-        self._span = span = tracer.start_span(
-            f"execute_tool {name}", kind=trace.SpanKind.INTERNAL, attributes=attributes
-        )
-        self._context = trace.set_span_in_context(span)
+        self._name = name = tool.name
+        self._span = span = tracer.start_span(span_name, kind=api.internal, attributes=attributes)
+        self._context = api.set_span_in_context(span)
         self._start = time.monotonic()
         self._instruments = instruments = _instruments()
         if instruments is not None:
             instruments[1].add(1, {"gen_ai.tool.name": name})
 
-    def attempt(self, ctx: ToolContext) -> ToolContext:
-        """The attempt's context, its progress reports recorded as events too."""
-        span = self._span
+    def attempt(self, ctx: ToolContext) -> None:
+        """An attempt starts: the answer it retries with, recorded as an event."""
         answer = ctx.answer
         if answer is not None:
-            span.add_event(
+            self._span.add_event(
                 "toolnexus.answer",
                 {"toolnexus.request.id": answer.id, "toolnexus.answer.ok": answer.ok},
             )
-        forward = ctx.progress
+
+    def reporter(self, forward: ProgressReporter | None) -> ProgressReporter:
+        """What the call's context reports progress to: an event on the span, then
+        ``forward`` (the caller's reporter) — set once for the call, no context copied."""
+        span = self._span
 
         def progress(value: float, total: float | None, message: str | None) -> None:
             attributes: dict[str, Any] = {"toolnexus.progress": value}
@@ -257,18 +318,14 @@ class CallSpan:
             if forward is not None:
                 forward(value, total, message)
 
-        return replace(ctx, progress=progress)
+        return progress
 
     def enter(self) -> object:
         """Make the span current on this thread or task (until :meth:`leave`)."""
-        from opentelemetry import context
-
-        return context.attach(self._context)
+        return self._api.attach(self._context)
 
     def leave(self, token: Any) -> None:
-        from opentelemetry import context
-
-        context.detach(token)
+        self._api.detach(token)
 
     def seen(self, result: ToolResult) -> ToolResult:
         """An attempt's result: a suspension is recorded as a question."""
@@ -291,8 +348,6 @@ class CallSpan:
             get_logger().exception("toolnexus: ending the span of %r failed", self._name)
 
     def _end(self, call: Settled) -> None:
-        from opentelemetry.trace import Status, StatusCode
-
         span = self._span
         outcome = call.outcome
         result = call.result()
@@ -306,7 +361,8 @@ class CallSpan:
             span.set_attribute("toolnexus.cancel.reason", call.reason)
         if error_type is not None:
             span.set_attribute("error.type", error_type)
-            span.set_status(Status(StatusCode.ERROR, _first_line(result.output)))
+            api = self._api
+            span.set_status(api.status(api.error, _first_line(result.output)))
         span.end()
         instruments = self._instruments
         if instruments is not None:

@@ -76,10 +76,13 @@ class MemoryAnswerStore:
 class SqliteAnswerStore:
     """Remembers used answers in an SQLite file, so processes on one machine share them.
 
-    Each :meth:`consume` is one ``INSERT`` in its own transaction (SQLite's file lock makes
-    it atomic across processes); expired rows are deleted now and then. The file and its
-    table are created when missing. Thread- and fork-safe: every call opens its own
-    connection.
+    Each :meth:`consume` is one conditional ``INSERT`` (an upsert that takes the key only
+    when it is new or expired), atomic on its own: SQLite's file lock makes it so across
+    processes, and a replay is refused by the same statement without a write. Expired rows
+    are deleted now and then. The file and its table are created when missing.
+    Thread- and fork-safe: each thread keeps a connection of its own (closed when the
+    thread ends, or by :meth:`close`), and a process made by ``fork`` opens its own (the
+    parent's is never used or closed in the child, as SQLite asks).
 
     Example::
 
@@ -92,22 +95,44 @@ class SqliteAnswerStore:
         self._path = os.fspath(path)
         self._clock = clock
         self._count = 0
+        self._local = threading.local()  # .db: this thread's connection, .pid: its process
+        self._stale: list[Any] = []  # connections inherited through fork: never closed here
         try:
-            db = self._connect()
-            try:
-                db.execute(
-                    "CREATE TABLE IF NOT EXISTS toolnexus_used_answers "
-                    "(key TEXT PRIMARY KEY, expires_at REAL NOT NULL)"
-                )
-            finally:
-                db.close()
+            self._db().execute(
+                "CREATE TABLE IF NOT EXISTS toolnexus_used_answers "
+                "(key TEXT PRIMARY KEY, expires_at REAL NOT NULL)"
+            )
         except Exception as exc:  # sqlite3.Error: not a database, read-only, no such folder
             raise self._unavailable(exc) from exc
 
-    def _connect(self) -> Any:
+    def _db(self) -> Any:
+        """This thread's connection, opened on its first use in this process (a thread's
+        connection closes when the thread ends)."""
+        local = self._local
+        db = getattr(local, "db", None)
+        if db is not None and local.pid == os.getpid():
+            return db
+        if db is not None:  # made by the parent before a fork: kept, never used or closed
+            self._stale.append(db)
         import sqlite3
 
-        return sqlite3.connect(self._path, timeout=30.0, isolation_level=None)
+        db = local.db = sqlite3.connect(self._path, timeout=30.0, isolation_level=None)
+        local.pid = os.getpid()
+        return db
+
+    def close(self) -> None:
+        """Close the calling thread's connection (the next call opens another). A thread's
+        connection closes by itself when the thread ends.
+
+        Example::
+
+            store.close()
+        """
+        local = self._local
+        db = getattr(local, "db", None)
+        if db is not None and local.pid == os.getpid():
+            local.db = None
+            db.close()
 
     def _unavailable(self, exc: Exception) -> StoreUnavailableError:
         return StoreUnavailableError(
@@ -130,37 +155,25 @@ class SqliteAnswerStore:
     def _consume(self, key: str, expires_at: float) -> bool:
         now = self._clock()
         self._count += 1
-        db = self._connect()
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            if self._count % 64 == 1:
-                db.execute("DELETE FROM toolnexus_used_answers WHERE expires_at <= ?", (now,))
-            row = db.execute(
-                "SELECT expires_at FROM toolnexus_used_answers WHERE key = ?", (key,)
-            ).fetchone()
-            if row is not None and row[0] > now:
-                db.execute("COMMIT")
-                return False
-            db.execute(
-                "INSERT OR REPLACE INTO toolnexus_used_answers (key, expires_at) VALUES (?, ?)",
-                (key, float(expires_at)),
-            )
-            db.execute("COMMIT")
-            return True
-        finally:
-            db.close()
+        db = self._db()
+        if self._count % 64 == 1:
+            db.execute("DELETE FROM toolnexus_used_answers WHERE expires_at <= ?", (now,))
+        # One statement: a new key is inserted, an expired one taken anew, a live one left
+        # as it is (no row changed: the replay is refused).
+        changed = db.execute(
+            "INSERT INTO toolnexus_used_answers (key, expires_at) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at "
+            "WHERE toolnexus_used_answers.expires_at <= ?",
+            (key, float(expires_at), now),
+        ).rowcount
+        return bool(changed == 1)
 
     def release(self, key: str) -> None:
         """Forget ``key``: the next ``consume`` of it is the first again.
 
         Raises :class:`~toolnexus.StoreUnavailableError` when the file cannot be used."""
         try:
-            db = self._connect()
-            try:
-                with db:
-                    db.execute("DELETE FROM toolnexus_used_answers WHERE key = ?", (key,))
-            finally:
-                db.close()
+            self._db().execute("DELETE FROM toolnexus_used_answers WHERE key = ?", (key,))
         except StoreUnavailableError:
             raise
         except Exception as exc:  # sqlite3.Error (locked past the timeout, disk I/O)

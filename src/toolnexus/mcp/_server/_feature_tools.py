@@ -38,11 +38,25 @@ def _list(
     meta: Mapping[str, Any],
     client: ClientView,
 ) -> list[Action]:
-    def entries(page: list[Tool]) -> list[Any]:
-        # A tool whose entry JSON cannot carry is left out (and logged), never the list.
-        return keep_listable([_describe_tool(tool, client) for tool in page])
+    toolkit = context.toolkit
+    # What of an entry the client's revision reads: the entries are kept per shape.
+    shape = (
+        client.at_least("2025-06-18"),
+        client.at_least("2025-03-26"),
+        client.modern,
+        bool(client.tasks),
+    )
 
-    body = context.page("tools", context.toolkit.tools(), entries, params, client)
+    def describe(tool: Tool) -> dict[str, Any] | None:
+        # A tool whose entry JSON cannot carry is left out (and logged), never the list.
+        listable = keep_listable([_describe_tool(tool, client)])
+        return listable[0] if listable else None
+
+    def entries(page: list[Tool]) -> list[Any]:
+        found = [toolkit._mcp_entry(tool, shape, describe) for tool in page]
+        return [entry for entry in found if entry is not None]
+
+    body = context.page("tools", toolkit.tools(), entries, params, client)
     return [context.reply(request_id, client, body)]
 
 
