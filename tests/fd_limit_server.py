@@ -89,8 +89,9 @@ for line in sys.stdin:
             # A failed accept() is counted before the loop writes its warning: with logging,
             # wait for the warning of the last failure too, then take both counts at once.
             failed.wait_for(
-                lambda wanted=wanted: failures >= wanted
-                and (mode != "logging" or warnings >= failures),
+                lambda wanted=wanted: (
+                    failures >= wanted and (mode != "logging" or warnings >= failures)
+                ),
                 timeout=60,
             )
             counts = (failures, warnings)

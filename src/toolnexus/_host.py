@@ -787,6 +787,7 @@ class Host:
         style: Style = "openai",
         timeout_ms: int | None = None,
         cancellation_token: CancellationToken | None = None,
+        revealed: Iterable[str] = (),
     ) -> TurnResult:
         """Run the tool calls of one model turn concurrently.
 
@@ -802,6 +803,13 @@ class Host:
         is the first suspension in call order and its ``messages`` stay empty until
         :meth:`resume_turn` has produced one result per call.
 
+        With deferred tools (docs/tool-search.md), ``revealed`` is what the conversation's
+        searches found so far (the previous turn's :attr:`TurnResult.revealed`); a call to
+        a deferred tool not revealed — by it, by the provider's own search in this
+        response, or by a search of this turn — gets an error result saying to search
+        first. ``call_tool`` runs the call it names; the returned turn's ``revealed`` adds
+        what this turn's searches found.
+
         Raises :class:`~toolnexus.errors.WireFormatError` (a ``ValueError``) when a tool call
         lacks its id or name, and ``ValueError`` for an unknown ``style``.
 
@@ -816,7 +824,8 @@ class Host:
         parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return self._run_steps(_turn_steps(parsed, style), budget, token)
+        discovery = _discovery(self._toolkit, calls, style, revealed)
+        return self._run_steps(_turn_steps(parsed, style, discovery), budget, token)
 
     async def arun_turn(
         self,
@@ -825,6 +834,7 @@ class Host:
         style: Style = "openai",
         timeout_ms: int | None = None,
         cancellation_token: CancellationToken | None = None,
+        revealed: Iterable[str] = (),
     ) -> TurnResult:
         """The asyncio twin of :meth:`run_turn`.
 
@@ -837,7 +847,8 @@ class Host:
         parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return await self._arun_steps(_turn_steps(parsed, style), budget, token)
+        discovery = _discovery(self._toolkit, calls, style, revealed)
+        return await self._arun_steps(_turn_steps(parsed, style, discovery), budget, token)
 
     def resume_turn(
         self,
@@ -1073,9 +1084,17 @@ class Host:
                 f"{request.id!r}; the turn still waits on {request.id!r}",
             )
         turn_id = next(_turns)  # the resumed turn's calls: one turn for the middleware
+        discovery = _discovery(self._toolkit, (), turn.style, turn.revealed)
+        runs = {  # what each call ran as (call_tool runs the call it names)
+            c.id: (c.name, c.arguments)
+            if discovery is None
+            else discovery.target(c.name, c.arguments)
+            for c in turn.calls
+        }
         # The binding in the halted result names the tool, the arguments and the request:
         # a turn edited into another call (or replayed) is refused and keeps waiting.
-        verdict = self._binder.check(halted.name, halted.arguments, halted.result, ans)
+        ran_as, ran_with = runs[halted.id]
+        verdict = self._binder.check(ran_as, ran_with, halted.result, ans)
         if isinstance(verdict, Refusal):
             if not verdict.spent:
                 return replace(
@@ -1085,30 +1104,64 @@ class Host:
                 )
             first = [verdict.result]
         else:
-            first = yield [(halted.name, halted.arguments, verdict, halted.id, turn_id)]
+            first = yield [(*runs[halted.id], verdict, halted.id, turn_id)]
         calls = [replace(c, result=first[0]) if c is halted else c for c in turn.calls]
         others = [i for i, c in enumerate(calls) if c.is_pending]
         if others:
-            again = yield [
-                (calls[i].name, calls[i].arguments, None, calls[i].id, turn_id) for i in others
-            ]
+            again = yield [(*runs[calls[i].id], None, calls[i].id, turn_id) for i in others]
             for i, result in zip(others, again, strict=True):
                 calls[i] = replace(calls[i], result=result)
-        return TurnResult(turn.style, tuple(calls))
+        if discovery is None:
+            return TurnResult(turn.style, tuple(calls))
+        for call in calls:
+            discovery.learn(call.name, call.result)
+        return TurnResult(turn.style, tuple(calls), revealed=tuple(discovery.revealed))
 
 
 _turns = itertools.count(1)  # each turn's id (what ToolCall.turn says)
 
 
-def _turn_steps(calls: list[tuple[str, str, Any]], style: Style) -> _Steps:
-    """:meth:`Host.run_turn`'s logic: run the calls, pair each result with its call."""
+def _discovery(toolkit: Any, calls: Any, style: Style, revealed: Iterable[str]) -> Any:
+    """The turn's search state (``_turn_search.Discovery``), or None when nothing of the
+    turn concerns tool search (the turn then runs exactly as before)."""
+    from ._turn_search import Discovery  # only a turn with search loads it
+
+    if not Discovery.is_needed(toolkit, calls, style, revealed):
+        return None
+    return Discovery(toolkit, calls, style, revealed)
+
+
+def _turn_steps(calls: list[tuple[str, str, Any]], style: Style, discovery: Any = None) -> _Steps:
+    """:meth:`Host.run_turn`'s logic: run the calls, pair each result with its call. With
+    tool search, a call to a deferred tool not revealed is refused without running,
+    ``call_tool`` runs the call it names, and the searches' finds are added."""
     from ._turns import TurnCall, TurnResult
 
     turn = next(_turns)
-    results = yield [(name, args, None, cid, turn) for cid, name, args in calls]
+    if discovery is None:
+        results = yield [(name, args, None, cid, turn) for cid, name, args in calls]
+        return TurnResult(
+            style,
+            tuple(TurnCall(cid, n, a, r) for (cid, n, a), r in zip(calls, results, strict=True)),
+        )
+    calls = [*discovery.searches, *calls]  # the provider's client-executed searches first
+    refused: dict[int, ToolResult] = {}
+    runs: list[_Item] = []
+    for index, (cid, name, args) in enumerate(calls):
+        target, target_args = discovery.target(name, args)
+        refusal = discovery.refusal(target)
+        if refusal is not None:
+            refused[index] = refusal
+        else:
+            runs.append((target, target_args, None, cid, turn))
+    ran = iter((yield runs))
+    results = [refused[i] if i in refused else next(ran) for i in range(len(calls))]
+    for (_, name, _), result in zip(calls, results, strict=True):
+        discovery.learn(name, result)
     return TurnResult(
         style,
         tuple(TurnCall(cid, n, a, r) for (cid, n, a), r in zip(calls, results, strict=True)),
+        revealed=tuple(discovery.revealed),
     )
 
 

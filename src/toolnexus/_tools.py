@@ -182,6 +182,10 @@ class Tool(Generic[P, R]):
             server's ``task_after_ms`` becomes one, for a client that takes tasks),
             ``"required"`` (only as a task: a client without tasks is refused) or
             ``"forbidden"`` (always answered in its request).
+        defer: whether its definition is held back until a search finds it
+            (docs/tool-search.md): True, False (always loaded, even in a deferred
+            namespace or toolkit), or None (the default: as its namespace, else its
+            toolkit, says).
         is_async: True when the function is ``async def``: hosts should prefer
             :meth:`acall` (read-only, worked out from ``fn``).
         takes_context: True when the function receives a :class:`ToolContext`; a host
@@ -214,6 +218,7 @@ class Tool(Generic[P, R]):
     output_schema: Mapping[str, Any] | None = None
     annotations: Mapping[str, Any] | None = None
     task_support: str = "optional"
+    defer: bool | None = None
     _signature: Signature | None = field(default=None, repr=False, compare=False)
     _invoke: Invoke = field(init=False, repr=False, compare=False)
     _errors: Callable[..., list[str]] = field(init=False, repr=False, compare=False)
@@ -235,6 +240,10 @@ class Tool(Generic[P, R]):
             raise InvalidValueError(
                 f"task_support of tool {self.name!r} must be one of "
                 f"{', '.join(map(repr, _TASK_SUPPORT))}, got {self.task_support!r}"
+            )
+        if self.defer is not None and not isinstance(self.defer, bool):
+            raise InvalidTypeError(
+                f"defer of tool {self.name!r} must be True, False or None, got {self.defer!r}"
             )
         if not isinstance(self.description, str):
             raise InvalidTypeError(
@@ -993,6 +1002,7 @@ def tool(
     open_world: bool | None = ...,
     output_schema: Mapping[str, Any] | None = ...,
     task_support: str | None = ...,
+    defer: bool | None = ...,
 ) -> Tool[P, R]: ...
 
 
@@ -1011,6 +1021,7 @@ def tool(
     open_world: bool | None = ...,
     output_schema: Mapping[str, Any] | None = ...,
     task_support: str | None = ...,
+    defer: bool | None = ...,
 ) -> Tool[P, R]: ...
 
 
@@ -1029,6 +1040,7 @@ def tool(
     open_world: bool | None = ...,
     output_schema: Mapping[str, Any] | None = ...,
     task_support: str | None = ...,
+    defer: bool | None = ...,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -1046,6 +1058,7 @@ def tool(
     open_world: bool | None = None,
     output_schema: Mapping[str, Any] | None = None,
     task_support: str | None = None,
+    defer: bool | None = None,
 ) -> Tool[..., Any] | Callable[[Callable[..., Any]], Tool[..., Any]]:
     """Make a :class:`Tool` from a function: bare ``@tool``, ``@tool(...)`` or ``tool(fn)``.
 
@@ -1062,8 +1075,9 @@ def tool(
     None``) or named ``ctx``; it never appears in the schema. The name defaults to the
     function's (sanitized to ``[a-zA-Z0-9_-]``), the description to the docstring's first
     paragraph. ``task_support`` says whether an MCP server may run a call as a task
-    (:attr:`Tool.task_support`). ``title`` and the four hints become MCP metadata (``Tool.title``,
-    ``Tool.annotations``).
+    (:attr:`Tool.task_support`); ``defer=True`` holds its definition back until a search
+    finds it (:attr:`Tool.defer`, docs/tool-search.md). ``title`` and the four hints
+    become MCP metadata (``Tool.title``, ``Tool.annotations``).
 
     The Tool is typed after the function: ``@tool`` on ``def add(a: int, b: int) -> int``
     gives a ``Tool[[int, int], int]`` whose ``fn`` a type checker sees as
@@ -1092,6 +1106,7 @@ def tool(
         "title": title,
         "output_schema": output_schema,
         "task_support": task_support,
+        "defer": defer,
         "hints": {
             "readOnlyHint": read_only,
             "destructiveHint": destructive,
@@ -1149,7 +1164,7 @@ def make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
             raise InvalidTypeError(f"@tool hint {key} must be a bool or None, got {value!r}")
     if isinstance(fn, Tool):
         changes: dict[str, Any] = {}
-        for key in ("name", "description", "title", "output_schema", "task_support"):
+        for key in ("name", "description", "title", "output_schema", "task_support", "defer"):
             if options.get(key) is not None:
                 changes[key] = options[key]
         if hints:
@@ -1196,5 +1211,6 @@ def make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
         output_schema=output_schema,
         annotations=hints or None,
         task_support=options.get("task_support") or "optional",
+        defer=options.get("defer"),
         _signature=signature,
     )
