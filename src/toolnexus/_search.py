@@ -107,7 +107,7 @@ def stem(word: str) -> str:
             if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
                 word = word[:-1]  # starred -> star, running -> run
             break
-    if word.endswith("e") and len(word) > 3:
+    if word.endswith("e") and not word.endswith("ee") and len(word) > 3:
         word = word[:-1]
     return word
 

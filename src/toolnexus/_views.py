@@ -406,7 +406,7 @@ class ToolView:
         tools = self.loaded(revealed)
         if len(tools) < len(self.tools()):
             meta = self.meta_tools()
-            taken = {each.name for each in tools}
+            taken = {each.name for each in self._kit.tools()}
             tools += [meta[name] for name in (SEARCH_TOOLS, CALL_TOOL) if name not in taken]
         return tools
 
