@@ -267,7 +267,7 @@ def test_bad_view_and_defer_settings_are_refused():
         Tool("x", "x", {"type": "object"}, lambda a, c=None: None, defer="yes")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="namespaces takes a list of names"):
         Toolkit().view(namespaces="github")
-    with pytest.raises(TypeError, match="Toolkit\\(defer=...\\) takes True or False"):
+    with pytest.raises(TypeError, match=r"Toolkit\(defer=\.\.\.\) takes True or False"):
         Toolkit(defer=1)  # type: ignore[arg-type]
 
 
