@@ -56,11 +56,13 @@ _LAZY: dict[str, str] = {
     "Answer": "._suspension",
     "Call": "._host",
     "Host": "._host",
+    "Namespace": "._views",
     "Part": "._parts",
     "Principal": "._principal",
     "Request": "._suspension",
     "Tool": "._tools",
     "ToolEvent": "._host",
+    "ToolView": "._views",
     "Toolkit": "._toolkit",
     "TurnCall": "._turns",
     "TurnResult": "._turns",
@@ -82,6 +84,7 @@ if TYPE_CHECKING:
     from ._toolkit import Toolkit
     from ._tools import Tool, tool
     from ._turns import TurnCall, TurnResult
+    from ._views import Namespace, ToolView
 
 __all__ = [
     "Answer",
@@ -98,6 +101,7 @@ __all__ = [
     "InvalidTypeError",
     "InvalidValueError",
     "McpError",
+    "Namespace",
     "NotFoundError",
     "OAuthError",
     "OperationCancelledError",
@@ -117,6 +121,7 @@ __all__ = [
     "ToolContext",
     "ToolEvent",
     "ToolResult",
+    "ToolView",
     "Toolkit",
     "ToolnexusError",
     "TurnCall",

@@ -179,7 +179,9 @@ class Toolkit:
         self._changed({kind for kind, _ in seen})
 
     def get(self, name: str) -> Tool:
-        """The tool registered as ``name``.
+        """The tool registered as ``name`` — or, unless a tool of that name is registered,
+        the search meta-tool ``search_tools``, ``call_tool`` or ``tool_search``
+        (docs/tool-search.md).
 
         Raises :class:`UnknownToolError` (a ``LookupError``) listing the closest names.
 
@@ -188,6 +190,8 @@ class Toolkit:
             toolkit.get("add")({"a": 1, "b": 2})
         """
         found = self._tools.get(name) if isinstance(name, str) else None
+        if found is None and name in META_TOOLS:
+            found = self._whole().meta_tools()[name]
         if found is None:
             raise self._unknown(name)
         return found

@@ -327,6 +327,7 @@ class ToolView:
                     _QUERY_SCHEMA,
                     self._search_tool,
                     source="search",
+                    defer=False,
                 ),
                 CALL_TOOL: Tool(
                     CALL_TOOL,
@@ -335,6 +336,7 @@ class ToolView:
                     _CALL_SCHEMA,
                     self._call_tool,
                     source="search",
+                    defer=False,
                 ),
                 NATIVE_SEARCH: Tool(
                     NATIVE_SEARCH,
@@ -342,6 +344,7 @@ class ToolView:
                     _QUERY_SCHEMA,
                     self._native_search_tool,
                     source="search",
+                    defer=False,
                 ),
             }
         return self._meta
@@ -400,9 +403,15 @@ class ToolView:
                 f"got {search!r}"
             )
 
-    def _local(self, revealed: Iterable[str]) -> list[Tool]:
-        """The tools of the local fallback: the loaded ones, then the two meta-tools when
-        something is still held back (a registered tool of the same name wins)."""
+    def listed(self, revealed: Iterable[str] = ()) -> list[Tool]:
+        """The tools a model without native search is shown (the local fallback): the
+        loaded ones, those in ``revealed``, then ``search_tools`` and ``call_tool`` while
+        something is still held back (a registered tool of the same name wins).
+
+        Example::
+
+            [t.name for t in view.listed()]      # ['ping', 'search_tools', 'call_tool']
+        """
         tools = self.loaded(revealed)
         if len(tools) < len(self.tools()):
             meta = self.meta_tools()
@@ -439,7 +448,7 @@ class ToolView:
         else:
             self._search_form(search, ("local", "hosted", "client"), "the Responses API")
         if search == "local":
-            return [openai_tool(each, strict=strict, api=api) for each in self._local(revealed)]
+            return [openai_tool(each, strict=strict, api=api) for each in self.listed(revealed)]
         out: list[dict[str, Any]] = []
         groups: dict[str, dict[str, Any]] = {}
         for each in self.tools():
@@ -495,7 +504,7 @@ class ToolView:
         """
         self._search_form(search, ("local", "bm25", "regex", "client"), "Anthropic")
         if search == "local":
-            return [anthropic_tool(each, strict=strict) for each in self._local(revealed)]
+            return [anthropic_tool(each, strict=strict) for each in self.listed(revealed)]
         out = []
         for each in self.tools():
             entry = anthropic_tool(each, strict=strict)
@@ -517,7 +526,7 @@ class ToolView:
 
             config = {"tools": view.to_gemini(revealed=turn.revealed)}
         """
-        return [{"functionDeclarations": [gemini_declaration(t) for t in self._local(revealed)]}]
+        return [{"functionDeclarations": [gemini_declaration(t) for t in self.listed(revealed)]}]
 
     def to_mcp(self, *, revealed: Iterable[str] = ()) -> list[dict[str, Any]]:
         """MCP ``tools/list`` entries for this view: the local fallback, as
@@ -527,7 +536,7 @@ class ToolView:
 
             reply = {"tools": view.to_mcp()}
         """
-        return keep_listable([mcp_tool(each) for each in self._local(revealed)])
+        return keep_listable([mcp_tool(each) for each in self.listed(revealed)])
 
     def __repr__(self) -> str:
         tools = self.tools()

@@ -42,7 +42,9 @@ def _list(
         # A tool whose entry JSON cannot carry is left out (and logged), never the list.
         return keep_listable([_describe_tool(tool, client) for tool in page])
 
-    body = context.page("tools", context.toolkit.tools(), entries, params, client)
+    view = context.search_view
+    tools = context.toolkit.tools() if view is None else view.listed()
+    body = context.page("tools", tools, entries, params, client)
     return [context.reply(request_id, client, body)]
 
 
