@@ -24,6 +24,7 @@ import google.genai.types as genai
 import openai.types.chat as chat
 import openai.types.responses as responses
 from pydantic import TypeAdapter
+
 from test_provider_sdks import accepts
 
 
