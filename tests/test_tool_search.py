@@ -8,6 +8,9 @@ import logging
 
 import pytest
 
+import toolnexus._search
+import toolnexus._toolkit
+from doctests import run_doctests
 from toolnexus import EcmaPatternError, Tool, Toolkit, ToolResult, tool
 from toolnexus._search import SearchIndex, stem, terms
 
@@ -46,8 +49,14 @@ def toolkit() -> Toolkit:
 
 
 def test_names_split_on_underscores_dashes_dots_and_camel_case():
-    assert terms("listReposForOrg") == ["list", "repo", "org"]
+    assert terms("getUserById") == ["get", "user", "id"]
     assert terms("git.create-tree_v2") == ["git", "creat", "tree", "v", "2"]
+    assert terms("HTTPServer URLs") == ["http", "server", "url"]
+
+
+def test_abbreviations_are_written_out_on_both_sides():
+    assert terms("listReposForOrg") == ["list", "repository", "organizat"]
+    assert terms("open PRs") == ["open", "pull", "request"]
 
 
 def test_the_stemmer_meets_the_forms_of_one_word():
@@ -379,3 +388,9 @@ def test_a_registered_tool_named_like_a_meta_tool_wins():
     toolkit = Toolkit([mine], defer=True)
     assert toolkit.get("search_tools") is mine
     assert toolkit.execute("search_tools", {}).output == "search_tools"
+
+
+@pytest.mark.parametrize("module", [toolnexus._search, toolnexus._toolkit])
+def test_module_examples_run(module):
+    failed, attempted = run_doctests(module)
+    assert attempted > 0 and failed == 0

@@ -19,6 +19,7 @@ host.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -70,17 +71,20 @@ _WEIGHTS = {
 }
 _K1 = 1.2
 _B = 0.75
-_SYNONYM_WEIGHT = 0.5
+_SYNONYM_WEIGHT = 0.7
+_COORD = 1.0
+_NAME_COVERAGE = 4.0
+_RERANK = 50
 _MAX_TERMS = 64  # a query's distinct terms that count; the rest are ignored
 
-_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_WORDS = re.compile(r"[A-Z]+s?(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _PLAIN_WORDS = re.compile(r"\w+")
 
 _STOPWORDS = frozenset(
-    """a an and are as at be by can could do does for from has have how i if in into is
-    it its me my of on or our please should so some that the their them then there
-    these this those to up us want was we were what when where which who will with
-    would you your""".split()  # noqa: SIM905 - words read best as words
+    """a about across already an and are as at be by can could do does for from has have
+    how if in into is it its of on or our please should so some that the their them then
+    there these this those to up us want was we were what when where who will with would
+    you your""".split()  # noqa: SIM905 - words read best as words
 )
 
 
@@ -114,18 +118,20 @@ def stem(word: str) -> str:
 
 def terms(text: str) -> list[str]:
     """The index terms of ``text``: words split on anything but letters and digits and on
-    camelCase, lower-cased, stop words dropped, stemmed.
+    camelCase, lower-cased, abbreviations written out (:data:`ABBREVIATIONS`), stop words
+    dropped, stemmed.
 
     Example::
 
-        >>> terms("listReposForOrg: lists the repositories")
-        ['list', 'repo', 'org', 'list', 'repository']
+        >>> terms("listReposForOrg: lists the PRs")
+        ['list', 'repository', 'organizat', 'list', 'pull', 'request']
     """
     out = []
     for word in _WORDS.findall(text):
         lowered = word.lower()
-        if lowered not in _STOPWORDS:
-            out.append(stem(lowered))
+        for each in ABBREVIATIONS.get(lowered, (lowered,)):
+            if each not in _STOPWORDS:
+                out.append(stem(each))
     return out
 
 
@@ -137,63 +143,89 @@ def _plain_terms(text: str) -> list[str]:
 # The verbs and nouns APIs use, and the words people use for them. Each line is one group:
 # a query word finds the tools that use any word of its group.
 _GROUPS = """
-get fetch retrieve read show view see display lookup look obtain inspect detail info
-information describe check
-list all enumerate browse every many
-create add new make open start post submit insert generate register
-update edit modify change patch alter adjust tweak rename replace
-delete remove destroy drop erase discard purge unset clear revoke rid wipe
-repository repo project codebase
-issue ticket bug problem
-pull pr merge
-user person account people someone developer profile member
+get fetch retrieve read show view see display lookup look obtain inspect detail details info
+information describe
+list all enumerate browse every which
+create add new make open start post submit insert generate register file propose write
+define
+update edit modify change patch alter adjust tweak rename replace fix set
+delete remove destroy drop erase discard purge unset clear revoke rid wipe throw
+repository repo project codebase code
+issue ticket bug problem report
+pull pr request
+merge land combine
+user person account people someone developer profile member login
 organization org company enterprise
-comment reply note remark
-star favorite bookmark like
-watch subscribe subscription follow follower notify notification watcher
-commit revision sha
-release version
-tag label category
-workflow action pipeline ci job
+comment reply note remark discussion feedback
+star favorite bookmark
+watch subscribe subscription notified notify notification
+follow follower following
+commit revision sha change history
+release version publish ship
+label tag category
+workflow action pipeline ci build job run
+artifact binary output
 secret credential token password
-milestone deadline due
-search find query
-fork clone copy
-invite invitation
+variable value configuration
+milestone deadline due sprint
+search find query grep mention mentioning
+fork copy clone
+invite invitation pending
 gist snippet paste
-webhook hook callback event
-deploy deployment ship rollout
-download export archive
+webhook hook callback http delivery
+deploy deployment rollout production environment
+download export archive zip tar
 upload attach
-file content document path
-review approve approval reviewer
-assign assignee responsible
-permission access role privilege right allow
+file content document folder directory path
+readme front
+review approve approval reviewer look
+assign assignee responsible give
+permission access role privilege right
 key ssh gpg
-package artifact container registry
+package container registry
 email mail address
-reaction emoji react
-run execute trigger dispatch launch rerun retry
+reaction emoji react thumbs heart
+run execute trigger dispatch launch kick rerun retry again
 log logs output
-stat statistic statistics count metric number traffic insight
+stat statistic statistics count metric traffic insight visitor views referrer
 vulnerability security alert advisory dependabot
-codespace devcontainer
-protection protect rule ruleset policy
-discussion forum thread
-lock freeze block prevent restrict
-unlock unblock unfreeze
-authenticated me my mine myself current
-branch ref
-status state
-setting settings config configuration preference option
-team group squad
-collaborator contributor maintainer
-cancel stop abort halt
-rate limit quota throttle
-license copyright
+protection protect rule ruleset guard guarding
+lock freeze block prevent restrict stop
+unlock unblock unfreeze again
+authenticated me my mine myself current logged i
+branch ref reference head
+status state green passing fail
+check test result
+setting settings configuration preference option
+disable pause off
+enable resume on
+event activity timeline happened lately recent
+sub child children parent epic
 topic keyword
 page pages site website
+rate limit left remaining quota
+zen wisdom
 """
+
+
+ABBREVIATIONS: Mapping[str, tuple[str, ...]] = {
+    "pr": ("pull", "request"),
+    "prs": ("pull", "request"),
+    "repo": ("repository",),
+    "repos": ("repository",),
+    "org": ("organization",),
+    "orgs": ("organization",),
+    "ci": ("workflow", "run"),
+    "config": ("configuration",),
+    "unassign": ("remove", "assignee"),
+    "rollout": ("deployment",),
+    "rollouts": ("deployment",),
+    "spammer": ("block", "user"),
+    "unpublish": ("delete", "release"),
+    "retitle": ("update", "title"),
+}
+"""Words written out before indexing, in tool texts and queries alike (``PRs`` -> pull
+request, ``repo`` -> repository)."""
 
 
 def _synonym_table(groups: str) -> dict[str, frozenset[str]]:
@@ -277,8 +309,11 @@ def regex_matches(pattern: str, tools: Iterable[Any]) -> list[Any]:
 class SearchIndex:
     """A BM25F index over tools, kept current one tool at a time.
 
-    ``plain=True`` gives the baseline the benchmark compares with: plain BM25 (``\\w+``
-    words, one weight for every field, no stemming, no synonyms).
+    Each field's term frequencies are normalised by that field's length against its
+    average (a long description does not drown a short name), weighted, summed, and
+    saturated once per term (Robertson and Zaragoza's BM25F). ``plain=True`` gives the
+    baseline the benchmark compares with: plain BM25 over all the text as one field
+    (``\\w+`` words, no stemming, no synonyms).
 
     Example::
 
@@ -288,16 +323,14 @@ class SearchIndex:
         names = index.rank("delete a repo", 5)
     """
 
-    __slots__ = ("_avg", "_docs", "_idf", "_lengths", "_plain", "_postings", "_weights")
+    __slots__ = ("_docs", "_plain", "_postings", "_weights")
 
     def __init__(self, *, plain: bool = False) -> None:
         self._plain = plain
-        self._docs: dict[str, dict[str, float]] = {}  # name -> term -> weighted frequency
-        self._lengths: dict[str, float] = {}
-        self._postings: dict[str, dict[str, float]] = {}  # term -> name -> frequency
-        self._weights: dict[str, dict[str, float]] | None = None  # term -> name -> BM25
-        self._idf: dict[str, float] = {}
-        self._avg = 1.0
+        # name -> field -> (term -> count, the field's length in terms)
+        self._docs: dict[str, dict[str, tuple[dict[str, int], int]]] = {}
+        self._postings: dict[str, set[str]] = {}  # term -> the names of the tools using it
+        self._weights: dict[str, dict[str, float]] | None = None  # term -> name -> BM25F
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -305,48 +338,55 @@ class SearchIndex:
     def add(self, tool: Any) -> None:
         """Index ``tool`` (replacing a tool of the same name)."""
         self.discard(tool.name)
-        frequencies: dict[str, float] = {}
-        length = 0.0
-        for field_name, text in fields_of(tool).items():
-            if self._plain:
-                weight, words = 1.0, _plain_terms(text)
-            else:
-                weight, words = _WEIGHTS[field_name], terms(text)
-            for word in words:
-                frequencies[word] = frequencies.get(word, 0.0) + weight
-            length += weight * len(words)
-        self._docs[tool.name] = frequencies
-        self._lengths[tool.name] = length
-        for word, frequency in frequencies.items():
-            self._postings.setdefault(word, {})[tool.name] = frequency
+        fields: dict[str, tuple[dict[str, int], int]] = {}
+        if self._plain:
+            words = _plain_terms(" ".join(fields_of(tool).values()))
+            fields["all"] = (_counts(words), len(words))
+        else:
+            for field_name, text in fields_of(tool).items():
+                words = terms(text)
+                fields[field_name] = (_counts(words), len(words))
+        self._docs[tool.name] = fields
+        for counts, _ in fields.values():
+            for word in counts:
+                self._postings.setdefault(word, set()).add(tool.name)
         self._weights = None
 
     def discard(self, name: str) -> None:
         """Forget the tool ``name``; nothing happens when it is not indexed."""
-        frequencies = self._docs.pop(name, None)
-        if frequencies is None:
+        fields = self._docs.pop(name, None)
+        if fields is None:
             return
-        del self._lengths[name]
-        for word in frequencies:
-            posting = self._postings[word]
-            del posting[name]
-            if not posting:
-                del self._postings[word]
+        for counts, _ in fields.values():
+            for word in counts:
+                posting = self._postings.get(word)
+                if posting is not None:
+                    posting.discard(name)
+                    if not posting:
+                        del self._postings[word]
         self._weights = None
 
     def _weigh(self) -> dict[str, dict[str, float]]:
-        """Each term's BM25 weight per tool, for the collection as it is now."""
+        """Each term's BM25F weight per tool, for the collection as it is now."""
         count = len(self._docs)
-        self._avg = (sum(self._lengths.values()) / count) if count else 1.0
-        norms = {
-            name: _K1 * (1 - _B + _B * length / self._avg) for name, length in self._lengths.items()
-        }
+        totals: dict[str, int] = {}
+        for fields in self._docs.values():
+            for field_name, (_, length) in fields.items():
+                totals[field_name] = totals.get(field_name, 0) + length
+        averages = {key: max(total / count, 1.0) for key, total in totals.items()}
+        pseudo: dict[str, dict[str, float]] = {}  # term -> name -> weighted frequency
+        for name, fields in self._docs.items():
+            for field_name, (counts, length) in fields.items():
+                weight = 1.0 if self._plain else _WEIGHTS[field_name]
+                norm = 1 - _B + _B * length / averages[field_name]
+                for word, frequency in counts.items():
+                    row = pseudo.setdefault(word, {})
+                    row[name] = row.get(name, 0.0) + weight * frequency / norm
         weights = {}
-        for word, posting in self._postings.items():
-            idf = math.log(1 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
+        for word, row in pseudo.items():
+            idf = math.log(1 + (count - len(row) + 0.5) / (len(row) + 0.5))
             weights[word] = {
-                name: idf * frequency * (_K1 + 1) / (frequency + norms[name])
-                for name, frequency in posting.items()
+                name: idf * value * (_K1 + 1) / (value + _K1) for name, value in row.items()
             }
         self._weights = weights
         return weights
@@ -371,7 +411,9 @@ class SearchIndex:
         """Every tool that shares a term with ``query``, with its score."""
         weights = self._weights if self._weights is not None else self._weigh()
         scores: dict[str, float] = {}
-        for found in self._query_terms(query).values():
+        matched: dict[str, int] = {}
+        expanded = self._query_terms(query)
+        for found in expanded.values():
             best: dict[str, float] = {}
             for word, factor in found.items():
                 posting = weights.get(word)
@@ -383,16 +425,40 @@ class SearchIndex:
                         best[name] = value
             for name, value in best.items():
                 scores[name] = scores.get(name, 0.0) + value
-        return scores
+                matched[name] = matched.get(name, 0) + 1
+        if self._plain or len(expanded) < 2:
+            return scores
+        # Coordination: a tool that answers more of the query's words ranks higher than
+        # one that matches a single rare word strongly.
+        total = len(expanded)
+        return {name: score * (matched[name] / total) ** _COORD for name, score in scores.items()}
 
     def rank(
         self, query: str, limit: int, allowed: Callable[[str], bool] | None = None
     ) -> list[str]:
         """The names of the ``limit`` best tools for ``query`` (those ``allowed`` says
         may be shown, when given), best first; ties in name order."""
-        scored = self.scores(query)
         pairs = [
-            (-score, name) for name, score in scored.items() if allowed is None or allowed(name)
+            (-score, name)
+            for name, score in self.scores(query).items()
+            if allowed is None or allowed(name)
         ]
-        pairs.sort()
-        return [name for _, name in pairs[:limit]]
+        if self._plain:
+            return [name for _, name in heapq.nsmallest(limit, pairs)]
+        # Rerank the best few by how much of each name the query covers: "create a pull
+        # request" is pulls_create's whole name, and only part of pulls_submit-review's.
+        asked = {word for found in self._query_terms(query).values() for word in found}
+        reranked = []
+        for score, name in heapq.nsmallest(max(limit, _RERANK), pairs):
+            words = self._docs[name]["name"][0]
+            covered = sum(1 for word in words if word in asked) / (len(words) or 1)
+            reranked.append((score * (1 + _NAME_COVERAGE * covered), name))
+        reranked.sort()
+        return [name for _, name in reranked[:limit]]
+
+
+def _counts(words: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for word in words:
+        counts[word] = counts.get(word, 0) + 1
+    return counts
