@@ -75,6 +75,8 @@ _SYNONYM_WEIGHT = 0.7
 _COORD = 1.0
 _NAME_COVERAGE = 4.0
 _RERANK = 50
+_KEEP = 800
+_CACHE_WORDS = 4096
 _MAX_TERMS = 64  # a query's distinct terms that count; the rest are ignored
 
 _WORDS = re.compile(r"[A-Z]+s?(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -323,7 +325,7 @@ class SearchIndex:
         names = index.rank("delete a repo", 5)
     """
 
-    __slots__ = ("_docs", "_plain", "_postings", "_weights")
+    __slots__ = ("_cache", "_docs", "_plain", "_postings", "_weights")
 
     def __init__(self, *, plain: bool = False) -> None:
         self._plain = plain
@@ -331,6 +333,7 @@ class SearchIndex:
         self._docs: dict[str, dict[str, tuple[dict[str, int], int]]] = {}
         self._postings: dict[str, set[str]] = {}  # term -> the names of the tools using it
         self._weights: dict[str, dict[str, float]] | None = None  # term -> name -> BM25F
+        self._cache: dict[str, list[tuple[str, float]]] = {}  # query word -> what it finds
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -351,6 +354,7 @@ class SearchIndex:
             for word in counts:
                 self._postings.setdefault(word, set()).add(tool.name)
         self._weights = None
+        self._cache = {}
 
     def discard(self, name: str) -> None:
         """Forget the tool ``name``; nothing happens when it is not indexed."""
@@ -365,6 +369,7 @@ class SearchIndex:
                     if not posting:
                         del self._postings[word]
         self._weights = None
+        self._cache = {}
 
     def _weigh(self) -> dict[str, dict[str, float]]:
         """Each term's BM25F weight per tool, for the collection as it is now."""
@@ -389,6 +394,7 @@ class SearchIndex:
                 name: idf * value * (_K1 + 1) / (value + _K1) for name, value in row.items()
             }
         self._weights = weights
+        self._cache = {}
         return weights
 
     def _query_terms(self, query: str) -> dict[str, dict[str, float]]:
@@ -407,23 +413,40 @@ class SearchIndex:
             expanded[word] = found
         return expanded
 
-    def scores(self, query: str) -> dict[str, float]:
-        """Every tool that shares a term with ``query``, with its score."""
+    def _found(self, word: str, synonyms: Mapping[str, float]) -> list[tuple[str, float]]:
+        """What one query word finds: each tool's best weight over the word and its
+        synonyms, the strongest :data:`_KEEP` only (impact-ordered pruning: a word as
+        common as "get" would otherwise cost every search a pass over most tools).
+        Cached per word until the collection changes."""
+        cached = self._cache.get(word)
+        if cached is not None:
+            return cached
         weights = self._weights if self._weights is not None else self._weigh()
+        best: dict[str, float] = {}
+        for each, factor in synonyms.items():
+            posting = weights.get(each)
+            if posting is None:
+                continue
+            for name, weight in posting.items():
+                value = factor * weight
+                if value > best.get(name, 0.0):
+                    best[name] = value
+        found = heapq.nlargest(_KEEP, best.items(), key=lambda pair: pair[1])
+        if len(self._cache) >= _CACHE_WORDS:
+            self._cache.clear()
+        self._cache[word] = found
+        return found
+
+    def scores(self, query: str) -> dict[str, float]:
+        """The tools that share a term with ``query`` (among each term's strongest), with
+        their scores."""
+        if self._weights is None:
+            self._weigh()
         scores: dict[str, float] = {}
         matched: dict[str, int] = {}
         expanded = self._query_terms(query)
-        for found in expanded.values():
-            best: dict[str, float] = {}
-            for word, factor in found.items():
-                posting = weights.get(word)
-                if posting is None:
-                    continue
-                for name, weight in posting.items():
-                    value = factor * weight
-                    if value > best.get(name, 0.0):
-                        best[name] = value
-            for name, value in best.items():
+        for word, synonyms in expanded.items():
+            for name, value in self._found(word, synonyms):
                 scores[name] = scores.get(name, 0.0) + value
                 matched[name] = matched.get(name, 0) + 1
         if self._plain or len(expanded) < 2:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
         def tools(self) -> list[Tool]: ...
         def get(self, name: str) -> Tool: ...
+        def __contains__(self, item: object) -> bool: ...
         def namespace_of(self, name: str) -> Namespace | None: ...
         def resolve(self, name: str, args: Any) -> tuple[Tool, dict[str, Any]] | ToolResult: ...
         def register(
@@ -206,13 +207,19 @@ class ToolView:
         """The view's tools, deferred or not, in registration order (a new list)."""
         return [each for each in self._kit.tools() if self.includes(each)]
 
+    def _lookup(self, name: str) -> Tool | None:
+        """The tool (or meta-tool) ``name``, or None — without the toolkit's suggestions,
+        which a miss here does not need."""
+        if name in self._kit or name in META_TOOLS:
+            return self._kit.get(name)
+        return None
+
     def __contains__(self, item: object) -> bool:
         name = item.name if isinstance(item, Tool) else item
         if not isinstance(name, str):
             return False
-        try:
-            found = self._kit.get(name)
-        except LookupError:
+        found = self._lookup(name)
+        if found is None:
             return False
         return (not isinstance(item, Tool) or item is found) and self.includes(found)
 
@@ -221,11 +228,8 @@ class ToolView:
 
     def is_deferred(self, name: str) -> bool:
         """True when the tool ``name`` is in the view and deferred (:attr:`Tool.defer`)."""
-        try:
-            found = self._kit.get(name)
-        except LookupError:
-            return False
-        if not self.includes(found):
+        found = self._lookup(name)
+        if found is None or not self.includes(found):
             return False
         default = self._kit.defer if self._defer is None else self._defer
         return is_deferred(found, self._kit.namespace_of(name), default)
@@ -264,43 +268,56 @@ class ToolView:
             [t.name for t in view.search("remove a label from an issue", limit=3)]
         """
         query = check_query(query, limit)
-        index = self._kit._search_index()
         if regex:
             return regex_matches(query, self.tools())[:limit]
-        candidates = {each.name: each for each in self.tools()}
-        exact = candidates.get(query)
-        ranked = self._ranked(query, limit, candidates, index)
+        if self._ranker is not None:
+            candidates = {each.name: each for each in self.tools()}
+            ranked = self._ranked(query, limit, candidates)
+        else:
+            names = self._kit._search_index().rank(query, limit, self._allows())
+            ranked = [self._kit.get(name) for name in names]
+        exact = self._exact(query)
         if exact is not None:
             ranked = [exact, *(each for each in ranked if each is not exact)][:limit]
         return ranked
 
-    def _ranked(
-        self, query: str, limit: int, candidates: dict[str, Tool], index: SearchIndex
-    ) -> list[Tool]:
-        if self._ranker is not None:
-            try:
-                names = self._ranker(query, list(candidates.values()), limit)
-                if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
-                    raise TypeError(f"returned {type(names).__name__}, not a list of names")
-            except Exception as exc:
+    def _allows(self) -> Callable[[str], bool] | None:
+        """Which names the view shows (None: every registered tool, no check needed)."""
+        if self._namespaces is None and self._filter is None:
+            return None
+        kit = self._kit
+        return lambda name: self.includes(kit.get(name))
+
+    def _exact(self, query: str) -> Tool | None:
+        """The registered tool of the view named exactly ``query``, or None."""
+        if query in META_TOOLS or query not in self:
+            return None
+        return self._kit.get(query)
+
+    def _ranked(self, query: str, limit: int, candidates: dict[str, Tool]) -> list[Tool]:
+        assert self._ranker is not None
+        try:
+            names = self._ranker(query, list(candidates.values()), limit)
+            if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
+                raise TypeError(f"returned {type(names).__name__}, not a list of names")
+        except Exception as exc:
+            _log.warning(
+                "tool search: the ranker failed (%s: %s); the default ranking answers",
+                type(exc).__name__,
+                exc,
+            )
+            index = self._kit._search_index()
+            return [candidates[name] for name in index.rank(query, limit, candidates.__contains__)]
+        picked: list[Tool] = []
+        for name in names:
+            found = candidates.get(name) if isinstance(name, str) else None
+            if found is None:
                 _log.warning(
-                    "tool search: the ranker failed (%s: %s); the default ranking answers",
-                    type(exc).__name__,
-                    exc,
+                    "tool search: the ranker returned %r, not a tool of the view; dropped", name
                 )
-            else:
-                picked: list[Tool] = []
-                for name in names:
-                    found = candidates.get(name) if isinstance(name, str) else None
-                    if found is None:
-                        _log.warning(
-                            "tool search: the ranker returned %r, not a tool of the view; dropped",
-                            name,
-                        )
-                    elif found not in picked:
-                        picked.append(found)
-                return picked[:limit]
-        return [candidates[name] for name in index.rank(query, limit, candidates.__contains__)]
+            elif found not in picked:
+                picked.append(found)
+        return picked[:limit]
 
     # ----------------------------------------------------------------- meta-tools
 
