@@ -193,7 +193,9 @@ def latency(spec_dir: Path, queries: list[dict[str, Any]], repeats: int) -> None
         if not path.exists():
             continue
         space = big.namespace(server.replace(".", "-"), f"GitHub REST API ({server})")
-        space.register(*(as_tool(op, prefix=server.replace(".", "-") + "__") for op in operations(path)))
+        space.register(
+            *(as_tool(op, prefix=server.replace(".", "-") + "__") for op in operations(path))
+        )
     for size in (1_000, 5_000):
         toolkit = Toolkit(big.tools()[:size])
         if len(toolkit) < size:
@@ -237,9 +239,7 @@ def definition_bytes(ops: list[dict[str, Any]]) -> None:
         ),
     ]
     for label, full, held in rows:
-        print(
-            f"   {label:<24} all {full:>8} B, deferred {held:>8} B: {1 - held / full:6.1%} fewer"
-        )
+        print(f"   {label:<24} all {full:>8} B, deferred {held:>8} B: {1 - held / full:6.1%} fewer")
     print("   target: >= 85% fewer (the local form; the native form sends every definition)")
 
 
