@@ -5,6 +5,7 @@ process too — with the same revealed set."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -310,3 +311,26 @@ def test_a_resumed_call_tool_call_is_checked_against_its_inner_call(host):
     done = host.resume_turn(parked, Answer.accept(parked.pending))
     assert done.results[0].output == "approved x"
     assert done.revealed == ("approve",)
+
+
+def test_gemini_uses_the_local_fallback(host):
+    found = host.run_turn(
+        [{"functionCall": {"name": "search_tools", "args": {"query": "delete a repository"}}}],
+        style="gemini",
+    )
+    assert found.revealed[0] == "delete_repo"
+    called = host.run_turn(
+        [{"functionCall": {"name": "delete_repo", "args": {"owner": "a", "repo": "b"}}}],
+        style="gemini",
+        revealed=found.revealed,
+    )
+    assert called.results[0].output == "deleted a/b"
+    response = called.messages[0]["parts"][0]["functionResponse"]
+    assert response == {"name": "delete_repo", "response": {"output": "deleted a/b"}}
+
+
+def test_arun_turn_keeps_the_revealed_set_too(host):
+    turn = asyncio.run(
+        host.arun_turn([call("1", "create_issue", {"title": "x"})], revealed=["create_issue"])
+    )
+    assert turn.results[0].output == "opened x" and turn.revealed == ("create_issue",)

@@ -75,7 +75,8 @@ _SYNONYM_WEIGHT = 0.7
 _COORD = 1.0
 _NAME_COVERAGE = 4.0
 _RERANK = 50
-_KEEP = 800
+_POOL = 200
+_KEEP = 500
 _CACHE_WORDS = 4096
 _MAX_TERMS = 64  # a query's distinct terms that count; the rest are ignored
 
@@ -333,7 +334,7 @@ class SearchIndex:
         self._docs: dict[str, dict[str, tuple[dict[str, int], int]]] = {}
         self._postings: dict[str, set[str]] = {}  # term -> the names of the tools using it
         self._weights: dict[str, dict[str, float]] | None = None  # term -> name -> BM25F
-        self._cache: dict[str, list[tuple[str, float]]] = {}  # query word -> what it finds
+        self._cache: dict[str, dict[str, float]] = {}  # query word -> what it finds
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -413,7 +414,7 @@ class SearchIndex:
             expanded[word] = found
         return expanded
 
-    def _found(self, word: str, synonyms: Mapping[str, float]) -> list[tuple[str, float]]:
+    def _found(self, word: str, synonyms: Mapping[str, float]) -> dict[str, float]:
         """What one query word finds: each tool's best weight over the word and its
         synonyms, the strongest :data:`_KEEP` only (impact-ordered pruning: a word as
         common as "get" would otherwise cost every search a pass over most tools).
@@ -431,53 +432,57 @@ class SearchIndex:
                 value = factor * weight
                 if value > best.get(name, 0.0):
                     best[name] = value
-        found = heapq.nlargest(_KEEP, best.items(), key=lambda pair: pair[1])
+        found = dict(heapq.nlargest(_KEEP, best.items(), key=_second))
         if len(self._cache) >= _CACHE_WORDS:
             self._cache.clear()
         self._cache[word] = found
         return found
 
-    def scores(self, query: str) -> dict[str, float]:
-        """The tools that share a term with ``query`` (among each term's strongest), with
-        their scores."""
-        if self._weights is None:
-            self._weigh()
-        scores: dict[str, float] = {}
-        matched: dict[str, int] = {}
-        expanded = self._query_terms(query)
-        for word, synonyms in expanded.items():
-            for name, value in self._found(word, synonyms):
-                scores[name] = scores.get(name, 0.0) + value
-                matched[name] = matched.get(name, 0) + 1
-        if self._plain or len(expanded) < 2:
-            return scores
-        # Coordination: a tool that answers more of the query's words ranks higher than
-        # one that matches a single rare word strongly.
-        total = len(expanded)
-        return {name: score * (matched[name] / total) ** _COORD for name, score in scores.items()}
-
     def rank(
         self, query: str, limit: int, allowed: Callable[[str], bool] | None = None
     ) -> list[str]:
         """The names of the ``limit`` best tools for ``query`` (those ``allowed`` says
-        may be shown, when given), best first; ties in name order."""
-        pairs = [
-            (-score, name)
-            for name, score in self.scores(query).items()
-            if allowed is None or allowed(name)
-        ]
+        may be shown, when given), best first; ties in name order.
+
+        The BM25F sums rank the tools; the best :data:`_POOL` are weighed again by
+        coordination (a tool that answers more of the query's words ranks above one that
+        matches a single rare word strongly), and the best :data:`_RERANK` of those by
+        how much of each tool's name the query covers ("create a pull request" is
+        pulls_create's whole name, and only part of pulls_submit-review's)."""
+        if self._weights is None:
+            self._weigh()
+        expanded = self._query_terms(query)
+        found = [self._found(word, synonyms) for word, synonyms in expanded.items()]
+        sums: dict[str, float] = {}
+        for each in found:
+            for name, value in each.items():
+                sums[name] = sums.get(name, 0.0) + value
+        items = sums.items() if allowed is None else [p for p in sums.items() if allowed(p[0])]
         if self._plain:
-            return [name for _, name in heapq.nsmallest(limit, pairs)]
-        # Rerank the best few by how much of each name the query covers: "create a pull
-        # request" is pulls_create's whole name, and only part of pulls_submit-review's.
-        asked = {word for found in self._query_terms(query).values() for word in found}
+            return [name for name, _ in sorted(items, key=_best_first)[:limit]]
+        pool = sorted(items, key=_best_first)[: max(limit, _POOL)]
+        total = len(found)
+        coordinated = []
+        for name, score in pool:
+            share = sum(1 for each in found if name in each) / total
+            coordinated.append((score * share**_COORD, name))
+        coordinated.sort(key=lambda pair: (-pair[0], pair[1]))
+        asked = {word for synonyms in expanded.values() for word in synonyms}
         reranked = []
-        for score, name in heapq.nsmallest(max(limit, _RERANK), pairs):
+        for score, name in coordinated[: max(limit, _RERANK)]:
             words = self._docs[name]["name"][0]
             covered = sum(1 for word in words if word in asked) / (len(words) or 1)
-            reranked.append((score * (1 + _NAME_COVERAGE * covered), name))
+            reranked.append((-score * (1 + _NAME_COVERAGE * covered), name))
         reranked.sort()
         return [name for _, name in reranked[:limit]]
+
+
+def _second(pair: tuple[str, float]) -> float:
+    return pair[1]
+
+
+def _best_first(pair: tuple[str, float]) -> tuple[float, str]:
+    return -pair[1], pair[0]
 
 
 def _counts(words: list[str]) -> dict[str, int]:
