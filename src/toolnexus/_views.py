@@ -296,15 +296,17 @@ class ToolView:
 
     def _ranked(self, query: str, limit: int, candidates: dict[str, Tool]) -> list[Tool]:
         assert self._ranker is not None
+        problem = None
         try:
             names = self._ranker(query, list(candidates.values()), limit)
-            if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
-                raise TypeError(f"returned {type(names).__name__}, not a list of names")
         except Exception as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+        else:
+            if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
+                problem = f"it returned {type(names).__name__}, not a list of names"
+        if problem is not None:
             _log.warning(
-                "tool search: the ranker failed (%s: %s); the default ranking answers",
-                type(exc).__name__,
-                exc,
+                "tool search: the ranker failed (%s); the default ranking answers", problem
             )
             index = self._kit._search_index()
             return [candidates[name] for name in index.rank(query, limit, candidates.__contains__)]
