@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 import math
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -326,10 +327,13 @@ class SearchIndex:
         names = index.rank("delete a repo", 5)
     """
 
-    __slots__ = ("_cache", "_docs", "_plain", "_postings", "_weights")
+    __slots__ = ("_cache", "_docs", "_lock", "_plain", "_postings", "_weights")
 
     def __init__(self, *, plain: bool = False) -> None:
         self._plain = plain
+        # a registration on one thread while a search weighs the collection on another:
+        # changes and the weighing take turns (searches themselves only read)
+        self._lock = threading.Lock()
         # name -> field -> (term -> count, the field's length in terms)
         self._docs: dict[str, dict[str, tuple[dict[str, int], int]]] = {}
         self._postings: dict[str, set[str]] = {}  # term -> the names of the tools using it
@@ -341,7 +345,11 @@ class SearchIndex:
 
     def add(self, tool: Any) -> None:
         """Index ``tool`` (replacing a tool of the same name)."""
-        self.discard(tool.name)
+        with self._lock:
+            self._discard(tool.name)
+            self._add(tool)
+
+    def _add(self, tool: Any) -> None:
         fields: dict[str, tuple[dict[str, int], int]] = {}
         if self._plain:
             words = _plain_terms(" ".join(fields_of(tool).values()))
@@ -359,6 +367,10 @@ class SearchIndex:
 
     def discard(self, name: str) -> None:
         """Forget the tool ``name``; nothing happens when it is not indexed."""
+        with self._lock:
+            self._discard(name)
+
+    def _discard(self, name: str) -> None:
         fields = self._docs.pop(name, None)
         if fields is None:
             return
@@ -374,6 +386,10 @@ class SearchIndex:
 
     def _weigh(self) -> dict[str, dict[str, float]]:
         """Each term's BM25F weight per tool, for the collection as it is now."""
+        with self._lock:
+            return self._weigh_locked()
+
+    def _weigh_locked(self) -> dict[str, dict[str, float]]:
         count = len(self._docs)
         totals: dict[str, int] = {}
         for fields in self._docs.values():
@@ -469,8 +485,12 @@ class SearchIndex:
         coordinated.sort(key=lambda pair: (-pair[0], pair[1]))
         asked = {word for synonyms in expanded.values() for word in synonyms}
         reranked = []
+        docs = self._docs
         for score, name in coordinated[: max(limit, _RERANK)]:
-            words = self._docs[name]["name"][0]
+            fields = docs.get(name)  # None: removed by another thread since it was scored
+            if fields is None:
+                continue
+            words = fields["name"][0]
             covered = sum(1 for word in words if word in asked) / (len(words) or 1)
             reranked.append((-score * (1 + _NAME_COVERAGE * covered), name))
         reranked.sort()
