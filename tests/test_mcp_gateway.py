@@ -121,3 +121,14 @@ def test_serve_takes_one_mcp_json(config: Path) -> None:
     done = run("serve", str(config), str(config))
     assert done.returncode != 0
     assert "serve takes one mcp.json" in done.stderr
+
+
+def test_each_servers_tools_are_one_namespace_of_the_gateway(config: Path) -> None:
+    from toolnexus.mcp import load_mcp_json
+
+    with load_mcp_json(config) as source:
+        toolkit = source.toolkit
+        (space,) = toolkit.namespaces()
+        assert space.name == "srv"
+        assert [t.name for t in space.tools()] == [t.name for t in toolkit.tools()]
+        assert toolkit.view(namespaces=["srv"]).search(toolkit.tools()[0].name)

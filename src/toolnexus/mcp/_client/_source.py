@@ -379,9 +379,23 @@ class McpSource:
                 server.client.close()
                 server.client = None
 
+    def _namespace(self, server: _Server) -> str | None:
+        """The namespace of ``server``'s tools in the gateway's toolkit (its name, made on
+        first use), or None for a server whose name cannot name one (docs/tool-search.md)."""
+        from ..._views import check_namespace_name  # loaded with the toolkit already
+
+        try:
+            name = check_namespace_name(server.name)
+        except ValueError:
+            return None
+        if all(each.name != name for each in self.toolkit.namespaces()):
+            self.toolkit.namespace(name, f"The tools of the MCP server {name!r}.")
+        return name
+
     def _register(self, server: _Server) -> None:
         kept: list[str] = []
         with self._lock:
+            namespace = self._namespace(server) if server.tools else None
             for tool in server.tools:
                 if tool.name in self.toolkit:
                     owner = self._owner(tool.name)
@@ -393,7 +407,7 @@ class McpSource:
                         owner,
                     )
                     continue
-                self.toolkit.register(tool)
+                self.toolkit.register(tool, namespace=namespace)
                 kept.append(tool.name)
         if server.status.status == "connected":
             server.status = McpServerStatus(server.name, "connected", None, tuple(kept))
