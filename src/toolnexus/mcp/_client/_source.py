@@ -53,6 +53,7 @@ _KNOWN_KEYS = frozenset(
         "excludeTools",
         "prefix",
         "description",
+        "defer",
         "envFile",
         "auth",
     }
@@ -293,6 +294,15 @@ class McpSource:
         exclude = _texts(entry.get("excludeTools", []), f"{where}.excludeTools")
         if "prefix" in entry:
             options["prefix"] = _text(entry["prefix"], f"{where}.prefix", allow_empty=True)
+        defer = entry.get("defer")
+        if defer is not None and not isinstance(defer, bool):
+            raise InvalidValueError(
+                f"{where}.defer: must be true or false (hold the server's tools back until "
+                f"a search finds them), got {defer!r}"
+            )
+        options["defer"] = defer
+        description = entry.get("description")
+        options["description"] = description if isinstance(description, str) else None
         return _Server(name, options, include, exclude)
 
     # ------------------------------------------------------------------ connecting
@@ -389,7 +399,8 @@ class McpSource:
         except ValueError:
             return None
         if all(each.name != name for each in self.toolkit.namespaces()):
-            self.toolkit.namespace(name, f"The tools of the MCP server {name!r}.")
+            about = server.options.get("description") or f"The tools of the MCP server {name!r}."
+            self.toolkit.namespace(name, about, defer=server.options.get("defer"))
         return name
 
     def _register(self, server: _Server) -> None:
