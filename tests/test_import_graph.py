@@ -34,13 +34,19 @@ LAYERS: list[tuple[str, set[str]]] = [
         "tools",
         {
             "validation", "_ecma", "_json_formats", "_formats", "_docstrings", "_conversion",
-            "_schema", "_tool_use", "_tools", "_adapters", "_toolkit", "_uri_template",
-            "_frontmatter", "_skills", "_http_tools", "_openapi",
+            "_schema", "_tool_use", "_tools", "_adapters", "_search", "_views", "_toolkit",
+            "_uri_template", "_frontmatter", "_skills", "_http_tools", "_openapi",
         },
     ),
     ("policies", {"_tracing", "_chain", "_policies", "policies"}),
     ("stores", {"stores"}),
-    ("host", {"_loop_rule", "_binding", "_turns", "_pool", "_call", "_host", "testing"}),
+    (
+        "host",
+        {
+            "_loop_rule", "_binding", "_turns", "_turn_search", "_pool", "_call", "_host",
+            "testing",
+        },
+    ),
     ("mcp", {"mcp"}),
     ("integrations", {"temporal", "bridges"}),
     ("edges", {"_cli", "__main__", "_demo", "demo"}),

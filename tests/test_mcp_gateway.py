@@ -121,3 +121,33 @@ def test_serve_takes_one_mcp_json(config: Path) -> None:
     done = run("serve", str(config), str(config))
     assert done.returncode != 0
     assert "serve takes one mcp.json" in done.stderr
+
+
+def test_each_servers_tools_are_one_namespace_of_the_gateway(config: Path) -> None:
+    from toolnexus.mcp import load_mcp_json
+
+    with load_mcp_json(config) as source:
+        toolkit = source.toolkit
+        (space,) = toolkit.namespaces()
+        assert space.name == "srv"
+        assert [t.name for t in space.tools()] == [t.name for t in toolkit.tools()]
+        assert toolkit.view(namespaces=["srv"]).search(toolkit.tools()[0].name)
+
+
+def test_a_server_entry_may_defer_its_namespace(tmp_path: Path) -> None:
+    from toolnexus.mcp import load_mcp_json
+
+    entry = {
+        "command": sys.executable,
+        "args": ["-m", "toolnexus", "serve", f"{TOOLS}:toolkit"],
+        "description": "Test tools",
+        "defer": True,
+    }
+    with load_mcp_json({"mcpServers": {"srv": entry}}) as source:
+        (space,) = source.toolkit.namespaces()
+        assert space.description == "Test tools" and space.defer is True
+        assert all(source.toolkit.is_deferred(t.name) for t in source.toolkit.tools())
+        listed = [e["function"]["name"] for e in source.toolkit.to_openai()]
+        assert listed == ["search_tools", "call_tool"]
+    with pytest.raises(ValueError, match=r"srv\.defer: must be true or false"):
+        load_mcp_json({"mcpServers": {"srv": {**entry, "defer": "yes"}}})

@@ -310,3 +310,10 @@ def test_the_host_and_the_session_read_the_host_group() -> None:
         lazy.close()
     session = ServerSession(Toolkit([add]), ServerOptions(host=settings))
     assert session._ctx.questions._max_rounds == 3
+
+
+def test_search_is_a_bool_and_off_by_default():
+    assert ServerOptions().search is False
+    assert ServerOptions(search=True).search is True
+    with pytest.raises(TypeError, match=r"ServerOptions\.search must be True or False, got str"):
+        ServerOptions(search="yes")  # type: ignore[arg-type]

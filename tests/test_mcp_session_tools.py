@@ -364,3 +364,30 @@ def test_a_tool_whose_entry_json_cannot_carry_is_left_out_of_the_list_and_named(
         (sent,) = session.receive({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert [tool["name"] for tool in sent.message["result"]["tools"]] == ["good"]
     assert any("bad" in record.getMessage() for record in caplog.records)
+
+
+# --------------------------------------------------------------------------- search=True
+
+
+def test_with_search_tools_list_is_the_core_and_the_meta_tools_and_calls_still_run() -> None:
+    core = tool(add, defer=False)
+    toolkit = Toolkit([core, search, names])
+    session = ServerSession(toolkit, ServerOptions(search=True))
+    listed = list_tools(session, {"_meta": MODERN})["result"]["tools"]
+    assert [t["name"] for t in listed] == ["add", "search_tools", "call_tool"]
+    assert [
+        t["name"] for t in list_tools(ServerSession(toolkit), {"_meta": MODERN})["result"]["tools"]
+    ] == ["add", "search", "names"]
+    found = run(
+        session,
+        call_message("s", {"name": "search_tools", "arguments": {"query": "list the names"}}),
+        toolkit,
+    )
+    assert '"name":"names"' in found["result"]["content"][0]["text"]
+    called = run(
+        session,
+        call_message("c", {"name": "call_tool", "arguments": {"name": "names", "arguments": "{}"}}),
+        toolkit,
+    )
+    assert not called["result"].get("isError")
+    assert called["result"]["content"][0]["text"] == '["ada","grace"]'

@@ -61,6 +61,7 @@ _LAZY: dict[str, str] = {
     "Host": "._host",
     "HostedMcp": "._adapters",
     "OpenApiImport": "._openapi",
+    "Namespace": "._views",
     "Part": "._parts",
     "Principal": "._principal",
     "Request": "._suspension",
@@ -68,6 +69,7 @@ _LAZY: dict[str, str] = {
     "SkillFile": "._skills",
     "Tool": "._tools",
     "ToolEvent": "._host",
+    "ToolView": "._views",
     "Toolkit": "._toolkit",
     "TurnCall": "._turns",
     "TurnResult": "._turns",
@@ -96,6 +98,7 @@ if TYPE_CHECKING:
     from ._toolkit import Toolkit
     from ._tools import Tool, tool
     from ._turns import TurnCall, TurnResult
+    from ._views import Namespace, ToolView
 
 __all__ = [
     "Answer",
@@ -114,6 +117,7 @@ __all__ = [
     "InvalidTypeError",
     "InvalidValueError",
     "McpError",
+    "Namespace",
     "NotFoundError",
     "OAuthError",
     "OpenApiError",
@@ -138,6 +142,7 @@ __all__ = [
     "ToolContext",
     "ToolEvent",
     "ToolResult",
+    "ToolView",
     "Toolkit",
     "ToolnexusError",
     "TurnCall",

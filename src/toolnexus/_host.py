@@ -811,6 +811,7 @@ class Host:
         style: Style = "openai",
         timeout_ms: int | None = None,
         cancellation_token: CancellationToken | None = None,
+        revealed: Iterable[str] = (),
     ) -> TurnResult:
         """Run the tool calls of one model turn concurrently.
 
@@ -832,6 +833,13 @@ class Host:
         is the first suspension in call order and its ``messages`` stay empty until
         :meth:`resume_turn` has produced one result per call.
 
+        With deferred tools (docs/tool-search.md), ``revealed`` is what the conversation's
+        searches found so far (the previous turn's :attr:`TurnResult.revealed`); a call to
+        a deferred tool not revealed — by it, by the provider's own search in this
+        response, or by a search of this turn — gets an error result saying to search
+        first. ``call_tool`` runs the call it names; the returned turn's ``revealed`` adds
+        what this turn's searches found.
+
         Raises :class:`~toolnexus.errors.WireFormatError` (a ``ValueError``) when a tool call
         lacks its id or name, and ``ValueError`` for an unknown ``style``.
 
@@ -846,7 +854,9 @@ class Host:
         parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        return self._run_steps(_turn_steps(parsed, style, self._ask_approval), budget, token)
+        discovery = _discovery(self._toolkit, calls, style, revealed)
+        steps = _turn_steps(parsed, style, self._ask_approval, discovery)
+        return self._run_steps(steps, budget, token)
 
     async def arun_turn(
         self,
@@ -855,6 +865,7 @@ class Host:
         style: Style = "openai",
         timeout_ms: int | None = None,
         cancellation_token: CancellationToken | None = None,
+        revealed: Iterable[str] = (),
     ) -> TurnResult:
         """The asyncio twin of :meth:`run_turn`.
 
@@ -867,7 +878,8 @@ class Host:
         parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        steps = _turn_steps(parsed, style, self._ask_approval)
+        discovery = _discovery(self._toolkit, calls, style, revealed)
+        steps = _turn_steps(parsed, style, self._ask_approval, discovery)
         return await self._arun_steps(steps, budget, token)
 
     def resume_turn(
@@ -1113,9 +1125,17 @@ class Host:
                 f"{request.id!r}; the turn still waits on {request.id!r}",
             )
         turn_id = next(_turns)  # the resumed turn's calls: one turn for the middleware
+        discovery = _discovery(self._toolkit, (), turn.style, turn.revealed)
+        runs = {  # what each call ran as (call_tool runs the call it names)
+            c.id: (c.name, c.arguments)
+            if discovery is None
+            else discovery.target(c.name, c.arguments)
+            for c in turn.calls
+        }
         # The binding in the halted result names the tool, the arguments and the request:
         # a turn edited into another call (or replayed) is refused and keeps waiting.
-        verdict = self._binder.check(halted.name, halted.arguments, halted.result, ans)
+        ran_as, ran_with = runs[halted.id]
+        verdict = self._binder.check(ran_as, ran_with, halted.result, ans)
         if isinstance(verdict, Refusal):
             if not verdict.spent:
                 return replace(
@@ -1127,57 +1147,81 @@ class Host:
         elif halted.kind == "mcp_approval":
             first = [_approved(halted.name)]  # the provider's server runs it, not this host
         else:
-            caller = _turn_caller(halted)
-            first = yield [(halted.name, halted.arguments, verdict, halted.id, turn_id, caller)]
+            first = yield [(*runs[halted.id], verdict, halted.id, turn_id, _turn_caller(halted))]
         calls = [replace(c, result=first[0]) if c is halted else c for c in turn.calls]
         # An approval still waiting keeps its own question: only calls of ours run again.
         others = [i for i, c in enumerate(calls) if c.is_pending and c.kind != "mcp_approval"]
         if others:
             again = yield [
-                (
-                    calls[i].name,
-                    calls[i].arguments,
-                    None,
-                    calls[i].id,
-                    turn_id,
-                    _turn_caller(calls[i]),
-                )
+                (*runs[calls[i].id], None, calls[i].id, turn_id, _turn_caller(calls[i]))
                 for i in others
             ]
             for i, result in zip(others, again, strict=True):
                 calls[i] = replace(calls[i], result=result)
-        return TurnResult(turn.style, tuple(calls))
+        if discovery is None:
+            return TurnResult(turn.style, tuple(calls))
+        for call in calls:
+            discovery.learn(call.name, call.result)
+        return TurnResult(turn.style, tuple(calls), revealed=tuple(discovery.revealed))
 
 
 _turns = itertools.count(1)  # each turn's id (what ToolCall.turn says)
+
+
+def _discovery(toolkit: Any, calls: Any, style: Style, revealed: Iterable[str]) -> Any:
+    """The turn's search state (``_turn_search.Discovery``), or None when nothing of the
+    turn concerns tool search (the turn then runs exactly as before)."""
+    from ._turn_search import Discovery  # only a turn with search loads it
+
+    if not Discovery.is_needed(toolkit, calls, style, revealed):
+        return None
+    return Discovery(toolkit, calls, style, revealed)
 
 
 def _turn_steps(
     calls: list[tuple[str, str, Any, dict[str, Any]]],
     style: Style,
     ask_approval: Callable[[str, str, Any], ToolResult],
+    discovery: Any = None,
 ) -> _Steps:
     """:meth:`Host.run_turn`'s logic: run the calls, pair each result with its call. A
     hosted MCP server's approval request is not run: it becomes a question
-    (``ask_approval``), answered through :meth:`Host.resume_turn`."""
+    (``ask_approval``), answered through :meth:`Host.resume_turn`. With tool search
+    (``discovery``), a call to a deferred tool not revealed is refused without running,
+    ``call_tool`` runs the call it names, and the searches' finds are added."""
     from ._tool_use import caller_kind
     from ._turns import TurnCall, TurnResult
 
     turn = next(_turns)
-    ours = [call for call in calls if call[3].get("kind") != "mcp_approval"]
-    ran = yield [
-        (name, args, None, cid, turn, caller_kind(extras.get("caller")))
-        for cid, name, args, extras in ours
-    ]
-    results = iter(ran)
+    if discovery is not None:  # the provider's client-executed searches first
+        calls = [*((cid, name, args, {}) for cid, name, args in discovery.searches), *calls]
+    results: dict[int, ToolResult] = {}
+    runs: list[_Item] = []
+    ran_at: list[int] = []
+    for index, (cid, name, args, extras) in enumerate(calls):
+        if extras.get("kind") == "mcp_approval":
+            continue
+        target, target_args = (name, args) if discovery is None else discovery.target(name, args)
+        refusal = None if discovery is None else discovery.refusal(target)
+        if refusal is not None:
+            results[index] = refusal
+            continue
+        runs.append((target, target_args, None, cid, turn, caller_kind(extras.get("caller"))))
+        ran_at.append(index)
+    ran = yield runs
+    results.update(zip(ran_at, ran, strict=True))
     out = []
-    for cid, name, args, extras in calls:
+    for index, (cid, name, args, extras) in enumerate(calls):
         if extras.get("kind") == "mcp_approval":
             result = ask_approval(cid, name, args)
         else:
-            result = next(results)
+            result = results[index]
         out.append(TurnCall(cid, name, args, result, **extras))
-    return TurnResult(style, tuple(out))
+    if discovery is None:
+        return TurnResult(style, tuple(out))
+    for call in out:
+        discovery.learn(call.name, call.result)
+    return TurnResult(style, tuple(out), revealed=tuple(discovery.revealed))
 
 
 def _turn_caller(call: TurnCall) -> str:

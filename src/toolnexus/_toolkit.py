@@ -27,7 +27,9 @@ from . import _wire
 from ._context import ToolContext
 from ._log import LazyLogger
 from ._result import ToolResult
+from ._search import Ranker, SearchIndex
 from ._tools import Tool, make_tool
+from ._views import META_TOOLS, Namespace, ToolView, check_namespace_name
 from .errors import (
     DuplicateToolError,
     InvalidTypeError,
@@ -41,7 +43,14 @@ from .errors import (
 if TYPE_CHECKING:
     from ._skills import Skill
 
-__all__ = ["DuplicateToolError", "StrictSchemaError", "Toolkit", "UnknownToolError"]
+__all__ = [
+    "DuplicateToolError",
+    "Namespace",
+    "StrictSchemaError",
+    "ToolView",
+    "Toolkit",
+    "UnknownToolError",
+]
 
 _log = LazyLogger()
 
@@ -70,16 +79,30 @@ class Toolkit:
 
     __slots__ = (
         "_calls",
+        "_defer",
         "_described",
+        "_homes",
+        "_index",
+        "_namespaces",
         "_prompts",
         "_resources",
         "_skill_errors",
         "_skills",
         "_tools",
+        "_view",
         "_watchers",
     )
 
-    def __init__(self, tools: Iterable[Tool | Callable[..., Any] | Any] = ()) -> None:
+    def __init__(
+        self, tools: Iterable[Tool | Callable[..., Any] | Any] = (), *, defer: bool = False
+    ) -> None:
+        if not isinstance(defer, bool):
+            raise InvalidTypeError(f"Toolkit(defer=...) takes True or False, got {defer!r}")
+        self._defer = defer
+        self._namespaces: dict[str, Namespace] = {}
+        self._homes: dict[str, Namespace] = {}  # tool name -> its namespace
+        self._index: SearchIndex | None = None  # built with the first search
+        self._view: ToolView | None = None
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Any] = {}  # by URI (or URI template)
         self._prompts: dict[str, Any] = {}  # by name
@@ -118,7 +141,7 @@ class Toolkit:
             return self._prompts, item.name, kind
         return self._tools, item.name, "tool"
 
-    def _add(self, item: Any, *, replace: bool) -> None:
+    def _add(self, item: Any, *, replace: bool, namespace: Namespace | None = None) -> None:
         table, key, kind = self._table(item)
         if key in table and not replace:
             raise _duplicate(kind, key)
@@ -133,21 +156,40 @@ class Toolkit:
                 raise DuplicateToolError("skill")
         elif kind != "tool":
             self._calls.update(type(item)._kit_calls)
+            return
+        if namespace is None:
+            self._homes.pop(key, None)
+        else:
+            self._homes[key] = namespace
+        if self._index is not None:
+            self._index.add(item)
 
-    def register(self, *tools: Tool | Callable[..., Any] | Any, replace: bool = False) -> None:
+    def register(
+        self,
+        *tools: Tool | Callable[..., Any] | Any,
+        replace: bool = False,
+        namespace: str | None = None,
+    ) -> None:
         """Add tools (or functions, made into tools), resources and prompts. All or nothing.
         Servers serving this toolkit tell their clients the lists changed.
 
         Raises :class:`DuplicateToolError` (a ``ValueError``) when a name is taken —
         by a registered tool or by another in the same call — unless ``replace=True``,
         which replaces the registered tool in its place; likewise (``ValueError``) for a
-        resource's URI or a prompt's name.
+        resource's URI or a prompt's name. ``namespace`` puts the tools in a namespace made
+        with :meth:`namespace` (``LookupError`` for one that was not).
 
         Example::
 
             toolkit.register(add, search)
             toolkit.register(better_search, replace=True)
+            toolkit.register(list_issues, namespace="github")
         """
+        home = None
+        if namespace is not None:
+            home = self._namespaces.get(namespace) if isinstance(namespace, str) else None
+            if home is None:
+                raise _not_found("namespace", namespace, list(self._namespaces))
         frame = sys._getframe(1)
         made = [self._as_item(each, frame) for each in tools]
         seen: set[tuple[str, str]] = set()
@@ -162,14 +204,16 @@ class Toolkit:
                 raise DuplicateToolError("skill")
         had_tool = "skill" in self._tools
         for item in made:
-            self._add(item, replace=replace)
+            self._add(item, replace=replace, namespace=home)
         kinds = {kind for kind, _ in seen}
         if "skill" in kinds and not had_tool:
             kinds.add("tool")  # the skill tool came with the first skill
         self._changed(kinds)
 
     def get(self, name: str) -> Tool:
-        """The tool registered as ``name``.
+        """The tool registered as ``name`` — or, unless a tool of that name is registered,
+        the search meta-tool ``search_tools``, ``call_tool`` or ``tool_search``
+        (docs/tool-search.md).
 
         Raises :class:`UnknownToolError` (a ``LookupError``) listing the closest names.
 
@@ -178,6 +222,8 @@ class Toolkit:
             toolkit.get("add")({"a": 1, "b": 2})
         """
         found = self._tools.get(name) if isinstance(name, str) else None
+        if found is None and name in META_TOOLS:
+            found = self._whole().meta_tools()[name]
         if found is None:
             raise self._unknown(name)
         return found
@@ -221,6 +267,10 @@ class Toolkit:
             if table.get(key) is not name:
                 raise NotFoundError(kind, key, known=list(table))
             removed = table.pop(key)
+        if kind == "tool":
+            self._homes.pop(removed.name, None)
+            if self._index is not None:
+                self._index.discard(removed.name)
         self._changed({kind})
         return removed
 
@@ -326,6 +376,136 @@ class Toolkit:
                 print(problem)
         """
         return list(self._skill_errors)
+
+    # ----------------------------------------------------------------- search and views
+
+    @property
+    def defer(self) -> bool:
+        """Whether this toolkit's tools are deferred unless their namespace or they
+        themselves say otherwise (``Toolkit(defer=True)``; docs/tool-search.md)."""
+        return self._defer
+
+    def namespace(self, name: str, description: str, *, defer: bool | None = None) -> Namespace:
+        """Make a namespace: a named group of tools with a description, which may defer
+        them all (``defer=True``). Register its tools with :meth:`Namespace.register` or
+        ``register(..., namespace=name)``.
+
+        Raises ``ValueError`` when the name is taken by another namespace (two groups of
+        one name would merge in a provider's ``namespace`` form) or is not 1 to 64 of
+        ``[a-zA-Z0-9_-]``.
+
+        Example::
+
+            github = toolkit.namespace("github", "GitHub's REST API", defer=True)
+            github.register(list_issues, create_issue)
+        """
+        check_namespace_name(name)
+        if name in self._namespaces:
+            raise InvalidValueError(
+                f"a namespace named {name!r} exists already; give the new one another name "
+                f"or register into the existing one (toolkit.register(..., namespace={name!r}))"
+            )
+        made = Namespace(self, name, description, defer)
+        self._namespaces[name] = made
+        return made
+
+    def namespaces(self) -> list[Namespace]:
+        """The namespaces, in the order they were made (a new list).
+
+        Example::
+
+            [ns.name for ns in toolkit.namespaces()]
+        """
+        return list(self._namespaces.values())
+
+    def namespace_of(self, name: str) -> Namespace | None:
+        """The namespace the tool ``name`` was registered in, or None.
+
+        Example::
+
+            toolkit.namespace_of("list_issues")       # <Namespace 'github' defer=True>
+        """
+        return self._homes.get(name)
+
+    def is_deferred(self, name: str) -> bool:
+        """True when the tool ``name`` is held back until a search finds it: its own
+        ``defer``, else its namespace's, else the toolkit's says so. False for an unknown
+        name.
+
+        Example::
+
+            toolkit.is_deferred("list_issues")
+        """
+        return self._whole().is_deferred(name)
+
+    def view(
+        self,
+        *,
+        namespaces: Iterable[str] | None = None,
+        filter: Callable[[Tool], bool] | None = None,
+        defer: bool | None = None,
+        ranker: Ranker | None = None,
+    ) -> ToolView:
+        """A live view of this toolkit: the tools of ``namespaces`` (all when None) that
+        ``filter(tool)`` admits, with ``defer`` in place of the toolkit's default (a tool's
+        or namespace's own setting still wins), searched with ``ranker``. Not a copy: what
+        is registered later is in it at once.
+
+        Example::
+
+            view = toolkit.view(filter=lambda t: t.source == "native", defer=True)
+            view.to_openai()
+        """
+        return ToolView(self, namespaces=namespaces, filter=filter, defer=defer, ranker=ranker)
+
+    def _whole(self) -> ToolView:
+        if self._view is None:
+            self._view = ToolView(self)
+        return self._view
+
+    def _search_index(self) -> SearchIndex:
+        """Package-internal, for views: the index, built on first use and kept current."""
+        if self._index is None:
+            index = SearchIndex()
+            for each in self._tools.values():
+                index.add(each)
+            self._index = index
+        return self._index
+
+    def search(
+        self,
+        query: str,
+        limit: int = 5,
+        *,
+        regex: bool = False,
+        ranker: Ranker | None = None,
+    ) -> list[Tool]:
+        """The tools that best fit ``query``, best first (at most ``limit``), deferred or not.
+
+        The default ranking is BM25 over each tool's name (split on ``_ - .`` and
+        camelCase), title, description and parameters, with field weights, stemming and
+        a table of synonyms for the words APIs use (docs/tool-search.md). A query that is a
+        tool's exact name finds it first; ``regex=True`` reads the query as an ECMA-262
+        pattern (bounded in cost). ``ranker(query, tools, limit) -> names`` ranks instead
+        (an embedding model, a classifier). See :meth:`ToolView.search` for what is refused
+        and the fallbacks.
+
+        Example::
+
+            >>> from toolnexus import Toolkit, tool
+            >>> def delete_repo(owner: str, repo: str) -> str:
+            ...     return "deleted"
+            >>> def create_issue(title: str) -> str:
+            ...     return "opened"
+            >>> toolkit = Toolkit([
+            ...     tool(delete_repo, description="Delete a repository."),
+            ...     tool(create_issue, description="Open an issue."),
+            ... ])
+            >>> [t.name for t in toolkit.search("remove a project", 1)]
+            ['delete_repo']
+        """
+        view = self._whole() if ranker is None else self.view(ranker=ranker)
+        return view.search(query, limit, regex=regex)
 
     # ----------------------------------------------------------------- resources, prompts
 
@@ -556,6 +736,8 @@ class Toolkit:
             tool, args = resolved
         """
         found = self._tools.get(name) if isinstance(name, str) else None
+        if found is None and name in META_TOOLS:
+            found = self._whole().meta_tools()[name]
         if found is None:
             served = self._calls.get(name) if self._resources or self._prompts else None
             if served is not None:
@@ -641,7 +823,14 @@ class Toolkit:
 
     # ----------------------------------------------------------------- adapters
 
-    def to_openai(self, *, strict: bool = False, api: str = "chat") -> list[dict[str, Any]]:
+    def to_openai(
+        self,
+        *,
+        strict: bool = False,
+        api: str = "chat",
+        search: str = "local",
+        revealed: Iterable[str] = (),
+    ) -> list[dict[str, Any]]:
         """Tool definitions for OpenAI: the Chat Completions ``tools`` parameter, or with
         ``api="responses"`` the Responses API's.
 
@@ -657,12 +846,19 @@ class Toolkit:
         arbitrary keys), which strict mode cannot express, and ValueError for another
         ``api``.
 
+        Deferred tools (:meth:`is_deferred`) are held back: with ``search="local"`` the
+        list has the loaded tools, those named in ``revealed``, and ``search_tools`` and
+        ``call_tool``; the Responses API takes ``search="hosted"`` or ``"client"`` too
+        (:meth:`ToolView.to_openai`, docs/tool-search.md). Nothing deferred, nothing changes.
+
         Example::
 
             client.chat.completions.create(model=..., messages=..., tools=toolkit.to_openai())
             client.responses.create(model=..., input=..., tools=toolkit.to_openai(api="responses"))
         """
-        return [item.to_openai(strict=strict, api=api) for item in self._tools.values()]
+        if search == "local" and not revealed and not self._holds_back():
+            return [item.to_openai(strict=strict, api=api) for item in self._tools.values()]
+        return self._whole().to_openai(strict=strict, api=api, search=search, revealed=revealed)
 
     def to_anthropic(
         self,
@@ -670,6 +866,8 @@ class Toolkit:
         strict: bool = False,
         code_execution: str = "code_execution_20260120",
         cache_control: Mapping[str, Any] | None = None,
+        search: str = "local",
+        revealed: Iterable[str] = (),
     ) -> list[dict[str, Any]]:
         """Tool definitions for Anthropic's Messages API: ``{name, description,
         input_schema}``, plus each tool's ``allowed_callers`` (``"programmatic"`` written as
@@ -683,21 +881,35 @@ class Toolkit:
         ``minItems`` above 1 and unknown formats are dropped — the tool still enforces them.
         Raises :class:`StrictSchemaError` for an open object or a recursive schema.
 
+        Deferred tools are held back as :meth:`to_openai` says; ``search="bm25"``,
+        ``"regex"`` or ``"client"`` gives Anthropic's native forms instead
+        (:meth:`ToolView.to_anthropic`, docs/tool-search.md).
+
         Example::
 
             client.messages.create(model=..., messages=..., tools=toolkit.to_anthropic())
         """
-        tools = list(self._tools.values())
-        return [
-            item.to_anthropic(
-                strict=strict,
-                code_execution=code_execution,
-                cache_control=cache_control if index == len(tools) - 1 else None,
-            )
-            for index, item in enumerate(tools)
-        ]
+        if search == "local" and not revealed and not self._holds_back():
+            tools = list(self._tools.values())
+            return [
+                item.to_anthropic(
+                    strict=strict,
+                    code_execution=code_execution,
+                    cache_control=cache_control if index == len(tools) - 1 else None,
+                )
+                for index, item in enumerate(tools)
+            ]
+        return self._whole().to_anthropic(
+            strict=strict,
+            code_execution=code_execution,
+            cache_control=cache_control,
+            search=search,
+            revealed=revealed,
+        )
 
-    def to_gemini(self, *, schema: str = "json") -> list[dict[str, Any]]:
+    def to_gemini(
+        self, *, schema: str = "json", revealed: Iterable[str] = ()
+    ) -> list[dict[str, Any]]:
         """Tool definitions for the Gemini API: ``[{"functionDeclarations": [...]}]``.
 
         By default each declaration carries its tool's JSON Schema unmodified as
@@ -713,16 +925,19 @@ class Toolkit:
         tuples become arrays with bounds, and keywords Gemini refuses
         (``additionalProperties``, ``uniqueItems``, ``multipleOf``, ``not``, exclusive
         bounds made inclusive, ...) are dropped — the tool still enforces them when called.
-        A tool without arguments has no ``parameters``.
+        A tool without arguments has no ``parameters``. Deferred tools are held back as
+        :meth:`to_openai` says (Gemini has no native tool search).
 
         Example::
 
             config = {"tools": toolkit.to_gemini()}
         """
-        declarations = [item.to_gemini(schema=schema) for item in self._tools.values()]
-        return [{"functionDeclarations": declarations}]
+        if not revealed and not self._holds_back():
+            declarations = [item.to_gemini(schema=schema) for item in self._tools.values()]
+            return [{"functionDeclarations": declarations}]
+        return self._whole().to_gemini(schema=schema, revealed=revealed)
 
-    def to_mcp(self) -> list[dict[str, Any]]:
+    def to_mcp(self, *, revealed: Iterable[str] = ()) -> list[dict[str, Any]]:
         """Tool definitions for an MCP ``tools/list`` reply: ``{name, description,
         inputSchema}``, plus ``title``, ``outputSchema`` and ``annotations`` when set.
 
@@ -735,7 +950,18 @@ class Toolkit:
         """
         from ._adapters import keep_listable
 
-        return keep_listable([item.to_mcp() for item in self._tools.values()])
+        if not revealed and not self._holds_back():
+            return keep_listable([item.to_mcp() for item in self._tools.values()])
+        return self._whole().to_mcp(revealed=revealed)
+
+    def _holds_back(self) -> bool:
+        """True when a tool may be deferred (the toolkit's, a namespace's or a tool's
+        setting): only then do the adapters ask the view."""
+        return (
+            self._defer
+            or any(each.defer for each in self._namespaces.values())
+            or any(each.defer for each in self._tools.values())
+        )
 
     # ----------------------------------------------------------------- kept descriptions
 
@@ -789,6 +1015,7 @@ _NO_OPTIONS: dict[str, Any] = {
     "input_schema": None,
     "title": None,
     "output_schema": None,
+    "defer": None,
     "hints": {},
 }
 

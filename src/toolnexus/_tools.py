@@ -193,6 +193,10 @@ class Tool(Generic[P, R]):
         grammar: a :class:`~toolnexus.Grammar` (Lark or regex): the tool is offered to the
             OpenAI Responses API as a custom tool taking free text in its one ``input: str``
             parameter.
+        defer: whether its definition is held back until a search finds it
+            (docs/tool-search.md): True, False (always loaded, even in a deferred
+            namespace or toolkit), or None (the default: as its namespace, else its
+            toolkit, says).
         is_async: True when the function is ``async def``: hosts should prefer
             :meth:`acall` (read-only, worked out from ``fn``).
         takes_context: True when the function receives a :class:`ToolContext`; a host
@@ -230,6 +234,7 @@ class Tool(Generic[P, R]):
     input_examples: tuple[Mapping[str, Any], ...] = ()
     eager_input_streaming: bool | None = None
     grammar: Grammar | None = None
+    defer: bool | None = None
     _signature: Signature | None = field(default=None, repr=False, compare=False)
     _invoke: Invoke = field(init=False, repr=False, compare=False)
     _errors: Callable[..., list[str]] = field(init=False, repr=False, compare=False)
@@ -251,6 +256,10 @@ class Tool(Generic[P, R]):
             raise InvalidValueError(
                 f"task_support of tool {self.name!r} must be one of "
                 f"{', '.join(map(repr, _TASK_SUPPORT))}, got {self.task_support!r}"
+            )
+        if self.defer is not None and not isinstance(self.defer, bool):
+            raise InvalidTypeError(
+                f"defer of tool {self.name!r} must be True, False or None, got {self.defer!r}"
             )
         if not isinstance(self.description, str):
             raise InvalidTypeError(
@@ -1043,6 +1052,7 @@ def tool(
     input_examples: Sequence[Mapping[str, Any]] | None = ...,
     eager_input_streaming: bool | None = ...,
     grammar: Grammar | None = ...,
+    defer: bool | None = ...,
 ) -> Tool[P, R]: ...
 
 
@@ -1065,6 +1075,7 @@ def tool(
     input_examples: Sequence[Mapping[str, Any]] | None = ...,
     eager_input_streaming: bool | None = ...,
     grammar: Grammar | None = ...,
+    defer: bool | None = ...,
 ) -> Tool[P, R]: ...
 
 
@@ -1087,6 +1098,7 @@ def tool(
     input_examples: Sequence[Mapping[str, Any]] | None = ...,
     eager_input_streaming: bool | None = ...,
     grammar: Grammar | None = ...,
+    defer: bool | None = ...,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -1108,6 +1120,7 @@ def tool(
     input_examples: Sequence[Mapping[str, Any]] | None = None,
     eager_input_streaming: bool | None = None,
     grammar: Grammar | None = None,
+    defer: bool | None = None,
 ) -> Tool[..., Any] | Callable[[Callable[..., Any]], Tool[..., Any]]:
     """Make a :class:`Tool` from a function: bare ``@tool``, ``@tool(...)`` or ``tool(fn)``.
 
@@ -1124,10 +1137,11 @@ def tool(
     None``) or named ``ctx``; it never appears in the schema. The name defaults to the
     function's (sanitized to ``[a-zA-Z0-9_-]``), the description to the docstring's first
     paragraph. ``task_support`` says whether an MCP server may run a call as a task
-    (:attr:`Tool.task_support`). ``title`` and the four hints become MCP metadata (``Tool.title``,
-    ``Tool.annotations``). ``allowed_callers``, ``input_examples``, ``eager_input_streaming``
-    and ``grammar`` are the providers' advanced tool use (see :class:`Tool` and
-    ``docs/adapters.md``).
+    (:attr:`Tool.task_support`); ``defer=True`` holds its definition back until a search
+    finds it (:attr:`Tool.defer`, docs/tool-search.md). ``title`` and the four hints
+    become MCP metadata (``Tool.title``, ``Tool.annotations``). ``allowed_callers``,
+    ``input_examples``, ``eager_input_streaming`` and ``grammar`` are the providers'
+    advanced tool use (see :class:`Tool` and ``docs/adapters.md``).
 
     The Tool is typed after the function: ``@tool`` on ``def add(a: int, b: int) -> int``
     gives a ``Tool[[int, int], int]`` whose ``fn`` a type checker sees as
@@ -1160,6 +1174,7 @@ def tool(
         "input_examples": input_examples,
         "eager_input_streaming": eager_input_streaming,
         "grammar": grammar,
+        "defer": defer,
         "hints": {
             "readOnlyHint": read_only,
             "destructiveHint": destructive,
@@ -1220,7 +1235,15 @@ def make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
             raise InvalidTypeError(f"@tool hint {key} must be a bool or None, got {value!r}")
     if isinstance(fn, Tool):
         changes: dict[str, Any] = {}
-        for key in ("name", "description", "title", "output_schema", "task_support", *_TOOL_USE):
+        for key in (
+            "name",
+            "description",
+            "title",
+            "output_schema",
+            "task_support",
+            "defer",
+            *_TOOL_USE,
+        ):
             if options.get(key) is not None:
                 changes[key] = options[key]
         if hints:
@@ -1267,6 +1290,7 @@ def make_tool(fn: Any, options: dict[str, Any], frame: Any) -> Tool:
         output_schema=output_schema,
         annotations=hints or None,
         task_support=options.get("task_support") or "optional",
+        defer=options.get("defer"),
         _signature=signature,
         **{key: options[key] for key in _TOOL_USE if options.get(key) is not None},
     )

@@ -305,8 +305,14 @@ def responses_output(result: ToolResult) -> str | list[dict[str, Any]]:
 
 
 def _responses_render(calls: tuple[TurnCall, ...]) -> list[dict[str, Any]]:
+    from ._turn_search import render_native
+
     items = []
     for call in calls:
+        native = render_native(call, "responses")  # a client-executed tool_search
+        if native is not None:
+            items.append(native)
+            continue
         if call.kind == "mcp_approval":
             items.append(_approval_response(call))
             continue
@@ -338,8 +344,14 @@ def _anthropic_read(item: Any, index: int) -> tuple[Any, ...] | None:
 
 
 def _anthropic_render(calls: tuple[TurnCall, ...]) -> list[dict[str, Any]]:
+    from ._turn_search import render_native
+
     blocks = []
     for call in calls:
+        native = render_native(call, "anthropic")  # a client-side search: tool_reference
+        if native is not None:
+            blocks.append(native)
+            continue
         result = call.result
         content: Any = result.output
         if call.caller is not None and caller_kind(call.caller) == "programmatic":
@@ -698,6 +710,10 @@ class TurnResult:
         calls: every tool call of the turn, in call order, with its latest result.
         error: why the last :meth:`Host.resume_turn` changed nothing (an answer for another
             request, a complete turn), else ``None``.
+        revealed: the deferred tools the conversation's searches have found so far
+            (docs/tool-search.md): hand it to the next turn's ``run_turn(revealed=...)``
+            and to the adapters' ``revealed=``. Kept in :meth:`to_json`, so a turn resumed
+            in another process keeps it.
 
     Example::
 
@@ -710,10 +726,12 @@ class TurnResult:
     style: Style
     calls: tuple[TurnCall, ...]
     error: str | None = field(default=None)
+    revealed: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         style_of(self.style)
         object.__setattr__(self, "calls", tuple(self.calls))
+        object.__setattr__(self, "revealed", tuple(self.revealed))
 
     @property
     def pending_call(self) -> TurnCall | None:
@@ -766,9 +784,10 @@ class TurnResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form: ``{"style", "calls": [{"id", "name", "arguments", "result"}],
-        "pending", "error"}`` (``pending`` is informative; it is derived again on load)."""
+        "pending", "error"}`` and ``"revealed"`` when a search revealed tools (``pending``
+        is informative; it is derived again on load)."""
         pending = self.pending
-        return {
+        out: dict[str, Any] = {
             "style": self.style,
             "calls": [
                 {
@@ -783,6 +802,9 @@ class TurnResult:
             "pending": None if pending is None else pending.to_dict(),
             "error": self.error,
         }
+        if self.revealed:
+            out["revealed"] = list(self.revealed)
+        return out
 
     def to_json(self) -> str:
         """Compact JSON of :meth:`to_dict`, to persist a halted turn."""
@@ -804,6 +826,12 @@ class TurnResult:
             data, "calls", list, "TurnResult", required=True, expected="an array"
         )
         error = _wire.field(data, "error", str, "TurnResult", required=False, expected="a string")
+        revealed = _wire.field(
+            data, "revealed", list, "TurnResult", required=False, expected="an array of names"
+        )
+        for index, name in enumerate(revealed or ()):
+            if not isinstance(name, str):
+                raise WireFormatError("TurnResult", f"revealed[{index}]", "must be a string")
         calls = []
         for index, raw in enumerate(raw_calls):
             where = f"calls[{index}]"
@@ -825,7 +853,7 @@ class TurnResult:
                 ) from None
             extras = _extras_of(raw, where)
             calls.append(TurnCall(call_id, name, raw.get("arguments"), result, **extras))
-        return cls(style, tuple(calls), error)
+        return cls(style, tuple(calls), error, tuple(revealed or ()))
 
     @classmethod
     def from_json(cls, text: str | bytes | bytearray) -> TurnResult:

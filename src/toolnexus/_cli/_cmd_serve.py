@@ -57,6 +57,8 @@ def _server_options(options: argparse.Namespace) -> ServerOptions:
         settings["task_store"] = open_store(*named, tasks=True)
     if options.max_inflight_bytes is not None:
         settings["max_inflight_bytes"] = options.max_inflight_bytes
+    if options.search:
+        settings["search"] = True
     if options.http is None:
         if (
             options.token_file
@@ -270,6 +272,13 @@ SERVE = Command(
             metavar="BYTES",
             help="the most bytes of tool-call requests running at once (default 64M, stdio "
             "and --http); a request beyond it is answered 'server overloaded'",
+        ),
+        argument(
+            "--search",
+            action="store_true",
+            help="list only the core tools (defer=False) and the search meta-tools "
+            "search_tools and call_tool; the others are found by search "
+            "(docs/tool-search.md)",
         ),
         *KEY_ARGS,
         argument(

@@ -54,6 +54,7 @@ _KNOWN_KEYS = frozenset(
         "excludeTools",
         "prefix",
         "description",
+        "defer",
         "envFile",
         "auth",
         "document",
@@ -317,6 +318,15 @@ class McpSource:
         exclude = _texts(entry.get("excludeTools", []), f"{where}.excludeTools")
         if "prefix" in entry:
             options["prefix"] = _text(entry["prefix"], f"{where}.prefix", allow_empty=True)
+        defer = entry.get("defer")
+        if defer is not None and not isinstance(defer, bool):
+            raise InvalidValueError(
+                f"{where}.defer: must be true or false (hold the server's tools back until "
+                f"a search finds them), got {defer!r}"
+            )
+        options["defer"] = defer
+        description = entry.get("description")
+        options["description"] = description if isinstance(description, str) else None
         return _Server(name, options, include, exclude)
 
     # ------------------------------------------------------------------ hosted MCP
@@ -522,9 +532,24 @@ class McpSource:
                 server.client.close()
                 server.client = None
 
+    def _namespace(self, server: _Server) -> str | None:
+        """The namespace of ``server``'s tools in the gateway's toolkit (its name, made on
+        first use), or None for a server whose name cannot name one (docs/tool-search.md)."""
+        from ..._views import check_namespace_name  # loaded with the toolkit already
+
+        try:
+            name = check_namespace_name(server.name)
+        except ValueError:
+            return None
+        if all(each.name != name for each in self.toolkit.namespaces()):
+            about = server.options.get("description") or f"The tools of the MCP server {name!r}."
+            self.toolkit.namespace(name, about, defer=server.options.get("defer"))
+        return name
+
     def _register(self, server: _Server) -> None:
         kept: list[str] = []
         with self._lock:
+            namespace = self._namespace(server) if server.tools else None
             for tool in server.tools:
                 if tool.name in self.toolkit:
                     owner = self._owner(tool.name)
@@ -536,7 +561,7 @@ class McpSource:
                         owner,
                     )
                     continue
-                self.toolkit.register(tool)
+                self.toolkit.register(tool, namespace=namespace)
                 kept.append(tool.name)
         if server.status.status == "connected":
             server.status = McpServerStatus(server.name, "connected", None, tuple(kept))

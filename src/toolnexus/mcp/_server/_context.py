@@ -106,6 +106,9 @@ class ServerContext:
         self.instructions = options.instructions
         self.page_size = options.page_size
         self.list_ttl_ms = options.list_ttl_ms
+        # search=True: tools/list shows the core and the meta-tools, every other tool is
+        # held back (a view that defers by default; a tool's own setting still wins)
+        self.search_view = toolkit.view(defer=True) if options.search else None
         settings = options.host  # the host's key, store and rounds: the session asks for it
         self.questions = ServerQuestions(
             Binder(settings.secret, store=settings.answer_store),

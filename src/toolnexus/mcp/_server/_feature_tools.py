@@ -56,7 +56,9 @@ def _list(
         found = [toolkit._mcp_entry(tool, shape, describe) for tool in page]
         return [entry for entry in found if entry is not None]
 
-    body = context.page("tools", toolkit.tools(), entries, params, client)
+    view = context.search_view
+    tools = toolkit.tools() if view is None else view.listed()
+    body = context.page("tools", tools, entries, params, client)
     return [context.reply(request_id, client, body)]
 
 

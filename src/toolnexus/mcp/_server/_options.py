@@ -417,6 +417,10 @@ class ServerOptions:
             ones are refused without being kept.
         max_inflight_bytes: the most bytes of ``tools/call`` requests whose calls may run
             at once; a request beyond it is answered "server overloaded".
+        search: offer a large toolkit as a small core plus search: ``tools/list`` lists
+            only the tools marked ``defer=False`` (themselves or by their namespace) and
+            the meta-tools ``search_tools`` and ``call_tool``; every other tool is found
+            by search (docs/tool-search.md). ``tools/call`` still runs any tool by name.
         host: the host's settings (:class:`HostOptions`).
         tasks: the tasks' settings (:class:`TaskOptions`).
         http: the HTTP server's settings (:class:`HttpOptions`).
@@ -446,6 +450,7 @@ class ServerOptions:
     grace_ms: int = 1_000
     max_message_bytes: int = 16 * _MIB
     max_inflight_bytes: int = 64 * _MIB
+    search: bool = False
     host: HostOptions = HostOptions()
     tasks: TaskOptions = TaskOptions()
     http: HttpOptions = HttpOptions()
@@ -502,6 +507,10 @@ class ServerOptions:
             _number("ServerOptions", label, getattr(self, label), minimum=0)
         _number("ServerOptions", "max_message_bytes", self.max_message_bytes, minimum=64)
         _number("ServerOptions", "max_inflight_bytes", self.max_inflight_bytes, minimum=1)
+        if not isinstance(self.search, bool):
+            raise InvalidTypeError(
+                f"ServerOptions.search must be True or False, got {_kind(self.search)}"
+            )
         # The flat keywords given (a default is the _Flat naming its field), by group.
         given: dict[str, dict[str, Any]] = {}
         for (group, label), value in zip(_FLAT, flat, strict=True):

@@ -1,0 +1,512 @@
+"""Tool search on the standard library: the index, the default ranking, regex queries.
+
+This module owns what a search query means. :class:`SearchIndex` keeps, for each tool, the
+terms of its fields — the name split on ``_ - .`` and camelCase, the title, the
+description, the parameters' names and descriptions — each field with its weight, and
+answers a query with a BM25F ranking (Robertson's BM25 over weighted field frequencies).
+What lexical search can do for a query worded otherwise than the tool is done here: a
+light suffix stemmer (``repositories``, ``repository`` → ``repository``; ``deleting``,
+``deleted``, ``delete`` → ``delet``) and a table of the verbs and nouns APIs use
+(:data:`SYNONYMS`: "remove" finds "delete", "ticket" finds "issue"), whose matches count
+half of a word's own.
+
+A tool's terms are read once, when it is added; the weights that depend on the whole
+collection (each term's IDF, the average length) are worked out again on the first search
+after the collection changed. A regex query runs on the project's ECMA engine
+(:mod:`toolnexus._ecma`), whose cost is bounded, so a pattern from a model cannot stall a
+host.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from ._ecma import compile_pattern
+from ._log import LazyLogger
+from .errors import InvalidTypeError, InvalidValueError
+
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "MAX_REGEX_CHARS",
+    "SYNONYMS",
+    "Ranker",
+    "SearchIndex",
+    "check_query",
+    "regex_matches",
+    "stem",
+    "terms",
+]
+
+_log = LazyLogger("search")
+
+MAX_QUERY_CHARS = 4096
+"""The longest query :meth:`Toolkit.search <toolnexus.Toolkit.search>` takes (a search is
+a few keywords; a 10 kB "query" is a mistake, or an attack on the latency)."""
+
+MAX_REGEX_CHARS = 200
+"""The longest regex query (what Anthropic's regex tool search allows too)."""
+
+MAX_LIMIT = 100
+
+Ranker = Callable[[str, Sequence[Any], int], Sequence[str]]
+"""A pluggable ranking: ``ranker(query, candidates, limit) -> names``, best first.
+
+``candidates`` are the :class:`~toolnexus.Tool` objects the caller's view holds; the names
+returned must be theirs (others are dropped, with a warning in the log: a ranker never
+reveals a tool outside the view). A ranker that raises, or returns something that is not
+a list of names, is logged and the default ranking answers instead."""
+
+# Field weights (BM25F): a word in the name says more than one in a parameter's
+# description. Tuned on benchmarks/tool_search_queries.json.
+_WEIGHTS = {
+    "name": 3.0,
+    "title": 2.0,
+    "description": 1.0,
+    "parameter": 1.0,
+    "parameter_description": 0.3,
+}
+_K1 = 1.2
+_B = 0.75
+_SYNONYM_WEIGHT = 0.7
+_COORD = 1.0
+_NAME_COVERAGE = 4.0
+_RERANK = 50
+_POOL = 200
+_KEEP = 500
+_CACHE_WORDS = 4096
+_MAX_TERMS = 64  # a query's distinct terms that count; the rest are ignored
+
+_WORDS = re.compile(r"[A-Z]+s?(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_PLAIN_WORDS = re.compile(r"\w+")
+
+_STOPWORDS = frozenset(
+    """a about across already an and are as at be by can could do does for from has have
+    how if in into is it its of on or our please should so some that the their them then
+    there these this those to up us want was we were what when where who will with would
+    you your""".split()  # noqa: SIM905 - words read best as words
+)
+
+
+def stem(word: str) -> str:
+    """A light suffix stemmer for API words (lower case in, lower case out): plurals,
+    ``-ing``, ``-ed``, ``-ion`` and a final ``e`` go, so the forms of one word meet.
+
+    Example::
+
+        >>> [stem(w) for w in ("repositories", "deleting", "deleted", "delete", "deletion")]
+        ['repository', 'delet', 'delet', 'delet', 'delet']
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ion", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # starred -> star, running -> run
+            break
+    if word.endswith("e") and not word.endswith("ee") and len(word) > 3:
+        word = word[:-1]
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """The index terms of ``text``: words split on anything but letters and digits and on
+    camelCase, lower-cased, abbreviations written out (:data:`ABBREVIATIONS`), stop words
+    dropped, stemmed.
+
+    Example::
+
+        >>> terms("listReposForOrg: lists the PRs")
+        ['list', 'repository', 'organizat', 'list', 'pull', 'request']
+    """
+    out = []
+    for word in _WORDS.findall(text):
+        lowered = word.lower()
+        for each in ABBREVIATIONS.get(lowered, (lowered,)):
+            if each not in _STOPWORDS:
+                out.append(stem(each))
+    return out
+
+
+def _plain_terms(text: str) -> list[str]:
+    """Plain BM25's terms (the benchmark's baseline): ``\\w+`` words, lower-cased."""
+    return [word.lower() for word in _PLAIN_WORDS.findall(text)]
+
+
+# The verbs and nouns APIs use, and the words people use for them. Each line is one group:
+# a query word finds the tools that use any word of its group.
+_GROUPS = """
+get fetch retrieve read show view see display lookup look obtain inspect detail details info
+information describe
+list all enumerate browse every which
+create add new make open start post submit insert generate register file propose write
+define
+update edit modify change patch alter adjust tweak rename replace fix set
+delete remove destroy drop erase discard purge unset clear revoke rid wipe throw
+repository repo project codebase code
+issue ticket bug problem report
+pull pr request
+merge land combine
+user person account people someone developer profile member login
+organization org company enterprise
+comment reply note remark discussion feedback
+star favorite bookmark
+watch subscribe subscription notified notify notification
+follow follower following
+commit revision sha change history
+release version publish ship
+label tag category
+workflow action pipeline ci build job run
+artifact binary output
+secret credential token password
+variable value configuration
+milestone deadline due sprint
+search find query grep mention mentioning
+fork copy clone
+invite invitation pending
+gist snippet paste
+webhook hook callback http delivery
+deploy deployment rollout production environment
+download export archive zip tar
+upload attach
+file content document folder directory path
+readme front
+review approve approval reviewer look
+assign assignee responsible give
+permission access role privilege right
+key ssh gpg
+package container registry
+email mail address
+reaction emoji react thumbs heart
+run execute trigger dispatch launch kick rerun retry again
+log logs output
+stat statistic statistics count metric traffic insight visitor views referrer
+vulnerability security alert advisory dependabot
+protection protect rule ruleset guard guarding
+lock freeze block prevent restrict stop
+unlock unblock unfreeze again
+authenticated me my mine myself current logged i
+branch ref reference head
+status state green passing fail
+check test result
+setting settings configuration preference option
+disable pause off
+enable resume on
+event activity timeline happened lately recent
+sub child children parent epic
+topic keyword
+page pages site website
+rate limit left remaining quota
+zen wisdom
+"""
+
+
+ABBREVIATIONS: Mapping[str, tuple[str, ...]] = {
+    "pr": ("pull", "request"),
+    "prs": ("pull", "request"),
+    "repo": ("repository",),
+    "repos": ("repository",),
+    "org": ("organization",),
+    "orgs": ("organization",),
+    "ci": ("workflow", "run"),
+    "config": ("configuration",),
+    "unassign": ("remove", "assignee"),
+    "rollout": ("deployment",),
+    "rollouts": ("deployment",),
+    "spammer": ("block", "user"),
+    "unpublish": ("delete", "release"),
+    "retitle": ("update", "title"),
+}
+"""Words written out before indexing, in tool texts and queries alike (``PRs`` -> pull
+request, ``repo`` -> repository)."""
+
+
+def _synonym_table(groups: str) -> dict[str, frozenset[str]]:
+    table: dict[str, set[str]] = {}
+    for line in groups.strip().splitlines():
+        stems = {stem(word) for word in line.split()}
+        for each in stems:
+            table.setdefault(each, set()).update(stems - {each})
+    return {key: frozenset(value) for key, value in table.items()}
+
+
+SYNONYMS: Mapping[str, frozenset[str]] = _synonym_table(_GROUPS)
+"""Each stemmed word's synonyms (stemmed): what a query term also finds, at half weight."""
+
+
+def _parameters(schema: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return
+    for key, value in properties.items():
+        described = value.get("description") if isinstance(value, Mapping) else None
+        yield str(key), described if isinstance(described, str) else ""
+
+
+def fields_of(tool: Any) -> dict[str, str]:
+    """A tool's searchable text by field (what both rankings and regex queries read)."""
+    parameters = list(_parameters(tool.input_schema))
+    return {
+        "name": tool.name,
+        "title": tool.title or "",
+        "description": tool.description,
+        "parameter": " ".join(name for name, _ in parameters),
+        "parameter_description": " ".join(text for _, text in parameters),
+    }
+
+
+def check_query(query: object, limit: object) -> str:
+    """``query`` stripped, or the error saying what is wrong with it or ``limit``."""
+    if not isinstance(query, str):
+        raise InvalidTypeError(f"search() takes the query as a str, got {type(query).__name__}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidValueError(f"limit must be an int from 1 to {MAX_LIMIT}, got {limit!r}")
+    stripped = query.strip()
+    if not stripped:
+        raise InvalidValueError(
+            "the search query is empty: give a few words saying what the tool should do "
+            "(e.g. 'refund a payment')"
+        )
+    if len(stripped) > MAX_QUERY_CHARS:
+        raise InvalidValueError(
+            f"the search query is {len(stripped)} characters long; at most "
+            f"{MAX_QUERY_CHARS} are taken: search with a few words saying what the tool "
+            "should do"
+        )
+    return stripped
+
+
+def regex_matches(pattern: str, tools: Iterable[Any]) -> list[Any]:
+    """The tools whose name, title, description or parameters match ``pattern`` (ECMA-262,
+    unanchored, bounded in cost): those whose name matches first, then the others, each
+    in the order given.
+
+    Raises :class:`~toolnexus.errors.EcmaPatternError` (a ``ValueError``) for a pattern
+    that is not ECMA-262, and ``ValueError`` for one longer than :data:`MAX_REGEX_CHARS`.
+    """
+    if len(pattern) > MAX_REGEX_CHARS:
+        raise InvalidValueError(
+            f"the regex query is {len(pattern)} characters long; at most {MAX_REGEX_CHARS}"
+        )
+    matches = compile_pattern(pattern)
+    by_name, by_text = [], []
+    for tool in tools:
+        fields = fields_of(tool)
+        if matches(fields["name"]):
+            by_name.append(tool)
+        elif matches("\n".join(text for text in fields.values() if text)):
+            by_text.append(tool)
+    return by_name + by_text
+
+
+class SearchIndex:
+    """A BM25F index over tools, kept current one tool at a time.
+
+    Each field's term frequencies are normalised by that field's length against its
+    average (a long description does not drown a short name), weighted, summed, and
+    saturated once per term (Robertson and Zaragoza's BM25F). ``plain=True`` gives the
+    baseline the benchmark compares with: plain BM25 over all the text as one field
+    (``\\w+`` words, no stemming, no synonyms).
+
+    Example::
+
+        index = SearchIndex()
+        for each in toolkit.tools():
+            index.add(each)
+        names = index.rank("delete a repo", 5)
+    """
+
+    __slots__ = ("_cache", "_docs", "_lock", "_plain", "_postings", "_weights")
+
+    def __init__(self, *, plain: bool = False) -> None:
+        self._plain = plain
+        # a registration on one thread while a search weighs the collection on another:
+        # changes and the weighing take turns (searches themselves only read)
+        self._lock = threading.Lock()
+        # name -> field -> (term -> count, the field's length in terms)
+        self._docs: dict[str, dict[str, tuple[dict[str, int], int]]] = {}
+        self._postings: dict[str, set[str]] = {}  # term -> the names of the tools using it
+        self._weights: dict[str, dict[str, float]] | None = None  # term -> name -> BM25F
+        self._cache: dict[str, dict[str, float]] = {}  # query word -> what it finds
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def add(self, tool: Any) -> None:
+        """Index ``tool`` (replacing a tool of the same name)."""
+        with self._lock:
+            self._discard(tool.name)
+            self._add(tool)
+
+    def _add(self, tool: Any) -> None:
+        fields: dict[str, tuple[dict[str, int], int]] = {}
+        if self._plain:
+            words = _plain_terms(" ".join(fields_of(tool).values()))
+            fields["all"] = (_counts(words), len(words))
+        else:
+            for field_name, text in fields_of(tool).items():
+                words = terms(text)
+                fields[field_name] = (_counts(words), len(words))
+        self._docs[tool.name] = fields
+        for counts, _ in fields.values():
+            for word in counts:
+                self._postings.setdefault(word, set()).add(tool.name)
+        self._weights = None
+        self._cache = {}
+
+    def discard(self, name: str) -> None:
+        """Forget the tool ``name``; nothing happens when it is not indexed."""
+        with self._lock:
+            self._discard(name)
+
+    def _discard(self, name: str) -> None:
+        fields = self._docs.pop(name, None)
+        if fields is None:
+            return
+        for counts, _ in fields.values():
+            for word in counts:
+                posting = self._postings.get(word)
+                if posting is not None:
+                    posting.discard(name)
+                    if not posting:
+                        del self._postings[word]
+        self._weights = None
+        self._cache = {}
+
+    def _weigh(self) -> dict[str, dict[str, float]]:
+        """Each term's BM25F weight per tool, for the collection as it is now."""
+        with self._lock:
+            return self._weigh_locked()
+
+    def _weigh_locked(self) -> dict[str, dict[str, float]]:
+        count = len(self._docs)
+        totals: dict[str, int] = {}
+        for fields in self._docs.values():
+            for field_name, (_, length) in fields.items():
+                totals[field_name] = totals.get(field_name, 0) + length
+        averages = {key: max(total / count, 1.0) for key, total in totals.items()}
+        pseudo: dict[str, dict[str, float]] = {}  # term -> name -> weighted frequency
+        for name, fields in self._docs.items():
+            for field_name, (counts, length) in fields.items():
+                weight = 1.0 if self._plain else _WEIGHTS[field_name]
+                norm = 1 - _B + _B * length / averages[field_name]
+                for word, frequency in counts.items():
+                    row = pseudo.setdefault(word, {})
+                    row[name] = row.get(name, 0.0) + weight * frequency / norm
+        weights = {}
+        for word, row in pseudo.items():
+            idf = math.log(1 + (count - len(row) + 0.5) / (len(row) + 0.5))
+            weights[word] = {
+                name: idf * value * (_K1 + 1) / (value + _K1) for name, value in row.items()
+            }
+        self._weights = weights
+        self._cache = {}
+        return weights
+
+    def _query_terms(self, query: str) -> dict[str, dict[str, float]]:
+        """Each query term and what it finds, with weights: itself (1) and its synonyms."""
+        words = _plain_terms(query) if self._plain else terms(query)
+        expanded: dict[str, dict[str, float]] = {}
+        for word in words:
+            if word in expanded:
+                continue
+            if len(expanded) == _MAX_TERMS:
+                break
+            found = {word: 1.0}
+            if not self._plain:
+                for other in SYNONYMS.get(word, ()):
+                    found.setdefault(other, _SYNONYM_WEIGHT)
+            expanded[word] = found
+        return expanded
+
+    def _found(self, word: str, synonyms: Mapping[str, float]) -> dict[str, float]:
+        """What one query word finds: each tool's best weight over the word and its
+        synonyms, the strongest :data:`_KEEP` only (impact-ordered pruning: a word as
+        common as "get" would otherwise cost every search a pass over most tools).
+        Cached per word until the collection changes."""
+        cached = self._cache.get(word)
+        if cached is not None:
+            return cached
+        weights = self._weights if self._weights is not None else self._weigh()
+        best: dict[str, float] = {}
+        for each, factor in synonyms.items():
+            posting = weights.get(each)
+            if posting is None:
+                continue
+            for name, weight in posting.items():
+                value = factor * weight
+                if value > best.get(name, 0.0):
+                    best[name] = value
+        found = dict(heapq.nlargest(_KEEP, best.items(), key=_second))
+        if len(self._cache) >= _CACHE_WORDS:
+            self._cache.clear()
+        self._cache[word] = found
+        return found
+
+    def rank(
+        self, query: str, limit: int, allowed: Callable[[str], bool] | None = None
+    ) -> list[str]:
+        """The names of the ``limit`` best tools for ``query`` (those ``allowed`` says
+        may be shown, when given), best first; ties in name order.
+
+        The BM25F sums rank the tools; the best :data:`_POOL` are weighed again by
+        coordination (a tool that answers more of the query's words ranks above one that
+        matches a single rare word strongly), and the best :data:`_RERANK` of those by
+        how much of each tool's name the query covers ("create a pull request" is
+        pulls_create's whole name, and only part of pulls_submit-review's)."""
+        if self._weights is None:
+            self._weigh()
+        expanded = self._query_terms(query)
+        found = [self._found(word, synonyms) for word, synonyms in expanded.items()]
+        sums: dict[str, float] = {}
+        for each in found:
+            for name, value in each.items():
+                sums[name] = sums.get(name, 0.0) + value
+        items = sums.items() if allowed is None else [p for p in sums.items() if allowed(p[0])]
+        if self._plain:
+            return [name for name, _ in sorted(items, key=_best_first)[:limit]]
+        pool = sorted(items, key=_best_first)[: max(limit, _POOL)]
+        total = len(found)
+        coordinated = []
+        for name, score in pool:
+            share = sum(1 for each in found if name in each) / total
+            coordinated.append((score * share**_COORD, name))
+        coordinated.sort(key=lambda pair: (-pair[0], pair[1]))
+        asked = {word for synonyms in expanded.values() for word in synonyms}
+        reranked = []
+        docs = self._docs
+        for score, name in coordinated[: max(limit, _RERANK)]:
+            fields = docs.get(name)  # None: removed by another thread since it was scored
+            if fields is None:
+                continue
+            words = fields["name"][0]
+            covered = sum(1 for word in words if word in asked) / (len(words) or 1)
+            reranked.append((-score * (1 + _NAME_COVERAGE * covered), name))
+        reranked.sort()
+        return [name for _, name in reranked[:limit]]
+
+
+def _second(pair: tuple[str, float]) -> float:
+    return pair[1]
+
+
+def _best_first(pair: tuple[str, float]) -> tuple[float, str]:
+    return -pair[1], pair[0]
+
+
+def _counts(words: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for word in words:
+        counts[word] = counts.get(word, 0) + 1
+    return counts
