@@ -354,7 +354,8 @@ class Tool(Generic[P, R]):
 
             add.hears_token      # False: two integers are checked at once
         """
-        return self._checker().hears_token
+        validator = self._validator  # (a host asks on every call that can be stopped)
+        return (validator if validator is not None else self._checker()).hears_token
 
     def __call__(
         self, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
