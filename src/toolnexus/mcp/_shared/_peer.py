@@ -248,7 +248,11 @@ class PipeWriter:
         self._on_stalled = on_stalled
         self._queue: collections.deque[bytes] = collections.deque()
         self._queued = 0  # bytes in _queue
-        self._state = threading.Condition(threading.Lock())
+        # The lock is taken directly where nobody waits (send: a Condition's own
+        # __enter__/__exit__ are two Python calls per message); the writer waits on
+        # the condition made over it.
+        self._lock = threading.Lock()
+        self._state = threading.Condition(self._lock)
         self._failed: str | None = None
         self._closing = False
         self._writing = False  # the writer thread holds data it took from the queue
@@ -277,7 +281,7 @@ class PipeWriter:
         blocking; raises :class:`McpError` (naming ``label``) once writing failed or
         stalled."""
         stalled = None
-        with self._state:
+        with self._lock:
             if self._failed is not None:
                 raise McpError(self._label, self._failed)
             if self._closing:
