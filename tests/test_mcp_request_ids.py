@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 import toolnexus
-from toolnexus import Request, Toolkit, ToolResult, tool
+from test_mcp_session_suspensions import asks_env, deploy, legacy
+from toolnexus import Toolkit, ToolResult
 from toolnexus.mcp import CancelCall, ClientSession, Send, ServerSession, StartCall
 from toolnexus.mcp._client._session import Response, Stray
 from toolnexus.mcp._shared._correlation import InFlight, Pending, reused_id
@@ -28,13 +29,6 @@ from toolnexus.mcp._shared._peer import Peer
 
 MCP = Path(toolnexus.__file__).parent / "mcp"
 LEGACY = "2025-11-25"
-ENV_SCHEMA = {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}
-
-
-@tool
-def deploy() -> str:
-    """Deploy (asks where)."""
-    return "unused: the tests complete calls with the results they need"
 
 
 # --------------------------------------------------------------------------- one place
@@ -115,17 +109,7 @@ def test_in_flight_refuses_a_taken_id_finds_a_cancel_and_ends_once() -> None:
 
 
 def legacy_server() -> ServerSession:
-    session = ServerSession(Toolkit([deploy]))
-    session.receive(
-        {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {"protocolVersion": LEGACY, "capabilities": {"elicitation": {"form": {}}}},
-        }
-    )
-    session.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    return session
+    return legacy(LEGACY, elicitation={"form": {}})
 
 
 def asking(session: ServerSession, rid: Any = 1) -> tuple[StartCall, dict[str, Any]]:
@@ -133,8 +117,7 @@ def asking(session: ServerSession, rid: Any = 1) -> tuple[StartCall, dict[str, A
     body = {"name": "deploy", "arguments": {}}
     started = session.receive({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": body})
     assert len(started) == 1 and isinstance(started[0], StartCall)
-    request = Request("input", "Which environment?", data={"schema": ENV_SCHEMA})
-    sent = session.complete_call(started[0].call_id, ToolResult.pending(request))
+    sent = session.complete_call(started[0].call_id, ToolResult.pending(asks_env()))
     assert len(sent) == 1 and isinstance(sent[0], Send)
     question = dict(sent[0].message)
     assert question["method"] == "elicitation/create"
