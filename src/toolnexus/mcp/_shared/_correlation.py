@@ -14,7 +14,12 @@ Two correlation rules hold for both sides, each written once here:
   request with an id in flight is refused (:func:`reused_id`), ``notifications/cancelled``
   finds the request by its id (:meth:`InFlight.cancelled`), and the request leaves the
   table once, with its answer (:meth:`InFlight.end`). The server's calls (by the client's
-  request id) and the HTTP endpoint's response streams use it.
+  request id), its open subscriptions and the HTTP endpoint's response streams use it.
+
+What is not here: tables keyed by ids no peer sends — the server's calls by the session's
+own call id (``ServerContext.calls``, the call bridge's entries, where a cancel that comes
+before the host made the call marks the entry) — and the legacy binding of a server's
+question to the client's call (``_peer.Peer.bind_question``).
 """
 
 from __future__ import annotations
