@@ -495,3 +495,49 @@ def test_the_check_of_a_huge_argument_stops_at_the_deadline_and_frees_its_worker
         assert "validation stopped" in result.output and "abandoned" not in result.output
         assert host.stuck_workers == 0
         assert host.call("echo", {"text": "next"}).output == "next"
+
+
+@pytest.mark.parametrize(
+    ("schema", "takes_context", "tokens"),
+    [
+        # A short check and a function without a context: nobody would read a token.
+        ({"type": "object", "properties": {"s": {"type": "string"}}}, False, 0),
+        # The check is long work (a pattern, an array's items): it hears the deadline.
+        ({"type": "object", "properties": {"s": {"type": "string", "pattern": "^a+$"}}}, False, 1),
+        ({"type": "object", "properties": {"s": {"type": "array", "items": {}}}}, False, 1),
+        # The function takes a context: it gets its token whatever its check does.
+        ({"type": "object", "properties": {"s": {"type": "string"}}}, True, 1),
+    ],
+)
+def test_a_call_with_a_deadline_makes_a_token_only_for_whoever_hears_it(
+    monkeypatch: pytest.MonkeyPatch, schema: dict[str, object], takes_context: bool, tokens: int
+) -> None:
+    # A token and a context cost as much as the rest of a call's set-up: a call that can be
+    # stopped makes them when its argument check (Tool.hears_token) or its tool hears them.
+    import toolnexus._call as call_module
+    from toolnexus import CancellationTokenSource, Tool
+
+    made: list[object] = []
+
+    class Counted(CancellationTokenSource):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr(call_module, "CancellationTokenSource", Counted)
+
+    def plain(args: dict[str, object]) -> str:
+        return "ran"
+
+    def listening(args: dict[str, object], ctx: ToolContext) -> str:
+        return "ran"
+
+    check = Tool("check", "Checks s.", schema, listening if takes_context else plain)
+    assert check.hears_token == ("pattern" in str(schema) or "items" in str(schema))
+    with Host(Toolkit([check])) as host:
+        value = "aaa" if "items" not in str(schema) else ["a"]
+        assert host.call("check", {"s": value}, timeout_ms=30_000).output == "ran"
+        assert len(made) == tokens
+        made.clear()
+        assert host.call("check", {"s": value}).output == "ran"  # no deadline
+        assert len(made) == (1 if takes_context else 0)  # only for a tool that takes one

@@ -1551,3 +1551,50 @@ def test_counts_of_properties_are_spelled_as_words() -> None:
 
     (problem,) = Validator({"type": "object", "minProperties": 3}).errors({"a": 1})
     assert "expected at least 3 properties, got 1" in problem
+
+
+@pytest.mark.parametrize(
+    ("schema", "hears"),
+    [
+        ({"type": "integer"}, False),
+        ({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, False),
+        ({"type": "array", "uniqueItems": True, "maxItems": 3}, False),
+        ({"enum": ["a", "b"]}, False),
+        ({"type": "string", "pattern": "^a+$"}, True),
+        ({"type": "object", "patternProperties": {"^x": {}}}, True),
+        ({"type": "object", "propertyNames": {"pattern": "^x"}}, True),
+        ({"type": "array", "items": {"type": "integer"}}, True),
+        ({"prefixItems": [{"type": "integer"}]}, True),
+        ({"properties": {"a": {"properties": {"b": {"type": "array", "items": {}}}}}}, True),
+    ],
+)
+def test_hears_token_says_whether_any_check_of_the_schema_is_long_work(
+    schema: dict[str, Any], hears: bool
+) -> None:
+    assert Validator(schema).hears_token is hears
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+        {"type": "array", "uniqueItems": True, "maxItems": 2},
+        {"anyOf": [{"type": "string", "minLength": 2}, {"type": "number", "minimum": 0}]},
+    ],
+)
+def test_a_validator_that_hears_no_token_answers_as_it_does_without_one(
+    schema: dict[str, Any],
+) -> None:
+    # The plain path (no token) and the path given a token — cancelled, even — agree on
+    # every value: such a validator never reads the token it is given.
+    from toolnexus import CancellationTokenSource
+
+    cancelled = CancellationTokenSource()
+    cancelled.cancel()
+    live = CancellationTokenSource()
+    v = Validator(schema)
+    assert not v.hears_token
+    for value in [{"a": 1}, {"a": "x"}, {}, [1, 2], [1, 1], [1, 2, 3], "ab", "a", -1, 5, None]:
+        plain = v.errors(value)
+        assert v.errors(value, cancelled.token) == plain == v.errors(value, live.token)
+        assert v.is_valid(value, cancelled.token) is v.is_valid(value) is (plain == [])

@@ -697,13 +697,15 @@ class Call(metaclass=_NoPublicConstructor):
                 assert args is not None and tool is not None
                 # A token and a context only for a tool that can see them (an async tool
                 # run off its caller's loop is stopped through the token), or for a call
-                # that can be stopped (a deadline, a caller's token): the check of its
-                # arguments hears that token, whatever the tool takes. They cost as much
-                # as the rest of the set-up. Made before the deadline is armed: the
-                # context's deadline is then never later than the call's, so a tool that
-                # sees its token cancelled by the deadline finds ctx.deadline passed.
+                # that can be stopped (a deadline, a caller's token) whose argument check
+                # hears a token (a long check: Tool.hears_token), whatever the tool takes.
+                # They cost as much as the rest of the set-up: nobody else would read
+                # them. Made before the deadline is armed: the context's deadline is then
+                # never later than the call's, so a tool that sees its token cancelled by
+                # the deadline finds ctx.deadline passed.
                 stoppable = budget is not None or self._registration is not None
-                if tool.takes_context or stoppable or (tool.is_async and self._runner != ON_LOOP):
+                heard = tool.takes_context or (stoppable and tool.hears_token)
+                if heard or (tool.is_async and self._runner != ON_LOOP):
                     scope = self._scope = CancellationTokenSource()
                     self._ctx = (
                         ToolContext(
@@ -713,7 +715,7 @@ class Call(metaclass=_NoPublicConstructor):
                             self._progress,
                             principal=self._principal(),
                         )
-                        if tool.takes_context or stoppable
+                        if heard
                         else None
                     )
                 else:

@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
     P = ParamSpec("P", default=...)
     R = TypeVar("R", default=Any)
+
+    from .validation import Validator
 else:
     from typing import ParamSpec, TypeVar
 
@@ -148,10 +150,10 @@ def _always_valid(wrapper: Mapping[str, Any]) -> tuple[type, ...]:
     )
 
 
-def _compile_validator(schema: Mapping[str, Any]) -> Callable[..., list[str]]:
+def _compile_validator(schema: Mapping[str, Any]) -> Validator:
     from .validation import Validator
 
-    return Validator(schema).errors
+    return Validator(schema)
 
 
 _ANY_OBJECT = {"type": "object"}
@@ -238,6 +240,7 @@ class Tool(Generic[P, R]):
     _signature: Signature | None = field(default=None, repr=False, compare=False)
     _invoke: Invoke = field(init=False, repr=False, compare=False)
     _errors: Callable[..., list[str]] = field(init=False, repr=False, compare=False)
+    _validator: Validator | None = field(init=False, repr=False, compare=False)
     _prepare: Callable[[Any], Any] | None = field(init=False, repr=False, compare=False)
     # Plain attributes, not properties: a host reads both on every call.
     is_async: bool = field(init=False, repr=False, compare=False)
@@ -285,8 +288,11 @@ class Tool(Generic[P, R]):
             # A schema inference wrote is known to compile (so is the schema of any object):
             # defer the cost, and the import of the validator, to the first call.
             set_(self, "_errors", self._compile_on_first_use)
+            set_(self, "_validator", None)
         else:
-            set_(self, "_errors", _compile_validator(self.input_schema))
+            validator = _compile_validator(self.input_schema)
+            set_(self, "_errors", validator.errors)
+            set_(self, "_validator", validator)
         output = self.output_schema
         set_(self, "_output_check", None)
         set_(self, "_wrapped", False)
@@ -370,9 +376,31 @@ class Tool(Generic[P, R]):
         return f"invalid arguments for {self.name!r}: "
 
     def _compile_on_first_use(self, instance: Any, token: Any = None) -> list[str]:
-        errors = _compile_validator(self.input_schema)
-        object.__setattr__(self, "_errors", errors)
-        return errors(instance, token)
+        return self._checker().errors(instance, token)
+
+    def _checker(self) -> Validator:
+        """The validator of the arguments, compiled now if it was deferred."""
+        validator = self._validator
+        if validator is None:
+            validator = _compile_validator(self.input_schema)
+            object.__setattr__(self, "_validator", validator)
+            object.__setattr__(self, "_errors", validator.errors)
+        return validator
+
+    @property
+    def hears_token(self) -> bool:
+        """Whether checking this tool's arguments can hear a call's cancellation token
+        (:attr:`Validator.hears_token <toolnexus.validation.Validator.hears_token>`: only
+        a long check can — a ``pattern``, an array's items, a shared subschema). A host
+        gives a call that can be stopped a token and a context when the check hears one
+        or the function takes one; otherwise nobody would read them.
+
+        Example::
+
+            add.hears_token      # False: two integers are checked at once
+        """
+        validator = self._validator  # (a host asks on every call that can be stopped)
+        return (validator if validator is not None else self._checker()).hears_token
 
     def __call__(
         self, args: Mapping[str, Any] | None = None, ctx: ToolContext | None = None

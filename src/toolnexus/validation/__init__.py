@@ -79,7 +79,7 @@ class Validator:
         v.is_valid({"steps": 3})    # True
     """
 
-    __slots__ = ("_explain", "_max_depth", "_max_problems", "_ok", "schema")
+    __slots__ = ("_explain", "_max_depth", "_max_problems", "_ok", "hears_token", "schema")
 
     def __init__(
         self,
@@ -104,6 +104,18 @@ class Validator:
             raise SchemaError("#", None, "the schema nests too deeply to compile") from None
         self._ok = root.ok
         self._explain = root.explain
+        self.hears_token: bool = compiler.hears_token
+        """Whether a check can hear a cancellation token: only long work does (a
+        ``pattern`` or ``patternProperties`` match, an array's ``items``, a subschema the
+        schema shares). False: :meth:`errors` and :meth:`is_valid` never read the
+        ``token`` they are given, as every check of the schema is short. A host builds a
+        call's token for such a tool's check only when the tool itself takes one.
+
+        Example::
+
+            Validator({"type": "integer"}).hears_token                          # False
+            Validator({"type": "string", "pattern": "^a+$"}).hears_token       # True
+        """
         if compiler.memoized:
             # a validation of a schema with shared subschemas keeps their answers in a _Run
             self._ok = with_run(root.ok)
@@ -124,7 +136,7 @@ class Validator:
 
             Validator({"type": "integer"}).errors(True)   # ['expected integer, got boolean true']
         """
-        if token is not None and token.can_be_cancelled:
+        if token is not None and self.hears_token and token.can_be_cancelled:
             problems: list[str] = heard_while(token, self.errors, instance)
             return problems
         try:
@@ -162,7 +174,7 @@ class Validator:
 
             Validator({"type": "string", "maxLength": 3}).is_valid("abcd")   # False
         """
-        if token is not None and token.can_be_cancelled:
+        if token is not None and self.hears_token and token.can_be_cancelled:
             return bool(heard_while(token, self.is_valid, instance))
         try:
             return bool(self._ok(instance, 0))

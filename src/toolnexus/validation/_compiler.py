@@ -130,6 +130,7 @@ class Compiler:
         self.patterns: dict[str, Pattern] = {}
         self.shared: set[int] = set()  # ids of the schema objects to memoize
         self.memoized = 0
+        self.arrays = 0  # item checks compiled: a long array hears the token
         # keeps every compiled schema object alive, so an id() is never reused meanwhile
         self.keep: list[Any] = []
         # what `true`, `{}` and unlisted properties or items compile to: any value nested
@@ -139,6 +140,14 @@ class Compiler:
         self.anything.done = True
 
     # -- entry ---------------------------------------------------------------------------
+
+    @property
+    def hears_token(self) -> bool:
+        """Whether a check of what was compiled can hear a token: only long work does
+        (a pattern's match, a long array's items, a shared subschema's memo; see
+        ``_nodes.heard``, ``stopper`` and ``_Run.step``), so a schema with none of them
+        checks any value without reading one."""
+        return bool(self.patterns) or self.memoized > 0 or self.arrays > 0
 
     def compile(self) -> Node:
         self.shared = shared_schemas(self.root, self.resources)
@@ -620,6 +629,7 @@ class Compiler:
             items = self.child(schema["additionalItems"], f"{pointer}/additionalItems", level)
         node.seen_prefix = len(prefix)
         node.seen_all_items = items is not None
+        self.arrays += 1
         return items_check(prefix, items or self.anything, self.max_depth)
 
     def contains(

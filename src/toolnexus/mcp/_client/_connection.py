@@ -125,14 +125,14 @@ class Connection:
             waiter = Waiter(outgoing.id)
         transport = self.transport
         if self.is_stdio:
-            if self.peer.waiter_of(outgoing.id) is not waiter:
+            if self.peer.waiters.waiting(outgoing.id) is not waiter:
                 with self.lock:
-                    self.peer.wait(outgoing.id, waiter)
+                    self.peer.waiters.issue(outgoing.id, waiter)
             try:
                 transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
             except (OSError, McpError) as exc:
                 with self.lock:
-                    self.peer.stop_waiting(outgoing.id)
+                    self.peer.waiters.withdraw(outgoing.id)
                 raise _Lost(f"cannot write to the server: {exc}", sent=False) from None
             return waiter
         http: HttpTransport = transport  # type: ignore[assignment]
@@ -152,7 +152,7 @@ class Connection:
         # A legacy server may ask its question on the session's own stream, not on this
         # answer: read the answer on a helper thread, so either can wake the waiter.
         with self.lock:
-            self.peer.wait(outgoing.id, waiter)
+            self.peer.waiters.issue(outgoing.id, waiter)
         threading.Thread(
             target=self._pump,
             args=(waiter, messages),
@@ -336,7 +336,7 @@ class Connection:
             return
         if kind == "too deep":
             with self.lock:
-                waiter = self.peer.answered(ident)
+                waiter = self.peer.waiters.answered(ident)
                 if waiter is not None:
                     self.session.forget(ident)
             if waiter is not None:
@@ -379,7 +379,7 @@ class Connection:
         for event in events:
             if event.__class__ is Response or event.__class__ is Failure:
                 # Answered: it no longer counts as waiting (see StdioTransport pending).
-                waiter = self.peer.answered(event.id)
+                waiter = self.peer.waiters.answered(event.id)
                 if waiter is None and event.method in ("server/discover", "initialize"):
                     waiter = home or self.opening
                 (waiter or home or self.opening).put(event)
@@ -397,7 +397,7 @@ class Connection:
         if method == "notifications/progress":
             token = params.get("progressToken")
             with self.lock:
-                waiter = self.peer.waiter_of(token)
+                waiter = self.peer.waiters.waiting(token)
             if waiter is None and home is not None and token == home.request_id:
                 waiter = home
             if waiter is not None:
@@ -797,7 +797,7 @@ class Connection:
         finally:
             with self.lock:
                 if outgoing.id is not None:
-                    self.peer.stop_waiting(outgoing.id)
+                    self.peer.waiters.withdraw(outgoing.id)
             if waiter.messages is not None:
                 waiter.messages.close()
 

@@ -262,7 +262,7 @@ def call_result(
         except (WireFormatError, ValueError) as exc:
             read = ToolResult(f"{tool}: MCP server {server} sent a malformed result: {exc}", True)
     meta = result.get("_meta")
-    if isinstance(meta, Mapping) and meta.get(META_ANSWER_UNUSED) is True:
+    if isinstance(meta, dict) and meta.get(META_ANSWER_UNUSED) is True:  # (parsed JSON)
         return unsent(read, answering)
     return read
 

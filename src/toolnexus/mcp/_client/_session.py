@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from ..._tracing import inject as inject_trace
 from .._shared import _codec as codec
+from .._shared._correlation import Pending
 from .._shared._protocol import (
     LEGACY_PROTOCOL_VERSIONS,
     META_CLIENT_CAPABILITIES,
@@ -350,7 +351,8 @@ class ClientSession:
         self._pinned = protocol_version
         self._log_level = log_level
         self._ids = itertools.count(1)
-        self._pending: dict[int, str] = {}  # the method of each request awaiting its answer
+        # The method of each request awaiting its answer (the shared rule of our ids).
+        self._pending: Pending[str] = Pending()
         self.era: str | None = None
         """``"modern"``, ``"legacy"``, or ``None`` before the connection is open."""
         self.protocol_version: str | None = None
@@ -421,7 +423,7 @@ class ClientSession:
 
     def _discover(self) -> Outgoing:
         request_id = next(self._ids)
-        self._pending[request_id] = "server/discover"
+        self._pending.issue(request_id, "server/discover")
         params = {"_meta": self._meta(self._trying)}
         return Outgoing(
             {"jsonrpc": "2.0", "id": request_id, "method": "server/discover", "params": params},
@@ -430,7 +432,7 @@ class ClientSession:
 
     def _initialize(self, version: str) -> Outgoing:
         request_id = next(self._ids)
-        self._pending[request_id] = "initialize"
+        self._pending.issue(request_id, "initialize")
         params = {
             "protocolVersion": version,
             "capabilities": self._legacy_capabilities(version),
@@ -503,7 +505,7 @@ class ClientSession:
             meta.update(own)
         if progress:
             meta["progressToken"] = request_id
-        self._pending[request_id] = method
+        self._pending.issue(request_id, method)
         line = (
             codec.request_line(request_id, method, body, shared_text, own, progress)
             if shared_text
@@ -554,7 +556,7 @@ class ClientSession:
         """Give up on request ``request_id``: forget it (a late answer is ignored) and, on
         a legacy connection, the ``notifications/cancelled`` to send (a modern request is
         cancelled by closing its HTTP request; over stdio this notification is sent too)."""
-        self._pending.pop(request_id, None)
+        self._pending.withdraw(request_id)
         params: dict[str, Any] = {"requestId": request_id}
         if reason is not None:
             params["reason"] = reason
@@ -562,7 +564,7 @@ class ClientSession:
 
     def forget(self, request_id: int) -> None:
         """Stop waiting for request ``request_id`` without telling the server."""
-        self._pending.pop(request_id, None)
+        self._pending.withdraw(request_id)
 
     def respond(self, request_id: str | int, result: Mapping[str, Any]) -> Outgoing:
         """Our answer to the server's request ``request_id``."""
@@ -653,8 +655,8 @@ class ClientSession:
         if "result" not in message and "error" not in message:
             return [Stray("a message with neither method, result nor error")]
         raw_id: Any = message.get("id")
-        asked = self._pending.pop(raw_id, None) if raw_id.__class__ is int else None
-        if asked is None:  # (an int subclass, bool included, is no id of ours)
+        asked = self._pending.answered(raw_id)
+        if asked is None:  # (a replay, an id never issued; true or 1.0 is no id of ours)
             return [Stray(f"a response to no request of ours (id {describe(raw_id)})")]
         answered: int = raw_id
         if "error" in message:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..._tracing import API_MODULE
 from ..._tracing import incoming as incoming_trace
 from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS
+from .._shared._correlation import InFlight
 from .._shared._protocol import META_LOG_LEVEL, META_SERVER_INFO, describe, is_request_id
 from .._shared._questions import is_finite_number
 from ._options import ServerOptions, resolve
@@ -122,12 +123,14 @@ class ServerContext:
         self.subscribed: set[str] = set()  # resources/subscribe (legacy)
         # modern subscriptions/listen streams still open: request id -> what each asked for
         # (and, under "owner", who opened it: they hear of their own tasks only)
-        self.listens: dict[str | int, dict[str, Any]] = {}
+        self.listens: InFlight[dict[str, Any]] = InFlight()
         # Who sends the request being handled (the digest of its credential): a task made
         # of a call belongs to it.
         self.owner: str | None = None
         self.calls: dict[int, CallState] = {}
-        self.by_request: dict[str | int, CallState] = {}
+        # The calls by the client's request id: in flight until answered (the shared rule
+        # of the ids a peer sends us: one in flight is refused, a cancel finds it).
+        self.by_request: InFlight[CallState] = InFlight()
         self.next_call = 0
 
     # ------------------------------------------------------------------ the table
@@ -197,7 +200,7 @@ class ServerContext:
             task_required,
         )
         self.calls[call.call_id] = call
-        self.by_request[request_id] = call
+        self.by_request.begin(request_id, call)  # (_on_request refused an id in use)
         if method == "tools/call" and API_MODULE in sys.modules:  # else no trace: no call
             call.trace = incoming_trace(meta, request_id, client.version)
         state = params.get("requestState") if client.modern else None
@@ -222,8 +225,7 @@ class ServerContext:
     def forget(self, call: CallState) -> None:
         """Drop ``call`` from the table (withdrawing a legacy question it waits on)."""
         self.calls.pop(call.call_id, None)
-        if self.by_request.get(call.request_id) is call:
-            del self.by_request[call.request_id]
+        self.by_request.end(call.request_id, call)
         if call.asking is not None:
             self.questions.withdraw(call)
 
@@ -232,14 +234,12 @@ class ServerContext:
         on the host if it runs; a legacy question it waits on withdrawn) or an open
         ``subscriptions/listen`` stream. Malformed or unknown cancellations are ignored,
         as the specification says."""
-        if not isinstance(params, dict):
+        listen = self.listens.cancelled(params)
+        if listen is not None:
+            # The client closed its subscription: nothing more is sent on it.
+            self.listens.end(params["requestId"], listen)
             return []
-        request_id = params.get("requestId")
-        if not is_request_id(request_id):
-            return []
-        if self.listens.pop(request_id, None) is not None:
-            return []  # the client closed its subscription: nothing more is sent on it
-        call = self.by_request.get(request_id)
+        call = self.by_request.cancelled(params)
         if call is None:
             return []
         reason = params.get("reason")

@@ -39,6 +39,7 @@ from .._shared._codec import (
     encode,
     error_message,
 )
+from .._shared._correlation import InFlight, Pending
 from .._shared._protocol import (
     META_PROTOCOL_VERSION,
     META_SUBSCRIPTION_ID,
@@ -134,8 +135,8 @@ class _Channel(CallBridge):
         tasks: Tasks | None = None,
     ) -> None:
         super().__init__(session, host, inflight, tasks)
-        self._by_request: dict[Any, Exchange] = {}
-        self._asked: dict[Any, Exchange] = {}  # our elicitation/create id -> its stream
+        self._by_request: InFlight[Exchange] = InFlight()  # each request's answer stream
+        self._asked: Pending[Exchange] = Pending()  # our elicitation/create id -> its stream
         self.last_used = time.monotonic()
         self.created = self.last_used
         self.closed = False
@@ -170,8 +171,7 @@ class _Channel(CallBridge):
             self.last_used = time.monotonic()
             self.session.owner = owner
             request_id = message.get("id")
-            if request_id not in self._by_request:
-                self._by_request[request_id] = exchange
+            self._by_request.begin(request_id, exchange)  # a reused id: the first keeps it
             self.kept = 0
             later = self.dispatch(self.session.receive(message), exchange, weight, prepaid=True)
             kept = self.kept
@@ -185,7 +185,7 @@ class _Channel(CallBridge):
             self.last_used = time.monotonic()
             target = None
             if isinstance(message, dict) and "method" not in message:
-                target = self._asked.pop(message.get("id"), None)
+                target = self._asked.answered(message.get("id"))
             later = self.dispatch(self.session.receive(message), target)
         if later:
             self.carry_out(later)
@@ -245,8 +245,7 @@ class _Channel(CallBridge):
             request_id = action.id
             if here is not None and here.request_id == request_id:
                 target: Exchange | None = here
-                if self._by_request.get(request_id) is here:
-                    del self._by_request[request_id]
+                self._by_request.end(request_id, here)
             else:
                 target = self._by_request.pop(request_id, None)
             if target is None:
@@ -259,7 +258,7 @@ class _Channel(CallBridge):
         message = action.message
         if message.get("method") == "notifications/cancelled":
             params = message.get("params") or {}
-            asked = self._asked.pop(params.get("requestId"), None)
+            asked = self._asked.withdraw(params.get("requestId"))
             if asked is not None:
                 asked._put(action.to_bytes(), False)
             return
@@ -274,7 +273,7 @@ class _Channel(CallBridge):
         if here is None or not here.streams:
             return  # nobody listens for it (a client without text/event-stream)
         if "id" in message:  # our own request (elicitation/create): the answer comes back
-            self._asked[message["id"]] = here
+            self._asked.issue(message["id"], here)
         here._put(action.to_bytes(), False)
 
 

@@ -301,7 +301,7 @@ def _listen(
             )
         if "resources" in offered:
             honoured["resourceSubscriptions"] = list(uris)
-    context.listens[request_id] = {**honoured, "owner": context.owner}
+    context.listens.begin(request_id, {**honoured, "owner": context.owner})
     params_out = {"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: request_id}}
     return [
         Send(

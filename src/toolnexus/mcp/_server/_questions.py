@@ -20,6 +20,7 @@ from .._shared._codec import (
     TOO_DEEP,
     nested_too_deep,
 )
+from .._shared._correlation import Pending
 from .._shared._protocol import META_ANSWER_UNUSED, describe
 from .._shared._questions import (
     ElicitationShape,
@@ -192,7 +193,10 @@ class ServerQuestions:
         self._state_ttl_s = state_ttl_s
         self._max_rounds = max_rounds
         self._clock = clock
-        self._asked: dict[str, CallState] = {}  # a legacy request of ours -> its call
+        # Each legacy request of ours -> the call that waits on its answer (the shared
+        # rule of the ids we issue: a replayed response, or one to an id never issued,
+        # finds no call).
+        self._asked: Pending[CallState] = Pending()
         self._next_outgoing = 0
 
     def clear(self) -> None:
@@ -202,7 +206,7 @@ class ServerQuestions:
     def take(self, outgoing: Any) -> CallState | None:
         """The call that waits on the answer to our request ``outgoing``; None when
         nothing does. Its question then no longer waits on that answer's id."""
-        call = self._asked.pop(outgoing, None) if isinstance(outgoing, str) else None
+        call = self._asked.answered(outgoing)
         if call is None or not waits_on(call, outgoing):
             return None
         return call
@@ -287,7 +291,7 @@ class ServerQuestions:
             self._next_outgoing += 1
             outgoing = f"toolnexus-{_OUTGOING[method]}-{self._next_outgoing}"
             asking.asked[outgoing] = (each, shape)
-            self._asked[outgoing] = call
+            self._asked.issue(outgoing, call)
             sends.append(
                 Send({"jsonrpc": "2.0", "id": outgoing, "method": method, "params": params})
             )
@@ -299,7 +303,7 @@ class ServerQuestions:
         withdrawn: list[Action] = []
         asking, call.asking = call.asking, None
         for outgoing in asking.asked if asking is not None else ():
-            self._asked.pop(outgoing, None)
+            self._asked.withdraw(outgoing)
             withdrawn.append(
                 Send(
                     {
@@ -317,7 +321,7 @@ class ServerQuestions:
         None (the call withdrawn) for a result nested too deeply: the session answers the
         call ``-32602``, as for any message too deep to handle."""
         response_id = message.get("id")
-        call = self._asked.pop(response_id, None) if isinstance(response_id, str) else None
+        call = self._asked.answered(response_id)
         asking = call.asking if call is not None else None
         asked = asking.asked.pop(str(response_id), None) if asking is not None else None
         if call is None or asking is None or asked is None:

@@ -34,6 +34,7 @@ from .._shared._codec import (
     TOO_DEEP,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
+from .._shared._correlation import reused_id
 from .._shared._protocol import (
     LEGACY_PROTOCOL_VERSIONS,
     META_CLIENT_CAPABILITIES,
@@ -472,7 +473,7 @@ class ServerSession:
     def in_progress(self, request_id: str | int) -> bool:
         """Whether the request ``request_id`` is still being answered (a call, or an open
         ``subscriptions/listen`` stream)."""
-        return request_id in self._ctx.by_request or request_id in self._ctx.listens
+        return self._ctx.by_request.in_use(request_id, self._ctx.listens)
 
     @property
     def listening(self) -> bool:
@@ -526,12 +527,8 @@ class ServerSession:
 
     def _on_request(self, request_id: str | int, method: str, params: Any) -> list[Action]:
         context = self._ctx
-        if request_id in context.by_request or request_id in context.listens:
-            raise Reject(
-                INVALID_REQUEST,
-                f"invalid request: id {request_id!r} is already in use by a request in "
-                "progress; use a new id for each request",
-            )
+        if context.by_request.in_use(request_id, context.listens):
+            raise Reject(INVALID_REQUEST, reused_id(request_id))
         entry = _METHODS.get(method)
         if entry is None and method != "initialize":
             raise Reject(METHOD_NOT_FOUND, f"method not found: {method!r}")

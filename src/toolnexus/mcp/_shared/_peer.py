@@ -21,6 +21,9 @@ The binding rule (legacy stdio). A server request carries no call id on stdio. I
    another: with no call left to bind to, the client answers ``cancel`` at once.
 
 Not thread-safe by itself: the client holds its lock around a :class:`Peer`.
+
+Both correlation rules of request ids live in ``_correlation.py`` (:class:`Pending`,
+:class:`InFlight`); :attr:`Peer.waiters` is a :class:`Pending`.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...errors import McpError
+from ._correlation import Pending
 
 if TYPE_CHECKING:
     from typing import Protocol
@@ -127,7 +131,8 @@ class Waiter:
 class Peer:
     """The correlation table of one connection (see the module's binding rule).
 
-    ``waiters``: every request of ours still waiting for its answer, by id; ``calls``: the
+    ``waiters``: every request of ours still waiting for its answer, by id (a
+    :class:`Pending`: issue, answered, withdraw there); ``calls``: the
     ``tools/call``\\ s in flight, oldest first; ``asking``: the calls whose question is
     open, with the server request id of that question.
 
@@ -143,29 +148,11 @@ class Peer:
     __slots__ = ("asking", "calls", "pending", "waiters")
 
     def __init__(self) -> None:
-        self.waiters: dict[int, Waiter] = {}
+        self.waiters: Pending[Waiter] = Pending()
         self.calls: dict[int, Waiter] = {}
         self.asking: dict[int, str | int] = {}
         # How many requests still wait for their answer (a reader asks it on every read).
         self.pending: Callable[[], int] = self.waiters.__len__
-
-    def wait(self, request_id: int, waiter: Waiter) -> None:
-        """``waiter`` waits for the answer to request ``request_id``."""
-        self.waiters[request_id] = waiter
-
-    def stop_waiting(self, request_id: int) -> None:
-        """Nobody waits for request ``request_id`` any more (it was never sent, or its
-        answer is not awaited)."""
-        self.waiters.pop(request_id, None)
-
-    def answered(self, request_id: Any) -> Waiter | None:
-        """Who waited for the answer that names ``request_id`` (it waits no more), if
-        anyone does."""
-        return self.waiters.pop(request_id, None) if request_id.__class__ is int else None
-
-    def waiter_of(self, request_id: Any) -> Waiter | None:
-        """Who waits for request ``request_id`` (a ``progressToken`` names its request)."""
-        return self.waiters.get(request_id) if request_id.__class__ is int else None
 
     def waiting(self) -> list[Waiter]:
         """Everyone still waiting for an answer."""
@@ -215,7 +202,7 @@ class Peer:
 
     def finish(self, request_id: int) -> None:
         """Request ``request_id`` is over: forget it everywhere."""
-        self.waiters.pop(request_id, None)
+        self.waiters.withdraw(request_id)
         self.calls.pop(request_id, None)
         self.asking.pop(request_id, None)
 
@@ -261,7 +248,11 @@ class PipeWriter:
         self._on_stalled = on_stalled
         self._queue: collections.deque[bytes] = collections.deque()
         self._queued = 0  # bytes in _queue
-        self._state = threading.Condition(threading.Lock())
+        # The lock is taken directly where nobody waits (send: a Condition's own
+        # __enter__/__exit__ are two Python calls per message); the writer waits on
+        # the condition made over it.
+        self._lock = threading.Lock()
+        self._state = threading.Condition(self._lock)
         self._failed: str | None = None
         self._closing = False
         self._writing = False  # the writer thread holds data it took from the queue
@@ -290,7 +281,7 @@ class PipeWriter:
         blocking; raises :class:`McpError` (naming ``label``) once writing failed or
         stalled."""
         stalled = None
-        with self._state:
+        with self._lock:
             if self._failed is not None:
                 raise McpError(self._label, self._failed)
             if self._closing:

@@ -1,0 +1,180 @@
+"""Instructions per call (callgrind), for this checkout and an older one: a figure a busy
+machine does not move, where wall-clock ratios on a shared VM swing by 10% and more.
+
+    python benchmarks/instructions.py --baseline /tmp/old/src        # every row, 3 repeats
+    python benchmarks/instructions.py --rows stdio-timeout,host-timeout --repeat 5
+
+Each row runs its workload twice under ``valgrind --tool=callgrind`` — with 100 and with
+1,100 calls — and reads the difference over 1,000: what one call costs, without start-up.
+The least of the repeats is shown (a run can only gain instructions from what else
+happens, e.g. a thread woken by the clock), with the others beside it.
+
+- ``stdio-legacy``, ``stdio-modern``, ``stdio-timeout``: ``toolnexus serve
+  benchmarks/mcp_bench_tools.py:toolkit`` (``stdio-timeout`` with ``--timeout 30000``)
+  counted alone, sequential ``tools/call`` of ``add`` sent from an uncounted driver, legacy
+  after ``initialize`` or modern (2026-07-28). The spare reader's 5 ms poll is set to
+  1,000 s in both checkouts (the same code in each): under callgrind a call takes
+  milliseconds, and the poll's wake-ups would count wall time, not work.
+- ``host``, ``host-timeout``: ``Host.call("add", ...)`` in-process, without and with
+  ``timeout_ms=5000`` (the shape of ``host_overhead.py`` table 1).
+- ``client``: ``McpClient.call_tool`` over stdio against ``mcp_client_server.py`` (the
+  server uncounted).
+
+Needs ``valgrind`` on the PATH; a row takes a minute or more. Nothing here asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import re
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+ROWS = ("stdio-legacy", "stdio-modern", "stdio-timeout", "host", "host-timeout", "client")
+SMALL, LARGE = 100, 1_100
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def callgrind(src: Path, argv: list[str], **popen: object) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONPATH=str(src))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode compiled once, up front
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    return subprocess.Popen(
+        [*command, sys.executable, __file__, *argv],
+        env=env,
+        stderr=subprocess.PIPE,
+        **popen,  # type: ignore[arg-type]
+    )
+
+
+def collected(process: subprocess.Popen[bytes]) -> int:
+    assert process.stderr is not None
+    err = process.stderr.read().decode()
+    process.wait()
+    found = re.findall(r"Collected : (\d+)", err)
+    if process.returncode or not found:
+        raise RuntimeError(f"the workload failed:\n{err[-2000:]}")
+    return int(found[-1])
+
+
+def line(message: dict[str, object]) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+def stdio_run(src: Path, row: str, calls: int) -> int:
+    """Instructions of a served stdio session of ``calls`` tools/call (the server only)."""
+    argv = ["--serve", "serve", str(HERE / "mcp_bench_tools.py") + ":toolkit"]
+    if row == "stdio-timeout":
+        argv += ["--timeout", "30000"]
+    server = callgrind(src, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert server.stdin is not None and server.stdout is not None
+
+    def ask(message: dict[str, object]) -> dict[str, object]:
+        server.stdin.write(line(message))  # type: ignore[union-attr]
+        server.stdin.flush()  # type: ignore[union-attr]
+        answer: dict[str, object] = json.loads(server.stdout.readline())  # type: ignore[union-attr]
+        return answer
+
+    if row != "stdio-modern":
+        params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b"}}
+        ask({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})
+        server.stdin.write(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    for rid in range(1, calls + 1):
+        body: dict[str, object] = {"name": "add", "arguments": {"a": rid, "b": 1}}
+        if row == "stdio-modern":
+            body["_meta"] = MODERN_META
+        answer = ask({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": body})
+        assert "result" in answer, answer
+    server.stdin.close()
+    return collected(server)
+
+
+def per_call(src: Path, row: str) -> int:
+    if row.startswith("stdio-"):
+        small, large = stdio_run(src, row, SMALL), stdio_run(src, row, LARGE)
+    else:
+        small = collected(callgrind(src, ["--workload", row, str(SMALL)]))
+        large = collected(callgrind(src, ["--workload", row, str(LARGE)]))
+    return (large - small) // (LARGE - SMALL)
+
+
+def serve(argv: list[str]) -> None:
+    """``toolnexus serve`` with the spare reader's poll off (see the module's text)."""
+    for name in ("toolnexus.mcp._server._stdio", "toolnexus.mcp._stdio"):  # now, and before
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        module._RELIEF_S = 1000.0  # type: ignore[attr-defined]
+        break
+    sys.argv = ["toolnexus", *argv]
+    runpy.run_module("toolnexus", run_name="__main__", alter_sys=True)
+
+
+def workload(row: str, calls: int) -> None:
+    from toolnexus import Host, Toolkit, tool
+
+    if row == "client":
+        from toolnexus.mcp import McpClient
+
+        server = [str(HERE / "mcp_client_server.py")]
+        client = McpClient(sys.executable, server, name="bench")
+        client.list_tools()
+        for _ in range(calls):
+            assert client.call_tool("add", {"a": 1, "b": 2}).output == "3"
+        client.close()
+        return
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    deadline = 5_000 if row == "host-timeout" else None
+    with Host(Toolkit([add])) as host:
+        host.call("add", {"a": 0, "b": 1})
+        for index in range(calls):
+            assert not host.call("add", {"a": index, "b": 2}, timeout_ms=deadline).is_error
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--serve"]:
+        serve(sys.argv[2:])
+        return
+    if sys.argv[1:2] == ["--workload"]:
+        workload(sys.argv[2], int(sys.argv[3]))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline", type=Path, metavar="SRC", help="an older checkout's src")
+    parser.add_argument("--rows", default=",".join(ROWS), help=f"of {', '.join(ROWS)}")
+    parser.add_argument("--repeat", type=int, default=3)
+    options = parser.parse_args()
+    trees = {"this checkout": ROOT / "src"}
+    if options.baseline is not None:
+        trees["baseline"] = options.baseline
+    for src in trees.values():
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True)
+    print(f"{'row':<16}{'tree':<16}{'per call (least)':>18}  all   {'x baseline':>10}")
+    for row in options.rows.split(","):
+        least: dict[str, int] = {}
+        for label, src in trees.items():
+            runs = [per_call(src, row) for _ in range(options.repeat)]
+            least[label] = min(runs)
+            ratio = ""
+            if label == "baseline":
+                ratio = f"{least['this checkout'] / least['baseline']:.3f}"
+            print(f"{row:<16}{label:<16}{least[label]:>18,}  {runs}  {ratio:>10}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
