@@ -497,6 +497,13 @@ class _Run:
     def __repr__(self) -> str:
         return f"<chain {[s.name for s in self.steps]} around {self.tool!r}>"
 
+    @property
+    def hears_token(self) -> bool:
+        """Whether the tool's argument check can read the call's token, as
+        :attr:`Tool.hears_token <toolnexus.Tool.hears_token>` says (a span alone around
+        a tool that takes no context gives it one only then)."""
+        return self.tool.hears_token
+
     def _first(self, args: Any, ctx: ToolContext | None) -> ToolCall | ToolResult:
         """The first ToolCall of an attempt, or the result refusing its arguments."""
         if ctx is None:  # a span alone around a tool that takes no context, or no host
