@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ._http import HttpExchange, HttpTransport
     from ._stdio import StdioTransport
 
-__all__ = ["CANCELLED", "RETRY", "Connection", "auth_problem", "give_up"]
+__all__ = ["CANCELLED", "NOTICES", "RETRY", "Connection", "auth_problem", "give_up"]
 
 _log = LazyLogger("mcp.client")
 
@@ -82,6 +82,16 @@ class _Idle(Exception):
     pass
 
 
+NOTICES = frozenset(
+    {
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+        "notifications/prompts/list_changed",
+    }
+)
+"""The server notifications a client's ``on_notification`` listeners hear."""
+
+
 class Connection:
     """One open connection to the server: its transport, session and peer, and the I/O
     of its requests. A lost connection is replaced by a new one on the next request
@@ -95,11 +105,13 @@ class Connection:
         timeout_s: float,
         on_tools_changed: Callable[[], object],
         client_closed: Callable[[], bool],
+        on_notice: Callable[[str, dict[str, Any]], object] | None = None,
     ) -> None:
         self.session = session
         self.label = label  # the server's name, in messages
         self.timeout_s = timeout_s
         self.on_tools_changed = on_tools_changed
+        self.on_notice = on_notice  # the other list changes, and resources/updated
         self.client_closed = client_closed
         self.lock = threading.RLock()
         self.transport: StdioTransport | HttpTransport | None = None
@@ -407,7 +419,9 @@ class Connection:
             _log.log(level, "%s", line)
         elif method == "notifications/tools/list_changed":
             self.on_tools_changed()
-        # Anything else (cancelled, resources, unknown): nothing to do.
+        elif method in NOTICES and self.on_notice is not None:
+            self.on_notice(method, dict(params))
+        # Anything else (cancelled, unknown): nothing to do.
 
     def _on_server_request(self, event: ServerRequest, home: Waiter | None) -> None:
         waiter: Waiter | None = None

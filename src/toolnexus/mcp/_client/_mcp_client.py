@@ -178,6 +178,7 @@ class McpClient:
         # The legacy questions parked on this client (their calls wait on the server).
         self._questions = ClientQuestions(settings.question_s, give_up)
         self._listeners: list[Callable[[], object]] = []
+        self._notice_listeners: list[Callable[[str, dict[str, Any]], object]] = []
         self._closed = False
         self._http: HttpTransport | None = None
 
@@ -282,6 +283,7 @@ class McpClient:
             timeout_s=settings.timeout_s,
             on_tools_changed=self._tools_changed,
             client_closed=lambda: self._closed,
+            on_notice=self._noticed,
         )
         if settings.command is not None:
             self._spawn(connection)
@@ -654,6 +656,97 @@ class McpClient:
         return connection.resume(
             self._questions, resumed, answer, token, progress, self._settings.idle_s
         )
+
+    # ------------------------------------------------------------------ resources, prompts,
+    # completion and their notifications (what a gateway passes on)
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]:
+        """The capabilities the server declared (``{}`` until connected).
+
+        Example::
+
+            if "resources" in client.connect().server_capabilities:
+                print(client.list_resources())
+        """
+        connection = self._connection
+        return dict(connection.session.server_capabilities) if connection is not None else {}
+
+    def on_notification(self, listener: Callable[[str, dict[str, Any]], object]) -> None:
+        """Call ``listener(method, params)`` (on a helper thread) when the server sends
+        ``notifications/resources/list_changed``, ``notifications/prompts/list_changed``
+        or ``notifications/resources/updated`` (``params["uri"]``: the resource whose
+        content changed; see :meth:`subscribe_resource`).
+
+        Example::
+
+            client.on_notification(lambda method, params: print(method, params))
+        """
+        if not callable(listener):
+            raise InvalidTypeError(f"listener must be callable, got {type(listener).__name__}")
+        self._notice_listeners.append(listener)
+
+    def _noticed(self, method: str, params: dict[str, Any]) -> None:
+        listeners = list(self._notice_listeners)
+        if not listeners:
+            return
+
+        def run() -> None:
+            for listener in listeners:
+                try:
+                    listener(method, params)
+                except Exception:
+                    _log.exception("MCP server %s: a %s listener failed", self.name, method)
+
+        threading.Thread(target=run, name=f"toolnexus-mcp-{self.name}-notice", daemon=True).start()
+
+    def subscribe_resource(self, uri: str) -> None:
+        """Ask the server to send ``notifications/resources/updated`` when the content
+        at ``uri`` changes (``resources/subscribe``; :meth:`on_notification` hears it).
+        Raises :class:`~toolnexus.errors.McpError` when the server refuses.
+
+        Example::
+
+            client.on_notification(lambda method, params: print(params["uri"]))
+            client.subscribe_resource("demo://resource/static/document/architecture.md")
+        """
+        self._request("resources/subscribe", {"uri": uri})
+
+    def unsubscribe_resource(self, uri: str) -> None:
+        """Stop the updates :meth:`subscribe_resource` asked for (``resources/unsubscribe``)."""
+        self._request("resources/unsubscribe", {"uri": uri})
+
+    def complete(
+        self,
+        ref: Mapping[str, Any],
+        argument: str,
+        value: str,
+        context: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Candidate values for one argument of a prompt or a resource template
+        (``completion/complete``): ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or
+        ``{"type": "ref/resource", "uri": <template>}``, ``context`` the other arguments
+        already given. Returns the ``completion`` object as sent, ``{"values": [...],
+        "total"?, "hasMore"?}``; raises :class:`~toolnexus.errors.McpError` when the server
+        refuses.
+
+        Example::
+
+            ref = {"type": "ref/prompt", "name": "completable-prompt"}
+            print(client.complete(ref, "department", "E")["values"])  # ['Engineering']
+        """
+        params: dict[str, Any] = {
+            "ref": dict(ref),
+            "argument": {"name": argument, "value": value},
+        }
+        if context:
+            params["context"] = {"arguments": dict(context)}
+        result = self._request("completion/complete", params)
+        completion = result.get("completion")
+        values = completion.get("values") if isinstance(completion, dict) else None
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise McpError(self.name, "completion/complete answered without completion.values")
+        return dict(completion)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ closing
 

@@ -33,6 +33,7 @@ __all__ = ["McpServerStatus", "McpSource", "load_mcp_json"]
 _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 
 _DEFAULT_TIMEOUT_MS = 30_000
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")  # a URI's literal scheme
 # ${NAME} or ${env:NAME}, from the environment; and VS Code's ${input:id}, a value its user
 # is asked for, here read from the environment as TOOLNEXUS_INPUT_<ID> (_input_variable).
 _VARIABLE = re.compile(r"\$\{(?:input:([^}]*)|(?:env:)?([A-Za-z_][A-Za-z0-9_]*))\}")
@@ -194,6 +195,7 @@ class McpSource:
         self.toolkit: Toolkit = Toolkit()
         """Every connected server's tools (kept up to date on list changes)."""
         self._closed = False
+        self._links = False  # rewrite resource links in tool results (rewrite_links)
 
     # ------------------------------------------------------------------ reading
 
@@ -419,8 +421,94 @@ class McpSource:
                 if name in self.toolkit:
                     self.toolkit.remove(name)
         server.tools = tools
+        self._relink(server)
         self._register(server)
         _log.info("MCP server %s: tools now %s", server.name, ", ".join(server.status.tools))
+
+    # ------------------------------------------------------------------ names and URIs
+
+    def tool_prefix(self, name: str) -> str:
+        """What server ``name``'s tools (and prompts) are prefixed with: the ``prefix``
+        given to this source or in the file, else ``"<name>_"``.
+
+        Example::
+
+            source.tool_prefix("every")  # 'every_'
+        """
+        server = self._servers.get(name)
+        options = server.options if server is not None else {}
+        prefix = self._prefix.get(name, options.get("prefix"))
+        return f"{name}_" if prefix is None else prefix
+
+    def uri_prefix(self, name: str) -> str:
+        """The scheme prefix of server ``name``'s resource URIs: its tool prefix without
+        the trailing ``_``, each character a URI scheme cannot hold made ``-`` (``""``
+        when its tools keep their own names: its URIs keep theirs too). A federated URI
+        is ``<uri prefix>+<the server's URI>``, so ``every+demo://resource/1`` is
+        ``demo://resource/1`` on server ``every``.
+
+        Example::
+
+            source.uri_prefix("every")  # 'every'
+        """
+        text = re.sub(r"[^A-Za-z0-9.\-]", "-", self.tool_prefix(name).rstrip("_"))
+        if text and not text[0].isalpha():
+            text = "mcp-" + text  # a scheme starts with a letter
+        return text
+
+    def federated_uri(self, name: str, uri: str) -> str | None:
+        """Server ``name``'s URI (or URI template) ``uri`` as this source offers it, or
+        ``None`` when it cannot be prefixed reversibly: it does not begin with a literal
+        scheme (``{+base}/x`` — a template whose scheme is a variable).
+
+        Example::
+
+            source.federated_uri("every", "demo://resource/1")  # 'every+demo://resource/1'
+        """
+        prefix = self.uri_prefix(name)
+        if not prefix:
+            return uri
+        if not _SCHEME.match(uri):
+            return None
+        return f"{prefix}+{uri}"
+
+    def upstream_uri(self, uri: str) -> tuple[str, str] | None:
+        """The server and its own URI behind the federated ``uri`` (the reverse of
+        :meth:`federated_uri`), or ``None`` when no prefixed server's URIs start so.
+
+        Example::
+
+            source.upstream_uri("every+demo://resource/1")  # ('every', 'demo://resource/1')
+        """
+        for name in self._servers:
+            prefix = self.uri_prefix(name)
+            if prefix and uri.startswith(prefix + "+"):
+                return name, uri[len(prefix) + 1 :]
+        return None
+
+    def rewrite_links(self) -> None:
+        """From now on, a resource link in a tool's result names the federated URI
+        (:meth:`federated_uri`): what a gateway that serves the servers' resources
+        under prefixed URIs does, so a client of it can read what a tool points at."""
+        self._links = True
+        with self._lock:
+            for server in self._servers.values():
+                self._relink(server)
+
+    def _relink(self, server: _Server) -> None:
+        if not self._links:
+            return
+        from ._remote import RemoteTool
+
+        name = server.name
+
+        def links(uri: str) -> str:
+            return self.federated_uri(name, uri) or uri
+
+        for tool in server.tools:
+            fn = tool.fn
+            if isinstance(fn, RemoteTool):
+                fn.links = links
 
     # ------------------------------------------------------------------ state
 
