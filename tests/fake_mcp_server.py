@@ -27,6 +27,8 @@ list two tools and answer ``tools/call`` — each MODE breaks one rule:
   ``greet``; a read answers the URI it was asked for.
 - ``ttl``: its ``tools/list`` answers carry the cache hints ``ttlMs`` (a minute) and
   ``cacheScope``.
+- ``stale``: its ``tools/list`` answers carry ``ttlMs`` 50, and its list grows after the
+  first call without a word (no ``list_changed``): only a client that lists again sees it.
 
 In every mode, a call of ``echo`` with the text ``counts`` answers how many requests of
 each method the server has seen (a JSON object), so a test counts what reached it.
@@ -156,6 +158,8 @@ for line in sys.stdin:
         listed: dict[str, object] = {"tools": tools}
         if MODE == "ttl":
             listed.update({"ttlMs": 60_000, "cacheScope": "public"})
+        if MODE == "stale":
+            listed.update({"tools": [GOOD, EXTRA] if calls else [GOOD], "ttlMs": 50})
         send({"jsonrpc": "2.0", "id": request_id, "result": listed})
         if MODE == "deaf":
             hang()

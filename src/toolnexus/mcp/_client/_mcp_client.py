@@ -25,6 +25,7 @@ connections.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import threading
 import time
@@ -61,6 +62,14 @@ if TYPE_CHECKING:
 __all__ = ["McpClient"]
 
 _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
+
+# Which cached lists a notification makes stale (a new connection drops them all).
+_LIST_CHANGES: dict[str, tuple[str, ...]] = {
+    "notifications/tools/list_changed": ("tools/list",),
+    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
+    "notifications/prompts/list_changed": ("prompts/list",),
+}
+_LISTS = tuple(method for methods in _LIST_CHANGES.values() for method in methods)
 
 _live_clients: weakref.WeakSet[McpClient] = weakref.WeakSet()
 _exit_hook_lock = threading.Lock()
@@ -179,6 +188,10 @@ class McpClient:
         self._questions = ClientQuestions(settings.question_s, give_up)
         self._listeners: list[Callable[[], object]] = []
         self._notice_listeners: list[Callable[[str, dict[str, Any]], object]] = []
+        # Lists as last fetched (see _list): method -> (items, fresh until, cacheScope).
+        self._lists: dict[str, tuple[list[dict[str, Any]], float, str | None]] = {}
+        self._lists_changed = 0  # bumped by each invalidation: a fetch it overtook is not kept
+        self._lists_lock = threading.Lock()
         self._closed = False
         self._http: HttpTransport | None = None
 
@@ -269,6 +282,8 @@ class McpClient:
                 return connection
             if connection is not None:
                 connection.drop(connection.lost or "lost")
+            # A new connection: maybe a new server. A fetch under way is on this connection.
+            self._forget_lists(*_LISTS, overtaken=False)
             connection = self._start_connection()
             self._connection = connection
             _live_clients.add(self)
@@ -350,6 +365,7 @@ class McpClient:
             ) from None
 
     def _tools_changed(self) -> None:
+        self._forget_lists("tools/list")
         listeners = list(self._listeners)
         if not listeners:
             return
@@ -384,14 +400,23 @@ class McpClient:
         return self._list("tools/list", "tools")
 
     def _list(self, method: str, key: str) -> list[dict[str, Any]]:
-        """Every page of a list method's ``key`` array."""
+        """Every page of a list method's ``key`` array — from the cache while it holds
+        (see :meth:`cached_until`)."""
+        with self._lists_lock:
+            cached = self._lists.get(method)
+            generation = self._lists_changed
+        if cached is not None and time.monotonic() < cached[1]:
+            return [dict(item) for item in cached[0]]
         items: list[dict[str, Any]] = []
         cursor: str | None = None
+        first: dict[str, Any] | None = None
         for _ in range(LIST_PAGES):
             result = self._request(method, {"cursor": cursor} if cursor is not None else None)
+            first = first if first is not None else result
             page, cursor = list_page(self.name, method, key, result)
             items.extend(page)
             if cursor is None:
+                self._keep_list(method, items, first, generation)
                 return items
         raise McpError(self.name, f"{method} still had more pages after {LIST_PAGES}")
 
@@ -657,6 +682,69 @@ class McpClient:
             self._questions, resumed, answer, token, progress, self._settings.idle_s
         )
 
+    # ------------------------------------------------------------------ list caching
+
+    def cached_until(self, method: str) -> float | None:
+        """Until when (a ``time.monotonic()`` value) the cached answer of the list method
+        ``method`` (``"tools/list"``, ``"resources/list"``, ...) holds: its ``ttlMs``
+        from when it was fetched; ``math.inf`` when the server sent no ``ttlMs`` but
+        declared ``listChanged`` for that list (it holds until the server says the list
+        changed); ``None`` when nothing is cached (the next call asks the server).
+
+        A list is cached as the server's hints say: a ``tools/list`` answer with
+        ``ttlMs`` is reused for that long, a ``notifications/…/list_changed`` drops it at
+        once, as does a new connection (the server may have restarted). ``cacheScope``
+        (``"public"`` or ``"private"``) is kept beside it (:meth:`cache_scope`): one client
+        is one user, so both are cached here; a gateway that serves several principals
+        filters one upstream list per principal, never shares a principal's own answer.
+
+        Example::
+
+            client.list_tools()
+            print(client.cached_until("tools/list"))  # e.g. 12345.6, or inf, or None
+        """
+        with self._lists_lock:
+            cached = self._lists.get(method)
+        if cached is None or time.monotonic() >= cached[1]:
+            return None
+        return cached[1]
+
+    def cache_scope(self, method: str) -> str | None:
+        """The ``cacheScope`` the server gave the cached answer of ``method``, or None."""
+        with self._lists_lock:
+            cached = self._lists.get(method)
+        return cached[2] if cached is not None else None
+
+    def _keep_list(
+        self, method: str, items: list[dict[str, Any]], first: dict[str, Any], generation: int
+    ) -> None:
+        ttl = first.get("ttlMs")
+        scope = first.get("cacheScope")
+        if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0:
+            until = time.monotonic() + ttl / 1000
+        elif ttl is None and self._declares_list_changed(method):
+            until = math.inf
+        else:
+            return  # no hint: asked anew each time
+        with self._lists_lock:
+            if self._lists_changed != generation:
+                return  # a list_changed came while this was fetched: it may be stale
+            kept = [dict(item) for item in items]
+            self._lists[method] = (kept, until, scope if isinstance(scope, str) else None)
+
+    def _declares_list_changed(self, method: str) -> bool:
+        capability = self.server_capabilities.get(method.split("/", 1)[0])
+        return isinstance(capability, dict) and capability.get("listChanged") is True
+
+    def _forget_lists(self, *methods: str, overtaken: bool = True) -> None:
+        """Drop the cached ``methods``; ``overtaken``: a fetch of them under way may have
+        read the old list, so it is not kept either."""
+        with self._lists_lock:
+            if overtaken:
+                self._lists_changed += 1
+            for method in methods:
+                self._lists.pop(method, None)
+
     # ------------------------------------------------------------------ resources, prompts,
     # completion and their notifications (what a gateway passes on)
 
@@ -687,6 +775,7 @@ class McpClient:
         self._notice_listeners.append(listener)
 
     def _noticed(self, method: str, params: dict[str, Any]) -> None:
+        self._forget_lists(*_LIST_CHANGES.get(method, ()))
         listeners = list(self._notice_listeners)
         if not listeners:
             return

@@ -33,6 +33,7 @@ __all__ = ["McpServerStatus", "McpSource", "load_mcp_json"]
 _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 
 _DEFAULT_TIMEOUT_MS = 30_000
+_MIN_RELIST_S = 1.0  # the shortest wait before a server's tool list is looked at again
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")  # a URI's literal scheme
 # ${NAME} or ${env:NAME}, from the environment; and VS Code's ${input:id}, a value its user
 # is asked for, here read from the environment as TOOLNEXUS_INPUT_<ID> (_input_variable).
@@ -102,6 +103,7 @@ class _Server:
         self.client: McpClient | None = None
         self.status = McpServerStatus(name, "failed", "not connected yet")
         self.tools: list[Tool] = []
+        self.specs: list[dict[str, Any]] = []  # its tools/list answer, as last fetched
 
 
 class McpSource:
@@ -360,12 +362,11 @@ class McpSource:
                 auth=auth,
             )
             server.client = client
-            prefix = self._prefix.get(server.name, options.get("prefix"))
-            server.tools = client.tools(
-                prefix=prefix, include=server.include, exclude=server.exclude
-            )
+            server.specs = client.list_tools()
+            server.tools = self._tools_of(server, server.specs)
             client.on_tools_changed(lambda: self._refresh(server))
             server.status = McpServerStatus(server.name, "connected")
+            self._expire_later(server)
         except (McpError, ValueError, TypeError) as exc:
             reason = exc.problem if isinstance(exc, McpError) else str(exc)
             server.status = McpServerStatus(server.name, "failed", reason)
@@ -406,16 +407,43 @@ class McpSource:
                 return server.name
         return "another server"
 
-    def _refresh(self, server: _Server) -> None:
+    def _tools_of(self, server: _Server, specs: list[dict[str, Any]]) -> list[Tool]:
+        from ._remote import remote_tool_list
+
+        assert server.client is not None
+        prefix = self.tool_prefix(server.name)
+        return remote_tool_list(server.client, specs, prefix, server.include, server.exclude)
+
+    def _expire_later(self, server: _Server) -> None:
+        """When the server's tool list has a ``ttlMs``, look again once it runs out: a
+        list that changed without a notification (a stateless server sends none) is
+        seen then; one that did not change touches nothing."""
+        client = server.client
+        until = client.cached_until("tools/list") if client is not None else None
+        if until is None or until == float("inf") or self._closed:
+            return
+        import time
+
+        from ..._timers import schedule
+
+        # At most once a second, whatever a server asks: its ttl is no reason to be polled.
+        at = max(until, time.monotonic() + _MIN_RELIST_S)
+        schedule(at, lambda: self._refresh(server, unless_same=True))
+
+    def _refresh(self, server: _Server, unless_same: bool = False) -> None:
         client = server.client
         if client is None or self._closed:
             return
-        prefix = self._prefix.get(server.name, server.options.get("prefix"))
         try:
-            tools = client.tools(prefix=prefix, include=server.include, exclude=server.exclude)
+            specs = client.list_tools()
         except McpError as exc:
             _log.warning("MCP server %s: refreshing its tools failed: %s", server.name, exc)
             return
+        self._expire_later(server)
+        if unless_same and specs == server.specs:
+            return
+        server.specs = specs
+        tools = self._tools_of(server, specs)
         with self._lock:
             for name in server.status.tools:
                 if name in self.toolkit:
