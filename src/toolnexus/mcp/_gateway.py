@@ -27,6 +27,7 @@ from .._log import LazyLogger
 from .._result import ToolResult
 from .._uri_template import UriTemplate, is_template
 from ..errors import McpError
+from ._shared._catalog import gate
 
 if TYPE_CHECKING:
     from ._client._mcp_client import McpClient
@@ -157,6 +158,7 @@ class Federation:
             if template and not is_template(remote):
                 template = False
             reader = self._reader(upstream, remote, template)
+            gate(reader, self.source.scopes_of(upstream.name))
             completers = self._completers(
                 upstream, {"type": "ref/resource", "uri": remote}, _variables(remote)
             )
@@ -244,10 +246,12 @@ class Federation:
             completers = self._completers(
                 upstream, {"type": "ref/prompt", "name": remote}, tuple(properties)
             )
+            renderer = self._renderer(upstream, remote)
+            gate(renderer, self.source.scopes_of(upstream.name))
             try:
                 made.append(
                     Prompt(
-                        self._renderer(upstream, remote),
+                        renderer,
                         sanitize_name(prefix + remote),
                         _text(entry.get("title")),
                         _text(entry.get("description")) or "",

@@ -49,7 +49,7 @@ class Caller(Protocol):
 class RemoteTool:
     """The function of a remote tool: ``fn(args, ctx)`` calls the server's tool."""
 
-    __slots__ = ("client", "headers", "links", "remote")
+    __slots__ = ("client", "headers", "links", "remote", "required_scopes")
 
     def __init__(self, client: Caller, remote: str, headers: Mapping[str, str]) -> None:
         self.client = client
@@ -57,6 +57,8 @@ class RemoteTool:
         self.headers = headers
         self.links: Callable[[str], str] | None = None
         """What a resource link's URI becomes in a result (a gateway's prefixed URI)."""
+        self.required_scopes: frozenset[str] = frozenset()
+        """The scopes a caller needs to see this tool (a gateway's catalog; see gate)."""
 
     def __call__(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> ToolResult:
         result = self._run(args, ctx)

@@ -57,6 +57,8 @@ _KNOWN_KEYS = frozenset(
         "description",
         "envFile",
         "auth",
+        "scopes",
+        "toolScopes",
     }
 )
 # An "auth" object's keys, and the OAuth field each sets.
@@ -104,6 +106,8 @@ class _Server:
         self.status = McpServerStatus(name, "failed", "not connected yet")
         self.tools: list[Tool] = []
         self.specs: list[dict[str, Any]] = []  # its tools/list answer, as last fetched
+        self.scopes: frozenset[str] = frozenset()  # a caller needs these to see any of it
+        self.tool_scopes: dict[str, frozenset[str]] = {}  # and these for one tool
 
 
 class McpSource:
@@ -297,7 +301,19 @@ class McpSource:
         exclude = _texts(entry.get("excludeTools", []), f"{where}.excludeTools")
         if "prefix" in entry:
             options["prefix"] = _text(entry["prefix"], f"{where}.prefix", allow_empty=True)
-        return _Server(name, options, include, exclude)
+        server = _Server(name, options, include, exclude)
+        server.scopes = _scopes(entry.get("scopes", []), f"{where}.scopes")
+        tool_scopes = entry.get("toolScopes", {})
+        if not isinstance(tool_scopes, Mapping):
+            raise InvalidTypeError(
+                f"{where}.toolScopes: must map the server's tool names to scopes, such as "
+                '{"delete_file": ["files:admin"]}'
+            )
+        server.tool_scopes = {
+            tool: _scopes(needed, f"{where}.toolScopes.{tool}")
+            for tool, needed in tool_scopes.items()
+        }
+        return server
 
     # ------------------------------------------------------------------ connecting
 
@@ -408,11 +424,28 @@ class McpSource:
         return "another server"
 
     def _tools_of(self, server: _Server, specs: list[dict[str, Any]]) -> list[Tool]:
-        from ._remote import remote_tool_list
+        from .._shared._catalog import gate
+        from ._remote import RemoteTool, remote_tool_list
 
         assert server.client is not None
         prefix = self.tool_prefix(server.name)
-        return remote_tool_list(server.client, specs, prefix, server.include, server.exclude)
+        tools = remote_tool_list(server.client, specs, prefix, server.include, server.exclude)
+        for tool in tools:
+            fn = tool.fn
+            if isinstance(fn, RemoteTool):
+                gate(fn, server.scopes | server.tool_scopes.get(fn.remote, frozenset()))
+        return tools
+
+    def scopes_of(self, name: str) -> frozenset[str]:
+        """The scopes a caller needs to see anything of server ``name`` (its ``scopes``
+        in ``mcp.json``; ``toolScopes`` adds some for single tools).
+
+        Example::
+
+            source.scopes_of("files")  # frozenset({'files:read'})
+        """
+        server = self._servers.get(name)
+        return server.scopes if server is not None else frozenset()
 
     def _expire_later(self, server: _Server) -> None:
         """When the server's tool list has a ``ttlMs``, look again once it runs out: a
@@ -617,6 +650,13 @@ def _text_map(value: Any, where: str) -> dict[str, str]:
     ):
         raise InvalidTypeError(f"{where}: must be an object of strings")
     return dict(value)
+
+
+def _scopes(value: Any, where: str) -> frozenset[str]:
+    """A list of scopes, or one space-separated string of them."""
+    if isinstance(value, str):
+        return frozenset(value.split())
+    return frozenset(_texts(value, where))
 
 
 def _read_auth(value: Any, where: str) -> dict[str, Any]:

@@ -297,10 +297,11 @@ def _listen(
             )
         if "resources" in offered:
             honoured["resourceSubscriptions"] = list(uris)
+            from .._shared._catalog import view
             from ._feature_resources import subscribed
 
             for uri in uris:
-                found = context.toolkit.find_resource(uri)
+                found = view(context.toolkit).find_resource(uri)
                 if found is not None:
                     subscribed(found[0], uri)
     context.listens[request_id] = {**honoured, "owner": context.owner}

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._frozen import thaw
 from ..._log import LazyLogger
+from .._shared._catalog import view
 from .._shared._codec import INVALID_PARAMS
 from .._shared._protocol import describe
 from ._context import BOTH, LEGACY, Feature, Method, ServerContext
@@ -51,7 +52,8 @@ def _lister(templates: bool) -> Method:
         meta: Mapping[str, Any],
         client: ClientView,
     ) -> list[Action]:
-        items = [item for item in context.toolkit.resources() if item.is_template == templates]
+        shown = view(context.toolkit).resources()
+        items = [item for item in shown if item.is_template == templates]
 
         def entries(page: list[Any]) -> list[Any]:
             return [_describe(item, client) for item in page]
@@ -89,7 +91,7 @@ def _read(
     uri = params.get("uri")
     if not isinstance(uri, str):
         raise Reject(INVALID_PARAMS, f"invalid params: uri must be a string, got {describe(uri)}")
-    found = context.toolkit.find_resource(uri)
+    found = view(context.toolkit).find_resource(uri)
     if found is None:
         # SEP-2164: never an empty contents list; the URI rides in the error's data.
         raise Reject(
@@ -146,7 +148,7 @@ def _subscriber(subscribe: bool) -> Method:
         if not subscribe:
             context.subscribed.discard(uri)
             return [plain_result(request_id, {})]
-        found = context.toolkit.find_resource(uri)
+        found = view(context.toolkit).find_resource(uri)
         if found is None:
             raise Reject(
                 INVALID_PARAMS,

@@ -11,6 +11,7 @@ from ..._adapters import keep_listable
 from ..._frozen import thaw
 from ..._result import STRUCTURED_KEY
 from .._shared import _codec as codec
+from .._shared._catalog import view
 from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
 from .._shared._content import content_blocks
 from .._shared._protocol import TASKS_EXTENSION, describe
@@ -42,7 +43,7 @@ def _list(
         # A tool whose entry JSON cannot carry is left out (and logged), never the list.
         return keep_listable([_describe_tool(tool, client) for tool in page])
 
-    body = context.page("tools", context.toolkit.tools(), entries, params, client)
+    body = context.page("tools", view(context.toolkit).tools(), entries, params, client)
     return [context.reply(request_id, client, body)]
 
 
@@ -79,7 +80,7 @@ def _call(
         )
     arguments = object_param(params, "arguments")
     try:
-        support = context.toolkit.get(name).task_support
+        support = view(context.toolkit).get(name).task_support
     except LookupError as exc:
         raise Reject(
             INVALID_PARAMS, f"invalid params: {exc.args[0] if exc.args else exc}"
