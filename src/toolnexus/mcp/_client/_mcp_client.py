@@ -38,8 +38,9 @@ from ..._log import LazyLogger
 from ..._result import ToolResult
 from ..._suspension import Answer
 from ..._tracing import client_span
-from ...errors import InvalidTypeError, McpError
+from ...errors import InvalidTypeError, InvalidValueError, McpError
 from .._shared._peer import Waiter
+from ._admission import Admission
 from ._connection import CANCELLED, RETRY, Connection, give_up
 from ._questions import ClientQuestions, Parked, unsent
 from ._remote import remote_tool_list
@@ -70,6 +71,23 @@ _LIST_CHANGES: dict[str, tuple[str, ...]] = {
     "notifications/prompts/list_changed": ("prompts/list",),
 }
 _LISTS = tuple(method for methods in _LIST_CHANGES.values() for method in methods)
+
+
+def _admission(max_in_flight: int | None, max_queued: int | None) -> Admission | None:
+    """The bounded queue of one server's calls, or None (no bound)."""
+    for label, value in (("max_in_flight", max_in_flight), ("max_queued", max_queued)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InvalidTypeError(f"{label} must be an int or None, got {value!r}")
+    if max_in_flight is None:
+        if max_queued is not None:
+            raise InvalidValueError("max_queued needs max_in_flight: give both, or neither")
+        return None
+    if max_in_flight < 1 or (max_queued is not None and max_queued < 0):
+        raise InvalidValueError(
+            f"max_in_flight must be >= 1 and max_queued >= 0, got {max_in_flight} and {max_queued}"
+        )
+    return Admission(max_in_flight, max_in_flight if max_queued is None else max_queued)
+
 
 _live_clients: weakref.WeakSet[McpClient] = weakref.WeakSet()
 _exit_hook_lock = threading.Lock()
@@ -132,6 +150,10 @@ class McpClient:
         auth: (HTTP) sign in with OAuth 2.1 when the server asks for it: an
             :class:`~toolnexus.mcp.OAuth` (discovery, registration, PKCE, refresh; the
             user's part through its ``ask``). See ``docs/auth.md``.
+        max_in_flight: the most tool calls sent to this server at once (``None``: no
+            bound); more wait in a queue of ``max_queued`` (default: as many), and a call
+            beyond both is an error result at once ("busy"), so a slow server holds no
+            more of the caller's threads than these.
 
     Example::
 
@@ -162,6 +184,8 @@ class McpClient:
         log_level: str | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         auth: OAuth | None = None,
+        max_in_flight: int | None = None,
+        max_queued: int | None = None,
     ) -> None:
         self._settings = settings = ClientSettings(
             command=command,
@@ -180,6 +204,7 @@ class McpClient:
             client_name=client_name,
             log_level=log_level,
         )
+        self._admission = _admission(max_in_flight, max_queued)
         self.name = name or default_name(command, url)
         """What messages and default tool names call this server."""
         self._open_lock = threading.Lock()  # one opener at a time
@@ -595,8 +620,17 @@ class McpClient:
         )
         entered = span.enter() if span is not None else None
         result: ToolResult | None = None
+        admission = self._admission
+        admitted = False
         try:
-            if answer is not None:
+            refused = admission.enter(call_token) if admission is not None else None
+            admitted = admission is not None and refused is None
+            if refused is not None:
+                # Cancelled while it waited for a place: its cancel or deadline decides the
+                # words, below; else the queue was full.
+                busy = ToolResult(f"{name} on MCP server {self.name}: {refused}", True)
+                result = CANCELLED if call_token.is_cancellation_requested else busy
+            elif answer is not None:
                 result = self._continue(name, arguments, call_token, progress, answer, headers)
             else:
                 result = self._start_call(name, arguments, call_token, progress, headers, None)
@@ -609,6 +643,9 @@ class McpClient:
                 else:
                     result = ToolResult(f"{where} did not answer in time", True)
         finally:
+            if admitted:
+                assert admission is not None
+                admission.leave()
             if source is not None:
                 source.close()
             if span is not None:

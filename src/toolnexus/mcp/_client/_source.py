@@ -33,6 +33,9 @@ __all__ = ["McpServerStatus", "McpSource", "load_mcp_json"]
 _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 
 _DEFAULT_TIMEOUT_MS = 30_000
+# Each server's bounded queue of calls (maxInFlight, maxQueued): a slow server holds at most
+# these of a gateway's workers; its other calls are refused at once ("busy").
+_DEFAULT_LIMITS = {"max_in_flight": 32, "max_queued": 16}
 _MIN_RELIST_S = 1.0  # the shortest wait before a server's tool list is looked at again
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")  # a URI's literal scheme
 # ${NAME} or ${env:NAME}, from the environment; and VS Code's ${input:id}, a value its user
@@ -59,6 +62,8 @@ _KNOWN_KEYS = frozenset(
         "auth",
         "scopes",
         "toolScopes",
+        "maxInFlight",
+        "maxQueued",
     }
 )
 # An "auth" object's keys, and the OAuth field each sets.
@@ -301,6 +306,13 @@ class McpSource:
         exclude = _texts(entry.get("excludeTools", []), f"{where}.excludeTools")
         if "prefix" in entry:
             options["prefix"] = _text(entry["prefix"], f"{where}.prefix", allow_empty=True)
+        for key, field in (("maxInFlight", "max_in_flight"), ("maxQueued", "max_queued")):
+            value = entry.get(key, _DEFAULT_LIMITS[field])
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidValueError(f"{where}.{key}: must be a count >= 0, got {value!r}")
+            options[field] = value
+        if options["max_in_flight"] < 1:
+            raise InvalidValueError(f"{where}.maxInFlight: must be at least 1, got 0")
         server = _Server(name, options, include, exclude)
         server.scopes = _scopes(entry.get("scopes", []), f"{where}.scopes")
         tool_scopes = entry.get("toolScopes", {})
@@ -376,6 +388,8 @@ class McpSource:
                 elicitation=self._defaults["elicitation"],
                 client_name=self._defaults["client_name"],
                 auth=auth,
+                max_in_flight=options["max_in_flight"],
+                max_queued=options["max_queued"],
             )
             server.client = client
             server.specs = client.list_tools()
