@@ -58,16 +58,16 @@ def test_a_slow_upstream_never_delays_another_upstreams_calls() -> None:
 
 def test_a_call_waiting_for_a_place_leaves_when_its_deadline_passes() -> None:
     command = [sys.executable, "-m", "toolnexus", "serve", f"{TOOLS}:toolkit"]
-    with McpClient(command[0], command[1:], name="one", max_in_flight=1, max_queued=1) as client:
-        with Host(Toolkit(client.tools())) as host:
-            first = host.submit("one_wait", {"seconds": STALL})
-            admission = client._admission
-            assert admission is not None
-            assert wait_until(lambda: admission.in_flight == 1)
-            late = host.call("one_wait", {"seconds": STALL}, timeout_ms=300)  # a deadline to pass
-            assert late.is_error and "did not answer in time" in late.output
-            assert admission.waiting == 0  # it left the queue
-            first.cancel()
+    client = McpClient(command[0], command[1:], name="one", max_in_flight=1, max_queued=1)
+    with client, Host(Toolkit(client.tools())) as host:
+        first = host.submit("one_wait", {"seconds": STALL})
+        admission = client._admission
+        assert admission is not None
+        assert wait_until(lambda: admission.in_flight == 1)
+        late = host.call("one_wait", {"seconds": STALL}, timeout_ms=300)  # a deadline to pass
+        assert late.is_error and "did not answer in time" in late.output
+        assert admission.waiting == 0  # it left the queue
+        first.cancel()
 
 
 def test_limits_that_are_not_counts_are_refused_naming_the_place() -> None:
