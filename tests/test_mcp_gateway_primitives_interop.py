@@ -199,3 +199,35 @@ def test_a_subscribed_upstream_resource_update_reaches_the_client(config: Path) 
                 return await body(client)
 
     assert anyio.run(main) and seen[0] == uri
+
+
+def test_the_client_runs_an_upstream_task_to_completion() -> None:
+    """server-everything's ``simulate-research-query`` runs only as a task (legacy era):
+    the client creates it, polls it (its status messages as progress) and reads its
+    result — one call to the caller."""
+    from toolnexus.mcp import McpClient
+
+    node, script = everything()
+    messages: list[str] = []
+    with McpClient(node, [script, "stdio"], name="every") as client:
+        client.list_tools()  # says which tools run only as tasks
+        result = client.call_tool(
+            "simulate-research-query",
+            {"topic": "gateways"},
+            progress=lambda progress, total, message: messages.append(str(message)),
+        )
+    assert not result.is_error, result.output
+    assert "Research Report: gateways" in result.output
+    assert "Gathering sources..." in messages and len(messages) >= 2
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_the_sdk_runs_an_upstream_task_through_the_gateway(
+    config: Path, url: str, mode: str
+) -> None:
+    async def body(client: Client) -> Any:
+        return await client.call_tool("every_simulate-research-query", {"topic": "hops"})
+
+    result = run(config, url, "stdio", mode, body)
+    assert not result.is_error
+    assert "Research Report: hops" in result.content[0].text  # type: ignore[union-attr]

@@ -42,7 +42,7 @@ from ...errors import InvalidTypeError, InvalidValueError, McpError
 from .._shared._peer import Waiter
 from ._admission import Admission
 from ._connection import CANCELLED, RETRY, Connection, give_up
-from ._questions import ClientQuestions, Parked, unsent
+from ._questions import ClientQuestions, Parked, call_result, unsent
 from ._remote import remote_tool_list
 from ._session import LIST_PAGES, list_page, prompt_result, resource_contents
 from ._settings import (
@@ -70,6 +70,7 @@ _LIST_CHANGES: dict[str, tuple[str, ...]] = {
     "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
     "notifications/prompts/list_changed": ("prompts/list",),
 }
+_TASK_TTL_MS = 300_000  # how long an upstream keeps a task of ours after it ends
 _LISTS = tuple(method for methods in _LIST_CHANGES.values() for method in methods)
 
 
@@ -217,6 +218,7 @@ class McpClient:
         self._lists: dict[str, tuple[list[dict[str, Any]], float, str | None]] = {}
         self._lists_changed = 0  # bumped by each invalidation: a fetch it overtook is not kept
         self._lists_lock = threading.Lock()
+        self._task_tools: frozenset[str] = frozenset()  # listed as run only as tasks
         self._closed = False
         self._http: HttpTransport | None = None
 
@@ -422,7 +424,14 @@ class McpClient:
         Raises :class:`~toolnexus.errors.McpError` when the server cannot be reached or
         refuses the request.
         """
-        return self._list("tools/list", "tools")
+        tools = self._list("tools/list", "tools")
+        self._task_tools = frozenset(
+            spec["name"]
+            for spec in tools
+            if isinstance(spec.get("execution"), dict)
+            and spec["execution"].get("taskSupport") == "required"
+        )
+        return tools
 
     def _list(self, method: str, key: str) -> list[dict[str, Any]]:
         """Every page of a list method's ``key`` array — from the cache while it holds
@@ -632,6 +641,8 @@ class McpClient:
                 result = CANCELLED if call_token.is_cancellation_requested else busy
             elif answer is not None:
                 result = self._continue(name, arguments, call_token, progress, answer, headers)
+            elif name in self._task_tools and self.era == "legacy":
+                result = self._run_task(name, arguments, call_token, progress)
             else:
                 result = self._start_call(name, arguments, call_token, progress, headers, None)
             if result is CANCELLED and end is not None and time.monotonic() >= end:
@@ -718,6 +729,71 @@ class McpClient:
         return connection.resume(
             self._questions, resumed, answer, token, progress, self._settings.idle_s
         )
+
+    # ------------------------------------------------------------------ upstream tasks
+    # (the legacy era's tasks, 2025-11-25: a tool the server runs only as a task)
+
+    def _run_task(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+    ) -> ToolResult:
+        """Call ``name`` as a task: create it (``tools/call`` with ``task``), poll
+        ``tasks/get`` at the server's ``pollInterval`` (its ``statusMessage`` as progress),
+        then read ``tasks/result``; the caller's cancel or deadline sends
+        ``tasks/cancel``. To the caller it is one call, however long the task runs."""
+        where = f"{name}: MCP server {self.name}"
+        params = {"name": name, "arguments": arguments, "task": {"ttl": _TASK_TTL_MS}}
+        try:
+            created = self._request("tools/call", params)
+        except McpError as exc:
+            return ToolResult(f"{name}: {exc.problem}", True)
+        task = created.get("task")
+        if not isinstance(task, dict) or not isinstance(task.get("taskId"), str):
+            return call_result(name, self.name, created)  # it answered as a plain call
+        task_id: str = task["taskId"]
+        step = 0
+        message: Any = None
+        try:
+            while True:
+                status = task.get("status")
+                if task.get("statusMessage") != message:
+                    message = task.get("statusMessage")
+                    step += 1
+                    if progress is not None and isinstance(message, str):
+                        progress(step, None, message)
+                if status in ("completed", "failed"):
+                    break
+                if status == "cancelled":
+                    return ToolResult(f"{where} cancelled task {task_id}: {message or ''}", True)
+                if status == "input_required":
+                    self._cancel_task(task_id)
+                    return ToolResult(
+                        f"{where}: task {task_id} asks a question (input_required), which "
+                        "this client does not answer for a task yet; it was cancelled",
+                        True,
+                    )
+                if status != "working":
+                    self._cancel_task(task_id)
+                    return ToolResult(f"{where}: task {task_id} has status {status!r}", True)
+                interval = task.get("pollInterval")
+                wait_s = interval / 1000 if isinstance(interval, int) and interval > 0 else 0.5
+                if token.wait(min(max(wait_s, 0.05), 5.0)):
+                    self._cancel_task(task_id)
+                    return CANCELLED
+                task = self._request("tasks/get", {"taskId": task_id})
+            result = self._request("tasks/result", {"taskId": task_id})
+        except McpError as exc:
+            return ToolResult(f"{name}: task {task_id}: {exc.problem}", True)
+        return call_result(name, self.name, result)
+
+    def _cancel_task(self, task_id: str) -> None:
+        try:
+            self._request("tasks/cancel", {"taskId": task_id})
+        except McpError as exc:
+            _log.warning("MCP server %s: cancelling task %s failed: %s", self.name, task_id, exc)
 
     # ------------------------------------------------------------------ list caching
 
