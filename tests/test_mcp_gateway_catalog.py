@@ -14,8 +14,14 @@ import pytest
 
 from toolnexus import Principal
 from toolnexus.errors import McpError
-from toolnexus.mcp import AccessOptions, HttpServer, McpClient, McpSource, ServerOptions
-from toolnexus.mcp._gateway import federate
+from toolnexus.mcp import (
+    AccessOptions,
+    HttpServer,
+    McpClient,
+    McpSource,
+    ServerOptions,
+    federate,
+)
 
 FAKE = str(Path(__file__).with_name("fake_mcp_server.py"))
 PRINCIPALS = {

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from toolnexus import Host
-from toolnexus.mcp import McpSource
-from toolnexus.mcp._gateway import Federation, federate
+from toolnexus.mcp import Federation, McpSource, federate
 
 FAKE = str(Path(__file__).with_name("fake_mcp_server.py"))
 

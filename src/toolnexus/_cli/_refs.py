@@ -115,7 +115,7 @@ def _remote_toolkit(ref: str, sign_in: bool = True) -> Toolkit:
     for status in source.status().values():
         if status.status == "failed":
             print(f"toolnexus: MCP server {status.name!r} failed: {status.reason}", file=sys.stderr)
-    from ..mcp._gateway import federate
+    from ..mcp import federate
 
     federate(source)  # resources, templates and prompts too, prefixed as the tools are
     toolkit = source.toolkit
