@@ -1,8 +1,9 @@
 """Every primitive through the gateway: the official SDK client, through ``toolnexus serve
 mcp.json`` in front of ``@modelcontextprotocol/server-everything``, lists and reads its
 resources and templates (under the server's prefix, ``every+demo://…``), gets its prompts
-with completion, follows a resource link from a tool result, and hears a subscribed
-resource's update — both eras, the gateway over stdio and over HTTP.
+with completion, follows a resource link from a tool result, runs an upstream task, and
+hears a subscribed resource's update — both eras, the gateway over stdio and over HTTP,
+in front of server-everything over stdio and over HTTP.
 
 Needs the interop extra (``mcp``), Node and server-everything (``TOOLNEXUS_NODE``,
 ``TOOLNEXUS_EVERYTHING``); ``.ci/run`` sets ``TOOLNEXUS_REQUIRE_INTEROP=1``, so there a
@@ -38,13 +39,32 @@ ROOT = Path(__file__).resolve().parent.parent
 CASES = [("stdio", "legacy"), ("stdio", "2026-07-28"), ("http", "legacy"), ("http", "2026-07-28")]
 
 
-@pytest.fixture(scope="module")
-def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(scope="module", params=["stdio upstream", "http upstream"])
+def config(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
     node, script = everything()
     path = tmp_path_factory.mktemp("gateway-every") / "mcp.json"
-    servers = {"every": {"command": node, "args": [script, "stdio"]}}
-    path.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
-    return path
+    upstream = None
+    if request.param == "stdio upstream":
+        entry: dict[str, Any] = {"command": node, "args": [script, "stdio"]}
+    else:
+        port = free_port()
+        upstream = subprocess.Popen(
+            [node, script, "streamableHttp"],
+            env={**os.environ, "PORT": str(port)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_listening(port, upstream)
+        entry = {"url": f"http://127.0.0.1:{port}/mcp"}
+    path.write_text(json.dumps({"mcpServers": {"every": entry}}), encoding="utf-8")
+    try:
+        yield path
+    finally:
+        if upstream is not None:
+            upstream.terminate()
+            upstream.wait(TIMEOUT)
 
 
 @pytest.fixture(scope="module")
