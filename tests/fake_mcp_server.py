@@ -25,6 +25,8 @@ list two tools and answer ``tools/call`` — each MODE breaks one rule:
 - ``resources``: also offers resources (``notes://same``, ``fake://doc``), the templates
   ``fake://items/{id}`` and ``{+base}/readme`` (no literal scheme), and the prompt
   ``greet``; a read answers the URI it was asked for.
+- ``stale-resources``: as ``resources``, but its ``resources/list`` answers carry ``ttlMs``
+  50, and the list grows (``fake://new``) after the first read, without a word.
 - ``ttl``: its ``tools/list`` answers carry the cache hints ``ttlMs`` (a minute) and
   ``cacheScope``.
 - ``stale``: its ``tools/list`` answers carry ``ttlMs`` 50, and its list grows after the
@@ -91,6 +93,13 @@ def text(request_id: object, value: str) -> None:
     )
 
 
+def listed_resources() -> object:
+    if MODE != "stale-resources":
+        return {"resources": RESOURCES}
+    new = [{"uri": "fake://new", "name": "new"}] if seen.get("resources/read") else []
+    return {"resources": RESOURCES + new, "ttlMs": 50}
+
+
 def read(message: dict) -> object:
     uri = message["params"]["uri"]
     return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": f"read {uri}"}]}
@@ -98,7 +107,7 @@ def read(message: dict) -> object:
 
 GREET = {"name": "greet", "arguments": [{"name": "who", "required": True}]}
 ANSWERS = {
-    "resources/list": lambda message: {"resources": RESOURCES},
+    "resources/list": lambda message: listed_resources(),
     "resources/templates/list": lambda message: {"resourceTemplates": TEMPLATES},
     "resources/read": read,
     "resources/subscribe": lambda message: {},
@@ -144,7 +153,7 @@ for line in sys.stdin:
                         "tools": {"listChanged": True},
                         **(
                             {"resources": {"subscribe": True}, "prompts": {}}
-                            if MODE == "resources"
+                            if MODE in ("resources", "stale-resources")
                             else {}
                         ),
                     },
@@ -163,7 +172,7 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": request_id, "result": listed})
         if MODE == "deaf":
             hang()
-    elif MODE == "resources" and method in ANSWERS:
+    elif MODE in ("resources", "stale-resources") and method in ANSWERS:
         send({"jsonrpc": "2.0", "id": request_id, "result": ANSWERS[method](message)})
     elif method == "tools/call":
         calls += 1

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from timing import wait_until
 from toolnexus import Host
 from toolnexus.mcp import Federation, McpSource, federate
 
@@ -102,3 +103,13 @@ def test_read_and_get_take_an_mcp_json(config: Path) -> None:
     done = run("get", str(config), "c_greet", "who=Bo")
     assert done.returncode == 0, done.stderr
     assert "Hello Bo" in done.stdout
+
+
+def test_a_resource_list_that_went_stale_without_a_notification_is_read_again() -> None:
+    config = {"mcpServers": {"st": fake(args=[FAKE, "stale-resources"])}}
+    with McpSource(config).connect() as source:
+        federate(source)
+        assert source.toolkit.find_resource("st+fake://new") is None
+        assert read(source, "st+fake://doc") == "read fake://doc"  # its list then grows
+        # Once the list's ttlMs runs out the gateway lists again, and offers the new one.
+        assert wait_until(lambda: source.toolkit.find_resource("st+fake://new") is not None)

@@ -18,7 +18,9 @@ answers); nothing in ``_client/`` or ``_server/`` imports it.
 from __future__ import annotations
 
 import functools
+import math
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,6 +42,11 @@ _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 # The codes a server answers a read of a URI it does not serve with (SEP-2164's -32602,
 # and the -32002 older servers send).
 _NOT_FOUND_CODES = ("(-32602)", "(-32002)")
+# The list methods of each kind of item (its capability's name).
+_LISTS = {
+    "resources": ("resources/list", "resources/templates/list"),
+    "prompts": ("prompts/list",),
+}
 
 
 @dataclass
@@ -50,6 +57,7 @@ class _Upstream:
     client: McpClient
     items: dict[str, list[Any]] = field(default_factory=lambda: {"resources": [], "prompts": []})
     subscribed: set[str] = field(default_factory=set)
+    specs: dict[str, list[list[dict[str, Any]]]] = field(default_factory=dict)  # as listed
 
 
 class Federation:
@@ -92,22 +100,37 @@ class Federation:
         _log.warning("MCP server %s: %s", upstream.name, text)
         self.problems.setdefault(upstream.name, []).append(text)
 
-    def _load(self, upstream: _Upstream, kind: str) -> None:
-        """(Re)load one kind of ``upstream``'s items into the toolkit."""
+    def _load(self, upstream: _Upstream, kind: str, unless_same: bool = False) -> None:
+        """(Re)load one kind of ``upstream``'s items into the toolkit; ``unless_same``:
+        leave the toolkit alone when the server lists what it listed before (a list whose
+        ``ttlMs`` ran out is looked at again, and most often has not changed)."""
         client = upstream.client
+        if client.is_closed:
+            return
         capabilities = client.server_capabilities
-        made: list[Any] = []
+        methods = _LISTS[kind] if kind in capabilities else ()
+        listers = {
+            "resources/list": client.list_resources,
+            "resources/templates/list": client.list_resource_templates,
+            "prompts/list": client.list_prompts,
+        }
         try:
-            if kind == "resources" and "resources" in capabilities:
-                made = [
-                    *self._resources(upstream, client.list_resources(), template=False),
-                    *self._resources(upstream, client.list_resource_templates(), template=True),
-                ]
-            elif kind == "prompts" and "prompts" in capabilities:
-                made = self._prompts(upstream, client.list_prompts())
+            specs = [listers[method]() for method in methods]
         except McpError as exc:
             self._problem(upstream, f"listing its {kind} failed: {exc.problem}")
             return
+        self._expire_later(upstream, kind, methods)
+        if unless_same and specs == upstream.specs.get(kind):
+            return
+        upstream.specs[kind] = specs
+        made: list[Any] = []
+        if kind == "resources" and specs:
+            made = [
+                *self._resources(upstream, specs[0], template=False),
+                *self._resources(upstream, specs[1], template=True),
+            ]
+        elif kind == "prompts" and specs:
+            made = self._prompts(upstream, specs[0])
         toolkit = self.source.toolkit
         with self._lock:
             for item in upstream.items[kind]:
@@ -133,6 +156,18 @@ class Federation:
                 self._owners[key] = upstream.name
                 kept.append(item)
             upstream.items[kind] = kept
+
+    def _expire_later(self, upstream: _Upstream, kind: str, methods: tuple[str, ...]) -> None:
+        """When the server gave its lists a ``ttlMs``, look at them again once it runs
+        out (at most once a second): a change it never announced is seen then."""
+        times = [upstream.client.cached_until(method) for method in methods]
+        finite = [until for until in times if until is not None and until != math.inf]
+        if not finite:
+            return
+        from .._timers import schedule
+
+        at = max(min(finite), time.monotonic() + 1.0)
+        schedule(at, functools.partial(self._load, upstream, kind, True))
 
     def _resources(
         self, upstream: _Upstream, entries: list[dict[str, Any]], *, template: bool
