@@ -494,13 +494,19 @@ class Connection:
             transport.close()  # type: ignore[call-arg]
 
     def request(
-        self, method: str, params: Mapping[str, Any] | None = None, *, may_retry: bool = False
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        may_retry: bool = False,
+        tasks: bool = False,
     ) -> dict[str, Any] | None:
         """One request and its result, within ``timeout_s``; ``None`` when the connection
         was lost before the server could run it and ``may_retry``: send it again on a new
-        one. Raises :class:`McpError` (refused, no answer in time, lost)."""
+        one (``tasks``: see :meth:`ClientSession.request`). Raises :class:`McpError`
+        (refused, no answer in time, lost)."""
         with self.lock:
-            outgoing = self.session.request(method, params)
+            outgoing = self.session.request(method, params, tasks=tasks)
         try:
             waiter = self.send_request(outgoing, None, self.timeout_s)
             try:

@@ -408,11 +408,14 @@ class McpClient:
 
     # ------------------------------------------------------------------ requests
 
-    def _request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """One request and its result (phase-bounded); raises McpError."""
+    def _request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, tasks: bool = False
+    ) -> dict[str, Any]:
+        """One request and its result (phase-bounded); ``tasks`` declares the tasks
+        extension on it (modern). Raises McpError."""
         for attempt in (0, 1):
             connection = self._open()
-            result = connection.request(method, params, may_retry=attempt == 0)
+            result = connection.request(method, params, may_retry=attempt == 0, tasks=tasks)
             if result is not None:
                 return result
         raise McpError(self.name, f"{method} failed: the session was lost twice in a row")
@@ -445,7 +448,9 @@ class McpClient:
         cursor: str | None = None
         first: dict[str, Any] | None = None
         for _ in range(LIST_PAGES):
-            result = self._request(method, {"cursor": cursor} if cursor is not None else None)
+            params = {"cursor": cursor} if cursor is not None else None
+            # Declaring the tasks extension, a modern server says which tools are tasks.
+            result = self._request(method, params, tasks=method == "tools/list")
             first = first if first is not None else result
             page, cursor = list_page(self.name, method, key, result)
             items.extend(page)
@@ -641,7 +646,7 @@ class McpClient:
                 result = CANCELLED if call_token.is_cancellation_requested else busy
             elif answer is not None:
                 result = self._continue(name, arguments, call_token, progress, answer, headers)
-            elif name in self._task_tools and self.era == "legacy":
+            elif name in self._task_tools:
                 result = self._run_task(name, arguments, call_token, progress)
             else:
                 result = self._start_call(name, arguments, call_token, progress, headers, None)
@@ -731,7 +736,8 @@ class McpClient:
         )
 
     # ------------------------------------------------------------------ upstream tasks
-    # (the legacy era's tasks, 2025-11-25: a tool the server runs only as a task)
+    # (a tool the server runs only as a task: the legacy era's tasks, 2025-11-25, and the
+    # modern era's tasks extension)
 
     def _run_task(
         self,
@@ -740,18 +746,23 @@ class McpClient:
         token: CancellationToken,
         progress: ProgressReporter | None,
     ) -> ToolResult:
-        """Call ``name`` as a task: create it (``tools/call`` with ``task``), poll
-        ``tasks/get`` at the server's ``pollInterval`` (its ``statusMessage`` as progress),
-        then read ``tasks/result``; the caller's cancel or deadline sends
-        ``tasks/cancel``. To the caller it is one call, however long the task runs."""
+        """Call ``name`` as a task: create it (``tools/call``: legacy with ``task``,
+        modern declaring the tasks extension), poll ``tasks/get`` at the server's poll
+        interval (each new ``statusMessage`` as progress), then take its result (legacy
+        ``tasks/result``; modern: in the completed task); the caller's cancel or deadline
+        sends ``tasks/cancel``. To the caller it is one call, however long it runs."""
         where = f"{name}: MCP server {self.name}"
-        params = {"name": name, "arguments": arguments, "task": {"ttl": _TASK_TTL_MS}}
+        legacy = self.era == "legacy"
+        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        if legacy:
+            params["task"] = {"ttl": _TASK_TTL_MS}
         try:
-            created = self._request("tools/call", params)
+            created = self._request("tools/call", params, tasks=not legacy)
         except McpError as exc:
             return ToolResult(f"{name}: {exc.problem}", True)
-        task = created.get("task")
-        if not isinstance(task, dict) or not isinstance(task.get("taskId"), str):
+        task = created.get("task") if legacy else created
+        is_task = legacy or created.get("resultType") == "task"
+        if not (is_task and isinstance(task, dict) and isinstance(task.get("taskId"), str)):
             return call_result(name, self.name, created)  # it answered as a plain call
         task_id: str = task["taskId"]
         step = 0
@@ -764,34 +775,47 @@ class McpClient:
                     step += 1
                     if progress is not None and isinstance(message, str):
                         progress(step, None, message)
-                if status in ("completed", "failed"):
+                if status == "completed" or (legacy and status == "failed"):
                     break
+                if status == "failed":  # modern: its error rides in the task
+                    error = task.get("error")
+                    text = error.get("message") if isinstance(error, dict) else message
+                    return ToolResult(f"{where}: task {task_id} failed: {text}", True)
                 if status == "cancelled":
                     return ToolResult(f"{where} cancelled task {task_id}: {message or ''}", True)
                 if status == "input_required":
-                    self._cancel_task(task_id)
+                    self._cancel_task(task_id, legacy)
                     return ToolResult(
                         f"{where}: task {task_id} asks a question (input_required), which "
                         "this client does not answer for a task yet; it was cancelled",
                         True,
                     )
                 if status != "working":
-                    self._cancel_task(task_id)
+                    self._cancel_task(task_id, legacy)
                     return ToolResult(f"{where}: task {task_id} has status {status!r}", True)
-                interval = task.get("pollInterval")
+                interval = task.get("pollInterval" if legacy else "pollIntervalMs")
                 wait_s = interval / 1000 if isinstance(interval, int) and interval > 0 else 0.5
                 if token.wait(min(max(wait_s, 0.05), 5.0)):
-                    self._cancel_task(task_id)
+                    self._cancel_task(task_id, legacy)
                     return CANCELLED
-                task = self._request("tasks/get", {"taskId": task_id})
-            result = self._request("tasks/result", {"taskId": task_id})
+                task = self._request("tasks/get", {"taskId": task_id}, tasks=not legacy)
+            found: Any
+            if legacy:
+                found = self._request("tasks/result", {"taskId": task_id})
+            elif "result" not in task:  # done at once: its creation shows only its summary
+                task = self._request("tasks/get", {"taskId": task_id}, tasks=True)
+                found = task.get("result")
+            else:
+                found = task.get("result")
+            if not isinstance(found, dict):
+                return ToolResult(f"{where}: task {task_id} completed without a result", True)
         except McpError as exc:
             return ToolResult(f"{name}: task {task_id}: {exc.problem}", True)
-        return call_result(name, self.name, result)
+        return call_result(name, self.name, found)
 
-    def _cancel_task(self, task_id: str) -> None:
+    def _cancel_task(self, task_id: str, legacy: bool) -> None:
         try:
-            self._request("tasks/cancel", {"taskId": task_id})
+            self._request("tasks/cancel", {"taskId": task_id}, tasks=not legacy)
         except McpError as exc:
             _log.warning("MCP server %s: cancelling task %s failed: %s", self.name, task_id, exc)
 
