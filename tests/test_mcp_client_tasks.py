@@ -6,7 +6,8 @@ upstream task. Through the gateway it is an ordinary tool.
 
 The server is ``toolnexus serve tests/replica_tools.py:toolkit``: ``long_job(label)``
 runs only as a task and holds until the file ``go-<label>`` exists; cancelled, it writes
-``cancelled-<label>-<pid>``.
+``cancelled-<label>-<pid>``. ``tests/task_tools.py``'s ``release`` runs only as a task
+and asks a question first.
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from timing import TIMEOUT, wait_until
-from toolnexus import Host, Toolkit
-from toolnexus.mcp import McpClient
+from toolnexus import Answer, Host, Toolkit, ToolResult
+from toolnexus.mcp import HttpServer, McpClient, ServerOptions
 
 TOOLS = str(Path(__file__).with_name("replica_tools.py"))
+ASKING = str(Path(__file__).with_name("task_tools.py"))
 SERVE = [sys.executable, "-m", "toolnexus", "serve", f"{TOOLS}:toolkit"]
 
 
@@ -60,3 +65,47 @@ def test_a_task_only_tool_through_the_gateway_is_an_ordinary_tool(tmp_path: Path
         result = client.call_tool("rt_long_job", {"label": "c"})
     assert not result.is_error, result.output
     assert result.output.startswith("c done by ")
+
+
+def test_a_tasks_question_is_the_calls_and_its_answer_reaches_the_task() -> None:
+    serve = [sys.executable, "-m", "toolnexus", "serve", f"{ASKING}:toolkit"]
+    client = McpClient(serve[0], serve[1:], name="tt")
+    with client, Host(Toolkit(client.tools())) as host:
+        first = host.call("tt_release", {"version": "1.2"})
+        question = ToolResult.pending_of(first)
+        assert question is not None and question.prompt == "Where should 1.2 go?"
+        done = host.resume(
+            "tt_release",
+            {"version": "1.2"},
+            first,
+            Answer(question.id, True, {"env": "staging"}),
+        )
+    assert not done.is_error, done.output
+    assert done.output == "1.2 released to staging"
+
+
+def test_a_question_a_running_task_asks_is_answered_with_tasks_update(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from task_tools import toolkit
+
+    sent: list[str] = []
+    with HttpServer(toolkit, ServerOptions(task_after_ms=0), port=0) as server:
+        server.start()
+        client = McpClient(url=server.url, name="tt")
+        original = client._request
+
+        def counting(method: str, params: Any = None, **options: Any) -> Any:
+            sent.append(method)
+            return original(method, params, **options)
+
+        monkeypatch.setattr(client, "_request", counting)
+        with client, Host(Toolkit(client.tools())) as host:
+            first = host.call("tt_release_later", {"version": "2.0"})
+            question = ToolResult.pending_of(first)
+            assert question is not None and question.prompt == "Where should 2.0 go?"
+            answer = Answer(question.id, True, {"env": "prod"})
+            done = host.resume("tt_release_later", {"version": "2.0"}, first, answer)
+    assert not done.is_error, done.output
+    assert done.output == "2.0 released to prod"
+    assert "tasks/update" in sent and sent.count("tools/call") == 1  # the task's own

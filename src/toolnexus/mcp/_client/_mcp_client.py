@@ -71,6 +71,8 @@ _LIST_CHANGES: dict[str, tuple[str, ...]] = {
     "notifications/prompts/list_changed": ("prompts/list",),
 }
 _TASK_TTL_MS = 300_000  # how long an upstream keeps a task of ours after it ends
+# The requestState a modern task's question is sealed with: the answer goes to the task.
+_TASK_STATE = "toolnexus-task:"
 _LISTS = tuple(method for methods in _LIST_CHANGES.values() for method in methods)
 
 
@@ -728,12 +730,19 @@ class McpClient:
         resumed = self._questions.resume(name, self.name, answer)
         if isinstance(resumed, ToolResult):  # nothing waits for this answer
             return resumed
-        if not isinstance(resumed, Parked):  # a modern question: the retry's params
-            return self._start_call(name, arguments, token, progress, headers, resumed)
-        connection: Connection = resumed.connection  # a legacy question, parked on it
-        return connection.resume(
-            self._questions, resumed, answer, token, progress, self._settings.idle_s
-        )
+        if isinstance(resumed, Parked):  # a legacy question, parked on its connection
+            connection: Connection = resumed.connection
+            return connection.resume(
+                self._questions, resumed, answer, token, progress, self._settings.idle_s
+            )
+        state = resumed.get("requestState")  # a modern question: the retry's params
+        if isinstance(state, str) and state.startswith(_TASK_STATE):  # a task's question
+            task_id = state[len(_TASK_STATE) :]
+            responses = resumed.get("inputResponses")
+            return self._answer_task(name, task_id, responses, token, progress)
+        if name in self._task_tools:  # the retry of a task's creation asks for one again
+            return self._run_task(name, arguments, token, progress, resumed)
+        return self._start_call(name, arguments, token, progress, headers, resumed)
 
     # ------------------------------------------------------------------ upstream tasks
     # (a tool the server runs only as a task: the legacy era's tasks, 2025-11-25, and the
@@ -745,15 +754,14 @@ class McpClient:
         arguments: dict[str, Any],
         token: CancellationToken,
         progress: ProgressReporter | None,
+        retry: Mapping[str, Any] | None = None,
     ) -> ToolResult:
         """Call ``name`` as a task: create it (``tools/call``: legacy with ``task``,
-        modern declaring the tasks extension), poll ``tasks/get`` at the server's poll
-        interval (each new ``statusMessage`` as progress), then take its result (legacy
-        ``tasks/result``; modern: in the completed task); the caller's cancel or deadline
-        sends ``tasks/cancel``. To the caller it is one call, however long it runs."""
-        where = f"{name}: MCP server {self.name}"
+        modern declaring the tasks extension; ``retry``: the answer to the question the
+        server asked before it made the task) and follow it (:meth:`_follow_task`). To
+        the caller it is one call, however long it runs."""
         legacy = self.era == "legacy"
-        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        params: dict[str, Any] = {"name": name, "arguments": arguments, **(retry or {})}
         if legacy:
             params["task"] = {"ttl": _TASK_TTL_MS}
         try:
@@ -764,6 +772,22 @@ class McpClient:
         is_task = legacy or created.get("resultType") == "task"
         if not (is_task and isinstance(task, dict) and isinstance(task.get("taskId"), str)):
             return call_result(name, self.name, created)  # it answered as a plain call
+        return self._follow_task(name, task, legacy, token, progress)
+
+    def _follow_task(
+        self,
+        name: str,
+        task: dict[str, Any],
+        legacy: bool,
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+    ) -> ToolResult:
+        """Poll the task ``task`` (as the server last showed it) at the server's poll
+        interval — each new ``statusMessage`` as progress — to its end, and take its
+        result (legacy ``tasks/result``; modern: the completed task's). A modern task's
+        question is handed back as the call's (a pending result whose answer goes to
+        ``tasks/update``); the caller's cancel or deadline sends ``tasks/cancel``."""
+        where = f"{name}: MCP server {self.name}"
         task_id: str = task["taskId"]
         step = 0
         message: Any = None
@@ -783,11 +807,21 @@ class McpClient:
                     return ToolResult(f"{where}: task {task_id} failed: {text}", True)
                 if status == "cancelled":
                     return ToolResult(f"{where} cancelled task {task_id}: {message or ''}", True)
+                if status == "input_required" and not legacy and "inputRequests" in task:
+                    # Its question, as a call's: the answer's retry names the task.
+                    asked = {"inputRequests": task["inputRequests"]}
+                    return call_result(
+                        name, self.name, {**asked, "resultType": "input_required",
+                                          "requestState": _TASK_STATE + task_id}
+                    )  # fmt: skip
+                if status == "input_required" and not legacy:  # asked, no questions shown
+                    task = self._request("tasks/get", {"taskId": task_id}, tasks=True)
+                    continue
                 if status == "input_required":
                     self._cancel_task(task_id, legacy)
                     return ToolResult(
                         f"{where}: task {task_id} asks a question (input_required), which "
-                        "this client does not answer for a task yet; it was cancelled",
+                        "this client does not answer for a legacy task yet; it was cancelled",
                         True,
                     )
                 if status != "working":
@@ -812,6 +846,26 @@ class McpClient:
         except McpError as exc:
             return ToolResult(f"{name}: task {task_id}: {exc.problem}", True)
         return call_result(name, self.name, found)
+
+    def _answer_task(
+        self,
+        name: str,
+        task_id: str,
+        responses: Any,
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+    ) -> ToolResult:
+        """Give a modern task the answer to its question (``tasks/update``) and follow it
+        on. A task this client did not create, or one that is gone, is the server's
+        refusal, named."""
+        try:
+            self._request(
+                "tasks/update", {"taskId": task_id, "inputResponses": responses}, tasks=True
+            )
+            task = self._request("tasks/get", {"taskId": task_id}, tasks=True)
+        except McpError as exc:
+            return ToolResult(f"{name}: task {task_id}: {exc.problem}", True)
+        return self._follow_task(name, task, False, token, progress)
 
     def _cancel_task(self, task_id: str, legacy: bool) -> None:
         try:
