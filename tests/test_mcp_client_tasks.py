@@ -109,3 +109,24 @@ def test_a_question_a_running_task_asks_is_answered_with_tasks_update(
     assert not done.is_error, done.output
     assert done.output == "2.0 released to prod"
     assert "tasks/update" in sent and sent.count("tools/call") == 1  # the task's own
+
+
+def test_an_upstream_tasks_question_reaches_the_gateways_client(tmp_path: Path) -> None:
+    """The upstream makes the call a task and asks there; the gateway's client gets the
+    question as its call's own, and its answer reaches the upstream task."""
+    from task_tools import toolkit
+
+    with HttpServer(toolkit, ServerOptions(task_after_ms=0), port=0) as server:
+        server.start()
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"tt": {"url": server.url}}}))
+        gateway = [sys.executable, "-m", "toolnexus", "serve", str(config)]
+        client = McpClient(gateway[0], gateway[1:], name="gw")
+        with client, Host(Toolkit(client.tools())) as host:
+            first = host.call("gw_tt_release_later", {"version": "3.1"})
+            question = ToolResult.pending_of(first)
+            assert question is not None and question.prompt == "Where should 3.1 go?"
+            answer = Answer(question.id, True, {"env": "eu"})
+            done = host.resume("gw_tt_release_later", {"version": "3.1"}, first, answer)
+    assert not done.is_error, done.output
+    assert done.output == "3.1 released to eu"
