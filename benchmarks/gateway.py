@@ -3,6 +3,7 @@
 
     python benchmarks/gateway.py            # 7 rounds of 200 calls; 5 s per throughput point
     python benchmarks/gateway.py --quick    # 3 rounds of 100 calls; 2 s per point
+    python benchmarks/gateway.py --fastmcp-python /tmp/fastmcp-venv/bin/python
 
 The upstream is ``toolnexus serve benchmarks/mcp_bench_tools.py:toolkit`` (its ``add``):
 
@@ -19,8 +20,10 @@ median minus the direct one, from the same run, interleaved round by round. Thro
 1, 16 and 64 concurrent raw clients (in up to 4 processes), calls per second, with each
 gateway process pinned to one core (``os.sched_setaffinity``) — the upstream is not.
 
-FastMCP's proxy (``FastMCP.as_proxy``) joins as ``fastmcp`` when ``fastmcp`` imports (the
-``fastmcp`` extra, for benchmarks only); otherwise the run says it was left out.
+FastMCP's proxy (``create_proxy``; ``FastMCP.as_proxy`` before fastmcp 3) joins as
+``fastmcp`` when ``fastmcp`` imports (the ``client-bench`` extra, for benchmarks only) or
+``--fastmcp-python`` names an interpreter that has it (its pins of ``mcp`` may not suit
+this environment); otherwise the run says it was left out.
 
 The machine this project runs on is shared and loaded: read the figures as same-run
 ratios. Nothing asserts.
@@ -159,15 +162,22 @@ def serve(args: list[str], port: int, pin: bool) -> subprocess.Popen[bytes]:
     return process
 
 
-def fastmcp_proxy(upstream: str, port: int) -> subprocess.Popen[bytes] | None:
-    if importlib.util.find_spec("fastmcp") is None:
-        return None
+def fastmcp_proxy(upstream: str, port: int, python: str | None) -> subprocess.Popen[bytes] | None:
+    """FastMCP's proxy in front of ``upstream``, run by ``python`` (one with ``fastmcp``:
+    its pins may not suit this environment's ``mcp``), else by this interpreter when
+    ``fastmcp`` imports here; None when neither."""
+    if python is None:
+        if importlib.util.find_spec("fastmcp") is None:
+            return None
+        python = sys.executable
     code = (
-        "import sys\nfrom fastmcp import FastMCP\n"
-        f"FastMCP.as_proxy({upstream!r}).run(transport='http', host='127.0.0.1', port={port},"
+        "from fastmcp import FastMCP\n"
+        "try:\n    from fastmcp.server.server import create_proxy\n"  # fastmcp 3 and later
+        "except ImportError:\n    create_proxy = FastMCP.as_proxy\n"
+        f"create_proxy({upstream!r}).run(transport='http', host='127.0.0.1', port={port},"
         " show_banner=False)\n"
     )
-    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL,
+    process = subprocess.Popen([python, "-c", code], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)  # fmt: skip
     wait_for_port(port, process)
     if hasattr(os, "sched_setaffinity"):
@@ -213,6 +223,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--load", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--fastmcp-python", help="an interpreter with fastmcp, to run FastMCP's proxy"
+    )
     options = parser.parse_args()
     if options.load:
         load(int(options.load[0]), int(options.load[1]), float(options.load[2]))
@@ -234,7 +247,8 @@ def main() -> int:
     processes.append(serve([str(stdio_json)], targets["gw/stdio"], pin=True))
     processes.append(serve([str(http_json)], targets["gw/http"], pin=True))
     proxy_port = free_port()
-    proxy = fastmcp_proxy(f"http://127.0.0.1:{direct_port}/mcp", proxy_port)
+    upstream_url = f"http://127.0.0.1:{direct_port}/mcp"
+    proxy = fastmcp_proxy(upstream_url, proxy_port, options.fastmcp_python)
     if proxy is not None:
         processes.append(proxy)
         targets["fastmcp"] = proxy_port
