@@ -251,3 +251,39 @@ def test_the_sdk_runs_an_upstream_task_through_the_gateway(
     result = run(config, url, "stdio", mode, body)
     assert not result.is_error
     assert "Research Report: hops" in result.content[0].text  # type: ignore[union-attr]
+
+
+async def historical(context: Any, params: Any) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content={"interpretation": "historical"})
+
+
+def test_the_client_answers_an_upstream_tasks_question() -> None:
+    """An ambiguous ``simulate-research-query`` asks (its task goes input_required, the
+    question comes on ``tasks/result``): the call hands it back, the answer completes it."""
+    from toolnexus import Answer, Host, Toolkit, ToolResult
+    from toolnexus.mcp import McpClient
+
+    node, script = everything()
+    args = {"topic": "ships", "ambiguous": True}
+    client = McpClient(node, [script, "stdio"], name="every")
+    with client, Host(Toolkit(client.tools()), timeout_ms=int(4 * TIMEOUT * 1000)) as host:
+        first = host.call("every_simulate-research-query", args)
+        question = ToolResult.pending_of(first)
+        assert question is not None and "interpretations" in question.prompt
+        answer = Answer(question.id, True, {"interpretation": "historical"})
+        done = host.resume("every_simulate-research-query", args, first, answer)
+    assert not done.is_error, done.output
+    assert "Research Report: ships (historical)" in done.output
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_the_sdk_answers_an_upstream_tasks_question_through_the_gateway(
+    config: Path, url: str, mode: str
+) -> None:
+    async def body(client: Client) -> Any:
+        arguments = {"topic": "ships", "ambiguous": True}
+        return await client.call_tool("every_simulate-research-query", arguments)
+
+    result = run(config, url, "stdio", mode, body, elicitation_callback=historical)
+    assert not result.is_error
+    assert "Research Report: ships (historical)" in result.content[0].text  # type: ignore[union-attr]

@@ -817,13 +817,8 @@ class McpClient:
                 if status == "input_required" and not legacy:  # asked, no questions shown
                     task = self._request("tasks/get", {"taskId": task_id}, tasks=True)
                     continue
-                if status == "input_required":
-                    self._cancel_task(task_id, legacy)
-                    return ToolResult(
-                        f"{where}: task {task_id} asks a question (input_required), which "
-                        "this client does not answer for a legacy task yet; it was cancelled",
-                        True,
-                    )
+                if status == "input_required":  # legacy: asked on tasks/result's stream
+                    return self._task_result_call(name, task_id, token, progress)
                 if status != "working":
                     self._cancel_task(task_id, legacy)
                     return ToolResult(f"{where}: task {task_id} has status {status!r}", True)
@@ -846,6 +841,43 @@ class McpClient:
         except McpError as exc:
             return ToolResult(f"{name}: task {task_id}: {exc.problem}", True)
         return call_result(name, self.name, found)
+
+    def _task_result_call(
+        self,
+        name: str,
+        task_id: str,
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+    ) -> ToolResult:
+        """A legacy task that asks: its ``tasks/result`` read as a call, so the server's
+        ``elicitation/create`` for it parks this call as any legacy question does (the
+        host's answer goes back on it) and the request's answer is the task's result. A
+        cancel ends the request and cancels the task."""
+        connection = self._open()
+        with connection.lock:
+            outgoing = connection.session.request(
+                "tasks/result", {"taskId": task_id}, progress=True
+            )
+            assert outgoing.id is not None
+            waiter = Waiter(outgoing.id)
+            connection.peer.start_call(outgoing.id, waiter)
+        result = connection.call(
+            outgoing,
+            waiter,
+            name,
+            token,
+            progress,
+            self._settings.idle_s,
+            self._questions,
+            None,
+            may_retry=False,
+            answering=False,
+        )
+        if result is CANCELLED:
+            self._cancel_task(task_id, True)
+        if not isinstance(result, ToolResult):  # RETRY: the session was lost first
+            return ToolResult(f"{name}: task {task_id}: the session was lost", True)
+        return result
 
     def _answer_task(
         self,
