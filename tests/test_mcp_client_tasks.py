@@ -130,3 +130,27 @@ def test_an_upstream_tasks_question_reaches_the_gateways_client(tmp_path: Path) 
             done = host.resume("gw_tt_release_later", {"version": "3.1"}, first, answer)
     assert not done.is_error, done.output
     assert done.output == "3.1 released to eu"
+
+
+def test_an_answer_for_a_task_the_server_does_not_know_is_a_named_error() -> None:
+    """An answer whose question names a task this client did not create (or one gone): the
+    server refuses ``tasks/update``, and the call's error names the task and why."""
+    from toolnexus.mcp._client._questions import input_required
+
+    asked = {
+        "inputRequests": {
+            "q": {
+                "method": "elicitation/create",
+                "params": {"message": "Env?", "requestedSchema": {"type": "object"}},
+            }
+        },
+        "requestState": "toolnexus-task:tsk-not-mine",
+    }
+    question = ToolResult.pending_of(input_required("release", "tt", asked))
+    assert question is not None
+    serve = [sys.executable, "-m", "toolnexus", "serve", f"{ASKING}:toolkit"]
+    with McpClient(serve[0], serve[1:], name="tt") as client:
+        client.list_tools()
+        result = client.call_tool("release", {"version": "1"}, answer=Answer(question.id, True, {}))
+    assert result.is_error
+    assert "task tsk-not-mine: tasks/update failed" in result.output
