@@ -77,7 +77,6 @@ class Federation:
         self.source = source
         self.problems: dict[str, list[str]] = {}
         self._lock = threading.Lock()
-        self._upstreams: dict[str, _Upstream] = {}
         self._owners: dict[tuple[str, str], str] = {}  # (kind, key) -> server
 
     def start(self) -> Federation:
@@ -87,7 +86,6 @@ class Federation:
             if status.status != "connected":
                 continue
             upstream = _Upstream(name, source.client(name))
-            self._upstreams[name] = upstream
             self._load(upstream, "resources")
             self._load(upstream, "prompts")
             upstream.client.on_notification(functools.partial(self._noticed, upstream))
@@ -190,9 +188,9 @@ class Federation:
                     'read back; give the server "prefix": "" in mcp.json to offer it as it is',
                 )
                 continue
-            if template and not is_template(remote):
-                template = False
-            reader = self._reader(upstream, remote, template)
+            # A listed template without a variable reads as the fixed URI it is.
+            variables = template and is_template(remote)
+            reader = self._reader(upstream, remote, variables)
             gate(reader, self.source.scopes_of(upstream.name))
             completers = self._completers(
                 upstream, {"type": "ref/resource", "uri": remote}, _variables(remote)
@@ -209,7 +207,7 @@ class Federation:
                         entry.get("annotations")
                         if isinstance(entry.get("annotations"), dict)
                         else None,
-                        completers if template else None,
+                        completers if variables else None,
                         _on_subscribe=functools.partial(self._subscribe, upstream),
                     )
                 )
