@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import math
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -163,9 +162,9 @@ class Federation:
         if not finite:
             return
         from .._timers import schedule
+        from ._client._source import relist_at
 
-        at = max(min(finite), time.monotonic() + 1.0)
-        schedule(at, functools.partial(self._load, upstream, kind, True))
+        schedule(relist_at(min(finite)), functools.partial(self._load, upstream, kind, True))
 
     def _resources(
         self, upstream: _Upstream, entries: list[dict[str, Any]], *, template: bool

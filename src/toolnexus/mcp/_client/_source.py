@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ._mcp_client import McpClient
     from ._oauth import OAuth
 
-__all__ = ["McpServerStatus", "McpSource", "load_mcp_json"]
+__all__ = ["McpServerStatus", "McpSource", "load_mcp_json", "relist_at"]
 
 _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 
@@ -36,7 +36,6 @@ _DEFAULT_TIMEOUT_MS = 30_000
 # Each server's bounded queue of calls (maxInFlight, maxQueued): a slow server holds at most
 # these of a gateway's workers; its other calls are refused at once ("busy").
 _DEFAULT_LIMITS = {"max_in_flight": 32, "max_queued": 16}
-_MIN_RELIST_S = 1.0  # the shortest wait before a server's tool list is looked at again
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")  # a URI's literal scheme
 # ${NAME} or ${env:NAME}, from the environment; and VS Code's ${input:id}, a value its user
 # is asked for, here read from the environment as TOOLNEXUS_INPUT_<ID> (_input_variable).
@@ -129,7 +128,10 @@ class McpSource:
     ``url`` (+ ``headers``) for Streamable HTTP; ``type`` (``stdio``, ``http``,
     ``streamable-http``); ``disabled: true`` / ``enabled: false``; ``timeout`` (ms, each
     phase of connecting); ``includeTools`` / ``excludeTools`` (the server's tool names);
-    ``prefix``; ``auth``: ``"oauth"`` to sign in with OAuth 2.1 (or ``{"type": "oauth",
+    ``prefix``; ``scopes`` / ``toolScopes`` (what a caller of a gateway needs to see the
+    server's items, or one tool: a catalog per principal); ``maxInFlight`` (32) /
+    ``maxQueued`` (16), the server's bounded queue of calls; ``auth``: ``"oauth"`` to sign
+    in with OAuth 2.1 (or ``{"type": "oauth",
     "clientId": …, "clientSecret": …, "scopes": […], "redirectUri": …,
     "clientMetadataUrl": …, "allowPrivateNetwork": true}``), on the ``oauth`` settings
     given here (where tokens live, who asks the user). ``${NAME}`` (or ``${env:NAME}``)
@@ -469,13 +471,9 @@ class McpSource:
         until = client.cached_until("tools/list") if client is not None else None
         if until is None or until == float("inf") or self._closed:
             return
-        import time
-
         from ..._timers import schedule
 
-        # At most once a second, whatever a server asks: its ttl is no reason to be polled.
-        at = max(until, time.monotonic() + _MIN_RELIST_S)
-        schedule(at, lambda: self._refresh(server, unless_same=True))
+        schedule(relist_at(until), lambda: self._refresh(server, unless_same=True))
 
     def _refresh(self, server: _Server, unless_same: bool = False) -> None:
         client = server.client
@@ -629,6 +627,20 @@ class McpSource:
             counts[server.status.status] = counts.get(server.status.status, 0) + 1
         shown = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no servers"
         return f"<McpSource {self._where!r}: {shown}, {len(self.toolkit)} tools>"
+
+
+def relist_at(until: float) -> float:
+    """When a list cached until ``until`` (``time.monotonic()``) is looked at again: then,
+    but at most once a second, whatever a server asks — its ``ttlMs`` is no reason to be
+    polled.
+
+    Example::
+
+        schedule(relist_at(client.cached_until("tools/list")), refresh)
+    """
+    import time
+
+    return max(until, time.monotonic() + 1.0)
 
 
 def load_mcp_json(config: Mapping[str, Any] | str | os.PathLike[str], **options: Any) -> McpSource:
