@@ -27,6 +27,8 @@ list two tools and answer ``tools/call`` — each MODE breaks one rule:
   ``greet``; a read answers the URI it was asked for.
 - ``stale-resources``: as ``resources``, but its ``resources/list`` answers carry ``ttlMs``
   50, and the list grows (``fake://new``) after the first read, without a word.
+- ``slow-read``: as ``resources``, but it never answers a ``resources/read`` (it counts the
+  ``notifications/cancelled`` that give one up).
 - ``ttl``: its ``tools/list`` answers carry the cache hints ``ttlMs`` (a minute) and
   ``cacheScope``.
 - ``stale``: its ``tools/list`` answers carry ``ttlMs`` 50, and its list grows after the
@@ -130,10 +132,10 @@ for line in sys.stdin:
     message = json.loads(line)
     method = message.get("method")
     request_id = message.get("id")
+    if method is not None:
+        seen[method] = seen.get(method, 0) + 1  # notifications too
     if MODE == "silent" or request_id is None:
         continue
-    if method is not None:
-        seen[method] = seen.get(method, 0) + 1
     if method is None:  # the client's answer to a request of ours
         if MODE == "ask" and isinstance(message.get("result"), dict):
             heard.append(str(message["result"].get("action")))
@@ -153,7 +155,7 @@ for line in sys.stdin:
                         "tools": {"listChanged": True},
                         **(
                             {"resources": {"subscribe": True}, "prompts": {}}
-                            if MODE in ("resources", "stale-resources")
+                            if MODE in ("resources", "stale-resources", "slow-read")
                             else {}
                         ),
                     },
@@ -172,7 +174,9 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": request_id, "result": listed})
         if MODE == "deaf":
             hang()
-    elif MODE in ("resources", "stale-resources") and method in ANSWERS:
+    elif MODE == "slow-read" and method == "resources/read":
+        pass  # never answered: only a cancel ends it
+    elif MODE in ("resources", "stale-resources", "slow-read") and method in ANSWERS:
         send({"jsonrpc": "2.0", "id": request_id, "result": ANSWERS[method](message)})
     elif method == "tools/call":
         calls += 1

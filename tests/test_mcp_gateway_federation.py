@@ -113,3 +113,22 @@ def test_a_resource_list_that_went_stale_without_a_notification_is_read_again() 
         assert read(source, "st+fake://doc") == "read fake://doc"  # its list then grows
         # Once the list's ttlMs runs out the gateway lists again, and offers the new one.
         assert wait_until(lambda: source.toolkit.find_resource("st+fake://new") is not None)
+
+
+def test_a_read_its_caller_gives_up_is_cancelled_upstream() -> None:
+    # The client's own bound (timeout) far past the test's: only the caller's cancel ends it.
+    config = {"mcpServers": {"sr": fake(args=[FAKE, "slow-read"], timeout=600_000)}}
+    with McpSource(config).connect() as source:
+        federate(source)
+        with Host(source.toolkit) as host:
+            # A deadline to pass: the server never answers the read.
+            result = host.call("resources/read", {"uri": "sr+fake://doc"}, timeout_ms=300)
+        assert result.is_error and result.output.startswith("timed out after 300 ms")
+        client = source.client("sr")
+
+        def cancels() -> int:
+            answer = client.call_tool("echo", {"text": "counts"})
+            return int(json.loads(answer.output).get("notifications/cancelled", 0))
+
+        # The gateway told the server its read was given up (not held for timeout_ms).
+        assert wait_until(lambda: cancels() == 1)

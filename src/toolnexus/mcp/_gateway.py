@@ -223,7 +223,8 @@ class Federation:
         def read(params: Mapping[str, Any], ctx: Any = None) -> Any:
             target = expand(dict(params)) if expand is not None else remote
             try:
-                contents = upstream.client.read_resource(target)
+                token = ctx.cancellation_token if ctx is not None else None
+                contents = upstream.client.read_resource(target, token=token)
             except McpError as exc:
                 if exc.problem.endswith(_NOT_FOUND_CODES):
                     from ._server._served import not_found
@@ -301,7 +302,8 @@ class Federation:
                 key: value if isinstance(value, str) else str(value) for key, value in args.items()
             }
             try:
-                rendered = upstream.client.get_prompt(remote, given)
+                token = ctx.cancellation_token if ctx is not None else None
+                rendered = upstream.client.get_prompt(remote, given, token=token)
             except McpError as exc:
                 return ToolResult.error(f"MCP server {upstream.name}: {exc.problem}")
             return [

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..._cancellation import CancellationToken
+from ..._cancellation import CancellationToken, CancellationTokenRegistration
 from ..._log import LazyLogger
 from ..._result import ToolResult
 from ..._suspension import Answer, Request
@@ -500,18 +500,21 @@ class Connection:
         *,
         may_retry: bool = False,
         tasks: bool = False,
+        token: CancellationToken = _NEVER,
     ) -> dict[str, Any] | None:
         """One request and its result, within ``timeout_s``; ``None`` when the connection
         was lost before the server could run it and ``may_retry``: send it again on a new
-        one (``tasks``: see :meth:`ClientSession.request`). Raises :class:`McpError`
-        (refused, no answer in time, lost)."""
+        one (``tasks``: see :meth:`ClientSession.request`). ``token``: the caller's
+        cancel (or deadline) ends the wait and cancels the request on the server. Raises
+        :class:`McpError` (refused, no answer in time, cancelled, lost)."""
         with self.lock:
             outgoing = self.session.request(method, params, tasks=tasks)
         try:
             waiter = self.send_request(outgoing, None, self.timeout_s)
+            registration = self.wake_on(token, waiter)
             try:
                 while True:
-                    event = self.next_event(waiter, CancellationToken.NONE, self.timeout_s)
+                    event = self.next_event(waiter, token, self.timeout_s)
                     if isinstance(event, Response):
                         self.finish(waiter)
                         return event.result
@@ -524,6 +527,12 @@ class Connection:
                 raise McpError(
                     self.label, f"no answer to {method} within {self.timeout_s:g} s (timeout_ms)"
                 ) from None
+            except _Cancelled:
+                self.abandon(waiter, "cancelled by the caller")
+                raise McpError(self.label, f"{method} was cancelled by the caller") from None
+            finally:
+                if registration is not None:
+                    registration.unregister()
         except _Lost as lost:
             self.lose(lost)
             if lost.auth:  # OAuth asked once already: never again for this request
@@ -588,19 +597,7 @@ class Connection:
         question parks the call with ``questions`` (:meth:`ask`). ``answering``: the request carries
         answers (a modern retry): a result that did not use them says so (see
         :func:`unsent`)."""
-        registration = None
-        if token is not _NEVER and token.can_be_cancelled:
-            wake: Callable[[], object] = waiter.wake
-            if waiter.exchange is not None:
-                wake = waiter.exchange.abort
-            elif self.is_stdio:
-                transport = self.transport
-
-                def wake() -> None:
-                    waiter.wake()
-                    transport.interrupt()  # type: ignore[union-attr]  # it may be reading
-
-            registration = token.register(wake)
+        registration = self.wake_on(token, waiter)
         parked = False
         try:
             while True:
@@ -655,6 +652,26 @@ class Connection:
                 registration.unregister()
             if not parked and waiter.exchange is not None and token.is_cancellation_requested:
                 waiter.exchange.abort()
+
+    def wake_on(
+        self, token: CancellationToken, waiter: Waiter
+    ) -> CancellationTokenRegistration | None:
+        """Wake ``waiter``'s reader when ``token`` is cancelled (an HTTP request is
+        aborted; a stdio reader is interrupted, as it may be the one reading the pipe);
+        the registration to undo, or None for a token that cannot be cancelled."""
+        if token is _NEVER or not token.can_be_cancelled:
+            return None
+        wake: Callable[[], object] = waiter.wake
+        if waiter.exchange is not None:
+            wake = waiter.exchange.abort
+        elif self.is_stdio:
+            transport = self.transport
+
+            def wake() -> None:
+                waiter.wake()
+                transport.interrupt()  # type: ignore[union-attr]  # it may be reading
+
+        return token.register(wake)
 
     # ------------------------------------------------------------------ questions
 

@@ -411,13 +411,21 @@ class McpClient:
     # ------------------------------------------------------------------ requests
 
     def _request(
-        self, method: str, params: Mapping[str, Any] | None = None, *, tasks: bool = False
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        tasks: bool = False,
+        token: CancellationToken | None = None,
     ) -> dict[str, Any]:
         """One request and its result (phase-bounded); ``tasks`` declares the tasks
-        extension on it (modern). Raises McpError."""
+        extension on it (modern); ``token`` cancels it. Raises McpError."""
+        cancel = token if token is not None else _NEVER
         for attempt in (0, 1):
             connection = self._open()
-            result = connection.request(method, params, may_retry=attempt == 0, tasks=tasks)
+            result = connection.request(
+                method, params, may_retry=attempt == 0, tasks=tasks, token=cancel
+            )
             if result is not None:
                 return result
         raise McpError(self.name, f"{method} failed: the session was lost twice in a row")
@@ -476,28 +484,38 @@ class McpClient:
         """The server's resource templates (``resources/templates/list``), as sent."""
         return self._list("resources/templates/list", "resourceTemplates")
 
-    def read_resource(self, uri: str) -> list[dict[str, Any]]:
+    def read_resource(
+        self, uri: str, *, token: CancellationToken | None = None
+    ) -> list[dict[str, Any]]:
         """The contents of the resource at ``uri`` (``resources/read``), as sent: each
-        ``{"uri", "mimeType", "text" | "blob"}``. Raises
-        :class:`~toolnexus.errors.McpError` when the server refuses (an unknown URI).
+        ``{"uri", "mimeType", "text" | "blob"}``. ``token``: cancelling it (a caller's
+        cancel or deadline) ends the read and cancels it on the server. Raises
+        :class:`~toolnexus.errors.McpError` when the server refuses (an unknown URI) or
+        the read was cancelled.
 
         Example::
 
             (content,) = client.read_resource("notes://readme")
             print(content["text"])
         """
-        result = self._request("resources/read", {"uri": uri})
+        result = self._request("resources/read", {"uri": uri}, token=token)
         return resource_contents(self.name, uri, result)
 
     def list_prompts(self) -> list[dict[str, Any]]:
         """The server's prompts (``prompts/list``, every page), as sent."""
         return self._list("prompts/list", "prompts")
 
-    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> dict[str, Any]:
+    def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        token: CancellationToken | None = None,
+    ) -> dict[str, Any]:
         """The prompt ``name`` rendered with ``arguments`` (``prompts/get``): the result
-        as sent, ``{"description"?, "messages": [{"role", "content"}]}``. Raises
-        :class:`~toolnexus.errors.McpError` when the server refuses (an unknown prompt,
-        missing arguments).
+        as sent, ``{"description"?, "messages": [{"role", "content"}]}``; ``token``
+        cancels it. Raises :class:`~toolnexus.errors.McpError` when the server refuses
+        (an unknown prompt, missing arguments) or it was cancelled.
 
         Example::
 
@@ -506,7 +524,7 @@ class McpClient:
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = dict(arguments)
-        return prompt_result(self.name, name, self._request("prompts/get", params))
+        return prompt_result(self.name, name, self._request("prompts/get", params, token=token))
 
     def tools(
         self,
