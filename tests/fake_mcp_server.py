@@ -22,6 +22,20 @@ list two tools and answer ``tools/call`` — each MODE breaks one rule:
   (``elicitation/create``) and ends when the client answers it; a later call with the
   text ``heard`` answers the action that answer carried (``decline``, ``cancel``, ...),
   once it came.
+- ``resources``: also offers resources (``notes://same``, ``fake://doc``), the templates
+  ``fake://items/{id}`` and ``{+base}/readme`` (no literal scheme), and the prompt
+  ``greet``; a read answers the URI it was asked for.
+- ``stale-resources``: as ``resources``, but its ``resources/list`` answers carry ``ttlMs``
+  50, and the list grows (``fake://new``) after the first read, without a word.
+- ``slow-read``: as ``resources``, but it never answers a ``resources/read`` (it counts the
+  ``notifications/cancelled`` that give one up).
+- ``ttl``: its ``tools/list`` answers carry the cache hints ``ttlMs`` (a minute) and
+  ``cacheScope``.
+- ``stale``: its ``tools/list`` answers carry ``ttlMs`` 50, and its list grows after the
+  first call without a word (no ``list_changed``): only a client that lists again sees it.
+
+In every mode, a call of ``echo`` with the text ``counts`` answers how many requests of
+each method the server has seen (a JSON object), so a test counts what reached it.
 """
 
 from __future__ import annotations
@@ -47,6 +61,15 @@ BAD = {
 }
 EXTRA = {"name": "extra", "description": "Appears later.", "inputSchema": {"type": "object"}}
 calls = 0
+seen: dict[str, int] = {}  # requests by method (``echo counts`` answers them)
+RESOURCES = [
+    {"uri": "notes://same", "name": "same", "mimeType": "text/plain"},
+    {"uri": "fake://doc", "name": "doc", "mimeType": "text/plain"},
+]
+TEMPLATES = [
+    {"uriTemplate": "fake://items/{id}", "name": "item"},
+    {"uriTemplate": "{+base}/readme", "name": "readme anywhere"},
+]
 heard: list[str] = []  # ``ask``: the actions the client answered the question with
 waiting: list[object] = []  # ``ask``: the ids of calls waiting for those
 FLOOD = 20_000  # pings: their replies fill a pipe many times over
@@ -72,10 +95,45 @@ def text(request_id: object, value: str) -> None:
     )
 
 
+def listed_resources() -> object:
+    if MODE != "stale-resources":
+        return {"resources": RESOURCES}
+    new = [{"uri": "fake://new", "name": "new"}] if seen.get("resources/read") else []
+    return {"resources": RESOURCES + new, "ttlMs": 50}
+
+
+def read(message: dict) -> object:
+    uri = message["params"]["uri"]
+    return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": f"read {uri}"}]}
+
+
+GREET = {"name": "greet", "arguments": [{"name": "who", "required": True}]}
+ANSWERS = {
+    "resources/list": lambda message: listed_resources(),
+    "resources/templates/list": lambda message: {"resourceTemplates": TEMPLATES},
+    "resources/read": read,
+    "resources/subscribe": lambda message: {},
+    "prompts/list": lambda message: {"prompts": [GREET]},
+    "prompts/get": lambda message: {
+        "messages": [
+            {
+                "role": "user",
+                "content": {
+                    "type": "text",
+                    "text": f"Hello {message['params']['arguments']['who']}",
+                },
+            }
+        ]
+    },
+}
+
+
 for line in sys.stdin:
     message = json.loads(line)
     method = message.get("method")
     request_id = message.get("id")
+    if method is not None:
+        seen[method] = seen.get(method, 0) + 1  # notifications too
     if MODE == "silent" or request_id is None:
         continue
     if method is None:  # the client's answer to a request of ours
@@ -93,7 +151,14 @@ for line in sys.stdin:
                 "result": {
                     "protocolVersion": "2025-06-18",
                     "serverInfo": {"name": "fake", "version": "0"},
-                    "capabilities": {"tools": {"listChanged": True}},
+                    "capabilities": {
+                        "tools": {"listChanged": True},
+                        **(
+                            {"resources": {"subscribe": True}, "prompts": {}}
+                            if MODE in ("resources", "stale-resources", "slow-read")
+                            else {}
+                        ),
+                    },
                 },
             }
         )
@@ -101,13 +166,24 @@ for line in sys.stdin:
         tools = [GOOD, BAD] if MODE == "bad-schema" else [GOOD]
         if MODE == "changes" and calls:
             tools = [GOOD, EXTRA]
-        send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools}})
+        listed: dict[str, object] = {"tools": tools}
+        if MODE == "ttl":
+            listed.update({"ttlMs": 60_000, "cacheScope": "public"})
+        if MODE == "stale":
+            listed.update({"tools": [GOOD, EXTRA] if calls else [GOOD], "ttlMs": 50})
+        send({"jsonrpc": "2.0", "id": request_id, "result": listed})
         if MODE == "deaf":
             hang()
+    elif MODE == "slow-read" and method == "resources/read":
+        pass  # never answered: only a cancel ends it
+    elif MODE in ("resources", "stale-resources", "slow-read") and method in ANSWERS:
+        send({"jsonrpc": "2.0", "id": request_id, "result": ANSWERS[method](message)})
     elif method == "tools/call":
         calls += 1
         arguments = message["params"].get("arguments") or {}
-        if MODE == "garbage":
+        if arguments.get("text") == "counts":
+            text(request_id, json.dumps(seen))
+        elif MODE == "garbage":
             print("debug: this line is not JSON-RPC", flush=True)
             print("{not json either", flush=True)
             text(request_id, arguments.get("text", ""))

@@ -124,9 +124,13 @@ def _remote_toolkit(ref: str, sign_in: bool = True) -> Toolkit:
     for status in source.status().values():
         if status.status == "failed":
             print(f"toolnexus: MCP server {status.name!r} failed: {status.reason}", file=sys.stderr)
-    if not len(source.toolkit):
+    from ..mcp import federate
+
+    federate(source)  # resources, templates and prompts too, prefixed as the tools are
+    toolkit = source.toolkit
+    if not (len(toolkit) or toolkit.resources() or toolkit.prompts()):
         raise RefError(ref, f"{ref!r}: no MCP server in it offers a tool (see above)")
-    return source.toolkit
+    return toolkit
 
 
 def is_skills_ref(ref: str) -> bool:

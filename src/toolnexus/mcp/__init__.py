@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from ._client._session import ClientSession
     from ._client._source import McpServerStatus, McpSource, load_mcp_json
     from ._client._tokens import FileTokenStore, MemoryTokenStore, TokenStore
+    from ._gateway import Federation, federate
     from ._server._asgi import AsgiApp, asgi_app
     from ._server._auth import ProtectedResource
     from ._server._http_server import HttpServer, serve_http
@@ -72,6 +73,7 @@ __all__ = [
     "AsgiApp",
     "CancelCall",
     "ClientSession",
+    "Federation",
     "FileTokenStore",
     "HostOptions",
     "HttpOptions",
@@ -93,6 +95,7 @@ __all__ = [
     "TaskOptions",
     "TokenStore",
     "asgi_app",
+    "federate",
     "load_mcp_json",
     "prompt",
     "resource",
@@ -126,6 +129,9 @@ _LAZY = {
     "McpServerStatus": "_client._source",
     "McpSource": "_client._source",
     "load_mcp_json": "_client._source",
+    # The gateway's federation of resources and prompts: above both sides.
+    "Federation": "_gateway",
+    "federate": "_gateway",
     # Resources and prompts load with the first one made.
     "Prompt": "_server._prompts",
     "prompt": "_server._prompts",

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..._cancellation import CancellationToken
+from ..._cancellation import CancellationToken, CancellationTokenRegistration
 from ..._log import LazyLogger
 from ..._result import ToolResult
 from ..._suspension import Answer, Request
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ._http import HttpExchange, HttpTransport
     from ._stdio import StdioTransport
 
-__all__ = ["CANCELLED", "RETRY", "Connection", "auth_problem", "give_up"]
+__all__ = ["CANCELLED", "NOTICES", "RETRY", "Connection", "auth_problem", "give_up"]
 
 _log = LazyLogger("mcp.client")
 
@@ -82,6 +82,16 @@ class _Idle(Exception):
     pass
 
 
+NOTICES = frozenset(
+    {
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+        "notifications/prompts/list_changed",
+    }
+)
+"""The server notifications a client's ``on_notification`` listeners hear."""
+
+
 class Connection:
     """One open connection to the server: its transport, session and peer, and the I/O
     of its requests. A lost connection is replaced by a new one on the next request
@@ -95,11 +105,13 @@ class Connection:
         timeout_s: float,
         on_tools_changed: Callable[[], object],
         client_closed: Callable[[], bool],
+        on_notice: Callable[[str, dict[str, Any]], object] | None = None,
     ) -> None:
         self.session = session
         self.label = label  # the server's name, in messages
         self.timeout_s = timeout_s
         self.on_tools_changed = on_tools_changed
+        self.on_notice = on_notice  # the other list changes, and resources/updated
         self.client_closed = client_closed
         self.lock = threading.RLock()
         self.transport: StdioTransport | HttpTransport | None = None
@@ -407,7 +419,9 @@ class Connection:
             _log.log(level, "%s", line)
         elif method == "notifications/tools/list_changed":
             self.on_tools_changed()
-        # Anything else (cancelled, resources, unknown): nothing to do.
+        elif method in NOTICES and self.on_notice is not None:
+            self.on_notice(method, dict(params))
+        # Anything else (cancelled, unknown): nothing to do.
 
     def _on_server_request(self, event: ServerRequest, home: Waiter | None) -> None:
         waiter: Waiter | None = None
@@ -480,18 +494,27 @@ class Connection:
             transport.close()  # type: ignore[call-arg]
 
     def request(
-        self, method: str, params: Mapping[str, Any] | None = None, *, may_retry: bool = False
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        may_retry: bool = False,
+        tasks: bool = False,
+        token: CancellationToken = _NEVER,
     ) -> dict[str, Any] | None:
         """One request and its result, within ``timeout_s``; ``None`` when the connection
         was lost before the server could run it and ``may_retry``: send it again on a new
-        one. Raises :class:`McpError` (refused, no answer in time, lost)."""
+        one (``tasks``: see :meth:`ClientSession.request`). ``token``: the caller's
+        cancel (or deadline) ends the wait and cancels the request on the server. Raises
+        :class:`McpError` (refused, no answer in time, cancelled, lost)."""
         with self.lock:
-            outgoing = self.session.request(method, params)
+            outgoing = self.session.request(method, params, tasks=tasks)
         try:
             waiter = self.send_request(outgoing, None, self.timeout_s)
+            registration = self.wake_on(token, waiter)
             try:
                 while True:
-                    event = self.next_event(waiter, CancellationToken.NONE, self.timeout_s)
+                    event = self.next_event(waiter, token, self.timeout_s)
                     if isinstance(event, Response):
                         self.finish(waiter)
                         return event.result
@@ -504,6 +527,12 @@ class Connection:
                 raise McpError(
                     self.label, f"no answer to {method} within {self.timeout_s:g} s (timeout_ms)"
                 ) from None
+            except _Cancelled:
+                self.abandon(waiter, "cancelled by the caller")
+                raise McpError(self.label, f"{method} was cancelled by the caller") from None
+            finally:
+                if registration is not None:
+                    registration.unregister()
         except _Lost as lost:
             self.lose(lost)
             if lost.auth:  # OAuth asked once already: never again for this request
@@ -568,19 +597,7 @@ class Connection:
         question parks the call with ``questions`` (:meth:`ask`). ``answering``: the request carries
         answers (a modern retry): a result that did not use them says so (see
         :func:`unsent`)."""
-        registration = None
-        if token is not _NEVER and token.can_be_cancelled:
-            wake: Callable[[], object] = waiter.wake
-            if waiter.exchange is not None:
-                wake = waiter.exchange.abort
-            elif self.is_stdio:
-                transport = self.transport
-
-                def wake() -> None:
-                    waiter.wake()
-                    transport.interrupt()  # type: ignore[union-attr]  # it may be reading
-
-            registration = token.register(wake)
+        registration = self.wake_on(token, waiter)
         parked = False
         try:
             while True:
@@ -635,6 +652,26 @@ class Connection:
                 registration.unregister()
             if not parked and waiter.exchange is not None and token.is_cancellation_requested:
                 waiter.exchange.abort()
+
+    def wake_on(
+        self, token: CancellationToken, waiter: Waiter
+    ) -> CancellationTokenRegistration | None:
+        """Wake ``waiter``'s reader when ``token`` is cancelled (an HTTP request is
+        aborted; a stdio reader is interrupted, as it may be the one reading the pipe);
+        the registration to undo, or None for a token that cannot be cancelled."""
+        if token is _NEVER or not token.can_be_cancelled:
+            return None
+        wake: Callable[[], object] = waiter.wake
+        if waiter.exchange is not None:
+            wake = waiter.exchange.abort
+        elif self.is_stdio:
+            transport = self.transport
+
+            def wake() -> None:
+                waiter.wake()
+                transport.interrupt()  # type: ignore[union-attr]  # it may be reading
+
+        return token.register(wake)
 
     # ------------------------------------------------------------------ questions
 

@@ -25,6 +25,7 @@ connections.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import threading
 import time
@@ -37,10 +38,11 @@ from ..._log import LazyLogger
 from ..._result import ToolResult
 from ..._suspension import Answer
 from ..._tracing import client_span
-from ...errors import InvalidTypeError, McpError
+from ...errors import InvalidTypeError, InvalidValueError, McpError
 from .._shared._peer import Waiter
+from ._admission import Admission
 from ._connection import CANCELLED, RETRY, Connection, give_up
-from ._questions import ClientQuestions, Parked, unsent
+from ._questions import ClientQuestions, Parked, call_result, unsent
 from ._remote import remote_tool_list
 from ._session import LIST_PAGES, list_page, prompt_result, resource_contents
 from ._settings import (
@@ -64,6 +66,34 @@ if TYPE_CHECKING:
 __all__ = ["McpClient"]
 
 _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
+
+# Which cached lists a notification makes stale (a new connection drops them all).
+_LIST_CHANGES: dict[str, tuple[str, ...]] = {
+    "notifications/tools/list_changed": ("tools/list",),
+    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
+    "notifications/prompts/list_changed": ("prompts/list",),
+}
+_TASK_TTL_MS = 300_000  # how long an upstream keeps a task of ours after it ends
+# The requestState a modern task's question is sealed with: the answer goes to the task.
+_TASK_STATE = "toolnexus-task:"
+_LISTS = tuple(method for methods in _LIST_CHANGES.values() for method in methods)
+
+
+def _admission(max_in_flight: int | None, max_queued: int | None) -> Admission | None:
+    """The bounded queue of one server's calls, or None (no bound)."""
+    for label, value in (("max_in_flight", max_in_flight), ("max_queued", max_queued)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InvalidTypeError(f"{label} must be an int or None, got {value!r}")
+    if max_in_flight is None:
+        if max_queued is not None:
+            raise InvalidValueError("max_queued needs max_in_flight: give both, or neither")
+        return None
+    if max_in_flight < 1 or (max_queued is not None and max_queued < 0):
+        raise InvalidValueError(
+            f"max_in_flight must be >= 1 and max_queued >= 0, got {max_in_flight} and {max_queued}"
+        )
+    return Admission(max_in_flight, max_in_flight if max_queued is None else max_queued)
+
 
 _live_clients: weakref.WeakSet[McpClient] = weakref.WeakSet()
 _exit_hook_lock = threading.Lock()
@@ -126,6 +156,10 @@ class McpClient:
         auth: (HTTP) sign in with OAuth 2.1 when the server asks for it: an
             :class:`~toolnexus.mcp.OAuth` (discovery, registration, PKCE, refresh; the
             user's part through its ``ask``). See ``docs/auth.md``.
+        max_in_flight: the most tool calls sent to this server at once (``None``: no
+            bound); more wait in a queue of ``max_queued`` (default: as many), and a call
+            beyond both is an error result at once ("busy"), so a slow server holds no
+            more of the caller's threads than these.
 
     Example::
 
@@ -156,6 +190,8 @@ class McpClient:
         log_level: str | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         auth: OAuth | None = None,
+        max_in_flight: int | None = None,
+        max_queued: int | None = None,
     ) -> None:
         self._settings = settings = ClientSettings(
             command=command,
@@ -174,6 +210,7 @@ class McpClient:
             client_name=client_name,
             log_level=log_level,
         )
+        self._admission = _admission(max_in_flight, max_queued)
         self.name = name or default_name(command, url)
         """What messages and default tool names call this server."""
         self._open_lock = threading.Lock()  # one opener at a time
@@ -181,6 +218,12 @@ class McpClient:
         # The legacy questions parked on this client (their calls wait on the server).
         self._questions = ClientQuestions(settings.question_s, give_up)
         self._listeners: list[Callable[[], object]] = []
+        self._notice_listeners: list[Callable[[str, dict[str, Any]], object]] = []
+        # Lists as last fetched (see _list): method -> (items, fresh until, cacheScope).
+        self._lists: dict[str, tuple[list[dict[str, Any]], float, str | None]] = {}
+        self._lists_changed = 0  # bumped by each invalidation: a fetch it overtook is not kept
+        self._lists_lock = threading.Lock()
+        self._task_tools: frozenset[str] = frozenset()  # listed as run only as tasks
         self._closed = False
         self._http: HttpTransport | None = None
 
@@ -271,6 +314,8 @@ class McpClient:
                 return connection
             if connection is not None:
                 connection.drop(connection.lost or "lost")
+            # A new connection: maybe a new server. A fetch under way is on this connection.
+            self._forget_lists(*_LISTS, overtaken=False)
             connection = self._start_connection()
             self._connection = connection
             _live_clients.add(self)
@@ -285,6 +330,7 @@ class McpClient:
             timeout_s=settings.timeout_s,
             on_tools_changed=self._tools_changed,
             client_closed=lambda: self._closed,
+            on_notice=self._noticed,
         )
         if settings.command is not None:
             self._spawn(connection)
@@ -351,6 +397,7 @@ class McpClient:
             ) from None
 
     def _tools_changed(self) -> None:
+        self._forget_lists("tools/list")
         listeners = list(self._listeners)
         if not listeners:
             return
@@ -366,11 +413,22 @@ class McpClient:
 
     # ------------------------------------------------------------------ requests
 
-    def _request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """One request and its result (phase-bounded); raises McpError."""
+    def _request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        tasks: bool = False,
+        token: CancellationToken | None = None,
+    ) -> dict[str, Any]:
+        """One request and its result (phase-bounded); ``tasks`` declares the tasks
+        extension on it (modern); ``token`` cancels it. Raises McpError."""
+        cancel = token if token is not None else _NEVER
         for attempt in (0, 1):
             connection = self._open()
-            result = connection.request(method, params, may_retry=attempt == 0)
+            result = connection.request(
+                method, params, may_retry=attempt == 0, tasks=tasks, token=cancel
+            )
             if result is not None:
                 return result
         raise McpError(self.name, f"{method} failed: the session was lost twice in a row")
@@ -382,17 +440,35 @@ class McpClient:
         Raises :class:`~toolnexus.errors.McpError` when the server cannot be reached or
         refuses the request.
         """
-        return self._list("tools/list", "tools")
+        tools = self._list("tools/list", "tools")
+        self._task_tools = frozenset(
+            spec["name"]
+            for spec in tools
+            if isinstance(spec.get("execution"), dict)
+            and spec["execution"].get("taskSupport") == "required"
+        )
+        return tools
 
     def _list(self, method: str, key: str) -> list[dict[str, Any]]:
-        """Every page of a list method's ``key`` array."""
+        """Every page of a list method's ``key`` array — from the cache while it holds
+        (see :meth:`cached_until`)."""
+        with self._lists_lock:
+            cached = self._lists.get(method)
+            generation = self._lists_changed
+        if cached is not None and time.monotonic() < cached[1]:
+            return [dict(item) for item in cached[0]]
         items: list[dict[str, Any]] = []
         cursor: str | None = None
+        first: dict[str, Any] | None = None
         for _ in range(LIST_PAGES):
-            result = self._request(method, {"cursor": cursor} if cursor is not None else None)
+            params = {"cursor": cursor} if cursor is not None else None
+            # Declaring the tasks extension, a modern server says which tools are tasks.
+            result = self._request(method, params, tasks=method == "tools/list")
+            first = first if first is not None else result
             page, cursor = list_page(self.name, method, key, result)
             items.extend(page)
             if cursor is None:
+                self._keep_list(method, items, first, generation)
                 return items
         raise McpError(self.name, f"{method} still had more pages after {LIST_PAGES}")
 
@@ -411,28 +487,38 @@ class McpClient:
         """The server's resource templates (``resources/templates/list``), as sent."""
         return self._list("resources/templates/list", "resourceTemplates")
 
-    def read_resource(self, uri: str) -> list[dict[str, Any]]:
+    def read_resource(
+        self, uri: str, *, token: CancellationToken | None = None
+    ) -> list[dict[str, Any]]:
         """The contents of the resource at ``uri`` (``resources/read``), as sent: each
-        ``{"uri", "mimeType", "text" | "blob"}``. Raises
-        :class:`~toolnexus.errors.McpError` when the server refuses (an unknown URI).
+        ``{"uri", "mimeType", "text" | "blob"}``. ``token``: cancelling it (a caller's
+        cancel or deadline) ends the read and cancels it on the server. Raises
+        :class:`~toolnexus.errors.McpError` when the server refuses (an unknown URI) or
+        the read was cancelled.
 
         Example::
 
             (content,) = client.read_resource("notes://readme")
             print(content["text"])
         """
-        result = self._request("resources/read", {"uri": uri})
+        result = self._request("resources/read", {"uri": uri}, token=token)
         return resource_contents(self.name, uri, result)
 
     def list_prompts(self) -> list[dict[str, Any]]:
         """The server's prompts (``prompts/list``, every page), as sent."""
         return self._list("prompts/list", "prompts")
 
-    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> dict[str, Any]:
+    def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        token: CancellationToken | None = None,
+    ) -> dict[str, Any]:
         """The prompt ``name`` rendered with ``arguments`` (``prompts/get``): the result
-        as sent, ``{"description"?, "messages": [{"role", "content"}]}``. Raises
-        :class:`~toolnexus.errors.McpError` when the server refuses (an unknown prompt,
-        missing arguments).
+        as sent, ``{"description"?, "messages": [{"role", "content"}]}``; ``token``
+        cancels it. Raises :class:`~toolnexus.errors.McpError` when the server refuses
+        (an unknown prompt, missing arguments) or it was cancelled.
 
         Example::
 
@@ -441,7 +527,7 @@ class McpClient:
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = dict(arguments)
-        return prompt_result(self.name, name, self._request("prompts/get", params))
+        return prompt_result(self.name, name, self._request("prompts/get", params, token=token))
 
     def tools(
         self,
@@ -646,9 +732,20 @@ class McpClient:
         )
         entered = span.enter() if span is not None else None
         result: ToolResult | None = None
+        admission = self._admission
+        admitted = False
         try:
-            if answer is not None:
+            refused = admission.enter(call_token) if admission is not None else None
+            admitted = admission is not None and refused is None
+            if refused is not None:
+                # Cancelled while it waited for a place: its cancel or deadline decides the
+                # words, below; else the queue was full.
+                busy = ToolResult(f"{name} on MCP server {self.name}: {refused}", True)
+                result = CANCELLED if call_token.is_cancellation_requested else busy
+            elif answer is not None:
                 result = self._continue(name, arguments, call_token, progress, answer, headers)
+            elif name in self._task_tools:
+                result = self._run_task(name, arguments, call_token, progress)
             else:
                 result = self._start_call(name, arguments, call_token, progress, headers, None)
             if result is CANCELLED and end is not None and time.monotonic() >= end:
@@ -660,6 +757,9 @@ class McpClient:
                 else:
                     result = ToolResult(f"{where} did not answer in time", True)
         finally:
+            if admitted:
+                assert admission is not None
+                admission.leave()
             if source is not None:
                 source.close()
             if span is not None:
@@ -726,12 +826,335 @@ class McpClient:
         resumed = self._questions.resume(name, self.name, answer)
         if isinstance(resumed, ToolResult):  # nothing waits for this answer
             return resumed
-        if not isinstance(resumed, Parked):  # a modern question: the retry's params
-            return self._start_call(name, arguments, token, progress, headers, resumed)
-        connection: Connection = resumed.connection  # a legacy question, parked on it
-        return connection.resume(
-            self._questions, resumed, answer, token, progress, self._settings.idle_s
+        if isinstance(resumed, Parked):  # a legacy question, parked on its connection
+            connection: Connection = resumed.connection
+            return connection.resume(
+                self._questions, resumed, answer, token, progress, self._settings.idle_s
+            )
+        state = resumed.get("requestState")  # a modern question: the retry's params
+        if isinstance(state, str) and state.startswith(_TASK_STATE):  # a task's question
+            task_id = state[len(_TASK_STATE) :]
+            responses = resumed.get("inputResponses")
+            return self._answer_task(name, task_id, responses, token, progress)
+        if name in self._task_tools:  # the retry of a task's creation asks for one again
+            return self._run_task(name, arguments, token, progress, resumed)
+        return self._start_call(name, arguments, token, progress, headers, resumed)
+
+    # ------------------------------------------------------------------ upstream tasks
+    # (a tool the server runs only as a task: the legacy era's tasks, 2025-11-25, and the
+    # modern era's tasks extension)
+
+    def _run_task(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        retry: Mapping[str, Any] | None = None,
+    ) -> ToolResult:
+        """Call ``name`` as a task: create it (``tools/call``: legacy with ``task``,
+        modern declaring the tasks extension; ``retry``: the answer to the question the
+        server asked before it made the task) and follow it (:meth:`_follow_task`). To
+        the caller it is one call, however long it runs."""
+        legacy = self.era == "legacy"
+        params: dict[str, Any] = {"name": name, "arguments": arguments, **(retry or {})}
+        if legacy:
+            params["task"] = {"ttl": _TASK_TTL_MS}
+        try:
+            created = self._request("tools/call", params, tasks=not legacy)
+        except McpError as exc:
+            return ToolResult(f"{name}: {exc.problem}", True)
+        task = created.get("task") if legacy else created
+        is_task = legacy or created.get("resultType") == "task"
+        if not (is_task and isinstance(task, dict) and isinstance(task.get("taskId"), str)):
+            return call_result(name, self.name, created)  # it answered as a plain call
+        return self._follow_task(name, task, legacy, token, progress)
+
+    def _follow_task(
+        self,
+        name: str,
+        task: dict[str, Any],
+        legacy: bool,
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+    ) -> ToolResult:
+        """Poll the task ``task`` (as the server last showed it) at the server's poll
+        interval — each new ``statusMessage`` as progress — to its end, and take its
+        result (legacy ``tasks/result``; modern: the completed task's). A modern task's
+        question is handed back as the call's (a pending result whose answer goes to
+        ``tasks/update``); the caller's cancel or deadline sends ``tasks/cancel``."""
+        where = f"{name}: MCP server {self.name}"
+        task_id: str = task["taskId"]
+        step = 0
+        message: Any = None
+        try:
+            while True:
+                status = task.get("status")
+                if task.get("statusMessage") != message:
+                    message = task.get("statusMessage")
+                    step += 1
+                    if progress is not None and isinstance(message, str):
+                        progress(step, None, message)
+                if status == "completed" or (legacy and status == "failed"):
+                    break
+                if status == "failed":  # modern: its error rides in the task
+                    error = task.get("error")
+                    text = error.get("message") if isinstance(error, dict) else message
+                    return ToolResult(f"{where}: task {task_id} failed: {text}", True)
+                if status == "cancelled":
+                    return ToolResult(f"{where} cancelled task {task_id}: {message or ''}", True)
+                if status == "input_required" and not legacy and "inputRequests" in task:
+                    # Its question, as a call's: the answer's retry names the task.
+                    asked = {"inputRequests": task["inputRequests"]}
+                    return call_result(
+                        name, self.name, {**asked, "resultType": "input_required",
+                                          "requestState": _TASK_STATE + task_id}
+                    )  # fmt: skip
+                if status == "input_required" and not legacy:  # asked, no questions shown
+                    task = self._request("tasks/get", {"taskId": task_id}, tasks=True)
+                    continue
+                if status == "input_required":  # legacy: asked on tasks/result's stream
+                    return self._task_result_call(name, task_id, token, progress)
+                if status != "working":
+                    self._cancel_task(task_id, legacy)
+                    return ToolResult(f"{where}: task {task_id} has status {status!r}", True)
+                interval = task.get("pollInterval" if legacy else "pollIntervalMs")
+                wait_s = interval / 1000 if isinstance(interval, int) and interval > 0 else 0.5
+                if token.wait(min(max(wait_s, 0.05), 5.0)):
+                    self._cancel_task(task_id, legacy)
+                    return CANCELLED
+                task = self._request("tasks/get", {"taskId": task_id}, tasks=not legacy)
+            found: Any
+            if legacy:
+                found = self._request("tasks/result", {"taskId": task_id})
+            elif "result" not in task:  # done at once: its creation shows only its summary
+                task = self._request("tasks/get", {"taskId": task_id}, tasks=True)
+                found = task.get("result")
+            else:
+                found = task.get("result")
+            if not isinstance(found, dict):
+                return ToolResult(f"{where}: task {task_id} completed without a result", True)
+        except McpError as exc:
+            return ToolResult(f"{name}: task {task_id}: {exc.problem}", True)
+        return call_result(name, self.name, found)
+
+    def _task_result_call(
+        self,
+        name: str,
+        task_id: str,
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+    ) -> ToolResult:
+        """A legacy task that asks: its ``tasks/result`` read as a call, so the server's
+        ``elicitation/create`` for it parks this call as any legacy question does (the
+        host's answer goes back on it) and the request's answer is the task's result. A
+        cancel ends the request and cancels the task."""
+        connection = self._open()
+        with connection.lock:
+            outgoing = connection.session.request(
+                "tasks/result", {"taskId": task_id}, progress=True
+            )
+            assert outgoing.id is not None
+            waiter = Waiter(outgoing.id)
+            connection.peer.start_call(outgoing.id, waiter)
+        result = connection.call(
+            outgoing,
+            waiter,
+            name,
+            token,
+            progress,
+            self._settings.idle_s,
+            self._questions,
+            None,
+            may_retry=False,
+            answering=False,
         )
+        if result is CANCELLED:
+            self._cancel_task(task_id, True)
+        if not isinstance(result, ToolResult):  # RETRY: the session was lost first
+            return ToolResult(f"{name}: task {task_id}: the session was lost", True)
+        return result
+
+    def _answer_task(
+        self,
+        name: str,
+        task_id: str,
+        responses: Any,
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+    ) -> ToolResult:
+        """Give a modern task the answer to its question (``tasks/update``) and follow it
+        on. A task this client did not create, or one that is gone, is the server's
+        refusal, named."""
+        try:
+            self._request(
+                "tasks/update", {"taskId": task_id, "inputResponses": responses}, tasks=True
+            )
+            task = self._request("tasks/get", {"taskId": task_id}, tasks=True)
+        except McpError as exc:
+            return ToolResult(f"{name}: task {task_id}: {exc.problem}", True)
+        return self._follow_task(name, task, False, token, progress)
+
+    def _cancel_task(self, task_id: str, legacy: bool) -> None:
+        try:
+            self._request("tasks/cancel", {"taskId": task_id}, tasks=not legacy)
+        except McpError as exc:
+            _log.warning("MCP server %s: cancelling task %s failed: %s", self.name, task_id, exc)
+
+    # ------------------------------------------------------------------ list caching
+
+    def cached_until(self, method: str) -> float | None:
+        """Until when (a ``time.monotonic()`` value) the cached answer of the list method
+        ``method`` (``"tools/list"``, ``"resources/list"``, ...) holds: its ``ttlMs``
+        from when it was fetched; ``math.inf`` when the server sent no ``ttlMs`` but
+        declared ``listChanged`` for that list (it holds until the server says the list
+        changed); ``None`` when nothing is cached (the next call asks the server).
+
+        A list is cached as the server's hints say: a ``tools/list`` answer with
+        ``ttlMs`` is reused for that long, a ``notifications/…/list_changed`` drops it at
+        once, as does a new connection (the server may have restarted). ``cacheScope``
+        (``"public"`` or ``"private"``) is kept beside it (:meth:`cache_scope`): one client
+        is one user, so both are cached here; a gateway that serves several principals
+        filters one upstream list per principal, never shares a principal's own answer.
+
+        Example::
+
+            client.list_tools()
+            print(client.cached_until("tools/list"))  # e.g. 12345.6, or inf, or None
+        """
+        with self._lists_lock:
+            cached = self._lists.get(method)
+        if cached is None or time.monotonic() >= cached[1]:
+            return None
+        return cached[1]
+
+    def cache_scope(self, method: str) -> str | None:
+        """The ``cacheScope`` the server gave the cached answer of ``method``, or None."""
+        with self._lists_lock:
+            cached = self._lists.get(method)
+        return cached[2] if cached is not None else None
+
+    def _keep_list(
+        self, method: str, items: list[dict[str, Any]], first: dict[str, Any], generation: int
+    ) -> None:
+        ttl = first.get("ttlMs")
+        scope = first.get("cacheScope")
+        if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0:
+            until = time.monotonic() + ttl / 1000
+        elif ttl is None and self._declares_list_changed(method):
+            until = math.inf
+        else:
+            return  # no hint: asked anew each time
+        with self._lists_lock:
+            if self._lists_changed != generation:
+                return  # a list_changed came while this was fetched: it may be stale
+            kept = [dict(item) for item in items]
+            self._lists[method] = (kept, until, scope if isinstance(scope, str) else None)
+
+    def _declares_list_changed(self, method: str) -> bool:
+        capability = self.server_capabilities.get(method.split("/", 1)[0])
+        return isinstance(capability, dict) and capability.get("listChanged") is True
+
+    def _forget_lists(self, *methods: str, overtaken: bool = True) -> None:
+        """Drop the cached ``methods``; ``overtaken``: a fetch of them under way may have
+        read the old list, so it is not kept either."""
+        with self._lists_lock:
+            if overtaken:
+                self._lists_changed += 1
+            for method in methods:
+                self._lists.pop(method, None)
+
+    # ------------------------------------------------------------------ resources, prompts,
+    # completion and their notifications (what a gateway passes on)
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]:
+        """The capabilities the server declared (``{}`` until connected).
+
+        Example::
+
+            if "resources" in client.connect().server_capabilities:
+                print(client.list_resources())
+        """
+        connection = self._connection
+        return dict(connection.session.server_capabilities) if connection is not None else {}
+
+    def on_notification(self, listener: Callable[[str, dict[str, Any]], object]) -> None:
+        """Call ``listener(method, params)`` (on a helper thread) when the server sends
+        ``notifications/resources/list_changed``, ``notifications/prompts/list_changed``
+        or ``notifications/resources/updated`` (``params["uri"]``: the resource whose
+        content changed; see :meth:`subscribe_resource`).
+
+        Example::
+
+            client.on_notification(lambda method, params: print(method, params))
+        """
+        if not callable(listener):
+            raise InvalidTypeError(f"listener must be callable, got {type(listener).__name__}")
+        self._notice_listeners.append(listener)
+
+    def _noticed(self, method: str, params: dict[str, Any]) -> None:
+        self._forget_lists(*_LIST_CHANGES.get(method, ()))
+        listeners = list(self._notice_listeners)
+        if not listeners:
+            return
+
+        def run() -> None:
+            for listener in listeners:
+                try:
+                    listener(method, params)
+                except Exception:
+                    _log.exception("MCP server %s: a %s listener failed", self.name, method)
+
+        threading.Thread(target=run, name=f"toolnexus-mcp-{self.name}-notice", daemon=True).start()
+
+    def subscribe_resource(self, uri: str) -> None:
+        """Ask the server to send ``notifications/resources/updated`` when the content
+        at ``uri`` changes (``resources/subscribe``; :meth:`on_notification` hears it).
+        Raises :class:`~toolnexus.errors.McpError` when the server refuses.
+
+        Example::
+
+            client.on_notification(lambda method, params: print(params["uri"]))
+            client.subscribe_resource("demo://resource/static/document/architecture.md")
+        """
+        self._request("resources/subscribe", {"uri": uri})
+
+    def unsubscribe_resource(self, uri: str) -> None:
+        """Stop the updates :meth:`subscribe_resource` asked for (``resources/unsubscribe``)."""
+        self._request("resources/unsubscribe", {"uri": uri})
+
+    def complete(
+        self,
+        ref: Mapping[str, Any],
+        argument: str,
+        value: str,
+        context: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Candidate values for one argument of a prompt or a resource template
+        (``completion/complete``): ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or
+        ``{"type": "ref/resource", "uri": <template>}``, ``context`` the other arguments
+        already given. Returns the ``completion`` object as sent, ``{"values": [...],
+        "total"?, "hasMore"?}``; raises :class:`~toolnexus.errors.McpError` when the server
+        refuses.
+
+        Example::
+
+            ref = {"type": "ref/prompt", "name": "completable-prompt"}
+            print(client.complete(ref, "department", "E")["values"])  # ['Engineering']
+        """
+        params: dict[str, Any] = {
+            "ref": dict(ref),
+            "argument": {"name": argument, "value": value},
+        }
+        if context:
+            params["context"] = {"arguments": dict(context)}
+        result = self._request("completion/complete", params)
+        completion = result.get("completion")
+        values = completion.get("values") if isinstance(completion, dict) else None
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise McpError(self.name, "completion/complete answered without completion.values")
+        return dict(completion)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ closing
 

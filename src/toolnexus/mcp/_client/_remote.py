@@ -9,7 +9,7 @@ is skipped with a warning naming the server and the tool.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..._log import LazyLogger
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..._suspension import Answer
     from ..._tools import Tool
 
-__all__ = ["Caller", "RemoteTool", "remote_tool_list"]
+__all__ = ["Caller", "RemoteTool", "relink", "remote_tool_list"]
 
 _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 
@@ -49,14 +49,25 @@ class Caller(Protocol):
 class RemoteTool:
     """The function of a remote tool: ``fn(args, ctx)`` calls the server's tool."""
 
-    __slots__ = ("client", "headers", "remote")
+    __slots__ = ("client", "headers", "links", "remote", "required_scopes")
 
     def __init__(self, client: Caller, remote: str, headers: Mapping[str, str]) -> None:
         self.client = client
         self.remote = remote
         self.headers = headers
+        self.links: Callable[[str], str] | None = None
+        """What a resource link's URI becomes in a result (a gateway's prefixed URI)."""
+        self.required_scopes: frozenset[str] = frozenset()
+        """The scopes a caller needs to see this tool (a gateway's catalog; see gate)."""
 
     def __call__(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> ToolResult:
+        result = self._run(args, ctx)
+        links = self.links
+        if links is None or not result.parts:
+            return result
+        return relink(result, links)
+
+    def _run(self, args: Mapping[str, Any], ctx: ToolContext | None) -> ToolResult:
         if ctx is None:
             return self.client._call(self.remote, dict(args), None, None, None, None, self.headers)
         return self.client._call(
@@ -72,6 +83,22 @@ class RemoteTool:
 
     def __repr__(self) -> str:
         return f"<remote tool {self.remote!r} on MCP server {self.client.name!r}>"
+
+
+def relink(result: ToolResult, links: Callable[[str], str]) -> ToolResult:
+    """``result`` with each resource link's URI (a URL part's) passed through ``links``.
+
+    Example::
+
+        relink(result, lambda uri: "every+" + uri)
+    """
+    import dataclasses
+
+    parts = [
+        dataclasses.replace(part, url=links(part.url)) if part.url is not None else part
+        for part in result.parts
+    ]
+    return ToolResult(result.output, result.is_error, result.metadata, parts)
 
 
 def remote_tool_list(

@@ -30,6 +30,7 @@ from .._shared._protocol import (
     META_SERVER_INFO,
     MODERN_PROTOCOL_VERSIONS,
     NAMED_PARAM,
+    TASKS_EXTENSION,
     describe,
     encode_header_value,
     header_text,
@@ -475,19 +476,30 @@ class ClientSession:
     # ------------------------------------------------------------------ sending
 
     def request(
-        self, method: str, params: Mapping[str, Any] | None = None, *, progress: bool = False
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        progress: bool = False,
+        tasks: bool = False,
     ) -> Outgoing:
         """A request to send: a fresh id, and on a modern connection the ``_meta``
         envelope (merged over any ``_meta`` in ``params``, which is where a request's own
         ``_meta`` entries go). ``progress`` asks for progress notifications (the
-        ``progressToken`` is the request id). Its answer comes back from :meth:`receive`
-        as a :class:`Response` or :class:`Failure` with the same id."""
+        ``progressToken`` is the request id); ``tasks`` declares the tasks extension on
+        this one request (modern: a tool that runs only as a task, and its ``tasks/*``).
+        Its answer comes back from :meth:`receive` as a :class:`Response` or
+        :class:`Failure` with the same id."""
         request_id = next(self._ids)
         body = dict(params) if params else {}
         extra = body.pop("_meta", None)
         meta: dict[str, Any] = {}
         shared_text = ""
-        if self.era == "modern":
+        if self.era == "modern" and tasks:
+            meta.update(self._meta())
+            extensions: dict[str, Any] = {TASKS_EXTENSION: {}}
+            meta[META_CLIENT_CAPABILITIES] = {**self.capabilities(), "extensions": extensions}
+        elif self.era == "modern":
             shared = self._shared
             if shared is None:
                 # The same on every request of an open connection: built (and encoded) once.

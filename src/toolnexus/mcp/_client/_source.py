@@ -29,11 +29,15 @@ if TYPE_CHECKING:
     from ._mcp_client import McpClient
     from ._oauth import OAuth
 
-__all__ = ["McpServerStatus", "McpSource", "load_mcp_json"]
+__all__ = ["McpServerStatus", "McpSource", "load_mcp_json", "relist_at"]
 
 _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 
 _DEFAULT_TIMEOUT_MS = 30_000
+# Each server's bounded queue of calls (maxInFlight, maxQueued): a slow server holds at most
+# these of a gateway's workers; its other calls are refused at once ("busy").
+_DEFAULT_LIMITS = {"max_in_flight": 32, "max_queued": 16}
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")  # a URI's literal scheme
 # ${NAME} or ${env:NAME}, from the environment; and VS Code's ${input:id}, a value its user
 # is asked for, here read from the environment as TOOLNEXUS_INPUT_<ID> (_input_variable).
 _VARIABLE = re.compile(r"\$\{(?:input:([^}]*)|(?:env:)?([A-Za-z_][A-Za-z0-9_]*))\}")
@@ -62,6 +66,10 @@ _KNOWN_KEYS = frozenset(
         "credentials",
         "tags",
         "outputSchemas",
+        "scopes",
+        "toolScopes",
+        "maxInFlight",
+        "maxQueued",
     }
 )
 # An "auth" object's keys, and the OAuth field each sets.
@@ -117,6 +125,9 @@ class _Server:
         self.client: McpClient | None = None
         self.status = McpServerStatus(name, "failed", "not connected yet")
         self.tools: list[Tool] = []
+        self.specs: list[dict[str, Any]] = []  # its tools/list answer, as last fetched
+        self.scopes: frozenset[str] = frozenset()  # a caller needs these to see any of it
+        self.tool_scopes: dict[str, frozenset[str]] = {}  # and these for one tool
 
 
 class McpSource:
@@ -133,7 +144,10 @@ class McpSource:
     ``url`` (+ ``headers``) for Streamable HTTP; ``type`` (``stdio``, ``http``,
     ``streamable-http``); ``disabled: true`` / ``enabled: false``; ``timeout`` (ms, each
     phase of connecting); ``includeTools`` / ``excludeTools`` (the server's tool names);
-    ``prefix``; ``auth``: ``"oauth"`` to sign in with OAuth 2.1 (or ``{"type": "oauth",
+    ``prefix``; ``scopes`` / ``toolScopes`` (what a caller of a gateway needs to see the
+    server's items, or one tool: a catalog per principal); ``maxInFlight`` (32) /
+    ``maxQueued`` (16), the server's bounded queue of calls; ``auth``: ``"oauth"`` to sign
+    in with OAuth 2.1 (or ``{"type": "oauth",
     "clientId": …, "clientSecret": …, "scopes": […], "redirectUri": …,
     "clientMetadataUrl": …, "allowPrivateNetwork": true, "grant": …, "privateKeyFile": …,
     "assertionFile": …, "idpTokenEndpoint": …, "dpop": true}``), on the ``oauth`` settings
@@ -217,6 +231,7 @@ class McpSource:
         self.toolkit: Toolkit = Toolkit()
         """Every connected server's tools (kept up to date on list changes)."""
         self._closed = False
+        self._links = False  # rewrite resource links in tool results (rewrite_links)
 
     # ------------------------------------------------------------------ reading
 
@@ -327,7 +342,26 @@ class McpSource:
         options["defer"] = defer
         description = entry.get("description")
         options["description"] = description if isinstance(description, str) else None
-        return _Server(name, options, include, exclude)
+        for key, field in (("maxInFlight", "max_in_flight"), ("maxQueued", "max_queued")):
+            value = entry.get(key, _DEFAULT_LIMITS[field])
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidValueError(f"{where}.{key}: must be a count >= 0, got {value!r}")
+            options[field] = value
+        if options["max_in_flight"] < 1:
+            raise InvalidValueError(f"{where}.maxInFlight: must be at least 1, got 0")
+        server = _Server(name, options, include, exclude)
+        server.scopes = _scopes(entry.get("scopes", []), f"{where}.scopes")
+        tool_scopes = entry.get("toolScopes", {})
+        if not isinstance(tool_scopes, Mapping):
+            raise InvalidTypeError(
+                f"{where}.toolScopes: must map the server's tool names to scopes, such as "
+                '{"delete_file": ["files:admin"]}'
+            )
+        server.tool_scopes = {
+            tool: _scopes(needed, f"{where}.toolScopes.{tool}")
+            for tool, needed in tool_scopes.items()
+        }
+        return server
 
     # ------------------------------------------------------------------ hosted MCP
 
@@ -509,14 +543,15 @@ class McpSource:
                 elicitation=self._defaults["elicitation"],
                 client_name=self._defaults["client_name"],
                 auth=auth,
+                max_in_flight=options["max_in_flight"],
+                max_queued=options["max_queued"],
             )
             server.client = client
-            prefix = self._prefix.get(server.name, options.get("prefix"))
-            server.tools = client.tools(
-                prefix=prefix, include=server.include, exclude=server.exclude
-            )
+            server.specs = client.list_tools()
+            server.tools = self._tools_of(server, server.specs)
             client.on_tools_changed(lambda: self._refresh(server))
             server.status = McpServerStatus(server.name, "connected")
+            self._expire_later(server)
         except (McpError, ValueError, TypeError) as exc:
             reason = exc.problem if isinstance(exc, McpError) else str(exc)
             server.status = McpServerStatus(server.name, "failed", reason)
@@ -572,23 +607,149 @@ class McpSource:
                 return server.name
         return "another server"
 
-    def _refresh(self, server: _Server) -> None:
+    def _tools_of(self, server: _Server, specs: list[dict[str, Any]]) -> list[Tool]:
+        from .._shared._catalog import gate
+        from ._remote import RemoteTool, remote_tool_list
+
+        assert server.client is not None
+        prefix = self.tool_prefix(server.name)
+        tools = remote_tool_list(server.client, specs, prefix, server.include, server.exclude)
+        for tool in tools:
+            fn = tool.fn
+            if isinstance(fn, RemoteTool):
+                gate(fn, server.scopes | server.tool_scopes.get(fn.remote, frozenset()))
+        return tools
+
+    def scopes_of(self, name: str) -> frozenset[str]:
+        """The scopes a caller needs to see anything of server ``name`` (its ``scopes``
+        in ``mcp.json``; ``toolScopes`` adds some for single tools).
+
+        Example::
+
+            source.scopes_of("files")  # frozenset({'files:read'})
+        """
+        server = self._servers.get(name)
+        return server.scopes if server is not None else frozenset()
+
+    def _expire_later(self, server: _Server) -> None:
+        """When the server's tool list has a ``ttlMs``, look again once it runs out: a
+        list that changed without a notification (a stateless server sends none) is
+        seen then; one that did not change touches nothing."""
+        client = server.client
+        until = client.cached_until("tools/list") if client is not None else None
+        if until is None or until == float("inf") or self._closed:
+            return
+        from ..._timers import schedule
+
+        schedule(relist_at(until), lambda: self._refresh(server, unless_same=True))
+
+    def _refresh(self, server: _Server, unless_same: bool = False) -> None:
         client = server.client
         if client is None or self._closed:
             return
-        prefix = self._prefix.get(server.name, server.options.get("prefix"))
         try:
-            tools = client.tools(prefix=prefix, include=server.include, exclude=server.exclude)
+            specs = client.list_tools()
         except McpError as exc:
             _log.warning("MCP server %s: refreshing its tools failed: %s", server.name, exc)
             return
+        self._expire_later(server)
+        if unless_same and specs == server.specs:
+            return
+        server.specs = specs
+        tools = self._tools_of(server, specs)
         with self._lock:
             for name in server.status.tools:
                 if name in self.toolkit:
                     self.toolkit.remove(name)
         server.tools = tools
+        self._relink(server)
         self._register(server)
         _log.info("MCP server %s: tools now %s", server.name, ", ".join(server.status.tools))
+
+    # ------------------------------------------------------------------ names and URIs
+
+    def tool_prefix(self, name: str) -> str:
+        """What server ``name``'s tools (and prompts) are prefixed with: the ``prefix``
+        given to this source or in the file, else ``"<name>_"``.
+
+        Example::
+
+            source.tool_prefix("every")  # 'every_'
+        """
+        server = self._servers.get(name)
+        options = server.options if server is not None else {}
+        prefix = self._prefix.get(name, options.get("prefix"))
+        return f"{name}_" if prefix is None else prefix
+
+    def uri_prefix(self, name: str) -> str:
+        """The scheme prefix of server ``name``'s resource URIs: its tool prefix without
+        the trailing ``_``, each character a URI scheme cannot hold made ``-`` (``""``
+        when its tools keep their own names: its URIs keep theirs too). A federated URI
+        is ``<uri prefix>+<the server's URI>``, so ``every+demo://resource/1`` is
+        ``demo://resource/1`` on server ``every``.
+
+        Example::
+
+            source.uri_prefix("every")  # 'every'
+        """
+        text = re.sub(r"[^A-Za-z0-9.\-]", "-", self.tool_prefix(name).rstrip("_"))
+        if text and not text[0].isalpha():
+            text = "mcp-" + text  # a scheme starts with a letter
+        return text
+
+    def federated_uri(self, name: str, uri: str) -> str | None:
+        """Server ``name``'s URI (or URI template) ``uri`` as this source offers it, or
+        ``None`` when it cannot be prefixed reversibly: it does not begin with a literal
+        scheme (``{+base}/x`` — a template whose scheme is a variable).
+
+        Example::
+
+            source.federated_uri("every", "demo://resource/1")  # 'every+demo://resource/1'
+        """
+        prefix = self.uri_prefix(name)
+        if not prefix:
+            return uri
+        if not _SCHEME.match(uri):
+            return None
+        return f"{prefix}+{uri}"
+
+    def upstream_uri(self, uri: str) -> tuple[str, str] | None:
+        """The server and its own URI behind the federated ``uri`` (the reverse of
+        :meth:`federated_uri`), or ``None`` when no prefixed server's URIs start so.
+
+        Example::
+
+            source.upstream_uri("every+demo://resource/1")  # ('every', 'demo://resource/1')
+        """
+        for name in self._servers:
+            prefix = self.uri_prefix(name)
+            if prefix and uri.startswith(prefix + "+"):
+                return name, uri[len(prefix) + 1 :]
+        return None
+
+    def rewrite_links(self) -> None:
+        """From now on, a resource link in a tool's result names the federated URI
+        (:meth:`federated_uri`): what a gateway that serves the servers' resources
+        under prefixed URIs does, so a client of it can read what a tool points at."""
+        self._links = True
+        with self._lock:
+            for server in self._servers.values():
+                self._relink(server)
+
+    def _relink(self, server: _Server) -> None:
+        if not self._links:
+            return
+        from ._remote import RemoteTool
+
+        name = server.name
+
+        def links(uri: str) -> str:
+            return self.federated_uri(name, uri) or uri
+
+        for tool in server.tools:
+            fn = tool.fn
+            if isinstance(fn, RemoteTool):
+                fn.links = links
 
     # ------------------------------------------------------------------ state
 
@@ -636,6 +797,20 @@ class McpSource:
         return f"<McpSource {self._where!r}: {shown}, {len(self.toolkit)} tools>"
 
 
+def relist_at(until: float) -> float:
+    """When a list cached until ``until`` (``time.monotonic()``) is looked at again: then,
+    but at most once a second, whatever a server asks — its ``ttlMs`` is no reason to be
+    polled.
+
+    Example::
+
+        schedule(relist_at(client.cached_until("tools/list")), refresh)
+    """
+    import time
+
+    return max(until, time.monotonic() + 1.0)
+
+
 def load_mcp_json(config: Mapping[str, Any] | str | os.PathLike[str], **options: Any) -> McpSource:
     """Read ``config`` (an ``mcp.json`` path or its parsed object) and connect its servers:
     ``McpSource(config, **options).connect()``.
@@ -669,6 +844,13 @@ def _text_map(value: Any, where: str) -> dict[str, str]:
     ):
         raise InvalidTypeError(f"{where}: must be an object of strings")
     return dict(value)
+
+
+def _scopes(value: Any, where: str) -> frozenset[str]:
+    """A list of scopes, or one space-separated string of them."""
+    if isinstance(value, str):
+        return frozenset(value.split())
+    return frozenset(_texts(value, where))
 
 
 def _read_auth(value: Any, where: str) -> dict[str, Any]:

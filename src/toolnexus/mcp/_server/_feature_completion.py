@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..._frozen import thaw
+from .._shared._catalog import view
 from .._shared._codec import INVALID_PARAMS
 from .._shared._protocol import describe
 from ._context import BOTH, Feature, Method, ServerContext
@@ -36,7 +37,7 @@ def _complete(
     from ._served import completion_target
 
     ref = params.get("ref")
-    target = completion_target(context.toolkit, ref)
+    target = completion_target(view(context.toolkit), ref)
     if isinstance(target, str) or not isinstance(ref, dict):
         raise Reject(INVALID_PARAMS, f"invalid params: {target}")
     argument = params.get("argument")

@@ -301,6 +301,13 @@ def _listen(
             )
         if "resources" in offered:
             honoured["resourceSubscriptions"] = list(uris)
+            from .._shared._catalog import view
+            from ._feature_resources import subscribed
+
+            for uri in uris:
+                found = view(context.toolkit).find_resource(uri)
+                if found is not None:
+                    subscribed(found[0], uri)
     context.listens.begin(request_id, {**honoured, "owner": context.owner})
     params_out = {"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: request_id}}
     return [

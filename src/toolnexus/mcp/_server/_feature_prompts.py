@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..._frozen import thaw
+from .._shared._catalog import view
 from .._shared._codec import INVALID_PARAMS
 from .._shared._content import downgrade
 from .._shared._protocol import describe
@@ -33,7 +34,7 @@ def _list(
     def entries(page: list[Any]) -> list[Any]:
         return [_describe(item, client) for item in page]
 
-    body = context.page("prompts", context.toolkit.prompts(), entries, params, client)
+    body = context.page("prompts", view(context.toolkit).prompts(), entries, params, client)
     return [context.reply(request_id, client, body)]
 
 
@@ -69,7 +70,7 @@ def _get(
             f"invalid params: name must be a string naming a prompt, got {describe(name)}",
         )
     try:
-        item = context.toolkit.get_prompt(name)
+        item = view(context.toolkit).get_prompt(name)
     except LookupError as exc:
         raise Reject(INVALID_PARAMS, f"invalid params: {exc.args[0]}") from None
     arguments = object_param(params, "arguments", "an object of strings")

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..._frozen import thaw
+from ..._log import LazyLogger
+from .._shared._catalog import view
 from .._shared._codec import INVALID_PARAMS
 from .._shared._protocol import describe
 from . import _feature_skills as skills
@@ -17,7 +19,21 @@ from ._types import Action, CallState, ClientView, Reject, error, plain_result, 
 if TYPE_CHECKING:
     from ..._result import ToolResult
 
-__all__ = ["FEATURE"]
+__all__ = ["FEATURE", "subscribed"]
+
+_log = LazyLogger()  # logging loads with the first record, not with the server
+
+
+def subscribed(item: Any, uri: str) -> None:
+    """Tell the resource ``item`` a client subscribed to ``uri`` (a gateway's resource
+    subscribes upstream); a hook that fails is logged, never the client's error."""
+    hook = getattr(item, "_on_subscribe", None)
+    if hook is None:
+        return
+    try:
+        hook(uri)
+    except Exception:
+        _log.exception("subscribing to %r failed", uri)
 
 
 def _declare(context: ServerContext, modern: bool) -> dict[str, Any] | None:
@@ -37,9 +53,8 @@ def _lister(templates: bool) -> Method:
         meta: Mapping[str, Any],
         client: ClientView,
     ) -> list[Action]:
-        items: list[Any] = [
-            item for item in context.toolkit.resources() if item.is_template == templates
-        ]
+        shown = view(context.toolkit).resources()
+        items: list[Any] = [item for item in shown if item.is_template == templates]
         if not templates and skills.has_skills(context):
             items += skills.listed_manifests(context)  # each served skill's SKILL.md
 
@@ -83,7 +98,7 @@ def _read(
         # a skill's file: read from its folder now, bounded (no user code runs)
         body = context.cache_hints({"contents": [skills.read(context, uri)]}, client)
         return [context.reply(request_id, client, body)]
-    found = context.toolkit.find_resource(uri)
+    found = view(context.toolkit).find_resource(uri)
     if found is None:
         # SEP-2164: never an empty contents list; the URI rides in the error's data.
         raise Reject(
@@ -139,14 +154,16 @@ def _subscriber(subscribe: bool) -> Method:
             )
         if not subscribe:
             context.subscribed.discard(uri)
-        elif context.toolkit.find_resource(uri) is None:
+            return [plain_result(request_id, {})]
+        found = view(context.toolkit).find_resource(uri)
+        if found is None:
             raise Reject(
                 INVALID_PARAMS,
                 f"Resource not found: {uri!r}; subscribe to a URI this server serves",
                 {"uri": uri},
             )
-        else:
-            context.subscribed.add(uri)
+        context.subscribed.add(uri)
+        subscribed(found[0], uri)
         return [plain_result(request_id, {})]
 
     return Method(handle, LEGACY)

@@ -8,9 +8,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..._adapters import keep_listable
+from ..._context import bound_principal
 from ..._frozen import thaw
 from ..._result import STRUCTURED_KEY
 from .._shared import _codec as codec
+from .._shared._catalog import view, visible
 from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
 from .._shared._content import content_blocks
 from .._shared._protocol import TASKS_EXTENSION, describe
@@ -56,8 +58,11 @@ def _list(
         found = [toolkit._mcp_entry(tool, shape, describe) for tool in page]
         return [entry for entry in found if entry is not None]
 
-    view = context.search_view
-    tools = toolkit.tools() if view is None else view.listed()
+    search = context.search_view
+    if search is None:
+        tools = view(toolkit).tools()
+    else:  # the core and the meta-tools, of what this caller may see
+        tools = [tool for tool in search.listed() if visible(tool, bound_principal.get())]
     body = context.page("tools", tools, entries, params, client)
     return [context.reply(request_id, client, body)]
 
@@ -95,7 +100,7 @@ def _call(
         )
     arguments = object_param(params, "arguments")
     try:
-        support = context.toolkit.get(name).task_support
+        support = view(context.toolkit).get(name).task_support
     except LookupError as exc:
         raise Reject(
             INVALID_PARAMS, f"invalid params: {exc.args[0] if exc.args else exc}"

@@ -90,6 +90,9 @@ class Prompt:
     description: str | None = None
     complete: Mapping[str, Any] | None = None
     _frame: Any = field(default=None, repr=False)
+    # The arguments' schema when ``fn`` is contract style and does not say (a gateway's
+    # prompt takes its upstream's arguments), or None.
+    _given_schema: Mapping[str, Any] | None = field(default=None, repr=False)
     arguments: list[dict[str, Any]] = field(init=False)
     _tool: Tool = field(init=False, repr=False)
     _completion: Tool = field(init=False, repr=False)
@@ -120,7 +123,7 @@ class Prompt:
             self.fn,
             name=name,
             description=self.description or "",
-            schema=None,
+            schema=self._given_schema,
             contract_names=("args",),
             finish=finish,
             frame=self._frame,

@@ -92,6 +92,8 @@ class Resource:
     annotations: Mapping[str, Any] | None = None
     complete: Mapping[str, Any] | None = None
     _frame: Any = field(default=None, repr=False)
+    # Told each URI a client subscribes to (a gateway subscribes upstream), or None.
+    _on_subscribe: Callable[[str], object] | None = field(default=None, repr=False)
     _template: UriTemplate | None = field(init=False, repr=False)
     _tool: Tool = field(init=False, repr=False)
     _completion: Tool = field(init=False, repr=False)

@@ -1,0 +1,77 @@
+"""Who sees what: a catalog per principal.
+
+A tool's, a resource's or a prompt's function may ask a caller for scopes before the item
+is even shown (:func:`gate`; a gateway does so for the upstreams and tools ``mcp.json``
+gives ``scopes`` and ``toolScopes``). :func:`view` is the toolkit a server answers the
+caller of the current request with (``toolnexus.Principal`` bound in the request's
+context): the items it may see. An item outside it is unknown to that caller — listed
+nowhere, and a call, read or get of it answered as for a name that does not exist, with
+suggestions drawn only from what it may see — never "forbidden", which would say it
+exists. Without a principal (stdio, a server without ``auth``) no gated item is shown.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..._principal import Principal
+    from ..._toolkit import Toolkit
+
+__all__ = ["gate", "required_scopes", "view", "visible"]
+
+_gated = 0  # how many functions were ever gated: with none, every toolkit is whole
+_lock = threading.Lock()
+
+
+def gate(fn: Any, scopes: Iterable[str]) -> None:
+    """Ask a caller for every one of ``scopes`` before showing the tool, resource or
+    prompt whose function ``fn`` is (``()``: shown to all).
+
+    Example::
+
+        gate(tool.fn, {"files:read"})
+    """
+    global _gated
+    needed = frozenset(scopes)
+    fn.required_scopes = needed
+    if needed:
+        with _lock:
+            _gated += 1
+
+
+def required_scopes(item: Any) -> frozenset[str]:
+    """The scopes ``item`` (a tool, resource or prompt) asks of a caller (see :func:`gate`)."""
+    needed = getattr(getattr(item, "fn", None), "required_scopes", None)
+    return needed if isinstance(needed, frozenset) else frozenset()
+
+
+def visible(item: Any, principal: Principal | None) -> bool:
+    """Whether ``principal`` may see ``item``: it asks no scopes, or the principal has them."""
+    needed = required_scopes(item)
+    return not needed or (principal is not None and principal.has_scopes(*needed))
+
+
+def view(toolkit: Toolkit) -> Toolkit:
+    """``toolkit`` as the caller of the current request may see it: itself when it may
+    see everything, else a toolkit of only what it may see (lookups in it answer a hidden
+    name as unknown).
+
+    Example::
+
+        tools = view(context.toolkit).tools()
+    """
+    if not _gated:
+        return toolkit
+    from ..._context import bound_principal
+
+    principal = bound_principal.get()
+    items = [*toolkit.tools(), *toolkit.resources(), *toolkit.prompts()]
+    shown = [item for item in items if visible(item, principal)]
+    if len(shown) == len(items):
+        return toolkit
+    from ..._toolkit import Toolkit
+
+    return Toolkit(shown)

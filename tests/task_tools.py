@@ -1,0 +1,38 @@
+"""A tool that runs only as a task and asks a question first, for the client's task tests
+(``toolnexus serve tests/task_tools.py:toolkit``)."""
+
+from __future__ import annotations
+
+from toolnexus import Request, ToolContext, Toolkit, ToolResult, tool
+
+ENV_SCHEMA = {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}
+
+
+@tool(task_support="required")
+def release(version: str, ctx: ToolContext) -> ToolResult:
+    """Release a version to the environment the user names, as a task."""
+    if ctx.answer is None:
+        return ToolResult.pending(
+            Request("input", f"Where should {version} go?", data={"schema": ENV_SCHEMA})
+        )
+    env = (ctx.answer.data or {}).get("env")
+    return ToolResult.ok(f"{version} released to {env}")
+
+
+@tool(task_support="required")
+def release_later(version: str, ctx: ToolContext) -> ToolResult:
+    """As ``release``, but it asks only after LATER_S seconds: by then its server has made
+    it a task (served with ``task_after_ms=0``), so the question is the task's."""
+    if ctx.answer is None:
+        if ctx.cancellation_token.wait(LATER_S):
+            return ToolResult.error("cancelled")
+        return ToolResult.pending(
+            Request("input", f"Where should {version} go?", data={"schema": ENV_SCHEMA})
+        )
+    env = (ctx.answer.data or {}).get("env")
+    return ToolResult.ok(f"{version} released to {env}")
+
+
+LATER_S = 1.0  # far past task_after_ms=0: the promotion's timer has fired by then
+
+toolkit = Toolkit([release, release_later])
