@@ -597,7 +597,8 @@ class McpClient:
         Only the listing is read: a skill's ``SKILL.md`` is fetched when the skill is
         loaded, a file when it is read, each checked against the entry — size, digest,
         and the frontmatter — and never used when it differs (a
-        :class:`~toolnexus.errors.SkillError` names the skill and the file).
+        :class:`~toolnexus.errors.SkillError` names the skill and the file; a kept
+        listing is then dropped, so the next call lists the skills anew).
 
         Skills are named ``<prefix><name>``; ``prefix`` defaults to ``"<name>_"`` as for
         tools, so a served skill never shadows a local one of the same name. An entry the
@@ -619,8 +620,13 @@ class McpClient:
             if problem is not None:
                 _log.warning("MCP server %s: skill skipped: %s", self.name, problem)
                 continue
-            found.append(remote_skill(entry, prefix, self._skill_file))
+            found.append(remote_skill(entry, prefix, self._skill_file, self._skills_stale))
         return found
+
+    def _skills_stale(self) -> None:
+        """A skill file no longer matches its listed entry: a kept ``skills/list`` (its
+        ``ttlMs``) is dropped, so listing the skills again takes the change."""
+        self._forget_lists("skills/list", overtaken=False)
 
     def _skill_file(self, uri: str) -> bytes:
         """A skill file's raw bytes, as the server sends them now."""

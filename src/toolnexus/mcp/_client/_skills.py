@@ -154,9 +154,15 @@ def _same(left: Any, right: Any) -> bool:
     return type(left) is type(right) and left == right
 
 
-def remote_skill(entry: Mapping[str, Any], prefix: str, fetch: Callable[[str], bytes]) -> Skill:
+def remote_skill(
+    entry: Mapping[str, Any],
+    prefix: str,
+    fetch: Callable[[str], bytes],
+    stale: Callable[[], object] | None = None,
+) -> Skill:
     """A :class:`Skill` for a listed ``entry``, named ``prefix + name``; ``fetch(uri)``
-    reads a file's bytes from its server when the skill is loaded or a file read."""
+    reads a file's bytes from its server when the skill is loaded or a file read;
+    ``stale()`` is told when a file no longer matches the entry (the listing is old)."""
     uri = str(entry["uri"])
     frontmatter = dict(entry["frontmatter"])
     description = frontmatter.get("description")
@@ -180,7 +186,12 @@ def remote_skill(entry: Mapping[str, Any], prefix: str, fetch: Callable[[str], b
             raise SkillError(
                 name, target, f"cannot be read from its server: {exc.problem}"
             ) from None
-        verify(entry, target, data, name)
+        try:
+            verify(entry, target, data, name)
+        except SkillError:
+            if stale is not None:
+                stale()  # the entry is out of date: the next listing asks the server
+            raise
         return data
 
     def load(skill: Skill) -> tuple[str, str, list[str]]:
