@@ -113,6 +113,38 @@ def test_anthropic_definitions_with_callers_examples_and_cache_are_beta_tools(
     assert tools[0]["input_examples"] == [{"a": 1, "b": 2}]
 
 
+CODE_EXECUTION_PARAMS = {
+    "code_execution_20250825": anthropic_beta.BetaCodeExecutionTool20250825Param,
+    "code_execution_20260120": anthropic_beta.BetaCodeExecutionTool20260120Param,
+    "code_execution_20260521": anthropic_beta.BetaCodeExecutionTool20260521Param,
+}
+
+
+@pytest.mark.parametrize("version", sorted(CODE_EXECUTION_PARAMS))
+def test_anthropics_programmatic_tool_list_is_beta_tool_unions(version: str) -> None:
+    tools = Toolkit([add, deploy]).to_anthropic(
+        code_execution=version, cache_control={"type": "ephemeral"}, programmatic=True
+    )
+    # The code-execution tool of the version the tools' allowed_callers name, first.
+    accepts(CODE_EXECUTION_PARAMS[version], tools[0])
+    assert tools[1]["allowed_callers"] == ["direct", version]
+    for definition in tools:
+        accepts(anthropic_beta.BetaToolUnionParam, definition)
+    for definition in tools[1:]:
+        accepts(anthropic_beta.BetaToolParam, definition)
+
+
+def test_openais_programmatic_tool_list_is_responses_tools() -> None:
+    from openai.types.responses.tool_param import ProgrammaticToolCalling
+
+    tools = toolkit.to_openai(api="responses", programmatic=True)
+    accepts(ProgrammaticToolCalling, tools[0])
+    for definition in tools:
+        accepts(responses.ToolParam, definition)
+        accepts(BetaToolParam, definition)
+    assert [each.get("name") for each in tools] == [None, "add", "deploy", "sql"]
+
+
 def test_anthropic_mcp_connector_entries_are_beta_types() -> None:
     accepts(anthropic_beta.BetaRequestMCPServerURLDefinitionParam, DOCS.to_anthropic_server())
     accepts(anthropic_beta.BetaMCPToolsetParam, DOCS.to_anthropic_toolset())

@@ -135,6 +135,65 @@ def test_the_toolkits_cache_control_marks_the_last_tool_only() -> None:
     assert entries[1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
 
 
+def test_programmatic_adds_anthropics_code_execution_tool_of_the_chosen_version() -> None:
+    kit = Toolkit([add, plain])
+    assert kit.to_anthropic() == kit.to_anthropic(programmatic=False)
+    assert all("type" not in entry for entry in kit.to_anthropic())
+    entries = kit.to_anthropic(
+        programmatic=True,
+        code_execution="code_execution_20260521",
+        cache_control={"type": "ephemeral"},
+    )
+    assert entries[0] == {"type": "code_execution_20260521", "name": "code_execution"}
+    assert entries[1]["allowed_callers"] == ["direct", "code_execution_20260521"]
+    assert [entry.get("name") for entry in entries] == ["code_execution", "add", "plain"]
+    # The breakpoint stays on the last tool, so the code-execution tool is cached with it.
+    assert "cache_control" in entries[2]
+    assert "cache_control" not in entries[0]
+
+
+def test_programmatic_adds_openais_programmatic_tool_calling_tool() -> None:
+    kit = Toolkit([add, plain])
+    entries = kit.to_openai(api="responses", programmatic=True)
+    assert entries[0] == {"type": "programmatic_tool_calling"}
+    assert entries[1:] == kit.to_openai(api="responses")
+
+
+def test_programmatic_adds_nothing_when_no_tool_allows_code_callers() -> None:
+    kit = Toolkit([plain])
+    assert kit.to_anthropic(programmatic=True) == kit.to_anthropic()
+    assert kit.to_openai(api="responses", programmatic=True) == kit.to_openai(api="responses")
+
+
+def test_programmatic_is_refused_where_the_provider_has_no_such_tool() -> None:
+    with pytest.raises(InvalidValueError, match="programmatic=True needs api='responses'"):
+        Toolkit([add]).to_openai(programmatic=True)
+    with pytest.raises(InvalidValueError, match="code_execution must be one of"):
+        Toolkit([add]).to_anthropic(programmatic=True, code_execution="code_execution_20250522")
+
+
+def test_programmatic_refuses_a_tool_named_like_the_code_execution_tool() -> None:
+    @tool(name="code_execution", allowed_callers=["direct", "programmatic"])
+    def run(code: str) -> str:
+        """Run code."""
+        return code
+
+    with pytest.raises(InvalidValueError, match=r"named 'code_execution'.*rename the tool"):
+        Toolkit([run]).to_anthropic(programmatic=True)
+
+
+def test_programmatic_also_leads_a_list_with_deferred_tools() -> None:
+    @tool(defer=True)
+    def rare(x: str) -> str:
+        """Rarely used."""
+        return x
+
+    kit = Toolkit([add, rare])
+    entries = kit.to_anthropic(programmatic=True)
+    assert entries[0] == {"type": "code_execution_20260120", "name": "code_execution"}
+    assert entries[1:] == kit.to_anthropic()
+
+
 def test_openai_responses_carries_allowed_callers() -> None:
     assert add.to_openai(api="responses")["allowed_callers"] == ["direct", "programmatic"]
     assert "allowed_callers" not in plain.to_openai(api="responses")
