@@ -42,6 +42,11 @@ def sql(input: str) -> str:
     return f"ran {input}"
 
 
+def echo(input: str) -> str:
+    """Echo the text."""
+    return input
+
+
 # --------------------------------------------------------------------------- bad input
 
 
@@ -77,16 +82,71 @@ def test_eager_input_streaming_must_be_a_bool() -> None:
 @pytest.mark.parametrize(
     ("syntax", "definition", "problem"),
     [
-        ("regex", "(a", "the regex is not valid"),
-        ("regex", "(?P<x>a)", "the regex is not valid"),  # Python syntax, not ECMA
-        ("regex", "^(?=a)a$", "lookaround or a backreference"),
-        ("regex", r"^(a)\1$", "lookaround or a backreference"),
-        ("lark", "expr: NUMBER", "must define the rule 'start'"),
-        ("ebnf", "start: x", "must be 'lark' or 'regex'"),
-        ("regex", "  ", "non-empty"),
+        # OpenAI's regexes are Rust's regex crate syntax, without lookaround or laziness.
+        ("regex", "^(?=a)a$", r"'\(\?=' at 1 is lookaround"),
+        ("regex", "^a(?<!b)$", r"'\(\?<!' at 2 is lookaround"),
+        ("regex", r"^(a)\1$", r"the backreference '\\1' at 4"),
+        ("regex", r"^(?<x>a)\k<x>$", r"the backreference '\\k<' at 8"),
+        ("regex", "^a+?$", r"the lazy quantifier '\+\?' at 2"),
+        ("regex", "^a{2,3}?$", r"the lazy quantifier '\{2,3\}\?' at 2"),
+        ("regex", "^a\nb$", "a line break at 2: a regex grammar must be on one line"),
+        ("regex", "(a", r"the group opened at 0 is not closed"),
+        ("regex", "a)", r"'\)' at 1 closes no group"),
+        ("regex", "[a-z", "the character class opened at 0 is not closed"),
+        ("regex", r"^a\Z", r"the escape '\\Z' at 2 is not in Rust's regex syntax"),
+        ("regex", "(?#note)a", r"the group '\(\?#' at 0 is not in Rust's regex syntax"),
+        ("regex", "*a", "'\\*' at 0 repeats nothing"),
+        ("regex", "(?P<1x>a)", "the group name at 4 is not valid"),
+        # Lark: the subset OpenAI's grammars (LLGuidance) take.
+        ("lark", "expr: NUMBER", "a Lark grammar must define the rule 'start'"),
+        ("lark", "start: A\n%declare A", "'%declare' at line 2"),
+        ("lark", "start: A\n%import .lib.A", "'%import .lib.A' at line 2"),
+        ("lark", 'start: A\nA.2: "a"', "the terminal A at line 2 has a priority"),
+        (
+            "lark",
+            'start: sep{A}\nsep{x}: x ("," x)*\nA: "a"',
+            "the rule sep at line 2 is a template",
+        ),
+        ("lark", "start: W\nW: /[a-z]+?/", r"the regex /\[a-z\]\+\?/ at line 2: the lazy"),
+        (
+            "lark",
+            "start: W\n\nW: /(?<=x)y/",
+            r"the regex /\(\?<=x\)y/ at line 3: '\(\?<=' at 0 is lookaround",
+        ),
     ],
 )
-def test_a_grammar_the_provider_would_reject_is_refused(
+def test_a_grammar_the_provider_would_reject_is_refused_naming_the_tool(
+    syntax: str, definition: str, problem: str
+) -> None:
+    with pytest.raises(InvalidValueError, match=f"^{syntax} grammar of tool 'g': {problem}"):
+        tool(echo, name="g", grammar=Grammar(syntax, definition))
+
+
+@pytest.mark.parametrize(
+    "definition",
+    [
+        # OpenAI's own examples: Rust's named groups, and a Lark grammar with aliases.
+        r"^(?P<month>January|February)\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+(?P<year>\d{4})$",
+        'start: expr\nexpr: term (SP ADD SP term)* -> add\n| term\nterm: INT\nSP: " "\n'
+        'ADD: "+"\n%import common.INT',
+        # What looks like lookaround or laziness but is not: in a class, escaped, quoted,
+        # commented out; Rust's flags, classes and escapes.
+        r"^[(?=]\(?=[*?]+$",
+        r"^(?i)[[:alpha:]&&[^q]]+\p{Greek}\x{10FFFF}\u00e9(?s:.)\\1$",
+        'start: "/(?=x)/" WORD SLASH // W: /a+?/\nSLASH: /\\//\n%import common (WORD)\n%ignore " "',
+    ],
+)
+def test_grammars_the_provider_takes_are_accepted(definition: str) -> None:
+    syntax = "lark" if definition.startswith("start") else "regex"
+    made = tool(echo, name="g", grammar=Grammar(syntax, definition))
+    assert made.to_openai(api="responses")["format"]["definition"] == definition
+
+
+@pytest.mark.parametrize(
+    ("syntax", "definition", "problem"),
+    [("ebnf", "start: x", "must be 'lark' or 'regex'"), ("regex", "  ", "non-empty")],
+)
+def test_a_grammar_without_a_known_syntax_or_a_definition_is_refused(
     syntax: str, definition: str, problem: str
 ) -> None:
     with pytest.raises(InvalidValueError, match=problem):
