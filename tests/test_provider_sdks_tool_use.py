@@ -179,9 +179,17 @@ def test_gemini_declarations_take_the_full_json_schema() -> None:
         """Grow."""
         return "ok"
 
+    schema = json.loads(json.dumps(grow.input_schema))
+    assert "$defs" in schema and '"$ref"' in json.dumps(schema) and '"anyOf"' in json.dumps(schema)
     declaration = genai.FunctionDeclaration.model_validate_json(json.dumps(grow.to_gemini()))
-    assert declaration.parameters_json_schema == json.loads(json.dumps(grow.input_schema))
+    assert declaration.parameters_json_schema == schema
     assert declaration.parameters is None
+    # The SDK sends it on as it came: the whole tools entry, serialised back, is unchanged.
+    (entry,) = Toolkit([grow]).to_gemini()
+    sent = genai.Tool.model_validate(entry).model_dump(
+        mode="json", by_alias=True, exclude_none=True
+    )
+    assert sent["functionDeclarations"][0]["parametersJsonSchema"] == schema
     subset = genai.FunctionDeclaration.model_validate_json(
         json.dumps(grow.to_gemini(schema="subset"))
     )
