@@ -260,6 +260,26 @@ def test_custom_tool_outputs_and_approval_responses_are_input_items() -> None:
     assert (yes["approve"], no["approve"]) == (True, False)
 
 
+def test_a_programmatic_custom_tool_calls_output_is_an_input_item_with_its_caller() -> None:
+    @tool(grammar=Grammar("regex", r"^[a-z ]{1,40}$"), allowed_callers=["direct", "programmatic"])
+    def words(input: str) -> str:
+        """Count words."""
+        return str(len(input.split()))
+
+    program = {"type": "program", "caller_id": "call_prog_7"}
+    call = responses.ResponseCustomToolCall(
+        type="custom_tool_call", call_id="c7", name="words", input="two words", caller=program
+    )
+    with Host(Toolkit([words])) as host:
+        (output,) = host.run_turn([call], style="responses").messages
+    assert output == {
+        "type": "custom_tool_call_output", "call_id": "c7", "output": "2", "caller": program
+    }  # fmt: skip
+    accepts(responses.ResponseCustomToolCallOutputParam, output)
+    accepts(responses.ResponseInputItemParam, output)
+    accepts(BetaResponseInputItemParam, output)
+
+
 def test_gemini_thought_signatures_from_the_sdk_object_are_kept() -> None:
     response = genai.GenerateContentResponse.model_validate(
         fixture("gemini_thought_signature_response.json")
