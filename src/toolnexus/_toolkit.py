@@ -830,6 +830,7 @@ class Toolkit:
         api: str = "chat",
         search: str = "local",
         revealed: Iterable[str] = (),
+        programmatic: bool = False,
     ) -> list[dict[str, Any]]:
         """Tool definitions for OpenAI: the Chat Completions ``tools`` parameter, or with
         ``api="responses"`` the Responses API's.
@@ -851,14 +852,27 @@ class Toolkit:
         ``call_tool``; the Responses API takes ``search="hosted"`` or ``"client"`` too
         (:meth:`ToolView.to_openai`, docs/tool-search.md). Nothing deferred, nothing changes.
 
+        With ``programmatic=True`` (Responses API only) the list starts with the provider's
+        ``{"type": "programmatic_tool_calling"}`` tool when a tool allows programmatic
+        callers, so the model can call those tools from code; with none, nothing is added.
+
         Example::
 
             client.chat.completions.create(model=..., messages=..., tools=toolkit.to_openai())
             client.responses.create(model=..., input=..., tools=toolkit.to_openai(api="responses"))
         """
+        if programmatic and api != "responses":
+            raise InvalidValueError(
+                "programmatic=True needs api='responses': Chat Completions has no "
+                "programmatic tool calling"
+            )
         if search == "local" and not revealed and not self._holds_back():
-            return [item.to_openai(strict=strict, api=api) for item in self._tools.values()]
-        return self._whole().to_openai(strict=strict, api=api, search=search, revealed=revealed)
+            entries = [item.to_openai(strict=strict, api=api) for item in self._tools.values()]
+        else:
+            entries = self._whole().to_openai(
+                strict=strict, api=api, search=search, revealed=revealed
+            )
+        return self._with_programmatic(entries, programmatic, "openai")
 
     def to_anthropic(
         self,
@@ -868,6 +882,7 @@ class Toolkit:
         cache_control: Mapping[str, Any] | None = None,
         search: str = "local",
         revealed: Iterable[str] = (),
+        programmatic: bool = False,
     ) -> list[dict[str, Any]]:
         """Tool definitions for Anthropic's Messages API: ``{name, description,
         input_schema}``, plus each tool's ``allowed_callers`` (``"programmatic"`` written as
@@ -885,13 +900,18 @@ class Toolkit:
         ``"regex"`` or ``"client"`` gives Anthropic's native forms instead
         (:meth:`ToolView.to_anthropic`, docs/tool-search.md).
 
+        With ``programmatic=True`` the list starts with the code-execution tool itself,
+        ``{"type": code_execution, "name": "code_execution"}``, when a tool allows
+        programmatic callers (first, so a ``cache_control`` breakpoint caches it too); with
+        none, nothing is added.
+
         Example::
 
             client.messages.create(model=..., messages=..., tools=toolkit.to_anthropic())
         """
         if search == "local" and not revealed and not self._holds_back():
             tools = list(self._tools.values())
-            return [
+            entries = [
                 item.to_anthropic(
                     strict=strict,
                     code_execution=code_execution,
@@ -899,13 +919,41 @@ class Toolkit:
                 )
                 for index, item in enumerate(tools)
             ]
-        return self._whole().to_anthropic(
-            strict=strict,
-            code_execution=code_execution,
-            cache_control=cache_control,
-            search=search,
-            revealed=revealed,
+        else:
+            entries = self._whole().to_anthropic(
+                strict=strict,
+                code_execution=code_execution,
+                cache_control=cache_control,
+                search=search,
+                revealed=revealed,
+            )
+        return self._with_programmatic(
+            entries, programmatic, "anthropic", code_execution=code_execution
         )
+
+    def _with_programmatic(
+        self,
+        entries: list[dict[str, Any]],
+        wanted: bool,
+        provider: str,
+        *,
+        code_execution: str = "code_execution_20260120",
+    ) -> list[dict[str, Any]]:
+        """``entries`` led by the provider's programmatic-calling tool when ``wanted`` and a
+        tool allows programmatic callers (``to_openai``/``to_anthropic(programmatic=True)``)."""
+        if not wanted or not any(
+            "programmatic" in item.allowed_callers for item in self._tools.values()
+        ):
+            return entries
+        from ._adapters import CODE_EXECUTION_NAME, programmatic_entry
+
+        if provider == "anthropic" and CODE_EXECUTION_NAME in self._tools:
+            raise InvalidValueError(
+                f"programmatic=True adds Anthropic's code-execution tool, named "
+                f"{CODE_EXECUTION_NAME!r}, but a tool of this toolkit has that name; rename "
+                "the tool"
+            )
+        return [programmatic_entry(provider, code_execution=code_execution), *entries]
 
     def to_gemini(
         self, *, schema: str = "json", revealed: Iterable[str] = ()
