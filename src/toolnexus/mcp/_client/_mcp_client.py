@@ -610,8 +610,13 @@ class McpClient:
             toolkit.register(*client.skills())
             toolkit.execute("skill", {"name": "docs_pdf-processing"})
         """
-        if prefix is None:
-            prefix = f"{self.name}_"
+        return self._remote_skills(f"{self.name}_" if prefix is None else prefix)
+
+    def _remote_skills(
+        self, prefix: str, rename: Callable[[str], str] | None = None
+    ) -> list[Skill]:
+        """:meth:`skills`, each URI offered as ``rename`` gives it (an McpSource's
+        prefixed URIs: the gateway serves them so)."""
         if not self.offers_skills:
             return []
         found: list[Skill] = []
@@ -620,7 +625,7 @@ class McpClient:
             if problem is not None:
                 _log.warning("MCP server %s: skill skipped: %s", self.name, problem)
                 continue
-            found.append(remote_skill(entry, prefix, self._skill_file, self._skills_stale))
+            found.append(remote_skill(entry, prefix, self._skill_file, self._skills_stale, rename))
         return found
 
     def _skills_stale(self) -> None:
