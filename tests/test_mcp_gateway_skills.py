@@ -83,6 +83,10 @@ def test_a_source_adds_its_servers_skills_to_the_skill_tool(tmp_path: Path) -> N
         assert sorted(skills) == ["docs_pdf-processing", "docs_release-notes"]
         assert skills["docs_pdf-processing"].location == "skill://docs/pdf-processing/SKILL.md"
         assert "docs_pdf-processing" in source.toolkit.skills_prompt()
+        # a server's skills sit in its namespace, beside its tools: a view admits them so
+        docs = source.toolkit.view(namespaces=["docs"])
+        assert [skill.name for skill in docs.skills()] == sorted(skills)
+        assert source.toolkit.view(namespaces=["quiet"]).skills() == []
         with Host(source.toolkit, timeout_ms=30_000) as host:
             loaded = host.call("skill", {"name": "docs_pdf-processing"})
         assert not loaded.is_error, loaded.output

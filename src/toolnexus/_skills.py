@@ -538,4 +538,6 @@ def make_skill_tool(skills: Callable[[], Mapping[str, Skill]]) -> Tool[Any, Any]
         where = str(found.folder) if found.folder is not None else found.location
         return ToolResult(text, False, {"name": found.name, "dir": where})
 
-    return Tool("skill", SKILL_TOOL_DESCRIPTION, _SKILL_SCHEMA, load, source="skill")
+    # never deferred: the skills prompt names the tool, and the skills are what is held
+    # back (each one's body and files load only when the model asks for it)
+    return Tool("skill", SKILL_TOOL_DESCRIPTION, _SKILL_SCHEMA, load, source="skill", defer=False)

@@ -617,7 +617,8 @@ class McpSource:
         kept: list[str] = []
         skills: list[str] = []
         with self._lock:
-            namespace = self._namespace(server) if server.tools else None
+            # its tools and its skills share the server's namespace (a view's filter)
+            namespace = self._namespace(server) if server.tools or server.skills else None
             for tool in server.tools:
                 if tool.name in self.toolkit:
                     owner = self._owner(tool.name)
@@ -637,7 +638,7 @@ class McpSource:
                     skills.append(skill.name)
                     continue
                 try:
-                    self.toolkit.register(skill)
+                    self.toolkit.register(skill, namespace=namespace)
                 except ValueError as exc:  # a name taken, or a tool named "skill"
                     _log.warning(
                         "MCP server %s: skill %r skipped: %s (give the server another prefix)",
