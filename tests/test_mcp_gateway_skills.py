@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from toolnexus import Host
+from toolnexus.errors import McpError
 from toolnexus.mcp import McpSource
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -212,3 +213,37 @@ def test_a_file_changed_upstream_is_a_named_error_and_other_skills_keep_working(
     assert "the skill's entry says" in message
     text = (folder / "release-notes" / "SKILL.md").read_text(encoding="utf-8")
     assert other.contents[0].text == text
+
+
+def test_a_servers_scopes_gate_its_skills_through_the_gateway(tmp_path: Path) -> None:
+    from toolnexus import Principal
+    from toolnexus.mcp import AccessOptions, HttpServer, McpClient, ServerOptions
+
+    principals = {"alice": Principal("alice", scopes="docs"), "bob": Principal("bob", scopes="")}
+    folder = skills_folder(tmp_path)
+    config = write_config(tmp_path, docs=upstream(folder, scopes=["docs"]))
+    with McpSource(config).connect() as source:
+        options = ServerOptions(access=AccessOptions(verify_token=principals.get))
+        with HttpServer(source.toolkit, options, port=0) as server:
+            server.start()
+
+            def seen(token: str) -> tuple[list[str], list[str]]:
+                headers = {"Authorization": f"Bearer {token}"}
+                with McpClient(url=server.url, headers=headers, name="gw") as client:
+                    uris = sorted(entry["uri"] for entry in client.list_skills())
+                    tools = sorted(tool["name"] for tool in client.list_tools())
+                    return uris, tools
+
+            alice, bob = seen("alice"), seen("bob")
+            assert alice[0] == [
+                "skill://docs/pdf-processing/SKILL.md",
+                "skill://docs/release-notes/SKILL.md",
+            ]
+            assert "skill" in alice[1]  # the gateway's own skill tool, over what alice sees
+            assert bob == ([], [])  # no skill, and no skill tool to load one with
+            headers = {"Authorization": "Bearer bob"}
+            with (
+                McpClient(url=server.url, headers=headers, name="gw") as client,
+                pytest.raises(McpError),
+            ):
+                client.read_resource("skill://docs/release-notes/SKILL.md")

@@ -608,10 +608,15 @@ class McpSource:
             return self.federated_uri(name, uri) or uri
 
         try:
-            return server.client._remote_skills(self.tool_prefix(name), rename)
+            skills = server.client._remote_skills(self.tool_prefix(name), rename)
         except McpError as exc:
             _log.warning("MCP server %s: listing its skills failed: %s", name, exc.problem)
             return []
+        from .._shared._catalog import gate
+
+        for skill in skills:  # a caller of the gateway needs the server's scopes to see it
+            gate(skill._fetch, server.scopes)
+        return skills
 
     def _register(self, server: _Server) -> None:
         kept: list[str] = []

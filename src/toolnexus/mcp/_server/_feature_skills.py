@@ -94,9 +94,10 @@ def _served(context: ServerContext) -> list[_Offer]:
     toolkit offers it at: its files are read from that server when a client asks."""
     from ..._frozen import thaw
     from ..._skills import extension_name_problem
+    from .._shared._catalog import view
 
     served: list[_Offer] = []
-    for skill in context.toolkit.skills():
+    for skill in view(context.toolkit).skills():  # those the caller may see
         if not _servable(skill):
             continue
         problem = extension_name_problem(skill)
