@@ -247,3 +247,37 @@ def test_a_servers_scopes_gate_its_skills_through_the_gateway(tmp_path: Path) ->
                 pytest.raises(McpError),
             ):
                 client.read_resource("skill://docs/release-notes/SKILL.md")
+
+
+def test_skills_added_upstream_at_run_time_reach_the_source(tmp_path: Path) -> None:
+    import threading
+
+    from timing import TIMEOUT
+    from toolnexus import Toolkit
+    from toolnexus.mcp import HttpServer
+
+    served = Toolkit()
+    served.add_skills(FIXTURES / "pdf-processing")
+    with HttpServer(served, port=0) as server:
+        server.start()
+        with McpSource({"mcpServers": {"docs": {"url": server.url}}}).connect() as source:
+            assert [s.name for s in source.toolkit.skills()] == ["docs_pdf-processing"]
+            arrived = threading.Event()
+
+            def watcher(kind: str, uri: str | None) -> None:
+                names = [s.name for s in source.toolkit.skills()]
+                if kind == "skills" and "docs_release-notes" in names:
+                    arrived.set()
+
+            stop = source.toolkit._watch(watcher)
+            try:
+                served.add_skills(FIXTURES / "release-notes")
+                # what the server announces when its skills change (over stdio, or a
+                # modern client's subscriptions/listen), as the client hears it
+                source.client("docs")._noticed("notifications/resources/list_changed", {})
+                assert arrived.wait(TIMEOUT), "the source never listed the new skill"
+            finally:
+                stop()
+            names = sorted(s.name for s in source.toolkit.skills())
+            assert names == ["docs_pdf-processing", "docs_release-notes"]
+            assert source.status()["docs"].skills == tuple(names)

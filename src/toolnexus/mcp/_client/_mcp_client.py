@@ -70,7 +70,12 @@ _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 # Which cached lists a notification makes stale (a new connection drops them all).
 _LIST_CHANGES: dict[str, tuple[str, ...]] = {
     "notifications/tools/list_changed": ("tools/list",),
-    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
+    # a server's skills are resources: their change is announced as the resources'
+    "notifications/resources/list_changed": (
+        "resources/list",
+        "resources/templates/list",
+        "skills/list",
+    ),
     "notifications/prompts/list_changed": ("prompts/list",),
 }
 _TASK_TTL_MS = 300_000  # how long an upstream keeps a task of ours after it ends

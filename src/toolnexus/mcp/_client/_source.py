@@ -566,6 +566,13 @@ class McpSource:
             client.on_tools_changed(lambda: self._refresh(server))
             if options["skills"]:
                 server.skills = self._skills_of(server)
+                client.on_notification(
+                    lambda method, params: (
+                        self._refresh_skills(server)
+                        if method == "notifications/resources/list_changed"
+                        else None
+                    )
+                )
             server.status = McpServerStatus(server.name, "connected")
             self._expire_later(server)
         except (McpError, ValueError, TypeError) as exc:
@@ -617,6 +624,19 @@ class McpSource:
         for skill in skills:  # a caller of the gateway needs the server's scopes to see it
             gate(skill._fetch, server.scopes)
         return skills
+
+    def _refresh_skills(self, server: _Server) -> None:
+        """The server's resources changed (its skills are resources): list its skills
+        again and put the new ones in the toolkit in place of the old."""
+        if server.client is None or self._closed:
+            return
+        skills = self._skills_of(server)
+        with self._lock:
+            for skill in server.skills:
+                if any(each is skill for each in self.toolkit.skills()):
+                    self.toolkit.remove(skill)
+            server.skills = skills
+        self._register(server)
 
     def _register(self, server: _Server) -> None:
         kept: list[str] = []
