@@ -374,9 +374,13 @@ class Toolkit:
 
             system = base_prompt + "\n\n" + toolkit.skills_prompt()
         """
+        return self._skills_prompt_of(list(self._skills.values()))
+
+    def _skills_prompt_of(self, skills: list[Skill]) -> str:
+        """The prompt fragment of ``skills`` (a view's, or all of them)."""
         from ._skills import skills_prompt
 
-        return skills_prompt(list(self._skills.values()))
+        return skills_prompt(skills)
 
     @property
     def skill_errors(self) -> list[SkillError]:

@@ -29,8 +29,6 @@ from .errors import InvalidTypeError, InvalidValueError
 if TYPE_CHECKING:
     from typing import Protocol
 
-    from ._skills import Skill
-
     class _Kit(Protocol):
         """What a view reads of its :class:`~toolnexus.Toolkit` (this module sits below)."""
 
@@ -39,7 +37,8 @@ if TYPE_CHECKING:
         def __contains__(self, item: object) -> bool: ...
         def namespace_of(self, name: str) -> Namespace | None: ...
         def _skill_home(self, name: str) -> Namespace | None: ...
-        def skills(self) -> list[Skill]: ...
+        def skills(self) -> list[Any]: ...  # Skills (_skills.py sits above this module)
+        def _skills_prompt_of(self, skills: list[Any]) -> str: ...
         def resolve(self, name: str, args: Any) -> tuple[Tool, dict[str, Any]] | ToolResult: ...
         def register(
             self, *tools: Any, replace: bool = False, namespace: str | None = None
@@ -211,7 +210,7 @@ class ToolView:
                 return False
         return self._filter is None or bool(self._filter(tool))
 
-    def skills(self) -> list[Skill]:
+    def skills(self) -> list[Any]:
         """The toolkit's skills this view offers: those registered in one of its
         ``namespaces`` (every skill when the view names none; ``filter`` judges tools
         only), in the order they were added (a new list).
@@ -235,9 +234,7 @@ class ToolView:
 
             system = base + "\n\n" + toolkit.view(namespaces=["docs"]).skills_prompt()
         """
-        from ._skills import skills_prompt
-
-        return skills_prompt(self.skills())
+        return self._kit._skills_prompt_of(self.skills())
 
     def tools(self) -> list[Tool]:
         """The view's tools, deferred or not, in registration order (a new list)."""
