@@ -106,26 +106,47 @@ def test_a_source_adds_its_servers_skills_to_the_skill_tool(tmp_path: Path) -> N
 interop = pytest.mark.interop
 
 
-def sdk_run(config: Path, mode: str, body: Any) -> Any:
+def sdk_run(config: Path, mode: str, body: Any, transport: str = "stdio") -> Any:
+    """``body(client)`` with the official SDK's client of ``toolnexus serve mcp.json``
+    (over stdio, or over Streamable HTTP: the gateway then runs as a process here)."""
     from extras import require
 
     require("TOOLNEXUS_REQUIRE_INTEROP", "interop", "anyio", "mcp")
+    import subprocess
+
     import anyio
     from mcp import Client, StdioServerParameters
 
+    from test_mcp_client_interop import free_port, wait_listening
     from timing import TIMEOUT
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    command = [sys.executable, "-m", "toolnexus", "serve", str(config)]
+    server: Any = StdioServerParameters(command=command[0], args=command[1:], env=env)
+    gateway = None
+    if transport == "http":
+        port = free_port()
+        gateway = subprocess.Popen(
+            [*command, "--http", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        server = f"http://127.0.0.1:{port}/mcp"
 
     async def main() -> Any:
         with anyio.fail_after(6 * TIMEOUT):
-            server = StdioServerParameters(
-                command=sys.executable,
-                args=["-m", "toolnexus", "serve", str(config)],
-                env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
-            )
             async with Client(server, mode=mode, read_timeout_seconds=TIMEOUT) as client:
                 return await body(client)
 
-    return anyio.run(main)
+    try:
+        if gateway is not None:
+            wait_listening(port, gateway)
+        return anyio.run(main)
+    finally:
+        if gateway is not None:
+            gateway.terminate()
+            gateway.wait(TIMEOUT)
 
 
 async def ask(client: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -145,9 +166,10 @@ async def ask(client: Any, method: str, params: dict[str, Any]) -> dict[str, Any
 
 
 @interop
+@pytest.mark.parametrize("transport", ["stdio", "http"])
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 def test_the_sdk_lists_gets_and_reads_upstream_skills_through_the_gateway(
-    tmp_path: Path, mode: str
+    tmp_path: Path, mode: str, transport: str
 ) -> None:
     folder = skills_folder(tmp_path)
     config = write_config(tmp_path, docs=upstream(folder))
@@ -161,7 +183,7 @@ def test_the_sdk_lists_gets_and_reads_upstream_skills_through_the_gateway(
         resources = await client.list_resources()
         return listed, got, manifest, forms, root, resources
 
-    listed, got, manifest, forms, root, resources = sdk_run(config, mode, body)
+    listed, got, manifest, forms, root, resources = sdk_run(config, mode, body, transport)
     entries = {entry["uri"]: entry for entry in listed["skills"]}
     assert sorted(entries) == [
         "skill://docs/pdf-processing/SKILL.md",
