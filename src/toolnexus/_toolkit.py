@@ -87,6 +87,7 @@ class Toolkit:
         "_prompts",
         "_resources",
         "_skill_errors",
+        "_skill_homes",
         "_skills",
         "_tools",
         "_view",
@@ -112,6 +113,7 @@ class Toolkit:
         self._watchers: list[Callable[[str, str | None], object]] = []
         self._skills: dict[str, Skill] = {}  # by name; the skill tool reads it at each call
         self._skill_errors: list[SkillError] = []
+        self._skill_homes: dict[str, Namespace] = {}  # skill name -> its namespace
         self._described: dict[str, tuple[Tool, dict[Hashable, Any]]] = {}  # _mcp_entry's
         frame = sys._getframe(1)
         for each in tools:
@@ -150,11 +152,20 @@ class Toolkit:
             if "skill" not in self._tools:
                 from ._skills import make_skill_tool
 
-                self._tools["skill"] = make_skill_tool(lambda: self._skills)
+                loader = make_skill_tool(lambda: self._skills)
+                self._tools["skill"] = loader
+                if self._index is not None:
+                    self._index.add(loader)
             elif self._tools["skill"].source != "skill":
                 del table[key]
                 raise DuplicateToolError("skill")
-        elif kind != "tool":
+            # a skill is no tool: the search index holds the skill tool, never a skill
+            if namespace is None:
+                self._skill_homes.pop(key, None)
+            else:
+                self._skill_homes[key] = namespace
+            return
+        if kind != "tool":
             self._calls.update(type(item)._kit_calls)
             return
         if namespace is None:
@@ -176,8 +187,9 @@ class Toolkit:
         Raises :class:`DuplicateToolError` (a ``ValueError``) when a name is taken —
         by a registered tool or by another in the same call — unless ``replace=True``,
         which replaces the registered tool in its place; likewise (``ValueError``) for a
-        resource's URI or a prompt's name. ``namespace`` puts the tools in a namespace made
-        with :meth:`namespace` (``LookupError`` for one that was not).
+        resource's URI or a prompt's name. ``namespace`` puts the tools (and skills: a
+        view's ``namespaces`` then admit them) in a namespace made with :meth:`namespace`
+        (``LookupError`` for one that was not).
 
         Example::
 
@@ -267,6 +279,8 @@ class Toolkit:
             if table.get(key) is not name:
                 raise NotFoundError(kind, key, known=list(table))
             removed = table.pop(key)
+            if kind == "skill":
+                self._skill_homes.pop(key, None)
         if kind == "tool":
             self._homes.pop(removed.name, None)
             if self._index is not None:
@@ -360,9 +374,13 @@ class Toolkit:
 
             system = base_prompt + "\n\n" + toolkit.skills_prompt()
         """
+        return self._skills_prompt_of(list(self._skills.values()))
+
+    def _skills_prompt_of(self, skills: list[Skill]) -> str:
+        """The prompt fragment of ``skills`` (a view's, or all of them)."""
         from ._skills import skills_prompt
 
-        return skills_prompt(list(self._skills.values()))
+        return skills_prompt(skills)
 
     @property
     def skill_errors(self) -> list[SkillError]:
@@ -426,6 +444,10 @@ class Toolkit:
             toolkit.namespace_of("list_issues")       # <Namespace 'github' defer=True>
         """
         return self._homes.get(name)
+
+    def _skill_home(self, name: str) -> Namespace | None:
+        """The namespace the skill ``name`` was registered in (a view's filter), or None."""
+        return self._skill_homes.get(name)
 
     def is_deferred(self, name: str) -> bool:
         """True when the tool ``name`` is held back until a search finds it: its own

@@ -173,12 +173,15 @@ class Federation:
 
         made = []
         label = "resource template" if template else "resource"
+        skill_files = _skill_files(self.source.toolkit)
         for entry in entries:
             remote = entry.get("uriTemplate" if template else "uri")
             if not isinstance(remote, str) or not remote:
                 self._problem(upstream, f"a {label} without a URI skipped")
                 continue
             uri = self.source.federated_uri(upstream.name, remote)
+            if uri is not None and not template and skill_files(uri):
+                continue  # a skill's file: the toolkit's skill serves it (verified)
             if uri is None:
                 self._problem(
                     upstream,
@@ -410,6 +413,23 @@ def federate(source: McpSource) -> Federation:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _skill_files(toolkit: Any) -> Callable[[str], bool]:
+    """Whether a URI is a file of a re-exported skill in ``toolkit`` (one listed, or
+    any under the folder of a skill whose files are ``dynamic``)."""
+    listed: set[str] = set()
+    roots: list[str] = []
+    for skill in toolkit.skills():
+        entry = skill._entry
+        if entry is None:
+            continue
+        listed.add(entry["uri"])
+        if entry["resources"] == "dynamic":
+            roots.append(entry["uri"].rsplit("/", 1)[0] + "/")
+        else:
+            listed.update(each["uri"] for each in entry["resources"])
+    return lambda uri: uri in listed or uri.startswith(tuple(roots))
 
 
 def _key(item: Any) -> tuple[str, str]:
