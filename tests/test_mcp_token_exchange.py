@@ -7,6 +7,7 @@ TOOLNEXUS_REQUIRE_JWT=1."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +21,8 @@ require("TOOLNEXUS_REQUIRE_JWT", "jwt", "jwt", "cryptography")
 import jwt
 
 from oauth_server import AuthServer
-from toolnexus import Principal, ToolContext, Toolkit, tool
+from toolnexus import Host, Principal, ToolContext, Toolkit, tool
+from toolnexus._context import PresentedToken, bound_principal, bound_token
 from toolnexus.errors import OAuthError
 from toolnexus.mcp import (
     HttpServer,
@@ -97,7 +99,7 @@ class Upstream:
     """A protected upstream (scopes crm:read and crm:write) that records every token it
     is sent (its verifier sees each request's Authorization)."""
 
-    def __init__(self, auth: AuthServer) -> None:
+    def __init__(self, auth: AuthServer, tool_scopes: dict[str, list[str]] | None = None) -> None:
         self.seen: list[str] = []
         self._lock = threading.Lock()
         self._verify = JwtVerifier(auth.issuer)
@@ -106,6 +108,7 @@ class Upstream:
                 authorization_servers=[auth.issuer],
                 verifier=self.verify,
                 scopes_supported=["crm:read", "crm:write"],
+                tool_scopes=tool_scopes or {},
                 cache_ms=0,
             )
         )
@@ -156,6 +159,19 @@ def gateway(auth: AuthServer, upstream: Upstream) -> Iterator[HttpServer]:
         with HttpServer(source.toolkit, options, port=0) as served:
             served.start()
             yield served
+
+
+@contextlib.contextmanager
+def bound(token: str, scopes: list[str]) -> Iterator[None]:
+    """Run as the gateway's server does for a verified caller: its principal and token
+    bound for the calls made here."""
+    principal = bound_principal.set(Principal(subject="bob", scopes=frozenset(scopes)))
+    held = bound_token.set(PresentedToken(token))
+    try:
+        yield
+    finally:
+        bound_token.reset(held)
+        bound_principal.reset(principal)
 
 
 def call_as(gateway: HttpServer, token: str) -> tuple[str, bool]:
@@ -220,3 +236,41 @@ def test_bad_exchange_settings_are_refused_naming_the_place(upstream: Upstream) 
         McpSource(gateway_entry(upstream, {"audience": "x"}))
     with pytest.raises(ValueError, match=r"mcpServers\.crm\.auth\.exchange: must be true or"):
         McpSource(gateway_entry(upstream, "yes"))
+
+
+def test_a_caller_asks_the_upstream_only_for_scopes_it_holds_and_its_403_stays_its_own(
+    auth: AuthServer,
+) -> None:
+    """bob holds crm:read of the upstream's crm:read and crm:write: his exchange asks for
+    crm:read alone (asking for both would be refused), and the upstream's 403 (whoami
+    needs crm:write) is his call's error: no new grant for the gateway, nothing sent as
+    the gateway."""
+    upstream = Upstream(auth, tool_scopes={"whoami": ["crm:write"]})
+    with upstream.server:
+        upstream.server.start()
+        with McpSource(gateway_entry(upstream)).connect() as source:
+            listed = len(upstream.seen)
+            grants = auth.count("token", "client_credentials")
+            bob = auth.mint("bob", scopes=["crm:read"], audience="gateway")
+            with Host(source.toolkit) as host, bound(bob, ["crm:read"]):
+                result = host.call("crm_whoami", {})
+    assert result.is_error and "bob" not in str(result.output), result.output
+    assert "crm:write" in str(result.output), result.output
+    calls = upstream.seen[listed:]
+    assert len(calls) == 1 and claims(calls[0])["sub"] == "bob"
+    assert auth.count("token", "client_credentials") == grants
+
+
+def test_an_exchanged_token_the_upstream_refuses_is_not_sent_again_as_the_gateway(
+    auth: AuthServer, upstream: Upstream, gateway: HttpServer
+) -> None:
+    bob = auth.mint("bob", scopes=["crm:read"], audience=gateway.url)
+    listed = len(upstream.seen)
+    # From now on the authorization server hands out tokens the upstream does not take.
+    auth.tamper = lambda answer: {**answer, "access_token": answer["access_token"] + "x"}
+    output, is_error = call_as(gateway, bob)
+    assert is_error, output
+    calls = upstream.seen[listed:]
+    # One try with bob's exchanged token; never the gateway's own sent in its place.
+    assert len(calls) == 1 and calls[0].endswith("x")
+    assert auth.count("token", "client_credentials") == 1
