@@ -31,6 +31,8 @@ from toolnexus.mcp import (
     McpSource,
     ProtectedResource,
     ServerOptions,
+    federate,
+    resource,
 )
 from toolnexus.mcp._client._oauth_exchange import TokenExchanger
 
@@ -95,6 +97,13 @@ def whoami(ctx: ToolContext) -> str:
     return f"{principal.subject} {' '.join(sorted(principal.scopes))}"
 
 
+@resource("crm://me", mime_type="text/plain")
+def me(params: dict[str, Any], ctx: ToolContext | None = None) -> str:
+    """Who reads, as the upstream verified it."""
+    assert ctx is not None and ctx.principal is not None
+    return f"read by {ctx.principal.subject}"
+
+
 class Upstream:
     """A protected upstream (scopes crm:read and crm:write) that records every token it
     is sent (its verifier sees each request's Authorization)."""
@@ -112,7 +121,7 @@ class Upstream:
                 cache_ms=0,
             )
         )
-        self.server = HttpServer(Toolkit([whoami]), options, port=0)
+        self.server = HttpServer(Toolkit([whoami, me]), options, port=0)
 
     def verify(self, token: str) -> Principal | None:
         with self._lock:
@@ -151,6 +160,7 @@ def gateway(auth: AuthServer, upstream: Upstream) -> Iterator[HttpServer]:
     server, calling the upstream with each caller's exchanged token."""
     with McpSource(gateway_entry(upstream)).connect() as source:
         assert source.status()["crm"].status == "connected", source.status()
+        federate(source)
         options = ServerOptions(
             auth=ProtectedResource(
                 authorization_servers=[auth.issuer], verifier=JwtVerifier(auth.issuer)
@@ -274,3 +284,15 @@ def test_an_exchanged_token_the_upstream_refuses_is_not_sent_again_as_the_gatewa
     # One try with bob's exchanged token; never the gateway's own sent in its place.
     assert len(calls) == 1 and calls[0].endswith("x")
     assert auth.count("token", "client_credentials") == 1
+
+
+def test_a_federated_resource_is_read_with_the_callers_exchanged_token(
+    auth: AuthServer, upstream: Upstream, gateway: HttpServer
+) -> None:
+    bob = auth.mint("bob", scopes=["crm:read"], audience=gateway.url)
+    listed = len(upstream.seen)
+    with McpClient(url=gateway.url, headers={"Authorization": f"Bearer {bob}"}) as client:
+        contents = client.read_resource("crm+crm://me")
+    assert [each.get("text") for each in contents] == ["read by bob"]
+    calls = upstream.seen[listed:]
+    assert len(calls) == 1 and bob not in calls and claims(calls[0])["sub"] == "bob"

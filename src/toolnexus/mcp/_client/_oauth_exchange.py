@@ -20,10 +20,12 @@ call made for the caller the server verified (``bound_token``), and sends the ca
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
     from ..._principal import Principal
     from ._oauth import OAuth, OAuthFlow
 
-__all__ = ["ExchangeSettings", "TokenExchanger", "UpstreamExchange"]
+__all__ = ["ExchangeSettings", "TokenExchanger", "UpstreamExchange", "as_caller"]
 
 _GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
 _ACCESS_TOKEN = "urn:ietf:params:oauth:token-type:access_token"
@@ -273,3 +275,26 @@ def _narrowed(scope: str, principal: Principal | None) -> str:
     held = principal.scopes if principal is not None else frozenset()
     kept = [each for each in scope.split() if each in held]
     return " ".join(kept) if kept else scope
+
+
+@contextlib.contextmanager
+def as_caller(exchange: UpstreamExchange | None) -> Iterator[None]:
+    """Within: requests to the upstream go with the caller's exchanged token (``None``:
+    with the client's own credentials, as without ``auth.exchange``). Raises
+    :class:`OAuthError` on entering when there is no token to send.
+
+    Example::
+
+        with as_caller(source.exchange_of("crm")):
+            contents = client.read_resource("crm://accounts/1")
+    """
+    if exchange is None:
+        yield
+        return
+    from ._http import on_behalf
+
+    mark = on_behalf.set(exchange.authorization())
+    try:
+        yield
+    finally:
+        on_behalf.reset(mark)

@@ -72,21 +72,16 @@ class RemoteTool:
         return relink(result, links)
 
     def _run(self, args: Mapping[str, Any], ctx: ToolContext | None) -> ToolResult:
-        exchange = self.exchange
-        if exchange is None:
+        if self.exchange is None:
             return self._send(args, ctx)
         from ...errors import OAuthError
-        from ._http import on_behalf
+        from ._oauth_exchange import as_caller
 
         try:
-            authorization = exchange.authorization()
+            with as_caller(self.exchange):
+                return self._send(args, ctx)
         except OAuthError as exc:  # no retry here: the exchanger remembers a refusal
             return ToolResult(f"{self.remote} on MCP server {self.client.name}: {exc}", True)
-        mark = on_behalf.set(authorization)
-        try:
-            return self._send(args, ctx)
-        finally:
-            on_behalf.reset(mark)
 
     def _send(self, args: Mapping[str, Any], ctx: ToolContext | None) -> ToolResult:
         if ctx is None:

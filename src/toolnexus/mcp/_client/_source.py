@@ -638,6 +638,17 @@ class McpSource:
                 fn.exchange = server.exchange
         return tools
 
+    def exchange_of(self, name: str) -> UpstreamExchange | None:
+        """How a request to server ``name`` made for a caller gets its token (its
+        ``auth.exchange``), or ``None``: with the gateway's own credentials.
+
+        Example::
+
+            source.exchange_of("crm")  # <UpstreamExchange for MCP server 'crm'>
+        """
+        server = self._servers.get(name)
+        return server.exchange if server is not None else None
+
     def scopes_of(self, name: str) -> frozenset[str]:
         """The scopes a caller needs to see anything of server ``name`` (its ``scopes``
         in ``mcp.json``; ``toolScopes`` adds some for single tools).
