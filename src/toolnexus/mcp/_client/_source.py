@@ -153,7 +153,10 @@ class McpSource:
     "clientId": …, "clientSecret": …, "scopes": […], "redirectUri": …,
     "clientMetadataUrl": …, "allowPrivateNetwork": true, "grant": …, "privateKeyFile": …,
     "assertionFile": …, "idpTokenEndpoint": …, "dpop": true}``), on the ``oauth`` settings
-    given here (where tokens live, who asks the user). ``${NAME}`` (or ``${env:NAME}``)
+    given here (where tokens live, who asks the user); in a gateway, ``"exchange": true``
+    (or ``{"tokenEndpoint", "clientId", "clientSecret", "resource", "scopes"}``) in it
+    sends each call made for a verified caller with the caller's token exchanged for
+    the server (RFC 8693; docs/auth.md). ``${NAME}`` (or ``${env:NAME}``)
     in ``args``, ``env``, ``cwd``, ``url``, ``headers`` and ``auth`` is read from the
     environment; header values and secrets are never logged. VS Code's ``envFile``
     (``KEY=VALUE`` lines, relative to the file) fills a stdio server's environment under
