@@ -172,10 +172,10 @@ def gateway(auth: AuthServer, upstream: Upstream) -> Iterator[HttpServer]:
 
 
 @contextlib.contextmanager
-def bound(token: str, scopes: list[str]) -> Iterator[None]:
+def bound(token: str, subject: str, scopes: list[str]) -> Iterator[None]:
     """Run as the gateway's server does for a verified caller: its principal and token
     bound for the calls made here."""
-    principal = bound_principal.set(Principal(subject="bob", scopes=frozenset(scopes)))
+    principal = bound_principal.set(Principal(subject=subject, scopes=frozenset(scopes)))
     held = bound_token.set(PresentedToken(token))
     try:
         yield
@@ -262,7 +262,7 @@ def test_a_caller_asks_the_upstream_only_for_scopes_it_holds_and_its_403_stays_i
             listed = len(upstream.seen)
             grants = auth.count("token", "client_credentials")
             bob = auth.mint("bob", scopes=["crm:read"], audience="gateway")
-            with Host(source.toolkit) as host, bound(bob, ["crm:read"]):
+            with Host(source.toolkit) as host, bound(bob, "bob", ["crm:read"]):
                 result = host.call("crm_whoami", {})
     assert result.is_error and "bob" not in str(result.output), result.output
     assert "crm:write" in str(result.output), result.output
@@ -296,3 +296,25 @@ def test_a_federated_resource_is_read_with_the_callers_exchanged_token(
     assert [each.get("text") for each in contents] == ["read by bob"]
     calls = upstream.seen[listed:]
     assert len(calls) == 1 and bob not in calls and claims(calls[0])["sub"] == "bob"
+
+
+def test_exchange_settings_in_mcp_json_override_the_upstreams_and_read_the_environment(
+    auth: AuthServer, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EXCHANGE_SECRET", "gateway-secret")
+    settings = {
+        "tokenEndpoint": auth.issuer + "/token",
+        "clientId": "gateway",
+        "clientSecret": "${EXCHANGE_SECRET}",
+        "scopes": "crm:read",
+    }
+    alice = auth.mint("alice", scopes=["crm:read", "crm:write"], audience="gateway")
+    with (
+        McpSource(gateway_entry(upstream, settings)).connect() as source,
+        Host(source.toolkit) as host,
+        bound(alice, "alice", ["crm:read", "crm:write"]),
+    ):
+        result = host.call("crm_whoami", {})
+    assert result.output == "alice crm:read", result.output  # the settings' scopes alone
+    exchanges = [e for e in auth.seen["token"] if e.get("grant_type") == EXCHANGE]
+    assert [e["scope"] for e in exchanges] == ["crm:read"]
