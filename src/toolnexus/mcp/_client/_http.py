@@ -407,7 +407,7 @@ class HttpTransport:
                 "the server no longer knows this session (404)", session_lost=True
             )
         if response.status >= 400:
-            refused = _refusal(response, "Authorization" in headers)
+            refused = _refusal(response, "Authorization" in headers, on_behalf.get() is not None)
             if refused is not None:
                 raise _TransportError(refused, sent=False, auth=True)
             message = _json_or_none(data)
@@ -454,7 +454,9 @@ def _json_or_none(data: bytes) -> Any:
         return None
 
 
-def _refusal(response: http.client.HTTPResponse, token_sent: bool) -> str | None:
+def _refusal(
+    response: http.client.HTTPResponse, token_sent: bool, behalf: bool = False
+) -> str | None:
     """What a ``401``/``403`` with a ``Bearer`` challenge means, said as what it is (an
     access matter, not a failed connection) with how to get access; ``None`` otherwise.
     (With OAuth the flow answers these first; this is what is left: a token of the
@@ -470,6 +472,14 @@ def _refusal(response: http.client.HTTPResponse, token_sent: bool) -> str | None
     if described:
         detail += f": {described[:200]}"
     sign_in = 'let the client sign in: auth=OAuth() ("auth": "oauth" in mcp.json)'
+    if behalf and (response.status == 401 or error == "insufficient_scope"):
+        scope = challenge.get("scope")
+        return (
+            f"the server refuses the caller's exchanged token ({detail})"
+            + (f"; it asks for: {scope}" if scope else "")
+            + ": the caller's grant does not reach this server (not retried as the gateway; "
+            "see auth.exchange in mcp.json)"
+        )
     if response.status == 403:
         if error != "insufficient_scope":
             return None
@@ -582,7 +592,7 @@ class HttpExchange:
                 yield from self._events(response)
                 return
             data = self._read_body(response)
-            refused = _refusal(response, "Authorization" in self._headers)
+            refused = _refusal(response, "Authorization" in self._headers, self._behalf)
             if refused is not None:
                 raise _TransportError(refused, sent=False, auth=True)
             message = _json_or_none(data)
