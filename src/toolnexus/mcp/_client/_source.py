@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..._tools import Tool
     from ._mcp_client import McpClient
     from ._oauth import OAuth
+    from ._oauth_exchange import UpstreamExchange
 
 __all__ = ["McpServerStatus", "McpSource", "load_mcp_json", "relist_at"]
 
@@ -134,6 +135,7 @@ class _Server:
         self.specs: list[dict[str, Any]] = []  # its tools/list answer, as last fetched
         self.scopes: frozenset[str] = frozenset()  # a caller needs these to see any of it
         self.tool_scopes: dict[str, frozenset[str]] = {}  # and these for one tool
+        self.exchange: UpstreamExchange | None = None  # auth.exchange: each caller's token
 
 
 class McpSource:
@@ -158,7 +160,10 @@ class McpSource:
     "clientId": …, "clientSecret": …, "scopes": […], "redirectUri": …,
     "clientMetadataUrl": …, "allowPrivateNetwork": true, "grant": …, "privateKeyFile": …,
     "assertionFile": …, "idpTokenEndpoint": …, "dpop": true}``), on the ``oauth`` settings
-    given here (where tokens live, who asks the user). ``${NAME}`` (or ``${env:NAME}``)
+    given here (where tokens live, who asks the user); in a gateway, ``"exchange": true``
+    (or ``{"tokenEndpoint", "clientId", "clientSecret", "resource", "scopes"}``) in it
+    sends each call made for a verified caller with the caller's token exchanged for
+    the server (RFC 8693; docs/auth.md). ``${NAME}`` (or ``${env:NAME}``)
     in ``args``, ``env``, ``cwd``, ``url``, ``headers`` and ``auth`` is read from the
     environment; header values and secrets are never logged. VS Code's ``envFile``
     (``KEY=VALUE`` lines, relative to the file) fills a stdio server's environment under
@@ -325,7 +330,12 @@ class McpSource:
             options["headers"] = _text_map(entry.get("headers", {}), f"{where}.headers")
             options["sse"] = kind == "sse"
             if "auth" in entry:
-                options["auth"] = _read_auth(entry["auth"], f"{where}.auth")
+                auth = entry["auth"]
+                if isinstance(auth, Mapping) and "exchange" in auth:
+                    exchange = _read_exchange(auth["exchange"], f"{where}.auth.exchange")
+                    options["exchange"] = exchange
+                    auth = {key: value for key, value in auth.items() if key != "exchange"}
+                options["auth"] = _read_auth(auth, f"{where}.auth")
         timeout = entry.get("timeout")
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0
@@ -562,6 +572,16 @@ class McpSource:
             )
             server.client = client
             server.specs = client.list_tools()
+            if "exchange" in expanded:
+                from ._oauth_exchange import ExchangeSettings, UpstreamExchange
+
+                server.exchange = UpstreamExchange(
+                    server.name,
+                    expanded["url"],
+                    ExchangeSettings(**expanded["exchange"]),
+                    auth,
+                    client._http.auth if client._http is not None else None,
+                )
             server.tools = self._tools_of(server, server.specs)
             client.on_tools_changed(lambda: self._refresh(server))
             if options["skills"]:
@@ -695,7 +715,19 @@ class McpSource:
             fn = tool.fn
             if isinstance(fn, RemoteTool):
                 gate(fn, server.scopes | server.tool_scopes.get(fn.remote, frozenset()))
+                fn.exchange = server.exchange
         return tools
+
+    def exchange_of(self, name: str) -> UpstreamExchange | None:
+        """How a request to server ``name`` made for a caller gets its token (its
+        ``auth.exchange``), or ``None``: with the gateway's own credentials.
+
+        Example::
+
+            source.exchange_of("crm")  # <UpstreamExchange for MCP server 'crm'>
+        """
+        server = self._servers.get(name)
+        return server.exchange if server is not None else None
 
     def scopes_of(self, name: str) -> frozenset[str]:
         """The scopes a caller needs to see anything of server ``name`` (its ``scopes``
@@ -974,6 +1006,44 @@ def _read_auth(value: Any, where: str) -> dict[str, Any]:
     return fields
 
 
+# auth.exchange's keys, and the ExchangeSettings field each sets.
+_EXCHANGE_KEYS = {
+    "tokenEndpoint": "token_endpoint",
+    "clientId": "client_id",
+    "clientSecret": "client_secret",
+    "resource": "resource",
+    "scopes": "scope",
+}
+
+
+def _read_exchange(value: Any, where: str) -> dict[str, str]:
+    """An ``auth.exchange``: ``true`` (all from the gateway's sign-in to the server), or
+    an object of :data:`_EXCHANGE_KEYS`; the ExchangeSettings fields it sets."""
+    if value is True:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidValueError(
+            f'{where}: must be true or {{"tokenEndpoint": ..., "clientId": ..., '
+            f'"clientSecret": ..., "resource": ..., "scopes": [...]}}, got {value!r}'
+        )
+    unknown = sorted(set(value) - set(_EXCHANGE_KEYS))
+    if unknown:
+        raise InvalidValueError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(_EXCHANGE_KEYS)}"
+        )
+    fields: dict[str, str] = {}
+    for key, field in _EXCHANGE_KEYS.items():
+        if key not in value:
+            continue
+        item = value[key]
+        if key == "scopes":
+            scopes = item.split() if isinstance(item, str) else _texts(item, f"{where}.scopes")
+            fields[field] = " ".join(scopes)
+        else:
+            fields[field] = _text(item, f"{where}.{key}")
+    return fields
+
+
 def _read_inputs(value: Any, where: str) -> dict[str, dict[str, Any]]:
     """VS Code's ``inputs``: each ``{"id", "type", "description"?, "default"?, ...}``, by id."""
     if not isinstance(value, list) or not all(
@@ -1076,4 +1146,8 @@ def _expand(
             else:
                 auth[field] = one(value, f"auth.{field}")
         out["auth"] = auth
+    if "exchange" in out:
+        out["exchange"] = {
+            field: one(value, f"auth.exchange.{field}") for field, value in out["exchange"].items()
+        }
     return out
