@@ -97,6 +97,8 @@ class OpenApiImport:
             listed): the ``defer`` given, or ``True`` above 30 operations.
         namespaces: each tool's namespace by tool name (``None``: none).
         title: the document's ``info.title``.
+        descriptions: each namespace's description by namespace name: the ``description``
+            of the tag in the document's ``tags`` list, else one naming the tag and the API.
 
     Example::
 
@@ -110,6 +112,20 @@ class OpenApiImport:
     defer: bool = False
     namespaces: Mapping[str, str | None] = field(default_factory=dict)
     title: str = ""
+    descriptions: Mapping[str, str] = field(default_factory=dict)
+
+    def namespace_defer(self, given: bool | None = None) -> bool | None:
+        """The ``defer`` of this import's namespaces: ``given`` when it is True or False
+        (what the caller asked), else True when the import is deferred (above 30
+        operations), else None (follow the toolkit).
+
+        Example::
+
+            toolkit.namespace("pets", "Pets", defer=imported.namespace_defer())
+        """
+        if given is not None:
+            return given
+        return True if self.defer else None
 
 
 # --------------------------------------------------------------------------- reading
@@ -717,7 +733,7 @@ def load_openapi(
             if name != prefix + _operation_name(method, path, operation):
                 notes.append(f"{who}: name shortened to {MAX_NAME} characters")
             if namespace == "tag":
-                namespaces[name] = sanitize_name(op_tags[0]) if op_tags else None
+                namespaces[name] = _namespace_name(op_tags[0]) if op_tags else None
             else:
                 namespaces[name] = namespace
     for problem in problems:
@@ -726,14 +742,49 @@ def load_openapi(
         _log.debug("OpenAPI import: %s", note)
     info = root.get("info")
     title = info.get("title", "") if isinstance(info, Mapping) else ""
+    title = title if isinstance(title, str) else ""
     return OpenApiImport(
         tuple(tools),
         tuple(problems),
         tuple(notes),
         len(tools) > AUTO_DEFER_ABOVE if defer is None else bool(defer),
         namespaces,
-        title if isinstance(title, str) else "",
+        title,
+        _descriptions(root, namespaces, namespace, title),
     )
+
+
+def _namespace_name(tag: str) -> str | None:
+    """A tag as a namespace name (1 to 64 of ``[a-zA-Z0-9_-]``), or None for a tag with
+    nothing of them."""
+    name = sanitize_name(tag).strip("_")[:MAX_NAME]
+    return name or None
+
+
+def _descriptions(
+    root: Mapping[str, Any],
+    namespaces: Mapping[str, str | None],
+    namespace: str | None,
+    title: str,
+) -> dict[str, str]:
+    """Each namespace's description: its tag's ``description`` in the document's
+    ``tags`` list, else one naming the tag and the API."""
+    api = f" of {title}" if title else ""
+    given: dict[str, str] = {}
+    for entry in root.get("tags") or ():
+        if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+            about = entry.get("description")
+            name = _namespace_name(entry["name"]) if namespace == "tag" else None
+            if name is not None and isinstance(about, str) and about.strip():
+                given.setdefault(name, about.strip())
+    out: dict[str, str] = {}
+    for name in namespaces.values():
+        if name is not None and name not in out:
+            if namespace == "tag":
+                out[name] = given.get(name) or f"The operations tagged {name!r}{api}."
+            else:
+                out[name] = f"The operations{api}." if api else "The API's operations."
+    return out
 
 
 def _check_document(root: Any, where: str) -> str:

@@ -128,6 +128,8 @@ class _Server:
         self.specs: list[dict[str, Any]] = []  # its tools/list answer, as last fetched
         self.scopes: frozenset[str] = frozenset()  # a caller needs these to see any of it
         self.tool_scopes: dict[str, frozenset[str]] = {}  # and these for one tool
+        # an openapi entry's tools: tool name -> (namespace, its description, its defer)
+        self.homes: dict[str, tuple[str, str, bool | None]] = {}
 
 
 class McpSource:
@@ -162,7 +164,9 @@ class McpSource:
     (``Toolkit.from_openapi``): ``document`` (a path, relative to the file, or a URL),
     ``baseUrl``, ``headers``, ``credentials`` (a secret per security scheme; ``${NAME}``
     expands at each call), ``tags``, ``timeout``, ``outputSchemas`` (``false``: none),
-    ``includeTools``/``excludeTools``, ``prefix`` (none by default).
+    ``includeTools``/``excludeTools``, ``prefix`` (none by default), ``description``,
+    ``defer`` (left out: held back above 30 operations). Each tag is a namespace named
+    ``<entry>_<tag>``; an operation with no tag is in the entry's namespace.
 
     Raises ``ValueError``/``TypeError`` naming the place for a file that is not such a
     configuration (``servers.db.args: must be a list of strings``); a server that merely
@@ -446,6 +450,15 @@ class McpSource:
         exclude = _texts(entry.get("excludeTools", []), f"{where}.excludeTools")
         if "prefix" in entry:
             options["prefix"] = _text(entry["prefix"], f"{where}.prefix", allow_empty=True)
+        defer = entry.get("defer")
+        if defer is not None and not isinstance(defer, bool):
+            raise InvalidValueError(
+                f"{where}.defer: must be true or false (hold the document's operations back "
+                f"until a search finds them; left out: held back above 30), got {defer!r}"
+            )
+        options["defer"] = defer
+        description = entry.get("description")
+        options["description"] = description if isinstance(description, str) else None
         return _Server(name, options, include, exclude)
 
     def _connect_openapi(self, server: _Server) -> None:
@@ -469,13 +482,29 @@ class McpSource:
             server.status = McpServerStatus(server.name, "failed", reason)
             _log.warning("OpenAPI entry %s failed: %s", server.name, reason)
             return
+        from ..._views import check_namespace_name  # loaded with the toolkit already
+
+        held = imported.namespace_defer(options["defer"])
+        if options["description"] is None and imported.title:
+            options["description"] = f"The operations of {imported.title}."
+        options["defer"] = held  # the entry's own namespace (tools with no tag) too
         tools = []
         for tool in imported.tools:
             if server.include is not None and tool.name not in server.include:
                 continue
             if tool.name in server.exclude:
                 continue
-            tools.append(dataclasses.replace(tool, name=prefix + tool.name) if prefix else tool)
+            tag = imported.namespaces.get(tool.name)
+            name = prefix + tool.name
+            tools.append(dataclasses.replace(tool, name=name) if prefix else tool)
+            if tag is None:
+                continue
+            # a tag's namespace, named after the entry too: two documents may share a tag
+            try:
+                home = check_namespace_name(f"{server.name}_{tag}")
+            except ValueError:
+                continue  # the entry's own namespace, as a tool with no tag
+            server.homes[name] = (home, imported.descriptions.get(tag, ""), held)
         server.tools = tools
         server.status = McpServerStatus(server.name, "connected")
 
@@ -585,6 +614,9 @@ class McpSource:
         kept: list[str] = []
         with self._lock:
             namespace = self._namespace(server) if server.tools else None
+            for space, about, defer in dict.fromkeys(server.homes.values()):
+                if all(each.name != space for each in self.toolkit.namespaces()):
+                    self.toolkit.namespace(space, about, defer=defer)
             for tool in server.tools:
                 if tool.name in self.toolkit:
                     owner = self._owner(tool.name)
@@ -596,7 +628,8 @@ class McpSource:
                         owner,
                     )
                     continue
-                self.toolkit.register(tool, namespace=namespace)
+                home = server.homes.get(tool.name)
+                self.toolkit.register(tool, namespace=home[0] if home else namespace)
                 kept.append(tool.name)
         if server.status.status == "connected":
             server.status = McpServerStatus(server.name, "connected", None, tuple(kept))
