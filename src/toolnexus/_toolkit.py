@@ -42,7 +42,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from ._openapi import OpenApiImport
+    from ._openapi import OpenApiImport, TokenSource
     from ._skills import Skill
 
 __all__ = [
@@ -643,7 +643,7 @@ class Toolkit:
         tags: Iterable[str] | None = None,
         paths: Iterable[str] | None = None,
         methods: Iterable[str] | None = None,
-        credentials: Mapping[str, str | Callable[[], str]] | None = None,
+        credentials: Mapping[str, str | Callable[[], str] | TokenSource] | None = None,
         headers: Mapping[str, str] | None = None,
         prefix: str = "",
         timeout_ms: int | None = None,
