@@ -196,6 +196,7 @@ def test_an_mcp_json_openapi_entry_has_a_namespace_per_tag_and_defers(server, tm
         )
         assert toolkit.namespace_of("s_getPet") is spaces["small_pets"]
         assert spaces["small_pets"].defer is None  # 4 operations: as the gateway says
+        assert "small" not in spaces  # every operation has a tag: no empty namespace
         assert spaces["told_pets"].defer is False and spaces["told"].description == (
             "The pets, loaded"
         )

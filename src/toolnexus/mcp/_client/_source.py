@@ -613,7 +613,8 @@ class McpSource:
     def _register(self, server: _Server) -> None:
         kept: list[str] = []
         with self._lock:
-            namespace = self._namespace(server) if server.tools else None
+            homeless = any(tool.name not in server.homes for tool in server.tools)
+            namespace = self._namespace(server) if homeless else None
             for space, about, defer in dict.fromkeys(server.homes.values()):
                 if all(each.name != space for each in self.toolkit.namespaces()):
                     self.toolkit.namespace(space, about, defer=defer)
