@@ -215,3 +215,49 @@ def test_the_flow_takes_a_token_endpoint_directly_only_for_a_machine_grant(auth)
     assert header.startswith("Bearer at-")
     assert machine.token_header(auth.issuer + "/token", "pets:read") == header  # kept
     assert auth.count("token") == 1
+
+
+def test_an_mcp_json_openapi_entry_takes_client_credentials_as_auth_does(
+    auth, api, tmp_path, monkeypatch
+):
+    import json
+
+    from toolnexus.mcp import McpSource
+
+    monkeypatch.setenv("AGENT_SECRET", "agent-secret")
+    (tmp_path / "api.json").write_text(json.dumps(document(api, auth.issuer + "/token")))
+    oauth = {
+        "type": "oauth",
+        "grant": "client_credentials",
+        "clientId": "agent",
+        "clientSecret": "${AGENT_SECRET}",
+    }
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "pets": {
+                        "type": "openapi",
+                        "document": "api.json",
+                        "credentials": {"oauth": oauth},
+                    },
+                    "unset": {
+                        "type": "openapi",
+                        "document": "api.json",
+                        "prefix": "u_",
+                        "credentials": {"oauth": {**oauth, "clientSecret": "${NOPE_X}"}},
+                    },
+                }
+            }
+        )
+    )
+    with McpSource(config).connect() as source:
+        status = source.status()
+        assert status["pets"].status == "connected"
+        assert status["unset"].status == "failed" and "NOPE_X" in (status["unset"].reason or "")
+        result = source.toolkit.execute("listPets", {})
+    assert not result.is_error, result.output
+    [request] = auth.seen["token"]
+    assert request["grant_type"] == "client_credentials" and request["scope"] == "pets:read"
+    assert api.requests[-1]["headers"]["authorization"].startswith("Bearer at-")

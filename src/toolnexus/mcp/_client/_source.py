@@ -163,7 +163,10 @@ class McpSource:
     An entry of ``"type": "openapi"`` is no server but an OpenAPI document's operations
     (``Toolkit.from_openapi``): ``document`` (a path, relative to the file, or a URL),
     ``baseUrl``, ``headers``, ``credentials`` (a secret per security scheme; ``${NAME}``
-    expands at each call), ``tags``, ``timeout``, ``outputSchemas`` (``false``: none),
+    expands at each call; an object — ``{"type": "oauth", "grant":
+    "client_credentials", "clientId": …, "clientSecret": …}``, as ``auth`` — is an
+    ``oauth2`` scheme's client credentials, ``OpenApiOAuth``), ``tags``, ``timeout``,
+    ``outputSchemas`` (``false``: none),
     ``includeTools``/``excludeTools``, ``prefix`` (none by default), ``description``,
     ``defer`` (left out: held back above 30 operations). Each tag is a namespace named
     ``<entry>_<tag>``; an operation with no tag is in the entry's namespace.
@@ -427,8 +430,20 @@ class McpSource:
         if "baseUrl" in entry:
             options["base_url"] = _text(entry["baseUrl"], f"{where}.baseUrl")
         options["headers"] = _text_map(entry.get("headers", {}), f"{where}.headers")
-        # Kept as written: ${NAME} in a credential expands at each call, never stored.
-        options["credentials"] = _text_map(entry.get("credentials", {}), f"{where}.credentials")
+        # Kept as written: ${NAME} in a credential expands at each call, never stored. An
+        # object is an oauth2 scheme's client credentials, as a server's "auth" says them.
+        given = entry.get("credentials", {})
+        if not isinstance(given, Mapping):
+            raise InvalidTypeError(f"{where}.credentials: must be an object")
+        options["credentials"] = _text_map(
+            {k: v for k, v in given.items() if not isinstance(v, Mapping)},
+            f"{where}.credentials",
+        )
+        options["oauth_credentials"] = {
+            k: _read_auth(v, f"{where}.credentials.{k}")
+            for k, v in given.items()
+            if isinstance(v, Mapping)
+        }
         if "tags" in entry:
             options["tags"] = _texts(entry["tags"], f"{where}.tags")
         output_schemas = entry.get("outputSchemas", True)
@@ -468,16 +483,24 @@ class McpSource:
         options = server.options
         prefix = self._prefix.get(server.name, options.get("prefix", ""))
         try:
+            credentials: dict[str, Any] = dict(options["credentials"])
+            if options["oauth_credentials"]:
+                from ._oauth import OAuth, OpenApiOAuth
+
+                for scheme, fields in options["oauth_credentials"].items():
+                    expanded = _expand({"auth": fields}, server.name, self._inputs)["auth"]
+                    oauth = dataclasses.replace(self._oauth or OAuth(), **expanded)
+                    credentials[scheme] = OpenApiOAuth(oauth)
             imported = load_openapi(
                 options["openapi"],
                 base_url=options.get("base_url"),
                 headers=options["headers"],
-                credentials=options["credentials"],
+                credentials=credentials,
                 tags=options.get("tags"),
                 timeout_ms=options["timeout_ms"],
                 output_schemas=options["output_schemas"],
             )
-        except (ValueError, TypeError) as exc:
+        except (McpError, ValueError, TypeError) as exc:
             reason = getattr(exc, "problem", None) or str(exc)
             server.status = McpServerStatus(server.name, "failed", reason)
             _log.warning("OpenAPI entry %s failed: %s", server.name, reason)
