@@ -372,7 +372,8 @@ class _Handler(BaseHTTPRequestHandler):
                     body.get("client_assertion", ""),
                     client["public_key"],
                     algorithms=["ES256", "RS256"],
-                    audience=auth.issuer,
+                    # the issuer, or the token endpoint's URL (RFC 7523 §3 allows both)
+                    audience=[auth.issuer, auth.issuer + "/token"],
                 )
             except jwt.InvalidTokenError:
                 return None

@@ -354,6 +354,61 @@ def test_defer_is_automatic_above_30_operations_and_namespaces_follow_tags(serve
     assert set(load_openapi(doc, namespace="pets_api").namespaces.values()) == {"pets_api"}
 
 
+def test_from_openapi_makes_a_namespace_per_tag_described_by_the_documents_tags(server):
+    doc = petstore(server.url)
+    doc["tags"] = [{"name": "pets", "description": "Everything about your pets"}]
+    doc["paths"]["/pets"]["post"]["tags"] = ["pet store!"]  # not a name: made one
+    doc["paths"]["/untagged"] = {"get": {"responses": {"200": {"description": "ok"}}}}
+    toolkit = Toolkit.from_openapi(doc)
+    spaces = {each.name: each for each in toolkit.namespaces()}
+    assert list(spaces) == ["pets", "admin", "pet_store"]
+    assert spaces["pets"].description == "Everything about your pets"
+    assert spaces["admin"].description == "The operations tagged 'admin' of Pets."
+    assert [t.name for t in spaces["pets"].tools()] == ["getPet", "listPets"]
+    assert [t.name for t in spaces["pet_store"].tools()] == ["addPet"]
+    assert toolkit.namespace_of("get_untagged") is None
+    # 5 operations: nothing held back, every definition sent as before
+    assert all(each.defer is None for each in spaces.values())
+    assert not any(toolkit.is_deferred(t.name) for t in toolkit)
+    assert [e["function"]["name"] for e in toolkit.to_openai()] == [t.name for t in toolkit]
+    grouped = toolkit.to_openai(api="responses", search="hosted")
+    assert {
+        "type": "namespace",
+        "name": "pets",
+        "description": "Everything about your pets",
+    }.items() <= grouped[0].items()
+
+
+def test_from_openapi_defers_above_30_operations_unless_told(server):
+    doc = petstore(server.url)
+    doc["paths"].update(
+        {
+            f"/n{i}": {"get": {"tags": ["numbers"], "responses": {"200": {"description": "ok"}}}}
+            for i in range(29)
+        }
+    )
+    doc["paths"]["/untagged"] = {"get": {"responses": {"200": {"description": "ok"}}}}
+    toolkit = Toolkit.from_openapi(doc)  # 34 operations
+    assert len(toolkit) == 34
+    assert all(each.defer is True for each in toolkit.namespaces())
+    assert all(toolkit.is_deferred(t.name) for t in toolkit)  # the untagged one too
+    assert toolkit.get("get_untagged").defer is True
+    sent = [e["function"]["name"] for e in toolkit.to_openai()]
+    assert sent == ["search_tools", "call_tool"]
+    assert toolkit.search("delete a pet", 1)[0].name == "delete_pets_petId"
+    # the same document with defer=False: every namespace loaded, even in a deferred view
+    loaded = Toolkit.from_openapi(doc, defer=False)
+    assert all(each.defer is False for each in loaded.namespaces())
+    assert not any(loaded.view(defer=True).is_deferred(t.name) for t in loaded)
+    assert len(loaded.to_openai()) == 34
+    # and a small one told to defer holds its operations back
+    small = Toolkit.from_openapi(petstore(server.url), defer=True)
+    assert [e["function"]["name"] for e in small.to_openai()] == ["search_tools", "call_tool"]
+    # namespace=None: no namespaces; each tool carries the deferral itself
+    flat = Toolkit.from_openapi(doc, namespace=None)
+    assert flat.namespaces() == [] and all(t.defer is True for t in flat)
+
+
 # ----------------------------------------------------------------- bad input
 
 

@@ -8,6 +8,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -118,3 +119,94 @@ def test_an_openapi_entry_whose_document_fails_is_a_failed_status(tmp_path):
     with McpSource(config).connect() as source:
         status = source.status()["bad"]
     assert status.status == "failed" and "cannot read it" in (status.reason or "")
+
+
+def big_petstore(url: str) -> dict[str, Any]:
+    """The petstore with 30 more operations (34): above the line where deferral starts."""
+    doc = petstore(url)
+    doc["tags"] = [{"name": "pets", "description": "Everything about your pets"}]
+    doc["paths"].update(
+        {
+            f"/n{i}": {"get": {"tags": ["numbers"], "responses": {"200": {"description": "ok"}}}}
+            for i in range(29)
+        }
+    )
+    doc["paths"]["/untagged"] = {"get": {"responses": {"200": {"description": "ok"}}}}
+    return doc
+
+
+def test_an_openapi_ref_is_namespaced_by_tag_and_deferred_above_30(server, tmp_path):
+    from toolnexus._cli._refs import load_toolkit
+
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(big_petstore(server.url)))
+    toolkit = load_toolkit(str(path))
+    assert [each.name for each in toolkit.namespaces()] == ["pets", "admin", "numbers"]
+    assert all(toolkit.is_deferred(tool.name) for tool in toolkit)
+    assert toolkit.namespace_of("getPet").description == "Everything about your pets"
+
+
+def test_serve_search_over_an_openapi_document_finds_and_calls_an_operation(server, tmp_path):
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(big_petstore(server.url)))
+    with McpClient(
+        sys.executable, ["-m", "toolnexus", "serve", str(path), "--search"], env=child_env()
+    ) as client:
+        assert [spec["name"] for spec in client.list_tools()] == ["search_tools", "call_tool"]
+        found = client.call_tool("search_tools", {"query": "one pet"})
+        assert "getPet" in [each["name"] for each in json.loads(found.output)]
+        result = client.call_tool(
+            "call_tool", {"name": "getPet", "arguments": json.dumps({"petId": 5})}
+        )
+    assert not result.is_error, result.output
+    assert server.requests[-1]["path"] == "/echo/pets/5"
+
+
+def test_an_mcp_json_openapi_entry_has_a_namespace_per_tag_and_defers(server, tmp_path):
+    (tmp_path / "big.json").write_text(json.dumps(big_petstore(server.url)))
+    (tmp_path / "small.json").write_text(json.dumps(petstore(server.url)))
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "big": {"type": "openapi", "document": "big.json"},
+                    "small": {"type": "openapi", "document": "small.json", "prefix": "s_"},
+                    "told": {
+                        "type": "openapi",
+                        "document": "big.json",
+                        "prefix": "t_",
+                        "defer": False,
+                        "description": "The pets, loaded",
+                    },
+                }
+            }
+        )
+    )
+    with McpSource(config).connect() as source:
+        toolkit = source.toolkit
+        spaces = {each.name: each for each in toolkit.namespaces()}
+        # a tag's namespace is named after the entry too: two documents share "pets"
+        assert spaces["big_pets"].description == "Everything about your pets"
+        assert spaces["big_pets"].defer is True and spaces["big_numbers"].defer is True
+        assert toolkit.namespace_of("getPet") is spaces["big_pets"]
+        assert toolkit.namespace_of("get_untagged") is spaces["big"]  # the entry's own
+        assert spaces["big"].defer is True and spaces["big"].description == (
+            "The operations of Pets."
+        )
+        assert toolkit.namespace_of("s_getPet") is spaces["small_pets"]
+        assert spaces["small_pets"].defer is None  # 4 operations: as the gateway says
+        assert "small" not in spaces  # every operation has a tag: no empty namespace
+        assert spaces["told_pets"].defer is False and spaces["told"].description == (
+            "The pets, loaded"
+        )
+        assert toolkit.is_deferred("get_n3") and not toolkit.is_deferred("t_get_n3")
+        assert not toolkit.is_deferred("s_getPet")
+
+
+def test_an_openapi_entrys_defer_must_be_a_boolean(tmp_path):
+    config = tmp_path / "mcp.json"
+    entry = {"type": "openapi", "document": "x.json", "defer": "yes"}
+    config.write_text(json.dumps({"mcpServers": {"api": entry}}))
+    with pytest.raises(ValueError, match=r"api\.defer: must be true or false"):
+        McpSource(config)

@@ -83,6 +83,58 @@ def test_github_rest_description_imports_whole_and_every_schema_is_2020_12():
     assert len(set(names)) == len(names) and max(map(len, names)) <= 64
 
 
+def mcp_listing(toolkit: Toolkit, search: bool) -> list[dict[str, Any]]:
+    """Every page of an MCP server's ``tools/list`` (``toolnexus serve [--search]``)."""
+    from toolnexus.mcp import Send, ServerOptions, ServerSession
+
+    session = ServerSession(toolkit, ServerOptions(search=search))
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    listed: list[dict[str, Any]] = []
+    params: dict[str, Any] = {"_meta": meta}
+    while True:
+        (sent,) = session.receive(
+            {"jsonrpc": "2.0", "id": len(listed), "method": "tools/list", "params": params}
+        )
+        assert isinstance(sent, Send)
+        result = sent.message["result"]
+        listed += result["tools"]
+        if not result.get("nextCursor"):
+            return listed
+        params = {"_meta": meta, "cursor": result["nextCursor"]}
+
+
+def test_github_deferred_sends_at_least_95_percent_fewer_definition_bytes():
+    """The issue's "Done when": with deferral, GitHub's tool-definition bytes fall by
+    at least 95% (what a model without native search, or an MCP client, is sent)."""
+    document = needed("TOOLNEXUS_OCTOKIT_OPENAPI", "@octokit/openapi's api.github.com.json")
+    deferred = Toolkit.from_openapi(document)  # deferred by default: ~1,200 operations
+    listed = Toolkit.from_openapi(document, defer=False)
+    assert len(deferred) == len(listed) >= 1000
+    assert len(deferred.namespaces()) >= 30  # one per tag
+    assert all(deferred.is_deferred(tool.name) for tool in deferred)
+
+    def size(value: Any) -> int:
+        return len(json.dumps(value).encode())
+
+    cuts = {
+        "to_openai": (deferred.to_openai(), listed.to_openai()),
+        "to_anthropic": (deferred.to_anthropic(), listed.to_anthropic()),
+        "mcp tools/list": (mcp_listing(deferred, True), mcp_listing(listed, False)),
+    }
+    for form, (held, whole) in cuts.items():
+        assert [entry.get("name") or entry["function"]["name"] for entry in held] == [
+            "search_tools",
+            "call_tool",
+        ], form
+        assert len(whole) == len(listed), form
+        assert size(held) <= 0.05 * size(whole), (form, size(held), size(whole))
+    # and search still finds an operation of the deferred catalog
+    assert "issues_create" in [tool.name for tool in deferred.search("open an issue", 5)]
+
+
 # ----------------------------------------------------------------- prism
 
 

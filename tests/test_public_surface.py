@@ -127,6 +127,7 @@ PUBLIC: dict[str, list[str]] = {
         "McpSource",
         "MemoryTokenStore",
         "OAuth",
+        "OpenApiOAuth",
         "Prompt",
         "ProtectedResource",
         "Resource",

@@ -26,9 +26,9 @@ import json
 import os
 import re
 import urllib.parse
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ._context import ToolContext
 from ._http_tools import (
@@ -80,7 +80,18 @@ _IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
 _FORM = "application/x-www-form-urlencoded"
 _MULTIPART = "multipart/form-data"
 _MAX_SCHEMA_RETRIES = 20
-Credential = str | Callable[[], str]
+
+
+@runtime_checkable
+class TokenSource(Protocol):
+    """What gets a token for an ``oauth2`` scheme's ``clientCredentials`` flow, given as a
+    credential: ``toolnexus.mcp.OpenApiOAuth`` (the MCP client's OAuth machinery) is one.
+    ``oauth_header(token_url, scopes, server)`` returns the ``Authorization`` value."""
+
+    def oauth_header(self, token_url: str, scopes: Sequence[str], server: str) -> str: ...
+
+
+Credential = str | Callable[[], str] | TokenSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +108,8 @@ class OpenApiImport:
             listed): the ``defer`` given, or ``True`` above 30 operations.
         namespaces: each tool's namespace by tool name (``None``: none).
         title: the document's ``info.title``.
+        descriptions: each namespace's description by namespace name: the ``description``
+            of the tag in the document's ``tags`` list, else one naming the tag and the API.
 
     Example::
 
@@ -110,6 +123,20 @@ class OpenApiImport:
     defer: bool = False
     namespaces: Mapping[str, str | None] = field(default_factory=dict)
     title: str = ""
+    descriptions: Mapping[str, str] = field(default_factory=dict)
+
+    def namespace_defer(self, given: bool | None = None) -> bool | None:
+        """The ``defer`` of this import's namespaces: ``given`` when it is True or False
+        (what the caller asked), else True when the import is deferred (above 30
+        operations), else None (follow the toolkit).
+
+        Example::
+
+            toolkit.namespace("pets", "Pets", defer=imported.namespace_defer())
+        """
+        if given is not None:
+            return given
+        return True if self.defer else None
 
 
 # --------------------------------------------------------------------------- reading
@@ -409,7 +436,7 @@ class _Plan:
     params: tuple[_Param, ...]
     body_prop: str | None
     body_media: str | None
-    security: tuple[tuple[tuple[str, Mapping[str, Any]], ...], ...]
+    security: tuple[tuple[tuple[str, Mapping[str, Any], tuple[str, ...]], ...], ...]
     credentials: Mapping[str, Credential]
     headers: Mapping[str, str]
     limits: Limits
@@ -470,17 +497,50 @@ class _Plan:
         if not self.security:
             return
         for requirement in self.security:
-            if requirement and all(name in self.credentials for name, _ in requirement):
-                for name, scheme in requirement:
-                    _apply(scheme, _secret(name, self.credentials[name]), headers, query, cookies)
+            if requirement and all(name in self.credentials for name, _, _ in requirement):
+                for name, scheme, scopes in requirement:
+                    credential = self.credentials[name]
+                    if isinstance(credential, TokenSource):
+                        headers["Authorization"] = self._token(name, scheme, scopes, credential)
+                        continue
+                    _apply(scheme, _secret(name, credential), headers, query, cookies)
                 return
         if any(not requirement for requirement in self.security):
             return  # anonymous access is one of the alternatives
-        names = sorted({name for requirement in self.security for name, _ in requirement})
+        names = sorted({name for requirement in self.security for name, _, _ in requirement})
         _log.info("%s: no credentials for %s; sending without", self.who, ", ".join(names))
 
+    def _token(
+        self, name: str, scheme: Mapping[str, Any], scopes: tuple[str, ...], source: TokenSource
+    ) -> str:
+        """The ``Authorization`` value from an OAuth token source for an ``oauth2``
+        scheme's ``clientCredentials`` flow (its ``tokenUrl``, relative to the server)."""
+        flows = scheme.get("flows") if scheme.get("type") == "oauth2" else None
+        flow = flows.get("clientCredentials") if isinstance(flows, Mapping) else None
+        token_url = flow.get("tokenUrl") if isinstance(flow, Mapping) else None
+        if not isinstance(token_url, str) or not token_url:
+            raise _Problem(
+                f"security scheme {name!r} has no oauth2 clientCredentials flow with a "
+                "tokenUrl, which an OAuth token source needs; give a callable that returns "
+                "a token for it instead"
+            )
+        token_url = urllib.parse.urljoin(self.server.rstrip("/") + "/", token_url)
+        try:
+            value = source.oauth_header(token_url, scopes, self.server)
+        except Exception as exc:  # the token source's: report it, never raise
+            problem = getattr(exc, "problem", None) or type(exc).__name__
+            raise _Problem(f"no OAuth token for security scheme {name!r}: {problem}") from None
+        if not isinstance(value, str):
+            raise _Problem(f"the OAuth token source for {name!r} must return a str")
+        return value
 
-def _secret(scheme: str, credential: Credential) -> str:
+
+def _scopes(value: Any) -> tuple[str, ...]:
+    """A security requirement's scopes for one scheme."""
+    return tuple(each for each in value if isinstance(each, str)) if isinstance(value, list) else ()
+
+
+def _secret(scheme: str, credential: str | Callable[[], str]) -> str:
     """The secret for ``scheme`` now: a callable's answer, or the string with ``${ENV}``
     expanded. What goes wrong names the scheme, never a value."""
     if callable(credential):
@@ -717,7 +777,7 @@ def load_openapi(
             if name != prefix + _operation_name(method, path, operation):
                 notes.append(f"{who}: name shortened to {MAX_NAME} characters")
             if namespace == "tag":
-                namespaces[name] = sanitize_name(op_tags[0]) if op_tags else None
+                namespaces[name] = _namespace_name(op_tags[0]) if op_tags else None
             else:
                 namespaces[name] = namespace
     for problem in problems:
@@ -726,14 +786,49 @@ def load_openapi(
         _log.debug("OpenAPI import: %s", note)
     info = root.get("info")
     title = info.get("title", "") if isinstance(info, Mapping) else ""
+    title = title if isinstance(title, str) else ""
     return OpenApiImport(
         tuple(tools),
         tuple(problems),
         tuple(notes),
         len(tools) > AUTO_DEFER_ABOVE if defer is None else bool(defer),
         namespaces,
-        title if isinstance(title, str) else "",
+        title,
+        _descriptions(root, namespaces, namespace, title),
     )
+
+
+def _namespace_name(tag: str) -> str | None:
+    """A tag as a namespace name (1 to 64 of ``[a-zA-Z0-9_-]``), or None for a tag with
+    nothing of them."""
+    name = sanitize_name(tag).strip("_")[:MAX_NAME]
+    return name or None
+
+
+def _descriptions(
+    root: Mapping[str, Any],
+    namespaces: Mapping[str, str | None],
+    namespace: str | None,
+    title: str,
+) -> dict[str, str]:
+    """Each namespace's description: its tag's ``description`` in the document's
+    ``tags`` list, else one naming the tag and the API."""
+    api = f" of {title}" if title else ""
+    given: dict[str, str] = {}
+    for entry in root.get("tags") or ():
+        if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+            about = entry.get("description")
+            name = _namespace_name(entry["name"]) if namespace == "tag" else None
+            if name is not None and isinstance(about, str) and about.strip():
+                given.setdefault(name, about.strip())
+    out: dict[str, str] = {}
+    for name in namespaces.values():
+        if name is not None and name not in out:
+            if namespace == "tag":
+                out[name] = given.get(name) or f"The operations tagged {name!r}{api}."
+            else:
+                out[name] = f"The operations{api}." if api else "The API's operations."
+    return out
 
 
 def _check_document(root: Any, where: str) -> str:
@@ -919,7 +1014,7 @@ def _make_tool(
     )
     notes.extend(schemas.notes)
     security_spec = operation.get("security", default_security)
-    security: list[tuple[tuple[str, Mapping[str, Any]], ...]] = []
+    security: list[tuple[tuple[str, Mapping[str, Any], tuple[str, ...]], ...]] = []
     for requirement in security_spec or ():
         if not isinstance(requirement, Mapping):
             continue
@@ -931,7 +1026,7 @@ def _make_tool(
                 "in components.securitySchemes; that requirement is left out"
             )
             continue
-        security.append(tuple((s, schemes[s]) for s in requirement))
+        security.append(tuple((s, schemes[s], _scopes(requirement[s])) for s in requirement))
     summary = operation.get("summary")
     details = operation.get("description")
     text = "\n\n".join(t.strip() for t in (summary, details) if isinstance(t, str) and t.strip())

@@ -17,6 +17,7 @@ like tool names, so a host runs them as calls. It knows them only as registered 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -41,6 +42,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
+    from ._openapi import OpenApiImport, TokenSource
     from ._skills import Skill
 
 __all__ = [
@@ -663,7 +665,7 @@ class Toolkit:
         tags: Iterable[str] | None = None,
         paths: Iterable[str] | None = None,
         methods: Iterable[str] | None = None,
-        credentials: Mapping[str, str | Callable[[], str]] | None = None,
+        credentials: Mapping[str, str | Callable[[], str] | TokenSource] | None = None,
         headers: Mapping[str, str] | None = None,
         prefix: str = "",
         timeout_ms: int | None = None,
@@ -680,8 +682,10 @@ class Toolkit:
         :func:`~toolnexus.load_openapi`, which says what each does. An operation that
         cannot be made a tool is left out and logged as a warning naming it — or, with
         ``strict=True``, :class:`~toolnexus.errors.OpenApiError` lists every one.
-        ``defer`` (``None``: deferred above 30 operations) and ``namespace`` are kept for
-        tool search (see docs/http-tools.md).
+        Each tag is a namespace (:meth:`namespace`) described by the document's ``tags``
+        entry (``namespace="tag"``; a string puts every tool in that one, ``None`` in
+        none); ``defer`` (``None``: True above 30 operations) holds them back for tool
+        search (docs/http-tools.md, docs/tool-search.md).
 
         Raises :class:`~toolnexus.errors.OpenApiError` when the document cannot be read,
         is not OpenAPI 3.x or names no server (pass ``base_url``).
@@ -728,9 +732,24 @@ class Toolkit:
                 f"{len(imported.problems)} operation(s) did not load: "
                 + "; ".join(imported.problems),
             )
-        # Tool search (deferral, namespaces) wires in here: imported.defer says whether
-        # these tools are deferred, imported.namespaces gives each tool's namespace.
-        return cls(imported.tools)
+        return cls._of_import(imported, defer)
+
+    @classmethod
+    def _of_import(cls, imported: OpenApiImport, defer: bool | None) -> Toolkit:
+        """A toolkit of an OpenAPI import's tools: a namespace per tag (described by the
+        document's ``tags``), deferred as :meth:`OpenApiImport.namespace_defer` says; a
+        tool in no namespace carries that ``defer`` itself."""
+        toolkit = cls()
+        held = imported.namespace_defer(defer)
+        for tool in imported.tools:
+            home = imported.namespaces.get(tool.name)
+            if home is None:
+                toolkit.register(tool if held is None else dataclasses.replace(tool, defer=held))
+                continue
+            if home not in toolkit._namespaces:
+                toolkit.namespace(home, imported.descriptions.get(home, ""), defer=held)
+            toolkit.register(tool, namespace=home)
+        return toolkit
 
     # ----------------------------------------------------------------- calls
 

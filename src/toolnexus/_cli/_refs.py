@@ -185,7 +185,7 @@ def _openapi_toolkit(ref: str) -> Toolkit:
         print(f"toolnexus: {problem}", file=sys.stderr)
     if not imported.tools:
         raise RefError(ref, f"{ref!r}: no operation in it could be made a tool (see above)")
-    return Toolkit(imported.tools)
+    return Toolkit._of_import(imported, None)  # a namespace per tag, deferred above 30
 
 
 def is_server_url(ref: str) -> bool:

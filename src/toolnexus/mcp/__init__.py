@@ -53,7 +53,7 @@ from ._shared._content import result_from_mcp
 
 if TYPE_CHECKING:
     from ._client._mcp_client import McpClient
-    from ._client._oauth import OAuth
+    from ._client._oauth import OAuth, OpenApiOAuth
     from ._client._session import ClientSession
     from ._client._source import McpServerStatus, McpSource, load_mcp_json
     from ._client._tokens import FileTokenStore, MemoryTokenStore, TokenStore
@@ -85,6 +85,7 @@ __all__ = [
     "McpSource",
     "MemoryTokenStore",
     "OAuth",
+    "OpenApiOAuth",
     "Prompt",
     "ProtectedResource",
     "Resource",
@@ -142,6 +143,7 @@ _LAZY = {
     "JwtVerifier": "_server._verifiers",
     "IntrospectionVerifier": "_server._verifiers",
     "OAuth": "_client._oauth",
+    "OpenApiOAuth": "_client._oauth",
     "TokenStore": "_client._tokens",
     "MemoryTokenStore": "_client._tokens",
     "FileTokenStore": "_client._tokens",

@@ -85,7 +85,7 @@ if TYPE_CHECKING:
     from .._shared._dpop import DpopKey
     from ._tokens import TokenStore
 
-__all__ = ["OAuth", "OAuthFlow"]
+__all__ = ["OAuth", "OAuthFlow", "OpenApiOAuth"]
 
 _log = LazyLogger("mcp.auth")  # the package's: it never prints on its own
 
@@ -542,6 +542,48 @@ class OAuthFlow:
             return failed.problem
         except OAuthError as exc:
             return f"authorization with MCP server {self.name} failed: {exc}"
+
+    def token_header(self, token_endpoint: str, scope: str = "") -> str:
+        """The ``Authorization`` value for a resource whose token endpoint is known
+        beforehand — an OpenAPI ``oauth2`` scheme's ``tokenUrl``, with no MCP discovery:
+        the token held while it is not about to expire, else one refreshed, else one got
+        anew with the configured machine grant (``OAuth(grant="client_credentials")``
+        with a secret or ``private_key_jwt``; ``jwt_bearer``). The endpoint is checked as
+        a discovered one is (https, or loopback http for a loopback resource). Raises
+        :class:`~toolnexus.errors.OAuthError` saying what failed (never a secret).
+
+        Example::
+
+            flow = OAuthFlow(oauth, "https://api.example.com", "example")
+            headers["Authorization"] = flow.token_header("https://auth.example.com/token")
+        """
+        if self.config.grant not in ("client_credentials", "jwt_bearer") or self.config.dpop:
+            raise OAuthError(
+                token_endpoint,
+                "a token endpoint given directly takes OAuth(grant='client_credentials') or "
+                "'jwt_bearer', without dpop (a sign-in or a DPoP-bound token needs an MCP "
+                "server's discovery); pass a callable that returns a token instead",
+            )
+        with self._lock, self._store_held():
+            self._reread()  # another process may hold a newer token
+            tokens = self._tokens()
+            if tokens is not None and not self._expiring(tokens):
+                return _authorization(tokens)
+            if tokens is not None and tokens.get("refresh_token") and self._refresh(tokens):
+                refreshed = self._tokens()
+                if refreshed is not None:
+                    return _authorization(refreshed)
+            try:
+                self._check_target(token_endpoint, "token endpoint")
+                self._start_clock()
+                metadata = {"token_endpoint": token_endpoint}
+                self._machine_grant(metadata, token_endpoint, None, scope)
+            except _Failed as failed:
+                raise OAuthError(token_endpoint, failed.problem) from None
+            tokens = self._tokens()
+            if tokens is None:  # (never: _keep_tokens raises for a token it cannot keep)
+                raise OAuthError(token_endpoint, "no usable access token was issued")
+            return _authorization(tokens)
 
     def _refused_again(self, challenge: Mapping[str, str]) -> str:
         return (
@@ -1255,7 +1297,7 @@ class OAuthFlow:
             raise _Failed(str(problem)) from None
 
     def _machine_grant(
-        self, metadata: Mapping[str, Any], issuer: str, resource: str, scope: str
+        self, metadata: Mapping[str, Any], issuer: str, resource: str | None, scope: str
     ) -> None:
         """Get tokens with no person involved (the lock is held): client credentials,
         a JWT bearer assertion (workload identity), or an identity assertion grant
@@ -1298,7 +1340,7 @@ class OAuthFlow:
             f", scopes {scope}" if scope else "",
         )
 
-    def _id_jag(self, issuer: str, resource: str, scope: str) -> str:
+    def _id_jag(self, issuer: str, resource: str | None, scope: str) -> str:
         """Exchange the user's ID token at the identity provider (RFC 8693) for an
         identity assertion grant (ID-JAG) for ``issuer`` and ``resource``."""
         config = self.config
@@ -1465,6 +1507,64 @@ class OAuthFlow:
     def __repr__(self) -> str:
         state = "signed in" if self._tokens() is not None else "not signed in"
         return f"<OAuthFlow {self.server_url} {state}>"
+
+
+class OpenApiOAuth:
+    """Tokens for an OpenAPI ``oauth2`` scheme's ``clientCredentials`` flow, got, cached
+    and refreshed by the MCP client's OAuth machinery (:class:`OAuthFlow`): give it as
+    the scheme's credential to ``Toolkit.from_openapi``. The scheme's ``tokenUrl`` is the
+    token endpoint (no MCP discovery); each operation asks for the scopes its security
+    requirement names (one token per set of scopes, kept in ``oauth.token_store``).
+
+    ``oauth`` is an :class:`OAuth` with ``grant="client_credentials"`` and the client's
+    ``client_id`` with ``client_secret`` (``client_secret_basic`` or ``_post``) or a
+    private key (``private_key_jwt``), or ``grant="jwt_bearer"`` with an assertion.
+    DPoP-bound tokens and sign-ins (``authorizationCode``) are not for this: pass a
+    callable that returns a token for those.
+
+    Example::
+
+        from toolnexus.mcp import OAuth, OpenApiOAuth
+
+        toolkit = Toolkit.from_openapi(
+            "openapi.json",
+            credentials={"oauth": OpenApiOAuth(OAuth(
+                grant="client_credentials", client_id="agent",
+                client_secret=os.environ["AGENT_SECRET"]))},
+        )
+    """
+
+    __slots__ = ("_flows", "_lock", "oauth")
+
+    def __init__(self, oauth: OAuth) -> None:
+        if not isinstance(oauth, OAuth):
+            raise InvalidTypeError(f"OpenApiOAuth takes an OAuth, got {type(oauth).__name__}")
+        if oauth.grant not in ("client_credentials", "jwt_bearer") or oauth.dpop:
+            raise InvalidValueError(
+                "OpenApiOAuth takes OAuth(grant='client_credentials') (or 'jwt_bearer'), "
+                f"without dpop, got grant={oauth.grant!r}; for a sign-in flow "
+                "(authorizationCode) give the scheme a callable that returns a token"
+            )
+        self.oauth = oauth
+        self._flows: dict[tuple[str, str, str], OAuthFlow] = {}
+        self._lock = threading.Lock()
+
+    def oauth_header(self, token_url: str, scopes: Sequence[str], server: str) -> str:
+        """The ``Authorization`` value for a request to ``server`` whose scheme has the
+        token endpoint ``token_url`` and needs ``scopes`` (see
+        :meth:`OAuthFlow.token_header`). Raises :class:`~toolnexus.errors.OAuthError`."""
+        scope = " ".join(scopes)
+        key = (server, token_url, scope)
+        with self._lock:
+            flow = self._flows.get(key)
+            if flow is None:
+                flow = OAuthFlow(self.oauth, server, shown(token_url))
+                flow.key = f"{server} {token_url} {scope}".rstrip()  # one token per scope set
+                self._flows[key] = flow
+        return flow.token_header(token_url, scope)
+
+    def __repr__(self) -> str:
+        return f"<OpenApiOAuth {self.oauth!r}>"
 
 
 # --------------------------------------------------------------------------- helpers

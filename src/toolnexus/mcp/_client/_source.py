@@ -136,6 +136,8 @@ class _Server:
         self.scopes: frozenset[str] = frozenset()  # a caller needs these to see any of it
         self.tool_scopes: dict[str, frozenset[str]] = {}  # and these for one tool
         self.exchange: UpstreamExchange | None = None  # auth.exchange: each caller's token
+        # an openapi entry's tools: tool name -> (namespace, its description, its defer)
+        self.homes: dict[str, tuple[str, str, bool | None]] = {}
 
 
 class McpSource:
@@ -173,8 +175,13 @@ class McpSource:
     An entry of ``"type": "openapi"`` is no server but an OpenAPI document's operations
     (``Toolkit.from_openapi``): ``document`` (a path, relative to the file, or a URL),
     ``baseUrl``, ``headers``, ``credentials`` (a secret per security scheme; ``${NAME}``
-    expands at each call), ``tags``, ``timeout``, ``outputSchemas`` (``false``: none),
-    ``includeTools``/``excludeTools``, ``prefix`` (none by default).
+    expands at each call; an object — ``{"type": "oauth", "grant":
+    "client_credentials", "clientId": …, "clientSecret": …}``, as ``auth`` — is an
+    ``oauth2`` scheme's client credentials, ``OpenApiOAuth``), ``tags``, ``timeout``,
+    ``outputSchemas`` (``false``: none),
+    ``includeTools``/``excludeTools``, ``prefix`` (none by default), ``description``,
+    ``defer`` (left out: held back above 30 operations). Each tag is a namespace named
+    ``<entry>_<tag>``; an operation with no tag is in the entry's namespace.
 
     Raises ``ValueError``/``TypeError`` naming the place for a file that is not such a
     configuration (``servers.db.args: must be a list of strings``); a server that merely
@@ -447,8 +454,20 @@ class McpSource:
         if "baseUrl" in entry:
             options["base_url"] = _text(entry["baseUrl"], f"{where}.baseUrl")
         options["headers"] = _text_map(entry.get("headers", {}), f"{where}.headers")
-        # Kept as written: ${NAME} in a credential expands at each call, never stored.
-        options["credentials"] = _text_map(entry.get("credentials", {}), f"{where}.credentials")
+        # Kept as written: ${NAME} in a credential expands at each call, never stored. An
+        # object is an oauth2 scheme's client credentials, as a server's "auth" says them.
+        given = entry.get("credentials", {})
+        if not isinstance(given, Mapping):
+            raise InvalidTypeError(f"{where}.credentials: must be an object")
+        options["credentials"] = _text_map(
+            {k: v for k, v in given.items() if not isinstance(v, Mapping)},
+            f"{where}.credentials",
+        )
+        options["oauth_credentials"] = {
+            k: _read_auth(v, f"{where}.credentials.{k}")
+            for k, v in given.items()
+            if isinstance(v, Mapping)
+        }
         if "tags" in entry:
             options["tags"] = _texts(entry["tags"], f"{where}.tags")
         output_schemas = entry.get("outputSchemas", True)
@@ -470,6 +489,15 @@ class McpSource:
         exclude = _texts(entry.get("excludeTools", []), f"{where}.excludeTools")
         if "prefix" in entry:
             options["prefix"] = _text(entry["prefix"], f"{where}.prefix", allow_empty=True)
+        defer = entry.get("defer")
+        if defer is not None and not isinstance(defer, bool):
+            raise InvalidValueError(
+                f"{where}.defer: must be true or false (hold the document's operations back "
+                f"until a search finds them; left out: held back above 30), got {defer!r}"
+            )
+        options["defer"] = defer
+        description = entry.get("description")
+        options["description"] = description if isinstance(description, str) else None
         return _Server(name, options, include, exclude)
 
     def _connect_openapi(self, server: _Server) -> None:
@@ -479,27 +507,51 @@ class McpSource:
         options = server.options
         prefix = self._prefix.get(server.name, options.get("prefix", ""))
         try:
+            credentials: dict[str, Any] = dict(options["credentials"])
+            if options["oauth_credentials"]:
+                from ._oauth import OAuth, OpenApiOAuth
+
+                for scheme, fields in options["oauth_credentials"].items():
+                    expanded = _expand({"auth": fields}, server.name, self._inputs)["auth"]
+                    oauth = dataclasses.replace(self._oauth or OAuth(), **expanded)
+                    credentials[scheme] = OpenApiOAuth(oauth)
             imported = load_openapi(
                 options["openapi"],
                 base_url=options.get("base_url"),
                 headers=options["headers"],
-                credentials=options["credentials"],
+                credentials=credentials,
                 tags=options.get("tags"),
                 timeout_ms=options["timeout_ms"],
                 output_schemas=options["output_schemas"],
             )
-        except (ValueError, TypeError) as exc:
+        except (McpError, ValueError, TypeError) as exc:
             reason = getattr(exc, "problem", None) or str(exc)
             server.status = McpServerStatus(server.name, "failed", reason)
             _log.warning("OpenAPI entry %s failed: %s", server.name, reason)
             return
+        from ..._views import check_namespace_name  # loaded with the toolkit already
+
+        held = imported.namespace_defer(options["defer"])
+        if options["description"] is None and imported.title:
+            options["description"] = f"The operations of {imported.title}."
+        options["defer"] = held  # the entry's own namespace (tools with no tag) too
         tools = []
         for tool in imported.tools:
             if server.include is not None and tool.name not in server.include:
                 continue
             if tool.name in server.exclude:
                 continue
-            tools.append(dataclasses.replace(tool, name=prefix + tool.name) if prefix else tool)
+            tag = imported.namespaces.get(tool.name)
+            name = prefix + tool.name
+            tools.append(dataclasses.replace(tool, name=name) if prefix else tool)
+            if tag is None:
+                continue
+            # a tag's namespace, named after the entry too: two documents may share a tag
+            try:
+                home = check_namespace_name(f"{server.name}_{tag}")
+            except ValueError:
+                continue  # the entry's own namespace, as a tool with no tag
+            server.homes[name] = (home, imported.descriptions.get(tag, ""), held)
         server.tools = tools
         server.status = McpServerStatus(server.name, "connected")
 
@@ -662,8 +714,13 @@ class McpSource:
         kept: list[str] = []
         skills: list[str] = []
         with self._lock:
-            # its tools and its skills share the server's namespace (a view's filter)
-            namespace = self._namespace(server) if server.tools or server.skills else None
+            # its tools (those of no openapi tag) and its skills share the server's
+            # namespace (a view's filter)
+            homeless = any(tool.name not in server.homes for tool in server.tools)
+            namespace = self._namespace(server) if homeless or server.skills else None
+            for space, about, defer in dict.fromkeys(server.homes.values()):
+                if all(each.name != space for each in self.toolkit.namespaces()):
+                    self.toolkit.namespace(space, about, defer=defer)
             for tool in server.tools:
                 if tool.name in self.toolkit:
                     owner = self._owner(tool.name)
@@ -675,7 +732,8 @@ class McpSource:
                         owner,
                     )
                     continue
-                self.toolkit.register(tool, namespace=namespace)
+                home = server.homes.get(tool.name)
+                self.toolkit.register(tool, namespace=home[0] if home else namespace)
                 kept.append(tool.name)
             held = {id(each) for each in self.toolkit.skills()}
             for skill in server.skills:
