@@ -125,29 +125,29 @@ def test_deadline_and_cancel_reach_an_http_server_from_the_caller(
     http_server: HttpServer, version: str
 ) -> None:
     heard = mcp_client_tools.HEARD
-    with McpClient(url=http_server.url, name="srv", protocol_version=version) as client:
-        with Host(Toolkit(client.tools()), grace_ms=TIMEOUT_MS) as host:
-            heard.clear()
-            mcp_client_tools.STARTED.clear()
-            result = host.call("srv_wait", {"seconds": TIMEOUT}, timeout_ms=300)
-            assert result.output.startswith("timed out after 300 ms")
-            assert heard.wait(TIMEOUT), "the server's tool never heard the deadline"
+    client = McpClient(url=http_server.url, name="srv", protocol_version=version)
+    with client, Host(Toolkit(client.tools()), grace_ms=TIMEOUT_MS) as host:
+        heard.clear()
+        mcp_client_tools.STARTED.clear()
+        result = host.call("srv_wait", {"seconds": TIMEOUT}, timeout_ms=300)
+        assert result.output.startswith("timed out after 300 ms")
+        assert heard.wait(TIMEOUT), "the server's tool never heard the deadline"
 
-            heard.clear()
-            mcp_client_tools.STARTED.clear()
-            source = CancellationTokenSource()
-            done: list[ToolResult] = []
-            caller = threading.Thread(
-                target=lambda: done.append(
-                    host.call("srv_wait", {"seconds": TIMEOUT}, cancellation_token=source.token)
-                )
+        heard.clear()
+        mcp_client_tools.STARTED.clear()
+        source = CancellationTokenSource()
+        done: list[ToolResult] = []
+        caller = threading.Thread(
+            target=lambda: done.append(
+                host.call("srv_wait", {"seconds": TIMEOUT}, cancellation_token=source.token)
             )
-            caller.start()
-            assert mcp_client_tools.STARTED.wait(TIMEOUT)
-            source.cancel()
-            caller.join(TIMEOUT)
-            assert heard.wait(TIMEOUT), "the server's tool never heard the cancel"
-            assert workers_started(host) == 0
+        )
+        caller.start()
+        assert mcp_client_tools.STARTED.wait(TIMEOUT)
+        source.cancel()
+        caller.join(TIMEOUT)
+        assert heard.wait(TIMEOUT), "the server's tool never heard the cancel"
+        assert workers_started(host) == 0
     assert done[0].is_error
 
 
@@ -166,4 +166,3 @@ def test_a_remote_tool_behind_middleware_still_runs_on_a_worker(gather: McpClien
 def _in_flight(client: McpClient) -> int:
     connection = client._connection
     return 0 if connection is None else len(connection.peer.waiting())
-
