@@ -166,3 +166,23 @@ def test_a_remote_tool_behind_middleware_still_runs_on_a_worker(gather: McpClien
 def _in_flight(client: McpClient) -> int:
     connection = client._connection
     return 0 if connection is None else len(connection.peer.waiting())
+
+
+def test_ctrl_c_in_a_remote_call_on_the_caller_cancels_it_and_goes_on(
+    http_server: HttpServer,
+) -> None:
+    # The reporter runs on the thread reading the answer, the caller's: raising there is
+    # what Ctrl-C does while the call waits. Host.call's promise: cancel, then re-raise.
+    events: list[str] = []
+
+    def interrupt(progress: float, total: float | None, message: str | None) -> None:
+        raise KeyboardInterrupt
+
+    client = McpClient(url=http_server.url, name="srv", protocol_version=MODERN)
+    with (
+        client,
+        Host(Toolkit(client.tools()), on_event=lambda e: events.append(e.outcome)) as host,
+        pytest.raises(KeyboardInterrupt),
+    ):
+        host.call("srv_steps", {"count": 3}, progress=interrupt)
+    assert events == ["cancelled"]

@@ -739,10 +739,7 @@ class Host:
             call._start()  # re-entrant: runs inline on this worker
             return call.result()
         if _runs_on_caller(call):
-            # Unowned: this thread is inside the tool, so what a deadline or a cancel does
-            # meanwhile (waking the tool's I/O) runs on the dispatcher, not here.
-            call._start(inline=True)
-            return call.result()
+            return call._run_on_caller()
         return call._wait_owned()
 
     async def _await(self, call: Call) -> ToolResult:
