@@ -757,7 +757,7 @@ class Call(metaclass=_NoPublicConstructor):
         if failed is not None:
             self._carry_out(failed)
             return
-        if runner == INLINE or runner == ON_CALLER:
+        if runner in (INLINE, ON_CALLER):
             assert args is not None and self._context is not None
             self._run_tool(tool, args, self._ctx, self._context)
         elif runner == ON_LOOP:
