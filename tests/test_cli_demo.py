@@ -53,7 +53,7 @@ def test_the_demo_runs_from_any_folder_and_every_scenario_ends_as_shown(tmp_path
 
 def test_run_returns_0_and_writes_through_the_given_function():
     lines: list[str] = []
-    assert demo.run(write=lines.append) == 0
+    assert demo.run(write=lines.append) == 0, "\n".join(lines)
     assert lines[0].startswith("toolnexus demo:")
     assert any("completed 3 step(s)" in line for line in lines)
 

@@ -78,6 +78,8 @@ def test_an_answer_for_another_item_is_refused(host: Host) -> None:
     wrong = Answer.accept(second.pending)
     refused = host.resume_turn(first, wrong)
     assert refused.messages == [] and refused.error is not None
+    assert "does not echo the pending request's id" in refused.error
+    assert refused.waiting == first.waiting  # still asking, nothing sent
     # A turn whose approval item was edited (another tool) does not verify either.
     edited = first.to_dict()
     edited["calls"][0]["arguments"]["name"] = "delete_repo"

@@ -56,7 +56,9 @@ from programmatic_tools import deployed, toolkit
 turn = TurnResult.from_json(Path(sys.argv[1]).read_text())
 with Host(toolkit, tool_middleware={"deploy": [require_approval()]}) as host:
     turn = host.resume_turn(turn, Answer.accept(turn.pending))
-print(json.dumps({"messages": turn.messages, "error": turn.error, "deployed": deployed}))
+callers = [call.caller for call in turn.calls]
+print(json.dumps({"messages": turn.messages, "error": turn.error, "deployed": deployed,
+                  "callers": callers}))
 """
 
 
@@ -103,6 +105,7 @@ def test_an_anthropic_programmatic_turn_suspends_on_approval_and_resumes_in_anot
     caller = {"type": "code_execution_20260120", "tool_id": "srvtoolu_01PtcCodeExec"}
     assert [c.caller for c in turn.calls] == [caller, caller]
     assert child["error"] is None and child["deployed"] == ["staging"]
+    assert child["callers"] == [caller, caller]  # the other process read who made each call
     (message,) = child["messages"]
     # Results for code: only tool_result blocks, each content a string the code reads.
     assert message == {
@@ -125,6 +128,8 @@ def test_an_openai_programmatic_call_suspends_on_approval_and_goes_back_with_its
     assert turn.waiting == ("call_deploy_01",)
     assert child["error"] is None and child["deployed"] == ["staging"]
     caller = {"type": "program", "caller_id": "call_prog_01"}
+    assert [c.caller for c in turn.calls] == [caller, caller]
+    assert child["callers"] == [caller, caller]
     assert child["messages"] == [
         {"type": "function_call_output", "call_id": "call_add_01", "output": "42",
          "caller": caller},

@@ -113,6 +113,38 @@ def test_anthropic_definitions_with_callers_examples_and_cache_are_beta_tools(
     assert tools[0]["input_examples"] == [{"a": 1, "b": 2}]
 
 
+CODE_EXECUTION_PARAMS = {
+    "code_execution_20250825": anthropic_beta.BetaCodeExecutionTool20250825Param,
+    "code_execution_20260120": anthropic_beta.BetaCodeExecutionTool20260120Param,
+    "code_execution_20260521": anthropic_beta.BetaCodeExecutionTool20260521Param,
+}
+
+
+@pytest.mark.parametrize("version", sorted(CODE_EXECUTION_PARAMS))
+def test_anthropics_programmatic_tool_list_is_beta_tool_unions(version: str) -> None:
+    tools = Toolkit([add, deploy]).to_anthropic(
+        code_execution=version, cache_control={"type": "ephemeral"}, programmatic=True
+    )
+    # The code-execution tool of the version the tools' allowed_callers name, first.
+    accepts(CODE_EXECUTION_PARAMS[version], tools[0])
+    assert tools[1]["allowed_callers"] == ["direct", version]
+    for definition in tools:
+        accepts(anthropic_beta.BetaToolUnionParam, definition)
+    for definition in tools[1:]:
+        accepts(anthropic_beta.BetaToolParam, definition)
+
+
+def test_openais_programmatic_tool_list_is_responses_tools() -> None:
+    from openai.types.responses.tool_param import ProgrammaticToolCalling
+
+    tools = toolkit.to_openai(api="responses", programmatic=True)
+    accepts(ProgrammaticToolCalling, tools[0])
+    for definition in tools:
+        accepts(responses.ToolParam, definition)
+        accepts(BetaToolParam, definition)
+    assert [each.get("name") for each in tools] == [None, "add", "deploy", "sql"]
+
+
 def test_anthropic_mcp_connector_entries_are_beta_types() -> None:
     accepts(anthropic_beta.BetaRequestMCPServerURLDefinitionParam, DOCS.to_anthropic_server())
     accepts(anthropic_beta.BetaMCPToolsetParam, DOCS.to_anthropic_toolset())
@@ -147,9 +179,17 @@ def test_gemini_declarations_take_the_full_json_schema() -> None:
         """Grow."""
         return "ok"
 
+    schema = json.loads(json.dumps(grow.input_schema))
+    assert "$defs" in schema and '"$ref"' in json.dumps(schema) and '"anyOf"' in json.dumps(schema)
     declaration = genai.FunctionDeclaration.model_validate_json(json.dumps(grow.to_gemini()))
-    assert declaration.parameters_json_schema == json.loads(json.dumps(grow.input_schema))
+    assert declaration.parameters_json_schema == schema
     assert declaration.parameters is None
+    # The SDK sends it on as it came: the whole tools entry, serialised back, is unchanged.
+    (entry,) = Toolkit([grow]).to_gemini()
+    sent = genai.Tool.model_validate(entry).model_dump(
+        mode="json", by_alias=True, exclude_none=True
+    )
+    assert sent["functionDeclarations"][0]["parametersJsonSchema"] == schema
     subset = genai.FunctionDeclaration.model_validate_json(
         json.dumps(grow.to_gemini(schema="subset"))
     )
@@ -218,6 +258,26 @@ def test_custom_tool_outputs_and_approval_responses_are_input_items() -> None:
         accepts(McpApprovalResponse, response)
         accepts(responses.ResponseInputItemParam, response)
     assert (yes["approve"], no["approve"]) == (True, False)
+
+
+def test_a_programmatic_custom_tool_calls_output_is_an_input_item_with_its_caller() -> None:
+    @tool(grammar=Grammar("regex", r"^[a-z ]{1,40}$"), allowed_callers=["direct", "programmatic"])
+    def words(input: str) -> str:
+        """Count words."""
+        return str(len(input.split()))
+
+    program = {"type": "program", "caller_id": "call_prog_7"}
+    call = responses.ResponseCustomToolCall(
+        type="custom_tool_call", call_id="c7", name="words", input="two words", caller=program
+    )
+    with Host(Toolkit([words])) as host:
+        (output,) = host.run_turn([call], style="responses").messages
+    assert output == {
+        "type": "custom_tool_call_output", "call_id": "c7", "output": "2", "caller": program
+    }  # fmt: skip
+    accepts(responses.ResponseCustomToolCallOutputParam, output)
+    accepts(responses.ResponseInputItemParam, output)
+    accepts(BetaResponseInputItemParam, output)
 
 
 def test_gemini_thought_signatures_from_the_sdk_object_are_kept() -> None:

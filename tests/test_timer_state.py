@@ -108,8 +108,10 @@ def test_a_deadline_flips_the_token_of_another_hosts_tool_while_callbacks_are_st
         calls = [a.submit("registers_slow", {}, timeout_ms=10) for _ in range(SLOW)]
         assert slow.busy.wait(TIMEOUT), "the slow callbacks never started"
 
-        blocking = b.call("polite", {}, timeout_ms=50)
-        assert blocking.output == "timed out after 50 ms: stopped by myself"
+        # A deadline long enough that a busy machine starts the tool before it passes
+        # (else it reads "never started"), far shorter than the grace the test never waits.
+        blocking = b.call("polite", {}, timeout_ms=1000)
+        assert blocking.output == "timed out after 1000 ms: stopped by myself"
         assert not slow.release.is_set()
 
         submitted = b.submit("polite", {}, timeout_ms=50)

@@ -42,6 +42,11 @@ def sql(input: str) -> str:
     return f"ran {input}"
 
 
+def echo(input: str) -> str:
+    """Echo the text."""
+    return input
+
+
 # --------------------------------------------------------------------------- bad input
 
 
@@ -77,16 +82,71 @@ def test_eager_input_streaming_must_be_a_bool() -> None:
 @pytest.mark.parametrize(
     ("syntax", "definition", "problem"),
     [
-        ("regex", "(a", "the regex is not valid"),
-        ("regex", "(?P<x>a)", "the regex is not valid"),  # Python syntax, not ECMA
-        ("regex", "^(?=a)a$", "lookaround or a backreference"),
-        ("regex", r"^(a)\1$", "lookaround or a backreference"),
-        ("lark", "expr: NUMBER", "must define the rule 'start'"),
-        ("ebnf", "start: x", "must be 'lark' or 'regex'"),
-        ("regex", "  ", "non-empty"),
+        # OpenAI's regexes are Rust's regex crate syntax, without lookaround or laziness.
+        ("regex", "^(?=a)a$", r"'\(\?=' at 1 is lookaround"),
+        ("regex", "^a(?<!b)$", r"'\(\?<!' at 2 is lookaround"),
+        ("regex", r"^(a)\1$", r"the backreference '\\1' at 4"),
+        ("regex", r"^(?<x>a)\k<x>$", r"the backreference '\\k<' at 8"),
+        ("regex", "^a+?$", r"the lazy quantifier '\+\?' at 2"),
+        ("regex", "^a{2,3}?$", r"the lazy quantifier '\{2,3\}\?' at 2"),
+        ("regex", "^a\nb$", "a line break at 2: a regex grammar must be on one line"),
+        ("regex", "(a", r"the group opened at 0 is not closed"),
+        ("regex", "a)", r"'\)' at 1 closes no group"),
+        ("regex", "[a-z", "the character class opened at 0 is not closed"),
+        ("regex", r"^a\Z", r"the escape '\\Z' at 2 is not in Rust's regex syntax"),
+        ("regex", "(?#note)a", r"the group '\(\?#' at 0 is not in Rust's regex syntax"),
+        ("regex", "*a", "'\\*' at 0 repeats nothing"),
+        ("regex", "(?P<1x>a)", "the group name at 4 is not valid"),
+        # Lark: the subset OpenAI's grammars (LLGuidance) take.
+        ("lark", "expr: NUMBER", "a Lark grammar must define the rule 'start'"),
+        ("lark", "start: A\n%declare A", "'%declare' at line 2"),
+        ("lark", "start: A\n%import .lib.A", "'%import .lib.A' at line 2"),
+        ("lark", 'start: A\nA.2: "a"', "the terminal A at line 2 has a priority"),
+        (
+            "lark",
+            'start: sep{A}\nsep{x}: x ("," x)*\nA: "a"',
+            "the rule sep at line 2 is a template",
+        ),
+        ("lark", "start: W\nW: /[a-z]+?/", r"the regex /\[a-z\]\+\?/ at line 2: the lazy"),
+        (
+            "lark",
+            "start: W\n\nW: /(?<=x)y/",
+            r"the regex /\(\?<=x\)y/ at line 3: '\(\?<=' at 0 is lookaround",
+        ),
     ],
 )
-def test_a_grammar_the_provider_would_reject_is_refused(
+def test_a_grammar_the_provider_would_reject_is_refused_naming_the_tool(
+    syntax: str, definition: str, problem: str
+) -> None:
+    with pytest.raises(InvalidValueError, match=f"^{syntax} grammar of tool 'g': {problem}"):
+        tool(echo, name="g", grammar=Grammar(syntax, definition))
+
+
+@pytest.mark.parametrize(
+    "definition",
+    [
+        # OpenAI's own examples: Rust's named groups, and a Lark grammar with aliases.
+        r"^(?P<month>January|February)\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+(?P<year>\d{4})$",
+        'start: expr\nexpr: term (SP ADD SP term)* -> add\n| term\nterm: INT\nSP: " "\n'
+        'ADD: "+"\n%import common.INT',
+        # What looks like lookaround or laziness but is not: in a class, escaped, quoted,
+        # commented out; Rust's flags, classes and escapes.
+        r"^[(?=]\(?=[*?]+$",
+        r"^(?i)[[:alpha:]&&[^q]]+\p{Greek}\x{10FFFF}\u00e9(?s:.)\\1$",
+        'start: "/(?=x)/" WORD SLASH // W: /a+?/\nSLASH: /\\//\n%import common (WORD)\n%ignore " "',
+    ],
+)
+def test_grammars_the_provider_takes_are_accepted(definition: str) -> None:
+    syntax = "lark" if definition.startswith("start") else "regex"
+    made = tool(echo, name="g", grammar=Grammar(syntax, definition))
+    assert made.to_openai(api="responses")["format"]["definition"] == definition
+
+
+@pytest.mark.parametrize(
+    ("syntax", "definition", "problem"),
+    [("ebnf", "start: x", "must be 'lark' or 'regex'"), ("regex", "  ", "non-empty")],
+)
+def test_a_grammar_without_a_known_syntax_or_a_definition_is_refused(
     syntax: str, definition: str, problem: str
 ) -> None:
     with pytest.raises(InvalidValueError, match=problem):
@@ -133,6 +193,65 @@ def test_the_toolkits_cache_control_marks_the_last_tool_only() -> None:
     entries = Toolkit([add, plain]).to_anthropic(cache_control={"type": "ephemeral", "ttl": "1h"})
     assert "cache_control" not in entries[0]
     assert entries[1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+
+
+def test_programmatic_adds_anthropics_code_execution_tool_of_the_chosen_version() -> None:
+    kit = Toolkit([add, plain])
+    assert kit.to_anthropic() == kit.to_anthropic(programmatic=False)
+    assert all("type" not in entry for entry in kit.to_anthropic())
+    entries = kit.to_anthropic(
+        programmatic=True,
+        code_execution="code_execution_20260521",
+        cache_control={"type": "ephemeral"},
+    )
+    assert entries[0] == {"type": "code_execution_20260521", "name": "code_execution"}
+    assert entries[1]["allowed_callers"] == ["direct", "code_execution_20260521"]
+    assert [entry.get("name") for entry in entries] == ["code_execution", "add", "plain"]
+    # The breakpoint stays on the last tool, so the code-execution tool is cached with it.
+    assert "cache_control" in entries[2]
+    assert "cache_control" not in entries[0]
+
+
+def test_programmatic_adds_openais_programmatic_tool_calling_tool() -> None:
+    kit = Toolkit([add, plain])
+    entries = kit.to_openai(api="responses", programmatic=True)
+    assert entries[0] == {"type": "programmatic_tool_calling"}
+    assert entries[1:] == kit.to_openai(api="responses")
+
+
+def test_programmatic_adds_nothing_when_no_tool_allows_code_callers() -> None:
+    kit = Toolkit([plain])
+    assert kit.to_anthropic(programmatic=True) == kit.to_anthropic()
+    assert kit.to_openai(api="responses", programmatic=True) == kit.to_openai(api="responses")
+
+
+def test_programmatic_is_refused_where_the_provider_has_no_such_tool() -> None:
+    with pytest.raises(InvalidValueError, match="programmatic=True needs api='responses'"):
+        Toolkit([add]).to_openai(programmatic=True)
+    with pytest.raises(InvalidValueError, match="code_execution must be one of"):
+        Toolkit([add]).to_anthropic(programmatic=True, code_execution="code_execution_20250522")
+
+
+def test_programmatic_refuses_a_tool_named_like_the_code_execution_tool() -> None:
+    @tool(name="code_execution", allowed_callers=["direct", "programmatic"])
+    def run(code: str) -> str:
+        """Run code."""
+        return code
+
+    with pytest.raises(InvalidValueError, match=r"named 'code_execution'.*rename the tool"):
+        Toolkit([run]).to_anthropic(programmatic=True)
+
+
+def test_programmatic_also_leads_a_list_with_deferred_tools() -> None:
+    @tool(defer=True)
+    def rare(x: str) -> str:
+        """Rarely used."""
+        return x
+
+    kit = Toolkit([add, rare])
+    entries = kit.to_anthropic(programmatic=True)
+    assert entries[0] == {"type": "code_execution_20260120", "name": "code_execution"}
+    assert entries[1:] == kit.to_anthropic()
 
 
 def test_openai_responses_carries_allowed_callers() -> None:

@@ -53,12 +53,15 @@ if TYPE_CHECKING:
 __all__ = [
     "ANTHROPIC_CODE_EXECUTION",
     "GEMINI_SCHEMAS",
+    "CODE_EXECUTION_NAME",
     "HostedMcp",
     "anthropic_tool",
+    "check_code_execution",
     "gemini_declaration",
     "keep_listable",
     "mcp_tool",
     "openai_tool",
+    "programmatic_entry",
 ]
 
 _OPENAI_APIS = ("chat", "responses")
@@ -219,6 +222,42 @@ ANTHROPIC_CODE_EXECUTION = (
 """The Anthropic code-execution tool versions a tool's ``allowed_callers`` may name."""
 
 
+def check_code_execution(version: str) -> str:
+    """``version`` when it is an Anthropic code-execution tool version a tool's
+    ``allowed_callers`` may name; a clear error otherwise."""
+    if version not in ANTHROPIC_CODE_EXECUTION:
+        raise InvalidValueError(
+            f"code_execution must be one of {', '.join(ANTHROPIC_CODE_EXECUTION)}, got {version!r}"
+        )
+    return version
+
+
+CODE_EXECUTION_NAME = "code_execution"
+"""The name Anthropic's code-execution tool always has (``BetaCodeExecutionTool…Param``)."""
+
+
+def programmatic_entry(
+    provider: str, *, code_execution: str = "code_execution_20260120"
+) -> dict[str, Any]:
+    """The provider's own tool entry that lets the model call tools from code: Anthropic's
+    ``{"type": "code_execution_…", "name": "code_execution"}`` (the version a tool's
+    ``allowed_callers`` names), OpenAI Responses' ``{"type": "programmatic_tool_calling"}``.
+    The toolkit adapters add it with ``programmatic=True``.
+
+    Example::
+
+        >>> programmatic_entry("openai")
+        {'type': 'programmatic_tool_calling'}
+        >>> programmatic_entry("anthropic", code_execution="code_execution_20250825")
+        {'type': 'code_execution_20250825', 'name': 'code_execution'}
+    """
+    if provider == "openai":
+        return {"type": "programmatic_tool_calling"}
+    if provider == "anthropic":
+        return {"type": check_code_execution(code_execution), "name": CODE_EXECUTION_NAME}
+    raise InvalidValueError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
+
+
 def _openai_callers(tool: Tool) -> dict[str, Any]:
     """``allowed_callers`` of an OpenAI Responses tool, when the tool is not direct-only."""
     if tool.allowed_callers == ("direct",):
@@ -254,11 +293,7 @@ def _openai_custom_tool(tool: Tool, api: str) -> dict[str, Any]:
 
 def _anthropic_tool_use(tool: Tool, code_execution: str) -> dict[str, Any]:
     """The advanced-tool-use fields of an Anthropic tool the tool sets."""
-    if code_execution not in ANTHROPIC_CODE_EXECUTION:
-        raise InvalidValueError(
-            f"code_execution must be one of {', '.join(ANTHROPIC_CODE_EXECUTION)}, "
-            f"got {code_execution!r}"
-        )
+    check_code_execution(code_execution)
     out: dict[str, Any] = {}
     if tool.allowed_callers != ("direct",):
         out["allowed_callers"] = [

@@ -65,6 +65,27 @@ bound_principal: contextvars.ContextVar[Principal | None] = contextvars.ContextV
 )
 
 
+class PresentedToken:
+    """The access token a verified caller presented, held for a gateway that trades it
+    for an upstream's own (RFC 8693); its repr never shows it, so no log line can."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def __repr__(self) -> str:
+        return "<presented token, hidden>"
+
+
+# Package-internal, next to bound_principal: the token that principal was verified from
+# (set only with an OAuth-verified principal). Never put in a ToolContext: only a
+# gateway's remote tool that exchanges it per upstream reads it.
+bound_token: contextvars.ContextVar[PresentedToken | None] = contextvars.ContextVar(
+    "toolnexus_presented_token", default=None
+)
+
+
 @sealed
 @dataclass(frozen=True, slots=True, repr=False)  # its own __repr__ below
 class ToolContext:

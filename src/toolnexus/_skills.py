@@ -130,6 +130,9 @@ class Skill:
     _digests: dict[str, tuple[int, int, str]] = field(
         default_factory=dict, repr=False, compare=False
     )
+    # a remote skill's entry as this host offers it (read-only JSON: uri, frontmatter,
+    # resources), what a server re-exporting it lists; None for a local skill
+    _entry: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "frontmatter", freeze(dict(self.frontmatter)))
@@ -314,10 +317,12 @@ def _inside(real: str, root: Path) -> bool:
 
 def extension_name_problem(skill: Skill) -> str | None:
     """Why the skills extension (SEP-2640) refuses to serve ``skill`` under its name —
-    the Agent Skills naming rules, and the name equal to its folder's — or None."""
-    if not _NAME_RULE.fullmatch(skill.name):
+    the Agent Skills naming rules, and the name equal to its folder's — or None. A remote
+    skill is judged by its frontmatter name (the host's name for it carries a prefix)."""
+    name = skill.name if skill._entry is None else str(skill.frontmatter.get("name"))
+    if not _NAME_RULE.fullmatch(name):
         return (
-            f"its name {skill.name!r} breaks the Agent Skills naming rules (1-64 lowercase "
+            f"its name {name!r} breaks the Agent Skills naming rules (1-64 lowercase "
             "letters, digits and hyphens; no hyphen first, last or twice in a row)"
         )
     if skill.folder is not None and skill.folder.name != skill.name:
@@ -533,4 +538,6 @@ def make_skill_tool(skills: Callable[[], Mapping[str, Skill]]) -> Tool[Any, Any]
         where = str(found.folder) if found.folder is not None else found.location
         return ToolResult(text, False, {"name": found.name, "dir": where})
 
-    return Tool("skill", SKILL_TOOL_DESCRIPTION, _SKILL_SCHEMA, load, source="skill")
+    # never deferred: the skills prompt names the tool, and the skills are what is held
+    # back (each one's body and files load only when the model asks for it)
+    return Tool("skill", SKILL_TOOL_DESCRIPTION, _SKILL_SCHEMA, load, source="skill", defer=False)

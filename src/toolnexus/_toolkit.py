@@ -87,6 +87,7 @@ class Toolkit:
         "_prompts",
         "_resources",
         "_skill_errors",
+        "_skill_homes",
         "_skills",
         "_tools",
         "_view",
@@ -112,6 +113,7 @@ class Toolkit:
         self._watchers: list[Callable[[str, str | None], object]] = []
         self._skills: dict[str, Skill] = {}  # by name; the skill tool reads it at each call
         self._skill_errors: list[SkillError] = []
+        self._skill_homes: dict[str, Namespace] = {}  # skill name -> its namespace
         self._described: dict[str, tuple[Tool, dict[Hashable, Any]]] = {}  # _mcp_entry's
         frame = sys._getframe(1)
         for each in tools:
@@ -150,11 +152,20 @@ class Toolkit:
             if "skill" not in self._tools:
                 from ._skills import make_skill_tool
 
-                self._tools["skill"] = make_skill_tool(lambda: self._skills)
+                loader = make_skill_tool(lambda: self._skills)
+                self._tools["skill"] = loader
+                if self._index is not None:
+                    self._index.add(loader)
             elif self._tools["skill"].source != "skill":
                 del table[key]
                 raise DuplicateToolError("skill")
-        elif kind != "tool":
+            # a skill is no tool: the search index holds the skill tool, never a skill
+            if namespace is None:
+                self._skill_homes.pop(key, None)
+            else:
+                self._skill_homes[key] = namespace
+            return
+        if kind != "tool":
             self._calls.update(type(item)._kit_calls)
             return
         if namespace is None:
@@ -176,8 +187,9 @@ class Toolkit:
         Raises :class:`DuplicateToolError` (a ``ValueError``) when a name is taken —
         by a registered tool or by another in the same call — unless ``replace=True``,
         which replaces the registered tool in its place; likewise (``ValueError``) for a
-        resource's URI or a prompt's name. ``namespace`` puts the tools in a namespace made
-        with :meth:`namespace` (``LookupError`` for one that was not).
+        resource's URI or a prompt's name. ``namespace`` puts the tools (and skills: a
+        view's ``namespaces`` then admit them) in a namespace made with :meth:`namespace`
+        (``LookupError`` for one that was not).
 
         Example::
 
@@ -267,6 +279,8 @@ class Toolkit:
             if table.get(key) is not name:
                 raise NotFoundError(kind, key, known=list(table))
             removed = table.pop(key)
+            if kind == "skill":
+                self._skill_homes.pop(key, None)
         if kind == "tool":
             self._homes.pop(removed.name, None)
             if self._index is not None:
@@ -360,9 +374,13 @@ class Toolkit:
 
             system = base_prompt + "\n\n" + toolkit.skills_prompt()
         """
+        return self._skills_prompt_of(list(self._skills.values()))
+
+    def _skills_prompt_of(self, skills: list[Skill]) -> str:
+        """The prompt fragment of ``skills`` (a view's, or all of them)."""
         from ._skills import skills_prompt
 
-        return skills_prompt(list(self._skills.values()))
+        return skills_prompt(skills)
 
     @property
     def skill_errors(self) -> list[SkillError]:
@@ -426,6 +444,10 @@ class Toolkit:
             toolkit.namespace_of("list_issues")       # <Namespace 'github' defer=True>
         """
         return self._homes.get(name)
+
+    def _skill_home(self, name: str) -> Namespace | None:
+        """The namespace the skill ``name`` was registered in (a view's filter), or None."""
+        return self._skill_homes.get(name)
 
     def is_deferred(self, name: str) -> bool:
         """True when the tool ``name`` is held back until a search finds it: its own
@@ -830,6 +852,7 @@ class Toolkit:
         api: str = "chat",
         search: str = "local",
         revealed: Iterable[str] = (),
+        programmatic: bool = False,
     ) -> list[dict[str, Any]]:
         """Tool definitions for OpenAI: the Chat Completions ``tools`` parameter, or with
         ``api="responses"`` the Responses API's.
@@ -851,14 +874,27 @@ class Toolkit:
         ``call_tool``; the Responses API takes ``search="hosted"`` or ``"client"`` too
         (:meth:`ToolView.to_openai`, docs/tool-search.md). Nothing deferred, nothing changes.
 
+        With ``programmatic=True`` (Responses API only) the list starts with the provider's
+        ``{"type": "programmatic_tool_calling"}`` tool when a tool allows programmatic
+        callers, so the model can call those tools from code; with none, nothing is added.
+
         Example::
 
             client.chat.completions.create(model=..., messages=..., tools=toolkit.to_openai())
             client.responses.create(model=..., input=..., tools=toolkit.to_openai(api="responses"))
         """
+        if programmatic and api != "responses":
+            raise InvalidValueError(
+                "programmatic=True needs api='responses': Chat Completions has no "
+                "programmatic tool calling"
+            )
         if search == "local" and not revealed and not self._holds_back():
-            return [item.to_openai(strict=strict, api=api) for item in self._tools.values()]
-        return self._whole().to_openai(strict=strict, api=api, search=search, revealed=revealed)
+            entries = [item.to_openai(strict=strict, api=api) for item in self._tools.values()]
+        else:
+            entries = self._whole().to_openai(
+                strict=strict, api=api, search=search, revealed=revealed
+            )
+        return self._with_programmatic(entries, programmatic, "openai")
 
     def to_anthropic(
         self,
@@ -868,6 +904,7 @@ class Toolkit:
         cache_control: Mapping[str, Any] | None = None,
         search: str = "local",
         revealed: Iterable[str] = (),
+        programmatic: bool = False,
     ) -> list[dict[str, Any]]:
         """Tool definitions for Anthropic's Messages API: ``{name, description,
         input_schema}``, plus each tool's ``allowed_callers`` (``"programmatic"`` written as
@@ -885,13 +922,18 @@ class Toolkit:
         ``"regex"`` or ``"client"`` gives Anthropic's native forms instead
         (:meth:`ToolView.to_anthropic`, docs/tool-search.md).
 
+        With ``programmatic=True`` the list starts with the code-execution tool itself,
+        ``{"type": code_execution, "name": "code_execution"}``, when a tool allows
+        programmatic callers (first, so a ``cache_control`` breakpoint caches it too); with
+        none, nothing is added.
+
         Example::
 
             client.messages.create(model=..., messages=..., tools=toolkit.to_anthropic())
         """
         if search == "local" and not revealed and not self._holds_back():
             tools = list(self._tools.values())
-            return [
+            entries = [
                 item.to_anthropic(
                     strict=strict,
                     code_execution=code_execution,
@@ -899,13 +941,41 @@ class Toolkit:
                 )
                 for index, item in enumerate(tools)
             ]
-        return self._whole().to_anthropic(
-            strict=strict,
-            code_execution=code_execution,
-            cache_control=cache_control,
-            search=search,
-            revealed=revealed,
+        else:
+            entries = self._whole().to_anthropic(
+                strict=strict,
+                code_execution=code_execution,
+                cache_control=cache_control,
+                search=search,
+                revealed=revealed,
+            )
+        return self._with_programmatic(
+            entries, programmatic, "anthropic", code_execution=code_execution
         )
+
+    def _with_programmatic(
+        self,
+        entries: list[dict[str, Any]],
+        wanted: bool,
+        provider: str,
+        *,
+        code_execution: str = "code_execution_20260120",
+    ) -> list[dict[str, Any]]:
+        """``entries`` led by the provider's programmatic-calling tool when ``wanted`` and a
+        tool allows programmatic callers (``to_openai``/``to_anthropic(programmatic=True)``)."""
+        if not wanted or not any(
+            "programmatic" in item.allowed_callers for item in self._tools.values()
+        ):
+            return entries
+        from ._adapters import CODE_EXECUTION_NAME, programmatic_entry
+
+        if provider == "anthropic" and CODE_EXECUTION_NAME in self._tools:
+            raise InvalidValueError(
+                f"programmatic=True adds Anthropic's code-execution tool, named "
+                f"{CODE_EXECUTION_NAME!r}, but a tool of this toolkit has that name; rename "
+                "the tool"
+            )
+        return [programmatic_entry(provider, code_execution=code_execution), *entries]
 
     def to_gemini(
         self, *, schema: str = "json", revealed: Iterable[str] = ()

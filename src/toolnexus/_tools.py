@@ -194,7 +194,8 @@ class Tool(Generic[P, R]):
             provider's default).
         grammar: a :class:`~toolnexus.Grammar` (Lark or regex): the tool is offered to the
             OpenAI Responses API as a custom tool taking free text in its one ``input: str``
-            parameter.
+            parameter. A grammar OpenAI would reject (Rust regex syntax without lookaround,
+            lazy quantifiers or backreferences; Lark's supported subset) is refused here.
         defer: whether its definition is held back until a search finds it
             (docs/tool-search.md): True, False (always loaded, even in a deferred
             namespace or toolkit), or None (the default: as its namespace, else its

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
         def get(self, name: str) -> Tool: ...
         def __contains__(self, item: object) -> bool: ...
         def namespace_of(self, name: str) -> Namespace | None: ...
+        def _skill_home(self, name: str) -> Namespace | None: ...
+        def skills(self) -> list[Any]: ...  # Skills (_skills.py sits above this module)
+        def _skills_prompt_of(self, skills: list[Any]) -> str: ...
         def resolve(self, name: str, args: Any) -> tuple[Tool, dict[str, Any]] | ToolResult: ...
         def register(
             self, *tools: Any, replace: bool = False, namespace: str | None = None
@@ -196,12 +199,42 @@ class ToolView:
     # ----------------------------------------------------------------- membership
 
     def includes(self, tool: Tool) -> bool:
-        """True when ``tool`` is in this view (its namespace and the filter admit it)."""
-        if self._namespaces is not None:
+        """True when ``tool`` is in this view (its namespace and the filter admit it; the
+        ``skill`` tool: the filter, and at least one skill of the view)."""
+        if tool.source == "skill":
+            if not self.skills():
+                return False
+        elif self._namespaces is not None:
             home = self._kit.namespace_of(tool.name)
             if home is None or home.name not in self._namespaces:
                 return False
         return self._filter is None or bool(self._filter(tool))
+
+    def skills(self) -> list[Any]:
+        """The toolkit's skills this view offers: those registered in one of its
+        ``namespaces`` (every skill when the view names none; ``filter`` judges tools
+        only), in the order they were added (a new list).
+
+        Example::
+
+            [s.name for s in toolkit.view(namespaces=["docs"]).skills()]
+        """
+        skills = self._kit.skills()
+        if self._namespaces is None:
+            return skills
+        kit = self._kit
+        allowed = self._namespaces
+        return [s for s in skills if getattr(kit._skill_home(s.name), "name", None) in allowed]
+
+    def skills_prompt(self) -> str:
+        """The skills prompt fragment (:meth:`Toolkit.skills_prompt
+        <toolnexus.Toolkit.skills_prompt>`) of this view's skills only.
+
+        Example::
+
+            system = base + "\n\n" + toolkit.view(namespaces=["docs"]).skills_prompt()
+        """
+        return self._kit._skills_prompt_of(self.skills())
 
     def tools(self) -> list[Tool]:
         """The view's tools, deferred or not, in registration order (a new list)."""

@@ -17,6 +17,7 @@ answers); nothing in ``_client/`` or ``_server/`` imports it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import threading
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .._log import LazyLogger
 from .._result import ToolResult
 from .._uri_template import UriTemplate, is_template
-from ..errors import McpError
+from ..errors import McpError, OAuthError
 from ._shared._catalog import gate
 
 if TYPE_CHECKING:
@@ -173,12 +174,15 @@ class Federation:
 
         made = []
         label = "resource template" if template else "resource"
+        skill_files = _skill_files(self.source.toolkit)
         for entry in entries:
             remote = entry.get("uriTemplate" if template else "uri")
             if not isinstance(remote, str) or not remote:
                 self._problem(upstream, f"a {label} without a URI skipped")
                 continue
             uri = self.source.federated_uri(upstream.name, remote)
+            if uri is not None and not template and skill_files(uri):
+                continue  # a skill's file: the toolkit's skill serves it (verified)
             if uri is None:
                 self._problem(
                     upstream,
@@ -224,7 +228,10 @@ class Federation:
             target = expand(dict(params)) if expand is not None else remote
             try:
                 token = ctx.cancellation_token if ctx is not None else None
-                contents = upstream.client.read_resource(target, token=token)
+                with self._as_caller(upstream):
+                    contents = upstream.client.read_resource(target, token=token)
+            except OAuthError as exc:
+                return ToolResult.error(f"MCP server {name}: {exc}")
             except McpError as exc:
                 if exc.problem.endswith(_NOT_FOUND_CODES):
                     from ._server._served import not_found
@@ -296,6 +303,12 @@ class Federation:
                 self._problem(upstream, f"prompt {remote!r} skipped: {exc}")
         return made
 
+    def _as_caller(self, upstream: _Upstream) -> contextlib.AbstractContextManager[None]:
+        """Within: requests to ``upstream`` go as the caller (its ``auth.exchange``)."""
+        from ._client._oauth_exchange import as_caller
+
+        return as_caller(self.source.exchange_of(upstream.name))
+
     def _renderer(self, upstream: _Upstream, remote: str) -> Callable[..., Any]:
         def render(args: Mapping[str, Any], ctx: Any = None) -> Any:
             given = {
@@ -303,7 +316,10 @@ class Federation:
             }
             try:
                 token = ctx.cancellation_token if ctx is not None else None
-                rendered = upstream.client.get_prompt(remote, given, token=token)
+                with self._as_caller(upstream):
+                    rendered = upstream.client.get_prompt(remote, given, token=token)
+            except OAuthError as exc:
+                return ToolResult.error(f"MCP server {upstream.name}: {exc}")
             except McpError as exc:
                 return ToolResult.error(f"MCP server {upstream.name}: {exc.problem}")
             return [
@@ -342,7 +358,12 @@ class Federation:
         def completer(argument: str) -> Callable[[str, dict[str, Any]], list[str]]:
             def complete(value: str, context: dict[str, Any]) -> list[str]:
                 given = {key: str(text) for key, text in context.items()}
-                values = upstream.client.complete(ref, argument, value, given)["values"]
+                try:
+                    with self._as_caller(upstream):
+                        values = upstream.client.complete(ref, argument, value, given)["values"]
+                except OAuthError as exc:
+                    _log.info("MCP server %s: no completion: %s", upstream.name, exc)
+                    return []
                 return [str(each) for each in values]
 
             return complete
@@ -410,6 +431,23 @@ def federate(source: McpSource) -> Federation:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _skill_files(toolkit: Any) -> Callable[[str], bool]:
+    """Whether a URI is a file of a re-exported skill in ``toolkit`` (one listed, or
+    any under the folder of a skill whose files are ``dynamic``)."""
+    listed: set[str] = set()
+    roots: list[str] = []
+    for skill in toolkit.skills():
+        entry = skill._entry
+        if entry is None:
+            continue
+        listed.add(entry["uri"])
+        if entry["resources"] == "dynamic":
+            roots.append(entry["uri"].rsplit("/", 1)[0] + "/")
+        else:
+            listed.update(each["uri"] for each in entry["resources"])
+    return lambda uri: uri in listed or uri.startswith(tuple(roots))
 
 
 def _key(item: Any) -> tuple[str, str]:

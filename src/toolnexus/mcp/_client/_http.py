@@ -14,6 +14,7 @@ caller are sent, never logged.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import http.client
 import socket
 import threading
@@ -33,6 +34,14 @@ __all__ = ["HttpExchange", "HttpTransport"]
 _DEFAULT_RETRY_MS = 1000
 _MAX_RESUMES = 5
 _IDLE_CONNECTIONS = 8
+
+# The Authorization a request carries for the caller it is made for (a gateway's call with
+# the caller's exchanged token, _oauth_exchange.py): set around that call on its thread.
+# It replaces the transport's own credentials, and a 401 to it is the caller's refusal:
+# never answered by signing in as the transport's own client and sending the call again.
+on_behalf: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "toolnexus_mcp_on_behalf", default=None
+)
 
 
 class _TransportError(Exception):
@@ -221,7 +230,10 @@ class HttpTransport:
         }
         if self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
-        if self.auth is not None:
+        behalf = on_behalf.get()
+        if behalf is not None:
+            headers["Authorization"] = behalf
+        elif self.auth is not None:
             authorization = self.auth.header()
             if authorization is not None:
                 headers["Authorization"] = authorization
@@ -278,7 +290,8 @@ class HttpTransport:
         """Send one HTTP request and read its response's head (with OAuth, the answer to
         the request sent again with a usable token, after a 401)."""
         connection, response = self._round_trip(method, body, headers, read_timeout)
-        if self.auth is not None and response.status in (401, 403):
+        behalf = on_behalf.get() is not None
+        if self.auth is not None and not behalf and response.status in (401, 403):
             return self._authorized(
                 connection, response, method, body, dict(headers), read_timeout, None
             )
@@ -356,7 +369,13 @@ class HttpTransport:
         self, body: bytes, headers: Mapping[str, str], read_timeout: float | None
     ) -> HttpExchange:
         """POST a request; the exchange that reads its answer."""
-        exchange = HttpExchange(self, body, self._request_headers(headers), read_timeout)
+        exchange = HttpExchange(
+            self,
+            body,
+            self._request_headers(headers),
+            read_timeout,
+            behalf=on_behalf.get() is not None,
+        )
         return exchange
 
     def listen(self, headers: Mapping[str, str]) -> HttpExchange:
@@ -388,7 +407,7 @@ class HttpTransport:
                 "the server no longer knows this session (404)", session_lost=True
             )
         if response.status >= 400:
-            refused = _refusal(response, "Authorization" in headers)
+            refused = _refusal(response, "Authorization" in headers, on_behalf.get() is not None)
             if refused is not None:
                 raise _TransportError(refused, sent=False, auth=True)
             message = _json_or_none(data)
@@ -435,7 +454,9 @@ def _json_or_none(data: bytes) -> Any:
         return None
 
 
-def _refusal(response: http.client.HTTPResponse, token_sent: bool) -> str | None:
+def _refusal(
+    response: http.client.HTTPResponse, token_sent: bool, behalf: bool = False
+) -> str | None:
     """What a ``401``/``403`` with a ``Bearer`` challenge means, said as what it is (an
     access matter, not a failed connection) with how to get access; ``None`` otherwise.
     (With OAuth the flow answers these first; this is what is left: a token of the
@@ -451,6 +472,14 @@ def _refusal(response: http.client.HTTPResponse, token_sent: bool) -> str | None
     if described:
         detail += f": {described[:200]}"
     sign_in = 'let the client sign in: auth=OAuth() ("auth": "oauth" in mcp.json)'
+    if behalf and (response.status == 401 or error == "insufficient_scope"):
+        scope = challenge.get("scope")
+        return (
+            f"the server refuses the caller's exchanged token ({detail})"
+            + (f"; it asks for: {scope}" if scope else "")
+            + ": the caller's grant does not reach this server (not retried as the gateway; "
+            "see auth.exchange in mcp.json)"
+        )
     if response.status == 403:
         if error != "insufficient_scope":
             return None
@@ -499,8 +528,10 @@ class HttpExchange:
         read_timeout: float | None,
         *,
         until_answer: bool = True,
+        behalf: bool = False,
     ) -> None:
         self._transport = transport
+        self._behalf = behalf  # sent with a caller's own credential (on_behalf)
         self._method = "POST" if body is not None else "GET"
         self._until_answer = until_answer
         self._headers = headers
@@ -561,7 +592,7 @@ class HttpExchange:
                 yield from self._events(response)
                 return
             data = self._read_body(response)
-            refused = _refusal(response, "Authorization" in self._headers)
+            refused = _refusal(response, "Authorization" in self._headers, self._behalf)
             if refused is not None:
                 raise _TransportError(refused, sent=False, auth=True)
             message = _json_or_none(data)
@@ -599,7 +630,7 @@ class HttpExchange:
             )
             self._response = self._connection.getresponse()
         transport = self._transport
-        if transport.auth is not None and self._response.status in (401, 403):
+        if transport.auth is not None and not self._behalf and self._response.status in (401, 403):
             assert self._connection is not None
             self._connection, self._response = transport._authorized(
                 self._connection,

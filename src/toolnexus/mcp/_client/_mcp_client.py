@@ -70,7 +70,12 @@ _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 # Which cached lists a notification makes stale (a new connection drops them all).
 _LIST_CHANGES: dict[str, tuple[str, ...]] = {
     "notifications/tools/list_changed": ("tools/list",),
-    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
+    # a server's skills are resources: their change is announced as the resources'
+    "notifications/resources/list_changed": (
+        "resources/list",
+        "resources/templates/list",
+        "skills/list",
+    ),
     "notifications/prompts/list_changed": ("prompts/list",),
 }
 _TASK_TTL_MS = 300_000  # how long an upstream keeps a task of ours after it ends
@@ -610,8 +615,13 @@ class McpClient:
             toolkit.register(*client.skills())
             toolkit.execute("skill", {"name": "docs_pdf-processing"})
         """
-        if prefix is None:
-            prefix = f"{self.name}_"
+        return self._remote_skills(f"{self.name}_" if prefix is None else prefix)
+
+    def _remote_skills(
+        self, prefix: str, rename: Callable[[str], str] | None = None
+    ) -> list[Skill]:
+        """:meth:`skills`, each URI offered as ``rename`` gives it (an McpSource's
+        prefixed URIs: the gateway serves them so)."""
         if not self.offers_skills:
             return []
         found: list[Skill] = []
@@ -620,7 +630,7 @@ class McpClient:
             if problem is not None:
                 _log.warning("MCP server %s: skill skipped: %s", self.name, problem)
                 continue
-            found.append(remote_skill(entry, prefix, self._skill_file, self._skills_stale))
+            found.append(remote_skill(entry, prefix, self._skill_file, self._skills_stale, rename))
         return found
 
     def _skills_stale(self) -> None:

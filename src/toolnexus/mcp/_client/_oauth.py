@@ -450,6 +450,16 @@ class OAuthFlow:
                     tokens = self._tokens()
         return None if tokens is None else _authorization(tokens)
 
+    def exchange_target(self) -> tuple[str | None, str | None, str | None]:
+        """The token endpoint this flow got its token at, the resource and the scopes it
+        asked for (the server's protected-resource metadata's, unless configured): what a
+        gateway's token exchange for this server uses where ``mcp.json`` leaves them out;
+        ``None`` for what is not known yet."""
+        record = self._load()
+        found = [record.get(key) for key in ("token_endpoint", "resource", "scope")]
+        endpoint, resource, scope = (value if isinstance(value, str) else None for value in found)
+        return endpoint, resource, scope
+
     def sign(self, method: str, url: str, headers: Mapping[str, str]) -> dict[str, str]:
         """``headers`` for one request as it is sent: with a DPoP-bound token, a fresh
         ``DPoP`` proof for this method and URL, the token's hash and the server's latest

@@ -11,23 +11,34 @@ A refused exchange is an :class:`~toolnexus.errors.OAuthError` naming the endpoi
 server's reason, remembered for ``_REFUSED_S`` so a caller's flood of calls does not become
 a flood of exchanges; nothing here logs or shows a token or the gateway's secret.
 
-Not wired into the gateway yet: the gateway's per-call upstream credentials live in the
-gateway's own modules; this is the provider they call (``token_for``).
+:class:`UpstreamExchange` is one upstream's use of it, as ``auth.exchange`` in
+``mcp.json`` sets it up: a gateway's remote tool asks it for the ``Authorization`` of a
+call made for the caller the server verified (``bound_token``), and sends the call with it
+(``_http.on_behalf``) instead of the gateway's own credentials.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from ..._context import bound_principal, bound_token
 from ...errors import OAuthError
 from .._shared._oauth_common import exchange, form, shown
 
-__all__ = ["TokenExchanger"]
+if TYPE_CHECKING:
+    from ..._principal import Principal
+    from ._oauth import OAuth, OAuthFlow
+
+__all__ = ["ExchangeSettings", "TokenExchanger", "UpstreamExchange", "as_caller"]
 
 _GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
 _ACCESS_TOKEN = "urn:ietf:params:oauth:token-type:access_token"
@@ -144,3 +155,146 @@ class TokenExchanger:
 
     def __repr__(self) -> str:
         return f"<TokenExchanger {shown(self.token_endpoint)} as {self.client_id}>"
+
+
+@dataclass(frozen=True)
+class ExchangeSettings:
+    """One upstream's ``auth.exchange`` in ``mcp.json``; ``None``: from the gateway's own
+    sign-in to that upstream (its token endpoint, the resource and the scopes the
+    upstream's protected-resource metadata names, its client)."""
+
+    token_endpoint: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = None
+    resource: str | None = None
+    scope: str | None = None
+
+    def __repr__(self) -> str:  # the secret stays out of every log line
+        shown_secret = "***" if self.client_secret is not None else None
+        return (
+            f"ExchangeSettings(token_endpoint={self.token_endpoint!r}, "
+            f"client_id={self.client_id!r}, client_secret={shown_secret!r}, "
+            f"resource={self.resource!r}, scope={self.scope!r})"
+        )
+
+
+class UpstreamExchange:
+    """The ``Authorization`` of a call to upstream ``server`` (at ``url``) made for the
+    caller the serving side verified: that caller's token exchanged for one scoped to the
+    upstream. ``oauth``/``flow``: the gateway's own sign-in to the upstream (``None``
+    without one), which fills in what ``settings`` leaves out.
+
+    Example::
+
+        exchange = UpstreamExchange("crm", "https://crm.example.com/mcp", ExchangeSettings(
+            token_endpoint="https://login.example.com/token", client_id="gateway",
+            client_secret=secret, scope="crm:read"))
+        authorization = exchange.authorization()  # "Bearer …", or raises OAuthError
+    """
+
+    def __init__(
+        self,
+        server: str,
+        url: str,
+        settings: ExchangeSettings,
+        oauth: OAuth | None = None,
+        flow: OAuthFlow | None = None,
+    ) -> None:
+        self.server = server
+        self.url = url
+        self.settings = settings
+        self._oauth = oauth
+        self._flow = flow
+        self._lock = threading.Lock()
+        self._exchangers: dict[tuple[str, str], TokenExchanger] = {}
+
+    def authorization(self) -> str:
+        """``Bearer <token>`` for this call's caller. Raises :class:`OAuthError` when the
+        call has no verified caller, when it is not known where to exchange, or when the
+        authorization server refuses (then the same answer for a while: no storm)."""
+        held = bound_token.get()
+        if held is None:
+            raise OAuthError(
+                self.url,
+                f"MCP server {self.server} is called with each caller's exchanged token "
+                "(auth.exchange in mcp.json), and this call has no caller signed in with "
+                "OAuth: serve the gateway over HTTP with OAuth (ProtectedResource), or drop "
+                "auth.exchange to call it with the gateway's own credentials",
+            )
+        endpoint, resource, scope = self._target()
+        exchanger = self._exchanger(endpoint)
+        scope = _narrowed(scope, bound_principal.get())
+        return "Bearer " + exchanger.token_for(held.token, resource=resource, scope=scope)
+
+    def _target(self) -> tuple[str, str, str]:
+        """The token endpoint, resource and scope: the settings', else the sign-in's."""
+        settings = self.settings
+        found: tuple[str | None, str | None, str | None] = (None, None, None)
+        if self._flow is not None:
+            found = self._flow.exchange_target()
+        endpoint = settings.token_endpoint or found[0]
+        if endpoint is None:
+            raise OAuthError(
+                self.url,
+                f"MCP server {self.server}: auth.exchange names no tokenEndpoint and the "
+                "gateway has not signed in to the server to find one: give "
+                "auth.exchange.tokenEndpoint",
+            )
+        resource = settings.resource or found[1] or self.url
+        scope = settings.scope if settings.scope is not None else (found[2] or "")
+        return endpoint, resource, scope
+
+    def _exchanger(self, endpoint: str) -> TokenExchanger:
+        oauth = self._oauth
+        client_id = self.settings.client_id or (oauth.client_id if oauth is not None else None)
+        secret = self.settings.client_secret
+        if secret is None and self.settings.client_id is None and oauth is not None:
+            secret = oauth.client_secret  # the sign-in's client, with its own secret
+        if client_id is None:
+            raise OAuthError(
+                endpoint,
+                f"MCP server {self.server}: auth.exchange needs the gateway's client: give "
+                "auth.exchange.clientId (and clientSecret), or auth.clientId",
+            )
+        with self._lock:
+            key = (endpoint, client_id)
+            found = self._exchangers.get(key)
+            if found is None:
+                found = self._exchangers[key] = TokenExchanger(endpoint, client_id, secret)
+            return found
+
+    def __repr__(self) -> str:
+        return f"<UpstreamExchange for MCP server {self.server!r}>"
+
+
+def _narrowed(scope: str, principal: Principal | None) -> str:
+    """The scopes of ``scope`` (what the upstream asks) that the caller holds: a caller
+    never asks an upstream for more than it was granted. A caller that holds none of them
+    (its token's scopes name the gateway's, not the upstream's) asks for them all, and the
+    authorization server decides."""
+    held = principal.scopes if principal is not None else frozenset()
+    kept = [each for each in scope.split() if each in held]
+    return " ".join(kept) if kept else scope
+
+
+@contextlib.contextmanager
+def as_caller(exchange: UpstreamExchange | None) -> Iterator[None]:
+    """Within: requests to the upstream go with the caller's exchanged token (``None``:
+    with the client's own credentials, as without ``auth.exchange``). Raises
+    :class:`OAuthError` on entering when there is no token to send.
+
+    Example::
+
+        with as_caller(source.exchange_of("crm")):
+            contents = client.read_resource("crm://accounts/1")
+    """
+    if exchange is None:
+        yield
+        return
+    from ._http import on_behalf
+
+    mark = on_behalf.set(exchange.authorization())
+    try:
+        yield
+    finally:
+        on_behalf.reset(mark)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..._context import ProgressReporter, ToolContext
     from ..._suspension import Answer
     from ..._tools import Tool
+    from ._oauth_exchange import UpstreamExchange
 
 __all__ = ["Caller", "RemoteTool", "relink", "remote_tool_list"]
 
@@ -49,7 +50,7 @@ class Caller(Protocol):
 class RemoteTool:
     """The function of a remote tool: ``fn(args, ctx)`` calls the server's tool."""
 
-    __slots__ = ("client", "headers", "links", "remote", "required_scopes")
+    __slots__ = ("client", "exchange", "headers", "links", "remote", "required_scopes")
 
     runs_on_caller = True
     """A call only waits for the server, and the context's token ends that wait at once
@@ -64,6 +65,9 @@ class RemoteTool:
         """What a resource link's URI becomes in a result (a gateway's prefixed URI)."""
         self.required_scopes: frozenset[str] = frozenset()
         """The scopes a caller needs to see this tool (a gateway's catalog; see gate)."""
+        self.exchange: UpstreamExchange | None = None
+        """A gateway's: each call goes with its caller's token exchanged for the server
+        (``auth.exchange`` in mcp.json), never with the gateway's own credentials."""
 
     def __call__(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> ToolResult:
         result = self._run(args, ctx)
@@ -73,6 +77,18 @@ class RemoteTool:
         return relink(result, links)
 
     def _run(self, args: Mapping[str, Any], ctx: ToolContext | None) -> ToolResult:
+        if self.exchange is None:
+            return self._send(args, ctx)
+        from ...errors import OAuthError
+        from ._oauth_exchange import as_caller
+
+        try:
+            with as_caller(self.exchange):
+                return self._send(args, ctx)
+        except OAuthError as exc:  # no retry here: the exchanger remembers a refusal
+            return ToolResult(f"{self.remote} on MCP server {self.client.name}: {exc}", True)
+
+    def _send(self, args: Mapping[str, Any], ctx: ToolContext | None) -> ToolResult:
         if ctx is None:
             return self.client._call(self.remote, dict(args), None, None, None, None, self.headers)
         return self.client._call(

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..._frontmatter import _YamlError, parse_yaml, split_frontmatter
+from ..._frozen import freeze
 from ..._log import LazyLogger
 from ..._skills import SKILL_FILE, Skill
 from ...errors import McpError, SkillError
@@ -159,54 +160,85 @@ def remote_skill(
     prefix: str,
     fetch: Callable[[str], bytes],
     stale: Callable[[], object] | None = None,
+    rename: Callable[[str], str] | None = None,
 ) -> Skill:
     """A :class:`Skill` for a listed ``entry``, named ``prefix + name``; ``fetch(uri)``
     reads a file's bytes from its server when the skill is loaded or a file read;
-    ``stale()`` is told when a file no longer matches the entry (the listing is old)."""
+    ``stale()`` is told when a file no longer matches the entry (the listing is old).
+    ``rename(uri)`` gives each of the server's URIs as this host offers it (a gateway's
+    prefixed URI): the skill's location, files and entry use those, and a read of one
+    reaches the server's own URI."""
     uri = str(entry["uri"])
     frontmatter = dict(entry["frontmatter"])
     description = frontmatter.get("description")
     resources = entry["resources"]
+    base = uri[: -len(SKILL_FILE)]
+    offered = rename or (lambda each: each)
+    # the offered URI of each listed file -> the server's own URI
+    upstream = {uri: uri, offered(uri): uri}
+    if isinstance(resources, list):
+        upstream.update({offered(str(each["uri"])): str(each["uri"]) for each in resources})
+    offered_base = offered(uri)[: -len(SKILL_FILE)]
     files = (
-        [str(each["uri"]) for each in resources if each["uri"] != uri]
+        [offered(str(each["uri"])) for each in resources if each["uri"] != uri]
         if isinstance(resources, list)
         else []
     )
-    base = uri[: -len(SKILL_FILE)]
     name = prefix + str(frontmatter["name"])  # the name the host knows it by
 
+    def server_uri(relative_or_uri: str) -> str:
+        if relative_or_uri in upstream:
+            return upstream[relative_or_uri]
+        if "://" not in relative_or_uri:
+            return base + relative_or_uri
+        if relative_or_uri.startswith(offered_base):
+            return base + relative_or_uri[len(offered_base) :]
+        return relative_or_uri
+
     def read(relative_or_uri: str) -> bytes:
-        target = relative_or_uri if "://" in relative_or_uri else base + relative_or_uri
+        target = server_uri(relative_or_uri)
+        shown = offered(target)
         if isinstance(resources, list) and not any(each["uri"] == target for each in resources):
             # never asked for: the held entry is all a host may read of the skill
-            raise SkillError(name, target, "is not a file of the skill's entry (an unlisted file)")
+            raise SkillError(name, shown, "is not a file of the skill's entry (an unlisted file)")
         try:
             data = fetch(target)
         except McpError as exc:
             raise SkillError(
-                name, target, f"cannot be read from its server: {exc.problem}"
+                name, shown, f"cannot be read from its server: {exc.problem}"
             ) from None
         try:
             verify(entry, target, data, name)
-        except SkillError:
+        except SkillError as exc:
             if stale is not None:
                 stale()  # the entry is out of date: the next listing asks the server
-            raise
+            if shown == target:
+                raise
+            raise SkillError(name, shown, exc.problem, exc.line) from None
         return data
 
     def load(skill: Skill) -> tuple[str, str, list[str]]:
         text = read(uri).decode("utf-8")
         split = split_frontmatter(text.removeprefix("\ufeff"))
         body = split[1] if split is not None else text
-        return body, base, files
+        return body, offered_base, files
 
+    listed: Any = (
+        [
+            {"uri": offered(str(each["uri"])), "digest": each["digest"], "size": each["size"]}
+            for each in resources
+        ]
+        if isinstance(resources, list)
+        else "dynamic"
+    )
     return Skill(
         name,
         description.strip() if isinstance(description, str) else None,
         frontmatter,
-        uri,
+        offered(uri),
         None,
         "mcp",
         _load=load,
         _fetch=read,
+        _entry=freeze({"uri": offered(uri), "frontmatter": frontmatter, "resources": listed}),
     )

@@ -24,10 +24,12 @@ from ...errors import InvalidTypeError, InvalidValueError, McpError
 
 if TYPE_CHECKING:
     from ..._adapters import HostedMcp
+    from ..._skills import Skill
     from ..._toolkit import Toolkit
     from ..._tools import Tool
     from ._mcp_client import McpClient
     from ._oauth import OAuth
+    from ._oauth_exchange import UpstreamExchange
 
 __all__ = ["McpServerStatus", "McpSource", "load_mcp_json", "relist_at"]
 
@@ -37,6 +39,7 @@ _DEFAULT_TIMEOUT_MS = 30_000
 # Each server's bounded queue of calls (maxInFlight, maxQueued): a slow server holds at most
 # these of a gateway's workers; its other calls are refused at once ("busy").
 _DEFAULT_LIMITS = {"max_in_flight": 32, "max_queued": 16}
+_SKILL_SCHEME = "skill://"  # a skill's URI (the skills extension's scheme)
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")  # a URI's literal scheme
 # ${NAME} or ${env:NAME}, from the environment; and VS Code's ${input:id}, a value its user
 # is asked for, here read from the environment as TOOLNEXUS_INPUT_<ID> (_input_variable).
@@ -70,6 +73,7 @@ _KNOWN_KEYS = frozenset(
         "toolScopes",
         "maxInFlight",
         "maxQueued",
+        "skills",
     }
 )
 # An "auth" object's keys, and the OAuth field each sets.
@@ -103,6 +107,7 @@ class McpServerStatus:
             ``"failed"``.
         reason: why it failed (or is disabled); ``None`` when connected.
         tools: the names of the tools it contributes to the toolkit.
+        skills: the names of the skills it contributes to the toolkit's ``skill`` tool.
 
     Example::
 
@@ -114,6 +119,7 @@ class McpServerStatus:
     status: str
     reason: str | None = None
     tools: tuple[str, ...] = ()
+    skills: tuple[str, ...] = ()
 
 
 class _Server:
@@ -125,9 +131,11 @@ class _Server:
         self.client: McpClient | None = None
         self.status = McpServerStatus(name, "failed", "not connected yet")
         self.tools: list[Tool] = []
+        self.skills: list[Skill] = []  # its skills (SEP-2640), URIs as this source offers them
         self.specs: list[dict[str, Any]] = []  # its tools/list answer, as last fetched
         self.scopes: frozenset[str] = frozenset()  # a caller needs these to see any of it
         self.tool_scopes: dict[str, frozenset[str]] = {}  # and these for one tool
+        self.exchange: UpstreamExchange | None = None  # auth.exchange: each caller's token
 
 
 class McpSource:
@@ -144,14 +152,18 @@ class McpSource:
     ``url`` (+ ``headers``) for Streamable HTTP; ``type`` (``stdio``, ``http``,
     ``streamable-http``); ``disabled: true`` / ``enabled: false``; ``timeout`` (ms, each
     phase of connecting); ``includeTools`` / ``excludeTools`` (the server's tool names);
-    ``prefix``; ``scopes`` / ``toolScopes`` (what a caller of a gateway needs to see the
-    server's items, or one tool: a catalog per principal); ``maxInFlight`` (32) /
-    ``maxQueued`` (16), the server's bounded queue of calls; ``auth``: ``"oauth"`` to sign
-    in with OAuth 2.1 (or ``{"type": "oauth",
+    ``prefix``; ``skills: false`` to leave the server's skills (the skills extension)
+    out of the toolkit's ``skill`` tool; ``scopes`` / ``toolScopes`` (what a caller of a
+    gateway needs to see the server's items, or one tool: a catalog per principal);
+    ``maxInFlight`` (32) / ``maxQueued`` (16), the server's bounded queue of calls;
+    ``auth``: ``"oauth"`` to sign in with OAuth 2.1 (or ``{"type": "oauth",
     "clientId": …, "clientSecret": …, "scopes": […], "redirectUri": …,
     "clientMetadataUrl": …, "allowPrivateNetwork": true, "grant": …, "privateKeyFile": …,
     "assertionFile": …, "idpTokenEndpoint": …, "dpop": true}``), on the ``oauth`` settings
-    given here (where tokens live, who asks the user). ``${NAME}`` (or ``${env:NAME}``)
+    given here (where tokens live, who asks the user); in a gateway, ``"exchange": true``
+    (or ``{"tokenEndpoint", "clientId", "clientSecret", "resource", "scopes"}``) in it
+    sends each call made for a verified caller with the caller's token exchanged for
+    the server (RFC 8693; docs/auth.md). ``${NAME}`` (or ``${env:NAME}``)
     in ``args``, ``env``, ``cwd``, ``url``, ``headers`` and ``auth`` is read from the
     environment; header values and secrets are never logged. VS Code's ``envFile``
     (``KEY=VALUE`` lines, relative to the file) fills a stdio server's environment under
@@ -318,7 +330,12 @@ class McpSource:
             options["headers"] = _text_map(entry.get("headers", {}), f"{where}.headers")
             options["sse"] = kind == "sse"
             if "auth" in entry:
-                options["auth"] = _read_auth(entry["auth"], f"{where}.auth")
+                auth = entry["auth"]
+                if isinstance(auth, Mapping) and "exchange" in auth:
+                    exchange = _read_exchange(auth["exchange"], f"{where}.auth.exchange")
+                    options["exchange"] = exchange
+                    auth = {key: value for key, value in auth.items() if key != "exchange"}
+                options["auth"] = _read_auth(auth, f"{where}.auth")
         timeout = entry.get("timeout")
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0
@@ -340,6 +357,13 @@ class McpSource:
                 f"a search finds them), got {defer!r}"
             )
         options["defer"] = defer
+        skills = entry.get("skills", True)
+        if not isinstance(skills, bool):
+            raise InvalidValueError(
+                f"{where}.skills: must be true or false (false: leave the server's skills "
+                f"out of the toolkit), got {skills!r}"
+            )
+        options["skills"] = skills
         description = entry.get("description")
         options["description"] = description if isinstance(description, str) else None
         for key, field in (("maxInFlight", "max_in_flight"), ("maxQueued", "max_queued")):
@@ -548,8 +572,27 @@ class McpSource:
             )
             server.client = client
             server.specs = client.list_tools()
+            if "exchange" in expanded:
+                from ._oauth_exchange import ExchangeSettings, UpstreamExchange
+
+                server.exchange = UpstreamExchange(
+                    server.name,
+                    expanded["url"],
+                    ExchangeSettings(**expanded["exchange"]),
+                    auth,
+                    client._http.auth if client._http is not None else None,
+                )
             server.tools = self._tools_of(server, server.specs)
             client.on_tools_changed(lambda: self._refresh(server))
+            if options["skills"]:
+                server.skills = self._skills_of(server)
+                client.on_notification(
+                    lambda method, params: (
+                        self._refresh_skills(server)
+                        if method == "notifications/resources/list_changed"
+                        else None
+                    )
+                )
             server.status = McpServerStatus(server.name, "connected")
             self._expire_later(server)
         except (McpError, ValueError, TypeError) as exc:
@@ -581,10 +624,46 @@ class McpSource:
             self.toolkit.namespace(name, about, defer=server.options.get("defer"))
         return name
 
+    def _skills_of(self, server: _Server) -> list[Skill]:
+        """The server's skills (none when it does not serve the extension), named as its
+        tools are and offered under its prefixed URIs; a listing that fails is a warning,
+        never the server's failure."""
+        assert server.client is not None
+        name = server.name
+
+        def rename(uri: str) -> str:
+            return self.federated_uri(name, uri) or uri
+
+        try:
+            skills = server.client._remote_skills(self.tool_prefix(name), rename)
+        except McpError as exc:
+            _log.warning("MCP server %s: listing its skills failed: %s", name, exc.problem)
+            return []
+        from .._shared._catalog import gate
+
+        for skill in skills:  # a caller of the gateway needs the server's scopes to see it
+            gate(skill._fetch, server.scopes)
+        return skills
+
+    def _refresh_skills(self, server: _Server) -> None:
+        """The server's resources changed (its skills are resources): list its skills
+        again and put the new ones in the toolkit in place of the old."""
+        if server.client is None or self._closed:
+            return
+        skills = self._skills_of(server)
+        with self._lock:
+            for skill in server.skills:
+                if any(each is skill for each in self.toolkit.skills()):
+                    self.toolkit.remove(skill)
+            server.skills = skills
+        self._register(server)
+
     def _register(self, server: _Server) -> None:
         kept: list[str] = []
+        skills: list[str] = []
         with self._lock:
-            namespace = self._namespace(server) if server.tools else None
+            # its tools and its skills share the server's namespace (a view's filter)
+            namespace = self._namespace(server) if server.tools or server.skills else None
             for tool in server.tools:
                 if tool.name in self.toolkit:
                     owner = self._owner(tool.name)
@@ -598,8 +677,26 @@ class McpSource:
                     continue
                 self.toolkit.register(tool, namespace=namespace)
                 kept.append(tool.name)
+            held = {id(each) for each in self.toolkit.skills()}
+            for skill in server.skills:
+                if id(skill) in held:  # registered before (its tools were refreshed)
+                    skills.append(skill.name)
+                    continue
+                try:
+                    self.toolkit.register(skill, namespace=namespace)
+                except ValueError as exc:  # a name taken, or a tool named "skill"
+                    _log.warning(
+                        "MCP server %s: skill %r skipped: %s (give the server another prefix)",
+                        server.name,
+                        skill.name,
+                        exc,
+                    )
+                    continue
+                skills.append(skill.name)
         if server.status.status == "connected":
-            server.status = McpServerStatus(server.name, "connected", None, tuple(kept))
+            server.status = McpServerStatus(
+                server.name, "connected", None, tuple(kept), tuple(skills)
+            )
 
     def _owner(self, tool_name: str) -> str:
         for server in self._servers.values():
@@ -618,7 +715,19 @@ class McpSource:
             fn = tool.fn
             if isinstance(fn, RemoteTool):
                 gate(fn, server.scopes | server.tool_scopes.get(fn.remote, frozenset()))
+                fn.exchange = server.exchange
         return tools
+
+    def exchange_of(self, name: str) -> UpstreamExchange | None:
+        """How a request to server ``name`` made for a caller gets its token (its
+        ``auth.exchange``), or ``None``: with the gateway's own credentials.
+
+        Example::
+
+            source.exchange_of("crm")  # <UpstreamExchange for MCP server 'crm'>
+        """
+        server = self._servers.get(name)
+        return server.exchange if server is not None else None
 
     def scopes_of(self, name: str) -> frozenset[str]:
         """The scopes a caller needs to see anything of server ``name`` (its ``scopes``
@@ -686,7 +795,9 @@ class McpSource:
         the trailing ``_``, each character a URI scheme cannot hold made ``-`` (``""``
         when its tools keep their own names: its URIs keep theirs too). A federated URI
         is ``<uri prefix>+<the server's URI>``, so ``every+demo://resource/1`` is
-        ``demo://resource/1`` on server ``every``.
+        ``demo://resource/1`` on server ``every``. A ``skill://`` URI takes the prefix as
+        its first path segment instead (``skill://every/pdf/SKILL.md``), so it stays a
+        skill URI that ends in the skill's name (docs/skills.md).
 
         Example::
 
@@ -702,13 +813,21 @@ class McpSource:
         ``None`` when it cannot be prefixed reversibly: it does not begin with a literal
         scheme (``{+base}/x`` — a template whose scheme is a variable).
 
+        A skill's URI (``skill://<skill-path>/<file>``) takes the prefix as the first
+        segment of its skill path instead: the skills extension wants ``skill://`` URIs
+        whose path ends in the skill's name, and a prefix there keeps both (the name and
+        the skill's files are left as the server wrote them, digests included).
+
         Example::
 
             source.federated_uri("every", "demo://resource/1")  # 'every+demo://resource/1'
+            source.federated_uri("every", "skill://pdf/SKILL.md")  # 'skill://every/pdf/SKILL.md'
         """
         prefix = self.uri_prefix(name)
         if not prefix:
             return uri
+        if uri.startswith(_SKILL_SCHEME):
+            return f"{_SKILL_SCHEME}{prefix}/{uri[len(_SKILL_SCHEME) :]}"
         if not _SCHEME.match(uri):
             return None
         return f"{prefix}+{uri}"
@@ -725,6 +844,9 @@ class McpSource:
             prefix = self.uri_prefix(name)
             if prefix and uri.startswith(prefix + "+"):
                 return name, uri[len(prefix) + 1 :]
+            skill = f"{_SKILL_SCHEME}{prefix}/"
+            if prefix and uri.startswith(skill):
+                return name, _SKILL_SCHEME + uri[len(skill) :]
         return None
 
     def rewrite_links(self) -> None:
@@ -884,6 +1006,44 @@ def _read_auth(value: Any, where: str) -> dict[str, Any]:
     return fields
 
 
+# auth.exchange's keys, and the ExchangeSettings field each sets.
+_EXCHANGE_KEYS = {
+    "tokenEndpoint": "token_endpoint",
+    "clientId": "client_id",
+    "clientSecret": "client_secret",
+    "resource": "resource",
+    "scopes": "scope",
+}
+
+
+def _read_exchange(value: Any, where: str) -> dict[str, str]:
+    """An ``auth.exchange``: ``true`` (all from the gateway's sign-in to the server), or
+    an object of :data:`_EXCHANGE_KEYS`; the ExchangeSettings fields it sets."""
+    if value is True:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidValueError(
+            f'{where}: must be true or {{"tokenEndpoint": ..., "clientId": ..., '
+            f'"clientSecret": ..., "resource": ..., "scopes": [...]}}, got {value!r}'
+        )
+    unknown = sorted(set(value) - set(_EXCHANGE_KEYS))
+    if unknown:
+        raise InvalidValueError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(_EXCHANGE_KEYS)}"
+        )
+    fields: dict[str, str] = {}
+    for key, field in _EXCHANGE_KEYS.items():
+        if key not in value:
+            continue
+        item = value[key]
+        if key == "scopes":
+            scopes = item.split() if isinstance(item, str) else _texts(item, f"{where}.scopes")
+            fields[field] = " ".join(scopes)
+        else:
+            fields[field] = _text(item, f"{where}.{key}")
+    return fields
+
+
 def _read_inputs(value: Any, where: str) -> dict[str, dict[str, Any]]:
     """VS Code's ``inputs``: each ``{"id", "type", "description"?, "default"?, ...}``, by id."""
     if not isinstance(value, list) or not all(
@@ -986,4 +1146,8 @@ def _expand(
             else:
                 auth[field] = one(value, f"auth.{field}")
         out["auth"] = auth
+    if "exchange" in out:
+        out["exchange"] = {
+            field: one(value, f"auth.exchange.{field}") for field, value in out["exchange"].items()
+        }
     return out

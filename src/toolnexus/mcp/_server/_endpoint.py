@@ -18,6 +18,7 @@ the request, so any replica can answer it given the shared ``requestState`` key.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -29,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from ..._context import bound_principal
+from ..._context import PresentedToken, bound_principal, bound_token
 from ..._log import LazyLogger
 from .._shared._codec import (
     HEADER_MISMATCH,
@@ -285,11 +286,14 @@ class Identity:
     sessions (a digest; ``None`` when no authentication is asked for), ``principal`` is
     what tools see as ``ctx.principal`` (OAuth, or a verifier that returned one)."""
 
-    __slots__ = ("key", "principal")
+    __slots__ = ("key", "principal", "token")
 
-    def __init__(self, key: str | None, principal: Principal | None = None) -> None:
+    def __init__(
+        self, key: str | None, principal: Principal | None = None, token: str | None = None
+    ) -> None:
         self.key = key
         self.principal = principal
+        self.token = token  # what the principal was verified from (a gateway exchanges it)
 
 
 _NOBODY = Identity(None)
@@ -454,8 +458,8 @@ class Endpoint:
             if isinstance(checked, Future):
                 from ._auth import then
 
-                return then(checked, _identified)
-            return _identified(checked)
+                return then(checked, functools.partial(_identified, token=presented))
+            return _identified(checked, presented)
         # Headers arrive decoded as Latin-1: encoding back gives the bytes that were sent.
         raw = presented.encode("latin-1", "replace")
         principal = None
@@ -483,7 +487,8 @@ class Endpoint:
                 "unauthorized: the bearer token was not accepted",
                 [("www-authenticate", 'Bearer realm="mcp", error="invalid_token"')],
             ), _NOBODY
-        return None, Identity(hashlib.sha256(raw).hexdigest(), principal)
+        token = presented if principal is not None else None
+        return None, Identity(hashlib.sha256(raw).hexdigest(), principal, token)
 
     def is_metadata(self, path: str) -> bool:
         """Whether ``path`` is where this endpoint's OAuth protected-resource metadata
@@ -768,6 +773,8 @@ class Endpoint:
         principal = caller.identity.principal
         # The calls this request starts copy the context: their tools see the principal.
         bound = bound_principal.set(principal) if principal is not None else None
+        token = caller.identity.token
+        held = bound_token.set(PresentedToken(token)) if token is not None else None
         try:
             if not (isinstance(message, dict) and "method" in message and "id" in message):
                 # A notification, or an answer to one of our questions: nothing to wait for.
@@ -778,6 +785,8 @@ class Endpoint:
         finally:
             if bound is not None:
                 bound_principal.reset(bound)
+            if held is not None:
+                bound_token.reset(held)
         first = exchange.poll()
         if first is not None and first[1] and first[0] is not None:
             # Answered at once (most requests but tools/call): one JSON body.
@@ -1015,14 +1024,17 @@ def _allow_list(values: Iterable[str] | None) -> frozenset[str] | None:
     return items
 
 
-def _identified(checked: tuple[Reply | None, Principal | None]) -> tuple[Reply | None, Identity]:
-    """What :meth:`ResourceGuard.check` found, as :meth:`Endpoint.authenticate` answers."""
+def _identified(
+    checked: tuple[Reply | None, Principal | None], token: str | None = None
+) -> tuple[Reply | None, Identity]:
+    """What :meth:`ResourceGuard.check` found (for ``token``, the one presented), as
+    :meth:`Endpoint.authenticate` answers."""
     refused, principal = checked
     if refused is not None or principal is None:
         return refused, _NOBODY
     from ._auth import ResourceGuard
 
-    return None, Identity(ResourceGuard.key(principal), principal)
+    return None, Identity(ResourceGuard.key(principal), principal, token)
 
 
 def _is_local_origin(origin: str) -> bool:

@@ -94,8 +94,9 @@ def _read(
     uri = params.get("uri")
     if not isinstance(uri, str):
         raise Reject(INVALID_PARAMS, f"invalid params: uri must be a string, got {describe(uri)}")
-    if skills.is_skill_uri(uri) and skills.has_skills(context):
-        # a skill's file: read from its folder now, bounded (no user code runs)
+    if skills.has_skills(context) and skills.serves(context, uri):
+        # a skill's file: read from its folder now, bounded (no user code runs), or from
+        # the server of a re-exported skill, verified against its entry
         body = context.cache_hints({"contents": [skills.read(context, uri)]}, client)
         return [context.reply(request_id, client, body)]
     found = view(context.toolkit).find_resource(uri)

@@ -19,11 +19,12 @@ defines no notification of its own: each ``SKILL.md`` is a listed resource).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..._log import LazyLogger
 from ...errors import SkillError
-from .._shared._codec import INVALID_PARAMS
+from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS
 from .._shared._protocol import describe
 from ._context import BOTH, Feature, Method, ServerContext
 from ._types import Action, ClientView, Reject
@@ -36,9 +37,9 @@ __all__ = [
     "SCHEME",
     "SKILLS_EXTENSION",
     "has_skills",
-    "is_skill_uri",
     "listed_manifests",
     "read",
+    "serves",
 ]
 
 _log = LazyLogger()
@@ -51,27 +52,61 @@ _warned: set[tuple[str, str, str]] = set()  # (name, location, problem): warned 
 
 
 def has_skills(context: ServerContext) -> bool:
-    """Whether the toolkit has skills this server could serve (local ones)."""
-    return any(skill.folder is not None for skill in context.toolkit.skills())
+    """Whether the toolkit has skills this server could serve: local ones, and remote
+    ones it re-exports (a gateway's)."""
+    return any(_servable(skill) for skill in context.toolkit.skills())
 
 
-def is_skill_uri(uri: str) -> bool:
-    return uri.startswith(SCHEME)
+def _servable(skill: Skill) -> bool:
+    return skill.folder is not None or skill._entry is not None
 
 
-def _served(context: ServerContext) -> list[tuple[Skill, list[SkillFile]]]:
-    """The skills served, each with its manifest; the others warned about once."""
+@dataclass(frozen=True)
+class _Offer:
+    """A skill this server serves: the skill, its entry as listed, and its root URI
+    (the ``SKILL.md`` URI without ``/SKILL.md``)."""
+
+    skill: Skill
+    entry: dict[str, Any]
+    root: str
+
+    def listed(self) -> set[str] | None:
+        """The URIs of its files, or None for a skill whose files are ``dynamic``."""
+        resources = self.entry["resources"]
+        return None if resources == "dynamic" else {each["uri"] for each in resources}
+
+
+def quote(text: str) -> str:
+    from urllib.parse import quote  # a server without skills never loads it
+
+    return quote(text, safe="/")
+
+
+def unquote(text: str) -> str:
+    from urllib.parse import unquote
+
+    return unquote(text)
+
+
+def _served(context: ServerContext) -> list[_Offer]:
+    """The skills served, each with its entry; the others warned about once. A remote
+    skill (a gateway's) is served with the entry its server listed, under the URIs the
+    toolkit offers it at: its files are read from that server when a client asks."""
+    from ..._frozen import thaw
     from ..._skills import extension_name_problem
+    from .._shared._catalog import view
 
-    served: list[tuple[Skill, list[SkillFile]]] = []
-    for skill in context.toolkit.skills():
-        if skill.folder is None:
-            continue  # a remote skill: its own server serves it
+    served: list[_Offer] = []
+    for skill in view(context.toolkit).skills():  # those the caller may see
+        if not _servable(skill):
+            continue
         problem = extension_name_problem(skill)
-        files: list[SkillFile] = []
-        if problem is None:
+        entry: dict[str, Any] = {}
+        if problem is None and skill._entry is not None:
+            entry = thaw(skill._entry)
+        elif problem is None:
             try:
-                files = skill.manifest()
+                entry = _entry(skill, skill.manifest())
             except SkillError as exc:
                 problem = str(exc)
         if problem is not None:
@@ -82,7 +117,7 @@ def _served(context: ServerContext) -> list[tuple[Skill, list[SkillFile]]]:
                     "skill %r (%s) is not served over MCP: %s", skill.name, skill.location, problem
                 )
             continue
-        served.append((skill, files))
+        served.append(_Offer(skill, entry, entry["uri"][: -len("/" + SKILL_FILE)]))
     return served
 
 
@@ -109,12 +144,12 @@ def listed_manifests(context: ServerContext) -> list[dict[str, Any]]:
     """The ``SKILL.md`` of each served skill as ``resources/list`` shows it."""
     return [
         {
-            "uri": _uri(skill),
-            "name": skill.name,
-            "description": skill.description or "",
+            "uri": offer.entry["uri"],
+            "name": str(offer.entry["frontmatter"].get("name")),
+            "description": offer.skill.description or "",
             "mimeType": "text/markdown",
         }
-        for skill, _ in _served(context)
+        for offer in _served(context)
     ]
 
 
@@ -127,35 +162,53 @@ def _mime_type(path: str) -> str:
     return guessed or "application/octet-stream"
 
 
-def _locate(context: ServerContext, uri: str) -> tuple[Skill, list[SkillFile], str] | None:
-    """The served skill ``uri`` names and the path in it (``""``: its root), or None."""
-    if not is_skill_uri(uri):
-        return None
-    from urllib.parse import unquote
+def _locate(context: ServerContext, uri: str) -> tuple[_Offer, str] | None:
+    """The served skill ``uri`` names and the path in it (``""``: its root), or None.
+    The deepest root wins: a nested skill's files are its own."""
+    best: tuple[_Offer, str] | None = None
+    for offer in _served(context):
+        if uri == offer.root:
+            rest = ""
+        elif uri.startswith(offer.root + "/"):
+            rest = uri[len(offer.root) + 1 :]
+        else:
+            continue
+        if best is None or len(offer.root) > len(best[0].root):
+            best = (offer, rest)
+    return best
 
-    name, _, rest = uri[len(SCHEME) :].partition("/")
-    for skill, files in _served(context):
-        if skill.name == name:
-            return skill, files, unquote(rest)
-    return None
+
+def serves(context: ServerContext, uri: str) -> bool:
+    """Whether ``uri`` is a file of a skill this server serves (``resources/read`` asks
+    :func:`read` for it)."""
+    found = _locate(context, uri)
+    if found is None:
+        return False
+    listed = found[0].listed()
+    return bool(found[1]) if listed is None else uri in listed
 
 
 def read(context: ServerContext, uri: str) -> dict[str, Any]:
     """The ``resources/read`` answer's content for a skill file: text for UTF-8 text, a
     blob otherwise. Raises :class:`Reject` (``-32602``) for a file the server does not
-    serve — only listed files are, read now, bounded by the skill's limit."""
+    serve — only listed files are, read now, bounded by the skill's limit; a re-exported
+    skill's file is read from its server and verified (``-32603`` naming the skill and
+    the file when it no longer matches the entry: it is not passed on)."""
     found = _locate(context, uri)
-    if found is None or found[2] not in {each.path for each in found[1]}:
+    if found is None or not serves(context, uri):
         raise Reject(
             INVALID_PARAMS,
             f"Resource not found: {uri!r}; skills/list says which skill files this server serves",
             {"uri": uri},
         )
-    skill, _, path = found
+    offer, path = found
+    remote = offer.skill._entry is not None
     try:
-        data = skill.read(path)
+        data = offer.skill.read(uri if remote else unquote(path))
     except SkillError as exc:
         _log.warning("%s", exc)
+        if remote:
+            raise Reject(INTERNAL_ERROR, str(exc), {"uri": uri}) from None
         raise Reject(
             INVALID_PARAMS, f"Resource not found: {uri!r} ({exc.problem})", {"uri": uri}
         ) from None
@@ -170,6 +223,27 @@ def read(context: ServerContext, uri: str) -> dict[str, Any]:
         blob = base64.b64encode(data).decode("ascii")
         return {"uri": uri, "mimeType": mime_type, "blob": blob}
     return {"uri": uri, "mimeType": mime_type, "text": text}
+
+
+def _children(offer: _Offer, path: str) -> list[tuple[str, bool]] | None:
+    """The children of the skill's folder ``path`` as (name, is a directory), or None
+    when it is not one. A re-exported skill's come from its listed files (its server is
+    not asked); one whose files are ``dynamic`` has no directories to read here."""
+    listed = offer.listed()
+    if offer.skill._entry is None:
+        try:
+            return offer.skill.children(unquote(path))
+        except SkillError:
+            return None
+    if listed is None:
+        return None
+    folder = f"{offer.root}/{path}/" if path else f"{offer.root}/"
+    found: dict[str, bool] = {}
+    for each in listed:
+        if each.startswith(folder):
+            name, slash, _ = each[len(folder) :].partition("/")
+            found[unquote(name)] = found.get(unquote(name), False) or bool(slash)
+    return sorted(found.items()) if found else None
 
 
 def _declare(context: ServerContext, modern: bool) -> dict[str, Any] | None:
@@ -192,8 +266,8 @@ def _list(
     meta: Mapping[str, Any],
     client: ClientView,
 ) -> list[Action]:
-    def entries(page: list[tuple[Skill, list[SkillFile]]]) -> list[Any]:
-        return [_entry(skill, files) for skill, files in page]
+    def entries(page: list[_Offer]) -> list[Any]:
+        return [offer.entry for offer in page]
 
     body = context.page("skills", _served(context), entries, params, client)
     return [context.reply(request_id, client, body)]
@@ -208,14 +282,13 @@ def _get(
 ) -> list[Action]:
     uri = _uri_param(params)
     found = _locate(context, uri)
-    if found is None or found[2] != SKILL_FILE:
+    if found is None or found[0].entry["uri"] != uri:
         raise Reject(
             INVALID_PARAMS,
             f"No skill is served at {uri}; skills/list says which skills this server serves",
             {"uri": uri},
         )
-    skill, files, _ = found
-    body = context.cache_hints({"skill": _entry(skill, files)}, client)
+    body = context.cache_hints({"skill": found[0].entry}, client)
     return [context.reply(request_id, client, body)]
 
 
@@ -230,11 +303,7 @@ def _read_directory(
     found = _locate(context, uri)
     children: list[tuple[str, bool]] | None = None
     if found is not None and not uri.endswith("/"):
-        skill, _, path = found
-        try:
-            children = skill.children(path)
-        except SkillError:
-            children = None
+        children = _children(*found)
     if found is None or children is None:
         raise Reject(
             INVALID_PARAMS,
@@ -242,13 +311,11 @@ def _read_directory(
             "skill://<name>, a subfolder skill://<name>/<path>, no trailing slash)",
             {"uri": uri},
         )
-    skill, _, path = found
-    prefix = f"{path}/" if path else ""
 
     def entries(page: list[tuple[str, bool]]) -> list[Any]:
         return [
             {
-                "uri": _uri(skill, prefix + name),
+                "uri": f"{uri}/{quote(name)}",
                 "name": name,
                 "mimeType": DIRECTORY if is_dir else _mime_type(name),
             }

@@ -43,8 +43,10 @@ def gate(fn: Any, scopes: Iterable[str]) -> None:
 
 
 def required_scopes(item: Any) -> frozenset[str]:
-    """The scopes ``item`` (a tool, resource or prompt) asks of a caller (see :func:`gate`)."""
-    needed = getattr(getattr(item, "fn", None), "required_scopes", None)
+    """The scopes ``item`` (a tool, resource, prompt or skill) asks of a caller (see
+    :func:`gate`; a remote skill's function is the one that reads its files)."""
+    fn = item.fn if hasattr(item, "fn") else getattr(item, "_fetch", None)
+    needed = getattr(fn, "required_scopes", None)
     return needed if isinstance(needed, frozenset) else frozenset()
 
 
@@ -68,7 +70,10 @@ def view(toolkit: Toolkit) -> Toolkit:
     from ..._context import bound_principal
 
     principal = bound_principal.get()
-    items = [*toolkit.tools(), *toolkit.resources(), *toolkit.prompts()]
+    skills = toolkit.skills()
+    # the skill tool comes with the first skill shown, and loads only those
+    tools = [tool for tool in toolkit.tools() if not (skills and tool.source == "skill")]
+    items = [*tools, *toolkit.resources(), *toolkit.prompts(), *skills]
     shown = [item for item in items if visible(item, principal)]
     if len(shown) == len(items):
         return toolkit
