@@ -19,6 +19,8 @@ happens, e.g. a thread woken by the clock), with the others beside it.
   ``timeout_ms=5000`` (the shape of ``host_overhead.py`` table 1).
 - ``client``: ``McpClient.call_tool`` over stdio against ``mcp_client_server.py`` (the
   server uncounted).
+- ``client-host``: the same remote tool through ``Host.call`` (``Host(Toolkit(client.tools()))``,
+  ``timeout_ms=5000``): what the host adds to a remote call, against ``client``.
 
 Needs ``valgrind`` on the PATH; a row takes a minute or more. Nothing here asserts.
 """
@@ -37,7 +39,15 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-ROWS = ("stdio-legacy", "stdio-modern", "stdio-timeout", "host", "host-timeout", "client")
+ROWS = (
+    "stdio-legacy",
+    "stdio-modern",
+    "stdio-timeout",
+    "host",
+    "host-timeout",
+    "client",
+    "client-host",
+)
 SMALL, LARGE = 100, 1_100
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -124,14 +134,21 @@ def serve(argv: list[str]) -> None:
 def workload(row: str, calls: int) -> None:
     from toolnexus import Host, Toolkit, tool
 
-    if row == "client":
+    if row in ("client", "client-host"):
         from toolnexus.mcp import McpClient
 
         server = [str(HERE / "mcp_client_server.py")]
         client = McpClient(sys.executable, server, name="bench")
-        client.list_tools()
-        for _ in range(calls):
-            assert client.call_tool("add", {"a": 1, "b": 2}).output == "3"
+        if row == "client":
+            client.list_tools()
+            for _ in range(calls):
+                assert client.call_tool("add", {"a": 1, "b": 2}).output == "3"
+        else:
+            with Host(Toolkit(client.tools())) as remote:
+                for _ in range(calls):
+                    assert (
+                        remote.call("bench_add", {"a": 1, "b": 2}, timeout_ms=5_000).output == "3"
+                    )
         client.close()
         return
 

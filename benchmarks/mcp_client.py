@@ -18,6 +18,9 @@ server process per client) and over Streamable HTTP (one server process), in one
   of the floor's cost — a reference, not a client anyone should use;
 - ``toolnexus``: ``toolnexus.mcp.McpClient`` (``call_tool``; modern era, negotiated);
 - ``baseline``: with ``--baseline SRC``, the same client from another checkout's ``src``;
+- ``host`` (and ``host-base`` with ``--baseline``): the same remote tool called through
+  ``Host.call`` with a deadline; the table's last lines give it over the direct call
+  (issue 37's target: at most 1.3x, stdio and HTTP);
 - ``sdk``: the official SDK's ``mcp.ClientSession`` (when ``mcp`` is importable);
 - ``fastmcp``: ``fastmcp.Client`` (when ``fastmcp`` is importable;
   ``pip install '.[client-bench]'`` brings both).
@@ -197,6 +200,26 @@ class Ours:
         self.client.close()
 
 
+class ThroughHost(Ours):
+    """The same remote tool through ``Host.call`` (with a deadline, as an agent calls it):
+    what the host adds to a remote call."""
+
+    def __init__(self, port: int | None) -> None:
+        from toolnexus import Host, Toolkit
+
+        super().__init__(port)
+        self.host = Host(Toolkit(self.client.tools()))
+
+    def call(self) -> Any:
+        result = self.host.call("bench_add", ARGUMENTS, timeout_ms=5_000)
+        assert result.output == "3", result.output
+        return result
+
+    def close(self) -> None:
+        self.host.close()
+        super().close()
+
+
 # ------------------------------------------------------------------ async clients
 
 
@@ -296,6 +319,8 @@ def make(kind: str, port: int | None) -> Any:
         return FloorSocket(port)
     if kind in ("toolnexus", "baseline"):
         return Ours(port)
+    if kind in ("host", "host-base"):
+        return ThroughHost(port)
     return AsyncClient(kind, port)
 
 
@@ -345,9 +370,10 @@ def free_port() -> int:
 def kinds(baseline: Path | None) -> dict[str, Path]:
     """Each client measured, and the ``src`` it imports toolnexus from."""
     src = ROOT / "src"
-    found = {"floor": src, "socket": src, "toolnexus": src}
+    found = {"floor": src, "socket": src, "toolnexus": src, "host": src}
     if baseline is not None:
         found["baseline"] = baseline.resolve()
+        found["host-base"] = baseline.resolve()
     if importlib.util.find_spec("mcp") is not None:
         found["sdk"] = src
     if importlib.util.find_spec("fastmcp") is not None:
@@ -422,6 +448,13 @@ def table(title: str, figures: dict[str, tuple[float, float, float]]) -> None:
             f"{call * 1e6:>7.0f} us {call / floor_call:>7.2f}x {versus_sdk}"
             f" {mean * 1e6:>7.0f} us {mean / floor_mean:>7.2f}x"
         )
+    for host, direct in (("host", "toolnexus"), ("host-base", "baseline")):
+        if host in figures and direct in figures:
+            ratio = figures[host][1] / figures[direct][1]
+            print(
+                f"{host} / {direct} (a remote tool: through Host.call / called directly): "
+                f"{ratio:.2f}x"
+            )
 
 
 def import_cost(samples: int) -> None:

@@ -33,6 +33,9 @@ list two tools and answer ``tools/call`` — each MODE breaks one rule:
   ``cacheScope``.
 - ``stale``: its ``tools/list`` answers carry ``ttlMs`` 50, and its list grows after the
   first call without a word (no ``list_changed``): only a client that lists again sees it.
+- ``gather``: a call of ``echo`` with the text ``gather:N`` is answered only once N such
+  calls wait at the same time (then all of them); one with the text ``never`` is never
+  answered (only a cancel ends it: ``counts`` shows the ``notifications/cancelled``).
 
 In every mode, a call of ``echo`` with the text ``counts`` answers how many requests of
 each method the server has seen (a JSON object), so a test counts what reached it.
@@ -72,6 +75,7 @@ TEMPLATES = [
 ]
 heard: list[str] = []  # ``ask``: the actions the client answered the question with
 waiting: list[object] = []  # ``ask``: the ids of calls waiting for those
+gathered: list[object] = []  # ``gather``: the ids of the calls held so far
 FLOOD = 20_000  # pings: their replies fill a pipe many times over
 
 
@@ -225,6 +229,14 @@ for line in sys.stdin:
             params = {"message": "Your name?", "requestedSchema": question}
             send({"jsonrpc": "2.0", "id": "q1", "method": "elicitation/create", "params": params})
             waiting.append(request_id)  # this call ends with the answer, whatever it is
+        elif MODE == "gather" and arguments.get("text") == "never":
+            pass  # never answered: only a cancel ends it
+        elif MODE == "gather" and str(arguments.get("text")).startswith("gather:"):
+            gathered.append(request_id)
+            if len(gathered) >= int(arguments["text"].split(":")[1]):
+                for held in gathered:
+                    text(held, f"{len(gathered)} waited together")
+                gathered.clear()
         elif MODE == "ask" and arguments.get("text") == "heard":
             if heard:
                 text(request_id, heard[0])

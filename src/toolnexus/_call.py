@@ -84,9 +84,10 @@ QUEUED, RUNNING, GRACE, CANCELLING, ASKING, DONE = range(6)
 _STATE_NAMES = ("queued", "running", "timing out", "cancelling", "asking", "done")
 
 # How an attempt runs: on a pool worker, right here on the starting thread (a driver that
-# knows the tool is quick, a tool that calls its own host), or as a task on the owner's
-# event loop (async tools in acall).
-ON_POOL, INLINE, ON_LOOP = 0, 1, 2
+# knows the tool is quick, a tool that calls its own host), as a task on the owner's
+# event loop (async tools in acall), or here on the thread of Host.call's caller (a tool
+# that runs on its caller: INLINE, but Ctrl-C there cancels the call and goes on).
+ON_POOL, INLINE, ON_LOOP, ON_CALLER = 0, 1, 2, 3
 
 # The effects a transition asks for, carried out once its lock is released (Call._EFFECTS
 # maps each to its method), and where each runs:
@@ -609,6 +610,14 @@ class Call(metaclass=_NoPublicConstructor):
                 runner = ON_LOOP
         self._start_attempt(runner)  # checks, under its lock, that this is the only start
 
+    def _run_on_caller(self) -> ToolResult:
+        """``Host.call`` of a tool that runs on its caller: start it here and return its
+        result. Unowned: this thread is inside the tool, so what a deadline or a cancel
+        does meanwhile (waking the tool's I/O) runs on the dispatcher, not here. Ctrl-C
+        here cancels the call, then goes on, as in :meth:`_wait_owned`."""
+        self._start_attempt(ON_CALLER)
+        return self.result()
+
     def _finish_now(
         self, result: ToolResult, outcome: Outcome, reason: Reason | None = None
     ) -> None:
@@ -737,7 +746,7 @@ class Call(metaclass=_NoPublicConstructor):
                             "error",
                         )
                 runner = self._runner
-                if failed is None and runner == INLINE:  # QUEUED -> RUNNING here, at once
+                if failed is None and runner in (INLINE, ON_CALLER):  # RUNNING here, at once
                     self._state = RUNNING
                     self._inside = True
                     self._worker = None
@@ -748,7 +757,7 @@ class Call(metaclass=_NoPublicConstructor):
         if failed is not None:
             self._carry_out(failed)
             return
-        if runner == INLINE:
+        if runner in (INLINE, ON_CALLER):
             assert args is not None and self._context is not None
             self._run_tool(tool, args, self._ctx, self._context)
         elif runner == ON_LOOP:
@@ -793,6 +802,10 @@ class Call(metaclass=_NoPublicConstructor):
             else:
                 value = context.run(tool, args, ctx)
         except BaseException as exc:  # the tool's wrapper let it through: still an answer
+            if self._runner == ON_CALLER and isinstance(exc, KeyboardInterrupt):
+                self._cancel("caller")  # Ctrl-C in Host.call: cancelled, and it goes on
+                self._returned(_NO_WORDS)
+                raise
             value = exc
         self._returned(value)
 

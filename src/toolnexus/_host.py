@@ -730,12 +730,16 @@ class Host:
         return call
 
     def _wait(self, call: Call) -> ToolResult:
-        """The blocking adapter: this thread owns the call and runs its effects."""
+        """The blocking adapter: this thread owns the call and runs its effects — or,
+        for a tool that runs on its caller (a remote MCP tool: see :func:`_runs_on_caller`),
+        runs the tool itself, since it would only wait for another thread to do so."""
         if call.done():
             return call.result()
         if self._on_own_worker():
             call._start()  # re-entrant: runs inline on this worker
             return call.result()
+        if _runs_on_caller(call):
+            return call._run_on_caller()
         return call._wait_owned()
 
     async def _await(self, call: Call) -> ToolResult:
@@ -1166,6 +1170,17 @@ class Host:
 
 
 _turns = itertools.count(1)  # each turn's id (what ToolCall.turn says)
+
+
+def _runs_on_caller(call: Call) -> bool:
+    """Whether :meth:`Host.call` runs ``call``'s tool on the calling thread: its function
+    says ``runs_on_caller`` (it only waits for I/O, and its context's token ends that
+    wait at once — a remote MCP tool, :class:`~toolnexus.mcp._client._remote.RemoteTool`),
+    so the deadline and a cancel hold there as on a worker, and the caller, who would
+    block anyway, saves the hand-off to a worker and back. A tool wrapped by middleware
+    or tracing runs on a worker as before: the chain's own code may not hear the token."""
+    fn = getattr(call._tool, "fn", None)  # (a chain's stand-in has none)
+    return getattr(fn, "runs_on_caller", False) is True
 
 
 def _discovery(toolkit: Any, calls: Any, style: Style, revealed: Iterable[str]) -> Any:

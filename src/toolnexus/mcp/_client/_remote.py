@@ -52,6 +52,11 @@ class RemoteTool:
 
     __slots__ = ("client", "exchange", "headers", "links", "remote", "required_scopes")
 
+    runs_on_caller = True
+    """A call only waits for the server, and the context's token ends that wait at once
+    (the client wakes its reader and tells the server): ``Host.call`` runs it on the
+    calling thread, with no worker hand-off, and its deadline and cancel still hold."""
+
     def __init__(self, client: Caller, remote: str, headers: Mapping[str, str]) -> None:
         self.client = client
         self.remote = remote
