@@ -380,7 +380,8 @@ def test_call_tool_runs_a_tool_of_its_view_and_refuses_others():
     assert bad.is_error and "not valid JSON" in bad.output
     view = toolkit.view(filter=lambda t: t.name != "repos_delete")
     outside = view.meta_tools()["call_tool"]({"name": "repos_delete", "arguments": "{}"})
-    assert outside.is_error and "no tool 'repos_delete' to call here" in outside.output
+    assert outside.is_error and "unknown tool 'repos_delete'" in outside.output
+    assert "search_tools" in outside.output and "did you mean" not in outside.output
 
 
 def test_a_registered_tool_named_like_a_meta_tool_wins():

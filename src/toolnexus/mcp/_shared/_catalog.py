@@ -16,8 +16,9 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..._scopes import required_scopes, visible
+
 if TYPE_CHECKING:
-    from ..._principal import Principal
     from ..._toolkit import Toolkit
 
 __all__ = ["gate", "required_scopes", "view", "visible"]
@@ -40,18 +41,6 @@ def gate(fn: Any, scopes: Iterable[str]) -> None:
     if needed:
         with _lock:
             _gated += 1
-
-
-def required_scopes(item: Any) -> frozenset[str]:
-    """The scopes ``item`` (a tool, resource or prompt) asks of a caller (see :func:`gate`)."""
-    needed = getattr(getattr(item, "fn", None), "required_scopes", None)
-    return needed if isinstance(needed, frozenset) else frozenset()
-
-
-def visible(item: Any, principal: Principal | None) -> bool:
-    """Whether ``principal`` may see ``item``: it asks no scopes, or the principal has them."""
-    needed = required_scopes(item)
-    return not needed or (principal is not None and principal.has_scopes(*needed))
 
 
 def view(toolkit: Toolkit) -> Toolkit:
