@@ -25,10 +25,12 @@ It prints:
 2. Latency: the median (p50) and p90 of one ``Toolkit.search`` over the query set, at 1,000
    tools (api.github.com's first 1,000 operations) and at 5,000 (api.github.com, GHEC and
    three GitHub Enterprise Server releases, one namespace each, as a gateway would federate
-   them), the index built beforehand (once, as a toolkit keeps it), over the query set
-   again and again (each word's pruned posting is cached after its first search, until
-   the toolkit changes), and apart the p50 of searches whose words are all looked up
-   for the first time. Target: p50 <= 1 ms at 5,000 tools.
+   them), the index built beforehand (once, as a toolkit keeps it: each term's postings
+   with their BM25F weights, pruned to the best 500, and what each word of the synonym
+   table finds, are worked out on the first search after a change, so a search only adds
+   up precomputed postings — a word never searched before costs what any other does).
+   Apart, the time of the first search after a change (the weighing). Target: p50 <= 1 ms
+   at 5,000 tools.
 3. Definition bytes: the JSON of ``to_openai()`` (Chat Completions) and ``to_anthropic()``
    for a 200-tool toolkit, without deferral and with every tool deferred but a core of
    five (the local fallback: the core plus ``search_tools`` and ``call_tool``); and
@@ -251,17 +253,21 @@ def latency(spec_dir: Path, queries: list[dict[str, Any]], repeats: int) -> None
         samples.sort()
         p50 = statistics.median(samples)
         p90 = samples[int(len(samples) * 0.9)]
-        index = toolkit._search_index()
-        cold = []
-        for text in texts:
-            index._cache.clear()  # every word of the query looked up for the first time
+        # A change (here: one tool removed and put back) has the next search weigh the
+        # collection again: every term's postings and each synonym word's finds.
+        first = []
+        for _ in range(3):
+            spare = toolkit.tools()[-1]
+            toolkit.remove(spare.name)
+            toolkit.register(spare)
             start = time.perf_counter()
-            toolkit.search(text, 5)
-            cold.append((time.perf_counter() - start) * 1000)
+            toolkit.search(texts[0], 5)
+            first.append((time.perf_counter() - start) * 1000)
         print(
             f"   {size:>5} tools: p50 {p50:.3f} ms, p90 {p90:.3f} ms ({len(samples)} searches, "
-            f"the query set over and over); each word's first search: p50 "
-            f"{statistics.median(cold):.3f} ms"
+            f"the query set over and over, no cache: every word's postings are precomputed); "
+            f"the first search after a change (weighs the collection): "
+            f"{statistics.median(first):.0f} ms"
         )
     print("   target: p50 <= 1 ms at 5,000 tools")
 

@@ -11,6 +11,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import toolnexus._search
 from toolnexus import Tool, Toolkit, ToolResult
 from toolnexus._search import SearchIndex
 
@@ -100,3 +101,32 @@ def test_the_default_ranking_beats_plain_bm25_where_users_use_other_words():
     assert recall_at_5(lambda q: [t.name for t in toolkit.search(q, 5)]) >= 0.72
     # the held-out half, never tuned on, keeps a floor of its own
     assert recall_at_5(lambda q: [t.name for t in toolkit.search(q, 5)], "held-out") >= 0.70
+
+
+def test_pruning_postings_when_weighing_keeps_each_words_best_tools(monkeypatch):
+    # Each term keeps its best _KEEP tools when the collection is weighed, and a word of
+    # the synonym table the best _KEEP of its terms' maximum: those must be the best
+    # _KEEP of what the word finds over the unpruned postings.
+    tools = catalog()
+    monkeypatch.setattr(toolnexus._search, "_KEEP", 10**6)
+    whole = SearchIndex()
+    for each in tools:
+        whole.add(each)
+    unpruned = whole._weigh()
+    monkeypatch.setattr(toolnexus._search, "_KEEP", 40)
+    pruned = SearchIndex()
+    for each in tools:
+        pruned.add(each)
+    finds = pruned._weigh()
+    checked = 0
+    for word, found in unpruned.items():
+        if len(found) <= 40:
+            assert finds[word] == found, word
+            continue
+        checked += 1
+        assert len(finds[word]) == 40, word
+        cut = min(finds[word].values())
+        # the kept tools are the strongest, with their unpruned weights
+        assert all(found[name] == value for name, value in finds[word].items()), word
+        assert sum(1 for value in found.values() if value > cut) < 40, word
+    assert checked > 20  # the common words and the synonym groups were pruned
