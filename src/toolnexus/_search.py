@@ -62,7 +62,8 @@ reveals a tool outside the view). A ranker that raises, or returns something tha
 a list of names, is logged and the default ranking answers instead."""
 
 # Field weights (BM25F): a word in the name says more than one in a parameter's
-# description. Tuned on benchmarks/tool_search_queries.json.
+# description. Tuned on benchmarks/tool_search_queries.json before its split (the
+# tuning half confirmed them: docs/tool-search.md).
 _WEIGHTS = {
     "name": 3.0,
     "title": 2.0,
