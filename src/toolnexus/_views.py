@@ -22,7 +22,7 @@ from ._adapters import anthropic_tool, gemini_declaration, keep_listable, mcp_to
 from ._context import ToolContext, bound_principal
 from ._log import LazyLogger
 from ._result import ToolResult
-from ._scopes import visible
+from ._scopes import any_gated, visible
 from ._search import Ranker, SearchIndex, check_query, regex_matches
 from ._tools import Tool
 from .errors import InvalidTypeError, InvalidValueError
@@ -375,6 +375,8 @@ class ToolView:
         scopes it lacks (``_scopes.visible``; the caller is ``ctx.principal``, else the
         principal bound for the request) — a search never shows them, ``call_tool``
         never runs them."""
+        if not any_gated():
+            return self  # nothing asks for scopes: every caller sees the whole view
         principal = ctx.principal if ctx is not None else bound_principal.get()
         own = self._filter
 

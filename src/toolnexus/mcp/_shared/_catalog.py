@@ -12,35 +12,14 @@ exists. Without a principal (stdio, a server without ``auth``) no gated item is 
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..._scopes import required_scopes, visible
+from ..._scopes import any_gated, gate, required_scopes, visible
 
 if TYPE_CHECKING:
     from ..._toolkit import Toolkit
 
 __all__ = ["gate", "required_scopes", "view", "visible"]
-
-_gated = 0  # how many functions were ever gated: with none, every toolkit is whole
-_lock = threading.Lock()
-
-
-def gate(fn: Any, scopes: Iterable[str]) -> None:
-    """Ask a caller for every one of ``scopes`` before showing the tool, resource or
-    prompt whose function ``fn`` is (``()``: shown to all).
-
-    Example::
-
-        gate(tool.fn, {"files:read"})
-    """
-    global _gated
-    needed = frozenset(scopes)
-    fn.required_scopes = needed
-    if needed:
-        with _lock:
-            _gated += 1
 
 
 def view(toolkit: Toolkit) -> Toolkit:
@@ -52,7 +31,7 @@ def view(toolkit: Toolkit) -> Toolkit:
 
         tools = view(context.toolkit).tools()
     """
-    if not _gated:
+    if not any_gated():
         return toolkit
     from ..._context import bound_principal
 
