@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         "contract",
         {
             "errors", "_cancellation", "_suspension", "_parts", "_result", "_context",
-            "_principal", "_frozen", "_wire", "_pointer", "_extras", "_log", "_timers",
+            "_principal", "_scopes", "_frozen", "_wire", "_pointer", "_extras", "_log", "_timers",
             "_version", "_aio",
         },
     ),

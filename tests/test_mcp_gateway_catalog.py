@@ -6,6 +6,7 @@ a name that does not exist gets — never as forbidden.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,3 +110,53 @@ def test_scope_rules_that_are_not_scopes_are_refused_naming_the_place() -> None:
     entry = {"command": sys.executable, "args": [FAKE], "scopes": [1]}
     with pytest.raises(TypeError, match=r"mcpServers\.x\.scopes: must be a list of strings"):
         McpSource({"mcpServers": {"x": entry}})
+
+
+@pytest.fixture(scope="module")
+def search_url() -> Iterator[str]:
+    # The same upstreams, deferred, served as a small core plus the search meta-tools.
+    entry: dict[str, object] = {"command": sys.executable, "defer": True}
+    config = {
+        "mcpServers": {
+            "pub": {**entry, "args": [FAKE, "resources"]},
+            "adm": {**entry, "args": [FAKE, "resources"], "scopes": ["admin"]},
+            "mix": {**entry, "args": [FAKE, "fine"], "toolScopes": {"echo": "ops"}},
+        }
+    }
+    with McpSource(config).connect() as source:
+        federate(source)
+        options = ServerOptions(access=AccessOptions(verify_token=verify), search=True)
+        with HttpServer(source.toolkit, options, port=0) as server:
+            server.start()
+            yield server.url
+
+
+def found(url: str, token: str, query: str) -> list[str]:
+    with client(url, token) as made:
+        result = made.call_tool("search_tools", {"query": query})
+    assert not result.is_error, result.output
+    return sorted(each["name"] for each in json.loads(result.output))
+
+
+def test_the_search_meta_tools_search_and_call_only_what_the_caller_may_see(
+    search_url: str,
+) -> None:
+    with client(search_url, "bob-token") as bob:
+        assert sorted(t["name"] for t in bob.list_tools()) == ["call_tool", "search_tools"]
+    assert found(search_url, "carol-token", "echo") == ["adm_echo", "mix_echo", "pub_echo"]
+    assert found(search_url, "alice-token", "echo") == ["adm_echo", "pub_echo"]
+    assert found(search_url, "bob-token", "echo") == ["pub_echo"]
+    # An exact name and a regex-free name query show nothing hidden either.
+    assert found(search_url, "bob-token", "adm_echo") == ["pub_echo"]
+    arguments = json.dumps({"text": "hi"})
+    with client(search_url, "bob-token") as bob:
+        hidden = bob.call_tool("call_tool", {"name": "adm_echo", "arguments": arguments})
+        missing = bob.call_tool("call_tool", {"name": "xyz_echo", "arguments": arguments})
+        allowed = bob.call_tool("call_tool", {"name": "pub_echo", "arguments": arguments})
+    assert allowed.output == "hi"
+    assert hidden.is_error and missing.is_error
+    # The answer for a hidden tool is the one for a name that does not exist.
+    assert hidden.output.replace("adm_echo", "NAME") == missing.output.replace("xyz_echo", "NAME")
+    with client(search_url, "carol-token") as carol:
+        called = carol.call_tool("call_tool", {"name": "mix_echo", "arguments": arguments})
+    assert called.output == "hi"

@@ -380,7 +380,8 @@ def test_call_tool_runs_a_tool_of_its_view_and_refuses_others():
     assert bad.is_error and "not valid JSON" in bad.output
     view = toolkit.view(filter=lambda t: t.name != "repos_delete")
     outside = view.meta_tools()["call_tool"]({"name": "repos_delete", "arguments": "{}"})
-    assert outside.is_error and "no tool 'repos_delete' to call here" in outside.output
+    assert outside.is_error and "unknown tool 'repos_delete'" in outside.output
+    assert "search_tools" in outside.output and "did you mean" not in outside.output
 
 
 def test_a_registered_tool_named_like_a_meta_tool_wins():
@@ -394,3 +395,24 @@ def test_a_registered_tool_named_like_a_meta_tool_wins():
 def test_module_examples_run(module):
     failed, attempted = run_doctests(module)
     assert attempted > 0 and failed == 0
+
+
+def test_the_meta_tools_show_a_gated_tool_only_to_a_caller_with_its_scopes():
+    from toolnexus import Principal, ToolContext
+    from toolnexus.mcp._shared._catalog import gate
+
+    secret = make("rotate_signing_key", "Rotate the signing key of the service")
+    public = make("read_signing_policy", "Read the signing policy of the service")
+    gate(secret.fn, {"keys:admin"})
+    toolkit = Toolkit([secret, public], defer=True)
+    meta = toolkit.view().meta_tools()
+    admin = ToolContext(principal=Principal("ann", scopes="keys:admin"))
+    guest = ToolContext(principal=Principal("bob", scopes=""))
+    query = {"query": "rotate the signing key"}
+    assert meta["search_tools"](query, admin).metadata["revealed"][0] == "rotate_signing_key"
+    assert meta["search_tools"](query, guest).metadata["revealed"] == ["read_signing_policy"]
+    assert meta["search_tools"](query).metadata["revealed"] == ["read_signing_policy"]
+    call = {"name": "rotate_signing_key", "arguments": "{}"}
+    assert meta["call_tool"](call, admin).output == "rotate_signing_key"
+    refused = meta["call_tool"](call, guest)
+    assert refused.is_error and "unknown tool 'rotate_signing_key'" in refused.output

@@ -62,7 +62,8 @@ reveals a tool outside the view). A ranker that raises, or returns something tha
 a list of names, is logged and the default ranking answers instead."""
 
 # Field weights (BM25F): a word in the name says more than one in a parameter's
-# description. Tuned on benchmarks/tool_search_queries.json.
+# description. Tuned on benchmarks/tool_search_queries.json before its split (the
+# tuning half confirmed them: docs/tool-search.md).
 _WEIGHTS = {
     "name": 3.0,
     "title": 2.0,
@@ -78,7 +79,6 @@ _NAME_COVERAGE = 4.0
 _RERANK = 50
 _POOL = 200
 _KEEP = 500
-_CACHE_WORDS = 4096
 _MAX_TERMS = 64  # a query's distinct terms that count; the rest are ignored
 
 _WORDS = re.compile(r"[A-Z]+s?(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -327,7 +327,7 @@ class SearchIndex:
         names = index.rank("delete a repo", 5)
     """
 
-    __slots__ = ("_cache", "_docs", "_lock", "_plain", "_postings", "_weights")
+    __slots__ = ("_docs", "_finds", "_lock", "_plain", "_postings")
 
     def __init__(self, *, plain: bool = False) -> None:
         self._plain = plain
@@ -337,8 +337,9 @@ class SearchIndex:
         # name -> field -> (term -> count, the field's length in terms)
         self._docs: dict[str, dict[str, tuple[dict[str, int], int]]] = {}
         self._postings: dict[str, set[str]] = {}  # term -> the names of the tools using it
-        self._weights: dict[str, dict[str, float]] | None = None  # term -> name -> BM25F
-        self._cache: dict[str, dict[str, float]] = {}  # query word -> what it finds
+        # query word -> the tools it finds, with their BM25F weights: worked out for the
+        # whole collection on the first search after a change (None: not yet)
+        self._finds: dict[str, dict[str, float]] | None = None
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -362,8 +363,7 @@ class SearchIndex:
         for counts, _ in fields.values():
             for word in counts:
                 self._postings.setdefault(word, set()).add(tool.name)
-        self._weights = None
-        self._cache = {}
+        self._finds = None
 
     def discard(self, name: str) -> None:
         """Forget the tool ``name``; nothing happens when it is not indexed."""
@@ -381,11 +381,10 @@ class SearchIndex:
                     posting.discard(name)
                     if not posting:
                         del self._postings[word]
-        self._weights = None
-        self._cache = {}
+        self._finds = None
 
     def _weigh(self) -> dict[str, dict[str, float]]:
-        """Each term's BM25F weight per tool, for the collection as it is now."""
+        """What each query word finds, for the collection as it is now."""
         with self._lock:
             return self._weigh_locked()
 
@@ -407,15 +406,22 @@ class SearchIndex:
         weights = {}
         for word, row in pseudo.items():
             idf = math.log(1 + (count - len(row) + 0.5) / (len(row) + 0.5))
-            weights[word] = {
-                name: idf * value * (_K1 + 1) / (value + _K1) for name, value in row.items()
-            }
-        self._weights = weights
-        self._cache = {}
-        return weights
+            posting = {name: idf * value * (_K1 + 1) / (value + _K1) for name, value in row.items()}
+            if len(posting) > _KEEP:
+                # Impact-ordered pruning, done once here: a query word keeps the best
+                # _KEEP tools of its own term and of each synonym's, and the best _KEEP
+                # of their maximum are always among those.
+                posting = dict(heapq.nlargest(_KEEP, posting.items(), key=_second))
+            weights[word] = posting
+        finds = weights
+        if not self._plain:
+            finds = {**weights, **_expanded(weights)}
+        self._finds = finds
+        return finds
 
     def _query_terms(self, query: str) -> dict[str, dict[str, float]]:
-        """Each query term and what it finds, with weights: itself (1) and its synonyms."""
+        """Each query term and the words it looks for, with weights: itself (1) and its
+        synonyms (:data:`_SYNONYM_WEIGHT`)."""
         words = _plain_terms(query) if self._plain else terms(query)
         expanded: dict[str, dict[str, float]] = {}
         for word in words:
@@ -430,30 +436,6 @@ class SearchIndex:
             expanded[word] = found
         return expanded
 
-    def _found(self, word: str, synonyms: Mapping[str, float]) -> dict[str, float]:
-        """What one query word finds: each tool's best weight over the word and its
-        synonyms, the strongest :data:`_KEEP` only (impact-ordered pruning: a word as
-        common as "get" would otherwise cost every search a pass over most tools).
-        Cached per word until the collection changes."""
-        cached = self._cache.get(word)
-        if cached is not None:
-            return cached
-        weights = self._weights if self._weights is not None else self._weigh()
-        best: dict[str, float] = {}
-        for each, factor in synonyms.items():
-            posting = weights.get(each)
-            if posting is None:
-                continue
-            for name, weight in posting.items():
-                value = factor * weight
-                if value > best.get(name, 0.0):
-                    best[name] = value
-        found = dict(heapq.nlargest(_KEEP, best.items(), key=_second))
-        if len(self._cache) >= _CACHE_WORDS:
-            self._cache.clear()
-        self._cache[word] = found
-        return found
-
     def rank(
         self, query: str, limit: int, allowed: Callable[[str], bool] | None = None
     ) -> list[str]:
@@ -465,10 +447,9 @@ class SearchIndex:
         matches a single rare word strongly), and the best :data:`_RERANK` of those by
         how much of each tool's name the query covers ("create a pull request" is
         pulls_create's whole name, and only part of pulls_submit-review's)."""
-        if self._weights is None:
-            self._weigh()
+        finds = self._finds if self._finds is not None else self._weigh()
         expanded = self._query_terms(query)
-        found = [self._found(word, synonyms) for word, synonyms in expanded.items()]
+        found = [finds.get(word, _NOTHING) for word in expanded]
         sums: dict[str, float] = {}
         for each in found:
             for name, value in each.items():
@@ -476,7 +457,7 @@ class SearchIndex:
         items = sums.items() if allowed is None else [p for p in sums.items() if allowed(p[0])]
         if self._plain:
             return [name for name, _ in sorted(items, key=_best_first)[:limit]]
-        pool = sorted(items, key=_best_first)[: max(limit, _POOL)]
+        pool = heapq.nsmallest(max(limit, _POOL), items, key=_best_first)
         total = len(found)
         coordinated = []
         for name, score in pool:
@@ -495,6 +476,28 @@ class SearchIndex:
             reranked.append((-score * (1 + _NAME_COVERAGE * covered), name))
         reranked.sort()
         return [name for _, name in reranked[:limit]]
+
+
+_NOTHING: Mapping[str, float] = {}
+
+
+def _expanded(weights: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """What each word of :data:`SYNONYMS` finds: each tool's best weight over the word
+    (1) and its synonyms (:data:`_SYNONYM_WEIGHT`), the strongest :data:`_KEEP` only.
+    Worked out with the term weights, so a search only adds up precomputed postings."""
+    out = {}
+    for word, synonyms in SYNONYMS.items():
+        best = dict(weights.get(word, _NOTHING))
+        for other in synonyms:
+            for name, weight in weights.get(other, _NOTHING).items():
+                value = _SYNONYM_WEIGHT * weight
+                if value > best.get(name, 0.0):
+                    best[name] = value
+        if len(best) > _KEEP:
+            best = dict(heapq.nlargest(_KEEP, best.items(), key=_second))
+        if best:
+            out[word] = best
+    return out
 
 
 def _second(pair: tuple[str, float]) -> float:

@@ -242,10 +242,12 @@ class Toolkit:
             raise self._unknown(name)
         return found
 
-    def _unknown(self, name: Any) -> UnknownToolError:
+    def _unknown(self, name: Any, among: list[str] | None = None) -> UnknownToolError:
+        """The error for a name no tool has, suggesting the closest of ``among`` (the
+        caller's names; default: every registered tool)."""
         import difflib  # only a miss pays for it
 
-        known = list(self._tools)
+        known = list(self._tools) if among is None else among
         text = name if isinstance(name, str) else repr(name)
         matcher = difflib.SequenceMatcher()
         matcher.set_seq2(text)

@@ -19,9 +19,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._adapters import anthropic_tool, gemini_declaration, keep_listable, mcp_tool, openai_tool
-from ._context import ToolContext
+from ._context import ToolContext, bound_principal
 from ._log import LazyLogger
 from ._result import ToolResult
+from ._scopes import any_gated, visible
 from ._search import Ranker, SearchIndex, check_query, regex_matches
 from ._tools import Tool
 from .errors import InvalidTypeError, InvalidValueError
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         def skills(self) -> list[Any]: ...  # Skills (_skills.py sits above this module)
         def _skills_prompt_of(self, skills: list[Any]) -> str: ...
         def resolve(self, name: str, args: Any) -> tuple[Tool, dict[str, Any]] | ToolResult: ...
+        def _unknown(self, name: Any, among: list[str] | None = None) -> Exception: ...
         def register(
             self, *tools: Any, replace: bool = False, namespace: str | None = None
         ) -> None: ...
@@ -401,11 +403,32 @@ class ToolView:
             }
         return self._meta
 
-    def _found(self, args: Mapping[str, Any]) -> list[Tool]:
-        return self.search(args["query"], _SEARCH_LIMIT)
+    def _for_caller(self, ctx: ToolContext | None) -> ToolView:
+        """This view as the caller of a meta-tool may see it: without the tools whose
+        scopes it lacks (``_scopes.visible``; the caller is ``ctx.principal``, else the
+        principal bound for the request) — a search never shows them, ``call_tool``
+        never runs them."""
+        if not any_gated():
+            return self  # nothing asks for scopes: every caller sees the whole view
+        principal = ctx.principal if ctx is not None else bound_principal.get()
+        own = self._filter
+
+        def shown(tool: Tool) -> bool:
+            return visible(tool, principal) and (own is None or bool(own(tool)))
+
+        return ToolView(
+            self._kit,
+            namespaces=self._namespaces,
+            filter=shown,
+            defer=self._defer,
+            ranker=self._ranker,
+        )
+
+    def _found(self, args: Mapping[str, Any], ctx: ToolContext | None) -> list[Tool]:
+        return self._for_caller(ctx).search(args["query"], _SEARCH_LIMIT)
 
     def _search_tool(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> ToolResult:
-        found = self._found(args)
+        found = self._found(args, ctx)
         if not found:
             return ToolResult.ok(
                 "no tool matched; try other words for what you need done",
@@ -423,7 +446,7 @@ class ToolView:
     def _native_search_tool(
         self, args: Mapping[str, Any], ctx: ToolContext | None = None
     ) -> ToolResult:
-        found = self._found(args)
+        found = self._found(args, ctx)
         names = [each.name for each in found]
         text = ", ".join(names) if names else "no tool matched; try other words"
         return ToolResult.ok(
@@ -436,14 +459,17 @@ class ToolView:
 
     def _call_tool(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> ToolResult:
         name = args["name"]
+        # A name outside the caller's view gets the answer of a name that does not exist,
+        # suggestions drawn from the view only: it never says the tool is there.
+        caller = self._for_caller(ctx)
+        if name in META_TOOLS or name not in caller:
+            names = [each.name for each in caller.tools()]
+            unknown = self._kit._unknown(name, names)
+            return ToolResult.error(f"{unknown}; find one with {SEARCH_TOOLS} first")
         found = self._kit.resolve(name, args["arguments"])
         if isinstance(found, ToolResult):
             return found
         tool, arguments = found
-        if not self.includes(tool) or tool.name in META_TOOLS:
-            return ToolResult.error(
-                f"no tool {name!r} to call here; find one with {SEARCH_TOOLS} first"
-            )
         return tool(arguments, ctx)
 
     # ----------------------------------------------------------------- definitions

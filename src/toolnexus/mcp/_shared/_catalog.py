@@ -12,48 +12,14 @@ exists. Without a principal (stdio, a server without ``auth``) no gated item is 
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..._scopes import any_gated, gate, required_scopes, visible
 
 if TYPE_CHECKING:
-    from ..._principal import Principal
     from ..._toolkit import Toolkit
 
 __all__ = ["gate", "required_scopes", "view", "visible"]
-
-_gated = 0  # how many functions were ever gated: with none, every toolkit is whole
-_lock = threading.Lock()
-
-
-def gate(fn: Any, scopes: Iterable[str]) -> None:
-    """Ask a caller for every one of ``scopes`` before showing the tool, resource or
-    prompt whose function ``fn`` is (``()``: shown to all).
-
-    Example::
-
-        gate(tool.fn, {"files:read"})
-    """
-    global _gated
-    needed = frozenset(scopes)
-    fn.required_scopes = needed
-    if needed:
-        with _lock:
-            _gated += 1
-
-
-def required_scopes(item: Any) -> frozenset[str]:
-    """The scopes ``item`` (a tool, resource, prompt or skill) asks of a caller (see
-    :func:`gate`; a remote skill's function is the one that reads its files)."""
-    fn = item.fn if hasattr(item, "fn") else getattr(item, "_fetch", None)
-    needed = getattr(fn, "required_scopes", None)
-    return needed if isinstance(needed, frozenset) else frozenset()
-
-
-def visible(item: Any, principal: Principal | None) -> bool:
-    """Whether ``principal`` may see ``item``: it asks no scopes, or the principal has them."""
-    needed = required_scopes(item)
-    return not needed or (principal is not None and principal.has_scopes(*needed))
 
 
 def view(toolkit: Toolkit) -> Toolkit:
@@ -65,7 +31,7 @@ def view(toolkit: Toolkit) -> Toolkit:
 
         tools = view(context.toolkit).tools()
     """
-    if not _gated:
+    if not any_gated():
         return toolkit
     from ..._context import bound_principal
 
