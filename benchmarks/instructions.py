@@ -18,7 +18,8 @@ happens, e.g. a thread woken by the clock), with the others beside it.
 - ``host``, ``host-timeout``: ``Host.call("add", ...)`` in-process, without and with
   ``timeout_ms=5000`` (the shape of ``host_overhead.py`` table 1).
 - ``host-pass-through``, ``host-cache-hit``: the same through one middleware: a function
-  that passes the call on, or ``cache()`` answering every call (the same arguments to a read-only ``add``).
+  that passes the call on, or ``cache()`` answering every call (the same arguments to a
+  read-only ``add``).
 - ``client``: ``McpClient.call_tool`` over stdio against ``mcp_client_server.py`` (the
   server uncounted).
 
