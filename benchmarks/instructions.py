@@ -17,6 +17,9 @@ happens, e.g. a thread woken by the clock), with the others beside it.
   milliseconds, and the poll's wake-ups would count wall time, not work.
 - ``host``, ``host-timeout``: ``Host.call("add", ...)`` in-process, without and with
   ``timeout_ms=5000`` (the shape of ``host_overhead.py`` table 1).
+- ``host-pass-through``, ``host-cache-hit``: the same through one middleware: a function
+  that passes the call on, or ``cache()`` answering every call (the same arguments to a
+  read-only ``add``).
 - ``client``: ``McpClient.call_tool`` over stdio against ``mcp_client_server.py`` (the
   server uncounted).
 - ``client-host``: the same remote tool through ``Host.call`` (``Host(Toolkit(client.tools()))``,
@@ -36,6 +39,7 @@ import runpy
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -45,6 +49,8 @@ ROWS = (
     "stdio-timeout",
     "host",
     "host-timeout",
+    "host-pass-through",
+    "host-cache-hit",
     "client",
     "client-host",
 )
@@ -152,16 +158,29 @@ def workload(row: str, calls: int) -> None:
         client.close()
         return
 
-    @tool
     def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
 
+    # cache() keeps the answers of read-only tools only
+    made = tool(read_only=True)(add) if row == "host-cache-hit" else tool(add)
+
+    def pass_through(call: Any, call_next: Any) -> Any:
+        return call_next(call)
+
     deadline = 5_000 if row == "host-timeout" else None
-    with Host(Toolkit([add])) as host:
+    middleware: list[Any] = []
+    if row == "host-pass-through":
+        middleware = [pass_through]
+    elif row == "host-cache-hit":
+        from toolnexus.policies import cache
+
+        middleware = [cache()]
+    with Host(Toolkit([made]), middleware=middleware) as host:
         host.call("add", {"a": 0, "b": 1})
         for index in range(calls):
-            assert not host.call("add", {"a": index, "b": 2}, timeout_ms=deadline).is_error
+            args = {"a": 0, "b": 1} if row == "host-cache-hit" else {"a": index, "b": 2}
+            assert not host.call("add", args, timeout_ms=deadline).is_error
 
 
 def main() -> None:

@@ -266,7 +266,7 @@ def list_all(session: Any) -> int:
             {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}
         )
         assert isinstance(sent, Send)
-        json.dumps(sent.message, separators=(",", ":"), ensure_ascii=False)
+        sent.to_bytes()  # the line a driver writes
         result = sent.message["result"]
         listed += len(result["tools"])
         if "nextCursor" not in result:

@@ -104,6 +104,31 @@ def test_the_text_reply_template_writes_exactly_what_encode_writes(
     assert codec.text_reply(request_id, text, is_error, structured) == codec.encode(message)
 
 
+LISTED = [[], [{"name": "add", "inputSchema": {"type": "object"}}], [{"n": "é ✓"}, {"n": 2}]]
+RESTS = [{}, {"nextCursor": "c-100"}, {"nextCursor": "c", "ttlMs": 5, "_meta": {"k": ["v"]}}]
+
+
+@pytest.mark.parametrize("request_id", [7, 'req "1" ✓'])
+@pytest.mark.parametrize("entries", LISTED)
+@pytest.mark.parametrize("rest", RESTS)
+def test_a_listed_reply_from_kept_fragments_is_exactly_what_encode_writes(
+    request_id: Any, entries: list[dict[str, Any]], rest: dict[str, Any]
+) -> None:
+    result = {"tools": entries, **rest}
+    fragments: list[str | None] = [codec.fragment(entry) for entry in entries]
+    message = {"jsonrpc": "2.0", "id": request_id, "result": result}
+    assert codec.listed_reply(request_id, result, "tools", fragments) == codec.encode(message)
+
+
+def test_a_listed_reply_declines_what_its_template_cannot_write() -> None:
+    assert codec.fragment({"x": float("nan")}) is None
+    assert codec.listed_reply(1, {"tools": []}, "tools", [None]) is None  # an unencoded entry
+    assert codec.listed_reply(1, {"next": "c", "tools": []}, "tools", []) is None  # not first
+    assert codec.listed_reply(None, {"tools": []}, "tools", []) is None
+    lone = codec.fragment({"n": "\udc80"})  # a lone surrogate: encode escapes it instead
+    assert codec.listed_reply(1, {"tools": [{}]}, "tools", [lone]) is None
+
+
 @pytest.mark.parametrize("request_id", [True, 1.0, None, [1]])
 def test_the_template_declines_ids_it_does_not_write(request_id: Any) -> None:
     assert codec.text_reply(request_id, "x", False) is None

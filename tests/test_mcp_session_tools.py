@@ -52,8 +52,10 @@ def call_message(rid: Any, params: Any, meta: Any = MODERN) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
 
 
-def legacy(version: str) -> ServerSession:
-    session = ServerSession(TOOLKIT, ServerOptions(name="t", version="1"))
+def legacy(
+    version: str, toolkit: Toolkit = TOOLKIT, options: ServerOptions | None = None
+) -> ServerSession:
+    session = ServerSession(toolkit, options or ServerOptions(name="t", version="1"))
     session.receive(
         {
             "jsonrpc": "2.0",
@@ -145,6 +147,44 @@ def test_a_toolkit_describes_each_tool_once_until_that_tool_changes(monkeypatch)
     tools = list_tools(session, {"_meta": MODERN})["result"]["tools"]
     assert tools[1]["description"] == "Search the index, a page at a time."
     assert described == ["add", "search", "add", "search"]  # only the changed entry
+
+
+@pytest.mark.parametrize("version", ["modern", "2025-06-18", "2024-11-05"])
+def test_a_tools_list_page_is_written_from_kept_encodings_as_its_message_encodes(
+    monkeypatch: pytest.MonkeyPatch, version: str
+) -> None:
+    import toolnexus.mcp._shared._codec as codec
+
+    many = Toolkit([tool(name=f"t{n}")(lambda: "x") for n in range(7)] + [add, search])
+    options = ServerOptions(page_size=4)
+    session = (
+        ServerSession(many, options) if version == "modern" else legacy(version, many, options)
+    )
+    first: dict[str, Any] = {"_meta": MODERN} if version == "modern" else {}
+    params = first
+    pages = 0
+    while True:
+        (sent,) = session.receive(
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": params}
+        )
+        assert isinstance(sent, Send) and sent._line is not None  # written from the template
+        assert sent.to_bytes() == codec.encode(sent.message)
+        pages += 1
+        result = sent.message["result"]
+        if "nextCursor" not in result:
+            break
+        params = {**params, "cursor": result["nextCursor"]}
+    assert pages == 3
+    # a second list writes every entry from its kept encoding: the encoder sees no entry
+    encoded: list[Any] = []
+    fast = codec._C_ENCODE
+    assert fast is not None
+    monkeypatch.setattr(
+        codec, "_C_ENCODE", lambda value, level: encoded.append(value) or fast(value, level)
+    )
+    (again,) = session.receive({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": first})
+    assert again.to_bytes() == codec.encode(again.message)
+    assert not any("inputSchema" in value for value in encoded if isinstance(value, dict))
 
 
 def test_modern_tools_list_carries_cache_hints_and_any_output_schema() -> None:

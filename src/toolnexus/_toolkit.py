@@ -1056,20 +1056,18 @@ class Toolkit:
 
     # ----------------------------------------------------------------- kept descriptions
 
-    def _mcp_entry(
-        self, tool: Tool, shape: Hashable, describe: Callable[[Tool], dict[str, Any] | None]
-    ) -> dict[str, Any] | None:
+    def _mcp_entry(self, tool: Tool, shape: Hashable, describe: Callable[[Tool], Any]) -> Any:
         """``tool``'s entry in a ``tools/list`` reply for the clients of one ``shape``
-        (what their revision reads of an entry): ``describe(tool)`` the first time, then
-        the same entry (never changed by those who read it) until another tool is
-        registered under its name. None: ``describe`` left it out of lists."""
+        (what their revision reads of an entry; the server keeps the entry with its
+        encoding): ``describe(tool)`` the first time, then the same entry (never changed
+        by those who read it) until another tool is registered under its name. None:
+        ``describe`` left it out of lists."""
         kept = self._described.get(tool.name)
         if kept is None or kept[0] is not tool:
             kept = self._described[tool.name] = (tool, {})
         entries = kept[1]
         if shape in entries:
-            entry: dict[str, Any] | None = entries[shape]
-            return entry
+            return entries[shape]
         entry = entries[shape] = describe(tool)
         return entry
 

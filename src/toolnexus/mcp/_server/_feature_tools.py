@@ -49,14 +49,19 @@ def _list(
         bool(client.tasks),
     )
 
-    def describe(tool: Tool) -> dict[str, Any] | None:
+    def describe(tool: Tool) -> tuple[dict[str, Any], str | None] | None:
         # A tool whose entry JSON cannot carry is left out (and logged), never the list.
+        # Kept with the entry: its encoding, which a page's line is written from.
         listable = keep_listable([_describe_tool(tool, client)])
-        return listable[0] if listable else None
+        return (listable[0], codec.fragment(listable[0])) if listable else None
+
+    fragments: list[str | None] = []  # the page's entries, encoded (see describe)
 
     def entries(page: list[Tool]) -> list[Any]:
         found = [toolkit._mcp_entry(tool, shape, describe) for tool in page]
-        return [entry for entry in found if entry is not None]
+        kept = [each for each in found if each is not None]
+        fragments.extend(text for _, text in kept)
+        return [entry for entry, _ in kept]
 
     search = context.search_view
     if search is None:
@@ -64,7 +69,9 @@ def _list(
     else:  # the core and the meta-tools, of what this caller may see
         tools = [tool for tool in search.listed() if visible(tool, bound_principal.get())]
     body = context.page("tools", tools, entries, params, client)
-    return [context.reply(request_id, client, body)]
+    send = context.reply(request_id, client, body)
+    send._line = codec.listed_reply(request_id, body, "tools", fragments)  # from kept encodings
+    return [send]
 
 
 def _describe_tool(tool: Tool, client: ClientView) -> dict[str, Any]:

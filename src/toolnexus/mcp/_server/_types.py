@@ -66,9 +66,10 @@ class Send:
         # A tool's text answer, kept as its parts (request id, text, is_error,
         # structured) until someone reads the message: to_bytes writes it from a template.
         self._reply: tuple[Any, str, bool, Any] | None = None
-        # Package-internal: a text answer's line, written from the codec's template as the
-        # answer is made (None when the template cannot write it): what to_bytes returns,
-        # and what a transport that writes lines may write as it is.
+        # Package-internal: the line of a text answer or of a list's page, written from
+        # the codec's template as the answer is made (None when the template cannot write
+        # it): what to_bytes returns, and what a transport that writes lines may write as
+        # it is.
         self._line: bytes | None = None
 
     @classmethod

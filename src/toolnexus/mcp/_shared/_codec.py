@@ -11,6 +11,9 @@ the plain :mod:`json` module's bytes (tests/test_mcp_codec.py):
 - messages are encoded by the C encoder built once, not once per message;
 - a tool's text answer — the one message written per call — is written from a template
   (:func:`text_reply`), without building the message first;
+- a page of a list (``tools/list``) is written from its entries' encodings
+  (:func:`fragment`, kept per entry, joined by :func:`listed_reply`): a list is asked for
+  again and again, and its entries seldom change;
 - a client's request is written from a template (:func:`request_line`), the ``_meta``
   entries it shares with every other request of its connection from their encoding,
   done once: they are most of a modern request's bytes, and nested objects are what the
@@ -47,6 +50,8 @@ __all__ = [
     "encode",
     "error_message",
     "encode_shared",
+    "fragment",
+    "listed_reply",
     "nested_too_deep",
     "request_line",
     "stand_in",
@@ -253,6 +258,67 @@ def encode_shared(entries: Mapping[str, Any]) -> str | None:
     except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
         return None
     return text[1:-1] or None
+
+
+def fragment(value: Mapping[str, Any]) -> str | None:
+    """The text :func:`encode` writes for ``value`` inside a message (compact JSON, not
+    yet UTF-8), to be written again by :func:`listed_reply` — or ``None`` without the C
+    encoder, or for a value JSON cannot carry.
+
+    Example::
+
+        >>> fragment({"name": "add", "inputSchema": {"type": "object"}})
+        '{"name":"add","inputSchema":{"type":"object"}}'
+    """
+    if _C_ENCODE is None or value.__class__ is not dict:
+        return None
+    try:
+        return "".join(_C_ENCODE(value, 0))
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def listed_reply(
+    request_id: Any, result: Mapping[str, Any], key: str, fragments: list[str | None]
+) -> bytes | None:
+    """The line of the response ``{"jsonrpc":"2.0","id":ID,"result":result}`` whose
+    ``result`` starts with the list ``result[key]``, written from ``fragments`` (each
+    item's :func:`fragment`, in order) — the same bytes :func:`encode` writes for that
+    message.
+
+    Returns ``None`` when it cannot be written so (no C encoder, a fragment that is
+    ``None``, an id that is not an exact ``int`` or ``str``, ``key`` not first in
+    ``result``, text that is not valid
+    Unicode, a value JSON cannot carry): then :func:`encode` the message, which words or
+    escapes the problem.
+    """
+    kind = request_id.__class__
+    if (
+        _C_ENCODE is None
+        or (kind is not int and kind is not str)
+        or next(iter(result), None) != key
+        or None in fragments
+    ):
+        return None
+    rest = {name: value for name, value in result.items() if name != key}
+    try:
+        tail = "," + "".join(_C_ENCODE(rest, 0))[1:] if rest else "}"
+        line = "".join(
+            (
+                '{"jsonrpc":"2.0","id":',
+                int.__repr__(request_id) if kind is int else _ENCODE_STRING(request_id),
+                ',"result":{',
+                _ENCODE_STRING(key),
+                ":[",
+                ",".join(fragments),  # type: ignore[arg-type]  # None is not in them
+                "]",
+                tail,
+                "}\n",
+            )
+        )
+        return line.encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
+        return None
 
 
 def request_line(
