@@ -17,8 +17,13 @@ happens, e.g. a thread woken by the clock), with the others beside it.
   milliseconds, and the poll's wake-ups would count wall time, not work.
 - ``host``, ``host-timeout``: ``Host.call("add", ...)`` in-process, without and with
   ``timeout_ms=5000`` (the shape of ``host_overhead.py`` table 1).
-- ``client``: ``McpClient.call_tool`` over stdio against ``mcp_client_server.py`` (the
-  server uncounted).
+- ``http-legacy``, ``http-modern``: the embedded Streamable HTTP server (``HttpServer``,
+  ``mcp_bench_tools.py``'s toolkit) in-process, driven by ``mcp_http.py``'s raw
+  ``http.client`` connection from the same process (the same client code for both
+  checkouts, so the difference is the server's): sequential ``tools/call`` of ``add``,
+  legacy in an ``initialize`` session or modern (2026-07-28).
+- ``client``, ``client-http``: ``McpClient.call_tool`` over stdio, and over Streamable
+  HTTP, against ``mcp_client_server.py`` (the server a child process, uncounted).
 
 Needs ``valgrind`` on the PATH; a row takes a minute or more. Nothing here asserts.
 """
@@ -37,7 +42,17 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-ROWS = ("stdio-legacy", "stdio-modern", "stdio-timeout", "host", "host-timeout", "client")
+ROWS = (
+    "stdio-legacy",
+    "stdio-modern",
+    "stdio-timeout",
+    "http-legacy",
+    "http-modern",
+    "host",
+    "host-timeout",
+    "client",
+    "client-http",
+)
 SMALL, LARGE = 100, 1_100
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -121,18 +136,57 @@ def serve(argv: list[str]) -> None:
     runpy.run_module("toolnexus", run_name="__main__", alter_sys=True)
 
 
+def http_workload(row: str, calls: int) -> None:
+    """``calls`` sequential ``tools/call`` through an in-process ``HttpServer``."""
+    sys.path.insert(0, str(HERE))
+    from mcp_bench_tools import toolkit
+    from mcp_http import Connection
+
+    from toolnexus.mcp import HttpServer
+
+    server = HttpServer(toolkit, port=0)
+    server.start()
+    connection = Connection(server.address[1], row.removeprefix("http-"))
+    connection.add()
+    for _ in range(calls):
+        connection.add()
+    connection.close()
+    server.shutdown()
+
+
+def client_workload(row: str, calls: int) -> None:
+    """``calls`` ``McpClient.call_tool`` against ``mcp_client_server.py`` (stdio or HTTP)."""
+    sys.path.insert(0, str(HERE))
+    from mcp_client import free_port, wait_for_port
+
+    from toolnexus.mcp import McpClient
+
+    server_script = str(HERE / "mcp_client_server.py")
+    process = None
+    if row == "client-http":
+        port = free_port()
+        process = subprocess.Popen([sys.executable, server_script, "--http", str(port)])
+        wait_for_port(port)
+        client = McpClient(url=f"http://127.0.0.1:{port}/mcp", name="bench")
+    else:
+        client = McpClient(sys.executable, [server_script], name="bench")
+    client.list_tools()
+    for _ in range(calls):
+        assert client.call_tool("add", {"a": 1, "b": 2}).output == "3"
+    client.close()
+    if process is not None:
+        process.terminate()
+        process.wait()
+
+
 def workload(row: str, calls: int) -> None:
     from toolnexus import Host, Toolkit, tool
 
-    if row == "client":
-        from toolnexus.mcp import McpClient
-
-        server = [str(HERE / "mcp_client_server.py")]
-        client = McpClient(sys.executable, server, name="bench")
-        client.list_tools()
-        for _ in range(calls):
-            assert client.call_tool("add", {"a": 1, "b": 2}).output == "3"
-        client.close()
+    if row.startswith("client"):
+        client_workload(row, calls)
+        return
+    if row.startswith("http-"):
+        http_workload(row, calls)
         return
 
     @tool

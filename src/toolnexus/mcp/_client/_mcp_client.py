@@ -789,10 +789,10 @@ class McpClient:
                 connection = self._open()
             except McpError as exc:
                 return unsent(ToolResult(f"{name}: {exc}", True), retry)
+            waiter = Waiter()
             with connection.lock:
-                outgoing = connection.session.call_tool(name, arguments, retry)
+                outgoing = connection.session.call_tool(name, arguments, retry, waiter)
                 assert outgoing.id is not None
-                waiter = Waiter(outgoing.id)
                 connection.peer.start_call(outgoing.id, waiter)
             result = connection.call(
                 outgoing,
@@ -956,12 +956,12 @@ class McpClient:
         host's answer goes back on it) and the request's answer is the task's result. A
         cancel ends the request and cancels the task."""
         connection = self._open()
+        waiter = Waiter()
         with connection.lock:
             outgoing = connection.session.request(
-                "tasks/result", {"taskId": task_id}, progress=True
+                "tasks/result", {"taskId": task_id}, progress=True, waiter=waiter
             )
             assert outgoing.id is not None
-            waiter = Waiter(outgoing.id)
             connection.peer.start_call(outgoing.id, waiter)
         result = connection.call(
             outgoing,
