@@ -18,10 +18,11 @@ happens, e.g. a thread woken by the clock), with the others beside it.
 - ``host``, ``host-timeout``: ``Host.call("add", ...)`` in-process, without and with
   ``timeout_ms=5000`` (the shape of ``host_overhead.py`` table 1).
 - ``http-legacy``, ``http-modern``: the embedded Streamable HTTP server (``HttpServer``,
-  ``mcp_bench_tools.py``'s toolkit) in-process, driven by ``mcp_http.py``'s raw
-  ``http.client`` connection from the same process (the same client code for both
-  checkouts, so the difference is the server's): sequential ``tools/call`` of ``add``,
-  legacy in an ``initialize`` session or modern (2026-07-28).
+  ``mcp_bench_tools.py``'s toolkit) started in the counted process, driven by
+  ``mcp_http.py``'s raw ``http.client`` connection from an uncounted child process (as
+  the stdio rows' driver: the server's work alone): sequential ``tools/call`` of ``add``,
+  legacy in an ``initialize`` session or modern (2026-07-28). The loop's 0.25 s look at
+  its timeouts is set to 1,000 s in both checkouts, as the stdio poll.
 - ``client``, ``client-http``: ``McpClient.call_tool`` over stdio, and over Streamable
   HTTP, against ``mcp_client_server.py`` (the server a child process, uncounted).
 
@@ -137,21 +138,37 @@ def serve(argv: list[str]) -> None:
 
 
 def http_workload(row: str, calls: int) -> None:
-    """``calls`` sequential ``tools/call`` through an in-process ``HttpServer``."""
+    """An in-process ``HttpServer`` answering ``calls`` sequential ``tools/call`` sent by
+    :func:`http_drive` in a child process (valgrind counts this process only)."""
     sys.path.insert(0, str(HERE))
     from mcp_bench_tools import toolkit
-    from mcp_http import Connection
 
     from toolnexus.mcp import HttpServer
 
+    for name in ("toolnexus.mcp._server._http_server", "toolnexus.mcp._http_server"):
+        try:  # (now, and before) the loop's look at its timeouts, off as the stdio poll
+            importlib.import_module(name)._TICK_S = 1000.0
+            break
+        except ImportError:
+            continue
     server = HttpServer(toolkit, port=0)
     server.start()
-    connection = Connection(server.address[1], row.removeprefix("http-"))
+    era = row.removeprefix("http-")
+    argv = [sys.executable, __file__, "--drive-http", str(server.address[1]), era, str(calls)]
+    subprocess.run(argv, check=True, env=dict(os.environ, PYTHONPATH=""))
+    server.shutdown()
+
+
+def http_drive(port: int, era: str, calls: int) -> None:
+    """The uncounted driver of the HTTP rows: ``mcp_http.py``'s raw client."""
+    sys.path.insert(0, str(HERE))
+    from mcp_http import Connection
+
+    connection = Connection(port, era)
     connection.add()
     for _ in range(calls):
         connection.add()
     connection.close()
-    server.shutdown()
 
 
 def client_workload(row: str, calls: int) -> None:
@@ -204,6 +221,9 @@ def workload(row: str, calls: int) -> None:
 def main() -> None:
     if sys.argv[1:2] == ["--serve"]:
         serve(sys.argv[2:])
+        return
+    if sys.argv[1:2] == ["--drive-http"]:
+        http_drive(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
         return
     if sys.argv[1:2] == ["--workload"]:
         workload(sys.argv[2], int(sys.argv[3]))

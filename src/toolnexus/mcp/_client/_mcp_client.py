@@ -211,6 +211,7 @@ class McpClient:
             log_level=log_level,
         )
         self._admission = _admission(max_in_flight, max_queued)
+        self._idle_s = settings.idle_s  # (a property of the settings: read once, not per call)
         self.name = name or default_name(command, url)
         """What messages and default tool names call this server."""
         self._open_lock = threading.Lock()  # one opener at a time
@@ -800,7 +801,7 @@ class McpClient:
                 name,
                 token,
                 progress,
-                self._settings.idle_s,
+                self._idle_s,
                 self._questions,
                 headers,
                 may_retry=attempt == 0,
@@ -835,7 +836,7 @@ class McpClient:
         if isinstance(resumed, Parked):  # a legacy question, parked on its connection
             connection: Connection = resumed.connection
             return connection.resume(
-                self._questions, resumed, answer, token, progress, self._settings.idle_s
+                self._questions, resumed, answer, token, progress, self._idle_s
             )
         state = resumed.get("requestState")  # a modern question: the retry's params
         if isinstance(state, str) and state.startswith(_TASK_STATE):  # a task's question
@@ -969,7 +970,7 @@ class McpClient:
             name,
             token,
             progress,
-            self._settings.idle_s,
+            self._idle_s,
             self._questions,
             None,
             may_retry=False,
