@@ -12,9 +12,10 @@ happens, e.g. a thread woken by the clock), with the others beside it.
 - ``stdio-legacy``, ``stdio-modern``, ``stdio-timeout``: ``toolnexus serve
   benchmarks/mcp_bench_tools.py:toolkit`` (``stdio-timeout`` with ``--timeout 30000``)
   counted alone, sequential ``tools/call`` of ``add`` sent from an uncounted driver, legacy
-  after ``initialize`` or modern (2026-07-28). The spare reader's 5 ms poll is set to
-  1,000 s in both checkouts (the same code in each): under callgrind a call takes
-  milliseconds, and the poll's wake-ups would count wall time, not work.
+  after ``initialize`` or modern (2026-07-28). The spare reader's 5 ms poll and the
+  serving thread's 0.1 s look for signals are set to 1,000 s in both checkouts (the same
+  code in each; the end of input still wakes it): under callgrind a call takes
+  milliseconds, and the polls' wake-ups would count wall time, not work.
 - ``host``, ``host-timeout``: ``Host.call("add", ...)`` in-process, without and with
   ``timeout_ms=5000`` (the shape of ``host_overhead.py`` table 1).
 - ``http-legacy``, ``http-modern``: the embedded Streamable HTTP server (``HttpServer``,
@@ -132,6 +133,7 @@ def serve(argv: list[str]) -> None:
         except ImportError:
             continue
         module._RELIEF_S = 1000.0  # type: ignore[attr-defined]
+        module._SIGNAL_POLL_S = 1000.0  # type: ignore[attr-defined]
         break
     sys.argv = ["toolnexus", *argv]
     runpy.run_module("toolnexus", run_name="__main__", alter_sys=True)
