@@ -400,7 +400,14 @@ class ClientSession:
     def requests(self) -> Pending[Asked]:
         """Our requests awaiting their answer, by id: ``(method, waiter)`` each. The one
         table of them — the I/O layer reads it (who waits for an id, everyone waiting)
-        and withdraws a request it gives up on; the session issues and answers."""
+        and withdraws a request it gives up on; the session issues and answers.
+
+        Example::
+
+            session = ClientSession()
+            outgoing = session.open()
+            assert session.requests == {outgoing.id: ("server/discover", None)}
+        """
         return self._pending
 
     def __repr__(self) -> str:
