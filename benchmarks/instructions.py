@@ -12,16 +12,27 @@ happens, e.g. a thread woken by the clock), with the others beside it.
 - ``stdio-legacy``, ``stdio-modern``, ``stdio-timeout``: ``toolnexus serve
   benchmarks/mcp_bench_tools.py:toolkit`` (``stdio-timeout`` with ``--timeout 30000``)
   counted alone, sequential ``tools/call`` of ``add`` sent from an uncounted driver, legacy
-  after ``initialize`` or modern (2026-07-28). The spare reader's 5 ms poll is set to
-  1,000 s in both checkouts (the same code in each): under callgrind a call takes
-  milliseconds, and the poll's wake-ups would count wall time, not work.
+  after ``initialize`` or modern (2026-07-28). The spare reader's 5 ms poll and the
+  serving thread's 0.1 s look for signals are set to 1,000 s in both checkouts (the same
+  code in each; the end of input still wakes it): under callgrind a call takes
+  milliseconds, and the polls' wake-ups would count wall time, not work.
 - ``host``, ``host-timeout``: ``Host.call("add", ...)`` in-process, without and with
   ``timeout_ms=5000`` (the shape of ``host_overhead.py`` table 1).
 - ``host-pass-through``, ``host-cache-hit``: the same through one middleware: a function
   that passes the call on, or ``cache()`` answering every call (the same arguments to a
   read-only ``add``).
-- ``client``: ``McpClient.call_tool`` over stdio against ``mcp_client_server.py`` (the
-  server uncounted).
+- ``http-legacy``, ``http-modern``: the embedded Streamable HTTP server (``HttpServer``,
+  ``mcp_bench_tools.py``'s toolkit) started in the counted process, driven by
+  ``mcp_http.py``'s raw ``http.client`` connection from an uncounted child process (as
+  the stdio rows' driver: the server's work alone): sequential ``tools/call`` of ``add``,
+  legacy in an ``initialize`` session or modern (2026-07-28). The loop's 0.25 s look at
+  its timeouts is set to 1,000 s in both checkouts, as the stdio poll.
+- ``client``, ``client-http``: ``McpClient.call_tool`` over stdio, and over Streamable
+  HTTP, against ``mcp_client_server.py`` (the server a child process, uncounted). The
+  stdio transport's reader thread, which reads the pipe once no caller has for 50 ms, is
+  set to 1,000 s in both checkouts: its wake-ups counted wall time too (runs of one
+  checkout read 50k to 124k per call with it on, the 100-call run gaining as often as
+  the 1,100-call one).
 - ``client-host``: the same remote tool through ``Host.call`` (``Host(Toolkit(client.tools()))``,
   ``timeout_ms=5000``): what the host adds to a remote call, against ``client``.
 
@@ -47,11 +58,14 @@ ROWS = (
     "stdio-legacy",
     "stdio-modern",
     "stdio-timeout",
+    "http-legacy",
+    "http-modern",
     "host",
     "host-timeout",
     "host-pass-through",
     "host-cache-hit",
     "client",
+    "client-http",
     "client-host",
 )
 SMALL, LARGE = 100, 1_100
@@ -132,30 +146,93 @@ def serve(argv: list[str]) -> None:
         except ImportError:
             continue
         module._RELIEF_S = 1000.0  # type: ignore[attr-defined]
+        module._SIGNAL_POLL_S = 1000.0  # type: ignore[attr-defined]
         break
     sys.argv = ["toolnexus", *argv]
     runpy.run_module("toolnexus", run_name="__main__", alter_sys=True)
 
 
+def http_workload(row: str, calls: int) -> None:
+    """An in-process ``HttpServer`` answering ``calls`` sequential ``tools/call`` sent by
+    :func:`http_drive` in a child process (valgrind counts this process only)."""
+    sys.path.insert(0, str(HERE))
+    from mcp_bench_tools import toolkit
+
+    from toolnexus.mcp import HttpServer
+
+    for name in ("toolnexus.mcp._server._http_server", "toolnexus.mcp._http_server"):
+        try:  # (now, and before) the loop's look at its timeouts, off as the stdio poll
+            importlib.import_module(name)._TICK_S = 1000.0
+            break
+        except ImportError:
+            continue
+    server = HttpServer(toolkit, port=0)
+    server.start()
+    era = row.removeprefix("http-")
+    argv = [sys.executable, __file__, "--drive-http", str(server.address[1]), era, str(calls)]
+    subprocess.run(argv, check=True, env=dict(os.environ, PYTHONPATH=""))
+    server.shutdown()
+
+
+def http_drive(port: int, era: str, calls: int) -> None:
+    """The uncounted driver of the HTTP rows: ``mcp_http.py``'s raw client."""
+    sys.path.insert(0, str(HERE))
+    from mcp_http import Connection
+
+    connection = Connection(port, era)
+    connection.add()
+    for _ in range(calls):
+        connection.add()
+    connection.close()
+
+
+def client_workload(row: str, calls: int) -> None:
+    """``calls`` ``McpClient.call_tool`` against ``mcp_client_server.py`` (stdio or HTTP)."""
+    sys.path.insert(0, str(HERE))
+    from mcp_client import free_port, wait_for_port
+
+    from toolnexus.mcp import McpClient
+
+    for name in ("toolnexus.mcp._client._stdio", "toolnexus.mcp._client_stdio"):
+        try:  # (now, and before) the reader thread's 50 ms look, off as the server's polls
+            importlib.import_module(name)._IDLE_S = 1000.0
+            break
+        except ImportError:
+            continue
+    server_script = str(HERE / "mcp_client_server.py")
+    process = None
+    if row == "client-http":
+        port = free_port()
+        process = subprocess.Popen([sys.executable, server_script, "--http", str(port)])
+        wait_for_port(port)
+        client = McpClient(url=f"http://127.0.0.1:{port}/mcp", name="bench")
+    else:
+        client = McpClient(sys.executable, [server_script], name="bench")
+    if row == "client-host":  # the same remote tool through Host.call
+        from toolnexus import Host, Toolkit
+
+        with Host(Toolkit(client.tools())) as remote:
+            for _ in range(calls):
+                result = remote.call("bench_add", {"a": 1, "b": 2}, timeout_ms=5_000)
+                assert result.output == "3"
+    else:
+        client.list_tools()
+        for _ in range(calls):
+            assert client.call_tool("add", {"a": 1, "b": 2}).output == "3"
+    client.close()
+    if process is not None:
+        process.terminate()
+        process.wait()
+
+
 def workload(row: str, calls: int) -> None:
     from toolnexus import Host, Toolkit, tool
 
-    if row in ("client", "client-host"):
-        from toolnexus.mcp import McpClient
-
-        server = [str(HERE / "mcp_client_server.py")]
-        client = McpClient(sys.executable, server, name="bench")
-        if row == "client":
-            client.list_tools()
-            for _ in range(calls):
-                assert client.call_tool("add", {"a": 1, "b": 2}).output == "3"
-        else:
-            with Host(Toolkit(client.tools())) as remote:
-                for _ in range(calls):
-                    assert (
-                        remote.call("bench_add", {"a": 1, "b": 2}, timeout_ms=5_000).output == "3"
-                    )
-        client.close()
+    if row.startswith("client"):
+        client_workload(row, calls)
+        return
+    if row.startswith("http-"):
+        http_workload(row, calls)
         return
 
     def add(a: int, b: int) -> int:
@@ -187,6 +264,9 @@ def main() -> None:
     if sys.argv[1:2] == ["--serve"]:
         serve(sys.argv[2:])
         return
+    if sys.argv[1:2] == ["--drive-http"]:
+        http_drive(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
+        return
     if sys.argv[1:2] == ["--workload"]:
         workload(sys.argv[2], int(sys.argv[3]))
         return
@@ -198,7 +278,9 @@ def main() -> None:
     trees = {"this checkout": ROOT / "src"}
     if options.baseline is not None:
         trees["baseline"] = options.baseline
-    for src in trees.values():
+    # Bytecode compiled once, up front — the workloads' own modules here too: the first
+    # run would count compiling them, and its per-call figure would read low.
+    for src in [*trees.values(), HERE]:
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True)
     print(f"{'row':<16}{'tree':<16}{'per call (least)':>18}  all   {'x baseline':>10}")
     for row in options.rows.split(","):

@@ -41,7 +41,34 @@ def test_both_sides_keep_their_request_ids_in_the_shared_tables() -> None:
     assert isinstance(context.listens, InFlight)  # its open subscriptions, too
     assert isinstance(context.questions._asked, Pending)  # the server's own requests
     assert isinstance(Peer().waiters, Pending)  # the client's requests: who waits
-    assert isinstance(ClientSession()._pending, Pending)  # ... and for what method
+    assert isinstance(ClientSession().requests, Pending)  # ... and for what method
+
+
+def test_the_client_keeps_its_requests_in_one_table_that_session_and_peer_share() -> None:
+    # One table of the client's requests: the session issues and answers an id, the peer
+    # finds who waits for it in the same table (never a second one to keep in step).
+    from toolnexus.mcp._client._connection import Connection
+    from toolnexus.mcp._shared._peer import Waiter
+
+    session = legacy_client()
+    connection = Connection(
+        session, label="t", timeout_s=5, on_tools_changed=lambda: None, client_closed=bool
+    )
+    assert connection.peer.waiters is session.requests
+    waiter = Waiter()
+    outgoing = session.call_tool("deploy", {}, waiter=waiter)
+    assert outgoing.id is not None
+    connection.peer.start_call(outgoing.id, waiter)
+    assert waiter.request_id == outgoing.id
+    assert session.requests == {outgoing.id: ("tools/call", waiter)}  # one entry, both parts
+    assert connection.peer.waiter_of(outgoing.id) is waiter  # progress names it
+    assert connection.peer.waiting() == [waiter]
+    connection.route({"jsonrpc": "2.0", "id": outgoing.id, "result": {"content": []}})
+    assert session.pending == 0 and connection.peer.pending() == 0  # answered: gone from both
+    event = waiter.events.popleft()
+    assert isinstance(event, Response) and event.waiter is waiter
+    connection.route({"jsonrpc": "2.0", "id": outgoing.id, "result": {"content": []}})
+    assert not waiter.events  # a replayed answer finds nobody
 
 
 def _imports(path: Path) -> set[str]:
@@ -260,12 +287,12 @@ def test_client_peer_a_waiter_is_found_once_by_its_response() -> None:
     from toolnexus.mcp._shared._peer import Waiter
 
     peer = Peer()
-    waiter = Waiter(3)
-    peer.waiters.issue(3, waiter)
+    waiter = Waiter()
+    peer.waiters.issue(3, ("tools/call", waiter))
     peer.start_call(3, waiter)
-    assert peer.waiters.waiting(3) is waiter  # progress names it
+    assert peer.waiter_of(3) is waiter  # progress names it
     assert peer.waiters.answered(True) is None and peer.waiters.answered(3.0) is None
-    assert peer.waiters.answered(3) is waiter
+    assert peer.waiters.answered(3) == ("tools/call", waiter)
     assert peer.waiters.answered(3) is None  # a replayed response
     assert peer.pending() == 0
     peer.finish(3)

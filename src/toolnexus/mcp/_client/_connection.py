@@ -115,7 +115,9 @@ class Connection:
         self.client_closed = client_closed
         self.lock = threading.RLock()
         self.transport: StdioTransport | HttpTransport | None = None
-        self.peer = Peer()  # who waits for which answer, and whose question is whose
+        # Who waits for which answer (the session's own table of its requests: one per
+        # connection), and whose question is whose.
+        self.peer = Peer(session.requests)
         self.opening = Waiter(None)
         self.lost: str | None = None
         self.listener: HttpExchange | None = None  # the legacy session's GET stream
@@ -128,18 +130,14 @@ class Connection:
         outgoing: Outgoing,
         headers_for: Mapping[str, str] | None,
         read_timeout: float | None,
-        waiter: Waiter | None = None,
+        waiter: Waiter,
     ) -> Waiter:
-        """Send ``outgoing`` (a request); the waiter its events arrive at (registered
-        here, unless it already is)."""
+        """Send ``outgoing`` (a request made with ``waiter``, which the session's table
+        holds — or the handshake's, whose answer comes to :attr:`opening`); ``waiter``,
+        which its events arrive at."""
         assert outgoing.id is not None
-        if waiter is None:
-            waiter = Waiter(outgoing.id)
         transport = self.transport
         if self.is_stdio:
-            if self.peer.waiters.waiting(outgoing.id) is not waiter:
-                with self.lock:
-                    self.peer.waiters.issue(outgoing.id, waiter)
             try:
                 transport.send(outgoing.to_bytes())  # type: ignore[union-attr]
             except (OSError, McpError) as exc:
@@ -163,8 +161,6 @@ class Connection:
             return waiter
         # A legacy server may ask its question on the session's own stream, not on this
         # answer: read the answer on a helper thread, so either can wake the waiter.
-        with self.lock:
-            self.peer.waiters.issue(outgoing.id, waiter)
         threading.Thread(
             target=self._pump,
             args=(waiter, messages),
@@ -348,11 +344,11 @@ class Connection:
             return
         if kind == "too deep":
             with self.lock:
-                waiter = self.peer.waiters.answered(ident)
-                if waiter is not None:
-                    self.session.forget(ident)
-            if waiter is not None:
-                waiter.put(Failure(ident, "", None, f"the server's answer is nested {text}"))
+                asked = self.peer.waiters.answered(ident)
+            if asked is not None:
+                method, waiter = asked
+                problem = f"the server's answer is nested {text}"
+                (waiter or self.opening).put(Failure(ident, method, None, problem, None, waiter))
             else:
                 _log.warning("MCP server %s sent a message nested %s", self.label, text)
             return
@@ -390,8 +386,9 @@ class Connection:
             events = self.session.receive(message)
         for event in events:
             if event.__class__ is Response or event.__class__ is Failure:
-                # Answered: it no longer counts as waiting (see StdioTransport pending).
-                waiter = self.peer.waiters.answered(event.id)
+                # Answered (the session took it out of its table: it no longer counts as
+                # waiting, see StdioTransport pending); the event names who waits.
+                waiter = event.waiter
                 if waiter is None and event.method in ("server/discover", "initialize"):
                     waiter = home or self.opening
                 (waiter or home or self.opening).put(event)
@@ -409,7 +406,7 @@ class Connection:
         if method == "notifications/progress":
             token = params.get("progressToken")
             with self.lock:
-                waiter = self.peer.waiters.waiting(token)
+                waiter = self.peer.waiter_of(token)
             if waiter is None and home is not None and token == home.request_id:
                 waiter = home
             if waiter is not None:
@@ -507,10 +504,12 @@ class Connection:
         one (``tasks``: see :meth:`ClientSession.request`). ``token``: the caller's
         cancel (or deadline) ends the wait and cancels the request on the server. Raises
         :class:`McpError` (refused, no answer in time, cancelled, lost)."""
+        waiter = Waiter()
         with self.lock:
-            outgoing = self.session.request(method, params, tasks=tasks)
+            outgoing = self.session.request(method, params, tasks=tasks, waiter=waiter)
+        waiter.request_id = outgoing.id
         try:
-            waiter = self.send_request(outgoing, None, self.timeout_s)
+            self.send_request(outgoing, None, self.timeout_s, waiter)
             registration = self.wake_on(token, waiter)
             try:
                 while True:

@@ -216,6 +216,7 @@ class McpClient:
             log_level=log_level,
         )
         self._admission = _admission(max_in_flight, max_queued)
+        self._idle_s = settings.idle_s  # (a property of the settings: read once, not per call)
         self.name = name or default_name(command, url)
         """What messages and default tool names call this server."""
         self._open_lock = threading.Lock()  # one opener at a time
@@ -799,10 +800,10 @@ class McpClient:
                 connection = self._open()
             except McpError as exc:
                 return unsent(ToolResult(f"{name}: {exc}", True), retry)
+            waiter = Waiter()
             with connection.lock:
-                outgoing = connection.session.call_tool(name, arguments, retry)
+                outgoing = connection.session.call_tool(name, arguments, retry, waiter)
                 assert outgoing.id is not None
-                waiter = Waiter(outgoing.id)
                 connection.peer.start_call(outgoing.id, waiter)
             result = connection.call(
                 outgoing,
@@ -810,7 +811,7 @@ class McpClient:
                 name,
                 token,
                 progress,
-                self._settings.idle_s,
+                self._idle_s,
                 self._questions,
                 headers,
                 may_retry=attempt == 0,
@@ -845,7 +846,7 @@ class McpClient:
         if isinstance(resumed, Parked):  # a legacy question, parked on its connection
             connection: Connection = resumed.connection
             return connection.resume(
-                self._questions, resumed, answer, token, progress, self._settings.idle_s
+                self._questions, resumed, answer, token, progress, self._idle_s
             )
         state = resumed.get("requestState")  # a modern question: the retry's params
         if isinstance(state, str) and state.startswith(_TASK_STATE):  # a task's question
@@ -966,12 +967,12 @@ class McpClient:
         host's answer goes back on it) and the request's answer is the task's result. A
         cancel ends the request and cancels the task."""
         connection = self._open()
+        waiter = Waiter()
         with connection.lock:
             outgoing = connection.session.request(
-                "tasks/result", {"taskId": task_id}, progress=True
+                "tasks/result", {"taskId": task_id}, progress=True, waiter=waiter
             )
             assert outgoing.id is not None
-            waiter = Waiter(outgoing.id)
             connection.peer.start_call(outgoing.id, waiter)
         result = connection.call(
             outgoing,
@@ -979,7 +980,7 @@ class McpClient:
             name,
             token,
             progress,
-            self._settings.idle_s,
+            self._idle_s,
             self._questions,
             None,
             may_retry=False,

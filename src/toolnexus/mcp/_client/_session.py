@@ -85,22 +85,31 @@ class Opened(NamedTuple):
 
 
 class Response(NamedTuple):
-    """The result of our request ``id`` (a request of ours the caller sent)."""
+    """The result of our request ``id`` (a request of ours the caller sent); ``waiter``:
+    who waits for it (the ``waiter`` the request was made with, or ``None``)."""
 
     id: int
     method: str
     result: dict[str, Any]
+    waiter: Any = None
 
 
 class Failure(NamedTuple):
     """An error response to our request ``id`` (``code`` ``message`` ``data`` as sent),
-    or a request that failed for a reason of ours (``code`` is then ``None``)."""
+    or a request that failed for a reason of ours (``code`` is then ``None``);
+    ``waiter``: who waits for it, as in :class:`Response`."""
 
     id: int
     method: str
     code: int | None
     message: str
     data: Any = None
+    waiter: Any = None
+
+
+Asked = tuple[str, Any]
+"""A request of ours awaiting its answer: its method, and who waits for the answer (the
+``waiter`` it was made with: the I/O layer's, e.g. a client's ``Waiter``; or ``None``)."""
 
 
 class ServerRequest(NamedTuple):
@@ -352,8 +361,9 @@ class ClientSession:
         self._pinned = protocol_version
         self._log_level = log_level
         self._ids = itertools.count(1)
-        # The method of each request awaiting its answer (the shared rule of our ids).
-        self._pending: Pending[str] = Pending()
+        # Each request awaiting its answer: its method and who waits (the shared rule of
+        # our ids). The one table of them: a client's peer reads the same (``requests``).
+        self._pending: Pending[Asked] = Pending()
         self.era: str | None = None
         """``"modern"``, ``"legacy"``, or ``None`` before the connection is open."""
         self.protocol_version: str | None = None
@@ -385,6 +395,20 @@ class ClientSession:
     def pending(self) -> int:
         """How many requests of ours await an answer."""
         return len(self._pending)
+
+    @property
+    def requests(self) -> Pending[Asked]:
+        """Our requests awaiting their answer, by id: ``(method, waiter)`` each. The one
+        table of them — the I/O layer reads it (who waits for an id, everyone waiting)
+        and withdraws a request it gives up on; the session issues and answers.
+
+        Example::
+
+            session = ClientSession()
+            outgoing = session.open()
+            assert session.requests == {outgoing.id: ("server/discover", None)}
+        """
+        return self._pending
 
     def __repr__(self) -> str:
         state = f"{self.era} {self.protocol_version}" if self.era else "not open"
@@ -424,7 +448,7 @@ class ClientSession:
 
     def _discover(self) -> Outgoing:
         request_id = next(self._ids)
-        self._pending.issue(request_id, "server/discover")
+        self._pending.issue(request_id, ("server/discover", None))
         params = {"_meta": self._meta(self._trying)}
         return Outgoing(
             {"jsonrpc": "2.0", "id": request_id, "method": "server/discover", "params": params},
@@ -433,7 +457,7 @@ class ClientSession:
 
     def _initialize(self, version: str) -> Outgoing:
         request_id = next(self._ids)
-        self._pending.issue(request_id, "initialize")
+        self._pending.issue(request_id, ("initialize", None))
         params = {
             "protocolVersion": version,
             "capabilities": self._legacy_capabilities(version),
@@ -482,6 +506,7 @@ class ClientSession:
         *,
         progress: bool = False,
         tasks: bool = False,
+        waiter: Any = None,
     ) -> Outgoing:
         """A request to send: a fresh id, and on a modern connection the ``_meta``
         envelope (merged over any ``_meta`` in ``params``, which is where a request's own
@@ -489,7 +514,8 @@ class ClientSession:
         ``progressToken`` is the request id); ``tasks`` declares the tasks extension on
         this one request (modern: a tool that runs only as a task, and its ``tasks/*``).
         Its answer comes back from :meth:`receive` as a :class:`Response` or
-        :class:`Failure` with the same id."""
+        :class:`Failure` with the same id, carrying ``waiter`` (whoever waits for it: the
+        I/O layer's, kept in :attr:`requests` meanwhile)."""
         request_id = next(self._ids)
         body = dict(params) if params else {}
         extra = body.pop("_meta", None)
@@ -517,7 +543,7 @@ class ClientSession:
             meta.update(own)
         if progress:
             meta["progressToken"] = request_id
-        self._pending.issue(request_id, method)
+        self._pending.issue(request_id, (method, waiter))
         line = (
             codec.request_line(request_id, method, body, shared_text, own, progress)
             if shared_text
@@ -531,12 +557,17 @@ class ClientSession:
         return Outgoing(message, request_id, line)
 
     def call_tool(
-        self, name: str, arguments: Mapping[str, Any], retry: Mapping[str, Any] | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        retry: Mapping[str, Any] | None = None,
+        waiter: Any = None,
     ) -> Outgoing:
         """A ``tools/call`` of the tool ``name`` with ``arguments`` (a :meth:`request`
-        asking for progress). ``retry``: the params the answer to a modern question adds
-        (``inputResponses``, ``requestState``). When tracing is on, the caller's trace
-        context rides in ``_meta``, where the server's span becomes its child.
+        asking for progress; ``waiter`` as there). ``retry``: the params the answer to a
+        modern question adds (``inputResponses``, ``requestState``). When tracing is on,
+        the caller's trace context rides in ``_meta``, where the server's span becomes its
+        child.
 
         Example::
 
@@ -547,7 +578,7 @@ class ClientSession:
         if retry is not None:
             params.update(retry)
         # Its own _meta entries go in params["_meta"]: request() writes the bytes.
-        outgoing = self.request("tools/call", params, progress=True)
+        outgoing = self.request("tools/call", params, progress=True, waiter=waiter)
         assert outgoing.id is not None
         meta = outgoing.message["params"]["_meta"]
         entries = len(meta)
@@ -667,15 +698,18 @@ class ClientSession:
         if "result" not in message and "error" not in message:
             return [Stray("a message with neither method, result nor error")]
         raw_id: Any = message.get("id")
-        asked = self._pending.answered(raw_id)
-        if asked is None:  # (a replay, an id never issued; true or 1.0 is no id of ours)
+        found = self._pending.answered(raw_id)
+        if found is None:  # (a replay, an id never issued; true or 1.0 is no id of ours)
             return [Stray(f"a response to no request of ours (id {describe(raw_id)})")]
+        asked, waiter = found
         answered: int = raw_id
         if "error" in message:
             error = message["error"]
             if not isinstance(error, dict):
                 return self._answered(
-                    Failure(answered, asked, None, f"a malformed error: {describe(error)}")
+                    Failure(
+                        answered, asked, None, f"a malformed error: {describe(error)}", None, waiter
+                    )
                 )
             code = error.get("code")
             text = error.get("message")
@@ -685,6 +719,7 @@ class ClientSession:
                 code if isinstance(code, int) and not isinstance(code, bool) else None,
                 text if isinstance(text, str) else f"error {describe(code)}",
                 error.get("data"),
+                waiter,
             )
             return self._answered(failure)
         result = message["result"]
@@ -695,11 +730,13 @@ class ClientSession:
                     asked,
                     None,
                     f"the result of {asked} must be an object, got {describe(result)}",
+                    None,
+                    waiter,
                 )
             )
         if asked == "server/discover" or asked == "initialize":
-            return self._answered(Response(answered, asked, result))
-        return [Response(answered, asked, result)]
+            return self._answered(Response(answered, asked, result, waiter))
+        return [Response(answered, asked, result, waiter)]
 
     def _answered(self, event: Response | Failure) -> list[Event]:
         if event.method == "server/discover":
@@ -741,6 +778,8 @@ class ClientSession:
                         event.method,
                         None,
                         f"the server supports {describe(supported)}, not {self._pinned}",
+                        None,
+                        event.waiter,
                     )
                 ]
             return [self._initialize(LEGACY_PROTOCOL_VERSIONS[-1])]
@@ -771,6 +810,8 @@ class ClientSession:
                     None,
                     f"the server answered initialize with protocol version {describe(version)}, "
                     f"which this client does not speak ({', '.join(LEGACY_PROTOCOL_VERSIONS)})",
+                    None,
+                    event.waiter,
                 )
             ]
         self.era = "legacy"

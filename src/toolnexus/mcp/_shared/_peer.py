@@ -23,7 +23,9 @@ The binding rule (legacy stdio). A server request carries no call id on stdio. I
 Not thread-safe by itself: the client holds its lock around a :class:`Peer`.
 
 Both correlation rules of request ids live in ``_correlation.py`` (:class:`Pending`,
-:class:`InFlight`); :attr:`Peer.waiters` is a :class:`Pending`.
+:class:`InFlight`); :attr:`Peer.waiters` is a :class:`Pending` — on a client the session's
+own table of its requests (``ClientSession.requests``: one table per connection, each
+request's method and its waiter), which the peer reads and withdraws from.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ class Waiter:
         "sleeper",
     )
 
-    def __init__(self, request_id: int | None) -> None:
+    def __init__(self, request_id: int | None = None) -> None:
         self.request_id = request_id
         self.events: collections.deque[Any] = collections.deque()
         self.guard = threading.Lock()  # over sleeper
@@ -131,8 +133,9 @@ class Waiter:
 class Peer:
     """The correlation table of one connection (see the module's binding rule).
 
-    ``waiters``: every request of ours still waiting for its answer, by id (a
-    :class:`Pending`: issue, answered, withdraw there); ``calls``: the
+    ``waiters``: every request of ours still waiting for its answer, by id, as
+    ``(method, waiter)`` (a :class:`Pending`: issue, answered, withdraw there; given, it
+    is the client session's own table, never a copy); ``calls``: the
     ``tools/call``\\ s in flight, oldest first; ``asking``: the calls whose question is
     open, with the server request id of that question.
 
@@ -147,8 +150,8 @@ class Peer:
 
     __slots__ = ("asking", "calls", "pending", "waiters")
 
-    def __init__(self) -> None:
-        self.waiters: Pending[Waiter] = Pending()
+    def __init__(self, waiters: Pending[tuple[str, Any]] | None = None) -> None:
+        self.waiters: Pending[tuple[str, Any]] = Pending() if waiters is None else waiters
         self.calls: dict[int, Waiter] = {}
         self.asking: dict[int, str | int] = {}
         # How many requests still wait for their answer (a reader asks it on every read).
@@ -156,11 +159,19 @@ class Peer:
 
     def waiting(self) -> list[Waiter]:
         """Everyone still waiting for an answer."""
-        return list(self.waiters.values())
+        return [waiter for _, waiter in self.waiters.values() if waiter is not None]
+
+    def waiter_of(self, request_id: Any) -> Waiter | None:
+        """Who waits for request ``request_id`` (a ``progressToken`` names its request);
+        None when nobody does."""
+        asked = self.waiters.waiting(request_id)
+        return None if asked is None else asked[1]
 
     def start_call(self, request_id: int, waiter: Waiter) -> None:
         """Request ``request_id`` is a ``tools/call`` in flight (a question may name it),
-        registered before it is sent: a question may come back before the send returns."""
+        registered before it is sent: a question may come back before the send returns.
+        ``waiter`` (the one the request was made with) learns its id."""
+        waiter.request_id = request_id
         self.calls[request_id] = waiter
 
     def in_flight(self, request_id: int | None) -> bool:
