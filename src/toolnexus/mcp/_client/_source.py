@@ -343,27 +343,7 @@ class McpSource:
                     options["exchange"] = exchange
                     auth = {key: value for key, value in auth.items() if key != "exchange"}
                 options["auth"] = _read_auth(auth, f"{where}.auth")
-        timeout = entry.get("timeout")
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0
-        ):
-            raise InvalidValueError(f"{where}.timeout: must be milliseconds > 0, got {timeout!r}")
-        options["timeout_ms"] = timeout
-        disabled = entry.get("disabled", False) is True or entry.get("enabled", True) is False
-        options["disabled"] = disabled
-        include = entry.get("includeTools")
-        if include is not None:
-            include = _texts(include, f"{where}.includeTools")
-        exclude = _texts(entry.get("excludeTools", []), f"{where}.excludeTools")
-        if "prefix" in entry:
-            options["prefix"] = _text(entry["prefix"], f"{where}.prefix", allow_empty=True)
-        defer = entry.get("defer")
-        if defer is not None and not isinstance(defer, bool):
-            raise InvalidValueError(
-                f"{where}.defer: must be true or false (hold the server's tools back until "
-                f"a search finds them), got {defer!r}"
-            )
-        options["defer"] = defer
+        include, exclude = _read_listing(entry, where, options, "the server's tools")
         skills = entry.get("skills", True)
         if not isinstance(skills, bool):
             raise InvalidValueError(
@@ -474,28 +454,9 @@ class McpSource:
         if not isinstance(output_schemas, bool):
             raise InvalidTypeError(f"{where}.outputSchemas: must be true or false")
         options["output_schemas"] = output_schemas
-        timeout = entry.get("timeout")
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0
-        ):
-            raise InvalidValueError(f"{where}.timeout: must be milliseconds > 0, got {timeout!r}")
-        options["timeout_ms"] = timeout
-        options["disabled"] = (
-            entry.get("disabled", False) is True or entry.get("enabled", True) is False
+        include, exclude = _read_listing(
+            entry, where, options, "the document's operations", "; left out: held back above 30"
         )
-        include = entry.get("includeTools")
-        if include is not None:
-            include = _texts(include, f"{where}.includeTools")
-        exclude = _texts(entry.get("excludeTools", []), f"{where}.excludeTools")
-        if "prefix" in entry:
-            options["prefix"] = _text(entry["prefix"], f"{where}.prefix", allow_empty=True)
-        defer = entry.get("defer")
-        if defer is not None and not isinstance(defer, bool):
-            raise InvalidValueError(
-                f"{where}.defer: must be true or false (hold the document's operations back "
-                f"until a search finds them; left out: held back above 30), got {defer!r}"
-            )
-        options["defer"] = defer
         description = entry.get("description")
         options["description"] = description if isinstance(description, str) else None
         return _Server(name, options, include, exclude)
@@ -1072,6 +1033,41 @@ _EXCHANGE_KEYS = {
     "resource": "resource",
     "scopes": "scope",
 }
+
+
+def _read_listing(
+    entry: Mapping[str, Any],
+    where: str,
+    options: dict[str, Any],
+    what: str,
+    unset: str = "",
+) -> tuple[list[str] | None, list[str]]:
+    """The keys every ``mcp.json`` entry shares, read into ``options`` — ``timeout``,
+    ``disabled``/``enabled``, ``prefix``, ``defer`` (``what`` it holds back, and what
+    leaving it out does: ``unset``) — and its ``includeTools``/``excludeTools``."""
+    timeout = entry.get("timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0
+    ):
+        raise InvalidValueError(f"{where}.timeout: must be milliseconds > 0, got {timeout!r}")
+    options["timeout_ms"] = timeout
+    options["disabled"] = (
+        entry.get("disabled", False) is True or entry.get("enabled", True) is False
+    )
+    include = entry.get("includeTools")
+    if include is not None:
+        include = _texts(include, f"{where}.includeTools")
+    exclude = _texts(entry.get("excludeTools", []), f"{where}.excludeTools")
+    if "prefix" in entry:
+        options["prefix"] = _text(entry["prefix"], f"{where}.prefix", allow_empty=True)
+    defer = entry.get("defer")
+    if defer is not None and not isinstance(defer, bool):
+        raise InvalidValueError(
+            f"{where}.defer: must be true or false (hold {what} back until a search finds "
+            f"them{unset}), got {defer!r}"
+        )
+    options["defer"] = defer
+    return include, exclude
 
 
 def _read_exchange(value: Any, where: str) -> dict[str, str]:
