@@ -10,7 +10,6 @@ import hashlib
 import shutil
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from fastmcp import Client, FastMCP
 from fastmcp.skills import SkillsClientExtension
 from fastmcp.skills.provider import SkillsDirectoryProvider
 
-from timing import TIMEOUT
+from timing import TIMEOUT, wait_until
 
 FIXTURES = Path(__file__).parent / "skill_fixtures"
 
@@ -91,15 +90,16 @@ def fastmcp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         daemon=True,  # uvicorn's own thread: ends with the test process
     )
     thread.start()
-    deadline = time.monotonic() + 30
-    while True:
+
+    def listening() -> bool:
         try:
             socket.create_connection(("127.0.0.1", port), 1).close()
-            break
         except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+            return False
+        return True
+
+    # uvicorn announces nothing this process can wait on: poll the port
+    assert wait_until(listening), f"FastMCP's server never listened on port {port}"
     yield f"http://127.0.0.1:{port}/mcp"
 
 
