@@ -149,6 +149,25 @@ def test_a_toolkit_describes_each_tool_once_until_that_tool_changes(monkeypatch)
     assert described == ["add", "search", "add", "search"]  # only the changed entry
 
 
+def test_a_removed_tool_leaves_no_kept_entry_behind() -> None:
+    # A toolkit whose tools come and go (a gateway's upstream renaming its tools) must not
+    # keep every entry it ever described: removing a tool drops its kept entry too.
+    toolkit = Toolkit([add])
+    session = ServerSession(toolkit)
+    for round_ in range(50):
+
+        @tool(name=f"passing_{round_}")
+        def passing(query: str) -> str:
+            """Here for one list."""
+            return query
+
+        toolkit.register(passing)
+        names = [t["name"] for t in list_tools(session, {"_meta": MODERN})["result"]["tools"]]
+        assert names == ["add", f"passing_{round_}"]
+        toolkit.remove(f"passing_{round_}")
+    assert set(toolkit._described) == {"add"}
+
+
 @pytest.mark.parametrize("version", ["modern", "2025-06-18", "2024-11-05"])
 def test_a_tools_list_page_is_written_from_kept_encodings_as_its_message_encodes(
     monkeypatch: pytest.MonkeyPatch, version: str

@@ -287,6 +287,7 @@ class Toolkit:
                 self._skill_homes.pop(key, None)
         if kind == "tool":
             self._homes.pop(removed.name, None)
+            self._described.pop(removed.name, None)  # its kept entry goes with it
             if self._index is not None:
                 self._index.discard(removed.name)
         self._changed({kind})
