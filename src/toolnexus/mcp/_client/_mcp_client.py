@@ -40,10 +40,11 @@ from ..._suspension import Answer
 from ..._tracing import client_span
 from ...errors import InvalidTypeError, InvalidValueError, McpError
 from .._shared._peer import Waiter
+from .._shared._upstream_tasks import HAND_OVER, UPSTREAM_TASK_KEY
 from ._admission import Admission
 from ._connection import CANCELLED, RETRY, Connection, give_up
 from ._questions import ClientQuestions, Parked, call_result, unsent
-from ._remote import remote_tool_list
+from ._remote import relink, remote_tool_list
 from ._session import LIST_PAGES, list_page, prompt_result, resource_contents
 from ._settings import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -230,6 +231,7 @@ class McpClient:
         self._lists_changed = 0  # bumped by each invalidation: a fetch it overtook is not kept
         self._lists_lock = threading.Lock()
         self._task_tools: frozenset[str] = frozenset()  # listed as run only as tasks
+        self._task_optional: frozenset[str] = frozenset()  # listed as maybe run as tasks
         self._closed = False
         self._http: HttpTransport | None = None
 
@@ -447,11 +449,14 @@ class McpClient:
         refuses the request.
         """
         tools = self._list("tools/list", "tools")
-        self._task_tools = frozenset(
-            spec["name"]
+        support = {
+            spec["name"]: spec["execution"].get("taskSupport")
             for spec in tools
             if isinstance(spec.get("execution"), dict)
-            and spec["execution"].get("taskSupport") == "required"
+        }
+        self._task_tools = frozenset(name for name, says in support.items() if says == "required")
+        self._task_optional = frozenset(
+            name for name, says in support.items() if says == "optional"
         )
         return tools
 
@@ -761,7 +766,9 @@ class McpClient:
                 result = CANCELLED if call_token.is_cancellation_requested else busy
             elif answer is not None:
                 result = self._continue(name, arguments, call_token, progress, answer, headers)
-            elif name in self._task_tools:
+            elif name in self._task_tools or (
+                name in self._task_optional and self._handing_over(name)
+            ):
                 result = self._run_task(name, arguments, call_token, progress)
             else:
                 result = self._start_call(name, arguments, call_token, progress, headers, None)
@@ -853,7 +860,8 @@ class McpClient:
             task_id = state[len(_TASK_STATE) :]
             responses = resumed.get("inputResponses")
             return self._answer_task(name, task_id, responses, token, progress)
-        if name in self._task_tools:  # the retry of a task's creation asks for one again
+        if name in self._task_tools or self._handing_over(name):
+            # the retry of a task's creation asks for one again
             return self._run_task(name, arguments, token, progress, resumed)
         return self._start_call(name, arguments, token, progress, headers, resumed)
 
@@ -885,6 +893,9 @@ class McpClient:
         is_task = legacy or created.get("resultType") == "task"
         if not (is_task and isinstance(task, dict) and isinstance(task.get("taskId"), str)):
             return call_result(name, self.name, created)  # it answered as a plain call
+        if not legacy and self._handing_over(name):  # the caller's task is this one
+            handed = {key: value for key, value in task.items() if key != "resultType"}
+            return ToolResult("", False, {UPSTREAM_TASK_KEY: {**handed, "upstream": self.name}})
         return self._follow_task(name, task, legacy, token, progress)
 
     def _follow_task(
@@ -1011,6 +1022,43 @@ class McpClient:
         except McpError as exc:
             return ToolResult(f"{name}: task {task_id}: {exc.problem}", True)
         return self._follow_task(name, task, False, token, progress)
+
+    # ------------------------------------------------------------------ a gateway's tasks
+    # (a caller's task of a tool of this server is this server's task: see
+    # mcp/_shared/_upstream_tasks.py; the server side calls these)
+
+    def _hands_over_tasks(self, remote: str) -> bool:
+        """Whether a call of this server's tool ``remote`` may be its task, handed to the
+        caller (a modern server listed it ``optional`` or ``required``)."""
+        if self.era != "modern":
+            return False  # a legacy task is followed here: its shape is not the caller's
+        return remote in self._task_tools or remote in self._task_optional
+
+    def _handing_over(self, name: str) -> bool:
+        """Whether this call of ``name`` hands its task over (the server set HAND_OVER)."""
+        wanted = HAND_OVER.get()
+        return wanted is not None and wanted[0] is self and wanted[1] == name
+
+    def _forward_task(
+        self, method: str, params: dict[str, Any], exchange: Any = None
+    ) -> dict[str, Any]:
+        """``method`` (``tasks/get``, ``tasks/update``, ``tasks/cancel``) for one of this
+        server's tasks, with the caller's token when ``exchange`` (``auth.exchange``) says
+        so; the answer as sent. Raises McpError (and OAuthError for an exchange)."""
+        from ._oauth_exchange import as_caller
+
+        with as_caller(exchange):
+            return self._request(method, params, tasks=True)
+
+    def _task_result(
+        self, remote: str, result: Any, links: Callable[[str], str] | None
+    ) -> ToolResult:
+        """An upstream task's ``result`` (a ``CallToolResult``) as the tool's result, its
+        resource links renamed by ``links`` (a gateway's prefixed URIs)."""
+        if not isinstance(result, dict):
+            return ToolResult(f"{remote}: MCP server {self.name}: the task has no result", True)
+        found = call_result(remote, self.name, result)
+        return relink(found, links) if links is not None and found.parts else found
 
     def _cancel_task(self, task_id: str, legacy: bool) -> None:
         try:
