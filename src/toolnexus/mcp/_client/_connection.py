@@ -120,7 +120,12 @@ class Connection:
         self.peer = Peer(session.requests)
         self.opening = Waiter(None)
         self.lost: str | None = None
-        self.listener: HttpExchange | None = None  # the legacy session's GET stream
+        # The stream of what the server sends unasked: a legacy session's GET, a modern
+        # server's subscriptions/listen.
+        self.listener: HttpExchange | None = None
+        self.subscribing = False  # a subscriptions/listen stream is read (modern)
+        self.honoured: dict[str, Any] | None = None  # what the server said it will send
+        self.resubscribing = False  # the listen stream is closed to open it again
         self.stopped = threading.Event()  # set once the connection is lost or closed
         self.threads: list[threading.Thread] = []  # helper threads to join on close
         self.is_stdio = False
@@ -239,6 +244,69 @@ class Connection:
             # The stream ended: open it again after the delay the server asked for.
             if self.stopped.wait(retry_ms / 1000):
                 return
+
+    def start_subscribing(self, notifications: Callable[[], dict[str, Any]]) -> None:
+        """Hear the modern server's change notifications (HTTP): its
+        ``subscriptions/listen`` stream (:meth:`subscribe`), read on a helper thread
+        joined on close."""
+        self.subscribing = True
+        listener = threading.Thread(
+            target=self.subscribe,
+            args=(notifications,),
+            name=f"toolnexus-mcp-{self.label}-listen",
+            daemon=True,
+        )
+        self.threads.append(listener)
+        listener.start()
+
+    def subscribe(self, notifications: Callable[[], dict[str, Any]]) -> None:
+        """Read a modern server's ``subscriptions/listen`` stream while the connection
+        lives: the change notifications the filter ``notifications()`` asks for (the
+        modern era sends none unasked, and has no ``GET`` stream). A stream the server
+        ends is opened again after a second; one it refuses (a server without the
+        method) is not, nor after three failures in a row. :meth:`resubscribe` opens it
+        again at once with the filter as it is then."""
+        from ._http import HttpTransport
+
+        failures = 0
+        while self.lost is None and not self.client_closed():
+            waiter = Waiter()
+            with self.lock:
+                outgoing = self.session.request(
+                    "subscriptions/listen", {"notifications": notifications()}, waiter=waiter
+                )
+            waiter.request_id = outgoing.id
+            try:
+                self.send_request(outgoing, None, None, waiter)
+                exchange = self.listener = waiter.exchange  # type: ignore[assignment]
+                if self.resubscribing and exchange is not None:
+                    exchange.abort()  # the filter changed as this one was sent
+                for message in waiter.messages or ():
+                    failures = 0
+                    self.route(message, waiter)
+            except (_Lost, HttpTransport.Failure) as exc:
+                if not self.resubscribing:
+                    failures += 1
+                    if isinstance(exc, HttpTransport.Failure) and exc.problem == "aborted":
+                        return  # the connection is closing
+            finally:
+                self.finish(waiter)
+            if any(isinstance(event, Failure) for event in waiter.events):
+                return  # refused: the server offers no such stream
+            if failures > 3 or self.client_closed() or self.lost is not None:
+                return
+            if self.resubscribing:
+                self.resubscribing = False  # (cleared before the filter is read again)
+            elif self.stopped.wait(1.0):
+                return
+
+    def resubscribe(self) -> None:
+        """Open the ``subscriptions/listen`` stream again, now, with its filter as it is
+        (a resource subscribed to)."""
+        self.resubscribing = True
+        listener = self.listener
+        if listener is not None:
+            listener.abort()
 
     def _on_session_id(self, session_id: str) -> None:
         transport = self.transport
@@ -418,6 +486,9 @@ class Connection:
             self.on_tools_changed()
         elif method in NOTICES and self.on_notice is not None:
             self.on_notice(method, dict(params))
+        elif method == "notifications/subscriptions/acknowledged":
+            honoured = params.get("notifications")
+            self.honoured = dict(honoured) if isinstance(honoured, dict) else {}
         # Anything else (cancelled, unknown): nothing to do.
 
     def _on_server_request(self, event: ServerRequest, home: Waiter | None) -> None:

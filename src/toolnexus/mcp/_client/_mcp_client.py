@@ -25,6 +25,7 @@ connections.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import threading
@@ -45,7 +46,7 @@ from ._admission import Admission
 from ._connection import CANCELLED, RETRY, Connection, give_up
 from ._questions import ClientQuestions, Parked, call_result, unsent
 from ._remote import relink, remote_tool_list
-from ._session import LIST_PAGES, list_page, prompt_result, resource_contents
+from ._session import LIST_PAGES, list_page, listen_filter, prompt_result, resource_contents
 from ._settings import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_QUESTION_TIMEOUT_MS,
@@ -232,6 +233,7 @@ class McpClient:
         self._lists_lock = threading.Lock()
         self._task_tools: frozenset[str] = frozenset()  # listed as run only as tasks
         self._task_optional: frozenset[str] = frozenset()  # listed as maybe run as tasks
+        self._subscriptions: set[str] = set()  # modern: the URIs the listen stream asks for
         self._closed = False
         self._http: HttpTransport | None = None
 
@@ -373,7 +375,17 @@ class McpClient:
             return self._start_connection(legacy=True)
         if not connection.is_stdio and connection.session.era == "legacy":
             connection.start_listening()  # the session's own stream (GET)
+        elif not connection.is_stdio and self._listen_filter(connection):
+            # the modern era's: its subscriptions/listen stream (nothing comes unasked)
+            connection.start_subscribing(functools.partial(self._listen_filter, connection))
         return connection
+
+    def _listen_filter(self, connection: Connection) -> dict[str, Any]:
+        """What this client's ``subscriptions/listen`` stream asks of ``connection``'s
+        server now (see :func:`~._session.listen_filter`)."""
+        with self._lists_lock:
+            uris = sorted(self._subscriptions)
+        return listen_filter(connection.session.server_capabilities, uris)
 
     def _spawn(self, connection: Connection) -> None:
         from ._stdio import StdioTransport
@@ -1183,11 +1195,38 @@ class McpClient:
             client.on_notification(lambda method, params: print(params["uri"]))
             client.subscribe_resource("demo://resource/static/document/architecture.md")
         """
-        self._request("resources/subscribe", {"uri": uri})
+        connection = self._open()
+        if connection.session.era != "modern":
+            self._request("resources/subscribe", {"uri": uri})
+            return
+        # Modern: the subscriptions/listen stream asks for it (no resources/subscribe).
+        with self._lists_lock:
+            if uri in self._subscriptions:
+                return
+            self._subscriptions.add(uri)
+        self._relisten(connection)
 
     def unsubscribe_resource(self, uri: str) -> None:
-        """Stop the updates :meth:`subscribe_resource` asked for (``resources/unsubscribe``)."""
-        self._request("resources/unsubscribe", {"uri": uri})
+        """Stop the updates :meth:`subscribe_resource` asked for (``resources/unsubscribe``;
+        modern: the listen stream no longer asks for them)."""
+        connection = self._open()
+        if connection.session.era != "modern":
+            self._request("resources/unsubscribe", {"uri": uri})
+            return
+        with self._lists_lock:
+            if uri not in self._subscriptions:
+                return
+            self._subscriptions.discard(uri)
+        self._relisten(connection)
+
+    def _relisten(self, connection: Connection) -> None:
+        """The listen stream's filter changed: open it again (or first) with it."""
+        if connection.is_stdio:
+            return  # (the modern stdio client opens no listen stream yet)
+        if connection.subscribing:
+            connection.resubscribe()
+        else:
+            connection.start_subscribing(functools.partial(self._listen_filter, connection))
 
     def complete(
         self,

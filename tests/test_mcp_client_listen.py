@@ -1,0 +1,80 @@
+"""A modern HTTP client hears what the server tells unasked on its ``subscriptions/listen``
+stream (the 2026-07-28 revision sends no notification on any other, and has no ``GET``
+stream): each list the server says changes, and the updates of the resources it
+subscribed to. The server is the embedded one, in this process.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from timing import TIMEOUT, wait_until
+from toolnexus import Toolkit, tool
+from toolnexus.mcp import HttpServer, McpClient, resource
+
+
+@tool
+def first() -> str:
+    """The tool the server starts with."""
+    return "first"
+
+
+@tool
+def second() -> str:
+    """A tool added while the client is connected."""
+    return "second"
+
+
+@resource("notes://today")
+def today() -> str:
+    """Today's notes."""
+    return "nothing yet"
+
+
+def honoured(client: McpClient) -> dict[str, Any] | None:
+    connection = client._connection
+    return connection.honoured if connection is not None else None
+
+
+def test_a_modern_http_client_hears_a_tool_list_change() -> None:
+    toolkit = Toolkit([first])
+    with HttpServer(toolkit, port=0) as server:
+        server.start()
+        changed = threading.Event()
+        with McpClient(url=server.url, name="live") as client:
+            client.on_tools_changed(changed.set)
+            assert [each["name"] for each in client.list_tools()] == ["first"]
+            assert client.era == "modern"
+            assert wait_until(lambda: honoured(client) is not None)
+            assert honoured(client) == {"toolsListChanged": True}
+            toolkit.register(second)
+            assert changed.wait(TIMEOUT)
+            # The cached list went with the notification: the next listing has the tool.
+            assert [each["name"] for each in client.list_tools()] == ["first", "second"]
+
+
+def test_a_modern_http_client_hears_a_subscribed_resource_update() -> None:
+    toolkit = Toolkit([first, today])
+    with HttpServer(toolkit, port=0) as server:
+        server.start()
+        heard: list[tuple[str, dict[str, Any]]] = []
+        updated = threading.Event()
+
+        def notice(method: str, params: dict[str, Any]) -> None:
+            heard.append((method, params))
+            if method == "notifications/resources/updated":
+                updated.set()
+
+        with McpClient(url=server.url, name="live") as client:
+            client.on_notification(notice)
+            client.connect()
+            client.subscribe_resource("notes://today")
+            assert wait_until(
+                lambda: (honoured(client) or {}).get("resourceSubscriptions") == ["notes://today"]
+            )
+            toolkit.resource_changed("notes://today")
+            assert updated.wait(TIMEOUT)
+    assert ("notifications/resources/updated", {"uri": "notes://today"}) in [
+        (method, {k: v for k, v in params.items() if k != "_meta"}) for method, params in heard
+    ]
