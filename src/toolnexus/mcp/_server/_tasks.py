@@ -369,6 +369,10 @@ class Tasks:
         out["pollIntervalMs"] = self._poll_ms
         return out
 
+    def written(self, client: Any, result: ToolResult) -> dict[str, Any]:
+        """``result`` as ``client`` reads a tool's result (a ``CallToolResult``)."""
+        return self._format(client, result)
+
     def detailed(self, record: TaskRecord) -> dict[str, Any]:
         """The ``tasks/get`` answer: the task, with its result, error or questions."""
         out = self._summary(record)

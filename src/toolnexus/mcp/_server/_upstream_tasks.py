@@ -122,9 +122,7 @@ def upstream_method(
         body["taskId"] = task_id
     if method == "tasks/get" and "result" in body:
         result = upstream_client._task_result(fn.remote, body["result"], fn.links)
-        from ._feature_tools import call_tool_result
-
-        body["result"] = call_tool_result(client, result)
+        body["result"] = tasks.written(client, result)
     status = "cancelled" if method == "tasks/cancel" else body.get("status")
     tasks.follow(record, status, body.get("statusMessage"))
     return [context.reply(request_id, client, body)]
