@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from toolnexus import Request, ToolContext, Toolkit, ToolResult, tool
+from toolnexus import Part, Request, ToolContext, Toolkit, ToolResult, tool
 
 ENV_SCHEMA = {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}
 
@@ -42,14 +42,18 @@ GATES: dict[str, threading.Event] = {}  # a build of target T ends once GATES[T]
 
 
 @tool(task_support="optional")
-def build(target: str, ctx: ToolContext) -> ToolResult:
+def build(target: str, ctx: ToolContext, link: bool = False) -> ToolResult:
     """Build a target: a task when its caller takes tasks. It holds until the test sets
-    ``GATES[target]`` (in-process servers), or is cancelled."""
+    ``GATES[target]`` (in-process servers), or is cancelled; ``link``: its result links
+    to the build's log."""
     BUILDS.append(target)
     gate = GATES.setdefault(target, threading.Event())
     while not gate.is_set():
         if ctx.cancellation_token.wait(0.02):
             return ToolResult.error(f"build of {target} cancelled")
+    if link:
+        log = Part.file(f"https://builds.example.test/{target}.pdf")
+        return ToolResult(f"{target} built", parts=[Part.from_text(f"{target} built"), log])
     return ToolResult.ok(f"{target} built")
 
 

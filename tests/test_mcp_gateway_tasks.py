@@ -13,6 +13,7 @@ once it is a task); the gateway is an ``McpSource`` federated and served on anot
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,9 +32,11 @@ def upstream() -> Iterator[HttpServer]:
     task_tools.GATES.clear()
     with HttpServer(task_tools.toolkit, ServerOptions(task_after_ms=0), port=0) as running:
         running.start()
-        yield running
-    for gate in task_tools.GATES.values():
-        gate.set()
+        try:
+            yield running
+        finally:  # a build still held ends before its server does
+            for gate in list(task_tools.GATES.values()):
+                gate.set()
 
 
 @contextlib.contextmanager
@@ -47,6 +50,11 @@ def gateway(upstream: HttpServer, options: ServerOptions | None = None) -> Itera
         with HttpServer(source.toolkit, options or ServerOptions(), port=0) as running:
             running.start()
             yield running
+
+
+def open_gate(target: str) -> None:
+    """Let the build of ``target`` end (made here if the build has not started yet)."""
+    task_tools.GATES.setdefault(target, threading.Event()).set()
 
 
 def result_text(task: dict[str, Any]) -> str:
@@ -70,11 +78,22 @@ def test_a_callers_task_is_the_upstreams_and_outlives_a_gateway_restart(
     # upstream, and the caller's id still reaches the task.
     with gateway(upstream) as second:
         assert rpc(second, "tasks/get", {"taskId": mapped})["result"]["status"] == "working"
-        task_tools.GATES["a"].set()
+        open_gate("a")
         done = wait_status(second, mapped, ("completed",))
     assert done["taskId"] == mapped
     assert result_text(done) == "a built"
     assert task_tools.BUILDS == ["a"]  # made once, upstream: never run by the gateway
+
+
+def test_a_callers_task_result_links_to_the_federated_uris(upstream: HttpServer) -> None:
+    with gateway(upstream) as server:
+        arguments = {"target": "f", "link": True}
+        created = rpc(server, "tools/call", {"name": "tt_build", "arguments": arguments})
+        mapped = created["result"]["taskId"]
+        open_gate("f")
+        done = wait_status(server, mapped, ("completed",))
+    links = [block for block in done["result"]["content"] if block["type"] == "resource_link"]
+    assert [link["uri"] for link in links] == ["tt+https://builds.example.test/f.pdf"]
 
 
 def test_a_question_the_upstream_task_asks_is_the_callers_and_its_answer_reaches_it(
@@ -122,7 +141,7 @@ def test_a_task_id_the_caller_did_not_make_is_no_task_and_named(upstream: HttpSe
         assert unknown["code"] == -32602
         assert "it is MCP server 'nope''s" in unknown["message"]
         # The upstream keeps working.
-        task_tools.GATES.setdefault("d", task_tools.threading.Event()).set()
+        open_gate("d")
         plain = rpc(
             server,
             "tools/call",
@@ -155,6 +174,6 @@ def test_another_principals_task_is_unknown_even_after_a_restart(
             rpc(second, "tasks/get", {"taskId": mapped}, token="alice")["result"]["status"]
             == "working"
         )
-        task_tools.GATES["e"].set()
+        open_gate("e")
         done = wait_status(second, mapped, ("completed",), token="alice")
     assert result_text(done) == "e built"
