@@ -1,7 +1,9 @@
 """A modern HTTP client hears what the server tells unasked on its ``subscriptions/listen``
 stream (the 2026-07-28 revision sends no notification on any other, and has no ``GET``
 stream): each list the server says changes, and the updates of the resources it
-subscribed to. The server is the embedded one, in this process.
+subscribed to — opened once something relies on them (a listener, a subscription, a list
+kept until a change), so a client that only calls opens none. The server is the embedded
+one, in this process.
 """
 
 from __future__ import annotations
@@ -78,3 +80,17 @@ def test_a_modern_http_client_hears_a_subscribed_resource_update() -> None:
     assert ("notifications/resources/updated", {"uri": "notes://today"}) in [
         (method, {k: v for k, v in params.items() if k != "_meta"}) for method, params in heard
     ]
+
+
+def test_a_client_that_only_calls_opens_no_listen_stream() -> None:
+    with HttpServer(Toolkit([first]), port=0) as server:
+        server.start()
+        with McpClient(url=server.url, name="plain") as client:
+            assert client.call_tool("first").output == "first"
+            connection = client._connection
+            assert connection is not None and client.era == "modern"
+            assert not connection.subscribing and connection.listener is None
+            # A listener is something that relies on them: the stream opens now.
+            client.on_tools_changed(lambda: None)
+            assert connection.subscribing
+            assert wait_until(lambda: honoured(client) == {"toolsListChanged": True})

@@ -43,7 +43,15 @@ if TYPE_CHECKING:
     from ._http import HttpExchange, HttpTransport
     from ._stdio import StdioTransport
 
-__all__ = ["CANCELLED", "NOTICES", "RETRY", "Connection", "auth_problem", "give_up"]
+__all__ = [
+    "CANCELLED",
+    "NOTICES",
+    "RETRY",
+    "SUBSCRIBED",
+    "Connection",
+    "auth_problem",
+    "give_up",
+]
 
 _log = LazyLogger("mcp.client")
 
@@ -81,6 +89,9 @@ class _Lost(Exception):
 class _Idle(Exception):
     pass
 
+
+SUBSCRIBED = "notifications/subscriptions/acknowledged"
+"""The first message of a modern ``subscriptions/listen`` stream: what it will carry."""
 
 NOTICES = frozenset(
     {
@@ -248,8 +259,11 @@ class Connection:
     def start_subscribing(self, notifications: Callable[[], dict[str, Any]]) -> None:
         """Hear the modern server's change notifications (HTTP): its
         ``subscriptions/listen`` stream (:meth:`subscribe`), read on a helper thread
-        joined on close."""
-        self.subscribing = True
+        joined on close. Once per connection."""
+        with self.lock:
+            if self.subscribing:
+                return
+            self.subscribing = True
         listener = threading.Thread(
             target=self.subscribe,
             args=(notifications,),
@@ -486,9 +500,11 @@ class Connection:
             self.on_tools_changed()
         elif method in NOTICES and self.on_notice is not None:
             self.on_notice(method, dict(params))
-        elif method == "notifications/subscriptions/acknowledged":
+        elif method == SUBSCRIBED:
             honoured = params.get("notifications")
             self.honoured = dict(honoured) if isinstance(honoured, dict) else {}
+            if self.on_notice is not None:
+                self.on_notice(method, {"notifications": self.honoured})
         # Anything else (cancelled, unknown): nothing to do.
 
     def _on_server_request(self, event: ServerRequest, home: Waiter | None) -> None:

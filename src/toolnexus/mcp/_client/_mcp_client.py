@@ -43,7 +43,7 @@ from ...errors import InvalidTypeError, InvalidValueError, McpError
 from .._shared._peer import Waiter
 from .._shared._upstream_tasks import HAND_OVER, UPSTREAM_TASK_KEY
 from ._admission import Admission
-from ._connection import CANCELLED, RETRY, Connection, give_up
+from ._connection import CANCELLED, RETRY, SUBSCRIBED, Connection, give_up
 from ._questions import ClientQuestions, Parked, call_result, unsent
 from ._remote import relink, remote_tool_list
 from ._session import LIST_PAGES, list_page, listen_filter, prompt_result, resource_contents
@@ -300,6 +300,7 @@ class McpClient:
         if not callable(listener):
             raise InvalidTypeError(f"listener must be callable, got {type(listener).__name__}")
         self._listeners.append(listener)
+        self._listen_if_wanted()
 
     # ------------------------------------------------------------------ opening
 
@@ -375,10 +376,32 @@ class McpClient:
             return self._start_connection(legacy=True)
         if not connection.is_stdio and connection.session.era == "legacy":
             connection.start_listening()  # the session's own stream (GET)
-        elif not connection.is_stdio and self._listen_filter(connection):
-            # the modern era's: its subscriptions/listen stream (nothing comes unasked)
-            connection.start_subscribing(functools.partial(self._listen_filter, connection))
+        elif self._wants_notices():
+            self._listen(connection)  # the modern era's stream: nothing comes unasked
         return connection
+
+    def _wants_notices(self) -> bool:
+        """Whether anything here relies on the server's notifications: a listener, a
+        subscribed resource, a list cached until the server says it changed."""
+        if self._listeners or self._notice_listeners or self._subscriptions:
+            return True
+        with self._lists_lock:
+            return any(until == math.inf for _, until, _ in self._lists.values())
+
+    def _listen_if_wanted(self) -> None:
+        """Now that something relies on notifications: hear them, if connected."""
+        connection = self._connection
+        if connection is not None and connection.lost is None and not connection.subscribing:
+            self._listen(connection)
+
+    def _listen(self, connection: Connection) -> None:
+        """A modern HTTP connection's ``subscriptions/listen`` stream, opened (once) when
+        there is something to ask for. Not over stdio (yet), nor the legacy era (its
+        session or ``GET`` stream carries every notification)."""
+        if connection.is_stdio or connection.session.era != "modern":
+            return
+        if not connection.subscribing and self._listen_filter(connection):
+            connection.start_subscribing(functools.partial(self._listen_filter, connection))
 
     def _listen_filter(self, connection: Connection) -> dict[str, Any]:
         """What this client's ``subscriptions/listen`` stream asks of ``connection``'s
@@ -1127,6 +1150,8 @@ class McpClient:
                 return  # a list_changed came while this was fetched: it may be stale
             kept = [dict(item) for item in items]
             self._lists[method] = (kept, until, scope if isinstance(scope, str) else None)
+        if until == math.inf:
+            self._listen_if_wanted()  # held until a notification: it must be heard
 
     def _declares_list_changed(self, method: str) -> bool:
         capability = self.server_capabilities.get(method.split("/", 1)[0])
@@ -1169,8 +1194,16 @@ class McpClient:
         if not callable(listener):
             raise InvalidTypeError(f"listener must be callable, got {type(listener).__name__}")
         self._notice_listeners.append(listener)
+        self._listen_if_wanted()
 
     def _noticed(self, method: str, params: dict[str, Any]) -> None:
+        if method == SUBSCRIBED:
+            # The listen stream is open: a list kept until a notification, fetched
+            # before it opened, may have changed unheard.
+            with self._lists_lock:
+                held = [key for key, (_, until, _) in self._lists.items() if until == math.inf]
+            self._forget_lists(*held)
+            return
         self._forget_lists(*_LIST_CHANGES.get(method, ()))
         listeners = list(self._notice_listeners)
         if not listeners:
@@ -1221,12 +1254,10 @@ class McpClient:
 
     def _relisten(self, connection: Connection) -> None:
         """The listen stream's filter changed: open it again (or first) with it."""
-        if connection.is_stdio:
-            return  # (the modern stdio client opens no listen stream yet)
         if connection.subscribing:
             connection.resubscribe()
         else:
-            connection.start_subscribing(functools.partial(self._listen_filter, connection))
+            self._listen(connection)
 
     def complete(
         self,
