@@ -41,8 +41,7 @@ def upstream() -> Iterator[HttpServer]:
 
 @contextlib.contextmanager
 def gateway(upstream: HttpServer, options: ServerOptions | None = None) -> Iterator[HttpServer]:
-    """A gateway in front of ``upstream`` (named ``tt``) — and a plain local server's
-    tools beside it, as another upstream (``other``)."""
+    """A gateway in front of ``upstream`` (named ``tt``), served over HTTP."""
     config = {"mcpServers": {"tt": {"url": upstream.url}}}
     with McpSource(config) as source:
         source.connect()
@@ -68,6 +67,7 @@ def test_a_callers_task_is_the_upstreams_and_outlives_a_gateway_restart(
     with gateway(upstream) as first:
         created = rpc(first, "tools/call", {"name": "tt_build", "arguments": {"target": "a"}})
         created = created["result"]
+        # build is an optional task tool upstream: the caller took tasks, so did the upstream
         assert created["resultType"] == "task" and created["status"] == "working"
         mapped = created["taskId"]
         assert mapped.startswith("tt+tsk-")
