@@ -259,27 +259,42 @@ class Connection:
     def start_subscribing(self, notifications: Callable[[], dict[str, Any]]) -> None:
         """Hear the modern server's change notifications (HTTP): its
         ``subscriptions/listen`` stream (:meth:`subscribe`), read on a helper thread
-        joined on close. Once per connection."""
+        joined on close. Once per connection. Returns once the server acknowledged the
+        stream (or refused it, or ``timeout_s`` passed): a change after that is heard."""
         with self.lock:
             if self.subscribing:
                 return
             self.subscribing = True
+        opened = threading.Event()
         listener = threading.Thread(
             target=self.subscribe,
-            args=(notifications,),
+            args=(notifications, opened),
             name=f"toolnexus-mcp-{self.label}-listen",
             daemon=True,
         )
         self.threads.append(listener)
         listener.start()
+        opened.wait(self.timeout_s)
 
-    def subscribe(self, notifications: Callable[[], dict[str, Any]]) -> None:
+    def subscribe(
+        self, notifications: Callable[[], dict[str, Any]], opened: threading.Event | None = None
+    ) -> None:
         """Read a modern server's ``subscriptions/listen`` stream while the connection
         lives: the change notifications the filter ``notifications()`` asks for (the
         modern era sends none unasked, and has no ``GET`` stream). A stream the server
         ends is opened again after a second; one it refuses (a server without the
         method) is not, nor after three failures in a row. :meth:`resubscribe` opens it
         again at once with the filter as it is then."""
+        try:
+            self._subscribe(notifications, opened)
+        finally:
+            if opened is not None:
+                opened.set()
+
+    def _subscribe(
+        self, notifications: Callable[[], dict[str, Any]], opened: threading.Event | None
+    ) -> None:
+        """The loop of :meth:`subscribe`; ``opened`` is set at the first message."""
         from ._http import HttpTransport
 
         failures = 0
@@ -298,6 +313,8 @@ class Connection:
                 for message in waiter.messages or ():
                     failures = 0
                     self.route(message, waiter)
+                    if opened is not None:
+                        opened.set()  # the first message: the acknowledgement
             except (_Lost, HttpTransport.Failure) as exc:
                 if not self.resubscribing:
                     failures += 1

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextvars
 from typing import Any, Protocol
-from urllib.parse import quote, unquote
 
 __all__ = [
     "HAND_OVER",
@@ -53,6 +52,8 @@ def caller_task_id(upstream: str, task_id: str) -> str:
 
         caller_task_id("every", "tsk-1f2e")  # 'every+tsk-1f2e'
     """
+    from urllib.parse import quote  # here: a server that makes no such task never loads it
+
     return f"{quote(upstream, safe='')}+{task_id}"
 
 
@@ -69,6 +70,8 @@ def upstream_task_id(task_id: object) -> tuple[str, str] | None:
     head, plus, tail = task_id.partition("+")
     if not plus or not head or not tail:
         return None
+    from urllib.parse import unquote
+
     return unquote(head), tail
 
 
