@@ -133,10 +133,14 @@ def test_cancelling_the_callers_task_cancels_the_upstreams(upstream: HttpServer)
 
 
 def test_a_task_id_the_caller_did_not_make_is_no_task_and_named(upstream: HttpServer) -> None:
-    with gateway(upstream) as server:
-        forged = rpc(server, "tasks/get", {"taskId": "tt+tsk-forged"})["error"]
-        assert forged["code"] == -32602
-        assert "MCP server 'tt' does not know it" in forged["message"]
+    # One unfinished task per caller at most: a forged id must not take that place.
+    with gateway(upstream, ServerOptions(max_stored_tasks_per_owner=1)) as server:
+        for forgery in ("tt+tsk-forged", "tt+tsk-forged-2", "tt+tsk-forged-3"):
+            forged = rpc(server, "tasks/get", {"taskId": forgery})["error"]
+            assert forged["code"] == -32602
+            assert "MCP server 'tt' does not know it" in forged["message"]
+        created = rpc(server, "tools/call", {"name": "tt_build", "arguments": {"target": "g"}})
+        assert created["result"]["taskId"].startswith("tt+tsk-"), created
         unknown = rpc(server, "tasks/get", {"taskId": "nope+tsk-1"})["error"]
         assert unknown["code"] == -32602
         assert "it is MCP server 'nope''s" in unknown["message"]

@@ -23,6 +23,7 @@ from ...errors import McpError, OAuthError
 from .._shared._catalog import view
 from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS
 from .._shared._upstream_tasks import caller_task_id, task_upstream
+from ._tasks import Refused
 from ._types import Action, CallState, ClientView, Reject, error
 
 if TYPE_CHECKING:
@@ -49,8 +50,6 @@ def handed_over(context: ServerContext, call: CallState, task: Mapping[str, Any]
     """The call's upstream created its task (``task``, as the upstream showed it, with
     ``upstream``): record it for the call's owner under the id the caller will know it by,
     and answer the request with it."""
-    from ._tasks import Refused
-
     tasks = context.tasks
     assert tasks is not None
     upstream = str(task.get("upstream"))
@@ -86,8 +85,8 @@ def upstream_method(
     tasks = context.tasks
     assert tasks is not None
     task_id: str = params["taskId"]
-    record = _record(context, task_id, upstream)
-    state = record.state or {}
+    record = _record(context, task_id)  # None: made anew once the upstream knows it
+    state = record.state if record is not None and record.state is not None else {}
     found = _tool_of(context, upstream, state.get("name"))
     if found is None:
         raise Reject(
@@ -124,16 +123,22 @@ def upstream_method(
         result = upstream_client._task_result(fn.remote, body["result"], fn.links)
         body["result"] = tasks.written(client, result)
     status = "cancelled" if method == "tasks/cancel" else body.get("status")
+    if record is None:  # anonymous, after a restart: the upstream knows it, keep it again
+        made = tasks.create(
+            None, {"upstream": upstream}, task_id=task_id, status=str(status or "working")
+        )
+        if isinstance(made, Refused):
+            raise Reject(made.code, made.message, made.data)
+        record = made
     tasks.follow(record, status, body.get("statusMessage"))
     return [context.reply(request_id, client, body)]
 
 
-def _record(context: ServerContext, task_id: str, upstream: str) -> Any:
-    """The caller's record of the task ``task_id`` — or, when none is kept and the server
-    asks for no credentials, one made anew (a restart with a memory store); refused as
-    unknown when it is another caller's."""
-    from ._tasks import Refused
-
+def _record(context: ServerContext, task_id: str) -> Any:
+    """The caller's record of the task ``task_id``; None when none is kept and the server
+    asks for no credentials (a restart with a memory store: it is made anew once the
+    upstream shows the task exists, so a forged id leaves nothing behind); refused as
+    unknown when it is another caller's, or none is kept for a caller with credentials."""
     tasks = context.tasks
     assert tasks is not None
     owner = context.owner
@@ -141,10 +146,7 @@ def _record(context: ServerContext, task_id: str, upstream: str) -> Any:
     if not isinstance(found, Refused):
         return found
     if owner is None and found.code == INVALID_PARAMS and _unkept(tasks, task_id):
-        made = tasks.create(None, {"upstream": upstream}, task_id=task_id)
-        if not isinstance(made, Refused):
-            return made
-        found = made
+        return None
     raise Reject(found.code, found.message, found.data)
 
 
