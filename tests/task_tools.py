@@ -38,6 +38,7 @@ def release_later(version: str, ctx: ToolContext) -> ToolResult:
 LATER_S = 1.0  # far past task_after_ms=0: the promotion's timer has fired by then
 
 BUILDS: list[str] = []  # each build started, in order (in-process servers)
+CANCELLED: list[str] = []  # each build cancelled, in order
 GATES: dict[str, threading.Event] = {}  # a build of target T ends once GATES[T] is set
 
 
@@ -50,6 +51,7 @@ def build(target: str, ctx: ToolContext, link: bool = False) -> ToolResult:
     gate = GATES.setdefault(target, threading.Event())
     while not gate.is_set():
         if ctx.cancellation_token.wait(0.02):
+            CANCELLED.append(target)
             return ToolResult.error(f"build of {target} cancelled")
     if link:
         log = Part.file(f"https://builds.example.test/{target}.pdf")

@@ -22,6 +22,7 @@ import pytest
 
 import task_tools
 from test_mcp_tasks import caps, rpc, wait_status
+from timing import wait_until
 from toolnexus.mcp import HttpServer, McpSource, ServerOptions, federate
 from toolnexus.stores import SqliteTaskStore
 
@@ -29,6 +30,7 @@ from toolnexus.stores import SqliteTaskStore
 @pytest.fixture
 def upstream() -> Iterator[HttpServer]:
     task_tools.BUILDS.clear()
+    task_tools.CANCELLED.clear()
     task_tools.GATES.clear()
     with HttpServer(task_tools.toolkit, ServerOptions(task_after_ms=0), port=0) as running:
         running.start()
@@ -181,3 +183,18 @@ def test_another_principals_task_is_unknown_even_after_a_restart(
         open_gate("e")
         done = wait_status(second, mapped, ("completed",), token="alice")
     assert result_text(done) == "e built"
+
+
+def test_a_task_the_gateway_cannot_keep_is_refused_and_cancelled_upstream(
+    upstream: HttpServer,
+) -> None:
+    with gateway(upstream, ServerOptions(max_stored_tasks_per_owner=1)) as server:
+        first = rpc(server, "tools/call", {"name": "tt_build", "arguments": {"target": "h1"}})
+        assert first["result"]["taskId"].startswith("tt+tsk-")
+        # A second unfinished task is past the bound: refused, named, and the upstream's
+        # task it would have been is cancelled (nobody could reach it).
+        second = rpc(server, "tools/call", {"name": "tt_build", "arguments": {"target": "h2"}})
+        assert second["error"]["code"] == -32603
+        assert "server overloaded" in second["error"]["message"]
+        assert wait_until(lambda: "h2" in task_tools.CANCELLED)
+        assert task_tools.CANCELLED == ["h2"]  # the caller's own task goes on

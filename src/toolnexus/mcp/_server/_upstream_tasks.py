@@ -63,7 +63,8 @@ def handed_over(context: ServerContext, call: CallState, task: Mapping[str, Any]
         status=status if isinstance(status, str) else "working",
     )
     context.forget(call)
-    if isinstance(record, Refused):
+    if isinstance(record, Refused):  # no room, or no store: nobody could reach it
+        _cancel_later(context, upstream, call.name, str(task.get("taskId")))
         return [error(call.request_id, record.code, record.message, record.data)]
     shown = {key: value for key, value in task.items() if key != "upstream"}
     body = {"resultType": "task", **shown, "taskId": mapped}
@@ -132,6 +133,33 @@ def upstream_method(
         record = made
     tasks.follow(record, status, body.get("statusMessage"))
     return [context.reply(request_id, client, body)]
+
+
+def _cancel_later(context: ServerContext, upstream: str, name: str, upstream_id: str) -> None:
+    """Cancel an upstream's task its caller was refused (on a thread of its own: the
+    upstream answers at its own pace); a failure is logged."""
+    fn = _tool_of(context, upstream, name)
+    if fn is None:
+        return
+    client = task_upstream(fn)
+    assert client is not None
+
+    def cancel() -> None:
+        try:
+            client._forward_task("tasks/cancel", {"taskId": upstream_id}, fn.exchange)
+        except (McpError, OAuthError) as exc:
+            from ..._log import get_logger
+
+            get_logger().warning(
+                "toolnexus mcp: cancelling MCP server %s's task %s failed: %s",
+                upstream,
+                upstream_id,
+                exc,
+            )
+
+    import threading
+
+    threading.Thread(target=cancel, name="toolnexus-mcp-cancel-task", daemon=True).start()
 
 
 def _record(context: ServerContext, task_id: str) -> Any:
