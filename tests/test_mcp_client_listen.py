@@ -1,19 +1,25 @@
-"""A modern HTTP client hears what the server tells unasked on its ``subscriptions/listen``
+"""A modern client hears what the server tells unasked on its ``subscriptions/listen``
 stream (the 2026-07-28 revision sends no notification on any other, and has no ``GET``
-stream): each list the server says changes, and the updates of the resources it
-subscribed to — opened once something relies on them (a listener, a subscription, a list
-kept until a change), so a client that only calls opens none. The server is the embedded
-one, in this process.
+stream) — over HTTP a request read on a thread of its own, over stdio one sent on the
+pipe: each list the server says changes, and the updates of the resources it subscribed
+to. It opens the stream once something relies on notifications (a listener, a
+subscription, a list kept until a change), so a client that only calls opens none. The
+server is the embedded one, in this process, or ``toolnexus serve
+tests/growing_tools.py:toolkit`` over stdio.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from timing import TIMEOUT, wait_until
 from toolnexus import Toolkit, tool
 from toolnexus.mcp import HttpServer, McpClient, resource
+
+GROWING = str(Path(__file__).with_name("growing_tools.py"))
 
 
 @tool
@@ -94,3 +100,29 @@ def test_a_client_that_only_calls_opens_no_listen_stream() -> None:
             client.on_tools_changed(lambda: None)
             assert connection.subscribing
             assert wait_until(lambda: honoured(client) == {"toolsListChanged": True})
+
+
+def test_a_modern_stdio_client_hears_list_changes_and_subscribed_updates() -> None:
+    serve = [sys.executable, "-m", "toolnexus", "serve", f"{GROWING}:toolkit"]
+    changed = threading.Event()
+    updated = threading.Event()
+
+    def notice(method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/resources/updated" and params.get("uri") == "notes://today":
+            updated.set()
+
+    with McpClient(serve[0], serve[1:], name="grow") as client:
+        client.on_tools_changed(changed.set)
+        client.on_notification(notice)
+        client.connect()
+        assert client.era == "modern"
+        # Acknowledged before connect returned: what the stream will carry.
+        assert honoured(client) == {"toolsListChanged": True, "resourcesListChanged": True}
+        assert [each["name"] for each in client.list_tools()] == ["grow", "touch"]
+        assert client.call_tool("grow").output == "grew"
+        assert changed.wait(TIMEOUT)
+        assert "grown" in [each["name"] for each in client.list_tools()]
+        client.subscribe_resource("notes://today")  # the stream is sent again, with it
+        assert (honoured(client) or {}).get("resourceSubscriptions") == ["notes://today"]
+        assert client.call_tool("touch").output == "touched"
+        assert updated.wait(TIMEOUT)

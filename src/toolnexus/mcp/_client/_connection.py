@@ -136,6 +136,9 @@ class Connection:
         self.listener: HttpExchange | None = None
         self.subscribing = False  # a subscriptions/listen stream is read (modern)
         self.honoured: dict[str, Any] | None = None  # what the server said it will send
+        self.acknowledged = threading.Event()  # set by each acknowledgement of a listen
+        self.listen_id: int | None = None  # stdio: the listen stream open now
+        self.listen_ids: set[int] = set()  # stdio: every listen sent (never awaited)
         self.resubscribing = False  # the listen stream is closed to open it again
         self.stopped = threading.Event()  # set once the connection is lost or closed
         self.threads: list[threading.Thread] = []  # helper threads to join on close
@@ -331,6 +334,39 @@ class Connection:
             elif self.stopped.wait(1.0):
                 return
 
+    def subscribe_piped(
+        self, notifications: Callable[[], dict[str, Any]], again: bool = False
+    ) -> None:
+        """Modern stdio: send a ``subscriptions/listen`` request; its notifications come
+        on the pipe as any message does. Its answer (only at the server's end) is not
+        awaited: the request leaves the table at once, so nothing counts as waiting and
+        the pipe is read as before. ``again``: the filter changed — the stream open now is
+        cancelled and another sent. Returns once the server acknowledged it (or
+        ``timeout_s`` passed)."""
+        with self.lock:
+            if self.subscribing and not again:
+                return
+            self.subscribing = True
+            sent = []
+            if self.listen_id is not None:
+                sent.append(self.session.cancel(self.listen_id, "the filter changed"))
+            outgoing = self.session.request(
+                "subscriptions/listen", {"notifications": notifications()}
+            )
+            assert isinstance(outgoing.id, int)
+            self.session.forget(outgoing.id)
+            self.listen_id = outgoing.id
+            self.listen_ids.add(outgoing.id)
+            sent.append(outgoing)
+            self.acknowledged.clear()
+        try:
+            for each in sent:
+                if each is not None:
+                    self.transport.send(each.to_bytes())  # type: ignore[union-attr]
+        except (OSError, McpError):
+            return  # the connection is lost: the next request finds it so
+        self.acknowledged.wait(self.timeout_s)
+
     def resubscribe(self) -> None:
         """Open the ``subscriptions/listen`` stream again, now, with its filter as it is
         (a resource subscribed to)."""
@@ -498,6 +534,8 @@ class Connection:
             elif isinstance(event, ServerRequest):
                 self._on_server_request(event, home)
             elif isinstance(event, Stray):
+                if isinstance(message, dict) and message.get("id") in self.listen_ids:
+                    continue  # a listen stream's end (stdio): nobody awaits it
                 _log.warning("MCP server %s: ignoring %s", self.label, event.problem)
 
     def _on_notification(self, event: Notification, home: Waiter | None) -> None:
@@ -520,6 +558,7 @@ class Connection:
         elif method == SUBSCRIBED:
             honoured = params.get("notifications")
             self.honoured = dict(honoured) if isinstance(honoured, dict) else {}
+            self.acknowledged.set()
             if self.on_notice is not None:
                 self.on_notice(method, {"notifications": self.honoured})
         # Anything else (cancelled, unknown): nothing to do.

@@ -395,13 +395,18 @@ class McpClient:
             self._listen(connection)
 
     def _listen(self, connection: Connection) -> None:
-        """A modern HTTP connection's ``subscriptions/listen`` stream, opened (once) when
-        there is something to ask for. Not over stdio (yet), nor the legacy era (its
-        session or ``GET`` stream carries every notification)."""
-        if connection.is_stdio or connection.session.era != "modern":
+        """A modern connection's ``subscriptions/listen`` stream, opened (once) when there
+        is something to ask for; not the legacy era's (its session or ``GET`` stream
+        carries every notification)."""
+        if connection.session.era != "modern" or connection.subscribing:
             return
-        if not connection.subscribing and self._listen_filter(connection):
-            connection.start_subscribing(functools.partial(self._listen_filter, connection))
+        if not self._listen_filter(connection):
+            return
+        asked = functools.partial(self._listen_filter, connection)
+        if connection.is_stdio:
+            connection.subscribe_piped(asked)
+        else:
+            connection.start_subscribing(asked)
 
     def _listen_filter(self, connection: Connection) -> dict[str, Any]:
         """What this client's ``subscriptions/listen`` stream asks of ``connection``'s
@@ -1254,10 +1259,12 @@ class McpClient:
 
     def _relisten(self, connection: Connection) -> None:
         """The listen stream's filter changed: open it again (or first) with it."""
-        if connection.subscribing:
-            connection.resubscribe()
-        else:
+        if not connection.subscribing:
             self._listen(connection)
+        elif connection.is_stdio:
+            connection.subscribe_piped(functools.partial(self._listen_filter, connection), True)
+        else:
+            connection.resubscribe()
 
     def complete(
         self,
