@@ -535,7 +535,10 @@ class Connection:
                 self._on_server_request(event, home)
             elif isinstance(event, Stray):
                 if isinstance(message, dict) and message.get("id") in self.listen_ids:
-                    continue  # a listen stream's end (stdio): nobody awaits it
+                    # A listen stream's end (stdio), or its refusal: nobody awaits it, but
+                    # whoever waits for its acknowledgement waits no more.
+                    self.acknowledged.set()
+                    continue
                 _log.warning("MCP server %s: ignoring %s", self.label, event.problem)
 
     def _on_notification(self, event: Notification, home: Waiter | None) -> None:
