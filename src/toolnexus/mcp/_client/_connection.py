@@ -43,7 +43,15 @@ if TYPE_CHECKING:
     from ._http import HttpExchange, HttpTransport
     from ._stdio import StdioTransport
 
-__all__ = ["CANCELLED", "NOTICES", "RETRY", "Connection", "auth_problem", "give_up"]
+__all__ = [
+    "CANCELLED",
+    "NOTICES",
+    "RETRY",
+    "SUBSCRIBED",
+    "Connection",
+    "auth_problem",
+    "give_up",
+]
 
 _log = LazyLogger("mcp.client")
 
@@ -81,6 +89,9 @@ class _Lost(Exception):
 class _Idle(Exception):
     pass
 
+
+SUBSCRIBED = "notifications/subscriptions/acknowledged"
+"""The first message of a modern ``subscriptions/listen`` stream: what it will carry."""
 
 NOTICES = frozenset(
     {
@@ -120,7 +131,15 @@ class Connection:
         self.peer = Peer(session.requests)
         self.opening = Waiter(None)
         self.lost: str | None = None
-        self.listener: HttpExchange | None = None  # the legacy session's GET stream
+        # The stream of what the server sends unasked: a legacy session's GET, a modern
+        # server's subscriptions/listen.
+        self.listener: HttpExchange | None = None
+        self.subscribing = False  # a subscriptions/listen stream is read (modern)
+        self.honoured: dict[str, Any] | None = None  # what the server said it will send
+        self.acknowledged = threading.Event()  # set by each acknowledgement of a listen
+        self.listen_id: int | None = None  # stdio: the listen stream open now
+        self.listen_ids: set[int] = set()  # stdio: every listen sent (never awaited)
+        self.resubscribing = False  # the listen stream is closed to open it again
         self.stopped = threading.Event()  # set once the connection is lost or closed
         self.threads: list[threading.Thread] = []  # helper threads to join on close
         self.is_stdio = False
@@ -239,6 +258,122 @@ class Connection:
             # The stream ended: open it again after the delay the server asked for.
             if self.stopped.wait(retry_ms / 1000):
                 return
+
+    def start_subscribing(self, notifications: Callable[[], dict[str, Any]]) -> None:
+        """Hear the modern server's change notifications (HTTP): its
+        ``subscriptions/listen`` stream (:meth:`subscribe`), read on a helper thread
+        joined on close. Once per connection. Returns once the server acknowledged the
+        stream (or refused it, or ``timeout_s`` passed): a change after that is heard."""
+        with self.lock:
+            if self.subscribing:
+                return
+            self.subscribing = True
+        opened = threading.Event()
+        listener = threading.Thread(
+            target=self.subscribe,
+            args=(notifications, opened),
+            name=f"toolnexus-mcp-{self.label}-listen",
+            daemon=True,
+        )
+        self.threads.append(listener)
+        listener.start()
+        opened.wait(self.timeout_s)
+
+    def subscribe(
+        self, notifications: Callable[[], dict[str, Any]], opened: threading.Event | None = None
+    ) -> None:
+        """Read a modern server's ``subscriptions/listen`` stream while the connection
+        lives: the change notifications the filter ``notifications()`` asks for (the
+        modern era sends none unasked, and has no ``GET`` stream). A stream the server
+        ends is opened again after a second; one it refuses (a server without the
+        method) is not, nor after three failures in a row. :meth:`resubscribe` opens it
+        again at once with the filter as it is then."""
+        try:
+            self._subscribe(notifications, opened)
+        finally:
+            if opened is not None:
+                opened.set()
+
+    def _subscribe(
+        self, notifications: Callable[[], dict[str, Any]], opened: threading.Event | None
+    ) -> None:
+        """The loop of :meth:`subscribe`; ``opened`` is set at the first message."""
+        from ._http import HttpTransport
+
+        failures = 0
+        while self.lost is None and not self.client_closed():
+            waiter = Waiter()
+            with self.lock:
+                outgoing = self.session.request(
+                    "subscriptions/listen", {"notifications": notifications()}, waiter=waiter
+                )
+            waiter.request_id = outgoing.id
+            try:
+                self.send_request(outgoing, None, None, waiter)
+                exchange = self.listener = waiter.exchange  # type: ignore[assignment]
+                if self.resubscribing and exchange is not None:
+                    exchange.abort()  # the filter changed as this one was sent
+                for message in waiter.messages or ():
+                    failures = 0
+                    self.route(message, waiter)
+                    if opened is not None:
+                        opened.set()  # the first message: the acknowledgement
+            except (_Lost, HttpTransport.Failure) as exc:
+                if not self.resubscribing:
+                    failures += 1
+                    if isinstance(exc, HttpTransport.Failure) and exc.problem == "aborted":
+                        return  # the connection is closing
+            finally:
+                self.finish(waiter)
+            if any(isinstance(event, Failure) for event in waiter.events):
+                return  # refused: the server offers no such stream
+            if failures > 3 or self.client_closed() or self.lost is not None:
+                return
+            if self.resubscribing:
+                self.resubscribing = False  # (cleared before the filter is read again)
+            elif self.stopped.wait(1.0):
+                return
+
+    def subscribe_piped(
+        self, notifications: Callable[[], dict[str, Any]], again: bool = False
+    ) -> None:
+        """Modern stdio: send a ``subscriptions/listen`` request; its notifications come
+        on the pipe as any message does. Its answer (only at the server's end) is not
+        awaited: the request leaves the table at once, so nothing counts as waiting and
+        the pipe is read as before. ``again``: the filter changed — the stream open now is
+        cancelled and another sent. Returns once the server acknowledged it (or
+        ``timeout_s`` passed)."""
+        with self.lock:
+            if self.subscribing and not again:
+                return
+            self.subscribing = True
+            sent = []
+            if self.listen_id is not None:
+                sent.append(self.session.cancel(self.listen_id, "the filter changed"))
+            outgoing = self.session.request(
+                "subscriptions/listen", {"notifications": notifications()}
+            )
+            assert isinstance(outgoing.id, int)
+            self.session.forget(outgoing.id)
+            self.listen_id = outgoing.id
+            self.listen_ids.add(outgoing.id)
+            sent.append(outgoing)
+            self.acknowledged.clear()
+        try:
+            for each in sent:
+                if each is not None:
+                    self.transport.send(each.to_bytes())  # type: ignore[union-attr]
+        except (OSError, McpError):
+            return  # the connection is lost: the next request finds it so
+        self.acknowledged.wait(self.timeout_s)
+
+    def resubscribe(self) -> None:
+        """Open the ``subscriptions/listen`` stream again, now, with its filter as it is
+        (a resource subscribed to)."""
+        self.resubscribing = True
+        listener = self.listener
+        if listener is not None:
+            listener.abort()
 
     def _on_session_id(self, session_id: str) -> None:
         transport = self.transport
@@ -399,6 +534,11 @@ class Connection:
             elif isinstance(event, ServerRequest):
                 self._on_server_request(event, home)
             elif isinstance(event, Stray):
+                if isinstance(message, dict) and message.get("id") in self.listen_ids:
+                    # A listen stream's end (stdio), or its refusal: nobody awaits it, but
+                    # whoever waits for its acknowledgement waits no more.
+                    self.acknowledged.set()
+                    continue
                 _log.warning("MCP server %s: ignoring %s", self.label, event.problem)
 
     def _on_notification(self, event: Notification, home: Waiter | None) -> None:
@@ -418,6 +558,12 @@ class Connection:
             self.on_tools_changed()
         elif method in NOTICES and self.on_notice is not None:
             self.on_notice(method, dict(params))
+        elif method == SUBSCRIBED:
+            honoured = params.get("notifications")
+            self.honoured = dict(honoured) if isinstance(honoured, dict) else {}
+            self.acknowledged.set()
+            if self.on_notice is not None:
+                self.on_notice(method, {"notifications": self.honoured})
         # Anything else (cancelled, unknown): nothing to do.
 
     def _on_server_request(self, event: ServerRequest, home: Waiter | None) -> None:

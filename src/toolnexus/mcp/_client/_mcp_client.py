@@ -25,6 +25,7 @@ connections.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import threading
@@ -40,11 +41,12 @@ from ..._suspension import Answer
 from ..._tracing import client_span
 from ...errors import InvalidTypeError, InvalidValueError, McpError
 from .._shared._peer import Waiter
+from .._shared._upstream_tasks import HAND_OVER, UPSTREAM_TASK_KEY
 from ._admission import Admission
-from ._connection import CANCELLED, RETRY, Connection, give_up
+from ._connection import CANCELLED, RETRY, SUBSCRIBED, Connection, give_up
 from ._questions import ClientQuestions, Parked, call_result, unsent
-from ._remote import remote_tool_list
-from ._session import LIST_PAGES, list_page, prompt_result, resource_contents
+from ._remote import relink, remote_tool_list
+from ._session import LIST_PAGES, list_page, listen_filter, prompt_result, resource_contents
 from ._settings import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_QUESTION_TIMEOUT_MS,
@@ -230,6 +232,8 @@ class McpClient:
         self._lists_changed = 0  # bumped by each invalidation: a fetch it overtook is not kept
         self._lists_lock = threading.Lock()
         self._task_tools: frozenset[str] = frozenset()  # listed as run only as tasks
+        self._task_optional: frozenset[str] = frozenset()  # listed as maybe run as tasks
+        self._subscriptions: set[str] = set()  # modern: the URIs the listen stream asks for
         self._closed = False
         self._http: HttpTransport | None = None
 
@@ -296,6 +300,7 @@ class McpClient:
         if not callable(listener):
             raise InvalidTypeError(f"listener must be callable, got {type(listener).__name__}")
         self._listeners.append(listener)
+        self._listen_if_wanted()
 
     # ------------------------------------------------------------------ opening
 
@@ -371,7 +376,44 @@ class McpClient:
             return self._start_connection(legacy=True)
         if not connection.is_stdio and connection.session.era == "legacy":
             connection.start_listening()  # the session's own stream (GET)
+        elif self._wants_notices():
+            self._listen(connection)  # the modern era's stream: nothing comes unasked
         return connection
+
+    def _wants_notices(self) -> bool:
+        """Whether anything here relies on the server's notifications: a listener, a
+        subscribed resource, a list cached until the server says it changed."""
+        if self._listeners or self._notice_listeners or self._subscriptions:
+            return True
+        with self._lists_lock:
+            return any(until == math.inf for _, until, _ in self._lists.values())
+
+    def _listen_if_wanted(self) -> None:
+        """Now that something relies on notifications: hear them, if connected."""
+        connection = self._connection
+        if connection is not None and connection.lost is None and not connection.subscribing:
+            self._listen(connection)
+
+    def _listen(self, connection: Connection) -> None:
+        """A modern connection's ``subscriptions/listen`` stream, opened (once) when there
+        is something to ask for; not the legacy era's (its session or ``GET`` stream
+        carries every notification)."""
+        if connection.session.era != "modern" or connection.subscribing:
+            return
+        if not self._listen_filter(connection):
+            return
+        asked = functools.partial(self._listen_filter, connection)
+        if connection.is_stdio:
+            connection.subscribe_piped(asked)
+        else:
+            connection.start_subscribing(asked)
+
+    def _listen_filter(self, connection: Connection) -> dict[str, Any]:
+        """What this client's ``subscriptions/listen`` stream asks of ``connection``'s
+        server now (see :func:`~._session.listen_filter`)."""
+        with self._lists_lock:
+            uris = sorted(self._subscriptions)
+        return listen_filter(connection.session.server_capabilities, uris)
 
     def _spawn(self, connection: Connection) -> None:
         from ._stdio import StdioTransport
@@ -447,11 +489,14 @@ class McpClient:
         refuses the request.
         """
         tools = self._list("tools/list", "tools")
-        self._task_tools = frozenset(
-            spec["name"]
+        support = {
+            spec["name"]: spec["execution"].get("taskSupport")
             for spec in tools
             if isinstance(spec.get("execution"), dict)
-            and spec["execution"].get("taskSupport") == "required"
+        }
+        self._task_tools = frozenset(name for name, says in support.items() if says == "required")
+        self._task_optional = frozenset(
+            name for name, says in support.items() if says == "optional"
         )
         return tools
 
@@ -761,7 +806,9 @@ class McpClient:
                 result = CANCELLED if call_token.is_cancellation_requested else busy
             elif answer is not None:
                 result = self._continue(name, arguments, call_token, progress, answer, headers)
-            elif name in self._task_tools:
+            elif name in self._task_tools or (
+                name in self._task_optional and self._handing_over(name)
+            ):
                 result = self._run_task(name, arguments, call_token, progress)
             else:
                 result = self._start_call(name, arguments, call_token, progress, headers, None)
@@ -853,7 +900,8 @@ class McpClient:
             task_id = state[len(_TASK_STATE) :]
             responses = resumed.get("inputResponses")
             return self._answer_task(name, task_id, responses, token, progress)
-        if name in self._task_tools:  # the retry of a task's creation asks for one again
+        if name in self._task_tools or self._handing_over(name):
+            # the retry of a task's creation asks for one again
             return self._run_task(name, arguments, token, progress, resumed)
         return self._start_call(name, arguments, token, progress, headers, resumed)
 
@@ -885,6 +933,9 @@ class McpClient:
         is_task = legacy or created.get("resultType") == "task"
         if not (is_task and isinstance(task, dict) and isinstance(task.get("taskId"), str)):
             return call_result(name, self.name, created)  # it answered as a plain call
+        if not legacy and self._handing_over(name):  # the caller's task is this one
+            handed = {key: value for key, value in task.items() if key != "resultType"}
+            return ToolResult("", False, {UPSTREAM_TASK_KEY: {**handed, "upstream": self.name}})
         return self._follow_task(name, task, legacy, token, progress)
 
     def _follow_task(
@@ -1012,6 +1063,43 @@ class McpClient:
             return ToolResult(f"{name}: task {task_id}: {exc.problem}", True)
         return self._follow_task(name, task, False, token, progress)
 
+    # ------------------------------------------------------------------ a gateway's tasks
+    # (a caller's task of a tool of this server is this server's task: see
+    # mcp/_shared/_upstream_tasks.py; the server side calls these)
+
+    def _hands_over_tasks(self, remote: str) -> bool:
+        """Whether a call of this server's tool ``remote`` may be its task, handed to the
+        caller (a modern server listed it ``optional`` or ``required``)."""
+        if self.era != "modern":
+            return False  # a legacy task is followed here: its shape is not the caller's
+        return remote in self._task_tools or remote in self._task_optional
+
+    def _handing_over(self, name: str) -> bool:
+        """Whether this call of ``name`` hands its task over (the server set HAND_OVER)."""
+        wanted = HAND_OVER.get()
+        return wanted is not None and wanted[0] is self and wanted[1] == name
+
+    def _forward_task(
+        self, method: str, params: dict[str, Any], exchange: Any = None
+    ) -> dict[str, Any]:
+        """``method`` (``tasks/get``, ``tasks/update``, ``tasks/cancel``) for one of this
+        server's tasks, with the caller's token when ``exchange`` (``auth.exchange``) says
+        so; the answer as sent. Raises McpError (and OAuthError for an exchange)."""
+        from ._oauth_exchange import as_caller
+
+        with as_caller(exchange):
+            return self._request(method, params, tasks=True)
+
+    def _task_result(
+        self, remote: str, result: Any, links: Callable[[str], str] | None
+    ) -> ToolResult:
+        """An upstream task's ``result`` (a ``CallToolResult``) as the tool's result, its
+        resource links renamed by ``links`` (a gateway's prefixed URIs)."""
+        if not isinstance(result, dict):
+            return ToolResult(f"{remote}: MCP server {self.name}: the task has no result", True)
+        found = call_result(remote, self.name, result)
+        return relink(found, links) if links is not None and found.parts else found
+
     def _cancel_task(self, task_id: str, legacy: bool) -> None:
         try:
             self._request("tasks/cancel", {"taskId": task_id}, tasks=not legacy)
@@ -1067,6 +1155,8 @@ class McpClient:
                 return  # a list_changed came while this was fetched: it may be stale
             kept = [dict(item) for item in items]
             self._lists[method] = (kept, until, scope if isinstance(scope, str) else None)
+        if until == math.inf:
+            self._listen_if_wanted()  # held until a notification: it must be heard
 
     def _declares_list_changed(self, method: str) -> bool:
         capability = self.server_capabilities.get(method.split("/", 1)[0])
@@ -1109,8 +1199,16 @@ class McpClient:
         if not callable(listener):
             raise InvalidTypeError(f"listener must be callable, got {type(listener).__name__}")
         self._notice_listeners.append(listener)
+        self._listen_if_wanted()
 
     def _noticed(self, method: str, params: dict[str, Any]) -> None:
+        if method == SUBSCRIBED:
+            # The listen stream is open: a list kept until a notification, fetched
+            # before it opened, may have changed unheard.
+            with self._lists_lock:
+                held = [key for key, (_, until, _) in self._lists.items() if until == math.inf]
+            self._forget_lists(*held)
+            return
         self._forget_lists(*_LIST_CHANGES.get(method, ()))
         listeners = list(self._notice_listeners)
         if not listeners:
@@ -1135,11 +1233,38 @@ class McpClient:
             client.on_notification(lambda method, params: print(params["uri"]))
             client.subscribe_resource("demo://resource/static/document/architecture.md")
         """
-        self._request("resources/subscribe", {"uri": uri})
+        connection = self._open()
+        if connection.session.era != "modern":
+            self._request("resources/subscribe", {"uri": uri})
+            return
+        # Modern: the subscriptions/listen stream asks for it (no resources/subscribe).
+        with self._lists_lock:
+            if uri in self._subscriptions:
+                return
+            self._subscriptions.add(uri)
+        self._relisten(connection)
 
     def unsubscribe_resource(self, uri: str) -> None:
-        """Stop the updates :meth:`subscribe_resource` asked for (``resources/unsubscribe``)."""
-        self._request("resources/unsubscribe", {"uri": uri})
+        """Stop the updates :meth:`subscribe_resource` asked for (``resources/unsubscribe``;
+        modern: the listen stream no longer asks for them)."""
+        connection = self._open()
+        if connection.session.era != "modern":
+            self._request("resources/unsubscribe", {"uri": uri})
+            return
+        with self._lists_lock:
+            if uri not in self._subscriptions:
+                return
+            self._subscriptions.discard(uri)
+        self._relisten(connection)
+
+    def _relisten(self, connection: Connection) -> None:
+        """The listen stream's filter changed: open it again (or first) with it."""
+        if not connection.subscribing:
+            self._listen(connection)
+        elif connection.is_stdio:
+            connection.subscribe_piped(functools.partial(self._listen_filter, connection), True)
+        else:
+            connection.resubscribe()
 
     def complete(
         self,

@@ -50,6 +50,7 @@ __all__ = [
     "Stray",
     "header_params",
     "list_page",
+    "listen_filter",
     "log_record",
     "progress_of",
     "prompt_result",
@@ -224,6 +225,30 @@ def log_record(server: str, params: Mapping[str, Any]) -> tuple[int, str]:
     where = f" ({logger})" if isinstance(logger, str) else ""
     rank = _LOG_LEVELS.get(level, 20) if isinstance(level, str) else 20
     return rank, f"MCP server {server}{where}: {text}"
+
+
+_HEARD = (("tools", "toolsListChanged"), ("resources", "resourcesListChanged"),
+          ("prompts", "promptsListChanged"))  # fmt: skip
+
+
+def listen_filter(capabilities: Mapping[str, Any], uris: Sequence[str] = ()) -> dict[str, Any]:
+    """What a modern client asks its ``subscriptions/listen`` stream for: each list the
+    server says changes (``listChanged``), and the updates of ``uris`` when it offers
+    resource subscriptions — empty when there is nothing to hear.
+
+    Example::
+
+        listen_filter({"tools": {"listChanged": True}})  # {'toolsListChanged': True}
+    """
+    asked: dict[str, Any] = {}
+    for capability, key in _HEARD:
+        declared = capabilities.get(capability)
+        if isinstance(declared, dict) and declared.get("listChanged") is True:
+            asked[key] = True
+    resources = capabilities.get("resources")
+    if uris and isinstance(resources, dict) and resources.get("subscribe") is True:
+        asked["resourceSubscriptions"] = list(uris)
+    return asked
 
 
 def list_page(

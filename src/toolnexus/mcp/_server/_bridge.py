@@ -38,6 +38,7 @@ from ..._result import ToolResult
 from ..._timers import Timer, schedule
 from ..._tracing import server_span
 from .._shared._codec import INTERNAL_ERROR
+from .._shared._upstream_tasks import HAND_OVER
 from ._lazy_host import LazyHost
 from ._session import Action, CancelCall, Send, ServerSession, StartCall
 
@@ -282,6 +283,7 @@ class CallBridge(ABC):
         try:
             # The call copies this context: the tool's ctx.report_log finds its client here.
             bound = bound_log.set(log) if log is not None else None
+            handing = HAND_OVER.set(action.hand_over) if action.hand_over is not None else None
             entered = span.enter() if span is not None else None
             try:
                 # Made unstarted, registered where a cancel finds it, then started.
@@ -299,6 +301,8 @@ class CallBridge(ABC):
                     span.leave(entered)
                 if bound is not None:
                     bound_log.reset(bound)
+                if handing is not None:
+                    HAND_OVER.reset(handing)
             # Registered under the bridge's lock, which cancel() takes too: a cancel that
             # came first is seen here, one that comes later finds the call.
             cancelled = False

@@ -171,11 +171,13 @@ class ServerContext:
         *,
         task_after: int | None = None,
         task_required: bool = False,
+        hand_over: tuple[object, str] | None = None,
     ) -> list[Action]:
         """Start a call of ``name`` (a tool, or the method itself for the other methods
         that run on the host) — or, for a modern retry carrying ``requestState``, resume
         the one that asked. ``task_after``: the call becomes a task after that long (ms);
-        ``task_required``: it is answered only through a task."""
+        ``task_required``: it is answered only through a task; ``hand_over``: its
+        upstream's task is the caller's (see :class:`StartCall`)."""
         token = meta.get("progressToken")
         if token is not None and not is_request_id(token):
             token = None
@@ -219,6 +221,7 @@ class ServerContext:
                 trace=call.trace,
                 task_after_ms=task_after,
                 wants_log=log_level is not None,
+                hand_over=hand_over,
             )
         ]
 

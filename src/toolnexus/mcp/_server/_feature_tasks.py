@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._shared._codec import MISSING_CLIENT_CAPABILITY
 from .._shared._protocol import META_CLIENT_CAPABILITIES, MODERN_PROTOCOL_VERSIONS, TASKS_EXTENSION
+from .._shared._upstream_tasks import upstream_task_id
 from ._context import MODERN, Feature, Method, ServerContext
 from ._types import Action, CallState, ClientView, Reject, StartCall, error
 
@@ -90,6 +91,11 @@ def _method(
             {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
         )
     task_id = params.get("taskId")
+    upstream = upstream_task_id(task_id)
+    if upstream is not None:  # an upstream's task, the caller's through this server
+        from ._upstream_tasks import upstream_method
+
+        return upstream_method(context, request_id, params, client, method, *upstream)
     done: Any
     if method == "tasks/get":
         done = tasks.find(task_id, context.owner)

@@ -16,6 +16,7 @@ from .._shared._catalog import view, visible
 from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
 from .._shared._content import content_blocks
 from .._shared._protocol import TASKS_EXTENSION, describe
+from .._shared._upstream_tasks import UPSTREAM_TASK_KEY
 from ._context import BOTH, Feature, Method, ServerContext
 from ._feature_tasks import client_from_state, task_made
 from ._types import Action, CallState, ClientView, Reject, Send, object_param
@@ -107,12 +108,21 @@ def _call(
         )
     arguments = object_param(params, "arguments")
     try:
-        support = view(context.toolkit).get(name).task_support
+        tool = view(context.toolkit).get(name)
     except LookupError as exc:
         raise Reject(
             INVALID_PARAMS, f"invalid params: {exc.args[0] if exc.args else exc}"
         ) from None
+    support = tool.task_support
     tasks = context.tasks if client.tasks else None
+    if tasks is not None and tool.source == "mcp":
+        from ._upstream_tasks import hand_over
+
+        handing = hand_over(tool)
+        if handing is not None:  # the upstream's task is the caller's: never one of ours
+            return context.start(
+                request_id, "tools/call", name, arguments, params, meta, client, hand_over=handing
+            )
     required = support == "required"
     if required and tasks is None:
         raise Reject(
@@ -146,13 +156,17 @@ def _call(
 def _finish(context: ServerContext, call: CallState, result: ToolResult) -> list[Action]:
     """The answer to a finished ``tools/call`` (one that asks nothing)."""
     client = call.client
+    metadata = result.metadata
+    if metadata is not None and UPSTREAM_TASK_KEY in metadata and context.tasks is not None:
+        from ._upstream_tasks import handed_over
+
+        return handed_over(context, call, metadata[UPSTREAM_TASK_KEY])
     if call.task_required and context.tasks is not None:
         # A tool that answers only through a task: a task made already done.
         return task_made(context, call, result=result)[0]
     if client.modern or result.parts:
         return context.finish(call, call_tool_result(client, result))
     # A legacy text answer: kept as its parts, written from the codec's template.
-    metadata = result.metadata
     structured = codec.ABSENT if metadata is None else metadata.get(STRUCTURED_KEY, codec.ABSENT)
     if structured is not codec.ABSENT and not client.carries(structured):
         structured = codec.ABSENT

@@ -215,18 +215,22 @@ class Tasks:
         *,
         call: Call | None = None,
         result: ToolResult | None = None,
+        task_id: str | None = None,
+        status: str = "working",
     ) -> TaskRecord | Refused:
         """A new task for ``state`` (what resuming it needs), working on ``call`` — or,
-        given ``result``, already settled with it; :class:`Refused` when its store fails."""
+        given ``result``, already settled with it; :class:`Refused` when its store fails.
+        ``task_id`` and ``status``: an upstream's task a caller takes as its own (see
+        :meth:`follow`), recorded under the id the caller knows it by."""
         import secrets  # here, not at the top: hashlib would cost every server's start-up
 
         from ...stores._tasks import TaskRecord
 
         now = self._clock()
         record = TaskRecord(
-            "tsk-" + secrets.token_hex(16),
+            task_id or "tsk-" + secrets.token_hex(16),
             owner,
-            "working",
+            status,
             now,
             now,
             self._ttl_ms,
@@ -364,6 +368,10 @@ class Tasks:
         out["ttlMs"] = record.ttl_ms
         out["pollIntervalMs"] = self._poll_ms
         return out
+
+    def written(self, client: Any, result: ToolResult) -> dict[str, Any]:
+        """``result`` as ``client`` reads a tool's result (a ``CallToolResult``)."""
+        return self._format(client, result)
 
     def detailed(self, record: TaskRecord) -> dict[str, Any]:
         """The ``tasks/get`` answer: the task, with its result, error or questions."""
@@ -619,6 +627,24 @@ class Tasks:
             answer,
             binding if isinstance(binding, str) else None,
         )
+
+    def follow(self, record: TaskRecord, status: Any, message: Any) -> None:
+        """An upstream's task (recorded by :meth:`create` with its caller's id) has
+        ``status`` there now: its record says so too, so it is bounded, evicted and
+        expired as a task of this server is. Nothing else of it is kept here: its result
+        and its questions are the upstream's."""
+        from ...stores._tasks import TERMINAL
+
+        known = (*TERMINAL, "working", "input_required")
+        text = message if isinstance(message, str) else None
+        if status not in known or (status, text) == (record.status, record.status_message):
+            return
+        changed = record.evolve(status=status, updated_at=self._clock(), status_message=text)
+        try:
+            if self.store.update(changed):
+                self._finished(changed)
+        except Exception as exc:  # it stays as it was: the upstream still says
+            self._store_failed("record an upstream task's status", exc)
 
     def adopt(self, task_id: str, call: Call) -> None:
         """The call bridge made ``call`` to run the task ``task_id`` again (a

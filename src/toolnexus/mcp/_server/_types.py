@@ -166,7 +166,9 @@ class StartCall(NamedTuple):
     request's W3C trace context (``_meta``'s ``traceparent``) for the driver's span; None
     when nothing in this process traces. ``task`` (a task answered by ``tasks/update``,
     run again): the task's id — the call's end goes to the task, not to
-    :meth:`ServerSession.complete_call`.
+    :meth:`ServerSession.complete_call`. ``hand_over`` (a remote tool whose upstream runs
+    the call as a task the caller takes as its own): ``(client, remote tool name)``, set
+    as :data:`~toolnexus.mcp._shared._upstream_tasks.HAND_OVER` in the call's context.
 
     Example::
 
@@ -189,6 +191,7 @@ class StartCall(NamedTuple):
     task_after_ms: int | None = None
     wants_log: bool = False
     task: str | None = None
+    hand_over: tuple[object, str] | None = None
 
     @property
     def resumes(self) -> ToolResult | Request | None:

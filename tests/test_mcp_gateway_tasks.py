@@ -1,0 +1,200 @@
+"""Through the gateway, a caller's task *is* the upstream's task: the caller that declares
+the tasks extension and calls a federated tool its upstream may run as a task gets the
+upstream's task under an id naming both (``tt+tsk-…``); its ``tasks/get``,
+``tasks/update`` and ``tasks/cancel`` reach that task — after the gateway restarted too.
+A task id the caller did not make (another principal's, forged, of an unknown upstream) is
+"no task", named, and the other upstreams keep working.
+
+The upstream is ``tests/task_tools.py``'s toolkit on an embedded HTTP server in this
+process (``build`` holds until the test opens its gate; ``release_later`` asks a question
+once it is a task); the gateway is an ``McpSource`` federated and served on another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import task_tools
+from test_mcp_tasks import caps, rpc, wait_status
+from timing import wait_until
+from toolnexus.mcp import HttpServer, McpSource, ServerOptions, federate
+from toolnexus.stores import SqliteTaskStore
+
+
+@pytest.fixture
+def upstream() -> Iterator[HttpServer]:
+    task_tools.BUILDS.clear()
+    task_tools.CANCELLED.clear()
+    task_tools.GATES.clear()
+    with HttpServer(task_tools.toolkit, ServerOptions(task_after_ms=0), port=0) as running:
+        running.start()
+        try:
+            yield running
+        finally:  # a build still held ends before its server does
+            for gate in list(task_tools.GATES.values()):
+                gate.set()
+
+
+@contextlib.contextmanager
+def gateway(upstream: HttpServer, options: ServerOptions | None = None) -> Iterator[HttpServer]:
+    """A gateway in front of ``upstream`` (named ``tt``), served over HTTP."""
+    config = {"mcpServers": {"tt": {"url": upstream.url}}}
+    with McpSource(config) as source:
+        source.connect()
+        federate(source)
+        with HttpServer(source.toolkit, options or ServerOptions(), port=0) as running:
+            running.start()
+            yield running
+
+
+def open_gate(target: str) -> None:
+    """Let the build of ``target`` end (made here if the build has not started yet)."""
+    task_tools.GATES.setdefault(target, threading.Event()).set()
+
+
+def result_text(task: dict[str, Any]) -> str:
+    (block,) = task["result"]["content"]
+    return str(block["text"])
+
+
+def test_a_callers_task_is_the_upstreams_and_outlives_a_gateway_restart(
+    upstream: HttpServer,
+) -> None:
+    with gateway(upstream) as first:
+        created = rpc(first, "tools/call", {"name": "tt_build", "arguments": {"target": "a"}})
+        created = created["result"]
+        # build is an optional task tool upstream: the caller took tasks, so did the upstream
+        assert created["resultType"] == "task" and created["status"] == "working"
+        mapped = created["taskId"]
+        assert mapped.startswith("tt+tsk-")
+        # One to one: the upstream's own task, under the id after the "+".
+        upstream_id = mapped.split("+", 1)[1]
+        assert rpc(upstream, "tasks/get", {"taskId": upstream_id})["result"]["status"] == "working"
+    # The gateway is gone (its memory task store with it); a new one serves the same
+    # upstream, and the caller's id still reaches the task.
+    with gateway(upstream) as second:
+        assert rpc(second, "tasks/get", {"taskId": mapped})["result"]["status"] == "working"
+        open_gate("a")
+        done = wait_status(second, mapped, ("completed",))
+    assert done["taskId"] == mapped
+    assert result_text(done) == "a built"
+    assert task_tools.BUILDS == ["a"]  # made once, upstream: never run by the gateway
+
+
+def test_a_callers_task_result_links_to_the_federated_uris(upstream: HttpServer) -> None:
+    with gateway(upstream) as server:
+        arguments = {"target": "f", "link": True}
+        created = rpc(server, "tools/call", {"name": "tt_build", "arguments": arguments})
+        mapped = created["result"]["taskId"]
+        open_gate("f")
+        done = wait_status(server, mapped, ("completed",))
+    links = [block for block in done["result"]["content"] if block["type"] == "resource_link"]
+    assert [link["uri"] for link in links] == ["tt+https://builds.example.test/f.pdf"]
+
+
+def test_a_question_the_upstream_task_asks_is_the_callers_and_its_answer_reaches_it(
+    upstream: HttpServer,
+) -> None:
+    with gateway(upstream) as server:
+        created = rpc(
+            server,
+            "tools/call",
+            {"name": "tt_release_later", "arguments": {"version": "4.0"}},
+            caps(elicitation={}),
+        )
+        mapped = created["result"]["taskId"]
+        assert mapped.startswith("tt+tsk-")
+        asked = wait_status(server, mapped, ("input_required",), capabilities=caps(elicitation={}))
+        upstream_id = mapped.split("+", 1)[1]
+        upstreams = rpc(upstream, "tasks/get", {"taskId": upstream_id})["result"]
+        assert upstreams["status"] == "input_required"
+        assert asked["inputRequests"] == upstreams["inputRequests"]  # as the upstream asks
+        (key,) = asked["inputRequests"]
+        assert asked["inputRequests"][key]["params"]["message"] == "Where should 4.0 go?"
+        answer = {key: {"action": "accept", "content": {"env": "eu"}}}
+        updated = rpc(server, "tasks/update", {"taskId": mapped, "inputResponses": answer})
+        assert "error" not in updated, updated
+        done = wait_status(server, mapped, ("completed",))
+    assert result_text(done) == "4.0 released to eu"
+
+
+def test_cancelling_the_callers_task_cancels_the_upstreams(upstream: HttpServer) -> None:
+    with gateway(upstream) as server:
+        created = rpc(server, "tools/call", {"name": "tt_build", "arguments": {"target": "c"}})
+        mapped = created["result"]["taskId"]
+        assert "error" not in rpc(server, "tasks/cancel", {"taskId": mapped})
+        assert wait_status(server, mapped, ("cancelled",))["status"] == "cancelled"
+    upstream_id = mapped.split("+", 1)[1]
+    assert rpc(upstream, "tasks/get", {"taskId": upstream_id})["result"]["status"] == "cancelled"
+
+
+def test_a_task_id_the_caller_did_not_make_is_no_task_and_named(upstream: HttpServer) -> None:
+    # One unfinished task per caller at most: a forged id must not take that place.
+    with gateway(upstream, ServerOptions(max_stored_tasks_per_owner=1)) as server:
+        for forgery in ("tt+tsk-forged", "tt+tsk-forged-2", "tt+tsk-forged-3"):
+            forged = rpc(server, "tasks/get", {"taskId": forgery})["error"]
+            assert forged["code"] == -32602
+            assert "MCP server 'tt' does not know it" in forged["message"]
+        created = rpc(server, "tools/call", {"name": "tt_build", "arguments": {"target": "g"}})
+        assert created["result"]["taskId"].startswith("tt+tsk-"), created
+        unknown = rpc(server, "tasks/get", {"taskId": "nope+tsk-1"})["error"]
+        assert unknown["code"] == -32602
+        assert "it is MCP server 'nope''s" in unknown["message"]
+        # The upstream keeps working.
+        open_gate("d")
+        plain = rpc(
+            server,
+            "tools/call",
+            {"name": "tt_build", "arguments": {"target": "d"}},
+            caps(tasks=False),
+        )
+        assert plain["result"]["content"][0]["text"] == "d built"
+
+
+def test_another_principals_task_is_unknown_even_after_a_restart(
+    upstream: HttpServer, tmp_path: Path
+) -> None:
+    def options() -> ServerOptions:
+        return ServerOptions(
+            verify_token=lambda token: token in ("alice", "bob"),
+            task_store=SqliteTaskStore(tmp_path / "tasks.db"),
+        )
+
+    with gateway(upstream, options()) as first:
+        created = rpc(
+            first, "tools/call", {"name": "tt_build", "arguments": {"target": "e"}}, token="alice"
+        )
+        mapped = created["result"]["taskId"]
+        other = rpc(first, "tasks/get", {"taskId": mapped}, token="bob")["error"]
+        assert other["code"] == -32602 and "belongs to another client" in other["message"]
+    with gateway(upstream, options()) as second:
+        other = rpc(second, "tasks/cancel", {"taskId": mapped}, token="bob")["error"]
+        assert other["code"] == -32602
+        assert (
+            rpc(second, "tasks/get", {"taskId": mapped}, token="alice")["result"]["status"]
+            == "working"
+        )
+        open_gate("e")
+        done = wait_status(second, mapped, ("completed",), token="alice")
+    assert result_text(done) == "e built"
+
+
+def test_a_task_the_gateway_cannot_keep_is_refused_and_cancelled_upstream(
+    upstream: HttpServer,
+) -> None:
+    with gateway(upstream, ServerOptions(max_stored_tasks_per_owner=1)) as server:
+        first = rpc(server, "tools/call", {"name": "tt_build", "arguments": {"target": "h1"}})
+        assert first["result"]["taskId"].startswith("tt+tsk-")
+        # A second unfinished task is past the bound: refused, named, and the upstream's
+        # task it would have been is cancelled (nobody could reach it).
+        second = rpc(server, "tools/call", {"name": "tt_build", "arguments": {"target": "h2"}})
+        assert second["error"]["code"] == -32603
+        assert "server overloaded" in second["error"]["message"]
+        assert wait_until(lambda: "h2" in task_tools.CANCELLED)
+        assert task_tools.CANCELLED == ["h2"]  # the caller's own task goes on
