@@ -78,6 +78,17 @@ def test_synonyms_find_a_tool_worded_otherwise_where_plain_bm25_finds_nothing(to
     assert plain.rank("remove project", 5) == []  # the baseline the synonyms beat
 
 
+def test_a_rare_synonym_does_not_outweigh_the_common_word_the_query_said():
+    # "repository" is in many tools, its synonym "project" in one: weighed as one term
+    # (one IDF for the group), the tool that says "repository" wins a query saying it,
+    # where the rare synonym's own IDF used to put the project tool first.
+    tools = [make(f"repos_list_{i}", f"List repository thing {i}") for i in range(30)]
+    tools += [make("repos_get", "Get a repository"), make("projects_get", "Get a project")]
+    assert names(Toolkit(tools).search("get a repository", 1)) == ["repos_get"]
+    # the synonym still finds the other tool where the query's word is not used
+    assert names(Toolkit(tools[-1:]).search("get a repository", 1)) == ["projects_get"]
+
+
 def test_my_means_the_authenticated_user(toolkit):
     assert names(toolkit.search("show my profile", 1)) == ["users_get_authenticated"]
 

@@ -7,8 +7,8 @@ answers a query with a BM25F ranking (Robertson's BM25 over weighted field frequ
 What lexical search can do for a query worded otherwise than the tool is done here: a
 light suffix stemmer (``repositories``, ``repository`` → ``repository``; ``deleting``,
 ``deleted``, ``delete`` → ``delet``) and a table of the verbs and nouns APIs use
-(:data:`SYNONYMS`: "remove" finds "delete", "ticket" finds "issue"), whose matches count
-half of a word's own.
+(:data:`SYNONYMS`: "remove" finds "delete", "ticket" finds "issue"): a query word and its
+synonyms are weighed as one term, a synonym's occurrence counting 0.7 of the word's own.
 
 A tool's terms are read once, when it is added; the weights that depend on the whole
 collection (each term's IDF, the average length) are worked out again on the first search
@@ -242,7 +242,8 @@ def _synonym_table(groups: str) -> dict[str, frozenset[str]]:
 
 
 SYNONYMS: Mapping[str, frozenset[str]] = _synonym_table(_GROUPS)
-"""Each stemmed word's synonyms (stemmed): what a query term also finds, at half weight."""
+"""Each stemmed word's synonyms (stemmed): what a query term also finds (weighed with it as
+one term, a synonym's occurrence counting 0.7 of the word's own)."""
 
 
 def _parameters(schema: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
@@ -405,17 +406,16 @@ class SearchIndex:
                     row[name] = row.get(name, 0.0) + weight * frequency / norm
         weights = {}
         for word, row in pseudo.items():
-            idf = math.log(1 + (count - len(row) + 0.5) / (len(row) + 0.5))
-            posting = {name: idf * value * (_K1 + 1) / (value + _K1) for name, value in row.items()}
+            idf = _idf(count, len(row))
+            posting = {name: idf * _saturated(value) for name, value in row.items()}
             if len(posting) > _KEEP:
-                # Impact-ordered pruning, done once here: a query word keeps the best
-                # _KEEP tools of its own term and of each synonym's, and the best _KEEP
-                # of their maximum are always among those.
+                # Impact-ordered pruning, done once here: a term keeps its best _KEEP
+                # tools (a synonym group is weighed from the unpruned frequencies).
                 posting = dict(heapq.nlargest(_KEEP, posting.items(), key=_second))
             weights[word] = posting
         finds = weights
         if not self._plain:
-            finds = {**weights, **_expanded(weights)}
+            finds = {**weights, **_grouped(pseudo, count)}
         self._finds = finds
         return finds
 
@@ -481,23 +481,40 @@ class SearchIndex:
 _NOTHING: Mapping[str, float] = {}
 
 
-def _expanded(weights: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
-    """What each word of :data:`SYNONYMS` finds: each tool's best weight over the word
-    (1) and its synonyms (:data:`_SYNONYM_WEIGHT`), the strongest :data:`_KEEP` only.
-    Worked out with the term weights, so a search only adds up precomputed postings."""
+def _grouped(pseudo: Mapping[str, Mapping[str, float]], count: int) -> dict[str, dict[str, float]]:
+    """What each word of :data:`SYNONYMS` finds: its group (the word and its synonyms) as
+    one term, as Lucene's ``SynonymQuery`` does. A tool's frequency for the group is its
+    weighted frequency of the word plus :data:`_SYNONYM_WEIGHT` times its synonyms', and
+    the group's IDF is that of the tools using any word of it — so a rare synonym does
+    not outweigh the common word the query said ("get a repository" is not about
+    GitHub's Projects because "project" is rarer than "repository"). The strongest
+    :data:`_KEEP` only. Worked out with the term weights, so a search only adds up
+    precomputed postings."""
     out = {}
     for word, synonyms in SYNONYMS.items():
-        best = dict(weights.get(word, _NOTHING))
+        row = dict(pseudo.get(word, _NOTHING))
         for other in synonyms:
-            for name, weight in weights.get(other, _NOTHING).items():
-                value = _SYNONYM_WEIGHT * weight
-                if value > best.get(name, 0.0):
-                    best[name] = value
+            for name, value in pseudo.get(other, _NOTHING).items():
+                row[name] = row.get(name, 0.0) + _SYNONYM_WEIGHT * value
+        if not row:
+            continue
+        idf = _idf(count, len(row))
+        best = {name: idf * _saturated(value) for name, value in row.items()}
         if len(best) > _KEEP:
             best = dict(heapq.nlargest(_KEEP, best.items(), key=_second))
-        if best:
-            out[word] = best
+        out[word] = best
     return out
+
+
+def _idf(count: int, found: int) -> float:
+    """Robertson-Sparck Jones IDF (the +1 keeps it positive) of a term ``found`` in
+    ``found`` of ``count`` tools."""
+    return math.log(1 + (count - found + 0.5) / (found + 0.5))
+
+
+def _saturated(frequency: float) -> float:
+    """BM25's saturation of a (weighted, length-normalised) term frequency."""
+    return frequency * (_K1 + 1) / (frequency + _K1)
 
 
 def _second(pair: tuple[str, float]) -> float:
