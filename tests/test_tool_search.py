@@ -89,6 +89,18 @@ def test_a_rare_synonym_does_not_outweigh_the_common_word_the_query_said():
     assert names(Toolkit(tools[-1:]).search("get a repository", 1)) == ["projects_get"]
 
 
+def test_a_word_undone_by_un_is_found_by_removing_that_word():
+    gists = [
+        make("gists_star", "Star a gist"),
+        make("gists_unstar", "Unstar a gist"),
+        make("gists_delete", "Delete a gist"),
+    ]
+    assert names(Toolkit(gists).search("remove the star from a gist", 1)) == ["gists_unstar"]
+    assert names(Toolkit(gists).search("star a gist", 1)) == ["gists_star"]
+    assert terms("unlock") == ["unlock", "remov", "lock"]
+    assert terms("under unique") == ["under", "uniqu"]  # no word of the table after "un"
+
+
 def test_my_means_the_authenticated_user(toolkit):
     assert names(toolkit.search("show my profile", 1)) == ["users_get_authenticated"]
 

@@ -123,12 +123,15 @@ def stem(word: str) -> str:
 def terms(text: str) -> list[str]:
     """The index terms of ``text``: words split on anything but letters and digits and on
     camelCase, lower-cased, abbreviations written out (:data:`ABBREVIATIONS`), stop words
-    dropped, stemmed.
+    dropped, stemmed. A word of the synonym table undone by ``un`` also stands for
+    "remove" and that word (``unstar``: remove a star).
 
     Example::
 
         >>> terms("listReposForOrg: lists the PRs")
         ['list', 'repository', 'organizat', 'list', 'pull', 'request']
+        >>> terms("unstar a gist")
+        ['unstar', 'remov', 'star', 'gist']
     """
     out = []
     for word in _WORDS.findall(text):
@@ -136,7 +139,19 @@ def terms(text: str) -> list[str]:
         for each in ABBREVIATIONS.get(lowered, (lowered,)):
             if each not in _STOPWORDS:
                 out.append(stem(each))
+                undone = _undone(each)
+                if undone is not None:
+                    out += [_REMOVE, undone]
     return out
+
+
+def _undone(word: str) -> str | None:
+    """The stemmed word that ``un`` undoes in ``word`` (``unstar`` -> ``star``), when it
+    is one of the synonym table's; else None."""
+    if not word.startswith("un") or len(word) < 6:
+        return None
+    rest = stem(word[2:])
+    return rest if rest in SYNONYMS else None
 
 
 def _plain_terms(text: str) -> list[str]:
@@ -244,6 +259,8 @@ def _synonym_table(groups: str) -> dict[str, frozenset[str]]:
 SYNONYMS: Mapping[str, frozenset[str]] = _synonym_table(_GROUPS)
 """Each stemmed word's synonyms (stemmed): what a query term also finds (weighed with it as
 one term, a synonym's occurrence counting 0.7 of the word's own)."""
+
+_REMOVE = stem("remove")
 
 
 def _parameters(schema: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
