@@ -114,12 +114,12 @@ def test_the_default_ranking_beats_plain_bm25_where_users_use_other_words():
     def default(query: str) -> list[str]:
         return [t.name for t in toolkit.search(query, 5)]
 
-    # floors under today's figures on this sample (judged 0.774, strict 0.774; held-out
-    # 0.763), so a change that loses quality shows
-    assert recall_at_5(default) >= 0.75
-    assert recall_at_5(default, judged=False) >= 0.75
+    # floors under today's figures on this sample (judged 0.777, strict 0.777; held-out
+    # 0.769), so a change that loses quality shows
+    assert recall_at_5(default) >= 0.76
+    assert recall_at_5(default, judged=False) >= 0.76
     # the held-out half, never tuned on, keeps a floor of its own
-    assert recall_at_5(default, "held-out") >= 0.745
+    assert recall_at_5(default, "held-out") >= 0.75
 
 
 def test_pruning_postings_when_weighing_keeps_each_words_best_tools(monkeypatch):
