@@ -89,6 +89,23 @@ def test_a_rare_synonym_does_not_outweigh_the_common_word_the_query_said():
     assert names(Toolkit(tools[-1:]).search("get a repository", 1)) == ["projects_get"]
 
 
+def test_a_tool_that_says_the_word_of_a_wide_group_outranks_one_that_says_a_synonym():
+    # "file" shares a group with "content" and "path", which every tool here says: with
+    # the group's IDF alone, "file" weighed next to nothing and the tool that only says
+    # "content" and "path" came first; a tool that says the word keeps part of its IDF.
+    tools = [
+        make(f"get_content_{i}", "Get the content at a path, with its permissions")
+        for i in range(30)
+    ]
+    tools += [
+        make("file_info", "Information about a file: its size and permissions."),
+        make("set_permissions", "Set the permissions of the content at a path."),
+    ]
+    assert names(Toolkit(tools).search("file permissions", 1)) == ["file_info"]
+    # the synonym still finds the tool where no tool says the word itself
+    assert names(Toolkit(tools[-1:]).search("file permissions", 1)) == ["set_permissions"]
+
+
 def test_a_word_undone_by_un_is_found_by_removing_that_word():
     gists = [
         make("gists_star", "Star a gist"),

@@ -8,7 +8,8 @@ What lexical search can do for a query worded otherwise than the tool is done he
 light suffix stemmer (``repositories``, ``repository`` → ``repository``; ``deleting``,
 ``deleted``, ``delete`` → ``delet``) and a table of the verbs and nouns APIs use
 (:data:`SYNONYMS`: "remove" finds "delete", "ticket" finds "issue"): a query word and its
-synonyms are weighed as one term, a synonym's occurrence counting 0.7 of the word's own.
+synonyms are weighed as one term, a synonym's occurrence counting 0.7 of the word's own
+(and a tool that says the word itself keeping part of the word's own IDF).
 
 A tool's terms are read once, when it is added; the weights that depend on the whole
 collection (each term's IDF, the average length) are worked out again on the first search
@@ -504,19 +505,26 @@ def _grouped(pseudo: Mapping[str, Mapping[str, float]], count: int) -> dict[str,
     weighted frequency of the word plus :data:`_SYNONYM_WEIGHT` times its synonyms', and
     the group's IDF is that of the tools using any word of it — so a rare synonym does
     not outweigh the common word the query said ("get a repository" is not about
-    GitHub's Projects because "project" is rarer than "repository"). The strongest
-    :data:`_KEEP` only. Worked out with the term weights, so a search only adds up
-    precomputed postings."""
+    GitHub's Projects because "project" is rarer than "repository"). A tool that uses
+    the word itself takes the geometric mean of the word's own IDF and the group's: a
+    word of a wide group ("file", whose synonyms "content" and "path" a catalog may say
+    everywhere) still tells the tools that say it from those that only say a synonym.
+    The strongest :data:`_KEEP` only. Worked out with the term weights, so a search only
+    adds up precomputed postings."""
     out = {}
     for word, synonyms in SYNONYMS.items():
-        row = dict(pseudo.get(word, _NOTHING))
+        own = pseudo.get(word, _NOTHING)
+        row = dict(own)
         for other in synonyms:
             for name, value in pseudo.get(other, _NOTHING).items():
                 row[name] = row.get(name, 0.0) + _SYNONYM_WEIGHT * value
         if not row:
             continue
         idf = _idf(count, len(row))
-        best = {name: idf * _saturated(value) for name, value in row.items()}
+        said = math.sqrt(idf * _idf(count, len(own))) if own else idf
+        best = {
+            name: (said if name in own else idf) * _saturated(value) for name, value in row.items()
+        }
         if len(best) > _KEEP:
             best = dict(heapq.nlargest(_KEEP, best.items(), key=_second))
         out[word] = best
