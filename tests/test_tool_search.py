@@ -106,6 +106,21 @@ def test_a_tool_that_says_the_word_of_a_wide_group_outranks_one_that_says_a_syno
     assert names(Toolkit(tools[-1:]).search("file permissions", 1)) == ["set_permissions"]
 
 
+def test_a_name_of_the_words_the_query_said_outranks_a_name_of_their_synonyms():
+    # Both names are covered by the query, one in its own words and one through
+    # synonyms; the other tool's description says the query's words, but a name the
+    # query said outright is the better answer.
+    tools = [make(f"thing_{i}", f"Do thing {i}") for i in range(20)]
+    tools += [
+        make("delete_comment", "Returns nothing."),
+        make("remove_remark", "Delete a comment: removes the remark."),
+    ]
+    assert names(Toolkit(tools).search("delete a comment", 2)) == [
+        "delete_comment",
+        "remove_remark",
+    ]
+
+
 def test_a_word_undone_by_un_is_found_by_removing_that_word():
     gists = [
         make("gists_star", "Star a gist"),

@@ -464,7 +464,9 @@ class SearchIndex:
         coordination (a tool that answers more of the query's words ranks above one that
         matches a single rare word strongly), and the best :data:`_RERANK` of those by
         how much of each tool's name the query covers ("create a pull request" is
-        pulls_create's whole name, and only part of pulls_submit-review's)."""
+        pulls_create's whole name, and only part of pulls_submit-review's), a name word
+        the query said counting 1 and one it found through a synonym
+        :data:`_SYNONYM_WEIGHT`."""
         finds = self._finds if self._finds is not None else self._weigh()
         expanded = self._query_terms(query)
         found = [finds.get(word, _NOTHING) for word in expanded]
@@ -482,7 +484,10 @@ class SearchIndex:
             share = sum(1 for each in found if name in each) / total
             coordinated.append((score * share**_COORD, name))
         coordinated.sort(key=lambda pair: (-pair[0], pair[1]))
-        asked = {word for synonyms in expanded.values() for word in synonyms}
+        asked: dict[str, float] = {}  # a word the query looks for -> its best weight
+        for synonyms in expanded.values():
+            for word, weight in synonyms.items():
+                asked[word] = max(asked.get(word, 0.0), weight)
         reranked = []
         docs = self._docs
         for score, name in coordinated[: max(limit, _RERANK)]:
@@ -490,7 +495,7 @@ class SearchIndex:
             if fields is None:
                 continue
             words = fields["name"][0]
-            covered = sum(1 for word in words if word in asked) / (len(words) or 1)
+            covered = sum(asked.get(word, 0.0) for word in words) / (len(words) or 1)
             reranked.append((-score * (1 + _NAME_COVERAGE * covered), name))
         reranked.sort()
         return [name for _, name in reranked[:limit]]
