@@ -65,6 +65,21 @@ def test_the_stemmer_meets_the_forms_of_one_word():
     assert stem("starred") == stem("star") == "star"
 
 
+def test_british_and_american_spellings_meet():
+    for british, american in [
+        ("organisation", "organization"),
+        ("authorise", "authorize"),
+        ("favourites", "favorites"),
+        ("colour", "color"),
+        ("cancelled", "canceled"),
+        ("licence", "license"),
+        ("analysed", "analyzed"),
+    ]:
+        assert stem(british) == stem(american), british
+    tools = [make("app_delete", "Delete an app"), make("authorize_app", "Authorize an app")]
+    assert names(Toolkit(tools).search("authorise the app", 1)) == ["authorize_app"]
+
+
 def test_a_camel_case_name_is_found_by_its_words(toolkit):
     assert names(toolkit.search("repos for an org", 1)) == ["listReposForOrg"]
 

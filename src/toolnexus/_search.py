@@ -93,17 +93,74 @@ _STOPWORDS = frozenset(
 )
 
 
+# British spellings written the American way before stemming, in tool texts and queries
+# alike, so the two meet: whole words, then the -our words, then the -ise/-yse families
+# (applied to every word on both sides, so a word that merely ends so, like "promise",
+# still meets itself).
+_SPELLINGS = {
+    "cancelled": "canceled",
+    "cancelling": "canceling",
+    "catalogue": "catalog",
+    "catalogues": "catalogs",
+    "centre": "center",
+    "centres": "centers",
+    "defence": "defense",
+    "dialogue": "dialog",
+    "grey": "gray",
+    "judgement": "judgment",
+    "labelled": "labeled",
+    "labelling": "labeling",
+    "licence": "license",
+    "licences": "licenses",
+    "modelled": "modeled",
+    "modelling": "modeling",
+    "programme": "program",
+    "programmes": "programs",
+}
+_OUR_WORDS = ("behaviour", "colour", "favour", "flavour", "honour", "humour", "labour", "neighbour")
+_ISE_ENDINGS = (
+    ("isations", "izations"),
+    ("isation", "ization"),
+    ("ising", "izing"),
+    ("isers", "izers"),
+    ("ised", "ized"),
+    ("iser", "izer"),
+    ("ises", "izes"),
+    ("ise", "ize"),
+    ("ysing", "yzing"),
+    ("ysed", "yzed"),
+    ("yse", "yze"),
+)
+
+
+def _american(word: str) -> str:
+    """``word`` (lower case) in American spelling: ``organisation`` -> organization,
+    ``favourite`` -> favorite, ``cancelled`` -> canceled."""
+    word = _SPELLINGS.get(word, word)
+    for british in _OUR_WORDS:
+        if british in word:
+            return word.replace(british, british.replace("our", "or"))
+    for british, american in _ISE_ENDINGS:
+        if word.endswith(british) and len(word) > len(british) + 2:
+            return word[: -len(british)] + american
+    return word
+
+
 def stem(word: str) -> str:
-    """A light suffix stemmer for API words (lower case in, lower case out): plurals,
-    ``-ing``, ``-ed``, ``-ion`` and a final ``e`` go, so the forms of one word meet.
+    """A light suffix stemmer for API words (lower case in, lower case out): British
+    spellings written the American way, then plurals, ``-ing``, ``-ed``, ``-ion`` and a
+    final ``e`` go, so the forms of one word meet.
 
     Example::
 
         >>> [stem(w) for w in ("repositories", "deleting", "deleted", "delete", "deletion")]
         ['repository', 'delet', 'delet', 'delet', 'delet']
+        >>> [stem(w) for w in ("organisation", "organization", "colours", "color")]
+        ['organizat', 'organizat', 'color', 'color']
     """
     if len(word) <= 3 or not word.isalpha():
         return word
+    word = _american(word)
     if word.endswith("ies") and len(word) > 4:
         word = word[:-3] + "y"
     elif word.endswith("sses"):
