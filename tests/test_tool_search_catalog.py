@@ -59,7 +59,9 @@ def queries() -> list[dict]:
 
 def recall_at_5(rank, kind: str | None = None, *, judged: bool = True) -> float:
     """Judged: any tool a query's "expected" lists answers it; strict: the first only."""
-    chosen = [q for q in queries() if kind is None or kind in (q["kind"], q["split"])]
+    chosen = [
+        q for q in queries() if kind is None or kind in (q["kind"], q["split"], q.get("catalog"))
+    ]
     hits = 0
     for query in chosen:
         listed = query["expected"] if judged else query["expected"][:1]
@@ -114,10 +116,13 @@ def test_the_default_ranking_beats_plain_bm25_where_users_use_other_words():
     def default(query: str) -> list[str]:
         return [t.name for t in toolkit.search(query, 5)]
 
-    # floors under today's figures on this sample (judged 0.777, strict 0.777; held-out
-    # 0.769), so a change that loses quality shows
-    assert recall_at_5(default) >= 0.76
+    # floors under today's figures on this sample (judged 0.780, strict 0.774; held-out
+    # 0.763; the MCP servers' tools 0.750), so a change that loses quality shows
+    assert recall_at_5(default) >= 0.77
     assert recall_at_5(default, judged=False) >= 0.76
+    # a word of a wide synonym group ("file": content, path, folder...) keeps part of
+    # its own weight: with the group's alone this row read 0.708
+    assert recall_at_5(default, "mcp") >= 0.72
     # the held-out half, never tuned on, keeps a floor of its own
     assert recall_at_5(default, "held-out") >= 0.75
 
