@@ -65,6 +65,21 @@ def test_the_stemmer_meets_the_forms_of_one_word():
     assert stem("starred") == stem("star") == "star"
 
 
+def test_british_and_american_spellings_meet():
+    for british, american in [
+        ("organisation", "organization"),
+        ("authorise", "authorize"),
+        ("favourites", "favorites"),
+        ("colour", "color"),
+        ("cancelled", "canceled"),
+        ("licence", "license"),
+        ("analysed", "analyzed"),
+    ]:
+        assert stem(british) == stem(american), british
+    tools = [make("app_delete", "Delete an app"), make("authorize_app", "Authorize an app")]
+    assert names(Toolkit(tools).search("authorise the app", 1)) == ["authorize_app"]
+
+
 def test_a_camel_case_name_is_found_by_its_words(toolkit):
     assert names(toolkit.search("repos for an org", 1)) == ["listReposForOrg"]
 
@@ -76,6 +91,61 @@ def test_synonyms_find_a_tool_worded_otherwise_where_plain_bm25_finds_nothing(to
     for each in CATALOG:
         plain.add(each)
     assert plain.rank("remove project", 5) == []  # the baseline the synonyms beat
+
+
+def test_a_rare_synonym_does_not_outweigh_the_common_word_the_query_said():
+    # "repository" is in many tools, its synonym "project" in one: weighed as one term
+    # (one IDF for the group), the tool that says "repository" wins a query saying it,
+    # where the rare synonym's own IDF used to put the project tool first.
+    tools = [make(f"repos_list_{i}", f"List repository thing {i}") for i in range(30)]
+    tools += [make("repos_get", "Get a repository"), make("projects_get", "Get a project")]
+    assert names(Toolkit(tools).search("get a repository", 1)) == ["repos_get"]
+    # the synonym still finds the other tool where the query's word is not used
+    assert names(Toolkit(tools[-1:]).search("get a repository", 1)) == ["projects_get"]
+
+
+def test_a_tool_that_says_the_word_of_a_wide_group_outranks_one_that_says_a_synonym():
+    # "file" shares a group with "content" and "path", which every tool here says: with
+    # the group's IDF alone, "file" weighed next to nothing and the tool that only says
+    # "content" and "path" came first; a tool that says the word keeps part of its IDF.
+    tools = [
+        make(f"get_content_{i}", "Get the content at a path, with its permissions")
+        for i in range(30)
+    ]
+    tools += [
+        make("file_info", "Information about a file: its size and permissions."),
+        make("set_permissions", "Set the permissions of the content at a path."),
+    ]
+    assert names(Toolkit(tools).search("file permissions", 1)) == ["file_info"]
+    # the synonym still finds the tool where no tool says the word itself
+    assert names(Toolkit(tools[-1:]).search("file permissions", 1)) == ["set_permissions"]
+
+
+def test_a_name_of_the_words_the_query_said_outranks_a_name_of_their_synonyms():
+    # Both names are covered by the query, one in its own words and one through
+    # synonyms; the other tool's description says the query's words, but a name the
+    # query said outright is the better answer.
+    tools = [make(f"thing_{i}", f"Do thing {i}") for i in range(20)]
+    tools += [
+        make("delete_comment", "Returns nothing."),
+        make("remove_remark", "Delete a comment: removes the remark."),
+    ]
+    assert names(Toolkit(tools).search("delete a comment", 2)) == [
+        "delete_comment",
+        "remove_remark",
+    ]
+
+
+def test_a_word_undone_by_un_is_found_by_removing_that_word():
+    gists = [
+        make("gists_star", "Star a gist"),
+        make("gists_unstar", "Unstar a gist"),
+        make("gists_delete", "Delete a gist"),
+    ]
+    assert names(Toolkit(gists).search("remove the star from a gist", 1)) == ["gists_unstar"]
+    assert names(Toolkit(gists).search("star a gist", 1)) == ["gists_star"]
+    assert terms("unlock") == ["unlock", "remov", "lock"]
+    assert terms("under unique") == ["under", "uniqu"]  # no word of the table after "un"
 
 
 def test_my_means_the_authenticated_user(toolkit):

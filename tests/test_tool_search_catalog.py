@@ -57,11 +57,15 @@ def queries() -> list[dict]:
     return json.loads((BENCH / "tool_search_queries.json").read_text(encoding="utf-8"))["queries"]
 
 
-def recall_at_5(rank, kind: str | None = None) -> float:
-    chosen = [q for q in queries() if kind is None or kind in (q["kind"], q["split"])]
+def recall_at_5(rank, kind: str | None = None, *, judged: bool = True) -> float:
+    """Judged: any tool a query's "expected" lists answers it; strict: the first only."""
+    chosen = [
+        q for q in queries() if kind is None or kind in (q["kind"], q["split"], q.get("catalog"))
+    ]
     hits = 0
     for query in chosen:
-        wanted = {each.replace("/", "_") for each in query["expected"]}
+        listed = query["expected"] if judged else query["expected"][:1]
+        wanted = {each.replace("/", "_") for each in listed}
         hits += bool(wanted & set(rank(query["query"])[:5]))
     return hits / len(chosen)
 
@@ -77,6 +81,17 @@ def test_the_query_set_is_large_mostly_far_worded_and_every_answer_is_in_the_sam
     servers = json.loads((BENCH / "tool_search_mcp_servers.json").read_text(encoding="utf-8"))
     assert all(s["package"].startswith("@") and s["version"] for s in servers["servers"])
     assert sum(1 for q in found if q.get("catalog") == "mcp") >= 40
+
+
+def test_a_query_lists_more_than_one_tool_only_as_the_judging_rule_says():
+    # The rule is written where the queries are; a second tool is an alternate a reader
+    # of the query alone could not tell from the first, never a replacement for it.
+    data = json.loads((BENCH / "tool_search_queries.json").read_text(encoding="utf-8"))
+    assert "could not prefer the first" in data["judging"]
+    for query in data["queries"]:
+        assert len(set(query["expected"])) == len(query["expected"]), query
+    judged = sum(len(q["expected"]) > 1 for q in data["queries"])
+    assert judged <= len(data["queries"]) // 10  # alternates stay the exception
 
 
 def test_the_query_set_has_a_fixed_tuning_half_and_a_held_out_half():
@@ -97,10 +112,19 @@ def test_the_default_ranking_beats_plain_bm25_where_users_use_other_words():
     default_far = recall_at_5(lambda q: [t.name for t in toolkit.search(q, 5)], "far")
     plain_far = recall_at_5(lambda q: plain.rank(q, 5), "far")
     assert default_far >= 1.5 * plain_far, (default_far, plain_far)
-    # a floor under today's figure on this sample, so a change that loses quality shows
-    assert recall_at_5(lambda q: [t.name for t in toolkit.search(q, 5)]) >= 0.72
+
+    def default(query: str) -> list[str]:
+        return [t.name for t in toolkit.search(query, 5)]
+
+    # floors under today's figures on this sample (judged 0.780, strict 0.774; held-out
+    # 0.763; the MCP servers' tools 0.750), so a change that loses quality shows
+    assert recall_at_5(default) >= 0.77
+    assert recall_at_5(default, judged=False) >= 0.76
+    # a word of a wide synonym group ("file": content, path, folder...) keeps part of
+    # its own weight: with the group's alone this row read 0.708
+    assert recall_at_5(default, "mcp") >= 0.72
     # the held-out half, never tuned on, keeps a floor of its own
-    assert recall_at_5(lambda q: [t.name for t in toolkit.search(q, 5)], "held-out") >= 0.70
+    assert recall_at_5(default, "held-out") >= 0.75
 
 
 def test_pruning_postings_when_weighing_keeps_each_words_best_tools(monkeypatch):

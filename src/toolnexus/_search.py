@@ -7,8 +7,9 @@ answers a query with a BM25F ranking (Robertson's BM25 over weighted field frequ
 What lexical search can do for a query worded otherwise than the tool is done here: a
 light suffix stemmer (``repositories``, ``repository`` → ``repository``; ``deleting``,
 ``deleted``, ``delete`` → ``delet``) and a table of the verbs and nouns APIs use
-(:data:`SYNONYMS`: "remove" finds "delete", "ticket" finds "issue"), whose matches count
-half of a word's own.
+(:data:`SYNONYMS`: "remove" finds "delete", "ticket" finds "issue"): a query word and its
+synonyms are weighed as one term, a synonym's occurrence counting 0.7 of the word's own
+(and a tool that says the word itself keeping part of the word's own IDF).
 
 A tool's terms are read once, when it is added; the weights that depend on the whole
 collection (each term's IDF, the average length) are worked out again on the first search
@@ -92,17 +93,74 @@ _STOPWORDS = frozenset(
 )
 
 
+# British spellings written the American way before stemming, in tool texts and queries
+# alike, so the two meet: whole words, then the -our words, then the -ise/-yse families
+# (applied to every word on both sides, so a word that merely ends so, like "promise",
+# still meets itself).
+_SPELLINGS = {
+    "cancelled": "canceled",
+    "cancelling": "canceling",
+    "catalogue": "catalog",
+    "catalogues": "catalogs",
+    "centre": "center",
+    "centres": "centers",
+    "defence": "defense",
+    "dialogue": "dialog",
+    "grey": "gray",
+    "judgement": "judgment",
+    "labelled": "labeled",
+    "labelling": "labeling",
+    "licence": "license",
+    "licences": "licenses",
+    "modelled": "modeled",
+    "modelling": "modeling",
+    "programme": "program",
+    "programmes": "programs",
+}
+_OUR_WORDS = ("behaviour", "colour", "favour", "flavour", "honour", "humour", "labour", "neighbour")
+_ISE_ENDINGS = (
+    ("isations", "izations"),
+    ("isation", "ization"),
+    ("ising", "izing"),
+    ("isers", "izers"),
+    ("ised", "ized"),
+    ("iser", "izer"),
+    ("ises", "izes"),
+    ("ise", "ize"),
+    ("ysing", "yzing"),
+    ("ysed", "yzed"),
+    ("yse", "yze"),
+)
+
+
+def _american(word: str) -> str:
+    """``word`` (lower case) in American spelling: ``organisation`` -> organization,
+    ``favourite`` -> favorite, ``cancelled`` -> canceled."""
+    word = _SPELLINGS.get(word, word)
+    for british in _OUR_WORDS:
+        if british in word:
+            return word.replace(british, british.replace("our", "or"))
+    for british, american in _ISE_ENDINGS:
+        if word.endswith(british) and len(word) > len(british) + 2:
+            return word[: -len(british)] + american
+    return word
+
+
 def stem(word: str) -> str:
-    """A light suffix stemmer for API words (lower case in, lower case out): plurals,
-    ``-ing``, ``-ed``, ``-ion`` and a final ``e`` go, so the forms of one word meet.
+    """A light suffix stemmer for API words (lower case in, lower case out): British
+    spellings written the American way, then plurals, ``-ing``, ``-ed``, ``-ion`` and a
+    final ``e`` go, so the forms of one word meet.
 
     Example::
 
         >>> [stem(w) for w in ("repositories", "deleting", "deleted", "delete", "deletion")]
         ['repository', 'delet', 'delet', 'delet', 'delet']
+        >>> [stem(w) for w in ("organisation", "organization", "colours", "color")]
+        ['organizat', 'organizat', 'color', 'color']
     """
     if len(word) <= 3 or not word.isalpha():
         return word
+    word = _american(word)
     if word.endswith("ies") and len(word) > 4:
         word = word[:-3] + "y"
     elif word.endswith("sses"):
@@ -123,12 +181,15 @@ def stem(word: str) -> str:
 def terms(text: str) -> list[str]:
     """The index terms of ``text``: words split on anything but letters and digits and on
     camelCase, lower-cased, abbreviations written out (:data:`ABBREVIATIONS`), stop words
-    dropped, stemmed.
+    dropped, stemmed. A word of the synonym table undone by ``un`` also stands for
+    "remove" and that word (``unstar``: remove a star).
 
     Example::
 
         >>> terms("listReposForOrg: lists the PRs")
         ['list', 'repository', 'organizat', 'list', 'pull', 'request']
+        >>> terms("unstar a gist")
+        ['unstar', 'remov', 'star', 'gist']
     """
     out = []
     for word in _WORDS.findall(text):
@@ -136,7 +197,19 @@ def terms(text: str) -> list[str]:
         for each in ABBREVIATIONS.get(lowered, (lowered,)):
             if each not in _STOPWORDS:
                 out.append(stem(each))
+                undone = _undone(each)
+                if undone is not None:
+                    out += [_REMOVE, undone]
     return out
+
+
+def _undone(word: str) -> str | None:
+    """The stemmed word that ``un`` undoes in ``word`` (``unstar`` -> ``star``), when it
+    is one of the synonym table's; else None."""
+    if not word.startswith("un") or len(word) < 6:
+        return None
+    rest = stem(word[2:])
+    return rest if rest in SYNONYMS else None
 
 
 def _plain_terms(text: str) -> list[str]:
@@ -242,7 +315,10 @@ def _synonym_table(groups: str) -> dict[str, frozenset[str]]:
 
 
 SYNONYMS: Mapping[str, frozenset[str]] = _synonym_table(_GROUPS)
-"""Each stemmed word's synonyms (stemmed): what a query term also finds, at half weight."""
+"""Each stemmed word's synonyms (stemmed): what a query term also finds (weighed with it as
+one term, a synonym's occurrence counting 0.7 of the word's own)."""
+
+_REMOVE = stem("remove")
 
 
 def _parameters(schema: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
@@ -405,17 +481,16 @@ class SearchIndex:
                     row[name] = row.get(name, 0.0) + weight * frequency / norm
         weights = {}
         for word, row in pseudo.items():
-            idf = math.log(1 + (count - len(row) + 0.5) / (len(row) + 0.5))
-            posting = {name: idf * value * (_K1 + 1) / (value + _K1) for name, value in row.items()}
+            idf = _idf(count, len(row))
+            posting = {name: idf * _saturated(value) for name, value in row.items()}
             if len(posting) > _KEEP:
-                # Impact-ordered pruning, done once here: a query word keeps the best
-                # _KEEP tools of its own term and of each synonym's, and the best _KEEP
-                # of their maximum are always among those.
+                # Impact-ordered pruning, done once here: a term keeps its best _KEEP
+                # tools (a synonym group is weighed from the unpruned frequencies).
                 posting = dict(heapq.nlargest(_KEEP, posting.items(), key=_second))
             weights[word] = posting
         finds = weights
         if not self._plain:
-            finds = {**weights, **_expanded(weights)}
+            finds = {**weights, **_grouped(pseudo, count)}
         self._finds = finds
         return finds
 
@@ -446,7 +521,9 @@ class SearchIndex:
         coordination (a tool that answers more of the query's words ranks above one that
         matches a single rare word strongly), and the best :data:`_RERANK` of those by
         how much of each tool's name the query covers ("create a pull request" is
-        pulls_create's whole name, and only part of pulls_submit-review's)."""
+        pulls_create's whole name, and only part of pulls_submit-review's), a name word
+        the query said counting 1 and one it found through a synonym
+        :data:`_SYNONYM_WEIGHT`."""
         finds = self._finds if self._finds is not None else self._weigh()
         expanded = self._query_terms(query)
         found = [finds.get(word, _NOTHING) for word in expanded]
@@ -464,7 +541,10 @@ class SearchIndex:
             share = sum(1 for each in found if name in each) / total
             coordinated.append((score * share**_COORD, name))
         coordinated.sort(key=lambda pair: (-pair[0], pair[1]))
-        asked = {word for synonyms in expanded.values() for word in synonyms}
+        asked: dict[str, float] = {}  # a word the query looks for -> its best weight
+        for synonyms in expanded.values():
+            for word, weight in synonyms.items():
+                asked[word] = max(asked.get(word, 0.0), weight)
         reranked = []
         docs = self._docs
         for score, name in coordinated[: max(limit, _RERANK)]:
@@ -472,7 +552,7 @@ class SearchIndex:
             if fields is None:
                 continue
             words = fields["name"][0]
-            covered = sum(1 for word in words if word in asked) / (len(words) or 1)
+            covered = sum(asked.get(word, 0.0) for word in words) / (len(words) or 1)
             reranked.append((-score * (1 + _NAME_COVERAGE * covered), name))
         reranked.sort()
         return [name for _, name in reranked[:limit]]
@@ -481,23 +561,47 @@ class SearchIndex:
 _NOTHING: Mapping[str, float] = {}
 
 
-def _expanded(weights: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
-    """What each word of :data:`SYNONYMS` finds: each tool's best weight over the word
-    (1) and its synonyms (:data:`_SYNONYM_WEIGHT`), the strongest :data:`_KEEP` only.
-    Worked out with the term weights, so a search only adds up precomputed postings."""
+def _grouped(pseudo: Mapping[str, Mapping[str, float]], count: int) -> dict[str, dict[str, float]]:
+    """What each word of :data:`SYNONYMS` finds: its group (the word and its synonyms) as
+    one term, as Lucene's ``SynonymQuery`` does. A tool's frequency for the group is its
+    weighted frequency of the word plus :data:`_SYNONYM_WEIGHT` times its synonyms', and
+    the group's IDF is that of the tools using any word of it — so a rare synonym does
+    not outweigh the common word the query said ("get a repository" is not about
+    GitHub's Projects because "project" is rarer than "repository"). A tool that uses
+    the word itself takes the geometric mean of the word's own IDF and the group's: a
+    word of a wide group ("file", whose synonyms "content" and "path" a catalog may say
+    everywhere) still tells the tools that say it from those that only say a synonym.
+    The strongest :data:`_KEEP` only. Worked out with the term weights, so a search only
+    adds up precomputed postings."""
     out = {}
     for word, synonyms in SYNONYMS.items():
-        best = dict(weights.get(word, _NOTHING))
+        own = pseudo.get(word, _NOTHING)
+        row = dict(own)
         for other in synonyms:
-            for name, weight in weights.get(other, _NOTHING).items():
-                value = _SYNONYM_WEIGHT * weight
-                if value > best.get(name, 0.0):
-                    best[name] = value
+            for name, value in pseudo.get(other, _NOTHING).items():
+                row[name] = row.get(name, 0.0) + _SYNONYM_WEIGHT * value
+        if not row:
+            continue
+        idf = _idf(count, len(row))
+        said = math.sqrt(idf * _idf(count, len(own))) if own else idf
+        best = {
+            name: (said if name in own else idf) * _saturated(value) for name, value in row.items()
+        }
         if len(best) > _KEEP:
             best = dict(heapq.nlargest(_KEEP, best.items(), key=_second))
-        if best:
-            out[word] = best
+        out[word] = best
     return out
+
+
+def _idf(count: int, found: int) -> float:
+    """Robertson-Sparck Jones IDF (the +1 keeps it positive) of a term ``found`` in
+    ``found`` of ``count`` tools."""
+    return math.log(1 + (count - found + 0.5) / (found + 0.5))
+
+
+def _saturated(frequency: float) -> float:
+    """BM25's saturation of a (weighted, length-normalised) term frequency."""
+    return frequency * (_K1 + 1) / (frequency + _K1)
 
 
 def _second(pair: tuple[str, float]) -> float:
