@@ -236,6 +236,49 @@ def test_a_new_task_is_refused_only_when_unfinished_ones_fill_the_bound() -> Non
         host.close()
 
 
+class _CountingStore(MemoryTaskStore):
+    """A memory store that lists each write (its kind and the record's status)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[tuple[str, str]] = []
+
+    def create(self, record: TaskRecord) -> None:
+        self.writes.append(("create", record.status))
+        super().create(record)
+
+    def update(self, record: TaskRecord) -> bool:
+        self.writes.append(("update", record.status))
+        return super().update(record)
+
+
+def test_a_task_is_built_once_as_it_ends_and_an_ended_task_keeps_no_state() -> None:
+    # A task made settled was built working, then rebuilt (and its state frozen again)
+    # as it ended; an ended task kept the state only resuming it needs.
+    store = _CountingStore()
+    options = ServerOptions(task_store=store)
+    tasks = make_tasks(options.tasks)
+    state = {"method": "tools/call", "name": "instant", "arguments": {"n": [1, 2]}}
+    made = tasks.create(None, state, result=ToolResult.ok("done"))
+    assert isinstance(made, TaskRecord) and store.writes == [("create", "completed")]
+    assert made.version == 0 and made.state is None  # built once, as it ended
+    assert store.get(made.task_id) is made
+    assert tasks.detailed(made)["result"]["content"] == [{"type": "text", "text": "done"}]
+    released.clear()
+    host = LazyHost(TOOLKIT, options.host)
+    call = host.get().submit("hold", {})
+    try:
+        working = tasks.create(None, state, call=call)
+        assert isinstance(working, TaskRecord) and working.state == state  # kept to resume it
+        tasks.settle(working.task_id, ToolResult.ok("late"), call)
+        ended = store.get(working.task_id)
+        assert ended is not None and ended.status == "completed" and ended.state is None
+        assert store.writes[1:] == [("create", "working"), ("update", "completed")]
+    finally:
+        released.set()
+        host.close()
+
+
 def test_watchers_hear_each_change_and_nothing_while_nobody_listens() -> None:
     options = ServerOptions(task_store=MemoryTaskStore())
     tasks = make_tasks(options.tasks)

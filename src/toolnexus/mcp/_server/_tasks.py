@@ -28,6 +28,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..._binding import BINDING_KEY
@@ -81,8 +82,12 @@ class Resume(NamedTuple):
     binding: str | None
 
 
+@lru_cache(maxsize=256)
 def iso_time(seconds: float) -> str:
-    """``seconds`` since the epoch as an RFC 3339 UTC time, to the millisecond."""
+    """``seconds`` since the epoch as an RFC 3339 UTC time, to the millisecond.
+
+    Kept for the last times written: a task's two times are written in every answer that
+    shows it (its creation, each ``tasks/get``, each notification), and change rarely."""
     from datetime import datetime, timezone
 
     moment = datetime.fromtimestamp(seconds, timezone.utc)
@@ -223,19 +228,15 @@ class Tasks:
         from ...stores._tasks import TaskRecord
 
         now = self._clock()
-        record = TaskRecord(
-            "tsk-" + secrets.token_hex(16),
-            owner,
-            "working",
-            now,
-            now,
-            self._ttl_ms,
-            0,
-            state=state,
-        )
+        fields: dict[str, Any]
         if call is None and result is not None:
-            # Made settled: stored once, as it ends (nobody saw it working); told so.
-            record = self._settled(record, result, False)
+            # Made settled: built once, as it ends, and stored once (nobody saw it working).
+            fields = self._ending(state, result, False, now)
+        else:
+            fields = {"status": "working", "updated_at": now, "state": state}
+        record = TaskRecord(
+            "tsk-" + secrets.token_hex(16), owner, created_at=now, ttl_ms=self._ttl_ms, **fields
+        )
         try:
             refused = self._make_room(record)
             if refused is not None:
@@ -390,7 +391,8 @@ class Tasks:
                 record = self.store.get(task_id)
                 if record is None or record.is_terminal:
                     return  # expired, or cancelled meanwhile: its late result is dropped
-                changed = self._settled(record, result, cancelled)
+                ending = self._ending(record.state or {}, result, cancelled, self._clock())
+                changed = record.evolve(**ending)
                 if self.store.update(changed):
                     self._finished(changed)
                     self._told(changed)
@@ -398,54 +400,66 @@ class Tasks:
         except Exception as exc:  # its record stays as it was, until its TTL
             self._store_failed("record a task's end", exc)
 
-    def _settled(self, record: TaskRecord, result: ToolResult, cancelled: bool) -> TaskRecord:
-        now = self._clock()
+    def _ending(
+        self, state: Mapping[str, Any], result: ToolResult, cancelled: bool, now: float
+    ) -> dict[str, Any]:
+        """The fields of a task whose call ended with ``result`` (``state``: the task's):
+        completed, failed, cancelled — then without its state, which nothing resumes — or
+        waiting on the question it asks. A record is made or evolved with them once."""
         if cancelled:
-            return record.evolve(
-                status="cancelled",
-                updated_at=now,
-                status_message=result.output,
-                input_requests=None,
-            )
+            return {
+                "status": "cancelled",
+                "updated_at": now,
+                "status_message": result.output,
+                "input_requests": None,
+                "state": None,
+            }
         request = ToolResult.pending_of(result) if result.is_error else None
         if request is not None:
-            return self._asking(record, dict(thaw(record.state or {})), request, result, now)
-        client = self._client_of((record.state or {}).get("client") or {})
+            return self._asking(dict(state), request, result, now)
+        client = self._client_of(state.get("client") or {})
         written = self._format(client, result)
         try:
             codec.encode(written)
         except Exception as exc:  # not JSON (NaN, a set), or too big: the protocol failed
-            error = {
-                "code": INTERNAL_ERROR,
-                "message": f"internal error: the result is not JSON ({exc})",
-            }
-            return record.evolve(status="failed", updated_at=now, error=error, input_requests=None)
-        return record.evolve(
-            status="completed", updated_at=now, result=written, input_requests=None
-        )
+            return self._failed(
+                INTERNAL_ERROR, f"internal error: the result is not JSON ({exc})", now
+            )
+        return {
+            "status": "completed",
+            "updated_at": now,
+            "result": written,
+            "input_requests": None,
+            "state": None,
+        }
+
+    @staticmethod
+    def _failed(code: int, message: str, now: float, data: Any = None) -> dict[str, Any]:
+        """The fields of a task that failed with the JSON-RPC error ``code``/``message``."""
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        return {
+            "status": "failed",
+            "updated_at": now,
+            "error": error,
+            "input_requests": None,
+            "state": None,
+        }
 
     def _asking(
-        self,
-        record: TaskRecord,
-        state: dict[str, Any],
-        request: Request,
-        result: ToolResult,
-        now: float,
-    ) -> TaskRecord:
+        self, state: dict[str, Any], request: Request, result: ToolResult, now: float
+    ) -> dict[str, Any]:
         # The rule a call's question follows (mcp/_shared/_questions.py), for the task's client —
         # a modern one, which may always be asked.
         client = self._client_of(state.get("client") or {})
         planned = plan(request, result.output, client)
         if planned.problem is not None:
-            error = {
-                "code": INTERNAL_ERROR,
-                "message": f"the task asked a question MCP cannot ask: {planned.problem}",
-            }
-            return record.evolve(status="failed", updated_at=now, error=error)
+            message = f"the task asked a question MCP cannot ask: {planned.problem}"
+            return self._failed(INTERNAL_ERROR, message, now)
         if planned.missing:
             message, data = missing_capability(planned.missing, "the task", result.output)
-            error = {"code": MISSING_CLIENT_CAPABILITY, "message": message, "data": data}
-            return record.evolve(status="failed", updated_at=now, error=error)
+            return self._failed(MISSING_CLIENT_CAPABILITY, message, now, data)
         binding = result.metadata.get(BINDING_KEY)
         state.update(
             request=request.to_dict(),
@@ -453,13 +467,13 @@ class Tasks:
             binding=binding if isinstance(binding, str) else None,
             answers={},
         )
-        return record.evolve(
-            status="input_required",
-            updated_at=now,
-            status_message=request.prompt,
-            input_requests=input_requests(planned),
-            state=state,
-        )
+        return {
+            "status": "input_required",
+            "updated_at": now,
+            "status_message": request.prompt,
+            "input_requests": input_requests(planned),
+            "state": state,
+        }
 
     # ------------------------------------------------------------------ the methods
 
