@@ -17,9 +17,10 @@ import pytest
 
 from http_helpers import post, sse_events
 from toolnexus import Host, NotFoundError, Request, ToolContext, Toolkit, ToolResult, tool
-from toolnexus.mcp import HttpServer, ServerOptions
+from toolnexus.mcp import HttpServer, ServerOptions, ServerSession
 from toolnexus.mcp._server._bridge import LazyHost
 from toolnexus.mcp._server._feature_tools import make_tasks
+from toolnexus.mcp._shared import _codec as codec
 from toolnexus.stores import MemoryTaskStore, SqliteTaskStore, TaskRecord, TaskStore, open_store
 
 TASKS = "io.modelcontextprotocol/tasks"
@@ -193,6 +194,7 @@ def test_finished_tasks_are_bounded_per_owner_and_in_all_the_oldest_evicted_firs
         for _ in range(4_000)
     ]
     assert len(store) == 100  # alice's bound, running and finished
+    assert len(tasks._texts) == 100  # a result's kept text goes with its task
     assert all(store.get(each) is None for each in made[:-100])  # the oldest went first
     assert all(store.get(each) is not None for each in made[-100:])
     for owner in ("bob", "carol", "dave"):
@@ -277,6 +279,36 @@ def test_a_task_is_built_once_as_it_ends_and_an_ended_task_keeps_no_state() -> N
     finally:
         released.set()
         host.close()
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_finished_task_s_result_is_encoded_once_and_each_tasks_get_writes_that_text(
+    shared: bool, tmp_path: Path
+) -> None:
+    # Each tasks/get deep-copied the task's result and encoded it again.
+    store: TaskStore = SqliteTaskStore(tmp_path / "tasks.db") if shared else MemoryTaskStore()
+    options = ServerOptions(task_store=store)
+    tasks = make_tasks(options.tasks)
+    session = ServerSession(TOOLKIT, options, _tasks=tasks)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps(),
+    }
+    call = {"name": "only_task", "arguments": {}, "_meta": meta}
+    start = session.receive({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
+    result = ToolResult('done "é" ✓', False, {"structuredContent": {"n": [1, 2.5, None]}})
+    made = session.complete_call(start[0].call_id, result)[0].message["result"]
+    assert made["status"] == "completed"
+    get = {"taskId": made["taskId"], "_meta": meta}
+    for request_id in (2, "get ✓"):
+        message = {"jsonrpc": "2.0", "id": request_id, "method": "tasks/get", "params": get}
+        (answer,) = session.receive(message)
+        written = answer.to_bytes()
+        assert written == codec.encode(json.loads(written))  # exactly the plain path's bytes
+        assert json.loads(written)["result"]["result"]["structuredContent"] == {"n": [1, 2.5, None]}
+        # This process's memory hands back the record it ended: its kept text is written.
+        # A shared store's record is read back anew: encoded as any answer is.
+        assert (answer._line is not None) is not shared
 
 
 def test_watchers_hear_each_change_and_nothing_while_nobody_listens() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._shared import _codec as codec
 from .._shared._codec import MISSING_CLIENT_CAPABILITY
 from .._shared._protocol import META_CLIENT_CAPABILITIES, MODERN_PROTOCOL_VERSIONS, TASKS_EXTENSION
 from ._context import MODERN, Feature, Method, ServerContext
@@ -100,7 +101,12 @@ def _method(
     if isinstance(done, Refused):
         raise Reject(done.code, done.message, done.data)
     body = tasks.detailed(done) if method == "tasks/get" else {}
-    actions: list[Action] = [context.reply(request_id, client, body)]
+    answer = context.reply(request_id, client, body)
+    if method == "tasks/get":
+        text = tasks.result_text(done)
+        if text is not None:  # its result as it was encoded when the task ended
+            answer._line = codec.fragment_reply(request_id, body, "result", text)
+    actions: list[Action] = [answer]
     if isinstance(done, Resume):
         import sys
 

@@ -130,6 +130,13 @@ class Tasks:
         self._kept: dict[str, tuple[str | None, float | None]] = {}
         self._per_owner: dict[str | None, int] = {}
         self._evicted: dict[str, str | None] = {}  # the last evicted tasks' owners
+        # The JSON text of a finished task's result, as it was written when the task ended:
+        # task id -> (the record's frozen result, its text), for the tasks counted in _kept
+        # whose records this process's memory keeps (the store hands back the very record,
+        # so its result is known by identity). Each tasks/get of it is written around the
+        # text (codec.fragment_reply): encoded once, not copied and encoded again each time.
+        # Changed under _room, as _kept.
+        self._texts: dict[str, tuple[Mapping[str, Any], str]] = {}
         self._room = threading.Lock()
         self._format = format_result
         self._client_of = client_of
@@ -229,16 +236,17 @@ class Tasks:
 
         now = self._clock()
         fields: dict[str, Any]
+        text = None
         if call is None and result is not None:
             # Made settled: built once, as it ends, and stored once (nobody saw it working).
-            fields = self._ending(state, result, False, now)
+            fields, text = self._ending(state, result, False, now)
         else:
             fields = {"status": "working", "updated_at": now, "state": state}
         record = TaskRecord(
             "tsk-" + secrets.token_hex(16), owner, created_at=now, ttl_ms=self._ttl_ms, **fields
         )
         try:
-            refused = self._make_room(record)
+            refused = self._make_room(record, text)
             if refused is not None:
                 return refused
             try:
@@ -262,11 +270,16 @@ class Tasks:
 
     # ------------------------------------------------------------------ the bound
 
-    def _make_room(self, record: TaskRecord) -> Refused | None:
+    def _make_room(self, record: TaskRecord, text: str | None = None) -> Refused | None:
         """Count ``record`` in (``max_stored_tasks`` in all, ``max_stored_tasks_per_owner``
         for its owner), evicting the oldest finished tasks to make room; :class:`Refused`
-        when unfinished tasks alone fill the bound. Store failures propagate."""
+        when unfinished tasks alone fill the bound. Store failures propagate. ``text``:
+        its result's JSON, when it was made finished (see :meth:`result_text`)."""
         owner = record.owner
+        result = record.result
+        kept = None
+        if text is not None and result is not None and self._in_memory():
+            kept = (result, text)
         with self._room:
             while True:
                 owner_full = self._per_owner.get(owner, 0) >= self._max_per_owner
@@ -284,6 +297,8 @@ class Tasks:
             finished = record.expires_at if record.is_terminal else None
             self._kept[record.task_id] = (owner, finished)
             self._per_owner[owner] = self._per_owner.get(owner, 0) + 1
+            if kept is not None:
+                self._texts[record.task_id] = kept
         return None
 
     def _evict_one(self, owner: str | None, of_owner: bool) -> bool:
@@ -325,6 +340,7 @@ class Tasks:
     def _uncount(self, task_id: str) -> str | None:
         """Stop counting ``task_id`` (the lock _room is held); its owner."""
         kept = self._kept.pop(task_id, None)
+        self._texts.pop(task_id, None)
         if kept is None:  # evicted already (made finished, by another creation)
             return None
         owner = kept[0]
@@ -335,14 +351,29 @@ class Tasks:
             del self._per_owner[owner]
         return owner
 
-    def _finished(self, record: TaskRecord) -> None:
-        """``record`` ended: from now on, it may be evicted to make room."""
+    def _finished(self, record: TaskRecord, text: str | None = None) -> None:
+        """``record`` ended: from now on, it may be evicted to make room. ``text``: its
+        result's JSON (see :meth:`result_text`)."""
         if not record.is_terminal:
             return
+        result = record.result
+        written = None
+        if text is not None and result is not None and self._in_memory():
+            written = (result, text)
         with self._room:
             kept = self._kept.get(record.task_id)
             if kept is not None:
                 self._kept[record.task_id] = (kept[0], record.expires_at)
+                if written is not None:
+                    self._texts[record.task_id] = written
+
+    def _in_memory(self) -> bool:
+        """Whether the records live in this process's memory (a
+        :class:`~toolnexus.stores.MemoryTaskStore`: it hands back the very records it was
+        given), not in a store other processes share."""
+        from ...stores._tasks import MemoryTaskStore
+
+        return isinstance(self.store, MemoryTaskStore)
 
     def _store_failed(self, doing: str, exc: Exception) -> Refused:
         """The task store failed: the detail (its URL, the reason) goes to the server's
@@ -370,12 +401,21 @@ class Tasks:
         """The ``tasks/get`` answer: the task, with its result, error or questions."""
         out = self._summary(record)
         if record.status == "completed" and record.result is not None:
-            out["result"] = thaw(record.result)
+            # Read-only as it is when its text is kept: the answer is written from the text.
+            kept = self.result_text(record) is not None
+            out["result"] = record.result if kept else thaw(record.result)
         elif record.status == "failed" and record.error is not None:
             out["error"] = thaw(record.error)
         elif record.status == "input_required" and record.input_requests is not None:
             out["inputRequests"] = thaw(record.input_requests)
         return out
+
+    def result_text(self, record: TaskRecord) -> str | None:
+        """The JSON text of ``record``'s result as :func:`codec.fragment
+        <toolnexus.mcp._shared._codec.fragment>` wrote it when the task ended here — None
+        when it was not (a record read back from a shared store, one not completed)."""
+        kept = self._texts.get(record.task_id)
+        return kept[1] if kept is not None and kept[0] is record.result else None
 
     # ------------------------------------------------------------------ settling
 
@@ -391,10 +431,10 @@ class Tasks:
                 record = self.store.get(task_id)
                 if record is None or record.is_terminal:
                     return  # expired, or cancelled meanwhile: its late result is dropped
-                ending = self._ending(record.state or {}, result, cancelled, self._clock())
+                ending, text = self._ending(record.state or {}, result, cancelled, self._clock())
                 changed = record.evolve(**ending)
                 if self.store.update(changed):
-                    self._finished(changed)
+                    self._finished(changed, text)
                     self._told(changed)
                     return
         except Exception as exc:  # its record stays as it was, until its TTL
@@ -402,36 +442,40 @@ class Tasks:
 
     def _ending(
         self, state: Mapping[str, Any], result: ToolResult, cancelled: bool, now: float
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], str | None]:
         """The fields of a task whose call ended with ``result`` (``state``: the task's):
         completed, failed, cancelled — then without its state, which nothing resumes — or
-        waiting on the question it asks. A record is made or evolved with them once."""
+        waiting on the question it asks. A record is made or evolved with them once. With
+        them, a completed task's result as JSON text (None without the C encoder)."""
         if cancelled:
-            return {
+            cancel = {
                 "status": "cancelled",
                 "updated_at": now,
                 "status_message": result.output,
                 "input_requests": None,
                 "state": None,
             }
+            return cancel, None
         request = ToolResult.pending_of(result) if result.is_error else None
         if request is not None:
-            return self._asking(dict(state), request, result, now)
+            return self._asking(dict(state), request, result, now), None
         client = self._client_of(state.get("client") or {})
         written = self._format(client, result)
-        try:
-            codec.encode(written)
+        try:  # encoded once: the text is what each tasks/get of it writes
+            text = codec.fragment(written)
+            if text is None:  # not JSON, or no C encoder: encode says which
+                codec.encode(written)
         except Exception as exc:  # not JSON (NaN, a set), or too big: the protocol failed
-            return self._failed(
-                INTERNAL_ERROR, f"internal error: the result is not JSON ({exc})", now
-            )
-        return {
+            message = f"internal error: the result is not JSON ({exc})"
+            return self._failed(INTERNAL_ERROR, message, now), None
+        done = {
             "status": "completed",
             "updated_at": now,
             "result": written,
             "input_requests": None,
             "state": None,
         }
+        return done, text
 
     @staticmethod
     def _failed(code: int, message: str, now: float, data: Any = None) -> dict[str, Any]:
@@ -660,9 +704,7 @@ class Tasks:
         in another (a replica the client's ``tasks/cancel`` reached): while it runs tasks,
         one thread reads their records every ``task_poll_ms`` and cancels the call of a
         task cancelled elsewhere. A memory store is this process's own: nothing to watch."""
-        from ...stores._tasks import MemoryTaskStore
-
-        if isinstance(self.store, MemoryTaskStore):
+        if self._in_memory():
             return
         with self._lock:
             if self._reader is not None or self._closed.is_set():
