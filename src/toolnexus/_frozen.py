@@ -97,6 +97,8 @@ def freeze(value: Any) -> Any:
         return value  # the common cases, before the ABC check below (a Python call)
     if kind is dict:
         return FrozenDict({key: freeze(item) for key, item in value.items()})
+    if kind is list:  # before the ABC check too: a result's content is one
+        return FrozenList([freeze(item) for item in value])
     if isinstance(value, (FrozenDict, FrozenList)):
         return value
     if isinstance(value, Mapping):

@@ -28,7 +28,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..._binding import BINDING_KEY
@@ -52,7 +52,7 @@ from ._questions import (
 if TYPE_CHECKING:
     from ..._host import Call
     from ..._suspension import Answer, Request
-    from ...stores._tasks import TaskRecord, TaskStore
+    from ...stores._tasks import MemoryTaskStore, TaskRecord, TaskStore
     from ._options import TaskOptions
 
 __all__ = ["TASKS_EXTENSION", "Refused", "Resume", "Tasks", "iso_time"]
@@ -80,6 +80,16 @@ class Resume(NamedTuple):
     request: Request
     answer: Answer
     binding: str | None
+
+
+@cache
+def _record_types() -> tuple[type[TaskRecord], type[MemoryTaskStore]]:
+    """The task record and the memory store, loaded with the first task (not at the top:
+    their module's dataclass would cost every server's start-up), once: an import
+    statement run per task costs more than a task's own bookkeeping."""
+    from ...stores._tasks import MemoryTaskStore, TaskRecord
+
+    return TaskRecord, MemoryTaskStore
 
 
 @lru_cache(maxsize=256)
@@ -232,8 +242,7 @@ class Tasks:
         given ``result``, already settled with it; :class:`Refused` when its store fails."""
         import secrets  # here, not at the top: hashlib would cost every server's start-up
 
-        from ...stores._tasks import TaskRecord
-
+        task_record = _record_types()[0]
         now = self._clock()
         fields: dict[str, Any]
         text = None
@@ -242,7 +251,7 @@ class Tasks:
             fields, text = self._ending(state, result, False, now)
         else:
             fields = {"status": "working", "updated_at": now, "state": state}
-        record = TaskRecord(
+        record = task_record(
             "tsk-" + secrets.token_hex(16), owner, created_at=now, ttl_ms=self._ttl_ms, **fields
         )
         try:
@@ -371,9 +380,7 @@ class Tasks:
         """Whether the records live in this process's memory (a
         :class:`~toolnexus.stores.MemoryTaskStore`: it hands back the very records it was
         given), not in a store other processes share."""
-        from ...stores._tasks import MemoryTaskStore
-
-        return isinstance(self.store, MemoryTaskStore)
+        return isinstance(self.store, _record_types()[1])
 
     def _store_failed(self, doing: str, exc: Exception) -> Refused:
         """The task store failed: the detail (its URL, the reason) goes to the server's
