@@ -886,3 +886,25 @@ def test_over_stdio_a_task_is_made_polled_and_its_status_told_without_a_hang() -
     finally:
         released.set()
         client.close()
+
+
+def test_a_task_s_times_are_written_as_datetime_writes_them_to_the_millisecond() -> None:
+    # iso_time formats without datetime (a third of its cost): pinned to datetime's text,
+    # rounding included (a timestamp's microseconds, half to even, then cut to milliseconds).
+    import math
+    import random
+    from datetime import datetime, timezone
+
+    from toolnexus.mcp._server._tasks import iso_time
+
+    def plain(seconds: float) -> str:
+        moment = datetime.fromtimestamp(seconds, timezone.utc)
+        return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    now = 1_765_065_600.0
+    edges = [0.0, 1.0, 1.0005, 1.0004999, 1.9999995, 1.9999994, -1.5, -0.0000001]
+    edges += [now + 0.9995, now + 0.9999999, now + 0.0009995, 253_402_300_799.999]
+    edges += [math.floor(now) + k / 1e6 + d for k in range(0, 10**6, 997) for d in (0, 5e-7)]
+    picked = random.Random(37)
+    edges += [now + picked.uniform(-3e9, 3e9) for _ in range(20_000)]
+    assert [iso_time(each) for each in edges] == [plain(each) for each in edges]
