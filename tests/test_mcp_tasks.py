@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -264,6 +265,7 @@ def test_a_task_is_built_once_as_it_ends_and_an_ended_task_keeps_no_state() -> N
     made = tasks.create(None, state, result=ToolResult.ok("done"))
     assert isinstance(made, TaskRecord) and store.writes == [("create", "completed")]
     assert made.version == 0 and made.state is None  # built once, as it ended
+    assert re.fullmatch(r"tsk-[0-9a-f]{32}", made.task_id)  # 128 random bits, in hex
     assert store.get(made.task_id) is made
     assert tasks.detailed(made)["result"]["content"] == [{"type": "text", "text": "done"}]
     released.clear()

@@ -93,6 +93,13 @@ def _record_types() -> tuple[type[TaskRecord], type[MemoryTaskStore]]:
     return TaskRecord, MemoryTaskStore
 
 
+def _new_task_id() -> str:
+    """An unguessable task id: ``tsk-`` and 128 bits from the operating system's CSPRNG,
+    in hex — what ``secrets.token_hex(16)`` returns, read without importing ``secrets``
+    (its ``hashlib`` would cost the first task a few milliseconds) or its three calls."""
+    return "tsk-" + os.urandom(16).hex()
+
+
 @lru_cache(maxsize=256)
 def iso_time(seconds: float) -> str:
     """``seconds`` since the epoch as an RFC 3339 UTC time, to the millisecond — what
@@ -216,8 +223,11 @@ class Tasks:
         """Tell the watchers of a change — later, on a dispatcher thread, in the order the
         changes came: a change is often made under a transport's lock (a session's request
         handled, a call's end reported) that the watcher takes to send its notification."""
-        if not any(wants is None or wants() for _, wants in self._watchers):
-            return
+        for _, wants in self._watchers:  # a loop, not any() over a generator: a frame less
+            if wants is None or wants():
+                break
+        else:
+            return  # nobody to tell
         with self._lock:
             self._outbox.append(record)
             if self._telling:
@@ -261,8 +271,6 @@ class Tasks:
     ) -> TaskRecord | Refused:
         """A new task for ``state`` (what resuming it needs), working on ``call`` — or,
         given ``result``, already settled with it; :class:`Refused` when its store fails."""
-        import secrets  # here, not at the top: hashlib would cost every server's start-up
-
         task_record = _record_types()[0]
         now = self._clock()
         fields: dict[str, Any]
@@ -272,9 +280,7 @@ class Tasks:
             fields, text = self._ending(state, result, False, now)
         else:
             fields = {"status": "working", "updated_at": now, "state": state}
-        record = task_record(
-            "tsk-" + secrets.token_hex(16), owner, created_at=now, ttl_ms=self._ttl_ms, **fields
-        )
+        record = task_record(_new_task_id(), owner, created_at=now, ttl_ms=self._ttl_ms, **fields)
         try:
             refused = self._make_room(record, text)
             if refused is not None:
