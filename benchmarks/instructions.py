@@ -16,6 +16,12 @@ happens, e.g. a thread woken by the clock), with the others beside it.
   serving thread's 0.1 s look for signals are set to 1,000 s in both checkouts (the same
   code in each; the end of input still wakes it): under callgrind a call takes
   milliseconds, and the polls' wake-ups would count wall time, not work.
+- ``stdio-tasks-call``, ``stdio-task-create``, ``stdio-task``: a modern client that
+  declared the tasks extension (as ``mcp_server.py``'s task rows): ``tools/call`` of
+  ``add`` (the plain call by that client); the ``tools/call`` of ``add_task``
+  (``task_support="required"``: answered with the task, already completed) alone; and
+  that call followed by the ``tasks/get`` that fetches its result — a task's round
+  trips, per task.
 - ``host``, ``host-timeout``: ``Host.call("add", ...)`` in-process, without and with
   ``timeout_ms=5000`` (the shape of ``host_overhead.py`` table 1).
 - ``host-pass-through``, ``host-cache-hit``: the same through one middleware: a function
@@ -58,6 +64,9 @@ ROWS = (
     "stdio-legacy",
     "stdio-modern",
     "stdio-timeout",
+    "stdio-tasks-call",
+    "stdio-task-create",
+    "stdio-task",
     "http-legacy",
     "http-modern",
     "host",
@@ -73,6 +82,13 @@ MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
 }
+TASKS_META = {
+    **MODERN_META,
+    "io.modelcontextprotocol/clientCapabilities": {
+        "extensions": {"io.modelcontextprotocol/tasks": {}}
+    },
+}
+TASK_ROWS = ("stdio-tasks-call", "stdio-task-create", "stdio-task")
 
 
 def callgrind(src: Path, argv: list[str], **popen: object) -> subprocess.Popen[bytes]:
@@ -115,16 +131,24 @@ def stdio_run(src: Path, row: str, calls: int) -> int:
         answer: dict[str, object] = json.loads(server.stdout.readline())  # type: ignore[union-attr]
         return answer
 
-    if row != "stdio-modern":
+    modern = row == "stdio-modern" or row in TASK_ROWS
+    if not modern:
         params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b"}}
         ask({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})
         server.stdin.write(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    meta = TASKS_META if row in TASK_ROWS else MODERN_META
+    name = "add_task" if row in ("stdio-task-create", "stdio-task") else "add"
     for rid in range(1, calls + 1):
-        body: dict[str, object] = {"name": "add", "arguments": {"a": rid, "b": 1}}
-        if row == "stdio-modern":
-            body["_meta"] = MODERN_META
+        body: dict[str, object] = {"name": name, "arguments": {"a": rid, "b": 1}}
+        if modern:
+            body["_meta"] = meta
         answer = ask({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": body})
         assert "result" in answer, answer
+        if row == "stdio-task":  # the task's result, as a client fetches it
+            task_id = answer["result"]["taskId"]  # type: ignore[index]
+            get = {"taskId": task_id, "_meta": meta}
+            got = ask({"jsonrpc": "2.0", "id": -rid, "method": "tasks/get", "params": get})
+            assert got["result"]["result"]["content"], got  # type: ignore[index]
     server.stdin.close()
     return collected(server)
 

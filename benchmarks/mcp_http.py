@@ -35,7 +35,9 @@ measured in turn, round after round, so a busy machine slows each alike):
    least a client pays to get a result through a task, two requests; its ``x call`` is
    against ``toolnexus (tasks)``, ``add`` called by the same client (2026-07-28, the tasks
    extension declared). ``toolnexus (tasks) create`` is the first request alone: what
-   making a task adds to one request;
+   making a task adds to one request, where the 1.5x target is read (a task's result never
+   rides in the answer that makes it, SEP-2663: one more round trip fetches it). With
+   ``--baseline``, ``baseline (tasks)`` rows measure the older checkout alike;
 3. throughput: 16 client threads, each with its own kept-alive connection, calls per second
    (the clients are threads of this process: on a small machine they share its cores with the
    server, which compresses every ratio toward 1).
@@ -459,9 +461,15 @@ def measure(
         return found
     running = {name: Server(name, command) for name, command in commands.items()}
     # The round trips: every kind of request on every server and era, then a task against
-    # a plain call by the same client (the embedded server, a client of the tasks extension).
+    # a plain call by the same client (the embedded server, and the baseline's, for a client
+    # of the tasks extension).
     trips = [(name, era, kind) for kind in KINDS for name, era in rows]
-    trips += [("toolnexus", "tasks", kind) for kind in ("tools/call", CREATE, TASK)]
+    trips += [
+        (name, "tasks", kind)
+        for name in TWO_ERAS
+        if name in running
+        for kind in ("tools/call", CREATE, TASK)
+    ]
     round_trip: dict[str, list[float]] = {label(*trip): [] for trip in trips}
     throughput: dict[str, list[float]] = {}
     try:

@@ -36,7 +36,14 @@ rounds are interleaved, so a busy machine slows every server alike):
    already completed) followed by the ``tasks/get`` that fetches its result — the least a
    client pays to get a result through a task (two requests); the plain call is ``add``
    by the same client (2026-07-28, the tasks extension declared). The create alone (one
-   request, the server making the task) is shown too: what a task adds per request;
+   request, the server making the task) is shown too: what a task adds per request. The
+   1.5x target is read on the create: a completed task's result cannot ride in the answer
+   that makes it (SEP-2663: a ``CreateTaskResult`` carries no ``result``), so getting it
+   takes one more round trip whatever the server does. Tasks are a modern-era feature
+   here (a legacy 2025-11-25 client is never made one: its ``tools/call`` with ``task``
+   is answered in its request, and ``add_task`` is refused ``-32021``), so there is no
+   legacy task row. With ``--baseline``, the older checkout's server gets the same task
+   rows (each against its own plain call);
 3. pipelined ``tools/call``: 64 requests kept in flight (a new one sent per answer read),
    calls per second against the floor's.
 
@@ -423,7 +430,7 @@ def answers_a_task(server: tuple[list[str], Path]) -> bool:
     if waiter.is_alive():
         trial.process.kill()
         waiter.join()
-        print("(toolnexus did not answer a task within 10 s over stdio: no task rows)")
+        print("(a server did not answer a task within 10 s over stdio: no task rows for it)")
     trial.stop()
     return answered == [True]
 
@@ -439,15 +446,20 @@ def round_trip_table(servers: dict[str, tuple[list[str], Path]], rounds: int, ca
         for name, era in [(name, "legacy") for name in running] + [("toolnexus", "2026-07-28")]
         if kind == "tools/call" or name != DEADLINE
     ]
-    variants += [("toolnexus", "2026-07-28 + tasks", kind) for kind in ("tools/call", CREATE, TASK)]
+    takers = [name for name in ("toolnexus", "baseline") if name in servers]  # tasks' servers
+    variants += [
+        (name, "2026-07-28 + tasks", kind)
+        for name in takers
+        for kind in ("tools/call", CREATE, TASK)
+    ]
     for server in running.values():
         server.answer(INITIALIZE)
         server.send(INITIALIZED)
-    hangs = not answers_a_task(servers["toolnexus"])
+    hangs = {name for name in takers if not answers_a_task(servers[name])}
     missing = {
         v
         for v in variants
-        if (hangs and v[2] in (TASK, CREATE)) or not serves(running[v[0]], v[2], v[1])
+        if (v[0] in hangs and v[2] in (TASK, CREATE)) or not serves(running[v[0]], v[2], v[1])
     }
     measured = [v for v in variants if v not in missing]
     rates: dict[tuple[str, str, str], list[float]] = {v: [] for v in measured}
@@ -489,20 +501,27 @@ def round_trip_table(servers: dict[str, tuple[list[str], Path]], rounds: int, ca
         f"\na task against a plain call, median of {rounds} rounds of {calls}: a task is "
         "tools/call of add_task (answered with the task, completed) + tasks/get (its result)"
     )
-    print(f"{'toolnexus (2026-07-28)':<40}{'us':>10}{'vs plain call':>15}")
-    plain = per_call.get(("toolnexus", "2026-07-28 + tasks", "tools/call"))
-    rows = [
-        ("plain tools/call, no tasks extension", ("toolnexus", "2026-07-28", "tools/call")),
-        ("plain tools/call, tasks extension", ("toolnexus", "2026-07-28 + tasks", "tools/call")),
-        ("task: create alone", ("toolnexus", "2026-07-28 + tasks", CREATE)),
-        ("task: create + tasks/get", ("toolnexus", "2026-07-28 + tasks", TASK)),
-    ]
-    for label, variant in rows:
-        if variant not in per_call:
-            print(f"{label:<40}{'n/a':>10}")
-            continue
-        print(f"{label:<40}{per_call[variant]:>10.1f}{ratio(per_call[variant], plain):>15}")
-    print("target: a task <= 1.5x a plain call")
+    for name in takers:
+        print(f"{name + ' (2026-07-28)':<40}{'us':>10}{'vs plain call':>15}")
+        plain = per_call.get((name, "2026-07-28 + tasks", "tools/call"))
+        rows = [
+            ("plain tools/call, tasks extension", (name, "2026-07-28 + tasks", "tools/call")),
+            ("task: create alone", (name, "2026-07-28 + tasks", CREATE)),
+            ("task: create + tasks/get", (name, "2026-07-28 + tasks", TASK)),
+        ]
+        if name == "toolnexus":
+            rows.insert(
+                0, ("plain tools/call, no tasks extension", (name, "2026-07-28", "tools/call"))
+            )
+        for label, variant in rows:
+            if variant not in per_call:
+                print(f"{label:<40}{'n/a':>10}")
+                continue
+            print(f"{label:<40}{per_call[variant]:>10.1f}{ratio(per_call[variant], plain):>15}")
+    print(
+        "target: a task <= 1.5x a plain call — read on the create (the request that makes "
+        "the task);\nits result takes one more round trip (tasks/get), whatever the server does"
+    )
 
 
 if __name__ == "__main__":

@@ -129,6 +129,40 @@ def test_a_listed_reply_declines_what_its_template_cannot_write() -> None:
     assert codec.listed_reply(1, {"tools": [{}]}, "tools", [lone]) is None
 
 
+KEPT = [{}, {"content": [{"type": "text", "text": 'é ✓ \\ "'}], "isError": False}]
+AROUND = [
+    ({}, {}),
+    ({"taskId": "tsk-1", "status": "completed"}, {}),
+    ({}, {"resultType": "complete", "_meta": {"k": ["v", None, 1.5]}}),
+    ({"taskId": "t", "ttlMs": 5}, {"resultType": "complete", "_meta": {"n": {"m": True}}}),
+]
+
+
+@pytest.mark.parametrize("request_id", [7, 'req "1" ✓'])
+@pytest.mark.parametrize("kept", KEPT)
+@pytest.mark.parametrize("around", AROUND)
+def test_a_reply_around_a_kept_fragment_is_exactly_what_encode_writes(
+    request_id: Any, kept: dict[str, Any], around: tuple[dict[str, Any], dict[str, Any]]
+) -> None:
+    before, after = around
+    result = {**before, "result": freeze(kept), **after}  # a frozen member, written as text
+    text = codec.fragment(kept)
+    assert text is not None
+    message = {"jsonrpc": "2.0", "id": request_id, "result": result}
+    assert codec.fragment_reply(request_id, result, "result", text) == codec.encode(message)
+
+
+def test_a_reply_around_a_fragment_declines_what_it_cannot_write() -> None:
+    assert codec.fragment_reply(1, {"other": 1}, "result", "{}") is None  # no such member
+    assert codec.fragment_reply(None, {"result": {}}, "result", "{}") is None
+    assert codec.fragment_reply(1.0, {"result": {}}, "result", "{}") is None
+    lone = codec.fragment({"n": "\udc80"})  # a lone surrogate: encode escapes it instead
+    assert lone is not None
+    assert codec.fragment_reply(1, {"result": {}}, "result", lone) is None
+    nan = {"x": float("nan")}
+    assert codec.fragment_reply(1, {"result": {}, "bad": nan}, "result", "{}") is None
+
+
 @pytest.mark.parametrize("request_id", [True, 1.0, None, [1]])
 def test_the_template_declines_ids_it_does_not_write(request_id: Any) -> None:
     assert codec.text_reply(request_id, "x", False) is None

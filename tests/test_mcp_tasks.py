@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -17,9 +18,10 @@ import pytest
 
 from http_helpers import post, sse_events
 from toolnexus import Host, NotFoundError, Request, ToolContext, Toolkit, ToolResult, tool
-from toolnexus.mcp import HttpServer, ServerOptions
+from toolnexus.mcp import HttpServer, ServerOptions, ServerSession
 from toolnexus.mcp._server._bridge import LazyHost
 from toolnexus.mcp._server._feature_tools import make_tasks
+from toolnexus.mcp._shared import _codec as codec
 from toolnexus.stores import MemoryTaskStore, SqliteTaskStore, TaskRecord, TaskStore, open_store
 
 TASKS = "io.modelcontextprotocol/tasks"
@@ -193,6 +195,7 @@ def test_finished_tasks_are_bounded_per_owner_and_in_all_the_oldest_evicted_firs
         for _ in range(4_000)
     ]
     assert len(store) == 100  # alice's bound, running and finished
+    assert len(tasks._texts) == 100  # a result's kept text goes with its task
     assert all(store.get(each) is None for each in made[:-100])  # the oldest went first
     assert all(store.get(each) is not None for each in made[-100:])
     for owner in ("bob", "carol", "dave"):
@@ -234,6 +237,80 @@ def test_a_new_task_is_refused_only_when_unfinished_ones_fill_the_bound() -> Non
     finally:
         released.set()
         host.close()
+
+
+class _CountingStore(MemoryTaskStore):
+    """A memory store that lists each write (its kind and the record's status)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[tuple[str, str]] = []
+
+    def create(self, record: TaskRecord) -> None:
+        self.writes.append(("create", record.status))
+        super().create(record)
+
+    def update(self, record: TaskRecord) -> bool:
+        self.writes.append(("update", record.status))
+        return super().update(record)
+
+
+def test_a_task_is_built_once_as_it_ends_and_an_ended_task_keeps_no_state() -> None:
+    # A task made settled was built working, then rebuilt (and its state frozen again)
+    # as it ended; an ended task kept the state only resuming it needs.
+    store = _CountingStore()
+    options = ServerOptions(task_store=store)
+    tasks = make_tasks(options.tasks)
+    state = {"method": "tools/call", "name": "instant", "arguments": {"n": [1, 2]}}
+    made = tasks.create(None, state, result=ToolResult.ok("done"))
+    assert isinstance(made, TaskRecord) and store.writes == [("create", "completed")]
+    assert made.version == 0 and made.state is None  # built once, as it ended
+    assert re.fullmatch(r"tsk-[0-9a-f]{32}", made.task_id)  # 128 random bits, in hex
+    assert store.get(made.task_id) is made
+    assert tasks.detailed(made)["result"]["content"] == [{"type": "text", "text": "done"}]
+    released.clear()
+    host = LazyHost(TOOLKIT, options.host)
+    call = host.get().submit("hold", {})
+    try:
+        working = tasks.create(None, state, call=call)
+        assert isinstance(working, TaskRecord) and working.state == state  # kept to resume it
+        tasks.settle(working.task_id, ToolResult.ok("late"), call)
+        ended = store.get(working.task_id)
+        assert ended is not None and ended.status == "completed" and ended.state is None
+        assert store.writes[1:] == [("create", "working"), ("update", "completed")]
+    finally:
+        released.set()
+        host.close()
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_finished_task_s_result_is_encoded_once_and_each_tasks_get_writes_that_text(
+    shared: bool, tmp_path: Path
+) -> None:
+    # Each tasks/get deep-copied the task's result and encoded it again.
+    store: TaskStore = SqliteTaskStore(tmp_path / "tasks.db") if shared else MemoryTaskStore()
+    options = ServerOptions(task_store=store)
+    tasks = make_tasks(options.tasks)
+    session = ServerSession(TOOLKIT, options, _tasks=tasks)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps(),
+    }
+    call = {"name": "only_task", "arguments": {}, "_meta": meta}
+    start = session.receive({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
+    result = ToolResult('done "é" ✓', False, {"structuredContent": {"n": [1, 2.5, None]}})
+    made = session.complete_call(start[0].call_id, result)[0].message["result"]
+    assert made["status"] == "completed"
+    get = {"taskId": made["taskId"], "_meta": meta}
+    for request_id in (2, "get ✓"):
+        message = {"jsonrpc": "2.0", "id": request_id, "method": "tasks/get", "params": get}
+        (answer,) = session.receive(message)
+        written = answer.to_bytes()
+        assert written == codec.encode(json.loads(written))  # exactly the plain path's bytes
+        assert json.loads(written)["result"]["result"]["structuredContent"] == {"n": [1, 2.5, None]}
+        # This process's memory hands back the record it ended: its kept text is written.
+        # A shared store's record is read back anew: encoded as any answer is.
+        assert (answer._line is not None) is not shared
 
 
 def test_watchers_hear_each_change_and_nothing_while_nobody_listens() -> None:
@@ -811,3 +888,25 @@ def test_over_stdio_a_task_is_made_polled_and_its_status_told_without_a_hang() -
     finally:
         released.set()
         client.close()
+
+
+def test_a_task_s_times_are_written_as_datetime_writes_them_to_the_millisecond() -> None:
+    # iso_time formats without datetime (a third of its cost): pinned to datetime's text,
+    # rounding included (a timestamp's microseconds, half to even, then cut to milliseconds).
+    import math
+    import random
+    from datetime import datetime, timezone
+
+    from toolnexus.mcp._server._tasks import iso_time
+
+    def plain(seconds: float) -> str:
+        moment = datetime.fromtimestamp(seconds, timezone.utc)
+        return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    now = 1_765_065_600.0
+    edges = [0.0, 1.0, 1.0005, 1.0004999, 1.9999995, 1.9999994, -1.5, -0.0000001]
+    edges += [now + 0.9995, now + 0.9999999, now + 0.0009995, 253_402_300_799.999]
+    edges += [math.floor(now) + k / 1e6 + d for k in range(0, 10**6, 997) for d in (0, 5e-7)]
+    picked = random.Random(37)
+    edges += [now + picked.uniform(-3e9, 3e9) for _ in range(20_000)]
+    assert [iso_time(each) for each in edges] == [plain(each) for each in edges]

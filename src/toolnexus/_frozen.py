@@ -96,7 +96,12 @@ def freeze(value: Any) -> Any:
     if kind in _LEAVES or kind is FrozenDict or kind is FrozenList:
         return value  # the common cases, before the ABC check below (a Python call)
     if kind is dict:
-        return FrozenDict({key: freeze(item) for key, item in value.items()})
+        frozen: dict[Any, Any] = {}  # a loop, not a comprehension: as thaw, a frame less
+        for key, item in value.items():
+            frozen[key] = item if item.__class__ in _LEAVES else freeze(item)
+        return FrozenDict(frozen)
+    if kind is list:  # before the ABC check too: a result's content is one
+        return FrozenList([item if item.__class__ in _LEAVES else freeze(item) for item in value])
     if isinstance(value, (FrozenDict, FrozenList)):
         return value
     if isinstance(value, Mapping):

@@ -8,10 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..._tracing import API_MODULE
+from .._shared import _codec as codec
 from .._shared._codec import MISSING_CLIENT_CAPABILITY
 from .._shared._protocol import META_CLIENT_CAPABILITIES, MODERN_PROTOCOL_VERSIONS, TASKS_EXTENSION
 from .._shared._upstream_tasks import upstream_task_id
 from ._context import MODERN, Feature, Method, ServerContext
+from ._tasks import Refused, Resume
 from ._types import Action, CallState, ClientView, Reject, StartCall, error
 
 if TYPE_CHECKING:
@@ -46,8 +49,6 @@ def task_made(
     """Make ``call`` a task — working on ``running``, or settled with ``result`` — and
     answer its request with it; the task's id (None when it could not be made: the call
     stays in its request if it still runs, else its request is answered the error)."""
-    from ._tasks import Refused
-
     tasks = context.tasks
     assert tasks is not None
     state = {
@@ -78,9 +79,6 @@ def _method(
     extension, or is refused ``-32021``). A task answered in full runs again: a
     :class:`StartCall` for it follows the answer (through the call bridge, as every call
     runs)."""
-    from ..._tracing import API_MODULE
-    from ._tasks import Refused, Resume
-
     tasks = context.tasks
     assert tasks is not None
     if not client.tasks:
@@ -106,7 +104,12 @@ def _method(
     if isinstance(done, Refused):
         raise Reject(done.code, done.message, done.data)
     body = tasks.detailed(done) if method == "tasks/get" else {}
-    actions: list[Action] = [context.reply(request_id, client, body)]
+    answer = context.reply(request_id, client, body)
+    if method == "tasks/get":
+        text = tasks.result_text(done)
+        if text is not None:  # its result as it was encoded when the task ended
+            answer._line = codec.fragment_reply(request_id, body, "result", text)
+    actions: list[Action] = [answer]
     if isinstance(done, Resume):
         import sys
 

@@ -23,11 +23,13 @@ its bearer token, or its OAuth subject) and is unknown to any other, as an expir
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..._binding import BINDING_KEY
@@ -51,7 +53,7 @@ from ._questions import (
 if TYPE_CHECKING:
     from ..._host import Call
     from ..._suspension import Answer, Request
-    from ...stores._tasks import TaskRecord, TaskStore
+    from ...stores._tasks import MemoryTaskStore, TaskRecord, TaskStore
     from ._options import TaskOptions
 
 __all__ = ["TASKS_EXTENSION", "Refused", "Resume", "Tasks", "iso_time"]
@@ -81,12 +83,53 @@ class Resume(NamedTuple):
     binding: str | None
 
 
-def iso_time(seconds: float) -> str:
-    """``seconds`` since the epoch as an RFC 3339 UTC time, to the millisecond."""
-    from datetime import datetime, timezone
+@cache
+def _record_types() -> tuple[type[TaskRecord], type[MemoryTaskStore]]:
+    """The task record and the memory store, loaded with the first task (not at the top:
+    their module's dataclass would cost every server's start-up), once: an import
+    statement run per task costs more than a task's own bookkeeping."""
+    from ...stores._tasks import MemoryTaskStore, TaskRecord
 
-    moment = datetime.fromtimestamp(seconds, timezone.utc)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return TaskRecord, MemoryTaskStore
+
+
+def _new_task_id() -> str:
+    """An unguessable task id: ``tsk-`` and 128 bits from the operating system's CSPRNG,
+    in hex — what ``secrets.token_hex(16)`` returns, read without importing ``secrets``
+    (its ``hashlib`` would cost the first task a few milliseconds) or its three calls."""
+    return "tsk-" + os.urandom(16).hex()
+
+
+@lru_cache(maxsize=256)
+def iso_time(seconds: float) -> str:
+    """``seconds`` since the epoch as an RFC 3339 UTC time, to the millisecond — what
+    ``datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds")``
+    writes (with ``Z``), at a third of its cost (tests/test_mcp_tasks.py pins the two equal).
+
+    Kept for the last times written: a task's two times are written in every answer that
+    shows it (its creation, each ``tasks/get``, each notification), and change rarely.
+
+    Example::
+
+        >>> iso_time(1765065600.25)
+        '2025-12-07T00:00:00.250Z'
+    """
+    fraction, whole = math.modf(seconds)
+    micro = round(fraction * 1e6)  # to the microsecond, half to even: as datetime rounds
+    if micro >= 1_000_000:
+        whole, micro = whole + 1, micro - 1_000_000
+    elif micro < 0:
+        whole, micro = whole - 1, micro + 1_000_000
+    return f"{_iso_second(whole)}.{micro // 1000:03d}Z"
+
+
+@lru_cache(maxsize=4)
+def _iso_second(whole: float) -> str:
+    """The whole second ``whole`` as ``YYYY-MM-DDTHH:MM:SS`` (UTC): tasks made in the
+    same second share it."""
+    t = time.gmtime(whole)
+    day = f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}"
+    return f"{day}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
 
 
 class Tasks:
@@ -125,6 +168,13 @@ class Tasks:
         self._kept: dict[str, tuple[str | None, float | None]] = {}
         self._per_owner: dict[str | None, int] = {}
         self._evicted: dict[str, str | None] = {}  # the last evicted tasks' owners
+        # The JSON text of a finished task's result, as it was written when the task ended:
+        # task id -> (the record's frozen result, its text), for the tasks counted in _kept
+        # whose records this process's memory keeps (the store hands back the very record,
+        # so its result is known by identity). Each tasks/get of it is written around the
+        # text (codec.fragment_reply): encoded once, not copied and encoded again each time.
+        # Changed under _room, as _kept.
+        self._texts: dict[str, tuple[Mapping[str, Any], str]] = {}
         self._room = threading.Lock()
         self._format = format_result
         self._client_of = client_of
@@ -173,8 +223,11 @@ class Tasks:
         """Tell the watchers of a change — later, on a dispatcher thread, in the order the
         changes came: a change is often made under a transport's lock (a session's request
         handled, a call's end reported) that the watcher takes to send its notification."""
-        if not any(wants is None or wants() for _, wants in self._watchers):
-            return
+        for _, wants in self._watchers:  # a loop, not any() over a generator: a frame less
+            if wants is None or wants():
+                break
+        else:
+            return  # nobody to tell
         with self._lock:
             self._outbox.append(record)
             if self._telling:
@@ -222,26 +275,20 @@ class Tasks:
         given ``result``, already settled with it; :class:`Refused` when its store fails.
         ``task_id`` and ``status``: an upstream's task a caller takes as its own (see
         :meth:`follow`), recorded under the id the caller knows it by."""
-        import secrets  # here, not at the top: hashlib would cost every server's start-up
-
-        from ...stores._tasks import TaskRecord
-
+        task_record = _record_types()[0]
         now = self._clock()
-        record = TaskRecord(
-            task_id or "tsk-" + secrets.token_hex(16),
-            owner,
-            status,
-            now,
-            now,
-            self._ttl_ms,
-            0,
-            state=state,
-        )
+        fields: dict[str, Any]
+        text = None
         if call is None and result is not None:
-            # Made settled: stored once, as it ends (nobody saw it working); told so.
-            record = self._settled(record, result, False)
+            # Made settled: built once, as it ends, and stored once (nobody saw it working).
+            fields, text = self._ending(state, result, False, now)
+        else:
+            fields = {"status": status, "updated_at": now, "state": state}
+        record = task_record(
+            task_id or _new_task_id(), owner, created_at=now, ttl_ms=self._ttl_ms, **fields
+        )
         try:
-            refused = self._make_room(record)
+            refused = self._make_room(record, text)
             if refused is not None:
                 return refused
             try:
@@ -265,11 +312,16 @@ class Tasks:
 
     # ------------------------------------------------------------------ the bound
 
-    def _make_room(self, record: TaskRecord) -> Refused | None:
+    def _make_room(self, record: TaskRecord, text: str | None = None) -> Refused | None:
         """Count ``record`` in (``max_stored_tasks`` in all, ``max_stored_tasks_per_owner``
         for its owner), evicting the oldest finished tasks to make room; :class:`Refused`
-        when unfinished tasks alone fill the bound. Store failures propagate."""
+        when unfinished tasks alone fill the bound. Store failures propagate. ``text``:
+        its result's JSON, when it was made finished (see :meth:`result_text`)."""
         owner = record.owner
+        result = record.result
+        kept = None
+        if text is not None and result is not None and self._in_memory():
+            kept = (result, text)
         with self._room:
             while True:
                 owner_full = self._per_owner.get(owner, 0) >= self._max_per_owner
@@ -287,6 +339,8 @@ class Tasks:
             finished = record.expires_at if record.is_terminal else None
             self._kept[record.task_id] = (owner, finished)
             self._per_owner[owner] = self._per_owner.get(owner, 0) + 1
+            if kept is not None:
+                self._texts[record.task_id] = kept
         return None
 
     def _evict_one(self, owner: str | None, of_owner: bool) -> bool:
@@ -328,6 +382,7 @@ class Tasks:
     def _uncount(self, task_id: str) -> str | None:
         """Stop counting ``task_id`` (the lock _room is held); its owner."""
         kept = self._kept.pop(task_id, None)
+        self._texts.pop(task_id, None)
         if kept is None:  # evicted already (made finished, by another creation)
             return None
         owner = kept[0]
@@ -338,14 +393,27 @@ class Tasks:
             del self._per_owner[owner]
         return owner
 
-    def _finished(self, record: TaskRecord) -> None:
-        """``record`` ended: from now on, it may be evicted to make room."""
+    def _finished(self, record: TaskRecord, text: str | None = None) -> None:
+        """``record`` ended: from now on, it may be evicted to make room. ``text``: its
+        result's JSON (see :meth:`result_text`)."""
         if not record.is_terminal:
             return
+        result = record.result
+        written = None
+        if text is not None and result is not None and self._in_memory():
+            written = (result, text)
         with self._room:
             kept = self._kept.get(record.task_id)
             if kept is not None:
                 self._kept[record.task_id] = (kept[0], record.expires_at)
+                if written is not None:
+                    self._texts[record.task_id] = written
+
+    def _in_memory(self) -> bool:
+        """Whether the records live in this process's memory (a
+        :class:`~toolnexus.stores.MemoryTaskStore`: it hands back the very records it was
+        given), not in a store other processes share."""
+        return isinstance(self.store, _record_types()[1])
 
     def _store_failed(self, doing: str, exc: Exception) -> Refused:
         """The task store failed: the detail (its URL, the reason) goes to the server's
@@ -377,12 +445,21 @@ class Tasks:
         """The ``tasks/get`` answer: the task, with its result, error or questions."""
         out = self._summary(record)
         if record.status == "completed" and record.result is not None:
-            out["result"] = thaw(record.result)
+            # Read-only as it is when its text is kept: the answer is written from the text.
+            kept = self.result_text(record) is not None
+            out["result"] = record.result if kept else thaw(record.result)
         elif record.status == "failed" and record.error is not None:
             out["error"] = thaw(record.error)
         elif record.status == "input_required" and record.input_requests is not None:
             out["inputRequests"] = thaw(record.input_requests)
         return out
+
+    def result_text(self, record: TaskRecord) -> str | None:
+        """The JSON text of ``record``'s result as :func:`codec.fragment
+        <toolnexus.mcp._shared._codec.fragment>` wrote it when the task ended here — None
+        when it was not (a record read back from a shared store, one not completed)."""
+        kept = self._texts.get(record.task_id)
+        return kept[1] if kept is not None and kept[0] is record.result else None
 
     # ------------------------------------------------------------------ settling
 
@@ -398,62 +475,79 @@ class Tasks:
                 record = self.store.get(task_id)
                 if record is None or record.is_terminal:
                     return  # expired, or cancelled meanwhile: its late result is dropped
-                changed = self._settled(record, result, cancelled)
+                ending, text = self._ending(record.state or {}, result, cancelled, self._clock())
+                changed = record.evolve(**ending)
                 if self.store.update(changed):
-                    self._finished(changed)
+                    self._finished(changed, text)
                     self._told(changed)
                     return
         except Exception as exc:  # its record stays as it was, until its TTL
             self._store_failed("record a task's end", exc)
 
-    def _settled(self, record: TaskRecord, result: ToolResult, cancelled: bool) -> TaskRecord:
-        now = self._clock()
+    def _ending(
+        self, state: Mapping[str, Any], result: ToolResult, cancelled: bool, now: float
+    ) -> tuple[dict[str, Any], str | None]:
+        """The fields of a task whose call ended with ``result`` (``state``: the task's):
+        completed, failed, cancelled — then without its state, which nothing resumes — or
+        waiting on the question it asks. A record is made or evolved with them once. With
+        them, a completed task's result as JSON text (None without the C encoder)."""
         if cancelled:
-            return record.evolve(
-                status="cancelled",
-                updated_at=now,
-                status_message=result.output,
-                input_requests=None,
-            )
+            cancel = {
+                "status": "cancelled",
+                "updated_at": now,
+                "status_message": result.output,
+                "input_requests": None,
+                "state": None,
+            }
+            return cancel, None
         request = ToolResult.pending_of(result) if result.is_error else None
         if request is not None:
-            return self._asking(record, dict(thaw(record.state or {})), request, result, now)
-        client = self._client_of((record.state or {}).get("client") or {})
+            return self._asking(dict(state), request, result, now), None
+        client = self._client_of(state.get("client") or {})
         written = self._format(client, result)
-        try:
-            codec.encode(written)
+        try:  # encoded once: the text is what each tasks/get of it writes
+            text = codec.fragment(written)
+            if text is None:  # not JSON, or no C encoder: encode says which
+                codec.encode(written)
         except Exception as exc:  # not JSON (NaN, a set), or too big: the protocol failed
-            error = {
-                "code": INTERNAL_ERROR,
-                "message": f"internal error: the result is not JSON ({exc})",
-            }
-            return record.evolve(status="failed", updated_at=now, error=error, input_requests=None)
-        return record.evolve(
-            status="completed", updated_at=now, result=written, input_requests=None
-        )
+            message = f"internal error: the result is not JSON ({exc})"
+            return self._failed(INTERNAL_ERROR, message, now), None
+        done = {
+            "status": "completed",
+            "updated_at": now,
+            "result": written,
+            "input_requests": None,
+            "state": None,
+        }
+        return done, text
+
+    @staticmethod
+    def _failed(code: int, message: str, now: float, data: Any = None) -> dict[str, Any]:
+        """The fields of a task that failed with the JSON-RPC error ``code``/``message``."""
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        return {
+            "status": "failed",
+            "updated_at": now,
+            "error": error,
+            "input_requests": None,
+            "state": None,
+        }
 
     def _asking(
-        self,
-        record: TaskRecord,
-        state: dict[str, Any],
-        request: Request,
-        result: ToolResult,
-        now: float,
-    ) -> TaskRecord:
+        self, state: dict[str, Any], request: Request, result: ToolResult, now: float
+    ) -> dict[str, Any]:
         # The rule a call's question follows (mcp/_shared/_questions.py), for the task's client —
         # a modern one, which may always be asked.
         client = self._client_of(state.get("client") or {})
         planned = plan(request, result.output, client)
         if planned.problem is not None:
-            error = {
-                "code": INTERNAL_ERROR,
-                "message": f"the task asked a question MCP cannot ask: {planned.problem}",
-            }
-            return record.evolve(status="failed", updated_at=now, error=error)
+            message = f"the task asked a question MCP cannot ask: {planned.problem}"
+            return self._failed(INTERNAL_ERROR, message, now)
         if planned.missing:
             message, data = missing_capability(planned.missing, "the task", result.output)
-            error = {"code": MISSING_CLIENT_CAPABILITY, "message": message, "data": data}
-            return record.evolve(status="failed", updated_at=now, error=error)
+            return self._failed(MISSING_CLIENT_CAPABILITY, message, now, data)
         binding = result.metadata.get(BINDING_KEY)
         state.update(
             request=request.to_dict(),
@@ -461,13 +555,13 @@ class Tasks:
             binding=binding if isinstance(binding, str) else None,
             answers={},
         )
-        return record.evolve(
-            status="input_required",
-            updated_at=now,
-            status_message=request.prompt,
-            input_requests=input_requests(planned),
-            state=state,
-        )
+        return {
+            "status": "input_required",
+            "updated_at": now,
+            "status_message": request.prompt,
+            "input_requests": input_requests(planned),
+            "state": state,
+        }
 
     # ------------------------------------------------------------------ the methods
 
@@ -672,9 +766,7 @@ class Tasks:
         in another (a replica the client's ``tasks/cancel`` reached): while it runs tasks,
         one thread reads their records every ``task_poll_ms`` and cancels the call of a
         task cancelled elsewhere. A memory store is this process's own: nothing to watch."""
-        from ...stores._tasks import MemoryTaskStore
-
-        if isinstance(self.store, MemoryTaskStore):
+        if self._in_memory():
             return
         with self._lock:
             if self._reader is not None or self._closed.is_set():

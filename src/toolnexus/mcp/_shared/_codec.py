@@ -14,6 +14,8 @@ the plain :mod:`json` module's bytes (tests/test_mcp_codec.py):
 - a page of a list (``tools/list``) is written from its entries' encodings
   (:func:`fragment`, kept per entry, joined by :func:`listed_reply`): a list is asked for
   again and again, and its entries seldom change;
+- a finished task's result is encoded once, as it ends (:func:`fragment`), and each
+  ``tasks/get`` that shows it is written around that text (:func:`fragment_reply`);
 - a client's request is written from a template (:func:`request_line`), the ``_meta``
   entries it shares with every other request of its connection from their encoding,
   done once: they are most of a modern request's bytes, and nested objects are what the
@@ -51,6 +53,7 @@ __all__ = [
     "error_message",
     "encode_shared",
     "fragment",
+    "fragment_reply",
     "listed_reply",
     "nested_too_deep",
     "request_line",
@@ -401,6 +404,47 @@ def text_reply(
         )
     )
     return line.encode("utf-8")  # UnicodeEncodeError (a ValueError) for a lone surrogate
+
+
+def fragment_reply(request_id: Any, result: Mapping[str, Any], key: str, text: str) -> bytes | None:
+    """The line of the response ``{"jsonrpc":"2.0","id":ID,"result":result}`` with the
+    member ``result[key]`` written as ``text`` (its :func:`fragment`), in its place — the
+    same bytes :func:`encode` writes for that message.
+
+    Returns ``None`` when it cannot be written so (no C encoder, an id that is not an exact
+    ``int`` or ``str``, no ``key`` in ``result``, text that is not valid Unicode, a value
+    JSON cannot carry): then :func:`encode` the message, which words or escapes the problem.
+
+    Example::
+
+        >>> fragment_reply(7, {"taskId": "t", "result": {}, "x": 1}, "result", '{"a":1}')
+        b'{"jsonrpc":"2.0","id":7,"result":{"taskId":"t","result":{"a":1},"x":1}}\\n'
+    """
+    kind = request_id.__class__
+    if _C_ENCODE is None or (kind is not int and kind is not str) or key not in result:
+        return None
+    members = list(result.items())
+    at = list(result).index(key)
+    before, after = dict(members[:at]), dict(members[at + 1 :])
+    try:
+        head = "".join(_C_ENCODE(before, 0))[:-1] + "," if before else "{"
+        tail = "," + "".join(_C_ENCODE(after, 0))[1:] if after else "}"
+        line = "".join(
+            (
+                '{"jsonrpc":"2.0","id":',
+                int.__repr__(request_id) if kind is int else _ENCODE_STRING(request_id),
+                ',"result":',
+                head,
+                _ENCODE_STRING(key),
+                ":",
+                text,
+                tail,
+                "}\n",
+            )
+        )
+        return line.encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
+        return None
 
 
 def error_message(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
