@@ -52,6 +52,12 @@ if TYPE_CHECKING:
 
     C = TypeVar("C", bound=Settled)  # the host's Call: this layer is below the host's
 
+    # A built-in's answer before the worker hand-off, from what a ToolCall would carry
+    # (tool, arguments, context, call_id, turn): no ToolCall made unless it needs one.
+    Early = Callable[
+        [Tool, Mapping[str, Any], ToolContext, str | None, int | None], ToolResult | None
+    ]
+
 __all__ = [
     "AsyncNext",
     "Middleware",
@@ -213,9 +219,7 @@ class _Step:
         arun: Callable[..., Any] | None = None
         # A built-in policy's answer from the call alone (see Policies.answer_early), and
         # whether that check is its whole job when it lets the call pass (a gate).
-        self.early: Callable[[ToolCall], ToolResult | None] | None = getattr(
-            middleware, "_answer_early", None
-        )
+        self.early: Early | None = getattr(middleware, "_answer_early", None)
         self.gate = bool(getattr(middleware, "_gate", False))
         if isinstance(middleware, Middleware):
             cls = type(middleware)
@@ -393,7 +397,7 @@ class Policies:
         else:
             context = ToolContext(budget, answer=answer, principal=principal)
         try:
-            answer = first.early(ToolCall(tool, args, context, call_id, turn, context.deadline))
+            answer = first.early(tool, args, context, call_id, turn)
         except Exception:  # the chain runs it again, and reports its failure there
             return False
         return first.gate if answer is None else answer
