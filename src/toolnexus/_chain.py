@@ -19,11 +19,19 @@ Rules the code below keeps:
   under ``acall`` — when the tool is async and every middleware has an async form; else it
   runs on the host's worker, where an async-only middleware (or an async tool) runs on a
   private loop that the call's token cancels.
+- **A middleware hears the call's own token**: ``call.context`` is the context the call
+  makes for its tool (not a copy), whose token the deadline, ``call.cancel()``,
+  ``host.close()`` and the caller's token cancel. A chained call therefore always has a
+  context and a token (``_Run.takes_context``), even for a tool that takes neither: a
+  middleware may wait, and must still be stoppable. (Made lazily, they would be most of a
+  pass-through's saving; but ``ToolCall.context`` is a field of a frozen dataclass.)
 - **A policy that can answer without the tool answers before the worker hand-off**: when
   the first middleware of a tool's chain is a built-in that can tell from the call alone
   (a ``cache()`` hit, a ``call_limit()`` already reached), the host asks it on the
   caller's thread before the call goes to a worker, and the call settles there with its
-  answer. Otherwise (or while tracing may be on) the whole chain runs, as below.
+  answer (``Host.call`` makes no call object for it). It is asked with what a
+  :class:`ToolCall` would carry, and makes one only if it must (a cache's ``key``).
+  Otherwise (or while tracing may be on) the whole chain runs, as below.
 - **A middleware's failure is a result**: one that raises, or returns anything but a
   :class:`~toolnexus.ToolResult`, becomes an error result naming it; the traceback goes to
   ``logging``.
