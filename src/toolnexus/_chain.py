@@ -61,9 +61,11 @@ if TYPE_CHECKING:
     C = TypeVar("C", bound=Settled)  # the host's Call: this layer is below the host's
 
     # A built-in's answer before the worker hand-off, from what a ToolCall would carry
-    # (tool, arguments, context, call_id, turn): no ToolCall made unless it needs one.
+    # (tool, arguments, context without the budget, call_id, turn, budget): no ToolCall
+    # made unless it needs one (see early_call).
     Early = Callable[
-        [Tool, Mapping[str, Any], ToolContext, str | None, int | None], ToolResult | None
+        [Tool, Mapping[str, Any], ToolContext, str | None, int | None, int | None],
+        ToolResult | None,
     ]
 
 __all__ = [
@@ -73,6 +75,7 @@ __all__ = [
     "Next",
     "Policies",
     "ToolCall",
+    "early_call",
     "exception_of",
     "is_read_only",
     "same_budget",
@@ -399,13 +402,16 @@ class Policies:
             self.tracing is None and _tracing.API_MODULE in sys.modules and _tracing.is_on()
         ):
             return False
+        # What a policy reads of the call's context here: its answer and its principal.
+        # Its budget is not in it (a context with one starts its clock when made, so it
+        # cannot be kept): a policy that needs it makes the ToolCall (see early_call).
         principal = bound_principal.get()
-        if budget is None and answer is None and principal is None:
+        if answer is None and principal is None:
             context = _BARE  # nothing of this call's own to say: one context kept
         else:
-            context = ToolContext(budget, answer=answer, principal=principal)
+            context = ToolContext(answer=answer, principal=principal)
         try:
-            answer = first.early(tool, args, context, call_id, turn)
+            answer = first.early(tool, args, context, call_id, turn, budget)
         except Exception:  # the chain runs it again, and reports its failure there
             return False
         return first.gate if answer is None else answer
@@ -451,6 +457,22 @@ class Policies:
                     then(finished)
 
         return run, done, progress  # type: ignore[return-value]  # it runs as the tool does
+
+
+def early_call(
+    tool: Tool,
+    arguments: Mapping[str, Any],
+    context: ToolContext,
+    call_id: str | None,
+    turn: int | None,
+    budget: int | None,
+) -> ToolCall:
+    """The :class:`ToolCall` of a call asked before the worker hand-off (what
+    :meth:`Policies.answer_early` passed on): its context with the call's budget, counted
+    from now, as the call's own will be."""
+    if budget is not None:
+        context = ToolContext(budget, answer=context.answer, principal=context.principal)
+    return ToolCall(tool, arguments, context, call_id, turn, context.deadline)
 
 
 def exception_of(call: ToolCall, result: ToolResult) -> BaseException | None:

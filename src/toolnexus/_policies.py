@@ -21,7 +21,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from . import _tracing
-from ._chain import AsyncNext, Middleware, Next, ToolCall, exception_of, is_read_only, selects
+from ._chain import (
+    AsyncNext,
+    Middleware,
+    Next,
+    ToolCall,
+    early_call,
+    exception_of,
+    is_read_only,
+    selects,
+)
 from ._result import PENDING_KEY, STRUCTURED_KEY, ToolResult
 from ._suspension import Answer, Request
 from .errors import InvalidTypeError, InvalidValueError
@@ -447,6 +456,7 @@ class _Cache(Middleware):
         context: ToolContext,
         call_id: str | None,
         turn: int | None,
+        budget: int | None,
     ) -> ToolResult | None:
         """A hit, before a worker takes the call (``Policies.answer_early``). Its arguments
         are not checked yet: only for a tool that acts on them as given (no nulls to drop),
@@ -456,7 +466,7 @@ class _Cache(Middleware):
             return None
         call = None
         if self.key is not None:
-            call = ToolCall(tool, arguments, context, call_id, turn, context.deadline)
+            call = early_call(tool, arguments, context, call_id, turn, budget)
         return self._lookup(tool, arguments, context, call)[1]
 
     def __call__(self, call: ToolCall, call_next: Next) -> ToolResult:
@@ -581,6 +591,7 @@ class _CallLimit(Middleware):
         context: ToolContext,
         call_id: str | None,
         turn: int | None,
+        budget: int | None,
     ) -> ToolResult | None:
         """Count the call in, or refuse it, before a worker takes it
         (``Policies.answer_early``)."""
