@@ -387,13 +387,6 @@ class _Cache(Middleware):
     def __repr__(self) -> str:
         return f"<cache ttl_ms={self.ttl * 1000:g} entries={len(self._entries)}/{self.max_entries}>"
 
-    def _applies(self, tool: Tool, context: ToolContext) -> bool:
-        if context.answer is not None:  # a retry after a question: never from a cache
-            return False
-        if self.tools is not None:
-            return selects(self.tools, tool.name)
-        return is_read_only(tool)
-
     def _key_of(
         self, tool: Tool, arguments: Any, context: ToolContext, call: ToolCall | None
     ) -> Hashable | None:
@@ -439,15 +432,20 @@ class _Cache(Middleware):
         """The call's key (None: not cached) and its entry, when there is a fresh one.
         ``call`` is the :class:`ToolCall` of ``tool``, ``arguments`` and ``context``;
         None where nobody reads it (no ``key``)."""
-        if not self._applies(tool, context):
+        if context.answer is not None:  # a retry after a question: never from a cache
+            return None, None
+        if not (selects(self.tools, tool.name) if self.tools is not None else is_read_only(tool)):
             return None, None
         key = self._key_of(tool, arguments, context, call)
         if key is None:
             return None, None
-        hit = self._get(key)
-        if hit is not None:
-            _tracing.event("toolnexus.cache.hit", {"gen_ai.tool.name": tool.name})
-        return key, hit
+        return key, self._get(key)
+
+    def _hit(self, call: ToolCall, hit: ToolResult) -> ToolResult:
+        """A hit in the chain: marked on the call's span (a hit before the worker hand-off
+        has none: it is answered only while tracing is off)."""
+        _tracing.event("toolnexus.cache.hit", {"gen_ai.tool.name": call.name})
+        return hit
 
     def _answer_early(
         self,
@@ -472,7 +470,7 @@ class _Cache(Middleware):
     def __call__(self, call: ToolCall, call_next: Next) -> ToolResult:
         key, hit = self._lookup(call.tool, call.arguments, call.context, call)
         if hit is not None:
-            return hit
+            return self._hit(call, hit)
         result = call_next(call)
         if key is not None:
             self._put(key, result)
@@ -481,7 +479,7 @@ class _Cache(Middleware):
     async def acall(self, call: ToolCall, call_next: AsyncNext) -> ToolResult:
         key, hit = self._lookup(call.tool, call.arguments, call.context, call)
         if hit is not None:
-            return hit
+            return self._hit(call, hit)
         result = await call_next(call)
         if key is not None:
             self._put(key, result)
