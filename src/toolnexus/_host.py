@@ -526,9 +526,7 @@ class Host:
             result = host.call("crunch", {"steps": 3}, timeout_ms=500)
             assert not result.is_error
         """
-        call = self._call_or_answer(
-            False, name, args, timeout_ms, cancellation_token, progress, None, None, resume=False
-        )
+        call = self._call_or_answer(False, name, args, timeout_ms, cancellation_token, progress)
         if isinstance(call, ToolResult):  # answered at once: no call was made
             return call
         return self._wait(call)
@@ -566,15 +564,7 @@ class Host:
                 ToolResult.pending_of(first), {"env": "dev"}))
         """
         call = self._call_or_answer(
-            False,
-            name,
-            args,
-            timeout_ms,
-            cancellation_token,
-            progress,
-            request,
-            answer,
-            resume=True,
+            False, name, args, timeout_ms, cancellation_token, progress, request, answer, True
         )
         if isinstance(call, ToolResult):  # answered at once: no call was made
             return call
@@ -602,9 +592,7 @@ class Host:
 
             result = await host.acall("fetch", {"url": "https://example.com"}, timeout_ms=2000)
         """
-        call = self._call_or_answer(
-            False, name, args, timeout_ms, cancellation_token, progress, None, None, resume=False
-        )
+        call = self._call_or_answer(False, name, args, timeout_ms, cancellation_token, progress)
         if isinstance(call, ToolResult):  # answered at once: no call was made
             return call
         return await self._await(call)
@@ -627,15 +615,7 @@ class Host:
             done = await host.aresume("deploy", {}, request, answer)
         """
         call = self._call_or_answer(
-            False,
-            name,
-            args,
-            timeout_ms,
-            cancellation_token,
-            progress,
-            request,
-            answer,
-            resume=True,
+            False, name, args, timeout_ms, cancellation_token, progress, request, answer, True
         )
         if isinstance(call, ToolResult):  # answered at once: no call was made
             return call
@@ -678,7 +658,7 @@ class Host:
         what the middleware sees of a turn's call; a ``caller`` the tool's
         ``allowed_callers`` does not list is refused before anything runs.
         """
-        call = self._call_or_answer(
+        call = self._call_or_answer(  # (positional: forwarded keywords cost every call)
             True,
             name,
             args,
@@ -687,12 +667,12 @@ class Host:
             progress,
             request,
             answer,
-            resume=resume,
-            accepted=accepted,
-            done_callback=done_callback,
-            call_id=call_id,
-            turn=turn,
-            caller=caller,
+            resume,
+            accepted,
+            done_callback,
+            call_id,
+            turn,
+            caller,
         )
         assert isinstance(call, Call)
         return call
@@ -701,13 +681,12 @@ class Host:
         self,
         keep: bool,
         name: str,
-        args: Any = None,
-        timeout_ms: int | None = None,
-        token: object = None,
-        progress: ProgressReporter | None = None,
+        args: Any,
+        timeout_ms: int | None,
+        token: object,
+        progress: ProgressReporter | None,
         request: object = None,
         answer: object = None,
-        *,
         resume: bool | None = None,
         accepted: Accepted | None = None,
         done_callback: Callable[[Call], object] | None = None,
