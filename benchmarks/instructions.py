@@ -27,6 +27,12 @@ happens, e.g. a thread woken by the clock), with the others beside it.
 - ``host-pass-through``, ``host-cache-hit``: the same through one middleware: a function
   that passes the call on, or ``cache()`` answering every call (the same arguments to a
   read-only ``add``).
+- ``host-memo-hit``: ``cache()``'s hand-written equivalent (``policies.py``'s memo in
+  front of ``Host.call``, a dict keyed on the sorted JSON arguments), hitting.
+- ``host-call-limit``, ``host-rate-limit``: ``Host.call`` through ``call_limit(10**9,
+  per="tool")`` and ``rate_limit(1e9, burst=10**6)`` (never reached), against
+  ``host-counter`` and ``host-bucket``, their hand-written equivalents as middleware
+  (``policies.py``'s ``counter_of`` and ``bucket_of``).
 - ``http-legacy``, ``http-modern``: the embedded Streamable HTTP server (``HttpServer``,
   ``mcp_bench_tools.py``'s toolkit) started in the counted process, driven by
   ``mcp_http.py``'s raw ``http.client`` connection from an uncounted child process (as
@@ -73,6 +79,11 @@ ROWS = (
     "host-timeout",
     "host-pass-through",
     "host-cache-hit",
+    "host-memo-hit",
+    "host-call-limit",
+    "host-counter",
+    "host-rate-limit",
+    "host-bucket",
     "client",
     "client-http",
     "client-host",
@@ -277,8 +288,28 @@ def workload(row: str, calls: int) -> None:
         from toolnexus.policies import cache
 
         middleware = [cache()]
+    elif row in ("host-call-limit", "host-rate-limit"):
+        from toolnexus.policies import call_limit, rate_limit
+
+        limit = call_limit(10**9, per="tool") if row == "host-call-limit" else None
+        middleware = [limit or rate_limit(1e9, burst=1_000_000)]
+    elif row in ("host-counter", "host-bucket"):
+        sys.path.insert(0, str(HERE))
+        from policies import bucket_of, counter_of
+
+        hand = counter_of(10**9) if row == "host-counter" else bucket_of(1e9, 1_000_000)
+        middleware = [hand]
     with Host(Toolkit([made]), middleware=middleware) as host:
         host.call("add", {"a": 0, "b": 1})
+        if row == "host-memo-hit":
+            memo: dict[tuple[str, str], Any] = {}
+            for _ in range(calls):
+                key = ("add", json.dumps({"a": 0, "b": 1}, sort_keys=True))
+                found = memo.get(key)
+                if found is None:
+                    found = memo[key] = host.call("add", {"a": 0, "b": 1})
+                assert not found.is_error
+            return
         for index in range(calls):
             args = {"a": 0, "b": 1} if row == "host-cache-hit" else {"a": index, "b": 2}
             assert not host.call("add", args, timeout_ms=deadline).is_error

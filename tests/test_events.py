@@ -140,3 +140,69 @@ def test_the_host_repr_shows_its_state():
 def test_on_event_must_be_callable():
     with pytest.raises(TypeError, match="on_event must be callable"):
         Host(TOOLKIT, on_event="print")  # type: ignore[arg-type]
+
+
+def test_a_call_answered_at_once_is_answered_and_reported_as_a_kept_call_is():
+    # Host.call (and acall, resume) make no Call for a call answered before anything
+    # runs: refused, bad arguments, unknown, cancelled before it began, a cache hit, a
+    # call limit reached. The result and the event must be what submit's kept call gives.
+    from toolnexus.policies import cache, call_limit
+
+    @tool(read_only=True)
+    def double(n: int) -> int:
+        """Twice n."""
+        return 2 * n
+
+    cancelled = CancellationTokenSource()
+    cancelled.cancel()
+    cases = [
+        ("nope", {}, {}),
+        ("double", {"n": "two"}, {}),
+        ("double", {"n": 2}, {"cancellation_token": cancelled.token}),
+        ("double", {"n": 2}, {}),  # the first ran: a cache hit from here on
+        ("limited", {}, {}),  # the first ran: refused by the limit from here on
+    ]
+
+    @tool(name="limited")
+    def limited() -> str:
+        """Runs once."""
+        return "ran"
+
+    def run(way: str) -> tuple[list[tuple[str, bool, object]], list[tuple[str, str, object]]]:
+        events: list[ToolEvent] = []
+        answers: list[tuple[str, bool, object]] = []
+        middleware = [cache(), call_limit(1, per="tool", tools=["limited"])]
+        with Host(Toolkit([double, limited]), on_event=events.append, middleware=middleware) as h:
+            h.call("double", {"n": 2})
+            h.call("limited", {})
+            del events[:]
+            for name, args, options in cases:
+                if way == "call":
+                    result = h.call(name, args, **options)
+                elif way == "acall":
+                    result = asyncio.run(h.acall(name, args, **options))
+                else:
+                    result = h.submit(name, args, **options).result(TIMEOUT)
+                answers.append((result.output, result.is_error, result.to_dict()))
+            h.close()
+            if way == "call":
+                closed = h.call("double", {"n": 2})
+            elif way == "acall":
+                closed = asyncio.run(h.acall("double", {"n": 2}))
+            else:
+                closed = h.submit("double", {"n": 2}).result(TIMEOUT)
+            answers.append((closed.output, closed.is_error, closed.to_dict()))
+        return answers, [(e.name, e.outcome, e.request_id) for e in events]
+
+    kept = run("submit")
+    assert kept[1] == [
+        ("nope", "error", None),
+        ("double", "error", None),
+        ("double", "cancelled", None),
+        ("double", "ok", None),
+        ("limited", "error", None),
+        ("double", "error", None),
+    ]
+    assert kept[0][3][:2] == ("4", False) and "call limit reached" in kept[0][4][0]
+    assert run("call") == kept
+    assert run("acall") == kept

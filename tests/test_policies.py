@@ -309,6 +309,82 @@ def test_a_cache_keys_on_canonical_arguments_and_keeps_no_errors_or_questions() 
     assert [r["q"] for r in runs] == ["a", "bad", "ask", "bad", "ask"]
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"b": 1, "a": [1.0, True, None, "\u00e9", "\ud800"]},
+        {"x": {"z": 1, "y": {"d": [], "c": {}}}},
+        {},
+        {"big": 1e300, "small": -0.0, "n": 10**30},
+        {"1": 1, "1.0": 1.0, "true": True},
+    ],
+    ids=["scalars", "nested", "empty", "numbers", "lookalikes"],
+)
+def test_a_cache_key_is_what_a_sorted_json_encoder_writes(arguments: dict[str, Any]) -> None:
+    # The key is written by a C encoder kept between calls; it must be exactly what
+    # JSONEncoder(sort_keys=True).encode writes, so 1, 1.0 and true never share a key.
+    import json
+
+    from toolnexus._policies import _canonical
+
+    expected = json.JSONEncoder(
+        sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode(arguments)
+    assert _canonical(arguments) == expected
+
+
+def test_arguments_json_cannot_carry_are_never_cached_and_still_run() -> None:
+    from toolnexus._policies import _canonical
+
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    for value in (cyclic, {"n": float("nan")}, {"s": {1, 2}}):
+        with pytest.raises((RecursionError, ValueError, TypeError)):
+            _canonical(value)
+
+    runs: list[object] = []
+
+    @tool(read_only=True)
+    def echo(value: Any) -> str:
+        """Echo."""
+        runs.append(value)
+        return "ok"
+
+    with Host(Toolkit([echo]), middleware=[cache()]) as host:
+        for _ in range(2):  # keyed before its check, refused by it: never an exception
+            refused = host.call("echo", {"value": cyclic})
+            assert refused.is_error and "nested too deeply" in refused.output
+        for _ in range(2):
+            assert host.call("echo", {"value": float("nan")}).output == "ok"
+    assert len(runs) == 2  # NaN ran both times: never cached
+
+
+def test_a_cache_key_function_sees_the_call_before_the_worker_hand_off() -> None:
+    # A hit is answered on the caller's thread; the key function still gets the
+    # ToolCall, with the arguments and the call's budget.
+    seen: list[tuple[str, dict[str, Any], int | None, bool]] = []
+    runs: list[int] = []
+
+    @tool(read_only=True)
+    def square(n: int) -> int:
+        """Square."""
+        runs.append(n)
+        return n * n
+
+    def key(call: Any) -> str:
+        seen.append(
+            (call.name, dict(call.arguments), call.context.timeout_ms, call.deadline is not None)
+        )
+        return "tenant"
+
+    with Host(Toolkit([square]), middleware=[cache(key=key)]) as host:
+        for _ in range(3):
+            assert host.call("square", {"n": 4}, timeout_ms=5_000).output == "16"
+    assert runs == [4]
+    # (the first call asks twice: before the hand-off, a miss, then in the chain)
+    assert len(seen) >= 3 and all(s == ("square", {"n": 4}, 5_000, True) for s in seen)
+
+
 def test_a_cache_leaves_tools_not_declared_read_only_alone_and_bounds_its_size() -> None:
     runs: list[int] = []
 

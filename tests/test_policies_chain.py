@@ -349,6 +349,33 @@ def test_a_cancel_reaches_a_waiting_middleware() -> None:
     assert call.cancelled() and result.output == "stopped waiting"
 
 
+@pytest.mark.parametrize("stop", ["call.cancel()", "host.close()"])
+def test_a_waiting_middleware_hears_the_calls_own_token_with_no_deadline(stop: str) -> None:
+    # `add` takes no context, and the call has no deadline and no caller's token: the
+    # chain still gives the middleware the call's own token, which cancel() and close()
+    # cancel (a call without middleware would have none at all).
+    waiting = threading.Event()
+    heard: list[bool] = []
+
+    def patient(call: ToolCall, call_next: Next) -> ToolResult:
+        waiting.set()
+        heard.append(call.context.cancellation_token.wait(30))
+        return ToolResult.error("stopped waiting")
+
+    host = Host(TOOLKIT, middleware=[patient], timeout_ms=None)
+    try:
+        call = host.submit("add", {"a": 1, "b": 2})
+        assert waiting.wait(10)
+        if stop == "call.cancel()":
+            assert call.cancel()
+        else:
+            host.close(timeout=10)
+        result = call.result(timeout=10)
+    finally:
+        host.close()
+    assert heard == [True] and call.cancelled() and result.output == "stopped waiting"
+
+
 def test_an_async_middleware_is_cancelled_with_its_acall() -> None:
     entered = asyncio.Event()
     cancelled: list[bool] = []

@@ -19,11 +19,19 @@ Rules the code below keeps:
   under ``acall`` — when the tool is async and every middleware has an async form; else it
   runs on the host's worker, where an async-only middleware (or an async tool) runs on a
   private loop that the call's token cancels.
+- **A middleware hears the call's own token**: ``call.context`` is the context the call
+  makes for its tool (not a copy), whose token the deadline, ``call.cancel()``,
+  ``host.close()`` and the caller's token cancel. A chained call therefore always has a
+  context and a token (``_Run.takes_context``), even for a tool that takes neither: a
+  middleware may wait, and must still be stoppable. (Made lazily, they would be most of a
+  pass-through's saving; but ``ToolCall.context`` is a field of a frozen dataclass.)
 - **A policy that can answer without the tool answers before the worker hand-off**: when
   the first middleware of a tool's chain is a built-in that can tell from the call alone
   (a ``cache()`` hit, a ``call_limit()`` already reached), the host asks it on the
   caller's thread before the call goes to a worker, and the call settles there with its
-  answer. Otherwise (or while tracing may be on) the whole chain runs, as below.
+  answer (``Host.call`` makes no call object for it). It is asked with what a
+  :class:`ToolCall` would carry, and makes one only if it must (a cache's ``key``).
+  Otherwise (or while tracing may be on) the whole chain runs, as below.
 - **A middleware's failure is a result**: one that raises, or returns anything but a
   :class:`~toolnexus.ToolResult`, becomes an error result naming it; the traceback goes to
   ``logging``.
@@ -52,6 +60,14 @@ if TYPE_CHECKING:
 
     C = TypeVar("C", bound=Settled)  # the host's Call: this layer is below the host's
 
+    # A built-in's answer before the worker hand-off, from what a ToolCall would carry
+    # (tool, arguments, context without the budget, call_id, turn, budget): no ToolCall
+    # made unless it needs one (see early_call).
+    Early = Callable[
+        [Tool, Mapping[str, Any], ToolContext, str | None, int | None, int | None],
+        ToolResult | None,
+    ]
+
 __all__ = [
     "AsyncNext",
     "Middleware",
@@ -59,6 +75,7 @@ __all__ = [
     "Next",
     "Policies",
     "ToolCall",
+    "early_call",
     "exception_of",
     "is_read_only",
     "same_budget",
@@ -213,9 +230,7 @@ class _Step:
         arun: Callable[..., Any] | None = None
         # A built-in policy's answer from the call alone (see Policies.answer_early), and
         # whether that check is its whole job when it lets the call pass (a gate).
-        self.early: Callable[[ToolCall], ToolResult | None] | None = getattr(
-            middleware, "_answer_early", None
-        )
+        self.early: Early | None = getattr(middleware, "_answer_early", None)
         self.gate = bool(getattr(middleware, "_gate", False))
         if isinstance(middleware, Middleware):
             cls = type(middleware)
@@ -387,13 +402,16 @@ class Policies:
             self.tracing is None and _tracing.API_MODULE in sys.modules and _tracing.is_on()
         ):
             return False
+        # What a policy reads of the call's context here: its answer and its principal.
+        # Its budget is not in it (a context with one starts its clock when made, so it
+        # cannot be kept): a policy that needs it makes the ToolCall (see early_call).
         principal = bound_principal.get()
-        if budget is None and answer is None and principal is None:
+        if answer is None and principal is None:
             context = _BARE  # nothing of this call's own to say: one context kept
         else:
-            context = ToolContext(budget, answer=answer, principal=principal)
+            context = ToolContext(answer=answer, principal=principal)
         try:
-            answer = first.early(ToolCall(tool, args, context, call_id, turn, context.deadline))
+            answer = first.early(tool, args, context, call_id, turn, budget)
         except Exception:  # the chain runs it again, and reports its failure there
             return False
         return first.gate if answer is None else answer
@@ -439,6 +457,22 @@ class Policies:
                     then(finished)
 
         return run, done, progress  # type: ignore[return-value]  # it runs as the tool does
+
+
+def early_call(
+    tool: Tool,
+    arguments: Mapping[str, Any],
+    context: ToolContext,
+    call_id: str | None,
+    turn: int | None,
+    budget: int | None,
+) -> ToolCall:
+    """The :class:`ToolCall` of a call asked before the worker hand-off (what
+    :meth:`Policies.answer_early` passed on): its context with the call's budget, counted
+    from now, as the call's own will be."""
+    if budget is not None:
+        context = ToolContext(budget, answer=context.answer, principal=context.principal)
+    return ToolCall(tool, arguments, context, call_id, turn, context.deadline)
 
 
 def exception_of(call: ToolCall, result: ToolResult) -> BaseException | None:

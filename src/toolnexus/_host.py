@@ -37,7 +37,7 @@ from types import TracebackType
 
 from . import _loop_rule as loop_rule
 from ._binding import Accepted, Binder, Refusal
-from ._call import Call, Outcome, Runtime
+from ._call import Call, Outcome, Reason, Runtime
 from ._cancellation import CancellationToken
 from ._context import ProgressReporter
 from ._frozen import sealed
@@ -526,9 +526,9 @@ class Host:
             result = host.call("crunch", {"steps": 3}, timeout_ms=500)
             assert not result.is_error
         """
-        call = self._prepare_call(
-            name, args, timeout_ms, cancellation_token, progress, None, None, resume=False
-        )
+        call = self._call_or_answer(False, name, args, timeout_ms, cancellation_token, progress)
+        if isinstance(call, ToolResult):  # answered at once: no call was made
+            return call
         return self._wait(call)
 
     def resume(
@@ -563,9 +563,11 @@ class Host:
             done = host.resume("deploy", {}, first, Answer.accept(
                 ToolResult.pending_of(first), {"env": "dev"}))
         """
-        call = self._prepare_call(
-            name, args, timeout_ms, cancellation_token, progress, request, answer, resume=True
+        call = self._call_or_answer(
+            False, name, args, timeout_ms, cancellation_token, progress, request, answer, True
         )
+        if isinstance(call, ToolResult):  # answered at once: no call was made
+            return call
         return self._wait(call)
 
     async def acall(
@@ -590,9 +592,9 @@ class Host:
 
             result = await host.acall("fetch", {"url": "https://example.com"}, timeout_ms=2000)
         """
-        call = self._prepare_call(
-            name, args, timeout_ms, cancellation_token, progress, None, None, resume=False
-        )
+        call = self._call_or_answer(False, name, args, timeout_ms, cancellation_token, progress)
+        if isinstance(call, ToolResult):  # answered at once: no call was made
+            return call
         return await self._await(call)
 
     async def aresume(
@@ -612,9 +614,11 @@ class Host:
 
             done = await host.aresume("deploy", {}, request, answer)
         """
-        call = self._prepare_call(
-            name, args, timeout_ms, cancellation_token, progress, request, answer, resume=True
+        call = self._call_or_answer(
+            False, name, args, timeout_ms, cancellation_token, progress, request, answer, True
         )
+        if isinstance(call, ToolResult):  # answered at once: no call was made
+            return call
         return await self._await(call)
 
     # ----------------------------------------------------------------- the adapters
@@ -636,15 +640,17 @@ class Host:
         turn: int | None = None,
         caller: str | None = None,
     ) -> Call:
-        """Check the arguments and build the call, not started: every way in (``call``,
-        ``submit``, ``resume``, their async forms, a turn) makes its call here, and so do
-        the drivers (the MCP transports, package-internal): they keep the call where a
-        cancel finds it, then start it with ``call._start()`` — ``call._start(inline=True)``
-        runs the tool on the calling thread. A ``cancel()`` before then means it never
-        starts.
+        """Check the arguments and build the call, not started: every way in that keeps
+        its call (``submit``, a turn) makes it here, and so do the drivers (the MCP
+        transports, package-internal): they keep the call where a cancel finds it, then
+        start it with ``call._start()`` — ``call._start(inline=True)`` runs the tool on
+        the calling thread. A ``cancel()`` before then means it never starts. (``call``,
+        ``resume`` and their async forms, which return only the result, go through
+        :meth:`_call_or_answer` without ``keep``.)
 
         The call is already settled (``done()``) when refused, for bad arguments, a failed
-        resume check or a caller's token cancelled before it began. ``done_callback`` is
+        resume check, a caller's token cancelled before it began, or a policy's answer
+        before the worker hand-off (a cache hit, a limit reached). ``done_callback`` is
         its first done callback, registered before anything can settle it (so it has run
         when the call comes back settled) — with an inline start the only way to hear of a
         deadline while the tool still runs. ``resume``: whether this is a resume (default:
@@ -652,6 +658,46 @@ class Host:
         what the middleware sees of a turn's call; a ``caller`` the tool's
         ``allowed_callers`` does not list is refused before anything runs.
         """
+        call = self._call_or_answer(  # (positional: forwarded keywords cost every call)
+            True,
+            name,
+            args,
+            timeout_ms,
+            token,
+            progress,
+            request,
+            answer,
+            resume,
+            accepted,
+            done_callback,
+            call_id,
+            turn,
+            caller,
+        )
+        assert isinstance(call, Call)
+        return call
+
+    def _call_or_answer(
+        self,
+        keep: bool,
+        name: str,
+        args: Any,
+        timeout_ms: int | None,
+        token: object,
+        progress: ProgressReporter | None,
+        request: object = None,
+        answer: object = None,
+        resume: bool | None = None,
+        accepted: Accepted | None = None,
+        done_callback: Callable[[Call], object] | None = None,
+        call_id: str | None = None,
+        turn: int | None = None,
+        caller: str | None = None,
+    ) -> Call | ToolResult:
+        """:meth:`_prepare_call`. Without ``keep`` (``call``, ``resume`` and their async
+        forms: nobody else ever sees their call) a call answered at once is not made at
+        all: its result comes back instead, after the event a settled call would report
+        (see :meth:`_answered`)."""
         if done_callback is not None and not callable(done_callback):
             raise InvalidTypeError(
                 f"done_callback must be callable, got {type(done_callback).__name__}"
@@ -663,41 +709,40 @@ class Host:
         # is every call's path, and each Python call on it costs about 1% of a served call.
         budget = self._timeout_ms if timeout_ms is None else _check_ms("timeout_ms", timeout_ms)
         caller_token = None if token is None else _check_token(token)
-        call = Call._create(self._rt, name, start, done_callback)
         if resume and accepted is None:
             if request is None or answer is None:
                 raise InvalidTypeError("a resume needs both request and answer")
             verdict = self._binder.check(name, args, request, answer)
             if isinstance(verdict, Refusal):
-                call._finish_now(verdict.result, "error")
-                return call
+                return self._answered(keep, name, start, done_callback, verdict.result, "error")
             accepted = verdict
         if self._closed or self._pool.stuck >= self._max_stuck:
             refused = self._refusal(name)
             if refused is not None:
-                call._finish_now(refused, "error")
-                return call
+                return self._answered(keep, name, start, done_callback, refused, "error")
         resolved = self._tools.resolve(name, args)
         if isinstance(resolved, ToolResult):
-            call._finish_now(resolved, "pending" if resolved.is_pending else "error")
-            return call
+            outcome: Outcome = "pending" if resolved.is_pending else "error"
+            return self._answered(keep, name, start, done_callback, resolved, outcome)
         if caller_token is not None and caller_token.is_cancellation_requested:
-            call._finish_now(ToolResult.error("cancelled by the caller"), "cancelled", "caller")
-            return call
+            cancelled = ToolResult.error("cancelled by the caller")
+            return self._answered(
+                keep, name, start, done_callback, cancelled, "cancelled", "caller"
+            )
         tool, parsed = resolved
         if caller is not None and caller not in tool.allowed_callers:
-            call._finish_now(_caller_refused(tool.name, caller, tool.allowed_callers), "error")
-            return call
+            refused = _caller_refused(tool.name, caller, tool.allowed_callers)
+            return self._answered(keep, name, start, done_callback, refused, "error")
         policies = self._policies  # the middleware chain, or the call's span, in its place
-        first = None  # a first done callback in place of done_callback's
         if policies is not None and (policies.busy or API_MODULE in sys.modules):
             early = policies.answers_early and policies.answer_early(
                 tool, parsed, budget, None if accepted is None else accepted.answer, call_id, turn
             )
             if early.__class__ is ToolResult:  # a cache hit, a limit's refusal: no worker
                 assert isinstance(early, ToolResult)
-                call._finish_now(early, "error" if early.is_error else "ok")
-                return call
+                outcome = "error" if early.is_error else "ok"
+                return self._answered(keep, name, start, done_callback, early, outcome)
+            call = Call._create(self._rt, name, start, done_callback)
             tool, first, progress = policies.around(
                 call,
                 tool,
@@ -710,7 +755,10 @@ class Host:
                 caller=caller,
             )
             if first is done_callback:
-                first = None
+                first = None  # a first done callback in place of done_callback's
+        else:
+            call = Call._create(self._rt, name, start, done_callback)
+            first = None
         call._prepare(
             tool,
             parsed,
@@ -728,6 +776,29 @@ class Host:
             binder, used = self._binder, accepted
             call.add_done_callback(lambda done: binder.release(used, done.result()))
         return call
+
+    def _answered(
+        self,
+        keep: bool,
+        name: str,
+        start: float,
+        done_callback: Callable[[Call], object] | None,
+        result: ToolResult,
+        outcome: Outcome,
+        reason: Reason | None = None,
+    ) -> Call | ToolResult:
+        """A call answered before anything ran (refused, bad arguments, a cache hit ...):
+        with ``keep``, settled as a :class:`Call`; else its result alone, once
+        ``on_event`` heard what settling that call would report (it would have no
+        callbacks: nobody could have added one)."""
+        if keep:
+            call = Call._create(self._rt, name, start, done_callback)
+            call._finish_now(result, outcome, reason)
+            return call
+        emit = self._rt.emit
+        if emit is not None:
+            emit(name, start, outcome, None)  # (a request id only once a question was asked)
+        return result
 
     def _wait(self, call: Call) -> ToolResult:
         """The blocking adapter: this thread owns the call and runs its effects — or,

@@ -21,12 +21,22 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from . import _tracing
-from ._chain import AsyncNext, Middleware, Next, ToolCall, exception_of, is_read_only, selects
+from ._chain import (
+    AsyncNext,
+    Middleware,
+    Next,
+    ToolCall,
+    early_call,
+    exception_of,
+    is_read_only,
+    selects,
+)
 from ._result import PENDING_KEY, STRUCTURED_KEY, ToolResult
 from ._suspension import Answer, Request
 from .errors import InvalidTypeError, InvalidValueError
 
 if TYPE_CHECKING:
+    from ._context import ToolContext
     from ._parts import Part
     from ._tools import Tool
 
@@ -377,20 +387,18 @@ class _Cache(Middleware):
     def __repr__(self) -> str:
         return f"<cache ttl_ms={self.ttl * 1000:g} entries={len(self._entries)}/{self.max_entries}>"
 
-    def _applies(self, call: ToolCall) -> bool:
-        if call.context.answer is not None:  # a retry after a question: never from a cache
-            return False
-        if self.tools is not None:
-            return selects(self.tools, call.name)
-        return is_read_only(call.tool)
-
-    def _key_of(self, call: ToolCall) -> Hashable | None:
+    def _key_of(
+        self, tool: Tool, arguments: Any, context: ToolContext, call: ToolCall | None
+    ) -> Hashable | None:
         try:
-            canonical = _canonical(call.arguments)
-        except (TypeError, ValueError):
+            canonical = _canonical(arguments)
+        except (TypeError, ValueError, RecursionError):
             return None  # arguments that are not plain JSON: not cached
-        scope = self.key(call) if self.key is not None else None
-        return (call.name, _whose(call), scope, canonical)
+        scope = None
+        if self.key is not None:
+            assert call is not None  # (made for the key: see _answer_early)
+            scope = self.key(call)
+        return (tool.name, _whose(context), scope, canonical)
 
     def _get(self, key: Hashable) -> ToolResult | None:
         with self._lock:
@@ -418,57 +426,98 @@ class _Cache(Middleware):
         with self._lock:
             self._entries.clear()
 
-    def _lookup(self, call: ToolCall) -> tuple[Hashable | None, ToolResult | None]:
-        """The call's key (None: not cached) and its entry, when there is a fresh one."""
-        if not self._applies(call):
+    def _lookup(
+        self, tool: Tool, arguments: Any, context: ToolContext, call: ToolCall | None
+    ) -> tuple[Hashable | None, ToolResult | None]:
+        """The call's key (None: not cached) and its entry, when there is a fresh one.
+        ``call`` is the :class:`ToolCall` of ``tool``, ``arguments`` and ``context``;
+        None where nobody reads it (no ``key``)."""
+        if context.answer is not None:  # a retry after a question: never from a cache
             return None, None
-        key = self._key_of(call)
+        if not (selects(self.tools, tool.name) if self.tools is not None else is_read_only(tool)):
+            return None, None
+        key = self._key_of(tool, arguments, context, call)
         if key is None:
             return None, None
-        hit = self._get(key)
-        if hit is not None:
-            _tracing.event("toolnexus.cache.hit", {"gen_ai.tool.name": call.name})
-        return key, hit
+        return key, self._get(key)
 
-    def _answer_early(self, call: ToolCall) -> ToolResult | None:
+    def _hit(self, call: ToolCall, hit: ToolResult) -> ToolResult:
+        """A hit in the chain: marked on the call's span (a hit before the worker hand-off
+        has none: it is answered only while tracing is off)."""
+        _tracing.event("toolnexus.cache.hit", {"gen_ai.tool.name": call.name})
+        return hit
+
+    def _answer_early(
+        self,
+        tool: Tool,
+        arguments: Mapping[str, Any],
+        context: ToolContext,
+        call_id: str | None,
+        turn: int | None,
+        budget: int | None,
+    ) -> ToolResult | None:
         """A hit, before a worker takes the call (``Policies.answer_early``). Its arguments
         are not checked yet: only for a tool that acts on them as given (no nulls to drop),
-        so a hit names arguments that were checked and ran."""
-        if call.tool._prepare is not None:
+        so a hit names arguments that were checked and ran. A :class:`ToolCall` is made
+        only for a ``key`` to read."""
+        if tool._prepare is not None:
             return None
-        return self._lookup(call)[1]
+        call = None
+        if self.key is not None:
+            call = early_call(tool, arguments, context, call_id, turn, budget)
+        return self._lookup(tool, arguments, context, call)[1]
 
     def __call__(self, call: ToolCall, call_next: Next) -> ToolResult:
-        key, hit = self._lookup(call)
+        key, hit = self._lookup(call.tool, call.arguments, call.context, call)
         if hit is not None:
-            return hit
+            return self._hit(call, hit)
         result = call_next(call)
         if key is not None:
             self._put(key, result)
         return result
 
     async def acall(self, call: ToolCall, call_next: AsyncNext) -> ToolResult:
-        key, hit = self._lookup(call)
+        key, hit = self._lookup(call.tool, call.arguments, call.context, call)
         if hit is not None:
-            return hit
+            return self._hit(call, hit)
         result = await call_next(call)
         if key is not None:
             self._put(key, result)
         return result
 
 
-# A cache key's arguments, as sorted JSON: one encoder kept (json.dumps with options
-# builds one per call, a third of a cache hit's time).
-_canonical = json.JSONEncoder(
+_SORTED = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-).encode
+)
 
 
-def _whose(call: ToolCall) -> Hashable:
+def _sorted_json() -> Callable[[Any], str]:
+    """A cache key's arguments as sorted compact JSON (``_SORTED.encode``), with the C
+    encoder behind it built once: ``JSONEncoder.encode`` builds that object anew for
+    every value, which was a fifth of a cache hit. Built without a circular-reference memo
+    (a shared one would not be thread-safe): cyclic arguments raise ``RecursionError``,
+    and are not cached, as any other arguments JSON cannot carry."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # an interpreter without the C accelerator
+        return _SORTED.encode
+    chunks = make(
+        None, _SORTED.default, json.encoder.encode_basestring, None, ":", ",", True, False, False
+    )
+
+    def canonical(value: Any) -> str:
+        return "".join(chunks(value, 0))
+
+    return canonical
+
+
+_canonical = _sorted_json()
+
+
+def _whose(context: ToolContext) -> Hashable:
     """Whose entry a call may be served: the principal the server verified made it (its
     issuer, subject, client and scopes — a token refreshed for the same grant keeps it),
     or None for a call no server authenticated."""
-    principal = call.context.principal
+    principal = context.principal
     if principal is None:
         return None
     return (principal.issuer, principal.subject, principal.client_id, principal.scopes)
@@ -533,21 +582,29 @@ class _CallLimit(Middleware):
 
     _gate = True  # counted in before the worker hand-off, it is not run again in the chain
 
-    def _answer_early(self, call: ToolCall) -> ToolResult | None:
+    def _answer_early(
+        self,
+        tool: Tool,
+        arguments: Mapping[str, Any],
+        context: ToolContext,
+        call_id: str | None,
+        turn: int | None,
+        budget: int | None,
+    ) -> ToolResult | None:
         """Count the call in, or refuse it, before a worker takes it
         (``Policies.answer_early``)."""
-        return self._refusal(call)
+        return self._refusal(tool.name, context, turn)
 
-    def _refusal(self, call: ToolCall) -> ToolResult | None:
+    def _refusal(self, name: str, context: ToolContext, turn: int | None) -> ToolResult | None:
         """Count the call in, or the refusal the model reads."""
-        if not selects(self.tools, call.name) or call.context.answer is not None:
+        if not selects(self.tools, name) or context.answer is not None:
             return None  # a retry with an answer continues a call already counted
         if self.per == "turn":
-            if call.turn is None:
+            if turn is None:
                 return None  # not part of a turn: nothing to count it against
-            key: Hashable = call.turn
+            key: Hashable = turn
         elif self.per == "tool":
-            key = call.name
+            key = name
         else:
             key = None
         with self._lock:
@@ -560,16 +617,16 @@ class _CallLimit(Middleware):
                 return None
         text = self.message or (
             f"call limit reached: at most {self.max_calls} call(s) {_PER[self.per]}; "
-            f"'{call.name}' was not run. Answer with what you have, or ask the user to go on"
+            f"'{name}' was not run. Answer with what you have, or ask the user to go on"
         )
-        return ToolResult.error(text.format(tool=call.name, limit=self.max_calls))
+        return ToolResult.error(text.format(tool=name, limit=self.max_calls))
 
     def __call__(self, call: ToolCall, call_next: Next) -> ToolResult:
-        refused = self._refusal(call)
+        refused = self._refusal(call.name, call.context, call.turn)
         return call_next(call) if refused is None else refused
 
     async def acall(self, call: ToolCall, call_next: AsyncNext) -> ToolResult:
-        refused = self._refusal(call)
+        refused = self._refusal(call.name, call.context, call.turn)
         return await call_next(call) if refused is None else refused
 
 
