@@ -5,14 +5,14 @@ server's tasks (:func:`make_tasks`: each is a tool call, its result written so).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..._adapters import keep_listable
 from ..._context import bound_principal
 from ..._frozen import thaw
 from ..._result import STRUCTURED_KEY
 from .._shared import _codec as codec
-from .._shared._catalog import view, visible
+from .._shared._catalog import audience, view, visible
 from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
 from .._shared._content import content_blocks
 from .._shared._protocol import TASKS_EXTENSION, describe
@@ -33,6 +33,15 @@ def _declare(context: ServerContext, modern: bool) -> dict[str, Any]:
     return {"tools": {"listChanged": True}}
 
 
+class _Page(NamedTuple):
+    """One page of ``tools/list`` as a toolkit keeps it (``Toolkit._derived``): the
+    response's result (its entries shared, never changed by those who read them) and
+    its encoding (``codec.listed_result``; None when it could not be written so)."""
+
+    result: dict[str, Any]
+    encoded: bytes | None
+
+
 def _list(
     context: ServerContext,
     request_id: str | int,
@@ -48,6 +57,8 @@ def _list(
         client.modern,
         bool(client.tasks),
     )
+    search = context.search_view
+    offset = context.offset(params)
 
     def describe(tool: Tool) -> tuple[dict[str, Any], str | None] | None:
         # A tool whose entry JSON cannot carry is left out (and logged), never the list.
@@ -55,22 +66,41 @@ def _list(
         listable = keep_listable([_describe_tool(tool, client)])
         return (listable[0], codec.fragment(listable[0])) if listable else None
 
-    fragments: list[str | None] = []  # the page's entries, encoded (see describe)
+    def make() -> _Page:
+        if search is None:
+            tools = view(toolkit).tools()
+        else:  # the core and the meta-tools, of what this caller may see
+            tools = [tool for tool in search.listed() if visible(tool, bound_principal.get())]
+        fragments: list[str | None] = []
 
-    def entries(page: list[Tool]) -> list[Any]:
-        found = [toolkit._mcp_entry(tool, shape, describe) for tool in page]
-        kept = [each for each in found if each is not None]
-        fragments.extend(text for _, text in kept)
-        return [entry for entry, _ in kept]
+        def entries(page: list[Tool]) -> list[Any]:
+            found = [toolkit._mcp_entry(tool, shape, describe) for tool in page]
+            kept = [each for each in found if each is not None]
+            fragments.extend(text for _, text in kept)
+            return [entry for entry, _ in kept]
 
-    search = context.search_view
-    if search is None:
-        tools = view(toolkit).tools()
-    else:  # the core and the meta-tools, of what this caller may see
-        tools = [tool for tool in search.listed() if visible(tool, bound_principal.get())]
-    body = context.page("tools", tools, entries, params, client)
-    send = context.reply(request_id, client, body)
-    send._line = codec.listed_reply(request_id, body, "tools", fragments)  # from kept encodings
+        body = context.page_at("tools", tools, entries, offset)
+        result = context.reply(request_id, client, context.cache_hints(body, client)).message
+        encoded = codec.listed_result(result["result"], "tools", codec.listed_items(fragments))
+        return _Page(result["result"], encoded)
+
+    if offset % context.page_size:  # not a cursor this server wrote: made, never kept
+        page = make()
+    else:  # described once until the toolkit changes, per all that tells a page apart
+        key = (
+            "tools/list",
+            shape,
+            search is not None,
+            audience(),
+            context.page_size,
+            offset,
+            context.replies_alike(),
+        )
+        page = toolkit._derived(key, make)
+    # Each response its own result (the entries shared), its line written from the page's.
+    result = {**page.result, "tools": list(page.result["tools"])}
+    send = context.reply(request_id, client, result)
+    send._line = codec.reply_line(request_id, page.encoded)
     return [send]
 
 
