@@ -12,9 +12,8 @@ exists. Without a principal (stdio, a server without ``auth``) no gated item is 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from collections.abc import Hashable
+from typing import TYPE_CHECKING
 
 from ..._scopes import any_gated, gate, gates, required_scopes, visible
 
