@@ -156,9 +156,10 @@ def test_each_caller_sees_its_own_page_and_a_gate_set_later_hides_a_tool() -> No
 def test_clients_of_other_revisions_get_their_own_entries() -> None:
     titled = tool(name="titled", title="A title", read_only=True)(lambda: "x")
     kit = Toolkit([titled])
-    modern = ServerSession(kit)
+    options = ServerOptions(name="s", version="1")  # the same server: only the client differs
+    modern = ServerSession(kit, options)
     assert list_page(modern)["result"]["tools"][0]["title"] == "A title"
-    old = ServerSession(kit, ServerOptions(name="s", version="1"))
+    old = ServerSession(kit, options)
     old.receive(
         {
             "jsonrpc": "2.0",
