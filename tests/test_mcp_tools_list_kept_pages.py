@@ -73,7 +73,6 @@ def test_a_second_list_reads_no_tool_of_the_toolkit(monkeypatch: pytest.MonkeyPa
     )
     assert listed(session) == first
     assert reads == []  # three pages, each one lookup
-    assert ServerSession(kit, ServerOptions(page_size=100)) is not None
     assert listed(ServerSession(kit, ServerOptions(page_size=100))) == first  # kept for all
     assert reads == []
 
