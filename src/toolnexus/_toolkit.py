@@ -1098,19 +1098,19 @@ class Toolkit:
             self._version += 1
             self._kept.clear()
 
-    def _derived(self, key: Hashable, make: Callable[[], Any]) -> Any:
-        """Package-internal, for servers: ``make()``, kept under ``key`` until the
+    def _derived(self, key: Hashable, make: Callable[..., Any], *args: Any) -> Any:
+        """Package-internal, for servers: ``make(*args)``, kept under ``key`` until the
         toolkit changes (:meth:`_touched`) — so ``key`` names all else the value depends
         on (a client's shape, a caller's scopes, a page's offset). At most
         :data:`KEPT_VALUES` values are kept; the oldest goes first.
 
-        The version is read before ``make()`` reads the contents, so a value made while
+        The version is read before ``make`` reads the contents, so a value made while
         a change lands is kept at the version before it, and never served after it."""
         version = self._version
         kept = self._kept.get(key)
         if kept is not None and kept[0] == version:
             return kept[1]
-        value = make()
+        value = make(*args)
         with self._kept_lock:
             if version == self._version:
                 kept_values = self._kept

@@ -4,12 +4,12 @@ server's tasks (:func:`make_tasks`: each is a tool call, its result written so).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..._adapters import keep_listable
 from ..._context import bound_principal
-from ..._frozen import thaw
+from ..._frozen import FrozenDict, FrozenList, freeze, thaw
 from ..._result import STRUCTURED_KEY
 from .._shared import _codec as codec
 from .._shared._catalog import audience, view, visible
@@ -18,7 +18,7 @@ from .._shared._content import content_blocks
 from .._shared._protocol import TASKS_EXTENSION, describe
 from ._context import BOTH, Feature, Method, ServerContext
 from ._feature_tasks import client_from_state, task_made
-from ._types import Action, CallState, ClientView, Reject, Send, object_param
+from ._types import Action, CallState, ClientView, Reject, Send, object_param, plain_result
 
 if TYPE_CHECKING:
     from ..._result import ToolResult
@@ -35,10 +35,11 @@ def _declare(context: ServerContext, modern: bool) -> dict[str, Any]:
 
 class _Page(NamedTuple):
     """One page of ``tools/list`` as a toolkit keeps it (``Toolkit._derived``): the
-    response's result (its entries shared, never changed by those who read them) and
-    its encoding (``codec.listed_result``; None when it could not be written so)."""
+    response's result, read-only (every response shares it; its entries are the toolkit's
+    kept ones, never changed by those who read them), and its encoding
+    (``codec.listed_result``; None when it could not be written so)."""
 
-    result: dict[str, Any]
+    result: FrozenDict
     encoded: bytes | None
 
 
@@ -49,7 +50,6 @@ def _list(
     meta: Mapping[str, Any],
     client: ClientView,
 ) -> list[Action]:
-    toolkit = context.toolkit
     # What of an entry the client's revision reads: the entries are kept per shape.
     shape = (
         client.at_least("2025-06-18"),
@@ -57,8 +57,34 @@ def _list(
         client.modern,
         bool(client.tasks),
     )
-    search = context.search_view
     offset = context.offset(params)
+    if offset % context.page_size:  # not a cursor this server wrote: made, never kept
+        page = _page(context, client, shape, offset)
+    else:  # described once until the toolkit changes, per all that tells a page apart
+        key = (
+            "tools/list",
+            shape,
+            context.search_view is not None,
+            audience(),
+            context.page_size,
+            offset,
+            context.replies_alike(),
+        )
+        page = context.toolkit._derived(key, _page, context, client, shape, offset)
+    send = plain_result(request_id, page.result)  # the page's result is the reply's already
+    send._line = codec.reply_line(request_id, page.encoded)
+    return [send]
+
+
+def _page(context: ServerContext, client: ClientView, shape: Hashable, offset: int) -> _Page:
+    """The page of ``tools/list`` at ``offset`` for ``client`` (of ``shape``), as the
+    caller of the current request may see it."""
+    toolkit = context.toolkit
+    search = context.search_view
+    if search is None:
+        tools = view(toolkit).tools()
+    else:  # the core and the meta-tools, of what this caller may see
+        tools = [tool for tool in search.listed() if visible(tool, bound_principal.get())]
 
     def describe(tool: Tool) -> tuple[dict[str, Any], str | None] | None:
         # A tool whose entry JSON cannot carry is left out (and logged), never the list.
@@ -66,42 +92,20 @@ def _list(
         listable = keep_listable([_describe_tool(tool, client)])
         return (listable[0], codec.fragment(listable[0])) if listable else None
 
-    def make() -> _Page:
-        if search is None:
-            tools = view(toolkit).tools()
-        else:  # the core and the meta-tools, of what this caller may see
-            tools = [tool for tool in search.listed() if visible(tool, bound_principal.get())]
-        fragments: list[str | None] = []
+    fragments: list[str | None] = []
 
-        def entries(page: list[Tool]) -> list[Any]:
-            found = [toolkit._mcp_entry(tool, shape, describe) for tool in page]
-            kept = [each for each in found if each is not None]
-            fragments.extend(text for _, text in kept)
-            return [entry for entry, _ in kept]
+    def entries(page: list[Tool]) -> list[Any]:
+        found = [toolkit._mcp_entry(tool, shape, describe) for tool in page]
+        kept = [each for each in found if each is not None]
+        fragments.extend(text for _, text in kept)
+        return [entry for entry, _ in kept]
 
-        body = context.page_at("tools", tools, entries, offset)
-        result = context.reply(request_id, client, context.cache_hints(body, client)).message
-        encoded = codec.listed_result(result["result"], "tools", codec.listed_items(fragments))
-        return _Page(result["result"], encoded)
-
-    if offset % context.page_size:  # not a cursor this server wrote: made, never kept
-        page = make()
-    else:  # described once until the toolkit changes, per all that tells a page apart
-        key = (
-            "tools/list",
-            shape,
-            search is not None,
-            audience(),
-            context.page_size,
-            offset,
-            context.replies_alike(),
-        )
-        page = toolkit._derived(key, make)
-    # Each response its own result (the entries shared), its line written from the page's.
-    result = {**page.result, "tools": list(page.result["tools"])}
-    send = context.reply(request_id, client, result)
-    send._line = codec.reply_line(request_id, page.encoded)
-    return [send]
+    body = context.page_at("tools", tools, entries, offset)
+    result = context.reply(0, client, context.cache_hints(body, client)).message["result"]
+    encoded = codec.listed_result(result, "tools", codec.listed_items(fragments))
+    # Read-only where a response shares it; the entries are the toolkit's kept ones.
+    shared = {name: freeze(value) for name, value in result.items() if name != "tools"}
+    return _Page(FrozenDict({"tools": FrozenList(result["tools"]), **shared}), encoded)
 
 
 def _describe_tool(tool: Tool, client: ClientView) -> dict[str, Any]:
