@@ -127,6 +127,14 @@ class Namespace:
 
     @property
     def defer(self) -> bool | None:
+        """True to hold this namespace's tools back until a search finds them, False to
+        load them even in a deferred toolkit, None to follow the toolkit. Settable: the
+        toolkit's servers list the change from their next ``tools/list`` on.
+
+        Example::
+
+            github.defer = False   # its tools are listed again
+        """
         return self._defer
 
     @defer.setter
