@@ -353,7 +353,7 @@ class ServerContext:
             digits = cursor[len(_CURSOR_PREFIX) :]
             if digits.isascii() and digits.isdigit() and len(digits) < 10 and int(digits) > 0:
                 return int(digits)
-        raise _not_issued(cursor)
+        raise Reject(INVALID_PARAMS, _not_issued(cursor))
 
     def page_at(
         self, key: str, items: list[Any], describe: Callable[[list[Any]], list[Any]], offset: int
@@ -362,7 +362,7 @@ class ServerContext:
         end), as ``describe`` writes them, under ``key``; ``nextCursor`` when more follow.
         Without the cache hints: :meth:`page` adds them."""
         if offset > len(items):
-            raise _not_issued(f"{_CURSOR_PREFIX}{offset}")
+            raise Reject(INVALID_PARAMS, _not_issued(f"{_CURSOR_PREFIX}{offset}"))
         end = offset + self.page_size
         body: dict[str, Any] = {key: describe(items[offset:end])}
         if end < len(items):
@@ -370,9 +370,8 @@ class ServerContext:
         return body
 
 
-def _not_issued(cursor: Any) -> Reject:
-    return Reject(
-        INVALID_PARAMS,
+def _not_issued(cursor: Any) -> str:
+    return (
         f"invalid params: cursor {describe(cursor)} was not issued by this server (or the "
-        "tool list changed); list again without a cursor",
+        "tool list changed); list again without a cursor"
     )
