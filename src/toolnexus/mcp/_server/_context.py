@@ -351,8 +351,11 @@ class ServerContext:
             return 0
         if isinstance(cursor, str) and cursor.startswith(_CURSOR_PREFIX):
             digits = cursor[len(_CURSOR_PREFIX) :]
-            if digits.isascii() and digits.isdigit() and len(digits) < 10 and int(digits) > 0:
-                return int(digits)
+            offset = (
+                int(digits) if digits.isascii() and digits.isdigit() and len(digits) < 10 else 0
+            )
+            if offset > 0:
+                return offset
         raise Reject(INVALID_PARAMS, _not_issued(cursor))
 
     def page_at(
