@@ -117,16 +117,21 @@ def test_a_listed_reply_from_kept_fragments_is_exactly_what_encode_writes(
     result = {"tools": entries, **rest}
     fragments: list[str | None] = [codec.fragment(entry) for entry in entries]
     message = {"jsonrpc": "2.0", "id": request_id, "result": result}
-    assert codec.listed_reply(request_id, result, "tools", fragments) == codec.encode(message)
+    items = codec.listed_items(fragments)
+    line = codec.reply_line(request_id, codec.listed_result(result, "tools", items))
+    assert line == codec.encode(message)
 
 
 def test_a_listed_reply_declines_what_its_template_cannot_write() -> None:
     assert codec.fragment({"x": float("nan")}) is None
-    assert codec.listed_reply(1, {"tools": []}, "tools", [None]) is None  # an unencoded entry
-    assert codec.listed_reply(1, {"next": "c", "tools": []}, "tools", []) is None  # not first
-    assert codec.listed_reply(None, {"tools": []}, "tools", []) is None
+    assert codec.listed_items([None]) is None  # an unencoded entry
+    assert codec.listed_result({"tools": []}, "tools", None) is None
+    assert codec.listed_result({"next": "c", "tools": []}, "tools", b"") is None  # not first
+    assert codec.reply_line(1, None) is None
+    assert codec.reply_line(None, b"{}") is None
+    assert codec.reply_line("\udc80", b"{}") is None  # a lone surrogate: encode escapes it
     lone = codec.fragment({"n": "\udc80"})  # a lone surrogate: encode escapes it instead
-    assert codec.listed_reply(1, {"tools": [{}]}, "tools", [lone]) is None
+    assert codec.listed_items([lone]) is None
 
 
 KEPT = [{}, {"content": [{"type": "text", "text": 'é ✓ \\ "'}], "isError": False}]

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._principal import Principal
 
-__all__ = ["any_gated", "gate", "required_scopes", "visible"]
+__all__ = ["any_gated", "gate", "gates", "required_scopes", "visible"]
 
 _gated = 0  # how many functions were ever gated: with none, every caller sees everything
+_gates = 0  # how many times gate() ran: what a caller may see can change with each
 _lock = threading.Lock()
 
 
@@ -31,17 +32,29 @@ def gate(fn: Any, scopes: Iterable[str]) -> None:
 
         gate(tool.fn, {"files:read"})
     """
-    global _gated
+    global _gated, _gates
     needed = frozenset(scopes)
-    fn.required_scopes = needed
-    if needed:
-        with _lock:
+    with _lock:
+        fn.required_scopes = needed
+        _gates += 1  # after the change: what was seen before it is stale from now on
+        if needed:
             _gated += 1
 
 
 def any_gated() -> bool:
     """Whether any function was ever gated (without one, every caller sees everything)."""
     return _gated > 0
+
+
+def gates() -> int:
+    """How many times :func:`gate` ran: a value derived from what callers may see (a
+    server's list page per caller) is current while this count has not changed.
+
+    Example::
+
+        seen = gates()   # ... later: gates() != seen when anything was gated since
+    """
+    return _gates
 
 
 def required_scopes(item: Any) -> frozenset[str]:

@@ -21,6 +21,7 @@ import dataclasses
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,10 @@ __all__ = [
 
 _log = LazyLogger()
 
+KEPT_VALUES = 1024
+"""How many derived values a toolkit keeps at most (:meth:`Toolkit._derived`): a server's
+list pages, per client shape, caller and page."""
+
 
 class Toolkit:
     """Tools by name: register them, look them up, run a model's calls, export schemas.
@@ -85,6 +90,8 @@ class Toolkit:
         "_described",
         "_homes",
         "_index",
+        "_kept",
+        "_kept_lock",
         "_namespaces",
         "_prompts",
         "_resources",
@@ -92,6 +99,7 @@ class Toolkit:
         "_skill_homes",
         "_skills",
         "_tools",
+        "_version",
         "_view",
         "_watchers",
     )
@@ -117,6 +125,11 @@ class Toolkit:
         self._skill_errors: list[SkillError] = []
         self._skill_homes: dict[str, Namespace] = {}  # skill name -> its namespace
         self._described: dict[str, tuple[Tool, dict[Hashable, Any]]] = {}  # _mcp_entry's
+        # What _derived keeps: values made from the contents, each with the version it
+        # was made at; the version counts the changes (see _touched).
+        self._version = 0
+        self._kept: dict[Hashable, tuple[int, Any]] = {}
+        self._kept_lock = threading.Lock()
         frame = sys._getframe(1)
         for each in tools:
             self._add(self._as_item(each, frame), replace=False)
@@ -217,8 +230,11 @@ class Toolkit:
             if held is not None and held.source != "skill":
                 raise DuplicateToolError("skill")
         had_tool = "skill" in self._tools
-        for item in made:
-            self._add(item, replace=replace, namespace=home)
+        try:
+            for item in made:
+                self._add(item, replace=replace, namespace=home)
+        finally:
+            self._touched()
         kinds = {kind for kind, _ in seen}
         if "skill" in kinds and not had_tool:
             kinds.add("tool")  # the skill tool came with the first skill
@@ -290,6 +306,7 @@ class Toolkit:
             self._described.pop(removed.name, None)  # its kept entry goes with it
             if self._index is not None:
                 self._index.discard(removed.name)
+        self._touched()
         self._changed({kind})
         return removed
 
@@ -430,6 +447,7 @@ class Toolkit:
             )
         made = Namespace(self, name, description, defer)
         self._namespaces[name] = made
+        self._touched()
         return made
 
     def namespaces(self) -> list[Namespace]:
@@ -1071,6 +1089,35 @@ class Toolkit:
             return entries[shape]
         entry = entries[shape] = describe(tool)
         return entry
+
+    def _touched(self) -> None:
+        """Package-internal: the contents changed (a tool, skill, resource or prompt
+        registered, replaced or removed; a namespace made or its ``defer`` set). Called
+        after the change: every value :meth:`_derived` kept is stale from now on."""
+        with self._kept_lock:
+            self._version += 1
+            self._kept.clear()
+
+    def _derived(self, key: Hashable, make: Callable[..., Any], *args: Any) -> Any:
+        """Package-internal, for servers: ``make(*args)``, kept under ``key`` until the
+        toolkit changes (:meth:`_touched`) — so ``key`` names all else the value depends
+        on (a client's shape, a caller's scopes, a page's offset). At most
+        :data:`KEPT_VALUES` values are kept; the oldest goes first.
+
+        The version is read before ``make`` reads the contents, so a value made while
+        a change lands is kept at the version before it, and never served after it."""
+        version = self._version
+        kept = self._kept.get(key)
+        if kept is not None and kept[0] == version:
+            return kept[1]
+        value = make(*args)
+        with self._kept_lock:
+            if version == self._version:
+                kept_values = self._kept
+                if key not in kept_values and len(kept_values) >= KEPT_VALUES:
+                    del kept_values[next(iter(kept_values))]  # the oldest
+                kept_values[key] = (version, value)
+        return value
 
 
 def served_kind(item: Any) -> str | None:

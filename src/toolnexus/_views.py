@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         @property
         def defer(self) -> bool: ...
         def _search_index(self) -> SearchIndex: ...
+        def _touched(self) -> None: ...
 
 
 __all__ = [
@@ -111,7 +112,7 @@ class Namespace:
         [t.name for t in github.tools()]
     """
 
-    __slots__ = ("_kit", "defer", "description", "name")
+    __slots__ = ("_defer", "_kit", "description", "name")
 
     def __init__(self, kit: _Kit, name: str, description: str, defer: bool | None) -> None:
         if not isinstance(description, str):
@@ -119,14 +120,35 @@ class Namespace:
                 f"the description of namespace {name!r} must be a str, "
                 f"got {type(description).__name__}"
             )
-        if defer is not None and not isinstance(defer, bool):
-            raise InvalidTypeError(
-                f"defer of namespace {name!r} must be True, False or None, got {defer!r}"
-            )
         self._kit = kit
         self.name = check_namespace_name(name)
         self.description = description
-        self.defer = defer
+        self._defer = self._checked(defer)
+
+    @property
+    def defer(self) -> bool | None:
+        """True to hold this namespace's tools back until a search finds them, False to
+        load them even in a deferred toolkit, None to follow the toolkit. Settable: the
+        toolkit's servers list the change from their next ``tools/list`` on.
+
+        Example::
+
+            github.defer = False   # its tools are listed again
+        """
+        return self._defer
+
+    @defer.setter
+    def defer(self, defer: bool | None) -> None:
+        # What a server lists (with search on) changes with it: the toolkit hears of it.
+        self._defer = self._checked(defer)
+        self._kit._touched()
+
+    def _checked(self, defer: object) -> bool | None:
+        if defer is not None and not isinstance(defer, bool):
+            raise InvalidTypeError(
+                f"defer of namespace {self.name!r} must be True, False or None, got {defer!r}"
+            )
+        return defer
 
     def register(self, *tools: Tool | Callable[..., Any], replace: bool = False) -> None:
         """Register ``tools`` in the toolkit, in this namespace (as

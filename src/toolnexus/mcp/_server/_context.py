@@ -12,7 +12,7 @@ declared feature has, so what it declares and what it answers never disagree.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..._tracing import API_MODULE
@@ -320,6 +320,11 @@ class ServerContext:
             body["_meta"] = {**body.get("_meta", {}), META_SERVER_INFO: self.server_info}
         return Send({"jsonrpc": "2.0", "id": request_id, "result": body})
 
+    def replies_alike(self) -> Hashable:
+        """All that :meth:`reply` and :meth:`cache_hints` read of this session, as a key:
+        sessions with equal keys answer alike (a page kept for one serves the others)."""
+        return self.server_info["name"], self.server_info["version"], self.list_ttl_ms
+
     def cache_hints(self, body: dict[str, Any], client: ClientView) -> dict[str, Any]:
         """``body`` with the modern era's cache hints (a list, a resource's contents)."""
         if client.modern:
@@ -338,24 +343,41 @@ class ServerContext:
         """One page of a list method's ``items`` from the ``cursor`` in ``params``, as
         ``describe`` writes them (only the page's), under ``key``; ``nextCursor`` when
         more follow."""
+        return self.cache_hints(self.page_at(key, items, describe, self.offset(params)), client)
+
+    def offset(self, params: Mapping[str, Any]) -> int:
+        """Where the page the ``cursor`` in ``params`` asks for starts (0 without one);
+        refused ``-32602`` for a cursor this server does not write. :meth:`page_at`
+        checks it against the list."""
         cursor = params.get("cursor")
-        offset = 0 if cursor is None else _read_cursor(cursor, len(items))
+        if cursor is None:
+            return 0
+        if isinstance(cursor, str) and cursor.startswith(_CURSOR_PREFIX):
+            digits = cursor[len(_CURSOR_PREFIX) :]
+            offset = (
+                int(digits) if digits.isascii() and digits.isdigit() and len(digits) < 10 else 0
+            )
+            if offset > 0:
+                return offset
+        raise Reject(INVALID_PARAMS, _not_issued(cursor))
+
+    def page_at(
+        self, key: str, items: list[Any], describe: Callable[[list[Any]], list[Any]], offset: int
+    ) -> dict[str, Any]:
+        """The page of ``items`` at ``offset`` (from :meth:`offset`; refused past the
+        end), as ``describe`` writes them, under ``key``; ``nextCursor`` when more follow.
+        Without the cache hints: :meth:`page` adds them."""
+        if offset > len(items):
+            raise Reject(INVALID_PARAMS, _not_issued(f"{_CURSOR_PREFIX}{offset}"))
         end = offset + self.page_size
         body: dict[str, Any] = {key: describe(items[offset:end])}
         if end < len(items):
             body["nextCursor"] = f"{_CURSOR_PREFIX}{end}"
-        return self.cache_hints(body, client)
+        return body
 
 
-def _read_cursor(cursor: Any, count: int) -> int:
-    if isinstance(cursor, str) and cursor.startswith(_CURSOR_PREFIX):
-        digits = cursor[len(_CURSOR_PREFIX) :]
-        if digits.isascii() and digits.isdigit() and len(digits) < 10:
-            offset = int(digits)
-            if 0 < offset <= count:
-                return offset
-    raise Reject(
-        INVALID_PARAMS,
+def _not_issued(cursor: Any) -> str:
+    return (
         f"invalid params: cursor {describe(cursor)} was not issued by this server (or the "
-        "tool list changed); list again without a cursor",
+        "tool list changed); list again without a cursor"
     )

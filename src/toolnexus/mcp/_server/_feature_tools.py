@@ -4,22 +4,22 @@ server's tasks (:func:`make_tasks`: each is a tool call, its result written so).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Hashable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..._adapters import keep_listable
 from ..._context import bound_principal
-from ..._frozen import thaw
+from ..._frozen import FrozenDict, FrozenList, freeze, thaw
 from ..._result import STRUCTURED_KEY
 from .._shared import _codec as codec
-from .._shared._catalog import view, visible
+from .._shared._catalog import audience, view, visible
 from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
 from .._shared._content import content_blocks
 from .._shared._protocol import TASKS_EXTENSION, describe
 from .._shared._upstream_tasks import UPSTREAM_TASK_KEY
 from ._context import BOTH, Feature, Method, ServerContext
 from ._feature_tasks import client_from_state, task_made
-from ._types import Action, CallState, ClientView, Reject, Send, object_param
+from ._types import Action, CallState, ClientView, Reject, Send, object_param, plain_result
 
 if TYPE_CHECKING:
     from ..._result import ToolResult
@@ -34,6 +34,16 @@ def _declare(context: ServerContext, modern: bool) -> dict[str, Any]:
     return {"tools": {"listChanged": True}}
 
 
+class _Page(NamedTuple):
+    """One page of ``tools/list`` as a toolkit keeps it (``Toolkit._derived``): the
+    response's result, read-only (every response shares it; its entries are the toolkit's
+    kept ones, never changed by those who read them), and its encoding
+    (``codec.listed_result``; None when it could not be written so)."""
+
+    result: FrozenDict
+    encoded: bytes | None
+
+
 def _list(
     context: ServerContext,
     request_id: str | int,
@@ -41,7 +51,6 @@ def _list(
     meta: Mapping[str, Any],
     client: ClientView,
 ) -> list[Action]:
-    toolkit = context.toolkit
     # What of an entry the client's revision reads: the entries are kept per shape.
     shape = (
         client.at_least("2025-06-18"),
@@ -49,6 +58,34 @@ def _list(
         client.modern,
         bool(client.tasks),
     )
+    offset = context.offset(params)
+    if offset % context.page_size:  # not a cursor this server wrote: made, never kept
+        page = _page(context, client, shape, offset)
+    else:  # described once until the toolkit changes, per all that tells a page apart
+        key = (
+            "tools/list",
+            shape,
+            context.search_view is not None,
+            audience(),
+            context.page_size,
+            offset,
+            context.replies_alike(),
+        )
+        page = context.toolkit._derived(key, _page, context, client, shape, offset)
+    send = plain_result(request_id, page.result)  # the page's result is the reply's already
+    send._line = codec.reply_line(request_id, page.encoded)
+    return [send]
+
+
+def _page(context: ServerContext, client: ClientView, shape: Hashable, offset: int) -> _Page:
+    """The page of ``tools/list`` at ``offset`` for ``client`` (of ``shape``), as the
+    caller of the current request may see it."""
+    toolkit = context.toolkit
+    search = context.search_view
+    if search is None:
+        tools = view(toolkit).tools()
+    else:  # the core and the meta-tools, of what this caller may see
+        tools = [tool for tool in search.listed() if visible(tool, bound_principal.get())]
 
     def describe(tool: Tool) -> tuple[dict[str, Any], str | None] | None:
         # A tool whose entry JSON cannot carry is left out (and logged), never the list.
@@ -56,7 +93,7 @@ def _list(
         listable = keep_listable([_describe_tool(tool, client)])
         return (listable[0], codec.fragment(listable[0])) if listable else None
 
-    fragments: list[str | None] = []  # the page's entries, encoded (see describe)
+    fragments: list[str | None] = []
 
     def entries(page: list[Tool]) -> list[Any]:
         found = [toolkit._mcp_entry(tool, shape, describe) for tool in page]
@@ -64,15 +101,12 @@ def _list(
         fragments.extend(text for _, text in kept)
         return [entry for entry, _ in kept]
 
-    search = context.search_view
-    if search is None:
-        tools = view(toolkit).tools()
-    else:  # the core and the meta-tools, of what this caller may see
-        tools = [tool for tool in search.listed() if visible(tool, bound_principal.get())]
-    body = context.page("tools", tools, entries, params, client)
-    send = context.reply(request_id, client, body)
-    send._line = codec.listed_reply(request_id, body, "tools", fragments)  # from kept encodings
-    return [send]
+    body = context.page_at("tools", tools, entries, offset)
+    result = context.reply(0, client, context.cache_hints(body, client)).message["result"]
+    encoded = codec.listed_result(result, "tools", codec.listed_items(fragments))
+    # Read-only where a response shares it; the entries are the toolkit's kept ones.
+    shared = {name: freeze(value) for name, value in result.items() if name != "tools"}
+    return _Page(FrozenDict({"tools": FrozenList(result["tools"]), **shared}), encoded)
 
 
 def _describe_tool(tool: Tool, client: ClientView) -> dict[str, Any]:

@@ -12,14 +12,34 @@ exists. Without a principal (stdio, a server without ``auth``) no gated item is 
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
-from ..._scopes import any_gated, gate, required_scopes, visible
+from ..._scopes import any_gated, gate, gates, required_scopes, visible
 
 if TYPE_CHECKING:
     from ..._toolkit import Toolkit
 
-__all__ = ["gate", "required_scopes", "view", "visible"]
+__all__ = ["audience", "gate", "required_scopes", "view", "visible"]
+
+
+def audience() -> Hashable:
+    """What decides which items the caller of the current request may see, as a key: the
+    same key, the same :func:`view` of an unchanged toolkit. None while nothing was ever
+    gated (every caller sees everything); else the count of :func:`gate` calls so far (a
+    gate set later changes what is seen) and the caller's scopes (None without a
+    principal), which is all :func:`visible` reads of it.
+
+    Example::
+
+        key = ("tools/list", audience(), offset)
+    """
+    if not any_gated():
+        return None
+    from ..._context import bound_principal
+
+    principal = bound_principal.get()
+    return gates(), None if principal is None else principal.scopes
 
 
 def view(toolkit: Toolkit) -> Toolkit:

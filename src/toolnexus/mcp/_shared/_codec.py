@@ -12,8 +12,10 @@ the plain :mod:`json` module's bytes (tests/test_mcp_codec.py):
 - a tool's text answer — the one message written per call — is written from a template
   (:func:`text_reply`), without building the message first;
 - a page of a list (``tools/list``) is written from its entries' encodings
-  (:func:`fragment`, kept per entry, joined by :func:`listed_reply`): a list is asked for
-  again and again, and its entries seldom change;
+  (:func:`fragment`, kept per entry, joined once per page by :func:`listed_items`, the
+  page's result encoded once by :func:`listed_result`, each response's line written around
+  it by :func:`reply_line`): a list is asked for again and again, and its entries
+  seldom change;
 - a finished task's result is encoded once, as it ends (:func:`fragment`), and each
   ``tasks/get`` that shows it is written around that text (:func:`fragment_reply`);
 - a client's request is written from a template (:func:`request_line`), the ``_meta``
@@ -54,8 +56,10 @@ __all__ = [
     "encode_shared",
     "fragment",
     "fragment_reply",
-    "listed_reply",
+    "listed_items",
+    "listed_result",
     "nested_too_deep",
+    "reply_line",
     "request_line",
     "stand_in",
     "text_reply",
@@ -265,7 +269,7 @@ def encode_shared(entries: Mapping[str, Any]) -> str | None:
 
 def fragment(value: Mapping[str, Any]) -> str | None:
     """The text :func:`encode` writes for ``value`` inside a message (compact JSON, not
-    yet UTF-8), to be written again by :func:`listed_reply` — or ``None`` without the C
+    yet UTF-8), to be written again by :func:`listed_items` — or ``None`` without the C
     encoder, or for a value JSON cannot carry.
 
     Example::
@@ -281,46 +285,68 @@ def fragment(value: Mapping[str, Any]) -> str | None:
         return None
 
 
-def listed_reply(
-    request_id: Any, result: Mapping[str, Any], key: str, fragments: list[str | None]
-) -> bytes | None:
-    """The line of the response ``{"jsonrpc":"2.0","id":ID,"result":result}`` whose
-    ``result`` starts with the list ``result[key]``, written from ``fragments`` (each
-    item's :func:`fragment`, in order) — the same bytes :func:`encode` writes for that
-    message.
+def listed_items(fragments: list[str | None]) -> bytes | None:
+    """The items of a list, ``fragments`` (each item's :func:`fragment`, in order) joined
+    as :func:`encode` writes them inside the list, in UTF-8: what :func:`listed_result`
+    writes a page from — or ``None`` when one is ``None`` or holds text that is not valid
+    Unicode (a lone surrogate, which :func:`encode` escapes).
 
-    Returns ``None`` when it cannot be written so (no C encoder, a fragment that is
-    ``None``, an id that is not an exact ``int`` or ``str``, ``key`` not first in
-    ``result``, text that is not valid
-    Unicode, a value JSON cannot carry): then :func:`encode` the message, which words or
-    escapes the problem.
+    Example::
+
+        >>> listed_items(['{"name":"a"}', '{"name":"b"}'])
+        b'{"name":"a"},{"name":"b"}'
     """
-    kind = request_id.__class__
-    if (
-        _C_ENCODE is None
-        or (kind is not int and kind is not str)
-        or next(iter(result), None) != key
-        or None in fragments
-    ):
+    if None in fragments:
+        return None
+    try:
+        return ",".join(fragments).encode("utf-8")  # type: ignore[arg-type]  # no None
+    except UnicodeEncodeError:
+        return None
+
+
+def listed_result(result: Mapping[str, Any], key: str, items: bytes | None) -> bytes | None:
+    """The encoding of ``result``, an object that starts with the list ``result[key]``,
+    written from ``items`` (that list's :func:`listed_items`) — the bytes :func:`encode`
+    writes for it — to be written into responses by :func:`reply_line`.
+
+    Returns ``None`` when it cannot be written so (no C encoder, ``items`` that is
+    ``None``, ``key`` not first in ``result``, text that is not valid Unicode, a value
+    JSON cannot carry): then :func:`encode` the message, which words or escapes the
+    problem.
+
+    Example::
+
+        >>> listed_result({"tools": [{}], "ttlMs": 5}, "tools", b"{}")
+        b'{"tools":[{}],"ttlMs":5}'
+    """
+    if _C_ENCODE is None or items is None or next(iter(result), None) != key:
         return None
     rest = {name: value for name, value in result.items() if name != key}
     try:
         tail = "," + "".join(_C_ENCODE(rest, 0))[1:] if rest else "}"
-        line = "".join(
-            (
-                '{"jsonrpc":"2.0","id":',
-                int.__repr__(request_id) if kind is int else _ENCODE_STRING(request_id),
-                ',"result":{',
-                _ENCODE_STRING(key),
-                ":[",
-                ",".join(fragments),  # type: ignore[arg-type]  # None is not in them
-                "]",
-                tail,
-                "}\n",
-            )
-        )
-        return line.encode("utf-8")
+        head = "{" + _ENCODE_STRING(key) + ":["
+        return b"".join((head.encode("utf-8"), items, b"]", tail.encode("utf-8")))
     except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
+        return None
+
+
+def reply_line(request_id: Any, result: bytes | None) -> bytes | None:
+    """The line of the response ``{"jsonrpc":"2.0","id":ID,"result":...}`` whose result
+    is encoded already (``result``, from :func:`listed_result`): the bytes :func:`encode`
+    writes for that message. ``None`` for an id that is not an exact ``int`` or ``str``,
+    a ``result`` that is ``None``, or without the C encoder (then :func:`encode` it).
+
+    Example::
+
+        >>> reply_line(7, b'{"tools":[]}')
+        b'{"jsonrpc":"2.0","id":7,"result":{"tools":[]}}\\n'
+    """
+    head = _reply_head(request_id)
+    if head is None or result is None:
+        return None
+    try:
+        return b"".join((head.encode("utf-8"), result, b"}\n"))
+    except UnicodeEncodeError:  # a lone surrogate in the id: encode escapes it instead
         return None
 
 
@@ -369,6 +395,17 @@ def request_line(
         return None
 
 
+def _reply_head(request_id: Any) -> str | None:
+    """How every response line written from a template starts,
+    ``{"jsonrpc":"2.0","id":ID,"result":``, as :func:`encode` writes it — or ``None`` for
+    an id that is not an exact ``int`` or ``str``, or without the C encoder."""
+    kind = request_id.__class__
+    if _C_ENCODE is None or (kind is not int and kind is not str):
+        return None
+    ident = int.__repr__(request_id) if kind is int else _ENCODE_STRING(request_id)
+    return '{"jsonrpc":"2.0","id":' + ident + ',"result":'
+
+
 def text_reply(
     request_id: Any, text: str, is_error: bool, structured: Any = ABSENT
 ) -> bytes | None:
@@ -383,8 +420,8 @@ def text_reply(
     carry (``ValueError`` for a NaN or a lone surrogate, ``TypeError``, ...): then build
     the message and :func:`encode` it, which words or escapes the problem.
     """
-    kind = request_id.__class__
-    if _C_ENCODE is None or (kind is not int and kind is not str):
+    head = _reply_head(request_id)
+    if head is None or _C_ENCODE is None:  # (the second: for the type checker)
         return None
     if structured is ABSENT:
         tail = "}}\n"
@@ -394,9 +431,8 @@ def text_reply(
         return None
     line = "".join(
         (
-            '{"jsonrpc":"2.0","id":',
-            int.__repr__(request_id) if kind is int else _ENCODE_STRING(request_id),
-            ',"result":{"content":[{"type":"text","text":',
+            head,
+            '{"content":[{"type":"text","text":',
             _ENCODE_STRING(text),
             '}],"isError":',
             "true" if is_error else "false",
@@ -420,8 +456,8 @@ def fragment_reply(request_id: Any, result: Mapping[str, Any], key: str, text: s
         >>> fragment_reply(7, {"taskId": "t", "result": {}, "x": 1}, "result", '{"a":1}')
         b'{"jsonrpc":"2.0","id":7,"result":{"taskId":"t","result":{"a":1},"x":1}}\\n'
     """
-    kind = request_id.__class__
-    if _C_ENCODE is None or (kind is not int and kind is not str) or key not in result:
+    start = _reply_head(request_id)
+    if start is None or _C_ENCODE is None or key not in result:
         return None
     members = list(result.items())
     at = list(result).index(key)
@@ -431,9 +467,7 @@ def fragment_reply(request_id: Any, result: Mapping[str, Any], key: str, text: s
         tail = "," + "".join(_C_ENCODE(after, 0))[1:] if after else "}"
         line = "".join(
             (
-                '{"jsonrpc":"2.0","id":',
-                int.__repr__(request_id) if kind is int else _ENCODE_STRING(request_id),
-                ',"result":',
+                start,
                 head,
                 _ENCODE_STRING(key),
                 ":",
