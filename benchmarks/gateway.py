@@ -4,6 +4,7 @@
     python benchmarks/gateway.py            # 7 rounds of 200 calls; 5 s per throughput point
     python benchmarks/gateway.py --quick    # 3 rounds of 100 calls; 2 s per point
     python benchmarks/gateway.py --fastmcp-python /tmp/fastmcp-venv/bin/python
+    python benchmarks/gateway.py --baseline /tmp/old/src --only latency
 
 The upstream is ``toolnexus serve benchmarks/mcp_bench_tools.py:toolkit`` (its ``add``):
 
@@ -19,6 +20,12 @@ Latency: the median call per round, then the median over rounds; the hop is a ga
 median minus the direct one, from the same run, interleaved round by round. Throughput:
 1, 16 and 64 concurrent raw clients (in up to 4 processes), calls per second, with each
 gateway process pinned to one core (``os.sched_setaffinity``) — the upstream is not.
+
+``--baseline OLD/src`` adds an older checkout's gateways (``gw/stdio@base``,
+``gw/http@base``) in front of the same upstreams, called in the same rounds: the hop
+before and after a change, from one run. Every upstream runs this checkout's ``src`` (the
+stdio child is given it on ``PYTHONPATH``), so only the gateways differ. ``--only
+latency`` leaves out the throughput table.
 
 FastMCP's proxy (``create_proxy``; ``FastMCP.as_proxy`` before fastmcp 3) joins as
 ``fastmcp`` when ``fastmcp`` imports (the ``client-bench`` extra, for benchmarks only) or
@@ -153,9 +160,15 @@ class Sdk:
         self.loop.call_soon_threadsafe(self.loop.stop)
 
 
-def serve(args: list[str], port: int, pin: bool) -> subprocess.Popen[bytes]:
+def serve(
+    args: list[str], port: int, pin: bool, src: Path = ROOT / "src"
+) -> subprocess.Popen[bytes]:
+    """``toolnexus serve ARGS --http PORT`` from the checkout whose ``src`` is ``src``."""
     command = [sys.executable, "-m", "toolnexus", "serve", *args, "--http", str(port)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = dict(os.environ, PYTHONPATH=str(src))
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     wait_for_port(port, process)
     if pin and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(process.pid, {sorted(os.sched_getaffinity(0))[0]})
@@ -226,6 +239,8 @@ def main() -> int:
     parser.add_argument(
         "--fastmcp-python", help="an interpreter with fastmcp, to run FastMCP's proxy"
     )
+    parser.add_argument("--baseline", type=Path, metavar="SRC", help="an older checkout's src")
+    parser.add_argument("--only", choices=("latency",), help="leave the throughput table out")
     options = parser.parse_args()
     if options.load:
         load(int(options.load[0]), int(options.load[1]), float(options.load[2]))
@@ -236,8 +251,9 @@ def main() -> int:
     processes = [serve([TOOLS], direct_port, pin=False)]
     stdio_json = folder / "stdio.json"
     upstream = [sys.executable, "-m", "toolnexus", "serve", TOOLS]
+    # (this checkout's upstream for every gateway: a baseline's would inherit its PYTHONPATH)
     entry = {"command": upstream[0], "args": upstream[1:], "prefix": "", "maxInFlight": 128,
-             "maxQueued": 128}  # fmt: skip
+             "maxQueued": 128, "env": {"PYTHONPATH": str(ROOT / "src")}}  # fmt: skip
     stdio_json.write_text(json.dumps({"mcpServers": {"up": entry}}))
     http_json = folder / "http.json"
     entry = {"url": f"http://127.0.0.1:{direct_port}/mcp", "prefix": "", "maxInFlight": 128,
@@ -246,6 +262,11 @@ def main() -> int:
     targets = {"direct": direct_port, "gw/stdio": free_port(), "gw/http": free_port()}
     processes.append(serve([str(stdio_json)], targets["gw/stdio"], pin=True))
     processes.append(serve([str(http_json)], targets["gw/http"], pin=True))
+    if options.baseline is not None:
+        base = options.baseline.resolve()
+        for name, config in (("gw/stdio@base", stdio_json), ("gw/http@base", http_json)):
+            targets[name] = free_port()
+            processes.append(serve([str(config)], targets[name], pin=True, src=base))
     proxy_port = free_port()
     upstream_url = f"http://127.0.0.1:{direct_port}/mcp"
     proxy = fastmcp_proxy(upstream_url, proxy_port, options.fastmcp_python)
@@ -274,7 +295,10 @@ def main() -> int:
             for name in targets:
                 value = statistics.median(medians[name])
                 hop = "" if name == "direct" else f"  +{(value - direct) * 1e6:7.0f} us"
-                print(f"  {name:10} {value * 1e6:8.0f} us{hop}  ({value / direct:.2f}x)")
+                print(f"  {name:14} {value * 1e6:8.0f} us{hop}  ({value / direct:.2f}x)")
+        print(f"\nload average {os.getloadavg()[0]:.1f} after the latency rounds")
+        if options.only == "latency":
+            return 0
         print(f"\nthroughput, raw clients, gateway on one core ({seconds:.0f} s per point)")
         print("  " + " ".join(f"{name:>12}" for name in targets))
         for count in (1, 16, 64):

@@ -186,3 +186,27 @@ def test_ctrl_c_in_a_remote_call_on_the_caller_cancels_it_and_goes_on(
     ):
         host.call("srv_steps", {"count": 3}, progress=interrupt)
     assert events == ["cancelled"]
+
+
+def test_a_remote_call_under_the_host_deadline_arms_no_timer_of_the_clients(
+    gather: McpClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The context's token is cancelled at the call's deadline by the host's own timer:
+    # the client, given that token and that deadline, keeps it with no second timer.
+    from toolnexus import _timers
+
+    armed: list[float] = []
+    schedule = _timers._Wheel.schedule
+
+    def counted(wheel: object, deadline: float, action: object, quick: bool) -> object:
+        if threading.current_thread() is threading.main_thread():
+            armed.append(deadline)
+        return schedule(wheel, deadline, action, quick)  # type: ignore[arg-type]
+
+    with Host(Toolkit(gather.tools()), timeout_ms=TIMEOUT_MS) as host:
+        host.call("fake_echo", {"text": "warm"})
+        monkeypatch.setattr(_timers._Wheel, "schedule", counted)
+        assert host.call("fake_echo", {"text": "hi"}).output == "hi"
+        monkeypatch.undo()
+        assert gather.call_tool("echo", {"text": "x"}, timeout_ms=TIMEOUT_MS).output == "x"
+    assert len(armed) == 1  # the host's deadline; a direct call_tool's own is not counted

@@ -730,10 +730,12 @@ class Call(metaclass=_NoPublicConstructor):
                 else:
                     self._scope = self._ctx = None
                 if budget is not None:
-                    self._deadline = time.monotonic() + budget / 1000
+                    ctx = self._ctx  # (the context's deadline is the call's: one instant)
+                    due = time.monotonic() if ctx is None else ctx._started
+                    due = self._deadline = due + budget / 1000
                     try:
                         self._timer = _timers.schedule(
-                            self._deadline,
+                            due,
                             _OnAttempt(Call._deadline_passed, self, self._attempt),
                             quick=True,
                         )
@@ -745,6 +747,9 @@ class Call(metaclass=_NoPublicConstructor):
                             ),
                             "error",
                         )
+                    else:
+                        if self._scope is not None:  # its deadline cancels the token, on time
+                            self._scope._due_at(due)
                 runner = self._runner
                 if failed is None and runner in (INLINE, ON_CALLER):  # RUNNING here, at once
                     self._state = RUNNING

@@ -33,7 +33,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..._cancellation import CancellationToken, CancellationTokenSource
+from ..._cancellation import CancellationToken, CancellationTokenSource, cancelled_by
 from ..._log import LazyLogger
 from ..._result import ToolResult
 from ..._suspension import Answer
@@ -733,7 +733,8 @@ class McpClient:
         else:
             end = deadline
         source: CancellationTokenSource | None = None
-        if end is not None:
+        if end is not None and (token is None or cancelled_by(token) > end):
+            # (A token a timer cancels by then — a host call's, at its deadline — needs none.)
             source = CancellationTokenSource.linked(*([token] if token is not None else []))
             source.cancel_after(max(0.0, end - time.monotonic()))
             call_token = source.token
