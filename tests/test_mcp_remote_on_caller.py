@@ -19,7 +19,7 @@ import pytest
 
 import mcp_client_tools
 from timing import TIMEOUT, wait_until
-from toolnexus import CancellationTokenSource, Host, Toolkit, ToolResult
+from toolnexus import CancellationTokenSource, Host, Toolkit, ToolResult, tool
 from toolnexus.mcp import HttpServer, McpClient, ServerOptions
 
 FAKE = str(Path(__file__).with_name("fake_mcp_server.py"))
@@ -52,14 +52,24 @@ def cancels_seen(client: McpClient) -> int:
 
 
 def test_a_remote_call_through_the_host_takes_no_worker(gather: McpClient) -> None:
-    with Host(Toolkit(gather.tools()), timeout_ms=TIMEOUT_MS) as host:
+
+    @tool
+    def local() -> str:
+        """A local tool."""
+        return "local"
+
+    with Host(Toolkit([*gather.tools(), local]), timeout_ms=TIMEOUT_MS) as host:
         result = host.call("fake_echo", {"text": "hi"})
         after_call = workers_started(host)
-        # A submitted call has no caller waiting on a thread: a worker runs it.
+        # A submitted call has no caller waiting on a thread: it is written here and
+        # completed by the client's reader, so no worker waits for it either.
         submitted = host.submit("fake_echo", {"text": "again"}).result(TIMEOUT)
         after_submit = workers_started(host)
+        # (A local tool's submit does take one: the count sees workers.)
+        assert host.submit("local").result(TIMEOUT).output == "local"
+        after_local = workers_started(host)
     assert (result.output, submitted.output) == ("hi", "again")
-    assert (after_call, after_submit) == (0, 1)
+    assert (after_call, after_submit, after_local) == (0, 0, 1)
 
 
 def test_two_hundred_remote_calls_wait_together_on_a_host_of_four_workers(

@@ -86,8 +86,10 @@ _STATE_NAMES = ("queued", "running", "timing out", "cancelling", "asking", "done
 # How an attempt runs: on a pool worker, right here on the starting thread (a driver that
 # knows the tool is quick, a tool that calls its own host), as a task on the owner's
 # event loop (async tools in acall), or here on the thread of Host.call's caller (a tool
-# that runs on its caller: INLINE, but Ctrl-C there cancels the call and goes on).
-ON_POOL, INLINE, ON_LOOP, ON_CALLER = 0, 1, 2, 3
+# that runs on its caller: INLINE, but Ctrl-C there cancels the call and goes on), or
+# started on its own I/O with no thread waiting (a remote tool nobody waits for on a
+# thread: it calls back when it ends, on its client's reader thread).
+ON_POOL, INLINE, ON_LOOP, ON_CALLER, ON_IO = 0, 1, 2, 3, 4
 
 # The effects a transition asks for, carried out once its lock is released (Call._EFFECTS
 # maps each to its method), and where each runs:
@@ -608,6 +610,8 @@ class Call(metaclass=_NoPublicConstructor):
                 and self._rt.async_on_loop
             ):
                 runner = ON_LOOP
+            elif self._owner is None and _starts_io(self._tool):
+                runner = ON_IO  # nobody waits on a thread: no worker waits for it either
         self._start_attempt(runner)  # checks, under its lock, that this is the only start
 
     def _run_on_caller(self) -> ToolResult:
@@ -751,7 +755,7 @@ class Call(metaclass=_NoPublicConstructor):
                         if self._scope is not None:  # its deadline cancels the token, on time
                             self._scope._due_at(due)
                 runner = self._runner
-                if failed is None and runner in (INLINE, ON_CALLER):  # RUNNING here, at once
+                if failed is None and runner in (INLINE, ON_CALLER, ON_IO):  # RUNNING at once
                     self._state = RUNNING
                     self._inside = True
                     self._worker = None
@@ -765,6 +769,9 @@ class Call(metaclass=_NoPublicConstructor):
         if runner in (INLINE, ON_CALLER):
             assert args is not None and self._context is not None
             self._run_tool(tool, args, self._ctx, self._context)
+        elif runner == ON_IO:
+            assert args is not None and self._context is not None
+            self._start_io(tool, args, self._ctx, self._context)
         elif runner == ON_LOOP:
             self._start_task()
         else:
@@ -813,6 +820,37 @@ class Call(metaclass=_NoPublicConstructor):
                 raise
             value = exc
         self._returned(value)
+
+    def _start_io(
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        ctx: ToolContext | None,
+        context: contextvars.Context,
+    ) -> None:
+        """Start the attempt's tool on its own I/O (the call is RUNNING): it returns at
+        once, and its end comes to :meth:`_returned` from whichever thread ends it. A
+        tool that cannot start so (see ``Tool._start_io``) is queued for a worker instead;
+        never raises."""
+        try:
+            started = context.run(tool._start_io, args, ctx, self._returned)
+        except BaseException as exc:  # the wrapper let it through: still an answer
+            self._returned(exc)
+            return
+        if started:
+            return
+        with self._lock:
+            queued = self._state == RUNNING
+            if queued:  # nothing ran: the attempt waits for a worker as any other
+                self._state = QUEUED
+                self._inside = False
+                self._runner = ON_POOL
+        if not queued:  # a deadline or a cancel came meanwhile: the tool never ran
+            self._returned(_NO_WORDS)
+            return
+        problem = self._rt.pool.submit(self._run)
+        if problem is not None:
+            self._finish_now(ToolResult.error(f"'{self._name}' was not run: {problem}"), "error")
 
     def _run_async_tool(self, tool: Tool, args: dict[str, Any], ctx: ToolContext | None) -> Any:
         """An ``async def`` tool, to completion on this thread: on a private loop — or, from
@@ -1406,6 +1444,13 @@ async def _on_loop(call: Call, awaitable: Awaitable[Any]) -> None:
 _ABANDONED = object()  # the tool was still running when the grace ended
 _NEVER_STARTED = object()  # still queued for a worker at its deadline, every worker busy
 _NO_WORKER_YET = object()  # still queued at its deadline, before a worker could take it
+
+
+def _starts_io(tool: Tool | None) -> bool:
+    """Whether ``tool``'s function starts its own I/O and calls back (``fn.start_io``: a
+    remote MCP tool), so a call nobody waits for on a thread needs no worker. A chain's
+    stand-in (middleware, tracing) has no ``fn``: its code may not hear the token."""
+    return getattr(getattr(tool, "fn", None), "start_io", None) is not None
 
 
 def _cancel_text(reason: Reason | None) -> str:

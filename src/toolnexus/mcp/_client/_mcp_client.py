@@ -766,14 +766,7 @@ class McpClient:
                 result = self._run_task(name, arguments, call_token, progress)
             else:
                 result = self._start_call(name, arguments, call_token, progress, headers, None)
-            if result is CANCELLED and end is not None and time.monotonic() >= end:
-                # The call's state decides, never its text: its token was cancelled and
-                # its deadline has passed (a deadline's cancel comes at or after it).
-                where = f"{name} on MCP server {self.name}"
-                if deadline is None:
-                    result = ToolResult(f"timed out after {timeout_ms} ms: {where}", True)
-                else:
-                    result = ToolResult(f"{where} did not answer in time", True)
+            result = self._timed_out(name, result, end, deadline, timeout_ms)
         finally:
             if admitted:
                 assert admission is not None
@@ -784,6 +777,86 @@ class McpClient:
                 span.leave(entered)
                 span.end(result)
         return result
+
+    def _timed_out(
+        self,
+        name: str,
+        result: ToolResult,
+        end: float | None,
+        deadline: float | None,
+        timeout_ms: int | None,
+    ) -> ToolResult:
+        """``result``, or the timeout it is: the call's state decides, never its text —
+        its token was cancelled and ``end`` has passed (a deadline's cancel comes at or
+        after it); ``deadline``: the caller's, else the client's own ``timeout_ms``."""
+        if result is not CANCELLED or end is None or time.monotonic() < end:
+            return result
+        where = f"{name} on MCP server {self.name}"
+        if deadline is None:
+            return ToolResult(f"timed out after {timeout_ms} ms: {where}", True)
+        return ToolResult(f"{where} did not answer in time", True)
+
+    def _start_io(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        deadline: float | None,
+        done: Callable[[ToolResult], object],
+    ) -> bool:
+        """Start one ``tools/call`` that no thread waits for: it is written here, and
+        ``done(result)`` is called once with what :meth:`_call` would have returned, on
+        the thread that ends it (the stdio reader's, with the answer; a canceller's; at
+        ``deadline``, which ``token`` must keep: a host call's). False, having sent
+        nothing, when the call cannot go this way — not an open stdio connection, an
+        ``idle_timeout_ms`` to keep, a task, a deadline the token does not keep, or no
+        free place in the ``max_in_flight`` queue — so the caller runs :meth:`_call`."""
+        connection = self._connection
+        if (
+            connection is None
+            or connection.lost is not None
+            or not connection.is_stdio
+            or self._idle_s is not None
+            or name in self._task_tools
+            or (deadline is not None and cancelled_by(token) > deadline)
+        ):
+            return False
+        admission = self._admission
+        if admission is not None and not admission.take():
+            return False  # it would wait for a place: on a thread that can wait
+        span = client_span(name, "pipe", None, self.protocol_version)
+
+        def finish(result: ToolResult) -> None:
+            result = self._timed_out(name, result, deadline, deadline, None)
+            if admission is not None:
+                admission.leave()
+            if span is not None:
+                span.end(result)
+            done(result)
+
+        if token is not _NEVER and token.is_cancellation_requested:
+            finish(CANCELLED)
+            return True
+        entered = span.enter() if span is not None else None
+        try:
+            waiter = Waiter()
+            with connection.lock:
+                outgoing = connection.session.call_tool(name, arguments, None, waiter)
+                assert outgoing.id is not None
+                connection.peer.start_call(outgoing.id, waiter)
+            started = connection.start_call(
+                outgoing, waiter, name, token, progress, self._questions, finish
+            )
+        finally:
+            if span is not None:
+                span.leave(entered)
+        if not started:
+            if admission is not None:
+                admission.leave()
+            if span is not None:
+                span.end(None)
+        return started
 
     def _start_call(
         self,

@@ -30,9 +30,20 @@ _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 
 
 class Caller(Protocol):
-    """What a remote tool calls: the client (its ``name`` and its one ``tools/call``)."""
+    """What a remote tool calls: the client (its ``name``, its one ``tools/call``, and
+    that call started without a waiting thread)."""
 
     name: str
+
+    def _start_io(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        deadline: float | None,
+        done: Callable[[ToolResult], object],
+    ) -> bool: ...
 
     def _call(
         self,
@@ -75,6 +86,38 @@ class RemoteTool:
         if links is None or not result.parts:
             return result
         return relink(result, links)
+
+    def start_io(
+        self,
+        args: Mapping[str, Any],
+        ctx: ToolContext | None,
+        done: Callable[[ToolResult], object],
+    ) -> bool:
+        """Start the call with no thread waiting for it: written here, ``done(result)``
+        called once by whoever ends it (the client's reader, with the answer; the
+        context's token, cancelled by a cancel or the host's deadline, tells the server).
+        False, having done nothing, when it must run as ``fn(args, ctx)`` instead (a
+        resume, an exchanged token, a client that cannot: see ``McpClient._start_io``).
+        A host starts a call nobody waits on a thread for (``submit``, a server's bridge)
+        this way: see ``Call._start``."""
+        if ctx is None or ctx.answer is not None or self.exchange is not None:
+            return False
+        links = self.links
+        if links is not None:
+            given = done
+
+            def relinked(result: ToolResult) -> None:
+                given(relink(result, links) if result.parts else result)
+
+            done = relinked
+        return self.client._start_io(
+            self.remote,
+            dict(args),
+            ctx.cancellation_token,
+            ctx.report_progress if ctx.progress is not None else None,
+            ctx.deadline,
+            done,
+        )
 
     def _run(self, args: Mapping[str, Any], ctx: ToolContext | None) -> ToolResult:
         if self.exchange is None:

@@ -120,6 +120,11 @@ class StdioTransport:
         self._role = threading.Lock()  # held by the thread reading stdout
         self._state = threading.Condition(threading.Lock())  # the reader thread waits here
         self._handed = False  # a caller left requests waiting: the reader thread reads
+        # When a request that no caller reads was last sent (read_for_others): the reader
+        # thread keeps reading for _IDLE_S after it, so the next such answer wakes it, not
+        # a hand-over first.
+        self._others_at = -_IDLE_S
+        self._for_others = False  # the reader thread reads for such requests now
         self._released = time.monotonic()  # when a thread last stopped reading
         self._ended: str | None = None
         self._wake_read = self._wake_write = -1
@@ -239,6 +244,16 @@ class StdioTransport:
                     self._handed = True
                     self._state.notify_all()
 
+    def read_for_others(self) -> None:
+        """A request was sent whose answer no caller reads (it is handed to whoever reads
+        the pipe): the reader thread reads for it, and keeps reading while such requests
+        come (each within :data:`_IDLE_S` of the last)."""
+        with self._state:
+            self._others_at = _monotonic()
+            if not self._for_others:
+                self._for_others = self._handed = True
+                self._state.notify_all()
+
     def interrupt(self) -> None:
         """Wake the thread reading the pipe, so it checks ``done()`` again (a cancel)."""
         with self._state:  # close() closes the wake-up pipe under it
@@ -339,11 +354,17 @@ class StdioTransport:
         while self._lead():
             try:
                 while True:
-                    watching = self._poller is None or self._pending() == 0
+                    watching = self._poller is None or (
+                        self._pending() == 0 and not self._for_others
+                    )
                     line = self._line(None if watching else _monotonic() + _IDLE_S)
                     if line:
                         self._dispatch(line)
-                    if self._poller is not None and self._pending() == 0:
+                    if (
+                        self._poller is not None
+                        and self._pending() == 0
+                        and self._done_for_others()
+                    ):
                         break  # no call in flight: the next caller reads for itself
             except _Ended:
                 break
@@ -361,6 +382,18 @@ class StdioTransport:
         if self._process.poll() is not None and reason.startswith("the server closed"):
             reason = f"the server process {self.exit_description()}"
         self._on_closed(reason)
+
+    def _done_for_others(self) -> bool:
+        """Whether the reader thread stops reading for requests no caller reads: none was
+        sent for :data:`_IDLE_S` (decided under the lock :meth:`read_for_others` takes, so
+        a request sent meanwhile is never left unread)."""
+        if not self._for_others:
+            return True
+        with self._state:
+            if _monotonic() - self._others_at < _IDLE_S:
+                return False
+            self._for_others = False
+            return True
 
     def _lead(self) -> bool:
         """Wait until the reader thread should read, and take the reading role: False
