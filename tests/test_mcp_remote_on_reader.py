@@ -169,22 +169,7 @@ def test_a_gateway_call_past_its_deadline_answers_the_timeout_and_tells_the_upst
     options = ServerOptions(timeout_ms=300)
     with HttpServer(Toolkit(gather.tools(prefix="")), options, port=0) as server:
         server.start()
-        connection = http.client.HTTPConnection("127.0.0.1", server.address[1], timeout=TIMEOUT)
-        meta = {
-            "io.modelcontextprotocol/protocolVersion": MODERN,
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
-        }
-        params = {"name": "echo", "arguments": {"text": "never"}, "_meta": meta}
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "MCP-Protocol-Version": MODERN,
-            "Mcp-Method": "tools/call",
-            "Mcp-Name": "echo",
-        }
-        connection.request("POST", "/mcp", json.dumps(body), headers)
+        connection = _post_call(server.address[1], "never")
         answer = json.loads(connection.getresponse().read())
         connection.close()
         assert workers_started(server.endpoint.host) == 0
@@ -192,4 +177,74 @@ def test_a_gateway_call_past_its_deadline_answers_the_timeout_and_tells_the_upst
     assert answer["result"]["content"][0]["text"] == (
         "timed out after 300 ms: echo on MCP server fake did not answer in time"
     )
+    assert seen(gather, "notifications/cancelled") == before + 1
+
+
+def _post_call(port: int, text: str) -> http.client.HTTPConnection:
+    """A modern ``tools/call`` of ``echo`` sent on a connection of its own (not read)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
+    }
+    params = {"name": "echo", "arguments": {"text": text}, "_meta": meta}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "echo",
+    }
+    connection.request("POST", "/mcp", json.dumps(body), headers)
+    return connection
+
+
+def test_the_gateway_worker_that_writes_the_response_reads_the_upstream_answer_itself(
+    gather: McpClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The embedded server's worker waits for its call's messages anyway: it reads the
+    # upstream's answer on its own thread, so the reader thread is never handed the call.
+    from toolnexus.mcp._client._stdio import StdioTransport
+
+    readers: list[str] = []
+    handed: list[str] = []
+    read_until = StdioTransport.read_until
+    read_for_others = StdioTransport.read_for_others
+
+    def counted_read(transport: StdioTransport, done: object, timeout: object) -> object:
+        read = read_until(transport, done, timeout)  # type: ignore[arg-type]
+        if read:
+            readers.append(threading.current_thread().name)
+        return read
+
+    def counted_hand(transport: StdioTransport) -> None:
+        handed.append(threading.current_thread().name)
+        read_for_others(transport)
+
+    with HttpServer(Toolkit(gather.tools(prefix="")), port=0) as server:
+        server.start()
+        monkeypatch.setattr(StdioTransport, "read_until", counted_read)
+        monkeypatch.setattr(StdioTransport, "read_for_others", counted_hand)
+        for index in range(5):
+            connection = _post_call(server.address[1], f"hi {index}")
+            answer = json.loads(connection.getresponse().read())
+            connection.close()
+            assert answer["result"]["content"][0]["text"] == f"hi {index}"
+        monkeypatch.undo()
+        assert workers_started(server.endpoint.host) == 0
+    assert handed == []
+    assert len(readers) == 5 and all(name == "toolnexus-http-worker" for name in readers)
+
+
+def test_a_gateway_client_that_hangs_up_mid_call_cancels_it_upstream(gather: McpClient) -> None:
+    before = seen(gather, "notifications/cancelled")
+    with HttpServer(Toolkit(gather.tools(prefix="")), port=0) as server:
+        server.start()
+        connection = _post_call(server.address[1], "never")
+        assert wait_until(lambda: in_flight(gather) == 1)  # the worker reads for it now
+        connection.close()  # the client hangs up: the worker's watch sees it
+        assert wait_until(lambda: in_flight(gather) == 0)
+        assert workers_started(server.endpoint.host) == 0
     assert seen(gather, "notifications/cancelled") == before + 1

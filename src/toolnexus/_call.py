@@ -311,6 +311,7 @@ class Call(metaclass=_NoPublicConstructor):
         "_event",
         "_id",
         "_inside",
+        "_io",
         "_launched",
         "_lock",
         "_loop",
@@ -385,6 +386,7 @@ class Call(metaclass=_NoPublicConstructor):
         self._timer: _timers.Timer | None = None
         self._worker: Worker | None = None
         self._inside = False  # a worker is running the attempt's tool right now
+        self._io: Any = None  # (ON_IO) what carries the answer: its starter may read it
         self._launched = False
         self._scope: CancellationTokenSource | None = None
         self._registration: Any = None
@@ -586,11 +588,16 @@ class Call(metaclass=_NoPublicConstructor):
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
             loop.call_soon_threadsafe(self._drain)
 
-    def _start(self, inline: bool = False) -> None:
+    def _start(self, inline: bool = False, reads: bool = False) -> None:
         """Start a call made with ``Host._prepare_call``: queued for a worker, or with
         ``inline=True`` run here, on the calling thread (an ``async def`` tool on a private
         loop), returning once the tool returned. A call already settled (refused, bad
         arguments, cancelled meanwhile) stays as it is.
+
+        A tool that starts on its own I/O (nobody owns the call) leaves what carries its
+        answer in ``_io``: with ``reads``, the starter will read it while it waits for
+        the call's end (``_io.read_until``: a server's worker draining the call's
+        response); else the client's reader thread is told to read it, at once.
 
         Raises :class:`~toolnexus.errors.InvalidValueError` (a ``ValueError``) when the
         call was started before.
@@ -612,7 +619,7 @@ class Call(metaclass=_NoPublicConstructor):
                 runner = ON_LOOP
             elif self._owner is None and _starts_io(self._tool):
                 runner = ON_IO  # nobody waits on a thread: no worker waits for it either
-        self._start_attempt(runner)  # checks, under its lock, that this is the only start
+        self._start_attempt(runner, reads)  # checks, under its lock, that it starts once
 
     def _run_on_caller(self) -> ToolResult:
         """``Host.call`` of a tool that runs on its caller: start it here and return its
@@ -679,12 +686,13 @@ class Call(metaclass=_NoPublicConstructor):
 
     # ------------------------------------------------------------------ attempts
 
-    def _start_attempt(self, first: int | None = None) -> None:
+    def _start_attempt(self, first: int | None = None, reads: bool = False) -> None:
         """Arm the attempt's deadline (a fresh budget per attempt) and hand it to its runner.
 
         ``first`` is the first attempt's runner, from :meth:`_start`: under the attempt's
         own lock (one lock, not two, on every call's path) it checks that this is the
-        call's only start, and registers the call with its host.
+        call's only start, and registers the call with its host. ``reads``: see
+        :meth:`_start`.
         """
         failed: list[int] | None = None
         with self._lock:
@@ -771,7 +779,7 @@ class Call(metaclass=_NoPublicConstructor):
             self._run_tool(tool, args, self._ctx, self._context)
         elif runner == ON_IO:
             assert args is not None and self._context is not None
-            self._start_io(tool, args, self._ctx, self._context)
+            self._start_io(tool, args, self._ctx, self._context, reads)
         elif runner == ON_LOOP:
             self._start_task()
         else:
@@ -827,17 +835,24 @@ class Call(metaclass=_NoPublicConstructor):
         args: dict[str, Any],
         ctx: ToolContext | None,
         context: contextvars.Context,
+        reads: bool,
     ) -> None:
         """Start the attempt's tool on its own I/O (the call is RUNNING): it returns at
-        once, and its end comes to :meth:`_returned` from whichever thread ends it. A
-        tool that cannot start so (see ``Tool._start_io``) is queued for a worker instead;
-        never raises."""
+        once, and its end comes to :meth:`_returned` from whichever thread ends it. Its
+        answer is read by the starter (``reads``: it keeps what carries it in ``_io``)
+        or by the client's reader thread. A tool that cannot start so (see
+        ``Tool._start_io``) is queued for a worker instead; never raises."""
         try:
             started = context.run(tool._start_io, args, ctx, self._returned)
         except BaseException as exc:  # the wrapper let it through: still an answer
             self._returned(exc)
             return
-        if started:
+        if started is not None:
+            if started is not True:  # (True: the tool has answered already)
+                if reads:
+                    self._io = started
+                else:
+                    started.read_for_others()  # type: ignore[attr-defined]
             return
         with self._lock:
             queued = self._state == RUNNING

@@ -451,12 +451,14 @@ class Tool(Generic[P, R]):
 
     def _start_io(
         self, args: Any, ctx: ToolContext | None, done: Callable[[ToolResult], object]
-    ) -> bool:
+    ) -> object:
         """Package-internal: a call of a function that only starts I/O and returns (its
         ``fn.start_io(args, ctx, done)``: a remote MCP tool), checked as :meth:`__call__`
         checks it — ``args`` admitted first, the value it ends with normalised — with the
-        result handed to ``done`` once, on whichever thread ends it. False, having run
-        nothing but the check, when the function must be called as usual instead."""
+        result handed to ``done`` once, on whichever thread ends it. Returns what the
+        function returned (what carries its answer), or True once ``done`` has the result
+        already; None, having run nothing but the check, when the function must be
+        called as usual instead."""
         args, refusal = self._admit(args, ctx)
         if refusal is not None:
             done(refusal)
@@ -464,7 +466,7 @@ class Tool(Generic[P, R]):
         normalise = self._normalise
         start = self.fn.start_io  # type: ignore[attr-defined]
         try:
-            return bool(start(args, ctx, lambda value: done(normalise(value))))
+            return start(args, ctx, lambda value: done(normalise(value)))
         except Exception as exc:
             done(self._failed(exc))
             return True

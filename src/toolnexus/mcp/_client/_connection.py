@@ -691,13 +691,15 @@ class Connection:
         progress: ProgressReporter | None,
         questions: ClientQuestions,
         done: Callable[[ToolResult], object],
-    ) -> bool:
+    ) -> StdioTransport | None:
         """Send the ``tools/call`` ``outgoing`` (stdio; its ``waiter`` registered as a call
         in flight) and return: whoever reads the pipe hands its events to an
         :class:`IoCall`, which calls ``done(result)`` once, on the thread that ends it —
         the reader's (its answer), a canceller's (``token``), the one that lost the
-        connection. False when the request could not be written (nothing was sent: the
-        caller may send it again another way)."""
+        connection. Returns the transport, whose pipe nobody reads for the call yet: the
+        caller reads it (``read_until``, while it waits for what the call ends in) or
+        lets the reader thread do so (``read_for_others``). None when the request could
+        not be written (nothing was sent: the caller may send it again another way)."""
         call = IoCall(self, waiter, name, token, progress, questions, done)
         waiter.listener = call.event
         assert outgoing.id is not None
@@ -708,10 +710,9 @@ class Connection:
             with self.lock:
                 self.peer.finish(outgoing.id)
             self.lose(lost)
-            return False
-        self.transport.read_for_others()  # type: ignore[union-attr]  # (stdio)
+            return None
         call.listen()
-        return True
+        return self.transport  # type: ignore[return-value]  # (stdio)
 
     def wake_on(
         self, token: CancellationToken, waiter: Waiter

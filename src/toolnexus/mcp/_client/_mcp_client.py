@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from ..._tools import Tool
     from ._http import HttpTransport
     from ._oauth import OAuth
+    from ._stdio import StdioTransport
 
 __all__ = ["McpClient"]
 
@@ -804,14 +805,17 @@ class McpClient:
         progress: ProgressReporter | None,
         deadline: float | None,
         done: Callable[[ToolResult], object],
-    ) -> bool:
+    ) -> StdioTransport | None:
         """Start one ``tools/call`` that no thread waits for: it is written here, and
         ``done(result)`` is called once with what :meth:`_call` would have returned, on
-        the thread that ends it (the stdio reader's, with the answer; a canceller's; at
-        ``deadline``, which ``token`` must keep: a host call's). False, having sent
-        nothing, when the call cannot go this way — not an open stdio connection, an
-        ``idle_timeout_ms`` to keep, a task, a deadline the token does not keep, or no
-        free place in the ``max_in_flight`` queue — so the caller runs :meth:`_call`."""
+        the thread that ends it (the one reading the pipe, with the answer; a
+        canceller's; at ``deadline``, which ``token`` must keep: a host call's). Returns
+        the transport whose pipe carries the answer: read it while waiting
+        (``read_until``), or hand it to the reader thread (``read_for_others``) — one of
+        the two, at once. None, having sent nothing, when the call cannot go this way —
+        not an open stdio connection, an ``idle_timeout_ms`` to keep, a task, a deadline
+        the token does not keep, or no free place in the ``max_in_flight`` queue — so the
+        caller runs :meth:`_call`."""
         connection = self._connection
         if (
             connection is None
@@ -821,10 +825,10 @@ class McpClient:
             or name in self._task_tools
             or (deadline is not None and cancelled_by(token) > deadline)
         ):
-            return False
+            return None
         admission = self._admission
         if admission is not None and not admission.take():
-            return False  # it would wait for a place: on a thread that can wait
+            return None  # it would wait for a place: on a thread that can wait
         span = client_span(name, "pipe", None, self.protocol_version)
 
         def finish(result: ToolResult) -> None:
@@ -835,9 +839,10 @@ class McpClient:
                 span.end(result)
             done(result)
 
+        transport: StdioTransport = connection.transport  # type: ignore[assignment]
         if token is not _NEVER and token.is_cancellation_requested:
             finish(CANCELLED)
-            return True
+            return transport
         entered = span.enter() if span is not None else None
         try:
             waiter = Waiter()
@@ -851,7 +856,7 @@ class McpClient:
         finally:
             if span is not None:
                 span.leave(entered)
-        if not started:
+        if started is None:
             if admission is not None:
                 admission.leave()
             if span is not None:

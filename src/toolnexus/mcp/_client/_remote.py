@@ -24,9 +24,18 @@ if TYPE_CHECKING:
     from ..._tools import Tool
     from ._oauth_exchange import UpstreamExchange
 
-__all__ = ["Caller", "RemoteTool", "relink", "remote_tool_list"]
+__all__ = ["Caller", "IoReader", "RemoteTool", "relink", "remote_tool_list"]
 
 _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
+
+
+class IoReader(Protocol):
+    """What carries a started call's answer (a stdio client's transport): read it on a
+    thread that waits anyway, or hand it to the client's reader thread."""
+
+    def read_until(self, done: Callable[[], object], timeout: float | None) -> bool | None: ...
+
+    def read_for_others(self) -> None: ...
 
 
 class Caller(Protocol):
@@ -43,7 +52,7 @@ class Caller(Protocol):
         progress: ProgressReporter | None,
         deadline: float | None,
         done: Callable[[ToolResult], object],
-    ) -> bool: ...
+    ) -> IoReader | None: ...
 
     def _call(
         self,
@@ -92,16 +101,17 @@ class RemoteTool:
         args: Mapping[str, Any],
         ctx: ToolContext | None,
         done: Callable[[ToolResult], object],
-    ) -> bool:
+    ) -> IoReader | None:
         """Start the call with no thread waiting for it: written here, ``done(result)``
-        called once by whoever ends it (the client's reader, with the answer; the
-        context's token, cancelled by a cancel or the host's deadline, tells the server).
-        False, having done nothing, when it must run as ``fn(args, ctx)`` instead (a
-        resume, an exchanged token, a client that cannot: see ``McpClient._start_io``).
-        A host starts a call nobody waits on a thread for (``submit``, a server's bridge)
-        this way: see ``Call._start``."""
+        called once by whoever ends it (the thread reading the answer; the context's
+        token, cancelled by a cancel or the host's deadline, tells the server). Returns
+        what carries the answer (:class:`IoReader`: read it, or hand it to the client's
+        reader thread). None, having done nothing, when it must run as ``fn(args, ctx)``
+        instead (a resume, an exchanged token, a client that cannot: see
+        ``McpClient._start_io``). A host starts a call nobody waits on a thread for
+        (``submit``, a server's bridge) this way: see ``Call._start``."""
         if ctx is None or ctx.answer is not None or self.exchange is not None:
-            return False
+            return None
         links = self.links
         if links is not None:
             given = done
