@@ -428,6 +428,11 @@ class CallBridge(ABC):
             if task is not None:
                 entry.task = task
             self.dispatch(actions, entry.where)
+        io = entry.call._io
+        if task is not None and io is not None:
+            # Its response is over, perhaps before its drainer read anything for it: the
+            # call's answer is its client's reader thread's to read now.
+            io.read_for_others()
 
     def _task_ended(self) -> None:  # noqa: B027 - most transports need nothing
         """A call that became a task ended (the lock is held)."""
