@@ -767,7 +767,8 @@ class McpClient:
                 result = self._run_task(name, arguments, call_token, progress)
             else:
                 result = self._start_call(name, arguments, call_token, progress, headers, None)
-            result = self._timed_out(name, result, end, deadline, timeout_ms)
+            if result is CANCELLED:
+                result = self._timed_out(name, result, end, deadline, timeout_ms)
         finally:
             if admitted:
                 assert admission is not None
@@ -832,7 +833,8 @@ class McpClient:
         span = client_span(name, "pipe", None, self.protocol_version)
 
         def finish(result: ToolResult) -> None:
-            result = self._timed_out(name, result, deadline, deadline, None)
+            if result is CANCELLED:
+                result = self._timed_out(name, result, deadline, deadline, None)
             if admission is not None:
                 admission.leave()
             if span is not None:
