@@ -1463,9 +1463,11 @@ _NO_WORKER_YET = object()  # still queued at its deadline, before a worker could
 
 def _starts_io(tool: Tool | None) -> bool:
     """Whether ``tool``'s function starts its own I/O and calls back (``fn.start_io``: a
-    remote MCP tool), so a call nobody waits for on a thread needs no worker. A chain's
-    stand-in (middleware, tracing) has no ``fn``: its code may not hear the token."""
-    return getattr(getattr(tool, "fn", None), "start_io", None) is not None
+    remote MCP tool), and can now (``fn.io_ready()``), so a call nobody waits for on a
+    thread needs no worker. A chain's stand-in (middleware, tracing) has no ``fn``: its
+    code may not hear the token."""
+    fn = getattr(tool, "fn", None)
+    return getattr(fn, "start_io", None) is not None and bool(fn.io_ready())  # type: ignore[union-attr]
 
 
 def _cancel_text(reason: Reason | None) -> str:

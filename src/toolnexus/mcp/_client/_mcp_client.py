@@ -798,6 +798,17 @@ class McpClient:
             return ToolResult(f"timed out after {timeout_ms} ms: {where}", True)
         return ToolResult(f"{where} did not answer in time", True)
 
+    def _io_ready(self) -> bool:
+        """Whether :meth:`_start_io` may start calls now: an open stdio connection, no
+        ``idle_timeout_ms`` to keep (the rest is the call's own: see there)."""
+        connection = self._connection
+        return (
+            connection is not None
+            and connection.is_stdio
+            and connection.lost is None
+            and self._idle_s is None
+        )
+
     def _start_io(
         self,
         name: str,
@@ -819,14 +830,12 @@ class McpClient:
         caller runs :meth:`_call`."""
         connection = self._connection
         if (
-            connection is None
-            or connection.lost is not None
-            or not connection.is_stdio
-            or self._idle_s is not None
+            not self._io_ready()
             or name in self._task_tools
             or (deadline is not None and cancelled_by(token) > deadline)
         ):
             return None
+        assert connection is not None
         admission = self._admission
         if admission is not None and not admission.take():
             return None  # it would wait for a place: on a thread that can wait

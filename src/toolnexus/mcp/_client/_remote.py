@@ -44,6 +44,8 @@ class Caller(Protocol):
 
     name: str
 
+    def _io_ready(self) -> bool: ...
+
     def _start_io(
         self,
         name: str,
@@ -95,6 +97,12 @@ class RemoteTool:
         if links is None or not result.parts:
             return result
         return relink(result, links)
+
+    def io_ready(self) -> bool:
+        """Whether :meth:`start_io` can start a call now (a stdio client, connected, no
+        exchanged token): asked before a host checks the arguments for it, so a call
+        that cannot go that way is not checked twice on its way to a worker."""
+        return self.exchange is None and self.client._io_ready()
 
     def start_io(
         self,
