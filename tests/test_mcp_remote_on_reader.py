@@ -250,3 +250,25 @@ def test_a_gateway_client_that_hangs_up_mid_call_cancels_it_upstream(gather: Mcp
         assert wait_until(lambda: in_flight(gather) == 0)
         assert workers_started(server.endpoint.host) == 0
     assert seen(gather, "notifications/cancelled") == before + 1
+
+
+def test_a_done_callback_on_the_reader_may_call_the_same_server_and_wait(
+    gather: McpClient,
+) -> None:
+    # The callback runs on the thread that read the answer (it ends the call): a
+    # Host.call from there to the same server reads on, on that thread, for its answer.
+    seen_by_callback: list[str] = []
+    finished = threading.Event()
+    with Host(Toolkit(gather.tools()), timeout_ms=TIMEOUT_MS) as host:
+
+        def then(call: object) -> None:
+            seen_by_callback.append(host.call("fake_echo", {"text": "nested"}).output)
+            finished.set()
+
+        # Answered only once both wait: the callback is registered before the answer.
+        first = host.submit("fake_echo", {"text": "gather:2"})
+        first.add_done_callback(then)  # type: ignore[arg-type]
+        second = host.submit("fake_echo", {"text": "gather:2"})
+        assert first.result(TIMEOUT).output == second.result(TIMEOUT).output
+        assert finished.wait(TIMEOUT)
+    assert seen_by_callback == ["nested"]

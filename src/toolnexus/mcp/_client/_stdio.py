@@ -118,6 +118,7 @@ class StdioTransport:
         self._scanned = 0  # no newline in _buffer before this index
         self._at_end = False  # stdout ended (what it held last may still be read)
         self._role = threading.Lock()  # held by the thread reading stdout
+        self._reading = 0  # that thread's ident (0: none, or the reader thread)
         self._state = threading.Condition(threading.Lock())  # the reader thread waits here
         self._handed = False  # a caller left requests waiting: the reader thread reads
         # When a request that no caller reads was last sent (read_for_others): the reader
@@ -218,8 +219,29 @@ class StdioTransport:
         (its messages are dispatched there: wait for them) or reading stopped for good
         (``on_closed`` comes, or came). :meth:`interrupt` makes it check ``done()`` again.
         """
-        if self._poller is None or not self._role.acquire(False):
+        if self._poller is None:
             return None
+        if not self._role.acquire(False):
+            if self._reading != threading.get_ident():
+                return None
+            # This thread reads already, and waits inside what a message set off (a done
+            # callback calling the same server): it reads on, or nobody would.
+            return self._read_lines(done, timeout)
+        self._reading = threading.get_ident()
+        try:
+            return self._read_lines(done, timeout)
+        finally:
+            self._reading = 0
+            self._released = _monotonic()
+            self._role.release()
+            if self._ended is not None or self._pending() > 0:
+                # Requests still wait (calls overlap): the reader thread reads for them.
+                with self._state:
+                    self._handed = True
+                    self._state.notify_all()
+
+    def _read_lines(self, done: Callable[[], object], timeout: float | None) -> bool | None:
+        """:meth:`read_until`'s reading, by the thread that holds the reading role."""
         try:
             if self._ended is not None:
                 return None
@@ -235,14 +257,6 @@ class StdioTransport:
         except Exception as exc:  # MemoryError on a huge line: the connection cannot go on
             self._fail(exc)
             return None
-        finally:
-            self._released = _monotonic()
-            self._role.release()
-            if self._ended is not None or self._pending() > 0:
-                # Requests still wait (calls overlap): the reader thread reads for them.
-                with self._state:
-                    self._handed = True
-                    self._state.notify_all()
 
     def read_for_others(self) -> None:
         """A request was sent whose answer no caller reads (it is handed to whoever reads
@@ -372,6 +386,7 @@ class StdioTransport:
                 self._fail(exc)
                 break
             finally:
+                self._reading = 0
                 self._released = _monotonic()
                 self._role.release()
         reason = self._ended or "the server closed its stdout"
@@ -404,10 +419,12 @@ class StdioTransport:
                 if self._handed or self._poller is None:
                     if self._role.acquire(False):
                         self._handed = False
+                        self._reading = threading.get_ident()
                         return True
                 elif self._pending() == 0:
                     idle = _monotonic() - self._released
                     if idle >= _IDLE_S and self._role.acquire(False):
+                        self._reading = threading.get_ident()
                         return True
                     wait = max(_IDLE_S - idle, 0.001)
                 self._state.wait(wait)
