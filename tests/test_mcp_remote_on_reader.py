@@ -272,3 +272,20 @@ def test_a_done_callback_on_the_reader_may_call_the_same_server_and_wait(
         assert first.result(TIMEOUT).output == second.result(TIMEOUT).output
         assert finished.wait(TIMEOUT)
     assert seen_by_callback == ["nested"]
+
+
+def test_a_legacy_question_parks_a_call_started_on_the_reader_and_its_answer_resumes_it() -> None:
+    from toolnexus import Answer
+
+    with (
+        McpClient(sys.executable, [FAKE, "ask"], name="fake") as client,
+        Host(Toolkit(client.tools()), timeout_ms=TIMEOUT_MS) as host,
+    ):
+        asked = host.submit("fake_echo", {"text": "ask"}).result(TIMEOUT)
+        assert asked.is_pending and workers_started(host) == 0
+        request = ToolResult.pending_of(asked)
+        assert request is not None
+        done = host.resume(
+            "fake_echo", {"text": "ask"}, asked, Answer.accept(request, {"name": "Ada"})
+        )
+    assert done.output == "accept"  # the server heard the answer on the parked call
