@@ -289,3 +289,20 @@ def test_a_legacy_question_parks_a_call_started_on_the_reader_and_its_answer_res
             "fake_echo", {"text": "ask"}, asked, Answer.accept(request, {"name": "Ada"})
         )
     assert done.output == "accept"  # the server heard the answer on the parked call
+
+
+def test_progress_of_a_call_started_on_the_reader_reaches_its_reporter_in_order() -> None:
+    tools = str(Path(__file__).with_name("mcp_client_tools.py")) + ":toolkit"
+    seen: list[tuple[float, str | None]] = []
+    with (
+        McpClient(sys.executable, ["-m", "toolnexus", "serve", tools], name="srv") as client,
+        Host(Toolkit(client.tools()), timeout_ms=TIMEOUT_MS) as host,
+    ):
+        result = host.submit(
+            "srv_steps",
+            {"count": 3},
+            progress=lambda value, total, message: seen.append((value, message)),
+        ).result(TIMEOUT)
+        assert workers_started(host) == 0
+    assert result.output == "3 steps"
+    assert seen == [(1, "step 1"), (2, "step 2"), (3, "step 3")]
