@@ -4,6 +4,7 @@
     python benchmarks/gateway.py            # 7 rounds of 200 calls; 5 s per throughput point
     python benchmarks/gateway.py --quick    # 3 rounds of 100 calls; 2 s per point
     python benchmarks/gateway.py --fastmcp-python /tmp/fastmcp-venv/bin/python
+    python benchmarks/gateway.py --baseline /tmp/old/src --only latency
 
 The upstream is ``toolnexus serve benchmarks/mcp_bench_tools.py:toolkit`` (its ``add``):
 
@@ -16,9 +17,18 @@ Each target is called by two clients: ``raw`` (``http.client`` keep-alive POSTs 
 modern era, what ``benchmarks/mcp_client.py`` calls the floor: what the gateway costs
 with nothing of a client's own added) and ``sdk`` (the official SDK's ``mcp.Client``).
 Latency: the median call per round, then the median over rounds; the hop is a gateway's
-median minus the direct one, from the same run, interleaved round by round. Throughput:
-1, 16 and 64 concurrent raw clients (in up to 4 processes), calls per second, with each
-gateway process pinned to one core (``os.sched_setaffinity``) — the upstream is not.
+median minus the direct one, from the same run, interleaved round by round; beside it,
+the context switches of the server's process per call (its threads' hand-offs, which a
+busy machine does not change as it changes times). Throughput: 1, 16 and 64 concurrent
+raw clients (in up to 4 processes), calls per second, with each gateway process — every
+thread of it — pinned to one core (``os.sched_setaffinity``) for that part only; the
+upstream is not pinned, nor is anything during the latency rounds.
+
+``--baseline OLD/src`` adds an older checkout's gateways (``gw/stdio@base``,
+``gw/http@base``) in front of the same upstreams, called in the same rounds: the hop
+before and after a change, from one run. Every upstream runs this checkout's ``src`` (the
+stdio child is given it on ``PYTHONPATH``), so only the gateways differ. ``--only
+latency`` leaves out the throughput table.
 
 FastMCP's proxy (``create_proxy``; ``FastMCP.as_proxy`` before fastmcp 3) joins as
 ``fastmcp`` when ``fastmcp`` imports (the ``client-bench`` extra, for benchmarks only) or
@@ -33,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import http.client
 import importlib.util
 import json
@@ -153,13 +164,47 @@ class Sdk:
         self.loop.call_soon_threadsafe(self.loop.stop)
 
 
-def serve(args: list[str], port: int, pin: bool) -> subprocess.Popen[bytes]:
+def serve(args: list[str], port: int, src: Path = ROOT / "src") -> subprocess.Popen[bytes]:
+    """``toolnexus serve ARGS --http PORT`` from the checkout whose ``src`` is ``src``."""
     command = [sys.executable, "-m", "toolnexus", "serve", *args, "--http", str(port)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = dict(os.environ, PYTHONPATH=str(src))
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     wait_for_port(port, process)
-    if pin and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(process.pid, {sorted(os.sched_getaffinity(0))[0]})
     return process
+
+
+def pin(pid: int) -> None:
+    """Pin every thread of process ``pid`` to this machine's first core (a thread it
+    starts later inherits its starter's); ``sched_setaffinity(pid)`` alone would pin the
+    main thread only, not the server's threads already running."""
+    if not hasattr(os, "sched_setaffinity"):
+        return
+    core = {sorted(os.sched_getaffinity(0))[0]}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            os.sched_setaffinity(int(task), core)
+
+
+def switches(pid: int) -> int:
+    """How often the threads of process ``pid`` have given up their core so far
+    (voluntary and forced context switches, Linux ``/proc``; 0 elsewhere): the thread
+    hand-offs a call costs, which a busy machine does not change, unlike its time."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/status", encoding="ascii") as status:
+                for line in status:  # voluntary_ctxt_switches, nonvoluntary_ctxt_switches
+                    if line.split(":", 1)[0].endswith("ctxt_switches"):
+                        total += int(line.split()[-1])
+        except OSError:  # a thread that ended meanwhile
+            continue
+    return total
 
 
 def fastmcp_proxy(upstream: str, port: int, python: str | None) -> subprocess.Popen[bytes] | None:
@@ -180,8 +225,6 @@ def fastmcp_proxy(upstream: str, port: int, python: str | None) -> subprocess.Po
     process = subprocess.Popen([python, "-c", code], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)  # fmt: skip
     wait_for_port(port, process)
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(process.pid, {sorted(os.sched_getaffinity(0))[0]})
     return process
 
 
@@ -226,6 +269,8 @@ def main() -> int:
     parser.add_argument(
         "--fastmcp-python", help="an interpreter with fastmcp, to run FastMCP's proxy"
     )
+    parser.add_argument("--baseline", type=Path, metavar="SRC", help="an older checkout's src")
+    parser.add_argument("--only", choices=("latency",), help="leave the throughput table out")
     options = parser.parse_args()
     if options.load:
         load(int(options.load[0]), int(options.load[1]), float(options.load[2]))
@@ -233,25 +278,33 @@ def main() -> int:
     rounds, calls, seconds = (3, 100, 2.0) if options.quick else (7, 200, 5.0)
     folder = Path(tempfile.mkdtemp(prefix="toolnexus-gateway-bench-"))
     direct_port = free_port()
-    processes = [serve([TOOLS], direct_port, pin=False)]
+    processes = [serve([TOOLS], direct_port)]
     stdio_json = folder / "stdio.json"
     upstream = [sys.executable, "-m", "toolnexus", "serve", TOOLS]
+    # (this checkout's upstream for every gateway: a baseline's would inherit its PYTHONPATH)
     entry = {"command": upstream[0], "args": upstream[1:], "prefix": "", "maxInFlight": 128,
-             "maxQueued": 128}  # fmt: skip
+             "maxQueued": 128, "env": {"PYTHONPATH": str(ROOT / "src")}}  # fmt: skip
     stdio_json.write_text(json.dumps({"mcpServers": {"up": entry}}))
     http_json = folder / "http.json"
     entry = {"url": f"http://127.0.0.1:{direct_port}/mcp", "prefix": "", "maxInFlight": 128,
              "maxQueued": 128}  # fmt: skip
     http_json.write_text(json.dumps({"mcpServers": {"up": entry}}))
     targets = {"direct": direct_port, "gw/stdio": free_port(), "gw/http": free_port()}
-    processes.append(serve([str(stdio_json)], targets["gw/stdio"], pin=True))
-    processes.append(serve([str(http_json)], targets["gw/http"], pin=True))
+    processes.append(serve([str(stdio_json)], targets["gw/stdio"]))
+    processes.append(serve([str(http_json)], targets["gw/http"]))
+    if options.baseline is not None:
+        base = options.baseline.resolve()
+        for name, config in (("gw/stdio@base", stdio_json), ("gw/http@base", http_json)):
+            targets[name] = free_port()
+            processes.append(serve([str(config)], targets[name], src=base))
+    pids = {name: process.pid for name, process in zip(targets, processes, strict=True)}
     proxy_port = free_port()
     upstream_url = f"http://127.0.0.1:{direct_port}/mcp"
     proxy = fastmcp_proxy(upstream_url, proxy_port, options.fastmcp_python)
     if proxy is not None:
         processes.append(proxy)
         targets["fastmcp"] = proxy_port
+        pids["fastmcp"] = proxy.pid
     try:
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a shared machine)")
         if proxy is None:
@@ -262,19 +315,33 @@ def main() -> int:
         for kind, make in kinds.items():
             clients = {name: make(port) for name, port in targets.items()}
             medians: dict[str, list[float]] = {name: [] for name in targets}
+            switched = dict.fromkeys(targets, 0)
             for client in clients.values():
                 client.timed(20)  # warm up
             for _ in range(rounds):
                 for name, client in clients.items():
+                    before = switches(pids.get(name, 0))
                     medians[name].append(statistics.median(client.timed(calls)))
+                    switched[name] += switches(pids.get(name, 0)) - before
             for client in clients.values():
                 client.close()
             direct = statistics.median(medians["direct"])
-            print(f"\n{kind} client: median call (us), and the hop over direct")
+            print(f"\n{kind} client: median call (us), the hop over direct, and the")
+            print("context switches of the server's process per call (its threads' hand-offs)")
             for name in targets:
                 value = statistics.median(medians[name])
                 hop = "" if name == "direct" else f"  +{(value - direct) * 1e6:7.0f} us"
-                print(f"  {name:10} {value * 1e6:8.0f} us{hop}  ({value / direct:.2f}x)")
+                per_call = switched[name] / (rounds * calls)
+                print(
+                    f"  {name:14} {value * 1e6:8.0f} us{hop:14}  ({value / direct:.2f}x)"
+                    f"  {per_call:5.2f} switches"
+                )
+        print(f"\nload average {os.getloadavg()[0]:.1f} after the latency rounds")
+        if options.only == "latency":
+            return 0
+        for name, pid in pids.items():
+            if name != "direct":
+                pin(pid)
         print(f"\nthroughput, raw clients, gateway on one core ({seconds:.0f} s per point)")
         print("  " + " ".join(f"{name:>12}" for name in targets))
         for count in (1, 16, 64):

@@ -47,6 +47,12 @@ happens, e.g. a thread woken by the clock), with the others beside it.
   the 1,100-call one).
 - ``client-host``: the same remote tool through ``Host.call`` (``Host(Toolkit(client.tools()))``,
   ``timeout_ms=5000``): what the host adds to a remote call, against ``client``.
+- ``gw-stdio``, ``gw-http``: a gateway (the toolkit of an ``mcp.json`` naming one server,
+  ``toolnexus serve benchmarks/mcp_bench_tools.py:toolkit`` as its stdio child, or the same
+  served over HTTP by an uncounted child process) in an embedded ``HttpServer`` counted as
+  ``http-modern`` is, driven as it is: what a gateway hop costs the gateway's process,
+  against ``http-modern`` (the same request answered by a local ``add``). The stdio
+  client's 50 ms look is off, as in the ``client`` rows.
 
 Needs ``valgrind`` on the PATH; a row takes a minute or more. Nothing here asserts.
 """
@@ -87,6 +93,8 @@ ROWS = (
     "client",
     "client-http",
     "client-host",
+    "gw-stdio",
+    "gw-http",
 )
 SMALL, LARGE = 100, 1_100
 MODERN_META = {
@@ -187,6 +195,36 @@ def serve(argv: list[str]) -> None:
     runpy.run_module("toolnexus", run_name="__main__", alter_sys=True)
 
 
+def gateway_toolkit(row: str) -> tuple[Any, subprocess.Popen[bytes] | None]:
+    """The toolkit of a gateway in front of ``mcp_bench_tools.py`` (``gw-stdio``: its
+    stdio child; ``gw-http``: an uncounted HTTP server process), and that process."""
+    import tempfile
+
+    from mcp_client import free_port, wait_for_port
+
+    from toolnexus.mcp import McpSource
+
+    for name in ("toolnexus.mcp._client._stdio", "toolnexus.mcp._client_stdio"):
+        try:  # (now, and before) the reader thread's 50 ms look, off as in the client rows
+            importlib.import_module(name)._IDLE_S = 1000.0
+            break
+        except ImportError:
+            continue
+    tools = str(HERE / "mcp_bench_tools.py") + ":toolkit"
+    served = [sys.executable, "-m", "toolnexus", "serve", tools]
+    process = None
+    entry: dict[str, Any] = {"command": served[0], "args": served[1:], "prefix": ""}
+    if row == "gw-http":
+        port = free_port()
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+        process = subprocess.Popen([*served, "--http", str(port)], env=env)
+        wait_for_port(port)
+        entry = {"url": f"http://127.0.0.1:{port}/mcp", "prefix": ""}
+    folder = Path(tempfile.mkdtemp(prefix="toolnexus-instructions-"))
+    (folder / "mcp.json").write_text(json.dumps({"mcpServers": {"up": entry}}))
+    return McpSource(str(folder / "mcp.json")).connect().toolkit, process
+
+
 def http_workload(row: str, calls: int) -> None:
     """An in-process ``HttpServer`` answering ``calls`` sequential ``tools/call`` sent by
     :func:`http_drive` in a child process (valgrind counts this process only)."""
@@ -194,6 +232,10 @@ def http_workload(row: str, calls: int) -> None:
     from mcp_bench_tools import toolkit
 
     from toolnexus.mcp import HttpServer
+
+    upstream = None
+    if row.startswith("gw-"):
+        toolkit, upstream = gateway_toolkit(row)
 
     for name in ("toolnexus.mcp._server._http_server", "toolnexus.mcp._http_server"):
         try:  # (now, and before) the loop's look at its timeouts, off as the stdio poll
@@ -203,10 +245,13 @@ def http_workload(row: str, calls: int) -> None:
             continue
     server = HttpServer(toolkit, port=0)
     server.start()
-    era = row.removeprefix("http-")
+    era = "modern" if row.startswith("gw-") else row.removeprefix("http-")
     argv = [sys.executable, __file__, "--drive-http", str(server.address[1]), era, str(calls)]
     subprocess.run(argv, check=True, env=dict(os.environ, PYTHONPATH=""))
     server.shutdown()
+    if upstream is not None:
+        upstream.terminate()
+        upstream.wait()
 
 
 def http_drive(port: int, era: str, calls: int) -> None:
@@ -266,7 +311,7 @@ def workload(row: str, calls: int) -> None:
     if row.startswith("client"):
         client_workload(row, calls)
         return
-    if row.startswith("http-"):
+    if row.startswith(("http-", "gw-")):
         http_workload(row, calls)
         return
 

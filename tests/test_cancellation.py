@@ -717,3 +717,19 @@ def test_20k_closed_hour_long_timers_keep_no_memory():
     # each); the bound still catches a leak of 7 bytes per timer.
     assert kept < 1 << 17, f"{kept} bytes still held"
     assert len(_timers._wheel._heap) < 1000
+
+
+def test_a_token_says_by_when_a_timer_cancels_it_and_a_linked_one_inherits_it():
+    from toolnexus._cancellation import cancelled_by
+
+    source = CancellationTokenSource()
+    assert cancelled_by(source.token) == float("inf")  # no timer: no promise
+    source.cancel_after(3600)
+    due = cancelled_by(source.token)
+    assert due < float("inf")
+    linked = CancellationTokenSource.linked(source.token, CancellationTokenSource().token)
+    assert cancelled_by(linked.token) == due  # cancelled with its parent, at the latest
+    source.close()  # the timer is gone: so is its promise
+    assert cancelled_by(source.token) == float("inf")
+    linked.close()
+    assert cancelled_by(linked.token) == float("inf")

@@ -367,7 +367,10 @@ def test_a_tool_reads_what_is_left_of_its_budget_and_the_wait_for_a_worker_is_sp
 ):
     from toolnexus import _context
 
-    now = [1000.0]  # the context's clock, moved by hand: the host's deadline is real
+    # The context's clock, moved by hand from the real one (the call's deadline is its
+    # context's, and the timer that keeps it runs on the real clock).
+    start = time.monotonic()
+    now = [start]
     monkeypatch.setattr(_context, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
     release = threading.Event()
     seen: queue.SimpleQueue[tuple[int | None, float | None]] = queue.SimpleQueue()
@@ -391,7 +394,7 @@ def test_a_tool_reads_what_is_left_of_its_budget_and_the_wait_for_a_worker_is_sp
         release.set()
         assert queued.result(timeout=TIMEOUT).output == "ok"
         assert blocker.result(timeout=TIMEOUT).output == "held"
-    assert seen.get_nowait() == (40_000, 1060.0)
+    assert seen.get_nowait() == (40_000, start + 60.0)
 
 
 # --------------------------------------------------------------------------- async tools in acall

@@ -19,7 +19,7 @@ import pytest
 
 import mcp_client_tools
 from timing import TIMEOUT, wait_until
-from toolnexus import CancellationTokenSource, Host, Toolkit, ToolResult
+from toolnexus import CancellationTokenSource, Host, Toolkit, ToolResult, tool
 from toolnexus.mcp import HttpServer, McpClient, ServerOptions
 
 FAKE = str(Path(__file__).with_name("fake_mcp_server.py"))
@@ -52,14 +52,24 @@ def cancels_seen(client: McpClient) -> int:
 
 
 def test_a_remote_call_through_the_host_takes_no_worker(gather: McpClient) -> None:
-    with Host(Toolkit(gather.tools()), timeout_ms=TIMEOUT_MS) as host:
+
+    @tool
+    def local() -> str:
+        """A local tool."""
+        return "local"
+
+    with Host(Toolkit([*gather.tools(), local]), timeout_ms=TIMEOUT_MS) as host:
         result = host.call("fake_echo", {"text": "hi"})
         after_call = workers_started(host)
-        # A submitted call has no caller waiting on a thread: a worker runs it.
+        # A submitted call has no caller waiting on a thread: it is written here and
+        # completed by the client's reader, so no worker waits for it either.
         submitted = host.submit("fake_echo", {"text": "again"}).result(TIMEOUT)
         after_submit = workers_started(host)
+        # (A local tool's submit does take one: the count sees workers.)
+        assert host.submit("local").result(TIMEOUT).output == "local"
+        after_local = workers_started(host)
     assert (result.output, submitted.output) == ("hi", "again")
-    assert (after_call, after_submit) == (0, 1)
+    assert (after_call, after_submit, after_local) == (0, 0, 1)
 
 
 def test_two_hundred_remote_calls_wait_together_on_a_host_of_four_workers(
@@ -186,3 +196,27 @@ def test_ctrl_c_in_a_remote_call_on_the_caller_cancels_it_and_goes_on(
     ):
         host.call("srv_steps", {"count": 3}, progress=interrupt)
     assert events == ["cancelled"]
+
+
+def test_a_remote_call_under_the_host_deadline_arms_no_timer_of_the_clients(
+    gather: McpClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The context's token is cancelled at the call's deadline by the host's own timer:
+    # the client, given that token and that deadline, keeps it with no second timer.
+    from toolnexus import _timers
+
+    armed: list[float] = []
+    schedule = _timers._Wheel.schedule
+
+    def counted(wheel: object, deadline: float, action: object, quick: bool) -> object:
+        if threading.current_thread() is threading.main_thread():
+            armed.append(deadline)
+        return schedule(wheel, deadline, action, quick)  # type: ignore[arg-type]
+
+    with Host(Toolkit(gather.tools()), timeout_ms=TIMEOUT_MS) as host:
+        host.call("fake_echo", {"text": "warm"})
+        monkeypatch.setattr(_timers._Wheel, "schedule", counted)
+        assert host.call("fake_echo", {"text": "hi"}).output == "hi"
+        monkeypatch.undo()
+        assert gather.call_tool("echo", {"text": "x"}, timeout_ms=TIMEOUT_MS).output == "x"
+    assert len(armed) == 1  # the host's deadline; a direct call_tool's own is not counted

@@ -86,8 +86,10 @@ _STATE_NAMES = ("queued", "running", "timing out", "cancelling", "asking", "done
 # How an attempt runs: on a pool worker, right here on the starting thread (a driver that
 # knows the tool is quick, a tool that calls its own host), as a task on the owner's
 # event loop (async tools in acall), or here on the thread of Host.call's caller (a tool
-# that runs on its caller: INLINE, but Ctrl-C there cancels the call and goes on).
-ON_POOL, INLINE, ON_LOOP, ON_CALLER = 0, 1, 2, 3
+# that runs on its caller: INLINE, but Ctrl-C there cancels the call and goes on), or
+# started on its own I/O with no thread waiting (a remote tool nobody waits for on a
+# thread: it calls back when it ends, on its client's reader thread).
+ON_POOL, INLINE, ON_LOOP, ON_CALLER, ON_IO = 0, 1, 2, 3, 4
 
 # The effects a transition asks for, carried out once its lock is released (Call._EFFECTS
 # maps each to its method), and where each runs:
@@ -309,6 +311,7 @@ class Call(metaclass=_NoPublicConstructor):
         "_event",
         "_id",
         "_inside",
+        "_io",
         "_launched",
         "_lock",
         "_loop",
@@ -383,6 +386,7 @@ class Call(metaclass=_NoPublicConstructor):
         self._timer: _timers.Timer | None = None
         self._worker: Worker | None = None
         self._inside = False  # a worker is running the attempt's tool right now
+        self._io: Any = None  # (ON_IO) what carries the answer: its starter may read it
         self._launched = False
         self._scope: CancellationTokenSource | None = None
         self._registration: Any = None
@@ -584,11 +588,16 @@ class Call(metaclass=_NoPublicConstructor):
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
             loop.call_soon_threadsafe(self._drain)
 
-    def _start(self, inline: bool = False) -> None:
+    def _start(self, inline: bool = False, reads: bool = False) -> None:
         """Start a call made with ``Host._prepare_call``: queued for a worker, or with
         ``inline=True`` run here, on the calling thread (an ``async def`` tool on a private
         loop), returning once the tool returned. A call already settled (refused, bad
         arguments, cancelled meanwhile) stays as it is.
+
+        A tool that starts on its own I/O (nobody owns the call) leaves what carries its
+        answer in ``_io``: with ``reads``, the starter will read it while it waits for
+        the call's end (``_io.read_until``: a server's worker draining the call's
+        response); else the client's reader thread is told to read it, at once.
 
         Raises :class:`~toolnexus.errors.InvalidValueError` (a ``ValueError``) when the
         call was started before.
@@ -608,7 +617,9 @@ class Call(metaclass=_NoPublicConstructor):
                 and self._rt.async_on_loop
             ):
                 runner = ON_LOOP
-        self._start_attempt(runner)  # checks, under its lock, that this is the only start
+            elif self._owner is None and _starts_io(self._tool):
+                runner = ON_IO  # nobody waits on a thread: no worker waits for it either
+        self._start_attempt(runner, reads)  # checks, under its lock, that it starts once
 
     def _run_on_caller(self) -> ToolResult:
         """``Host.call`` of a tool that runs on its caller: start it here and return its
@@ -675,12 +686,13 @@ class Call(metaclass=_NoPublicConstructor):
 
     # ------------------------------------------------------------------ attempts
 
-    def _start_attempt(self, first: int | None = None) -> None:
+    def _start_attempt(self, first: int | None = None, reads: bool = False) -> None:
         """Arm the attempt's deadline (a fresh budget per attempt) and hand it to its runner.
 
         ``first`` is the first attempt's runner, from :meth:`_start`: under the attempt's
         own lock (one lock, not two, on every call's path) it checks that this is the
-        call's only start, and registers the call with its host.
+        call's only start, and registers the call with its host. ``reads``: see
+        :meth:`_start`.
         """
         failed: list[int] | None = None
         with self._lock:
@@ -730,10 +742,12 @@ class Call(metaclass=_NoPublicConstructor):
                 else:
                     self._scope = self._ctx = None
                 if budget is not None:
-                    self._deadline = time.monotonic() + budget / 1000
+                    ctx = self._ctx  # (the context's deadline is the call's: one instant)
+                    due = time.monotonic() if ctx is None else ctx._started
+                    due = self._deadline = due + budget / 1000
                     try:
                         self._timer = _timers.schedule(
-                            self._deadline,
+                            due,
                             _OnAttempt(Call._deadline_passed, self, self._attempt),
                             quick=True,
                         )
@@ -745,8 +759,11 @@ class Call(metaclass=_NoPublicConstructor):
                             ),
                             "error",
                         )
+                    else:
+                        if self._scope is not None:  # its deadline cancels the token, on time
+                            self._scope._due_at(due)
                 runner = self._runner
-                if failed is None and runner in (INLINE, ON_CALLER):  # RUNNING here, at once
+                if failed is None and runner in (INLINE, ON_CALLER, ON_IO):  # RUNNING at once
                     self._state = RUNNING
                     self._inside = True
                     self._worker = None
@@ -760,6 +777,9 @@ class Call(metaclass=_NoPublicConstructor):
         if runner in (INLINE, ON_CALLER):
             assert args is not None and self._context is not None
             self._run_tool(tool, args, self._ctx, self._context)
+        elif runner == ON_IO:
+            assert args is not None and self._context is not None
+            self._start_io(tool, args, self._ctx, self._context, reads)
         elif runner == ON_LOOP:
             self._start_task()
         else:
@@ -808,6 +828,44 @@ class Call(metaclass=_NoPublicConstructor):
                 raise
             value = exc
         self._returned(value)
+
+    def _start_io(
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        ctx: ToolContext | None,
+        context: contextvars.Context,
+        reads: bool,
+    ) -> None:
+        """Start the attempt's tool on its own I/O (the call is RUNNING): it returns at
+        once, and its end comes to :meth:`_returned` from whichever thread ends it. Its
+        answer is read by the starter (``reads``: it keeps what carries it in ``_io``)
+        or by the client's reader thread. A tool that cannot start so (see
+        ``Tool._start_io``) is queued for a worker instead; never raises."""
+        try:
+            started = context.run(tool._start_io, args, ctx, self._returned)
+        except BaseException as exc:  # the wrapper let it through: still an answer
+            self._returned(exc)
+            return
+        if started is not None:
+            if started is not True:  # (True: the tool has answered already)
+                if reads:
+                    self._io = started
+                else:
+                    started.read_for_others()  # type: ignore[attr-defined]
+            return
+        with self._lock:
+            queued = self._state == RUNNING
+            if queued:  # nothing ran: the attempt waits for a worker as any other
+                self._state = QUEUED
+                self._inside = False
+                self._runner = ON_POOL
+        if not queued:  # a deadline or a cancel came meanwhile: the tool never ran
+            self._returned(_NO_WORDS)
+            return
+        problem = self._rt.pool.submit(self._run)
+        if problem is not None:
+            self._finish_now(ToolResult.error(f"'{self._name}' was not run: {problem}"), "error")
 
     def _run_async_tool(self, tool: Tool, args: dict[str, Any], ctx: ToolContext | None) -> Any:
         """An ``async def`` tool, to completion on this thread: on a private loop — or, from
@@ -1401,6 +1459,15 @@ async def _on_loop(call: Call, awaitable: Awaitable[Any]) -> None:
 _ABANDONED = object()  # the tool was still running when the grace ended
 _NEVER_STARTED = object()  # still queued for a worker at its deadline, every worker busy
 _NO_WORKER_YET = object()  # still queued at its deadline, before a worker could take it
+
+
+def _starts_io(tool: Tool | None) -> bool:
+    """Whether ``tool``'s function starts its own I/O and calls back (``fn.start_io``: a
+    remote MCP tool), and can now (``fn.io_ready()``), so a call nobody waits for on a
+    thread needs no worker. A chain's stand-in (middleware, tracing) has no ``fn``: its
+    code may not hear the token."""
+    fn = getattr(tool, "fn", None)
+    return getattr(fn, "start_io", None) is not None and bool(fn.io_ready())  # type: ignore[union-attr]
 
 
 def _cancel_text(reason: Reason | None) -> str:

@@ -40,10 +40,21 @@ class _State:
     Event (a Condition and two locks) is the costliest part of a source.
     """
 
-    __slots__ = ("callbacks", "can_be_cancelled", "cancelled", "event", "lock", "next_key")
+    __slots__ = (
+        "callbacks",
+        "can_be_cancelled",
+        "cancelled",
+        "due",
+        "event",
+        "lock",
+        "next_key",
+    )
 
     def __init__(self, can_be_cancelled: bool) -> None:
         self.cancelled = False
+        # The time.monotonic() by which a timer armed for it cancels the state (its own
+        # cancel_after, a host call's deadline, a linked parent's); inf: none promises it.
+        self.due = _INF
         self.event: threading.Event | None = None
         self.lock = threading.Lock()
         self.callbacks: dict[int, Callable[[], object]] | None = {}
@@ -87,6 +98,17 @@ class _State:
         # Callbacks run outside the lock: one may register or cancel again.
         _run_callbacks(callbacks)
         return True
+
+
+_INF = float("inf")
+
+
+def cancelled_by(token: CancellationToken) -> float:
+    """Package-internal: the ``time.monotonic()`` by which a timer armed for ``token``
+    cancels it — its source's ``cancel_after``, a linked parent's, or a host call's
+    deadline (:meth:`CancellationTokenSource._due_at`) — so a caller given that token and
+    a deadline no earlier needs no timer of its own; ``inf`` when nothing promises it."""
+    return token._state.due
 
 
 class StateLink:
@@ -412,6 +434,8 @@ class CancellationTokenSource:
         for token in tokens:
             if source._state.cancelled:
                 break  # a parent was already cancelled: no need to listen to the rest
+            if token._state.due < source._state.due:  # cancelled with it, at the latest
+                source._state.due = token._state.due
             if token.can_be_cancelled:
                 source._links.append(token.register(StateLink(source.cancel, source._cancel_state)))
         if source._state.cancelled:
@@ -512,9 +536,16 @@ class CancellationTokenSource:
         from . import _timers  # only programs that ask for a timer pay for it
 
         # Quick: the timer thread only changes the state; the callbacks are dispatched.
-        self._timer = _timers.schedule(
-            time.monotonic() + min(seconds, 1e9), self._timer_fired, quick=True
-        )
+        due = time.monotonic() + min(seconds, 1e9)
+        self._timer = _timers.schedule(due, self._timer_fired, quick=True)
+        self._due_at(due)
+
+    def _due_at(self, due: float) -> None:
+        """Package-internal: a timer armed for this source cancels it at ``due`` (a
+        ``time.monotonic()``), on time: see :func:`cancelled_by`."""
+        state = self._state
+        if due < state.due:
+            state.due = due
 
     def close(self) -> None:
         """Stop a pending timer and detach from linked parents; the token keeps its state.
@@ -531,6 +562,8 @@ class CancellationTokenSource:
         """
         self._stop_timer()
         links, self._links = self._links, []
+        if links:
+            self._state.due = _INF  # detached: its parents' promise no longer holds
         for link in links:
             link.unregister()
 
@@ -538,6 +571,7 @@ class CancellationTokenSource:
         timer, self._timer = self._timer, None
         if timer is not None:
             timer.cancel()
+            self._state.due = _INF  # (a linked parent's promise is gone with its link)
 
     def __enter__(self) -> CancellationTokenSource:
         return self

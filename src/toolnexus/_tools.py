@@ -449,6 +449,28 @@ class Tool(Generic[P, R]):
             raise
         return self._normalise(value)
 
+    def _start_io(
+        self, args: Any, ctx: ToolContext | None, done: Callable[[ToolResult], object]
+    ) -> object:
+        """Package-internal: a call of a function that only starts I/O and returns (its
+        ``fn.start_io(args, ctx, done)``: a remote MCP tool), checked as :meth:`__call__`
+        checks it — ``args`` admitted first, the value it ends with normalised — with the
+        result handed to ``done`` once, on whichever thread ends it. Returns what the
+        function returned (what carries its answer), or True once ``done`` has the result
+        already; None, having run nothing but the check, when the function must be
+        called as usual instead."""
+        args, refusal = self._admit(args, ctx)
+        if refusal is not None:
+            done(refusal)
+            return True
+        normalise = self._normalise
+        start = self.fn.start_io  # type: ignore[attr-defined]
+        try:
+            return start(args, ctx, lambda value: done(normalise(value)))
+        except Exception as exc:
+            done(self._failed(exc))
+            return True
+
     def _admit(
         self, args: Mapping[str, Any] | None, ctx: ToolContext | None = None
     ) -> tuple[Any, ToolResult | None]:

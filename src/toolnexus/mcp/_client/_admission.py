@@ -69,6 +69,14 @@ class Admission:
             with self._cond:
                 self.waiting -= 1
 
+    def take(self) -> bool:
+        """Take a place if one is free now (never waits): True once taken."""
+        with self._cond:
+            if self.in_flight < self.limit:
+                self.in_flight += 1
+                return True
+            return False
+
     def leave(self) -> None:
         """Give a place back (a waiting call takes it)."""
         with self._cond:

@@ -49,6 +49,7 @@ __all__ = [
     "RETRY",
     "SUBSCRIBED",
     "Connection",
+    "IoCall",
     "auth_problem",
     "give_up",
 ]
@@ -748,43 +749,12 @@ class Connection:
             while True:
                 try:
                     event = self.next_event(waiter, token, idle_s)
-                except _Cancelled:
-                    if self.client_closed() and not token.is_cancellation_requested:
-                        # close() aborted the request (HTTP), not the caller.
-                        self.finish(waiter)
-                        return self.lost_result(name, _Lost("the client was closed"))
-                    self.abandon(waiter, "cancelled by the caller")
-                    return CANCELLED
-                except _Idle:
-                    self.abandon(waiter, "no progress")
-                    idle = int((idle_s or 0) * 1000)
-                    return ToolResult(
-                        f"timed out: {name} on MCP server {self.label} sent nothing for "
-                        f"{idle} ms (idle_timeout_ms)",
-                        True,
-                    )
-                except _Lost as lost:
-                    self.finish(waiter)
-                    self.lose(lost)
-                    if lost.session_lost and not lost.sent:
-                        return RETRY
-                    result = self.lost_result(name, lost)
-                    return unsent(result, answering) if not lost.sent else result
-                if isinstance(event, Response):
-                    self.finish(waiter)
-                    return call_result(name, self.label, event.result, answering)
-                if isinstance(event, Failure):
-                    self.finish(waiter)
-                    return refused(name, self.label, event, answering)
-                if isinstance(event, Notification):
-                    if progress is not None:
-                        _report(progress, event.params)
-                    continue
-                if isinstance(event, ServerRequest) and event.method == "elicitation/create":
-                    pending = self.ask(questions, name, waiter, event)
-                    if pending is not None:
-                        parked = True
-                        return pending
+                except (_Cancelled, _Idle, _Lost) as ended:
+                    return self.call_ended(waiter, name, ended, token, idle_s, answering)
+                result = self.call_event(waiter, name, event, progress, questions, answering)
+                if result is not None:
+                    parked = event.__class__ is ServerRequest
+                    return result
         except BaseException:
             # Ctrl-C (or a reporter that raised) while the call runs: it is given up, and the
             # server told, as on a cancel; its waiter must not wait (and count) forever.
@@ -797,6 +767,99 @@ class Connection:
                 registration.unregister()
             if not parked and waiter.exchange is not None and token.is_cancellation_requested:
                 waiter.exchange.abort()
+
+    def call_event(
+        self,
+        waiter: Waiter,
+        name: str,
+        event: Any,
+        progress: ProgressReporter | None,
+        questions: ClientQuestions,
+        answering: bool,
+    ) -> ToolResult | None:
+        """What one event of the call ``name`` makes of it: its result — a legacy
+        server's question parks the call with ``questions`` (:meth:`ask`) and is its
+        pending result — or None: read on."""
+        if isinstance(event, Response):
+            self.finish(waiter)
+            return call_result(name, self.label, event.result, answering)
+        if isinstance(event, Failure):
+            self.finish(waiter)
+            return refused(name, self.label, event, answering)
+        if isinstance(event, Notification):
+            if progress is not None:
+                _report(progress, event.params)
+            return None
+        if isinstance(event, ServerRequest) and event.method == "elicitation/create":
+            return self.ask(questions, name, waiter, event)
+        return None
+
+    def call_ended(
+        self,
+        waiter: Waiter,
+        name: str,
+        ended: Exception,
+        token: CancellationToken,
+        idle_s: float | None,
+        answering: bool,
+    ) -> ToolResult | object:
+        """What the call ``name`` answers when reading it ended with ``ended`` (a
+        cancel, no message for ``idle_s``, a lost connection); :data:`RETRY` when the
+        session was gone before the request reached the server."""
+        if isinstance(ended, _Cancelled):
+            if self.client_closed() and not token.is_cancellation_requested:
+                # close() aborted the request (HTTP), not the caller.
+                self.finish(waiter)
+                return self.lost_result(name, _Lost("the client was closed"))
+            self.abandon(waiter, "cancelled by the caller")
+            return CANCELLED
+        if isinstance(ended, _Idle):
+            self.abandon(waiter, "no progress")
+            idle = int((idle_s or 0) * 1000)
+            return ToolResult(
+                f"timed out: {name} on MCP server {self.label} sent nothing for "
+                f"{idle} ms (idle_timeout_ms)",
+                True,
+            )
+        lost = ended if isinstance(ended, _Lost) else _Lost(str(ended))
+        self.finish(waiter)
+        self.lose(lost)
+        if lost.session_lost and not lost.sent:
+            return RETRY
+        result = self.lost_result(name, lost)
+        return unsent(result, answering) if not lost.sent else result
+
+    def start_call(
+        self,
+        outgoing: Outgoing,
+        waiter: Waiter,
+        name: str,
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        questions: ClientQuestions,
+        done: Callable[[ToolResult], object],
+    ) -> StdioTransport | None:
+        """Send the ``tools/call`` ``outgoing`` (stdio; its ``waiter`` registered as a call
+        in flight) and return: whoever reads the pipe hands its events to an
+        :class:`IoCall`, which calls ``done(result)`` once, on the thread that ends it —
+        the reader's (its answer), a canceller's (``token``), the one that lost the
+        connection. Returns the transport, whose pipe nobody reads for the call yet: the
+        caller reads it (``read_until``, while it waits for what the call ends in) or
+        lets the reader thread do so (``read_for_others``). None when the request could
+        not be written (nothing was sent: the caller may send it again another way)."""
+        call = IoCall(self, waiter, name, token, progress, questions, done)
+        waiter.listener = call.event
+        assert outgoing.id is not None
+        try:
+            self.send_request(outgoing, None, None, waiter)
+        except _Lost as lost:
+            waiter.listener = None
+            with self.lock:
+                self.peer.finish(outgoing.id)
+            self.lose(lost)
+            return None
+        call.listen()
+        return self.transport  # type: ignore[return-value]  # (stdio)
 
     def wake_on(
         self, token: CancellationToken, waiter: Waiter
@@ -982,6 +1045,101 @@ class Connection:
                     self.peer.waiters.withdraw(outgoing.id)
             if waiter.messages is not None:
                 waiter.messages.close()
+
+
+class IoCall:
+    """One ``tools/call`` that no thread waits for (:meth:`Connection.start_call`): its
+    events are handed here by the thread reading the connection, and its result goes to
+    ``done`` once — an answer, a refusal, a question (the call is parked), the caller's
+    cancel (the server is told), a lost connection — what :meth:`Connection.drive` would
+    have returned, decided by the same :meth:`~Connection.call_event` and
+    :meth:`~Connection.call_ended`."""
+
+    __slots__ = (
+        "connection",
+        "done",
+        "lock",
+        "name",
+        "over",
+        "progress",
+        "questions",
+        "registration",
+        "token",
+        "waiter",
+    )
+
+    def __init__(
+        self,
+        connection: Connection,
+        waiter: Waiter,
+        name: str,
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        questions: ClientQuestions,
+        done: Callable[[ToolResult], object],
+    ) -> None:
+        self.connection = connection
+        self.waiter = waiter
+        self.name = name
+        self.token = token
+        self.progress = progress
+        self.questions = questions
+        self.done = done
+        self.lock = threading.Lock()
+        self.over = False
+        self.registration: CancellationTokenRegistration | None = None
+
+    def listen(self) -> None:
+        """Hear the caller's cancel (at once, here, when it came already)."""
+        token = self.token
+        if token is _NEVER or not token.can_be_cancelled:
+            return
+        registration = token.register(self.cancelled)
+        with self.lock:
+            if not self.over:
+                self.registration = registration
+                return
+        registration.unregister()
+
+    def event(self, event: Any) -> None:
+        """The waiter's listener: an event of the call, or None (its waiter closed)."""
+        if self.over:
+            return
+        connection, waiter = self.connection, self.waiter
+        if event is None:
+            ended = waiter.failure or _Lost(waiter.closed or "lost")
+            result = connection.call_ended(waiter, self.name, ended, self.token, None, False)
+            if not isinstance(result, ToolResult):  # RETRY: HTTP only, never here
+                result = connection.lost_result(self.name, _Lost(waiter.closed or "lost"))
+            self.end(result)
+            return
+        result = connection.call_event(
+            waiter, self.name, event, self.progress, self.questions, False
+        )
+        if result is not None:
+            if event.__class__ is ServerRequest:  # parked: its resume reads on as a caller
+                waiter.listener = None
+            self.end(result)
+
+    def cancelled(self) -> None:
+        """The caller's token was cancelled (a cancel, the host's deadline)."""
+        if self.over:
+            return
+        result = self.connection.call_ended(
+            self.waiter, self.name, _Cancelled(), self.token, None, False
+        )
+        assert isinstance(result, ToolResult)
+        self.end(result)
+
+    def end(self, result: ToolResult) -> None:
+        with self.lock:
+            if self.over:
+                return
+            self.over = True
+            registration, self.registration = self.registration, None
+        if registration is not None:
+            registration.unregister()
+        self.done(result)
 
 
 def give_up(parked: Parked, reply: Outgoing, why: str) -> None:

@@ -34,7 +34,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..._cancellation import CancellationToken, CancellationTokenSource
+from ..._cancellation import CancellationToken, CancellationTokenSource, cancelled_by
 from ..._log import LazyLogger
 from ..._result import ToolResult
 from ..._suspension import Answer
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from ..._tools import Tool
     from ._http import HttpTransport
     from ._oauth import OAuth
+    from ._stdio import StdioTransport
 
 __all__ = ["McpClient"]
 
@@ -778,7 +779,8 @@ class McpClient:
         else:
             end = deadline
         source: CancellationTokenSource | None = None
-        if end is not None:
+        if end is not None and (token is None or cancelled_by(token) > end):
+            # (A token a timer cancels by then — a host call's, at its deadline — needs none.)
             source = CancellationTokenSource.linked(*([token] if token is not None else []))
             source.cancel_after(max(0.0, end - time.monotonic()))
             call_token = source.token
@@ -812,14 +814,8 @@ class McpClient:
                 result = self._run_task(name, arguments, call_token, progress)
             else:
                 result = self._start_call(name, arguments, call_token, progress, headers, None)
-            if result is CANCELLED and end is not None and time.monotonic() >= end:
-                # The call's state decides, never its text: its token was cancelled and
-                # its deadline has passed (a deadline's cancel comes at or after it).
-                where = f"{name} on MCP server {self.name}"
-                if deadline is None:
-                    result = ToolResult(f"timed out after {timeout_ms} ms: {where}", True)
-                else:
-                    result = ToolResult(f"{where} did not answer in time", True)
+            if result is CANCELLED:
+                result = self._timed_out(name, result, end, deadline, timeout_ms)
         finally:
             if admitted:
                 assert admission is not None
@@ -830,6 +826,100 @@ class McpClient:
                 span.leave(entered)
                 span.end(result)
         return result
+
+    def _timed_out(
+        self,
+        name: str,
+        result: ToolResult,
+        end: float | None,
+        deadline: float | None,
+        timeout_ms: int | None,
+    ) -> ToolResult:
+        """``result``, or the timeout it is: the call's state decides, never its text —
+        its token was cancelled and ``end`` has passed (a deadline's cancel comes at or
+        after it); ``deadline``: the caller's, else the client's own ``timeout_ms``."""
+        if result is not CANCELLED or end is None or time.monotonic() < end:
+            return result
+        where = f"{name} on MCP server {self.name}"
+        if deadline is None:
+            return ToolResult(f"timed out after {timeout_ms} ms: {where}", True)
+        return ToolResult(f"{where} did not answer in time", True)
+
+    def _io_ready(self) -> bool:
+        """Whether :meth:`_start_io` may start calls now: an open stdio connection, no
+        ``idle_timeout_ms`` to keep (the rest is the call's own: see there)."""
+        connection = self._connection
+        return (
+            connection is not None
+            and connection.is_stdio
+            and connection.lost is None
+            and self._idle_s is None
+        )
+
+    def _start_io(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        deadline: float | None,
+        done: Callable[[ToolResult], object],
+    ) -> StdioTransport | None:
+        """Start one ``tools/call`` that no thread waits for: it is written here, and
+        ``done(result)`` is called once with what :meth:`_call` would have returned, on
+        the thread that ends it (the one reading the pipe, with the answer; a
+        canceller's; at ``deadline``, which ``token`` must keep: a host call's). Returns
+        the transport whose pipe carries the answer: read it while waiting
+        (``read_until``), or hand it to the reader thread (``read_for_others``) — one of
+        the two, at once. None, having sent nothing, when the call cannot go this way —
+        not an open stdio connection, an ``idle_timeout_ms`` to keep, a task, a deadline
+        the token does not keep, or no free place in the ``max_in_flight`` queue — so the
+        caller runs :meth:`_call`."""
+        connection = self._connection
+        if (
+            not self._io_ready()
+            or name in self._task_tools
+            or (deadline is not None and cancelled_by(token) > deadline)
+        ):
+            return None
+        assert connection is not None
+        admission = self._admission
+        if admission is not None and not admission.take():
+            return None  # it would wait for a place: on a thread that can wait
+        span = client_span(name, "pipe", None, self.protocol_version)
+
+        def finish(result: ToolResult) -> None:
+            if result is CANCELLED:
+                result = self._timed_out(name, result, deadline, deadline, None)
+            if admission is not None:
+                admission.leave()
+            if span is not None:
+                span.end(result)
+            done(result)
+
+        transport: StdioTransport = connection.transport  # type: ignore[assignment]
+        if token is not _NEVER and token.is_cancellation_requested:
+            finish(CANCELLED)
+            return transport
+        entered = span.enter() if span is not None else None
+        try:
+            waiter = Waiter()
+            with connection.lock:
+                outgoing = connection.session.call_tool(name, arguments, None, waiter)
+                assert outgoing.id is not None
+                connection.peer.start_call(outgoing.id, waiter)
+            started = connection.start_call(
+                outgoing, waiter, name, token, progress, self._questions, finish
+            )
+        finally:
+            if span is not None:
+                span.leave(entered)
+        if started is None:
+            if admission is not None:
+                admission.leave()
+            if span is not None:
+                span.end(None)
+        return started
 
     def _start_call(
         self,

@@ -24,15 +24,37 @@ if TYPE_CHECKING:
     from ..._tools import Tool
     from ._oauth_exchange import UpstreamExchange
 
-__all__ = ["Caller", "RemoteTool", "relink", "remote_tool_list"]
+__all__ = ["Caller", "IoReader", "RemoteTool", "relink", "remote_tool_list"]
 
 _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 
 
+class IoReader(Protocol):
+    """What carries a started call's answer (a stdio client's transport): read it on a
+    thread that waits anyway, or hand it to the client's reader thread."""
+
+    def read_until(self, done: Callable[[], object], timeout: float | None) -> bool | None: ...
+
+    def read_for_others(self) -> None: ...
+
+
 class Caller(Protocol):
-    """What a remote tool calls: the client (its ``name`` and its one ``tools/call``)."""
+    """What a remote tool calls: the client (its ``name``, its one ``tools/call``, and
+    that call started without a waiting thread)."""
 
     name: str
+
+    def _io_ready(self) -> bool: ...
+
+    def _start_io(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        token: CancellationToken,
+        progress: ProgressReporter | None,
+        deadline: float | None,
+        done: Callable[[ToolResult], object],
+    ) -> IoReader | None: ...
 
     def _call(
         self,
@@ -75,6 +97,45 @@ class RemoteTool:
         if links is None or not result.parts:
             return result
         return relink(result, links)
+
+    def io_ready(self) -> bool:
+        """Whether :meth:`start_io` can start a call now (a stdio client, connected, no
+        exchanged token): asked before a host checks the arguments for it, so a call
+        that cannot go that way is not checked twice on its way to a worker."""
+        return self.exchange is None and self.client._io_ready()
+
+    def start_io(
+        self,
+        args: Mapping[str, Any],
+        ctx: ToolContext | None,
+        done: Callable[[ToolResult], object],
+    ) -> IoReader | None:
+        """Start the call with no thread waiting for it: written here, ``done(result)``
+        called once by whoever ends it (the thread reading the answer; the context's
+        token, cancelled by a cancel or the host's deadline, tells the server). Returns
+        what carries the answer (:class:`IoReader`: read it, or hand it to the client's
+        reader thread). None, having done nothing, when it must run as ``fn(args, ctx)``
+        instead (a resume, an exchanged token, a client that cannot: see
+        ``McpClient._start_io``). A host starts a call nobody waits on a thread for
+        (``submit``, a server's bridge) this way: see ``Call._start``."""
+        if ctx is None or ctx.answer is not None or self.exchange is not None:
+            return None
+        links = self.links
+        if links is not None:
+            given = done
+
+            def relinked(result: ToolResult) -> None:
+                given(relink(result, links) if result.parts else result)
+
+            done = relinked
+        return self.client._start_io(
+            self.remote,
+            dict(args),
+            ctx.cancellation_token,
+            ctx.report_progress if ctx.progress is not None else None,
+            ctx.deadline,
+            done,
+        )
 
     def _run(self, args: Mapping[str, Any], ctx: ToolContext | None) -> ToolResult:
         if self.exchange is None:

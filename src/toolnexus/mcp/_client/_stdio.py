@@ -118,8 +118,14 @@ class StdioTransport:
         self._scanned = 0  # no newline in _buffer before this index
         self._at_end = False  # stdout ended (what it held last may still be read)
         self._role = threading.Lock()  # held by the thread reading stdout
+        self._reading = 0  # that thread's ident (0: none, or the reader thread)
         self._state = threading.Condition(threading.Lock())  # the reader thread waits here
         self._handed = False  # a caller left requests waiting: the reader thread reads
+        # When a request that no caller reads was last sent (read_for_others): the reader
+        # thread keeps reading for _IDLE_S after it, so the next such answer wakes it, not
+        # a hand-over first.
+        self._others_at = -_IDLE_S
+        self._for_others = False  # the reader thread reads for such requests now
         self._released = time.monotonic()  # when a thread last stopped reading
         self._ended: str | None = None
         self._wake_read = self._wake_write = -1
@@ -213,8 +219,29 @@ class StdioTransport:
         (its messages are dispatched there: wait for them) or reading stopped for good
         (``on_closed`` comes, or came). :meth:`interrupt` makes it check ``done()`` again.
         """
-        if self._poller is None or not self._role.acquire(False):
+        if self._poller is None:
             return None
+        if not self._role.acquire(False):
+            if self._reading != threading.get_ident():
+                return None
+            # This thread reads already, and waits inside what a message set off (a done
+            # callback calling the same server): it reads on, or nobody would.
+            return self._read_lines(done, timeout)
+        self._reading = threading.get_ident()
+        try:
+            return self._read_lines(done, timeout)
+        finally:
+            self._reading = 0
+            self._released = _monotonic()
+            self._role.release()
+            if self._ended is not None or self._pending() > 0:
+                # Requests still wait (calls overlap): the reader thread reads for them.
+                with self._state:
+                    self._handed = True
+                    self._state.notify_all()
+
+    def _read_lines(self, done: Callable[[], object], timeout: float | None) -> bool | None:
+        """:meth:`read_until`'s reading, by the thread that holds the reading role."""
         try:
             if self._ended is not None:
                 return None
@@ -230,14 +257,16 @@ class StdioTransport:
         except Exception as exc:  # MemoryError on a huge line: the connection cannot go on
             self._fail(exc)
             return None
-        finally:
-            self._released = _monotonic()
-            self._role.release()
-            if self._ended is not None or self._pending() > 0:
-                # Requests still wait (calls overlap): the reader thread reads for them.
-                with self._state:
-                    self._handed = True
-                    self._state.notify_all()
+
+    def read_for_others(self) -> None:
+        """A request was sent whose answer no caller reads (it is handed to whoever reads
+        the pipe): the reader thread reads for it, and keeps reading while such requests
+        come (each within :data:`_IDLE_S` of the last)."""
+        with self._state:
+            self._others_at = _monotonic()
+            if not self._for_others:
+                self._for_others = self._handed = True
+                self._state.notify_all()
 
     def interrupt(self) -> None:
         """Wake the thread reading the pipe, so it checks ``done()`` again (a cancel)."""
@@ -339,11 +368,17 @@ class StdioTransport:
         while self._lead():
             try:
                 while True:
-                    watching = self._poller is None or self._pending() == 0
+                    watching = self._poller is None or (
+                        self._pending() == 0 and not self._for_others
+                    )
                     line = self._line(None if watching else _monotonic() + _IDLE_S)
                     if line:
                         self._dispatch(line)
-                    if self._poller is not None and self._pending() == 0:
+                    if (
+                        self._poller is not None
+                        and self._pending() == 0
+                        and self._done_for_others()
+                    ):
                         break  # no call in flight: the next caller reads for itself
             except _Ended:
                 break
@@ -351,6 +386,7 @@ class StdioTransport:
                 self._fail(exc)
                 break
             finally:
+                self._reading = 0
                 self._released = _monotonic()
                 self._role.release()
         reason = self._ended or "the server closed its stdout"
@@ -362,6 +398,18 @@ class StdioTransport:
             reason = f"the server process {self.exit_description()}"
         self._on_closed(reason)
 
+    def _done_for_others(self) -> bool:
+        """Whether the reader thread stops reading for requests no caller reads: none was
+        sent for :data:`_IDLE_S` (decided under the lock :meth:`read_for_others` takes, so
+        a request sent meanwhile is never left unread)."""
+        if not self._for_others:
+            return True
+        with self._state:
+            if _monotonic() - self._others_at < _IDLE_S:
+                return False
+            self._for_others = False
+            return True
+
     def _lead(self) -> bool:
         """Wait until the reader thread should read, and take the reading role: False
         once reading stopped for good."""
@@ -371,10 +419,12 @@ class StdioTransport:
                 if self._handed or self._poller is None:
                     if self._role.acquire(False):
                         self._handed = False
+                        self._reading = threading.get_ident()
                         return True
                 elif self._pending() == 0:
                     idle = _monotonic() - self._released
                     if idle >= _IDLE_S and self._role.acquire(False):
+                        self._reading = threading.get_ident()
                         return True
                     wait = max(_IDLE_S - idle, 0.001)
                 self._state.wait(wait)

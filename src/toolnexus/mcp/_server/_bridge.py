@@ -181,6 +181,18 @@ class CallBridge(ABC):
     def _cancelled(self, where: Any) -> None:  # noqa: B027 - most transports need nothing
         """A call was cancelled: nothing more will be said about it (the lock is held)."""
 
+    def _reads(self, where: Any) -> bool:
+        """Whether the thread that drains ``where`` (a call's messages) blocks for them
+        there, and so may read a remote call's answer itself while it waits (one thread
+        hand-off less): then :meth:`_read_by` is given what carries that answer, and
+        must have it read (or handed to its client's reader thread). Most transports
+        do not: the client's reader thread reads it."""
+        return False
+
+    def _read_by(self, where: Any, io: Any) -> None:  # noqa: B027 - see _reads
+        """``io`` (``read_until``, ``read_for_others``) carries the answer of the call
+        whose messages go to ``where``: read it there while waiting for them."""
+
     # ------------------------------------------------------------------ feeding
 
     def feed(self, actions: Callable[..., list[Action]], *args: Any, where: Any = None) -> None:
@@ -320,7 +332,10 @@ class CallBridge(ABC):
                 call.cancel()  # a cancel that came first: it never starts
             if registered and entry.task is not None and self.tasks is not None:
                 self.tasks.adopt(entry.task, call)  # where tasks/cancel finds it
-            call._start(inline)
+            reads = not inline and self._reads(entry.where)
+            call._start(inline, reads)
+            if reads and call._io is not None:
+                self._read_by(entry.where, call._io)
         except Exception as exc:  # the host promises not to raise; answer anyway if it does
             from ..._log import get_logger
 
@@ -417,6 +432,11 @@ class CallBridge(ABC):
             if task is not None:
                 entry.task = task
             self.dispatch(actions, entry.where)
+        io = entry.call._io
+        if task is not None and io is not None:
+            # Its response is over, perhaps before its drainer read anything for it: the
+            # call's answer is its client's reader thread's to read now.
+            io.read_for_others()
 
     def _task_ended(self) -> None:  # noqa: B027 - most transports need nothing
         """A call that became a task ended (the lock is held)."""

@@ -134,8 +134,10 @@ class _Channel(CallBridge):
         host: LazyHost,
         inflight: InflightBytes,
         tasks: Tasks | None = None,
+        reads: bool = False,
     ) -> None:
         super().__init__(session, host, inflight, tasks)
+        self.reads = reads  # a worker drains each response with Exchange.next (blocking)
         self._by_request: InFlight[Exchange] = InFlight()  # each request's answer stream
         self._asked: Pending[Exchange] = Pending()  # our elicitation/create id -> its stream
         self.last_used = time.monotonic()
@@ -240,6 +242,12 @@ class _Channel(CallBridge):
         if where is not None:
             where._put(None, True)
             self._by_request.pop(where.request_id, None)
+
+    def _reads(self, where: Any) -> bool:
+        return self.reads and where is not None
+
+    def _read_by(self, where: Any, io: Any) -> None:
+        where.read_by(io)
 
     def _deliver(self, action: Send, here: Any) -> None:
         if action.is_response:  # it ends its request's stream
@@ -347,6 +355,9 @@ class Endpoint:
         self._host = LazyHost(toolkit, options.host)
         self._tasks = make_tasks(options.tasks)
         self._inflight = InflightBytes(options.max_inflight_bytes)
+        # Set by a transport whose workers drain each response with a blocking
+        # Exchange.next (the embedded server's): they read a remote call's answer too.
+        self.reads = False
         self._sessions: dict[str, _Channel] = {}
         self._sessions_lock = threading.Lock()
         self._spare: list[_Channel] = []  # idle modern channels (append/pop are atomic)
@@ -629,7 +640,7 @@ class Endpoint:
 
     def _channel(self) -> _Channel:
         session = ServerSession(self._toolkit, self._options, _tasks=self._tasks)
-        return _Channel(session, self._host, self._inflight, self._tasks)
+        return _Channel(session, self._host, self._inflight, self._tasks, self.reads)
 
     def _modern(
         self, headers: Mapping[str, str], message: Any, streams: bool, caller: _Caller

@@ -97,6 +97,7 @@ class Exchange:
         "_queue",
         "channel",
         "ended",
+        "io",
         "modern",
         "on_end",
         "opens_at_once",
@@ -120,6 +121,9 @@ class Exchange:
         # Producers put, the one consumer (the transport) gets: a C queue, no Condition.
         self._queue: queue.SimpleQueue[tuple[bytes | None, bool]] = queue.SimpleQueue()
         self._held: tuple[bytes | None, bool] | None = None  # given back by the consumer
+        # What carries the answer of the remote call this response waits for (a stdio
+        # client's transport), read by next() as it waits: see read_by.
+        self.io: Any = None
 
     def _put(self, data: bytes | None, final: bool) -> None:
         if data == b"" and not final:
@@ -143,12 +147,33 @@ class Exchange:
 
     # The consumer's side (one thread, or the event loop): next, poll and push_back.
 
+    def read_by(self, io: Any) -> None:
+        """The request's call is a remote one whose answer ``io`` carries (its client's
+        ``read_until``, ``read_for_others``): :meth:`next` reads it while it waits, so the
+        answer wakes the thread that writes the response, with no hand-over between two
+        threads. The consumer must call :meth:`next` (the embedded server's worker does)."""
+        self.io = io
+
     def next(self, timeout: float | None) -> tuple[bytes | None, bool] | None:
-        """The next item, waiting up to ``timeout`` seconds; ``None`` if none came."""
+        """The next item, waiting up to ``timeout`` seconds; ``None`` if none came. While
+        the request waits for a remote call's answer (:meth:`read_by`), this thread reads
+        it: the items it ends in are here when that read returns."""
         held = self._held
         if held is not None:
             self._held = None
             return held
+        io = self.io
+        if io is not None:
+            queued = self._queue
+            # None: another thread reads the pipe (and hands this call its events).
+            if io.read_until(lambda: not queued.empty(), timeout) is not None:
+                try:
+                    item = queued.get_nowait()
+                except queue.Empty:
+                    return None
+                if item[1]:
+                    self.io = None  # answered: nothing more to read for it
+                return item
         try:
             return self._queue.get(timeout=timeout)
         except queue.Empty:
@@ -191,6 +216,9 @@ class Exchange:
     def client_gone(self) -> None:
         """The response stream closed before the answer: cancel the request's call (or
         close the subscription it carried)."""
+        io, self.io = self.io, None
+        if io is not None:  # nobody reads for it here any more: its client's reader does
+            io.read_for_others()
         with self._lock:
             if self.ended:
                 return

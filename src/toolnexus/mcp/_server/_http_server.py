@@ -154,6 +154,7 @@ class HttpServer:
         _check_exposure(host, options.access)
         self.options = options
         self.endpoint = Endpoint(toolkit, options, path)
+        self.endpoint.reads = True  # a worker drains each response (_Answer._stream)
         self.path = path
         self._loop = _Loop(self, host, port)
         try:  # the Host allow-list and the OAuth resource are this address's

@@ -176,7 +176,7 @@ def result_from_mcp(result: Any) -> ToolResult:
 
 
 def _attr(obj: Any, key: str, snake: str | None = None) -> Any:
-    if isinstance(obj, Mapping):
+    if obj.__class__ is dict or isinstance(obj, Mapping):  # (a dict: no ABC check)
         return obj.get(key)
     value = getattr(obj, key, None)
     if value is None and snake is not None:
@@ -185,7 +185,7 @@ def _attr(obj: Any, key: str, snake: str | None = None) -> Any:
 
 
 def _plain_block(block: Any) -> Mapping[str, Any]:
-    if isinstance(block, Mapping):
+    if block.__class__ is dict or isinstance(block, Mapping):  # (a dict: no ABC check)
         return block
     dump = getattr(block, "model_dump", None)  # an SDK (pydantic) object
     if callable(dump):

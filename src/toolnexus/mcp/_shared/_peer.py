@@ -71,6 +71,10 @@ class Waiter:
     until one arrives. Only its own thread waits on it, so a lock it sleeps on, made when
     it sleeps, is all the condition it needs: one made per request would cost more than
     the rest of a call's bookkeeping.
+
+    A request nobody waits for on a thread (a call completed by whoever reads the
+    connection) sets ``listener``: each event is handed to ``listener(event)`` as it is
+    put, on the putting thread, and ``listener(None)`` says the waiter was closed.
     """
 
     __slots__ = (
@@ -79,6 +83,7 @@ class Waiter:
         "exchange",
         "failure",
         "guard",
+        "listener",
         "messages",
         "request_id",
         "sleeper",
@@ -93,8 +98,13 @@ class Waiter:
         self.failure: Exception | None = None  # what ended it, to raise to the waiter
         self.exchange: Exchange | None = None
         self.messages: Any = None  # the exchange's message iterator (HTTP)
+        self.listener: Callable[[Any], None] | None = None
 
     def put(self, event: Any) -> None:
+        listener = self.listener
+        if listener is not None:
+            listener(event)
+            return
         self.events.append(event)
         with self.guard:  # wake() written out: this runs for every message
             sleeper, self.sleeper = self.sleeper, None
@@ -106,6 +116,10 @@ class Waiter:
             if self.closed is None:
                 self.failure = failure
                 self.closed = reason
+        listener = self.listener
+        if listener is not None:
+            listener(None)
+            return
         self.wake()
 
     def wake(self) -> None:
