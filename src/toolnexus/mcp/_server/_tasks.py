@@ -431,14 +431,20 @@ class Tasks:
 
     def created(self, record: TaskRecord) -> dict[str, Any]:
         """The ``CreateTaskResult`` fields for ``record`` (flat, ``resultType: "task"``)."""
-        return {"resultType": "task", **self._summary(record)}
+        return self._summary(record, {"resultType": "task"})
 
-    def _summary(self, record: TaskRecord) -> dict[str, Any]:
-        out: dict[str, Any] = {"taskId": record.task_id, "status": record.status}
+    def _summary(self, record: TaskRecord, out: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The task's fields every answer that shows it writes (after ``out``'s)."""
+        out = {} if out is None else out
+        out["taskId"] = record.task_id
+        out["status"] = record.status
         if record.status_message:
             out["statusMessage"] = record.status_message
-        out["createdAt"] = iso_time(record.created_at)
-        out["lastUpdatedAt"] = iso_time(record.updated_at)
+        created = iso_time(record.created_at)
+        out["createdAt"] = created
+        # A task made already ended changed as it was made: the same time, written once.
+        same = record.updated_at == record.created_at
+        out["lastUpdatedAt"] = created if same else iso_time(record.updated_at)
         out["ttlMs"] = record.ttl_ms
         out["pollIntervalMs"] = self._poll_ms
         return out
