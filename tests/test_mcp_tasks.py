@@ -20,7 +20,9 @@ from http_helpers import post, sse_events
 from toolnexus import Host, NotFoundError, Request, ToolContext, Toolkit, ToolResult, tool
 from toolnexus.mcp import HttpServer, ServerOptions, ServerSession
 from toolnexus.mcp._server._bridge import LazyHost
+from toolnexus.mcp._server._feature_tasks import _client_state
 from toolnexus.mcp._server._feature_tools import make_tasks
+from toolnexus.mcp._server._types import ClientView
 from toolnexus.mcp._shared import _codec as codec
 from toolnexus.stores import MemoryTaskStore, SqliteTaskStore, TaskRecord, TaskStore, open_store
 
@@ -311,6 +313,50 @@ def test_a_finished_task_s_result_is_encoded_once_and_each_tasks_get_writes_that
         # This process's memory hands back the record it ended: its kept text is written.
         # A shared store's record is read back anew: encoded as any answer is.
         assert (answer._line is not None) is not shared
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize(
+    "result",
+    [
+        ToolResult.ok("done"),
+        ToolResult('done "é"', False, {"structuredContent": {"n": [1, 2.5, None]}}),
+        ToolResult.error("it broke"),
+    ],
+    ids=["text", "structured", "error"],
+)
+def test_a_task_made_ended_writes_its_result_for_the_client_at_hand_as_its_state_names_it(
+    version: str, result: ToolResult
+) -> None:
+    # A task made already ended wrote its client into its state, then read it back from
+    # there to write the result; the client at hand must write the very same result.
+    tasks = make_tasks(ServerOptions(task_store=MemoryTaskStore()).tasks)
+    client = ClientView(version, True, True, False, sampling=True, tasks=True)
+    state = {"method": "tools/call", "name": "instant", "arguments": {}}
+    state["client"] = _client_state(client)
+    read_back = tasks.create(None, state, result=result)
+    at_hand = tasks.create(None, state, result=result, client=client)
+    assert isinstance(read_back, TaskRecord) and isinstance(at_hand, TaskRecord)
+    assert at_hand.result == read_back.result and at_hand.status == read_back.status
+    assert tasks.result_text(at_hand) == tasks.result_text(read_back)
+
+
+def test_a_tools_call_made_a_task_already_ended_does_not_read_its_client_back() -> None:
+    # The session passes the client it has: nothing rebuilds it from the task's state.
+    options = ServerOptions(task_store=MemoryTaskStore())
+    tasks = make_tasks(options.tasks)
+    read: list[object] = []
+    client_of = tasks._client_of
+    tasks._client_of = lambda state: read.append(state) or client_of(state)
+    session = ServerSession(TOOLKIT, options, _tasks=tasks)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps(),
+    }
+    call = {"name": "only_task", "arguments": {}, "_meta": meta}
+    start = session.receive({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
+    made = session.complete_call(start[0].call_id, ToolResult.ok("done"))[0].message["result"]
+    assert made["status"] == "completed" and read == []
 
 
 def test_watchers_hear_each_change_and_nothing_while_nobody_listens() -> None:

@@ -85,10 +85,15 @@ class TaskRecord:
             raise InvalidValueError(
                 f"TaskRecord.status must be one of {', '.join(STATUSES)}, got {self.status!r}"
             )
-        for name in ("result", "error", "input_requests", "state"):
-            value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, freeze(value))
+        # Each field by name, not a loop of getattr: a record is made with every task.
+        if self.result is not None:
+            object.__setattr__(self, "result", freeze(self.result))
+        if self.error is not None:
+            object.__setattr__(self, "error", freeze(self.error))
+        if self.input_requests is not None:
+            object.__setattr__(self, "input_requests", freeze(self.input_requests))
+        if self.state is not None:
+            object.__setattr__(self, "state", freeze(self.state))
 
     @property
     def expires_at(self) -> float:

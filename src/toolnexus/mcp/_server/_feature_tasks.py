@@ -57,7 +57,7 @@ def task_made(
         "arguments": call.arguments,
         "client": _client_state(call.client),
     }
-    record = tasks.create(call.owner, state, call=running, result=result)
+    record = tasks.create(call.owner, state, call=running, result=result, client=call.client)
     if isinstance(record, Refused):
         if running is not None:
             return [], None  # the call stays in its request

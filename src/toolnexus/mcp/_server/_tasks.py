@@ -27,7 +27,7 @@ import math
 import os
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -165,9 +165,12 @@ class Tasks:
         # The records this process made, oldest first: task id -> (owner, when it may be
         # forgotten once finished, None while it is not). Changed under _room (store calls
         # are made under it: never under _lock, which watchers and calls take).
-        self._kept: dict[str, tuple[str | None, float | None]] = {}
+        # OrderedDicts, not dicts: both are read oldest first as entries leave from the
+        # front, and a dict walks over the holes its removed entries leave (until it
+        # resizes) — a cost that grows with the bound, where a linked order's is constant.
+        self._kept: OrderedDict[str, tuple[str | None, float | None]] = OrderedDict()
         self._per_owner: dict[str | None, int] = {}
-        self._evicted: dict[str, str | None] = {}  # the last evicted tasks' owners
+        self._evicted: OrderedDict[str, str | None] = OrderedDict()  # the last evicted's owners
         # The JSON text of a finished task's result, as it was written when the task ended:
         # task id -> (the record's frozen result, its text), for the tasks counted in _kept
         # whose records this process's memory keeps (the store hands back the very record,
@@ -270,18 +273,21 @@ class Tasks:
         result: ToolResult | None = None,
         task_id: str | None = None,
         status: str = "working",
+        client: Any = None,
     ) -> TaskRecord | Refused:
         """A new task for ``state`` (what resuming it needs), working on ``call`` — or,
         given ``result``, already settled with it; :class:`Refused` when its store fails.
         ``task_id`` and ``status``: an upstream's task a caller takes as its own (see
-        :meth:`follow`), recorded under the id the caller knows it by."""
+        :meth:`follow`), recorded under the id the caller knows it by. ``client``: the
+        client ``state`` names, as the caller has it already — the result is written for
+        it without reading it back from ``state``."""
         task_record = _record_types()[0]
         now = self._clock()
         fields: dict[str, Any]
         text = None
         if call is None and result is not None:
             # Made settled: built once, as it ends, and stored once (nobody saw it working).
-            fields, text = self._ending(state, result, False, now)
+            fields, text = self._ending(state, result, False, now, client)
         else:
             fields = {"status": status, "updated_at": now, "state": state}
         record = task_record(
@@ -377,7 +383,7 @@ class Tasks:
         if evicted:
             self._evicted[task_id] = owner
             if len(self._evicted) > self._max_stored:
-                del self._evicted[next(iter(self._evicted))]
+                self._evicted.popitem(last=False)
 
     def _uncount(self, task_id: str) -> str | None:
         """Stop counting ``task_id`` (the lock _room is held); its owner."""
@@ -425,14 +431,20 @@ class Tasks:
 
     def created(self, record: TaskRecord) -> dict[str, Any]:
         """The ``CreateTaskResult`` fields for ``record`` (flat, ``resultType: "task"``)."""
-        return {"resultType": "task", **self._summary(record)}
+        return self._summary(record, {"resultType": "task"})
 
-    def _summary(self, record: TaskRecord) -> dict[str, Any]:
-        out: dict[str, Any] = {"taskId": record.task_id, "status": record.status}
+    def _summary(self, record: TaskRecord, out: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The task's fields every answer that shows it writes (after ``out``'s)."""
+        out = {} if out is None else out
+        out["taskId"] = record.task_id
+        out["status"] = record.status
         if record.status_message:
             out["statusMessage"] = record.status_message
-        out["createdAt"] = iso_time(record.created_at)
-        out["lastUpdatedAt"] = iso_time(record.updated_at)
+        created = iso_time(record.created_at)
+        out["createdAt"] = created
+        # A task made already ended changed as it was made: the same time, written once.
+        same = record.updated_at == record.created_at
+        out["lastUpdatedAt"] = created if same else iso_time(record.updated_at)
         out["ttlMs"] = record.ttl_ms
         out["pollIntervalMs"] = self._poll_ms
         return out
@@ -485,12 +497,18 @@ class Tasks:
             self._store_failed("record a task's end", exc)
 
     def _ending(
-        self, state: Mapping[str, Any], result: ToolResult, cancelled: bool, now: float
+        self,
+        state: Mapping[str, Any],
+        result: ToolResult,
+        cancelled: bool,
+        now: float,
+        client: Any = None,
     ) -> tuple[dict[str, Any], str | None]:
-        """The fields of a task whose call ended with ``result`` (``state``: the task's):
-        completed, failed, cancelled — then without its state, which nothing resumes — or
-        waiting on the question it asks. A record is made or evolved with them once. With
-        them, a completed task's result as JSON text (None without the C encoder)."""
+        """The fields of a task whose call ended with ``result`` (``state``: the task's;
+        ``client``: the one it names, when the caller has it): completed, failed, cancelled
+        — then without its state, which nothing resumes — or waiting on the question it
+        asks. A record is made or evolved with them once. With them, a completed task's
+        result as JSON text (None without the C encoder)."""
         if cancelled:
             cancel = {
                 "status": "cancelled",
@@ -503,7 +521,8 @@ class Tasks:
         request = ToolResult.pending_of(result) if result.is_error else None
         if request is not None:
             return self._asking(dict(state), request, result, now), None
-        client = self._client_of(state.get("client") or {})
+        if client is None:
+            client = self._client_of(state.get("client") or {})
         written = self._format(client, result)
         try:  # encoded once: the text is what each tasks/get of it writes
             text = codec.fragment(written)
