@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from extras import require
+from timing import TIMEOUT
 
 require("TOOLNEXUS_REQUIRE_INTEROP", "interop", "mcp")
 
@@ -54,6 +55,20 @@ def wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
         except OSError:
             process_wait(process, 0.05)
     raise AssertionError(f"the server on port {port} did not start within 30 s")
+
+
+@contextlib.contextmanager
+def served_over_http(config: Path) -> Iterator[str]:
+    """``toolnexus serve config --http PORT`` running (a gateway of an ``mcp.json``): its URL."""
+    port = free_port()
+    command = [sys.executable, "-m", "toolnexus", "serve", str(config), "--http", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_listening(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(TIMEOUT)
 
 
 def process_wait(process: subprocess.Popen[bytes], seconds: float) -> None:

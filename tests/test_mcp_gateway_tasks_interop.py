@@ -32,7 +32,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from pydantic import ConfigDict, Field, TypeAdapter
 
-from test_mcp_client_interop import free_port, wait_listening
+from test_mcp_client_interop import free_port, served_over_http, wait_listening
 from timing import TIMEOUT
 
 pytestmark = pytest.mark.interop
@@ -120,15 +120,8 @@ def config(
 
 @pytest.fixture(scope="module")
 def url(config: Path) -> Iterator[str]:
-    port = free_port()
-    command = [sys.executable, "-m", "toolnexus", "serve", str(config), "--http", str(port)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_listening(port, process)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(TIMEOUT)
+    with served_over_http(config) as served:
+        yield served
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
