@@ -381,7 +381,13 @@ def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> Non
                 wound.result(3 * _WIND_DOWN_S)
     with contextlib.suppress(RuntimeError):
         loop.call_soon_threadsafe(loop.stop)
-    thread.join(1.0)
+    thread.join(5.0)  # at once, but for a starved machine
+    if not thread.is_alive():
+        # Closed here: left to its __del__ at interpreter teardown, the loop may find its
+        # self-pipe's socket finalized first and print "Exception ignored ... Invalid file
+        # descriptor: -1" on stderr.
+        with contextlib.suppress(RuntimeError):
+            loop.close()
 
 
 async def _wind_down() -> None:
