@@ -303,3 +303,65 @@ def test_skills_added_upstream_at_run_time_reach_the_source(tmp_path: Path) -> N
             names = sorted(s.name for s in source.toolkit.skills())
             assert names == ["docs_pdf-processing", "docs_release-notes"]
             assert source.status()["docs"].skills == tuple(names)
+
+
+def test_list_changes_heard_at_once_never_empty_the_sources_catalog(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # One upstream announces its lists changed many times at once (a listen stream and a
+    # poll can both hear it): every refresh of it runs on its own thread. A reader of the
+    # toolkit must find the server's tools and skills at every change, each name held
+    # all along, and the source must never take the server's own names for another's.
+    import logging
+    import threading
+
+    from timing import wait_until
+    from toolnexus import Toolkit, tool
+    from toolnexus.mcp import HttpServer
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    served = Toolkit()
+    served.register(echo)
+    served.add_skills(FIXTURES / "pdf-processing")
+    with HttpServer(served, port=0) as server:
+        server.start()
+        with McpSource({"mcpServers": {"docs": {"url": server.url}}}).connect() as source:
+            kit = source.toolkit
+            before = source.status()["docs"]
+            assert before.tools == ("docs_echo", "docs_skill")
+            snapshots: list[tuple[list[str], bool, bool]] = []
+
+            def watcher(kind: str, uri: str | None) -> None:
+                snapshots.append(
+                    ([s.name for s in kit.skills()], "docs_echo" in kit, "docs_skill" in kit)
+                )
+
+            stop = kit._watch(watcher)
+            client = source.client("docs")
+            caplog.set_level(logging.WARNING, logger="toolnexus")
+            try:
+                served.add_skills(FIXTURES / "release-notes")
+                for _ in range(25):
+                    client._noticed("notifications/resources/list_changed", {})
+                    client._noticed("notifications/tools/list_changed", {})
+
+                def refreshing() -> bool:
+                    return any(t.name == "toolnexus-mcp-docs-notice" for t in threading.enumerate())
+
+                assert wait_until(lambda: not refreshing()), "the refreshes never ended"
+            finally:
+                stop()
+            assert snapshots, "no refresh changed the toolkit"
+            for skills, has_echo, has_skill_tool in snapshots:
+                assert "docs_pdf-processing" in skills, snapshots
+                assert has_echo and has_skill_tool, snapshots
+            names = sorted(s.name for s in kit.skills())
+            assert names == ["docs_pdf-processing", "docs_release-notes"]
+            after = source.status()["docs"]
+            assert after.tools == ("docs_echo", "docs_skill")
+            assert after.skills == tuple(names)
+            assert not [r for r in caplog.records if "skipped" in r.getMessage()]

@@ -138,6 +138,9 @@ class _Server:
         self.exchange: UpstreamExchange | None = None  # auth.exchange: each caller's token
         # an openapi entry's tools: tool name -> (namespace, its description, its defer)
         self.homes: dict[str, tuple[str, str, bool | None]] = {}
+        # one refresh of its lists at a time: a list_changed heard twice (a stream and a
+        # poll, say) re-lists after the other, never interleaved with it
+        self.refreshing = threading.Lock()
 
 
 class McpSource:
@@ -661,20 +664,27 @@ class McpSource:
     def _refresh_skills(self, server: _Server) -> None:
         """The server's resources changed (its skills are resources): list its skills
         again and put the new ones in the toolkit in place of the old."""
-        if server.client is None or self._closed:
-            return
-        skills = self._skills_of(server)
-        with self._lock:
-            for skill in server.skills:
-                if any(each is skill for each in self.toolkit.skills()):
-                    self.toolkit.remove(skill)
-            server.skills = skills
-        self._register(server)
+        with server.refreshing:
+            if server.client is None or self._closed:
+                return
+            self._register(server, skills=self._skills_of(server))
 
-    def _register(self, server: _Server) -> None:
-        kept: list[str] = []
-        skills: list[str] = []
+    def _register(
+        self, server: _Server, *, tools: list[Tool] | None = None, skills: list[Skill] | None = None
+    ) -> None:
+        """Put the server's tools and skills in the toolkit (``tools`` / ``skills``: its new
+        lists, in place of those it holds). A name the server held moves from its old item
+        to its new one in place, so a reader of the toolkit never finds it missing; one it
+        no longer serves goes after; a name another server holds is skipped, with a warning."""
         with self._lock:
+            held_tools = set(server.status.tools)
+            held = {id(each) for each in self.toolkit.skills()}
+            held_skills = [each for each in server.skills if id(each) in held]
+            if tools is not None:
+                server.tools = tools
+                self._relink(server)
+            if skills is not None:
+                server.skills = skills
             # its tools (those of no openapi tag) and its skills share the server's
             # namespace (a view's filter)
             homeless = any(tool.name not in server.homes for tool in server.tools)
@@ -682,8 +692,10 @@ class McpSource:
             for space, about, defer in dict.fromkeys(server.homes.values()):
                 if all(each.name != space for each in self.toolkit.namespaces()):
                     self.toolkit.namespace(space, about, defer=defer)
+            kept: list[str] = []
             for tool in server.tools:
-                if tool.name in self.toolkit:
+                mine = tool.name in held_tools
+                if tool.name in self.toolkit and not mine:
                     owner = self._owner(tool.name)
                     _log.warning(
                         "MCP server %s: tool %r skipped: server %s already has a tool of that "
@@ -693,16 +705,24 @@ class McpSource:
                         owner,
                     )
                     continue
-                home = server.homes.get(tool.name)
-                self.toolkit.register(tool, namespace=home[0] if home else namespace)
+                if not (mine and tool.name in self.toolkit and self.toolkit.get(tool.name) is tool):
+                    home = server.homes.get(tool.name)
+                    self.toolkit.register(
+                        tool, namespace=home[0] if home else namespace, replace=mine
+                    )
                 kept.append(tool.name)
-            held = {id(each) for each in self.toolkit.skills()}
+            for name in held_tools.difference(kept):
+                if name in self.toolkit:
+                    self.toolkit.remove(name)
+            named = {skill.name: skill for skill in held_skills}
+            kept_skills: list[str] = []
             for skill in server.skills:
-                if id(skill) in held:  # registered before (its tools were refreshed)
-                    skills.append(skill.name)
+                old = named.pop(skill.name, None)
+                if old is skill:  # registered before (its tools were refreshed)
+                    kept_skills.append(skill.name)
                     continue
                 try:
-                    self.toolkit.register(skill, namespace=namespace)
+                    self.toolkit.register(skill, namespace=namespace, replace=old is not None)
                 except ValueError as exc:  # a name taken, or a tool named "skill"
                     _log.warning(
                         "MCP server %s: skill %r skipped: %s (give the server another prefix)",
@@ -711,11 +731,13 @@ class McpSource:
                         exc,
                     )
                     continue
-                skills.append(skill.name)
-        if server.status.status == "connected":
-            server.status = McpServerStatus(
-                server.name, "connected", None, tuple(kept), tuple(skills)
-            )
+                kept_skills.append(skill.name)
+            for gone in named.values():
+                self.toolkit.remove(gone)
+            if server.status.status == "connected":
+                server.status = McpServerStatus(
+                    server.name, "connected", None, tuple(kept), tuple(kept_skills)
+                )
 
     def _owner(self, tool_name: str) -> str:
         for server in self._servers.values():
@@ -772,26 +794,20 @@ class McpSource:
         schedule(relist_at(until), lambda: self._refresh(server, unless_same=True))
 
     def _refresh(self, server: _Server, unless_same: bool = False) -> None:
-        client = server.client
-        if client is None or self._closed:
-            return
-        try:
-            specs = client.list_tools()
-        except McpError as exc:
-            _log.warning("MCP server %s: refreshing its tools failed: %s", server.name, exc)
-            return
-        self._expire_later(server)
-        if unless_same and specs == server.specs:
-            return
-        server.specs = specs
-        tools = self._tools_of(server, specs)
-        with self._lock:
-            for name in server.status.tools:
-                if name in self.toolkit:
-                    self.toolkit.remove(name)
-        server.tools = tools
-        self._relink(server)
-        self._register(server)
+        with server.refreshing:
+            client = server.client
+            if client is None or self._closed:
+                return
+            try:
+                specs = client.list_tools()
+            except McpError as exc:
+                _log.warning("MCP server %s: refreshing its tools failed: %s", server.name, exc)
+                return
+            self._expire_later(server)
+            if unless_same and specs == server.specs:
+                return
+            server.specs = specs
+            self._register(server, tools=self._tools_of(server, specs))
         _log.info("MCP server %s: tools now %s", server.name, ", ".join(server.status.tools))
 
     # ------------------------------------------------------------------ names and URIs
