@@ -24,15 +24,42 @@ import task_tools
 from test_mcp_tasks import caps, rpc, wait_status
 from timing import wait_until
 from toolnexus.mcp import HttpServer, McpSource, ServerOptions, federate
-from toolnexus.stores import SqliteTaskStore
+from toolnexus.stores import MemoryTaskStore, SqliteTaskStore, TaskRecord
+
+
+class _Kept(MemoryTaskStore):
+    """The upstream's task store, which keeps each task's target as it is made (an ended
+    task keeps no state): a task cancelled before its tool ran is found too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.targets: dict[str, str] = {}
+
+    def create(self, record: TaskRecord) -> None:
+        super().create(record)
+        state = record.state or {}
+        self.targets[record.task_id] = str((state.get("arguments") or {}).get("target"))
+
+    def status_of(self, target: str) -> str | None:
+        for task_id, made_for in list(self.targets.items()):
+            found = self.get(task_id) if made_for == target else None
+            if found is not None:
+                return found.status
+        return None
+
+
+UPSTREAM_TASKS = _Kept()
 
 
 @pytest.fixture
 def upstream() -> Iterator[HttpServer]:
+    global UPSTREAM_TASKS
     task_tools.BUILDS.clear()
     task_tools.CANCELLED.clear()
     task_tools.GATES.clear()
-    with HttpServer(task_tools.toolkit, ServerOptions(task_after_ms=0), port=0) as running:
+    UPSTREAM_TASKS = _Kept()
+    options = ServerOptions(task_after_ms=0, task_store=UPSTREAM_TASKS)
+    with HttpServer(task_tools.toolkit, options, port=0) as running:
         running.start()
         try:
             yield running
@@ -196,5 +223,88 @@ def test_a_task_the_gateway_cannot_keep_is_refused_and_cancelled_upstream(
         second = rpc(server, "tools/call", {"name": "tt_build", "arguments": {"target": "h2"}})
         assert second["error"]["code"] == -32603
         assert "server overloaded" in second["error"]["message"]
-        assert wait_until(lambda: "h2" in task_tools.CANCELLED)
-        assert task_tools.CANCELLED == ["h2"]  # the caller's own task goes on
+        # (Cancelled before its build ran, or while it ran: the upstream's task says so.)
+        assert wait_until(lambda: UPSTREAM_TASKS.status_of("h2") == "cancelled")
+        assert "h1" not in task_tools.CANCELLED  # the caller's own task goes on
+        assert UPSTREAM_TASKS.status_of("h1") == "working"
+
+
+def test_a_slow_upstreams_tasks_get_holds_up_nothing_else_of_a_stdio_session(
+    upstream: HttpServer,
+) -> None:
+    # A caller over stdio polls its task on an upstream that answers tasks/get slowly; the
+    # same session's call to another upstream is answered meanwhile (the poll waits off
+    # the thread that reads the session), a burst of polls reaches the slow upstream a
+    # few at a time, and every poll is answered once it answers.
+    from test_mcp_tasks import PipedTasksClient
+    from toolnexus import Toolkit, tool
+    from toolnexus.mcp._server._bridge import DETACHED_AT_ONCE
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    config = {"mcpServers": {"tt": {"url": upstream.url}}}
+    with HttpServer(Toolkit([add]), port=0) as fast:
+        fast.start()
+        config["mcpServers"]["fast"] = {"url": fast.url}
+        with McpSource(config) as source:
+            source.connect()
+            federate(source)
+            slow = source.client("tt")
+            forward = slow._forward_task
+            release = threading.Event()
+            lock = threading.Lock()
+            inside = [0, 0, 0]  # now, at most, in all
+
+            def slow_forward(method: str, params: dict[str, Any], exchange: Any = None) -> Any:
+                with lock:
+                    inside[0] += 1
+                    inside[1] = max(inside[1], inside[0])
+                    inside[2] += 1
+                try:
+                    assert release.wait(60), "the test never released the upstream"
+                    return forward(method, params, exchange)
+                finally:
+                    with lock:
+                        inside[0] -= 1
+
+            client = PipedTasksClient(source.toolkit)
+            try:
+                made = client.request(
+                    1, "tools/call", {"name": "tt_build", "arguments": {"target": "s"}}
+                )
+                mapped = made["result"]["taskId"]
+                assert mapped.startswith("tt+tsk-")
+                slow._forward_task = slow_forward  # type: ignore[method-assign]
+                polls = range(10, 22)
+                for rid in polls:
+                    client.send(rid, "tasks/get", {"taskId": mapped})
+                assert wait_until(lambda: inside[0] == DETACHED_AT_ONCE)
+                answered = client.request(
+                    99, "tools/call", {"name": "fast_add", "arguments": {"a": 2, "b": 3}}
+                )
+                assert answered["result"]["content"][0]["text"] == "5"
+                assert not [note for note in client.notes if note.get("id") in polls]
+                assert inside == [DETACHED_AT_ONCE, DETACHED_AT_ONCE, DETACHED_AT_ONCE]
+                detached = [t for t in threading.enumerate() if t.name == "toolnexus-mcp-detached"]
+                assert len(detached) == DETACHED_AT_ONCE
+                release.set()
+                replies: dict[Any, dict[str, Any]] = {}
+                while len(replies) < len(polls):  # in whatever order the upstream answers
+                    message = client.messages.get(timeout=15)  # queue.Empty: a poll was lost
+                    replies[message.get("id")] = message
+                got = [replies[rid] for rid in polls]
+                assert [g["result"]["taskId"] for g in got] == [mapped] * len(polls)
+                assert {g["result"]["status"] for g in got} == {"working"}
+                assert inside[1:] == [DETACHED_AT_ONCE, len(polls)]  # a few at a time, all
+                assert wait_until(
+                    lambda: (
+                        not any(t.name == "toolnexus-mcp-detached" for t in threading.enumerate())
+                    )
+                )
+            finally:
+                release.set()
+                open_gate("s")
+                client.close()

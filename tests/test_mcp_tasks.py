@@ -831,11 +831,12 @@ def test_a_listen_stream_that_asks_for_tasks_hears_each_change_of_its_clients_ta
 # --------------------------------------------------------------------------- over stdio
 
 
-class _StdioClient:
+class PipedTasksClient:
     """A modern client declaring the tasks extension, talking to ``serve_stdio`` in a thread
-    over pipes; every wait is bounded, so a server that hangs fails the test."""
+    over pipes (serving ``toolkit``, this file's by default); every wait is bounded, so a
+    server that hangs fails the test."""
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, toolkit: Toolkit | None = None, **options: Any) -> None:
         import os
         import queue
 
@@ -851,7 +852,8 @@ class _StdioClient:
 
         def serve() -> None:
             try:
-                serve_stdio(TOOLKIT, ServerOptions(**options), stdin=stdin, stdout=stdout)
+                served = TOOLKIT if toolkit is None else toolkit
+                serve_stdio(served, ServerOptions(**options), stdin=stdin, stdout=stdout)
             finally:
                 stdout.close()
                 stdin.close()
@@ -906,7 +908,7 @@ class _StdioClient:
 
 def test_over_stdio_a_task_is_made_polled_and_its_status_told_without_a_hang() -> None:
     released.clear()
-    client = _StdioClient(task_after_ms=50, task_poll_ms=250)
+    client = PipedTasksClient(task_after_ms=50, task_poll_ms=250)
     try:
         client.send(1, "subscriptions/listen", {"notifications": {"tasks": True}})
         # a tool that runs only as a task: the call is answered with the task, settled

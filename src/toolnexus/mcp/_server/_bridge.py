@@ -13,7 +13,11 @@ SDK's ``jsonrpc_dispatcher`` plays:
   and the call is cancelled as it is registered (it never starts);
 - **one way to start a call** (through the host's internal prepare/start seam, so the
   call can be registered before it runs, and run inline where a transport wants), its
-  progress and log reports, its answer reported to the session, and one way to cancel it.
+  progress and log reports, its answer reported to the session, and one way to cancel it;
+- **requests answered off the lock** (:class:`Detached`: a gateway's ``tasks/*`` of an
+  upstream's task): each on a thread of its own, at most :data:`DETACHED_AT_ONCE` at once
+  per upstream and session (the rest wait their turn in order), so a slow upstream
+  delays only its own.
 
 The bridge never touches a stream. A transport subclasses :class:`CallBridge` and says where
 each message goes (:meth:`CallBridge._deliver`, called with the lock held, in the order the
@@ -29,6 +33,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -40,13 +45,19 @@ from ..._tracing import server_span
 from .._shared._codec import INTERNAL_ERROR
 from .._shared._upstream_tasks import HAND_OVER
 from ._lazy_host import LazyHost
-from ._session import Action, CancelCall, Send, ServerSession, StartCall
+from ._session import Action, CancelCall, Detached, Send, ServerSession, StartCall
+from ._types import error
 
 if TYPE_CHECKING:
     from ..._host import Call
     from ._tasks import Tasks
 
-__all__ = ["CallBridge", "CallEntry", "InflightBytes", "LazyHost", "Later"]
+__all__ = ["DETACHED_AT_ONCE", "CallBridge", "CallEntry", "InflightBytes", "LazyHost", "Later"]
+
+DETACHED_AT_ONCE = 4
+"""How many :class:`Detached` requests of one session wait on one upstream at once (each
+on a thread); more wait their turn. A client polls a task or two at a time: this bounds
+the threads a burst of ``tasks/get`` could make."""
 
 
 class InflightBytes:
@@ -129,9 +140,10 @@ class CallEntry:
         self.bridge.report(self.call_id, call.result())
 
 
-Later = list[CallEntry | CancelCall]
+Later = list[CallEntry | CancelCall | Detached]
 """What :meth:`CallBridge.dispatch` leaves to :meth:`CallBridge.carry_out`, in order: the
-entry of each call it registered (to start) and each cancel."""
+entry of each call it registered (to start), each cancel, and each request answered off
+the lock (its ``where`` set)."""
 
 
 class CallBridge(ABC):
@@ -171,6 +183,9 @@ class CallBridge(ABC):
         self.kept = 0  # set by dispatch(prepaid=True): the bytes a new call kept
         # Run (outside the lock) after each reported call, when a transport sets it.
         self.on_reported: Callable[[], None] | None = None
+        # Detached requests by upstream: those waiting their turn, and how many run.
+        self._waiting: dict[str, deque[Detached]] = {}
+        self._detaching: dict[str, int] = {}
 
     # ------------------------------------------------------------------ the transport's part
 
@@ -240,6 +255,9 @@ class CallBridge(ABC):
                 entry.task = start.task  # a task run again: its end goes to the task
                 self.calls[call_id] = entry
                 later.append(entry)
+            elif kind is Detached:
+                detached: Detached = action  # type: ignore[assignment]
+                later.append(detached._replace(where=where))
             else:
                 cancel: CancelCall = action  # type: ignore[assignment]
                 cancelled = self.calls.get(cancel.call_id)
@@ -260,12 +278,55 @@ class CallBridge(ABC):
                 self._deliver(reply, where)
 
     def carry_out(self, later: Later) -> None:
-        """Start and cancel calls (the lock is not held)."""
+        """Start and cancel calls, and start detached requests (the lock is not held)."""
         for item in later:
             if isinstance(item, CancelCall):
                 self.cancel(item.call_id)
+            elif isinstance(item, Detached):
+                self.detach(item)
             else:
                 self.start(item)
+
+    # ------------------------------------------------------------------ detached requests
+
+    def detach(self, item: Detached) -> None:
+        """Answer ``item`` on a thread of its own, or after those of its upstream that run
+        now (the lock is not held)."""
+        key = item.key
+        with self.lock:
+            self._waiting.setdefault(key, deque()).append(item)
+            if self._detaching.get(key, 0) >= DETACHED_AT_ONCE:
+                return  # a thread that runs one of its upstream's takes it next
+            self._detaching[key] = self._detaching.get(key, 0) + 1
+        thread = threading.Thread(
+            target=self._run_detached, args=(key,), name="toolnexus-mcp-detached", daemon=True
+        )
+        try:
+            thread.start()
+        except RuntimeError as exc:  # out of threads: answer what waits, as failed
+            self._run_detached(key, f"no thread could be started to answer it ({exc})")
+
+    def _run_detached(self, key: str, cannot: str | None = None) -> None:
+        """Answer ``key``'s waiting requests, one after another, until none waits."""
+        while True:
+            with self.lock:
+                waiting = self._waiting.get(key)
+                if not waiting:
+                    self._waiting.pop(key, None)
+                    self._detaching[key] -= 1
+                    if not self._detaching[key]:
+                        del self._detaching[key]
+                    return
+                item = waiting.popleft()
+            if cannot is not None:
+                actions: list[Action] = [
+                    error(item.request_id, INTERNAL_ERROR, f"internal error: {cannot}")
+                ]
+            elif self.session._closed:  # the client went away: nobody reads the answer
+                continue
+            else:
+                actions = item.answer()
+            self.feed(self.session._detached, actions, where=item.where)
 
     # ------------------------------------------------------------------ calls
 
@@ -460,5 +521,5 @@ class CallBridge(ABC):
 
     @property
     def busy(self) -> bool:
-        """Whether any call is in the table."""
-        return bool(self.calls)
+        """Whether any call is in the table, or a detached request is being answered."""
+        return bool(self.calls) or bool(self._detaching)

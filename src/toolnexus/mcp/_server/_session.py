@@ -61,11 +61,13 @@ from ._options import ServerOptions
 from ._types import (
     Action,
     CancelCall,
+    Detached,
     Reject,
     Send,
     StartCall,
     check_result,
     error,
+    handling_failed,
     level_of,
     plain_result,
     question_of,
@@ -90,6 +92,7 @@ __all__ = [
     "UNSUPPORTED_PROTOCOL_VERSION",
     "Action",
     "CancelCall",
+    "Detached",
     "Send",
     "ServerSession",
     "StartCall",
@@ -265,17 +268,7 @@ class ServerSession:
         """Answer what :meth:`receive` was handling when it raised ``exc``: the request
         itself, and any call the message left neither running nor asking (a legacy
         elicitation response that failed while it was being read)."""
-        if isinstance(exc, RecursionError):
-            code, text = (
-                INVALID_PARAMS,
-                (
-                    f"invalid params: the message is nested too deeply "
-                    f"to handle ({exc}); send flatter data"
-                ),
-            )
-        else:
-            code, text = INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"
-        _log.warning("toolnexus mcp: handling a message failed: %s", text)
+        code, text = handling_failed(exc)
         answered: list[str | int] = []
         if isinstance(message, dict) and "method" in message:
             request_id = message.get("id")
@@ -469,6 +462,11 @@ class ServerSession:
         """End every open ``subscriptions/listen`` stream with its response (the stream
         closes gracefully); calls are left as they are."""
         return end_listens(self._ctx)
+
+    def _detached(self, actions: list[Action]) -> list[Action]:
+        """The actions that answer a :class:`Detached` request (its work's, run off the
+        lock), to deliver: none once the session is closed (the client went away)."""
+        return [] if self._closed else actions
 
     def in_progress(self, request_id: str | int) -> bool:
         """Whether the request ``request_id`` is still being answered (a call, or an open

@@ -42,7 +42,7 @@ from ..._log import LazyLogger
 from ._bridge import CallBridge, CallEntry, InflightBytes, Later, LazyHost
 from ._feature_tools import make_tasks
 from ._options import ServerOptions, resolve
-from ._session import CancelCall, Send, ServerSession
+from ._session import CancelCall, Detached, Send, ServerSession
 
 if TYPE_CHECKING:
     from ..._host import Call
@@ -795,11 +795,13 @@ class _StdioServer:
     # ------------------------------------------------------------------ calls
 
     def _carry_out(self, later: Later, reader: bool = False) -> None:
-        """Start and cancel calls (outside the lock: cancelling runs the tool's callbacks,
-        which may report progress)."""
+        """Start and cancel calls, and start detached requests (outside the lock:
+        cancelling runs the tool's callbacks, which may report progress)."""
         for item in later:
             if isinstance(item, CancelCall):
                 self._bridge.cancel(item.call_id)
+            elif isinstance(item, Detached):
+                self._bridge.detach(item)
             else:
                 assert isinstance(item, _StdioCall)  # (the bridge's entry_type)
                 self._start_call(item, reader)

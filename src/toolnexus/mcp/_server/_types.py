@@ -9,7 +9,7 @@ Nothing here knows the session or a handler: they both import it (``mcp/_server/
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..._context import LOG_LEVELS
@@ -22,6 +22,8 @@ from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS, error_message
 from .._shared._protocol import at_least, describe, level_rank
 
 if TYPE_CHECKING:
+    import contextvars
+
     from ..._suspension import Answer, Request
     from ..._tracing import Incoming
 
@@ -32,11 +34,13 @@ __all__ = [
     "Calls",
     "CancelCall",
     "ClientView",
+    "Detached",
     "Reject",
     "Send",
     "StartCall",
     "check_result",
     "error",
+    "handling_failed",
     "level_of",
     "object_param",
     "question_of",
@@ -216,8 +220,37 @@ class CancelCall(NamedTuple):
     reason: str | None = None
 
 
-Action = Send | StartCall | CancelCall
-"""What :class:`~toolnexus.mcp._server._session.ServerSession` asks its driver to do."""
+class Detached(NamedTuple):
+    """Package-internal: a request whose answer waits on another server (a gateway's
+    ``tasks/*`` of an upstream's task), answered off the session's lock so that nothing
+    else of the session waits with it. ``work()`` (blocking; it may raise
+    :class:`Reject`) returns the actions that answer request ``request_id``; the bridge
+    runs it on a thread of its own in ``context`` (the context variables as the request
+    came: its caller's principal and token), at most a few at once per ``key`` (the
+    upstream), and files the actions where the request's answer goes (``where``, set
+    by the bridge). Only a session made with a task store (the package's own drivers)
+    returns one."""
+
+    request_id: str | int
+    work: Callable[[], list[Action]]
+    context: contextvars.Context
+    key: str
+    where: Any = None
+
+    def answer(self) -> list[Action]:
+        """Run the work; a refusal or a failure answers the request as :meth:`receive
+        <toolnexus.mcp.ServerSession.receive>` would answer it."""
+        try:
+            return self.context.run(self.work)
+        except Reject as exc:
+            return [error(self.request_id, exc.code, exc.message, exc.data)]
+        except Exception as exc:
+            return [error(self.request_id, *handling_failed(exc))]
+
+
+Action = Send | StartCall | CancelCall | Detached
+"""What :class:`~toolnexus.mcp._server._session.ServerSession` asks its driver to do
+(:class:`Detached` only from a session of the package's own drivers)."""
 
 
 class ClientView:
@@ -409,6 +442,21 @@ def who(call: CallState) -> str:
 def plain_result(request_id: str | int, body: dict[str, Any]) -> Send:
     """The response ``body`` to ``request_id``, as it is (no modern ``_meta``)."""
     return Send({"jsonrpc": "2.0", "id": request_id, "result": body})
+
+
+def handling_failed(exc: Exception) -> tuple[int, str]:
+    """The JSON-RPC error code and text that answer a request whose handling raised
+    ``exc`` (logged here): ``-32602`` for data nested too deeply, else ``-32603``."""
+    if isinstance(exc, RecursionError):
+        code, text = (
+            INVALID_PARAMS,
+            f"invalid params: the message is nested too deeply to handle ({exc}); "
+            "send flatter data",
+        )
+    else:
+        code, text = INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"
+    _log.warning("toolnexus mcp: handling a message failed: %s", text)
+    return code, text
 
 
 def error(request_id: Any, code: int, message: str, data: Any = None) -> Send:

@@ -16,6 +16,7 @@ one); with credentials, only a record kept in a shared task store proves whose i
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from .._shared._catalog import view
 from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS
 from .._shared._upstream_tasks import caller_task_id, task_upstream
 from ._tasks import Refused
-from ._types import Action, CallState, ClientView, Reject, error
+from ._types import Action, CallState, ClientView, Detached, Reject, error
 
 if TYPE_CHECKING:
     from ._context import ServerContext
@@ -82,11 +83,33 @@ def upstream_method(
 ) -> list[Action]:
     """``tasks/get``, ``tasks/update`` or ``tasks/cancel`` of the caller's task
     ``params["taskId"]``, which is ``upstream``'s task ``upstream_id``: asked of the
-    upstream (its answer, the task id the caller's), or refused ``-32602`` naming why."""
+    upstream (its answer, the task id the caller's), or refused ``-32602`` naming why.
+    The upstream answers at its own pace, and the task store may be a remote one: all
+    of it runs :class:`Detached`, never on the thread that reads this session."""
+
+    owner = context.owner  # whose request this is (the session's changes per request)
+
+    def work() -> list[Action]:
+        body = _forward(context, owner, params, client, method, upstream, upstream_id)
+        return [context.reply(request_id, client, body)]
+
+    return [Detached(request_id, work, contextvars.copy_context(), upstream)]
+
+
+def _forward(
+    context: ServerContext,
+    owner: str | None,
+    params: dict[str, Any],
+    client: ClientView,
+    method: str,
+    upstream: str,
+    upstream_id: str,
+) -> dict[str, Any]:
+    """What :func:`upstream_method` answers (blocking: the task store and the upstream)."""
     tasks = context.tasks
     assert tasks is not None
     task_id: str = params["taskId"]
-    record = _record(context, task_id)  # None: made anew once the upstream knows it
+    record = _record(context, task_id, owner)  # None: made anew once the upstream knows it
     state = record.state if record is not None and record.state is not None else {}
     found = _tool_of(context, upstream, state.get("name"))
     if found is None:
@@ -132,7 +155,7 @@ def upstream_method(
             raise Reject(made.code, made.message, made.data)
         record = made
     tasks.follow(record, status, body.get("statusMessage"))
-    return [context.reply(request_id, client, body)]
+    return body
 
 
 def _cancel_later(context: ServerContext, upstream: str, name: str, upstream_id: str) -> None:
@@ -162,14 +185,13 @@ def _cancel_later(context: ServerContext, upstream: str, name: str, upstream_id:
     threading.Thread(target=cancel, name="toolnexus-mcp-cancel-task", daemon=True).start()
 
 
-def _record(context: ServerContext, task_id: str) -> Any:
+def _record(context: ServerContext, task_id: str, owner: str | None) -> Any:
     """The caller's record of the task ``task_id``; None when none is kept and the server
     asks for no credentials (a restart with a memory store: it is made anew once the
     upstream shows the task exists, so a forged id leaves nothing behind); refused as
     unknown when it is another caller's, or none is kept for a caller with credentials."""
     tasks = context.tasks
     assert tasks is not None
-    owner = context.owner
     found = tasks.find(task_id, owner)
     if not isinstance(found, Refused):
         return found
