@@ -229,6 +229,31 @@ def test_a_task_the_gateway_cannot_keep_is_refused_and_cancelled_upstream(
         assert UPSTREAM_TASKS.status_of("h1") == "working"
 
 
+class HeldForwards:
+    """Holds each ``tasks/*`` the gateway forwards to upstream ``client`` until
+    :attr:`release` is set, counting them: :attr:`now` held, at :attr:`most` at once,
+    :attr:`all` in all (a slow upstream, as the gateway meets one)."""
+
+    def __init__(self, client: Any) -> None:
+        self.forward = client._forward_task
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+        self.now = self.most = self.all = 0
+        client._forward_task = self._held
+
+    def _held(self, method: str, params: dict[str, Any], exchange: Any = None) -> Any:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+            self.all += 1
+        try:
+            assert self.release.wait(60), "the test never released the upstream"
+            return self.forward(method, params, exchange)
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
 def test_a_slow_upstreams_tasks_get_holds_up_nothing_else_of_a_stdio_session(
     upstream: HttpServer,
 ) -> None:
@@ -245,6 +270,9 @@ def test_a_slow_upstreams_tasks_get_holds_up_nothing_else_of_a_stdio_session(
         """Add two integers."""
         return a + b
 
+    def detached() -> int:
+        return sum(t.name == "toolnexus-mcp-detached" for t in threading.enumerate())
+
     config = {"mcpServers": {"tt": {"url": upstream.url}}}
     with HttpServer(Toolkit([add]), port=0) as fast:
         fast.start()
@@ -252,59 +280,64 @@ def test_a_slow_upstreams_tasks_get_holds_up_nothing_else_of_a_stdio_session(
         with McpSource(config) as source:
             source.connect()
             federate(source)
-            slow = source.client("tt")
-            forward = slow._forward_task
-            release = threading.Event()
-            lock = threading.Lock()
-            inside = [0, 0, 0]  # now, at most, in all
-
-            def slow_forward(method: str, params: dict[str, Any], exchange: Any = None) -> Any:
-                with lock:
-                    inside[0] += 1
-                    inside[1] = max(inside[1], inside[0])
-                    inside[2] += 1
-                try:
-                    assert release.wait(60), "the test never released the upstream"
-                    return forward(method, params, exchange)
-                finally:
-                    with lock:
-                        inside[0] -= 1
-
             client = PipedTasksClient(source.toolkit)
+            held = None
             try:
-                made = client.request(
-                    1, "tools/call", {"name": "tt_build", "arguments": {"target": "s"}}
-                )
-                mapped = made["result"]["taskId"]
+                arguments = {"name": "tt_build", "arguments": {"target": "s"}}
+                mapped = client.request(1, "tools/call", arguments)["result"]["taskId"]
                 assert mapped.startswith("tt+tsk-")
-                slow._forward_task = slow_forward  # type: ignore[method-assign]
+                held = HeldForwards(source.client("tt"))
                 polls = range(10, 22)
                 for rid in polls:
                     client.send(rid, "tasks/get", {"taskId": mapped})
-                assert wait_until(lambda: inside[0] == DETACHED_AT_ONCE)
-                answered = client.request(
-                    99, "tools/call", {"name": "fast_add", "arguments": {"a": 2, "b": 3}}
-                )
+                assert wait_until(lambda: held is not None and held.now == DETACHED_AT_ONCE)
+                arguments = {"name": "fast_add", "arguments": {"a": 2, "b": 3}}
+                answered = client.request(99, "tools/call", arguments)
                 assert answered["result"]["content"][0]["text"] == "5"
                 assert not [note for note in client.notes if note.get("id") in polls]
-                assert inside == [DETACHED_AT_ONCE, DETACHED_AT_ONCE, DETACHED_AT_ONCE]
-                detached = [t for t in threading.enumerate() if t.name == "toolnexus-mcp-detached"]
-                assert len(detached) == DETACHED_AT_ONCE
-                release.set()
+                assert (held.now, held.all) == (DETACHED_AT_ONCE, DETACHED_AT_ONCE)
+                assert detached() == DETACHED_AT_ONCE
+                held.release.set()
                 replies: dict[Any, dict[str, Any]] = {}
                 while len(replies) < len(polls):  # in whatever order the upstream answers
                     message = client.messages.get(timeout=15)  # queue.Empty: a poll was lost
                     replies[message.get("id")] = message
-                got = [replies[rid] for rid in polls]
-                assert [g["result"]["taskId"] for g in got] == [mapped] * len(polls)
-                assert {g["result"]["status"] for g in got} == {"working"}
-                assert inside[1:] == [DETACHED_AT_ONCE, len(polls)]  # a few at a time, all
-                assert wait_until(
-                    lambda: (
-                        not any(t.name == "toolnexus-mcp-detached" for t in threading.enumerate())
-                    )
-                )
+                got = [replies[rid]["result"] for rid in polls]
+                assert [g["taskId"] for g in got] == [mapped] * len(polls)
+                assert {g["status"] for g in got} == {"working"}
+                assert (held.most, held.all) == (DETACHED_AT_ONCE, len(polls))
+                assert wait_until(lambda: detached() == 0)
             finally:
-                release.set()
+                if held is not None:
+                    held.release.set()
                 open_gate("s")
                 client.close()
+
+
+def test_a_tasks_get_read_just_before_stdin_closes_is_still_answered(
+    upstream: HttpServer,
+) -> None:
+    # The stdio server's grace period at the end of its input covers a request answered
+    # off the reading thread, as it covers a running call.
+    from test_mcp_tasks import PipedTasksClient
+
+    with McpSource({"mcpServers": {"tt": {"url": upstream.url}}}) as source:
+        source.connect()
+        federate(source)
+        client = PipedTasksClient(source.toolkit, grace_ms=60_000)
+        held = None
+        try:
+            arguments = {"name": "tt_build", "arguments": {"target": "z"}}
+            mapped = client.request(1, "tools/call", arguments)["result"]["taskId"]
+            held = HeldForwards(source.client("tt"))
+            client.send(2, "tasks/get", {"taskId": mapped})
+            assert wait_until(lambda: held is not None and held.all == 1)
+            client._to.close()  # the end of the server's input, the poll still waiting
+            held.release.set()
+            got = client.answer(2)["result"]
+            assert (got["taskId"], got["status"]) == (mapped, "working")
+        finally:
+            if held is not None:
+                held.release.set()
+            open_gate("z")
+            client.close()

@@ -316,7 +316,8 @@ class CallBridge(ABC):
                     self._detaching[key] -= 1
                     if not self._detaching[key]:
                         del self._detaching[key]
-                    return
+                    reported = self.on_reported  # (a shut-down waits for busy to end)
+                    break
                 item = waiting.popleft()
             if cannot is not None:
                 actions: list[Action] = [
@@ -327,6 +328,8 @@ class CallBridge(ABC):
             else:
                 actions = item.answer()
             self.feed(self.session._detached, actions, where=item.where)
+        if reported is not None:
+            reported()
 
     # ------------------------------------------------------------------ calls
 

@@ -850,8 +850,9 @@ class _StdioServer:
     # ------------------------------------------------------------------ the end
 
     def _shut_down(self) -> None:
-        """stdin closed (or a signal came): let running calls answer within the grace
-        period (not after a signal), then cancel what still runs."""
+        """stdin closed (or a signal came): let running calls (and detached requests)
+        answer within the grace period (not after a signal), then cancel what still
+        runs."""
         deadline = time.monotonic() + self._grace
         while self._stop_code is None and not self._output.broken:
             if not self._take_lock():
@@ -860,7 +861,7 @@ class _StdioServer:
                 # Only the shut-down waits for calls to be reported: from now on each
                 # reported call pokes it.
                 self._bridge.on_reported = self._poke
-                running = self._session.running_calls
+                running = self._session.running_calls or self._bridge.busy
             finally:
                 self._lock.release()
             remaining = deadline - time.monotonic()
