@@ -9,10 +9,12 @@ verifying it against the listed digest and size. The upstream is our own server
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -365,3 +367,75 @@ def test_list_changes_heard_at_once_never_empty_the_sources_catalog(
             assert after.tools == ("docs_echo", "docs_skill")
             assert after.skills == tuple(names)
             assert not [r for r in caplog.records if "skipped" in r.getMessage()]
+
+
+@contextlib.contextmanager
+def pdf_source() -> Iterator[McpSource]:
+    """A source connected to server ``docs``: a server of ours (HTTP, in this process)
+    serving the pdf-processing skill."""
+    from toolnexus import Toolkit
+    from toolnexus.mcp import HttpServer
+
+    served = Toolkit()
+    served.add_skills(FIXTURES / "pdf-processing")
+    with HttpServer(served, port=0) as server:
+        server.start()
+        with McpSource({"mcpServers": {"docs": {"url": server.url}}}).connect() as source:
+            yield source
+
+
+PDF_MANIFEST = "skill://docs/pdf-processing/SKILL.md"
+
+
+def test_a_skill_file_read_from_a_slow_upstream_holds_up_nothing_else_of_a_stdio_session() -> None:
+    # A re-exported skill's file is read from its server when asked: over stdio, while
+    # that server is slow to answer, the session's other requests are answered.
+    import threading
+
+    from test_mcp_tasks import PipedTasksClient
+    from timing import TIMEOUT
+
+    with pdf_source() as source:
+        upstream = source.client("docs")
+        read = upstream.read_resource
+        asked, release = threading.Event(), threading.Event()
+
+        def slow_read(uri: str) -> Any:
+            asked.set()
+            assert release.wait(TIMEOUT), "the test never released the upstream"
+            return read(uri)
+
+        upstream.read_resource = slow_read  # type: ignore[method-assign]
+        client = PipedTasksClient(source.toolkit)
+        try:
+            client.send(1, "resources/read", {"uri": PDF_MANIFEST})
+            assert asked.wait(TIMEOUT), "the read never reached the upstream"
+            listed = client.request(2, "tools/list", {})["result"]
+            assert "skill" in [tool["name"] for tool in listed["tools"]]
+            release.set()
+            (content,) = client.answer(1)["result"]["contents"]
+            assert content["uri"] == PDF_MANIFEST
+            assert content["text"].startswith("---\nname: pdf-processing")
+        finally:
+            release.set()
+            client.close()
+
+
+def test_a_session_driven_by_hand_reads_a_re_exported_skill_file_in_its_answer() -> None:
+    # A driver of one's own carries out Send, StartCall and CancelCall only: the session
+    # answers it in the request's own actions, as before (only the package's call bridge
+    # takes requests answered off its lock).
+    from toolnexus.mcp import Send, ServerSession
+
+    with pdf_source() as source:
+        session = ServerSession(source.toolkit)
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        message = {"uri": PDF_MANIFEST, "_meta": meta}
+        request = {"jsonrpc": "2.0", "id": 7, "method": "resources/read", "params": message}
+        (answer,) = session.receive(request)
+        assert isinstance(answer, Send)
+        (content,) = answer.message["result"]["contents"]
+        assert content["text"].startswith("---\nname: pdf-processing")

@@ -172,6 +172,7 @@ class CallBridge(ABC):
     ) -> None:
         self.session_id: str | None = None  # a legacy HTTP session's (for traces, hashed)
         self.session = session
+        session._runs_detached()
         self.tasks = tasks
         self.host = host
         self.inflight = inflight

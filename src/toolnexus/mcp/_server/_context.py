@@ -28,6 +28,7 @@ from ._types import (
     CallState,
     CancelCall,
     ClientView,
+    Detached,
     Reject,
     Send,
     StartCall,
@@ -132,6 +133,9 @@ class ServerContext:
         # of the ids a peer sends us: one in flight is refused, a cancel finds it).
         self.by_request: InFlight[CallState] = InFlight()
         self.next_call = 0
+        # Whether the driver answers a Detached action (the package's call bridge does):
+        # else such a request is answered inline, as a driver of its own expects.
+        self.detaches = False
 
     # ------------------------------------------------------------------ the table
 
@@ -296,6 +300,19 @@ class ServerContext:
         if message is not None:
             params["message"] = message if isinstance(message, str) else str(message)
         return [Send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})]
+
+    def detached(
+        self, request_id: str | int, work: Callable[[], list[Action]], key: str
+    ) -> list[Action]:
+        """Answer ``request_id`` with what ``work()`` says when it waits on another server
+        (blocking; it may raise :class:`Reject`): a :class:`Detached` action, run by the
+        driver off the thread that reads this session, at most a few at once per ``key``;
+        answered here and now for a driver that runs none."""
+        if not self.detaches:
+            return work()
+        import contextvars
+
+        return [Detached(request_id, work, contextvars.copy_context(), key)]
 
     def finish(self, call: CallState, body: dict[str, Any]) -> list[Action]:
         """Answer ``call``'s request with ``body`` and forget the call."""

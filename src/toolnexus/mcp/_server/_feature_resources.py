@@ -96,9 +96,15 @@ def _read(
         raise Reject(INVALID_PARAMS, f"invalid params: uri must be a string, got {describe(uri)}")
     if skills.has_skills(context) and skills.serves(context, uri):
         # a skill's file: read from its folder now, bounded (no user code runs), or from
-        # the server of a re-exported skill, verified against its entry
-        body = context.cache_hints({"contents": [skills.read(context, uri)]}, client)
-        return [context.reply(request_id, client, body)]
+        # the server of a re-exported skill (detached: it answers at its own pace),
+        # verified against its entry
+
+        def work() -> list[Action]:
+            body = context.cache_hints({"contents": [skills.read(context, uri)]}, client)
+            return [context.reply(request_id, client, body)]
+
+        key = skills.remote(context, uri)
+        return work() if key is None else context.detached(request_id, work, f"skill {key}")
     found = view(context.toolkit).find_resource(uri)
     if found is None:
         # SEP-2164: never an empty contents list; the URI rides in the error's data.

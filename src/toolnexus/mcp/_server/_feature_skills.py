@@ -188,6 +188,15 @@ def serves(context: ServerContext, uri: str) -> bool:
     return bool(found[1]) if listed is None else uri in listed
 
 
+def remote(context: ServerContext, uri: str) -> str | None:
+    """The name of the re-exported skill whose file ``uri`` is (:func:`read` reads it from
+    that skill's server), or None."""
+    found = _locate(context, uri)
+    if found is None or found[0].skill._entry is None:
+        return None
+    return found[0].skill.name
+
+
 def read(context: ServerContext, uri: str) -> dict[str, Any]:
     """The ``resources/read`` answer's content for a skill file: text for UTF-8 text, a
     blob otherwise. Raises :class:`Reject` (``-32602``) for a file the server does not

@@ -463,6 +463,11 @@ class ServerSession:
         closes gracefully); calls are left as they are."""
         return end_listens(self._ctx)
 
+    def _runs_detached(self) -> None:
+        """The driver (the package's call bridge) runs :class:`Detached` actions: the
+        session returns one for a request that waits on another server."""
+        self._ctx.detaches = True
+
     def _detached(self, actions: list[Action]) -> list[Action]:
         """The actions that answer a :class:`Detached` request (its work's, run off the
         lock), to deliver: none once the session is closed (the client went away)."""

@@ -222,14 +222,15 @@ class CancelCall(NamedTuple):
 
 class Detached(NamedTuple):
     """Package-internal: a request whose answer waits on another server (a gateway's
-    ``tasks/*`` of an upstream's task), answered off the session's lock so that nothing
+    ``tasks/*`` of an upstream's task, a re-exported skill's file), answered off the
+    session's lock so that nothing
     else of the session waits with it. ``work()`` (blocking; it may raise
     :class:`Reject`) returns the actions that answer request ``request_id``; the bridge
     runs it on a thread of its own in ``context`` (the context variables as the request
     came: its caller's principal and token), at most a few at once per ``key`` (the
     upstream), and files the actions where the request's answer goes (``where``, set
-    by the bridge). Only a session made with a task store (the package's own drivers)
-    returns one."""
+    by the bridge). Only a session whose driver runs them (the package's call bridge)
+    returns one (:meth:`ServerContext.detached`)."""
 
     request_id: str | int
     work: Callable[[], list[Action]]

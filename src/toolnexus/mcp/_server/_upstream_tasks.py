@@ -16,7 +16,6 @@ one); with credentials, only a record kept in a shared task store proves whose i
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,7 @@ from .._shared._catalog import view
 from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS
 from .._shared._upstream_tasks import caller_task_id, task_upstream
 from ._tasks import Refused
-from ._types import Action, CallState, ClientView, Detached, Reject, error
+from ._types import Action, CallState, ClientView, Reject, error
 
 if TYPE_CHECKING:
     from ._context import ServerContext
@@ -85,7 +84,8 @@ def upstream_method(
     ``params["taskId"]``, which is ``upstream``'s task ``upstream_id``: asked of the
     upstream (its answer, the task id the caller's), or refused ``-32602`` naming why.
     The upstream answers at its own pace, and the task store may be a remote one: all
-    of it runs :class:`Detached`, never on the thread that reads this session."""
+    of it runs detached (:meth:`ServerContext.detached`), never on the thread that
+    reads this session."""
 
     owner = context.owner  # whose request this is (the session's changes per request)
 
@@ -93,7 +93,7 @@ def upstream_method(
         body = _forward(context, owner, params, client, method, upstream, upstream_id)
         return [context.reply(request_id, client, body)]
 
-    return [Detached(request_id, work, contextvars.copy_context(), upstream)]
+    return context.detached(request_id, work, upstream)
 
 
 def _forward(
