@@ -341,3 +341,38 @@ def test_a_tasks_get_read_just_before_stdin_closes_is_still_answered(
                 held.release.set()
             open_gate("z")
             client.close()
+
+
+def test_polls_waiting_on_a_slow_upstream_count_against_the_in_flight_byte_cap(
+    upstream: HttpServer,
+) -> None:
+    # A poll that waits on its upstream holds its request's bytes, as a running call
+    # does: past the cap one is refused at once, named; once answered, its bytes are free.
+    from test_mcp_tasks import PipedTasksClient
+
+    with McpSource({"mcpServers": {"tt": {"url": upstream.url}}}) as source:
+        source.connect()
+        federate(source)
+        client = PipedTasksClient(source.toolkit, max_inflight_bytes=6_000)
+        held = None
+        try:
+            arguments = {"name": "tt_build", "arguments": {"target": "w"}}
+            mapped = client.request(1, "tools/call", arguments)["result"]["taskId"]
+            held = HeldForwards(source.client("tt"))
+            padded = {"taskId": mapped, "pad": "x" * 4_000}  # about 4.3 kB a line
+            client.send(2, "tasks/get", padded)
+            assert wait_until(lambda: held is not None and held.all == 1)
+            refused = client.request(3, "tasks/get", padded)["error"]
+            assert refused["code"] == -32603
+            assert refused["message"].startswith("server overloaded: ")
+            assert "requests that wait on another server" in refused["message"]
+            assert held.all == 1  # the refused poll never reached the upstream
+            held.release.set()
+            assert client.answer(2)["result"]["status"] == "working"
+            again = client.request(4, "tasks/get", padded)["result"]
+            assert (again["taskId"], again["status"]) == (mapped, "working")
+        finally:
+            if held is not None:
+                held.release.set()
+            open_gate("w")
+            client.close()

@@ -61,7 +61,8 @@ the threads a burst of ``tasks/get`` could make."""
 
 
 class InflightBytes:
-    """The in-flight byte cap: the bytes of ``tools/call`` requests whose calls still run.
+    """The in-flight byte cap: the bytes of ``tools/call`` requests whose calls still run
+    (and of requests answered off the lock, :class:`Detached`, until they are).
 
     Parsed arguments take several times their JSON size in memory (measured: 4.6x for a
     list of numbers, 10x for a list of short strings), so this bounds what clients can pin.
@@ -92,7 +93,8 @@ class InflightBytes:
             if lock is not None:
                 lock.release()
         return (
-            f"server overloaded: {used} bytes of tool-call arguments are in flight and this "
+            f"server overloaded: {used} bytes of requests are in flight (tool calls' "
+            f"arguments, and requests that wait on another server) and this "
             f"request adds {weight}, over the limit of {self.cap}; retry later, or raise the "
             "limit (toolnexus serve --max-inflight-bytes, or ServerOptions.max_inflight_bytes)"
         )
@@ -256,9 +258,18 @@ class CallBridge(ABC):
                 entry.task = start.task  # a task run again: its end goes to the task
                 self.calls[call_id] = entry
                 later.append(entry)
-            elif kind is Detached:
+            elif kind is Detached:  # its request weighs as a call's does until answered
                 detached: Detached = action  # type: ignore[assignment]
-                later.append(detached._replace(where=where))
+                charged = 0
+                if weight and prepaid:
+                    charged = self.kept = weight
+                elif weight:
+                    refused = self.inflight.take(weight)
+                    if refused is not None:
+                        self._deliver(error(detached.request_id, INTERNAL_ERROR, refused), where)
+                        continue
+                    charged = weight
+                later.append(detached._replace(where=where, weight=charged))
             else:
                 cancel: CancelCall = action  # type: ignore[assignment]
                 cancelled = self.calls.get(cancel.call_id)
@@ -320,15 +331,15 @@ class CallBridge(ABC):
                     reported = self.on_reported  # (a shut-down waits for busy to end)
                     break
                 item = waiting.popleft()
+            actions: list[Action] = []
             if cannot is not None:
-                actions: list[Action] = [
-                    error(item.request_id, INTERNAL_ERROR, f"internal error: {cannot}")
-                ]
-            elif self.session._closed:  # the client went away: nobody reads the answer
-                continue
-            else:
+                actions = [error(item.request_id, INTERNAL_ERROR, f"internal error: {cannot}")]
+            elif not self.session._closed:  # (else nobody reads the answer)
                 actions = item.answer()
-            self.feed(self.session._detached, actions, where=item.where)
+            with self.lock:
+                if item.weight:
+                    self.inflight.give(item.weight)
+                self.dispatch(self.session._detached(actions), item.where)
         if reported is not None:
             reported()
 

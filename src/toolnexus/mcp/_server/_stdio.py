@@ -16,8 +16,9 @@ The promises a hostile or unlucky client cannot break:
 - the server never goes deaf: whatever fails while a line is read, parsed or dispatched
   answers that request (``-32602``/``-32603``; a notification is dropped) and reading goes
   on; a line over ``max_message_bytes`` is refused without being buffered;
-- the bytes of tool-call arguments held by calls in flight have a cap
-  (``max_inflight_bytes``): a request beyond it is answered ``-32603 server overloaded``;
+- the bytes of tool-call arguments held by calls in flight (and of requests that wait on
+  another server) have a cap (``max_inflight_bytes``): a request beyond it is answered
+  ``-32603 server overloaded``;
 - SIGINT and SIGTERM end the server cleanly (exit codes 130 and 143) when it runs on the
   main thread: the signal stops the reader at a line boundary, running calls are
   cancelled and the host's threads ended. Protocol output is written unbuffered (no daemon

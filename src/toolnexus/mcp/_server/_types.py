@@ -229,14 +229,15 @@ class Detached(NamedTuple):
     runs it on a thread of its own in ``context`` (the context variables as the request
     came: its caller's principal and token), at most a few at once per ``key`` (the
     upstream), and files the actions where the request's answer goes (``where``, set
-    by the bridge). Only a session whose driver runs them (the package's call bridge)
-    returns one (:meth:`ServerContext.detached`)."""
+    by the bridge, as ``weight`` is). Only a session whose driver runs them (the
+    package's call bridge) returns one (:meth:`ServerContext.detached`)."""
 
     request_id: str | int
     work: Callable[[], list[Action]]
     context: contextvars.Context
     key: str
     where: Any = None
+    weight: int = 0  # the request's bytes, counted against the in-flight cap until answered
 
     def answer(self) -> list[Action]:
         """Run the work; a refusal or a failure answers the request as :meth:`receive
