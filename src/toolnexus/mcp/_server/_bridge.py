@@ -15,9 +15,10 @@ SDK's ``jsonrpc_dispatcher`` plays:
   call can be registered before it runs, and run inline where a transport wants), its
   progress and log reports, its answer reported to the session, and one way to cancel it;
 - **requests answered off the lock** (:class:`Detached`: a gateway's ``tasks/*`` of an
-  upstream's task): each on a thread of its own, at most :data:`DETACHED_AT_ONCE` at once
-  per upstream and session (the rest wait their turn in order), so a slow upstream
-  delays only its own.
+  upstream's task, a re-exported skill's file): each on a thread of its own, at most
+  :data:`DETACHED_AT_ONCE` at once per upstream (or skill) and session, the rest waiting
+  their turn in order, each weighing on the in-flight byte cap until answered — so a
+  slow upstream delays only its own.
 
 The bridge never touches a stream. A transport subclasses :class:`CallBridge` and says where
 each message goes (:meth:`CallBridge._deliver`, called with the lock held, in the order the
@@ -55,9 +56,9 @@ if TYPE_CHECKING:
 __all__ = ["DETACHED_AT_ONCE", "CallBridge", "CallEntry", "InflightBytes", "LazyHost", "Later"]
 
 DETACHED_AT_ONCE = 4
-"""How many :class:`Detached` requests of one session wait on one upstream at once (each
-on a thread); more wait their turn. A client polls a task or two at a time: this bounds
-the threads a burst of ``tasks/get`` could make."""
+"""How many :class:`Detached` requests of one session wait on one upstream (or one skill's
+server) at once, each on a thread; more wait their turn. A client polls a task or two at
+a time: this bounds the threads a burst of ``tasks/get`` could make."""
 
 
 class InflightBytes:
@@ -339,7 +340,9 @@ class CallBridge(ABC):
             with self.lock:
                 if item.weight:
                     self.inflight.give(item.weight)
-                self.dispatch(self.session._detached(actions), item.where)
+                later = self.dispatch(self.session._detached(actions), item.where)
+            if later:  # (an answer only ever sends; kept for safety, as report does)
+                self.carry_out(later)
         if reported is not None:
             reported()
 

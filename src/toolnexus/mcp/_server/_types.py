@@ -223,14 +223,15 @@ class CancelCall(NamedTuple):
 class Detached(NamedTuple):
     """Package-internal: a request whose answer waits on another server (a gateway's
     ``tasks/*`` of an upstream's task, a re-exported skill's file), answered off the
-    session's lock so that nothing
-    else of the session waits with it. ``work()`` (blocking; it may raise
-    :class:`Reject`) returns the actions that answer request ``request_id``; the bridge
-    runs it on a thread of its own in ``context`` (the context variables as the request
-    came: its caller's principal and token), at most a few at once per ``key`` (the
-    upstream), and files the actions where the request's answer goes (``where``, set
-    by the bridge, as ``weight`` is). Only a session whose driver runs them (the
-    package's call bridge) returns one (:meth:`ServerContext.detached`)."""
+    session's lock so that nothing else of the session waits with it.
+
+    ``work()`` (blocking; it may raise :class:`Reject`) returns the actions that answer
+    request ``request_id``. The bridge runs it on a thread of its own in ``context`` (the
+    context variables as the request came: its caller's principal and token), at most a
+    few at once per ``key`` (the upstream, or the skill), and files the actions where the
+    request's answer goes (``where``, set by the bridge, as ``weight`` is). Only a
+    session whose driver runs them (the package's call bridge) returns one
+    (:meth:`ServerContext.detached`): a session driven by hand never does."""
 
     request_id: str | int
     work: Callable[[], list[Action]]
@@ -252,7 +253,8 @@ class Detached(NamedTuple):
 
 Action = Send | StartCall | CancelCall | Detached
 """What :class:`~toolnexus.mcp._server._session.ServerSession` asks its driver to do
-(:class:`Detached` only from a session of the package's own drivers)."""
+(:class:`Detached` only of a session the package's call bridge drives: a session driven
+by hand gets the other three)."""
 
 
 class ClientView:
