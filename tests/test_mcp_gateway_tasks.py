@@ -376,3 +376,75 @@ def test_polls_waiting_on_a_slow_upstream_count_against_the_in_flight_byte_cap(
                 held.release.set()
             open_gate("w")
             client.close()
+
+
+def test_a_forwarded_tasks_get_is_answered_through_the_asgi_app(upstream: HttpServer) -> None:
+    # The ASGI app drains a request's answer on its event loop: one that a detached
+    # thread files (the upstream's answer to a forwarded poll) reaches it too.
+    import asyncio
+    import json
+
+    from test_mcp_tasks import caps
+    from toolnexus.mcp import asgi_app
+
+    async def post(app: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": caps(),
+        }
+        message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+        headers = [
+            (b"host", b"localhost:8000"),
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json"),
+            (b"mcp-protocol-version", b"2026-07-28"),
+            (b"mcp-method", method.encode()),
+        ]
+        named = params.get("name") or params.get("taskId")  # what Mcp-Name must repeat
+        headers.append((b"mcp-name", str(named).encode()))
+        scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers}
+        body, sent = json.dumps(message).encode(), []
+        delivered = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await asyncio.Event().wait()  # a client that stays
+            return {"type": "http.disconnect"}
+
+        async def send(event: dict[str, Any]) -> None:
+            sent.append(event)
+
+        await app(scope, receive, send)
+        chunks = [event.get("body", b"") for event in sent if event["type"] == "http.response.body"]
+        return dict(json.loads(b"".join(chunks)))
+
+    with McpSource({"mcpServers": {"tt": {"url": upstream.url}}}) as source:
+        source.connect()
+        federate(source)
+        app = asgi_app(source.toolkit, ServerOptions())
+        held = HeldForwards(source.client("tt"))
+
+        def asked() -> bool:
+            return held.all == 1
+
+        try:
+
+            async def main() -> tuple[str, dict[str, Any]]:
+                arguments = {"name": "tt_build", "arguments": {"target": "q"}}
+                mapped = (await post(app, "tools/call", arguments))["result"]["taskId"]
+                poll = asyncio.ensure_future(post(app, "tasks/get", {"taskId": mapped}))
+                reached = asyncio.get_running_loop().run_in_executor(None, wait_until, asked)
+                assert await reached, "the poll never reached the upstream"
+                assert not poll.done()  # it waits on the upstream, off the loop
+                held.release.set()
+                return mapped, await asyncio.wait_for(poll, 60)
+
+            mapped, got = asyncio.run(main())
+        finally:
+            held.release.set()
+            open_gate("q")
+            app.close()
+    assert (got["result"]["taskId"], got["result"]["status"]) == (mapped, "working")
