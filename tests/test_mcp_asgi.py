@@ -117,16 +117,22 @@ def call_message(name: str, **params: Any) -> dict[str, Any]:
 
 
 async def request(
-    app: AsgiApp, message: dict[str, Any], disconnect: asyncio.Event | None = None
+    app: AsgiApp,
+    message: dict[str, Any],
+    disconnect: asyncio.Event | None = None,
+    accept: bytes = b"application/json, text/event-stream",
 ) -> tuple[int | None, bytes]:
+    """POST ``message`` (modern: its routing headers from its method and params) to
+    ``app``; the response's status and body."""
     body = json.dumps(message).encode()
+    params = message["params"]
     headers = [
         (b"host", b"localhost:8000"),
         (b"content-type", b"application/json"),
-        (b"accept", b"application/json, text/event-stream"),
+        (b"accept", accept),
         (b"mcp-protocol-version", b"2026-07-28"),
-        (b"mcp-method", b"tools/call"),
-        (b"mcp-name", message["params"]["name"].encode()),
+        (b"mcp-method", message["method"].encode()),
+        (b"mcp-name", str(params.get("name") or params.get("taskId")).encode()),
     ]
     scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers}
     delivered = False

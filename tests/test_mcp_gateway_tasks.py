@@ -314,33 +314,45 @@ def test_a_slow_upstreams_tasks_get_holds_up_nothing_else_of_a_stdio_session(
                 client.close()
 
 
-def test_a_tasks_get_read_just_before_stdin_closes_is_still_answered(
-    upstream: HttpServer,
-) -> None:
-    # The stdio server's grace period at the end of its input covers a request answered
-    # off the reading thread, as it covers a running call.
+@contextlib.contextmanager
+def stdio_poll(
+    upstream: HttpServer, target: str, **options: Any
+) -> Iterator[tuple[Any, str, HeldForwards]]:
+    """A gateway in front of ``upstream`` served over stdio (``serve_stdio`` with
+    ``options``) to a modern client, the client's task of building ``target`` made, and
+    the gateway's ``tasks/*`` to the upstream held from then on: ``(client, task id,
+    held)``. Everything is released and closed on the way out."""
     from test_mcp_tasks import PipedTasksClient
 
     with McpSource({"mcpServers": {"tt": {"url": upstream.url}}}) as source:
         source.connect()
         federate(source)
-        client = PipedTasksClient(source.toolkit, grace_ms=60_000)
+        client = PipedTasksClient(source.toolkit, **options)
         held = None
         try:
-            arguments = {"name": "tt_build", "arguments": {"target": "z"}}
+            arguments = {"name": "tt_build", "arguments": {"target": target}}
             mapped = client.request(1, "tools/call", arguments)["result"]["taskId"]
             held = HeldForwards(source.client("tt"))
-            client.send(2, "tasks/get", {"taskId": mapped})
-            assert wait_until(lambda: held is not None and held.all == 1)
-            client._to.close()  # the end of the server's input, the poll still waiting
-            held.release.set()
-            got = client.answer(2)["result"]
-            assert (got["taskId"], got["status"]) == (mapped, "working")
+            yield client, mapped, held
         finally:
             if held is not None:
                 held.release.set()
-            open_gate("z")
+            open_gate(target)
             client.close()
+
+
+def test_a_tasks_get_read_just_before_stdin_closes_is_still_answered(
+    upstream: HttpServer,
+) -> None:
+    # The stdio server's grace period at the end of its input covers a request answered
+    # off the reading thread, as it covers a running call.
+    with stdio_poll(upstream, "z", grace_ms=60_000) as (client, mapped, held):
+        client.send(2, "tasks/get", {"taskId": mapped})
+        assert wait_until(lambda: held.all == 1)
+        client._to.close()  # the end of the server's input, the poll still waiting
+        held.release.set()
+        got = client.answer(2)["result"]
+        assert (got["taskId"], got["status"]) == (mapped, "working")
 
 
 def test_polls_waiting_on_a_slow_upstream_count_against_the_in_flight_byte_cap(
@@ -348,34 +360,19 @@ def test_polls_waiting_on_a_slow_upstream_count_against_the_in_flight_byte_cap(
 ) -> None:
     # A poll that waits on its upstream holds its request's bytes, as a running call
     # does: past the cap one is refused at once, named; once answered, its bytes are free.
-    from test_mcp_tasks import PipedTasksClient
-
-    with McpSource({"mcpServers": {"tt": {"url": upstream.url}}}) as source:
-        source.connect()
-        federate(source)
-        client = PipedTasksClient(source.toolkit, max_inflight_bytes=6_000)
-        held = None
-        try:
-            arguments = {"name": "tt_build", "arguments": {"target": "w"}}
-            mapped = client.request(1, "tools/call", arguments)["result"]["taskId"]
-            held = HeldForwards(source.client("tt"))
-            padded = {"taskId": mapped, "pad": "x" * 4_000}  # about 4.3 kB a line
-            client.send(2, "tasks/get", padded)
-            assert wait_until(lambda: held is not None and held.all == 1)
-            refused = client.request(3, "tasks/get", padded)["error"]
-            assert refused["code"] == -32603
-            assert refused["message"].startswith("server overloaded: ")
-            assert "requests that wait on another server" in refused["message"]
-            assert held.all == 1  # the refused poll never reached the upstream
-            held.release.set()
-            assert client.answer(2)["result"]["status"] == "working"
-            again = client.request(4, "tasks/get", padded)["result"]
-            assert (again["taskId"], again["status"]) == (mapped, "working")
-        finally:
-            if held is not None:
-                held.release.set()
-            open_gate("w")
-            client.close()
+    with stdio_poll(upstream, "w", max_inflight_bytes=6_000) as (client, mapped, held):
+        padded = {"taskId": mapped, "pad": "x" * 4_000}  # about 4.3 kB a line
+        client.send(2, "tasks/get", padded)
+        assert wait_until(lambda: held.all == 1)
+        refused = client.request(3, "tasks/get", padded)["error"]
+        assert refused["code"] == -32603
+        assert refused["message"].startswith("server overloaded: ")
+        assert "requests that wait on another server" in refused["message"]
+        assert held.all == 1  # the refused poll never reached the upstream
+        held.release.set()
+        assert client.answer(2)["result"]["status"] == "working"
+        again = client.request(4, "tasks/get", padded)["result"]
+        assert (again["taskId"], again["status"]) == (mapped, "working")
 
 
 def test_a_forwarded_tasks_get_is_answered_through_the_asgi_app(upstream: HttpServer) -> None:
@@ -384,6 +381,7 @@ def test_a_forwarded_tasks_get_is_answered_through_the_asgi_app(upstream: HttpSe
     import asyncio
     import json
 
+    from test_mcp_asgi import request
     from test_mcp_tasks import caps
     from toolnexus.mcp import asgi_app
 
@@ -393,33 +391,8 @@ def test_a_forwarded_tasks_get_is_answered_through_the_asgi_app(upstream: HttpSe
             "io.modelcontextprotocol/clientCapabilities": caps(),
         }
         message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
-        headers = [
-            (b"host", b"localhost:8000"),
-            (b"content-type", b"application/json"),
-            (b"accept", b"application/json"),
-            (b"mcp-protocol-version", b"2026-07-28"),
-            (b"mcp-method", method.encode()),
-        ]
-        named = params.get("name") or params.get("taskId")  # what Mcp-Name must repeat
-        headers.append((b"mcp-name", str(named).encode()))
-        scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers}
-        body, sent = json.dumps(message).encode(), []
-        delivered = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal delivered
-            if not delivered:
-                delivered = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await asyncio.Event().wait()  # a client that stays
-            return {"type": "http.disconnect"}
-
-        async def send(event: dict[str, Any]) -> None:
-            sent.append(event)
-
-        await app(scope, receive, send)
-        chunks = [event.get("body", b"") for event in sent if event["type"] == "http.response.body"]
-        return dict(json.loads(b"".join(chunks)))
+        _, body = await request(app, message, accept=b"application/json")
+        return dict(json.loads(body))
 
     with McpSource({"mcpServers": {"tt": {"url": upstream.url}}}) as source:
         source.connect()
