@@ -11,14 +11,16 @@ there a missing one fails instead of skipping.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,6 +71,39 @@ def served_over_http(config: Path) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(TIMEOUT)
+
+
+@contextlib.contextmanager
+def one_server_config(
+    path: Path,
+    name: str,
+    stdio: dict[str, Any] | None,
+    http: Callable[[int], tuple[list[str], dict[str, str]]],
+) -> Iterator[Path]:
+    """``path`` written as an ``mcp.json`` naming one server, ``name``: the stdio entry
+    ``stdio`` (``command``, ``args``, ...), or — ``stdio`` None — the server that
+    ``http(port)`` gives the command and added environment of, started here, listening,
+    reached by its URL, and ended on the way out."""
+    upstream = None
+    entry = stdio
+    if entry is None:
+        port = free_port()
+        command, env = http(port)
+        upstream = subprocess.Popen(
+            command,
+            env={**os.environ, **env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_listening(port, upstream)
+        entry = {"url": f"http://127.0.0.1:{port}/mcp"}
+    path.write_text(json.dumps({"mcpServers": {name: entry}}), encoding="utf-8")
+    try:
+        yield path
+    finally:
+        if upstream is not None:
+            upstream.terminate()
+            upstream.wait(TIMEOUT)
 
 
 def process_wait(process: subprocess.Popen[bytes], seconds: float) -> None:

@@ -14,9 +14,7 @@ missing one fails instead of skipping.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +30,7 @@ import anyio
 import mcp.types as types
 from mcp import Client, StdioServerParameters
 
-from test_mcp_client_interop import everything, free_port, served_over_http, wait_listening
+from test_mcp_client_interop import everything, one_server_config, served_over_http
 from timing import TIMEOUT
 
 pytestmark = pytest.mark.interop
@@ -47,26 +45,14 @@ def config(
 ) -> Iterator[Path]:
     node, script = everything()
     path = tmp_path_factory.mktemp("gateway-every") / "mcp.json"
-    upstream = None
-    if request.param == "stdio upstream":
-        entry: dict[str, Any] = {"command": node, "args": [script, "stdio"]}
-    else:
-        port = free_port()
-        upstream = subprocess.Popen(
-            [node, script, "streamableHttp"],
-            env={**os.environ, "PORT": str(port)},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_listening(port, upstream)
-        entry = {"url": f"http://127.0.0.1:{port}/mcp"}
-    path.write_text(json.dumps({"mcpServers": {"every": entry}}), encoding="utf-8")
-    try:
-        yield path
-    finally:
-        if upstream is not None:
-            upstream.terminate()
-            upstream.wait(TIMEOUT)
+    stdio = {"command": node, "args": [script, "stdio"]}
+    with one_server_config(
+        path,
+        "every",
+        stdio if request.param == "stdio upstream" else None,
+        lambda port: ([node, script, "streamableHttp"], {"PORT": str(port)}),
+    ) as written:
+        yield written
 
 
 @pytest.fixture(scope="module")

@@ -382,14 +382,11 @@ def test_a_forwarded_tasks_get_is_answered_through_the_asgi_app(upstream: HttpSe
     import json
 
     from test_mcp_asgi import request
-    from test_mcp_tasks import caps
+    from test_mcp_tasks import tasks_meta
     from toolnexus.mcp import asgi_app
 
     async def post(app: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        meta = {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": caps(),
-        }
+        meta = tasks_meta()
         message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
         _, body = await request(app, message, accept=b"application/json")
         return dict(json.loads(body))

@@ -12,9 +12,7 @@ which runs only as a task). Needs the interop extra (``mcp``).
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +30,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from pydantic import ConfigDict, Field, TypeAdapter
 
-from test_mcp_client_interop import free_port, served_over_http, wait_listening
+from test_mcp_client_interop import one_server_config, served_over_http
 from timing import TIMEOUT
 
 pytestmark = pytest.mark.interop
@@ -95,27 +93,13 @@ def config(
     (folder / "go-sdk").touch()  # the job ends as soon as it starts
     env = {"TOOLNEXUS_TEST_RUNS": str(folder), "PYTHONPATH": str(ROOT / "src")}
     serve = [sys.executable, "-m", "toolnexus", "serve", f"{TOOLS}:toolkit"]
-    upstream = None
+    stdio = None
     if request.param == "stdio upstream":
-        entry: dict[str, Any] = {"command": serve[0], "args": serve[1:], "env": env}
-    else:
-        port = free_port()
-        upstream = subprocess.Popen(
-            [*serve, "--http", str(port)],
-            env={**os.environ, **env},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_listening(port, upstream)
-        entry = {"url": f"http://127.0.0.1:{port}/mcp"}
-    path = folder / "mcp.json"
-    path.write_text(json.dumps({"mcpServers": {"rt": entry}}), encoding="utf-8")
-    try:
+        stdio = {"command": serve[0], "args": serve[1:], "env": env}
+    with one_server_config(
+        folder / "mcp.json", "rt", stdio, lambda port: ([*serve, "--http", str(port)], env)
+    ) as path:
         yield path
-    finally:
-        if upstream is not None:
-            upstream.terminate()
-            upstream.wait(TIMEOUT)
 
 
 @pytest.fixture(scope="module")

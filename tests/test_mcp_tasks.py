@@ -285,6 +285,21 @@ def test_a_task_is_built_once_as_it_ends_and_an_ended_task_keeps_no_state() -> N
         host.close()
 
 
+def tasks_meta() -> dict[str, Any]:
+    """The ``_meta`` of a modern request by a client that takes tasks."""
+    return {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps(),
+    }
+
+
+def start_only_task(session: ServerSession) -> list[Any]:
+    """The actions of a modern ``tools/call`` of ``only_task`` by a client that takes
+    tasks (the first: the call to start)."""
+    call = {"name": "only_task", "arguments": {}, "_meta": tasks_meta()}
+    return session.receive({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
+
+
 @pytest.mark.parametrize("shared", [False, True])
 def test_a_finished_task_s_result_is_encoded_once_and_each_tasks_get_writes_that_text(
     shared: bool, tmp_path: Path
@@ -294,16 +309,11 @@ def test_a_finished_task_s_result_is_encoded_once_and_each_tasks_get_writes_that
     options = ServerOptions(task_store=store)
     tasks = make_tasks(options.tasks)
     session = ServerSession(TOOLKIT, options, _tasks=tasks)
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": caps(),
-    }
-    call = {"name": "only_task", "arguments": {}, "_meta": meta}
-    start = session.receive({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
+    start = start_only_task(session)
     result = ToolResult('done "é" ✓', False, {"structuredContent": {"n": [1, 2.5, None]}})
     made = session.complete_call(start[0].call_id, result)[0].message["result"]
     assert made["status"] == "completed"
-    get = {"taskId": made["taskId"], "_meta": meta}
+    get = {"taskId": made["taskId"], "_meta": tasks_meta()}
     for request_id in (2, "get ✓"):
         message = {"jsonrpc": "2.0", "id": request_id, "method": "tasks/get", "params": get}
         (answer,) = session.receive(message)
@@ -349,12 +359,7 @@ def test_a_tools_call_made_a_task_already_ended_does_not_read_its_client_back() 
     client_of = tasks._client_of
     tasks._client_of = lambda state: read.append(state) or client_of(state)
     session = ServerSession(TOOLKIT, options, _tasks=tasks)
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": caps(),
-    }
-    call = {"name": "only_task", "arguments": {}, "_meta": meta}
-    start = session.receive({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
+    start = start_only_task(session)
     made = session.complete_call(start[0].call_id, ToolResult.ok("done"))[0].message["result"]
     assert made["status"] == "completed" and read == []
 
@@ -867,12 +872,8 @@ class PipedTasksClient:
         threading.Thread(target=read, daemon=True).start()
 
     def send(self, rid: int, method: str, params: dict[str, Any]) -> None:
-        meta = {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": caps(),
-        }
         message = {"jsonrpc": "2.0", "id": rid, "method": method}
-        message["params"] = {**params, "_meta": meta}
+        message["params"] = {**params, "_meta": tasks_meta()}
         self._to.write(json.dumps(message).encode() + b"\n")
         self._to.flush()
 
