@@ -7,13 +7,15 @@ upstream's calls go on.
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+import mcp_client_tools as tools
 from timing import STALL, TIMEOUT, wait_until
 from toolnexus import Host, Toolkit
-from toolnexus.mcp import McpClient, McpSource
+from toolnexus.mcp import HttpServer, McpClient, McpSource
 
 TOOLS = str(Path(__file__).with_name("mcp_client_tools.py"))
 
@@ -44,7 +46,10 @@ def test_a_slow_upstream_never_delays_another_upstreams_calls() -> None:
             assert all(r.is_error and "MCP server slow: busy" in r.output for r in busy)
             assert "maxInFlight 4, maxQueued 4" in busy[0].output
             assert (admission.in_flight, admission.waiting) == (4, 4)
-            # The other upstream answers every call meanwhile (8 of 12 workers are held).
+            # The other upstream answers every call meanwhile: the slow one's calls hold
+            # none of the host's workers (four are written to its pipe, four wait for a
+            # place on its client's own threads).
+            assert host._pool.live == 0
             answers = [
                 host.call("fast_add", {"a": i, "b": 1}, timeout_ms=int(TIMEOUT * 1000))
                 for i in range(10)
@@ -54,6 +59,57 @@ def test_a_slow_upstream_never_delays_another_upstreams_calls() -> None:
         finally:
             for call in calls:
                 call.cancel()
+
+
+def test_however_many_upstreams_are_slow_no_host_worker_is_held_for_them() -> None:
+    # Two slow HTTP upstreams hold more calls between them than the host has workers: the
+    # calls started for nobody waiting (as a gateway's server starts them) run on their
+    # clients' own threads, so the host's workers stay free for the fast upstream.
+    servers = [HttpServer(tools.toolkit, port=0) for _ in range(3)]
+    for server in servers:
+        server.start()
+    config = {
+        "mcpServers": {
+            "slowa": {"url": servers[0].url, "maxInFlight": 4, "maxQueued": 2},
+            "slowb": {"url": servers[1].url, "maxInFlight": 4, "maxQueued": 2},
+            "fast": {"url": servers[2].url},
+        }
+    }
+    try:
+        with McpSource(config).connect() as source, Host(source.toolkit, max_workers=4) as host:
+            calls = [
+                host.submit(f"{name}_wait", {"seconds": STALL})
+                for name in ("slowa", "slowb")
+                for _ in range(8)
+            ]
+            try:
+                # Per upstream: four reach it, two wait for a place, two end at once.
+                assert wait_until(lambda: sum(call.done() for call in calls) == 4)
+                busy = [call.result() for call in calls if call.done()]
+                assert all(r.is_error and ": busy: " in r.output for r in busy)
+                for name in ("slowa", "slowb"):
+                    admission = source.client(name)._admission
+                    assert admission is not None
+                    assert wait_until(lambda a=admission: (a.in_flight, a.waiting) == (4, 2))
+                    own = [
+                        thread
+                        for thread in threading.enumerate()
+                        if thread.name.startswith(f"toolnexus-mcp-call-{name}-")
+                    ]
+                    assert len(own) == 6  # its calls' threads: maxInFlight + maxQueued
+                assert host._pool.live == 0  # none of the host's four workers is held
+                answers = [host.submit("fast_add", {"a": i, "b": 1}) for i in range(10)]
+                outputs = [answer.result(timeout=TIMEOUT).output for answer in answers]
+                assert outputs == [str(i + 1) for i in range(10)]
+                assert sum(call.done() for call in calls) == 4  # the slow ones still wait
+            finally:
+                for call in calls:
+                    call.cancel()
+            ended = [call.result(timeout=TIMEOUT) for call in calls]
+            assert all(r.is_error for r in ended)
+    finally:
+        for server in servers:
+            server.shutdown()
 
 
 def test_a_call_waiting_for_a_place_leaves_when_its_deadline_passes() -> None:

@@ -1,9 +1,11 @@
 """One server's bounded queue of calls: at most ``limit`` in flight, at most ``queued``
 more waiting for a place; a call beyond both is refused at once.
 
-A server that is slow (or stuck) holds only its own places: the calls waiting for it hold
-no more than ``queued`` threads of the caller's, and every call beyond those ends at once
-with an error naming the server — so a gateway's workers stay free for its other servers.
+A server that is slow (or stuck) holds only its own places: every call beyond them ends at
+once with an error naming the server. A call nobody waits on a thread for (a gateway's)
+runs on its client's own threads, at most ``limit + queued`` of them, never on the host's
+workers — so however many servers are slow at once, a gateway's workers stay free for its
+other servers and its own tools.
 A waiting call leaves the queue as soon as its caller cancels it or its deadline passes.
 """
 
@@ -15,7 +17,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..._cancellation import CancellationToken
 
-__all__ = ["Admission"]
+__all__ = ["Admission", "Booking"]
+
+
+class Booking:
+    """What :meth:`Admission.book` took for one call: a ``place``, or a turn to wait for
+    one; ``used`` once the call went ahead with it (else it is given back)."""
+
+    __slots__ = ("place", "used")
+
+    def __init__(self, place: bool) -> None:
+        self.place = place
+        self.used = False
 
 
 class Admission:
@@ -44,17 +57,28 @@ class Admission:
     def enter(self, token: CancellationToken) -> str | None:
         """Take a place (waiting for one, while the queue has room): ``None`` once taken,
         else why not — the queue is full, or the caller gave up waiting."""
+        booked = self.book()
+        if isinstance(booked, str):
+            return booked
+        return None if booked.place else self.wait(token)
+
+    def book(self) -> Booking | str:
+        """Take a place or a turn to wait for one now, never waiting (a :class:`Booking`:
+        then :meth:`wait` if it is a turn, or :meth:`give_back`); else why not: the queue
+        is full. So a call handed to another thread is counted as it is handed over, not
+        once it runs."""
         with self._cond:
             if self.in_flight < self.limit:
                 self.in_flight += 1
-                return None
+                return Booking(True)
             if self.waiting >= self.queued:
-                return (
-                    f"busy: {self.in_flight} calls in flight and {self.waiting} waiting, "
-                    f"the most it takes (maxInFlight {self.limit}, maxQueued {self.queued}); "
-                    "try again later"
-                )
+                return self._busy_locked()
             self.waiting += 1
+            return Booking(False)
+
+    def wait(self, token: CancellationToken) -> str | None:
+        """With a turn to wait :meth:`book` took: wait for a place; ``None`` once taken, else why
+        not (the caller gave up waiting: its token was cancelled)."""
         registration = token.register(self._wake)
         try:
             with self._cond:
@@ -68,6 +92,21 @@ class Admission:
             registration.unregister()
             with self._cond:
                 self.waiting -= 1
+
+    def give_back(self, booking: Booking) -> None:
+        """Give back what :meth:`book` took for a call that was not made."""
+        if booking.place:
+            self.leave()
+            return
+        with self._cond:
+            self.waiting -= 1
+
+    def _busy_locked(self) -> str:
+        return (
+            f"busy: {self.in_flight} calls in flight and {self.waiting} waiting, "
+            f"the most it takes (maxInFlight {self.limit}, maxQueued {self.queued}); "
+            "try again later"
+        )
 
     def take(self) -> bool:
         """Take a place if one is free now (never waits): True once taken."""

@@ -25,6 +25,7 @@ connections.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import math
 import os
@@ -42,7 +43,7 @@ from ..._tracing import client_span
 from ...errors import InvalidTypeError, InvalidValueError, McpError
 from .._shared._peer import Waiter
 from .._shared._upstream_tasks import HAND_OVER, UPSTREAM_TASK_KEY
-from ._admission import Admission
+from ._admission import Admission, Booking
 from ._connection import CANCELLED, RETRY, SUBSCRIBED, Connection, give_up
 from ._questions import ClientQuestions, Parked, call_result, unsent
 from ._remote import relink, remote_tool_list
@@ -60,6 +61,7 @@ from ._skills import content_bytes, remote_skill, usable_entry
 
 if TYPE_CHECKING:
     from ..._context import ProgressReporter
+    from ..._pool import Pool
     from ..._skills import Skill
     from ..._tools import Tool
     from ._http import HttpTransport
@@ -166,8 +168,10 @@ class McpClient:
             user's part through its ``ask``). See ``docs/auth.md``.
         max_in_flight: the most tool calls sent to this server at once (``None``: no
             bound); more wait in a queue of ``max_queued`` (default: as many), and a call
-            beyond both is an error result at once ("busy"), so a slow server holds no
-            more of the caller's threads than these.
+            beyond both is an error result at once ("busy"). A call a host starts for
+            nobody waiting on a thread (``Host.submit``, a server's) runs on this
+            client's own threads, at most these many: a slow server holds none of the
+            host's workers.
 
     Example::
 
@@ -237,6 +241,7 @@ class McpClient:
         self._subscriptions: set[str] = set()  # modern: the URIs the listen stream asks for
         self._closed = False
         self._http: HttpTransport | None = None
+        self._own: Pool | None = None  # the threads of calls nobody waits for (_start_apart)
 
     # ------------------------------------------------------------------ state
 
@@ -769,10 +774,13 @@ class McpClient:
         answer: Answer | None,
         headers: Mapping[str, str] | None,
         deadline: float | None = None,
+        booked: Booking | None = None,
     ) -> ToolResult:
         """One ``tools/call``. ``timeout_ms``: the client's own budget (``call_tool``'s),
         counted from now; ``deadline``: the caller's (a host's, through its ToolContext),
-        on the ``time.monotonic()`` clock — the caller reports its own passing."""
+        on the ``time.monotonic()`` clock — the caller reports its own passing.
+        ``booked``: its place, or its turn to wait for one, in the queue is taken already
+        (:meth:`_start_apart`)."""
         check_call(timeout_ms, answer)
         if deadline is None and timeout_ms is not None:
             end: float | None = time.monotonic() + timeout_ms / 1000
@@ -799,7 +807,13 @@ class McpClient:
         admission = self._admission
         admitted = False
         try:
-            refused = admission.enter(call_token) if admission is not None else None
+            if admission is None:
+                refused = None
+            elif booked is None:
+                refused = admission.enter(call_token)
+            else:
+                booked.used = True
+                refused = None if booked.place else admission.wait(call_token)
             admitted = admission is not None and refused is None
             if refused is not None:
                 # Cancelled while it waited for a place: its cancel or deadline decides the
@@ -855,6 +869,11 @@ class McpClient:
             and connection.lost is None
             and self._idle_s is None
         )
+
+    def _apart_ready(self) -> bool:
+        """Whether :meth:`_start_apart` may run calls now: this client keeps a queue of
+        its calls (``max_in_flight``) and is open."""
+        return self._admission is not None and not self._closed
 
     def _start_io(
         self,
@@ -920,6 +939,60 @@ class McpClient:
             if span is not None:
                 span.end(None)
         return started
+
+    def _start_apart(
+        self,
+        name: str,
+        run: Callable[[Booking], ToolResult],
+        done: Callable[[ToolResult], object],
+    ) -> object:
+        """Run ``run()`` — a call of the tool ``name`` that no thread waits for and that
+        cannot start on the pipe (:meth:`_start_io`: an HTTP server's, a task, one that must
+        wait for a place, a resume, an exchanged token) — on this client's own threads,
+        and hand its result to ``done``: at most ``max_in_flight + max_queued`` threads, a
+        call beyond both ended at once as busy (True: ``done`` has it already). So calls
+        to a slow server hold none of their caller's threads (a gateway's host workers),
+        however many servers are slow at once. None, having run nothing, when this client
+        keeps no queue (no ``max_in_flight``) or no thread could be started: the caller
+        runs it on a thread of its own, as ever. ``run(booking)`` makes the call with the
+        place or the turn to wait for one taken here, as it is handed over: a burst of
+        calls is refused at once beyond the queue, never left waiting for a thread."""
+        admission = self._admission
+        if admission is None or not self._apart_ready():
+            return None
+        booking = admission.book()
+        if isinstance(booking, str):
+            done(ToolResult(f"{name} on MCP server {self.name}: {booking}", True))
+            return True
+        own = self._own
+        if own is None:
+            with self._open_lock:
+                own = self._own
+                if own is None:
+                    from ..._pool import Pool
+
+                    size = admission.limit + admission.queued
+                    own = self._own = Pool(size, 0, f"toolnexus-mcp-call-{self.name}", _OWN_IDLE_S)
+        context = contextvars.copy_context()  # the call's (its span, principal, hand-over)
+
+        def job() -> None:
+            try:
+                result = context.run(run, booking)
+            except Exception as exc:  # a remote tool answers; this is for safety
+                from ..._tools import failure
+
+                result = failure(exc, f"{name} on MCP server {self.name}")
+            if not booking.used:  # (refused before it was made: a token not exchanged)
+                admission.give_back(booking)
+            try:
+                done(result)
+            except Exception:  # (a host's done never raises; a job must not either)
+                _log.exception("toolnexus mcp: the end of a call to %r raised", name)
+
+        if own.submit(job) is not None:
+            admission.give_back(booking)
+            return None
+        return _APART
 
     def _start_call(
         self,
@@ -1412,6 +1485,8 @@ class McpClient:
             for thread in connection.threads:
                 if thread is not current:
                     thread.join(timeout=2)
+        if self._own is not None:  # their calls end now, the connection gone
+            self._own.close(2.0)
         _live_clients.discard(self)
 
     def __enter__(self) -> McpClient:
@@ -1430,3 +1505,20 @@ class McpClient:
 
 
 _NEVER = CancellationToken.NONE
+_OWN_IDLE_S = 10.0  # a thread of the client's own with no call this long exits
+
+
+class _Apart:
+    """What carries the answer of a call on the client's own threads: nothing to read
+    (``read_until`` says another thread ends it; it hands the call its result)."""
+
+    __slots__ = ()
+
+    def read_until(self, done: Callable[[], object], timeout: float | None) -> bool | None:
+        return None
+
+    def read_for_others(self) -> None:
+        return None
+
+
+_APART = _Apart()

@@ -10,6 +10,7 @@ is skipped with a warning naming the server and the tool.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..._log import LazyLogger
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from ..._context import ProgressReporter, ToolContext
     from ..._suspension import Answer
     from ..._tools import Tool
+    from ._admission import Booking
     from ._oauth_exchange import UpstreamExchange
 
 __all__ = ["Caller", "IoReader", "RemoteTool", "relink", "remote_tool_list"]
@@ -56,6 +58,15 @@ class Caller(Protocol):
         done: Callable[[ToolResult], object],
     ) -> IoReader | None: ...
 
+    def _start_apart(
+        self,
+        name: str,
+        run: Callable[[Booking], ToolResult],
+        done: Callable[[ToolResult], object],
+    ) -> object: ...
+
+    def _apart_ready(self) -> bool: ...
+
     def _call(
         self,
         name: str,
@@ -66,6 +77,7 @@ class Caller(Protocol):
         answer: Answer | None,
         headers: Mapping[str, str] | None,
         deadline: float | None = None,
+        booked: Booking | None = None,
     ) -> ToolResult: ...
 
 
@@ -100,25 +112,29 @@ class RemoteTool:
 
     def io_ready(self) -> bool:
         """Whether :meth:`start_io` can start a call now (a stdio client, connected, no
-        exchanged token): asked before a host checks the arguments for it, so a call
-        that cannot go that way is not checked twice on its way to a worker."""
-        return self.exchange is None and self.client._io_ready()
+        exchanged token; or a client with threads of its own): asked before a host checks
+        the arguments for it, so a call that cannot go that way is not checked twice on
+        its way to a worker."""
+        client = self.client
+        return (self.exchange is None and client._io_ready()) or client._apart_ready()
 
     def start_io(
         self,
         args: Mapping[str, Any],
         ctx: ToolContext | None,
         done: Callable[[ToolResult], object],
-    ) -> IoReader | None:
-        """Start the call with no thread waiting for it: written here, ``done(result)``
-        called once by whoever ends it (the thread reading the answer; the context's
-        token, cancelled by a cancel or the host's deadline, tells the server). Returns
-        what carries the answer (:class:`IoReader`: read it, or hand it to the client's
-        reader thread). None, having done nothing, when it must run as ``fn(args, ctx)``
-        instead (a resume, an exchanged token, a client that cannot: see
-        ``McpClient._start_io``). A host starts a call nobody waits on a thread for
-        (``submit``, a server's bridge) this way: see ``Call._start``."""
-        if ctx is None or ctx.answer is not None or self.exchange is not None:
+    ) -> object:
+        """Start the call with no thread of the caller's waiting for it, ``done(result)``
+        called once by whoever ends it: written to the pipe here (the thread reading the
+        answer ends it; the context's token, cancelled by a cancel or the host's deadline,
+        tells the server), else run on the client's own threads (``McpClient._start_apart``:
+        an HTTP server, a resume, an exchanged token, a call that waits for a place).
+        Returns what carries the answer (:class:`IoReader`: read it, or hand it to the
+        client's reader thread), or True once ``done`` has it already. None, having done
+        nothing, when it must run as ``fn(args, ctx)`` instead (a client that can do
+        neither). A host starts a call nobody waits on a thread for (``submit``, a
+        server's bridge) this way: see ``Call._start``."""
+        if ctx is None:
             return None
         links = self.links
         if links is not None:
@@ -128,30 +144,41 @@ class RemoteTool:
                 given(relink(result, links) if result.parts else result)
 
             done = relinked
-        return self.client._start_io(
-            self.remote,
-            dict(args),
-            ctx.cancellation_token,
-            ctx.report_progress if ctx.progress is not None else None,
-            ctx.deadline,
-            done,
-        )
+        client = self.client
+        if ctx.answer is None and self.exchange is None:
+            started = client._start_io(
+                self.remote,
+                dict(args),
+                ctx.cancellation_token,
+                ctx.report_progress if ctx.progress is not None else None,
+                ctx.deadline,
+                done,
+            )
+            if started is not None:
+                return started
+        return client._start_apart(self.remote, partial(self._run, args, ctx), done)
 
-    def _run(self, args: Mapping[str, Any], ctx: ToolContext | None) -> ToolResult:
+    def _run(
+        self, args: Mapping[str, Any], ctx: ToolContext | None, booked: Booking | None = None
+    ) -> ToolResult:
         if self.exchange is None:
-            return self._send(args, ctx)
+            return self._send(args, ctx, booked)
         from ...errors import OAuthError
         from ._oauth_exchange import as_caller
 
         try:
             with as_caller(self.exchange):
-                return self._send(args, ctx)
+                return self._send(args, ctx, booked)
         except OAuthError as exc:  # no retry here: the exchanger remembers a refusal
             return ToolResult(f"{self.remote} on MCP server {self.client.name}: {exc}", True)
 
-    def _send(self, args: Mapping[str, Any], ctx: ToolContext | None) -> ToolResult:
+    def _send(
+        self, args: Mapping[str, Any], ctx: ToolContext | None, booked: Booking | None
+    ) -> ToolResult:
         if ctx is None:
-            return self.client._call(self.remote, dict(args), None, None, None, None, self.headers)
+            return self.client._call(
+                self.remote, dict(args), None, None, None, None, self.headers, None, booked
+            )
         return self.client._call(
             self.remote,
             dict(args),
@@ -161,6 +188,7 @@ class RemoteTool:
             ctx.answer,
             self.headers,
             ctx.deadline,
+            booked,
         )
 
     def __repr__(self) -> str:

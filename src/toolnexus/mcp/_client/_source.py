@@ -37,7 +37,8 @@ _log = LazyLogger("mcp.client")  # the package's: it never prints on its own
 
 _DEFAULT_TIMEOUT_MS = 30_000
 # Each server's bounded queue of calls (maxInFlight, maxQueued): a slow server holds at most
-# these of a gateway's workers; its other calls are refused at once ("busy").
+# these of its client's own threads, none of the gateway's workers; its other calls are
+# refused at once ("busy").
 _DEFAULT_LIMITS = {"max_in_flight": 32, "max_queued": 16}
 _SKILL_SCHEME = "skill://"  # a skill's URI (the skills extension's scheme)
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")  # a URI's literal scheme
