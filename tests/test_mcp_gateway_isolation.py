@@ -112,6 +112,30 @@ def test_however_many_upstreams_are_slow_no_host_worker_is_held_for_them() -> No
             server.shutdown()
 
 
+def test_closing_a_source_ends_the_calls_on_its_clients_threads_and_the_threads() -> None:
+    server = HttpServer(tools.toolkit, port=0)
+    server.start()
+    config = {"mcpServers": {"slow": {"url": server.url, "maxInFlight": 3, "maxQueued": 2}}}
+    try:
+        source = McpSource(config).connect()
+        with source, Host(source.toolkit, max_workers=2) as host:
+            calls = [host.submit("slow_wait", {"seconds": STALL}) for _ in range(5)]
+            admission = source.client("slow")._admission
+            assert admission is not None
+            assert wait_until(lambda: (admission.in_flight, admission.waiting) == (3, 2))
+            source.close()
+            ended = [call.result(timeout=TIMEOUT) for call in calls]
+            assert all(r.is_error and "closed" in r.output for r in ended), ended
+            assert (admission.in_flight, admission.waiting) == (0, 0)
+            assert not [
+                thread
+                for thread in threading.enumerate()
+                if thread.name.startswith("toolnexus-mcp-call-slow-")
+            ]
+    finally:
+        server.shutdown()
+
+
 def test_a_call_waiting_for_a_place_leaves_when_its_deadline_passes() -> None:
     command = [sys.executable, "-m", "toolnexus", "serve", f"{TOOLS}:toolkit"]
     client = McpClient(command[0], command[1:], name="one", max_in_flight=1, max_queued=1)

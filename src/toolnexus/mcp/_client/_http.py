@@ -203,6 +203,7 @@ class HttpTransport:
         self._lock = threading.Lock()
         self._live: set[HttpExchange] = set()
         self._closed = False
+        self._closing = False  # close() began: no exchange starts
 
     # ------------------------------------------------------------------ connections
 
@@ -420,8 +421,11 @@ class HttpTransport:
         """End the session (``DELETE``, legacy), abort exchanges still reading, close every
         connection. Idempotent."""
         with self._lock:
-            if self._closed:
+            if self._closing:
                 return
+            # From here no exchange starts (HttpExchange checks under this lock), so
+            # every one that could still send is in live, and aborted.
+            self._closing = True
             live = list(self._live)
         for exchange in live:
             exchange.abort()
@@ -545,6 +549,8 @@ class HttpExchange:
         self._body = body
         self._reused = False
         with transport._lock:
+            if transport._closing:
+                raise _TransportError("the client is closed", sent=False)
             transport._live.add(self)
         try:
             self._connection, self._reused = transport._send(
@@ -553,6 +559,8 @@ class HttpExchange:
         except BaseException:
             self._done()
             raise
+        if self._aborted:  # aborted while it was sent (before abort could see its socket)
+            self.abort()
 
     @property
     def aborted(self) -> bool:
