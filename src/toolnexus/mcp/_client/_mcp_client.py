@@ -946,7 +946,7 @@ class McpClient:
         run: Callable[[Booking], ToolResult],
         done: Callable[[ToolResult], object],
     ) -> object:
-        """Run ``run()`` — a call of the tool ``name`` that no thread waits for and that
+        """Run ``run(booking)`` — a call of the tool ``name`` that no thread waits for and that
         cannot start on the pipe (:meth:`_start_io`: an HTTP server's, a task, one that must
         wait for a place, a resume, an exchanged token) — on this client's own threads,
         and hand its result to ``done``: at most ``max_in_flight + max_queued`` threads, a
@@ -954,9 +954,9 @@ class McpClient:
         to a slow server hold none of their caller's threads (a gateway's host workers),
         however many servers are slow at once. None, having run nothing, when this client
         keeps no queue (no ``max_in_flight``) or no thread could be started: the caller
-        runs it on a thread of its own, as ever. ``run(booking)`` makes the call with the
-        place or the turn to wait for one taken here, as it is handed over: a burst of
-        calls is refused at once beyond the queue, never left waiting for a thread."""
+        runs it on a thread of its own, as ever. ``booking`` is the call's place, or its
+        turn to wait for one, taken here as it is handed over: a burst of calls is refused
+        at once beyond the queue, never left waiting for a thread."""
         admission = self._admission
         if admission is None or not self._apart_ready():
             return None
