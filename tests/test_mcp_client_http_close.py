@@ -13,29 +13,21 @@ from typing import Any
 import pytest
 
 import mcp_client_tools as tools
+from http_helpers import MODERN_VERSION, headers_for
 from timing import STALL, TIMEOUT
 from toolnexus.mcp import HttpServer
 from toolnexus.mcp._client._http import HttpTransport
 
-MODERN = "2026-07-28"
-
 
 def slow_call() -> tuple[bytes, dict[str, str]]:
     meta = {
-        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
     }
     params = {"name": "wait", "arguments": {"seconds": STALL}, "_meta": meta}
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": MODERN,
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": "wait",
-    }
-    return json.dumps(body).encode(), headers
+    return json.dumps(body).encode(), headers_for(body)
 
 
 @pytest.fixture
