@@ -24,6 +24,7 @@ import http.client
 import json
 import logging
 import queue
+import random
 import socket
 import subprocess
 import sys
@@ -479,6 +480,10 @@ def test_the_asgi_app_binds_sessions_to_their_principal_and_survives_a_flood() -
         b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nX: a\x00b\r\n\r\n",  # NUL in a value
         b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nX: a\rb\r\n\r\n",  # CR in a value
         b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n",
+        b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nX: a\x7fb\r\n\r\n",  # DEL in a value
+        b"GET /mcp HTTP/1.1\r\nHost: localhost\r\n folded\r\n\r\n",  # obsolete line folding
+        b"GET /mcp HTTP/1.1\r\nHost: localhost\r\n: no name\r\n\r\n",  # an empty field name
+        b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nX: 1\r\r\n\r\n",  # a CR before a CRLF
     ],
 )
 def test_a_head_that_is_not_strict_http_1_1_is_400_and_closed(head: bytes) -> None:
@@ -487,6 +492,101 @@ def test_a_head_that_is_not_strict_http_1_1_is_400_and_closed(head: bytes) -> No
         reply = read_until_closed(sock)
     assert reply.startswith(b"HTTP/1.1 400 ") or reply.startswith(b"HTTP/1.1 431 ")
     assert b"connection: close" in reply.lower()
+
+
+def _fields_by_lines(data: bytes) -> dict[str, str] | None:
+    """The fields of a head after its request line, read line by line as RFC 9110/9112
+    word it (CRLF line ends, a token name and a colon, a value without control characters
+    but HTAB), or None for a head to refuse: the rule the server's checks over the whole
+    head must keep."""
+    stripped = data.replace(b"\r\n", b"")
+    if b"\r" in stripped or b"\n" in stripped:
+        return None
+    fields: dict[str, str] = {}
+    for line in data.split(b"\r\n")[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or not name or not set(name) <= _TCHAR:
+            return None
+        if any((c < 0x20 and c != 0x09) or c == 0x7F for c in value):
+            return None
+        key, text = name.decode().lower(), value.strip(b" \t").decode("latin-1")
+        if key in fields:
+            if key in _http_server.SINGLE_HEADERS:
+                return None
+            text = f"{fields[key]}, {text}"
+        fields[key] = text
+    return fields
+
+
+_TCHAR = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def test_the_head_is_refused_exactly_when_a_line_by_line_reading_refuses_it() -> None:
+    """The server checks a head's field lines by a search or two over the whole head. On
+    thousands of heads mixing CR, LF, colons, controls, obs-text and names, it refuses
+    the same heads (400), and reads the same fields, as the line-by-line rule."""
+    names = [b"Host", b"X-Y", b"a", b"Mcp-Name", b"X(", b"", b"X Y", b" X"]
+    values = [b" v", b"\t", b"a b", b"\xff", b":", b"", b"\x00", b"\x7f", b"\x0b", b"\r", b"\n"]
+    chooser = random.Random(20261207)
+    refused = read = 0
+    for _ in range(20_000):
+        lines = [
+            chooser.choice(names[:4] * 8 + names)
+            + chooser.choice([b":"] * 20 + [b"", b";"])
+            + b"".join(
+                chooser.choice(values[:6] * 12 + values) for _ in range(chooser.randint(0, 3))
+            )
+            for _ in range(chooser.randint(1, 4))
+        ]
+        data = b"GET /mcp HTTP/1.1\r\n" + b"\r\n".join(lines)
+        expected = _fields_by_lines(data)
+        try:
+            fields = _http_server._parse_head(data)[2]
+        except _http_server._Refused as exc:
+            assert expected is None and exc.reply.status == 400, data
+            refused += 1
+        else:
+            assert fields == expected, data
+            read += 1
+    assert refused > 1_000 and read > 1_000  # both kinds were tried, many times
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (b"{not json", "parse error: not valid JSON"),
+        (b"\xff\xfe{}", "parse error: the body is not UTF-8"),
+        (json.dumps(call("add", {"a": float("nan"), "b": 1})).encode(), "NaN"),
+        (json.dumps(call("add", {"a": float("inf"), "b": 1})).encode(), "Infinity"),
+    ],
+)
+def test_a_body_that_is_not_utf8_json_is_a_parse_error_as_on_stdio(body: bytes, words: str) -> None:
+    """The body is read by the wire's one JSON rule (the stdio transport's): UTF-8, no
+    NaN or Infinity (JSON has no such numbers); the server goes on serving."""
+    with serving() as server:
+        connection = http.client.HTTPConnection(*server.address, timeout=TIMEOUT)
+        try:
+            connection.request("POST", "/mcp", body, headers_for(call("add")))
+            response = connection.getresponse()
+            status, answer = response.status, json.loads(response.read())
+        finally:
+            connection.close()
+        assert status == 400 and answer["id"] is None
+        assert answer["error"]["code"] == -32700 and words in answer["error"]["message"]
+        assert post(server, call("add", {"a": 1, "b": 1}))[0] == 200
+
+
+def test_a_body_that_starts_with_a_byte_order_mark_is_read() -> None:
+    body = b"\xef\xbb\xbf" + json.dumps(call("add", {"a": 2, "b": 3})).encode()
+    with serving() as server:
+        connection = http.client.HTTPConnection(*server.address, timeout=TIMEOUT)
+        try:
+            connection.request("POST", "/mcp", body, headers_for(call("add")))
+            response = connection.getresponse()
+            status, answer = response.status, json.loads(response.read())
+        finally:
+            connection.close()
+    assert status == 200 and answer["result"]["structuredContent"] == {"result": 5}
 
 
 def test_a_token_is_compared_as_the_bytes_that_were_sent() -> None:
@@ -569,11 +669,11 @@ def test_running_out_of_memory_in_a_request_is_a_503_logged_at_warning(
 ) -> None:
     import toolnexus.mcp._server._endpoint as endpoint_module
 
-    def exhausted(data: bytes) -> Any:
+    def exhausted(text: str) -> Any:
         raise MemoryError
 
     with serving() as server:
-        monkeypatch.setattr(endpoint_module.json, "loads", exhausted)
+        monkeypatch.setattr(endpoint_module, "decode", exhausted)
         with caplog.at_level(logging.WARNING, logger="toolnexus"):
             status, _, body = post(server, call("add", {"a": 1, "b": 1}))
         monkeypatch.undo()

@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
-import json
 import secrets
 import threading
 import time
@@ -37,6 +36,7 @@ from .._shared._codec import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     PARSE_ERROR,
+    decode,
     encode,
     error_message,
 )
@@ -603,7 +603,15 @@ class Endpoint:
         if len(body) > self.max_body_bytes:
             return self.too_large(len(body)), 0
         try:
-            message = json.loads(body)
+            text = body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return _error_reply(
+                400, None, PARSE_ERROR, f"parse error: the body is not UTF-8 ({exc})"
+            ), 0
+        if text.startswith("\ufeff"):  # a byte order mark, which JSON's RFC lets a reader skip
+            text = text[1:]
+        try:
+            message = decode(text.strip())  # the wire's one rule, as over stdio: no NaN
         except (ValueError, RecursionError) as exc:
             return _error_reply(400, None, PARSE_ERROR, f"parse error: not valid JSON ({exc})"), 0
         principal = caller.identity.principal

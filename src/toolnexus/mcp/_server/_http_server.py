@@ -348,30 +348,26 @@ def _parse_head(data: bytes) -> tuple[str, str, dict[str, str], bool]:
     request_line = lines[0]
     if len(request_line) > _MAX_LINE:
         raise _Refused(_text(414, "URI too long"))
-    if _LF_OR_CR.search(data) is not None:
+    line_ends = len(lines) - 1  # a CR or an LF outside a CRLF adds to a count, not to this
+    if data.count(b"\r") != line_ends or data.count(b"\n") != line_ends:
         raise _Refused(_text(400, "bad request: lines must end in CRLF"))
     parts = _REQUEST_LINE.fullmatch(request_line)
     if parts is None:
         if request_line.rpartition(b" ")[2].startswith(b"HTTP/"):
             raise _Refused(_text(505, "HTTP version not supported: use HTTP/1.1"))
         raise _Refused(_text(400, "bad request line"))
-    if len(lines) - 1 > _MAX_HEADERS:
+    if line_ends > _MAX_HEADERS:
         raise _Refused(_text(431, "too many header fields"))
+    # The field lines checked together (a search each, over the whole head: the request
+    # line has passed, and every CR and LF is in a CRLF); the first bad one then named.
+    checked = _STRAY_CONTROL.search(data) is None and _BAD_FIELD_NAME.search(data) is None
     headers: dict[str, str] = {}
     for raw in lines[1:]:
         if len(raw) > _MAX_LINE:
             raise _Refused(_text(431, "request header field too long"))
         name, colon, value = raw.partition(b":")
-        if not colon or _FIELD_NAME.fullmatch(name) is None:
-            raise _Refused(
-                _text(
-                    400,
-                    "bad header line (a field name of token characters, "
-                    "then a colon; no obsolete line folding)",
-                )
-            )
-        if _CONTROL.search(value) is not None:
-            raise _Refused(_text(400, "bad header value: control characters are not allowed"))
+        if not checked:
+            _check_field_line(name, colon, value)
         key = name.decode("ascii").lower()
         text = value.strip(b" \t").decode("latin-1")
         if key in headers:
@@ -383,14 +379,32 @@ def _parse_head(data: bytes) -> tuple[str, str, dict[str, str], bool]:
     return parts[1].decode("ascii"), parts[2].decode("latin-1"), headers, close
 
 
-# RFC 9110/9112 by regular expressions (a C call a line, not a Python loop a byte): a token
-# method or field name; no control character but HTAB in a value (no NUL, CR or LF); a
-# request line of a method, a target and the version; a CR or LF that is not a CRLF.
+def _check_field_line(name: bytes, colon: bytes, value: bytes) -> None:
+    """Refuse a header line that is not a token field name, a colon, and a value without
+    control characters."""
+    if not colon or _FIELD_NAME.fullmatch(name) is None:
+        raise _Refused(
+            _text(
+                400,
+                "bad header line (a field name of token characters, "
+                "then a colon; no obsolete line folding)",
+            )
+        )
+    if _CONTROL.search(value) is not None:
+        raise _Refused(_text(400, "bad header value: control characters are not allowed"))
+
+
+# RFC 9110/9112 by regular expressions (a C call a line or a head, not a Python loop a
+# byte): a token method or field name; no control character but HTAB in a value (no NUL,
+# CR or LF); a request line of a method, a target and the version. Over a whole head whose
+# CRs and LFs are all CRLFs: a control character but those, and a line that does not
+# start with a token name and a colon.
 _TOKEN = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 _FIELD_NAME = re.compile(_TOKEN)
 _CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 _REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) (HTTP/1\.[01])")
-_LF_OR_CR = re.compile(rb"\r(?!\n)|(?<!\r)\n")
+_STRAY_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_BAD_FIELD_NAME = re.compile(rb"\r\n(?!" + _TOKEN + rb":)")
 
 
 def _text(status: int, text: str, headers: list[tuple[str, str]] | None = None) -> Reply:
