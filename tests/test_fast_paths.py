@@ -7,11 +7,18 @@ the same calls run both ways, and what the caller sees is the same.
 - ``CallBridge.report``: the session's one answer is delivered directly, without
   ``dispatch``;
 - ``success_result``: what a tool returns becomes its successful ``ToolResult`` without the
-  checked constructor's checks.
+  checked constructor's checks;
+- the MCP client's HTTP request: its header fields checked by one expression over their
+  lines, not by ``putheader`` one at a time, and sent byte for byte as ``http.client``'s
+  ``request`` sends them (or refused as it refuses them);
+- the MCP client's HTTP response: its fields read into a dict, not the ``email`` package's
+  ``Message``, and seen as ``http.client`` shows them.
 """
 
 from __future__ import annotations
 
+import http.client
+import io
 import json
 from typing import Any
 
@@ -22,6 +29,7 @@ from toolnexus import Host, Toolkit, ToolResult, tool
 from toolnexus._call import Call
 from toolnexus._frozen import FrozenDict
 from toolnexus._result import NO_METADATA
+from toolnexus.mcp._client import _http
 from toolnexus.mcp._server._bridge import InflightBytes
 
 
@@ -202,3 +210,102 @@ def test_a_returned_value_becomes_the_result_the_checked_constructor_builds(valu
         )
     with pytest.raises(AttributeError):
         result.output = "changed"  # type: ignore[misc]
+
+
+# --------------------------------------------------------------------------- HTTP client
+
+
+class _Wire:
+    """A socket that keeps what is sent, and reads a canned answer."""
+
+    def __init__(self, answer: bytes = b"") -> None:
+        self.sent = b""
+        self.answer = answer
+
+    def sendall(self, data: bytes) -> None:
+        self.sent += bytes(data)
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return io.BufferedReader(io.BytesIO(self.answer))  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        pass
+
+
+def _sent(connection: http.client.HTTPConnection, send: Any) -> bytes | type[Exception]:
+    wire = _Wire()
+    connection.sock = wire  # type: ignore[assignment]
+    try:
+        send()
+    except (ValueError, http.client.HTTPException) as exc:
+        return type(exc)
+    return wire.sent
+
+
+BASE = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+FIELDS = [
+    BASE,
+    {**BASE, "Mcp-Name": "add", "Authorization": "Bearer abc.def", "X-Latin": "caf\xe9"},
+    {**BASE, "Host": "elsewhere.test", "Accept-Encoding": "gzip"},  # they replace http.client's
+    {**BASE, "Content-Length": "2"},  # a length given: none added
+    {**BASE, "X-Control": "a\x01b"},  # http.client sends it: so through putheader
+    {**BASE, "X-Tab": "a\tb", "X-Empty": ""},
+    {**BASE, "X-Injected": "a\r\nEvil: 1"},  # refused
+    {**BASE, "X-Folded": "a\r\n b"},  # obsolete folding: http.client sends it
+    {**BASE, "X:Y": "1"},  # refused
+    {**BASE, "X-Bare-LF": "a\nb"},  # refused
+    {**BASE, "X-Wide": "\u0100"},  # not latin-1: refused
+    {**BASE, "Bad Name": "1"},  # refused
+    {**BASE, "": "1"},  # refused
+]
+
+
+@pytest.mark.parametrize("fields", FIELDS, ids=range(len(FIELDS)))
+@pytest.mark.parametrize(
+    ("method", "body"), [("POST", b"{}"), ("POST", None), ("GET", None), ("DELETE", None)]
+)
+def test_a_request_is_sent_byte_for_byte_as_http_clients_request_sends_it(
+    fields: dict[str, str], method: str, body: bytes | None
+) -> None:
+    ours = _http._Http("upstream.test", 8443)
+    plain = http.client.HTTPConnection("upstream.test", 8443)
+    sent = _sent(ours, lambda: ours.request_at_once(method, "/mcp?x=1", body, fields))
+    expected = _sent(plain, lambda: plain.request(method, "/mcp?x=1", body, fields))
+    assert sent == expected
+    if isinstance(expected, bytes):  # and in one write, the head and the body together
+        assert expected.endswith(b"\r\n\r\n" + (body or b""))
+
+
+ANSWERS = [
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+    b"Mcp-Session-Id: s-1\r\nSet-Cookie: a=1\r\nset-cookie: b=2\r\n\r\n{}",
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+    b"\r\n2\r\n{}\r\n0\r\n\r\n",
+    b'HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer error="invalid_token"\r\n'
+    b"Connection: close\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.0 202 Accepted\r\nKeep-Alive: timeout=5\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\nContent-Length: 0\r\n\r\n",  # email parser
+    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nX-Spaced:   v  \r\n\r\n",
+]
+NAMES = ["content-type", "CONTENT-LENGTH", "Mcp-Session-Id", "set-cookie", "www-authenticate"]
+NAMES += ["transfer-encoding", "x-folded", "x-spaced", "missing", "connection", "keep-alive"]
+
+
+@pytest.mark.parametrize("answer", ANSWERS, ids=range(len(ANSWERS)))
+def test_a_response_is_seen_as_http_client_shows_it(answer: bytes) -> None:
+    def read(response_class: type[http.client.HTTPResponse]) -> tuple[Any, ...]:
+        response = response_class(_Wire(answer), method="POST")  # type: ignore[arg-type]
+        response.begin()
+        headers = response.headers
+        return (
+            response.status,
+            response.reason,
+            response.version,
+            response.getheaders(),
+            [(name, response.getheader(name), response.getheader(name, "-")) for name in NAMES],
+            [(name, headers.get(name), headers.get_all(name), name in headers) for name in NAMES],
+            (response.chunked, response.length, response.will_close),
+            response.read(),
+        )
+
+    assert read(_http._Response) == read(http.client.HTTPResponse)

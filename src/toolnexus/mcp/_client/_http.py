@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import http.client
+import re
 import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -24,6 +25,7 @@ from urllib.parse import urlsplit
 
 from .._shared import _codec as codec
 from .._shared._oauth_common import parse_challenge
+from .._shared._protocol import FIELD_NAME
 
 if TYPE_CHECKING:
     from ..._suspension import Request
@@ -110,10 +112,10 @@ class _Response(http.client.HTTPResponse):
             self.will_close = True  # read until the server closes
 
 
-def _head(lines: list[bytes]) -> http.client.HTTPMessage:
+def _head(lines: list[bytes]) -> _Fields | http.client.HTTPMessage:
     """The header fields of ``lines`` (as read, each ending in its newline, the empty line
     that ends the head last)."""
-    message = http.client.HTTPMessage()
+    fields = _Fields()
     for line in lines:
         if line in (b"\r\n", b"\n", b""):
             break  # the empty line that ends the head
@@ -124,8 +126,60 @@ def _head(lines: list[bytes]) -> http.client.HTTPMessage:
 
             parsed: http.client.HTTPMessage = http.client.parse_headers(io.BytesIO(b"".join(lines)))
             return parsed
-        message[name] = value.lstrip(" \t").rstrip("\r\n")  # as the email parser has it
-    return message
+        fields.add(name, value.lstrip(" \t").rstrip("\r\n"))  # as the email parser has it
+    return fields
+
+
+class _Fields:
+    """A response head's fields, as ``http.client`` reads them (``get``, ``get_all``,
+    ``items``): found by name, whatever its case, in a dict. ``email.message.Message``,
+    which ``http.client`` would make, compares every field in Python on every lookup, and
+    a response is looked up ten times."""
+
+    __slots__ = ("_all", "_named")
+
+    def __init__(self) -> None:
+        self._all: list[tuple[str, str]] = []
+        self._named: dict[str, list[str]] = {}
+
+    def add(self, name: str, value: str) -> None:
+        self._all.append((name, value))
+        self._named.setdefault(name.lower(), []).append(value)
+
+    def get(self, name: str, failobj: Any = None) -> Any:
+        """The first value of the field ``name``, else ``failobj``."""
+        values = self._named.get(name.lower())
+        return failobj if values is None else values[0]
+
+    def get_all(self, name: str, failobj: Any = None) -> Any:
+        """Every value of the field ``name``, in order, else ``failobj``."""
+        values = self._named.get(name.lower())
+        return failobj if values is None else list(values)
+
+    def items(self) -> list[tuple[str, str]]:
+        return list(self._all)
+
+    def keys(self) -> list[str]:
+        return [name for name, _ in self._all]
+
+    def values(self) -> list[str]:
+        return [value for _, value in self._all]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._named
+
+    def __getitem__(self, name: str) -> str | None:
+        values = self._named.get(name.lower())  # (as a Message: None for a missing field)
+        return None if values is None else values[0]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    def __repr__(self) -> str:
+        return f"<response fields {self.keys()}>"
 
 
 class _OneWrite:
@@ -145,12 +199,44 @@ class _OneWrite:
     def request_at_once(
         self, method: str, url: str, body: bytes | None, headers: Mapping[str, str]
     ) -> None:
+        """Send a request as ``request(method, url, body, headers)`` does, byte for byte,
+        in one write. Its fields are checked together, by one expression over their
+        lines: ``putheader`` checks and encodes each on its own, which costs more than the
+        rest of the sending. Fields that expression does not pass (a control character
+        in a value ...) go through ``putheader``, which sends or refuses them as ever."""
+        named = {name.lower() for name in headers}
+        fields = list(headers.items())
+        if "content-length" not in named and "transfer-encoding" not in named:
+            if body is not None:
+                fields.insert(0, ("Content-Length", str(len(body))))
+            elif method.upper() in ("PATCH", "POST", "PUT"):
+                fields.insert(0, ("Content-Length", "0"))
         self._batch = []
         try:
-            self.request(method, url, body=body, headers=dict(headers))  # type: ignore[attr-defined]
+            self.putrequest(  # type: ignore[attr-defined]
+                method,
+                url,
+                skip_host="host" in named,
+                skip_accept_encoding="accept-encoding" in named,
+            )
+            block = "\r\n".join(f"{name}: {value}" for name, value in fields)
+            # (A line break inside a value would make two lines of one: counted out.)
+            lines = block.count("\r\n") + 1
+            if lines == len(fields) and _SENDABLE.fullmatch(block) is not None:
+                self._buffer.append(block.encode("latin-1"))  # type: ignore[attr-defined]
+            else:
+                for name, value in fields:
+                    self.putheader(name, value)  # type: ignore[attr-defined]
+            self.endheaders(body)  # type: ignore[attr-defined]
         finally:
             batch, self._batch = self._batch, None
         super().send(b"".join(batch))  # type: ignore[misc]
+
+
+# Header lines http.client would send as they are: a token name, a colon and a space, and
+# a value without control characters (HTAB aside) — so nothing can end a line early.
+_FIELD_LINE = FIELD_NAME + ": [^\x00-\x08\x0a-\x1f\x7f]*"
+_SENDABLE = re.compile(f"{_FIELD_LINE}(?:\r\n{_FIELD_LINE})*")
 
 
 class _Http(_OneWrite, http.client.HTTPConnection):

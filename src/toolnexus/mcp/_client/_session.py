@@ -16,6 +16,7 @@ Like the server session, it is not thread-safe: a driver serialises calls into i
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -23,6 +24,7 @@ from ..._tracing import inject as inject_trace
 from .._shared import _codec as codec
 from .._shared._correlation import Pending
 from .._shared._protocol import (
+    FIELD_NAME,
     LEGACY_PROTOCOL_VERSIONS,
     META_CLIENT_CAPABILITIES,
     META_LOG_LEVEL,
@@ -141,9 +143,8 @@ Event = Opened | Response | Failure | ServerRequest | Notification | Stray | Out
 _OUR_VERSIONS = frozenset(MODERN_PROTOCOL_VERSIONS + LEGACY_PROTOCOL_VERSIONS)
 _UNSUPPORTED_PROTOCOL_VERSION = codec.UNSUPPORTED_PROTOCOL_VERSION
 
-# What x-mcp-header names may be: an HTTP token (RFC 9110 tchar), so it fits in a header
-# name after "Mcp-Param-".
-_TCHAR = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+# What x-mcp-header names may be: an HTTP field name, so it fits after "Mcp-Param-".
+_HEADER_NAME = re.compile(FIELD_NAME)
 _HEADER_TYPES = ("string", "integer", "boolean")
 
 LIST_PAGES = 100
@@ -181,7 +182,7 @@ def header_params(schema: Mapping[str, Any]) -> dict[str, str] | str:
         where = f"inputSchema.properties.{key}.x-mcp-header"
         if not isinstance(name, str) or not name:
             return f"{where} must be a non-empty string, got {describe(name)}"
-        if not set(name) <= _TCHAR:
+        if _HEADER_NAME.fullmatch(name) is None:
             return f"{where} {name!r} is not a valid header name (letters, digits, -_.!#$%&'*+^`|~)"
         if prop.get("type") not in _HEADER_TYPES:
             return (

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._log import LazyLogger
 from ...errors import InvalidValueError
+from .._shared._protocol import FIELD_NAME
 from ._endpoint import SINGLE_HEADERS, Endpoint
 from ._exchange import Exchange, Reply, sse_event
 from ._options import AccessOptions, ServerOptions, resolve
@@ -399,7 +400,7 @@ def _check_field_line(name: bytes, colon: bytes, value: bytes) -> None:
 # CR or LF); a request line of a method, a target and the version. Over a whole head whose
 # CRs and LFs are all CRLFs: a control character but those, and a line that does not
 # start with a token name and a colon.
-_TOKEN = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_TOKEN = FIELD_NAME.encode("ascii")
 _FIELD_NAME = re.compile(_TOKEN)
 _CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 _REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) (HTTP/1\.[01])")

@@ -16,6 +16,7 @@ from typing import Any, TypeGuard
 from ..._context import LOG_LEVELS
 
 __all__ = [
+    "FIELD_NAME",
     "LEGACY_PROTOCOL_VERSIONS",
     "META_CLIENT_CAPABILITIES",
     "META_LOG_LEVEL",
@@ -64,6 +65,11 @@ NAMED_PARAM = {
     "tasks/cancel": "taskId",
 }
 """Methods whose ``params`` carry the name the ``Mcp-Name`` header repeats, and its key."""
+
+FIELD_NAME = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+"""An HTTP field name (RFC 9110's token), as a regular expression: what a header's name
+may be — the server's check of a request's, the client's of what it sends, an
+``x-mcp-header``'s after ``Mcp-Param-``."""
 
 _LEGACY_ORDER = {version: index for index, version in enumerate(LEGACY_PROTOCOL_VERSIONS)}
 _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
