@@ -551,6 +551,17 @@ def test_the_head_is_refused_exactly_when_a_line_by_line_reading_refuses_it() ->
     assert refused > 1_000 and read > 1_000  # both kinds were tried, many times
 
 
+def _post_bytes(server: HttpServer, body: bytes) -> tuple[int, Any]:
+    """``body`` posted as it is (with a modern call's headers): the status and the JSON."""
+    connection = http.client.HTTPConnection(*server.address, timeout=TIMEOUT)
+    try:
+        connection.request("POST", "/mcp", body, headers_for(call("add")))
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
 @pytest.mark.parametrize(
     ("body", "words"),
     [
@@ -564,13 +575,7 @@ def test_a_body_that_is_not_utf8_json_is_a_parse_error_as_on_stdio(body: bytes, 
     """The body is read by the wire's one JSON rule (the stdio transport's): UTF-8, no
     NaN or Infinity (JSON has no such numbers); the server goes on serving."""
     with serving() as server:
-        connection = http.client.HTTPConnection(*server.address, timeout=TIMEOUT)
-        try:
-            connection.request("POST", "/mcp", body, headers_for(call("add")))
-            response = connection.getresponse()
-            status, answer = response.status, json.loads(response.read())
-        finally:
-            connection.close()
+        status, answer = _post_bytes(server, body)
         assert status == 400 and answer["id"] is None
         assert answer["error"]["code"] == -32700 and words in answer["error"]["message"]
         assert post(server, call("add", {"a": 1, "b": 1}))[0] == 200
@@ -579,13 +584,7 @@ def test_a_body_that_is_not_utf8_json_is_a_parse_error_as_on_stdio(body: bytes, 
 def test_a_body_that_starts_with_a_byte_order_mark_is_read() -> None:
     body = b"\xef\xbb\xbf" + json.dumps(call("add", {"a": 2, "b": 3})).encode()
     with serving() as server:
-        connection = http.client.HTTPConnection(*server.address, timeout=TIMEOUT)
-        try:
-            connection.request("POST", "/mcp", body, headers_for(call("add")))
-            response = connection.getresponse()
-            status, answer = response.status, json.loads(response.read())
-        finally:
-            connection.close()
+        status, answer = _post_bytes(server, body)
     assert status == 200 and answer["result"]["structuredContent"] == {"result": 5}
 
 
