@@ -13,6 +13,7 @@ once it is a task); the gateway is an ``McpSource`` federated and served on anot
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -373,6 +374,44 @@ def test_polls_waiting_on_a_slow_upstream_count_against_the_in_flight_byte_cap(
         assert client.answer(2)["result"]["status"] == "working"
         again = client.request(4, "tasks/get", padded)["result"]
         assert (again["taskId"], again["status"]) == (mapped, "working")
+
+
+def test_a_request_reusing_the_id_of_a_poll_in_flight_is_refused(upstream: HttpServer) -> None:
+    # A poll that waits on its upstream off the reading thread keeps its id in flight, as
+    # a running call does: a second request with that id is refused, and only the first
+    # is answered under it.
+    with stdio_poll(upstream, "r") as (client, mapped, held):
+        client.send(2, "tasks/get", {"taskId": mapped})
+        assert wait_until(lambda: held.all == 1)
+        refused = client.request(2, "tasks/get", {"taskId": mapped})["error"]
+        assert refused["code"] == -32600 and "id 2 is already in use" in refused["message"]
+        assert held.all == 1  # the second never reached the upstream
+        held.release.set()
+        got = client.answer(2)["result"]
+        assert (got["taskId"], got["status"]) == (mapped, "working")
+        again = client.request(2, "tasks/get", {"taskId": mapped})["result"]  # free again
+        assert (again["taskId"], held.all) == (mapped, 2)
+
+
+def test_a_poll_its_client_cancelled_is_not_answered(upstream: HttpServer) -> None:
+    # A cancel finds a poll that waits on its upstream: when the upstream answers, the
+    # poll's answer is not sent (a cancelled request gets none), and its id is free.
+    def detached() -> int:
+        return sum(t.name == "toolnexus-mcp-detached" for t in threading.enumerate())
+
+    with stdio_poll(upstream, "k") as (client, mapped, held):
+        client.send(2, "tasks/get", {"taskId": mapped})
+        assert wait_until(lambda: held.all == 1)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+        client._to.write(json.dumps(cancel).encode() + b"\n")
+        client._to.flush()
+        assert "tools" in client.request(3, "tools/list", {})["result"]  # read past the cancel
+        held.release.set()
+        assert wait_until(lambda: detached() == 0)  # the upstream answered, and the poll ended
+        answered = client.request(4, "tasks/get", {"taskId": mapped})["result"]
+        assert answered["taskId"] == mapped
+        assert not [message for message in client.notes if message.get("id") == 2]
+        assert client.request(2, "tasks/get", {"taskId": mapped})["result"]["taskId"] == mapped
 
 
 def test_a_forwarded_tasks_get_is_answered_through_the_asgi_app(upstream: HttpServer) -> None:

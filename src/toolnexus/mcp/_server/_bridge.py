@@ -198,7 +198,8 @@ class CallBridge(ABC):
         """Write or file one message (the lock is held). ``where``: the call's or request's."""
 
     def _cancelled(self, where: Any) -> None:  # noqa: B027 - most transports need nothing
-        """A call was cancelled: nothing more will be said about it (the lock is held)."""
+        """A call, or a :class:`Detached` request, was cancelled: nothing more will be
+        said about it (the lock is held)."""
 
     def _reads(self, where: Any) -> bool:
         """Whether the thread that drains ``where`` (a call's messages) blocks for them
@@ -267,7 +268,9 @@ class CallBridge(ABC):
                 elif weight:
                     refused = self.inflight.take(weight)
                     if refused is not None:
-                        self._deliver(error(detached.request_id, INTERNAL_ERROR, refused), where)
+                        refusal = error(detached.request_id, INTERNAL_ERROR, refused)
+                        if self.session._detached(detached.request_id, [refusal]):
+                            self._deliver(refusal, where)  # (it leaves the requests in flight)
                         continue
                     charged = weight
                 later.append(detached._replace(where=where, weight=charged))
@@ -340,7 +343,12 @@ class CallBridge(ABC):
             with self.lock:
                 if item.weight:
                     self.inflight.give(item.weight)
-                later = self.dispatch(self.session._detached(actions), item.where)
+                answer = self.session._detached(item.request_id, actions)
+                if answer is None:  # cancelled meanwhile: no answer; what waits for it ends
+                    self._cancelled(item.where)
+                    later: Later = []
+                else:
+                    later = self.dispatch(answer, item.where)
             if later:  # (an answer only ever sends; kept for safety, as report does)
                 self.carry_out(later)
         if reported is not None:

@@ -83,6 +83,15 @@ class Feature(NamedTuple):
     methods: Mapping[str, Method]
 
 
+class Detaching:
+    """A :class:`Detached` request in flight: whether its client cancelled it."""
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+
 class ServerContext:
     """One session's state, as its feature handlers use it. Not thread-safe (the session
     is not): a driver serialises every call into the session."""
@@ -136,6 +145,9 @@ class ServerContext:
         # Whether the driver answers a Detached action (the package's call bridge does):
         # else such a request is answered inline, as a driver of its own expects.
         self.detaches = False
+        # The requests answered off the session's lock (Detached) until they are: their
+        # ids are in flight too, and a cancel finds them.
+        self.detaching: InFlight[Detaching] = InFlight()
 
     # ------------------------------------------------------------------ the table
 
@@ -246,6 +258,10 @@ class ServerContext:
             # The client closed its subscription: nothing more is sent on it.
             self.listens.end(params["requestId"], listen)
             return []
+        detaching = self.detaching.cancelled(params)
+        if detaching is not None:
+            detaching.cancelled = True  # its answer is not sent (see detached_answered)
+            return []
         call = self.by_request.cancelled(params)
         if call is None:
             return []
@@ -280,6 +296,7 @@ class ServerContext:
         ]
         self.calls.clear()
         self.by_request.clear()
+        self.detaching.clear()
         self.questions.clear()
         return actions
 
@@ -312,7 +329,18 @@ class ServerContext:
             return work()
         import contextvars
 
+        self.detaching.begin(request_id, Detaching())  # (_on_request refused an id in use)
         return [Detached(request_id, work, contextvars.copy_context(), key)]
+
+    def detached_answered(self, request_id: str | int) -> bool:
+        """The :class:`Detached` request ``request_id`` is answered (or failed): it leaves
+        the requests in flight. False when its client cancelled it meanwhile: then no
+        answer is sent, as a cancelled request gets none."""
+        detaching = self.detaching.get(request_id)
+        if detaching is None:
+            return True  # (the session ended meanwhile: its close forgot it)
+        self.detaching.end(request_id, detaching)
+        return not detaching.cancelled
 
     def finish(self, call: CallState, body: dict[str, Any]) -> list[Action]:
         """Answer ``call``'s request with ``body`` and forget the call."""

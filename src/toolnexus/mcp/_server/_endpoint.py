@@ -241,7 +241,7 @@ class _Channel(CallBridge):
     def _cancelled(self, where: Any) -> None:
         if where is not None:
             where._put(None, True)
-            self._by_request.pop(where.request_id, None)
+            self._by_request.end(where.request_id, where)
 
     def _reads(self, where: Any) -> bool:
         return self.reads and where is not None

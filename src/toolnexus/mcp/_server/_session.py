@@ -468,15 +468,19 @@ class ServerSession:
         session returns one for a request that waits on another server."""
         self._ctx.detaches = True
 
-    def _detached(self, actions: list[Action]) -> list[Action]:
-        """The actions that answer a :class:`Detached` request (its work's, run off the
-        lock), to deliver: none once the session is closed (the client went away)."""
+    def _detached(self, request_id: str | int, actions: list[Action]) -> list[Action] | None:
+        """The actions that answer the :class:`Detached` request ``request_id`` (its
+        work's, run off the lock, or its refusal), to deliver: none once the session is
+        closed (the client went away); None when the client cancelled it (no answer is
+        sent; a transport ends what waits for it)."""
+        if not self._ctx.detached_answered(request_id):
+            return None
         return [] if self._closed else actions
 
     def in_progress(self, request_id: str | int) -> bool:
-        """Whether the request ``request_id`` is still being answered (a call, or an open
-        ``subscriptions/listen`` stream)."""
-        return self._ctx.by_request.in_use(request_id, self._ctx.listens)
+        """Whether the request ``request_id`` is still being answered (a call, an open
+        ``subscriptions/listen`` stream, or a request answered off the lock)."""
+        return self._ctx.by_request.in_use(request_id, self._ctx.listens, self._ctx.detaching)
 
     @property
     def listening(self) -> bool:
@@ -530,7 +534,7 @@ class ServerSession:
 
     def _on_request(self, request_id: str | int, method: str, params: Any) -> list[Action]:
         context = self._ctx
-        if context.by_request.in_use(request_id, context.listens):
+        if context.by_request.in_use(request_id, context.listens, context.detaching):
             raise Reject(INVALID_REQUEST, reused_id(request_id))
         entry = _METHODS.get(method)
         if entry is None and method != "initialize":
