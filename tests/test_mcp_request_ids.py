@@ -122,9 +122,6 @@ def test_in_flight_refuses_a_taken_id_finds_a_cancel_and_ends_once() -> None:
     assert streams.begin("s", "listen")
     assert calls.in_use(7) and calls.in_use("s", streams) and not calls.in_use("s")
     assert not calls.in_use("7", streams)  # 7 and "7" are different ids
-    waiting: InFlight[str] = InFlight()  # a third table (requests answered off the lock)
-    assert waiting.begin(9, "poll")
-    assert calls.in_use(9, streams, waiting) and not calls.in_use(9, streams)
     assert calls.cancelled({"requestId": 7}) == "first"
     for malformed in (None, [], {}, {"requestId": None}, {"requestId": 7.0}, {"requestId": 8}):
         assert calls.cancelled(malformed) is None

@@ -480,7 +480,10 @@ class ServerSession:
     def in_progress(self, request_id: str | int) -> bool:
         """Whether the request ``request_id`` is still being answered (a call, an open
         ``subscriptions/listen`` stream, or a request answered off the lock)."""
-        return self._ctx.by_request.in_use(request_id, self._ctx.listens, self._ctx.detaching)
+        context = self._ctx
+        return request_id in context.detaching or context.by_request.in_use(
+            request_id, context.listens
+        )
 
     @property
     def listening(self) -> bool:
@@ -534,7 +537,9 @@ class ServerSession:
 
     def _on_request(self, request_id: str | int, method: str, params: Any) -> list[Action]:
         context = self._ctx
-        if context.by_request.in_use(request_id, context.listens, context.detaching):
+        if request_id in context.detaching or context.by_request.in_use(
+            request_id, context.listens
+        ):
             raise Reject(INVALID_REQUEST, reused_id(request_id))
         entry = _METHODS.get(method)
         if entry is None and method != "initialize":

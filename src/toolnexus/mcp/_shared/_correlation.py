@@ -106,15 +106,10 @@ class InFlight(dict[Any, R], Generic[R]):
 
     __slots__ = ()
 
-    def in_use(self, request_id: Any, *also: Mapping[Any, Any]) -> bool:
-        """Whether ``request_id`` is taken by a request in flight: here, or in ``also``
-        (tables of the same peer's requests kept apart, e.g. its open subscriptions)."""
-        if request_id in self:
-            return True
-        for table in also:  # noqa: SIM110 - no generator made: every request asks this
-            if request_id in table:
-                return True
-        return False
+    def in_use(self, request_id: Any, also: Mapping[Any, Any] | None = None) -> bool:
+        """Whether ``request_id`` is taken by a request in flight: here, or in ``also`` (a
+        table of the same peer's requests kept apart, e.g. its open subscriptions)."""
+        return request_id in self or (also is not None and request_id in also)
 
     def begin(self, request_id: Any, request: R) -> bool:
         """``request`` is in flight under ``request_id``; False (nothing changes) when the
