@@ -421,6 +421,71 @@ def test_a_skill_file_read_from_a_slow_upstream_holds_up_nothing_else_of_a_stdio
             client.close()
 
 
+@pytest.mark.parametrize("accept", ["application/json", "application/json, text/event-stream"])
+def test_over_http_a_skill_file_read_its_client_cancelled_ends_as_a_cancelled_call(
+    accept: str,
+) -> None:
+    # A legacy session over HTTP cancels a read that waits on a slow upstream: once the
+    # upstream answers, the read's POST ends as a cancelled call's does (an empty event
+    # stream, or the -32800 error), never with the answer nor left open.
+    import threading
+
+    from http_helpers import post
+    from test_mcp_http_attacks import legacy_client
+    from timing import TIMEOUT
+    from toolnexus.mcp import HttpServer
+
+    with pdf_source() as source:
+        upstream = source.client("docs")
+        read = upstream.read_resource
+        asked, release = threading.Event(), threading.Event()
+
+        def slow_read(uri: str) -> Any:
+            asked.set()
+            assert release.wait(TIMEOUT), "the test never released the upstream"
+            return read(uri)
+
+        upstream.read_resource = slow_read  # type: ignore[method-assign]
+        with HttpServer(source.toolkit, port=0) as server:
+            server.start()
+            session = legacy_client(server)
+            message = {
+                "jsonrpc": "2.0",
+                "id": "r-1",
+                "method": "resources/read",
+                "params": {"uri": PDF_MANIFEST},
+            }
+            answers: list[tuple[int, dict[str, str], bytes]] = []
+
+            def reader() -> None:
+                answers.append(post(server, message, {"Mcp-Session-Id": session, "Accept": accept}))
+
+            thread = threading.Thread(target=reader)
+            thread.start()
+            try:
+                assert asked.wait(TIMEOUT), "the read never reached the upstream"
+                cancel = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": "r-1"},
+                }
+                assert post(server, cancel, {"Mcp-Session-Id": session})[0] == 202
+            finally:
+                release.set()
+                thread.join(TIMEOUT)
+            ((status, headers, body),) = answers
+            assert status == 200
+            if "text/event-stream" in accept:
+                assert headers["content-type"] == "text/event-stream" and b"data:" not in body
+            else:
+                answer = json.loads(body)
+                assert (answer["id"], answer["error"]["code"]) == ("r-1", -32800)
+            # The session goes on, and the id is free again.
+            again = post(server, message, {"Mcp-Session-Id": session, "Accept": "application/json"})
+            (content,) = json.loads(again[2])["result"]["contents"]
+            assert content["text"].startswith("---\nname: pdf-processing")
+
+
 def test_a_session_driven_by_hand_reads_a_re_exported_skill_file_in_its_answer() -> None:
     # A driver of one's own carries out Send, StartCall and CancelCall only: the session
     # answers it in the request's own actions, as before (only the package's call bridge
