@@ -222,9 +222,10 @@ class _OneWrite:
             block = "\r\n".join(f"{name}: {value}" for name, value in fields)
             # (A line break inside a value would make two lines of one: counted out.)
             lines = block.count("\r\n") + 1
-            if lines == len(fields) and _SENDABLE.fullmatch(block) is not None:
-                self._buffer.append(block.encode("latin-1"))  # type: ignore[attr-defined]
-            else:
+            head: list[bytes] | None = getattr(self, "_buffer", None)  # the head's lines
+            if head is not None and lines == len(fields) and _SENDABLE.fullmatch(block):
+                head.append(block.encode("latin-1"))
+            else:  # (or a Python whose http.client keeps them elsewhere)
                 for name, value in fields:
                     self.putheader(name, value)  # type: ignore[attr-defined]
             self.endheaders(body)  # type: ignore[attr-defined]
