@@ -106,3 +106,19 @@ def raw_request(
     head += "".join(f"{name}: {value}\r\n" for name, value in headers.items())
     sock.sendall(head.encode() + b"\r\n" + body)
     return sock
+
+
+def assert_ended_as_cancelled(
+    reply: tuple[int, dict[str, str], bytes], accept: str, request_id: Any
+) -> None:
+    """``reply`` (a POST's status, headers and body) is how a request cancelled meanwhile
+    ends: 200 (never the 204 an SDK client logs as an error), with an event stream that
+    carries no message when the client accepts one, else the JSON-RPC ``-32800`` error
+    naming ``request_id``."""
+    status, headers, body = reply
+    assert status == 200
+    if "text/event-stream" in accept:
+        assert headers["content-type"] == "text/event-stream" and b"data:" not in body
+    else:
+        answer = json.loads(body)
+        assert (answer["id"], answer["error"]["code"]) == (request_id, -32800)

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -387,12 +388,10 @@ def pdf_source() -> Iterator[McpSource]:
 PDF_MANIFEST = "skill://docs/pdf-processing/SKILL.md"
 
 
-def test_a_skill_file_read_from_a_slow_upstream_holds_up_nothing_else_of_a_stdio_session() -> None:
-    # A re-exported skill's file is read from its server when asked: over stdio, while
-    # that server is slow to answer, the session's other requests are answered.
-    import threading
-
-    from test_mcp_tasks import PipedTasksClient
+@contextlib.contextmanager
+def slow_pdf_source() -> Iterator[tuple[McpSource, threading.Event, threading.Event]]:
+    """:func:`pdf_source`, its server slow to read a file: ``(source, asked, release)`` —
+    ``asked`` is set as a read reaches the server, which answers once ``release`` is."""
     from timing import TIMEOUT
 
     with pdf_source() as source:
@@ -406,6 +405,19 @@ def test_a_skill_file_read_from_a_slow_upstream_holds_up_nothing_else_of_a_stdio
             return read(uri)
 
         upstream.read_resource = slow_read  # type: ignore[method-assign]
+        try:
+            yield source, asked, release
+        finally:
+            release.set()
+
+
+def test_a_skill_file_read_from_a_slow_upstream_holds_up_nothing_else_of_a_stdio_session() -> None:
+    # A re-exported skill's file is read from its server when asked: over stdio, while
+    # that server is slow to answer, the session's other requests are answered.
+    from test_mcp_tasks import PipedTasksClient
+    from timing import TIMEOUT
+
+    with slow_pdf_source() as (source, asked, release):
         client = PipedTasksClient(source.toolkit)
         try:
             client.send(1, "resources/read", {"uri": PDF_MANIFEST})
@@ -428,62 +440,47 @@ def test_over_http_a_skill_file_read_its_client_cancelled_ends_as_a_cancelled_ca
     # A legacy session over HTTP cancels a read that waits on a slow upstream: once the
     # upstream answers, the read's POST ends as a cancelled call's does (an empty event
     # stream, or the -32800 error), never with the answer nor left open.
-    import threading
-
-    from http_helpers import post
+    from http_helpers import assert_ended_as_cancelled, post
     from test_mcp_http_attacks import legacy_client
     from timing import TIMEOUT
     from toolnexus.mcp import HttpServer
 
-    with pdf_source() as source:
-        upstream = source.client("docs")
-        read = upstream.read_resource
-        asked, release = threading.Event(), threading.Event()
+    with (
+        slow_pdf_source() as (source, asked, release),
+        HttpServer(source.toolkit, port=0) as server,
+    ):
+        server.start()
+        session = legacy_client(server)
+        message = {
+            "jsonrpc": "2.0",
+            "id": "r-1",
+            "method": "resources/read",
+            "params": {"uri": PDF_MANIFEST},
+        }
+        answers: list[tuple[int, dict[str, str], bytes]] = []
 
-        def slow_read(uri: str) -> Any:
-            asked.set()
-            assert release.wait(TIMEOUT), "the test never released the upstream"
-            return read(uri)
+        def reader() -> None:
+            answers.append(post(server, message, {"Mcp-Session-Id": session, "Accept": accept}))
 
-        upstream.read_resource = slow_read  # type: ignore[method-assign]
-        with HttpServer(source.toolkit, port=0) as server:
-            server.start()
-            session = legacy_client(server)
-            message = {
+        thread = threading.Thread(target=reader)
+        thread.start()
+        try:
+            assert asked.wait(TIMEOUT), "the read never reached the upstream"
+            cancel = {
                 "jsonrpc": "2.0",
-                "id": "r-1",
-                "method": "resources/read",
-                "params": {"uri": PDF_MANIFEST},
+                "method": "notifications/cancelled",
+                "params": {"requestId": "r-1"},
             }
-            answers: list[tuple[int, dict[str, str], bytes]] = []
-
-            def reader() -> None:
-                answers.append(post(server, message, {"Mcp-Session-Id": session, "Accept": accept}))
-
-            thread = threading.Thread(target=reader)
-            thread.start()
-            try:
-                assert asked.wait(TIMEOUT), "the read never reached the upstream"
-                cancel = {
-                    "jsonrpc": "2.0",
-                    "method": "notifications/cancelled",
-                    "params": {"requestId": "r-1"},
-                }
-                assert post(server, cancel, {"Mcp-Session-Id": session})[0] == 202
-            finally:
-                release.set()
-                thread.join(TIMEOUT)
-            ((status, headers, body),) = answers
-            assert status == 200
-            if "text/event-stream" in accept:
-                assert headers["content-type"] == "text/event-stream" and b"data:" not in body
-            else:
-                answer = json.loads(body)
-                assert (answer["id"], answer["error"]["code"]) == ("r-1", -32800)
-            # The session goes on, and the id is free again.
-            again = post(server, message, {"Mcp-Session-Id": session, "Accept": "application/json"})
-            (content,) = json.loads(again[2])["result"]["contents"]
-            assert content["text"].startswith("---\nname: pdf-processing")
+            assert post(server, cancel, {"Mcp-Session-Id": session})[0] == 202
+        finally:
+            release.set()
+            thread.join(TIMEOUT)
+        (reply,) = answers
+        assert_ended_as_cancelled(reply, accept, "r-1")
+        # The session goes on, and the id is free again.
+        again = post(server, message, {"Mcp-Session-Id": session, "Accept": "application/json"})
+        (content,) = json.loads(again[2])["result"]["contents"]
+        assert content["text"].startswith("---\nname: pdf-processing")
 
 
 def test_a_session_driven_by_hand_reads_a_re_exported_skill_file_in_its_answer() -> None:
