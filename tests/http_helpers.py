@@ -34,6 +34,17 @@ def headers_for(message: dict[str, Any], extra: dict[str, str] | None = None) ->
     return sent
 
 
+def modern_call(name: str, arguments: dict[str, Any], rid: Any = 1) -> dict[str, Any]:
+    """A modern (2026-07-28) ``tools/call`` of ``name``, its ``_meta`` a plain client's."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
+    }
+    params = {"name": name, "arguments": arguments, "_meta": meta}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
 def send(
     server: Any,
     method: str,

@@ -13,20 +13,14 @@ from typing import Any
 import pytest
 
 import mcp_client_tools as tools
-from http_helpers import MODERN_VERSION, headers_for
+from http_helpers import headers_for, modern_call
 from timing import STALL, TIMEOUT
 from toolnexus.mcp import HttpServer
 from toolnexus.mcp._client._http import HttpTransport
 
 
 def slow_call() -> tuple[bytes, dict[str, str]]:
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
-    }
-    params = {"name": "wait", "arguments": {"seconds": STALL}, "_meta": meta}
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    body = modern_call("wait", {"seconds": STALL})
     return json.dumps(body).encode(), headers_for(body)
 
 

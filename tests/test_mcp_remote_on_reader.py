@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from http_helpers import headers_for, modern_call
 from timing import TIMEOUT, wait_until
 from toolnexus import Host, Toolkit, ToolResult
 from toolnexus.mcp import HttpServer, McpClient, ServerOptions
@@ -183,20 +184,8 @@ def test_a_gateway_call_past_its_deadline_answers_the_timeout_and_tells_the_upst
 def _post_call(port: int, text: str) -> http.client.HTTPConnection:
     """A modern ``tools/call`` of ``echo`` sent on a connection of its own (not read)."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
-    }
-    params = {"name": "echo", "arguments": {"text": text}, "_meta": meta}
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json",
-        "MCP-Protocol-Version": MODERN,
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": "echo",
-    }
+    body = modern_call("echo", {"text": text})
+    headers = headers_for(body, {"Accept": "application/json"})
     connection.request("POST", "/mcp", json.dumps(body), headers)
     return connection
 
