@@ -90,18 +90,32 @@ TEXTS = ["3", "", 'line one\nline two ✓ \u2028 "q" \\ \t \x00 é 漢字 🎉',
 STRUCTURED = [codec.ABSENT, {"result": 7, "nested": [1, None]}, freeze({"a": {"b": "é"}})]
 
 
+MEMBERS = [
+    {},
+    {"resultType": "complete"},
+    {
+        "resultType": "complete",
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": 'sé "rv" ✓', "version": "1"}},
+    },
+]
+
+
 @pytest.mark.parametrize("request_id", [7, 0, -(2**70), 'req "1" ✓', ""])
 @pytest.mark.parametrize("text", TEXTS)
 @pytest.mark.parametrize("is_error", [False, True])
 @pytest.mark.parametrize("structured", STRUCTURED)
+@pytest.mark.parametrize("members", MEMBERS)
 def test_the_text_reply_template_writes_exactly_what_encode_writes(
-    request_id: Any, text: str, is_error: bool, structured: Any
+    request_id: Any, text: str, is_error: bool, structured: Any, members: dict[str, Any]
 ) -> None:
     result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": is_error}
     if structured is not codec.ABSENT:
         result["structuredContent"] = structured
+    result.update(members)
     message = {"jsonrpc": "2.0", "id": request_id, "result": result}
-    assert codec.text_reply(request_id, text, is_error, structured) == codec.encode(message)
+    encoded = codec.encode_shared(members) or ""
+    line = codec.text_reply(request_id, text, is_error, structured, encoded)
+    assert line == codec.encode(message)
 
 
 LISTED = [[], [{"name": "add", "inputSchema": {"type": "object"}}], [{"n": "é ✓"}, {"n": 2}]]

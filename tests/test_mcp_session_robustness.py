@@ -10,7 +10,8 @@ import pytest
 
 from toolnexus import Part, Request, Toolkit, ToolResult, tool
 from toolnexus._frozen import thaw
-from toolnexus.mcp import Send, ServerSession, StartCall
+from toolnexus.mcp import ServerOptions, Send, ServerSession, StartCall
+from toolnexus.mcp._server._feature_tools import call_tool_result
 
 STRUCTURED_KEY = "structuredContent"  # the metadata key of a tool's JSON value (result.py)
 
@@ -423,9 +424,10 @@ def _plain_bytes(message: Any) -> bytes:
 def test_each_answer_is_written_exactly_as_the_plain_encoder_writes_its_message(
     kind: str, revision: str, request_id: Any
 ) -> None:
-    # The commonest answer (a legacy text answer) is written from the codec's template,
-    # without building its message: byte for byte what json.dumps writes for the message
-    # the Send stands for, for every shape of result and client, and the call is done.
+    # The commonest answer (a tool's text answer, in either era) is written from the
+    # codec's template, without building its message: byte for byte what json.dumps writes
+    # for the message the Send stands for, for every shape of result and client, and the
+    # call is done.
     session, call_id = _in_flight(revision, request_id)
     (sent,) = session.complete_call(call_id, RESULTS[kind])
     assert isinstance(sent, Send)
@@ -456,6 +458,43 @@ def test_a_text_answers_message_is_read_only_and_equal_to_the_plain_one() -> Non
     with pytest.raises(TypeError):
         sent.message["id"] = 2  # type: ignore[index]
     assert json.loads(sent.to_bytes()) == plain
+
+
+@pytest.mark.parametrize("revision", ["modern", "2025-11-25", "2024-11-05"])
+@pytest.mark.parametrize("kind", sorted(set(RESULTS) - {"question"}))  # (it asks instead)
+def test_a_text_answers_message_is_the_one_the_plain_path_builds(kind: str, revision: str) -> None:
+    # The template keeps a text answer as its parts; the message they stand for is the one
+    # the plain path makes of the result (call_tool_result, then reply: a modern answer's
+    # resultType and _meta added by the one rule that adds them to every answer).
+    session, call_id = _in_flight(revision, 5)
+    context = session._ctx
+    client = context.calls[call_id].client
+    plain = context.reply(5, client, call_tool_result(client, RESULTS[kind])).message
+    (sent,) = session.complete_call(call_id, RESULTS[kind])
+    assert thaw(sent.message) == thaw(plain)
+    if revision == "modern":
+        assert list(sent.message["result"])[-2:] == ["resultType", "_meta"]
+        assert sent.message["result"]["_meta"] == {
+            "io.modelcontextprotocol/serverInfo": context.server_info
+        }
+
+
+def test_a_modern_text_answer_names_the_server_that_session_serves() -> None:
+    # The members a modern answer adds are worked out once per session: each session
+    # names its own server, and a later answer of the same session the same.
+    toolkit = Toolkit([asks])
+    for name in ("first", "sécond \"q\""):
+        session = ServerSession(toolkit, ServerOptions(name=name, version="9"))
+        for request_id in (1, 2):
+            (start,) = session.receive(_call("modern", request_id))
+            assert isinstance(start, StartCall)
+            (sent,) = session.complete_call(start.call_id, ToolResult.ok("x"))
+            line = json.loads(sent.to_bytes())
+            assert line["result"]["_meta"]["io.modelcontextprotocol/serverInfo"] == {
+                "name": name,
+                "version": "9",
+            }
+            assert line["result"]["resultType"] == "complete"
 
 
 def test_completing_an_unknown_or_cancelled_call_sends_nothing() -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..._tracing import API_MODULE
 from ..._tracing import incoming as incoming_trace
+from .._shared import _codec as codec
 from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS
 from .._shared._correlation import InFlight
 from .._shared._protocol import META_LOG_LEVEL, META_SERVER_INFO, describe, is_request_id
@@ -114,6 +115,14 @@ class ServerContext:
         self.tasks = tasks  # the server's tasks (None: this session runs none)
         self.features = features
         self.server_info = {"name": options.name, "version": version}
+        # What reply() adds to every modern result, and its text for the codec's template
+        # (a tool's text answer is written without building its message; None: it cannot).
+        # Never changed: every answer shares them.
+        self.modern_members: Mapping[str, Any] = {
+            "resultType": "complete",
+            "_meta": {META_SERVER_INFO: self.server_info},
+        }
+        self.modern_members_text = codec.encode_shared(self.modern_members)
         self.instructions = options.instructions
         self.page_size = options.page_size
         self.list_ttl_ms = options.list_ttl_ms
@@ -361,8 +370,9 @@ class ServerContext:
         """The response ``body`` to ``request_id``; a modern one says it is complete
         (unless it says otherwise) and names the server in its ``_meta``."""
         if client.modern:
-            body.setdefault("resultType", "complete")
-            body["_meta"] = {**body.get("_meta", {}), META_SERVER_INFO: self.server_info}
+            added = self.modern_members
+            body.setdefault("resultType", added["resultType"])
+            body["_meta"] = {**body.get("_meta", {}), **added["_meta"]}
         return Send({"jsonrpc": "2.0", "id": request_id, "result": body})
 
     def replies_alike(self) -> Hashable:

@@ -198,14 +198,25 @@ def _finish(context: ServerContext, call: CallState, result: ToolResult) -> list
     if call.task_required and context.tasks is not None:
         # A tool that answers only through a task: a task made already done.
         return task_made(context, call, result=result)[0]
-    if client.modern or result.parts:
+    if result.parts:
         return context.finish(call, call_tool_result(client, result))
-    # A legacy text answer: kept as its parts, written from the codec's template.
+    # A text answer: kept as its parts, written from the codec's template.
     structured = codec.ABSENT if metadata is None else metadata.get(STRUCTURED_KEY, codec.ABSENT)
     if structured is not codec.ABSENT and not client.carries(structured):
         structured = codec.ABSENT
     context.forget(call)
-    return [Send._text_reply(call.request_id, result.output, result.is_error, structured)]
+    if not client.modern:
+        return [Send._text_reply(call.request_id, result.output, result.is_error, structured)]
+    return [
+        Send._text_reply(
+            call.request_id,
+            result.output,
+            result.is_error,
+            structured,
+            context.modern_members,
+            context.modern_members_text,
+        )
+    ]
 
 
 def call_tool_result(client: ClientView, result: ToolResult) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..._context import LOG_LEVELS
-from ..._frozen import freeze
+from ..._frozen import FrozenDict, freeze
 from ..._log import LazyLogger
 from ..._result import PENDING_KEY, ToolResult
 from ...errors import InvalidTypeError
@@ -51,6 +51,9 @@ __all__ = [
 
 _log = LazyLogger()  # logging loads with the first record, not with the server
 
+_NO_MEMBERS: Mapping[str, Any] = FrozenDict()
+"""A text answer's result with no members after its content (a legacy answer's)."""
+
 
 class Send:
     """Write ``message`` (a JSON-RPC message as plain JSON data) to the peer.
@@ -68,8 +71,9 @@ class Send:
     def __init__(self, message: Mapping[str, Any]) -> None:
         self._message: Mapping[str, Any] | None = message
         # A tool's text answer, kept as its parts (request id, text, is_error,
-        # structured) until someone reads the message: to_bytes writes it from a template.
-        self._reply: tuple[Any, str, bool, Any] | None = None
+        # structured, the result's other members) until someone reads the message:
+        # to_bytes writes it from a template.
+        self._reply: tuple[Any, str, bool, Any, Mapping[str, Any]] | None = None
         # Package-internal: the line of a text answer or of a list's page, written from
         # the codec's template as the answer is made (None when the template cannot write
         # it): what to_bytes returns, and what a transport that writes lines may write as
@@ -77,12 +81,28 @@ class Send:
         self._line: bytes | None = None
 
     @classmethod
-    def _text_reply(cls, request_id: Any, text: str, is_error: bool, structured: Any) -> Send:
+    def _text_reply(
+        cls,
+        request_id: Any,
+        text: str,
+        is_error: bool,
+        structured: Any,
+        members: Mapping[str, Any] = _NO_MEMBERS,
+        encoded: str | None = "",
+    ) -> Send:
+        """A tool's text answer; ``members``: the result's members after its content
+        (never changed: the message is built from them), ``encoded`` as
+        :func:`codec.encode_shared <toolnexus.mcp._shared._codec.encode_shared>` wrote
+        them (None: it could not; the message is encoded whole)."""
         send = cls.__new__(cls)
         send._message = None
-        send._reply = (request_id, text, is_error, structured)
+        send._reply = (request_id, text, is_error, structured, members)
         try:
-            send._line = codec.text_reply(request_id, text, is_error, structured)
+            send._line = (
+                None
+                if encoded is None
+                else codec.text_reply(request_id, text, is_error, structured, encoded)
+            )
         except Exception:  # NaN, a lone surrogate, ...: to_bytes writes the message instead
             send._line = None
         return send
@@ -94,13 +114,14 @@ class Send:
         message = self._message
         if message is None:
             assert self._reply is not None
-            request_id, text, is_error, structured = self._reply
+            request_id, text, is_error, structured, members = self._reply
             result: dict[str, Any] = {
                 "content": [{"type": "text", "text": text}],
                 "isError": is_error,
             }
             if structured is not codec.ABSENT:
                 result["structuredContent"] = structured
+            result.update(members)
             message = self._message = freeze({"jsonrpc": "2.0", "id": request_id, "result": result})
         return message
 

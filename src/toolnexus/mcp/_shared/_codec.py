@@ -407,12 +407,14 @@ def _reply_head(request_id: Any) -> str | None:
 
 
 def text_reply(
-    request_id: Any, text: str, is_error: bool, structured: Any = ABSENT
+    request_id: Any, text: str, is_error: bool, structured: Any = ABSENT, members: str = ""
 ) -> bytes | None:
     """The line of a tool's text answer, written from a template:
     ``{"jsonrpc":"2.0","id":ID,"result":{"content":[{"type":"text","text":T}],
-    "isError":B}}``, with ``"structuredContent"`` last when ``structured`` is given — the
-    same bytes :func:`encode` writes for that message, in that key order.
+    "isError":B}}``, with ``"structuredContent"`` next when ``structured`` is given, and
+    ``members`` last (the result's other members as :func:`encode_shared` writes them: a
+    modern answer's ``resultType`` and ``_meta``) — the same bytes :func:`encode` writes for
+    that message, in that key order.
 
     ``request_id`` must be an exact ``int`` or ``str`` and ``structured`` a ``dict`` (a
     frozen one is written as it is) or :data:`ABSENT`; otherwise (or without the C
@@ -423,10 +425,11 @@ def text_reply(
     head = _reply_head(request_id)
     if head is None or _C_ENCODE is None:  # (the second: for the type checker)
         return None
+    end = "," + members + "}}\n" if members else "}}\n"
     if structured is ABSENT:
-        tail = "}}\n"
+        tail = end
     elif isinstance(structured, dict):
-        tail = ',"structuredContent":' + "".join(_C_ENCODE(structured, 0)) + "}}\n"
+        tail = ',"structuredContent":' + "".join(_C_ENCODE(structured, 0)) + end
     else:
         return None
     line = "".join(
