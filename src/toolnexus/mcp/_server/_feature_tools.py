@@ -19,7 +19,16 @@ from .._shared._protocol import TASKS_EXTENSION, describe
 from .._shared._upstream_tasks import UPSTREAM_TASK_KEY
 from ._context import BOTH, Feature, Method, ServerContext
 from ._feature_tasks import client_from_state, task_made
-from ._types import Action, CallState, ClientView, Reject, Send, object_param, plain_result
+from ._types import (
+    NO_MEMBERS,
+    Action,
+    CallState,
+    ClientView,
+    Reject,
+    Send,
+    object_param,
+    plain_result,
+)
 
 if TYPE_CHECKING:
     from ..._result import ToolResult
@@ -205,16 +214,12 @@ def _finish(context: ServerContext, call: CallState, result: ToolResult) -> list
     if structured is not codec.ABSENT and not client.carries(structured):
         structured = codec.ABSENT
     context.forget(call)
-    if not client.modern:
-        return [Send._text_reply(call.request_id, result.output, result.is_error, structured)]
+    members, encoded = (
+        (context.modern_members, context.modern_members_text) if client.modern else (NO_MEMBERS, "")
+    )
     return [
         Send._text_reply(
-            call.request_id,
-            result.output,
-            result.is_error,
-            structured,
-            context.modern_members,
-            context.modern_members_text,
+            call.request_id, result.output, result.is_error, structured, members, encoded
         )
     ]
 

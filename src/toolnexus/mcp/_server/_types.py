@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..._tracing import Incoming
 
 __all__ = [
+    "NO_MEMBERS",
     "Action",
     "Asking",
     "CallState",
@@ -51,7 +52,7 @@ __all__ = [
 
 _log = LazyLogger()  # logging loads with the first record, not with the server
 
-_NO_MEMBERS: Mapping[str, Any] = FrozenDict()
+NO_MEMBERS: Mapping[str, Any] = FrozenDict()
 """A text answer's result with no members after its content (a legacy answer's)."""
 
 
@@ -87,7 +88,7 @@ class Send:
         text: str,
         is_error: bool,
         structured: Any,
-        members: Mapping[str, Any] = _NO_MEMBERS,
+        members: Mapping[str, Any] = NO_MEMBERS,
         encoded: str | None = "",
     ) -> Send:
         """A tool's text answer; ``members``: the result's members after its content
