@@ -10,7 +10,7 @@ import pytest
 
 from toolnexus import Part, Request, Toolkit, ToolResult, tool
 from toolnexus._frozen import thaw
-from toolnexus.mcp import ServerOptions, Send, ServerSession, StartCall
+from toolnexus.mcp import Send, ServerOptions, ServerSession, StartCall
 from toolnexus.mcp._server._feature_tools import call_tool_result
 
 STRUCTURED_KEY = "structuredContent"  # the metadata key of a tool's JSON value (result.py)
@@ -483,7 +483,7 @@ def test_a_modern_text_answer_names_the_server_that_session_serves() -> None:
     # The members a modern answer adds are worked out once per session: each session
     # names its own server, and a later answer of the same session the same.
     toolkit = Toolkit([asks])
-    for name in ("first", "sécond \"q\""):
+    for name in ("first", 'sécond "q"'):
         session = ServerSession(toolkit, ServerOptions(name=name, version="9"))
         for request_id in (1, 2):
             (start,) = session.receive(_call("modern", request_id))
