@@ -481,9 +481,10 @@ def test_a_text_answers_message_is_the_one_the_plain_path_builds(kind: str, revi
 
 def test_a_modern_text_answer_names_the_server_that_session_serves() -> None:
     # The members a modern answer adds are worked out once per session: each session
-    # names its own server, and a later answer of the same session the same.
+    # names its own server, and a later answer of the same session the same. A name the
+    # template cannot write (a lone surrogate) is written escaped, by the plain encoder.
     toolkit = Toolkit([asks])
-    for name in ("first", 'sécond "q"'):
+    for name in ("first", 'sécond "q"', "lone \udc80 surrogate"):
         session = ServerSession(toolkit, ServerOptions(name=name, version="9"))
         for request_id in (1, 2):
             (start,) = session.receive(_call("modern", request_id))
