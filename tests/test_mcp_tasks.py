@@ -351,6 +351,29 @@ def test_a_task_made_ended_writes_its_result_for_the_client_at_hand_as_its_state
     assert tasks.result_text(at_hand) == tasks.result_text(read_back)
 
 
+def test_a_task_made_ended_keeps_its_results_read_only_parts_without_copying_them() -> None:
+    # The result a task records is frozen; its structuredContent is frozen already (the
+    # result's own) and its text content is written read-only, so the record takes them as
+    # they are rather than copying each again. What it records and writes is unchanged.
+    tasks = make_tasks(ServerOptions(task_store=MemoryTaskStore()).tasks)
+    client = ClientView("2026-07-28", True, False, False, tasks=True)
+    state = {"method": "tools/call", "name": "instant", "arguments": {}}
+    result = ToolResult('done "é"', False, {"structuredContent": {"n": [1, 2.5, None]}})
+    record = tasks.create(None, state, result=result, client=client)
+    assert isinstance(record, TaskRecord) and record.result is not None
+    assert record.result["structuredContent"] is result.metadata["structuredContent"]
+    content = record.result["content"]
+    assert content == [{"type": "text", "text": 'done "é"'}]
+    assert record.result == tasks.written(client, result)
+    with pytest.raises(TypeError):
+        content[0]["text"] = "changed"  # type: ignore[index]
+    assert json.loads(tasks.result_text(record) or "null") == {
+        "content": [{"type": "text", "text": 'done "é"'}],
+        "isError": False,
+        "structuredContent": {"n": [1, 2.5, None]},
+    }
+
+
 def test_a_tools_call_made_a_task_already_ended_does_not_read_its_client_back() -> None:
     # The session passes the client it has: nothing rebuilds it from the task's state.
     options = ServerOptions(task_store=MemoryTaskStore())

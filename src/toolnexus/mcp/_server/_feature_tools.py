@@ -225,9 +225,12 @@ def _finish(context: ServerContext, call: CallState, result: ToolResult) -> list
 
 
 def call_tool_result(client: ClientView, result: ToolResult) -> dict[str, Any]:
-    """A tool's result as the ``CallToolResult`` ``client`` reads."""
+    """A tool's result as the ``CallToolResult`` ``client`` reads. Its text content and
+    its ``structuredContent`` are read-only (the latter is the result's own): a task's
+    record keeps them as they are, not copied again to freeze them."""
+    content: list[Any]
     if not result.parts:
-        content = [{"type": "text", "text": result.output}]
+        content = FrozenList([FrozenDict({"type": "text", "text": result.output})])
     else:
         content = content_blocks(
             result,
@@ -239,7 +242,7 @@ def call_tool_result(client: ClientView, result: ToolResult) -> dict[str, Any]:
     if metadata is not None and STRUCTURED_KEY in metadata:
         structured = metadata[STRUCTURED_KEY]
         if client.carries(structured):
-            out["structuredContent"] = thaw(structured)
+            out["structuredContent"] = structured
     return out
 
 
