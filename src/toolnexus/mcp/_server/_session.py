@@ -536,11 +536,9 @@ class ServerSession:
     # ------------------------------------------------------------------ dispatch
 
     def _on_request(self, request_id: str | int, method: str, params: Any) -> list[Action]:
-        context = self._ctx
-        if request_id in context.detaching or context.by_request.in_use(
-            request_id, context.listens
-        ):
+        if self.in_progress(request_id):  # the one rule of an id in flight
             raise Reject(INVALID_REQUEST, reused_id(request_id))
+        context = self._ctx
         entry = _METHODS.get(method)
         if entry is None and method != "initialize":
             raise Reject(METHOD_NOT_FOUND, f"method not found: {method!r}")
