@@ -1,6 +1,6 @@
 """What shared state and durable execution cost: one consume in each answer store (memory,
-sqlite, Postgres, Redis), and a `Host` call run on Temporal against a bare Temporal
-activity round trip, each in one run.
+sqlite, Postgres, Redis), one create, get and update in each task store, and a `Host` call
+run on Temporal against a bare Temporal activity round trip, each in one run.
 
 Run it from a checkout, with the drivers and the SDK installed (``pip install -e
 '.[test,stores-test,temporal-test]'``) and real servers to talk to::
@@ -9,6 +9,7 @@ Run it from a checkout, with the drivers and the SDK installed (``pip install -e
     python benchmarks/stores.py                       # 3000 consumes per store, 400 calls
     python benchmarks/stores.py --consumes 600 --postgres postgresql://... --redis redis://...
     python benchmarks/stores.py --consumes 0 --calls 1000 --temporal 127.0.0.1:7233
+    python benchmarks/stores.py --consumes 0 --calls 0 --tasks 2000   # task stores alone
 
 The servers come from ``--postgres`` / ``--redis`` / ``--temporal``, else
 TOOLNEXUS_TEST_POSTGRES_URL / TOOLNEXUS_TEST_REDIS_URL / TOOLNEXUS_TEST_TEMPORAL_URL; one
@@ -23,7 +24,13 @@ to a server on 127.0.0.1, and the server's own durable write (PostgreSQL commits
 ``synchronous_commit`` on; the test Redis appends every write with ``appendfsync always``,
 as a store that must not forget should).
 
-The second table: the wall time of one call of a one-line tool (``add``) through Temporal,
+The second table: the latency of a task store's ``create`` (a new record), ``get`` (reading
+it back) and ``update`` (its next version), median and 99th percentile, the stores taking
+turns in batches as above. Beside the SQLite store runs the same store opening a connection
+for each statement and closing it after (as it did before 2026-12-07): what keeping one
+connection per thread saves, in the same run.
+
+The third table: the wall time of one call of a one-line tool (``add``) through Temporal,
 median and p99, three ways, taking turns in small batches:
 
 - **bare**: ``client.execute_workflow`` of a workflow that runs one activity returning its
@@ -53,10 +60,18 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from toolnexus.stores import AnswerStore, open_store
+from toolnexus.stores import (
+    AnswerStore,
+    SqliteTaskStore,
+    TaskRecord,
+    TaskStore,
+    open_store,
+    open_task_store,
+)
 
 FAR = 4e9
 
@@ -91,11 +106,15 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=50, help="consumes per turn")
     parser.add_argument("--postgres", default=os.environ.get("TOOLNEXUS_TEST_POSTGRES_URL"))
     parser.add_argument("--redis", default=os.environ.get("TOOLNEXUS_TEST_REDIS_URL"))
+    parser.add_argument("--tasks", type=int, default=1000, help="per task store and operation")
     parser.add_argument("--calls", type=int, default=400, help="Temporal calls per way")
     parser.add_argument("--temporal", default=os.environ.get("TOOLNEXUS_TEST_TEMPORAL_URL"))
     options = parser.parse_args()
     if options.consumes > 0:
         consumes(options)
+    if options.tasks > 0:
+        print()
+        task_stores(options)
     if options.calls > 0:
         print()
         if options.temporal:
@@ -170,6 +189,94 @@ def consumes(options: argparse.Namespace) -> None:
     )
     for name in left_out:
         print(f"| {name} | (no URL: --{name} or TOOLNEXUS_TEST_{name.upper()}_URL) | | | | | |")
+
+
+# --------------------------------------------------------------------------- task stores
+
+
+class ReopeningSqliteTaskStore(SqliteTaskStore):
+    """The SQLite task store as it was before 2026-12-07: each statement on a connection
+    opened for it and closed after (the reference the kept connections are read against)."""
+
+    def _run(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        try:
+            return super()._run(sql, params)
+        finally:
+            self.close()
+
+
+def task_stores(options: argparse.Namespace) -> None:
+    folder = tempfile.mkdtemp(prefix="toolnexus-bench-tasks-")
+    stores: dict[str, TaskStore] = {
+        "memory": open_task_store("memory:"),
+        "sqlite": open_task_store(f"sqlite:{folder}/tasks.db"),
+        "sqlite, a connection per statement": ReopeningSqliteTaskStore(f"{folder}/reopen.db"),
+    }
+    left_out = []
+    for name in ("postgres", "redis"):
+        url = getattr(options, name)
+        if url:
+            stores[name] = open_task_store(url)
+        else:
+            left_out.append(name)
+    operations = ("create", "get", "update")
+    timings: dict[str, dict[str, list[int]]] = {
+        name: {op: [] for op in operations} for name in stores
+    }
+
+    def rounds(store: TaskStore, count: int, into: dict[str, list[int]] | None) -> None:
+        now = time.time()
+        records = [
+            TaskRecord(f"tsk-{uuid.uuid4().hex}", "owner", "working", now, now, 3_600_000)
+            for _ in range(count)
+        ]
+        for op in operations:
+            for record in records:
+                start = time.perf_counter_ns()
+                if op == "create":
+                    store.create(record)
+                elif op == "get":
+                    assert store.get(record.task_id) == record
+                else:
+                    assert store.update(record.evolve(status="completed"))
+                if into is not None:
+                    into[op].append(time.perf_counter_ns() - start)
+
+    for store in stores.values():  # warm each pool and prepared statement
+        rounds(store, 20, None)
+    order = list(stores)
+    done = 0
+    while done < options.tasks:
+        batch = min(options.batch, options.tasks - done)
+        for name in order:
+            rounds(stores[name], batch, timings[name])
+        order = order[1:] + order[:1]
+        done += batch
+    for store in stores.values():
+        closer = getattr(store, "close", None)
+        if closer is not None:
+            closer()
+
+    print(f"task store latency, {options.tasks} records per store, interleaved")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print()
+    print("| store | create: median | p99 | get: median | p99 | update: median | p99 |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name in stores:
+        cells = []
+        for op in operations:
+            values = timings[name][op]
+            median, p99 = statistics.median(values) / 1000, percentile(values, 0.99) / 1000
+            cells.append(f"{median:.1f} µs | {p99:.1f} µs")
+        print(f"| {name} | {' | '.join(cells)} |")
+    kept, reopened = timings["sqlite"], timings["sqlite, a connection per statement"]
+    ratios = ", ".join(
+        f"{op} {statistics.median(kept[op]) / statistics.median(reopened[op]):.2f}x"
+        for op in operations
+    )
+    for name in left_out:
+        print(f"| {name} | (no URL: --{name} or TOOLNEXUS_TEST_{name.upper()}_URL) | | | | | |")
+    print(f"\nsqlite, kept connections against a connection per statement (same run): {ratios}")
 
 
 # --------------------------------------------------------------------------- Temporal

@@ -67,7 +67,8 @@ FACTORIES = {
     ("_toolkit.py", "_unknown"): "UnknownToolError",
     ("_toolkit.py", "_not_found"): "NotFoundError",
     ("_toolkit.py", "_duplicate"): "InvalidValueError",
-    ("_answers.py", "_unavailable"): "StoreUnavailableError",
+    ("_answers.py", "unavailable"): "StoreUnavailableError",  # stores/_sqlite.py's
+    ("_tasks.py", "unavailable"): "StoreUnavailableError",
     ("_postgres.py", "unavailable"): "StoreUnavailableError",
     ("_redis.py", "unavailable"): "StoreUnavailableError",
 }

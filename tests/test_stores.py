@@ -28,6 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from extras import server_url
+from sqlite_counted import Counted
 from store_faults import Lost
 from store_workers import FAR, consume_together
 from timing import wait_until
@@ -479,25 +480,6 @@ def test_a_missing_driver_names_the_extra_that_installs_it(url, module, extra, m
 # --------------------------------------------------------------------------- sqlite's connections
 
 
-class Counted:
-    """sqlite3.connect, counting the connections made and the statements they run."""
-
-    def __init__(self, monkeypatch) -> None:
-        import sqlite3
-
-        self.connections = 0
-        self.statements: list[str] = []
-        connect = sqlite3.connect
-
-        def counted(*args, **kwargs):
-            db = connect(*args, **kwargs)
-            self.connections += 1
-            db.set_trace_callback(self.statements.append)
-            return db
-
-        monkeypatch.setattr(sqlite3, "connect", counted)
-
-
 def test_a_sqlite_store_keeps_one_connection_per_thread(tmp_path, monkeypatch):
     from toolnexus.stores import SqliteAnswerStore
 
@@ -537,14 +519,15 @@ def test_a_sqlite_store_used_before_a_fork_opens_its_own_connection_in_the_child
 
     store = SqliteAnswerStore(tmp_path / "used.db")
     assert store.consume("before", FAR) is True  # the parent's connection, in use
-    inherited = store._local.db
+    inherited = store._connections._local.db
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: answer through the pipe, never return into pytest
         code = 1
         try:
             seen = (store.consume("child", FAR), store.consume("child", FAR))
-            fresh = store._local.db is not inherited and store._stale == [inherited]
+            kept = store._connections
+            fresh = kept._local.db is not inherited and kept._stale == [inherited]
             os.write(write, repr((seen, fresh)).encode())
             code = 0
         finally:
@@ -554,13 +537,13 @@ def test_a_sqlite_store_used_before_a_fork_opens_its_own_connection_in_the_child
         answer = pipe.read()
     assert os.waitpid(pid, 0)[1] == 0
     assert answer == "((True, False), True)"
-    assert store._local.db is inherited  # the parent goes on with its own connection
+    assert store._connections._local.db is inherited  # the parent goes on with its own connection
     assert store.consume("child", FAR) is False  # the child's consume counts here too
     assert store.consume("after", FAR) is True
     store.close()
 
 
-@pytest.mark.parametrize("name", ["_open", "_common", "_answers"])
+@pytest.mark.parametrize("name", ["_open", "_common", "_answers", "_sqlite"])
 def test_the_stores_module_examples_run(name):
     import importlib
 

@@ -11,6 +11,7 @@ run it serially, as .ci/run does.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import shlex
 import subprocess
 import threading
@@ -24,6 +25,7 @@ from typing import Any
 import pytest
 
 from extras import server_url
+from sqlite_counted import Counted
 from store_faults import Lost
 from store_workers import update_together
 from timing import wait_until
@@ -275,3 +277,92 @@ def test_a_url_that_names_no_store_is_refused_naming_the_schemes() -> None:
         ValueError, match=r"unknown store scheme 'mysql' in 'mysql://app:\*\*\*@db/app'"
     ):
         open_task_store("mysql://app:s3cret@db/app")
+
+
+# --------------------------------------------------------------------------- sqlite's connections
+
+
+def test_a_sqlite_task_store_keeps_one_connection_per_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolnexus.stores import SqliteTaskStore
+
+    counted = Counted(monkeypatch)
+    store = SqliteTaskStore(tmp_path / "tasks.db")
+
+    def round_trips(count: int) -> bool:
+        for _ in range(count):
+            record = new_task()
+            store.create(record)
+            if store.get(record.task_id) != record:
+                return False
+            if not store.update(record.evolve(status="completed")):
+                return False
+            store.delete(record.task_id)
+        return True
+
+    assert round_trips(20)
+    assert counted.connections == 1  # the one that made the table, kept
+    with ThreadPoolExecutor(1) as other:
+        assert other.submit(round_trips, 20).result()
+    assert counted.connections == 2  # the other thread's own
+    store.close()
+    assert round_trips(1) and counted.connections == 3  # closed: the next call opens one
+
+
+def test_a_sqlite_task_store_read_leaves_no_lock_behind(tmp_path: Path) -> None:
+    import sqlite3
+
+    from toolnexus.stores import SqliteTaskStore
+
+    store = SqliteTaskStore(tmp_path / "tasks.db")
+    record = new_task()
+    store.create(record)
+    assert store.get(record.task_id) == record
+    assert store.get("tsk-none") is None
+    # Another process's writer gets the whole file at once: the kept connection holds no
+    # statement open (a read lock would make this wait, then fail).
+    writer = sqlite3.connect(tmp_path / "tasks.db", timeout=0, isolation_level=None)
+    try:
+        writer.execute("BEGIN EXCLUSIVE")
+        writer.execute("DELETE FROM toolnexus_tasks WHERE task_id = ?", (record.task_id,))
+        writer.execute("COMMIT")
+    finally:
+        writer.close()
+    assert store.get(record.task_id) is None  # and the store reads what it wrote
+    store.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_sqlite_task_store_used_before_a_fork_opens_its_own_connection_in_the_child(
+    tmp_path: Path,
+) -> None:
+    from toolnexus.stores import SqliteTaskStore
+
+    store = SqliteTaskStore(tmp_path / "tasks.db")
+    before, made = new_task(), new_task()
+    store.create(before)  # the parent's connection, in use
+    inherited = store._connections._local.db
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: answer through the pipe, never return into pytest
+        code = 1
+        try:
+            store.create(made)
+            seen = (store.get(before.task_id) == before, store.get(made.task_id) == made)
+            kept = store._connections
+            fresh = kept._local.db is not inherited and kept._stale == [inherited]
+            os.write(write, repr((seen, fresh)).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        answer = pipe.read()
+    assert os.waitpid(pid, 0)[1] == 0
+    assert answer == "((True, True), True)"
+    assert store._connections._local.db is inherited  # the parent goes on with its own
+    assert store.get(made.task_id) == made  # what the child wrote, read here
+    assert store.update(made.evolve(status="completed")) is True
+    store.close()

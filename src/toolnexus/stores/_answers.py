@@ -14,11 +14,7 @@ import time
 from collections.abc import Callable
 
 from ..errors import StoreUnavailableError
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
-if TYPE_CHECKING:
-    from typing import Any
-
+from ._sqlite import Connections, unavailable
 
 __all__ = ["MemoryAnswerStore", "SqliteAnswerStore"]
 
@@ -95,30 +91,14 @@ class SqliteAnswerStore:
         self._path = os.fspath(path)
         self._clock = clock
         self._count = 0
-        self._local = threading.local()  # .db: this thread's connection, .pid: its process
-        self._stale: list[Any] = []  # connections inherited through fork: never closed here
+        self._connections = Connections(self._path)
         try:
-            self._db().execute(
+            self._connections.get().execute(
                 "CREATE TABLE IF NOT EXISTS toolnexus_used_answers "
                 "(key TEXT PRIMARY KEY, expires_at REAL NOT NULL)"
             )
         except Exception as exc:  # sqlite3.Error: not a database, read-only, no such folder
-            raise self._unavailable(exc) from exc
-
-    def _db(self) -> Any:
-        """This thread's connection, opened on its first use in this process (a thread's
-        connection closes when the thread ends)."""
-        local = self._local
-        db = getattr(local, "db", None)
-        if db is not None and local.pid == os.getpid():
-            return db
-        if db is not None:  # made by the parent before a fork: kept, never used or closed
-            self._stale.append(db)
-        import sqlite3
-
-        db = local.db = sqlite3.connect(self._path, timeout=30.0, isolation_level=None)
-        local.pid = os.getpid()
-        return db
+            raise unavailable(self._path, exc) from exc
 
     def close(self) -> None:
         """Close the calling thread's connection (the next call opens another). A thread's
@@ -128,18 +108,7 @@ class SqliteAnswerStore:
 
             store.close()
         """
-        local = self._local
-        db = getattr(local, "db", None)
-        if db is not None and local.pid == os.getpid():
-            local.db = None
-            db.close()
-
-    def _unavailable(self, exc: Exception) -> StoreUnavailableError:
-        return StoreUnavailableError(
-            f"sqlite:{self._path}",
-            f"{exc}; check that the file is an SQLite database this process may write, in "
-            "a folder that exists",
-        )
+        self._connections.close()
 
     def consume(self, key: str, expires_at: float) -> bool:
         """Record ``key`` until ``expires_at``; True the first time, False afterwards.
@@ -150,12 +119,12 @@ class SqliteAnswerStore:
         except StoreUnavailableError:
             raise
         except Exception as exc:  # sqlite3.Error (locked past the timeout, disk I/O)
-            raise self._unavailable(exc) from exc
+            raise unavailable(self._path, exc) from exc
 
     def _consume(self, key: str, expires_at: float) -> bool:
         now = self._clock()
         self._count += 1
-        db = self._db()
+        db = self._connections.get()
         if self._count % 64 == 1:
             db.execute("DELETE FROM toolnexus_used_answers WHERE expires_at <= ?", (now,))
         # One statement: a new key is inserted, an expired one taken anew, a live one left
@@ -173,11 +142,13 @@ class SqliteAnswerStore:
 
         Raises :class:`~toolnexus.StoreUnavailableError` when the file cannot be used."""
         try:
-            self._db().execute("DELETE FROM toolnexus_used_answers WHERE key = ?", (key,))
+            self._connections.get().execute(
+                "DELETE FROM toolnexus_used_answers WHERE key = ?", (key,)
+            )
         except StoreUnavailableError:
             raise
         except Exception as exc:  # sqlite3.Error (locked past the timeout, disk I/O)
-            raise self._unavailable(exc) from exc
+            raise unavailable(self._path, exc) from exc
 
     def __repr__(self) -> str:
         return f"<SqliteAnswerStore {self._path!r}>"

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from .._frozen import freeze, sealed, thaw
-from ..errors import InvalidValueError, StoreUnavailableError
+from ..errors import InvalidValueError
+from ._sqlite import Connections, unavailable
 
 __all__ = [
     "TERMINAL",
@@ -231,9 +232,11 @@ class SqliteTaskStore:
     """Task records in an SQLite file, shared by the processes of one machine (a task
     outlives the process that ran it: its result, or the question it waits on, stays).
 
-    Every call opens its own connection (thread- and fork-safe); an update is one
-    ``UPDATE ... WHERE version = ?`` (atomic across processes). Expired rows are deleted
-    as new ones come (every 64 creations) and by :meth:`purge`.
+    An update is one ``UPDATE ... WHERE version = ?`` (atomic across processes). Expired
+    rows are deleted as new ones come (every 64 creations) and by :meth:`purge`.
+    Thread- and fork-safe: each thread keeps a connection of its own (closed when the
+    thread ends, or by :meth:`close`), and a process made by ``fork`` opens its own (the
+    parent's is never used or closed in the child, as SQLite asks).
 
     Example::
 
@@ -246,6 +249,7 @@ class SqliteTaskStore:
         self._path = os.fspath(path)
         self._clock = clock
         self._created = 0
+        self._connections = Connections(self._path)
         self._run(
             "CREATE TABLE IF NOT EXISTS toolnexus_tasks (task_id TEXT PRIMARY KEY, "
             "version INTEGER NOT NULL, expires_at REAL NOT NULL, record TEXT NOT NULL)"
@@ -255,19 +259,25 @@ class SqliteTaskStore:
         import sqlite3
 
         try:
-            db = sqlite3.connect(self._path, timeout=30.0, isolation_level=None)
+            cursor = self._connections.get().execute(sql, params)
             try:
-                cursor = db.execute(sql, params)
                 return cursor.fetchone() if sql.startswith("SELECT") else cursor.rowcount
             finally:
-                db.close()
+                cursor.close()  # the statement ends here: no read lock outlives the call
         except sqlite3.IntegrityError:
             raise
         except Exception as exc:  # sqlite3.Error: not a database, read-only, locked
-            raise StoreUnavailableError(
-                f"sqlite:{self._path}",
-                f"{exc}; check that the file is an SQLite database this process may write",
-            ) from exc
+            raise unavailable(self._path, exc) from exc
+
+    def close(self) -> None:
+        """Close the calling thread's connection (the next call opens another). A thread's
+        connection closes by itself when the thread ends.
+
+        Example::
+
+            store.close()
+        """
+        self._connections.close()
 
     def create(self, record: TaskRecord) -> None:
         import sqlite3
