@@ -160,26 +160,48 @@ AROUND = [
 @pytest.mark.parametrize("request_id", [7, 'req "1" ✓'])
 @pytest.mark.parametrize("kept", KEPT)
 @pytest.mark.parametrize("around", AROUND)
+@pytest.mark.parametrize("members", MEMBERS)
 def test_a_reply_around_a_kept_fragment_is_exactly_what_encode_writes(
-    request_id: Any, kept: dict[str, Any], around: tuple[dict[str, Any], dict[str, Any]]
+    request_id: Any,
+    kept: dict[str, Any],
+    around: tuple[dict[str, Any], dict[str, Any]],
+    members: dict[str, Any],
 ) -> None:
     before, after = around
+    if set(after) & set(members):
+        return  # a member the body has already is never added again (reply's rule)
     result = {**before, "result": freeze(kept), **after}  # a frozen member, written as text
     text = codec.fragment(kept)
     assert text is not None
-    message = {"jsonrpc": "2.0", "id": request_id, "result": result}
-    assert codec.fragment_reply(request_id, result, "result", text) == codec.encode(message)
+    message = {"jsonrpc": "2.0", "id": request_id, "result": {**result, **members}}
+    encoded = codec.encode_shared(members) or ""
+    line = codec.result_reply(request_id, result, encoded, ("result", text))
+    assert line == codec.encode(message)
 
 
-def test_a_reply_around_a_fragment_declines_what_it_cannot_write() -> None:
-    assert codec.fragment_reply(1, {"other": 1}, "result", "{}") is None  # no such member
-    assert codec.fragment_reply(None, {"result": {}}, "result", "{}") is None
-    assert codec.fragment_reply(1.0, {"result": {}}, "result", "{}") is None
+@pytest.mark.parametrize("request_id", [7, 'req "1" ✓'])
+@pytest.mark.parametrize("body", [{}, {"taskId": "t", "ttlMs": 5}, {"x": ["é ✓", None, 1.5]}])
+@pytest.mark.parametrize("members", MEMBERS)
+def test_a_reply_of_a_body_and_kept_members_is_exactly_what_encode_writes(
+    request_id: Any, body: dict[str, Any], members: dict[str, Any]
+) -> None:
+    message = {"jsonrpc": "2.0", "id": request_id, "result": {**body, **members}}
+    line = codec.result_reply(request_id, body, codec.encode_shared(members) or "")
+    assert line == codec.encode(message)
+
+
+def test_a_reply_from_the_template_declines_what_it_cannot_write() -> None:
+    assert codec.result_reply(1, {"other": 1}, "", ("result", "{}")) is None  # no such member
+    assert codec.result_reply(None, {"result": {}}, "", ("result", "{}")) is None
+    assert codec.result_reply(1.0, {"result": {}}, "", ("result", "{}")) is None
+    assert codec.result_reply(1, freeze({"a": 1}), '"b":2') is None  # not a plain dict
     lone = codec.fragment({"n": "\udc80"})  # a lone surrogate: encode escapes it instead
     assert lone is not None
-    assert codec.fragment_reply(1, {"result": {}}, "result", lone) is None
+    assert codec.result_reply(1, {"result": {}}, "", ("result", lone)) is None
+    assert codec.result_reply(1, {"n": "\udc80"}, '"b":2') is None
     nan = {"x": float("nan")}
-    assert codec.fragment_reply(1, {"result": {}, "bad": nan}, "result", "{}") is None
+    assert codec.result_reply(1, {"result": {}, "bad": nan}, "", ("result", "{}")) is None
+    assert codec.result_reply(1, {"bad": nan}, '"b":2') is None
 
 
 @pytest.mark.parametrize("request_id", [True, 1.0, None, [1]])

@@ -479,6 +479,51 @@ def test_a_text_answers_message_is_the_one_the_plain_path_builds(kind: str, revi
         }
 
 
+REPLY_BODIES: dict[str, Any] = {
+    "empty": {},
+    "a task": {"resultType": "task", "taskId": "tsk-1", "status": "working", "ttlMs": 5},
+    "its own _meta": {"x": 1, "_meta": {"k": "v"}},
+    "text": {"text": 'é ✓ \\ "q"', "n": [1, 2.5, None, True]},
+    "a lone surrogate": {"text": "lone \udc80"},
+    "not JSON": {"n": float("nan")},
+}
+
+
+@pytest.mark.parametrize("name", ["toolnexus", "lone \udc80 name"])
+@pytest.mark.parametrize("revision", ["modern", "2025-11-25"])
+@pytest.mark.parametrize("kind", sorted(REPLY_BODIES))
+def test_every_reply_is_written_exactly_as_the_plain_encoder_writes_its_message(
+    kind: str, revision: str, name: str
+) -> None:
+    # ServerContext.reply writes a modern answer's members from their text, encoded once
+    # per session: the line is what json.dumps writes for the message the Send stands for.
+    session = ServerSession(Toolkit([asks]), ServerOptions(name=name))
+    if revision != "modern":
+        session.receive(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {"protocolVersion": revision, "capabilities": {}},
+            }
+        )
+    (start,) = session.receive(_call(revision, 5))
+    assert isinstance(start, StartCall)
+    context = session._ctx
+    client = context.calls[start.call_id].client
+    sent = context.reply(5, client, thaw(REPLY_BODIES[kind]))
+    expected = _plain_bytes(sent.message)
+    if expected:
+        assert sent.to_bytes() == expected
+    else:  # NaN: the answer is an internal error for the request's own id
+        answer = json.loads(sent.to_bytes())
+        assert (answer["id"], answer["error"]["code"]) == (5, -32603)
+    if revision == "modern":
+        result = sent.message["result"]
+        assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == name
+        assert result["resultType"] == ("task" if kind == "a task" else "complete")
+
+
 def test_a_modern_text_answer_names_the_server_that_session_serves() -> None:
     # The members a modern answer adds are worked out once per session: each session
     # names its own server, and a later answer of the same session the same. A name the

@@ -321,8 +321,10 @@ def test_a_finished_task_s_result_is_encoded_once_and_each_tasks_get_writes_that
         assert written == codec.encode(json.loads(written))  # exactly the plain path's bytes
         assert json.loads(written)["result"]["result"]["structuredContent"] == {"n": [1, 2.5, None]}
         # This process's memory hands back the record it ended: its kept text is written.
-        # A shared store's record is read back anew: encoded as any answer is.
-        assert (answer._line is not None) is not shared
+        # A shared store's record is read back anew: its result encoded as any answer's.
+        assert answer._line is not None  # written from the codec's template either way
+        record = tasks.store.get(made["taskId"])
+        assert record is not None and (tasks.result_text(record) is not None) is not shared
 
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])

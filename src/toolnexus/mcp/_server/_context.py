@@ -123,6 +123,8 @@ class ServerContext:
             "_meta": {META_SERVER_INFO: self.server_info},
         }
         self.modern_members_text = codec.encode_shared(self.modern_members)
+        # The same without resultType, for a result that says its own (a task's).
+        self.modern_meta_text = codec.encode_shared({"_meta": self.modern_members["_meta"]})
         self.instructions = options.instructions
         self.page_size = options.page_size
         self.list_ttl_ms = options.list_ttl_ms
@@ -366,14 +368,41 @@ class ServerContext:
 
     # ------------------------------------------------------------------ replies
 
-    def reply(self, request_id: str | int, client: ClientView, body: dict[str, Any]) -> Send:
+    def reply(
+        self,
+        request_id: str | int,
+        client: ClientView,
+        body: dict[str, Any],
+        written: tuple[str, str] | None = None,
+    ) -> Send:
         """The response ``body`` to ``request_id``; a modern one says it is complete
-        (unless it says otherwise) and names the server in its ``_meta``."""
+        (unless it says otherwise) and names the server in its ``_meta``. ``written``:
+        ``(key, text)``, the member ``body[key]`` as it was encoded already (a task's
+        result): the answer is written around the text.
+
+        The answer's line is written from the codec's template
+        (:func:`~toolnexus.mcp._shared._codec.result_reply`), the members a modern answer
+        adds from their text (encoded once); a body with a ``_meta`` of its own is
+        encoded whole."""
+        members: str | None = ""
+        if client.modern:
+            members = (
+                None
+                if "_meta" in body
+                else self.modern_meta_text
+                if "resultType" in body
+                else self.modern_members_text
+            )
+        line = None
+        if members is not None and (members or written is not None):
+            line = codec.result_reply(request_id, body, members, written)
         if client.modern:
             added = self.modern_members
             body.setdefault("resultType", added["resultType"])
             body["_meta"] = {**body.get("_meta", {}), **added["_meta"]}
-        return Send({"jsonrpc": "2.0", "id": request_id, "result": body})
+        send = Send({"jsonrpc": "2.0", "id": request_id, "result": body})
+        send._line = line
+        return send
 
     def replies_alike(self) -> Hashable:
         """All that :meth:`reply` and :meth:`cache_hints` read of this session, as a key:

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..._tracing import API_MODULE
-from .._shared import _codec as codec
 from .._shared._codec import MISSING_CLIENT_CAPABILITY
 from .._shared._protocol import META_CLIENT_CAPABILITIES, MODERN_PROTOCOL_VERSIONS, TASKS_EXTENSION
 from .._shared._upstream_tasks import upstream_task_id
@@ -103,13 +102,13 @@ def _method(
         done = tasks.cancel(task_id, context.owner)
     if isinstance(done, Refused):
         raise Reject(done.code, done.message, done.data)
-    body = tasks.detailed(done) if method == "tasks/get" else {}
-    answer = context.reply(request_id, client, body)
+    body, written = {}, None
     if method == "tasks/get":
+        body = tasks.detailed(done)
         text = tasks.result_text(done)
         if text is not None:  # its result as it was encoded when the task ended
-            answer._line = codec.fragment_reply(request_id, body, "result", text)
-    actions: list[Action] = [answer]
+            written = ("result", text)
+    actions: list[Action] = [context.reply(request_id, client, body, written)]
     if isinstance(done, Resume):
         import sys
 

@@ -175,7 +175,7 @@ class Tasks:
         # task id -> (the record's frozen result, its text), for the tasks counted in _kept
         # whose records this process's memory keeps (the store hands back the very record,
         # so its result is known by identity). Each tasks/get of it is written around the
-        # text (codec.fragment_reply): encoded once, not copied and encoded again each time.
+        # text (codec.result_reply): encoded once, not copied and encoded again each time.
         # Changed under _room, as _kept.
         self._texts: dict[str, tuple[Mapping[str, Any], str]] = {}
         self._room = threading.Lock()

@@ -55,12 +55,12 @@ __all__ = [
     "error_message",
     "encode_shared",
     "fragment",
-    "fragment_reply",
     "listed_items",
     "listed_result",
     "nested_too_deep",
     "reply_line",
     "request_line",
+    "result_reply",
     "stand_in",
     "text_reply",
 ]
@@ -445,41 +445,50 @@ def text_reply(
     return line.encode("utf-8")  # UnicodeEncodeError (a ValueError) for a lone surrogate
 
 
-def fragment_reply(request_id: Any, result: Mapping[str, Any], key: str, text: str) -> bytes | None:
-    """The line of the response ``{"jsonrpc":"2.0","id":ID,"result":result}`` with the
-    member ``result[key]`` written as ``text`` (its :func:`fragment`), in its place — the
-    same bytes :func:`encode` writes for that message.
+def result_reply(
+    request_id: Any,
+    result: Mapping[str, Any],
+    members: str = "",
+    written: tuple[str, str] | None = None,
+) -> bytes | None:
+    """The line of the response ``{"jsonrpc":"2.0","id":ID,"result":R}``, where ``R`` is
+    ``result``'s members followed by ``members`` (as :func:`encode_shared` wrote them: a
+    modern answer's ``resultType`` and ``_meta``, encoded once per session) — with, given
+    ``written = (key, text)``, the member ``result[key]`` written as ``text`` (its
+    :func:`fragment`, kept), in its place. The same bytes :func:`encode` writes for that
+    message, when no key of ``result`` is among ``members``.
 
     Returns ``None`` when it cannot be written so (no C encoder, an id that is not an exact
-    ``int`` or ``str``, no ``key`` in ``result``, text that is not valid Unicode, a value
-    JSON cannot carry): then :func:`encode` the message, which words or escapes the problem.
+    ``int`` or ``str``, ``result`` not a ``dict``, no ``key`` in it, text that is not valid
+    Unicode, a value JSON cannot carry): then :func:`encode` the message, which words or
+    escapes the problem.
 
     Example::
 
-        >>> fragment_reply(7, {"taskId": "t", "result": {}, "x": 1}, "result", '{"a":1}')
+        >>> result_reply(7, {"taskId": "t", "result": {}, "x": 1}, written=("result", '{"a":1}'))
         b'{"jsonrpc":"2.0","id":7,"result":{"taskId":"t","result":{"a":1},"x":1}}\\n'
+        >>> result_reply(7, {"taskId": "t"}, '"resultType":"task"')
+        b'{"jsonrpc":"2.0","id":7,"result":{"taskId":"t","resultType":"task"}}\\n'
     """
     start = _reply_head(request_id)
-    if start is None or _C_ENCODE is None or key not in result:
+    if start is None or _C_ENCODE is None or result.__class__ is not dict:
         return None
-    members = list(result.items())
-    at = list(result).index(key)
-    before, after = dict(members[:at]), dict(members[at + 1 :])
     try:
-        head = "".join(_C_ENCODE(before, 0))[:-1] + "," if before else "{"
-        tail = "," + "".join(_C_ENCODE(after, 0))[1:] if after else "}"
-        line = "".join(
-            (
-                start,
-                head,
-                _ENCODE_STRING(key),
-                ":",
-                text,
-                tail,
-                "}\n",
-            )
-        )
-        return line.encode("utf-8")
+        if written is None:
+            body = "".join(_C_ENCODE(result, 0)) if result else "{}"
+        else:
+            key, text = written
+            if key not in result:
+                return None
+            members_of = list(result.items())
+            at = list(result).index(key)
+            before, after = dict(members_of[:at]), dict(members_of[at + 1 :])
+            head = "".join(_C_ENCODE(before, 0))[:-1] + "," if before else "{"
+            tail = "," + "".join(_C_ENCODE(after, 0))[1:] if after else "}"
+            body = "".join((head, _ENCODE_STRING(key), ":", text, tail))
+        if members:
+            body = (body[:-1] + "," if len(body) > 2 else "{") + members + "}"
+        return (start + body + "}\n").encode("utf-8")
     except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
         return None
 
