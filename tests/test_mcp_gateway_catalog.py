@@ -81,6 +81,19 @@ def test_two_principals_see_different_catalogs_of_the_same_upstreams(url: str) -
     assert alice[2] == ["adm_greet", "pub_greet"] and bob[2] == ["pub_greet"]
 
 
+def test_a_catalog_filtered_per_principal_is_marked_private_for_shared_caches(url: str) -> None:
+    # cacheScope "public" lets a cache shared across principals (a proxy, a gateway in
+    # front) hand alice's catalog to bob; what a caller sees depends on its scopes here.
+    methods = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
+    for token in ("alice-token", "bob-token"):
+        with client(url, token) as made:
+            made.list_tools()
+            made.list_resources()
+            made.list_resource_templates()
+            made.list_prompts()
+            assert [made.cache_scope(method) for method in methods] == ["private"] * 4, token
+
+
 def test_a_call_outside_the_callers_view_is_refused_as_unknown(url: str) -> None:
     with client(url, "bob-token") as bob:
         hidden = bob.call_tool("adm_echo", {"text": "hi"})

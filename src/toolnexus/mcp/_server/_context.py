@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..._tracing import API_MODULE
 from ..._tracing import incoming as incoming_trace
 from .._shared import _codec as codec
+from .._shared._catalog import cache_scope
 from .._shared._codec import INTERNAL_ERROR, INVALID_PARAMS
 from .._shared._correlation import InFlight
 from .._shared._protocol import META_LOG_LEVEL, META_SERVER_INFO, describe, is_request_id
@@ -410,10 +411,12 @@ class ServerContext:
         return self.server_info["name"], self.server_info["version"], self.list_ttl_ms
 
     def cache_hints(self, body: dict[str, Any], client: ClientView) -> dict[str, Any]:
-        """``body`` with the modern era's cache hints (a list, a resource's contents)."""
+        """``body`` with the modern era's cache hints (a list, a resource's contents):
+        ``cacheScope`` is ``"private"`` when what the caller sees depends on its scopes
+        (:func:`~toolnexus.mcp._shared._catalog.cache_scope`)."""
         if client.modern:
             body["ttlMs"] = self.list_ttl_ms
-            body["cacheScope"] = "public"
+            body["cacheScope"] = cache_scope()
         return body
 
     def page(

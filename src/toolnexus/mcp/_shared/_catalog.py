@@ -20,7 +20,7 @@ from ..._scopes import any_gated, gate, gates, required_scopes, visible
 if TYPE_CHECKING:
     from ..._toolkit import Toolkit
 
-__all__ = ["audience", "gate", "required_scopes", "view", "visible"]
+__all__ = ["audience", "cache_scope", "gate", "required_scopes", "view", "visible"]
 
 
 def audience() -> Hashable:
@@ -40,6 +40,24 @@ def audience() -> Hashable:
 
     principal = bound_principal.get()
     return gates(), None if principal is None else principal.scopes
+
+
+def cache_scope() -> str:
+    """The ``cacheScope`` of an answer that shows the catalog, or an item of it, to the
+    caller of the current request: ``"public"`` when every caller sees the same (nothing
+    gated, or no principal: a server without ``auth``, where every caller is alike), else
+    ``"private"`` — what this caller sees depends on its scopes, and a cache shared across
+    principals must not hand it to another.
+
+    Example::
+
+        body["cacheScope"] = cache_scope()
+    """
+    if not any_gated():
+        return "public"
+    from ..._context import bound_principal
+
+    return "public" if bound_principal.get() is None else "private"
 
 
 def view(toolkit: Toolkit) -> Toolkit:
