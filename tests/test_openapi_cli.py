@@ -189,8 +189,8 @@ def test_an_mcp_json_openapi_entry_has_a_namespace_per_tag_and_defers(server, tm
         # a tag's namespace is named after the entry too: two documents share "pets"
         assert spaces["big_pets"].description == "Everything about your pets"
         assert spaces["big_pets"].defer is True and spaces["big_numbers"].defer is True
-        assert toolkit.namespace_of("getPet") is spaces["big_pets"]
-        assert toolkit.namespace_of("get_untagged") is spaces["big"]  # the entry's own
+        assert toolkit.namespace_of("big_getPet") is spaces["big_pets"]
+        assert toolkit.namespace_of("big_get_untagged") is spaces["big"]  # the entry's own
         assert spaces["big"].defer is True and spaces["big"].description == (
             "The operations of Pets."
         )
@@ -200,7 +200,7 @@ def test_an_mcp_json_openapi_entry_has_a_namespace_per_tag_and_defers(server, tm
         assert spaces["told_pets"].defer is False and spaces["told"].description == (
             "The pets, loaded"
         )
-        assert toolkit.is_deferred("get_n3") and not toolkit.is_deferred("t_get_n3")
+        assert toolkit.is_deferred("big_get_n3") and not toolkit.is_deferred("t_get_n3")
         assert not toolkit.is_deferred("s_getPet")
 
 

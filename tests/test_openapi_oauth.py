@@ -256,7 +256,7 @@ def test_an_mcp_json_openapi_entry_takes_client_credentials_as_auth_does(
         status = source.status()
         assert status["pets"].status == "connected"
         assert status["unset"].status == "failed" and "NOPE_X" in (status["unset"].reason or "")
-        result = source.toolkit.execute("listPets", {})
+        result = source.toolkit.execute("pets_listPets", {})
     assert not result.is_error, result.output
     [request] = auth.seen["token"]
     assert request["grant_type"] == "client_credentials" and request["scope"] == "pets:read"

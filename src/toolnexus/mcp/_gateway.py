@@ -80,12 +80,11 @@ class Federation:
         self._owners: dict[tuple[str, str], str] = {}  # (kind, key) -> server
 
     def start(self) -> Federation:
-        """Offer every connected server's resources and prompts; returns ``self``."""
+        """Offer every connected server's resources and prompts; returns ``self``. An
+        entry that is no MCP server (``"type": "openapi"``) offers tools only."""
         source = self.source
-        for name, status in source.status().items():
-            if status.status != "connected":
-                continue
-            upstream = _Upstream(name, source.client(name))
+        for name, client in source.clients().items():
+            upstream = _Upstream(name, client)
             self._load(upstream, "resources")
             self._load(upstream, "prompts")
             upstream.client.on_notification(functools.partial(self._noticed, upstream))

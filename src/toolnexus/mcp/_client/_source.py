@@ -124,8 +124,11 @@ class McpServerStatus:
 
 
 class _Server:
-    def __init__(self, name: str, options: dict[str, Any], include: Any, exclude: Any) -> None:
+    def __init__(
+        self, name: str, options: dict[str, Any], include: Any, exclude: Any, where: str = ""
+    ) -> None:
         self.name = name
+        self.where = where  # its place in the file, for messages: "mcp.json: mcpServers.x"
         self.options = options
         self.include = include
         self.exclude = exclude
@@ -183,13 +186,16 @@ class McpSource:
     "client_credentials", "clientId": …, "clientSecret": …}``, as ``auth`` — is an
     ``oauth2`` scheme's client credentials, ``OpenApiOAuth``), ``tags``, ``timeout``,
     ``outputSchemas`` (``false``: none),
-    ``includeTools``/``excludeTools``, ``prefix`` (none by default), ``description``,
+    ``includeTools``/``excludeTools``, ``prefix`` (``<entry>_`` by default, as a
+    server's; ``""`` keeps the operations' own names), ``description``,
     ``defer`` (left out: held back above 30 operations). Each tag is a namespace named
     ``<entry>_<tag>``; an operation with no tag is in the entry's namespace.
 
     Raises ``ValueError``/``TypeError`` naming the place for a file that is not such a
-    configuration (``servers.db.args: must be a list of strings``); a server that merely
-    fails to start is a status, never an exception.
+    configuration (``servers.db.args: must be a list of strings``), an ``auth`` among
+    them whose settings do not fit together (``mcpServers.crm.auth.clientSecret: is
+    missing: ...``; a ``${NAME}`` is read at connect); a server that merely fails to
+    start is a status, never an exception.
 
     Example::
 
@@ -346,7 +352,7 @@ class McpSource:
                     exchange = _read_exchange(auth["exchange"], f"{where}.auth.exchange")
                     options["exchange"] = exchange
                     auth = {key: value for key, value in auth.items() if key != "exchange"}
-                options["auth"] = _read_auth(auth, f"{where}.auth")
+                options["auth"] = _read_auth(auth, f"{where}.auth", self._oauth)
         include, exclude = _read_listing(entry, where, options, "the server's tools")
         skills = entry.get("skills", True)
         if not isinstance(skills, bool):
@@ -364,7 +370,7 @@ class McpSource:
             options[field] = value
         if options["max_in_flight"] < 1:
             raise InvalidValueError(f"{where}.maxInFlight: must be at least 1, got 0")
-        server = _Server(name, options, include, exclude)
+        server = _Server(name, options, include, exclude, where)
         server.scopes = _scopes(entry.get("scopes", []), f"{where}.scopes")
         tool_scopes = entry.get("toolScopes", {})
         if not isinstance(tool_scopes, Mapping):
@@ -385,10 +391,19 @@ class McpSource:
         itself: :class:`~toolnexus.HostedMcp` (``to_openai()`` gives OpenAI's ``{"type":
         "mcp"}`` tool; ``to_anthropic_server()`` and ``to_anthropic_toolset()`` Anthropic's
         MCP connector). Nothing is connected. Each keeps its server's ``includeTools``
-        (as ``allowed_tools``) and ``headers``; an ``Authorization: Bearer`` header is
-        passed as the token, and ``${NAME}`` variables are read from the environment (an
-        unset one raises :class:`~toolnexus.errors.McpError` naming it). Disabled servers
-        and stdio servers (a provider cannot start a process here) are left out.
+        less its ``excludeTools`` (as ``allowed_tools``) and ``headers``; an
+        ``Authorization: Bearer`` header is passed as the token, and ``${NAME}`` variables
+        are read from the environment (an unset one raises
+        :class:`~toolnexus.errors.McpError` naming it). Disabled servers, stdio servers (a
+        provider cannot start a process here) and ``openapi`` entries are left out.
+
+        Raises :class:`~toolnexus.errors.InvalidValueError`, naming the server's key, for
+        a server a provider cannot be told to use as the file says: ``excludeTools``
+        without ``includeTools`` (a provider takes a list of the tools allowed, never of
+        those refused: list them in ``includeTools``), or ``auth`` (an OAuth sign-in is
+        toolnexus's own; a provider's call cannot carry it: give the token as an
+        ``Authorization: Bearer ${TOKEN}`` header instead, or connect the server with
+        :meth:`connect`).
 
         Example::
 
@@ -402,6 +417,21 @@ class McpSource:
             options = server.options
             if options.get("disabled") or "url" not in options or options.get("sse"):
                 continue
+            exclude = server.exclude
+            if exclude and server.include is None:
+                raise InvalidValueError(
+                    f"{server.where}.excludeTools: a provider's hosted MCP takes the tools it "
+                    "may use, never those it may not, so excluding "
+                    f"{', '.join(map(repr, exclude))} cannot be passed on; list the tools to "
+                    f"allow in {server.where.rpartition(': ')[2]}.includeTools instead"
+                )
+            if "auth" in options:
+                raise InvalidValueError(
+                    f"{server.where}.auth: a provider's hosted MCP connects to the server "
+                    "itself and cannot sign in with toolnexus's OAuth; give the server's "
+                    'token as a header ("headers": {"Authorization": "Bearer ${TOKEN}"}) '
+                    "in place of auth, or connect the server with McpSource.connect()"
+                )
             # ${NAME} read from the environment; an unset one raises McpError naming it.
             expanded = _expand(options, server.name, self._inputs)
             headers = dict(expanded.get("headers") or {})
@@ -412,12 +442,13 @@ class McpSource:
                     token = value[len("bearer ") :]
                     del headers[key]
             include = server.include
+            allowed = None if include is None else tuple(t for t in include if t not in exclude)
             entries.append(
                 HostedMcp(
                     server.name,
                     expanded["url"],
                     require_approval=require_approval,
-                    allowed_tools=None if include is None else tuple(include),
+                    allowed_tools=allowed,
                     headers=headers or None,
                     authorization=token,
                 )
@@ -448,7 +479,7 @@ class McpSource:
             f"{where}.credentials",
         )
         options["oauth_credentials"] = {
-            k: _read_auth(v, f"{where}.credentials.{k}")
+            k: _read_auth(v, f"{where}.credentials.{k}", self._oauth, machine=True)
             for k, v in given.items()
             if isinstance(v, Mapping)
         }
@@ -463,21 +494,23 @@ class McpSource:
         )
         description = entry.get("description")
         options["description"] = description if isinstance(description, str) else None
-        return _Server(name, options, include, exclude)
+        return _Server(name, options, include, exclude, where)
 
     def _connect_openapi(self, server: _Server) -> None:
         """Load an ``openapi`` entry's tools; a document that fails is the entry's status."""
         from ..._openapi import load_openapi
 
         options = server.options
-        prefix = self._prefix.get(server.name, options.get("prefix", ""))
+        prefix = self.tool_prefix(server.name)  # <entry>_ unless prefix says otherwise
         try:
             credentials: dict[str, Any] = dict(options["credentials"])
             if options["oauth_credentials"]:
                 from ._oauth import OAuth, OpenApiOAuth
 
                 for scheme, fields in options["oauth_credentials"].items():
-                    expanded = _expand({"auth": fields}, server.name, self._inputs)["auth"]
+                    expanded = _expand(
+                        {"auth": fields}, server.name, self._inputs, f"credentials.{scheme}"
+                    )["auth"]
                     oauth = dataclasses.replace(self._oauth or OAuth(), **expanded)
                     credentials[scheme] = OpenApiOAuth(oauth)
             imported = load_openapi(
@@ -489,7 +522,7 @@ class McpSource:
                 timeout_ms=options["timeout_ms"],
                 output_schemas=options["output_schemas"],
             )
-        except (McpError, ValueError, TypeError) as exc:
+        except (McpError, ValueError, TypeError, ImportError) as exc:  # (an extra missing)
             reason = getattr(exc, "problem", None) or str(exc)
             server.status = McpServerStatus(server.name, "failed", reason)
             _log.warning("OpenAPI entry %s failed: %s", server.name, reason)
@@ -507,8 +540,10 @@ class McpSource:
             if tool.name in server.exclude:
                 continue
             tag = imported.namespaces.get(tool.name)
-            name = prefix + tool.name
-            tools.append(dataclasses.replace(tool, name=name) if prefix else tool)
+            if prefix:  # sanitised as it is made, as an MCP server's tool names are
+                tool = dataclasses.replace(tool, name=prefix + tool.name)
+            name = tool.name
+            tools.append(tool)
             if tag is None:
                 continue
             # a tag's namespace, named after the entry too: two documents may share a tag
@@ -561,6 +596,9 @@ class McpSource:
                     "server's Streamable HTTP endpoint (type: http)",
                 )
             expanded = _expand(options, server.name, self._inputs)
+            endpoint = expanded.get("exchange", {}).get("token_endpoint")
+            if endpoint is not None:  # what a variable held, checked as a written one is
+                _check_url(endpoint, "auth.exchange.tokenEndpoint")
             if "env_file" in expanded:
                 path = os.path.join(self._folder, expanded["env_file"])
                 # The file's values first: the entry's own env wins, as in VS Code.
@@ -612,7 +650,7 @@ class McpSource:
                 )
             server.status = McpServerStatus(server.name, "connected")
             self._expire_later(server)
-        except (McpError, ValueError, TypeError) as exc:
+        except (McpError, ValueError, TypeError, ImportError) as exc:  # (an extra missing)
             reason = exc.problem if isinstance(exc, McpError) else str(exc)
             server.status = McpServerStatus(server.name, "failed", reason)
             # The record carries the status: a program that shows it itself (the command
@@ -918,15 +956,33 @@ class McpSource:
     def client(self, name: str) -> McpClient:
         """The connected client of server ``name``. Raises
         :class:`~toolnexus.errors.McpError` naming the connected servers when ``name`` is
-        not one of them."""
+        not one of them (an ``openapi`` entry is no MCP server: it has no client)."""
         server = self._servers.get(name)
         if server is None or server.client is None:
-            connected = [n for n, s in self._servers.items() if s.client is not None]
-            state = "not configured" if server is None else server.status.status
-            raise McpError(
-                name, f"{state}, not connected; connected: {', '.join(connected) or 'none'}"
-            )
+            connected = ", ".join(self.clients()) or "none"
+            if server is not None and "openapi" in server.options:
+                state = "an openapi entry (an OpenAPI document's operations), not an MCP server"
+            elif server is None:
+                state = "not configured"
+            else:
+                state = f"{server.status.status}, not connected"
+            raise McpError(name, f"{state}; MCP servers connected: {connected}")
         return server.client
+
+    def clients(self) -> dict[str, McpClient]:
+        """The client of each connected MCP server, by name, in file order. An entry that
+        is no MCP server (``"type": "openapi"``) has none, connected or not.
+
+        Example::
+
+            for name, client in source.clients().items():
+                print(name, client.server_capabilities.keys())
+        """
+        return {
+            name: server.client
+            for name, server in self._servers.items()
+            if server.client is not None and server.status.status == "connected"
+        }
 
     def close(self) -> None:
         """Close every server's client (ending its process or session). Idempotent."""
@@ -1011,8 +1067,12 @@ def _scopes(value: Any, where: str) -> frozenset[str]:
     return frozenset(_texts(value, where))
 
 
-def _read_auth(value: Any, where: str) -> dict[str, Any]:
-    """An entry's ``auth``: the OAuth fields it sets (``"oauth"`` alone sets none)."""
+def _read_auth(
+    value: Any, where: str, base: OAuth | None = None, *, machine: bool = False
+) -> dict[str, Any]:
+    """An entry's ``auth``: the OAuth fields it sets (``"oauth"`` alone sets none), its
+    settings checked against each other (:func:`_check_auth`) on top of ``base`` (the
+    source's ``oauth``); ``machine``: an OpenAPI credential, a grant without a user."""
     if value == "oauth":
         return {}
     if not isinstance(value, Mapping) or value.get("type") != "oauth":
@@ -1039,7 +1099,174 @@ def _read_auth(value: Any, where: str) -> dict[str, Any]:
             fields[field] = item
         else:
             fields[field] = _text(item, f"{where}.{key}")
+    _check_auth(value, where, base, machine)
+    if not any(isinstance(item, str) and _VARIABLE.search(item) for item in value.values()):
+        # Whatever else OAuth refuses, refused now too (variables are read at connect).
+        from ._oauth import OAuth
+
+        try:
+            dataclasses.replace(base or OAuth(), **fields)
+        except ImportError:
+            pass  # an extra that is missing (dpop, a private key): the server's status
+        except (InvalidValueError, InvalidTypeError) as exc:
+            raise InvalidValueError(f"{where}: {exc}") from None
     return fields
+
+
+_SIGN_IN_GRANT = "authorization_code"  # a user signs in: the default grant
+
+
+def _check_auth(value: Mapping[str, Any], where: str, base: OAuth | None, machine: bool) -> None:
+    """The ``auth`` settings that must fit together, said with the file's keys: the
+    grant, and what it needs. A value holding a ``${NAME}`` is read at connect, so only
+    whether it is there counts now. Raises ``ValueError``: ``<where>.<key>: <what is
+    wrong>; <how to fix it>``."""
+    from ._oauth_grants import GRANTS
+
+    def given(key: str) -> bool:
+        if key in value:
+            return True
+        if base is None:
+            return False
+        also = {"privateKeyFile": "private_key", "assertionFile": "assertion"}.get(key)
+        fields = (_OAUTH_KEYS[key], also) if also else (_OAUTH_KEYS[key],)
+        return any(getattr(base, field) is not None for field in fields)
+
+    def literal(key: str) -> str | None:
+        item = value.get(key)
+        if isinstance(item, str) and not _VARIABLE.search(item):
+            return item
+        return None
+
+    def problem(key: str, text: str) -> InvalidValueError:
+        return InvalidValueError(f"{where}.{key}: {text}")
+
+    grant: str | None = literal("grant")
+    if "grant" not in value:
+        grant = base.grant if base is not None else _SIGN_IN_GRANT
+    if grant is not None and grant not in GRANTS:
+        close = grant.replace("-", "_").lower()
+        hint = f'"grant": "{close}"' if close in GRANTS else "one of them"
+        raise problem(
+            "grant",
+            f"must be one of {', '.join(GRANTS)}, got {grant!r}; write {hint} (or leave "
+            f"grant out for a user's sign-in, {_SIGN_IN_GRANT})",
+        )
+    if machine and grant not in (None, "client_credentials", "jwt_bearer"):
+        got = f"got {grant!r}" if "grant" in value else "it is missing"
+        raise problem(
+            "grant",
+            "an OpenAPI credential is fetched with no user to sign in, so its grant must be "
+            f'"client_credentials" or "jwt_bearer", and {got}; write "grant": '
+            '"client_credentials" with clientId and clientSecret (or privateKeyFile)',
+        )
+    if machine and value.get("dpop") is True:
+        raise problem("dpop", "an OpenAPI credential's token is not DPoP-bound; drop dpop")
+    method = literal("tokenEndpointAuthMethod")
+    from ._oauth import _AUTH_METHODS
+
+    if method is not None and method not in _AUTH_METHODS:
+        raise problem(
+            "tokenEndpointAuthMethod",
+            f"must be one of {', '.join(_AUTH_METHODS)}, got {method!r}; or leave it out "
+            "for what the authorization server supports",
+        )
+    keyed = given("privateKeyFile")
+    if given("clientSecret") and not given("clientId"):
+        raise problem("clientSecret", "a secret belongs to a client: give its clientId too")
+    if keyed and not given("clientId"):
+        raise problem(
+            "privateKeyFile", "the key signs as a registered client: give its clientId too"
+        )
+    if keyed and given("clientSecret"):
+        raise problem(
+            "clientSecret", "give clientSecret or privateKeyFile, not both; drop one of them"
+        )
+    if method == "private_key_jwt" and not keyed:
+        raise problem(
+            "tokenEndpointAuthMethod",
+            '"private_key_jwt" signs with a key: give privateKeyFile (a PEM file\'s path)',
+        )
+    if grant == "client_credentials" and not (
+        given("clientId") and (given("clientSecret") or keyed)
+    ):
+        missing = "clientId" if not given("clientId") else "clientSecret"
+        raise problem(
+            missing,
+            'is missing: "grant": "client_credentials" signs in as a registered client; '
+            "give clientId, and clientSecret or privateKeyFile",
+        )
+    if grant in ("jwt_bearer", "id_jag") and not given("assertionFile"):
+        what = "workload identity token" if grant == "jwt_bearer" else "user's ID token"
+        raise problem(
+            "assertionFile",
+            f'is missing: "grant": "{grant}" presents the {what}; give the path of the '
+            "file that holds it",
+        )
+    if grant == "id_jag":
+        for key, about in (
+            ("idpTokenEndpoint", "the identity provider's token endpoint"),
+            ("clientId", "this client's id at the MCP server's authorization server"),
+        ):
+            if not given(key):
+                raise problem(key, f'is missing: "grant": "id_jag" needs it ({about})')
+    if grant is not None and grant != "id_jag":
+        for key in ("idpTokenEndpoint", "idpClientId", "idpClientSecret"):
+            if key in value:
+                raise problem(key, 'is for "grant": "id_jag" only; drop it, or set that grant')
+    if grant is not None and grant not in ("jwt_bearer", "id_jag") and "assertionFile" in value:
+        raise problem(
+            "assertionFile",
+            'is for "grant": "jwt_bearer" or "id_jag" only; drop it, or set one of those grants',
+        )
+    for key, kind in (
+        ("idpTokenEndpoint", "secret"),
+        ("clientMetadataUrl", "document"),
+        ("redirectUri", "redirect"),
+    ):
+        url = literal(key)
+        if url is not None:
+            _check_url(url, f"{where}.{key}", kind)
+
+
+# What a URL setting must be (_check_url): what it is called, and an example of one.
+_URL_KINDS = {
+    "http": ("an http(s) URL", "https://login.example.com/oauth2/token"),
+    "secret": (
+        "an https URL (plain http only to loopback: localhost, 127.0.0.1 or [::1]), as "
+        "secrets are sent there",
+        "https://idp.example.com/oauth2/token",
+    ),
+    "document": ("an https URL with a path", "https://app.example.com/client.json"),
+    "redirect": ("an absolute URL", "http://127.0.0.1:8976/callback"),
+}
+
+
+def _check_url(url: str, where: str, kind: str = "http") -> None:
+    """``url`` is a URL of ``kind`` (:data:`_URL_KINDS`) without a fragment: ``http``, an
+    http(s) URL with a host; ``secret``, the same, plain http only to loopback;
+    ``document``, an https URL with a path (a Client ID Metadata Document's);
+    ``redirect``, any absolute URL (a redirect may go to an app). Raises ``ValueError``:
+    ``<where>: must be ...; e.g. ...``."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+        parts.port  # noqa: B018 -- a port that is not a number raises ValueError
+    except ValueError:
+        scheme = host = ""
+        parts = None
+    fine = bool(scheme) if kind == "redirect" else scheme in ("http", "https") and bool(host)
+    if kind == "secret" and scheme == "http":
+        fine = fine and (host in ("localhost", "::1") or host.startswith("127."))
+    if kind == "document":
+        fine = fine and scheme == "https" and parts is not None and parts.path not in ("", "/")
+    if not fine or parts is None or parts.fragment:
+        what, example = _URL_KINDS[kind]
+        raise InvalidValueError(
+            f"{where}: must be {what}, without a fragment, got {url!r}; e.g. {example!r}"
+        )
 
 
 # auth.exchange's keys, and the ExchangeSettings field each sets.
@@ -1112,6 +1339,9 @@ def _read_exchange(value: Any, where: str) -> dict[str, str]:
             fields[field] = " ".join(scopes)
         else:
             fields[field] = _text(item, f"{where}.{key}")
+    endpoint = fields.get("token_endpoint")
+    if endpoint is not None and not _VARIABLE.search(endpoint):
+        _check_url(endpoint, f"{where}.tokenEndpoint")
     return fields
 
 
@@ -1160,12 +1390,17 @@ def _read_env_file(path: str, server: str) -> dict[str, str]:
 
 
 def _expand(
-    options: Mapping[str, Any], server: str, inputs: Mapping[str, Mapping[str, Any]]
+    options: Mapping[str, Any],
+    server: str,
+    inputs: Mapping[str, Mapping[str, Any]],
+    auth_key: str = "auth",
 ) -> dict[str, Any]:
     """``options`` with ``${NAME}`` read from the environment, and VS Code's
     ``${input:ID}`` from ``TOOLNEXUS_INPUT_<ID>`` (else the input's ``default``). A
-    variable that is not set fails the server, naming the variable (never a value):
-    nothing passes through as the literal ``${…}``."""
+    variable that is not set fails the server, naming the variable (never a value) and
+    the key that uses it, as the file spells it (``auth_key``: where the ``auth``
+    fields were read, such as ``credentials.oauth``): nothing passes through as the
+    literal ``${…}``."""
 
     def one(text: str, where: str) -> str:
         def value(match: re.Match[str]) -> str:
@@ -1209,16 +1444,20 @@ def _expand(
             out[key] = {name: one(text, f"{key}.{name}") for name, text in out[key].items()}
     if "auth" in out:
         auth: dict[str, Any] = {}
+        keys = {field: key for key, field in _OAUTH_KEYS.items()}
         for field, value in out["auth"].items():
+            where = f"{auth_key}.{keys[field]}"
             if isinstance(value, list):  # scopes: a variable may hold several
-                auth[field] = [s for item in value for s in one(item, f"auth.{field}").split()]
+                auth[field] = [s for item in value for s in one(item, where).split()]
             elif isinstance(value, bool):  # allowPrivateNetwork, dpop: no variables
                 auth[field] = value
             else:
-                auth[field] = one(value, f"auth.{field}")
+                auth[field] = one(value, where)
         out["auth"] = auth
     if "exchange" in out:
+        keys = {field: key for key, field in _EXCHANGE_KEYS.items()}
         out["exchange"] = {
-            field: one(value, f"auth.exchange.{field}") for field, value in out["exchange"].items()
+            field: one(value, f"auth.exchange.{keys[field]}")
+            for field, value in out["exchange"].items()
         }
     return out
