@@ -69,6 +69,7 @@ FACTORIES = {
     ("_toolkit.py", "_duplicate"): "InvalidValueError",
     ("_answers.py", "unavailable"): "StoreUnavailableError",  # stores/_sqlite.py's
     ("_tasks.py", "unavailable"): "StoreUnavailableError",
+    ("_source.py", "problem"): "InvalidValueError",  # an mcp.json auth block's
     ("_postgres.py", "unavailable"): "StoreUnavailableError",
     ("_redis.py", "unavailable"): "StoreUnavailableError",
 }

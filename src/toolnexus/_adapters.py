@@ -11,12 +11,13 @@ the tool itself still enforces the full schema when it is called.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._frozen import sealed, thaw
 from ._pointer import escape, fragment_pointer, resolve_reference, tokens
+from ._tool_use import check_offered, offered_in
 from .errors import InvalidTypeError, InvalidValueError, StrictSchemaError
 
 if TYPE_CHECKING:
@@ -60,11 +61,33 @@ __all__ = [
     "gemini_declaration",
     "keep_listable",
     "mcp_tool",
+    "offered",
+    "openai_style",
     "openai_tool",
     "programmatic_entry",
 ]
 
 _OPENAI_APIS = ("chat", "responses")
+
+
+def openai_style(api: str) -> str:
+    """The turn style (and tool-list shape) of an OpenAI ``api``: ``"openai"`` for Chat
+    Completions, ``"responses"`` for the Responses API."""
+    if api not in _OPENAI_APIS:
+        raise InvalidValueError(f"api must be 'chat' or 'responses', got {api!r}")
+    return "openai" if api == "chat" else "responses"
+
+
+_T = TypeVar("_T", bound="Tool")
+
+
+def offered(tools: Iterable[_T], style: str) -> list[_T]:
+    """The tools a tool list in ``style`` (``"openai"``, ``"responses"``, ``"anthropic"``,
+    ``"gemini"``) describes: each the model there can call — directly, or from code where
+    the style has programmatic tool calling (:func:`~toolnexus._tool_use.offered_in`). A
+    programmatic-only tool is left out of a Chat Completions or Gemini list, where
+    describing it alone is refused (:func:`openai_tool`, :func:`gemini_declaration`)."""
+    return [each for each in tools if offered_in(each.allowed_callers, style)]
 
 
 def openai_tool(tool: Tool, *, strict: bool = False, api: str = "chat") -> dict[str, Any]:
@@ -73,11 +96,12 @@ def openai_tool(tool: Tool, *, strict: bool = False, api: str = "chat") -> dict[
     ``{"type": "function", "name", "description", "parameters", "strict"}``, flat, with
     ``strict`` always present because that API reads a missing one as true).
 
-    Raises ValueError for another ``api``, :class:`StrictSchemaError` when ``strict`` and
-    the schema has an open object.
+    Raises ValueError for another ``api``, or for a programmatic-only tool
+    (``allowed_callers=["programmatic"]``) with ``api="chat"``: Chat Completions has no
+    programmatic tool calling, so the model could never call it there;
+    :class:`StrictSchemaError` when ``strict`` and the schema has an open object.
     """
-    if api not in _OPENAI_APIS:
-        raise InvalidValueError(f"api must be 'chat' or 'responses', got {api!r}")
+    check_offered(tool.name, tool.allowed_callers, openai_style(api))
     if tool.grammar is not None:
         return _openai_custom_tool(tool, api)
     parameters = thaw(tool.input_schema)
@@ -145,7 +169,11 @@ def gemini_declaration(tool: Tool, *, schema: str = "json") -> dict[str, Any]:
     """One Gemini function declaration: ``{name, description, parametersJsonSchema}`` with
     the tool's JSON Schema unmodified (``schema="json"``, the default), or ``{name,
     description, parameters}`` mapped onto Gemini's OpenAPI subset (``schema="subset"``);
-    no schema at all for a tool without arguments."""
+    no schema at all for a tool without arguments.
+
+    Raises ValueError for a programmatic-only tool (``allowed_callers=["programmatic"]``):
+    Gemini has no programmatic tool calling, so the model could never call it."""
+    check_offered(tool.name, tool.allowed_callers, "gemini")
     if schema not in GEMINI_SCHEMAS:
         raise InvalidValueError(
             f"schema must be 'json' (parametersJsonSchema) or 'subset' (parameters), got {schema!r}"

@@ -21,17 +21,34 @@ from .errors import InvalidTypeError, InvalidValueError
 __all__ = [
     "CALLERS",
     "GRAMMAR_INPUT",
+    "PROGRAMMATIC_STYLES",
     "Grammar",
     "caller_kind",
     "check_callers",
+    "check_offered",
     "check_examples",
     "check_grammar_tool",
     "grammar_problem",
+    "offered_in",
 ]
 
 CALLERS = ("direct", "programmatic")
 """Who may call a tool: the model itself (``"direct"``), or code the model runs in the
 provider's code-execution tool (``"programmatic"``)."""
+
+PROGRAMMATIC_STYLES = ("responses", "anthropic")
+"""The provider shapes — turn styles (:data:`~toolnexus._turns.STYLES`) and the adapters
+that write their tool lists — that have programmatic tool calling: the OpenAI Responses
+API and Anthropic. Chat Completions (``"openai"``) and Gemini (``"gemini"``) have none,
+so there only the model itself calls a tool, and a tool whose ``allowed_callers`` leave
+the model out is never offered (:func:`offered_in`, :func:`check_offered`)."""
+
+_STYLE_TITLES = {
+    "openai": "Chat Completions",
+    "responses": "the OpenAI Responses API",
+    "anthropic": "Anthropic",
+    "gemini": "Gemini",
+}
 
 GRAMMAR_INPUT = "input"
 """The one string parameter a grammar tool takes: the model's free text arrives in it."""
@@ -48,9 +65,12 @@ class Grammar:
     A tool that takes it checks it against what OpenAI documents for these grammars, and
     refuses, naming the tool and the place, one the API would reject: regexes (the regex
     syntax and a Lark grammar's ``/.../`` terminals) are Rust's regex crate syntax without
-    lookaround, lazy quantifiers (``*?``, ``+?``, ``??``) or backreferences, and a regex
-    grammar is one line; a Lark grammar defines ``start`` and has no terminal priorities,
-    templates, ``%declare`` or ``%import`` other than ``%import common``.
+    lookaround, lazy quantifiers (``*?``, ``+?``, ``??``) or backreferences, with groups
+    and classes closed, class ranges low to high (not ``[z-a]``) and repetition bounds
+    low to high (not ``{3,2}``), and a regex grammar is one line; a Lark grammar defines
+    ``start``, closes its strings (on their line) and regexes, balances its parentheses
+    and brackets, and has no terminal priorities, templates, ``%declare`` or ``%import``
+    other than ``%import common``.
 
     Example::
 
@@ -139,6 +159,13 @@ def _regex_problem(pattern: str, *, one_line: bool) -> str | None:
                     "or put it after what it repeats"
                 )
             match = _COUNTED.match(pattern, i) if char == "{" else None
+            if match is not None and match.group(1) and match.group(3):
+                low, high = int(match.group(1)), int(match.group(3))
+                if low > high:
+                    return (
+                        f"the repetition '{match.group(0)}' at {i} has its bounds reversed "
+                        f"({low} is more than {high}); write '{{{high},{low}}}'"
+                    )
             start, i = i, match.end() if match is not None else i + 1
             if i < n and pattern[i] == "?":
                 return (
@@ -194,29 +221,85 @@ def _regex_escape(pattern: str, at: int) -> tuple[str | None, int]:
 
 
 def _regex_class(pattern: str, at: int) -> tuple[str | None, int]:
-    """A character class at ``at`` (nested classes and ``[:name:]`` included)."""
+    """A character class at ``at`` (nested classes and ``[:name:]`` included); a range
+    whose ends are reversed (``[z-a]``) is refused."""
     depth, i, n = 1, at + 1, len(pattern)
     i += pattern.startswith("^", i)
-    i += pattern.startswith("]", i)
+    # The last single character seen and where it starts: the low end of a range if a
+    # '-' and another character follow.
+    last: tuple[str, int] | None = None
+    if pattern.startswith("]", i):
+        last, i = ("]", i), i + 1
     while i < n:
         char = pattern[i]
+        if char == "-" and last is not None and i + 1 < n and pattern[i + 1] != "]":
+            high, after = _class_char(pattern, i + 1)
+            if high is not None and high[0] < last[0]:
+                low, start = last
+                return (
+                    f"the range '{pattern[start:after]}' at {start} in the character class "
+                    f"opened at {at} is reversed ({low!r} comes after {high[0]!r}); write its "
+                    "lower end first",
+                    after,
+                )
+            if high is not None:  # a range's end starts no other range
+                last, i = None, after
+                continue
         if char == "\\":
-            problem, i = _regex_escape(pattern, i)
+            problem, end = _regex_escape(pattern, i)
             if problem is not None:
-                return problem, i
+                return problem, end
+            found, _ = _class_char(pattern, i)
+            last, i = (None if found is None else (found[0], i)), end
         elif char == "[" and pattern.startswith("[:", i) and ":]" in pattern[i + 2 :]:
-            i = pattern.index(":]", i + 2) + 2
+            last, i = None, pattern.index(":]", i + 2) + 2
         elif char == "[":
-            depth, i = depth + 1, i + 1
+            depth, i, last = depth + 1, i + 1, None
             i += pattern.startswith("^", i)
-            i += pattern.startswith("]", i)
+            if pattern.startswith("]", i):
+                last, i = ("]", i), i + 1
         elif char == "]":
-            depth, i = depth - 1, i + 1
+            depth, i, last = depth - 1, i + 1, None
             if depth == 0:
                 return None, i
         else:
-            i += 1
+            last, i = (char, i), i + 1
     return f"the character class opened at {at} is not closed; add its ']'", n
+
+
+_ESCAPED_CHARS = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "a": "\a"}
+
+
+def _class_char(pattern: str, at: int) -> tuple[tuple[str] | None, int]:
+    """The one character a class item at ``at`` stands for (a literal, or an escape of
+    one: ``\\-``, ``\\n``, ``\\x41``, ``\\u{263A}``) in a 1-tuple, or None for anything
+    else (a class like ``\\d``, a nested class), and the index after the item."""
+    char = pattern[at]
+    if char == "[":
+        return None, at + 1
+    if char != "\\":
+        return (char,), at + 1
+    if at + 1 >= len(pattern):
+        return None, at + 1
+    kind = pattern[at + 1]
+    if kind in _ESCAPED_CHARS:
+        return (_ESCAPED_CHARS[kind],), at + 2
+    if kind in "xuU":
+        if pattern.startswith("{", at + 2):
+            close = pattern.find("}", at + 2)
+            if close < 0:  # (never closed: the escape check says so)
+                return None, at + 2
+            digits, end = pattern[at + 3 : close], close + 1
+        else:
+            end = at + 2 + _ESCAPE_WIDTH[kind]
+            digits = pattern[at + 2 : end]
+        try:
+            return (chr(int(digits, 16)),), end
+        except ValueError:  # (not hex, or past the last code point: left to the API)
+            return None, end
+    if not kind.isalnum():
+        return (kind,), at + 2
+    return None, at + 2
 
 
 def _regex_group(pattern: str, at: int) -> tuple[str | None, int, bool]:
@@ -300,32 +383,75 @@ def _lark_problem(text: str) -> str | None:
             f"the rule {template.group(1)} at line {line(template.start())} is a template, "
             "which OpenAI's grammars do not support; write out each use as its own rule"
         )
-    for at, body in _lark_regexes(text):
+    regexes, problem = _lark_scan(text)
+    if problem is not None:
+        return problem
+    for at, body in regexes:
         problem = _regex_problem(body, one_line=False)
         if problem is not None:
             return f"the regex /{body}/ at line {line(at)}: {problem}"
     return None
 
 
-def _lark_regexes(text: str) -> list[tuple[int, str]]:
+_LARK_CLOSERS = {"(": ")", "[": "]"}
+_NEWLINE = "\n"
+
+
+def _lark_scan(text: str) -> tuple[list[tuple[int, str]], str | None]:
     """Each ``/regex/`` terminal of a Lark grammar (its offset and body), outside strings
-    and ``//`` comments."""
-    found = []
+    and ``//`` comments; and the first string or regex left open, or parenthesis or
+    bracket not balanced, with its line and column (None when there is none)."""
+
+    def place(at: int) -> str:
+        start = text.rfind("\n", 0, at) + 1
+        return f"line {text.count(_NEWLINE, 0, at) + 1}, column {at - start + 1}"
+
+    found: list[tuple[int, str]] = []
+    opened: list[int] = []  # the offsets of the '(' and '[' not closed yet
     i, n = 0, len(text)
     while i < n:
+        char = text[i]
         if text.startswith("//", i):
             end = text.find("\n", i)
             i = n if end < 0 else end
-        elif text[i] in '"/':
-            quote, j = text[i], i + 1
-            while j < n and text[j] != quote:
+        elif char in '"/':
+            j = i + 1
+            while j < n and text[j] != char and not (char == '"' and text[j] == "\n"):
                 j += 2 if text[j] == "\\" else 1
-            if quote == "/":
+            if j >= n or text[j] != char:
+                what = "string" if char == '"' else "regex"
+                return found, (
+                    f"the {what} opened at {place(i)} is not closed; add its closing {char!r}"
+                    + (" on the same line" if char == '"' else "")
+                )
+            if char == "/":
                 found.append((i, text[i + 1 : j]))
             i = j + 1
+        elif char in _LARK_CLOSERS:
+            opened.append(i)
+            i += 1
+        elif char in ")]":
+            if not opened:
+                return found, (
+                    f"the {char!r} at {place(i)} closes nothing; remove it or add the "
+                    f"{'(' if char == ')' else '['!r} it closes"
+                )
+            start = opened.pop()
+            if _LARK_CLOSERS[text[start]] != char:
+                return found, (
+                    f"the {char!r} at {place(i)} does not match the {text[start]!r} at "
+                    f"{place(start)}; close that one with {_LARK_CLOSERS[text[start]]!r}"
+                )
+            i += 1
         else:
             i += 1
-    return found
+    if opened:
+        start = opened[-1]
+        return found, (
+            f"the {text[start]!r} at {place(start)} is not closed; add its "
+            f"{_LARK_CLOSERS[text[start]]!r}"
+        )
+    return found, None
 
 
 def check_callers(tool: str, value: object) -> tuple[str, ...]:
@@ -343,6 +469,36 @@ def check_callers(tool: str, value: object) -> tuple[str, ...]:
             f"'programmatic', got {value!r}"
         )
     return tuple(dict.fromkeys(callers))
+
+
+def offered_in(callers: Sequence[str], style: str) -> bool:
+    """Whether a tool with these ``allowed_callers`` can be offered in ``style`` (a key of
+    :data:`~toolnexus._turns.STYLES`): yes when the model may call it directly, or when
+    the style has programmatic tool calling (:data:`PROGRAMMATIC_STYLES`). The one rule
+    the adapters and the toolkit's lists follow.
+
+    Example::
+
+        >>> offered_in(("programmatic",), "gemini"), offered_in(("programmatic",), "anthropic")
+        (False, True)
+    """
+    return "direct" in callers or style in PROGRAMMATIC_STYLES
+
+
+def check_offered(tool: str, callers: Sequence[str], style: str) -> None:
+    """Refuse to describe ``tool`` for ``style`` when no caller it allows exists there
+    (:func:`offered_in`): a programmatic-only tool offered to Chat Completions or Gemini
+    would fail every call the model made to it."""
+    if offered_in(callers, style):
+        return
+    where = _STYLE_TITLES.get(style, style)
+    raise InvalidValueError(
+        f"tool {tool!r} has allowed_callers={list(callers)!r}: only code the model runs may "
+        f"call it, and {where} has no programmatic tool calling, so the model could never "
+        "call it there. Offer it to the OpenAI Responses API (to_openai(api='responses')) "
+        "or Anthropic (to_anthropic()), which have programmatic tool calling, or add "
+        "'direct' to its allowed_callers"
+    )
 
 
 def check_examples(

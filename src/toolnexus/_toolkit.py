@@ -914,6 +914,9 @@ class Toolkit:
         ``call_tool``; the Responses API takes ``search="hosted"`` or ``"client"`` too
         (:meth:`ToolView.to_openai`, docs/tool-search.md). Nothing deferred, nothing changes.
 
+        A tool only code may call (``allowed_callers=["programmatic"]``) is left out of a
+        Chat Completions list: that API has no programmatic tool calling.
+
         With ``programmatic=True`` (Responses API only) the list starts with the provider's
         ``{"type": "programmatic_tool_calling"}`` tool when a tool allows programmatic
         callers, so the model can call those tools from code; with none, nothing is added.
@@ -929,7 +932,10 @@ class Toolkit:
                 "programmatic tool calling"
             )
         if search == "local" and not revealed and not self._holds_back():
-            entries = [item.to_openai(strict=strict, api=api) for item in self._tools.values()]
+            from ._adapters import offered, openai_style
+
+            tools = offered(self._tools.values(), openai_style(api))
+            entries = [item.to_openai(strict=strict, api=api) for item in tools]
         else:
             entries = self._whole().to_openai(
                 strict=strict, api=api, search=search, revealed=revealed
@@ -1035,15 +1041,20 @@ class Toolkit:
         tuples become arrays with bounds, and keywords Gemini refuses
         (``additionalProperties``, ``uniqueItems``, ``multipleOf``, ``not``, exclusive
         bounds made inclusive, ...) are dropped — the tool still enforces them when called.
-        A tool without arguments has no ``parameters``. Deferred tools are held back as
-        :meth:`to_openai` says (Gemini has no native tool search).
+        A tool without arguments has no ``parameters``. A tool only code may call
+        (``allowed_callers=["programmatic"]``) is left out: Gemini has no programmatic tool
+        calling. Deferred tools are held back as :meth:`to_openai` says (Gemini has no
+        native tool search).
 
         Example::
 
             config = {"tools": toolkit.to_gemini()}
         """
         if not revealed and not self._holds_back():
-            declarations = [item.to_gemini(schema=schema) for item in self._tools.values()]
+            from ._adapters import offered
+
+            tools = offered(self._tools.values(), "gemini")
+            declarations = [item.to_gemini(schema=schema) for item in tools]
             return [{"functionDeclarations": declarations}]
         return self._whole().to_gemini(schema=schema, revealed=revealed)
 

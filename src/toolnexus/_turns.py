@@ -403,7 +403,7 @@ def _gemini_read(item: Any, index: int) -> tuple[Any, ...] | None:
         # still needs one, so the call's position stands in, and is not sent back.
         call_id = f"{_GEMINI_NO_ID}{index}"
     arguments = _get(call, "args")
-    extras = _gemini_signature(item)
+    extras = _gemini_signature(item, index)
     return call_id, _get(call, "name"), {} if arguments is None else arguments, extras
 
 
@@ -547,22 +547,36 @@ def approval_request(call_id: str, name: str, arguments: Mapping[str, Any]) -> R
     )
 
 
+_DECLINES = {
+    "declined": "declined: the user refused this call",
+    "cancelled": "cancelled: the approval was cancelled before anyone decided",
+    "expired": "expired: nobody answered the approval in time",
+}
+"""The ``reason`` of an ``mcp_approval_response`` that says no, by why (the answer's
+:attr:`~toolnexus.Answer.reason`): what the model reads, so it can tell a person's refusal
+from a question nobody answered."""
+
+
 def _approval_response(call: TurnCall) -> dict[str, Any]:
     """The ``mcp_approval_response`` for an answered approval: approved unless the answer
-    declined (an error result; its text is the reason)."""
+    declined (an error result, whose ``metadata["reason"]`` — ``"declined"``,
+    ``"cancelled"`` or ``"expired"`` — says why; its text otherwise)."""
+    result = call.result
     out: dict[str, Any] = {
         "type": "mcp_approval_response",
         "approval_request_id": call.id,
-        "approve": not call.result.is_error,
+        "approve": not result.is_error,
     }
-    if call.result.is_error:
-        out["reason"] = call.result.output
+    if result.is_error:
+        why = result.metadata.get("reason")
+        out["reason"] = _DECLINES.get(why, result.output) if isinstance(why, str) else result.output
     return out
 
 
-def _gemini_signature(item: Any) -> dict[str, Any]:
+def _gemini_signature(item: Any, index: int) -> dict[str, Any]:
     """``{"signature": ...}`` for a part that carries a thought signature (base64 text;
-    the SDK's bytes are encoded), else ``{}``."""
+    the SDK's bytes are encoded), else ``{}``. A signature that is not base64 is refused:
+    Gemini would refuse the conversation it goes back in."""
     signature = _get(item, "thoughtSignature", "thought_signature")
     if signature is None:
         return {}
@@ -570,9 +584,32 @@ def _gemini_signature(item: Any) -> dict[str, Any]:
         import base64
 
         signature = base64.b64encode(bytes(signature)).decode("ascii")
-    if not isinstance(signature, str):
-        raise WireFormatError("function call part", "thoughtSignature", "must be base64 text")
+    problem = _signature_problem(signature)
+    if problem is not None:
+        raise WireFormatError(f"function call part {index}", "thoughtSignature", problem)
     return {"signature": signature}
+
+
+def _signature_problem(signature: object) -> str | None:
+    """What is wrong with a Gemini thought signature as text, or None: it must be
+    non-empty base64 (the standard or the URL-safe alphabet — the google-genai SDK's JSON
+    writes the latter — with its padding)."""
+    if not isinstance(signature, str):
+        return f"must be base64 text, got {type(signature).__name__}"
+    if not signature:
+        return "is empty; send the part's signature as Gemini gave it, or leave the key out"
+    import base64
+    import binascii
+
+    try:
+        base64.b64decode(signature, altchars=b"-_", validate=True)
+    except (binascii.Error, ValueError):
+        shown = signature if len(signature) <= 40 else signature[:40] + "…"
+        return (
+            f"is not base64 ({shown!r}); send the part's signature exactly as Gemini gave it "
+            "(the SDK's bytes, or their base64 text)"
+        )
+    return None
 
 
 STYLES: dict[str, TurnStyle] = {
@@ -596,7 +633,9 @@ STYLES: dict[str, TurnStyle] = {
   others skipped) in; one ``{"role": "user", "parts": [{"functionResponse": ...}]}``
   content out.
 - Advanced tool use, in the styles that have it: a call's ``caller`` (Anthropic
-  ``tool_use``, Responses ``function_call``) is kept in :attr:`TurnCall.caller` and echoed
+  ``tool_use``, Responses ``function_call``: the styles with programmatic tool calling,
+  :data:`~toolnexus._tool_use.PROGRAMMATIC_STYLES`; in the others every call is the
+  model's own) is kept in :attr:`TurnCall.caller` and echoed
   in the Responses output (a programmatic caller's result is text); Responses
   ``custom_tool_call`` items and Chat Completions ``{"type": "custom"}`` calls run their
   grammar tool (``custom_tool_call_output`` / a tool message out); Responses
@@ -897,8 +936,9 @@ def _extras_of(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
         )
     out["kind"] = kind
     signature = raw.get("signature")
-    if signature is not None and not isinstance(signature, str):
-        raise WireFormatError("TurnResult", f"{where}.signature", "must be a string")
+    problem = None if signature is None else _signature_problem(signature)
+    if problem is not None:
+        raise WireFormatError("TurnResult", f"{where}.signature", problem)
     out["signature"] = signature
     return out
 

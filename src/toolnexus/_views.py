@@ -18,7 +18,15 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._adapters import anthropic_tool, gemini_declaration, keep_listable, mcp_tool, openai_tool
+from ._adapters import (
+    anthropic_tool,
+    gemini_declaration,
+    keep_listable,
+    mcp_tool,
+    offered,
+    openai_style,
+    openai_tool,
+)
 from ._context import ToolContext, bound_principal
 from ._log import LazyLogger
 from ._result import ToolResult
@@ -548,7 +556,8 @@ class ToolView:
         else:
             self._search_form(search, ("local", "hosted", "client"), "the Responses API")
         if search == "local":
-            return [openai_tool(each, strict=strict, api=api) for each in self.listed(revealed)]
+            tools = offered(self.listed(revealed), openai_style(api))
+            return [openai_tool(each, strict=strict, api=api) for each in tools]
         out: list[dict[str, Any]] = []
         groups: dict[str, dict[str, Any]] = {}
         for each in self.tools():
@@ -644,7 +653,8 @@ class ToolView:
 
             config = {"tools": view.to_gemini(revealed=turn.revealed)}
         """
-        declarations = [gemini_declaration(t, schema=schema) for t in self.listed(revealed)]
+        tools = offered(self.listed(revealed), "gemini")
+        declarations = [gemini_declaration(t, schema=schema) for t in tools]
         return [{"functionDeclarations": declarations}]
 
     def to_mcp(self, *, revealed: Iterable[str] = ()) -> list[dict[str, Any]]:

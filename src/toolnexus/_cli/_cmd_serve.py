@@ -60,16 +60,23 @@ def _server_options(options: argparse.Namespace) -> ServerOptions:
     if options.search:
         settings["search"] = True
     if options.http is None:
-        if (
-            options.token_file
-            or options.allow_host
-            or options.allow_origin
-            or options.insecure_no_auth
-            or options.oauth_issuer
-        ):
+        given = [
+            flag
+            for flag, value in (
+                ("--token-file", options.token_file),
+                ("--oauth-issuer", options.oauth_issuer),
+                *_oauth_flags(options),
+                ("--allow-host", options.allow_host),
+                ("--allow-origin", options.allow_origin),
+                ("--insecure-no-auth", options.insecure_no_auth),
+            )
+            if value
+        ]
+        if given:
             raise CliError(
-                "--token-file, --oauth-issuer, --allow-host, --allow-origin and "
-                "--insecure-no-auth need --http"
+                f"{_flags(given)} without --http: --token-file, the --oauth-* options, "
+                "--allow-host, --allow-origin and --insecure-no-auth need --http (they "
+                "set up the HTTP server)"
             )
         return ServerOptions(**settings)
     token = _bearer_token(options)
@@ -154,6 +161,11 @@ def _protected_resource(options: argparse.Namespace) -> Any:
     from ..mcp import IntrospectionVerifier, JwtVerifier, ProtectedResource
 
     issuers: list[str] = options.oauth_issuer
+    if options.oauth_dpop_nonce and not options.oauth_dpop:
+        raise CliError(
+            "--oauth-dpop-nonce needs --oauth-dpop: the nonce goes in DPoP proofs, which "
+            "only --oauth-dpop takes"
+        )
     verifier: Any
     try:
         if options.oauth_introspect:
@@ -208,25 +220,33 @@ def _protected_resource(options: argparse.Namespace) -> Any:
         raise CliError(f"--oauth-*: {exc}") from None
 
 
+def _oauth_flags(options: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
+    """The ``--oauth-*`` options that describe the protected resource besides
+    ``--oauth-issuer``, each with its value."""
+    return (
+        ("--oauth-resource", options.oauth_resource),
+        ("--oauth-audience", options.oauth_audience),
+        ("--oauth-jwks", options.oauth_jwks),
+        ("--oauth-introspect", options.oauth_introspect),
+        ("--oauth-client-id", options.oauth_client_id),
+        ("--oauth-client-secret-file", options.oauth_client_secret_file),
+        ("--oauth-scope", options.oauth_scope),
+        ("--oauth-tool-scope", options.oauth_tool_scope),
+        ("--oauth-dpop", options.oauth_dpop),
+        ("--oauth-dpop-nonce", options.oauth_dpop_nonce),
+    )
+
+
+def _flags(given: list[str]) -> str:
+    """Flags as a sentence's subject: ``--a``, ``--a and --b``, ``--a, --b and --c``."""
+    return given[0] if len(given) == 1 else ", ".join(given[:-1]) + " and " + given[-1]
+
+
 def _no_oauth_options(options: argparse.Namespace) -> None:
-    given = [
-        flag
-        for flag, value in (
-            ("--oauth-resource", options.oauth_resource),
-            ("--oauth-audience", options.oauth_audience),
-            ("--oauth-jwks", options.oauth_jwks),
-            ("--oauth-introspect", options.oauth_introspect),
-            ("--oauth-client-id", options.oauth_client_id),
-            ("--oauth-client-secret-file", options.oauth_client_secret_file),
-            ("--oauth-scope", options.oauth_scope),
-            ("--oauth-tool-scope", options.oauth_tool_scope),
-            ("--oauth-dpop", options.oauth_dpop),
-            ("--oauth-dpop-nonce", options.oauth_dpop_nonce),
-        )
-        if value
-    ]
+    given = [flag for flag, value in _oauth_flags(options) if value]
     if given:
-        raise CliError(f"{', '.join(given)} need --oauth-issuer (the authorization server)")
+        verb = "needs" if len(given) == 1 else "need"
+        raise CliError(f"{_flags(given)} {verb} --oauth-issuer (the authorization server)")
 
 
 SERVE = Command(

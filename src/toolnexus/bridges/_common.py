@@ -47,6 +47,15 @@ def host_of(source: Toolkit | Host) -> Host:
     )
 
 
+def direct_tools(host: Host) -> list[Tool]:
+    """The host's tools a framework's model may call: all but those only code may call
+    (``allowed_callers=["programmatic"]``) — these frameworks' models call tools directly,
+    and the adapters describe such a tool nowhere without programmatic calling."""
+    from .._adapters import offered
+
+    return offered(host.toolkit.tools(), "openai")
+
+
 def parameters(tool: Tool) -> dict[str, Any]:
     """The tool's parameters schema exactly as the OpenAI adapter advertises it."""
     from .._toolkit import Toolkit

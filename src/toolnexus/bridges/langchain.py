@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._result import ToolResult
-from ._common import answer_for, host_of, parameters, question, require
+from ._common import answer_for, direct_tools, host_of, parameters, question, require
 
 if TYPE_CHECKING:
     from .._host import Host
@@ -62,7 +62,7 @@ def to_langchain(source: Toolkit | Host, *, timeout_ms: int | None = None) -> li
         _structured_tool(
             tools_module, host, tool.name, tool.description, parameters(tool), timeout_ms
         )
-        for tool in host.toolkit.tools()
+        for tool in direct_tools(host)
     ]
 
 

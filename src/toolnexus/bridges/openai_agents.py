@@ -43,7 +43,7 @@ from .._result import ToolResult
 from .._suspension import Request
 from .._turns import responses_output
 from ..errors import StrictSchemaError
-from ._common import answer_for, host_of, parameters, require
+from ._common import answer_for, direct_tools, host_of, parameters, require
 
 if TYPE_CHECKING:
     from .._host import Host
@@ -95,7 +95,7 @@ def to_openai_agents(
     first_passes: OrderedDict[str, tuple[dict[str, Any], ToolResult]] = OrderedDict()
     lock = threading.Lock()
     outputs = _OutputTypes(agents)
-    for tool in host.toolkit.tools():
+    for tool in direct_tools(host):
         schema, is_strict = _schema(tool, strict)
         bridge.tools.append(
             agents.FunctionTool(

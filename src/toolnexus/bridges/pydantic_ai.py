@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._result import ToolResult
-from ._common import answer_for, host_of, parameters, question, require
+from ._common import answer_for, direct_tools, host_of, parameters, question, require
 
 if TYPE_CHECKING:
     from .._host import Host
@@ -64,7 +64,7 @@ def to_pydantic_ai(source: Toolkit | Host, *, timeout_ms: int | None = None) -> 
             json_schema=parameters(tool),
             takes_ctx=True,
         )
-        for tool in host.toolkit.tools()
+        for tool in direct_tools(host)
     ]
 
 

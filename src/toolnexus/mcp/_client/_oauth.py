@@ -89,7 +89,12 @@ __all__ = ["OAuth", "OAuthFlow", "OpenApiOAuth"]
 
 _log = LazyLogger("mcp.auth")  # the package's: it never prints on its own
 
-_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt", "none")
+AUTH_METHODS = (  # token_endpoint_auth_method: what OAuth and mcp.json accept
+    "client_secret_basic",
+    "client_secret_post",
+    "private_key_jwt",
+    "none",
+)
 _REFRESH_MARGIN_S = 30.0  # refresh this long before expiry (at most a tenth of the lifetime)
 _MAX_PENDING = 64  # authorizations handed back pending and not answered yet
 _ENDPOINTS = {
@@ -242,9 +247,9 @@ class OAuth:
                     f"Client ID Metadata Document is), got {self.client_metadata_url!r}"
                 )
         method = self.token_endpoint_auth_method
-        if method is not None and method not in _AUTH_METHODS:
+        if method is not None and method not in AUTH_METHODS:
             raise InvalidValueError(
-                f"OAuth.token_endpoint_auth_method must be one of {', '.join(_AUTH_METHODS)}, "
+                f"OAuth.token_endpoint_auth_method must be one of {', '.join(AUTH_METHODS)}, "
                 f"got {method!r}"
             )
         store = self.token_store
@@ -323,6 +328,8 @@ class OAuth:
                 "token endpoint, where the ID token is exchanged) and client_id (this "
                 "client's id at the MCP server's authorization server)"
             )
+        if self.idp_token_endpoint is not None:
+            _check_endpoint_setting("OAuth.idp_token_endpoint", self.idp_token_endpoint)
         if grant != "id_jag" and (
             self.idp_token_endpoint is not None or self.idp_client_id is not None
         ):
@@ -333,6 +340,30 @@ class OAuth:
             raise InvalidValueError(
                 "OAuth.assertion_file/assertion are for grant='jwt_bearer' or 'id_jag'"
             )
+
+
+def _check_endpoint_setting(label: str, url: str) -> None:
+    """An endpoint the user sets (not one a server names): an ``https`` URL with a host
+    and no fragment, or plain ``http`` to loopback (a server of your own on this machine),
+    as the flow allows for a server's endpoints. Raises naming ``label``."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name
+        loopback = False
+    if scheme not in ("http", "https") or not host or parts.fragment:
+        raise InvalidValueError(
+            f"{label} must be an https URL with a host and no fragment, e.g. "
+            f"'https://idp.example.com/oauth2/token', got {url!r}"
+        )
+    if scheme == "http" and not loopback:
+        raise InvalidValueError(
+            f"{label} must be an https URL (plain http only to loopback: localhost, "
+            f"127.0.0.1 or [::1]); got {url!r} — the ID token and any client secret would "
+            "cross the network in clear"
+        )
 
 
 # --------------------------------------------------------------------------- the flow
@@ -1179,7 +1210,7 @@ class OAuthFlow:
         granted_method = document.get("token_endpoint_auth_method")
         if not isinstance(granted_method, str):
             granted_method = "client_secret_basic" if isinstance(secret, str) else "none"
-        if granted_method not in _AUTH_METHODS:
+        if granted_method not in AUTH_METHODS:
             raise _Failed(
                 f"the authorization server {issuer} registered this client for "
                 f"{granted_method!r} at its token endpoint, which this client does not do"
@@ -1368,6 +1399,7 @@ class OAuthFlow:
             "identity provider token endpoint",
             body=form(fields),
             headers=headers,
+            setting='OAuth.idp_token_endpoint ("idpTokenEndpoint" in mcp.json)',
         )
         document = answer.json()
         if answer.status != 200 or not isinstance(document, dict):
@@ -1410,11 +1442,13 @@ class OAuthFlow:
         *,
         body: bytes | None = None,
         headers: Mapping[str, str] | None = None,
+        setting: str | None = None,
     ) -> HttpAnswer:
-        """One request to ``url`` (the ``what`` a server named), if the server may send
-        this client there (:meth:`_check_target`), within what is left of the current
-        refresh's or sign-in's time (``OAuth.timeout_ms`` for all of it)."""
-        address = self._check_target(url, what)
+        """One request to ``url`` (the ``what`` a server named, or the user set in the
+        ``OAuth`` field ``setting``), if this client may go there (:meth:`_check_target`),
+        within what is left of the current refresh's or sign-in's time
+        (``OAuth.timeout_ms`` for all of it)."""
+        address = self._check_target(url, what, setting)
         if time.monotonic() >= self._deadline:
             raise _Failed(self._out_of_time())
         try:
@@ -1432,10 +1466,11 @@ class OAuthFlow:
                 raise _Failed(self._out_of_time()) from None
             raise
 
-    def _check_target(self, url: str, what: str) -> str | None:
-        """Whether a server may send this client to ``url``: the address checked, to
-        connect to (``None``: the server's own origin, resolved as ever); raises
-        :class:`_Failed` saying what was refused and how to allow it. The MCP server's
+    def _check_target(self, url: str, what: str, setting: str | None = None) -> str | None:
+        """Whether this client may go to ``url``: the address checked, to connect to
+        (``None``: the server's own origin, resolved as ever); raises :class:`_Failed`
+        saying what was refused, where the URL came from — the server's discovery, or
+        the user's ``OAuth`` field ``setting`` — and how to allow it. The MCP server's
         own origin (the user's choice) is always allowed. Elsewhere: ``https`` (plain
         ``http`` only to loopback, for a server on loopback or with
         ``allow_private_network``), and no link-local, multicast or reserved address,
@@ -1446,41 +1481,44 @@ class OAuthFlow:
         parts = urlsplit(url)
         host = parts.hostname or ""
         scheme = parts.scheme.lower()
+        if setting is None:
+            named = f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}"
+        else:  # the user's own setting: never blamed on the server
+            named = f"the {what} {shown(url)} set in {setting}"
         if scheme not in ("http", "https") or not host:
-            raise _Failed(
-                f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
-                "which is not an https URL; refusing to use it"
-            )
+            raise _Failed(f"{named}, which is not an https URL; refusing to use it")
         allowed = self.config.allow_private_network
         addresses = _addresses(host, parts.port or (443 if scheme == "https" else 80))
         kinds = set(addresses.values())
         if not kinds:
-            raise _Failed(
-                f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
-                f"and {host} does not resolve; refusing to use it"
-            )
+            fix = "refusing to use it" if setting is None else "check the host name there"
+            raise _Failed(f"{named}, and {host} does not resolve; {fix}")
         server = self._server_kinds()
         local_server = server <= {"loopback", "private"}
         refused = sorted(kinds - ({"public"} if not local_server else _LOCAL_KINDS))
         if refused and not allowed:
-            raise _Failed(
-                f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
-                f"and {host} is a {' and '.join(refused)} address: refused — "
-                + (
-                    "a server on the internet may not send this client into a private network"
+            if setting is not None:
+                why = (
+                    "the MCP server is on the internet, and this client goes to private "
+                    "addresses only when told to"
                     if not local_server
-                    else "no authorization server lives there"
+                    else "no identity provider lives there"
                 )
-                + ". If it is your organization's own server, allow it: "
+            elif not local_server:
+                why = "a server on the internet may not send this client into a private network"
+            else:
+                why = "no authorization server lives there"
+            raise _Failed(
+                f"{named}, and {host} is a {' and '.join(refused)} address: refused — {why}. "
+                "If it is your organization's own server, allow it: "
                 'OAuth(allow_private_network=True), or "allowPrivateNetwork": true in '
                 'the server\'s "auth" in mcp.json'
             )
         if scheme == "http" and not (kinds == {"loopback"} and (server == {"loopback"} or allowed)):
             raise _Failed(
-                f"MCP server {self.name}'s OAuth discovery names {shown(url)} as its {what}, "
-                "over plain http: refused — OAuth needs https there (the code, its verifier "
-                "and any client secret would cross the network in clear); only a loopback "
-                "address may use http, for a server on loopback"
+                f"{named}, over plain http: refused — OAuth needs https there (the code, its "
+                "verifier and any client secret would cross the network in clear); only a "
+                "loopback address may use http, for a server on loopback"
             )
         return next(iter(addresses))  # connected to as checked: no second lookup
 

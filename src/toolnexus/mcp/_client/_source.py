@@ -1163,12 +1163,12 @@ def _check_auth(value: Mapping[str, Any], where: str, base: OAuth | None, machin
     if machine and value.get("dpop") is True:
         raise problem("dpop", "an OpenAPI credential's token is not DPoP-bound; drop dpop")
     method = literal("tokenEndpointAuthMethod")
-    from ._oauth import _AUTH_METHODS
+    from ._oauth import AUTH_METHODS
 
-    if method is not None and method not in _AUTH_METHODS:
+    if method is not None and method not in AUTH_METHODS:
         raise problem(
             "tokenEndpointAuthMethod",
-            f"must be one of {', '.join(_AUTH_METHODS)}, got {method!r}; or leave it out "
+            f"must be one of {', '.join(AUTH_METHODS)}, got {method!r}; or leave it out "
             "for what the authorization server supports",
         )
     keyed = given("privateKeyFile")
