@@ -43,6 +43,7 @@ DEFAULT_TIMEOUT_MS = 30_000  # the family's default, used when the call sets no 
 DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 DEFAULT_MAX_REDIRECTS = 5
 EXCERPT_CHARS = 500  # of an error response's body, in the error result
+ERROR_BODY_BYTES = 65_536  # read of an error response's body: its excerpt needs no more
 _CHUNK = 65_536
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -55,11 +56,14 @@ _CROSS_ORIGIN_HEADERS = frozenset({"accept", "accept-language", "content-type", 
 
 
 class Response(NamedTuple):
-    """What a server answered: the status, the headers (names in lower case), the body."""
+    """What a server answered: the status, the headers (names in lower case), the body,
+    and whether the body is all of it (an error's is read only as far as its excerpt
+    needs: :data:`ERROR_BODY_BYTES`)."""
 
     status: int
     headers: Mapping[str, str]
     body: bytes
+    complete: bool = True
 
 
 class Limits(NamedTuple):
@@ -84,6 +88,11 @@ def expand_env(value: str) -> str:
         return found
 
     return _ENV.sub(one, value)
+
+
+def unset_variables(value: str) -> list[str]:
+    """The names of the ``${NAME}`` in ``value`` that the environment does not set."""
+    return list(dict.fromkeys(n for n in _ENV.findall(value) if os.environ.get(n) is None))
 
 
 def as_text(value: Any) -> str:
@@ -115,16 +124,22 @@ def check_limits(limits: Limits, who: str) -> Limits:
 
 
 class _Connection:
-    """One connection at a time, closable from another thread (a timer, a cancel).
+    """One connection at a time, stoppable from another thread (a timer, a cancel).
+
+    Only the thread that runs the exchange closes the connection and its response
+    (:meth:`release`); another thread only shuts the socket down (:meth:`close`), which
+    wakes a read blocked on it. Closing an ``HTTPConnection`` or ``HTTPResponse`` from
+    another thread races with http.client's own bookkeeping in the reading thread (both
+    clear and close the response's file; one of them then finds ``None``).
 
     It keeps the socket itself: once a response says ``Connection: close``, http.client
-    hands the socket to the response and forgets it, and closing the HTTPConnection then
-    no longer reaches a read blocked in another thread.
+    hands the socket to the response and forgets it.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._current: http.client.HTTPConnection | None = None
+        self._response: http.client.HTTPResponse | None = None
         self._socket: socket.socket | None = None
         self.closed_because: str | None = None
 
@@ -137,33 +152,56 @@ class _Connection:
             )
         else:
             conn = http.client.HTTPConnection(host, url.port, timeout=seconds)
+        self._drop()
         with self._lock:
             self.check()
-            previous, self._current = self._current, conn
-        if previous is not None:
-            previous.close()
+            self._current = conn
         conn.connect()
         with self._lock:
             self._socket = conn.sock
             stopped = self.closed_because
-        if stopped is not None:  # closed while connecting: the close missed this socket
-            self._shut(conn.sock)
+            if stopped is not None:  # stopped while connecting: the close missed this socket
+                self._shut(conn.sock)
+        if stopped is not None:
             raise _Stopped(stopped)
         return conn
 
+    def reading(self, response: http.client.HTTPResponse) -> None:
+        """Remember ``response``, which :meth:`release` closes."""
+        self._response = response
+
     def check(self) -> None:
-        """Raise :class:`_Stopped` once the deadline or a cancel closed the connection."""
+        """Raise :class:`_Stopped` once the deadline or a cancel stopped the exchange."""
         if self.closed_because is not None:
             raise _Stopped(self.closed_because)
 
     def close(self, why: str) -> None:
+        """Stop the exchange (from any thread): the socket is shut down, which ends a
+        read blocked on it; the exchange's thread then sees :meth:`check` raise."""
         with self._lock:
             if self.closed_because is None:
                 self.closed_because = why
-            conn, sock = self._current, self._socket
-        self._shut(sock)
+            self._shut(self._socket)
+
+    def release(self) -> None:
+        """Close the connection and its response (the exchange's own thread only)."""
+        with self._lock:
+            if self.closed_because is None:
+                self.closed_because = "done"
+        self._drop()
+
+    def _drop(self) -> None:
+        # under the lock, forget the socket first, so a close() from another thread
+        # never shuts a socket this thread is closing
+        with self._lock:
+            conn, response = self._current, self._response
+            self._current = self._response = self._socket = None
+        if response is not None:
+            with contextlib.suppress(OSError):
+                response.close()
         if conn is not None:
-            conn.close()
+            with contextlib.suppress(OSError):
+                conn.close()
 
     @staticmethod
     def _shut(sock: socket.socket | None) -> None:
@@ -215,9 +253,10 @@ def send(
         return _exchange(method, url, dict(headers), body, deadline, connection, limits, who)
     except (_Stopped, OSError, http.client.HTTPException, ValueError) as exc:
         why = connection.closed_because
-        if why == "deadline" or (why is None and time.monotonic() >= deadline):
+        # a host cancels its token at the deadline too: past the deadline, it is a timeout
+        if why == "deadline" or time.monotonic() >= deadline:
             return ToolResult.error(
-                f"{who}: no response within the call's budget of {budget_ms} ms "
+                f"{who}: no complete response within the call's budget of {budget_ms} ms "
                 "(the connection was closed); try again later or give the call more time",
                 {"timedOut": True},
             )
@@ -228,7 +267,7 @@ def send(
         timer.cancel()
         if registration is not None:
             registration.unregister()
-        connection.close("done")
+        connection.release()
 
 
 def _exchange(
@@ -256,6 +295,7 @@ def _exchange(
         target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
         conn.request(method, target, body=body, headers=headers)
         response = conn.getresponse()
+        connection.reading(response)
         connection.check()
         location = response.getheader("Location")
         if response.status in _REDIRECTS and location:
@@ -267,6 +307,14 @@ def _exchange(
             if _origin(urllib.parse.urlsplit(url)) != origin:
                 headers = {k: v for k, v in headers.items() if k.lower() in _CROSS_ORIGIN_HEADERS}
             continue
+        found = {name.lower(): value for name, value in response.getheaders()}
+        # an error's body is only its excerpt: read what that needs, never the rest
+        failed = not 200 <= response.status < 300
+        wanted = (
+            min(limits.max_response_bytes, ERROR_BODY_BYTES)
+            if failed
+            else limits.max_response_bytes
+        )
         data = bytearray()
         while True:
             chunk = response.read1(_CHUNK)
@@ -274,13 +322,14 @@ def _exchange(
             if not chunk:
                 break
             data += chunk
-            if len(data) > limits.max_response_bytes:
+            if len(data) > wanted:
+                if failed:  # the status is the news: its excerpt, from what was read
+                    return Response(response.status, found, bytes(data[:wanted]), False)
                 return ToolResult.error(
                     f"{who}: the response is larger than {limits.max_response_bytes} bytes "
                     "(max_response_bytes); ask for less (a filter, a page size) or raise the limit",
                     {"status": response.status},
                 )
-        found = {name.lower(): value for name, value in response.getheaders()}
         return Response(response.status, found, bytes(data))
     return ToolResult.error(
         f"{who}: more than {limits.max_redirects} redirects (max_redirects); the last one "
@@ -353,15 +402,27 @@ def excerpt(response: Response) -> str:
     whitespace (and, for HTML, the tags) collapsed, cut at :data:`EXCERPT_CHARS`."""
     media, charset = _media_type(response.headers)
     if response.body and media and not _is_text_media(media):
-        return f"({media}, {len(response.body)} bytes)"
+        if response.complete:
+            return f"({media}, {len(response.body)} bytes)"
+        return f"({media}, {_size(response)})"
     text = _decode(response.body, charset)
     if media == "text/html" or text.lstrip()[:1] == "<":
         text = re.sub(r"<(script|style)\b.*?</\1\s*>", " ", text, flags=re.S | re.I)
         text = re.sub(r"<[^>]*>", " ", text)
     text = " ".join(text.split())
-    if len(text) > EXCERPT_CHARS:
-        text = f"{text[:EXCERPT_CHARS]}… ({len(response.body)} bytes in all)"
+    if len(text) > EXCERPT_CHARS or not response.complete:
+        text = f"{text[:EXCERPT_CHARS]}… ({_size(response)})"
     return text
+
+
+def _size(response: Response) -> str:
+    """How large the whole body is, as far as it is known."""
+    if response.complete:
+        return f"{len(response.body)} bytes in all"
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit():
+        return f"{int(declared)} bytes in all"
+    return f"more than {len(response.body)} bytes"
 
 
 def error_result(response: Response) -> ToolResult:

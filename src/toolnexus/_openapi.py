@@ -28,7 +28,7 @@ import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from ._context import ToolContext
 from ._http_tools import (
@@ -42,13 +42,14 @@ from ._http_tools import (
     is_json_media,
     response_result,
     send,
+    unset_variables,
 )
 from ._log import LazyLogger
 from ._pointer import MISSING, resolve
 from ._result import ToolResult
 from ._schema import sanitize_name
 from ._tools import Tool
-from .errors import InvalidTypeError, OpenApiError, SchemaError
+from .errors import InvalidTypeError, InvalidValueError, OpenApiError, SchemaError
 from .validation import ANNOTATION_KEYWORDS, SUPPORTED_KEYWORDS
 
 __all__ = ["OpenApiImport", "load_openapi"]
@@ -80,6 +81,7 @@ _IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
 _FORM = "application/x-www-form-urlencoded"
 _MULTIPART = "multipart/form-data"
 _MAX_SCHEMA_RETRIES = 20
+_TEMPLATE = re.compile(r"\{([^{}]+)\}")  # a path's or a server URL's {name}
 
 
 @runtime_checkable
@@ -183,9 +185,16 @@ def _parse(text: str, where: str) -> Any:
 class _Documents:
     """The documents a ``$ref`` may reach, by absolute location, read on first need."""
 
-    def __init__(self, root: Any, where: str) -> None:
+    def __init__(self, root: Any, where: str, in_memory: bool = False) -> None:
         self.root_where = where
+        self.in_memory = in_memory  # a dict: ``where`` is no file, only a base for $refs
         self.loaded: dict[str, Any] = {where: root}
+
+    def name(self, where: str) -> str:
+        """How a problem names the document at ``where``."""
+        if where == self.root_where and self.in_memory:
+            return "the document"
+        return os.path.basename(where) or where
 
     def get(self, where: str) -> Any:
         if where not in self.loaded:
@@ -212,11 +221,11 @@ class _Documents:
         try:
             document = self.get(where)
         except OpenApiError as exc:
-            raise _Unresolved(ref, exc.problem) from None
+            raise _Unresolved(ref, f"{where}: {exc.problem}") from None
         pointer = urllib.parse.unquote(fragment)
         value = resolve(document, pointer) if pointer else document
         if value is MISSING:
-            raise _Unresolved(ref, f"nothing at {pointer!r} in {os.path.basename(where)}")
+            raise _Unresolved(ref, f"nothing at {pointer!r} in {self.name(where)}")
         return value, where, f"{where}#{pointer}"
 
 
@@ -300,7 +309,8 @@ class _Schemas:
             try:
                 target, target_base, key = self.docs.follow(ref, base)
             except _Unresolved as exc:
-                raise _Problem(f"{exc} (at {where})") from None
+                at = "" if where == "#" else f" (at {where} in its schema)"
+                raise _Problem(f"{exc}{at}") from None
             if key in self.stack:
                 self.cyclic.add(key)
                 self.cycle_refs += 1
@@ -429,6 +439,14 @@ class _Param:
 class _Plan:
     """How one tool's arguments become one request."""
 
+    # What to do about an answer outside the output schema, for the Tool's refusal to
+    # say (read as ``fn.output_schema_remedy``) instead of its generic advice.
+    output_schema_remedy: ClassVar[str] = (
+        "the API answered outside its document's response schema: fix the document, or "
+        'load it with output_schemas=False (mcp.json: "outputSchemas": false) to take '
+        "its answers as text"
+    )
+
     who: str
     method: str
     server: str
@@ -445,7 +463,10 @@ class _Plan:
     def __call__(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> ToolResult:
         path = self.path
         query: list[tuple[str, str]] = []
-        headers: dict[str, str] = {k: expand_env(v) for k, v in self.headers.items()}
+        try:
+            headers = {k: _expanded(v, f"header {k!r}") for k, v in self.headers.items()}
+        except _Problem as exc:
+            return ToolResult.error(f"{self.who}: {exc}")
         cookies: list[tuple[str, str]] = []
         for param in self.params:
             if param.prop not in args:
@@ -551,12 +572,26 @@ def _secret(scheme: str, credential: str | Callable[[], str]) -> str:
                 f"the credentials callable for {scheme!r} raised {type(exc).__name__}"
             ) from None
     else:
-        value = expand_env(credential)
+        value = _expanded(credential, f"the credential for security scheme {scheme!r}")
     if not isinstance(value, str):
         raise _Problem(
             f"the credentials callable for {scheme!r} must return a str, got {type(value).__name__}"
         )
     return value
+
+
+def _expanded(value: str, used_in: str) -> str:
+    """``value`` with ``${NAME}`` expanded; an unset variable is a :class:`_Problem`
+    naming it and where it is used (a secret must not go out empty)."""
+    missing = unset_variables(value)
+    if missing:
+        names = ", ".join(f"${{{name}}}" for name in missing)
+        verb = "is" if len(missing) == 1 else "are"
+        raise _Problem(
+            f"{used_in} uses {names}, which {verb} not set in the environment; set it "
+            "before calling (nothing was sent)"
+        )
+    return expand_env(value)
 
 
 def _apply(
@@ -649,15 +684,18 @@ def load_openapi(
     ``document`` is the parsed document, a file path or an http(s) URL (JSON; YAML when
     PyYAML is installed: the ``yaml`` extra). Relative ``$ref``s resolve against the
     file or URL (against the current folder for a dict); a ``$ref`` to another origin is
-    not followed. Operations are kept when they carry one of
-    ``tags``, their path matches one of ``paths`` (``fnmatch`` patterns such as
-    ``"/repos/*"``) and their method is one of ``methods`` (each filter only when
-    given). Each tool sends its request to ``base_url``, else the operation's (or the
+    not followed. Operations are kept when they carry one of ``tags``, their path
+    matches one of ``paths`` (``fnmatch`` patterns such as ``"/repos/*"``) and their
+    method is one of ``methods`` (each filter only when given; a list, or one string as
+    one item). Each tool sends its request to ``base_url``, else the operation's (or the
     document's) first server with its variables (``server_variables`` override their
-    defaults). ``credentials`` gives a secret per security scheme name: a string
+    defaults, and fill a ``{name}`` the server does not define; one left unfilled is a
+    problem). ``credentials`` gives a secret per security scheme name: a string
     (``"${GITHUB_TOKEN}"`` expands from the environment at call time) or a callable
     returning one; basic auth takes ``"user:password"``. ``headers`` are sent with every
-    request (``${ENV}`` expanded). A secret never enters a schema or a log line.
+    request (``${ENV}`` expanded). A ``${NAME}`` that is unset when a call is made is
+    that call's error result naming it (nothing is sent). A secret never enters a schema
+    or a log line.
 
     Each tool's output schema is its 2xx JSON response's (an object's); an answer that
     does not match it is an error result, as MCP requires. ``output_schemas=False`` leaves
@@ -669,8 +707,12 @@ def load_openapi(
     result for tool search.
 
     Raises :class:`~toolnexus.errors.OpenApiError` when the document cannot be read, is
-    not OpenAPI 3.x, or names no server and no ``base_url`` is given. An operation that
-    cannot be made a tool is a line in ``problems``; the others still load.
+    not OpenAPI 3.x, names no server and no ``base_url`` is given, or ``credentials``
+    names a security scheme the document does not declare;
+    :class:`~toolnexus.errors.InvalidValueError` for a method in ``methods`` OpenAPI
+    has no operations for, :class:`~toolnexus.errors.InvalidTypeError` for a filter that
+    is not a string or a list of strings. An operation that cannot be made a tool is a
+    line in ``problems``; the others still load.
 
     Example::
 
@@ -679,8 +721,10 @@ def load_openapi(
             print(tool.name)
     """
     where = "the document"
+    in_memory = isinstance(document, Mapping)
     if isinstance(document, Mapping):
         root: Any = document
+        # no file: a base for relative $refs (the current folder), never named in a problem
         location = os.path.join(os.getcwd(), "openapi.json")
     elif isinstance(document, (str, os.PathLike)):
         text, location = _read_text(os.fspath(document))
@@ -692,12 +736,22 @@ def load_openapi(
         )
     version = _check_document(root, where)
     limits = check_limits(Limits(timeout_ms, max_response_bytes, max_redirects), "from_openapi")
-    docs = _Documents(root, location)
+    docs = _Documents(root, location, in_memory)
     schemas = _Schemas(docs, version)
-    wanted_tags = None if tags is None else set(tags)
-    wanted_paths = None if paths is None else list(paths)
-    wanted_methods = None if methods is None else {m.lower() for m in methods}
+    wanted_tags = _filter(tags, "tags")
+    wanted_paths = _filter(paths, "paths")
+    wanted_methods = _filter(methods, "methods")
+    if wanted_methods is not None:
+        wanted_methods = [m.lower() for m in wanted_methods]
+        unknown = [m for m in wanted_methods if m not in METHODS]
+        if unknown:
+            raise InvalidValueError(
+                f"load_openapi: methods= names {', '.join(repr(m.upper()) for m in unknown)}, "
+                f"which OpenAPI has no operations for; use any of "
+                f"{', '.join(m.upper() for m in METHODS)}"
+            )
     schemes, scheme_problem = _security_schemes(docs, root, location)
+    _check_credentials(root, credentials or {}, where)
     default_security = root.get("security")
     tools: list[Tool] = []
     problems: list[str] = []
@@ -727,7 +781,7 @@ def load_openapi(
                 problems.append(f"operation {label}: it is not an object")
                 continue
             op_tags = [t for t in operation.get("tags") or () if isinstance(t, str)]
-            if wanted_tags is not None and not wanted_tags & set(op_tags):
+            if wanted_tags is not None and not set(wanted_tags) & set(op_tags):
                 continue
             name = _shortened(prefix + _operation_name(method, path, operation))
             if name in owners:
@@ -795,6 +849,54 @@ def load_openapi(
         namespaces,
         title,
         _descriptions(root, namespaces, namespace, title),
+    )
+
+
+def _filter(value: Iterable[str] | str | None, argument: str) -> list[str] | None:
+    """A filter argument as a list: ``None`` (no filter), one string as one item, or an
+    iterable of strings; anything else is :class:`InvalidTypeError` naming the argument."""
+    if value is None:
+        return None
+    items: list[Any] = [value] if isinstance(value, str) else []
+    if not items:
+        try:
+            items = list(value)
+        except TypeError:
+            items = [value]  # not iterable: refused below
+    if not all(isinstance(item, str) for item in items):
+        raise InvalidTypeError(
+            f"load_openapi: {argument}= must be a string or a list of strings, got {value!r}"
+        )
+    return items
+
+
+def _check_credentials(root: Mapping[str, Any], credentials: Mapping[str, Any], where: str) -> None:
+    """Raise :class:`OpenApiError` for a credential whose name is no security scheme of
+    the document: it would never be sent, and the API's 401 would not say why."""
+    components = root.get("components")
+    declared = components.get("securitySchemes") if isinstance(components, Mapping) else None
+    names = (
+        [name for name in declared if isinstance(name, str)]
+        if isinstance(declared, Mapping)
+        else []
+    )
+    unknown = [name for name in credentials if name not in names]
+    if not unknown:
+        return
+    given = ", ".join(repr(name) for name in unknown)
+    if names:
+        fix = (
+            "its security schemes (components.securitySchemes) are "
+            + ", ".join(repr(name) for name in names)
+            + ": name the credential after one of them"
+        )
+    else:
+        fix = (
+            "it declares no security schemes (components.securitySchemes): send the secret "
+            "with headers= instead (e.g. {'Authorization': 'Bearer ${TOKEN}'})"
+        )
+    raise OpenApiError(
+        where, f"credentials= names {given}, which the document does not declare; {fix}"
     )
 
 
@@ -885,6 +987,14 @@ def _server_url(
         if value is None:
             raise _Problem(f"server variable {name!r} has no default; pass server_variables=")
         url = url.replace("{" + name + "}", str(value))
+    for name in dict.fromkeys(_TEMPLATE.findall(url)):
+        if name not in variables:
+            raise _Problem(
+                f"its server URL {server.get('url')!r} has {{{name}}}, which the server's "
+                f"'variables' do not define; define it there with a default, or pass "
+                f"server_variables={{{name!r}: ...}} or base_url="
+            )
+        url = url.replace("{" + name + "}", str(variables[name]))
     if not url.startswith(("http://", "https://")):
         if location.startswith(("http://", "https://")):
             url = urllib.parse.urljoin(location, url)
@@ -936,6 +1046,27 @@ def _make_tool(
             if not isinstance(param, Mapping) or not isinstance(param.get("name"), str):
                 raise _Problem("a parameter is not an object with a name")
             merged[(param["name"], str(param.get("in")))] = (param, param_base)
+    in_template = list(dict.fromkeys(_TEMPLATE.findall(path)))
+    declared = [pname for pname, where_in in merged if where_in == "path"]
+    stray = [pname for pname in declared if pname not in in_template]
+    if stray:
+        raise _Problem(
+            f"path parameter(s) {', '.join(map(repr, stray))} do not appear in the path "
+            f"{path!r}; make the path's {{names}} and its path parameters' names match"
+        )
+    for pname in in_template:
+        if pname not in declared:
+            # OpenAPI requires a path parameter for each {name}; the value must still be
+            # given, so it is taken as a required string rather than sent as "{name}"
+            merged[(pname, "path")] = (
+                {"name": pname, "in": "path", "schema": {"type": "string"}},
+                item_base,
+            )
+            notes.append(
+                f"operation {name!r} ({label}): the path has {{{pname}}} but no path "
+                f"parameter {pname!r}; it is taken as a required string (declare it in the "
+                "document to give it a type and a description)"
+            )
     properties: dict[str, Any] = {}
     required: list[str] = []
     plan_params: list[_Param] = []

@@ -741,9 +741,13 @@ class Tool(Generic[P, R]):
             return None
         problems = "; ".join(check.errors(structured))
         _log.warning("tool %r returned output outside its output schema: %s", self.name, problems)
+        # A tool made from a description (an OpenAPI operation) says how to turn the check off.
+        remedy = getattr(self.fn, "output_schema_remedy", None)
+        if not isinstance(remedy, str):
+            remedy = "fix the tool's return value or its output_schema"
         return ToolResult(
             f"tool {self.name!r} returned output that does not match its output schema: "
-            f"{problems}; fix the tool's return value or its output_schema",
+            f"{problems}; {remedy}",
             True,
         )
 
