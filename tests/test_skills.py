@@ -279,7 +279,6 @@ def test_the_frontmatter_reader_reads_what_real_skills_contain(text: str, value:
     ("text", "line", "problem"),
     [
         ("a: 1\n  b: 2\n", 2, "indented more"),
-        ("a: 1\na: 2\n", 2, "duplicate key"),
         ("a: [1, 2\n", 1, "not closed"),
         ("a: 'open\n", 1, "not closed"),
         ("a: 1\n\tb: 2\n", 2, "tab"),

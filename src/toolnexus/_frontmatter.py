@@ -2,13 +2,17 @@
 and a reader on the standard library for the YAML that real skills contain.
 
 The reader takes block mappings and block sequences (nested by indentation), flow
-sequences and mappings on one line, plain, single- and double-quoted scalars (plain ones
-resolved as YAML 1.2's core schema: null, booleans, integers, floats), literal (``|``)
-and folded (``>``) block scalars with their chomping and indentation indicators, plain
-scalars continued on more-indented lines, and comments. Anchors, aliases, tags and
-multi-document streams are refused; with the ``yaml`` extra (PyYAML) installed such a
-block is read by PyYAML's ``safe_load`` instead. A block neither can read raises
-``_YamlError`` with the line (counted in the whole file) where it went wrong.
+sequences and mappings (on one line or over several), plain, single- and double-quoted
+scalars, literal (``|``) and folded (``>``) block scalars with their chomping and
+indentation indicators, plain scalars continued on more-indented lines, comments, and a
+``...`` line ending the document. It reads as PyYAML's ``safe_load`` does — the parser
+of the family's reference port — so a skill loads the same with or without the ``yaml``
+extra: plain scalars resolve by YAML 1.1 (``yes``/``on`` are true, ``012`` is octal 10,
+``1e3`` is text, ``1_000`` is 1000), and a key given twice keeps its last value (a note
+says so). Anchors, aliases, tags and multi-document streams are refused; with the
+``yaml`` extra (PyYAML) installed, a block the reader cannot read is read by PyYAML
+instead. A block neither can read raises ``_YamlError`` with the line (counted in the
+whole file) where it went wrong and how to fix it.
 """
 
 from __future__ import annotations
@@ -29,8 +33,21 @@ _KEY = re.compile(
     r"|-[^\s:#][^:#]*?"
     r")\s*:(?:\s+|$)(?P<rest>.*)"
 )
-_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)|0o[0-7]+|0x[0-9a-fA-F]+")
-_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+# plain scalars as YAML 1.1 resolves them (PyYAML's safe_load, the reference's parser)
+_BOOLS = {
+    **dict.fromkeys(("yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
+    **dict.fromkeys(("no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False),
+}
+_INT = re.compile(
+    r"[-+]?(?:0b[01_]+|0x[0-9a-fA-F_]+|0[0-7_]+|0|[1-9][0-9_]*(?P<sexagesimal>(?::[0-5]?[0-9])+)?)"
+)
+_FLOAT = re.compile(
+    r"[-+]?[0-9][0-9_]*(?P<sexagesimal>(?::[0-5]?[0-9])+)?\.[0-9_]*"
+    r"|[-+]?[0-9][0-9_]*\.[0-9_]*[eE][-+][0-9]+"
+    r"|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+)
+_INFINITY = re.compile(r"[-+]?\.(?:inf|Inf|INF)")
+_NAN = re.compile(r"\.(?:nan|NaN|NAN)")
 _BLOCK_HEADER = re.compile(r"([|>])([1-9])?([-+])?([1-9])?\s*(?:#.*)?")
 _ESCAPES = {
     "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
@@ -47,6 +64,11 @@ class _YamlError(Exception):
         super().__init__(f"line {line}: {problem}")
         self.line = line
         self.problem = problem
+
+
+class _Unclosed(_YamlError):
+    """A flow collection still open at the end of the text given: the reader joins the
+    next line and tries again."""
 
 
 class _Unsupported(Exception):
@@ -71,13 +93,19 @@ def split_frontmatter(text: str) -> tuple[str, str, bool] | None:
     return match.group(1), match.group(2), True
 
 
-def parse_yaml(block: str, *, first_line: int = 1) -> Any:
+def parse_yaml(
+    block: str, *, first_line: int = 1, notes: list[tuple[int, str]] | None = None
+) -> Any:
     """The value of the YAML ``block`` (a frontmatter's text between its fences):
     mappings as dicts, sequences as lists. ``first_line`` is the block's first line in
-    its file, for the line numbers of errors.
+    its file, for the line numbers of errors; ``notes`` (when given) gains a (line,
+    text) for what was read but deserves a warning (a key given twice).
 
-    Raises ``_YamlError`` naming the line, for YAML that is malformed, or that
-    this reader does not implement while PyYAML (the ``yaml`` extra) is not installed.
+    With the ``yaml`` extra (PyYAML) installed, a block the reader cannot read goes to
+    PyYAML's ``safe_load``, so whatever the family's reference loads, loads.
+
+    Raises ``_YamlError`` naming the line and how to fix it, for YAML that is malformed,
+    or that this reader does not implement while PyYAML is not installed.
 
     Example::
 
@@ -85,24 +113,29 @@ def parse_yaml(block: str, *, first_line: int = 1) -> Any:
         {'name': 'pdf', 'description': 'Fill forms.\\n'}
     """
     try:
-        return _Reader(block.splitlines(), first_line).document()
-    except _Unsupported as exc:
-        try:
-            import yaml  # the yaml extra: full YAML, when the plain reader does not do
-        except ImportError:
-            from ._extras import install_hint
+        return _Reader(block.splitlines(), first_line, notes).document()
+    except (_Unsupported, _YamlError) as exc:
+        refusal = exc
+    try:
+        import yaml  # the yaml extra: full YAML, when the plain reader does not do
+    except ImportError:
+        if isinstance(refusal, _YamlError):
+            raise refusal from None
+        from ._extras import install_hint
 
-            raise _YamlError(
-                exc.line,
-                f"{exc.problem} is not supported without the yaml extra "
-                f"({install_hint('yaml', 'PyYAML>=6.0')}); rewrite it as plain YAML",
-            ) from None
-        try:
-            return _json_safe(yaml.safe_load(block))
-        except yaml.YAMLError as yaml_exc:
-            mark = getattr(yaml_exc, "problem_mark", None)
-            line = first_line + (mark.line if mark is not None else 0)
-            raise _YamlError(line, f"invalid YAML: {yaml_exc}") from None
+        raise _YamlError(
+            refusal.line,
+            f"{refusal.problem} is not supported without the yaml extra "
+            f"({install_hint('yaml', 'PyYAML>=6.0')}); rewrite it as plain YAML",
+        ) from None
+    try:
+        return _json_safe(yaml.safe_load(block))
+    except (yaml.YAMLError, ValueError, OverflowError) as yaml_exc:
+        if isinstance(refusal, _YamlError):
+            raise refusal from None  # malformed for both: the reader says it plainer
+        mark = getattr(yaml_exc, "problem_mark", None)
+        line = first_line + (mark.line if mark is not None else 0)
+        raise _YamlError(line, f"invalid YAML: {yaml_exc}") from None
 
 
 def _json_safe(value: Any) -> Any:
@@ -124,36 +157,63 @@ def _strip_comment(text: str) -> str:
 
 
 def _plain(text: str) -> Any:
-    """A plain scalar resolved by YAML 1.2's core schema."""
+    """A plain scalar resolved as YAML 1.1 resolves it (PyYAML's ``safe_load``, which the
+    family's reference reads frontmatter with): null, booleans (``yes``/``no``/``on``/
+    ``off`` too), integers (binary, octal with a leading 0, hex, base 60, ``_``
+    ignored), floats (with a dot; an exponent needs its sign); anything else is text
+    (dates too)."""
     if text in ("", "~", "null", "Null", "NULL"):
         return None
-    if text in ("true", "True", "TRUE"):
-        return True
-    if text in ("false", "False", "FALSE"):
-        return False
-    if _INT.fullmatch(text):
-        if text.startswith("0o"):
-            return int(text[2:], 8)
-        return int(text, 16) if text.startswith("0x") else int(text)
-    if _FLOAT.fullmatch(text):
-        return float(text)
-    lowered = text.lower()
-    if lowered in (".inf", "+.inf"):
-        return float("inf")
-    if lowered == "-.inf":
-        return float("-inf")
-    if lowered == ".nan":
+    if text in _BOOLS:
+        return _BOOLS[text]
+    number = _INT.fullmatch(text)
+    if number is not None:
+        return _number(text, int, number.group("sexagesimal"))
+    number = _FLOAT.fullmatch(text)
+    if number is not None:
+        return _number(text, float, number.group("sexagesimal"))
+    if _INFINITY.fullmatch(text):
+        return float("-inf") if text.startswith("-") else float("inf")
+    if _NAN.fullmatch(text):
         return float("nan")
     return text
+
+
+def _number(text: str, kind: type[int] | type[float], sexagesimal: str | None) -> Any:
+    """The value of ``text``, which YAML 1.1 resolves as a ``kind`` number; the text
+    itself when its digits are only underscores (``0b_``)."""
+    digits = text.replace("_", "")
+    sign = -1 if digits.startswith("-") else 1
+    digits = digits.lstrip("+-")
+    try:
+        if sexagesimal:
+            value: int | float = 0
+            for part in digits.split(":"):
+                value = value * 60 + kind(part)
+            return sign * value
+        if kind is float:
+            return sign * float(digits)
+        if digits.startswith("0b"):
+            return sign * int(digits[2:], 2)
+        if digits.startswith("0x"):
+            return sign * int(digits[2:], 16)
+        if digits.startswith("0") and digits != "0":
+            return sign * int(digits, 8)
+        return sign * int(digits)
+    except ValueError:
+        return text
 
 
 class _Reader:
     """One block, line by line: ``lines[index]`` is the next line to read."""
 
-    def __init__(self, lines: list[str], first_line: int) -> None:
+    def __init__(
+        self, lines: list[str], first_line: int, notes: list[tuple[int, str]] | None = None
+    ) -> None:
         self.lines = lines
         self.first = first_line
         self.index = 0
+        self.notes = notes
 
     def fail(self, problem: str, index: int | None = None) -> _YamlError:
         return _YamlError(self.first + (self.index if index is None else index), problem)
@@ -178,13 +238,25 @@ class _Reader:
         self.skip_blank()
         if self.index >= len(self.lines):
             return None
-        if self.lines[self.index].strip() in ("---", "..."):
+        if self.lines[self.index].strip() == "---":
             raise self.unsupported("a second YAML document")
-        value = self.node(self.indent_of(self.index))
+        value = None if self.at_end_marker() else self.node(self.indent_of(self.index))
         self.skip_blank()
+        if self.at_end_marker():
+            self.index += 1
+            self.skip_blank()
+            if self.index < len(self.lines):
+                raise self.fail(
+                    "text after the '...' line that ends the YAML document: move it above "
+                    "the '...' line, or remove that line"
+                )
         if self.index < len(self.lines):
             raise self.fail("unexpected text (is it indented wrongly?)")
         return value
+
+    def at_end_marker(self) -> bool:
+        """Whether the line at ``index`` is ``...``, the end of the YAML document."""
+        return self.index < len(self.lines) and self.lines[self.index].rstrip() == "..."
 
     def node(self, indent: int) -> Any:
         """The block node whose first line is at ``index``, indented ``indent``."""
@@ -204,7 +276,7 @@ class _Reader:
             here = self.indent_of(self.index)
             line = self.lines[self.index]
             text = line.strip()
-            if here < indent:
+            if here < indent or self.at_end_marker():
                 return items
             if here > indent:
                 raise self.fail("this line is indented more than the list items before it")
@@ -231,7 +303,7 @@ class _Reader:
             if self.index >= len(self.lines):
                 return result
             here = self.indent_of(self.index)
-            if here < indent:
+            if here < indent or self.at_end_marker():
                 return result
             if here > indent:
                 raise self.fail("this line is indented more than the keys before it")
@@ -242,8 +314,15 @@ class _Reader:
                     raise self.fail("a list item where a 'key: value' line belongs")
                 raise self.fail(f"expected 'key: value', got {text[:40]!r}")
             key = self.key(match.group("key").strip())
-            if key in result:
-                raise self.fail(f"duplicate key {key!r}")
+            if key in result and self.notes is not None:
+                # PyYAML (the reference's parser) keeps the last value: so does this
+                self.notes.append(
+                    (
+                        self.first + self.index,
+                        f"the key {key!r} is given again here; its last value is used "
+                        "(remove the other one)",
+                    )
+                )
             rest = match.group("rest").strip()
             if not rest.startswith(("'", '"')):
                 rest = _strip_comment(rest)  # a quoted value may hold a '#'; it ends itself
@@ -278,11 +357,7 @@ class _Reader:
         if first in ("'", '"'):
             return self.quoted(text, indent)[0]
         if first in ("[", "{"):
-            value, end = self.flow(_strip_comment(text), 0)
-            if _strip_comment(text)[end:].strip():
-                raise self.fail("unexpected text after a flow collection")
-            self.index += 1
-            return value
+            return self.flow_lines(text, indent)
         if first in ("@", "`"):
             raise self.fail(f"a plain value cannot start with {first!r}; quote it")
         parts = [_strip_comment(text)]
@@ -315,6 +390,37 @@ class _Reader:
             else:
                 folded += " " + part
         return folded
+
+    def flow_lines(self, text: str, indent: int) -> Any:
+        """A flow collection starting at ``text`` on this line, continued on the lines
+        that follow until it closes (each line break read as a space, comments
+        dropped); leaves ``index`` on the next line to read."""
+        start = self.index
+        joined = _strip_comment(text)
+        while True:
+            try:
+                value, end = self.flow(joined, 0)
+                break
+            except _Unclosed:
+                self.index += 1
+                self.skip_blank()
+                ends = self.index >= len(self.lines) or self.at_end_marker()
+                if ends or (
+                    self.indent_of(self.index) <= indent
+                    and _KEY.fullmatch(self.lines[self.index].strip())
+                ):
+                    closer = "]" if text[0] == "[" else "}"
+                    raise self.fail(
+                        f"the flow collection opened with {text[0]!r} here is not closed: "
+                        f"end it with {closer!r} (it may go on over indented lines), or "
+                        "quote a value that starts with '[' or '{'",
+                        start,
+                    ) from None
+                joined += " " + _strip_comment(self.lines[self.index].strip())
+        if joined[end:].strip():
+            raise self.fail("unexpected text after a flow collection")
+        self.index += 1
+        return value
 
     def quoted(self, text: str, indent: int) -> tuple[str, int]:
         """A quoted scalar starting at ``text`` (may span lines); returns the value and
@@ -422,7 +528,7 @@ class _Reader:
         while position < len(text) and text[position] == " ":
             position += 1
         if position >= len(text):
-            raise self.fail("a flow collection is not closed on its line")
+            raise _Unclosed(self.first + self.index, "a flow collection is not closed")
         opener = text[position]
         if opener in ("[", "{"):
             closer = "]" if opener == "[" else "}"
@@ -433,13 +539,15 @@ class _Reader:
                 while position < len(text) and text[position] == " ":
                     position += 1
                 if position >= len(text):
-                    raise self.fail("a flow collection is not closed on its line")
+                    raise _Unclosed(self.first + self.index, "a flow collection is not closed")
                 if text[position] == closer:
                     return (items if opener == "[" else mapping), position + 1
                 if opener == "{":
                     key, position = self.flow(text, position)
                     while position < len(text) and text[position] == " ":
                         position += 1
+                    if position >= len(text):
+                        raise _Unclosed(self.first + self.index, "a flow collection is not closed")
                     if text[position : position + 1] != ":":
                         raise self.fail("expected ':' in a flow mapping")
                     value, position = self.flow(text, position + 1)
@@ -450,7 +558,7 @@ class _Reader:
                 while position < len(text) and text[position] == " ":
                     position += 1
                 if position >= len(text):
-                    raise self.fail("a flow collection is not closed on its line")
+                    raise _Unclosed(self.first + self.index, "a flow collection is not closed")
                 if text[position] == ",":
                     position += 1
                 elif text[position : position + 1] != closer:
@@ -466,8 +574,8 @@ class _Reader:
                 if opener == '"' and text[end] == "\\":
                     end += 1
                 end += 1
-            if end >= len(text):
-                raise self.fail("a quoted string is not closed")
+            if end >= len(text):  # it may go on on the next line
+                raise _Unclosed(self.first + self.index, "a quoted string is not closed")
             saved = self.lines, self.index
             self.lines, self.index = [text[position : end + 1]], 0
             try:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable, Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -23,7 +24,7 @@ from ._frozen import freeze
 from ._log import LazyLogger
 from ._result import ToolResult
 from ._tools import Tool
-from .errors import InvalidValueError, SkillError
+from .errors import InvalidTypeError, InvalidValueError, SkillError
 
 __all__ = [
     "MAX_SKILL_BYTES",
@@ -32,7 +33,9 @@ __all__ = [
     "Skill",
     "SkillError",
     "SkillFile",
+    "directory_children",
     "discover_skills",
+    "duplicate_skill_error",
     "extension_name_problem",
     "make_skill_tool",
     "skills_prompt",
@@ -158,17 +161,22 @@ class Skill:
         return [relative for relative, _ in self._walk()]
 
     def _walk(self) -> list[tuple[str, Path]]:
-        """Every file in the folder, as (relative path, path), ``SKILL.md`` first;
-        directories reached twice (a link cycle) are walked once."""
+        """Every file in the folder, as (relative path, path), ``SKILL.md`` first, then in
+        code-point order — the one rule of what a skill's files are (its listing, its
+        manifest, its directories). Only what stays inside the folder; a directory
+        reached by more than one path (a link, a link back up: a cycle) is walked once,
+        at its shallowest path (first in code-point order among those), so the listing
+        is the same on every machine."""
         assert self.folder is not None
         root = Path(os.path.realpath(self.folder))
         found: list[tuple[str, Path]] = []
         seen: set[str] = {str(root)}
-        stack = [self.folder]
-        while stack:
-            current = stack.pop()
+        queue: deque[tuple[str, Path]] = deque([("", self.folder)])
+        while queue:
+            prefix, current = queue.popleft()
             try:
-                entries = list(os.scandir(current))
+                with os.scandir(current) as listing:
+                    entries = sorted(listing, key=lambda each: each.name)
             except OSError:
                 continue
             for entry in entries:
@@ -180,13 +188,13 @@ class Skill:
                     is_file = entry.is_file(follow_symlinks=True)
                 except OSError:
                     continue
+                relative = prefix + entry.name
                 if is_dir:
                     if entry.name in _SKIPPED_DIRS or real in seen:
                         continue
                     seen.add(real)
-                    stack.append(Path(entry.path))
+                    queue.append((relative + "/", Path(entry.path)))
                 elif is_file:
-                    relative = os.path.relpath(entry.path, self.folder).replace(os.sep, "/")
                     found.append((relative, Path(entry.path)))
         found.sort(key=lambda pair: (pair[0] != SKILL_FILE, pair[0]))
         return found
@@ -270,27 +278,20 @@ class Skill:
 
     def children(self, relative: str) -> list[tuple[str, bool]]:
         """The direct children of the skill's folder ``relative`` (``""``: its root), as
-        (name, is a directory), in code-point order; only what stays inside the folder.
+        (name, is a directory), in code-point order: the files of :meth:`files` there,
+        and the folders that hold some of them (the same rule, so every child is a file
+        :meth:`read` reads or a folder this lists).
 
-        Raises :class:`SkillError` when ``relative`` is not a directory of the skill.
+        Raises :class:`SkillError` when ``relative`` is not such a directory of the skill.
         """
-        path = self._inside_path(relative) if relative else self._folder()
-        if not path.is_dir():
-            raise SkillError(self.name, str(path), "is not a directory of the skill")
-        root = Path(os.path.realpath(self._folder()))
-        out: list[tuple[str, bool]] = []
-        for entry in sorted(os.scandir(path), key=lambda each: each.name):
-            if not _inside(os.path.realpath(entry.path), root):
-                continue
-            try:
-                is_dir = entry.is_dir(follow_symlinks=True)
-            except OSError:
-                continue
-            if is_dir and entry.name in _SKIPPED_DIRS:
-                continue
-            if is_dir or entry.is_file(follow_symlinks=True):
-                out.append((entry.name, is_dir))
-        return out
+        found = directory_children(self.files(), relative)
+        if found is None:
+            raise SkillError(
+                self.name,
+                relative or str(self._folder()),
+                "is not a directory of the skill (a folder holding some of its files)",
+            )
+        return found
 
     def _folder(self) -> Path:
         if self.folder is None:
@@ -309,6 +310,19 @@ class Skill:
         if not _inside(os.path.realpath(path), Path(root)):
             raise SkillError(self.name, str(path), "leads outside the skill's folder")
         return path
+
+
+def directory_children(paths: Iterable[str], relative: str) -> list[tuple[str, bool]] | None:
+    """The direct children of the directory ``relative`` (``""``: the root) among the
+    ``/``-separated file ``paths``, as (name, is a directory) in code-point order; None
+    when no path is inside it (it is not a directory of those files)."""
+    prefix = f"{relative}/" if relative else ""
+    found: dict[str, bool] = {}
+    for path in paths:
+        if path.startswith(prefix):
+            name, slash, _ = path[len(prefix) :].partition("/")
+            found[name] = found.get(name, False) or bool(slash)
+    return sorted(found.items()) if found else None
 
 
 def _inside(real: str, root: Path) -> bool:
@@ -335,41 +349,86 @@ def extension_name_problem(skill: Skill) -> str | None:
 # --------------------------------------------------------------------------- discovery
 
 
-def discover_skills(path: str | os.PathLike[str]) -> tuple[list[Skill], list[SkillError]]:
+def discover_skills(
+    path: str | os.PathLike[str], taken: Mapping[str, Skill] | None = None
+) -> tuple[list[Skill], list[SkillError]]:
     """The skills under ``path`` — a folder of skill folders, one skill's folder, or a
-    ``SKILL.md`` — and the errors of those that cannot be read, in discovery order:
+    ``SKILL.md`` — and the errors of those that cannot be used, in discovery order:
     shallower first, then by path in code-point order (the family's order).
 
-    Raises :class:`~toolnexus.errors.NotFoundError`-like ``InvalidValueError`` when
-    ``path`` does not exist.
+    One skill per name: a name in ``taken`` (the skills a toolkit has) stays with that
+    skill; among the skills found, the first whose folder has the name wins, else the
+    first found — so a skill whose name differs from its folder's never takes the name
+    from the one whose folder matches (which the skills extension would serve). Each
+    skill left out is an error naming both files.
+
+    Raises :class:`~toolnexus.errors.InvalidValueError` when ``path`` is neither a
+    folder nor a ``SKILL.md``, :class:`~toolnexus.errors.InvalidTypeError` when it is
+    not a path.
     """
-    root = Path(os.path.abspath(os.fspath(path)))
+    where = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    if not isinstance(where, str):
+        raise InvalidTypeError(
+            "add_skills(path): path must be a folder of skill folders, one skill's folder "
+            f"or a SKILL.md file, as a str or os.PathLike; got {type(path).__name__} "
+            f"{path!r:.60}"
+        )
+    root = Path(os.path.abspath(where))
     if root.is_file() and root.name == SKILL_FILE:
         candidates = [root]
     elif root.is_dir():
         candidates = _find_skill_files(root)
     else:
-        raise InvalidValueError(
-            f"add_skills(): {os.fspath(path)!r} is neither a folder nor a SKILL.md file"
-        )
-    skills: list[Skill] = []
+        raise InvalidValueError(f"add_skills(): {where!r} is neither a folder nor a SKILL.md file")
+    found: list[Skill] = []
     errors: list[SkillError] = []
     for candidate in candidates:
         try:
-            skills.append(read_skill(candidate))
+            found.append(read_skill(candidate))
         except SkillError as exc:
             errors.append(exc)
-    return skills, errors
+    owners: dict[str, Skill] = dict(taken or {})
+    for skill in found:
+        owner = owners.get(skill.name)
+        if owner is None:
+            owners[skill.name] = skill
+        elif taken is not None and skill.name in taken:
+            errors.append(duplicate_skill_error(owner, skill))
+        elif _named_as_folder(skill) and not _named_as_folder(owner):
+            owners[skill.name] = skill
+            errors.append(duplicate_skill_error(skill, owner))
+        else:
+            errors.append(duplicate_skill_error(owner, skill))
+    return [skill for skill in found if owners[skill.name] is skill], errors
+
+
+def _named_as_folder(skill: Skill) -> bool:
+    return skill.folder is not None and skill.folder.name == skill.name
+
+
+def duplicate_skill_error(kept: Skill, dropped: Skill) -> SkillError:
+    """The error of ``dropped``, left out because ``kept`` has its name: naming both."""
+    why = "the first one found is kept"
+    if _named_as_folder(kept) and not _named_as_folder(dropped) and dropped.folder is not None:
+        folder = dropped.folder.name
+        why = f"that one is kept, as its folder has the name and this one's ({folder!r}) does not"
+    return SkillError(
+        dropped.name,
+        dropped.location,
+        f"another skill already has the name {dropped.name!r} ({kept.location}); {why}: "
+        "rename one of them (a skill's name should be its folder's name)",
+    )
 
 
 def _find_skill_files(root: Path) -> list[Path]:
     found: list[Path] = []
     seen: set[str] = {os.path.realpath(root)}
-    stack = [root]
-    while stack:
-        current = stack.pop()
+    queue: deque[Path] = deque([root])
+    while queue:
+        current = queue.popleft()
         try:
-            entries = list(os.scandir(current))
+            with os.scandir(current) as listing:
+                entries = sorted(listing, key=lambda each: each.name)
         except OSError:
             continue
         for entry in entries:
@@ -381,9 +440,9 @@ def _find_skill_files(root: Path) -> list[Path]:
             if is_dir:
                 real = os.path.realpath(entry.path)
                 if entry.name in _SKIPPED_DIRS or real in seen:
-                    continue  # a link back up (a cycle) is walked once
+                    continue  # a link back up (a cycle) is walked once, at its shallowest
                 seen.add(real)
-                stack.append(Path(entry.path))
+                queue.append(Path(entry.path))
             elif is_file and entry.name == SKILL_FILE:
                 found.append(Path(entry.path))
 
@@ -425,6 +484,14 @@ def read_skill(path: Path) -> Skill:
     if "\0" in text:
         raise SkillError(label, str(path), "is a binary file, not markdown text", 1)
     split = split_frontmatter(text)
+    if split is None and re.match(r"---\r?\n", text):
+        raise SkillError(
+            label,
+            str(path),
+            "its frontmatter is not closed: the '---' line that opens it has no '---' line "
+            "after it; add one after the frontmatter's last line",
+            1,
+        )
     if split is None:
         raise SkillError(
             label,
@@ -434,17 +501,29 @@ def read_skill(path: Path) -> Skill:
             1,
         )
     block, body, _ = split
+    notes: list[tuple[int, str]] = []
     try:
-        parsed = parse_yaml(block, first_line=2)
+        parsed = parse_yaml(block, first_line=2, notes=notes)
     except _YamlError as exc:
         raise SkillError(label, str(path), f"frontmatter: {exc.problem}", exc.line) from None
     if not isinstance(parsed, dict):
         raise SkillError(label, str(path), "frontmatter is not a mapping of 'key: value' lines", 2)
-    name = _scalar_text(parsed.get("name"))
+    given = parsed.get("name")
+    name = _scalar_text(given)
+    if given is not None and name is None:
+        raise SkillError(
+            label,
+            str(path),
+            f"frontmatter 'name' must be text, got a {_yaml_kind(given)}: write "
+            "'name: <skill-name>' on one line",
+            _key_line(block, "name"),
+        )
     if not name:
         raise SkillError(
             label, str(path), "frontmatter has no 'name' (add 'name: <skill-name>')", 2
         )
+    for line, note in notes:
+        _log.warning("skill %r (%s, line %d): frontmatter: %s", name, path, line, note)
     description = _scalar_text(parsed.get("description"))
     return Skill(
         name,
@@ -454,6 +533,18 @@ def read_skill(path: Path) -> Skill:
         folder,
         _body=body,
     )
+
+
+def _yaml_kind(value: Any) -> str:
+    return "list" if isinstance(value, list) else "mapping" if isinstance(value, dict) else "value"
+
+
+def _key_line(block: str, key: str) -> int:
+    """The line (in the file: the block opens on line 2) of ``key:`` in ``block``."""
+    for number, line in enumerate(block.splitlines()):
+        if re.match(rf"['\"]?{re.escape(key)}['\"]?\s*:", line):
+            return number + 2
+    return 2
 
 
 def _scalar_text(value: Any) -> str | None:

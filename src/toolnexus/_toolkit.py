@@ -315,8 +315,10 @@ class Toolkit:
     def add_skills(self, path: str | os.PathLike[str], *, strict: bool = False) -> list[Skill]:
         """Add the skills found under ``path`` — a folder of skill folders (searched
         deeply, as the toolnexus family does), one skill's folder, or a ``SKILL.md`` —
-        and return them, in the family's discovery order. The first skill with a name
-        wins; a later one of the same name is not added.
+        and return them, in the family's discovery order. One skill per name: a skill
+        the toolkit has keeps its name; among those found here, one whose folder has
+        the name beats one whose folder does not, else the first found wins. A skill left
+        out is an error naming both files.
 
         The toolkit gains the ``skill`` tool (one tool that loads any of its skills by
         name: the family's) with the first skill; :meth:`skills_prompt` lists them for a
@@ -338,22 +340,8 @@ class Toolkit:
         """
         from ._skills import discover_skills
 
-        found, errors = discover_skills(path)
-        added: list[Skill] = []
-        names = set(self._skills)
-        for skill in found:
-            if skill.name in names:
-                errors.append(
-                    SkillError(
-                        skill.name,
-                        skill.location,
-                        f"another skill already has the name {skill.name!r}; the first one "
-                        "is kept: rename this one",
-                    )
-                )
-                continue
-            names.add(skill.name)
-            added.append(skill)
+        # One skill per name (discover_skills' rule): the toolkit's own keep theirs.
+        added, errors = discover_skills(path, taken=self._skills)
         if strict and errors:
             raise errors[0]
         if added:

@@ -446,7 +446,7 @@ class ServerContext:
             )
             if offset > 0:
                 return offset
-        raise Reject(INVALID_PARAMS, _not_issued(cursor))
+        raise Reject(INVALID_PARAMS, _not_issued(cursor, "the list"))
 
     def page_at(
         self, key: str, items: list[Any], describe: Callable[[list[Any]], list[Any]], offset: int
@@ -455,7 +455,9 @@ class ServerContext:
         end), as ``describe`` writes them, under ``key``; ``nextCursor`` when more follow.
         Without the cache hints: :meth:`page` adds them."""
         if offset > len(items):
-            raise Reject(INVALID_PARAMS, _not_issued(f"{_CURSOR_PREFIX}{offset}"))
+            raise Reject(
+                INVALID_PARAMS, _not_issued(f"{_CURSOR_PREFIX}{offset}", f"the {key} list")
+            )
         end = offset + self.page_size
         body: dict[str, Any] = {key: describe(items[offset:end])}
         if end < len(items):
@@ -463,8 +465,10 @@ class ServerContext:
         return body
 
 
-def _not_issued(cursor: Any) -> str:
+def _not_issued(cursor: Any, changed: str) -> str:
+    """A cursor this server did not write, or one past the end of ``changed`` (the list
+    it pages, which may have shrunk since)."""
     return (
-        f"invalid params: cursor {describe(cursor)} was not issued by this server (or the "
-        "tool list changed); list again without a cursor"
+        f"invalid params: cursor {describe(cursor)} was not issued by this server (or "
+        f"{changed} changed); list again without a cursor"
     )

@@ -18,7 +18,7 @@ defines no notification of its own: each ``SKILL.md`` is a listed resource).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -236,23 +236,18 @@ def read(context: ServerContext, uri: str) -> dict[str, Any]:
 
 def _children(offer: _Offer, path: str) -> list[tuple[str, bool]] | None:
     """The children of the skill's folder ``path`` as (name, is a directory), or None
-    when it is not one. A re-exported skill's come from its listed files (its server is
-    not asked); one whose files are ``dynamic`` has no directories to read here."""
+    when it is not one. They come from the files the skill's entry lists — the files
+    ``resources/read`` serves, by the rule that makes a skill's files (a link back up is
+    walked once) — so a listing never offers a URI a read refuses; a re-exported skill's
+    server is not asked. A skill whose files are ``dynamic`` has no directories to read."""
+    from ..._skills import directory_children
+
     listed = offer.listed()
-    if offer.skill._entry is None:
-        try:
-            return offer.skill.children(unquote(path))
-        except SkillError:
-            return None
     if listed is None:
         return None
-    folder = f"{offer.root}/{path}/" if path else f"{offer.root}/"
-    found: dict[str, bool] = {}
-    for each in listed:
-        if each.startswith(folder):
-            name, slash, _ = each[len(folder) :].partition("/")
-            found[unquote(name)] = found.get(unquote(name), False) or bool(slash)
-    return sorted(found.items()) if found else None
+    inside = offer.root + "/"
+    files = [unquote(each[len(inside) :]) for each in listed if each.startswith(inside)]
+    return directory_children(files, unquote(path))
 
 
 def _declare(context: ServerContext, modern: bool) -> dict[str, Any] | None:
@@ -278,8 +273,29 @@ def _list(
     def entries(page: list[_Offer]) -> list[Any]:
         return [offer.entry for offer in page]
 
-    body = context.page("skills", _served(context), entries, params, client)
+    body = _page(context, "skills", _served(context), entries, params, client, "skill list")
     return [context.reply(request_id, client, body)]
+
+
+def _page(
+    context: ServerContext,
+    key: str,
+    items: list[Any],
+    entries: Callable[[list[Any]], list[Any]],
+    params: Mapping[str, Any],
+    client: ClientView,
+    what: str,
+) -> dict[str, Any]:
+    """:meth:`ServerContext.page`; a refused cursor's message names what is listed (``what``)."""
+    try:
+        return context.page(key, items, entries, params, client)
+    except Reject as exc:
+        raise Reject(
+            exc.code,
+            f"invalid params: cursor {describe(params.get('cursor'))} was not issued by this "
+            f"server (or the {what} changed since); list again without a cursor",
+            exc.data,
+        ) from None
 
 
 def _get(
@@ -316,8 +332,9 @@ def _read_directory(
     if found is None or children is None:
         raise Reject(
             INVALID_PARAMS,
-            f"{uri} is not a directory resource of this server (a skill's folder is "
-            "skill://<name>, a subfolder skill://<name>/<path>, no trailing slash)",
+            f"{uri} is not a directory resource of this server: a skill's folder is its "
+            "SKILL.md URI from skills/list without '/SKILL.md', a subfolder that URI and "
+            "'/<path>', with no trailing slash",
             {"uri": uri},
         )
 
@@ -331,7 +348,7 @@ def _read_directory(
             for name, is_dir in page
         ]
 
-    body = context.page("resources", children, entries, params, client)
+    body = _page(context, "resources", children, entries, params, client, "folder's files")
     body.pop("ttlMs", None)  # a directory read is not a cacheable result
     body.pop("cacheScope", None)
     return [context.reply(request_id, client, body)]
