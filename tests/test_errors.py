@@ -50,7 +50,7 @@ PROTOCOL_EXCEPTIONS = {
 
 # A package's own control flow: raised in its modules, caught by its __init__.py (the CLI's
 # one-line error and exit code: the command line's mistakes never reach a Python caller).
-PACKAGE_CONTROL_FLOW = {("_cli", "CliError")}
+PACKAGE_CONTROL_FLOW = {("_cli", "CliError"), ("_cli", "StdoutClosed")}
 
 # Package-internal control flow that crosses modules: the class (the module that defines
 # it), and the one module that catches every raise of it — it never leaves the package.

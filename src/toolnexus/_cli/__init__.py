@@ -26,10 +26,12 @@ from ._common import (
     EXIT_CANCELLED,
     EXIT_OK,
     EXIT_PENDING,
+    EXIT_PIPE_CLOSED,
     EXIT_TIMEOUT,
     EXIT_TOOL_ERROR,
     EXIT_USAGE,
     CliError,
+    StdoutClosed,
     localize,
 )
 from ._parser import build_parser
@@ -94,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             if owns_sigint:
                 after_the_call()  # before anything else: no Ctrl-C may escape main()
+    except StdoutClosed:  # `| head` read what it wanted: nothing to say, nowhere to say it
+        code = EXIT_PIPE_CLOSED
     except KeyboardInterrupt:
         # Ctrl-C outside a running call (while importing REF, say): nothing to cancel.
         sys.stderr.write("\ninterrupted\n")

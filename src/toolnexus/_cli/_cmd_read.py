@@ -14,7 +14,6 @@ from ._common import (
     OUTCOME_CODES,
     REF_ARG,
     CliError,
-    outcome_of,
     print_result,
     write_out,
 )
@@ -45,9 +44,9 @@ def _cmd_read(options: argparse.Namespace) -> int:
     problem = found[0].problem(options.uri)
     if problem is not None:
         raise CliError(f"{options.uri!r} does not fit {found[0].uri!r}: {problem}")
-    result = _run_served(options, toolkit, "resources/read", {"uri": options.uri})
+    result, outcome = _run_served(options, toolkit, "resources/read", {"uri": options.uri})
     if result.is_error:
-        return _failed(options, result)
+        return _failed(options, result, outcome)
     from ..mcp._server._resources import CONTENTS_KEY
 
     contents = [
@@ -77,11 +76,11 @@ def _cmd_get(options: argparse.Namespace) -> int:
     problem = prompt.problem(arguments)
     if problem is not None:
         raise CliError(problem)
-    result = _run_served(
+    result, outcome = _run_served(
         options, toolkit, "prompts/get", {"name": options.name, "arguments": arguments}
     )
     if result.is_error:
-        return _failed(options, result)
+        return _failed(options, result, outcome)
     from ..mcp._server._prompts import PROMPT_KEY
 
     return _show_prompt(options, dict(result.metadata.get(PROMPT_KEY) or {}))
@@ -89,17 +88,19 @@ def _cmd_get(options: argparse.Namespace) -> int:
 
 def _run_served(
     options: argparse.Namespace, toolkit: Toolkit, method: str, params: dict[str, Any]
-) -> ToolResult:
+) -> tuple[ToolResult, str]:
     """A resource read or a prompt rendered on a host, as ``call`` runs a tool: its
-    questions answered at the prompt, Ctrl-C cancels, ``--timeout`` holds."""
+    questions answered at the prompt, Ctrl-C cancels, ``--timeout`` holds. The result and
+    its outcome (``timeout``, ``cancelled``, ...: what the exit code says)."""
     term = Terminal(sys.stdin, sys.stderr)
-    result, _ = run_call(toolkit, method, params, timeout_ms=options.timeout, ask=True, term=term)
-    return result
+    return run_call(toolkit, method, params, timeout_ms=options.timeout, ask=True, term=term)
 
 
-def _failed(options: argparse.Namespace, result: ToolResult) -> int:
+def _failed(options: argparse.Namespace, result: ToolResult, outcome: str) -> int:
+    """Print a failed read or prompt; its exit code says how it failed (124: timed out,
+    130: cancelled, 1: it failed)."""
     print_result(result, as_json=options.json)
-    return OUTCOME_CODES.get(outcome_of(result), EXIT_TOOL_ERROR)
+    return OUTCOME_CODES.get(outcome, EXIT_TOOL_ERROR)
 
 
 def _show_contents(options: argparse.Namespace, contents: list[dict[str, Any]]) -> int:

@@ -118,9 +118,39 @@ def print_result(result: ToolResult, *, as_json: bool) -> None:
             write_out(text)
 
 
+EXIT_PIPE_CLOSED = 141
+"""stdout was closed before everything was written (``| head``): 128 + SIGPIPE, the code
+a shell reports for a program the signal ended."""
+
+
+class StdoutClosed(Exception):
+    """The reader of stdout went away: the command ends quietly with
+    :data:`EXIT_PIPE_CLOSED`. Internal control flow, caught in :func:`main` only."""
+
+
 def write_out(text: str) -> None:
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    sys.stdout.flush()
+    """One line (or block) of the command's output on stdout. A reader that stopped
+    reading (``toolnexus list mcp.json | head -2``) ends the command quietly, as CLIs do
+    (exit :data:`EXIT_PIPE_CLOSED`), never with a traceback."""
+    try:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_gone()
+
+
+def _stdout_gone() -> None:
+    """stdout's reader is gone: point it at the null device (so the flush at exit finds
+    nothing to complain of) and exit."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # (a stdout without a file descriptor)
+        pass
+    raise StdoutClosed
 
 
 def first_line(text: str | None) -> str:

@@ -21,7 +21,8 @@ import contextlib
 import functools
 import math
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ from .._log import LazyLogger
 from .._result import ToolResult
 from .._uri_template import UriTemplate, is_template
 from ..errors import McpError, OAuthError
+from ._client._source import has_scheme
 from ._shared._catalog import gate
 
 if TYPE_CHECKING:
@@ -47,6 +49,8 @@ _LISTS = {
     "resources": ("resources/list", "resources/templates/list"),
     "prompts": ("prompts/list",),
 }
+_RELIST_S = 1.0  # a list a read found stale is read again at most this often
+_HINTS_KEPT = 256  # the cache hints kept per server (of its latest reads)
 
 
 @dataclass
@@ -58,6 +62,10 @@ class _Upstream:
     items: dict[str, list[Any]] = field(default_factory=lambda: {"resources": [], "prompts": []})
     subscribed: set[str] = field(default_factory=set)
     specs: dict[str, list[list[dict[str, Any]]]] = field(default_factory=dict)  # as listed
+    timed: set[str] = field(default_factory=set)  # the kinds a ttlMs timer will look at again
+    relisted: dict[str, float] = field(default_factory=dict)  # when a read found a list stale
+    # each read's cache hints from the server (ttlMs, cacheScope), by its URI there
+    hints: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class Federation:
@@ -129,7 +137,7 @@ class Federation:
         elif kind == "prompts" and specs:
             made = self._prompts(upstream, specs[0])
         toolkit = self.source.toolkit
-        with self._lock:
+        with self._lock, _told_once(toolkit):
             for item in upstream.items[kind]:
                 key = _key(item)
                 self._owners.pop(key, None)
@@ -159,12 +167,34 @@ class Federation:
         out (at most once a second): a change it never announced is seen then."""
         times = [upstream.client.cached_until(method) for method in methods]
         finite = [until for until in times if until is not None and until != math.inf]
-        if not finite:
-            return
+        with self._lock:
+            if not finite or kind in upstream.timed:
+                return  # (one timer per list: a list_changed reloads it meanwhile)
+            upstream.timed.add(kind)
         from .._timers import schedule
         from ._client._source import relist_at
 
-        schedule(relist_at(min(finite)), functools.partial(self._load, upstream, kind, True))
+        def again() -> None:
+            with self._lock:
+                upstream.timed.discard(kind)
+            self._load(upstream, kind, True)
+
+        schedule(relist_at(min(finite)), again)
+
+    def _still_listed(self, upstream: _Upstream, kind: str, listed: Callable[[], bool]) -> bool:
+        """Whether ``listed()`` holds once ``upstream``'s ``kind`` list is read again: the
+        server refused what it listed (a read, a prompt), so the list may have changed
+        without a notification. Read again at most once a second (never in a loop); the
+        toolkit, and so the gateway's clients, then hold the new list."""
+        now = time.monotonic()
+        with self._lock:
+            fresh = now < upstream.relisted.get(kind, -math.inf) + _RELIST_S
+            if not fresh:
+                upstream.relisted[kind] = now
+        if not fresh:
+            upstream.client._forget_lists(*_LISTS[kind])
+            self._load(upstream, kind, unless_same=True)
+        return listed()
 
     def _resources(
         self, upstream: _Upstream, entries: list[dict[str, Any]], *, template: bool
@@ -182,44 +212,82 @@ class Federation:
             uri = self.source.federated_uri(upstream.name, remote)
             if uri is not None and not template and skill_files(uri):
                 continue  # a skill's file: the toolkit's skill serves it (verified)
-            if uri is None:
+            if uri is None or not has_scheme(remote):
                 self._problem(
                     upstream,
                     f"{label} {remote!r} skipped: it does not begin with a literal scheme "
-                    "(such as 'file:'), so its URIs cannot carry the server's prefix and be "
-                    'read back; give the server "prefix": "" in mcp.json to offer it as it is',
+                    "(such as 'file:'), so a gateway cannot offer it: its URIs could not "
+                    "carry the server's prefix and be read back, and without a prefix "
+                    '("prefix": "") it is no resource URI a client may read (an MCP '
+                    "resource's URI begins with its scheme); the server's other resources "
+                    "are offered — read this one from the server itself "
+                    "(McpClient.read_resource), or have the server list it under a scheme",
                 )
                 continue
             # A listed template without a variable reads as the fixed URI it is.
             variables = template and is_template(remote)
-            reader = self._reader(upstream, remote, variables)
+            reader = self._reader(upstream, remote, variables, uri)
             gate(reader, self.source.scopes_of(upstream.name))
             completers = self._completers(
                 upstream, {"type": "ref/resource", "uri": remote}, _variables(remote)
             )
             try:
                 made.append(
-                    Resource(
-                        uri,
-                        reader,
-                        _text(entry.get("name")) or remote,
-                        _text(entry.get("title")),
-                        _text(entry.get("description")) or "",
-                        _mime(entry.get("mimeType")),
-                        entry.get("annotations")
-                        if isinstance(entry.get("annotations"), dict)
-                        else None,
-                        completers if variables else None,
-                        _on_subscribe=functools.partial(self._subscribe, upstream),
+                    self._apart(
+                        upstream,
+                        Resource(
+                            uri,
+                            reader,
+                            _text(entry.get("name")) or remote,
+                            _text(entry.get("title")),
+                            _text(entry.get("description")) or "",
+                            _mime(entry.get("mimeType")),
+                            entry.get("annotations")
+                            if isinstance(entry.get("annotations"), dict)
+                            else None,
+                            completers if variables else None,
+                            _on_subscribe=functools.partial(self._subscribe, upstream),
+                        ),
+                        "resources/read",
                     )
                 )
             except (ValueError, TypeError) as exc:
                 self._problem(upstream, f"{label} {remote!r} skipped: {exc}")
         return made
 
-    def _reader(self, upstream: _Upstream, remote: str, template: bool) -> Callable[..., Any]:
+    def _apart(self, upstream: _Upstream, item: Any, method: str) -> Any:
+        """``item`` (a federated resource or prompt), its reads or renders — and its
+        completions — made through ``upstream``'s bounded queue of calls on its client's
+        own threads when nobody waits for them on a thread (a gateway's clients): as
+        its tools' calls are, so a slow server holds only its own places and none of
+        the gateway's workers, and a call beyond them is refused at once as busy."""
+        client = upstream.client
+        for tool, label in ((item._tool, method), (item._completion, "completion/complete")):
+            fn = tool.fn
+
+            def start_io(
+                args: Mapping[str, Any],
+                ctx: Any,
+                done: Callable[[ToolResult], object],
+                fn: Callable[..., ToolResult] = fn,
+                label: str = label,
+            ) -> object:
+                if ctx is None:
+                    return None
+                return client._run_apart(label, functools.partial(fn, args, ctx), done)
+
+            # (what a host asks a tool's function that starts its own I/O: see Tool._start_io)
+            fn.start_io = start_io
+            fn.io_ready = client._apart_ready
+        return item
+
+    def _reader(
+        self, upstream: _Upstream, remote: str, template: bool, uri: str
+    ) -> Callable[..., Any]:
         """The function of a federated resource: read the server's URI (the template
-        expanded with the variables the federated URI gave)."""
+        expanded with the variables the federated URI gave). Its ``cache_hints(uri)``
+        gives the server's cache hints (``ttlMs``, ``cacheScope``) of its latest read of
+        the federated ``uri``: the gateway's answer passes them on."""
         expand = UriTemplate(remote).expand if template else None
         name = upstream.name
 
@@ -228,17 +296,41 @@ class Federation:
             try:
                 token = ctx.cancellation_token if ctx is not None else None
                 with self._as_caller(upstream):
-                    contents = upstream.client.read_resource(target, token=token)
+                    contents, hints = upstream.client._read(target, token)
             except OAuthError as exc:
                 return ToolResult.error(f"MCP server {name}: {exc}")
             except McpError as exc:
+                late = _late(ctx, "resources/read", name)
+                if late is not None:
+                    return late
                 if exc.problem.endswith(_NOT_FOUND_CODES):
                     from ._server._served import not_found
 
+                    if not template and not self._still_listed(
+                        upstream, "resources", lambda: self._owners.get(("resource", uri)) == name
+                    ):
+                        return not_found(
+                            f"MCP server {name} no longer offers {remote!r} (its resource list "
+                            "changed without notice); the gateway read its resources again: "
+                            "list them again"
+                        )
                     return not_found(f"MCP server {name}: {exc.problem}")
                 return ToolResult.error(f"MCP server {name}: {exc.problem}")
+            with self._lock:
+                kept = upstream.hints
+                kept.pop(target, None)
+                kept[target] = hints
+                while len(kept) > _HINTS_KEPT:
+                    del kept[next(iter(kept))]
             return [self._content(upstream, each) for each in contents]
 
+        def cache_hints(asked: str) -> dict[str, Any]:
+            found = self.source.upstream_uri(asked)
+            target = found[1] if found is not None and found[0] == name else asked
+            with self._lock:
+                return dict(upstream.hints.get(target) or {})
+
+        read.cache_hints = cache_hints  # type: ignore[attr-defined]
         return read
 
     def _content(self, upstream: _Upstream, content: Mapping[str, Any]) -> Any:
@@ -289,13 +381,17 @@ class Federation:
             gate(renderer, self.source.scopes_of(upstream.name))
             try:
                 made.append(
-                    Prompt(
-                        renderer,
-                        sanitize_name(prefix + remote),
-                        _text(entry.get("title")),
-                        _text(entry.get("description")) or "",
-                        completers,
-                        _given_schema=schema,
+                    self._apart(
+                        upstream,
+                        Prompt(
+                            renderer,
+                            sanitize_name(prefix + remote),
+                            _text(entry.get("title")),
+                            _text(entry.get("description")) or "",
+                            completers,
+                            _given_schema=schema,
+                        ),
+                        "prompts/get",
                     )
                 )
             except (ValueError, TypeError) as exc:
@@ -320,6 +416,18 @@ class Federation:
             except OAuthError as exc:
                 return ToolResult.error(f"MCP server {upstream.name}: {exc}")
             except McpError as exc:
+                late = _late(ctx, "prompts/get", upstream.name)
+                if late is not None:
+                    return late
+                if exc.problem.endswith(_NOT_FOUND_CODES) and not self._still_listed(
+                    upstream, "prompts", lambda: any(remote == each.get("name") for each in
+                                                     _listed(upstream, "prompts"))
+                ):  # fmt: skip
+                    return ToolResult.error(
+                        f"MCP server {upstream.name} no longer offers the prompt {remote!r} "
+                        "(its prompt list changed without notice); the gateway read its "
+                        "prompts again: list them again"
+                    )
                 return ToolResult.error(f"MCP server {upstream.name}: {exc.problem}")
             return [
                 {
@@ -447,6 +555,32 @@ def _skill_files(toolkit: Any) -> Callable[[str], bool]:
         else:
             listed.update(each["uri"] for each in entry["resources"])
     return lambda uri: uri in listed or uri.startswith(tuple(roots))
+
+
+@contextlib.contextmanager
+def _told_once(toolkit: Any) -> Iterator[None]:
+    """Within: the toolkit's changes are told to its servers once per list, at the end
+    (a list that changed is one notification, however many items it swapped)."""
+    batch = getattr(toolkit, "_told_once", None)
+    if batch is None:
+        yield
+        return
+    with batch():
+        yield
+
+
+def _listed(upstream: _Upstream, kind: str) -> list[dict[str, Any]]:
+    """The entries of ``upstream``'s ``kind`` as it last listed them."""
+    return [entry for page in upstream.specs.get(kind) or () for entry in page]
+
+
+def _late(ctx: Any, method: str, server: str) -> ToolResult | None:
+    """The words for a request whose caller's deadline passed (its token cancelled it):
+    a timeout, never "cancelled"; None while the deadline has not passed."""
+    deadline = getattr(ctx, "deadline", None)
+    if deadline is None or time.monotonic() < deadline:
+        return None
+    return ToolResult.error(f"MCP server {server} did not answer {method} in time")
 
 
 def _key(item: Any) -> tuple[str, str]:

@@ -32,7 +32,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._cancellation import CancellationToken, CancellationTokenSource, cancelled_by
@@ -558,8 +558,17 @@ class McpClient:
             (content,) = client.read_resource("notes://readme")
             print(content["text"])
         """
-        result = self._request("resources/read", {"uri": uri}, token=token)
-        return resource_contents(self.name, uri, result)
+        return self._read(uri, token)[0]
+
+    def _read(
+        self, uri: str, token: CancellationToken | None
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """:meth:`read_resource`, and the cache hints the server gave the read (its
+        ``ttlMs`` and ``cacheScope``, those it sent): a gateway passes them on."""
+        with self._admitted("resources/read", token):
+            result = self._request("resources/read", {"uri": uri}, token=token)
+        hints: dict[str, Any] = {k: result[k] for k in ("ttlMs", "cacheScope") if k in result}
+        return resource_contents(self.name, uri, result), hints
 
     def list_prompts(self) -> list[dict[str, Any]]:
         """The server's prompts (``prompts/list``, every page), as sent."""
@@ -584,7 +593,9 @@ class McpClient:
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = dict(arguments)
-        return prompt_result(self.name, name, self._request("prompts/get", params, token=token))
+        with self._admitted("prompts/get", token):
+            result = self._request("prompts/get", params, token=token)
+        return prompt_result(self.name, name, result)
 
     def tools(
         self,
@@ -994,6 +1005,53 @@ class McpClient:
             return None
         return _APART
 
+    @contextlib.contextmanager
+    def _admitted(self, method: str, token: CancellationToken | None) -> Iterator[None]:
+        """Within: a place in this server's bounded queue (``max_in_flight``), as a tool
+        call takes one — a read, a prompt, a completion, a subscription: one queue for
+        every request a caller makes of the server. The place :meth:`_run_apart` booked
+        for this request is used, else one is taken here (waiting while the queue has
+        room). Raises McpError naming the server when the queue is full ("busy") or the
+        caller gave up waiting."""
+        admission = self._admission
+        if admission is None:
+            yield
+            return
+        cancel = token if token is not None else _NEVER
+        booked = _BOOKED.get()
+        if booked is not None and booked[0] is admission and not booked[1].used:
+            booking = booked[1]
+            booking.used = True
+            refused = None if booking.place else admission.wait(cancel)
+        else:
+            refused = admission.enter(cancel)
+        if refused is not None:
+            raise McpError(self.name, f"{method}: {refused}")
+        try:
+            yield
+        finally:
+            admission.leave()
+
+    def _run_apart(
+        self, method: str, run: Callable[[], ToolResult], done: Callable[[ToolResult], object]
+    ) -> object:
+        """Run ``run()`` — a request of ``method`` (a read, a prompt, a completion) that no
+        thread waits for — on this client's own threads, through its bounded queue, as
+        :meth:`_start_apart` runs a tool call: its place is booked as it is handed over
+        (a full queue ends it at once as busy) and used by the request it makes
+        (:meth:`_admitted`). None, having run nothing, when this client keeps no queue."""
+
+        def booked(booking: Booking) -> ToolResult:
+            admission = self._admission
+            assert admission is not None
+            mark = _BOOKED.set((admission, booking))
+            try:
+                return run()
+            finally:
+                _BOOKED.reset(mark)
+
+        return self._start_apart(method, booked, done)
+
     def _start_call(
         self,
         name: str,
@@ -1398,7 +1456,8 @@ class McpClient:
         """
         connection = self._open()
         if connection.session.era != "modern":
-            self._request("resources/subscribe", {"uri": uri})
+            with self._admitted("resources/subscribe", None):
+                self._request("resources/subscribe", {"uri": uri})
             return
         # Modern: the subscriptions/listen stream asks for it (no resources/subscribe).
         with self._lists_lock:
@@ -1412,7 +1471,8 @@ class McpClient:
         modern: the listen stream no longer asks for them)."""
         connection = self._open()
         if connection.session.era != "modern":
-            self._request("resources/unsubscribe", {"uri": uri})
+            with self._admitted("resources/unsubscribe", None):
+                self._request("resources/unsubscribe", {"uri": uri})
             return
         with self._lists_lock:
             if uri not in self._subscriptions:
@@ -1454,7 +1514,8 @@ class McpClient:
         }
         if context:
             params["context"] = {"arguments": dict(context)}
-        result = self._request("completion/complete", params)
+        with self._admitted("completion/complete", None):
+            result = self._request("completion/complete", params)
         completion = result.get("completion")
         values = completion.get("values") if isinstance(completion, dict) else None
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
@@ -1505,6 +1566,11 @@ class McpClient:
 
 
 _NEVER = CancellationToken.NONE
+# The place in a client's queue booked for the request about to be made on this thread
+# (_run_apart books it as the request is handed over; _admitted uses it).
+_BOOKED: contextvars.ContextVar[tuple[Admission, Booking] | None] = contextvars.ContextVar(
+    "toolnexus_mcp_booked", default=None
+)
 _OWN_IDLE_S = 10.0  # a thread of the client's own with no call this long exits
 
 

@@ -9,6 +9,7 @@ is skipped with a warning naming the server and the tool.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -84,7 +85,7 @@ class Caller(Protocol):
 class RemoteTool:
     """The function of a remote tool: ``fn(args, ctx)`` calls the server's tool."""
 
-    __slots__ = ("client", "exchange", "headers", "links", "remote", "required_scopes")
+    __slots__ = ("client", "exchange", "headers", "links", "remote", "required_scopes", "stale")
 
     runs_on_caller = True
     """A call only waits for the server, and the context's token ends that wait at once
@@ -102,9 +103,15 @@ class RemoteTool:
         self.exchange: UpstreamExchange | None = None
         """A gateway's: each call goes with its caller's token exchanged for the server
         (``auth.exchange`` in mcp.json), never with the gateway's own credentials."""
+        self.stale: Callable[[str, ToolResult], ToolResult] | None = None
+        """What a call the server refused as if it did not know this tool becomes, its
+        tool list looked at again (an McpSource's: a list that changed unannounced)."""
 
     def __call__(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> ToolResult:
         result = self._run(args, ctx)
+        stale = self.stale
+        if stale is not None and unknown_tool(result, self.remote):
+            result = stale(self.remote, result)
         links = self.links
         if links is None or not result.parts:
             return result
@@ -144,6 +151,23 @@ class RemoteTool:
                 given(relink(result, links) if result.parts else result)
 
             done = relinked
+        stale = self.stale
+        if stale is not None:
+            ended = done
+
+            def checked(result: ToolResult) -> None:
+                if not unknown_tool(result, self.remote):
+                    ended(result)
+                    return
+                # Its tools are listed again off the thread that ends the call (it may
+                # be the one that reads the server's answers).
+                threading.Thread(
+                    target=lambda: ended(stale(self.remote, result)),
+                    name=f"toolnexus-mcp-{self.client.name}-stale",
+                    daemon=True,
+                ).start()
+
+            done = checked
         client = self.client
         if ctx.answer is None and self.exchange is None:
             started = client._start_io(
@@ -195,8 +219,30 @@ class RemoteTool:
         return f"<remote tool {self.remote!r} on MCP server {self.client.name!r}>"
 
 
+def unknown_tool(result: ToolResult, remote: str) -> bool:
+    """Whether ``result`` (of a call of the server's tool ``remote``) may say the server
+    does not know the tool: an error that names it and was refused as invalid params
+    (``-32602``, the spec's code for an unknown tool, or saying "not found"), or that
+    says "unknown tool".
+    Only a hint: the server's tool list, read again, decides (``RemoteTool.stale``).
+
+    Example::
+
+        unknown_tool(ToolResult("gone: MCP server s refused the call: Unknown tool: gone "
+                                "(-32602)", True), "gone")  # True
+    """
+    if not result.is_error or result.is_pending or remote not in result.output:
+        return False
+    text = result.output.lower()
+    if "unknown tool" in text:
+        return True
+    # (the words of a refusal: _questions.refused)
+    return "refused the call" in text and (text.endswith("(-32602)") or "not found" in text)
+
+
 def relink(result: ToolResult, links: Callable[[str], str]) -> ToolResult:
-    """``result`` with each resource link's URI (a URL part's) passed through ``links``.
+    """``result`` with each resource link's URI (a URL part's), and each embedded
+    resource's (a part named with its URI), passed through ``links``.
 
     Example::
 
@@ -205,7 +251,11 @@ def relink(result: ToolResult, links: Callable[[str], str]) -> ToolResult:
     import dataclasses
 
     parts = [
-        dataclasses.replace(part, url=links(part.url)) if part.url is not None else part
+        dataclasses.replace(part, url=links(part.url))
+        if part.url is not None
+        else dataclasses.replace(part, name=links(part.name))
+        if part.name is not None and "://" in part.name
+        else part
         for part in result.parts
     ]
     return ToolResult(result.output, result.is_error, result.metadata, parts)

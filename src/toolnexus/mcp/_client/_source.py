@@ -11,6 +11,7 @@ breaks the others: its status says ``failed`` and why.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from ...errors import InvalidTypeError, InvalidValueError, McpError
 
 if TYPE_CHECKING:
     from ..._adapters import HostedMcp
+    from ..._result import ToolResult
     from ..._skills import Skill
     from ..._toolkit import Toolkit
     from ..._tools import Tool
@@ -42,6 +44,14 @@ _DEFAULT_TIMEOUT_MS = 30_000
 _DEFAULT_LIMITS = {"max_in_flight": 32, "max_queued": 16}
 _SKILL_SCHEME = "skill://"  # a skill's URI (the skills extension's scheme)
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")  # a URI's literal scheme
+
+
+def has_scheme(uri: str) -> bool:
+    """Whether ``uri`` begins with a literal scheme (``file:``, ``demo:``): the part a
+    server's prefix is written into, so the federated URI reads back to its server."""
+    return _SCHEME.match(uri) is not None
+
+
 # ${NAME} or ${env:NAME}, from the environment; and VS Code's ${input:id}, a value its user
 # is asked for, here read from the environment as TOOLNEXUS_INPUT_<ID> (_input_variable).
 _VARIABLE = re.compile(r"\$\{(?:input:([^}]*)|(?:env:)?([A-Za-z_][A-Za-z0-9_]*))\}")
@@ -145,6 +155,8 @@ class _Server:
         # one refresh of its lists at a time: a list_changed heard twice (a stream and a
         # poll, say) re-lists after the other, never interleaved with it
         self.refreshing = threading.Lock()
+        self.timed = False  # a ttlMs timer will look at its tool list again
+        self.relisted = -1e9  # when a call found its tool list stale (time.monotonic())
 
 
 class McpSource:
@@ -219,8 +231,6 @@ class McpSource:
         client_name: str = "toolnexus",
         oauth: OAuth | None = None,
     ) -> None:
-        from ..._toolkit import Toolkit
-
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0:
             raise InvalidValueError(f"timeout_ms must be an int > 0, got {timeout_ms!r}")
         self._where = "mcp.json"
@@ -257,7 +267,7 @@ class McpSource:
         }
         self._servers = self._read(document)
         self._lock = threading.Lock()
-        self.toolkit: Toolkit = Toolkit()
+        self.toolkit: Toolkit = _toolkit_told_once()()
         """Every connected server's tools (kept up to date on list changes)."""
         self._closed = False
         self._links = False  # rewrite resource links in tool results (rewrite_links)
@@ -714,8 +724,9 @@ class McpSource:
         """Put the server's tools and skills in the toolkit (``tools`` / ``skills``: its new
         lists, in place of those it holds). A name the server held moves from its old item
         to its new one in place, so a reader of the toolkit never finds it missing; one it
-        no longer serves goes after; a name another server holds is skipped, with a warning."""
-        with self._lock:
+        no longer serves goes after; a name another server holds is skipped, with a warning.
+        The toolkit's servers are told once per list that changed."""
+        with self._lock, self.toolkit._told_once():  # type: ignore[attr-defined]
             held_tools = set(server.status.tools)
             held = {id(each) for each in self.toolkit.skills()}
             held_skills = [each for each in server.skills if id(each) in held]
@@ -796,7 +807,46 @@ class McpSource:
             if isinstance(fn, RemoteTool):
                 gate(fn, server.scopes | server.tool_scopes.get(fn.remote, frozenset()))
                 fn.exchange = server.exchange
+                fn.stale = functools.partial(self._stale, server)
         return tools
+
+    def _stale(self, server: _Server, remote: str, result: ToolResult) -> ToolResult:
+        """A call of ``server``'s listed tool ``remote`` that the server refused as if it
+        did not know the tool (``result``): its tool list may have changed without a
+        notification. Its tools are listed again (at most once a second, never in a
+        loop) and the toolkit takes the new list (its clients are told); a tool it no
+        longer lists is a clear error naming the staleness, anything else ``result``."""
+        import time
+
+        from ..._result import ToolResult
+
+        with server.refreshing:
+            client = server.client
+            now = time.monotonic()
+            if client is not None and not self._closed and now >= server.relisted + 1.0:
+                server.relisted = now
+                client._forget_lists("tools/list")
+                try:
+                    specs = client.list_tools()
+                except McpError as exc:
+                    _log.warning("MCP server %s: listing its tools failed: %s", server.name, exc)
+                    return result
+                if specs != server.specs:
+                    server.specs = specs
+                    self._register(server, tools=self._tools_of(server, specs))
+                    _log.info(
+                        "MCP server %s: its tool list changed without notice; tools now %s",
+                        server.name,
+                        ", ".join(server.status.tools),
+                    )
+            listed = any(spec.get("name") == remote for spec in server.specs)
+        if listed:
+            return result
+        return ToolResult(
+            f"MCP server {server.name} no longer offers the tool {remote!r} (its tool list "
+            "changed without notice); the gateway read its tools again: list them again",
+            True,
+        )
 
     def exchange_of(self, name: str) -> UpstreamExchange | None:
         """How a request to server ``name`` made for a caller gets its token (its
@@ -826,11 +876,16 @@ class McpSource:
         seen then; one that did not change touches nothing."""
         client = server.client
         until = client.cached_until("tools/list") if client is not None else None
-        if until is None or until == float("inf") or self._closed:
-            return
+        if until is None or until == float("inf") or self._closed or server.timed:
+            return  # (one timer at a time: a list_changed refreshes it meanwhile)
+        server.timed = True
         from ..._timers import schedule
 
-        schedule(relist_at(until), lambda: self._refresh(server, unless_same=True))
+        def again() -> None:
+            server.timed = False
+            self._refresh(server, unless_same=True)
+
+        schedule(relist_at(until), again)
 
     def _refresh(self, server: _Server, unless_same: bool = False) -> None:
         with server.refreshing:
@@ -902,7 +957,7 @@ class McpSource:
             return uri
         if uri.startswith(_SKILL_SCHEME):
             return f"{_SKILL_SCHEME}{prefix}/{uri[len(_SKILL_SCHEME) :]}"
-        if not _SCHEME.match(uri):
+        if not has_scheme(uri):
             return None
         return f"{prefix}+{uri}"
 
@@ -1009,6 +1064,54 @@ class McpSource:
             counts[server.status.status] = counts.get(server.status.status, 0) + 1
         shown = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no servers"
         return f"<McpSource {self._where!r}: {shown}, {len(self.toolkit)} tools>"
+
+
+_TOLD_ONCE: type[Toolkit] | None = None
+
+
+def _toolkit_told_once() -> type[Toolkit]:
+    """The class of a source's toolkit: a :class:`~toolnexus.Toolkit` whose
+    ``_told_once()`` (a context manager) tells its servers of the changes made within,
+    on that thread, once per list at the end — a server's new list, however many items
+    it swapped, is one ``list_changed``. Made on first use (the toolkit loads late)."""
+    global _TOLD_ONCE
+    if _TOLD_ONCE is not None:
+        return _TOLD_ONCE
+    import contextlib
+    from collections.abc import Iterator
+
+    from ..._toolkit import Toolkit
+
+    class SourceToolkit(Toolkit):
+        __slots__ = ("_held",)
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._held = threading.local()  # this thread's changes, within _told_once
+
+        def _changed(self, kinds: set[str]) -> None:
+            held: set[str] | None = getattr(self._held, "kinds", None)
+            if held is not None:
+                held.update(kinds)
+                return
+            super()._changed(kinds)
+
+        @contextlib.contextmanager
+        def _told_once(self) -> Iterator[None]:
+            local = self._held
+            if getattr(local, "kinds", None) is not None:
+                yield  # within another: it tells them
+                return
+            local.kinds = set()
+            try:
+                yield
+            finally:
+                kinds, local.kinds = local.kinds, None
+                if kinds:
+                    super()._changed(kinds)
+
+    _TOLD_ONCE = SourceToolkit
+    return SourceToolkit
 
 
 def relist_at(until: float) -> float:

@@ -142,7 +142,29 @@ def _read_finish(context: ServerContext, call: CallState, outcome: ToolResult) -
     ]
     if not contents:
         return context.fail(call, f"{who(call)} failed: it returned no contents")
-    return context.finish(call, context.cache_hints({"contents": contents}, call.client))
+    body = context.cache_hints({"contents": contents}, call.client)
+    if "ttlMs" in body:
+        _upstream_hints(context, uri, body)
+    return context.finish(call, body)
+
+
+def _upstream_hints(context: ServerContext, uri: str, body: dict[str, Any]) -> None:
+    """A gateway's read of an upstream resource: its cache hints the stricter of the
+    upstream's and this server's — the smaller ``ttlMs`` (``0``, the spec's default,
+    when the upstream gave none: its content may change with each read), ``private``
+    when either is."""
+    found = view(context.toolkit).find_resource(uri)
+    fn = found[0].fn if found is not None else None
+    hints = getattr(fn, "cache_hints", None)
+    if not callable(hints):
+        return  # not a gateway's resource: this server's own hints hold
+    given = hints(uri)
+    ttl = given.get("ttlMs")
+    if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl < 0:
+        ttl = 0
+    body["ttlMs"] = min(ttl, body["ttlMs"])
+    if given.get("cacheScope") == "private":
+        body["cacheScope"] = "private"
 
 
 def _subscriber(subscribe: bool) -> Method:
