@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from ..errors import StoreUnavailableError
-from ._sqlite import Connections, unavailable
+from ._sqlite import Connections, OnConnections, unavailable
 
 __all__ = ["MemoryAnswerStore", "SqliteAnswerStore"]
 
@@ -69,7 +69,7 @@ class MemoryAnswerStore:
         return f"<MemoryAnswerStore {len(self._used)} used>"
 
 
-class SqliteAnswerStore:
+class SqliteAnswerStore(OnConnections):
     """Remembers used answers in an SQLite file, so processes on one machine share them.
 
     Each :meth:`consume` is one conditional ``INSERT`` (an upsert that takes the key only
@@ -99,16 +99,6 @@ class SqliteAnswerStore:
             )
         except Exception as exc:  # sqlite3.Error: not a database, read-only, no such folder
             raise unavailable(self._path, exc) from exc
-
-    def close(self) -> None:
-        """Close the calling thread's connection (the next call opens another). A thread's
-        connection closes by itself when the thread ends.
-
-        Example::
-
-            store.close()
-        """
-        self._connections.close()
 
     def consume(self, key: str, expires_at: float) -> bool:
         """Record ``key`` until ``expires_at``; True the first time, False afterwards.

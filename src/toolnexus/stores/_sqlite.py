@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is not free
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Connections", "unavailable"]
+__all__ = ["Connections", "OnConnections", "unavailable"]
 
 
 class Connections:
@@ -68,6 +68,23 @@ class Connections:
         if db is not None and local.pid == os.getpid():
             local.db = None
             db.close()
+
+
+class OnConnections:
+    """What an SQLite store on :class:`Connections` (its ``_connections``) offers: closing
+    the calling thread's connection."""
+
+    _connections: Connections
+
+    def close(self) -> None:
+        """Close the calling thread's connection (the next call opens another). A thread's
+        connection closes by itself when the thread ends.
+
+        Example::
+
+            store.close()
+        """
+        self._connections.close()
 
 
 def unavailable(path: str, exc: Exception) -> StoreUnavailableError:

@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .._frozen import freeze, sealed, thaw
 from ..errors import InvalidValueError
-from ._sqlite import Connections, unavailable
+from ._sqlite import Connections, OnConnections, unavailable
 
 __all__ = [
     "TERMINAL",
@@ -228,7 +228,7 @@ class MemoryTaskStore:
         return f"<MemoryTaskStore {len(self._records)} task(s)>"
 
 
-class SqliteTaskStore:
+class SqliteTaskStore(OnConnections):
     """Task records in an SQLite file, shared by the processes of one machine (a task
     outlives the process that ran it: its result, or the question it waits on, stays).
 
@@ -268,16 +268,6 @@ class SqliteTaskStore:
             raise
         except Exception as exc:  # sqlite3.Error: not a database, read-only, locked
             raise unavailable(self._path, exc) from exc
-
-    def close(self) -> None:
-        """Close the calling thread's connection (the next call opens another). A thread's
-        connection closes by itself when the thread ends.
-
-        Example::
-
-            store.close()
-        """
-        self._connections.close()
 
     def create(self, record: TaskRecord) -> None:
         import sqlite3
