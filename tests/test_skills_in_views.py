@@ -53,6 +53,7 @@ def test_a_views_namespaces_admit_skills_as_they_admit_tools() -> None:
     assert "release-notes" not in docs.skills_prompt()
     assert "skill" in [tool.name for tool in docs.tools()]
     # a view with none of the skills has no skill tool and no skills to list
+    toolkit.namespace("other", "nothing in it yet")
     elsewhere = toolkit.view(namespaces=["other"])
     assert elsewhere.skills() == [] and "skill" not in elsewhere
     assert elsewhere.skills_prompt() == "No skills are currently available."

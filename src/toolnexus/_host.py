@@ -1,7 +1,8 @@
 """The host's public face: run a model's tool calls with deadlines that hold, cancellation,
 async tools, the suspension loop rule, durable resume, provider-shaped turns and events.
 
-A :class:`Host` wraps a :class:`~toolnexus.Toolkit`. Every call — blocking
+A :class:`Host` wraps a :class:`~toolnexus.Toolkit` (or a :class:`~toolnexus.ToolView` of
+one: then it runs that view's tools only). Every call — blocking
 (:meth:`Host.call`), asyncio (:meth:`Host.acall`) or started without waiting
 (:meth:`Host.submit`, what the MCP server and other drivers use) — is one
 :class:`~toolnexus.Call`, the state machine in ``_call.py``; this module checks the
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from ._chain import MiddlewareLike
     from ._toolkit import Toolkit
     from ._turns import Style, TurnCall, TurnInput, TurnResult
+    from ._views import ToolView
     from .stores._protocol import AnswerStore
 
     class Runner(Protocol):
@@ -196,7 +198,13 @@ class Host:
     """Runs tool calls from a :class:`~toolnexus.Toolkit` with real deadlines.
 
     Args:
-        toolkit: the tools to run.
+        toolkit: the tools to run: a :class:`~toolnexus.Toolkit`, or a
+            :class:`~toolnexus.ToolView` of one (``toolkit.view(namespaces=[...],
+            filter=..., defer=...)``) to run that view's tools only — a tool outside it is
+            unknown to every call, the meta-tools (``search_tools``, ``call_tool``,
+            ``tool_search``) search and run only its tools with its ranker, and in
+            :meth:`run_turn` a tool the view defers must be revealed by a search first
+            (docs/tool-search.md).
         wait_for: ``wait_for(request) -> Answer`` (sync or ``async``) answers suspensions
             in-process (loop rule 1). ``None``: pending results go back to the caller, who
             may :meth:`resume` later (loop rule 2).
@@ -260,7 +268,8 @@ class Host:
             loop rule, binding and single use); see ``docs/scale-out.md``.
 
     Raises ``TypeError``/``ValueError`` at once for a misconfigured host (a negative budget,
-    a non-callable hook, a toolkit of another loaded copy of toolnexus, ...). Warns
+    a non-callable hook, a toolkit of another loaded copy of toolnexus, a view with a
+    ``runner``, ...). Warns
     (``UserWarning``) when a key is configured (``secret``, or ``TOOLNEXUS_SECRET``) but
     used answers would only be remembered in this process's memory: see
     ``answer_store``.
@@ -277,7 +286,7 @@ class Host:
 
     def __init__(
         self,
-        toolkit: Toolkit,
+        toolkit: Toolkit | ToolView,
         *,
         wait_for: WaitFor | None = None,
         timeout_ms: int | None = None,
@@ -298,12 +307,25 @@ class Host:
         runner: Runner | None = None,
     ) -> None:
         from ._tools import refuse_other_copy
+        from ._views import ToolView  # (loaded with any Toolkit already)
 
         refuse_other_copy(toolkit)  # another copy's Toolkit: say so now, not at every call
-        if not callable(getattr(toolkit, "resolve", None)):
+        view: ToolView | None = None
+        kit: Toolkit
+        if isinstance(toolkit, ToolView):
+            view, kit = toolkit, toolkit.toolkit
+        else:
+            kit = toolkit
+        if not callable(getattr(kit, "resolve", None)):
             raise InvalidTypeError(
-                f"Host() takes a Toolkit, got {type(toolkit).__name__}; "
+                f"Host() takes a Toolkit or a ToolView, got {type(kit).__name__}; "
                 "build one with Toolkit([tool_a, tool_b])"
+            )
+        if view is not None and runner is not None:
+            raise InvalidValueError(
+                "Host(view, runner=...) is not supported: a runner runs a whole toolkit's "
+                "tools elsewhere; give it a Toolkit of the view's tools "
+                "(Toolkit(view.tools())) or run the view without a runner"
             )
         if wait_for is not None and not callable(wait_for):
             raise InvalidTypeError(
@@ -341,10 +363,18 @@ class Host:
             question_timeout_ms = wait_for_timeout_ms
         if async_tools not in ("loop", "workers"):
             raise InvalidValueError(f'async_tools must be "loop" or "workers", got {async_tools!r}')
-        self._toolkit = toolkit
-        # What calls resolve to: the tools themselves, or a runner's stand-ins that run
-        # each one elsewhere (a Temporal fleet) and keep the host's rules here.
-        self._tools = toolkit if runner is None else runner._toolkit_for(toolkit, max_rounds)
+        self._toolkit = kit
+        self._view = view  # the view given (its tools only), or None: the whole toolkit
+        # What calls resolve to: the tools themselves (those of the view given), or a
+        # runner's stand-ins that run each one elsewhere (a Temporal fleet) and keep the
+        # host's rules here.
+        self._tools: Toolkit | ToolView = (
+            view
+            if view is not None
+            else kit
+            if runner is None
+            else runner._toolkit_for(kit, max_rounds)
+        )
         self._timeout_ms = _check_ms("timeout_ms", timeout_ms)
         self._on_event = on_event
         self._max_stuck = max_stuck
@@ -382,8 +412,15 @@ class Host:
 
     @property
     def toolkit(self) -> Toolkit:
-        """The toolkit this host runs."""
+        """The toolkit this host runs (for a host made over a view, the view's toolkit:
+        :attr:`view` says which of its tools the host runs)."""
         return self._toolkit
+
+    @property
+    def view(self) -> ToolView:
+        """The tools this host runs: the view it was made over, else its toolkit's whole
+        view (every tool)."""
+        return self._view if self._view is not None else self._toolkit._whole()
 
     @property
     def stuck_workers(self) -> int:
@@ -929,7 +966,7 @@ class Host:
         parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        discovery = _discovery(self._toolkit, calls, style, revealed)
+        discovery = _discovery(self.view, calls, style, revealed)
         steps = _turn_steps(parsed, style, self._ask_approval, discovery)
         return self._run_steps(steps, budget, token)
 
@@ -953,7 +990,7 @@ class Host:
         parsed = parse_calls(calls, style)
         budget = self._budget(timeout_ms)
         token = _check_token(cancellation_token)
-        discovery = _discovery(self._toolkit, calls, style, revealed)
+        discovery = _discovery(self.view, calls, style, revealed)
         steps = _turn_steps(parsed, style, self._ask_approval, discovery)
         return await self._arun_steps(steps, budget, token)
 
@@ -1200,7 +1237,7 @@ class Host:
                 f"{request.id!r}; the turn still waits on {request.id!r}",
             )
         turn_id = next(_turns)  # the resumed turn's calls: one turn for the middleware
-        discovery = _discovery(self._toolkit, (), turn.style, turn.revealed)
+        discovery = _discovery(self.view, (), turn.style, turn.revealed)
         runs = {  # what each call ran as (call_tool runs the call it names)
             c.id: (c.name, c.arguments)
             if discovery is None
@@ -1254,14 +1291,15 @@ def _runs_on_caller(call: Call) -> bool:
     return getattr(fn, "runs_on_caller", False) is True
 
 
-def _discovery(toolkit: Any, calls: Any, style: Style, revealed: Iterable[str]) -> Any:
-    """The turn's search state (``_turn_search.Discovery``), or None when nothing of the
-    turn concerns tool search (the turn then runs exactly as before)."""
+def _discovery(view: ToolView, calls: Any, style: Style, revealed: Iterable[str]) -> Any:
+    """The turn's search state (``_turn_search.Discovery``) over the host's ``view``, or
+    None when nothing of the turn concerns tool search (the turn then runs exactly as
+    before)."""
     from ._turn_search import Discovery  # only a turn with search loads it
 
-    if not Discovery.is_needed(toolkit, calls, style, revealed):
+    if not Discovery.is_needed(view, calls, style, revealed):
         return None
-    return Discovery(toolkit, calls, style, revealed)
+    return Discovery(view, calls, style, revealed)
 
 
 def _turn_steps(

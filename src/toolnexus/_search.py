@@ -84,6 +84,84 @@ _MAX_TERMS = 64  # a query's distinct terms that count; the rest are ignored
 
 _WORDS = re.compile(r"[A-Z]+s?(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _PLAIN_WORDS = re.compile(r"\w+")
+# Text beyond ASCII is read through its *shape* (see _Shapes): the same pattern, plus
+# runs of CJK characters (each written as U+4E00 in the shape).
+_CJK_MARK = "\u4e00"
+_SHAPE_WORDS = re.compile(r"[A-Z]+s?(?![a-z])|[A-Z]?[a-z]+|[0-9]+|\u4e00+")
+_DIACRITICS = re.compile("[\u0300-\u036f]+")  # what accents decompose to (NFKD)
+_CJK_RANGES = (
+    (0x1100, 0x11FF),  # Hangul jamo
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x3130, 0x318F),  # Hangul compatibility jamo
+    (0x31F0, 0x31FF),  # Katakana phonetic extensions
+    (0x3400, 0x4DBF),  # CJK ideographs, extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xAC00, 0xD7AF),  # Hangul syllables
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0x20000, 0x3134F),  # CJK ideographs, extensions B to G
+)
+
+
+class _Shapes(dict[int, int]):
+    """A ``str.translate`` table giving each character its role in a word, so the ASCII
+    word pattern reads any script: an ASCII character stays itself; another upper- or
+    title-case letter becomes ``A``; a lower-case or caseless letter, or a combining mark
+    (Devanagari's vowel signs), ``a``; a decimal digit ``0``; a CJK character
+    (:data:`_CJK_RANGES`) U+4E00; anything else a space. Filled as characters are met."""
+
+    def __missing__(self, code: int) -> int:
+        if code < 128:
+            shape = code
+        elif any(low <= code <= high for low, high in _CJK_RANGES):
+            shape = ord(_CJK_MARK)
+        else:
+            import unicodedata
+
+            kind = unicodedata.category(chr(code))
+            if kind in ("Lu", "Lt"):
+                shape = ord("A")
+            elif kind[0] == "L" or kind[0] == "M":
+                shape = ord("a")
+            elif kind == "Nd":
+                shape = ord("0")
+            else:
+                shape = ord(" ")
+        self[code] = shape
+        return shape
+
+
+_SHAPES = _Shapes()
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text``, before lower-casing: runs of letters and digits, split on
+    camelCase (``listReposForOrg``: list, Repos, For, Org) and between letters and
+    digits, in any script. Accents are taken off (``réservation`` -> reservation,
+    ``платёж`` -> платеж: NFKD, then the combining diacritics U+0300-U+036F dropped, so
+    a query with or without them finds the same tools), and compatibility forms folded
+    (full-width letters read as ASCII ones). A run of CJK characters, which no space
+    divides, gives its overlapping pairs (``电子邮件`` -> 电子, 子邮, 邮件; one character
+    alone is itself), as Lucene's CJK analyzer does: a query's word then finds the texts
+    that hold it, wherever it stands in a run."""
+    if text.isascii():
+        return _WORDS.findall(text)  # (what nearly every tool and query is: fast)
+    import unicodedata
+
+    text = unicodedata.normalize("NFC", _DIACRITICS.sub("", unicodedata.normalize("NFKD", text)))
+    if text.isascii():
+        return _WORDS.findall(text)
+    shape = text.translate(_SHAPES)
+    out = []
+    for match in _SHAPE_WORDS.finditer(shape):
+        start, end = match.span()
+        if shape[start] != _CJK_MARK:
+            out.append(text[start:end])
+        elif end - start == 1:
+            out.append(text[start])
+        else:
+            out += [text[at : at + 2] for at in range(start, end - 1)]
+    return out
+
 
 _STOPWORDS = frozenset(
     """a about across already an and are as at be by can could do does for from has have
@@ -179,10 +257,12 @@ def stem(word: str) -> str:
 
 
 def terms(text: str) -> list[str]:
-    """The index terms of ``text``: words split on anything but letters and digits and on
-    camelCase, lower-cased, abbreviations written out (:data:`ABBREVIATIONS`), stop words
-    dropped, stemmed. A word of the synonym table undone by ``un`` also stands for
-    "remove" and that word (``unstar``: remove a star).
+    """The index terms of ``text``: words split on anything but letters and digits (of
+    any script) and on camelCase, lower-cased, abbreviations written out
+    (:data:`ABBREVIATIONS`), stop words dropped, stemmed. A word of the synonym table
+    undone by ``un`` also stands for "remove" and that word (``unstar``: remove a star).
+    Accents are taken off, and a run of CJK characters gives its overlapping pairs
+    (:func:`_words`).
 
     Example::
 
@@ -190,9 +270,13 @@ def terms(text: str) -> list[str]:
         ['list', 'repository', 'organizat', 'list', 'pull', 'request']
         >>> terms("unstar a gist")
         ['unstar', 'remov', 'star', 'gist']
+        >>> terms("Удалить платёж; éditer la réservation")
+        ['удалить', 'платеж', 'editer', 'la', 'reservat']
+        >>> terms("发送电子邮件")
+        ['发送', '送电', '电子', '子邮', '邮件']
     """
     out = []
-    for word in _WORDS.findall(text):
+    for word in _words(text):
         lowered = word.lower()
         for each in ABBREVIATIONS.get(lowered, (lowered,)):
             if each not in _STOPWORDS:
@@ -403,7 +487,7 @@ class SearchIndex:
         names = index.rank("delete a repo", 5)
     """
 
-    __slots__ = ("_docs", "_finds", "_lock", "_plain", "_postings")
+    __slots__ = ("_docs", "_lock", "_plain", "_postings", "_state")
 
     def __init__(self, *, plain: bool = False) -> None:
         self._plain = plain
@@ -413,9 +497,11 @@ class SearchIndex:
         # name -> field -> (term -> count, the field's length in terms)
         self._docs: dict[str, dict[str, tuple[dict[str, int], int]]] = {}
         self._postings: dict[str, set[str]] = {}  # term -> the names of the tools using it
-        # query word -> the tools it finds, with their BM25F weights: worked out for the
-        # whole collection on the first search after a change (None: not yet)
-        self._finds: dict[str, dict[str, float]] | None = None
+        # What each query word finds, worked out for the whole collection on the first
+        # search after a change (None: not yet): the tools with their BM25F weights, the
+        # best _KEEP of them; and, for each word that had more, all of them, best first
+        # (what a search within a view cuts from: _Weighed).
+        self._state: _Weighed | None = None
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -439,7 +525,7 @@ class SearchIndex:
         for counts, _ in fields.values():
             for word in counts:
                 self._postings.setdefault(word, set()).add(tool.name)
-        self._finds = None
+        self._state = None
 
     def discard(self, name: str) -> None:
         """Forget the tool ``name``; nothing happens when it is not indexed."""
@@ -457,14 +543,22 @@ class SearchIndex:
                     posting.discard(name)
                     if not posting:
                         del self._postings[word]
-        self._finds = None
+        self._state = None
 
     def _weigh(self) -> dict[str, dict[str, float]]:
-        """What each query word finds, for the collection as it is now."""
-        with self._lock:
-            return self._weigh_locked()
+        """What each query word finds (its best :data:`_KEEP` tools), for the collection
+        as it is now."""
+        return self._weighed()[0]
 
-    def _weigh_locked(self) -> dict[str, dict[str, float]]:
+    def _weighed(self) -> _Weighed:
+        """The collection's weighing (:data:`_Weighed`), worked out when it changed."""
+        state = self._state
+        if state is not None:
+            return state
+        with self._lock:
+            return self._state or self._weigh_locked()  # (another search may have weighed)
+
+    def _weigh_locked(self) -> _Weighed:
         count = len(self._docs)
         totals: dict[str, int] = {}
         for fields in self._docs.values():
@@ -480,19 +574,16 @@ class SearchIndex:
                     row = pseudo.setdefault(word, {})
                     row[name] = row.get(name, 0.0) + weight * frequency / norm
         weights = {}
+        complete: dict[str, list[tuple[str, float]]] = {}
         for word, row in pseudo.items():
             idf = _idf(count, len(row))
             posting = {name: idf * _saturated(value) for name, value in row.items()}
-            if len(posting) > _KEEP:
-                # Impact-ordered pruning, done once here: a term keeps its best _KEEP
-                # tools (a synonym group is weighed from the unpruned frequencies).
-                posting = dict(heapq.nlargest(_KEEP, posting.items(), key=_second))
-            weights[word] = posting
+            weights[word] = _pruned(word, posting, complete)
         finds = weights
         if not self._plain:
-            finds = {**weights, **_grouped(pseudo, count)}
-        self._finds = finds
-        return finds
+            finds = {**weights, **_grouped(pseudo, count, complete)}
+        self._state = state = (finds, complete)
+        return state
 
     def _query_terms(self, query: str) -> dict[str, dict[str, float]]:
         """Each query term and the words it looks for, with weights: itself (1) and its
@@ -524,9 +615,12 @@ class SearchIndex:
         pulls_create's whole name, and only part of pulls_submit-review's), a name word
         the query said counting 1 and one it found through a synonym
         :data:`_SYNONYM_WEIGHT`."""
-        finds = self._finds if self._finds is not None else self._weigh()
+        finds, complete = self._weighed()
         expanded = self._query_terms(query)
-        found = [finds.get(word, _NOTHING) for word in expanded]
+        if allowed is None:
+            found = [finds.get(word, _NOTHING) for word in expanded]
+        else:
+            found = [_within(word, finds, complete, allowed) for word in expanded]
         sums: dict[str, float] = {}
         for each in found:
             for name, value in each.items():
@@ -560,8 +654,52 @@ class SearchIndex:
 
 _NOTHING: Mapping[str, float] = {}
 
+_Weighed = tuple[dict[str, dict[str, float]], dict[str, list[tuple[str, float]]]]
+"""What a collection's weighing gives: each query word's best :data:`_KEEP` tools with
+their weights, and for each word that had more, all of them, best first."""
 
-def _grouped(pseudo: Mapping[str, Mapping[str, float]], count: int) -> dict[str, dict[str, float]]:
+
+def _pruned(
+    word: str, posting: dict[str, float], complete: dict[str, list[tuple[str, float]]]
+) -> dict[str, float]:
+    """``posting`` cut to its best :data:`_KEEP` tools (impact-ordered pruning, done once
+    per weighing: a word as common as "get" does not cost every search a pass over every
+    tool); when it had more, all of it is kept in ``complete``, best first, for a search
+    within a view."""
+    if len(posting) <= _KEEP:
+        complete.pop(word, None)  # (a synonym group's row replaces the word's own)
+        return posting
+    ordered = sorted(posting.items(), key=_best_first)
+    complete[word] = ordered
+    return dict(ordered[:_KEEP])
+
+
+def _within(
+    word: str,
+    finds: Mapping[str, Mapping[str, float]],
+    complete: Mapping[str, list[tuple[str, float]]],
+    allowed: Callable[[str], bool],
+) -> Mapping[str, float]:
+    """What ``word`` finds among the tools ``allowed`` (a view's): its best :data:`_KEEP`
+    of those — cut after the view's filter, so a view whose tools the whole collection's
+    cut left out still finds them."""
+    ordered = complete.get(word)
+    if ordered is None:  # nothing was cut: the rank filters the sums
+        return finds.get(word, _NOTHING)
+    kept: dict[str, float] = {}
+    for name, value in ordered:
+        if allowed(name):
+            kept[name] = value
+            if len(kept) == _KEEP:
+                break
+    return kept
+
+
+def _grouped(
+    pseudo: Mapping[str, Mapping[str, float]],
+    count: int,
+    complete: dict[str, list[tuple[str, float]]],
+) -> dict[str, dict[str, float]]:
     """What each word of :data:`SYNONYMS` finds: its group (the word and its synonyms) as
     one term, as Lucene's ``SynonymQuery`` does. A tool's frequency for the group is its
     weighted frequency of the word plus :data:`_SYNONYM_WEIGHT` times its synonyms', and
@@ -571,8 +709,8 @@ def _grouped(pseudo: Mapping[str, Mapping[str, float]], count: int) -> dict[str,
     the word itself takes the geometric mean of the word's own IDF and the group's: a
     word of a wide group ("file", whose synonyms "content" and "path" a catalog may say
     everywhere) still tells the tools that say it from those that only say a synonym.
-    The strongest :data:`_KEEP` only. Worked out with the term weights, so a search only
-    adds up precomputed postings."""
+    The strongest :data:`_KEEP` only (all of them in ``complete``: :func:`_pruned`).
+    Worked out with the term weights, so a search only adds up precomputed postings."""
     out = {}
     for word, synonyms in SYNONYMS.items():
         own = pseudo.get(word, _NOTHING)
@@ -587,9 +725,7 @@ def _grouped(pseudo: Mapping[str, Mapping[str, float]], count: int) -> dict[str,
         best = {
             name: (said if name in own else idf) * _saturated(value) for name, value in row.items()
         }
-        if len(best) > _KEEP:
-            best = dict(heapq.nlargest(_KEEP, best.items(), key=_second))
-        out[word] = best
+        out[word] = _pruned(word, best, complete)
     return out
 
 
@@ -602,10 +738,6 @@ def _idf(count: int, found: int) -> float:
 def _saturated(frequency: float) -> float:
     """BM25's saturation of a (weighted, length-normalised) term frequency."""
     return frequency * (_K1 + 1) / (frequency + _K1)
-
-
-def _second(pair: tuple[str, float]) -> float:
-    return pair[1]
 
 
 def _best_first(pair: tuple[str, float]) -> tuple[float, str]:

@@ -482,14 +482,39 @@ class Toolkit:
         """A live view of this toolkit: the tools of ``namespaces`` (all when None) that
         ``filter(tool)`` admits, with ``defer`` in place of the toolkit's default (a tool's
         or namespace's own setting still wins), searched with ``ranker``. Not a copy: what
-        is registered later is in it at once.
+        is registered later is in it at once — a namespace made later too, so a name in
+        ``namespaces`` that no namespace has yet is kept, with a ``UserWarning`` naming
+        the known namespaces and the closest one (a misspelt name would be an empty
+        view).
 
         Example::
 
             view = toolkit.view(filter=lambda t: t.source == "native", defer=True)
             view.to_openai()
         """
-        return ToolView(self, namespaces=namespaces, filter=filter, defer=defer, ranker=ranker)
+        made = ToolView(self, namespaces=namespaces, filter=filter, defer=defer, ranker=ranker)
+        self._warn_unknown_namespaces(made._namespaces)
+        return made
+
+    def _warn_unknown_namespaces(self, names: Iterable[str] | None) -> None:
+        unknown = sorted((n for n in names or () if n not in self._namespaces), key=repr)
+        if not unknown:
+            return
+        import difflib
+        import warnings
+
+        known = list(self._namespaces)
+        hints = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, known, n=1) if isinstance(name, str) else []
+            hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        warnings.warn(
+            f"toolkit.view(namespaces=...): no namespace named {', '.join(hints)}; the view "
+            "holds none of its tools until toolkit.namespace() makes it. Known namespaces: "
+            f"{', '.join(map(repr, known)) or 'none'}",
+            UserWarning,
+            stacklevel=3,
+        )
 
     def _whole(self) -> ToolView:
         if self._view is None:
@@ -520,8 +545,9 @@ class Toolkit:
         a table of synonyms for the words APIs use (docs/tool-search.md). A query that is a
         tool's exact name finds it first; ``regex=True`` reads the query as an ECMA-262
         pattern (bounded in cost). ``ranker(query, tools, limit) -> names`` ranks instead
-        (an embedding model, a classifier). See :meth:`ToolView.search` for what is refused
-        and the fallbacks.
+        (an embedding model, a classifier); it cannot be given with ``regex=True``
+        (``ValueError``: a pattern matches, it is not ranked). See :meth:`ToolView.search`
+        for what else is refused and the fallbacks.
 
         Example::
 
@@ -537,6 +563,12 @@ class Toolkit:
             >>> [t.name for t in toolkit.search("remove a project", 1)]
             ['delete_repo']
         """
+        if ranker is not None and regex:
+            raise InvalidValueError(
+                "search() takes regex=True or a ranker, not both: a regex query matches "
+                "tools by pattern and ranks nothing (drop ranker=, or search words "
+                "without regex=True)"
+            )
         view = self._whole() if ranker is None else self.view(ranker=ranker)
         return view.search(query, limit, regex=regex)
 
@@ -798,6 +830,26 @@ class Toolkit:
             return found, {}
         if isinstance(args, dict):
             return found, args
+        return self._with_arguments(found, args)
+
+    def _serves(self, name: object) -> bool:
+        """Package-internal, for views: True when :meth:`resolve` answers ``name`` with a
+        resource's or a prompt's call (``resources/read``, ...), which no tool is named."""
+        return (
+            bool(self._resources or self._prompts)
+            and isinstance(name, str)
+            and (name in self._calls)
+        )
+
+    def _with_arguments(
+        self, found: Tool, args: Mapping[str, Any] | str | bytes | None
+    ) -> tuple[Tool, dict[str, Any]] | ToolResult:
+        """Package-internal (:meth:`resolve`, and a view's): ``found`` with its arguments
+        read from ``args``, or the error result saying what is wrong with them."""
+        if args is None:
+            return found, {}
+        if isinstance(args, dict):
+            return found, args
         if isinstance(args, Mapping):
             return found, dict(args)
         if isinstance(args, (str, bytes, bytearray)):
@@ -1012,7 +1064,7 @@ class Toolkit:
         return [programmatic_entry(provider, code_execution=code_execution), *entries]
 
     def to_gemini(
-        self, *, schema: str = "json", revealed: Iterable[str] = ()
+        self, *, schema: str = "json", search: str = "local", revealed: Iterable[str] = ()
     ) -> list[dict[str, Any]]:
         """Tool definitions for the Gemini API: ``[{"functionDeclarations": [...]}]``.
 
@@ -1032,26 +1084,30 @@ class Toolkit:
         A tool without arguments has no ``parameters``. A tool only code may call
         (``allowed_callers=["programmatic"]``) is left out: Gemini has no programmatic tool
         calling. Deferred tools are held back as :meth:`to_openai` says (Gemini has no
-        native tool search).
+        native tool search: ``search`` takes ``"local"`` only).
 
         Example::
 
             config = {"tools": toolkit.to_gemini()}
         """
-        if not revealed and not self._holds_back():
+        if search == "local" and not revealed and not self._holds_back():
             from ._adapters import offered
 
             tools = offered(self._tools.values(), "gemini")
             declarations = [item.to_gemini(schema=schema) for item in tools]
             return [{"functionDeclarations": declarations}]
-        return self._whole().to_gemini(schema=schema, revealed=revealed)
+        return self._whole().to_gemini(schema=schema, search=search, revealed=revealed)
 
-    def to_mcp(self, *, revealed: Iterable[str] = ()) -> list[dict[str, Any]]:
+    def to_mcp(
+        self, *, search: str = "local", revealed: Iterable[str] = ()
+    ) -> list[dict[str, Any]]:
         """Tool definitions for an MCP ``tools/list`` reply: ``{name, description,
         inputSchema}``, plus ``title``, ``outputSchema`` and ``annotations`` when set.
 
         A tool whose entry JSON cannot carry is left out, with a warning naming it, so the
         others are still listed (a :class:`Tool` refuses such a schema when it is defined).
+        Deferred tools are held back as :meth:`to_openai` says (``search`` takes
+        ``"local"`` only: MCP has no native tool search).
 
         Example::
 
@@ -1059,9 +1115,9 @@ class Toolkit:
         """
         from ._adapters import keep_listable
 
-        if not revealed and not self._holds_back():
+        if search == "local" and not revealed and not self._holds_back():
             return keep_listable([item.to_mcp() for item in self._tools.values()])
-        return self._whole().to_mcp(revealed=revealed)
+        return self._whole().to_mcp(search=search, revealed=revealed)
 
     def _holds_back(self) -> bool:
         """True when a tool may be deferred (the toolkit's, a namespace's or a tool's

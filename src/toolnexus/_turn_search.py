@@ -56,18 +56,22 @@ def _tool_names(tools: Any) -> Iterable[str]:
 class Discovery:
     """One turn's revealed set and the native search items of its response.
 
+    ``view`` is the :class:`~toolnexus.ToolView` the host runs (a toolkit's whole view,
+    or the one it was made over): its deferral says which tools need revealing, and its
+    tools are those a search may reveal and a call may run.
+
     Example::
 
-        discovery = Discovery(toolkit, response.content, "anthropic", previous.revealed)
-        plan = discovery.plan(parsed_calls)
+        discovery = Discovery(view, response.content, "anthropic", previous.revealed)
+        target = discovery.target(name, arguments)
     """
 
-    __slots__ = ("_kit", "revealed", "searches")
+    __slots__ = ("_view", "revealed", "searches")
 
-    def __init__(self, kit: Any, calls: Any, style: str, revealed: Iterable[str]) -> None:
+    def __init__(self, view: Any, calls: Any, style: str, revealed: Iterable[str]) -> None:
         if isinstance(revealed, (str, bytes)):
             raise InvalidTypeError("revealed takes a list of tool names, got one str")
-        self._kit = kit
+        self._view = view
         self.revealed: list[str] = []
         for name in revealed:
             if not isinstance(name, str):
@@ -98,12 +102,12 @@ class Discovery:
             self.revealed.append(name)
 
     @staticmethod
-    def is_needed(kit: Any, calls: Any, style: str, revealed: Iterable[str]) -> bool:
+    def is_needed(view: Any, calls: Any, style: str, revealed: Iterable[str]) -> bool:
         """False when nothing of this turn concerns search: no revealed set handed on, no
         tool held back, and no native search item — the turn then runs as before."""
-        holds_back = getattr(kit, "_holds_back", None)
+        holds_back = getattr(view, "_holds_back", None)
         if holds_back is None:
-            return False  # not a Toolkit: nothing can be deferred
+            return False  # not a view: nothing can be deferred
         if revealed or holds_back():
             return True
         if style not in ("anthropic", "responses"):
@@ -114,7 +118,7 @@ class Discovery:
     def target(self, name: str, arguments: Any) -> tuple[str, Any]:
         """The call to run for the model's ``(name, arguments)``: ``call_tool``'s inner
         call when its arguments name one, else the call itself."""
-        if name != CALL_TOOL or name in self._kit:  # a registered tool of that name wins
+        if name != CALL_TOOL or self._view._own(name):  # a tool of that name wins
             return name, arguments
         if isinstance(arguments, (str, bytes, bytearray)):
             try:
@@ -127,9 +131,9 @@ class Discovery:
         return inner, arguments.get("arguments")
 
     def refusal(self, name: str) -> ToolResult | None:
-        """The error result for a call to a deferred tool this conversation never
-        revealed, else None."""
-        if name in self.revealed or not self._kit.is_deferred(name):
+        """The error result for a call to a deferred tool of the view this conversation
+        never revealed, else None (a tool outside the view is unknown when it runs)."""
+        if name in self.revealed or not self._view.is_deferred(name):
             return None
         return ToolResult.error(
             f"tool {name!r} is not loaded: no search in this conversation found it. Call "
@@ -139,7 +143,7 @@ class Discovery:
 
     def learn(self, name: str, result: ToolResult) -> None:
         """Add what a finished search call revealed."""
-        if name not in (SEARCH_TOOLS, NATIVE_SEARCH) or name in self._kit or result.is_error:
+        if name not in (SEARCH_TOOLS, NATIVE_SEARCH) or self._view._own(name) or result.is_error:
             return
         found = result.metadata.get(REVEALED_KEY)
         for each in found if isinstance(found, (list, tuple)) else ():

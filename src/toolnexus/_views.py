@@ -49,6 +49,12 @@ if TYPE_CHECKING:
         def skills(self) -> list[Any]: ...  # Skills (_skills.py sits above this module)
         def _skills_prompt_of(self, skills: list[Any]) -> str: ...
         def resolve(self, name: str, args: Any) -> tuple[Tool, dict[str, Any]] | ToolResult: ...
+        def _with_arguments(
+            self, tool: Tool, args: Any
+        ) -> tuple[Tool, dict[str, Any]] | ToolResult: ...
+        def _serves(self, name: object) -> bool: ...
+        def _derived(self, key: Any, make: Callable[..., Any], *args: Any) -> Any: ...
+        def _holds_back(self) -> bool: ...
         def _unknown(self, name: Any, among: list[str] | None = None) -> Exception: ...
         def register(
             self, *tools: Any, replace: bool = False, namespace: str | None = None
@@ -193,13 +199,17 @@ class ToolView:
     registered in (or removed from) the toolkit is in (or out of) every view at once.
 
     Made by :meth:`Toolkit.view <toolnexus.Toolkit.view>`; a toolkit's own adapters and
-    :meth:`~toolnexus.Toolkit.search` are those of its whole view.
+    :meth:`~toolnexus.Toolkit.search` are those of its whole view. A
+    :class:`~toolnexus.Host` made over a view (``Host(view)``) runs only its tools: one
+    outside it is unknown, its meta-tools search and run the view, and its deferral is
+    what a turn's revealed set follows.
 
     Example::
 
         view = toolkit.view(namespaces=["github"], defer=True)
         tools = view.to_anthropic(search="bm25")      # every tool deferred, found by search
         hits = view.search("close a ticket")          # only GitHub's tools
+        host = Host(view)                             # runs GitHub's tools, and only those
     """
 
     __slots__ = ("_defer", "_filter", "_kit", "_meta", "_namespaces", "_ranker")
@@ -271,6 +281,46 @@ class ToolView:
     def tools(self) -> list[Tool]:
         """The view's tools, deferred or not, in registration order (a new list)."""
         return [each for each in self._kit.tools() if self.includes(each)]
+
+    @property
+    def toolkit(self) -> Any:
+        """The :class:`~toolnexus.Toolkit` this view shows part of (typed ``Any``: this
+        module sits below the toolkit's)."""
+        return self._kit
+
+    def _own(self, name: object) -> bool:
+        """True when a registered tool of this view is named ``name`` (a meta-tool is
+        not registered; a registered tool outside the view is not this view's)."""
+        kit = self._kit
+        return isinstance(name, str) and name in kit and self.includes(kit.get(name))
+
+    def _holds_back(self) -> bool:
+        """True when a tool of the view may be deferred (cheap, and never False when one
+        is: the view's own ``defer``, or the toolkit's, a namespace's or a tool's)."""
+        return self._defer is True or self._kit._holds_back()
+
+    def resolve(
+        self, name: str, args: Mapping[str, Any] | str | bytes | None
+    ) -> tuple[Tool, dict[str, Any]] | ToolResult:
+        """:meth:`Toolkit.resolve <toolnexus.Toolkit.resolve>` within this view: a tool
+        outside it is unknown (the error suggests the view's tools only, so it never says
+        the tool is there), and ``search_tools``, ``call_tool`` and ``tool_search`` are
+        this view's meta-tools (:meth:`meta_tools`: they search and run only its tools)
+        unless a tool of the view has that name. Never raises.
+
+        Example::
+
+            resolved = view.resolve("delete_repo", {"owner": "o", "repo": "r"})
+        """
+        kit = self._kit
+        if self._own(name):
+            return kit.resolve(name, args)
+        if name in META_TOOLS:
+            return kit._with_arguments(self.meta_tools()[name], args)
+        if kit._serves(name):  # resources/read, prompts/get: no tool's name
+            return kit.resolve(name, args)
+        among = [each.name for each in self.tools()]
+        return ToolResult.error(str(kit._unknown(name, among)))
 
     def _lookup(self, name: str) -> Tool | None:
         """The tool (or meta-tool) ``name``, or None — without the toolkit's suggestions,
@@ -347,21 +397,41 @@ class ToolView:
         return ranked
 
     def _allows(self) -> Callable[[str], bool] | None:
-        """Which names the view shows (None: every registered tool, no check needed)."""
+        """Which names the view shows (None: every registered tool, no check needed), for
+        one search: a view of namespaces only keeps its names until the toolkit changes;
+        a filter is asked once per tool and search."""
         if self._namespaces is None and self._filter is None:
             return None
         kit = self._kit
-        return lambda name: self.includes(kit.get(name))
+        if self._filter is None:
+            key = ("toolnexus.view.names", self._namespaces)
+            names: frozenset[str] = kit._derived(key, self._names)
+            return names.__contains__
+        asked: dict[str, bool] = {}
+
+        def allowed(name: str) -> bool:
+            known = asked.get(name)
+            if known is None:
+                known = asked[name] = self.includes(kit.get(name))
+            return known
+
+        return allowed
+
+    def _names(self) -> frozenset[str]:
+        return frozenset(each.name for each in self.tools())
 
     def _exact(self, query: str) -> Tool | None:
         """The registered tool of the view named exactly ``query``, or None."""
-        if query in META_TOOLS or query not in self:
+        if not self._own(query):
             return None
         return self._kit.get(query)
 
     def _ranked(self, query: str, limit: int, candidates: dict[str, Tool]) -> list[Tool]:
+        """The custom ranker's answer: the tools it names (by name, or by the candidate
+        ``Tool`` itself), in its order. The default ranking answers instead when it
+        raises, returns something other than a list, or returns a list none of whose
+        items is a tool of the view; an empty list is its answer (nothing fits)."""
         assert self._ranker is not None
-        problem = None
         try:
             names = self._ranker(query, list(candidates.values()), limit)
         except Exception as exc:
@@ -369,22 +439,14 @@ class ToolView:
         else:
             if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
                 problem = f"it returned {type(names).__name__}, not a list of names"
-        if problem is not None:
-            _log.warning(
-                "tool search: the ranker failed (%s); the default ranking answers", problem
-            )
-            index = self._kit._search_index()
-            return [candidates[name] for name in index.rank(query, limit, candidates.__contains__)]
-        picked: list[Tool] = []
-        for name in names:
-            found = candidates.get(name) if isinstance(name, str) else None
-            if found is None:
-                _log.warning(
-                    "tool search: the ranker returned %r, not a tool of the view; dropped", name
-                )
-            elif found not in picked:
-                picked.append(found)
-        return picked[:limit]
+            else:
+                picked = _picked(names, candidates)
+                if picked or not names:
+                    return picked[:limit]
+                problem = "none of the names it returned is a tool of the view"
+        _log.warning("tool search: the ranker failed (%s); the default ranking answers", problem)
+        index = self._kit._search_index()
+        return [candidates[name] for name in index.rank(query, limit, candidates.__contains__)]
 
     # ----------------------------------------------------------------- meta-tools
 
@@ -520,12 +582,26 @@ class ToolView:
 
             [t.name for t in view.listed()]      # ['ping', 'search_tools', 'call_tool']
         """
+        every = self.tools()
         tools = self.loaded(revealed)
-        if len(tools) < len(self.tools()):
+        if len(tools) < len(every):
             meta = self.meta_tools()
-            taken = {each.name for each in self._kit.tools()}
+            taken = {each.name for each in every}
             tools += [meta[name] for name in (SEARCH_TOOLS, CALL_TOOL) if name not in taken]
         return tools
+
+    def _native_search(self, search: str, provider: str) -> Tool:
+        """Our client-executed ``tool_search`` for ``search="client"``; a tool of the view
+        of that name would take its calls (a registered tool wins over a meta-tool), so
+        the form cannot work: say so."""
+        if self._own(NATIVE_SEARCH):
+            raise InvalidValueError(
+                f"search={search!r} for {provider} adds a search tool named "
+                f"{NATIVE_SEARCH!r}, but a tool of this view has that name (and would "
+                "answer the model's searches): rename that tool, or use another search "
+                "form ('local', or the provider's hosted search)"
+            )
+        return self.meta_tools()[NATIVE_SEARCH]
 
     def to_openai(
         self,
@@ -555,6 +631,8 @@ class ToolView:
             self._search_form(search, ("local",), "Chat Completions (no native tool search)")
         else:
             self._search_form(search, ("local", "hosted", "client"), "the Responses API")
+            if search == "client":
+                self._native_search(search, "the Responses API")
         if search == "local":
             tools = offered(self.listed(revealed), openai_style(api))
             return [openai_tool(each, strict=strict, api=api) for each in tools]
@@ -624,7 +702,7 @@ class ToolView:
         else:
             tools = self.tools()
             if search == "client":
-                tools.append(self.meta_tools()[NATIVE_SEARCH])
+                tools.append(self._native_search(search, "Anthropic"))
         out = []
         for index, each in enumerate(tools):
             last = index == len(tools) - 1
@@ -643,28 +721,33 @@ class ToolView:
         return out
 
     def to_gemini(
-        self, *, schema: str = "json", revealed: Iterable[str] = ()
+        self, *, schema: str = "json", search: str = "local", revealed: Iterable[str] = ()
     ) -> list[dict[str, Any]]:
         """Gemini definitions for this view: the local fallback (Gemini has no native tool
-        search): the loaded tools, those in ``revealed``, and the meta-tools (``schema`` as
-        :meth:`Toolkit.to_gemini <toolnexus.Toolkit.to_gemini>`).
+        search, so ``search`` takes ``"local"`` only): the loaded tools, those in
+        ``revealed``, and the meta-tools (``schema`` as :meth:`Toolkit.to_gemini
+        <toolnexus.Toolkit.to_gemini>`).
 
         Example::
 
             config = {"tools": view.to_gemini(revealed=turn.revealed)}
         """
+        self._search_form(search, ("local",), "Gemini (no native tool search)")
         tools = offered(self.listed(revealed), "gemini")
         declarations = [gemini_declaration(t, schema=schema) for t in tools]
         return [{"functionDeclarations": declarations}]
 
-    def to_mcp(self, *, revealed: Iterable[str] = ()) -> list[dict[str, Any]]:
+    def to_mcp(
+        self, *, search: str = "local", revealed: Iterable[str] = ()
+    ) -> list[dict[str, Any]]:
         """MCP ``tools/list`` entries for this view: the local fallback, as
-        :meth:`to_gemini`.
+        :meth:`to_gemini` (``search`` takes ``"local"`` only: MCP has no native search).
 
         Example::
 
             reply = {"tools": view.to_mcp()}
         """
+        self._search_form(search, ("local",), "MCP (no native tool search)")
         return keep_listable([mcp_tool(each) for each in self.listed(revealed)])
 
     def __repr__(self) -> str:
@@ -686,6 +769,23 @@ def responses_definition(kit: _Kit, tool: Tool) -> dict[str, Any]:
         "description": home.description,
         "tools": [entry],
     }
+
+
+def _picked(names: Sequence[object], candidates: Mapping[str, Tool]) -> list[Tool]:
+    """The candidates a ranker's answer names, in its order, once each: an item is a
+    tool's name or the candidate ``Tool`` itself; any other is dropped (logged), so a
+    ranker never reveals a tool outside the view."""
+    picked: list[Tool] = []
+    for name in names:
+        key = name.name if isinstance(name, Tool) else name
+        found = candidates.get(key) if isinstance(key, str) else None
+        if found is None or (isinstance(name, Tool) and name is not found):
+            _log.warning(
+                "tool search: the ranker returned %r, not a tool of the view; dropped", name
+            )
+        elif found not in picked:
+            picked.append(found)
+    return picked
 
 
 def _names(revealed: Iterable[str]) -> list[str]:

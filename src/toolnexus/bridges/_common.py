@@ -50,10 +50,11 @@ def host_of(source: Toolkit | Host) -> Host:
 def direct_tools(host: Host) -> list[Tool]:
     """The host's tools a framework's model may call: all but those only code may call
     (``allowed_callers=["programmatic"]``) — these frameworks' models call tools directly,
-    and the adapters describe such a tool nowhere without programmatic calling."""
+    and the adapters describe such a tool nowhere without programmatic calling. A host
+    over a view (``Host(view)``) offers the view's tools alone."""
     from .._adapters import offered
 
-    return offered(host.toolkit.tools(), "openai")
+    return offered(host.view.tools(), "openai")
 
 
 def parameters(tool: Tool) -> dict[str, Any]:
