@@ -88,6 +88,7 @@ class Toolkit:
         "_calls",
         "_defer",
         "_described",
+        "_held",
         "_homes",
         "_index",
         "_kept",
@@ -121,6 +122,7 @@ class Toolkit:
         # given, as the registered items declare them (this module knows none of them)
         self._calls: dict[str, Callable[[Toolkit, str, Any], Any]] = {}
         self._watchers: list[Callable[[str, str | None], object]] = []
+        self._held: Any = None  # a threading.local: the changes held in _told_once, per thread
         self._skills: dict[str, Skill] = {}  # by name; the skill tool reads it at each call
         self._skill_errors: list[SkillError] = []
         self._skill_homes: dict[str, Namespace] = {}  # skill name -> its namespace
@@ -655,9 +657,35 @@ class Toolkit:
         return stop
 
     def _changed(self, kinds: set[str]) -> None:
+        held = self._held
+        if held is not None and getattr(held, "kinds", None) is not None:
+            held.kinds.update(kinds)  # told once, as _told_once ends
+            return
         for kind in sorted(kinds):
             for watcher in list(self._watchers):
                 watcher(kind + "s", None)
+
+    @contextlib.contextmanager
+    def _told_once(self) -> Iterator[None]:
+        """Package-internal. Within: this thread's changes are told to the toolkit's
+        watchers (its servers) once per list, at the end — a list that swapped many items
+        (a gateway re-reading a server's) is one ``list_changed``."""
+        held = self._held
+        if held is None:
+            with self._kept_lock:  # (a lock the toolkit has: this is made once)
+                held = self._held
+                if held is None:
+                    held = self._held = threading.local()
+        if getattr(held, "kinds", None) is not None:
+            yield  # within another on this thread: that one tells them
+            return
+        held.kinds = set()
+        try:
+            yield
+        finally:
+            kinds, held.kinds = held.kinds, None
+            if kinds:
+                self._changed(kinds)
 
     def tools(self) -> list[Tool]:
         """The registered tools, in registration order (a new list).

@@ -22,7 +22,7 @@ import functools
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -137,7 +137,7 @@ class Federation:
         elif kind == "prompts" and specs:
             made = self._prompts(upstream, specs[0])
         toolkit = self.source.toolkit
-        with self._lock, _told_once(toolkit):
+        with self._lock, toolkit._told_once():
             for item in upstream.items[kind]:
                 key = _key(item)
                 self._owners.pop(key, None)
@@ -555,18 +555,6 @@ def _skill_files(toolkit: Any) -> Callable[[str], bool]:
         else:
             listed.update(each["uri"] for each in entry["resources"])
     return lambda uri: uri in listed or uri.startswith(tuple(roots))
-
-
-@contextlib.contextmanager
-def _told_once(toolkit: Any) -> Iterator[None]:
-    """Within: the toolkit's changes are told to its servers once per list, at the end
-    (a list that changed is one notification, however many items it swapped)."""
-    batch = getattr(toolkit, "_told_once", None)
-    if batch is None:
-        yield
-        return
-    with batch():
-        yield
 
 
 def _listed(upstream: _Upstream, kind: str) -> list[dict[str, Any]]:

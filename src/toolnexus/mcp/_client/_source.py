@@ -267,7 +267,9 @@ class McpSource:
         }
         self._servers = self._read(document)
         self._lock = threading.Lock()
-        self.toolkit: Toolkit = _toolkit_told_once()()
+        from ..._toolkit import Toolkit  # (loaded with the package already)
+
+        self.toolkit: Toolkit = Toolkit()
         """Every connected server's tools (kept up to date on list changes)."""
         self._closed = False
         self._links = False  # rewrite resource links in tool results (rewrite_links)
@@ -726,7 +728,7 @@ class McpSource:
         to its new one in place, so a reader of the toolkit never finds it missing; one it
         no longer serves goes after; a name another server holds is skipped, with a warning.
         The toolkit's servers are told once per list that changed."""
-        with self._lock, self.toolkit._told_once():  # type: ignore[attr-defined]
+        with self._lock, self.toolkit._told_once():
             held_tools = set(server.status.tools)
             held = {id(each) for each in self.toolkit.skills()}
             held_skills = [each for each in server.skills if id(each) in held]
@@ -1064,54 +1066,6 @@ class McpSource:
             counts[server.status.status] = counts.get(server.status.status, 0) + 1
         shown = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no servers"
         return f"<McpSource {self._where!r}: {shown}, {len(self.toolkit)} tools>"
-
-
-_TOLD_ONCE: type[Toolkit] | None = None
-
-
-def _toolkit_told_once() -> type[Toolkit]:
-    """The class of a source's toolkit: a :class:`~toolnexus.Toolkit` whose
-    ``_told_once()`` (a context manager) tells its servers of the changes made within,
-    on that thread, once per list at the end — a server's new list, however many items
-    it swapped, is one ``list_changed``. Made on first use (the toolkit loads late)."""
-    global _TOLD_ONCE
-    if _TOLD_ONCE is not None:
-        return _TOLD_ONCE
-    import contextlib
-    from collections.abc import Iterator
-
-    from ..._toolkit import Toolkit
-
-    class SourceToolkit(Toolkit):
-        __slots__ = ("_held",)
-
-        def __init__(self) -> None:
-            super().__init__()
-            self._held = threading.local()  # this thread's changes, within _told_once
-
-        def _changed(self, kinds: set[str]) -> None:
-            held: set[str] | None = getattr(self._held, "kinds", None)
-            if held is not None:
-                held.update(kinds)
-                return
-            super()._changed(kinds)
-
-        @contextlib.contextmanager
-        def _told_once(self) -> Iterator[None]:
-            local = self._held
-            if getattr(local, "kinds", None) is not None:
-                yield  # within another: it tells them
-                return
-            local.kinds = set()
-            try:
-                yield
-            finally:
-                kinds, local.kinds = local.kinds, None
-                if kinds:
-                    super()._changed(kinds)
-
-    _TOLD_ONCE = SourceToolkit
-    return SourceToolkit
 
 
 def relist_at(until: float) -> float:
