@@ -130,12 +130,12 @@ class AsgiApp:
         if self.endpoint.verifies_remotely:
             # Verifying an OAuth token may wait on the authorization server: on the guard's
             # own threads, never the loop's executor; a token checked lately answers now.
-            outcome = self.endpoint.authenticate_nowait(headers, scheme, method)
+            outcome = self.endpoint.authenticate_nowait(headers, scheme, method, peer)
             if isinstance(outcome, concurrent.futures.Future):
                 outcome = await asyncio.wrap_future(outcome)
             refused, identity = outcome
         else:
-            refused, identity = self.endpoint.authenticate(headers, scheme, method)
+            refused, identity = self.endpoint.authenticate(headers, scheme, method, peer)
         if refused is not None:
             await _send_reply(send, refused)
             return

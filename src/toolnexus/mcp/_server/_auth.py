@@ -23,12 +23,18 @@ Verification itself is the caller's choice of verifier — a function, or
 checked here, the same for all of them. A token is never logged, and never echoed.
 
 A verifier may wait on the network, so it runs on threads of its own (``_CHECK_THREADS``,
-never an event loop's default executor nor the tools' workers). At most ``_MAX_CHECKS``
-checks run or wait, and no more than half the embedded server's request threads: one more
-is answered 503 at once, so made-up tokens cannot hold every request thread. Both outcomes
-are remembered for ``cache_ms``, by a digest of the token: a client whose token was
-accepted is served from memory without waiting behind anyone's check, and a token refused
-once is refused again without asking.
+never an event loop's default executor nor the tools' workers). What a client without a
+valid token may hold is capped: at most ``_MAX_CHECKS`` checks of tokens never accepted are
+queued or run (one per token, however many requests carry it; and no more than half the
+embedded server's request threads), at most ``max_checks_per_peer`` of them from one
+address, and the queued checks are taken from each address in turn — one more is answered
+503 at once. Both outcomes are remembered for
+``cache_ms``, by a digest of the token: a client whose token was accepted is served from
+memory without waiting behind anyone's check, and a token refused once is refused again
+without asking. A token accepted before stays known (by digest, until it expires, at most
+``_MAX_REMEMBERED`` of them): when its ``cache_ms`` runs out it is checked again ahead of
+every unknown token, within a bound of its own, and served from its last good check
+meanwhile for at most another ``cache_ms``.
 """
 
 from __future__ import annotations
@@ -38,10 +44,11 @@ import ipaddress
 import json
 import threading
 import time
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from ..._frozen import FrozenDict, sealed
@@ -60,11 +67,18 @@ if TYPE_CHECKING:
 __all__ = ["ProtectedResource", "ResourceGuard", "Verifier"]
 
 _log = LazyLogger("mcp.auth")
-_CHECK_THREADS = 4  # tokens verified at once, per endpoint
-_MAX_CHECKS = 32  # ... running or waiting for a thread; one more gets 503 at once
+_CHECK_THREADS = 8  # tokens verified at once, per endpoint
+_MAX_CHECKS = 32  # checks of new tokens queued or running; one more gets 503 at once
 _MAX_REMEMBERED = 10_000  # outcomes remembered, of each kind (accepted, refused)
+_KNOWN_S = 3600.0  # how long a token that names no expiry is remembered as accepted
 
 _UNKNOWN = object()  # no outcome remembered for a token
+
+
+def _clock() -> float:
+    """Now, in seconds since the epoch: the one clock of the guard's memory and expiry."""
+    return time.time()
+
 
 Verifier = Callable[[str], "Principal | None"]
 """``verify(token) -> Principal | None``: who a bearer token speaks for, or ``None`` when it
@@ -100,7 +114,16 @@ class ProtectedResource:
         leeway_ms: how late an expired token is still accepted (clock skew).
         cache_ms: how long the outcome of checking one token is reused: an accepted
             token for at most this long (never past its expiry), a refused one for this
-            long; ``0`` asks the verifier every time.
+            long; ``0`` asks the verifier every time. Once it runs out, an accepted token
+            is checked again in the background, ahead of tokens never seen, and served
+            from its last good check meanwhile — for at most another ``cache_ms`` (a
+            token the verifier refuses then is refused from that moment).
+        max_checks_per_peer: how many checks of tokens this server has not accepted
+            before one client address may have queued or running at once (one more gets
+            ``503`` with ``Retry-After: 1``); a request whose token is being checked
+            already waits on that check and takes no place, and tokens accepted before
+            never count. So one address sending made-up tokens to a slow verifier cannot
+            take the checks every other client needs.
         dpop: accept DPoP-bound access tokens (RFC 9449): ``Authorization: DPoP <token>``
             with a ``DPoP`` proof, checked — signed by the key the token's ``cnf.jkt``
             names, for this request's method and URL, carrying the token's hash, fresh
@@ -139,6 +162,7 @@ class ProtectedResource:
     resource_name: str | None = None
     leeway_ms: int = 10_000
     cache_ms: int = 10_000
+    max_checks_per_peer: int = 4
     dpop: bool = False
     dpop_nonce: bool = False
     dpop_lifetime_ms: int = 60_000
@@ -203,6 +227,12 @@ class ProtectedResource:
         if isinstance(cache, bool) or not isinstance(cache, int) or cache < 0:
             raise InvalidValueError(
                 f"ProtectedResource.cache_ms must be an int >= 0 (milliseconds), got {cache!r}"
+            )
+        per_peer = self.max_checks_per_peer
+        if isinstance(per_peer, bool) or not isinstance(per_peer, int) or per_peer < 1:
+            raise InvalidValueError(
+                "ProtectedResource.max_checks_per_peer must be an int >= 1 (requests from one "
+                f"address waiting for a token check), got {per_peer!r}"
             )
         for label in ("dpop", "dpop_nonce"):
             if not isinstance(getattr(self, label), bool):
@@ -270,6 +300,37 @@ _BUSY = Unverified(
     "service unavailable: too many access tokens are being verified at once; retry in a moment",
 )
 
+
+class _Check:
+    """One token's check, queued or running, and the requests counted waiting for it."""
+
+    __slots__ = ("digest", "future", "known", "token", "waiting")
+
+    def __init__(self, token: str, digest: bytes, *, known: bool) -> None:
+        self.token = token
+        self.digest = digest
+        self.known = known  # the token was accepted before: checked ahead of the others
+        self.future: Future[Any] = Future()
+        self.waiting: list[str | None] = []  # the address of each request counted
+
+
+_V = TypeVar("_V")
+
+
+def _keep(
+    table: dict[bytes, _V], digest: bytes, value: _V, now: float, end: Callable[[_V], float]
+) -> None:
+    """Put ``value`` in ``table`` as its newest entry; a full table first loses the
+    entries whose ``end`` passed, then its oldest."""
+    table.pop(digest, None)
+    if len(table) >= _MAX_REMEMBERED:
+        for key in [key for key, held in table.items() if end(held) <= now]:
+            del table[key]
+        while len(table) >= _MAX_REMEMBERED:
+            del table[next(iter(table))]  # the oldest goes
+    table[digest] = value
+
+
 Checked = tuple["Reply | None", "Principal | None"]
 """The refusal for a request (or ``None``) and, when it is accepted, its principal."""
 
@@ -318,14 +379,23 @@ class ResourceGuard:
         # the embedded server's own (see listening()).
         self._resources: tuple[str, ...] = () if auth.resource is None else (auth.resource,)
         self._lock = threading.Lock()
-        # digest -> (until, verdict), for accepted and refused tokens apart: a flood of
-        # made-up tokens never pushes an accepted one out.
-        self._accepted: dict[bytes, tuple[float, Principal]] = {}
-        self._refused: dict[bytes, tuple[float, None]] = {}
-        self._checking: dict[bytes, Future[Any]] = {}  # digest -> its check, running
+        # Accepted and refused tokens apart, by digest: a flood of made-up tokens never
+        # pushes an accepted one out. Accepted: (fresh until, forgotten at, principal);
+        # refused: until when.
+        self._accepted: dict[bytes, tuple[float, float, Principal]] = {}
+        self._refused: dict[bytes, float] = {}
+        self._checking: dict[bytes, _Check] = {}  # digest -> its check, queued or running
+        self._urgent: deque[_Check] = deque()  # checks of tokens accepted before: first
+        # The other checks, by the address that asked first: taken from each in turn.
+        self._queued: OrderedDict[str | None, deque[_Check]] = OrderedDict()
+        self._known_checks = 0  # checks of tokens accepted before, queued or running
         # A request waiting for its token's check holds a request thread of the embedded
-        # server: at most half of them wait, the others serve tokens already accepted.
+        # server: at most half of them wait, the others serve tokens already accepted;
+        # and at most max_checks_per_peer of them come from one address.
         self._max_checks = max(1, min(_MAX_CHECKS, request_threads // 2))
+        self._max_per_peer = auth.max_checks_per_peer
+        self._waiting = 0  # requests waiting on checks of tokens not accepted before
+        self._per_peer: dict[str, int] = {}  # ... by address
         self._pool: Pool | None = None
         self._proofs: ProofChecker | None = None
         if auth.dpop:
@@ -398,10 +468,13 @@ class ResourceGuard:
         wait: bool = True,
         method: str = "POST",
         dpop: bool = False,
+        peer: str | None = None,
     ) -> Checked | Future[Checked]:
         """The refusal for a request with ``token`` (``None``: none was sent), or ``None``
         and the principal it speaks for. ``dpop``: the token came as ``Authorization:
         DPoP`` (its proof is then checked for ``method`` and this resource's URL).
+        ``peer``: the client's address, for ``max_checks_per_peer`` (``None``: not known,
+        only the bound on all checks applies).
 
         A token checked lately is judged from memory at once. Otherwise the verifier runs
         on the guard's threads: ``wait`` waits for it; without ``wait`` the answer is a
@@ -409,16 +482,18 @@ class ResourceGuard:
         if token is None:
             return self.judge(None, None, headers, scheme)
         digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
-        found = self._remembered(digest)
+        found, check, new = self._look(token, digest, peer)
+        if new:
+            self._submit()
         if found is not _UNKNOWN:
             return self.judge(token, found, headers, scheme, method=method, dpop=dpop)
-        future = self._start(token, digest)
-        if future is None:
+        if check is None:
             return self.judge(token, _BUSY, headers, scheme)
         if wait:
-            return self.judge(token, future.result(), headers, scheme, method=method, dpop=dpop)
+            verdict = check.future.result()
+            return self.judge(token, verdict, headers, scheme, method=method, dpop=dpop)
         return then(
-            future,
+            check.future,
             lambda verdict: self.judge(token, verdict, headers, scheme, method=method, dpop=dpop),
         )
 
@@ -458,7 +533,7 @@ class ResourceGuard:
             return self._invalid("the access token was not accepted", metadata), None
         principal: Principal = verdict
         expires = principal.expires_at
-        if expires is not None and expires + self._leeway_s <= time.time():
+        if expires is not None and expires + self._leeway_s <= _clock():
             return self._invalid("the access token expired", metadata), None
         audience = self.auth.audience or self._resources
         if not any(value in principal.audience for value in audience):
@@ -533,45 +608,129 @@ class ResourceGuard:
 
     # ------------------------------------------------------------------ checks, remembered
 
-    def _remembered(self, digest: bytes) -> Any:
-        """What checking the token of ``digest`` found lately, or ``_UNKNOWN``."""
-        now = time.time()
-        with self._lock:
-            for table in (self._accepted, self._refused):
-                held = table.get(digest)
-                if held is not None:
-                    if held[0] > now:
-                        return held[1]
-                    del table[digest]
-        return _UNKNOWN
+    def _look(self, token: str, digest: bytes, peer: str | None) -> tuple[Any, _Check | None, bool]:
+        """What memory says of the token of ``digest`` (its principal, ``None`` when it
+        was refused, or ``_UNKNOWN``); the check to wait for when it says nothing (``None``
+        when no more may wait); and whether that check is new (to hand to a thread).
 
-    def _start(self, token: str, digest: bytes) -> Future[Any] | None:
-        """The running check of ``token`` (one per token, however many ask), started on
-        the guard's threads if none runs; ``None`` when too many run already."""
+        A token accepted before whose ``cache_ms`` ran out is checked again ahead of every
+        other (its own queue, its own bound) and served from its last good check meanwhile,
+        for at most another ``cache_ms``. Any other token waits its turn: the checks are
+        taken from each address in turn, and a request that would pass the bound on waiting
+        requests (``_max_checks``, or ``max_checks_per_peer`` for its address) is told the
+        checks are full."""
+        now = _clock()
         with self._lock:
-            future = self._checking.get(digest)
-            if future is not None:
-                return future
-            if len(self._checking) >= self._max_checks:
-                return None
-            future = Future()
-            self._checking[digest] = future
+            held = self._accepted.get(digest)
+            if held is not None:
+                fresh, forget, principal = held
+                if now >= forget:
+                    del self._accepted[digest]
+                elif now < fresh:
+                    return principal, None, False
+                else:
+                    check, new = self._check_again(token, digest)
+                    if now < fresh + self._cache_s:
+                        return principal, check, new  # its last good check, while it runs
+                    return _UNKNOWN, check, new
+            until = self._refused.get(digest)
+            if until is not None:
+                if now < until:
+                    return None, None, False
+                del self._refused[digest]
+            check = self._checking.get(digest)
+            if check is not None:
+                # One check per token, however many ask: a client's concurrent calls with
+                # its new token wait on it, and take no place of their own.
+                return _UNKNOWN, check, False
+            if self._waiting >= self._max_checks:
+                return _UNKNOWN, None, False
+            if peer is not None and self._per_peer.get(peer, 0) >= self._max_per_peer:
+                return _UNKNOWN, None, False
+            check = _Check(token, digest, known=False)
+            self._checking[digest] = check
+            queue = self._queued.get(peer)
+            if queue is None:
+                queue = self._queued[peer] = deque()
+            queue.append(check)
+            check.waiting.append(peer)  # counted until the check ends
+            self._waiting += 1
+            if peer is not None:
+                self._per_peer[peer] = self._per_peer.get(peer, 0) + 1
+            return _UNKNOWN, check, True
+
+    def _check_again(self, token: str, digest: bytes) -> tuple[_Check | None, bool]:
+        """The check of a token accepted before: the one running, or a new one at the head
+        of the line (``None`` when ``_max_checks`` of them are queued or run already). The
+        lock is held."""
+        check = self._checking.get(digest)
+        if check is not None:
+            return check, False
+        if self._known_checks >= self._max_checks:
+            return None, False
+        check = _Check(token, digest, known=True)
+        self._checking[digest] = check
+        self._urgent.append(check)
+        self._known_checks += 1
+        return check, True
+
+    def _next(self) -> _Check | None:
+        """The check to run next: a token accepted before first, else the oldest of the
+        next address in turn. The lock is held."""
+        if self._urgent:
+            return self._urgent.popleft()
+        for peer, queue in self._queued.items():
+            check = queue.popleft()
+            if queue:
+                self._queued.move_to_end(peer)
+            else:
+                del self._queued[peer]
+            return check
+        return None
+
+    def _submit(self) -> None:
+        """Hand one queued check to the guard's threads (each job runs the next check in
+        line: see :meth:`_next`)."""
+        with self._lock:
             if self._pool is None:
                 self._pool = Pool(_CHECK_THREADS, 0, "toolnexus-token-check", 30.0)
             pool = self._pool
-        problem = pool.submit(lambda: self._run(token, digest, future))
-        if problem is not None:  # closed, or no thread could start
-            with self._lock:
-                self._checking.pop(digest, None)
-            future.set_result(_DOWN)
-        return future
-
-    def _run(self, token: str, digest: bytes, future: Future[Any]) -> None:
-        verdict = self._verify(token)
+        if pool.submit(self._work) is None:
+            return
+        # Closed, or no thread could start: one queued check will never run.
         with self._lock:
-            self._remember(digest, verdict)
-            self._checking.pop(digest, None)
-        future.set_result(verdict)
+            check = self._next()
+            if check is not None:
+                self._ended(check)
+        if check is not None:
+            check.future.set_result(_DOWN)
+
+    def _work(self) -> None:
+        with self._lock:
+            check = self._next()
+        if check is None:
+            return
+        verdict = self._verify(check.token)
+        with self._lock:
+            self._remember(check.digest, verdict)
+            self._ended(check)
+        check.future.set_result(verdict)
+
+    def _ended(self, check: _Check) -> None:
+        """``check`` ran (or never will): its requests no longer count. The lock is held."""
+        if self._checking.get(check.digest) is check:
+            del self._checking[check.digest]
+        if check.known:
+            self._known_checks -= 1
+        for peer in check.waiting:
+            self._waiting -= 1
+            if peer is not None:
+                left = self._per_peer[peer] - 1
+                if left:
+                    self._per_peer[peer] = left
+                else:
+                    del self._per_peer[peer]
+        check.waiting.clear()
 
     def _verify(self, token: str) -> Any:
         """Ask the verifier: its principal, ``None``, or ``_DOWN`` when it raised."""
@@ -600,25 +759,25 @@ class ResourceGuard:
         return principal
 
     def _remember(self, digest: bytes, verdict: Any) -> None:
-        """Keep an outcome for ``cache_ms`` (an accepted token's never past its expiry);
-        "cannot tell now" is never kept. The lock is held."""
-        if self._cache_s <= 0 or isinstance(verdict, Unverified):
+        """Keep an outcome: a refusal for ``cache_ms``; an acceptance as fresh for
+        ``cache_ms`` and as accepted before until the token expires (``_KNOWN_S`` for one
+        that names no expiry). "Cannot tell now" changes nothing: a token accepted before
+        keeps its last good check, for its time. The lock is held."""
+        if isinstance(verdict, Unverified):
             return
-        now = time.time()
-        until = now + self._cache_s
-        table: dict[bytes, Any] = self._refused
-        if verdict is not None:
-            table = self._accepted
-            if verdict.expires_at is not None:
-                until = min(until, verdict.expires_at + self._leeway_s)
-            if until <= now:
-                return
-        if len(table) >= _MAX_REMEMBERED:
-            for key in [key for key, (end, _) in table.items() if end <= now]:
-                del table[key]
-            while len(table) >= _MAX_REMEMBERED:
-                del table[next(iter(table))]  # the oldest goes
-        table[digest] = (until, verdict)
+        now = _clock()
+        if verdict is None:
+            self._accepted.pop(digest, None)  # refused now: never served from memory again
+            if self._cache_s > 0:
+                _keep(self._refused, digest, now + self._cache_s, now, lambda until: until)
+            return
+        expires = verdict.expires_at
+        forget = now + _KNOWN_S if expires is None else expires + self._leeway_s
+        if forget <= now:
+            self._accepted.pop(digest, None)
+            return
+        held = (min(now + self._cache_s, forget), forget, verdict)
+        _keep(self._accepted, digest, held, now, lambda kept: kept[1])
 
     def close(self) -> None:
         """Stop the guard's threads (a check running finishes on its own)."""

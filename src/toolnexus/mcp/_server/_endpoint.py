@@ -395,24 +395,33 @@ class Endpoint:
         return self._guard is not None
 
     def authenticate(
-        self, headers: Mapping[str, str], scheme: str = "http", method: str = "POST"
+        self,
+        headers: Mapping[str, str],
+        scheme: str = "http",
+        method: str = "POST",
+        peer: str | None = None,
     ) -> tuple[Reply | None, Identity]:
         """The refusal for a request that fails the Host/Origin/token checks, or ``None``
         and who sent it; waits for an OAuth token's check (on the guard's own threads).
         ``scheme``: the request's (``http``/``https``); ``method``: its HTTP method (what
-        a DPoP proof must have been made for)."""
-        outcome = self._authenticate(headers, scheme, method, wait=True)
+        a DPoP proof must have been made for); ``peer``: the client's address (how many
+        of its requests may wait for token checks: ``max_checks_per_peer``)."""
+        outcome = self._authenticate(headers, scheme, method, peer, wait=True)
         assert not isinstance(outcome, Future)  # it waited
         return outcome
 
     def authenticate_nowait(
-        self, headers: Mapping[str, str], scheme: str = "http", method: str = "POST"
+        self,
+        headers: Mapping[str, str],
+        scheme: str = "http",
+        method: str = "POST",
+        peer: str | None = None,
     ) -> tuple[Reply | None, Identity] | Future[tuple[Reply | None, Identity]]:
         """:meth:`authenticate` without waiting: its answer when it is known now (no
         token, a token checked lately, any other kind of check), else a
         :class:`~concurrent.futures.Future` of it — an OAuth token being verified on the
         guard's threads (an event loop awaits it with ``asyncio.wrap_future``)."""
-        return self._authenticate(headers, scheme, method, wait=False)
+        return self._authenticate(headers, scheme, method, peer, wait=False)
 
     def _host_allowed(self, host: str | None, scheme: str) -> bool:
         """Whether ``Host`` names this server: a local name or a listed one (any port), or
@@ -426,7 +435,13 @@ class Endpoint:
         return name in _LOCAL_HOSTS or name in hosts or authority(host, scheme) in hosts
 
     def _authenticate(
-        self, headers: Mapping[str, str], scheme: str, method: str, *, wait: bool
+        self,
+        headers: Mapping[str, str],
+        scheme: str,
+        method: str,
+        peer: str | None = None,
+        *,
+        wait: bool,
     ) -> tuple[Reply | None, Identity] | Future[tuple[Reply | None, Identity]]:
         if not self._host_allowed(headers.get("host"), scheme):
             return _plain(
@@ -464,7 +479,13 @@ class Endpoint:
             ), _NOBODY
         if guard is not None:
             checked = guard.check(
-                presented, headers, scheme, wait=wait, method=method, dpop=kind == "dpop"
+                presented,
+                headers,
+                scheme,
+                wait=wait,
+                method=method,
+                dpop=kind == "dpop",
+                peer=peer,
             )
             if isinstance(checked, Future):
                 from ._auth import then
@@ -568,7 +589,7 @@ class Endpoint:
         kept = 0
         try:
             if identity is None:
-                refused, identity = self.authenticate(headers, scheme, method)
+                refused, identity = self.authenticate(headers, scheme, method, peer)
                 if refused is not None:
                     return refused
             if method == "POST":

@@ -730,7 +730,7 @@ class _Loop:
             if conn.checked is None:
                 if not (self._check_inline or on_worker):
                     return _Request(method, target, headers, None, close)
-                conn.checked = self.endpoint.authenticate(headers, method=method)
+                conn.checked = self.endpoint.authenticate(headers, method=method, peer=conn.peer)
             refused = conn.checked[0]
             if refused is not None:
                 raise _Refused(refused, conn.length)
@@ -765,7 +765,7 @@ class _Loop:
     def check_head(self, conn: _Conn) -> None:
         """Authenticate the head ``conn`` has sent (a worker, for a check that may wait)."""
         assert conn.head is not None
-        conn.checked = self.endpoint.authenticate(conn.head[2], method=conn.head[0])
+        conn.checked = self.endpoint.authenticate(conn.head[2], method=conn.head[0], peer=conn.peer)
 
     def _body_length(self, head: tuple[str, str, dict[str, str], bool]) -> int:
         method, target, headers, _ = head

@@ -155,6 +155,12 @@ class TaskOptions:
             memory, per process — give an ``SqliteTaskStore`` for tasks that outlive it.
         max_tasks: how many tasks may run in this process at once; beyond it, calls are
             answered in their request (a tool that requires a task is refused).
+        max_running_tasks_per_owner: how many tasks one client (one credential) may have
+            running at once — a quarter of the host's 64 workers by default, so one
+            client's burst of tasks leaves workers to every other. Beyond it, a call of
+            that client stays a plain call answered in its request (it holds its
+            connection, so the HTTP server's per-client limits apply to it); a tool that
+            requires a task is still answered through a task, made when the call ends.
         max_stored_tasks: how many task records this process keeps at once, running and
             finished (the tasks it made; with a shared store, each replica keeps its own
             bound). When full, the oldest finished task is evicted (its ``tasks/get``
@@ -162,6 +168,10 @@ class TaskOptions:
             alone fill it.
         max_stored_tasks_per_owner: the same bound per client (per credential; every
             client is one when the server asks for none).
+        max_stored_result_bytes: the most bytes of finished tasks' results this process
+            keeps at once (their JSON; in memory a result takes about twice that). When a
+            result would pass it, the oldest finished tasks are evicted first; a result
+            larger than the whole bound is kept as an error result saying so.
 
     Example::
 
@@ -177,8 +187,10 @@ class TaskOptions:
     task_poll_ms: int = 1_000
     task_store: TaskStore | None = None
     max_tasks: int = 1_000
+    max_running_tasks_per_owner: int = 16
     max_stored_tasks: int = 2_000
     max_stored_tasks_per_owner: int = 500
+    max_stored_result_bytes: int = 64 * _MIB
 
     def __post_init__(self) -> None:
         _number("TaskOptions", "task_after_ms", self.task_after_ms, minimum=0)
@@ -186,8 +198,10 @@ class TaskOptions:
             "task_ttl_ms",
             "task_poll_ms",
             "max_tasks",
+            "max_running_tasks_per_owner",
             "max_stored_tasks",
             "max_stored_tasks_per_owner",
+            "max_stored_result_bytes",
         ):
             _number("TaskOptions", label, getattr(self, label), minimum=1)
         if self.task_store is not None and not callable(getattr(self.task_store, "update", None)):
@@ -471,7 +485,11 @@ class ServerOptions:
     task_store: InitVar[TaskStore | _Flat | None] = _Flat("tasks", "task_store")
     max_tasks: InitVar[int | _Flat] = _Flat("tasks", "max_tasks")
     max_stored_tasks: InitVar[int | _Flat] = _Flat("tasks", "max_stored_tasks")
+    max_running_tasks_per_owner: InitVar[int | _Flat] = _Flat(
+        "tasks", "max_running_tasks_per_owner"
+    )
     max_stored_tasks_per_owner: InitVar[int | _Flat] = _Flat("tasks", "max_stored_tasks_per_owner")
+    max_stored_result_bytes: InitVar[int | _Flat] = _Flat("tasks", "max_stored_result_bytes")
     allowed_hosts: InitVar[Iterable[str] | _Flat | None] = _Flat("http", "allowed_hosts")
     allowed_origins: InitVar[Iterable[str] | _Flat | None] = _Flat("http", "allowed_origins")
     max_connections: InitVar[int | _Flat] = _Flat("http", "max_connections")

@@ -160,16 +160,20 @@ class Tasks:
         self._ttl_ms = settings.task_ttl_ms
         self._poll_ms = settings.task_poll_ms
         self._max = settings.max_tasks
+        self._max_running = settings.max_running_tasks_per_owner
         self._max_stored = settings.max_stored_tasks
         self._max_per_owner = settings.max_stored_tasks_per_owner
+        self._max_bytes = settings.max_stored_result_bytes
         # The records this process made, oldest first: task id -> (owner, when it may be
-        # forgotten once finished, None while it is not). Changed under _room (store calls
+        # forgotten once finished — None while it is not —, the bytes of its result's
+        # JSON). Changed under _room (store calls
         # are made under it: never under _lock, which watchers and calls take).
         # OrderedDicts, not dicts: both are read oldest first as entries leave from the
         # front, and a dict walks over the holes its removed entries leave (until it
         # resizes) — a cost that grows with the bound, where a linked order's is constant.
-        self._kept: OrderedDict[str, tuple[str | None, float | None]] = OrderedDict()
+        self._kept: OrderedDict[str, tuple[str | None, float | None, int]] = OrderedDict()
         self._per_owner: dict[str | None, int] = {}
+        self._bytes = 0  # of the results counted in _kept (max_stored_result_bytes)
         self._evicted: OrderedDict[str, str | None] = OrderedDict()  # the last evicted's owners
         # The JSON text of a finished task's result, as it was written when the task ended:
         # task id -> (the record's frozen result, its text), for the tasks counted in _kept
@@ -183,6 +187,9 @@ class Tasks:
         self._client_of = client_of
         self._clock = clock
         self._live: dict[str, Call] = {}  # task id -> the call running it here
+        # Who runs them (max_running_tasks_per_owner): task id -> owner, owner -> how many.
+        self._live_owners: dict[str, str | None] = {}
+        self._running: dict[str | None, int] = {}
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None  # see _watch_elsewhere
         self._closed = threading.Event()
@@ -264,6 +271,36 @@ class Tasks:
         """Whether one more task may run here (``max_tasks``)."""
         return len(self._live) < self._max
 
+    def _start_running(self, task_id: str, owner: str | None) -> Refused | None:
+        """Count ``task_id`` as running for ``owner``, or :class:`Refused` when ``owner``
+        runs ``max_running_tasks_per_owner`` tasks already (its call then stays in its
+        request)."""
+        with self._lock:
+            running = self._running.get(owner, 0)
+            if running >= self._max_running:
+                return Refused(
+                    INTERNAL_ERROR,
+                    f"server busy: this client runs {running} tasks already, the most one "
+                    "client may run at once (TaskOptions.max_running_tasks_per_owner); the "
+                    "call is answered in its request",
+                )
+            self._running[owner] = running + 1
+            self._live_owners[task_id] = owner
+        return None
+
+    def _stop_running(self, task_id: str) -> Call | None:
+        """``task_id`` runs here no more: its call (None when it did not), no longer
+        counted for its owner. The lock _lock is held."""
+        call = self._live.pop(task_id, None)
+        if task_id in self._live_owners:
+            owner = self._live_owners.pop(task_id)
+            left = self._running[owner] - 1
+            if left:
+                self._running[owner] = left
+            else:
+                del self._running[owner]
+        return call
+
     def create(
         self,
         owner: str | None,
@@ -285,26 +322,35 @@ class Tasks:
         now = self._clock()
         fields: dict[str, Any]
         text = None
+        size = 0
         if call is None and result is not None:
             # Made settled: built once, as it ends, and stored once (nobody saw it working).
-            fields, text = self._ending(state, result, False, now, client)
+            fields, text, size = self._ending(state, result, False, now, client)
         else:
             fields = {"status": status, "updated_at": now, "state": state}
         record = task_record(
             task_id or _new_task_id(), owner, created_at=now, ttl_ms=self._ttl_ms, **fields
         )
-        try:
-            refused = self._make_room(record, text)
+        if call is not None:
+            refused = self._start_running(record.task_id, owner)
             if refused is not None:
                 return refused
-            try:
-                self.store.create(record)
-            except BaseException:
-                with self._room:
-                    self._uncount(record.task_id)
-                raise
+        try:
+            refused = self._make_room(record, text, size)
+            if refused is None:
+                try:
+                    self.store.create(record)
+                except BaseException:
+                    with self._room:
+                        self._uncount(record.task_id)
+                    raise
         except Exception as exc:
-            return self._store_failed("create a task", exc)
+            refused = self._store_failed("create a task", exc)
+        if refused is not None:
+            if call is not None:
+                with self._lock:
+                    self._stop_running(record.task_id)
+            return refused
         self._told(record)  # told before anything can settle it: "working" comes first
         if call is not None:  # its end is reported to settle() by whoever runs it
             with self._lock:
@@ -318,11 +364,14 @@ class Tasks:
 
     # ------------------------------------------------------------------ the bound
 
-    def _make_room(self, record: TaskRecord, text: str | None = None) -> Refused | None:
+    def _make_room(
+        self, record: TaskRecord, text: str | None = None, size: int = 0
+    ) -> Refused | None:
         """Count ``record`` in (``max_stored_tasks`` in all, ``max_stored_tasks_per_owner``
-        for its owner), evicting the oldest finished tasks to make room; :class:`Refused`
-        when unfinished tasks alone fill the bound. Store failures propagate. ``text``:
-        its result's JSON, when it was made finished (see :meth:`result_text`)."""
+        for its owner, ``max_stored_result_bytes`` of results), evicting the oldest
+        finished tasks to make room; :class:`Refused` when unfinished tasks alone fill the
+        bound. Store failures propagate. ``text``: its result's JSON, when it was made
+        finished (see :meth:`result_text`); ``size``: that JSON's bytes."""
         owner = record.owner
         result = record.result
         kept = None
@@ -342,20 +391,23 @@ class Tasks:
                         "waiting on an answer), the most the server keeps; finish or cancel "
                         "one (tasks/cancel), or retry later",
                     )
+            while self._bytes + size > self._max_bytes and self._evict_one(None, False):
+                pass
             finished = record.expires_at if record.is_terminal else None
-            self._kept[record.task_id] = (owner, finished)
+            self._kept[record.task_id] = (owner, finished, size)
+            self._bytes += size
             self._per_owner[owner] = self._per_owner.get(owner, 0) + 1
             if kept is not None:
                 self._texts[record.task_id] = kept
         return None
 
-    def _evict_one(self, owner: str | None, of_owner: bool) -> bool:
-        """Forget the oldest finished task (``owner``'s, when ``of_owner``); False when
-        every one is unfinished (the lock _room is held)."""
+    def _evict_one(self, owner: str | None, of_owner: bool, spare: str | None = None) -> bool:
+        """Forget the oldest finished task (``owner``'s, when ``of_owner``; never
+        ``spare``); False when every one is unfinished (the lock _room is held)."""
         now = self._clock()
         unfinished: list[str] = []
-        for task_id, (whose, expires_at) in self._kept.items():
-            if of_owner and whose != owner:
+        for task_id, (whose, expires_at, _) in self._kept.items():
+            if (of_owner and whose != owner) or task_id == spare:
                 continue
             if expires_at is not None:
                 self._drop(task_id, evicted=expires_at > now)
@@ -392,6 +444,7 @@ class Tasks:
         if kept is None:  # evicted already (made finished, by another creation)
             return None
         owner = kept[0]
+        self._bytes -= kept[2]
         left = self._per_owner[owner] - 1
         if left:
             self._per_owner[owner] = left
@@ -399,9 +452,10 @@ class Tasks:
             del self._per_owner[owner]
         return owner
 
-    def _finished(self, record: TaskRecord, text: str | None = None) -> None:
+    def _finished(self, record: TaskRecord, text: str | None = None, size: int = 0) -> None:
         """``record`` ended: from now on, it may be evicted to make room. ``text``: its
-        result's JSON (see :meth:`result_text`)."""
+        result's JSON (see :meth:`result_text`); ``size``: that JSON's bytes, counted
+        against ``max_stored_result_bytes`` (older finished tasks are evicted for it)."""
         if not record.is_terminal:
             return
         result = record.result
@@ -409,11 +463,15 @@ class Tasks:
         if text is not None and result is not None and self._in_memory():
             written = (result, text)
         with self._room:
-            kept = self._kept.get(record.task_id)
+            task_id = record.task_id
+            kept = self._kept.get(task_id)
             if kept is not None:
-                self._kept[record.task_id] = (kept[0], record.expires_at)
+                self._kept[task_id] = (kept[0], record.expires_at, kept[2] + size)
+                self._bytes += size
                 if written is not None:
-                    self._texts[record.task_id] = written
+                    self._texts[task_id] = written
+                while self._bytes > self._max_bytes and self._evict_one(None, False, task_id):
+                    pass
 
     def _in_memory(self) -> bool:
         """Whether the records live in this process's memory (a
@@ -480,17 +538,18 @@ class Tasks:
         or waiting on the question it asks."""
         with self._lock:
             if call is None or self._live.get(task_id) is call:
-                self._live.pop(task_id, None)
+                self._stop_running(task_id)
         cancelled = call is not None and call.cancelled()
         try:
             for _ in range(_ATTEMPTS):
                 record = self.store.get(task_id)
                 if record is None or record.is_terminal:
                     return  # expired, or cancelled meanwhile: its late result is dropped
-                ending, text = self._ending(record.state or {}, result, cancelled, self._clock())
+                now = self._clock()
+                ending, text, size = self._ending(record.state or {}, result, cancelled, now)
                 changed = record.evolve(**ending)
                 if self.store.update(changed):
-                    self._finished(changed, text)
+                    self._finished(changed, text, size)
                     self._told(changed)
                     return
         except Exception as exc:  # its record stays as it was, until its TTL
@@ -503,12 +562,13 @@ class Tasks:
         cancelled: bool,
         now: float,
         client: Any = None,
-    ) -> tuple[dict[str, Any], str | None]:
+    ) -> tuple[dict[str, Any], str | None, int]:
         """The fields of a task whose call ended with ``result`` (``state``: the task's;
         ``client``: the one it names, when the caller has it): completed, failed, cancelled
         — then without its state, which nothing resumes — or waiting on the question it
         asks. A record is made or evolved with them once. With them, a completed task's
-        result as JSON text (None without the C encoder)."""
+        result as JSON text (None without the C encoder), and its size in bytes: a result
+        larger than ``max_stored_result_bytes`` is kept as an error result saying so."""
         if cancelled:
             cancel = {
                 "status": "cancelled",
@@ -517,20 +577,24 @@ class Tasks:
                 "input_requests": None,
                 "state": None,
             }
-            return cancel, None
+            return cancel, None, 0
         request = ToolResult.pending_of(result) if result.is_error else None
         if request is not None:
-            return self._asking(dict(state), request, result, now), None
+            return self._asking(dict(state), request, result, now), None, 0
         if client is None:
             client = self._client_of(state.get("client") or {})
         written = self._format(client, result)
         try:  # encoded once: the text is what each tasks/get of it writes
             text = codec.fragment(written)
             if text is None:  # not JSON, or no C encoder: encode says which
-                codec.encode(written)
+                size = len(codec.encode(written)) - 1
+            else:
+                size = len(text) if text.isascii() else len(text.encode("utf-8", "replace"))
         except Exception as exc:  # not JSON (NaN, a set), or too big: the protocol failed
             message = f"internal error: the result is not JSON ({exc})"
-            return self._failed(INTERNAL_ERROR, message, now), None
+            return self._failed(INTERNAL_ERROR, message, now), None, 0
+        if size > self._max_bytes:
+            written, text, size = self._too_large(client, state.get("name"), size)
         done = {
             "status": "completed",
             "updated_at": now,
@@ -538,7 +602,24 @@ class Tasks:
             "input_requests": None,
             "state": None,
         }
-        return done, text
+        return done, text, size
+
+    def _too_large(
+        self, client: Any, name: Any, size: int
+    ) -> tuple[dict[str, Any], str | None, int]:
+        """The error result kept in place of a result of ``size`` bytes, larger than
+        ``max_stored_result_bytes``: written for ``client``, its text and its size."""
+        tool = f"'{name}'" if isinstance(name, str) else "the tool"
+        written = self._format(
+            client,
+            ToolResult.error(
+                f"the result of {tool} was too large for the server to keep for its task: "
+                f"{size} bytes of JSON, more than TaskOptions.max_stored_result_bytes "
+                f"({self._max_bytes}); ask for less, or call it without a task"
+            ),
+        )
+        text = codec.fragment(written)
+        return written, text, len(codec.encode(written)) - 1
 
     @staticmethod
     def _failed(code: int, message: str, now: float, data: Any = None) -> dict[str, Any]:
@@ -599,9 +680,10 @@ class Tasks:
             return Refused(
                 INVALID_PARAMS,
                 f"invalid params: task {task_id!r} was evicted: it had finished, and the "
-                f"server keeps at most {self._max_per_owner} tasks per client and "
-                f"{self._max_stored} in all (TaskOptions.max_stored_tasks_per_owner, "
-                "max_stored_tasks); read a task's result as soon as it is done",
+                f"server keeps at most {self._max_per_owner} tasks per client, "
+                f"{self._max_stored} in all and {self._max_bytes} bytes of results "
+                "(TaskOptions.max_stored_tasks_per_owner, max_stored_tasks, "
+                "max_stored_result_bytes); read a task's result as soon as it is done",
                 {"taskId": task_id, "reason": "evicted"},
             )
         if record is None or record.owner != owner:
@@ -636,7 +718,7 @@ class Tasks:
             )
             if self.store.update(changed):
                 with self._lock:
-                    call = self._live.pop(record.task_id, None)
+                    call = self._stop_running(record.task_id)
                 if call is not None:
                     call.cancel()
                 self._finished(changed)
@@ -763,9 +845,15 @@ class Tasks:
         """The call bridge made ``call`` to run the task ``task_id`` again (a
         :class:`Resume`): a ``tasks/cancel`` — here or in another process — now reaches
         it. A task cancelled meanwhile has its call cancelled at once."""
+        with self._room:
+            kept = self._kept.get(task_id)
+        owner = kept[0] if kept is not None else None  # else read from its record below
         with self._lock:
             if call.done():
                 return
+            self._stop_running(task_id)
+            self._running[owner] = self._running.get(owner, 0) + 1  # counted, never refused
+            self._live_owners[task_id] = owner
             self._live[task_id] = call
         self._watch_elsewhere()
         try:
@@ -775,8 +863,15 @@ class Tasks:
         if record is None or record.status == "cancelled":
             with self._lock:
                 if self._live.get(task_id) is call:
-                    del self._live[task_id]
+                    self._stop_running(task_id)
             call.cancel()
+        elif record.owner != owner:  # a task another process made: its owner runs it
+            with self._lock:
+                if self._live.get(task_id) is call:
+                    self._stop_running(task_id)
+                    self._running[record.owner] = self._running.get(record.owner, 0) + 1
+                    self._live_owners[task_id] = record.owner
+                    self._live[task_id] = call
 
     # ------------------------------------------------------------------ other processes
 
@@ -810,7 +905,7 @@ class Tasks:
                 if record is not None and record.status == "cancelled":
                     with self._lock:
                         if self._live.get(task_id) is call:
-                            del self._live[task_id]
+                            self._stop_running(task_id)
                     call.cancel()
         with self._lock:
             self._reader = None
