@@ -59,6 +59,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,14 @@ class SqliteFloor:
 
     def close(self) -> None:
         self.db.close()
+
+
+def close_all(stores: Iterable[object]) -> None:
+    """Close each store that can be closed (a pool, a kept connection)."""
+    for store in stores:
+        closer = getattr(store, "close", None)
+        if closer is not None:
+            closer()
 
 
 def percentile(values: list[int], fraction: float) -> float:
@@ -161,10 +170,7 @@ def consumes(options: argparse.Namespace) -> None:
                 assert not won
         order = order[1:] + order[:1]
         done += batch
-    for store in stores.values():
-        closer = getattr(store, "close", None)
-        if closer is not None:
-            closer()
+    close_all(stores.values())
 
     base_fresh = statistics.median(fresh["memory"])
     base_replay = statistics.median(replay["memory"])
@@ -252,10 +258,7 @@ def task_stores(options: argparse.Namespace) -> None:
             rounds(stores[name], batch, timings[name])
         order = order[1:] + order[:1]
         done += batch
-    for store in stores.values():
-        closer = getattr(store, "close", None)
-        if closer is not None:
-            closer()
+    close_all(stores.values())
 
     print(f"task store latency, {options.tasks} records per store, interleaved")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

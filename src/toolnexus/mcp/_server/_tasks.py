@@ -132,6 +132,15 @@ def _iso_second(whole: float) -> str:
     return f"{day}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
 
 
+def _count_down(counts: dict[str | None, int], owner: str | None) -> None:
+    """One less for ``owner`` in ``counts`` (an owner at none leaves the table)."""
+    left = counts[owner] - 1
+    if left:
+        counts[owner] = left
+    else:
+        del counts[owner]
+
+
 class Tasks:
     """One server's tasks: records in a store, and the calls this process runs.
 
@@ -293,12 +302,7 @@ class Tasks:
         counted for its owner. The lock _lock is held."""
         call = self._live.pop(task_id, None)
         if task_id in self._live_owners:
-            owner = self._live_owners.pop(task_id)
-            left = self._running[owner] - 1
-            if left:
-                self._running[owner] = left
-            else:
-                del self._running[owner]
+            _count_down(self._running, self._live_owners.pop(task_id))
         return call
 
     def create(
@@ -445,11 +449,7 @@ class Tasks:
             return None
         owner = kept[0]
         self._bytes -= kept[2]
-        left = self._per_owner[owner] - 1
-        if left:
-            self._per_owner[owner] = left
-        else:
-            del self._per_owner[owner]
+        _count_down(self._per_owner, owner)
         return owner
 
     def _finished(self, record: TaskRecord, text: str | None = None, size: int = 0) -> None:
