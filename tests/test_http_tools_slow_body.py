@@ -123,3 +123,25 @@ def test_a_cancel_while_the_body_drips_is_a_clean_cancelled_result(drip, caplog)
     assert result.output == "http tool 'drip': cancelled; the connection was closed"
     assert drip.closed.wait(TIMEOUT)
     assert _crashes(caplog) == []
+
+
+def test_a_call_stopped_from_another_thread_keeps_its_tls_state_and_sends_nothing_in_clear():
+    # The deadline's or a cancel's thread wakes a blocked exchange by shutting its socket
+    # down. SSLSocket.shutdown drops the TLS state first: a send in the exchange's thread
+    # meanwhile would go out unencrypted. The plain socket's shutdown keeps it.
+    import socket
+    import ssl
+
+    from toolnexus._http_tools import _Connection
+
+    ours, theirs = socket.socketpair()
+    wrapped = ssl.create_default_context().wrap_socket(
+        ours, server_hostname="example.com", do_handshake_on_connect=False
+    )
+    try:
+        _Connection._shut(wrapped)
+        assert wrapped._sslobj is not None  # a later send still goes through TLS (or fails)
+        assert theirs.recv(1) == b""  # and the peer sees the end at once
+    finally:
+        wrapped.close()
+        theirs.close()

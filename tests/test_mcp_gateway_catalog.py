@@ -94,6 +94,14 @@ def test_a_catalog_filtered_per_principal_is_marked_private_for_shared_caches(ur
             assert [made.cache_scope(method) for method in methods] == ["private"] * 4, token
 
 
+def test_a_read_of_a_resource_gated_per_principal_is_marked_private(url: str) -> None:
+    # The read is answered on the upstream's own thread: still as its caller, so its
+    # cache scope is the caller's, and the upstream's hints are found for it.
+    with client(url, "alice-token") as made:
+        contents, hints = made._read("adm+fake://doc", None)
+    assert contents and hints.get("cacheScope") == "private"
+
+
 def test_a_call_outside_the_callers_view_is_refused_as_unknown(url: str) -> None:
     with client(url, "bob-token") as bob:
         hidden = bob.call_tool("adm_echo", {"text": "hi"})

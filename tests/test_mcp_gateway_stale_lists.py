@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,32 @@ def test_a_tool_the_server_refuses_but_still_lists_is_looked_at_once_not_in_a_lo
         assert second.output == first.output
         assert upstream.lists("tools/list") <= listed + 2  # at most once a second
     assert told == []  # nothing changed: nobody is told
+
+
+def test_a_burst_of_calls_the_server_refuses_lists_its_tools_once_with_no_thread_each(
+    stale: tuple[McpSource, Upstream, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (calls nobody waits for: each refusal used to start a thread of its own, every one
+    # waiting on the listing's lock while it went over the network)
+    source, upstream, told = stale
+    upstream.write({**BEFORE, "refuse": ["hello"]})
+    listed = upstream.lists("tools/list")
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counted(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    with Host(source.toolkit, timeout_ms=int(TIMEOUT * 1000)) as host:
+        calls = [host.submit("s_hello", {}) for _ in range(40)]
+        answers = [call.result(timeout=TIMEOUT) for call in calls]
+    assert all("refused the call: Unknown tool: hello" in each.output for each in answers)
+    assert upstream.lists("tools/list") <= listed + 2  # at most once a second
+    stale_threads = [name for name in started if name.endswith("-stale")]
+    assert 1 <= len(stale_threads) <= 4, stale_threads  # not one per refused call
+    assert told == []
 
 
 def test_a_resource_and_a_prompt_gone_without_a_notification_are_named(

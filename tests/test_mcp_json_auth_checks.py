@@ -81,7 +81,23 @@ def load(auth: Any, **entry: Any) -> McpSource:
         (
             {"type": "oauth", "exchange": {"tokenEndpoint": "not a url"}},
             "exchange.tokenEndpoint",
-            "must be an http(s) URL",
+            "plain http only to loopback",
+        ),
+        (  # the gateway's client secret and each caller's token go there: never in clear
+            {"type": "oauth", "exchange": {"tokenEndpoint": "http://login.example/token"}},
+            "exchange.tokenEndpoint",
+            "plain http only to loopback",
+        ),
+        (  # a host name that begins like a loopback address is not one
+            {
+                "type": "oauth",
+                "grant": "id_jag",
+                "assertionFile": "t",
+                "clientId": "a",
+                "idpTokenEndpoint": "http://127.evil.example/token",
+            },
+            "idpTokenEndpoint",
+            "plain http only to loopback",
         ),
     ],
 )

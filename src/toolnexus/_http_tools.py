@@ -205,10 +205,22 @@ class _Connection:
 
     @staticmethod
     def _shut(sock: socket.socket | None) -> None:
-        # shutdown wakes a recv blocked in another thread; close alone may not.
         if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+            shut_socket(sock)
+
+
+def shut_socket(sock: socket.socket) -> None:
+    """End ``sock``'s traffic both ways from any thread: a read or send blocked on it in
+    another thread wakes with an error (close alone may not wake it). The plain socket's
+    own shutdown, never ``SSLSocket.shutdown``: that one drops the TLS state first, and a
+    send or read in the other thread meanwhile would go over the wire unencrypted.
+
+    Example::
+
+        shut_socket(connection.sock)  # the deadline passed: wake the reader
+    """
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
 class _Stopped(Exception):

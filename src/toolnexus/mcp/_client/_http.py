@@ -662,8 +662,9 @@ class HttpExchange:
             event.set()
         connection = self._connection
         if connection is not None and connection.sock is not None:
-            with contextlib.suppress(OSError):
-                connection.sock.shutdown(socket.SHUT_RDWR)
+            from ..._http_tools import shut_socket
+
+            shut_socket(connection.sock)
 
     def messages(self, on_session: Callable[[str], None] | None = None) -> Iterator[Any]:
         """The decoded messages of the answer. Raises :class:`_TransportError` when the

@@ -996,7 +996,9 @@ class McpClient:
             if not booking.used:  # (refused before it was made: a token not exchanged)
                 admission.give_back(booking)
             try:
-                done(result)
+                # In the call's context too: its end is answered as its caller (a served
+                # read's cache scope is the caller's: see _catalog.cache_scope).
+                context.run(done, result)
             except Exception:  # (a host's done never raises; a job must not either)
                 _log.exception("toolnexus mcp: the end of a call to %r raised", name)
 

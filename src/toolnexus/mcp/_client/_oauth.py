@@ -342,6 +342,22 @@ class OAuth:
             )
 
 
+def loopback_host(host: str) -> bool:
+    """Whether ``host`` (a URL's host name, lower case) is this machine's loopback —
+    ``localhost``, ``127.0.0.0/8``, ``::1`` — the one place plain ``http`` may carry a
+    secret (a server of your own on this machine).
+
+    Example::
+
+        >>> loopback_host("127.0.0.1"), loopback_host("127.evil.example")
+        (True, False)
+    """
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name
+        return False
+
+
 def _check_endpoint_setting(label: str, url: str) -> None:
     """An endpoint the user sets (not one a server names): an ``https`` URL with a host
     and no fragment, or plain ``http`` to loopback (a server of your own on this machine),
@@ -349,10 +365,7 @@ def _check_endpoint_setting(label: str, url: str) -> None:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:  # a host name
-        loopback = False
+    loopback = loopback_host(host)
     if scheme not in ("http", "https") or not host or parts.fragment:
         raise InvalidValueError(
             f"{label} must be an https URL with a host and no fragment, e.g. "

@@ -103,15 +103,17 @@ class RemoteTool:
         self.exchange: UpstreamExchange | None = None
         """A gateway's: each call goes with its caller's token exchanged for the server
         (``auth.exchange`` in mcp.json), never with the gateway's own credentials."""
-        self.stale: Callable[[str, ToolResult], ToolResult] | None = None
+        self.stale: Callable[..., ToolResult | None] | None = None
         """What a call the server refused as if it did not know this tool becomes, its
-        tool list looked at again (an McpSource's: a list that changed unannounced)."""
+        tool list looked at again (an McpSource's: a list that changed unannounced):
+        ``stale(remote, result)``; with ``quick=True``, None when a listing is due (to be
+        made off the thread that ends the call), else the answer at once."""
 
     def __call__(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> ToolResult:
         result = self._run(args, ctx)
         stale = self.stale
         if stale is not None and unknown_tool(result, self.remote):
-            result = stale(self.remote, result)
+            result = stale(self.remote, result) or result
         links = self.links
         if links is None or not result.parts:
             return result
@@ -159,10 +161,14 @@ class RemoteTool:
                 if not unknown_tool(result, self.remote):
                     ended(result)
                     return
+                answer = stale(self.remote, result, quick=True)
+                if answer is not None:  # no listing due: answered by the list as it is
+                    ended(answer)
+                    return
                 # Its tools are listed again off the thread that ends the call (it may
-                # be the one that reads the server's answers).
+                # be the one that reads the server's answers); once a second at most.
                 threading.Thread(
-                    target=lambda: ended(stale(self.remote, result)),
+                    target=lambda: ended(stale(self.remote, result) or result),
                     name=f"toolnexus-mcp-{self.client.name}-stale",
                     daemon=True,
                 ).start()

@@ -610,7 +610,7 @@ class McpSource:
             expanded = _expand(options, server.name, self._inputs)
             endpoint = expanded.get("exchange", {}).get("token_endpoint")
             if endpoint is not None:  # what a variable held, checked as a written one is
-                _check_url(endpoint, "auth.exchange.tokenEndpoint")
+                _check_url(endpoint, "auth.exchange.tokenEndpoint", "secret")
             if "env_file" in expanded:
                 path = os.path.join(self._folder, expanded["env_file"])
                 # The file's values first: the entry's own env wins, as in VS Code.
@@ -812,37 +812,48 @@ class McpSource:
                 fn.stale = functools.partial(self._stale, server)
         return tools
 
-    def _stale(self, server: _Server, remote: str, result: ToolResult) -> ToolResult:
+    def _stale(
+        self, server: _Server, remote: str, result: ToolResult, quick: bool = False
+    ) -> ToolResult | None:
         """A call of ``server``'s listed tool ``remote`` that the server refused as if it
         did not know the tool (``result``): its tool list may have changed without a
-        notification. Its tools are listed again (at most once a second, never in a
-        loop) and the toolkit takes the new list (its clients are told); a tool it no
-        longer lists is a clear error naming the staleness, anything else ``result``."""
+        notification. Its tools are listed again (at most once a second, by one thread at
+        a time, never in a loop) and the toolkit takes the new list (its clients are
+        told); a tool it no longer lists is a clear error naming the staleness, anything
+        else ``result``. ``quick``: None when a listing is due (to be made off the
+        caller's thread), else the answer by the list as it is — nothing waits."""
         import time
 
         from ..._result import ToolResult
 
-        with server.refreshing:
-            client = server.client
-            now = time.monotonic()
-            if client is not None and not self._closed and now >= server.relisted + 1.0:
-                server.relisted = now
-                client._forget_lists("tools/list")
-                try:
-                    specs = client.list_tools()
-                except McpError as exc:
-                    _log.warning("MCP server %s: listing its tools failed: %s", server.name, exc)
-                    return result
-                if specs != server.specs:
-                    server.specs = specs
-                    self._register(server, tools=self._tools_of(server, specs))
-                    _log.info(
-                        "MCP server %s: its tool list changed without notice; tools now %s",
-                        server.name,
-                        ", ".join(server.status.tools),
-                    )
-            listed = any(spec.get("name") == remote for spec in server.specs)
-        if listed:
+        client = server.client
+        now = time.monotonic()
+        due = client is not None and not self._closed and now >= server.relisted + 1.0
+        if due and quick:
+            return None
+        if due and server.refreshing.acquire(blocking=False):  # (one listing at a time)
+            try:
+                if client is not None and now >= server.relisted + 1.0:
+                    server.relisted = now
+                    client._forget_lists("tools/list")
+                    try:
+                        specs = client.list_tools()
+                    except McpError as exc:
+                        _log.warning(
+                            "MCP server %s: listing its tools failed: %s", server.name, exc
+                        )
+                        return result
+                    if specs != server.specs:
+                        server.specs = specs
+                        self._register(server, tools=self._tools_of(server, specs))
+                        _log.info(
+                            "MCP server %s: its tool list changed without notice; tools now %s",
+                            server.name,
+                            ", ".join(server.status.tools),
+                        )
+            finally:
+                server.refreshing.release()
+        if any(spec.get("name") == remote for spec in server.specs):
             return result
         return ToolResult(
             f"MCP server {server.name} no longer offers the tool {remote!r} (its tool list "
@@ -1316,7 +1327,9 @@ def _check_url(url: str, where: str, kind: str = "http") -> None:
         parts = None
     fine = bool(scheme) if kind == "redirect" else scheme in ("http", "https") and bool(host)
     if kind == "secret" and scheme == "http":
-        fine = fine and (host in ("localhost", "::1") or host.startswith("127."))
+        from ._oauth import loopback_host
+
+        fine = fine and loopback_host(host)
     if kind == "document":
         fine = fine and scheme == "https" and parts is not None and parts.path not in ("", "/")
     if not fine or parts is None or parts.fragment:
@@ -1398,7 +1411,7 @@ def _read_exchange(value: Any, where: str) -> dict[str, str]:
             fields[field] = _text(item, f"{where}.{key}")
     endpoint = fields.get("token_endpoint")
     if endpoint is not None and not _VARIABLE.search(endpoint):
-        _check_url(endpoint, f"{where}.tokenEndpoint")
+        _check_url(endpoint, f"{where}.tokenEndpoint", "secret")
     return fields
 
 

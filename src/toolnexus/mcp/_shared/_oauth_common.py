@@ -18,7 +18,6 @@ the URL and the status are ever named in an error.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
 import re
@@ -114,8 +113,9 @@ def exchange(
         cut.set()
         sock = connection.sock
         if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)  # wakes the read that waits on it
+            from ..._http_tools import shut_socket
+
+            shut_socket(sock)  # wakes the read that waits on it
 
     watchdog = None
     try:
