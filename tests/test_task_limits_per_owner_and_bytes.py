@@ -21,7 +21,7 @@ import pytest
 
 from http_helpers import post
 from timing import TIMEOUT, wait_until
-from toolnexus import Toolkit, tool
+from toolnexus import Request, ToolContext, Toolkit, ToolResult, tool
 from toolnexus.mcp import HttpServer, ServerOptions, TaskOptions
 
 TASKS = "io.modelcontextprotocol/tasks"
@@ -49,14 +49,27 @@ def big(n: int) -> str:
     return "x" * n
 
 
-TOOLKIT = Toolkit([hold, add, big])
+@tool
+def asks(ctx: ToolContext) -> ToolResult:
+    """Asks once, then says it was answered."""
+    if ctx.answer is None:
+        schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+        return ToolResult.pending(Request("input", "Sure?", id="one", data={"schema": schema}))
+    return ToolResult.ok("answered")
+
+
+TOOLKIT = Toolkit([hold, add, big, asks])
 
 
 def rpc(server: HttpServer, method: str, params: dict[str, Any], token: str) -> dict[str, Any]:
-    """A modern request by a client that takes tasks; the JSON-RPC answer."""
+    """A modern request by a client that takes tasks (and answers questions); the
+    JSON-RPC answer."""
     meta = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {TASKS: {}},
+            "elicitation": {"form": {}},
+        },
     }
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
     _, _, answer = post(server, body, {"Authorization": f"Bearer {token}"})
@@ -136,6 +149,48 @@ def test_a_finished_task_frees_its_place_in_the_share(opened: Any) -> None:
         assert kind(rpc(server, "tools/call", {"name": "hold"}, "alice")) == "task"
 
 
+def test_a_task_waiting_on_an_answer_keeps_its_place_in_its_clients_share(opened: Any) -> None:
+    # Its resume runs in that place: freed while it asked, a client could start as many
+    # tasks as it liked, each asking, then answer them all and run them all at once.
+    options = ServerOptions(
+        verify_token=lambda token: token == "alice",
+        tasks=TaskOptions(task_after_ms=0, max_running_tasks_per_owner=1),
+    )
+    with HttpServer(TOOLKIT, options, port=0) as server:
+        server.start()
+        task_id = rpc(server, "tools/call", {"name": "asks"}, "alice")["result"]["taskId"]
+        assert wait_until(
+            lambda: (
+                rpc(server, "tasks/get", {"taskId": task_id}, "alice")["result"]["status"]
+                == "input_required"
+            )
+        )
+        answers: queue.Queue[dict[str, Any]] = queue.Queue()
+        threading.Thread(
+            target=lambda: answers.put(rpc(server, "tools/call", {"name": "hold"}, "alice")),
+            daemon=True,
+        ).start()
+        assert entered.acquire(timeout=TIMEOUT)  # it runs: as a plain call, in its request
+        with pytest.raises(queue.Empty):  # (a bounded wait for what must not happen)
+            answers.get(timeout=1.0)
+        gate.set()
+        assert kind(answers.get(timeout=TIMEOUT)) == "plain"
+        responses = {"one": {"action": "accept", "content": {"ok": True}}}
+        updated = rpc(
+            server, "tasks/update", {"taskId": task_id, "inputResponses": responses}, "alice"
+        )
+        assert "result" in updated, updated
+        assert wait_until(
+            lambda: (
+                rpc(server, "tasks/get", {"taskId": task_id}, "alice")["result"]["status"]
+                == "completed"
+            )
+        )
+        gate.clear()  # its place is free again: the next call is a task
+        assert kind(rpc(server, "tools/call", {"name": "hold"}, "alice")) == "task"
+        gate.set()
+
+
 def test_stored_results_are_bounded_in_bytes_oldest_finished_first() -> None:
     options = ServerOptions(
         verify_token=lambda token: token == "alice",
@@ -149,7 +204,19 @@ def test_stored_results_are_bounded_in_bytes_oldest_finished_first() -> None:
             ]["taskId"]
             for _ in range(5)
         ]
-        got = [rpc(server, "tasks/get", {"taskId": task_id}, "alice") for task_id in ids]
+
+        def settled(task_id: str) -> dict[str, Any]:
+            # (task_after_ms=0: a call is a task at once, and may still be running)
+            seen: list[dict[str, Any]] = []
+
+            def ended() -> bool:
+                seen[:] = [rpc(server, "tasks/get", {"taskId": task_id}, "alice")]
+                return seen[0].get("result", {}).get("status") != "working"
+
+            assert wait_until(ended)
+            return seen[0]
+
+        got = [settled(task_id) for task_id in ids]
         # Two results of 100 kB fit in 250 kB: the three oldest were evicted for them.
         for answer in got[:3]:
             assert answer["error"]["code"] == -32602
@@ -167,7 +234,12 @@ def test_a_result_larger_than_the_byte_bound_is_kept_as_an_error_saying_so() -> 
     with HttpServer(TOOLKIT, options, port=0) as server:
         server.start()
         made = rpc(server, "tools/call", {"name": "big", "arguments": {"n": 60_000}}, "alice")
-        task = rpc(server, "tasks/get", {"taskId": made["result"]["taskId"]}, "alice")["result"]
+        asked = {"taskId": made["result"]["taskId"]}
+        # (task_after_ms=0: a call is a task at once, and may still be running)
+        assert wait_until(
+            lambda: rpc(server, "tasks/get", asked, "alice")["result"]["status"] != "working"
+        )
+        task = rpc(server, "tasks/get", asked, "alice")["result"]
     assert task["status"] == "completed"
     result = task["result"]
     assert result["isError"] is True

@@ -187,9 +187,10 @@ class TaskOptions:
     task_poll_ms: int = 1_000
     task_store: TaskStore | None = None
     max_tasks: int = 1_000
-    max_running_tasks_per_owner: int = 16
     max_stored_tasks: int = 2_000
     max_stored_tasks_per_owner: int = 500
+    # (added later: after the others, so a positional TaskOptions(...) keeps its meaning)
+    max_running_tasks_per_owner: int = 16
     max_stored_result_bytes: int = 64 * _MIB
 
     def __post_init__(self) -> None:

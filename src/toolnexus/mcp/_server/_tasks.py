@@ -301,9 +301,15 @@ class Tasks:
         """``task_id`` runs here no more: its call (None when it did not), no longer
         counted for its owner. The lock _lock is held."""
         call = self._live.pop(task_id, None)
+        self._release_place(task_id)
+        return call
+
+    def _release_place(self, task_id: str) -> None:
+        """``task_id`` holds no place among its owner's running tasks any more (it ended,
+        or was forgotten). A task waiting on an answer keeps its place: its resume runs in
+        it, so answering questions cannot run more than the bound. The lock _lock is held."""
         if task_id in self._live_owners:
             _count_down(self._running, self._live_owners.pop(task_id))
-        return call
 
     def create(
         self,
@@ -443,6 +449,9 @@ class Tasks:
 
     def _uncount(self, task_id: str) -> str | None:
         """Stop counting ``task_id`` (the lock _room is held); its owner."""
+        with self._lock:  # (a task forgotten while it asked holds no place any more)
+            if task_id not in self._live:
+                self._release_place(task_id)
         kept = self._kept.pop(task_id, None)
         self._texts.pop(task_id, None)
         if kept is None:  # evicted already (made finished, by another creation)
@@ -538,8 +547,9 @@ class Tasks:
         or waiting on the question it asks."""
         with self._lock:
             if call is None or self._live.get(task_id) is call:
-                self._stop_running(task_id)
+                self._live.pop(task_id, None)  # (its place: kept while it asks, below)
         cancelled = call is not None and call.cancelled()
+        asking = False
         try:
             for _ in range(_ATTEMPTS):
                 record = self.store.get(task_id)
@@ -549,11 +559,17 @@ class Tasks:
                 ending, text, size = self._ending(record.state or {}, result, cancelled, now)
                 changed = record.evolve(**ending)
                 if self.store.update(changed):
+                    asking = not changed.is_terminal
                     self._finished(changed, text, size)
                     self._told(changed)
                     return
         except Exception as exc:  # its record stays as it was, until its TTL
             self._store_failed("record a task's end", exc)
+        finally:
+            if not asking:
+                with self._lock:
+                    if task_id not in self._live:  # (not running again already)
+                        self._release_place(task_id)
 
     def _ending(
         self,
@@ -851,9 +867,10 @@ class Tasks:
         with self._lock:
             if call.done():
                 return
-            self._stop_running(task_id)
-            self._running[owner] = self._running.get(owner, 0) + 1  # counted, never refused
-            self._live_owners[task_id] = owner
+            self._live.pop(task_id, None)
+            if task_id not in self._live_owners:  # (one asking runs again in its own place)
+                self._running[owner] = self._running.get(owner, 0) + 1
+                self._live_owners[task_id] = owner
             self._live[task_id] = call
         self._watch_elsewhere()
         try:
