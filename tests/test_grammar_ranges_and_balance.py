@@ -63,3 +63,19 @@ def test_a_grammar_the_provider_would_reject_is_refused_naming_the_place(
 def test_grammars_that_are_fine_are_still_accepted(syntax: str, definition: str) -> None:
     made = tool(echo, name="g", grammar=Grammar(syntax, definition))
     assert made.to_openai(api="responses")["format"]["definition"] == definition
+
+
+@pytest.mark.parametrize(
+    "definition",
+    [
+        "a{" + "9" * 5_000 + ",1}",  # past int()'s digit limit: ValueError before
+        "a{2," + "9" * 20 + "}",
+        r"[a-\x{FFFFFFFFFFFFFFFFFFFFFFFF}]",  # past chr(): OverflowError before
+        r"[\x{FFFFFFFFFFFFFFFFFFFFFFFF}-a]",
+    ],
+)
+def test_a_grammar_with_huge_numbers_is_judged_never_a_crash(definition: str) -> None:
+    try:
+        tool(echo, name="g", grammar=Grammar("regex", definition))
+    except InvalidValueError as exc:
+        assert "regex grammar of tool" in str(exc)

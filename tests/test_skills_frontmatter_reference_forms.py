@@ -12,6 +12,7 @@ import logging
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -125,3 +126,29 @@ def test_these_forms_load_as_the_family_reference_loads_them(
     assert ours["names"] == theirs["names"]
     assert ours["prompt"] == theirs["prompt"]
     assert ours["outputs"] == theirs["outputs"]
+
+
+def test_a_flow_collection_over_many_lines_is_read_once_not_once_a_line(
+    monkeypatch: pytest.MonkeyPatch, no_pyyaml: None
+) -> None:
+    # Reading it again with each line joined made a 16,000-line list take minutes.
+    from toolnexus import _frontmatter
+
+    reads: list[int] = []
+    flow = _frontmatter._Reader.flow
+
+    def counted(self: Any, text: str, at: int) -> Any:
+        if at == 0:
+            reads.append(len(text))
+        return flow(self, text, at)
+
+    monkeypatch.setattr(_frontmatter._Reader, "flow", counted)
+    block = "name: x\ntags: [\n" + "  a,\n" * 2_000 + "  'b ] c',\n  \"d } e\"]\n"
+    value = parse_yaml(block)
+    assert value["tags"] == ["a"] * 2_000 + ["b ] c", "d } e"]
+    assert len(reads) == 1
+
+
+def test_frontmatter_nested_past_any_use_is_a_named_error_not_a_crash() -> None:
+    with pytest.raises(_YamlError, match="nests too deeply"):
+        parse_yaml("x: " + "[" * 5_000 + "]" * 5_000 + "\n")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from toolnexus import Toolkit
+from toolnexus import Host, Toolkit
 
 FIXTURES = Path(__file__).resolve().parent / "skill_fixtures"
 
@@ -62,3 +62,22 @@ def test_a_views_namespaces_admit_skills_as_they_admit_tools() -> None:
     # removing a skill forgets its namespace
     toolkit.remove(found["pdf-processing"])
     assert docs.skills() == []
+
+
+def test_a_host_over_a_view_loads_and_names_that_views_skills_only() -> None:
+    # The skill tool is in a view that has a skill; the toolkit's loads every skill, so a
+    # host over the view could load (and list) a skill of another namespace through it.
+    toolkit = Toolkit([ping])
+    toolkit.namespace("docs", "Documents")
+    toolkit.namespace("ops", "Operations")
+    for name, home in (("pdf-processing", "docs"), ("release-notes", "ops")):
+        (skill,) = Toolkit().add_skills(FIXTURES / name)
+        toolkit.register(skill, namespace=home)
+    with Host(toolkit.view(namespaces=["docs"])) as host:
+        loaded = host.call("skill", {"name": "pdf-processing"})
+        assert not loaded.is_error and "pdf-processing" in loaded.output
+        refused = host.call("skill", {"name": "release-notes"})
+        assert refused.is_error
+        assert refused.output == 'Skill "release-notes" not found. Available skills: pdf-processing'
+    with Host(toolkit) as host:  # the whole toolkit's host loads any of them
+        assert not host.call("skill", {"name": "release-notes"}).is_error

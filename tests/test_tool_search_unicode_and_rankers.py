@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from toolnexus import Tool, Toolkit
+from toolnexus import Tool, Toolkit, tool
 from toolnexus._search import terms
 
 SCHEMA = {"type": "object", "properties": {}, "additionalProperties": False}
@@ -95,3 +95,17 @@ def test_a_ranker_whose_answer_holds_nothing_usable_falls_back(
         return []
 
     assert kit.search("удалить платёж", ranker=nothing) == []  # its answer: nothing fits
+
+
+def test_the_characters_searches_meet_do_not_grow_memory_without_bound() -> None:
+    # Queries come from clients and models: 4,000 distinct characters a query, again and
+    # again, kept a table of every one of them for the life of the process.
+    from toolnexus import _search
+
+    toolkit = Toolkit([tool(name="pay_refund", description="Удалить платёж клиента.")(lambda: "")])
+    for start in range(0x4E00 + 0x10000, 0x4E00 + 0x10000 + 40_000, 4_000):
+        query = "".join(chr(code) for code in range(start, start + 4_000))
+        toolkit.search(query[:200])  # (a query's own bound) and the rest through terms
+        _search._words(query)
+    assert len(_search._SHAPES) <= _search._SHAPES_KEPT
+    assert [each.name for each in toolkit.search("удалить платёж")] == ["pay_refund"]

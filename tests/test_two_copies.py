@@ -88,6 +88,24 @@ def test_a_toolkit_from_another_copy_is_refused_by_tool(vendored: Path) -> None:
     assert out.stdout.startswith("this Toolkit comes from another copy of toolnexus"), out.stdout
 
 
+def test_a_view_from_another_copy_is_refused_by_host(vendored: Path) -> None:
+    out = run_python(
+        vendored,
+        """
+        import _vendor.toolnexus as theirs
+        import toolnexus
+
+        view = theirs.Toolkit([]).view()
+        try:
+            toolnexus.Host(view)
+        except TypeError as exc:
+            print(exc)
+    """,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("this ToolView comes from another copy of toolnexus"), out.stdout
+
+
 def test_the_cli_of_one_copy_refuses_a_toolkit_of_the_other(vendored: Path) -> None:
     (vendored / "mytools.py").write_text(
         textwrap.dedent("""

@@ -116,6 +116,10 @@ def parse_yaml(
         return _Reader(block.splitlines(), first_line, notes).document()
     except (_Unsupported, _YamlError) as exc:
         refusal = exc
+    except RecursionError:  # [[[[... thousands deep: no skill needs it, and PyYAML neither
+        raise _YamlError(
+            first_line, "the frontmatter nests too deeply; write it with less nesting"
+        ) from None
     try:
         import yaml  # the yaml extra: full YAML, when the plain reader does not do
     except ImportError:
@@ -130,7 +134,7 @@ def parse_yaml(
         ) from None
     try:
         return _json_safe(yaml.safe_load(block))
-    except (yaml.YAMLError, ValueError, OverflowError) as yaml_exc:
+    except (yaml.YAMLError, ValueError, OverflowError, RecursionError) as yaml_exc:
         if isinstance(refusal, _YamlError):
             raise refusal from None  # malformed for both: the reader says it plainer
         mark = getattr(yaml_exc, "problem_mark", None)
@@ -148,6 +152,43 @@ def _json_safe(value: Any) -> Any:
         return value
     isoformat = getattr(value, "isoformat", None)
     return isoformat() if callable(isoformat) else str(value)
+
+
+class _FlowScan:
+    """Whether the brackets of a flow collection's text, fed in pieces, balance yet:
+    ``[``/``{`` open, ``]``/``}`` close, outside quoted scalars (``'...'`` with ``''``
+    for a quote, ``"..."`` with backslash escapes). Only a guide to when to read: the
+    reader's :meth:`_Reader.flow` judges the text."""
+
+    __slots__ = ("depth", "escaped", "quote")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.quote = ""
+        self.escaped = False
+
+    @property
+    def balanced(self) -> bool:
+        return self.depth <= 0 and not self.quote
+
+    def feed(self, text: str) -> None:
+        for char in text:
+            if self.quote == '"':
+                if self.escaped:
+                    self.escaped = False
+                elif char == "\\":
+                    self.escaped = True
+                elif char == '"':
+                    self.quote = ""
+            elif self.quote == "'":
+                if char == "'":
+                    self.quote = ""  # ('' reopens at once: the next quote)
+            elif char in "'\"":
+                self.quote = char
+            elif char in "[{":
+                self.depth += 1
+            elif char in "]}":
+                self.depth -= 1
 
 
 def _strip_comment(text: str) -> str:
@@ -397,26 +438,34 @@ class _Reader:
         dropped); leaves ``index`` on the next line to read."""
         start = self.index
         joined = _strip_comment(text)
+        scan = _FlowScan()
+        scan.feed(joined)
         while True:
-            try:
-                value, end = self.flow(joined, 0)
-                break
-            except _Unclosed:
-                self.index += 1
-                self.skip_blank()
-                ends = self.index >= len(self.lines) or self.at_end_marker()
-                if ends or (
-                    self.indent_of(self.index) <= indent
-                    and _KEY.fullmatch(self.lines[self.index].strip())
-                ):
-                    closer = "]" if text[0] == "[" else "}"
-                    raise self.fail(
-                        f"the flow collection opened with {text[0]!r} here is not closed: "
-                        f"end it with {closer!r} (it may go on over indented lines), or "
-                        "quote a value that starts with '[' or '{'",
-                        start,
-                    ) from None
-                joined += " " + _strip_comment(self.lines[self.index].strip())
+            # Lines are joined until the brackets balance, then read (scanned as they
+            # come: a collection over thousands of lines is read once, not once a line).
+            if scan.balanced:
+                try:
+                    value, end = self.flow(joined, 0)
+                    break
+                except _Unclosed:
+                    pass  # balanced to the scan, still open to the reader: read on
+            self.index += 1
+            self.skip_blank()
+            ends = self.index >= len(self.lines) or self.at_end_marker()
+            if ends or (
+                self.indent_of(self.index) <= indent
+                and _KEY.fullmatch(self.lines[self.index].strip())
+            ):
+                closer = "]" if text[0] == "[" else "}"
+                raise self.fail(
+                    f"the flow collection opened with {text[0]!r} here is not closed: "
+                    f"end it with {closer!r} (it may go on over indented lines), or "
+                    "quote a value that starts with '[' or '{'",
+                    start,
+                ) from None
+            more = " " + _strip_comment(self.lines[self.index].strip())
+            scan.feed(more)
+            joined += more
         if joined[end:].strip():
             raise self.fail("unexpected text after a flow collection")
         self.index += 1

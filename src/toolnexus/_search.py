@@ -107,7 +107,9 @@ class _Shapes(dict[int, int]):
     word pattern reads any script: an ASCII character stays itself; another upper- or
     title-case letter becomes ``A``; a lower-case or caseless letter, or a combining mark
     (Devanagari's vowel signs), ``a``; a decimal digit ``0``; a CJK character
-    (:data:`_CJK_RANGES`) U+4E00; anything else a space. Filled as characters are met."""
+    (:data:`_CJK_RANGES`) U+4E00; anything else a space. Filled as characters are met,
+    up to :data:`_SHAPES_KEPT` of them: queries come from clients and models, and a
+    stream of new characters must not grow it for the life of the process."""
 
     def __missing__(self, code: int) -> int:
         if code < 128:
@@ -126,10 +128,12 @@ class _Shapes(dict[int, int]):
                 shape = ord("0")
             else:
                 shape = ord(" ")
-        self[code] = shape
+        if len(self) < _SHAPES_KEPT:
+            self[code] = shape
         return shape
 
 
+_SHAPES_KEPT = 8_192  # characters whose shape is kept (a script's letters, many times over)
 _SHAPES = _Shapes()
 
 
@@ -574,7 +578,7 @@ class SearchIndex:
                     row = pseudo.setdefault(word, {})
                     row[name] = row.get(name, 0.0) + weight * frequency / norm
         weights = {}
-        complete: dict[str, list[tuple[str, float]]] = {}
+        complete: dict[str, dict[str, float]] = {}
         for word, row in pseudo.items():
             idf = _idf(count, len(row))
             posting = {name: idf * _saturated(value) for name, value in row.items()}
@@ -654,51 +658,45 @@ class SearchIndex:
 
 _NOTHING: Mapping[str, float] = {}
 
-_Weighed = tuple[dict[str, dict[str, float]], dict[str, list[tuple[str, float]]]]
+_Weighed = tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]
 """What a collection's weighing gives: each query word's best :data:`_KEEP` tools with
-their weights, and for each word that had more, all of them, best first."""
+their weights, and for each word that had more, all of them (in no order)."""
 
 
 def _pruned(
-    word: str, posting: dict[str, float], complete: dict[str, list[tuple[str, float]]]
+    word: str, posting: dict[str, float], complete: dict[str, dict[str, float]]
 ) -> dict[str, float]:
     """``posting`` cut to its best :data:`_KEEP` tools (impact-ordered pruning, done once
     per weighing: a word as common as "get" does not cost every search a pass over every
-    tool); when it had more, all of it is kept in ``complete``, best first, for a search
-    within a view."""
+    tool); when it had more, all of it is kept in ``complete`` (as it is: a search within
+    a view cuts it after the view's filter)."""
     if len(posting) <= _KEEP:
         complete.pop(word, None)  # (a synonym group's row replaces the word's own)
         return posting
-    ordered = sorted(posting.items(), key=_best_first)
-    complete[word] = ordered
-    return dict(ordered[:_KEEP])
+    complete[word] = posting
+    return dict(heapq.nlargest(_KEEP, posting.items(), key=_weight))
 
 
 def _within(
     word: str,
     finds: Mapping[str, Mapping[str, float]],
-    complete: Mapping[str, list[tuple[str, float]]],
+    complete: Mapping[str, Mapping[str, float]],
     allowed: Callable[[str], bool],
 ) -> Mapping[str, float]:
     """What ``word`` finds among the tools ``allowed`` (a view's): its best :data:`_KEEP`
     of those — cut after the view's filter, so a view whose tools the whole collection's
     cut left out still finds them."""
-    ordered = complete.get(word)
-    if ordered is None:  # nothing was cut: the rank filters the sums
+    every = complete.get(word)
+    if every is None:  # nothing was cut: the rank filters the sums
         return finds.get(word, _NOTHING)
-    kept: dict[str, float] = {}
-    for name, value in ordered:
-        if allowed(name):
-            kept[name] = value
-            if len(kept) == _KEEP:
-                break
-    return kept
+    mine = [(name, value) for name, value in every.items() if allowed(name)]
+    return dict(heapq.nlargest(_KEEP, mine, key=_weight))  # (ties as _pruned breaks them)
 
 
 def _grouped(
     pseudo: Mapping[str, Mapping[str, float]],
     count: int,
-    complete: dict[str, list[tuple[str, float]]],
+    complete: dict[str, dict[str, float]],
 ) -> dict[str, dict[str, float]]:
     """What each word of :data:`SYNONYMS` finds: its group (the word and its synonyms) as
     one term, as Lucene's ``SynonymQuery`` does. A tool's frequency for the group is its
@@ -738,6 +736,10 @@ def _idf(count: int, found: int) -> float:
 def _saturated(frequency: float) -> float:
     """BM25's saturation of a (weighted, length-normalised) term frequency."""
     return frequency * (_K1 + 1) / (frequency + _K1)
+
+
+def _weight(pair: tuple[str, float]) -> float:
+    return pair[1]
 
 
 def _best_first(pair: tuple[str, float]) -> tuple[float, str]:

@@ -160,6 +160,11 @@ def _regex_problem(pattern: str, *, one_line: bool) -> str | None:
                 )
             match = _COUNTED.match(pattern, i) if char == "{" else None
             if match is not None and match.group(1) and match.group(3):
+                if max(len(match.group(1)), len(match.group(3))) > 9:
+                    return (
+                        f"the repetition '{match.group(0)[:40]}' at {i} counts past what a "
+                        "provider's engine takes; use a bound under a billion (or '*', '+')"
+                    )
                 low, high = int(match.group(1)), int(match.group(3))
                 if low > high:
                     return (
@@ -295,7 +300,7 @@ def _class_char(pattern: str, at: int) -> tuple[tuple[str] | None, int]:
             digits = pattern[at + 2 : end]
         try:
             return (chr(int(digits, 16)),), end
-        except ValueError:  # (not hex, or past the last code point: left to the API)
+        except (ValueError, OverflowError):  # (not hex, or past the last code point)
             return None, end
     if not kind.isalnum():
         return (kind,), at + 2

@@ -149,6 +149,13 @@ class Toolkit:
             )
         return make_tool(item, _NO_OPTIONS, frame)
 
+    def _skill_tool_over(self, skills: Callable[[], Mapping[str, Skill]]) -> Tool:
+        """Package-internal: a ``skill`` tool that loads from ``skills()`` (read at each
+        call) — the toolkit's own over all its skills, a view's over its own."""
+        from ._skills import make_skill_tool
+
+        return make_skill_tool(skills)
+
     def _table(self, item: Any) -> tuple[dict[str, Any], str, str]:
         """Where ``item`` is kept, its key there, and its kind."""
         kind = served_kind(item)
@@ -167,9 +174,7 @@ class Toolkit:
         table[key] = item
         if kind == "skill":
             if "skill" not in self._tools:
-                from ._skills import make_skill_tool
-
-                loader = make_skill_tool(lambda: self._skills)
+                loader = self._skill_tool_over(lambda: self._skills)
                 self._tools["skill"] = loader
                 if self._index is not None:
                     self._index.add(loader)

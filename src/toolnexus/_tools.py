@@ -1247,8 +1247,9 @@ def tool(
 
 
 def refuse_other_copy(value: object) -> None:
-    """Raise ``TypeError`` when ``value`` is a ``Tool`` or ``Toolkit`` of another loaded copy
-    of this package (say an installed ``toolnexus`` and a vendored ``_vendor.toolnexus``).
+    """Raise ``TypeError`` when ``value`` is a ``Tool``, ``Toolkit`` or ``ToolView`` of
+    another loaded copy of this package (say an installed ``toolnexus`` and a vendored
+    ``_vendor.toolnexus``).
 
     Such an object is callable, so without this check it would be wrapped as a tool named
     ``Tool`` whose schema is the class's own; saying so at once, with both locations, is
@@ -1257,11 +1258,11 @@ def refuse_other_copy(value: object) -> None:
     cls = type(value)
     # A copy names its package as the class's home (or, in older copies, its module).
     package = cls.__module__
-    if package.rpartition(".")[2] in ("tools", "toolkit", "_tools", "_toolkit"):
+    if package.rpartition(".")[2] in ("tools", "toolkit", "_tools", "_toolkit", "_views"):
         package = package.rpartition(".")[0]
     ours = __name__.rpartition(".")[0]
     if (
-        cls.__name__ in ("Tool", "Toolkit")
+        cls.__name__ in ("Tool", "Toolkit", "ToolView")
         and package.rpartition(".")[2] == "toolnexus"
         and package != ours
     ):

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         def _skill_home(self, name: str) -> Namespace | None: ...
         def skills(self) -> list[Any]: ...  # Skills (_skills.py sits above this module)
         def _skills_prompt_of(self, skills: list[Any]) -> str: ...
+        def _skill_tool_over(self, skills: Callable[[], Mapping[str, Any]]) -> Tool: ...
         def resolve(self, name: str, args: Any) -> tuple[Tool, dict[str, Any]] | ToolResult: ...
         def _with_arguments(
             self, tool: Tool, args: Any
@@ -87,6 +88,8 @@ NATIVE_SEARCH = "tool_search"
 """The client-executed native search (Anthropic's custom search tool answered with
 ``tool_reference`` blocks, OpenAI's ``tool_search`` with ``execution: "client"``)."""
 META_TOOLS = (SEARCH_TOOLS, CALL_TOOL, NATIVE_SEARCH)
+SKILL_TOOL = "skill"
+"""The tool that loads a toolkit's skills by name (registered with the first skill)."""
 
 REVEALED_KEY = "revealed"
 """The metadata key of a search result: the names of the tools it revealed."""
@@ -212,7 +215,7 @@ class ToolView:
         host = Host(view)                             # runs GitHub's tools, and only those
     """
 
-    __slots__ = ("_defer", "_filter", "_kit", "_meta", "_namespaces", "_ranker")
+    __slots__ = ("_defer", "_filter", "_kit", "_meta", "_namespaces", "_ranker", "_skill_tool")
 
     def __init__(
         self,
@@ -237,6 +240,7 @@ class ToolView:
         self._defer = defer
         self._ranker = ranker
         self._meta: dict[str, Tool] | None = None
+        self._skill_tool: Tool | None = None  # the skill tool over this view's skills
 
     # ----------------------------------------------------------------- membership
 
@@ -314,6 +318,11 @@ class ToolView:
         """
         kit = self._kit
         if self._own(name):
+            if name == SKILL_TOOL and self._namespaces is not None:
+                # The toolkit's skill tool loads any of its skills: this view's, only its own.
+                found = kit.get(name)
+                if getattr(found, "source", None) == "skill":
+                    return kit._with_arguments(self._skill_loader(), args)
             return kit.resolve(name, args)
         if name in META_TOOLS:
             return kit._with_arguments(self.meta_tools()[name], args)
@@ -321,6 +330,16 @@ class ToolView:
             return kit.resolve(name, args)
         among = [each.name for each in self.tools()]
         return ToolResult.error(str(kit._unknown(name, among)))
+
+    def _skill_loader(self) -> Tool:
+        """The ``skill`` tool as this view offers it: it loads (and names as available)
+        this view's skills only. Made once per view."""
+        loader = self._skill_tool
+        if loader is None:
+            loader = self._skill_tool = self._kit._skill_tool_over(
+                lambda: {skill.name: skill for skill in self.skills()}
+            )
+        return loader
 
     def _lookup(self, name: str) -> Tool | None:
         """The tool (or meta-tool) ``name``, or None — without the toolkit's suggestions,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._common import localize
+from ._common import localize, write_out
 from ._parser import Command
 
 if TYPE_CHECKING:
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def _cmd_demo(options: argparse.Namespace) -> int:
     from .. import _demo as demo
 
-    return demo.run(lambda line: print(localize(line)))
+    return demo.run(lambda line: write_out(localize(line)))
 
 
 DEMO = Command(
