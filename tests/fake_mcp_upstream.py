@@ -15,7 +15,7 @@ A call of a tool it does not list is refused ``-32602`` ("Unknown tool: NAME"), 
 read of a URI it does not list (no template matched by prefix either) or a prompt it
 does not list. A read of a URI that starts with ``hang:`` and a ``prompts/get`` of a name
 that starts with ``hang`` are never answered (only a cancel ends them). Each list
-request it answers is appended to ``STATE.log`` (one method a line).
+request it answers is appended to ``STATE.log`` (one method a line, before it is answered).
 """
 
 from __future__ import annotations
@@ -92,9 +92,11 @@ for line in sys.stdin:
         ttl = now.get("ttl", {}).get(key.replace("resourceTemplates", "resources"))
         if ttl is not None:
             result["ttlMs"] = ttl
-        send({"jsonrpc": "2.0", "id": request_id, "result": result})
+        # (logged before it is answered: a test that reads the log after the answer
+        # always finds it)
         with open(PATH + ".log", "a", encoding="utf-8") as log:
             log.write(method + "\n")
+        send({"jsonrpc": "2.0", "id": request_id, "result": result})
     elif method == "tools/call":
         name = params.get("name")
         listed = any(entry.get("name") == name for entry in now.get("tools", ()))

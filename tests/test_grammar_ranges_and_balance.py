@@ -55,6 +55,7 @@ def test_a_grammar_the_provider_would_reject_is_refused_naming_the_place(
         ("regex", "^[-a-c][a-][]a-c][a-c-e]$"),
         ("regex", r"^[\--z][+--][\x41-\x5a\u{263A}-\u{263B}]$"),
         ("regex", r"^[[:alpha:]-z]a{2,2}b{0,}c{3}$"),
+        ("regex", r"^[abc--b][0-9--4][a-z&&[^aeiou]][a~~b]$"),  # Rust's class set operators
         ("lark", 'start: "(" expr ")" | "[" "]"\nexpr: ("a"\n  | "b")+'),
         ("lark", 'start: W // an open ( or " in a comment\nW: /[(\\[]+/'),
         ("lark", 'start: "a\\"b" | "c//d"'),

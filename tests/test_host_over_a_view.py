@@ -192,3 +192,12 @@ def test_a_host_over_a_toolkit_still_runs_every_tool(kit: Toolkit) -> None:
     with Host(kit) as host:
         assert host.view.tools() == kit.tools()
         assert host.call("delete_repo", {"owner": "o", "repo": "r"}).output == "deleted o/r"
+
+
+def test_a_bridge_given_a_view_says_to_give_it_a_host_over_the_view() -> None:
+    from toolnexus.bridges._common import host_of
+    from toolnexus.errors import InvalidTypeError
+
+    toolkit = Toolkit()
+    with pytest.raises(InvalidTypeError, match=r"got a ToolView; give it Host\(view\)"):
+        host_of(toolkit.view())  # type: ignore[arg-type]

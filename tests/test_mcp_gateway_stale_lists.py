@@ -14,6 +14,7 @@ request, so the test changes it unannounced).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -45,7 +46,10 @@ class Upstream:
         self.write(offer)
 
     def write(self, offer: dict[str, Any]) -> None:
-        self.state.write_text(json.dumps(offer), encoding="utf-8")
+        # Whole or not at all: the server reads the file with each request it answers.
+        fresh = self.state.with_suffix(".new")
+        fresh.write_text(json.dumps(offer), encoding="utf-8")
+        os.replace(fresh, self.state)
 
     def lists(self, method: str) -> int:
         """How many ``method`` requests it answered."""

@@ -199,3 +199,12 @@ def test_an_answer_outside_the_documents_schema_says_how_to_take_answers_as_text
     assert "output_schemas=False" in refused.output and '"outputSchemas": false' in refused.output
     taken = Toolkit(load_openapi(described, output_schemas=False).tools).execute("list", {})
     assert not taken.is_error, taken.output
+
+
+def test_a_credential_for_a_scheme_that_is_no_scheme_is_refused(server):
+    # Declared by name, but not an object: it is never read as a scheme, so its
+    # credential would never be sent.
+    described = document(server.url)
+    described["components"]["securitySchemes"]["key"] = "X-Api-Key"
+    with pytest.raises(OpenApiError, match=r"credentials= names 'key'.*'bearer'"):
+        load_openapi(described, credentials={"key": "abc"})

@@ -366,3 +366,14 @@ def test_a_sqlite_task_store_used_before_a_fork_opens_its_own_connection_in_the_
     assert store.get(made.task_id) == made  # what the child wrote, read here
     assert store.update(made.evolve(status="completed")) is True
     store.close()
+
+
+def test_a_task_store_that_cannot_be_used_says_it_is_the_task_store(tmp_path: Path) -> None:
+    import pickle
+
+    from toolnexus.stores import SqliteTaskStore
+
+    with pytest.raises(StoreUnavailableError) as caught:
+        SqliteTaskStore(tmp_path / "no" / "such" / "folder" / "tasks.db")
+    assert str(caught.value).startswith(f"task store sqlite:{tmp_path}"), str(caught.value)
+    assert str(pickle.loads(pickle.dumps(caught.value))) == str(caught.value)

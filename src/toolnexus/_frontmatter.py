@@ -80,6 +80,32 @@ class _Unsupported(Exception):
         self.problem = problem
 
 
+def opens_frontmatter(text: str) -> bool:
+    """Whether ``text`` opens with a frontmatter fence (``---`` on the first line),
+    closed or not: :func:`split_frontmatter` says whether it is closed."""
+    return re.match(r"---\r?\n", text) is not None
+
+
+def key_line(block: str, key: str) -> int | None:
+    """The line (0-based, in ``block``) where the top-level ``key:`` is written, or None
+    — read as the reader reads keys (quoted or plain)."""
+    for number, line in enumerate(block.splitlines()):
+        if line[:1].isspace():
+            continue
+        match = _KEY.fullmatch(line.rstrip())
+        if match is None:
+            continue
+        written = match.group("key").strip()
+        if written[:1] in ("'", '"'):
+            try:
+                written = str(_Reader([line], 1, None).quoted(written, 0)[0])
+            except (_YamlError, _Unsupported):
+                continue
+        if written == key:
+            return number
+    return None
+
+
 def split_frontmatter(text: str) -> tuple[str, str, bool] | None:
     """``(block, body, True)`` for text that opens with a ``---`` fenced block, else
     None. The closing fence is the first line that is ``---``; the body is what follows

@@ -751,7 +751,7 @@ def load_openapi(
                 f"{', '.join(m.upper() for m in METHODS)}"
             )
     schemes, scheme_problem = _security_schemes(docs, root, location)
-    _check_credentials(root, credentials or {}, where)
+    _check_credentials(schemes, scheme_problem, credentials or {}, where)
     default_security = root.get("security")
     tools: list[Tool] = []
     problems: list[str] = []
@@ -870,20 +870,23 @@ def _filter(value: Iterable[str] | str | None, argument: str) -> list[str] | Non
     return items
 
 
-def _check_credentials(root: Mapping[str, Any], credentials: Mapping[str, Any], where: str) -> None:
-    """Raise :class:`OpenApiError` for a credential whose name is no security scheme of
-    the document: it would never be sent, and the API's 401 would not say why."""
-    components = root.get("components")
-    declared = components.get("securitySchemes") if isinstance(components, Mapping) else None
-    names = (
-        [name for name in declared if isinstance(name, str)]
-        if isinstance(declared, Mapping)
-        else []
-    )
+def _check_credentials(
+    schemes: Mapping[str, Any],
+    problem: str | None,
+    credentials: Mapping[str, Any],
+    where: str,
+) -> None:
+    """Raise :class:`OpenApiError` for a credential whose name is no usable security
+    scheme of the document (``schemes``, as :func:`_security_schemes` read them; its
+    ``problem``, when one could not be read): it would never be sent, and the API's 401
+    would not say why."""
+    names = [name for name in schemes if isinstance(name, str)]
     unknown = [name for name in credentials if name not in names]
     if not unknown:
         return
     given = ", ".join(repr(name) for name in unknown)
+    if problem is not None:
+        raise OpenApiError(where, f"credentials= names {given}, but {problem}")
     if names:
         fix = (
             "its security schemes (components.securitySchemes) are "

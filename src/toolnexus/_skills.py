@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ._frontmatter import _YamlError, parse_yaml, split_frontmatter
+from ._frontmatter import _YamlError, key_line, opens_frontmatter, parse_yaml, split_frontmatter
 from ._frozen import freeze
 from ._log import LazyLogger
 from ._result import ToolResult
@@ -484,7 +484,7 @@ def read_skill(path: Path) -> Skill:
     if "\0" in text:
         raise SkillError(label, str(path), "is a binary file, not markdown text", 1)
     split = split_frontmatter(text)
-    if split is None and re.match(r"---\r?\n", text):
+    if split is None and opens_frontmatter(text):
         raise SkillError(
             label,
             str(path),
@@ -541,10 +541,8 @@ def _yaml_kind(value: Any) -> str:
 
 def _key_line(block: str, key: str) -> int:
     """The line (in the file: the block opens on line 2) of ``key:`` in ``block``."""
-    for number, line in enumerate(block.splitlines()):
-        if re.match(rf"['\"]?{re.escape(key)}['\"]?\s*:", line):
-            return number + 2
-    return 2
+    found = key_line(block, key)
+    return 2 if found is None else found + 2
 
 
 def _scalar_text(value: Any) -> str | None:

@@ -233,10 +233,14 @@ def _regex_class(pattern: str, at: int) -> tuple[str | None, int]:
     # The last single character seen and where it starts: the low end of a range if a
     # '-' and another character follow.
     last: tuple[str, int] | None = None
+    first = i  # (a '-' there is the character itself)
     if pattern.startswith("]", i):
         last, i = ("]", i), i + 1
     while i < n:
         char = pattern[i]
+        if i > first and pattern.startswith(("--", "&&", "~~"), i):  # Rust's set operators
+            last, i = None, i + 2
+            continue
         if char == "-" and last is not None and i + 1 < n and pattern[i + 1] != "]":
             high, after = _class_char(pattern, i + 1)
             if high is not None and high[0] < last[0]:

@@ -543,8 +543,8 @@ def _unknown_message(kind: str, name: str, suggestions: list[str], known: list[s
 
 
 class StoreUnavailableError(ToolnexusError, ConnectionError):
-    """An answer store could not be used: its server is down or unreachable, refused the
-    credentials, or the file cannot be opened.
+    """An answer store (or an MCP server's task store: ``kind``) could not be used: its
+    server is down or unreachable, refused the credentials, or the file cannot be opened.
 
     ``store`` names the store (its URL without the password, or its file), ``reason`` says
     what went wrong and how to fix it. A host never lets it through to the model: the
@@ -560,17 +560,18 @@ class StoreUnavailableError(ToolnexusError, ConnectionError):
             print(exc.store)   # postgresql://app:***@db.internal/app
     """
 
-    def __init__(self, store: str, reason: str) -> None:
-        super().__init__(f"answer store {store}: {reason}")
+    def __init__(self, store: str, reason: str, kind: str = "answer store") -> None:
+        super().__init__(f"{kind} {store}: {reason}")
         self.store = store
         self.reason = reason
+        self.kind = kind  # "answer store", or "task store" for an MCP server's tasks
 
     def __str__(self) -> str:
         # OSError's own __str__ would show the args tuple; this one reads as a sentence.
         return str(self.args[0])
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.store, self.reason))
+        return (type(self), (self.store, self.reason, self.kind))
 
 
 class WaitTimeoutError(ToolnexusError, TimeoutError):

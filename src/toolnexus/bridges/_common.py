@@ -41,6 +41,13 @@ def host_of(source: Toolkit | Host) -> Host:
         return source
     if isinstance(source, Toolkit):
         return Host(source)
+    from .._views import ToolView
+
+    if isinstance(source, ToolView):
+        raise InvalidTypeError(
+            "a bridge takes a Toolkit or a Host, got a ToolView; give it Host(view), "
+            "which runs that view's tools only"
+        )
     raise InvalidTypeError(
         f"a bridge takes a Toolkit or a Host, got {type(source).__name__}; "
         "build one with Toolkit([tool_a, tool_b])"

@@ -91,6 +91,7 @@ class _Database:
         pool_size: int,
         timeout_ms: int,
         name: str,
+        kind: str = "answer store",
     ) -> None:
         if not isinstance(url, str):
             raise InvalidTypeError(f"url must be a str, got {type(url).__name__}")
@@ -99,6 +100,7 @@ class _Database:
                 raise InvalidValueError(f"{label} must be an int >= 1, got {value!r}")
         self._psycopg, self._pool_module = _psycopg()
         self.where = redact(url)
+        self.kind = kind  # what its errors call it: "answer store", "task store"
         self._url = url
         self._timeout_s = timeout_ms / 1000
         self._pool_size = pool_size
@@ -148,8 +150,10 @@ class _Database:
 
     def unavailable(self, exc: BaseException) -> StoreUnavailableError:
         if isinstance(exc, self._pool_module.PoolClosed):
-            return StoreUnavailableError(self.where, "this store was closed; open a new one")
-        return StoreUnavailableError(self.where, first_line(exc) + _CHECK_URL)
+            return StoreUnavailableError(
+                self.where, "this store was closed; open a new one", self.kind
+            )
+        return StoreUnavailableError(self.where, first_line(exc) + _CHECK_URL, self.kind)
 
     def run(self, operation: Callable[[Any, bool], _T]) -> _T:
         """``operation(connection, lost_reply)`` on a pooled connection (``lost_reply``
@@ -398,7 +402,12 @@ class PostgresTaskStore:
             ),
         ]
         self._db = _Database(
-            url, create, pool_size=pool_size, timeout_ms=timeout_ms, name="toolnexus-tasks"
+            url,
+            create,
+            pool_size=pool_size,
+            timeout_ms=timeout_ms,
+            name="toolnexus-tasks",
+            kind="task store",
         )
 
     def create(self, record: TaskRecord) -> None:

@@ -66,7 +66,9 @@ class _Server:
     :class:`~toolnexus.StoreUnavailableError` here.
     """
 
-    def __init__(self, url: str, *, pool_size: int, timeout_ms: int) -> None:
+    def __init__(
+        self, url: str, *, pool_size: int, timeout_ms: int, kind: str = "answer store"
+    ) -> None:
         if not isinstance(url, str):
             raise InvalidTypeError(f"url must be a str, got {type(url).__name__}")
         for name, value in (("pool_size", pool_size), ("timeout_ms", timeout_ms)):
@@ -78,6 +80,7 @@ class _Server:
 
         self.errors = redis.exceptions
         self.where = redact(url)
+        self.kind = kind  # what its errors call it: "answer store", "task store"
         timeout_s = self._timeout_s = timeout_ms / 1000
         try:
             pool = redis.BlockingConnectionPool.from_url(
@@ -111,7 +114,7 @@ class _Server:
             )
         else:
             reason += _CHECK_URL
-        return StoreUnavailableError(self.where, reason)
+        return StoreUnavailableError(self.where, reason, self.kind)
 
     def run(self, operation: Callable[[Any, bool], _T]) -> _T:
         """``operation(client, lost_reply)``; once more with ``lost_reply`` True when the
@@ -119,7 +122,9 @@ class _Server:
         reconnects). Raises :class:`~toolnexus.StoreUnavailableError` when the server
         cannot be reached (the retry failed too) or refuses the command."""
         if self._closed:
-            raise StoreUnavailableError(self.where, "this store was closed; open a new one")
+            raise StoreUnavailableError(
+                self.where, "this store was closed; open a new one", self.kind
+            )
         errors = self.errors
         try:
             return operation(self.client, False)
@@ -298,7 +303,7 @@ class RedisTaskStore:
             raise InvalidTypeError(f"prefix must be a str, got {type(prefix).__name__}")
         self._prefix = prefix
         self._clock = clock
-        self._server = _Server(url, pool_size=pool_size, timeout_ms=timeout_ms)
+        self._server = _Server(url, pool_size=pool_size, timeout_ms=timeout_ms, kind="task store")
         self._create = self._server.client.register_script(_CREATE)
         self._swap = self._server.client.register_script(_SWAP)
 

@@ -87,9 +87,10 @@ class OnConnections:
         self._connections.close()
 
 
-def unavailable(path: str, exc: Exception) -> StoreUnavailableError:
-    """The error an SQLite store raises when its file cannot be used (``exc``, the
-    driver's error: not a database, read-only, locked past the wait, no such folder).
+def unavailable(path: str, exc: Exception, kind: str = "answer store") -> StoreUnavailableError:
+    """The error an SQLite store (``kind``: ``"answer store"``, ``"task store"``) raises
+    when its file cannot be used (``exc``, the driver's error: not a database, read-only,
+    locked past the wait, no such folder).
 
     Example::
 
@@ -100,4 +101,5 @@ def unavailable(path: str, exc: Exception) -> StoreUnavailableError:
         f"sqlite:{path}",
         f"{exc}; check that the file is an SQLite database this process may write, in a "
         "folder that exists",
+        kind,
     )

@@ -267,7 +267,7 @@ class SqliteTaskStore(OnConnections):
         except sqlite3.IntegrityError:
             raise
         except Exception as exc:  # sqlite3.Error: not a database, read-only, locked
-            raise unavailable(self._path, exc) from exc
+            raise unavailable(self._path, exc, "task store") from exc
 
     def create(self, record: TaskRecord) -> None:
         import sqlite3

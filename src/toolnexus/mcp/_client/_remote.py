@@ -168,7 +168,7 @@ class RemoteTool:
                 # Its tools are listed again off the thread that ends the call (it may
                 # be the one that reads the server's answers); once a second at most.
                 threading.Thread(
-                    target=lambda: ended(stale(self.remote, result) or result),
+                    target=lambda: ended(stale(self.remote, result, slot=True) or result),
                     name=f"toolnexus-mcp-{self.client.name}-stale",
                     daemon=True,
                 ).start()

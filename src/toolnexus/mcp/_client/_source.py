@@ -155,6 +155,9 @@ class _Server:
         # one refresh of its lists at a time: a list_changed heard twice (a stream and a
         # poll, say) re-lists after the other, never interleaved with it
         self.refreshing = threading.Lock()
+        # Held from when a refused call decides its tools must be listed again until a
+        # thread has (see McpSource._stale): one such thread at a time.
+        self.relist_slot = threading.Lock()
         self.timed = False  # a ttlMs timer will look at its tool list again
         self.relisted = -1e9  # when a call found its tool list stale (time.monotonic())
 
@@ -813,27 +816,39 @@ class McpSource:
         return tools
 
     def _stale(
-        self, server: _Server, remote: str, result: ToolResult, quick: bool = False
+        self,
+        server: _Server,
+        remote: str,
+        result: ToolResult,
+        quick: bool = False,
+        slot: bool = False,
     ) -> ToolResult | None:
         """A call of ``server``'s listed tool ``remote`` that the server refused as if it
         did not know the tool (``result``): its tool list may have changed without a
-        notification. Its tools are listed again (at most once a second, by one thread at
-        a time, never in a loop) and the toolkit takes the new list (its clients are
-        told); a tool it no longer lists is a clear error naming the staleness, anything
-        else ``result``. ``quick``: None when a listing is due (to be made off the
-        caller's thread), else the answer by the list as it is — nothing waits."""
+        notification. Its tools are listed again (at most once a second, never in a loop)
+        and the toolkit takes the new list (its clients are told); a tool it no longer
+        lists is a clear error naming the staleness, anything else ``result``.
+
+        ``quick`` (a call ended on the thread that reads the server): None when a listing
+        is due and this caller took the one place to make it (it lists on a thread of its
+        own, then calls again with ``slot``, which gives the place back); else the answer
+        by the list as it is, at once — no thread per refused call."""
         import time
 
-        from ..._result import ToolResult
-
         client = server.client
-        now = time.monotonic()
-        due = client is not None and not self._closed and now >= server.relisted + 1.0
-        if due and quick:
-            return None
-        if due and server.refreshing.acquire(blocking=False):  # (one listing at a time)
-            try:
-                if client is not None and now >= server.relisted + 1.0:
+        if quick:
+            due = client is not None and not self._closed
+            if (
+                due
+                and time.monotonic() >= server.relisted + 1.0
+                and server.relist_slot.acquire(blocking=False)
+            ):
+                return None
+            return self._judged(server, remote, result)
+        try:
+            with server.refreshing:
+                now = time.monotonic()
+                if client is not None and not self._closed and now >= server.relisted + 1.0:
                     server.relisted = now
                     client._forget_lists("tools/list")
                     try:
@@ -851,8 +866,16 @@ class McpSource:
                             server.name,
                             ", ".join(server.status.tools),
                         )
-            finally:
-                server.refreshing.release()
+        finally:
+            if slot:
+                server.relist_slot.release()
+        return self._judged(server, remote, result)
+
+    @staticmethod
+    def _judged(server: _Server, remote: str, result: ToolResult) -> ToolResult:
+        """``result`` when ``server`` lists ``remote``, else the error naming the change."""
+        from ..._result import ToolResult
+
         if any(spec.get("name") == remote for spec in server.specs):
             return result
         return ToolResult(
