@@ -173,7 +173,14 @@ def test_more_hanging_reads_than_the_gateway_has_workers_delay_nothing_else(
     answered = [each for each in held if not gateway._box(each).empty()]
     assert len(answered) == 78  # two hold the places: unanswered while the server hangs
     refused = [gateway.answer(request_id) for request_id in answered]
-    assert all("MCP server slow: busy" in answer["error"]["message"] for answer in refused)
+    # Refused for want of room at once: by the slow server's queue ("busy"), or, when the
+    # gateway's own bound on waiting requests came first, by it ("server overloaded").
+    odd = [
+        answer
+        for answer in refused
+        if not any(word in answer["error"]["message"] for word in ("busy", "overloaded"))
+    ]
+    assert not odd, odd[:3]
     answer = gateway.ask("tools/call", {"name": "local_echo", "arguments": {"text": "hi"}})
     assert answer["result"]["content"][0]["text"] == "hi"
     answer = gateway.ask("resources/read", {"uri": "fast+f://1"})
