@@ -49,10 +49,15 @@ def big(n: int) -> str:
     return "x" * n
 
 
+may_ask = threading.Event()  # what `asks` waits for before it asks
+
+
 @tool
 def asks(ctx: ToolContext) -> ToolResult:
-    """Asks once, then says it was answered."""
+    """Asks once (when the test lets it: by then its call is a task), then says it was
+    answered."""
     if ctx.answer is None:
+        may_ask.wait(TIMEOUT)
         schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
         return ToolResult.pending(Request("input", "Sure?", id="one", data={"schema": schema}))
     return ToolResult.ok("answered")
@@ -158,7 +163,9 @@ def test_a_task_waiting_on_an_answer_keeps_its_place_in_its_clients_share(opened
     )
     with HttpServer(TOOLKIT, options, port=0) as server:
         server.start()
+        may_ask.clear()
         task_id = rpc(server, "tools/call", {"name": "asks"}, "alice")["result"]["taskId"]
+        may_ask.set()
         assert wait_until(
             lambda: (
                 rpc(server, "tasks/get", {"taskId": task_id}, "alice")["result"]["status"]
